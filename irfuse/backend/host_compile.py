@@ -1,0 +1,97 @@
+"""CPU execution of generated CUDA C: the same source, the host C++ compiler, ctypes.
+
+The kernel source is compiled unchanged, together with `irfuse_host.h`
+(CUDA built-ins as host C++) and a small generated launcher per kernel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from importlib import resources
+
+from irfuse.backend.cuda_emit import KernelInfo
+from irfuse.backend.nvrtc import cache_dir
+from irfuse.diagnostics import CompileError
+
+HEADER = "irfuse_host.h"
+
+
+def _header_text() -> str:
+    return resources.files("irfuse.backend").joinpath(HEADER).read_text()
+
+
+def launcher_source(kernels: list[KernelInfo], itemsize: int) -> str:
+    lines = ['#include "kernels.cu"', ""]
+    for k in kernels:
+        nargs = len(k.inputs) + len(k.outputs)
+        casts = [f"(const real_t*)args[{i}]" for i in range(len(k.inputs))]
+        casts += [f"(real_t*)args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
+        lines += [
+            f'extern "C" int irf_launch_{k.name}(void** args, long long n, unsigned grid) {{',
+            f"  (void)args; // {nargs} arrays",
+            f"  return irf::run_grid(grid, {k.bx}, {k.by}, {k.shared_words * itemsize}, "
+            f"[&] {{ {k.name}({', '.join(casts + ['n'])}); }});",
+            "}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+    if not cxx:
+        raise CompileError("CPU execution needs a C++20 compiler (g++ or clang++); none was found on PATH")
+    return cxx
+
+
+class HostModule:
+    """A compiled shared library of kernels with one `launch` entry per kernel."""
+
+    def __init__(self, source: str, kernels: list[KernelInfo], itemsize: int):
+        self.kernels = {k.name: k for k in kernels}
+        self.itemsize = itemsize
+        launcher = launcher_source(kernels, itemsize)
+        header = _header_text()
+        cxx = compiler()
+        flags = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w"]
+        key = hashlib.sha256("\0".join([source, launcher, header, cxx, *flags]).encode()).hexdigest()
+        lib_path = os.path.join(cache_dir(), "host", key[:2], key + ".so")
+        if not os.path.exists(lib_path):
+            self._build(source, launcher, header, cxx, flags, lib_path)
+        self.lib = ctypes.CDLL(lib_path)
+        self.entries = {}
+        for name in self.kernels:
+            fn = getattr(self.lib, f"irf_launch_{name}")
+            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_longlong, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            self.entries[name] = fn
+
+    @staticmethod
+    def _build(source: str, launcher: str, header: str, cxx: str, flags: list[str], lib_path: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="irfuse-host-") as tmp:
+            for name, text in (("kernels.cu", source), ("launcher.cpp", launcher), (HEADER, header)):
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
+            out = os.path.join(tmp, "kernels.so")
+            cmd = [cxx, *flags, "-include", os.path.join(tmp, HEADER), "-x", "c++",
+                   os.path.join(tmp, "launcher.cpp"), "-o", out]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
+            os.makedirs(os.path.dirname(lib_path), exist_ok=True)
+            fd, tmp_lib = tempfile.mkstemp(dir=os.path.dirname(lib_path), prefix=".tmp-", suffix=".so")
+            os.close(fd)
+            shutil.copyfile(out, tmp_lib)
+            os.replace(tmp_lib, lib_path)
+
+    def launch(self, name: str, arrays: list, n: int) -> None:
+        """Runs kernel `name` on numpy arrays (inputs then outputs) of `n` elements."""
+        k = self.kernels[name]
+        grid = -(-n // k.by)
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        if self.entries[name](ptrs, n, grid) != 0:
+            raise RuntimeError(f"kernel {name} failed on the CPU")

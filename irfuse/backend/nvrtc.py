@@ -1,0 +1,197 @@
+"""Compiling generated CUDA C to a cubin with NVRTC (cuda-bindings), with a cache.
+
+NVRTC needs no GPU.  We always ask for machine code for one exact
+architecture (`sm_90` unless a GPU says otherwise or `arch` is given),
+never PTX: a driver older than the NVRTC refuses newer PTX.  The ptxas
+report (`--ptxas-options=-v`) is parsed into per-kernel resources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+
+from irfuse.diagnostics import CompileError, Diagnostic
+
+GENERATED_NAME = "irfuse_kernels.cu"
+
+
+@dataclass
+class KernelResources:
+    registers: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    shared_bytes: int = 0
+    stack_bytes: int = 0
+    barriers: int = 0
+
+
+@dataclass
+class CubinResult:
+    arch: str
+    cubin: bytes
+    log: str
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+    cached: bool = False
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:.*?(\d+) bytes smem)?")
+
+
+def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
+    """Per-kernel registers, spills, stack and static shared memory from a ptxas -v log."""
+    out: dict[str, KernelResources] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            current = m.group(1)
+            out.setdefault(current, KernelResources())
+        elif m := _PROPS.search(line):
+            current = m.group(1)
+            out.setdefault(current, KernelResources())
+        elif (m := _STACK.search(line)) and current is not None:
+            r = out[current]
+            r.stack_bytes, r.spill_stores, r.spill_loads = (int(g) for g in m.groups())
+        elif (m := _USED.search(line)) and current is not None:
+            r = out[current]
+            r.registers = int(m.group(1))
+            r.barriers = int(m.group(2) or 0)
+            r.shared_bytes = int(m.group(3) or 0)
+    return out
+
+
+def default_arch() -> str:
+    """The architecture of the GPU present, else sm_90."""
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if err == driver.CUresult.CUDA_SUCCESS:
+            err, dev = driver.cuDeviceGet(0)
+            a = driver.CUdevice_attribute
+            err1, major = driver.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+            err2, minor = driver.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+            if err == err1 == err2 == driver.CUresult.CUDA_SUCCESS:
+                return f"sm_{major}{minor}"
+    except Exception:  # no driver, no GPU: compile for the default target
+        pass
+    return "sm_90"
+
+
+def cache_dir() -> str:
+    return os.environ.get("IRFUSE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "irfuse")
+
+
+def _nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def _check(result, what: str):
+    from cuda.bindings import nvrtc
+
+    err = result[0]
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"NVRTC failed in {what}: {err}")
+    return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+
+
+def _errors_against_source(log: str, source: str) -> list[Diagnostic]:
+    lines = source.splitlines()
+    diags = []
+    for m in re.finditer(rf"{re.escape(GENERATED_NAME)}\((\d+)\): (error|warning): (.*)", log):
+        ln = int(m.group(1))
+        if m.group(2) != "error":
+            continue
+        diags.append(Diagnostic(m.group(3).strip(), GENERATED_NAME, ln, 1, "error",
+                                lines[ln - 1] if 0 < ln <= len(lines) else None))
+    return diags
+
+
+def compile_cubin(source: str, arch: str | None = None, defines: dict[str, str] | None = None,
+                  use_cache: bool = True) -> CubinResult:
+    """Compiles the source for `arch`; raises `CompileError` with NVRTC's errors against the source."""
+    arch = arch or default_arch()
+    if not re.fullmatch(r"sm_\d+[a-z]?", arch):
+        raise CompileError(f"--arch must look like sm_90, got '{arch}'")
+    opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v", "--std=c++17"]
+    opts += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    key = hashlib.sha256(json.dumps([source, opts, _nvrtc_version()]).encode()).hexdigest()
+    path = os.path.join(cache_dir(), "cubin", key[:2], key)
+    if use_cache:
+        hit = _cache_read(path)
+        if hit is not None:
+            return hit
+    from cuda.bindings import nvrtc
+
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), GENERATED_NAME.encode(), 0, [], []),
+                  "nvrtcCreateProgram")
+    try:
+        bopts = [o.encode() for o in opts]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        buf = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.decode(errors="replace").rstrip("\x00 \n")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            diags = _errors_against_source(log, source) or [Diagnostic(f"NVRTC failed:\n{log}", GENERATED_NAME)]
+            raise CompileError(diags)
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    result = CubinResult(arch, bytes(cubin), log, parse_ptxas_report(log))
+    if use_cache:
+        _cache_write(path, result)
+    return result
+
+
+def _cache_read(path: str) -> CubinResult | None:
+    try:
+        with open(path + ".json", encoding="utf-8") as f:
+            meta = json.load(f)
+        with open(path + ".cubin", "rb") as f:
+            cubin = f.read()
+        if hashlib.sha256(cubin).hexdigest() != meta["cubin_sha256"]:
+            return None  # torn or corrupt entry: recompile
+        res = {k: KernelResources(**v) for k, v in meta["resources"].items()}
+        return CubinResult(meta["arch"], cubin, meta["log"], res, cached=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _cache_write(path: str, r: CubinResult) -> None:
+    meta = {"arch": r.arch, "log": r.log, "cubin_sha256": hashlib.sha256(r.cubin).hexdigest(),
+            "resources": {k: asdict(v) for k, v in r.resources.items()}}
+    try:
+        # The cubin lands first; the metadata (with its checksum) makes the entry valid.
+        _atomic_write(path + ".cubin", r.cubin)
+        _atomic_write(path + ".json", json.dumps(meta).encode())
+    except OSError:
+        pass  # an unwritable cache only costs recompilation

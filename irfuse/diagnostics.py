@@ -1,0 +1,70 @@
+"""Compiler diagnostics: `file:line:col: severity: message`, the source line and a caret.
+
+Every user-facing error of irfuse is a `CompileError` holding one or more
+`Diagnostic`s; the command-line tools print them and exit with status 1
+instead of showing a Python traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Diagnostic:
+    message: str
+    file: str = "<input>"
+    line: int = 0
+    col: int = 0
+    severity: str = "error"
+    source_line: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}:{self.col}: " if self.line else f"{self.file}: "
+        out = [f"{where}{self.severity}: {self.message}"]
+        if self.source_line is not None and self.line:
+            out.append("  " + self.source_line.rstrip("\n"))
+            out.append("  " + _caret_pad(self.source_line, self.col) + "^")
+        out.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(out)
+
+
+def _caret_pad(line: str, col: int) -> str:
+    # Keep tabs so the caret lines up under the column in a terminal.
+    return "".join("\t" if c == "\t" else " " for c in line[: max(col - 1, 0)])
+
+
+class CompileError(Exception):
+    """One or more error diagnostics; raised instead of crashing."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str):
+        if isinstance(diagnostics, str):
+            diagnostics = [Diagnostic(diagnostics)]
+        elif isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics = diagnostics
+        super().__init__("\n".join(d.render() for d in diagnostics))
+
+
+class SourceFile:
+    """The text of one input file, for quoting lines in diagnostics."""
+
+    def __init__(self, name: str, text: str):
+        self.name = name
+        self.text = text
+        self.lines = text.splitlines()
+
+    def line(self, n: int) -> str | None:
+        return self.lines[n - 1] if 1 <= n <= len(self.lines) else None
+
+    def diag(self, line: int, col: int, message: str, severity: str = "error",
+             notes: list[str] | None = None) -> Diagnostic:
+        return Diagnostic(message, self.name, line, col, severity, self.line(line), notes or [])
+
+
+def print_diagnostics(diags: list[Diagnostic], stream=None) -> None:
+    stream = stream or sys.stderr
+    for d in diags:
+        print(d.render(), file=stream)

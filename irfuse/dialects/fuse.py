@@ -1,0 +1,363 @@
+"""The `fuse` dialect: kernels, and where each on-chip value lives.
+
+A `fuse.kernel` runs with blocks of `bx * by` threads: `by` elements of the
+batch per block, `bx` threads per element (thread coordinates `tx < bx`,
+`ty < by`).  Its block arguments are global arrays: the inputs, then the
+outputs.  Inside, `fuse.load` copies the block's elements of an input on
+chip, `fuse.call` runs an implementation of a library op, `fuse.store`
+writes a value to an output and `fuse.barrier` is `__syncthreads()`.
+
+Every on-chip value carries a `#fuse.place`: `shared[OFF]` (the block's
+`by` elements, element after element, at word offset OFF of the kernel's
+shared buffer) or `reg` (each thread holds its own element's part).  The
+in-kernel passes rewrite exactly these places and the barriers.
+
+In the host program, `fuse.launch` runs a kernel on whole arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from irfuse.dialects.kas import KasType
+
+SHARED = "shared"
+REG = "reg"
+
+
+@irdl_attr_definition
+class PlaceAttr(ParametrizedAttribute):
+    """Where an on-chip value lives: `shared[offset]` (words) or `reg`."""
+
+    name = "fuse.place"
+    space: StringAttr
+    offset: IntAttr
+
+    def __init__(self, space: str, offset: int = 0):
+        super().__init__(StringAttr(space), IntAttr(offset))
+
+    @staticmethod
+    def shared(offset: int) -> "PlaceAttr":
+        return PlaceAttr(SHARED, offset)
+
+    @staticmethod
+    def reg() -> "PlaceAttr":
+        return PlaceAttr(REG, 0)
+
+    @property
+    def is_shared(self) -> bool:
+        return self.space.data == SHARED
+
+    def text(self) -> str:
+        return f"shared[{self.offset.data}]" if self.is_shared else REG
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.text()}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return _parse_place_body(parser)
+
+    def verify(self) -> None:
+        if self.space.data not in (SHARED, REG):
+            raise VerifyException(f"place must be 'shared' or 'reg', got '{self.space.data}'")
+        if self.offset.data < 0:
+            raise VerifyException(f"shared offset must be non-negative, got {self.offset.data}")
+
+
+def _parse_place_body(parser: AttrParser) -> list[Attribute]:
+    if parser.parse_optional_keyword(REG):
+        return [StringAttr(REG), IntAttr(0)]
+    parser.parse_keyword(SHARED)
+    parser.parse_punctuation("[")
+    off = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    parser.parse_punctuation("]")
+    return [StringAttr(SHARED), IntAttr(off)]
+
+
+def parse_place(parser: AttrParser) -> PlaceAttr:
+    space, off = _parse_place_body(parser)
+    return PlaceAttr(space.data, off.data)  # type: ignore[attr-defined]
+
+
+class OnChipOp(IRDLOperation):
+    """An op whose single result lives on chip at `place`."""
+
+    def get_place(self) -> PlaceAttr:
+        return self.properties["place"]  # type: ignore[return-value]
+
+    def set_place(self, place: PlaceAttr) -> None:
+        self.properties["place"] = place
+
+
+@irdl_op_definition
+class LoadOp(OnChipOp):
+    """Copies this block's elements of a kernel input from global memory on chip."""
+
+    name = "fuse.load"
+    source = operand_def(KasType)
+    res = result_def(KasType)
+    place = prop_def(PlaceAttr)
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+
+    def __init__(self, source: SSAValue, place: PlaceAttr):
+        super().__init__(operands=[source], result_types=[source.type], properties={"place": place})
+
+    def verify_(self) -> None:
+        if self.source.type != self.res.type:
+            raise VerifyException("fuse.load result type must match its source")
+        kernel = self.parent_op()
+        if isinstance(kernel, KernelOp) and self.source not in kernel.input_args:
+            raise VerifyException("fuse.load must read a kernel input argument")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(f" into {self.place.text()} : ")
+        printer.print_attribute(self.res.type)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LoadOp":
+        src = parser.parse_unresolved_operand()
+        parser.parse_keyword("into")
+        place = parse_place(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(src, t), place)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+@irdl_op_definition
+class CallOp(OnChipOp):
+    """Runs implementation `impl` of library op `callee` on on-chip operands."""
+
+    name = "fuse.call"
+    callee = prop_def(SymbolRefAttr)
+    impl = prop_def(StringAttr)
+    args = var_operand_def(KasType)
+    res = result_def(KasType)
+    place = prop_def(PlaceAttr)
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+
+    def __init__(self, callee: str, impl: str, args: Sequence[SSAValue], result_type: Attribute,
+                 place: PlaceAttr):
+        super().__init__(operands=[args], result_types=[result_type],
+                         properties={"callee": SymbolRefAttr(callee), "impl": StringAttr(impl),
+                                     "place": place})
+
+    @property
+    def op_name(self) -> str:
+        return self.callee.root_reference.data
+
+    def verify_(self) -> None:
+        from irfuse.library.implementations import find_implementation
+
+        try:
+            impl = find_implementation(self.op_name, self.impl.data)
+        except KeyError as e:
+            raise VerifyException(str(e.args[0])) from None
+        op = impl.op
+        if [a.type for a in self.args] != list(op.operand_types) or self.res.type != op.result_type:
+            raise VerifyException(f"fuse.call types do not match the signature {op.signature()}")
+        for a in self.args:
+            if not isinstance(a.owner, OnChipOp):
+                raise VerifyException("fuse.call operands must be on-chip values (fuse.load or fuse.call results)")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.callee)
+        printer.print_string(f"[{self.impl.data}](")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(f") into {self.place.text()} : (")
+        printer.print_list(self.args.types, printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.res.type)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "CallOp":
+        callee = parser.parse_attribute()
+        if not isinstance(callee, SymbolRefAttr):
+            parser.raise_error("expected the op name as @symbol")
+        parser.parse_punctuation("[")
+        impl = parser.parse_identifier()
+        parser.parse_punctuation("]")
+        pos = parser.pos
+        args = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        parser.parse_keyword("into")
+        place = parse_place(parser)
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        operands = parser.resolve_operands(args, types, pos)
+        op = cls(callee.root_reference.data, impl, operands, rt, place)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Writes this block's elements of an on-chip value to a kernel output."""
+
+    name = "fuse.store"
+    T: ClassVar = VarConstraint("T", base(KasType))
+    value = operand_def(T)
+    dest = operand_def(T)
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+    assembly_format = "$value `to` $dest attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue, dest: SSAValue):
+        super().__init__(operands=[value, dest])
+
+    def verify_(self) -> None:
+        if self.value.type != self.dest.type:
+            raise VerifyException("fuse.store value and destination types differ")
+        kernel = self.parent_op()
+        if isinstance(kernel, KernelOp) and self.dest not in kernel.output_args:
+            raise VerifyException("fuse.store must write a kernel output argument")
+        if not isinstance(self.value.owner, OnChipOp):
+            raise VerifyException("fuse.store stores an on-chip value")
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """`__syncthreads()`: every thread of the block waits here."""
+
+    name = "fuse.barrier"
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A GPU kernel over the batch: `bx` threads per element, `by` elements per block."""
+
+    name = "fuse.kernel"
+    sym_name = prop_def(SymbolNameConstraint())
+    bx = prop_def(IntAttr)
+    by = prop_def(IntAttr)
+    num_inputs = prop_def(IntAttr)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
+
+    def __init__(self, name: str, bx: int, by: int, input_types: Sequence[Attribute],
+                 output_types: Sequence[Attribute], body: Region | None = None):
+        if body is None:
+            body = Region(Block(arg_types=[*input_types, *output_types]))
+        super().__init__(properties={"sym_name": StringAttr(name), "bx": IntAttr(bx), "by": IntAttr(by),
+                                     "num_inputs": IntAttr(len(input_types))},
+                         regions=[body])
+
+    @property
+    def threads(self) -> int:
+        return self.bx.data * self.by.data
+
+    @property
+    def input_args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[: self.num_inputs.data])
+
+    @property
+    def output_args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[self.num_inputs.data:])
+
+    def verify_(self) -> None:
+        if self.bx.data < 1 or self.by.data < 1:
+            raise VerifyException("fuse.kernel bx and by must be positive")
+        if self.threads > 1024:
+            raise VerifyException(f"fuse.kernel has {self.threads} threads per block; the limit is 1024")
+        if self.num_inputs.data > len(self.body.block.args):
+            raise VerifyException("fuse.kernel num_inputs exceeds its arguments")
+        for out in self.output_args:
+            stores = [u.operation for u in out.uses if isinstance(u.operation, StoreOp)]
+            if len(stores) != 1:
+                raise VerifyException(f"fuse.kernel output must be stored exactly once, found {len(stores)} stores")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(f" block(bx = {self.bx.data}, by = {self.by.data}) (")
+        printer.print_list(self.input_args, printer.print_block_argument)
+        printer.print_string(") -> (")
+        printer.print_list(self.output_args, printer.print_block_argument)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "KernelOp":
+        name = parser.parse_symbol_name().data
+        parser.parse_keyword("block")
+        parser.parse_punctuation("(")
+        parser.parse_keyword("bx")
+        parser.parse_punctuation("=")
+        bx = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(",")
+        parser.parse_keyword("by")
+        parser.parse_punctuation("=")
+        by = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(")")
+        ins = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
+                                                lambda: parser.parse_argument(expect_type=True))
+        parser.parse_punctuation("->")
+        outs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
+                                                 lambda: parser.parse_argument(expect_type=True))
+        body = parser.parse_region([*ins, *outs])
+        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Runs kernel `kernel` over the whole batch: inputs in, new output arrays out."""
+
+    name = "fuse.launch"
+    kernel = prop_def(SymbolRefAttr)
+    args = var_operand_def(KasType)
+    res = var_result_def(KasType)
+    assembly_format = "$kernel `(` $args `)` attr-dict `:` functional-type($args, $res)"
+
+    def __init__(self, kernel: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]):
+        super().__init__(operands=[args], result_types=[result_types],
+                         properties={"kernel": SymbolRefAttr(kernel)})
+
+    @property
+    def kernel_name(self) -> str:
+        return self.kernel.root_reference.data
+
+
+Fuse = Dialect(
+    "fuse",
+    [KernelOp, LoadOp, CallOp, StoreOp, BarrierOp, LaunchOp],
+    [PlaceAttr],
+)

@@ -1,0 +1,427 @@
+"""The `kas` dialect: programs of elementary-op calls over batched small values.
+
+Every SSA value of a `kas` type holds one value per element of the batch.
+A program is a `kas.program` whose arguments are the inputs and whose
+`kas.return` lists the outputs; `kas.call` applies a library op;
+`kas.loop` repeats its body, carrying values between iterations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+
+class KasType(ParametrizedAttribute, TypeAttribute):
+    """Base of the value types; `shape` is the per-element shape (row-major)."""
+
+    KEYWORD: ClassVar[str]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def spelling(self) -> str:
+        """How the type is written in KAS source (e.g. ``matrix3x3``)."""
+        return self.KEYWORD + "x".join(str(d) for d in self.shape)
+
+    def print_parameters(self, printer: Printer) -> None:
+        if self.shape:
+            printer.print_string("<" + "x".join(str(d) for d in self.shape) + ">")
+
+    def verify(self) -> None:
+        if any(d < 1 for d in self.shape):
+            raise VerifyException(f"{self.name} dimensions must be positive, got {self.shape}")
+
+
+def _parse_dims(parser: AttrParser, rank: int | None, name: str) -> list[int]:
+    with parser.in_angle_brackets():
+        dims = parser.parse_dimension_list()
+    if rank is not None and len(dims) != rank:
+        parser.raise_error(f"{name} expects {rank} dimension(s), got {len(dims)}")
+    return dims
+
+
+@irdl_attr_definition
+class ScalarType(KasType):
+    name = "kas.scalar"
+    KEYWORD: ClassVar[str] = "scalar"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+
+@irdl_attr_definition
+class VectorType(KasType):
+    name = "kas.vector"
+    KEYWORD: ClassVar[str] = "vector"
+    length: IntAttr
+
+    def __init__(self, n: int):
+        super().__init__(IntAttr(n))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.length.data,)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return [IntAttr(d) for d in _parse_dims(parser, 1, cls.name)]
+
+
+@irdl_attr_definition
+class MatrixType(KasType):
+    name = "kas.matrix"
+    KEYWORD: ClassVar[str] = "matrix"
+    rows: IntAttr
+    cols: IntAttr
+
+    def __init__(self, rows: int, cols: int):
+        super().__init__(IntAttr(rows), IntAttr(cols))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.rows.data, self.cols.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return [IntAttr(d) for d in _parse_dims(parser, 2, cls.name)]
+
+
+@irdl_attr_definition
+class TensorType(KasType):
+    name = "kas.tensor"
+    KEYWORD: ClassVar[str] = "tensor"
+    dims: ArrayAttr[IntAttr]
+
+    def __init__(self, dims: Sequence[int]):
+        super().__init__(ArrayAttr(IntAttr(d) for d in dims))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.dims.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        dims = _parse_dims(parser, None, cls.name)
+        return [ArrayAttr(IntAttr(d) for d in dims)]
+
+    def verify(self) -> None:
+        super().verify()
+        if len(self.shape) not in (3, 4):
+            raise VerifyException(f"kas.tensor must have 3 or 4 dimensions, got {len(self.shape)}")
+
+
+def kas_type_of_shape(shape: Sequence[int]) -> KasType:
+    shape = tuple(shape)
+    if len(shape) == 0:
+        return ScalarType()
+    if len(shape) == 1:
+        return VectorType(shape[0])
+    if len(shape) == 2:
+        return MatrixType(*shape)
+    return TensorType(shape)
+
+
+_UNIQUING_SUFFIX = re.compile(r"_\d+$")
+
+
+def ssa_hint(variable: str) -> str:
+    """The SSA name hint that prints as a KAS variable's name.
+
+    xDSL drops a trailing ``_<digits>`` from name hints (it is the printer's
+    uniquing suffix), so such names keep an extra trailing ``_``.
+    """
+    return variable + "_" if _UNIQUING_SUFFIX.search(variable) else variable
+
+
+def variable_of_hint(hint: str) -> str:
+    """Inverse of `ssa_hint`."""
+    if hint.endswith("_") and _UNIQUING_SUFFIX.search(hint[:-1]):
+        return hint[:-1]
+    return hint
+
+
+# --- Operations -------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Ends a `kas.program`: its operands are the program's outputs."""
+
+    name = "kas.return"
+    values = var_operand_def()
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ProgramOp)))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `kas.loop` body: the values of this iteration."""
+
+    name = "kas.yield"
+    values = var_operand_def()
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(LoopOp)))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """Applies the library op `callee` to its operands, element by element."""
+
+    name = "kas.call"
+    callee = prop_def(SymbolRefAttr)
+    args = var_operand_def()
+    res = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
+
+    def __init__(self, callee: str, args: Sequence[SSAValue], result_type: Attribute):
+        super().__init__(operands=[args], result_types=[result_type],
+                         properties={"callee": SymbolRefAttr(callee)})
+
+    @property
+    def op_name(self) -> str:
+        return self.callee.root_reference.data
+
+    def verify_(self) -> None:
+        from irfuse.library.catalogue import default_library
+
+        lib = default_library()
+        op = lib.get(self.op_name)
+        if op is None:
+            hint = lib.closest(self.op_name)
+            raise VerifyException(
+                f"unknown op '{self.op_name}'" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
+        if len(self.args) != len(op.operand_types):
+            raise VerifyException(
+                f"'{self.op_name}' takes {len(op.operand_types)} operand(s), got {len(self.args)}")
+        for k, (arg, want) in enumerate(zip(self.args, op.operand_types)):
+            if arg.type != want:
+                raise VerifyException(
+                    f"operand {k} of '{self.op_name}' must be {want}, got {arg.type}")
+        if self.res.type != op.result_type:
+            raise VerifyException(
+                f"result of '{self.op_name}' is {op.result_type}, not {self.res.type}")
+
+
+@irdl_op_definition
+class LoopOp(IRDLOperation):
+    """Runs its body `trip_count` times in order.
+
+    The first block arguments receive the `iter_args` on the first iteration
+    and the body's first yielded values afterwards.  Results are the values
+    yielded by the last iteration: the carried ones first, then values that
+    are only defined inside the loop and read after it.
+    """
+
+    name = "kas.loop"
+    trip_count = prop_def(IntAttr)
+    iter_args = var_operand_def()
+    res = var_result_def()
+    body = region_def("single_block")
+
+    def __init__(self, trip_count: int, iter_args: Sequence[SSAValue],
+                 result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[iter_args], result_types=[result_types],
+                         properties={"trip_count": IntAttr(trip_count)}, regions=[body])
+
+    def verify_(self) -> None:
+        if self.trip_count.data < 1:
+            raise VerifyException(f"kas.loop trip count must be at least 1, got {self.trip_count.data}")
+        block = self.body.block
+        if len(block.args) != len(self.iter_args):
+            raise VerifyException(
+                f"kas.loop body has {len(block.args)} arguments but {len(self.iter_args)} iter_args")
+        for k, (a, v) in enumerate(zip(block.args, self.iter_args)):
+            if a.type != v.type:
+                raise VerifyException(f"kas.loop block argument {k} is {a.type}, iter_arg is {v.type}")
+        term = block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("kas.loop body must end with kas.yield")
+        if len(term.values) != len(self.res):
+            raise VerifyException(
+                f"kas.yield yields {len(term.values)} values but kas.loop has {len(self.res)} results")
+        for k, (y, r) in enumerate(zip(term.values, self.res)):
+            if y.type != r.type:
+                raise VerifyException(f"kas.yield value {k} is {y.type}, loop result is {r.type}")
+        if len(self.res) < len(self.iter_args):
+            raise VerifyException("kas.loop must have a result for each iter_arg")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.trip_count.data}")
+        if self.iter_args:
+            printer.print_string(" iter_args(")
+            printer.print_list(
+                zip(self.body.block.args, self.iter_args),
+                lambda p: (printer.print_ssa_value(p[0]), printer.print_string(" = "),
+                           printer.print_ssa_value(p[1])))
+            printer.print_string(")")
+        printer.print_string(" -> (")
+        printer.print_list(self.res.types, printer.print_attribute)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LoopOp":
+        trip = parser.parse_integer(allow_boolean=False)
+        pos = parser.pos
+        names: list[Parser.UnresolvedArgument] = []
+        inits: list[UnresolvedOperand] = []
+        if parser.parse_optional_keyword("iter_args"):
+            def one():
+                arg = parser.parse_argument(expect_type=False)
+                parser.parse_punctuation("=")
+                return arg, parser.parse_unresolved_operand()
+            for arg, init in parser.parse_comma_separated_list(Parser.Delimiter.PAREN, one):
+                names.append(arg)
+                inits.append(init)
+        parser.parse_punctuation("->")
+        types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+        if len(types) < len(inits):
+            parser.raise_error("kas.loop needs a result type for each iter_arg")
+        operands = parser.resolve_operands(inits, types[: len(inits)], pos)
+        args = [a.resolve(t) for a, t in zip(names, types)]
+        body = parser.parse_region(args)
+        op = cls(trip, operands, types, body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """A KAS program: named inputs (block arguments) and named outputs."""
+
+    name = "kas.program"
+    sym_name = prop_def(SymbolNameConstraint())
+    input_names = prop_def(ArrayAttr[StringAttr])
+    output_names = prop_def(ArrayAttr[StringAttr])
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(self, name: str, input_names: Sequence[str], input_types: Sequence[Attribute],
+                 output_names: Sequence[str], body: Region | None = None):
+        if body is None:
+            body = Region(Block(arg_types=input_types))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "input_names": ArrayAttr(StringAttr(n) for n in input_names),
+                "output_names": ArrayAttr(StringAttr(n) for n in output_names),
+            },
+            regions=[body],
+        )
+
+    @property
+    def inputs(self) -> list[str]:
+        return [s.data for s in self.input_names.data]
+
+    @property
+    def outputs(self) -> list[str]:
+        return [s.data for s in self.output_names.data]
+
+    @property
+    def return_op(self) -> ReturnOp:
+        term = self.body.block.last_op
+        assert isinstance(term, ReturnOp)
+        return term
+
+    def input_types(self) -> list[KasType]:
+        return [a.type for a in self.body.block.args]  # type: ignore[misc]
+
+    def output_types(self) -> list[KasType]:
+        return [v.type for v in self.return_op.values]  # type: ignore[misc]
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != len(self.input_names):
+            raise VerifyException(
+                f"kas.program has {len(block.args)} arguments but {len(self.input_names)} input names")
+        for a in block.args:
+            if not isinstance(a.type, KasType):
+                raise VerifyException(f"kas.program inputs must have kas types, got {a.type}")
+        term = block.last_op
+        if not isinstance(term, ReturnOp):
+            raise VerifyException("kas.program body must end with kas.return")
+        if len(term.values) != len(self.output_names):
+            raise VerifyException(
+                f"kas.return returns {len(term.values)} values but kas.program names "
+                f"{len(self.output_names)} outputs")
+        if len(set(self.outputs)) != len(self.outputs):
+            raise VerifyException("kas.program output names must be distinct")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(") -> (")
+        printer.print_list(
+            zip(self.outputs, self.return_op.values),
+            lambda p: (printer.print_string(p[0]), printer.print_string(" : "),
+                       printer.print_attribute(p[1].type)))
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ProgramOp":
+        name = parser.parse_symbol_name().data
+        args = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True))
+        parser.parse_punctuation("->")
+
+        def out():
+            n = parser.parse_identifier()
+            parser.parse_punctuation(":")
+            parser.parse_type()
+            return n
+        outputs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, out)
+        body = parser.parse_region(args)
+        input_names = [variable_of_hint(a.name.text[1:]) for a in args]
+        op = cls(name, input_names, [a.type for a in args], outputs, body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+Kas = Dialect(
+    "kas",
+    [ProgramOp, CallOp, LoopOp, ReturnOp, YieldOp],
+    [ScalarType, VectorType, MatrixType, TensorType],
+)

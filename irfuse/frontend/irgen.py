@@ -1,0 +1,268 @@
+"""Semantic checks of a parsed KAS program and its translation to the `kas` dialect.
+
+Each assignment makes a new SSA value (named after its variable).  A loop
+carries, as iter_args, the variables it assigns that its body reads before
+assigning them; every variable a loop assigns is also a loop result, so it
+can be read after the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from irfuse.analysis.liveness import live_values
+from irfuse.diagnostics import CompileError, Diagnostic, SourceFile
+from irfuse.dialects.kas import ssa_hint, CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp, kas_type_of_shape
+from irfuse.frontend.syntax import Call, Loop, Name, Program, Statement, parse_program
+from irfuse.library.catalogue import Library, default_library
+
+MAX_ERRORS = 20
+
+
+@dataclass
+class FrontendResult:
+    module: ModuleOp
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+def _assigned(stmts: list[Statement]) -> list[str]:
+    """Variables assigned in a statement list (nested loops included), first-assignment order."""
+    out: list[str] = []
+    for s in stmts:
+        names = [s.target.text] if isinstance(s, Call) else _assigned(s.body)
+        out.extend(n for n in names if n not in out)
+    return out
+
+
+def _read_before_write(stmts: list[Statement]) -> dict[str, Name]:
+    """Variables read in the list before the list assigns them, with the first such read."""
+    written: set[str] = set()
+    out: dict[str, Name] = {}
+    for s in stmts:
+        if isinstance(s, Call):
+            for a in s.args:
+                if a.text not in written:
+                    out.setdefault(a.text, a)
+            written.add(s.target.text)
+        else:
+            for n, where in _read_before_write(s.body).items():
+                if n not in written:
+                    out.setdefault(n, where)
+            written.update(_assigned(s.body))
+    return out
+
+
+class IRGen:
+    def __init__(self, src: SourceFile, prog: Program, library: Library, name: str):
+        self.src = src
+        self.prog = prog
+        self.lib = library
+        self.name = name
+        self.errors: list[Diagnostic] = []
+        self.types: dict[str, KasType] = {}
+        self.decl_pos: dict[str, Name] = {}
+        self.call_targets: dict[CallOp, Name] = {}
+
+    def err(self, at: Name | object, message: str, notes: list[str] | None = None) -> None:
+        pos = at.pos  # type: ignore[attr-defined]
+        self.errors.append(self.src.diag(pos.line, pos.col, message, notes=notes))
+        if len(self.errors) >= MAX_ERRORS:
+            raise CompileError(self.errors)
+
+    def loc(self, name: Name) -> FileLineColLoc:
+        return FileLineColLoc(StringAttr(self.src.name), IntAttr(name.pos.line), IntAttr(name.pos.col))
+
+    def declare(self) -> None:
+        for d in self.prog.declarations:
+            t = kas_type_of_shape(d.shape)
+            for n in d.names:
+                if n.text in self.types:
+                    first = self.decl_pos[n.text]
+                    self.err(n, f"'{n.text}' is already declared",
+                             [f"first declared at {self.src.name}:{first.pos.line}:{first.pos.col}"])
+                    continue
+                self.types[n.text] = t
+                self.decl_pos[n.text] = n
+
+    def lookup(self, env: dict[str, SSAValue], n: Name) -> SSAValue | None:
+        if n.text not in self.types:
+            self.err(n, f"use of undeclared variable '{n.text}'",
+                     [f"declare it first, e.g. '{_suggest_type(self.types)} {n.text};'"])
+            return None
+        if n.text not in env:
+            self.err(n, f"variable '{n.text}' is used before it is assigned",
+                     ["list it after 'input' or assign it with a statement before this use"])
+            return None
+        return env[n.text]
+
+    def build(self) -> FrontendResult:
+        self.declare()
+        seen: dict[str, Name] = {}
+        env: dict[str, SSAValue] = {}
+        in_types = []
+        for n in self.prog.inputs:
+            if n.text not in self.types:
+                self.err(n, f"input '{n.text}' is not declared",
+                         [f"declare it first, e.g. '{_suggest_type(self.types)} {n.text};'"])
+            elif n.text in seen:
+                self.err(n, f"input '{n.text}' is listed twice")
+            else:
+                seen[n.text] = n
+                in_types.append(self.types[n.text])
+        inputs = list(seen)
+        block = Block(arg_types=in_types)
+        for name, arg in zip(inputs, block.args):
+            arg.name_hint = ssa_hint(name)
+            env[name] = arg
+        self.statements(self.prog.statements, env, block)
+        outs: list[SSAValue] = []
+        out_names: list[str] = []
+        for n in self.prog.outputs:
+            if n.text not in self.types:
+                self.err(n, f"return value '{n.text}' is not declared")
+                continue
+            if n.text in out_names:
+                self.err(n, f"'{n.text}' is returned twice")
+                continue
+            v = self.lookup(env, n)
+            if v is not None:
+                outs.append(v)
+                out_names.append(n.text)
+        if self.errors:
+            raise CompileError(self.errors)
+        block.add_op(ReturnOp(outs))
+        program = ProgramOp(self.name, inputs, in_types, out_names, Region(block))
+        module = ModuleOp([program])
+        return FrontendResult(module, self.warnings(program, inputs))
+
+    def statements(self, stmts: list[Statement], env: dict[str, SSAValue], block: Block) -> None:
+        for s in stmts:
+            if isinstance(s, Call):
+                self.call(s, env, block)
+            else:
+                self.loop(s, env, block)
+
+    def call(self, s: Call, env: dict[str, SSAValue], block: Block) -> None:
+        op = self.lib.get(s.op.text)
+        args = [self.lookup(env, a) for a in s.args]
+        target_type = self.types.get(s.target.text)
+        if target_type is None:
+            self.err(s.target, f"assignment to undeclared variable '{s.target.text}'",
+                     [f"declare it first, e.g. '{_suggest_type(self.types)} {s.target.text};'"])
+        if op is None:
+            close = self.lib.closest(s.op.text)
+            self.err(s.op, f"unknown op '{s.op.text}'",
+                     [f"did you mean {', '.join(repr(c) for c in close)}?"] if close else
+                     ["'irfuse ops' lists the library"])
+            return
+        if len(s.args) != len(op.operand_types):
+            self.err(s.op, f"'{op.name}' takes {len(op.operand_types)} operand(s), got {len(s.args)}",
+                     [f"signature: {op.signature()}"])
+            return
+        ok = True
+        for k, (a, v, want) in enumerate(zip(s.args, args, op.operand_types)):
+            if v is not None and v.type != want:
+                self.err(a, f"operand {k + 1} of '{op.name}' must be {want.spelling()}, "
+                         f"but '{a.text}' is {v.type.spelling()}",  # type: ignore[attr-defined]
+                         [f"signature: {op.signature()}"])
+                ok = False
+        if target_type is not None and target_type != op.result_type:
+            self.err(s.target, f"'{op.name}' returns {op.result_type.spelling()}, but '{s.target.text}' "
+                     f"is declared {target_type.spelling()}", [f"signature: {op.signature()}"])
+            ok = False
+        if not ok or target_type is None or any(v is None for v in args):
+            return
+        call = CallOp(op.name, args, op.result_type)  # type: ignore[arg-type]
+        call.location = self.loc(s.target)
+        call.res.name_hint = ssa_hint(s.target.text)
+        self.call_targets[call] = s.target
+        block.add_op(call)
+        env[s.target.text] = call.res
+
+    def loop(self, s: Loop, env: dict[str, SSAValue], block: Block) -> None:
+        assigned = _assigned(s.body)
+        rbw = _read_before_write(s.body)
+        carried = [n for n in assigned if n in rbw]
+        results = carried + [n for n in assigned if n not in rbw]
+        ok = True
+        for n in carried:
+            if n not in env and n in self.types:
+                self.err(rbw[n], f"'{n}' is read in the loop before the loop assigns it, "
+                         "and it has no value before the loop",
+                         ["assign it before the loop so the first iteration has a value"])
+                ok = False
+        for n in results:
+            if n not in self.types:
+                ok = False  # reported when the body is checked
+        body = Block(arg_types=[self.types[n] for n in carried] if ok else [])
+        inner = dict(env)
+        if ok:
+            for n, arg in zip(carried, body.args):
+                arg.name_hint = ssa_hint(n)
+                inner[n] = arg
+        before = len(self.errors)
+        self.statements(s.body, inner, body)
+        if not ok or len(self.errors) > before:
+            return
+        body.add_op(YieldOp([inner[n] for n in results]))
+        loop = LoopOp(s.count, [env[n] for n in carried], [self.types[n] for n in results],
+                      Region(body))
+        loop.location = FileLineColLoc(StringAttr(self.src.name), IntAttr(s.pos.line), IntAttr(s.pos.col))
+        block.add_op(loop)
+        for n, r in zip(results, loop.res):
+            r.name_hint = ssa_hint(n)
+            env[n] = r
+
+    def warnings(self, program: ProgramOp, inputs: list[str]) -> list[Diagnostic]:
+        live = live_values(program)
+        out = []
+        for name, arg in zip(inputs, program.body.block.args):
+            if arg not in live:
+                pos = next(n for n in self.prog.inputs if n.text == name).pos
+                out.append(self.src.diag(pos.line, pos.col, f"input '{name}' is never used", "warning"))
+        for call, target in self.call_targets.items():
+            if call.res not in live:
+                out.append(self.src.diag(
+                    target.pos.line, target.pos.col,
+                    f"the value assigned to '{target.text}' by '{call.op_name}' is never used",
+                    "warning", ["the kas-dce pass removes this statement"]))
+        out.sort(key=lambda d: (d.line, d.col))
+        return out
+
+
+def _suggest_type(types: dict[str, KasType]) -> str:
+    """The most common declared type, as a plausible spelling for a missing declaration."""
+    from collections import Counter
+
+    counts = Counter(t.spelling() for t in types.values())
+    return counts.most_common(1)[0][0] if counts else "matrix3x3"
+
+
+def program_name(path: str) -> str:
+    import os
+    import re
+
+    stem = os.path.splitext(os.path.basename(path))[0]
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", stem)
+    return stem if stem and not stem[0].isdigit() else f"p_{stem}"
+
+
+def compile_source(text: str, filename: str = "<input>", library: Library | None = None) -> FrontendResult:
+    """KAS source text to a module holding one `kas.program`; raises `CompileError`."""
+    src = SourceFile(filename, text)
+    prog = parse_program(src)
+    return IRGen(src, prog, library or default_library(), program_name(filename)).build()
+
+
+def compile_file(path: str, library: Library | None = None) -> FrontendResult:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise CompileError(Diagnostic(f"file is not valid UTF-8 ({e.reason} at byte {e.start})", path))
+    except OSError as e:
+        raise CompileError(Diagnostic(f"cannot read file: {e.strerror}", path))
+    return compile_source(text, path, library)

@@ -1,0 +1,268 @@
+"""Lexer and parser of the KAS language, producing a positioned syntax tree.
+
+    program     := { declaration } "input" names ";" { statement } "return" names ";"
+    declaration := TYPE IDENT { "," IDENT } ";"
+    TYPE        := scalar | vectorN | matrixNxM | tensorNxMxK[xL]   (case-insensitive)
+    statement   := IDENT "=" OPNAME "(" [ names ] ")" ";" | "loop" INT "{" { statement } "}"
+    names       := IDENT { "," IDENT }
+
+Comments are ``// ...`` and ``/* ... */``.  Errors raise `CompileError`
+with the file, line and column of the offending token.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from irfuse.diagnostics import CompileError, SourceFile
+
+KEYWORDS = {"input", "return", "loop"}
+MAX_DIM = 64
+MAX_TRIP_COUNT = 1_000_000
+
+
+@dataclass(frozen=True)
+class Pos:
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "ident", "int", "punct", "eof"
+    text: str
+    pos: Pos
+
+
+@dataclass
+class Name:
+    text: str
+    pos: Pos
+
+
+@dataclass
+class Declaration:
+    type_text: str
+    shape: tuple[int, ...]
+    names: list[Name]
+    pos: Pos
+
+
+@dataclass
+class Call:
+    target: Name
+    op: Name
+    args: list[Name]
+    pos: Pos
+
+
+@dataclass
+class Loop:
+    count: int
+    body: list["Statement"]
+    pos: Pos
+
+
+Statement = Call | Loop
+
+
+@dataclass
+class Program:
+    declarations: list[Declaration]
+    inputs: list[Name]
+    statements: list[Statement]
+    outputs: list[Name]
+    input_pos: Pos = field(default_factory=lambda: Pos(1, 1))
+
+
+_TYPE_RE = re.compile(
+    r"(?i)(scalar)|vector(\d+)|matrix(\d+)x(\d+)|tensor(\d+)x(\d+)x(\d+)(?:x(\d+))?")
+TYPE_HELP = "scalar, vectorN, matrixNxM or tensorNxMxK[xL]"
+
+
+def parse_type_name(text: str) -> tuple[int, ...] | None:
+    """The value shape a type keyword spells, or None if it is not a type."""
+    m = _TYPE_RE.fullmatch(text)
+    if m is None:
+        return None
+    if m.group(1):
+        return ()
+    return tuple(int(g) for g in m.groups()[1:] if g is not None)
+
+
+class Lexer:
+    def __init__(self, src: SourceFile):
+        self.src = src
+
+    def tokens(self) -> list[Token]:
+        text, out = self.src.text, []
+        i, line, col = 0, 1, 1
+        n = len(text)
+
+        def advance(k: int) -> None:
+            nonlocal i, line, col
+            for ch in text[i:i + k]:
+                if ch == "\n":
+                    line, col = line + 1, 1
+                else:
+                    col += 1
+            i += k
+
+        while i < n:
+            ch = text[i]
+            if ch in " \t\r\n\f\v":
+                advance(1)
+            elif text.startswith("//", i):
+                j = text.find("\n", i)
+                advance((n if j < 0 else j) - i)
+            elif text.startswith("/*", i):
+                j = text.find("*/", i + 2)
+                if j < 0:
+                    raise CompileError(self.src.diag(line, col, "unterminated comment: '/*' has no '*/'"))
+                advance(j + 2 - i)
+            elif ch.isascii() and (ch.isalpha() or ch == "_"):
+                m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*").match(text, i)
+                assert m
+                out.append(Token("ident", m.group(0), Pos(line, col)))
+                advance(len(m.group(0)))
+            elif ch.isascii() and ch.isdigit():
+                m = re.compile(r"[0-9]+").match(text, i)
+                assert m
+                out.append(Token("int", m.group(0), Pos(line, col)))
+                advance(len(m.group(0)))
+            elif ch in "=(),;{}":
+                out.append(Token("punct", ch, Pos(line, col)))
+                advance(1)
+            else:
+                raise CompileError(self.src.diag(
+                    line, col, f"unexpected character {ch!r}",
+                    notes=["identifiers are ASCII letters, digits and '_'"]))
+        out.append(Token("eof", "", Pos(line, col)))
+        return out
+
+
+class Parser:
+    def __init__(self, src: SourceFile):
+        self.src = src
+        self.toks = Lexer(src).tokens()
+        self.i = 0
+
+    # -- helpers
+    def peek(self, k: int = 0) -> Token:
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def error(self, tok: Token, message: str, notes: list[str] | None = None) -> CompileError:
+        return CompileError(self.src.diag(tok.pos.line, tok.pos.col, message, notes=notes))
+
+    @staticmethod
+    def describe(tok: Token) -> str:
+        return "end of file" if tok.kind == "eof" else f"'{tok.text}'"
+
+    def expect_punct(self, p: str, context: str) -> Token:
+        tok = self.peek()
+        if tok.kind != "punct" or tok.text != p:
+            raise self.error(tok, f"expected '{p}' {context}, found {self.describe(tok)}")
+        self.i += 1
+        return tok
+
+    def expect_ident(self, what: str) -> Name:
+        tok = self.peek()
+        if tok.kind != "ident" or tok.text in KEYWORDS:
+            raise self.error(tok, f"expected {what}, found {self.describe(tok)}")
+        self.i += 1
+        return Name(tok.text, tok.pos)
+
+    def names(self, what: str) -> list[Name]:
+        out = [self.expect_ident(what)]
+        while self.peek().text == "," and self.peek().kind == "punct":
+            self.i += 1
+            out.append(self.expect_ident(what))
+        return out
+
+    # -- grammar
+    def program(self) -> Program:
+        decls = []
+        while not (self.peek().kind == "ident" and self.peek().text == "input"):
+            decls.append(self.declaration())
+        input_tok = self.peek()
+        self.i += 1
+        inputs = self.names("an input variable name")
+        self.expect_punct(";", "after the input list")
+        stmts = self.statements(top_level=True)
+        ret = self.peek()
+        if not (ret.kind == "ident" and ret.text == "return"):
+            raise self.error(ret, f"expected a statement or 'return', found {self.describe(ret)}")
+        self.i += 1
+        outputs = self.names("an output variable name")
+        self.expect_punct(";", "after the return list")
+        if self.peek().kind != "eof":
+            raise self.error(self.peek(), f"expected end of file after 'return', found {self.describe(self.peek())}")
+        return Program(decls, inputs, stmts, outputs, input_tok.pos)
+
+    def declaration(self) -> Declaration:
+        tok = self.peek()
+        if tok.kind == "eof":
+            raise self.error(tok, "expected a declaration or 'input', found end of file",
+                             notes=["a program is: declarations, 'input a, b;', statements, 'return x;'"])
+        if tok.kind != "ident":
+            raise self.error(tok, f"expected a type ({TYPE_HELP}) or 'input', found {self.describe(tok)}")
+        shape = parse_type_name(tok.text)
+        if shape is None:
+            nxt = self.peek(1)
+            if nxt.kind == "punct" and nxt.text == "=":
+                raise self.error(tok, "statements must come after the 'input' list",
+                                 notes=["declare the variables, then write 'input ...;', then the statements"])
+            raise self.error(tok, f"unknown type '{tok.text}'", notes=[f"types are {TYPE_HELP}"])
+        for d in shape:
+            if not 1 <= d <= MAX_DIM:
+                raise self.error(tok, f"dimension {d} of type '{tok.text}' is out of range 1..{MAX_DIM}")
+        self.i += 1
+        names = self.names("a variable name")
+        self.expect_punct(";", "after the declaration")
+        return Declaration(tok.text, shape, names, tok.pos)
+
+    def statements(self, top_level: bool) -> list[Statement]:
+        out: list[Statement] = []
+        while True:
+            tok = self.peek()
+            if tok.kind == "ident" and tok.text == "loop":
+                out.append(self.loop())
+            elif tok.kind == "ident" and tok.text not in KEYWORDS:
+                out.append(self.call())
+            else:
+                return out
+
+    def loop(self) -> Loop:
+        tok = self.peek()
+        self.i += 1
+        count_tok = self.peek()
+        if count_tok.kind != "int":
+            raise self.error(count_tok, f"expected the trip count after 'loop', found {self.describe(count_tok)}")
+        count = int(count_tok.text)
+        if not 1 <= count <= MAX_TRIP_COUNT:
+            raise self.error(count_tok, f"loop trip count {count_tok.text} is out of range 1..{MAX_TRIP_COUNT}")
+        self.i += 1
+        self.expect_punct("{", "to open the loop body")
+        body = self.statements(top_level=False)
+        close = self.peek()
+        if not (close.kind == "punct" and close.text == "}"):
+            raise self.error(close, f"expected a statement or '}}' to close the loop, found {self.describe(close)}")
+        self.i += 1
+        return Loop(count, body, tok.pos)
+
+    def call(self) -> Call:
+        target = self.expect_ident("a variable name")
+        self.expect_punct("=", f"after '{target.text}'")
+        op = self.expect_ident("an op name")
+        self.expect_punct("(", f"after '{op.text}'")
+        args: list[Name] = []
+        if not (self.peek().kind == "punct" and self.peek().text == ")"):
+            args = self.names("an operand name")
+        self.expect_punct(")", "to close the operand list")
+        self.expect_punct(";", "after the statement")
+        return Call(target, op, args, target.pos)
+
+
+def parse_program(src: SourceFile) -> Program:
+    return Parser(src).program()

@@ -1,0 +1,422 @@
+"""Op definitions in index notation, and their expansion to per-entry scalar trees.
+
+An elementary op is defined once, e.g. ``C[i,j] = sum(k) A[i,k]*B[k,j]``.
+Index ranges come from the operand shapes.  ``expand`` unrolls the
+definition into one scalar expression tree per output entry whose leaves
+are ``Leaf(operand, flat_offset)``; the NumPy reference, the flop count and
+the CUDA code are all read off those trees, so they cannot disagree.
+
+Grammar::
+
+    definition := target "=" expr
+    target     := NAME [ "[" idx { "," idx } "]" ]
+    expr       := term { ("+" | "-") term }
+    term       := unary { ("*" | "/") unary }
+    unary      := "-" unary | atom
+    atom       := NUMBER | NAME [ "[" idx {"," idx} "]" ] | "(" expr ")"
+                | "sum" "(" idx { "," idx } ")" term
+                | ("sqrt" | "abs" | "rcp") "(" expr ")" | "delta" "(" idx "," idx ")"
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from typing import Union
+
+FUNCTIONS = ("sqrt", "abs", "rcp")
+
+
+class DefinitionError(ValueError):
+    """An op definition that does not parse or does not fit its signature."""
+
+
+# --- Source-level AST -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+    indices: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Bin:
+    op: str
+    lhs: "Expr"
+    rhs: "Expr"
+
+
+@dataclass(frozen=True)
+class Neg:
+    arg: "Expr"
+
+
+@dataclass(frozen=True)
+class Func:
+    fn: str
+    arg: "Expr"
+
+
+@dataclass(frozen=True)
+class Sum:
+    indices: tuple[str, ...]
+    body: "Expr"
+
+
+@dataclass(frozen=True)
+class Delta:
+    i: str
+    j: str
+
+
+Expr = Union[Num, Ref, Bin, Neg, Func, Sum, Delta]
+
+
+@dataclass(frozen=True)
+class Definition:
+    target: str
+    target_indices: tuple[str, ...]
+    expr: Expr
+    text: str
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+\.\d*|\d*\.\d+|\d+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")
+
+
+def _tokenize(text: str) -> list[str]:
+    tokens = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        pos = m.end()
+        tok = m.group(1) or m.group(2) or m.group(3)
+        if tok and not tok.isspace():
+            tokens.append(tok)
+    return tokens
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks = _tokenize(text)
+        self.pos = 0
+
+    def peek(self) -> str | None:
+        return self.toks[self.pos] if self.pos < len(self.toks) else None
+
+    def take(self, expected: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (expected is not None and tok != expected):
+            want = f"'{expected}'" if expected else "more input"
+            raise DefinitionError(f"in definition '{self.text}': expected {want}, found {tok!r}")
+        self.pos += 1
+        return tok
+
+    def name(self) -> str:
+        tok = self.take()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", tok):
+            raise DefinitionError(f"in definition '{self.text}': expected a name, found {tok!r}")
+        return tok
+
+    def index_list(self) -> tuple[str, ...]:
+        names = [self.name()]
+        while self.peek() == ",":
+            self.take(",")
+            names.append(self.name())
+        return tuple(names)
+
+    def definition(self) -> Definition:
+        target = self.name()
+        indices: tuple[str, ...] = ()
+        if self.peek() == "[":
+            self.take("[")
+            indices = self.index_list()
+            self.take("]")
+        self.take("=")
+        expr = self.expr()
+        if self.peek() is not None:
+            raise DefinitionError(f"in definition '{self.text}': unexpected {self.peek()!r}")
+        return Definition(target, indices, expr, self.text)
+
+    def expr(self) -> Expr:
+        node = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            node = Bin(op, node, self.term())
+        return node
+
+    def term(self) -> Expr:
+        node = self.unary()
+        while self.peek() in ("*", "/"):
+            op = self.take()
+            node = Bin(op, node, self.unary())
+        return node
+
+    def unary(self) -> Expr:
+        if self.peek() == "-":
+            self.take("-")
+            return Neg(self.unary())
+        return self.atom()
+
+    def atom(self) -> Expr:
+        tok = self.peek()
+        if tok is None:
+            raise DefinitionError(f"in definition '{self.text}': unexpected end")
+        if re.fullmatch(r"\d+\.\d*|\d*\.\d+|\d+", tok):
+            self.take()
+            return Num(float(tok))
+        if tok == "(":
+            self.take("(")
+            node = self.expr()
+            self.take(")")
+            return node
+        name = self.name()
+        if name == "sum":
+            self.take("(")
+            idx = self.index_list()
+            self.take(")")
+            # The sum extends over the whole product that follows it.
+            return Sum(idx, self.term())
+        if name in FUNCTIONS:
+            self.take("(")
+            arg = self.expr()
+            self.take(")")
+            return Func(name, arg)
+        if name == "delta":
+            self.take("(")
+            i = self.name()
+            self.take(",")
+            j = self.name()
+            self.take(")")
+            return Delta(i, j)
+        indices: tuple[str, ...] = ()
+        if self.peek() == "[":
+            self.take("[")
+            indices = self.index_list()
+            self.take("]")
+        return Ref(name, indices)
+
+
+def parse_definition(text: str) -> Definition:
+    return _Parser(text).definition()
+
+
+# --- Expanded scalar trees --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Leaf:
+    operand: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+
+
+@dataclass(frozen=True)
+class SBin:
+    op: str
+    lhs: "Scalar"
+    rhs: "Scalar"
+
+
+@dataclass(frozen=True)
+class SUn:
+    fn: str  # "neg", "sqrt", "abs", "rcp"
+    arg: "Scalar"
+
+
+Scalar = Union[Leaf, Const, SBin, SUn]
+
+
+def _flat(shape: tuple[int, ...], idx: tuple[int, ...]) -> int:
+    off = 0
+    for n, i in zip(shape, idx):
+        off = off * n + i
+    return off
+
+
+def _mk_bin(op: str, a: Scalar, b: Scalar) -> Scalar:
+    # Fold the constants that delta() introduces so no 0*x reaches the kernels.
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const({"+": a.value + b.value, "-": a.value - b.value, "*": a.value * b.value,
+                      "/": a.value / b.value if b.value else math.nan}[op])
+    if op == "*":
+        if (isinstance(a, Const) and a.value == 0) or (isinstance(b, Const) and b.value == 0):
+            return Const(0.0)
+        if isinstance(a, Const) and a.value == 1:
+            return b
+        if isinstance(b, Const) and b.value == 1:
+            return a
+    if op == "+":
+        if isinstance(a, Const) and a.value == 0:
+            return b
+        if isinstance(b, Const) and b.value == 0:
+            return a
+    if op == "-" and isinstance(b, Const) and b.value == 0:
+        return a
+    if op == "/" and isinstance(b, Const) and b.value == 1:
+        return a
+    return SBin(op, a, b)
+
+
+class Expander:
+    """Unrolls a definition against concrete operand shapes."""
+
+    def __init__(self, definition: Definition, operand_names: list[str],
+                 operand_shapes: list[tuple[int, ...]], result_shape: tuple[int, ...]):
+        self.d = definition
+        self.names = {n: k for k, n in enumerate(operand_names)}
+        self.shapes = operand_shapes
+        self.result_shape = result_shape
+        self.ranges: dict[str, int] = {}
+        self._infer_ranges(definition.expr)
+        if len(definition.target_indices) != len(result_shape):
+            raise DefinitionError(
+                f"in definition '{definition.text}': target has {len(definition.target_indices)} "
+                f"indices but the result has rank {len(result_shape)}")
+        for name, n in zip(definition.target_indices, result_shape):
+            self._bind_range(name, n)
+
+    def _bind_range(self, index: str, n: int) -> None:
+        if self.ranges.setdefault(index, n) != n:
+            raise DefinitionError(
+                f"in definition '{self.d.text}': index '{index}' ranges over both "
+                f"{self.ranges[index]} and {n}")
+
+    def _infer_ranges(self, e: Expr) -> None:
+        if isinstance(e, Ref):
+            if e.name not in self.names:
+                raise DefinitionError(f"in definition '{self.d.text}': unknown operand '{e.name}'")
+            shape = self.shapes[self.names[e.name]]
+            if len(shape) != len(e.indices):
+                raise DefinitionError(
+                    f"in definition '{self.d.text}': '{e.name}' has rank {len(shape)} "
+                    f"but is indexed with {len(e.indices)} indices")
+            for name, n in zip(e.indices, shape):
+                self._bind_range(name, n)
+        elif isinstance(e, Bin):
+            self._infer_ranges(e.lhs)
+            self._infer_ranges(e.rhs)
+        elif isinstance(e, (Neg, Func)):
+            self._infer_ranges(e.arg)
+        elif isinstance(e, Sum):
+            self._infer_ranges(e.body)
+
+    def expand(self) -> list[Scalar]:
+        """One scalar tree per output entry, in row-major order."""
+        out = []
+        for idx in itertools.product(*(range(n) for n in self.result_shape)):
+            env = dict(zip(self.d.target_indices, idx))
+            out.append(self._expand(self.d.expr, env))
+        return out
+
+    def _expand(self, e: Expr, env: dict[str, int]) -> Scalar:
+        if isinstance(e, Num):
+            return Const(e.value)
+        if isinstance(e, Ref):
+            k = self.names[e.name]
+            try:
+                idx = tuple(env[i] for i in e.indices)
+            except KeyError as missing:
+                raise DefinitionError(
+                    f"in definition '{self.d.text}': index {missing} is neither an output "
+                    "index nor summed over") from None
+            return Leaf(k, _flat(self.shapes[k], idx))
+        if isinstance(e, Bin):
+            return _mk_bin(e.op, self._expand(e.lhs, env), self._expand(e.rhs, env))
+        if isinstance(e, Neg):
+            a = self._expand(e.arg, env)
+            return Const(-a.value) if isinstance(a, Const) else SUn("neg", a)
+        if isinstance(e, Func):
+            return SUn(e.fn, self._expand(e.arg, env))
+        if isinstance(e, Delta):
+            return Const(1.0 if env[e.i] == env[e.j] else 0.0)
+        if isinstance(e, Sum):
+            for i in e.indices:
+                if i not in self.ranges:
+                    raise DefinitionError(
+                        f"in definition '{self.d.text}': summed index '{i}' is not used")
+            acc: Scalar | None = None
+            for vals in itertools.product(*(range(self.ranges[i]) for i in e.indices)):
+                term = self._expand(e.body, {**env, **dict(zip(e.indices, vals))})
+                acc = term if acc is None else _mk_bin("+", acc, term)
+            assert acc is not None
+            return acc
+        raise DefinitionError(f"unexpected node {e!r}")
+
+
+def count_flops(trees: list[Scalar]) -> int:
+    """Arithmetic operations per element (each +,-,*,/, negation and function counts 1)."""
+    def walk(t: Scalar) -> int:
+        if isinstance(t, SBin):
+            return 1 + walk(t.lhs) + walk(t.rhs)
+        if isinstance(t, SUn):
+            return 1 + walk(t.arg)
+        return 0
+    return sum(walk(t) for t in trees)
+
+
+def leaves(t: Scalar) -> set[Leaf]:
+    if isinstance(t, Leaf):
+        return {t}
+    if isinstance(t, SBin):
+        return leaves(t.lhs) | leaves(t.rhs)
+    if isinstance(t, SUn):
+        return leaves(t.arg)
+    return set()
+
+
+def eval_numpy(t: Scalar, operands: list) -> object:
+    """Evaluates a tree over batched operands ((N, size) arrays); returns an (N,) array."""
+    import numpy as np
+
+    if isinstance(t, Leaf):
+        return operands[t.operand][:, t.offset]
+    if isinstance(t, Const):
+        n = operands[0].shape[0] if operands else 0
+        dtype = operands[0].dtype if operands else np.float64
+        return np.full(n, t.value, dtype=dtype)
+    if isinstance(t, SBin):
+        a, b = eval_numpy(t.lhs, operands), eval_numpy(t.rhs, operands)
+        with np.errstate(all="ignore"):
+            return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[t.op](a, b)
+    if isinstance(t, SUn):
+        a = eval_numpy(t.arg, operands)
+        with np.errstate(all="ignore"):
+            if t.fn == "neg":
+                return -a
+            if t.fn == "sqrt":
+                return np.sqrt(a)
+            if t.fn == "abs":
+                return np.abs(a)
+            if t.fn == "rcp":
+                return 1.0 / a
+    raise ValueError(f"unexpected node {t!r}")
+
+
+def to_c(t: Scalar, operand_expr, real: str = "real_t") -> str:
+    """C expression for a tree; ``operand_expr(k, off)`` spells one operand entry."""
+    if isinstance(t, Leaf):
+        return operand_expr(t.operand, t.offset)
+    if isinstance(t, Const):
+        return f"({real})({t.value!r})"
+    if isinstance(t, SBin):
+        return f"({to_c(t.lhs, operand_expr, real)} {t.op} {to_c(t.rhs, operand_expr, real)})"
+    if isinstance(t, SUn):
+        a = to_c(t.arg, operand_expr, real)
+        return {"neg": f"(-{a})", "sqrt": f"sqrt({a})", "abs": f"fabs({a})",
+                "rcp": f"(({real})1 / {a})"}[t.fn]
+    raise ValueError(f"unexpected node {t!r}")

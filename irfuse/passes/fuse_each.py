@@ -1,0 +1,84 @@
+"""fuse-each: every `kas.call` becomes its own `fuse.kernel`.
+
+The unfused baseline: each kernel loads its operands into shared memory,
+waits at a barrier, runs the call into shared memory, waits again and
+stores the result; values travel between kernels through global memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from irfuse.diagnostics import CompileError
+from irfuse.dialects import fuse, kas
+from irfuse.library.implementations import find_implementation
+
+SHARED_ALIGN_WORDS = 4  # 16-byte alignment for vector access
+
+
+def align(words: int, to: int = SHARED_ALIGN_WORDS) -> int:
+    return -(-words // to) * to
+
+
+def kernel_for_call(call: kas.CallOp, name: str, impl_name: str, by: int | None) -> fuse.KernelOp:
+    try:
+        impl = find_implementation(call.op_name, impl_name)
+    except KeyError as e:
+        raise CompileError(f"fuse-each: {e.args[0]}") from None
+    by = by or impl.recommended_by
+    inputs = list(dict.fromkeys(call.args))  # an operand used twice is loaded once
+    kernel = fuse.KernelOp(name, impl.bx, by, [v.type for v in inputs], [call.res.type])
+    block = kernel.body.block
+    for arg, v in zip(kernel.input_args, inputs):
+        arg.name_hint = v.name_hint
+    kernel.output_args[0].name_hint = call.res.name_hint
+    offset = 0
+    loaded = {}
+    for arg, v in zip(kernel.input_args, inputs):
+        load = fuse.LoadOp(arg, fuse.PlaceAttr.shared(offset))
+        load.res.name_hint = v.name_hint
+        block.add_op(load)
+        loaded[v] = load.res
+        offset = align(offset + by * v.type.size)
+    block.add_op(fuse.BarrierOp())
+    op = fuse.CallOp(call.op_name, impl.name, [loaded[v] for v in call.args], call.res.type,
+                     fuse.PlaceAttr.shared(offset))
+    op.res.name_hint = call.res.name_hint
+    block.add_op(op)
+    block.add_op(fuse.BarrierOp())
+    block.add_op(fuse.StoreOp(op.res, kernel.output_args[0]))
+    return kernel
+
+
+@dataclass(frozen=True)
+class FuseEach(ModulePass):
+    """Lowers every kas.call to its own fuse.kernel, values passing through global memory."""
+
+    name = "fuse-each"
+    impl: str = "elem"
+    by: int | None = None
+    OPTION_DOCS: ClassVar[dict[str, str]] = field(default={
+        "impl": "implementation of every op to use (see 'irfuse ops NAME')",
+        "by": "elements per block (default: each implementation's recommended value)",
+    })
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.by is not None and self.by < 1:
+            raise CompileError("fuse-each: by must be positive")
+        for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
+            calls = [c for c in program.body.walk() if isinstance(c, kas.CallOp)]
+            for i, call in enumerate(calls):
+                name = f"{program.sym_name.data}_k{i}_{call.op_name}"
+                kernel = kernel_for_call(call, name, self.impl, self.by)
+                Rewriter.insert_op(kernel, InsertPoint.before(program))
+                launch = fuse.LaunchOp(name, list(dict.fromkeys(call.args)), [call.res.type])
+                launch.res[0].name_hint = call.res.name_hint
+                launch.location = call.location
+                Rewriter.replace_op(call, launch)

@@ -1,0 +1,149 @@
+"""Executes a plan's host program (launches, loops) on a device: the CPU or a GPU.
+
+Every SSA value of the host program gets its own buffer.  At the end of a
+loop iteration the yielded values are copied into the buffers of the next
+iteration's block arguments, so a kernel never writes a buffer that a later
+kernel of the same iteration still reads under another name.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from irfuse.diagnostics import CompileError
+from irfuse.dialects import fuse, kas
+from irfuse.pipeline import Plan
+
+
+class Device(Protocol):
+    name: str
+
+    def upload(self, a: np.ndarray): ...
+    def download(self, buf, shape: tuple[int, ...]) -> np.ndarray: ...
+    def alloc(self, shape: tuple[int, ...]): ...
+    def copy(self, dst, src) -> None: ...
+    def launch(self, kernel: str, buffers: list, n: int) -> None: ...
+    def synchronize(self) -> None: ...
+    def timer(self): ...
+
+
+@dataclass
+class RunResult:
+    outputs: dict[str, np.ndarray]
+    times_s: list[float]
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.times_s)) if self.times_s else float("nan")
+
+
+class Executor:
+    def __init__(self, plan: Plan, device: Device):
+        self.plan = plan
+        self.device = device
+        self.program = plan.program
+
+    def _shape(self, v: SSAValue, n: int) -> tuple[int, ...]:
+        return (n, *v.type.shape)  # type: ignore[attr-defined]
+
+    def _run_block(self, block, env: dict, n: int) -> list:
+        dev = self.device
+        for op in block.ops:
+            if isinstance(op, fuse.LaunchOp):
+                outs = []
+                for r in op.res:
+                    if r not in env:
+                        env[r] = dev.alloc(self._shape(r, n))
+                    outs.append(env[r])
+                dev.launch(op.kernel_name, [env[a] for a in op.args] + outs, n)
+            elif isinstance(op, kas.LoopOp):
+                args = op.body.block.args
+                for a, init in zip(args, op.iter_args):
+                    if a not in env:
+                        env[a] = dev.alloc(self._shape(a, n))
+                    dev.copy(env[a], env[init])
+                last: list = []
+                for it in range(op.trip_count.data):
+                    last = self._run_block(op.body.block, env, n)
+                    if it + 1 < op.trip_count.data:
+                        for a, y in zip(args, last):
+                            dev.copy(env[a], y)
+                for r, y in zip(op.res, last):
+                    env[r] = y
+            elif isinstance(op, (kas.ReturnOp, kas.YieldOp)):
+                return [env[v] for v in op.values]
+            elif isinstance(op, kas.CallOp):
+                raise CompileError("the program still has kas.call ops: lower it first (e.g. --pipeline fuse-each)")
+            else:
+                raise CompileError(f"the executor cannot run '{op.name}'")
+        return []
+
+    def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1) -> RunResult:
+        """Runs once for the results; with `repeat`, also times `repeat` runs after `warmup`."""
+        if n < 1:
+            raise CompileError(f"the batch size must be at least 1, got {n}")
+        dev = self.device
+        env: dict = {}
+        for name, arg in zip(self.program.inputs, self.program.body.block.args):
+            env[arg] = dev.upload(inputs[name])
+        outs = self._run_block(self.program.body.block, env, n)
+        dev.synchronize()
+        results = {name: dev.download(buf, self._shape(v, n))
+                   for name, buf, v in zip(self.program.outputs, outs, self.program.return_op.values)}
+        times = []
+        if repeat:
+            for _ in range(warmup):
+                self._run_block(self.program.body.block, env, n)
+            for _ in range(repeat):
+                with dev.timer() as t:
+                    self._run_block(self.program.body.block, env, n)
+                times.append(t.seconds)
+        return RunResult(results, times)
+
+
+class WallTimer:
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0
+
+
+class CpuDevice:
+    """Runs the generated CUDA C on the host (see `backend.host_compile`)."""
+
+    name = "cpu"
+
+    def __init__(self, plan: Plan):
+        from irfuse.backend.host_compile import HostModule
+
+        self.dtype = np.float64 if plan.dtype == "f64" else np.float32
+        self.module = HostModule(plan.source, plan.kernels, plan.itemsize)
+
+    def upload(self, a):
+        return np.ascontiguousarray(a, dtype=self.dtype).copy()
+
+    def download(self, buf, shape):
+        return buf.reshape(shape).copy()
+
+    def alloc(self, shape):
+        # NaN-filled so an element a kernel fails to write is visible.
+        return np.full(shape, np.nan, dtype=self.dtype)
+
+    def copy(self, dst, src):
+        np.copyto(dst, src)
+
+    def launch(self, kernel, buffers, n):
+        self.module.launch(kernel, buffers, n)
+
+    def synchronize(self):
+        pass
+
+    def timer(self):
+        return WallTimer()

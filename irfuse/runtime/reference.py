@@ -1,0 +1,109 @@
+"""The NumPy reference: executes a `kas.program` op by op, and the data it runs on.
+
+Arrays are shaped ``(N, *value shape)`` (scalars ``(N,)``), keyed by the
+program's variable names.  The reference is what every backend is checked
+against; it evaluates each op from its index-notation definition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+
+from irfuse.diagnostics import CompileError, Diagnostic
+from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp
+from irfuse.library.catalogue import Library, default_library
+
+DTYPES = {"f32": np.float32, "f64": np.float64}
+
+
+def find_program(module: ModuleOp) -> ProgramOp:
+    programs = [op for op in module.walk() if isinstance(op, ProgramOp)]
+    if len(programs) != 1:
+        raise CompileError(f"expected exactly one kas.program, found {len(programs)}")
+    return programs[0]
+
+
+def value_shape(t: KasType, n: int) -> tuple[int, ...]:
+    return (n, *t.shape)
+
+
+def random_inputs(program: ProgramOp, n: int, seed: int = 0, dtype=np.float32) -> dict[str, np.ndarray]:
+    """Uniform values in [-1, 1): signs matter (abs, sqrt), zeros would hide unwritten outputs."""
+    rng = np.random.default_rng(seed)
+    return {name: rng.uniform(-1.0, 1.0, size=value_shape(t, n)).astype(dtype)
+            for name, t in zip(program.inputs, program.input_types())}
+
+
+def load_inputs(path: str, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
+    """Reads and checks an .npz file: one array per input, shaped (N, *shape), all the same N."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise CompileError(Diagnostic(f"cannot read inputs: {e}", path))
+    out: dict[str, np.ndarray] = {}
+    n: int | None = None
+    names = list(data.files)
+    for name, t in zip(program.inputs, program.input_types()):
+        if name not in data.files:
+            raise CompileError(Diagnostic(
+                f"input '{name}' is missing (the file has: {', '.join(names) or 'no arrays'})", path))
+        a = data[name]
+        if a.dtype.kind not in "fiu":
+            raise CompileError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
+        if a.ndim != 1 + len(t.shape) or tuple(a.shape[1:]) != t.shape:
+            want = "(N" + "".join(f", {d}" for d in t.shape) + ")"
+            raise CompileError(Diagnostic(
+                f"input '{name}' has shape {a.shape}; a {t.spelling()} batch is shaped {want}", path))
+        if n is None:
+            n = a.shape[0]
+        elif a.shape[0] != n:
+            raise CompileError(Diagnostic(
+                f"input '{name}' has {a.shape[0]} elements but earlier inputs have {n}", path))
+        out[name] = np.ascontiguousarray(a, dtype=dtype)
+    extra = set(data.files) - set(program.inputs)
+    if extra:
+        raise CompileError(Diagnostic(
+            f"the file has arrays that are not inputs of the program: {', '.join(sorted(extra))}", path))
+    return out
+
+
+def batch_size(inputs: dict[str, np.ndarray]) -> int:
+    return next(iter(inputs.values())).shape[0] if inputs else 0
+
+
+def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
+                  library: Library | None = None, dtype=np.float64) -> dict[str, np.ndarray]:
+    """Executes the program on the inputs in `dtype` (float64 by default)."""
+    lib = library or default_library()
+    n = batch_size(inputs) if n is None else n
+    env: dict[SSAValue, np.ndarray] = {}
+    for name, arg in zip(program.inputs, program.body.block.args):
+        env[arg] = np.asarray(inputs[name], dtype=dtype)
+
+    def run_block(block) -> list[np.ndarray]:
+        for op in block.ops:
+            if isinstance(op, CallOp):
+                opdef = lib.get(op.op_name)
+                assert opdef is not None, op.op_name
+                env[op.res] = opdef.reference(*(env[a] for a in op.args)).astype(dtype, copy=False)
+            elif isinstance(op, LoopOp):
+                carried = [env[v] for v in op.iter_args]
+                last: list[np.ndarray] = []
+                for _ in range(op.trip_count.data):
+                    for arg, val in zip(op.body.block.args, carried):
+                        env[arg] = val
+                    last = run_block(op.body.block)
+                    carried = last[: len(op.iter_args)]
+                for r, val in zip(op.res, last):
+                    env[r] = val
+            elif isinstance(op, (ReturnOp, YieldOp)):
+                return [env[v] for v in op.values]
+            else:
+                raise CompileError(f"the reference cannot execute '{op.name}'")
+        return []
+
+    outs = run_block(program.body.block)
+    return {name: np.array(v, dtype=dtype).reshape(value_shape(t, n))
+            for name, v, t in zip(program.outputs, outs, program.output_types())}

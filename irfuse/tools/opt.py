@@ -1,0 +1,163 @@
+"""`irfuse-opt`: xDSL's optimizer driver with the KAS frontend and irfuse's passes.
+
+Extends `xDSLOptMain`: `.kas` files go through the KAS frontend, `.mlir`
+through xDSL's parser; `--pass-pipeline` takes MLIR's
+`builtin.module(a,b{opt=1})` syntax as well as `-p a,b`; `--print-ir-*`
+print the IR around passes; `--list-passes` prints the pass registry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline, get_pass_option_infos
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from irfuse.diagnostics import CompileError, print_diagnostics
+
+
+def strip_module_anchor(spec: str) -> str:
+    """`builtin.module(a,b)` -> `a,b`; plain lists pass through."""
+    spec = spec.strip()
+    for anchor in ("builtin.module(", "any("):
+        if spec.startswith(anchor) and spec.endswith(")"):
+            return spec[len(anchor):-1]
+    return spec
+
+
+class IrfuseOptMain(xDSLOptMain):
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pass-pipeline", default=None,
+            help="pass pipeline in MLIR syntax, e.g. 'builtin.module(kas-dce,fuse-each)'")
+        arg_parser.add_argument("--print-ir-after-all", action="store_true",
+                                help="print the IR after every pass")
+        arg_parser.add_argument("--print-ir-before", action="append", default=[], metavar="PASS",
+                                help="print the IR before the named pass (repeatable)")
+        arg_parser.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
+                                help="print the IR after the named pass (repeatable)")
+        arg_parser.add_argument("--list-passes", action="store_true",
+                                help="list every irfuse pass with its description and options")
+        arg_parser.add_argument("--library", action="append", default=[], metavar="FILE.py",
+                                help="load user-defined ops from a Python file (repeatable)")
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+
+        def parse_kas(io: IO[bytes]) -> ModuleOp:
+            from irfuse.frontend.irgen import compile_source
+
+            name = self.get_input_name()
+            try:
+                text = io.read().decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CompileError(f"{name}: file is not valid UTF-8 ({e.reason} at byte {e.start})")
+            # Blank lines keep line numbers of a --split-input-file chunk right.
+            result = compile_source("\n" * getattr(self, "_chunk_offset", 0) + text, name)
+            print_diagnostics(result.warnings)
+            return result.module
+
+        self.available_frontends["kas"] = parse_kas
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        self._chunk_offset = start_offset
+        try:
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        except CompileError as e:
+            if self.args.verify_diagnostics or self.args.parsing_diagnostics:
+                print_diagnostics(e.diagnostics, sys.stdout)
+                return None
+            raise
+
+    def setup_pipeline(self) -> None:
+        from irfuse.library.catalogue import load_library_file
+
+        for path in self.args.library:
+            load_library_file(path)
+        if self.args.pass_pipeline is not None:
+            if self.args.passes:
+                raise CompileError("use either -p/--passes or --pass-pipeline, not both")
+            self.args.passes = strip_module_anchor(self.args.pass_pipeline)
+        super().setup_pipeline()
+        outer = self.pipeline.callback
+        before = set(self.args.print_ir_before)
+        after = set(self.args.print_ir_after)
+        every = self.args.print_ir_after_all
+        known = {p.name for p in self.pipeline.passes}
+        for name in before | after:
+            if name not in known:
+                raise CompileError(f"--print-ir-before/after names '{name}', which is not in the pipeline")
+
+        def dump(title: str, module: ModuleOp) -> None:
+            print(f"// -----// IR Dump {title} //----- //")
+            Printer(stream=sys.stdout).print_op(module)
+            print("\n")
+
+        def callback(prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None) -> None:
+            if outer is not None:
+                outer(prev, module, nxt)
+            if prev is not None and (every or prev.name in after):
+                dump(f"After {prev.name}", module)
+            if nxt is not None and nxt.name in before:
+                dump(f"Before {nxt.name}", module)
+
+        self.pipeline = PassPipeline(self.pipeline.passes, callback)
+
+
+def list_passes(stream=None) -> None:
+    from irfuse.passes.registry import PASSES
+
+    stream = stream or sys.stdout
+    for info in PASSES:
+        print(f"{info.name}: {info.summary}", file=stream)
+        cls = info.factory()
+        if dataclasses.is_dataclass(cls):
+            for opt in get_pass_option_infos(cls):
+                default = f" (default {opt.default_value})" if opt.default_value is not None else ""
+                doc = _option_doc(cls, opt.name)
+                print(f"    {opt.name.replace('_', '-')}: {opt.expected_type}{default}"
+                      + (f" -- {doc}" if doc else ""), file=stream)
+
+
+def _option_doc(cls: type, field_name: str) -> str:
+    docs = getattr(cls, "OPTION_DOCS", {})
+    return docs.get(field_name, "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--list-passes" in argv:
+        list_passes()
+        return 0
+    try:
+        opt = IrfuseOptMain(args=argv)
+        opt.run()
+    except CompileError as e:
+        print_diagnostics(e.diagnostics)
+        return 1
+    except ParseError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except DiagnosticException as e:
+        print(f"{_input_name(argv)}: error: {e}", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as e:
+        print(f"irfuse-opt: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _input_name(argv: list[str]) -> str:
+    files = [a for a in argv if not a.startswith("-") and (a.endswith(".kas") or a.endswith(".mlir"))]
+    return files[0] if files else "<stdin>"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
