@@ -96,7 +96,7 @@ class IRGen:
             self.err(n, f"variable '{n.text}' is used before it is assigned",
                      ["list it after 'input' or assign it with a statement before this use"])
             return None
-        return env[n.text]
+        return env[n.text]  # None after an earlier error on its assignment: already reported
 
     def build(self) -> FrontendResult:
         self.declare()
@@ -130,7 +130,7 @@ class IRGen:
             v = self.lookup(env, n)
             if v is not None:
                 outs.append(v)
-                out_names.append(n.text)
+            out_names.append(n.text)
         if self.errors:
             raise CompileError(self.errors)
         block.add_op(ReturnOp(outs))
@@ -145,7 +145,13 @@ class IRGen:
             else:
                 self.loop(s, env, block)
 
-    def call(self, s: Call, env: dict[str, SSAValue], block: Block) -> None:
+    def call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
+        before = len(self.errors)
+        self._call(s, env, block)
+        if len(self.errors) > before:
+            env[s.target.text] = None  # reported once; later uses of the target stay quiet
+
+    def _call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
         op = self.lib.get(s.op.text)
         args = [self.lookup(env, a) for a in s.args]
         target_type = self.types.get(s.target.text)
@@ -189,7 +195,9 @@ class IRGen:
         results = carried + [n for n in assigned if n not in rbw]
         ok = True
         for n in carried:
-            if n not in env and n in self.types:
+            if n in env and env[n] is None:
+                ok = False
+            elif n not in env and n in self.types:
                 self.err(rbw[n], f"'{n}' is read in the loop before the loop assigns it, "
                          "and it has no value before the loop",
                          ["assign it before the loop so the first iteration has a value"])
@@ -203,9 +211,14 @@ class IRGen:
             for n, arg in zip(carried, body.args):
                 arg.name_hint = ssa_hint(n)
                 inner[n] = arg
+        else:
+            for n in carried:
+                inner[n] = None  # already reported
         before = len(self.errors)
         self.statements(s.body, inner, body)
         if not ok or len(self.errors) > before:
+            for n in results:
+                env[n] = None  # reported; later uses stay quiet
             return
         body.add_op(YieldOp([inner[n] for n in results]))
         loop = LoopOp(s.count, [env[n] for n in carried], [self.types[n] for n in results],

@@ -1,0 +1,153 @@
+"""Running a plan on an NVIDIA GPU through PyCUDA.
+
+pycuda is imported only here, when the CUDA backend is asked for.  The
+cubin NVRTC made for this GPU's architecture is loaded with
+`module_from_buffer`; kernels needing more than 48 KB of shared memory get
+their dynamic limit raised first.  Timing uses CUDA events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irfuse.diagnostics import CompileError
+from irfuse.pipeline import Plan
+
+
+class GpuUnavailable(CompileError):
+    """No usable GPU: pycuda missing, no driver, or no device."""
+
+
+def _import_pycuda():
+    try:
+        import pycuda.driver as drv
+    except ImportError as e:
+        raise GpuUnavailable(f"the CUDA backend needs pycuda (pip install 'irfuse[gpu]'): {e}") from None
+    try:
+        drv.init()
+        if drv.Device.count() == 0:
+            raise GpuUnavailable("the CUDA backend found no GPU (the driver reports 0 devices)")
+    except drv.Error as e:
+        raise GpuUnavailable(f"the CUDA backend found no usable GPU or driver: {e}") from None
+    return drv
+
+
+def gpu_available() -> bool:
+    try:
+        _import_pycuda()
+        return True
+    except GpuUnavailable:
+        return False
+
+
+class _EventTimer:
+    def __init__(self, drv):
+        self.drv = drv
+
+    def __enter__(self):
+        self.start, self.stop = self.drv.Event(), self.drv.Event()
+        self.start.record()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.record()
+        self.stop.synchronize()
+        self.seconds = self.stop.time_since(self.start) / 1e3
+
+
+class CudaDevice:
+    name = "cuda"
+
+    def __init__(self, plan: Plan, device_index: int = 0):
+        drv = _import_pycuda()
+        self.drv = drv
+        self.dev = drv.Device(device_index)
+        self.context = self.dev.retain_primary_context()
+        self.context.push()
+        self.gpu_name = self.dev.name()
+        cc = self.dev.compute_capability()
+        arch = f"sm_{cc[0]}{cc[1]}"
+        if plan.cubin is None or plan.cubin.arch != arch:
+            from irfuse.backend.nvrtc import compile_cubin
+
+            plan.cubin = compile_cubin(plan.source, arch)
+        self.plan = plan
+        self.dtype = np.float64 if plan.dtype == "f64" else np.float32
+        self.module = drv.module_from_buffer(plan.cubin.cubin)
+        self.functions = {}
+        self.shared = {}
+        limit = self.dev.get_attribute(drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        for k in plan.kernels:
+            fn = self.module.get_function(k.name)
+            smem = k.shared_bytes(plan.itemsize)
+            static = plan.resources(k.name).shared_bytes if plan.resources(k.name) else 0
+            dynamic = 0 if static >= smem else smem
+            if dynamic > limit:
+                raise CompileError(f"kernel {k.name} needs {smem} bytes of shared memory; "
+                                   f"{self.gpu_name} allows {limit} per block")
+            if dynamic > 48 * 1024:
+                fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
+            self.functions[k.name] = fn
+            self.shared[k.name] = dynamic
+        self.allocations = []
+        self.sizes: dict[int, int] = {}
+
+    def close(self) -> None:
+        for a in self.allocations:
+            a.free()
+        self.allocations.clear()
+        self.context.pop()
+
+    def alloc(self, shape):
+        nbytes = max(int(np.prod(shape)) * np.dtype(self.dtype).itemsize, 1)
+        buf = self.drv.mem_alloc(nbytes)
+        self.allocations.append(buf)
+        self.sizes[int(buf)] = nbytes
+        # All-ones bytes are NaN: an element no kernel writes shows as NaN.
+        self.drv.memset_d8(buf, 0xFF, nbytes)
+        return buf
+
+    def upload(self, a):
+        a = np.ascontiguousarray(a, dtype=self.dtype)
+        buf = self.alloc(a.shape)
+        self.drv.memcpy_htod(buf, a)
+        return buf
+
+    def download(self, buf, shape):
+        out = np.empty(shape, dtype=self.dtype)
+        self.drv.memcpy_dtoh(out, buf)
+        return out
+
+    def copy(self, dst, src):
+        self.drv.memcpy_dtod(dst, src, self.sizes[int(dst)])
+
+    def launch(self, kernel, buffers, n):
+        k = next(k for k in self.plan.kernels if k.name == kernel)
+        grid = -(-n // k.by)
+        if grid > 2**31 - 1:
+            raise CompileError(f"batch of {n} elements needs {grid} blocks, over the grid limit")
+        self.functions[kernel](*buffers, np.int64(n), block=(k.bx, k.by, 1), grid=(grid, 1, 1),
+                               shared=self.shared[kernel])
+
+    def synchronize(self):
+        self.drv.Context.synchronize()
+
+    def timer(self):
+        return _EventTimer(self.drv)
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30, repeat: int = 20) -> float:
+        """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
+        a, b = self.drv.mem_alloc(nbytes), self.drv.mem_alloc(nbytes)
+        try:
+            self.drv.memset_d8(a, 1, nbytes)
+            for _ in range(3):
+                self.drv.memcpy_dtod(b, a, nbytes)
+            times = []
+            for _ in range(repeat):
+                with self.timer() as t:
+                    self.drv.memcpy_dtod(b, a, nbytes)
+                times.append(t.seconds)
+            return 2 * nbytes / float(np.median(times))
+        finally:
+            a.free()
+            b.free()

@@ -1,0 +1,243 @@
+"""`irfuse`: compile, run and verify KAS programs.
+
+    irfuse run FILE      compile, execute (GPU if usable, else CPU), verify against NumPy
+    irfuse compile FILE  write kernels.cu, kernels.cubin, manifest.json and the IR to a directory
+    irfuse ops [NAME]    the op library
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from irfuse.diagnostics import CompileError, print_diagnostics
+
+DEFAULT_N = {"cuda": 4_194_304, "cpu": 4096, "numpy": 100_000}
+
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", choices=["f32", "f64"], default="f32", help="element type (default f32)")
+    p.add_argument("--pipeline", default=None,
+                   help="pass pipeline, e.g. 'kas-dce,fuse-each' (default: the default pipeline)")
+    p.add_argument("--arch", default=None, help="NVRTC target, e.g. sm_90 (default: the GPU present, else sm_90)")
+    p.add_argument("--library", action="append", default=[], metavar="FILE.py",
+                   help="load user-defined ops from a Python file (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="irfuse", description="GPU kernel-fusion compiler for batched small-matrix programs")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="compile, execute and verify a program")
+    run.add_argument("file", nargs="?", help="a .kas program (omit with --plan)")
+    run.add_argument("--backend", choices=["auto", "cuda", "cpu", "numpy"], default="auto",
+                     help="auto: the GPU when usable, else the CPU (default)")
+    run.add_argument("--n", type=int, default=None,
+                     help="batch size (default: 4194304 on cuda, 4096 on cpu, 100000 on numpy)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--repeat", type=int, default=None, help="timed repetitions (default 20 on cuda, 0 elsewhere)")
+    run.add_argument("--inputs", metavar="FILE.npz", help="read inputs from an .npz file instead of random data")
+    run.add_argument("--save", metavar="FILE.npz", help="write the outputs to an .npz file")
+    run.add_argument("--plan", metavar="DIR", help="run a plan written by 'irfuse compile'")
+    _add_common(run)
+
+    comp = sub.add_parser("compile", help="write the CUDA source, cubin and manifest of a program")
+    comp.add_argument("file")
+    comp.add_argument("-o", "--output", required=True, metavar="DIR")
+    _add_common(comp)
+
+    ops = sub.add_parser("ops", help="list the op library, or show one op")
+    ops.add_argument("name", nargs="?")
+    ops.add_argument("--library", action="append", default=[], metavar="FILE.py")
+    return ap
+
+
+def _load_libraries(paths: list[str]) -> None:
+    from irfuse.library.catalogue import load_library_file
+
+    for p in paths:
+        load_library_file(p)
+
+
+def _choose_backend(name: str) -> str:
+    if name != "auto":
+        return name
+    from irfuse.runtime.cuda_device import gpu_available
+
+    return "cuda" if gpu_available() else "cpu"
+
+
+def _program_bytes(program, n: int, itemsize: int) -> int:
+    sizes = [t.size for t in program.input_types()] + [t.size for t in program.output_types()]
+    return n * itemsize * sum(sizes)
+
+
+def cmd_run(args) -> int:
+    from irfuse.pipeline import Plan, compile_program
+    from irfuse.runtime.reference import DTYPES, batch_size, load_inputs, random_inputs, run_reference
+    from irfuse.runtime.verify import check_outputs
+
+    _load_libraries(args.library)
+    if args.file is None and args.plan is None:
+        raise CompileError("irfuse run needs a .kas file or --plan DIR")
+    backend = _choose_backend(args.backend)
+    n = args.n if args.n is not None else DEFAULT_N[backend]
+    if n < 1 and args.inputs is None:
+        raise CompileError(f"--n must be at least 1, got {n}")
+    if args.plan:
+        plan = Plan.load(args.plan)
+        warnings = []
+        dtype = plan.dtype
+    else:
+        dtype = args.dtype
+        plan, warnings = compile_program(args.file, args.pipeline, dtype,
+                                         compile_gpu=backend != "numpy", arch=args.arch)
+    print_diagnostics(warnings)
+    program = plan.reference_program
+    np_dtype = DTYPES[dtype]
+    if args.inputs:
+        inputs = load_inputs(args.inputs, program, np_dtype)
+        n = batch_size(inputs)
+        if n < 1:
+            raise CompileError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
+    else:
+        inputs = random_inputs(program, n, args.seed, np_dtype)
+    title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
+    t0 = time.perf_counter()
+    reference = run_reference(program, inputs, n)
+    ref_time = time.perf_counter() - t0
+
+    if backend == "numpy":
+        outputs = {k: v.astype(np_dtype) for k, v in reference.items()}
+        _print_outputs(title, outputs, None)
+        console.print(f"reference time {ref_time * 1e3:.1f} ms")
+        _save(args.save, outputs)
+        return 0
+
+    from irfuse.runtime.executor import CpuDevice, Executor
+
+    if backend == "cuda":
+        from irfuse.runtime.cuda_device import CudaDevice
+
+        device = CudaDevice(plan)
+        title += f" on {device.gpu_name}"
+    else:
+        device = CpuDevice(plan)
+    repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
+    result = Executor(plan, device).run(inputs, n, repeat=repeat)
+    checks = check_outputs(result.outputs, reference, dtype)
+    _print_kernels(plan)
+    _print_outputs(title, result.outputs, checks)
+    if result.times_s:
+        t = result.median_s
+        gbs = _program_bytes(program, n, plan.itemsize) / t / 1e9
+        console.print(f"time (median of {repeat}): {t * 1e3:.3f} ms, {n / t / 1e6:.1f} M elements/s, "
+                      f"{gbs:.1f} GB/s effective (inputs read once + outputs written once)")
+    for c in checks:
+        if not c.ok:
+            console.print(f"[red]{c.describe()}[/red]")
+    _save(args.save, result.outputs)
+    if backend == "cuda":
+        device.close()
+    ok = all(c.ok for c in checks)
+    console.print("[green]verified against the NumPy reference[/green]" if ok else "[red]verification FAILED[/red]")
+    return 0 if ok else 1
+
+
+def _save(path: str | None, outputs: dict[str, np.ndarray]) -> None:
+    if path:
+        np.savez(path, **outputs)
+        console.print(f"outputs written to {path}")
+
+
+def _print_kernels(plan) -> None:
+    t = Table(title="kernels")
+    for col in ("kernel", "block (bx, by)", "calls", "regs", "spills", "shared B", "barriers", "values reg/shared"):
+        t.add_column(col)
+    for k in plan.kernels:
+        r = plan.resources(k.name)
+        t.add_row(k.name, f"({k.bx}, {k.by})", " ".join(k.calls),
+                  str(r.registers) if r else "-",
+                  str(r.spill_stores + r.spill_loads) if r else "-",
+                  str(k.shared_bytes(plan.itemsize)), str(k.barriers),
+                  f"{k.register_values}/{k.shared_values}")
+    console.print(t)
+
+
+def _print_outputs(title: str, outputs: dict[str, np.ndarray], checks) -> None:
+    t = Table(title=title)
+    for col in ("output", "shape", "checksum (sum)", "norm"):
+        t.add_column(col)
+    if checks is not None:
+        for col in ("rel. error", "max abs error", "status"):
+            t.add_column(col)
+    by_name = {c.name: c for c in checks or []}
+    for name, a in outputs.items():
+        row = [name, str(a.shape), f"{float(np.sum(a, dtype=np.float64)):.9g}",
+               f"{float(np.linalg.norm(a.astype(np.float64))):.9g}"]
+        if checks is not None:
+            c = by_name[name]
+            row += [f"{c.rel_error:.2e}", f"{c.max_abs_error:.2e}", "ok" if c.ok else "MISMATCH"]
+        t.add_row(*row)
+    console.print(t)
+
+
+def cmd_compile(args) -> int:
+    from irfuse.pipeline import compile_program
+
+    _load_libraries(args.library)
+    plan, warnings = compile_program(args.file, args.pipeline, args.dtype, compile_gpu=True, arch=args.arch)
+    print_diagnostics(warnings)
+    plan.save(args.output)
+    _print_kernels(plan)
+    console.print(f"wrote {args.output}/kernels.cu, kernels.cubin ({plan.cubin.arch}), manifest.json, program.mlir")
+    return 0
+
+
+def cmd_ops(args) -> int:
+    from irfuse.library.catalogue import default_library
+    from irfuse.library.implementations import implementations
+
+    _load_libraries(args.library)
+    lib = default_library()
+    if args.name:
+        op = lib.get(args.name)
+        if op is None:
+            close = lib.closest(args.name)
+            raise CompileError(f"unknown op '{args.name}'" + (f"; did you mean {', '.join(close)}?" if close else ""))
+        console.print(f"[bold]{op.signature()}[/bold]   {op.definition}   ({op.doc})")
+        console.print(f"flops {op.flops}, bytes {op.bytes()} per element (f32)")
+        for impl in implementations(op):
+            console.print(f"\n[bold]{impl.name}[/bold]: bx = {impl.bx}, recommended by = {impl.recommended_by}")
+            console.print(impl.device_source(), markup=False)
+        return 0
+    t = Table(title="irfuse op library")
+    for col in ("op", "signature", "definition", "implementations (bx, by)", "flops", "bytes (f32)"):
+        t.add_column(col)
+    for op in lib:
+        impls = ", ".join(f"{i.name} ({i.bx}, {i.recommended_by})" for i in implementations(op))
+        t.add_row(op.name, op.signature(), op.definition, impls, str(op.flops), str(op.bytes()))
+    console.print(t)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"run": cmd_run, "compile": cmd_compile, "ops": cmd_ops}[args.command](args)
+    except CompileError as e:
+        print_diagnostics(e.diagnostics)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
