@@ -8,7 +8,8 @@ HERE = os.path.dirname(__file__)
 
 
 def test_filecheck_suite():
-    proc = subprocess.run([sys.executable, "-m", "lit", "-v", os.path.join(HERE, "filecheck")],
+    run_lit = "import sys; from lit.main import main; sys.argv[0] = 'lit'; main()"
+    proc = subprocess.run([sys.executable, "-c", run_lit, "-v", os.path.join(HERE, "filecheck")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-20000:] + proc.stderr[-5000:]
     assert "Passed" in proc.stdout

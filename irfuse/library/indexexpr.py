@@ -13,9 +13,10 @@ Grammar::
     expr       := term { ("+" | "-") term }
     term       := unary { ("*" | "/") unary }
     unary      := "-" unary | atom
-    atom       := NUMBER | NAME [ "[" idx {"," idx} "]" ] | "(" expr ")"
+    atom       := NUMBER | NAME [ "[" ref_idx {"," ref_idx} "]" ] | "(" expr ")"
                 | "sum" "(" idx { "," idx } ")" term
-                | ("sqrt" | "abs" | "rcp") "(" expr ")" | "delta" "(" idx "," idx ")"
+                | ("sqrt" | "abs" | "rcp") "(" expr ")" | "delta" "(" ref_idx "," ref_idx ")"
+    ref_idx    := idx | INT          (a constant index picks one entry, e.g. A[0,2])
 """
 
 from __future__ import annotations
@@ -128,11 +129,15 @@ class _Parser:
             raise DefinitionError(f"in definition '{self.text}': expected a name, found {tok!r}")
         return tok
 
-    def index_list(self) -> tuple[str, ...]:
-        names = [self.name()]
+    def index_list(self, allow_constants: bool = False) -> tuple[str, ...]:
+        def one() -> str:
+            if allow_constants and self.peek() is not None and self.peek().isdigit():
+                return self.take()
+            return self.name()
+        names = [one()]
         while self.peek() == ",":
             self.take(",")
-            names.append(self.name())
+            names.append(one())
         return tuple(names)
 
     def definition(self) -> Definition:
@@ -194,15 +199,16 @@ class _Parser:
             return Func(name, arg)
         if name == "delta":
             self.take("(")
-            i = self.name()
-            self.take(",")
-            j = self.name()
+            pair = self.index_list(allow_constants=True)
+            if len(pair) != 2:
+                raise DefinitionError(f"in definition '{self.text}': delta takes two indices")
+            i, j = pair
             self.take(")")
             return Delta(i, j)
         indices: tuple[str, ...] = ()
         if self.peek() == "[":
             self.take("[")
-            indices = self.index_list()
+            indices = self.index_list(allow_constants=True)
             self.take("]")
         return Ref(name, indices)
 
@@ -306,7 +312,13 @@ class Expander:
                     f"in definition '{self.d.text}': '{e.name}' has rank {len(shape)} "
                     f"but is indexed with {len(e.indices)} indices")
             for name, n in zip(e.indices, shape):
-                self._bind_range(name, n)
+                if name.isdigit():
+                    if int(name) >= n:
+                        raise DefinitionError(
+                            f"in definition '{self.d.text}': constant index {name} of '{e.name}' "
+                            f"is out of range 0..{n - 1}")
+                else:
+                    self._bind_range(name, n)
         elif isinstance(e, Bin):
             self._infer_ranges(e.lhs)
             self._infer_ranges(e.rhs)
@@ -329,7 +341,7 @@ class Expander:
         if isinstance(e, Ref):
             k = self.names[e.name]
             try:
-                idx = tuple(env[i] for i in e.indices)
+                idx = tuple(int(i) if i.isdigit() else env[i] for i in e.indices)
             except KeyError as missing:
                 raise DefinitionError(
                     f"in definition '{self.d.text}': index {missing} is neither an output "
@@ -343,7 +355,9 @@ class Expander:
         if isinstance(e, Func):
             return SUn(e.fn, self._expand(e.arg, env))
         if isinstance(e, Delta):
-            return Const(1.0 if env[e.i] == env[e.j] else 0.0)
+            def value(i: str) -> int:
+                return int(i) if i.isdigit() else env[i]
+            return Const(1.0 if value(e.i) == value(e.j) else 0.0)
         if isinstance(e, Sum):
             for i in e.indices:
                 if i not in self.ranges:

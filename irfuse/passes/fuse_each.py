@@ -7,7 +7,7 @@ stores the result; values travel between kernels through global memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
@@ -64,10 +64,10 @@ class FuseEach(ModulePass):
     name = "fuse-each"
     impl: str = "elem"
     by: int | None = None
-    OPTION_DOCS: ClassVar[dict[str, str]] = field(default={
+    OPTION_DOCS: ClassVar[dict[str, str]] = {
         "impl": "implementation of every op to use (see 'irfuse ops NAME')",
         "by": "elements per block (default: each implementation's recommended value)",
-    })
+    }
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.by is not None and self.by < 1:

@@ -45,7 +45,8 @@ def check_output(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> Ou
         return OutputCheck(name, float("inf"), float("inf"), None, None, None, False)
     finite = np.isfinite(want)
     same_special = np.where(finite, np.isfinite(got64), (np.isnan(want) & np.isnan(got64)) | (want == got64))
-    diff = np.where(finite & np.isfinite(got64), np.abs(got64 - want), 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite & np.isfinite(got64), np.abs(got64 - want), 0.0)
     ref_norm = float(np.linalg.norm(np.where(finite, want, 0.0)))
     rel = float(np.linalg.norm(diff)) / ref_norm if ref_norm > 0 else float(np.linalg.norm(diff))
     max_abs = float(diff.max()) if diff.size else 0.0

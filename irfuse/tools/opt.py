@@ -122,7 +122,7 @@ def list_passes(stream=None) -> None:
             for opt in get_pass_option_infos(cls):
                 default = f" (default {opt.default_value})" if opt.default_value is not None else ""
                 doc = _option_doc(cls, opt.name)
-                print(f"    {opt.name.replace('_', '-')}: {opt.expected_type}{default}"
+                print(f"    {opt.name.replace('_', '-')}: {opt.expected_type.strip(chr(39))}{default}"
                       + (f" -- {doc}" if doc else ""), file=stream)
 
 

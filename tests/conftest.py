@@ -1,0 +1,31 @@
+import glob
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Compile caches of a test session live in a fresh directory."""
+    old = os.environ.get("IRFUSE_CACHE_DIR")
+    os.environ["IRFUSE_CACHE_DIR"] = str(tmp_path_factory.mktemp("irfuse-cache"))
+    yield
+    if old is None:
+        os.environ.pop("IRFUSE_CACHE_DIR", None)
+    else:
+        os.environ["IRFUSE_CACHE_DIR"] = old
+
+
+def has_gpu() -> bool:
+    try:
+        from irfuse.runtime.cuda_device import gpu_available
+
+        return gpu_available()
+    except Exception:
+        return False
+
+
+requires_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU with pycuda")

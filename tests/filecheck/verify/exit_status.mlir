@@ -1,0 +1,10 @@
+// RUN: not irfuse-opt %s 2>&1 | filecheck %s
+// Without --verify-diagnostics a verifier failure exits with status 1 and a message, no traceback.
+builtin.module {
+  kas.program @p(%A: !kas.matrix<3x3>) -> (B : !kas.matrix<3x3>) {
+    %B = kas.call @mmul3(%A, %A) : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
+    kas.return %B : !kas.matrix<3x3>
+  }
+}
+// CHECK: exit_status.mlir: error: {{.*}}unknown op 'mmul3'; did you mean mmul33
+// CHECK-NOT: Traceback

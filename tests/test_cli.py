@@ -1,0 +1,137 @@
+"""The irfuse command line: runs, errors (never a traceback), plans written and run elsewhere."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, ROOT, has_gpu
+
+BIG = os.path.join(ROOT, "examples", "bigfusion.kas")
+INNER = os.path.join(ROOT, "examples", "stvenant_inner.kas")
+
+
+def irfuse(*args):
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *args], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "200"})
+    assert "Traceback" not in p.stderr, p.stderr
+    return p
+
+
+def test_run_cpu_verifies():
+    p = irfuse("run", BIG, "--backend", "cpu", "--n", "300")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verified against the NumPy reference" in p.stdout
+    assert "bigfusion_k3_mmul55" in p.stdout
+
+
+def test_run_numpy_backend_reports_checksums():
+    p = irfuse("run", INNER, "--backend", "numpy", "--n", "1000")
+    assert p.returncode == 0
+    assert "mattangenthelp" in p.stdout and "(1000, 3, 3)" in p.stdout
+
+
+def test_save_then_inputs_round_trip(tmp_path):
+    out = tmp_path / "out.npz"
+    assert irfuse("run", INNER, "--backend", "numpy", "--n", "50", "--save", str(out)).returncode == 0
+    data = np.load(out)
+    assert data["mattangenthelp"].shape == (50, 3, 3)
+    # Feed real data in: the CPU backend must agree with the reference on it.
+    rng = np.random.default_rng(1)
+    inputs = {"ten3help2": rng.random((7, 3, 3, 3)), "vec3dpsi": rng.random((7, 3)), "vec3dphi": rng.random((7, 3)),
+              "mat33stress": rng.random((7, 3, 3)), "vecquadweightssums": rng.random(7)}
+    np.savez(tmp_path / "in.npz", **inputs)
+    p = irfuse("run", INNER, "--backend", "cpu", "--inputs", str(tmp_path / "in.npz"), "--save", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = np.load(out)["mattangenthelp"]
+    s = inputs["vecquadweightssums"]
+    help2 = np.einsum("nijk,nk->nij", inputs["ten3help2"], inputs["vec3dpsi"]) * s[:, None, None]
+    sc = np.abs(np.sum(np.einsum("nij,nj->ni", inputs["mat33stress"], inputs["vec3dphi"]) * inputs["vec3dpsi"], axis=1))
+    want = s[:, None, None] * np.eye(3) * sc[:, None, None] + help2
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"ten3help2": np.zeros((4, 3, 3, 3))}, "input 'vec3dpsi' is missing"),
+    ({"ten3help2": np.zeros((4, 3, 3)), "vec3dpsi": np.zeros((4, 3)), "vec3dphi": np.zeros((4, 3)),
+      "mat33stress": np.zeros((4, 3, 3)), "vecquadweightssums": np.zeros(4)},
+     "input 'ten3help2' has shape (4, 3, 3); a tensor3x3x3 batch is shaped (N, 3, 3, 3)"),
+    ({"ten3help2": np.zeros((4, 3, 3, 3)), "vec3dpsi": np.zeros((5, 3)), "vec3dphi": np.zeros((4, 3)),
+      "mat33stress": np.zeros((4, 3, 3)), "vecquadweightssums": np.zeros(4)},
+     "input 'vec3dpsi' has 5 elements but earlier inputs have 4"),
+    ({"ten3help2": np.zeros((4, 3, 3, 3), dtype=bool), "vec3dpsi": np.zeros((4, 3)), "vec3dphi": np.zeros((4, 3)),
+      "mat33stress": np.zeros((4, 3, 3)), "vecquadweightssums": np.zeros(4)},
+     "input 'ten3help2' has dtype bool; expected floating point"),
+])
+def test_bad_inputs_file(tmp_path, arrays, message):
+    np.savez(tmp_path / "in.npz", **arrays)
+    p = irfuse("run", INNER, "--backend", "cpu", "--inputs", str(tmp_path / "in.npz"))
+    assert p.returncode == 1
+    assert message in p.stderr and "in.npz" in p.stderr
+
+
+def test_inputs_file_that_is_not_npz(tmp_path):
+    (tmp_path / "junk.npz").write_text("not a zip")
+    p = irfuse("run", INNER, "--backend", "cpu", "--inputs", str(tmp_path / "junk.npz"))
+    assert p.returncode == 1 and "cannot read inputs" in p.stderr
+
+
+@pytest.mark.parametrize("n", ["0", "-5"])
+def test_empty_batch_is_refused(n):
+    p = irfuse("run", INNER, "--backend", "cpu", "--n", n)
+    assert p.returncode == 1 and "--n must be at least 1" in p.stderr
+
+
+@pytest.mark.skipif(has_gpu(), reason="checks the message shown when there is no GPU")
+def test_cuda_backend_without_gpu_explains_itself():
+    p = irfuse("run", INNER, "--backend", "cuda", "--n", "10")
+    assert p.returncode == 1
+    assert "CUDA backend" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_syntax_error_exit_status(tmp_path):
+    f = tmp_path / "bad.kas"
+    f.write_text("matrix3x3 A;\ninput A\nreturn A;\n")
+    p = irfuse("run", str(f), "--backend", "cpu")
+    assert p.returncode == 1 and "bad.kas:3:1: error: expected ';' after the input list" in p.stderr
+
+
+def test_missing_file():
+    p = irfuse("run", "/nonexistent/x.kas", "--backend", "numpy")
+    assert p.returncode == 1 and "cannot read file" in p.stderr
+
+
+def test_compile_writes_a_plan_that_runs_elsewhere(tmp_path):
+    d = tmp_path / "plan"
+    p = irfuse("compile", BIG, "-o", str(d), "--dtype", "f64")
+    assert p.returncode == 0, p.stderr
+    for f in ("kernels.cu", "kernels.cubin", "manifest.json", "program.mlir", "reference.mlir"):
+        assert (d / f).exists(), f
+    import json
+
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert manifest["dtype"] == "f64" and manifest["arch"]
+    k0 = manifest["kernels"][0]
+    assert k0["block"] == [1, 128, 1] and k0["arguments"] == ["A", "B", "M1", "n"]
+    assert manifest["resources"][k0["name"]]["registers"] > 0
+    p = irfuse("run", "--plan", str(d), "--backend", "cpu", "--n", "130")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verified" in p.stdout and "f64" in p.stdout
+
+
+def test_ops_lists_the_library():
+    p = irfuse("ops")
+    assert p.returncode == 0 and "ttmul3212" in p.stdout and "venorm6" in p.stdout
+    p = irfuse("ops", "mmul33")
+    assert "irf_mmul33_elem" in p.stdout
+    p = irfuse("ops", "mmul3")
+    assert p.returncode == 1 and "mmul33" in p.stderr
+
+
+@pytest.mark.parametrize("path", EXAMPLES[:1])
+def test_opt_list_passes(path):
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.opt", "--list-passes"], capture_output=True, text=True)
+    assert "kas-dce: Removes calls" in p.stdout and "fuse-each:" in p.stdout
+    assert "by: int | None" in p.stdout

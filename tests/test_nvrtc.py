@@ -1,0 +1,73 @@
+"""NVRTC: every example compiles to sm_90 cubin without spills; the ptxas report and the cache."""
+
+import os
+
+import pytest
+
+from conftest import EXAMPLES
+from irfuse.backend import nvrtc
+from irfuse.diagnostics import CompileError
+from irfuse.pipeline import compile_program
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_example_compiles_for_sm90_without_spills(path, dtype):
+    plan, _ = compile_program(path, None, dtype, compile_gpu=True, arch="sm_90")
+    assert plan.cubin.arch == "sm_90"
+    assert plan.cubin.cubin[:4] == b"\x7fELF"
+    assert set(plan.cubin.resources) == {k.name for k in plan.kernels}
+    for k in plan.kernels:
+        r = plan.cubin.resources[k.name]
+        assert 0 < r.registers <= 255
+        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (k.name, r)
+        static = k.shared_bytes(plan.itemsize)
+        # Static shared memory is what ptxas reports; above 48 KB the kernel takes it dynamically.
+        assert r.shared_bytes == (static if static <= 48 * 1024 else 0), (k.name, r, static)
+
+
+def test_parse_ptxas_report():
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'kern_a' for 'sm_90'
+ptxas info    : Function properties for kern_a
+ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 1152 bytes smem
+ptxas info    : Compiling entry function 'kern_b' for 'sm_90'
+ptxas info    : Function properties for kern_b
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 8 registers"""
+    r = nvrtc.parse_ptxas_report(log)
+    assert vars(r["kern_a"]) == {"registers": 40, "spill_stores": 8, "spill_loads": 4, "shared_bytes": 1152,
+                                 "stack_bytes": 16, "barriers": 1}
+    assert r["kern_b"].registers == 8 and r["kern_b"].shared_bytes == 0
+
+
+def test_errors_point_at_the_generated_source_line():
+    src = 'extern "C" __global__ void k(float* a) {\n  a[0] = undefined_thing;\n}\n'
+    with pytest.raises(CompileError) as e:
+        nvrtc.compile_cubin(src, "sm_90", use_cache=False)
+    d = e.value.diagnostics[0]
+    assert d.file == nvrtc.GENERATED_NAME and d.line == 2
+    assert "undefined_thing" in d.message and "undefined_thing" in d.source_line
+
+
+def test_bad_arch_is_refused():
+    with pytest.raises(CompileError, match="sm_90"):
+        nvrtc.compile_cubin("", "compute_90")
+
+
+def test_cache_hit_and_corrupt_entry_recovery(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path))
+    src = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] *= 2.0f; }\n'
+    first = nvrtc.compile_cubin(src, "sm_90")
+    assert not first.cached
+    second = nvrtc.compile_cubin(src, "sm_90")
+    assert second.cached and second.cubin == first.cubin and second.resources == first.resources
+    # Truncate the cached cubin: the checksum no longer matches, so it is rebuilt.
+    (cubin,) = list(tmp_path.rglob("*.cubin"))
+    cubin.write_bytes(cubin.read_bytes()[:100])
+    third = nvrtc.compile_cubin(src, "sm_90")
+    assert not third.cached and third.cubin == first.cubin
+    # Different options are a different entry.
+    other = nvrtc.compile_cubin(src, "sm_80")
+    assert not other.cached and other.arch == "sm_80"
