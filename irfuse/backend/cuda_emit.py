@@ -64,6 +64,7 @@ class KernelInfo:
     barriers: int = 0
     register_values: int = 0
     shared_values: int = 0
+    dynamic_shared: bool = False  # shared memory taken at launch (over the static limit)
 
     @property
     def threads(self) -> int:
@@ -75,7 +76,7 @@ class KernelInfo:
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
-            "calls", "barriers", "register_values", "shared_values")}
+            "calls", "barriers", "register_values", "shared_values", "dynamic_shared")}
 
     @staticmethod
     def from_json(d: dict) -> "KernelInfo":
@@ -196,6 +197,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4) -> tuple[str, KernelIn
             lines.append(f"  IRFUSE_SHARED_STATIC(real_t, smem, {words});")
         else:
             lines.append("  IRFUSE_SHARED_DYNAMIC(real_t, smem);")
+            info.dynamic_shared = True
     lines += [
         "  const int tx = threadIdx.x, ty = threadIdx.y;",
         f"  const int tid = ty * {bx} + tx;",

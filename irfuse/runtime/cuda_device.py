@@ -80,8 +80,7 @@ class CudaDevice:
         for k in plan.kernels:
             fn = self.module.get_function(k.name)
             smem = k.shared_bytes(plan.itemsize)
-            static = plan.resources(k.name).shared_bytes if plan.resources(k.name) else 0
-            dynamic = 0 if static >= smem else smem
+            dynamic = smem if k.dynamic_shared else 0
             if dynamic > limit:
                 raise CompileError(f"kernel {k.name} needs {smem} bytes of shared memory; "
                                    f"{self.gpu_name} allows {limit} per block")
@@ -89,6 +88,12 @@ class CudaDevice:
                 fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
             self.functions[k.name] = fn
             self.shared[k.name] = dynamic
+            if plan.resources(k.name) is None:
+                # Some NVRTC builds (13.0) leave ptxas' report out of the log: ask the driver instead.
+                from irfuse.backend.nvrtc import KernelResources
+
+                plan.cubin.resources[k.name] = KernelResources(
+                    registers=fn.num_regs, shared_bytes=fn.shared_size_bytes, stack_bytes=fn.local_size_bytes)
         self.allocations = []
         self.sizes: dict[int, int] = {}
 
