@@ -30,3 +30,25 @@ def test_example_on_gpu(path, dtype):
             assert all(c.ok for c in checks), [c.describe() for c in checks]
     finally:
         dev.close()
+
+
+def test_batch_over_two_to_the_31_floats():
+    """64-bit offsets: synctest on 2^31/9 + 4097 elements, checked at both ends of the batch."""
+    from irfuse.pipeline import compile_program
+    from irfuse.runtime.cuda_device import CudaDevice
+    from irfuse.runtime.executor import Executor
+
+    path = next(p for p in EXAMPLES if p.endswith("synctest.kas"))
+    plan, _ = compile_program(path, None, "f32")
+    n = 2**31 // 9 + 4097
+    assert n * 9 > 2**31
+    a = np.random.default_rng(0).random((n, 3, 3), dtype=np.float32)
+    dev = CudaDevice(plan)
+    try:
+        got = Executor(plan, dev).run({"A": a}, n).outputs["F"]
+    finally:
+        dev.close()
+    for sl in (slice(0, 4096), slice(n - 4096, n)):
+        want = 5 * a[sl].astype(np.float64)  # F = A + (A + (A + (A + A)))
+        np.testing.assert_allclose(got[sl], want, rtol=1e-6)
+    assert not np.isnan(got).any()
