@@ -149,11 +149,27 @@ def lower(module: ModuleOp, pipeline: str | None = None) -> ModuleOp:
 
 def build_plan(module: ModuleOp, dtype: str = "f32", compile_gpu: bool = True,
                arch: str | None = None) -> Plan:
-    """Emits CUDA C for an already-lowered module and (optionally) compiles it with NVRTC."""
+    """Emits CUDA C for an already-lowered module and (optionally) compiles it with NVRTC.
+
+    A kernel that ptxas makes spill is re-emitted asking for fewer resident
+    blocks (more registers per thread) until it does not, or one block is asked.
+    """
     itemsize = ITEMSIZE[dtype]
-    emitted = emit_module(module, itemsize)
-    source = ("#define IRFUSE_REAL double\n" if dtype == "f64" else "") + emitted.source
-    cubin = compile_cubin(source, arch) if compile_gpu else None
+    min_blocks: dict[str, int] = {}
+    while True:
+        emitted = emit_module(module, itemsize, min_blocks)
+        source = ("#define IRFUSE_REAL double\n" if dtype == "f64" else "") + emitted.source
+        cubin = compile_cubin(source, arch) if compile_gpu else None
+        if cubin is None:
+            break
+        retry = False
+        for k in emitted.kernels:
+            r = cubin.resources.get(k.name)
+            if r is not None and (r.spill_stores or r.spill_loads) and k.min_blocks > 1:
+                min_blocks[k.name] = k.min_blocks // 2
+                retry = True
+        if not retry:
+            break
     return Plan(module, dtype, source, emitted.kernels, cubin)
 
 

@@ -17,6 +17,7 @@ execution).  Conventions:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
@@ -25,6 +26,7 @@ from xdsl.ir import SSAValue
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
 from irfuse.dialects.kas import KasType
+from irfuse.analysis.access_patterns import AccessPattern
 from irfuse.library.implementations import Implementation, find_implementation
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a kernel may declare statically
@@ -44,6 +46,17 @@ __device__ __forceinline__ void irf_copy(real_t* __restrict__ dst, const real_t*
                                          int count, int tid, int nthreads)
 {
   for (int i = tid; i < count; i += nthreads) dst[i] = src[i];
+}
+
+// The same with 16-byte accesses; both pointers must be 16-byte aligned.
+__device__ __forceinline__ void irf_copy16(real_t* __restrict__ dst, const real_t* __restrict__ src,
+                                           int count, int tid, int nthreads)
+{
+  const int per = 16 / (int)sizeof(real_t);
+  const int nvec = count / per;
+  for (int i = tid; i < nvec; i += nthreads)
+    reinterpret_cast<float4*>(dst)[i] = reinterpret_cast<const float4*>(src)[i];
+  for (int i = nvec * per + tid; i < count; i += nthreads) dst[i] = src[i];
 }
 """
 
@@ -65,6 +78,7 @@ class KernelInfo:
     register_values: int = 0
     shared_values: int = 0
     dynamic_shared: bool = False  # shared memory taken at launch (over the static limit)
+    min_blocks: int = 1  # __launch_bounds__ minimum resident blocks: caps registers per thread
 
     @property
     def threads(self) -> int:
@@ -76,7 +90,7 @@ class KernelInfo:
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
-            "calls", "barriers", "register_values", "shared_values", "dynamic_shared")}
+            "calls", "barriers", "register_values", "shared_values", "dynamic_shared", "min_blocks")}
 
     @staticmethod
     def from_json(d: dict) -> "KernelInfo":
@@ -118,8 +132,60 @@ def shared_words(kernel: fuse.KernelOp) -> int:
     return top
 
 
-def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4) -> tuple[str, KernelInfo]:
+def c_start(ap: AccessPattern, bx: int) -> str:
+    """An AP start expression as C text inside a kernel or device function."""
+    if re.search(r"\bBY\b", ap.start):
+        raise CompileError(f"access-pattern start '{ap.start}': BY is not available in generated code")
+    return re.sub(r"\bBX\b", str(bx), ap.start)
+
+
+def call_impl(op: fuse.CallOp) -> Implementation:
+    return find_implementation(op.op_name, op.impl.data)
+
+
+def variant_of(op: fuse.CallOp) -> str:
+    """One letter per operand and the result: 's' shared, 'r' registers."""
+    def letter(v: SSAValue) -> str:
+        owner = v.owner
+        assert isinstance(owner, fuse.OnChipOp)
+        return "s" if owner.get_place().is_shared else "r"
+    return "".join(letter(a) for a in op.args) + ("s" if op.get_place().is_shared else "r")
+
+
+def register_pattern(v: SSAValue) -> tuple[AccessPattern, int]:
+    """The AP (and implementation bx) through which a register value's threads hold it."""
+    owner = v.owner
+    if isinstance(owner, fuse.CallOp):
+        impl = call_impl(owner)
+        return impl.result_ap, impl.bx
+    for use in v.uses:
+        if isinstance(use.operation, fuse.CallOp):
+            impl = call_impl(use.operation)
+            return impl.operand_aps[use.index], impl.bx
+    size = v.type.size  # type: ignore[attr-defined]
+    return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size), 1
+
+
+def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
+    """16-byte copies need the block's chunk in global and shared memory 16-byte aligned."""
+    per = 16 // itemsize
+    return (by * size) % per == 0 and offset % per == 0
+
+
+def default_min_blocks(nthreads: int) -> int:
+    """Resident blocks to ask for: 1024 threads per SM, i.e. at most 64 registers per thread.
+
+    Without a minimum, `__launch_bounds__` lets ptxas squeeze registers for full occupancy
+    and spill; without launch bounds at all it assumes 1024-thread blocks.
+    """
+    return max(1, 1024 // nthreads)
+
+
+def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None
+                ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
     bx, by = kernel.bx.data, kernel.by.data
+    nthreads = bx * by
+    min_blocks = min_blocks or default_min_blocks(nthreads)
     names = _Names()
     block = kernel.body.block
     params = []
@@ -134,17 +200,26 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4) -> tuple[str, KernelIn
                       [a.name_hint or f"out{i}" for i, a in enumerate(kernel.output_args)],
                       [a.type.size for a in kernel.input_args],  # type: ignore[attr-defined]
                       [a.type.size for a in kernel.output_args])  # type: ignore[attr-defined]
+    info.min_blocks = min_blocks
     body: list[str] = []
     regs: list[str] = []
+    used: set[tuple[Implementation, str]] = set()
 
-    def operand(v: SSAValue) -> str:
+    def base(v: SSAValue) -> str:
         op = v.owner
         assert isinstance(op, fuse.OnChipOp)
         place = op.get_place()
-        size = v.type.size  # type: ignore[attr-defined]
-        if place.is_shared:
-            return f"smem + {place.offset.data} + ty * {size}"
-        return names.get(v, "r_")
+        return f"smem + {place.offset.data}" if place.is_shared else names.get(v, "r_")
+
+    def declare_register(v: SSAValue) -> tuple[AccessPattern, int]:
+        ap, ap_bx = register_pattern(v)
+        regs.append(f"  real_t {names.get(v, 'r_')}[{max(ap.relative()) + 1}];")
+        info.register_values += 1
+        return ap, ap_bx
+
+    def copy(dst: str, src: str, count: str, size: int, offset: int) -> str:
+        fn = "irf_copy16" if _vector_ok(by, size, offset, itemsize) else "irf_copy"
+        return f"  {fn}({dst}, {src}, {count}, tid, {nthreads});"
 
     for op in block.ops:
         if isinstance(op, fuse.LoadOp):
@@ -152,24 +227,27 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4) -> tuple[str, KernelIn
             src = names.get(op.source, "g_")
             body.append(f"  // {names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
             if op.place.is_shared:
-                body.append(f"  irf_copy(smem + {op.place.offset.data}, {src} + first * {size}, count * {size}, tid, {bx * by});")
+                off = op.place.offset.data
+                body.append(copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size, off))
                 info.shared_values += 1
             else:
+                ap, ap_bx = declare_register(op.res)
                 r = names.get(op.res, "r_")
-                regs.append(f"  real_t {r}[{size}];")
-                body.append(f"  if (active && tx == 0) {{ for (int k = 0; k < {size}; ++k) {r}[k] = {src}[(first + ty) * {size} + k]; }}")
-                info.register_values += 1
+                st = c_start(ap, ap_bx)
+                reads = " ".join(f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];" for k in sorted(ap.relative()))
+                body.append(f"  if (active && tx < {ap_bx}) {{ {reads} }}")
         elif isinstance(op, fuse.CallOp):
-            impl = find_implementation(op.op_name, op.impl.data)
+            impl = call_impl(op)
+            variant = variant_of(op)
+            used.add((impl, variant))
             if op.place.is_shared:
                 info.shared_values += 1
             else:
-                regs.append(f"  real_t {names.get(op.res, 'r_')}[{op.res.type.size}];")
-                info.register_values += 1
-            args = [operand(a) for a in op.args] + [operand(op.res)]
+                declare_register(op.res)
+            args = ["tx", "ty"] + [base(a) for a in op.args] + [base(op.res)]
             guard = "active" if impl.bx == bx else f"active && tx < {impl.bx}"
             body.append(f"  // {op.op_name}[{impl.name}] into {op.place.text()}")
-            body.append(f"  if ({guard}) {impl.function_name}({', '.join(args)});")
+            body.append(f"  if ({guard}) {impl.variant_name(variant)}({', '.join(args)});")
             info.calls.append(f"{op.op_name}[{impl.name}]")
         elif isinstance(op, fuse.StoreOp):
             value_op = op.value.owner
@@ -179,10 +257,14 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4) -> tuple[str, KernelIn
             dst = names.get(op.dest, "g_")
             body.append(f"  // store into {op.dest.name_hint}")
             if place.is_shared:
-                body.append(f"  irf_copy({dst} + first * {size}, smem + {place.offset.data}, count * {size}, tid, {bx * by});")
+                off = place.offset.data
+                body.append(copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, off))
             else:
-                r = operand(op.value)
-                body.append(f"  if (active && tx == 0) {{ for (int k = 0; k < {size}; ++k) {dst}[(first + ty) * {size} + k] = {r}[k]; }}")
+                ap, ap_bx = register_pattern(op.value)
+                r = names.get(op.value, "r_")
+                st = c_start(ap, ap_bx)
+                writes = " ".join(f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];" for k in sorted(ap.relative()))
+                body.append(f"  if (active && tx < {ap_bx}) {{ {writes} }}")
         elif isinstance(op, fuse.BarrierOp):
             body.append("  __syncthreads();")
             info.barriers += 1
@@ -190,7 +272,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4) -> tuple[str, KernelIn
             raise CompileError(f"the CUDA emitter does not handle '{op.name}'")
 
     lines = [f"// fuse.kernel @{info.name}: block(bx = {bx}, by = {by}), {words} shared words",
-             f'extern "C" __global__ void __launch_bounds__({bx * by}) {info.name}({", ".join(params)})',
+             f'extern "C" __global__ void __launch_bounds__({nthreads}, {min_blocks}) {info.name}({", ".join(params)})',
              "{"]
     if words:
         if words * itemsize <= STATIC_SHARED_LIMIT:
@@ -209,28 +291,30 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4) -> tuple[str, KernelIn
         *body,
         "}",
     ]
-    return "\n".join(lines), info
+    return "\n".join(lines), info, used
 
 
 def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
     return [op for op in module.ops if isinstance(op, fuse.KernelOp)]
 
 
-def emit_module(module: ModuleOp, itemsize: int = 4) -> EmittedModule:
+def emit_module(module: ModuleOp, itemsize: int = 4, min_blocks: dict[str, int] | None = None) -> EmittedModule:
+    """CUDA C of every kernel; `min_blocks` overrides the launch-bounds minimum per kernel name."""
+    min_blocks = min_blocks or {}
     kernels = kernels_of(module)
     if not kernels:
         raise CompileError("no fuse.kernel to emit: run a lowering pass first (e.g. -p fuse-each)")
-    impls: dict[str, Implementation] = {}
+    texts, infos = [], []
+    functions: dict[str, str] = {}
     for k in kernels:
-        for op in k.body.block.ops:
-            if isinstance(op, fuse.CallOp):
-                impl = find_implementation(op.op_name, op.impl.data)
-                impls.setdefault(impl.function_name, impl)
-    parts = [PRELUDE]
-    parts += [impl.device_source() for impl in impls.values()]
-    infos = []
-    for k in kernels:
-        text, info = emit_kernel(k, itemsize)
-        parts.append(text)
+        text, info, used = emit_kernel(k, itemsize, min_blocks.get(k.sym_name.data))
+        texts.append(text)
         infos.append(info)
-    return EmittedModule("\n\n".join(parts) + "\n", infos)
+        for impl, variant in sorted(used, key=lambda p: p[0].variant_name(p[1])):
+            name = impl.variant_name(variant)
+            if name not in functions:
+                src = impl.device_source(variant)
+                for ap in impl.aps:
+                    c_start(ap, impl.bx)  # refuses BY, which generated code cannot see
+                functions[name] = re.sub(r"\bBX\b", str(impl.bx), src)
+    return EmittedModule("\n\n".join([PRELUDE, *functions.values(), *texts]) + "\n", infos)

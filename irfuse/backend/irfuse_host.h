@@ -87,3 +87,7 @@ inline int run_grid(unsigned grid, unsigned bx, unsigned by, size_t smem_bytes,
   return failure ? 1 : 0;
 }
 }  // namespace irf
+
+// Vector types used for 16-byte copies.
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) double2 { double x, y; };

@@ -9,7 +9,6 @@ User ops are added with `Library.define` from a module loaded through the
 from __future__ import annotations
 
 import difflib
-import functools
 import importlib.util
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -72,6 +71,7 @@ class Library:
 
     def __init__(self) -> None:
         self.ops: dict[str, OpDef] = {}
+        self.hand_implementations: dict[str, list] = {}
 
     def define(self, name: str, operands: Iterable[tuple[str, KasType]], result: KasType,
                definition: str, doc: str = "") -> OpDef:
@@ -81,6 +81,51 @@ class Library:
         op = OpDef(name, list(names), list(types), result, definition, doc)
         self.ops[name] = op
         return op
+
+    def implement(self, op_name: str, name: str, bx: int, source: str, operand_aps, result_ap,
+                  recommended_by: int | None = None, check: bool = True):
+        """Adds a hand-written implementation (KAS style) of an op.
+
+        `source` defines ``FUNC(int tx, int ty, const real_t* in0, ..., real_t* out)``
+        and addresses operand k as ``in_k[APINk + ...]`` and the result as
+        ``out[APOUT + ...]``; irfuse substitutes the AP start (shared) or 0
+        (registers).  APs are `AccessPattern`s or ``(start, block, stride, count[, noreg])``
+        tuples.  With `check`, the implementation is run on the CPU against the
+        reference first and refused (`DefinitionError`) if it disagrees.
+        """
+        from irfuse.analysis.access_patterns import AccessPattern
+        from irfuse.library.implementations import HandImplementation, implementations
+
+        op = self.ops.get(op_name)
+        if op is None:
+            raise DefinitionError(f"cannot implement unknown op '{op_name}'")
+        if any(i.name == name for i in implementations(op, self)):
+            raise DefinitionError(f"op '{op_name}' already has an implementation '{name}'")
+        if not name.isidentifier():
+            raise DefinitionError(f"implementation name '{name}' must be an identifier")
+
+        def ap(x):
+            return x if isinstance(x, AccessPattern) else AccessPattern(*x)
+        operand_aps = [ap(a) for a in operand_aps]
+        if len(operand_aps) != len(op.operand_types):
+            raise DefinitionError(f"'{op_name}' has {len(op.operand_types)} operands; "
+                                  f"implementation '{name}' gives {len(operand_aps)} access patterns")
+        if bx < 1 or bx > 1024:
+            raise DefinitionError(f"implementation '{name}': bx must be in 1..1024")
+        from irfuse.library.implementations import _recommended_by
+
+        impl = HandImplementation(op, name, bx, recommended_by or _recommended_by(bx), operand_aps,
+                                  ap(result_ap), origin="hand-written", source=source)
+        self.hand_implementations.setdefault(op_name, []).append(impl)
+        if check:
+            from irfuse.library.validate import check_implementation
+
+            try:
+                check_implementation(impl, self)
+            except Exception:
+                self.hand_implementations[op_name].remove(impl)
+                raise
+        return impl
 
     def get(self, name: str) -> OpDef | None:
         return self.ops.get(name)
@@ -135,16 +180,21 @@ def _define_catalogue(lib: Library) -> None:
     lib.define("srcp", [("a", s)], s, "r = rcp(a)", "reciprocal")
 
 
-@functools.cache
-def default_library() -> Library:
-    """The built-in catalogue plus every library found through entry points."""
-    lib = Library()
-    _define_catalogue(lib)
-    from importlib.metadata import entry_points
+_DEFAULT: Library | None = None
 
-    for ep in entry_points(group="irfuse.library"):
-        ep.load()(lib)
-    return lib
+
+def default_library() -> Library:
+    """The built-in catalogue plus every library found through `irfuse.library` entry points."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        # Published before the entry points run, so that their checks see this library.
+        _DEFAULT = Library()
+        _define_catalogue(_DEFAULT)
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="irfuse.library"):
+            ep.load()(_DEFAULT)
+    return _DEFAULT
 
 
 def load_library_file(path: str, lib: Library | None = None) -> Library:

@@ -1,52 +1,395 @@
-"""CUDA implementations of library ops, generated from their definitions.
+"""Implementations of library ops: thread mappings derived from the definitions, and hand-written ones.
 
-An implementation fixes how threads share one element's work (`bx`
-threads per element); the number of elements per block (`by`) stays free
-and is chosen by the lowering, with `recommended_by` as the default.
+An implementation fixes how the `bx` threads of one element share its work;
+`by` (elements per block) stays free, with `recommended_by` as default.
+Derived from every op's index-notation definition:
 
-`elem`: one thread computes the whole element (`bx = 1`).  Its device
-function receives pointers to the thread's element of every operand and
-of the result (in shared memory or in a register array: the code is the
-same, and after inlining the register case has only constant indices).
-All outputs are computed before any is written, so a result may share
-storage with an operand.
+- `elem`: one thread computes the whole element (`bx = 1`);
+- `row`: thread `tx` computes output row `tx` (`bx` = rows of the result);
+- `entry`: thread `tx` computes output entry `tx` (`bx` = entries).
+
+(`row` and `entry` exist only where they differ from the ones before.)
+
+Each implementation has an access pattern (`AccessPattern`, shown as
+`#fuse.ap`) for every operand and for the result, computed from the words
+each thread actually reads and writes; an operand read in a shape an AP
+cannot state exactly gets the conservative whole-element pattern.
+
+Device functions are called as ``f(tx, ty, operand bases..., result base)``
+and come in variants, one letter per operand and result: ``s`` when the
+value is in shared memory (the base is the value's shared storage and the
+AP start expression is added, as the seeds' APIN/APOUT placeholders were),
+``r`` when it is in registers (the base is the thread's own register array,
+indexed from 0).  All outputs are computed before any is written, so a
+result may share storage with an operand.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+import re
+from dataclasses import dataclass, field
 
+from irfuse.analysis.access_patterns import AccessPattern, fit_pattern
 from irfuse.library.catalogue import Library, OpDef, default_library
-from irfuse.library.indexexpr import to_c
+from irfuse.library.indexexpr import (
+    Bin,
+    Const,
+    Delta,
+    Func,
+    Neg,
+    Num,
+    Ref,
+    SBin,
+    SUn,
+    Sum,
+    _mk_bin,
+    parse_definition,
+)
+
+# --- Affine offsets over thread-bound index variables -----------------------
 
 
 @dataclass(frozen=True)
+class Affine:
+    coeffs: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def of(var: str | None = None, coeff: int = 1, const: int = 0) -> "Affine":
+        return Affine(((var, coeff),) if var and coeff else (), const)
+
+    def __add__(self, other: "Affine") -> "Affine":
+        d = dict(self.coeffs)
+        for v, c in other.coeffs:
+            d[v] = d.get(v, 0) + c
+        return Affine(tuple(sorted((v, c) for v, c in d.items() if c)), self.const + other.const)
+
+    def scale(self, k: int) -> "Affine":
+        return Affine(tuple((v, c * k) for v, c in self.coeffs if c * k), self.const * k)
+
+    def __sub__(self, other: "Affine") -> "Affine":
+        return self + other.scale(-1)
+
+    @property
+    def linear(self) -> tuple[tuple[str, int], ...]:
+        return self.coeffs
+
+    def c_expr(self, var_exprs: dict[str, str]) -> str:
+        terms = []
+        for v, c in self.coeffs:
+            e = var_exprs[v]
+            e = e if re.fullmatch(r"\w+", e) else f"({e})"
+            terms.append(e if c == 1 else f"{e}*{c}")
+        if self.const or not terms:
+            terms.append(str(self.const))
+        return " + ".join(terms).replace("+ -", "- ")
+
+
+@dataclass(frozen=True)
+class SLeaf:
+    """Operand `operand` at an affine word offset within its element."""
+    operand: int
+    offset: Affine
+
+
+@dataclass(frozen=True)
+class SCond:
+    """1 when two affine index values are equal, else 0 (a symbolic delta)."""
+    a: Affine
+    b: Affine
+
+
+class _SymbolicExpander:
+    """Unrolls a definition with some indices bound to thread variables (affine offsets)."""
+
+    def __init__(self, op: OpDef):
+        self.op = op
+        self.d = parse_definition(op.definition)
+        self.names = {n: k for k, n in enumerate(op.operand_names)}
+        self.shapes = [t.shape for t in op.operand_types]
+        self.ranges = _ranges(op)
+
+    def expand(self, e, env: dict[str, int | Affine]):
+        if isinstance(e, Num):
+            return Const(e.value)
+        if isinstance(e, Ref):
+            k = self.names[e.name]
+            shape = self.shapes[k]
+            off = Affine()
+            stride = 1
+            for n, i in reversed(list(zip(shape, e.indices))):
+                v = int(i) if i.isdigit() else env[i]
+                off = off + (Affine.of(const=v * stride) if isinstance(v, int) else v.scale(stride))
+                stride *= n
+            return SLeaf(k, off)
+        if isinstance(e, Bin):
+            return _mk_bin(e.op, self.expand(e.lhs, env), self.expand(e.rhs, env))
+        if isinstance(e, Neg):
+            a = self.expand(e.arg, env)
+            return Const(-a.value) if isinstance(a, Const) else SUn("neg", a)
+        if isinstance(e, Func):
+            return SUn(e.fn, self.expand(e.arg, env))
+        if isinstance(e, Delta):
+            def aff(i: str) -> Affine:
+                v = int(i) if i.isdigit() else env[i]
+                return Affine.of(const=v) if isinstance(v, int) else v
+            a, b = aff(e.i), aff(e.j)
+            diff = a - b
+            if not diff.coeffs:
+                return Const(1.0 if diff.const == 0 else 0.0)
+            return SCond(a, b)
+        if isinstance(e, Sum):
+            acc = None
+            for vals in itertools.product(*(range(self.ranges[i]) for i in e.indices)):
+                term = self.expand(e.body, {**env, **dict(zip(e.indices, vals))})
+                acc = term if acc is None else _mk_bin("+", acc, term)
+            return acc
+        raise ValueError(f"unexpected node {e!r}")
+
+
+def _ranges(op: OpDef) -> dict[str, int]:
+    from irfuse.library.indexexpr import Expander
+
+    d = parse_definition(op.definition)
+    return Expander(d, op.operand_names, [t.shape for t in op.operand_types], op.result_type.shape).ranges
+
+
+def _leaves(t, out: list) -> None:
+    if isinstance(t, SLeaf):
+        out.append(t)
+    elif isinstance(t, SBin):
+        _leaves(t.lhs, out)
+        _leaves(t.rhs, out)
+    elif isinstance(t, SUn):
+        _leaves(t.arg, out)
+
+
+# --- Implementations ---------------------------------------------------------
+
+
+def _start_text(size: int, rel: Affine, var_exprs: dict[str, str]) -> str:
+    base = "ty" if size == 1 else f"ty*{size}"
+    tail = rel.c_expr(var_exprs)
+    return base if tail == "0" else f"{base} + {tail}"
+
+
+@dataclass(eq=False)
 class Implementation:
+    """One way to run an op: `bx` threads per element and the APs of its operands and result."""
+
     op: OpDef
     name: str
     bx: int
     recommended_by: int
+    operand_aps: list[AccessPattern]
+    result_ap: AccessPattern
+    origin: str = "generated"
 
     @property
     def function_name(self) -> str:
         return f"irf_{self.op.name}_{self.name}"
 
-    def device_source(self) -> str:
-        params = [f"const real_t* __restrict__ {n}" for n in self.op.operand_names]
-        params.append("real_t* irf_result")
+    @property
+    def aps(self) -> list[AccessPattern]:
+        return [*self.operand_aps, self.result_ap]
+
+    def shared_variant(self) -> str:
+        return "s" * (len(self.operand_aps) + 1)
+
+    def variant_name(self, variant: str) -> str:
+        return f"{self.function_name}_{variant}"
+
+    def device_source(self, variant: str | None = None) -> str:
+        raise NotImplementedError
+
+
+def _variant_check(impl: Implementation, variant: str) -> None:
+    if len(variant) != len(impl.operand_aps) + 1 or set(variant) - {"s", "r"}:
+        raise ValueError(f"variant '{variant}' of {impl.function_name}: one 's' or 'r' per operand and result")
+
+
+def _params(impl: Implementation) -> str:
+    names = impl.op.operand_names
+    ps = ["int tx", "int ty"] + [f"const real_t* __restrict__ {n}" for n in names] + ["real_t* irf_result"]
+    return ", ".join(ps)
+
+
+@dataclass(eq=False)
+class GeneratedImplementation(Implementation):
+    var_exprs: dict[str, str] = field(default_factory=dict)
+    outputs: list = field(default_factory=list)  # (Affine offset, tree)
+    operand_rel: list[Affine] = field(default_factory=list)
+    result_rel: Affine = field(default_factory=Affine)
+    mapping_doc: str = ""
+
+    def device_source(self, variant: str | None = None) -> str:
+        variant = variant or self.shared_variant()
+        _variant_check(self, variant)
         names = self.op.operand_names
-        lines = [f"// {self.op.name}: {self.op.definition}  [{self.name}: one thread per element]",
-                 f"__device__ __forceinline__ void {self.function_name}({', '.join(params)})", "{"]
-        for k, tree in enumerate(self.op.trees):
-            lines.append(f"  const real_t r{k} = {to_c(tree, lambda o, off: f'{names[o]}[{off}]')};")
-        for k in range(len(self.op.trees)):
-            lines.append(f"  irf_result[{k}] = r{k};")
+
+        def access(k: int, off: Affine) -> str:
+            base = self.operand_aps[k].start if variant[k] == "s" else ""
+            return _index(names[k], base, off - self.operand_rel[k], self.var_exprs)
+
+        def to_c(t) -> str:
+            if isinstance(t, SLeaf):
+                return access(t.operand, t.offset)
+            if isinstance(t, SCond):
+                return (f"({t.a.c_expr(self.var_exprs)} == {t.b.c_expr(self.var_exprs)} "
+                        "? (real_t)1 : (real_t)0)")
+            if isinstance(t, Const):
+                return f"(real_t)({t.value!r})"
+            if isinstance(t, SBin):
+                return f"({to_c(t.lhs)} {t.op} {to_c(t.rhs)})"
+            if isinstance(t, SUn):
+                a = to_c(t.arg)
+                return {"neg": f"(-{a})", "sqrt": f"sqrt({a})", "abs": f"fabs({a})",
+                        "rcp": f"((real_t)1 / {a})"}[t.fn]
+            raise ValueError(t)
+
+        lines = [f"// {self.op.name}: {self.op.definition}  [{self.name}: {self.mapping_doc}; variant {variant}]",
+                 f"__device__ __forceinline__ void {self.variant_name(variant)}({_params(self)})", "{"]
+        lines.append("  (void)tx; (void)ty;")
+        for j, (_, tree) in enumerate(self.outputs):
+            lines.append(f"  const real_t r{j} = {to_c(tree)};")
+        out_base = self.result_ap.start if variant[-1] == "s" else ""
+        for j, (off, _) in enumerate(self.outputs):
+            lines.append(f"  {_index('irf_result', out_base, off - self.result_rel, self.var_exprs)} = r{j};")
         lines.append("}")
         return "\n".join(lines)
 
 
-def implementations(op: OpDef) -> list[Implementation]:
-    return [Implementation(op, "elem", 1, 128)]
+def _index(array: str, base: str, rel: Affine, var_exprs: dict[str, str]) -> str:
+    tail = rel.c_expr(var_exprs)
+    if not base:
+        return f"{array}[{tail}]"
+    return f"{array}[{base}]" if tail == "0" else f"{array}[{base} + {tail}]"
+
+
+def _recommended_by(bx: int) -> int:
+    """Elements per block for about 128 threads: enough warps per block, small shared footprint."""
+    by = 1
+    while by * 2 * bx <= 128:
+        by *= 2
+    return max(by, 1)
+
+
+def _thread_vars(mapping: str, target: tuple[str, ...], shape: tuple[int, ...]) -> tuple[dict, dict]:
+    """Index bindings of one thread: index name -> Affine var; var -> C expression of tx."""
+    if mapping == "elem" or not target:
+        return {}, {}
+    if mapping == "row":
+        v = f"ix_{target[0]}"
+        return {target[0]: Affine.of(v)}, {v: "tx"}
+    env, exprs = {}, {}
+    for m, (name, n) in enumerate(zip(target, shape)):
+        inner = 1
+        for d in shape[m + 1:]:
+            inner *= d
+        e = "tx" if inner == 1 else f"tx/{inner}"
+        if m > 0:
+            e = f"{e}%{n}" if inner == 1 else f"({e})%{n}"
+        v = f"ix_{name}"
+        env[name] = Affine.of(v)
+        exprs[v] = e
+    return env, exprs
+
+
+def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
+    d = parse_definition(op.definition)
+    shape = op.result_type.shape
+    bound, var_exprs = _thread_vars(mapping, d.target_indices, shape)
+    exp = _SymbolicExpander(op)
+    free = [(i, n) for i, n in zip(d.target_indices, shape) if i not in bound]
+    strides = []
+    s = 1
+    for n in reversed(shape):
+        strides.insert(0, s)
+        s *= n
+    stride_of = dict(zip(d.target_indices, strides))
+    outputs = []
+    for vals in itertools.product(*(range(n) for _, n in free)):
+        env: dict[str, int | Affine] = dict(bound)
+        env.update({i: v for (i, _), v in zip(free, vals)})
+        off = Affine()
+        for i in d.target_indices:
+            v = env[i]
+            off = off + (Affine.of(const=v * stride_of[i]) if isinstance(v, int) else v.scale(stride_of[i]))
+        outputs.append((off, exp.expand(d.expr, env)))
+    bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size}[mapping]
+
+    def pattern(offsets: list[Affine], size: int) -> tuple[AccessPattern, Affine]:
+        linear = {o.linear for o in offsets}
+        if len(linear) == 1:
+            fit = fit_pattern({o.const for o in offsets})
+            if fit is not None:
+                lo, block, stride, count = fit
+                rel = Affine(next(iter(linear)), lo)
+                return AccessPattern(_start_text(size, rel, var_exprs), block, stride, count), rel
+        return AccessPattern(_start_text(size, Affine(), var_exprs), 1, 1, size), Affine()
+
+    operand_aps, operand_rel = [], []
+    for k, t in enumerate(op.operand_types):
+        leaves: list[SLeaf] = []
+        for _, tree in outputs:
+            _leaves(tree, leaves)
+        offs = [lf.offset for lf in leaves if lf.operand == k]
+        if not offs:  # an operand the definition never reads: nothing to touch
+            offs = [Affine()]
+        ap, rel = pattern(offs, t.size)
+        operand_aps.append(ap)
+        operand_rel.append(rel)
+    result_ap, result_rel = pattern([o for o, _ in outputs], op.result_type.size)
+    doc = {"elem": "one thread per element", "row": "one thread per output row",
+           "entry": "one thread per output entry"}[mapping]
+    return GeneratedImplementation(op, mapping, bx, _recommended_by(bx), operand_aps, result_ap,
+                                   var_exprs=var_exprs, outputs=outputs, operand_rel=operand_rel,
+                                   result_rel=result_rel, mapping_doc=doc)
+
+
+@dataclass(eq=False)
+class HandImplementation(Implementation):
+    """KAS-style: CUDA source with FUNC, APIN0..n and APOUT placeholders, and its APs."""
+
+    source: str = ""
+
+    def device_source(self, variant: str | None = None) -> str:
+        variant = variant or self.shared_variant()
+        _variant_check(self, variant)
+        text = re.sub(r"\bFUNC\b", self.variant_name(variant), self.source)
+
+        def ap_in(m: re.Match) -> str:
+            k = int(m.group(1))
+            if k >= len(self.operand_aps):
+                raise ValueError(f"{self.function_name}: APIN{k} but the op has {len(self.operand_aps)} operands")
+            return f"({self.operand_aps[k].start})" if variant[k] == "s" else "0"
+
+        text = re.sub(r"\bAPIN(\d+)\b", ap_in, text)
+        text = re.sub(r"\bAPOUT\b", f"({self.result_ap.start})" if variant[-1] == "s" else "0", text)
+        return f"// {self.op.name}: hand-written implementation '{self.name}', variant {variant}\n{text.strip()}"
+
+
+_GENERATED: dict[int, list[Implementation]] = {}
+
+
+def generated_implementations(op: OpDef) -> list[Implementation]:
+    key = id(op)
+    if key not in _GENERATED:
+        impls: list[Implementation] = [_derive(op, "elem")]
+        shape = op.result_type.shape
+        rows = shape[0] if shape else 1
+        if rows > 1:
+            impls.append(_derive(op, "row"))
+        if op.result_type.size > rows:
+            impls.append(_derive(op, "entry"))
+        _GENERATED[key] = impls
+    return _GENERATED[key]
+
+
+def implementations(op: OpDef, library: Library | None = None) -> list[Implementation]:
+    lib = library or default_library()
+    return generated_implementations(op) + list(lib.hand_implementations.get(op.name, []))
 
 
 def find_implementation(op_name: str, impl_name: str, library: Library | None = None) -> Implementation:
@@ -54,8 +397,9 @@ def find_implementation(op_name: str, impl_name: str, library: Library | None = 
     op = lib.get(op_name)
     if op is None:
         raise KeyError(f"unknown op '{op_name}'")
-    for impl in implementations(op):
+    impls = implementations(op, lib)
+    for impl in impls:
         if impl.name == impl_name:
             return impl
-    names = ", ".join(i.name for i in implementations(op))
+    names = ", ".join(i.name for i in impls)
     raise KeyError(f"op '{op_name}' has no implementation '{impl_name}' (it has: {names})")

@@ -18,7 +18,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
-from irfuse.library.implementations import find_implementation
+from irfuse.library.implementations import Implementation, find_implementation, implementations
 
 SHARED_ALIGN_WORDS = 4  # 16-byte alignment for vector access
 
@@ -27,11 +27,16 @@ def align(words: int, to: int = SHARED_ALIGN_WORDS) -> int:
     return -(-words // to) * to
 
 
-def kernel_for_call(call: kas.CallOp, name: str, impl_name: str, by: int | None) -> fuse.KernelOp:
+def choose_implementation(op_name: str, impl_name: str) -> Implementation:
+    """`impl_name` where the op has it, else the op's `elem` implementation."""
     try:
-        impl = find_implementation(call.op_name, impl_name)
-    except KeyError as e:
-        raise CompileError(f"fuse-each: {e.args[0]}") from None
+        return find_implementation(op_name, impl_name)
+    except KeyError:
+        return find_implementation(op_name, "elem")
+
+
+def kernel_for_call(call: kas.CallOp, name: str, impl: Implementation, by: int | None) -> fuse.KernelOp:
+    """One kernel running `call` with `impl`: load operands, barrier, call, barrier, store."""
     by = by or impl.recommended_by
     inputs = list(dict.fromkeys(call.args))  # an operand used twice is loaded once
     kernel = fuse.KernelOp(name, impl.bx, by, [v.type for v in inputs], [call.res.type])
@@ -65,18 +70,29 @@ class FuseEach(ModulePass):
     impl: str = "elem"
     by: int | None = None
     OPTION_DOCS: ClassVar[dict[str, str]] = {
-        "impl": "implementation of every op to use (see 'irfuse ops NAME')",
+        "impl": "implementation to use where an op has it, elem elsewhere (see 'irfuse ops NAME')",
         "by": "elements per block (default: each implementation's recommended value)",
     }
+
+    def _check_impl_exists(self, calls: list[kas.CallOp]) -> None:
+        from irfuse.library.catalogue import default_library
+
+        lib = default_library()
+        have = {i.name for c in calls for i in implementations(lib.get(c.op_name))}
+        if calls and self.impl not in have:
+            raise CompileError(f"fuse-each: no op of the program has an implementation '{self.impl}' "
+                               f"(they have: {', '.join(sorted(have))})")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.by is not None and self.by < 1:
             raise CompileError("fuse-each: by must be positive")
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
             calls = [c for c in program.body.walk() if isinstance(c, kas.CallOp)]
+            self._check_impl_exists(calls)
             for i, call in enumerate(calls):
                 name = f"{program.sym_name.data}_k{i}_{call.op_name}"
-                kernel = kernel_for_call(call, name, self.impl, self.by)
+                impl = choose_implementation(call.op_name, self.impl)
+                kernel = kernel_for_call(call, name, impl, self.by)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 launch = fuse.LaunchOp(name, list(dict.fromkeys(call.args)), [call.res.type])
                 launch.res[0].name_hint = call.res.name_hint
