@@ -370,6 +370,16 @@ class HandImplementation(Implementation):
         return f"// {self.op.name}: hand-written implementation '{self.name}', variant {variant}\n{text.strip()}"
 
 
+def load_store_pattern(size: int, bx: int, by: int, vector_words: int = 1) -> AccessPattern:
+    """How the block's threads copy its `by` elements of a value between global and shared
+    memory: thread `tid` copies `vector_words` words at tid*vector_words, then every
+    bx*by*vector_words words further (coalesced; 4 words = 16 bytes for float32)."""
+    threads = bx * by
+    start = "ty*BX + tx" if vector_words == 1 else f"(ty*BX + tx)*{vector_words}"
+    count = -(-size * by // (threads * vector_words))
+    return AccessPattern(start, vector_words, threads * vector_words, count)
+
+
 _GENERATED: dict[int, list[Implementation]] = {}
 
 

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from irfuse.diagnostics import CompileError, print_diagnostics
@@ -163,7 +164,7 @@ def _print_kernels(plan) -> None:
         t.add_column(col)
     for k in plan.kernels:
         r = plan.resources(k.name)
-        t.add_row(k.name, f"({k.bx}, {k.by})", " ".join(k.calls),
+        t.add_row(k.name, f"({k.bx}, {k.by})", escape(" ".join(k.calls)),
                   str(r.registers) if r else "-",
                   str(r.spill_stores + r.spill_loads) if r else "-",
                   str(k.shared_bytes(plan.itemsize)), str(k.barriers),
@@ -203,7 +204,7 @@ def cmd_compile(args) -> int:
 
 def cmd_ops(args) -> int:
     from irfuse.library.catalogue import default_library
-    from irfuse.library.implementations import implementations
+    from irfuse.library.implementations import implementations, load_store_pattern
 
     _load_libraries(args.library)
     lib = default_library()
@@ -212,18 +213,30 @@ def cmd_ops(args) -> int:
         if op is None:
             close = lib.closest(args.name)
             raise CompileError(f"unknown op '{args.name}'" + (f"; did you mean {', '.join(close)}?" if close else ""))
-        console.print(f"[bold]{op.signature()}[/bold]   {op.definition}   ({op.doc})")
+        console.print(f"[bold]{op.signature()}[/bold]   {escape(op.definition)}   ({escape(op.doc)})")
         console.print(f"flops {op.flops}, bytes {op.bytes()} per element (f32)")
         for impl in implementations(op):
-            console.print(f"\n[bold]{impl.name}[/bold]: bx = {impl.bx}, recommended by = {impl.recommended_by}")
+            console.print(f"\n[bold]{escape(impl.name)}[/bold] ({impl.origin}): bx = {impl.bx}, "
+                          f"recommended by = {impl.recommended_by}")
+            t = Table(show_header=True, box=None)
+            t.add_column("access pattern")
+            t.add_column("#fuse.ap<start, block, stride, count, noreg>")
+            for name, ap in zip([*op.operand_names, "result"], impl.aps):
+                t.add_row(name, f"#fuse.ap<{ap.text()}>")
+            for name, size in zip([*op.operand_names, "result"],
+                                  [*(x.size for x in op.operand_types), op.result_type.size]):
+                ls = load_store_pattern(size, impl.bx, impl.recommended_by)
+                vec = load_store_pattern(size, impl.bx, impl.recommended_by, 4)
+                t.add_row(f"load/store {name}", f"#fuse.ap<{ls.text()}>, 16-byte: #fuse.ap<{vec.text()}>")
+            console.print(t)
             console.print(impl.device_source(), markup=False)
         return 0
     t = Table(title="irfuse op library")
-    for col in ("op", "signature", "definition", "implementations (bx, by)", "flops", "bytes (f32)"):
+    for col in ("op", "signature", "definition", "implementations (bx, recommended by)", "flops", "bytes (f32)"):
         t.add_column(col)
     for op in lib:
         impls = ", ".join(f"{i.name} ({i.bx}, {i.recommended_by})" for i in implementations(op))
-        t.add_row(op.name, op.signature(), op.definition, impls, str(op.flops), str(op.bytes()))
+        t.add_row(op.name, op.signature(), escape(op.definition), impls, str(op.flops), str(op.bytes()))
     console.print(t)
     return 0
 

@@ -1,0 +1,101 @@
+"""Every implementation of every op: run on the CPU against the reference, compiled for sm_90 without spills."""
+
+import numpy as np
+import pytest
+
+from irfuse.library.catalogue import default_library
+from irfuse.library.implementations import implementations
+from irfuse.library.indexexpr import DefinitionError
+from irfuse.library.validate import implementations_module, kernel_name, run_on_cpu
+from irfuse.pipeline import build_plan
+
+ALL = [i for op in default_library() for i in implementations(op)]
+
+
+def test_every_op_has_the_three_mappings_where_they_differ():
+    lib = default_library()
+    names = {op.name: [i.name for i in implementations(op)] for op in lib}
+    assert names["mmul33"] == ["elem", "row", "entry"]
+    assert names["mvmul44"] == ["elem", "row"]  # rows and entries coincide for a vector result
+    assert names["venorm3"] == ["elem"]
+    assert names["ttmul3212"] == ["elem", "row", "entry"]
+    impl = implementations(lib.get("ttmul3212"))[2]
+    assert impl.bx == 27 and impl.recommended_by * impl.bx <= 128
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_implementation_matches_the_reference_on_the_cpu(dtype):
+    # 37 elements: a partial last block for every recommended `by` above 1.
+    results = run_on_cpu(ALL, 37, dtype=dtype, seed=5)
+    assert len(results) == len(ALL)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for impl in ALL:
+        got, want = results[kernel_name(impl)]
+        assert (np.isnan(got) == np.isnan(want)).all(), impl.function_name  # sqrt of negatives: NaN in both
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=impl.function_name)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_every_implementation_compiles_for_sm90_without_spills(dtype):
+    plan = build_plan(implementations_module(ALL), dtype, compile_gpu=True, arch="sm_90")
+    assert len(plan.cubin.resources) == len(ALL)
+    for k in plan.kernels:
+        r = plan.cubin.resources[k.name]
+        assert r.spill_stores == 0 and r.spill_loads == 0, (k.name, r)
+
+
+MDET = """
+__device__ __forceinline__ void FUNC(int tx, int ty, const real_t* __restrict__ A, real_t* r)
+{
+  const real_t* a = A + APIN0;
+  r[APOUT] = a[0] * (a[4] * a[8] - a[5] * a[7]) - a[1] * (a[3] * a[8] - a[5] * a[6])
+           + a[2] * (a[3] * a[7] - a[4] * a[6]) SIGN;
+}
+"""
+DET = ("r = A[0,0]*(A[1,1]*A[2,2]-A[1,2]*A[2,1]) - A[0,1]*(A[1,0]*A[2,2]-A[1,2]*A[2,0])"
+       " + A[0,2]*(A[1,0]*A[2,1]-A[1,1]*A[2,0])")
+
+
+def _lib_with_det():
+    from irfuse.dialects.kas import MatrixType, ScalarType
+
+    lib = default_library()
+    if lib.get("test_mdet33") is None:
+        lib.define("test_mdet33", [("A", MatrixType(3, 3))], ScalarType(), DET)
+    return lib
+
+
+def test_hand_written_implementation_is_checked_and_accepted():
+    lib = _lib_with_det()
+    impl = lib.implement("test_mdet33", "hand", 1, MDET.replace("SIGN", ""), [("ty*9", 1, 1, 9)], ("ty", 1, 1, 1))
+    assert impl.origin == "hand-written"
+    src = impl.device_source("sr")
+    assert "void irf_test_mdet33_hand_sr(" in src and "A + (ty*9)" in src and "r[0]" in src
+    (got, want), = run_on_cpu([impl], 50).values()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    a = np.random.default_rng(0).uniform(-1, 1, (20, 3, 3))
+    np.testing.assert_allclose(lib.get("test_mdet33").reference(a), np.linalg.det(a), rtol=1e-12)
+
+
+def test_hand_written_implementation_that_disagrees_is_refused():
+    lib = _lib_with_det()
+    with pytest.raises(DefinitionError, match="implementation 'wrong' of 'test_mdet33' disagrees with the definition"):
+        lib.implement("test_mdet33", "wrong", 1, MDET.replace("SIGN", "* (real_t)1.5"),
+                      [("ty*9", 1, 1, 9)], ("ty", 1, 1, 1))
+    assert "wrong" not in [i.name for i in implementations(lib.get("test_mdet33"))]
+
+
+def test_hand_written_implementation_that_does_not_compile_is_refused():
+    lib = _lib_with_det()
+    with pytest.raises(DefinitionError, match="does not compile"):
+        lib.implement("test_mdet33", "broken", 1, "this is not C", [("ty*9", 1, 1, 9)], ("ty", 1, 1, 1))
+
+
+def test_implement_argument_errors():
+    lib = _lib_with_det()
+    with pytest.raises(DefinitionError, match="unknown op"):
+        lib.implement("nope", "x", 1, "", [], ("ty", 1, 1, 1))
+    with pytest.raises(DefinitionError, match="gives 2 access patterns"):
+        lib.implement("test_mdet33", "x", 1, "", [("ty*9", 1, 1, 9)] * 2, ("ty", 1, 1, 1))
+    with pytest.raises(DefinitionError, match="already has an implementation 'elem'"):
+        lib.implement("test_mdet33", "elem", 1, "", [("ty*9", 1, 1, 9)], ("ty", 1, 1, 1))
