@@ -8,6 +8,7 @@ ptxas resources.  `Plan.save`/`Plan.load` write and read a directory.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -52,11 +53,26 @@ def parse_module(text: str, name: str = "<plan>") -> ModuleOp:
     return Parser(make_context(), text, name).parse_module()
 
 
-def run_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
+def run_pipeline(module: ModuleOp, pipeline: str, dtype: str | None = None) -> ModuleOp:
+    """Applies a pass pipeline; `dtype` becomes fuse-partition's when the pipeline does not set one."""
+    from xdsl.utils.arg_spec import parse_pipeline
+
     from irfuse.tools.opt import strip_module_anchor
 
     try:
-        pp = PassPipeline.parse_spec(pass_factories(), strip_module_anchor(pipeline))
+        specs = list(parse_pipeline(strip_module_anchor(pipeline)))
+        factories = pass_factories()
+        unknown = [p.name for p in specs if p.name not in factories]
+        if unknown:
+            raise ValueError(f"unknown passes {unknown}")
+        passes = []
+        for spec in specs:
+            cls = factories[spec.name]()
+            p = cls.from_spec(spec)
+            if dtype and spec.name == "fuse-partition" and "dtype" not in spec.args:
+                p = dataclasses.replace(p, dtype=dtype)
+            passes.append(p)
+        pp = PassPipeline(tuple(passes))
     except Exception as e:  # the spec parser raises several kinds
         raise CompileError(f"bad --pipeline '{pipeline}': {e}") from None
     pp.apply(make_context(), module)
@@ -143,8 +159,8 @@ class Plan:
         return Plan(module, manifest["dtype"], source, kernels, cubin, manifest.get("meta", {}), reference)
 
 
-def lower(module: ModuleOp, pipeline: str | None = None) -> ModuleOp:
-    return run_pipeline(module, pipeline or DEFAULT_PIPELINE)
+def lower(module: ModuleOp, pipeline: str | None = None, dtype: str | None = None) -> ModuleOp:
+    return run_pipeline(module, pipeline or DEFAULT_PIPELINE, dtype)
 
 
 def build_plan(module: ModuleOp, dtype: str = "f32", compile_gpu: bool = True,
@@ -177,7 +193,7 @@ def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32",
                     compile_gpu: bool = True, arch: str | None = None) -> tuple[Plan, list[Diagnostic]]:
     result = compile_file(path)
     reference = result.module.clone()
-    module = lower(result.module, pipeline)
+    module = lower(result.module, pipeline, dtype)
     plan = build_plan(module, dtype, compile_gpu, arch)
     plan.reference_module = reference
     plan.meta = {"source": os.path.basename(path), "pipeline": pipeline or DEFAULT_PIPELINE}

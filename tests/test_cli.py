@@ -24,7 +24,7 @@ def test_run_cpu_verifies():
     p = irfuse("run", BIG, "--backend", "cpu", "--n", "300")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "verified against the NumPy reference" in p.stdout
-    assert "bigfusion_k3_mmul55" in p.stdout
+    assert "bigfusion_k1_mmul55_madd55_smmul55" in p.stdout  # the 5x5 chain fused into one kernel
 
 
 def test_run_numpy_backend_reports_checksums():
@@ -114,7 +114,7 @@ def test_compile_writes_a_plan_that_runs_elsewhere(tmp_path):
     manifest = json.loads((d / "manifest.json").read_text())
     assert manifest["dtype"] == "f64" and manifest["arch"]
     k0 = manifest["kernels"][0]
-    assert k0["block"] == [1, 128, 1] and k0["arguments"] == ["A", "B", "M1", "n"]
+    assert k0["block"] == [1, 64, 1] and k0["arguments"] == ["A", "B", "c", "s1", "n"]
     assert manifest["resources"][k0["name"]]["registers"] > 0
     p = irfuse("run", "--plan", str(d), "--backend", "cpu", "--n", "130")
     assert p.returncode == 0, p.stdout + p.stderr

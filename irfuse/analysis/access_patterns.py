@@ -155,3 +155,48 @@ def fit_pattern(offsets: set[int]) -> tuple[int, int, int, int] | None:
     if blk == 1:
         return lo, 1, stride, len(runs)
     return lo, blk, stride, len(runs)
+
+
+def _eval_array(node, env):
+    import numpy as np  # noqa: F401  (arrays flow through the arithmetic below)
+
+    if isinstance(node, ast.Expression):
+        return _eval_array(node.body, env)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return -_eval_array(node.operand, env)
+    a, b = _eval_array(node.left, env), _eval_array(node.right, env)
+    op = node.op
+    if isinstance(op, ast.Add):
+        return a + b
+    if isinstance(op, ast.Sub):
+        return a - b
+    if isinstance(op, ast.Mult):
+        return a * b
+    if isinstance(op, (ast.Div, ast.FloorDiv)):
+        return a // b  # operands of start expressions are non-negative: C division
+    return a % b
+
+
+def words_array(ap: AccessPattern, tx, ty, bx: int, by: int):
+    """Words touched, one row per thread given by the arrays (tx, ty): shape (threads, words)."""
+    import numpy as np
+
+    compile_start(ap.start)  # validates
+    starts = _eval_array(ast.parse(ap.start, mode="eval"), {"tx": tx, "ty": ty, "BX": bx, "BY": by})
+    starts = np.broadcast_to(np.asarray(starts, dtype=np.int64), np.shape(tx))
+    rel = np.array(sorted(ap.relative()), dtype=np.int64)
+    return starts[:, None] + rel[None, :]
+
+
+def compatible_fast(a: AccessPattern, b: AccessPattern, bx: int, by: int) -> bool:
+    """`compatible`, computed on arrays (the same answer, for large blocks)."""
+    import numpy as np
+
+    if a.noreg or b.noreg or a.relative() != b.relative():
+        return False
+    ty, tx = np.divmod(np.arange(bx * by), bx)
+    return bool(np.array_equal(words_array(a, tx, ty, bx, by), words_array(b, tx, ty, bx, by)))

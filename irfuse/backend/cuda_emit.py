@@ -18,6 +18,7 @@ execution).  Conventions:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
@@ -152,18 +153,25 @@ def variant_of(op: fuse.CallOp) -> str:
     return "".join(letter(a) for a in op.args) + ("s" if op.get_place().is_shared else "r")
 
 
-def register_pattern(v: SSAValue) -> tuple[AccessPattern, int]:
-    """The AP (and implementation bx) through which a register value's threads hold it."""
+def register_pattern(v: SSAValue) -> tuple[AccessPattern, int, bool]:
+    """The AP, implementation bx and remapping through which a register value's threads hold it."""
     owner = v.owner
     if isinstance(owner, fuse.CallOp):
         impl = call_impl(owner)
-        return impl.result_ap, impl.bx
+        return impl.result_ap, impl.bx, "remap" in owner.attributes
     for use in v.uses:
         if isinstance(use.operation, fuse.CallOp):
             impl = call_impl(use.operation)
-            return impl.operand_aps[use.index], impl.bx
+            return impl.operand_aps[use.index], impl.bx, "remap" in use.operation.attributes
     size = v.type.size  # type: ignore[attr-defined]
-    return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size), 1
+    return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size), 1, False
+
+
+def thread_scope(bx_call: int, bx_kernel: int, remap: bool) -> tuple[str, str, str]:
+    """(prefix, x, y): C to open a scope where a call's thread coordinates are x, y, and its guard."""
+    if remap:
+        return (f"{{ const int tx_c = tid % {bx_call}, ty_c = tid / {bx_call}; ", "tx_c", "ty_c")
+    return ("{ ", "tx", "ty")
 
 
 def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
@@ -211,11 +219,20 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
         place = op.get_place()
         return f"smem + {place.offset.data}" if place.is_shared else names.get(v, "r_")
 
-    def declare_register(v: SSAValue) -> tuple[AccessPattern, int]:
-        ap, ap_bx = register_pattern(v)
+    def declare_register(v: SSAValue) -> None:
+        ap, _, _ = register_pattern(v)
         regs.append(f"  real_t {names.get(v, 'r_')}[{max(ap.relative()) + 1}];")
         info.register_values += 1
-        return ap, ap_bx
+
+    def per_thread(v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
+        """A statement run by each thread holding its part of register value v."""
+        ap, ap_bx, remap = register_pattern(v)
+        scope, x, y = thread_scope(ap_bx, bx, remap)
+        guard = f"{y} < count" if remap else ("active" if ap_bx == bx else f"active && tx < {ap_bx}")
+        start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
+        start = start.replace("\0TX", x).replace("\0TY", y)
+        body = " ".join(statement(start, names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
+        return f"  {scope}if ({guard}) {{ {body} }} }}"
 
     def copy(dst: str, src: str, count: str, size: int, offset: int) -> str:
         fn = "irf_copy16" if _vector_ok(by, size, offset, itemsize) else "irf_copy"
@@ -231,11 +248,8 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
                 body.append(copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size, off))
                 info.shared_values += 1
             else:
-                ap, ap_bx = declare_register(op.res)
-                r = names.get(op.res, "r_")
-                st = c_start(ap, ap_bx)
-                reads = " ".join(f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];" for k in sorted(ap.relative()))
-                body.append(f"  if (active && tx < {ap_bx}) {{ {reads} }}")
+                declare_register(op.res)
+                body.append(per_thread(op.res, lambda st, r, k: f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];"))
         elif isinstance(op, fuse.CallOp):
             impl = call_impl(op)
             variant = variant_of(op)
@@ -244,10 +258,13 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
                 info.shared_values += 1
             else:
                 declare_register(op.res)
-            args = ["tx", "ty"] + [base(a) for a in op.args] + [base(op.res)]
-            guard = "active" if impl.bx == bx else f"active && tx < {impl.bx}"
-            body.append(f"  // {op.op_name}[{impl.name}] into {op.place.text()}")
-            body.append(f"  if ({guard}) {impl.variant_name(variant)}({', '.join(args)});")
+            remap = "remap" in op.attributes
+            scope, x, y = thread_scope(impl.bx, bx, remap)
+            args = [x, y] + [base(a) for a in op.args] + [base(op.res)]
+            guard = f"{y} < count" if remap else ("active" if impl.bx == bx else f"active && tx < {impl.bx}")
+            body.append(f"  // {op.op_name}[{impl.name}] into {op.place.text()}" + (", threads remapped" if remap else ""))
+            call = f"if ({guard}) {impl.variant_name(variant)}({', '.join(args)});"
+            body.append(f"  {scope}{call} }}" if remap else f"  {call}")
             info.calls.append(f"{op.op_name}[{impl.name}]")
         elif isinstance(op, fuse.StoreOp):
             value_op = op.value.owner
@@ -260,11 +277,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
                 off = place.offset.data
                 body.append(copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, off))
             else:
-                ap, ap_bx = register_pattern(op.value)
-                r = names.get(op.value, "r_")
-                st = c_start(ap, ap_bx)
-                writes = " ".join(f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];" for k in sorted(ap.relative()))
-                body.append(f"  if (active && tx < {ap_bx}) {{ {writes} }}")
+                body.append(per_thread(op.value, lambda st, r, k: f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];"))
         elif isinstance(op, fuse.BarrierOp):
             body.append("  __syncthreads();")
             info.barriers += 1

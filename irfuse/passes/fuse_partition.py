@@ -1,0 +1,175 @@
+"""fuse-partition: group the calls into kernels by the fusion search (cost model + CP-SAT cover).
+
+Plan `plan` of the `top` best is applied: each chosen group becomes a
+`fuse.kernel` with the chosen implementations and BY, in its unoptimized form
+(operands loaded into shared memory, a barrier after the loads and after
+every call, sequential shared offsets) so that each in-kernel pass after it
+shows its effect; the kernel carries the planner's prediction as
+`predicted_ns`. The host program launches the kernels in an order that
+respects every dependence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from irfuse.diagnostics import CompileError
+from irfuse.dialects import fuse, kas
+from irfuse.planner.cost import load_profile
+from irfuse.planner.dag import BlockDAG
+from irfuse.planner.search import Config, plan_program
+
+
+def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelOp:
+    calls = [dag.ops[i] for i in config.group]
+    kernel = fuse.KernelOp(name, max(i.bx for i in config.impls), config.by,
+                           [v.type for v in config.inputs], [v.type for v in config.outputs])
+    block = kernel.body.block
+    onchip = {}
+    offset = 0
+    align = 4
+
+    def next_offset(size: int) -> int:
+        nonlocal offset
+        here = offset
+        offset += -(-size * config.by // align) * align
+        return here
+
+    for arg, v in zip(kernel.input_args, config.inputs):
+        arg.name_hint = v.name_hint
+        load = fuse.LoadOp(arg, fuse.PlaceAttr.shared(next_offset(v.type.size)))  # type: ignore[attr-defined]
+        load.res.name_hint = v.name_hint
+        block.add_op(load)
+        onchip[v] = load.res
+    for arg, v in zip(kernel.output_args, config.outputs):
+        arg.name_hint = v.name_hint
+    block.add_op(fuse.BarrierOp())
+    for call, impl in zip(calls, config.impls):
+        r = call.results[0]
+        op = fuse.CallOp(call.op_name, impl.name, [onchip[a] for a in call.operands], r.type,
+                         fuse.PlaceAttr.shared(next_offset(r.type.size)))  # type: ignore[attr-defined]
+        op.res.name_hint = r.name_hint
+        block.add_op(op)
+        block.add_op(fuse.BarrierOp())
+        onchip[r] = op.res
+    for arg, v in zip(kernel.output_args, config.outputs):
+        block.add_op(fuse.StoreOp(onchip[v], arg))
+    kernel.attributes["predicted_ns"] = IntAttr(int(round(config.cost.time * 1e9)))
+    kernel.attributes["group"] = StringAttr(" ".join(f"{c.op_name}[{i.name}]" for c, i in zip(calls, config.impls)))
+    return kernel
+
+
+def _reorder_and_launch(dag: BlockDAG, chosen: list[Config], names: list[str], kernels: list[fuse.KernelOp]) -> None:
+    """Replaces each group by one launch and re-sorts the block so launches follow their inputs."""
+    node_of = {}
+    for g, c in enumerate(chosen):
+        for i in c.group:
+            node_of[i] = ("k", g)
+    for i, op in enumerate(dag.ops):
+        node_of.setdefault(i, ("op", i))
+    supers = sorted(set(node_of.values()), key=lambda s: min(i for i, v in node_of.items() if v == s))
+    edges = {s: set() for s in supers}
+    indeg = {s: 0 for s in supers}
+    for i, succ in enumerate(dag.succ):
+        for j in succ:
+            a, b = node_of[i], node_of[j]
+            if a != b and b not in edges[a]:
+                edges[a].add(b)
+                indeg[b] += 1
+    first = {s: min(i for i, v in node_of.items() if v == s) for s in supers}
+    ready = sorted((s for s in supers if indeg[s] == 0), key=lambda s: first[s])
+    order = []
+    while ready:
+        s = ready.pop(0)
+        order.append(s)
+        for t in edges[s]:
+            indeg[t] -= 1
+            if indeg[t] == 0:
+                ready.append(t)
+                ready.sort(key=lambda s: first[s])
+    if len(order) != len(supers):
+        raise CompileError("fuse-partition: the chosen kernels depend on each other in a cycle")
+    block = dag.block
+    terminator = block.last_op
+    assert terminator is not None
+    renamed: dict = {}  # call results -> launch results
+    for s in order:
+        if s[0] == "op":
+            op = dag.ops[s[1]]
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(terminator))
+        else:
+            c = chosen[s[1]]
+            launch = fuse.LaunchOp(names[s[1]], [renamed.get(v, v) for v in c.inputs],
+                                   [v.type for v in c.outputs])
+            for r, v in zip(launch.res, c.outputs):
+                r.name_hint = v.name_hint
+            Rewriter.insert_op(launch, InsertPoint.before(terminator))
+            for r, v in zip(launch.res, c.outputs):
+                v.replace_all_uses_with(r)
+                renamed[v] = r
+    for c in chosen:
+        for i in sorted(c.group, reverse=True):
+            op: Operation = dag.ops[i]
+            assert not any(r.uses for r in op.results)
+            op.detach()
+            op.erase()
+
+
+@dataclass(frozen=True)
+class FusePartition(ModulePass):
+    """Groups calls into kernels chosen by the cost model and a CP-SAT cover; plan `plan` of the `top` best."""
+
+    name = "fuse-partition"
+    max_size: int = 4
+    top: int = 1
+    plan: int = 0
+    n: int = 4194304
+    profile: str = "h100"
+    dtype: str = "f32"
+    keep: int = 2
+    OPTION_DOCS: ClassVar[dict[str, str]] = {
+        "max_size": "most calls in one kernel",
+        "top": "how many best plans to search for",
+        "plan": "which of them to apply (0 = best)",
+        "n": "batch size the cost model predicts for",
+        "profile": "device profile: h100, h200, or one saved by 'irfuse calibrate'",
+        "dtype": "element type the cost model predicts for (f32, f64)",
+        "keep": "configurations kept per group after pruning",
+    }
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.dtype not in ("f32", "f64"):
+            raise CompileError("fuse-partition: dtype must be f32 or f64")
+        if not 0 <= self.plan < max(self.top, 1):
+            raise CompileError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
+        profile = load_profile(self.profile)
+        itemsize = 8 if self.dtype == "f64" else 4
+        for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
+            dags, plans = plan_program(program, self.n, profile, itemsize, self.max_size,
+                                       max(self.top, self.plan + 1), self.keep)
+            if self.plan >= len(plans):
+                raise CompileError(f"fuse-partition: only {len(plans)} distinct plans exist; plan={self.plan} asked")
+            plan = plans[self.plan]
+            prefix = program.sym_name.data
+            count = 0
+            for d, dag in enumerate(dags):
+                chosen = sorted((c for c in plan.configs if c.dag == d), key=lambda c: c.group)
+                names, kernels = [], []
+                for c in chosen:
+                    opnames = [dag.ops[i].op_name for i in c.group]
+                    tail = "_".join(opnames[:3]) + ("_etc" if len(opnames) > 3 else "")
+                    name = f"{prefix}_k{count}_{tail}"
+                    count += 1
+                    kernel = kernel_from_config(c, dag, name)
+                    Rewriter.insert_op(kernel, InsertPoint.before(program))
+                    names.append(name)
+                    kernels.append(kernel)
+                _reorder_and_launch(dag, chosen, names, kernels)

@@ -1,0 +1,18 @@
+"""Shared driver of the in-kernel passes: read each kernel into a `KernelModel`,
+transform the model, write the decisions back, and check the result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import ModuleOp
+
+from irfuse.analysis.kernel_model import KernelModel, model_from_kernel, write_back
+from irfuse.dialects import fuse
+
+
+def rewrite_kernels(module: ModuleOp, transform: Callable[[KernelModel], KernelModel], itemsize: int = 4) -> None:
+    for kernel in [op for op in module.ops if isinstance(op, fuse.KernelOp)]:
+        model, mapping = model_from_kernel(kernel, itemsize)
+        write_back(kernel, transform(model), mapping)
+        kernel.verify()

@@ -1,0 +1,168 @@
+"""The analytical cost model of one kernel, and the device profiles it reads.
+
+For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY) blocks:
+
+    resident  = min(threads/SM / T, blocks/SM, shared/SM / (smem + 1 KB), regs/SM / (regs * T))
+    occupancy = resident * ceil(T / 32) / (threads/SM / 32)                  (warps in use / max)
+    sectors   = sum over global arrays of B * ceil(BY * size * itemsize / 32)   (32-byte sectors)
+    t_mem     = 32 * sectors / (bandwidth * min(1, resident warps / latency_warps))
+    t_compute = sum over calls of n * flops * (BX / bx_call unless remapped) / flop rate
+                + remapped calls * n * remap_ops / flop rate
+    t_sync    = barriers * ceil(B / (SMs * resident)) * barrier_cost
+    time      = launch_overhead + max(t_mem, t_compute) + t_sync
+
+`bandwidth` is the device-to-device copy rate (bytes read + written per
+second) measured on the device; `latency_warps` is how many resident warps
+per SM it takes to reach it.  Built-in profiles for the H100 and H200 come
+from measurements on the GPU machine; `irfuse calibrate` measures the GPU
+present and saves a profile that later runs prefer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+
+from irfuse.analysis.kernel_model import KernelModel
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    name: str
+    sms: int
+    bandwidth: float  # bytes/s, read + write, device-to-device copy
+    fp32_flops: float
+    fp64_flops: float
+    shared_per_sm: int
+    shared_per_block: int
+    regs_per_sm: int = 65536
+    max_threads_per_sm: int = 2048
+    max_blocks_per_sm: int = 32
+    max_threads_per_block: int = 1024
+    max_regs_per_thread: int = 255
+    launch_overhead: float = 3e-6
+    barrier_cost: float = 2e-7
+    latency_warps: int = 24
+    remap_ops: int = 4
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+H100 = DeviceProfile("NVIDIA H100 80GB HBM3", sms=132, bandwidth=3.0e12, fp32_flops=60e12, fp64_flops=30e12,
+                     shared_per_sm=228 * 1024, shared_per_block=227 * 1024)
+H200 = DeviceProfile("NVIDIA H200", sms=132, bandwidth=4.15e12, fp32_flops=60e12, fp64_flops=30e12,
+                     shared_per_sm=228 * 1024, shared_per_block=227 * 1024)
+BUILTIN = {"h100": H100, "h200": H200}
+
+
+def profile_path(name: str) -> str:
+    base = os.environ.get("IRFUSE_PROFILE_DIR") or os.path.join(
+        os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "irfuse")
+    return os.path.join(base, f"profile-{name.lower().replace(' ', '_')}.json")
+
+
+def load_profile(name: str = "h100") -> DeviceProfile:
+    """A built-in profile by name ('h100', 'h200'), or one saved by `irfuse calibrate`
+    (by GPU name or file path); a calibrated profile overrides the built-in of the same name."""
+    candidates = [name] if name.endswith(".json") else [profile_path(name)]
+    if not name.endswith(".json") and name.lower() in BUILTIN:
+        candidates.append(profile_path(BUILTIN[name.lower()].name))
+    for path in candidates:
+        if os.path.exists(path):
+            with open(path) as f:
+                return DeviceProfile(**json.load(f))
+    if name.lower() in BUILTIN:
+        return BUILTIN[name.lower()]
+    from irfuse.diagnostics import CompileError
+
+    raise CompileError(f"unknown device profile '{name}' (built in: {', '.join(BUILTIN)}; "
+                       "or a file written by 'irfuse calibrate')")
+
+
+def save_profile(p: DeviceProfile, path: str | None = None) -> str:
+    path = path or profile_path(p.name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(p.to_json(), f, indent=2)
+    return path
+
+
+def estimate_registers(model: KernelModel) -> int:
+    """Registers per thread when no ptxas report is known: addressing and loop state,
+    plus the words a thread keeps in registers and computes at once."""
+    need = 0
+    for op in model.calls():
+        impl = op.impl
+        held = sum(max(impl.operand_aps[k].relative()) + 1
+                   for k, a in enumerate(op.args) if not model.values[a].shared)
+        held += len(impl.result_ap.relative())  # outputs are computed before they are written
+        need = max(need, held)
+    live_regs = sum(max(16, v.size) for v in model.values.values() if not v.shared)
+    return min(255, 24 + need + live_regs // 2)
+
+
+@dataclass
+class KernelCost:
+    time: float
+    t_mem: float
+    t_compute: float
+    t_sync: float
+    resident_blocks: int
+    occupancy: float
+    registers: int
+    shared_bytes: int
+    bytes: int
+    feasible: bool
+    reason: str = ""
+
+
+def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int:
+    by_threads = p.max_threads_per_sm // threads
+    by_smem = p.shared_per_sm // (smem + 1024) if smem else p.max_blocks_per_sm
+    regs_per_block = math.ceil(regs * 32 / 256) * 256 * math.ceil(threads / 32)  # allocated per warp
+    by_regs = p.regs_per_sm // max(regs_per_block, 1)
+    return max(0, min(by_threads, by_smem, by_regs, p.max_blocks_per_sm))
+
+
+def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
+                registers: int | None = None) -> KernelCost:
+    """Predicted time of one launch over n elements. `global_sizes`: words per element of
+    every global array the kernel reads or writes."""
+    threads = model.threads
+    smem = model.shared_bytes()
+    regs = registers or estimate_registers(model)
+    isz = model.itemsize
+    blocks = math.ceil(n / model.by)
+    sectors = sum(blocks * math.ceil(model.by * s * isz / 32) for s in global_sizes)
+    nbytes = n * isz * sum(global_sizes)
+    infeasible = ""
+    if threads > p.max_threads_per_block:
+        infeasible = f"{threads} threads per block"
+    elif smem > p.shared_per_block:
+        infeasible = f"{smem} bytes of shared memory per block (limit {p.shared_per_block})"
+    elif regs > p.max_regs_per_thread:
+        infeasible = f"{regs} registers per thread"
+    resident = resident_blocks(p, threads, smem, regs)
+    if resident == 0 and not infeasible:
+        infeasible = "no block fits on a multiprocessor"
+    if infeasible:
+        return KernelCost(math.inf, math.inf, math.inf, 0.0, 0, 0.0, regs, smem, nbytes, False, infeasible)
+    warps = resident * math.ceil(threads / 32)
+    occupancy = warps / (p.max_threads_per_sm / 32)
+    eff = min(1.0, warps / p.latency_warps)
+    t_mem = 32 * sectors / (p.bandwidth * eff)
+    rate = p.fp64_flops if isz == 8 else p.fp32_flops
+    flops = 0.0
+    for op in model.calls():
+        waste = 1.0 if op.remap else model.bx / op.impl.bx
+        flops += n * op.impl.op.flops * waste
+        if op.remap:
+            flops += n * op.impl.bx * p.remap_ops
+    t_compute = flops / (rate * min(1.0, occupancy * 2))
+    waves = math.ceil(blocks / (p.sms * resident))
+    t_sync = model.barrier_count() * waves * p.barrier_cost
+    time = p.launch_overhead + max(t_mem, t_compute) + t_sync
+    return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True)

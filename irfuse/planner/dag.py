@@ -1,0 +1,121 @@
+"""The DAG of one block of a `kas.program`, and its convex connected groups of calls.
+
+Nodes are the block's ops (calls and loops; a loop is one opaque node whose
+body is a DAG of its own). A group of calls is *valid* when it is connected
+(through def-use edges, either direction) and convex: no path leaves the group
+and comes back. With bitsets of ancestors and descendants, a set S is convex
+iff no node outside S is both a descendant and an ancestor of S.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, Operation
+
+from irfuse.dialects import kas
+
+
+@dataclass
+class BlockDAG:
+    block: Block
+    ops: list[Operation]
+    succ: list[set[int]]
+    pred: list[set[int]]
+    desc: list[int] = field(default_factory=list)  # bitsets, strict
+    anc: list[int] = field(default_factory=list)
+    multiplier: int = 1  # how many times the block runs per program run
+
+    @property
+    def calls(self) -> list[int]:
+        return [i for i, op in enumerate(self.ops) if isinstance(op, kas.CallOp)]
+
+
+def _uses_in(op: Operation) -> set:
+    """Values an op reads, counting the ops nested in its regions."""
+    vals = set(op.operands)
+    for region in op.regions:
+        for inner in region.walk():
+            vals.update(inner.operands)
+    return vals
+
+
+def block_dag(block: Block, multiplier: int = 1) -> BlockDAG:
+    ops = [op for op in block.ops if not isinstance(op, (kas.ReturnOp, kas.YieldOp))]
+    index = {op: i for i, op in enumerate(ops)}
+    n = len(ops)
+    succ: list[set[int]] = [set() for _ in range(n)]
+    pred: list[set[int]] = [set() for _ in range(n)]
+    for j, op in enumerate(ops):
+        for v in _uses_in(op):
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in index and owner is not op:
+                i = index[owner]
+                succ[i].add(j)
+                pred[j].add(i)
+    desc = [0] * n
+    for i in reversed(range(n)):  # block order is topological
+        for j in succ[i]:
+            desc[i] |= (1 << j) | desc[j]
+    anc = [0] * n
+    for j in range(n):
+        for i in pred[j]:
+            anc[j] |= (1 << i) | anc[i]
+    return BlockDAG(block, ops, succ, pred, desc, anc, multiplier)
+
+
+def program_dags(program: kas.ProgramOp) -> list[BlockDAG]:
+    """The DAG of the program body and of every loop body (nested), with run counts."""
+    out = []
+
+    def visit(block: Block, mult: int) -> None:
+        out.append(block_dag(block, mult))
+        for op in block.ops:
+            if isinstance(op, kas.LoopOp):
+                visit(op.body.block, mult * op.trip_count.data)
+
+    visit(program.body.block, 1)
+    return out
+
+
+def is_convex(dag: BlockDAG, members: int) -> bool:
+    d = a = 0
+    m = members
+    while m:
+        low = m & -m
+        i = low.bit_length() - 1
+        d |= dag.desc[i]
+        a |= dag.anc[i]
+        m ^= low
+    return (d & a & ~members) == 0
+
+
+def convex_groups(dag: BlockDAG, max_size: int) -> list[tuple[int, ...]]:
+    """Every connected convex group of at most `max_size` calls, each once.
+
+    Grows groups from each call as their smallest member, adding neighbouring calls
+    of larger index (ESU-style), so no subset of the block is ever scanned blindly.
+    """
+    calls = set(dag.calls)
+    neigh = {i: {j for j in dag.succ[i] | dag.pred[i] if j in calls} for i in calls}
+    found: set[int] = set()
+    out: list[tuple[int, ...]] = []
+
+    def grow(members: int, frontier: set[int], root: int, size: int) -> None:
+        if members in found:
+            return
+        found.add(members)
+        if is_convex(dag, members):
+            out.append(tuple(i for i in sorted(calls) if (members >> i) & 1))
+        if size == max_size:
+            return
+        for j in sorted(frontier):
+            new = members | (1 << j)
+            if new in found:
+                continue
+            grow(new, (frontier | {k for k in neigh[j] if k > root and not (members >> k) & 1}) - {j},
+                 root, size + 1)
+
+    for r in sorted(calls):
+        grow(1 << r, {k for k in neigh[r] if k > r}, r, 1)
+    return out

@@ -1,0 +1,252 @@
+"""The fusion search: candidate kernels, their configurations and costs, the CP-SAT cover.
+
+1. Candidates: the convex connected groups of at most `max_size` calls of each
+   block (`dag.convex_groups`).
+2. Configurations of a group: for each thread count per element B offered by
+   the group's implementations, every call takes its implementation with the
+   most threads not above B (giving a call fewer threads than B leaves lanes
+   idle for nothing, so those combinations are dominated); BY makes the block
+   64, 128 or 256 threads. Each configuration becomes a `KernelModel` and goes
+   through the same analyses as the emitted kernel (remap, register promotion,
+   linearization, shared allocation, barriers) before it is costed.
+   Pruning: the cost without barriers is a lower bound of the full cost, so
+   configurations are fully analysed in increasing lower-bound order and the
+   rest dropped once `keep` better ones are known; infeasible ones (shared
+   memory, threads, registers over the device's limits) are dropped.
+3. Cover: CP-SAT picks one configuration per chosen group so that every call is
+   covered exactly once and kernels can run in some order (a level per node,
+   equal inside a kernel, increasing along every edge between kernels), with
+   the least predicted total time; the next plans exclude the ones found.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.ir import Operation, SSAValue
+
+from irfuse.analysis import schedule
+from irfuse.analysis.kernel_model import KernelModel, MOp, MValue
+from irfuse.diagnostics import CompileError
+from irfuse.dialects import kas
+from irfuse.library.implementations import Implementation, implementations
+from irfuse.planner.cost import DeviceProfile, KernelCost, kernel_cost
+from irfuse.planner.dag import BlockDAG, convex_groups, program_dags
+
+BLOCK_THREADS = (64, 128, 256)
+
+
+@dataclass
+class Config:
+    """One candidate kernel: a group of calls with implementations and BY, analysed and costed."""
+
+    dag: int  # index of the block DAG
+    group: tuple[int, ...]  # node indices in the DAG, block order
+    impls: tuple[Implementation, ...]
+    by: int
+    model: KernelModel
+    cost: KernelCost
+    inputs: list[SSAValue] = field(default_factory=list)
+    outputs: list[SSAValue] = field(default_factory=list)
+    weighted_time: float = 0.0
+
+    def describe(self, dags: list[BlockDAG]) -> str:
+        ops = dags[self.dag].ops
+        return "+".join(f"{ops[i].op_name}[{impl.name}]" for i, impl in zip(self.group, self.impls))
+
+
+@dataclass
+class Plan:
+    configs: list[Config]
+    predicted_time: float
+
+    def kernels(self) -> int:
+        return len(self.configs)
+
+
+def _external(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]]:
+    members = {dag.ops[i] for i in group}
+    inputs: list[SSAValue] = []
+    outputs: list[SSAValue] = []
+    for i in group:
+        call = dag.ops[i]
+        for a in call.operands:
+            if (not isinstance(a.owner, Operation) or a.owner not in members) and a not in inputs:
+                inputs.append(a)
+        r = call.results[0]
+        for use in r.uses:
+            user = use.operation
+            while user is not None and user.parent_block() is not dag.block:
+                user = user.parent_op()
+            if user not in members:
+                outputs.append(r)
+                break
+    return inputs, outputs
+
+
+def build_model(dag: BlockDAG, group: tuple[int, ...], impls: tuple[Implementation, ...], by: int,
+                itemsize: int) -> tuple[KernelModel, list[SSAValue], list[SSAValue]]:
+    """The unoptimized kernel of a group: loads, the calls, the stores, barriers after each."""
+    inputs, outputs = _external(dag, group)
+    values: dict[int, MValue] = {}
+    ops: list[MOp] = []
+    vid: dict[SSAValue, int] = {}
+    for v in inputs:
+        vid[v] = len(vid)
+        values[vid[v]] = MValue(vid[v], v.type.size, v.name_hint or "", is_input=True)  # type: ignore[attr-defined]
+        ops.append(MOp("load", value=vid[v]))
+    for i, impl in zip(group, impls):
+        call = dag.ops[i]
+        r = call.results[0]
+        vid[r] = len(vid)
+        values[vid[r]] = MValue(vid[r], r.type.size, r.name_hint or "", stored=r in outputs)  # type: ignore
+        ops.append(MOp("call", impl=impl, args=[vid[a] for a in call.operands], result=vid[r]))
+    for r in outputs:
+        ops.append(MOp("store", value=vid[r]))
+    bx = max(impl.bx for impl in impls)
+    model = KernelModel(bx, by, values, ops, itemsize)
+    off = 0
+    for v in values.values():
+        v.offset = off
+        off += -(-v.size * by // schedule.ALIGN_WORDS) * schedule.ALIGN_WORDS
+    return schedule.barrier_after_every_op(model), inputs, outputs
+
+
+def optimize(model: KernelModel) -> KernelModel:
+    """The in-kernel pipeline, in the order of the default pass pipeline."""
+    m = schedule.remap_threads(model)
+    m = schedule.promote_registers(m)
+    m = schedule.linearize(m)
+    m = schedule.allocate_shared(m)
+    return schedule.place_barriers(m)
+
+
+def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implementation, ...]]:
+    options = [implementations(_opdef(dag.ops[i])) for i in group]
+    widths = sorted({impl.bx for opts in options for impl in opts})
+    out = []
+    seen = set()
+    for b in widths:
+        pick = tuple(max((i for i in opts if i.bx <= b), key=lambda i: i.bx) for opts in options)
+        key = tuple(id(i) for i in pick)
+        if key not in seen:
+            seen.add(key)
+            out.append(pick)
+    return out
+
+
+def _opdef(call: kas.CallOp):
+    from irfuse.library.catalogue import default_library
+
+    return default_library().get(call.op_name)
+
+
+def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
+                  itemsize: int, keep: int) -> list[Config]:
+    dag = dags[d]
+    pending = []
+    for impls in _impl_choices(dag, group):
+        bx = max(i.bx for i in impls)
+        for threads in BLOCK_THREADS:
+            by = max(1, threads // bx)
+            if by > 4:
+                by -= by % 4  # keeps every value's block chunk 16-byte aligned for vector copies
+            if bx * by > profile.max_threads_per_block:
+                continue
+            base, inputs, outputs = build_model(dag, group, impls, by, itemsize)
+            m = schedule.allocate_shared(schedule.linearize(schedule.promote_registers(
+                schedule.remap_threads(base))))
+            sizes = [v.type.size for v in inputs] + [v.type.size for v in outputs]  # type: ignore[attr-defined]
+            bound = kernel_cost(m, n, profile, sizes)
+            if bound.feasible:
+                pending.append((bound.time, impls, by, m, inputs, outputs, sizes))
+    pending.sort(key=lambda p: p[0])
+    out: list[Config] = []
+    for bound, impls, by, m, inputs, outputs, sizes in pending:
+        if len(out) >= keep and bound >= out[-1].cost.time:
+            break  # every remaining configuration costs at least this much
+        final = schedule.place_barriers(m)
+        cost = kernel_cost(final, n, profile, sizes)
+        out.append(Config(d, group, impls, by, final, cost, inputs, outputs, cost.time * dag.multiplier))
+        out.sort(key=lambda c: c.cost.time)
+        out = out[:keep]
+    return out
+
+
+def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,
+                      max_size: int, keep: int = 2, progress=None) -> tuple[list[BlockDAG], list[Config]]:
+    dags = program_dags(program)
+    groups = [(d, g) for d, dag in enumerate(dags) for g in convex_groups(dag, max_size)]
+    configs: list[Config] = []
+    for k, (d, g) in enumerate(groups):
+        configs.extend(group_configs(dags, d, g, n, profile, itemsize, keep))
+        if progress:
+            progress(k + 1, len(groups))
+    return dags, configs
+
+
+def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limit: float = 20.0) -> list[Plan]:
+    """The `top` best distinct covers, best first."""
+    from ortools.sat.python import cp_model
+
+    model = cp_model.CpModel()
+    x = [model.NewBoolVar(f"c{i}") for i in range(len(configs))]
+    covering: dict[tuple[int, int], list[int]] = {}
+    for ci, c in enumerate(configs):
+        for node in c.group:
+            covering.setdefault((c.dag, node), []).append(ci)
+    for d, dag in enumerate(dags):
+        for node in dag.calls:
+            opts = covering.get((d, node), [])
+            if not opts:
+                op = dag.ops[node]
+                raise CompileError(f"no feasible kernel can run '{op.op_name}' on this device "
+                                   "(every implementation exceeds its limits)")
+            model.AddExactlyOne(x[i] for i in opts)
+        # Levels make the kernel graph acyclic: equal inside a kernel, increasing across kernels.
+        nn = len(dag.ops)
+        level = [model.NewIntVar(0, nn, f"l{d}_{i}") for i in range(nn)]
+        same: dict[tuple[int, int], list[int]] = {}
+        for ci, c in enumerate(configs):
+            if c.dag != d:
+                continue
+            members = set(c.group)
+            for a in c.group:
+                for b in dag.succ[a]:
+                    if b in members:
+                        same.setdefault((a, b), []).append(ci)
+                        model.Add(level[a] == level[b]).OnlyEnforceIf(x[ci])
+        for a in range(nn):
+            for b in dag.succ[a]:
+                together = same.get((a, b), [])
+                model.Add(level[b] >= level[a] + 1 - sum(x[i] for i in together))
+    scale = 1e10  # objective in units of 0.1 ns
+    model.Minimize(sum(int(round(c.weighted_time * scale)) * x[i] for i, c in enumerate(configs)))
+    plans: list[Plan] = []
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = 2
+    for _ in range(top):
+        status = solver.Solve(model)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            break
+        chosen = [i for i in range(len(configs)) if solver.Value(x[i])]
+        plans.append(Plan([configs[i] for i in chosen], sum(configs[i].weighted_time for i in chosen)))
+        model.Add(sum(x[i] for i in chosen) <= len(chosen) - 1)
+    plans.sort(key=lambda p: p.predicted_time)
+    return plans
+
+
+def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
+                 max_size: int = 4, top: int = 1, keep: int = 2, progress=None) -> tuple[list[BlockDAG], list[Plan]]:
+    if max_size < 1:
+        raise CompileError("max-size must be at least 1")
+    dags, configs = candidate_configs(program, n, profile, itemsize, max_size, keep, progress)
+    if not any(dag.calls for dag in dags):
+        return dags, [Plan([], 0.0)]
+    return dags, solve_cover(dags, configs, top)
+
+
+def time_str(t: float) -> str:
+    return "inf" if math.isinf(t) else f"{t * 1e3:.3f} ms"
