@@ -69,7 +69,7 @@ def run_pipeline(module: ModuleOp, pipeline: str, dtype: str | None = None) -> M
         for spec in specs:
             cls = factories[spec.name]()
             p = cls.from_spec(spec)
-            if dtype and spec.name == "fuse-partition" and "dtype" not in spec.args:
+            if dtype and spec.name == "fuse-partition" and "dtype" not in spec.parameters:
                 p = dataclasses.replace(p, dtype=dtype)
             passes.append(p)
         pp = PassPipeline(tuple(passes))
