@@ -24,7 +24,7 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
 from irfuse.planner.cost import load_profile
 from irfuse.planner.dag import BlockDAG
-from irfuse.planner.search import Config, plan_program
+from irfuse.planner.search import Config, plan_program  # noqa: F401
 
 
 def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelOp:
@@ -123,6 +123,28 @@ def _reorder_and_launch(dag: BlockDAG, chosen: list[Config], names: list[str], k
             op.erase()
 
 
+_PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plans) of the last searches
+
+
+def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
+                 keep: int):
+    """The fusion search, memoized per program and options within a process (tuning applies
+    plan after plan of one search)."""
+    from irfuse.pipeline import module_text
+
+    key = (module_text(program), n, profile_name, itemsize, max_size, top, keep)
+    if key not in _PLANS:
+        _PLANS.clear()
+        profile = load_profile(profile_name)
+        _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep))
+    old_program, (dags, plans) = _PLANS[key]
+    if old_program is not program:
+        # Re-run the block analysis on this program object (the plans refer to its ops by position).
+        from irfuse.planner.search import rebind
+        dags, plans = rebind(program, dags, plans)
+    return dags, plans
+
+
 @dataclass(frozen=True)
 class FusePartition(ModulePass):
     """Groups calls into kernels chosen by the cost model and a CP-SAT cover; plan `plan` of the `top` best."""
@@ -150,10 +172,9 @@ class FusePartition(ModulePass):
             raise CompileError("fuse-partition: dtype must be f32 or f64")
         if not 0 <= self.plan < max(self.top, 1):
             raise CompileError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
-        profile = load_profile(self.profile)
         itemsize = 8 if self.dtype == "f64" else 4
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
-            dags, plans = plan_program(program, self.n, profile, itemsize, self.max_size,
+            dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
                                        max(self.top, self.plan + 1), self.keep)
             if self.plan >= len(plans):
                 raise CompileError(f"fuse-partition: only {len(plans)} distinct plans exist; plan={self.plan} asked")

@@ -250,3 +250,17 @@ def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsiz
 
 def time_str(t: float) -> str:
     return "inf" if math.isinf(t) else f"{t * 1e3:.3f} ms"
+
+
+def rebind(program: kas.ProgramOp, dags: list[BlockDAG], plans: list[Plan]) -> tuple[list[BlockDAG], list[Plan]]:
+    """The same plans for an identical copy of the program they were found for."""
+    new_dags = program_dags(program)
+    out = []
+    for plan in plans:
+        configs = []
+        for c in plan.configs:
+            inputs, outputs = _external(new_dags[c.dag], c.group)
+            configs.append(Config(c.dag, c.group, c.impls, c.by, c.model, c.cost, inputs, outputs,
+                                  c.weighted_time))
+        out.append(Plan(configs, plan.predicted_time))
+    return new_dags, out

@@ -50,9 +50,32 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(run)
 
     comp = sub.add_parser("compile", help="write the CUDA source, cubin and manifest of a program")
-    comp.add_argument("file")
+    comp.add_argument("file", nargs="?")
+    comp.add_argument("--from-tuning", metavar="FILE.json",
+                      help="compile the fastest plan recorded by 'irfuse tune' (its program and pipeline)")
     comp.add_argument("-o", "--output", required=True, metavar="DIR")
     _add_common(comp)
+
+    plan = sub.add_parser("plan", help="search the best fusion plans and show them")
+    plan.add_argument("file")
+    plan.add_argument("--top", type=int, default=10)
+    plan.add_argument("--max-size", type=int, default=4, help="most calls in one kernel")
+    plan.add_argument("--n", type=int, default=4_194_304, help="batch size to predict for")
+    plan.add_argument("--profile", default="h100", help="device profile (h100, h200, or calibrated)")
+    plan.add_argument("--dtype", choices=["f32", "f64"], default="f32")
+    plan.add_argument("--library", action="append", default=[], metavar="FILE.py")
+
+    tune = sub.add_parser("tune", help="compile the N best plans, run each on the GPU, keep the fastest")
+    tune.add_argument("file")
+    tune.add_argument("--top", type=int, default=10)
+    tune.add_argument("--max-size", type=int, default=4)
+    tune.add_argument("--n", type=int, default=4_194_304)
+    tune.add_argument("--repeat", type=int, default=30)
+    tune.add_argument("--profile", default=None, help="device profile (default: the GPU's, else h100)")
+    tune.add_argument("--json", default=None, metavar="FILE", help="results (default: <program>.tuning.json)")
+    tune.add_argument("--plot", default=None, metavar="FILE.png", help="measured against predicted throughput")
+    tune.add_argument("--save-best", default=None, metavar="DIR", help="write the fastest plan as 'irfuse compile' does")
+    _add_common(tune)
 
     ops = sub.add_parser("ops", help="list the op library, or show one op")
     ops.add_argument("name", nargs="?")
@@ -194,12 +217,78 @@ def cmd_compile(args) -> int:
     from irfuse.pipeline import compile_program
 
     _load_libraries(args.library)
+    if args.from_tuning:
+        import json
+
+        try:
+            with open(args.from_tuning) as f:
+                tuning = json.load(f)
+            args.file = args.file or tuning["program"]
+            args.pipeline = tuning["best"]["pipeline"]
+            args.dtype = tuning["dtype"]
+        except (OSError, ValueError, KeyError) as e:
+            raise CompileError(f"{args.from_tuning}: not a tuning result of 'irfuse tune': {e}") from None
+    if args.file is None:
+        raise CompileError("irfuse compile needs a .kas file or --from-tuning FILE.json")
     plan, warnings = compile_program(args.file, args.pipeline, args.dtype, compile_gpu=True, arch=args.arch)
     print_diagnostics(warnings)
     plan.save(args.output)
     _print_kernels(plan)
     console.print(f"wrote {args.output}/kernels.cu, kernels.cubin ({plan.cubin.arch}), manifest.json, program.mlir")
     return 0
+
+
+def _plan_rows(dags, plans, n):
+    rows = []
+    for k, p in enumerate(plans):
+        kernels = []
+        for c in sorted(p.configs, key=lambda c: (c.dag, c.group)):
+            regs = sum(1 for v in c.model.values.values() if not v.shared)
+            kernels.append(f"[{c.describe(dags)}] ({c.model.bx},{c.model.by}) {c.model.shared_bytes()} B "
+                           f"{c.cost.registers} regs {c.model.barrier_count()} bar {regs} in regs")
+        rows.append((k, p, kernels))
+    return rows
+
+
+def cmd_plan(args) -> int:
+    from rich.progress import Progress
+
+    from irfuse.frontend.irgen import compile_file
+    from irfuse.passes.kas_dce import eliminate_dead_code
+    from irfuse.planner.cost import load_profile
+    from irfuse.planner.search import plan_program
+    from irfuse.runtime.reference import find_program
+
+    _load_libraries(args.library)
+    result = compile_file(args.file)
+    print_diagnostics(result.warnings)
+    program = find_program(result.module)
+    eliminate_dead_code(program)
+    profile = load_profile(args.profile)
+    itemsize = 8 if args.dtype == "f64" else 4
+    t0 = time.perf_counter()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("searching fusion candidates", total=None)
+        dags, plans = plan_program(program, args.n, profile, itemsize, args.max_size, args.top,
+                                   progress=lambda k, total: progress.update(task, completed=k, total=total))
+    elapsed = time.perf_counter() - t0
+    t = Table(title=f"{args.file}: {len(plans)} best plans on {profile.name}, n = {args.n}, {args.dtype} "
+                    f"(searched in {elapsed:.2f} s)")
+    for col in ("plan", escape("kernels: [ops] (bx,by) shared, registers (estimate), barriers, values in registers"),
+                "predicted", "M elem/s"):
+        t.add_column(col)
+    for k, p, kernels in _plan_rows(dags, plans, args.n):
+        t.add_row(str(k), escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
+                  f"{args.n / p.predicted_time / 1e6:.0f}" if p.predicted_time else "-")
+    console.print(t)
+    return 0
+
+
+def cmd_tune(args) -> int:
+    from irfuse.tools.tune import tune
+
+    _load_libraries(args.library)
+    return tune(args, console)
 
 
 def cmd_ops(args) -> int:
@@ -244,7 +333,8 @@ def cmd_ops(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "compile": cmd_compile, "ops": cmd_ops}[args.command](args)
+        return {"run": cmd_run, "compile": cmd_compile, "ops": cmd_ops, "plan": cmd_plan,
+                "tune": cmd_tune}[args.command](args)
     except CompileError as e:
         print_diagnostics(e.diagnostics)
         return 1

@@ -1,0 +1,206 @@
+"""The four seed workloads in irfuse, PyTorch (eager, torch.compile) and JAX (jax.jit), in one run.
+
+    python benchmarks/peers.py [--n 4194304] [--top 10] [--skip-max-autotune] [--json peers.json]
+
+Same random float32 data, same layout (array of structures, shaped (N, *value shape)) for
+every contender. For each workload: irfuse's N best plans are tuned on the GPU and the
+fastest is timed again beside the peers; a device-to-device copy gives the bandwidth limit.
+Effective bandwidth = (inputs read once + outputs written once) / time. Prints elements/s,
+effective bandwidth as a fraction of the copy bandwidth, and irfuse's speedup over each peer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKLOADS = {
+    "BigFusion": "bigfusion_bench.kas",
+    "SyncTest": "synctest.kas",
+    "StVenant": "stvenant.kas",
+    "StVenantInner": "stvenant_inner.kas",
+}
+
+
+def torch_fns():
+    import torch
+
+    def bigfusion(A, B, c, D, E):
+        M1 = A @ B
+        v1 = (M1 @ c.unsqueeze(-1)).squeeze(-1)
+        s1 = torch.sqrt((v1 * v1).sum(-1))
+        M2 = D @ E
+        return (M2 * s1[:, None, None],)
+
+    def synctest(A):
+        M1 = A + A
+        M2 = A + M1
+        M3 = A + M2
+        return (A + M3,)
+
+    def stvenant(T4, Mf, phi, M1, w):
+        v = (M1 @ phi.unsqueeze(-1)).squeeze(-1) * w[:, None]
+        t3 = torch.einsum("nijkl,nl->nijk", T4, v)
+        return (torch.einsum("nijl,nlk->nijk", t3, Mf), v)
+
+    def stvenant_inner(T3, psi, phi, S, w):
+        h2 = torch.einsum("nijk,nk->nij", T3, psi)
+        vh = (S @ phi.unsqueeze(-1)).squeeze(-1)
+        sc = torch.abs((vh * psi).sum(-1))
+        eye = torch.eye(3, device=T3.device, dtype=T3.dtype)
+        mt = (w[:, None, None] * eye) * sc[:, None, None]
+        return (mt + h2 * w[:, None, None],)
+
+    return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner}
+
+
+def jax_fns():
+    import jax.numpy as jnp
+
+    def bigfusion(A, B, c, D, E):
+        M1 = A @ B
+        v1 = jnp.einsum("nij,nj->ni", M1, c)
+        s1 = jnp.sqrt((v1 * v1).sum(-1))
+        return ((D @ E) * s1[:, None, None],)
+
+    def synctest(A):
+        return (A + (A + (A + (A + A))),)
+
+    def stvenant(T4, Mf, phi, M1, w):
+        v = jnp.einsum("nij,nj->ni", M1, phi) * w[:, None]
+        t3 = jnp.einsum("nijkl,nl->nijk", T4, v)
+        return (jnp.einsum("nijl,nlk->nijk", t3, Mf), v)
+
+    def stvenant_inner(T3, psi, phi, S, w):
+        h2 = jnp.einsum("nijk,nk->nij", T3, psi)
+        vh = jnp.einsum("nij,nj->ni", S, phi)
+        sc = jnp.abs((vh * psi).sum(-1))
+        mt = (w[:, None, None] * jnp.eye(3, dtype=T3.dtype)) * sc[:, None, None]
+        return (mt + h2 * w[:, None, None],)
+
+    return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner}
+
+
+def time_torch(fn, args, repeat=50, warmup=5):
+    import torch
+
+    for _ in range(warmup):
+        fn(*args)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(*args)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    return float(np.median(times))
+
+
+def time_jax(fn, args, repeat=50, warmup=5):
+    import jax
+
+    for _ in range(warmup):
+        jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=4_194_304)
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
+    ap.add_argument("--skip-max-autotune", action="store_true")
+    ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--json", default="peers.json")
+    ap.add_argument("--tuning-dir", default=".")
+    args = ap.parse_args(argv)
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from irfuse.pipeline import compile_program
+    from irfuse.runtime.cuda_device import CudaDevice
+    from irfuse.runtime.executor import Executor
+    from irfuse.runtime.reference import random_inputs, run_reference
+    from irfuse.runtime.verify import check_outputs
+    from irfuse.tools.tune import tune
+
+    console = Console(width=200)
+    rows = []
+    copy_bw = None
+    tfns = torch_fns()
+    jfns = None if args.skip_jax else jax_fns()
+    for wl in args.workloads:
+        path = os.path.join(ROOT, "examples", WORKLOADS[wl])
+        tuning_json = os.path.join(args.tuning_dir, f"{wl}.tuning.json")
+        targs = argparse.Namespace(file=path, top=args.top, max_size=4, n=args.n, repeat=30, profile=None,
+                                   json=tuning_json, plot=os.path.join(args.tuning_dir, f"{wl}.tuning.png"),
+                                   save_best=None, dtype="f32", pipeline=None, arch=None, library=[])
+        tune(targs, console)
+        with open(tuning_json) as f:
+            tuning = json.load(f)
+        plan, _ = compile_program(path, tuning["best"]["pipeline"], "f32")
+        prog = plan.reference_program
+        inputs = random_inputs(prog, args.n, 1, np.float32)
+        nbytes = 4 * args.n * (sum(t.size for t in prog.input_types()) + sum(t.size for t in prog.output_types()))
+        dev = CudaDevice(plan)
+        try:
+            if copy_bw is None:
+                copy_bw = dev.copy_bandwidth()
+            res = Executor(plan, dev).run(inputs, args.n, repeat=50, warmup=5)
+        finally:
+            dev.close()
+        ok = all(c.ok for c in check_outputs(res.outputs, run_reference(prog, inputs), "f32"))
+        times = {"irfuse": res.median_s}
+        targs_t = [torch.from_numpy(inputs[name]).cuda() for name in prog.inputs]
+        times["torch eager"] = time_torch(tfns[wl], targs_t)
+        times["torch.compile"] = time_torch(torch.compile(tfns[wl]), targs_t)
+        if not args.skip_max_autotune:
+            times["torch.compile max-autotune-no-cudagraphs"] = time_torch(
+                torch.compile(tfns[wl], mode="max-autotune-no-cudagraphs"), targs_t)
+        if jfns is not None:
+            import jax
+
+            jargs = [jax.device_put(inputs[name]) for name in prog.inputs]
+            times["jax.jit"] = time_jax(jax.jit(jfns[wl]), jargs)
+        peer_best = min(v for k, v in times.items() if k != "irfuse")
+        rows.append({"workload": wl, "n": args.n, "bytes": nbytes, "verified": ok, "times_s": times,
+                     "fraction_of_copy": {k: nbytes / v / copy_bw for k, v in times.items()},
+                     "speedup_over_best_peer": peer_best / times["irfuse"],
+                     "spearman": tuning["spearman"], "predicted_best_gap": tuning["predicted_best_gap"],
+                     "best_plan": tuning["best"]["groups"]})
+        torch.cuda.empty_cache()
+    table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32; copy bandwidth "
+                        f"{copy_bw / 1e9:.0f} GB/s (read + write)")
+    for col in ("workload", "contender", "ms", "M elem/s", "GB/s", "of copy", "irfuse speedup"):
+        table.add_column(col)
+    for r in rows:
+        for k, t in sorted(r["times_s"].items(), key=lambda kv: kv[1]):
+            table.add_row(r["workload"], k, f"{t * 1e3:.3f}", f"{args.n / t / 1e6:.0f}",
+                          f"{r['bytes'] / t / 1e9:.0f}", f"{r['fraction_of_copy'][k]:.1%}",
+                          "" if k == "irfuse" else f"{t / r['times_s']['irfuse']:.2f}x")
+    console.print(table)
+    for r in rows:
+        console.print(f"{r['workload']}: verified={r['verified']}, best plan {r['best_plan']}, Spearman "
+                      f"{r['spearman']:.2f}, predicted best {r['predicted_best_gap']:.1%} off the measured best")
+    with open(args.json, "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
