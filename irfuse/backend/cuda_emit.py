@@ -59,6 +59,32 @@ __device__ __forceinline__ void irf_copy16(real_t* __restrict__ dst, const real_
     reinterpret_cast<float4*>(dst)[i] = reinterpret_cast<const float4*>(src)[i];
   for (int i = nvec * per + tid; i < count; i += nthreads) dst[i] = src[i];
 }
+
+// Global -> shared with asynchronous 16-byte copies (cp.async, sm_80 and newer): every
+// thread issues all its copies before waiting, so the whole block's chunk is in flight at
+// once. Both pointers 16-byte aligned. irf_async_wait() completes them (then a barrier).
+__device__ __forceinline__ void irf_load_async16(real_t* __restrict__ dst, const real_t* __restrict__ src,
+                                                 int count, int tid, int nthreads)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int per = 16 / (int)sizeof(real_t);
+  const int nvec = count / per;
+  for (int i = tid; i < nvec; i += nthreads) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst + i * per);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(src + i * per) : "memory");
+  }
+  for (int i = nvec * per + tid; i < count; i += nthreads) dst[i] = src[i];
+#else
+  irf_copy16(dst, src, count, tid, nthreads);
+#endif
+}
+
+__device__ __forceinline__ void irf_async_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 """
 
 
@@ -234,18 +260,27 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
         body = " ".join(statement(start, names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
         return f"  {scope}if ({guard}) {{ {body} }} }}"
 
-    def copy(dst: str, src: str, count: str, size: int, offset: int) -> str:
+    def copy(dst: str, src: str, count: str, size: int, offset: int, load: bool = False) -> str:
         fn = "irf_copy16" if _vector_ok(by, size, offset, itemsize) else "irf_copy"
+        if load and fn == "irf_copy16":
+            fn = "irf_load_async16"
+            pending.append(True)
         return f"  {fn}({dst}, {src}, {count}, tid, {nthreads});"
 
+    pending: list[bool] = []
+
     for op in block.ops:
+        if pending and not isinstance(op, fuse.LoadOp):
+            body.append("  irf_async_wait();")
+            pending.clear()
         if isinstance(op, fuse.LoadOp):
             size = op.res.type.size
             src = names.get(op.source, "g_")
             body.append(f"  // {names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
             if op.place.is_shared:
                 off = op.place.offset.data
-                body.append(copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size, off))
+                body.append(copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size, off,
+                                 load=True))
                 info.shared_values += 1
             else:
                 declare_register(op.res)
