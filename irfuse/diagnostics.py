@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from xdsl.utils.exceptions import DiagnosticException
+
 
 @dataclass
 class Diagnostic:
@@ -36,8 +38,11 @@ def _caret_pad(line: str, col: int) -> str:
     return "".join("\t" if c == "\t" else " " for c in line[: max(col - 1, 0)])
 
 
-class CompileError(Exception):
-    """One or more error diagnostics; raised instead of crashing."""
+class CompileError(DiagnosticException):
+    """One or more error diagnostics; raised instead of crashing.
+
+    A `DiagnosticException`, so `irfuse-opt --verify-diagnostics` prints it and goes on.
+    """
 
     def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str):
         if isinstance(diagnostics, str):
