@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     for wl in args.workloads:
         path = os.path.join(ROOT, "examples", WORKLOADS[wl])
         tuning_json = os.path.join(args.tuning_dir, f"{wl}.tuning.json")
-        targs = argparse.Namespace(file=path, top=args.top, max_size=4, n=args.n, repeat=30, profile=None,
+        targs = argparse.Namespace(file=path, top=args.top, max_size=8, n=args.n, repeat=30, profile=None,
                                    json=tuning_json, plot=os.path.join(args.tuning_dir, f"{wl}.tuning.png"),
                                    save_best=None, dtype="f32", pipeline=None, arch=None, library=[])
         tune(targs, console)

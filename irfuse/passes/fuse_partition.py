@@ -150,7 +150,7 @@ class FusePartition(ModulePass):
     """Groups calls into kernels chosen by the cost model and a CP-SAT cover; plan `plan` of the `top` best."""
 
     name = "fuse-partition"
-    max_size: int = 4
+    max_size: int = 8
     top: int = 1
     plan: int = 0
     n: int = 4194304

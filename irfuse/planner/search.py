@@ -13,10 +13,10 @@
    configurations are fully analysed in increasing lower-bound order and the
    rest dropped once `keep` better ones are known; infeasible ones (shared
    memory, threads, registers over the device's limits) are dropped.
-3. Cover: CP-SAT picks one configuration per chosen group so that every call is
-   covered exactly once and kernels can run in some order (a level per node,
-   equal inside a kernel, increasing along every edge between kernels), with
-   the least predicted total time; the next plans exclude the ones found.
+3. Cover: CP-SAT picks configurations so that every call is covered exactly once,
+   with the least predicted total time; a cover whose kernels would depend on each
+   other in a cycle is cut off and the model solved again; the next plans exclude
+   the ones found.
 """
 
 from __future__ import annotations
@@ -186,12 +186,59 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
     return dags, configs
 
 
+def _kernel_cycle(dags: list[BlockDAG], chosen: list[Config]) -> list[Config] | None:
+    """Chosen kernels that depend on each other in a cycle, or None."""
+    for d, dag in enumerate(dags):
+        kernel_of = {}
+        mine = [c for c in chosen if c.dag == d]
+        for k, c in enumerate(mine):
+            for node in c.group:
+                kernel_of[node] = k
+        for i in range(len(dag.ops)):
+            kernel_of.setdefault(i, len(mine) + i)  # loops and other ops: nodes of their own
+        edges: dict[int, set[int]] = {}
+        for a, succ in enumerate(dag.succ):
+            for b in succ:
+                ka, kb = kernel_of[a], kernel_of[b]
+                if ka != kb:
+                    edges.setdefault(ka, set()).add(kb)
+        color: dict[int, int] = {}
+        stack_path: list[int] = []
+
+        def dfs(u: int) -> list[int] | None:
+            color[u] = 1
+            stack_path.append(u)
+            for v in edges.get(u, ()):
+                if color.get(v) == 1:
+                    return stack_path[stack_path.index(v):]
+                if v not in color:
+                    found = dfs(v)
+                    if found:
+                        return found
+            stack_path.pop()
+            color[u] = 2
+            return None
+
+        for u in list(edges):
+            if u not in color:
+                cycle = dfs(u)
+                if cycle:
+                    return [mine[k] for k in cycle if k < len(mine)]
+    return None
+
+
 def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limit: float = 20.0) -> list[Plan]:
-    """The `top` best distinct covers, best first."""
+    """The `top` best distinct covers, best first.
+
+    Exact cover: each call in exactly one chosen configuration, least total predicted time.
+    A cover whose kernels would depend on each other in a cycle (possible with convex
+    groups) gets a cut forbidding that combination, and the model is solved again.
+    """
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
     x = [model.NewBoolVar(f"c{i}") for i in range(len(configs))]
+    index = {id(c): i for i, c in enumerate(configs)}
     covering: dict[tuple[int, int], list[int]] = {}
     for ci, c in enumerate(configs):
         for node in c.group:
@@ -204,34 +251,21 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limi
                 raise CompileError(f"no feasible kernel can run '{op.op_name}' on this device "
                                    "(every implementation exceeds its limits)")
             model.AddExactlyOne(x[i] for i in opts)
-        # Levels make the kernel graph acyclic: equal inside a kernel, increasing across kernels.
-        nn = len(dag.ops)
-        level = [model.NewIntVar(0, nn, f"l{d}_{i}") for i in range(nn)]
-        same: dict[tuple[int, int], list[int]] = {}
-        for ci, c in enumerate(configs):
-            if c.dag != d:
-                continue
-            members = set(c.group)
-            for a in c.group:
-                for b in dag.succ[a]:
-                    if b in members:
-                        same.setdefault((a, b), []).append(ci)
-                        model.Add(level[a] == level[b]).OnlyEnforceIf(x[ci])
-        for a in range(nn):
-            for b in dag.succ[a]:
-                together = same.get((a, b), [])
-                model.Add(level[b] >= level[a] + 1 - sum(x[i] for i in together))
     scale = 1e10  # objective in units of 0.1 ns
     model.Minimize(sum(int(round(c.weighted_time * scale)) * x[i] for i, c in enumerate(configs)))
     plans: list[Plan] = []
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 2
-    for _ in range(top):
+    while len(plans) < top:
         status = solver.Solve(model)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
         chosen = [i for i in range(len(configs)) if solver.Value(x[i])]
+        cycle = _kernel_cycle(dags, [configs[i] for i in chosen])
+        if cycle:
+            model.Add(sum(x[index[id(c)]] for c in cycle) <= len(cycle) - 1)
+            continue
         plans.append(Plan([configs[i] for i in chosen], sum(configs[i].weighted_time for i in chosen)))
         model.Add(sum(x[i] for i in chosen) <= len(chosen) - 1)
     plans.sort(key=lambda p: p.predicted_time)
@@ -239,7 +273,7 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limi
 
 
 def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
-                 max_size: int = 4, top: int = 1, keep: int = 2, progress=None) -> tuple[list[BlockDAG], list[Plan]]:
+                 max_size: int = 8, top: int = 1, keep: int = 2, progress=None) -> tuple[list[BlockDAG], list[Plan]]:
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
     dags, configs = candidate_configs(program, n, profile, itemsize, max_size, keep, progress)

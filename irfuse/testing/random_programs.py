@@ -1,0 +1,91 @@
+"""Random valid KAS programs over the op catalogue, for planner benchmarks and differential tests.
+
+`random_program(seed, calls)` writes a program of exactly `calls` statements
+(loops optional) in which every statement's value reaches an output: chains,
+diamonds (values read by several statements), wide fan-out, several outputs,
+reassignment of a variable, and loops that carry values.
+"""
+
+from __future__ import annotations
+
+import random
+
+from irfuse.library.catalogue import Library, default_library
+
+TYPES = ("matrix3x3", "vector3", "scalar", "matrix2x2", "vector2", "tensor3x3x3")
+
+
+def _ops_by_signature(lib: Library) -> list[tuple[str, tuple[str, ...], str]]:
+    out = []
+    for op in lib:
+        ins = tuple(t.spelling() for t in op.operand_types)
+        res = op.result_type.spelling()
+        if all(t in TYPES for t in ins) and res in TYPES:
+            out.append((op.name, ins, res))
+    return out
+
+
+def random_program(seed: int, calls: int, loops: bool = True, library: Library | None = None) -> str:
+    rng = random.Random(seed)
+    ops = _ops_by_signature(library or default_library())
+    # Avoid ops that make values explode or vanish over long chains (division, reciprocal).
+    ops = [o for o in ops if o[0] not in ("sdiv", "srcp")]
+    counter = 0
+    declared: dict[str, str] = {}
+
+    def new_var(t: str) -> str:
+        nonlocal counter
+        counter += 1
+        name = f"v{counter}"
+        declared[name] = t
+        return name
+
+    inputs = [new_var(t) for t in rng.sample(TYPES, k=rng.randint(2, 4))]
+    for t in TYPES:  # one input of every type keeps every op reachable
+        if t not in declared.values():
+            inputs.append(new_var(t))
+    live: dict[str, list[str]] = {}
+    for v in inputs:
+        live.setdefault(declared[v], []).append(v)
+    lines: list[str] = []
+    made = 0
+    unread: set[str] = set()
+
+    def statement(indent: str) -> None:
+        nonlocal made
+        name, ins, res = rng.choice([o for o in ops if all(t in live for t in o[1])])
+        # Prefer values nobody has read yet, so every statement feeds an output.
+        args = []
+        for t in ins:
+            fresh = [v for v in live[t] if v in unread]
+            args.append(rng.choice(fresh) if fresh and rng.random() < 0.7 else rng.choice(live[t]))
+        for a in args:
+            unread.discard(a)
+        spent = [v for v in live.get(res, []) if v not in inputs and v not in unread and v not in args]
+        if rng.random() < 0.2 and spent:
+            target = rng.choice(spent)  # reassignment of a variable whose value was already read
+        else:
+            target = new_var(res)
+            live.setdefault(res, []).append(target)
+        unread.add(target)
+        lines.append(f"{indent}{target} = {name}({', '.join(args)});")
+        made += 1
+
+    while made < calls:
+        if loops and calls - made >= 3 and rng.random() < 0.1:
+            body = rng.randint(2, min(4, calls - made))
+            lines.append(f"loop {rng.randint(2, 3)} {{")
+            for _ in range(body):
+                statement("  ")
+            lines.append("}")
+        else:
+            statement("")
+    outputs = sorted(unread, key=lambda v: int(v[1:]))[:6] or [lines[-1].split()[0]]
+    # Anything still unread becomes an output too, so no statement is dead.
+    outputs = sorted(set(outputs) | unread, key=lambda v: int(v[1:]))
+    decls = {}
+    for v, t in declared.items():
+        decls.setdefault(t, []).append(v)
+    head = [f"{t} {', '.join(vs)};" for t, vs in decls.items()]
+    return "\n".join([f"// random program: seed {seed}, {calls} statements", *head,
+                      f"input {', '.join(inputs)};", *lines, f"return {', '.join(outputs)};", ""])
