@@ -148,14 +148,15 @@ def place_barriers(model: KernelModel) -> KernelModel:
 
 
 def barrier_after_every_op(model: KernelModel) -> KernelModel:
-    """The baseline: a barrier after the loads and after every call."""
+    """The baseline, race-free whatever the order and offsets: a barrier after the loads,
+    after every call, and after a store that another kind of op follows."""
     out = model.copy()
     ops = out.without_barriers()
     placed: list[MOp] = []
     for i, op in enumerate(ops):
         placed.append(op)
         nxt = ops[i + 1] if i + 1 < len(ops) else None
-        if nxt is not None and (op.kind == "call" or (op.kind == "load" and nxt.kind != "load")):
+        if nxt is not None and (op.kind == "call" or (op.kind != "call" and nxt.kind != op.kind)):
             placed.append(MOp("barrier"))
     out.ops = placed
     return out
@@ -297,7 +298,7 @@ def linearize(model: KernelModel) -> KernelModel:
         if op.kind == "store" and op not in new_ops:
             new_ops.insert(len([o for o in new_ops if o.kind == "load"]), op)
     out.ops = new_ops
-    return out
+    return barrier_after_every_op(out)  # the old barriers belonged to the old order
 
 
 def peak_shared_words(model: KernelModel) -> int:

@@ -104,6 +104,7 @@ class KernelInfo:
     barriers: int = 0
     register_values: int = 0
     shared_values: int = 0
+    barriers_before: int | None = None  # before fuse-eliminate-barriers, when it ran
     dynamic_shared: bool = False  # shared memory taken at launch (over the static limit)
     min_blocks: int = 1  # __launch_bounds__ minimum resident blocks: caps registers per thread
 
@@ -117,7 +118,8 @@ class KernelInfo:
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
-            "calls", "barriers", "register_values", "shared_values", "dynamic_shared", "min_blocks")}
+            "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
+            "min_blocks")}
 
     @staticmethod
     def from_json(d: dict) -> "KernelInfo":
@@ -235,6 +237,8 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
                       [a.type.size for a in kernel.input_args],  # type: ignore[attr-defined]
                       [a.type.size for a in kernel.output_args])  # type: ignore[attr-defined]
     info.min_blocks = min_blocks
+    if "barriers_before" in kernel.attributes:
+        info.barriers_before = kernel.attributes["barriers_before"].data  # type: ignore[attr-defined]
     body: list[str] = []
     regs: list[str] = []
     used: set[tuple[Implementation, str]] = set()

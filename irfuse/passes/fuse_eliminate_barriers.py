@@ -19,4 +19,11 @@ class FuseEliminateBarriers(ModulePass):
     name = "fuse-eliminate-barriers"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from xdsl.dialects.builtin import IntAttr
+
+        from irfuse.dialects import fuse
+
+        for kernel in [k for k in op.ops if isinstance(k, fuse.KernelOp)]:
+            before = sum(1 for o in kernel.body.block.ops if isinstance(o, fuse.BarrierOp))
+            kernel.attributes["barriers_before"] = IntAttr(before)  # for reports: what elimination removed
         rewrite_kernels(op, lambda m: schedule.place_barriers(m))

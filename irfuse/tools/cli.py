@@ -183,14 +183,16 @@ def _save(path: str | None, outputs: dict[str, np.ndarray]) -> None:
 
 def _print_kernels(plan) -> None:
     t = Table(title="kernels")
-    for col in ("kernel", "block (bx, by)", "calls", "regs", "spills", "shared B", "barriers", "values reg/shared"):
+    for col in ("kernel", "block (bx, by)", "calls", "regs", "spills", "shared B", "barriers (before elim.)",
+                "values reg/shared"):
         t.add_column(col)
     for k in plan.kernels:
         r = plan.resources(k.name)
         t.add_row(k.name, f"({k.bx}, {k.by})", escape(" ".join(k.calls)),
                   str(r.registers) if r else "-",
                   str(r.spill_stores + r.spill_loads) if r else "-",
-                  str(k.shared_bytes(plan.itemsize)), str(k.barriers),
+                  str(k.shared_bytes(plan.itemsize)),
+                  f"{k.barriers}" + (f" ({k.barriers_before})" if k.barriers_before is not None else ""),
                   f"{k.register_values}/{k.shared_values}")
     console.print(t)
 

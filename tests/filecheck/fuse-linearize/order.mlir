@@ -1,7 +1,8 @@
 // RUN: irfuse-opt %s -p fuse-linearize | filecheck %s
 // A value larger than its inputs (vouter3: 9 words from 3) is best made late. In the given
 // order (x, y1, y2, o) x is alive while the 3x3 chain runs: peak 30 words per element;
-// using x at once (o right after x) gives peak 24. Each store follows its value's producer.
+// using x at once (o right after x) gives peak 24. Each store follows its value's producer;
+// barriers go back after the loads, every call and every store (the old ones belonged to the old order).
 builtin.module {
   fuse.kernel @k block(bx = 1, by = 4) (%V: !kas.vector<3>, %B: !kas.matrix<3x3>, %C: !kas.vector<3>) -> (%Y: !kas.matrix<3x3>, %O: !kas.vector<3>) {
     %v = fuse.load %V into shared[0] : !kas.vector<3>
@@ -18,9 +19,16 @@ builtin.module {
   }
 }
 // CHECK:      %c = fuse.load %C
+// CHECK-NEXT: fuse.barrier
 // CHECK-NEXT: %x = fuse.call @vouter3[elem](%v, %v)
+// CHECK-NEXT: fuse.barrier
 // CHECK-NEXT: %o = fuse.call @mvmul33[elem](%x, %c)
+// CHECK-NEXT: fuse.barrier
 // CHECK-NEXT: fuse.store %o to %O
+// CHECK-NEXT: fuse.barrier
 // CHECK-NEXT: %y1 = fuse.call @madd33[elem](%b, %b)
+// CHECK-NEXT: fuse.barrier
 // CHECK-NEXT: %y2 = fuse.call @madd33[elem](%y1, %y1)
+// CHECK-NEXT: fuse.barrier
 // CHECK-NEXT: fuse.store %y2 to %Y
+// CHECK-NEXT: }

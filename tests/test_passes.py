@@ -1,0 +1,54 @@
+"""The in-kernel passes on every example: the race checker catches every barrier removed from
+the default pipeline's output, and the passes never add shared memory or barriers."""
+
+import os
+
+import pytest
+
+from conftest import EXAMPLES
+from irfuse.analysis import schedule
+from irfuse.analysis.kernel_model import model_from_kernel
+from irfuse.diagnostics import CompileError
+from irfuse.dialects import fuse
+from irfuse.frontend.irgen import compile_file
+from irfuse.passes.fuse_verify_races import FuseVerifyRaces
+from irfuse.pipeline import lower, make_context
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_race_checker_catches_every_deleted_barrier(path):
+    module = lower(compile_file(path).module)
+    barriers = [op for op in module.walk() if isinstance(op, fuse.BarrierOp)]
+    assert barriers
+    for k in range(len(barriers)):
+        clone = module.clone()
+        victim = [op for op in clone.walk() if isinstance(op, fuse.BarrierOp)][k]
+        kernel = victim.parent_op().sym_name.data
+        victim.detach()
+        victim.erase()
+        with pytest.raises(CompileError, match=f"race in fuse.kernel @{kernel}"):
+            FuseVerifyRaces().apply(make_context(), clone)
+    FuseVerifyRaces().apply(make_context(), module)  # the pipeline's own output is race-free
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_passes_only_remove_shared_memory_and_barriers(path):
+    base = lower(compile_file(path).module, "kas-dce,fuse-partition")
+    opt = lower(compile_file(path).module)
+    for kb, ko in zip([k for k in base.ops if isinstance(k, fuse.KernelOp)],
+                      [k for k in opt.ops if isinstance(k, fuse.KernelOp)]):
+        mb, _ = model_from_kernel(kb)
+        mo, _ = model_from_kernel(ko)
+        assert mo.shared_words() <= mb.shared_words()
+        assert mo.barrier_count() <= mb.barrier_count()
+        assert not schedule.find_races(mo)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_every_pass_leaves_race_free_ir(path):
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    stages = DEFAULT_PIPELINE.split(",")
+    for k in range(2, len(stages)):
+        module = lower(compile_file(path).module, ",".join(stages[:k]))
+        FuseVerifyRaces().apply(make_context(), module)

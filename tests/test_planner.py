@@ -1,0 +1,157 @@
+"""The fusion search: convexity, exact cover, acyclic kernel order, device limits, N best plans."""
+
+import os
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES
+from irfuse.analysis import schedule
+from irfuse.diagnostics import CompileError
+from irfuse.frontend.irgen import compile_file, compile_source
+from irfuse.passes.kas_dce import eliminate_dead_code
+from irfuse.planner.cost import H100, DeviceProfile
+from irfuse.planner.dag import block_dag, convex_groups, is_convex
+from irfuse.planner.search import _kernel_cycle, plan_program
+from irfuse.runtime.reference import find_program
+
+# a -> b -> c and a -> c: {a, c} is connected but not convex (a path leaves through b and comes back).
+TRIANGLE = """matrix3x3 X, A, B, C; input X;
+A = mtrans33(X); B = mtrans33(A); C = madd33(A, B); return C;"""
+
+# Two crossing pairs: a -> b, c -> d, a -> d, c -> b. {a, d} and {c, b} are each convex, but
+# chosen together their kernels would need each other's outputs: a cycle.
+CROSS = """matrix3x3 X, Y, A, B, C, D; input X, Y;
+A = mtrans33(X); C = mtrans33(Y); B = madd33(A, C); D = msub33(C, A); return B, D;"""
+
+
+def program(src):
+    p = find_program(compile_source(src, "t.kas").module)
+    eliminate_dead_code(p)
+    return p
+
+
+def test_non_convex_group_is_never_proposed():
+    p = program(TRIANGLE)
+    dag = block_dag(p.body.block)
+    a, b, c = dag.calls
+    groups = convex_groups(dag, 3)
+    assert (a, c) not in groups and not is_convex(dag, (1 << a) | (1 << c))
+    assert (a, b) in groups and (b, c) in groups and (a, b, c) in groups
+    for g in groups:  # every proposed group is convex
+        assert is_convex(dag, sum(1 << i for i in g))
+
+
+def test_groups_respect_max_size_and_are_listed_once():
+    p = program(CROSS)
+    dag = block_dag(p.body.block)
+    for k in (1, 2, 3, 4):
+        groups = convex_groups(dag, k)
+        assert len(groups) == len(set(groups))
+        assert all(len(g) <= k for g in groups)
+    assert len(convex_groups(dag, 1)) == 4
+
+
+def test_cyclic_kernel_pair_is_detected_and_never_chosen():
+    p = program(CROSS)
+    dags, plans = plan_program(p, 1 << 20, H100, 4, 2, top=20)
+    dag = dags[0]
+    names = {i: dag.ops[i].results[0].name_hint for i in dag.calls}
+    for plan in plans:
+        assert _kernel_cycle(dags, plan.configs) is None
+        groups = {tuple(sorted(names[i] for i in c.group)) for c in plan.configs}
+        assert not ({("A", "D"), ("B", "C")} <= groups)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_plans_are_exact_covers_distinct_and_ordered(path):
+    p = find_program(compile_file(path).module)
+    eliminate_dead_code(p)
+    dags, plans = plan_program(p, 1 << 22, H100, 4, 8, top=10)
+    assert plans
+    calls = {(d, i) for d, dag in enumerate(dags) for i in dag.calls}
+    seen = set()
+    for plan in plans:
+        covered = [(c.dag, i) for c in plan.configs for i in c.group]
+        assert sorted(covered) == sorted(calls)  # every call exactly once
+        key = frozenset((c.dag, c.group, tuple(i.name for i in c.impls), c.by) for c in plan.configs)
+        assert key not in seen
+        seen.add(key)
+    times = [pl.predicted_time for pl in plans]
+    assert times == sorted(times)
+
+
+def test_elementwise_chain_fuses_into_one_kernel():
+    p = find_program(compile_file(next(e for e in EXAMPLES if e.endswith("synctest.kas"))).module)
+    _, plans = plan_program(p, 1 << 22, H100, 4, 8, top=1)
+    assert len(plans[0].configs) == 1 and len(plans[0].configs[0].group) == 4
+
+
+def test_fusions_over_the_shared_memory_limit_are_never_chosen():
+    small = DeviceProfile("tiny", 132, 3e12, 6e13, 3e13, shared_per_sm=64 * 1024, shared_per_block=6 * 1024)
+    p = find_program(compile_file(next(e for e in EXAMPLES if e.endswith("stvenant.kas"))).module)
+    dags, plans = plan_program(p, 1 << 22, small, 4, 8, top=5)
+    for plan in plans:
+        for c in plan.configs:
+            assert c.model.shared_bytes() <= 6 * 1024
+    unfused = find_program(compile_file(next(e for e in EXAMPLES if e.endswith("stvenant.kas"))).module)
+    dags_big, plans_big = plan_program(unfused, 1 << 22, H100, 4, 8, top=1)
+    assert max(c.model.shared_bytes() for c in plans_big[0].configs) > 6 * 1024
+
+
+def test_an_op_too_big_for_the_device_is_named():
+    # Its smallest kernel (27 threads per element, 2 elements per block) needs 888 bytes.
+    small = DeviceProfile("small", 132, 3e12, 6e13, 3e13, shared_per_sm=64 * 1024, shared_per_block=512)
+    p = program("tensor3x3x3x3 T; tensor3x3x3 R; vector3 v; input T, v; R = ttmul411(T, v); return R;")
+    with pytest.raises(CompileError, match="no feasible kernel can run 'ttmul411' on this device"):
+        plan_program(p, 1 << 22, small, 4, 8, top=1)
+
+
+def test_linearize_is_optimal_on_small_kernels():
+    """Exhaustive check: no topological order of the calls has a lower peak than fuse-linearize's."""
+    import itertools
+
+    from irfuse.planner.search import build_model
+
+    p = find_program(compile_file(next(e for e in EXAMPLES if e.endswith("stvenant_inner.kas"))).module)
+    eliminate_dead_code(p)
+    dag = block_dag(p.body.block)
+    from irfuse.library.implementations import find_implementation
+    impls = tuple(find_implementation(dag.ops[i].op_name, "elem") for i in dag.calls)
+    model, _, _ = build_model(dag, tuple(dag.calls), impls, 8, 4)
+    best = schedule.peak_shared_words(schedule.linearize(model))
+    calls = model.calls()
+    producer = {op.result: op for op in calls}
+    loads = [op for op in model.ops if op.kind == "load"]
+    stores = {op.value: op for op in model.ops if op.kind == "store"}
+    for order in itertools.permutations(calls):
+        pos = {id(op): k for k, op in enumerate(order)}
+        if any(a in producer and pos[id(producer[a])] > pos[id(op)] for op in order for a in op.args):
+            continue
+        m = model.copy()
+        m.ops = loads + [o for op in order for o in ([op] + ([stores[op.result]] if op.result in stores else []))]
+        assert schedule.peak_shared_words(m) >= best
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_every_plan_of_the_top_10_runs_correctly_on_the_cpu(path):
+    from irfuse.pipeline import compile_program
+    from irfuse.runtime.executor import CpuDevice, Executor
+    from irfuse.runtime.reference import random_inputs, run_reference
+    from irfuse.runtime.verify import check_outputs
+    from irfuse.tools.tune import partition_pipeline
+
+    k = 0
+    while k < 10:
+        try:
+            plan, _ = compile_program(path, partition_pipeline(10, k, 8, 1 << 22, "h100", "f32"), "f32",
+                                      compile_gpu=False)
+        except CompileError as e:
+            assert "distinct plans exist" in str(e)
+            break
+        inputs = random_inputs(plan.reference_program, 97, k, np.float32)
+        got = Executor(plan, CpuDevice(plan)).run(inputs, 97).outputs
+        checks = check_outputs(got, run_reference(plan.reference_program, inputs), "f32")
+        assert all(c.ok for c in checks), (k, [c.describe() for c in checks])
+        k += 1
+    assert k >= 1
