@@ -186,7 +186,24 @@ def build_plan(module: ModuleOp, dtype: str = "f32", compile_gpu: bool = True,
                 retry = True
         if not retry:
             break
+    if cubin is not None:
+        _record_registers(module, cubin, itemsize)
     return Plan(module, dtype, source, emitted.kernels, cubin)
+
+
+def _record_registers(module: ModuleOp, cubin: CubinResult, itemsize: int) -> None:
+    from irfuse.analysis.kernel_model import model_from_kernel
+    from irfuse.dialects.fuse import KernelOp
+    from irfuse.planner.registers import record, signature
+
+    entries = {}
+    for kernel in module.ops:
+        if isinstance(kernel, KernelOp) and kernel.sym_name.data in cubin.resources:
+            regs = cubin.resources[kernel.sym_name.data].registers
+            if regs:
+                entries[signature(model_from_kernel(kernel, itemsize)[0])] = regs
+    if entries:
+        record(entries)
 
 
 def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32",

@@ -52,3 +52,15 @@ def test_batch_over_two_to_the_31_floats():
         want = 5 * a[sl].astype(np.float64)  # F = A + (A + (A + (A + A)))
         np.testing.assert_allclose(got[sl], want, rtol=1e-6)
     assert not np.isnan(got).any()
+
+
+def test_calibrate_measures_and_saves_a_profile(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from irfuse.planner.cost import load_profile
+    from irfuse.tools.calibrate import calibrate
+
+    monkeypatch.setenv("IRFUSE_PROFILE_DIR", str(tmp_path))
+    p = calibrate(Console(), save=True)
+    assert 1e11 < p.bandwidth < 1e14 and 0 < p.launch_overhead < 1e-3 and p.sms > 0
+    assert load_profile(p.name) == p  # found again by the GPU's name

@@ -33,6 +33,7 @@ from irfuse.dialects import kas
 from irfuse.library.implementations import Implementation, implementations
 from irfuse.planner.cost import DeviceProfile, KernelCost, kernel_cost
 from irfuse.planner.dag import BlockDAG, convex_groups, program_dags
+from irfuse.planner.registers import known_registers
 
 BLOCK_THREADS = (64, 128, 256)
 
@@ -167,7 +168,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         if len(out) >= keep and bound >= out[-1].cost.time:
             break  # every remaining configuration costs at least this much
         final = schedule.place_barriers(m)
-        cost = kernel_cost(final, n, profile, sizes)
+        cost = kernel_cost(final, n, profile, sizes, known_registers(final))
         out.append(Config(d, group, impls, by, final, cost, inputs, outputs, cost.time * dag.multiplier))
         out.sort(key=lambda c: c.cost.time)
         out = out[:keep]

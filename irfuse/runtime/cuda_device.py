@@ -141,18 +141,22 @@ class CudaDevice:
         return _EventTimer(self.drv)
 
     def copy_bandwidth(self, nbytes: int = 1 << 30, repeat: int = 20) -> float:
-        """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
-        a, b = self.drv.mem_alloc(nbytes), self.drv.mem_alloc(nbytes)
-        try:
-            self.drv.memset_d8(a, 1, nbytes)
-            for _ in range(3):
-                self.drv.memcpy_dtod(b, a, nbytes)
-            times = []
-            for _ in range(repeat):
-                with self.timer() as t:
-                    self.drv.memcpy_dtod(b, a, nbytes)
-                times.append(t.seconds)
-            return 2 * nbytes / float(np.median(times))
-        finally:
-            a.free()
-            b.free()
+        return measure_copy_bandwidth(self.drv, nbytes, repeat)
+
+
+def measure_copy_bandwidth(drv, nbytes: int = 1 << 30, repeat: int = 20) -> float:
+    """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
+    a, b = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+    try:
+        drv.memset_d8(a, 1, nbytes)
+        for _ in range(3):
+            drv.memcpy_dtod(b, a, nbytes)
+        times = []
+        for _ in range(repeat):
+            with _EventTimer(drv) as t:
+                drv.memcpy_dtod(b, a, nbytes)
+            times.append(t.seconds)
+        return 2 * nbytes / float(np.median(times))
+    finally:
+        a.free()
+        b.free()

@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--save-best", default=None, metavar="DIR", help="write the fastest plan as 'irfuse compile' does")
     _add_common(tune)
 
+    sub.add_parser("calibrate", help="measure the GPU present and save a device profile for the cost model")
+
     ops = sub.add_parser("ops", help="list the op library, or show one op")
     ops.add_argument("name", nargs="?")
     ops.add_argument("--library", action="append", default=[], metavar="FILE.py")
@@ -286,6 +288,13 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    from irfuse.tools.calibrate import calibrate
+
+    calibrate(console)
+    return 0
+
+
 def cmd_tune(args) -> int:
     from irfuse.tools.tune import tune
 
@@ -336,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"run": cmd_run, "compile": cmd_compile, "ops": cmd_ops, "plan": cmd_plan,
-                "tune": cmd_tune}[args.command](args)
+                "tune": cmd_tune, "calibrate": cmd_calibrate}[args.command](args)
     except CompileError as e:
         print_diagnostics(e.diagnostics)
         return 1
