@@ -126,6 +126,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--json", default="peers.json")
     ap.add_argument("--tuning-dir", default=".")
+    ap.add_argument("--reuse-tuning", default=None, metavar="DIR",
+                    help="take <workload>.tuning.json from DIR instead of tuning again")
     args = ap.parse_args(argv)
 
     import torch
@@ -150,7 +152,10 @@ def main(argv=None) -> int:
         targs = argparse.Namespace(file=path, top=args.top, max_size=8, n=args.n, repeat=30, profile=None,
                                    json=tuning_json, plot=os.path.join(args.tuning_dir, f"{wl}.tuning.png"),
                                    save_best=None, dtype="f32", pipeline=None, arch=None, library=[])
-        tune(targs, console)
+        if args.reuse_tuning and os.path.exists(os.path.join(args.reuse_tuning, f"{wl}.tuning.json")):
+            tuning_json = os.path.join(args.reuse_tuning, f"{wl}.tuning.json")
+        else:
+            tune(targs, console)
         with open(tuning_json) as f:
             tuning = json.load(f)
         plan, _ = compile_program(path, tuning["best"]["pipeline"], "f32")
