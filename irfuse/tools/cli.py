@@ -243,13 +243,17 @@ def cmd_compile(args) -> int:
 
 
 def _plan_rows(dags, plans, n):
+    from irfuse.analysis.schedule import barrier_after_every_op
+
     rows = []
     for k, p in enumerate(plans):
         kernels = []
         for c in sorted(p.configs, key=lambda c: (c.dag, c.group)):
             regs = sum(1 for v in c.model.values.values() if not v.shared)
-            kernels.append(f"[{c.describe(dags)}] ({c.model.bx},{c.model.by}) {c.model.shared_bytes()} B "
-                           f"{c.cost.registers} regs {c.model.barrier_count()} bar {regs} in regs")
+            before = barrier_after_every_op(c.model).barrier_count()
+            kernels.append(f"[{c.describe(dags)}] ({c.model.bx},{c.model.by}) {c.model.shared_bytes()} B, "
+                           f"{c.cost.registers} regs, {c.model.barrier_count()} barriers ({before} before "
+                           f"elimination), {regs}/{len(c.model.values)} values in registers")
         rows.append((k, p, kernels))
     return rows
 
@@ -278,7 +282,8 @@ def cmd_plan(args) -> int:
     elapsed = time.perf_counter() - t0
     t = Table(title=f"{args.file}: {len(plans)} best plans on {profile.name}, n = {args.n}, {args.dtype} "
                     f"(searched in {elapsed:.2f} s)")
-    for col in ("plan", escape("kernels: [ops] (bx,by) shared, registers (estimate), barriers, values in registers"),
+    for col in ("plan", escape("kernels: [ops] (bx,by) shared bytes, registers (ptxas when compiled before, else "
+                               "estimated), barriers, values in registers"),
                 "predicted", "M elem/s"):
         t.add_column(col)
     for k, p, kernels in _plan_rows(dags, plans, args.n):
