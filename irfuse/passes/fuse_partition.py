@@ -24,7 +24,7 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
 from irfuse.planner.cost import load_profile
 from irfuse.planner.dag import BlockDAG
-from irfuse.planner.search import Config, plan_program  # noqa: F401
+from irfuse.planner.search import Config, _external, plan_program  # noqa: F401
 
 
 def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelOp:
@@ -185,6 +185,8 @@ class FusePartition(ModulePass):
                 chosen = sorted((c for c in plan.configs if c.dag == d), key=lambda c: c.group)
                 names, kernels = [], []
                 for c in chosen:
+                    # Earlier blocks' rewrites renamed values this block reads: take them afresh.
+                    c.inputs, c.outputs = _external(dag, c.group)
                     opnames = [dag.ops[i].op_name for i in c.group]
                     tail = "_".join(opnames[:3]) + ("_etc" if len(opnames) > 3 else "")
                     name = f"{prefix}_k{count}_{tail}"

@@ -1,0 +1,58 @@
+"""Mutations of valid KAS source for frontend fuzzing: each returns a (possibly) broken program."""
+
+from __future__ import annotations
+
+import random
+import re
+
+MUTATIONS = ("delete_token", "swap_type", "wrong_arity", "unknown_op", "huge_number", "non_ascii",
+             "truncate", "duplicate_line", "self_cycle", "empty")
+
+
+def tokens(src: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in re.finditer(r"[A-Za-z_][A-Za-z_0-9]*|\d+|[=(),;{}]", src)]
+
+
+def mutate(src: str, rng: random.Random, kind: str | None = None) -> str:
+    kind = kind or rng.choice(MUTATIONS)
+    toks = tokens(src)
+    if kind == "delete_token" and toks:
+        a, b = rng.choice(toks)
+        return src[:a] + src[b:]
+    if kind == "swap_type":
+        types = ["scalar", "vector3", "matrix3x3", "matrix5x5", "tensor3x3x3", "vector2", "MATRIX2x2"]
+        m = list(re.finditer(r"(?im)^\s*(scalar|vector\d+|matrix\d+x\d+|tensor[\dx]+)\b", src))
+        if m:
+            x = rng.choice(m)
+            return src[:x.start(1)] + rng.choice(types) + src[x.end(1):]
+    if kind == "wrong_arity":
+        m = list(re.finditer(r"\(([A-Za-z_0-9, ]+)\)", src))
+        if m:
+            x = rng.choice(m)
+            args = x.group(1).split(",")
+            args = args[:-1] if len(args) > 1 and rng.random() < 0.5 else args + [args[0]]
+            return src[:x.start(1)] + ",".join(args) + src[x.end(1):]
+    if kind == "unknown_op":
+        m = list(re.finditer(r"=\s*([A-Za-z_0-9]+)\(", src))
+        if m:
+            x = rng.choice(m)
+            return src[:x.start(1)] + x.group(1)[:-1] + "q" + src[x.end(1):]
+    if kind == "huge_number":
+        return re.sub(r"\d+", lambda _: str(rng.choice([0, 10**30, 2**63, 999999999])), src, count=1)
+    if kind == "non_ascii":
+        i = rng.randrange(len(src) + 1)
+        return src[:i] + rng.choice(["é", "λ", "\u200b", "\x00", "💥"]) + src[i:]
+    if kind == "truncate":
+        return src[: rng.randrange(len(src) + 1)]
+    if kind == "duplicate_line":
+        lines = src.splitlines()
+        i = rng.randrange(len(lines))
+        return "\n".join(lines[: i + 1] + [lines[i]] + lines[i + 1:])
+    if kind == "self_cycle":
+        m = list(re.finditer(r"(\w+)\s*=\s*(\w+)\((\w+)", src))
+        if m:
+            x = rng.choice(m)
+            return src[:x.start(3)] + x.group(1) + src[x.end(3):]
+    if kind == "empty":
+        return rng.choice(["", " ", "\n\n", "// only a comment\n", "/* */"])
+    return src
