@@ -60,9 +60,18 @@ class HostModule:
         flags = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w"]
         key = hashlib.sha256("\0".join([source, launcher, header, cxx, *flags]).encode()).hexdigest()
         lib_path = os.path.join(cache_dir(), "host", key[:2], key + ".so")
-        if not os.path.exists(lib_path):
-            self._build(source, launcher, header, cxx, flags, lib_path)
-        self.lib = ctypes.CDLL(lib_path)
+        from irfuse.backend.nvrtc import cache_lock
+
+        with cache_lock(lib_path):
+            if not os.path.exists(lib_path):
+                self._build(source, launcher, header, cxx, flags, lib_path)
+            try:
+                self.lib = ctypes.CDLL(lib_path)
+            except OSError:
+                # A truncated or corrupt library from an interrupted run: build it again.
+                os.unlink(lib_path)
+                self._build(source, launcher, header, cxx, flags, lib_path)
+                self.lib = ctypes.CDLL(lib_path)
         self.entries = {}
         for name in self.kernels:
             fn = getattr(self.lib, f"irf_launch_{name}")

@@ -128,10 +128,18 @@ def compile_cubin(source: str, arch: str | None = None, defines: dict[str, str] 
     opts += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     key = hashlib.sha256(json.dumps([source, opts, _nvrtc_version()]).encode()).hexdigest()
     path = os.path.join(cache_dir(), "cubin", key[:2], key)
-    if use_cache:
+    if not use_cache:
+        return _compile(source, arch, opts)
+    with cache_lock(path):
         hit = _cache_read(path)
         if hit is not None:
             return hit
+        result = _compile(source, arch, opts)
+        _cache_write(path, result)
+        return result
+
+
+def _compile(source: str, arch: str, opts: list[str]) -> CubinResult:
     from cuda.bindings import nvrtc
 
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), GENERATED_NAME.encode(), 0, [], []),
@@ -151,10 +159,7 @@ def compile_cubin(source: str, arch: str | None = None, defines: dict[str, str] 
         nvrtc.nvrtcGetCUBIN(prog, cubin)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    result = CubinResult(arch, bytes(cubin), log, parse_ptxas_report(log))
-    if use_cache:
-        _cache_write(path, result)
-    return result
+    return CubinResult(arch, bytes(cubin), log, parse_ptxas_report(log))
 
 
 def _cache_read(path: str) -> CubinResult | None:
@@ -169,6 +174,30 @@ def _cache_read(path: str) -> CubinResult | None:
         return CubinResult(meta["arch"], cubin, meta["log"], res, cached=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+class cache_lock:
+    """An exclusive lock on one cache entry across processes (advisory, `fcntl.flock`):
+    the second process waits, then finds the entry the first one wrote."""
+
+    def __init__(self, path: str):
+        self.path = path + ".lock"
+
+    def __enter__(self):
+        self.fd = None
+        try:
+            import fcntl
+
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            self.fd = None  # no locking here: atomic writes still keep entries whole
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the lock
 
 
 def _atomic_write(path: str, data: bytes) -> None:

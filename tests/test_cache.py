@@ -1,0 +1,57 @@
+"""The compile caches: concurrent processes, corrupt entries."""
+
+import multiprocessing
+import os
+
+import numpy as np
+
+SRC = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }\n'
+
+
+def _compile(cache):
+    os.environ["IRFUSE_CACHE_DIR"] = cache
+    from irfuse.backend.nvrtc import compile_cubin
+
+    return compile_cubin(SRC, "sm_90").cubin
+
+
+def test_concurrent_processes_share_one_cache_entry(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        cubins = pool.map(_compile, [str(tmp_path)] * 8)
+    assert len(set(cubins)) == 1 and cubins[0][:4] == b"\x7fELF"
+    assert len(list(tmp_path.rglob("*.cubin"))) == 1
+    assert not list(tmp_path.rglob(".tmp-*"))  # no torn temporaries left behind
+
+
+HOST_SRC = """typedef float real_t;
+extern "C" __global__ void twice(const real_t* a, real_t* b, const long long n) {
+  long long i = (long long)blockIdx.x * blockDim.y + threadIdx.y; if (i < n) b[i] = 2 * a[i]; }
+"""
+
+
+def _host_module(cache):
+    os.environ["IRFUSE_CACHE_DIR"] = cache
+    from irfuse.backend.cuda_emit import KernelInfo
+    from irfuse.backend.host_compile import HostModule
+
+    return HostModule(HOST_SRC, [KernelInfo("twice", 1, 4, 0, ["a"], ["b"], [1], [1])], 4)
+
+
+def test_corrupt_host_library_is_rebuilt(tmp_path, monkeypatch):
+    # Built by another process (a library loaded here could not be overwritten safely).
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        pool.map(_build_only, [str(tmp_path)])
+    (lib,) = list(tmp_path.rglob("*.so"))
+    lib.write_bytes(b"not a shared library")  # as an interrupted copy could leave it
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path))
+    mod = _host_module(str(tmp_path))
+    a = np.arange(10, dtype=np.float32)
+    b = np.zeros(10, dtype=np.float32)
+    mod.launch("twice", [a, b], 10)
+    np.testing.assert_array_equal(b, 2 * a)
+
+
+def _build_only(cache):
+    _host_module(cache)
