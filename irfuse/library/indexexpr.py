@@ -383,16 +383,6 @@ def count_flops(trees: list[Scalar]) -> int:
     return sum(walk(t) for t in trees)
 
 
-def leaves(t: Scalar) -> set[Leaf]:
-    if isinstance(t, Leaf):
-        return {t}
-    if isinstance(t, SBin):
-        return leaves(t.lhs) | leaves(t.rhs)
-    if isinstance(t, SUn):
-        return leaves(t.arg)
-    return set()
-
-
 def eval_numpy(t: Scalar, operands: list) -> object:
     """Evaluates a tree over batched operands ((N, size) arrays); returns an (N,) array."""
     import numpy as np
@@ -418,19 +408,4 @@ def eval_numpy(t: Scalar, operands: list) -> object:
                 return np.abs(a)
             if t.fn == "rcp":
                 return 1.0 / a
-    raise ValueError(f"unexpected node {t!r}")
-
-
-def to_c(t: Scalar, operand_expr, real: str = "real_t") -> str:
-    """C expression for a tree; ``operand_expr(k, off)`` spells one operand entry."""
-    if isinstance(t, Leaf):
-        return operand_expr(t.operand, t.offset)
-    if isinstance(t, Const):
-        return f"({real})({t.value!r})"
-    if isinstance(t, SBin):
-        return f"({to_c(t.lhs, operand_expr, real)} {t.op} {to_c(t.rhs, operand_expr, real)})"
-    if isinstance(t, SUn):
-        a = to_c(t.arg, operand_expr, real)
-        return {"neg": f"(-{a})", "sqrt": f"sqrt({a})", "abs": f"fabs({a})",
-                "rcp": f"(({real})1 / {a})"}[t.fn]
     raise ValueError(f"unexpected node {t!r}")
