@@ -3,8 +3,9 @@
 An elementary op is defined once, e.g. ``C[i,j] = sum(k) A[i,k]*B[k,j]``.
 Index ranges come from the operand shapes.  ``expand`` unrolls the
 definition into one scalar expression tree per output entry whose leaves
-are ``Leaf(operand, flat_offset)``; the NumPy reference, the flop count and
-the CUDA code are all read off those trees, so they cannot disagree.
+are ``Leaf(operand, flat_offset)``; the NumPy reference and the flop count
+are read off those trees, and the CUDA implementations unroll the same parsed
+definition with some indices bound to thread coordinates (`implementations`).
 
 Grammar::
 
