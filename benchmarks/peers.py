@@ -126,6 +126,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--json", default="peers.json")
     ap.add_argument("--tuning-dir", default=".")
+    ap.add_argument("--no-tune", action="store_true",
+                    help="time irfuse's default plan (the planner's prediction) instead of the tuned best")
     ap.add_argument("--reuse-tuning", default=None, metavar="DIR",
                     help="take <workload>.tuning.json from DIR instead of tuning again")
     args = ap.parse_args(argv)
@@ -152,13 +154,18 @@ def main(argv=None) -> int:
         targs = argparse.Namespace(file=path, top=args.top, max_size=8, n=args.n, repeat=30, profile=None,
                                    json=tuning_json, plot=os.path.join(args.tuning_dir, f"{wl}.tuning.png"),
                                    save_best=None, dtype="f32", pipeline=None, arch=None, library=[])
-        if args.reuse_tuning and os.path.exists(os.path.join(args.reuse_tuning, f"{wl}.tuning.json")):
-            tuning_json = os.path.join(args.reuse_tuning, f"{wl}.tuning.json")
+        if args.no_tune:
+            tuning = {"spearman": float("nan"), "predicted_best_gap": float("nan"),
+                      "best": {"pipeline": None, "groups": ["(default plan)"]}}
         else:
-            tune(targs, console)
-        with open(tuning_json) as f:
-            tuning = json.load(f)
+            if args.reuse_tuning and os.path.exists(os.path.join(args.reuse_tuning, f"{wl}.tuning.json")):
+                tuning_json = os.path.join(args.reuse_tuning, f"{wl}.tuning.json")
+            else:
+                tune(targs, console)
+            with open(tuning_json) as f:
+                tuning = json.load(f)
         plan, _ = compile_program(path, tuning["best"]["pipeline"], "f32")
+        tuning["best"]["groups"] = [k.name for k in plan.kernels] if args.no_tune else tuning["best"]["groups"]
         prog = plan.reference_program
         inputs = random_inputs(prog, args.n, 1, np.float32)
         nbytes = 4 * args.n * (sum(t.size for t in prog.input_types()) + sum(t.size for t in prog.output_types()))
