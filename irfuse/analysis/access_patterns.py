@@ -82,6 +82,12 @@ class AccessPattern:
     def text(self) -> str:
         return f'"{self.start}", {self.block}, {self.stride}, {self.count}, {int(self.noreg)}'
 
+    def attr(self):
+        """As the `#fuse.ap` attribute."""
+        from irfuse.dialects.fuse import AccessPatternAttr
+
+        return AccessPatternAttr(self.start, self.block, self.stride, self.count, self.noreg)
+
     def start_of(self, tx: int, ty: int, bx: int, by: int) -> int:
         return compile_start(self.start)(tx, ty, bx, by)
 

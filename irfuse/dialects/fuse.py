@@ -104,6 +104,51 @@ def parse_place(parser: AttrParser) -> PlaceAttr:
     return PlaceAttr(space.data, off.data)  # type: ignore[attr-defined]
 
 
+@irdl_attr_definition
+class AccessPatternAttr(ParametrizedAttribute):
+    """`#fuse.ap<"start", block, stride, count, noreg>`: the words each thread touches
+    (see `irfuse.analysis.access_patterns`); implementations carry one per operand and result."""
+
+    name = "fuse.ap"
+    start: StringAttr
+    block: IntAttr
+    stride: IntAttr
+    count: IntAttr
+    noreg: IntAttr
+
+    def __init__(self, start: str, block: int, stride: int, count: int, noreg: bool = False):
+        super().__init__(StringAttr(start), IntAttr(block), IntAttr(stride), IntAttr(count), IntAttr(int(noreg)))
+
+    def pattern(self):
+        from irfuse.analysis.access_patterns import AccessPattern
+
+        return AccessPattern(self.start.data, self.block.data, self.stride.data, self.count.data,
+                             bool(self.noreg.data))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.pattern().text()}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            start = parser.parse_str_literal()
+            nums = []
+            for _ in range(4):
+                parser.parse_punctuation(",")
+                nums.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
+        return [StringAttr(start), *(IntAttr(n) for n in nums)]
+
+    def verify(self) -> None:
+        from irfuse.analysis.access_patterns import APError
+
+        try:
+            self.pattern()
+        except APError as e:
+            raise VerifyException(str(e)) from None
+        if self.noreg.data not in (0, 1):
+            raise VerifyException("noreg must be 0 or 1")
+
+
 class OnChipOp(IRDLOperation):
     """An op whose single result lives on chip at `place`."""
 
@@ -359,5 +404,5 @@ class LaunchOp(IRDLOperation):
 Fuse = Dialect(
     "fuse",
     [KernelOp, LoadOp, CallOp, StoreOp, BarrierOp, LaunchOp],
-    [PlaceAttr],
+    [PlaceAttr, AccessPatternAttr],
 )
