@@ -40,7 +40,7 @@ class KasType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must define its shape")  # every concrete type does
 
     @property
     def size(self) -> int:

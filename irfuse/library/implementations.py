@@ -201,7 +201,7 @@ class Implementation:
         return f"{self.function_name}_{variant}"
 
     def device_source(self, variant: str | None = None) -> str:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must generate its device source")  # both kinds below do
 
 
 def _variant_check(impl: Implementation, variant: str) -> None:
