@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, check_top_plans_on_cpu
 from irfuse.analysis import schedule
 from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_file, compile_source
@@ -135,23 +135,4 @@ def test_linearize_is_optimal_on_small_kernels():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
 def test_every_plan_of_the_top_10_runs_correctly_on_the_cpu(path):
-    from irfuse.pipeline import compile_program
-    from irfuse.runtime.executor import CpuDevice, Executor
-    from irfuse.runtime.reference import random_inputs, run_reference
-    from irfuse.runtime.verify import check_outputs
-    from irfuse.tools.tune import partition_pipeline
-
-    k = 0
-    while k < 10:
-        try:
-            plan, _ = compile_program(path, partition_pipeline(10, k, 8, 1 << 22, "h100", "f32"), "f32",
-                                      compile_gpu=False)
-        except CompileError as e:
-            assert "distinct plans exist" in str(e)
-            break
-        inputs = random_inputs(plan.reference_program, 97, k, np.float32)
-        got = Executor(plan, CpuDevice(plan)).run(inputs, 97).outputs
-        checks = check_outputs(got, run_reference(plan.reference_program, inputs), "f32")
-        assert all(c.ok for c in checks), (k, [c.describe() for c in checks])
-        k += 1
-    assert k >= 1
+    assert check_top_plans_on_cpu(path, 10, "f32", 97) >= 1
