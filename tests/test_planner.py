@@ -2,7 +2,6 @@
 
 import os
 
-import numpy as np
 import pytest
 
 from conftest import EXAMPLES, check_top_plans_on_cpu
