@@ -32,23 +32,9 @@ requires_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU wit
 
 
 def check_top_plans_on_cpu(path: str, top: int, dtype: str, n: int, seed: int = 0) -> int:
-    """Runs plan 0..top-1 of the search on the CPU against the reference; returns how many exist."""
-    from irfuse.diagnostics import CompileError
-    from irfuse.pipeline import compile_program
-    from irfuse.runtime.executor import CpuDevice, Executor
-    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
-    from irfuse.runtime.verify import check_outputs
-    from irfuse.tools.tune import partition_pipeline
+    """Runs plan 0..top-1 of the search on the CPU against the reference; returns how many ran."""
+    from irfuse.testing.differential import Budget, check_plans
 
-    for k in range(top):
-        try:
-            plan, _ = compile_program(path, partition_pipeline(top, k, 8, 1 << 22, "h100", dtype), dtype,
-                                      compile_gpu=False)
-        except CompileError as e:
-            assert "distinct plans exist" in str(e)
-            return k
-        inputs = random_inputs(plan.reference_program, n, seed + k, DTYPES[dtype])
-        got = Executor(plan, CpuDevice(plan)).run(inputs, n).outputs
-        checks = check_outputs(got, run_reference(plan.reference_program, inputs), dtype)
-        assert all(c.ok for c in checks), (path, k, [c.describe() for c in checks])
-    return top
+    out = check_plans(path, Budget(top=top, dtype=dtype, n=n, seed=seed))
+    assert out.ok, (path, out.failure, out.detail)
+    return out.plans

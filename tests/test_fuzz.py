@@ -4,29 +4,19 @@ with the reference through several plans on the CPU. `IRFUSE_FUZZ_LONG=1` runs m
 import glob
 import os
 import random
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from conftest import ROOT, check_top_plans_on_cpu
-from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_source
-from irfuse.testing.mutations import MUTATIONS, mutate
+from irfuse.testing.mutations import MUTATIONS, check_frontend, check_ir, mutate, mutate_ir
 from irfuse.testing.random_programs import random_program
 
 LONG = os.environ.get("IRFUSE_FUZZ_LONG") == "1"
 SOURCES = [open(p).read() for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))]
-
-
-def check_frontend(src: str) -> None:
-    try:
-        compile_source(src, "fuzz.kas")
-    except CompileError as e:
-        for d in e.diagnostics:
-            assert d.file == "fuzz.kas" and d.line >= 1 and d.col >= 1, d.render()
-            assert d.message
 
 
 @settings(max_examples=3000 if LONG else 300, deadline=2000, suppress_health_check=list(HealthCheck))
@@ -48,16 +38,10 @@ def test_arbitrary_text_never_crashes_the_frontend(text):
 @settings(max_examples=1000 if LONG else 100, deadline=3000, suppress_health_check=list(HealthCheck))
 @given(st.integers(0, 2**32), st.integers(0, 5))
 def test_mutated_ir_gets_parse_or_verifier_errors(seed, which):
-    from irfuse.pipeline import module_text, parse_module
+    from irfuse.pipeline import module_text
 
-    rng = random.Random(seed)
     text = module_text(compile_source(SOURCES[which % len(SOURCES)], "x.kas").module)
-    i, j = sorted(rng.randrange(len(text)) for _ in range(2))
-    broken = text[:i] + rng.choice(["", "%", "!kas.matrix<3>", "}", "kas.call @nope(", "0x"]) + text[j:]
-    try:
-        parse_module(broken).verify()
-    except (ParseError, DiagnosticException):
-        pass
+    check_ir(mutate_ir(text, random.Random(seed)))
 
 
 @pytest.mark.parametrize("seed", range(40 if LONG else 4))
@@ -67,3 +51,37 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     with open(path, "w") as f:
         f.write(src)
     assert check_top_plans_on_cpu(path, 3, "f64", 37, seed) >= 1, src
+
+
+REGRESSIONS = sorted(glob.glob(os.path.join(ROOT, "tests", "regressions", "*.kas")))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=os.path.basename)
+def test_shrunk_findings_stay_fixed(path):
+    """Programs that once failed (shrunk by `irfuse.testing.differential.shrink`) run on every plan."""
+    assert check_top_plans_on_cpu(path, 3, "f64", 37) >= 1
+
+
+def test_shrink_keeps_only_what_the_failure_needs():
+    """A stand-in fault (an `mmul33` that reads the result of an `mtrans33`) planted in a random
+    program of 14 statements: the shrinker must end at exactly the two statements that show it."""
+    from irfuse.testing.differential import shrink
+
+    lines = random_program(5, 14).splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith("input "))
+    lines[i] = lines[i].replace(";", ", q0;")
+    lines[i + 1:i + 1] = ["q1 = mtrans33(q0);", "q2 = mmul33(q1, q1);"]
+    lines.insert(i, "matrix3x3 q0, q1, q2;")
+    ret = next(k for k, line in enumerate(lines) if line.startswith("return "))
+    lines[ret] = lines[ret].replace("return ", "return q2, ")
+    big = "\n".join(lines) + "\n"
+
+    def fails(text: str) -> bool:
+        return check_frontend(text) and bool(re.search(r"(\w+) = mtrans33\(\w+\);(?:.|\n)*= mmul33\(\1, ", text))
+
+    assert fails(big) and big.count(" = ") >= 16
+    small = shrink(big, fails)
+    statements = [line for line in small.splitlines() if " = " in line]
+    assert len(statements) == 2, small
+    assert "mtrans33" in statements[0] and "mmul33" in statements[1]
+    assert "loop" not in small and small.count("input") == 1

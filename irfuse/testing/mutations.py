@@ -56,3 +56,42 @@ def mutate(src: str, rng: random.Random, kind: str | None = None) -> str:
     if kind == "empty":
         return rng.choice(["", " ", "\n\n", "// only a comment\n", "/* */"])
     return src
+
+
+def check_frontend(src: str, filename: str = "fuzz.kas") -> bool:
+    """The frontend's contract on any text: compiles (True) or raises `CompileError` whose every
+    diagnostic names the file, a line and a column (False). Anything else raises."""
+    from irfuse.diagnostics import CompileError
+    from irfuse.frontend.irgen import compile_source
+
+    try:
+        compile_source(src, filename)
+        return True
+    except CompileError as e:
+        for d in e.diagnostics:
+            if not (d.file == filename and d.line >= 1 and d.col >= 1 and d.message):
+                raise AssertionError(f"diagnostic without a position: {d.render()}") from e
+        return False
+
+
+IR_DAMAGE = ("", "%", "!kas.matrix<3>", "}", "kas.call @nope(", "0x")
+
+
+def mutate_ir(text: str, rng: random.Random) -> str:
+    """Cuts a random span out of printed IR and puts a random fragment in its place."""
+    i, j = sorted(rng.randrange(len(text)) for _ in range(2))
+    return text[:i] + rng.choice(IR_DAMAGE) + text[j:]
+
+
+def check_ir(text: str) -> bool:
+    """Printed IR, possibly broken, parses and verifies (True) or gets a parse or verifier
+    diagnostic (False). Anything else raises."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    from irfuse.pipeline import parse_module
+
+    try:
+        parse_module(text).verify()
+        return True
+    except (ParseError, DiagnosticException):
+        return False

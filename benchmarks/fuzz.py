@@ -1,0 +1,215 @@
+"""Robustness, long mode: thousands of fuzzed inputs and random programs, in parallel.
+
+    python benchmarks/fuzz.py [--fuzz-cases 10000] [--programs 1000] [--plans 3] [--jobs 2]
+                              [--first-seed 0] [--keep tests/regressions] [--json fuzz.json]
+
+Fuzz cases (split evenly between the three kinds, each case with its own seed):
+  mutated   an example mutated 1-3 times (deleted tokens, swapped types, wrong arity, unknown
+            ops, huge numbers, non-ASCII, truncation, duplicated lines, self cycles, empty
+            files): it compiles, or every diagnostic names file, line and column;
+  text      random text over KAS's own tokens and arbitrary characters: the same contract;
+  ir        an example's printed IR with a span replaced by a damaging fragment: it parses and
+            verifies, or gets a parse or verifier diagnostic.
+Each case must finish in 10 s (a hang counts as a finding). Random programs (3 to 20
+statements, chains, diamonds, fan-out, several outputs, reassignment, loops; float64 and
+float32 in turn, batch sizes 1, 37 and 97) run on the CPU through their `--plans` best plans
+and are compared with the NumPy reference. A failing program is shrunk to a minimal one,
+which is written under `--keep` (a test runs every program there) and listed in the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import glob
+import json
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KINDS = ("mutated", "text", "ir")
+CASE_SECONDS = 10
+ALPHABET = list("abcdefxyz0123456789_ =(),;{}\n\t/*") + ["loop", "input", "return", "scalar", "vector3",
+                                                        "matrix3x3", "tensor3x3x3", "mmul33(", "é", "\x00", "💥"]
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise _Hang()
+
+
+def _examples() -> list[str]:
+    return [open(p).read() for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))]
+
+
+def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
+    """Runs one chunk of fuzz cases; returns counts and the findings (crashes, hangs)."""
+    from irfuse.frontend.irgen import compile_source
+    from irfuse.pipeline import module_text
+    from irfuse.testing.mutations import MUTATIONS, check_frontend, check_ir, mutate, mutate_ir
+
+    sources = _examples()
+    irs = [module_text(compile_source(s, "x.kas").module) for s in sources] if kind == "ir" else []
+    signal.signal(signal.SIGALRM, _alarm)
+    out = {"cases": 0, "accepted": 0, "diagnosed": 0, "findings": []}
+    for seed in seeds:
+        rng = random.Random(seed)
+        if kind == "mutated":
+            text = rng.choice(sources)
+            for _ in range(rng.randint(1, 3)):
+                text = mutate(text, rng, rng.choice(MUTATIONS))
+        elif kind == "text":
+            text = "".join(rng.choice(ALPHABET) if rng.random() < 0.8 else chr(rng.randrange(1, 0x2FFFF))
+                           for _ in range(rng.randint(0, 200)))
+            text = text.encode("utf-8", "replace").decode("utf-8", "replace")
+        else:
+            text = mutate_ir(rng.choice(irs), rng)
+        signal.alarm(CASE_SECONDS)
+        try:
+            ok = check_frontend(text) if kind != "ir" else check_ir(text)
+            out["accepted" if ok else "diagnosed"] += 1
+        except _Hang:
+            out["findings"].append({"kind": kind, "seed": seed, "failure": "hang", "input": text})
+        except BaseException as e:  # noqa: BLE001 - every escape is the finding being looked for
+            out["findings"].append({"kind": kind, "seed": seed, "failure": type(e).__name__,
+                                    "detail": traceback.format_exc()[-2000:], "input": text})
+        finally:
+            signal.alarm(0)
+        out["cases"] += 1
+    return out
+
+
+def program_case(seed: int, plans: int, keep: str | None) -> dict:
+    """One random program through its best plans on the CPU; a failure is shrunk and kept."""
+    from irfuse.testing.differential import Budget, check_source, shrink_failure
+    from irfuse.testing.random_programs import random_program
+
+    rng = random.Random(seed)
+    calls = rng.randint(3, 20)
+    src = random_program(seed, calls)
+    budget = Budget(top=plans, dtype="f64" if seed % 2 == 0 else "f32", n=rng.choice([1, 37, 97]), seed=seed)
+    t0 = time.perf_counter()
+    outcome = check_source(src, budget)
+    row = {"seed": seed, "calls": calls, "dtype": budget.dtype, "n": budget.n, "plans": outcome.plans,
+           "seconds": time.perf_counter() - t0, "failure": outcome.failure}
+    if outcome.invalid:
+        row["failure"] = "generator produced an invalid program"
+        row["detail"] = outcome.detail
+    elif not outcome.ok:
+        small, again = shrink_failure(src, budget)
+        row.update(detail=outcome.detail[-3000:], program=src, shrunk=small, shrunk_detail=again.detail[-3000:])
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            path = os.path.join(keep, f"random_seed{seed}_{outcome.failure.lower()}.kas")
+            header = [f"// Found by benchmarks/fuzz.py: random program seed {seed}, {budget.dtype}, n = {budget.n},",
+                      f"// failure: {outcome.failure} ({outcome.detail.splitlines()[0][:150] if outcome.detail else ''}).",
+                      "// Shrunk from the program below it; kept as a regression test."]
+            with open(path, "w") as f:
+                f.write("\n".join(header) + "\n" + small)
+            row["kept"] = os.path.relpath(path, ROOT)
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fuzz-cases", type=int, default=10000)
+    ap.add_argument("--programs", type=int, default=1000)
+    ap.add_argument("--plans", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--keep", default=os.path.join(ROOT, "tests", "regressions"))
+    ap.add_argument("--json", default="fuzz.json")
+    args = ap.parse_args(argv)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    console = Console()
+    os.environ.setdefault("IRFUSE_CACHE_DIR", os.path.join(ROOT, ".fuzz-cache"))
+    fuzz = {k: {"cases": 0, "accepted": 0, "diagnosed": 0, "findings": []} for k in KINDS}
+    programs: list[dict] = []
+    t0 = time.perf_counter()
+    per_kind = args.fuzz_cases // len(KINDS)
+    chunks = [(k, list(range(args.first_seed + s, args.first_seed + min(s + 250, per_kind))))
+              for k in KINDS for s in range(0, per_kind, 250)]
+    todo = list(range(args.first_seed, args.first_seed + args.programs))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console) as bar:
+        t_fuzz = bar.add_task("fuzz cases", total=per_kind * len(KINDS))
+        t_prog = bar.add_task("random programs", total=len(todo))
+        retries: dict = {}
+        while chunks or todo:
+            # A worker killed by a crash in generated code breaks the pool: the cases in flight
+            # are recorded as findings and the rest go on in a fresh pool.
+            with cf.ProcessPoolExecutor(args.jobs) as pool:
+                futures = {pool.submit(fuzz_chunk, k, seeds): ("fuzz", (k, seeds)) for k, seeds in chunks}
+                futures.update({pool.submit(program_case, s, args.plans, args.keep): ("program", s) for s in todo})
+                chunks, todo = [], []
+                unfinished = []
+                for fut in cf.as_completed(futures):
+                    what, key = futures[fut]
+                    try:
+                        res = fut.result()
+                    except cf.process.BrokenProcessPool:
+                        unfinished.append((what, key))
+                        continue
+                    if what == "fuzz":
+                        acc = fuzz[key[0]]
+                        for f in ("cases", "accepted", "diagnosed"):
+                            acc[f] += res[f]
+                        acc["findings"] += res["findings"]
+                        bar.advance(t_fuzz, res["cases"])
+                    else:
+                        programs.append(res)
+                        bar.advance(t_prog)
+                        if res.get("failure"):
+                            console.print(f"[red]program seed {res['seed']}: {res['failure']}[/red] "
+                                          f"{res.get('kept', '')}")
+                for what, key in unfinished:
+                    retries[key if what == "program" else (key[0], key[1][0])] = tries = \
+                        retries.get(key if what == "program" else (key[0], key[1][0]), 0) + 1
+                    if tries <= 2:  # the process that died took its case with it: run again
+                        (todo if what == "program" else chunks).append(key)
+                    elif what == "program":
+                        programs.append({"seed": key, "failure": "worker process died (crash in generated code)"})
+                        bar.advance(t_prog)
+                    else:
+                        fuzz[key[0]]["findings"].append({"kind": key[0], "seed": key[1][0],
+                                                         "failure": "worker process died"})
+    elapsed = time.perf_counter() - t0
+    ok_programs = [p for p in programs if not p.get("failure")]
+    summary = {
+        "date": time.strftime("%Y-%m-%d"),
+        "command": " ".join([os.path.relpath(sys.argv[0], ROOT), *(argv if argv is not None else sys.argv[1:])]),
+        "cores": os.cpu_count(), "jobs": args.jobs, "seconds": elapsed,
+        "fuzz": {k: {f: (v[f] if f != "findings" else len(v[f])) for f in v} for k, v in fuzz.items()},
+        "fuzz_findings": [f for v in fuzz.values() for f in v["findings"]],
+        "programs": {"run": len(programs), "passed": len(ok_programs),
+                     "plans_run": sum(p.get("plans", 0) for p in programs),
+                     "statements": sum(p.get("calls", 0) for p in programs),
+                     "failures": [p for p in programs if p.get("failure")]},
+    }
+    t = Table(title=f"robustness long mode: {elapsed / 60:.1f} min, {args.jobs} jobs")
+    for c in ("what", "cases", "accepted", "diagnosed", "findings"):
+        t.add_column(c, justify="right" if c != "what" else "left")
+    for k, v in fuzz.items():
+        t.add_row(f"fuzz: {k}", str(v["cases"]), str(v["accepted"]), str(v["diagnosed"]), str(len(v["findings"])))
+    t.add_row(f"random programs ({summary['programs']['plans_run']} plans run)", str(len(programs)),
+              str(len(ok_programs)), "-", str(len(programs) - len(ok_programs)))
+    console.print(t)
+    with open(args.json, "w") as f:
+        json.dump(summary, f, indent=1)
+    console.print(f"wrote {args.json}")
+    return 0 if not summary["fuzz_findings"] and len(ok_programs) == len(programs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

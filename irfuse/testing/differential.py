@@ -1,0 +1,230 @@
+"""Differential testing: a program through several of its best plans on the CPU against the
+NumPy reference, and shrinking of a failing program to a minimal one.
+
+`check_plans` is the oracle of the random-program tests and of `benchmarks/fuzz.py`;
+`shrink` reduces a failing program statement by statement while it keeps failing the same
+way, so the regression test kept for it shows only what matters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Outcome:
+    """What happened to one program: `plans` plans ran and agreed, or `failure` says how not."""
+
+    plans: int = 0
+    failure: str | None = None  # a kind: "mismatch", "frontend", or an exception's type name
+    detail: str = ""
+    invalid: bool = False  # the frontend refused the program: not a finding, the input was bad
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def signature(self) -> str:
+        return "invalid" if self.invalid else (self.failure or "ok")
+
+
+@dataclass
+class Budget:
+    """Which plans and data a program is checked on."""
+
+    top: int = 3
+    dtype: str = "f64"
+    n: int = 37
+    seed: int = 0
+    profile: str = "h100"
+    max_size: int = 8
+    extra: dict = field(default_factory=dict)
+
+
+def check_plans(path: str, budget: Budget) -> Outcome:
+    """Runs plan 0..top-1 of the search on the CPU; compares every output with the reference."""
+    from irfuse.diagnostics import CompileError
+    from irfuse.frontend.irgen import compile_file
+    from irfuse.pipeline import compile_program
+    from irfuse.runtime.executor import CpuDevice, Executor
+    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
+    from irfuse.runtime.verify import check_outputs
+    from irfuse.tools.tune import partition_pipeline
+
+    try:
+        compile_file(path)
+    except CompileError as e:
+        return Outcome(failure="frontend", detail=str(e), invalid=True)
+    out = Outcome()
+    for k in range(budget.top):
+        pipeline = partition_pipeline(budget.top, k, budget.max_size, 1 << 22, budget.profile, budget.dtype)
+        try:
+            plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=False)
+        except CompileError as e:
+            if "distinct plans exist" in str(e) and k > 0:
+                return out
+            return Outcome(out.plans, "CompileError", f"plan {k}: {e}")
+        except Exception as e:  # a crash of the compiler is a finding, reported with its trace
+            return Outcome(out.plans, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
+        try:
+            inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k, DTYPES[budget.dtype])
+            got = Executor(plan, CpuDevice(plan)).run(inputs, budget.n).outputs
+            want = run_reference(plan.reference_program, inputs)
+        except Exception as e:
+            return Outcome(out.plans, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
+        bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
+        if bad:
+            return Outcome(out.plans, "mismatch", f"plan {k}: " + "; ".join(bad))
+        out.plans += 1
+    return out
+
+
+def check_source(src: str, budget: Budget, directory: str | None = None) -> Outcome:
+    with tempfile.NamedTemporaryFile("w", suffix=".kas", dir=directory, delete=False) as f:
+        f.write(src)
+    try:
+        return check_plans(f.name, budget)
+    finally:
+        os.unlink(f.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shrinking
+
+
+_DECL = re.compile(r"^\s*([A-Za-z_]\w*)\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*;\s*$")
+_INPUT = re.compile(r"^\s*input\s+(.*);\s*$")
+_RETURN = re.compile(r"^\s*return\s+(.*);\s*$")
+_STMT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*\w+\((.*)\)\s*;\s*$")
+_LOOP = re.compile(r"^\s*loop\s+\d+\s*\{\s*$")
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _types(lines: list[str]) -> dict[str, str]:
+    types = {}
+    for line in lines:
+        m = _DECL.match(line)
+        if m and m.group(1) not in ("input", "return"):
+            for v in _names(m.group(2)):
+                types[v] = m.group(1)
+    return types
+
+
+def _replace_uses(lines: list[str], start: int, old: str, new: str) -> list[str]:
+    """Uses of `old` from line `start` on read `new` instead (arguments and outputs only)."""
+    out = lines[:start]
+    for line in lines[start:]:
+        s, r = _STMT.match(line), _RETURN.match(line)
+        if s:
+            args = ", ".join(new if a == old else a for a in _names(s.group(2)))
+            line = line[: s.start(2)] + args + line[s.end(2):]
+        elif r:
+            line = line[: r.start(1)] + ", ".join(new if a == old else a for a in _names(r.group(1))) + line[r.end(1):]
+        out.append(line)
+    return out
+
+
+def _candidates(src: str):
+    """Smaller variants of a program, most aggressive first."""
+    lines = src.splitlines()
+    types = _types(lines)
+    inputs = next((_names(m.group(1)) for m in map(_INPUT.match, lines) if m), [])
+    for i, line in enumerate(lines):  # unwrap a loop
+        if _LOOP.match(line):
+            depth = 0
+            for j in range(i, len(lines)):
+                depth += lines[j].count("{") - lines[j].count("}")
+                if depth == 0:
+                    yield lines[:i] + lines[i + 1: j] + lines[j + 1:]
+                    break
+    for i, line in enumerate(lines):  # drop a statement, its readers reading an input instead
+        m = _STMT.match(line)
+        if not m:
+            continue
+        rest = lines[:i] + lines[i + 1:]
+        yield rest
+        target = m.group(1)
+        for k, other in enumerate(rest):  # ... and no longer returned
+            r = _RETURN.match(other)
+            if r and target in _names(r.group(1)) and len(_names(r.group(1))) > 1:
+                kept = ", ".join(x for x in _names(r.group(1)) if x != target)
+                yield rest[:k] + [f"return {kept};"] + rest[k + 1:]
+        same = [v for v in inputs if types.get(v) == types.get(m.group(1))]
+        if same:
+            yield _replace_uses(lines[:i] + lines[i + 1:], i, m.group(1), same[0])
+    for i, line in enumerate(lines):  # drop an output, or read an input as an argument
+        r = _RETURN.match(line)
+        if r and len(_names(r.group(1))) > 1:
+            outs = _names(r.group(1))
+            for o in outs:
+                yield lines[:i] + [f"return {', '.join(x for x in outs if x != o)};"] + lines[i + 1:]
+        m = _STMT.match(line)
+        if m:
+            args = _names(m.group(2))
+            for a, arg in enumerate(args):
+                for v in inputs:
+                    if v != arg and types.get(v) == types.get(arg):
+                        new = args[:a] + [v] + args[a + 1:]
+                        yield lines[:i] + [line[: m.start(2)] + ", ".join(new) + line[m.end(2):]] + lines[i + 1:]
+                        break
+
+
+def _tidy(src: str) -> str:
+    """Removes inputs and declarations nothing reads any more."""
+    lines = src.splitlines()
+    used = set()
+    for line in lines:
+        for m in (_STMT.match(line), _RETURN.match(line)):
+            if m:
+                used.update(re.findall(r"[A-Za-z_]\w*", m.group(2) if m.re is _STMT else m.group(1)))
+                if m.re is _STMT:
+                    used.add(m.group(1))
+    out = []
+    for line in lines:
+        m, d = _INPUT.match(line), _DECL.match(line)
+        if m:
+            keep = [v for v in _names(m.group(1)) if v in used]
+            line = f"input {', '.join(keep)};" if keep else ""
+        elif d and d.group(1) not in ("input", "return"):
+            keep = [v for v in _names(d.group(2)) if v in used]
+            line = f"{d.group(1)} {', '.join(keep)};" if keep else ""
+        if line != "":
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def shrink(src: str, fails: Callable[[str], bool], max_steps: int = 2000) -> str:
+    """Greedy reduction: takes the first smaller variant that still `fails`, until none does."""
+    current = src
+    steps = 0
+    progress = True
+    while progress and steps < max_steps:
+        progress = False
+        for cand in _candidates(current):
+            text = "\n".join(cand) + "\n"
+            steps += 1
+            if text != current and fails(text):
+                current = text
+                progress = True
+                break
+            if steps >= max_steps:
+                break
+    tidy = _tidy(current)
+    return tidy if tidy != current and fails(tidy) else current
+
+
+def shrink_failure(src: str, budget: Budget, directory: str | None = None) -> tuple[str, Outcome]:
+    """Shrinks a program that fails `check_plans`, keeping the kind of failure it shows."""
+    first = check_source(src, budget, directory)
+    if first.ok or first.invalid:
+        return src, first
+    small = shrink(src, lambda s: check_source(s, budget, directory).signature() == first.signature())
+    return small, check_source(small, budget, directory)
