@@ -54,7 +54,7 @@ def parse_module(text: str, name: str = "<plan>") -> ModuleOp:
 
 
 def run_pipeline(module: ModuleOp, pipeline: str, dtype: str | None = None) -> ModuleOp:
-    """Applies a pass pipeline; `dtype` becomes fuse-partition's when the pipeline does not set one."""
+    """Applies a pass pipeline; `dtype` becomes every pass's that has one and does not set it."""
     from xdsl.utils.arg_spec import parse_pipeline
 
     from irfuse.tools.opt import strip_module_anchor
@@ -69,8 +69,8 @@ def run_pipeline(module: ModuleOp, pipeline: str, dtype: str | None = None) -> M
         for spec in specs:
             cls = factories[spec.name]()
             p = cls.from_spec(spec)
-            if dtype and spec.name == "fuse-partition" and "dtype" not in spec.parameters:
-                p = dataclasses.replace(p, dtype=dtype)
+            if dtype and hasattr(p, "dtype") and "dtype" not in spec.parameters:
+                p = dataclasses.replace(p, dtype=dtype)  # passes that count bytes use the run's type
             passes.append(p)
         pp = PassPipeline(tuple(passes))
     except Exception as e:  # the spec parser raises several kinds

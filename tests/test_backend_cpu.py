@@ -47,6 +47,18 @@ def test_example_matches_reference_f64(path):
         assert got[name].dtype == np.float64
 
 
+@pytest.mark.parametrize("variant", ["fuse-promote-registers{inputs=true outputs=true}",
+                                     "fuse-allocate-shared{pad-banks=false}"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_example_matches_reference_through_pass_variants(path, variant):
+    """The non-default pass options emit correct kernels too (loads and stores from registers;
+    unpadded shared values)."""
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    name = variant.split("{")[0]
+    run_and_check(path, "f32", 97, DEFAULT_PIPELINE.replace(name, variant, 1))
+
+
 @pytest.mark.parametrize("n", [63, 64, 65, 129])
 def test_tail_blocks(n):
     # by=64: exactly one block, one element short, one over, two blocks and one element.

@@ -16,7 +16,8 @@ from irfuse.library.implementations import Implementation, find_implementation
 
 @dataclass
 class MValue:
-    """One on-chip value: `size` words per element; `shared` place at `offset`, else registers."""
+    """One on-chip value: `size` words per element; `shared` place at `offset` with elements
+    `pitch` words apart (0: `size`, no padding), else registers."""
 
     id: int
     size: int
@@ -25,6 +26,11 @@ class MValue:
     offset: int = 0
     stored: bool = False  # written to a kernel output
     is_input: bool = False  # loaded from a kernel input
+    pitch: int = 0
+
+    @property
+    def span(self) -> int:
+        return self.pitch or self.size
 
 
 @dataclass
@@ -70,7 +76,7 @@ class KernelModel:
         top = 0
         for v in self.values.values():
             if v.shared:
-                top = max(top, v.offset + self.by * v.size)
+                top = max(top, v.offset + self.by * v.span)
         return top
 
     def shared_bytes(self) -> int:
@@ -105,7 +111,7 @@ def model_from_kernel(kernel, itemsize: int = 4) -> tuple[KernelModel, dict]:
             owner = v.owner
             place = owner.get_place()
             values[ids[v]] = MValue(ids[v], v.type.size, v.name_hint or "", place.is_shared, place.offset.data,
-                                    is_input=isinstance(owner, fuse.LoadOp))
+                                    is_input=isinstance(owner, fuse.LoadOp), pitch=place.pitch.data)
         return ids[v]
 
     for op in kernel.body.block.ops:
@@ -163,7 +169,7 @@ def write_back(kernel, model: KernelModel, mapping: dict) -> None:
         if mop.kind in ("load", "call"):
             vid_ = mop.result if mop.kind == "call" else mop.value
             v = model.values[vid_]  # type: ignore[index]
-            ir.set_place(fuse.PlaceAttr.shared(v.offset) if v.shared else fuse.PlaceAttr.reg())
+            ir.set_place(fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg())
         if mop.kind == "call":
             if mop.remap:
                 ir.attributes["remap"] = UnitAttr()

@@ -41,9 +41,28 @@ def call_threads(impl_bx: int, kernel_bx: int, by: int, remap: bool):
 
 @functools.lru_cache(maxsize=8192)
 def _ap_words(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool):
+    """(words, tid, y): every word a call's threads touch through `ap`, the kernel thread that
+    touches it and that thread's element in the call's coordinates."""
     tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
     w = words_array(ap, tx, ty, impl_bx, by)
-    return w.ravel(), np.repeat(tid, w.shape[1])
+    return w.ravel(), np.repeat(tid, w.shape[1]), np.repeat(ty, w.shape[1])
+
+
+def copy_words(v, by: int) -> np.ndarray:
+    """The shared words of a value's block chunk, element after element, in copy order."""
+    i = np.arange(by * v.size)
+    if not v.pitch:
+        return v.offset + i
+    return v.offset + (i // v.size) * v.pitch + i % v.size
+
+
+def call_words(v, ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool):
+    """(words, tid) of a call's access to value `v` through `ap`. A padded value is passed to
+    the device function moved by `y*(pitch - size)` words, so thread y's word w lands there."""
+    w, t, y = _ap_words(ap, impl_bx, kernel_bx, by, remap)
+    if v.pitch:
+        w = w + y * (v.pitch - v.size)
+    return v.offset + w, t
 
 
 @dataclass
@@ -59,7 +78,7 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
     if op.kind in ("load", "store"):
         v = model.values[op.value]  # type: ignore[index]
         if v.shared:
-            words = v.offset + np.arange(model.by * v.size)
+            words = copy_words(v, model.by)
             out.append(Access(words, np.full(words.shape, ANY), op.kind == "load"))
     elif op.kind == "call":
         impl = op.impl
@@ -67,12 +86,12 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
         for k, a in enumerate(op.args):
             v = model.values[a]
             if v.shared:
-                w, t = _ap_words(impl.operand_aps[k], impl.bx, model.bx, model.by, op.remap)
-                out.append(Access(v.offset + w, t, False))
+                w, t = call_words(v, impl.operand_aps[k], impl.bx, model.bx, model.by, op.remap)
+                out.append(Access(w, t, False))
         v = model.values[op.result]  # type: ignore[index]
         if v.shared:
-            w, t = _ap_words(impl.result_ap, impl.bx, model.bx, model.by, op.remap)
-            out.append(Access(v.offset + w, t, True))
+            w, t = call_words(v, impl.result_ap, impl.bx, model.bx, model.by, op.remap)
+            out.append(Access(w, t, True))
     return out
 
 
@@ -203,21 +222,30 @@ def _consumers(model: KernelModel, vid: int) -> list[tuple[MOp, int]]:
     return [(op, k) for op in model.calls() for k, a in enumerate(op.args) if a == vid]
 
 
-def promote_registers(model: KernelModel, outputs: bool = False) -> KernelModel:
+def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = False) -> KernelModel:
     """Values produced and consumed by calls with the same threads and compatible access
-    patterns (none `noreg`) move to registers; with `outputs`, stored values may too."""
+    patterns (none `noreg`) move to registers; with `outputs`, stored values may too; with
+    `inputs`, loaded values whose consumers all agree (each thread then reads its own words
+    from global memory instead of the block copying them coalesced)."""
     out = model.copy()
     producers = {op.result: op for op in out.calls()}
     for vid, v in out.values.items():
-        if v.is_input or vid not in producers or (v.stored and not outputs):
+        if v.is_input and inputs:
+            uses = _consumers(out, vid)
+            if not uses:
+                continue
+            first, k0 = uses[0]
+            prod, impl, ap = first, first.impl, first.impl.operand_aps[k0]  # type: ignore[union-attr]
+        elif v.is_input or vid not in producers or (v.stored and not outputs):
             continue
-        prod = producers[vid]
-        impl = prod.impl
-        ok = not impl.result_ap.noreg  # type: ignore[union-attr]
+        else:
+            prod = producers[vid]
+            impl, ap = prod.impl, prod.impl.result_ap  # type: ignore[union-attr]
+        ok = not ap.noreg
         for cons, k in _consumers(out, vid):
             cimpl = cons.impl
             if (cimpl.bx != impl.bx or cons.remap != prod.remap  # type: ignore[union-attr]
-                    or not compatible_fast(impl.result_ap, cimpl.operand_aps[k], impl.bx, out.by)):  # type: ignore
+                    or not compatible_fast(ap, cimpl.operand_aps[k], impl.bx, out.by)):  # type: ignore
                 ok = False
                 break
         v.shared = not ok
@@ -307,7 +335,7 @@ def peak_shared_words(model: KernelModel) -> int:
     first, last = _lifetimes(model, ops)
     peak = 0
     for i in range(len(ops)):
-        peak = max(peak, sum(model.values[v].size * model.by for v in first
+        peak = max(peak, sum(model.values[v].span * model.by for v in first
                              if model.values[v].shared and first[v] <= i <= last[v]))
     return peak
 
@@ -324,17 +352,24 @@ def _lifetimes(model: KernelModel, ops: list[MOp]) -> tuple[dict[int, int], dict
     return first, last
 
 
-def allocate_shared(model: KernelModel, align: int = ALIGN_WORDS) -> KernelModel:
+def allocate_shared(model: KernelModel, align: int = ALIGN_WORDS, pad: bool = True) -> KernelModel:
     """Offsets for the shared values: values whose lifetimes overlap never share words;
-    largest first, each at the lowest aligned offset that fits."""
+    largest first, each at the lowest aligned offset that fits. With `pad`, a value whose
+    accesses conflict on banks first gets the element pitch that removes the conflicts."""
+    from irfuse.analysis.bank_conflicts import best_pitch
+
     out = model.copy()
     ops = out.without_barriers()
     first, last = _lifetimes(out, ops)
     placed: list[tuple[int, int, int, int]] = []  # offset, words, first, last
     shared = [vid for vid, v in out.values.items() if v.shared and vid in first]
-    shared.sort(key=lambda vid: (-out.values[vid].size, first[vid], vid))
     for vid in shared:
-        words = out.values[vid].size * out.by
+        out.values[vid].pitch = 0
+    for vid in shared:
+        out.values[vid].pitch = best_pitch(out, vid) if pad else 0
+    shared.sort(key=lambda vid: (-out.values[vid].span, first[vid], vid))
+    for vid in shared:
+        words = out.values[vid].span * out.by
         busy = sorted((o, o + w) for o, w, f, l in placed if not (l < first[vid] or last[vid] < f))
         off = 0
         for lo, hi in busy:

@@ -79,6 +79,30 @@ __device__ __forceinline__ void irf_load_async16(real_t* __restrict__ dst, const
 #endif
 }
 
+// Copies of a padded shared value (element e of SIZE words at e*PITCH): the global side is
+// read or written contiguously by consecutive threads, the shared side element by element.
+template <int SIZE, int PITCH>
+__device__ __forceinline__ void irf_load_pitched(real_t* __restrict__ dst, const real_t* __restrict__ src,
+                                                 int count, int tid, int nthreads)
+{
+  for (int i = tid; i < count; i += nthreads) {
+    real_t* d = dst + (i / SIZE) * PITCH + i % SIZE;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(d);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" :: "r"(s), "l"(src + i), "n"((int)sizeof(real_t)) : "memory");
+#else
+    *d = src[i];
+#endif
+  }
+}
+
+template <int SIZE, int PITCH>
+__device__ __forceinline__ void irf_store_pitched(real_t* __restrict__ dst, const real_t* __restrict__ src,
+                                                  int count, int tid, int nthreads)
+{
+  for (int i = tid; i < count; i += nthreads) dst[i] = src[(i / SIZE) * PITCH + i % SIZE];
+}
+
 __device__ __forceinline__ void irf_async_wait()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -157,7 +181,7 @@ def shared_words(kernel: fuse.KernelOp) -> int:
     for op in kernel.body.block.ops:
         if isinstance(op, fuse.OnChipOp) and op.get_place().is_shared:
             size = op.results[0].type.size  # type: ignore[attr-defined]
-            top = max(top, op.get_place().offset.data + by * size)
+            top = max(top, op.get_place().offset.data + by * op.get_place().span(size))
     return top
 
 
@@ -243,11 +267,16 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
     regs: list[str] = []
     used: set[tuple[Implementation, str]] = set()
 
-    def base(v: SSAValue) -> str:
+    def base(v: SSAValue, y: str) -> str:
+        """The pointer a device function indexes for value v, run as element y: a padded
+        value's element y is moved by y*(pitch - size) words (see analysis.bank_conflicts)."""
         op = v.owner
         assert isinstance(op, fuse.OnChipOp)
         place = op.get_place()
-        return f"smem + {place.offset.data}" if place.is_shared else names.get(v, "r_")
+        if not place.is_shared:
+            return names.get(v, "r_")
+        extra = place.pitch.data - v.type.size if place.pitch.data else 0  # type: ignore[attr-defined]
+        return f"smem + {place.offset.data}" + (f" + {y}*{extra}" if extra else "")
 
     def declare_register(v: SSAValue) -> None:
         ap, _, _ = register_pattern(v)
@@ -264,11 +293,17 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
         body = " ".join(statement(start, names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
         return f"  {scope}if ({guard}) {{ {body} }} }}"
 
-    def copy(dst: str, src: str, count: str, size: int, offset: int, load: bool = False) -> str:
-        fn = "irf_copy16" if _vector_ok(by, size, offset, itemsize) else "irf_copy"
-        if load and fn == "irf_copy16":
-            fn = "irf_load_async16"
-            pending.append(True)
+    def copy(dst: str, src: str, count: str, size: int, place: fuse.PlaceAttr, load: bool = False) -> str:
+        offset, pitch = place.offset.data, place.pitch.data
+        if pitch:
+            fn = f"irf_{'load' if load else 'store'}_pitched<{size}, {pitch}>"
+            if load:
+                pending.append(True)
+        else:
+            fn = "irf_copy16" if _vector_ok(by, size, offset, itemsize) else "irf_copy"
+            if load and fn == "irf_copy16":
+                fn = "irf_load_async16"
+                pending.append(True)
         return f"  {fn}({dst}, {src}, {count}, tid, {nthreads});"
 
     pending: list[bool] = []
@@ -283,7 +318,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
             body.append(f"  // {names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
             if op.place.is_shared:
                 off = op.place.offset.data
-                body.append(copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size, off,
+                body.append(copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size, op.place,
                                  load=True))
                 info.shared_values += 1
             else:
@@ -299,7 +334,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
                 declare_register(op.res)
             remap = "remap" in op.attributes
             scope, x, y = thread_scope(impl.bx, bx, remap)
-            args = [x, y] + [base(a) for a in op.args] + [base(op.res)]
+            args = [x, y] + [base(a, y) for a in op.args] + [base(op.res, y)]
             guard = f"{y} < count" if remap else ("active" if impl.bx == bx else f"active && tx < {impl.bx}")
             body.append(f"  // {op.op_name}[{impl.name}] into {op.place.text()}" + (", threads remapped" if remap else ""))
             call = f"if ({guard}) {impl.variant_name(variant)}({', '.join(args)});"
@@ -314,7 +349,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
             body.append(f"  // store into {op.dest.name_hint}")
             if place.is_shared:
                 off = place.offset.data
-                body.append(copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, off))
+                body.append(copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
             else:
                 body.append(per_thread(op.value, lambda st, r, k: f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];"))
         elif isinstance(op, fuse.BarrierOp):

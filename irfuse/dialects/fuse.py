@@ -50,18 +50,24 @@ REG = "reg"
 
 @irdl_attr_definition
 class PlaceAttr(ParametrizedAttribute):
-    """Where an on-chip value lives: `shared[offset]` (words) or `reg`."""
+    """Where an on-chip value lives: `shared[offset]` (words), `shared[offset, pitch P]`, or `reg`.
+
+    A shared value holds the block's elements one after another; with a pitch, element `e`
+    starts at `offset + e*P` instead of `offset + e*size` (P > size words: padding that moves
+    elements onto other banks, see `irfuse.analysis.bank_conflicts`). Pitch 0 means none.
+    """
 
     name = "fuse.place"
     space: StringAttr
     offset: IntAttr
+    pitch: IntAttr
 
-    def __init__(self, space: str, offset: int = 0):
-        super().__init__(StringAttr(space), IntAttr(offset))
+    def __init__(self, space: str, offset: int = 0, pitch: int = 0):
+        super().__init__(StringAttr(space), IntAttr(offset), IntAttr(pitch))
 
     @staticmethod
-    def shared(offset: int) -> "PlaceAttr":
-        return PlaceAttr(SHARED, offset)
+    def shared(offset: int, pitch: int = 0) -> "PlaceAttr":
+        return PlaceAttr(SHARED, offset, pitch)
 
     @staticmethod
     def reg() -> "PlaceAttr":
@@ -71,8 +77,15 @@ class PlaceAttr(ParametrizedAttribute):
     def is_shared(self) -> bool:
         return self.space.data == SHARED
 
+    def span(self, size: int) -> int:
+        """Words from one element's start to the next's for a value of `size` words."""
+        return self.pitch.data or size
+
     def text(self) -> str:
-        return f"shared[{self.offset.data}]" if self.is_shared else REG
+        if not self.is_shared:
+            return REG
+        pitch = f", pitch {self.pitch.data}" if self.pitch.data else ""
+        return f"shared[{self.offset.data}{pitch}]"
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.text()}>")
@@ -87,21 +100,29 @@ class PlaceAttr(ParametrizedAttribute):
             raise VerifyException(f"place must be 'shared' or 'reg', got '{self.space.data}'")
         if self.offset.data < 0:
             raise VerifyException(f"shared offset must be non-negative, got {self.offset.data}")
+        if self.pitch.data < 0 or (self.pitch.data and self.space.data != SHARED):
+            raise VerifyException(f"a pitch must be positive and belongs to a shared place, got {self.pitch.data}")
 
 
 def _parse_place_body(parser: AttrParser) -> list[Attribute]:
     if parser.parse_optional_keyword(REG):
-        return [StringAttr(REG), IntAttr(0)]
+        return [StringAttr(REG), IntAttr(0), IntAttr(0)]
     parser.parse_keyword(SHARED)
     parser.parse_punctuation("[")
     off = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    pitch = 0
+    if parser.parse_optional_punctuation(","):
+        parser.parse_keyword("pitch")
+        pitch = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        if pitch == 0:
+            parser.raise_error("a pitch must be positive (leave it out for none)")
     parser.parse_punctuation("]")
-    return [StringAttr(SHARED), IntAttr(off)]
+    return [StringAttr(SHARED), IntAttr(off), IntAttr(pitch)]
 
 
 def parse_place(parser: AttrParser) -> PlaceAttr:
-    space, off = _parse_place_body(parser)
-    return PlaceAttr(space.data, off.data)  # type: ignore[attr-defined]
+    space, off, pitch = _parse_place_body(parser)
+    return PlaceAttr(space.data, off.data, pitch.data)  # type: ignore[attr-defined]
 
 
 @irdl_attr_definition
@@ -158,6 +179,11 @@ class OnChipOp(IRDLOperation):
     def set_place(self, place: PlaceAttr) -> None:
         self.properties["place"] = place
 
+    def verify_pitch(self) -> None:
+        place, size = self.get_place(), self.results[0].type.size  # type: ignore[attr-defined]
+        if place.pitch.data and place.pitch.data < size:
+            raise VerifyException(f"pitch {place.pitch.data} is smaller than the value's {size} words per element")
+
 
 @irdl_op_definition
 class LoadOp(OnChipOp):
@@ -173,6 +199,7 @@ class LoadOp(OnChipOp):
         super().__init__(operands=[source], result_types=[source.type], properties={"place": place})
 
     def verify_(self) -> None:
+        self.verify_pitch()
         if self.source.type != self.res.type:
             raise VerifyException("fuse.load result type must match its source")
         kernel = self.parent_op()
@@ -228,6 +255,7 @@ class CallOp(OnChipOp):
         except KeyError as e:
             raise VerifyException(str(e.args[0])) from None
         op = impl.op
+        self.verify_pitch()
         if [a.type for a in self.args] != list(op.operand_types) or self.res.type != op.result_type:
             raise VerifyException(f"fuse.call types do not match the signature {op.signature()}")
         for a in self.args:

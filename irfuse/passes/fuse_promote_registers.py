@@ -19,7 +19,11 @@ class FusePromoteRegisters(ModulePass):
 
     name = "fuse-promote-registers"
     outputs: bool = False
-    OPTION_DOCS: ClassVar[dict[str, str]] = {"outputs": "also values stored to global memory (stores then write from registers)"}
+    inputs: bool = False
+    OPTION_DOCS: ClassVar[dict[str, str]] = {
+        "outputs": "also values stored to global memory (stores then write from registers)",
+        "inputs": "also loaded values (each thread reads its own words from global memory)",
+    }
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewrite_kernels(op, lambda m: schedule.promote_registers(m, self.outputs))
+        rewrite_kernels(op, lambda m: schedule.promote_registers(m, self.outputs, self.inputs))

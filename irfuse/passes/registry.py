@@ -54,7 +54,8 @@ PASSES: list[PassInfo] = [
              "threads and compatible access patterns.", _pass("fuse_promote_registers", "FusePromoteRegisters")),
     PassInfo("fuse-linearize", "Orders each kernel's calls to minimize peak shared memory.",
              _pass("fuse_linearize", "FuseLinearize")),
-    PassInfo("fuse-allocate-shared", "Assigns shared offsets; values with disjoint lifetimes share addresses.",
+    PassInfo("fuse-allocate-shared", "Assigns shared offsets; values with disjoint lifetimes share addresses, "
+             "values whose accesses conflict on banks are padded.",
              _pass("fuse_allocate_shared", "FuseAllocateShared")),
     PassInfo("fuse-eliminate-barriers", "Keeps a barrier only where another thread's shared access would race.",
              _pass("fuse_eliminate_barriers", "FuseEliminateBarriers")),

@@ -8,8 +8,9 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     t_mem     = 32 * sectors / (bandwidth * min(1, resident warps / latency_warps))
     t_compute = sum over calls of n * flops * (BX / bx_call unless remapped) / flop rate
                 + remapped calls * n * remap_ops / flop rate
+    t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
     t_sync    = barriers * ceil(B / (SMs * resident)) * barrier_cost
-    time      = launch_overhead + max(t_mem, t_compute) + t_sync
+    time      = launch_overhead + max(t_mem, t_compute, t_shared) + t_sync
 
 `bandwidth` is the device-to-device copy rate (bytes read + written per
 second) measured on the device; `latency_warps` is how many resident warps
@@ -25,6 +26,7 @@ import math
 import os
 from dataclasses import asdict, dataclass
 
+from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.analysis.kernel_model import KernelModel
 
 
@@ -46,6 +48,7 @@ class DeviceProfile:
     barrier_cost: float = 2e-7
     latency_warps: int = 24
     remap_ops: int = 4
+    shared_wavefront_rate: float = 1.75e9  # shared-memory wavefronts per second per SM (one per clock)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -120,6 +123,7 @@ class KernelCost:
     bytes: int
     feasible: bool
     reason: str = ""
+    t_shared: float = 0.0
 
 
 def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int:
@@ -167,5 +171,7 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     t_compute = flops / (rate * min(1.0, occupancy * 2))
     waves = math.ceil(blocks / (p.sms * resident))
     t_sync = model.barrier_count() * waves * p.barrier_cost
-    time = p.launch_overhead + max(t_mem, t_compute) + t_sync
-    return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True)
+    t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
+    time = p.launch_overhead + max(t_mem, t_compute, t_shared) + t_sync
+    return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
+                      t_shared=t_shared)

@@ -21,3 +21,16 @@ builtin.module {
   }
 }
 // CHECK: error: race in fuse.kernel @store_race: op 2 (fuse.call @mtrans33[row] into %z) writes shared word 36 and op 3 (fuse.store of %z) touches it
+
+// -----
+// Padded values (element e of %a at word 5*e): the block-wide load writes every element from
+// any thread and the elem call reads them with no barrier between.
+builtin.module {
+  fuse.kernel @padded_race block(bx = 1, by = 32) (%A: !kas.matrix<2x2>) -> (%C: !kas.matrix<2x2>) {
+    %a = fuse.load %A into shared[0, pitch 5] : !kas.matrix<2x2>
+    %c = fuse.call @mmul22[elem](%a, %a) into shared[160, pitch 5] : (!kas.matrix<2x2>, !kas.matrix<2x2>) -> !kas.matrix<2x2>
+    fuse.barrier
+    fuse.store %c to %C : !kas.matrix<2x2>
+  }
+}
+// CHECK: error: race in fuse.kernel @padded_race: op 0 (fuse.load of %a) writes shared word 0 and op 1 (fuse.call @mmul22[elem] into %c) touches it from another thread

@@ -44,3 +44,14 @@ builtin.module {
 }
 // CHECK: fuse.kernel @k block(bx = 1, by = 64) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
 // CHECK-NEXT: %a = fuse.load %A into reg : !kas.matrix<3x3>
+
+// -----
+// A pitch is the distance between elements: smaller than the element it would overlap.
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 64) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
+    %a = fuse.load %A into shared[0, pitch 8] : !kas.matrix<3x3>
+    fuse.store %a to %B : !kas.matrix<3x3>
+  }
+}
+// CHECK: pitch 8 is smaller than the value's 9 words per element
+

@@ -1,0 +1,131 @@
+"""Shared-memory bank conflicts: how many wavefronts the shared accesses of a kernel take,
+and the padding (element pitch) that removes a value's conflicts.
+
+Shared memory has 32 banks of 4 bytes. A warp's access is served in *phases* of 128 bytes
+(32 threads of 4-byte words, 16 threads of 8-byte words); within a phase, threads that touch
+different words of one bank are served one after another (one wavefront each), threads that
+touch the same word share it. So the cost of one access instruction is, summed over its
+phases, the largest number of distinct words any bank is asked for.
+
+A call's thread touches its AP's words one per instruction; the model takes instruction `j`
+to touch every thread's `j`-th word in address order (the order of the generated code for
+element-wise maps, a close stand-in for the rest). Loads and stores are block-wide
+copies: contiguous chunks (conflict free) when unpadded, element-wise copies when padded.
+
+Padding: a value of `size` words per element can be stored with a larger pitch, element `e`
+at `e*pitch`. For the element mapping of a 2x2 matrix (size 4), thread `ty` reads word
+`ty*4 + k`: 32 threads hit 8 banks, a 4-way conflict; with pitch 5 the 32 threads hit 32
+banks. A value is padded only when every call that touches it stays inside its own element
+(true of every generated implementation; hand-written ones are checked), because the device
+function receives the element's base moved by `ty*(pitch - size)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from irfuse.analysis.access_patterns import AccessPattern, words_array
+from irfuse.analysis.kernel_model import KernelModel, MValue
+from irfuse.analysis.schedule import call_threads
+
+PHASE_BYTES = 128
+MAX_EXTRA_WORDS = 3  # pitches tried: size+1 .. size+MAX_EXTRA_WORDS
+
+
+def phase_threads(itemsize: int) -> int:
+    return PHASE_BYTES // itemsize
+
+
+def wavefronts(words: np.ndarray, tids: np.ndarray, itemsize: int) -> int:
+    """Wavefronts of a sequence of access instructions: `words[t, j]` is the word thread
+    `tids[t]` touches in instruction `j`."""
+    if words.size == 0:
+        return 0
+    g = phase_threads(itemsize)
+    steps = words.shape[1]
+    phase = np.repeat(tids // g, steps)
+    step = np.tile(np.arange(steps), words.shape[0])
+    w = words.ravel().astype(np.int64)
+    nphase = int(phase.max()) + 1
+    top = int(w.max()) + 1
+    distinct = np.unique((step * nphase + phase) * top + w)  # one request per distinct word
+    w_d = distinct % top
+    slot = distinct // top  # step * nphase + phase
+    per_bank, counts = np.unique(slot * g + w_d % g, return_counts=True)
+    worst = np.zeros(steps * nphase, dtype=np.int64)
+    np.maximum.at(worst, per_bank // g, counts)
+    return int(worst.sum())
+
+
+@functools.lru_cache(maxsize=4096)
+def copy_wavefronts(size: int, pitch: int, by: int, threads: int, itemsize: int) -> int:
+    """Wavefronts of one block-wide copy of a value (load or store)."""
+    count = by * size
+    if not pitch:
+        return math.ceil(count * itemsize / PHASE_BYTES)  # contiguous, 16-byte or 4-byte accesses
+    per_thread = -(-count // threads)
+    i = np.arange(threads)[:, None] + threads * np.arange(per_thread)[None, :]
+    i = np.where(i < count, i, -1)
+    words = np.where(i >= 0, (i // size) * pitch + i % size, -1)
+    total = 0
+    for j in range(per_thread):  # the last round may be partial: drop threads with nothing
+        col = words[:, j]
+        live = col >= 0
+        total += wavefronts(col[live][:, None], np.arange(threads)[live], itemsize)
+    return total
+
+
+@functools.lru_cache(maxsize=16384)
+def _call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool,
+                 size: int, pitch: int, itemsize: int) -> tuple[int, bool]:
+    """(wavefronts, inside): a call's access through `ap` to a value of `size` words stored
+    with `pitch`, and whether every thread stays inside its own element."""
+    tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
+    w = words_array(ap, tx, ty, impl_bx, by)
+    inside = bool(np.all((w >= ty[:, None] * size) & (w < (ty[:, None] + 1) * size)))
+    if pitch:
+        w = w + ty[:, None] * (pitch - size)
+    return wavefronts(w, tid, itemsize), inside
+
+
+def _touches(model: KernelModel, vid: int):
+    """(op, ap) for every call access of value `vid`."""
+    for op in model.calls():
+        for k, a in enumerate(op.args):
+            if a == vid:
+                yield op, op.impl.operand_aps[k]
+        if op.result == vid:
+            yield op, op.impl.result_ap
+
+
+def value_wavefronts(model: KernelModel, vid: int, pitch: int) -> tuple[int, bool]:
+    """Wavefronts per block of every access to a shared value if stored with `pitch`, and
+    whether that pitch is possible (every call access stays inside its element)."""
+    v = model.values[vid]
+    total, ok = 0, True
+    for op, ap in _touches(model, vid):
+        wf, inside = _call_access(ap, op.impl.bx, model.bx, model.by, op.remap, v.size, pitch, model.itemsize)
+        total += wf
+        ok &= inside
+    copies = int(v.is_input) + int(v.stored)
+    total += copies * copy_wavefronts(v.size, pitch, model.by, model.threads, model.itemsize)
+    return total, ok
+
+
+def best_pitch(model: KernelModel, vid: int) -> int:
+    """The pitch (0: none) with the fewest wavefronts; padding only when it strictly helps."""
+    v: MValue = model.values[vid]
+    best, best_cost = 0, value_wavefronts(model, vid, 0)[0]
+    for pitch in range(v.size + 1, v.size + MAX_EXTRA_WORDS + 1):
+        cost, ok = value_wavefronts(model, vid, pitch)
+        if ok and cost < best_cost:
+            best, best_cost = pitch, cost
+    return best
+
+
+def kernel_wavefronts(model: KernelModel) -> int:
+    """Shared-memory wavefronts of one block of the kernel, every value at its own pitch."""
+    return sum(value_wavefronts(model, vid, v.pitch)[0] for vid, v in model.values.items() if v.shared)
