@@ -53,7 +53,7 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
     """Runs one chunk of fuzz cases; returns counts and the findings (crashes, hangs)."""
     from irfuse.frontend.irgen import compile_source
     from irfuse.pipeline import module_text
-    from irfuse.testing.mutations import MUTATIONS, check_frontend, check_ir, mutate, mutate_ir
+    from irfuse.testing.mutations import check_frontend, check_ir
 
     sources = _examples()
     irs = [module_text(compile_source(s, "x.kas").module) for s in sources] if kind == "ir" else []
@@ -61,18 +61,10 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
     out = {"cases": 0, "accepted": 0, "diagnosed": 0, "findings": []}
     for seed in seeds:
         rng = random.Random(seed)
-        if kind == "mutated":
-            text = rng.choice(sources)
-            for _ in range(rng.randint(1, 3)):
-                text = mutate(text, rng, rng.choice(MUTATIONS))
-        elif kind == "text":
-            text = "".join(rng.choice(ALPHABET) if rng.random() < 0.8 else chr(rng.randrange(1, 0x2FFFF))
-                           for _ in range(rng.randint(0, 200)))
-            text = text.encode("utf-8", "replace").decode("utf-8", "replace")
-        else:
-            text = mutate_ir(rng.choice(irs), rng)
+        text = ""
         signal.alarm(CASE_SECONDS)
         try:
+            text = _fuzz_input(kind, rng, sources, irs)
             ok = check_frontend(text) if kind != "ir" else check_ir(text)
             out["accepted" if ok else "diagnosed"] += 1
         except _Hang:
@@ -84,6 +76,22 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
             signal.alarm(0)
         out["cases"] += 1
     return out
+
+
+def _fuzz_input(kind: str, rng: random.Random, sources: list[str], irs: list[str]) -> str:
+    """The input of one fuzz case (see the module docstring for the three kinds)."""
+    from irfuse.testing.mutations import MUTATIONS, mutate, mutate_ir
+
+    if kind == "mutated":
+        text = rng.choice(sources)
+        for _ in range(rng.randint(1, 3)):
+            text = mutate(text, rng, rng.choice(MUTATIONS))
+        return text
+    if kind == "text":
+        text = "".join(rng.choice(ALPHABET) if rng.random() < 0.8 else chr(rng.randrange(1, 0x2FFFF))
+                       for _ in range(rng.randint(0, 200)))
+        return text.encode("utf-8", "replace").decode("utf-8", "replace")
+    return mutate_ir(rng.choice(irs), rng)
 
 
 def program_case(seed: int, plans: int, keep: str | None) -> dict:
@@ -161,6 +169,10 @@ def main(argv=None) -> int:
                     except cf.process.BrokenProcessPool:
                         unfinished.append((what, key))
                         continue
+                    except Exception as e:  # a harness error: recorded, the run goes on
+                        res = ({"cases": len(key[1]), "accepted": 0, "diagnosed": 0,
+                                "findings": [{"kind": key[0], "seed": key[1][0], "failure": f"harness {e!r}"}]}
+                               if what == "fuzz" else {"seed": key, "failure": f"harness {e!r}"})
                     if what == "fuzz":
                         acc = fuzz[key[0]]
                         for f in ("cases", "accepted", "diagnosed"):

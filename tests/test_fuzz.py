@@ -85,3 +85,13 @@ def test_shrink_keeps_only_what_the_failure_needs():
     assert len(statements) == 2, small
     assert "mtrans33" in statements[0] and "mmul33" in statements[1]
     assert "loop" not in small and small.count("input") == 1
+
+
+@pytest.mark.parametrize("kind", MUTATIONS)
+def test_every_mutation_handles_empty_and_tiny_sources(kind):
+    """Mutations apply to their own output (1-3 rounds), which may already be empty; the long
+    fuzz run once stopped on `duplicate_line` of an empty file."""
+    rng = random.Random(0)
+    for src in ("", "\n", "x", ";"):
+        for _ in range(5):
+            check_frontend(mutate(src, rng, kind))

@@ -44,7 +44,7 @@ def mutate(src: str, rng: random.Random, kind: str | None = None) -> str:
         return src[:i] + rng.choice(["é", "λ", "\u200b", "\x00", "💥"]) + src[i:]
     if kind == "truncate":
         return src[: rng.randrange(len(src) + 1)]
-    if kind == "duplicate_line":
+    if kind == "duplicate_line" and src.splitlines():
         lines = src.splitlines()
         i = rng.randrange(len(lines))
         return "\n".join(lines[: i + 1] + [lines[i]] + lines[i + 1:])
