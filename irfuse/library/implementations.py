@@ -32,20 +32,7 @@ from dataclasses import dataclass, field
 
 from irfuse.analysis.access_patterns import AccessPattern, fit_pattern
 from irfuse.library.catalogue import Library, OpDef, default_library
-from irfuse.library.indexexpr import (
-    Bin,
-    Const,
-    Delta,
-    Func,
-    Neg,
-    Num,
-    Ref,
-    SBin,
-    SUn,
-    Sum,
-    _mk_bin,
-    parse_definition,
-)
+from irfuse.library.indexexpr import Const, Expander, SBin, SUn, parse_definition
 
 # --- Affine offsets over thread-bound index variables -----------------------
 
@@ -100,59 +87,34 @@ class SCond:
     b: Affine
 
 
-class _SymbolicExpander:
-    """Unrolls a definition with some indices bound to thread variables (affine offsets)."""
+class _SymbolicExpander(Expander):
+    """Unrolls a definition with some indices bound to thread variables: operand words
+    become affine offsets, and a delta over a thread variable a runtime condition."""
 
     def __init__(self, op: OpDef):
-        self.op = op
-        self.d = parse_definition(op.definition)
-        self.names = {n: k for k, n in enumerate(op.operand_names)}
-        self.shapes = [t.shape for t in op.operand_types]
-        self.ranges = _ranges(op)
+        super().__init__(parse_definition(op.definition), op.operand_names,
+                         [t.shape for t in op.operand_types], op.result_type.shape)
 
     def expand(self, e, env: dict[str, int | Affine]):
-        if isinstance(e, Num):
-            return Const(e.value)
-        if isinstance(e, Ref):
-            k = self.names[e.name]
-            shape = self.shapes[k]
-            off = Affine()
-            stride = 1
-            for n, i in reversed(list(zip(shape, e.indices))):
-                v = int(i) if i.isdigit() else env[i]
-                off = off + (Affine.of(const=v * stride) if isinstance(v, int) else v.scale(stride))
-                stride *= n
-            return SLeaf(k, off)
-        if isinstance(e, Bin):
-            return _mk_bin(e.op, self.expand(e.lhs, env), self.expand(e.rhs, env))
-        if isinstance(e, Neg):
-            a = self.expand(e.arg, env)
-            return Const(-a.value) if isinstance(a, Const) else SUn("neg", a)
-        if isinstance(e, Func):
-            return SUn(e.fn, self.expand(e.arg, env))
-        if isinstance(e, Delta):
-            def aff(i: str) -> Affine:
-                v = int(i) if i.isdigit() else env[i]
-                return Affine.of(const=v) if isinstance(v, int) else v
-            a, b = aff(e.i), aff(e.j)
-            diff = a - b
-            if not diff.coeffs:
-                return Const(1.0 if diff.const == 0 else 0.0)
-            return SCond(a, b)
-        if isinstance(e, Sum):
-            acc = None
-            for vals in itertools.product(*(range(self.ranges[i]) for i in e.indices)):
-                term = self.expand(e.body, {**env, **dict(zip(e.indices, vals))})
-                acc = term if acc is None else _mk_bin("+", acc, term)
-            return acc
-        raise ValueError(f"unexpected node {e!r}")
+        return self._expand(e, env)
 
+    @staticmethod
+    def _affine(v: int | Affine) -> Affine:
+        return Affine.of(const=v) if isinstance(v, int) else v
 
-def _ranges(op: OpDef) -> dict[str, int]:
-    from irfuse.library.indexexpr import Expander
+    def leaf(self, operand: int, idx: tuple) -> SLeaf:
+        off, stride = Affine(), 1
+        for n, v in reversed(list(zip(self.shapes[operand], idx))):
+            off = off + self._affine(v).scale(stride)
+            stride *= n
+        return SLeaf(operand, off)
 
-    d = parse_definition(op.definition)
-    return Expander(d, op.operand_names, [t.shape for t in op.operand_types], op.result_type.shape).ranges
+    def delta(self, a, b):
+        a, b = self._affine(a), self._affine(b)
+        diff = a - b
+        if not diff.coeffs:
+            return Const(1.0 if diff.const == 0 else 0.0)
+        return SCond(a, b)
 
 
 def _leaves(t, out: list) -> None:

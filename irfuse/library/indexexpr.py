@@ -336,7 +336,7 @@ class Expander:
             out.append(self._expand(self.d.expr, env))
         return out
 
-    def _expand(self, e: Expr, env: dict[str, int]) -> Scalar:
+    def _expand(self, e: Expr, env: dict) -> Scalar:
         if isinstance(e, Num):
             return Const(e.value)
         if isinstance(e, Ref):
@@ -347,7 +347,7 @@ class Expander:
                 raise DefinitionError(
                     f"in definition '{self.d.text}': index {missing} is neither an output "
                     "index nor summed over") from None
-            return Leaf(k, _flat(self.shapes[k], idx))
+            return self.leaf(k, idx)
         if isinstance(e, Bin):
             return _mk_bin(e.op, self._expand(e.lhs, env), self._expand(e.rhs, env))
         if isinstance(e, Neg):
@@ -356,9 +356,7 @@ class Expander:
         if isinstance(e, Func):
             return SUn(e.fn, self._expand(e.arg, env))
         if isinstance(e, Delta):
-            def value(i: str) -> int:
-                return int(i) if i.isdigit() else env[i]
-            return Const(1.0 if value(e.i) == value(e.j) else 0.0)
+            return self.delta(*(int(i) if i.isdigit() else env[i] for i in (e.i, e.j)))
         if isinstance(e, Sum):
             for i in e.indices:
                 if i not in self.ranges:
@@ -371,6 +369,14 @@ class Expander:
             assert acc is not None
             return acc
         raise DefinitionError(f"unexpected node {e!r}")
+
+    # Index values are integers here; a subclass may bind indices to symbolic values (thread
+    # variables) by overriding how an indexed operand and a delta become tree nodes.
+    def leaf(self, operand: int, idx: tuple) -> Scalar:
+        return Leaf(operand, _flat(self.shapes[operand], idx))
+
+    def delta(self, a, b) -> Scalar:
+        return Const(1.0 if a == b else 0.0)
 
 
 def count_flops(trees: list[Scalar]) -> int:
