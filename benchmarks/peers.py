@@ -8,7 +8,9 @@ fastest is timed again beside the peers; a device-to-device copy gives the bandw
 Effective bandwidth = (inputs read once + outputs written once) / time. Prints elements/s,
 effective bandwidth as a fraction of the copy bandwidth, and irfuse's speedup over each peer.
 A yardstick row, "(copy of the same bytes)", times one cudaMemcpy moving the workload's
-traffic: short transfers do not reach the 1 GiB copy's bandwidth either.
+traffic: short transfers do not reach the 1 GiB copy's bandwidth either. `--back-to-back K`
+times K runs issued one after another for every contender (and the same-size copy), the
+steady state of a time-stepping code, where each launch's latency overlaps the previous run.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def jax_fns():
     return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner}
 
 
-def time_torch(fn, args, repeat=50, warmup=5):
+def time_torch(fn, args, repeat=50, warmup=5, back_to_back=1):
     import torch
 
     for _ in range(warmup):
@@ -100,14 +102,17 @@ def time_torch(fn, args, repeat=50, warmup=5):
     for _ in range(repeat):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        fn(*args)
+        for _ in range(back_to_back):
+            fn(*args)
         e.record()
         e.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
+        times.append(s.elapsed_time(e) / 1e3 / back_to_back)
     return float(np.median(times))
 
 
-def time_jax(fn, args, repeat=50, warmup=5):
+def time_jax(fn, args, repeat=50, warmup=5, back_to_back=1):
+    """Host clock around dispatch and `block_until_ready` (JAX has no event API); with
+    back_to_back > 1 the dispatches overlap the device work, as in a time-stepping loop."""
     import jax
 
     for _ in range(warmup):
@@ -115,8 +120,9 @@ def time_jax(fn, args, repeat=50, warmup=5):
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
+        outs = [fn(*args) for _ in range(back_to_back)]
+        jax.block_until_ready(outs)
+        times.append((time.perf_counter() - t0) / back_to_back)
     return float(np.median(times))
 
 
@@ -127,6 +133,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
     ap.add_argument("--skip-max-autotune", action="store_true")
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--back-to-back", type=int, default=1, metavar="K",
+                    help="time K runs issued one after another and divide (steady state, launch "
+                         "latency hidden); 1 = one run per timing")
     ap.add_argument("--json", default="peers.json")
     ap.add_argument("--tuning-dir", default=".")
     ap.add_argument("--no-tune", action="store_true",
@@ -175,26 +184,27 @@ def main(argv=None) -> int:
         dev = CudaDevice(plan)
         try:
             if copy_bw is None:
-                copy_bw = dev.copy_bandwidth()
-            res = Executor(plan, dev).run(inputs, args.n, repeat=50, warmup=5)
+                copy_bw = measure_copy_bandwidth(dev.drv, back_to_back=args.back_to_back)  # same timing as all
+            res = Executor(plan, dev).run(inputs, args.n, repeat=50, warmup=5, back_to_back=args.back_to_back)
             # The same traffic as one cudaMemcpy (nbytes/2 read, nbytes/2 written): the fixed
             # costs of a short transfer, which the 1 GiB copy above amortizes, included.
-            same_size_copy_s = nbytes / measure_copy_bandwidth(dev.drv, nbytes // 2 // 16 * 16)
+            same_size_copy_s = nbytes / measure_copy_bandwidth(dev.drv, nbytes // 2 // 16 * 16,
+                                                                back_to_back=args.back_to_back)
         finally:
             dev.close()
         ok = all(c.ok for c in check_outputs(res.outputs, run_reference(prog, inputs), "f32"))
         times = {"irfuse": res.median_s}
         targs_t = [torch.from_numpy(inputs[name]).cuda() for name in prog.inputs]
-        times["torch eager"] = time_torch(tfns[wl], targs_t)
-        times["torch.compile"] = time_torch(torch.compile(tfns[wl]), targs_t)
+        times["torch eager"] = time_torch(tfns[wl], targs_t, back_to_back=args.back_to_back)
+        times["torch.compile"] = time_torch(torch.compile(tfns[wl]), targs_t, back_to_back=args.back_to_back)
         if not args.skip_max_autotune:
             times["torch.compile max-autotune-no-cudagraphs"] = time_torch(
-                torch.compile(tfns[wl], mode="max-autotune-no-cudagraphs"), targs_t)
+                torch.compile(tfns[wl], mode="max-autotune-no-cudagraphs"), targs_t, back_to_back=args.back_to_back)
         if jfns is not None:
             import jax
 
             jargs = [jax.device_put(inputs[name]) for name in prog.inputs]
-            times["jax.jit"] = time_jax(jax.jit(jfns[wl]), jargs)
+            times["jax.jit"] = time_jax(jax.jit(jfns[wl]), jargs, back_to_back=args.back_to_back)
         peer_best = min(v for k, v in times.items() if k != "irfuse")
         times[SAME_SIZE_COPY] = same_size_copy_s  # a yardstick, not a peer
         rows.append({"workload": wl, "n": args.n, "bytes": nbytes, "verified": ok, "times_s": times,
@@ -203,7 +213,8 @@ def main(argv=None) -> int:
                      "spearman": tuning["spearman"], "predicted_best_gap": tuning["predicted_best_gap"],
                      "best_plan": tuning["best"]["groups"]})
         torch.cuda.empty_cache()
-    table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32; copy bandwidth "
+    timing = "one run per timing" if args.back_to_back == 1 else f"{args.back_to_back} runs back to back per timing"
+    table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32, {timing}; copy bandwidth "
                         f"{copy_bw / 1e9:.0f} GB/s (read + write)")
     for col in ("workload", "contender", "ms", "M elem/s", "GB/s", "of copy", "irfuse speedup"):
         table.add_column(col)
@@ -217,7 +228,8 @@ def main(argv=None) -> int:
         console.print(f"{r['workload']}: verified={r['verified']}, best plan {r['best_plan']}, Spearman "
                       f"{r['spearman']:.2f}, predicted best {r['predicted_best_gap']:.1%} off the measured best")
     with open(args.json, "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=2)
+        json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw,
+                   "back_to_back": args.back_to_back, "rows": rows}, f, indent=2)
     return 0
 
 

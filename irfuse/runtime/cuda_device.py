@@ -144,8 +144,9 @@ class CudaDevice:
         return measure_copy_bandwidth(self.drv, nbytes, repeat)
 
 
-def measure_copy_bandwidth(drv, nbytes: int = 1 << 30, repeat: int = 20) -> float:
-    """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
+def measure_copy_bandwidth(drv, nbytes: int = 1 << 30, repeat: int = 20, back_to_back: int = 1) -> float:
+    """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written (each
+    timing over `back_to_back` copies issued one after another)."""
     a, b = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
     try:
         drv.memset_d8(a, 1, nbytes)
@@ -154,8 +155,9 @@ def measure_copy_bandwidth(drv, nbytes: int = 1 << 30, repeat: int = 20) -> floa
         times = []
         for _ in range(repeat):
             with _EventTimer(drv) as t:
-                drv.memcpy_dtod(b, a, nbytes)
-            times.append(t.seconds)
+                for _ in range(back_to_back):
+                    drv.memcpy_dtod(b, a, nbytes)
+            times.append(t.seconds / back_to_back)
         return 2 * nbytes / float(np.median(times))
     finally:
         a.free()

@@ -83,8 +83,11 @@ class Executor:
                 raise CompileError(f"the executor cannot run '{op.name}'")
         return []
 
-    def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1) -> RunResult:
-        """Runs once for the results; with `repeat`, also times `repeat` runs after `warmup`."""
+    def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
+            back_to_back: int = 1) -> RunResult:
+        """Runs once for the results; with `repeat`, also times `repeat` runs after `warmup`.
+        With `back_to_back` > 1, each timing covers that many runs issued one after another
+        (launch latency overlaps the previous run) and is divided by it."""
         if n < 1:
             raise CompileError(f"the batch size must be at least 1, got {n}")
         dev = self.device
@@ -101,8 +104,9 @@ class Executor:
                 self._run_block(self.program.body.block, env, n)
             for _ in range(repeat):
                 with dev.timer() as t:
-                    self._run_block(self.program.body.block, env, n)
-                times.append(t.seconds)
+                    for _ in range(back_to_back):
+                        self._run_block(self.program.body.block, env, n)
+                times.append(t.seconds / back_to_back)
         return RunResult(results, times)
 
 
