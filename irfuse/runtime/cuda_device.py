@@ -8,6 +8,8 @@ their dynamic limit raised first.  Timing uses CUDA events.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from irfuse.diagnostics import CompileError
@@ -127,12 +129,20 @@ class CudaDevice:
         self.drv.memcpy_dtod(dst, src, self.sizes[int(dst)])
 
     def launch(self, kernel, buffers, n):
+        self.launcher(kernel, buffers, n)()
+
+    def launcher(self, kernel, buffers, n):
+        """A call that launches `kernel` on these buffers: the argument format is fixed once
+        (PyCUDA's prepared call), so a launch costs little host time."""
         k = next(k for k in self.plan.kernels if k.name == kernel)
         grid = -(-n // k.by)
         if grid > 2**31 - 1:
             raise CompileError(f"batch of {n} elements needs {grid} blocks, over the grid limit")
-        self.functions[kernel](*buffers, np.int64(n), block=(k.bx, k.by, 1), grid=(grid, 1, 1),
-                               shared=self.shared[kernel])
+        fn = self.functions[kernel]
+        fn.prepare("P" * len(buffers) + "q")
+        args = [int(b) for b in buffers] + [n]
+        return functools.partial(fn.prepared_call, (grid, 1, 1), (k.bx, k.by, 1), *args,
+                                 shared_size=self.shared[kernel])
 
     def synchronize(self):
         self.drv.Context.synchronize()
