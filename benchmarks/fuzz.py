@@ -186,8 +186,8 @@ def main(argv=None) -> int:
                             console.print(f"[red]program seed {res['seed']}: {res['failure']}[/red] "
                                           f"{res.get('kept', '')}")
                 for what, key in unfinished:
-                    retries[key if what == "program" else (key[0], key[1][0])] = tries = \
-                        retries.get(key if what == "program" else (key[0], key[1][0]), 0) + 1
+                    case = key if what == "program" else (key[0], key[1][0])
+                    retries[case] = tries = retries.get(case, 0) + 1
                     if tries <= 2:  # the process that died took its case with it: run again
                         (todo if what == "program" else chunks).append(key)
                     elif what == "program":

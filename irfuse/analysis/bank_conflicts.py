@@ -29,7 +29,7 @@ import numpy as np
 
 from irfuse.analysis.access_patterns import AccessPattern, words_array
 from irfuse.analysis.kernel_model import KernelModel, MValue
-from irfuse.analysis.schedule import call_threads
+from irfuse.analysis.schedule import call_threads, element_shift, pitched
 
 PHASE_BYTES = 128
 MAX_EXTRA_WORDS = 3  # pitches tried: size+1 .. size+MAX_EXTRA_WORDS
@@ -68,8 +68,7 @@ def copy_wavefronts(size: int, pitch: int, by: int, threads: int, itemsize: int)
         return math.ceil(count * itemsize / PHASE_BYTES)  # contiguous, 16-byte or 4-byte accesses
     per_thread = -(-count // threads)
     i = np.arange(threads)[:, None] + threads * np.arange(per_thread)[None, :]
-    i = np.where(i < count, i, -1)
-    words = np.where(i >= 0, (i // size) * pitch + i % size, -1)
+    words = np.where(i < count, pitched(i, size, pitch), -1)
     total = 0
     for j in range(per_thread):  # the last round may be partial: drop threads with nothing
         col = words[:, j]
@@ -86,9 +85,7 @@ def _call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap
     tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
     w = words_array(ap, tx, ty, impl_bx, by)
     inside = bool(np.all((w >= ty[:, None] * size) & (w < (ty[:, None] + 1) * size)))
-    if pitch:
-        w = w + ty[:, None] * (pitch - size)
-    return wavefronts(w, tid, itemsize), inside
+    return wavefronts(w + element_shift(ty[:, None], size, pitch), tid, itemsize), inside
 
 
 def _touches(model: KernelModel, vid: int):

@@ -48,21 +48,27 @@ def _ap_words(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: b
     return w.ravel(), np.repeat(tid, w.shape[1]), np.repeat(ty, w.shape[1])
 
 
+# The padded layout (`pitch` > 0): element e of a `size`-word value starts at e*pitch.
+def pitched(i, size: int, pitch: int):
+    """Where word i of the packed block chunk (element after element) lives."""
+    return i if not pitch else (i // size) * pitch + i % size
+
+
+def element_shift(y, size: int, pitch: int):
+    """How far element y's base moves: a device function reading word w of a padded value
+    through the moved pointer touches w + element_shift(y) (w inside element y)."""
+    return y * (pitch - size) if pitch else 0
+
+
 def copy_words(v, by: int) -> np.ndarray:
     """The shared words of a value's block chunk, element after element, in copy order."""
-    i = np.arange(by * v.size)
-    if not v.pitch:
-        return v.offset + i
-    return v.offset + (i // v.size) * v.pitch + i % v.size
+    return v.offset + pitched(np.arange(by * v.size), v.size, v.pitch)
 
 
 def call_words(v, ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool):
-    """(words, tid) of a call's access to value `v` through `ap`. A padded value is passed to
-    the device function moved by `y*(pitch - size)` words, so thread y's word w lands there."""
+    """(words, tid) of a call's access to value `v` through `ap`."""
     w, t, y = _ap_words(ap, impl_bx, kernel_bx, by, remap)
-    if v.pitch:
-        w = w + y * (v.pitch - v.size)
-    return v.offset + w, t
+    return v.offset + w + element_shift(y, v.size, v.pitch), t
 
 
 @dataclass
@@ -230,24 +236,22 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
     out = model.copy()
     producers = {op.result: op for op in out.calls()}
     for vid, v in out.values.items():
-        if v.is_input and inputs:
-            uses = _consumers(out, vid)
-            if not uses:
-                continue
-            first, k0 = uses[0]
-            prod, impl, ap = first, first.impl, first.impl.operand_aps[k0]  # type: ignore[union-attr]
+        uses = _consumers(out, vid)
+        # The access every consumer must agree with: the producer's result, or for a loaded
+        # value its first consumer's operand.
+        if v.is_input and inputs and uses:
+            ref, k0 = uses[0]
+            ap = ref.impl.operand_aps[k0]  # type: ignore[union-attr]
         elif v.is_input or vid not in producers or (v.stored and not outputs):
             continue
         else:
-            prod = producers[vid]
-            impl, ap = prod.impl, prod.impl.result_ap  # type: ignore[union-attr]
-        ok = not ap.noreg
-        for cons, k in _consumers(out, vid):
-            cimpl = cons.impl
-            if (cimpl.bx != impl.bx or cons.remap != prod.remap  # type: ignore[union-attr]
-                    or not compatible_fast(ap, cimpl.operand_aps[k], impl.bx, out.by)):  # type: ignore
-                ok = False
-                break
+            ref = producers[vid]
+            ap = ref.impl.result_ap  # type: ignore[union-attr]
+        bx = ref.impl.bx  # type: ignore[union-attr]
+        ok = not ap.noreg and all(
+            cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]
+            and compatible_fast(ap, cons.impl.operand_aps[k], bx, out.by)  # type: ignore[union-attr]
+            for cons, k in uses)
         v.shared = not ok
         if not v.shared:
             v.offset = 0

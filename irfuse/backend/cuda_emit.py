@@ -26,7 +26,6 @@ from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
-from irfuse.dialects.kas import KasType
 from irfuse.analysis.access_patterns import AccessPattern
 from irfuse.library.implementations import Implementation, find_implementation
 
@@ -176,13 +175,9 @@ class _Names:
 
 def shared_words(kernel: fuse.KernelOp) -> int:
     """Words of shared memory the kernel's places need (0 if all values are in registers)."""
-    by = kernel.by.data
-    top = 0
-    for op in kernel.body.block.ops:
-        if isinstance(op, fuse.OnChipOp) and op.get_place().is_shared:
-            size = op.results[0].type.size  # type: ignore[attr-defined]
-            top = max(top, op.get_place().offset.data + by * op.get_place().span(size))
-    return top
+    from irfuse.analysis.kernel_model import model_from_kernel
+
+    return model_from_kernel(kernel)[0].shared_words()
 
 
 def c_start(ap: AccessPattern, bx: int) -> str:

@@ -77,10 +77,6 @@ class PlaceAttr(ParametrizedAttribute):
     def is_shared(self) -> bool:
         return self.space.data == SHARED
 
-    def span(self, size: int) -> int:
-        """Words from one element's start to the next's for a value of `size` words."""
-        return self.pitch.data or size
-
     def text(self) -> str:
         if not self.is_shared:
             return REG

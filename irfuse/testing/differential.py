@@ -182,11 +182,10 @@ def _tidy(src: str) -> str:
     lines = src.splitlines()
     used = set()
     for line in lines:
-        for m in (_STMT.match(line), _RETURN.match(line)):
-            if m:
-                used.update(re.findall(r"[A-Za-z_]\w*", m.group(2) if m.re is _STMT else m.group(1)))
-                if m.re is _STMT:
-                    used.add(m.group(1))
+        if s := _STMT.match(line):
+            used.update([s.group(1), *_names(s.group(2))])
+        elif r := _RETURN.match(line):
+            used.update(_names(r.group(1)))
     out = []
     for line in lines:
         m, d = _INPUT.match(line), _DECL.match(line)
