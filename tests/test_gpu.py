@@ -64,3 +64,27 @@ def test_calibrate_measures_and_saves_a_profile(tmp_path, monkeypatch):
     p = calibrate(Console(), save=True)
     assert 1e11 < p.bandwidth < 1e14 and 0 < p.launch_overhead < 1e-3 and p.sms > 0
     assert load_profile(p.name) == p  # found again by the GPU's name
+
+
+def test_tune_on_gpu_times_verifies_and_saves_the_fastest(tmp_path):
+    import json
+
+    from test_cli import irfuse
+
+    path = next(p for p in EXAMPLES if p.endswith("stvenant_inner.kas"))
+    out, best = tmp_path / "t.json", tmp_path / "best"
+    p = irfuse("tune", path, "--top", "3", "--n", str(1 << 20), "--repeat", "6", "--rounds", "2",
+               "--json", str(out), "--save-best", str(best), "--plot", str(tmp_path / "t.png"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = json.loads(out.read_text())
+    assert d["backend"] == "cuda" and d["device"] and len(d["plans"]) == 3
+    for r in d["plans"]:
+        assert r["verified"] and len(r["times_s"]) == 6
+        assert 1e-6 < r["measured_s"] < 1.0 and 0 <= r["spread"] < 1.0
+    assert d["best"]["measured_s"] == min(r["measured_s"] for r in d["plans"])
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    p = irfuse("run", "--plan", str(best), "--n", str(1 << 20))
+    assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr

@@ -154,21 +154,37 @@ class CudaDevice:
         return measure_copy_bandwidth(self.drv, nbytes, repeat)
 
 
+class DeviceCopy:
+    """Two device buffers of `nbytes`; times copies from one to the other."""
+
+    def __init__(self, drv, nbytes: int):
+        self.drv, self.nbytes = drv, nbytes
+        self.src, self.dst = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+        drv.memset_d8(self.src, 1, nbytes)
+
+    def copy(self) -> None:
+        self.drv.memcpy_dtod(self.dst, self.src, self.nbytes)
+
+    def time_once(self, back_to_back: int = 1) -> float:
+        """Seconds per copy of one timing over `back_to_back` copies issued one after another."""
+        with _EventTimer(self.drv) as t:
+            for _ in range(back_to_back):
+                self.copy()
+        return t.seconds / back_to_back
+
+    def free(self) -> None:
+        self.src.free()
+        self.dst.free()
+
+
 def measure_copy_bandwidth(drv, nbytes: int = 1 << 30, repeat: int = 20, back_to_back: int = 1) -> float:
     """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written (each
     timing over `back_to_back` copies issued one after another)."""
-    a, b = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+    c = DeviceCopy(drv, nbytes)
     try:
-        drv.memset_d8(a, 1, nbytes)
         for _ in range(3):
-            drv.memcpy_dtod(b, a, nbytes)
-        times = []
-        for _ in range(repeat):
-            with _EventTimer(drv) as t:
-                for _ in range(back_to_back):
-                    drv.memcpy_dtod(b, a, nbytes)
-            times.append(t.seconds / back_to_back)
+            c.copy()
+        times = [c.time_once(back_to_back) for _ in range(repeat)]
         return 2 * nbytes / float(np.median(times))
     finally:
-        a.free()
-        b.free()
+        c.free()

@@ -91,38 +91,56 @@ class Executor:
                 raise CompileError(f"the executor cannot run '{op.name}'")
         return []
 
+    def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None) -> "Recorded":
+        """Uploads the inputs (or takes buffers already on the device from `uploaded`, which
+        kernels only read) and records the host program into steps, ready to replay."""
+        if n < 1:
+            raise CompileError(f"the batch size must be at least 1, got {n}")
+        env: dict = {}
+        for name, arg in zip(self.program.inputs, self.program.body.block.args):
+            env[arg] = uploaded[name] if uploaded is not None else self.device.upload(inputs[name])
+        steps: list[Callable[[], None]] = []
+        outs = self._record(self.program.body.block, env, n, steps)
+        shapes = [self._shape(v, n) for v in self.program.return_op.values]
+        return Recorded(self.device, steps, dict(zip(self.program.outputs, zip(outs, shapes))))
+
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
-            back_to_back: int = 1) -> RunResult:
+            back_to_back: int = 1, uploaded: dict | None = None) -> RunResult:
         """Runs once for the results; with `repeat`, also times `repeat` runs after `warmup`.
         With `back_to_back` > 1, each timing covers that many runs issued one after another
         (launch latency overlaps the previous run) and is divided by it."""
-        if n < 1:
-            raise CompileError(f"the batch size must be at least 1, got {n}")
-        dev = self.device
-        env: dict = {}
-        for name, arg in zip(self.program.inputs, self.program.body.block.args):
-            env[arg] = dev.upload(inputs[name])
-        steps: list[Callable[[], None]] = []
-        outs = self._record(self.program.body.block, env, n, steps)
-
-        def replay() -> None:
-            for step in steps:
-                step()
-
-        replay()
-        dev.synchronize()
-        results = {name: dev.download(buf, self._shape(v, n))
-                   for name, buf, v in zip(self.program.outputs, outs, self.program.return_op.values)}
+        rec = self.prepare(inputs, n, uploaded)
+        rec.replay()
+        results = rec.outputs()
         times = []
         if repeat:
             for _ in range(warmup):
-                replay()
-            for _ in range(repeat):
-                with dev.timer() as t:
-                    for _ in range(back_to_back):
-                        replay()
-                times.append(t.seconds / back_to_back)
+                rec.replay()
+            times = [rec.time_once(back_to_back) for _ in range(repeat)]
         return RunResult(results, times)
+
+
+@dataclass
+class Recorded:
+    """A host program recorded on a device with its buffers bound: replaying it runs the plan."""
+    device: Device
+    steps: list[Callable[[], None]]
+    results: dict[str, tuple]  # output name -> (buffer, shape)
+
+    def replay(self) -> None:
+        for step in self.steps:
+            step()
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        self.device.synchronize()
+        return {name: self.device.download(buf, shape) for name, (buf, shape) in self.results.items()}
+
+    def time_once(self, back_to_back: int = 1) -> float:
+        """Seconds per run of one timing over `back_to_back` runs issued one after another."""
+        with self.device.timer() as t:
+            for _ in range(back_to_back):
+                self.replay()
+        return t.seconds / back_to_back
 
 
 class WallTimer:

@@ -70,7 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--top", type=int, default=10)
     tune.add_argument("--max-size", type=int, default=8)
     tune.add_argument("--n", type=int, default=4_194_304)
-    tune.add_argument("--repeat", type=int, default=30)
+    tune.add_argument("--repeat", type=int, default=30, help="timed runs per plan, over all rounds (default 30)")
+    tune.add_argument("--rounds", type=int, default=3,
+                      help="interleaved rounds: each times every plan once more, in alternating order (default 3)")
+    tune.add_argument("--back-to-back", type=int, default=1, metavar="K",
+                      help="each timing covers K runs issued one after another, divided by K (steady state); "
+                           "default 1, one run per timing")
+    tune.add_argument("--backend", choices=["cuda", "cpu"], default="cuda",
+                      help="cuda (default): time on the GPU; cpu: run and verify every plan on the CPU "
+                           "(its times rank the host execution, not the GPU)")
     tune.add_argument("--profile", default=None, help="device profile (default: the GPU's, else h100)")
     tune.add_argument("--json", default=None, metavar="FILE", help="results (default: <program>.tuning.json)")
     tune.add_argument("--plot", default=None, metavar="FILE.png", help="measured against predicted throughput")

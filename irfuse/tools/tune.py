@@ -1,4 +1,14 @@
-"""`irfuse tune`: compile the N best plans, run each on the GPU, verify and time it, keep the fastest.
+"""`irfuse tune`: compile the N best plans, run each, verify and time it, keep the fastest.
+
+Every plan is compiled first; then all of them are timed in rounds, each round
+running every plan once more (in alternating order), so that a slow drift of
+the GPU's clocks or temperature over the tuning spreads over all plans instead
+of favouring the ones measured first. A plan's time is the median of all its
+timings; its spread (interquartile range over median) says how far apart two
+plans must be before their order means anything. The first round checks every
+plan's outputs against the NumPy reference, each later round that they are bit
+for bit the first round's: a plan is verified only if every round passed. The
+inputs are uploaded once for all plans.
 
 Writes a JSON of every plan's predicted and measured time, a PNG of measured
 against predicted throughput (when matplotlib is there), the Spearman
@@ -8,33 +18,50 @@ plan as a plan directory (`irfuse run --plan DIR`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from dataclasses import dataclass, field
 
 import numpy as np
 from rich.progress import Progress
 from rich.table import Table
 
-from irfuse.diagnostics import CompileError
+from irfuse.diagnostics import CompileError, Diagnostic
 
 
-def spearman(a: list[float], b: list[float]) -> float:
-    """Spearman's rank correlation (average ranks for ties)."""
-    def ranks(x):
-        x = np.asarray(x, dtype=float)
-        order = np.argsort(x, kind="stable")
-        r = np.empty(len(x))
-        r[order] = np.arange(len(x))
-        for v in np.unique(x):  # ties share their mean rank
-            m = x == v
-            r[m] = r[m].mean()
-        return r
+def ranks(x) -> np.ndarray:
+    """Ranks from 0, ties sharing their mean rank."""
+    x = np.asarray(x, dtype=float)
+    order = np.argsort(x, kind="stable")
+    r = np.empty(len(x))
+    r[order] = np.arange(len(x))
+    for v in np.unique(x):
+        m = x == v
+        r[m] = r[m].mean()
+    return r
+
+
+def pearson(a, b) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) < 2:
         return float("nan")
-    ra, rb = ranks(a), ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = np.sqrt((ra * ra).sum() * (rb * rb).sum())
-    return float((ra * rb).sum() / den) if den else float("nan")
+    a, b = a - a.mean(), b - b.mean()
+    den = np.sqrt((a * a).sum() * (b * b).sum())
+    return float((a * b).sum() / den) if den else float("nan")
+
+
+def spearman(a, b) -> float:
+    """Spearman's rank correlation (average ranks for ties)."""
+    return pearson(ranks(a), ranks(b)) if len(a) >= 2 else float("nan")
+
+
+def alternating_rounds(items: list, rounds: int):
+    """(round, item) for every item in every round, every other round in reverse order, so
+    that a slow drift of the machine over the measurement weighs on all items alike."""
+    for r in range(rounds):
+        for item in (items if r % 2 == 0 else reversed(items)):
+            yield r, item
 
 
 def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, dtype: str) -> str:
@@ -54,94 +81,184 @@ def gpu_profile_name() -> str:
     return "h200" if "H200" in name else "h100"
 
 
-def tune(args, console) -> int:
-    from irfuse.frontend.irgen import compile_file
-    from irfuse.pipeline import build_plan, lower
-    from irfuse.runtime.cuda_device import CudaDevice
+@dataclass
+class Candidate:
+    """One of the N best plans, compiled, with what its rounds measured."""
+    index: int
+    pipeline: str
+    plan: object
+    predicted_s: float
+    groups: list[str]
+    times_s: list[float] = field(default_factory=list)
+    verified: bool = True
+    mismatch: str = ""
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.times_s))
+
+    @property
+    def spread(self) -> float:
+        q1, q3 = np.percentile(self.times_s, [25, 75])
+        return float((q3 - q1) / self.median_s)
+
+    def to_json(self) -> dict:
+        return {"plan": self.index, "pipeline": self.pipeline, "predicted_s": self.predicted_s,
+                "measured_s": self.median_s, "spread": self.spread, "times_s": self.times_s,
+                "verified": self.verified, "mismatch": self.mismatch,
+                "kernels": [k.name for k in self.plan.kernels], "groups": self.groups}
+
+
+def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Candidate]:
+    """Plans 0..top-1 of the search, compiled; fewer when fewer distinct plans exist."""
+    from irfuse.pipeline import compile_program
+
+    out = []
+    for k in range(args.top):
+        pipeline = partition_pipeline(args.top, k, args.max_size, args.n, profile, args.dtype)
+        try:
+            plan, _ = compile_program(args.file, pipeline, args.dtype, args.backend == "cuda", args.arch)
+        except CompileError as e:
+            if "distinct plans exist" in str(e) and k > 0:
+                break
+            raise
+        kernels = [op for op in plan.module.ops if op.name == "fuse.kernel"]
+        predicted = sum(int(op.attributes["predicted_ns"].data) for op in kernels) * 1e-9
+        out.append(Candidate(k, pipeline, plan, predicted, [op.attributes["group"].data for op in kernels]))
+        on_compiled()
+    return out
+
+
+def _open_device(backend: str, plan):
+    from irfuse.runtime.executor import CpuDevice
+
+    if backend == "cuda":
+        from irfuse.runtime.cuda_device import CudaDevice
+
+        return CudaDevice(plan)
+    return CpuDevice(plan)
+
+
+def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=lambda: None) -> str:
+    """Times every candidate in `args.rounds` interleaved rounds of `args.repeat // rounds`
+    runs each. The first round checks each plan's outputs against the reference, later
+    rounds check that they are bit for bit those of the first (the kernels are
+    deterministic: a difference is a race). Returns the device's name."""
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
     from irfuse.runtime.verify import check_outputs
 
-    profile = args.profile or gpu_profile_name()
-    results = []
-    inputs = reference = None
-    device_name = None
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"tuning {os.path.basename(args.file)}", total=args.top)
-        for k in range(args.top):
-            pipeline = partition_pipeline(args.top, k, args.max_size, args.n, profile, args.dtype)
-            front = compile_file(args.file)
-            reference_module = front.module.clone()
+    per_round = max(1, args.repeat // args.rounds)
+    # The inputs go to the device once, for all plans; each plan gets its other buffers
+    # only while it is timed: N plans' intermediates at once may not fit.
+    holder = _open_device(args.backend, cands[0].plan)
+    first: dict[int, dict[str, str]] = {}  # plan -> output -> digest of the first round's bytes
+    try:
+        name = getattr(holder, "gpu_name", "CPU (host execution of the generated code)")
+        uploaded = {k: holder.upload(v) for k, v in inputs.items()}
+        for r, c in alternating_rounds(cands, args.rounds):
+            dev = _open_device(args.backend, c.plan)
             try:
-                module = lower(front.module, pipeline, args.dtype)
-            except CompileError as e:
-                if "distinct plans exist" in str(e):
-                    break
-                raise
-            plan = build_plan(module, args.dtype, compile_gpu=True, arch=args.arch)
-            plan.reference_module = reference_module
-            predicted = sum(int(kr.attributes["predicted_ns"].data) for kr in module.ops
-                            if kr.name == "fuse.kernel") * 1e-9
-            if inputs is None:
-                inputs = random_inputs(plan.reference_program, args.n, 0, DTYPES[args.dtype])
-                reference = run_reference(plan.reference_program, inputs)
-            dev = CudaDevice(plan)
-            try:
-                device_name = dev.gpu_name
-                res = Executor(plan, dev).run(inputs, args.n, repeat=args.repeat, warmup=3)
+                res = Executor(c.plan, dev).run(inputs, args.n, repeat=per_round, warmup=3,
+                                                back_to_back=args.back_to_back, uploaded=uploaded)
             finally:
-                dev.close()
-            ok = all(c.ok for c in check_outputs(res.outputs, reference, args.dtype))
-            results.append({"plan": k, "pipeline": pipeline, "predicted_s": predicted, "measured_s": res.median_s,
-                            "verified": ok, "kernels": [kk.name for kk in plan.kernels],
-                            "groups": [kr.attributes["group"].data for kr in module.ops if kr.name == "fuse.kernel"]})
-            progress.update(task, advance=1)
-    if not results:
-        raise CompileError("no plan could be tuned")
-    good = [r for r in results if r["verified"]]
+                if args.backend == "cuda":
+                    dev.close()
+            c.times_s += res.times_s
+            digests = {k: hashlib.blake2b(np.ascontiguousarray(v)).hexdigest() for k, v in res.outputs.items()}
+            if c.index not in first:
+                first[c.index] = digests
+                bad = [chk.describe() for chk in check_outputs(res.outputs, reference, args.dtype) if not chk.ok]
+            else:
+                bad = [f"{k} differs from the first round's" for k in digests if digests[k] != first[c.index][k]]
+            if bad and c.verified:
+                c.verified, c.mismatch = False, f"round {r}: " + "; ".join(bad)
+            on_timed()
+    finally:
+        if args.backend == "cuda":
+            holder.close()
+    return name
+
+
+def tune(args, console) -> int:
+    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
+
+    if args.rounds < 1 or args.repeat < 1 or args.back_to_back < 1:
+        raise CompileError("--rounds, --repeat and --back-to-back must be at least 1")
+    if args.n < 1:
+        raise CompileError(f"--n must be at least 1, got {args.n}")
+    if args.backend == "cuda":
+        from irfuse.runtime.cuda_device import GpuUnavailable, _import_pycuda
+
+        try:
+            _import_pycuda()  # no GPU: say so before compiling N plans
+        except GpuUnavailable as e:
+            raise CompileError(Diagnostic(f"{e.diagnostics[0].message}; 'irfuse tune --backend cpu' runs and "
+                                          "verifies the plans on the CPU", args.file)) from None
+    profile = args.profile or gpu_profile_name()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"compiling the {args.top} best plans of {os.path.basename(args.file)}",
+                                 total=args.top)
+        cands = compile_candidates(args, profile, lambda: progress.update(task, advance=1))
+        program = cands[0].plan.reference_program
+        inputs = random_inputs(program, args.n, 0, DTYPES[args.dtype])
+        reference = run_reference(program, inputs)
+        task = progress.add_task(f"timing {len(cands)} plans in {args.rounds} rounds", total=len(cands) * args.rounds)
+        device_name = time_candidates(cands, args, inputs, reference, lambda: progress.update(task, advance=1))
+    good = [c for c in cands if c.verified]
     if not good:
-        raise CompileError("no plan verified against the reference")
-    best = min(good, key=lambda r: r["measured_s"])
-    rho = spearman([r["predicted_s"] for r in results], [r["measured_s"] for r in results])
-    predicted_best = min(results, key=lambda r: r["predicted_s"])
-    t = Table(title=f"{args.file} on {device_name}: {len(results)} plans, n = {args.n}, {args.dtype}; "
-                    f"Spearman(predicted, measured) = {rho:.2f}")
-    for col in ("plan", "kernels", "predicted ms", "measured ms", "M elem/s", "verified"):
+        raise CompileError("no plan verified against the reference: " + cands[0].mismatch)
+    best = min(good, key=lambda c: c.median_s)
+    predicted_best = min(cands, key=lambda c: c.predicted_s)
+    rho = spearman([c.predicted_s for c in cands], [c.median_s for c in cands])
+    r_lin = pearson([c.predicted_s for c in cands], [c.median_s for c in cands])
+    timing = "one run per timing" if args.back_to_back == 1 else f"{args.back_to_back} runs back to back per timing"
+    t = Table(title=f"{args.file} on {device_name}: {len(cands)} plans, n = {args.n}, {args.dtype}, {timing}, "
+                    f"median of {len(cands[0].times_s)} in {args.rounds} rounds; "
+                    f"Spearman(predicted, measured) = {rho:.2f}, Pearson = {r_lin:.3f}")
+    for col in ("plan", "kernels", "predicted ms", "measured ms", "spread", "M elem/s", "verified"):
         t.add_column(col)
-    for r in sorted(results, key=lambda r: r["measured_s"]):
-        t.add_row(str(r["plan"]), "\n".join(r["groups"]), f"{r['predicted_s'] * 1e3:.3f}",
-                  f"{r['measured_s'] * 1e3:.3f}", f"{args.n / r['measured_s'] / 1e6:.0f}",
-                  "yes" if r["verified"] else "NO")
+    for c in sorted(cands, key=lambda c: c.median_s):
+        t.add_row(str(c.index), "\n".join(c.groups), f"{c.predicted_s * 1e3:.3f}", f"{c.median_s * 1e3:.3f}",
+                  f"{c.spread:.1%}", f"{args.n / c.median_s / 1e6:.0f}", "yes" if c.verified else "NO")
     console.print(t, markup=False)
-    gap = predicted_best["measured_s"] / best["measured_s"] - 1
-    console.print(f"fastest: plan {best['plan']}; the predicted best (plan {predicted_best['plan']}) is "
+    for c in cands:
+        if not c.verified:
+            console.print(f"plan {c.index} does not match the reference: {c.mismatch}", markup=False)
+    gap = predicted_best.median_s / best.median_s - 1
+    console.print(f"fastest: plan {best.index}; the predicted best (plan {predicted_best.index}) is "
                   f"{gap:.1%} slower than it")
-    out = {"program": os.path.abspath(args.file), "device": device_name, "dtype": args.dtype, "n": args.n,
-           "profile": profile, "spearman": rho, "predicted_best_gap": gap, "best": best, "plans": results}
+    out = {"program": os.path.abspath(args.file), "device": device_name, "backend": args.backend,
+           "dtype": args.dtype, "n": args.n, "profile": profile, "rounds": args.rounds, "repeat": args.repeat,
+           "back_to_back": args.back_to_back, "spearman": rho, "pearson": r_lin, "predicted_best_gap": gap,
+           "best": best.to_json(), "plans": [c.to_json() for c in cands]}
     path = args.json or os.path.splitext(os.path.basename(args.file))[0] + ".tuning.json"
     with open(path, "w") as f:
         json.dump(out, f, indent=2)
     console.print(f"results in {path}")
     if args.plot:
-        _plot(results, args.n, args.plot, f"{os.path.basename(args.file)} on {device_name}, rho = {rho:.2f}")
-        console.print(f"plot in {args.plot}")
+        if _plot(out["plans"], args.n, args.plot, f"{os.path.basename(args.file)} on {device_name}, rho = {rho:.2f}"):
+            console.print(f"plot in {args.plot}")
+        else:
+            console.print("no plot: matplotlib is not installed (pip install 'irfuse[gpu]')")
     if args.save_best:
-        from irfuse.pipeline import compile_program
+        best.plan.meta["tuning"] = os.path.abspath(path)
+        if best.plan.cubin is None:  # timed on the CPU: the saved plan still carries its cubin
+            from irfuse.pipeline import compile_program
 
-        plan, _ = compile_program(args.file, best["pipeline"], args.dtype, True, args.arch)
-        plan.save(args.save_best)
+            best.plan, _ = compile_program(args.file, best.pipeline, args.dtype, True, args.arch)
+        best.plan.save(args.save_best)
         console.print(f"fastest plan written to {args.save_best} (irfuse run --plan {args.save_best})")
-    return 0 if all(r["verified"] for r in results) else 1
+    return 0 if all(c.verified for c in cands) else 1
 
 
-def _plot(results, n, path, title) -> None:
+def _plot(results, n, path, title) -> bool:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return
+        return False
     pred = [n / r["predicted_s"] / 1e6 for r in results]
     meas = [n / r["measured_s"] / 1e6 for r in results]
     fig, ax = plt.subplots(figsize=(5, 4))
@@ -153,3 +270,5 @@ def _plot(results, n, path, title) -> None:
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
