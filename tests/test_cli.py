@@ -113,8 +113,11 @@ def test_compile_writes_a_plan_that_runs_elsewhere(tmp_path):
 
     manifest = json.loads((d / "manifest.json").read_text())
     assert manifest["dtype"] == "f64" and manifest["arch"]
-    k0 = manifest["kernels"][0]
-    assert k0["block"] == [k0["bx"], k0["by"], 1] and k0["arguments"] == ["A", "B", "c", "s1", "n"]
+    k0, last = manifest["kernels"][0], manifest["kernels"][-1]
+    # arguments in launch order: the kernel's global inputs, its outputs, the batch size
+    assert k0["block"] == [k0["bx"], k0["by"], 1] and k0["arguments"][:3] == ["A", "B", "c"]
+    assert last["arguments"][-2:] == ["F", "n"] and manifest["program"] == {"inputs": ["A", "B", "c", "D", "E"],
+                                                                          "outputs": ["F"]}
     assert manifest["resources"][k0["name"]]["registers"] > 0
     p = irfuse("run", "--plan", str(d), "--backend", "cpu", "--n", "130")
     assert p.returncode == 0, p.stdout + p.stderr

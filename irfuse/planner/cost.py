@@ -54,13 +54,15 @@ class DeviceProfile:
         return asdict(self)
 
 
-# Launch, barrier and latency-hiding figures: `irfuse calibrate` on an H200 of the GPU
-# machine (2026-11-22, benchmarks/results/profile-nvidia_h200.json); the H100 is the same
-# chip with slower memory (its copy bandwidth as measured there, 3.0 TB/s).
+# Launch, barrier and latency-hiding figures from `irfuse calibrate` on each GPU of the GPU
+# machine (2026-11-22; benchmarks/results/profile-nvidia_h200.json and
+# profile-nvidia_h100_80gb_hbm3.json); the peak flop rates are the data-sheet figures.
 _HOPPER = dict(sms=132, fp32_flops=60e12, fp64_flops=30e12, shared_per_sm=228 * 1024,
-               shared_per_block=227 * 1024, launch_overhead=8.9e-6, barrier_cost=6.2e-8, latency_warps=16)
-H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=3.0e12, **_HOPPER)
-H200 = DeviceProfile("NVIDIA H200", bandwidth=4.16e12, **_HOPPER)
+               shared_per_block=227 * 1024)
+H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=2.96e12, launch_overhead=9.7e-6, barrier_cost=5.7e-8,
+                     latency_warps=12, **_HOPPER)
+H200 = DeviceProfile("NVIDIA H200", bandwidth=4.16e12, launch_overhead=8.9e-6, barrier_cost=6.2e-8,
+                     latency_warps=16, **_HOPPER)
 BUILTIN = {"h100": H100, "h200": H200}
 
 
