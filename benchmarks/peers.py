@@ -1,6 +1,7 @@
 """The four seed workloads in irfuse, PyTorch (eager, torch.compile) and JAX (jax.jit), in one run.
 
-    python benchmarks/peers.py [--n 4194304] [--top 10] [--skip-max-autotune] [--json peers.json]
+    python benchmarks/peers.py [--n 4194304] [--top 10] [--back-to-back K] [--rounds 5] [--repeat 50]
+                               [--reuse-tuning DIR] [--skip-max-autotune] [--json peers.json]
 
 Same random float32 data, same layout (array of structures, shaped (N, *value shape)) for
 every contender. For each workload: irfuse's N best plans are tuned on the GPU and the
@@ -11,6 +12,9 @@ A yardstick row, "(copy of the same bytes)", times one cudaMemcpy moving the wor
 traffic: short transfers do not reach the 1 GiB copy's bandwidth either. `--back-to-back K`
 times K runs issued one after another for every contender (and the same-size copy), the
 steady state of a time-stepping code, where each launch's latency overlaps the previous run.
+The contenders of a workload are timed in turns: `--rounds` rounds, each taking
+`--repeat / --rounds` timings of every contender (every other round in reverse order), so
+that a drift of clocks or temperature during the run weighs on all of them alike.
 """
 
 from __future__ import annotations
@@ -92,38 +96,62 @@ def jax_fns():
     return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner}
 
 
-def time_torch(fn, args, repeat=50, warmup=5, back_to_back=1):
+def torch_sampler(fn, args, warmup=5, back_to_back=1):
+    """One timing of `fn` per call: CUDA events around `back_to_back` calls."""
     import torch
 
     for _ in range(warmup):
         fn(*args)
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
+
+    def once() -> float:
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         for _ in range(back_to_back):
             fn(*args)
         e.record()
         e.synchronize()
-        times.append(s.elapsed_time(e) / 1e3 / back_to_back)
-    return float(np.median(times))
+        return s.elapsed_time(e) / 1e3 / back_to_back
+    return once
 
 
-def time_jax(fn, args, repeat=50, warmup=5, back_to_back=1):
+def jax_sampler(fn, args, warmup=5, back_to_back=1):
     """Host clock around dispatch and `block_until_ready` (JAX has no event API); with
     back_to_back > 1 the dispatches overlap the device work, as in a time-stepping loop."""
     import jax
 
     for _ in range(warmup):
         jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeat):
+
+    def once() -> float:
         t0 = time.perf_counter()
         outs = [fn(*args) for _ in range(back_to_back)]
         jax.block_until_ready(outs)
-        times.append((time.perf_counter() - t0) / back_to_back)
-    return float(np.median(times))
+        return (time.perf_counter() - t0) / back_to_back
+    return once
+
+
+def in_context(dev, fn):
+    """`fn` run with irfuse's CUDA context pushed (outside the timed region), popped after."""
+    def once() -> float:
+        dev.context.push()
+        try:
+            return fn()
+        finally:
+            dev.drv.Context.pop()
+    return once
+
+
+def interleaved_medians(samplers: dict, repeat: int, rounds: int) -> dict[str, float]:
+    """Median of `repeat` timings per contender, taken in `rounds` rounds that visit every
+    contender in turn (alternating order): all contenders see the same machine state."""
+    from irfuse.tools.tune import alternating_rounds
+
+    times: dict[str, list[float]] = {k: [] for k in samplers}
+    per_round = max(1, repeat // rounds)
+    for _, k in alternating_rounds(list(samplers), rounds):
+        times[k] += [samplers[k]() for _ in range(per_round)]
+    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def main(argv=None) -> int:
@@ -136,6 +164,9 @@ def main(argv=None) -> int:
     ap.add_argument("--back-to-back", type=int, default=1, metavar="K",
                     help="time K runs issued one after another and divide (steady state, launch "
                          "latency hidden); 1 = one run per timing")
+    ap.add_argument("--repeat", type=int, default=50, help="timings per contender (default 50)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds visiting every contender in turn, alternating order (default 5)")
     ap.add_argument("--json", default="peers.json")
     ap.add_argument("--tuning-dir", default=".")
     ap.add_argument("--no-tune", action="store_true",
@@ -144,15 +175,19 @@ def main(argv=None) -> int:
                     help="take <workload>.tuning.json from DIR instead of tuning again")
     args = ap.parse_args(argv)
 
+    # JAX would otherwise take 75% of the GPU's memory at its first call, while irfuse's and
+    # torch's buffers of the same workload are still held (contenders are timed in turns).
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import torch
     from rich.console import Console
     from rich.table import Table
 
     from irfuse.pipeline import compile_program
-    from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
+    from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import random_inputs, run_reference
     from irfuse.runtime.verify import check_outputs
+    from irfuse.tools.cli import build_parser
     from irfuse.tools.tune import tune
 
     console = Console(width=200)
@@ -160,12 +195,10 @@ def main(argv=None) -> int:
     copy_bw = None
     tfns = torch_fns()
     jfns = None if args.skip_jax else jax_fns()
+    b2b = args.back_to_back
     for wl in args.workloads:
         path = os.path.join(ROOT, "examples", WORKLOADS[wl])
         tuning_json = os.path.join(args.tuning_dir, f"{wl}.tuning.json")
-        targs = argparse.Namespace(file=path, top=args.top, max_size=8, n=args.n, repeat=30, profile=None,
-                                   json=tuning_json, plot=os.path.join(args.tuning_dir, f"{wl}.tuning.png"),
-                                   save_best=None, dtype="f32", pipeline=None, arch=None, library=[])
         if args.no_tune:
             tuning = {"spearman": float("nan"), "predicted_best_gap": float("nan"),
                       "best": {"pipeline": None, "groups": ["(default plan)"]}}
@@ -173,7 +206,9 @@ def main(argv=None) -> int:
             if args.reuse_tuning and os.path.exists(os.path.join(args.reuse_tuning, f"{wl}.tuning.json")):
                 tuning_json = os.path.join(args.reuse_tuning, f"{wl}.tuning.json")
             else:
-                tune(targs, console)
+                tune(build_parser().parse_args(
+                    ["tune", path, "--top", str(args.top), "--n", str(args.n), "--back-to-back", str(b2b),
+                     "--json", tuning_json, "--plot", os.path.join(args.tuning_dir, f"{wl}.tuning.png")]), console)
             with open(tuning_json) as f:
                 tuning = json.load(f)
         plan, _ = compile_program(path, tuning["best"]["pipeline"], "f32")
@@ -182,36 +217,50 @@ def main(argv=None) -> int:
         inputs = random_inputs(prog, args.n, 1, np.float32)
         nbytes = 4 * args.n * (sum(t.size for t in prog.input_types()) + sum(t.size for t in prog.output_types()))
         dev = CudaDevice(plan)
+        same_size, popped = None, False
         try:
             if copy_bw is None:
-                copy_bw = measure_copy_bandwidth(dev.drv, back_to_back=args.back_to_back)  # same timing as all
-            res = Executor(plan, dev).run(inputs, args.n, repeat=50, warmup=5, back_to_back=args.back_to_back)
+                copy_bw = measure_copy_bandwidth(dev.drv, back_to_back=b2b)  # same timing as all
+            rec = Executor(plan, dev).prepare(inputs, args.n)
+            rec.replay()
+            ok = all(c.ok for c in check_outputs(rec.outputs(), run_reference(prog, inputs), "f32"))
+            for _ in range(5):
+                rec.replay()
             # The same traffic as one cudaMemcpy (nbytes/2 read, nbytes/2 written): the fixed
             # costs of a short transfer, which the 1 GiB copy above amortizes, included.
-            same_size_copy_s = nbytes / measure_copy_bandwidth(dev.drv, nbytes // 2 // 16 * 16,
-                                                                back_to_back=args.back_to_back)
-        finally:
-            dev.close()
-        ok = all(c.ok for c in check_outputs(res.outputs, run_reference(prog, inputs), "f32"))
-        times = {"irfuse": res.median_s}
-        targs_t = [torch.from_numpy(inputs[name]).cuda() for name in prog.inputs]
-        times["torch eager"] = time_torch(tfns[wl], targs_t, back_to_back=args.back_to_back)
-        times["torch.compile"] = time_torch(torch.compile(tfns[wl]), targs_t, back_to_back=args.back_to_back)
-        if not args.skip_max_autotune:
-            times["torch.compile max-autotune-no-cudagraphs"] = time_torch(
-                torch.compile(tfns[wl], mode="max-autotune-no-cudagraphs"), targs_t, back_to_back=args.back_to_back)
-        if jfns is not None:
-            import jax
+            same_size = DeviceCopy(dev.drv, nbytes // 2 // 16 * 16)
+            for _ in range(3):
+                same_size.copy()
+            samplers = {"irfuse": in_context(dev, lambda: rec.time_once(b2b)),
+                        SAME_SIZE_COPY: in_context(dev, lambda: same_size.time_once(b2b) * nbytes / (2 * same_size.nbytes))}
+            # The peers run without irfuse's context pushed on the thread, as they would alone.
+            dev.drv.Context.pop()
+            popped = True
+            targs_t = [torch.from_numpy(inputs[name]).cuda() for name in prog.inputs]
+            samplers["torch eager"] = torch_sampler(tfns[wl], targs_t, back_to_back=b2b)
+            samplers["torch.compile"] = torch_sampler(torch.compile(tfns[wl]), targs_t, back_to_back=b2b)
+            if not args.skip_max_autotune:
+                samplers["torch.compile max-autotune-no-cudagraphs"] = torch_sampler(
+                    torch.compile(tfns[wl], mode="max-autotune-no-cudagraphs"), targs_t, back_to_back=b2b)
+            if jfns is not None:
+                import jax
 
-            jargs = [jax.device_put(inputs[name]) for name in prog.inputs]
-            times["jax.jit"] = time_jax(jax.jit(jfns[wl]), jargs, back_to_back=args.back_to_back)
-        peer_best = min(v for k, v in times.items() if k != "irfuse")
-        times[SAME_SIZE_COPY] = same_size_copy_s  # a yardstick, not a peer
+                jargs = [jax.device_put(inputs[name]) for name in prog.inputs]
+                samplers["jax.jit"] = jax_sampler(jax.jit(jfns[wl]), jargs, back_to_back=b2b)
+            times = interleaved_medians(samplers, args.repeat, args.rounds)
+        finally:
+            if popped:
+                dev.context.push()
+            if same_size is not None:
+                same_size.free()
+            dev.close()
+        peer_best = min(v for k, v in times.items() if k not in ("irfuse", SAME_SIZE_COPY))
         rows.append({"workload": wl, "n": args.n, "bytes": nbytes, "verified": ok, "times_s": times,
                      "fraction_of_copy": {k: nbytes / v / copy_bw for k, v in times.items()},
                      "speedup_over_best_peer": peer_best / times["irfuse"],
                      "spearman": tuning["spearman"], "predicted_best_gap": tuning["predicted_best_gap"],
                      "best_plan": tuning["best"]["groups"]})
+        del samplers, targs_t
         torch.cuda.empty_cache()
     timing = "one run per timing" if args.back_to_back == 1 else f"{args.back_to_back} runs back to back per timing"
     table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32, {timing}; copy bandwidth "
@@ -229,7 +278,8 @@ def main(argv=None) -> int:
                       f"{r['spearman']:.2f}, predicted best {r['predicted_best_gap']:.1%} off the measured best")
     with open(args.json, "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw,
-                   "back_to_back": args.back_to_back, "rows": rows}, f, indent=2)
+                   "back_to_back": args.back_to_back, "repeat": args.repeat, "rounds": args.rounds,
+                   "rows": rows}, f, indent=2)
     return 0
 
 
