@@ -16,7 +16,6 @@ import json
 import os
 import sys
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -35,7 +34,7 @@ def main(argv=None) -> int:
     from irfuse.pipeline import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
+    from irfuse.runtime.reference import DTYPES, effective_bytes, random_inputs, run_reference
     from irfuse.runtime.verify import check_outputs
 
     console = Console(width=200)
@@ -59,8 +58,7 @@ def main(argv=None) -> int:
                 finally:
                     dev.close()
                 ok = all(c.ok for c in check_outputs(res.outputs, run_reference(prog, inputs), dtype))
-                nbytes = args.n * plan.itemsize * (sum(t.size for t in prog.input_types())
-                                                   + sum(t.size for t in prog.output_types()))
+                nbytes = effective_bytes(prog, args.n, plan.itemsize)
                 t = res.median_s
                 rows.append({
                     "example": os.path.basename(path), "dtype": dtype, "pipeline": plan.meta["pipeline"],

@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     from irfuse.pipeline import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import random_inputs, run_reference
+    from irfuse.runtime.reference import effective_bytes, random_inputs, run_reference
     from irfuse.runtime.verify import check_outputs
     from irfuse.tools.cli import build_parser
     from irfuse.tools.tune import tune
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
         tuning["best"]["groups"] = [k.name for k in plan.kernels] if args.no_tune else tuning["best"]["groups"]
         prog = plan.reference_program
         inputs = random_inputs(prog, args.n, 1, np.float32)
-        nbytes = 4 * args.n * (sum(t.size for t in prog.input_types()) + sum(t.size for t in prog.output_types()))
+        nbytes = effective_bytes(prog, args.n, 4)
         dev = CudaDevice(plan)
         same_size, popped = None, False
         try:
@@ -232,7 +232,8 @@ def main(argv=None) -> int:
             for _ in range(3):
                 same_size.copy()
             samplers = {"irfuse": in_context(dev, lambda: rec.time_once(b2b)),
-                        SAME_SIZE_COPY: in_context(dev, lambda: same_size.time_once(b2b) * nbytes / (2 * same_size.nbytes))}
+                        SAME_SIZE_COPY: in_context(
+                            dev, lambda: same_size.time_once(b2b) * nbytes / (2 * same_size.nbytes))}
             # The peers run without irfuse's context pushed on the thread, as they would alone.
             dev.drv.Context.pop()
             popped = True

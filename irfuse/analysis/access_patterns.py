@@ -164,8 +164,6 @@ def fit_pattern(offsets: set[int]) -> tuple[int, int, int, int] | None:
 
 
 def _eval_array(node, env):
-    import numpy as np  # noqa: F401  (arrays flow through the arithmetic below)
-
     if isinstance(node, ast.Expression):
         return _eval_array(node.body, env)
     if isinstance(node, ast.Constant):

@@ -19,7 +19,6 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
-    operand_def,
     prop_def,
     region_def,
     result_def,

@@ -128,9 +128,6 @@ class CudaDevice:
     def copy(self, dst, src):
         self.drv.memcpy_dtod(dst, src, self.sizes[int(dst)])
 
-    def launch(self, kernel, buffers, n):
-        self.launcher(kernel, buffers, n)()
-
     def launcher(self, kernel, buffers, n):
         """A call that launches `kernel` on these buffers: the argument format is fixed once
         (PyCUDA's prepared call), so a launch costs little host time."""

@@ -33,10 +33,19 @@ class Device(Protocol):
     def download(self, buf, shape: tuple[int, ...]) -> np.ndarray: ...
     def alloc(self, shape: tuple[int, ...]): ...
     def copy(self, dst, src) -> None: ...
-    def launch(self, kernel: str, buffers: list, n: int) -> None: ...
     def launcher(self, kernel: str, buffers: list, n: int) -> Callable[[], None]: ...
     def synchronize(self) -> None: ...
     def timer(self): ...
+    def close(self) -> None: ...
+
+
+def open_device(backend: str, plan: Plan) -> Device:
+    """The device of a backend ('cuda' or 'cpu') with the plan's kernels loaded."""
+    if backend == "cuda":
+        from irfuse.runtime.cuda_device import CudaDevice
+
+        return CudaDevice(plan)
+    return CpuDevice(plan)
 
 
 @dataclass
@@ -176,13 +185,13 @@ class CpuDevice:
     def copy(self, dst, src):
         np.copyto(dst, src)
 
-    def launch(self, kernel, buffers, n):
-        self.module.launch(kernel, buffers, n)
-
     def launcher(self, kernel, buffers, n):
         return functools.partial(self.module.launch, kernel, buffers, n)
 
     def synchronize(self):
+        pass
+
+    def close(self):
         pass
 
     def timer(self):

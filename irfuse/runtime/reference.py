@@ -29,6 +29,11 @@ def value_shape(t: KasType, n: int) -> tuple[int, ...]:
     return (n, *t.shape)
 
 
+def effective_bytes(program: ProgramOp, n: int, itemsize: int) -> int:
+    """The bytes a run must move at least: every input read once, every output written once."""
+    return n * itemsize * sum(t.size for t in [*program.input_types(), *program.output_types()])
+
+
 def random_inputs(program: ProgramOp, n: int, seed: int = 0, dtype=np.float32) -> dict[str, np.ndarray]:
     """Uniform values in [-1, 1): signs matter (abs, sqrt), zeros would hide unwritten outputs."""
     rng = np.random.default_rng(seed)

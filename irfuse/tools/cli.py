@@ -108,14 +108,10 @@ def _choose_backend(name: str) -> str:
     return "cuda" if gpu_available() else "cpu"
 
 
-def _program_bytes(program, n: int, itemsize: int) -> int:
-    sizes = [t.size for t in program.input_types()] + [t.size for t in program.output_types()]
-    return n * itemsize * sum(sizes)
-
-
 def cmd_run(args) -> int:
     from irfuse.pipeline import Plan, compile_program
-    from irfuse.runtime.reference import DTYPES, batch_size, load_inputs, random_inputs, run_reference
+    from irfuse.runtime.reference import (DTYPES, batch_size, effective_bytes, load_inputs, random_inputs,
+                                          run_reference)
     from irfuse.runtime.verify import check_outputs
 
     _load_libraries(args.library)
@@ -155,15 +151,11 @@ def cmd_run(args) -> int:
         _save(args.save, outputs)
         return 0
 
-    from irfuse.runtime.executor import CpuDevice, Executor
+    from irfuse.runtime.executor import Executor, open_device
 
+    device = open_device(backend, plan)
     if backend == "cuda":
-        from irfuse.runtime.cuda_device import CudaDevice
-
-        device = CudaDevice(plan)
         title += f" on {device.gpu_name}"
-    else:
-        device = CpuDevice(plan)
     repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
     result = Executor(plan, device).run(inputs, n, repeat=repeat)
     checks = check_outputs(result.outputs, reference, dtype)
@@ -171,15 +163,14 @@ def cmd_run(args) -> int:
     _print_outputs(title, result.outputs, checks)
     if result.times_s:
         t = result.median_s
-        gbs = _program_bytes(program, n, plan.itemsize) / t / 1e9
+        gbs = effective_bytes(program, n, plan.itemsize) / t / 1e9
         console.print(f"time (median of {repeat}): {t * 1e3:.3f} ms, {n / t / 1e6:.1f} M elements/s, "
                       f"{gbs:.1f} GB/s effective (inputs read once + outputs written once)")
     for c in checks:
         if not c.ok:
             console.print(f"[red]{c.describe()}[/red]")
     _save(args.save, result.outputs)
-    if backend == "cuda":
-        device.close()
+    device.close()
     ok = all(c.ok for c in checks)
     console.print("[green]verified against the NumPy reference[/green]" if ok else "[red]verification FAILED[/red]")
     return 0 if ok else 1

@@ -28,6 +28,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from irfuse.diagnostics import CompileError, Diagnostic
+from irfuse.pipeline import Plan
 
 
 def ranks(x) -> np.ndarray:
@@ -86,7 +87,7 @@ class Candidate:
     """One of the N best plans, compiled, with what its rounds measured."""
     index: int
     pipeline: str
-    plan: object
+    plan: Plan
     predicted_s: float
     groups: list[str]
     times_s: list[float] = field(default_factory=list)
@@ -129,40 +130,29 @@ def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Can
     return out
 
 
-def _open_device(backend: str, plan):
-    from irfuse.runtime.executor import CpuDevice
-
-    if backend == "cuda":
-        from irfuse.runtime.cuda_device import CudaDevice
-
-        return CudaDevice(plan)
-    return CpuDevice(plan)
-
-
 def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=lambda: None) -> str:
     """Times every candidate in `args.rounds` interleaved rounds of `args.repeat // rounds`
     runs each. The first round checks each plan's outputs against the reference, later
     rounds check that they are bit for bit those of the first (the kernels are
     deterministic: a difference is a race). Returns the device's name."""
-    from irfuse.runtime.executor import Executor
+    from irfuse.runtime.executor import Executor, open_device
     from irfuse.runtime.verify import check_outputs
 
     per_round = max(1, args.repeat // args.rounds)
     # The inputs go to the device once, for all plans; each plan gets its other buffers
     # only while it is timed: N plans' intermediates at once may not fit.
-    holder = _open_device(args.backend, cands[0].plan)
+    holder = open_device(args.backend, cands[0].plan)
     first: dict[int, dict[str, str]] = {}  # plan -> output -> digest of the first round's bytes
     try:
         name = getattr(holder, "gpu_name", "CPU (host execution of the generated code)")
         uploaded = {k: holder.upload(v) for k, v in inputs.items()}
         for r, c in alternating_rounds(cands, args.rounds):
-            dev = _open_device(args.backend, c.plan)
+            dev = open_device(args.backend, c.plan)
             try:
                 res = Executor(c.plan, dev).run(inputs, args.n, repeat=per_round, warmup=3,
                                                 back_to_back=args.back_to_back, uploaded=uploaded)
             finally:
-                if args.backend == "cuda":
-                    dev.close()
+                dev.close()
             c.times_s += res.times_s
             digests = {k: hashlib.blake2b(np.ascontiguousarray(v)).hexdigest() for k, v in res.outputs.items()}
             if c.index not in first:
@@ -174,8 +164,7 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
                 c.verified, c.mismatch = False, f"round {r}: " + "; ".join(bad)
             on_timed()
     finally:
-        if args.backend == "cuda":
-            holder.close()
+        holder.close()
     return name
 
 
@@ -241,11 +230,11 @@ def tune(args, console) -> int:
         else:
             console.print("no plot: matplotlib is not installed (pip install 'irfuse[gpu]')")
     if args.save_best:
-        best.plan.meta["tuning"] = os.path.abspath(path)
         if best.plan.cubin is None:  # timed on the CPU: the saved plan still carries its cubin
             from irfuse.pipeline import compile_program
 
             best.plan, _ = compile_program(args.file, best.pipeline, args.dtype, True, args.arch)
+        best.plan.meta["tuning"] = os.path.abspath(path)
         best.plan.save(args.save_best)
         console.print(f"fastest plan written to {args.save_best} (irfuse run --plan {args.save_best})")
     return 0 if all(c.verified for c in cands) else 1
