@@ -54,6 +54,40 @@ def test_batch_over_two_to_the_31_floats():
     assert not np.isnan(got).any()
 
 
+def test_a_run_is_one_cuda_graph_that_computes_what_the_launches_compute():
+    """rotation_loop one op per kernel: the loop unrolls into launches and copies, captured
+    as one graph (one node per step) whose results equal those of the same steps launched
+    one by one, bit for bit, over outputs poisoned before each replay."""
+    from irfuse.pipeline import compile_program
+    from irfuse.runtime.cuda_device import CudaDevice
+    from irfuse.runtime.cuda_graph import CudaGraph
+    from irfuse.runtime.executor import Executor
+    from irfuse.runtime.reference import random_inputs, run_reference
+    from irfuse.runtime.verify import check_outputs
+
+    path = next(p for p in EXAMPLES if p.endswith("rotation_loop.kas"))
+    plan, _ = compile_program(path, "kas-dce,fuse-each", "f32")
+    n = 100_003
+    inputs = random_inputs(plan.reference_program, n, 3, np.float32)
+    results = {}
+    for graphs in (False, True):
+        dev = CudaDevice(plan, graphs=graphs)
+        try:
+            rec = Executor(plan, dev).prepare(inputs, n)
+            if graphs:
+                # 4 iterations of 3 launches, then venorm3; R copied into the loop, then between iterations
+                assert isinstance(rec.replay, CudaGraph) and rec.replay.nodes == 4 * 3 + 1 + 1 + 3
+            for buf, shape in rec.results.values():
+                dev.drv.memset_d8(buf, 0xFF, int(np.prod(shape)) * 4)
+            rec.replay()
+            results[graphs] = rec.outputs()
+        finally:
+            dev.close()
+    assert all(c.ok for c in check_outputs(results[True], run_reference(plan.reference_program, inputs), "f32"))
+    for name in results[False]:
+        assert np.array_equal(results[True][name], results[False][name]), name
+
+
 def test_calibrate_measures_and_saves_a_profile(tmp_path, monkeypatch):
     from rich.console import Console
 

@@ -7,7 +7,8 @@ kernel of the same iteration still reads under another name.
 
 The host program is walked once into a flat list of steps (launches with their
 arguments bound, copies; loops unrolled, their trip counts being constants), which
-every run replays: timed runs pay no interpretation of the IR between launches.
+the device turns into one call (on the GPU a CUDA graph) that every run replays:
+timed runs pay no interpretation of the IR, and on the GPU one launch for the lot.
 """
 
 from __future__ import annotations
@@ -34,9 +35,18 @@ class Device(Protocol):
     def alloc(self, shape: tuple[int, ...]): ...
     def copy(self, dst, src) -> None: ...
     def launcher(self, kernel: str, buffers: list, n: int) -> Callable[[], None]: ...
+    def batch(self, steps: list[Callable[[], None]]) -> Callable[[], None]: ...
     def synchronize(self) -> None: ...
     def timer(self): ...
     def close(self) -> None: ...
+
+
+def in_order(steps: list[Callable[[], None]]) -> Callable[[], None]:
+    """One call that runs the steps one after another."""
+    def run() -> None:
+        for step in steps:
+            step()
+    return run
 
 
 def open_device(backend: str, plan: Plan) -> Device:
@@ -111,7 +121,7 @@ class Executor:
         steps: list[Callable[[], None]] = []
         outs = self._record(self.program.body.block, env, n, steps)
         shapes = [self._shape(v, n) for v in self.program.return_op.values]
-        return Recorded(self.device, steps, dict(zip(self.program.outputs, zip(outs, shapes))))
+        return Recorded(self.device, self.device.batch(steps), dict(zip(self.program.outputs, zip(outs, shapes))))
 
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
             back_to_back: int = 1, uploaded: dict | None = None) -> RunResult:
@@ -133,12 +143,8 @@ class Executor:
 class Recorded:
     """A host program recorded on a device with its buffers bound: replaying it runs the plan."""
     device: Device
-    steps: list[Callable[[], None]]
+    replay: Callable[[], None]  # the recorded steps as one call (Device.batch)
     results: dict[str, tuple]  # output name -> (buffer, shape)
-
-    def replay(self) -> None:
-        for step in self.steps:
-            step()
 
     def outputs(self) -> dict[str, np.ndarray]:
         self.device.synchronize()
@@ -187,6 +193,9 @@ class CpuDevice:
 
     def launcher(self, kernel, buffers, n):
         return functools.partial(self.module.launch, kernel, buffers, n)
+
+    def batch(self, steps):
+        return in_order(steps)
 
     def synchronize(self):
         pass

@@ -1,7 +1,8 @@
 """`irfuse calibrate`: measure the GPU present and save a device profile for the cost model.
 
-Measures the device-to-device copy bandwidth (bytes read + written), the cost of a
-kernel launch, and the cost of a barrier per wave of blocks; reads the multiprocessor
+Measures the device-to-device copy bandwidth (bytes read + written), the cost of each
+kernel of a plan (launches in one CUDA graph, as the runtime submits a plan), and the cost
+of a barrier per wave of blocks; reads the multiprocessor
 count and shared-memory limits from the driver; keeps the rest of the built-in profile
 closest to the device. Later runs use the saved profile when asked for this GPU or for
 the built-in name it replaces (`fuse-partition{profile=h200}`).
@@ -59,7 +60,7 @@ def calibrate(console, save: bool = True):
             stop.synchronize()
             return stop.time_since(start) / 1e3 / reps
 
-        launch = timed(empty, 2000, block=(32, 1, 1), grid=(1, 1, 1))
+        launch = _launch_cost(drv, empty)
         latency_warps, curve = _latency_warps(drv, mod.get_function("irf_stream"), dev, sms, timed)
         out = drv.mem_alloc(4)
         grid = (sms * 8, 1, 1)
@@ -84,6 +85,36 @@ def calibrate(console, save: bool = True):
     if save:
         console.print(f"profile saved to {save_profile(profile)}")
     return profile
+
+
+def _launch_cost(drv, empty, kernels: int = 100, repeat: int = 30) -> float:
+    """What each further kernel of a plan adds to a run: a graph of `kernels` + 1 empty
+    kernels against a graph of one, each timed from an idle GPU (the graph's submission,
+    paid once per run whatever the plan, cancels out)."""
+    from irfuse.runtime.cuda_device import _EventTimer
+    from irfuse.runtime.cuda_graph import CudaGraph
+
+    empty.prepare("")
+
+    def graph(k: int):
+        return CudaGraph(drv, lambda s: [empty.prepared_async_call((1, 1), (32, 1, 1), s) for _ in range(k)])
+
+    def median_once(g) -> float:
+        for _ in range(3):
+            g()
+        times = []
+        for _ in range(repeat):
+            with _EventTimer(drv) as t:
+                g()
+            times.append(t.seconds)
+        return float(np.median(times))
+
+    one, many = graph(1), graph(kernels + 1)
+    try:
+        return max((median_once(many) - median_once(one)) / kernels, 1e-7)
+    finally:
+        one.destroy()
+        many.destroy()
 
 
 def _latency_warps(drv, stream, dev, sms: int, timed) -> tuple[int, list[tuple[int, float]]]:

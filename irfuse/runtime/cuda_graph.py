@@ -1,0 +1,70 @@
+"""Device work captured once into a CUDA graph and submitted with one launch.
+
+On the GPU machines each kernel launch costs the host 8-9 us (PyCUDA's prepared call and a
+bare `cuLaunchKernel` alike), and from an idle GPU that time falls inside a timing: a
+one-kernel plan's run starts 6 us later than the same plan submitted as a graph
+(`benchmarks/launch_paths.py`, `benchmarks/NOTES.md`). A plan of several kernels, or of a
+loop unrolled into launches and copies, pays it once instead of once per step, and its
+kernels follow each other on the device without waiting for the host.
+
+PyCUDA has no graph API, so capture and launch go through `cuda-bindings` (already there
+for NVRTC) on PyCUDA's current context. The work is recorded by running it on a capture
+stream that PyCUDA created; the graph is then launched on the default stream, where
+PyCUDA's events, copies and synchronizations see it in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from irfuse.diagnostics import CompileError
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _check(result, what: str):
+    cu = _driver()
+    err, *rest = result
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise CompileError(f"{what} failed: {err.name}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+class CudaGraph:
+    """The device work that `record(stream)` issues on `stream` (a PyCUDA stream), captured
+    once; calling the object submits all of it with one `cuGraphLaunch`."""
+
+    def __init__(self, drv, record: Callable[[object], None]):
+        cu = _driver()
+        # Non-blocking: the capture stream must not synchronize with the default stream,
+        # which other work of this context may use while the graph is recorded.
+        stream = drv.Stream(flags=1)
+        handle = cu.CUstream(stream.handle)
+        _check(cu.cuStreamBeginCapture(handle, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+               "cuStreamBeginCapture")
+        try:
+            record(stream)
+        finally:
+            graph = _check(cu.cuStreamEndCapture(handle), "cuStreamEndCapture")
+        self._graph = graph
+        self._exec = _check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        self._launch = cu.cuGraphLaunch
+        self._default_stream = cu.CUstream(0)
+        self._success = cu.CUresult.CUDA_SUCCESS
+        _, self.nodes = _check(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")  # launches and copies
+
+    def __call__(self) -> None:
+        (err,) = self._launch(self._exec, self._default_stream)
+        if err != self._success:
+            raise CompileError(f"cuGraphLaunch failed: {err.name}")
+
+    def destroy(self) -> None:
+        cu = _driver()
+        if self._exec is not None:
+            cu.cuGraphExecDestroy(self._exec)
+            cu.cuGraphDestroy(self._graph)
+            self._exec = None
