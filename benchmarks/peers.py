@@ -1,15 +1,18 @@
 """The four seed workloads in irfuse, PyTorch (eager, torch.compile) and JAX (jax.jit), in one run.
 
     python benchmarks/peers.py [--n 4194304] [--top 10] [--back-to-back K] [--rounds 5] [--repeat 50]
-                               [--reuse-tuning DIR] [--skip-max-autotune] [--json peers.json]
+                               [--reuse-tuning DIR] [--skip-max-autotune] [--skip-cuda-graphs] [--json peers.json]
 
 Same random float32 data, same layout (array of structures, shaped (N, *value shape)) for
 every contender. For each workload: irfuse's N best plans are tuned on the GPU and the
 fastest is timed again beside the peers; a device-to-device copy gives the bandwidth limit.
+Every contender's outputs are checked against the float64 NumPy reference.
 Effective bandwidth = (inputs read once + outputs written once) / time. Prints elements/s,
 effective bandwidth as a fraction of the copy bandwidth, and irfuse's speedup over each peer.
 A yardstick row, "(copy of the same bytes)", times one cudaMemcpy moving the workload's
-traffic: short transfers do not reach the 1 GiB copy's bandwidth either. `--back-to-back K`
+traffic: short transfers do not reach the 1 GiB copy's bandwidth either. The 1 GiB copy is
+timed on the device alone (queued behind another copy), the strictest limit; every contender,
+the same-size copy included, is timed from an idle GPU, host launch costs included. `--back-to-back K`
 times K runs issued one after another for every contender (and the same-size copy), the
 steady state of a time-stepping code, where each launch's latency overlaps the previous run.
 The contenders of a workload are timed in turns: `--rounds` rounds, each taking
@@ -131,6 +134,17 @@ def jax_sampler(fn, args, warmup=5, back_to_back=1):
     return once
 
 
+def peer_check(outs, names: list[str], reference: dict) -> str:
+    """A peer's outputs (torch tensors or JAX arrays, in the program's output order) against
+    the float64 NumPy reference: 'ok' or the mismatch, with the relative error."""
+    from irfuse.runtime.verify import check_outputs
+
+    got = {name: np.asarray(o.detach().cpu() if hasattr(o, "detach") else o) for name, o in zip(names, outs)}
+    checks = check_outputs(got, reference, "f32")
+    worst = max(c.rel_error for c in checks)
+    return f"ok ({worst:.1e})" if all(c.ok for c in checks) else "; ".join(c.describe() for c in checks if not c.ok)
+
+
 def in_context(dev, fn):
     """`fn` run with irfuse's CUDA context pushed (outside the timed region), popped after."""
     def once() -> float:
@@ -161,6 +175,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
     ap.add_argument("--skip-max-autotune", action="store_true")
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--skip-cuda-graphs", action="store_true",
+                    help="leave out torch.compile(mode='reduce-overhead'), Inductor with CUDA graphs")
     ap.add_argument("--back-to-back", type=int, default=1, metavar="K",
                     help="time K runs issued one after another and divide (steady state, launch "
                          "latency hidden); 1 = one run per timing")
@@ -223,7 +239,9 @@ def main(argv=None) -> int:
                 copy_bw = measure_copy_bandwidth(dev.drv, back_to_back=b2b)  # same timing as all
             rec = Executor(plan, dev).prepare(inputs, args.n)
             rec.replay()
-            ok = all(c.ok for c in check_outputs(rec.outputs(), run_reference(prog, inputs), "f32"))
+            reference = run_reference(prog, inputs)
+            ok = all(c.ok for c in check_outputs(rec.outputs(), reference, "f32"))
+            peer_checks: dict[str, str] = {}
             for _ in range(5):
                 rec.replay()
             # The same traffic as one cudaMemcpy (nbytes/2 read, nbytes/2 written): the fixed
@@ -238,16 +256,25 @@ def main(argv=None) -> int:
             dev.drv.Context.pop()
             popped = True
             targs_t = [torch.from_numpy(inputs[name]).cuda() for name in prog.inputs]
-            samplers["torch eager"] = torch_sampler(tfns[wl], targs_t, back_to_back=b2b)
-            samplers["torch.compile"] = torch_sampler(torch.compile(tfns[wl]), targs_t, back_to_back=b2b)
+            peers = {"torch eager": tfns[wl], "torch.compile": torch.compile(tfns[wl])}
             if not args.skip_max_autotune:
-                samplers["torch.compile max-autotune-no-cudagraphs"] = torch_sampler(
-                    torch.compile(tfns[wl], mode="max-autotune-no-cudagraphs"), targs_t, back_to_back=b2b)
+                peers["torch.compile max-autotune-no-cudagraphs"] = torch.compile(
+                    tfns[wl], mode="max-autotune-no-cudagraphs")
+            if not args.skip_cuda_graphs:
+                # irfuse submits each run as one CUDA graph; Inductor's own CUDA graphs are the
+                # like-for-like peer (it copies inputs into the graph's buffers on each call).
+                peers["torch.compile reduce-overhead (CUDA graphs)"] = torch.compile(
+                    tfns[wl], mode="reduce-overhead")
+            for k, fn in peers.items():
+                samplers[k] = torch_sampler(fn, targs_t, back_to_back=b2b)
+                peer_checks[k] = peer_check(fn(*targs_t), prog.outputs, reference)
             if jfns is not None:
                 import jax
 
                 jargs = [jax.device_put(inputs[name]) for name in prog.inputs]
-                samplers["jax.jit"] = jax_sampler(jax.jit(jfns[wl]), jargs, back_to_back=b2b)
+                jfn = jax.jit(jfns[wl])
+                samplers["jax.jit"] = jax_sampler(jfn, jargs, back_to_back=b2b)
+                peer_checks["jax.jit"] = peer_check(jfn(*jargs), prog.outputs, reference)
             times = interleaved_medians(samplers, args.repeat, args.rounds)
         finally:
             if popped:
@@ -260,7 +287,7 @@ def main(argv=None) -> int:
                      "fraction_of_copy": {k: nbytes / v / copy_bw for k, v in times.items()},
                      "speedup_over_best_peer": peer_best / times["irfuse"],
                      "spearman": tuning["spearman"], "predicted_best_gap": tuning["predicted_best_gap"],
-                     "best_plan": tuning["best"]["groups"]})
+                     "best_plan": tuning["best"]["groups"], "peer_checks": peer_checks})
         del samplers, targs_t
         torch.cuda.empty_cache()
     timing = "one run per timing" if args.back_to_back == 1 else f"{args.back_to_back} runs back to back per timing"
@@ -277,6 +304,7 @@ def main(argv=None) -> int:
     for r in rows:
         console.print(f"{r['workload']}: verified={r['verified']}, best plan {r['best_plan']}, Spearman "
                       f"{r['spearman']:.2f}, predicted best {r['predicted_best_gap']:.1%} off the measured best")
+        console.print("  peers against the reference: " + "; ".join(f"{k} {v}" for k, v in r["peer_checks"].items()))
     with open(args.json, "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw,
                    "back_to_back": args.back_to_back, "repeat": args.repeat, "rounds": args.rounds,
