@@ -257,7 +257,9 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limi
     plans: list[Plan] = []
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = 2
+    # One worker: the search, and so the order of plans of equal predicted time, is the same
+    # on every run (a tuned plan is compiled again later by its index).
+    solver.parameters.num_workers = 1
     while len(plans) < top:
         status = solver.Solve(model)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
