@@ -42,6 +42,15 @@ ptxas info    : Used 8 registers"""
     assert r["kern_b"].registers == 8 and r["kern_b"].shared_bytes == 0
 
 
+def test_every_compile_reports_resources_even_for_a_source_nvrtc_has_seen():
+    # NVRTC 12.9+ caches programs itself and leaves the ptxas report out on a hit; without
+    # the report a kernel that spills would go unnoticed (and never be re-emitted).
+    src = 'extern "C" __global__ void k(double* a) { a[threadIdx.x] *= 3.0; }\n'
+    for _ in range(3):
+        r = nvrtc.compile_cubin(src, "sm_90", use_cache=False)
+        assert "k" in r.resources and r.resources["k"].registers > 0, r.log
+
+
 def test_errors_point_at_the_generated_source_line():
     src = 'extern "C" __global__ void k(float* a) {\n  a[0] = undefined_thing;\n}\n'
     with pytest.raises(CompileError) as e:

@@ -3,7 +3,10 @@
 NVRTC needs no GPU.  We always ask for machine code for one exact
 architecture (`sm_90` unless a GPU says otherwise or `arch` is given),
 never PTX: a driver older than the NVRTC refuses newer PTX.  The ptxas
-report (`--ptxas-options=-v`) is parsed into per-kernel resources.
+report (`--ptxas-options=-v`) is parsed into per-kernel resources.  NVRTC 12.9
+and later keep their own cache of compiled programs and print no ptxas report
+on a hit; we ask for `--no-cache` there (we cache cubins ourselves), since the
+report is what tells a kernel that spills.
 """
 
 from __future__ import annotations
@@ -97,6 +100,12 @@ def _nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+def _nvrtc_caches() -> bool:
+    """Whether this NVRTC keeps its own cache (12.9 and later)."""
+    major, minor = (int(x) for x in _nvrtc_version().split("."))
+    return (major, minor) >= (12, 9)
+
+
 def _check(result, what: str):
     from cuda.bindings import nvrtc
 
@@ -125,6 +134,8 @@ def compile_cubin(source: str, arch: str | None = None, defines: dict[str, str] 
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise CompileError(f"--arch must look like sm_90, got '{arch}'")
     opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v", "--std=c++17"]
+    if _nvrtc_caches():
+        opts.append("--no-cache")
     opts += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     key = hashlib.sha256(json.dumps([source, opts, _nvrtc_version()]).encode()).hexdigest()
     path = os.path.join(cache_dir(), "cubin", key[:2], key)
