@@ -135,3 +135,63 @@ def test_linearize_is_optimal_on_small_kernels():
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
 def test_every_plan_of_the_top_10_runs_correctly_on_the_cpu(path):
     assert check_top_plans_on_cpu(path, 10, "f32", 97) >= 1
+
+
+TTMUL = """tensor3x3x3x3 T; tensor3x3x3 A, B; matrix3x3 M; vector3 v; input T, M, v;
+A = ttmul411(T, v); B = ttmul3212(A, M); return B;"""
+
+
+def _two_op_kernel(mapping: str, by: int, itemsize: int):
+    from irfuse.library.implementations import find_implementation
+    from irfuse.planner.search import build_model
+
+    dag = block_dag(program(TTMUL).body.block)
+    impls = tuple(find_implementation(dag.ops[i].op_name, mapping) for i in dag.calls)
+    model, inputs, outputs = build_model(dag, tuple(dag.calls), impls, by, itemsize)
+    model = schedule.allocate_shared(schedule.linearize(schedule.promote_registers(schedule.remap_threads(model))))
+    return model, [v.type.size for v in inputs] + [v.type.size for v in outputs]
+
+
+def test_transfer_time_follows_the_bytes_a_multiprocessor_has_in_flight():
+    from irfuse.planner.cost import kernel_cost
+
+    # 27 threads per element, 8 elements per block: 4 blocks of 8 * 93 words fit on an SM.
+    model, sizes = _two_op_kernel("entry", 8, 8)
+    regs = 72
+    c = kernel_cost(model, 1 << 22, H100, sizes, regs)
+    in_flight = c.resident_blocks * 8 * 93 * 8
+    needed = H100.bandwidth / H100.sms * H100.turnaround
+    assert c.resident_blocks == 4 and in_flight < needed
+    roofline = 32 * sum((1 << 22) // 8 * -(-8 * s * 8 // 32) for s in sizes) / H100.bandwidth
+    assert c.t_mem == pytest.approx(roofline * needed / in_flight)
+    # Twice the turnaround: twice the bytes in flight needed, twice the transfer time.
+    slower = kernel_cost(model, 1 << 22, replace_profile(turnaround=2 * H100.turnaround), sizes, regs)
+    assert slower.t_mem == pytest.approx(2 * c.t_mem)
+    # One thread per element, 64 elements per block: far more than enough in flight, though
+    # only 8 warps per SM (measured at 103% of the copy rate; the 27-thread version at 67%).
+    elem, esizes = _two_op_kernel("elem", 64, 8)
+    e = kernel_cost(elem, 1 << 22, H100, esizes, 125)
+    assert e.resident_blocks * 2 == 8 and e.t_mem == pytest.approx(roofline)
+    assert e.time < c.time
+
+
+def replace_profile(**kw):
+    import dataclasses
+
+    return dataclasses.replace(H100, **kw)
+
+
+def test_a_profile_saved_by_an_older_irfuse_still_loads(tmp_path):
+    import json
+
+    from irfuse.planner.cost import load_profile
+
+    old = {k: v for k, v in H100.to_json().items() if k != "turnaround"}
+    old.update(latency_warps=12, bandwidth=2.9e12)  # a figure this version no longer reads
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    p = load_profile(str(path))
+    assert p.bandwidth == 2.9e12 and p.turnaround == H100.turnaround
+    path.write_text(json.dumps([1, 2]))
+    with pytest.raises(CompileError, match="not a device profile"):
+        load_profile(str(path))

@@ -5,7 +5,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     resident  = min(threads/SM / T, blocks/SM, shared/SM / (smem + 1 KB), regs/SM / (regs * T))
     occupancy = resident * ceil(T / 32) / (threads/SM / 32)                  (warps in use / max)
     sectors   = sum over global arrays of B * ceil(BY * size * itemsize / 32)   (32-byte sectors)
-    t_mem     = 32 * sectors / (bandwidth * min(1, resident warps / latency_warps))
+    in_flight = resident * BY * (words loaded per element) * itemsize      (bytes per SM)
+    t_mem     = 32 * sectors / (bandwidth * min(1, in_flight / (bandwidth / SMs * turnaround)))
     t_compute = sum over calls of n * flops * (BX / bx_call unless remapped) / flop rate
                 + remapped calls * n * remap_ops / flop rate
     t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
@@ -13,19 +14,27 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     time      = launch_overhead + max(t_mem, t_compute + t_sync, t_shared)
 
 `bandwidth` is the device-to-device copy rate (bytes read + written per
-second) measured on the device; `latency_warps` is how many resident warps
-per SM it takes to reach it.  A block waiting at a barrier holds up its own
-instructions, not the memory system: the other resident blocks' transfers
-go on, so barrier time adds to the compute path, not to the transfer time
-(memory latency while blocks wait is what `latency_warps` accounts for).
-Measured on the H100 over the top 20 plans of the four seed workloads (eight
-tunings over two sessions), adding t_sync to the transfer time ordered plans
-of equal traffic by differences of 0.1-0.5% that the measurements do not
-show; without it, plans of equal predicted time measured within 1% of each
-other and every group of them in the predicted order.  `launch_overhead` is
-what each further kernel adds to a run submitted as one CUDA graph.  Built-in profiles for the H100 and H200 come
-from measurements on the GPU machine; `irfuse calibrate` measures the GPU
-present and saves a profile that later runs prefer.
+second) measured on the device.  A block issues all of its loads at once
+(asynchronous copies into shared memory, then one wait), so an SM has the
+loads of its resident blocks in flight; by Little's law it reaches the copy
+bandwidth only when that is at least the bandwidth per SM times `turnaround`,
+the time from a block issuing its loads until its SM issues the next block's
+(memory latency under load plus the block's own barriers and shared-memory
+work).  The H100's 1.5 us is fitted on fused kernels whose bytes in flight
+fell short (27 threads per element, 2-8 elements per block: 43-79% of the copy
+rate, 1.5-2.0 us per wave of blocks); a bare load-wait-store block turns
+around in 0.5 us, so a probe of that kind would overrate small blocks.
+Counting warps instead misjudges both ways: those kernels kept 28 warps per SM
+busy, while 8 warps of 64-element blocks moved 103% (float64, H100).  A block waiting at a barrier
+holds up its own instructions, not the memory system: the other resident
+blocks' transfers go on, so barrier time adds to the compute path, not to the
+transfer time.  Measured on the H100 over the top 20 plans of the four seed
+workloads (eight tunings over two sessions), adding t_sync to the transfer
+time ordered plans of equal traffic by differences of 0.1-0.5% that the
+measurements do not show.  `launch_overhead` is what each further kernel adds
+to a run submitted as one CUDA graph.  Built-in profiles for the H100 and H200
+come from measurements on the GPU machine; `irfuse calibrate` measures the
+GPU present and saves a profile that later runs prefer.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.analysis.kernel_model import KernelModel
@@ -55,7 +64,7 @@ class DeviceProfile:
     max_regs_per_thread: int = 255
     launch_overhead: float = 3e-6
     barrier_cost: float = 2e-7
-    latency_warps: int = 24
+    turnaround: float = 1.5e-6  # s from a block's loads to the next block's on its SM (see above)
     remap_ops: int = 4
     shared_wavefront_rate: float = 1.75e9  # shared-memory wavefronts per second per SM (one per clock)
 
@@ -63,15 +72,18 @@ class DeviceProfile:
         return asdict(self)
 
 
-# Launch, barrier and latency-hiding figures from `irfuse calibrate` on each GPU of the GPU
+# Copy bandwidth, launch and barrier figures from `irfuse calibrate` on each GPU of the GPU
 # machine (2026-11-22; benchmarks/results/profile-nvidia_h200.json and
-# profile-nvidia_h100_80gb_hbm3.json); the peak flop rates are the data-sheet figures.
+# profile-nvidia_h100_80gb_hbm3.json); `turnaround` fitted on the H100 (benchmarks/NOTES.md)
+# and taken over for the H200, not measured there; the H200's launch figure is still the
+# host-side cost per launch (before plans ran as one CUDA graph); the peak flop rates are
+# the data-sheet figures.
 _HOPPER = dict(sms=132, fp32_flops=60e12, fp64_flops=30e12, shared_per_sm=228 * 1024,
                shared_per_block=227 * 1024)
 H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=3.01e12, launch_overhead=7.8e-7, barrier_cost=6.4e-8,
-                     latency_warps=12, **_HOPPER)
+                     turnaround=1.5e-6, **_HOPPER)
 H200 = DeviceProfile("NVIDIA H200", bandwidth=4.16e12, launch_overhead=8.9e-6, barrier_cost=6.2e-8,
-                     latency_warps=16, **_HOPPER)
+                     turnaround=1.5e-6, **_HOPPER)
 BUILTIN = {"h100": H100, "h200": H200}
 
 
@@ -90,13 +102,28 @@ def load_profile(name: str = "h100") -> DeviceProfile:
     for path in candidates:
         if os.path.exists(path):
             with open(path) as f:
-                return DeviceProfile(**json.load(f))
+                return _from_json(json.load(f), path)
     if name.lower() in BUILTIN:
         return BUILTIN[name.lower()]
     from irfuse.diagnostics import CompileError
 
     raise CompileError(f"unknown device profile '{name}' (built in: {', '.join(BUILTIN)}; "
                        "or a file written by 'irfuse calibrate')")
+
+
+def _from_json(data: dict, path: str) -> DeviceProfile:
+    """A saved profile; figures an older irfuse saved and this one no longer reads are
+    dropped, figures it lacks come from the built-in profile of the same GPU."""
+    from irfuse.diagnostics import CompileError
+
+    if not isinstance(data, dict) or "name" not in data:
+        raise CompileError(f"{path}: not a device profile (run 'irfuse calibrate' again)")
+    known = {f.name for f in fields(DeviceProfile)}
+    base = next((b for b in BUILTIN.values() if b.name == data["name"]), H100)
+    try:
+        return replace(base, **{k: v for k, v in data.items() if k in known})
+    except TypeError as e:
+        raise CompileError(f"{path}: {e} (run 'irfuse calibrate' again)") from None
 
 
 def save_profile(p: DeviceProfile, path: str | None = None) -> str:
@@ -170,7 +197,8 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
         return KernelCost(math.inf, math.inf, math.inf, 0.0, 0, 0.0, regs, smem, nbytes, False, infeasible)
     warps = resident * math.ceil(threads / 32)
     occupancy = warps / (p.max_threads_per_sm / 32)
-    eff = min(1.0, warps / p.latency_warps)
+    loaded = model.by * isz * sum(model.values[op.value].size for op in model.ops if op.kind == "load")
+    eff = min(1.0, resident * loaded / (p.bandwidth / p.sms * p.turnaround)) if loaded else 1.0
     t_mem = 32 * sectors / (p.bandwidth * eff)
     rate = p.fp64_flops if isz == 8 else p.fp32_flops
     flops = 0.0

@@ -16,12 +16,6 @@ import numpy as np
 
 PROBES = r"""
 extern "C" __global__ void irf_empty() {}
-extern "C" __global__ void irf_stream(const float4* __restrict__ a, float4* __restrict__ b, long long n4) {
-  extern __shared__ float pad[];  // only limits how many blocks fit on a multiprocessor
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x)
-    b[i] = a[i];
-  if (n4 < 0) pad[0] = 0;
-}
 extern "C" __global__ void irf_barriers(float* out, int rounds) {
   __shared__ float s[256];
   float acc = threadIdx.x;
@@ -61,7 +55,6 @@ def calibrate(console, save: bool = True):
             return stop.time_since(start) / 1e3 / reps
 
         launch = _launch_cost(drv, empty)
-        latency_warps, curve = _latency_warps(drv, mod.get_function("irf_stream"), dev, sms, timed)
         out = drv.mem_alloc(4)
         grid = (sms * 8, 1, 1)
         t0 = timed(barriers, 50, out, np.int32(0), block=(256, 1, 1), grid=grid)
@@ -72,16 +65,12 @@ def calibrate(console, save: bool = True):
         base = BUILTIN["h200"] if "H200" in name else BUILTIN["h100"]
         profile = dataclasses.replace(
             base, name=name, sms=sms, bandwidth=bandwidth, launch_overhead=launch, barrier_cost=barrier,
-            latency_warps=latency_warps,
             shared_per_sm=dev.get_attribute(a.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
             shared_per_block=dev.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
     finally:
         ctx.pop()
     console.print(f"{name}: {sms} SMs, copy bandwidth {bandwidth / 1e9:.0f} GB/s, launch {launch * 1e6:.2f} us, "
                   f"barrier {barrier * 1e9:.1f} ns per wave, shared {profile.shared_per_block} B per block")
-    console.print("streaming bandwidth by resident warps per SM: "
-                  + ", ".join(f"{w}: {bw / 1e9:.0f} GB/s" for w, bw in curve)
-                  + f"; latency hidden from {latency_warps} warps (90% of the best)")
     if save:
         console.print(f"profile saved to {save_profile(profile)}")
     return profile
@@ -115,29 +104,3 @@ def _launch_cost(drv, empty, kernels: int = 100, repeat: int = 30) -> float:
     finally:
         one.destroy()
         many.destroy()
-
-
-def _latency_warps(drv, stream, dev, sms: int, timed) -> tuple[int, list[tuple[int, float]]]:
-    """Resident warps per SM a streaming copy needs for 90% of its best bandwidth.
-
-    128-thread blocks (4 warps); dynamic shared memory limits how many fit on a
-    multiprocessor, which sets the warps per SM."""
-    a = drv.device_attribute
-    per_sm = dev.get_attribute(a.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
-    per_block = dev.get_attribute(a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-    stream.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, per_block)
-    nbytes = 1 << 29
-    src, dst = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
-    drv.memset_d8(src, 1, nbytes)
-    curve = []
-    try:
-        for blocks in (1, 2, 3, 4, 6, 8, 12, 16):
-            smem = min(per_block, per_sm // blocks - 1024)
-            t = timed(stream, 10, src, dst, np.int64(nbytes // 16), block=(128, 1, 1),
-                      grid=(sms * blocks, 1, 1), shared=smem)
-            curve.append((blocks * 4, 2 * nbytes / t))
-    finally:
-        src.free()
-        dst.free()
-    best = max(bw for _, bw in curve)
-    return next(w for w, bw in curve if bw >= 0.9 * best), curve
