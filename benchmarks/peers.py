@@ -204,7 +204,7 @@ def main(argv=None) -> int:
     from irfuse.runtime.reference import effective_bytes, random_inputs, run_reference
     from irfuse.runtime.verify import check_outputs
     from irfuse.tools.cli import build_parser
-    from irfuse.tools.tune import tune
+    from irfuse.tools.tune import compile_tuned, tune
 
     console = Console(width=200)
     rows = []
@@ -227,8 +227,11 @@ def main(argv=None) -> int:
                      "--json", tuning_json, "--plot", os.path.join(args.tuning_dir, f"{wl}.tuning.png")]), console)
             with open(tuning_json) as f:
                 tuning = json.load(f)
-        plan, _ = compile_program(path, tuning["best"]["pipeline"], "f32")
-        tuning["best"]["groups"] = [k.name for k in plan.kernels] if args.no_tune else tuning["best"]["groups"]
+        if args.no_tune:
+            plan, _ = compile_program(path, None, "f32")
+            tuning["best"]["groups"] = [k.name for k in plan.kernels]
+        else:
+            plan = compile_tuned(tuning_json, path)
         prog = plan.reference_program
         inputs = random_inputs(prog, args.n, 1, np.float32)
         nbytes = effective_bytes(prog, args.n, 4)

@@ -65,6 +65,15 @@ def test_tune_on_cpu_ranks_verifies_saves_and_reuses(tmp_path):
     p = irfuse("compile", "--from-tuning", str(out), "-o", str(again))
     assert p.returncode == 0, p.stderr
     assert (again / "kernels.cu").read_text() == (best_dir / "kernels.cu").read_text()
+    # a tuning whose pipeline now selects other kernels (the cost model changed) is refused
+    assert d["best"]["blocks"] == [[k["bx"], k["by"]] for k in manifest["kernels"]]
+    d["best"]["blocks"] = [[b[0], b[1] * 2] for b in d["best"]["blocks"]]
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(d))
+    p = irfuse("compile", "--from-tuning", str(stale), "-o", str(tmp_path / "stale"))
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert str(stale) in p.stderr and "run 'irfuse tune' again" in p.stderr, p.stderr
+    assert not (tmp_path / "stale").exists()
 
 
 def test_tune_stops_at_the_plans_that_exist(tmp_path):

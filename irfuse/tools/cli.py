@@ -221,19 +221,13 @@ def cmd_compile(args) -> int:
 
     _load_libraries(args.library)
     if args.from_tuning:
-        import json
+        from irfuse.tools.tune import compile_tuned
 
-        try:
-            with open(args.from_tuning) as f:
-                tuning = json.load(f)
-            args.file = args.file or tuning["program"]
-            args.pipeline = tuning["best"]["pipeline"]
-            args.dtype = tuning["dtype"]
-        except (OSError, ValueError, KeyError) as e:
-            raise CompileError(f"{args.from_tuning}: not a tuning result of 'irfuse tune': {e}") from None
-    if args.file is None:
+        plan, warnings = compile_tuned(args.from_tuning, args.file, args.arch), []
+    elif args.file is None:
         raise CompileError("irfuse compile needs a .kas file or --from-tuning FILE.json")
-    plan, warnings = compile_program(args.file, args.pipeline, args.dtype, compile_gpu=True, arch=args.arch)
+    else:
+        plan, warnings = compile_program(args.file, args.pipeline, args.dtype, compile_gpu=True, arch=args.arch)
     print_diagnostics(warnings)
     plan.save(args.output)
     _print_kernels(plan)

@@ -107,7 +107,43 @@ class Candidate:
         return {"plan": self.index, "pipeline": self.pipeline, "predicted_s": self.predicted_s,
                 "measured_s": self.median_s, "spread": self.spread, "times_s": self.times_s,
                 "verified": self.verified, "mismatch": self.mismatch,
-                "kernels": [k.name for k in self.plan.kernels], "groups": self.groups}
+                "kernels": [k.name for k in self.plan.kernels], "groups": self.groups,
+                "blocks": kernel_blocks(self.plan)}
+
+
+def kernel_groups(plan: Plan) -> list[str]:
+    return [op.attributes["group"].data for op in plan.module.ops if op.name == "fuse.kernel"]
+
+
+def kernel_blocks(plan: Plan) -> list[list[int]]:
+    return [[k.bx, k.by] for k in plan.kernels]
+
+
+def compile_tuned(path: str, file: str | None = None, arch: str | None = None) -> Plan:
+    """The fastest plan of a tuning result, compiled again from its program and pipeline.
+
+    The pipeline names the plan by its rank in the search; a cost model or library that
+    changed since the tuning can rank another plan there, so the kernels compiled must be
+    the ones that were timed (their groups and block shapes), or the tuning is refused."""
+    from irfuse.pipeline import compile_program
+
+    try:
+        with open(path) as f:
+            tuning = json.load(f)
+        best = tuning["best"]
+        file = file or tuning["program"]
+        pipeline, dtype, groups = best["pipeline"], tuning["dtype"], best["groups"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CompileError(f"{path}: not a tuning result of 'irfuse tune': {e}") from None
+    plan, _ = compile_program(file, pipeline, dtype, True, arch)
+    now = (kernel_groups(plan), kernel_blocks(plan) if "blocks" in best else None)
+    then = (groups, best.get("blocks"))
+    if now != then:
+        raise CompileError(f"{path}: its pipeline now selects other kernels ({'; '.join(now[0])}) than the "
+                           f"ones tuned ({'; '.join(then[0])}): the cost model or the op library changed "
+                           "since; run 'irfuse tune' again")
+    plan.meta["tuning"] = os.path.abspath(path)
+    return plan
 
 
 def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Candidate]:
@@ -125,7 +161,7 @@ def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Can
             raise
         kernels = [op for op in plan.module.ops if op.name == "fuse.kernel"]
         predicted = sum(int(op.attributes["predicted_ns"].data) for op in kernels) * 1e-9
-        out.append(Candidate(k, pipeline, plan, predicted, [op.attributes["group"].data for op in kernels]))
+        out.append(Candidate(k, pipeline, plan, predicted, kernel_groups(plan)))
         on_compiled()
     return out
 
