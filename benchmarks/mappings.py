@@ -37,13 +37,14 @@ def main(argv=None) -> int:
 
     from irfuse.frontend.irgen import compile_file
     from irfuse.passes.kas_dce import eliminate_dead_code
-    from irfuse.pipeline import DEFAULT_PIPELINE, compile_program
+    from irfuse.pipeline import compile_program
     from irfuse.planner.cost import load_profile
     from irfuse.planner.search import plan_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import DTYPES, effective_bytes, find_program, random_inputs, run_reference
     from irfuse.runtime.verify import check_outputs
+    from irfuse.tools.tune import partition_pipeline
 
     console = Console(width=200)
     profile = load_profile("h100")
@@ -56,9 +57,7 @@ def main(argv=None) -> int:
         inputs = None
         for k in [k for k, p in enumerate(plans) if len(p.configs) == 1]:
             cost = plans[k].configs[0].cost
-            pipeline = DEFAULT_PIPELINE.replace(
-                "fuse-partition", f"fuse-partition{{max-size=8 top={args.top} keep=24 plan={k} n={args.n} "
-                                  f"profile=h100 dtype={dtype}}}")
+            pipeline = partition_pipeline(args.top, k, 8, args.n, "h100", dtype, keep=24)
             plan, _ = compile_program(args.file, pipeline, dtype)
             kernel = plan.kernels[0]
             op = next(o for o in plan.module.walk() if o.name == "fuse.kernel")
@@ -74,11 +73,10 @@ def main(argv=None) -> int:
             finally:
                 dev.close()
             ok = all(c.ok for c in check_outputs(res.outputs, run_reference(prog, inputs), dtype))
-            loaded = kernel.by * itemsize * sum(kernel.input_sizes)
             rows.append({
                 "dtype": dtype, "plan": k, "group": op.attributes["group"].data, "block": [kernel.bx, kernel.by],
                 "registers": plan.resources(kernel.name).registers, "resident_blocks": cost.resident_blocks,
-                "in_flight_bytes": cost.resident_blocks * loaded, "predicted_s": op.attributes["predicted_ns"].data * 1e-9,
+                "in_flight_bytes": cost.in_flight, "predicted_s": op.attributes["predicted_ns"].data * 1e-9,
                 "measured_s": res.median_s, "verified": ok,
                 "fraction_of_copy": effective_bytes(prog, args.n, itemsize) / res.median_s / copy_bw})
     table = Table(title=f"{gpu}: single-kernel configurations of {os.path.basename(args.file)}, n = {args.n}; "

@@ -25,10 +25,11 @@ fell short (27 threads per element, 2-8 elements per block: 43-79% of the copy
 rate, 1.5-2.0 us per wave of blocks); a bare load-wait-store block turns
 around in 0.5 us, so a probe of that kind would overrate small blocks.
 Counting warps instead misjudges both ways: those kernels kept 28 warps per SM
-busy, while 8 warps of 64-element blocks moved 103% (float64, H100).  A block waiting at a barrier
-holds up its own instructions, not the memory system: the other resident
-blocks' transfers go on, so barrier time adds to the compute path, not to the
-transfer time.  Measured on the H100 over the top 20 plans of the four seed
+busy, while 8 warps of 64-element blocks moved 103% (float64, H100).
+
+A block waiting at a barrier holds up its own instructions, not the memory
+system: the other resident blocks' transfers go on, so barrier time adds to
+the compute path, not to the transfer time.  Measured on the H100 over the top 20 plans of the four seed
 workloads (eight tunings over two sessions), adding t_sync to the transfer
 time ordered plans of equal traffic by differences of 0.1-0.5% that the
 measurements do not show.  `launch_overhead` is what each further kernel adds
@@ -162,6 +163,7 @@ class KernelCost:
     feasible: bool
     reason: str = ""
     t_shared: float = 0.0
+    in_flight: int = 0  # bytes of loads the resident blocks of one SM have in flight
 
 
 def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int:
@@ -197,8 +199,8 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
         return KernelCost(math.inf, math.inf, math.inf, 0.0, 0, 0.0, regs, smem, nbytes, False, infeasible)
     warps = resident * math.ceil(threads / 32)
     occupancy = warps / (p.max_threads_per_sm / 32)
-    loaded = model.by * isz * sum(model.values[op.value].size for op in model.ops if op.kind == "load")
-    eff = min(1.0, resident * loaded / (p.bandwidth / p.sms * p.turnaround)) if loaded else 1.0
+    in_flight = resident * model.by * isz * sum(model.values[op.value].size for op in model.ops if op.kind == "load")
+    eff = min(1.0, in_flight / (p.bandwidth / p.sms * p.turnaround)) if in_flight else 1.0
     t_mem = 32 * sectors / (p.bandwidth * eff)
     rate = p.fp64_flops if isz == 8 else p.fp32_flops
     flops = 0.0
@@ -213,4 +215,4 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
     time = p.launch_overhead + max(t_mem, t_compute + t_sync, t_shared)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
-                      t_shared=t_shared)
+                      t_shared=t_shared, in_flight=in_flight)

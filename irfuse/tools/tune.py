@@ -65,10 +65,15 @@ def alternating_rounds(items: list, rounds: int):
             yield r, item
 
 
-def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, dtype: str) -> str:
+def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, dtype: str,
+                       keep: int | None = None) -> str:
+    """The default pipeline with plan `plan` of the search's `top` (`keep`: configurations
+    kept per group, the pass's default when None)."""
     from irfuse.passes.registry import DEFAULT_PIPELINE
 
-    part = f"fuse-partition{{max-size={max_size} top={top} plan={plan} n={n} profile={profile} dtype={dtype}}}"
+    kept = "" if keep is None else f" keep={keep}"
+    part = (f"fuse-partition{{max-size={max_size} top={top}{kept} plan={plan} n={n} profile={profile} "
+            f"dtype={dtype}}}")
     return DEFAULT_PIPELINE.replace("fuse-partition", part, 1)
 
 
