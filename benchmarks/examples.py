@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="examples.json")
     args = ap.parse_args(argv)
 
-    from irfuse.pipeline import compile_program
+    from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import DTYPES, effective_bytes, random_inputs, run_reference

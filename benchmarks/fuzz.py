@@ -52,7 +52,7 @@ def _examples() -> list[str]:
 def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
     """Runs one chunk of fuzz cases; returns counts and the findings (crashes, hangs)."""
     from irfuse.frontend.irgen import compile_source
-    from irfuse.pipeline import module_text
+    from irfuse.dialects.context import module_text
     from irfuse.testing.mutations import check_frontend, check_ir
 
     sources = _examples()

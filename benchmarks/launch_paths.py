@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     from rich.table import Table
 
     from irfuse.backend.nvrtc import compile_cubin
-    from irfuse.pipeline import compile_program
+    from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, _EventTimer, measure_copy_bandwidth
     from irfuse.runtime.cuda_graph import CudaGraph
     from irfuse.runtime.executor import Executor

@@ -37,14 +37,14 @@ def main(argv=None) -> int:
 
     from irfuse.frontend.irgen import compile_file
     from irfuse.passes.kas_dce import eliminate_dead_code
-    from irfuse.pipeline import compile_program
+    from irfuse.driver.compile import compile_program
     from irfuse.planner.cost import load_profile
     from irfuse.planner.search import plan_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import DTYPES, effective_bytes, find_program, random_inputs, run_reference
     from irfuse.runtime.verify import check_outputs
-    from irfuse.tools.tune import partition_pipeline
+    from irfuse.passes.registry import partition_pipeline
 
     console = Console(width=200)
     profile = load_profile("h100")
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
         inputs = None
         for k in [k for k, p in enumerate(plans) if len(p.configs) == 1]:
             cost = plans[k].configs[0].cost
-            pipeline = partition_pipeline(args.top, k, 8, args.n, "h100", dtype, keep=24)
+            pipeline = partition_pipeline(args.top, k, 8, args.n, "h100", keep=24)
             plan, _ = compile_program(args.file, pipeline, dtype)
             kernel = plan.kernels[0]
             op = next(o for o in plan.module.walk() if o.name == "fuse.kernel")

@@ -18,7 +18,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAGES = ["fuse-partition", "fuse-remap-threads", "fuse-promote-registers", "fuse-linearize",
-          "fuse-allocate-shared", "fuse-eliminate-barriers"]
+          "fuse-allocate-shared", "fuse-place-barriers"]
 
 
 def main(argv=None) -> int:
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     from irfuse.analysis.kernel_model import model_from_kernel
     from irfuse.dialects import fuse
     from irfuse.frontend.irgen import compile_file
-    from irfuse.pipeline import lower
+    from irfuse.driver.compile import lower
 
     rows = []
     for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas"))):

@@ -198,7 +198,7 @@ def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from irfuse.pipeline import compile_program
+    from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import effective_bytes, random_inputs, run_reference

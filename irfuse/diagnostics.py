@@ -1,8 +1,11 @@
 """Compiler diagnostics: `file:line:col: severity: message`, the source line and a caret.
 
-Every user-facing error of irfuse is a `CompileError` holding one or more
-`Diagnostic`s; the command-line tools print them and exit with status 1
-instead of showing a Python traceback.
+Every user-facing error of irfuse is an `IrfuseError` holding one or more
+`Diagnostic`s: a `CompileError` (the program or IR is wrong or cannot be compiled),
+a `UsageError` (options, arguments or files given to a tool are wrong) or an
+`ExecutionError` (running compiled code failed: no GPU, a driver error). The
+command-line tools print them and exit with status 1 instead of showing a Python
+traceback.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def _caret_pad(line: str, col: int) -> str:
     return "".join("\t" if c == "\t" else " " for c in line[: max(col - 1, 0)])
 
 
-class CompileError(DiagnosticException):
+class IrfuseError(DiagnosticException):
     """One or more error diagnostics; raised instead of crashing.
 
     A `DiagnosticException`, so `irfuse-opt --verify-diagnostics` prints it and goes on.
@@ -51,6 +54,18 @@ class CompileError(DiagnosticException):
             diagnostics = [diagnostics]
         self.diagnostics = diagnostics
         super().__init__("\n".join(d.render() for d in diagnostics))
+
+
+class CompileError(IrfuseError):
+    """The program, its IR or an op library is wrong, or the generated code does not compile."""
+
+
+class UsageError(IrfuseError):
+    """An option, argument or file given to irfuse is wrong."""
+
+
+class ExecutionError(IrfuseError):
+    """Running compiled code failed (no GPU, a driver or launch error)."""
 
 
 class SourceFile:

@@ -2,26 +2,14 @@
 
 from xdsl.universe import Universe
 
-from irfuse.passes.registry import pass_factories
-
-
-def _kas():
-    from irfuse.dialects.kas import Kas
-    return Kas
-
-
-def _fuse():
-    from irfuse.dialects.fuse import Fuse
-    return Fuse
-
-
-def _cuda_target():
-    from irfuse.backend.cuda_target import CudaTarget
-    return CudaTarget
-
+import irfuse.driver  # noqa: F401 -- installs the op library and the implementation checker
+from irfuse.backend.cuda_target import CudaTarget
+from irfuse.dialects.fuse import Fuse
+from irfuse.dialects.kas import Kas
+from irfuse.passes.registry import pass_classes
 
 IRFUSE_UNIVERSE = Universe(
-    all_dialects={"kas": _kas, "fuse": _fuse},
-    all_passes=pass_factories(),
-    all_targets={"cuda": _cuda_target},
+    all_dialects={"kas": lambda: Kas, "fuse": lambda: Fuse},
+    all_passes={name: (lambda cls=cls: cls) for name, cls in pass_classes().items()},
+    all_targets={"cuda": lambda: CudaTarget},
 )

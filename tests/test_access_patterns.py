@@ -3,17 +3,14 @@
 import pytest
 
 from irfuse.analysis.access_patterns import (
-    AccessPattern,
-    APError,
     access_set,
     compatible,
     compatible_by_sets,
-    fit_pattern,
     start_set,
     thread_addresses,
 )
-from irfuse.library.catalogue import default_library
-from irfuse.library.implementations import find_implementation, implementations
+from irfuse.dialects.access_pattern import AccessPattern, APError, fit_pattern
+from irfuse.library.catalogue import default_library, find_implementation, implementations
 
 # The seeds' mmul33 with BX=3: thread tx reads row tx of A, all of B, writes row tx of C.
 IN0 = AccessPattern("ty*9+tx*3", 1, 1, 3)
@@ -101,7 +98,7 @@ def test_derived_patterns_cover_exactly_what_threads_touch(op):
 
 
 def _eval_affine(aff, var_exprs, env):
-    from irfuse.analysis.access_patterns import compile_start
+    from irfuse.dialects.access_pattern import compile_start
 
     total = aff.const
     for v, c in aff.coeffs:

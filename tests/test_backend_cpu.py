@@ -8,7 +8,7 @@ import pytest
 from conftest import EXAMPLES
 from irfuse.backend.cuda_emit import KernelInfo
 from irfuse.backend.host_compile import HostModule
-from irfuse.pipeline import compile_program
+from irfuse.driver.compile import compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
 from irfuse.runtime.verify import check_outputs

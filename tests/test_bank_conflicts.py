@@ -5,11 +5,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from irfuse.analysis import schedule
-from irfuse.analysis.access_patterns import AccessPattern
 from irfuse.analysis.bank_conflicts import best_pitch, copy_wavefronts, kernel_wavefronts, wavefronts
 from irfuse.analysis.kernel_model import KernelModel, MOp, MValue
-from irfuse.library.implementations import find_implementation
+from irfuse.analysis.hazards import find_races
+from irfuse.dialects.access_pattern import AccessPattern
+from irfuse.library.catalogue import find_implementation
+from irfuse.transforms.allocation import allocate_shared
+from irfuse.transforms.barriers import place_barriers
 
 T = np.arange(32)
 
@@ -50,12 +52,12 @@ def _model(impl_name: str, bx: int, by: int = 32, itemsize: int = 4) -> KernelMo
 def test_elem_mapping_of_2x2_matrices_is_padded_to_an_odd_pitch():
     m = _model("elem", 1)
     assert best_pitch(m, 0) == 5 and best_pitch(m, 1) == 5
-    padded = schedule.allocate_shared(m)
-    plain = schedule.allocate_shared(m, pad=False)
+    padded = allocate_shared(m)
+    plain = allocate_shared(m, pad=False)
     assert [v.pitch for v in padded.values.values()] == [5, 5]
     assert kernel_wavefronts(padded) < kernel_wavefronts(plain)
     assert padded.shared_words() == 2 * 32 * 5 and plain.shared_words() == 2 * 32 * 4
-    assert not schedule.find_races(schedule.place_barriers(padded))
+    assert not find_races(place_barriers(padded))
 
 
 def test_entry_mapping_reads_consecutive_words_and_stays_packed():

@@ -55,3 +55,38 @@ def test_corrupt_host_library_is_rebuilt(tmp_path, monkeypatch):
 
 def _build_only(cache):
     _host_module(cache)
+
+
+def test_truncated_host_library_is_rebuilt_not_loaded(tmp_path, monkeypatch):
+    """A library cut short part-way still looks like ELF and used to be loaded (a bus error on
+    every run, never rebuilt): the checksum written with it refuses it now."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        pool.map(_build_only, [str(tmp_path)])
+    (lib,) = list(tmp_path.rglob("*.so"))
+    whole = lib.read_bytes()
+    lib.write_bytes(whole[: len(whole) // 2])
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path))
+    mod = _host_module(str(tmp_path))
+    assert lib.read_bytes() == whole  # rebuilt in place
+    a = np.arange(10, dtype=np.float32)
+    b = np.zeros(10, dtype=np.float32)
+    mod.launch("twice", [a, b], 10)
+    np.testing.assert_array_equal(b, 2 * a)
+
+
+def test_cubin_entry_with_a_damaged_report_is_recompiled(tmp_path, monkeypatch):
+    """The checksum covers the ptxas report read back with the cubin (registers, spills decide
+    what is emitted next), not only the cubin."""
+    import json
+
+    from irfuse.backend.nvrtc import compile_cubin
+
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path))
+    first = compile_cubin(SRC, "sm_90")
+    (meta,) = list(tmp_path.rglob("*.json"))
+    data = json.loads(meta.read_text())
+    data["resources"]["k"]["spill_stores"] = 64
+    meta.write_text(json.dumps(data))
+    again = compile_cubin(SRC, "sm_90")
+    assert not again.cached and again.resources["k"].spill_stores == first.resources["k"].spill_stores == 0

@@ -38,7 +38,7 @@ def test_arbitrary_text_never_crashes_the_frontend(text):
 @settings(max_examples=1000 if LONG else 100, deadline=3000, suppress_health_check=list(HealthCheck))
 @given(st.integers(0, 2**32), st.integers(0, 5))
 def test_mutated_ir_gets_parse_or_verifier_errors(seed, which):
-    from irfuse.pipeline import module_text
+    from irfuse.dialects.context import module_text
 
     text = module_text(compile_source(SOURCES[which % len(SOURCES)], "x.kas").module)
     check_ir(mutate_ir(text, random.Random(seed)))

@@ -13,7 +13,7 @@ pytestmark = requires_gpu
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
 def test_example_on_gpu(path, dtype):
-    from irfuse.pipeline import compile_program
+    from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
@@ -34,7 +34,7 @@ def test_example_on_gpu(path, dtype):
 
 def test_batch_over_two_to_the_31_floats():
     """64-bit offsets: synctest on 2^31/9 + 4097 elements, checked at both ends of the batch."""
-    from irfuse.pipeline import compile_program
+    from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
 
@@ -58,7 +58,7 @@ def test_a_run_is_one_cuda_graph_that_computes_what_the_launches_compute():
     """rotation_loop one op per kernel: the loop unrolls into launches and copies, captured
     as one graph (one node per step) whose results equal those of the same steps launched
     one by one, bit for bit, over outputs poisoned before each replay."""
-    from irfuse.pipeline import compile_program
+    from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.cuda_graph import CudaGraph
     from irfuse.runtime.executor import Executor

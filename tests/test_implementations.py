@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from irfuse.library.catalogue import default_library
-from irfuse.library.implementations import implementations
+from irfuse.library.catalogue import implementations
 from irfuse.library.indexexpr import DefinitionError
-from irfuse.library.validate import implementations_module, kernel_name, run_on_cpu
-from irfuse.pipeline import build_plan
+from irfuse.driver.implementation_check import implementations_module, kernel_name, run_on_cpu
+from irfuse.dialects.element_types import element_type, set_module_element_type
+from irfuse.driver.compile import build
 
 ALL = [i for op in default_library() for i in implementations(op)]
 
@@ -37,7 +38,9 @@ def test_every_implementation_matches_the_reference_on_the_cpu(dtype):
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_every_implementation_compiles_for_sm90_without_spills(dtype):
-    plan = build_plan(implementations_module(ALL), dtype, compile_gpu=True, arch="sm_90")
+    module = implementations_module(ALL)
+    set_module_element_type(module, element_type(dtype))
+    plan = build(module, compile_gpu=True, arch="sm_90")
     assert len(plan.cubin.resources) == len(ALL)
     for k in plan.kernels:
         r = plan.cubin.resources[k.name]

@@ -7,7 +7,7 @@ import pytest
 from conftest import EXAMPLES
 from irfuse.backend import nvrtc
 from irfuse.diagnostics import CompileError
-from irfuse.pipeline import compile_program
+from irfuse.driver.compile import compile_program
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])

@@ -6,13 +6,14 @@ import os
 import pytest
 
 from conftest import EXAMPLES
-from irfuse.analysis import schedule
+from irfuse.analysis.hazards import find_races
 from irfuse.analysis.kernel_model import model_from_kernel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
 from irfuse.frontend.irgen import compile_file
 from irfuse.passes.fuse_verify_races import FuseVerifyRaces
-from irfuse.pipeline import lower, make_context
+from irfuse.dialects.context import make_context
+from irfuse.driver.compile import lower
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
@@ -41,7 +42,7 @@ def test_passes_only_remove_shared_memory_and_barriers(path):
         mo, _ = model_from_kernel(ko)
         assert mo.shared_words() <= mb.shared_words()
         assert mo.barrier_count() <= mb.barrier_count()
-        assert not schedule.find_races(mo)
+        assert not find_races(mo)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)

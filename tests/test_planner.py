@@ -5,13 +5,17 @@ import os
 import pytest
 
 from conftest import EXAMPLES, check_top_plans_on_cpu
-from irfuse.analysis import schedule
+from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_file, compile_source
 from irfuse.passes.kas_dce import eliminate_dead_code
 from irfuse.planner.cost import H100, DeviceProfile
 from irfuse.planner.dag import block_dag, convex_groups, is_convex
-from irfuse.planner.search import _kernel_cycle, plan_program
+from irfuse.library.catalogue import find_implementation
+from irfuse.planner.search import _kernel_cycle, external_values, plan_program
+from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
+from irfuse.transforms.kernel_builder import build_kernel_model
+from irfuse.transforms.linearization import linearize
 from irfuse.runtime.reference import find_program
 
 # a -> b -> c and a -> c: {a, c} is connected but not convex (a path leaves through b and comes back).
@@ -110,15 +114,12 @@ def test_linearize_is_optimal_on_small_kernels():
     """Exhaustive check: no topological order of the calls has a lower peak than fuse-linearize's."""
     import itertools
 
-    from irfuse.planner.search import build_model
-
     p = find_program(compile_file(next(e for e in EXAMPLES if e.endswith("stvenant_inner.kas"))).module)
     eliminate_dead_code(p)
     dag = block_dag(p.body.block)
-    from irfuse.library.implementations import find_implementation
     impls = tuple(find_implementation(dag.ops[i].op_name, "elem") for i in dag.calls)
-    model, _, _ = build_model(dag, tuple(dag.calls), impls, 8, 4)
-    best = schedule.peak_shared_words(schedule.linearize(model))
+    model = _unoptimized(dag, impls, 8, 4)
+    best = peak_shared_words(linearize(model))
     calls = model.calls()
     producer = {op.result: op for op in calls}
     loads = [op for op in model.ops if op.kind == "load"]
@@ -129,7 +130,7 @@ def test_linearize_is_optimal_on_small_kernels():
             continue
         m = model.copy()
         m.ops = loads + [o for op in order for o in ([op] + ([stores[op.result]] if op.result in stores else []))]
-        assert schedule.peak_shared_words(m) >= best
+        assert peak_shared_words(m) >= best
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
@@ -141,14 +142,16 @@ TTMUL = """tensor3x3x3x3 T; tensor3x3x3 A, B; matrix3x3 M; vector3 v; input T, M
 A = ttmul411(T, v); B = ttmul3212(A, M); return B;"""
 
 
-def _two_op_kernel(mapping: str, by: int, itemsize: int):
-    from irfuse.library.implementations import find_implementation
-    from irfuse.planner.search import build_model
+def _unoptimized(dag, impls, by: int, itemsize: int):
+    inputs, outputs = external_values(dag, tuple(dag.calls))
+    return build_kernel_model([dag.ops[i] for i in dag.calls], impls, inputs, outputs, by, itemsize)
 
+
+def _two_op_kernel(mapping: str, by: int, itemsize: int):
     dag = block_dag(program(TTMUL).body.block)
     impls = tuple(find_implementation(dag.ops[i].op_name, mapping) for i in dag.calls)
-    model, inputs, outputs = build_model(dag, tuple(dag.calls), impls, by, itemsize)
-    model = schedule.allocate_shared(schedule.linearize(schedule.promote_registers(schedule.remap_threads(model))))
+    inputs, outputs = external_values(dag, tuple(dag.calls))
+    model = optimize(_unoptimized(dag, impls, by, itemsize), stop_before=BARRIER_STEP)
     return model, [v.type.size for v in inputs] + [v.type.size for v in outputs]
 
 

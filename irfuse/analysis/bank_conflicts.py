@@ -27,9 +27,10 @@ import math
 
 import numpy as np
 
-from irfuse.analysis.access_patterns import AccessPattern, words_array
+from irfuse.analysis.access_patterns import words_array
 from irfuse.analysis.kernel_model import KernelModel, MValue
-from irfuse.analysis.schedule import call_threads, element_shift, pitched
+from irfuse.analysis.shared_accesses import call_threads, element_shift, pitched
+from irfuse.dialects.access_pattern import AccessPattern
 
 PHASE_BYTES = 128
 MAX_EXTRA_WORDS = 3  # pitches tried: size+1 .. size+MAX_EXTRA_WORDS

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from irfuse.library.implementations import Implementation, find_implementation
+from xdsl.dialects.builtin import UnitAttr
+
+from irfuse.dialects import fuse
+from irfuse.library.catalogue import find_implementation
+from irfuse.library.implementations import Implementation
 
 
 @dataclass
@@ -93,13 +97,21 @@ class KernelModel:
                            [MOp(**{**vars(op), "args": list(op.args)}) for op in self.ops], self.itemsize)
 
 
+def launch_min_blocks(threads: int) -> int:
+    """Resident blocks the emitted kernel asks ptxas for (`__launch_bounds__`): 1024 threads
+    per SM, i.e. at most 64 registers per thread.
+
+    Without a minimum, `__launch_bounds__` lets ptxas squeeze registers for full occupancy
+    and spill; without launch bounds at all it assumes 1024-thread blocks.
+    """
+    return max(1, 1024 // threads)
+
+
 # --- IR <-> model -----------------------------------------------------------
 
 
 def model_from_kernel(kernel, itemsize: int = 4) -> tuple[KernelModel, dict]:
     """The model of a `fuse.kernel` and the map model op index -> IR op (barriers included)."""
-    from irfuse.dialects import fuse
-
     values: dict[int, MValue] = {}
     ids: dict = {}
     ops: list[MOp] = []
@@ -120,7 +132,7 @@ def model_from_kernel(kernel, itemsize: int = 4) -> tuple[KernelModel, dict]:
         elif isinstance(op, fuse.CallOp):
             impl = find_implementation(op.op_name, op.impl.data)
             ops.append(MOp("call", impl=impl, args=[vid(a) for a in op.args], result=vid(op.res),
-                           remap="remap" in op.attributes))
+                           remap=op.remapped))
         elif isinstance(op, fuse.StoreOp):
             v = vid(op.value)
             values[v].stored = True
@@ -139,10 +151,6 @@ def write_back(kernel, model: KernelModel, mapping: dict) -> None:
 
     The model's non-barrier ops must be the kernel's non-barrier ops (in any order).
     """
-    from xdsl.dialects.builtin import UnitAttr
-
-    from irfuse.dialects import fuse
-
     ir_ops = [op for op in mapping["ops"] if not isinstance(op, fuse.BarrierOp)]
     defs = {mapping["ids"][op.results[0]]: op for op in ir_ops if isinstance(op, (fuse.LoadOp, fuse.CallOp))}
     stores: dict[int, list] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xdsl.ir import Operation, SSAValue
 
-from irfuse.dialects.kas import LoopOp, ProgramOp, ReturnOp, YieldOp
+from irfuse.dialects.kas import LoopOp, ProgramOp, YieldOp
 
 
 def live_values(program: ProgramOp) -> set[SSAValue]:
@@ -45,15 +45,3 @@ def live_values(program: ProgramOp) -> set[SSAValue]:
                 assert isinstance(term, YieldOp)
                 mark(term.values[k])
     return live
-
-
-def dead_ops(program: ProgramOp) -> list[Operation]:
-    """Non-terminator ops (walk order) none of whose results is live."""
-    live = live_values(program)
-    out = []
-    for op in program.body.walk():
-        if op is program or isinstance(op, (ReturnOp, YieldOp)):
-            continue
-        if not any(r in live for r in op.results):
-            out.append(op)
-    return out

@@ -4,7 +4,8 @@ The emitted source is self-contained and compiles unchanged with NVRTC
 (for the GPU) and with the host C++ compiler plus `irfuse_host.h` (for CPU
 execution).  Conventions:
 
-- `real_t` is `float` or `double` (`IRFUSE_REAL`, set when compiling);
+- `real_t` is `float` or `double` (`IRFUSE_REAL`, defined at the top of the
+  source for float64);
 - kernel parameters: the global input arrays, the output arrays, then the
   batch size `n` (`long long`); all element offsets are 64-bit;
 - block `(bx, by)`: `by` elements per block, `bx` threads per element; the
@@ -24,10 +25,13 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from irfuse.analysis.kernel_model import launch_min_blocks, model_from_kernel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
-from irfuse.analysis.access_patterns import AccessPattern
-from irfuse.library.implementations import Implementation, find_implementation
+from irfuse.dialects.access_pattern import AccessPattern
+from irfuse.dialects.element_types import ElementType
+from irfuse.library.catalogue import find_implementation
+from irfuse.library.implementations import Implementation
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a kernel may declare statically
 
@@ -175,8 +179,6 @@ class _Names:
 
 def shared_words(kernel: fuse.KernelOp) -> int:
     """Words of shared memory the kernel's places need (0 if all values are in registers)."""
-    from irfuse.analysis.kernel_model import model_from_kernel
-
     return model_from_kernel(kernel)[0].shared_words()
 
 
@@ -205,11 +207,11 @@ def register_pattern(v: SSAValue) -> tuple[AccessPattern, int, bool]:
     owner = v.owner
     if isinstance(owner, fuse.CallOp):
         impl = call_impl(owner)
-        return impl.result_ap, impl.bx, "remap" in owner.attributes
+        return impl.result_ap, impl.bx, owner.remapped
     for use in v.uses:
         if isinstance(use.operation, fuse.CallOp):
             impl = call_impl(use.operation)
-            return impl.operand_aps[use.index], impl.bx, "remap" in use.operation.attributes
+            return impl.operand_aps[use.index], impl.bx, use.operation.remapped
     size = v.type.size  # type: ignore[attr-defined]
     return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size), 1, False
 
@@ -227,161 +229,177 @@ def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
     return (by * size) % per == 0 and offset % per == 0
 
 
-def default_min_blocks(nthreads: int) -> int:
-    """Resident blocks to ask for: 1024 threads per SM, i.e. at most 64 registers per thread.
+class _KernelEmitter:
+    """The CUDA C of one `fuse.kernel`: declarations, then one statement group per op."""
 
-    Without a minimum, `__launch_bounds__` lets ptxas squeeze registers for full occupancy
-    and spill; without launch bounds at all it assumes 1024-thread blocks.
-    """
-    return max(1, 1024 // nthreads)
+    def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None):
+        self.kernel = kernel
+        self.itemsize = itemsize
+        self.bx, self.by = kernel.bx.data, kernel.by.data
+        self.nthreads = self.bx * self.by
+        self.min_blocks = min_blocks or launch_min_blocks(self.nthreads)
+        self.names = _Names()
+        self.words = shared_words(kernel)
+        self.info = KernelInfo(kernel.sym_name.data, self.bx, self.by, self.words,
+                               [a.name_hint or f"in{i}" for i, a in enumerate(kernel.input_args)],
+                               [a.name_hint or f"out{i}" for i, a in enumerate(kernel.output_args)],
+                               [a.type.size for a in kernel.input_args],  # type: ignore[attr-defined]
+                               [a.type.size for a in kernel.output_args])  # type: ignore[attr-defined]
+        self.info.min_blocks = self.min_blocks
+        if kernel.barriers_before is not None:
+            self.info.barriers_before = kernel.barriers_before.data
+        self.body: list[str] = []
+        self.regs: list[str] = []
+        self.used: set[tuple[Implementation, str]] = set()
+        self.pending_async = False  # loads issued with cp.async and not yet waited for
 
-
-def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None
-                ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
-    bx, by = kernel.bx.data, kernel.by.data
-    nthreads = bx * by
-    min_blocks = min_blocks or default_min_blocks(nthreads)
-    names = _Names()
-    block = kernel.body.block
-    params = []
-    for a in kernel.input_args:
-        params.append(f"const real_t* __restrict__ {names.get(a, 'g_')}")
-    for a in kernel.output_args:
-        params.append(f"real_t* __restrict__ {names.get(a, 'g_')}")
-    params.append("const long long n")
-    words = shared_words(kernel)
-    info = KernelInfo(kernel.sym_name.data, bx, by, words,
-                      [a.name_hint or f"in{i}" for i, a in enumerate(kernel.input_args)],
-                      [a.name_hint or f"out{i}" for i, a in enumerate(kernel.output_args)],
-                      [a.type.size for a in kernel.input_args],  # type: ignore[attr-defined]
-                      [a.type.size for a in kernel.output_args])  # type: ignore[attr-defined]
-    info.min_blocks = min_blocks
-    if "barriers_before" in kernel.attributes:
-        info.barriers_before = kernel.attributes["barriers_before"].data  # type: ignore[attr-defined]
-    body: list[str] = []
-    regs: list[str] = []
-    used: set[tuple[Implementation, str]] = set()
-
-    def base(v: SSAValue, y: str) -> str:
+    def base(self, v: SSAValue, y: str) -> str:
         """The pointer a device function indexes for value v, run as element y: a padded
         value's element y is moved by y*(pitch - size) words (see analysis.bank_conflicts)."""
         op = v.owner
         assert isinstance(op, fuse.OnChipOp)
         place = op.get_place()
         if not place.is_shared:
-            return names.get(v, "r_")
+            return self.names.get(v, "r_")
         extra = place.pitch.data - v.type.size if place.pitch.data else 0  # type: ignore[attr-defined]
         return f"smem + {place.offset.data}" + (f" + {y}*{extra}" if extra else "")
 
-    def declare_register(v: SSAValue) -> None:
+    def declare_register(self, v: SSAValue) -> None:
         ap, _, _ = register_pattern(v)
-        regs.append(f"  real_t {names.get(v, 'r_')}[{max(ap.relative()) + 1}];")
-        info.register_values += 1
+        self.regs.append(f"  real_t {self.names.get(v, 'r_')}[{max(ap.relative()) + 1}];")
+        self.info.register_values += 1
 
-    def per_thread(v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
+    def guard(self, bx_call: int, y: str, remap: bool) -> str:
+        return f"{y} < count" if remap else ("active" if bx_call == self.bx else f"active && tx < {bx_call}")
+
+    def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
         """A statement run by each thread holding its part of register value v."""
         ap, ap_bx, remap = register_pattern(v)
-        scope, x, y = thread_scope(ap_bx, bx, remap)
-        guard = f"{y} < count" if remap else ("active" if ap_bx == bx else f"active && tx < {ap_bx}")
+        scope, x, y = thread_scope(ap_bx, self.bx, remap)
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
         start = start.replace("\0TX", x).replace("\0TY", y)
-        body = " ".join(statement(start, names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
-        return f"  {scope}if ({guard}) {{ {body} }} }}"
+        body = " ".join(statement(start, self.names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
+        return f"  {scope}if ({self.guard(ap_bx, y, remap)}) {{ {body} }} }}"
 
-    def copy(dst: str, src: str, count: str, size: int, place: fuse.PlaceAttr, load: bool = False) -> str:
+    def copy(self, dst: str, src: str, count: str, size: int, place: fuse.PlaceAttr, load: bool = False) -> str:
+        """A block-wide copy between global and shared memory: element-wise for a padded value,
+        16 bytes at a time where the block's chunk is aligned (asynchronous for loads)."""
         offset, pitch = place.offset.data, place.pitch.data
         if pitch:
             fn = f"irf_{'load' if load else 'store'}_pitched<{size}, {pitch}>"
-            if load:
-                pending.append(True)
+            self.pending_async |= load
         else:
-            fn = "irf_copy16" if _vector_ok(by, size, offset, itemsize) else "irf_copy"
+            fn = "irf_copy16" if _vector_ok(self.by, size, offset, self.itemsize) else "irf_copy"
             if load and fn == "irf_copy16":
                 fn = "irf_load_async16"
-                pending.append(True)
-        return f"  {fn}({dst}, {src}, {count}, tid, {nthreads});"
+                self.pending_async = True
+        return f"  {fn}({dst}, {src}, {count}, tid, {self.nthreads});"
 
-    pending: list[bool] = []
-
-    for op in block.ops:
-        if pending and not isinstance(op, fuse.LoadOp):
-            body.append("  irf_async_wait();")
-            pending.clear()
-        if isinstance(op, fuse.LoadOp):
-            size = op.res.type.size
-            src = names.get(op.source, "g_")
-            body.append(f"  // {names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
-            if op.place.is_shared:
-                off = op.place.offset.data
-                body.append(copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size, op.place,
-                                 load=True))
-                info.shared_values += 1
-            else:
-                declare_register(op.res)
-                body.append(per_thread(op.res, lambda st, r, k: f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];"))
-        elif isinstance(op, fuse.CallOp):
-            impl = call_impl(op)
-            variant = variant_of(op)
-            used.add((impl, variant))
-            if op.place.is_shared:
-                info.shared_values += 1
-            else:
-                declare_register(op.res)
-            remap = "remap" in op.attributes
-            scope, x, y = thread_scope(impl.bx, bx, remap)
-            args = [x, y] + [base(a, y) for a in op.args] + [base(op.res, y)]
-            guard = f"{y} < count" if remap else ("active" if impl.bx == bx else f"active && tx < {impl.bx}")
-            body.append(f"  // {op.op_name}[{impl.name}] into {op.place.text()}" + (", threads remapped" if remap else ""))
-            call = f"if ({guard}) {impl.variant_name(variant)}({', '.join(args)});"
-            body.append(f"  {scope}{call} }}" if remap else f"  {call}")
-            info.calls.append(f"{op.op_name}[{impl.name}]")
-        elif isinstance(op, fuse.StoreOp):
-            value_op = op.value.owner
-            assert isinstance(value_op, fuse.OnChipOp)
-            place = value_op.get_place()
-            size = op.value.type.size
-            dst = names.get(op.dest, "g_")
-            body.append(f"  // store into {op.dest.name_hint}")
-            if place.is_shared:
-                off = place.offset.data
-                body.append(copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
-            else:
-                body.append(per_thread(op.value, lambda st, r, k: f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];"))
-        elif isinstance(op, fuse.BarrierOp):
-            body.append("  __syncthreads();")
-            info.barriers += 1
+    def emit_load(self, op: fuse.LoadOp) -> None:
+        size = op.res.type.size
+        src = self.names.get(op.source, "g_")
+        self.body.append(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
+        if op.place.is_shared:
+            off = op.place.offset.data
+            self.body.append(self.copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size,
+                                       op.place, load=True))
+            self.info.shared_values += 1
         else:
-            raise CompileError(f"the CUDA emitter does not handle '{op.name}'")
+            self.declare_register(op.res)
+            self.body.append(self.per_thread(
+                op.res, lambda st, r, k: f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];"))
 
-    lines = [f"// fuse.kernel @{info.name}: block(bx = {bx}, by = {by}), {words} shared words",
-             f'extern "C" __global__ void __launch_bounds__({nthreads}, {min_blocks}) {info.name}({", ".join(params)})',
-             "{"]
-    if words:
-        if words * itemsize <= STATIC_SHARED_LIMIT:
-            lines.append(f"  IRFUSE_SHARED_STATIC(real_t, smem, {words});")
+    def emit_call(self, op: fuse.CallOp) -> None:
+        impl = call_impl(op)
+        variant = variant_of(op)
+        self.used.add((impl, variant))
+        if op.place.is_shared:
+            self.info.shared_values += 1
         else:
-            lines.append("  IRFUSE_SHARED_DYNAMIC(real_t, smem);")
-            info.dynamic_shared = True
-    lines += [
-        "  const int tx = threadIdx.x, ty = threadIdx.y;",
-        f"  const int tid = ty * {bx} + tx;",
-        f"  const long long first = (long long)blockIdx.x * {by};",
-        f"  const int count = n - first < {by} ? (int)(n - first) : {by};",
-        "  const bool active = ty < count;",
-        "  (void)tid; (void)active;",
-        *regs,
-        *body,
-        "}",
-    ]
-    return "\n".join(lines), info, used
+            self.declare_register(op.res)
+        remap = op.remapped
+        scope, x, y = thread_scope(impl.bx, self.bx, remap)
+        args = [x, y] + [self.base(a, y) for a in op.args] + [self.base(op.res, y)]
+        self.body.append(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
+                         + (", threads remapped" if remap else ""))
+        call = f"if ({self.guard(impl.bx, y, remap)}) {impl.variant_name(variant)}({', '.join(args)});"
+        self.body.append(f"  {scope}{call} }}" if remap else f"  {call}")
+        self.info.calls.append(f"{op.op_name}[{impl.name}]")
+
+    def emit_store(self, op: fuse.StoreOp) -> None:
+        value_op = op.value.owner
+        assert isinstance(value_op, fuse.OnChipOp)
+        place = value_op.get_place()
+        size = op.value.type.size  # type: ignore[attr-defined]
+        dst = self.names.get(op.dest, "g_")
+        self.body.append(f"  // store into {op.dest.name_hint}")
+        if place.is_shared:
+            off = place.offset.data
+            self.body.append(self.copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
+        else:
+            self.body.append(self.per_thread(
+                op.value, lambda st, r, k: f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];"))
+
+    def emit_barrier(self, op: fuse.BarrierOp) -> None:
+        self.body.append("  __syncthreads();")
+        self.info.barriers += 1
+
+    def emit(self) -> str:
+        handlers = {fuse.LoadOp: self.emit_load, fuse.CallOp: self.emit_call, fuse.StoreOp: self.emit_store,
+                    fuse.BarrierOp: self.emit_barrier}
+        for op in self.kernel.body.block.ops:
+            if self.pending_async and not isinstance(op, fuse.LoadOp):
+                self.body.append("  irf_async_wait();")
+                self.pending_async = False
+            handler = handlers.get(type(op))
+            if handler is None:
+                raise CompileError(f"the CUDA emitter does not handle '{op.name}'")
+            handler(op)  # type: ignore[operator]
+        return "\n".join([*self.signature(), *self.prologue(), *self.regs, *self.body, "}"])
+
+    def signature(self) -> list[str]:
+        params = [f"const real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.input_args]
+        params += [f"real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.output_args]
+        params.append("const long long n")
+        return [f"// fuse.kernel @{self.info.name}: block(bx = {self.bx}, by = {self.by}), {self.words} shared words",
+                f'extern "C" __global__ void __launch_bounds__({self.nthreads}, {self.min_blocks}) '
+                f'{self.info.name}({", ".join(params)})',
+                "{"]
+
+    def prologue(self) -> list[str]:
+        lines = []
+        if self.words:
+            if self.words * self.itemsize <= STATIC_SHARED_LIMIT:
+                lines.append(f"  IRFUSE_SHARED_STATIC(real_t, smem, {self.words});")
+            else:
+                lines.append("  IRFUSE_SHARED_DYNAMIC(real_t, smem);")
+                self.info.dynamic_shared = True
+        return lines + [
+            "  const int tx = threadIdx.x, ty = threadIdx.y;",
+            f"  const int tid = ty * {self.bx} + tx;",
+            f"  const long long first = (long long)blockIdx.x * {self.by};",
+            f"  const int count = n - first < {self.by} ? (int)(n - first) : {self.by};",
+            "  const bool active = ty < count;",
+            "  (void)tid; (void)active;",
+        ]
+
+
+def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None
+                ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
+    """The kernel's CUDA C, what a launcher needs to know of it, and the device-function
+    variants it calls."""
+    emitter = _KernelEmitter(kernel, itemsize, min_blocks)
+    text = emitter.emit()
+    return text, emitter.info, emitter.used
 
 
 def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
     return [op for op in module.ops if isinstance(op, fuse.KernelOp)]
 
 
-def emit_module(module: ModuleOp, itemsize: int = 4, min_blocks: dict[str, int] | None = None) -> EmittedModule:
-    """CUDA C of every kernel; `min_blocks` overrides the launch-bounds minimum per kernel name."""
+def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, int] | None = None) -> EmittedModule:
+    """The complete CUDA C of every kernel for one element type; `min_blocks` overrides the
+    launch-bounds minimum per kernel name."""
     min_blocks = min_blocks or {}
     kernels = kernels_of(module)
     if not kernels:
@@ -389,7 +407,7 @@ def emit_module(module: ModuleOp, itemsize: int = 4, min_blocks: dict[str, int] 
     texts, infos = [], []
     functions: dict[str, str] = {}
     for k in kernels:
-        text, info, used = emit_kernel(k, itemsize, min_blocks.get(k.sym_name.data))
+        text, info, used = emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data))
         texts.append(text)
         infos.append(info)
         for impl, variant in sorted(used, key=lambda p: p[0].variant_name(p[1])):
@@ -399,4 +417,5 @@ def emit_module(module: ModuleOp, itemsize: int = 4, min_blocks: dict[str, int] 
                 for ap in impl.aps:
                     c_start(ap, impl.bx)  # refuses BY, which generated code cannot see
                 functions[name] = re.sub(r"\bBX\b", str(impl.bx), src)
-    return EmittedModule("\n\n".join([PRELUDE, *functions.values(), *texts]) + "\n", infos)
+    source = element.c_prelude + "\n\n".join([PRELUDE, *functions.values(), *texts]) + "\n"
+    return EmittedModule(source, infos)

@@ -7,20 +7,23 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.target import Target
 
 from irfuse.backend.cuda_emit import emit_module
+from irfuse.diagnostics import CompileError
+from irfuse.dialects.element_types import module_element_type
 
 
 @dataclass(frozen=True)
 class CudaTarget(Target):
-    """CUDA C for every fuse.kernel of the module (`-t cuda`, or `-t cuda{dtype=f64}`)."""
+    """CUDA C for every fuse.kernel of the module (`-t cuda`), in the module's element type."""
 
     name = "cuda"
-    dtype: str = "f32"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        emitted = emit_module(module, 8 if self.dtype == "f64" else 4)
-        if self.dtype == "f64":
-            output.write("#define IRFUSE_REAL double\n")
-        output.write(emitted.source)
+        try:
+            element = module_element_type(module)
+        except VerifyException as e:
+            raise CompileError(str(e)) from None
+        output.write(emit_module(module, element).source)

@@ -7,7 +7,6 @@ The kernel source is compiled unchanged, together with `irfuse_host.h`
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import shutil
 import subprocess
@@ -15,8 +14,8 @@ import tempfile
 from importlib import resources
 
 from irfuse.backend.cuda_emit import KernelInfo
-from irfuse.backend.nvrtc import cache_dir
-from irfuse.diagnostics import CompileError
+from irfuse.backend.disk_cache import cache_lock, entry_path, read_checked, sha256, write_checked
+from irfuse.diagnostics import CompileError, ExecutionError
 
 HEADER = "irfuse_host.h"
 
@@ -58,20 +57,16 @@ class HostModule:
         header = _header_text()
         cxx = compiler()
         flags = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w"]
-        key = hashlib.sha256("\0".join([source, launcher, header, cxx, *flags]).encode()).hexdigest()
-        lib_path = os.path.join(cache_dir(), "host", key[:2], key + ".so")
-        from irfuse.backend.nvrtc import cache_lock
-
+        key = sha256("\0".join([source, launcher, header, cxx, *flags]).encode())
+        lib_path = entry_path("host", key, ".so")
         with cache_lock(lib_path):
-            if not os.path.exists(lib_path):
-                self._build(source, launcher, header, cxx, flags, lib_path)
-            try:
-                self.lib = ctypes.CDLL(lib_path)
-            except OSError:
-                # A truncated or corrupt library from an interrupted run: build it again.
-                os.unlink(lib_path)
-                self._build(source, launcher, header, cxx, flags, lib_path)
-                self.lib = ctypes.CDLL(lib_path)
+            # A library that fails its checksum (truncated by an interrupted run, damaged) is
+            # rebuilt: loading a damaged shared library can kill the process.
+            if read_checked(lib_path) is None:
+                write_checked(lib_path, self._build(source, launcher, header, cxx, flags))
+            if read_checked(lib_path) is None:  # the cache cannot be written: a private copy
+                lib_path = self._private_copy(self._build(source, launcher, header, cxx, flags))
+            self.lib = ctypes.CDLL(lib_path)
         self.entries = {}
         for name in self.kernels:
             fn = getattr(self.lib, f"irf_launch_{name}")
@@ -80,7 +75,15 @@ class HostModule:
             self.entries[name] = fn
 
     @staticmethod
-    def _build(source: str, launcher: str, header: str, cxx: str, flags: list[str], lib_path: str) -> None:
+    def _private_copy(data: bytes) -> str:
+        fd, path = tempfile.mkstemp(prefix="irfuse-host-", suffix=".so")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return path
+
+    @staticmethod
+    def _build(source: str, launcher: str, header: str, cxx: str, flags: list[str]) -> bytes:
+        """The shared library's bytes."""
         with tempfile.TemporaryDirectory(prefix="irfuse-host-") as tmp:
             for name, text in (("kernels.cu", source), ("launcher.cpp", launcher), (HEADER, header)):
                 with open(os.path.join(tmp, name), "w") as f:
@@ -91,11 +94,8 @@ class HostModule:
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
-            os.makedirs(os.path.dirname(lib_path), exist_ok=True)
-            fd, tmp_lib = tempfile.mkstemp(dir=os.path.dirname(lib_path), prefix=".tmp-", suffix=".so")
-            os.close(fd)
-            shutil.copyfile(out, tmp_lib)
-            os.replace(tmp_lib, lib_path)
+            with open(out, "rb") as f:
+                return f.read()
 
     def launch(self, name: str, arrays: list, n: int) -> None:
         """Runs kernel `name` on numpy arrays (inputs then outputs) of `n` elements."""
@@ -103,4 +103,4 @@ class HostModule:
         grid = -(-n // k.by)
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         if self.entries[name](ptrs, n, grid) != 0:
-            raise RuntimeError(f"kernel {name} failed on the CPU")
+            raise ExecutionError(f"kernel {name} failed on the CPU")

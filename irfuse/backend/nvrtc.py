@@ -11,13 +11,11 @@ report is what tells a kernel that spills.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
 
+from irfuse.backend.disk_cache import atomic_write, cache_lock, entry_path, sha256
 from irfuse.diagnostics import CompileError, Diagnostic
 
 GENERATED_NAME = "irfuse_kernels.cu"
@@ -83,14 +81,9 @@ def default_arch() -> str:
             err2, minor = driver.cuDeviceGetAttribute(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
             if err == err1 == err2 == driver.CUresult.CUDA_SUCCESS:
                 return f"sm_{major}{minor}"
-    except Exception:  # no driver, no GPU: compile for the default target
+    except Exception:  # noqa: BLE001 -- a probe: no driver, no GPU, any driver error: the default target
         pass
     return "sm_90"
-
-
-def cache_dir() -> str:
-    return os.environ.get("IRFUSE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "irfuse")
 
 
 def _nvrtc_version() -> str:
@@ -137,8 +130,8 @@ def compile_cubin(source: str, arch: str | None = None, defines: dict[str, str] 
     if _nvrtc_caches():
         opts.append("--no-cache")
     opts += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
-    key = hashlib.sha256(json.dumps([source, opts, _nvrtc_version()]).encode()).hexdigest()
-    path = os.path.join(cache_dir(), "cubin", key[:2], key)
+    key = sha256(json.dumps([source, opts, _nvrtc_version()]).encode())
+    path = entry_path("cubin", key)
     if not use_cache:
         return _compile(source, arch, opts)
     with cache_lock(path):
@@ -173,13 +166,19 @@ def _compile(source: str, arch: str, opts: list[str]) -> CubinResult:
     return CubinResult(arch, bytes(cubin), log, parse_ptxas_report(log))
 
 
+def _entry_checksum(arch: str, log: str, resources: dict, cubin: bytes) -> str:
+    """Covers the cubin and everything read back with it: a damaged report (registers,
+    spills) would change what is emitted next, so it must fail the check like the cubin."""
+    return sha256(json.dumps([arch, log, resources], sort_keys=True).encode() + cubin)
+
+
 def _cache_read(path: str) -> CubinResult | None:
     try:
         with open(path + ".json", encoding="utf-8") as f:
             meta = json.load(f)
         with open(path + ".cubin", "rb") as f:
             cubin = f.read()
-        if hashlib.sha256(cubin).hexdigest() != meta["cubin_sha256"]:
+        if _entry_checksum(meta["arch"], meta["log"], meta["resources"], cubin) != meta["sha256"]:
             return None  # torn or corrupt entry: recompile
         res = {k: KernelResources(**v) for k, v in meta["resources"].items()}
         return CubinResult(meta["arch"], cubin, meta["log"], res, cached=True)
@@ -187,51 +186,13 @@ def _cache_read(path: str) -> CubinResult | None:
         return None
 
 
-class cache_lock:
-    """An exclusive lock on one cache entry across processes (advisory, `fcntl.flock`):
-    the second process waits, then finds the entry the first one wrote."""
-
-    def __init__(self, path: str):
-        self.path = path + ".lock"
-
-    def __enter__(self):
-        self.fd = None
-        try:
-            import fcntl
-
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except (ImportError, OSError):
-            self.fd = None  # no locking here: atomic writes still keep entries whole
-        return self
-
-    def __exit__(self, *exc):
-        if self.fd is not None:
-            os.close(self.fd)  # closing releases the lock
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _cache_write(path: str, r: CubinResult) -> None:
-    meta = {"arch": r.arch, "log": r.log, "cubin_sha256": hashlib.sha256(r.cubin).hexdigest(),
-            "resources": {k: asdict(v) for k, v in r.resources.items()}}
+    resources = {k: asdict(v) for k, v in r.resources.items()}
+    meta = {"arch": r.arch, "log": r.log, "resources": resources,
+            "sha256": _entry_checksum(r.arch, r.log, resources, r.cubin)}
     try:
         # The cubin lands first; the metadata (with its checksum) makes the entry valid.
-        _atomic_write(path + ".cubin", r.cubin)
-        _atomic_write(path + ".json", json.dumps(meta).encode())
+        atomic_write(path + ".cubin", r.cubin)
+        atomic_write(path + ".json", json.dumps(meta).encode())
     except OSError:
         pass  # an unwritable cache only costs recompilation

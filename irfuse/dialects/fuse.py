@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr, UnitAttr
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
@@ -30,6 +31,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_attr_def,
     prop_def,
     region_def,
     result_def,
@@ -39,13 +41,41 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator, SymbolOpInterface
+from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
+from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.kas import KasType
+from irfuse.dialects.op_registry import op_registry
 
-SHARED = "shared"
-REG = "reg"
+
+class Space(StrEnum):
+    """Where an on-chip value lives."""
+
+    SHARED = "shared"
+    REG = "reg"
+
+
+@irdl_attr_definition
+class SpaceAttr(EnumAttribute[Space], SpacedOpaqueSyntaxAttribute):
+    name = "fuse.space"
+
+
+class RegisterUse(StrEnum):
+    """Whether a value accessed through an access pattern may be placed in registers."""
+
+    ALLOWED = "allowed"
+    NOREG = "noreg"
+
+
+@irdl_attr_definition
+class RegisterUseAttr(EnumAttribute[RegisterUse], SpacedOpaqueSyntaxAttribute):
+    name = "fuse.register_use"
+
+
+SHARED = Space.SHARED
+REG = Space.REG
 
 
 @irdl_attr_definition
@@ -58,12 +88,12 @@ class PlaceAttr(ParametrizedAttribute):
     """
 
     name = "fuse.place"
-    space: StringAttr
+    space: SpaceAttr
     offset: IntAttr
     pitch: IntAttr
 
-    def __init__(self, space: str, offset: int = 0, pitch: int = 0):
-        super().__init__(StringAttr(space), IntAttr(offset), IntAttr(pitch))
+    def __init__(self, space: Space, offset: int = 0, pitch: int = 0):
+        super().__init__(SpaceAttr(Space(space)), IntAttr(offset), IntAttr(pitch))
 
     @staticmethod
     def shared(offset: int, pitch: int = 0) -> "PlaceAttr":
@@ -92,8 +122,6 @@ class PlaceAttr(ParametrizedAttribute):
             return _parse_place_body(parser)
 
     def verify(self) -> None:
-        if self.space.data not in (SHARED, REG):
-            raise VerifyException(f"place must be 'shared' or 'reg', got '{self.space.data}'")
         if self.offset.data < 0:
             raise VerifyException(f"shared offset must be non-negative, got {self.offset.data}")
         if self.pitch.data < 0 or (self.pitch.data and self.space.data != SHARED):
@@ -102,7 +130,7 @@ class PlaceAttr(ParametrizedAttribute):
 
 def _parse_place_body(parser: AttrParser) -> list[Attribute]:
     if parser.parse_optional_keyword(REG):
-        return [StringAttr(REG), IntAttr(0), IntAttr(0)]
+        return [SpaceAttr(REG), IntAttr(0), IntAttr(0)]
     parser.parse_keyword(SHARED)
     parser.parse_punctuation("[")
     off = parser.parse_integer(allow_boolean=False, allow_negative=False)
@@ -113,7 +141,7 @@ def _parse_place_body(parser: AttrParser) -> list[Attribute]:
         if pitch == 0:
             parser.raise_error("a pitch must be positive (leave it out for none)")
     parser.parse_punctuation("]")
-    return [StringAttr(SHARED), IntAttr(off), IntAttr(pitch)]
+    return [SpaceAttr(SHARED), IntAttr(off), IntAttr(pitch)]
 
 
 def parse_place(parser: AttrParser) -> PlaceAttr:
@@ -123,24 +151,27 @@ def parse_place(parser: AttrParser) -> PlaceAttr:
 
 @irdl_attr_definition
 class AccessPatternAttr(ParametrizedAttribute):
-    """`#fuse.ap<"start", block, stride, count, noreg>`: the words each thread touches
-    (see `irfuse.analysis.access_patterns`); implementations carry one per operand and result."""
+    """`#fuse.ap<"start", block, stride, count[, noreg]>`: the words each thread touches
+    (see `irfuse.dialects.access_pattern`); implementations carry one per operand and result."""
 
     name = "fuse.ap"
     start: StringAttr
     block: IntAttr
     stride: IntAttr
     count: IntAttr
-    noreg: IntAttr
+    register_use: RegisterUseAttr
 
     def __init__(self, start: str, block: int, stride: int, count: int, noreg: bool = False):
-        super().__init__(StringAttr(start), IntAttr(block), IntAttr(stride), IntAttr(count), IntAttr(int(noreg)))
+        super().__init__(StringAttr(start), IntAttr(block), IntAttr(stride), IntAttr(count),
+                         RegisterUseAttr(RegisterUse.NOREG if noreg else RegisterUse.ALLOWED))
 
-    def pattern(self):
-        from irfuse.analysis.access_patterns import AccessPattern
+    @staticmethod
+    def of(ap: AccessPattern) -> "AccessPatternAttr":
+        return AccessPatternAttr(ap.start, ap.block, ap.stride, ap.count, ap.noreg)
 
+    def pattern(self) -> AccessPattern:
         return AccessPattern(self.start.data, self.block.data, self.stride.data, self.count.data,
-                             bool(self.noreg.data))
+                             self.register_use.data == RegisterUse.NOREG)
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.pattern().text()}>")
@@ -150,20 +181,20 @@ class AccessPatternAttr(ParametrizedAttribute):
         with parser.in_angle_brackets():
             start = parser.parse_str_literal()
             nums = []
-            for _ in range(4):
+            for _ in range(3):
                 parser.parse_punctuation(",")
                 nums.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
-        return [StringAttr(start), *(IntAttr(n) for n in nums)]
+            use = RegisterUse.ALLOWED
+            if parser.parse_optional_punctuation(","):
+                parser.parse_keyword(RegisterUse.NOREG)
+                use = RegisterUse.NOREG
+        return [StringAttr(start), *(IntAttr(n) for n in nums), RegisterUseAttr(use)]
 
     def verify(self) -> None:
-        from irfuse.analysis.access_patterns import APError
-
         try:
             self.pattern()
         except APError as e:
             raise VerifyException(str(e)) from None
-        if self.noreg.data not in (0, 1):
-            raise VerifyException("noreg must be 0 or 1")
 
 
 class OnChipOp(IRDLOperation):
@@ -231,6 +262,8 @@ class CallOp(OnChipOp):
     args = var_operand_def(KasType)
     res = result_def(KasType)
     place = prop_def(PlaceAttr)
+    # Set by fuse-remap-threads: the call runs on the block's first threads, renumbered.
+    remap = opt_attr_def(UnitAttr)
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
 
     def __init__(self, callee: str, impl: str, args: Sequence[SSAValue], result_type: Attribute,
@@ -243,17 +276,23 @@ class CallOp(OnChipOp):
     def op_name(self) -> str:
         return self.callee.root_reference.data
 
-    def verify_(self) -> None:
-        from irfuse.library.implementations import find_implementation
+    @property
+    def remapped(self) -> bool:
+        return self.remap is not None
 
+    def verify_(self) -> None:
         try:
-            impl = find_implementation(self.op_name, self.impl.data)
+            impl = op_registry().lookup_implementation(self.op_name, self.impl.data)
         except KeyError as e:
             raise VerifyException(str(e.args[0])) from None
         op = impl.op
         self.verify_pitch()
         if [a.type for a in self.args] != list(op.operand_types) or self.res.type != op.result_type:
             raise VerifyException(f"fuse.call types do not match the signature {op.signature()}")
+        kernel = self.parent_op()
+        if isinstance(kernel, KernelOp) and impl.bx > kernel.bx.data:
+            raise VerifyException(f"implementation '{impl.name}' of '{self.op_name}' runs with {impl.bx} threads "
+                                  f"per element, but its kernel has bx = {kernel.bx.data}")
         for a in self.args:
             if not isinstance(a.owner, OnChipOp):
                 raise VerifyException("fuse.call operands must be on-chip values (fuse.load or fuse.call results)")
@@ -337,6 +376,11 @@ class KernelOp(IRDLOperation):
     by = prop_def(IntAttr)
     num_inputs = prop_def(IntAttr)
     body = region_def("single_block")
+    # Set by fuse-partition: the cost model's prediction and the group of calls it chose.
+    predicted_ns = opt_attr_def(IntAttr)
+    group = opt_attr_def(StringAttr)
+    # Set by fuse-place-barriers: the barriers the kernel had before (reports show what it removed).
+    barriers_before = opt_attr_def(IntAttr)
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
 
     def __init__(self, name: str, bx: int, by: int, input_types: Sequence[Attribute],
@@ -424,9 +468,26 @@ class LaunchOp(IRDLOperation):
     def kernel_name(self) -> str:
         return self.kernel.root_reference.data
 
+    def verify_(self) -> None:
+        kernel = SymbolTable.lookup_symbol(self, self.kernel)
+        if kernel is None:
+            raise VerifyException(f"fuse.launch of @{self.kernel_name}: no such fuse.kernel in the module")
+        if not isinstance(kernel, KernelOp):
+            raise VerifyException(f"fuse.launch of @{self.kernel_name}: it is a {kernel.name}, not a fuse.kernel")
+        want_in = [a.type for a in kernel.input_args]
+        want_out = [a.type for a in kernel.output_args]
+        if list(self.args.types) != want_in:
+            raise VerifyException(
+                f"fuse.launch of @{self.kernel_name}: operand types ({', '.join(map(str, self.args.types))}) "
+                f"do not match the kernel's inputs ({', '.join(map(str, want_in))})")
+        if list(self.res.types) != want_out:
+            raise VerifyException(
+                f"fuse.launch of @{self.kernel_name}: result types ({', '.join(map(str, self.res.types))}) "
+                f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
+
 
 Fuse = Dialect(
     "fuse",
     [KernelOp, LoadOp, CallOp, StoreOp, BarrierOp, LaunchOp],
-    [PlaceAttr, AccessPatternAttr],
+    [PlaceAttr, AccessPatternAttr, SpaceAttr, RegisterUseAttr],
 )

@@ -31,6 +31,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from irfuse.dialects.op_registry import op_registry
+
 
 class KasType(ParametrizedAttribute, TypeAttribute):
     """Base of the value types; `shape` is the per-element shape (row-major)."""
@@ -219,12 +221,10 @@ class CallOp(IRDLOperation):
         return self.callee.root_reference.data
 
     def verify_(self) -> None:
-        from irfuse.library.catalogue import default_library
-
-        lib = default_library()
-        op = lib.get(self.op_name)
+        registry = op_registry()
+        op = registry.lookup_op(self.op_name)
         if op is None:
-            hint = lib.closest(self.op_name)
+            hint = registry.closest_ops(self.op_name)
             raise VerifyException(
                 f"unknown op '{self.op_name}'" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
         if len(self.args) != len(op.operand_types):
@@ -417,6 +417,14 @@ class ProgramOp(IRDLOperation):
         op = cls(name, input_names, [a.type for a in args], outputs, body)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
+
+
+def program_of(module) -> ProgramOp:
+    """The `kas.program` of a module; ValueError when there is none."""
+    for op in module.walk():
+        if isinstance(op, ProgramOp):
+            return op
+    raise ValueError("the module holds no kas.program")
 
 
 Kas = Dialect(

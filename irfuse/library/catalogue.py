@@ -1,77 +1,42 @@
-"""The library of elementary ops: name, signature and index-notation definition.
+"""The library of elementary ops: the built-in catalogue, user libraries, and the registry.
 
-Every op is defined once in index notation (see `indexexpr`); its NumPy
-reference, flop count and generated CUDA code all come from that one text.
-User ops are added with `Library.define` from a module loaded through the
-`irfuse.library` entry point or `--library FILE.py` (see `load_user_libraries`).
+Every op is defined once in index notation (`ops.OpDef`). User ops are added with
+`Library.define` from a module loaded through the `irfuse.library` entry point or
+`--library FILE.py` (see `load_library_file`). Importing this module installs the
+default library as the op registry the dialects verify calls against.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 
-import numpy as np
-
+from irfuse.dialects.access_pattern import AccessPattern
 from irfuse.dialects.kas import KasType, MatrixType, ScalarType, TensorType, VectorType
-from irfuse.library.indexexpr import (
-    DefinitionError,
-    Expander,
-    Scalar,
-    count_flops,
-    eval_numpy,
-    parse_definition,
+from irfuse.dialects.op_registry import install_op_registry
+from irfuse.library.implementations import (
+    HandImplementation,
+    Implementation,
+    generated_implementations,
+    recommended_elements_per_block,
 )
-
-
-@dataclass
-class OpDef:
-    """One elementary op."""
-
-    name: str
-    operand_names: list[str]
-    operand_types: list[KasType]
-    result_type: KasType
-    definition: str
-    doc: str = ""
-    trees: list[Scalar] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        d = parse_definition(self.definition)
-        if d.target in self.operand_names:
-            raise DefinitionError(f"op '{self.name}': the result name '{d.target}' is also an operand")
-        self.trees = Expander(d, self.operand_names,
-                              [t.shape for t in self.operand_types], self.result_type.shape).expand()
-
-    @property
-    def flops(self) -> int:
-        return count_flops(self.trees)
-
-    def bytes(self, itemsize: int = 4) -> int:
-        """Global-memory bytes per element when the op runs alone."""
-        return itemsize * (sum(t.size for t in self.operand_types) + self.result_type.size)
-
-    def signature(self) -> str:
-        ins = ", ".join(t.spelling() for t in self.operand_types)
-        return f"{self.name}({ins}) -> {self.result_type.spelling()}"
-
-    def reference(self, *operands: np.ndarray) -> np.ndarray:
-        """Batched evaluation: operands shaped (N, *shape); returns (N, *result shape)."""
-        n = operands[0].shape[0] if operands else 0
-        flat = [np.ascontiguousarray(a).reshape(n, -1) for a in operands]
-        cols = [eval_numpy(t, flat) for t in self.trees]
-        out = np.stack(cols, axis=1) if cols else np.zeros((n, 0))
-        return out.reshape((n, *self.result_type.shape))
+from irfuse.library.indexexpr import DefinitionError
+from irfuse.library.ops import OpDef
 
 
 class Library:
-    """A registry of ops by name."""
+    """A registry of ops by name, and the hand-written implementations added to them.
 
-    def __init__(self) -> None:
+    `checker` runs a hand-written implementation against its op's definition before it
+    is accepted; it is handed in by the layer that can compile and run code (the
+    library itself compiles nothing): see `set_implementation_checker`.
+    """
+
+    def __init__(self, checker: Callable[[Implementation, "Library"], None] | None = None) -> None:
         self.ops: dict[str, OpDef] = {}
-        self.hand_implementations: dict[str, list] = {}
+        self.hand_implementations: dict[str, list[Implementation]] = {}
+        self.checker = checker
 
     def define(self, name: str, operands: Iterable[tuple[str, KasType]], result: KasType,
                definition: str, doc: str = "") -> OpDef:
@@ -83,7 +48,7 @@ class Library:
         return op
 
     def implement(self, op_name: str, name: str, bx: int, source: str, operand_aps, result_ap,
-                  recommended_by: int | None = None, check: bool = True):
+                  recommended_by: int | None = None, check: bool = True) -> HandImplementation:
         """Adds a hand-written implementation (KAS style) of an op.
 
         `source` defines ``FUNC(int tx, int ty, const real_t* in0, ..., real_t* out)``
@@ -93,13 +58,10 @@ class Library:
         tuples.  With `check`, the implementation is run on the CPU against the
         reference first and refused (`DefinitionError`) if it disagrees.
         """
-        from irfuse.analysis.access_patterns import AccessPattern
-        from irfuse.library.implementations import HandImplementation, implementations
-
         op = self.ops.get(op_name)
         if op is None:
             raise DefinitionError(f"cannot implement unknown op '{op_name}'")
-        if any(i.name == name for i in implementations(op, self)):
+        if any(i.name == name for i in self.implementations(op)):
             raise DefinitionError(f"op '{op_name}' already has an implementation '{name}'")
         if not name.isidentifier():
             raise DefinitionError(f"implementation name '{name}' must be an identifier")
@@ -112,17 +74,17 @@ class Library:
                                   f"implementation '{name}' gives {len(operand_aps)} access patterns")
         if bx < 1 or bx > 1024:
             raise DefinitionError(f"implementation '{name}': bx must be in 1..1024")
-        from irfuse.library.implementations import _recommended_by
-
-        impl = HandImplementation(op, name, bx, recommended_by or _recommended_by(bx), operand_aps,
-                                  ap(result_ap), origin="hand-written", source=source)
+        impl = HandImplementation(op, name, bx, recommended_by or recommended_elements_per_block(bx),
+                                  operand_aps, ap(result_ap), origin="hand-written", source=source)
+        if check and self.checker is None:
+            raise DefinitionError(f"implementation '{name}' of '{op_name}' cannot be checked: no "
+                                  "implementation checker is installed (import irfuse)")
+        # Registered before the check: the checker compiles a kernel that names it.
         self.hand_implementations.setdefault(op_name, []).append(impl)
         if check:
-            from irfuse.library.validate import check_implementation
-
             try:
-                check_implementation(impl, self)
-            except Exception:
+                self.checker(impl, self)  # DefinitionError when it disagrees or does not compile
+            except BaseException:
                 self.hand_implementations[op_name].remove(impl)
                 raise
         return impl
@@ -132,6 +94,20 @@ class Library:
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         return difflib.get_close_matches(name, self.ops.keys(), n=n, cutoff=0.6)
+
+    def implementations(self, op: OpDef) -> list[Implementation]:
+        return generated_implementations(op) + list(self.hand_implementations.get(op.name, []))
+
+    def find_implementation(self, op_name: str, impl_name: str) -> Implementation:
+        op = self.get(op_name)
+        if op is None:
+            raise KeyError(f"unknown op '{op_name}'")
+        impls = self.implementations(op)
+        for impl in impls:
+            if impl.name == impl_name:
+                return impl
+        names = ", ".join(i.name for i in impls)
+        raise KeyError(f"op '{op_name}' has no implementation '{impl_name}' (it has: {names})")
 
     def __iter__(self):
         return iter(self.ops.values())
@@ -181,6 +157,16 @@ def _define_catalogue(lib: Library) -> None:
 
 
 _DEFAULT: Library | None = None
+_DEFAULT_CHECKER: Callable[[Implementation, Library], None] | None = None
+
+
+def set_implementation_checker(checker: Callable[[Implementation, Library], None]) -> None:
+    """The check every hand-written implementation of the default library passes (the driver
+    installs one that compiles and runs it on the CPU)."""
+    global _DEFAULT_CHECKER
+    _DEFAULT_CHECKER = checker
+    if _DEFAULT is not None:
+        _DEFAULT.checker = checker
 
 
 def default_library() -> Library:
@@ -188,7 +174,7 @@ def default_library() -> Library:
     global _DEFAULT
     if _DEFAULT is None:
         # Published before the entry points run, so that their checks see this library.
-        _DEFAULT = Library()
+        _DEFAULT = Library(_DEFAULT_CHECKER)
         _define_catalogue(_DEFAULT)
         from importlib.metadata import entry_points
 
@@ -210,3 +196,28 @@ def load_library_file(path: str, lib: Library | None = None) -> Library:
         raise DefinitionError(f"{path}: a library file must define register(library)")
     register(lib)
     return lib
+
+
+def implementations(op: OpDef, library: Library | None = None) -> list[Implementation]:
+    return (library or default_library()).implementations(op)
+
+
+def find_implementation(op_name: str, impl_name: str, library: Library | None = None) -> Implementation:
+    """The implementation, or KeyError naming what exists."""
+    return (library or default_library()).find_implementation(op_name, impl_name)
+
+
+class _DefaultLibraryRegistry:
+    """The default library as the op registry the dialects verify calls against."""
+
+    def lookup_op(self, name: str) -> OpDef | None:
+        return default_library().get(name)
+
+    def closest_ops(self, name: str) -> list[str]:
+        return default_library().closest(name)
+
+    def lookup_implementation(self, op_name: str, impl_name: str) -> Implementation:
+        return default_library().find_implementation(op_name, impl_name)
+
+
+install_op_registry(_DefaultLibraryRegistry())

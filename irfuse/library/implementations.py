@@ -30,9 +30,9 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from irfuse.analysis.access_patterns import AccessPattern, fit_pattern
-from irfuse.library.catalogue import Library, OpDef, default_library
+from irfuse.dialects.access_pattern import AccessPattern, fit_pattern
 from irfuse.library.indexexpr import Const, Expander, SBin, SUn, parse_definition
+from irfuse.library.ops import OpDef
 
 # --- Affine offsets over thread-bound index variables -----------------------
 
@@ -229,7 +229,7 @@ def _index(array: str, base: str, rel: Affine, var_exprs: dict[str, str]) -> str
     return f"{array}[{base}]" if tail == "0" else f"{array}[{base} + {tail}]"
 
 
-def _recommended_by(bx: int) -> int:
+def recommended_elements_per_block(bx: int) -> int:
     """Elements per block for about 128 threads: enough warps per block, small shared footprint."""
     by = 1
     while by * 2 * bx <= 128:
@@ -305,7 +305,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
     result_ap, result_rel = pattern([o for o, _ in outputs], op.result_type.size)
     doc = {"elem": "one thread per element", "row": "one thread per output row",
            "entry": "one thread per output entry"}[mapping]
-    return GeneratedImplementation(op, mapping, bx, _recommended_by(bx), operand_aps, result_ap,
+    return GeneratedImplementation(op, mapping, bx, recommended_elements_per_block(bx), operand_aps, result_ap,
                                    var_exprs=var_exprs, outputs=outputs, operand_rel=operand_rel,
                                    result_rel=result_rel, mapping_doc=doc)
 
@@ -357,21 +357,3 @@ def generated_implementations(op: OpDef) -> list[Implementation]:
             impls.append(_derive(op, "entry"))
         _GENERATED[key] = impls
     return _GENERATED[key]
-
-
-def implementations(op: OpDef, library: Library | None = None) -> list[Implementation]:
-    lib = library or default_library()
-    return generated_implementations(op) + list(lib.hand_implementations.get(op.name, []))
-
-
-def find_implementation(op_name: str, impl_name: str, library: Library | None = None) -> Implementation:
-    lib = library or default_library()
-    op = lib.get(op_name)
-    if op is None:
-        raise KeyError(f"unknown op '{op_name}'")
-    impls = implementations(op, lib)
-    for impl in impls:
-        if impl.name == impl_name:
-            return impl
-    names = ", ".join(i.name for i in impls)
-    raise KeyError(f"op '{op_name}' has no implementation '{impl_name}' (it has: {names})")

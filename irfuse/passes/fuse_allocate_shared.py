@@ -9,9 +9,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from irfuse.analysis import schedule
-from irfuse.diagnostics import CompileError
 from irfuse.passes.kernel_pass import rewrite_kernels
+from irfuse.transforms.allocation import allocate_shared
 
 
 @dataclass(frozen=True)
@@ -19,18 +18,14 @@ class FuseAllocateShared(ModulePass):
     """Assigns shared offsets (16-byte aligned); values whose lifetimes do not overlap share
     addresses. With `pad-banks`, a value whose accesses conflict on shared-memory banks gets
     the element pitch (`shared[OFF, pitch P]`) with the fewest wavefronts, see
-    `irfuse.analysis.bank_conflicts`; `dtype` sets the word size the banks are counted in."""
+    `irfuse.analysis.bank_conflicts`; banks are counted in words of the module's element
+    type (`kas.element_type`)."""
 
     name = "fuse-allocate-shared"
     pad_banks: bool = True
-    dtype: str = "f32"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "pad_banks": "pad values whose accesses conflict on banks (true, false)",
-        "dtype": "element type the bank conflicts are counted for (f32, f64)",
     }
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.dtype not in ("f32", "f64"):
-            raise CompileError("fuse-allocate-shared: dtype must be f32 or f64")
-        itemsize = 8 if self.dtype == "f64" else 4
-        rewrite_kernels(op, lambda m: schedule.allocate_shared(m, pad=self.pad_banks), itemsize)
+        rewrite_kernels(op, lambda m: allocate_shared(m, pad=self.pad_banks))

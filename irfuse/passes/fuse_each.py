@@ -17,13 +17,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
-from irfuse.library.implementations import Implementation, find_implementation, implementations
-
-SHARED_ALIGN_WORDS = 4  # 16-byte alignment for vector access
-
-
-def align(words: int, to: int = SHARED_ALIGN_WORDS) -> int:
-    return -(-words // to) * to
+from irfuse.library.catalogue import default_library, find_implementation
+from irfuse.library.implementations import Implementation
+from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
 
 
 def choose_implementation(op_name: str, impl_name: str) -> Implementation:
@@ -36,29 +32,10 @@ def choose_implementation(op_name: str, impl_name: str) -> Implementation:
 
 def kernel_for_call(call: kas.CallOp, name: str, impl: Implementation, by: int | None) -> fuse.KernelOp:
     """One kernel running `call` with `impl`: load operands, barrier, call, barrier, store."""
-    by = by or impl.recommended_by
     inputs = list(dict.fromkeys(call.args))  # an operand used twice is loaded once
-    kernel = fuse.KernelOp(name, impl.bx, by, [v.type for v in inputs], [call.res.type])
-    block = kernel.body.block
-    for arg, v in zip(kernel.input_args, inputs):
-        arg.name_hint = v.name_hint
-    kernel.output_args[0].name_hint = call.res.name_hint
-    offset = 0
-    loaded = {}
-    for arg, v in zip(kernel.input_args, inputs):
-        load = fuse.LoadOp(arg, fuse.PlaceAttr.shared(offset))
-        load.res.name_hint = v.name_hint
-        block.add_op(load)
-        loaded[v] = load.res
-        offset = align(offset + by * v.type.size)
-    block.add_op(fuse.BarrierOp())
-    op = fuse.CallOp(call.op_name, impl.name, [loaded[v] for v in call.args], call.res.type,
-                     fuse.PlaceAttr.shared(offset))
-    op.res.name_hint = call.res.name_hint
-    block.add_op(op)
-    block.add_op(fuse.BarrierOp())
-    block.add_op(fuse.StoreOp(op.res, kernel.output_args[0]))
-    return kernel
+    # (the word size does not change the unoptimized kernel's IR)
+    model = build_kernel_model([call], [impl], inputs, [call.res], by or impl.recommended_by, itemsize=4)
+    return kernel_op(name, model, inputs, [call.res])
 
 
 @dataclass(frozen=True)
@@ -74,10 +51,8 @@ class FuseEach(ModulePass):
     }
 
     def _check_impl_exists(self, calls: list[kas.CallOp]) -> None:
-        from irfuse.library.catalogue import default_library
-
         lib = default_library()
-        have = {i.name for c in calls for i in implementations(lib.get(c.op_name))}
+        have = {i.name for c in calls for i in lib.implementations(lib.get(c.op_name))}
         if calls and self.impl not in have:
             raise CompileError(f"fuse-each: no op of the program has an implementation '{self.impl}' "
                                f"(they have: {', '.join(sorted(have))})")

@@ -20,49 +20,33 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from irfuse.diagnostics import CompileError
+from irfuse.diagnostics import CompileError, UsageError
 from irfuse.dialects import fuse, kas
-from irfuse.planner.cost import load_profile
+from irfuse.dialects.context import module_text
+from irfuse.passes.module_element_type import itemsize_of
+from irfuse.planner.cost import DEFAULT_BATCH, load_profile
 from irfuse.planner.dag import BlockDAG
-from irfuse.planner.search import Config, _external, plan_program  # noqa: F401
+from irfuse.planner.registers import load_register_table
+from irfuse.planner.search import Config, external_values, plan_program, rebind
+from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
+
+
+class NoSuchPlan(UsageError):
+    """`plan=K` asks for a plan beyond the distinct plans the search found."""
+
+    def __init__(self, found: int, asked: int):
+        super().__init__(f"fuse-partition: only {found} distinct plans exist; plan={asked} asked")
+        self.found = found
 
 
 def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelOp:
+    """The unoptimized kernel of a chosen configuration (the one the planner built and costed
+    before its in-kernel steps), with the prediction and the group it stands for."""
     calls = [dag.ops[i] for i in config.group]
-    kernel = fuse.KernelOp(name, max(i.bx for i in config.impls), config.by,
-                           [v.type for v in config.inputs], [v.type for v in config.outputs])
-    block = kernel.body.block
-    onchip = {}
-    offset = 0
-    align = 4
-
-    def next_offset(size: int) -> int:
-        nonlocal offset
-        here = offset
-        offset += -(-size * config.by // align) * align
-        return here
-
-    for arg, v in zip(kernel.input_args, config.inputs):
-        arg.name_hint = v.name_hint
-        load = fuse.LoadOp(arg, fuse.PlaceAttr.shared(next_offset(v.type.size)))  # type: ignore[attr-defined]
-        load.res.name_hint = v.name_hint
-        block.add_op(load)
-        onchip[v] = load.res
-    for arg, v in zip(kernel.output_args, config.outputs):
-        arg.name_hint = v.name_hint
-    block.add_op(fuse.BarrierOp())
-    for call, impl in zip(calls, config.impls):
-        r = call.results[0]
-        op = fuse.CallOp(call.op_name, impl.name, [onchip[a] for a in call.operands], r.type,
-                         fuse.PlaceAttr.shared(next_offset(r.type.size)))  # type: ignore[attr-defined]
-        op.res.name_hint = r.name_hint
-        block.add_op(op)
-        block.add_op(fuse.BarrierOp())
-        onchip[r] = op.res
-    for arg, v in zip(kernel.output_args, config.outputs):
-        block.add_op(fuse.StoreOp(onchip[v], arg))
-    kernel.attributes["predicted_ns"] = IntAttr(int(round(config.cost.time * 1e9)))
-    kernel.attributes["group"] = StringAttr(" ".join(f"{c.op_name}[{i.name}]" for c, i in zip(calls, config.impls)))
+    model = build_kernel_model(calls, config.impls, config.inputs, config.outputs, config.by, itemsize=4)
+    kernel = kernel_op(name, model, config.inputs, config.outputs)
+    kernel.predicted_ns = IntAttr(int(round(config.cost.time * 1e9)))
+    kernel.group = StringAttr(" ".join(f"{c.op_name}[{i.name}]" for c, i in zip(calls, config.impls)))
     return kernel
 
 
@@ -123,24 +107,25 @@ def _reorder_and_launch(dag: BlockDAG, chosen: list[Config], names: list[str], k
             op.erase()
 
 
-_PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plans) of the last searches
+_PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plans) of the last search
 
 
 def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
-                 keep: int):
+                 keep: int, registers_path: str | None = None, progress=None):
     """The fusion search, memoized per program and options within a process (tuning applies
-    plan after plan of one search)."""
-    from irfuse.pipeline import module_text
-
-    key = (module_text(program), n, profile_name, itemsize, max_size, top, keep)
+    plan after plan of one search). The memo only saves time: its key holds every input of
+    the search (the register table by content), so a hit gives what a search would."""
+    registers = load_register_table(registers_path) if registers_path else None
+    key = (module_text(program), n, profile_name, itemsize, max_size, top, keep,
+           tuple(sorted(registers.items())) if registers else None)
     if key not in _PLANS:
         _PLANS.clear()
         profile = load_profile(profile_name)
-        _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep))
+        _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep,
+                                             progress=progress, registers=registers))
     old_program, (dags, plans) = _PLANS[key]
     if old_program is not program:
         # Re-run the block analysis on this program object (the plans refer to its ops by position).
-        from irfuse.planner.search import rebind
         dags, plans = rebind(program, dags, plans)
     return dags, plans
 
@@ -153,31 +138,37 @@ class FusePartition(ModulePass):
     max_size: int = 8
     top: int = 1
     plan: int = 0
-    n: int = 4194304
+    n: int = DEFAULT_BATCH
     profile: str = "h100"
-    dtype: str = "f32"
     keep: int = 2
+    registers: str | None = None
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "max_size": "most calls in one kernel",
         "top": "how many best plans to search for",
         "plan": "which of them to apply (0 = best)",
         "n": "batch size the cost model predicts for",
         "profile": "device profile: h100, h200, or one saved by 'irfuse calibrate'",
-        "dtype": "element type the cost model predicts for (f32, f64)",
         "keep": "configurations kept per group after pruning",
+        "registers": "register table written by 'irfuse compile' (registers.json): ptxas counts instead of "
+                     "estimates",
     }
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.dtype not in ("f32", "f64"):
-            raise CompileError("fuse-partition: dtype must be f32 or f64")
+    def search(self, program: kas.ProgramOp, itemsize: int, progress=None):
+        """(block DAGs, the best plans, the device profile) of the search this pass applies."""
         if not 0 <= self.plan < max(self.top, 1):
-            raise CompileError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
-        itemsize = 8 if self.dtype == "f64" else 4
+            raise UsageError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
+        if self.n < 1:
+            raise UsageError(f"fuse-partition: n must be at least 1, got {self.n}")
+        dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
+                                   max(self.top, self.plan + 1), self.keep, self.registers, progress)
+        return dags, plans, load_profile(self.profile)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        itemsize = itemsize_of(op)  # the cost model counts bytes of the module's element type
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
-            dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
-                                       max(self.top, self.plan + 1), self.keep)
+            dags, plans, _ = self.search(program, itemsize)
             if self.plan >= len(plans):
-                raise CompileError(f"fuse-partition: only {len(plans)} distinct plans exist; plan={self.plan} asked")
+                raise NoSuchPlan(len(plans), self.plan)
             plan = plans[self.plan]
             prefix = program.sym_name.data
             count = 0
@@ -186,7 +177,7 @@ class FusePartition(ModulePass):
                 names, kernels = [], []
                 for c in chosen:
                     # Earlier blocks' rewrites renamed values this block reads: take them afresh.
-                    c.inputs, c.outputs = _external(dag, c.group)
+                    c.inputs, c.outputs = external_values(dag, c.group)
                     opnames = [dag.ops[i].op_name for i in c.group]
                     tail = "_".join(opnames[:3]) + ("_etc" if len(opnames) > 3 else "")
                     name = f"{prefix}_k{count}_{tail}"

@@ -9,8 +9,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from irfuse.analysis import schedule
 from irfuse.passes.kernel_pass import rewrite_kernels
+from irfuse.transforms.promotion import promote_registers
 
 
 @dataclass(frozen=True)
@@ -26,4 +26,4 @@ class FusePromoteRegisters(ModulePass):
     }
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewrite_kernels(op, lambda m: schedule.promote_registers(m, self.outputs, self.inputs))
+        rewrite_kernels(op, lambda m: promote_registers(m, self.outputs, self.inputs))

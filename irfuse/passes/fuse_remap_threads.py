@@ -8,8 +8,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from irfuse.analysis import schedule
 from irfuse.passes.kernel_pass import rewrite_kernels
+from irfuse.transforms.remap import remap_threads
 
 
 @dataclass(frozen=True)
@@ -19,4 +19,4 @@ class FuseRemapThreads(ModulePass):
     name = "fuse-remap-threads"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewrite_kernels(op, lambda m: schedule.remap_threads(m))
+        rewrite_kernels(op, remap_threads)

@@ -9,10 +9,16 @@ from xdsl.dialects.builtin import ModuleOp
 
 from irfuse.analysis.kernel_model import KernelModel, model_from_kernel, write_back
 from irfuse.dialects import fuse
+from irfuse.passes.module_element_type import itemsize_of
 
 
-def rewrite_kernels(module: ModuleOp, transform: Callable[[KernelModel], KernelModel], itemsize: int = 4) -> None:
-    for kernel in [op for op in module.ops if isinstance(op, fuse.KernelOp)]:
+def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
+    return [op for op in module.ops if isinstance(op, fuse.KernelOp)]
+
+
+def rewrite_kernels(module: ModuleOp, transform: Callable[[KernelModel], KernelModel]) -> None:
+    itemsize = itemsize_of(module)
+    for kernel in kernels_of(module):
         model, mapping = model_from_kernel(kernel, itemsize)
         write_back(kernel, transform(model), mapping)
         kernel.verify()

@@ -1,73 +1,113 @@
-"""The single registry of irfuse passes: name, one-sentence summary, class.
+"""The single registry of irfuse passes: name, one-sentence summary, class; the default
+pipelines; and pipeline text to passes.
 
-`irfuse-opt --list-passes` prints it; the xDSL universe exposes it to
-`xdsl-opt`; the default pipeline is built from these names.
+`irfuse-opt --list-passes` prints it; the xDSL universe exposes it to `xdsl-opt`; the
+driver builds its pipelines from it. The in-kernel part of the default pipeline is
+`irfuse.transforms.in_kernel.IN_KERNEL_STEPS`, the order the planner follows too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
+
+from irfuse.diagnostics import UsageError
+from irfuse.passes.fuse_allocate_shared import FuseAllocateShared
+from irfuse.passes.fuse_each import FuseEach
+from irfuse.passes.fuse_linearize import FuseLinearize
+from irfuse.passes.fuse_partition import FusePartition
+from irfuse.passes.fuse_place_barriers import FusePlaceBarriers
+from irfuse.passes.fuse_promote_registers import FusePromoteRegisters
+from irfuse.passes.fuse_remap_threads import FuseRemapThreads
+from irfuse.passes.fuse_verify_races import FuseVerifyRaces
+from irfuse.passes.kas_dce import KasDeadCodeElimination
+from irfuse.passes.test_print_analyses import TestPrintBankWavefronts, TestPrintRaces, TestPrintSharedPeak
+from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 
 
 @dataclass(frozen=True)
 class PassInfo:
     name: str
     summary: str
-    factory: Callable[[], type[ModulePass]]
-
-
-def _kas_dce():
-    from irfuse.passes.kas_dce import KasDeadCodeElimination
-    return KasDeadCodeElimination
-
-
-def _fuse_each():
-    from irfuse.passes.fuse_each import FuseEach
-    return FuseEach
-
-
-def _fuse_partition():
-    from irfuse.passes.fuse_partition import FusePartition
-    return FusePartition
-
-
-def _pass(module: str, cls: str):
-    def factory():
-        import importlib
-
-        return getattr(importlib.import_module(f"irfuse.passes.{module}"), cls)
-    return factory
+    cls: type[ModulePass]
 
 
 PASSES: list[PassInfo] = [
-    PassInfo("kas-dce", "Removes calls and loop results that no program output depends on.", _kas_dce),
+    PassInfo("kas-dce", "Removes calls and loop results that no program output depends on.",
+             KasDeadCodeElimination),
     PassInfo("fuse-each", "Lowers every kas.call to its own fuse.kernel, values passing through global memory.",
-             _fuse_each),
+             FuseEach),
     PassInfo("fuse-partition", "Groups calls into kernels chosen by the cost model and a CP-SAT cover.",
-             _fuse_partition),
+             FusePartition),
     PassInfo("fuse-remap-threads", "Runs calls needing fewer threads per element than their kernel on the "
-             "block's first threads, renumbered.", _pass("fuse_remap_threads", "FuseRemapThreads")),
+             "block's first threads, renumbered.", FuseRemapThreads),
     PassInfo("fuse-promote-registers", "Places values in registers when all calls touching them use the same "
-             "threads and compatible access patterns.", _pass("fuse_promote_registers", "FusePromoteRegisters")),
-    PassInfo("fuse-linearize", "Orders each kernel's calls to minimize peak shared memory.",
-             _pass("fuse_linearize", "FuseLinearize")),
+             "threads and compatible access patterns.", FusePromoteRegisters),
+    PassInfo("fuse-linearize", "Orders each kernel's calls to minimize peak shared memory, with a barrier "
+             "after every op.", FuseLinearize),
     PassInfo("fuse-allocate-shared", "Assigns shared offsets; values with disjoint lifetimes share addresses, "
-             "values whose accesses conflict on banks are padded.",
-             _pass("fuse_allocate_shared", "FuseAllocateShared")),
-    PassInfo("fuse-eliminate-barriers", "Keeps a barrier only where another thread's shared access would race.",
-             _pass("fuse_eliminate_barriers", "FuseEliminateBarriers")),
+             "values whose accesses conflict on banks are padded.", FuseAllocateShared),
+    PassInfo("fuse-place-barriers", "Replaces a kernel's barriers by one exactly before each op that would "
+             "race with another thread.", FusePlaceBarriers),
     PassInfo("fuse-verify-races", "Proves a barrier separates every cross-thread shared access pair with a write.",
-             _pass("fuse_verify_races", "FuseVerifyRaces")),
+             FuseVerifyRaces),
+    PassInfo("test-print-races", "Prints the shared-memory races of each kernel (analysis test pass).",
+             TestPrintRaces),
+    PassInfo("test-print-bank-wavefronts", "Prints each kernel's shared-memory wavefronts per block and value "
+             "(analysis test pass).", TestPrintBankWavefronts),
+    PassInfo("test-print-shared-peak", "Prints each kernel's peak of live shared words and its allocation "
+             "(analysis test pass).", TestPrintSharedPeak),
 ]
 
 # What `irfuse run` and `irfuse compile` apply when no --pipeline is given.
-DEFAULT_PIPELINE = ("kas-dce,fuse-partition,fuse-remap-threads,fuse-promote-registers,fuse-linearize,"
-                    "fuse-allocate-shared,fuse-eliminate-barriers,fuse-verify-races")
+DEFAULT_PIPELINE = ",".join(["kas-dce", "fuse-partition", *(s.pass_name for s in IN_KERNEL_STEPS),
+                             "fuse-verify-races"])
 UNFUSED_PIPELINE = "kas-dce,fuse-each,fuse-verify-races"
 
 
-def pass_factories() -> dict[str, Callable[[], type[ModulePass]]]:
-    return {p.name: p.factory for p in PASSES}
+def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, keep: int | None = None) -> str:
+    """The default pipeline applying plan `plan` of the search's `top` best (`keep`:
+    configurations kept per group, the pass's default when None), every option explicit."""
+    kept = "" if keep is None else f" keep={keep}"
+    part = f"fuse-partition{{max-size={max_size} top={top}{kept} plan={plan} n={n} profile={profile}}}"
+    return DEFAULT_PIPELINE.replace("fuse-partition", part, 1)
+
+
+def pass_classes() -> dict[str, type[ModulePass]]:
+    return {p.name: p.cls for p in PASSES}
+
+
+def strip_module_anchor(spec: str) -> str:
+    """`builtin.module(a,b)` -> `a,b`; plain lists pass through."""
+    spec = spec.strip()
+    for anchor in ("builtin.module(", "any("):
+        if spec.startswith(anchor) and spec.endswith(")"):
+            return spec[len(anchor):-1]
+    return spec
+
+
+def build_passes(pipeline: str, defaults: Mapping[str, Mapping[str, object]] | None = None) -> list[ModulePass]:
+    """The passes of a pipeline text (`a,b{opt=1}` or `builtin.module(...)`). `defaults` gives,
+    per pass name, option values used where the text does not set that option."""
+    try:
+        specs = list(parse_pipeline(strip_module_anchor(pipeline)))
+    except (Exception, ArgSpecParseError) as e:  # noqa: BLE001 -- xDSL's spec parser raises several kinds
+        raise UsageError(f"bad pipeline '{pipeline}': {e}") from None
+    classes = pass_classes()
+    unknown = [p.name for p in specs if p.name not in classes]
+    if unknown:
+        raise UsageError(f"bad pipeline '{pipeline}': unknown passes {unknown} (see irfuse-opt --list-passes)")
+    passes = []
+    for spec in specs:
+        for option, value in (defaults or {}).get(spec.name, {}).items():
+            if option.replace("_", "-") not in spec.parameters and option not in spec.parameters:
+                spec.parameters[option.replace("_", "-")] = (value,)
+        try:
+            passes.append(classes[spec.name].from_spec(spec))
+        except Exception as e:  # noqa: BLE001 -- option parsing raises several kinds
+            raise UsageError(f"bad pipeline '{pipeline}': {e}") from None
+    return passes

@@ -18,24 +18,15 @@ second) measured on the device.  A block issues all of its loads at once
 (asynchronous copies into shared memory, then one wait), so an SM has the
 loads of its resident blocks in flight; by Little's law it reaches the copy
 bandwidth only when that is at least the bandwidth per SM times `turnaround`,
-the time from a block issuing its loads until its SM issues the next block's
-(memory latency under load plus the block's own barriers and shared-memory
-work).  The H100's 1.5 us is fitted on fused kernels whose bytes in flight
-fell short (27 threads per element, 2-8 elements per block: 43-79% of the copy
-rate, 1.5-2.0 us per wave of blocks); a bare load-wait-store block turns
-around in 0.5 us, so a probe of that kind would overrate small blocks.
-Counting warps instead misjudges both ways: those kernels kept 28 warps per SM
-busy, while 8 warps of 64-element blocks moved 103% (float64, H100).
-
+the time from a block issuing its loads until its SM issues the next block's.
 A block waiting at a barrier holds up its own instructions, not the memory
-system: the other resident blocks' transfers go on, so barrier time adds to
-the compute path, not to the transfer time.  Measured on the H100 over the top 20 plans of the four seed
-workloads (eight tunings over two sessions), adding t_sync to the transfer
-time ordered plans of equal traffic by differences of 0.1-0.5% that the
-measurements do not show.  `launch_overhead` is what each further kernel adds
-to a run submitted as one CUDA graph.  Built-in profiles for the H100 and H200
-come from measurements on the GPU machine; `irfuse calibrate` measures the
-GPU present and saves a profile that later runs prefer.
+system, so barrier time adds to the compute path, not to the transfer time.
+`launch_overhead` is what each further kernel adds to a run submitted as one
+CUDA graph. Built-in profiles for the H100 and H200 come from measurements on
+the GPU machine; `irfuse calibrate` measures the GPU present and saves a
+profile that later runs prefer. The measurements behind the turnaround, the
+barrier term and the profiles are in `benchmarks/NOTES.md` ("Cost model: what
+its terms were fitted on").
 """
 
 from __future__ import annotations
@@ -47,6 +38,9 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.analysis.kernel_model import KernelModel
+from irfuse.diagnostics import CompileError, UsageError
+
+DEFAULT_BATCH = 4_194_304  # elements the cost model plans for unless told otherwise (the GPU run's default)
 
 
 @dataclass(frozen=True)
@@ -106,17 +100,13 @@ def load_profile(name: str = "h100") -> DeviceProfile:
                 return _from_json(json.load(f), path)
     if name.lower() in BUILTIN:
         return BUILTIN[name.lower()]
-    from irfuse.diagnostics import CompileError
-
-    raise CompileError(f"unknown device profile '{name}' (built in: {', '.join(BUILTIN)}; "
+    raise UsageError(f"unknown device profile '{name}' (built in: {', '.join(BUILTIN)}; "
                        "or a file written by 'irfuse calibrate')")
 
 
 def _from_json(data: dict, path: str) -> DeviceProfile:
     """A saved profile; figures an older irfuse saved and this one no longer reads are
     dropped, figures it lacks come from the built-in profile of the same GPU."""
-    from irfuse.diagnostics import CompileError
-
     if not isinstance(data, dict) or "name" not in data:
         raise CompileError(f"{path}: not a device profile (run 'irfuse calibrate' again)")
     known = {f.name for f in fields(DeviceProfile)}

@@ -1,17 +1,19 @@
-"""Registers per thread of kernels compiled before, read from the ptxas report.
+"""Registers per thread of kernels compiled before, as an explicit input of the planner.
 
-`build_plan` records every compiled kernel's registers under a signature of its
-`KernelModel` (block shape, element size, and per op the implementation, the
-places and offsets, remapping); the cost model uses a recorded count for a
-candidate with the same signature, and an estimate otherwise.
+A kernel's ptxas report gives its registers; `signature` keys them by what decides
+them (block shape, element size, and per op the implementation, the places and
+offsets, remapping). `irfuse compile -o DIR` writes `DIR/registers.json`; naming such
+a file (`--registers`, or `fuse-partition{registers=FILE}`) lets the cost model use the
+recorded count of a candidate with the same signature instead of its estimate. Nothing
+is read unless it is named, so the same inputs always give the same plan.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
 from irfuse.analysis.kernel_model import KernelModel
+from irfuse.diagnostics import CompileError, Diagnostic
 
 
 def signature(model: KernelModel) -> str:
@@ -30,39 +32,18 @@ def signature(model: KernelModel) -> str:
     return "|".join(parts)
 
 
-def _path() -> str:
-    from irfuse.backend.nvrtc import cache_dir
-
-    return os.path.join(cache_dir(), "registers.json")
-
-
-def _load() -> dict:
+def load_register_table(path: str) -> dict[str, int]:
+    """signature -> registers from a file written by `irfuse compile`; a clear error otherwise."""
     try:
-        with open(_path()) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
-_MEMO: dict | None = None
-
-
-def known_registers(model: KernelModel) -> int | None:
-    global _MEMO
-    if _MEMO is None:
-        _MEMO = _load()
-    return _MEMO.get(signature(model))
-
-
-def record(entries: dict[str, int]) -> None:
-    """Adds signature -> registers entries (written atomically; a lost race only loses a hint)."""
-    global _MEMO
-    data = _load()
-    data.update(entries)
-    _MEMO = data
-    from irfuse.backend.nvrtc import _atomic_write
-
-    try:
-        _atomic_write(_path(), json.dumps(data).encode())
-    except OSError:
-        pass
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise CompileError(Diagnostic(f"cannot read the register table: {e.strerror}", path)) from None
+    except ValueError as e:
+        raise CompileError(Diagnostic(f"the register table is not JSON: {e}", path)) from None
+    if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 255
+            for k, v in data.items()):
+        raise CompileError(Diagnostic("a register table maps kernel signatures to register counts "
+                                      "(1..255), as 'irfuse compile' writes it", path))
+    return data

@@ -21,19 +21,23 @@
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ortools.sat.python import cp_model
 from xdsl.ir import Operation, SSAValue
 
-from irfuse.analysis import schedule
-from irfuse.analysis.kernel_model import KernelModel, MOp, MValue
+from irfuse.analysis.kernel_model import KernelModel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import kas
-from irfuse.library.implementations import Implementation, implementations
+from irfuse.library.catalogue import default_library
+from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import DeviceProfile, KernelCost, kernel_cost
 from irfuse.planner.dag import BlockDAG, convex_groups, program_dags
-from irfuse.planner.registers import known_registers
+from irfuse.planner.registers import signature
+from irfuse.transforms.barriers import place_barriers
+from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
+from irfuse.transforms.kernel_builder import build_kernel_model
 
 BLOCK_THREADS = (64, 128, 256)
 
@@ -66,7 +70,7 @@ class Plan:
         return len(self.configs)
 
 
-def _external(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]]:
+def external_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]]:
     members = {dag.ops[i] for i in group}
     inputs: list[SSAValue] = []
     outputs: list[SSAValue] = []
@@ -86,45 +90,9 @@ def _external(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], li
     return inputs, outputs
 
 
-def build_model(dag: BlockDAG, group: tuple[int, ...], impls: tuple[Implementation, ...], by: int,
-                itemsize: int) -> tuple[KernelModel, list[SSAValue], list[SSAValue]]:
-    """The unoptimized kernel of a group: loads, the calls, the stores, barriers after each."""
-    inputs, outputs = _external(dag, group)
-    values: dict[int, MValue] = {}
-    ops: list[MOp] = []
-    vid: dict[SSAValue, int] = {}
-    for v in inputs:
-        vid[v] = len(vid)
-        values[vid[v]] = MValue(vid[v], v.type.size, v.name_hint or "", is_input=True)  # type: ignore[attr-defined]
-        ops.append(MOp("load", value=vid[v]))
-    for i, impl in zip(group, impls):
-        call = dag.ops[i]
-        r = call.results[0]
-        vid[r] = len(vid)
-        values[vid[r]] = MValue(vid[r], r.type.size, r.name_hint or "", stored=r in outputs)  # type: ignore
-        ops.append(MOp("call", impl=impl, args=[vid[a] for a in call.operands], result=vid[r]))
-    for r in outputs:
-        ops.append(MOp("store", value=vid[r]))
-    bx = max(impl.bx for impl in impls)
-    model = KernelModel(bx, by, values, ops, itemsize)
-    off = 0
-    for v in values.values():
-        v.offset = off
-        off += -(-v.size * by // schedule.ALIGN_WORDS) * schedule.ALIGN_WORDS
-    return schedule.barrier_after_every_op(model), inputs, outputs
-
-
-def optimize(model: KernelModel) -> KernelModel:
-    """The in-kernel pipeline, in the order of the default pass pipeline."""
-    m = schedule.remap_threads(model)
-    m = schedule.promote_registers(m)
-    m = schedule.linearize(m)
-    m = schedule.allocate_shared(m)
-    return schedule.place_barriers(m)
-
-
 def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implementation, ...]]:
-    options = [implementations(_opdef(dag.ops[i])) for i in group]
+    lib = default_library()
+    options = [lib.implementations(lib.get(dag.ops[i].op_name)) for i in group]
     widths = sorted({impl.bx for opts in options for impl in opts})
     out = []
     seen = set()
@@ -137,15 +105,14 @@ def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implement
     return out
 
 
-def _opdef(call: kas.CallOp):
-    from irfuse.library.catalogue import default_library
-
-    return default_library().get(call.op_name)
-
-
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
-                  itemsize: int, keep: int) -> list[Config]:
+                  itemsize: int, keep: int, registers: Mapping[str, int] | None = None) -> list[Config]:
+    """The `keep` cheapest configurations of one group. `registers`: per-thread registers of
+    kernels compiled before, by `registers.signature` (the estimate otherwise)."""
     dag = dags[d]
+    calls = [dag.ops[i] for i in group]
+    inputs, outputs = external_values(dag, group)
+    sizes = [v.type.size for v in inputs] + [v.type.size for v in outputs]  # type: ignore[attr-defined]
     pending = []
     for impls in _impl_choices(dag, group):
         bx = max(i.bx for i in impls)
@@ -155,20 +122,19 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 by -= by % 4  # keeps every value's block chunk 16-byte aligned for vector copies
             if bx * by > profile.max_threads_per_block:
                 continue
-            base, inputs, outputs = build_model(dag, group, impls, by, itemsize)
-            m = schedule.allocate_shared(schedule.linearize(schedule.promote_registers(
-                schedule.remap_threads(base))))
-            sizes = [v.type.size for v in inputs] + [v.type.size for v in outputs]  # type: ignore[attr-defined]
+            base = build_kernel_model(calls, impls, inputs, outputs, by, itemsize)
+            m = optimize(base, stop_before=BARRIER_STEP)
             bound = kernel_cost(m, n, profile, sizes)
             if bound.feasible:
-                pending.append((bound.time, impls, by, m, inputs, outputs, sizes))
+                pending.append((bound.time, impls, by, m))
     pending.sort(key=lambda p: p[0])
     out: list[Config] = []
-    for bound, impls, by, m, inputs, outputs, sizes in pending:
+    for bound, impls, by, m in pending:
         if len(out) >= keep and bound >= out[-1].cost.time:
             break  # every remaining configuration costs at least this much
-        final = schedule.place_barriers(m)
-        cost = kernel_cost(final, n, profile, sizes, known_registers(final))
+        final = place_barriers(m)
+        known = registers.get(signature(final)) if registers else None
+        cost = kernel_cost(final, n, profile, sizes, known)
         out.append(Config(d, group, impls, by, final, cost, inputs, outputs, cost.time * dag.multiplier))
         out.sort(key=lambda c: c.cost.time)
         out = out[:keep]
@@ -176,12 +142,13 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
 
 
 def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,
-                      max_size: int, keep: int = 2, progress=None) -> tuple[list[BlockDAG], list[Config]]:
+                      max_size: int, keep: int = 2, progress=None,
+                      registers: Mapping[str, int] | None = None) -> tuple[list[BlockDAG], list[Config]]:
     dags = program_dags(program)
     groups = [(d, g) for d, dag in enumerate(dags) for g in convex_groups(dag, max_size)]
     configs: list[Config] = []
     for k, (d, g) in enumerate(groups):
-        configs.extend(group_configs(dags, d, g, n, profile, itemsize, keep))
+        configs.extend(group_configs(dags, d, g, n, profile, itemsize, keep, registers))
         if progress:
             progress(k + 1, len(groups))
     return dags, configs
@@ -235,8 +202,6 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limi
     A cover whose kernels would depend on each other in a cycle (possible with convex
     groups) gets a cut forbidding that combination, and the model is solved again.
     """
-    from ortools.sat.python import cp_model
-
     model = cp_model.CpModel()
     x = [model.NewBoolVar(f"c{i}") for i in range(len(configs))]
     index = {id(c): i for i, c in enumerate(configs)}
@@ -276,17 +241,14 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limi
 
 
 def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
-                 max_size: int = 8, top: int = 1, keep: int = 2, progress=None) -> tuple[list[BlockDAG], list[Plan]]:
+                 max_size: int = 8, top: int = 1, keep: int = 2, progress=None,
+                 registers: Mapping[str, int] | None = None) -> tuple[list[BlockDAG], list[Plan]]:
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
-    dags, configs = candidate_configs(program, n, profile, itemsize, max_size, keep, progress)
+    dags, configs = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers)
     if not any(dag.calls for dag in dags):
         return dags, [Plan([], 0.0)]
     return dags, solve_cover(dags, configs, top)
-
-
-def time_str(t: float) -> str:
-    return "inf" if math.isinf(t) else f"{t * 1e3:.3f} ms"
 
 
 def rebind(program: kas.ProgramOp, dags: list[BlockDAG], plans: list[Plan]) -> tuple[list[BlockDAG], list[Plan]]:
@@ -296,7 +258,7 @@ def rebind(program: kas.ProgramOp, dags: list[BlockDAG], plans: list[Plan]) -> t
     for plan in plans:
         configs = []
         for c in plan.configs:
-            inputs, outputs = _external(new_dags[c.dag], c.group)
+            inputs, outputs = external_values(new_dags[c.dag], c.group)
             configs.append(Config(c.dag, c.group, c.impls, c.by, c.model, c.cost, inputs, outputs,
                                   c.weighted_time))
         out.append(Plan(configs, plan.predicted_time))

@@ -14,17 +14,19 @@ import functools
 
 import numpy as np
 
-from irfuse.diagnostics import CompileError
-from irfuse.pipeline import Plan
+from irfuse.backend.compilers import compiler_for
+from irfuse.backend.nvrtc import KernelResources
+from irfuse.diagnostics import ExecutionError
+from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.cuda_graph import CudaGraph
-from irfuse.runtime.executor import in_order
+from irfuse.runtime.device import in_order
 
 
-class GpuUnavailable(CompileError):
+class GpuUnavailable(ExecutionError):
     """No usable GPU: pycuda missing, no driver, or no device."""
 
 
-def _import_pycuda():
+def import_pycuda():
     try:
         import pycuda.driver as drv
     except ImportError as e:
@@ -40,7 +42,7 @@ def _import_pycuda():
 
 def gpu_available() -> bool:
     try:
-        _import_pycuda()
+        import_pycuda()
         return True
     except GpuUnavailable:
         return False
@@ -64,9 +66,9 @@ class _EventTimer:
 class CudaDevice:
     name = "cuda"
 
-    def __init__(self, plan: Plan, device_index: int = 0, graphs: bool = True):
+    def __init__(self, plan: CompiledProgram, device_index: int = 0, graphs: bool = True):
         """`graphs=False` replays recorded runs launch by launch (for comparisons)."""
-        drv = _import_pycuda()
+        drv = import_pycuda()
         self.drv = drv
         self.dev = drv.Device(device_index)
         self.context = self.dev.retain_primary_context()
@@ -75,11 +77,10 @@ class CudaDevice:
         cc = self.dev.compute_capability()
         arch = f"sm_{cc[0]}{cc[1]}"
         if plan.cubin is None or plan.cubin.arch != arch:
-            from irfuse.backend.nvrtc import compile_cubin
-
-            plan.cubin = compile_cubin(plan.source, arch)
+            # The source is complete: only NVRTC is needed, not the compiler that made it.
+            plan.cubin = compiler_for("cuda").compile(plan.source, plan.kernels, plan.element, arch)
         self.plan = plan
-        self.dtype = np.float64 if plan.dtype == "f64" else np.float32
+        self.dtype = plan.element.numpy
         self.module = drv.module_from_buffer(plan.cubin.cubin)
         self.functions = {}
         self.shared = {}
@@ -89,7 +90,7 @@ class CudaDevice:
             smem = k.shared_bytes(plan.itemsize)
             dynamic = smem if k.dynamic_shared else 0
             if dynamic > limit:
-                raise CompileError(f"kernel {k.name} needs {smem} bytes of shared memory; "
+                raise ExecutionError(f"kernel {k.name} needs {smem} bytes of shared memory; "
                                    f"{self.gpu_name} allows {limit} per block")
             if dynamic > 48 * 1024:
                 fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
@@ -97,8 +98,6 @@ class CudaDevice:
             self.shared[k.name] = dynamic
             if plan.resources(k.name) is None:
                 # Some NVRTC builds (13.0) leave ptxas' report out of the log: ask the driver instead.
-                from irfuse.backend.nvrtc import KernelResources
-
                 plan.cubin.resources[k.name] = KernelResources(
                     registers=fn.num_regs, shared_bytes=fn.shared_size_bytes, stack_bytes=fn.local_size_bytes)
         self.allocations = []
@@ -147,7 +146,7 @@ class CudaDevice:
         k = next(k for k in self.plan.kernels if k.name == kernel)
         grid = -(-n // k.by)
         if grid > 2**31 - 1:
-            raise CompileError(f"batch of {n} elements needs {grid} blocks, over the grid limit")
+            raise ExecutionError(f"batch of {n} elements needs {grid} blocks, over the grid limit")
         fn = self.functions[kernel]
         fn.prepare("P" * len(buffers) + "q")
         args = [int(b) for b in buffers] + [n]
@@ -184,9 +183,8 @@ class CudaDevice:
 
 
 class DeviceCopy:
-    """Two device buffers of `nbytes`; times cudaMemcpy from one to the other. (Not as a
-    CUDA graph: on the H100 a 1 GiB copy captured in a graph ran at 2.4 TB/s against 3.0
-    for the same copy called directly.)"""
+    """Two device buffers of `nbytes`; times cudaMemcpy from one to the other, called
+    directly: a copy captured in a CUDA graph runs slower (`benchmarks/NOTES.md`)."""
 
     def __init__(self, drv, nbytes: int):
         self.drv, self.nbytes = drv, nbytes

@@ -1,11 +1,11 @@
 """Device work captured once into a CUDA graph and submitted with one launch.
 
-On the GPU machines each kernel launch costs the host 8-9 us (PyCUDA's prepared call and a
-bare `cuLaunchKernel` alike), and from an idle GPU that time falls inside a timing: a
-one-kernel plan's run starts 6 us later than the same plan submitted as a graph
-(`benchmarks/launch_paths.py`, `benchmarks/NOTES.md`). A plan of several kernels, or of a
-loop unrolled into launches and copies, pays it once instead of once per step, and its
-kernels follow each other on the device without waiting for the host.
+Each kernel launch costs the host several microseconds, and from an idle GPU that time
+falls inside a timing; a plan of several kernels, or of a loop unrolled into launches and
+copies, submitted as one graph pays it once instead of once per step, and its kernels
+follow each other on the device without waiting for the host (measured with
+`benchmarks/launch_paths.py`; figures in `benchmarks/NOTES.md`, "Cost model: what its terms
+were fitted on").
 
 PyCUDA has no graph API, so capture and launch go through `cuda-bindings` (already there
 for NVRTC) on PyCUDA's current context. The work is recorded by running it on a capture
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from irfuse.diagnostics import CompileError
+from irfuse.diagnostics import ExecutionError
 
 
 def _driver():
@@ -30,7 +30,7 @@ def _check(result, what: str):
     cu = _driver()
     err, *rest = result
     if err != cu.CUresult.CUDA_SUCCESS:
-        raise CompileError(f"{what} failed: {err.name}")
+        raise ExecutionError(f"{what} failed: {err.name}")
     return rest[0] if len(rest) == 1 else rest
 
 
@@ -60,7 +60,7 @@ class CudaGraph:
     def __call__(self) -> None:
         (err,) = self._launch(self._exec, self._default_stream)
         if err != self._success:
-            raise CompileError(f"cuGraphLaunch failed: {err.name}")
+            raise ExecutionError(f"cuGraphLaunch failed: {err.name}")
 
     def destroy(self) -> None:
         cu = _driver()

@@ -17,43 +17,20 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
-
 import numpy as np
 from xdsl.ir import SSAValue
 
-from irfuse.diagnostics import CompileError
+from irfuse.backend.compilers import compiler_for
+from irfuse.diagnostics import UsageError
 from irfuse.dialects import fuse, kas
-from irfuse.pipeline import Plan
+from irfuse.driver.artifact import CompiledProgram
+from irfuse.runtime.cuda_device import CudaDevice
+from irfuse.runtime.device import Device, in_order
 
 
-class Device(Protocol):
-    name: str
-
-    def upload(self, a: np.ndarray): ...
-    def download(self, buf, shape: tuple[int, ...]) -> np.ndarray: ...
-    def alloc(self, shape: tuple[int, ...]): ...
-    def copy(self, dst, src) -> None: ...
-    def launcher(self, kernel: str, buffers: list, n: int) -> Callable[[], None]: ...
-    def batch(self, steps: list[Callable[[], None]]) -> Callable[[], None]: ...
-    def synchronize(self) -> None: ...
-    def timer(self): ...
-    def close(self) -> None: ...
-
-
-def in_order(steps: list[Callable[[], None]]) -> Callable[[], None]:
-    """One call that runs the steps one after another."""
-    def run() -> None:
-        for step in steps:
-            step()
-    return run
-
-
-def open_device(backend: str, plan: Plan) -> Device:
-    """The device of a backend ('cuda' or 'cpu') with the plan's kernels loaded."""
+def open_device(backend: str, plan: CompiledProgram) -> Device:
+    """The device of a backend ('cuda' or 'cpu') with the program's kernels loaded."""
     if backend == "cuda":
-        from irfuse.runtime.cuda_device import CudaDevice
-
         return CudaDevice(plan)
     return CpuDevice(plan)
 
@@ -69,7 +46,7 @@ class RunResult:
 
 
 class Executor:
-    def __init__(self, plan: Plan, device: Device):
+    def __init__(self, plan: CompiledProgram, device: Device):
         self.plan = plan
         self.device = device
         self.program = plan.program
@@ -105,16 +82,16 @@ class Executor:
             elif isinstance(op, (kas.ReturnOp, kas.YieldOp)):
                 return [env[v] for v in op.values]
             elif isinstance(op, kas.CallOp):
-                raise CompileError("the program still has kas.call ops: lower it first (e.g. --pipeline fuse-each)")
+                raise UsageError("the program still has kas.call ops: lower it first (e.g. --pipeline fuse-each)")
             else:
-                raise CompileError(f"the executor cannot run '{op.name}'")
+                raise UsageError(f"the executor cannot run '{op.name}'")
         return []
 
     def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None) -> "Recorded":
         """Uploads the inputs (or takes buffers already on the device from `uploaded`, which
         kernels only read) and records the host program into steps, ready to replay."""
         if n < 1:
-            raise CompileError(f"the batch size must be at least 1, got {n}")
+            raise UsageError(f"the batch size must be at least 1, got {n}")
         env: dict = {}
         for name, arg in zip(self.program.inputs, self.program.body.block.args):
             env[arg] = uploaded[name] if uploaded is not None else self.device.upload(inputs[name])
@@ -172,11 +149,9 @@ class CpuDevice:
 
     name = "cpu"
 
-    def __init__(self, plan: Plan):
-        from irfuse.backend.host_compile import HostModule
-
-        self.dtype = np.float64 if plan.dtype == "f64" else np.float32
-        self.module = HostModule(plan.source, plan.kernels, plan.itemsize)
+    def __init__(self, plan: CompiledProgram):
+        self.dtype = plan.element.numpy
+        self.module = compiler_for("cpu").compile(plan.source, plan.kernels, plan.element)
 
     def upload(self, a):
         return np.ascontiguousarray(a, dtype=self.dtype).copy()

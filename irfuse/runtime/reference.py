@@ -11,11 +11,12 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from irfuse.diagnostics import CompileError, Diagnostic
+from irfuse.diagnostics import CompileError, Diagnostic, UsageError
+from irfuse.dialects.element_types import ELEMENT_TYPES
 from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp
 from irfuse.library.catalogue import Library, default_library
 
-DTYPES = {"f32": np.float32, "f64": np.float64}
+DTYPES = {name: t.numpy for name, t in ELEMENT_TYPES.items()}
 
 
 def find_program(module: ModuleOp) -> ProgramOp:
@@ -46,30 +47,30 @@ def load_inputs(path: str, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
-        raise CompileError(Diagnostic(f"cannot read inputs: {e}", path))
+        raise UsageError(Diagnostic(f"cannot read inputs: {e}", path))
     out: dict[str, np.ndarray] = {}
     n: int | None = None
     names = list(data.files)
     for name, t in zip(program.inputs, program.input_types()):
         if name not in data.files:
-            raise CompileError(Diagnostic(
+            raise UsageError(Diagnostic(
                 f"input '{name}' is missing (the file has: {', '.join(names) or 'no arrays'})", path))
         a = data[name]
         if a.dtype.kind not in "fiu":
-            raise CompileError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
+            raise UsageError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
         if a.ndim != 1 + len(t.shape) or tuple(a.shape[1:]) != t.shape:
             want = "(N" + "".join(f", {d}" for d in t.shape) + ")"
-            raise CompileError(Diagnostic(
+            raise UsageError(Diagnostic(
                 f"input '{name}' has shape {a.shape}; a {t.spelling()} batch is shaped {want}", path))
         if n is None:
             n = a.shape[0]
         elif a.shape[0] != n:
-            raise CompileError(Diagnostic(
+            raise UsageError(Diagnostic(
                 f"input '{name}' has {a.shape[0]} elements but earlier inputs have {n}", path))
         out[name] = np.ascontiguousarray(a, dtype=dtype)
     extra = set(data.files) - set(program.inputs)
     if extra:
-        raise CompileError(Diagnostic(
+        raise UsageError(Diagnostic(
             f"the file has arrays that are not inputs of the program: {', '.join(sorted(extra))}", path))
     return out
 

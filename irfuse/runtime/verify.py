@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Relative-norm tolerances per dtype: far above rounding, far below any indexing bug.
-TOLERANCE = {"f32": 1e-4, "f64": 1e-10}
+from irfuse.dialects.element_types import element_type
 
 
 @dataclass
@@ -39,7 +38,7 @@ class OutputCheck:
 
 
 def check_output(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> OutputCheck:
-    tol = TOLERANCE[dtype]
+    tol = element_type(dtype).tolerance  # far above rounding, far below any indexing bug
     got64 = got.astype(np.float64)
     if got.shape != want.shape:
         return OutputCheck(name, float("inf"), float("inf"), None, None, None, False)

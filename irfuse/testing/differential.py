@@ -15,6 +15,16 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from irfuse.diagnostics import CompileError, IrfuseError
+from irfuse.dialects.element_types import element_type
+from irfuse.driver.compile import compile_program
+from irfuse.frontend.irgen import compile_file
+from irfuse.passes.fuse_partition import NoSuchPlan
+from irfuse.passes.registry import partition_pipeline
+from irfuse.runtime.executor import CpuDevice, Executor
+from irfuse.runtime.reference import random_inputs, run_reference
+from irfuse.runtime.verify import check_outputs
+
 
 @dataclass
 class Outcome:
@@ -48,34 +58,29 @@ class Budget:
 
 def check_plans(path: str, budget: Budget) -> Outcome:
     """Runs plan 0..top-1 of the search on the CPU; compares every output with the reference."""
-    from irfuse.diagnostics import CompileError
-    from irfuse.frontend.irgen import compile_file
-    from irfuse.pipeline import compile_program
-    from irfuse.runtime.executor import CpuDevice, Executor
-    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
-    from irfuse.runtime.verify import check_outputs
-    from irfuse.tools.tune import partition_pipeline
-
     try:
         compile_file(path)
     except CompileError as e:
         return Outcome(failure="frontend", detail=str(e), invalid=True)
     out = Outcome()
     for k in range(budget.top):
-        pipeline = partition_pipeline(budget.top, k, budget.max_size, 1 << 22, budget.profile, budget.dtype)
+        pipeline = partition_pipeline(budget.top, k, budget.max_size, 1 << 22, budget.profile)
         try:
             plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=False)
-        except CompileError as e:
-            if "distinct plans exist" in str(e) and k > 0:
+        except NoSuchPlan:
+            if k > 0:
                 return out
+            return Outcome(out.plans, "NoSuchPlan", f"plan {k}: the search found no plan")
+        except IrfuseError as e:
             return Outcome(out.plans, "CompileError", f"plan {k}: {e}")
-        except Exception as e:  # a crash of the compiler is a finding, reported with its trace
+        except Exception as e:  # noqa: BLE001 -- a crash of the compiler is a finding, reported with its trace
             return Outcome(out.plans, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         try:
-            inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k, DTYPES[budget.dtype])
+            inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k,
+                                   element_type(budget.dtype).numpy)
             got = Executor(plan, CpuDevice(plan)).run(inputs, budget.n).outputs
             want = run_reference(plan.reference_program, inputs)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 -- a crash of the runtime is a finding too
             return Outcome(out.plans, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
         if bad:

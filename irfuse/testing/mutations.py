@@ -5,6 +5,12 @@ from __future__ import annotations
 import random
 import re
 
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from irfuse.diagnostics import CompileError
+from irfuse.dialects.context import parse_module
+from irfuse.frontend.irgen import compile_source
+
 MUTATIONS = ("delete_token", "swap_type", "wrong_arity", "unknown_op", "huge_number", "non_ascii",
              "truncate", "duplicate_line", "self_cycle", "empty")
 
@@ -61,9 +67,6 @@ def mutate(src: str, rng: random.Random, kind: str | None = None) -> str:
 def check_frontend(src: str, filename: str = "fuzz.kas") -> bool:
     """The frontend's contract on any text: compiles (True) or raises `CompileError` whose every
     diagnostic names the file, a line and a column (False). Anything else raises."""
-    from irfuse.diagnostics import CompileError
-    from irfuse.frontend.irgen import compile_source
-
     try:
         compile_source(src, filename)
         return True
@@ -86,10 +89,6 @@ def mutate_ir(text: str, rng: random.Random) -> str:
 def check_ir(text: str) -> bool:
     """Printed IR, possibly broken, parses and verifies (True) or gets a parse or verifier
     diagnostic (False). Anything else raises."""
-    from xdsl.utils.exceptions import DiagnosticException, ParseError
-
-    from irfuse.pipeline import parse_module
-
     try:
         parse_module(text).verify()
         return True

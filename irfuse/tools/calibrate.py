@@ -14,6 +14,11 @@ import dataclasses
 
 import numpy as np
 
+from irfuse.backend.nvrtc import compile_cubin
+from irfuse.planner.cost import BUILTIN, save_profile
+from irfuse.runtime.cuda_device import _EventTimer, import_pycuda, measure_copy_bandwidth
+from irfuse.runtime.cuda_graph import CudaGraph
+
 PROBES = r"""
 extern "C" __global__ void irf_empty() {}
 extern "C" __global__ void irf_barriers(float* out, int rounds) {
@@ -26,11 +31,7 @@ extern "C" __global__ void irf_barriers(float* out, int rounds) {
 
 
 def calibrate(console, save: bool = True):
-    from irfuse.backend.nvrtc import compile_cubin
-    from irfuse.planner.cost import BUILTIN, save_profile
-    from irfuse.runtime.cuda_device import _import_pycuda, measure_copy_bandwidth
-
-    drv = _import_pycuda()
+    drv = import_pycuda()
     dev = drv.Device(0)
     ctx = dev.retain_primary_context()
     ctx.push()
@@ -80,9 +81,6 @@ def _launch_cost(drv, empty, kernels: int = 100, repeat: int = 30) -> float:
     """What each further kernel of a plan adds to a run: a graph of `kernels` + 1 empty
     kernels against a graph of one, each timed from an idle GPU (the graph's submission,
     paid once per run whatever the plan, cancels out)."""
-    from irfuse.runtime.cuda_device import _EventTimer
-    from irfuse.runtime.cuda_graph import CudaGraph
-
     empty.prepare("")
 
     def graph(k: int):

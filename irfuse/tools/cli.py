@@ -16,20 +16,55 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from irfuse.diagnostics import CompileError, print_diagnostics
+from irfuse.diagnostics import IrfuseError, UsageError, print_diagnostics
+from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
+from irfuse.driver.artifact import CompiledProgram
+from irfuse.driver.compile import PlanningOptions, compile_program, run_pipeline
+from irfuse.frontend.irgen import compile_file
+from irfuse.library.catalogue import default_library, load_library_file
+from irfuse.library.implementations import load_store_pattern
+from irfuse.passes.fuse_partition import FusePartition
+from irfuse.planner.cost import DEFAULT_BATCH
+from irfuse.runtime.cuda_device import gpu_available
+from irfuse.runtime.executor import Executor, open_device
+from irfuse.runtime.reference import (
+    batch_size,
+    effective_bytes,
+    find_program,
+    load_inputs,
+    random_inputs,
+    run_reference,
+)
+from irfuse.runtime.verify import check_outputs
+from irfuse.tools.calibrate import calibrate
+from irfuse.tools.tune import compile_tuned, tune
+from irfuse.transforms.barriers import barrier_after_every_op
 
-DEFAULT_N = {"cuda": 4_194_304, "cpu": 4096, "numpy": 100_000}
+DEFAULT_N = {"cuda": DEFAULT_BATCH, "cpu": 4096, "numpy": 100_000}
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dtype", choices=["f32", "f64"], default="f32", help="element type (default f32)")
+    p.add_argument("--dtype", choices=list(ELEMENT_TYPES), default="f32", help="element type (default f32)")
     p.add_argument("--pipeline", default=None,
                    help="pass pipeline, e.g. 'kas-dce,fuse-each' (default: the default pipeline)")
     p.add_argument("--arch", default=None, help="NVRTC target, e.g. sm_90 (default: the GPU present, else sm_90)")
     p.add_argument("--library", action="append", default=[], metavar="FILE.py",
                    help="load user-defined ops from a Python file (repeatable)")
+    _add_planning(p)
+
+
+def _add_planning(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default=None, help="device profile the fusion search plans for "
+                   "(h100, h200, or one saved by 'irfuse calibrate'; default h100)")
+    p.add_argument("--registers", default=None, metavar="FILE.json",
+                   help="register counts of kernels compiled before (the registers.json 'irfuse compile' "
+                        "writes): the cost model uses them instead of its estimates")
+
+
+def _planning(args, n: int) -> PlanningOptions:
+    return PlanningOptions(n=n, profile=args.profile or "h100", registers=args.registers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,16 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("file")
     plan.add_argument("--top", type=int, default=10)
     plan.add_argument("--max-size", type=int, default=8, help="most calls in one kernel")
-    plan.add_argument("--n", type=int, default=4_194_304, help="batch size to predict for")
-    plan.add_argument("--profile", default="h100", help="device profile (h100, h200, or calibrated)")
-    plan.add_argument("--dtype", choices=["f32", "f64"], default="f32")
+    plan.add_argument("--n", type=int, default=DEFAULT_BATCH, help="batch size to predict for")
+    plan.add_argument("--dtype", choices=list(ELEMENT_TYPES), default="f32")
     plan.add_argument("--library", action="append", default=[], metavar="FILE.py")
+    _add_planning(plan)
 
     tune = sub.add_parser("tune", help="compile the N best plans, run each on the GPU, keep the fastest")
     tune.add_argument("file")
     tune.add_argument("--top", type=int, default=10)
     tune.add_argument("--max-size", type=int, default=8)
-    tune.add_argument("--n", type=int, default=4_194_304)
+    tune.add_argument("--n", type=int, default=DEFAULT_BATCH)
     tune.add_argument("--repeat", type=int, default=30, help="timed runs per plan, over all rounds (default 30)")
     tune.add_argument("--rounds", type=int, default=3,
                       help="interleaved rounds: each times every plan once more, in alternating order (default 3)")
@@ -79,7 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--backend", choices=["cuda", "cpu"], default="cuda",
                       help="cuda (default): time on the GPU; cpu: run and verify every plan on the CPU "
                            "(its times rank the host execution, not the GPU)")
-    tune.add_argument("--profile", default=None, help="device profile (default: the GPU's, else h100)")
     tune.add_argument("--json", default=None, metavar="FILE", help="results (default: <program>.tuning.json)")
     tune.add_argument("--plot", default=None, metavar="FILE.png", help="measured against predicted throughput")
     tune.add_argument("--save-best", default=None, metavar="DIR", help="write the fastest plan as 'irfuse compile' does")
@@ -94,8 +128,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_libraries(paths: list[str]) -> None:
-    from irfuse.library.catalogue import load_library_file
-
     for p in paths:
         load_library_file(p)
 
@@ -103,40 +135,33 @@ def _load_libraries(paths: list[str]) -> None:
 def _choose_backend(name: str) -> str:
     if name != "auto":
         return name
-    from irfuse.runtime.cuda_device import gpu_available
-
     return "cuda" if gpu_available() else "cpu"
 
 
 def cmd_run(args) -> int:
-    from irfuse.pipeline import Plan, compile_program
-    from irfuse.runtime.reference import (DTYPES, batch_size, effective_bytes, load_inputs, random_inputs,
-                                          run_reference)
-    from irfuse.runtime.verify import check_outputs
-
     _load_libraries(args.library)
     if args.file is None and args.plan is None:
-        raise CompileError("irfuse run needs a .kas file or --plan DIR")
+        raise UsageError("irfuse run needs a .kas file or --plan DIR")
     backend = _choose_backend(args.backend)
     n = args.n if args.n is not None else DEFAULT_N[backend]
     if n < 1 and args.inputs is None:
-        raise CompileError(f"--n must be at least 1, got {n}")
+        raise UsageError(f"--n must be at least 1, got {n}")
     if args.plan:
-        plan = Plan.load(args.plan)
+        plan = CompiledProgram.load(args.plan)
         warnings = []
         dtype = plan.dtype
     else:
         dtype = args.dtype
-        plan, warnings = compile_program(args.file, args.pipeline, dtype,
-                                         compile_gpu=backend != "numpy", arch=args.arch)
+        plan, warnings = compile_program(args.file, args.pipeline, dtype, compile_gpu=backend != "numpy",
+                                         arch=args.arch, planning=_planning(args, n))
     print_diagnostics(warnings)
     program = plan.reference_program
-    np_dtype = DTYPES[dtype]
+    np_dtype = element_type(dtype).numpy
     if args.inputs:
         inputs = load_inputs(args.inputs, program, np_dtype)
         n = batch_size(inputs)
         if n < 1:
-            raise CompileError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
+            raise UsageError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
     else:
         inputs = random_inputs(program, n, args.seed, np_dtype)
     title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
@@ -150,8 +175,6 @@ def cmd_run(args) -> int:
         console.print(f"reference time {ref_time * 1e3:.1f} ms")
         _save(args.save, outputs)
         return 0
-
-    from irfuse.runtime.executor import Executor, open_device
 
     device = open_device(backend, plan)
     if backend == "cuda":
@@ -217,27 +240,23 @@ def _print_outputs(title: str, outputs: dict[str, np.ndarray], checks) -> None:
 
 
 def cmd_compile(args) -> int:
-    from irfuse.pipeline import compile_program
-
     _load_libraries(args.library)
     if args.from_tuning:
-        from irfuse.tools.tune import compile_tuned
-
         plan, warnings = compile_tuned(args.from_tuning, args.file, args.arch), []
     elif args.file is None:
-        raise CompileError("irfuse compile needs a .kas file or --from-tuning FILE.json")
+        raise UsageError("irfuse compile needs a .kas file or --from-tuning FILE.json")
     else:
-        plan, warnings = compile_program(args.file, args.pipeline, args.dtype, compile_gpu=True, arch=args.arch)
+        plan, warnings = compile_program(args.file, args.pipeline, args.dtype, compile_gpu=True, arch=args.arch,
+                                         planning=_planning(args, DEFAULT_BATCH))
     print_diagnostics(warnings)
     plan.save(args.output)
     _print_kernels(plan)
-    console.print(f"wrote {args.output}/kernels.cu, kernels.cubin ({plan.cubin.arch}), manifest.json, program.mlir")
+    console.print(f"wrote {args.output}/kernels.cu, kernels.cubin ({plan.cubin.arch}), manifest.json, "
+                  "program.mlir, registers.json")
     return 0
 
 
 def _plan_rows(dags, plans, n):
-    from irfuse.analysis.schedule import barrier_after_every_op
-
     rows = []
     for k, p in enumerate(plans):
         kernels = []
@@ -254,28 +273,27 @@ def _plan_rows(dags, plans, n):
 def cmd_plan(args) -> int:
     from rich.progress import Progress
 
-    from irfuse.frontend.irgen import compile_file
-    from irfuse.passes.kas_dce import eliminate_dead_code
-    from irfuse.planner.cost import load_profile
-    from irfuse.planner.search import plan_program
-    from irfuse.runtime.reference import find_program
-
     _load_libraries(args.library)
+    if args.n < 1:
+        raise UsageError(f"--n must be at least 1, got {args.n}")
     result = compile_file(args.file)
     print_diagnostics(result.warnings)
-    program = find_program(result.module)
-    eliminate_dead_code(program)
-    profile = load_profile(args.profile)
-    itemsize = 8 if args.dtype == "f64" else 4
+    module = run_pipeline(result.module, "kas-dce")
+    # The search the partition pass runs, with the options it would be given: what it
+    # lists here as plan K is what `fuse-partition{plan=K}` applies.
+    partition = FusePartition(max_size=args.max_size, top=args.top, n=args.n, profile=args.profile or "h100",
+                              registers=args.registers)
+    itemsize = element_type(args.dtype).itemsize
     t0 = time.perf_counter()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("searching fusion candidates", total=None)
-        dags, plans = plan_program(program, args.n, profile, itemsize, args.max_size, args.top,
-                                   progress=lambda k, total: progress.update(task, completed=k, total=total))
+        dags, plans, profile = partition.search(
+            find_program(module), itemsize,
+            progress=lambda k, total: progress.update(task, completed=k, total=total))
     elapsed = time.perf_counter() - t0
     t = Table(title=f"{args.file}: {len(plans)} best plans on {profile.name}, n = {args.n}, {args.dtype} "
                     f"(searched in {elapsed:.2f} s)")
-    for col in ("plan", escape("kernels: [ops] (bx,by) shared bytes, registers (ptxas when compiled before, else "
+    for col in ("plan", escape("kernels: [ops] (bx,by) shared bytes, registers (from --registers, else "
                                "estimated), barriers, values in registers"),
                 "predicted", "M elem/s"):
         t.add_column(col)
@@ -287,38 +305,31 @@ def cmd_plan(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from irfuse.tools.calibrate import calibrate
-
     calibrate(console)
     return 0
 
 
 def cmd_tune(args) -> int:
-    from irfuse.tools.tune import tune
-
     _load_libraries(args.library)
     return tune(args, console)
 
 
 def cmd_ops(args) -> int:
-    from irfuse.library.catalogue import default_library
-    from irfuse.library.implementations import implementations, load_store_pattern
-
     _load_libraries(args.library)
     lib = default_library()
     if args.name:
         op = lib.get(args.name)
         if op is None:
             close = lib.closest(args.name)
-            raise CompileError(f"unknown op '{args.name}'" + (f"; did you mean {', '.join(close)}?" if close else ""))
+            raise UsageError(f"unknown op '{args.name}'" + (f"; did you mean {', '.join(close)}?" if close else ""))
         console.print(f"[bold]{op.signature()}[/bold]   {escape(op.definition)}   ({escape(op.doc)})")
         console.print(f"flops {op.flops}, bytes {op.bytes()} per element (f32)")
-        for impl in implementations(op):
+        for impl in lib.implementations(op):
             console.print(f"\n[bold]{escape(impl.name)}[/bold] ({impl.origin}): bx = {impl.bx}, "
                           f"recommended by = {impl.recommended_by}")
             t = Table(show_header=True, box=None)
             t.add_column("access pattern")
-            t.add_column("#fuse.ap<start, block, stride, count, noreg>")
+            t.add_column("#fuse.ap<start, block, stride, count[, noreg]>")
             for name, ap in zip([*op.operand_names, "result"], impl.aps):
                 t.add_row(name, f"#fuse.ap<{ap.text()}>")
             for name, size in zip([*op.operand_names, "result"],
@@ -333,7 +344,7 @@ def cmd_ops(args) -> int:
     for col in ("op", "signature", "definition", "implementations (bx, recommended by)", "flops", "bytes (f32)"):
         t.add_column(col)
     for op in lib:
-        impls = ", ".join(f"{i.name} ({i.bx}, {i.recommended_by})" for i in implementations(op))
+        impls = ", ".join(f"{i.name} ({i.bx}, {i.recommended_by})" for i in lib.implementations(op))
         t.add_row(op.name, op.signature(), escape(op.definition), impls, str(op.flops), str(op.bytes()))
     console.print(t)
     return 0
@@ -344,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"run": cmd_run, "compile": cmd_compile, "ops": cmd_ops, "plan": cmd_plan,
                 "tune": cmd_tune, "calibrate": cmd_calibrate}[args.command](args)
-    except CompileError as e:
+    except IrfuseError as e:
         print_diagnostics(e.diagnostics)
         return 1
     except KeyboardInterrupt:

@@ -16,19 +16,15 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline, get_pass_option_infos
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from irfuse.diagnostics import CompileError, print_diagnostics
-
-
-def strip_module_anchor(spec: str) -> str:
-    """`builtin.module(a,b)` -> `a,b`; plain lists pass through."""
-    spec = spec.strip()
-    for anchor in ("builtin.module(", "any("):
-        if spec.startswith(anchor) and spec.endswith(")"):
-            return spec[len(anchor):-1]
-    return spec
+import irfuse.universe  # noqa: F401 -- the dialects, passes and target, the op library and its checker
+from irfuse.diagnostics import CompileError, IrfuseError, print_diagnostics
+from irfuse.dialects.element_types import ELEMENT_TYPES, element_type, set_module_element_type
+from irfuse.frontend.irgen import compile_source
+from irfuse.library.catalogue import load_library_file
+from irfuse.passes.registry import PASSES, strip_module_anchor
 
 
 class IrfuseOptMain(xDSLOptMain):
@@ -47,13 +43,14 @@ class IrfuseOptMain(xDSLOptMain):
                                 help="list every irfuse pass with its description and options")
         arg_parser.add_argument("--library", action="append", default=[], metavar="FILE.py",
                                 help="load user-defined ops from a Python file (repeatable)")
+        arg_parser.add_argument("--dtype", choices=list(ELEMENT_TYPES), default=None,
+                                help="element type of a KAS input (the module attribute kas.element_type; "
+                                     "default f32)")
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
 
         def parse_kas(io: IO[bytes]) -> ModuleOp:
-            from irfuse.frontend.irgen import compile_source
-
             name = self.get_input_name()
             try:
                 text = io.read().decode("utf-8")
@@ -62,6 +59,8 @@ class IrfuseOptMain(xDSLOptMain):
             # Blank lines keep line numbers of a --split-input-file chunk right.
             result = compile_source("\n" * getattr(self, "_chunk_offset", 0) + text, name)
             print_diagnostics(result.warnings)
+            if self.args.dtype:
+                set_module_element_type(result.module, element_type(self.args.dtype))
             return result.module
 
         self.available_frontends["kas"] = parse_kas
@@ -77,8 +76,6 @@ class IrfuseOptMain(xDSLOptMain):
             raise
 
     def setup_pipeline(self) -> None:
-        from irfuse.library.catalogue import load_library_file
-
         for path in self.args.library:
             load_library_file(path)
         if self.args.pass_pipeline is not None:
@@ -112,12 +109,10 @@ class IrfuseOptMain(xDSLOptMain):
 
 
 def list_passes(stream=None) -> None:
-    from irfuse.passes.registry import PASSES
-
     stream = stream or sys.stdout
     for info in PASSES:
         print(f"{info.name}: {info.summary}", file=stream)
-        cls = info.factory()
+        cls = info.cls
         if dataclasses.is_dataclass(cls):
             for opt in get_pass_option_infos(cls):
                 default = f" (default {opt.default_value})" if opt.default_value is not None else ""
@@ -139,11 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opt = IrfuseOptMain(args=argv)
         opt.run()
-    except CompileError as e:
+    except IrfuseError as e:
         print_diagnostics(e.diagnostics)
         return 1
     except ParseError as e:
         print(str(e), file=sys.stderr)
+        return 1
+    except ArgSpecParseError as e:  # not an Exception: xDSL derives it from BaseException
+        print(f"irfuse-opt: error: {e}", file=sys.stderr)
         return 1
     except DiagnosticException as e:
         print(f"{_input_name(argv)}: error: {e}", file=sys.stderr)

@@ -21,14 +21,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 from rich.progress import Progress
 from rich.table import Table
 
-from irfuse.diagnostics import CompileError, Diagnostic
-from irfuse.pipeline import Plan
+from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
+from irfuse.dialects.element_types import element_type
+from irfuse.driver.artifact import CompiledProgram
+from irfuse.driver.compile import PlanningOptions, compile_program
+from irfuse.passes.fuse_partition import NoSuchPlan
+from irfuse.passes.registry import partition_pipeline
+from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
+from irfuse.runtime.executor import Executor, open_device
+from irfuse.runtime.reference import random_inputs, run_reference
+from irfuse.runtime.verify import check_outputs
 
 
 def ranks(x) -> np.ndarray:
@@ -65,24 +74,10 @@ def alternating_rounds(items: list, rounds: int):
             yield r, item
 
 
-def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, dtype: str,
-                       keep: int | None = None) -> str:
-    """The default pipeline with plan `plan` of the search's `top` (`keep`: configurations
-    kept per group, the pass's default when None)."""
-    from irfuse.passes.registry import DEFAULT_PIPELINE
-
-    kept = "" if keep is None else f" keep={keep}"
-    part = (f"fuse-partition{{max-size={max_size} top={top}{kept} plan={plan} n={n} profile={profile} "
-            f"dtype={dtype}}}")
-    return DEFAULT_PIPELINE.replace("fuse-partition", part, 1)
-
-
 def gpu_profile_name() -> str:
     try:
-        from irfuse.runtime.cuda_device import _import_pycuda
-
-        name = _import_pycuda().Device(0).name()
-    except CompileError:
+        name = import_pycuda().Device(0).name()
+    except ExecutionError:
         return "h100"
     return "h200" if "H200" in name else "h100"
 
@@ -92,7 +87,7 @@ class Candidate:
     """One of the N best plans, compiled, with what its rounds measured."""
     index: int
     pipeline: str
-    plan: Plan
+    plan: CompiledProgram
     predicted_s: float
     groups: list[str]
     times_s: list[float] = field(default_factory=list)
@@ -116,35 +111,36 @@ class Candidate:
                 "blocks": kernel_blocks(self.plan)}
 
 
-def kernel_groups(plan: Plan) -> list[str]:
+def kernel_groups(plan: CompiledProgram) -> list[str]:
     return [op.attributes["group"].data for op in plan.module.ops if op.name == "fuse.kernel"]
 
 
-def kernel_blocks(plan: Plan) -> list[list[int]]:
+def kernel_blocks(plan: CompiledProgram) -> list[list[int]]:
     return [[k.bx, k.by] for k in plan.kernels]
 
 
-def compile_tuned(path: str, file: str | None = None, arch: str | None = None) -> Plan:
+def compile_tuned(path: str, file: str | None = None, arch: str | None = None) -> CompiledProgram:
     """The fastest plan of a tuning result, compiled again from its program and pipeline.
 
     The pipeline names the plan by its rank in the search; a cost model or library that
     changed since the tuning can rank another plan there, so the kernels compiled must be
     the ones that were timed (their groups and block shapes), or the tuning is refused."""
-    from irfuse.pipeline import compile_program
-
     try:
         with open(path) as f:
             tuning = json.load(f)
         best = tuning["best"]
         file = file or tuning["program"]
         pipeline, dtype, groups = best["pipeline"], tuning["dtype"], best["groups"]
+        # Tunings of earlier versions name the element type as a partition option; it is
+        # the module's attribute now (set from the tuning's dtype).
+        pipeline = re.sub(r" dtype=f(32|64)\b", "", pipeline)
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CompileError(f"{path}: not a tuning result of 'irfuse tune': {e}") from None
+        raise UsageError(f"{path}: not a tuning result of 'irfuse tune': {e}") from None
     plan, _ = compile_program(file, pipeline, dtype, True, arch)
     now = (kernel_groups(plan), kernel_blocks(plan) if "blocks" in best else None)
     then = (groups, best.get("blocks"))
     if now != then:
-        raise CompileError(f"{path}: its pipeline now selects other kernels ({'; '.join(now[0])}) than the "
+        raise UsageError(f"{path}: its pipeline now selects other kernels ({'; '.join(now[0])}) than the "
                            f"ones tuned ({'; '.join(then[0])}): the cost model or the op library changed "
                            "since; run 'irfuse tune' again")
     plan.meta["tuning"] = os.path.abspath(path)
@@ -153,15 +149,15 @@ def compile_tuned(path: str, file: str | None = None, arch: str | None = None) -
 
 def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Candidate]:
     """Plans 0..top-1 of the search, compiled; fewer when fewer distinct plans exist."""
-    from irfuse.pipeline import compile_program
 
     out = []
     for k in range(args.top):
-        pipeline = partition_pipeline(args.top, k, args.max_size, args.n, profile, args.dtype)
+        pipeline = partition_pipeline(args.top, k, args.max_size, args.n, profile)
         try:
-            plan, _ = compile_program(args.file, pipeline, args.dtype, args.backend == "cuda", args.arch)
-        except CompileError as e:
-            if "distinct plans exist" in str(e) and k > 0:
+            plan, _ = compile_program(args.file, pipeline, args.dtype, args.backend == "cuda", args.arch,
+                                      planning=PlanningOptions(registers=args.registers))
+        except NoSuchPlan:
+            if k > 0:
                 break
             raise
         kernels = [op for op in plan.module.ops if op.name == "fuse.kernel"]
@@ -176,8 +172,6 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
     runs each. The first round checks each plan's outputs against the reference, later
     rounds check that they are bit for bit those of the first (the kernels are
     deterministic: a difference is a race). Returns the device's name."""
-    from irfuse.runtime.executor import Executor, open_device
-    from irfuse.runtime.verify import check_outputs
 
     per_round = max(1, args.repeat // args.rounds)
     # The inputs go to the device once, for all plans; each plan gets its other buffers
@@ -210,19 +204,15 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
 
 
 def tune(args, console) -> int:
-    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
-
     if args.rounds < 1 or args.repeat < 1 or args.back_to_back < 1:
-        raise CompileError("--rounds, --repeat and --back-to-back must be at least 1")
+        raise UsageError("--rounds, --repeat and --back-to-back must be at least 1")
     if args.n < 1:
-        raise CompileError(f"--n must be at least 1, got {args.n}")
+        raise UsageError(f"--n must be at least 1, got {args.n}")
     if args.backend == "cuda":
-        from irfuse.runtime.cuda_device import GpuUnavailable, _import_pycuda
-
         try:
-            _import_pycuda()  # no GPU: say so before compiling N plans
+            import_pycuda()  # no GPU: say so before compiling N plans
         except GpuUnavailable as e:
-            raise CompileError(Diagnostic(f"{e.diagnostics[0].message}; 'irfuse tune --backend cpu' runs and "
+            raise ExecutionError(Diagnostic(f"{e.diagnostics[0].message}; 'irfuse tune --backend cpu' runs and "
                                           "verifies the plans on the CPU", args.file)) from None
     profile = args.profile or gpu_profile_name()
     with Progress(console=console, transient=True) as progress:
@@ -230,13 +220,13 @@ def tune(args, console) -> int:
                                  total=args.top)
         cands = compile_candidates(args, profile, lambda: progress.update(task, advance=1))
         program = cands[0].plan.reference_program
-        inputs = random_inputs(program, args.n, 0, DTYPES[args.dtype])
+        inputs = random_inputs(program, args.n, 0, element_type(args.dtype).numpy)
         reference = run_reference(program, inputs)
         task = progress.add_task(f"timing {len(cands)} plans in {args.rounds} rounds", total=len(cands) * args.rounds)
         device_name = time_candidates(cands, args, inputs, reference, lambda: progress.update(task, advance=1))
     good = [c for c in cands if c.verified]
     if not good:
-        raise CompileError("no plan verified against the reference: " + cands[0].mismatch)
+        raise ExecutionError("no plan verified against the reference: " + cands[0].mismatch)
     best = min(good, key=lambda c: c.median_s)
     predicted_best = min(cands, key=lambda c: c.predicted_s)
     rho = spearman([c.predicted_s for c in cands], [c.median_s for c in cands])
@@ -272,9 +262,8 @@ def tune(args, console) -> int:
             console.print("no plot: matplotlib is not installed (pip install 'irfuse[gpu]')")
     if args.save_best:
         if best.plan.cubin is None:  # timed on the CPU: the saved plan still carries its cubin
-            from irfuse.pipeline import compile_program
-
-            best.plan, _ = compile_program(args.file, best.pipeline, args.dtype, True, args.arch)
+            best.plan, _ = compile_program(args.file, best.pipeline, args.dtype, True, args.arch,
+                                           planning=PlanningOptions(registers=args.registers))
         best.plan.meta["tuning"] = os.path.abspath(path)
         best.plan.save(args.save_best)
         console.print(f"fastest plan written to {args.save_best} (irfuse run --plan {args.save_best})")

@@ -1,8 +1,9 @@
 // RUN: irfuse-opt %s --split-input-file -p fuse-allocate-shared | filecheck %s
-// RUN: irfuse-opt %s --split-input-file -p 'fuse-allocate-shared{dtype=f64}' | filecheck %s --check-prefix=F64
+// The word size banks are counted in is the module's element type (kas.element_type):
+// RUN: sed 's/^builtin.module {/builtin.module attributes {kas.element_type = f64} {/' %s | irfuse-opt --split-input-file -p fuse-allocate-shared | filecheck %s --check-prefix=F64
 // RUN: irfuse-opt %s --split-input-file -p 'fuse-allocate-shared{pad-banks=false}' | filecheck %s --check-prefix=NOPAD
-// RUN: not irfuse-opt %s --split-input-file -p 'fuse-allocate-shared{dtype=f16}' 2>&1 | filecheck %s --check-prefix=BAD
-// BAD: error: fuse-allocate-shared: dtype must be f32 or f64
+// RUN: sed 's/^builtin.module {/builtin.module attributes {kas.element_type = f16} {/' %s | not irfuse-opt --split-input-file -p fuse-allocate-shared 2>&1 | filecheck %s --check-prefix=BAD
+// BAD: error: module attribute kas.element_type must be f32 or f64, got f16
 
 // Element mapping of a 2x2 product, 32 elements per block: thread ty reads word ty*4 + k, so
 // the 32 threads of a warp hit 8 banks (4-way conflicts); pitch 5 spreads them over 32 banks.

@@ -1,7 +1,8 @@
 """Running implementations alone on the CPU, against the reference.
 
 Used to refuse a hand-written implementation that disagrees with its op's
-definition, and by the tests that run every implementation of every op.
+definition (the op library is handed `check_implementation` when the driver is
+imported), and by the tests that run every implementation of every op.
 """
 
 from __future__ import annotations
@@ -10,9 +11,14 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 
+from irfuse.backend.cuda_emit import emit_module
+from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import kas
+from irfuse.dialects.element_types import element_type
 from irfuse.library.implementations import Implementation
+from irfuse.library.indexexpr import DefinitionError
+from irfuse.passes.fuse_each import kernel_for_call
 
 
 def kernel_name(impl: Implementation) -> str:
@@ -21,8 +27,6 @@ def kernel_name(impl: Implementation) -> str:
 
 def implementations_module(impls: list[Implementation], by: int | None = None) -> ModuleOp:
     """One `fuse.kernel` per implementation, each running its op once per element."""
-    from irfuse.passes.fuse_each import kernel_for_call
-
     kernels = []
     for impl in impls:
         op = impl.op
@@ -38,14 +42,10 @@ def implementations_module(impls: list[Implementation], by: int | None = None) -
 def run_on_cpu(impls: list[Implementation], n: int, dtype=np.float64, seed: int = 0,
                by: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """kernel name -> (result of the generated code, reference), on random operands."""
-    from irfuse.backend.cuda_emit import emit_module
-    from irfuse.backend.host_compile import HostModule
-
-    itemsize = np.dtype(dtype).itemsize
+    element = element_type("f64" if np.dtype(dtype) == np.float64 else "f32")
     module = implementations_module(impls, by)
-    emitted = emit_module(module, itemsize)
-    source = ("#define IRFUSE_REAL double\n" if itemsize == 8 else "") + emitted.source
-    host = HostModule(source, emitted.kernels, itemsize)
+    emitted = emit_module(module, element)
+    host = compiler_for("cpu").compile(emitted.source, emitted.kernels, element)
     rng = np.random.default_rng(seed)
     out = {}
     for impl in impls:
@@ -59,8 +59,6 @@ def run_on_cpu(impls: list[Implementation], n: int, dtype=np.float64, seed: int 
 
 def check_implementation(impl: Implementation, library=None) -> None:
     """Raises `DefinitionError` unless `impl` matches the reference (float64, with a partial block)."""
-    from irfuse.library.indexexpr import DefinitionError
-
     n = 2 * impl.recommended_by + 3
     try:
         (got, want), = run_on_cpu([impl], n).values()

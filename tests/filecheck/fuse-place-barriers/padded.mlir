@@ -1,4 +1,4 @@
-// RUN: irfuse-opt %s -p fuse-eliminate-barriers | filecheck %s
+// RUN: irfuse-opt %s -p fuse-place-barriers | filecheck %s
 // With padded values (pitch 5), each elem call still touches only its own thread's element
 // (words 5*ty .. 5*ty+3), so the barrier between the two calls goes; the barriers after the
 // block-wide load and before the block-wide store stay.

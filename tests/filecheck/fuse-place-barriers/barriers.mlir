@@ -1,11 +1,11 @@
-// RUN: irfuse-opt %s -p fuse-eliminate-barriers | filecheck %s
+// RUN: irfuse-opt %s -p fuse-place-barriers | filecheck %s
 // Barriers stay only where another thread's access would race:
 // - after the loads (calls read words other threads copied in),
 // - none between calls that pass values in registers or read what the same thread wrote,
 // - before a call that overwrites words other threads read earlier (%z reuses %a's words),
 // - before the store (a block-wide copy reads what each thread wrote).
 builtin.module {
-  fuse.kernel @k block(bx = 1, by = 4) (%A: !kas.matrix<3x3>) -> (%Z: !kas.matrix<3x3>) {
+  fuse.kernel @k block(bx = 3, by = 4) (%A: !kas.matrix<3x3>) -> (%Z: !kas.matrix<3x3>) {
     %a = fuse.load %A into shared[0] : !kas.matrix<3x3>
     fuse.barrier
     %x = fuse.call @mtrans33[elem](%a) into reg : (!kas.matrix<3x3>) -> !kas.matrix<3x3>

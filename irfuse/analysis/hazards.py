@@ -1,0 +1,105 @@
+"""Hazards between the shared-memory accesses of a kernel's threads, and the races among them.
+
+A barrier is needed before an op exactly when it reads a word another thread wrote, or
+writes a word another thread read or wrote, since the last barrier. `HazardTracker`
+follows which thread touched each word since the last barrier; `find_races` walks a
+kernel's ops with it and reports every pair that no barrier separates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from irfuse.analysis.kernel_model import KernelModel, MOp
+from irfuse.analysis.shared_accesses import Access, accesses
+
+MULTI = -2  # several threads
+NONE = -3  # no access since the last barrier
+
+
+def _conflicts(prev: np.ndarray, threads: np.ndarray) -> np.ndarray:
+    return (prev != NONE) & ((prev < 0) | (threads < 0) | (prev != threads))
+
+
+def _merge(state: np.ndarray, words: np.ndarray, threads: np.ndarray) -> None:
+    if words.size == 0:
+        return
+    order = np.argsort(words, kind="stable")
+    w, t = words[order], threads[order]
+    uniq, first = np.unique(w, return_index=True)
+    tmin = np.minimum.reduceat(t, first)
+    tmax = np.maximum.reduceat(t, first)
+    new = np.where(tmin == tmax, tmin, MULTI)  # ANY and MULTI both conflict with every other thread
+    old = state[uniq]
+    state[uniq] = np.where(old == NONE, new, np.where(old == new, old, MULTI))
+
+
+class HazardTracker:
+    """Which thread read and wrote each shared word since the last barrier."""
+
+    def __init__(self, words: int):
+        self.last_write = np.full(max(words, 1), NONE, dtype=np.int64)
+        self.last_read = np.full(max(words, 1), NONE, dtype=np.int64)
+        self.write_op = np.full(max(words, 1), -1, dtype=np.int64)
+        self.read_op = np.full(max(words, 1), -1, dtype=np.int64)
+
+    def reset(self) -> None:
+        for a in (self.last_write, self.last_read):
+            a.fill(NONE)
+
+    def conflict(self, acc: list[Access]) -> tuple[int, int, str] | None:
+        """The first (word, earlier op index, kind) another thread touched in a conflicting way."""
+        for a in acc:
+            checks = [(self.last_write, self.write_op, "written")]
+            if a.write:
+                checks.append((self.last_read, self.read_op, "read"))
+            for state, who, kind in checks:
+                bad = _conflicts(state[a.words], a.threads)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    w = int(a.words[i])
+                    return w, int(who[w]), kind
+        return None
+
+    def record(self, acc: list[Access], op_index: int) -> None:
+        for a in acc:
+            state, who = (self.last_write, self.write_op) if a.write else (self.last_read, self.read_op)
+            _merge(state, a.words, a.threads)
+            who[a.words] = op_index
+
+
+@dataclass
+class Race:
+    word: int
+    first: int  # op index (model.ops, barriers included)
+    second: int
+    kind: str  # "written" or "read": what the first op did to the word
+
+
+def find_races(model: KernelModel) -> list[Race]:
+    """Every pair of ops touching one shared word from different threads, at least one
+    writing, with no barrier between them (first such word per op)."""
+    tracker = HazardTracker(model.shared_words())
+    races = []
+    for i, op in enumerate(model.ops):
+        if op.kind == "barrier":
+            tracker.reset()
+            continue
+        acc = accesses(model, op)
+        hit = tracker.conflict(acc)
+        if hit is not None:
+            races.append(Race(hit[0], hit[1], i, hit[2]))
+        tracker.record(acc, i)
+    return races
+
+
+def describe_op(model: KernelModel, op: MOp, index: int) -> str:
+    """How race reports name an op of a kernel body (counted from 0, barriers included)."""
+    v = model.values
+    if op.kind == "call":
+        return f"op {index} (fuse.call @{op.impl.op.name}[{op.impl.name}] into %{v[op.result].name})"  # type: ignore
+    if op.kind == "load":
+        return f"op {index} (fuse.load of %{v[op.value].name})"  # type: ignore[index]
+    return f"op {index} (fuse.store of %{v[op.value].name})"  # type: ignore[index]

@@ -1,0 +1,98 @@
+"""Which shared-memory words each op of a kernel touches, and from which thread.
+
+A call's thread (tx, ty) touches the words of its access patterns (in its own
+coordinates when remapped); loads and stores are block-wide copies whose words any
+thread may touch (`ANY`). A padded value (`pitch` > 0) stores element e at e*pitch.
+Everything else in-kernel (hazards, races, bank conflicts, barrier placement) reads
+these sets.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from irfuse.analysis.access_patterns import words_array
+from irfuse.analysis.kernel_model import KernelModel, MOp
+from irfuse.dialects.access_pattern import AccessPattern
+
+ANY = -1  # a block-wide copy: any thread
+
+
+@functools.lru_cache(maxsize=4096)
+def call_threads(impl_bx: int, kernel_bx: int, by: int, remap: bool):
+    """(tx, ty, tid) arrays of the threads running a call, in the call's own coordinates.
+
+    Without remapping, thread (tx, ty) of the kernel runs the call as (tx, ty) when
+    tx < impl_bx; with remapping, the block's first by*impl_bx threads run it as
+    (tid % impl_bx, tid / impl_bx).
+    """
+    ty, tx = np.divmod(np.arange(by * impl_bx), impl_bx)
+    tid = np.arange(by * impl_bx) if remap else ty * kernel_bx + tx
+    return tx, ty, tid
+
+
+@functools.lru_cache(maxsize=8192)
+def _ap_words(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool):
+    """(words, tid, y): every word a call's threads touch through `ap`, the kernel thread that
+    touches it and that thread's element in the call's coordinates."""
+    tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
+    w = words_array(ap, tx, ty, impl_bx, by)
+    return w.ravel(), np.repeat(tid, w.shape[1]), np.repeat(ty, w.shape[1])
+
+
+# The padded layout (`pitch` > 0): element e of a `size`-word value starts at e*pitch.
+def pitched(i, size: int, pitch: int):
+    """Where word i of the packed block chunk (element after element) lives."""
+    return i if not pitch else (i // size) * pitch + i % size
+
+
+def element_shift(y, size: int, pitch: int):
+    """How far element y's base moves: a device function reading word w of a padded value
+    through the moved pointer touches w + element_shift(y) (w inside element y)."""
+    return y * (pitch - size) if pitch else 0
+
+
+def copy_words(v, by: int) -> np.ndarray:
+    """The shared words of a value's block chunk, element after element, in copy order."""
+    return v.offset + pitched(np.arange(by * v.size), v.size, v.pitch)
+
+
+def call_words(v, ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool):
+    """(words, tid) of a call's access to value `v` through `ap`."""
+    w, t, y = _ap_words(ap, impl_bx, kernel_bx, by, remap)
+    return v.offset + w + element_shift(y, v.size, v.pitch), t
+
+
+@dataclass
+class Access:
+    words: np.ndarray
+    threads: np.ndarray
+    write: bool
+
+
+def accesses(model: KernelModel, op: MOp) -> list[Access]:
+    """Shared-memory accesses of one op (register values touch no shared memory)."""
+    out: list[Access] = []
+    if op.kind in ("load", "store"):
+        v = model.values[op.value]  # type: ignore[index]
+        if v.shared:
+            words = copy_words(v, model.by)
+            out.append(Access(words, np.full(words.shape, ANY), op.kind == "load"))
+    elif op.kind == "call":
+        impl = op.impl
+        assert impl is not None
+        for k, a in enumerate(op.args):
+            v = model.values[a]
+            if v.shared:
+                w, t = call_words(v, impl.operand_aps[k], impl.bx, model.bx, model.by, op.remap)
+                out.append(Access(w, t, False))
+        v = model.values[op.result]  # type: ignore[index]
+        if v.shared:
+            w, t = call_words(v, impl.result_ap, impl.bx, model.bx, model.by, op.remap)
+            out.append(Access(w, t, True))
+    return out
+
+

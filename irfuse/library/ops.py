@@ -1,0 +1,54 @@
+"""One elementary op: name, signature and index-notation definition.
+
+Every op is defined once in index notation (see `indexexpr`); its NumPy
+reference, flop count and generated CUDA code all come from that one text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from irfuse.dialects.kas import KasType
+from irfuse.library.indexexpr import DefinitionError, Expander, Scalar, count_flops, eval_numpy, parse_definition
+
+
+@dataclass
+class OpDef:
+    """One elementary op."""
+
+    name: str
+    operand_names: list[str]
+    operand_types: list[KasType]
+    result_type: KasType
+    definition: str
+    doc: str = ""
+    trees: list[Scalar] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        d = parse_definition(self.definition)
+        if d.target in self.operand_names:
+            raise DefinitionError(f"op '{self.name}': the result name '{d.target}' is also an operand")
+        self.trees = Expander(d, self.operand_names,
+                              [t.shape for t in self.operand_types], self.result_type.shape).expand()
+
+    @property
+    def flops(self) -> int:
+        return count_flops(self.trees)
+
+    def bytes(self, itemsize: int = 4) -> int:
+        """Global-memory bytes per element when the op runs alone."""
+        return itemsize * (sum(t.size for t in self.operand_types) + self.result_type.size)
+
+    def signature(self) -> str:
+        ins = ", ".join(t.spelling() for t in self.operand_types)
+        return f"{self.name}({ins}) -> {self.result_type.spelling()}"
+
+    def reference(self, *operands: np.ndarray) -> np.ndarray:
+        """Batched evaluation: operands shaped (N, *shape); returns (N, *result shape)."""
+        n = operands[0].shape[0] if operands else 0
+        flat = [np.ascontiguousarray(a).reshape(n, -1) for a in operands]
+        cols = [eval_numpy(t, flat) for t in self.trees]
+        out = np.stack(cols, axis=1) if cols else np.zeros((n, 0))
+        return out.reshape((n, *self.result_type.shape))

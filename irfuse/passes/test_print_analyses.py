@@ -1,0 +1,80 @@
+"""Test passes in the style of MLIR's `-test-print-*`: print what an analysis finds in each
+`fuse.kernel` (to stderr, one block per kernel) and leave the IR as it is, so that the
+analysis can be checked on hand-written IR apart from the transformation that uses it.
+
+- `test-print-races`: every pair of shared accesses from different threads, one writing,
+  that no barrier separates (what `fuse-verify-races` refuses, and `fuse-place-barriers`
+  prevents);
+- `test-print-bank-wavefronts`: shared-memory wavefronts per block, per value and in all
+  (what `fuse-allocate-shared` pads against, and the cost model's `t_shared` counts);
+- `test-print-shared-peak`: the peak words of simultaneously live shared values in the
+  kernel's current order against the words it allocates (what `fuse-linearize` minimizes
+  and `fuse-allocate-shared` reaches).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from irfuse.analysis.bank_conflicts import kernel_wavefronts, value_wavefronts
+from irfuse.analysis.hazards import describe_op, find_races
+from irfuse.analysis.kernel_model import model_from_kernel
+from irfuse.analysis.shared_lifetimes import peak_shared_words
+from irfuse.passes.kernel_pass import kernels_of
+from irfuse.passes.module_element_type import itemsize_of
+
+
+def _models(module: ModuleOp):
+    itemsize = itemsize_of(module)
+    for kernel in kernels_of(module):
+        yield kernel.sym_name.data, model_from_kernel(kernel, itemsize)[0]
+
+
+@dataclass(frozen=True)
+class TestPrintRaces(ModulePass):
+    """Prints every cross-thread shared access pair with a write that no barrier separates."""
+
+    name = "test-print-races"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for name, model in _models(op):
+            races = find_races(model)
+            print(f"races in @{name}: {len(races)}", file=sys.stderr)
+            for r in races:
+                verb = "writes" if r.kind == "written" else "reads"
+                print(f"  {describe_op(model, model.ops[r.first], r.first)} {verb} shared word {r.word}; "
+                      f"{describe_op(model, model.ops[r.second], r.second)} touches it from another thread",
+                      file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class TestPrintBankWavefronts(ModulePass):
+    """Prints the shared-memory wavefronts per block of every shared value and of each kernel."""
+
+    name = "test-print-bank-wavefronts"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for name, model in _models(op):
+            print(f"wavefronts in @{name}: {kernel_wavefronts(model)} per block", file=sys.stderr)
+            for vid, v in model.values.items():
+                if v.shared:
+                    pitch = f", pitch {v.pitch}" if v.pitch else ""
+                    print(f"  %{v.name} shared[{v.offset}{pitch}]: {value_wavefronts(model, vid, v.pitch)[0]}",
+                          file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class TestPrintSharedPeak(ModulePass):
+    """Prints each kernel's peak of live shared words in its current order and the words it allocates."""
+
+    name = "test-print-shared-peak"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for name, model in _models(op):
+            print(f"shared words in @{name}: peak {peak_shared_words(model)} live, "
+                  f"{model.shared_words()} allocated", file=sys.stderr)

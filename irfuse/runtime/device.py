@@ -1,0 +1,30 @@
+"""What the executor needs of a device (the CPU, a GPU), and helpers devices share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+
+class Device(Protocol):
+    name: str
+
+    def upload(self, a: np.ndarray): ...
+    def download(self, buf, shape: tuple[int, ...]) -> np.ndarray: ...
+    def alloc(self, shape: tuple[int, ...]): ...
+    def copy(self, dst, src) -> None: ...
+    def launcher(self, kernel: str, buffers: list, n: int) -> Callable[[], None]: ...
+    def batch(self, steps: list[Callable[[], None]]) -> Callable[[], None]: ...
+    def synchronize(self) -> None: ...
+    def timer(self): ...
+    def close(self) -> None: ...
+
+
+def in_order(steps: list[Callable[[], None]]) -> Callable[[], None]:
+    """One call that runs the steps one after another."""
+    def run() -> None:
+        for step in steps:
+            step()
+    return run

@@ -1,0 +1,41 @@
+"""The in-kernel transformations in the order they run: the one definition that the
+default pass pipeline (`irfuse.passes.registry`) and the planner's analysis of every
+candidate kernel (`irfuse.planner.search`) both follow, so that a prediction describes
+the kernel that is emitted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from irfuse.analysis.kernel_model import KernelModel
+from irfuse.transforms.allocation import allocate_shared
+from irfuse.transforms.barriers import place_barriers
+from irfuse.transforms.linearization import linearize
+from irfuse.transforms.promotion import promote_registers
+from irfuse.transforms.remap import remap_threads
+
+
+@dataclass(frozen=True)
+class InKernelStep:
+    pass_name: str  # the pass that applies it to every fuse.kernel
+    transform: Callable[[KernelModel], KernelModel]  # with the pass's default options
+
+
+IN_KERNEL_STEPS: tuple[InKernelStep, ...] = (
+    InKernelStep("fuse-remap-threads", remap_threads),
+    InKernelStep("fuse-promote-registers", promote_registers),
+    InKernelStep("fuse-linearize", linearize),
+    InKernelStep("fuse-allocate-shared", allocate_shared),
+    InKernelStep("fuse-place-barriers", place_barriers),
+)
+BARRIER_STEP = "fuse-place-barriers"
+
+
+def optimize(model: KernelModel, stop_before: str | None = None) -> KernelModel:
+    """The steps in order, all of them or those before `stop_before`."""
+    for step in IN_KERNEL_STEPS:
+        if step.pass_name == stop_before:
+            break
+        model = step.transform(model)
+    return model

@@ -1,0 +1,82 @@
+"""Linearization: the order of a kernel's calls with the least peak shared memory."""
+
+from __future__ import annotations
+
+from irfuse.analysis.kernel_model import KernelModel
+from irfuse.transforms.barriers import barrier_after_every_op
+
+EXACT_LINEARIZE_LIMIT = 12  # calls; above this the greedy heuristic orders them
+
+
+def _dependencies(model: KernelModel) -> dict[int, set[int]]:
+    calls = model.calls()
+    producer = {op.result: i for i, op in enumerate(calls)}
+    return {i: {producer[a] for a in op.args if a in producer} for i, op in enumerate(calls)}
+
+
+def linearize(model: KernelModel) -> KernelModel:
+    """Orders the calls to minimize peak shared memory (exact up to EXACT_LINEARIZE_LIMIT
+    calls, greedy above); loads come first, each store right after its value's producer."""
+    out = model.copy()
+    calls = out.calls()
+    n = len(calls)
+    deps = _dependencies(out)
+    size = {vid: (v.size * out.by if v.shared else 0) for vid, v in out.values.items()}
+    users: dict[int, set[int]] = {}
+    for i, op in enumerate(calls):
+        for a in op.args:
+            users.setdefault(a, set()).add(i)
+    inputs = [vid for vid, v in out.values.items() if v.is_input]
+
+    def live_after(done: int) -> int:
+        total = 0
+        for vid in inputs:
+            if any(not (done >> u) & 1 for u in users.get(vid, ())):
+                total += size[vid]
+        for i, op in enumerate(calls):
+            if (done >> i) & 1 and any(not (done >> u) & 1 for u in users.get(op.result, ())):
+                total += size[op.result]  # type: ignore[index]
+        return total
+
+    def during(done: int, c: int) -> int:
+        return live_after(done) + size[calls[c].result]  # type: ignore[index]
+
+    def ready(done: int) -> list[int]:
+        return [c for c in range(n) if not (done >> c) & 1 and all((done >> d) & 1 for d in deps[c])]
+
+    order: list[int] = []
+    if n <= EXACT_LINEARIZE_LIMIT:
+        best: dict[int, tuple[int, list[int]]] = {0: (live_after(0), [])}
+        frontier = [0]
+        for _ in range(n):
+            nxt: dict[int, tuple[int, list[int]]] = {}
+            for done in frontier:
+                peak, seq = best[done]
+                for c in ready(done):
+                    p = max(peak, during(done, c))
+                    key = done | (1 << c)
+                    if key not in nxt or p < nxt[key][0] or (p == nxt[key][0] and seq + [c] < nxt[key][1]):
+                        nxt[key] = (p, seq + [c])
+            best.update(nxt)
+            frontier = list(nxt)
+        order = best[(1 << n) - 1][1] if n else []
+    else:
+        done = 0
+        while len(order) < n:
+            c = min(ready(done), key=lambda c: (during(done, c), c))
+            order.append(c)
+            done |= 1 << c
+    stores = {op.value: op for op in out.ops if op.kind == "store"}
+    new_ops = [op for op in out.ops if op.kind == "load"]
+    for c in order:
+        new_ops.append(calls[c])
+        if calls[c].result in stores:
+            new_ops.append(stores[calls[c].result])
+    # A loaded value stored unchanged (an input that is also an output) is stored after the loads.
+    for op in out.ops:
+        if op.kind == "store" and op not in new_ops:
+            new_ops.insert(len([o for o in new_ops if o.kind == "load"]), op)
+    out.ops = new_ops
+    return barrier_after_every_op(out)  # the old barriers belonged to the old order
+
+

@@ -1,0 +1,43 @@
+"""Register promotion: values whose producer and consumers run with the same threads and
+touch the same words per thread move from shared memory to registers."""
+
+from __future__ import annotations
+
+from irfuse.analysis.access_patterns import compatible_fast
+from irfuse.analysis.kernel_model import KernelModel, MOp
+
+
+def _consumers(model: KernelModel, vid: int) -> list[tuple[MOp, int]]:
+    return [(op, k) for op in model.calls() for k, a in enumerate(op.args) if a == vid]
+
+
+def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = False) -> KernelModel:
+    """Values produced and consumed by calls with the same threads and compatible access
+    patterns (none `noreg`) move to registers; with `outputs`, stored values may too; with
+    `inputs`, loaded values whose consumers all agree (each thread then reads its own words
+    from global memory instead of the block copying them coalesced)."""
+    out = model.copy()
+    producers = {op.result: op for op in out.calls()}
+    for vid, v in out.values.items():
+        uses = _consumers(out, vid)
+        # The access every consumer must agree with: the producer's result, or for a loaded
+        # value its first consumer's operand.
+        if v.is_input and inputs and uses:
+            ref, k0 = uses[0]
+            ap = ref.impl.operand_aps[k0]  # type: ignore[union-attr]
+        elif v.is_input or vid not in producers or (v.stored and not outputs):
+            continue
+        else:
+            ref = producers[vid]
+            ap = ref.impl.result_ap  # type: ignore[union-attr]
+        bx = ref.impl.bx  # type: ignore[union-attr]
+        ok = not ap.noreg and all(
+            cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]
+            and compatible_fast(ap, cons.impl.operand_aps[k], bx, out.by)  # type: ignore[union-attr]
+            for cons, k in uses)
+        v.shared = not ok
+        if not v.shared:
+            v.offset = 0
+    return out
+
+

@@ -1,0 +1,17 @@
+"""Thread remapping: calls needing fewer threads per element than their kernel run on the
+block's first threads, renumbered."""
+
+from __future__ import annotations
+
+from irfuse.analysis.kernel_model import KernelModel
+
+
+def remap_threads(model: KernelModel) -> KernelModel:
+    """Calls whose implementation uses fewer threads per element than the kernel run on the
+    block's first threads, renumbered (x only when that dimension differs)."""
+    out = model.copy()
+    for op in out.calls():
+        op.remap = op.impl.bx != out.bx  # type: ignore[union-attr]
+    return out
+
+

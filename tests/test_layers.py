@@ -1,0 +1,145 @@
+"""irfuse's layers, read from the source: every import statement (function-local ones
+included) goes down the layer order, no file imports itself through others, and the
+dialects import nothing of irfuse outside themselves but the diagnostics."""
+
+import ast
+import os
+from collections import defaultdict
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "irfuse")
+
+# Bottom to top; a package may import from its own layer's modules only where listed as
+# peers below, and from every layer beneath it.
+LAYERS = [
+    {"irfuse.diagnostics"},
+    {"irfuse.dialects"},
+    {"irfuse.library"},
+    {"irfuse.analysis"},
+    {"irfuse.transforms"},
+    {"irfuse.planner", "irfuse.backend", "irfuse.frontend"},
+    {"irfuse.passes"},
+    {"irfuse.driver"},
+    {"irfuse.runtime"},
+    {"irfuse.universe"},  # what stock xdsl-opt loads: dialects, passes, the cuda target
+    {"irfuse.tools"},
+    {"irfuse.testing"},
+    {"irfuse"},  # the package itself: importing irfuse installs the driver's checker
+]
+PEERS_ALLOWED: set[tuple[str, str]] = set()  # (importer, imported) between packages of one layer
+
+
+def _modules() -> dict[str, str]:
+    out = {}
+    for dirpath, _, files in os.walk(ROOT):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+                out[rel[: -len(".__init__")] if rel.endswith(".__init__") else rel] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> irfuse modules it imports (every import statement, at any depth)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = defaultdict(set)
+    for mod, path in mods.items():
+        package = mod if path.endswith("__init__.py") else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(open(path).read(), path)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                names = [base + "." + a.name for a in node.names] + [base]
+            else:
+                continue
+            for name in names:
+                while name and name not in mods:
+                    name = name.rsplit(".", 1)[0] if "." in name else ""
+                if name and name != mod:
+                    graph[mod].add(name)
+    return graph
+
+
+def _package(mod: str) -> str:
+    parts = mod.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or mod in ("irfuse.diagnostics", "irfuse.universe") else mod
+
+
+def _layer(pkg: str) -> int:
+    for k, layer in enumerate(LAYERS):
+        if pkg in layer:
+            return k
+    raise AssertionError(f"{pkg} is in no layer: add it to LAYERS (and to the README's architecture)")
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    color: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(u: str) -> list[str] | None:
+        color[u] = 1
+        stack.append(u)
+        for v in sorted(graph.get(u, ())):
+            if color.get(v) == 1:
+                return stack[stack.index(v):] + [v]
+            if v not in color and (found := visit(v)):
+                return found
+        stack.pop()
+        color[u] = 2
+        return None
+
+    for u in sorted(graph):
+        if u not in color and (found := visit(u)):
+            return found
+    return None
+
+
+def test_no_import_cycle_between_files():
+    assert _cycle(import_graph()) is None, " -> ".join(_cycle(import_graph()) or [])
+
+
+def test_no_import_cycle_between_packages():
+    packages: dict[str, set[str]] = defaultdict(set)
+    for mod, targets in import_graph().items():
+        for t in targets:
+            if _package(t) != _package(mod):
+                packages[_package(mod)].add(_package(t))
+    assert _cycle(packages) is None, " -> ".join(_cycle(packages) or [])
+
+
+def test_every_import_goes_down_the_layers():
+    wrong = []
+    for mod, targets in import_graph().items():
+        for t in targets:
+            a, b = _package(mod), _package(t)
+            if a == b:
+                continue
+            if _layer(b) > _layer(a) or (_layer(b) == _layer(a) and (a, b) not in PEERS_ALLOWED):
+                wrong.append(f"{mod} imports {t}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_dialects_import_nothing_above_them():
+    outside = [f"{mod} imports {t}" for mod, targets in import_graph().items() if mod.startswith("irfuse.dialects")
+               for t in targets if not t.startswith("irfuse.dialects") and t != "irfuse.diagnostics"]
+    assert not outside, "\n".join(outside)
+
+
+def test_the_checker_sees_imports_at_any_depth(tmp_path, monkeypatch):
+    """The graph counts function-local and relative imports: a check that cannot miss them."""
+    pkg = tmp_path / "irfuse"
+    (pkg / "dialects").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "dialects" / "__init__.py").write_text("")
+    (pkg / "dialects" / "a.py").write_text("def f():\n    from ..library import b\n")
+    (pkg / "library").mkdir()
+    (pkg / "library" / "__init__.py").write_text("")
+    (pkg / "library" / "b.py").write_text("import irfuse.dialects.a\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", str(pkg))
+    graph = import_graph()
+    assert graph["irfuse.dialects.a"] == {"irfuse.library", "irfuse.library.b"}
+    assert _cycle(graph) is not None
