@@ -115,7 +115,7 @@ def test_a_plan_that_mismatches_is_reported_and_never_chosen(tmp_path, monkeypat
     out = tmp_path / "t.json"
     args = argparse.Namespace(file=SYNC, top=3, max_size=8, n=33, repeat=3, rounds=3, back_to_back=1,
                               backend="cpu", profile=None, json=str(out), plot=None, save_best=None,
-                              dtype="f32", arch=None)
+                              dtype="f32", arch=None, registers=None)
     console = Console(record=True, width=200)
     assert tune(args, console) == 1
     d = json.loads(out.read_text())
