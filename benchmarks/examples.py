@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, effective_bytes, random_inputs, run_reference
+    from irfuse.runtime.reference import DTYPES, effective_bytes, random_inputs, run_references
     from irfuse.runtime.verify import check_outputs
 
     console = Console(width=200)
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
                     res = Executor(plan, dev).run(inputs, args.n, repeat=args.repeat, warmup=5)
                 finally:
                     dev.close()
-                ok = all(c.ok for c in check_outputs(res.outputs, run_reference(prog, inputs), dtype))
+                ok = all(c.ok for c in check_outputs(res.outputs, run_references(prog, inputs, dtype), dtype))
                 nbytes = effective_bytes(prog, args.n, plan.itemsize)
                 t = res.median_s
                 rows.append({

@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, _EventTimer, measure_copy_bandwidth
     from irfuse.runtime.cuda_graph import CudaGraph
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_reference
+    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
     from irfuse.runtime.verify import check_outputs
     from irfuse.tools.tune import alternating_rounds
 
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     prog = plan.reference_program
     nbytes = effective_bytes(prog, args.n, 4)
     inputs = random_inputs(prog, args.n, 1, np.float32)
-    reference = run_reference(prog, inputs)
+    reference = run_references(prog, inputs, "f32")
     graphs = CudaDevice(plan)
     steps = CudaDevice(plan, graphs=False)
     drv = graphs.drv

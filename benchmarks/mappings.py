@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     from irfuse.planner.search import plan_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, effective_bytes, find_program, random_inputs, run_reference
+    from irfuse.runtime.reference import DTYPES, effective_bytes, find_program, random_inputs, run_references
     from irfuse.runtime.verify import check_outputs
     from irfuse.passes.registry import partition_pipeline
 
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
                 res = Executor(plan, dev).run(inputs, args.n, repeat=args.repeat, warmup=5)
             finally:
                 dev.close()
-            ok = all(c.ok for c in check_outputs(res.outputs, run_reference(prog, inputs), dtype))
+            ok = all(c.ok for c in check_outputs(res.outputs, run_references(prog, inputs, dtype), dtype))
             rows.append({
                 "dtype": dtype, "plan": k, "group": op.attributes["group"].data, "block": [kernel.bx, kernel.by],
                 "registers": plan.resources(kernel.name).registers, "resident_blocks": cost.resident_blocks,

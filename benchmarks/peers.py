@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_reference
+    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
     from irfuse.runtime.verify import check_outputs
     from irfuse.tools.cli import build_parser
     from irfuse.tools.tune import compile_tuned, tune
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
                 copy_bw = measure_copy_bandwidth(dev.drv, back_to_back=b2b)  # same timing as all
             rec = Executor(plan, dev).prepare(inputs, args.n)
             rec.replay()
-            reference = run_reference(prog, inputs)
+            reference = run_references(prog, inputs, "f32")
             ok = all(c.ok for c in check_outputs(rec.outputs(), reference, "f32"))
             peer_checks: dict[str, str] = {}
             for _ in range(5):

@@ -10,7 +10,7 @@ from irfuse.backend.cuda_emit import KernelInfo
 from irfuse.backend.host_compile import HostModule
 from irfuse.driver.compile import compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
+from irfuse.runtime.reference import DTYPES, random_inputs, run_reference, run_references
 from irfuse.runtime.verify import check_outputs
 
 _plans = {}
@@ -28,10 +28,10 @@ def run_and_check(path, dtype, n, pipeline=None, seed=0):
     plan, dev = plan_for(path, dtype, pipeline)
     inputs = random_inputs(plan.reference_program, n, seed, DTYPES[dtype])
     got = Executor(plan, dev).run(inputs, n).outputs
-    want = run_reference(plan.reference_program, inputs)
+    want = run_references(plan.reference_program, inputs, dtype)
     checks = check_outputs(got, want, dtype)
     assert all(c.ok for c in checks), [c.describe() for c in checks]
-    return got, want
+    return got, want.float64
 
 
 @pytest.mark.parametrize("n", [1, 97, 1000])

@@ -16,7 +16,7 @@ def test_example_on_gpu(path, dtype):
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, random_inputs, run_reference
+    from irfuse.runtime.reference import DTYPES, random_inputs, run_references
     from irfuse.runtime.verify import check_outputs
 
     plan, _ = compile_program(path, None, dtype)
@@ -25,7 +25,7 @@ def test_example_on_gpu(path, dtype):
         for n in (1, 97, 4_194_304 if dtype == "f32" else 1_000_003):
             inputs = random_inputs(plan.reference_program, n, n, DTYPES[dtype])
             got = Executor(plan, dev).run(inputs, n).outputs
-            want = run_reference(plan.reference_program, inputs)
+            want = run_references(plan.reference_program, inputs, dtype)
             checks = check_outputs(got, want, dtype)
             assert all(c.ok for c in checks), [c.describe() for c in checks]
     finally:

@@ -102,3 +102,26 @@ def test_implement_argument_errors():
         lib.implement("test_mdet33", "x", 1, "", [("ty*9", 1, 1, 9)] * 2, ("ty", 1, 1, 1))
     with pytest.raises(DefinitionError, match="already has an implementation 'elem'"):
         lib.implement("test_mdet33", "elem", 1, "", [("ty*9", 1, 1, 9)], ("ty", 1, 1, 1))
+
+
+def test_delta_selects_in_every_implementation():
+    """`delta(i, j)` selects: off-diagonal entries of smimulNN are exact zeros even for a NaN or
+    infinite scalar, in the reference and in every thread mapping (the entry mapping decides
+    the delta at run time and used to multiply NaN by 0)."""
+    from irfuse.backend.compilers import compiler_for
+    from irfuse.backend.cuda_emit import emit_module
+    from irfuse.dialects.element_types import F32
+
+    impls = [i for op in default_library() if op.name.startswith("smimul") for i in implementations(op)]
+    assert {i.name for i in impls} >= {"elem", "row", "entry"}
+    emitted = emit_module(implementations_module(impls), F32)
+    host = compiler_for("cpu").compile(emitted.source, emitted.kernels, F32)
+    s = np.array([np.nan, np.inf, -np.inf, 2.0, np.nan, 0.0, -1.0], dtype=np.float32)
+    for impl in impls:
+        n = impl.op.result_type.shape[0]
+        got = np.full((len(s), n, n), 7.0, dtype=np.float32)
+        host.launch(kernel_name(impl), [s, got], len(s))
+        want = impl.op.reference(s.astype(np.float64))
+        eye = np.eye(n, dtype=bool)
+        assert np.all(got[:, ~eye] == 0.0), (impl.op.name, impl.name)
+        np.testing.assert_array_equal(got, want.astype(np.float32), err_msg=f"{impl.op.name}[{impl.name}]")

@@ -25,7 +25,7 @@ class ElementType:
     itemsize: int
     numpy: type
     c_type: str
-    tolerance: float  # relative error norm the verification accepts against the float64 reference
+    tolerance: float  # relative error per entry the verification allows beyond rounding (runtime.verify)
     attr: Attribute
 
     @property

@@ -130,7 +130,8 @@ def _define_catalogue(lib: Library) -> None:
         lib.define(f"mvmul{nn}", [("M", m), ("v", v)], v, "r[i] = sum(j) M[i,j]*v[j]",
                    "matrix times vector")
         lib.define(f"smmul{nn}", [("M", m), ("s", s)], m, "C[i,j] = M[i,j]*s", "matrix times scalar")
-        lib.define(f"smimul{nn}", [("s", s)], m, "C[i,j] = s*delta(i,j)", "scalar times identity")
+        lib.define(f"smimul{nn}", [("s", s)], m, "C[i,j] = s*delta(i,j)",
+                   "scalar times identity (exact zeros off the diagonal, even for a NaN or infinite s)")
         lib.define(f"vadd{n}", [("v", v), ("w", v)], v, "r[i] = v[i] + w[i]", "v+w")
         lib.define(f"vsub{n}", [("v", v), ("w", v)], v, "r[i] = v[i] - w[i]", "v-w")
         lib.define(f"svmul{n}", [("v", v), ("s", s)], v, "r[i] = v[i]*s", "vector times scalar")

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 from irfuse.dialects.access_pattern import AccessPattern, fit_pattern
-from irfuse.library.indexexpr import Const, Expander, SBin, SUn, parse_definition
+from irfuse.library.indexexpr import Const, Expander, SBin, SUn, fold_bin, parse_definition
 from irfuse.library.ops import OpDef
 
 # --- Affine offsets over thread-bound index variables -----------------------
@@ -117,6 +117,31 @@ class _SymbolicExpander(Expander):
         return SCond(a, b)
 
 
+def _conds(t, out: list) -> None:
+    """The distinct runtime deltas of a tree, in order of appearance."""
+    if isinstance(t, SCond):
+        if t not in out:
+            out.append(t)
+    elif isinstance(t, SBin):
+        _conds(t.lhs, out)
+        _conds(t.rhs, out)
+    elif isinstance(t, SUn):
+        _conds(t.arg, out)
+
+
+def _assume(t, cond: SCond, value: float):
+    """The tree with a runtime delta replaced by 1 or 0 and folded again, as the definition
+    expands where the delta's indices are constants (so 0 * NaN is 0 there too)."""
+    if t == cond:
+        return Const(value)
+    if isinstance(t, SBin):
+        return fold_bin(t.op, _assume(t.lhs, cond, value), _assume(t.rhs, cond, value))
+    if isinstance(t, SUn):
+        arg = _assume(t.arg, cond, value)
+        return Const(-arg.value) if t.fn == "neg" and isinstance(arg, Const) else SUn(t.fn, arg)
+    return t
+
+
 def _leaves(t, out: list) -> None:
     if isinstance(t, SLeaf):
         out.append(t)
@@ -194,12 +219,20 @@ class GeneratedImplementation(Implementation):
             base = self.operand_aps[k].start if variant[k] == "s" else ""
             return _index(names[k], base, off - self.operand_rel[k], self.var_exprs)
 
+        def selected(t) -> str:
+            """A tree with runtime deltas (indices bound to the thread) as a selection between
+            its foldings, so that every mapping gives the entry the definition gives."""
+            conds: list[SCond] = []
+            _conds(t, conds)
+            if not conds:
+                return to_c(t)
+            c = conds[0]
+            test = f"{c.a.c_expr(self.var_exprs)} == {c.b.c_expr(self.var_exprs)}"
+            return f"(({test}) ? {selected(_assume(t, c, 1.0))} : {selected(_assume(t, c, 0.0))})"
+
         def to_c(t) -> str:
             if isinstance(t, SLeaf):
                 return access(t.operand, t.offset)
-            if isinstance(t, SCond):
-                return (f"({t.a.c_expr(self.var_exprs)} == {t.b.c_expr(self.var_exprs)} "
-                        "? (real_t)1 : (real_t)0)")
             if isinstance(t, Const):
                 return f"(real_t)({t.value!r})"
             if isinstance(t, SBin):
@@ -214,7 +247,7 @@ class GeneratedImplementation(Implementation):
                  f"__device__ __forceinline__ void {self.variant_name(variant)}({_params(self)})", "{"]
         lines.append("  (void)tx; (void)ty;")
         for j, (_, tree) in enumerate(self.outputs):
-            lines.append(f"  const real_t r{j} = {to_c(tree)};")
+            lines.append(f"  const real_t r{j} = {selected(tree)};")
         out_base = self.result_ap.start if variant[-1] == "s" else ""
         for j, (off, _) in enumerate(self.outputs):
             lines.append(f"  {_index('irf_result', out_base, off - self.result_rel, self.var_exprs)} = r{j};")

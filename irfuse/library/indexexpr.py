@@ -255,8 +255,10 @@ def _flat(shape: tuple[int, ...], idx: tuple[int, ...]) -> int:
     return off
 
 
-def _mk_bin(op: str, a: Scalar, b: Scalar) -> Scalar:
-    # Fold the constants that delta() introduces so no 0*x reaches the kernels.
+def fold_bin(op: str, a: Scalar, b: Scalar) -> Scalar:
+    """`a op b`, folding constants. A product with a constant 0 is 0 whatever the other
+    factor: `delta(i, j)` selects, so off-diagonal entries are exact zeros even where the
+    other factor is NaN or infinite (this is the op library's semantics of delta)."""
     if isinstance(a, Const) and isinstance(b, Const):
         return Const({"+": a.value + b.value, "-": a.value - b.value, "*": a.value * b.value,
                       "/": a.value / b.value if b.value else math.nan}[op])
@@ -349,7 +351,7 @@ class Expander:
                     "index nor summed over") from None
             return self.leaf(k, idx)
         if isinstance(e, Bin):
-            return _mk_bin(e.op, self._expand(e.lhs, env), self._expand(e.rhs, env))
+            return fold_bin(e.op, self._expand(e.lhs, env), self._expand(e.rhs, env))
         if isinstance(e, Neg):
             a = self._expand(e.arg, env)
             return Const(-a.value) if isinstance(a, Const) else SUn("neg", a)
@@ -365,7 +367,7 @@ class Expander:
             acc: Scalar | None = None
             for vals in itertools.product(*(range(self.ranges[i]) for i in e.indices)):
                 term = self._expand(e.body, {**env, **dict(zip(e.indices, vals))})
-                acc = term if acc is None else _mk_bin("+", acc, term)
+                acc = term if acc is None else fold_bin("+", acc, term)
             assert acc is not None
             return acc
         raise DefinitionError(f"unexpected node {e!r}")

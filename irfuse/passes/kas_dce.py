@@ -50,18 +50,20 @@ def eliminate_dead_code(program: ProgramOp) -> None:
         if keep != list(range(len(loop.res))):
             Rewriter.replace_op(term, YieldOp([term.values[k] for k in keep]))
         plans.append((loop, keep))
-    # Erase innermost and latest ops first so that no erased value still has users.
+    # One walk from the last op back, innermost first: every user of a value is handled
+    # before the op that defines it, loops included (a dead loop may carry a value computed
+    # before it, which must outlive the loop's own removal).
+    keep_of = {id(loop): keep for loop, keep in plans}
     for op in reversed(list(program.body.walk())):
-        if isinstance(op, LoopOp) or not op.results:
-            continue
-        if not any(r in live for r in op.results):
+        if isinstance(op, LoopOp):
+            keep = keep_of[id(op)]
+            if not keep:
+                assert not any(r.uses for r in op.res)
+                Rewriter.erase_op(op)
+            elif keep != list(range(len(op.res))):
+                _shrink_loop(op, keep)
+        elif op.results and not any(r in live for r in op.results):
             Rewriter.erase_op(op)
-    for loop, keep in reversed(plans):
-        if not keep:
-            assert not any(r.uses for r in loop.res)
-            Rewriter.erase_op(loop)
-        elif keep != list(range(len(loop.res))):
-            _shrink_loop(loop, keep)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,15 @@ against; it evaluates each op from its index-notation definition.
 
 from __future__ import annotations
 
+import zipfile
+from dataclasses import dataclass
+
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
-from irfuse.dialects.element_types import ELEMENT_TYPES
+from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
 from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp
 from irfuse.library.catalogue import Library, default_library
 
@@ -43,19 +46,33 @@ def random_inputs(program: ProgramOp, n: int, seed: int = 0, dtype=np.float32) -
 
 
 def load_inputs(path: str, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
-    """Reads and checks an .npz file: one array per input, shaped (N, *shape), all the same N."""
+    """Reads and checks an .npz file: one array per input, shaped (N, *shape), all the same N,
+    floating point or integer values that the run's type can hold."""
     try:
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise UsageError(Diagnostic(f"cannot read inputs: {e}", path))
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise UsageError(Diagnostic(f"cannot read inputs: {e}", path)) from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise UsageError(Diagnostic("not an .npz archive (one named array per input, as np.savez "
+                                    "writes): a single array cannot say which input it is", path))
+    with data:
+        return _check_inputs(path, data, program, dtype)
+
+
+def _check_inputs(path: str, data, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     n: int | None = None
     names = list(data.files)
+    limit = float(np.finfo(dtype).max)
     for name, t in zip(program.inputs, program.input_types()):
         if name not in data.files:
             raise UsageError(Diagnostic(
                 f"input '{name}' is missing (the file has: {', '.join(names) or 'no arrays'})", path))
-        a = data[name]
+        try:
+            a = data[name]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+            # Object arrays (they would need pickle) and damaged archive members.
+            raise UsageError(Diagnostic(f"cannot read input '{name}': {e}", path)) from None
         if a.dtype.kind not in "fiu":
             raise UsageError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
         if a.ndim != 1 + len(t.shape) or tuple(a.shape[1:]) != t.shape:
@@ -67,6 +84,13 @@ def load_inputs(path: str, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
         elif a.shape[0] != n:
             raise UsageError(Diagnostic(
                 f"input '{name}' has {a.shape[0]} elements but earlier inputs have {n}", path))
+        with np.errstate(invalid="ignore"):
+            big = np.isfinite(a) & (np.abs(a.astype(np.float64)) > limit) if a.size else np.zeros(0, bool)
+        if big.any():
+            where = np.unravel_index(int(np.argmax(big)), a.shape)
+            raise UsageError(Diagnostic(
+                f"input '{name}' holds {int(big.sum())} values beyond the {np.dtype(dtype).name} range "
+                f"(first: {float(a[where])!r} at element {where[0]}); run with --dtype f64", path))
         out[name] = np.ascontiguousarray(a, dtype=dtype)
     extra = set(data.files) - set(program.inputs)
     if extra:
@@ -113,3 +137,20 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
     outs = run_block(program.body.block)
     return {name: np.array(v, dtype=dtype).reshape(value_shape(t, n))
             for name, v, t in zip(program.outputs, outs, program.output_types())}
+
+
+@dataclass
+class References:
+    """The float64 reference of a run, and the reference in the run's own precision (None for
+    float64 runs): the verification allows what an honest evaluation in that precision loses."""
+
+    float64: dict[str, np.ndarray]
+    run_precision: dict[str, np.ndarray] | None
+
+
+def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str,
+                   n: int | None = None) -> References:
+    et = element_type(dtype)
+    ref64 = run_reference(program, inputs, n)
+    run = None if et.itemsize == 8 else run_reference(program, inputs, n, dtype=et.numpy)
+    return References(ref64, run)

@@ -22,7 +22,7 @@ from irfuse.frontend.irgen import compile_file
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import random_inputs, run_reference
+from irfuse.runtime.reference import random_inputs, run_references
 from irfuse.runtime.verify import check_outputs
 
 
@@ -79,7 +79,7 @@ def check_plans(path: str, budget: Budget) -> Outcome:
             inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k,
                                    element_type(budget.dtype).numpy)
             got = Executor(plan, CpuDevice(plan)).run(inputs, budget.n).outputs
-            want = run_reference(plan.reference_program, inputs)
+            want = run_references(plan.reference_program, inputs, budget.dtype)
         except Exception as e:  # noqa: BLE001 -- a crash of the runtime is a finding too
             return Outcome(out.plans, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]

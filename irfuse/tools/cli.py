@@ -34,6 +34,7 @@ from irfuse.runtime.reference import (
     load_inputs,
     random_inputs,
     run_reference,
+    run_references,
 )
 from irfuse.runtime.verify import check_outputs
 from irfuse.tools.calibrate import calibrate
@@ -166,11 +167,9 @@ def cmd_run(args) -> int:
         inputs = random_inputs(program, n, args.seed, np_dtype)
     title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
     t0 = time.perf_counter()
-    reference = run_reference(program, inputs, n)
-    ref_time = time.perf_counter() - t0
-
     if backend == "numpy":
-        outputs = {k: v.astype(np_dtype) for k, v in reference.items()}
+        outputs = {k: v.astype(np_dtype) for k, v in run_reference(program, inputs, n).items()}
+        ref_time = time.perf_counter() - t0
         _print_outputs(title, outputs, None)
         console.print(f"reference time {ref_time * 1e3:.1f} ms")
         _save(args.save, outputs)
@@ -181,7 +180,7 @@ def cmd_run(args) -> int:
         title += f" on {device.gpu_name}"
     repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
     result = Executor(plan, device).run(inputs, n, repeat=repeat)
-    checks = check_outputs(result.outputs, reference, dtype)
+    checks = check_outputs(result.outputs, run_references(program, inputs, dtype, n), dtype)
     _print_kernels(plan)
     _print_outputs(title, result.outputs, checks)
     if result.times_s:
@@ -191,7 +190,9 @@ def cmd_run(args) -> int:
                       f"{gbs:.1f} GB/s effective (inputs read once + outputs written once)")
     for c in checks:
         if not c.ok:
-            console.print(f"[red]{c.describe()}[/red]")
+            console.print(f"[red]{escape(c.describe())}[/red]")
+        elif c.overflow:
+            console.print(f"[yellow]{escape(c.describe())}[/yellow]")
     _save(args.save, result.outputs)
     device.close()
     ok = all(c.ok for c in checks)
@@ -223,18 +224,19 @@ def _print_kernels(plan) -> None:
 
 def _print_outputs(title: str, outputs: dict[str, np.ndarray], checks) -> None:
     t = Table(title=title)
-    for col in ("output", "shape", "checksum (sum)", "norm"):
+    for col in ("output", "shape", "checksum (sum)", "largest |x|"):
         t.add_column(col)
     if checks is not None:
-        for col in ("rel. error", "max abs error", "status"):
+        for col in ("error / element's scale", "max abs error", "error / allowed", "status"):
             t.add_column(col)
     by_name = {c.name: c for c in checks or []}
     for name, a in outputs.items():
-        row = [name, str(a.shape), f"{float(np.sum(a, dtype=np.float64)):.9g}",
-               f"{float(np.linalg.norm(a.astype(np.float64))):.9g}"]
+        with np.errstate(all="ignore"):
+            row = [name, str(a.shape), f"{float(np.sum(a, dtype=np.float64)):.9g}",
+                   f"{float(np.max(np.abs(a))) if a.size else 0.0:.9g}"]
         if checks is not None:
             c = by_name[name]
-            row += [f"{c.rel_error:.2e}", f"{c.max_abs_error:.2e}", "ok" if c.ok else "MISMATCH"]
+            row += [f"{c.rel_error:.2e}", f"{c.max_abs_error:.2e}", f"{c.worst:.2g}", c.status]
         t.add_row(*row)
     console.print(t)
 

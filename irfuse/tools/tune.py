@@ -36,7 +36,7 @@ from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
 from irfuse.runtime.executor import Executor, open_device
-from irfuse.runtime.reference import random_inputs, run_reference
+from irfuse.runtime.reference import random_inputs, run_references
 from irfuse.runtime.verify import check_outputs
 
 
@@ -221,7 +221,7 @@ def tune(args, console) -> int:
         cands = compile_candidates(args, profile, lambda: progress.update(task, advance=1))
         program = cands[0].plan.reference_program
         inputs = random_inputs(program, args.n, 0, element_type(args.dtype).numpy)
-        reference = run_reference(program, inputs)
+        reference = run_references(program, inputs, args.dtype)
         task = progress.add_task(f"timing {len(cands)} plans in {args.rounds} rounds", total=len(cands) * args.rounds)
         device_name = time_candidates(cands, args, inputs, reference, lambda: progress.update(task, advance=1))
     good = [c for c in cands if c.verified]
