@@ -1,6 +1,9 @@
-"""Lifetimes of a kernel's shared values in its current op order, and the peak they need."""
+"""Lifetimes of a kernel's shared values in its current op order: the peak they need, and
+values overwritten while still live."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from irfuse.analysis.kernel_model import KernelModel, MOp
 
@@ -28,3 +31,43 @@ def lifetimes(model: KernelModel, ops: list[MOp]) -> tuple[dict[int, int], dict[
     return first, last
 
 
+
+
+@dataclass
+class Overwrite:
+    """Op `writer` puts a value over shared words of `victim` that op `reader` reads later."""
+
+    victim: int  # value id
+    writer: int  # op indices in model.ops (barriers included)
+    reader: int
+    words: tuple[int, int]  # the overlapping words, [lo, hi)
+
+
+def _extent(model: KernelModel, vid: int) -> tuple[int, int]:
+    v = model.values[vid]
+    return v.offset, v.offset + model.by * v.span
+
+
+def overwrites(model: KernelModel) -> list[Overwrite]:
+    """Shared values overwritten while still live: a value written between another's definition
+    and its last read over words they share. (An op may write over a value it reads itself,
+    the last time: all its outputs are computed before any is written; a different thread
+    reading those words is a race, which `hazards.find_races` reports.)"""
+    first, last = lifetimes(model, model.ops)
+    out = []
+    for vid, v in model.values.items():
+        if not v.shared or vid not in first:
+            continue
+        lo, hi = _extent(model, vid)
+        for i in range(first[vid] + 1, last[vid]):
+            for w in model.ops[i].writes():
+                if w == vid or not model.values[w].shared:
+                    continue
+                wlo, whi = _extent(model, w)
+                if wlo < hi and lo < whi:
+                    out.append(Overwrite(vid, i, last[vid], (max(lo, wlo), min(hi, whi))))
+                    break
+            else:
+                continue
+            break
+    return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr, UnitAttr
+from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr, SymbolNameConstraint, SymbolRefAttr, UnitAttr
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
@@ -46,6 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from irfuse.dialects.access_pattern import AccessPattern, APError
+from irfuse.dialects.element_types import module_element_type
 from irfuse.dialects.kas import KasType
 from irfuse.dialects.op_registry import op_registry
 
@@ -197,6 +198,24 @@ class AccessPatternAttr(ParametrizedAttribute):
             raise VerifyException(str(e)) from None
 
 
+# The most shared memory any GPU irfuse targets gives one block (Hopper: 227 KB): a place
+# beyond it cannot be allocated, whatever the device.
+MAX_SHARED_BYTES_PER_BLOCK = 227 * 1024
+
+
+def _itemsize(op: IRDLOperation) -> int:
+    """Bytes per word of the values of the module holding `op` (kas.element_type; float32 if none)."""
+    module = op
+    while module is not None and not isinstance(module, ModuleOp):
+        module = module.parent_op()
+    if module is None:
+        return 4
+    try:
+        return module_element_type(module).itemsize
+    except VerifyException:
+        return 8  # the module's own verification names the bad attribute
+
+
 class OnChipOp(IRDLOperation):
     """An op whose single result lives on chip at `place`."""
 
@@ -210,6 +229,14 @@ class OnChipOp(IRDLOperation):
         place, size = self.get_place(), self.results[0].type.size  # type: ignore[attr-defined]
         if place.pitch.data and place.pitch.data < size:
             raise VerifyException(f"pitch {place.pitch.data} is smaller than the value's {size} words per element")
+        kernel = self.parent_op()
+        if place.is_shared and isinstance(kernel, KernelOp):
+            end = place.offset.data + kernel.by.data * (place.pitch.data or size)
+            nbytes = end * _itemsize(self)
+            if nbytes > MAX_SHARED_BYTES_PER_BLOCK:
+                raise VerifyException(
+                    f"{place.text()} for {kernel.by.data} elements of {size} words ends at word {end} "
+                    f"({nbytes} bytes): a block has at most {MAX_SHARED_BYTES_PER_BLOCK} bytes of shared memory")
 
 
 @irdl_op_definition

@@ -1,5 +1,6 @@
 """fuse-verify-races: proves that a barrier separates every pair of accesses to one shared
-word by different threads when at least one of them writes; fails naming both accesses."""
+word by different threads when at least one of them writes, and that no shared value is
+overwritten while it is still to be read; fails naming the accesses."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from xdsl.passes import ModulePass
 
 from irfuse.analysis.hazards import describe_op, find_races
 from irfuse.analysis.kernel_model import model_from_kernel
+from irfuse.analysis.shared_lifetimes import overwrites
 from irfuse.diagnostics import CompileError, Diagnostic
 from irfuse.passes.kernel_pass import kernels_of
 
 
 @dataclass(frozen=True)
 class FuseVerifyRaces(ModulePass):
-    """Fails if two threads touch one shared word, one writing, with no barrier between them."""
+    """Fails if two threads touch one shared word, one writing, with no barrier between them, or
+    if a value is written over shared words of another that is still to be read."""
 
     name = "fuse-verify-races"
 
@@ -32,6 +35,13 @@ class FuseVerifyRaces(ModulePass):
                     f"race in fuse.kernel @{kernel.sym_name.data}: {describe_op(model, first, race.first)} {verb} "
                     f"shared word {race.word} and {describe_op(model, second, race.second)} touches it from "
                     "another thread with no fuse.barrier between them",
+                    notes=["ops are counted from 0 in the kernel body, barriers included"]))
+            for o in overwrites(model):
+                victim = model.values[o.victim]
+                diags.append(Diagnostic(
+                    f"fuse.kernel @{kernel.sym_name.data}: {describe_op(model, model.ops[o.writer], o.writer)} "
+                    f"overwrites shared words {o.words[0]}..{o.words[1] - 1} of %{victim.name}, which "
+                    f"{describe_op(model, model.ops[o.reader], o.reader)} reads later",
                     notes=["ops are counted from 0 in the kernel body, barriers included"]))
         if diags:
             raise CompileError(diags)

@@ -34,3 +34,20 @@ builtin.module {
   }
 }
 // CHECK: error: race in fuse.kernel @padded_race: op 0 (fuse.load of %a) writes shared word 0 and op 1 (fuse.call @mmul22[elem] into %c) touches it from another thread
+
+// -----
+// Two values whose lifetimes overlap on the same shared words: %b is written over %a's words
+// while %a is still to be read (by %c). No thread races with another here (each element's
+// thread reads and writes its own words, with barriers), but %c would read %b's entries.
+builtin.module {
+  fuse.kernel @overlap block(bx = 1, by = 4) (%A: !kas.matrix<3x3>) -> (%C: !kas.matrix<3x3>) {
+    %a = fuse.load %A into shared[0] : !kas.matrix<3x3>
+    fuse.barrier
+    %b = fuse.call @mtrans33[elem](%a) into shared[0] : (!kas.matrix<3x3>) -> !kas.matrix<3x3>
+    fuse.barrier
+    %c = fuse.call @madd33[elem](%a, %b) into shared[36] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
+    fuse.barrier
+    fuse.store %c to %C : !kas.matrix<3x3>
+  }
+}
+// CHECK: error: fuse.kernel @overlap: op 2 (fuse.call @mtrans33[elem] into %b) overwrites shared words 0..35 of %a, which op 4 (fuse.call @madd33[elem] into %c) reads later

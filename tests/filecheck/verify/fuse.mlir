@@ -124,3 +124,24 @@ builtin.module {
   }
 }
 // CHECK: Operation does not verify: 1 : i32 should be of base attribute unit
+
+// -----
+// A place beyond the shared memory any block can have is refused where it is written
+// (it used to compile, and crash at run time).
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 64) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
+    %a = fuse.load %A into shared[99999999] : !kas.matrix<3x3>
+    fuse.store %a to %B : !kas.matrix<3x3>
+  }
+}
+// CHECK: shared[99999999] for 64 elements of 9 words ends at word 100000575 (400002300 bytes): a block has at most 232448 bytes of shared memory
+
+// -----
+// The limit is in bytes: the same words fit in float32 and not in float64.
+builtin.module attributes {kas.element_type = f64} {
+  fuse.kernel @k block(bx = 1, by = 64) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
+    %a = fuse.load %A into shared[50000] : !kas.matrix<3x3>
+    fuse.store %a to %B : !kas.matrix<3x3>
+  }
+}
+// CHECK: shared[50000] for 64 elements of 9 words ends at word 50576 (404608 bytes)
