@@ -20,6 +20,9 @@ from irfuse.frontend.syntax import Call, Loop, Name, Program, Statement, parse_p
 from irfuse.library.catalogue import Library, default_library
 
 MAX_ERRORS = 20
+# Loop iterations in all, nested loops multiplied: every iteration launches its body's
+# kernels from the host, so a program over this would not finish in any reasonable time.
+MAX_TOTAL_ITERATIONS = 1_000_000
 
 
 @dataclass
@@ -65,6 +68,8 @@ class IRGen:
         self.types: dict[str, KasType] = {}
         self.decl_pos: dict[str, Name] = {}
         self.call_targets: dict[CallOp, Name] = {}
+        self.enclosing_trips: list[int] = []  # trip counts of the loops around the current statement
+        self.total_iterations = 0
 
     def err(self, at: Name | object, message: str, notes: list[str] | None = None) -> None:
         pos = at.pos  # type: ignore[attr-defined]
@@ -189,6 +194,23 @@ class IRGen:
         env[s.target.text] = call.res
 
     def loop(self, s: Loop, env: dict[str, SSAValue], block: Block) -> None:
+        runs = s.count
+        for t in self.enclosing_trips:
+            runs *= t
+        self.total_iterations += runs
+        if self.total_iterations > MAX_TOTAL_ITERATIONS:
+            trips = " x ".join(str(t) for t in [*self.enclosing_trips, s.count])
+            self.err(s, f"the program's loops would run {self.total_iterations:,} iterations in all (this one "
+                     f"{runs:,}: {trips}); at most {MAX_TOTAL_ITERATIONS:,} are allowed",
+                     ["each iteration launches the loop body's kernels from the host"])
+            raise CompileError(self.errors)
+        self.enclosing_trips.append(s.count)
+        try:
+            self._loop(s, env, block)
+        finally:
+            self.enclosing_trips.pop()
+
+    def _loop(self, s: Loop, env: dict[str, SSAValue], block: Block) -> None:
         assigned = _assigned(s.body)
         rbw = _read_before_write(s.body)
         carried = [n for n in assigned if n in rbw]
