@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import DiagnosticException
 @dataclass
 class Diagnostic:
     message: str
-    file: str = "<input>"
+    file: str | None = None  # None: not about a file (an option, the environment)
     line: int = 0
     col: int = 0
     severity: str = "error"
@@ -27,7 +27,10 @@ class Diagnostic:
     notes: list[str] = field(default_factory=list)
 
     def render(self) -> str:
-        where = f"{self.file}:{self.line}:{self.col}: " if self.line else f"{self.file}: "
+        if self.file is None:
+            where = ""
+        else:
+            where = f"{self.file}:{self.line}:{self.col}: " if self.line else f"{self.file}: "
         out = [f"{where}{self.severity}: {self.message}"]
         if self.source_line is not None and self.line:
             out.append("  " + self.source_line.rstrip("\n"))

@@ -157,3 +157,77 @@ def test_ops_shows_access_patterns_and_definitions():
     assert "C[i,j] = sum(k) A[i,k]*B[k,j]" in p.stdout
     assert '#fuse.ap<"ty*9 + tx*3", 1, 1, 3>' in p.stdout  # the row mapping's A, as in the seeds
     assert "irf_mmul33_entry_sss" in p.stdout
+
+
+SMALL = "matrix3x3 A, B;\ninput A;\nB = madd33(A, A);\nreturn B;\n"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--seed", "-1"], "argument --seed: must be 0 or more, got -1"),
+    (["--n", "99999999999999"], "a batch of 99,999,999,999,999 elements needs about"),
+    (["--save", "{tmp}/missing/out.npz"], "the directory {tmp}/missing does not exist"),
+    (["--save", "{tmp}"], "--save {tmp} names a directory; give a file name such as {tmp}/out.npz"),
+])
+def test_bad_run_options_are_refused_before_anything_runs(tmp_path, extra, message):
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+    extra = [e.format(tmp=tmp_path) for e in extra]
+    p = irfuse("run", str(src), "--backend", "cpu", "--n", "4", *extra)
+    assert p.returncode in (1, 2) and message.format(tmp=tmp_path) in p.stderr, p.stderr
+    assert "verified" not in p.stdout  # refused before running, not after (the outputs would be lost)
+
+
+def test_save_without_the_suffix_says_where_it_wrote(tmp_path):
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+    p = irfuse("run", str(src), "--backend", "cpu", "--n", "4", "--save", str(tmp_path / "out"))
+    assert p.returncode == 0 and f"outputs written to {tmp_path / 'out.npz'}" in p.stdout
+    assert np.load(tmp_path / "out.npz")["B"].shape == (4, 3, 3)
+
+
+def test_plan_directory_refuses_options_it_would_ignore(tmp_path):
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+    assert irfuse("compile", str(src), "-o", str(tmp_path / "c")).returncode == 0
+    p = irfuse("run", str(src), "--plan", str(tmp_path / "c"), "--dtype", "f64", "--pipeline", "kas-dce,fuse-each")
+    assert p.returncode == 1
+    assert "a .kas file, --dtype, --pipeline cannot be given with it" in p.stderr
+    assert irfuse("run", "--plan", str(tmp_path / "c"), "--backend", "cpu", "--n", "5").returncode == 0
+
+
+def test_compile_onto_an_existing_file_is_refused(tmp_path):
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+    target = tmp_path / "file"
+    target.write_text("keep me")
+    p = irfuse("compile", str(src), "-o", str(target))
+    assert p.returncode == 1 and f"-o {target} is a file" in p.stderr and target.read_text() == "keep me"
+
+
+def test_a_program_without_statements_runs(tmp_path):
+    """It returns an input: no kernel to emit, nothing to launch, and that is fine."""
+    src = tmp_path / "p.kas"
+    src.write_text("matrix3x3 A; vector12 v; matrix2x3 m;\ninput A;\nreturn A;\n")
+    p = irfuse("run", str(src), "--backend", "cpu", "--n", "6")
+    assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_cache_directory_that_is_a_file_only_costs_time(tmp_path):
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+    blocker = tmp_path / "cache"
+    blocker.write_text("")
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", str(src), "--backend", "cpu", "--n", "4"],
+                       capture_output=True, text=True, env={**os.environ, "IRFUSE_CACHE_DIR": str(blocker)})
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_tune_on_the_cpu_uses_the_cpu_batch_size(tmp_path):
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+    out = tmp_path / "t.json"
+    p = irfuse("tune", str(src), "--backend", "cpu", "--top", "1", "--repeat", "1", "--rounds", "1", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    import json
+
+    assert json.loads(out.read_text())["n"] == 4096

@@ -1,5 +1,8 @@
 """Every implementation of every op: run on the CPU against the reference, compiled for sm_90 without spills."""
 
+import os
+import re
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,7 @@ from irfuse.driver.implementation_check import implementations_module, kernel_na
 from irfuse.dialects.element_types import element_type, set_module_element_type
 from irfuse.driver.compile import build
 
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bigfusion.kas")
 ALL = [i for op in default_library() for i in implementations(op)]
 
 
@@ -125,3 +129,62 @@ def test_delta_selects_in_every_implementation():
         eye = np.eye(n, dtype=bool)
         assert np.all(got[:, ~eye] == 0.0), (impl.op.name, impl.name)
         np.testing.assert_array_equal(got, want.astype(np.float32), err_msg=f"{impl.op.name}[{impl.name}]")
+
+
+def _body(statement: str) -> str:
+    return ("__device__ __forceinline__ void FUNC(int tx, int ty, const real_t* __restrict__ A, real_t* r)\n"
+            "{\n  const real_t* a = A + APIN0;\n" + statement + "\n}\n")
+
+
+@pytest.mark.parametrize("name, statement, message", [
+    ("spins", "  volatile int k = 0; while (k == 0) { } r[APOUT] = a[0];", "does not finish within"),
+    ("wild", "  for (long long i = 0; i < (1LL << 40); i += 4096) r[APOUT + i] = a[0];",
+     "crashes when it runs (signal SIG"),
+    # Right in float64, wrong in float32 (as code written for one precision can be).
+    ("f64only", "  r[APOUT] = sizeof(real_t) == 8 ? a[0] : a[0] * (real_t)2;",
+     "disagrees with the definition 'r = A[0,0]' in float32"),
+])
+def test_hand_written_implementations_that_hang_crash_or_fail_in_float32_are_refused(name, statement, message):
+    """A kernel that loops forever or writes out of bounds is run in a child process with a time
+    limit; one right in float64 only is caught by checking float32 too."""
+    from irfuse.dialects.kas import MatrixType, ScalarType
+
+    lib = default_library()
+    if lib.get("test_first") is None:
+        lib.define("test_first", [("A", MatrixType(3, 3))], ScalarType(), "r = A[0,0]")
+    with pytest.raises(DefinitionError, match=re.escape(message)):
+        lib.implement("test_first", name, 1, _body(statement), [("ty*9", 1, 1, 9)], ("ty", 1, 1, 1))
+    assert name not in [i.name for i in lib.implementations(lib.get("test_first"))]
+
+
+def test_a_library_file_that_fails_is_named_with_its_line(tmp_path):
+    """Every refusal of an op library, and any error of the file itself, is a diagnostic naming
+    the user's file (and line), not a traceback."""
+    import subprocess
+    import sys
+
+    cases = {
+        "bad_def.py": ("from irfuse.dialects.kas import ScalarType\n\ndef register(library):\n"
+                       "    library.define('x1', [('a', ScalarType())], ScalarType(), 'r = a +')\n",
+                       "bad_def.py:4:1: error: op library refused:"),
+        "bad_ap.py": ("from irfuse.dialects.kas import ScalarType\n\ndef register(library):\n"
+                      "    library.define('x2', [('a', ScalarType())], ScalarType(), 'r = a')\n"
+                      "    library.implement('x2', 'h', 1, '', [('q*2', 1, 1, 1)], ('ty', 1, 1, 1))\n",
+                      "bad_ap.py:5:1: error: op library refused: access-pattern start 'q*2' uses 'q'"),
+        "no_register.py": ("X = 1\n", "no_register.py: error: op library refused: a library file must define "
+                                      "register(library)"),
+        "syntax.py": ("def register(library)\n    pass\n", "syntax.py:1:22: error: invalid Python"),
+        "raises.py": ("def register(library):\n    raise RuntimeError('boom')\n",
+                      "raises.py:2:1: error: the op library raised RuntimeError: boom"),
+    }
+    for name, (text, want) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        for command in (["run", "--backend", "cpu", "--n", "4", EXAMPLE], ["ops"], ["plan", EXAMPLE]):
+            p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *command, "--library", str(path)],
+                               capture_output=True, text=True)
+            assert p.returncode == 1 and "Traceback" not in p.stderr, (name, command, p.stderr)
+            assert want in p.stderr, (name, command, p.stderr)
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "ops", "--library", str(tmp_path / "nope.py")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "nope.py: error: cannot load the op library: no such file" in p.stderr

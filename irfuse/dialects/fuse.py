@@ -201,6 +201,7 @@ class AccessPatternAttr(ParametrizedAttribute):
 # The most shared memory any GPU irfuse targets gives one block (Hopper: 227 KB): a place
 # beyond it cannot be allocated, whatever the device.
 MAX_SHARED_BYTES_PER_BLOCK = 227 * 1024
+MAX_THREADS_PER_BLOCK = 1024
 
 
 def _itemsize(op: IRDLOperation) -> int:
@@ -433,8 +434,8 @@ class KernelOp(IRDLOperation):
     def verify_(self) -> None:
         if self.bx.data < 1 or self.by.data < 1:
             raise VerifyException("fuse.kernel bx and by must be positive")
-        if self.threads > 1024:
-            raise VerifyException(f"fuse.kernel has {self.threads} threads per block; the limit is 1024")
+        if self.threads > MAX_THREADS_PER_BLOCK:
+            raise VerifyException(f"fuse.kernel has {self.threads} threads per block; the limit is {MAX_THREADS_PER_BLOCK}")
         if self.num_inputs.data > len(self.body.block.args):
             raise VerifyException("fuse.kernel num_inputs exceeds its arguments")
         for out in self.output_args:

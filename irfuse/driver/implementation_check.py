@@ -7,13 +7,19 @@ imported), and by the tests that run every implementation of every op.
 
 from __future__ import annotations
 
+import faulthandler
+import functools
+import mmap
+import multiprocessing
+import signal
+
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 
 from irfuse.backend.cuda_emit import emit_module
 from irfuse.backend.compilers import compiler_for
-from irfuse.diagnostics import CompileError
+from irfuse.diagnostics import CompileError, ExecutionError
 from irfuse.dialects import kas
 from irfuse.dialects.element_types import element_type
 from irfuse.library.implementations import Implementation
@@ -39,9 +45,41 @@ def implementations_module(impls: list[Implementation], by: int | None = None) -
     return ModuleOp(kernels)
 
 
+def _shared(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An array in anonymous shared memory: a forked child's writes to it reach the parent."""
+    nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
+
+
+def _quietly(launch) -> None:
+    faulthandler.disable()  # a crash is reported by its exit status, not by a dump of this process
+    launch()
+
+
+def _launch_isolated(launch, timeout: float) -> str | None:
+    """Runs `launch()` in a forked child: None when it finished, else how it failed. A
+    hand-written kernel may loop forever or write out of bounds; either must end in a
+    refusal, not in a hang or in the death of this process."""
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=_quietly, args=(launch,), daemon=True)
+    child.start()
+    child.join(timeout)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return f"does not finish within {timeout:g} s"
+    if child.exitcode != 0:
+        code = child.exitcode
+        what = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        return f"crashes when it runs ({what}: it reads or writes out of bounds?)"
+    return None
+
+
 def run_on_cpu(impls: list[Implementation], n: int, dtype=np.float64, seed: int = 0,
-               by: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """kernel name -> (result of the generated code, reference), on random operands."""
+               by: int | None = None, isolate: float | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """kernel name -> (result of the generated code, reference), on random operands. With
+    `isolate` (seconds), each kernel runs in a child process with that time limit, and a
+    failure raises `ExecutionError` saying how it failed."""
     element = element_type("f64" if np.dtype(dtype) == np.float64 else "f32")
     module = implementations_module(impls, by)
     emitted = emit_module(module, element)
@@ -51,23 +89,40 @@ def run_on_cpu(impls: list[Implementation], n: int, dtype=np.float64, seed: int 
     for impl in impls:
         op = impl.op
         args = [rng.uniform(-1, 1, size=(n, *t.shape)).astype(dtype) for t in op.operand_types]
-        result = np.full((n, *op.result_type.shape), np.nan, dtype=dtype)
-        host.launch(kernel_name(impl), [*args, result], n)
-        out[kernel_name(impl)] = (result, op.reference(*[a.astype(np.float64) for a in args]))
+        shape = (n, *op.result_type.shape)
+        result = _shared(shape, dtype) if isolate else np.empty(shape, dtype=dtype)
+        result.fill(np.nan)
+        launch = functools.partial(host.launch, kernel_name(impl), [*args, result], n)
+        if isolate:
+            failure = _launch_isolated(launch, isolate)
+            if failure:
+                raise ExecutionError(failure)
+        else:
+            launch()
+        out[kernel_name(impl)] = (np.array(result), op.reference(*[a.astype(np.float64) for a in args]))
     return out
 
 
+CHECK_TIME_LIMIT = 20.0  # seconds an implementation may run on its check's few elements
+
+
 def check_implementation(impl: Implementation, library=None) -> None:
-    """Raises `DefinitionError` unless `impl` matches the reference (float64, with a partial block)."""
+    """Raises `DefinitionError` unless `impl` matches the reference in float64 and float32
+    (with a partial block), running in a child process with a time limit."""
     n = 2 * impl.recommended_by + 3
-    try:
-        (got, want), = run_on_cpu([impl], n).values()
-    except CompileError as e:
-        raise DefinitionError(f"implementation '{impl.name}' of '{impl.op.name}' does not compile:\n{e}") from None
-    bad = ~np.isclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise DefinitionError(
-            f"implementation '{impl.name}' of '{impl.op.name}' disagrees with the definition "
-            f"'{impl.op.definition}': element {idx[0]}, entry {list(idx[1:])}: got {got[idx]!r}, "
-            f"expected {want[idx]!r} ({int(bad.sum())} of {bad.size} values differ)")
+    what = f"implementation '{impl.name}' of '{impl.op.name}'"
+    for dtype, rtol, atol in ((np.float64, 1e-9, 1e-12), (np.float32, 1e-4, 1e-5)):
+        try:
+            (got, want), = run_on_cpu([impl], n, dtype=dtype, isolate=CHECK_TIME_LIMIT).values()
+        except CompileError as e:
+            raise DefinitionError(f"{what} does not compile:\n{e}") from None
+        except ExecutionError as e:
+            raise DefinitionError(f"{what} {e.diagnostics[0].message}") from None
+        scale = np.max(np.abs(want), initial=0.0, where=np.isfinite(want))
+        bad = ~np.isclose(got, want, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise DefinitionError(
+                f"{what} disagrees with the definition '{impl.op.definition}' in "
+                f"{np.dtype(dtype).name}: element {idx[0]}, entry {list(idx[1:])}: got {got[idx]!r}, "
+                f"expected {want[idx]!r} ({int(bad.sum())} of {bad.size} values differ)")

@@ -20,6 +20,7 @@ from irfuse.diagnostics import CompileError, SourceFile
 KEYWORDS = {"input", "return", "loop"}
 MAX_DIM = 64
 MAX_TRIP_COUNT = 1_000_000
+MAX_LOOP_DEPTH = 32  # loops inside loops; deeper nests would exhaust the IR tools' recursion
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ class Parser:
         self.src = src
         self.toks = Lexer(src).tokens()
         self.i = 0
+        self.depth = 0  # loops open around the current statement
 
     # -- helpers
     def peek(self, k: int = 0) -> Token:
@@ -235,6 +237,15 @@ class Parser:
 
     def loop(self) -> Loop:
         tok = self.peek()
+        self.depth += 1
+        try:
+            if self.depth > MAX_LOOP_DEPTH:
+                raise self.error(tok, f"loops are nested {self.depth} deep here; at most {MAX_LOOP_DEPTH} are allowed")
+            return self._loop(tok)
+        finally:
+            self.depth -= 1
+
+    def _loop(self, tok) -> Loop:
         self.i += 1
         count_tok = self.peek()
         if count_tok.kind != "int":

@@ -8,11 +8,15 @@ default library as the op registry the dialects verify calls against.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
+import os
 from collections.abc import Callable, Iterable
+from importlib.metadata import entry_points
 
-from irfuse.dialects.access_pattern import AccessPattern
+from irfuse.diagnostics import CompileError, Diagnostic
+from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.kas import KasType, MatrixType, ScalarType, TensorType, VectorType
 from irfuse.dialects.op_registry import install_op_registry
 from irfuse.library.implementations import (
@@ -177,26 +181,55 @@ def default_library() -> Library:
         # Published before the entry points run, so that their checks see this library.
         _DEFAULT = Library(_DEFAULT_CHECKER)
         _define_catalogue(_DEFAULT)
-        from importlib.metadata import entry_points
 
         for ep in entry_points(group="irfuse.library"):
-            ep.load()(_DEFAULT)
+            with _refusals_named(f"entry point irfuse.library:{ep.name} ({ep.value})"):
+                ep.load()(_DEFAULT)
     return _DEFAULT
 
 
 def load_library_file(path: str, lib: Library | None = None) -> Library:
-    """Runs ``register(library)`` from a user's Python file against the library."""
+    """Runs ``register(library)`` from a user's Python file against the library; anything the
+    file gets wrong is a `CompileError` naming the file (and its line where Python knows it)."""
     lib = lib or default_library()
+    if not os.path.isfile(path):
+        raise CompileError(Diagnostic("cannot load the op library: no such file", path))
     spec = importlib.util.spec_from_file_location(f"irfuse_user_library_{abs(hash(path))}", path)
     if spec is None or spec.loader is None:
-        raise DefinitionError(f"{path}: cannot load as a Python module")
+        raise CompileError(Diagnostic("cannot load as a Python module", path))
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    register = getattr(module, "register", None)
-    if register is None:
-        raise DefinitionError(f"{path}: a library file must define register(library)")
-    register(lib)
+    with _refusals_named(path):
+        spec.loader.exec_module(module)
+        register = getattr(module, "register", None)
+        if register is None:
+            raise DefinitionError("a library file must define register(library)")
+        register(lib)
     return lib
+
+
+@contextlib.contextmanager
+def _refusals_named(origin: str):
+    """Op-library refusals (and the file's own errors) as diagnostics naming where they came from."""
+    try:
+        yield
+    except (DefinitionError, APError) as e:
+        raise CompileError(Diagnostic(f"op library refused: {e}", origin, *_user_line(e, origin))) from None
+    except SyntaxError as e:
+        raise CompileError(Diagnostic(f"invalid Python: {e.msg}", origin, e.lineno or 0, e.offset or 0)) from None
+    except Exception as e:  # noqa: BLE001 -- the user's code may raise anything: named, not a traceback
+        raise CompileError(Diagnostic(f"the op library raised {type(e).__name__}: {e}", origin,
+                                      *_user_line(e, origin))) from None
+
+
+def _user_line(e: BaseException, origin: str) -> tuple[int, int]:
+    """The line of `origin` (a file) where the exception passed, innermost first, else none."""
+    tb = e.__traceback__
+    line = 0
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(origin):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return (line, 1) if line else (0, 0)
 
 
 def implementations(op: OpDef, library: Library | None = None) -> list[Implementation]:

@@ -15,8 +15,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from irfuse.diagnostics import CompileError
+from irfuse.diagnostics import CompileError, UsageError
 from irfuse.dialects import fuse, kas
+from irfuse.dialects.fuse import MAX_THREADS_PER_BLOCK
 from irfuse.library.catalogue import default_library, find_implementation
 from irfuse.library.implementations import Implementation
 from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
@@ -66,6 +67,10 @@ class FuseEach(ModulePass):
             for i, call in enumerate(calls):
                 name = f"{program.sym_name.data}_k{i}_{call.op_name}"
                 impl = choose_implementation(call.op_name, self.impl)
+                threads = impl.bx * (self.by or impl.recommended_by)
+                if threads > MAX_THREADS_PER_BLOCK:
+                    raise UsageError(f"fuse-each: by={self.by} gives '{call.op_name}' [{impl.name}] {threads} threads "
+                                     f"per block; a block has at most {MAX_THREADS_PER_BLOCK}")
                 kernel = kernel_for_call(call, name, impl, self.by)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 launch = fuse.LaunchOp(name, list(dict.fromkeys(call.args)), [call.res.type])

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -46,8 +47,18 @@ DEFAULT_N = {"cuda": DEFAULT_BATCH, "cpu": 4096, "numpy": 100_000}
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dtype", choices=list(ELEMENT_TYPES), default="f32", help="element type (default f32)")
+    p.add_argument("--dtype", choices=list(ELEMENT_TYPES), default=None, help="element type (default f32)")
     p.add_argument("--pipeline", default=None,
                    help="pass pipeline, e.g. 'kas-dce,fuse-each' (default: the default pipeline)")
     p.add_argument("--arch", default=None, help="NVRTC target, e.g. sm_90 (default: the GPU present, else sm_90)")
@@ -78,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="auto: the GPU when usable, else the CPU (default)")
     run.add_argument("--n", type=int, default=None,
                      help="batch size (default: 4194304 on cuda, 4096 on cpu, 100000 on numpy)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--seed", type=_non_negative, default=0, help="seed of the random inputs (0 or more)")
     run.add_argument("--repeat", type=int, default=None, help="timed repetitions (default 20 on cuda, 0 elsewhere)")
     run.add_argument("--inputs", metavar="FILE.npz", help="read inputs from an .npz file instead of random data")
     run.add_argument("--save", metavar="FILE.npz", help="write the outputs to an .npz file")
@@ -105,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("file")
     tune.add_argument("--top", type=int, default=10)
     tune.add_argument("--max-size", type=int, default=8)
-    tune.add_argument("--n", type=int, default=DEFAULT_BATCH)
+    tune.add_argument("--n", type=int, default=None,
+                      help="batch size (default: as 'run' on the backend: 4194304 on cuda, 4096 on cpu)")
     tune.add_argument("--repeat", type=int, default=30, help="timed runs per plan, over all rounds (default 30)")
     tune.add_argument("--rounds", type=int, default=3,
                       help="interleaved rounds: each times every plan once more, in alternating order (default 3)")
@@ -139,10 +151,47 @@ def _choose_backend(name: str) -> str:
     return "cuda" if gpu_available() else "cpu"
 
 
+def _save_path(path: str | None) -> str | None:
+    """Where `--save` writes (checked before anything runs, so that no result is lost): an
+    .npz file in a directory that exists."""
+    if path is None:
+        return None
+    if os.path.isdir(path):
+        raise UsageError(f"--save {path} names a directory; give a file name such as {os.path.join(path, 'out.npz')}")
+    if not path.endswith(".npz"):
+        path += ".npz"  # what np.savez would write: say so, rather than write elsewhere
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"--save {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--save {path}: the directory {parent} is not writable")
+    return path
+
+
+def _check_memory(program, n: int, itemsize: int, what: str) -> None:
+    """Refuses a batch whose inputs and outputs alone exceed this machine's memory."""
+    need = effective_bytes(program, n, itemsize) * 2  # the reference holds a float64 copy too
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > have:
+        raise UsageError(f"{what}: a batch of {n:,} elements needs about {need / 2**30:,.1f} GiB for its inputs, "
+                         f"outputs and reference; this machine has {have / 2**30:,.1f} GiB")
+
+
 def cmd_run(args) -> int:
     _load_libraries(args.library)
     if args.file is None and args.plan is None:
         raise UsageError("irfuse run needs a .kas file or --plan DIR")
+    if args.plan is not None:
+        given = [flag for flag, value in (("a .kas file", args.file), ("--dtype", args.dtype),
+                                           ("--pipeline", args.pipeline), ("--registers", args.registers),
+                                           ("--profile", args.profile)) if value is not None]
+        if given:
+            raise UsageError(f"--plan {args.plan} runs a program compiled before, with its own type and kernels: "
+                             f"{', '.join(given)} cannot be given with it")
+    save = _save_path(args.save)
     backend = _choose_backend(args.backend)
     n = args.n if args.n is not None else DEFAULT_N[backend]
     if n < 1 and args.inputs is None:
@@ -152,7 +201,7 @@ def cmd_run(args) -> int:
         warnings = []
         dtype = plan.dtype
     else:
-        dtype = args.dtype
+        dtype = args.dtype or "f32"
         plan, warnings = compile_program(args.file, args.pipeline, dtype, compile_gpu=backend != "numpy",
                                          arch=args.arch, planning=_planning(args, n))
     print_diagnostics(warnings)
@@ -164,6 +213,7 @@ def cmd_run(args) -> int:
         if n < 1:
             raise UsageError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
     else:
+        _check_memory(program, n, element_type(dtype).itemsize, f"--n {n}")
         inputs = random_inputs(program, n, args.seed, np_dtype)
     title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
     t0 = time.perf_counter()
@@ -172,7 +222,7 @@ def cmd_run(args) -> int:
         ref_time = time.perf_counter() - t0
         _print_outputs(title, outputs, None)
         console.print(f"reference time {ref_time * 1e3:.1f} ms")
-        _save(args.save, outputs)
+        _save(save, outputs)
         return 0
 
     device = open_device(backend, plan)
@@ -193,7 +243,7 @@ def cmd_run(args) -> int:
             console.print(f"[red]{escape(c.describe())}[/red]")
         elif c.overflow:
             console.print(f"[yellow]{escape(c.describe())}[/yellow]")
-    _save(args.save, result.outputs)
+    _save(save, result.outputs)
     device.close()
     ok = all(c.ok for c in checks)
     console.print("[green]verified against the NumPy reference[/green]" if ok else "[red]verification FAILED[/red]")
@@ -243,12 +293,15 @@ def _print_outputs(title: str, outputs: dict[str, np.ndarray], checks) -> None:
 
 def cmd_compile(args) -> int:
     _load_libraries(args.library)
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"-o {args.output} is a file; irfuse compile writes a directory (kernels.cu, "
+                         "kernels.cubin, manifest.json, ...)")
     if args.from_tuning:
         plan, warnings = compile_tuned(args.from_tuning, args.file, args.arch), []
     elif args.file is None:
         raise UsageError("irfuse compile needs a .kas file or --from-tuning FILE.json")
     else:
-        plan, warnings = compile_program(args.file, args.pipeline, args.dtype, compile_gpu=True, arch=args.arch,
+        plan, warnings = compile_program(args.file, args.pipeline, args.dtype or "f32", compile_gpu=True, arch=args.arch,
                                          planning=_planning(args, DEFAULT_BATCH))
     print_diagnostics(warnings)
     plan.save(args.output)
@@ -313,6 +366,9 @@ def cmd_calibrate(args) -> int:
 
 def cmd_tune(args) -> int:
     _load_libraries(args.library)
+    if args.n is None:
+        args.n = DEFAULT_N[args.backend]
+    args.dtype = args.dtype or "f32"
     return tune(args, console)
 
 
@@ -358,7 +414,12 @@ def main(argv: list[str] | None = None) -> int:
         return {"run": cmd_run, "compile": cmd_compile, "ops": cmd_ops, "plan": cmd_plan,
                 "tune": cmd_tune, "calibrate": cmd_calibrate}[args.command](args)
     except IrfuseError as e:
+        for d in e.diagnostics:
+            d.file = d.file or "irfuse"  # about an option or the environment: say which tool
         print_diagnostics(e.diagnostics)
+        return 1
+    except MemoryError:
+        print("irfuse: error: out of memory (try a smaller --n)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

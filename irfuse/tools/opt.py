@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         opt = IrfuseOptMain(args=argv)
         opt.run()
     except IrfuseError as e:
+        for d in e.diagnostics:
+            d.file = d.file or _input_name(argv)  # a pass's error is about the input it ran on
         print_diagnostics(e.diagnostics)
         return 1
     except ParseError as e:
