@@ -1,10 +1,14 @@
-"""Planner speed: the top 10 plans of every example and of random programs of 20, 40 and 80 calls.
+"""Planner speed: the top 10 plans of every example, of random programs of 20, 40 and 80 calls,
+and of dense random programs of 200 statements.
 
     python benchmarks/planner.py [--top 10] [--max-size 8] [--json planner.json]
 
-Reports, per program: calls, candidate groups, plans found, search time (candidates, their
-analysis and the CP-SAT cover), and the predicted time of the best and the 10th plan.
-Targets: BigFusion under 2 s, a 40-call program under 30 s, on a 2-core machine.
+Reports, per program: calls (live, after kas-dce), candidate groups, plans found, search time
+(candidates, their analysis and the CP-SAT cover), the predicted time of the best and the 10th
+plan, and whether the search's budget cut it short. Dense programs (every statement reads recent
+values, many reassignments; most calls dead) are the shape that once took minutes.
+Targets: BigFusion under 2 s, a 40-call program under 30 s, any program of up to 200
+statements under 10 s, on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-size", type=int, default=8)
     ap.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 80])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--dense-seeds", type=int, nargs="+", default=[6, 17, 31, 38])
     ap.add_argument("--json", default="planner.json")
     args = ap.parse_args(argv)
     from rich.console import Console
@@ -42,6 +47,9 @@ def main(argv=None) -> int:
     for n in args.sizes:
         for seed in args.seeds:
             programs.append((f"random {n} calls (seed {seed})", compile_source(random_program(seed * 1000 + n, n), "r.kas").module))
+    for seed in args.dense_seeds:
+        src = random_program(seed, 200, loops=False, dense=True)
+        programs.append((f"dense 200 statements (seed {seed})", compile_source(src, "d.kas").module))
     rows = []
     for name, module in programs:
         prog = find_program(module)
@@ -53,13 +61,14 @@ def main(argv=None) -> int:
         _, plans = plan_program(prog, 1 << 22, H100, 4, args.max_size, args.top)
         dt = time.perf_counter() - t0
         rows.append({"program": name, "calls": calls, "groups": groups, "plans": len(plans), "seconds": dt,
-                     "best_ms": plans[0].predicted_time * 1e3, "last_ms": plans[-1].predicted_time * 1e3})
+                     "best_ms": plans[0].predicted_time * 1e3, "last_ms": plans[-1].predicted_time * 1e3,
+                     "budget_reached": bool(plans[0].notes)})
     t = Table(title=f"planner: top {args.top}, max-size {args.max_size}, {os.cpu_count()} cores")
-    for col in ("program", "calls", "groups", "plans", "search s", "best ms", f"plan {args.top} ms"):
+    for col in ("program", "calls", "groups", "plans", "search s", "best ms", f"plan {args.top} ms", "budget reached"):
         t.add_column(col)
     for r in rows:
         t.add_row(r["program"], str(r["calls"]), str(r["groups"]), str(r["plans"]), f"{r['seconds']:.2f}",
-                  f"{r['best_ms']:.3f}", f"{r['last_ms']:.3f}")
+                  f"{r['best_ms']:.3f}", f"{r['last_ms']:.3f}", "yes" if r["budget_reached"] else "no")
     Console(width=160).print(t)
     with open(args.json, "w") as f:
         json.dump(rows, f, indent=2)

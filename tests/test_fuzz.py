@@ -53,6 +53,40 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     assert check_top_plans_on_cpu(path, 3, "f64", 37, seed) >= 1, src
 
 
+@pytest.mark.parametrize("seed", range(12 if LONG else 3))
+def test_programs_with_dead_loops_and_dense_programs_agree_with_the_reference(seed):
+    """The two shapes the plain generator never made: dead chains and loops (kas-dce crashed on
+    a dead loop carrying a value computed before it) and dense programs (recent values read,
+    variables reassigned, most calls dead)."""
+    for kind, src in (("dead", random_program(seed, 10, dead=True)),
+                      ("dense", random_program(seed, 40, dense=True))):
+        path = os.path.join(os.environ["IRFUSE_CACHE_DIR"], f"{kind}{seed}.kas")
+        with open(path, "w") as f:
+            f.write(src)
+        assert check_top_plans_on_cpu(path, 2, "f64", 37, seed) >= 1, src
+
+
+def _loops_carrying_values_made_before_them_die(src: str) -> bool:
+    """Whether kas-dce removes a carry of a loop whose carried value was computed before it."""
+    from irfuse.dialects.kas import CallOp, LoopOp
+    from irfuse.driver.compile import run_pipeline
+
+    def carried(module) -> int:
+        return sum(isinstance(v.owner, CallOp) for op in module.walk() if isinstance(op, LoopOp)
+                   for v in op.iter_args)
+
+    module = compile_source(src, "d.kas").module
+    before = carried(module)
+    return before > 0 and carried(run_pipeline(module, "kas-dce")) < before
+
+
+def test_the_generator_reaches_the_dead_loop_case():
+    """Why the random-program tests missed the kas-dce crash: every statement reached an output,
+    and loops seldom carried anything. With `dead=True` loops carry values computed before them,
+    and kas-dce removes some of those carries (the case that crashed it)."""
+    assert sum(_loops_carrying_values_made_before_them_die(random_program(s, 10, dead=True)) for s in range(30)) >= 3
+
+
 REGRESSIONS = sorted(glob.glob(os.path.join(ROOT, "tests", "regressions", "*.kas")))
 
 

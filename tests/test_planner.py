@@ -198,3 +198,33 @@ def test_a_profile_saved_by_an_older_irfuse_still_loads(tmp_path):
     path.write_text(json.dumps([1, 2]))
     with pytest.raises(CompileError, match="not a device profile"):
         load_profile(str(path))
+
+
+def test_a_search_cut_short_by_its_budget_says_so_and_stays_deterministic(tmp_path):
+    """Dense programs made the search take minutes; its budget is counted in analysed
+    configurations (not seconds), so the same program gives the same plan on any machine,
+    and the plan says it is the best among what was searched."""
+    import numpy as np
+
+    from irfuse.driver.compile import compile_program, run_pipeline
+    from irfuse.runtime.executor import CpuDevice, Executor
+    from irfuse.runtime.reference import random_inputs, run_references
+    from irfuse.runtime.verify import check_outputs
+    from irfuse.testing.random_programs import random_program
+
+    path = tmp_path / "dense.kas"
+    path.write_text(random_program(1, 60, dense=True, loops=False))
+    p = find_program(run_pipeline(compile_file(str(path)).module, "kas-dce"))
+    full_dags, full = plan_program(p, 1 << 22, H100, 4, 8, top=1, budget=None, cover_budget=600)
+    small_dags, small = plan_program(p, 1 << 22, H100, 4, 8, top=1, budget=50)
+    assert not full[0].notes
+    assert small[0].notes and "stopped at its budget of 50 analysed configurations" in small[0].notes[0]
+    assert small[0].predicted_time >= full[0].predicted_time  # it found no better than the whole search
+    again_dags, again = plan_program(p, 1 << 22, H100, 4, 8, top=1, budget=50)
+    assert [(c.dag, c.group, c.by) for c in again[0].configs] == [(c.dag, c.group, c.by) for c in small[0].configs]
+    # The plan of the cut search compiles and runs correctly.
+    plan, _ = compile_program(str(path), "kas-dce,fuse-partition{budget=50},fuse-verify-races", "f64",
+                              compile_gpu=False)
+    inputs = random_inputs(plan.reference_program, 37, 1, np.float64)
+    got = Executor(plan, CpuDevice(plan)).run(inputs, 37).outputs
+    assert all(c.ok for c in check_outputs(got, run_references(plan.reference_program, inputs, "f64"), "f64"))

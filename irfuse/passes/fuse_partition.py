@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from irfuse.diagnostics import CompileError, UsageError
+from irfuse.diagnostics import CompileError, Diagnostic, UsageError, print_diagnostics
 from irfuse.dialects import fuse, kas
 from irfuse.dialects.context import module_text
 from irfuse.passes.module_element_type import itemsize_of
 from irfuse.planner.cost import DEFAULT_BATCH, load_profile
 from irfuse.planner.dag import BlockDAG
 from irfuse.planner.registers import load_register_table
-from irfuse.planner.search import Config, external_values, plan_program, rebind
+from irfuse.planner.search import DEFAULT_CONFIG_BUDGET, Config, external_values, plan_program, rebind
 from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
 
 
@@ -111,18 +111,19 @@ _PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plan
 
 
 def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
-                 keep: int, registers_path: str | None = None, progress=None):
+                 keep: int, registers_path: str | None = None, progress=None,
+                 budget: int = DEFAULT_CONFIG_BUDGET):
     """The fusion search, memoized per program and options within a process (tuning applies
     plan after plan of one search). The memo only saves time: its key holds every input of
     the search (the register table by content), so a hit gives what a search would."""
     registers = load_register_table(registers_path) if registers_path else None
-    key = (module_text(program), n, profile_name, itemsize, max_size, top, keep,
+    key = (module_text(program), n, profile_name, itemsize, max_size, top, keep, budget,
            tuple(sorted(registers.items())) if registers else None)
     if key not in _PLANS:
         _PLANS.clear()
         profile = load_profile(profile_name)
         _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep,
-                                             progress=progress, registers=registers))
+                                             progress=progress, registers=registers, budget=budget))
     old_program, (dags, plans) = _PLANS[key]
     if old_program is not program:
         # Re-run the block analysis on this program object (the plans refer to its ops by position).
@@ -142,6 +143,7 @@ class FusePartition(ModulePass):
     profile: str = "h100"
     keep: int = 2
     registers: str | None = None
+    budget: int = DEFAULT_CONFIG_BUDGET
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "max_size": "most calls in one kernel",
         "top": "how many best plans to search for",
@@ -151,6 +153,8 @@ class FusePartition(ModulePass):
         "keep": "configurations kept per group after pruning",
         "registers": "register table written by 'irfuse compile' (registers.json): ptxas counts instead of "
                      "estimates",
+        "budget": "configurations the search analyses before it leaves larger groups out (the same plan on "
+                  "any machine; a warning says when it was reached)",
     }
 
     def search(self, program: kas.ProgramOp, itemsize: int, progress=None):
@@ -159,8 +163,10 @@ class FusePartition(ModulePass):
             raise UsageError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
         if self.n < 1:
             raise UsageError(f"fuse-partition: n must be at least 1, got {self.n}")
+        if self.budget < 1:
+            raise UsageError(f"fuse-partition: budget must be at least 1, got {self.budget}")
         dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
-                                   max(self.top, self.plan + 1), self.keep, self.registers, progress)
+                                   max(self.top, self.plan + 1), self.keep, self.registers, progress, self.budget)
         return dags, plans, load_profile(self.profile)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -170,6 +176,10 @@ class FusePartition(ModulePass):
             if self.plan >= len(plans):
                 raise NoSuchPlan(len(plans), self.plan)
             plan = plans[self.plan]
+            loc = program.location
+            where = loc.filename.data if isinstance(loc, FileLineColLoc) else None
+            print_diagnostics([Diagnostic(f"fuse-partition: {note}", where, severity="warning")
+                               for note in plan.notes])
             prefix = program.sym_name.data
             count = 0
             for d, dag in enumerate(dags):

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -40,6 +41,11 @@ from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
 from irfuse.transforms.kernel_builder import build_kernel_model
 
 BLOCK_THREADS = (64, 128, 256)
+# The search's budget, in units of work rather than seconds so that the same program gives
+# the same plan on any machine: configurations analysed (about 2 ms each on a 2-core machine),
+# and CP-SAT's deterministic time for the cover (summed over its solves).
+DEFAULT_CONFIG_BUDGET = 3500
+DEFAULT_COVER_BUDGET = 2.0
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Config:
 class Plan:
     configs: list[Config]
     predicted_time: float
+    notes: list[str] = field(default_factory=list)  # where the search stopped short of exhaustive
 
     def kernels(self) -> int:
         return len(self.configs)
@@ -106,14 +113,22 @@ def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implement
 
 
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
-                  itemsize: int, keep: int, registers: Mapping[str, int] | None = None) -> list[Config]:
-    """The `keep` cheapest configurations of one group. `registers`: per-thread registers of
-    kernels compiled before, by `registers.signature` (the estimate otherwise)."""
+                  itemsize: int, keep: int, registers: Mapping[str, int] | None = None) -> tuple[list[Config], int]:
+    """The `keep` cheapest configurations of one group, and how many configurations were
+    analysed to find them. `registers`: per-thread registers of kernels compiled before, by
+    `registers.signature` (the estimate otherwise)."""
     dag = dags[d]
     calls = [dag.ops[i] for i in group]
     inputs, outputs = external_values(dag, group)
     sizes = [v.type.size for v in inputs] + [v.type.size for v in outputs]  # type: ignore[attr-defined]
-    pending = []
+    # Every configuration's cost is at least `floor`: the launch plus the transfer of its global
+    # bytes at the full copy rate, or its arithmetic at the full flop rate (`cost.kernel_cost`
+    # can only add to both). Configurations are analysed cheapest floor first, and the analysis
+    # stops once `keep` configurations cost no more than the next floor: the same `keep` best
+    # as analysing all of them, for a fraction of the work on memory-bound groups.
+    flops = n * sum(impl.op.flops for impl in impls_of_any(dag, group))
+    rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
+    candidates = []
     for impls in _impl_choices(dag, group):
         bx = max(i.bx for i in impls)
         for threads in BLOCK_THREADS:
@@ -122,36 +137,71 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 by -= by % 4  # keeps every value's block chunk 16-byte aligned for vector copies
             if bx * by > profile.max_threads_per_block:
                 continue
-            base = build_kernel_model(calls, impls, inputs, outputs, by, itemsize)
-            m = optimize(base, stop_before=BARRIER_STEP)
-            bound = kernel_cost(m, n, profile, sizes)
-            if bound.feasible:
-                pending.append((bound.time, impls, by, m))
-    pending.sort(key=lambda p: p[0])
-    out: list[Config] = []
-    for bound, impls, by, m in pending:
-        if len(out) >= keep and bound >= out[-1].cost.time:
-            break  # every remaining configuration costs at least this much
+            sectors = sum(-(-n // by) * -(-by * size * itemsize // 32) for size in sizes)
+            floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
+            candidates.append((floor, len(candidates), impls, by))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
+
+    def worst_kept() -> float:
+        best = sorted(c.cost.time for _, _, c in analysed)
+        return best[keep - 1] if len(best) >= keep else math.inf
+
+    for floor, index, impls, by in candidates:
+        if floor >= worst_kept():
+            break  # this and every later configuration cost at least as much as the kept ones
+        base = build_kernel_model(calls, impls, inputs, outputs, by, itemsize)
+        m = optimize(base, stop_before=BARRIER_STEP)
+        bound = kernel_cost(m, n, profile, sizes)
+        if not bound.feasible:
+            continue
         final = place_barriers(m)
         known = registers.get(signature(final)) if registers else None
         cost = kernel_cost(final, n, profile, sizes, known)
-        out.append(Config(d, group, impls, by, final, cost, inputs, outputs, cost.time * dag.multiplier))
-        out.sort(key=lambda c: c.cost.time)
-        out = out[:keep]
-    return out
+        analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
+                                                   cost.time * dag.multiplier)))
+    # Equal costs keep the order of their bounds, then of enumeration (as the search always did).
+    work = len(analysed)
+    analysed.sort(key=lambda a: (a[2].cost.time, a[0], a[1]))
+    return [c for _, _, c in analysed[:keep]], work
+
+
+def impls_of_any(dag: BlockDAG, group: tuple[int, ...]):
+    """One implementation per call of the group (the flops of an op do not depend on which)."""
+    lib = default_library()
+    return [lib.implementations(lib.get(dag.ops[i].op_name))[0] for i in group]
 
 
 def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,
                       max_size: int, keep: int = 2, progress=None,
-                      registers: Mapping[str, int] | None = None) -> tuple[list[BlockDAG], list[Config]]:
+                      registers: Mapping[str, int] | None = None,
+                      budget: int | None = DEFAULT_CONFIG_BUDGET) -> tuple[list[BlockDAG], list[Config], list[str]]:
+    """Configurations of every candidate group, and notes on what the budget left out.
+
+    Groups are analysed smallest first; once `budget` configurations have been analysed, the
+    remaining groups of two calls or more are left out (single calls never are, so a plan
+    always exists). The configurations keep the groups' enumeration order."""
     dags = program_dags(program)
     groups = [(d, g) for d, dag in enumerate(dags) for g in convex_groups(dag, max_size)]
-    configs: list[Config] = []
-    for k, (d, g) in enumerate(groups):
-        configs.extend(group_configs(dags, d, g, n, profile, itemsize, keep, registers))
+    found: dict[int, list[Config]] = {}
+    spent = skipped = 0
+    for done, k in enumerate(sorted(range(len(groups)), key=lambda k: (len(groups[k][1]), k))):
+        d, g = groups[k]
+        if budget is not None and spent >= budget and len(g) > 1:
+            skipped += 1
+        else:
+            found[k], work = group_configs(dags, d, g, n, profile, itemsize, keep, registers)
+            spent += work
         if progress:
-            progress(k + 1, len(groups))
-    return dags, configs
+            progress(done + 1, len(groups))
+    configs = [c for k in range(len(groups)) if k in found for c in found[k]]
+    notes = []
+    if skipped:
+        largest = max(len(g) for _, g in groups)
+        notes.append(f"the search stopped at its budget of {budget} analysed configurations: {skipped} of "
+                     f"{len(groups)} candidate groups (the largest, up to {largest} calls) were not "
+                     "considered; the plan is the best among the rest")
+    return dags, configs, notes
 
 
 def _kernel_cycle(dags: list[BlockDAG], chosen: list[Config]) -> list[Config] | None:
@@ -195,7 +245,8 @@ def _kernel_cycle(dags: list[BlockDAG], chosen: list[Config]) -> list[Config] | 
     return None
 
 
-def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limit: float = 20.0) -> list[Plan]:
+def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
+                budget: float = DEFAULT_COVER_BUDGET) -> list[Plan]:
     """The `top` best distinct covers, best first.
 
     Exact cover: each call in exactly one chosen configuration, least total predicted time.
@@ -221,14 +272,19 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limi
     model.Minimize(sum(int(round(c.weighted_time * scale)) * x[i] for i, c in enumerate(configs)))
     plans: list[Plan] = []
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
     # One worker: the search, and so the order of plans of equal predicted time, is the same
     # on every run (a tuned plan is compiled again later by its index).
     solver.parameters.num_workers = 1
-    while len(plans) < top:
+    left = budget  # deterministic time: the same model stops at the same point on any machine
+    short = False
+    while len(plans) < top and left > 0:
+        solver.parameters.max_deterministic_time = left
         status = solver.Solve(model)
+        left -= solver.deterministic_time
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            short |= status == cp_model.UNKNOWN
             break
+        short |= status != cp_model.OPTIMAL
         chosen = [i for i in range(len(configs)) if solver.Value(x[i])]
         cycle = _kernel_cycle(dags, [configs[i] for i in chosen])
         if cycle:
@@ -236,19 +292,44 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int, time_limi
             continue
         plans.append(Plan([configs[i] for i in chosen], sum(configs[i].weighted_time for i in chosen)))
         model.Add(sum(x[i] for i in chosen) <= len(chosen) - 1)
+    short |= len(plans) < top and left <= 0
+    if not plans:
+        # The budget ran out before an acyclic cover was proven: one kernel per call always is.
+        plans.append(_one_kernel_per_call(dags, configs))
     plans.sort(key=lambda p: p.predicted_time)
+    if short:
+        for p in plans:
+            p.notes.append(f"the cover search stopped at its budget ({budget:g} units of CP-SAT deterministic "
+                           "time): these plans are the best found, not proven the best")
     return plans
+
+
+def _one_kernel_per_call(dags: list[BlockDAG], configs: list[Config]) -> Plan:
+    best: dict[tuple[int, int], Config] = {}
+    for c in configs:
+        if len(c.group) == 1:
+            key = (c.dag, c.group[0])
+            if key not in best or c.weighted_time < best[key].weighted_time:
+                best[key] = c
+    chosen = [best[k] for k in sorted(best)]
+    return Plan(chosen, sum(c.weighted_time for c in chosen))
 
 
 def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
                  max_size: int = 8, top: int = 1, keep: int = 2, progress=None,
-                 registers: Mapping[str, int] | None = None) -> tuple[list[BlockDAG], list[Plan]]:
+                 registers: Mapping[str, int] | None = None, budget: int | None = DEFAULT_CONFIG_BUDGET,
+                 cover_budget: float = DEFAULT_COVER_BUDGET) -> tuple[list[BlockDAG], list[Plan]]:
+    """The `top` best plans; each plan's `notes` say where a budget cut the search short."""
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
-    dags, configs = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers)
+    dags, configs, notes = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers,
+                                             budget)
     if not any(dag.calls for dag in dags):
         return dags, [Plan([], 0.0)]
-    return dags, solve_cover(dags, configs, top)
+    plans = solve_cover(dags, configs, top, cover_budget)
+    for p in plans:
+        p.notes[:0] = notes
+    return dags, plans
 
 
 def rebind(program: kas.ProgramOp, dags: list[BlockDAG], plans: list[Plan]) -> tuple[list[BlockDAG], list[Plan]]:
@@ -261,5 +342,5 @@ def rebind(program: kas.ProgramOp, dags: list[BlockDAG], plans: list[Plan]) -> t
             inputs, outputs = external_values(new_dags[c.dag], c.group)
             configs.append(Config(c.dag, c.group, c.impls, c.by, c.model, c.cost, inputs, outputs,
                                   c.weighted_time))
-        out.append(Plan(configs, plan.predicted_time))
+        out.append(Plan(configs, plan.predicted_time, list(plan.notes)))
     return new_dags, out

@@ -4,6 +4,14 @@
 (loops optional) in which every statement's value reaches an output: chains,
 diamonds (values read by several statements), wide fan-out, several outputs,
 reassignment of a variable, and loops that carry values.
+
+Two variants reach what that shape cannot:
+- `dead=True` returns only some of the values nobody read, so whole chains and loops
+  are dead, among them loops carrying values computed before them (what `kas-dce`
+  once crashed on);
+- `dense=True` makes every statement read recent values and reassign variables often,
+  as long generated programs do: many calls, of which few stay live, in long
+  dependent chains (what made the fusion search slow).
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ def _ops_by_signature(lib: Library) -> list[tuple[str, tuple[str, ...], str]]:
     return out
 
 
-def random_program(seed: int, calls: int, loops: bool = True, library: Library | None = None) -> str:
+def random_program(seed: int, calls: int, loops: bool = True, library: Library | None = None,
+                   dead: bool = False, dense: bool = False) -> str:
     rng = random.Random(seed)
     ops = _ops_by_signature(library or default_library())
     # Avoid ops that make values explode or vanish over long chains (division, reciprocal).
@@ -51,18 +60,36 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
     made = 0
     unread: set[str] = set()
 
-    def statement(indent: str) -> None:
+    def assigned_in(block: list[str]) -> set[str]:
+        """Variables assigned in the loop being written (its lines after the last `loop`)."""
+        start = max(k for k, line in enumerate(block) if line.startswith("loop "))
+        return {line.split("=")[0].strip() for line in block[start + 1:] if "=" in line}
+
+    def statement(indent: str, target: str | None = None) -> list[str]:
+        """One statement; `target`: the variable it must assign. Returns the variables it read."""
         nonlocal made
-        name, ins, res = rng.choice([o for o in ops if all(t in live for t in o[1])])
+        choices = [o for o in ops if all(t in live for t in o[1])
+                   and (target is None or o[2] == declared[target])]
+        if not choices:
+            return []
+        name, ins, res = rng.choice(choices)
         # Prefer values nobody has read yet, so every statement feeds an output.
         args = []
         for t in ins:
             fresh = [v for v in live[t] if v in unread]
-            args.append(rng.choice(fresh) if fresh and rng.random() < 0.7 else rng.choice(live[t]))
+            if dense:
+                args.append(rng.choice(live[t][-3:]))  # the most recent values of the type
+            else:
+                args.append(rng.choice(fresh) if fresh and rng.random() < 0.7 else rng.choice(live[t]))
         for a in args:
             unread.discard(a)
-        spent = [v for v in live.get(res, []) if v not in inputs and v not in unread and v not in args]
-        if rng.random() < 0.2 and spent:
+        if dense:  # reassign a recent variable of the type, read or not: its old value may die
+            spent = [v for v in live.get(res, [])[-4:] if v not in inputs and v not in args]
+        else:
+            spent = [v for v in live.get(res, []) if v not in inputs and v not in unread and v not in args]
+        if target is not None:
+            pass
+        elif rng.random() < (0.5 if dense else 0.2) and spent:
             target = rng.choice(spent)  # reassignment of a variable whose value was already read
         else:
             target = new_var(res)
@@ -70,19 +97,30 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
         unread.add(target)
         lines.append(f"{indent}{target} = {name}({', '.join(args)});")
         made += 1
+        return args
 
     while made < calls:
         if loops and calls - made >= 3 and rng.random() < 0.1:
             body = rng.randint(2, min(4, calls - made))
             lines.append(f"loop {rng.randint(2, 3)} {{")
-            for _ in range(body):
+            read: list[str] = []
+            for _ in range(body - 1):
+                read += statement("  ")
+            # The body's last statement reassigns a value computed before the loop that the body
+            # read: the loop carries it (when `dead`, often a loop whose results all die).
+            before = [v for v in dict.fromkeys(read) if v not in inputs and v not in assigned_in(lines)]
+            if not (before and (dead or dense or rng.random() < 0.5) and statement("  ", rng.choice(before))):
                 statement("  ")
             lines.append("}")
         else:
             statement("")
     outputs = sorted(unread, key=lambda v: int(v[1:]))[:6] or [lines[-1].split()[0]]
-    # Anything still unread becomes an output too, so no statement is dead.
-    outputs = sorted(set(outputs) | unread, key=lambda v: int(v[1:]))
+    if dead or dense:
+        # Only some values are returned: the rest, and what only they read, are dead.
+        outputs = sorted(rng.sample(outputs, k=max(1, len(outputs) // 2)), key=lambda v: int(v[1:]))
+    else:
+        # Anything still unread becomes an output too, so no statement is dead.
+        outputs = sorted(set(outputs) | unread, key=lambda v: int(v[1:]))
     decls = {}
     for v, t in declared.items():
         decls.setdefault(t, []).append(v)

@@ -356,6 +356,8 @@ def cmd_plan(args) -> int:
         t.add_row(str(k), escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
                   f"{args.n / p.predicted_time / 1e6:.0f}" if p.predicted_time else "-")
     console.print(t)
+    for note in plans[0].notes if plans else []:
+        console.print(f"[yellow]note: {escape(note)}[/yellow]")
     return 0
 
 
