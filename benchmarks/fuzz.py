@@ -3,18 +3,31 @@
     python benchmarks/fuzz.py [--fuzz-cases 10000] [--programs 1000] [--plans 3] [--jobs 2]
                               [--first-seed 0] [--keep tests/regressions] [--json fuzz.json]
 
-Fuzz cases (split evenly between the three kinds, each case with its own seed):
+Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with its own seed):
   mutated   an example mutated 1-3 times (deleted tokens, swapped types, wrong arity, unknown
             ops, huge numbers, non-ASCII, truncation, duplicated lines, self cycles, empty
             files): it compiles, or every diagnostic names file, line and column;
   text      random text over KAS's own tokens and arbitrary characters: the same contract;
   ir        an example's printed IR with a span replaced by a damaging fragment: it parses and
-            verifies, or gets a parse or verifier diagnostic.
+            verifies, or gets a parse or verifier diagnostic;
+  inputs    an .npz input file, valid or damaged (missing, extra, misshapen, object, special,
+            huge or integer arrays, truncated, garbage, a plain .npy): refused naming the
+            file, or run on the CPU and verified;
+  flags     an `irfuse` command line over its subcommands and options, values sensible or not:
+            exit 0, or a diagnostic (1, or 2 from argparse); never a traceback or a failed
+            verification;
+  library   the example op-library file mutated (its Python, or its definition, CUDA and
+            access-pattern strings): loaded, or refused naming the file;
+  cache     a compile's cache damaged (bytes flipped, files cut, emptied, swapped, removed):
+            the next compile gives the same CUDA, IR and cubin, and its kernels verify
+            (`irfuse.testing.contracts`).
 Each case must finish in 10 s (a hang counts as a finding). Random programs (3 to 20
-statements, chains, diamonds, fan-out, several outputs, reassignment, loops; float64 and
-float32 in turn, batch sizes 1, 37 and 97) run on the CPU through their `--plans` best plans
-and are compared with the NumPy reference. A failing program is shrunk to a minimal one,
-which is written under `--keep` (a test runs every program there) and listed in the JSON.
+statements, chains, diamonds, fan-out, several outputs, reassignment, loops; every third
+with dead chains and loops carrying values computed before them, every third dense: 20 to
+120 statements reading recent values and reassigning; float64 and float32 in turn, batch
+sizes 1, 37 and 97) run on the CPU through their `--plans` best plans and are compared with
+the NumPy reference. A failing program is shrunk to a minimal one, which is written under
+`--keep` (a test runs every program there) and listed in the JSON.
 """
 
 from __future__ import annotations
@@ -31,7 +44,8 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KINDS = ("mutated", "text", "ir")
+KINDS = ("mutated", "text", "ir", "inputs", "flags", "library", "cache")
+WEIGHTS = {"mutated": 25, "text": 18, "ir": 18, "inputs": 15, "flags": 14, "library": 7, "cache": 3}
 CASE_SECONDS = 10
 ALPHABET = list("abcdefxyz0123456789_ =(),;{}\n\t/*") + ["loop", "input", "return", "scalar", "vector3",
                                                         "matrix3x3", "tensor3x3x3", "mmul33(", "é", "\x00", "💥"]
@@ -55,6 +69,8 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
     from irfuse.dialects.context import module_text
     from irfuse.testing.mutations import check_frontend, check_ir
 
+    if kind in ("inputs", "flags", "library", "cache"):
+        return contract_chunk(kind, seeds)
     sources = _examples()
     irs = [module_text(compile_source(s, "x.kas").module) for s in sources] if kind == "ir" else []
     signal.signal(signal.SIGALRM, _alarm)
@@ -75,6 +91,51 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
         finally:
             signal.alarm(0)
         out["cases"] += 1
+    return out
+
+
+def contract_chunk(kind: str, seeds: list[int]) -> dict:
+    """Cases of the contracts on input files, flags, library files and the cache."""
+    import tempfile
+
+    from irfuse.testing import contracts
+
+    signal.signal(signal.SIGALRM, _alarm)
+    out = {"cases": 0, "accepted": 0, "diagnosed": 0, "findings": []}
+    library = open(os.path.join(ROOT, "examples", "extending", "mdet.py")).read()
+    with tempfile.TemporaryDirectory(prefix=f"irfuse-fuzz-{kind}-") as work:
+        contracts.prepare_flag_files(work)
+        for seed in seeds:
+            rng = random.Random(seed)
+            what = ""
+            signal.alarm(CASE_SECONDS * (3 if kind == "cache" else 1))
+            try:
+                if kind == "inputs":
+                    path = os.path.join(work, "in.npz")
+                    what = contracts.random_inputs_file(rng, path)
+                    ok = contracts.check_inputs_file(path, work, "f32" if seed % 2 else "f64") == "verified"
+                elif kind == "flags":
+                    argv = contracts.random_argv(rng, work)
+                    what = " ".join(argv)
+                    ok = contracts.check_cli(argv) == 0
+                elif kind == "library":
+                    path = os.path.join(work, f"lib{seed}.py")
+                    with open(path, "w") as f:
+                        f.write(contracts.random_library(rng, library))
+                    what = path
+                    ok = contracts.check_library_file(path)
+                else:
+                    what = "; ".join(contracts.check_cache(rng, work))
+                    ok = True
+                out["accepted" if ok else "diagnosed"] += 1
+            except _Hang:
+                out["findings"].append({"kind": kind, "seed": seed, "failure": "hang", "input": what})
+            except BaseException as e:  # noqa: BLE001 - every escape is the finding being looked for
+                out["findings"].append({"kind": kind, "seed": seed, "failure": type(e).__name__,
+                                        "detail": traceback.format_exc()[-2000:], "input": what})
+            finally:
+                signal.alarm(0)
+            out["cases"] += 1
     return out
 
 
@@ -100,12 +161,13 @@ def program_case(seed: int, plans: int, keep: str | None) -> dict:
     from irfuse.testing.random_programs import random_program
 
     rng = random.Random(seed)
-    calls = rng.randint(3, 20)
-    src = random_program(seed, calls)
+    shape = ("plain", "dead", "dense")[seed % 3]
+    calls = rng.randint(20, 120) if shape == "dense" else rng.randint(3, 20)
+    src = random_program(seed, calls, dead=shape == "dead", dense=shape == "dense")
     budget = Budget(top=plans, dtype="f64" if seed % 2 == 0 else "f32", n=rng.choice([1, 37, 97]), seed=seed)
     t0 = time.perf_counter()
     outcome = check_source(src, budget)
-    row = {"seed": seed, "calls": calls, "dtype": budget.dtype, "n": budget.n, "plans": outcome.plans,
+    row = {"seed": seed, "shape": shape, "calls": calls, "dtype": budget.dtype, "n": budget.n, "plans": outcome.plans,
            "seconds": time.perf_counter() - t0, "failure": outcome.failure}
     if outcome.invalid:
         row["failure"] = "generator produced an invalid program"
@@ -144,14 +206,16 @@ def main(argv=None) -> int:
     fuzz = {k: {"cases": 0, "accepted": 0, "diagnosed": 0, "findings": []} for k in KINDS}
     programs: list[dict] = []
     t0 = time.perf_counter()
-    per_kind = args.fuzz_cases // len(KINDS)
-    chunks = [(k, list(range(args.first_seed + s, args.first_seed + min(s + 250, per_kind))))
-              for k in KINDS for s in range(0, per_kind, 250)]
+    total_weight = sum(WEIGHTS.values())
+    per_kind = {k: args.fuzz_cases * WEIGHTS[k] // total_weight for k in KINDS}
+    chunk = {k: 25 if k == "cache" else 250 for k in KINDS}
+    chunks = [(k, list(range(args.first_seed + s, args.first_seed + min(s + chunk[k], per_kind[k]))))
+              for k in KINDS for s in range(0, per_kind[k], chunk[k])]
     todo = list(range(args.first_seed, args.first_seed + args.programs))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
     with Progress(*columns, console=console) as bar:
-        t_fuzz = bar.add_task("fuzz cases", total=per_kind * len(KINDS))
+        t_fuzz = bar.add_task("fuzz cases", total=sum(per_kind.values()))
         t_prog = bar.add_task("random programs", total=len(todo))
         retries: dict = {}
         while chunks or todo:

@@ -129,3 +129,51 @@ def test_every_mutation_handles_empty_and_tiny_sources(kind):
     for src in ("", "\n", "x", ";"):
         for _ in range(5):
             check_frontend(mutate(src, rng, kind))
+
+
+# --- contracts beyond the frontend (irfuse.testing.contracts): fast mode -------------------------
+
+
+@pytest.fixture(scope="module")
+def contract_dir(tmp_path_factory):
+    from irfuse.testing.contracts import prepare_flag_files
+
+    work = str(tmp_path_factory.mktemp("contracts"))
+    prepare_flag_files(work)
+    return work
+
+
+@settings(max_examples=400 if LONG else 40, deadline=20000, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32))
+def test_input_files_are_refused_naming_the_file_or_run_and_verified(contract_dir, seed):
+    from irfuse.testing.contracts import check_inputs_file, random_inputs_file
+
+    path = os.path.join(contract_dir, "in.npz")
+    random_inputs_file(random.Random(seed), path)
+    assert check_inputs_file(path, contract_dir, "f32" if seed % 2 else "f64") in ("refused", "verified")
+
+
+@settings(max_examples=300 if LONG else 30, deadline=30000, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32))
+def test_command_lines_exit_cleanly(contract_dir, seed):
+    from irfuse.testing.contracts import check_cli, random_argv
+
+    assert check_cli(random_argv(random.Random(seed), contract_dir)) in (0, 1, 2)
+
+
+@settings(max_examples=100 if LONG else 12, deadline=60000, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32))
+def test_library_files_load_or_are_refused_naming_the_file(contract_dir, seed):
+    from irfuse.testing.contracts import check_library_file, random_library
+
+    path = os.path.join(contract_dir, f"lib{seed}.py")
+    with open(path, "w") as f:
+        f.write(random_library(random.Random(seed), open(os.path.join(ROOT, "examples", "extending", "mdet.py")).read()))
+    check_library_file(path)
+
+
+@pytest.mark.parametrize("seed", range(12 if LONG else 2))
+def test_a_damaged_cache_changes_nothing(contract_dir, seed):
+    from irfuse.testing.contracts import check_cache
+
+    assert check_cache(random.Random(seed), contract_dir)

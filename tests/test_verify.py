@@ -125,3 +125,16 @@ def test_inputs_beyond_the_run_precision_are_refused(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", str(src), "--backend", "cpu",
                          "--inputs", str(data), "--dtype", "f64"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_an_intermediate_overflow_of_the_run_precision_is_not_a_wrong_kernel():
+    """a*b - c*d with both products beyond float32 but their difference small: float64 gives a
+    finite value, any float32 evaluation NaN. Reported as an overflow, not as a mismatch; a
+    wrong value where float32 can evaluate is still caught."""
+    want = np.array([1.0e30, 2.0, 3.0])  # entry 0: finite in float64 (and within float32)
+    run = np.array([np.nan, 2.0, 3.0], dtype=np.float32)  # the honest float32 evaluation
+    got = np.array([np.nan, 2.0, 3.0], dtype=np.float32)
+    c = check_output("v", got, want, "f32", run)
+    assert c.ok and c.status == "overflow" and c.overflow == 1
+    got[1] = 2.5
+    assert not check_output("v", got, want, "f32", run).ok

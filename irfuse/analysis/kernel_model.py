@@ -110,7 +110,7 @@ def launch_min_blocks(threads: int) -> int:
 # --- IR <-> model -----------------------------------------------------------
 
 
-def model_from_kernel(kernel, itemsize: int = 4) -> tuple[KernelModel, dict]:
+def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelModel, dict]:
     """The model of a `fuse.kernel` and the map model op index -> IR op (barriers included)."""
     values: dict[int, MValue] = {}
     ids: dict = {}
@@ -130,7 +130,7 @@ def model_from_kernel(kernel, itemsize: int = 4) -> tuple[KernelModel, dict]:
         if isinstance(op, fuse.LoadOp):
             ops.append(MOp("load", value=vid(op.res)))
         elif isinstance(op, fuse.CallOp):
-            impl = find_implementation(op.op_name, op.impl.data)
+            impl = find_implementation(op.op_name, op.impl.data, library)
             ops.append(MOp("call", impl=impl, args=[vid(a) for a in op.args], result=vid(op.res),
                            remap=op.remapped))
         elif isinstance(op, fuse.StoreOp):

@@ -30,7 +30,7 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
 from irfuse.dialects.access_pattern import AccessPattern
 from irfuse.dialects.element_types import ElementType
-from irfuse.library.catalogue import find_implementation
+from irfuse.library.catalogue import Library, find_implementation
 from irfuse.library.implementations import Implementation
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a kernel may declare statically
@@ -177,9 +177,9 @@ class _Names:
         return self.names[v]
 
 
-def shared_words(kernel: fuse.KernelOp) -> int:
+def shared_words(kernel: fuse.KernelOp, library: Library | None = None) -> int:
     """Words of shared memory the kernel's places need (0 if all values are in registers)."""
-    return model_from_kernel(kernel)[0].shared_words()
+    return model_from_kernel(kernel, library=library)[0].shared_words()
 
 
 def c_start(ap: AccessPattern, bx: int) -> str:
@@ -189,8 +189,8 @@ def c_start(ap: AccessPattern, bx: int) -> str:
     return re.sub(r"\bBX\b", str(bx), ap.start)
 
 
-def call_impl(op: fuse.CallOp) -> Implementation:
-    return find_implementation(op.op_name, op.impl.data)
+def call_impl(op: fuse.CallOp, library: Library | None = None) -> Implementation:
+    return find_implementation(op.op_name, op.impl.data, library)
 
 
 def variant_of(op: fuse.CallOp) -> str:
@@ -202,15 +202,15 @@ def variant_of(op: fuse.CallOp) -> str:
     return "".join(letter(a) for a in op.args) + ("s" if op.get_place().is_shared else "r")
 
 
-def register_pattern(v: SSAValue) -> tuple[AccessPattern, int, bool]:
+def register_pattern(v: SSAValue, library: Library | None = None) -> tuple[AccessPattern, int, bool]:
     """The AP, implementation bx and remapping through which a register value's threads hold it."""
     owner = v.owner
     if isinstance(owner, fuse.CallOp):
-        impl = call_impl(owner)
+        impl = call_impl(owner, library)
         return impl.result_ap, impl.bx, owner.remapped
     for use in v.uses:
         if isinstance(use.operation, fuse.CallOp):
-            impl = call_impl(use.operation)
+            impl = call_impl(use.operation, library)
             return impl.operand_aps[use.index], impl.bx, use.operation.remapped
     size = v.type.size  # type: ignore[attr-defined]
     return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size), 1, False
@@ -232,14 +232,15 @@ def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
 class _KernelEmitter:
     """The CUDA C of one `fuse.kernel`: declarations, then one statement group per op."""
 
-    def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None):
+    def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None, library: Library | None = None):
         self.kernel = kernel
+        self.library = library
         self.itemsize = itemsize
         self.bx, self.by = kernel.bx.data, kernel.by.data
         self.nthreads = self.bx * self.by
         self.min_blocks = min_blocks or launch_min_blocks(self.nthreads)
         self.names = _Names()
-        self.words = shared_words(kernel)
+        self.words = shared_words(kernel, library)
         self.info = KernelInfo(kernel.sym_name.data, self.bx, self.by, self.words,
                                [a.name_hint or f"in{i}" for i, a in enumerate(kernel.input_args)],
                                [a.name_hint or f"out{i}" for i, a in enumerate(kernel.output_args)],
@@ -265,7 +266,7 @@ class _KernelEmitter:
         return f"smem + {place.offset.data}" + (f" + {y}*{extra}" if extra else "")
 
     def declare_register(self, v: SSAValue) -> None:
-        ap, _, _ = register_pattern(v)
+        ap, _, _ = register_pattern(v, self.library)
         self.regs.append(f"  real_t {self.names.get(v, 'r_')}[{max(ap.relative()) + 1}];")
         self.info.register_values += 1
 
@@ -274,7 +275,7 @@ class _KernelEmitter:
 
     def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
         """A statement run by each thread holding its part of register value v."""
-        ap, ap_bx, remap = register_pattern(v)
+        ap, ap_bx, remap = register_pattern(v, self.library)
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
         start = start.replace("\0TX", x).replace("\0TY", y)
@@ -310,7 +311,7 @@ class _KernelEmitter:
                 op.res, lambda st, r, k: f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];"))
 
     def emit_call(self, op: fuse.CallOp) -> None:
-        impl = call_impl(op)
+        impl = call_impl(op, self.library)
         variant = variant_of(op)
         self.used.add((impl, variant))
         if op.place.is_shared:
@@ -384,11 +385,11 @@ class _KernelEmitter:
         ]
 
 
-def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None
-                ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
+def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None,
+                library: Library | None = None) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
     """The kernel's CUDA C, what a launcher needs to know of it, and the device-function
-    variants it calls."""
-    emitter = _KernelEmitter(kernel, itemsize, min_blocks)
+    variants it calls (looked up in `library`, the default library when None)."""
+    emitter = _KernelEmitter(kernel, itemsize, min_blocks, library)
     text = emitter.emit()
     return text, emitter.info, emitter.used
 
@@ -397,7 +398,8 @@ def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
     return [op for op in module.ops if isinstance(op, fuse.KernelOp)]
 
 
-def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, int] | None = None) -> EmittedModule:
+def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, int] | None = None,
+                library: Library | None = None) -> EmittedModule:
     """The complete CUDA C of every kernel for one element type; `min_blocks` overrides the
     launch-bounds minimum per kernel name."""
     min_blocks = min_blocks or {}
@@ -408,7 +410,7 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
     texts, infos = [], []
     functions: dict[str, str] = {}
     for k in kernels:
-        text, info, used = emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data))
+        text, info, used = emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library)
         texts.append(text)
         infos.append(info)
         for impl, variant in sorted(used, key=lambda p: p[0].variant_name(p[1])):

@@ -22,6 +22,7 @@ from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import CompileError, ExecutionError
 from irfuse.dialects import kas
 from irfuse.dialects.element_types import element_type
+from irfuse.library.catalogue import Library
 from irfuse.library.implementations import Implementation
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.passes.fuse_each import kernel_for_call
@@ -76,13 +77,14 @@ def _launch_isolated(launch, timeout: float) -> str | None:
 
 
 def run_on_cpu(impls: list[Implementation], n: int, dtype=np.float64, seed: int = 0,
-               by: int | None = None, isolate: float | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+               by: int | None = None, isolate: float | None = None,
+               library: Library | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """kernel name -> (result of the generated code, reference), on random operands. With
     `isolate` (seconds), each kernel runs in a child process with that time limit, and a
     failure raises `ExecutionError` saying how it failed."""
     element = element_type("f64" if np.dtype(dtype) == np.float64 else "f32")
     module = implementations_module(impls, by)
-    emitted = emit_module(module, element)
+    emitted = emit_module(module, element, library=library)
     host = compiler_for("cpu").compile(emitted.source, emitted.kernels, element)
     rng = np.random.default_rng(seed)
     out = {}
@@ -113,7 +115,7 @@ def check_implementation(impl: Implementation, library=None) -> None:
     what = f"implementation '{impl.name}' of '{impl.op.name}'"
     for dtype, rtol, atol in ((np.float64, 1e-9, 1e-12), (np.float32, 1e-4, 1e-5)):
         try:
-            (got, want), = run_on_cpu([impl], n, dtype=dtype, isolate=CHECK_TIME_LIMIT).values()
+            (got, want), = run_on_cpu([impl], n, dtype=dtype, isolate=CHECK_TIME_LIMIT, library=library).values()
         except CompileError as e:
             raise DefinitionError(f"{what} does not compile:\n{e}") from None
         except ExecutionError as e:

@@ -121,7 +121,7 @@ def _mat(n: int) -> MatrixType:
     return MatrixType(n, n)
 
 
-def _define_catalogue(lib: Library) -> None:
+def define_catalogue(lib: Library) -> None:
     s = ScalarType()
     for n in range(2, 7):
         nn = f"{n}{n}"
@@ -180,7 +180,7 @@ def default_library() -> Library:
     if _DEFAULT is None:
         # Published before the entry points run, so that their checks see this library.
         _DEFAULT = Library(_DEFAULT_CHECKER)
-        _define_catalogue(_DEFAULT)
+        define_catalogue(_DEFAULT)
 
         for ep in entry_points(group="irfuse.library"):
             with _refusals_named(f"entry point irfuse.library:{ep.name} ({ep.value})"):

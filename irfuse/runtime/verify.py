@@ -18,8 +18,10 @@ The rule, for each entry of each element of an output:
 
 Non-finite values are judged as what they are: NaN or an infinity is right where
 `ref64` has the same; a finite `ref64` beyond the run precision's range is an
-*overflow* (the run's type cannot hold it: reported, not a wrong kernel); NaN or an
-infinity anywhere else is a mismatch, as is a finite value where `ref64` is not.
+*overflow* (the run's type cannot hold it: reported, not a wrong kernel), and so is an
+entry whose honest evaluation in the run's precision overflows on the way (it is not
+finite there): the kernel's value is not judged; NaN or an infinity anywhere else is a
+mismatch, as is a finite value where `ref64` is not.
 """
 
 from __future__ import annotations
@@ -95,8 +97,15 @@ def check_output(name: str, got: np.ndarray, want: np.ndarray, dtype: str,
         aw = np.where(in_range, np.abs(w), 0.0)
         scale = _per_element_max(aw)
         honest = np.zeros_like(w)
+        cannot = np.zeros(w.shape, dtype=bool)  # entries the run's precision cannot evaluate at all
+        honest_fails = np.zeros(w.shape, dtype=bool)
+        r = np.full(w.shape, np.nan)
         if want_run is not None and want_run.shape == w.shape:
             r = np.asarray(want_run, dtype=np.float64)
+            # An intermediate beyond the precision's range (a*b - c*d with both products over
+            # it): the honest evaluation gives NaN or an infinity where ref64 is finite.
+            honest_fails = finite_w & ~np.isfinite(r)
+            cannot = in_range & honest_fails
             # An entry whose run-precision reference is not finite while ref64 is: that
             # precision cannot evaluate it honestly; the element's other entries still can.
             dev = np.where(in_range & np.isfinite(r), np.abs(r - w), 0.0)
@@ -109,10 +118,13 @@ def check_output(name: str, got: np.ndarray, want: np.ndarray, dtype: str,
     # largest finite value of that sign; anything else there is wrong.
     with np.errstate(invalid="ignore"):
         overflow_ok = (np.sign(g) == np.sign(w)) & (np.isinf(g) | (np.abs(g) >= limit * (1 - 1e-6)))
+    # Where the honest evaluation itself is NaN (inf - inf on the way), so may the kernel be.
+    overflow_ok |= honest_fails & np.isnan(g) & np.isnan(r)
     bad = ~same_special
-    bad |= in_range & ~np.isfinite(g)
-    bad |= in_range & (err > allowed)
+    bad |= in_range & ~cannot & ~np.isfinite(g)
+    bad |= in_range & ~cannot & (err > allowed)
     bad |= overflow & ~overflow_ok
+    overflow = overflow | (cannot & ~np.isfinite(g))  # reported with the overflows
     with np.errstate(all="ignore"):
         ratio = np.where(in_range & np.isfinite(g), err / np.maximum(allowed, np.finfo(np.float64).tiny), 0.0)
         rel = np.where(in_range & np.isfinite(g), err / np.maximum(scale, np.finfo(np.float64).tiny), 0.0)

@@ -1,0 +1,283 @@
+"""Fuzzing contracts beyond the frontend: input files, command-line flags, op-library files and
+the compile cache. Each `random_*` makes one case from a seed; each `check_*` runs it and
+returns what happened, or raises `AssertionError` for a broken contract (a traceback, a wrong
+result, a result that depends on what the cache held).
+
+- inputs: an `.npz` file, valid or damaged in any of many ways, given to `irfuse run`: refused
+  with a diagnostic naming the file, or run and verified against the reference;
+- flags: a command line of `irfuse` with options from its grammar, sensible or not: exit 0 or a
+  diagnostic (status 1, or 2 for argparse), never an escaping exception, never a failed
+  verification;
+- library: `examples/extending/mdet.py` mutated: loaded, or refused with a diagnostic naming
+  the file;
+- cache: the cache of a compile damaged (bytes flipped, files cut short, swapped or removed):
+  the next compile gives the same CUDA and IR, and its kernels run correctly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import re
+import shutil
+import zipfile
+
+import numpy as np
+
+from irfuse.diagnostics import IrfuseError
+from irfuse.dialects.context import module_text
+from irfuse.driver.compile import compile_program
+from irfuse.driver.implementation_check import check_implementation
+from irfuse.library.catalogue import Library, define_catalogue, load_library_file
+from irfuse.runtime.executor import CpuDevice, Executor
+from irfuse.runtime.reference import load_inputs, random_inputs, run_references
+from irfuse.runtime.verify import check_outputs
+from irfuse.testing.mutations import mutate
+
+PROGRAM = ("matrix3x3 A, M; vector3 v, w; scalar s;\ninput A, v;\n"
+           "M = mmul33(A, A);\nw = mvmul33(M, v);\ns = venorm3(w);\nreturn M, s;\n")
+SHAPES = {"A": (3, 3), "v": (3,)}
+
+
+def write_program(directory: str) -> str:
+    path = os.path.join(directory, "contract.kas")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(PROGRAM)
+    return path
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+
+def random_inputs_file(rng: random.Random, path: str) -> str:
+    """Writes one `.npz` case for PROGRAM; returns what it is."""
+    n = rng.choice([0, 1, 2, 5, 37])
+    arrays = {k: np.random.default_rng(rng.randrange(2**32)).uniform(-1, 1, (n, *s)) for k, s in SHAPES.items()}
+    kind = rng.choice(["valid", "missing", "extra", "shape", "length", "dtype", "object", "special", "huge",
+                       "int", "f32", "truncated", "garbage", "npy", "empty_zip", "scalar"])
+    if kind == "missing":
+        arrays.pop(rng.choice(list(arrays)))
+    elif kind == "extra":
+        arrays["zzz"] = np.zeros((n, 2))
+    elif kind == "shape":
+        k = rng.choice(list(arrays))
+        arrays[k] = np.zeros((n, *(d + rng.choice([-1, 1]) for d in SHAPES[k])))
+    elif kind == "length":
+        arrays["v"] = np.zeros((n + 1, 3))
+    elif kind == "dtype":
+        arrays["A"] = arrays["A"].astype(rng.choice(["complex64", "bool", "U3", "datetime64[s]"]))
+    elif kind == "object":
+        arrays["v"] = np.array([[object()] * 3] * max(n, 1), dtype=object)
+    elif kind == "special":
+        a = arrays["A"].reshape(-1)
+        for _ in range(min(3, a.size)):
+            a[rng.randrange(a.size)] = rng.choice([np.nan, np.inf, -np.inf, 0.0, 1e-40])
+    elif kind == "huge":
+        arrays["A"] = arrays["A"] * rng.choice([1e19, 1e30, 1e39, 1e300])
+    elif kind == "int":
+        arrays["A"] = (arrays["A"] * 10).astype(rng.choice(["int8", "int64", "uint16"]))
+    elif kind == "f32":
+        arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
+    elif kind == "scalar":
+        arrays["v"] = np.float64(1.0)
+    if kind == "npy":
+        with open(path, "wb") as f:
+            np.save(f, arrays["A"])
+        return kind
+    if kind == "garbage":
+        with open(path, "wb") as f:
+            f.write(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300))))
+        return kind
+    if kind == "empty_zip":
+        with zipfile.ZipFile(path, "w"):
+            pass
+        return kind
+    if kind == "object":
+        _savez_objects(path, arrays)
+    else:
+        np.savez(path, **arrays)
+    if kind == "truncated":
+        data = open(path, "rb").read()
+        with open(path, "wb") as f:
+            f.write(data[: rng.randrange(len(data))])
+    return kind
+
+
+def _savez_objects(path: str, arrays: dict) -> None:
+    with zipfile.ZipFile(path, "w") as z:
+        for k, v in arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, v, allow_pickle=True)
+            z.writestr(k + ".npy", buf.getvalue())
+
+
+def check_inputs_file(path: str, workdir: str, dtype: str = "f32") -> str:
+    """'refused' (a diagnostic naming the file) or 'verified'."""
+    plan, _ = compile_program(write_program(workdir), None, dtype, compile_gpu=False)
+    program = plan.reference_program
+    try:
+        inputs = load_inputs(path, program, np.float32 if dtype == "f32" else np.float64)
+    except IrfuseError as e:
+        assert all(d.file == path for d in e.diagnostics), [d.render() for d in e.diagnostics]
+        return "refused"
+    n = next(iter(inputs.values())).shape[0]
+    if n < 1:
+        return "refused"  # `irfuse run` refuses an empty batch (tested there)
+    got = Executor(plan, CpuDevice(plan)).run(inputs, n).outputs
+    checks = check_outputs(got, run_references(program, inputs, dtype, n), dtype)
+    assert all(c.ok for c in checks), [c.describe() for c in checks]
+    return "verified"
+
+
+# --- flags --------------------------------------------------------------------------------------
+
+_VALUES = {
+    "--n": ["1", "3", "0", "-5", "x", "1e3", "99999999999999"], "--seed": ["0", "7", "-1", "a"],
+    "--dtype": ["f32", "f64", "f16"], "--backend": ["cpu", "numpy", "cuda", "auto", "tpu"],
+    "--repeat": ["0", "1", "-1"], "--pipeline": ["kas-dce,fuse-each", "fuse-partition{top=2}", "nope", "",
+                                                 "kas-dce,fuse-partition{max-size=1},fuse-verify-races",
+                                                 "builtin.module(kas-dce,fuse-each)", "fuse-each{by=0}"],
+    "--profile": ["h100", "h200", "tpu9", "/nonexistent.json"], "--registers": ["/nonexistent.json", "{dir}/bad.json"],
+    "--top": ["1", "2", "0", "-1"], "--max-size": ["1", "3", "0"], "--rounds": ["1", "0"],
+    "--inputs": ["{dir}/none.npz", "{dir}/bad.json"], "--save": ["{dir}/out.npz", "{dir}", "{dir}/no/such/out.npz"],
+    "--plan": ["{dir}", "{dir}/compiled"], "-o": ["{dir}/compiled", "{dir}/bad.json"], "--library": ["{dir}/none.py"],
+    "--arch": ["sm_90", "sm_x"], "--back-to-back": ["1", "0"],
+}
+_OPTIONS = {
+    "run": ["--n", "--seed", "--dtype", "--backend", "--repeat", "--pipeline", "--profile", "--registers",
+            "--inputs", "--save", "--plan", "--library"],
+    "compile": ["-o", "--dtype", "--pipeline", "--arch", "--profile", "--registers"],
+    "plan": ["--top", "--max-size", "--n", "--dtype", "--profile", "--registers"],
+    "tune": ["--backend", "--top", "--rounds", "--repeat", "--n", "--back-to-back", "--dtype"],
+    "ops": ["--library"],
+}
+
+
+def random_argv(rng: random.Random, workdir: str) -> list[str]:
+    """One `irfuse` command line over its real subcommands and options, values sensible or not."""
+    command = rng.choice(list(_OPTIONS))
+    argv = [command]
+    if command == "ops":
+        argv += rng.choice([[], ["mmul33"], ["nosuchop"]])
+    elif rng.random() < 0.9:
+        argv.append(rng.choice([write_program(workdir), os.path.join(workdir, "missing.kas")]))
+    for opt in rng.sample(_OPTIONS[command], k=min(len(_OPTIONS[command]), rng.randint(0, 3))):
+        argv += [opt, rng.choice(_VALUES[opt]).replace("{dir}", workdir)]
+    if command == "tune":  # keep a tuning run short: the CPU, few plans, few timings
+        argv += ["--backend", "cpu", "--top", "1", "--repeat", "1", "--rounds", "1", "--n", "3",
+                 "--json", os.path.join(workdir, "t.json")]
+    if command == "run" and "--n" not in argv:
+        argv += ["--n", "3"]
+    if command in ("run",) and "--backend" not in argv:
+        argv += ["--backend", "cpu"]
+    return argv
+
+
+def check_cli(argv: list[str]) -> int:
+    """The command's exit status (0, 1, or 2 from argparse); AssertionError for anything else."""
+    from irfuse.tools import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 2
+    assert code in (0, 1, 2), (argv, code)
+    assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
+    assert "verification FAILED" not in out.getvalue(), (argv, out.getvalue())
+    return code
+
+
+def prepare_flag_files(workdir: str) -> None:
+    with open(os.path.join(workdir, "bad.json"), "w") as f:
+        f.write("[1, 2]")
+
+
+# --- op library files ---------------------------------------------------------------------------
+
+
+def random_library(rng: random.Random, text: str) -> str:
+    """Mutates the file's Python, or (half the time) only inside one of its string literals: the
+    definition, the CUDA source, an access pattern, so that the library's own checks see it."""
+    strings = [m for m in re.finditer(r'"""(?:.|\n)*?"""|"[^"\n]*"', text)]
+    if strings and rng.random() < 0.5:
+        m = rng.choice(strings)
+        inner = m.group(0)
+        for _ in range(rng.randint(1, 2)):
+            inner = mutate(inner, rng)
+        return text[:m.start()] + inner + text[m.end():]
+    for _ in range(rng.randint(1, 3)):
+        text = mutate(text, rng)
+    return text
+
+
+def check_library_file(path: str) -> bool:
+    """True when the file loads into a fresh library; False when refused with a diagnostic naming it."""
+    lib = Library(check_implementation)
+    define_catalogue(lib)
+    try:
+        load_library_file(path, lib)
+        return True
+    except IrfuseError as e:
+        assert all(d.file == path for d in e.diagnostics), [d.render() for d in e.diagnostics]
+        return False
+
+
+# --- the cache ----------------------------------------------------------------------------------
+
+
+def damage_cache(rng: random.Random, cache: str) -> list[str]:
+    """Damages a few entries of a cache directory in place; returns what was done."""
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs if not f.endswith(".lock"))
+    done = []
+    for path in rng.sample(files, k=min(len(files), rng.randint(1, 4))):
+        how = rng.choice(["flip", "truncate", "remove", "empty", "swap"])
+        data = open(path, "rb").read()
+        if how == "flip" and data:
+            i = rng.randrange(len(data))
+            data = data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1:]
+        elif how == "truncate":
+            data = data[: rng.randrange(len(data) + 1)]
+        elif how == "empty":
+            data = b""
+        elif how == "swap":
+            other = rng.choice(files)
+            data = open(other, "rb").read() if os.path.exists(other) else b""
+        if how == "remove":
+            os.unlink(path)
+        else:
+            with open(path, "wb") as f:
+                f.write(data)
+        done.append(f"{how} {os.path.relpath(path, cache)}")
+    return done
+
+
+def check_cache(rng: random.Random, workdir: str, dtype: str = "f32") -> list[str]:
+    """Compiles PROGRAM into a fresh cache, damages it, compiles again: the same CUDA and IR, and
+    the kernels (built through the damaged host cache) verify. Returns the damage done."""
+    cache = os.path.join(workdir, "cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    old = os.environ.get("IRFUSE_CACHE_DIR")
+    os.environ["IRFUSE_CACHE_DIR"] = cache
+    try:
+        path = write_program(workdir)
+        first, _ = compile_program(path, None, dtype, compile_gpu=True, arch="sm_90")
+        CpuDevice(first)  # the host library lands in the cache too
+        done = damage_cache(rng, cache)
+        again, _ = compile_program(path, None, dtype, compile_gpu=True, arch="sm_90")
+        assert again.source == first.source and module_text(again.module) == module_text(first.module), done
+        assert again.cubin.cubin == first.cubin.cubin, done
+        inputs = random_inputs(again.reference_program, 5, 1, np.float32 if dtype == "f32" else np.float64)
+        got = Executor(again, CpuDevice(again)).run(inputs, 5).outputs
+        checks = check_outputs(got, run_references(again.reference_program, inputs, dtype), dtype)
+        assert all(c.ok for c in checks), (done, [c.describe() for c in checks])
+        return done
+    finally:
+        if old is None:
+            os.environ.pop("IRFUSE_CACHE_DIR", None)
+        else:
+            os.environ["IRFUSE_CACHE_DIR"] = old
