@@ -231,3 +231,9 @@ def test_tune_on_the_cpu_uses_the_cpu_batch_size(tmp_path):
     import json
 
     assert json.loads(out.read_text())["n"] == 4096
+
+
+def test_plan_refuses_a_batch_below_one_and_names_the_tool():
+    p = irfuse("plan", BIG, "--n", "-1")
+    assert p.returncode == 1 and p.stderr.startswith("irfuse: error: --n must be at least 1, got -1")
+    assert "<input>" not in p.stderr and "predicted" not in p.stdout
