@@ -73,25 +73,34 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
         return contract_chunk(kind, seeds)
     sources = _examples()
     irs = [module_text(compile_source(s, "x.kas").module) for s in sources] if kind == "ir" else []
-    signal.signal(signal.SIGALRM, _alarm)
     out = {"cases": 0, "accepted": 0, "diagnosed": 0, "findings": []}
     for seed in seeds:
         rng = random.Random(seed)
-        text = ""
-        signal.alarm(CASE_SECONDS)
-        try:
-            text = _fuzz_input(kind, rng, sources, irs)
-            ok = check_frontend(text) if kind != "ir" else check_ir(text)
-            out["accepted" if ok else "diagnosed"] += 1
-        except _Hang:
-            out["findings"].append({"kind": kind, "seed": seed, "failure": "hang", "input": text})
-        except BaseException as e:  # noqa: BLE001 - every escape is the finding being looked for
-            out["findings"].append({"kind": kind, "seed": seed, "failure": type(e).__name__,
-                                    "detail": traceback.format_exc()[-2000:], "input": text})
-        finally:
-            signal.alarm(0)
-        out["cases"] += 1
+
+        def case(state, rng=rng):
+            text = state["input"] = _fuzz_input(kind, rng, sources, irs)
+            return check_frontend(text) if kind != "ir" else check_ir(text)
+        _run_case(out, kind, seed, CASE_SECONDS, case)
     return out
+
+
+def _run_case(out: dict, kind: str, seed: int, seconds: int, case) -> None:
+    """Runs one case under a time limit: `case(state)` puts its input in state["input"] before
+    checking it and returns whether it was accepted; a hang or any escaping exception is
+    recorded as a finding, with the input."""
+    signal.signal(signal.SIGALRM, _alarm)
+    state = {"input": ""}
+    signal.alarm(seconds)
+    try:
+        out["accepted" if case(state) else "diagnosed"] += 1
+    except _Hang:
+        out["findings"].append({"kind": kind, "seed": seed, "failure": "hang", "input": state["input"]})
+    except BaseException as e:  # noqa: BLE001 - every escape is the finding being looked for
+        out["findings"].append({"kind": kind, "seed": seed, "failure": type(e).__name__,
+                                "detail": traceback.format_exc()[-2000:], "input": state["input"]})
+    finally:
+        signal.alarm(0)
+    out["cases"] += 1
 
 
 def contract_chunk(kind: str, seeds: list[int]) -> dict:
@@ -100,42 +109,32 @@ def contract_chunk(kind: str, seeds: list[int]) -> dict:
 
     from irfuse.testing import contracts
 
-    signal.signal(signal.SIGALRM, _alarm)
     out = {"cases": 0, "accepted": 0, "diagnosed": 0, "findings": []}
     library = open(os.path.join(ROOT, "examples", "extending", "mdet.py")).read()
     with tempfile.TemporaryDirectory(prefix=f"irfuse-fuzz-{kind}-") as work:
         contracts.prepare_flag_files(work)
         for seed in seeds:
             rng = random.Random(seed)
-            what = ""
-            signal.alarm(CASE_SECONDS * (3 if kind == "cache" else 1))
-            try:
+
+            def case(state, seed=seed, rng=rng):
                 if kind == "inputs":
                     path = os.path.join(work, "in.npz")
-                    what = contracts.random_inputs_file(rng, path)
-                    ok = contracts.check_inputs_file(path, work, "f32" if seed % 2 else "f64") == "verified"
-                elif kind == "flags":
+                    state["input"] = contracts.random_inputs_file(rng, path)
+                    return contracts.check_inputs_file(path, work, "f32" if seed % 2 else "f64") == "verified"
+                if kind == "flags":
                     argv = contracts.random_argv(rng, work)
-                    what = " ".join(argv)
-                    ok = contracts.check_cli(argv) == 0
-                elif kind == "library":
+                    state["input"] = " ".join(argv)
+                    return contracts.check_cli(argv) == 0
+                if kind == "library":
+                    text = state["input"] = contracts.random_library(rng, library)
                     path = os.path.join(work, f"lib{seed}.py")
                     with open(path, "w") as f:
-                        f.write(contracts.random_library(rng, library))
-                    what = path
-                    ok = contracts.check_library_file(path)
-                else:
-                    what = "; ".join(contracts.check_cache(rng, work))
-                    ok = True
-                out["accepted" if ok else "diagnosed"] += 1
-            except _Hang:
-                out["findings"].append({"kind": kind, "seed": seed, "failure": "hang", "input": what})
-            except BaseException as e:  # noqa: BLE001 - every escape is the finding being looked for
-                out["findings"].append({"kind": kind, "seed": seed, "failure": type(e).__name__,
-                                        "detail": traceback.format_exc()[-2000:], "input": what})
-            finally:
-                signal.alarm(0)
-            out["cases"] += 1
+                        f.write(text)
+                    return contracts.check_library_file(path)
+                state["input"] = f"cache damage, seed {seed}"
+                contracts.check_cache(rng, work)
+                return True
+            _run_case(out, kind, seed, CASE_SECONDS * (3 if kind == "cache" else 1), case)
     return out
 
 

@@ -76,7 +76,7 @@ def test_derived_mmul33_row_is_the_seeds_pattern():
 def test_derived_patterns_cover_exactly_what_threads_touch(op):
     """Every AP of every generated implementation equals the words its threads really use
     (or, where an AP cannot state them, is the whole element)."""
-    from irfuse.library.implementations import SLeaf, _leaves
+    from irfuse.library.implementations import SLeaf, _nodes
 
     for impl in implementations(op):
         if impl.origin != "generated":
@@ -88,9 +88,7 @@ def test_derived_patterns_cover_exactly_what_threads_touch(op):
             got = thread_addresses(impl.result_ap, bx, 1)[(tx, 0)]
             assert got == written, (impl.name, tx)
             for k, ap in enumerate(impl.operand_aps):
-                leaves: list[SLeaf] = []
-                for _, tree in impl.outputs:
-                    _leaves(tree, leaves)
+                leaves = [lf for _, tree in impl.outputs for lf in _nodes(tree, SLeaf)]
                 read = {_eval_affine(lf.offset, impl.var_exprs, env) for lf in leaves if lf.operand == k}
                 covered = thread_addresses(ap, bx, 1)[(tx, 0)]
                 assert read <= covered, (impl.name, k, tx)

@@ -117,18 +117,6 @@ class _SymbolicExpander(Expander):
         return SCond(a, b)
 
 
-def _conds(t, out: list) -> None:
-    """The distinct runtime deltas of a tree, in order of appearance."""
-    if isinstance(t, SCond):
-        if t not in out:
-            out.append(t)
-    elif isinstance(t, SBin):
-        _conds(t.lhs, out)
-        _conds(t.rhs, out)
-    elif isinstance(t, SUn):
-        _conds(t.arg, out)
-
-
 def _assume(t, cond: SCond, value: float):
     """The tree with a runtime delta replaced by 1 or 0 and folded again, as the definition
     expands where the delta's indices are constants (so 0 * NaN is 0 there too)."""
@@ -142,14 +130,15 @@ def _assume(t, cond: SCond, value: float):
     return t
 
 
-def _leaves(t, out: list) -> None:
-    if isinstance(t, SLeaf):
-        out.append(t)
-    elif isinstance(t, SBin):
-        _leaves(t.lhs, out)
-        _leaves(t.rhs, out)
+def _nodes(t, kind: type):
+    """Every node of a tree of type `kind`, in order of appearance (repeats included)."""
+    if isinstance(t, kind):
+        yield t
+    if isinstance(t, SBin):
+        yield from _nodes(t.lhs, kind)
+        yield from _nodes(t.rhs, kind)
     elif isinstance(t, SUn):
-        _leaves(t.arg, out)
+        yield from _nodes(t.arg, kind)
 
 
 # --- Implementations ---------------------------------------------------------
@@ -222,8 +211,7 @@ class GeneratedImplementation(Implementation):
         def selected(t) -> str:
             """A tree with runtime deltas (indices bound to the thread) as a selection between
             its foldings, so that every mapping gives the entry the definition gives."""
-            conds: list[SCond] = []
-            _conds(t, conds)
+            conds = list(dict.fromkeys(_nodes(t, SCond)))  # the distinct runtime deltas
             if not conds:
                 return to_c(t)
             c = conds[0]
@@ -326,9 +314,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
 
     operand_aps, operand_rel = [], []
     for k, t in enumerate(op.operand_types):
-        leaves: list[SLeaf] = []
-        for _, tree in outputs:
-            _leaves(tree, leaves)
+        leaves = [leaf for _, tree in outputs for leaf in _nodes(tree, SLeaf)]
         offs = [lf.offset for lf in leaves if lf.operand == k]
         if not offs:  # an operand the definition never reads: nothing to touch
             offs = [Affine()]
