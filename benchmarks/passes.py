@@ -16,9 +16,10 @@ import json
 import os
 import sys
 
+from irfuse.transforms.in_kernel import IN_KERNEL_STEPS  # the order the default pipeline runs them in
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STAGES = ["fuse-partition", "fuse-remap-threads", "fuse-promote-registers", "fuse-linearize",
-          "fuse-allocate-shared", "fuse-place-barriers"]
+STAGES = ["fuse-partition", *(step.pass_name for step in IN_KERNEL_STEPS)]
 
 
 def main(argv=None) -> int:
