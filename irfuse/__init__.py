@@ -5,3 +5,6 @@ that every hand-written implementation must pass (the library itself compiles no
 """
 
 import irfuse.driver  # noqa: F401
+from irfuse._version import __version__
+
+__all__ = ["__version__"]

@@ -237,3 +237,16 @@ def test_plan_refuses_a_batch_below_one_and_names_the_tool():
     p = irfuse("plan", BIG, "--n", "-1")
     assert p.returncode == 1 and p.stderr.startswith("irfuse: error: --n must be at least 1, got -1")
     assert "<input>" not in p.stderr and "predicted" not in p.stdout
+
+
+def test_tools_say_what_they_are():
+    import irfuse
+
+    p = irfuse("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"irfuse {irfuse.__version__}"
+    assert subprocess.run([sys.executable, "-m", "irfuse", "--version"], capture_output=True,
+                          text=True).stdout.strip() == f"irfuse {irfuse.__version__}"
+    opt = subprocess.run(["irfuse-opt", "--version"], capture_output=True, text=True)
+    assert opt.stdout.startswith(f"irfuse-opt {irfuse.__version__} (irfuse's passes and dialects on xDSL ")
+    help_text = subprocess.run(["irfuse-opt", "--help"], capture_output=True, text=True).stdout
+    assert "irfuse-opt: irfuse's KAS frontend" in help_text and "xDSL modular optimizer driver" not in help_text

@@ -11,7 +11,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "irfuse")
 # Bottom to top; a package may import from its own layer's modules only where listed as
 # peers below, and from every layer beneath it.
 LAYERS = [
-    {"irfuse.diagnostics"},
+    {"irfuse.diagnostics", "irfuse._version"},
     {"irfuse.dialects"},
     {"irfuse.library"},
     {"irfuse.analysis"},
@@ -23,7 +23,7 @@ LAYERS = [
     {"irfuse.universe"},  # what stock xdsl-opt loads: dialects, passes, the cuda target
     {"irfuse.tools"},
     {"irfuse.testing"},
-    {"irfuse"},  # the package itself: importing irfuse installs the driver's checker
+    {"irfuse", "irfuse.__main__"},  # the package: importing irfuse installs the driver's checker
 ]
 PEERS_ALLOWED: set[tuple[str, str]] = set()  # (importer, imported) between packages of one layer
 
@@ -66,7 +66,8 @@ def import_graph() -> dict[str, set[str]]:
 
 def _package(mod: str) -> str:
     parts = mod.split(".")
-    return ".".join(parts[:2]) if len(parts) > 2 or mod in ("irfuse.diagnostics", "irfuse.universe") else mod
+    return ".".join(parts[:2]) if len(parts) > 2 or mod in ("irfuse.diagnostics", "irfuse.universe",
+                                                              "irfuse._version", "irfuse.__main__") else mod
 
 
 def _layer(pkg: str) -> int:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from irfuse._version import __version__
 from irfuse.diagnostics import IrfuseError, UsageError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
 from irfuse.driver.artifact import CompiledProgram
@@ -81,6 +82,7 @@ def _planning(args, n: int) -> PlanningOptions:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="irfuse", description="GPU kernel-fusion compiler for batched small-matrix programs")
+    ap.add_argument("--version", action="version", version=f"irfuse {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="compile, execute and verify a program")

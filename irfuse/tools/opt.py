@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 import irfuse.universe  # noqa: F401 -- the dialects, passes and target, the op library and its checker
+from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, IrfuseError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type, set_module_element_type
 from irfuse.frontend.irgen import compile_source
@@ -28,6 +29,12 @@ from irfuse.passes.registry import PASSES, strip_module_anchor
 
 
 class IrfuseOptMain(xDSLOptMain):
+    version_format = f"irfuse-opt {__version__} (irfuse's passes and dialects on xDSL {{xdsl_version}})"
+
+    def __init__(self, args=None):
+        super().__init__(description="irfuse-opt: irfuse's KAS frontend, dialects and passes on xDSL's "
+                                     "optimizer driver (irfuse-opt --list-passes lists irfuse's passes)",
+                         args=args)
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
@@ -93,9 +100,10 @@ class IrfuseOptMain(xDSLOptMain):
                 raise CompileError(f"--print-ir-before/after names '{name}', which is not in the pipeline")
 
         def dump(title: str, module: ModuleOp) -> None:
-            print(f"// -----// IR Dump {title} //----- //")
-            Printer(stream=sys.stdout).print_op(module)
-            print("\n")
+            # On stderr, as mlir-opt does: the result on stdout stays the pipeline's output.
+            print(f"// -----// IR Dump {title} //----- //", file=sys.stderr)
+            Printer(stream=sys.stderr).print_op(module)
+            print("\n", file=sys.stderr)
 
         def callback(prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None) -> None:
             if outer is not None:
