@@ -240,13 +240,13 @@ def test_plan_refuses_a_batch_below_one_and_names_the_tool():
 
 
 def test_tools_say_what_they_are():
-    import irfuse
+    from irfuse import __version__
 
     p = irfuse("--version")
-    assert p.returncode == 0 and p.stdout.strip() == f"irfuse {irfuse.__version__}"
+    assert p.returncode == 0 and p.stdout.strip() == f"irfuse {__version__}"
     assert subprocess.run([sys.executable, "-m", "irfuse", "--version"], capture_output=True,
-                          text=True).stdout.strip() == f"irfuse {irfuse.__version__}"
+                          text=True).stdout.strip() == f"irfuse {__version__}"
     opt = subprocess.run(["irfuse-opt", "--version"], capture_output=True, text=True)
-    assert opt.stdout.startswith(f"irfuse-opt {irfuse.__version__} (irfuse's passes and dialects on xDSL ")
+    assert opt.stdout.startswith(f"irfuse-opt {__version__} (irfuse's passes and dialects on xDSL ")
     help_text = subprocess.run(["irfuse-opt", "--help"], capture_output=True, text=True).stdout
     assert "irfuse-opt: irfuse's KAS frontend" in help_text and "xDSL modular optimizer driver" not in help_text
