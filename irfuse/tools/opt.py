@@ -72,6 +72,42 @@ class IrfuseOptMain(xDSLOptMain):
 
         self.available_frontends["kas"] = parse_kas
 
+    def run(self) -> None:
+        """As xDSL's driver, except that with `--split-input-file` a chunk that fails is reported
+        and the next chunks still run, as mlir-opt does; the exit status says one failed."""
+        if not self.args.split_input_file or self.args.verify_diagnostics or self.args.parsing_diagnostics:
+            return super().run()
+        chunks, file_extension = self.prepare_input()
+        output_stream = self.prepare_output()
+        failed = 0
+        try:
+            for i, (chunk, offset) in enumerate(chunks):
+                try:
+                    if i > 0:
+                        output_stream.write("// -----\n")
+                    module = self.parse_chunk(chunk, file_extension, offset)
+                    if module is not None:
+                        self.apply_passes(module)
+                        output_stream.write(self.output_resulting_program(module))
+                    output_stream.flush()
+                except ParseError as e:
+                    e.span = dataclasses.replace(e.span, line_offset=offset)
+                    failed += 1
+                    report(e, self.get_input_name())
+                except CompileError as e:
+                    failed += 1
+                    report(e, self.get_input_name())
+                except (DiagnosticException, ValueError, OSError) as e:
+                    failed += 1
+                    report(e, self.get_input_name())
+                finally:
+                    chunk.close()
+        finally:
+            if output_stream is not sys.stdout:
+                output_stream.close()
+        if failed:
+            raise ChunksFailed(failed)
+
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         self._chunk_offset = start_offset
         try:
@@ -134,6 +170,24 @@ def _option_doc(cls: type, field_name: str) -> str:
     return docs.get(field_name, "")
 
 
+class ChunksFailed(Exception):
+    """Some chunks of a --split-input-file run failed (each was reported as it failed)."""
+
+
+def report(e: BaseException, input_name: str) -> None:
+    """One error of irfuse-opt, on stderr, naming the input where the error does not."""
+    if isinstance(e, IrfuseError):
+        for d in e.diagnostics:
+            d.file = d.file or input_name  # a pass's error is about the input it ran on
+        print_diagnostics(e.diagnostics)
+    elif isinstance(e, ParseError):
+        print(str(e), file=sys.stderr)
+    elif isinstance(e, DiagnosticException):
+        print(f"{input_name}: error: {e}", file=sys.stderr)
+    else:
+        print(f"irfuse-opt: error: {e}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--list-passes" in argv:
@@ -142,22 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opt = IrfuseOptMain(args=argv)
         opt.run()
-    except IrfuseError as e:
-        for d in e.diagnostics:
-            d.file = d.file or _input_name(argv)  # a pass's error is about the input it ran on
-        print_diagnostics(e.diagnostics)
-        return 1
-    except ParseError as e:
-        print(str(e), file=sys.stderr)
+    except ChunksFailed:
         return 1
     except ArgSpecParseError as e:  # not an Exception: xDSL derives it from BaseException
-        print(f"irfuse-opt: error: {e}", file=sys.stderr)
+        report(e, _input_name(argv))
         return 1
-    except DiagnosticException as e:
-        print(f"{_input_name(argv)}: error: {e}", file=sys.stderr)
-        return 1
-    except (ValueError, OSError) as e:
-        print(f"irfuse-opt: error: {e}", file=sys.stderr)
+    except (DiagnosticException, ParseError, ValueError, OSError) as e:  # IrfuseError among them
+        report(e, _input_name(argv))
         return 1
     return 0
 
