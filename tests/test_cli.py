@@ -250,3 +250,22 @@ def test_tools_say_what_they_are():
     assert opt.stdout.startswith(f"irfuse-opt {__version__} (irfuse's passes and dialects on xDSL ")
     help_text = subprocess.run(["irfuse-opt", "--help"], capture_output=True, text=True).stdout
     assert "irfuse-opt: irfuse's KAS frontend" in help_text and "xDSL modular optimizer driver" not in help_text
+
+
+def test_large_batches_are_verified_on_a_seeded_sample_unless_asked(tmp_path, monkeypatch):
+    """The reference of a whole large batch costs more than the run: beyond 100,000 elements a
+    seeded sample is checked, and the report says so; --verify all and none do what they say."""
+    from irfuse.runtime.verify import sample_elements
+
+    idx = sample_elements(4_194_304, "auto", 3)
+    assert len(idx) == 100_000 and np.all(np.diff(idx) > 0) and idx[-1] < 4_194_304
+    assert np.array_equal(idx, sample_elements(4_194_304, "auto", 3))  # seeded: the same sample
+    assert np.array_equal(sample_elements(500, "auto"), np.arange(500))
+    assert sample_elements(500, "none") is None and len(sample_elements(500, "sample", size=7)) == 7
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+    p = irfuse("run", str(src), "--backend", "cpu", "--n", "200", "--verify", "none")
+    assert p.returncode == 0 and "not verified (--verify none)" in p.stdout and "status" not in p.stdout
+    p = irfuse("run", str(src), "--backend", "cpu", "--n", "150000")
+    assert p.returncode == 0
+    assert "on a seeded sample of 100,000 of the 150,000 elements (--verify all checks every one)" in p.stdout

@@ -146,3 +146,27 @@ def check_outputs(got: dict[str, np.ndarray], want, dtype: str) -> list[OutputCh
     ref64 = getattr(want, "float64", want)
     run = getattr(want, "run_precision", None) or {}
     return [check_output(name, got[name], ref64[name], dtype, run.get(name)) for name in ref64]
+
+
+SAMPLE_ELEMENTS = 100_000  # elements checked by default: enough to see any systematic error
+
+
+def sample_elements(n: int, how: str = "auto", seed: int = 0, size: int = SAMPLE_ELEMENTS) -> np.ndarray | None:
+    """Which elements of a batch to check: every one (`all`, or `auto` up to `size`), a seeded
+    sample of `size` in increasing order (`sample`, or `auto` beyond), or none (`none`: None).
+    Elements are independent, so a sample checks the kernels on all the shapes of data the
+    batch holds at a fraction of the reference's cost (the float64 reference of BigFusion's
+    4,194,304 elements takes about a minute)."""
+    if how == "none":
+        return None
+    if how == "all" or (how == "auto" and n <= size):
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=min(size, n), replace=False))
+
+
+def subset(arrays: dict[str, np.ndarray], index: np.ndarray) -> dict[str, np.ndarray]:
+    """The elements `index` of every array of a batch (all of them when it is every element)."""
+    if len(index) and len(index) == len(next(iter(arrays.values()))):
+        return arrays
+    return {k: np.ascontiguousarray(v[index]) for k, v in arrays.items()}

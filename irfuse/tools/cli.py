@@ -38,7 +38,7 @@ from irfuse.runtime.reference import (
     run_reference,
     run_references,
 )
-from irfuse.runtime.verify import check_outputs
+from irfuse.runtime.verify import check_outputs, sample_elements, subset
 from irfuse.tools.calibrate import calibrate
 from irfuse.tools.tune import compile_tuned, tune
 from irfuse.transforms.barriers import barrier_after_every_op
@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inputs", metavar="FILE.npz", help="read inputs from an .npz file instead of random data")
     run.add_argument("--save", metavar="FILE.npz", help="write the outputs to an .npz file")
     run.add_argument("--plan", metavar="DIR", help="run a plan written by 'irfuse compile'")
+    run.add_argument("--verify", choices=["auto", "all", "sample", "none"], default="auto",
+                     help="elements checked against the NumPy reference: all, a seeded sample of 100000, or "
+                          "none (auto: all up to 100000 elements, a sample beyond)")
     _add_common(run)
 
     comp = sub.add_parser("compile", help="write the CUDA source, cubin and manifest of a program")
@@ -232,9 +235,15 @@ def cmd_run(args) -> int:
         title += f" on {device.gpu_name}"
     repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
     result = Executor(plan, device).run(inputs, n, repeat=repeat)
-    checks = check_outputs(result.outputs, run_references(program, inputs, dtype, n), dtype)
+    index = sample_elements(n, args.verify, args.seed)
+    if index is None:
+        checks = []
+    else:
+        picked = subset(inputs, index)
+        checks = check_outputs(subset(result.outputs, index), run_references(program, picked, dtype, len(index)),
+                               dtype)
     _print_kernels(plan)
-    _print_outputs(title, result.outputs, checks)
+    _print_outputs(title, result.outputs, checks if index is not None else None)
     if result.times_s:
         t = result.median_s
         gbs = effective_bytes(program, n, plan.itemsize) / t / 1e9
@@ -248,7 +257,12 @@ def cmd_run(args) -> int:
     _save(save, result.outputs)
     device.close()
     ok = all(c.ok for c in checks)
-    console.print("[green]verified against the NumPy reference[/green]" if ok else "[red]verification FAILED[/red]")
+    if index is None:
+        console.print("[yellow]not verified (--verify none)[/yellow]")
+        return 0
+    what = "" if len(index) == n else f" on a seeded sample of {len(index):,} of the {n:,} elements (--verify all checks every one)"
+    console.print(f"[green]verified against the NumPy reference{what}[/green]" if ok
+                  else f"[red]verification FAILED{what}[/red]")
     return 0 if ok else 1
 
 
