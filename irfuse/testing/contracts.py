@@ -36,6 +36,7 @@ from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.runtime.reference import load_inputs, random_inputs, run_references
 from irfuse.runtime.verify import check_outputs
 from irfuse.testing.mutations import mutate
+from irfuse.tools import cli
 
 PROGRAM = ("matrix3x3 A, M; vector3 v, w; scalar s;\ninput A, v;\n"
            "M = mmul33(A, A);\nw = mvmul33(M, v);\ns = venorm3(w);\nreturn M, s;\n")
@@ -179,8 +180,6 @@ def random_argv(rng: random.Random, workdir: str) -> list[str]:
 
 def check_cli(argv: list[str]) -> int:
     """The command's exit status (0, 1, or 2 from argparse); AssertionError for anything else."""
-    from irfuse.tools import cli
-
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
