@@ -8,6 +8,8 @@ can be read after the loop.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
@@ -15,7 +17,16 @@ from xdsl.ir import Block, Region, SSAValue
 
 from irfuse.analysis.liveness import live_values
 from irfuse.diagnostics import CompileError, Diagnostic, SourceFile
-from irfuse.dialects.kas import ssa_hint, CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp, kas_type_of_shape
+from irfuse.dialects.kas import (
+    CallOp,
+    KasType,
+    LoopOp,
+    ProgramOp,
+    ReturnOp,
+    YieldOp,
+    kas_type_of_shape,
+    ssa_hint,
+)
 from irfuse.frontend.syntax import Call, Loop, Name, Program, Statement, parse_program
 from irfuse.library.catalogue import Library, default_library
 
@@ -277,10 +288,8 @@ def _suggest_type(types: dict[str, KasType]) -> str:
 
 
 def program_name(path: str) -> str:
-    import os
-    import re
-
-    stem = os.path.splitext(os.path.basename(path))[0]
+    """The program's symbol: the file's stem as an identifier (`<stdin>` gives `stdin`)."""
+    stem = os.path.splitext(os.path.basename(path))[0].strip("<>")
     stem = re.sub(r"[^A-Za-z0-9_]", "_", stem)
     return stem if stem and not stem[0].isdigit() else f"p_{stem}"
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
+import re
 import sys
 from typing import IO
 
@@ -71,6 +73,18 @@ class IrfuseOptMain(xDSLOptMain):
             return result.module
 
         self.available_frontends["kas"] = parse_kas
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """As xDSL's, and `-` (or no file) is standard input, whose language is told from its
+        text when `-f` does not say: KAS starts with a declaration or `input`, IR does not."""
+        if self.args.input_file not in (None, "-"):
+            return super().get_input_stream()
+        self.args.input_file = None
+        data = sys.stdin.buffer.read()
+        return io.BytesIO(data), "kas" if looks_like_kas(data) else "mlir"
+
+    def get_input_name(self) -> str:
+        return self.args.input_file or "<stdin>"
 
     def run(self) -> None:
         """As xDSL's driver, except that with `--split-input-file` a chunk that fails is reported
@@ -168,6 +182,15 @@ def list_passes(stream=None) -> None:
 def _option_doc(cls: type, field_name: str) -> str:
     docs = getattr(cls, "OPTION_DOCS", {})
     return docs.get(field_name, "")
+
+
+_KAS_START = re.compile(rb"(?:\s|//[^\n]*\n|/\*.*?\*/)*(?:scalar|vector\w*|matrix\w*|tensor\w*|input)\b",
+                        re.IGNORECASE | re.DOTALL)
+
+
+def looks_like_kas(data: bytes) -> bool:
+    """Whether text is KAS source: after comments, a declaration or `input` comes first."""
+    return _KAS_START.match(data) is not None
 
 
 class ChunksFailed(Exception):
