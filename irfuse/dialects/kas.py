@@ -420,11 +420,11 @@ class ProgramOp(IRDLOperation):
 
 
 def program_of(module) -> ProgramOp:
-    """The `kas.program` of a module; ValueError when there is none."""
-    for op in module.walk():
-        if isinstance(op, ProgramOp):
-            return op
-    raise ValueError("the module holds no kas.program")
+    """The one `kas.program` of a module; ValueError when there is none or several."""
+    programs = [op for op in module.walk() if isinstance(op, ProgramOp)]
+    if len(programs) != 1:
+        raise ValueError(f"expected exactly one kas.program, found {len(programs)}")
+    return programs[0]
 
 
 Kas = Dialect(

@@ -126,10 +126,11 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # can only add to both). Configurations are analysed cheapest floor first, and the analysis
     # stops once `keep` configurations cost no more than the next floor: the same `keep` best
     # as analysing all of them, for a fraction of the work on memory-bound groups.
-    flops = n * sum(impl.op.flops for impl in impls_of_any(dag, group))
+    choices = _impl_choices(dag, group)
+    flops = n * sum(impl.op.flops for impl in choices[0])  # an op's flops do not depend on its mapping
     rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
     candidates = []
-    for impls in _impl_choices(dag, group):
+    for impls in choices:
         bx = max(i.bx for i in impls)
         for threads in BLOCK_THREADS:
             by = max(1, threads // bx)
@@ -164,12 +165,6 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     work = len(analysed)
     analysed.sort(key=lambda a: (a[2].cost.time, a[0], a[1]))
     return [c for _, _, c in analysed[:keep]], work
-
-
-def impls_of_any(dag: BlockDAG, group: tuple[int, ...]):
-    """One implementation per call of the group (the flops of an op do not depend on which)."""
-    lib = default_library()
-    return [lib.implementations(lib.get(dag.ops[i].op_name))[0] for i in group]
 
 
 def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,

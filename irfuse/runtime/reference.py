@@ -16,17 +16,18 @@ from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
-from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp
+from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp, program_of
 from irfuse.library.catalogue import Library, default_library
 
 DTYPES = {name: t.numpy for name, t in ELEMENT_TYPES.items()}
 
 
 def find_program(module: ModuleOp) -> ProgramOp:
-    programs = [op for op in module.walk() if isinstance(op, ProgramOp)]
-    if len(programs) != 1:
-        raise CompileError(f"expected exactly one kas.program, found {len(programs)}")
-    return programs[0]
+    """`kas.program_of`, its refusal as a diagnostic."""
+    try:
+        return program_of(module)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
 
 
 def value_shape(t: KasType, n: int) -> tuple[int, ...]:
