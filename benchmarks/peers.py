@@ -72,31 +72,52 @@ def torch_fns():
     return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner}
 
 
-def jax_fns():
-    import jax.numpy as jnp
+def array_fns(xp, loop=None):
+    """The workloads written with an array module's matmul/einsum (`numpy` or `jax.numpy`).
+    `loop(count, body, x)` runs `x = body(x)` `count` times (a Python loop by default;
+    `jax.lax.fori_loop` under `jax.jit`)."""
+    def python_loop(count, body, x):
+        for _ in range(count):
+            x = body(x)
+        return x
+
+    loop = loop or python_loop
 
     def bigfusion(A, B, c, D, E):
         M1 = A @ B
-        v1 = jnp.einsum("nij,nj->ni", M1, c)
-        s1 = jnp.sqrt((v1 * v1).sum(-1))
+        v1 = xp.einsum("nij,nj->ni", M1, c)
+        s1 = xp.sqrt((v1 * v1).sum(-1))
         return ((D @ E) * s1[:, None, None],)
 
     def synctest(A):
         return (A + (A + (A + (A + A))),)
 
     def stvenant(T4, Mf, phi, M1, w):
-        v = jnp.einsum("nij,nj->ni", M1, phi) * w[:, None]
-        t3 = jnp.einsum("nijkl,nl->nijk", T4, v)
-        return (jnp.einsum("nijl,nlk->nijk", t3, Mf), v)
+        v = xp.einsum("nij,nj->ni", M1, phi) * w[:, None]
+        t3 = xp.einsum("nijkl,nl->nijk", T4, v)
+        return (xp.einsum("nijl,nlk->nijk", t3, Mf), v)
 
     def stvenant_inner(T3, psi, phi, S, w):
-        h2 = jnp.einsum("nijk,nk->nij", T3, psi)
-        vh = jnp.einsum("nij,nj->ni", S, phi)
-        sc = jnp.abs((vh * psi).sum(-1))
-        mt = (w[:, None, None] * jnp.eye(3, dtype=T3.dtype)) * sc[:, None, None]
+        h2 = xp.einsum("nijk,nk->nij", T3, psi)
+        vh = xp.einsum("nij,nj->ni", S, phi)
+        sc = xp.abs((vh * psi).sum(-1))
+        mt = (w[:, None, None] * xp.eye(3, dtype=T3.dtype)) * sc[:, None, None]
         return (mt + h2 * w[:, None, None],)
 
-    return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner}
+    def power_iteration(A, x):
+        def step(x):
+            x = xp.einsum("nij,nj->ni", A, x)
+            return x * (1 / xp.sqrt((x * x).sum(-1)))[:, None]
+        return (loop(100, step, x),)
+
+    return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner,
+            "PowerIteration": power_iteration}
+
+
+def jax_fns():
+    import jax.numpy as jnp
+
+    return array_fns(jnp)
 
 
 def torch_sampler(fn, args, warmup=5, back_to_back=1):

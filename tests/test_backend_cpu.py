@@ -4,13 +4,19 @@ import os
 
 import numpy as np
 import pytest
-
 from conftest import EXAMPLES
-from irfuse.backend.cuda_emit import KernelInfo
-from irfuse.backend.host_compile import HostModule
-from irfuse.driver.compile import compile_program
+
+from irfuse.dialects import fuse
+from irfuse.driver.compile import build, compile_program, lower
+from irfuse.frontend.irgen import compile_file
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import DTYPES, random_inputs, run_reference, run_references
+from irfuse.runtime.reference import (
+    DTYPES,
+    find_program,
+    random_inputs,
+    run_reference,
+    run_references,
+)
 from irfuse.runtime.verify import check_outputs
 
 _plans = {}
@@ -78,34 +84,115 @@ def test_nan_and_infinity_propagate_like_the_reference():
     assert all(c.ok for c in check_outputs({"F": got}, {"F": want}, "f32"))
 
 
-def test_shared_memory_no_thread_wrote_reads_as_nan():
-    # A hand-made kernel reads shared word `1` that only thread 0 of a *different* block would
-    # write; the host runtime fills shared memory with NaN before every block.
-    src = """
-typedef float real_t;
-extern "C" __global__ void probe(const real_t* in, real_t* out, const long long n) {
-  IRFUSE_SHARED_STATIC(real_t, smem, 4);
-  if (threadIdx.y == 0 && blockIdx.x == 0) smem[1] = 1.0f;
-  __syncthreads();
-  out[blockIdx.x * 2 + threadIdx.y] = smem[1] + in[0];
-}
-"""
-    k = KernelInfo("probe", 1, 2, 4, ["in"], ["out"], [1], [1])
-    mod = HostModule(src, [k], 4)
-    out = np.zeros(4, dtype=np.float32)
-    mod.launch("probe", [np.zeros(1, dtype=np.float32), out], 4)
-    assert out[0] == 1.0 and out[1] == 1.0
-    assert np.isnan(out[2]) and np.isnan(out[3])
-
-
-def test_missing_barrier_shows_as_wrong_results():
-    # Without the barrier between the load and the call, threads read operands other threads
-    # have not loaded yet: NaN (poisoned shared memory) or stale values reach the outputs.
+def test_shared_memory_no_thread_wrote_reads_as_nan_in_every_block():
+    """Shared memory is filled with NaN before every block: a kernel whose load into shared
+    memory is missing gives NaN in every element, also in blocks after the first (which
+    would otherwise read the previous block's words)."""
     path = next(p for p in EXAMPLES if p.endswith("synctest.kas"))
     plan, _ = compile_program(path, None, "f32", compile_gpu=False)
-    plan.source = plan.source.replace("__syncthreads();\n  // madd33", "  // madd33")
-    bad = CpuDevice(plan)
-    inputs = random_inputs(plan.reference_program, 4096, 0, np.float32)
-    got = Executor(plan, bad).run(inputs, 4096).outputs
-    want = run_reference(plan.reference_program, inputs)
-    assert not all(c.ok for c in check_outputs(got, want, "f32"))
+    assert len(plan.kernels) == 1 and plan.kernels[0].by < 200
+    lines = plan.source.splitlines()
+    loads = [i for i, line in enumerate(lines) if "irf_load_async16(smem" in line]
+    assert len(loads) == 2  # one in the GPU kernel, one in its host function
+    del lines[loads[1]]
+    plan.source = "\n".join(lines) + "\n"
+    inputs = random_inputs(plan.reference_program, 200, 0, np.float32)
+    got = Executor(plan, CpuDevice(plan)).run(inputs, 200).outputs
+    assert np.isnan(got["F"]).all()
+
+
+def _without_barrier(module, k: int):
+    """A copy of lowered `module` with its k-th barrier deleted, built for the CPU."""
+    clone = module.clone()
+    victim = [op for op in clone.walk() if isinstance(op, fuse.BarrierOp)][k]
+    victim.detach()
+    victim.erase()
+    return build(clone, compile_gpu=False)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_every_deleted_barrier_changes_the_cpu_results(path):
+    """The CPU backend keeps barriers exact: a region's threads all finish before the next
+    region starts, in a given order. Deleting any barrier of any example lets a thread read
+    a word another thread has not written yet (NaN, shared memory being poisoned) or has
+    already overwritten, in the forward or the reverse thread order."""
+    source = compile_file(path).module
+    module = lower(source.clone())
+    count = sum(isinstance(op, fuse.BarrierOp) for op in module.walk())
+    assert count
+    n = 300
+    program = find_program(source)
+    inputs = random_inputs(program, n, 0, np.float32)
+    want = run_reference(program, inputs)
+    for k in range(count):
+        plan = _without_barrier(module, k)
+        wrong = []
+        for reverse in (False, True):
+            got = Executor(plan, CpuDevice(plan, reverse_threads=reverse)).run(inputs, n).outputs
+            wrong.append(not all(c.ok for c in check_outputs(got, want, "f32")))
+        assert any(wrong), f"barrier {k} of {count} deleted, and the results are still right"
+    intact = build(module, compile_gpu=False)
+    for reverse in (False, True):
+        got = Executor(intact, CpuDevice(intact, reverse_threads=reverse)).run(inputs, n).outputs
+        assert all(c.ok for c in check_outputs(got, want, "f32"))
+
+
+def test_results_do_not_depend_on_worker_threads_or_thread_order(monkeypatch):
+    """Blocks are independent and every region's threads finish before the next region: any
+    number of worker threads and either thread order give the same bits."""
+    path = next(p for p in EXAMPLES if p.endswith("bigfusion.kas"))
+    plan, _ = compile_program(path, None, "f32", compile_gpu=False)
+    n = 40 * plan.kernels[0].by + 5  # 41 blocks, the last one short
+    inputs = random_inputs(plan.reference_program, n, 3, np.float32)
+    results = []
+    for threads in ("1", "2", "3", "7"):
+        monkeypatch.setenv("IRFUSE_CPU_THREADS", threads)
+        for reverse in (False, True):
+            results.append(Executor(plan, CpuDevice(plan, reverse_threads=reverse)).run(inputs, n).outputs["F"])
+    assert not np.isnan(results[0]).any()
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_a_bad_worker_thread_count_is_refused(monkeypatch, value):
+    from irfuse.diagnostics import UsageError
+
+    path = next(p for p in EXAMPLES if p.endswith("synctest.kas"))
+    plan, _ = plan_for(path, "f32")
+    monkeypatch.setenv("IRFUSE_CPU_THREADS", value)
+    with pytest.raises(UsageError, match=f"IRFUSE_CPU_THREADS must be a positive whole number of threads, not '{value}'"):
+        CpuDevice(plan)
+
+
+LOOPS = """
+matrix3x3 R, Q, T, S; vector3 x, v;
+input R, Q, x;
+loop 3 {
+  T = mmul33(R, Q);
+  Q = madd33(R, Q);
+  R = madd33(T, Q);
+  loop 2 { S = mmul33(R, R); R = madd33(S, Q); }
+  v = mvmul33(R, x);
+  x = mvmul33(Q, v);
+}
+return R, Q, x, v;
+"""
+
+
+def test_loop_carried_values_through_every_plan(tmp_path):
+    """Loop-carried values trade buffers with the values the body's kernels yield instead of
+    being copied (values an inner loop yields are still copied): with two values carried by
+    the outer loop and one by the inner loop, every plan of the search agrees with the
+    reference, in both thread orders."""
+    from conftest import check_top_plans_on_cpu
+
+    path = tmp_path / "loops.kas"
+    path.write_text(LOOPS)
+    assert check_top_plans_on_cpu(str(path), 6, "f32", 300) >= 3
+    plan, _ = compile_program(str(path), None, "f32", compile_gpu=False)
+    inputs = random_inputs(plan.reference_program, 300, 1, np.float32)
+    want = run_references(plan.reference_program, inputs, "f32")
+    for reverse in (False, True):
+        got = Executor(plan, CpuDevice(plan, reverse_threads=reverse)).run(inputs, 300).outputs
+        assert all(c.ok for c in check_outputs(got, want, "f32"))

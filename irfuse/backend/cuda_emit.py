@@ -14,6 +14,16 @@ execution).  Conventions:
 - shared values hold the block's elements element after element, exactly
   as in global memory, so loads and stores are contiguous copies by all
   threads (coalesced); register values hold the thread's own element.
+
+Each kernel comes twice, from the same statements: the `__global__` kernel
+for the GPU, and (under `IRFUSE_HOST`) a host function that runs a range of
+blocks the way CPU implementations of OpenCL do. A block's body is cut at
+its barriers into regions, and each region becomes a loop over the block's
+threads (in a given order, forward or reverse), so a barrier's semantics are
+exact: every thread finishes the region before any thread starts the next.
+Register values used in more than one region are kept per thread across the
+barrier; the others stay local to the loop, where the host compiler keeps
+them in registers. The device functions are the same text for both.
 """
 
 from __future__ import annotations
@@ -249,8 +259,9 @@ class _KernelEmitter:
         self.info.min_blocks = self.min_blocks
         if kernel.barriers_before is not None:
             self.info.barriers_before = kernel.barriers_before.data
-        self.body: list[str] = []
-        self.regs: list[str] = []
+        # The statements between two barriers (the first region starts the kernel).
+        self.regions: list[list[str]] = [[]]
+        self.regs: list[tuple[str, int]] = []  # register values: C name, words per thread
         self.used: set[tuple[Implementation, str]] = set()
         self.pending_async = False  # loads issued with cp.async and not yet waited for
 
@@ -267,7 +278,7 @@ class _KernelEmitter:
 
     def declare_register(self, v: SSAValue) -> None:
         ap, _, _ = register_pattern(v, self.library)
-        self.regs.append(f"  real_t {self.names.get(v, 'r_')}[{max(ap.relative()) + 1}];")
+        self.regs.append((self.names.get(v, "r_"), max(ap.relative()) + 1))
         self.info.register_values += 1
 
     def guard(self, bx_call: int, y: str, remap: bool) -> str:
@@ -299,15 +310,15 @@ class _KernelEmitter:
     def emit_load(self, op: fuse.LoadOp) -> None:
         size = op.res.type.size
         src = self.names.get(op.source, "g_")
-        self.body.append(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
+        self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
         if op.place.is_shared:
             off = op.place.offset.data
-            self.body.append(self.copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size,
+            self.line(self.copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size,
                                        op.place, load=True))
             self.info.shared_values += 1
         else:
             self.declare_register(op.res)
-            self.body.append(self.per_thread(
+            self.line(self.per_thread(
                 op.res, lambda st, r, k: f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];"))
 
     def emit_call(self, op: fuse.CallOp) -> None:
@@ -321,10 +332,10 @@ class _KernelEmitter:
         remap = op.remapped
         scope, x, y = thread_scope(impl.bx, self.bx, remap)
         args = [x, y] + [self.base(a, y) for a in op.args] + [self.base(op.res, y)]
-        self.body.append(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
+        self.line(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
                          + (", threads remapped" if remap else ""))
         call = f"if ({self.guard(impl.bx, y, remap)}) {impl.variant_name(variant)}({', '.join(args)});"
-        self.body.append(f"  {scope}{call} }}" if remap else f"  {call}")
+        self.line(f"  {scope}{call} }}" if remap else f"  {call}")
         self.info.calls.append(f"{op.op_name}[{impl.name}]")
 
     def emit_store(self, op: fuse.StoreOp) -> None:
@@ -333,16 +344,19 @@ class _KernelEmitter:
         place = value_op.get_place()
         size = op.value.type.size  # type: ignore[attr-defined]
         dst = self.names.get(op.dest, "g_")
-        self.body.append(f"  // store into {op.dest.name_hint}")
+        self.line(f"  // store into {op.dest.name_hint}")
         if place.is_shared:
             off = place.offset.data
-            self.body.append(self.copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
+            self.line(self.copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
         else:
-            self.body.append(self.per_thread(
+            self.line(self.per_thread(
                 op.value, lambda st, r, k: f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];"))
 
+    def line(self, text: str) -> None:
+        self.regions[-1].append(text)
+
     def emit_barrier(self, op: fuse.BarrierOp) -> None:
-        self.body.append("  __syncthreads();")
+        self.regions.append([])
         self.info.barriers += 1
 
     def emit(self) -> str:
@@ -350,13 +364,18 @@ class _KernelEmitter:
                     fuse.BarrierOp: self.emit_barrier}
         for op in self.kernel.body.block.ops:
             if self.pending_async and not isinstance(op, fuse.LoadOp):
-                self.body.append("  irf_async_wait();")
+                self.line("  irf_async_wait();")
                 self.pending_async = False
             handler = handlers.get(type(op))
             if handler is None:
                 raise CompileError(f"the CUDA emitter does not handle '{op.name}'")
             handler(op)  # type: ignore[operator]
-        return "\n".join([*self.signature(), *self.prologue(), *self.regs, *self.body, "}"])
+        body: list[str] = []
+        for k, region in enumerate(self.regions):
+            body += ["  __syncthreads();"] * (k > 0) + region
+        regs = [f"  real_t {name}[{words}];" for name, words in self.regs]
+        gpu = [*self.signature(), *self.prologue(), *regs, *body, "}"]
+        return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *self.host_function(), "#endif"])
 
     def signature(self) -> list[str]:
         params = [f"const real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.input_args]
@@ -366,6 +385,49 @@ class _KernelEmitter:
                 f'extern "C" __global__ void __launch_bounds__({self.nthreads}, {self.min_blocks}) '
                 f'{self.info.name}({", ".join(params)})',
                 "{"]
+
+    def host_function(self) -> list[str]:
+        """The kernel for the CPU: blocks `block_begin` to `block_end`, each region a loop over
+        the block's threads, `reverse` running them last to first (see the module's docstring)."""
+        params = [f"const real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.input_args]
+        params += [f"real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.output_args]
+        params += ["const long long n", "const long long block_begin", "const long long block_end",
+                   "const bool reverse"]
+        regions = [r for r in self.regions if r]
+        kept = [(name, words) for name, words in self.regs
+                if sum(bool(re.search(rf"\b{name}\b", "\n".join(r))) for r in regions) > 1]
+        smem_words = -(-max(self.words, 1) // 4) * 4  # the kept values start 16-byte aligned
+        scratch = smem_words + sum(self.nthreads * words for _, words in kept)
+        nt = self.nthreads
+        lines = [f"// fuse.kernel @{self.info.name} on the CPU: {len(regions)} regions of {nt} threads",
+                 f"static void {self.info.name}({', '.join(params)})",
+                 "{",
+                 f"  const std::unique_ptr<real_t[]> irf_scratch(new real_t[{scratch}]);",
+                 "  real_t* const smem = irf_scratch.get();"]
+        offset = smem_words
+        for name, words in kept:
+            lines.append(f"  real_t* const irf_kept_{name} = smem + {offset};  // {words} words per thread")
+            offset += nt * words
+        lines += ["  for (long long irf_block = block_begin; irf_block < block_end; ++irf_block) {",
+                  f"    irf::poison(smem, {self.words});",
+                  f"    const long long first = irf_block * {self.by};",
+                  f"    const int count = n - first < {self.by} ? (int)(n - first) : {self.by};"]
+        for region in regions:
+            text = "\n".join(region)
+            lines += [f"    for (int irf_t = 0; irf_t < {nt}; ++irf_t) {{",
+                      f"      const int tid = reverse ? {nt - 1} - irf_t : irf_t;",
+                      f"      const int tx = tid % {self.bx}, ty = tid / {self.bx};",
+                      "      const bool active = ty < count;",
+                      "      (void)tx; (void)ty; (void)active;"]
+            for name, words in self.regs:
+                if not re.search(rf"\b{name}\b", text):
+                    continue
+                if (name, words) in kept:
+                    lines.append(f"      real_t* const {name} = irf_kept_{name} + tid * {words};")
+                else:
+                    lines.append(f"      real_t {name}[{words}];")
+            lines += ["    " + line for line in region] + ["    }"]
+        return lines + ["  }", "}"]
 
     def prologue(self) -> list[str]:
         lines = []

@@ -1,7 +1,11 @@
 """CPU execution of generated CUDA C: the same source, the host C++ compiler, ctypes.
 
-The kernel source is compiled unchanged, together with `irfuse_host.h`
-(CUDA built-ins as host C++) and a small generated launcher per kernel.
+The kernel source is compiled unchanged with `IRFUSE_HOST` defined (by `irfuse_host.h`),
+which selects each kernel's host function (a loop over threads per barrier-delimited
+region, see `cuda_emit`), together with a small generated launcher per kernel that spreads
+the launch's blocks over worker threads. Optimized (-O2); no floating-point shortcuts
+(no -ffast-math, no contraction into fused multiply-adds), so the results are those of the
+source's operations in its order, on any x86-64 or ARM host.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from importlib import resources
 
 from irfuse.backend.cuda_emit import KernelInfo
 from irfuse.backend.disk_cache import cache_lock, entry_path, read_checked, sha256, write_checked
-from irfuse.diagnostics import CompileError, ExecutionError
+from irfuse.diagnostics import CompileError, ExecutionError, UsageError
 
 HEADER = "irfuse_host.h"
 
@@ -24,20 +28,30 @@ def _header_text() -> str:
     return resources.files("irfuse.backend").joinpath(HEADER).read_text()
 
 
-def launcher_source(kernels: list[KernelInfo], itemsize: int) -> str:
+def launcher_source(kernels: list[KernelInfo]) -> str:
     lines = ['#include "kernels.cu"', ""]
     for k in kernels:
         nargs = len(k.inputs) + len(k.outputs)
         casts = [f"(const real_t*)args[{i}]" for i in range(len(k.inputs))]
         casts += [f"(real_t*)args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
         lines += [
-            f'extern "C" int irf_launch_{k.name}(void** args, long long n, unsigned grid) {{',
+            f'extern "C" int irf_launch_{k.name}(void** args, long long n, long long grid, int workers, int reverse) {{',
             f"  (void)args; // {nargs} arrays",
-            f"  return irf::run_grid(grid, {k.bx}, {k.by}, {k.shared_words * itemsize}, "
-            f"[&] {{ {k.name}({', '.join(casts + ['n'])}); }});",
+            "  return irf::run_blocks(grid, workers, [&](long long begin, long long end) { "
+            f"{k.name}({', '.join(casts + ['n', 'begin', 'end', 'reverse != 0'])}); }});",
             "}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def cpu_threads() -> int:
+    """Worker threads per launch: `IRFUSE_CPU_THREADS`, else every core this process may use."""
+    text = os.environ.get("IRFUSE_CPU_THREADS", "").strip()
+    if not text:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"IRFUSE_CPU_THREADS must be a positive whole number of threads, not '{text}'")
+    return int(text)
 
 
 def compiler() -> str:
@@ -47,16 +61,24 @@ def compiler() -> str:
     return cxx
 
 
+# -fno-strict-aliasing: the 16-byte copies read real_t arrays through a vector type.
+# -ffp-contract=off: a*b+c stays two roundings, as the reference and NVRTC's output are
+# compared with tolerances made for that, and results must not depend on the host's ISA.
+FLAGS = ["-std=c++20", "-O2", "-fno-strict-aliasing", "-ffp-contract=off", "-shared", "-fPIC",
+         "-pthread", "-w"]
+
+
 class HostModule:
     """A compiled shared library of kernels with one `launch` entry per kernel."""
 
     def __init__(self, source: str, kernels: list[KernelInfo], itemsize: int):
         self.kernels = {k.name: k for k in kernels}
         self.itemsize = itemsize
-        launcher = launcher_source(kernels, itemsize)
+        self.workers = cpu_threads()
+        launcher = launcher_source(kernels)
         header = _header_text()
         cxx = compiler()
-        flags = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w"]
+        flags = FLAGS
         key = sha256("\0".join([source, launcher, header, cxx, *flags]).encode())
         lib_path = entry_path("host", key, ".so")
         with cache_lock(lib_path):
@@ -70,7 +92,8 @@ class HostModule:
         self.entries = {}
         for name in self.kernels:
             fn = getattr(self.lib, f"irf_launch_{name}")
-            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_longlong, ctypes.c_uint]
+            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_longlong, ctypes.c_longlong,
+                           ctypes.c_int, ctypes.c_int]
             fn.restype = ctypes.c_int
             self.entries[name] = fn
 
@@ -97,10 +120,20 @@ class HostModule:
             with open(out, "rb") as f:
                 return f.read()
 
-    def launch(self, name: str, arrays: list, n: int) -> None:
-        """Runs kernel `name` on numpy arrays (inputs then outputs) of `n` elements."""
+    def launcher(self, name: str, arrays: list, n: int, reverse: bool = False):
+        """A call that runs kernel `name` on numpy arrays (inputs then outputs) of `n`
+        elements; `reverse` runs each region's threads last to first."""
         k = self.kernels[name]
         grid = -(-n // k.by)
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
-        if self.entries[name](ptrs, n, grid) != 0:
-            raise ExecutionError(f"kernel {name} failed on the CPU")
+        entry, workers = self.entries[name], self.workers
+
+        def launch() -> None:
+            if entry(ptrs, n, grid, workers, int(reverse)) != 0:
+                raise ExecutionError(f"kernel {name} failed on the CPU")
+        launch.keep = arrays  # type: ignore[attr-defined]  # the pointers stay valid as long as the call
+        return launch
+
+    def launch(self, name: str, arrays: list, n: int, reverse: bool = False) -> None:
+        """Runs kernel `name` once (see `launcher`)."""
+        self.launcher(name, arrays, n, reverse)()

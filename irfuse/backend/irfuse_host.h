@@ -1,18 +1,19 @@
-// Maps the CUDA built-ins used by irfuse's generated kernels to host C++,
-// so the exact source given to NVRTC also runs on the CPU.
+// What irfuse's generated source needs to compile as host C++ (with IRFUSE_HOST
+// defined, the source holds each kernel as a host function over a range of
+// blocks, see cuda_emit) and the runner that spreads a launch's blocks over
+// worker threads.
 //
-// A launch runs the grid's blocks one after another; each block's
-// bx*by threads are real std::threads that meet at a std::barrier for
-// __syncthreads().  Before each block its shared memory is filled with NaN,
-// so reading shared memory that no thread wrote shows up in the results.
+// Shared memory is per block and filled with all-ones words (NaN) before the
+// block runs, so reading shared memory that no thread of the block wrote shows
+// up in the results.
 #pragma once
 #define IRFUSE_HOST 1
 
-#include <barrier>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <exception>
-#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -24,70 +25,53 @@
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 
-struct irf_dim3 {
-  unsigned x = 1, y = 1, z = 1;
-};
-
-namespace irf {
-struct BlockContext {
-  std::barrier<>* barrier = nullptr;
-  unsigned char* smem = nullptr;
-};
-inline thread_local irf_dim3 thread_idx, block_idx;
-inline irf_dim3 block_dim, grid_dim;
-inline BlockContext ctx;
-}  // namespace irf
-
-#define threadIdx (irf::thread_idx)
-#define blockIdx (irf::block_idx)
-#define blockDim (irf::block_dim)
-#define gridDim (irf::grid_dim)
-
-inline void __syncthreads() { irf::ctx.barrier->arrive_and_wait(); }
-
-#define IRFUSE_SHARED_STATIC(T, name, words) T* name = reinterpret_cast<T*>(irf::ctx.smem)
-#define IRFUSE_SHARED_DYNAMIC(T, name) T* name = reinterpret_cast<T*>(irf::ctx.smem)
-
 using std::fabs;
 using std::sqrt;
-
-namespace irf {
-// Runs `kernel` over `grid` blocks of (bx, by) threads.  Returns 0, or 1 if a thread threw.
-inline int run_grid(unsigned grid, unsigned bx, unsigned by, size_t smem_bytes,
-                    const std::function<void()>& kernel) {
-  const unsigned nthreads = bx * by;
-  std::vector<unsigned char> smem(smem_bytes + 16);
-  std::barrier<> bar(nthreads);
-  block_dim = {bx, by, 1};
-  grid_dim = {grid, 1, 1};
-  ctx.barrier = &bar;
-  ctx.smem = smem.data();
-  std::exception_ptr failure;
-  std::mutex failure_lock;
-  auto body = [&](unsigned tid) {
-    thread_idx = {tid % bx, tid / bx, 1};
-    thread_idx.z = 0;
-    for (unsigned b = 0; b < grid; ++b) {
-      if (tid == 0) std::memset(smem.data(), 0xff, smem.size());  // all-ones words are NaN
-      bar.arrive_and_wait();
-      block_idx = {b, 0, 0};
-      try {
-        kernel();
-      } catch (...) {
-        std::lock_guard<std::mutex> g(failure_lock);
-        failure = std::current_exception();
-      }
-      bar.arrive_and_wait();
-    }
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(nthreads);
-  for (unsigned t = 0; t < nthreads; ++t) threads.emplace_back(body, t);
-  for (auto& t : threads) t.join();
-  return failure ? 1 : 0;
-}
-}  // namespace irf
 
 // Vector types used for 16-byte copies.
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
+
+namespace irf {
+template <class T>
+inline void poison(T* smem, long long words) {
+  std::memset(static_cast<void*>(smem), 0xff, sizeof(T) * words);  // all-ones words are NaN
+}
+
+// Runs body(begin, end) over the blocks [0, grid) on `workers` threads (the calling thread
+// alone when that is 1 or there is one block), handing out chunks of blocks as threads
+// become free.  Blocks are independent, so which thread runs one does not change its
+// results.  Returns 0, or 1 if the body threw.
+template <class Body>
+inline int run_blocks(long long grid, int workers, const Body& body) {
+  const long long nworkers = workers < 1 ? 1 : (workers > grid ? grid : workers);
+  if (nworkers <= 1) {
+    try {
+      body(0LL, grid);
+    } catch (...) {
+      return 1;
+    }
+    return 0;
+  }
+  // Several chunks per worker balance blocks of uneven cost; not so many that the
+  // counter is contended.
+  long long chunk = grid / (nworkers * 8);
+  if (chunk < 1) chunk = 1;
+  std::atomic<long long> next{0};
+  std::atomic<int> failed{0};
+  auto work = [&] {
+    try {
+      for (long long b = next.fetch_add(chunk); b < grid; b = next.fetch_add(chunk))
+        body(b, b + chunk < grid ? b + chunk : grid);
+    } catch (...) {
+      failed = 1;
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(nworkers - 1);
+  for (long long w = 1; w < nworkers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  return failed.load();
+}
+}  // namespace irf

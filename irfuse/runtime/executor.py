@@ -1,9 +1,11 @@
 """Executes a plan's host program (launches, loops) on a device: the CPU or a GPU.
 
 Every SSA value of the host program gets its own buffer.  At the end of a
-loop iteration the yielded values are copied into the buffers of the next
-iteration's block arguments, so a kernel never writes a buffer that a later
-kernel of the same iteration still reads under another name.
+loop iteration a value the body's kernels made and yields trades buffers with
+the block argument it becomes (ping-pong); other yielded values (outer ones,
+block arguments, inner loops' results) are copied into the block argument's
+buffer. Either way a kernel never writes a buffer that a later kernel of the
+same iteration still reads under another name.
 
 The host program is walked once into a flat list of steps (launches with their
 arguments bound, copies; loops unrolled, their trip counts being constants), which
@@ -54,6 +56,15 @@ class Executor:
     def _shape(self, v: SSAValue, n: int) -> tuple[int, ...]:
         return (n, *v.type.shape)  # type: ignore[attr-defined]
 
+    @staticmethod
+    def _swappable(y: SSAValue, loop: kas.LoopOp, yielded) -> bool:
+        """Whether a yielded value's buffer may trade places with its block argument's: it is
+        made by a launch of the loop's own body (not an outer value, a block argument or an
+        inner loop's result, whose buffers other values share) and yielded once."""
+        owner = y.owner
+        return (isinstance(owner, fuse.LaunchOp) and owner.parent_block() is loop.body.block
+                and sum(v is y for v in yielded) == 1)
+
     def _record(self, block, env: dict, n: int, steps: list[Callable[[], None]]) -> list:
         """Appends the steps of `block` to `steps`; returns the buffers it returns or yields."""
         dev = self.device
@@ -72,11 +83,18 @@ class Executor:
                         env[a] = dev.alloc(self._shape(a, n))
                     steps.append(functools.partial(dev.copy, env[a], env[init]))
                 last: list = []
+                yielded = op.body.block.last_op.operands
                 for it in range(op.trip_count.data):
                     last = self._record(op.body.block, env, n, steps)
                     if it + 1 < op.trip_count.data:
-                        for a, y in zip(args, last):
-                            steps.append(functools.partial(dev.copy, env[a], y))
+                        for a, y, buf in zip(args, yielded, last):
+                            if self._swappable(y, op, yielded):
+                                # Ping-pong: the next iteration reads `a` where this one wrote
+                                # `y`, and writes `y` over the old `a`, which nothing reads any
+                                # more: no copy.
+                                env[a], env[y] = env[y], env[a]
+                            else:
+                                steps.append(functools.partial(dev.copy, env[a], buf))
                 for r, y in zip(op.res, last):
                     env[r] = y
             elif isinstance(op, (kas.ReturnOp, kas.YieldOp)):
@@ -145,12 +163,15 @@ class WallTimer:
 
 
 class CpuDevice:
-    """Runs the generated CUDA C on the host (see `backend.host_compile`)."""
+    """Runs the generated CUDA C on the host (see `backend.host_compile`). With
+    `reverse_threads`, every region of every block runs its threads last to first: a
+    missing barrier shows in one of the two orders (see `cuda_emit`)."""
 
     name = "cpu"
 
-    def __init__(self, plan: CompiledProgram):
+    def __init__(self, plan: CompiledProgram, reverse_threads: bool = False):
         self.dtype = plan.element.numpy
+        self.reverse_threads = reverse_threads
         self.module = compiler_for("cpu").compile(plan.source, plan.kernels, plan.element)
 
     def upload(self, a):
@@ -167,7 +188,7 @@ class CpuDevice:
         np.copyto(dst, src)
 
     def launcher(self, kernel, buffers, n):
-        return functools.partial(self.module.launch, kernel, buffers, n)
+        return self.module.launcher(kernel, buffers, n, self.reverse_threads)
 
     def batch(self, steps):
         return in_order(steps)

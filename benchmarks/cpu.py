@@ -1,0 +1,164 @@
+"""irfuse's CPU backend against NumPy and jax.jit on the CPU, in one run.
+
+    python benchmarks/cpu.py [--n 1048576] [--workloads ...] [--repeat 10] [--rounds 5]
+                             [--threads T] [--json cpu.json]
+
+The four seed workloads and a 100-step power iteration per element, float32, array of
+structures, the same random data for every contender. irfuse runs its default plan on the
+CPU backend (`--backend cpu`: each kernel's barrier-delimited regions as loops over the
+block's threads, blocks spread over every core); NumPy runs the same chains written with
+`matmul`/`einsum` (one thread, as NumPy's element-wise operations are); JAX runs them under
+`jax.jit` on its CPU device (`lax.fori_loop` for the power iteration). Every contender's
+outputs are checked against irfuse's float64 NumPy reference. Contenders are timed in turns
+(`--rounds` rounds, alternating order) so a drift of the machine weighs on all alike.
+
+Also printed: a host memory copy of the workload's bytes (half read, half written) on as
+many threads as irfuse uses, as the bandwidth yardstick; "of copy" is each contender's
+effective bandwidth (inputs read once + outputs written once) over that copy's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import ROOT, array_fns, interleaved_medians, peer_check  # noqa: E402
+
+WORKLOADS = {
+    "BigFusion": "bigfusion_bench.kas",
+    "SyncTest": "synctest.kas",
+    "StVenant": "stvenant.kas",
+    "StVenantInner": "stvenant_inner.kas",
+    "PowerIteration": "power_iteration.kas",
+}
+
+
+def wall_sampler(fn, args, warmup=2):
+    """One timing of `fn(*args)` per call on the host clock (JAX results waited for)."""
+    def run():
+        out = fn(*args)
+        if hasattr(out[0], "block_until_ready"):
+            for o in out:
+                o.block_until_ready()
+        return out
+
+    for _ in range(warmup):
+        run()
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        run()
+        return time.perf_counter() - t0
+    return once
+
+
+def copy_sampler(nbytes: int, threads: int):
+    """A host copy of nbytes/2 bytes into another nbytes/2 on `threads` threads (NumPy's copy
+    releases the GIL), the yardstick for memory-bound work."""
+    words = max(threads, nbytes // 2 // 4)
+    src = np.random.default_rng(0).random(words, dtype=np.float32)
+    dst = np.empty_like(src)
+    parts = np.array_split(np.arange(words), threads)
+    bounds = [(int(p[0]), int(p[-1]) + 1) for p in parts if len(p)]
+    pool = ThreadPoolExecutor(len(bounds))
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        list(pool.map(lambda b: np.copyto(dst[b[0]:b[1]], src[b[0]:b[1]]), bounds))
+        return (time.perf_counter() - t0) * nbytes / (2 * words * 4)
+    once()
+    return once
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_048_576)
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    ap.add_argument("--repeat", type=int, default=10, help="timings per contender (default 10)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of turns (default 5)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="irfuse's worker threads (IRFUSE_CPU_THREADS; default: every core)")
+    ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--json", default="cpu.json")
+    args = ap.parse_args(argv)
+    if args.threads:
+        os.environ["IRFUSE_CPU_THREADS"] = str(args.threads)
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from irfuse.backend.host_compile import cpu_threads
+    from irfuse.driver.compile import PlanningOptions, compile_program
+    from irfuse.runtime.executor import CpuDevice, Executor
+    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
+    from irfuse.runtime.verify import check_outputs
+
+    threads = cpu_threads()
+    console = Console(width=200)
+    numpy_fns = array_fns(np)
+    jax_fns = None
+    if not args.skip_jax:
+        try:
+            import jax
+            import jax.numpy as jnp
+
+            jax.config.update("jax_platforms", "cpu")
+            jax_fns = array_fns(jnp, loop=lambda count, body, x: jax.lax.fori_loop(0, count, lambda i, y: body(y), x))
+        except ImportError:
+            console.print("JAX is not installed: its column is left out (pip install jax)")
+    rows = []
+    for wl in args.workloads:
+        path = os.path.join(ROOT, "examples", WORKLOADS[wl])
+        plan, _ = compile_program(path, None, "f32", compile_gpu=False, planning=PlanningOptions(n=args.n))
+        prog = plan.reference_program
+        inputs = random_inputs(prog, args.n, 1, np.float32)
+        ordered = [inputs[name] for name in prog.inputs]
+        nbytes = effective_bytes(prog, args.n, 4)
+        reference = run_references(prog, inputs, "f32")
+        rec = Executor(plan, CpuDevice(plan)).prepare(inputs, args.n)
+        rec.replay()
+        checks = {"irfuse": "ok" if all(c.ok for c in check_outputs(rec.outputs(), reference, "f32")) else "WRONG"}
+        samplers = {"irfuse (cpu backend)": lambda: rec.time_once(),
+                    "(copy of the same bytes)": copy_sampler(nbytes, threads),
+                    "NumPy": wall_sampler(numpy_fns[wl], ordered)}
+        checks["NumPy"] = peer_check(numpy_fns[wl](*ordered), prog.outputs, reference)
+        if jax_fns is not None:
+            jfn = jax.jit(jax_fns[wl])
+            jargs = [jax.device_put(a) for a in ordered]
+            samplers["jax.jit (cpu)"] = wall_sampler(jfn, jargs)
+            checks["jax.jit (cpu)"] = peer_check(jfn(*jargs), prog.outputs, reference)
+        times = interleaved_medians(samplers, args.repeat, args.rounds)
+        copy_s = times["(copy of the same bytes)"]
+        ours = times["irfuse (cpu backend)"]
+        rows.append({"workload": wl, "n": args.n, "bytes": nbytes, "times_s": times, "checks": checks,
+                     "fraction_of_copy": {k: copy_s / v for k, v in times.items()},
+                     "irfuse_speedup": {k: v / ours for k, v in times.items() if not k.startswith("(")},
+                     "kernels": [k.name for k in plan.kernels]})
+    table = Table(title=f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores; irfuse on "
+                        f"{threads} threads): n = {args.n}, float32, median of {args.repeat}")
+    for col in ("workload", "contender", "ms", "M elem/s", "GB/s", "of copy", "irfuse speedup", "check"):
+        table.add_column(col)
+    for r in rows:
+        for k, t in sorted(r["times_s"].items(), key=lambda kv: kv[1]):
+            table.add_row(r["workload"], k, f"{t * 1e3:.2f}", f"{args.n / t / 1e6:.1f}",
+                          f"{r['bytes'] / t / 1e9:.1f}", f"{r['fraction_of_copy'][k]:.0%}",
+                          f"{r['irfuse_speedup'][k]:.2f}x" if k in r["irfuse_speedup"] else "",
+                          r["checks"].get(k.split(" (cpu backend)")[0], ""))
+    console.print(table)
+    with open(args.json, "w") as f:
+        json.dump({"machine": platform.machine(), "cores": os.cpu_count(), "irfuse_threads": threads,
+                   "n": args.n, "repeat": args.repeat, "rounds": args.rounds, "rows": rows}, f, indent=2)
+    console.print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
