@@ -1,10 +1,15 @@
 """irfuse: a GPU kernel-fusion compiler for batched small-matrix programs, on xDSL.
 
+`irfuse.compile(path_or_source)` gives a `Program` to call on arrays (see `irfuse.api`).
+
 Importing any part of irfuse imports the driver, which hands the op library the check
 that every hand-written implementation must pass (the library itself compiles nothing).
 """
 
 import irfuse.driver  # noqa: F401
 from irfuse._version import __version__
+from irfuse.api import IrfuseWarning, Outputs, Program, Verification, compile
+from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "compile", "Program", "Outputs", "Verification", "IrfuseWarning",
+           "IrfuseError", "CompileError", "UsageError", "ExecutionError"]

@@ -20,6 +20,7 @@ LAYERS = [
     {"irfuse.passes"},
     {"irfuse.driver"},
     {"irfuse.runtime"},
+    {"irfuse.api"},  # irfuse.compile and Program: the library interface
     {"irfuse.universe"},  # what stock xdsl-opt loads: dialects, passes, the cuda target
     {"irfuse.tools"},
     {"irfuse.testing"},

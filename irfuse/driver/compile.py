@@ -21,7 +21,7 @@ from irfuse.diagnostics import Diagnostic
 from irfuse.dialects.context import make_context
 from irfuse.dialects.element_types import element_type, module_element_type, set_module_element_type
 from irfuse.driver.artifact import CompiledProgram
-from irfuse.frontend.irgen import compile_file
+from irfuse.frontend.irgen import FrontendResult, compile_file, compile_source
 from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
 from irfuse.planner.cost import DEFAULT_BATCH
 
@@ -83,11 +83,23 @@ def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", 
                     arch: str | None = None, planning: PlanningOptions | None = None
                     ) -> tuple[CompiledProgram, list[Diagnostic]]:
     """A KAS file compiled with a pipeline (the default one when None) for an element type."""
-    result = compile_file(path)
+    return _compile(compile_file(path), os.path.basename(path), pipeline, dtype, compile_gpu, arch, planning)
+
+
+def compile_text(text: str, filename: str, pipeline: str | None = None, dtype: str = "f32",
+                 compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None
+                 ) -> tuple[CompiledProgram, list[Diagnostic]]:
+    """KAS source text (diagnostics name it `filename`) compiled as `compile_program` does."""
+    return _compile(compile_source(text, filename), os.path.basename(filename), pipeline, dtype, compile_gpu,
+                    arch, planning)
+
+
+def _compile(result: FrontendResult, name: str, pipeline: str | None, dtype: str, compile_gpu: bool,
+             arch: str | None, planning: PlanningOptions | None) -> tuple[CompiledProgram, list[Diagnostic]]:
     set_module_element_type(result.module, element_type(dtype))
     reference = result.module.clone()
     module = lower(result.module, pipeline, planning)
     program = build(module, compile_gpu, arch)
     program.reference_module = reference
-    program.meta = {"source": os.path.basename(path), "pipeline": pipeline or DEFAULT_PIPELINE}
+    program.meta = {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}
     return program, result.warnings

@@ -301,12 +301,16 @@ def compile_source(text: str, filename: str = "<input>", library: Library | None
     return IRGen(src, prog, library or default_library(), program_name(filename)).build()
 
 
-def compile_file(path: str, library: Library | None = None) -> FrontendResult:
+def read_source(path: str) -> str:
+    """A KAS file's text; `CompileError` naming the file when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            return f.read()
     except UnicodeDecodeError as e:
         raise CompileError(Diagnostic(f"file is not valid UTF-8 ({e.reason} at byte {e.start})", path))
     except OSError as e:
         raise CompileError(Diagnostic(f"cannot read file: {e.strerror}", path))
-    return compile_source(text, path, library)
+
+
+def compile_file(path: str, library: Library | None = None) -> FrontendResult:
+    return compile_source(read_source(path), path, library)

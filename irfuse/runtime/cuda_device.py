@@ -132,6 +132,17 @@ class CudaDevice:
         self.drv.memcpy_htod(buf, a)
         return buf
 
+    def write(self, buf, a):
+        """Host array `a` (this device's element type) into device buffer `buf`."""
+        self.drv.memcpy_htod(buf, np.ascontiguousarray(a))
+
+    def read_into(self, out, buf):
+        """Device buffer `buf` into host array `out` (any strides)."""
+        if out.flags.c_contiguous:
+            self.drv.memcpy_dtoh(out, buf)
+        else:
+            out[...] = self.download(buf, out.shape)
+
     def download(self, buf, shape):
         out = np.empty(shape, dtype=self.dtype)
         self.drv.memcpy_dtoh(out, buf)

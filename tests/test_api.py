@@ -1,0 +1,242 @@
+"""The Python API (`irfuse.compile`, `Program`) on NumPy arrays, on the CPU backend."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import irfuse
+from conftest import EXAMPLES
+from irfuse.runtime.reference import random_inputs, run_references
+from irfuse.runtime.verify import check_outputs
+
+
+def example(name: str) -> str:
+    return next(p for p in EXAMPLES if os.path.basename(p) == name)
+
+
+@pytest.fixture(scope="module")
+def synctest():
+    return irfuse.compile(example("synctest.kas"), backend="cpu")
+
+
+@pytest.fixture(scope="module")
+def stvenant():
+    return irfuse.compile(example("stvenant.kas"), backend="cpu")
+
+
+def test_a_program_says_what_it_takes_and_gives(stvenant):
+    assert stvenant.inputs == ("ten4help1", "mat33helpf", "vec3dphi", "mat33help1", "vecquadweightssums")
+    assert stvenant.outputs == ("ten3help2", "vec3nodestiff")
+    assert stvenant.shapes["ten4help1"] == (3, 3, 3, 3) and stvenant.shapes["vecquadweightssums"] == ()
+    assert stvenant.dtype == np.float32 and stvenant.backend == "cpu"
+    assert "stvenant(ten4help1" in repr(stvenant) and stvenant.kernels
+
+
+@pytest.mark.parametrize("name", [os.path.basename(p) for p in EXAMPLES])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_every_example_through_the_api_matches_the_reference(name, dtype):
+    prog = irfuse.compile(example(name), backend="cpu", dtype=dtype)
+    ref = prog.compiled.reference_program
+    inputs = random_inputs(ref, 301, 7, prog.dtype)
+    out = prog(*[inputs[k] for k in prog.inputs])
+    assert isinstance(out, irfuse.Outputs) and out.keys() == prog.outputs
+    checks = check_outputs(out.as_dict(), run_references(ref, inputs, dtype), dtype)
+    assert all(c.ok for c in checks), [c.describe() for c in checks]
+    assert all(o.dtype == prog.dtype and o.shape == (301, *prog.shapes[k]) for k, o in out.items())
+
+
+def test_arguments_by_name_and_outputs_by_position_name_and_attribute(stvenant):
+    ref = stvenant.compiled.reference_program
+    inputs = random_inputs(ref, 50, 1, np.float32)
+    by_position = stvenant(*[inputs[k] for k in stvenant.inputs])
+    by_name = stvenant(**inputs)
+    mixed = stvenant(inputs["ten4help1"], inputs["mat33helpf"], vecquadweightssums=inputs["vecquadweightssums"],
+                     vec3dphi=inputs["vec3dphi"], mat33help1=inputs["mat33help1"])
+    for out in (by_name, mixed):
+        for k in stvenant.outputs:
+            np.testing.assert_array_equal(out[k], by_position[k])
+    assert by_name.vec3nodestiff is by_name["vec3nodestiff"] is by_name[1]
+    ten3, vec3 = by_name
+    assert ten3.shape == (50, 3, 3, 3) and vec3.shape == (50, 3)
+    with pytest.raises(KeyError, match="no output 'x'"):
+        by_name["x"]
+    with pytest.raises(AttributeError):
+        by_name.x
+
+
+def test_new_data_each_call_and_nothing_grows_at_one_batch_size():
+    synctest = irfuse.compile(open(example("synctest.kas")).read(), backend="cpu", filename="growth.kas")
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        a = rng.random((200, 3, 3), dtype=np.float32)
+        (F,) = synctest(a)
+        np.testing.assert_allclose(F, 5 * a, rtol=1e-6)
+    assert list(synctest._bound) == [200]
+    buffers = dict(synctest._bound[200].inputs)
+    synctest(a)
+    assert all(synctest._bound[200].inputs[k] is b for k, b in buffers.items())  # re-used, not re-made
+    for n in (1, 2, 3, 4, 5, 6):
+        synctest(rng.random((n, 3, 3), dtype=np.float32))
+    assert len(synctest._bound) == irfuse.api.program.BOUND_SIZES
+
+
+def test_strided_views_give_the_results_of_contiguous_arrays(synctest, stvenant):
+    rng = np.random.default_rng(1)
+    big = rng.random((400, 3, 3), dtype=np.float32)
+    every_other = big[::2]
+    np.testing.assert_array_equal(synctest(every_other).F, synctest(np.ascontiguousarray(every_other)).F)
+    soa = rng.random((3, 3, 300), dtype=np.float32)  # components contiguous, the batch axis last
+    view = soa.transpose(2, 0, 1)  # the (N, 3, 3) view of it
+    np.testing.assert_array_equal(synctest(view).F, 5 * view)
+    ref = stvenant.compiled.reference_program
+    inputs = random_inputs(ref, 64, 2, np.float32)
+    fortran = {k: np.asfortranarray(v) for k, v in inputs.items()}
+    for k in stvenant.outputs:
+        np.testing.assert_array_equal(stvenant(**fortran)[k], stvenant(**inputs)[k])
+
+
+def test_out_arrays_by_name_by_order_and_alone(synctest, stvenant):
+    rng = np.random.default_rng(2)
+    a = rng.random((100, 3, 3), dtype=np.float32)
+    target = np.full((100, 3, 3), np.nan, dtype=np.float32)
+    out = synctest(a, out=target)
+    assert out.F is target and np.allclose(target, 5 * a)
+    strided = np.full((200, 3, 3), np.nan, dtype=np.float32)[::2]
+    synctest(a, out={"F": strided})
+    np.testing.assert_array_equal(strided, target)
+    ref = stvenant.compiled.reference_program
+    inputs = random_inputs(ref, 40, 3, np.float32)
+    want = stvenant(**inputs)
+    t3 = np.empty((40, 3, 3, 3), np.float32)
+    v3 = np.empty((40, 3), np.float32)
+    got = stvenant(**inputs, out=(t3, v3))
+    assert got[0] is t3 and got[1] is v3
+    np.testing.assert_array_equal(t3, want[0])
+    only = np.empty((40, 3), np.float32)
+    got = stvenant(**inputs, out={"vec3nodestiff": only})
+    assert got.vec3nodestiff is only and got.ten3help2 is not t3
+
+
+def test_an_output_may_be_written_over_its_input(synctest):
+    a = np.random.default_rng(3).random((70, 3, 3), dtype=np.float32)
+    original = a.copy()
+    synctest(a, out=a)
+    np.testing.assert_allclose(a, 5 * original, rtol=1e-6)
+
+
+def test_an_empty_batch_gives_empty_outputs(stvenant):
+    ref = stvenant.compiled.reference_program
+    out = stvenant(**random_inputs(ref, 0, 0, np.float32))
+    assert out.ten3help2.shape == (0, 3, 3, 3) and out.vec3nodestiff.shape == (0, 3)
+
+
+class FakeDeviceArray:
+    __cuda_array_interface__ = {"shape": (4, 3, 3), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda p, a: p(), "missing input 'A'"),
+    (lambda p, a: p(a, a), "takes 1 inputs \\(A\\), 2 were given by position"),
+    (lambda p, a: p(a, B=a), "unknown input 'B': the program's inputs are A"),
+    (lambda p, a: p(a, A=a), "input 'A' is given twice"),
+    (lambda p, a: p(a[:, :2]), r"input 'A' has shape \(10, 2, 3\); expected \(N, 3, 3\)"),
+    (lambda p, a: p(a.reshape(10, 9)), r"input 'A' has shape \(10, 9\); expected \(N, 3, 3\)"),
+    (lambda p, a: p(a.astype(np.float64)), "input 'A' holds float64; the program was compiled for float32 "
+                                           "and irfuse does not cast: convert it with .astype\\(numpy.float32\\), "
+                                           "or compile the program with dtype='f64'"),
+    (lambda p, a: p(a.astype(np.int32)), "input 'A' holds int32"),
+    (lambda p, a: p("A"), "input 'A' is a str, not an array"),
+    (lambda p, a: p(FakeDeviceArray()), "input 'A' is a GPU array"),
+    (lambda p, a: p(a, out=np.empty((9, 3, 3), np.float32)), r"out= array for 'F' holds 9 elements, the other "
+                                                              "arguments 10"),
+    (lambda p, a: p(a, out=np.empty((10, 3, 3), np.float64)), "out= array for 'F' holds float64"),
+    (lambda p, a: p(a, out={"G": a}), "out= names 'G', not outputs of the program"),
+    (lambda p, a: p(a, out=(a, a)), "out= holds 2 arrays; the program has 1 outputs"),
+    (lambda p, a: p(a, out=[1]), "out= array for 'F' is a int; out= takes NumPy arrays"),
+])
+def test_bad_arguments_are_refused_by_name(synctest, call, message):
+    a = np.zeros((10, 3, 3), np.float32)
+    with pytest.raises(irfuse.UsageError, match=message):
+        call(synctest, a)
+
+
+def test_batch_lengths_that_disagree_are_refused(stvenant):
+    ref = stvenant.compiled.reference_program
+    inputs = random_inputs(ref, 20, 0, np.float32)
+    inputs["vec3dphi"] = inputs["vec3dphi"][:19]
+    with pytest.raises(irfuse.UsageError, match="input 'vec3dphi' holds 19 elements, the other arguments 20"):
+        stvenant(**inputs)
+
+
+def test_a_read_only_out_array_is_refused(synctest):
+    a = np.zeros((10, 3, 3), np.float32)
+    frozen = np.zeros((10, 3, 3), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(irfuse.UsageError, match="out= array for 'F' is read-only"):
+        synctest(a, out=frozen)
+
+
+def test_check_and_verify_against_the_reference(synctest):
+    a = np.random.default_rng(4).random((500, 3, 3), dtype=np.float32)
+    report = synctest.check(a)
+    assert report.ok and report.elements == 500 and "every element" in str(report)
+    sampled = synctest.check(a, sample=100)
+    assert sampled.ok and sampled.elements == 100 and "sample of 100 of 500" in str(sampled)
+    broken = irfuse.compile(example("synctest.kas"), backend="cpu", pipeline="kas-dce,fuse-each")
+    compiled = broken.compiled
+    # A kernel whose stores are gone leaves its outputs unwritten: verify=True must say so.
+    host = compiled.source.split("#else", 1)
+    lines = [ln for ln in host[1].splitlines() if "irf_copy" not in ln or "g_" not in ln.split(",")[0]]
+    compiled.source = host[0] + "#else" + "\n".join(lines) + "\n"
+    bad = irfuse.Program(compiled, "cpu", [])
+    with pytest.raises(irfuse.ExecutionError, match="disagree with the NumPy reference"):
+        bad(a, verify=True)
+    assert not bad.check(a).ok
+
+
+def test_compile_returns_the_same_program_for_the_same_source_and_options():
+    a = irfuse.compile(example("synctest.kas"), backend="cpu")
+    assert irfuse.compile(example("synctest.kas"), backend="cpu") is a
+    assert irfuse.compile(example("synctest.kas"), backend="cpu", dtype="f64") is not a
+    text = open(example("synctest.kas")).read()
+    b = irfuse.compile(text, backend="cpu", filename="synctest.kas")
+    assert b is irfuse.compile(text, backend="cpu", filename="synctest.kas") and b is not a
+    assert b.compiled.source == a.compiled.source  # the same program, compiled from its text
+
+
+def test_source_text_errors_name_the_given_file_and_line():
+    with pytest.raises(irfuse.CompileError, match=r"model\.kas:3:5: error: unknown op 'mmul34'"):
+        irfuse.compile("matrix3x3 A, B;\ninput A;\nB = mmul34(A, A);\nreturn B;\n", backend="cpu",
+                       filename="model.kas")
+    with pytest.raises(irfuse.CompileError, match="no_such.kas: error: cannot read file"):
+        irfuse.compile("no_such.kas", backend="cpu")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"backend": "tpu"}, "backend 'tpu' is not one of auto, cuda, cpu"),
+    ({"dtype": "f16"}, "dtype 'f16' is not one of f32, f64"),
+])
+def test_bad_compile_options_are_refused(kwargs, message):
+    with pytest.raises(irfuse.UsageError, match=message):
+        irfuse.compile(example("synctest.kas"), **kwargs)
+
+
+def test_compiler_warnings_become_python_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prog = irfuse.compile("matrix3x3 A, B, C;\ninput A, B;\nC = madd33(A, A);\nreturn C;\n",
+                              backend="cpu", filename="unused.kas")
+    found = [w for w in caught if issubclass(w.category, irfuse.IrfuseWarning)]
+    assert found and "unused.kas:2" in str(found[0].message) and "'B'" in str(found[0].message)
+    assert prog.warnings
+
+
+def test_close_releases_and_a_later_call_opens_again(tmp_path):
+    prog = irfuse.compile("matrix3x3 A, F;\ninput A;\nF = madd33(A, A);\nreturn F;\n", backend="cpu")
+    a = np.ones((8, 3, 3), np.float32)
+    with prog:
+        assert (prog(a).F == 2).all()
+    assert prog._device is None and not prog._bound
+    assert (prog(a).F == 2).all()
