@@ -8,8 +8,11 @@ that every hand-written implementation must pass (the library itself compiles no
 
 import irfuse.driver  # noqa: F401
 from irfuse._version import __version__
-from irfuse.api import IrfuseWarning, Outputs, Program, Verification, compile
+from irfuse import ops
+from irfuse.api import IrfuseWarning, Outputs, Program, PythonProgram, Verification, compile, program
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
+from irfuse.frontend.python import Matrix, Scalar, Tensor, Vector
 
-__all__ = ["__version__", "compile", "Program", "Outputs", "Verification", "IrfuseWarning",
-           "IrfuseError", "CompileError", "UsageError", "ExecutionError"]
+__all__ = ["__version__", "compile", "program", "ops", "Scalar", "Vector", "Matrix", "Tensor", "Program",
+           "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
+           "UsageError", "ExecutionError"]

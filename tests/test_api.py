@@ -79,7 +79,7 @@ def test_new_data_each_call_and_nothing_grows_at_one_batch_size():
     assert all(synctest._bound[200].inputs[k] is b for k, b in buffers.items())  # re-used, not re-made
     for n in (1, 2, 3, 4, 5, 6):
         synctest(rng.random((n, 3, 3), dtype=np.float32))
-    assert len(synctest._bound) == irfuse.api.program.BOUND_SIZES
+    assert len(synctest._bound) == irfuse.api.programs.BOUND_SIZES
 
 
 def test_strided_views_give_the_results_of_contiguous_arrays(synctest, stvenant):

@@ -24,9 +24,10 @@ LAYERS = [
     {"irfuse.universe"},  # what stock xdsl-opt loads: dialects, passes, the cuda target
     {"irfuse.tools"},
     {"irfuse.testing"},
-    {"irfuse", "irfuse.__main__"},  # the package: importing irfuse installs the driver's checker
+    {"irfuse", "irfuse.__main__", "irfuse.ops"},  # the package: importing irfuse installs the driver's checker
 ]
-PEERS_ALLOWED: set[tuple[str, str]] = set()  # (importer, imported) between packages of one layer
+# (importer, imported) between packages of one layer: the package exposes `irfuse.ops`.
+PEERS_ALLOWED: set[tuple[str, str]] = {("irfuse", "irfuse.ops")}
 
 
 def _modules() -> dict[str, str]:

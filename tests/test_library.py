@@ -29,7 +29,7 @@ def independent(name: str, n: int | None):
         "ttmul3212": lambda t, m: np.einsum("nijl,nlk->nijk", t, m),
         "ttmul311": lambda t, v: np.einsum("nijk,nk->nij", t, v),
         "sadd": np.add, "ssub": np.subtract, "smul": np.multiply, "sdiv": np.divide,
-        "ssqrt": lambda a: np.sqrt(np.abs(a)), "sabs": np.abs, "sneg": np.negative, "srcp": lambda a: 1 / a,
+        "ssqrt": lambda a: np.sqrt(np.abs(a)), "sabs": np.abs, "sneg": np.negative, "mneg": np.negative, "vneg": np.negative, "srcp": lambda a: 1 / a,
     }
     return f[name]
 

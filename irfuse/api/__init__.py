@@ -16,18 +16,21 @@ memory, so compiling the same source with the same options again returns it at o
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import warnings
 
-from irfuse.api.program import Outputs, Program, Verification
+from irfuse.api.programs import Outputs, Program, Verification
+from irfuse.dialects.context import module_text
 from irfuse.diagnostics import UsageError
-from irfuse.driver.compile import PlanningOptions, compile_text
+from irfuse.driver.compile import PlanningOptions, compile_frontend, compile_text
 from irfuse.frontend.irgen import read_source
+from irfuse.frontend.python import compile_function
 from irfuse.planner.cost import DEFAULT_BATCH
 from irfuse.runtime.cuda_device import gpu_available
 
-__all__ = ["compile", "Program", "Outputs", "Verification", "IrfuseWarning"]
+__all__ = ["compile", "program", "PythonProgram", "Program", "Outputs", "Verification", "IrfuseWarning"]
 
 BACKENDS = ("auto", "cuda", "cpu")
 
@@ -44,12 +47,40 @@ def _is_source_text(source: str) -> bool:
     return "\n" in source or ";" in source
 
 
-def compile(source: str | os.PathLike, *, dtype: str = "f32", backend: str = "auto",
+class PythonProgram:
+    """A function under `@irfuse.program`: `irfuse.compile(f, ...)` compiles it with options;
+    calling it compiles it with the defaults (once) and runs it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args, **kwargs):
+        return compile(self)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<irfuse.program {self.__qualname__}>"
+
+
+def program(fn) -> PythonProgram:
+    """Marks a function as an irfuse program (see `irfuse.frontend.python` for what its body
+    may hold); its parameters are annotated with `irfuse.Scalar`, `irfuse.Vector[n]`,
+    `irfuse.Matrix[n, m]` or `irfuse.Tensor[...]`."""
+    if not callable(fn) or not hasattr(fn, "__code__"):
+        raise UsageError(f"@irfuse.program applies to a function, not to a {type(fn).__qualname__}")
+    return PythonProgram(fn)
+
+
+def compile(source, *, dtype: str = "f32", backend: str = "auto",
             pipeline: str | None = None, n: int | None = None, profile: str = "h100",
             arch: str | None = None, filename: str | None = None) -> Program:
     """Compiles a KAS program to a `Program`.
 
-    source: a path to a `.kas` file, or KAS source text (text has a `;` or a newline).
+    source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), or a
+        function (under `@irfuse.program` or not) written as `irfuse.frontend.python` says.
     dtype: 'f32' or 'f64', the element type of every value.
     backend: 'cuda' (the GPU, through PyCUDA), 'cpu' (the CPU backend), or 'auto' (the
         GPU when one is usable, else the CPU).
@@ -63,7 +94,11 @@ def compile(source: str | os.PathLike, *, dtype: str = "f32", backend: str = "au
         raise UsageError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
     if dtype not in ("f32", "f64"):
         raise UsageError(f"dtype '{dtype}' is not one of f32, f64")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_source_text(source)):
+    function = source.fn if isinstance(source, PythonProgram) else (source if inspect.isfunction(source) else None)
+    if function is not None:
+        result = compile_function(function)  # cheap: the key is the IR it gives
+        text, name = module_text(result.module), f"{function.__qualname__} (Python)"
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_source_text(source)):
         path = os.fspath(source)
         text, name = read_source(path), path
     elif isinstance(source, str):
@@ -76,8 +111,12 @@ def compile(source: str | os.PathLike, *, dtype: str = "f32", backend: str = "au
     with _programs_lock:
         program = _programs.get(key)
         if program is None:
-            compiled, diagnostics = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda",
-                                                 arch=arch, planning=planning)
+            if function is not None:
+                compiled, diagnostics = compile_frontend(result, function.__name__, pipeline, dtype,
+                                                         chosen == "cuda", arch, planning)
+            else:
+                compiled, diagnostics = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda",
+                                                     arch=arch, planning=planning)
             program = _programs[key] = Program(compiled, chosen, diagnostics)
             for d in diagnostics:
                 warnings.warn(d.render(), IrfuseWarning, stacklevel=2)

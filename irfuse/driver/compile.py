@@ -83,19 +83,21 @@ def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", 
                     arch: str | None = None, planning: PlanningOptions | None = None
                     ) -> tuple[CompiledProgram, list[Diagnostic]]:
     """A KAS file compiled with a pipeline (the default one when None) for an element type."""
-    return _compile(compile_file(path), os.path.basename(path), pipeline, dtype, compile_gpu, arch, planning)
+    return compile_frontend(compile_file(path), os.path.basename(path), pipeline, dtype, compile_gpu, arch, planning)
 
 
 def compile_text(text: str, filename: str, pipeline: str | None = None, dtype: str = "f32",
                  compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None
                  ) -> tuple[CompiledProgram, list[Diagnostic]]:
     """KAS source text (diagnostics name it `filename`) compiled as `compile_program` does."""
-    return _compile(compile_source(text, filename), os.path.basename(filename), pipeline, dtype, compile_gpu,
+    return compile_frontend(compile_source(text, filename), os.path.basename(filename), pipeline, dtype, compile_gpu,
                     arch, planning)
 
 
-def _compile(result: FrontendResult, name: str, pipeline: str | None, dtype: str, compile_gpu: bool,
-             arch: str | None, planning: PlanningOptions | None) -> tuple[CompiledProgram, list[Diagnostic]]:
+def compile_frontend(result: FrontendResult, name: str, pipeline: str | None = None, dtype: str = "f32",
+                     compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None
+                     ) -> tuple[CompiledProgram, list[Diagnostic]]:
+    """A frontend's module (KAS text or a Python function) compiled as `compile_program` does."""
     set_module_element_type(result.module, element_type(dtype))
     reference = result.module.clone()
     module = lower(result.module, pipeline, planning)

@@ -297,8 +297,13 @@ def program_name(path: str) -> str:
 def compile_source(text: str, filename: str = "<input>", library: Library | None = None) -> FrontendResult:
     """KAS source text to a module holding one `kas.program`; raises `CompileError`."""
     src = SourceFile(filename, text)
-    prog = parse_program(src)
-    return IRGen(src, prog, library or default_library(), program_name(filename)).build()
+    return build_module(src, parse_program(src), library or default_library(), program_name(filename))
+
+
+def build_module(src: SourceFile, prog: Program, library: Library, name: str) -> FrontendResult:
+    """The `kas` IR of a syntax tree (from KAS text or a Python function) whose positions are
+    in `src`; raises `CompileError` there."""
+    return IRGen(src, prog, library, name).build()
 
 
 def read_source(path: str) -> str:

@@ -128,6 +128,7 @@ def define_catalogue(lib: Library) -> None:
         m, v = _mat(n), VectorType(n)
         lib.define(f"madd{nn}", [("A", m), ("B", m)], m, "C[i,j] = A[i,j] + B[i,j]", "A+B")
         lib.define(f"msub{nn}", [("A", m), ("B", m)], m, "C[i,j] = A[i,j] - B[i,j]", "A-B")
+        lib.define(f"mneg{nn}", [("A", m)], m, "C[i,j] = -A[i,j]", "-A")
         lib.define(f"mmul{nn}", [("A", m), ("B", m)], m, "C[i,j] = sum(k) A[i,k]*B[k,j]",
                    "matrix product")
         lib.define(f"mtrans{nn}", [("A", m)], m, "C[i,j] = A[j,i]", "transpose")
@@ -138,6 +139,7 @@ def define_catalogue(lib: Library) -> None:
                    "scalar times identity (exact zeros off the diagonal, even for a NaN or infinite s)")
         lib.define(f"vadd{n}", [("v", v), ("w", v)], v, "r[i] = v[i] + w[i]", "v+w")
         lib.define(f"vsub{n}", [("v", v), ("w", v)], v, "r[i] = v[i] - w[i]", "v-w")
+        lib.define(f"vneg{n}", [("v", v)], v, "r[i] = -v[i]", "-v")
         lib.define(f"svmul{n}", [("v", v), ("s", s)], v, "r[i] = v[i]*s", "vector times scalar")
         lib.define(f"vdot{n}", [("v", v), ("w", v)], s, "r = sum(i) v[i]*w[i]", "dot product")
         lib.define(f"vvmulabs{n}", [("v", v), ("w", v)], s, "r = abs(sum(i) v[i]*w[i])",

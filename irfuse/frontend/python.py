@@ -1,0 +1,408 @@
+"""Programs written as Python functions: `@irfuse.program` read into the KAS syntax tree.
+
+    @irfuse.program
+    def rotate(R: irfuse.Matrix[3, 3], Q: irfuse.Matrix[3, 3], x: irfuse.Vector[3]):
+        for _ in range(4):
+            T = R @ Q
+            R = T + Q
+        v = R @ x
+        return R, irfuse.ops.venorm3(v)
+
+The function is never run. Its source is parsed (`ast`) into the same syntax tree the KAS
+parser builds (`syntax.Program`), with the positions of the Python file, and handed to
+the KAS frontend's IR generation: the `kas` IR is the one the same program written in
+KAS gives, and every diagnostic, the KAS frontend's included, names the Python file,
+line and column. What the body may hold:
+
+- `name = expression` (and `name += expression`, `-=`, `*=`, `@=`), where an expression
+  is a parameter or a value assigned before, a call of an op (`irfuse.ops.mmul33(A, B)`,
+  or an op imported from `irfuse.ops`), or an infix form resolved by the operands' types
+  to a catalogue op: `+` (sadd, vaddN, maddNN), `-` (ssub, vsubN, msubNN), unary `-`
+  (sneg, vnegN, mnegNN), `*` (smul; svmulN and smmulNN with the scalar on either side),
+  `/` (sdiv), `@` (mmulNN, mvmulNN). Nested expressions get temporaries (`_t1`, ...);
+- `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
+  function is defined), which becomes `loop N { ... }`;
+- `return a, b` (names or expressions), last; a docstring; `pass`.
+
+Anything else (branches, other loops, calls of what is not an op, constants, attributes
+of values) is refused at its line: a program's control flow cannot depend on its data.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import typing
+from dataclasses import dataclass
+
+from irfuse.diagnostics import CompileError, SourceFile, UsageError
+from irfuse.frontend.irgen import FrontendResult, build_module
+from irfuse.frontend.syntax import Call, Declaration, Loop, Name, Pos, Program, Statement
+from irfuse.library.catalogue import Library, default_library
+from irfuse.library.ops import OpDef
+
+# -- value types in annotations ----------------------------------------------------------
+
+
+class ValueType:
+    """The type of one element's value: `irfuse.Scalar`, `Vector[n]`, `Matrix[n, m]`,
+    `Tensor[n, m, k]` or `Tensor[n, m, k, l]`."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+    def spelling(self) -> str:
+        s = self.shape
+        if not s:
+            return "scalar"
+        return {1: "vector", 2: "matrix"}.get(len(s), "tensor") + "x".join(str(d) for d in s)
+
+    def __repr__(self) -> str:
+        return f"irfuse.{_FAMILY_NAMES[len(self.shape)]}" + (f"[{', '.join(map(str, self.shape))}]" if self.shape else "")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ValueType) and other.shape == self.shape
+
+    def __hash__(self) -> int:
+        return hash(self.shape)
+
+
+_FAMILY_NAMES = {0: "Scalar", 1: "Vector", 2: "Matrix", 3: "Tensor", 4: "Tensor"}
+
+
+class _Family:
+    def __init__(self, name: str, ranks: tuple[int, ...]):
+        self.name, self.ranks = name, ranks
+
+    def __getitem__(self, dims) -> ValueType:
+        dims = dims if isinstance(dims, tuple) else (dims,)
+        if len(dims) not in self.ranks or not all(isinstance(d, int) and d >= 1 for d in dims):
+            want = " or ".join(f"{len(r)} positive integers" for r in ((0,) * k for k in self.ranks))
+            raise UsageError(f"irfuse.{self.name}[...] takes {want}, not {dims!r}")
+        return ValueType(tuple(dims))
+
+    def __repr__(self) -> str:
+        return f"irfuse.{self.name}"
+
+
+Scalar = ValueType(())
+Vector = _Family("Vector", (1,))
+Matrix = _Family("Matrix", (2,))
+Tensor = _Family("Tensor", (3, 4))
+
+
+class OpRef:
+    """An op of the library, as `irfuse.ops.NAME` names it inside a traced function."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        raise UsageError(f"irfuse.ops.{self.name} is an op of a program, not a function: call it inside an "
+                         "@irfuse.program function, which irfuse compiles")
+
+    def __repr__(self) -> str:
+        return f"irfuse.ops.{self.name}"
+
+
+# -- the translation ---------------------------------------------------------------------
+
+INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@"}
+
+
+def infix_op(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | None) -> tuple[str, bool] | None:
+    """The catalogue op an infix form stands for, and whether its operands are swapped
+    (the scalar of `s * A` is the op's second operand); None if there is none."""
+    def tag(shape):
+        return "".join(str(d) for d in shape)
+    if right is None:  # unary minus
+        return {0: ("sneg", False), 1: (f"vneg{tag(left)}", False), 2: (f"mneg{tag(left)}", False)}.get(len(left))
+    if symbol in "+-" and left == right:
+        base = {"+": ("sadd", "vadd", "madd"), "-": ("ssub", "vsub", "msub")}[symbol]
+        return (base[len(left)] + tag(left), False) if len(left) <= 2 else None
+    if symbol == "/" and left == right == ():
+        return ("sdiv", False)
+    if symbol == "*":
+        if left == right == ():
+            return ("smul", False)
+        for thing, swapped in ((left, False), (right, True)):
+            other = right if thing is left else left
+            if other == () and len(thing) in (1, 2):
+                return (("svmul" if len(thing) == 1 else "smmul") + tag(thing), swapped)
+    if symbol == "@" and len(left) == 2:
+        if len(right) == 2:
+            return (f"mmul{tag(left)}", False)
+        if len(right) == 1:
+            return (f"mvmul{tag(left)}", False)
+    return None
+
+
+@dataclass
+class TracedSource:
+    """The syntax tree of a traced function and the file it came from."""
+
+    program: Program
+    source: SourceFile
+    name: str
+
+
+class _Translator:
+    def __init__(self, fn, library: Library):
+        self.fn = fn
+        self.library = library
+        try:
+            lines, start = inspect.getsourcelines(fn)
+            self.path = inspect.getsourcefile(fn) or "<python>"
+        except (OSError, TypeError) as e:
+            raise UsageError(f"@irfuse.program needs the function's source ({e}); define it in a file") from None
+        with open(self.path, encoding="utf-8") as f:
+            self.file = SourceFile(self.path, f.read())
+        # A method or nested function is indented: parse it dedented, and put the indent
+        # back into every column reported.
+        first = next((ln for ln in lines if ln.strip()), "")
+        self.col_offset = len(first) - len(first.lstrip())
+        self.line_offset = start - 1
+        self.tree = ast.parse(textwrap.dedent("".join(lines)))
+        self.types: dict[str, tuple[int, ...]] = {}
+        self.order: list[str] = []
+        self.temps = 0
+        self.tail: list[Statement] = []  # temporaries of return expressions
+        self.scope = dict(fn.__globals__)
+        if fn.__closure__:
+            self.scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+
+    # positions and errors
+    def pos(self, node: ast.AST) -> Pos:
+        return Pos(node.lineno + self.line_offset, node.col_offset + 1 + self.col_offset)
+
+    def error(self, node: ast.AST, message: str) -> CompileError:
+        p = self.pos(node)
+        return CompileError(self.file.diag(p.line, p.col, message))
+
+    def name(self, text: str, node: ast.AST) -> Name:
+        return Name(text, self.pos(node))
+
+    # the function
+    def translate(self) -> TracedSource:
+        fdef = self.tree.body[0]
+        if not isinstance(fdef, ast.FunctionDef):
+            raise self.error(fdef, "@irfuse.program applies to a function (def), not to this")
+        try:
+            hints = typing.get_type_hints(self.fn)
+        except Exception as e:
+            raise self.error(fdef, f"the parameter annotations cannot be evaluated: {e}") from None
+        a = fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise self.error(fdef, "a program's parameters are plain names, one per input (no *args, **kwargs, "
+                                   "keyword-only parameters or defaults)")
+        inputs = []
+        for arg in a.args:
+            t = hints.get(arg.arg)
+            if not isinstance(t, ValueType):
+                raise self.error(arg, f"parameter '{arg.arg}' needs an irfuse type annotation (irfuse.Scalar, "
+                                      "irfuse.Vector[3], irfuse.Matrix[3, 3], irfuse.Tensor[3, 3, 3], ...)")
+            self.declare(arg.arg, t.shape, arg)
+            inputs.append(self.name(arg.arg, arg))
+        body = list(fdef.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+            raise self.error(body[-1] if body else fdef, "a program ends with 'return' and the values it gives")
+        statements = self.block(body[:-1])
+        outputs = [self.output(node, k) for k, node in enumerate(self.returned(body[-1]))]
+        for node in ast.walk(ast.Module(body=body[:-1], type_ignores=[])):
+            if isinstance(node, ast.Return):
+                raise self.error(node, "'return' can only end the program")
+        statements += self.tail
+        declarations = self.declarations(fdef)
+        program = Program(declarations, inputs, statements, outputs, input_pos=self.pos(fdef))
+        return TracedSource(program, self.file, fdef.name)
+
+    def returned(self, ret: ast.Return) -> list[ast.expr]:
+        value = ret.value
+        return list(value.elts) if isinstance(value, ast.Tuple) else [value]
+
+    def output(self, node: ast.expr, k: int) -> Name:
+        return self.expression(node, self.tail)
+
+    def declare(self, var: str, shape: tuple[int, ...], node: ast.AST) -> None:
+        old = self.types.get(var)
+        if old is not None and old != shape:
+            raise self.error(node, f"'{var}' was a {ValueType(old).spelling()} and would become a "
+                                   f"{ValueType(shape).spelling()}: a variable keeps its type (use another name)")
+        if old is None:
+            self.types[var] = shape
+            self.order.append(var)
+
+    def declarations(self, fdef: ast.FunctionDef) -> list[Declaration]:
+        by_type: dict[tuple[int, ...], list[str]] = {}
+        for var in self.order:
+            by_type.setdefault(self.types[var], []).append(var)
+        pos = self.pos(fdef)
+        return [Declaration(ValueType(shape).spelling(), shape, [Name(v, pos) for v in names], pos)
+                for shape, names in by_type.items()]
+
+    def block(self, nodes: list[ast.stmt]) -> list[Statement]:
+        out: list[Statement] = []
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                    raise self.error(node, "assign to one name at a time (no unpacking, attributes or subscripts)")
+                self.assign(node.targets[0], node.value, out)
+            elif isinstance(node, ast.AugAssign):
+                if not isinstance(node.target, ast.Name) or type(node.op) not in INFIX:
+                    raise self.error(node, "this augmented assignment cannot be traced")
+                expr = ast.BinOp(left=ast.Name(node.target.id, ast.Load()), op=node.op, right=node.value)
+                ast.copy_location(expr, node)
+                ast.copy_location(expr.left, node.target)
+                self.assign(node.target, expr, out)
+            elif isinstance(node, ast.For):
+                out.append(self.loop(node))
+            elif isinstance(node, ast.Pass):
+                continue
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                continue  # a string on its own line: a comment
+            else:
+                what = type(node).__name__.lower()
+                article = "an" if what[0] in "aeiou" else "a"
+                raise self.error(node, f"{article} '{what}' statement cannot be traced: a program is assignments and "
+                                       "'for _ in range(N)' loops, and its control flow cannot depend on values")
+        return out
+
+    def loop(self, node: ast.For) -> Loop:
+        it = node.iter
+        if node.orelse or not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                               and len(it.args) == 1 and not it.keywords):
+            raise self.error(node, "a loop is 'for _ in range(N)' with a whole number N (no else clause)")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable is a plain name (it is not available in the body)")
+        count = self.constant_int(it.args[0])
+        body = self.block(node.body)
+        for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(inner, ast.Name) and inner.id == node.target.id and node.target.id != "_":
+                raise self.error(inner, f"the loop counter '{inner.id}' cannot be read: every iteration runs the "
+                                        "same statements")
+        return Loop(count, body, self.pos(node))
+
+    def constant_int(self, node: ast.expr) -> int:
+        value = node.value if isinstance(node, ast.Constant) else (
+            self.scope.get(node.id) if isinstance(node, ast.Name) else None)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(node, "the trip count must be a whole number known when the program is compiled "
+                                   "(a literal, or a name bound to an int where the function is defined)")
+        return value
+
+    def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
+        call = self.call_of(value, out)
+        shape = self.result_shape(call, value)
+        self.declare(target.id, shape, target)
+        out.append(Call(self.name(target.id, target), call[0], call[1], self.pos(target)))
+
+    def temp(self) -> str:
+        while True:
+            self.temps += 1
+            name = f"_t{self.temps}"
+            if name not in self.types:
+                return name
+
+    def expression(self, node: ast.expr, out: list[Statement]) -> Name:
+        """A value for an operand: a variable, or a temporary assigned from a nested expression."""
+        if isinstance(node, ast.Name):
+            self.lookup(node)
+            return self.name(node.id, node)
+        call = self.call_of(node, out)
+        name = self.temp()
+        self.declare(name, self.result_shape(call, node), node)
+        out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
+        return self.name(name, node)
+
+    def lookup(self, node: ast.Name) -> tuple[int, ...]:
+        if node.id not in self.types:
+            raise self.error(node, f"'{node.id}' is not a value of the program (its parameters and the values "
+                                   "assigned before this line are)")
+        return self.types[node.id]
+
+    def shape_of(self, name: Name) -> tuple[int, ...]:
+        return self.types[name.text]
+
+    def call_of(self, node: ast.expr, out: list[Statement]) -> tuple[Name, list[Name]]:
+        """(op, operands) of an expression that is one op application."""
+        if isinstance(node, ast.Call):
+            op = self.op_of(node.func)
+            if node.keywords:
+                raise self.error(node.keywords[0].value, "ops take their operands by position")
+            args = [self.expression(a, out) for a in node.args]
+            return self.name(op.name, node.func), args
+        if isinstance(node, ast.BinOp) and type(node.op) in INFIX:
+            symbol = INFIX[type(node.op)]
+            left, right = self.expression(node.left, out), self.expression(node.right, out)
+            found = infix_op(symbol, self.shape_of(left), self.shape_of(right))
+            return self.infix(node, symbol, found, [left, right])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            operand = self.expression(node.operand, out)
+            return self.infix(node, "-", infix_op("-", self.shape_of(operand), None), [operand])
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            raise self.error(node, "numeric constants are not part of the language yet; pass the value as an input")
+        if isinstance(node, ast.Name):
+            raise self.error(node, f"'{node.id}' alone is not an op application: programs have no copies "
+                                   "(use the value under its own name)")
+        raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "
+                               "forms + - * / @ on the program's values")
+
+    def infix(self, node: ast.expr, symbol: str, found: tuple[str, bool] | None,
+              operands: list[Name]) -> tuple[Name, list[Name]]:
+        kinds = " and ".join(ValueType(self.shape_of(o)).spelling() for o in operands)
+        if found is None or self.library.get(found[0]) is None:
+            form = f"'{symbol}'" + (" (negation)" if len(operands) == 1 else "")
+            raise self.error(node, f"no op of the library computes {form} of {kinds}")
+        name, swapped = found
+        return self.name(name, node), operands[::-1] if swapped else operands
+
+    def op_of(self, func: ast.expr) -> OpDef:
+        obj = self.resolve(func)
+        if not isinstance(obj, OpRef):
+            what = ast.unparse(func)
+            raise self.error(func, f"'{what}' is not an op: a program calls ops of the library (irfuse.ops.NAME, "
+                                   "'irfuse ops' lists them) and nothing else")
+        op = self.library.get(obj.name)
+        if op is None:
+            raise self.error(func, f"unknown op '{obj.name}'")
+        return op
+
+    def resolve(self, func: ast.expr):
+        if isinstance(func, ast.Name):
+            return self.scope.get(func.id)
+        if isinstance(func, ast.Attribute):
+            base = self.resolve(func.value)
+            if base is None:
+                return None
+            try:
+                return getattr(base, func.attr)
+            except (AttributeError, UsageError):
+                return None
+        return None
+
+    def result_shape(self, call: tuple[Name, list[Name]], node: ast.AST) -> tuple[int, ...]:
+        op = self.library.get(call[0].text)
+        assert op is not None
+        given = [self.shape_of(a) for a in call[1]]
+        want = [t.shape for t in op.operand_types]
+        if given != want:
+            got = ", ".join(ValueType(s).spelling() for s in given)
+            raise self.error(node, f"{op.signature()} cannot take ({got})")
+        return tuple(op.result_type.shape)
+
+
+def translate_function(fn, library: Library | None = None) -> TracedSource:
+    """The KAS syntax tree of a Python function (see the module's docstring)."""
+    return _Translator(fn, library or default_library()).translate()
+
+
+def compile_function(fn, library: Library | None = None) -> FrontendResult:
+    """A Python function to a module holding one `kas.program`, as `compile_source` makes
+    from KAS text; raises `CompileError` at the Python file's line."""
+    lib = library or default_library()
+    traced = translate_function(fn, lib)
+    return build_module(traced.source, traced.program, lib, traced.name)

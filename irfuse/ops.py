@@ -1,0 +1,21 @@
+"""The op library's ops by name, for programs written as Python functions.
+
+    from irfuse.ops import mmul33          # or irfuse.ops.mmul33(A, B) in the body
+
+Every op of the library (`irfuse ops` lists them, user ops included once their library is
+loaded) is an attribute here: an `OpRef` that an `@irfuse.program` function calls. Outside
+such a function an op does nothing but say so.
+"""
+
+from irfuse.frontend.python import OpRef
+from irfuse.library.catalogue import default_library
+
+
+def __getattr__(name: str) -> OpRef:
+    if name.startswith("__") or default_library().get(name) is None:
+        raise AttributeError(f"irfuse.ops has no op '{name}' ('irfuse ops' lists the library)")
+    return OpRef(name)
+
+
+def __dir__() -> list[str]:
+    return sorted(op.name for op in default_library())

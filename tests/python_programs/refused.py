@@ -1,0 +1,76 @@
+"""Python functions the tracer must refuse; each error's line carries a `# refused:` marker."""
+
+import irfuse
+from irfuse import Matrix, Scalar, Vector
+
+
+def branch(A: Matrix[3, 3], s: Scalar):
+    B = A + A
+    if s:  # refused: an 'if' statement cannot be traced
+        B = A @ A
+    return B
+
+
+def not_an_op(A: Matrix[3, 3]):
+    B = print(A)  # refused: 'print' is not an op
+    return B
+
+
+def while_loop(A: Matrix[3, 3]):
+    while True:  # refused: a 'while' statement cannot be traced
+        A = A @ A
+    return A
+
+
+def loop_counter(A: Matrix[3, 3]):
+    for i in range(3):
+        A = A @ A
+        B = i  # refused: the loop counter 'i' cannot be read
+    return A
+
+
+def data_dependent_trip_count(A: Matrix[3, 3], k: Scalar):
+    for _ in range(k):  # refused: the trip count must be a whole number
+        A = A @ A
+    return A
+
+
+def constant(A: Matrix[3, 3]):
+    B = A * 2.0  # refused: numeric constants are not part of the language yet
+    return B
+
+
+def no_annotation(A, B: Matrix[3, 3]):  # refused: parameter 'A' needs an irfuse type annotation
+    return B
+
+
+def wrong_shapes(A: Matrix[3, 3], v: Vector[4]):
+    w = A @ v  # refused: no op of the library computes '@' of matrix3x3 and vector4
+    return w
+
+
+def wrong_operands(A: Matrix[3, 3], v: Vector[3]):
+    w = irfuse.ops.mmul33(A, v)  # refused: mmul33(matrix3x3, matrix3x3) -> matrix3x3 cannot take (matrix3x3, vector3)
+    return w
+
+
+def type_change(A: Matrix[3, 3], v: Vector[3]):
+    w = A @ v
+    w = A @ A  # refused: 'w' was a vector3 and would become a matrix3x3
+    return w
+
+
+def undefined(A: Matrix[3, 3]):
+    B = A @ C  # refused: 'C' is not a value of the program
+    return B
+
+
+def early_return(A: Matrix[3, 3]):
+    for _ in range(2):
+        return A  # refused: 'return' can only end the program
+    return A
+
+
+def unused_input(A: Matrix[3, 3], B: Matrix[3, 3]):  # warned: input 'B' is never used
+    C = A @ A
+    return C

@@ -1,0 +1,121 @@
+"""Programs written as Python functions (`@irfuse.program`): the same IR as the KAS seeds,
+diagnostics at the Python line, and runs through the API."""
+
+import inspect
+import os
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import irfuse
+from conftest import ROOT
+from irfuse.dialects.context import module_text
+from irfuse.frontend.irgen import compile_file
+from irfuse.frontend.python import compile_function
+from python_programs import refused, seeds
+
+SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop"]
+
+
+def test_every_example_has_its_python_twin():
+    examples = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".kas"))
+    assert examples == sorted(SEEDS)
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_python_functions_give_the_ir_of_the_kas_seeds(name):
+    python = compile_function(getattr(seeds, name).fn).module
+    kas = compile_file(os.path.join(ROOT, "examples", f"{name}.kas")).module
+    assert module_text(python) == module_text(kas)
+
+
+@pytest.mark.parametrize("name", ["stvenant", "rotation_loop"])
+def test_a_python_program_runs_through_the_api(name):
+    prog = irfuse.compile(getattr(seeds, name), backend="cpu")
+    ref = prog.compiled.reference_program
+    rng = np.random.default_rng(0)
+    inputs = {k: rng.uniform(-1, 1, (130, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
+    assert prog.check(**inputs).ok
+    assert irfuse.compile(getattr(seeds, name), backend="cpu") is prog
+    assert ref.sym_name.data == name
+
+
+def test_calling_the_decorated_function_compiles_and_runs_it():
+    a = np.random.default_rng(1).random((50, 3, 3), dtype=np.float32)
+    np.testing.assert_allclose(seeds.synctest(a).F, 5 * a, rtol=1e-6)
+    assert seeds.synctest.__doc__.startswith("A chain") and "synctest" in repr(seeds.synctest)
+
+
+def _marked_line(fn, marker: str) -> tuple[int, str]:
+    lines, start = inspect.getsourcelines(fn)
+    for k, line in enumerate(lines):
+        if f"# {marker}:" in line:
+            return start + k, line.split(f"# {marker}:")[1].strip()
+    raise AssertionError(f"no '# {marker}:' in {fn.__name__}")
+
+
+REFUSED = [name for name, fn in inspect.getmembers(refused, inspect.isfunction)
+           if fn.__module__ == refused.__name__ and "# refused:" in inspect.getsource(fn)]
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_what_cannot_be_traced_is_refused_at_its_python_line(name):
+    fn = getattr(refused, name)
+    line, message = _marked_line(fn, "refused")
+    with pytest.raises(irfuse.CompileError) as e:
+        irfuse.compile(fn, backend="cpu")
+    text = str(e.value)
+    assert re.search(rf"{re.escape(refused.__file__)}:{line}:\d+: error: ", text), text
+    assert message in text
+    assert inspect.getsourcelines(fn)[0][line - inspect.getsourcelines(fn)[1]].strip() in text  # the line quoted
+
+
+def test_kas_frontend_warnings_point_at_the_python_line():
+    line, message = _marked_line(refused.unused_input, "warned")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        irfuse.compile(refused.unused_input, backend="cpu")
+    found = [str(w.message) for w in caught if issubclass(w.category, irfuse.IrfuseWarning)]
+    assert any(f"{refused.__file__}:{line}:" in w and message in w for w in found), found
+
+
+def test_ops_outside_a_program_and_unknown_ops():
+    with pytest.raises(irfuse.UsageError, match="irfuse.ops.mmul33 is an op of a program, not a function"):
+        irfuse.ops.mmul33(1, 2)
+    with pytest.raises(AttributeError, match="irfuse.ops has no op 'mmul77'"):
+        irfuse.ops.mmul77
+    assert "mneg33" in dir(irfuse.ops) and "vneg3" in dir(irfuse.ops)
+
+
+def test_type_annotations_are_checked():
+    with pytest.raises(irfuse.UsageError, match=r"irfuse.Matrix\[...\] takes 2 positive integers"):
+        irfuse.Matrix[3]
+    with pytest.raises(irfuse.UsageError, match="irfuse.Tensor"):
+        irfuse.Tensor[3, 3]
+    assert irfuse.Matrix[2, 3].spelling() == "matrix2x3" and irfuse.Scalar.spelling() == "scalar"
+
+
+def test_negation_and_scalar_products_on_either_side(tmp_path):
+    source = tmp_path / "neg.py"
+    source.write_text(
+        "import irfuse\nfrom irfuse import Matrix, Scalar, Vector\n\n"
+        "def neg(A: Matrix[3, 3], v: Vector[3], s: Scalar):\n"
+        "    B = -A\n    w = s * (-v)\n    C = (A - B) * s\n    t = -(s / s)\n    return B, w, C, t\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("neg_module", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    prog = irfuse.compile(module.neg, backend="cpu")
+    rng = np.random.default_rng(2)
+    A = rng.random((40, 3, 3), dtype=np.float32)
+    v = rng.random((40, 3), dtype=np.float32)
+    s = rng.random(40, dtype=np.float32) + 0.5
+    out = prog(A, v, s)
+    np.testing.assert_array_equal(out.B, -A)
+    np.testing.assert_allclose(out.w, -s[:, None] * v, rtol=1e-6)
+    np.testing.assert_allclose(out.C, 2 * A * s[:, None, None], rtol=1e-6)
+    np.testing.assert_allclose(out.t, -np.ones(40), rtol=1e-6)
+    assert "mneg33" in module_text(prog.compiled.reference_module) and "_t1" in module_text(prog.compiled.reference_module)
