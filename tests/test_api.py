@@ -154,7 +154,7 @@ class FakeDeviceArray:
     (lambda p, a: p(a, out=np.empty((10, 3, 3), np.float64)), "out= array for 'F' holds float64"),
     (lambda p, a: p(a, out={"G": a}), "out= names 'G', not outputs of the program"),
     (lambda p, a: p(a, out=(a, a)), "out= holds 2 arrays; the program has 1 outputs"),
-    (lambda p, a: p(a, out=[1]), "out= array for 'F' is a int; out= takes NumPy arrays"),
+    (lambda p, a: p(a, out=[1]), "out= array for 'F' is a int; with inputs in host memory out= takes NumPy arrays"),
 ])
 def test_bad_arguments_are_refused_by_name(synctest, call, message):
     a = np.zeros((10, 3, 3), np.float32)
@@ -240,3 +240,31 @@ def test_close_releases_and_a_later_call_opens_again(tmp_path):
         assert (prog(a).F == 2).all()
     assert prog._device is None and not prog._bound
     assert (prog(a).F == 2).all()
+
+
+def test_gpu_and_host_inputs_are_not_mixed_and_stream_needs_gpu_arrays(stvenant, synctest):
+    ref = stvenant.compiled.reference_program
+    inputs = random_inputs(ref, 4, 0, np.float32)
+
+    class OnGpu:
+        __cuda_array_interface__ = {"shape": (4, 3, 3), "typestr": "<f4", "data": (1 << 20, False), "version": 3}
+
+    inputs["mat33helpf"] = OnGpu()
+    with pytest.raises(irfuse.UsageError, match="input 'mat33helpf' is on the GPU and input 'ten4help1' in host memory"):
+        stvenant(**inputs)
+    with pytest.raises(irfuse.UsageError, match="stream= orders a call on GPU arrays"):
+        synctest(np.zeros((4, 3, 3), np.float32), stream=0)
+
+
+def test_device_array_layout_rules():
+    from irfuse.api.device_arrays import DeviceArray, overlaps
+
+    def arr(ptr, shape, strides=None):
+        return DeviceArray(None, ptr, shape, np.dtype(np.float32), strides, "x", None)
+
+    assert arr(0, (10, 3, 3)).contiguous and arr(0, (10, 3, 3), (36, 12, 4)).contiguous
+    assert not arr(0, (10, 3, 3), (72, 12, 4)).contiguous  # every other element
+    assert not arr(0, (10, 3, 3), (4, 120, 40)).contiguous  # the batch axis last
+    assert arr(0, (1, 3, 3), (999, 12, 4)).contiguous  # a length-1 axis may have any stride
+    a, b = arr(0, (10, 3, 3)), arr(360, (10, 3, 3))
+    assert not overlaps(a, b) and overlaps(a, arr(356, (10, 3, 3)))

@@ -1,4 +1,5 @@
-"""GPU-only: every example on the real device at N = 4194304 and with tails. Skipped without a GPU."""
+"""GPU-only: every example on the real device at N = 4194304 and with tails, and the Python API on
+GPU arrays. Skipped without a GPU."""
 
 import os
 
@@ -123,3 +124,87 @@ def test_tune_on_gpu_times_verifies_and_saves_the_fastest(tmp_path):
         assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
     p = irfuse("run", "--plan", str(best), "--n", str(1 << 20))
     assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def test_api_on_torch_tensors_in_place_on_the_callers_stream():
+    """PyTorch CUDA tensors are read and written in place (outputs are new tensors, out=
+    tensors are written), the call is ordered on the current torch stream, and nothing
+    grows with the number of calls."""
+    import irfuse
+    from irfuse.runtime.reference import random_inputs, run_references
+    from irfuse.runtime.verify import check_outputs
+
+    torch = _torch()
+    path = next(p for p in EXAMPLES if p.endswith("stvenant.kas"))
+    prog = irfuse.compile(path, backend="cuda")
+    n = 100_003
+    host = random_inputs(prog.compiled.reference_program, n, 5, np.float32)
+    args = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
+    before = {k: v.clone() for k, v in args.items()}
+    out = prog(**args)
+    assert all(isinstance(o, torch.Tensor) and o.is_cuda for o in out)
+    got = {k: v.cpu().numpy() for k, v in out.items()}
+    assert all(c.ok for c in check_outputs(got, run_references(prog.compiled.reference_program, host, "f32"), "f32"))
+    assert all(torch.equal(args[k], before[k]) for k in args)  # inputs only read
+    t3 = torch.empty_like(out.ten3help2)
+    v3 = torch.empty_like(out.vec3nodestiff)
+    again = prog(**args, out=(t3, v3))
+    assert again.ten3help2.data_ptr() == t3.data_ptr() and torch.equal(t3, out.ten3help2)
+    # The caller's stream: inputs produced by a torch kernel on a side stream, irfuse's call
+    # and the read of its result queued on the same stream, no synchronization in between.
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        scaled = {k: v * 2 for k, v in args.items()}
+        result = prog(**scaled).vec3nodestiff * 1
+    side.synchronize()
+    want = run_references(prog.compiled.reference_program, {k: v * 2 for k, v in host.items()}, "f32")
+    assert all(c.ok for c in check_outputs({"vec3nodestiff": result.cpu().numpy()},
+                                           {"vec3nodestiff": want.float64["vec3nodestiff"]}, "f32"))
+    # Repeated calls: the same recorded run, no growth of torch's memory.
+    for _ in range(10):
+        prog(**args, out=(t3, v3))
+    torch.cuda.synchronize()
+    used = torch.cuda.memory_allocated()
+    for _ in range(2000):
+        prog(**args, out=(t3, v3))
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == used and len(prog._bound) == 1
+
+
+def test_api_refuses_what_the_kernels_cannot_take_on_the_gpu():
+    import irfuse
+
+    torch = _torch()
+    path = next(p for p in EXAMPLES if p.endswith("synctest.kas"))
+    prog = irfuse.compile(path, backend="cuda")
+    a = torch.rand(1001, 3, 3, device="cuda")
+    with pytest.raises(irfuse.UsageError, match="input 'A' is a strided view on the GPU"):
+        prog(a[::2])
+    with pytest.raises(irfuse.UsageError, match="not 16-byte aligned"):
+        prog(a[1:])
+    with pytest.raises(irfuse.UsageError, match="out= array for 'F' overlaps input 'A'"):
+        prog(a, out=a)
+    with pytest.raises(irfuse.UsageError, match="input 'A' holds float64"):
+        prog(a.double())
+    with pytest.raises(irfuse.UsageError, match="in host memory"):
+        prog(a, out=np.empty((1001, 3, 3), np.float32))
+    assert prog.check(a).ok
+
+
+def test_api_on_cupy_arrays_in_place():
+    import irfuse
+
+    cupy = pytest.importorskip("cupy")
+    path = next(p for p in EXAMPLES if p.endswith("transform44.kas"))
+    prog = irfuse.compile(path, backend="cuda")
+    rng = np.random.default_rng(3)
+    host = {k: rng.uniform(-1, 1, (5000, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
+    args = {k: cupy.asarray(v) for k, v in host.items()}
+    out = prog(**args)
+    assert all(isinstance(o, cupy.ndarray) for o in out)
+    assert prog.check(**args).ok
+    np.testing.assert_array_equal(cupy.asnumpy(out.q), prog(**host).q)

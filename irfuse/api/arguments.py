@@ -40,12 +40,12 @@ def bind_inputs(names: Sequence[str], args: tuple, named: dict) -> dict[str, obj
 
 
 def host_array(what: str, value: object) -> np.ndarray:
-    """`value` as a NumPy array without copying, or a refusal naming `what`."""
-    if hasattr(value, "__cuda_array_interface__") or (hasattr(value, "__dlpack_device__")
-                                                       and not isinstance(value, np.ndarray)
-                                                       and _dlpack_on_device(value)):
-        raise UsageError(f"{what} is a GPU array ({type(value).__module__}.{type(value).__qualname__}); this "
-                         "version of the API takes NumPy arrays in host memory (device arrays are planned)")
+    """`value` as a NumPy array without copying, or a refusal naming `what` (GPU arrays with
+    a CUDA array interface are taken before this, by `device_arrays`)."""
+    if hasattr(value, "__dlpack_device__") and not isinstance(value, np.ndarray) and _dlpack_on_device(value):
+        raise UsageError(f"{what} is a GPU array ({type(value).__module__}.{type(value).__qualname__}) without a "
+                         "CUDA array interface; pass it through a library that has one (cupy.from_dlpack, "
+                         "torch.from_dlpack)")
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "__array__") or isinstance(value, (list, tuple)):
@@ -61,7 +61,7 @@ def _dlpack_on_device(value: object) -> bool:
     return int(device_type) != 1  # kDLCPU
 
 
-def check_array(what: str, a: np.ndarray, value_shape: tuple[int, ...], dtype: np.dtype,
+def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
                 n: int | None) -> int:
     """Checks one argument of a batch; returns its batch length."""
     want = _describe_shape(value_shape)
@@ -103,7 +103,7 @@ def bind_outputs(names: Sequence[str], out: object) -> dict[str, object]:
 
 def check_output_array(what: str, value: object, value_shape: tuple[int, ...], dtype: np.dtype, n: int) -> np.ndarray:
     if not isinstance(value, np.ndarray):
-        raise UsageError(f"{what} is a {type(value).__qualname__}; out= takes NumPy arrays")
+        raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs in host memory out= takes NumPy arrays")
     check_array(what, value, value_shape, dtype, n)
     if not value.flags.writeable:
         raise UsageError(f"{what} is read-only")

@@ -5,7 +5,9 @@ checks them (`arguments`), and replays a run recorded once per batch size: the
 program's launches with their buffers bound (on the GPU one CUDA graph). The caller's
 arrays are copied into the recorded run's input buffers (on the GPU, the upload) and
 the outputs out of its output buffers into new arrays or the `out=` arrays given, so
-an output may be an array that is also an input. Nothing is allocated per call once a
+an output may be an array that is also an input. GPU arrays (`device_arrays`) are not
+copied: the run recorded for them reads and writes through `Slot`s pointed at the
+caller's arrays, ordered on the caller's stream. Nothing is allocated per call once a
 batch size has been seen (the results excepted, unless `out=` gives them), and nothing
 is verified unless asked (`check`, or `verify=True`).
 """
@@ -18,8 +20,11 @@ from collections import OrderedDict
 import numpy as np
 
 from irfuse.api.arguments import bind_inputs, bind_outputs, check_array, check_output_array, host_array
-from irfuse.diagnostics import ExecutionError
+from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
+                                      stream_handle)
+from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.driver.artifact import CompiledProgram
+from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
 from irfuse.runtime.reference import run_references
 from irfuse.runtime.verify import OutputCheck, check_outputs, sample_elements, subset
@@ -82,12 +87,35 @@ class Verification:
         return f"verified on {where}: " + "; ".join(c.describe() for c in self.checks)
 
 
+def _to_host(dev, a: DeviceArray) -> np.ndarray:
+    host = np.empty(a.shape, dtype=a.dtype)
+    if a.nbytes:
+        dev.drv.memcpy_dtoh(host, a.ptr)
+    return host
+
+
 class _Bound:
     """A run recorded for one batch size, with its input buffers."""
 
     def __init__(self, compiled: CompiledProgram, device, arrays: dict[str, np.ndarray], n: int):
         self.inputs = {name: device.upload(a) for name, a in arrays.items()}
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
+
+
+class _BoundInPlace:
+    """A run recorded for one batch size whose inputs and outputs are the caller's GPU
+    arrays: `Slot`s pointed at them before each replay, launches issued one by one."""
+
+    def __init__(self, compiled: CompiledProgram, device, n: int, inputs: tuple[str, ...], outputs: tuple[str, ...]):
+        self.inputs = {name: Slot() for name in inputs}
+        self.outputs = {name: Slot() for name in outputs}
+        self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs,
+                                                                     outputs=self.outputs, as_graph=False)
+
+    def point(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray]) -> None:
+        for slots, given in ((self.inputs, arrays), (self.outputs, results)):
+            for name, slot in slots.items():
+                slot.ptr, slot.nbytes = given[name].ptr, given[name].nbytes
 
 
 class Program:
@@ -108,7 +136,8 @@ class Program:
             **{n: tuple(t.shape) for n, t in zip(ref.outputs, ref.output_types())}}
         self.dtype = np.dtype(compiled.element.numpy)
         self._device = None
-        self._bound: OrderedDict[int, _Bound] = OrderedDict()
+        # Recorded runs by batch size (host arrays) or ("gpu", batch size) (GPU arrays in place).
+        self._bound: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -124,22 +153,47 @@ class Program:
         return (f"<irfuse.Program {self.name}({', '.join(self.inputs)}) -> ({', '.join(self.outputs)}), "
                 f"{self.dtype.name}, {len(self.compiled.kernels)} kernel(s) on {self.backend}>")
 
-    def _arrays(self, args: tuple, named: dict) -> tuple[dict[str, np.ndarray], int]:
+    def _arrays(self, args: tuple, named: dict) -> tuple[dict, int]:
+        """name -> NumPy array, or name -> `DeviceArray` (all inputs in one place), and N."""
         bound = bind_inputs(self.inputs, args, named)
         arrays, n = {}, None
         for name, value in bound.items():
             what = f"input '{name}'"
-            a = host_array(what, value)
+            a = device_array(value)
+            if a is None:
+                a = host_array(what, value)
             n = check_array(what, a, self.shapes[name], self.dtype, n)
             arrays[name] = a
+        on_gpu = [k for k, a in arrays.items() if isinstance(a, DeviceArray)]
+        if on_gpu and len(on_gpu) < len(arrays):
+            host = next(k for k in arrays if k not in on_gpu)
+            raise UsageError(f"input '{on_gpu[0]}' is on the GPU and input '{host}' in host memory: pass every "
+                             "input in one place (irfuse copies nothing between them behind your back)")
+        if on_gpu:
+            if self.backend != "cuda":
+                raise UsageError(f"input '{on_gpu[0]}' is a GPU array and this program was compiled for the "
+                                 f"{self.backend} backend: compile it with backend='cuda'")
+            for k, a in arrays.items():
+                check_device_array(f"input '{k}'", a, 0)
         return arrays, n or 0
 
-    def __call__(self, *args, out=None, verify: bool = False, **named) -> Outputs:
+    def __call__(self, *args, out=None, verify: bool = False, stream=None, **named) -> Outputs:
         """Runs the program. `out=`: arrays to write the outputs into (a mapping by name, a
         sequence in `return` order, or one array for one output). `verify=True` checks the
         results against the float64 NumPy reference (as `check` does) and raises
-        `ExecutionError` if they disagree."""
+        `ExecutionError` if they disagree. GPU arrays are read and written in place and the
+        call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
+        waiting for the GPU."""
         arrays, n = self._arrays(args, named)
+        if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
+            outputs = self._call_in_place(arrays, n, out, stream)
+            if verify:
+                report = self._verify_device(arrays, outputs, n)
+                if not report.ok:
+                    raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
+            return outputs
+        if stream is not None:
+            raise UsageError("stream= orders a call on GPU arrays; these inputs are in host memory")
         targets = {}
         if out is not None:
             for name, value in bind_outputs(self.outputs, out).items():
@@ -158,14 +212,11 @@ class Program:
         return outputs
 
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
-        if self._device is None:
-            self._device = open_device(self.backend, self.compiled)
-        dev = self._device
+        dev = self._cuda_device()
         bound = self._bound.get(n)
         if bound is None:
             bound = self._bound[n] = _Bound(self.compiled, dev, arrays, n)
-            while len(self._bound) > BOUND_SIZES:
-                self._bound.popitem(last=False)
+            self._evict()
         else:
             self._bound.move_to_end(n)
             for name, a in arrays.items():
@@ -175,11 +226,68 @@ class Program:
         for name, (buf, _) in bound.recorded.results.items():
             dev.read_into(results[name], buf)
 
+    def _call_in_place(self, arrays: dict[str, DeviceArray], n: int, out, stream) -> Outputs:
+        model = next(iter(arrays.values()))
+        results: dict[str, DeviceArray] = {}
+        if out is not None:
+            for name, value in bind_outputs(self.outputs, out).items():
+                what = f"out= array for '{name}'"
+                a = device_array(value)
+                if a is None:
+                    raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs on the GPU out= takes GPU "
+                                     "arrays")
+                check_array(what, a, self.shapes[name], self.dtype, n)
+                check_device_array(what, a, 0)
+                for k, i in arrays.items():
+                    if overlaps(a, i):
+                        raise UsageError(f"{what} overlaps input '{k}': on the GPU the kernels read inputs while "
+                                         "others write outputs, so an output may not share an input's memory")
+                for k, o in results.items():
+                    if overlaps(a, o):
+                        raise UsageError(f"{what} overlaps the out= array for '{k}'")
+                results[name] = a
+        for name in self.outputs:
+            if name not in results:
+                results[name] = empty_like_family(model, (n, *self.shapes[name]), self.dtype)
+        handle = stream_handle(stream, model)
+        if n:
+            with self._lock:
+                dev = self._cuda_device()
+                bound = self._bound.get(("gpu", n))
+                if bound is None:
+                    bound = self._bound[("gpu", n)] = _BoundInPlace(self.compiled, dev, n, self.inputs, self.outputs)
+                    self._evict()
+                else:
+                    self._bound.move_to_end(("gpu", n))
+                bound.point(arrays, results)
+                dev.on_stream(handle, bound.recorded.replay)
+        return Outputs(self.outputs, [results[name].obj for name in self.outputs])
+
+    def _cuda_device(self):
+        if self._device is None:
+            self._device = open_device(self.backend, self.compiled)
+        return self._device
+
+    def _evict(self) -> None:
+        while len(self._bound) > BOUND_SIZES:
+            self._bound.popitem(last=False)
+
+    def _verify_device(self, arrays: dict[str, DeviceArray], outputs: Outputs, n: int,
+                       sample: int | None = 100_000, seed: int = 0) -> Verification:
+        """Copies the inputs and outputs to the host (after the GPU is done) and checks them."""
+        dev = self._cuda_device()
+        dev.drv.Context.synchronize()
+        host_in = {k: _to_host(dev, a) for k, a in arrays.items()}
+        host_out = Outputs(self.outputs, [_to_host(dev, device_array(o)) for o in outputs])
+        return self._verify(host_in, host_out, n, sample, seed)
+
     def check(self, *args, sample: int | None = 100_000, seed: int = 0, **named) -> Verification:
         """Runs the program and checks its outputs against the float64 NumPy reference, on every
         element up to `sample` of them and on a seeded sample of `sample` beyond (`None`: every
         element), with the rule `irfuse run` uses."""
         arrays, n = self._arrays(args, named)
+        if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
+            return self._verify_device(arrays, self._call_in_place(arrays, n, None, None), n, sample, seed)
         return self._verify(arrays, self(**arrays), n, sample, seed)
 
     def _verify(self, arrays, outputs: Outputs, n: int, sample: int | None = 100_000, seed: int = 0) -> Verification:

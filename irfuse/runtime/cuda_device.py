@@ -18,8 +18,8 @@ from irfuse.backend.compilers import compiler_for
 from irfuse.backend.nvrtc import KernelResources
 from irfuse.diagnostics import ExecutionError
 from irfuse.driver.artifact import CompiledProgram
-from irfuse.runtime.cuda_graph import CudaGraph
-from irfuse.runtime.device import in_order
+from irfuse.runtime.cuda_graph import CudaGraph, checked, cuda_driver
+from irfuse.runtime.device import Slot, in_order
 
 
 class GpuUnavailable(ExecutionError):
@@ -105,8 +105,9 @@ class CudaDevice:
         self.use_graphs = graphs
         self.graphs: list[CudaGraph] = []
         # Where launches and copies go: the default stream, or a capture stream while a
-        # graph is recorded.
+        # graph is recorded, or irfuse's own stream ordered after a caller's (`on_stream`).
         self._stream = None
+        self._ordering = None  # (stream, event, event) of `on_stream`, made on first use
 
     def close(self) -> None:
         for g in self.graphs:
@@ -115,6 +116,11 @@ class CudaDevice:
         for a in self.allocations:
             a.free()
         self.allocations.clear()
+        if self._ordering is not None:
+            cu = cuda_driver()
+            for event in self._ordering[1:]:
+                cu.cuEventDestroy(event)
+            self._ordering = None
         self.context.pop()
 
     def alloc(self, shape):
@@ -149,7 +155,8 @@ class CudaDevice:
         return out
 
     def copy(self, dst, src):
-        self.drv.memcpy_dtod_async(dst, src, self.sizes[int(dst)], self._stream)
+        nbytes = dst.nbytes if isinstance(dst, Slot) else self.sizes[int(dst)]
+        self.drv.memcpy_dtod_async(int(dst), int(src), nbytes, self._stream)
 
     def launcher(self, kernel, buffers, n):
         """A call that launches `kernel` on these buffers, with the argument format fixed once
@@ -160,10 +167,39 @@ class CudaDevice:
             raise ExecutionError(f"batch of {n} elements needs {grid} blocks, over the grid limit")
         fn = self.functions[kernel]
         fn.prepare("P" * len(buffers) + "q")
-        args = [int(b) for b in buffers] + [n]
         launch = functools.partial(fn.prepared_async_call, (grid, 1, 1), (k.bx, k.by, 1))
         shared = self.shared[kernel]
+        if any(isinstance(b, Slot) for b in buffers):  # addresses read when it runs
+            return lambda: launch(self._stream, *[int(b) for b in buffers], n, shared_size=shared)
+        args = [int(b) for b in buffers] + [n]
         return lambda: launch(self._stream, *args, shared_size=shared)
+
+    def on_stream(self, handle: int, work) -> None:
+        """Runs `work()` (launches and copies of this device) ordered on the caller's CUDA
+        stream `handle`, without synchronizing anything else: on the legacy default stream
+        (0) directly; on another stream, a stream of irfuse's own waits for the caller's
+        work so far and the caller's stream for irfuse's (two events, cuda-bindings, as
+        PyCUDA cannot take a stream it did not create)."""
+        if handle == 0:
+            self._stream = None
+            work()
+            return
+        cu = cuda_driver()
+        if self._ordering is None:
+            flags = cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+            self._ordering = (self.drv.Stream(), checked(cu.cuEventCreate(flags), "cuEventCreate"),
+                              checked(cu.cuEventCreate(flags), "cuEventCreate"))
+        own, before, after = self._ordering
+        theirs, mine = cu.CUstream(handle), cu.CUstream(own.handle)
+        checked(cu.cuEventRecord(before, theirs), "cuEventRecord")
+        checked(cu.cuStreamWaitEvent(mine, before, 0), "cuStreamWaitEvent")
+        self._stream = own
+        try:
+            work()
+        finally:
+            self._stream = None
+        checked(cu.cuEventRecord(after, mine), "cuEventRecord")
+        checked(cu.cuStreamWaitEvent(theirs, after, 0), "cuStreamWaitEvent")
 
     def batch(self, steps):
         """One call that runs `steps` (launches and copies of this device) in order: a CUDA

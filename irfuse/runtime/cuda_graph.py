@@ -20,14 +20,16 @@ from collections.abc import Callable
 from irfuse.diagnostics import ExecutionError
 
 
-def _driver():
+def cuda_driver():
+    """cuda-bindings' driver API (imported when a GPU is used)."""
     from cuda.bindings import driver
 
     return driver
 
 
-def _check(result, what: str):
-    cu = _driver()
+def checked(result, what: str):
+    """The value of a cuda-bindings call, or `ExecutionError` naming the call."""
+    cu = cuda_driver()
     err, *rest = result
     if err != cu.CUresult.CUDA_SUCCESS:
         raise ExecutionError(f"{what} failed: {err.name}")
@@ -39,23 +41,23 @@ class CudaGraph:
     once; calling the object submits all of it with one `cuGraphLaunch`."""
 
     def __init__(self, drv, record: Callable[[object], None]):
-        cu = _driver()
+        cu = cuda_driver()
         # Non-blocking: the capture stream must not synchronize with the default stream,
         # which other work of this context may use while the graph is recorded.
         stream = drv.Stream(flags=1)
         handle = cu.CUstream(stream.handle)
-        _check(cu.cuStreamBeginCapture(handle, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        checked(cu.cuStreamBeginCapture(handle, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                "cuStreamBeginCapture")
         try:
             record(stream)
         finally:
-            graph = _check(cu.cuStreamEndCapture(handle), "cuStreamEndCapture")
+            graph = checked(cu.cuStreamEndCapture(handle), "cuStreamEndCapture")
         self._graph = graph
-        self._exec = _check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        self._exec = checked(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         self._launch = cu.cuGraphLaunch
         self._default_stream = cu.CUstream(0)
         self._success = cu.CUresult.CUDA_SUCCESS
-        _, self.nodes = _check(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")  # launches and copies
+        _, self.nodes = checked(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")  # launches and copies
 
     def __call__(self) -> None:
         (err,) = self._launch(self._exec, self._default_stream)
@@ -63,7 +65,7 @@ class CudaGraph:
             raise ExecutionError(f"cuGraphLaunch failed: {err.name}")
 
     def destroy(self) -> None:
-        cu = _driver()
+        cu = cuda_driver()
         if self._exec is not None:
             cu.cuGraphExecDestroy(self._exec)
             cu.cuGraphDestroy(self._graph)

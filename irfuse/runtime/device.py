@@ -24,6 +24,21 @@ class Device(Protocol):
     def close(self) -> None: ...
 
 
+class Slot:
+    """A buffer that a recorded run reads or writes through, pointed at the caller's own
+    device memory before each replay (`ptr`, `nbytes`): launches and copies take its
+    address when they run, not when they are recorded."""
+
+    __slots__ = ("ptr", "nbytes")
+
+    def __init__(self) -> None:
+        self.ptr = 0
+        self.nbytes = 0
+
+    def __int__(self) -> int:
+        return self.ptr
+
+
 def in_order(steps: list[Callable[[], None]]) -> Callable[[], None]:
     """One call that runs the steps one after another."""
     def run() -> None:

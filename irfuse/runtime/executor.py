@@ -105,18 +105,35 @@ class Executor:
                 raise UsageError(f"the executor cannot run '{op.name}'")
         return []
 
-    def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None) -> "Recorded":
+    def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None,
+                outputs: dict | None = None, as_graph: bool = True) -> "Recorded":
         """Uploads the inputs (or takes buffers already on the device from `uploaded`, which
-        kernels only read) and records the host program into steps, ready to replay."""
+        kernels only read) and records the host program into steps, ready to replay.
+        `outputs` (name -> buffer) are where the results go: the kernels that make them write
+        there directly when they can (a result made by a launch of the program's body), else a
+        copy does. `as_graph=False` replays the steps one by one (buffers that are `Slot`s
+        change between replays, which a captured graph would not see)."""
         if n < 1:
             raise UsageError(f"the batch size must be at least 1, got {n}")
         env: dict = {}
         for name, arg in zip(self.program.inputs, self.program.body.block.args):
             env[arg] = uploaded[name] if uploaded is not None else self.device.upload(inputs[name])
+        returned = self.program.return_op.values
+        if outputs:
+            for name, v in zip(self.program.outputs, returned):
+                if isinstance(v.owner, fuse.LaunchOp) and v.owner.parent_block() is self.program.body.block \
+                        and v not in env:
+                    env[v] = outputs[name]
         steps: list[Callable[[], None]] = []
         outs = self._record(self.program.body.block, env, n, steps)
-        shapes = [self._shape(v, n) for v in self.program.return_op.values]
-        return Recorded(self.device, self.device.batch(steps), dict(zip(self.program.outputs, zip(outs, shapes))))
+        if outputs:
+            for k, name in enumerate(self.program.outputs):
+                if outs[k] is not outputs[name]:
+                    steps.append(functools.partial(self.device.copy, outputs[name], outs[k]))
+                    outs[k] = outputs[name]
+        shapes = [self._shape(v, n) for v in returned]
+        replay = self.device.batch(steps) if as_graph else in_order(steps)
+        return Recorded(self.device, replay, dict(zip(self.program.outputs, zip(outs, shapes))))
 
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
             back_to_back: int = 1, uploaded: dict | None = None) -> RunResult:

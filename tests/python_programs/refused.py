@@ -25,7 +25,7 @@ def while_loop(A: Matrix[3, 3]):
 def loop_counter(A: Matrix[3, 3]):
     for i in range(3):
         A = A @ A
-        B = i  # refused: the loop counter 'i' cannot be read
+        B = i  # noqa: F841  # refused: the loop counter 'i' cannot be read
     return A
 
 
@@ -61,7 +61,7 @@ def type_change(A: Matrix[3, 3], v: Vector[3]):
 
 
 def undefined(A: Matrix[3, 3]):
-    B = A @ C  # refused: 'C' is not a value of the program
+    B = A @ C  # noqa: F821  # refused: 'C' is not a value of the program
     return B
 
 

@@ -1,0 +1,176 @@
+"""The Python API on GPU arrays: bandwidth next to `irfuse run`'s replay, host time per call,
+and growth over many calls, in one run.
+
+    python benchmarks/api.py [--n 4194304] [--calls 10000] [--small-n 1024] [--json api.json]
+
+1. The four seed workloads (default plans) on PyTorch CUDA tensors through `prog(**args,
+   out=...)`, timed with CUDA events on the current stream, next to the same plan replayed
+   as `irfuse run` does (one CUDA graph) and a device-to-device copy of 1 GiB: effective
+   bandwidth (inputs read once + outputs written once) as a fraction of the copy's.
+2. Host time per call of a one-kernel program (SyncTest) on a small batch: the median over
+   `--calls` calls of the API, of a bare PyCUDA prepared launch of the same kernel, and of a
+   CuPy RawKernel launch of the same cubin (when CuPy is installed).
+3. GPU memory (driver's free memory and torch's allocated bytes) after 10 calls and after
+   `--calls` calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import ROOT, WORKLOADS  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=4_194_304)
+    ap.add_argument("--calls", type=int, default=10_000)
+    ap.add_argument("--small-n", type=int, default=1024)
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--json", default="api.json")
+    args = ap.parse_args(argv)
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    import irfuse
+    from irfuse.runtime.cuda_device import measure_copy_bandwidth
+    from irfuse.runtime.executor import Executor
+    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
+    from irfuse.runtime.verify import check_outputs
+
+    console = Console(width=200)
+    torch.cuda.init()
+    rows, copy_bw = [], None
+    for wl, file in WORKLOADS.items():
+        prog = irfuse.compile(os.path.join(ROOT, "examples", file), backend="cuda", n=args.n)
+        ref = prog.compiled.reference_program
+        host = random_inputs(ref, args.n, 1, np.float32)
+        tensors = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
+        outs = [torch.empty((args.n, *prog.shapes[k]), device="cuda") for k in prog.outputs]
+        dev = prog._cuda_device()
+        if copy_bw is None:
+            copy_bw = measure_copy_bandwidth(dev.drv)
+        got = prog(**tensors, out=outs)
+        torch.cuda.synchronize()
+        sample = {k: v[:100_000] for k, v in host.items()}
+        ok = all(c.ok for c in check_outputs({k: v[:100_000].cpu().numpy() for k, v in got.items()},
+                                             run_references(ref, sample, "f32"), "f32"))
+        rec = Executor(prog.compiled, dev).prepare(host, args.n)
+        rec.replay()
+
+        def api_once() -> float:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            prog(**tensors, out=outs)
+            e.record()
+            e.synchronize()
+            return s.elapsed_time(e) / 1e3
+
+        for _ in range(5):
+            api_once()
+            rec.time_once()
+        api_t, run_t = [], []
+        for k in range(args.repeat):  # in turns, so drift weighs on both alike
+            if k % 2:
+                run_t.append(rec.time_once())
+                api_t.append(api_once())
+            else:
+                api_t.append(api_once())
+                run_t.append(rec.time_once())
+        nbytes = effective_bytes(ref, args.n, 4)
+        api_s, run_s = float(np.median(api_t)), float(np.median(run_t))
+        rows.append({"workload": wl, "verified": ok, "api_s": api_s, "run_s": run_s, "bytes": nbytes,
+                     "api_of_copy": nbytes / api_s / copy_bw, "run_of_copy": nbytes / run_s / copy_bw,
+                     "api_over_run": api_s / run_s, "kernels": prog.kernels})
+        prog.close()
+        del tensors, outs, got
+        torch.cuda.empty_cache()
+
+    gpu = torch.cuda.get_device_name()
+    t = Table(title=f"{gpu}: the API on torch tensors, n = {args.n}, float32, median of {args.repeat}; "
+                    f"copy {copy_bw / 1e9:.0f} GB/s")
+    for col in ("workload", "API ms", "of copy", "irfuse run ms", "of copy ", "API / run", "verified"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["workload"], f"{r['api_s'] * 1e3:.3f}", f"{r['api_of_copy']:.1%}", f"{r['run_s'] * 1e3:.3f}",
+                  f"{r['run_of_copy']:.1%}", f"{r['api_over_run']:.3f}", str(r["verified"]))
+    console.print(t)
+
+    # 2. Host time per call, small batch.
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "synctest.kas"), backend="cuda")
+    a = torch.rand(args.small_n, 3, 3, device="cuda")
+    f = torch.empty_like(a)
+    prog(a, out=f)
+    dev = prog._cuda_device()
+    torch.cuda.synchronize()
+    free0 = dev.drv.mem_get_info()[0]
+    alloc0 = torch.cuda.memory_allocated()
+
+    def per_call(fn, calls: int) -> float:
+        times = np.empty(calls)
+        for i in range(calls):
+            t0 = time.perf_counter()
+            fn()
+            times[i] = time.perf_counter() - t0
+            if i % 256 == 255:
+                torch.cuda.synchronize()  # keep the launch queue from filling
+        torch.cuda.synchronize()
+        return float(np.median(times))
+
+    for _ in range(10):
+        prog(a, out=f)
+    torch.cuda.synchronize()
+    free10, alloc10 = dev.drv.mem_get_info()[0], torch.cuda.memory_allocated()
+    host = {"irfuse API (prog(a, out=f))": per_call(lambda: prog(a, out=f), args.calls)}
+    free_n, alloc_n = dev.drv.mem_get_info()[0], torch.cuda.memory_allocated()
+    host["irfuse API (prog(a), new output)"] = per_call(lambda: prog(a), args.calls)
+    k = prog.compiled.kernels[0]
+    fn = dev.functions[k.name]
+    fn.prepare("PPq")
+    grid = -(-args.small_n // k.by)
+    ptr_a, ptr_f = a.data_ptr(), f.data_ptr()
+    host["bare PyCUDA prepared launch"] = per_call(
+        lambda: fn.prepared_async_call((grid, 1, 1), (k.bx, k.by, 1), None, ptr_a, ptr_f, args.small_n), args.calls)
+    try:
+        import cupy
+
+        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as tmp:
+            tmp.write(prog.compiled.cubin.cubin)
+        raw = cupy.RawModule(path=tmp.name).get_function(k.name)
+        ca, cf = cupy.asarray(a), cupy.asarray(f)
+        nn = np.int64(args.small_n)
+        host["CuPy RawKernel launch (same cubin)"] = per_call(
+            lambda: raw((grid,), (k.bx, k.by), (ca, cf, nn)), args.calls)
+    except ImportError:
+        console.print("CuPy is not installed: its row is left out")
+    t2 = Table(title=f"host time per call, one-kernel program (SyncTest), n = {args.small_n}, median of {args.calls}")
+    t2.add_column("path")
+    t2.add_column("us per call")
+    for name, s in host.items():
+        t2.add_row(name, f"{s * 1e6:.2f}")
+    console.print(t2)
+    growth = {"driver_free_bytes_after_10": free10, "driver_free_bytes_after_calls": free_n,
+              "torch_allocated_after_10": alloc10, "torch_allocated_after_calls": alloc_n,
+              "before": [free0, alloc0], "recorded_runs": len(prog._bound)}
+    console.print(f"GPU memory after 10 calls: {free10} B free (driver), {alloc10} B allocated (torch); after "
+                  f"{args.calls} more: {free_n} B free, {alloc_n} B allocated; recorded runs kept: {len(prog._bound)}")
+    with open(args.json, "w") as fh:
+        json.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows,
+                   "host_seconds_per_call": host, "small_n": args.small_n, "calls": args.calls,
+                   "growth": growth}, fh, indent=2)
+    console.print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

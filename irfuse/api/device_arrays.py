@@ -1,0 +1,147 @@
+"""GPU arrays of other libraries, read and written in place.
+
+Any object with `__cuda_array_interface__` is taken: CuPy arrays, PyTorch CUDA tensors,
+Numba device arrays, PyCUDA GPUArrays (JAX arrays when their library exposes the
+interface). Its pointer goes to the kernels as is: no copy. What the kernels cannot take
+is refused, never copied behind the caller's back: a strided view (the kernels read an
+element's words contiguously), a pointer that is not 16-byte aligned (their 16-byte copies),
+memory on another GPU. Outputs are allocated in the first input's library, on its device.
+
+The stream a call is ordered on: `stream=` (a handle, or a CuPy, PyTorch or PyCUDA stream
+object), else the current stream of the first input's library (PyTorch's, CuPy's), else
+the stream its interface names, else the legacy default stream.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from irfuse.diagnostics import UsageError
+
+ALIGNMENT = 16  # bytes: the kernels' 16-byte loads and stores
+
+
+@dataclass
+class DeviceArray:
+    obj: object
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    strides: tuple[int, ...] | None  # bytes; None: C-contiguous
+    family: str  # the top-level module of its type: torch, cupy, numba, pycuda, ...
+    stream: int | None  # what the interface says the data is ordered on
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    @property
+    def contiguous(self) -> bool:
+        if self.strides is None:
+            return True
+        expect, step = [], self.dtype.itemsize
+        for d in reversed(self.shape):
+            expect.append(step)
+            step *= d
+        return all(s == e or d == 1 for s, e, d in zip(self.strides, reversed(expect), self.shape))
+
+
+def device_array(value: object) -> DeviceArray | None:
+    """`value` as a GPU array, or None when it has no CUDA array interface."""
+    try:
+        cai = value.__cuda_array_interface__  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # a CPU torch tensor raises when asked
+        return None
+    try:
+        strides = cai.get("strides")
+        return DeviceArray(value, int(cai["data"][0]), tuple(int(d) for d in cai["shape"]), np.dtype(cai["typestr"]),
+                           tuple(int(s) for s in strides) if strides is not None else None,
+                           type(value).__module__.split(".")[0], cai.get("stream"))
+    except (KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"a {type(value).__qualname__} has a malformed __cuda_array_interface__ ({e})") from None
+
+
+def check_device_array(what: str, a: DeviceArray, device_ordinal: int) -> None:
+    """What the kernels need of a GPU array beyond its shape and type."""
+    if not a.contiguous:
+        raise UsageError(f"{what} is a strided view on the GPU (strides {a.strides}); irfuse reads each element's "
+                         "words contiguously and does not copy GPU arrays behind your back: pass a contiguous "
+                         "array (.contiguous() in PyTorch, cupy.ascontiguousarray)")
+    if a.ptr % ALIGNMENT and a.nbytes:
+        raise UsageError(f"{what} starts at an address that is not {ALIGNMENT}-byte aligned (0x{a.ptr:x}, a view "
+                         "that skips part of a batch?); the kernels' 16-byte loads need it: pass an array of its own")
+    if a.nbytes:
+        ordinal = _device_ordinal(a.ptr)
+        if ordinal != device_ordinal:
+            raise UsageError(f"{what} is on GPU {ordinal}; this program runs on GPU {device_ordinal}")
+
+
+def _device_ordinal(ptr: int) -> int:
+    from irfuse.runtime.cuda_graph import checked, cuda_driver
+
+    cu = cuda_driver()
+    value = checked(cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
+                    "cuPointerGetAttribute")
+    return int(value)
+
+
+def overlaps(a: DeviceArray, b: DeviceArray) -> bool:
+    return a.ptr < b.ptr + b.nbytes and b.ptr < a.ptr + a.nbytes and a.nbytes > 0 and b.nbytes > 0
+
+
+def empty_like_family(model: DeviceArray, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
+    """A new GPU array in `model`'s library, on its device."""
+    family = model.family
+    if family == "torch":
+        import torch
+
+        obj = torch.empty(shape, dtype=getattr(torch, dtype.name), device=model.obj.device)  # type: ignore[attr-defined]
+    elif family == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(model.obj.device.id):  # type: ignore[attr-defined]
+            obj = cupy.empty(shape, dtype=dtype)
+    elif family == "numba":
+        from numba import cuda
+
+        obj = cuda.device_array(shape, dtype=dtype)
+    elif family == "pycuda":
+        import pycuda.gpuarray as gpuarray
+
+        obj = gpuarray.empty(shape, dtype=dtype)
+    else:
+        raise UsageError(f"irfuse cannot allocate outputs in the library of a {type(model.obj).__qualname__}: "
+                         "pass out= arrays")
+    made = device_array(obj)
+    assert made is not None
+    return made
+
+
+def stream_handle(stream: object, model: DeviceArray) -> int:
+    """The CUDA stream handle a call is ordered on (see the module's docstring)."""
+    if stream is not None:
+        if isinstance(stream, int):
+            return stream
+        for attr in ("cuda_stream", "ptr", "handle"):  # PyTorch, CuPy, PyCUDA
+            if hasattr(stream, attr):
+                return int(getattr(stream, attr))
+        raise UsageError(f"stream= takes a stream handle or a PyTorch, CuPy or PyCUDA stream, not a "
+                         f"{type(stream).__qualname__}")
+    if model.family == "torch" and "torch" in sys.modules:
+        import torch
+
+        return int(torch.cuda.current_stream(model.obj.device).cuda_stream)  # type: ignore[attr-defined]
+    if model.family == "cupy" and "cupy" in sys.modules:
+        import cupy
+
+        return int(cupy.cuda.get_current_stream().ptr)
+    if isinstance(model.stream, int) and model.stream > 2:
+        return model.stream
+    return 0  # the legacy default stream (the interface's 1 and 2 name the default streams)
