@@ -6,7 +6,9 @@ and growth over many calls, in one run.
 1. The four seed workloads (default plans) on PyTorch CUDA tensors through `prog(**args,
    out=...)`, timed with CUDA events on the current stream, next to the same plan replayed
    as `irfuse run` does (one CUDA graph) and a device-to-device copy of 1 GiB: effective
-   bandwidth (inputs read once + outputs written once) as a fraction of the copy's.
+   bandwidth (inputs read once + outputs written once) as a fraction of the copy's, for one
+   call per timing (the host's time per call inside) and for 10 calls back to back (a
+   time-stepping loop, where the host's time overlaps the GPU's).
 2. Host time per call of a one-kernel program (SyncTest) on a small batch: the median over
    `--calls` calls of the API, of a bare PyCUDA prepared launch of the same kernel, and of a
    CuPy RawKernel launch of the same cubin (when CuPy is installed).
@@ -68,30 +70,36 @@ def main(argv=None) -> int:
         rec = Executor(prog.compiled, dev).prepare(host, args.n)
         rec.replay()
 
-        def api_once(prog=prog, tensors=tensors, outs=outs) -> float:
+        def api_once(prog=prog, tensors=tensors, outs=outs, calls=1) -> float:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
-            prog(**tensors, out=outs)
+            for _ in range(calls):
+                prog(**tensors, out=outs)
             e.record()
             e.synchronize()
-            return s.elapsed_time(e) / 1e3
+            return s.elapsed_time(e) / 1e3 / calls
 
         for _ in range(5):
             api_once()
             rec.time_once()
-        api_t, run_t = [], []
+        api_t, run_t, api_b, run_b = [], [], [], []
         for k in range(args.repeat):  # in turns, so drift weighs on both alike
-            if k % 2:
-                run_t.append(rec.time_once())
-                api_t.append(api_once())
-            else:
-                api_t.append(api_once())
-                run_t.append(rec.time_once())
+            order = [0, 1] if k % 2 else [1, 0]
+            for which in order:
+                if which:
+                    run_t.append(rec.time_once())
+                    run_b.append(rec.time_once(10))
+                else:
+                    api_t.append(api_once())
+                    api_b.append(api_once(calls=10))
         nbytes = effective_bytes(ref, args.n, 4)
         api_s, run_s = float(np.median(api_t)), float(np.median(run_t))
+        api_bs, run_bs = float(np.median(api_b)), float(np.median(run_b))
         rows.append({"workload": wl, "verified": ok, "api_s": api_s, "run_s": run_s, "bytes": nbytes,
                      "api_of_copy": nbytes / api_s / copy_bw, "run_of_copy": nbytes / run_s / copy_bw,
-                     "api_over_run": api_s / run_s, "kernels": prog.kernels})
+                     "api_over_run": api_s / run_s, "api_10_s": api_bs, "run_10_s": run_bs,
+                     "api_10_of_copy": nbytes / api_bs / copy_bw, "run_10_of_copy": nbytes / run_bs / copy_bw,
+                     "kernels": prog.kernels})
         prog.close()
         del tensors, outs, got
         torch.cuda.empty_cache()
@@ -99,11 +107,13 @@ def main(argv=None) -> int:
     gpu = torch.cuda.get_device_name()
     t = Table(title=f"{gpu}: the API on torch tensors, n = {args.n}, float32, median of {args.repeat}; "
                     f"copy {copy_bw / 1e9:.0f} GB/s")
-    for col in ("workload", "API ms", "of copy", "irfuse run ms", "of copy ", "API / run", "verified"):
+    for col in ("workload", "API ms", "of copy", "irfuse run ms", "of copy ", "API / run",
+                "10 back to back: API of copy", "run of copy", "verified"):
         t.add_column(col)
     for r in rows:
         t.add_row(r["workload"], f"{r['api_s'] * 1e3:.3f}", f"{r['api_of_copy']:.1%}", f"{r['run_s'] * 1e3:.3f}",
-                  f"{r['run_of_copy']:.1%}", f"{r['api_over_run']:.3f}", str(r["verified"]))
+                  f"{r['run_of_copy']:.1%}", f"{r['api_over_run']:.3f}", f"{r['api_10_of_copy']:.1%}",
+                  f"{r['run_10_of_copy']:.1%}", str(r["verified"]))
     console.print(t)
 
     # 2. Host time per call, small batch.

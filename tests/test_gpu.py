@@ -173,6 +173,16 @@ def test_api_on_torch_tensors_in_place_on_the_callers_stream():
         prog(**args, out=(t3, v3))
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() == used and len(prog._bound) == 1
+    # The same arrays again and again: captured once into a graph, then replayed; two sets of
+    # arrays in turn (ping-pong): two graphs, each giving its own results.
+    assert len(prog._bound[("gpu", n)].graphs) == 1
+    t3b, v3b = torch.empty_like(t3), torch.empty_like(v3)
+    for _ in range(3):
+        prog(**args, out=(t3b, v3b))
+        prog(**scaled, out=(t3, v3))
+    torch.cuda.synchronize()
+    assert len(prog._bound[("gpu", n)].graphs) == 3
+    assert torch.equal(t3b, out.ten3help2) and torch.equal(v3, result)
 
 
 def test_api_refuses_what_the_kernels_cannot_take_on_the_gpu():
@@ -190,7 +200,7 @@ def test_api_refuses_what_the_kernels_cannot_take_on_the_gpu():
         prog(a, out=a)
     with pytest.raises(irfuse.UsageError, match="input 'A' holds float64"):
         prog(a.double())
-    with pytest.raises(irfuse.UsageError, match="in host memory"):
+    with pytest.raises(irfuse.UsageError, match="with inputs on the GPU out= takes GPU arrays"):
         prog(a, out=np.empty((1001, 3, 3), np.float32))
     assert prog.check(a).ok
 

@@ -64,10 +64,9 @@ def _dlpack_on_device(value: object) -> bool:
 def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
                 n: int | None) -> int:
     """Checks one argument of a batch; returns its batch length."""
-    want = _describe_shape(value_shape)
     if a.ndim != 1 + len(value_shape) or tuple(a.shape[1:]) != tuple(value_shape):
-        raise UsageError(f"{what} has shape {tuple(a.shape)}; expected {want}, the batch axis first "
-                         "(array of structures)")
+        raise UsageError(f"{what} has shape {tuple(a.shape)}; expected {_describe_shape(value_shape)}, the batch "
+                         "axis first (array of structures)")
     if a.dtype != dtype:
         hint = (f"convert it with .astype(numpy.{dtype.name})" if a.dtype.kind in "fiu" else "")
         other = {"float32": "f32", "float64": "f64"}.get(a.dtype.name)

@@ -14,8 +14,9 @@ the stream its interface names, else the legacy default stream.
 
 from __future__ import annotations
 
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,14 +34,15 @@ class DeviceArray:
     strides: tuple[int, ...] | None  # bytes; None: C-contiguous
     family: str  # the top-level module of its type: torch, cupy, numba, pycuda, ...
     stream: int | None  # what the interface says the data is ordered on
+    device: int | None = None  # the GPU's ordinal when the library says it cheaply
+    nbytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape)) * self.dtype.itemsize
 
     @property
     def contiguous(self) -> bool:
@@ -53,8 +55,26 @@ class DeviceArray:
         return all(s == e or d == 1 for s, e, d in zip(self.strides, reversed(expect), self.shape))
 
 
+_TORCH_TYPES: dict = {}  # torch dtype -> NumPy dtype, filled on first use
+
+
+def _torch_array(value) -> DeviceArray | None:
+    """A PyTorch tensor read through its own accessors: its `__cuda_array_interface__` costs
+    tens of microseconds a call, more than the launch it feeds."""
+    if not value.is_cuda:
+        return None
+    dtype = _TORCH_TYPES.get(value.dtype)
+    if dtype is None:
+        dtype = _TORCH_TYPES[value.dtype] = np.dtype(str(value.dtype).removeprefix("torch."))
+    strides = None if value.is_contiguous() else tuple(s * dtype.itemsize for s in value.stride())
+    return DeviceArray(value, value.data_ptr(), tuple(value.shape), dtype, strides, "torch", None,
+                       value.device.index)
+
+
 def device_array(value: object) -> DeviceArray | None:
     """`value` as a GPU array, or None when it has no CUDA array interface."""
+    if type(value).__module__ == "torch" and type(value).__name__ in ("Tensor", "Parameter"):
+        return _torch_array(value)
     try:
         cai = value.__cuda_array_interface__  # type: ignore[attr-defined]
     except (AttributeError, RuntimeError):  # a CPU torch tensor raises when asked
@@ -78,7 +98,7 @@ def check_device_array(what: str, a: DeviceArray, device_ordinal: int) -> None:
         raise UsageError(f"{what} starts at an address that is not {ALIGNMENT}-byte aligned (0x{a.ptr:x}, a view "
                          "that skips part of a batch?); the kernels' 16-byte loads need it: pass an array of its own")
     if a.nbytes:
-        ordinal = _device_ordinal(a.ptr)
+        ordinal = a.device if a.device is not None else _device_ordinal(a.ptr)
         if ordinal != device_ordinal:
             raise UsageError(f"{what} is on GPU {ordinal}; this program runs on GPU {device_ordinal}")
 
@@ -137,6 +157,9 @@ def stream_handle(stream: object, model: DeviceArray) -> int:
     if model.family == "torch" and "torch" in sys.modules:
         import torch
 
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch.cuda.current_stream reads
+        if raw is not None:
+            return int(raw(model.device))
         return int(torch.cuda.current_stream(model.obj.device).cuda_stream)  # type: ignore[attr-defined]
     if model.family == "cupy" and "cupy" in sys.modules:
         import cupy

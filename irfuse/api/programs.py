@@ -14,7 +14,9 @@ is verified unless asked (`check`, or `verify=True`).
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -30,6 +32,16 @@ from irfuse.runtime.reference import run_references
 from irfuse.runtime.verify import OutputCheck, check_outputs, sample_elements, subset
 
 BOUND_SIZES = 4  # batch sizes whose recorded runs (and their buffers) a program keeps
+
+# Programs holding a device: closed at exit, before PyCUDA's own clean-up, which aborts the
+# process if a context it pushed is still on the stack.
+_holding_devices: "weakref.WeakSet[Program]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for program in list(_holding_devices):
+        program.close()
 
 
 class Outputs(tuple):
@@ -102,20 +114,52 @@ class _Bound:
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
 
 
+GRAPHS_KEPT = 8  # CUDA graphs a recorded in-place run keeps, one per set of addresses
+
+
 class _BoundInPlace:
     """A run recorded for one batch size whose inputs and outputs are the caller's GPU
-    arrays: `Slot`s pointed at them before each replay, launches issued one by one."""
+    arrays: `Slot`s pointed at them before each replay. The first time a set of addresses
+    is seen, the launches are issued one by one; the second time, they are captured into a
+    CUDA graph kept for that set (a time-stepping code calls with the same arrays again
+    and again, or alternates between two sets), which later calls submit with one launch
+    on the caller's stream."""
 
     def __init__(self, compiled: CompiledProgram, device, n: int, inputs: tuple[str, ...], outputs: tuple[str, ...]):
+        self.device = device
         self.inputs = {name: Slot() for name in inputs}
         self.outputs = {name: Slot() for name in outputs}
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs,
                                                                      outputs=self.outputs, as_graph=False)
+        self.seen: OrderedDict[tuple, None] = OrderedDict()
+        self.graphs: OrderedDict[tuple, object] = OrderedDict()
 
-    def point(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray]) -> None:
+    def run(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray], stream: int) -> None:
+        key = tuple(a.ptr for a in arrays.values()) + tuple(r.ptr for r in results.values())
+        graph = self.graphs.get(key)
+        if graph is not None:
+            self.graphs.move_to_end(key)
+            graph.launch_on(stream)
+            return
         for slots, given in ((self.inputs, arrays), (self.outputs, results)):
             for name, slot in slots.items():
                 slot.ptr, slot.nbytes = given[name].ptr, given[name].nbytes
+        if key in self.seen:
+            del self.seen[key]
+            graph = self.graphs[key] = self.device.capture(self.recorded.replay)
+            while len(self.graphs) > GRAPHS_KEPT:
+                self.graphs.popitem(last=False)[1].destroy()
+            graph.launch_on(stream)
+            return
+        self.seen[key] = None
+        while len(self.seen) > GRAPHS_KEPT:
+            self.seen.popitem(last=False)
+        self.device.on_stream(stream, self.recorded.replay)
+
+    def release(self) -> None:
+        for graph in self.graphs.values():
+            graph.destroy()
+        self.graphs.clear()
 
 
 class Program:
@@ -259,18 +303,20 @@ class Program:
                     self._evict()
                 else:
                     self._bound.move_to_end(("gpu", n))
-                bound.point(arrays, results)
-                dev.on_stream(handle, bound.recorded.replay)
+                bound.run(arrays, results, handle)
         return Outputs(self.outputs, [results[name].obj for name in self.outputs])
 
     def _cuda_device(self):
         if self._device is None:
             self._device = open_device(self.backend, self.compiled)
+            _holding_devices.add(self)
         return self._device
 
     def _evict(self) -> None:
         while len(self._bound) > BOUND_SIZES:
-            self._bound.popitem(last=False)
+            _, bound = self._bound.popitem(last=False)
+            if isinstance(bound, _BoundInPlace):
+                bound.release()
 
     def _verify_device(self, arrays: dict[str, DeviceArray], outputs: Outputs, n: int,
                        sample: int | None = 100_000, seed: int = 0) -> Verification:
@@ -299,6 +345,9 @@ class Program:
     def close(self) -> None:
         """Releases the device and the buffers of recorded runs (a later call opens them again)."""
         with self._lock:
+            for bound in self._bound.values():
+                if isinstance(bound, _BoundInPlace):
+                    bound.release()
             self._bound.clear()
             if self._device is not None:
                 self._device.close()

@@ -206,18 +206,21 @@ class CudaDevice:
         graph captured from them, submitted with one launch."""
         if not self.use_graphs or not steps:
             return in_order(steps)
+        graph = self.capture(in_order(steps))
+        self.graphs.append(graph)
+        return graph
 
+    def capture(self, work) -> CudaGraph:
+        """`work()` (launches and copies of this device, with the addresses they have now)
+        captured into a CUDA graph; the caller destroys it (`CudaGraph.destroy`)."""
         def record(stream):
             self._stream = stream
             try:
-                for step in steps:
-                    step()
+                work()
             finally:
                 self._stream = None
 
-        graph = CudaGraph(self.drv, record)
-        self.graphs.append(graph)
-        return graph
+        return CudaGraph(self.drv, record)
 
     def synchronize(self):
         self.drv.Context.synchronize()

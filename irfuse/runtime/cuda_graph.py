@@ -64,6 +64,12 @@ class CudaGraph:
         if err != self._success:
             raise ExecutionError(f"cuGraphLaunch failed: {err.name}")
 
+    def launch_on(self, handle: int) -> None:
+        """Submits the graph on the CUDA stream `handle` (a caller's stream)."""
+        (err,) = self._launch(self._exec, cuda_driver().CUstream(handle))
+        if err != self._success:
+            raise ExecutionError(f"cuGraphLaunch failed: {err.name}")
+
     def destroy(self) -> None:
         cu = cuda_driver()
         if self._exec is not None:
