@@ -225,7 +225,8 @@ def main(argv=None) -> int:
     from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
     from irfuse.runtime.verify import check_outputs
     from irfuse.tools.cli import build_parser
-    from irfuse.tools.tune import compile_tuned, tune
+    from irfuse.driver.tuned import compile_tuned
+    from irfuse.tools.tune import tune
 
     console = Console(width=200)
     rows = []

@@ -74,6 +74,23 @@ def test_tune_on_cpu_ranks_verifies_saves_and_reuses(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert str(stale) in p.stderr and "run 'irfuse tune' again" in p.stderr, p.stderr
     assert not (tmp_path / "stale").exists()
+    # the Python API takes the same tuning: the fastest plan, its kernels, refusing what contradicts it
+    import irfuse as api
+
+    prog = api.compile(SYNC, tuning=out, backend="cpu")
+    assert prog.compiled.meta["pipeline"] == d["best"]["pipeline"]
+    assert prog.compiled.source.split("#ifndef IRFUSE_HOST", 1)[1] == \
+        (best_dir / "kernels.cu").read_text().split("#ifndef IRFUSE_HOST", 1)[1]
+    a = np.random.default_rng(0).random((61, 3, 3), dtype=np.float32)
+    assert prog.check(a).ok
+    with pytest.raises(api.UsageError, match="stale.json: its pipeline now selects other kernels"):
+        api.compile(SYNC, tuning=stale, backend="cpu")
+    with pytest.raises(api.UsageError, match="pipeline= cannot be given with it"):
+        api.compile(SYNC, tuning=out, backend="cpu", pipeline="kas-dce,fuse-each")
+    with pytest.raises(api.UsageError, match="the tuning was made for dtype 'f32', not 'f64'"):
+        api.compile(SYNC, tuning=out, backend="cpu", dtype="f64")
+    with pytest.raises(api.UsageError, match="give its path as the source"):
+        api.compile(open(SYNC).read(), tuning=out, backend="cpu")
 
 
 def test_tune_stops_at_the_plans_that_exist(tmp_path):

@@ -25,6 +25,7 @@ from irfuse.api.programs import Outputs, Program, Verification
 from irfuse.dialects.context import module_text
 from irfuse.diagnostics import UsageError
 from irfuse.driver.compile import PlanningOptions, compile_frontend, compile_text
+from irfuse.driver.tuned import compile_tuned
 from irfuse.frontend.irgen import read_source
 from irfuse.frontend.python import compile_function
 from irfuse.planner.cost import DEFAULT_BATCH
@@ -74,14 +75,15 @@ def program(fn) -> PythonProgram:
     return PythonProgram(fn)
 
 
-def compile(source, *, dtype: str = "f32", backend: str = "auto",
+def compile(source, *, dtype: str | None = None, backend: str = "auto",
             pipeline: str | None = None, n: int | None = None, profile: str = "h100",
-            arch: str | None = None, filename: str | None = None) -> Program:
+            arch: str | None = None, filename: str | None = None, tuning: str | os.PathLike | None = None
+            ) -> Program:
     """Compiles a KAS program to a `Program`.
 
     source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), or a
         function (under `@irfuse.program` or not) written as `irfuse.frontend.python` says.
-    dtype: 'f32' or 'f64', the element type of every value.
+    dtype: 'f32' (the default) or 'f64', the element type of every value.
     backend: 'cuda' (the GPU, through PyCUDA), 'cpu' (the CPU backend), or 'auto' (the
         GPU when one is usable, else the CPU).
     pipeline: a pass pipeline (`irfuse-opt --list-passes`); the default pipeline's fusion
@@ -89,7 +91,14 @@ def compile(source, *, dtype: str = "f32", backend: str = "auto",
     n, profile: the batch size and device profile the fusion search plans for.
     arch: the GPU architecture to compile for (default: the GPU present, else sm_90).
     filename: the name diagnostics give source text (default '<source>').
+    tuning: a tuning result of `irfuse tune` (its JSON file) for this program's file: the plan
+        it found fastest, compiled again (refused if the search now selects other kernels);
+        its element type and pipeline are the tuning's, so `dtype` and `pipeline` may not
+        say otherwise.
     """
+    if tuning is not None:
+        return _compile_tuned(source, os.fspath(tuning), dtype, backend, pipeline, arch)
+    dtype = dtype or "f32"
     if backend not in BACKENDS:
         raise UsageError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
     if dtype not in ("f32", "f64"):
@@ -120,4 +129,25 @@ def compile(source, *, dtype: str = "f32", backend: str = "auto",
             program = _programs[key] = Program(compiled, chosen, diagnostics)
             for d in diagnostics:
                 warnings.warn(d.render(), IrfuseWarning, stacklevel=2)
+    return program
+
+
+def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipeline: str | None,
+                   arch: str | None) -> Program:
+    if pipeline is not None:
+        raise UsageError("tuning= gives the pipeline (the plan it timed): pipeline= cannot be given with it")
+    if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and _is_source_text(source)):
+        raise UsageError("tuning= recompiles the program's file: give its path as the source")
+    path = os.path.abspath(os.fspath(source))
+    if backend not in BACKENDS:
+        raise UsageError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
+    chosen = ("cuda" if gpu_available() else "cpu") if backend == "auto" else backend
+    key = ("tuning", os.path.abspath(tuning), path, read_source(path), chosen, arch)
+    with _programs_lock:
+        program = _programs.get(key)
+        if program is None:
+            compiled = compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda")
+            program = _programs[key] = Program(compiled, chosen, [])
+    if dtype is not None and dtype != program.compiled.dtype:
+        raise UsageError(f"{tuning}: the tuning was made for dtype '{program.compiled.dtype}', not '{dtype}'")
     return program

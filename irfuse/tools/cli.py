@@ -40,7 +40,8 @@ from irfuse.runtime.reference import (
 )
 from irfuse.runtime.verify import check_outputs, sample_elements, subset
 from irfuse.tools.calibrate import calibrate
-from irfuse.tools.tune import compile_tuned, tune
+from irfuse.driver.tuned import compile_tuned
+from irfuse.tools.tune import tune
 from irfuse.transforms.barriers import barrier_after_every_op
 
 DEFAULT_N = {"cuda": DEFAULT_BATCH, "cpu": 4096, "numpy": 100_000}

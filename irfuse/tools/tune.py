@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +31,7 @@ from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 from irfuse.dialects.element_types import element_type
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import PlanningOptions, compile_program
+from irfuse.driver.tuned import kernel_blocks, kernel_groups
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
@@ -109,42 +109,6 @@ class Candidate:
                 "verified": self.verified, "mismatch": self.mismatch,
                 "kernels": [k.name for k in self.plan.kernels], "groups": self.groups,
                 "blocks": kernel_blocks(self.plan)}
-
-
-def kernel_groups(plan: CompiledProgram) -> list[str]:
-    return [op.attributes["group"].data for op in plan.module.ops if op.name == "fuse.kernel"]
-
-
-def kernel_blocks(plan: CompiledProgram) -> list[list[int]]:
-    return [[k.bx, k.by] for k in plan.kernels]
-
-
-def compile_tuned(path: str, file: str | None = None, arch: str | None = None) -> CompiledProgram:
-    """The fastest plan of a tuning result, compiled again from its program and pipeline.
-
-    The pipeline names the plan by its rank in the search; a cost model or library that
-    changed since the tuning can rank another plan there, so the kernels compiled must be
-    the ones that were timed (their groups and block shapes), or the tuning is refused."""
-    try:
-        with open(path) as f:
-            tuning = json.load(f)
-        best = tuning["best"]
-        file = file or tuning["program"]
-        pipeline, dtype, groups = best["pipeline"], tuning["dtype"], best["groups"]
-        # Tunings of earlier versions name the element type as a partition option; it is
-        # the module's attribute now (set from the tuning's dtype).
-        pipeline = re.sub(r" dtype=f(32|64)\b", "", pipeline)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise UsageError(f"{path}: not a tuning result of 'irfuse tune': {e}") from None
-    plan, _ = compile_program(file, pipeline, dtype, True, arch)
-    now = (kernel_groups(plan), kernel_blocks(plan) if "blocks" in best else None)
-    then = (groups, best.get("blocks"))
-    if now != then:
-        raise UsageError(f"{path}: its pipeline now selects other kernels ({'; '.join(now[0])}) than the "
-                           f"ones tuned ({'; '.join(then[0])}): the cost model or the op library changed "
-                           "since; run 'irfuse tune' again")
-    plan.meta["tuning"] = os.path.abspath(path)
-    return plan
 
 
 def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Candidate]:
