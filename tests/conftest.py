@@ -9,9 +9,15 @@ EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    """Compile caches of a test session live in a fresh directory."""
+    """Compile caches of a test session live in a fresh directory, one for all the session's
+    xdist workers (the cache's locks and atomic writes are made for sharing): a library one
+    worker built is not built again by the other."""
     old = os.environ.get("IRFUSE_CACHE_DIR")
-    os.environ["IRFUSE_CACHE_DIR"] = str(tmp_path_factory.mktemp("irfuse-cache"))
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = root / "irfuse-cache"
+    cache.mkdir(exist_ok=True)
+    os.environ["IRFUSE_CACHE_DIR"] = str(cache)
     yield
     if old is None:
         os.environ.pop("IRFUSE_CACHE_DIR", None)

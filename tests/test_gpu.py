@@ -183,6 +183,21 @@ def test_api_on_torch_tensors_in_place_on_the_callers_stream():
     torch.cuda.synchronize()
     assert len(prog._bound[("gpu", n)].graphs) == 3
     assert torch.equal(t3b, out.ten3help2) and torch.equal(v3, result)
+    # The same tensor objects again: the fast path launches the graph, reading the inputs'
+    # current values; another tensor (or a changed one) goes the full way.
+    ordered = [args[k] for k in prog.inputs]
+    for _ in range(3):
+        again = prog(*ordered, out=(t3, v3))
+    assert prog._fast is not None and again.ten3help2 is t3
+    ordered[3].mul_(2)  # mat33help1, in place: same address
+    prog(*ordered, out=(t3, v3))
+    torch.cuda.synchronize()
+    assert torch.equal(v3, 2 * out.vec3nodestiff)  # (2 M1) phi w: doubling is exact
+    ordered[3].div_(2)
+    fresh = ordered[3].clone()
+    prog(*ordered[:3], fresh, ordered[4], out=(t3, v3))
+    torch.cuda.synchronize()
+    assert torch.equal(t3, out.ten3help2)
 
 
 def test_api_refuses_what_the_kernels_cannot_take_on_the_gpu():
