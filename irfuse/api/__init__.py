@@ -58,9 +58,12 @@ class PythonProgram:
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+        self._program: Program | None = None
 
     def __call__(self, *args, **kwargs):
-        return compile(self)(*args, **kwargs)
+        if self._program is None:  # compiled once, at the first call (with the defaults)
+            self._program = compile(self)
+        return self._program(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<irfuse.program {self.__qualname__}>"
