@@ -73,9 +73,20 @@ def test_new_data_each_call_and_nothing_grows_at_one_batch_size():
         a = rng.random((200, 3, 3), dtype=np.float32)
         (F,) = synctest(a)
         np.testing.assert_allclose(F, 5 * a, rtol=1e-6)
-    assert list(synctest._bound) == [200]
-    buffers = dict(synctest._bound[200].inputs)
+    # Contiguous arrays: the CPU backend's kernels read and write them in place, through one
+    # recorded run whose slots hold no array between calls.
+    assert list(synctest._bound) == [("host", 200)]
+    slots = dict(synctest._bound[("host", 200)].inputs)
     synctest(a)
+    assert all(synctest._bound[("host", 200)].inputs[k] is s for k, s in slots.items())  # re-used
+    assert all(s.array is None for s in slots.values())
+    # A strided input, or an output written over its input: the copying run, also kept once.
+    for _ in range(3):
+        strided = rng.random((400, 3, 3), dtype=np.float32)[::2]
+        np.testing.assert_allclose(synctest(strided).F, 5 * strided, rtol=1e-6)
+    assert list(synctest._bound) == [("host", 200), 200]
+    buffers = dict(synctest._bound[200].inputs)
+    synctest(strided)
     assert all(synctest._bound[200].inputs[k] is b for k, b in buffers.items())  # re-used, not re-made
     for n in (1, 2, 3, 4, 5, 6):
         synctest(rng.random((n, 3, 3), dtype=np.float32))

@@ -2,10 +2,12 @@
 
 A call binds its arguments (by position in the program's `input` order, or by name),
 checks them (`arguments`), and replays a run recorded once per batch size: the
-program's launches with their buffers bound (on the GPU one CUDA graph). The caller's
-arrays are copied into the recorded run's input buffers (on the GPU, the upload) and
-the outputs out of its output buffers into new arrays or the `out=` arrays given, so
-an output may be an array that is also an input. GPU arrays (`device_arrays`) are not
+program's launches with their buffers bound (on the GPU one CUDA graph). On the CPU
+backend the kernels read and write C-contiguous NumPy arrays in place (`Slot`s pointed at
+them), unless an output shares memory with an input; otherwise the caller's arrays are
+copied into the recorded run's input buffers (on the GPU, the upload) and the outputs out
+of its output buffers into new arrays or the `out=` arrays given, so an output may be an
+array that is also an input. GPU arrays (`device_arrays`) are not
 copied: the run recorded for them reads and writes through `Slot`s pointed at the
 caller's arrays, ordered on the caller's stream. Nothing is allocated per call once a
 batch size has been seen (the results excepted, unless `out=` gives them), and nothing
@@ -112,6 +114,43 @@ class _Bound:
     def __init__(self, compiled: CompiledProgram, device, arrays: dict[str, np.ndarray], n: int):
         self.inputs = {name: device.upload(a) for name, a in arrays.items()}
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
+
+
+def _in_place_on_the_host(arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> bool:
+    """Whether the CPU backend's kernels can read and write these NumPy arrays themselves:
+    every one C-contiguous, and no output sharing memory with an input or another output
+    (kernels read inputs while others write outputs)."""
+    everything = [*arrays.values(), *results.values()]
+    if not all(a.flags.c_contiguous for a in everything):
+        return False
+    outs = list(results.values())
+    for k, o in enumerate(outs):
+        if any(np.shares_memory(o, a) for a in arrays.values()) or any(np.shares_memory(o, b) for b in outs[k + 1:]):
+            return False
+    return True
+
+
+class _BoundHostInPlace:
+    """On the CPU backend, a run recorded for one batch size whose kernels read and write the
+    caller's NumPy arrays through `Slot`s: no copy in or out."""
+
+    def __init__(self, compiled: CompiledProgram, device, n: int, inputs: tuple[str, ...], outputs: tuple[str, ...]):
+        self.inputs = {name: Slot() for name in inputs}
+        self.outputs = {name: Slot() for name in outputs}
+        self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs,
+                                                                     outputs=self.outputs, as_graph=False)
+
+    def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> None:
+        for slots, given in ((self.inputs, arrays), (self.outputs, results)):
+            for name, slot in slots.items():
+                a = given[name]
+                slot.ptr, slot.nbytes, slot.array = a.ctypes.data, a.nbytes, a
+        try:
+            self.recorded.replay()
+        finally:
+            for slots in (self.inputs, self.outputs):
+                for slot in slots.values():
+                    slot.array = None  # hold no caller's array between calls
 
 
 GRAPHS_KEPT = 8  # CUDA graphs a recorded in-place run keeps, one per set of addresses
@@ -308,6 +347,15 @@ class Program:
 
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
         dev = self._cuda_device()
+        if self.backend == "cpu" and _in_place_on_the_host(arrays, results):
+            bound = self._bound.get(("host", n))
+            if bound is None:
+                bound = self._bound[("host", n)] = _BoundHostInPlace(self.compiled, dev, n, self.inputs, self.outputs)
+                self._evict()
+            else:
+                self._bound.move_to_end(("host", n))
+            bound.run(arrays, results)
+            return
         bound = self._bound.get(n)
         if bound is None:
             bound = self._bound[n] = _Bound(self.compiled, dev, arrays, n)

@@ -122,13 +122,18 @@ class HostModule:
 
     def launcher(self, name: str, arrays: list, n: int, reverse: bool = False):
         """A call that runs kernel `name` on numpy arrays (inputs then outputs) of `n`
-        elements; `reverse` runs each region's threads last to first."""
+        elements; `reverse` runs each region's threads last to first. An entry that is not a
+        NumPy array is a place whose address `int()` gives when the call runs (the
+        runtime's `Slot`, pointed at a caller's array before each run)."""
         k = self.kernels[name]
         grid = -(-n // k.by)
-        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data if hasattr(a, "ctypes") else 0 for a in arrays])
+        late = [(i, a) for i, a in enumerate(arrays) if not hasattr(a, "ctypes")]
         entry, workers = self.entries[name], self.workers
 
         def launch() -> None:
+            for i, place in late:
+                ptrs[i] = int(place)
             if entry(ptrs, n, grid, workers, int(reverse)) != 0:
                 raise ExecutionError(f"kernel {name} failed on the CPU")
         launch.keep = arrays  # type: ignore[attr-defined]  # the pointers stay valid as long as the call

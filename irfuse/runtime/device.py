@@ -26,14 +26,15 @@ class Device(Protocol):
 
 class Slot:
     """A buffer that a recorded run reads or writes through, pointed at the caller's own
-    device memory before each replay (`ptr`, `nbytes`): launches and copies take its
-    address when they run, not when they are recorded."""
+    memory before each replay (`ptr`, `nbytes`; on the CPU also the NumPy `array`):
+    launches and copies take its address when they run, not when they are recorded."""
 
-    __slots__ = ("ptr", "nbytes")
+    __slots__ = ("ptr", "nbytes", "array")
 
     def __init__(self) -> None:
         self.ptr = 0
         self.nbytes = 0
+        self.array = None
 
     def __int__(self) -> int:
         return self.ptr

@@ -27,7 +27,7 @@ from irfuse.diagnostics import UsageError
 from irfuse.dialects import fuse, kas
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.cuda_device import CudaDevice
-from irfuse.runtime.device import Device, in_order
+from irfuse.runtime.device import Device, Slot, in_order
 
 
 def open_device(backend: str, plan: CompiledProgram) -> Device:
@@ -202,7 +202,9 @@ class CpuDevice:
         return np.full(shape, np.nan, dtype=self.dtype)
 
     def copy(self, dst, src):
-        np.copyto(dst, src)
+        dst = dst.array if isinstance(dst, Slot) else dst
+        src = src.array if isinstance(src, Slot) else src
+        np.copyto(dst, src.reshape(dst.shape))
 
     def write(self, buf, a):
         np.copyto(buf, a.reshape(buf.shape), casting="no")
