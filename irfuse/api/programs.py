@@ -346,7 +346,7 @@ class Program:
         return outputs
 
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
-        dev = self._cuda_device()
+        dev = self._opened_device()
         if self.backend == "cpu" and _in_place_on_the_host(arrays, results):
             bound = self._bound.get(("host", n))
             if bound is None:
@@ -395,7 +395,7 @@ class Program:
         handle = stream_handle(stream, model)
         if n:
             with self._lock:
-                dev = self._cuda_device()
+                dev = self._opened_device()
                 bound = self._bound.get(("gpu", n))
                 if bound is None:
                     bound = self._bound[("gpu", n)] = _BoundInPlace(self.compiled, dev, n, self.inputs, self.outputs)
@@ -410,7 +410,8 @@ class Program:
             self._fast = _FastCall(args, out, stream, [*arrays.values(), *results.values()], bound, key, outputs)
         return outputs
 
-    def _cuda_device(self):
+    def _opened_device(self):
+        """The program's device (the CPU's or the GPU's), opened on first use."""
         if self._device is None:
             self._device = open_device(self.backend, self.compiled)
             _holding_devices.add(self)
@@ -425,7 +426,7 @@ class Program:
     def _verify_device(self, arrays: dict[str, DeviceArray], outputs: Outputs, n: int,
                        sample: int | None = 100_000, seed: int = 0) -> Verification:
         """Copies the inputs and outputs to the host (after the GPU is done) and checks them."""
-        dev = self._cuda_device()
+        dev = self._opened_device()
         dev.drv.Context.synchronize()
         host_in = {k: _to_host(dev, a) for k, a in arrays.items()}
         host_out = Outputs(self.outputs, [_to_host(dev, device_array(o)) for o in outputs])
