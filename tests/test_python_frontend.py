@@ -119,3 +119,20 @@ def test_negation_and_scalar_products_on_either_side(tmp_path):
     np.testing.assert_allclose(out.C, 2 * A * s[:, None, None], rtol=1e-6)
     np.testing.assert_allclose(out.t, -np.ones(40), rtol=1e-6)
     assert "mneg33" in module_text(prog.compiled.reference_module) and "_t1" in module_text(prog.compiled.reference_module)
+
+
+def test_a_function_whose_source_is_not_on_disk_is_read_from_linecache():
+    """A notebook cell's code is in linecache only: it compiles, and errors quote its line."""
+    import linecache
+
+    src = ("import irfuse\nfrom irfuse import Matrix\n\ndef cell(A: Matrix[3, 3]):\n    B = A + A\n"
+           "    if B:\n        pass\n    return B\n\ndef fine(A: Matrix[3, 3]):\n    return A @ A\n")
+    name = "<notebook-cell-7>"
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    namespace = {}
+    exec(compile(src, name, "exec"), namespace)
+    with pytest.raises(irfuse.CompileError, match=r"<notebook-cell-7>:6:5: error: an 'if' statement") as e:
+        irfuse.compile(namespace["cell"], backend="cpu")
+    assert "    if B:" in str(e.value)
+    a = np.random.default_rng(5).random((20, 3, 3), dtype=np.float32)
+    np.testing.assert_allclose(irfuse.compile(namespace["fine"], backend="cpu")(a)[0], a @ a, rtol=1e-5)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 import typing
 from dataclasses import dataclass
@@ -156,8 +157,10 @@ class _Translator:
             self.path = inspect.getsourcefile(fn) or "<python>"
         except (OSError, TypeError) as e:
             raise UsageError(f"@irfuse.program needs the function's source ({e}); define it in a file") from None
-        with open(self.path, encoding="utf-8") as f:
-            self.file = SourceFile(self.path, f.read())
+        # The whole file, for quoting lines in diagnostics: from linecache, where inspect found
+        # the function (a notebook's cells are there too, not on disk).
+        text = "".join(linecache.getlines(self.path)) or "\n" * (start - 1) + "".join(lines)
+        self.file = SourceFile(self.path, text)
         # A method or nested function is indented: parse it dedented, and put the indent
         # back into every column reported.
         first = next((ln for ln in lines if ln.strip()), "")
