@@ -160,3 +160,22 @@ def test_rounds_alternate_their_order():
 
     assert list(alternating_rounds(["a", "b", "c"], 3)) == [
         (0, "a"), (0, "b"), (0, "c"), (1, "c"), (1, "b"), (1, "a"), (2, "a"), (2, "b"), (2, "c")]
+
+
+def test_tune_without_matplotlib_says_which_extra_to_install(tmp_path):
+    """--plot needs matplotlib, which the [plot] extra installs (not the GPU extra): without it
+    the tuning still runs and says so."""
+    import subprocess
+    import sys
+
+    blocked = tmp_path / "blocked" / "matplotlib"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('matplotlib is blocked for this test')\n")
+    env = {**os.environ, "COLUMNS": "200",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "blocked"), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "tune", SYNC, "--backend", "cpu", "--top", "1",
+                        "--n", "97", "--repeat", "2", "--rounds", "1", "--json", str(tmp_path / "t.json"),
+                        "--plot", str(tmp_path / "t.png")], capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert "no plot: matplotlib is not installed (pip install 'irfuse[plot]')" in p.stdout
+    assert not (tmp_path / "t.png").exists() and (tmp_path / "t.json").exists()

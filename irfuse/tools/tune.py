@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -229,7 +230,7 @@ def tune(args, console) -> int:
         if _plot(out["plans"], args.n, args.plot, f"{os.path.basename(args.file)} on {device_name}, rho = {rho:.2f}"):
             console.print(f"plot in {args.plot}")
         else:
-            console.print("no plot: matplotlib is not installed (pip install 'irfuse[gpu]')")
+            console.print(escape("no plot: matplotlib is not installed (pip install 'irfuse[plot]')"))
     if args.save_best:
         if best.plan.cubin is None:  # timed on the CPU: the saved plan still carries its cubin
             best.plan, _ = compile_program(args.file, best.pipeline, args.dtype, True, args.arch,
