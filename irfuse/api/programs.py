@@ -348,20 +348,12 @@ class Program:
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
         dev = self._opened_device()
         if self.backend == "cpu" and _in_place_on_the_host(arrays, results):
-            bound = self._bound.get(("host", n))
-            if bound is None:
-                bound = self._bound[("host", n)] = _BoundHostInPlace(self.compiled, dev, n, self.inputs, self.outputs)
-                self._evict()
-            else:
-                self._bound.move_to_end(("host", n))
-            bound.run(arrays, results)
+            self._recorded(("host", n), lambda: _BoundHostInPlace(self.compiled, dev, n, self.inputs,
+                                                                  self.outputs)).run(arrays, results)
             return
-        bound = self._bound.get(n)
-        if bound is None:
-            bound = self._bound[n] = _Bound(self.compiled, dev, arrays, n)
-            self._evict()
-        else:
-            self._bound.move_to_end(n)
+        fresh = n not in self._bound
+        bound = self._recorded(n, lambda: _Bound(self.compiled, dev, arrays, n))  # made with the inputs
+        if not fresh:
             for name, a in arrays.items():
                 dev.write(bound.inputs[name], a)
         bound.recorded.replay()
@@ -396,12 +388,8 @@ class Program:
         if n:
             with self._lock:
                 dev = self._opened_device()
-                bound = self._bound.get(("gpu", n))
-                if bound is None:
-                    bound = self._bound[("gpu", n)] = _BoundInPlace(self.compiled, dev, n, self.inputs, self.outputs)
-                    self._evict()
-                else:
-                    self._bound.move_to_end(("gpu", n))
+                bound = self._recorded(("gpu", n), lambda: _BoundInPlace(self.compiled, dev, n, self.inputs,
+                                                                          self.outputs))
                 key = bound.run(arrays, results, handle)
         outputs = Outputs(self.outputs, [results[name].obj for name in self.outputs])
         self._fast = None
@@ -416,6 +404,17 @@ class Program:
             self._device = open_device(self.backend, self.compiled)
             _holding_devices.add(self)
         return self._device
+
+    def _recorded(self, key, make):
+        """The recorded run kept under `key` (a batch size, or a path and a batch size), made by
+        `make()` when there is none; the `BOUND_SIZES` most recently used are kept."""
+        bound = self._bound.get(key)
+        if bound is None:
+            bound = self._bound[key] = make()
+            self._evict()
+        else:
+            self._bound.move_to_end(key)
+        return bound
 
     def _evict(self) -> None:
         while len(self._bound) > BOUND_SIZES:
