@@ -102,8 +102,7 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     if tuning is not None:
         return _compile_tuned(source, os.fspath(tuning), dtype, backend, pipeline, arch)
     dtype = dtype or "f32"
-    if backend not in BACKENDS:
-        raise UsageError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
+    chosen = _chosen_backend(backend)
     if dtype not in ("f32", "f64"):
         raise UsageError(f"dtype '{dtype}' is not one of f32, f64")
     function = source.fn if isinstance(source, PythonProgram) else (source if inspect.isfunction(source) else None)
@@ -117,21 +116,34 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         text, name = source, filename or "<source>"
     else:
         raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
-    chosen = ("cuda" if gpu_available() else "cpu") if backend == "auto" else backend
     planning = PlanningOptions(n=n or DEFAULT_BATCH, profile=profile)
-    key = (text, name, dtype, chosen, pipeline, planning, arch)
+
+    def make() -> Program:
+        if function is not None:
+            compiled, diagnostics = compile_frontend(result, function.__name__, pipeline, dtype,
+                                                     chosen == "cuda", arch, planning)
+        else:
+            compiled, diagnostics = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda",
+                                                 arch=arch, planning=planning)
+        for d in diagnostics:
+            warnings.warn(d.render(), IrfuseWarning, stacklevel=4)  # at the caller of compile()
+        return Program(compiled, chosen, diagnostics)
+
+    return _kept((text, name, dtype, chosen, pipeline, planning, arch), make)
+
+
+def _chosen_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise UsageError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
+    return ("cuda" if gpu_available() else "cpu") if backend == "auto" else backend
+
+
+def _kept(key: tuple, make) -> Program:
+    """The program compiled before under `key`, or `make()`'s, kept from now on."""
     with _programs_lock:
         program = _programs.get(key)
         if program is None:
-            if function is not None:
-                compiled, diagnostics = compile_frontend(result, function.__name__, pipeline, dtype,
-                                                         chosen == "cuda", arch, planning)
-            else:
-                compiled, diagnostics = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda",
-                                                     arch=arch, planning=planning)
-            program = _programs[key] = Program(compiled, chosen, diagnostics)
-            for d in diagnostics:
-                warnings.warn(d.render(), IrfuseWarning, stacklevel=2)
+            program = _programs[key] = make()
     return program
 
 
@@ -142,15 +154,9 @@ def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipelin
     if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and _is_source_text(source)):
         raise UsageError("tuning= recompiles the program's file: give its path as the source")
     path = os.path.abspath(os.fspath(source))
-    if backend not in BACKENDS:
-        raise UsageError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
-    chosen = ("cuda" if gpu_available() else "cpu") if backend == "auto" else backend
-    key = ("tuning", os.path.abspath(tuning), path, read_source(path), chosen, arch)
-    with _programs_lock:
-        program = _programs.get(key)
-        if program is None:
-            compiled = compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda")
-            program = _programs[key] = Program(compiled, chosen, [])
+    chosen = _chosen_backend(backend)
+    program = _kept(("tuning", os.path.abspath(tuning), path, read_source(path), chosen, arch),
+                    lambda: Program(compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda"), chosen, []))
     if dtype is not None and dtype != program.compiled.dtype:
         raise UsageError(f"{tuning}: the tuning was made for dtype '{program.compiled.dtype}', not '{dtype}'")
     return program
