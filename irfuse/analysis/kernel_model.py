@@ -68,6 +68,7 @@ class KernelModel:
     values: dict[int, MValue]
     ops: list[MOp]
     itemsize: int = 4
+    layout: str = "aos"  # of the global arrays the kernel loads and stores (irfuse.dialects.layouts)
 
     @property
     def threads(self) -> int:
@@ -94,7 +95,8 @@ class KernelModel:
 
     def copy(self) -> "KernelModel":
         return KernelModel(self.bx, self.by, {k: MValue(**vars(v)) for k, v in self.values.items()},
-                           [MOp(**{**vars(op), "args": list(op.args)}) for op in self.ops], self.itemsize)
+                           [MOp(**{**vars(op), "args": list(op.args)}) for op in self.ops], self.itemsize,
+                           self.layout)
 
 
 def launch_min_blocks(threads: int) -> int:
@@ -142,7 +144,7 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
         else:
             raise ValueError(f"unexpected op {op.name} in a fuse.kernel")
         ir_ops.append(op)
-    model = KernelModel(kernel.bx.data, kernel.by.data, values, ops, itemsize)
+    model = KernelModel(kernel.bx.data, kernel.by.data, values, ops, itemsize, kernel.global_layout)
     return model, {"ops": ir_ops, "ids": ids}
 
 

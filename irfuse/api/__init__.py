@@ -24,6 +24,7 @@ import warnings
 from irfuse.api.programs import Outputs, Program, Verification
 from irfuse.dialects.context import module_text
 from irfuse.diagnostics import UsageError
+from irfuse.dialects.layouts import LAYOUTS
 from irfuse.driver.compile import PlanningOptions, compile_frontend, compile_text
 from irfuse.driver.tuned import compile_tuned
 from irfuse.frontend.irgen import read_source
@@ -80,8 +81,8 @@ def program(fn) -> PythonProgram:
 
 def compile(source, *, dtype: str | None = None, backend: str = "auto",
             pipeline: str | None = None, n: int | None = None, profile: str = "h100",
-            arch: str | None = None, filename: str | None = None, tuning: str | os.PathLike | None = None
-            ) -> Program:
+            arch: str | None = None, filename: str | None = None, tuning: str | os.PathLike | None = None,
+            layout: str = "aos") -> Program:
     """Compiles a KAS program to a `Program`.
 
     source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), or a
@@ -94,17 +95,23 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     n, profile: the batch size and device profile the fusion search plans for.
     arch: the GPU architecture to compile for (default: the GPU present, else sm_90).
     filename: the name diagnostics give source text (default '<source>').
+    layout: the layout the kernels are compiled for first: 'aos' (arrays shaped
+        `(N, *shape)`, the default) or 'soa' (`(*shape, N)`). A call on arrays in the other
+        layout compiles the program for it then (once), so either works; this choice also
+        settles shapes that fit both (a batch of scalars, `(3, 3, 3)`).
     tuning: a tuning result of `irfuse tune` (its JSON file) for this program's file: the plan
         it found fastest, compiled again (refused if the search now selects other kernels);
         its element type and pipeline are the tuning's, so `dtype` and `pipeline` may not
         say otherwise.
     """
     if tuning is not None:
-        return _compile_tuned(source, os.fspath(tuning), dtype, backend, pipeline, arch)
+        return _compile_tuned(source, os.fspath(tuning), dtype, backend, pipeline, arch, layout)
     dtype = dtype or "f32"
     chosen = _chosen_backend(backend)
     if dtype not in ("f32", "f64"):
         raise UsageError(f"dtype '{dtype}' is not one of f32, f64")
+    if layout not in LAYOUTS:
+        raise UsageError(f"layout '{layout}' is not one of {', '.join(LAYOUTS)}")
     function = source.fn if isinstance(source, PythonProgram) else (source if inspect.isfunction(source) else None)
     if function is not None:
         result = compile_function(function)  # cheap: the key is the IR it gives
@@ -118,18 +125,24 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
     planning = PlanningOptions(n=n or DEFAULT_BATCH, profile=profile)
 
-    def make() -> Program:
+    def make(layout: str, warn: bool) -> Program:
         if function is not None:
-            compiled, diagnostics = compile_frontend(result, function.__name__, pipeline, dtype,
-                                                     chosen == "cuda", arch, planning)
+            front = result if layout == first else compile_function(function)  # the passes consume the IR
+            compiled, diagnostics = compile_frontend(front, function.__name__, pipeline, dtype,
+                                                     chosen == "cuda", arch, planning, layout)
         else:
             compiled, diagnostics = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda",
-                                                 arch=arch, planning=planning)
-        for d in diagnostics:
-            warnings.warn(d.render(), IrfuseWarning, stacklevel=4)  # at the caller of compile()
-        return Program(compiled, chosen, diagnostics)
+                                                 arch=arch, planning=planning, layout=layout)
+        if warn:  # the variant for the other layout has the same diagnostics: said once
+            for d in diagnostics:
+                warnings.warn(d.render(), IrfuseWarning, stacklevel=4)  # at the caller of compile()
+        return Program(compiled, chosen, diagnostics, variant=variant)
 
-    return _kept((text, name, dtype, chosen, pipeline, planning, arch), make)
+    def variant(layout: str) -> Program:
+        return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout), lambda: make(layout, False))
+
+    first = layout
+    return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout), lambda: make(layout, True))
 
 
 def _chosen_backend(backend: str) -> str:
@@ -148,9 +161,11 @@ def _kept(key: tuple, make) -> Program:
 
 
 def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipeline: str | None,
-                   arch: str | None) -> Program:
+                   arch: str | None, layout: str) -> Program:
     if pipeline is not None:
         raise UsageError("tuning= gives the pipeline (the plan it timed): pipeline= cannot be given with it")
+    if layout != "aos":
+        raise UsageError("tuning= recompiles a plan tuned for arrays of structures: layout= cannot be given with it")
     if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and _is_source_text(source)):
         raise UsageError("tuning= recompiles the program's file: give its path as the source")
     path = os.path.abspath(os.fspath(source))

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from irfuse.diagnostics import UsageError
+from irfuse.dialects.layouts import AOS, LAYOUTS, SOA, describe_batch_shape
 
+LAYOUT_NAMES = {AOS: "array of structures, the batch axis first", SOA: "structure of arrays, the batch axis last"}
 
-def _describe_shape(value_shape: tuple[int, ...]) -> str:
-    return "(N" + "".join(f", {d}" for d in value_shape) + ")"
 
 
 def bind_inputs(names: Sequence[str], args: tuple, named: dict) -> dict[str, object]:
@@ -61,12 +61,43 @@ def _dlpack_on_device(value: object) -> bool:
     return int(device_type) != 1  # kDLCPU
 
 
+def fits(a, value_shape: tuple[int, ...], layout: str) -> bool:
+    """Whether an array's shape is a batch of `value_shape` in `layout`."""
+    if a.ndim != 1 + len(value_shape):
+        return False
+    return tuple(a.shape[1:] if layout == AOS else a.shape[:-1]) == tuple(value_shape)
+
+
+def batch_length(a, layout: str) -> int:
+    return int(a.shape[0] if layout == AOS else a.shape[-1])
+
+
+def call_layout(arrays: Mapping[str, object], shapes: Mapping[str, tuple[int, ...]], preferred: str) -> str:
+    """The layout a call's arrays are in: the one that every array's shape fits with one batch
+    length, `preferred` (the program's own) when both do (a batch of scalars, or shapes like
+    (3, 3, 3)). When none does, the layout most of them fit, whose check then names the
+    arrays that do not."""
+    order = (preferred, *(other for other in LAYOUTS if other != preferred))
+    for layout in order:
+        lengths = {batch_length(a, layout) for name, a in arrays.items() if fits(a, shapes[name], layout)}
+        if all(fits(a, shapes[name], layout) for name, a in arrays.items()) and len(lengths) <= 1:
+            return layout
+    return max(order, key=lambda layout: sum(fits(a, shapes[name], layout) for name, a in arrays.items()))
+
+
 def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
-                n: int | None) -> int:
-    """Checks one argument of a batch; returns its batch length."""
-    if a.ndim != 1 + len(value_shape) or tuple(a.shape[1:]) != tuple(value_shape):
-        raise UsageError(f"{what} has shape {tuple(a.shape)}; expected {_describe_shape(value_shape)}, the batch "
-                         "axis first (array of structures)")
+                n: int | None, layout: str = AOS) -> int:
+    """Checks one argument of a batch in `layout`; returns its batch length."""
+    if not fits(a, value_shape, layout):
+        other = SOA if layout == AOS else AOS
+        if fits(a, value_shape, other):
+            raise UsageError(f"{what} has shape {tuple(a.shape)}, {LAYOUT_NAMES[other]}, and the call's other "
+                             f"arrays are laid out the other way ({LAYOUT_NAMES[layout]}): pass every argument "
+                             "in one layout "
+                             f"({describe_batch_shape(layout, value_shape)} for this one)")
+        raise UsageError(f"{what} has shape {tuple(a.shape)}; expected {describe_batch_shape(AOS, value_shape)} "
+                         f"({LAYOUT_NAMES[AOS]})" + ("" if not value_shape else
+                         f" or {describe_batch_shape(SOA, value_shape)} ({LAYOUT_NAMES[SOA]})"))
     if a.dtype != dtype:
         hint = (f"convert it with .astype(numpy.{dtype.name})" if a.dtype.kind in "fiu" else "")
         other = {"float32": "f32", "float64": "f64"}.get(a.dtype.name)
@@ -74,10 +105,11 @@ def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
             hint += f", or compile the program with dtype='{other}'"
         raise UsageError(f"{what} holds {a.dtype.name}; the program was compiled for {dtype.name} and irfuse "
                          f"does not cast{': ' + hint if hint else ''}")
-    if n is not None and a.shape[0] != n:
-        raise UsageError(f"{what} holds {a.shape[0]} elements, the other arguments {n}: every argument "
+    length = batch_length(a, layout)
+    if n is not None and length != n:
+        raise UsageError(f"{what} holds {length} elements, the other arguments {n}: every argument "
                          "needs the same batch length")
-    return int(a.shape[0])
+    return length
 
 
 def bind_outputs(names: Sequence[str], out: object) -> dict[str, object]:
@@ -100,10 +132,11 @@ def bind_outputs(names: Sequence[str], out: object) -> dict[str, object]:
                      f"({', '.join(names)})")
 
 
-def check_output_array(what: str, value: object, value_shape: tuple[int, ...], dtype: np.dtype, n: int) -> np.ndarray:
+def check_output_array(what: str, value: object, value_shape: tuple[int, ...], dtype: np.dtype, n: int,
+                       layout: str = AOS) -> np.ndarray:
     if not isinstance(value, np.ndarray):
         raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs in host memory out= takes NumPy arrays")
-    check_array(what, value, value_shape, dtype, n)
+    check_array(what, value, value_shape, dtype, n, layout)
     if not value.flags.writeable:
         raise UsageError(f"{what} is read-only")
     return value

@@ -88,15 +88,17 @@ def device_array(value: object) -> DeviceArray | None:
         raise UsageError(f"a {type(value).__qualname__} has a malformed __cuda_array_interface__ ({e})") from None
 
 
-def check_device_array(what: str, a: DeviceArray, device_ordinal: int) -> None:
-    """What the kernels need of a GPU array beyond its shape and type."""
+def check_device_array(what: str, a: DeviceArray, device_ordinal: int, alignment: int = ALIGNMENT) -> None:
+    """What the kernels need of a GPU array beyond its shape and type: `alignment` is what
+    its address must be a multiple of (16 bytes for array-of-structures kernels)."""
     if not a.contiguous:
         raise UsageError(f"{what} is a strided view on the GPU (strides {a.strides}); irfuse reads each element's "
                          "words contiguously and does not copy GPU arrays behind your back: pass a contiguous "
                          "array (.contiguous() in PyTorch, cupy.ascontiguousarray)")
-    if a.ptr % ALIGNMENT and a.nbytes:
-        raise UsageError(f"{what} starts at an address that is not {ALIGNMENT}-byte aligned (0x{a.ptr:x}, a view "
-                         "that skips part of a batch?); the kernels' 16-byte loads need it: pass an array of its own")
+    if a.ptr % alignment and a.nbytes:
+        raise UsageError(f"{what} starts at an address that is not {alignment}-byte aligned (0x{a.ptr:x}, a view "
+                         f"that skips part of a batch?); the kernels' {alignment}-byte accesses need it: pass an "
+                         "array of its own")
     if a.nbytes:
         ordinal = a.device if a.device is not None else _device_ordinal(a.ptr)
         if ordinal != device_ordinal:

@@ -20,13 +20,16 @@ import atexit
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs, bind_outputs, check_array, check_output_array, host_array
-from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
-                                      stream_handle)
+from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_array, check_output_array,
+                                  host_array)
+from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
+                                      overlaps, stream_handle)
 from irfuse.diagnostics import ExecutionError, UsageError
+from irfuse.dialects.layouts import batch_shape, check_layout, to_aos
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
@@ -247,14 +250,21 @@ class _FastCall:
 
 
 class Program:
-    """A compiled KAS program. Call it with one array per input, shaped `(N, *value shape)`
-    (array of structures, the batch axis first) in the program's element type; it returns
-    `Outputs`. `inputs`, `outputs` and `shapes` say what it takes and gives."""
+    """A compiled KAS program. Call it with one array per input in the program's element
+    type, every one shaped `(N, *value shape)` (array of structures, the batch axis first)
+    or every one `(*value shape, N)` (structure of arrays, the batch axis last); it returns
+    `Outputs` in the inputs' layout. The kernels are compiled for `layout`; a call in the
+    other layout runs a variant compiled for it on first use (`variant`). `inputs`,
+    `outputs` and `shapes` say what it takes and gives."""
 
-    def __init__(self, compiled: CompiledProgram, backend: str, warnings: list):
+    def __init__(self, compiled: CompiledProgram, backend: str, warnings: list,
+                 variant: Callable[[str], "Program"] | None = None):
         self.compiled = compiled
         self.backend = backend
         self.warnings = list(warnings)
+        self.layout = compiled.layout
+        self._variant = variant  # the program compiled for another layout; None: refused
+        self._variants: dict[str, Program] = {}
         ref = compiled.reference_program
         self.name = ref.sym_name.data
         self.inputs: tuple[str, ...] = tuple(ref.inputs)
@@ -280,19 +290,39 @@ class Program:
 
     def __repr__(self) -> str:
         return (f"<irfuse.Program {self.name}({', '.join(self.inputs)}) -> ({', '.join(self.outputs)}), "
-                f"{self.dtype.name}, {len(self.compiled.kernels)} kernel(s) on {self.backend}>")
+                f"{self.dtype.name}{', structure of arrays' if self.layout == 'soa' else ''}, "
+                f"{len(self.compiled.kernels)} kernel(s) on {self.backend}>")
 
-    def _arrays(self, args: tuple, named: dict) -> tuple[dict, int]:
-        """name -> NumPy array, or name -> `DeviceArray` (all inputs in one place), and N."""
+    def for_layout(self, layout: str) -> "Program":
+        """This program compiled for arrays in `layout` ('aos' or 'soa'): itself, or its
+        variant, compiled on first use and kept."""
+        try:
+            check_layout(layout)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        if layout == self.layout:
+            return self
+        program = self._variants.get(layout)
+        if program is None:
+            if self._variant is None:
+                raise UsageError(f"this program was compiled for arrays in layout '{self.layout}' from a tuning "
+                                 f"result, which holds no plan for '{layout}': pass its arrays in '{self.layout}' "
+                                 "or compile the program for the other layout")
+            program = self._variants[layout] = self._variant(layout)
+        return program
+
+    def _arrays(self, args: tuple, named: dict) -> tuple[dict, int, str]:
+        """name -> NumPy array, or name -> `DeviceArray` (all inputs in one place), N, and the
+        layout they are in."""
         bound = bind_inputs(self.inputs, args, named)
-        arrays, n = {}, None
+        arrays = {}
         for name, value in bound.items():
-            what = f"input '{name}'"
             a = device_array(value)
-            if a is None:
-                a = host_array(what, value)
-            n = check_array(what, a, self.shapes[name], self.dtype, n)
-            arrays[name] = a
+            arrays[name] = a if a is not None else host_array(f"input '{name}'", value)
+        layout = call_layout(arrays, self.shapes, self.layout)
+        n = None
+        for name, a in arrays.items():
+            n = check_array(f"input '{name}'", a, self.shapes[name], self.dtype, n, layout)
         on_gpu = [k for k, a in arrays.items() if isinstance(a, DeviceArray)]
         if on_gpu and len(on_gpu) < len(arrays):
             host = next(k for k in arrays if k not in on_gpu)
@@ -303,8 +333,16 @@ class Program:
                 raise UsageError(f"input '{on_gpu[0]}' is a GPU array and this program was compiled for the "
                                  f"{self.backend} backend: compile it with backend='cuda'")
             for k, a in arrays.items():
-                check_device_array(f"input '{k}'", a, 0)
-        return arrays, n or 0
+                check_device_array(f"input '{k}'", a, 0, self._alignment(layout))
+        return arrays, n or 0, layout
+
+    def _alignment(self, layout: str) -> int:
+        """Bytes a GPU array's address must be a multiple of: the 16-byte copies of
+        array-of-structures kernels, one word for structure-of-arrays ones."""
+        return ALIGNMENT if layout == "aos" else self.dtype.itemsize
+
+    def _shape(self, name: str, n: int) -> tuple[int, ...]:
+        return batch_shape(self.layout, self.shapes[name], n)
 
     def __call__(self, *args, out=None, verify: bool = False, stream=None, **named) -> Outputs:
         """Runs the program. `out=`: arrays to write the outputs into (a mapping by name, a
@@ -313,12 +351,15 @@ class Program:
         `ExecutionError` if they disagree. GPU arrays are read and written in place and the
         call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
         waiting for the GPU."""
-        fast = self._fast
-        if fast is not None and not named and not verify and fast.matches(args, out, stream):
-            with self._lock:
-                if fast.launch():
-                    return fast.outputs
-        arrays, n = self._arrays(args, named)
+        for program in (self, *self._variants.values()):
+            fast = program._fast
+            if fast is not None and not named and not verify and fast.matches(args, out, stream):
+                with program._lock:
+                    if fast.launch():
+                        return fast.outputs
+        arrays, n, layout = self._arrays(args, named)
+        if layout != self.layout:
+            return self.for_layout(layout)(*args, out=out, verify=verify, stream=stream, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
             outputs = self._call_in_place(arrays, n, out, stream, () if named else args)
             if verify:
@@ -332,8 +373,8 @@ class Program:
         if out is not None:
             for name, value in bind_outputs(self.outputs, out).items():
                 targets[name] = check_output_array(f"out= array for '{name}'", value, self.shapes[name],
-                                                   self.dtype, n)
-        results = [targets.get(name) if name in targets else np.empty((n, *self.shapes[name]), self.dtype)
+                                                   self.dtype, n, self.layout)
+        results = [targets.get(name) if name in targets else np.empty(self._shape(name, n), self.dtype)
                    for name in self.outputs]
         if n:
             with self._lock:
@@ -371,8 +412,8 @@ class Program:
                 if a is None:
                     raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs on the GPU out= takes GPU "
                                      "arrays")
-                check_array(what, a, self.shapes[name], self.dtype, n)
-                check_device_array(what, a, 0)
+                check_array(what, a, self.shapes[name], self.dtype, n, self.layout)
+                check_device_array(what, a, 0, self._alignment(self.layout))
                 for k, i in arrays.items():
                     if overlaps(a, i):
                         raise UsageError(f"{what} overlaps input '{k}': on the GPU the kernels read inputs while "
@@ -383,7 +424,7 @@ class Program:
                 results[name] = a
         for name in self.outputs:
             if name not in results:
-                results[name] = empty_like_family(model, (n, *self.shapes[name]), self.dtype)
+                results[name] = empty_like_family(model, self._shape(name, n), self.dtype)
         handle = stream_handle(stream, model)
         if n:
             with self._lock:
@@ -435,16 +476,20 @@ class Program:
         """Runs the program and checks its outputs against the float64 NumPy reference, on every
         element up to `sample` of them and on a seeded sample of `sample` beyond (`None`: every
         element), with the rule `irfuse run` uses."""
-        arrays, n = self._arrays(args, named)
+        arrays, n, layout = self._arrays(args, named)
+        if layout != self.layout:
+            return self.for_layout(layout).check(*args, sample=sample, seed=seed, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
             return self._verify_device(arrays, self._call_in_place(arrays, n, None, None), n, sample, seed)
         return self._verify(arrays, self(**arrays), n, sample, seed)
 
     def _verify(self, arrays, outputs: Outputs, n: int, sample: int | None = 100_000, seed: int = 0) -> Verification:
+        """Checks outputs (in the program's layout) against the reference, on `sample` elements."""
         index = np.arange(n) if sample is None else sample_elements(n, "auto", seed, sample)
-        picked = subset(arrays, index)
+        picked = subset({k: to_aos(a, self.layout) for k, a in arrays.items()}, index)
         refs = run_references(self.compiled.reference_program, picked, self.compiled.dtype, len(index))
-        return Verification(check_outputs(subset(outputs.as_dict(), index), refs, self.compiled.dtype), len(index), n)
+        got = subset({k: to_aos(a, self.layout) for k, a in outputs.items()}, index)
+        return Verification(check_outputs(got, refs, self.compiled.dtype), len(index), n)
 
     def close(self) -> None:
         """Releases the device and the buffers of recorded runs (a later call opens them again)."""

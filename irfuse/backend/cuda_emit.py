@@ -12,8 +12,13 @@ execution).  Conventions:
   last block may hold fewer than `by` elements (`count`), and threads of
   missing elements skip the calls but still reach every barrier;
 - shared values hold the block's elements element after element, exactly
-  as in global memory, so loads and stores are contiguous copies by all
-  threads (coalesced); register values hold the thread's own element.
+  as an array of structures holds them in global memory, so loads and stores
+  are contiguous copies by all threads (coalesced); register values hold the
+  thread's own element;
+- in a structure-of-arrays kernel (`layout(soa)`) word k of element e is
+  `g[k*n + e]`: the block copies a shared value one word's run of elements
+  at a time, and a register value's words are read and written by each
+  thread for its own element, consecutive threads on consecutive elements.
 
 Each kernel comes twice, from the same statements: the `__global__` kernel
 for the GPU, and (under `IRFUSE_HOST`) a host function that runs a range of
@@ -38,7 +43,7 @@ from xdsl.ir import SSAValue
 from irfuse.analysis.kernel_model import launch_min_blocks, model_from_kernel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
-from irfuse.dialects.access_pattern import AccessPattern
+from irfuse.dialects.access_pattern import AccessPattern, compile_start
 from irfuse.dialects.element_types import ElementType
 from irfuse.library.catalogue import Library, find_implementation
 from irfuse.library.implementations import Implementation
@@ -114,6 +119,37 @@ __device__ __forceinline__ void irf_store_pitched(real_t* __restrict__ dst, cons
                                                   int count, int tid, int nthreads)
 {
   for (int i = tid; i < count; i += nthreads) dst[i] = src[(i / SIZE) * PITCH + i % SIZE];
+}
+
+// Structure-of-arrays copies between global memory (word k of element e at g[k*n + e], from
+// the block's first element) and a shared value (element e at e*SPAN): consecutive threads
+// take consecutive elements of one word, so the global side is coalesced.
+template <int SIZE, int SPAN, int BY>
+__device__ __forceinline__ void irf_load_soa(real_t* __restrict__ dst, const real_t* __restrict__ src,
+                                             long long n, int count, int tid, int nthreads)
+{
+  for (int i = tid; i < SIZE * BY; i += nthreads) {
+    const int k = i / BY, e = i % BY;
+    if (e >= count) continue;
+    real_t* d = dst + e * SPAN + k;
+    const real_t* s = src + k * n + e;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned a = (unsigned)__cvta_generic_to_shared(d);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" :: "r"(a), "l"(s), "n"((int)sizeof(real_t)) : "memory");
+#else
+    *d = *s;
+#endif
+  }
+}
+
+template <int SIZE, int SPAN, int BY>
+__device__ __forceinline__ void irf_store_soa(real_t* __restrict__ dst, const real_t* __restrict__ src,
+                                              long long n, int count, int tid, int nthreads)
+{
+  for (int i = tid; i < SIZE * BY; i += nthreads) {
+    const int k = i / BY, e = i % BY;
+    if (e < count) dst[k * n + e] = src[e * SPAN + k];
+  }
 }
 
 __device__ __forceinline__ void irf_async_wait()
@@ -233,6 +269,18 @@ def thread_scope(bx_call: int, bx_kernel: int, remap: bool) -> tuple[str, str, s
     return ("{ ", "tx", "ty")
 
 
+def _check_element_major(ap: AccessPattern, bx: int, by: int, size: int) -> None:
+    """A register value's words are found in a structure of arrays from the word a thread
+    starts at within its element: the AP's start must be `ty*size` plus a part without ty."""
+    start = compile_start(ap.start)
+    for tx in range(bx):
+        base = start(tx, 0, bx, by)
+        for ty in range(1, min(by, 4)):
+            if start(tx, ty, bx, by) - base != ty * size:
+                raise CompileError(f"access-pattern start '{ap.start}' does not place element ty at ty*{size}: "
+                                   "its words cannot be found in a structure-of-arrays batch")
+
+
 def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
     """16-byte copies need the block's chunk in global and shared memory 16-byte aligned."""
     per = 16 // itemsize
@@ -264,6 +312,7 @@ class _KernelEmitter:
         self.regs: list[tuple[str, int]] = []  # register values: C name, words per thread
         self.used: set[tuple[Implementation, str]] = set()
         self.pending_async = False  # loads issued with cp.async and not yet waited for
+        self.soa = kernel.global_layout == "soa"
 
     def base(self, v: SSAValue, y: str) -> str:
         """The pointer a device function indexes for value v, run as element y: a padded
@@ -285,12 +334,21 @@ class _KernelEmitter:
         return f"{y} < count" if remap else ("active" if bx_call == self.bx else f"active && tx < {bx_call}")
 
     def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
-        """A statement run by each thread holding its part of register value v."""
+        """A statement run by each thread holding its part of register value v, given the
+        global index of word k of the thread's element, the register array and k."""
         ap, ap_bx, remap = register_pattern(v, self.library)
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
+        size = v.type.size  # type: ignore[attr-defined]
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
-        start = start.replace("\0TX", x).replace("\0TY", y)
-        body = " ".join(statement(start, self.names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
+        if self.soa:
+            # The AP's start is the element's base (y*size) plus the word the thread starts at.
+            _check_element_major(ap, ap_bx, self.by, size)
+            word = start.replace("\0TX", x).replace("\0TY", "0")
+            index = lambda k: f"(long long)(({word}) + {k}) * n + first + {y}"  # noqa: E731
+        else:
+            start = start.replace("\0TX", x).replace("\0TY", y)
+            index = lambda k: f"first * {size} + ({start}) + {k}"  # noqa: E731
+        body = " ".join(statement(index(k), self.names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
         return f"  {scope}if ({self.guard(ap_bx, y, remap)}) {{ {body} }} }}"
 
     def copy(self, dst: str, src: str, count: str, size: int, place: fuse.PlaceAttr, load: bool = False) -> str:
@@ -307,19 +365,26 @@ class _KernelEmitter:
                 self.pending_async = True
         return f"  {fn}({dst}, {src}, {count}, tid, {self.nthreads});"
 
+    def soa_copy(self, fn: str, dst: str, src: str, size: int, place: fuse.PlaceAttr) -> str:
+        span = place.pitch.data or size
+        return f"  irf_{fn}_soa<{size}, {span}, {self.by}>({dst}, {src}, n, count, tid, {self.nthreads});"
+
     def emit_load(self, op: fuse.LoadOp) -> None:
         size = op.res.type.size
         src = self.names.get(op.source, "g_")
         self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
         if op.place.is_shared:
             off = op.place.offset.data
-            self.line(self.copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size,
-                                       op.place, load=True))
+            if self.soa:
+                self.line(self.soa_copy("load", f"smem + {off}", f"{src} + first", size, op.place))
+                self.pending_async = True
+            else:
+                self.line(self.copy(f"smem + {off}", f"{src} + first * {size}", f"count * {size}", size,
+                                    op.place, load=True))
             self.info.shared_values += 1
         else:
             self.declare_register(op.res)
-            self.line(self.per_thread(
-                op.res, lambda st, r, k: f"{r}[{k}] = {src}[first * {size} + ({st}) + {k}];"))
+            self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];"))
 
     def emit_call(self, op: fuse.CallOp) -> None:
         impl = call_impl(op, self.library)
@@ -347,10 +412,12 @@ class _KernelEmitter:
         self.line(f"  // store into {op.dest.name_hint}")
         if place.is_shared:
             off = place.offset.data
-            self.line(self.copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
+            if self.soa:
+                self.line(self.soa_copy("store", f"{dst} + first", f"smem + {off}", size, place))
+            else:
+                self.line(self.copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
         else:
-            self.line(self.per_thread(
-                op.value, lambda st, r, k: f"{dst}[first * {size} + ({st}) + {k}] = {r}[{k}];"))
+            self.line(self.per_thread(op.value, lambda index, r, k: f"{dst}[{index}] = {r}[{k}];"))
 
     def line(self, text: str) -> None:
         self.regions[-1].append(text)
@@ -381,7 +448,9 @@ class _KernelEmitter:
         params = [f"const real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.input_args]
         params += [f"real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.output_args]
         params.append("const long long n")
-        return [f"// fuse.kernel @{self.info.name}: block(bx = {self.bx}, by = {self.by}), {self.words} shared words",
+        layout = ", structure of arrays" if self.soa else ""
+        return [f"// fuse.kernel @{self.info.name}: block(bx = {self.bx}, by = {self.by}), {self.words} shared words"
+                + layout,
                 f'extern "C" __global__ void __launch_bounds__({self.nthreads}, {self.min_blocks}) '
                 f'{self.info.name}({", ".join(params)})',
                 "{"]

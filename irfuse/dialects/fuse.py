@@ -12,6 +12,10 @@ Every on-chip value carries a `#fuse.place`: `shared[OFF]` (the block's
 shared buffer) or `reg` (each thread holds its own element's part).  The
 in-kernel passes rewrite exactly these places and the barriers.
 
+A kernel's global arrays are in the module's layout (`irfuse.dialects.layouts`): array of
+structures unless the kernel says `layout(soa)`, structure of arrays; loads and stores
+index global memory accordingly.
+
 In the host program, `fuse.launch` runs a kernel on whole arrays.
 """
 
@@ -32,6 +36,7 @@ from xdsl.irdl import (
     lazy_traits_def,
     operand_def,
     opt_attr_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -48,6 +53,7 @@ from xdsl.utils.str_enum import StrEnum
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
 from irfuse.dialects.kas import KasType
+from irfuse.dialects.layouts import LAYOUT_ATTR, module_layout
 from irfuse.dialects.op_registry import op_registry
 
 
@@ -73,6 +79,18 @@ class RegisterUse(StrEnum):
 @irdl_attr_definition
 class RegisterUseAttr(EnumAttribute[RegisterUse], SpacedOpaqueSyntaxAttribute):
     name = "fuse.register_use"
+
+
+class Layout(StrEnum):
+    """How a kernel's global arrays hold the batch (see `irfuse.dialects.layouts`)."""
+
+    AOS = "aos"
+    SOA = "soa"
+
+
+@irdl_attr_definition
+class LayoutAttr(EnumAttribute[Layout], SpacedOpaqueSyntaxAttribute):
+    name = "fuse.layout"
 
 
 SHARED = Space.SHARED
@@ -403,6 +421,7 @@ class KernelOp(IRDLOperation):
     bx = prop_def(IntAttr)
     by = prop_def(IntAttr)
     num_inputs = prop_def(IntAttr)
+    layout = opt_prop_def(LayoutAttr)  # absent: array of structures
     body = region_def("single_block")
     # Set by fuse-partition: the cost model's prediction and the group of calls it chose.
     predicted_ns = opt_attr_def(IntAttr)
@@ -412,12 +431,19 @@ class KernelOp(IRDLOperation):
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
 
     def __init__(self, name: str, bx: int, by: int, input_types: Sequence[Attribute],
-                 output_types: Sequence[Attribute], body: Region | None = None):
+                 output_types: Sequence[Attribute], body: Region | None = None, layout: str = "aos"):
         if body is None:
             body = Region(Block(arg_types=[*input_types, *output_types]))
-        super().__init__(properties={"sym_name": StringAttr(name), "bx": IntAttr(bx), "by": IntAttr(by),
-                                     "num_inputs": IntAttr(len(input_types))},
-                         regions=[body])
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "bx": IntAttr(bx), "by": IntAttr(by),
+                                            "num_inputs": IntAttr(len(input_types))}
+        if Layout(layout) != Layout.AOS:
+            properties["layout"] = LayoutAttr(Layout(layout))
+        super().__init__(properties=properties, regions=[body])
+
+    @property
+    def global_layout(self) -> str:
+        """`aos` or `soa`: how the kernel's global arrays hold the batch."""
+        return self.layout.data.value if self.layout is not None else Layout.AOS.value
 
     @property
     def threads(self) -> int:
@@ -442,11 +468,24 @@ class KernelOp(IRDLOperation):
             stores = [u.operation for u in out.uses if isinstance(u.operation, StoreOp)]
             if len(stores) != 1:
                 raise VerifyException(f"fuse.kernel output must be stored exactly once, found {len(stores)} stores")
+        module = self.parent_op()
+        if isinstance(module, ModuleOp):
+            try:
+                expected = module_layout(module)
+            except VerifyException:
+                return  # the module's own verification names the bad attribute
+            if self.global_layout != expected:
+                raise VerifyException(
+                    f"fuse.kernel @{self.sym_name.data} is laid out {self.global_layout} but the module's global "
+                    f"arrays are {expected} ({LAYOUT_ATTR}): every kernel of a module shares its layout")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
-        printer.print_string(f" block(bx = {self.bx.data}, by = {self.by.data}) (")
+        printer.print_string(f" block(bx = {self.bx.data}, by = {self.by.data}) ")
+        if self.layout is not None:
+            printer.print_string(f"layout({self.layout.data.value}) ")
+        printer.print_string("(")
         printer.print_list(self.input_args, printer.print_block_argument)
         printer.print_string(") -> (")
         printer.print_list(self.output_args, printer.print_block_argument)
@@ -467,13 +506,22 @@ class KernelOp(IRDLOperation):
         parser.parse_punctuation("=")
         by = parser.parse_integer(allow_boolean=False)
         parser.parse_punctuation(")")
+        layout = "aos"
+        if parser.parse_optional_keyword("layout") is not None:
+            parser.parse_punctuation("(")
+            at = parser.pos
+            word = parser.parse_identifier()
+            if word not in {layout.value for layout in Layout}:
+                parser.raise_error(f"layout must be aos or soa, got '{word}'", at, parser.pos)
+            layout = word
+            parser.parse_punctuation(")")
         ins = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
                                                 lambda: parser.parse_argument(expect_type=True))
         parser.parse_punctuation("->")
         outs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
                                                  lambda: parser.parse_argument(expect_type=True))
         body = parser.parse_region([*ins, *outs])
-        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body)
+        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -517,5 +565,5 @@ class LaunchOp(IRDLOperation):
 Fuse = Dialect(
     "fuse",
     [KernelOp, LoadOp, CallOp, StoreOp, BarrierOp, LaunchOp],
-    [PlaceAttr, AccessPatternAttr, SpaceAttr, RegisterUseAttr],
+    [PlaceAttr, AccessPatternAttr, SpaceAttr, RegisterUseAttr, LayoutAttr],
 )

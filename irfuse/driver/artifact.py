@@ -22,6 +22,7 @@ from irfuse.diagnostics import Diagnostic, UsageError
 from irfuse.dialects.context import module_text, parse_module
 from irfuse.dialects.element_types import ElementType, element_type
 from irfuse.dialects.fuse import KernelOp
+from irfuse.dialects.layouts import module_layout
 from irfuse.dialects.kas import ProgramOp, program_of
 from irfuse.planner.registers import signature
 
@@ -53,6 +54,11 @@ class CompiledProgram:
     @property
     def itemsize(self) -> int:
         return self.element.itemsize
+
+    @property
+    def layout(self) -> str:
+        """How the program's global arrays hold the batch: `aos` or `soa`."""
+        return module_layout(self.module)
 
     def resources(self, kernel: str) -> KernelResources | None:
         return self.cubin.resources.get(kernel) if self.cubin else None

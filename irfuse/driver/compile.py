@@ -1,8 +1,8 @@
 """Compiling a program to a `CompiledProgram`: frontend, pass pipeline, CUDA C, cubin.
 
 Compilation is a pure function of its inputs: the source, the options below and the
-installed irfuse (with its op libraries). The element type is written into the IR as
-the module attribute `kas.element_type`; the batch size and device profile the cost
+installed irfuse (with its op libraries). The element type and the global arrays' layout
+are written into the IR as the module attributes `kas.element_type` and `kas.layout`; the batch size and device profile the cost
 model plans for reach `fuse-partition` as its options; register counts of earlier
 compiles are used only when a register table is named. The disk cache only saves time.
 """
@@ -20,6 +20,7 @@ from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import Diagnostic
 from irfuse.dialects.context import make_context
 from irfuse.dialects.element_types import element_type, module_element_type, set_module_element_type
+from irfuse.dialects.layouts import set_module_layout
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.frontend.irgen import FrontendResult, compile_file, compile_source
 from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
@@ -80,25 +81,28 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
 
 
 def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", compile_gpu: bool = True,
-                    arch: str | None = None, planning: PlanningOptions | None = None
+                    arch: str | None = None, planning: PlanningOptions | None = None, layout: str = "aos"
                     ) -> tuple[CompiledProgram, list[Diagnostic]]:
-    """A KAS file compiled with a pipeline (the default one when None) for an element type."""
-    return compile_frontend(compile_file(path), os.path.basename(path), pipeline, dtype, compile_gpu, arch, planning)
+    """A KAS file compiled with a pipeline (the default one when None) for an element type
+    and a layout of the global arrays (`irfuse.dialects.layouts`)."""
+    return compile_frontend(compile_file(path), os.path.basename(path), pipeline, dtype, compile_gpu, arch, planning,
+                            layout)
 
 
 def compile_text(text: str, filename: str, pipeline: str | None = None, dtype: str = "f32",
-                 compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None
-                 ) -> tuple[CompiledProgram, list[Diagnostic]]:
+                 compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None,
+                 layout: str = "aos") -> tuple[CompiledProgram, list[Diagnostic]]:
     """KAS source text (diagnostics name it `filename`) compiled as `compile_program` does."""
     return compile_frontend(compile_source(text, filename), os.path.basename(filename), pipeline, dtype, compile_gpu,
-                    arch, planning)
+                            arch, planning, layout)
 
 
 def compile_frontend(result: FrontendResult, name: str, pipeline: str | None = None, dtype: str = "f32",
-                     compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None
-                     ) -> tuple[CompiledProgram, list[Diagnostic]]:
+                     compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None,
+                     layout: str = "aos") -> tuple[CompiledProgram, list[Diagnostic]]:
     """A frontend's module (KAS text or a Python function) compiled as `compile_program` does."""
     set_module_element_type(result.module, element_type(dtype))
+    set_module_layout(result.module, layout)
     reference = result.module.clone()
     module = lower(result.module, pipeline, planning)
     program = build(module, compile_gpu, arch)

@@ -20,6 +20,7 @@ from irfuse.dialects import fuse, kas
 from irfuse.dialects.fuse import MAX_THREADS_PER_BLOCK
 from irfuse.library.catalogue import default_library, find_implementation
 from irfuse.library.implementations import Implementation
+from irfuse.passes.module_element_type import layout_of
 from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
 
 
@@ -31,11 +32,13 @@ def choose_implementation(op_name: str, impl_name: str) -> Implementation:
         return find_implementation(op_name, "elem")
 
 
-def kernel_for_call(call: kas.CallOp, name: str, impl: Implementation, by: int | None) -> fuse.KernelOp:
+def kernel_for_call(call: kas.CallOp, name: str, impl: Implementation, by: int | None,
+                    layout: str = "aos") -> fuse.KernelOp:
     """One kernel running `call` with `impl`: load operands, barrier, call, barrier, store."""
     inputs = list(dict.fromkeys(call.args))  # an operand used twice is loaded once
     # (the word size does not change the unoptimized kernel's IR)
-    model = build_kernel_model([call], [impl], inputs, [call.res], by or impl.recommended_by, itemsize=4)
+    model = build_kernel_model([call], [impl], inputs, [call.res], by or impl.recommended_by, itemsize=4,
+                               layout=layout)
     return kernel_op(name, model, inputs, [call.res])
 
 
@@ -61,6 +64,7 @@ class FuseEach(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.by is not None and self.by < 1:
             raise CompileError("fuse-each: by must be positive")
+        layout = layout_of(op)
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
             calls = [c for c in program.body.walk() if isinstance(c, kas.CallOp)]
             self._check_impl_exists(calls)
@@ -71,7 +75,7 @@ class FuseEach(ModulePass):
                 if threads > MAX_THREADS_PER_BLOCK:
                     raise UsageError(f"fuse-each: by={self.by} gives '{call.op_name}' [{impl.name}] {threads} threads "
                                      f"per block; a block has at most {MAX_THREADS_PER_BLOCK}")
-                kernel = kernel_for_call(call, name, impl, self.by)
+                kernel = kernel_for_call(call, name, impl, self.by, layout)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 launch = fuse.LaunchOp(name, list(dict.fromkeys(call.args)), [call.res.type])
                 launch.res[0].name_hint = call.res.name_hint

@@ -23,7 +23,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError, print_diagnostics
 from irfuse.dialects import fuse, kas
 from irfuse.dialects.context import module_text
-from irfuse.passes.module_element_type import itemsize_of
+from irfuse.passes.module_element_type import itemsize_of, layout_of
 from irfuse.planner.cost import DEFAULT_BATCH, load_profile
 from irfuse.planner.dag import BlockDAG
 from irfuse.planner.registers import load_register_table
@@ -43,7 +43,8 @@ def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelO
     """The unoptimized kernel of a chosen configuration (the one the planner built and costed
     before its in-kernel steps), with the prediction and the group it stands for."""
     calls = [dag.ops[i] for i in config.group]
-    model = build_kernel_model(calls, config.impls, config.inputs, config.outputs, config.by, itemsize=4)
+    model = build_kernel_model(calls, config.impls, config.inputs, config.outputs, config.by, itemsize=4,
+                               layout=config.model.layout)
     kernel = kernel_op(name, model, config.inputs, config.outputs)
     kernel.predicted_ns = IntAttr(int(round(config.cost.time * 1e9)))
     kernel.group = StringAttr(" ".join(f"{c.op_name}[{i.name}]" for c, i in zip(calls, config.impls)))
@@ -112,18 +113,19 @@ _PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plan
 
 def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
                  keep: int, registers_path: str | None = None, progress=None,
-                 budget: int = DEFAULT_CONFIG_BUDGET):
+                 budget: int = DEFAULT_CONFIG_BUDGET, layout: str = "aos"):
     """The fusion search, memoized per program and options within a process (tuning applies
     plan after plan of one search). The memo only saves time: its key holds every input of
     the search (the register table by content), so a hit gives what a search would."""
     registers = load_register_table(registers_path) if registers_path else None
-    key = (module_text(program), n, profile_name, itemsize, max_size, top, keep, budget,
+    key = (module_text(program), n, profile_name, itemsize, layout, max_size, top, keep, budget,
            tuple(sorted(registers.items())) if registers else None)
     if key not in _PLANS:
         _PLANS.clear()
         profile = load_profile(profile_name)
         _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep,
-                                             progress=progress, registers=registers, budget=budget))
+                                             progress=progress, registers=registers, budget=budget,
+                                             layout=layout))
     old_program, (dags, plans) = _PLANS[key]
     if old_program is not program:
         # Re-run the block analysis on this program object (the plans refer to its ops by position).
@@ -157,7 +159,7 @@ class FusePartition(ModulePass):
                   "any machine; a warning says when it was reached)",
     }
 
-    def search(self, program: kas.ProgramOp, itemsize: int, progress=None):
+    def search(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
         """(block DAGs, the best plans, the device profile) of the search this pass applies."""
         if not 0 <= self.plan < max(self.top, 1):
             raise UsageError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
@@ -166,13 +168,15 @@ class FusePartition(ModulePass):
         if self.budget < 1:
             raise UsageError(f"fuse-partition: budget must be at least 1, got {self.budget}")
         dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
-                                   max(self.top, self.plan + 1), self.keep, self.registers, progress, self.budget)
+                                   max(self.top, self.plan + 1), self.keep, self.registers, progress, self.budget,
+                                   layout)
         return dags, plans, load_profile(self.profile)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         itemsize = itemsize_of(op)  # the cost model counts bytes of the module's element type
+        layout = layout_of(op)  # and knows how they lie in global memory
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
-            dags, plans, _ = self.search(program, itemsize)
+            dags, plans, _ = self.search(program, itemsize, layout=layout)
             if self.plan >= len(plans):
                 raise NoSuchPlan(len(plans), self.plan)
             plan = plans[self.plan]

@@ -21,8 +21,10 @@ class FusePromoteRegisters(ModulePass):
     outputs: bool = False
     inputs: bool = False
     OPTION_DOCS: ClassVar[dict[str, str]] = {
-        "outputs": "also values stored to global memory (stores then write from registers)",
-        "inputs": "also loaded values (each thread reads its own words from global memory)",
+        "outputs": "also values stored to global memory (stores then write from registers); always in "
+                   "structure-of-arrays kernels",
+        "inputs": "also loaded values (each thread reads its own words from global memory); always in "
+                  "structure-of-arrays kernels",
     }
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -4,7 +4,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
 
     resident  = min(threads/SM / T, blocks/SM, shared/SM / (smem + 1 KB), regs/SM / (regs * T))
     occupancy = resident * ceil(T / 32) / (threads/SM / 32)                  (warps in use / max)
-    sectors   = sum over global arrays of B * ceil(BY * size * itemsize / 32)   (32-byte sectors)
+    sectors   = sum over global arrays of B * ceil(BY * size * itemsize / 32)   (32-byte sectors;
+                structure of arrays: B * size * ceil(BY * itemsize / 32), one run per word)
     in_flight = resident * BY * (words loaded per element) * itemsize      (bytes per SM)
     t_mem     = 32 * sectors / (bandwidth * min(1, in_flight / (bandwidth / SMs * turnaround)))
     t_compute = sum over calls of n * flops * (BX / bx_call unless remapped) / flop rate
@@ -164,6 +165,16 @@ def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int
     return max(0, min(by_threads, by_smem, by_regs, p.max_blocks_per_sm))
 
 
+def global_sectors(n: int, by: int, sizes: list[int], itemsize: int, layout: str = "aos") -> int:
+    """32-byte sectors a kernel of `by` elements per block moves for global arrays of `sizes`
+    words per element: a block's chunk of an array of structures is one contiguous run, of
+    a structure of arrays one run per word."""
+    blocks = -(-n // by)
+    if layout == "soa":
+        return sum(blocks * size * -(-by * itemsize // 32) for size in sizes)
+    return sum(blocks * -(-by * size * itemsize // 32) for size in sizes)
+
+
 def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
                 registers: int | None = None) -> KernelCost:
     """Predicted time of one launch over n elements. `global_sizes`: words per element of
@@ -173,7 +184,7 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     regs = registers or estimate_registers(model)
     isz = model.itemsize
     blocks = math.ceil(n / model.by)
-    sectors = sum(blocks * math.ceil(model.by * s * isz / 32) for s in global_sizes)
+    sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
     nbytes = n * isz * sum(global_sizes)
     infeasible = ""
     if threads > p.max_threads_per_block:

@@ -1,7 +1,7 @@
 """Registers per thread of kernels compiled before, as an explicit input of the planner.
 
 A kernel's ptxas report gives its registers; `signature` keys them by what decides
-them (block shape, element size, and per op the implementation, the places and
+them (block shape, element size, global layout, and per op the implementation, the places and
 offsets, remapping). `irfuse compile -o DIR` writes `DIR/registers.json`; naming such
 a file (`--registers`, or `fuse-partition{registers=FILE}`) lets the cost model use the
 recorded count of a candidate with the same signature instead of its estimate. Nothing
@@ -17,7 +17,7 @@ from irfuse.diagnostics import CompileError, Diagnostic
 
 
 def signature(model: KernelModel) -> str:
-    parts = [f"{model.bx}x{model.by}:{model.itemsize}"]
+    parts = [f"{model.bx}x{model.by}:{model.itemsize}" + (f":{model.layout}" if model.layout != "aos" else "")]
     for op in model.ops:
         if op.kind == "call":
             places = "".join("s" if model.values[a].shared else "r" for a in op.args)

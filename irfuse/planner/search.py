@@ -33,7 +33,7 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
-from irfuse.planner.cost import DeviceProfile, KernelCost, kernel_cost
+from irfuse.planner.cost import DeviceProfile, KernelCost, global_sectors, kernel_cost
 from irfuse.planner.dag import BlockDAG, convex_groups, program_dags
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
@@ -113,10 +113,11 @@ def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implement
 
 
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
-                  itemsize: int, keep: int, registers: Mapping[str, int] | None = None) -> tuple[list[Config], int]:
+                  itemsize: int, keep: int, registers: Mapping[str, int] | None = None,
+                  layout: str = "aos") -> tuple[list[Config], int]:
     """The `keep` cheapest configurations of one group, and how many configurations were
     analysed to find them. `registers`: per-thread registers of kernels compiled before, by
-    `registers.signature` (the estimate otherwise)."""
+    `registers.signature` (the estimate otherwise); `layout`: of the global arrays."""
     dag = dags[d]
     calls = [dag.ops[i] for i in group]
     inputs, outputs = external_values(dag, group)
@@ -138,7 +139,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 by -= by % 4  # keeps every value's block chunk 16-byte aligned for vector copies
             if bx * by > profile.max_threads_per_block:
                 continue
-            sectors = sum(-(-n // by) * -(-by * size * itemsize // 32) for size in sizes)
+            sectors = global_sectors(n, by, sizes, itemsize, layout)
             floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
             candidates.append((floor, len(candidates), impls, by))
     candidates.sort(key=lambda c: (c[0], c[1]))
@@ -151,7 +152,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     for floor, index, impls, by in candidates:
         if floor >= worst_kept():
             break  # this and every later configuration cost at least as much as the kept ones
-        base = build_kernel_model(calls, impls, inputs, outputs, by, itemsize)
+        base = build_kernel_model(calls, impls, inputs, outputs, by, itemsize, layout)
         m = optimize(base, stop_before=BARRIER_STEP)
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:
@@ -170,7 +171,8 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
 def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,
                       max_size: int, keep: int = 2, progress=None,
                       registers: Mapping[str, int] | None = None,
-                      budget: int | None = DEFAULT_CONFIG_BUDGET) -> tuple[list[BlockDAG], list[Config], list[str]]:
+                      budget: int | None = DEFAULT_CONFIG_BUDGET,
+                      layout: str = "aos") -> tuple[list[BlockDAG], list[Config], list[str]]:
     """Configurations of every candidate group, and notes on what the budget left out.
 
     Groups are analysed smallest first; once `budget` configurations have been analysed, the
@@ -185,7 +187,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
         if budget is not None and spent >= budget and len(g) > 1:
             skipped += 1
         else:
-            found[k], work = group_configs(dags, d, g, n, profile, itemsize, keep, registers)
+            found[k], work = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout)
             spent += work
         if progress:
             progress(done + 1, len(groups))
@@ -313,12 +315,14 @@ def _one_kernel_per_call(dags: list[BlockDAG], configs: list[Config]) -> Plan:
 def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
                  max_size: int = 8, top: int = 1, keep: int = 2, progress=None,
                  registers: Mapping[str, int] | None = None, budget: int | None = DEFAULT_CONFIG_BUDGET,
-                 cover_budget: float = DEFAULT_COVER_BUDGET) -> tuple[list[BlockDAG], list[Plan]]:
-    """The `top` best plans; each plan's `notes` say where a budget cut the search short."""
+                 cover_budget: float = DEFAULT_COVER_BUDGET, layout: str = "aos"
+                 ) -> tuple[list[BlockDAG], list[Plan]]:
+    """The `top` best plans for global arrays in `layout`; each plan's `notes` say where a
+    budget cut the search short."""
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
     dags, configs, notes = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers,
-                                             budget)
+                                             budget, layout)
     if not any(dag.calls for dag in dags):
         return dags, [Plan([], 0.0)]
     plans = solve_cover(dags, configs, top, cover_budget)

@@ -25,6 +25,7 @@ from xdsl.ir import SSAValue
 from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import UsageError
 from irfuse.dialects import fuse, kas
+from irfuse.dialects.layouts import batch_shape
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.cuda_device import CudaDevice
 from irfuse.runtime.device import Device, Slot, in_order
@@ -52,9 +53,10 @@ class Executor:
         self.plan = plan
         self.device = device
         self.program = plan.program
+        self.layout = plan.layout  # every buffer, the inputs given included, is in it
 
     def _shape(self, v: SSAValue, n: int) -> tuple[int, ...]:
-        return (n, *v.type.shape)  # type: ignore[attr-defined]
+        return batch_shape(self.layout, tuple(v.type.shape), n)  # type: ignore[attr-defined]
 
     @staticmethod
     def _swappable(y: SSAValue, loop: kas.LoopOp, yielded) -> bool:

@@ -16,6 +16,7 @@ from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
+from irfuse.dialects.layouts import AOS, describe_batch_shape, to_aos
 from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp, program_of
 from irfuse.library.catalogue import Library, default_library
 
@@ -46,9 +47,10 @@ def random_inputs(program: ProgramOp, n: int, seed: int = 0, dtype=np.float32) -
             for name, t in zip(program.inputs, program.input_types())}
 
 
-def load_inputs(path: str, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
-    """Reads and checks an .npz file: one array per input, shaped (N, *shape), all the same N,
-    floating point or integer values that the run's type can hold."""
+def load_inputs(path: str, program: ProgramOp, dtype, layout: str = "aos") -> dict[str, np.ndarray]:
+    """Reads and checks an .npz file: one array per input, shaped (N, *shape) (or (*shape, N)
+    with `layout` 'soa'), all the same N, floating point or integer values that the run's
+    type can hold. The arrays come back as arrays of structures."""
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
@@ -57,10 +59,10 @@ def load_inputs(path: str, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
         raise UsageError(Diagnostic("not an .npz archive (one named array per input, as np.savez "
                                     "writes): a single array cannot say which input it is", path))
     with data:
-        return _check_inputs(path, data, program, dtype)
+        return _check_inputs(path, data, program, dtype, layout)
 
 
-def _check_inputs(path: str, data, program: ProgramOp, dtype) -> dict[str, np.ndarray]:
+def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     n: int | None = None
     names = list(data.files)
@@ -76,10 +78,12 @@ def _check_inputs(path: str, data, program: ProgramOp, dtype) -> dict[str, np.nd
             raise UsageError(Diagnostic(f"cannot read input '{name}': {e}", path)) from None
         if a.dtype.kind not in "fiu":
             raise UsageError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
-        if a.ndim != 1 + len(t.shape) or tuple(a.shape[1:]) != t.shape:
-            want = "(N" + "".join(f", {d}" for d in t.shape) + ")"
+        if a.ndim != 1 + len(t.shape) or tuple(a.shape[1:] if layout == AOS else a.shape[:-1]) != t.shape:
+            want = describe_batch_shape(layout, t.shape)
             raise UsageError(Diagnostic(
-                f"input '{name}' has shape {a.shape}; a {t.spelling()} batch is shaped {want}", path))
+                f"input '{name}' has shape {a.shape}; a {t.spelling()} batch is shaped {want} (--layout {layout})",
+                path))
+        a = to_aos(a, layout)
         if n is None:
             n = a.shape[0]
         elif a.shape[0] != n:

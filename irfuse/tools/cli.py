@@ -20,6 +20,7 @@ from rich.table import Table
 from irfuse._version import __version__
 from irfuse.diagnostics import IrfuseError, UsageError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
+from irfuse.dialects.layouts import LAYOUTS, from_aos, to_aos
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import PlanningOptions, compile_program, run_pipeline
 from irfuse.frontend.irgen import compile_file
@@ -57,6 +58,12 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
+
+
+def _add_layout(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--layout", choices=list(LAYOUTS), default=None,
+                   help="how the global arrays hold the batch: aos, (N, *shape), the default; soa, (*shape, N) "
+                        "(for .npz files too)")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -101,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="elements checked against the NumPy reference: all, a seeded sample of 100000, or "
                           "none (auto: all up to 100000 elements, a sample beyond)")
     _add_common(run)
+    _add_layout(run)
 
     comp = sub.add_parser("compile", help="write the CUDA source, cubin and manifest of a program")
     comp.add_argument("file", nargs="?")
@@ -108,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="compile the fastest plan recorded by 'irfuse tune' (its program and pipeline)")
     comp.add_argument("-o", "--output", required=True, metavar="DIR")
     _add_common(comp)
+    _add_layout(comp)
 
     plan = sub.add_parser("plan", help="search the best fusion plans and show them")
     plan.add_argument("file")
@@ -193,7 +202,8 @@ def cmd_run(args) -> int:
     if args.plan is not None:
         given = [flag for flag, value in (("a .kas file", args.file), ("--dtype", args.dtype),
                                            ("--pipeline", args.pipeline), ("--registers", args.registers),
-                                           ("--profile", args.profile)) if value is not None]
+                                           ("--profile", args.profile), ("--layout", args.layout))
+                 if value is not None]
         if given:
             raise UsageError(f"--plan {args.plan} runs a program compiled before, with its own type and kernels: "
                              f"{', '.join(given)} cannot be given with it")
@@ -209,12 +219,13 @@ def cmd_run(args) -> int:
     else:
         dtype = args.dtype or "f32"
         plan, warnings = compile_program(args.file, args.pipeline, dtype, compile_gpu=backend != "numpy",
-                                         arch=args.arch, planning=_planning(args, n))
+                                         arch=args.arch, planning=_planning(args, n), layout=args.layout or "aos")
     print_diagnostics(warnings)
     program = plan.reference_program
+    layout = plan.layout
     np_dtype = element_type(dtype).numpy
     if args.inputs:
-        inputs = load_inputs(args.inputs, program, np_dtype)
+        inputs = load_inputs(args.inputs, program, np_dtype, layout)
         n = batch_size(inputs)
         if n < 1:
             raise UsageError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
@@ -222,9 +233,11 @@ def cmd_run(args) -> int:
         _check_memory(program, n, element_type(dtype).itemsize, f"--n {n}")
         inputs = random_inputs(program, n, args.seed, np_dtype)
     title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
+    if layout != "aos":
+        title += f", {layout}"
     t0 = time.perf_counter()
     if backend == "numpy":
-        outputs = {k: v.astype(np_dtype) for k, v in run_reference(program, inputs, n).items()}
+        outputs = {k: from_aos(v.astype(np_dtype), layout) for k, v in run_reference(program, inputs, n).items()}
         ref_time = time.perf_counter() - t0
         _print_outputs(title, outputs, None)
         console.print(f"reference time {ref_time * 1e3:.1f} ms")
@@ -235,13 +248,14 @@ def cmd_run(args) -> int:
     if backend == "cuda":
         title += f" on {device.gpu_name}"
     repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
-    result = Executor(plan, device).run(inputs, n, repeat=repeat)
+    result = Executor(plan, device).run({k: from_aos(v, layout) for k, v in inputs.items()}, n, repeat=repeat)
+    outputs = {k: to_aos(v, layout) for k, v in result.outputs.items()}
     index = sample_elements(n, args.verify, args.seed)
     if index is None:
         checks = []
     else:
         picked = subset(inputs, index)
-        checks = check_outputs(subset(result.outputs, index), run_references(program, picked, dtype, len(index)),
+        checks = check_outputs(subset(outputs, index), run_references(program, picked, dtype, len(index)),
                                dtype)
     _print_kernels(plan)
     _print_outputs(title, result.outputs, checks if index is not None else None)
@@ -314,12 +328,15 @@ def cmd_compile(args) -> int:
         raise UsageError(f"-o {args.output} is a file; irfuse compile writes a directory (kernels.cu, "
                          "kernels.cubin, manifest.json, ...)")
     if args.from_tuning:
+        if args.layout not in (None, "aos"):
+            raise UsageError("--from-tuning compiles a plan tuned for arrays of structures: --layout soa cannot be "
+                             "given with it")
         plan, warnings = compile_tuned(args.from_tuning, args.file, args.arch), []
     elif args.file is None:
         raise UsageError("irfuse compile needs a .kas file or --from-tuning FILE.json")
     else:
         plan, warnings = compile_program(args.file, args.pipeline, args.dtype or "f32", compile_gpu=True, arch=args.arch,
-                                         planning=_planning(args, DEFAULT_BATCH))
+                                         planning=_planning(args, DEFAULT_BATCH), layout=args.layout or "aos")
     print_diagnostics(warnings)
     plan.save(args.output)
     _print_kernels(plan)

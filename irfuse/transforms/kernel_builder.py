@@ -23,9 +23,10 @@ from irfuse.transforms.barriers import barrier_after_every_op
 
 
 def build_kernel_model(calls: Sequence[Operation], impls: Sequence[Implementation], inputs: Sequence[SSAValue],
-                       outputs: Sequence[SSAValue], by: int, itemsize: int) -> KernelModel:
+                       outputs: Sequence[SSAValue], by: int, itemsize: int, layout: str = "aos") -> KernelModel:
     """`calls` (kas.call ops, program order) with `impls`, loading `inputs` and storing
-    `outputs` (results of the calls). Value ids: the inputs in order, then the results."""
+    `outputs` (results of the calls, global arrays in `layout`). Value ids: the inputs in
+    order, then the results."""
     values: dict[int, MValue] = {}
     ops: list[MOp] = []
     vid: dict[SSAValue, int] = {}
@@ -40,7 +41,7 @@ def build_kernel_model(calls: Sequence[Operation], impls: Sequence[Implementatio
         ops.append(MOp("call", impl=impl, args=[vid[a] for a in call.operands], result=vid[r]))
     for r in outputs:
         ops.append(MOp("store", value=vid[r]))
-    model = KernelModel(max(impl.bx for impl in impls), by, values, ops, itemsize)
+    model = KernelModel(max(impl.bx for impl in impls), by, values, ops, itemsize, layout)
     off = 0
     for v in values.values():
         v.offset = off
@@ -54,7 +55,8 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
     for op in model.ops:
         if op.kind == "store":
             out_ids.setdefault(op.value, len(out_ids))
-    kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs])
+    kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
+                           layout=model.layout)
     for arg, v in zip([*kernel.input_args, *kernel.output_args], [*inputs, *outputs]):
         arg.name_hint = v.name_hint
     block = kernel.body.block

@@ -1,5 +1,12 @@
 """Register promotion: values whose producer and consumers run with the same threads and
-touch the same words per thread move from shared memory to registers."""
+touch the same words per thread move from shared memory to registers.
+
+In an array-of-structures kernel, loaded and stored values stay in shared memory unless
+asked (`inputs`, `outputs`): the block copies them between global and shared memory
+contiguously, where a thread reading its own element's words from global memory would
+stride by the element's size. In a structure-of-arrays kernel the same per-thread access
+is coalesced (word k of consecutive elements is contiguous), so loaded and stored values
+are promoted too: no shared staging, no barrier after the loads."""
 
 from __future__ import annotations
 
@@ -15,8 +22,11 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
     """Values produced and consumed by calls with the same threads and compatible access
     patterns (none `noreg`) move to registers; with `outputs`, stored values may too; with
     `inputs`, loaded values whose consumers all agree (each thread then reads its own words
-    from global memory instead of the block copying them coalesced)."""
+    from global memory instead of the block copying them coalesced). Structure-of-arrays
+    kernels promote loaded and stored values whatever the options say."""
     out = model.copy()
+    if out.layout == "soa":
+        inputs = outputs = True
     producers = {op.result: op for op in out.calls()}
     for vid, v in out.values.items():
         uses = _consumers(out, vid)
