@@ -12,6 +12,8 @@ and growth over many calls, in one run.
 2. Host time per call of a one-kernel program (SyncTest) on a small batch: the median over
    `--calls` calls of the API, of a bare PyCUDA prepared launch of the same kernel, and of a
    CuPy RawKernel launch of the same cubin (when CuPy is installed).
+   The same in structure-of-arrays layout: the same data as `(*shape, N)` tensors through
+   the same program (its SoA variant, compiled at the first such call).
 3. GPU memory (driver's free memory and torch's allocated bytes) after 10 calls and after
    `--calls` calls.
 """
@@ -81,41 +83,68 @@ def main(argv=None) -> int:
             e.synchronize()
             return s.elapsed_time(e) / 1e3 / calls
 
+        # The same data in structure-of-arrays layout, (*shape, N), through the same program:
+        # its first call compiles the variant for SoA (planned and emitted for that layout).
+        soa = {k: v.movedim(0, -1).contiguous() for k, v in tensors.items()}
+        soa_outs = [torch.empty(o.movedim(0, -1).shape, device="cuda") for o in outs]
+        soa_ordered = [soa[k] for k in prog.inputs]
+        got_soa = prog(*soa_ordered, out=soa_outs)
+        torch.cuda.synchronize()
+        soa_ok = all(c.ok for c in check_outputs(
+            {k: v[..., :100_000].movedim(-1, 0).cpu().numpy() for k, v in got_soa.items()},
+            run_references(ref, sample, "f32"), "f32"))
+        soa_prog = prog.for_layout("soa")
+
+        def soa_once(calls=1) -> float:
+            return api_once(prog, soa_ordered, soa_outs, calls)
+
         for _ in range(5):
             api_once()
+            soa_once()
             rec.time_once()
-        api_t, run_t, api_b, run_b = [], [], [], []
-        for k in range(args.repeat):  # in turns, so drift weighs on both alike
-            order = [0, 1] if k % 2 else [1, 0]
+        api_t, run_t, api_b, run_b, soa_t, soa_b = [], [], [], [], [], []
+        for k in range(args.repeat):  # in turns, so drift weighs on all alike
+            order = [0, 1, 2] if k % 2 else [2, 1, 0]
             for which in order:
-                if which:
+                if which == 2:
                     run_t.append(rec.time_once())
                     run_b.append(rec.time_once(10))
+                elif which == 1:
+                    soa_t.append(soa_once())
+                    soa_b.append(soa_once(calls=10))
                 else:
                     api_t.append(api_once())
                     api_b.append(api_once(calls=10))
         nbytes = effective_bytes(ref, args.n, 4)
-        api_s, run_s = float(np.median(api_t)), float(np.median(run_t))
-        api_bs, run_bs = float(np.median(api_b)), float(np.median(run_b))
+        api_s, run_s, soa_s = float(np.median(api_t)), float(np.median(run_t)), float(np.median(soa_t))
+        api_bs, run_bs, soa_bs = float(np.median(api_b)), float(np.median(run_b)), float(np.median(soa_b))
         rows.append({"workload": wl, "verified": ok, "api_s": api_s, "run_s": run_s, "bytes": nbytes,
                      "api_of_copy": nbytes / api_s / copy_bw, "run_of_copy": nbytes / run_s / copy_bw,
                      "api_over_run": api_s / run_s, "api_10_s": api_bs, "run_10_s": run_bs,
                      "api_10_of_copy": nbytes / api_bs / copy_bw, "run_10_of_copy": nbytes / run_bs / copy_bw,
-                     "kernels": prog.kernels})
+                     "kernels": prog.kernels, "soa_verified": soa_ok, "soa_s": soa_s, "soa_10_s": soa_bs,
+                     "soa_of_copy": nbytes / soa_s / copy_bw, "soa_10_of_copy": nbytes / soa_bs / copy_bw,
+                     "soa_kernels": soa_prog.kernels,
+                     "soa_registers": {k.name: soa_prog.compiled.resources(k.name).registers
+                                       for k in soa_prog.compiled.kernels},
+                     "soa_shared_words": {k.name: k.shared_words for k in soa_prog.compiled.kernels}})
+        soa_prog.close()
         prog.close()
-        del tensors, outs, got
+        del tensors, outs, got, soa, soa_outs, got_soa
         torch.cuda.empty_cache()
 
     gpu = torch.cuda.get_device_name()
     t = Table(title=f"{gpu}: the API on torch tensors, n = {args.n}, float32, median of {args.repeat}; "
                     f"copy {copy_bw / 1e9:.0f} GB/s")
     for col in ("workload", "API ms", "of copy", "irfuse run ms", "of copy ", "API / run",
-                "10 back to back: API of copy", "run of copy", "verified"):
+                "10 back to back: API of copy", "run of copy", "verified", "SoA API ms", "SoA of copy",
+                "SoA 10 b2b of copy", "SoA verified"):
         t.add_column(col)
     for r in rows:
         t.add_row(r["workload"], f"{r['api_s'] * 1e3:.3f}", f"{r['api_of_copy']:.1%}", f"{r['run_s'] * 1e3:.3f}",
                   f"{r['run_of_copy']:.1%}", f"{r['api_over_run']:.3f}", f"{r['api_10_of_copy']:.1%}",
-                  f"{r['run_10_of_copy']:.1%}", str(r["verified"]))
+                  f"{r['run_10_of_copy']:.1%}", str(r["verified"]), f"{r['soa_s'] * 1e3:.3f}",
+                  f"{r['soa_of_copy']:.1%}", f"{r['soa_10_of_copy']:.1%}", str(r["soa_verified"]))
     console.print(t)
 
     # 2. Host time per call, small batch.

@@ -25,6 +25,7 @@ import irfuse.universe  # noqa: F401 -- the dialects, passes and target, the op 
 from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, IrfuseError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type, set_module_element_type
+from irfuse.dialects.layouts import LAYOUTS, set_module_layout
 from irfuse.frontend.irgen import compile_source
 from irfuse.library.catalogue import load_library_file
 from irfuse.passes.registry import PASSES, strip_module_anchor
@@ -55,6 +56,9 @@ class IrfuseOptMain(xDSLOptMain):
         arg_parser.add_argument("--dtype", choices=list(ELEMENT_TYPES), default=None,
                                 help="element type of a KAS input (the module attribute kas.element_type; "
                                      "default f32)")
+        arg_parser.add_argument("--layout", choices=list(LAYOUTS), default=None,
+                                help="layout of a KAS input's global arrays (the module attribute kas.layout: "
+                                     "aos, (N, *shape), the default; soa, (*shape, N))")
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
@@ -70,6 +74,8 @@ class IrfuseOptMain(xDSLOptMain):
             print_diagnostics(result.warnings)
             if self.args.dtype:
                 set_module_element_type(result.module, element_type(self.args.dtype))
+            if self.args.layout:
+                set_module_layout(result.module, self.args.layout)
             return result.module
 
         self.available_frontends["kas"] = parse_kas
