@@ -95,8 +95,8 @@ def main(argv=None) -> int:
             run_references(ref, sample, "f32"), "f32"))
         soa_prog = prog.for_layout("soa")
 
-        def soa_once(calls=1) -> float:
-            return api_once(prog, soa_ordered, soa_outs, calls)
+        def soa_once(calls=1, ordered=soa_ordered, outs=soa_outs) -> float:
+            return api_once(prog, ordered, outs, calls)
 
         for _ in range(5):
             api_once()

@@ -44,7 +44,7 @@ def touch_source(ins: list[int], outs: list[int], per_thread: int) -> str:
         for w in range(size):
             body.append(f"  reinterpret_cast<{t}*>(o{k} + {w}LL * n)[e] = acc;")
     return ("extern \"C\" __global__ void __launch_bounds__(128) touch(" + ", ".join(params + ["long long n"])
-            + ") {\n" + f"  const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+            + ") {\n" + "  const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
             + f"  if (e >= n / {per_thread}) return;\n" + "\n".join(body) + "\n}\n")
 
 

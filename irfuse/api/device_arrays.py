@@ -3,9 +3,9 @@
 Any object with `__cuda_array_interface__` is taken: CuPy arrays, PyTorch CUDA tensors,
 Numba device arrays, PyCUDA GPUArrays (JAX arrays when their library exposes the
 interface). Its pointer goes to the kernels as is: no copy. What the kernels cannot take
-is refused, never copied behind the caller's back: a strided view (the kernels read an
-element's words contiguously), a pointer that is not 16-byte aligned (their 16-byte copies),
-memory on another GPU. Outputs are allocated in the first input's library, on its device.
+is refused, never copied behind the caller's back: a strided view (the kernels read a batch
+laid out contiguously), a pointer that is not 16-byte aligned for array-of-structures kernels
+(their 16-byte copies; structure-of-arrays kernels need one word), memory on another GPU. Outputs are allocated in the first input's library, on its device.
 
 The stream a call is ordered on: `stream=` (a handle, or a CuPy, PyTorch or PyCUDA stream
 object), else the current stream of the first input's library (PyTorch's, CuPy's), else
