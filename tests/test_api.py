@@ -279,3 +279,20 @@ def test_device_array_layout_rules():
     assert arr(0, (1, 3, 3), (999, 12, 4)).contiguous  # a length-1 axis may have any stride
     a, b = arr(0, (10, 3, 3)), arr(360, (10, 3, 3))
     assert not overlaps(a, b) and overlaps(a, arr(356, (10, 3, 3)))
+
+
+def test_a_dlpack_capsule_is_read_for_pointer_shape_strides_and_type():
+    """The DLPack reader on NumPy's own capsules (host memory, so the same structures the GPU
+    libraries hand out can be checked here): a view's offset, strides and type come through."""
+    from irfuse.api.device_arrays import array_from_dlpack_capsule
+
+    base = np.arange(2 * 20 * 3 * 3, dtype=np.float64).reshape(2, 20, 3, 3)
+    view = base[1, 3::2]  # an offset and a stride on the batch axis
+    got = array_from_dlpack_capsule(view, view.__dlpack__())
+    assert got.ptr == view.ctypes.data and got.shape == view.shape == (9, 3, 3)
+    assert got.strides == view.strides and got.dtype == np.float64 and not got.contiguous
+    whole = np.zeros((4, 3), np.int32)
+    got = array_from_dlpack_capsule(whole, whole.__dlpack__())
+    assert got.dtype == np.int32 and got.contiguous and got.ptr == whole.ctypes.data
+    with pytest.raises(irfuse.UsageError, match="gave no DLPack tensor capsule"):
+        array_from_dlpack_capsule(whole, object())

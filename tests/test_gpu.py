@@ -297,3 +297,48 @@ def test_api_structure_of_arrays_on_torch_and_cupy():
     res = prog(**soa_cupy).F
     assert isinstance(res, cupy.ndarray) and res.shape == (5, 5, n)
     np.testing.assert_array_equal(cupy.asnumpy(res), got.cpu().numpy())
+
+
+class _DLPackOnly:
+    """An array known only through DLPack (as JAX's are to irfuse): a torch tensor behind it."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, stream=None):
+        return self.tensor.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+def test_api_on_dlpack_only_and_pycuda_arrays_in_place():
+    """An object with only `__dlpack__` is read in place (outputs then go into out= arrays,
+    irfuse having no library to allocate them in); PyCUDA GPUArrays in place, outputs new
+    GPUArrays."""
+    import irfuse
+
+    torch = _torch()
+    path = next(p for p in EXAMPLES if p.endswith("transform44.kas"))
+    prog = irfuse.compile(path, backend="cuda")
+    rng = np.random.default_rng(11)
+    n = 4099
+    host = {k: rng.uniform(-1, 1, (n, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
+    want = prog(**host)
+    tensors = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
+    wrapped = {k: _DLPackOnly(v) for k, v in tensors.items()}
+    outs = {k: torch.full((n, *prog.shapes[k]), float("nan"), device="cuda") for k in prog.outputs}
+    prog(**wrapped, out=outs)
+    torch.cuda.synchronize()
+    for k in prog.outputs:
+        np.testing.assert_array_equal(outs[k].cpu().numpy(), want[k])
+    with pytest.raises(irfuse.UsageError, match="cannot allocate outputs in the library of a _DLPackOnly: "
+                                                "pass out= arrays"):
+        prog(**wrapped)
+    import pycuda.gpuarray as gpuarray
+
+    arrays = {k: gpuarray.to_gpu(v) for k, v in host.items()}
+    got = prog(**arrays)
+    assert all(isinstance(o, gpuarray.GPUArray) for o in got)
+    for k in prog.outputs:
+        np.testing.assert_array_equal(got[k].get(), want[k])

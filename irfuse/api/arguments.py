@@ -43,9 +43,9 @@ def host_array(what: str, value: object) -> np.ndarray:
     """`value` as a NumPy array without copying, or a refusal naming `what` (GPU arrays with
     a CUDA array interface are taken before this, by `device_arrays`)."""
     if hasattr(value, "__dlpack_device__") and not isinstance(value, np.ndarray) and _dlpack_on_device(value):
-        raise UsageError(f"{what} is a GPU array ({type(value).__module__}.{type(value).__qualname__}) without a "
-                         "CUDA array interface; pass it through a library that has one (cupy.from_dlpack, "
-                         "torch.from_dlpack)")
+        raise UsageError(f"{what} is an array in device memory that is not CUDA's "
+                         f"({type(value).__module__}.{type(value).__qualname__}); irfuse runs on NVIDIA GPUs and "
+                         "on the CPU")
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "__array__") or isinstance(value, (list, tuple)):

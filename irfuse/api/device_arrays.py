@@ -1,11 +1,16 @@
 """GPU arrays of other libraries, read and written in place.
 
 Any object with `__cuda_array_interface__` is taken: CuPy arrays, PyTorch CUDA tensors,
-Numba device arrays, PyCUDA GPUArrays (JAX arrays when their library exposes the
-interface). Its pointer goes to the kernels as is: no copy. What the kernels cannot take
+Numba device arrays, PyCUDA GPUArrays; and any object whose `__dlpack__` describes CUDA
+memory (JAX arrays, and the array libraries that speak DLPack): its DLPack capsule is read
+for the pointer, shape, strides and type, and kept until the call is done (the producer is
+asked to make the data ready on the legacy default stream, where the call runs unless
+`stream=` says otherwise). Its pointer goes to the kernels as is: no copy. What the kernels cannot take
 is refused, never copied behind the caller's back: a strided view (the kernels read a batch
 laid out contiguously), a pointer that is not 16-byte aligned for array-of-structures kernels
-(their 16-byte copies; structure-of-arrays kernels need one word), memory on another GPU. Outputs are allocated in the first input's library, on its device.
+(their 16-byte copies; structure-of-arrays kernels need one word), memory on another GPU. Outputs are allocated in the first input's library, on its device
+(for a library irfuse cannot allocate in, such as one known only through DLPack, `out=`
+arrays are asked for).
 
 The stream a call is ordered on: `stream=` (a handle, or a CuPy, PyTorch or PyCUDA stream
 object), else the current stream of the first input's library (PyTorch's, CuPy's), else
@@ -14,6 +19,7 @@ the stream its interface names, else the legacy default stream.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import sys
 from dataclasses import dataclass, field
@@ -35,6 +41,7 @@ class DeviceArray:
     family: str  # the top-level module of its type: torch, cupy, numba, pycuda, ...
     stream: int | None  # what the interface says the data is ordered on
     device: int | None = None  # the GPU's ordinal when the library says it cheaply
+    keep: object = None  # what must live while the pointer is used (a DLPack capsule)
     nbytes: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,14 +78,77 @@ def _torch_array(value) -> DeviceArray | None:
                        value.device.index)
 
 
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    """The head of a `DLManagedTensor` (dlpack.h, the unversioned capsule `dltensor`)."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+KDL_CUDA, KDL_CUDA_MANAGED = 2, 13  # DLDeviceType values of CUDA memory
+_DL_KINDS = {0: "i", 1: "u", 2: "f"}  # DLDataTypeCode: int, uint, float
+
+
+def _capsule_pointer(capsule: object) -> int:
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    try:
+        return int(get(capsule, b"dltensor") or 0)
+    except ValueError:
+        return 0  # not a DLPack capsule, or one consumed already
+
+
+def array_from_dlpack_capsule(value: object, capsule: object) -> DeviceArray:
+    """The array a DLPack capsule of `value` describes (the capsule kept with it)."""
+    what = type(value).__qualname__
+    ptr = _capsule_pointer(capsule)
+    if not ptr:
+        raise UsageError(f"a {what}'s __dlpack__ gave no DLPack tensor capsule")
+    t = _DLTensor.from_address(ptr)
+    kind = _DL_KINDS.get(t.dtype.code)
+    if kind is None or t.dtype.lanes != 1 or t.dtype.bits % 8:
+        raise UsageError(f"a {what} holds DLPack type code {t.dtype.code} ({t.dtype.bits} bits, {t.dtype.lanes} "
+                         "lanes), not an integer or floating-point scalar type")
+    dtype = np.dtype(f"{kind}{t.dtype.bits // 8}")
+    shape = tuple(int(t.shape[k]) for k in range(t.ndim))
+    strides = tuple(int(t.strides[k]) * dtype.itemsize for k in range(t.ndim)) if t.strides else None
+    return DeviceArray(value, int(t.data or 0) + int(t.byte_offset), shape, dtype, strides,
+                       type(value).__module__.split(".")[0], None, int(t.device.device_id), keep=capsule)
+
+
+def _dlpack_array(value: object) -> DeviceArray | None:
+    """`value` through DLPack when it describes CUDA memory, else None."""
+    try:
+        device_type, _ = value.__dlpack_device__()  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    if int(device_type) not in (KDL_CUDA, KDL_CUDA_MANAGED):
+        return None
+    try:
+        capsule = value.__dlpack__(stream=1)  # type: ignore[attr-defined]  # ready on the legacy default stream
+    except Exception as e:
+        raise UsageError(f"a {type(value).__qualname__}'s __dlpack__ failed: {e}") from None
+    return array_from_dlpack_capsule(value, capsule)
+
+
 def device_array(value: object) -> DeviceArray | None:
-    """`value` as a GPU array, or None when it has no CUDA array interface."""
+    """`value` as a GPU array, or None when it is neither a CUDA array interface nor DLPack
+    of CUDA memory."""
     if type(value).__module__ == "torch" and type(value).__name__ in ("Tensor", "Parameter"):
         return _torch_array(value)
     try:
         cai = value.__cuda_array_interface__  # type: ignore[attr-defined]
     except (AttributeError, RuntimeError):  # a CPU torch tensor raises when asked
-        return None
+        return _dlpack_array(value) if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray) else None
     try:
         strides = cai.get("strides")
         return DeviceArray(value, int(cai["data"][0]), tuple(int(d) for d in cai["shape"]), np.dtype(cai["typestr"]),
