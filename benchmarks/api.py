@@ -174,6 +174,7 @@ def main(argv=None) -> int:
     free10, alloc10 = dev.drv.mem_get_info()[0], torch.cuda.memory_allocated()
     host = {"irfuse API (prog(a, out=f))": per_call(lambda: prog(a, out=f), args.calls)}
     free_n, alloc_n = dev.drv.mem_get_info()[0], torch.cuda.memory_allocated()
+    host["irfuse API by keyword (prog(A=a, out=f))"] = per_call(lambda: prog(A=a, out=f), args.calls)
     host["irfuse API (prog(a), new output)"] = per_call(lambda: prog(a), args.calls)
     k = prog.compiled.kernels[0]
     fn = dev.functions[k.name]
@@ -192,6 +193,7 @@ def main(argv=None) -> int:
         nn = np.int64(args.small_n)
         host["CuPy RawKernel launch (same cubin)"] = per_call(
             lambda: raw((grid,), (k.bx, k.by), (ca, cf, nn)), args.calls)
+        host["irfuse API on CuPy arrays (prog(ca, out=cf))"] = per_call(lambda: prog(ca, out=cf), args.calls)
     except ImportError:
         console.print("CuPy is not installed: its row is left out")
     t2 = Table(title=f"host time per call, one-kernel program (SyncTest), n = {args.small_n}, median of {args.calls}")

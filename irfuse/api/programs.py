@@ -210,41 +210,75 @@ def _torch_signature(t) -> tuple:
     return (t.data_ptr(), t.shape, t.dtype, t.is_contiguous())
 
 
+def _cupy_signature(a) -> tuple:
+    return (a.data.ptr, a.shape, a.dtype, a.flags.c_contiguous)
+
+
+def _torch_current_stream(device_index):
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch.cuda.current_stream reads
+    return None if raw is None else (lambda: int(raw(device_index)))
+
+
+def _cupy_current_stream(device_index):
+    import cupy
+
+    return lambda: cupy.cuda.get_current_stream().ptr
+
+
+# Families whose arrays the fast path re-checks cheaply: (signature, current-stream reader).
+_FAST_FAMILIES = {"torch": (_torch_signature, _torch_current_stream),
+                  "cupy": (_cupy_signature, _cupy_current_stream)}
+
+
 class _FastCall:
-    """The last call on PyTorch tensors that launched a captured graph: called again with the
-    very same tensor objects (and `out=`), whose addresses, shapes, types and contiguity
-    are unchanged, it launches the graph on the current stream with none of the binding and
-    checking a call does otherwise (what those checks found still holds)."""
+    """The last call on PyTorch tensors or CuPy arrays, with `out=`, that launched a captured
+    graph: called again with the very same array objects (by position or by name), whose
+    addresses, shapes, types and contiguity are unchanged, it launches the graph on the
+    current stream with none of the binding and checking a call does otherwise (what those
+    checks found still holds)."""
 
-    def __init__(self, args: tuple, out, stream, tensors: list[DeviceArray], bound: _BoundInPlace, key: tuple,
-                 outputs: Outputs):
-        import torch
-
-        self.args = args
+    def __init__(self, args: tuple, named: dict, out, stream, arrays: list[DeviceArray], bound: _BoundInPlace,
+                 key: tuple, outputs: Outputs):
+        self.args, self.named = args, dict(named)
         self.out, self.out_items = out, tuple(out) if isinstance(out, (list, tuple)) else None
         self.stream = stream
-        self.tensors = [t.obj for t in tensors]
-        self.signatures = [_torch_signature(t) for t in self.tensors]
+        signature, current_stream = _FAST_FAMILIES[arrays[0].family]
+        self.signature = signature
+        self.arrays = [a.obj for a in arrays]
+        self.signatures = [signature(a) for a in self.arrays]
         self.bound, self.key, self.outputs = bound, key, outputs
-        self.device_index = tensors[0].device
-        self.current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.graph = bound.graphs[key]
+        self.current_stream = current_stream(arrays[0].device)
 
-    def matches(self, args: tuple, out, stream) -> bool:
-        if len(args) != len(self.args) or out is not self.out or stream is not self.stream \
-                or self.current_stream is None:
+    def matches(self, args: tuple, named: dict, out, stream) -> bool:
+        # Plain loops: this runs on every call of a time-stepping code, where a microsecond
+        # of Python is a tenth of the call.
+        if len(args) != len(self.args) or len(named) != len(self.named) or out is not self.out \
+                or stream is not self.stream or self.current_stream is None:
             return False
-        if any(a is not b for a, b in zip(args, self.args)):
-            return False
-        if self.out_items is not None and any(a is not b for a, b in zip(out, self.out_items)):
-            return False
-        return all(_torch_signature(t) == sig for t, sig in zip(self.tensors, self.signatures))
+        for a, b in zip(args, self.args):
+            if a is not b:
+                return False
+        for name, value in named.items():
+            if self.named.get(name) is not value:
+                return False
+        if self.out_items is not None:
+            for a, b in zip(out, self.out_items):
+                if a is not b:
+                    return False
+        signature = self.signature
+        for a, sig in zip(self.arrays, self.signatures):
+            if signature(a) != sig:
+                return False
+        return True
 
     def launch(self) -> bool:
-        graph = self.bound.graphs.get(self.key)
-        if graph is None:  # evicted since
+        graph = self.graph
+        if not graph.alive:  # evicted (and destroyed) since
             return False
-        handle = stream_handle(self.stream, None) if self.stream is not None else \
-            int(self.current_stream(self.device_index))
+        handle = stream_handle(self.stream, None) if self.stream is not None else self.current_stream()
         graph.launch_on(handle)
         return True
 
@@ -351,17 +385,18 @@ class Program:
         `ExecutionError` if they disagree. GPU arrays are read and written in place and the
         call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
         waiting for the GPU."""
-        for program in (self, *self._variants.values()):
-            fast = program._fast
-            if fast is not None and not named and not verify and fast.matches(args, out, stream):
-                with program._lock:
-                    if fast.launch():
-                        return fast.outputs
+        if not verify:
+            for program in (self, *self._variants.values()) if self._variants else (self,):
+                fast = program._fast
+                if fast is not None and fast.matches(args, named, out, stream):
+                    with program._lock:
+                        if fast.launch():
+                            return fast.outputs
         arrays, n, layout = self._arrays(args, named)
         if layout != self.layout:
             return self.for_layout(layout)(*args, out=out, verify=verify, stream=stream, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
-            outputs = self._call_in_place(arrays, n, out, stream, () if named else args)
+            outputs = self._call_in_place(arrays, n, out, stream, args, named)
             if verify:
                 report = self._verify_device(arrays, outputs, n)
                 if not report.ok:
@@ -402,7 +437,8 @@ class Program:
         for name, (buf, _) in bound.recorded.results.items():
             dev.read_into(results[name], buf)
 
-    def _call_in_place(self, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = ()) -> Outputs:
+    def _call_in_place(self, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = (),
+                       named: dict | None = None) -> Outputs:
         model = next(iter(arrays.values()))
         results: dict[str, DeviceArray] = {}
         if out is not None:
@@ -434,9 +470,11 @@ class Program:
                 key = bound.run(arrays, results, handle)
         outputs = Outputs(self.outputs, [results[name].obj for name in self.outputs])
         self._fast = None
-        if n and key is not None and out is not None and len(args) == len(self.inputs) \
-                and all(a.family == "torch" for a in (*arrays.values(), *results.values())):
-            self._fast = _FastCall(args, out, stream, [*arrays.values(), *results.values()], bound, key, outputs)
+        every = [*arrays.values(), *results.values()]
+        named = named or {}
+        if n and key is not None and out is not None and len(args) + len(named) == len(self.inputs) \
+                and every[0].family in _FAST_FAMILIES and all(a.family == every[0].family for a in every):
+            self._fast = _FastCall(args, named, out, stream, every, bound, key, outputs)
         return outputs
 
     def _opened_device(self):

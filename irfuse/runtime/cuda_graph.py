@@ -56,6 +56,7 @@ class CudaGraph:
         self._exec = checked(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         self._launch = cu.cuGraphLaunch
         self._default_stream = cu.CUstream(0)
+        self._streams: dict[int, object] = {}  # the CUstream objects of callers' handles, made once
         self._success = cu.CUresult.CUDA_SUCCESS
         _, self.nodes = checked(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")  # launches and copies
 
@@ -66,9 +67,19 @@ class CudaGraph:
 
     def launch_on(self, handle: int) -> None:
         """Submits the graph on the CUDA stream `handle` (a caller's stream)."""
-        (err,) = self._launch(self._exec, cuda_driver().CUstream(handle))
+        stream = self._streams.get(handle)
+        if stream is None:
+            if len(self._streams) >= 16:  # a caller making streams without end: keep a few
+                self._streams.clear()
+            stream = self._streams[handle] = cuda_driver().CUstream(handle)
+        (err,) = self._launch(self._exec, stream)
         if err != self._success:
             raise ExecutionError(f"cuGraphLaunch failed: {err.name}")
+
+    @property
+    def alive(self) -> bool:
+        """False once destroyed."""
+        return self._exec is not None
 
     def destroy(self) -> None:
         cu = cuda_driver()
