@@ -269,3 +269,17 @@ def test_large_batches_are_verified_on_a_seeded_sample_unless_asked(tmp_path, mo
     p = irfuse("run", str(src), "--backend", "cpu", "--n", "150000")
     assert p.returncode == 0
     assert "on a seeded sample of 100,000 of the 150,000 elements (--verify all checks every one)" in p.stdout
+
+
+def test_cxx_is_split_into_words_and_a_missing_compiler_is_named():
+    """CXX holds a command (a wrapper and its compiler, as `ccache g++`): its words are run; a
+    compiler that is not there is a one-line error naming it, not a traceback."""
+    small = os.path.join(ROOT, "examples", "synctest.kas")
+    env = {**os.environ, "COLUMNS": "200"}
+    ok = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", small, "--backend", "cpu", "--n", "9"],
+                        capture_output=True, text=True, env={**env, "CXX": "env g++"})
+    assert ok.returncode == 0 and "verified against the NumPy reference" in ok.stdout, ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", small, "--backend", "cpu", "--n", "9"],
+                         capture_output=True, text=True, env={**env, "CXX": "/no/such/g++ -O1"})
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert "CXX='/no/such/g++ -O1': '/no/such/g++' is not an executable" in bad.stderr

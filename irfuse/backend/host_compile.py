@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import shlex
 import subprocess
 import tempfile
 from importlib import resources
@@ -54,11 +55,23 @@ def cpu_threads() -> int:
     return int(text)
 
 
-def compiler() -> str:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+def compiler() -> list[str]:
+    """The host C++ compiler's command words: `CXX` split as a shell would (`ccache g++`), else
+    the first of g++, c++, clang++ on PATH; a clear error when there is none."""
+    given = os.environ.get("CXX", "").strip()
+    if given:
+        try:
+            words = shlex.split(given)
+        except ValueError as e:
+            raise UsageError(f"CXX='{given}' does not parse as a command: {e}") from None
+        if shutil.which(words[0]) is None:
+            raise UsageError(f"CXX='{given}': '{words[0]}' is not an executable (not found on PATH); set CXX to a "
+                             "C++20 compiler such as g++ or clang++, or unset it")
+        return words
+    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if not cxx:
         raise CompileError("CPU execution needs a C++20 compiler (g++ or clang++); none was found on PATH")
-    return cxx
+    return [cxx]
 
 
 # -fno-strict-aliasing: the 16-byte copies read real_t arrays through a vector type.
@@ -79,7 +92,7 @@ class HostModule:
         header = _header_text()
         cxx = compiler()
         flags = FLAGS
-        key = sha256("\0".join([source, launcher, header, cxx, *flags]).encode())
+        key = sha256("\0".join([source, launcher, header, *cxx, *flags]).encode())
         lib_path = entry_path("host", key, ".so")
         with cache_lock(lib_path):
             # A library that fails its checksum (truncated by an interrupted run, damaged) is
@@ -105,16 +118,19 @@ class HostModule:
         return path
 
     @staticmethod
-    def _build(source: str, launcher: str, header: str, cxx: str, flags: list[str]) -> bytes:
+    def _build(source: str, launcher: str, header: str, cxx: list[str], flags: list[str]) -> bytes:
         """The shared library's bytes."""
         with tempfile.TemporaryDirectory(prefix="irfuse-host-") as tmp:
             for name, text in (("kernels.cu", source), ("launcher.cpp", launcher), (HEADER, header)):
                 with open(os.path.join(tmp, name), "w") as f:
                     f.write(text)
             out = os.path.join(tmp, "kernels.so")
-            cmd = [cxx, *flags, "-include", os.path.join(tmp, HEADER), "-x", "c++",
+            cmd = [*cxx, *flags, "-include", os.path.join(tmp, HEADER), "-x", "c++",
                    os.path.join(tmp, "launcher.cpp"), "-o", out]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+            except OSError as e:
+                raise UsageError(f"cannot run the host C++ compiler '{' '.join(cxx)}': {e.strerror}") from None
             if proc.returncode != 0:
                 raise CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
             with open(out, "rb") as f:
