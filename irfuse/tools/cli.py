@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from irfuse._version import __version__
-from irfuse.diagnostics import IrfuseError, UsageError, print_diagnostics
+from irfuse.diagnostics import Diagnostic, IrfuseError, UsageError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
 from irfuse.dialects.layouts import LAYOUTS, from_aos, to_aos
 from irfuse.driver.artifact import CompiledProgram
@@ -444,9 +444,40 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def example_path(name: str) -> str | None:
+    """The example program shipped with irfuse called `name` (`bigfusion` or `bigfusion.kas`),
+    or None: an installed wheel has no source tree to find `examples/` in."""
+    from importlib.resources import files
+
+    if os.sep in name or (os.altsep and os.altsep in name):
+        return None
+    path = files("irfuse") / "examples" / (name if name.endswith(".kas") else name + ".kas")
+    return str(path) if path.is_file() else None
+
+
+def example_names() -> list[str]:
+    from importlib.resources import files
+
+    folder = files("irfuse") / "examples"
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".kas")) if folder.is_dir() else []
+
+
+def _resolve_program(args) -> None:
+    """A program argument that is not a file but names a shipped example runs that example."""
+    file = getattr(args, "file", None)
+    if file and not os.path.exists(file):
+        found = example_path(file)
+        if found is not None:
+            args.file = found
+        elif os.sep not in file and not file.endswith(".kas"):
+            raise UsageError(Diagnostic(f"no such file, nor an example of that name (the examples shipped with "
+                                        f"irfuse: {', '.join(example_names())})", file))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _resolve_program(args)
         return {"run": cmd_run, "compile": cmd_compile, "ops": cmd_ops, "plan": cmd_plan,
                 "tune": cmd_tune, "calibrate": cmd_calibrate}[args.command](args)
     except IrfuseError as e:
