@@ -340,3 +340,15 @@ def test_sdist_and_wheel_carry_what_their_users_need(tmp_path):
     run = subprocess.run([str(venv / "bin" / "irfuse"), "run", "bigfusion", "--backend", "cpu", "--n", "50"],
                          capture_output=True, text=True, cwd=elsewhere, env={**os.environ, "COLUMNS": "200"})
     assert run.returncode == 0 and "verified against the NumPy reference" in run.stdout, run.stdout + run.stderr
+
+
+def test_rates_keep_their_digits_and_tables_do_not_cut_names():
+    from irfuse.tools.report import million_elements_per_second as rate
+
+    assert [rate(4_000_000_000, 1.0), rate(5_000_000, 1.0), rate(1000, 1.0), rate(7, 0.0)] == \
+        ["4000", "5.0", "0.001", "-"]
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", BIG, "--backend", "cpu", "--n", "64",
+                        "--repeat", "2"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "90"})
+    assert p.returncode == 0, p.stderr
+    assert "…" not in p.stdout  # long kernel names fold onto more lines instead
+    assert " M elements/s" in p.stdout and " 0 M elements/s" not in p.stdout

@@ -42,6 +42,7 @@ from irfuse.runtime.reference import (
 from irfuse.runtime.verify import check_outputs, sample_elements, subset
 from irfuse.tools.calibrate import calibrate
 from irfuse.driver.tuned import compile_tuned
+from irfuse.tools.report import million_elements_per_second
 from irfuse.tools.tune import tune
 from irfuse.transforms.barriers import barrier_after_every_op
 
@@ -262,7 +263,7 @@ def cmd_run(args) -> int:
     if result.times_s:
         t = result.median_s
         gbs = effective_bytes(program, n, plan.itemsize) / t / 1e9
-        console.print(f"time (median of {repeat}): {t * 1e3:.3f} ms, {n / t / 1e6:.1f} M elements/s, "
+        console.print(f"time (median of {repeat}): {t * 1e3:.3f} ms, {million_elements_per_second(n, t)} M elements/s, "
                       f"{gbs:.1f} GB/s effective (inputs read once + outputs written once)")
     for c in checks:
         if not c.ok:
@@ -291,7 +292,7 @@ def _print_kernels(plan) -> None:
     t = Table(title="kernels")
     for col in ("kernel", "block (bx, by)", "calls", "regs", "spills", "shared B", "barriers (before elim.)",
                 "values reg/shared"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")  # long kernel names wrap on a narrow terminal, never cut
     for k in plan.kernels:
         r = plan.resources(k.name)
         t.add_row(k.name, f"({k.bx}, {k.by})", escape(" ".join(k.calls)),
@@ -385,10 +386,10 @@ def cmd_plan(args) -> int:
     for col in ("plan", escape("kernels: [ops] (bx,by) shared bytes, registers (from --registers, else "
                                "estimated), barriers, values in registers"),
                 "predicted", "M elem/s"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for k, p, kernels in _plan_rows(dags, plans, args.n):
         t.add_row(str(k), escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
-                  f"{args.n / p.predicted_time / 1e6:.0f}" if p.predicted_time else "-")
+                  million_elements_per_second(args.n, p.predicted_time))
     console.print(t)
     for note in plans[0].notes if plans else []:
         console.print(f"[yellow]note: {escape(note)}[/yellow]")

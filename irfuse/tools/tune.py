@@ -39,6 +39,7 @@ from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
 from irfuse.runtime.executor import Executor, open_device
 from irfuse.runtime.reference import random_inputs, run_references
 from irfuse.runtime.verify import check_outputs, sample_elements, subset
+from irfuse.tools.report import million_elements_per_second
 
 
 def ranks(x) -> np.ndarray:
@@ -207,10 +208,10 @@ def tune(args, console) -> int:
                     f"median of {len(cands[0].times_s)} in {args.rounds} rounds; "
                     f"Spearman(predicted, measured) = {rho:.2f}, Pearson = {r_lin:.3f}")
     for col in ("plan", "kernels", "predicted ms", "measured ms", "spread", "M elem/s", "verified"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")  # kernel names wrap on a narrow terminal, never cut
     for c in sorted(cands, key=lambda c: c.median_s):
         t.add_row(str(c.index), "\n".join(c.groups), f"{c.predicted_s * 1e3:.3f}", f"{c.median_s * 1e3:.3f}",
-                  f"{c.spread:.1%}", f"{args.n / c.median_s / 1e6:.0f}", "yes" if c.verified else "NO")
+                  f"{c.spread:.1%}", million_elements_per_second(args.n, c.median_s), "yes" if c.verified else "NO")
     console.print(t, markup=False)
     for c in cands:
         if not c.verified:
