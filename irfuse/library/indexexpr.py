@@ -418,3 +418,175 @@ def eval_numpy(t: Scalar, operands: list) -> object:
             if t.fn == "rcp":
                 return 1.0 / a
     raise ValueError(f"unexpected node {t!r}")
+
+
+# --- Vectorized evaluation --------------------------------------------------
+#
+# The reference of a whole batch evaluates the definition itself, not its per-entry trees:
+# every subexpression is an array over the batch and its free indices (named axes), a sum of
+# products is one `einsum`, and the batch goes through in chunks that bound the temporaries.
+# It gives the trees' values up to the order of additions (tests compare the two); the trees
+# stay what the flop counts and the generated code are made from.
+
+CHUNK = 1 << 15  # elements per chunk: a (chunk, 5, 5, 5) float64 temporary is 33 MB
+
+
+@dataclass
+class _Axes:
+    """An array shaped (batch or 1, *one axis per index in `axes`), and whether it only
+    selects (entries exactly 0 or 1, from `delta`): a product with a selector's 0 is 0 even
+    where the other factor is NaN, as the trees fold it."""
+
+    array: object
+    axes: tuple[str, ...]
+    selector: bool = False
+
+
+class BatchEvaluator:
+    """Evaluates a definition on batched operands ((N, *shape) arrays) with NumPy."""
+
+    def __init__(self, definition: Definition, operand_names: list[str], ranges: dict[str, int],
+                 result_shape: tuple[int, ...]):
+        self.d = definition
+        self.names = {n: k for k, n in enumerate(operand_names)}
+        self.ranges = ranges
+        self.result_shape = result_shape
+
+    def __call__(self, operands: list) -> object:
+        import numpy as np
+
+        n = operands[0].shape[0] if operands else 0
+        dtype = np.result_type(*operands) if operands else np.float64
+        out = np.empty((n, *self.result_shape), dtype=dtype)
+        for lo in range(0, n, CHUNK):
+            hi = min(n, lo + CHUNK)
+            out[lo:hi] = self._result([a[lo:hi] for a in operands], hi - lo, dtype)
+        return out
+
+    def _result(self, operands: list, n: int, dtype) -> object:
+        import numpy as np
+
+        v = self._eval(self.d.expr, operands, dtype)
+        target = self.d.target_indices
+        a = self._aligned(v, target)
+        return np.broadcast_to(a, (n, *self.result_shape)).astype(dtype, copy=False)
+
+    def _aligned(self, v: _Axes, axes: tuple[str, ...]) -> object:
+        """v's array with its axes in the order `axes` (missing ones of length 1)."""
+        import numpy as np
+
+        order = [v.axes.index(a) + 1 for a in axes if a in v.axes]
+        a = np.transpose(v.array, [0, *order]) if v.axes else v.array
+        shape = [a.shape[0], *(self.ranges[x] if x in v.axes else 1 for x in axes)]
+        return a.reshape(shape)
+
+    def _eval(self, e: Expr, operands: list, dtype) -> _Axes:
+        import numpy as np
+
+        if isinstance(e, Num):
+            return _Axes(np.full((1,), e.value, dtype=dtype), (), e.value in (0.0, 1.0))
+        if isinstance(e, Ref):
+            a = operands[self.names[e.name]]
+            picks = tuple(int(i) if i.isdigit() else slice(None) for i in e.indices)
+            a = a[(slice(None), *picks)]
+            names = [i for i in e.indices if not i.isdigit()]
+            unique = tuple(dict.fromkeys(names))
+            if len(unique) != len(names):  # a repeated index (A[i,i]): the diagonal
+                letters = {x: chr(ord("a") + k) for k, x in enumerate(unique)}
+                a = np.einsum("..." + "".join(letters[x] for x in names) + "->..."
+                              + "".join(letters[x] for x in unique), a)
+            return _Axes(a, unique)
+        if isinstance(e, Delta):
+            i, j = e.i, e.j
+            if i.isdigit() and j.isdigit():
+                return _Axes(np.full((1,), float(i == j), dtype=dtype), (), True)
+            if i.isdigit() or j.isdigit():
+                name, value = (j, int(i)) if i.isdigit() else (i, int(j))
+                vec = np.zeros((1, self.ranges[name]), dtype=dtype)
+                vec[0, value] = 1.0
+                return _Axes(vec, (name,), True)
+            if i == j:
+                return _Axes(np.ones((1, self.ranges[i]), dtype=dtype), (i,), True)
+            return _Axes(np.eye(self.ranges[i], self.ranges[j], dtype=dtype)[None], (i, j), True)
+        if isinstance(e, Neg):
+            v = self._eval(e.arg, operands, dtype)
+            return _Axes(-v.array, v.axes)
+        if isinstance(e, Func):
+            v = self._eval(e.arg, operands, dtype)
+            with np.errstate(all="ignore"):
+                fn = {"sqrt": np.sqrt, "abs": np.abs, "rcp": lambda x: 1.0 / x}[e.fn]
+                return _Axes(fn(v.array), v.axes)
+        if isinstance(e, Bin):
+            return self._binary(e.op, self._eval(e.lhs, operands, dtype), self._eval(e.rhs, operands, dtype))
+        if isinstance(e, Sum):
+            factors = self._factors(e.body)
+            values = [self._eval(f, operands, dtype) for f in factors]
+            keep = tuple(dict.fromkeys(x for v in values for x in v.axes if x not in e.indices))
+            if len(values) == 2 and not any(v.selector for v in values):
+                product = self._matmul(values[0], values[1], e.indices)
+                if product is not None:
+                    return product
+            if len(values) > 1 and not any(v.selector for v in values):
+                # A sum of products: one contraction, as NumPy's einsum does it.
+                everything = tuple(dict.fromkeys(x for v in values for x in v.axes))
+                letters = {x: chr(ord("a") + k) for k, x in enumerate(everything)}
+                spec = ",".join("..." + "".join(letters[x] for x in v.axes) for v in values)
+                spec += "->..." + "".join(letters[x] for x in keep)
+                return _Axes(np.einsum(spec, *(v.array for v in values)), keep)
+            body = values[0]
+            for v in values[1:]:
+                body = self._binary("*", body, v)
+            summed = tuple(k + 1 for k, x in enumerate(body.axes) if x in e.indices)
+            return _Axes(body.array.sum(axis=summed) if summed else body.array,
+                         tuple(x for x in body.axes if x not in e.indices))
+        raise DefinitionError(f"unexpected node {e!r}")
+
+    def _matmul(self, a: _Axes, b: _Axes, summed: tuple[str, ...]) -> _Axes | None:
+        """`sum(k) a[i,k] * b[k,j]` (or with a vector on either side) as a batched matrix
+        product: `np.matmul` on finite values, else one broadcast multiply-add per k (matmul
+        hands small stacks to BLAS, whose sums with infinities and NaN need not be IEEE's;
+        the loop is the trees' arithmetic, in their order); None for other shapes."""
+        import numpy as np
+
+        if len(summed) != 1 or summed[0] not in a.axes or summed[0] not in b.axes:
+            return None
+        k = summed[0]
+        left, right = [x for x in a.axes if x != k], [x for x in b.axes if x != k]
+        if len(left) > 1 or len(right) > 1 or set(left) & set(right):
+            return None
+        x = self._aligned(a, (*left, k))  # (batch, [i,] k)
+        y = self._aligned(b, (k, *right))  # (batch, k[, j])
+        if not left:
+            x = x[:, None, :]
+        if not right:
+            y = y[:, :, None]
+        if np.isfinite(x).all() and np.isfinite(y).all():
+            out = np.matmul(x, y)  # (batch, i or 1, j or 1)
+        else:
+            with np.errstate(all="ignore"):
+                out = x[:, :, 0, None] * y[:, None, 0, :]
+                for kk in range(1, x.shape[2]):
+                    out = out + x[:, :, kk, None] * y[:, None, kk, :]
+        out = out.reshape(out.shape[0], *(out.shape[1:2] if left else ()), *(out.shape[2:3] if right else ()))
+        return _Axes(out, (*left, *right))
+
+    @staticmethod
+    def _factors(e: Expr) -> list:
+        """The factors of a product (a term of `*`s), else [e]."""
+        if isinstance(e, Bin) and e.op == "*":
+            return BatchEvaluator._factors(e.lhs) + BatchEvaluator._factors(e.rhs)
+        return [e]
+
+    def _binary(self, op: str, a: _Axes, b: _Axes) -> _Axes:
+        import numpy as np
+
+        axes = tuple(dict.fromkeys((*a.axes, *b.axes)))
+        x, y = self._aligned(a, axes), self._aligned(b, axes)
+        with np.errstate(all="ignore"):
+            if op == "*" and (a.selector or b.selector):
+                sel, other = (x, y) if a.selector else (y, x)
+                # Exact zeros where the selector is 0, whatever the other factor holds.
+                return _Axes(np.where(sel != 0, other * sel, 0.0).astype(other.dtype, copy=False), axes,
+                             a.selector and b.selector)
+            fn = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op]
+            return _Axes(fn(x, y), axes)

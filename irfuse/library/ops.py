@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irfuse.dialects.kas import KasType
-from irfuse.library.indexexpr import DefinitionError, Expander, Scalar, count_flops, eval_numpy, parse_definition
+from irfuse.library.indexexpr import (BatchEvaluator, DefinitionError, Expander, Scalar, count_flops, eval_numpy,
+                                      parse_definition)
 
 
 @dataclass
@@ -25,13 +26,15 @@ class OpDef:
     definition: str
     doc: str = ""
     trees: list[Scalar] = field(init=False, repr=False)
+    evaluator: BatchEvaluator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         d = parse_definition(self.definition)
         if d.target in self.operand_names:
             raise DefinitionError(f"op '{self.name}': the result name '{d.target}' is also an operand")
-        self.trees = Expander(d, self.operand_names,
-                              [t.shape for t in self.operand_types], self.result_type.shape).expand()
+        expander = Expander(d, self.operand_names, [t.shape for t in self.operand_types], self.result_type.shape)
+        self.trees = expander.expand()
+        self.evaluator = BatchEvaluator(d, self.operand_names, expander.ranges, self.result_type.shape)
 
     @property
     def flops(self) -> int:
@@ -46,7 +49,13 @@ class OpDef:
         return f"{self.name}({ins}) -> {self.result_type.spelling()}"
 
     def reference(self, *operands: np.ndarray) -> np.ndarray:
-        """Batched evaluation: operands shaped (N, *shape); returns (N, *result shape)."""
+        """Batched evaluation of the definition (vectorized: `indexexpr.BatchEvaluator`):
+        operands shaped (N, *shape); returns (N, *result shape)."""
+        return self.evaluator([np.asarray(a) for a in operands])
+
+    def reference_by_entries(self, *operands: np.ndarray) -> np.ndarray:
+        """The same from the per-entry scalar trees, one NumPy operation per tree node: the
+        generated code's arithmetic, in its order (tests compare the two)."""
         n = operands[0].shape[0] if operands else 0
         flat = [np.ascontiguousarray(a).reshape(n, -1) for a in operands]
         cols = [eval_numpy(t, flat) for t in self.trees]

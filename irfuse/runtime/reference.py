@@ -109,8 +109,10 @@ def batch_size(inputs: dict[str, np.ndarray]) -> int:
 
 
 def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
-                  library: Library | None = None, dtype=np.float64) -> dict[str, np.ndarray]:
-    """Executes the program on the inputs in `dtype` (float64 by default)."""
+                  library: Library | None = None, dtype=np.float64, by_entries: bool = False) -> dict[str, np.ndarray]:
+    """Executes the program on the inputs in `dtype` (float64 by default): each op's
+    definition evaluated on the whole batch (`OpDef.reference`), or with `by_entries` through
+    its per-entry trees, the generated code's arithmetic in its order (`reference_by_entries`)."""
     lib = library or default_library()
     n = batch_size(inputs) if n is None else n
     env: dict[SSAValue, np.ndarray] = {}
@@ -122,7 +124,8 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
             if isinstance(op, CallOp):
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
-                env[op.res] = opdef.reference(*(env[a] for a in op.args)).astype(dtype, copy=False)
+                evaluate = opdef.reference_by_entries if by_entries else opdef.reference
+                env[op.res] = evaluate(*(env[a] for a in op.args)).astype(dtype, copy=False)
             elif isinstance(op, LoopOp):
                 carried = [env[v] for v in op.iter_args]
                 last: list[np.ndarray] = []
@@ -157,5 +160,8 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
                    n: int | None = None) -> References:
     et = element_type(dtype)
     ref64 = run_reference(program, inputs, n)
-    run = None if et.itemsize == 8 else run_reference(program, inputs, n, dtype=et.numpy)
+    # What an honest evaluation in the run's precision loses depends on the order of its
+    # operations: the kernels' order, the trees' (a matrix product's own order can depart
+    # from it by O(1) where the iteration is chaotic).
+    run = None if et.itemsize == 8 else run_reference(program, inputs, n, dtype=et.numpy, by_entries=True)
     return References(ref64, run)
