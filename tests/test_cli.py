@@ -352,3 +352,35 @@ def test_rates_keep_their_digits_and_tables_do_not_cut_names():
     assert p.returncode == 0, p.stderr
     assert "…" not in p.stdout  # long kernel names fold onto more lines instead
     assert " M elements/s" in p.stdout and " 0 M elements/s" not in p.stdout
+
+
+def _on_a_terminal(argv: list[str]) -> str:
+    """What a command prints on a pseudo-terminal."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command, its output on the terminal
+        os.execv(sys.executable, [sys.executable, "-m", "irfuse.tools.cli", *argv])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    return out.decode(errors="replace")
+
+
+def test_run_says_what_it_is_doing_on_a_terminal_only():
+    """Compiling, running and verifying take seconds at large batches: a terminal sees which
+    is under way; a pipe gets the report alone."""
+    argv = ["run", BIG, "--backend", "cpu", "--n", "3000"]
+    shown = _on_a_terminal(argv)
+    assert "compiling bigfusion.kas" in shown and "verifying 3,000 elements" in shown
+    assert "verified against the NumPy reference" in shown
+    piped = irfuse(*argv)
+    assert piped.returncode == 0 and "compiling" not in piped.stdout + piped.stderr
+    assert "verified against the NumPy reference" in piped.stdout

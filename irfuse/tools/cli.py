@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -49,6 +50,12 @@ from irfuse.transforms.barriers import barrier_after_every_op
 DEFAULT_N = {"cuda": DEFAULT_BATCH, "cpu": 4096, "numpy": 100_000}
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _working(what: str):
+    """A spinner saying what runs, on a terminal only (a pipe or a file gets the results
+    alone), gone when it is done: compiles and references can take seconds."""
+    return console.status(what, spinner="dots") if console.is_terminal else contextlib.nullcontext()
 
 
 def _non_negative(text: str) -> int:
@@ -219,8 +226,9 @@ def cmd_run(args) -> int:
         dtype = plan.dtype
     else:
         dtype = args.dtype or "f32"
-        plan, warnings = compile_program(args.file, args.pipeline, dtype, compile_gpu=backend != "numpy",
-                                         arch=args.arch, planning=_planning(args, n), layout=args.layout or "aos")
+        with _working(f"compiling {os.path.basename(args.file)}"):
+            plan, warnings = compile_program(args.file, args.pipeline, dtype, compile_gpu=backend != "numpy",
+                                             arch=args.arch, planning=_planning(args, n), layout=args.layout or "aos")
     print_diagnostics(warnings)
     program = plan.reference_program
     layout = plan.layout
@@ -238,7 +246,8 @@ def cmd_run(args) -> int:
         title += f", {layout}"
     t0 = time.perf_counter()
     if backend == "numpy":
-        outputs = {k: from_aos(v.astype(np_dtype), layout) for k, v in run_reference(program, inputs, n).items()}
+        with _working(f"evaluating the NumPy reference on {n:,} elements"):
+            outputs = {k: from_aos(v.astype(np_dtype), layout) for k, v in run_reference(program, inputs, n).items()}
         ref_time = time.perf_counter() - t0
         _print_outputs(title, outputs, None)
         console.print(f"reference time {ref_time * 1e3:.1f} ms")
@@ -249,15 +258,17 @@ def cmd_run(args) -> int:
     if backend == "cuda":
         title += f" on {device.gpu_name}"
     repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
-    result = Executor(plan, device).run({k: from_aos(v, layout) for k, v in inputs.items()}, n, repeat=repeat)
+    with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
+        result = Executor(plan, device).run({k: from_aos(v, layout) for k, v in inputs.items()}, n, repeat=repeat)
     outputs = {k: to_aos(v, layout) for k, v in result.outputs.items()}
     index = sample_elements(n, args.verify, args.seed)
     if index is None:
         checks = []
     else:
         picked = subset(inputs, index)
-        checks = check_outputs(subset(outputs, index), run_references(program, picked, dtype, len(index)),
-                               dtype)
+        with _working(f"verifying {len(index):,} elements against the NumPy reference"):
+            checks = check_outputs(subset(outputs, index), run_references(program, picked, dtype, len(index)),
+                                   dtype)
     _print_kernels(plan)
     _print_outputs(title, result.outputs, checks if index is not None else None)
     if result.times_s:
@@ -336,8 +347,10 @@ def cmd_compile(args) -> int:
     elif args.file is None:
         raise UsageError("irfuse compile needs a .kas file or --from-tuning FILE.json")
     else:
-        plan, warnings = compile_program(args.file, args.pipeline, args.dtype or "f32", compile_gpu=True, arch=args.arch,
-                                         planning=_planning(args, DEFAULT_BATCH), layout=args.layout or "aos")
+        with _working(f"compiling {os.path.basename(args.file)}"):
+            plan, warnings = compile_program(args.file, args.pipeline, args.dtype or "f32", compile_gpu=True,
+                                             arch=args.arch, planning=_planning(args, DEFAULT_BATCH),
+                                             layout=args.layout or "aos")
     print_diagnostics(warnings)
     plan.save(args.output)
     _print_kernels(plan)
