@@ -10,6 +10,7 @@ traceback.
 
 from __future__ import annotations
 
+import linecache
 import sys
 from dataclasses import dataclass, field
 
@@ -37,6 +38,18 @@ class Diagnostic:
             out.append("  " + _caret_pad(self.source_line, self.col) + "^")
         out.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(out)
+
+
+def located(message: str, location: object, notes: list[str] | None = None) -> Diagnostic:
+    """A diagnostic at an IR location: `file:line:col` and the source line when it is a
+    `FileLineColLoc` (a KAS statement, or a `loc(...)` written in the IR), else about no file."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    if isinstance(location, FileLineColLoc):
+        file, line = location.filename.data, location.line.data
+        return Diagnostic(message, file, line, location.column.data,
+                          source_line=linecache.getline(file, line) or None, notes=list(notes or []))
+    return Diagnostic(message, notes=list(notes or []))
 
 
 def _caret_pad(line: str, col: int) -> str:

@@ -384,3 +384,30 @@ def test_run_says_what_it_is_doing_on_a_terminal_only():
     piped = irfuse(*argv)
     assert piped.returncode == 0 and "compiling" not in piped.stdout + piped.stderr
     assert "verified against the NumPy reference" in piped.stdout
+
+
+def test_irfuse_opt_help_names_irfuse_passes_and_upstream_ones_on_request():
+    help_text = subprocess.run(["irfuse-opt", "--help"], capture_output=True, text=True).stdout
+    flat = " ".join(help_text.split())
+    assert "irfuse's are kas-dce, fuse-each, fuse-partition" in flat.replace("- ", "-")
+    assert "convert-arith-to-riscv" not in flat.replace("- ", "-")  # xDSL's hundred-odd passes: on request
+    upstream = subprocess.run(["irfuse-opt", "--list-passes", "--upstream"], capture_output=True, text=True)
+    assert upstream.returncode == 0 and "  canonicalize\n" in upstream.stdout and "fuse-each" not in upstream.stdout
+
+
+def test_a_hand_written_implementation_that_does_not_compile_is_reported_at_its_line(tmp_path):
+    """The compiler's first error in the user's C++ is reported at that line of the user's
+    library file (quoted, with a caret), not at a line of a temporary generated file."""
+    lib = tmp_path / "badlib.py"
+    text = open(os.path.join(ROOT, "examples", "extending", "mdet.py")).read()
+    lib.write_text(text.replace("d[APOUT] = a[0] * c0", "d[APOUT] = a[0] * cq"))
+    wanted = next(k for k, line in enumerate(lib.read_text().splitlines(), 1) if "* cq" in line)
+    program = tmp_path / "det.kas"
+    program.write_text("matrix3x3 A; scalar d;\ninput A;\nd = mdet33(A);\nreturn d;\n")
+    p = irfuse("run", str(program), "--library", str(lib), "--backend", "cpu", "--n", "5")
+    assert p.returncode == 1
+    first = p.stderr.splitlines()[0]
+    assert first.startswith(f"{lib}:{wanted}:3: error: op library refused: implementation 'cofactor' of 'mdet33' "
+                            "does not compile:"), p.stderr
+    assert "cq" in first and "kernels.cu" not in p.stderr
+    assert "d[APOUT] = a[0] * cq" in p.stderr.splitlines()[1]

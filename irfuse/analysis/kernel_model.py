@@ -45,6 +45,7 @@ class MOp:
     args: list[int] = field(default_factory=list)
     result: int | None = None
     remap: bool = False
+    location: object = None  # the source location of the statement the op comes from
 
     def reads(self) -> list[int]:
         if self.kind == "call":
@@ -130,17 +131,17 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
 
     for op in kernel.body.block.ops:
         if isinstance(op, fuse.LoadOp):
-            ops.append(MOp("load", value=vid(op.res)))
+            ops.append(MOp("load", value=vid(op.res), location=op.location))
         elif isinstance(op, fuse.CallOp):
             impl = find_implementation(op.op_name, op.impl.data, library)
             ops.append(MOp("call", impl=impl, args=[vid(a) for a in op.args], result=vid(op.res),
-                           remap=op.remapped))
+                           remap=op.remapped, location=op.location))
         elif isinstance(op, fuse.StoreOp):
             v = vid(op.value)
             values[v].stored = True
-            ops.append(MOp("store", value=v))
+            ops.append(MOp("store", value=v, location=op.location))
         elif isinstance(op, fuse.BarrierOp):
-            ops.append(MOp("barrier"))
+            ops.append(MOp("barrier", location=op.location))
         else:
             raise ValueError(f"unexpected op {op.name} in a fuse.kernel")
         ir_ops.append(op)

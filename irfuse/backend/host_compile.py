@@ -132,7 +132,9 @@ class HostModule:
             except OSError as e:
                 raise UsageError(f"cannot run the host C++ compiler '{' '.join(cxx)}': {e.strerror}") from None
             if proc.returncode != 0:
-                raise CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
+                err = CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
+                err.generated = (source, proc.stderr)  # type: ignore[attr-defined]  # to map errors back
+                raise err
             with open(out, "rb") as f:
                 return f.read()
 

@@ -52,8 +52,9 @@ from xdsl.utils.str_enum import StrEnum
 
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
-from irfuse.dialects.kas import KasType
+from irfuse.dialects.kas import KasType, locate_block_arguments, parse_block_arguments
 from irfuse.dialects.layouts import LAYOUT_ATTR, module_layout
+from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
 
 
@@ -235,7 +236,7 @@ def _itemsize(op: IRDLOperation) -> int:
         return 8  # the module's own verification names the bad attribute
 
 
-class OnChipOp(IRDLOperation):
+class OnChipOp(LocatedOperation):
     """An op whose single result lives on chip at `place`."""
 
     def get_place(self) -> PlaceAttr:
@@ -377,7 +378,7 @@ class CallOp(OnChipOp):
 
 
 @irdl_op_definition
-class StoreOp(IRDLOperation):
+class StoreOp(LocatedOperation):
     """Writes this block's elements of an on-chip value to a kernel output."""
 
     name = "fuse.store"
@@ -401,7 +402,7 @@ class StoreOp(IRDLOperation):
 
 
 @irdl_op_definition
-class BarrierOp(IRDLOperation):
+class BarrierOp(LocatedOperation):
     """`__syncthreads()`: every thread of the block waits here."""
 
     name = "fuse.barrier"
@@ -413,7 +414,7 @@ class BarrierOp(IRDLOperation):
 
 
 @irdl_op_definition
-class KernelOp(IRDLOperation):
+class KernelOp(LocatedOperation):
     """A GPU kernel over the batch: `bx` threads per element, `by` elements per block."""
 
     name = "fuse.kernel"
@@ -515,19 +516,18 @@ class KernelOp(IRDLOperation):
                 parser.raise_error(f"layout must be aos or soa, got '{word}'", at, parser.pos)
             layout = word
             parser.parse_punctuation(")")
-        ins = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
-                                                lambda: parser.parse_argument(expect_type=True))
+        ins, in_locations = parse_block_arguments(parser)
         parser.parse_punctuation("->")
-        outs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
-                                                 lambda: parser.parse_argument(expect_type=True))
+        outs, out_locations = parse_block_arguments(parser)
         body = parser.parse_region([*ins, *outs])
         op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout)
+        locate_block_arguments(op.body.block, [*in_locations, *out_locations])
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
 
 @irdl_op_definition
-class LaunchOp(IRDLOperation):
+class LaunchOp(LocatedOperation):
     """Runs kernel `kernel` over the whole batch: inputs in, new output arrays out."""
 
     name = "fuse.launch"

@@ -15,7 +15,6 @@ from typing import ClassVar
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
 from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
-    IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
@@ -31,6 +30,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
 
 
@@ -176,7 +176,7 @@ def variable_of_hint(hint: str) -> str:
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(LocatedOperation):
     """Ends a `kas.program`: its operands are the program's outputs."""
 
     name = "kas.return"
@@ -189,7 +189,7 @@ class ReturnOp(IRDLOperation):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(LocatedOperation):
     """Ends a `kas.loop` body: the values of this iteration."""
 
     name = "kas.yield"
@@ -202,7 +202,7 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CallOp(IRDLOperation):
+class CallOp(LocatedOperation):
     """Applies the library op `callee` to its operands, element by element."""
 
     name = "kas.call"
@@ -240,7 +240,7 @@ class CallOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LoopOp(IRDLOperation):
+class LoopOp(LocatedOperation):
     """Runs its body `trip_count` times in order.
 
     The first block arguments receive the `iter_args` on the first iteration
@@ -324,7 +324,7 @@ class LoopOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ProgramOp(IRDLOperation):
+class ProgramOp(LocatedOperation):
     """A KAS program: named inputs (block arguments) and named outputs."""
 
     name = "kas.program"
@@ -402,8 +402,7 @@ class ProgramOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> "ProgramOp":
         name = parser.parse_symbol_name().data
-        args = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True))
+        args, locations = parse_block_arguments(parser)
         parser.parse_punctuation("->")
 
         def out():
@@ -415,8 +414,28 @@ class ProgramOp(IRDLOperation):
         body = parser.parse_region(args)
         input_names = [variable_of_hint(a.name.text[1:]) for a in args]
         op = cls(name, input_names, [a.type for a in args], outputs, body)
+        locate_block_arguments(op.body.block, locations)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
+
+
+def parse_block_arguments(parser: Parser) -> tuple[list, list]:
+    """A parenthesized list of typed block arguments, each optionally followed by its
+    `loc(...)` (as --print-debuginfo prints them): the arguments and their locations."""
+    locations: list = []
+
+    def one():
+        arg = parser.parse_argument(expect_type=True)
+        locations.append(parser.parse_optional_location())
+        return arg
+
+    return parser.parse_comma_separated_list(Parser.Delimiter.PAREN, one), locations
+
+
+def locate_block_arguments(block: Block, locations: list) -> None:
+    for arg, location in zip(block.args, locations):
+        if location is not None:
+            arg.location = location
 
 
 def program_of(module) -> ProgramOp:

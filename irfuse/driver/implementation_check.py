@@ -11,6 +11,7 @@ import faulthandler
 import functools
 import mmap
 import multiprocessing
+import re
 import signal
 
 import numpy as np
@@ -107,6 +108,30 @@ def run_on_cpu(impls: list[Implementation], n: int, dtype=np.float64, seed: int 
 
 CHECK_TIME_LIMIT = 20.0  # seconds an implementation may run on its check's few elements
 
+_GCC_ERROR = re.compile(r"kernels\.cu:(\d+):(\d+): error: (.*)")
+_PLACEHOLDER = re.compile(r"\b(?:FUNC|APIN\d+|APOUT|BX)\b")
+
+
+def _not_compiling(impl: Implementation, what: str, e: CompileError) -> DefinitionError:
+    """The compiler's refusal of a hand-written implementation, at the line of the source the
+    user gave when the first error falls in it (`user_line`: that line's text, which the
+    library loader finds in the user's file), else with the compiler's whole report."""
+    generated = getattr(e, "generated", None)
+    source = getattr(impl, "source", None)
+    if generated and source:
+        text, log = generated
+        m = _GCC_ERROR.search(log)
+        lines = text.splitlines()
+        if m and 0 < int(m.group(1)) <= len(lines):
+            bad = lines[int(m.group(1)) - 1]
+            for mine in source.splitlines():
+                pattern = ".*?".join(re.escape(part) for part in _PLACEHOLDER.split(mine.strip()))
+                if mine.strip() and re.fullmatch(pattern, bad.strip()):
+                    err = DefinitionError(f"{what} does not compile: {m.group(3)}")
+                    err.user_line = mine  # type: ignore[attr-defined]
+                    return err
+    return DefinitionError(f"{what} does not compile:\n{e}")
+
 
 def check_implementation(impl: Implementation, library=None) -> None:
     """Raises `DefinitionError` unless `impl` matches the reference in float64 and float32
@@ -117,7 +142,7 @@ def check_implementation(impl: Implementation, library=None) -> None:
         try:
             (got, want), = run_on_cpu([impl], n, dtype=dtype, isolate=CHECK_TIME_LIMIT, library=library).values()
         except CompileError as e:
-            raise DefinitionError(f"{what} does not compile:\n{e}") from None
+            raise _not_compiling(impl, what, e) from None
         except ExecutionError as e:
             raise DefinitionError(f"{what} {e.diagnostics[0].message}") from None
         scale = np.max(np.abs(want), initial=0.0, where=np.isfinite(want))

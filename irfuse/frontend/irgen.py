@@ -132,6 +132,7 @@ class IRGen:
         block = Block(arg_types=in_types)
         for name, arg in zip(inputs, block.args):
             arg.name_hint = ssa_hint(name)
+            arg.location = self.loc(seen[name])  # where the `input` statement names it
             env[name] = arg
         self.statements(self.prog.statements, env, block)
         outs: list[SSAValue] = []
@@ -149,8 +150,13 @@ class IRGen:
             out_names.append(n.text)
         if self.errors:
             raise CompileError(self.errors)
-        block.add_op(ReturnOp(outs))
+        ret = ReturnOp(outs)
+        if self.prog.outputs:
+            ret.location = self.loc(self.prog.outputs[0])
+        block.add_op(ret)
         program = ProgramOp(self.name, inputs, in_types, out_names, Region(block))
+        if self.prog.inputs:
+            program.location = self.loc(self.prog.inputs[0])
         module = ModuleOp([program])
         return FrontendResult(module, self.warnings(program, inputs))
 

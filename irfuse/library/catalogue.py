@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib.util
+import linecache
 import os
 from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
@@ -215,7 +216,9 @@ def _refusals_named(origin: str):
     try:
         yield
     except (DefinitionError, APError) as e:
-        raise CompileError(Diagnostic(f"op library refused: {e}", origin, *_user_line(e, origin))) from None
+        line, col = _user_line(e, origin)
+        raise CompileError(Diagnostic(f"op library refused: {e}", origin, line, col,
+                                      source_line=linecache.getline(origin, line) or None if line else None)) from None
     except SyntaxError as e:
         raise CompileError(Diagnostic(f"invalid Python: {e.msg}", origin, e.lineno or 0, e.offset or 0)) from None
     except Exception as e:  # noqa: BLE001 -- the user's code may raise anything: named, not a traceback
@@ -224,7 +227,18 @@ def _refusals_named(origin: str):
 
 
 def _user_line(e: BaseException, origin: str) -> tuple[int, int]:
-    """The line of `origin` (a file) where the exception passed, innermost first, else none."""
+    """The line of `origin` (a file) that the refusal is about: the line of hand-written code
+    it names (`user_line`, found in the file's text), else the line where the exception
+    passed, innermost first, else none."""
+    wanted = getattr(e, "user_line", None)
+    if wanted and wanted.strip():
+        try:
+            with open(origin) as f:
+                for number, line in enumerate(f, 1):
+                    if line.rstrip("\n").strip() == wanted.strip():
+                        return number, len(line) - len(line.lstrip()) + 1
+        except OSError:
+            pass
     tb = e.__traceback__
     line = 0
     while tb is not None:

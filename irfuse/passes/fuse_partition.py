@@ -96,6 +96,7 @@ def _reorder_and_launch(dag: BlockDAG, chosen: list[Config], names: list[str], k
                                    [v.type for v in c.outputs])
             for r, v in zip(launch.res, c.outputs):
                 r.name_hint = v.name_hint
+            launch.location = dag.ops[min(c.group)].location  # the group's first statement
             Rewriter.insert_op(launch, InsertPoint.before(terminator))
             for r, v in zip(launch.res, c.outputs):
                 v.replace_all_uses_with(r)

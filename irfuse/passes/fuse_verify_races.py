@@ -13,7 +13,7 @@ from xdsl.passes import ModulePass
 from irfuse.analysis.hazards import describe_op, find_races
 from irfuse.analysis.kernel_model import model_from_kernel
 from irfuse.analysis.shared_lifetimes import overwrites
-from irfuse.diagnostics import CompileError, Diagnostic
+from irfuse.diagnostics import CompileError, located
 from irfuse.passes.kernel_pass import kernels_of
 
 
@@ -31,17 +31,17 @@ class FuseVerifyRaces(ModulePass):
             for race in find_races(model):
                 first, second = model.ops[race.first], model.ops[race.second]
                 verb = "writes" if race.kind == "written" else "reads"
-                diags.append(Diagnostic(
+                diags.append(located(
                     f"race in fuse.kernel @{kernel.sym_name.data}: {describe_op(model, first, race.first)} {verb} "
                     f"shared word {race.word} and {describe_op(model, second, race.second)} touches it from "
-                    "another thread with no fuse.barrier between them",
+                    "another thread with no fuse.barrier between them", second.location,
                     notes=["ops are counted from 0 in the kernel body, barriers included"]))
             for o in overwrites(model):
                 victim = model.values[o.victim]
-                diags.append(Diagnostic(
+                diags.append(located(
                     f"fuse.kernel @{kernel.sym_name.data}: {describe_op(model, model.ops[o.writer], o.writer)} "
                     f"overwrites shared words {o.words[0]}..{o.words[1] - 1} of %{victim.name}, which "
-                    f"{describe_op(model, model.ops[o.reader], o.reader)} reads later",
+                    f"{describe_op(model, model.ops[o.reader], o.reader)} reads later", model.ops[o.writer].location,
                     notes=["ops are counted from 0 in the kernel body, barriers included"]))
         if diags:
             raise CompileError(diags)

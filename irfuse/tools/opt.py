@@ -23,9 +23,10 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 import irfuse.universe  # noqa: F401 -- the dialects, passes and target, the op library and its checker
 from irfuse._version import __version__
-from irfuse.diagnostics import CompileError, IrfuseError, print_diagnostics
+from irfuse.diagnostics import CompileError, IrfuseError, located, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type, set_module_element_type
 from irfuse.dialects.layouts import LAYOUTS, set_module_layout
+from irfuse.dialects.located import location_of
 from irfuse.frontend.irgen import compile_source
 from irfuse.library.catalogue import load_library_file
 from irfuse.passes.registry import PASSES, strip_module_anchor
@@ -40,6 +41,13 @@ class IrfuseOptMain(xDSLOptMain):
                          args=args)
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        # xDSL's help for -p lists its hundred-odd upstream passes after irfuse's: say irfuse's,
+        # and where the others are.
+        for action in arg_parser._actions:
+            if "-p" in action.option_strings:
+                action.help = (f"comma-separated passes: irfuse's are {', '.join(p.name for p in PASSES)} "
+                               "(--list-passes describes them and their options); xDSL's own passes are "
+                               "accepted too (--list-passes --upstream names them)")
         arg_parser.add_argument(
             "--pass-pipeline", default=None,
             help="pass pipeline in MLIR syntax, e.g. 'builtin.module(kas-dce,fuse-each)'")
@@ -51,6 +59,8 @@ class IrfuseOptMain(xDSLOptMain):
                                 help="print the IR after the named pass (repeatable)")
         arg_parser.add_argument("--list-passes", action="store_true",
                                 help="list every irfuse pass with its description and options")
+        arg_parser.add_argument("--upstream", action="store_true",
+                                help="with --list-passes: list xDSL's own passes instead")
         arg_parser.add_argument("--library", action="append", default=[], metavar="FILE.py",
                                 help="load user-defined ops from a Python file (repeatable)")
         arg_parser.add_argument("--dtype", choices=list(ELEMENT_TYPES), default=None,
@@ -172,8 +182,17 @@ class IrfuseOptMain(xDSLOptMain):
         self.pipeline = PassPipeline(self.pipeline.passes, callback)
 
 
-def list_passes(stream=None) -> None:
+def list_passes(stream=None, upstream: bool = False) -> None:
     stream = stream or sys.stdout
+    if upstream:
+        from xdsl.universe import Universe
+
+        ours = {info.name for info in PASSES}
+        names = sorted(set(Universe.get_multiverse().all_passes) - ours)
+        print(f"xDSL's own passes ({len(names)}), accepted by -p after irfuse's:", file=stream)
+        for name in names:
+            print(f"  {name}", file=stream)
+        return
     for info in PASSES:
         print(f"{info.name}: {info.summary}", file=stream)
         cls = info.cls
@@ -212,7 +231,11 @@ def report(e: BaseException, input_name: str) -> None:
     elif isinstance(e, ParseError):
         print(str(e), file=sys.stderr)
     elif isinstance(e, DiagnosticException):
-        print(f"{input_name}: error: {e}", file=sys.stderr)
+        where = location_of(e)
+        if where is None:
+            print(f"{input_name}: error: {e}", file=sys.stderr)
+        else:  # the failing op's source location, with its line
+            print_diagnostics([located(str(e), where)])
     else:
         print(f"irfuse-opt: error: {e}", file=sys.stderr)
 
@@ -220,7 +243,10 @@ def report(e: BaseException, input_name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--list-passes" in argv:
-        list_passes()
+        try:
+            list_passes(upstream="--upstream" in argv)
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            sys.stderr.close()
         return 0
     try:
         opt = IrfuseOptMain(args=argv)

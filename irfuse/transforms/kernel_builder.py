@@ -30,17 +30,24 @@ def build_kernel_model(calls: Sequence[Operation], impls: Sequence[Implementatio
     values: dict[int, MValue] = {}
     ops: list[MOp] = []
     vid: dict[SSAValue, int] = {}
+    # Source locations: a call keeps its statement's; a load takes the first statement that
+    # reads the value, a store the statement that makes it (diagnostics point at the user's line).
+    first_reader: dict = {}
+    for call in calls:
+        for a in call.operands:
+            first_reader.setdefault(a, call.location)
     for v in inputs:
         vid[v] = len(vid)
         values[vid[v]] = MValue(vid[v], v.type.size, v.name_hint or "", is_input=True)  # type: ignore[attr-defined]
-        ops.append(MOp("load", value=vid[v]))
+        ops.append(MOp("load", value=vid[v], location=first_reader.get(v)))
     for call, impl in zip(calls, impls):
         r = call.results[0]
         vid[r] = len(vid)
         values[vid[r]] = MValue(vid[r], r.type.size, r.name_hint or "", stored=r in outputs)  # type: ignore
-        ops.append(MOp("call", impl=impl, args=[vid[a] for a in call.operands], result=vid[r]))
+        ops.append(MOp("call", impl=impl, args=[vid[a] for a in call.operands], result=vid[r],
+                       location=call.location))
     for r in outputs:
-        ops.append(MOp("store", value=vid[r]))
+        ops.append(MOp("store", value=vid[r], location=r.owner.location))
     model = KernelModel(max(impl.bx for impl in impls), by, values, ops, itemsize, layout)
     off = 0
     for v in values.values():
@@ -57,6 +64,9 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
             out_ids.setdefault(op.value, len(out_ids))
     kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
                            layout=model.layout)
+    first = next((op.location for op in model.ops if op.kind == "call" and op.location is not None), None)
+    if first is not None:
+        kernel.location = first  # a kernel stands where its first statement does
     for arg, v in zip([*kernel.input_args, *kernel.output_args], [*inputs, *outputs]):
         arg.name_hint = v.name_hint
     block = kernel.body.block
@@ -82,6 +92,8 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
             ir = fuse.StoreOp(onchip[op.value], kernel.output_args[out_ids[op.value]])  # type: ignore[index]
         else:
             ir = fuse.BarrierOp()
+        if op.location is not None:
+            ir.location = op.location
         if ir.results:
             ir.results[0].name_hint = model.values[op.result if op.kind == "call" else op.value].name or None  # type: ignore[index]
         block.add_op(ir)
