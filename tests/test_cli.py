@@ -411,3 +411,31 @@ def test_a_hand_written_implementation_that_does_not_compile_is_reported_at_its_
                             "does not compile:"), p.stderr
     assert "cq" in first and "kernels.cu" not in p.stderr
     assert "d[APOUT] = a[0] * cq" in p.stderr.splitlines()[1]
+
+
+def test_the_tuning_plot_shows_what_a_reader_needs():
+    """Each plan's median with its spread, plans at one spot under one label, the line of
+    agreement and the copy ceiling on a GPU, the fastest and the predicted best named, a
+    title that wraps instead of running off the figure."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from irfuse.tools.tune import throughput_figure
+
+    n = 1_000_000
+    results = [{"plan": k, "predicted_s": p, "measured_s": m, "times_s": [m * 0.98, m, m * 1.03]}
+               for k, (p, m) in enumerate([(1e-3, 1.2e-3), (2e-3, 1.1e-3), (2e-3, 1.1e-3), (3e-3, 3e-3)])]
+    title = "a long title " * 12
+    fig = throughput_figure(results, n, title, ceiling=950.0, on_gpu=True)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "measured = predicted" in legend and "copy bandwidth: 950 M elements/s" in legend
+    assert "fastest: plan 1" in legend and "predicted best: plan 0" in legend
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert labels == ["0", "1,2", "3"]  # plans 1 and 2 coincide
+    assert "\n" in ax.get_title() and max(len(line) for line in ax.get_title().splitlines()) <= 80
+    assert ax.get_ylim()[1] > 950.0  # the ceiling is inside the frame
+    cpu = throughput_figure(results, n, "t", on_gpu=False).axes[0]
+    assert "measured = predicted" not in [t.get_text() for t in cpu.get_legend().get_texts()]
+    assert "on the CPU" in cpu.get_ylabel()

@@ -37,7 +37,7 @@ from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
 from irfuse.runtime.executor import Executor, open_device
-from irfuse.runtime.reference import random_inputs, run_references
+from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
 from irfuse.runtime.verify import check_outputs, sample_elements, subset
 from irfuse.tools.report import million_elements_per_second
 
@@ -134,11 +134,13 @@ def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Can
 
 
 def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=lambda: None,
-                    index: np.ndarray | None = None) -> str:
+                    index: np.ndarray | None = None, copy_bandwidth: list | None = None) -> str:
     """Times every candidate in `args.rounds` interleaved rounds of `args.repeat // rounds`
     runs each. The first round checks each plan's outputs against the reference, later
     rounds check that they are bit for bit those of the first (the kernels are
-    deterministic: a difference is a race). Returns the device's name."""
+    deterministic: a difference is a race). Returns the device's name; on a GPU,
+    `copy_bandwidth[0]` gets its copy bandwidth (bytes/s)."""
+    copy_bandwidth = copy_bandwidth if copy_bandwidth is not None else [None]
 
     per_round = max(1, args.repeat // args.rounds)
     # The inputs go to the device once, for all plans; each plan gets its other buffers
@@ -147,6 +149,10 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
     first: dict[int, dict[str, str]] = {}  # plan -> output -> digest of the first round's bytes
     try:
         name = getattr(holder, "gpu_name", "CPU (host execution of the generated code)")
+        if hasattr(holder, "drv"):  # the ceiling the plot draws, measured on this GPU
+            from irfuse.runtime.cuda_device import measure_copy_bandwidth
+
+            copy_bandwidth[0] = measure_copy_bandwidth(holder.drv)
         uploaded = {k: holder.upload(v) for k, v in inputs.items()}
         for r, c in alternating_rounds(cands, args.rounds):
             dev = open_device(args.backend, c.plan)
@@ -194,8 +200,9 @@ def tune(args, console) -> int:
         index = sample_elements(args.n)
         reference = run_references(program, subset(inputs, index), args.dtype, len(index))
         task = progress.add_task(f"timing {len(cands)} plans in {args.rounds} rounds", total=len(cands) * args.rounds)
+        copy_bandwidth: list = [None]
         device_name = time_candidates(cands, args, inputs, reference, lambda: progress.update(task, advance=1),
-                                      index)
+                                      index, copy_bandwidth)
     good = [c for c in cands if c.verified]
     if not good:
         raise ExecutionError("no plan verified against the reference: " + cands[0].mismatch)
@@ -222,13 +229,19 @@ def tune(args, console) -> int:
     out = {"program": os.path.abspath(args.file), "device": device_name, "backend": args.backend,
            "dtype": args.dtype, "n": args.n, "profile": profile, "rounds": args.rounds, "repeat": args.repeat,
            "back_to_back": args.back_to_back, "spearman": rho, "pearson": r_lin, "predicted_best_gap": gap,
-           "best": best.to_json(), "plans": [c.to_json() for c in cands]}
+           "best": best.to_json(), "plans": [c.to_json() for c in cands],
+           "copy_bandwidth_Bps": copy_bandwidth[0]}
     path = args.json or os.path.splitext(os.path.basename(args.file))[0] + ".tuning.json"
     with open(path, "w") as f:
         json.dump(out, f, indent=2)
     console.print(f"results in {path}")
     if args.plot:
-        if _plot(out["plans"], args.n, args.plot, f"{os.path.basename(args.file)} on {device_name}, rho = {rho:.2f}"):
+        ceiling = None
+        if copy_bandwidth[0]:
+            ceiling = copy_bandwidth[0] / effective_bytes(program, 1, element_type(args.dtype).itemsize) / 1e6
+        title = (f"{os.path.basename(args.file)} on {device_name}: {len(cands)} plans, n = {args.n:,}, {args.dtype}, "
+                 f"Spearman rank correlation {rho:.2f}")
+        if _plot(out["plans"], args.n, args.plot, title, ceiling, on_gpu=args.backend == "cuda"):
             console.print(f"plot in {args.plot}")
         else:
             console.print(escape("no plot: matplotlib is not installed (pip install 'irfuse[plot]')"))
@@ -242,7 +255,8 @@ def tune(args, console) -> int:
     return 0 if all(c.verified for c in cands) else 1
 
 
-def _plot(results, n, path, title) -> bool:
+def _plot(results, n, path, title, ceiling: float | None = None, on_gpu: bool = True) -> bool:
+    """Writes `throughput_figure` to `path`; False when matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -250,16 +264,59 @@ def _plot(results, n, path, title) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    pred = [n / r["predicted_s"] / 1e6 for r in results]
-    meas = [n / r["measured_s"] / 1e6 for r in results]
-    fig, ax = plt.subplots(figsize=(5, 4))
-    ax.scatter(pred, meas)
-    for r, x, y in zip(results, pred, meas):
-        ax.annotate(str(r["plan"]), (x, y), fontsize=7)
-    ax.set_xlabel("predicted M elements/s")
-    ax.set_ylabel("measured M elements/s")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig = throughput_figure(results, n, title, ceiling, on_gpu)
+    fig.savefig(path, dpi=150)
     plt.close(fig)
     return True
+
+
+def throughput_figure(results, n, title, ceiling: float | None = None, on_gpu: bool = True):
+    """Measured against predicted throughput, one point per plan: the median with its
+    interquartile range, the line where the two agree, the copy bandwidth's ceiling (when
+    measured, in elements/s), the fastest plan and the predicted best marked, plan numbers
+    beside their points (plans at one spot share a label). Timed on the CPU (`on_gpu`
+    False), the GPU's prediction only ranks the plans: each axis gets its own scale and no
+    line of agreement is drawn."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    pred = np.array([n / r["predicted_s"] / 1e6 for r in results])
+    meas = np.array([n / r["measured_s"] / 1e6 for r in results])
+    slow, fast = (np.array([n / np.percentile(r["times_s"], q) / 1e6 for r in results]) for q in (75, 25))
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    ax.errorbar(pred, meas, yerr=[meas - slow, fast - meas], fmt="o", color="tab:blue", ecolor="tab:blue",
+                capsize=3, label="plan: median, interquartile range")
+    def limits(values) -> tuple[float, float]:
+        lo, hi = min(values), max(values)
+        pad = 0.08 * (hi - lo or hi or 1.0)
+        return max(lo - pad, 0.0), hi + pad
+
+    if on_gpu:
+        xlims = ylims = limits([*pred, *meas, *fast] + ([ceiling] if ceiling else []))
+        ax.plot(xlims, ylims, ls="--", color="0.5", lw=1, label="measured = predicted")
+    else:
+        xlims, ylims = limits(list(pred)), limits([*slow, *fast])
+    if ceiling:
+        ax.axhline(ceiling, color="tab:red", ls=":", lw=1.5,
+                   label=f"copy bandwidth: {ceiling:,.0f} M elements/s")
+    best = int(np.argmax(meas))
+    ax.scatter([pred[best]], [meas[best]], marker="*", s=260, color="gold", edgecolor="black", zorder=5,
+               label=f"fastest: plan {results[best]['plan']}")
+    guess = int(np.argmax(pred))
+    ax.scatter([pred[guess]], [meas[guess]], s=170, facecolors="none", edgecolors="tab:green", linewidths=2,
+               zorder=4, label=f"predicted best: plan {results[guess]['plan']}")
+    spots: dict[tuple, list[str]] = {}
+    for r, x, y in zip(results, pred, meas):
+        spots.setdefault((round(float(x), 3), round(float(y), 3)), []).append(str(r["plan"]))
+    for (x, y), plans in spots.items():
+        ax.annotate(",".join(plans), (x, y), xytext=(7, 5), textcoords="offset points", fontsize=8)
+    ax.set_xlim(xlims)
+    ax.set_ylim(ylims)
+    ax.set_xlabel("predicted throughput on the GPU (M elements/s)")
+    ax.set_ylabel(f"measured throughput{'' if on_gpu else ' on the CPU'} (M elements/s)")
+    ax.set_title(textwrap.fill(title, 80), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
