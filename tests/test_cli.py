@@ -425,7 +425,7 @@ def test_the_tuning_plot_shows_what_a_reader_needs():
 
     n = 1_000_000
     results = [{"plan": k, "predicted_s": p, "measured_s": m, "times_s": [m * 0.98, m, m * 1.03]}
-               for k, (p, m) in enumerate([(1e-3, 1.2e-3), (2e-3, 1.1e-3), (2e-3, 1.1e-3), (3e-3, 3e-3)])]
+               for k, (p, m) in enumerate([(1e-3, 1.2e-3), (2e-3, 1.1e-3), (2.001e-3, 1.1003e-3), (3e-3, 3e-3)])]
     title = "a long title " * 12
     fig = throughput_figure(results, n, title, ceiling=950.0, on_gpu=True)
     ax = fig.axes[0]
@@ -433,7 +433,7 @@ def test_the_tuning_plot_shows_what_a_reader_needs():
     assert "measured = predicted" in legend and "copy bandwidth: 950 M elements/s" in legend
     assert "fastest: plan 1" in legend and "predicted best: plan 0" in legend
     labels = sorted(t.get_text() for t in ax.texts)
-    assert labels == ["0", "1,2", "3"]  # plans 1 and 2 coincide
+    assert labels == ["0", "1,2", "3"]  # plans 1 and 2 nearly coincide: one label
     assert "\n" in ax.get_title() and max(len(line) for line in ax.get_title().splitlines()) <= 80
     assert ax.get_ylim()[1] > 950.0  # the ceiling is inside the frame
     cpu = throughput_figure(results, n, "t", on_gpu=False).axes[0]

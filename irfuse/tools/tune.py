@@ -306,10 +306,17 @@ def throughput_figure(results, n, title, ceiling: float | None = None, on_gpu: b
     guess = int(np.argmax(pred))
     ax.scatter([pred[guess]], [meas[guess]], s=170, facecolors="none", edgecolors="tab:green", linewidths=2,
                zorder=4, label=f"predicted best: plan {results[guess]['plan']}")
-    spots: dict[tuple, list[str]] = {}
-    for r, x, y in zip(results, pred, meas):
-        spots.setdefault((round(float(x), 3), round(float(y), 3)), []).append(str(r["plan"]))
-    for (x, y), plans in spots.items():
+    # Plans closer than 2% of the frame share one label (their numbers would print over each other).
+    spots: list[tuple[float, float, list[str]]] = []
+    width, height = xlims[1] - xlims[0] or 1.0, ylims[1] - ylims[0] or 1.0
+    for r, x, y in sorted(zip(results, pred, meas), key=lambda t: t[0]["plan"]):
+        near = next((spot for spot in spots if abs(spot[0] - x) < 0.02 * width and abs(spot[1] - y) < 0.02 * height),
+                    None)
+        if near is None:
+            spots.append((float(x), float(y), [str(r["plan"])]))
+        else:
+            near[2].append(str(r["plan"]))
+    for x, y, plans in spots:
         ax.annotate(",".join(plans), (x, y), xytext=(7, 5), textcoords="offset points", fontsize=8)
     ax.set_xlim(xlims)
     ax.set_ylim(ylims)
