@@ -439,3 +439,18 @@ def test_the_tuning_plot_shows_what_a_reader_needs():
     cpu = throughput_figure(results, n, "t", on_gpu=False).axes[0]
     assert "measured = predicted" not in [t.get_text() for t in cpu.get_legend().get_texts()]
     assert "on the CPU" in cpu.get_ylabel()
+
+
+def test_a_cache_directory_that_cannot_be_written_only_costs_rebuilding(tmp_path):
+    """IRFUSE_CACHE_DIR under a regular file (no directory can be made there, even by root):
+    the CPU path builds its host library privately and runs; the NVRTC path the same."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", BIG, "--backend", "cpu", "--n", "20",
+                        "--dtype", "f64"], capture_output=True, text=True,
+                       env={**os.environ, "IRFUSE_CACHE_DIR": str(blocker / "cache"), "COLUMNS": "200"})
+    assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    c = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", BIG, "-o", str(tmp_path / "plan")],
+                       capture_output=True, text=True, env={**os.environ, "IRFUSE_CACHE_DIR": str(blocker / "cache")})
+    assert c.returncode == 0 and (tmp_path / "plan" / "kernels.cubin").exists(), c.stderr

@@ -53,7 +53,7 @@ from xdsl.utils.str_enum import StrEnum
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
 from irfuse.dialects.kas import KasType, locate_block_arguments, parse_block_arguments
-from irfuse.dialects.layouts import LAYOUT_ATTR, module_layout
+from irfuse.dialects.layouts import LAYOUT_ATTR, Layout, module_layout
 from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
 
@@ -80,13 +80,6 @@ class RegisterUse(StrEnum):
 @irdl_attr_definition
 class RegisterUseAttr(EnumAttribute[RegisterUse], SpacedOpaqueSyntaxAttribute):
     name = "fuse.register_use"
-
-
-class Layout(StrEnum):
-    """How a kernel's global arrays hold the batch (see `irfuse.dialects.layouts`)."""
-
-    AOS = "aos"
-    SOA = "soa"
 
 
 @irdl_attr_definition

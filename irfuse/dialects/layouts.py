@@ -18,10 +18,20 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 LAYOUT_ATTR = "kas.layout"
-AOS, SOA = "aos", "soa"
-LAYOUTS = (AOS, SOA)
+
+
+class Layout(StrEnum):
+    """How global arrays hold the batch (a kernel's `layout(...)`, `#fuse<layout ...>`)."""
+
+    AOS = "aos"
+    SOA = "soa"
+
+
+AOS, SOA = Layout.AOS.value, Layout.SOA.value
+LAYOUTS = tuple(layout.value for layout in Layout)
 
 
 def check_layout(name: object) -> str:
