@@ -352,3 +352,24 @@ def test_api_on_dlpack_only_and_pycuda_arrays_in_place():
     assert all(isinstance(o, gpuarray.GPUArray) for o in got)
     for k in prog.outputs:
         np.testing.assert_array_equal(got[k].get(), want[k])
+
+
+def _readme_examples() -> dict[str, str]:
+    """The README's Python blocks marked `<!-- example: NAME -->`."""
+    import re
+
+    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    return dict(re.findall(r"<!-- example: (\w+)[^>]*-->\n```python\n(.*?)```", text, flags=re.S))
+
+
+@pytest.mark.parametrize("name", ["torch", "cupy"])
+def test_the_readme_examples_run(name):
+    """The README's complete examples on PyTorch and CuPy run as written, from the checkout."""
+    import subprocess
+    import sys
+
+    pytest.importorskip(name)
+    code = _readme_examples()[name]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert p.returncode == 0, p.stdout + p.stderr
