@@ -296,3 +296,48 @@ def test_a_dlpack_capsule_is_read_for_pointer_shape_strides_and_type():
     assert got.dtype == np.int32 and got.contiguous and got.ptr == whole.ctypes.data
     with pytest.raises(irfuse.UsageError, match="gave no DLPack tensor capsule"):
         array_from_dlpack_capsule(whole, object())
+
+
+def test_a_compiled_program_is_kept_on_disk_and_read_back_by_the_next_process(tmp_path):
+    """The second process reads the first one's entry (same kernels, same warnings, no
+    compile); an entry damaged on disk is compiled again and replaced."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "warn.kas"
+    source.write_text("matrix3x3 A, B, F;\ninput A, B;\nF = mmul33(A, A);\nreturn F;\n")  # B is unused
+    script = ("import hashlib, sys, warnings, irfuse\n"
+              "with warnings.catch_warnings(record=True) as w:\n"
+              "    warnings.simplefilter('always')\n"
+              f"    p = irfuse.compile({str(source)!r}, backend='cpu')\n"
+              "print(p.compiled.meta.get('loaded_from'))\n"
+              "print(hashlib.sha256(p.source.encode()).hexdigest())\n"
+              "print(' | '.join(str(x.message) for x in w))\n")
+    env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.splitlines()
+
+    first, second = run(), run()
+    assert first[0] == "None" and second[0].startswith(str(tmp_path / "cache" / "program"))
+    assert first[1:] == second[1:] and "'B'" in first[2]  # the same code, the same warning
+    os.remove(os.path.join(second[0], "kernels.cu"))
+    third = run()
+    assert third[0] == "None" and third[1:] == first[1:]  # compiled again
+    assert run()[0] == second[0]  # and the entry replaced
+
+
+def test_the_program_cache_key_holds_the_library_and_every_option():
+    from irfuse.dialects.kas import MatrixType
+    from irfuse.driver.program_cache import program_key
+    from irfuse.library.catalogue import Library
+
+    lib = Library()
+    base = dict(text="t", dtype="f32", layout="aos")
+    key = program_key(lib, **base)
+    assert key == program_key(lib, **base)
+    assert key != program_key(lib, **{**base, "layout": "soa"})
+    lib.define("mtwice33", [("A", MatrixType(3, 3))], MatrixType(3, 3), "C[i,j] = A[i,j] + A[i,j]")
+    assert program_key(lib, **base) != key  # a user op changes what a program may compile to

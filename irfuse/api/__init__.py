@@ -10,14 +10,17 @@
     print(prog.check(a))                                     # against the float64 reference
 
 `compile` runs the frontend, the fusion search and the pass pipeline, and NVRTC or the
-host C++ compiler (both cached on disk); the `Program` it returns is also kept in
-memory, so compiling the same source with the same options again returns it at once.
+host C++ compiler; the compiled program is cached on disk (`irfuse.driver.program_cache`:
+keyed by everything compiling reads, irfuse's own code and the op library included) and
+the `Program` kept in memory, so compiling the same source with the same options again
+returns it at once, in this process or the next.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import asdict
 import threading
 import warnings
 
@@ -25,11 +28,15 @@ from irfuse.api.programs import Outputs, Program, Verification
 from irfuse.dialects.context import module_text
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.layouts import LAYOUTS
+from irfuse.backend.nvrtc import default_arch
+from irfuse.driver import program_cache
 from irfuse.driver.compile import PlanningOptions, compile_frontend, compile_text
+from irfuse.driver.program_cache import program_key
 from irfuse.driver.tuned import compile_tuned
 from irfuse.frontend.irgen import read_source
 from irfuse.frontend.python import compile_function
-from irfuse.planner.cost import DEFAULT_BATCH
+from irfuse.library.catalogue import default_library
+from irfuse.planner.cost import DEFAULT_BATCH, load_profile
 from irfuse.runtime.cuda_device import gpu_available
 
 __all__ = ["compile", "program", "PythonProgram", "Program", "Outputs", "Verification", "IrfuseWarning"]
@@ -125,14 +132,28 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
     planning = PlanningOptions(n=n or DEFAULT_BATCH, profile=profile)
 
-    def make(layout: str, warn: bool) -> Program:
+    def compiled_for(layout: str):
+        """(CompiledProgram, warnings) from the disk cache, or compiled (and stored there)."""
+        key = program_key(
+            default_library(), text=text, name=name, dtype=dtype, backend=chosen, pipeline=pipeline,
+            n=planning.n, profile=asdict(load_profile(profile)), layout=layout,
+            arch=arch or (default_arch() if chosen == "cuda" else None),
+            where=(function.__code__.co_filename, function.__code__.co_firstlineno) if function else None)
+        hit = program_cache.load(key)
+        if hit is not None:
+            return hit
         if function is not None:
             front = result if layout == first else compile_function(function)  # the passes consume the IR
-            compiled, diagnostics = compile_frontend(front, function.__name__, pipeline, dtype,
-                                                     chosen == "cuda", arch, planning, layout)
+            made = compile_frontend(front, function.__name__, pipeline, dtype, chosen == "cuda", arch, planning,
+                                    layout)
         else:
-            compiled, diagnostics = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda",
-                                                 arch=arch, planning=planning, layout=layout)
+            made = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda", arch=arch,
+                                planning=planning, layout=layout)
+        program_cache.store(key, *made)
+        return made
+
+    def make(layout: str, warn: bool) -> Program:
+        compiled, diagnostics = compiled_for(layout)
         if warn:  # the variant for the other layout has the same diagnostics: said once
             for d in diagnostics:
                 warnings.warn(d.render(), IrfuseWarning, stacklevel=4)  # at the caller of compile()

@@ -1,0 +1,102 @@
+"""The on-disk cache of compiled programs, behind `irfuse.compile`.
+
+An entry is a `CompiledProgram` directory (`CompiledProgram.save`) plus the compiler's
+warnings, under a key that holds everything compiling reads: the program's text, the
+options (element type, backend, pipeline, planning batch, the device profile's figures,
+architecture, layout), the op library in use (every op's definition and every hand-written
+implementation, user ops included) and the installed irfuse itself (a digest of its source
+files, so an edited or upgraded irfuse never reads an older one's entries). A hit therefore
+gives what compiling would; an entry that cannot be read whole is compiled again. Like the
+code caches (`irfuse.backend.disk_cache`) it lives under `IRFUSE_CACHE_DIR` and only saves
+time: the front end, the fusion search and the passes (from 0.06 s for the seeds to seconds
+for large programs), on top of the NVRTC and host compiles those caches save already.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
+
+from irfuse.backend.disk_cache import cache_lock, entry_path
+from irfuse.diagnostics import Diagnostic, IrfuseError
+from irfuse.driver.artifact import CompiledProgram
+from irfuse.library.catalogue import Library
+
+FORMAT = 1
+
+
+@functools.lru_cache(maxsize=1)
+def package_digest() -> str:
+    """A digest of the installed irfuse's source files (read once per process)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and d != "examples")
+        for name in sorted(files):
+            if name.endswith((".py", ".h")):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, root).encode() + b"\0")
+                with open(path, "rb") as f:
+                    h.update(f.read() + b"\0")
+    return h.hexdigest()
+
+
+def library_digest(library: Library) -> str:
+    """A digest of every op's signature and definition and every hand-written implementation."""
+    h = hashlib.sha256()
+    for name in sorted(library.ops):
+        op = library.ops[name]
+        h.update(repr((name, op.operand_names, [t.spelling() for t in op.operand_types],
+                       op.result_type.spelling(), op.definition)).encode())
+        for impl in library.hand_implementations.get(name, []):
+            h.update(repr((impl.name, impl.bx, impl.recommended_by, [ap.text() for ap in impl.aps],
+                           getattr(impl, "source", ""))).encode())
+    return h.hexdigest()
+
+
+def program_key(library: Library, **inputs) -> str:
+    """The entry key of a compile: irfuse, the library and every input named (JSON-able)."""
+    text = json.dumps({"format": FORMAT, "irfuse": package_digest(), "library": library_digest(library),
+                       **inputs}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load(key: str) -> tuple[CompiledProgram, list[Diagnostic]] | None:
+    """The entry's program and warnings, or None (absent, or not readable whole)."""
+    path = entry_path("program", key)
+    if not os.path.isfile(os.path.join(path, "complete")):
+        return None
+    try:
+        program = CompiledProgram.load(path)
+        with open(os.path.join(path, "diagnostics.json")) as f:
+            diagnostics = [Diagnostic(**d) for d in json.load(f)]
+    except (IrfuseError, OSError, ValueError, TypeError):
+        return None
+    program.meta["loaded_from"] = path
+    return program, diagnostics
+
+
+def store(key: str, program: CompiledProgram, diagnostics: list[Diagnostic]) -> None:
+    """Writes an entry whole (a directory renamed into place) or not at all."""
+    path = entry_path("program", key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with cache_lock(path):  # called after a miss: an unreadable entry is replaced
+            tmp = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".tmp-")
+            try:
+                program.save(tmp)
+                with open(os.path.join(tmp, "diagnostics.json"), "w") as f:
+                    json.dump([asdict(d) for d in diagnostics], f)
+                with open(os.path.join(tmp, "complete"), "w") as f:
+                    f.write("1\n")
+                shutil.rmtree(path, ignore_errors=True)  # a damaged or incomplete older entry
+                os.replace(tmp, path)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    except OSError:
+        pass  # a cache that cannot be written only costs compiling again
