@@ -179,3 +179,28 @@ def test_tune_without_matplotlib_says_which_extra_to_install(tmp_path):
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
     assert "no plot: matplotlib is not installed (pip install 'irfuse[plot]')" in p.stdout
     assert not (tmp_path / "t.png").exists() and (tmp_path / "t.json").exists()
+
+
+def test_tune_in_structure_of_arrays_and_its_tuning_reused(tmp_path):
+    """`tune --layout soa` times and verifies the SoA plans; the tuning records the layout, and
+    `compile --from-tuning` and `irfuse.compile(tuning=)` rebuild the plan for it."""
+    out = tmp_path / "soa.json"
+    p = irfuse("tune", SYNC, "--backend", "cpu", "--layout", "soa", "--top", "2", "--n", "97", "--repeat", "2",
+               "--rounds", "1", "--json", str(out), "--save-best", str(tmp_path / "best"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = json.loads(out.read_text())
+    assert d["layout"] == "soa" and all(r["verified"] for r in d["plans"])
+    assert 'kas.layout = "soa"' in (tmp_path / "best" / "program.mlir").read_text()
+    p = irfuse("compile", "--from-tuning", str(out), "-o", str(tmp_path / "plan"))
+    assert p.returncode == 0, p.stderr
+    assert 'kas.layout = "soa"' in (tmp_path / "plan" / "program.mlir").read_text()
+    import irfuse as api
+
+    prog = api.compile(SYNC, tuning=out, backend="cpu")
+    assert prog.layout == "soa"
+    a = np.random.default_rng(1).random((3, 3, 61), dtype=np.float32)
+    assert prog.check(a).ok
+    with pytest.raises(api.UsageError, match="compiled for arrays in layout 'soa' from a tuning result"):
+        prog(np.zeros((61, 3, 3), np.float32))
+    with pytest.raises(api.UsageError, match="the tuning was made for layout 'soa', not 'aos'"):
+        api.compile(SYNC, tuning=out, backend="cpu", layout="aos")

@@ -89,7 +89,7 @@ def program(fn) -> PythonProgram:
 def compile(source, *, dtype: str | None = None, backend: str = "auto",
             pipeline: str | None = None, n: int | None = None, profile: str = "h100",
             arch: str | None = None, filename: str | None = None, tuning: str | os.PathLike | None = None,
-            layout: str = "aos") -> Program:
+            layout: str | None = None) -> Program:
     """Compiles a KAS program to a `Program`.
 
     source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), or a
@@ -103,7 +103,7 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     arch: the GPU architecture to compile for (default: the GPU present, else sm_90).
     filename: the name diagnostics give source text (default '<source>').
     layout: the layout the kernels are compiled for first: 'aos' (arrays shaped
-        `(N, *shape)`, the default) or 'soa' (`(*shape, N)`). A call on arrays in the other
+        `(N, *shape)`, the default) or 'soa' (`(*shape, N)`); with `tuning`, the tuning's. A call on arrays in the other
         layout compiles the program for it then (once), so either works; this choice also
         settles shapes that fit both (a batch of scalars, `(3, 3, 3)`).
     tuning: a tuning result of `irfuse tune` (its JSON file) for this program's file: the plan
@@ -113,7 +113,7 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     """
     if tuning is not None:
         return _compile_tuned(source, os.fspath(tuning), dtype, backend, pipeline, arch, layout)
-    dtype = dtype or "f32"
+    dtype, layout = dtype or "f32", layout or "aos"
     chosen = _chosen_backend(backend)
     if dtype not in ("f32", "f64"):
         raise UsageError(f"dtype '{dtype}' is not one of f32, f64")
@@ -185,8 +185,7 @@ def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipelin
                    arch: str | None, layout: str) -> Program:
     if pipeline is not None:
         raise UsageError("tuning= gives the pipeline (the plan it timed): pipeline= cannot be given with it")
-    if layout != "aos":
-        raise UsageError("tuning= recompiles a plan tuned for arrays of structures: layout= cannot be given with it")
+    # (the layout is the tuning's: a call in the other one is refused by `Program.for_layout`)
     if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and _is_source_text(source)):
         raise UsageError("tuning= recompiles the program's file: give its path as the source")
     path = os.path.abspath(os.fspath(source))
@@ -195,4 +194,6 @@ def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipelin
                     lambda: Program(compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda"), chosen, []))
     if dtype is not None and dtype != program.compiled.dtype:
         raise UsageError(f"{tuning}: the tuning was made for dtype '{program.compiled.dtype}', not '{dtype}'")
+    if layout is not None and layout != program.layout:
+        raise UsageError(f"{tuning}: the tuning was made for layout '{program.layout}', not '{layout}'")
     return program

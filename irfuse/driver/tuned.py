@@ -36,12 +36,13 @@ def compile_tuned(path: str, file: str | None = None, arch: str | None = None,
         best = tuning["best"]
         file = file or tuning["program"]
         pipeline, dtype, groups = best["pipeline"], tuning["dtype"], best["groups"]
+        layout = tuning.get("layout", "aos")  # tunings before layouts were arrays of structures
         # Tunings of earlier versions name the element type as a partition option; it is
         # the module's attribute now (set from the tuning's dtype).
         pipeline = re.sub(r" dtype=f(32|64)\b", "", pipeline)
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"{path}: not a tuning result of 'irfuse tune': {e}") from None
-    plan, _ = compile_program(file, pipeline, dtype, compile_gpu, arch)
+    plan, _ = compile_program(file, pipeline, dtype, compile_gpu, arch, layout=layout)
     now = (kernel_groups(plan), kernel_blocks(plan) if "blocks" in best else None)
     then = (groups, best.get("blocks"))
     if now != then:

@@ -154,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--plot", default=None, metavar="FILE.png", help="measured against predicted throughput")
     tune.add_argument("--save-best", default=None, metavar="DIR", help="write the fastest plan as 'irfuse compile' does")
     _add_common(tune)
+    _add_layout(tune)
 
     sub.add_parser("calibrate", help="measure the GPU present and save a device profile for the cost model")
 
@@ -340,8 +341,8 @@ def cmd_compile(args) -> int:
         raise UsageError(f"-o {args.output} is a file; irfuse compile writes a directory (kernels.cu, "
                          "kernels.cubin, manifest.json, ...)")
     if args.from_tuning:
-        if args.layout not in (None, "aos"):
-            raise UsageError("--from-tuning compiles a plan tuned for arrays of structures: --layout soa cannot be "
+        if args.layout is not None:
+            raise UsageError("--from-tuning compiles the plan for the layout it was tuned for: --layout cannot be "
                              "given with it")
         plan, warnings = compile_tuned(args.from_tuning, args.file, args.arch), []
     elif args.file is None:

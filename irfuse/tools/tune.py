@@ -30,6 +30,7 @@ from rich.table import Table
 
 from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 from irfuse.dialects.element_types import element_type
+from irfuse.dialects.layouts import from_aos, to_aos
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import PlanningOptions, compile_program
 from irfuse.driver.tuned import kernel_blocks, kernel_groups
@@ -113,6 +114,10 @@ class Candidate:
                 "blocks": kernel_blocks(self.plan)}
 
 
+def _layout(args) -> str:
+    return getattr(args, "layout", None) or "aos"
+
+
 def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Candidate]:
     """Plans 0..top-1 of the search, compiled; fewer when fewer distinct plans exist."""
 
@@ -121,7 +126,7 @@ def compile_candidates(args, profile: str, on_compiled=lambda: None) -> list[Can
         pipeline = partition_pipeline(args.top, k, args.max_size, args.n, profile)
         try:
             plan, _ = compile_program(args.file, pipeline, args.dtype, args.backend == "cuda", args.arch,
-                                      planning=PlanningOptions(registers=args.registers))
+                                      planning=PlanningOptions(registers=args.registers), layout=_layout(args))
         except NoSuchPlan:
             if k > 0:
                 break
@@ -153,11 +158,12 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
             from irfuse.runtime.cuda_device import measure_copy_bandwidth
 
             copy_bandwidth[0] = measure_copy_bandwidth(holder.drv)
-        uploaded = {k: holder.upload(v) for k, v in inputs.items()}
+        laid_out = {k: from_aos(v, _layout(args)) for k, v in inputs.items()}  # the plans' layout
+        uploaded = {k: holder.upload(v) for k, v in laid_out.items()}
         for r, c in alternating_rounds(cands, args.rounds):
             dev = open_device(args.backend, c.plan)
             try:
-                res = Executor(c.plan, dev).run(inputs, args.n, repeat=per_round, warmup=3,
+                res = Executor(c.plan, dev).run(laid_out, args.n, repeat=per_round, warmup=3,
                                                 back_to_back=args.back_to_back, uploaded=uploaded)
             finally:
                 dev.close()
@@ -165,7 +171,8 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
             digests = {k: hashlib.blake2b(np.ascontiguousarray(v)).hexdigest() for k, v in res.outputs.items()}
             if c.index not in first:
                 first[c.index] = digests
-                got = res.outputs if index is None else subset(res.outputs, index)
+                outputs = {k: to_aos(v, _layout(args)) for k, v in res.outputs.items()}
+                got = outputs if index is None else subset(outputs, index)
                 bad = [chk.describe() for chk in check_outputs(got, reference, args.dtype) if not chk.ok]
             else:
                 bad = [f"{k} differs from the first round's" for k in digests if digests[k] != first[c.index][k]]
@@ -227,7 +234,7 @@ def tune(args, console) -> int:
     console.print(f"fastest: plan {best.index}; the predicted best (plan {predicted_best.index}) is "
                   f"{gap:.1%} slower than it")
     out = {"program": os.path.abspath(args.file), "device": device_name, "backend": args.backend,
-           "dtype": args.dtype, "n": args.n, "profile": profile, "rounds": args.rounds, "repeat": args.repeat,
+           "dtype": args.dtype, "layout": _layout(args), "n": args.n, "profile": profile, "rounds": args.rounds, "repeat": args.repeat,
            "back_to_back": args.back_to_back, "spearman": rho, "pearson": r_lin, "predicted_best_gap": gap,
            "best": best.to_json(), "plans": [c.to_json() for c in cands],
            "copy_bandwidth_Bps": copy_bandwidth[0]}
@@ -248,7 +255,7 @@ def tune(args, console) -> int:
     if args.save_best:
         if best.plan.cubin is None:  # timed on the CPU: the saved plan still carries its cubin
             best.plan, _ = compile_program(args.file, best.pipeline, args.dtype, True, args.arch,
-                                           planning=PlanningOptions(registers=args.registers))
+                                           planning=PlanningOptions(registers=args.registers), layout=_layout(args))
         best.plan.meta["tuning"] = os.path.abspath(path)
         best.plan.save(args.save_best)
         console.print(f"fastest plan written to {args.save_best} (irfuse run --plan {args.save_best})")
