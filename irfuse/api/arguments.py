@@ -15,6 +15,8 @@ import numpy as np
 
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.layouts import AOS, LAYOUTS, SOA, describe_batch_shape
+from irfuse.dialects.layouts import batch_length as batch_length_of
+from irfuse.dialects.layouts import fits as fits_shape
 
 LAYOUT_NAMES = {AOS: "array of structures, the batch axis first", SOA: "structure of arrays, the batch axis last"}
 
@@ -62,14 +64,11 @@ def _dlpack_on_device(value: object) -> bool:
 
 
 def fits(a, value_shape: tuple[int, ...], layout: str) -> bool:
-    """Whether an array's shape is a batch of `value_shape` in `layout`."""
-    if a.ndim != 1 + len(value_shape):
-        return False
-    return tuple(a.shape[1:] if layout == AOS else a.shape[:-1]) == tuple(value_shape)
+    return fits_shape(tuple(a.shape), value_shape, layout)
 
 
 def batch_length(a, layout: str) -> int:
-    return int(a.shape[0] if layout == AOS else a.shape[-1])
+    return batch_length_of(tuple(a.shape), layout)
 
 
 def call_layout(arrays: Mapping[str, object], shapes: Mapping[str, tuple[int, ...]], preferred: str) -> str:

@@ -63,6 +63,18 @@ def batch_shape(layout: str, value_shape: tuple[int, ...], n: int) -> tuple[int,
     return (n, *value_shape) if layout == AOS else (*value_shape, n)
 
 
+def fits(shape: tuple[int, ...], value_shape: tuple[int, ...], layout: str) -> bool:
+    """Whether an array of `shape` is a batch of `value_shape` values in `layout`."""
+    if len(shape) != 1 + len(value_shape):
+        return False
+    return tuple(shape[1:] if layout == AOS else shape[:-1]) == tuple(value_shape)
+
+
+def batch_length(shape: tuple[int, ...], layout: str) -> int:
+    """How many values a batch of `shape` in `layout` holds."""
+    return int(shape[0] if layout == AOS else shape[-1])
+
+
 def describe_batch_shape(layout: str, value_shape: tuple[int, ...]) -> str:
     """`(N, 3, 3)` or `(3, 3, N)`: how an argument must be shaped, for messages."""
     dims = [str(d) for d in value_shape]

@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
-from irfuse.dialects.layouts import AOS, describe_batch_shape, to_aos
+from irfuse.dialects.layouts import describe_batch_shape, fits, to_aos
 from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp, program_of
 from irfuse.library.catalogue import Library, default_library
 
@@ -78,7 +78,7 @@ def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str) -> di
             raise UsageError(Diagnostic(f"cannot read input '{name}': {e}", path)) from None
         if a.dtype.kind not in "fiu":
             raise UsageError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
-        if a.ndim != 1 + len(t.shape) or tuple(a.shape[1:] if layout == AOS else a.shape[:-1]) != t.shape:
+        if not fits(tuple(a.shape), tuple(t.shape), layout):
             want = describe_batch_shape(layout, t.shape)
             raise UsageError(Diagnostic(
                 f"input '{name}' has shape {a.shape}; a {t.spelling()} batch is shaped {want} (--layout {layout})",
