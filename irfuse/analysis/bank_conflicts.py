@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from irfuse.analysis.access_patterns import words_array
-from irfuse.analysis.kernel_model import KernelModel, MValue
+from irfuse.analysis.kernel_model import KernelModel, MValue, copy_pattern, op_weights
 from irfuse.analysis.shared_accesses import call_threads, element_shift, pitched
 from irfuse.dialects.access_pattern import AccessPattern
 
@@ -90,13 +90,17 @@ def _call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap
 
 
 def _touches(model: KernelModel, vid: int):
-    """(op, ap) for every call access of value `vid`."""
-    for op in model.calls():
-        for k, a in enumerate(op.args):
-            if a == vid:
-                yield op, op.impl.operand_aps[k]
-        if op.result == vid:
-            yield op, op.impl.result_ap
+    """(ap, bx, remap, runs) for every call and copy access of value `vid`, `runs` the times
+    the op runs (its loops' trip counts)."""
+    for op, runs in zip(model.ops, op_weights(model.ops)):
+        if op.kind == "call":
+            for k, a in enumerate(op.args):
+                if a == vid:
+                    yield op.impl.operand_aps[k], op.impl.bx, op.remap, runs
+            if op.result == vid:
+                yield op.impl.result_ap, op.impl.bx, op.remap, runs
+        elif op.kind == "copy" and vid in (op.args[0], op.result):
+            yield (*copy_pattern(model, op), runs)
 
 
 def value_wavefronts(model: KernelModel, vid: int, pitch: int) -> tuple[int, bool]:
@@ -104,9 +108,9 @@ def value_wavefronts(model: KernelModel, vid: int, pitch: int) -> tuple[int, boo
     whether that pitch is possible (every call access stays inside its element)."""
     v = model.values[vid]
     total, ok = 0, True
-    for op, ap in _touches(model, vid):
-        wf, inside = _call_access(ap, op.impl.bx, model.bx, model.by, op.remap, v.size, pitch, model.itemsize)
-        total += wf
+    for ap, bx, remap, runs in _touches(model, vid):
+        wf, inside = _call_access(ap, bx, model.bx, model.by, remap, v.size, pitch, model.itemsize)
+        total += wf * runs
         ok &= inside
     copies = int(v.is_input) + int(v.stored)
     total += copies * copy_wavefronts(v.size, pitch, model.by, model.threads, model.itemsize)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irfuse.analysis.kernel_model import KernelModel, MOp
+from irfuse.analysis.kernel_model import KernelModel, MOp, unrolled
 from irfuse.analysis.shared_accesses import Access, accesses
 
 MULTI = -2  # several threads
@@ -80,16 +80,20 @@ class Race:
 
 def find_races(model: KernelModel) -> list[Race]:
     """Every pair of ops touching one shared word from different threads, at least one
-    writing, with no barrier between them (first such word per op)."""
+    writing, with no barrier between them (first such word per op), following loops around
+    their back edge (`kernel_model.unrolled`)."""
     tracker = HazardTracker(model.shared_words())
     races = []
-    for i, op in enumerate(model.ops):
+    seen = set()
+    for i in unrolled(model.ops):
+        op = model.ops[i]
         if op.kind == "barrier":
             tracker.reset()
             continue
         acc = accesses(model, op)
         hit = tracker.conflict(acc)
-        if hit is not None:
+        if hit is not None and (hit[1], i) not in seen:
+            seen.add((hit[1], i))
             races.append(Race(hit[0], hit[1], i, hit[2]))
         tracker.record(acc, i)
     return races
@@ -102,4 +106,8 @@ def describe_op(model: KernelModel, op: MOp, index: int) -> str:
         return f"op {index} (fuse.call @{op.impl.op.name}[{op.impl.name}] into %{v[op.result].name})"  # type: ignore
     if op.kind == "load":
         return f"op {index} (fuse.load of %{v[op.value].name})"  # type: ignore[index]
+    if op.kind == "copy":
+        return f"op {index} (fuse.copy of %{v[op.args[0]].name} into %{v[op.result].name})"  # type: ignore[index]
+    if op.kind in ("loop", "yield"):
+        return f"op {index} (fuse.{op.kind})"
     return f"op {index} (fuse.store of %{v[op.value].name})"  # type: ignore[index]

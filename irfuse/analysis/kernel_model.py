@@ -5,6 +5,13 @@ places, offsets, barriers, thread remapping) with the analyses of
 `irfuse.analysis.schedule`, and write the decisions back; the planner builds
 models of candidate kernels directly and runs the very same analyses, so
 its prediction describes the kernel that will be emitted.
+
+A kernel with in-kernel loops stays one flat list of ops: a `loop` op opens a loop's body
+and its `yield` op closes it (`loop_ends`); `unrolled` is the order in which a block
+runs them with each body repeated (twice stand for any number of iterations, see there),
+and `op_weights` how many times each runs. A loop's results are *carried* values
+(`MValue.carried`): one value each, written by the `copy` ops that enter it (before the
+loop, and at the end of the body) and read in the body and after the loop.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import UnitAttr
 
 from irfuse.dialects import fuse
+from irfuse.dialects.access_pattern import AccessPattern
 from irfuse.library.catalogue import find_implementation
 from irfuse.library.implementations import Implementation
 
@@ -31,6 +39,8 @@ class MValue:
     stored: bool = False  # written to a kernel output
     is_input: bool = False  # loaded from a kernel input
     pitch: int = 0
+    carried: bool = False  # a loop's carried value (see the module's docstring)
+    type: object = None  # its kas type where known (building IR from a model needs it)
 
     @property
     def span(self) -> int:
@@ -39,23 +49,27 @@ class MValue:
 
 @dataclass
 class MOp:
-    kind: str  # "load", "call", "store", "barrier"
+    kind: str  # "load", "call", "copy", "store", "barrier", "loop", "yield"
     value: int | None = None  # load: the loaded value; store: the stored value
     impl: Implementation | None = None
-    args: list[int] = field(default_factory=list)
-    result: int | None = None
+    args: list[int] = field(default_factory=list)  # call: operands; copy: [source]
+    result: int | None = None  # call, copy
     remap: bool = False
     location: object = None  # the source location of the statement the op comes from
+    trip: int = 0  # loop: iterations
+    carries: list[int] = field(default_factory=list)  # loop, yield: the loop's carried values
+    inits: int = 0  # loop: how many of them are carried in (the others only out)
+    origin: int = -1  # index of the IR op it was read from (model_from_kernel), -1 if none
 
     def reads(self) -> list[int]:
-        if self.kind == "call":
+        if self.kind in ("call", "copy"):
             return list(self.args)
         if self.kind == "store":
             return [self.value]  # type: ignore[list-item]
         return []
 
     def writes(self) -> list[int]:
-        if self.kind == "call":
+        if self.kind in ("call", "copy"):
             return [self.result]  # type: ignore[list-item]
         if self.kind == "load":
             return [self.value]  # type: ignore[list-item]
@@ -94,10 +108,100 @@ class KernelModel:
     def without_barriers(self) -> list[MOp]:
         return [op for op in self.ops if op.kind != "barrier"]
 
+    def has_loops(self) -> bool:
+        return any(op.kind == "loop" for op in self.ops)
+
     def copy(self) -> "KernelModel":
         return KernelModel(self.bx, self.by, {k: MValue(**vars(v)) for k, v in self.values.items()},
-                           [MOp(**{**vars(op), "args": list(op.args)}) for op in self.ops], self.itemsize,
-                           self.layout)
+                           [MOp(**{**vars(op), "args": list(op.args), "carries": list(op.carries)})
+                            for op in self.ops], self.itemsize, self.layout)
+
+
+# --- loops ------------------------------------------------------------------
+
+
+def loop_ends(ops: list[MOp]) -> dict[int, int]:
+    """The index of each `loop` op's `yield` in `ops`."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    for i, op in enumerate(ops):
+        if op.kind == "loop":
+            stack.append(i)
+        elif op.kind == "yield":
+            ends[stack.pop()] = i
+    return ends
+
+
+def op_weights(ops: list[MOp]) -> list[int]:
+    """How many times each op runs per thread: the product of its enclosing loops' trip counts
+    (a `loop` op itself runs once per entry, its `yield` once per iteration)."""
+    out: list[int] = []
+    factor = [1]
+    for op in ops:
+        if op.kind == "loop":
+            out.append(factor[-1])
+            factor.append(factor[-1] * op.trip)
+        elif op.kind == "yield":
+            out.append(factor[-1])
+            factor.pop()
+        else:
+            out.append(factor[-1])
+    return out
+
+
+def unrolled(ops: list[MOp]) -> list[int]:
+    """Indices of `ops` in the order a block runs them, each loop body repeated: twice when
+    the loop iterates more than once. Twice suffices for any analysis of pairs of accesses
+    since the last barrier: every iteration touches the same words from the same threads,
+    so a pair across two or more iterations is also a pair across one."""
+    ends = loop_ends(ops)
+    out: list[int] = []
+
+    def walk(lo: int, hi: int) -> None:
+        i = lo
+        while i < hi:
+            out.append(i)
+            if ops[i].kind == "loop":
+                end = ends[i]
+                for _ in range(min(ops[i].trip, 2)):
+                    walk(i + 1, end + 1)
+                i = end + 1
+            else:
+                i += 1
+
+    walk(0, len(ops))
+    return out
+
+
+# --- who holds which words ----------------------------------------------------
+
+
+def default_pattern(size: int) -> AccessPattern:
+    """The pattern of a value no call touches: one thread per element, all its words."""
+    return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size)
+
+
+def register_pattern(model: KernelModel, vid: int) -> tuple[AccessPattern, int, bool]:
+    """(AP, implementation bx, remapped): the threads that hold value `vid`'s words when it is
+    in registers. Its producing call's result pattern; for a loaded, copied or carried value
+    the first call reading it; one thread per element if no call touches it."""
+    for op in model.ops:
+        if op.kind == "call" and op.result == vid:
+            return op.impl.result_ap, op.impl.bx, op.remap  # type: ignore[union-attr]
+    for op in model.ops:
+        if op.kind == "call" and vid in op.args:
+            return op.impl.operand_aps[op.args.index(vid)], op.impl.bx, op.remap  # type: ignore[union-attr]
+    return default_pattern(model.values[vid].size), 1, False
+
+
+def copy_pattern(model: KernelModel, op: MOp) -> tuple[AccessPattern, int, bool]:
+    """The threads that run a `copy`: each word is copied by the thread holding it in
+    registers (the source's, else the destination's); between shared values, by the threads
+    that read the destination first, so that no barrier is needed in between."""
+    src, dst = op.args[0], op.result
+    if not model.values[src].shared:
+        return register_pattern(model, src)
+    return register_pattern(model, dst)  # type: ignore[arg-type]
 
 
 def launch_min_blocks(threads: int) -> int:
@@ -114,7 +218,8 @@ def launch_min_blocks(threads: int) -> int:
 
 
 def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelModel, dict]:
-    """The model of a `fuse.kernel` and the map model op index -> IR op (barriers included)."""
+    """The model of a `fuse.kernel` and the map model op index -> IR op (barriers included;
+    a `fuse.loop` gives its `loop` op, its `fuse.yield` the `yield`)."""
     values: dict[int, MValue] = {}
     ids: dict = {}
     ops: list[MOp] = []
@@ -122,29 +227,58 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
 
     def vid(v) -> int:
         if v not in ids:
-            ids[v] = len(ids)
+            ids[v] = len(values)
             owner = v.owner
-            place = owner.get_place()
+            place = fuse.place_of(v)
             values[ids[v]] = MValue(ids[v], v.type.size, v.name_hint or "", place.is_shared, place.offset.data,
-                                    is_input=isinstance(owner, fuse.LoadOp), pitch=place.pitch.data)
+                                    is_input=isinstance(owner, fuse.LoadOp), pitch=place.pitch.data, type=v.type)
         return ids[v]
 
-    for op in kernel.body.block.ops:
-        if isinstance(op, fuse.LoadOp):
-            ops.append(MOp("load", value=vid(op.res), location=op.location))
-        elif isinstance(op, fuse.CallOp):
-            impl = find_implementation(op.op_name, op.impl.data, library)
-            ops.append(MOp("call", impl=impl, args=[vid(a) for a in op.args], result=vid(op.res),
-                           remap=op.remapped, location=op.location))
-        elif isinstance(op, fuse.StoreOp):
-            v = vid(op.value)
-            values[v].stored = True
-            ops.append(MOp("store", value=v, location=op.location))
-        elif isinstance(op, fuse.BarrierOp):
-            ops.append(MOp("barrier", location=op.location))
-        else:
-            raise ValueError(f"unexpected op {op.name} in a fuse.kernel")
-        ir_ops.append(op)
+    # A carried value is one model value for the loop's result, its block argument, its
+    # iter_arg and its yielded value (one place, see fuse.LoopOp).
+    for loop in kernel.walk():
+        if isinstance(loop, fuse.LoopOp):
+            yielded = loop.yield_op.values if loop.yield_op is not None else []
+            for k, r in enumerate(loop.res):
+                c = vid(r)
+                values[c].carried = True
+                group = [loop.body.block.args[k], loop.iter_args[k]] if k < len(loop.iter_args) else []
+                for v in [*group, *yielded[k:k + 1]]:
+                    ids[v] = c
+
+    def walk(block) -> None:
+        for op in block.ops:
+            origin = len(ir_ops)
+            if isinstance(op, fuse.LoadOp):
+                ops.append(MOp("load", value=vid(op.res), location=op.location))
+            elif isinstance(op, fuse.CallOp):
+                impl = find_implementation(op.op_name, op.impl.data, library)
+                ops.append(MOp("call", impl=impl, args=[vid(a) for a in op.args], result=vid(op.res),
+                               remap=op.remapped, location=op.location))
+            elif isinstance(op, fuse.CopyOp):
+                ops.append(MOp("copy", args=[vid(op.source)], result=vid(op.res), location=op.location))
+            elif isinstance(op, fuse.StoreOp):
+                v = vid(op.value)
+                values[v].stored = True
+                ops.append(MOp("store", value=v, location=op.location))
+            elif isinstance(op, fuse.BarrierOp):
+                ops.append(MOp("barrier", location=op.location))
+            elif isinstance(op, fuse.LoopOp):
+                ops.append(MOp("loop", trip=op.trip_count.data, carries=[vid(r) for r in op.res],
+                               inits=len(op.iter_args), location=op.location))
+                ops[-1].origin = origin
+                ir_ops.append(op)
+                walk(op.body.block)
+                continue
+            elif isinstance(op, fuse.YieldOp):
+                loop = op.parent_op()
+                ops.append(MOp("yield", carries=[vid(r) for r in loop.res], location=op.location))
+            else:
+                raise ValueError(f"unexpected op {op.name} in a fuse.kernel")
+            ops[-1].origin = origin
+            ir_ops.append(op)
+
+    walk(kernel.body.block)
     model = KernelModel(kernel.bx.data, kernel.by.data, values, ops, itemsize, kernel.global_layout)
     return model, {"ops": ir_ops, "ids": ids}
 
@@ -152,35 +286,33 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
 def write_back(kernel, model: KernelModel, mapping: dict) -> None:
     """Rewrites the kernel's op order, places, remap flags and barriers from the model.
 
-    The model's non-barrier ops must be the kernel's non-barrier ops (in any order).
+    The model's non-barrier ops must be the kernel's non-barrier ops (in any order that keeps
+    every op inside its loop), each knowing the IR op it was read from (`MOp.origin`).
     """
-    ir_ops = [op for op in mapping["ops"] if not isinstance(op, fuse.BarrierOp)]
-    defs = {mapping["ids"][op.results[0]]: op for op in ir_ops if isinstance(op, (fuse.LoadOp, fuse.CallOp))}
-    stores: dict[int, list] = {}
-    for op in ir_ops:
-        if isinstance(op, fuse.StoreOp):
-            stores.setdefault(mapping["ids"][op.value], []).append(op)
-    block = kernel.body.block
-    for op in list(block.ops):
+    ir_ops = mapping["ops"]
+    for op in reversed(ir_ops):
         op.detach()
         if isinstance(op, fuse.BarrierOp):
             op.erase()
-    used_stores: dict[int, int] = {}
+
+    def place(vid: int) -> fuse.PlaceAttr:
+        v = model.values[vid]
+        return fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg()
+
+    blocks = [kernel.body.block]
     for mop in model.ops:
         if mop.kind == "barrier":
-            block.add_op(fuse.BarrierOp())
+            blocks[-1].add_op(fuse.BarrierOp())
             continue
-        if mop.kind == "store":
-            k = used_stores.get(mop.value, 0)  # type: ignore[arg-type]
-            ir = stores[mop.value][k]  # type: ignore[index]
-            used_stores[mop.value] = k + 1  # type: ignore[index]
-        else:
-            ir = defs[mop.result if mop.kind == "call" else mop.value]  # type: ignore[index]
-        block.add_op(ir)
-        if mop.kind in ("load", "call"):
-            vid_ = mop.result if mop.kind == "call" else mop.value
-            v = model.values[vid_]  # type: ignore[index]
-            ir.set_place(fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg())
+        ir = ir_ops[mop.origin]
+        blocks[-1].add_op(ir)
+        if mop.kind == "loop":
+            ir.set_places([place(c) for c in mop.carries])
+            blocks.append(ir.body.block)
+        elif mop.kind == "yield":
+            blocks.pop()
+        elif mop.kind in ("load", "call", "copy"):
+            ir.set_place(place(mop.result if mop.kind in ("call", "copy") else mop.value))  # type: ignore[arg-type]
         if mop.kind == "call":
             if mop.remap:
                 ir.attributes["remap"] = UnitAttr()

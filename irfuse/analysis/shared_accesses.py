@@ -1,8 +1,8 @@
 """Which shared-memory words each op of a kernel touches, and from which thread.
 
 A call's thread (tx, ty) touches the words of its access patterns (in its own
-coordinates when remapped); loads and stores are block-wide copies whose words any
-thread may touch (`ANY`). A padded value (`pitch` > 0) stores element e at e*pitch.
+coordinates when remapped), a copy's threads those of `kernel_model.copy_pattern`;
+loads and stores are block-wide copies whose words any thread may touch (`ANY`). A padded value (`pitch` > 0) stores element e at e*pitch.
 Everything else in-kernel (hazards, races, bank conflicts, barrier placement) reads
 these sets.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from irfuse.analysis.access_patterns import words_array
-from irfuse.analysis.kernel_model import KernelModel, MOp
+from irfuse.analysis.kernel_model import KernelModel, MOp, copy_pattern
 from irfuse.dialects.access_pattern import AccessPattern
 
 ANY = -1  # a block-wide copy: any thread
@@ -81,6 +81,13 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
         if v.shared:
             words = copy_words(v, model.by)
             out.append(Access(words, np.full(words.shape, ANY), op.kind == "load"))
+    elif op.kind == "copy":
+        ap, bx, remap = copy_pattern(model, op)
+        for vid, write in ((op.args[0], False), (op.result, True)):
+            v = model.values[vid]  # type: ignore[index]
+            if v.shared:
+                w, t = call_words(v, ap, bx, model.bx, model.by, remap)
+                out.append(Access(w, t, write))
     elif op.kind == "call":
         impl = op.impl
         assert impl is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irfuse.analysis.kernel_model import KernelModel, MOp
+from irfuse.analysis.kernel_model import KernelModel, MOp, loop_ends
 
 
 def peak_shared_words(model: KernelModel) -> int:
@@ -20,14 +20,23 @@ def peak_shared_words(model: KernelModel) -> int:
 
 
 def lifetimes(model: KernelModel, ops: list[MOp]) -> tuple[dict[int, int], dict[int, int]]:
+    """(first, last): the op indices between which each value is live. A value defined before
+    a loop and read in it or after it is live through the whole loop (every iteration reads
+    it again); a value defined in a loop's body lives within the iteration, except a carried
+    value, which the next iteration reads (it is defined before the loop) or which only the
+    last iteration's copy needs (it may be overwritten earlier in the body)."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for i, op in enumerate(ops):
         for v in op.writes():
             first.setdefault(v, i)
-            last.setdefault(v, i)
+            last[v] = max(last.get(v, i), i)
         for v in op.reads():
             last[v] = i
+    for begin, end in sorted(loop_ends(ops).items(), key=lambda p: p[1] - p[0]):
+        for v, f in first.items():
+            if f < begin < last[v]:
+                last[v] = max(last[v], end)
     return first, last
 
 

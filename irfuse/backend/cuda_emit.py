@@ -29,6 +29,14 @@ exact: every thread finishes the region before any thread starts the next.
 Register values used in more than one region are kept per thread across the
 barrier; the others stay local to the loop, where the host compiler keeps
 them in registers. The device functions are the same text for both.
+
+A `fuse.loop` becomes a `for` loop with a constant trip count (not unrolled; the
+compilers may unroll it by a small factor). On the CPU, a loop without a barrier
+inside stays within its region, each thread running all its iterations; a loop
+with barriers runs at the block level, its body's regions each a loop over the
+threads, and register values used in such a body are kept per thread.
+A `fuse.copy` is run by the threads `kernel_model.copy_pattern` names, each
+copying the words it holds.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from irfuse.analysis.kernel_model import launch_min_blocks, model_from_kernel
+from irfuse.analysis.kernel_model import copy_pattern, launch_min_blocks, model_from_kernel, register_pattern
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
 from irfuse.dialects.access_pattern import AccessPattern, compile_start
@@ -242,24 +250,68 @@ def call_impl(op: fuse.CallOp, library: Library | None = None) -> Implementation
 def variant_of(op: fuse.CallOp) -> str:
     """One letter per operand and the result: 's' shared, 'r' registers."""
     def letter(v: SSAValue) -> str:
-        owner = v.owner
-        assert isinstance(owner, fuse.OnChipOp)
-        return "s" if owner.get_place().is_shared else "r"
+        place = fuse.place_of(v)
+        assert place is not None
+        return "s" if place.is_shared else "r"
     return "".join(letter(a) for a in op.args) + ("s" if op.get_place().is_shared else "r")
 
 
-def register_pattern(v: SSAValue, library: Library | None = None) -> tuple[AccessPattern, int, bool]:
-    """The AP, implementation bx and remapping through which a register value's threads hold it."""
-    owner = v.owner
-    if isinstance(owner, fuse.CallOp):
-        impl = call_impl(owner, library)
-        return impl.result_ap, impl.bx, owner.remapped
-    for use in v.uses:
-        if isinstance(use.operation, fuse.CallOp):
-            impl = call_impl(use.operation, library)
-            return impl.operand_aps[use.index], impl.bx, use.operation.remapped
-    size = v.type.size  # type: ignore[attr-defined]
-    return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size), 1, False
+class _Loop:
+    """A `fuse.loop` in the emitted body: its header and its statements (see `_KernelEmitter`)."""
+
+    def __init__(self, header: str) -> None:
+        self.header = header
+        self.children: list = []
+
+
+_BARRIER = object()  # a barrier in the emitted body
+
+
+def _has_barrier(nodes: list) -> bool:
+    return any(n is _BARRIER or (isinstance(n, _Loop) and _has_barrier(n.children)) for n in nodes)
+
+
+def _gpu_text(nodes: list, indent: str = "") -> list[str]:
+    """The statements of a body for the GPU: barriers as __syncthreads(), loops as `for`."""
+    out: list[str] = []
+    for n in nodes:
+        if n is _BARRIER:
+            out.append(indent + "  __syncthreads();")
+        elif isinstance(n, _Loop):
+            out += [indent + n.header, *_gpu_text(n.children, indent + "  "), indent + "  }"]
+        else:
+            out += [indent + line for line in n]
+    return out
+
+
+def _cpu_items(nodes: list) -> list:
+    """The body for the CPU: regions (lists of statements; a loop without barriers inside
+    stays in its region) and block-level loops `(_Loop, items)`."""
+    items: list = []
+    region: list[str] = []
+    for n in nodes:
+        if n is _BARRIER or (isinstance(n, _Loop) and _has_barrier(n.children)):
+            if region:
+                items.append(region)
+            region = []
+            if isinstance(n, _Loop):
+                items.append((n, _cpu_items(n.children)))
+        elif isinstance(n, _Loop):
+            region += _gpu_text([n])
+        else:
+            region += n
+    if region:
+        items.append(region)
+    return items
+
+
+def _regions(items: list, in_loop: bool = False):
+    """(region, inside a block-level loop) for every region of `_cpu_items`."""
+    for item in items:
+        if isinstance(item, tuple):
+            yield from _regions(item[1], True)
+        else:
+            yield item, in_loop
 
 
 def thread_scope(bx_call: int, bx_kernel: int, remap: bool) -> tuple[str, str, str]:
@@ -298,7 +350,13 @@ class _KernelEmitter:
         self.nthreads = self.bx * self.by
         self.min_blocks = min_blocks or launch_min_blocks(self.nthreads)
         self.names = _Names()
-        self.words = shared_words(kernel, library)
+        self.model, mapping = model_from_kernel(kernel, itemsize, library)
+        self.vids: dict[SSAValue, int] = mapping["ids"]
+        self.mops = {id(mapping["ops"][m.origin]): m for m in self.model.ops if m.origin >= 0}
+        self.rep: dict[int, SSAValue] = {}  # one C name per model value (a carried value has several SSA values)
+        self.declared: set[int] = set()
+        self.loops = 0
+        self.words = self.model.shared_words()
         self.info = KernelInfo(kernel.sym_name.data, self.bx, self.by, self.words,
                                [a.name_hint or f"in{i}" for i, a in enumerate(kernel.input_args)],
                                [a.name_hint or f"out{i}" for i, a in enumerate(kernel.output_args)],
@@ -307,8 +365,9 @@ class _KernelEmitter:
         self.info.min_blocks = self.min_blocks
         if kernel.barriers_before is not None:
             self.info.barriers_before = kernel.barriers_before.data
-        # The statements between two barriers (the first region starts the kernel).
-        self.regions: list[list[str]] = [[]]
+        # The body: lists of statements, barriers and loops (`_Loop`), nested as the kernel's ops.
+        self.body: list = []
+        self.open: list[list] = [self.body]
         self.regs: list[tuple[str, int]] = []  # register values: C name, words per thread
         self.used: set[tuple[Implementation, str]] = set()
         self.pending_async = False  # loads issued with cp.async and not yet waited for
@@ -317,17 +376,26 @@ class _KernelEmitter:
     def base(self, v: SSAValue, y: str) -> str:
         """The pointer a device function indexes for value v, run as element y: a padded
         value's element y is moved by y*(pitch - size) words (see analysis.bank_conflicts)."""
-        op = v.owner
-        assert isinstance(op, fuse.OnChipOp)
-        place = op.get_place()
+        place = fuse.place_of(v)
+        assert place is not None
         if not place.is_shared:
-            return self.names.get(v, "r_")
+            return self.reg_name(v)
         extra = place.pitch.data - v.type.size if place.pitch.data else 0  # type: ignore[attr-defined]
         return f"smem + {place.offset.data}" + (f" + {y}*{extra}" if extra else "")
 
+    def reg_name(self, v: SSAValue) -> str:
+        return self.names.get(self.rep.setdefault(self.vids[v], v), "r_")
+
+    def pattern(self, v: SSAValue) -> tuple[AccessPattern, int, bool]:
+        """The AP, implementation bx and remapping through which a register value's threads hold it."""
+        return register_pattern(self.model, self.vids[v])
+
     def declare_register(self, v: SSAValue) -> None:
-        ap, _, _ = register_pattern(v, self.library)
-        self.regs.append((self.names.get(v, "r_"), max(ap.relative()) + 1))
+        if self.vids[v] in self.declared:
+            return  # a carried value: declared where it is first copied into
+        self.declared.add(self.vids[v])
+        ap, _, _ = self.pattern(v)
+        self.regs.append((self.reg_name(v), max(ap.relative()) + 1))
         self.info.register_values += 1
 
     def guard(self, bx_call: int, y: str, remap: bool) -> str:
@@ -336,7 +404,7 @@ class _KernelEmitter:
     def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
         """A statement run by each thread holding its part of register value v, given the
         global index of word k of the thread's element, the register array and k."""
-        ap, ap_bx, remap = register_pattern(v, self.library)
+        ap, ap_bx, remap = self.pattern(v)
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
         size = v.type.size  # type: ignore[attr-defined]
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
@@ -348,7 +416,7 @@ class _KernelEmitter:
         else:
             start = start.replace("\0TX", x).replace("\0TY", y)
             index = lambda k: f"first * {size} + ({start}) + {k}"  # noqa: E731
-        body = " ".join(statement(index(k), self.names.get(v, "r_"), str(k)) for k in sorted(ap.relative()))
+        body = " ".join(statement(index(k), self.reg_name(v), str(k)) for k in sorted(ap.relative()))
         return f"  {scope}if ({self.guard(ap_bx, y, remap)}) {{ {body} }} }}"
 
     def copy(self, dst: str, src: str, count: str, size: int, place: fuse.PlaceAttr, load: bool = False) -> str:
@@ -403,10 +471,36 @@ class _KernelEmitter:
         self.line(f"  {scope}{call} }}" if remap else f"  {call}")
         self.info.calls.append(f"{op.op_name}[{impl.name}]")
 
+    def emit_copy(self, op: fuse.CopyOp) -> None:
+        ap, bx, remap = copy_pattern(self.model, self.mops[id(op)])
+        if op.place.is_shared:
+            self.info.shared_values += 1
+        else:
+            self.declare_register(op.res)
+        scope, x, y = thread_scope(bx, self.bx, remap)
+        start = c_start(ap, bx).replace("tx", "\0TX").replace("ty", "\0TY").replace("\0TX", x).replace("\0TY", y)
+
+        def word(v: SSAValue, k: int) -> str:
+            place = fuse.place_of(v)
+            return f"{self.reg_name(v)}[{k}]" if not place.is_shared else f"({self.base(v, y)})[({start}) + {k}]"
+        body = " ".join(f"{word(op.res, k)} = {word(op.source, k)};" for k in sorted(ap.relative()))
+        self.line(f"  // {self.names.get(op.res, 'v_')}: copy of {op.source.name_hint} into {op.place.text()}")
+        self.line(f"  {scope}if ({self.guard(bx, y, remap)}) {{ {body} }} }}")
+
+    def emit_loop(self, op: fuse.LoopOp) -> None:
+        var = f"irf_i{self.loops}"
+        self.loops += 1
+        loop = _Loop(f"  for (int {var} = 0; {var} < {op.trip_count.data}; ++{var}) {{  // fuse.loop")
+        self.open[-1].append(loop)
+        self.open.append(loop.children)
+        self.emit_ops(op.body.block)
+
+    def emit_yield(self, op: fuse.YieldOp) -> None:
+        self.open.pop()
+
     def emit_store(self, op: fuse.StoreOp) -> None:
-        value_op = op.value.owner
-        assert isinstance(value_op, fuse.OnChipOp)
-        place = value_op.get_place()
+        place = fuse.place_of(op.value)
+        assert place is not None
         size = op.value.type.size  # type: ignore[attr-defined]
         dst = self.names.get(op.dest, "g_")
         self.line(f"  // store into {op.dest.name_hint}")
@@ -420,16 +514,20 @@ class _KernelEmitter:
             self.line(self.per_thread(op.value, lambda index, r, k: f"{dst}[{index}] = {r}[{k}];"))
 
     def line(self, text: str) -> None:
-        self.regions[-1].append(text)
+        current = self.open[-1]
+        if not current or not isinstance(current[-1], list):
+            current.append([])
+        current[-1].append(text)
 
     def emit_barrier(self, op: fuse.BarrierOp) -> None:
-        self.regions.append([])
+        self.open[-1].append(_BARRIER)
         self.info.barriers += 1
 
-    def emit(self) -> str:
+    def emit_ops(self, block) -> None:
         handlers = {fuse.LoadOp: self.emit_load, fuse.CallOp: self.emit_call, fuse.StoreOp: self.emit_store,
-                    fuse.BarrierOp: self.emit_barrier}
-        for op in self.kernel.body.block.ops:
+                    fuse.BarrierOp: self.emit_barrier, fuse.CopyOp: self.emit_copy, fuse.LoopOp: self.emit_loop,
+                    fuse.YieldOp: self.emit_yield}
+        for op in block.ops:
             if self.pending_async and not isinstance(op, fuse.LoadOp):
                 self.line("  irf_async_wait();")
                 self.pending_async = False
@@ -437,9 +535,10 @@ class _KernelEmitter:
             if handler is None:
                 raise CompileError(f"the CUDA emitter does not handle '{op.name}'")
             handler(op)  # type: ignore[operator]
-        body: list[str] = []
-        for k, region in enumerate(self.regions):
-            body += ["  __syncthreads();"] * (k > 0) + region
+
+    def emit(self) -> str:
+        self.emit_ops(self.kernel.body.block)
+        body = _gpu_text(self.body)
         regs = [f"  real_t {name}[{words}];" for name, words in self.regs]
         gpu = [*self.signature(), *self.prologue(), *regs, *body, "}"]
         return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *self.host_function(), "#endif"])
@@ -462,9 +561,15 @@ class _KernelEmitter:
         params += [f"real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.output_args]
         params += ["const long long n", "const long long block_begin", "const long long block_end",
                    "const bool reverse"]
-        regions = [r for r in self.regions if r]
-        kept = [(name, words) for name, words in self.regs
-                if sum(bool(re.search(rf"\b{name}\b", "\n".join(r))) for r in regions) > 1]
+        items = _cpu_items(self.body)
+        regions = list(_regions(items))
+
+        def uses(name: str, in_loop_only: bool = False) -> int:
+            return sum(bool(re.search(rf"\b{name}\b", "\n".join(r))) for r, in_loop in regions
+                       if in_loop or not in_loop_only)
+        # Kept per thread: used in two regions, or in a block-level loop's body (the next
+        # iteration's region reads what this one's wrote).
+        kept = [(name, words) for name, words in self.regs if uses(name) > 1 or uses(name, True)]
         smem_words = -(-max(self.words, 1) // 4) * 4  # the kept values start 16-byte aligned
         scratch = smem_words + sum(self.nthreads * words for _, words in kept)
         nt = self.nthreads
@@ -481,22 +586,33 @@ class _KernelEmitter:
                   f"    irf::poison(smem, {self.words});",
                   f"    const long long first = irf_block * {self.by};",
                   f"    const int count = n - first < {self.by} ? (int)(n - first) : {self.by};"]
-        for region in regions:
-            text = "\n".join(region)
-            lines += [f"    for (int irf_t = 0; irf_t < {nt}; ++irf_t) {{",
-                      f"      const int tid = reverse ? {nt - 1} - irf_t : irf_t;",
-                      f"      const int tx = tid % {self.bx}, ty = tid / {self.bx};",
-                      "      const bool active = ty < count;",
-                      "      (void)tx; (void)ty; (void)active;"]
+        lines += self.cpu_body(items, "    ", kept)
+        return lines + ["  }", "}"]
+
+    def cpu_body(self, items: list, indent: str, kept: list[tuple[str, int]]) -> list[str]:
+        """Each region a loop over the block's threads; block-level loops around theirs."""
+        nt = self.nthreads
+        lines: list[str] = []
+        for item in items:
+            if isinstance(item, tuple):
+                loop, inner = item
+                lines += [indent + loop.header.strip(), *self.cpu_body(inner, indent + "  ", kept), indent + "}"]
+                continue
+            text = "\n".join(item)
+            lines += [f"{indent}for (int irf_t = 0; irf_t < {nt}; ++irf_t) {{",
+                      f"{indent}  const int tid = reverse ? {nt - 1} - irf_t : irf_t;",
+                      f"{indent}  const int tx = tid % {self.bx}, ty = tid / {self.bx};",
+                      f"{indent}  const bool active = ty < count;",
+                      f"{indent}  (void)tx; (void)ty; (void)active;"]
             for name, words in self.regs:
                 if not re.search(rf"\b{name}\b", text):
                     continue
                 if (name, words) in kept:
-                    lines.append(f"      real_t* const {name} = irf_kept_{name} + tid * {words};")
+                    lines.append(f"{indent}  real_t* const {name} = irf_kept_{name} + tid * {words};")
                 else:
-                    lines.append(f"      real_t {name}[{words}];")
-            lines += ["    " + line for line in region] + ["    }"]
-        return lines + ["  }", "}"]
+                    lines.append(f"{indent}  real_t {name}[{words}];")
+            lines += [indent + line for line in item] + [f"{indent}}}"]
+        return lines
 
     def prologue(self) -> list[str]:
         lines = []

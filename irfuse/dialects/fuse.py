@@ -12,6 +12,13 @@ Every on-chip value carries a `#fuse.place`: `shared[OFF]` (the block's
 shared buffer) or `reg` (each thread holds its own element's part).  The
 in-kernel passes rewrite exactly these places and the barriers.
 
+A `fuse.loop` runs its body a constant number of times inside the kernel. Each of its
+results is a *carried* value with one place of its own (`-> (T into reg, ...)`): the
+iter_arg k, the body's block argument k, the value yielded as k and result k all live
+there. Only `fuse.copy` writes such a place (the iter_args and the yielded values are
+copies into it, or the block argument itself when a value is carried unchanged), so a
+carried value's storage is never shared with a value the body computes.
+
 A kernel's global arrays are in the module's layout (`irfuse.dialects.layouts`): array of
 structures unless the kernel says `layout(soa)`, structure of arrays; loads and stores
 index global memory accordingly.
@@ -24,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr, SymbolNameConstraint, SymbolRefAttr, UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr, SymbolNameConstraint, SymbolRefAttr, UnitAttr
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, SpacedOpaqueSyntaxAttribute
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, ParametrizedAttribute, Region, SSAValue, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
@@ -46,7 +53,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -239,17 +246,43 @@ class OnChipOp(LocatedOperation):
         self.properties["place"] = place
 
     def verify_pitch(self) -> None:
-        place, size = self.get_place(), self.results[0].type.size  # type: ignore[attr-defined]
-        if place.pitch.data and place.pitch.data < size:
-            raise VerifyException(f"pitch {place.pitch.data} is smaller than the value's {size} words per element")
-        kernel = self.parent_op()
-        if place.is_shared and isinstance(kernel, KernelOp):
-            end = place.offset.data + kernel.by.data * (place.pitch.data or size)
-            nbytes = end * _itemsize(self)
-            if nbytes > MAX_SHARED_BYTES_PER_BLOCK:
-                raise VerifyException(
-                    f"{place.text()} for {kernel.by.data} elements of {size} words ends at word {end} "
-                    f"({nbytes} bytes): a block has at most {MAX_SHARED_BYTES_PER_BLOCK} bytes of shared memory")
+        verify_place(self, self.get_place(), self.results[0].type.size)  # type: ignore[attr-defined]
+
+
+def enclosing_kernel(op: IRDLOperation) -> "KernelOp | None":
+    """The `fuse.kernel` an op is in, through any `fuse.loop`s."""
+    parent = op.parent_op()
+    while isinstance(parent, LoopOp):
+        parent = parent.parent_op()
+    return parent if isinstance(parent, KernelOp) else None
+
+
+def verify_place(op: IRDLOperation, place: PlaceAttr, size: int) -> None:
+    """A place holds a value of `size` words per element: a pitch no smaller than it, and the
+    block's elements within the shared memory a block can have."""
+    if place.pitch.data and place.pitch.data < size:
+        raise VerifyException(f"pitch {place.pitch.data} is smaller than the value's {size} words per element")
+    kernel = enclosing_kernel(op)
+    if place.is_shared and kernel is not None:
+        end = place.offset.data + kernel.by.data * (place.pitch.data or size)
+        nbytes = end * _itemsize(op)
+        if nbytes > MAX_SHARED_BYTES_PER_BLOCK:
+            raise VerifyException(
+                f"{place.text()} for {kernel.by.data} elements of {size} words ends at word {end} "
+                f"({nbytes} bytes): a block has at most {MAX_SHARED_BYTES_PER_BLOCK} bytes of shared memory")
+
+
+def place_of(v: SSAValue) -> PlaceAttr | None:
+    """Where an on-chip value lives: its op's place, or for a `fuse.loop` result or body
+    argument the loop's place for it; None for a value that is not on chip."""
+    owner = v.owner
+    if isinstance(owner, OnChipOp):
+        return owner.get_place()
+    if isinstance(owner, LoopOp):
+        return owner.place_list()[v.index]  # type: ignore[attr-defined]
+    if isinstance(v, BlockArgument) and isinstance(v.block.parent_op(), LoopOp):
+        return v.block.parent_op().place_list()[v.index]  # type: ignore[union-attr]
+    return None
 
 
 @irdl_op_definition
@@ -304,7 +337,7 @@ class CallOp(OnChipOp):
     place = prop_def(PlaceAttr)
     # Set by fuse-remap-threads: the call runs on the block's first threads, renumbered.
     remap = opt_attr_def(UnitAttr)
-    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp, LoopOp),))
 
     def __init__(self, callee: str, impl: str, args: Sequence[SSAValue], result_type: Attribute,
                  place: PlaceAttr):
@@ -329,13 +362,14 @@ class CallOp(OnChipOp):
         self.verify_pitch()
         if [a.type for a in self.args] != list(op.operand_types) or self.res.type != op.result_type:
             raise VerifyException(f"fuse.call types do not match the signature {op.signature()}")
-        kernel = self.parent_op()
-        if isinstance(kernel, KernelOp) and impl.bx > kernel.bx.data:
+        kernel = enclosing_kernel(self)
+        if kernel is not None and impl.bx > kernel.bx.data:
             raise VerifyException(f"implementation '{impl.name}' of '{self.op_name}' runs with {impl.bx} threads "
                                   f"per element, but its kernel has bx = {kernel.bx.data}")
         for a in self.args:
-            if not isinstance(a.owner, OnChipOp):
-                raise VerifyException("fuse.call operands must be on-chip values (fuse.load or fuse.call results)")
+            if place_of(a) is None:
+                raise VerifyException("fuse.call operands must be on-chip values (results of fuse.load, fuse.call, "
+                                      "fuse.copy or fuse.loop, or a fuse.loop's carried values)")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -390,7 +424,7 @@ class StoreOp(LocatedOperation):
         kernel = self.parent_op()
         if isinstance(kernel, KernelOp) and self.dest not in kernel.output_args:
             raise VerifyException("fuse.store must write a kernel output argument")
-        if not isinstance(self.value.owner, OnChipOp):
+        if place_of(self.value) is None:
             raise VerifyException("fuse.store stores an on-chip value")
 
 
@@ -399,11 +433,179 @@ class BarrierOp(LocatedOperation):
     """`__syncthreads()`: every thread of the block waits here."""
 
     name = "fuse.barrier"
-    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp, LoopOp),))
     assembly_format = "attr-dict"
 
     def __init__(self):
         super().__init__()
+
+
+@irdl_op_definition
+class CopyOp(OnChipOp):
+    """Copies an on-chip value to a place of its own: how a value enters a `fuse.loop`'s
+    carried place (as its iter_arg or yielded value) and leaves it. Each word is copied by
+    the thread that holds it in registers (the source's, else the destination's), so the
+    passes know which thread touches which shared word."""
+
+    name = "fuse.copy"
+    source = operand_def(KasType)
+    res = result_def(KasType)
+    place = prop_def(PlaceAttr)
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp, LoopOp),))
+
+    def __init__(self, source: SSAValue, place: PlaceAttr):
+        super().__init__(operands=[source], result_types=[source.type], properties={"place": place})
+
+    def verify_(self) -> None:
+        self.verify_pitch()
+        if self.source.type != self.res.type:
+            raise VerifyException("fuse.copy result type must match its source")
+        if place_of(self.source) is None:
+            raise VerifyException("fuse.copy copies an on-chip value")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(f" into {self.place.text()} : ")
+        printer.print_attribute(self.res.type)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "CopyOp":
+        src = parser.parse_unresolved_operand()
+        parser.parse_keyword("into")
+        place = parse_place(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(src, t), place)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+@irdl_op_definition
+class YieldOp(LocatedOperation):
+    """Ends a `fuse.loop` body: the values carried to the next iteration and out of the loop."""
+
+    name = "fuse.yield"
+    values = var_operand_def(KasType)
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(LoopOp)))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class LoopOp(LocatedOperation):
+    """Runs its body `trip_count` times inside the kernel, every thread of the block alike
+    (so barriers inside are reached by all). Result k is a carried value living at
+    `places[k]`; the first results are carried in (block argument k receives iter_arg k, then
+    the value yielded as k), the others only carried out. See the module's docstring."""
+
+    name = "fuse.loop"
+    trip_count = prop_def(IntAttr)
+    places = prop_def(ArrayAttr[PlaceAttr])
+    iter_args = var_operand_def(KasType)
+    res = var_result_def(KasType)
+    body = region_def("single_block")
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp, LoopOp),))
+
+    def __init__(self, trip_count: int, iter_args: Sequence[SSAValue], result_types: Sequence[Attribute],
+                 places: Sequence[PlaceAttr], body: Region | None = None):
+        if body is None:
+            body = Region(Block(arg_types=[v.type for v in iter_args]))
+        super().__init__(operands=[iter_args], result_types=[result_types],
+                         properties={"trip_count": IntAttr(trip_count), "places": ArrayAttr(places)},
+                         regions=[body])
+
+    def place_list(self) -> tuple[PlaceAttr, ...]:
+        return self.places.data
+
+    def set_places(self, places: Sequence[PlaceAttr]) -> None:
+        self.properties["places"] = ArrayAttr(places)
+
+    @property
+    def yield_op(self) -> YieldOp | None:
+        last = self.body.block.last_op
+        return last if isinstance(last, YieldOp) else None
+
+    def verify_(self) -> None:
+        if self.trip_count.data < 1:
+            raise VerifyException(f"fuse.loop trip count must be at least 1, got {self.trip_count.data}")
+        places = self.place_list()
+        if len(places) != len(self.res):
+            raise VerifyException(f"fuse.loop has {len(self.res)} results but {len(places)} places")
+        block = self.body.block
+        if len(block.args) != len(self.iter_args) or len(self.iter_args) > len(self.res):
+            raise VerifyException(f"fuse.loop body has {len(block.args)} arguments for {len(self.iter_args)} "
+                                  f"iter_args and {len(self.res)} results (each iter_arg has an argument and a result)")
+        term = self.yield_op
+        if term is None:
+            raise VerifyException("fuse.loop body must end with fuse.yield")
+        if len(term.values) != len(self.res):
+            raise VerifyException(f"fuse.yield yields {len(term.values)} values but fuse.loop has {len(self.res)} "
+                                  "results")
+        for k, (r, place) in enumerate(zip(self.res, places)):
+            verify_place(self, place, r.type.size)  # type: ignore[attr-defined]
+            y = term.values[k]
+            if y.type != r.type:
+                raise VerifyException(f"fuse.yield value {k} is {y.type}, fuse.loop result {k} is {r.type}")
+            unchanged = k < len(block.args) and y is block.args[k]
+            if not unchanged and not (isinstance(y.owner, CopyOp) and y.owner.get_place() == place):
+                raise VerifyException(f"fuse.yield value {k} must be a fuse.copy into the loop's place {place.text()} "
+                                      f"for it (or block argument {k}, carried unchanged)")
+        for k, (v, a) in enumerate(zip(self.iter_args, block.args)):
+            if v.type != a.type or a.type != self.res[k].type:
+                raise VerifyException(f"fuse.loop iter_arg {k} is {v.type}, its argument {a.type}")
+            if not (isinstance(v.owner, CopyOp) and v.owner.get_place() == places[k]):
+                raise VerifyException(f"fuse.loop iter_arg {k} must be a fuse.copy into the loop's place "
+                                      f"{places[k].text()} for it")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.trip_count.data}")
+        if self.iter_args:
+            printer.print_string(" iter_args(")
+            printer.print_list(zip(self.body.block.args, self.iter_args),
+                               lambda p: (printer.print_ssa_value(p[0]), printer.print_string(" = "),
+                                          printer.print_ssa_value(p[1])))
+            printer.print_string(")")
+        printer.print_string(" -> (")
+        printer.print_list(zip(self.res.types, self.place_list()),
+                           lambda p: (printer.print_attribute(p[0]), printer.print_string(f" into {p[1].text()}")))
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LoopOp":
+        trip = parser.parse_integer(allow_boolean=False)
+        pos = parser.pos
+        names: list = []
+        inits: list = []
+        if parser.parse_optional_keyword("iter_args"):
+            def one():
+                arg = parser.parse_argument(expect_type=False)
+                parser.parse_punctuation("=")
+                return arg, parser.parse_unresolved_operand()
+            for arg, init in parser.parse_comma_separated_list(Parser.Delimiter.PAREN, one):
+                names.append(arg)
+                inits.append(init)
+        parser.parse_punctuation("->")
+
+        def result():
+            t = parser.parse_type()
+            parser.parse_keyword("into")
+            return t, parse_place(parser)
+        pairs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, result)
+        if len(pairs) < len(inits):
+            parser.raise_error("fuse.loop needs a result for each iter_arg", pos, parser.pos)
+        types = [t for t, _ in pairs]
+        operands = parser.resolve_operands(inits, types[: len(inits)], pos)
+        args = [a.resolve(t) for a, t in zip(names, types)]
+        body = parser.parse_region(args)
+        op = cls(trip, operands, types, [p for _, p in pairs], body)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
 
 
 @irdl_op_definition
@@ -557,6 +759,6 @@ class LaunchOp(LocatedOperation):
 
 Fuse = Dialect(
     "fuse",
-    [KernelOp, LoadOp, CallOp, StoreOp, BarrierOp, LaunchOp],
+    [KernelOp, LoadOp, CallOp, CopyOp, LoopOp, YieldOp, StoreOp, BarrierOp, LaunchOp],
     [PlaceAttr, AccessPatternAttr, SpaceAttr, RegisterUseAttr, LayoutAttr],
 )

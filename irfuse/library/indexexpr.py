@@ -392,6 +392,21 @@ def count_flops(trees: list[Scalar]) -> int:
     return sum(walk(t) for t in trees)
 
 
+SLOW_FUNCTIONS = ("sqrt", "rcp")
+
+
+def count_slow_ops(trees: list[Scalar]) -> int:
+    """Divisions, reciprocals and square roots per element: each is a sequence of
+    instructions on a GPU (IEEE-rounded), not one."""
+    def walk(t: Scalar) -> int:
+        if isinstance(t, SBin):
+            return int(t.op == "/") + walk(t.lhs) + walk(t.rhs)
+        if isinstance(t, SUn):
+            return int(t.fn in SLOW_FUNCTIONS) + walk(t.arg)
+        return 0
+    return sum(walk(t) for t in trees)
+
+
 def eval_numpy(t: Scalar, operands: list) -> object:
     """Evaluates a tree over batched operands ((N, size) arrays); returns an (N,) array."""
     import numpy as np

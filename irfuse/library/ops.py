@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irfuse.dialects.kas import KasType
-from irfuse.library.indexexpr import (BatchEvaluator, DefinitionError, Expander, Scalar, count_flops, eval_numpy,
+from irfuse.library.indexexpr import (BatchEvaluator, DefinitionError, Expander, Scalar, count_flops, count_slow_ops,
+                                      eval_numpy,
                                       parse_definition)
 
 
@@ -39,6 +40,11 @@ class OpDef:
     @property
     def flops(self) -> int:
         return count_flops(self.trees)
+
+    @property
+    def slow_ops(self) -> int:
+        """How many of `flops` are divisions, reciprocals or square roots."""
+        return count_slow_ops(self.trees)
 
     def bytes(self, itemsize: int = 4) -> int:
         """Global-memory bytes per element when the op runs alone."""

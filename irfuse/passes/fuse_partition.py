@@ -6,7 +6,10 @@ Plan `plan` of the `top` best is applied: each chosen group becomes a
 every call, sequential shared offsets) so that each in-kernel pass after it
 shows its effect; the kernel carries the planner's prediction as
 `predicted_ns`. The host program launches the kernels in an order that
-respects every dependence.
+respects every dependence. A group holding a loop becomes a kernel with a
+`fuse.loop` inside (the loop runs there, its body's calls with it); a loop no
+chosen group holds stays a `kas.loop` on the host around its body's launches
+(`loops=host` keeps every loop there).
 """
 
 from __future__ import annotations
@@ -27,7 +30,15 @@ from irfuse.passes.module_element_type import itemsize_of, layout_of
 from irfuse.planner.cost import DEFAULT_BATCH, load_profile
 from irfuse.planner.dag import BlockDAG
 from irfuse.planner.registers import load_register_table
-from irfuse.planner.search import DEFAULT_CONFIG_BUDGET, Config, external_values, plan_program, rebind
+from irfuse.planner.search import (
+    DEFAULT_CONFIG_BUDGET,
+    LOOP_PLACEMENTS,
+    Config,
+    describe_group,
+    external_values,
+    plan_program,
+    rebind,
+)
 from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
 
 
@@ -42,12 +53,12 @@ class NoSuchPlan(UsageError):
 def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelOp:
     """The unoptimized kernel of a chosen configuration (the one the planner built and costed
     before its in-kernel steps), with the prediction and the group it stands for."""
-    calls = [dag.ops[i] for i in config.group]
-    model = build_kernel_model(calls, config.impls, config.inputs, config.outputs, config.by, itemsize=4,
+    ops = [dag.ops[i] for i in config.group]
+    model = build_kernel_model(ops, config.impls, config.inputs, config.outputs, config.by, itemsize=4,
                                layout=config.model.layout)
     kernel = kernel_op(name, model, config.inputs, config.outputs)
     kernel.predicted_ns = IntAttr(int(round(config.cost.time * 1e9)))
-    kernel.group = StringAttr(" ".join(f"{c.op_name}[{i.name}]" for c, i in zip(calls, config.impls)))
+    kernel.group = StringAttr(describe_group(ops, config.impls).replace("+", " "))
     return kernel
 
 
@@ -114,19 +125,19 @@ _PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plan
 
 def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
                  keep: int, registers_path: str | None = None, progress=None,
-                 budget: int = DEFAULT_CONFIG_BUDGET, layout: str = "aos"):
+                 budget: int = DEFAULT_CONFIG_BUDGET, layout: str = "aos", loops: str = "auto"):
     """The fusion search, memoized per program and options within a process (tuning applies
     plan after plan of one search). The memo only saves time: its key holds every input of
     the search (the register table by content), so a hit gives what a search would."""
     registers = load_register_table(registers_path) if registers_path else None
-    key = (module_text(program), n, profile_name, itemsize, layout, max_size, top, keep, budget,
+    key = (module_text(program), n, profile_name, itemsize, layout, loops, max_size, top, keep, budget,
            tuple(sorted(registers.items())) if registers else None)
     if key not in _PLANS:
         _PLANS.clear()
         profile = load_profile(profile_name)
         _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep,
                                              progress=progress, registers=registers, budget=budget,
-                                             layout=layout))
+                                             layout=layout, loops=loops))
     old_program, (dags, plans) = _PLANS[key]
     if old_program is not program:
         # Re-run the block analysis on this program object (the plans refer to its ops by position).
@@ -147,6 +158,7 @@ class FusePartition(ModulePass):
     keep: int = 2
     registers: str | None = None
     budget: int = DEFAULT_CONFIG_BUDGET
+    loops: str = "auto"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "max_size": "most calls in one kernel",
         "top": "how many best plans to search for",
@@ -158,6 +170,8 @@ class FusePartition(ModulePass):
                      "estimates",
         "budget": "configurations the search analyses before it leaves larger groups out (the same plan on "
                   "any machine; a warning says when it was reached)",
+        "loops": "auto: a loop may run inside a kernel where the cost model finds it cheaper; host: every loop "
+                 "runs from the host, its body's kernels launched once per iteration",
     }
 
     def search(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
@@ -168,9 +182,11 @@ class FusePartition(ModulePass):
             raise UsageError(f"fuse-partition: n must be at least 1, got {self.n}")
         if self.budget < 1:
             raise UsageError(f"fuse-partition: budget must be at least 1, got {self.budget}")
+        if self.loops not in LOOP_PLACEMENTS:
+            raise UsageError(f"fuse-partition: loops must be one of {', '.join(LOOP_PLACEMENTS)}, got '{self.loops}'")
         dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
                                    max(self.top, self.plan + 1), self.keep, self.registers, progress, self.budget,
-                                   layout)
+                                   layout, self.loops)
         return dags, plans, load_profile(self.profile)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -187,13 +203,18 @@ class FusePartition(ModulePass):
                                for note in plan.notes])
             prefix = program.sym_name.data
             count = 0
+            in_kernel = {(c.dag, i) for c in plan.configs for i in c.group}
+            absorbed: set[int] = set()  # bodies of loops that run inside a kernel (parents come first)
             for d, dag in enumerate(dags):
+                if dag.parent is not None and (dag.parent[0] in absorbed or dag.parent in in_kernel):
+                    absorbed.add(d)
+                    continue
                 chosen = sorted((c for c in plan.configs if c.dag == d), key=lambda c: c.group)
                 names, kernels = [], []
                 for c in chosen:
                     # Earlier blocks' rewrites renamed values this block reads: take them afresh.
                     c.inputs, c.outputs = external_values(dag, c.group)
-                    opnames = [dag.ops[i].op_name for i in c.group]
+                    opnames = [getattr(dag.ops[i], "op_name", "loop") for i in c.group]
                     tail = "_".join(opnames[:3]) + ("_etc" if len(opnames) > 3 else "")
                     name = f"{prefix}_k{count}_{tail}"
                     count += 1

@@ -8,10 +8,12 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
                 structure of arrays: B * size * ceil(BY * itemsize / 32), one run per word)
     in_flight = resident * BY * (words loaded per element) * itemsize      (bytes per SM)
     t_mem     = 32 * sectors / (bandwidth * min(1, in_flight / (bandwidth / SMs * turnaround)))
-    t_compute = sum over calls of n * flops * (BX / bx_call unless remapped) / flop rate
-                + remapped calls * n * remap_ops / flop rate
+    t_compute = sum over calls of runs * n * flops * (BX / bx_call unless remapped) / flop rate
+                + remapped calls * runs * n * remap_ops / flop rate
+                (flops: a division, reciprocal or square root counts slow_op_flops;
+                 runs: the trip counts of the loops around the call, 1 outside loops)
     t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
-    t_sync    = barriers * ceil(B / (SMs * resident)) * barrier_cost
+    t_sync    = barrier runs * ceil(B / (SMs * resident)) * barrier_cost
     time      = launch_overhead + max(t_mem, t_compute + t_sync, t_shared)
 
 `bandwidth` is the device-to-device copy rate (bytes read + written per
@@ -23,7 +25,11 @@ the time from a block issuing its loads until its SM issues the next block's.
 A block waiting at a barrier holds up its own instructions, not the memory
 system, so barrier time adds to the compute path, not to the transfer time.
 `launch_overhead` is what each further kernel adds to a run submitted as one
-CUDA graph. Built-in profiles for the H100 and H200 come from measurements on
+CUDA graph. A kernel that runs a loop inside reads and writes global memory once
+and repeats its body's arithmetic, shared accesses and barriers `trip` times:
+such kernels are usually bound by `t_compute`, which is what ranks them against
+the same loop run from the host (every iteration's kernels moving the carried
+values through global memory) and picks their thread mapping. Built-in profiles for the H100 and H200 come from measurements on
 the GPU machine; `irfuse calibrate` measures the GPU present and saves a
 profile that later runs prefer. The measurements behind the turnaround, the
 barrier term and the profiles are in `benchmarks/NOTES.md` ("Cost model: what
@@ -38,7 +44,7 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
-from irfuse.analysis.kernel_model import KernelModel
+from irfuse.analysis.kernel_model import KernelModel, op_weights
 from irfuse.diagnostics import CompileError, UsageError
 
 DEFAULT_BATCH = 4_194_304  # elements the cost model plans for unless told otherwise (the GPU run's default)
@@ -62,6 +68,7 @@ class DeviceProfile:
     barrier_cost: float = 2e-7
     turnaround: float = 1.5e-6  # s from a block's loads to the next block's on its SM (see above)
     remap_ops: int = 4
+    slow_op_flops: float = 16.0  # flop-equivalents of one IEEE division, reciprocal or square root
     shared_wavefront_rate: float = 1.75e9  # shared-memory wavefronts per second per SM (one per clock)
 
     def to_json(self) -> dict:
@@ -165,6 +172,11 @@ def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int
     return max(0, min(by_threads, by_smem, by_regs, p.max_blocks_per_sm))
 
 
+def op_flops(op, p: DeviceProfile) -> float:
+    """An op's arithmetic per element in flop-equivalents: slow operations weigh more."""
+    return op.flops + op.slow_ops * (p.slow_op_flops - 1)
+
+
 def global_sectors(n: int, by: int, sizes: list[int], itemsize: int, layout: str = "aos") -> int:
     """32-byte sectors a kernel of `by` elements per block moves for global arrays of `sizes`
     words per element: a block's chunk of an array of structures is one contiguous run, of
@@ -205,14 +217,19 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     t_mem = 32 * sectors / (p.bandwidth * eff)
     rate = p.fp64_flops if isz == 8 else p.fp32_flops
     flops = 0.0
-    for op in model.calls():
+    barrier_runs = 0
+    for op, runs in zip(model.ops, op_weights(model.ops)):
+        if op.kind == "barrier":
+            barrier_runs += runs
+        if op.kind != "call":
+            continue
         waste = 1.0 if op.remap else model.bx / op.impl.bx
-        flops += n * op.impl.op.flops * waste
+        flops += runs * n * op_flops(op.impl.op, p) * waste
         if op.remap:
-            flops += n * op.impl.bx * p.remap_ops
+            flops += runs * n * op.impl.bx * p.remap_ops
     t_compute = flops / (rate * min(1.0, occupancy * 2))
     waves = math.ceil(blocks / (p.sms * resident))
-    t_sync = model.barrier_count() * waves * p.barrier_cost
+    t_sync = barrier_runs * waves * p.barrier_cost
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
     time = p.launch_overhead + max(t_mem, t_compute + t_sync, t_shared)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,

@@ -1,10 +1,14 @@
 """The DAG of one block of a `kas.program`, and its convex connected groups of calls.
 
-Nodes are the block's ops (calls and loops; a loop is one opaque node whose
-body is a DAG of its own). A group of calls is *valid* when it is connected
-(through def-use edges, either direction) and convex: no path leaves the group
-and comes back. With bitsets of ancestors and descendants, a set S is convex
-iff no node outside S is both a descendant and an ancestor of S.
+Nodes are the block's ops (calls and loops; a loop is one node whose body is a
+DAG of its own). A group of nodes is *valid* when it is connected (through def-use
+edges, either direction) and convex: no path leaves the group and comes back. With
+bitsets of ancestors and descendants, a set S is convex iff no node outside S is both
+a descendant and an ancestor of S.
+
+Groups hold calls and, where the search may run loops inside kernels, loops whose body
+can (`kernel_loops`): such a group's kernel runs the whole loop, body included, and the
+body's own DAG then has no kernels of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from xdsl.ir import Block, Operation
 
 from irfuse.dialects import kas
+from irfuse.transforms.kernel_builder import forwards_carried
 
 
 @dataclass
@@ -25,10 +30,22 @@ class BlockDAG:
     desc: list[int] = field(default_factory=list)  # bitsets, strict
     anc: list[int] = field(default_factory=list)
     multiplier: int = 1  # how many times the block runs per program run
+    parent: tuple[int, int] | None = None  # (DAG, node) of the loop whose body this is
 
     @property
     def calls(self) -> list[int]:
         return [i for i, op in enumerate(self.ops) if isinstance(op, kas.CallOp)]
+
+    def kernel_loops(self) -> list[int]:
+        """The loops that may run inside a kernel: their bodies hold only calls and such loops,
+        and no carried value is yielded in another's place."""
+        return [i for i, op in enumerate(self.ops) if isinstance(op, kas.LoopOp) and loop_fits_kernel(op)]
+
+
+def loop_fits_kernel(loop: kas.LoopOp) -> bool:
+    body = [op for op in loop.body.block.ops if not isinstance(op, kas.YieldOp)]
+    return not forwards_carried(loop) and bool(body) and all(
+        isinstance(op, kas.CallOp) or (isinstance(op, kas.LoopOp) and loop_fits_kernel(op)) for op in body)
 
 
 def _uses_in(op: Operation) -> set:
@@ -40,7 +57,7 @@ def _uses_in(op: Operation) -> set:
     return vals
 
 
-def block_dag(block: Block, multiplier: int = 1) -> BlockDAG:
+def block_dag(block: Block, multiplier: int = 1, parent: tuple[int, int] | None = None) -> BlockDAG:
     ops = [op for op in block.ops if not isinstance(op, (kas.ReturnOp, kas.YieldOp))]
     index = {op: i for i, op in enumerate(ops)}
     n = len(ops)
@@ -61,20 +78,32 @@ def block_dag(block: Block, multiplier: int = 1) -> BlockDAG:
     for j in range(n):
         for i in pred[j]:
             anc[j] |= (1 << i) | anc[i]
-    return BlockDAG(block, ops, succ, pred, desc, anc, multiplier)
+    return BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent)
 
 
 def program_dags(program: kas.ProgramOp) -> list[BlockDAG]:
-    """The DAG of the program body and of every loop body (nested), with run counts."""
-    out = []
+    """The DAG of the program body and of every loop body (nested), with run counts; a
+    body's DAG comes after its parent's."""
+    out: list[BlockDAG] = []
 
-    def visit(block: Block, mult: int) -> None:
-        out.append(block_dag(block, mult))
-        for op in block.ops:
+    def visit(block: Block, mult: int, parent: tuple[int, int] | None) -> None:
+        me = len(out)
+        out.append(block_dag(block, mult, parent))
+        for i, op in enumerate(out[me].ops):
             if isinstance(op, kas.LoopOp):
-                visit(op.body.block, mult * op.trip_count.data)
+                visit(op.body.block, mult * op.trip_count.data, (me, i))
 
-    visit(program.body.block, 1)
+    visit(program.body.block, 1, None)
+    return out
+
+
+def enclosing_loops(dags: list[BlockDAG], d: int) -> list[tuple[int, int]]:
+    """(DAG, node) of every loop around block DAG `d`, innermost first."""
+    out = []
+    parent = dags[d].parent
+    while parent is not None:
+        out.append(parent)
+        parent = dags[parent[0]].parent
     return out
 
 
@@ -90,13 +119,14 @@ def is_convex(dag: BlockDAG, members: int) -> bool:
     return (d & a & ~members) == 0
 
 
-def convex_groups(dag: BlockDAG, max_size: int) -> list[tuple[int, ...]]:
-    """Every connected convex group of at most `max_size` calls, each once.
+def convex_groups(dag: BlockDAG, max_size: int, loops: bool = False) -> list[tuple[int, ...]]:
+    """Every connected convex group of at most `max_size` nodes (calls, and with `loops`
+    the loops that may run inside a kernel), each once.
 
-    Grows groups from each call as their smallest member, adding neighbouring calls
+    Grows groups from each node as their smallest member, adding neighbouring nodes
     of larger index (ESU-style), so no subset of the block is ever scanned blindly.
     """
-    calls = set(dag.calls)
+    calls = set(dag.calls) | (set(dag.kernel_loops()) if loops else set())
     neigh = {i: {j for j in dag.succ[i] | dag.pred[i] if j in calls} for i in calls}
     found: set[int] = set()
     out: list[tuple[int, ...]] = []

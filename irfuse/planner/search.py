@@ -1,7 +1,8 @@
 """The fusion search: candidate kernels, their configurations and costs, the CP-SAT cover.
 
-1. Candidates: the convex connected groups of at most `max_size` calls of each
-   block (`dag.convex_groups`).
+1. Candidates: the convex connected groups of at most `max_size` nodes of each
+   block (`dag.convex_groups`): calls, and loops whose whole body can run inside a
+   kernel (unless `loops="host"`).
 2. Configurations of a group: for each thread count per element B offered by
    the group's implementations, every call takes its implementation with the
    most threads not above B (giving a call fewer threads than B leaves lanes
@@ -14,7 +15,9 @@
    rest dropped once `keep` better ones are known; infeasible ones (shared
    memory, threads, registers over the device's limits) are dropped.
 3. Cover: CP-SAT picks configurations so that every call is covered exactly once,
-   with the least predicted total time; a cover whose kernels would depend on each
+   by a kernel of its own block or by a kernel running one of the loops around it
+   (then that loop runs inside the kernel, else from the host), with the least
+   predicted total time; a cover whose kernels would depend on each
    other in a cycle is cut off and the model solved again; the next plans exclude
    the ones found.
 """
@@ -33,12 +36,12 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
-from irfuse.planner.cost import DeviceProfile, KernelCost, global_sectors, kernel_cost
-from irfuse.planner.dag import BlockDAG, convex_groups, program_dags
+from irfuse.planner.cost import DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops
+from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, program_dags
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
 from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
-from irfuse.transforms.kernel_builder import build_kernel_model
+from irfuse.transforms.kernel_builder import build_kernel_model, flat_calls
 
 BLOCK_THREADS = (64, 128, 256)
 # The search's budget, in units of work rather than seconds so that the same program gives
@@ -46,6 +49,7 @@ BLOCK_THREADS = (64, 128, 256)
 # and CP-SAT's deterministic time for the cover (summed over its solves).
 DEFAULT_CONFIG_BUDGET = 3500
 DEFAULT_COVER_BUDGET = 2.0
+LOOP_PLACEMENTS = ("auto", "host")  # where loops may run: inside kernels where cheaper, or on the host
 
 
 @dataclass
@@ -63,8 +67,7 @@ class Config:
     weighted_time: float = 0.0
 
     def describe(self, dags: list[BlockDAG]) -> str:
-        ops = dags[self.dag].ops
-        return "+".join(f"{ops[i].op_name}[{impl.name}]" for i, impl in zip(self.group, self.impls))
+        return describe_group([dags[self.dag].ops[i] for i in self.group], self.impls)
 
 
 @dataclass
@@ -77,29 +80,61 @@ class Plan:
         return len(self.configs)
 
 
+def describe_group(ops: list[Operation], impls) -> str:
+    """`op[impl]+...`, a loop as `loop N(...)` around its body's."""
+    pending = iter(impls)
+
+    def text(group: list[Operation]) -> str:
+        parts = []
+        for op in group:
+            if isinstance(op, kas.LoopOp):
+                body = [o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)]
+                parts.append(f"loop {op.trip_count.data}({text(body)})")
+            else:
+                parts.append(f"{op.op_name}[{next(pending).name}]")  # type: ignore[attr-defined]
+        return "+".join(parts)
+    return text(ops)
+
+
 def external_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]]:
-    members = {dag.ops[i] for i in group}
+    """(inputs, outputs) of a group: values its ops (loop bodies included) read that are
+    made outside it, and results of its ops read outside it."""
+    top = [dag.ops[i] for i in group]
+    members = set(top)
+    bodies = set()
+    for op in top:
+        for inner in op.walk():
+            members.add(inner)
+            for region in inner.regions:
+                bodies.update(region.blocks)
     inputs: list[SSAValue] = []
     outputs: list[SSAValue] = []
-    for i in group:
-        call = dag.ops[i]
-        for a in call.operands:
-            if (not isinstance(a.owner, Operation) or a.owner not in members) and a not in inputs:
-                inputs.append(a)
-        r = call.results[0]
-        for use in r.uses:
-            user = use.operation
-            while user is not None and user.parent_block() is not dag.block:
-                user = user.parent_op()
-            if user not in members:
-                outputs.append(r)
-                break
+    for op in top:
+        for inner in op.walk():
+            if isinstance(inner, kas.YieldOp):
+                operands = inner.operands
+            elif isinstance(inner, (kas.CallOp, kas.LoopOp)):
+                operands = inner.operands
+            else:
+                continue
+            for a in operands:
+                inside = a.owner in members if isinstance(a.owner, Operation) else a.owner in bodies
+                if not inside and a not in inputs:
+                    inputs.append(a)
+        for r in op.results:
+            for use in r.uses:
+                user = use.operation
+                while user is not None and user.parent_block() is not dag.block:
+                    user = user.parent_op()
+                if user not in members:
+                    outputs.append(r)
+                    break
     return inputs, outputs
 
 
 def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implementation, ...]]:
     lib = default_library()
-    options = [lib.implementations(lib.get(dag.ops[i].op_name)) for i in group]
+    options = [lib.implementations(lib.get(call.op_name)) for call in flat_calls([dag.ops[i] for i in group])]
     widths = sorted({impl.bx for opts in options for impl in opts})
     out = []
     seen = set()
@@ -112,6 +147,18 @@ def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implement
     return out
 
 
+def call_runs(ops: list[Operation]) -> list[int]:
+    """For each call of `flat_calls(ops)`, how many times it runs: its loops' trip counts."""
+    out: list[int] = []
+    for op in ops:
+        if isinstance(op, kas.CallOp):
+            out.append(1)
+        elif isinstance(op, kas.LoopOp):
+            body = [o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)]
+            out += [op.trip_count.data * r for r in call_runs(body)]
+    return out
+
+
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
                   itemsize: int, keep: int, registers: Mapping[str, int] | None = None,
                   layout: str = "aos") -> tuple[list[Config], int]:
@@ -119,7 +166,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     analysed to find them. `registers`: per-thread registers of kernels compiled before, by
     `registers.signature` (the estimate otherwise); `layout`: of the global arrays."""
     dag = dags[d]
-    calls = [dag.ops[i] for i in group]
+    ops = [dag.ops[i] for i in group]
     inputs, outputs = external_values(dag, group)
     sizes = [v.type.size for v in inputs] + [v.type.size for v in outputs]  # type: ignore[attr-defined]
     # Every configuration's cost is at least `floor`: the launch plus the transfer of its global
@@ -128,7 +175,8 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # stops once `keep` configurations cost no more than the next floor: the same `keep` best
     # as analysing all of them, for a fraction of the work on memory-bound groups.
     choices = _impl_choices(dag, group)
-    flops = n * sum(impl.op.flops for impl in choices[0])  # an op's flops do not depend on its mapping
+    # An op's flops do not depend on its mapping; a call in a loop runs its trip count times.
+    flops = n * sum(runs * op_flops(impl.op, profile) for runs, impl in zip(call_runs(ops), choices[0]))
     rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
     candidates = []
     for impls in choices:
@@ -152,7 +200,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     for floor, index, impls, by in candidates:
         if floor >= worst_kept():
             break  # this and every later configuration cost at least as much as the kept ones
-        base = build_kernel_model(calls, impls, inputs, outputs, by, itemsize, layout)
+        base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout)
         m = optimize(base, stop_before=BARRIER_STEP)
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:
@@ -172,14 +220,18 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
                       max_size: int, keep: int = 2, progress=None,
                       registers: Mapping[str, int] | None = None,
                       budget: int | None = DEFAULT_CONFIG_BUDGET,
-                      layout: str = "aos") -> tuple[list[BlockDAG], list[Config], list[str]]:
+                      layout: str = "aos", loops: str = "auto") -> tuple[list[BlockDAG], list[Config], list[str]]:
     """Configurations of every candidate group, and notes on what the budget left out.
 
     Groups are analysed smallest first; once `budget` configurations have been analysed, the
-    remaining groups of two calls or more are left out (single calls never are, so a plan
-    always exists). The configurations keep the groups' enumeration order."""
+    remaining groups of two nodes or more are left out (single calls and single loops never
+    are, so a plan always exists). The configurations keep the groups' enumeration order.
+    `loops`: "auto" lets groups hold loops (run inside the kernel), "host" keeps every loop
+    on the host."""
+    if loops not in LOOP_PLACEMENTS:
+        raise CompileError(f"loops must be one of {', '.join(LOOP_PLACEMENTS)}, got '{loops}'")
     dags = program_dags(program)
-    groups = [(d, g) for d, dag in enumerate(dags) for g in convex_groups(dag, max_size)]
+    groups = [(d, g) for d, dag in enumerate(dags) for g in convex_groups(dag, max_size, loops == "auto")]
     found: dict[int, list[Config]] = {}
     spent = skipped = 0
     for done, k in enumerate(sorted(range(len(groups)), key=lambda k: (len(groups[k][1]), k))):
@@ -258,13 +310,19 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
         for node in c.group:
             covering.setdefault((c.dag, node), []).append(ci)
     for d, dag in enumerate(dags):
+        around = enclosing_loops(dags, d)
+        # A loop run inside a kernel covers every call of its body (nested loops included).
+        inherited = [i for key in around for i in covering.get(key, [])]
         for node in dag.calls:
             opts = covering.get((d, node), [])
             if not opts:
                 op = dag.ops[node]
                 raise CompileError(f"no feasible kernel can run '{op.op_name}' on this device "
                                    "(every implementation exceeds its limits)")
-            model.AddExactlyOne(x[i] for i in opts)
+            model.AddExactlyOne(x[i] for i in opts + inherited)
+        for node in dag.kernel_loops():
+            if covering.get((d, node)):
+                model.Add(sum(x[i] for i in covering[(d, node)] + inherited) <= 1)
     scale = 1e10  # objective in units of 0.1 ns
     model.Minimize(sum(int(round(c.weighted_time * scale)) * x[i] for i, c in enumerate(configs)))
     plans: list[Plan] = []
@@ -315,14 +373,14 @@ def _one_kernel_per_call(dags: list[BlockDAG], configs: list[Config]) -> Plan:
 def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
                  max_size: int = 8, top: int = 1, keep: int = 2, progress=None,
                  registers: Mapping[str, int] | None = None, budget: int | None = DEFAULT_CONFIG_BUDGET,
-                 cover_budget: float = DEFAULT_COVER_BUDGET, layout: str = "aos"
+                 cover_budget: float = DEFAULT_COVER_BUDGET, layout: str = "aos", loops: str = "auto"
                  ) -> tuple[list[BlockDAG], list[Plan]]:
-    """The `top` best plans for global arrays in `layout`; each plan's `notes` say where a
-    budget cut the search short."""
+    """The `top` best plans for global arrays in `layout`, loops placed as `loops` allows;
+    each plan's `notes` say where a budget cut the search short."""
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
     dags, configs, notes = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers,
-                                             budget, layout)
+                                             budget, layout, loops)
     if not any(dag.calls for dag in dags):
         return dags, [Plan([], 0.0)]
     plans = solve_cover(dags, configs, top, cover_budget)

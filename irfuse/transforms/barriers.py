@@ -4,22 +4,39 @@ the conservative baseline of one after every op."""
 from __future__ import annotations
 
 from irfuse.analysis.hazards import HazardTracker
-from irfuse.analysis.kernel_model import KernelModel, MOp
+from irfuse.analysis.kernel_model import KernelModel, MOp, unrolled
 from irfuse.analysis.shared_accesses import accesses
 
 
 def place_barriers(model: KernelModel) -> KernelModel:
-    """The model with a barrier exactly before each op that would otherwise race."""
+    """The model with a barrier exactly before each op that would otherwise race.
+
+    Ops are followed in the order a block runs them (loop bodies twice, so that the accesses
+    of one iteration meet those of the next across the back edge); a barrier placed before an
+    op stands before every run of it, so the walk is repeated with the barriers found until
+    it finds no new one (without loops, one walk)."""
     out = model.copy()
     ops = out.without_barriers()
-    tracker = HazardTracker(out.shared_words())
+    accs = [accesses(out, op) for op in ops]
+    order = unrolled(ops)
+    before: set[int] = set()
+    while True:
+        tracker = HazardTracker(out.shared_words())
+        found = set(before)
+        for i in order:
+            if i in found:
+                tracker.reset()
+            elif tracker.conflict(accs[i]) is not None:
+                found.add(i)
+                tracker.reset()
+            tracker.record(accs[i], i)
+        if found == before:
+            break
+        before = found
     placed: list[MOp] = []
     for i, op in enumerate(ops):
-        acc = accesses(out, op)
-        if tracker.conflict(acc) is not None:
+        if i in before:
             placed.append(MOp("barrier"))
-            tracker.reset()
-        tracker.record(acc, i)
         placed.append(op)
     out.ops = placed
     return out
@@ -27,14 +44,15 @@ def place_barriers(model: KernelModel) -> KernelModel:
 
 def barrier_after_every_op(model: KernelModel) -> KernelModel:
     """The baseline, race-free whatever the order and offsets: a barrier after the loads,
-    after every call, and after a store that another kind of op follows."""
+    after every call and copy, after a store that another kind of op follows, at the start
+    of every loop body (after its `loop` op) and after every loop."""
     out = model.copy()
     ops = out.without_barriers()
     placed: list[MOp] = []
     for i, op in enumerate(ops):
         placed.append(op)
         nxt = ops[i + 1] if i + 1 < len(ops) else None
-        if nxt is not None and (op.kind == "call" or (op.kind != "call" and nxt.kind != op.kind)):
+        if nxt is not None and (op.kind not in ("load", "store") or nxt.kind != op.kind):
             placed.append(MOp("barrier"))
     out.ops = placed
     return out

@@ -13,42 +13,128 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from irfuse.analysis.kernel_model import KernelModel, MOp, MValue
-from irfuse.dialects import fuse
+from irfuse.diagnostics import CompileError
+from irfuse.dialects import fuse, kas
 from irfuse.library.implementations import Implementation
 from irfuse.transforms.allocation import ALIGN_WORDS
 from irfuse.transforms.barriers import barrier_after_every_op
 
 
-def build_kernel_model(calls: Sequence[Operation], impls: Sequence[Implementation], inputs: Sequence[SSAValue],
+def flat_calls(ops: Sequence[Operation]) -> list[Operation]:
+    """The kas.call ops of `ops` and of the bodies of its loops, in program order."""
+    out: list[Operation] = []
+    for op in ops:
+        if isinstance(op, kas.CallOp):
+            out.append(op)
+        elif isinstance(op, kas.LoopOp):
+            out += flat_calls([o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)])
+    return out
+
+
+def forwards_carried(loop: kas.LoopOp) -> bool:
+    """Whether the loop yields one of its carried values in another's place (a swap): copies
+    into carried places are made one after another, so such a loop stays on the host."""
+    args = loop.body.block.args
+    yielded = loop.body.block.last_op.operands
+    return any(y in args and (k >= len(args) or y is not args[k]) for k, y in enumerate(yielded))
+
+
+def _read_inside(loop: kas.LoopOp) -> list[SSAValue]:
+    """The values the loop's body reads (nested loops included), in order, once each."""
+    out: list[SSAValue] = []
+    for op in loop.body.block.walk():
+        for v in op.operands:
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation], inputs: Sequence[SSAValue],
                        outputs: Sequence[SSAValue], by: int, itemsize: int, layout: str = "aos") -> KernelModel:
-    """`calls` (kas.call ops, program order) with `impls`, loading `inputs` and storing
-    `outputs` (results of the calls, global arrays in `layout`). Value ids: the inputs in
-    order, then the results."""
+    """`ops` (kas.call and kas.loop ops, program order) with `impls` for their calls
+    (`flat_calls` order), loading `inputs` and storing `outputs` (results of the ops, global
+    arrays in `layout`). Value ids: the inputs in order, then results and carried values in
+    program order. A loop becomes its carried values' copies in, a `loop` op, its body, the
+    copies of the yielded values and a `yield` op. In an array-of-structures kernel, where
+    loads and stores are block-wide copies through shared memory, a loaded value that a loop
+    reads is first copied (so that it may be held in registers across the iterations instead
+    of read from shared memory in each), and a carried value that is an output is copied out
+    before it is stored."""
     values: dict[int, MValue] = {}
-    ops: list[MOp] = []
+    mops: list[MOp] = []
     vid: dict[SSAValue, int] = {}
     # Source locations: a call keeps its statement's; a load takes the first statement that
     # reads the value, a store the statement that makes it (diagnostics point at the user's line).
     first_reader: dict = {}
-    for call in calls:
+    for call in flat_calls(ops):
         for a in call.operands:
             first_reader.setdefault(a, call.location)
+
+    def new(v: SSAValue | None, size: int, name: str, type_: Attribute, **flags) -> int:
+        i = len(values)
+        values[i] = MValue(i, size, name, type=type_, **flags)
+        if v is not None:
+            vid[v] = i
+        return i
+
     for v in inputs:
-        vid[v] = len(vid)
-        values[vid[v]] = MValue(vid[v], v.type.size, v.name_hint or "", is_input=True)  # type: ignore[attr-defined]
-        ops.append(MOp("load", value=vid[v], location=first_reader.get(v)))
-    for call, impl in zip(calls, impls):
-        r = call.results[0]
-        vid[r] = len(vid)
-        values[vid[r]] = MValue(vid[r], r.type.size, r.name_hint or "", stored=r in outputs)  # type: ignore
-        ops.append(MOp("call", impl=impl, args=[vid[a] for a in call.operands], result=vid[r],
-                       location=call.location))
+        ops_ = MOp("load", value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True),  # type: ignore[attr-defined]
+                   location=first_reader.get(v))
+        mops.append(ops_)
+    pending = iter(impls)
+    loaded = set(inputs)
+
+    def emit(block_ops: Sequence[Operation]) -> None:
+        for op in block_ops:
+            if isinstance(op, kas.CallOp):
+                r = op.results[0]
+                result = new(r, r.type.size, r.name_hint or "", r.type, stored=r in outputs)  # type: ignore[attr-defined]
+                mops.append(MOp("call", impl=next(pending), args=[vid[a] for a in op.operands], result=result,
+                                location=op.location))
+            elif isinstance(op, kas.LoopOp):
+                if forwards_carried(op):
+                    raise CompileError("a loop that yields one carried value in another's place cannot run inside "
+                                       "a kernel")
+                if layout != "soa":
+                    for v in _read_inside(op):
+                        if v in loaded:
+                            loaded.discard(v)
+                            held = new(None, v.type.size, v.name_hint or "", v.type)  # type: ignore[attr-defined]
+                            mops.append(MOp("copy", args=[vid[v]], result=held, location=op.location))
+                            vid[v] = held
+                args = op.body.block.args
+                carried = [new(None, r.type.size, r.name_hint or "", r.type, carried=True,  # type: ignore[attr-defined]
+                               stored=r in outputs and layout == "soa") for r in op.res]
+                for k, init in enumerate(op.iter_args):
+                    mops.append(MOp("copy", args=[vid[init]], result=carried[k], location=op.location))
+                    vid[args[k]] = carried[k]
+                mops.append(MOp("loop", trip=op.trip_count.data, carries=carried, inits=len(args),
+                                location=op.location))
+                emit([o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)])
+                term = op.body.block.last_op
+                for k, y in enumerate(term.operands):
+                    if k < len(args) and y is args[k]:
+                        continue  # carried unchanged
+                    mops.append(MOp("copy", args=[vid[y]], result=carried[k], location=term.location))
+                mops.append(MOp("yield", carries=carried, location=term.location))
+                for r, c in zip(op.res, carried):
+                    vid[r] = c
+            else:
+                raise CompileError(f"'{op.name}' cannot be part of a kernel")
+
+    emit(ops)
     for r in outputs:
-        ops.append(MOp("store", value=vid[r], location=r.owner.location))
-    model = KernelModel(max(impl.bx for impl in impls), by, values, ops, itemsize, layout)
+        stored = vid[r]
+        if values[stored].carried and layout != "soa":
+            staged = new(None, values[stored].size, values[stored].name, values[stored].type, stored=True)
+            mops.append(MOp("copy", args=[stored], result=staged, location=r.owner.location))
+            stored = staged
+        mops.append(MOp("store", value=stored, location=r.owner.location))
+    bx = max((impl.bx for impl in impls), default=1)
+    model = KernelModel(bx, by, values, mops, itemsize, layout)
     off = 0
     for v in values.values():
         v.offset = off
@@ -69,12 +155,16 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
         kernel.location = first  # a kernel stands where its first statement does
     for arg, v in zip([*kernel.input_args, *kernel.output_args], [*inputs, *outputs]):
         arg.name_hint = v.name_hint
-    block = kernel.body.block
+    blocks = [kernel.body.block]
+    loops: list[fuse.LoopOp] = []
     onchip: dict[int, SSAValue] = {}
 
     def place(vid: int) -> fuse.PlaceAttr:
         v = model.values[vid]
         return fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg()
+
+    def name(vid: int) -> str | None:
+        return model.values[vid].name or None
 
     loads = 0
     for op in model.ops:
@@ -88,13 +178,35 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
             ir = fuse.CallOp(impl.op.name, impl.name, [onchip[a] for a in op.args], impl.op.result_type,
                              place(op.result))  # type: ignore[arg-type]
             onchip[op.result] = ir.results[0]  # type: ignore[index]
+        elif op.kind == "copy":
+            ir = fuse.CopyOp(onchip[op.args[0]], place(op.result))  # type: ignore[arg-type]
+            onchip[op.result] = ir.results[0]  # type: ignore[index]
         elif op.kind == "store":
             ir = fuse.StoreOp(onchip[op.value], kernel.output_args[out_ids[op.value]])  # type: ignore[index]
+        elif op.kind == "loop":
+            ir = fuse.LoopOp(op.trip, [onchip[c] for c in op.carries[:op.inits]],
+                             [model.values[c].type for c in op.carries],
+                             [place(c) for c in op.carries])
+            for c, arg in zip(op.carries, ir.body.block.args):
+                onchip[c] = arg
+                arg.name_hint = name(c)
+        elif op.kind == "yield":
+            ir = fuse.YieldOp([onchip[c] for c in op.carries])
         else:
             ir = fuse.BarrierOp()
         if op.location is not None:
             ir.location = op.location
-        if ir.results:
-            ir.results[0].name_hint = model.values[op.result if op.kind == "call" else op.value].name or None  # type: ignore[index]
-        block.add_op(ir)
+        if op.kind in ("load", "call", "copy"):
+            ir.results[0].name_hint = name(op.result if op.kind != "load" else op.value)  # type: ignore[arg-type]
+        blocks[-1].add_op(ir)
+        if op.kind == "loop":
+            blocks.append(ir.body.block)  # type: ignore[attr-defined]
+            loops.append(ir)  # type: ignore[arg-type]
+        elif op.kind == "yield":
+            blocks.pop()
+            loop = loops.pop()
+            for c, r in zip(op.carries, loop.res):
+                onchip[c] = r
+                r.name_hint = name(c)
     return kernel
+

@@ -16,8 +16,12 @@ def _dependencies(model: KernelModel) -> dict[int, set[int]]:
 
 def linearize(model: KernelModel) -> KernelModel:
     """Orders the calls to minimize peak shared memory (exact up to EXACT_LINEARIZE_LIMIT
-    calls, greedy above); loads come first, each store right after its value's producer."""
+    calls, greedy above); loads come first, each store right after its value's producer.
+    A kernel with loops keeps its order (the program's): calls do not move into or out of a
+    loop, and its body is short."""
     out = model.copy()
+    if out.has_loops():
+        return barrier_after_every_op(out)
     calls = out.calls()
     n = len(calls)
     deps = _dependencies(out)

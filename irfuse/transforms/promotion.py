@@ -6,12 +6,17 @@ asked (`inputs`, `outputs`): the block copies them between global and shared mem
 contiguously, where a thread reading its own element's words from global memory would
 stride by the element's size. In a structure-of-arrays kernel the same per-thread access
 is coalesced (word k of consecutive elements is contiguous), so loaded and stored values
-are promoted too: no shared staging, no barrier after the loads."""
+are promoted too: no shared staging, no barrier after the loads.
+
+A value made by copies (a loop's carried value, a loaded value copied for a loop) goes to
+registers when every call reading it agrees on the threads and words (as for a loaded
+value), and every value copied into it that is in registers is held by those same
+threads; a loop then keeps it in registers across iterations."""
 
 from __future__ import annotations
 
 from irfuse.analysis.access_patterns import compatible_fast
-from irfuse.analysis.kernel_model import KernelModel, MOp
+from irfuse.analysis.kernel_model import KernelModel, MOp, register_pattern
 
 
 def _consumers(model: KernelModel, vid: int) -> list[tuple[MOp, int]]:
@@ -48,6 +53,39 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
         v.shared = not ok
         if not v.shared:
             v.offset = 0
+    _promote_copied(out, outputs)
     return out
+
+
+def _agrees(model: KernelModel, pattern, other) -> bool:
+    (ap, bx, remap), (ap2, bx2, remap2) = pattern, other
+    return bx == bx2 and remap == remap2 and compatible_fast(ap2, ap, bx, model.by)
+
+
+def _promote_copied(model: KernelModel, outputs: bool) -> None:
+    """Values made by copies to registers where their readers and register sources agree; a
+    value copied from another such value follows it, so this is repeated until stable."""
+    copied = {op.result for op in model.ops if op.kind == "copy"}
+    carried = [vid for vid, v in model.values.items() if vid in copied and (outputs or not v.stored)]
+    sources = {vid: [op.args[0] for op in model.ops if op.kind == "copy" and op.result == vid] for vid in carried}
+    for vid in carried:
+        ap, bx, remap = register_pattern(model, vid)
+        model.values[vid].shared = ap.noreg or not all(
+            _agrees(model, (ap, bx, remap), (cons.impl.operand_aps[k], cons.impl.bx, cons.remap))  # type: ignore
+            for cons, k in _consumers(model, vid))
+    changed = True
+    while changed:
+        changed = False
+        for vid in carried:
+            v = model.values[vid]
+            if v.shared:
+                continue
+            mine = register_pattern(model, vid)
+            if any(not model.values[s].shared and not _agrees(model, mine, register_pattern(model, s))
+                   for s in sources[vid]):
+                v.shared, changed = True, True
+    for vid in carried:
+        if not model.values[vid].shared:
+            model.values[vid].offset = 0
 
 
