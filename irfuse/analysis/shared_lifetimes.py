@@ -50,6 +50,7 @@ class Overwrite:
     writer: int  # op indices in model.ops (barriers included)
     reader: int
     words: tuple[int, int]  # the overlapping words, [lo, hi)
+    next_iteration: bool = False  # the reader runs again in the loop's next iteration
 
 
 def _extent(model: KernelModel, vid: int) -> tuple[int, int]:
@@ -74,7 +75,13 @@ def overwrites(model: KernelModel) -> list[Overwrite]:
                     continue
                 wlo, whi = _extent(model, w)
                 if wlo < hi and lo < whi:
-                    out.append(Overwrite(vid, i, last[vid], (max(lo, wlo), min(hi, whi))))
+                    reader, again = last[vid], False
+                    if vid not in model.ops[reader].reads():
+                        # Live to the end of a loop (lifetimes): the next iteration reads it again.
+                        begin = max(b for b, e in loop_ends(model.ops).items() if e == reader)
+                        reader = next(j for j in range(begin, reader) if vid in model.ops[j].reads())
+                        again = True
+                    out.append(Overwrite(vid, i, reader, (max(lo, wlo), min(hi, whi)), again))
                     break
             else:
                 continue

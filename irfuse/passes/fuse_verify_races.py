@@ -1,6 +1,8 @@
 """fuse-verify-races: proves that a barrier separates every pair of accesses to one shared
 word by different threads when at least one of them writes, and that no shared value is
-overwritten while it is still to be read; fails naming the accesses."""
+overwritten while it is still to be read; fails naming the accesses. Loops inside a
+kernel are followed around their back edge: an access at the end of an iteration and one
+at the start of the next are a pair."""
 
 from __future__ import annotations
 
@@ -15,6 +17,10 @@ from irfuse.analysis.kernel_model import model_from_kernel
 from irfuse.analysis.shared_lifetimes import overwrites
 from irfuse.diagnostics import CompileError, located
 from irfuse.passes.kernel_pass import kernels_of
+
+
+COUNTING = ("ops are counted from 0 in the kernel body, barriers included (a fuse.loop, the ops of its body "
+            "and its fuse.yield in order)")
 
 
 @dataclass(frozen=True)
@@ -35,13 +41,14 @@ class FuseVerifyRaces(ModulePass):
                     f"race in fuse.kernel @{kernel.sym_name.data}: {describe_op(model, first, race.first)} {verb} "
                     f"shared word {race.word} and {describe_op(model, second, race.second)} touches it from "
                     "another thread with no fuse.barrier between them", second.location,
-                    notes=["ops are counted from 0 in the kernel body, barriers included"]))
+                    notes=[COUNTING]))
             for o in overwrites(model):
                 victim = model.values[o.victim]
                 diags.append(located(
                     f"fuse.kernel @{kernel.sym_name.data}: {describe_op(model, model.ops[o.writer], o.writer)} "
                     f"overwrites shared words {o.words[0]}..{o.words[1] - 1} of %{victim.name}, which "
-                    f"{describe_op(model, model.ops[o.reader], o.reader)} reads later", model.ops[o.writer].location,
-                    notes=["ops are counted from 0 in the kernel body, barriers included"]))
+                    f"{describe_op(model, model.ops[o.reader], o.reader)} reads later"
+                    + (" (in the loop's next iteration)" if o.next_iteration else ""), model.ops[o.writer].location,
+                    notes=[COUNTING]))
         if diags:
             raise CompileError(diags)

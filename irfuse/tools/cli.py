@@ -12,6 +12,7 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 from rich.console import Console
@@ -21,9 +22,11 @@ from rich.table import Table
 from irfuse._version import __version__
 from irfuse.diagnostics import Diagnostic, IrfuseError, UsageError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
+from irfuse.dialects.kas import LoopOp
 from irfuse.dialects.layouts import LAYOUTS, from_aos, to_aos
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import PlanningOptions, compile_program, run_pipeline
+from irfuse.driver.tuned import compile_tuned
 from irfuse.frontend.irgen import compile_file
 from irfuse.library.catalogue import default_library, load_library_file
 from irfuse.library.implementations import load_store_pattern
@@ -42,7 +45,6 @@ from irfuse.runtime.reference import (
 )
 from irfuse.runtime.verify import check_outputs, sample_elements, subset
 from irfuse.tools.calibrate import calibrate
-from irfuse.driver.tuned import compile_tuned
 from irfuse.tools.report import million_elements_per_second
 from irfuse.tools.tune import tune
 from irfuse.transforms.barriers import barrier_after_every_op
@@ -367,7 +369,9 @@ def _plan_rows(dags, plans, n):
         for c in sorted(p.configs, key=lambda c: (c.dag, c.group)):
             regs = sum(1 for v in c.model.values.values() if not v.shared)
             before = barrier_after_every_op(c.model).barrier_count()
-            kernels.append(f"[{c.describe(dags)}] ({c.model.bx},{c.model.by}) {c.model.shared_bytes()} B, "
+            runs = dags[c.dag].multiplier  # launched this many times by loops on the host
+            kernels.append(f"{f'{runs}x ' if runs > 1 else ''}[{c.describe(dags)}] ({c.model.bx},{c.model.by}) "
+                           f"{c.model.shared_bytes()} B, "
                            f"{c.cost.registers} regs, {c.model.barrier_count()} barriers ({before} before "
                            f"elimination), {regs}/{len(c.model.values)} values in registers")
         rows.append((k, p, kernels))
@@ -401,8 +405,14 @@ def cmd_plan(args) -> int:
                                "estimated), barriers, values in registers"),
                 "predicted", "M elem/s"):
         t.add_column(col, overflow="fold")
-    for k, p, kernels in _plan_rows(dags, plans, args.n):
-        t.add_row(str(k), escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
+    rows = [(str(k), p, kernels) for k, p, kernels in _plan_rows(dags, plans, args.n)]
+    if any(isinstance(dags[c.dag].ops[i], LoopOp) for c in plans[0].configs for i in c.group):
+        # The best plan runs a loop inside a kernel: show the best with every loop on the host too.
+        host_dags, host_plans, _ = replace(partition, loops="host", top=1, plan=0).search(find_program(module),
+                                                                                         itemsize)
+        rows += [("host loops", p, kernels) for _, p, kernels in _plan_rows(host_dags, host_plans, args.n)]
+    for k, p, kernels in rows:
+        t.add_row(k, escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
                   million_elements_per_second(args.n, p.predicted_time))
     console.print(t)
     for note in plans[0].notes if plans else []:
