@@ -82,13 +82,3 @@ builtin.module {
   }
 }
 // CHECK: shared[1000000] for 4 elements of 9 words ends at word 1000036 (4000144 bytes): a block has at most 232448 bytes of shared memory
-
-// -----
-builtin.module {
-  fuse.kernel @k block(bx = 1, by = 4) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
-    %a = fuse.load %A into shared[0] : !kas.matrix<3x3>
-    %c = fuse.copy %a into reg : !kas.vector<3>
-    fuse.store %a to %B : !kas.matrix<3x3>
-  }
-}
-// CHECK: operand is used with type !kas.vector<3>, but has been previously used or defined with type !kas.matrix<3x3>
