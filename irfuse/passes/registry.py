@@ -69,11 +69,14 @@ DEFAULT_PIPELINE = ",".join(["kas-dce", "fuse-partition", *(s.pass_name for s in
 UNFUSED_PIPELINE = "kas-dce,fuse-each,fuse-verify-races"
 
 
-def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, keep: int | None = None) -> str:
+def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, keep: int | None = None,
+                       loops: str = "auto") -> str:
     """The default pipeline applying plan `plan` of the search's `top` best (`keep`:
-    configurations kept per group, the pass's default when None), every option explicit."""
+    configurations kept per group, the pass's default when None; `loops`: where loops may
+    run, see fuse-partition), every option explicit."""
     kept = "" if keep is None else f" keep={keep}"
-    part = f"fuse-partition{{max-size={max_size} top={top}{kept} plan={plan} n={n} profile={profile}}}"
+    where = "" if loops == "auto" else f" loops={loops}"
+    part = f"fuse-partition{{max-size={max_size} top={top}{kept} plan={plan} n={n} profile={profile}{where}}}"
     return DEFAULT_PIPELINE.replace("fuse-partition", part, 1)
 
 

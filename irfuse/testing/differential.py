@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from irfuse.diagnostics import CompileError, IrfuseError
+from irfuse.dialects.context import module_text
 from irfuse.dialects.element_types import element_type
 from irfuse.driver.compile import compile_program
 from irfuse.frontend.irgen import compile_file
@@ -31,6 +32,7 @@ class Outcome:
     """What happened to one program: `plans` plans ran and agreed, or `failure` says how not."""
 
     plans: int = 0
+    in_kernel_loops: int = 0  # of those plans, how many ran a loop inside a kernel
     failure: str | None = None  # a kind: "mismatch", "frontend", or an exception's type name
     detail: str = ""
     invalid: bool = False  # the frontend refused the program: not a finding, the input was bad
@@ -53,39 +55,45 @@ class Budget:
     seed: int = 0
     profile: str = "h100"
     max_size: int = 8
+    host_loops: bool = False  # also the best plan that keeps every loop on the host
     extra: dict = field(default_factory=dict)
 
 
 def check_plans(path: str, budget: Budget) -> Outcome:
-    """Runs plan 0..top-1 of the search on the CPU; compares every output with the reference."""
+    """Runs plan 0..top-1 of the search on the CPU (and with `host_loops` the best plan with
+    every loop on the host); compares every output with the reference."""
     try:
-        compile_file(path)
+        program = compile_file(path)
     except CompileError as e:
         return Outcome(failure="frontend", detail=str(e), invalid=True)
     out = Outcome()
-    for k in range(budget.top):
-        pipeline = partition_pipeline(budget.top, k, budget.max_size, 1 << 22, budget.profile)
+    runs = [(k, budget.top, "auto") for k in range(budget.top)]
+    if budget.host_loops and "kas.loop" in module_text(program.module):
+        runs.append((0, 1, "host"))
+    for k, top, loops in runs:
+        pipeline = partition_pipeline(top, k, budget.max_size, 1 << 22, budget.profile, loops=loops)
         try:
             plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=False)
         except NoSuchPlan:
             if k > 0:
                 return out
-            return Outcome(out.plans, "NoSuchPlan", f"plan {k}: the search found no plan")
+            return Outcome(out.plans, out.in_kernel_loops, "NoSuchPlan", f"plan {k}: the search found no plan")
         except IrfuseError as e:
-            return Outcome(out.plans, "CompileError", f"plan {k}: {e}")
+            return Outcome(out.plans, out.in_kernel_loops, "CompileError", f"plan {k}: {e}")
         except Exception as e:  # noqa: BLE001 -- a crash of the compiler is a finding, reported with its trace
-            return Outcome(out.plans, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
+            return Outcome(out.plans, out.in_kernel_loops, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         try:
             inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k,
                                    element_type(budget.dtype).numpy)
             got = Executor(plan, CpuDevice(plan)).run(inputs, budget.n).outputs
             want = run_references(plan.reference_program, inputs, budget.dtype)
         except Exception as e:  # noqa: BLE001 -- a crash of the runtime is a finding too
-            return Outcome(out.plans, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
+            return Outcome(out.plans, out.in_kernel_loops, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
         if bad:
-            return Outcome(out.plans, "mismatch", f"plan {k}: " + "; ".join(bad))
+            return Outcome(out.plans, out.in_kernel_loops, "mismatch", f"plan {k} (loops={loops}): " + "; ".join(bad))
         out.plans += 1
+        out.in_kernel_loops += "fuse.loop" in module_text(plan.module)
     return out
 
 

@@ -3,7 +3,9 @@
 `random_program(seed, calls)` writes a program of exactly `calls` statements
 (loops optional) in which every statement's value reaches an output: chains,
 diamonds (values read by several statements), wide fan-out, several outputs,
-reassignment of a variable, and loops that carry values.
+reassignment of a variable, and loops that carry values (1 to 3 iterations, some
+with a loop nested in their body; statements after a loop read what it carried).
+`loop_rate` is how often a statement starts a loop instead.
 
 Two variants reach what that shape cannot:
 - `dead=True` returns only some of the values nobody read, so whole chains and loops
@@ -34,7 +36,7 @@ def _ops_by_signature(lib: Library) -> list[tuple[str, tuple[str, ...], str]]:
 
 
 def random_program(seed: int, calls: int, loops: bool = True, library: Library | None = None,
-                   dead: bool = False, dense: bool = False) -> str:
+                   dead: bool = False, dense: bool = False, loop_rate: float = 0.1) -> str:
     rng = random.Random(seed)
     ops = _ops_by_signature(library or default_library())
     # Avoid ops that make values explode or vanish over long chains (division, reciprocal).
@@ -61,9 +63,8 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
     unread: set[str] = set()
 
     def assigned_in(block: list[str]) -> set[str]:
-        """Variables assigned in the loop being written (its lines after the last `loop`)."""
-        start = max(k for k, line in enumerate(block) if line.startswith("loop "))
-        return {line.split("=")[0].strip() for line in block[start + 1:] if "=" in line}
+        """Variables assigned in these lines."""
+        return {line.split("=")[0].strip() for line in block if "=" in line}
 
     def statement(indent: str, target: str | None = None) -> list[str]:
         """One statement; `target`: the variable it must assign. Returns the variables it read."""
@@ -99,19 +100,32 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
         made += 1
         return args
 
+    def write_loop(indent: str, most: int, nested: bool) -> None:
+        """A loop of 2 to `most` statements (a nested loop counting as its own)."""
+        body = rng.randint(2, min(4, most))
+        lines.append(f"{indent}loop {rng.choice((1, 2, 3))} {{")
+        start = len(lines)
+        read: list[str] = []
+        left = body - 1
+        while left > 0:
+            if nested and left >= 2 and rng.random() < 0.3:
+                before = made
+                write_loop(indent + "  ", left, False)
+                left -= made - before
+            else:
+                read += statement(indent + "  ")
+                left -= 1
+        # The body's last statement reassigns a value computed before the loop that the body
+        # read: the loop carries it (when `dead`, often a loop whose results all die).
+        before = [v for v in dict.fromkeys(read) if v not in inputs and v not in assigned_in(lines[start:])]
+        if not (before and (dead or dense or rng.random() < 0.5)
+                and statement(indent + "  ", rng.choice(before))):
+            statement(indent + "  ")
+        lines.append(f"{indent}}}")
+
     while made < calls:
-        if loops and calls - made >= 3 and rng.random() < 0.1:
-            body = rng.randint(2, min(4, calls - made))
-            lines.append(f"loop {rng.randint(2, 3)} {{")
-            read: list[str] = []
-            for _ in range(body - 1):
-                read += statement("  ")
-            # The body's last statement reassigns a value computed before the loop that the body
-            # read: the loop carries it (when `dead`, often a loop whose results all die).
-            before = [v for v in dict.fromkeys(read) if v not in inputs and v not in assigned_in(lines)]
-            if not (before and (dead or dense or rng.random() < 0.5) and statement("  ", rng.choice(before))):
-                statement("  ")
-            lines.append("}")
+        if loops and calls - made >= 3 and rng.random() < loop_rate:
+            write_loop("", calls - made, True)
         else:
             statement("")
     outputs = sorted(unread, key=lambda v: int(v[1:]))[:6] or [lines[-1].split()[0]]
