@@ -44,7 +44,8 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
-from irfuse.analysis.kernel_model import KernelModel, op_weights
+from irfuse.analysis.kernel_model import KernelModel, launch_min_blocks, op_weights
+from irfuse.analysis.shared_lifetimes import lifetimes
 from irfuse.diagnostics import CompileError, UsageError
 
 DEFAULT_BATCH = 4_194_304  # elements the cost model plans for unless told otherwise (the GPU run's default)
@@ -135,7 +136,9 @@ def save_profile(p: DeviceProfile, path: str | None = None) -> str:
 
 def estimate_registers(model: KernelModel) -> int:
     """Registers per thread when no ptxas report is known: addressing and loop state,
-    plus the words a thread keeps in registers and computes at once."""
+    plus the words a thread keeps in registers and computes at once. In a kernel with a
+    loop, where many values are made and die in each iteration, the register values counted
+    are those live at once (their peak), not all of them."""
     need = 0
     for op in model.calls():
         impl = op.impl
@@ -143,6 +146,12 @@ def estimate_registers(model: KernelModel) -> int:
                    for k, a in enumerate(op.args) if not model.values[a].shared)
         held += len(impl.result_ap.relative())  # outputs are computed before they are written
         need = max(need, held)
+    if model.has_loops():
+        ops = model.without_barriers()
+        first, last = lifetimes(model, ops)
+        live = [sum(v.size for vid, v in model.values.items() if not v.shared and vid in first
+                    and first[vid] <= i <= last[vid]) for i in range(len(ops))]
+        return min(255, 24 + need + max(live, default=0))
     live_regs = sum(max(16, v.size) for v in model.values.values() if not v.shared)
     return min(255, 24 + need + live_regs // 2)
 
@@ -193,7 +202,10 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     every global array the kernel reads or writes."""
     threads = model.threads
     smem = model.shared_bytes()
-    regs = registers or estimate_registers(model)
+    # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
+    # them would describe a kernel that is never emitted.
+    regs = registers or min(estimate_registers(model),
+                            p.regs_per_sm // (launch_min_blocks(threads) * threads) // 8 * 8 or 8)
     isz = model.itemsize
     blocks = math.ceil(n / model.by)
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
