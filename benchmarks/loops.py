@@ -16,7 +16,7 @@ host (`fuse-partition{loops=host}`: the body's kernels launched once per iterati
 graph per run); a hand-written CUDA kernel with the loop inside (one thread per element,
 every value in registers, compiled by the same NVRTC with the same options); `jax.jit` with
 `lax.fori_loop` (where JAX is installed); `torch.compile` of the PyTorch code with a Python
-loop (Dynamo unrolls it), and PyTorch eager. Every contender is checked against the float64
+loop (Dynamo unrolls it), and with `--with-eager` PyTorch eager. Every contender is checked against the float64
 NumPy reference on a sample of elements. Times are device times of 10 runs back to back
 (CUDA events; JAX: the host clock around dispatch and completion), medians over rounds that
 visit every contender in turn. Ratios: irfuse's default plan over the hand-written kernel
@@ -173,6 +173,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--profile", default=None, help="device profile the search plans for (default: the GPU's)")
     ap.add_argument("--skip-torch-compile", action="store_true")
+    ap.add_argument("--with-eager", action="store_true", help="also PyTorch eager (seconds per run: slow to time)")
+    ap.add_argument("--programs", default=",".join(PROGRAMS), help="which programs, comma-separated")
     ap.add_argument("--json", default="loops.json")
     args = ap.parse_args(argv)
 
@@ -198,7 +200,11 @@ def main(argv=None) -> int:
     except ImportError:
         jfns = {}
     rows, copy_bw, gpu = [], None, None
-    for name, (file, input_names, output_names) in PROGRAMS.items():
+    for name in args.programs.split(","):
+        if name not in PROGRAMS:
+            ap.error(f"unknown program '{name}' (known: {', '.join(PROGRAMS)})")
+        file, input_names, output_names = PROGRAMS[name]
+        console.print(f"{name}: compiling and checking the contenders", highlight=False)
         path = os.path.join(ROOT, "examples", file)
         row: dict = {"program": name, "contenders": {}}
         samplers: dict = {}
@@ -275,7 +281,7 @@ def main(argv=None) -> int:
             row["contenders"]["jax.jit + lax.fori_loop"] = {"verified": "JAX is not installed"}
         if tfns:
             targs = [torch.from_numpy(host_inputs[k]).cuda() for k in input_names]
-            peers = {"torch eager": tfns[name]}
+            peers = {"torch eager": tfns[name]} if args.with_eager else {}
             if not args.skip_torch_compile:
                 peers["torch.compile"] = torch.compile(tfns[name])
             for label, f in peers.items():
@@ -296,6 +302,9 @@ def main(argv=None) -> int:
             c["vs_irfuse"] = s / base
         row["irfuse_over_hand"] = base / medians["hand-written kernel"]
         rows.append(row)
+        console.print(f"{name}: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in medians.items()), highlight=False)
+        with open(args.json, "w") as f:  # after every program: a run cut short keeps what it measured
+            json.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=1)
         for b in [*ins, *outs.values()]:
             b.free()
         for d in devices:

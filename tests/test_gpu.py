@@ -373,3 +373,35 @@ def test_the_readme_examples_run(name):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+def test_loop_kernels_with_barriers_inside_on_gpu(layout):
+    """A loop kernel mixing 3-thread and remapped 1-thread calls (carried values in shared
+    memory, barriers around the back edge) on the device, at a batch with a partial last block,
+    against the reference."""
+    from test_loops import MAPPINGS, _plans_with_several_mappings
+
+    from irfuse.dialects.layouts import from_aos, to_aos
+    from irfuse.driver.compile import compile_text
+    from irfuse.passes.registry import partition_pipeline
+    from irfuse.runtime.cuda_device import CudaDevice
+    from irfuse.runtime.executor import Executor
+    from irfuse.runtime.reference import random_inputs, run_references
+    from irfuse.runtime.verify import check_outputs
+
+    top, keep = 20, 4
+    k = _plans_with_several_mappings(MAPPINGS, top, keep, layout)[0]
+    plan, _ = compile_text(MAPPINGS, "mappings.kas", partition_pipeline(top, k, 8, 1 << 22, "h100", keep=keep),
+                           "f32", layout=layout)
+    assert any(kern.bx == 3 for kern in plan.kernels) and "fuse.loop" in str(plan.module)
+    dev = CudaDevice(plan)
+    try:
+        n = 1_000_003
+        inputs = random_inputs(plan.reference_program, n, 2, np.float32)
+        got = Executor(plan, dev).run({name: from_aos(v, layout) for name, v in inputs.items()}, n).outputs
+        got = {name: to_aos(v, layout) for name, v in got.items()}
+        checks = check_outputs(got, run_references(plan.reference_program, inputs, "f32"), "f32")
+        assert all(c.ok for c in checks), [c.describe() for c in checks]
+    finally:
+        dev.close()

@@ -356,6 +356,7 @@ class _KernelEmitter:
         self.rep: dict[int, SSAValue] = {}  # one C name per model value (a carried value has several SSA values)
         self.declared: set[int] = set()
         self.loops = 0
+        self.in_guarded_loop = False  # emitting the body of a loop only present elements' threads run
         self.words = self.model.shared_words()
         self.info = KernelInfo(kernel.sym_name.data, self.bx, self.by, self.words,
                                [a.name_hint or f"in{i}" for i, a in enumerate(kernel.input_args)],
@@ -401,6 +402,27 @@ class _KernelEmitter:
     def guard(self, bx_call: int, y: str, remap: bool) -> str:
         return f"{y} < count" if remap else ("active" if bx_call == self.bx else f"active && tx < {bx_call}")
 
+    def guarded(self, bx_call: int, y: str, remap: bool, statement: str) -> str:
+        """`statement` for the threads of present elements (all of them inside a loop that only
+        such threads enter)."""
+        if self.in_guarded_loop:
+            return statement
+        return f"if ({self.guard(bx_call, y, remap)}) {statement}"
+
+    def _whole_threads_only(self, loop: fuse.LoopOp) -> bool:
+        """Whether every op of a loop runs on every thread of its element and no barrier is in
+        it: then only the threads of present elements need to run the loop at all."""
+        for op in loop.body.walk():
+            if isinstance(op, fuse.BarrierOp):
+                return False
+            if isinstance(op, fuse.CallOp) and (op.remapped or call_impl(op, self.library).bx != self.bx):
+                return False
+            if isinstance(op, fuse.CopyOp):
+                _, bx, remap = copy_pattern(self.model, self.mops[id(op)])
+                if remap or bx != self.bx:
+                    return False
+        return True
+
     def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
         """A statement run by each thread holding its part of register value v, given the
         global index of word k of the thread's element, the register array and k."""
@@ -417,7 +439,7 @@ class _KernelEmitter:
             start = start.replace("\0TX", x).replace("\0TY", y)
             index = lambda k: f"first * {size} + ({start}) + {k}"  # noqa: E731
         body = " ".join(statement(index(k), self.reg_name(v), str(k)) for k in sorted(ap.relative()))
-        return f"  {scope}if ({self.guard(ap_bx, y, remap)}) {{ {body} }} }}"
+        return f"  {scope}{self.guarded(ap_bx, y, remap, '{ ' + body + ' }')} }}"
 
     def copy(self, dst: str, src: str, count: str, size: int, place: fuse.PlaceAttr, load: bool = False) -> str:
         """A block-wide copy between global and shared memory: element-wise for a padded value,
@@ -467,7 +489,7 @@ class _KernelEmitter:
         args = [x, y] + [self.base(a, y) for a in op.args] + [self.base(op.res, y)]
         self.line(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
                          + (", threads remapped" if remap else ""))
-        call = f"if ({self.guard(impl.bx, y, remap)}) {impl.variant_name(variant)}({', '.join(args)});"
+        call = self.guarded(impl.bx, y, remap, f"{impl.variant_name(variant)}({', '.join(args)});")
         self.line(f"  {scope}{call} }}" if remap else f"  {call}")
         self.info.calls.append(f"{op.op_name}[{impl.name}]")
 
@@ -485,15 +507,21 @@ class _KernelEmitter:
             return f"{self.reg_name(v)}[{k}]" if not place.is_shared else f"({self.base(v, y)})[({start}) + {k}]"
         body = " ".join(f"{word(op.res, k)} = {word(op.source, k)};" for k in sorted(ap.relative()))
         self.line(f"  // {self.names.get(op.res, 'v_')}: copy of {op.source.name_hint} into {op.place.text()}")
-        self.line(f"  {scope}if ({self.guard(bx, y, remap)}) {{ {body} }} }}")
+        self.line(f"  {scope}{self.guarded(bx, y, remap, '{ ' + body + ' }')} }}")
 
     def emit_loop(self, op: fuse.LoopOp) -> None:
         var = f"irf_i{self.loops}"
         self.loops += 1
-        loop = _Loop(f"  for (int {var} = 0; {var} < {op.trip_count.data}; ++{var}) {{  // fuse.loop")
+        # A loop that only the threads of present elements need runs under one guard (none
+        # inside): a loop of calls each behind its own branch compiles to slower code.
+        guard = not self.in_guarded_loop and self._whole_threads_only(op)
+        loop = _Loop(f"  {'if (active) ' if guard else ''}for (int {var} = 0; {var} < {op.trip_count.data}; ++{var}) "
+                     "{  // fuse.loop")
         self.open[-1].append(loop)
         self.open.append(loop.children)
+        self.in_guarded_loop |= guard
         self.emit_ops(op.body.block)
+        self.in_guarded_loop &= not guard
 
     def emit_yield(self, op: fuse.YieldOp) -> None:
         self.open.pop()
