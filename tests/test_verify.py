@@ -138,3 +138,26 @@ def test_an_intermediate_overflow_of_the_run_precision_is_not_a_wrong_kernel():
     assert c.ok and c.status == "overflow" and c.overflow == 1
     got[1] = 2.5
     assert not check_output("v", got, want, "f32", run).ok
+
+
+def test_float64_runs_of_loops_allow_compounded_rounding_and_nothing_more():
+    """A hundred power-iteration steps in float64: the kernels' order of operations departs from
+    the reference's by rounding compounded over the iterations, which the per-entry float64
+    reference shows as well (the allowance); a straight program keeps the plain allowance, and a
+    wrong entry is still caught in both."""
+    import os
+
+    from conftest import EXAMPLES
+
+    for name, looped in (("power_iteration.kas", True), ("synctest.kas", False)):
+        path = next(p for p in EXAMPLES if os.path.basename(p) == name)
+        plan, _ = compile_program(path, None, "f64", compile_gpu=False)
+        inputs = random_inputs(plan.reference_program, 3000, 7, np.float64)
+        want = run_references(plan.reference_program, inputs, "f64")
+        assert (want.run_precision is not None) == looped
+        got = Executor(plan, CpuDevice(plan)).run(inputs, 3000).outputs
+        assert all(c.ok for c in check_outputs(got, want, "f64"))
+        out = next(iter(got))
+        got[out] = got[out].copy()
+        got[out][1234] *= 1 + 1e-6
+        assert not any(c.ok for c in check_outputs(got, want, "f64") if c.name == out)

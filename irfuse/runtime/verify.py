@@ -9,7 +9,9 @@ The rule, for each entry of each element of an output:
   reference evaluated in the run's own precision (every op rounded to float32 in a
   float32 run): what any honest evaluation in that precision may lose on this element,
   large where the computation is ill-conditioned (an iteration that does not converge,
-  cancellation), zero in float64 runs;
+  cancellation); in a float64 run the reference evaluated entry by entry in float64 (another
+  order of operations) where the program has loops, whose iterations compound rounding, and
+  zero otherwise;
 - `scale_e` is the largest magnitude among the element's entries of `ref64`, so rounding
   of the element's own size is allowed and nothing else: no norm over the batch lets one
   large element hide an error in another, or overflows;
