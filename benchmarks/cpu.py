@@ -4,7 +4,7 @@
                              [--threads T] [--json cpu.json]
 
 The four seed workloads and a 100-step power iteration per element
-(`benchmarks/programs/power_iteration.kas`), float32, array of
+(`examples/power_iteration.kas`), float32, array of
 structures, the same random data for every contender. irfuse runs its default plan on the
 CPU backend (`--backend cpu`: each kernel's barrier-delimited regions as loops over the
 block's threads, blocks spread over every core); NumPy runs the same chains written with
@@ -38,7 +38,7 @@ WORKLOADS = {
     "SyncTest": "synctest.kas",
     "StVenant": "stvenant.kas",
     "StVenantInner": "stvenant_inner.kas",
-    "PowerIteration": "../benchmarks/programs/power_iteration.kas",
+    "PowerIteration": "power_iteration.kas",
 }
 
 

@@ -16,7 +16,8 @@ from irfuse.frontend.irgen import compile_file
 from irfuse.frontend.python import compile_function
 from python_programs import refused, seeds
 
-SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop"]
+SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop",
+         "power_iteration", "precession"]
 
 
 def test_every_example_has_its_python_twin():

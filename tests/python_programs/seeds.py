@@ -3,7 +3,7 @@ statements), with infix forms where the catalogue has one."""
 
 import irfuse
 from irfuse import Matrix, Scalar, Tensor, Vector
-from irfuse.ops import mmul55, smimul33, smmul55, ttmul311, ttmul411, ttmul3212, venorm3, vvmulabs3
+from irfuse.ops import mmul55, mtrans33, smimul33, smmul55, srcp, ttmul311, ttmul411, ttmul3212, venorm3, vvmulabs3
 
 STEPS = 4
 
@@ -78,3 +78,29 @@ def rotation_loop(R: Matrix[3, 3], Q: Matrix[3, 3], x: Vector[3]):
         v = R @ x
     n = venorm3(v)
     return R, n
+
+
+@irfuse.program
+def power_iteration(A: Matrix[3, 3], x: Vector[3]):
+    for _ in range(100):
+        x = A @ x
+        n = venorm3(x)
+        n = srcp(n)
+        x = x * n
+    return x
+
+
+@irfuse.program
+def precession(A: Matrix[3, 3], x: Vector[3], p: Vector[3], h: Scalar):
+    At = mtrans33(A)
+    W = A - At
+    for _ in range(300):
+        y = W @ x
+        d = y * h
+        x = x + d
+        n = venorm3(x)
+        n = srcp(n)
+        x = x * n
+        q = x * h
+        p = p + q
+    return x, p
