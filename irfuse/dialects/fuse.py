@@ -249,6 +249,31 @@ class OnChipOp(LocatedOperation):
         verify_place(self, self.get_place(), self.results[0].type.size)  # type: ignore[attr-defined]
 
 
+class SourceIntoPlaceOp(OnChipOp):
+    """`%v = OP %source into PLACE : T`: an on-chip copy of `source` (fuse.load, fuse.copy)."""
+
+    def __init__(self, source: SSAValue, place: PlaceAttr):
+        super().__init__(operands=[source], result_types=[source.type], properties={"place": place})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operands[0])
+        printer.print_string(f" into {self.get_place().text()} : ")
+        printer.print_attribute(self.results[0].type)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        src = parser.parse_unresolved_operand()
+        parser.parse_keyword("into")
+        place = parse_place(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(src, t), place)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
 def enclosing_kernel(op: IRDLOperation) -> "KernelOp | None":
     """The `fuse.kernel` an op is in, through any `fuse.loop`s."""
     parent = op.parent_op()
@@ -286,7 +311,7 @@ def place_of(v: SSAValue) -> PlaceAttr | None:
 
 
 @irdl_op_definition
-class LoadOp(OnChipOp):
+class LoadOp(SourceIntoPlaceOp):
     """Copies this block's elements of a kernel input from global memory on chip."""
 
     name = "fuse.load"
@@ -295,8 +320,6 @@ class LoadOp(OnChipOp):
     place = prop_def(PlaceAttr)
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
 
-    def __init__(self, source: SSAValue, place: PlaceAttr):
-        super().__init__(operands=[source], result_types=[source.type], properties={"place": place})
 
     def verify_(self) -> None:
         self.verify_pitch()
@@ -306,23 +329,6 @@ class LoadOp(OnChipOp):
         if isinstance(kernel, KernelOp) and self.source not in kernel.input_args:
             raise VerifyException("fuse.load must read a kernel input argument")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_string(f" into {self.place.text()} : ")
-        printer.print_attribute(self.res.type)
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "LoadOp":
-        src = parser.parse_unresolved_operand()
-        parser.parse_keyword("into")
-        place = parse_place(parser)
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(src, t), place)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
 
 
 @irdl_op_definition
@@ -441,7 +447,7 @@ class BarrierOp(LocatedOperation):
 
 
 @irdl_op_definition
-class CopyOp(OnChipOp):
+class CopyOp(SourceIntoPlaceOp):
     """Copies an on-chip value to a place of its own: how a value enters a `fuse.loop`'s
     carried place (as its iter_arg or yielded value) and leaves it. Each word is copied by
     the thread that holds it in registers (the source's, else the destination's), so the
@@ -453,8 +459,6 @@ class CopyOp(OnChipOp):
     place = prop_def(PlaceAttr)
     traits = lazy_traits_def(lambda: (HasParent(KernelOp, LoopOp),))
 
-    def __init__(self, source: SSAValue, place: PlaceAttr):
-        super().__init__(operands=[source], result_types=[source.type], properties={"place": place})
 
     def verify_(self) -> None:
         self.verify_pitch()
@@ -463,23 +467,6 @@ class CopyOp(OnChipOp):
         if place_of(self.source) is None:
             raise VerifyException("fuse.copy copies an on-chip value")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_string(f" into {self.place.text()} : ")
-        printer.print_attribute(self.res.type)
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "CopyOp":
-        src = parser.parse_unresolved_operand()
-        parser.parse_keyword("into")
-        place = parse_place(parser)
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(src, t), place)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
 
 
 @irdl_op_definition
