@@ -77,16 +77,15 @@ class DeviceProfile:
 
 
 # Copy bandwidth, launch and barrier figures from `irfuse calibrate` on each GPU of the GPU
-# machine (2026-11-22; benchmarks/results/profile-nvidia_h200.json and
-# profile-nvidia_h100_80gb_hbm3.json); `turnaround` fitted on the H100 (benchmarks/NOTES.md)
-# and taken over for the H200, not measured there; the H200's launch figure is still the
-# host-side cost per launch (before plans ran as one CUDA graph); the peak flop rates are
-# the data-sheet figures.
+# machine (H100 2026-11-22, H200 2026-11-23, launches in one CUDA graph on both;
+# benchmarks/results/profile-nvidia_h200.json and profile-nvidia_h100_80gb_hbm3.json);
+# `turnaround` fitted on the H100 (benchmarks/NOTES.md) and taken over for the H200, not
+# measured there; the peak flop rates are the data-sheet figures.
 _HOPPER = dict(sms=132, fp32_flops=60e12, fp64_flops=30e12, shared_per_sm=228 * 1024,
                shared_per_block=227 * 1024)
 H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=3.01e12, launch_overhead=7.8e-7, barrier_cost=6.4e-8,
                      turnaround=1.5e-6, **_HOPPER)
-H200 = DeviceProfile("NVIDIA H200", bandwidth=4.16e12, launch_overhead=8.9e-6, barrier_cost=6.2e-8,
+H200 = DeviceProfile("NVIDIA H200", bandwidth=4.26e12, launch_overhead=5.0e-7, barrier_cost=7.4e-8,
                      turnaround=1.5e-6, **_HOPPER)
 BUILTIN = {"h100": H100, "h200": H200}
 
