@@ -98,6 +98,21 @@ def test_user_op_definition():
     assert ScalarType().spelling() == "scalar"
 
 
+def test_matrix_products_whose_terms_overflow_give_what_the_trees_give():
+    """Finite operands whose products overflow (1e200 squared): the trees add +inf and -inf
+    terms into NaN, which a BLAS product's fused multiply-adds need not do; the reference's
+    matrix product must follow the trees there (a fuzzed input file found it)."""
+    rng = np.random.default_rng(3)
+    op = default_library().get("mmul33")
+    a = rng.uniform(-1, 1, (64, 3, 3)) * 1e200
+    b = rng.uniform(-1, 1, (64, 3, 3)) * 1e200
+    with np.errstate(all="ignore"):
+        got, want = op.reference(a, b), op.reference_by_entries(a, b)
+    assert np.isnan(want).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+
+
 @pytest.mark.parametrize("with_specials", [False, True], ids=["finite", "nan-inf"])
 def test_the_vectorized_reference_agrees_with_the_per_entry_trees(with_specials):
     """Every op of the catalogue: the batch reference (contractions as matrix products and

@@ -560,7 +560,9 @@ class BatchEvaluator:
         """`sum(k) a[i,k] * b[k,j]` (or with a vector on either side) as a batched matrix
         product: `np.matmul` on finite values, else one broadcast multiply-add per k (matmul
         hands small stacks to BLAS, whose sums with infinities and NaN need not be IEEE's;
-        the loop is the trees' arithmetic, in their order); None for other shapes."""
+        the loop is the trees' arithmetic, in their order); the same loop again for the
+        elements whose product is not finite (BLAS's fused multiply-adds can turn what IEEE
+        sums make NaN, +inf plus -inf, into an infinity); None for other shapes."""
         import numpy as np
 
         if len(summed) != 1 or summed[0] not in a.axes or summed[0] not in b.axes:
@@ -575,13 +577,21 @@ class BatchEvaluator:
             x = x[:, None, :]
         if not right:
             y = y[:, :, None]
-        if np.isfinite(x).all() and np.isfinite(y).all():
-            out = np.matmul(x, y)  # (batch, i or 1, j or 1)
-        else:
+        def in_order(x, y):
             with np.errstate(all="ignore"):
                 out = x[:, :, 0, None] * y[:, None, 0, :]
                 for kk in range(1, x.shape[2]):
                     out = out + x[:, :, kk, None] * y[:, None, kk, :]
+            return out
+
+        if np.isfinite(x).all() and np.isfinite(y).all():
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = np.matmul(x, y)  # (batch, i or 1, j or 1)
+            overflowed = ~np.isfinite(out).reshape(out.shape[0], -1).all(axis=1)
+            if overflowed.any():
+                out[overflowed] = in_order(x[overflowed], y[overflowed])
+        else:
+            out = in_order(x, y)
         out = out.reshape(out.shape[0], *(out.shape[1:2] if left else ()), *(out.shape[2:3] if right else ()))
         return _Axes(out, (*left, *right))
 
