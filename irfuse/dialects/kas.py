@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
@@ -259,6 +259,11 @@ class LoopOp(LocatedOperation):
                  result_types: Sequence[Attribute], body: Region):
         super().__init__(operands=[iter_args], result_types=[result_types],
                          properties={"trip_count": IntAttr(trip_count)}, regions=[body])
+
+    @property
+    def body_ops(self) -> list[Operation]:
+        """The body's statements (calls and loops), without its kas.yield."""
+        return [op for op in self.body.block.ops if not isinstance(op, YieldOp)]
 
     def verify_(self) -> None:
         if self.trip_count.data < 1:

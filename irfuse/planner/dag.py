@@ -43,7 +43,7 @@ class BlockDAG:
 
 
 def loop_fits_kernel(loop: kas.LoopOp) -> bool:
-    body = [op for op in loop.body.block.ops if not isinstance(op, kas.YieldOp)]
+    body = loop.body_ops
     return not forwards_carried(loop) and bool(body) and all(
         isinstance(op, kas.CallOp) or (isinstance(op, kas.LoopOp) and loop_fits_kernel(op)) for op in body)
 

@@ -88,8 +88,7 @@ def describe_group(ops: list[Operation], impls) -> str:
         parts = []
         for op in group:
             if isinstance(op, kas.LoopOp):
-                body = [o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)]
-                parts.append(f"loop {op.trip_count.data}({text(body)})")
+                parts.append(f"loop {op.trip_count.data}({text(op.body_ops)})")
             else:
                 parts.append(f"{op.op_name}[{next(pending).name}]")  # type: ignore[attr-defined]
         return "+".join(parts)
@@ -110,14 +109,8 @@ def external_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValu
     inputs: list[SSAValue] = []
     outputs: list[SSAValue] = []
     for op in top:
-        for inner in op.walk():
-            if isinstance(inner, kas.YieldOp):
-                operands = inner.operands
-            elif isinstance(inner, (kas.CallOp, kas.LoopOp)):
-                operands = inner.operands
-            else:
-                continue
-            for a in operands:
+        for inner in op.walk():  # calls, loops and their yields
+            for a in inner.operands:
                 inside = a.owner in members if isinstance(a.owner, Operation) else a.owner in bodies
                 if not inside and a not in inputs:
                     inputs.append(a)
@@ -154,8 +147,7 @@ def call_runs(ops: list[Operation]) -> list[int]:
         if isinstance(op, kas.CallOp):
             out.append(1)
         elif isinstance(op, kas.LoopOp):
-            body = [o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)]
-            out += [op.trip_count.data * r for r in call_runs(body)]
+            out += [op.trip_count.data * r for r in call_runs(op.body_ops)]
     return out
 
 

@@ -30,7 +30,7 @@ def flat_calls(ops: Sequence[Operation]) -> list[Operation]:
         if isinstance(op, kas.CallOp):
             out.append(op)
         elif isinstance(op, kas.LoopOp):
-            out += flat_calls([o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)])
+            out += flat_calls(op.body_ops)
     return out
 
 
@@ -81,9 +81,8 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
         return i
 
     for v in inputs:
-        ops_ = MOp("load", value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True),  # type: ignore[attr-defined]
-                   location=first_reader.get(v))
-        mops.append(ops_)
+        mops.append(MOp("load", value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True),  # type: ignore
+                        location=first_reader.get(v)))
     pending = iter(impls)
     loaded = set(inputs)
 
@@ -113,7 +112,7 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
                     vid[args[k]] = carried[k]
                 mops.append(MOp("loop", trip=op.trip_count.data, carries=carried, inits=len(args),
                                 location=op.location))
-                emit([o for o in op.body.block.ops if not isinstance(o, kas.YieldOp)])
+                emit(op.body_ops)
                 term = op.body.block.last_op
                 for k, y in enumerate(term.operands):
                     if k < len(args) and y is args[k]:
