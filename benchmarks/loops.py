@@ -1,7 +1,8 @@
 """Loops inside kernels against the same loops run from the host, a hand-written kernel and peers.
 
     python benchmarks/loops.py [--n 4194304] [--rounds 5] [--repeat 30] [--profile h100]
-                               [--skip-torch-compile] [--json loops.json]
+                               [--skip-torch-compile] [--skip-unrolled PROGRAMS] [--torch-matmul]
+                               [--with-eager] [--programs P,...] [--json loops.json]
 
 Three iterative programs from `examples/`, float32, arrays of structures (N, *shape), the
 same random data for every contender:
@@ -16,12 +17,19 @@ host (`fuse-partition{loops=host}`: the body's kernels launched once per iterati
 graph per run); a hand-written CUDA kernel with the loop inside (one thread per element,
 every value in registers, compiled by the same NVRTC with the same options); `jax.jit` with
 `lax.fori_loop` (where JAX is installed); `torch.compile` of the PyTorch code with a Python
-loop (Dynamo unrolls it), and with `--with-eager` PyTorch eager. Every contender is checked against the float64
+loop (Dynamo unrolls it into one graph; `--skip-unrolled` leaves it out where compiling takes
+too long), `torch.compile` of one step called from a Python loop (the way a long time loop is
+usually compiled), and with `--with-eager` PyTorch eager. The PyTorch code writes the 3x3
+products as broadcast products and sums (`(A * x[:, None, :]).sum(-1)`), which Inductor fuses
+with the rest; written with `@`, each step's product is a batched cuBLAS call that nothing
+fuses (`--torch-matmul` times that form). Every contender is checked against the float64
 NumPy reference on a sample of elements. Times are device times of 10 runs back to back
 (CUDA events; JAX: the host clock around dispatch and completion), medians over rounds that
 visit every contender in turn. Ratios: irfuse's default plan over the hand-written kernel
 (the target is at most 1.15), each peer over irfuse, and the effective bandwidth (inputs read
 once, outputs written once) as a fraction of the device-to-device copy measured in the run.
+The cost model's predicted time of each irfuse plan (for the profile planned for: a profile
+saved by `irfuse calibrate` on this GPU, else the built-in one) is printed beside it.
 """
 
 from __future__ import annotations
@@ -107,30 +115,80 @@ extern "C" __global__ void __launch_bounds__(128) hand(const float* __restrict__
 }
 
 
-def torch_programs():
+def torch_programs(matmul: bool = False):
+    """Each program as a whole (the loop in Python) and as (setup, step, steps, finish), the
+    pieces a host loop around a compiled step needs."""
     import torch
 
-    def power_iteration(A, x):
-        for _ in range(100):
-            x = (A @ x.unsqueeze(-1)).squeeze(-1)
-            x = x * (1 / torch.sqrt((x * x).sum(-1)))[:, None]
-        return (x,)
+    if matmul:
+        def mv(M, v):
+            return (M @ v.unsqueeze(-1)).squeeze(-1)
 
-    def precession(A, x, p, h):
-        W = A - A.transpose(1, 2)
-        for _ in range(300):
-            x = x + (W @ x.unsqueeze(-1)).squeeze(-1) * h[:, None]
-            x = x * (1 / torch.sqrt((x * x).sum(-1)))[:, None]
-            p = p + x * h[:, None]
-        return (x, p)
+        def mm(M, N):
+            return M @ N
+    else:
+        def mv(M, v):
+            return (M * v[:, None, :]).sum(-1)
 
-    def rotation_loop(R, Q, x):
-        for _ in range(4):
-            R = R @ Q + Q
-            v = (R @ x.unsqueeze(-1)).squeeze(-1)
-        return (R, torch.sqrt((v * v).sum(-1)))
+        def mm(M, N):
+            return (M[:, :, :, None] * N[:, None, :, :]).sum(2)
 
-    return {"power_iteration": power_iteration, "precession": precession, "rotation_loop": rotation_loop}
+    def normalize(x):
+        return x * (1 / torch.sqrt((x * x).sum(-1)))[:, None]
+
+    def power_step(A, x):
+        return A, normalize(mv(A, x))
+
+    def precession_step(W, x, p, h):
+        x = normalize(x + mv(W, x) * h[:, None])
+        return W, x, p + x * h[:, None], h
+
+    def rotation_step(R, Q, x):
+        return mm(R, Q) + Q, Q, x
+
+    steps = {
+        "power_iteration": (lambda A, x: (A, x), power_step, 100, lambda A, x: (x,)),
+        "precession": (lambda A, x, p, h: (A - A.transpose(1, 2), x, p, h), precession_step, 300,
+                       lambda W, x, p, h: (x, p)),
+        "rotation_loop": (lambda R, Q, x: (R, Q, x), rotation_step, 4,
+                          lambda R, Q, x: (R, torch.sqrt((mv(R, x) ** 2).sum(-1)))),
+    }
+
+    def whole(setup, step, count, finish):
+        def program(*args):
+            state = setup(*args)
+            for _ in range(count):
+                state = step(*state)
+            return finish(*state)
+        return program
+
+    return {k: whole(*v) for k, v in steps.items()}, steps
+
+
+def compiled_step_program(setup, step, count, finish):
+    """torch.compile of one step, called `count` times from Python."""
+    import torch
+
+    step_c = torch.compile(step)
+
+    def program(*args):
+        state = setup(*args)
+        for _ in range(count):
+            state = step_c(*state)
+        return finish(*state)
+    return program
+
+
+def predicted_seconds(path: str, n: int, profile: str, loops: str) -> float:
+    """The cost model's time for the best plan, loops inside kernels allowed or not."""
+    from irfuse.driver.compile import run_pipeline
+    from irfuse.frontend.irgen import compile_file
+    from irfuse.passes.fuse_partition import FusePartition
+    from irfuse.runtime.reference import find_program
+
+    module = run_pipeline(compile_file(path).module, "kas-dce")
+    _, plans, _ = FusePartition(n=n, profile=profile, loops=loops).search(find_program(module), 4)
+    return plans[0].predicted_time
 
 
 def jax_programs():
@@ -173,6 +231,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--profile", default=None, help="device profile the search plans for (default: the GPU's)")
     ap.add_argument("--skip-torch-compile", action="store_true")
+    ap.add_argument("--skip-unrolled", default="", metavar="PROGRAMS",
+                    help="programs (comma-separated) whose whole-loop torch.compile is left out")
+    ap.add_argument("--torch-matmul", action="store_true", help="PyTorch products written with @ (batched cuBLAS)")
     ap.add_argument("--with-eager", action="store_true", help="also PyTorch eager (seconds per run: slow to time)")
     ap.add_argument("--programs", default=",".join(PROGRAMS), help="which programs, comma-separated")
     ap.add_argument("--json", default="loops.json")
@@ -192,9 +253,9 @@ def main(argv=None) -> int:
     console = Console(width=200)
     try:
         import torch
-        tfns = torch_programs()
+        tfns, tsteps = torch_programs(args.torch_matmul)
     except ImportError:
-        torch, tfns = None, {}
+        torch, tfns, tsteps = None, {}, {}
     try:
         jfns = jax_programs()
     except ImportError:
@@ -239,6 +300,7 @@ def main(argv=None) -> int:
             checks = check_outputs(got, reference, "f32")
             row["contenders"][label] = {
                 "verified": all(c.ok for c in checks), "compile_s": compile_s,
+                "predicted_s": predicted_seconds(path, args.n, profile, "host" if pipeline else "auto"),
                 "kernels": [f"{k.name} ({k.bx}x{k.by}, {plan.resources(k.name).registers} regs, "
                             f"{k.shared_words} shared words, {k.barriers} barriers)" for k in plan.kernels]}
             samplers[label] = in_context(dev, lambda rec=rec: rec.time_once(10))
@@ -283,7 +345,9 @@ def main(argv=None) -> int:
             targs = [torch.from_numpy(host_inputs[k]).cuda() for k in input_names]
             peers = {"torch eager": tfns[name]} if args.with_eager else {}
             if not args.skip_torch_compile:
-                peers["torch.compile"] = torch.compile(tfns[name])
+                if name not in args.skip_unrolled.split(","):
+                    peers["torch.compile"] = torch.compile(tfns[name])
+                peers["torch.compile (step, host loop)"] = compiled_step_program(*tsteps[name])
             for label, f in peers.items():
                 t0 = time.perf_counter()
                 outs_t = f(*targs)
@@ -301,6 +365,8 @@ def main(argv=None) -> int:
             c["of_copy"] = row["bytes"] / s / copy_bw
             c["vs_irfuse"] = s / base
         row["irfuse_over_hand"] = base / medians["hand-written kernel"]
+        from irfuse.planner.cost import load_profile
+        row["profile"] = load_profile(profile).to_json()  # what the predictions used
         rows.append(row)
         console.print(f"{name}: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in medians.items()), highlight=False)
         with open(args.json, "w") as f:  # after every program: a run cut short keeps what it measured
@@ -312,12 +378,13 @@ def main(argv=None) -> int:
 
     t = Table(title=f"{gpu}: n = {args.n}, float32, 10 runs back to back, median of {args.repeat}; "
                     f"copy bandwidth {copy_bw / 1e9:.0f} GB/s")
-    for col in ("program", "contender", "time per run", "of copy", "time / irfuse default", "verified",
-                "compile s"):
+    for col in ("program", "contender", "time per run", "predicted", "of copy", "time / irfuse default",
+                "verified", "compile s"):
         t.add_column(col)
     for r in rows:
         for label, c in r["contenders"].items():
             t.add_row(r["program"], label, f"{c['seconds'] * 1e3:.3f} ms" if "seconds" in c else "-",
+                      f"{c['predicted_s'] * 1e3:.3f} ms" if "predicted_s" in c else "-",
                       f"{c['of_copy']:.1%}" if "of_copy" in c else "-",
                       f"{c['vs_irfuse']:.2f}x" if "vs_irfuse" in c else "-", str(c["verified"]),
                       f"{c['compile_s']:.1f}" if "compile_s" in c else "-")

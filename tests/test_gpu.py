@@ -105,6 +105,10 @@ def test_calibrate_measures_and_saves_a_profile(tmp_path, monkeypatch):
     monkeypatch.setenv("IRFUSE_PROFILE_DIR", str(tmp_path))
     p = calibrate(Console(), save=True)
     assert 1e11 < p.bandwidth < 1e14 and 0 < p.launch_overhead < 1e-3 and p.sms > 0
+    # Multiply-adds at tens of Tflop/s, float64 no faster than float32; an IEEE division,
+    # reciprocal or square root is an instruction sequence, dearer than one multiply-add.
+    assert 1e12 < p.fp64_flops <= p.fp32_flops < 1e15
+    assert 2 < p.slow_op_flops < 200 and 2 < p.slow_op_flops_f64 < 200
     assert load_profile(p.name) == p  # found again by the GPU's name
 
 

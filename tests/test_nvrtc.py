@@ -80,3 +80,16 @@ def test_cache_hit_and_corrupt_entry_recovery(tmp_path, monkeypatch):
     # Different options are a different entry.
     other = nvrtc.compile_cubin(src, "sm_80")
     assert not other.cached and other.arch == "sm_80"
+
+
+def test_calibration_probes_compile_with_every_entry_and_no_spills():
+    # `irfuse calibrate` runs these on the GPU; a probe that spilled would time local memory,
+    # not the arithmetic it stands for.
+    from irfuse.tools.calibrate import ARITHMETIC, PROBES, SLOW
+
+    for src, names in ((PROBES, {"irf_empty", "irf_barriers"}),
+                       (ARITHMETIC, {f"irf_{op}_{t}" for op in ("fma", *SLOW) for t in ("float", "double")})):
+        r = nvrtc.compile_cubin(src, "sm_90", use_cache=False)
+        assert set(r.resources) == names
+        for name, res in r.resources.items():
+            assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0, (name, res)

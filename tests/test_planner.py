@@ -232,3 +232,13 @@ def test_a_search_cut_short_by_its_budget_says_so_and_stays_deterministic(tmp_pa
     inputs = random_inputs(plan.reference_program, 37, 1, np.float64)
     got = Executor(plan, CpuDevice(plan)).run(inputs, 37).outputs
     assert all(c.ok for c in check_outputs(got, run_references(plan.reference_program, inputs, "f64"), "f64"))
+
+
+def test_slow_operations_weigh_what_the_profile_measured_for_their_precision():
+    from irfuse.library.catalogue import default_library
+    from irfuse.planner.cost import op_flops
+
+    venorm3 = default_library().ops["venorm3"]  # 3 products, 2 sums, one square root (6 flops)
+    assert (venorm3.flops, venorm3.slow_ops) == (6, 1)
+    p = replace_profile(slow_op_flops=10.0, slow_op_flops_f64=30.0)
+    assert op_flops(venorm3, p, 4) == 5 + 10 and op_flops(venorm3, p, 8) == 5 + 30

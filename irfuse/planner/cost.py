@@ -69,7 +69,8 @@ class DeviceProfile:
     barrier_cost: float = 2e-7
     turnaround: float = 1.5e-6  # s from a block's loads to the next block's on its SM (see above)
     remap_ops: int = 4
-    slow_op_flops: float = 16.0  # flop-equivalents of one IEEE division, reciprocal or square root
+    slow_op_flops: float = 16.0  # flop-equivalents of one IEEE division, reciprocal or square root (float32)
+    slow_op_flops_f64: float = 16.0  # the same in float64, in float64 flops
     shared_wavefront_rate: float = 1.75e9  # shared-memory wavefronts per second per SM (one per clock)
 
     def to_json(self) -> dict:
@@ -180,9 +181,11 @@ def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int
     return max(0, min(by_threads, by_smem, by_regs, p.max_blocks_per_sm))
 
 
-def op_flops(op, p: DeviceProfile) -> float:
-    """An op's arithmetic per element in flop-equivalents: slow operations weigh more."""
-    return op.flops + op.slow_ops * (p.slow_op_flops - 1)
+def op_flops(op, p: DeviceProfile, itemsize: int = 4) -> float:
+    """An op's arithmetic per element in flop-equivalents of its precision: slow operations
+    weigh what `irfuse calibrate` measured them to cost against a multiply-add."""
+    slow = p.slow_op_flops_f64 if itemsize == 8 else p.slow_op_flops
+    return op.flops + op.slow_ops * (slow - 1)
 
 
 def global_sectors(n: int, by: int, sizes: list[int], itemsize: int, layout: str = "aos") -> int:
@@ -235,7 +238,7 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
         if op.kind != "call":
             continue
         waste = 1.0 if op.remap else model.bx / op.impl.bx
-        flops += runs * n * op_flops(op.impl.op, p) * waste
+        flops += runs * n * op_flops(op.impl.op, p, isz) * waste
         if op.remap:
             flops += runs * n * op.impl.bx * p.remap_ops
     t_compute = flops / (rate * min(1.0, occupancy * 2))

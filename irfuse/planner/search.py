@@ -168,7 +168,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # as analysing all of them, for a fraction of the work on memory-bound groups.
     choices = _impl_choices(dag, group)
     # An op's flops do not depend on its mapping; a call in a loop runs its trip count times.
-    flops = n * sum(runs * op_flops(impl.op, profile) for runs, impl in zip(call_runs(ops), choices[0]))
+    flops = n * sum(runs * op_flops(impl.op, profile, itemsize) for runs, impl in zip(call_runs(ops), choices[0]))
     rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
     candidates = []
     for impls in choices:
