@@ -242,3 +242,51 @@ def test_slow_operations_weigh_what_the_profile_measured_for_their_precision():
     assert (venorm3.flops, venorm3.slow_ops) == (6, 1)
     p = replace_profile(slow_op_flops=10.0, slow_op_flops_f64=30.0)
     assert op_flops(venorm3, p, 4) == 5 + 10 and op_flops(venorm3, p, 8) == 5 + 30
+
+
+@pytest.mark.parametrize("name, dtype, blocks", [
+    ("synctest.kas", "f32", 11),  # 4.6 KB of loads a block: 8 blocks would keep 37 KB in flight
+    ("synctest.kas", "f64", 8),  # twice the bytes: 8 blocks keep 74 KB
+    ("bigfusion.kas", "f32", 8),
+    ("power_iteration.kas", "f32", 8),  # a loop kernel is bound by its arithmetic, not by loads
+])
+def test_kernels_that_load_little_ask_ptxas_for_more_resident_blocks(name, dtype, blocks):
+    from irfuse.analysis.kernel_model import IN_FLIGHT_BYTES, launch_min_blocks, model_from_kernel
+    from irfuse.driver.compile import compile_program
+
+    plan, _ = compile_program(next(p for p in EXAMPLES if p.endswith(name)), None, dtype, compile_gpu=True,
+                              arch="sm_90")
+    (kernel,) = [op for op in plan.module.walk() if op.name == "fuse.kernel"]
+    model, _ = model_from_kernel(kernel, plan.itemsize)
+    assert launch_min_blocks(model) == blocks
+    (k,) = plan.kernels
+    r = plan.resources(k.name)
+    assert k.min_blocks == blocks and r.spill_stores == 0 and r.spill_loads == 0
+    # ptxas honours the bound: the registers let that many blocks be resident.
+    assert r.registers * k.bx * k.by * blocks <= 65536
+    if blocks > 8:
+        loaded = model.by * plan.itemsize * 9
+        assert 8 * loaded < IN_FLIGHT_BYTES <= blocks * loaded
+
+
+def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(monkeypatch):
+    import dataclasses
+
+    from irfuse.driver import compile as driver
+
+    real = driver.compiler_for
+    asked = []
+
+    class SpillsAboveEightBlocks:
+        def compile(self, source, kernels, element, arch):
+            cubin = real("cuda").compile(source, kernels, element, arch)
+            asked.append([k.min_blocks for k in kernels])
+            for k in kernels:
+                if k.min_blocks > 8:  # as if ptxas could not fit the kernel in 40 registers
+                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name], spill_stores=16)
+            return cubin
+
+    monkeypatch.setattr(driver, "compiler_for", lambda name: SpillsAboveEightBlocks())
+    plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
+                                     compile_gpu=True, arch="sm_90")
+    assert asked == [[11], [8]] and plan.kernels[0].min_blocks == 8

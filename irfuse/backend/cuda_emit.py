@@ -348,9 +348,9 @@ class _KernelEmitter:
         self.itemsize = itemsize
         self.bx, self.by = kernel.bx.data, kernel.by.data
         self.nthreads = self.bx * self.by
-        self.min_blocks = min_blocks or launch_min_blocks(self.nthreads)
         self.names = _Names()
         self.model, mapping = model_from_kernel(kernel, itemsize, library)
+        self.min_blocks = min_blocks or launch_min_blocks(self.model)
         self.vids: dict[SSAValue, int] = mapping["ids"]
         self.mops = {id(mapping["ops"][m.origin]): m for m in self.model.ops if m.origin >= 0}
         self.rep: dict[int, SSAValue] = {}  # one C name per model value (a carried value has several SSA values)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
+from irfuse.analysis.kernel_model import default_min_blocks
 from irfuse.backend.cuda_emit import emit_module
 from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import Diagnostic
@@ -60,7 +61,8 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     `compile_gpu`, compiles it with NVRTC.
 
     A kernel that ptxas makes spill is re-emitted asking for fewer resident
-    blocks (more registers per thread) until it does not, or one block is asked.
+    blocks (more registers per thread) until it does not, or one block is asked: first
+    1024 threads per SM where more were asked (`launch_min_blocks`), then half as many.
     """
     element = module_element_type(module)
     min_blocks: dict[str, int] = {}
@@ -73,7 +75,8 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
         for k in emitted.kernels:
             r = cubin.resources.get(k.name)
             if r is not None and (r.spill_stores or r.spill_loads) and k.min_blocks > 1:
-                min_blocks[k.name] = k.min_blocks // 2
+                base = default_min_blocks(k.bx * k.by)
+                min_blocks[k.name] = base if k.min_blocks > base else k.min_blocks // 2
                 retry = True
         if not retry:
             break

@@ -207,7 +207,7 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
     # them would describe a kernel that is never emitted.
     regs = registers or min(estimate_registers(model),
-                            p.regs_per_sm // (launch_min_blocks(threads) * threads) // 8 * 8 or 8)
+                            p.regs_per_sm // (launch_min_blocks(model) * threads) // 8 * 8 or 8)
     isz = model.itemsize
     blocks = math.ceil(n / model.by)
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)

@@ -98,10 +98,10 @@ def calibrate(console, save: bool = True):
         barrier = max((t1 - t0) / 256, 1e-9)
         arithmetic = drv.module_from_buffer(compile_cubin(ARITHMETIC, arch).cubin)
         compute = {}
-        for name, t in (("float", np.float32), ("double", np.float64)):
+        for ctype, t in (("float", np.float32), ("double", np.float64)):
             rates = {}
             for op in ("fma", *SLOW):
-                fn = arithmetic.get_function(f"irf_{op}_{name}")
+                fn = arithmetic.get_function(f"irf_{op}_{ctype}")
                 # Every chain stays finite and normal (no slow path of the IEEE sequences):
                 # a * b + c grows by a factor below 1.001, b / a and 1 / a alternate between
                 # two values near 1, sqrt(a) tends to 1.
@@ -111,7 +111,7 @@ def calibrate(console, save: bool = True):
                 tb = timed(fn, 10, out, np.int32(2 * rounds), b, c, block=(256, 1, 1), grid=grid)
                 rates[op] = OPS_PER_THREAD_ROUND * rounds * grid[0] * 256 / max(tb - ta, 1e-9)  # ops per s
             flops = 2 * rates["fma"]
-            compute[name] = (flops, float(np.mean([flops / rates[op] for op in SLOW])))
+            compute[ctype] = (flops, float(np.mean([flops / rates[op] for op in SLOW])))
         out.free()
         base = BUILTIN["h200"] if "H200" in name else BUILTIN["h100"]
         profile = dataclasses.replace(

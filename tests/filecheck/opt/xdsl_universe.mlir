@@ -10,4 +10,4 @@ builtin.module {
 }
 // CHECK:      kas.program @p(%A: !kas.matrix<2x2>) -> (B : !kas.matrix<2x2>) {
 // CHECK-NEXT:   %B = kas.call @mmul22(%A, %A)
-// CUDA: extern "C" __global__ void __launch_bounds__(128, 8) p_k1_mmul22(
+// CUDA: extern "C" __global__ void __launch_bounds__(128, 16) p_k1_mmul22(
