@@ -341,3 +341,54 @@ def test_the_program_cache_key_holds_the_library_and_every_option():
     assert key != program_key(lib, **{**base, "layout": "soa"})
     lib.define("mtwice33", [("A", MatrixType(3, 3))], MatrixType(3, 3), "C[i,j] = A[i,j] + A[i,j]")
     assert program_key(lib, **base) != key  # a user op changes what a program may compile to
+
+
+class _HostMemory:
+    """Host memory standing in for a device allocation (anything with a `ptr`)."""
+
+    def __init__(self, array):
+        self.array, self.ptr = array, array.ctypes.data
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_an_exported_array_is_read_in_place_by_a_dlpack_consumer_and_freed_after_it(dtype):
+    import gc
+    import weakref
+
+    from irfuse.api.dlpack_export import KDL_CPU, DLPackExport, exported_tensors
+
+    before = exported_tensors()
+    host = np.arange(24).astype(dtype)
+    memory = _HostMemory(host)
+    gone = weakref.ref(memory)
+    export = DLPackExport(memory, (2, 3, 4), np.dtype(dtype), KDL_CPU, 0)
+    del memory
+    view = np.from_dlpack(export)  # NumPy as the consumer, as JAX is for GPU outputs
+    assert view.shape == (2, 3, 4) and view.dtype == dtype and view.ctypes.data == host.ctypes.data
+    assert view[1, 2, 3] == 23
+    host[5] = -1
+    assert view[0, 1, 1] == -1  # the same memory, not a copy
+    del export
+    gc.collect()
+    assert gone() is not None and exported_tensors() == before + 1  # the consumer still holds it
+    del view
+    gc.collect()
+    assert gone() is None and exported_tensors() == before
+
+
+def test_a_dlpack_capsule_nobody_takes_lets_go_of_its_memory_and_copies_are_refused():
+    import gc
+
+    from irfuse.api.dlpack_export import KDL_CPU, DLPackExport, exported_tensors
+
+    before = exported_tensors()
+    export = DLPackExport(_HostMemory(np.zeros(3)), (3,), np.dtype(np.float64), KDL_CPU, 0)
+    capsule = export.__dlpack__()
+    assert exported_tensors() == before + 1
+    del capsule
+    gc.collect()
+    assert exported_tensors() == before
+    with pytest.raises(BufferError, match="without copies"):
+        export.__dlpack__(copy=True)
+    with pytest.raises(BufferError, match="not"):
+        export.__dlpack__(dl_device=(2, 0))

@@ -367,6 +367,60 @@ def test_api_on_dlpack_only_and_pycuda_arrays_in_place():
         np.testing.assert_array_equal(got[k].get(), want[k])
 
 
+def test_api_on_jax_arrays_gives_jax_arrays_in_memory_irfuse_allocated():
+    """JAX arrays are read in place; outputs are new JAX arrays over memory irfuse allocated
+    and handed over through DLPack (no copy), freed when JAX lets go; no growth over calls."""
+    import gc
+
+    import irfuse
+    from irfuse.api.dlpack_export import exported_tensors
+    from irfuse.runtime.cuda_graph import checked, cuda_driver
+
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU here")
+    path = next(p for p in EXAMPLES if p.endswith("stvenant_inner.kas"))
+    prog = irfuse.compile(path, backend="cuda")
+    rng = np.random.default_rng(12)
+    n = 50_001
+    host = {k: rng.uniform(-1, 1, (n, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
+    want = prog(**host)
+    arrays = {k: jnp.asarray(v) for k, v in host.items()}
+    before = exported_tensors()
+    got = prog(**arrays)
+    for k in prog.outputs:
+        assert isinstance(got[k], jax.Array) and got[k].shape == want[k].shape
+        np.testing.assert_array_equal(np.asarray(got[k]), want[k])
+        # JAX reads the memory the kernels wrote: its buffer is irfuse's allocation.
+        assert got[k].unsafe_buffer_pointer() % 256 == 0
+    assert exported_tensors() == before + len(prog.outputs)
+    assert float(jnp.sum(got[prog.outputs[0]])) == pytest.approx(float(want[prog.outputs[0]].sum(dtype=np.float64)),
+                                                                 rel=1e-4, abs=1e-3)  # usable in JAX code
+    del got
+    gc.collect()
+    assert exported_tensors() == before
+
+    def free() -> int:
+        cu = cuda_driver()
+        ctx = checked(cu.cuDevicePrimaryCtxRetain(checked(cu.cuDeviceGet(0), "cuDeviceGet")), "retain")
+        checked(cu.cuCtxPushCurrent(ctx), "push")
+        try:
+            return checked(cu.cuMemGetInfo(), "cuMemGetInfo")[0]
+        finally:
+            cu.cuCtxPopCurrent()
+            cu.cuDevicePrimaryCtxRelease(checked(cu.cuDeviceGet(0), "cuDeviceGet"))
+    for _ in range(5):
+        prog(**arrays)
+    gc.collect()
+    first = free()
+    for _ in range(200):
+        out = prog(**arrays)
+    del out
+    gc.collect()
+    assert first - free() < 4 << 20 and exported_tensors() == before
+
+
 def _readme_examples() -> dict[str, str]:
     """The README's Python blocks marked `<!-- example: NAME -->`."""
     import re

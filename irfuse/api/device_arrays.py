@@ -8,9 +8,10 @@ asked to make the data ready on the legacy default stream, where the call runs u
 `stream=` says otherwise). Its pointer goes to the kernels as is: no copy. What the kernels cannot take
 is refused, never copied behind the caller's back: a strided view (the kernels read a batch
 laid out contiguously), a pointer that is not 16-byte aligned for array-of-structures kernels
-(their 16-byte copies; structure-of-arrays kernels need one word), memory on another GPU. Outputs are allocated in the first input's library, on its device
-(for a library irfuse cannot allocate in, such as one known only through DLPack, `out=`
-arrays are asked for).
+(their 16-byte copies; structure-of-arrays kernels need one word), memory on another GPU. Outputs are allocated in the first input's library, on its device;
+for JAX, which cannot allocate an array for others to write, irfuse allocates the memory and
+hands it to JAX through DLPack once written (`dlpack_export`: no copy); for another library
+irfuse cannot allocate in, such as one known only through DLPack, `out=` arrays are asked for.
 
 The stream a call is ordered on: `stream=` (a handle, or a CuPy, PyTorch or PyCUDA stream
 object), else the current stream of the first input's library (PyTorch's, CuPy's), else
@@ -208,6 +209,14 @@ def empty_like_family(model: DeviceArray, shape: tuple[int, ...], dtype: np.dtyp
         import pycuda.gpuarray as gpuarray
 
         obj = gpuarray.empty(shape, dtype=dtype)
+    elif family in ("jax", "jaxlib"):
+        # JAX cannot allocate an array for others to write: irfuse allocates it and hands it
+        # to JAX through DLPack once written (`dlpack_export.handed_over`).
+        from irfuse.api.dlpack_export import exported_output
+
+        device = model.device if model.device is not None else 0
+        export = exported_output(shape, dtype, device)
+        return DeviceArray(export, export.ptr, tuple(shape), np.dtype(dtype), None, family, None, device, keep=export)
     else:
         raise UsageError(f"irfuse cannot allocate outputs in the library of a {type(model.obj).__qualname__}: "
                          "pass out= arrays")

@@ -28,6 +28,7 @@ from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_
                                   host_array)
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       overlaps, stream_handle)
+from irfuse.api.dlpack_export import handed_over
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.dialects.layouts import batch_shape, check_layout, to_aos
 from irfuse.driver.artifact import CompiledProgram
@@ -468,7 +469,7 @@ class Program:
                 bound = self._recorded(("gpu", n), lambda: _BoundInPlace(self.compiled, dev, n, self.inputs,
                                                                           self.outputs))
                 key = bound.run(arrays, results, handle)
-        outputs = Outputs(self.outputs, [results[name].obj for name in self.outputs])
+        outputs = Outputs(self.outputs, [handed_over(results[name].obj, handle) for name in self.outputs])
         self._fast = None
         every = [*arrays.values(), *results.values()]
         named = named or {}
