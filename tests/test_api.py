@@ -2,6 +2,7 @@
 
 import os
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -80,17 +81,86 @@ def test_new_data_each_call_and_nothing_grows_at_one_batch_size():
     synctest(a)
     assert all(synctest._bound[("host", 200)].inputs[k] is s for k, s in slots.items())  # re-used
     assert all(s.array is None for s in slots.values())
-    # A strided input, or an output written over its input: the copying run, also kept once.
+    # An output written over its input: the copying run, also kept once.
+    for _ in range(3):
+        a = rng.random((200, 3, 3), dtype=np.float32)
+        want = synctest(a.copy()).F
+        synctest(a, out=a)
+        np.testing.assert_array_equal(a, want)
+    assert list(synctest._bound) == [("host", 200), 200]
+    buffers = dict(synctest._bound[200].inputs)
+    synctest(a, out=a)
+    assert all(synctest._bound[200].inputs[k] is b for k, b in buffers.items())  # re-used, not re-made
+    # Strided views: kernels compiled for their strides, read in place, one variant per strides.
     for _ in range(3):
         strided = rng.random((400, 3, 3), dtype=np.float32)[::2]
         np.testing.assert_allclose(synctest(strided).F, 5 * strided, rtol=1e-6)
-    assert list(synctest._bound) == [("host", 200), 200]
-    buffers = dict(synctest._bound[200].inputs)
-    synctest(strided)
-    assert all(synctest._bound[200].inputs[k] is b for k, b in buffers.items())  # re-used, not re-made
+    assert list(synctest._variants) == [("aos", (("A", (18, 3, 1)),))]
     for n in (1, 2, 3, 4, 5, 6):
         synctest(rng.random((n, 3, 3), dtype=np.float32))
     assert len(synctest._bound) == irfuse.api.programs.BOUND_SIZES
+
+
+def _views(rng, shape: tuple[int, ...], layout: str, kind: str) -> np.ndarray:
+    """A random batch of `shape` in `layout` that is a strided view of a larger array."""
+    if kind == "every other element":
+        big = rng.random((*shape[:-1], 2 * shape[-1]) if layout == "soa" else (2 * shape[0], *shape[1:]),
+                         dtype=np.float32)
+        return big[..., ::2] if layout == "soa" else big[::2]
+    if kind == "padded values":  # each value a corner of a larger one
+        big = rng.random(tuple(d + (1 if k != (len(shape) - 1 if layout == "soa" else 0) else 0)
+                               for k, d in enumerate(shape))).astype(np.float32)
+        return big[tuple(slice(0, d) for d in shape)]
+    assert kind == "transposed values"
+    base = rng.random(shape).astype(np.float32)
+    axes = list(range(len(shape)))
+    value_axes = axes[:-1] if layout == "soa" else axes[1:]
+    if len(value_axes) < 2:
+        return base[::-1] if layout == "aos" else base[..., ::-1]  # a vector: elements in reverse
+    a, b = value_axes[0], value_axes[1]
+    if shape[a] != shape[b]:
+        return base[::-1] if layout == "aos" else base[..., ::-1]
+    axes[a], axes[b] = axes[b], axes[a]
+    return np.ascontiguousarray(base.transpose(axes)).transpose(axes)  # same values, other strides
+
+
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+@pytest.mark.parametrize("kind", ["every other element", "padded values", "transposed values"])
+@pytest.mark.parametrize("name", ["stvenant.kas", "power_iteration.kas", "transform44.kas"])
+def test_strided_views_are_read_and_written_in_place_by_kernels_compiled_for_them(name, kind, layout):
+    """Inputs and out= arrays that are views of larger arrays: the kernels read and write
+    them where they are (their strides compiled in), with the results of contiguous copies,
+    bit for bit, and nothing outside the views touched."""
+    prog = irfuse.compile(example(name), backend="cpu", layout=layout)
+    rng = np.random.default_rng(zlib.crc32(f"{name} {kind} {layout}".encode()))
+    n = 77
+    shape = {k: (n, *prog.shapes[k]) if layout == "aos" else (*prog.shapes[k], n) for k in prog.shapes}
+    views = {k: _views(rng, shape[k], layout, kind) for k in prog.inputs}
+    assert not all(v.flags.c_contiguous for v in views.values())
+    want = prog(**{k: np.ascontiguousarray(v) for k, v in views.items()})
+    got = prog(**views)
+    variant = prog._for(layout, prog._view_strides(views, None, layout))
+    assert variant is not prog and variant.strides and variant.source != prog.source  # strided kernels ran
+    for k in prog.outputs:
+        np.testing.assert_array_equal(got[k], want[k])
+    assert prog.check(**views).ok
+    # out= views: written in place; the rest of the larger arrays keeps its sentinel.
+    bigs = {k: np.full((2 * n, *prog.shapes[k]) if layout == "aos" else (*prog.shapes[k], 2 * n), -7.0, np.float32)
+            for k in prog.outputs}
+    outs = {k: (b[1::2] if layout == "aos" else b[..., 1::2]) for k, b in bigs.items()}
+    prog(**views, out=outs)
+    for k, b in bigs.items():
+        np.testing.assert_array_equal(outs[k], want[k])
+        assert np.all((b[0::2] if layout == "aos" else b[..., 0::2]) == -7.0)
+
+
+def test_a_view_whose_elements_overlap_is_refused_as_an_output(synctest):
+    a = np.random.default_rng(3).random((10, 3, 3), dtype=np.float32)
+    overlapping = np.lib.stride_tricks.as_strided(np.zeros(40, np.float32), (10, 3, 3), (4, 12, 4))
+    with pytest.raises(irfuse.UsageError, match="out= array for 'F' is a view whose elements overlap"):
+        synctest(a, out=overlapping)
+    broadcast = np.broadcast_to(a[:1], (10, 3, 3))  # one element read ten times: fine as an input
+    np.testing.assert_array_equal(synctest(broadcast).F, synctest(np.ascontiguousarray(broadcast)).F)
 
 
 def test_strided_views_give_the_results_of_contiguous_arrays(synctest, stvenant):

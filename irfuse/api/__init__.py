@@ -132,38 +132,41 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
     planning = PlanningOptions(n=n or DEFAULT_BATCH, profile=profile)
 
-    def compiled_for(layout: str):
+    def compiled_for(layout: str, strides: dict):
         """(CompiledProgram, warnings) from the disk cache, or compiled (and stored there)."""
         key = program_key(
             default_library(), text=text, name=name, dtype=dtype, backend=chosen, pipeline=pipeline,
-            n=planning.n, profile=asdict(load_profile(profile)), layout=layout,
+            n=planning.n, profile=asdict(load_profile(profile)), layout=layout, strides=strides,
             arch=arch or (default_arch() if chosen == "cuda" else None),
             where=(function.__code__.co_filename, function.__code__.co_firstlineno) if function else None)
         hit = program_cache.load(key)
         if hit is not None:
             return hit
         if function is not None:
-            front = result if layout == first else compile_function(function)  # the passes consume the IR
+            # the passes consume the IR
+            front = result if (layout, strides) == (first, {}) else compile_function(function)
             made = compile_frontend(front, function.__name__, pipeline, dtype, chosen == "cuda", arch, planning,
-                                    layout)
+                                    layout, strides)
         else:
             made = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda", arch=arch,
-                                planning=planning, layout=layout)
+                                planning=planning, layout=layout, strides=strides)
         program_cache.store(key, *made)
         return made
 
-    def make(layout: str, warn: bool) -> Program:
-        compiled, diagnostics = compiled_for(layout)
+    def make(layout: str, strides: dict, warn: bool) -> Program:
+        compiled, diagnostics = compiled_for(layout, strides)
         if warn:  # the variant for the other layout has the same diagnostics: said once
             for d in diagnostics:
                 warnings.warn(d.render(), IrfuseWarning, stacklevel=4)  # at the caller of compile()
-        return Program(compiled, chosen, diagnostics, variant=variant)
+        return Program(compiled, chosen, diagnostics, variant=variant, strides=strides)
 
-    def variant(layout: str) -> Program:
-        return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout), lambda: make(layout, False))
+    def variant(layout: str, strides: dict | None = None) -> Program:
+        strides = strides or {}
+        return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout, tuple(sorted(strides.items()))),
+                     lambda: make(layout, strides, False))
 
     first = layout
-    return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout), lambda: make(layout, True))
+    return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout, ()), lambda: make(layout, {}, True))
 
 
 def _chosen_backend(backend: str) -> str:

@@ -5,9 +5,10 @@ Numba device arrays, PyCUDA GPUArrays; and any object whose `__dlpack__` describ
 memory (JAX arrays, and the array libraries that speak DLPack): its DLPack capsule is read
 for the pointer, shape, strides and type, and kept until the call is done (the producer is
 asked to make the data ready on the legacy default stream, where the call runs unless
-`stream=` says otherwise). Its pointer goes to the kernels as is: no copy. What the kernels cannot take
-is refused, never copied behind the caller's back: a strided view (the kernels read a batch
-laid out contiguously), a pointer that is not 16-byte aligned for array-of-structures kernels
+`stream=` says otherwise). Its pointer goes to the kernels as is: no copy; a strided view goes
+to kernels compiled for its strides (`Program`). What the kernels cannot take
+is refused, never copied behind the caller's back: strides that are not whole words, a pointer
+that is not 16-byte aligned for array-of-structures kernels
 (their 16-byte copies; structure-of-arrays kernels need one word), memory on another GPU. Outputs are allocated in the first input's library, on its device;
 for JAX, which cannot allocate an array for others to write, irfuse allocates the memory and
 hands it to JAX through DLPack once written (`dlpack_export`: no copy); for another library
@@ -100,7 +101,7 @@ _DL_KINDS = {0: "i", 1: "u", 2: "f"}  # DLDataTypeCode: int, uint, float
 
 
 def _capsule_pointer(capsule: object) -> int:
-    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get = ctypes.pythonapi["PyCapsule_GetPointer"]  # a function object of its own (see dlpack_export)
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
     try:
         return int(get(capsule, b"dltensor") or 0)
@@ -163,9 +164,10 @@ def check_device_array(what: str, a: DeviceArray, device_ordinal: int, alignment
     """What the kernels need of a GPU array beyond its shape and type: `alignment` is what
     its address must be a multiple of (16 bytes for array-of-structures kernels)."""
     if not a.contiguous:
-        raise UsageError(f"{what} is a strided view on the GPU (strides {a.strides}); irfuse reads each element's "
-                         "words contiguously and does not copy GPU arrays behind your back: pass a contiguous "
-                         "array (.contiguous() in PyTorch, cupy.ascontiguousarray)")
+        if any(s % a.dtype.itemsize for s in a.strides or ()):
+            raise UsageError(f"{what} has strides of {a.strides} bytes, not whole {a.dtype.itemsize}-byte words: "
+                             "pass an array whose strides are")
+        alignment = a.dtype.itemsize  # a strided view is read and written word by word
     if a.ptr % alignment and a.nbytes:
         raise UsageError(f"{what} starts at an address that is not {alignment}-byte aligned (0x{a.ptr:x}, a view "
                          f"that skips part of a batch?); the kernels' {alignment}-byte accesses need it: pass an "

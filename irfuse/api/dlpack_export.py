@@ -40,11 +40,13 @@ def _deleter(address: int) -> None:
     _LIVE.pop(address, None)
 
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
+# Function objects of our own (`pythonapi[...]` makes a new one; `pythonapi.Name` is shared,
+# and other code sets its argument types to its own liking).
+_capsule_new = ctypes.pythonapi["PyCapsule_New"]
 _capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid = ctypes.pythonapi["PyCapsule_IsValid"]
 _capsule_is_valid.restype, _capsule_is_valid.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer = ctypes.pythonapi["PyCapsule_GetPointer"]
 _capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
 
 

@@ -29,8 +29,9 @@ from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       overlaps, stream_handle)
 from irfuse.api.dlpack_export import handed_over
-from irfuse.diagnostics import ExecutionError, UsageError
-from irfuse.dialects.layouts import batch_shape, check_layout, to_aos
+from irfuse.diagnostics import CompileError, ExecutionError, UsageError
+from irfuse.dialects.layouts import (OUTPUT_PREFIX, batch_length, batch_shape, check_layout, fits, natural_strides, to_aos,
+                                     view_strides)
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
@@ -106,10 +107,20 @@ class Verification:
 
 
 def _to_host(dev, a: DeviceArray) -> np.ndarray:
-    host = np.empty(a.shape, dtype=a.dtype)
-    if a.nbytes:
-        dev.drv.memcpy_dtoh(host, a.ptr)
-    return host
+    """A GPU array's values in a new C-contiguous host array (a strided view: the span of
+    memory it covers, copied whole, then read at its strides)."""
+    if a.contiguous or not a.nbytes:
+        host = np.empty(a.shape, dtype=a.dtype)
+        if a.nbytes:
+            dev.drv.memcpy_dtoh(host, a.ptr)
+        return host
+    low = sum((d - 1) * s for d, s in zip(a.shape, a.strides) if s < 0)
+    high = sum((d - 1) * s for d, s in zip(a.shape, a.strides) if s > 0) + a.dtype.itemsize
+    span = np.empty(high - low, dtype=np.uint8)
+    dev.drv.memcpy_dtoh(span, a.ptr + low)
+    view = np.lib.stride_tricks.as_strided(span[-low:].view(a.dtype) if low else span.view(a.dtype), a.shape,
+                                           a.strides)
+    return np.ascontiguousarray(view)
 
 
 class _Bound:
@@ -120,18 +131,41 @@ class _Bound:
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
 
 
-def _in_place_on_the_host(arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> bool:
+def _may_overlap(a, b) -> bool:
+    """Whether two arrays may share memory (conservatively, where an exact answer is costly)."""
+    if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):
+        return overlaps(a, b)
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def _overlapping_view(shape: tuple[int, ...], words: tuple[int, ...], layout: str) -> bool:
+    """Whether two different positions of a view with these strides (words, batch axis
+    first) may be the same word: each axis's stride must step over all the axes below it."""
+    n = batch_length(shape, layout)
+    dims = [n, *(shape[1:] if layout == "aos" else shape[:-1])]
+    extent = 1
+    for stride, dim in sorted(((abs(s), d) for s, d in zip(words, dims) if d > 1)):
+        if stride < extent:
+            return True
+        extent = stride * (dim - 1) + extent
+    return False
+
+
+def _in_place_on_the_host(arrays: dict[str, np.ndarray], results: dict[str, np.ndarray],
+                          strided: dict | None = None) -> bool:
     """Whether the CPU backend's kernels can read and write these NumPy arrays themselves:
-    every one C-contiguous, and no output sharing memory with an input or another output
-    (kernels read inputs while others write outputs)."""
-    everything = [*arrays.values(), *results.values()]
-    if not all(a.flags.c_contiguous for a in everything):
+    every one C-contiguous or a view the kernels were compiled for (`strided`), and no output
+    sharing memory with an input or another output (kernels read inputs while others write
+    outputs)."""
+    strided = strided or {}
+    if not all(a.flags.c_contiguous or name in strided for name, a in arrays.items()) or \
+            not all(a.flags.c_contiguous or OUTPUT_PREFIX + name in strided for name, a in results.items()):
         return False
     outs = list(results.values())
-    for k, o in enumerate(outs):
-        if any(np.shares_memory(o, a) for a in arrays.values()) or any(np.shares_memory(o, b) for b in outs[k + 1:]):
-            return False
-    return True
+    return not any(_may_overlap(o, b) for k, o in enumerate(outs) for b in [*arrays.values(), *outs[k + 1:]])
 
 
 class _BoundHostInPlace:
@@ -293,13 +327,17 @@ class Program:
     `outputs` and `shapes` say what it takes and gives."""
 
     def __init__(self, compiled: CompiledProgram, backend: str, warnings: list,
-                 variant: Callable[[str], "Program"] | None = None):
+                 variant: Callable[..., "Program"] | None = None, strides: dict | None = None):
         self.compiled = compiled
         self.backend = backend
         self.warnings = list(warnings)
         self.layout = compiled.layout
-        self._variant = variant  # the program compiled for another layout; None: refused
-        self._variants: dict[str, Program] = {}
+        # Inputs and outputs this program's kernels take as strided views (name -> strides in
+        # words, batch axis first); the others are contiguous in `layout`.
+        self.strides: dict[str, tuple[int, ...]] = dict(strides or {})
+        self._variant = variant  # the program compiled for another layout or strides; None: refused
+        self._variants: dict[tuple, Program] = {}
+        self._host_views_copied = False  # set once kernels for host views failed to compile
         ref = compiled.reference_program
         self.name = ref.sym_name.data
         self.inputs: tuple[str, ...] = tuple(ref.inputs)
@@ -335,16 +373,54 @@ class Program:
             check_layout(layout)
         except ValueError as e:
             raise UsageError(str(e)) from None
-        if layout == self.layout:
+        return self._for(layout, {})
+
+    def _for(self, layout: str, strides: dict[str, tuple[int, ...]]) -> "Program":
+        """The program for arrays in `layout` with these strided views: itself, or a variant
+        compiled on first use and kept."""
+        if layout == self.layout and strides == self.strides:
             return self
-        program = self._variants.get(layout)
+        key = (layout, tuple(sorted(strides.items())))
+        program = self._variants.get(key)
         if program is None:
             if self._variant is None:
-                raise UsageError(f"this program was compiled for arrays in layout '{self.layout}' from a tuning "
-                                 f"result, which holds no plan for '{layout}': pass its arrays in '{self.layout}' "
-                                 "or compile the program for the other layout")
-            program = self._variants[layout] = self._variant(layout)
+                what = f"in layout '{layout}'" if layout != self.layout else "that are strided views"
+                raise UsageError(f"this program was compiled from a tuning result for contiguous arrays in layout "
+                                 f"'{self.layout}', which holds no plan for arrays {what}: pass contiguous arrays "
+                                 f"in '{self.layout}' or compile the program from its source")
+            program = self._variants[key] = self._variant(layout, strides)
         return program
+
+    def _view_strides(self, arrays: dict, out, layout: str) -> dict[str, tuple[int, ...]]:
+        """The inputs and `out=` arrays that are strided views (name -> strides in words,
+        batch axis first), where the kernels would read and write them in place: GPU arrays,
+        and NumPy arrays on the CPU backend when no output shares memory with another array
+        (else they are copied, as any host array may be)."""
+        first = next(iter(arrays.values()), None)
+        on_gpu = isinstance(first, DeviceArray)
+        if first is None or not (on_gpu or self.backend == "cpu" and not self._host_views_copied):
+            return {}
+        given = {name: (name, a) for name, a in arrays.items()}  # key in kas.strides -> (argument, array)
+        if out is not None:
+            for name, value in bind_outputs(self.outputs, out).items():
+                a = device_array(value) if on_gpu else value
+                if isinstance(a, (DeviceArray, np.ndarray)) and fits(a.shape, self.shapes[name], layout):
+                    given[OUTPUT_PREFIX + name] = (name, a)
+        sig = {}
+        for key, (name, a) in given.items():
+            raw = a.strides if isinstance(a, DeviceArray) else (None if a.flags.c_contiguous else a.strides)
+            words = view_strides(a.shape, raw, self.dtype.itemsize, layout)
+            if words is None or words == natural_strides(layout, self.shapes[name], batch_length(a.shape, layout)):
+                continue  # strides of no whole words: refused later by name
+            if key.startswith(OUTPUT_PREFIX) and _overlapping_view(a.shape, words, layout):
+                raise UsageError(f"out= array for '{name}' is a view whose elements overlap (strides {words} in "
+                                 "words, batch axis first): the kernels would write one place twice")
+            sig[key] = words
+        if sig and not on_gpu:
+            outs = [a for key, (_, a) in given.items() if key.startswith(OUTPUT_PREFIX)]
+            if any(_may_overlap(o, b) for i, o in enumerate(outs) for b in [*arrays.values(), *outs[i + 1:]]):
+                return {}
+        return sig
 
     def _arrays(self, args: tuple, named: dict) -> tuple[dict, int, str]:
         """name -> NumPy array, or name -> `DeviceArray` (all inputs in one place), N, and the
@@ -394,8 +470,18 @@ class Program:
                         if fast.launch():
                             return fast.outputs
         arrays, n, layout = self._arrays(args, named)
-        if layout != self.layout:
-            return self.for_layout(layout)(*args, out=out, verify=verify, stream=stream, **named)
+        strides = self._view_strides(arrays, out, layout)
+        if layout != self.layout or strides != self.strides:
+            try:
+                target = self._for(layout, strides)
+            except CompileError:
+                # Host arrays may be copied instead (a program whose loops run from the host
+                # takes no strided view); GPU arrays are not copied behind the caller's back.
+                if not strides or isinstance(next(iter(arrays.values())), DeviceArray):
+                    raise
+                target = self._for(layout, {})
+                target._host_views_copied = True
+            return target(*args, out=out, verify=verify, stream=stream, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
             outputs = self._call_in_place(arrays, n, out, stream, args, named)
             if verify:
@@ -424,10 +510,12 @@ class Program:
 
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
         dev = self._opened_device()
-        if self.backend == "cpu" and _in_place_on_the_host(arrays, results):
+        if self.backend == "cpu" and _in_place_on_the_host(arrays, results, self.strides):
             self._recorded(("host", n), lambda: _BoundHostInPlace(self.compiled, dev, n, self.inputs,
                                                                   self.outputs)).run(arrays, results)
             return
+        if self.strides:  # `_view_strides` chose this variant only where the arrays can be used in place
+            raise ExecutionError(f"{self.name}: kernels compiled for strided views were about to read copies")
         fresh = n not in self._bound
         bound = self._recorded(n, lambda: _Bound(self.compiled, dev, arrays, n))  # made with the inputs
         if not fresh:
@@ -516,8 +604,9 @@ class Program:
         element up to `sample` of them and on a seeded sample of `sample` beyond (`None`: every
         element), with the rule `irfuse run` uses."""
         arrays, n, layout = self._arrays(args, named)
-        if layout != self.layout:
-            return self.for_layout(layout).check(*args, sample=sample, seed=seed, **named)
+        strides = self._view_strides(arrays, None, layout)
+        if layout != self.layout or strides != self.strides:
+            return self._for(layout, strides).check(*args, sample=sample, seed=seed, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
             return self._verify_device(arrays, self._call_in_place(arrays, n, None, None), n, sample, seed)
         return self._verify(arrays, self(**arrays), n, sample, seed)

@@ -41,6 +41,7 @@ copying the words it holds.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
 from irfuse.dialects.access_pattern import AccessPattern, compile_start
 from irfuse.dialects.element_types import ElementType
+from irfuse.dialects.kas import ProgramOp
+from irfuse.dialects.layouts import OUTPUT_PREFIX, module_strides
 from irfuse.library.catalogue import Library, find_implementation
 from irfuse.library.implementations import Implementation
 
@@ -333,6 +336,64 @@ def _check_element_major(ap: AccessPattern, bx: int, by: int, size: int) -> None
                                    "its words cannot be found in a structure-of-arrays batch")
 
 
+def strided_index(element: str, word: str, strides: tuple[int, ...], shape: tuple[int, ...]) -> str:
+    """The index in a strided view (`strides` in words, batch axis first) of word `word` (a C
+    expression: the word's position in the value, row-major) of element `element`."""
+    terms = [f"(long long)({element}) * {strides[0]}"]
+    inner = 1
+    for dim, stride in reversed(list(zip(shape, strides[1:]))):
+        if stride:
+            axis = f"({word})" if inner == 1 else f"(({word}) / {inner})"
+            terms.append(f"(long long)({axis} % {dim}) * {stride}" if dim * inner < math.prod(shape)
+                         else f"(long long){axis} * {stride}")
+        inner *= dim
+    return " + ".join(terms)
+
+
+def strided_arguments(module: ModuleOp) -> dict[str, dict[int, tuple[int, ...]]]:
+    """Kernel name -> {global argument position: strides} for the program inputs and outputs
+    the module's `kas.strides` names, as the host program binds them to its launches."""
+    strides = module_strides(module)
+    if not strides:
+        return {}
+    program = next((op for op in module.ops if isinstance(op, ProgramOp)), None)
+    if program is None:
+        return {}
+    # The host values that live in a strided view: inputs, and returned values (which the
+    # launches after the one that writes them read from the same view).
+    def top_level_launch(op) -> bool:
+        return isinstance(op, fuse.LaunchOp) and op.parent_op() is program
+
+    by_value = {arg: strides[name] for arg, name in zip(program.body.block.args, program.inputs) if name in strides}
+    for arg, name in zip(program.body.block.args, program.inputs):
+        if arg in by_value and not all(top_level_launch(u.operation) for u in arg.uses):
+            raise CompileError(f"input '{name}' is read by a loop run from the host, which takes contiguous arrays: "
+                               "a strided view cannot be given for it")
+    for v, name in zip(program.return_op.operands, program.outputs):
+        if OUTPUT_PREFIX + name not in strides:
+            continue
+        if not top_level_launch(v.owner):
+            raise CompileError(f"output '{name}' is not written by a kernel (an input returned as it is, or the "
+                               "result of a loop run from the host): a strided view cannot be given for it")
+        if by_value.get(v, strides[OUTPUT_PREFIX + name]) != strides[OUTPUT_PREFIX + name]:
+            raise CompileError(f"output '{name}' is returned twice with different strides")
+        by_value[v] = strides[OUTPUT_PREFIX + name]
+    out: dict[str, dict[int, tuple[int, ...]]] = {}
+    for op in program.walk():
+        if not isinstance(op, fuse.LaunchOp):
+            continue
+        values = [*op.args, *op.res]
+        bound = {i: by_value[v] for i, v in enumerate(values) if v in by_value}
+        if not bound:
+            continue
+        name = op.kernel_name
+        if name in out or not isinstance(op.parent_op(), ProgramOp):
+            raise CompileError(f"kernel @{name} reads or writes a strided argument and is launched more than once "
+                               "(a loop on the host): such programs take contiguous arrays")
+        out[name] = bound
+    return out
+
+
 def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
     """16-byte copies need the block's chunk in global and shared memory 16-byte aligned."""
     per = 16 // itemsize
@@ -342,8 +403,12 @@ def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
 class _KernelEmitter:
     """The CUDA C of one `fuse.kernel`: declarations, then one statement group per op."""
 
-    def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None, library: Library | None = None):
+    def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None, library: Library | None = None,
+                 strided: dict[int, tuple[int, ...]] | None = None):
         self.kernel = kernel
+        # Global arguments (by position: inputs, then outputs) that are strided views.
+        args = (*kernel.input_args, *kernel.output_args)
+        self.strided: dict[SSAValue, tuple[int, ...]] = {args[i]: s for i, s in (strided or {}).items()}
         self.library = library
         self.itemsize = itemsize
         self.bx, self.by = kernel.bx.data, kernel.by.data
@@ -423,14 +488,20 @@ class _KernelEmitter:
                     return False
         return True
 
-    def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str]) -> str:
+    def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str], global_value: SSAValue) -> str:
         """A statement run by each thread holding its part of register value v, given the
-        global index of word k of the thread's element, the register array and k."""
+        global index (in `global_value`) of word k of the thread's element, the register array
+        and k."""
         ap, ap_bx, remap = self.pattern(v)
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
         size = v.type.size  # type: ignore[attr-defined]
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
-        if self.soa:
+        if global_value in self.strided:
+            _check_element_major(ap, ap_bx, self.by, size)
+            word = start.replace("\0TX", x).replace("\0TY", "0")
+            strides, shape = self.strided[global_value], v.type.shape  # type: ignore[attr-defined]
+            index = lambda k: strided_index(f"first + {y}", f"({word}) + {k}", strides, shape)  # noqa: E731
+        elif self.soa:
             # The AP's start is the element's base (y*size) plus the word the thread starts at.
             _check_element_major(ap, ap_bx, self.by, size)
             word = start.replace("\0TX", x).replace("\0TY", "0")
@@ -455,6 +526,21 @@ class _KernelEmitter:
                 self.pending_async = True
         return f"  {fn}({dst}, {src}, {count}, tid, {self.nthreads});"
 
+    def strided_copy(self, g: SSAValue, type_, place: fuse.PlaceAttr, load: bool) -> str:
+        """A block-wide copy between a strided view and a shared value (element e at e*SPAN),
+        word by word: consecutive threads take consecutive words of an element when its
+        words are closer together than its elements, else consecutive elements of a word."""
+        size, shape, strides = type_.size, type_.shape, self.strided[g]
+        span, off, name = place.pitch.data or size, place.offset.data, self.names.get(g, "g_")
+        word_major = len(strides) > 1 and abs(strides[0]) < min(abs(s) for s in strides[1:])
+        split = (f"const int k = irf_i / {self.by}, e = irf_i % {self.by}; if (e >= count) continue;" if word_major
+                 else f"const int e = irf_i / {size}, k = irf_i % {size};")
+        bound = f"{size * self.by}" if word_major else f"count * {size}"
+        shared = f"smem[{off} + e * {span} + k]"
+        glob = f"{name}[{strided_index('first + e', 'k', strides, shape)}]"
+        move = f"{shared} = {glob};" if load else f"{glob} = {shared};"
+        return f"  for (int irf_i = tid; irf_i < {bound}; irf_i += {self.nthreads}) {{ {split} {move} }}"
+
     def soa_copy(self, fn: str, dst: str, src: str, size: int, place: fuse.PlaceAttr) -> str:
         span = place.pitch.data or size
         return f"  irf_{fn}_soa<{size}, {span}, {self.by}>({dst}, {src}, n, count, tid, {self.nthreads});"
@@ -465,7 +551,9 @@ class _KernelEmitter:
         self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
         if op.place.is_shared:
             off = op.place.offset.data
-            if self.soa:
+            if op.source in self.strided:
+                self.line(self.strided_copy(op.source, op.res.type, op.place, load=True))  # type: ignore[arg-type]
+            elif self.soa:
                 self.line(self.soa_copy("load", f"smem + {off}", f"{src} + first", size, op.place))
                 self.pending_async = True
             else:
@@ -474,7 +562,7 @@ class _KernelEmitter:
             self.info.shared_values += 1
         else:
             self.declare_register(op.res)
-            self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];"))
+            self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source))
 
     def emit_call(self, op: fuse.CallOp) -> None:
         impl = call_impl(op, self.library)
@@ -534,12 +622,14 @@ class _KernelEmitter:
         self.line(f"  // store into {op.dest.name_hint}")
         if place.is_shared:
             off = place.offset.data
-            if self.soa:
+            if op.dest in self.strided:
+                self.line(self.strided_copy(op.dest, op.value.type, place, load=False))  # type: ignore[arg-type]
+            elif self.soa:
                 self.line(self.soa_copy("store", f"{dst} + first", f"smem + {off}", size, place))
             else:
                 self.line(self.copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
         else:
-            self.line(self.per_thread(op.value, lambda index, r, k: f"{dst}[{index}] = {r}[{k}];"))
+            self.line(self.per_thread(op.value, lambda index, r, k: f"{dst}[{index}] = {r}[{k}];", op.dest))
 
     def line(self, text: str) -> None:
         current = self.open[-1]
@@ -661,10 +751,12 @@ class _KernelEmitter:
 
 
 def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None,
-                library: Library | None = None) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
+                library: Library | None = None, strided: dict[int, tuple[int, ...]] | None = None
+                ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
     """The kernel's CUDA C, what a launcher needs to know of it, and the device-function
-    variants it calls (looked up in `library`, the default library when None)."""
-    emitter = _KernelEmitter(kernel, itemsize, min_blocks, library)
+    variants it calls (looked up in `library`, the default library when None); `strided`:
+    its global arguments (by position) that are strided views, with their strides."""
+    emitter = _KernelEmitter(kernel, itemsize, min_blocks, library, strided)
     text = emitter.emit()
     return text, emitter.info, emitter.used
 
@@ -684,8 +776,10 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
     # A program without calls (it returns its inputs) has no kernel: its source is the prelude.
     texts, infos = [], []
     functions: dict[str, str] = {}
+    strided = strided_arguments(module)
     for k in kernels:
-        text, info, used = emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library)
+        text, info, used = emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library,
+                                       strided.get(k.sym_name.data))
         texts.append(text)
         infos.append(info)
         for impl, variant in sorted(used, key=lambda p: p[0].variant_name(p[1])):

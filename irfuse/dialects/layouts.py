@@ -89,3 +89,79 @@ def to_aos(a, layout: str):
 def from_aos(a, layout: str):
     """An array-of-structures batch laid out in `layout`: a new C-contiguous array for `soa`."""
     return a if layout == AOS else np.ascontiguousarray(np.moveaxis(a, 0, -1))
+
+
+# --- strided views -------------------------------------------------------------------------
+#
+# A program input or output may also be a strided view (a slice of a larger array, a
+# transposed value, an element every other row): the module attribute `kas.strides` maps
+# its name (an output's prefixed `out.`: a program may return a value under an input's
+# name) to its strides in words, batch axis first then the value's axes,
+# `{A = "18,3,1", "out.F" = "9,1,3"}`; word (i, j) of element e of A is then at
+# `e*18 + i*3 + j` from the view's first word. The kernels are generated for those strides (element by element
+# reads and writes); arguments not named keep the module's layout.
+
+STRIDES_ATTR = "kas.strides"
+OUTPUT_PREFIX = "out."
+
+
+def module_strides(module: ModuleOp) -> dict[str, tuple[int, ...]]:
+    """The strided arguments of a module: name -> (batch stride, value strides...) in words."""
+    from xdsl.dialects.builtin import DictionaryAttr
+
+    attr = module.attributes.get(STRIDES_ATTR)
+    if attr is None:
+        return {}
+    if not isinstance(attr, DictionaryAttr):
+        raise VerifyException(f"module attribute {STRIDES_ATTR} must be a dictionary of argument names to "
+                              f"strides (\"18,3,1\"), got {attr}")
+    out = {}
+    for name, value in attr.data.items():
+        try:
+            if not isinstance(value, StringAttr):
+                raise ValueError
+            out[name] = tuple(int(s) for s in value.data.split(","))
+        except ValueError:
+            raise VerifyException(f"{STRIDES_ATTR}: the strides of '{name}' must be whole numbers separated by "
+                                  f"commas, got {value}") from None
+    return out
+
+
+def set_module_strides(module: ModuleOp, strides: dict[str, tuple[int, ...]]) -> None:
+    from xdsl.dialects.builtin import DictionaryAttr
+
+    if strides:
+        module.attributes[STRIDES_ATTR] = DictionaryAttr(
+            {name: StringAttr(",".join(str(s) for s in strides[name])) for name in sorted(strides)})
+    else:
+        module.attributes.pop(STRIDES_ATTR, None)
+
+
+def natural_strides(layout: str, value_shape: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """The strides in words (batch axis first) of a C-contiguous batch of `n` in `layout`."""
+    inner, step = [], 1
+    for d in reversed(value_shape):
+        inner.append(step)
+        step *= d
+    inner.reverse()
+    if layout == AOS:
+        return (step, *inner)
+    return (1, *(s * n for s in inner))
+
+
+def view_strides(shape: tuple[int, ...], strides: tuple[int, ...] | None, itemsize: int, layout: str
+                 ) -> tuple[int, ...] | None:
+    """An array's strides in words, batch axis first (None when the bytes are not whole
+    words); `strides` None means C-contiguous. Axes of length 1 take the natural stride
+    (any stride addresses them alike)."""
+    value_shape = tuple(shape[1:] if layout == AOS else shape[:-1])
+    n = batch_length(shape, layout)
+    natural = natural_strides(layout, value_shape, n)
+    if strides is None:
+        return natural
+    if any(s % itemsize for s in strides):
+        return None
+    words = [s // itemsize for s in strides]
+    ordered = words if layout == AOS else [words[-1], *words[:-1]]
+    dims = [n, *value_shape]
+    return tuple(nat if d == 1 else w for w, nat, d in zip(ordered, natural, dims))

@@ -21,7 +21,7 @@ from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import Diagnostic
 from irfuse.dialects.context import make_context
 from irfuse.dialects.element_types import element_type, module_element_type, set_module_element_type
-from irfuse.dialects.layouts import set_module_layout
+from irfuse.dialects.layouts import set_module_layout, set_module_strides
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.frontend.irgen import FrontendResult, compile_file, compile_source
 from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
@@ -94,18 +94,22 @@ def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", 
 
 def compile_text(text: str, filename: str, pipeline: str | None = None, dtype: str = "f32",
                  compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None,
-                 layout: str = "aos") -> tuple[CompiledProgram, list[Diagnostic]]:
+                 layout: str = "aos", strides: dict[str, tuple[int, ...]] | None = None
+                 ) -> tuple[CompiledProgram, list[Diagnostic]]:
     """KAS source text (diagnostics name it `filename`) compiled as `compile_program` does."""
     return compile_frontend(compile_source(text, filename), os.path.basename(filename), pipeline, dtype, compile_gpu,
-                            arch, planning, layout)
+                            arch, planning, layout, strides)
 
 
 def compile_frontend(result: FrontendResult, name: str, pipeline: str | None = None, dtype: str = "f32",
                      compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None,
-                     layout: str = "aos") -> tuple[CompiledProgram, list[Diagnostic]]:
-    """A frontend's module (KAS text or a Python function) compiled as `compile_program` does."""
+                     layout: str = "aos", strides: dict[str, tuple[int, ...]] | None = None
+                     ) -> tuple[CompiledProgram, list[Diagnostic]]:
+    """A frontend's module (KAS text or a Python function) compiled as `compile_program` does;
+    `strides`: program inputs and outputs that are strided views (`dialects.layouts`)."""
     set_module_element_type(result.module, element_type(dtype))
     set_module_layout(result.module, layout)
+    set_module_strides(result.module, strides or {})
     reference = result.module.clone()
     module = lower(result.module, pipeline, planning)
     program = build(module, compile_gpu, arch)
