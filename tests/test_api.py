@@ -462,3 +462,33 @@ def test_a_dlpack_capsule_nobody_takes_lets_go_of_its_memory_and_copies_are_refu
         export.__dlpack__(copy=True)
     with pytest.raises(BufferError, match="not"):
         export.__dlpack__(dl_device=(2, 0))
+
+
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+def test_outputs_in_the_other_layout_than_the_inputs(stvenant, layout):
+    """out_layout= asks for the outputs in either layout: new arrays, or out= arrays shaped in
+    it; the kernels write them in place at their strides, with the results of a call in that
+    layout, bit for bit."""
+    other = "soa" if layout == "aos" else "aos"
+    ref = stvenant.compiled.reference_program
+    aos = random_inputs(ref, 301, 4, np.float32)
+    ins = aos if layout == "aos" else {k: np.ascontiguousarray(np.moveaxis(v, 0, -1)) for k, v in aos.items()}
+    want = stvenant(**aos)
+    got = stvenant(**ins, out_layout=other, verify=True)
+    for k in stvenant.outputs:
+        expected = want[k] if other == "aos" else np.moveaxis(want[k], 0, -1)
+        assert got[k].shape == expected.shape and got[k].flags.c_contiguous
+        np.testing.assert_array_equal(got[k], expected)
+    outs = {k: np.full(got[k].shape, np.nan, np.float32) for k in stvenant.outputs}
+    back = stvenant(**ins, out_layout=other, out=outs)
+    for k in stvenant.outputs:
+        assert back[k] is outs[k]
+        np.testing.assert_array_equal(outs[k], got[k])
+    assert stvenant(**ins, out_layout=layout)[stvenant.outputs[1]].shape == \
+        ((301, 3) if layout == "aos" else (3, 301))
+    with pytest.raises(irfuse.UsageError, match="out_layout: layout must be one of aos, soa, got 'xyz'"):
+        stvenant(**ins, out_layout="xyz")
+    wrong = {k: np.zeros(want[k].shape if other == "soa" else np.moveaxis(want[k], 0, -1).shape, np.float32)
+             for k in stvenant.outputs}
+    with pytest.raises(irfuse.UsageError, match="out= array for 'ten3help2'"):
+        stvenant(**ins, out_layout=other, out=wrong)

@@ -398,6 +398,13 @@ def test_strided_gpu_views_are_read_and_written_in_place(layout):
         {k: irfuse.api.device_arrays.device_array(v) for k, v in views.items()}, None, layout))
     assert variant.strides and variant.source != prog.source
     assert prog.check(**views).ok
+    # Outputs in the other layout: new tensors in it, written by the kernels in place.
+    other = "soa" if layout == "aos" else "aos"
+    moved = prog(**{k: v.contiguous() for k, v in views.items()}, out_layout=other, verify=True)
+    torch.cuda.synchronize()
+    for k in prog.outputs:
+        expected = want[k].movedim(0, -1) if other == "soa" else want[k].movedim(-1, 0)
+        assert moved[k].is_contiguous() and torch.equal(moved[k], expected)
 
 
 def test_api_on_jax_arrays_gives_jax_arrays_in_memory_irfuse_allocated():

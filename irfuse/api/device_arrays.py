@@ -144,7 +144,9 @@ def _dlpack_array(value: object) -> DeviceArray | None:
 
 def device_array(value: object) -> DeviceArray | None:
     """`value` as a GPU array, or None when it is neither a CUDA array interface nor DLPack
-    of CUDA memory."""
+    of CUDA memory (a `DeviceArray` is itself)."""
+    if isinstance(value, DeviceArray):
+        return value
     if type(value).__module__ == "torch" and type(value).__name__ in ("Tensor", "Parameter"):
         return _torch_array(value)
     try:
@@ -158,6 +160,21 @@ def device_array(value: object) -> DeviceArray | None:
                            type(value).__module__.split(".")[0], cai.get("stream"))
     except (KeyError, TypeError, ValueError) as e:
         raise UsageError(f"a {type(value).__qualname__} has a malformed __cuda_array_interface__ ({e})") from None
+
+
+def moved_batch_axis(a: DeviceArray, layout: str) -> DeviceArray:
+    """A view of `a` (a batch in the other layout than `layout`) shaped as a batch in
+    `layout`: the same memory, the batch axis moved (its strides say where words lie)."""
+    strides = a.strides
+    if strides is None:
+        strides, step = [], a.dtype.itemsize
+        for d in reversed(a.shape):
+            strides.append(step)
+            step *= d
+        strides = tuple(reversed(strides))
+    order = [a.ndim - 1, *range(a.ndim - 1)] if layout == "aos" else [*range(1, a.ndim), 0]
+    return DeviceArray(a.obj, a.ptr, tuple(a.shape[k] for k in order), a.dtype, tuple(strides[k] for k in order),
+                       a.family, a.stream, a.device, keep=a.keep)
 
 
 def check_device_array(what: str, a: DeviceArray, device_ordinal: int, alignment: int = ALIGNMENT) -> None:

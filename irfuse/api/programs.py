@@ -27,7 +27,7 @@ import numpy as np
 from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_array, check_output_array,
                                   host_array)
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
-                                      overlaps, stream_handle)
+                                      moved_batch_axis, overlaps, stream_handle)
 from irfuse.api.dlpack_export import handed_over
 from irfuse.diagnostics import CompileError, ExecutionError, UsageError
 from irfuse.dialects.layouts import (OUTPUT_PREFIX, batch_length, batch_shape, check_layout, fits, natural_strides, to_aos,
@@ -455,13 +455,18 @@ class Program:
     def _shape(self, name: str, n: int) -> tuple[int, ...]:
         return batch_shape(self.layout, self.shapes[name], n)
 
-    def __call__(self, *args, out=None, verify: bool = False, stream=None, **named) -> Outputs:
+    def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
+                 **named) -> Outputs:
         """Runs the program. `out=`: arrays to write the outputs into (a mapping by name, a
-        sequence in `return` order, or one array for one output). `verify=True` checks the
+        sequence in `return` order, or one array for one output). `out_layout=`: the layout
+        of the outputs ('aos' or 'soa'; by default the inputs'), new arrays or `out=` arrays
+        shaped in it. `verify=True` checks the
         results against the float64 NumPy reference (as `check` does) and raises
         `ExecutionError` if they disagree. GPU arrays are read and written in place and the
         call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
         waiting for the GPU."""
+        if out_layout is not None:
+            return self._call_out_layout(args, named, out, out_layout, verify, stream)
         if not verify:
             for program in (self, *self._variants.values()) if self._variants else (self,):
                 fast = program._fast
@@ -507,6 +512,51 @@ class Program:
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
+
+    def _call_out_layout(self, args: tuple, named: dict, out, out_layout: str, verify: bool, stream) -> Outputs:
+        """A call whose outputs are in `out_layout`: each output array (new, or given by
+        `out=` in `out_layout`'s shape) is passed to the kernels as a view in the inputs'
+        layout, which they write at its strides (`kas.strides`; one variant per batch size,
+        the strides of a structure of arrays being multiples of it)."""
+        try:
+            check_layout(out_layout)
+        except ValueError as e:
+            raise UsageError(f"out_layout: {e}") from None
+        arrays, n, layout = self._arrays(args, named)
+        if out_layout == layout:
+            return self(*args, out=out, verify=verify, stream=stream, **named)
+        first = next(iter(arrays.values()), None)
+        on_gpu = isinstance(first, DeviceArray)
+        given = bind_outputs(self.outputs, out) if out is not None else {}
+        targets, views = {}, {}
+        for name in self.outputs:
+            shape = batch_shape(out_layout, self.shapes[name], n)
+            what = f"out= array for '{name}'"
+            if on_gpu:
+                if name in given:
+                    a = device_array(given[name])
+                    if a is None:
+                        raise UsageError(f"{what} is a {type(given[name]).__qualname__}; with inputs on the GPU "
+                                         "out= takes GPU arrays")
+                    check_array(what, a, self.shapes[name], self.dtype, n, out_layout)
+                else:
+                    a = empty_like_family(first, shape, self.dtype)
+                targets[name], views[name] = a.obj, moved_batch_axis(a, layout)
+            else:
+                if name in given:
+                    a = check_output_array(what, given[name], self.shapes[name], self.dtype, n, out_layout)
+                else:
+                    a = np.empty(shape, self.dtype)
+                targets[name] = a
+                views[name] = np.moveaxis(a, -1, 0) if layout == "aos" else np.moveaxis(a, 0, -1)
+        got = self(*args, out=views, stream=stream, **named)
+        if verify:
+            target = self.for_layout(layout)
+            report = (target._verify_device(arrays, Outputs(self.outputs, list(views.values())), n) if on_gpu
+                      else target._verify(arrays, Outputs(self.outputs, list(views.values())), n))
+            if not report.ok:
+                raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
+        return got if on_gpu else Outputs(self.outputs, [targets[name] for name in self.outputs])
 
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
         dev = self._opened_device()
