@@ -425,7 +425,8 @@ def test_an_exported_array_is_read_in_place_by_a_dlpack_consumer_and_freed_after
     import gc
     import weakref
 
-    from irfuse.api.dlpack_export import KDL_CPU, DLPackExport, exported_tensors
+    from irfuse.api.dlpack import KDL_CPU
+    from irfuse.api.dlpack_export import DLPackExport, exported_tensors
 
     before = exported_tensors()
     host = np.arange(24).astype(dtype)
@@ -449,7 +450,8 @@ def test_an_exported_array_is_read_in_place_by_a_dlpack_consumer_and_freed_after
 def test_a_dlpack_capsule_nobody_takes_lets_go_of_its_memory_and_copies_are_refused():
     import gc
 
-    from irfuse.api.dlpack_export import KDL_CPU, DLPackExport, exported_tensors
+    from irfuse.api.dlpack import KDL_CPU
+    from irfuse.api.dlpack_export import DLPackExport, exported_tensors
 
     before = exported_tensors()
     export = DLPackExport(_HostMemory(np.zeros(3)), (3,), np.dtype(np.float64), KDL_CPU, 0)

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from irfuse.api.dlpack import DL_KINDS, KDL_CUDA, KDL_CUDA_MANAGED, DLTensor
+from irfuse.api.dlpack_export import exported_output
 from irfuse.diagnostics import UsageError
 
 ALIGNMENT = 16  # bytes: the kernels' 16-byte loads and stores
@@ -80,24 +82,6 @@ def _torch_array(value) -> DeviceArray | None:
                        value.device.index)
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    """The head of a `DLManagedTensor` (dlpack.h, the unversioned capsule `dltensor`)."""
-
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-KDL_CUDA, KDL_CUDA_MANAGED = 2, 13  # DLDeviceType values of CUDA memory
-_DL_KINDS = {0: "i", 1: "u", 2: "f"}  # DLDataTypeCode: int, uint, float
 
 
 def _capsule_pointer(capsule: object) -> int:
@@ -115,8 +99,8 @@ def array_from_dlpack_capsule(value: object, capsule: object) -> DeviceArray:
     ptr = _capsule_pointer(capsule)
     if not ptr:
         raise UsageError(f"a {what}'s __dlpack__ gave no DLPack tensor capsule")
-    t = _DLTensor.from_address(ptr)
-    kind = _DL_KINDS.get(t.dtype.code)
+    t = DLTensor.from_address(ptr)
+    kind = DL_KINDS.get(t.dtype.code)
     if kind is None or t.dtype.lanes != 1 or t.dtype.bits % 8:
         raise UsageError(f"a {what} holds DLPack type code {t.dtype.code} ({t.dtype.bits} bits, {t.dtype.lanes} "
                          "lanes), not an integer or floating-point scalar type")
@@ -231,8 +215,6 @@ def empty_like_family(model: DeviceArray, shape: tuple[int, ...], dtype: np.dtyp
     elif family in ("jax", "jaxlib"):
         # JAX cannot allocate an array for others to write: irfuse allocates it and hands it
         # to JAX through DLPack once written (`dlpack_export.handed_over`).
-        from irfuse.api.dlpack_export import exported_output
-
         device = model.device if model.device is not None else 0
         export = exported_output(shape, dtype, device)
         return DeviceArray(export, export.ptr, tuple(shape), np.dtype(dtype), None, family, None, device, keep=export)

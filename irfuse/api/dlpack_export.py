@@ -19,14 +19,13 @@ import math
 
 import numpy as np
 
-from irfuse.api.device_arrays import KDL_CUDA, _DLDataType, _DLDevice, _DLTensor
+from irfuse.api.dlpack import DL_KINDS, KDL_CUDA, DLDataType, DLDevice, DLTensor
 
-KDL_CPU = 1
-_TYPE_CODES = {"i": 0, "u": 1, "f": 2}
+_TYPE_CODES = {kind: code for code, kind in DL_KINDS.items()}
 
 
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
 
 
 # What every exported tensor keeps alive (its struct, its shape array, the memory), by the
@@ -121,9 +120,9 @@ class DLPackExport:
         shape = (ctypes.c_int64 * max(len(self.shape), 1))(*self.shape)
         t = m.dl_tensor
         t.data = self.ptr
-        t.device = _DLDevice(self.device_type, self.device_id)
+        t.device = DLDevice(self.device_type, self.device_id)
         t.ndim = len(self.shape)
-        t.dtype = _DLDataType(_TYPE_CODES[self.dtype.kind], self.dtype.itemsize * 8, 1)
+        t.dtype = DLDataType(_TYPE_CODES[self.dtype.kind], self.dtype.itemsize * 8, 1)
         t.shape = shape
         t.strides = None  # C-contiguous
         t.byte_offset = 0

@@ -79,7 +79,8 @@ class DeviceProfile:
 
 # Copy bandwidth, launch and barrier figures from `irfuse calibrate` on each GPU of the GPU
 # machine (H100 2026-11-22, H200 2026-11-23, launches in one CUDA graph on both;
-# benchmarks/results/profile-nvidia_h200.json and profile-nvidia_h100_80gb_hbm3.json);
+# benchmarks/results/profile-nvidia_h200.json and profile-nvidia_h100_80gb_hbm3.json, the tenth session's in
+# benchmarks/results/tenth_session/);
 # `turnaround` fitted on the H100 (benchmarks/NOTES.md) and taken over for the H200, not
 # measured there. The multiply-add rates and the cost of a division, reciprocal or square
 # root were measured by `irfuse calibrate` on both on 2026-11-23 and agree within 1%.
