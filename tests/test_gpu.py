@@ -320,6 +320,17 @@ def test_api_structure_of_arrays_on_torch_and_cupy():
     np.testing.assert_array_equal(cupy.asnumpy(res), got.cpu().numpy())
 
 
+def _compiled_with_inputs(name: str, n: int, seed: int):
+    """An example compiled for the GPU, random float32 inputs in [-1, 1) of n elements, and its
+    outputs on them (computed from host arrays)."""
+    import irfuse
+
+    prog = irfuse.compile(next(p for p in EXAMPLES if p.endswith(name)), backend="cuda")
+    rng = np.random.default_rng(seed)
+    host = {k: rng.uniform(-1, 1, (n, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
+    return prog, host, prog(**host)
+
+
 class _DLPackOnly:
     """An array known only through DLPack (as JAX's are to irfuse): a torch tensor behind it."""
 
@@ -340,12 +351,8 @@ def test_api_on_dlpack_only_and_pycuda_arrays_in_place():
     import irfuse
 
     torch = _torch()
-    path = next(p for p in EXAMPLES if p.endswith("transform44.kas"))
-    prog = irfuse.compile(path, backend="cuda")
-    rng = np.random.default_rng(11)
     n = 4099
-    host = {k: rng.uniform(-1, 1, (n, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
-    want = prog(**host)
+    prog, host, want = _compiled_with_inputs("transform44.kas", n, 11)
     tensors = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
     wrapped = {k: _DLPackOnly(v) for k, v in tensors.items()}
     outs = {k: torch.full((n, *prog.shapes[k]), float("nan"), device="cuda") for k in prog.outputs}
@@ -412,7 +419,6 @@ def test_api_on_jax_arrays_gives_jax_arrays_in_memory_irfuse_allocated():
     and handed over through DLPack (no copy), freed when JAX lets go; no growth over calls."""
     import gc
 
-    import irfuse
     from irfuse.api.dlpack_export import exported_tensors
     from irfuse.runtime.cuda_graph import checked, cuda_driver
 
@@ -420,12 +426,7 @@ def test_api_on_jax_arrays_gives_jax_arrays_in_memory_irfuse_allocated():
     jnp = jax.numpy
     if jax.default_backend() != "gpu":
         pytest.skip("JAX has no GPU here")
-    path = next(p for p in EXAMPLES if p.endswith("stvenant_inner.kas"))
-    prog = irfuse.compile(path, backend="cuda")
-    rng = np.random.default_rng(12)
-    n = 50_001
-    host = {k: rng.uniform(-1, 1, (n, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
-    want = prog(**host)
+    prog, host, want = _compiled_with_inputs("stvenant_inner.kas", 50_001, 12)
     arrays = {k: jnp.asarray(v) for k, v in host.items()}
     before = exported_tensors()
     got = prog(**arrays)
