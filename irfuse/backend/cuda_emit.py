@@ -18,7 +18,11 @@ execution).  Conventions:
 - in a structure-of-arrays kernel (`layout(soa)`) word k of element e is
   `g[k*n + e]`: the block copies a shared value one word's run of elements
   at a time, and a register value's words are read and written by each
-  thread for its own element, consecutive threads on consecutive elements.
+  thread for its own element, consecutive threads on consecutive elements;
+- a program input or output that is a strided view (`kas.strides`,
+  `strided_arguments`) is read and written word by word at its strides, the
+  words of a shared value by the whole block, a register value's by each
+  thread for its own element.
 
 Each kernel comes twice, from the same statements: the `__global__` kernel
 for the GPU, and (under `IRFUSE_HOST`) a host function that runs a range of
@@ -359,11 +363,11 @@ def strided_arguments(module: ModuleOp) -> dict[str, dict[int, tuple[int, ...]]]
     program = next((op for op in module.ops if isinstance(op, ProgramOp)), None)
     if program is None:
         return {}
-    # The host values that live in a strided view: inputs, and returned values (which the
-    # launches after the one that writes them read from the same view).
     def top_level_launch(op) -> bool:
         return isinstance(op, fuse.LaunchOp) and op.parent_op() is program
 
+    # The host values that live in a strided view: inputs, and returned values (which the
+    # launches after the one that writes them read from the same view).
     by_value = {arg: strides[name] for arg, name in zip(program.body.block.args, program.inputs) if name in strides}
     for arg, name in zip(program.body.block.args, program.inputs):
         if arg in by_value and not all(top_level_launch(u.operation) for u in arg.uses):
@@ -528,8 +532,9 @@ class _KernelEmitter:
 
     def strided_copy(self, g: SSAValue, type_, place: fuse.PlaceAttr, load: bool) -> str:
         """A block-wide copy between a strided view and a shared value (element e at e*SPAN),
-        word by word: consecutive threads take consecutive words of an element when its
-        words are closer together than its elements, else consecutive elements of a word."""
+        word by word: consecutive threads take consecutive elements of one word where the
+        view's elements lie closer together than an element's words (a structure of arrays),
+        else consecutive words of an element."""
         size, shape, strides = type_.size, type_.shape, self.strided[g]
         span, off, name = place.pitch.data or size, place.offset.data, self.names.get(g, "g_")
         word_major = len(strides) > 1 and abs(strides[0]) < min(abs(s) for s in strides[1:])
