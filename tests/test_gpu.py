@@ -320,6 +320,36 @@ def test_api_structure_of_arrays_on_torch_and_cupy():
     np.testing.assert_array_equal(cupy.asnumpy(res), got.cpu().numpy())
 
 
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+def test_host_batches_stream_through_the_gpu_in_chunks(layout):
+    """NumPy arrays through the GPU in chunks on two streams: the results of one chunk, bit
+    for bit; a budget of a quarter of the batch gives at least four chunks; nothing piles up
+    on the GPU over calls with other batch sizes."""
+    import irfuse
+    from irfuse.runtime.reference import random_inputs
+    from irfuse.runtime.streaming import LANES, bytes_per_element
+
+    prog = irfuse.compile(next(p for p in EXAMPLES if p.endswith("bigfusion.kas")), backend="cuda", layout=layout)
+    n = 300_001
+    aos = random_inputs(prog.compiled.reference_program, n, 9, np.float32)
+    host = aos if layout == "aos" else {k: np.ascontiguousarray(np.moveaxis(v, 0, -1)) for k, v in aos.items()}
+    want = prog(**host)
+    assert prog.last_chunks == 1
+    quarter = bytes_per_element(prog.compiled) * LANES * n // 4
+    got = prog(**host, memory_budget=quarter)
+    assert prog.last_chunks >= 4
+    for k in prog.outputs:
+        np.testing.assert_array_equal(got[k], want[k])
+    assert prog.check(**host).ok
+    free = prog._opened_device().drv.mem_get_info
+    before = free()[0]
+    for m in range(1000, 1010):
+        prog(**{k: v[:m] if layout == "aos" else np.ascontiguousarray(v[..., :m]) for k, v in host.items()},
+             memory_budget=quarter)
+    prog(**host, memory_budget=quarter)
+    assert before - free()[0] < 16 << 20
+
+
 def _compiled_with_inputs(name: str, n: int, seed: int):
     """An example compiled for the GPU, random float32 inputs in [-1, 1) of n elements, and its
     outputs on them (computed from host arrays)."""

@@ -35,6 +35,7 @@ from irfuse.dialects.layouts import (OUTPUT_PREFIX, batch_length, batch_shape, c
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
+from irfuse.runtime.streaming import ChunkedRun, chunk_elements
 from irfuse.runtime.reference import run_references
 from irfuse.runtime.verify import OutputCheck, check_outputs, sample_elements, subset
 
@@ -338,6 +339,10 @@ class Program:
         self._variant = variant  # the program compiled for another layout or strides; None: refused
         self._variants: dict[tuple, Program] = {}
         self._host_views_copied = False  # set once kernels for host views failed to compile
+        # Bytes of device memory a call on host arrays may use (None: on the GPU, half of the
+        # free memory); `last_chunks`: how many chunks the last such call ran in.
+        self.memory_budget: int | None = None
+        self.last_chunks = 0
         ref = compiled.reference_program
         self.name = ref.sym_name.data
         self.inputs: tuple[str, ...] = tuple(ref.inputs)
@@ -456,17 +461,19 @@ class Program:
         return batch_shape(self.layout, self.shapes[name], n)
 
     def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
-                 **named) -> Outputs:
+                 memory_budget: int | None = None, **named) -> Outputs:
         """Runs the program. `out=`: arrays to write the outputs into (a mapping by name, a
         sequence in `return` order, or one array for one output). `out_layout=`: the layout
         of the outputs ('aos' or 'soa'; by default the inputs'), new arrays or `out=` arrays
-        shaped in it. `verify=True` checks the
+        shaped in it. `memory_budget=`: bytes of device memory a call on host arrays may use
+        (default `Program.memory_budget`; on the GPU, half the free memory), the batch then
+        running in chunks that fit (`irfuse.runtime.streaming`). `verify=True` checks the
         results against the float64 NumPy reference (as `check` does) and raises
         `ExecutionError` if they disagree. GPU arrays are read and written in place and the
         call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
         waiting for the GPU."""
         if out_layout is not None:
-            return self._call_out_layout(args, named, out, out_layout, verify, stream)
+            return self._call_out_layout(args, named, out, out_layout, verify, stream, memory_budget)
         if not verify:
             for program in (self, *self._variants.values()) if self._variants else (self,):
                 fast = program._fast
@@ -505,7 +512,8 @@ class Program:
                    for name in self.outputs]
         if n:
             with self._lock:
-                self._run(arrays, n, dict(zip(self.outputs, results)))
+                self._run(arrays, n, dict(zip(self.outputs, results)),
+                          memory_budget if memory_budget is not None else self.memory_budget)
         outputs = Outputs(self.outputs, results)
         if verify:
             report = self._verify(arrays, outputs, n)
@@ -513,7 +521,8 @@ class Program:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
 
-    def _call_out_layout(self, args: tuple, named: dict, out, out_layout: str, verify: bool, stream) -> Outputs:
+    def _call_out_layout(self, args: tuple, named: dict, out, out_layout: str, verify: bool, stream,
+                         memory_budget: int | None) -> Outputs:
         """A call whose outputs are in `out_layout`: each output array (new, or given by
         `out=` in `out_layout`'s shape) is passed to the kernels as a view in the inputs'
         layout, which they write at its strides (`kas.strides`; one variant per batch size,
@@ -549,7 +558,7 @@ class Program:
                     a = np.empty(shape, self.dtype)
                 targets[name] = a
                 views[name] = np.moveaxis(a, -1, 0) if layout == "aos" else np.moveaxis(a, 0, -1)
-        got = self(*args, out=views, stream=stream, **named)
+        got = self(*args, out=views, stream=stream, memory_budget=memory_budget, **named)
         if verify:
             target = self.for_layout(layout)
             report = (target._verify_device(arrays, Outputs(self.outputs, list(views.values())), n) if on_gpu
@@ -558,8 +567,19 @@ class Program:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return got if on_gpu else Outputs(self.outputs, [targets[name] for name in self.outputs])
 
-    def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
+    def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray],
+             budget: int | None = None) -> None:
         dev = self._opened_device()
+        if self.backend == "cuda" or budget is not None:
+            if budget is None:
+                budget = dev.drv.mem_get_info()[0] // 2
+            chunk = chunk_elements(self.compiled, n, budget)
+            if any(_may_overlap(o, a) for o in results.values() for a in arrays.values()):
+                arrays = {k: a.copy() for k, a in arrays.items()}  # a chunk's results must not reach later inputs
+            run = self._recorded(("chunks", chunk), lambda: ChunkedRun(self.compiled, dev, chunk, self.inputs,
+                                                                       self.outputs, self.shapes, self.layout))
+            self.last_chunks = run.run(arrays, results, n)
+            return
         if self.backend == "cpu" and _in_place_on_the_host(arrays, results, self.strides):
             self._recorded(("host", n), lambda: _BoundHostInPlace(self.compiled, dev, n, self.inputs,
                                                                   self.outputs)).run(arrays, results)
@@ -637,7 +657,7 @@ class Program:
     def _evict(self) -> None:
         while len(self._bound) > BOUND_SIZES:
             _, bound = self._bound.popitem(last=False)
-            if isinstance(bound, _BoundInPlace):
+            if isinstance(bound, (_BoundInPlace, ChunkedRun)):
                 bound.release()
 
     def _verify_device(self, arrays: dict[str, DeviceArray], outputs: Outputs, n: int,
@@ -674,7 +694,7 @@ class Program:
         with self._lock:
             self._fast = None
             for bound in self._bound.values():
-                if isinstance(bound, _BoundInPlace):
+                if isinstance(bound, (_BoundInPlace, ChunkedRun)):
                     bound.release()
             self._bound.clear()
             if self._device is not None:

@@ -201,6 +201,15 @@ class CudaDevice:
         checked(cu.cuEventRecord(after, mine), "cuEventRecord")
         checked(cu.cuStreamWaitEvent(theirs, after, 0), "cuStreamWaitEvent")
 
+    def on_own_stream(self, stream, work) -> None:
+        """Runs `work()` (launches and copies of this device) on `stream`, a PyCUDA stream of
+        irfuse's own (the chunks of a streamed batch)."""
+        self._stream = stream
+        try:
+            work()
+        finally:
+            self._stream = None
+
     def batch(self, steps):
         """One call that runs `steps` (launches and copies of this device) in order: a CUDA
         graph captured from them, submitted with one launch."""

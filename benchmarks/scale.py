@@ -1,0 +1,115 @@
+"""Batches in host memory through one GPU in chunks (`irfuse.runtime.streaming`), against
+the host-device copies they need, in one run.
+
+    python benchmarks/scale.py [--n 16777216] [--repeat 5] [--json scale.json]
+
+For each seed workload (default plan, float32, arrays of structures): the program called on
+NumPy arrays in host memory with `out=` arrays (new outputs would add the first touch of
+their pages), end to end on the host clock, with the default device-memory budget (half the
+free memory: the batch in as few chunks as fit) and with a budget of a quarter of the batch's
+device bytes (at least four chunks). The floor is the transfer of the same bytes between
+page-locked host memory and the GPU, host-to-device and device-to-host at once on two streams
+(as the chunks overlap them), timed in the same run; the table gives elements per second and
+the fraction of that floor. Outputs are checked against the float64 NumPy reference on a
+sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import ROOT, WORKLOADS  # noqa: E402
+
+
+def transfer_floor(drv, in_bytes: int, out_bytes: int, repeat: int) -> float:
+    """Seconds to move `in_bytes` to the GPU and `out_bytes` back at once, page-locked."""
+    h_in, h_out = drv.pagelocked_empty(max(in_bytes, 1), np.uint8), drv.pagelocked_empty(max(out_bytes, 1), np.uint8)
+    d_in, d_out = drv.mem_alloc(max(in_bytes, 1)), drv.mem_alloc(max(out_bytes, 1))
+    s1, s2 = drv.Stream(), drv.Stream()
+    times = []
+    for _ in range(repeat + 1):
+        drv.Context.synchronize()
+        t0 = time.perf_counter()
+        drv.memcpy_htod_async(d_in, h_in, s1)
+        drv.memcpy_dtoh_async(h_out, d_out, s2)
+        s1.synchronize()
+        s2.synchronize()
+        times.append(time.perf_counter() - t0)
+    d_in.free()
+    d_out.free()
+    return float(np.median(times[1:]))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=16_777_216)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
+    ap.add_argument("--json", default="scale.json")
+    args = ap.parse_args(argv)
+
+    from rich.console import Console
+    from rich.table import Table
+
+    import irfuse
+    from irfuse.runtime.reference import random_inputs, run_references
+    from irfuse.runtime.streaming import LANES, bytes_per_element
+    from irfuse.runtime.verify import check_outputs, subset
+
+    console = Console(width=200)
+    rows, gpu = [], None
+    for wl in args.workloads:
+        prog = irfuse.compile(os.path.join(ROOT, "examples", WORKLOADS[wl]), backend="cuda")
+        ref = prog.compiled.reference_program
+        host = random_inputs(ref, args.n, 1, np.float32)
+        outs = {k: np.empty((args.n, *prog.shapes[k]), np.float32) for k in prog.outputs}
+        for o in outs.values():
+            o.fill(0)  # pages touched before timing
+        in_bytes = sum(a.nbytes for a in host.values())
+        out_bytes = sum(a.nbytes for a in outs.values())
+        dev = prog._opened_device()
+        gpu = dev.gpu_name
+        floor = transfer_floor(dev.drv, in_bytes, out_bytes, args.repeat)
+        row = {"workload": wl, "n": args.n, "in_bytes": in_bytes, "out_bytes": out_bytes, "floor_s": floor,
+               "contenders": {}}
+        batch_bytes = bytes_per_element(prog.compiled) * LANES * args.n
+        for label, budget in (("default budget", None), ("budget of a quarter", batch_bytes // 4)):
+            times, chunks = [], 0
+            for _ in range(args.repeat + 1):
+                t0 = time.perf_counter()
+                prog(**host, out=outs, memory_budget=budget)
+                times.append(time.perf_counter() - t0)
+                chunks = prog.last_chunks
+            index = np.arange(0, args.n, max(1, args.n // 20_000))
+            checks = check_outputs(subset(outs, index), run_references(ref, subset(host, index), "f32"), "f32")
+            s = float(np.median(times[1:]))
+            row["contenders"][label] = {"seconds": s, "chunks": chunks, "elements_per_s": args.n / s,
+                                        "of_floor": floor / s, "verified": all(c.ok for c in checks)}
+            console.print(f"{wl} {label}: {s * 1e3:.1f} ms, {chunks} chunks, {floor / s:.1%} of the transfer floor",
+                          highlight=False)
+        prog.close()
+        rows.append(row)
+        with open(args.json, "w") as f:
+            json.dump({"gpu": gpu, "rows": rows}, f, indent=1)
+    t = Table(title=f"{gpu}: host batches through the GPU, n = {args.n}, float32, median of {args.repeat}")
+    for col in ("workload", "budget", "chunks", "time", "M elem/s", "transfer floor", "of floor", "verified"):
+        t.add_column(col)
+    for r in rows:
+        for label, c in r["contenders"].items():
+            t.add_row(r["workload"], label, str(c["chunks"]), f"{c['seconds'] * 1e3:.1f} ms",
+                      f"{c['elements_per_s'] / 1e6:.0f}", f"{r['floor_s'] * 1e3:.1f} ms", f"{c['of_floor']:.1%}",
+                      str(c["verified"]))
+    console.print(t)
+    console.print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""A batch in host memory run through the device in chunks.
+
+Every element of a batch is independent, so a batch larger than the device memory one
+wants to spend on it runs as consecutive chunks of `chunk` elements (the last one shorter),
+each a run of the same plan over its own slice. Results are those of one call, bit for bit:
+the kernels see the same elements, only fewer at a time.
+
+On the GPU two lanes alternate: each holds device buffers for one chunk (its inputs,
+outputs and the temporaries between kernels), page-locked host buffers for the chunk's
+inputs and outputs, and a stream of its own. A chunk's inputs are copied into its lane's
+page-locked buffers (host threads, in parallel), then the lane's stream copies them to the
+device, runs the kernels and copies the outputs back, while the host prepares the other
+lane's chunk; a lane's results are copied out of its page-locked buffers when it is next
+needed (or at the end). So host copies, host-to-device copies, kernels and
+device-to-host copies of consecutive chunks overlap.
+
+On the CPU backend the same chunks run one after another (slices copied into buffers of a
+chunk and back), which is what the tests of chunking use.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import os
+
+import numpy as np
+
+from irfuse.dialects import fuse
+from irfuse.dialects.layouts import batch_shape
+from irfuse.runtime.device import Slot
+from irfuse.runtime.executor import Executor
+
+LANES = 2
+# Host copies of at least this many bytes are split over threads (NumPy releases the GIL).
+PARALLEL_COPY_BYTES = 8 << 20
+_COPY_THREADS = min(8, os.cpu_count() or 1)
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def bytes_per_element(compiled) -> int:
+    """Device bytes one element of a chunk takes: every input, temporary and output."""
+    program = compiled.program
+    words = sum(t.size for t in program.input_types())
+    words += sum(r.type.size for op in program.walk() if isinstance(op, fuse.LaunchOp) for r in op.res)
+    return max(1, words) * compiled.itemsize
+
+
+def chunk_elements(compiled, n: int, budget: int | None) -> int:
+    """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes (all of
+    the batch when no budget is given)."""
+    if budget is None:
+        return max(n, 1)
+    per = bytes_per_element(compiled) * LANES
+    if budget < per:
+        from irfuse.diagnostics import UsageError
+
+        raise UsageError(f"a device-memory budget of {budget} bytes cannot hold one element in each of {LANES} "
+                         f"lanes ({per} bytes)")
+    return max(1, min(n, budget // per))
+
+
+def _slice(a: np.ndarray, layout: str, start: int, stop: int) -> np.ndarray:
+    return a[start:stop] if layout == "aos" else a[..., start:stop]
+
+
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src, over threads for large arrays (split along the first axis of length > 1)."""
+    global _pool
+    if dst.nbytes < PARALLEL_COPY_BYTES or _COPY_THREADS == 1:
+        np.copyto(dst, src)
+        return
+    axis = next((k for k, d in enumerate(dst.shape) if d > 1), 0)
+    parts = min(_COPY_THREADS, dst.shape[axis])
+    bounds = np.linspace(0, dst.shape[axis], parts + 1).astype(int)
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(_COPY_THREADS, thread_name_prefix="irfuse-copy")
+    index = [slice(None)] * dst.ndim
+
+    def part(k: int) -> None:
+        index_k = list(index)
+        index_k[axis] = slice(bounds[k], bounds[k + 1])
+        np.copyto(dst[tuple(index_k)], src[tuple(index_k)])
+    list(_pool.map(part, range(parts)))
+
+
+class ChunkedRun:
+    """Runs `compiled` on host arrays in chunks of `chunk` elements (see the module)."""
+
+    def __init__(self, compiled, device, chunk: int, inputs: tuple[str, ...], outputs: tuple[str, ...],
+                 shapes: dict[str, tuple[int, ...]], layout: str):
+        self.compiled, self.device, self.chunk = compiled, device, chunk
+        self.inputs, self.outputs, self.shapes, self.layout = inputs, outputs, shapes, layout
+        self.gpu = hasattr(device, "drv")
+        self.owned: list = []  # device buffers made for this run, freed by `release`
+        self.lanes = [self._lane() for _ in range(LANES if self.gpu else 1)]
+
+    def _lane(self) -> dict:
+        """Slots the recorded runs read and write through, device buffers of a whole chunk
+        for them, and on the GPU page-locked host buffers and a stream; recorded runs by
+        chunk length (made when first needed: the last chunk is shorter)."""
+        dev = self.device
+        lane = {"in": {k: Slot() for k in self.inputs}, "out": {k: Slot() for k in self.outputs}, "runs": {},
+                "buffers": {}, "pending": None}
+        with self._owning():
+            for k in (*self.inputs, *self.outputs):
+                lane["buffers"][k] = dev.alloc(batch_shape(self.layout, self.shapes[k], self.chunk))
+        if self.gpu:
+            drv = dev.drv
+            lane["stream"] = drv.Stream()
+            lane["host"] = {k: drv.pagelocked_empty(batch_shape(self.layout, self.shapes[k], self.chunk),
+                                                    np.dtype(dev.dtype))
+                            for k in (*self.inputs, *self.outputs)}
+        return lane
+
+    def _recorded(self, lane: dict, m: int):
+        run = lane["runs"].get(m)
+        if run is None:
+            with self._owning():
+                run = lane["runs"][m] = Executor(self.compiled, self.device).prepare(
+                    {}, m, uploaded=lane["in"], outputs=lane["out"], as_graph=False)
+        return run
+
+    def _owning(self):
+        """Takes the GPU buffers allocated inside the block from the device's list (which
+        frees them when it closes) into this run's, so that `release` frees them."""
+        run = self
+
+        class _Owning:
+            def __enter__(self):
+                self.before = len(run.device.allocations) if run.gpu else 0
+
+            def __exit__(self, *exc):
+                if run.gpu:
+                    run.owned += run.device.allocations[self.before:]
+                    del run.device.allocations[self.before:]
+        return _Owning()
+
+    def release(self) -> None:
+        """Frees the device buffers (the run cannot be used after)."""
+        for lane in self.lanes:
+            if self.gpu and lane["pending"] is not None:
+                lane["stream"].synchronize()
+        for buf in self.owned:
+            buf.free()
+        self.owned.clear()
+        self.lanes = []
+
+    def _point(self, lane: dict, m: int) -> None:
+        """The slots at the lane's buffers, holding `m` elements laid out for a batch of m."""
+        for k, slot in (*lane["in"].items(), *lane["out"].items()):
+            buf = lane["buffers"][k]
+            slot.ptr = int(buf) if self.gpu else buf.ctypes.data
+            slot.nbytes = math.prod(batch_shape(self.layout, self.shapes[k], m)) * self.compiled.itemsize
+            if not self.gpu:
+                slot.array = buf.reshape(-1)[: slot.nbytes // self.compiled.itemsize].reshape(
+                    batch_shape(self.layout, self.shapes[k], m))
+
+    def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
+        """Runs the batch; returns the number of chunks."""
+        starts = range(0, n, self.chunk)
+        for c, start in enumerate(starts):
+            m = min(self.chunk, n - start)
+            if self.gpu:
+                self._issue_gpu(self.lanes[c % LANES], arrays, results, start, m)
+            else:
+                self._run_cpu(self.lanes[0], arrays, results, start, m)
+        for lane in self.lanes:
+            self._finish(lane, results)
+        return len(starts)
+
+    def _run_cpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
+        self._point(lane, m)
+        for k in self.inputs:
+            lane["in"][k].array[...] = _slice(arrays[k], self.layout, start, start + m)
+        try:
+            self._recorded(lane, m).replay()
+        finally:
+            for k in self.outputs:
+                _slice(results[k], self.layout, start, start + m)[...] = lane["out"][k].array
+            for slot in (*lane["in"].values(), *lane["out"].values()):
+                slot.array = None
+
+    def _issue_gpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
+        self._finish(lane, results)  # the lane's previous chunk: its buffers are needed again
+        drv, stream = self.device.drv, lane["stream"]
+        for k in self.inputs:
+            staged = lane["host"][k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
+            staged = staged.reshape(batch_shape(self.layout, self.shapes[k], m))
+            _copy(staged, _slice(arrays[k], self.layout, start, start + m))
+            drv.memcpy_htod_async(lane["buffers"][k], staged, stream)
+        self._point(lane, m)
+        self.device.on_own_stream(stream, self._recorded(lane, m).replay)
+        for k in self.outputs:
+            staged = lane["host"][k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
+            drv.memcpy_dtoh_async(staged, lane["buffers"][k], stream)
+        lane["pending"] = (start, m)
+
+    def _finish(self, lane: dict, results) -> None:
+        if not self.gpu or lane["pending"] is None:
+            return
+        start, m = lane["pending"]
+        lane["stream"].synchronize()
+        for k in self.outputs:
+            staged = lane["host"][k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
+            _copy(_slice(results[k], self.layout, start, start + m),
+                  staged.reshape(batch_shape(self.layout, self.shapes[k], m)))
+        lane["pending"] = None

@@ -1,0 +1,86 @@
+"""A batch in host memory run in chunks that fit a device-memory budget (`runtime.streaming`):
+the results of one call, bit for bit, whatever the chunks."""
+
+import os
+
+import numpy as np
+import pytest
+
+import irfuse
+from conftest import EXAMPLES
+from irfuse.runtime.reference import random_inputs
+from irfuse.runtime.streaming import LANES, bytes_per_element, chunk_elements
+
+
+def example(name: str) -> str:
+    return next(p for p in EXAMPLES if os.path.basename(p) == name)
+
+
+def inputs(prog, n: int, layout: str, seed: int = 3) -> dict:
+    aos = random_inputs(prog.compiled.reference_program, n, seed, np.float32)
+    return aos if layout == "aos" else {k: np.ascontiguousarray(np.moveaxis(v, 0, -1)) for k, v in aos.items()}
+
+
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+@pytest.mark.parametrize("name", ["stvenant.kas", "power_iteration.kas", "bigfusion.kas"])
+def test_chunks_of_any_size_give_the_results_of_one_call(name, layout):
+    prog = irfuse.compile(example(name), backend="cpu", layout=layout)
+    n = 1001
+    ins = inputs(prog, n, layout)
+    want = prog(**ins)
+    assert prog.last_chunks == 0  # no budget on the CPU backend: the whole batch in place
+    per = bytes_per_element(prog.compiled) * LANES
+    # Budgets for 1 element a chunk, 10 (101 chunks, the last of 1), 333 (four chunks, the
+    # last of 2), the whole batch, more than it.
+    for elements, chunks in ((1, 1001), (10, 101), (333, 4), (1001, 1), (5000, 1)):
+        got = prog(**ins, memory_budget=per * elements + per - 1)
+        assert prog.last_chunks == chunks
+        for k in prog.outputs:
+            np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_a_batch_of_one_element_and_out_arrays_in_chunks():
+    prog = irfuse.compile(example("stvenant.kas"), backend="cpu")
+    one = inputs(prog, 1, "aos", seed=5)
+    want = prog(**one)
+    got = prog(**one, memory_budget=1 << 20)
+    assert prog.last_chunks == 1
+    for k in prog.outputs:
+        np.testing.assert_array_equal(got[k], want[k])
+    ins = inputs(prog, 50, "aos", seed=6)
+    want = prog(**ins)
+    outs = {k: np.full_like(want[k], np.nan) for k in prog.outputs}
+    per = bytes_per_element(prog.compiled) * LANES
+    back = prog(**ins, out=outs, memory_budget=per * 16)
+    assert prog.last_chunks == 4
+    for k in prog.outputs:
+        assert back[k] is outs[k]
+        np.testing.assert_array_equal(outs[k], want[k])
+
+
+def test_an_output_written_over_its_input_in_chunks():
+    prog = irfuse.compile(example("synctest.kas"), backend="cpu")
+    a = np.random.default_rng(7).random((300, 3, 3), dtype=np.float32)
+    want = prog(a.copy()).F
+    # F over A shifted by one element: each chunk's results would reach the next chunk's
+    # inputs if they were read in place; the inputs are staged first.
+    big = np.concatenate([a, a[-1:]])
+    src, dst = big[1:], big[:-1]
+    src_values = src.copy()
+    prog(src, out=dst, memory_budget=bytes_per_element(prog.compiled) * LANES * 7)
+    np.testing.assert_array_equal(dst, prog(src_values).F)
+    prog(a, out=a, memory_budget=bytes_per_element(prog.compiled) * LANES * 7)
+    np.testing.assert_array_equal(a, want)
+
+
+def test_budgets_name_what_they_cannot_hold_and_runs_do_not_pile_up():
+    prog = irfuse.compile(example("synctest.kas"), backend="cpu", filename="stream_growth.kas")
+    per = bytes_per_element(prog.compiled) * LANES
+    assert per == (9 + 9) * 4 * LANES  # A in, F out, no temporaries between kernels
+    a = np.zeros((10, 3, 3), np.float32)
+    with pytest.raises(irfuse.UsageError, match=f"cannot hold one element in each of {LANES} lanes"):
+        prog(a, memory_budget=per - 1)
+    assert chunk_elements(prog.compiled, 10, None) == 10
+    for n in range(1, 12):  # a chunk length per batch size below the budget: the oldest released
+        prog(np.zeros((n, 3, 3), np.float32), memory_budget=1 << 20)
+    assert len(prog._bound) == irfuse.api.programs.BOUND_SIZES
