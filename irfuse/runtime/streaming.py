@@ -93,7 +93,7 @@ class ChunkedRun:
         self.inputs, self.outputs, self.shapes, self.layout = inputs, outputs, shapes, layout
         self.gpu = hasattr(device, "drv")
         self.owned: list = []  # device buffers made for this run, freed by `release`
-        self.lanes = [self._lane() for _ in range(LANES if self.gpu else 1)]
+        self.lanes: list[dict] = []  # made when first used: a batch of one chunk needs one
 
     def _lane(self) -> dict:
         """Slots the recorded runs read and write through, device buffers of a whole chunk
@@ -161,10 +161,13 @@ class ChunkedRun:
         starts = range(0, n, self.chunk)
         for c, start in enumerate(starts):
             m = min(self.chunk, n - start)
+            k = c % LANES if self.gpu else 0
+            if k == len(self.lanes):
+                self.lanes.append(self._lane())
             if self.gpu:
-                self._issue_gpu(self.lanes[c % LANES], arrays, results, start, m)
+                self._issue_gpu(self.lanes[k], arrays, results, start, m)
             else:
-                self._run_cpu(self.lanes[0], arrays, results, start, m)
+                self._run_cpu(self.lanes[k], arrays, results, start, m)
         for lane in self.lanes:
             self._finish(lane, results)
         return len(starts)
