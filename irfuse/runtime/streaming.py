@@ -32,9 +32,12 @@ from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor
 
 LANES = 2
+# Device bytes a lane's chunk takes at most whatever the budget: chunks small enough that
+# the copies and kernels of consecutive chunks overlap for most of a large batch.
+CHUNK_BYTES = 256 << 20
 # Host copies of at least this many bytes are split over threads (NumPy releases the GIL).
-PARALLEL_COPY_BYTES = 8 << 20
-_COPY_THREADS = min(8, os.cpu_count() or 1)
+PARALLEL_COPY_BYTES = 4 << 20
+_COPY_THREADS = min(16, os.cpu_count() or 1)
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
@@ -47,11 +50,12 @@ def bytes_per_element(compiled) -> int:
 
 
 def chunk_elements(compiled, n: int, budget: int | None) -> int:
-    """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes (all of
-    the batch when no budget is given)."""
+    """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes, and at
+    most `CHUNK_BYTES` a lane (all of the batch when no budget is given)."""
     if budget is None:
         return max(n, 1)
     per = bytes_per_element(compiled) * LANES
+    n = min(n, max(1, CHUNK_BYTES // bytes_per_element(compiled)))
     if budget < per:
         from irfuse.diagnostics import UsageError
 
