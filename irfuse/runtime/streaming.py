@@ -163,17 +163,24 @@ class ChunkedRun:
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
         """Runs the batch; returns the number of chunks."""
         starts = range(0, n, self.chunk)
-        for c, start in enumerate(starts):
-            m = min(self.chunk, n - start)
-            k = c % LANES if self.gpu else 0
-            if k == len(self.lanes):
-                self.lanes.append(self._lane())
-            if self.gpu:
-                self._issue_gpu(self.lanes[k], arrays, results, start, m)
-            else:
-                self._run_cpu(self.lanes[k], arrays, results, start, m)
-        for lane in self.lanes:
-            self._finish(lane, results)
+        try:
+            for c, start in enumerate(starts):
+                m = min(self.chunk, n - start)
+                k = c % LANES if self.gpu else 0
+                if k == len(self.lanes):
+                    self.lanes.append(self._lane())
+                if self.gpu:
+                    self._issue_gpu(self.lanes[k], arrays, results, start, m)
+                else:
+                    self._run_cpu(self.lanes[k], arrays, results, start, m)
+            for lane in self.lanes:
+                self._finish(lane, results)
+        except BaseException:
+            for lane in self.lanes:  # a later call must not receive this call's chunks
+                if self.gpu and lane["pending"] is not None:
+                    lane["stream"].synchronize()
+                lane["pending"] = None
+            raise
         return len(starts)
 
     def _run_cpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
