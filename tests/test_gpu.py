@@ -338,9 +338,18 @@ def test_host_batches_stream_through_the_gpu_in_chunks(layout):
     quarter = bytes_per_element(prog.compiled) * LANES * n // 4
     got = prog(**host, memory_budget=quarter)
     assert prog.last_chunks >= 4
+    run = next(b for key, b in prog._bound.items() if key[0] == "chunks" and b.chunk < n)
+    assert run.direct  # copied straight from and into the caller's page-locked arrays
     for k in prog.outputs:
         np.testing.assert_array_equal(got[k], want[k])
     assert prog.check(**host).ok
+    # A view of a larger array cannot be copied in one piece: staged through page-locked buffers.
+    wider = {k: np.stack([v, v], axis=-1)[..., 0] for k, v in host.items()}
+    assert not any(v.flags.c_contiguous for v in wider.values())
+    staged = prog(**wider, memory_budget=quarter)
+    assert not run.direct and prog.last_chunks >= 4
+    for k in prog.outputs:
+        np.testing.assert_array_equal(staged[k], want[k])
     free = prog._opened_device().drv.mem_get_info
     before = free()[0]
     for m in range(1000, 1010):

@@ -6,13 +6,14 @@ each a run of the same plan over its own slice. Results are those of one call, b
 the kernels see the same elements, only fewer at a time.
 
 On the GPU two lanes alternate: each holds device buffers for one chunk (its inputs,
-outputs and the temporaries between kernels), page-locked host buffers for the chunk's
-inputs and outputs, and a stream of its own. A chunk's inputs are copied into its lane's
-page-locked buffers (host threads, in parallel), then the lane's stream copies them to the
-device, runs the kernels and copies the outputs back, while the host prepares the other
-lane's chunk; a lane's results are copied out of its page-locked buffers when it is next
-needed (or at the end). So host copies, host-to-device copies, kernels and
-device-to-host copies of consecutive chunks overlap.
+outputs and the temporaries between kernels) and a stream of its own. The caller's arrays
+are page-locked where they lie (`cuMemHostRegister` of the pages they span, kept while the
+arrays live, so a time loop calling again with the same arrays pays it once): each lane's
+stream then copies its chunk in straight from them, runs the kernels and copies the outputs
+straight into the caller's arrays, and the host only queues work, so the transfers in both
+directions and the kernels of consecutive chunks overlap. Where the pages cannot be locked
+(memory another registration holds) a lane stages through page-locked buffers of its own,
+copied by host threads, and the results come out of them when the lane is next needed.
 
 On the CPU backend the same chunks run one after another (slices copied into buffers of a
 chunk and back), which is what the tests of chunking use.
@@ -22,7 +23,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import mmap
 import os
+import weakref
 
 import numpy as np
 
@@ -62,6 +65,37 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
         raise UsageError(f"a device-memory budget of {budget} bytes cannot hold one element in each of {LANES} "
                          f"lanes ({per} bytes)")
     return max(1, min(n, budget // per))
+
+
+_PAGE = mmap.PAGESIZE
+_pinned: dict[tuple[int, int], object] = {}  # page range -> finalizer of the array it was locked for
+
+
+def page_locked(a: np.ndarray) -> bool:
+    """Locks the pages a C-contiguous array spans (once while it lives); whether they are."""
+    if not a.flags.c_contiguous or not a.nbytes:
+        return False
+    start = a.ctypes.data // _PAGE * _PAGE
+    end = -(-(a.ctypes.data + a.nbytes) // _PAGE) * _PAGE
+    key = (start, end)
+    if key in _pinned and _pinned[key].alive:
+        return True
+    from irfuse.runtime.cuda_graph import cuda_driver
+
+    cu = cuda_driver()
+    (err,) = cu.cuMemHostRegister(start, end - start, 0)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        return False
+    # Unlocked when the array goes (before NumPy frees its memory).
+    _pinned[key] = weakref.finalize(a, _unlock, key)
+    return True
+
+
+def _unlock(key: tuple[int, int]) -> None:
+    from irfuse.runtime.cuda_graph import cuda_driver
+
+    _pinned.pop(key, None)
+    cuda_driver().cuMemHostUnregister(key[0])
 
 
 def _slice(a: np.ndarray, layout: str, start: int, stop: int) -> np.ndarray:
@@ -112,10 +146,16 @@ class ChunkedRun:
         if self.gpu:
             drv = dev.drv
             lane["stream"] = drv.Stream()
-            lane["host"] = {k: drv.pagelocked_empty(batch_shape(self.layout, self.shapes[k], self.chunk),
-                                                    np.dtype(dev.dtype))
-                            for k in (*self.inputs, *self.outputs)}
+            lane["host"] = None  # page-locked staging buffers, made when first needed
         return lane
+
+    def _staging(self, lane: dict) -> dict:
+        if lane["host"] is None:
+            drv = self.device.drv
+            lane["host"] = {k: drv.pagelocked_empty(batch_shape(self.layout, self.shapes[k], self.chunk),
+                                                    np.dtype(self.device.dtype))
+                            for k in (*self.inputs, *self.outputs)}
+        return lane["host"]
 
     def _recorded(self, lane: dict, m: int):
         run = lane["runs"].get(m)
@@ -163,6 +203,7 @@ class ChunkedRun:
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
         """Runs the batch; returns the number of chunks."""
         starts = range(0, n, self.chunk)
+        self.direct = self.gpu and all(page_locked(a) for a in (*arrays.values(), *results.values()))
         try:
             for c, start in enumerate(starts):
                 m = min(self.chunk, n - start)
@@ -174,10 +215,12 @@ class ChunkedRun:
                 else:
                     self._run_cpu(self.lanes[k], arrays, results, start, m)
             for lane in self.lanes:
+                if self.gpu and lane.pop("direct", False):
+                    lane["stream"].synchronize()
                 self._finish(lane, results)
         except BaseException:
             for lane in self.lanes:  # a later call must not receive this call's chunks
-                if self.gpu and lane["pending"] is not None:
+                if self.gpu:
                     lane["stream"].synchronize()
                 lane["pending"] = None
             raise
@@ -195,11 +238,50 @@ class ChunkedRun:
             for slot in (*lane["in"].values(), *lane["out"].values()):
                 slot.array = None
 
+    def _transfer(self, host: np.ndarray, buf, start: int, m: int, stream, to_device: bool) -> None:
+        """Chunk [start, start+m) of a page-locked caller's array to or from a lane's buffer
+        (laid out for a batch of m): one contiguous copy for an array of structures, one row
+        per word for a structure of arrays."""
+        drv, isz = self.device.drv, host.dtype.itemsize
+        if self.layout == "aos":
+            part = host[start:start + m]
+            if to_device:
+                drv.memcpy_htod_async(buf, part, stream)
+            else:
+                drv.memcpy_dtoh_async(part, buf, stream)
+            return
+        words, n = math.prod(host.shape[:-1]), host.shape[-1]
+        copy = drv.Memcpy2D()
+        if to_device:
+            copy.set_src_host(host)
+            copy.src_x_in_bytes, copy.src_pitch = start * isz, n * isz
+            copy.set_dst_device(buf)
+            copy.dst_pitch = m * isz
+        else:
+            copy.set_src_device(buf)
+            copy.src_pitch = m * isz
+            copy.set_dst_host(host)
+            copy.dst_x_in_bytes, copy.dst_pitch = start * isz, n * isz
+        copy.width_in_bytes, copy.height = m * isz, words
+        copy(stream)
+
     def _issue_gpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
+        if self.direct:
+            # The lane's stream orders this chunk after its previous one: nothing to wait for.
+            stream = lane["stream"]
+            for k in self.inputs:
+                self._transfer(arrays[k], lane["buffers"][k], start, m, stream, True)
+            self._point(lane, m)
+            self.device.on_own_stream(stream, self._recorded(lane, m).replay)
+            for k in self.outputs:
+                self._transfer(results[k], lane["buffers"][k], start, m, stream, False)
+            lane["pending"] = None
+            lane["direct"] = True
+            return
         self._finish(lane, results)  # the lane's previous chunk: its buffers are needed again
         drv, stream = self.device.drv, lane["stream"]
         for k in self.inputs:
-            staged = lane["host"][k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
+            staged = self._staging(lane)[k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
             staged = staged.reshape(batch_shape(self.layout, self.shapes[k], m))
             _copy(staged, _slice(arrays[k], self.layout, start, start + m))
             drv.memcpy_htod_async(lane["buffers"][k], staged, stream)
