@@ -11,9 +11,10 @@ are page-locked where they lie (`cuMemHostRegister` of the pages they span, kept
 arrays live, so a time loop calling again with the same arrays pays it once): each lane's
 stream then copies its chunk in straight from them, runs the kernels and copies the outputs
 straight into the caller's arrays, and the host only queues work, so the transfers in both
-directions and the kernels of consecutive chunks overlap. Where the pages cannot be locked
-(memory another registration holds) a lane stages through page-locked buffers of its own,
-copied by host threads, and the results come out of them when the lane is next needed.
+directions and the kernels of consecutive chunks overlap. An array whose pages cannot be
+locked (a view that is not contiguous, or pages another array locked first: small arrays
+share pages) goes through page-locked buffers of the lane's own, copied by host threads,
+its results coming out of them when the lane is next needed.
 
 On the CPU backend the same chunks run one after another (slices copied into buffers of a
 chunk and back), which is what the tests of chunking use.
@@ -35,6 +36,7 @@ from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor
 
 LANES = 2
+OUTPUT_KEY = "out:"  # an output's key among the arrays (a program may return under an input's name)
 # Device bytes a lane's chunk takes at most whatever the budget: chunks small enough that
 # the copies and kernels of consecutive chunks overlap for most of a large batch.
 CHUNK_BYTES = 256 << 20
@@ -203,7 +205,9 @@ class ChunkedRun:
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
         """Runs the batch; returns the number of chunks."""
         starts = range(0, n, self.chunk)
-        self.direct = self.gpu and all(page_locked(a) for a in (*arrays.values(), *results.values()))
+        # Which arrays go straight to and from the device (outputs under OUTPUT_KEY + name).
+        self.locked = {k: self.gpu and page_locked(a) for k, a in arrays.items()}
+        self.locked.update({OUTPUT_KEY + k: self.gpu and page_locked(a) for k, a in results.items()})
         try:
             for c, start in enumerate(starts):
                 m = min(self.chunk, n - start)
@@ -215,8 +219,6 @@ class ChunkedRun:
                 else:
                     self._run_cpu(self.lanes[k], arrays, results, start, m)
             for lane in self.lanes:
-                if self.gpu and lane.pop("direct", False):
-                    lane["stream"].synchronize()
                 self._finish(lane, results)
         except BaseException:
             for lane in self.lanes:  # a later call must not receive this call's chunks
@@ -265,40 +267,47 @@ class ChunkedRun:
         copy.width_in_bytes, copy.height = m * isz, words
         copy(stream)
 
+    def _staged(self, lane: dict, k: str, m: int) -> np.ndarray:
+        """The part of lane's page-locked buffer for `k` that holds a chunk of m elements."""
+        shape = batch_shape(self.layout, self.shapes[k], m)
+        return self._staging(lane)[k].reshape(-1)[: math.prod(shape)].reshape(shape)
+
     def _issue_gpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
-        if self.direct:
-            # The lane's stream orders this chunk after its previous one: nothing to wait for.
-            stream = lane["stream"]
-            for k in self.inputs:
-                self._transfer(arrays[k], lane["buffers"][k], start, m, stream, True)
-            self._point(lane, m)
-            self.device.on_own_stream(stream, self._recorded(lane, m).replay)
-            for k in self.outputs:
-                self._transfer(results[k], lane["buffers"][k], start, m, stream, False)
-            lane["pending"] = None
-            lane["direct"] = True
-            return
-        self._finish(lane, results)  # the lane's previous chunk: its buffers are needed again
+        """Queues a chunk on the lane's stream: arrays whose pages are locked go straight to
+        and from the device (the stream orders them after the lane's previous chunk), the
+        others through the lane's page-locked buffers, which the host may only refill once
+        the lane's previous chunk is done with them."""
+        if lane.get("staging_busy"):
+            self._finish(lane, results)
         drv, stream = self.device.drv, lane["stream"]
+        staged_any = False
         for k in self.inputs:
-            staged = self._staging(lane)[k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
-            staged = staged.reshape(batch_shape(self.layout, self.shapes[k], m))
-            _copy(staged, _slice(arrays[k], self.layout, start, start + m))
-            drv.memcpy_htod_async(lane["buffers"][k], staged, stream)
+            if self.locked[k]:
+                self._transfer(arrays[k], lane["buffers"][k], start, m, stream, True)
+            else:
+                staged = self._staged(lane, k, m)
+                _copy(staged, _slice(arrays[k], self.layout, start, start + m))
+                drv.memcpy_htod_async(lane["buffers"][k], staged, stream)
+                staged_any = True
         self._point(lane, m)
         self.device.on_own_stream(stream, self._recorded(lane, m).replay)
         for k in self.outputs:
-            staged = lane["host"][k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
-            drv.memcpy_dtoh_async(staged, lane["buffers"][k], stream)
+            if self.locked[OUTPUT_KEY + k]:
+                self._transfer(results[k], lane["buffers"][k], start, m, stream, False)
+            else:
+                drv.memcpy_dtoh_async(self._staged(lane, k, m), lane["buffers"][k], stream)
+                staged_any = True
         lane["pending"] = (start, m)
+        lane["staging_busy"] = staged_any
 
     def _finish(self, lane: dict, results) -> None:
+        """Waits for the lane's last chunk and copies its staged outputs out."""
         if not self.gpu or lane["pending"] is None:
             return
         start, m = lane["pending"]
         lane["stream"].synchronize()
         for k in self.outputs:
-            staged = lane["host"][k].reshape(-1)[: math.prod(batch_shape(self.layout, self.shapes[k], m))]
-            _copy(_slice(results[k], self.layout, start, start + m),
-                  staged.reshape(batch_shape(self.layout, self.shapes[k], m)))
+            if not self.locked[OUTPUT_KEY + k]:
+                _copy(_slice(results[k], self.layout, start, start + m), self._staged(lane, k, m))
         lane["pending"] = None
+        lane["staging_busy"] = False
