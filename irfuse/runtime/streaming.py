@@ -85,19 +85,34 @@ def page_locked(a: np.ndarray) -> bool:
     from irfuse.runtime.cuda_graph import cuda_driver
 
     cu = cuda_driver()
-    (err,) = cu.cuMemHostRegister(start, end - start, 0)
+    # Portable: locked for every context, so that unlocking needs no particular one.
+    (err,) = cu.cuMemHostRegister(start, end - start, cu.CU_MEMHOSTREGISTER_PORTABLE)
     if err != cu.CUresult.CUDA_SUCCESS:
         return False
-    # Unlocked when the array goes (before NumPy frees its memory).
+    # Unlocked when the array goes, before NumPy gives its memory back: pages left locked
+    # after that would be ones the driver still maps for this address.
     _pinned[key] = weakref.finalize(a, _unlock, key)
+    _pinned[key].atexit = False  # the process's end unlocks everything
     return True
 
 
 def _unlock(key: tuple[int, int]) -> None:
+    """Unlocks a page range, in device 0's primary context (the call needs a current one,
+    and the array may go after every program has closed)."""
     from irfuse.runtime.cuda_graph import cuda_driver
 
     _pinned.pop(key, None)
-    cuda_driver().cuMemHostUnregister(key[0])
+    cu = cuda_driver()
+    err, dev = cu.cuDeviceGet(0)
+    err, ctx = cu.cuDevicePrimaryCtxRetain(dev)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        return
+    cu.cuCtxPushCurrent(ctx)
+    try:
+        cu.cuMemHostUnregister(key[0])
+    finally:
+        cu.cuCtxPopCurrent()
+        cu.cuDevicePrimaryCtxRelease(dev)
 
 
 def _slice(a: np.ndarray, layout: str, start: int, stop: int) -> np.ndarray:
