@@ -7,10 +7,9 @@ the kernels see the same elements, only fewer at a time.
 
 On the GPU two lanes alternate: each holds device buffers for one chunk (its inputs,
 outputs and the temporaries between kernels) and a stream of its own. The caller's arrays
-are page-locked where they lie (`cuMemHostRegister` of the pages they span, kept while the
-arrays live, so a time loop calling again with the same arrays pays it once): each lane's
-stream then copies its chunk in straight from them, runs the kernels and copies the outputs
-straight into the caller's arrays, and the host only queues work, so the transfers in both
+are page-locked where they lie for the call (`cuMemHostRegister` of the pages they span):
+each lane's stream then copies its chunk in straight from them, runs the kernels and copies
+the outputs straight into the caller's arrays, and the host only queues work, so the transfers in both
 directions and the kernels of consecutive chunks overlap. An array whose pages cannot be
 locked (a view that is not contiguous, or pages another array locked first: small arrays
 share pages) goes through page-locked buffers of the lane's own, copied by host threads,
@@ -26,7 +25,6 @@ import concurrent.futures
 import math
 import mmap
 import os
-import weakref
 
 import numpy as np
 
@@ -70,49 +68,27 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
 
 
 _PAGE = mmap.PAGESIZE
-_pinned: dict[tuple[int, int], object] = {}  # page range -> finalizer of the array it was locked for
 
 
-def page_locked(a: np.ndarray) -> bool:
-    """Locks the pages a C-contiguous array spans (once while it lives); whether they are."""
+def lock_pages(a: np.ndarray) -> tuple[int, int] | None:
+    """Locks the pages a C-contiguous array spans for the driver's copies; the page range,
+    or None where they cannot be locked (a view that is not contiguous, or pages that hold
+    part of an array locked already: small arrays share pages)."""
     if not a.flags.c_contiguous or not a.nbytes:
-        return False
+        return None
     start = a.ctypes.data // _PAGE * _PAGE
     end = -(-(a.ctypes.data + a.nbytes) // _PAGE) * _PAGE
-    key = (start, end)
-    if key in _pinned and _pinned[key].alive:
-        return True
     from irfuse.runtime.cuda_graph import cuda_driver
 
     cu = cuda_driver()
-    # Portable: locked for every context, so that unlocking needs no particular one.
-    (err,) = cu.cuMemHostRegister(start, end - start, cu.CU_MEMHOSTREGISTER_PORTABLE)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        return False
-    # Unlocked when the array goes, before NumPy gives its memory back: pages left locked
-    # after that would be ones the driver still maps for this address.
-    _pinned[key] = weakref.finalize(a, _unlock, key)
-    _pinned[key].atexit = False  # the process's end unlocks everything
-    return True
+    (err,) = cu.cuMemHostRegister(start, end - start, 0)
+    return (start, end) if err == cu.CUresult.CUDA_SUCCESS else None
 
 
-def _unlock(key: tuple[int, int]) -> None:
-    """Unlocks a page range, in device 0's primary context (the call needs a current one,
-    and the array may go after every program has closed)."""
-    from irfuse.runtime.cuda_graph import cuda_driver
+def unlock_pages(pages: tuple[int, int]) -> None:
+    from irfuse.runtime.cuda_graph import checked, cuda_driver
 
-    _pinned.pop(key, None)
-    cu = cuda_driver()
-    err, dev = cu.cuDeviceGet(0)
-    err, ctx = cu.cuDevicePrimaryCtxRetain(dev)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        return
-    cu.cuCtxPushCurrent(ctx)
-    try:
-        cu.cuMemHostUnregister(key[0])
-    finally:
-        cu.cuCtxPopCurrent()
-        cu.cuDevicePrimaryCtxRelease(dev)
+    checked(cuda_driver().cuMemHostUnregister(pages[0]), "cuMemHostUnregister")
 
 
 def _slice(a: np.ndarray, layout: str, start: int, stop: int) -> np.ndarray:
@@ -220,9 +196,16 @@ class ChunkedRun:
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
         """Runs the batch; returns the number of chunks."""
         starts = range(0, n, self.chunk)
-        # Which arrays go straight to and from the device (outputs under OUTPUT_KEY + name).
-        self.locked = {k: self.gpu and page_locked(a) for k, a in arrays.items()}
-        self.locked.update({OUTPUT_KEY + k: self.gpu and page_locked(a) for k, a in results.items()})
+        # The arrays that go straight to and from the device (outputs under OUTPUT_KEY + name),
+        # their pages locked for the call (left locked, they would outlive what the caller
+        # does with the memory: NumPy giving it back, another library's copies from it).
+        pages = {}
+        if self.gpu:
+            for key, a in (*arrays.items(), *((OUTPUT_KEY + k, a) for k, a in results.items())):
+                locked = lock_pages(a)
+                if locked is not None:
+                    pages[key] = locked
+        self.locked = {key: key in pages for key in (*arrays, *(OUTPUT_KEY + k for k in results))}
         try:
             for c, start in enumerate(starts):
                 m = min(self.chunk, n - start)
@@ -241,6 +224,9 @@ class ChunkedRun:
                     lane["stream"].synchronize()
                 lane["pending"] = None
             raise
+        finally:
+            for locked in pages.values():
+                unlock_pages(locked)
         return len(starts)
 
     def _run_cpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
