@@ -12,7 +12,8 @@ from irfuse import ops
 from irfuse.api import IrfuseWarning, Outputs, Program, PythonProgram, Verification, compile, program
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
 from irfuse.frontend.python import Matrix, Scalar, Tensor, Vector
+from irfuse.runtime.streaming import pinned_empty
 
 __all__ = ["__version__", "compile", "program", "ops", "Scalar", "Vector", "Matrix", "Tensor", "Program",
            "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
-           "UsageError", "ExecutionError"]
+           "UsageError", "ExecutionError", "pinned_empty"]

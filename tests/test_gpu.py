@@ -339,13 +339,19 @@ def test_host_batches_stream_through_the_gpu_in_chunks(layout):
     got = prog(**host, memory_budget=quarter)
     assert prog.last_chunks >= 4
     run = next(b for key, b in prog._bound.items() if key[0] == "chunks" and b.chunk < n)
-    # Arrays of their own pages go straight from and into the caller's memory, page-locked
-    # (arrays sharing a page with one locked before are staged).
-    assert any(run.locked.values())
+    assert not any(run.locked.values())  # NumPy's pageable arrays: staged
     for k in prog.outputs:
         np.testing.assert_array_equal(got[k], want[k])
     assert prog.check(**host).ok
-    # A view of a larger array cannot be copied in one piece: staged through page-locked buffers.
+    # Page-locked arrays go straight to and from the device; views of larger arrays are staged.
+    pinned = {k: irfuse.pinned_empty(v.shape, v.dtype) for k, v in host.items()}
+    for k, v in host.items():
+        pinned[k][...] = v
+    outs = {k: irfuse.pinned_empty(want[k].shape, np.float32) for k in prog.outputs}
+    prog(**pinned, out=outs, memory_budget=quarter)
+    assert all(run.locked.values()) and prog.last_chunks >= 4
+    for k in prog.outputs:
+        np.testing.assert_array_equal(outs[k], want[k])
     wider = {k: np.stack([v, v], axis=-1)[..., 0] for k, v in host.items()}
     assert not any(v.flags.c_contiguous for v in wider.values())
     staged = prog(**wider, memory_budget=quarter)

@@ -6,14 +6,15 @@ each a run of the same plan over its own slice. Results are those of one call, b
 the kernels see the same elements, only fewer at a time.
 
 On the GPU two lanes alternate: each holds device buffers for one chunk (its inputs,
-outputs and the temporaries between kernels) and a stream of its own. The caller's arrays
-are page-locked where they lie for the call (`cuMemHostRegister` of the pages they span):
-each lane's stream then copies its chunk in straight from them, runs the kernels and copies
-the outputs straight into the caller's arrays, and the host only queues work, so the transfers in both
-directions and the kernels of consecutive chunks overlap. An array whose pages cannot be
-locked (a view that is not contiguous, or pages another array locked first: small arrays
-share pages) goes through page-locked buffers of the lane's own, copied by host threads,
-its results coming out of them when the lane is next needed.
+outputs and the temporaries between kernels) and a stream of its own. A caller's array in
+page-locked memory (`irfuse.pinned_empty`, PyTorch's `pin_memory()`, PyCUDA's
+`pagelocked_empty`) is copied straight from and into by each lane's stream, the host only
+queuing work, so the transfers in both directions and the kernels of consecutive chunks
+overlap. Any other array goes through page-locked buffers of the lane's own, copied by host
+threads (the lane's results coming out of them when the lane is next needed), which costs
+host memory bandwidth. (Locking the caller's pages for each call costs more than staging
+them; locking them once and keeping them locked outlives what the caller does with the
+memory afterwards: neither is done.)
 
 On the CPU backend the same chunks run one after another (slices copied into buffers of a
 chunk and back), which is what the tests of chunking use.
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
-import mmap
 import os
 
 import numpy as np
@@ -67,28 +67,35 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
     return max(1, min(n, budget // per))
 
 
-_PAGE = mmap.PAGESIZE
-
-
-def lock_pages(a: np.ndarray) -> tuple[int, int] | None:
-    """Locks the pages a C-contiguous array spans for the driver's copies; the page range,
-    or None where they cannot be locked (a view that is not contiguous, or pages that hold
-    part of an array locked already: small arrays share pages)."""
+def page_locked(a: np.ndarray) -> bool:
+    """Whether a C-contiguous array lies in page-locked memory (allocated so, or registered
+    with the driver by its owner), first and last byte alike: the driver copies such memory
+    without staging it."""
     if not a.flags.c_contiguous or not a.nbytes:
-        return None
-    start = a.ctypes.data // _PAGE * _PAGE
-    end = -(-(a.ctypes.data + a.nbytes) // _PAGE) * _PAGE
+        return False
     from irfuse.runtime.cuda_graph import cuda_driver
 
     cu = cuda_driver()
-    (err,) = cu.cuMemHostRegister(start, end - start, 0)
-    return (start, end) if err == cu.CUresult.CUDA_SUCCESS else None
+    for ptr in (a.ctypes.data, a.ctypes.data + a.nbytes - 1):
+        err, _ = cu.cuMemHostGetFlags(ptr)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            return False
+    return True
 
 
-def unlock_pages(pages: tuple[int, int]) -> None:
-    from irfuse.runtime.cuda_graph import checked, cuda_driver
+def pinned_empty(shape, dtype=np.float32) -> np.ndarray:
+    """A new NumPy array in page-locked host memory (freed with it): batches in such arrays
+    stream through the GPU at the transfer rate."""
+    from irfuse.runtime.cuda_device import import_pycuda
 
-    checked(cuda_driver().cuMemHostUnregister(pages[0]), "cuMemHostUnregister")
+    drv = import_pycuda()
+    context = drv.Device(0).retain_primary_context()
+    context.push()
+    try:
+        return drv.pagelocked_empty(tuple(shape) if not isinstance(shape, int) else (shape,), np.dtype(dtype),
+                                    mem_flags=drv.host_alloc_flags.PORTABLE)
+    finally:
+        context.pop()
 
 
 def _slice(a: np.ndarray, layout: str, start: int, stop: int) -> np.ndarray:
@@ -196,16 +203,9 @@ class ChunkedRun:
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
         """Runs the batch; returns the number of chunks."""
         starts = range(0, n, self.chunk)
-        # The arrays that go straight to and from the device (outputs under OUTPUT_KEY + name),
-        # their pages locked for the call (left locked, they would outlive what the caller
-        # does with the memory: NumPy giving it back, another library's copies from it).
-        pages = {}
-        if self.gpu:
-            for key, a in (*arrays.items(), *((OUTPUT_KEY + k, a) for k, a in results.items())):
-                locked = lock_pages(a)
-                if locked is not None:
-                    pages[key] = locked
-        self.locked = {key: key in pages for key in (*arrays, *(OUTPUT_KEY + k for k in results))}
+        # The arrays that go straight to and from the device (outputs under OUTPUT_KEY + name).
+        self.locked = {k: self.gpu and page_locked(a) for k, a in arrays.items()}
+        self.locked.update({OUTPUT_KEY + k: self.gpu and page_locked(a) for k, a in results.items()})
         try:
             for c, start in enumerate(starts):
                 m = min(self.chunk, n - start)
@@ -224,9 +224,6 @@ class ChunkedRun:
                     lane["stream"].synchronize()
                 lane["pending"] = None
             raise
-        finally:
-            for locked in pages.values():
-                unlock_pages(locked)
         return len(starts)
 
     def _run_cpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
