@@ -28,6 +28,7 @@ import os
 
 import numpy as np
 
+from irfuse.diagnostics import UsageError
 from irfuse.dialects import fuse
 from irfuse.dialects.layouts import batch_shape
 from irfuse.runtime.device import Slot
@@ -60,8 +61,6 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
     per = bytes_per_element(compiled) * LANES
     n = min(n, max(1, CHUNK_BYTES // bytes_per_element(compiled)))
     if budget < per:
-        from irfuse.diagnostics import UsageError
-
         raise UsageError(f"a device-memory budget of {budget} bytes cannot hold one element in each of {LANES} "
                          f"lanes ({per} bytes)")
     return max(1, min(n, budget // per))
