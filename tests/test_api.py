@@ -494,3 +494,20 @@ def test_outputs_in_the_other_layout_than_the_inputs(stvenant, layout):
              for k in stvenant.outputs}
     with pytest.raises(irfuse.UsageError, match="out= array for 'ten3help2'"):
         stvenant(**ins, out_layout=other, out=wrong)
+
+
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+def test_host_arrays_off_the_kernels_alignment_give_the_right_results(synctest, layout):
+    """A NumPy array made from a buffer may start anywhere; the CPU backend's kernels read
+    their 16-byte copies from aligned memory only (an unaligned one crashed the process):
+    such an array is read word by word, as a view."""
+    prog = synctest.for_layout(layout)
+    shape = (50, 3, 3) if layout == "aos" else (3, 3, 50)
+    buf = np.zeros(450 + 1, np.float32)
+    a = buf[1:].reshape(shape)
+    a[...] = np.random.default_rng(8).random(shape, dtype=np.float32)
+    assert a.ctypes.data % 16
+    out = np.zeros(451, np.float32)[1:].reshape(shape)
+    prog(a, out=out)
+    np.testing.assert_array_equal(out, prog(np.ascontiguousarray(a)).F)
+    np.testing.assert_array_equal(prog(a).F, out)

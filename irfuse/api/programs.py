@@ -132,6 +132,12 @@ class _Bound:
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
 
 
+def _program_from_spec(spec: dict, layout: str, strides: tuple) -> "Program":
+    from irfuse.api import compile as compile_program
+
+    return compile_program(**spec)._for(layout, dict(strides))
+
+
 def _may_overlap(a, b) -> bool:
     """Whether two arrays may share memory (conservatively, where an exact answer is costly)."""
     if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):
@@ -156,14 +162,18 @@ def _overlapping_view(shape: tuple[int, ...], words: tuple[int, ...], layout: st
 
 
 def _in_place_on_the_host(arrays: dict[str, np.ndarray], results: dict[str, np.ndarray],
-                          strided: dict | None = None) -> bool:
+                          strided: dict | None = None, alignment: int = ALIGNMENT) -> bool:
     """Whether the CPU backend's kernels can read and write these NumPy arrays themselves:
-    every one C-contiguous or a view the kernels were compiled for (`strided`), and no output
-    sharing memory with an input or another output (kernels read inputs while others write
-    outputs)."""
+    every one C-contiguous and starting at a multiple of `alignment` bytes (the kernels'
+    16-byte copies; a NumPy array made from a buffer may start anywhere), or a view the
+    kernels were compiled for (`strided`), and no output sharing memory with an input or
+    another output (kernels read inputs while others write outputs)."""
     strided = strided or {}
-    if not all(a.flags.c_contiguous or name in strided for name, a in arrays.items()) or \
-            not all(a.flags.c_contiguous or OUTPUT_PREFIX + name in strided for name, a in results.items()):
+
+    def usable(a: np.ndarray, key: str) -> bool:
+        return key in strided or (a.flags.c_contiguous and a.ctypes.data % alignment == 0)
+    if not all(usable(a, name) for name, a in arrays.items()) or \
+            not all(usable(a, OUTPUT_PREFIX + name) for name, a in results.items()):
         return False
     outs = list(results.values())
     return not any(_may_overlap(o, b) for k, o in enumerate(outs) for b in [*arrays.values(), *outs[k + 1:]])
@@ -339,6 +349,7 @@ class Program:
         self._variant = variant  # the program compiled for another layout or strides; None: refused
         self._variants: dict[tuple, Program] = {}
         self._host_views_copied = False  # set once kernels for host views failed to compile
+        self._spec: dict | None = None  # irfuse.compile's arguments, for pickling
         # Bytes of device memory a call on host arrays may use (None: on the GPU, half of the
         # free memory); `last_chunks`: how many chunks the last such call ran in.
         self.memory_budget: int | None = None
@@ -415,7 +426,11 @@ class Program:
         for key, (name, a) in given.items():
             raw = a.strides if isinstance(a, DeviceArray) else (None if a.flags.c_contiguous else a.strides)
             words = view_strides(a.shape, raw, self.dtype.itemsize, layout)
-            if words is None or words == natural_strides(layout, self.shapes[name], batch_length(a.shape, layout)):
+            # A host array that starts off the kernels' alignment is read word by word too,
+            # as a view of its natural strides (on the GPU such an array is refused).
+            aligned = on_gpu or a.ctypes.data % self._alignment(layout) == 0
+            natural = natural_strides(layout, self.shapes[name], batch_length(a.shape, layout))
+            if words is None or (words == natural and aligned):
                 continue  # strides of no whole words: refused later by name
             if key.startswith(OUTPUT_PREFIX) and _overlapping_view(a.shape, words, layout):
                 raise UsageError(f"out= array for '{name}' is a view whose elements overlap (strides {words} in "
@@ -580,7 +595,8 @@ class Program:
                                                                        self.outputs, self.shapes, self.layout))
             self.last_chunks = run.run(arrays, results, n)
             return
-        if self.backend == "cpu" and _in_place_on_the_host(arrays, results, self.strides):
+        if self.backend == "cpu" and _in_place_on_the_host(arrays, results, self.strides,
+                                                            self._alignment(self.layout)):
             self._recorded(("host", n), lambda: _BoundHostInPlace(self.compiled, dev, n, self.inputs,
                                                                   self.outputs)).run(arrays, results)
             return
@@ -700,6 +716,14 @@ class Program:
             if self._device is not None:
                 self._device.close()
                 self._device = None
+
+    def __reduce__(self):
+        """Pickled as what it was compiled from: unpickling compiles it again (once per
+        process; the disk cache usually has it), for the same layout and strides."""
+        if self._spec is None:
+            raise TypeError(f"program {self.name} was compiled from a tuning result and cannot be pickled: compile it "
+                            "from its source with the tuning's pipeline")
+        return (_program_from_spec, (self._spec, self.layout, tuple(sorted(self.strides.items()))))
 
     def __enter__(self) -> "Program":
         return self
