@@ -21,6 +21,7 @@ LAYERS = [
     {"irfuse.driver"},
     {"irfuse.runtime"},
     {"irfuse.api"},  # irfuse.compile and Program: the library interface
+    {"irfuse.dask"},  # programs over Dask arrays, on the library interface
     {"irfuse.universe"},  # what stock xdsl-opt loads: dialects, passes, the cuda target
     {"irfuse.tools"},
     {"irfuse.testing"},

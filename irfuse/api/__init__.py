@@ -153,12 +153,19 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         program_cache.store(key, *made)
         return made
 
+    # What the program is compiled from again where it is unpickled (a Dask worker): the
+    # source itself, not a path the worker may not see.
+    spec = dict(source=function if function is not None else text, dtype=dtype, backend=chosen, pipeline=pipeline,
+                n=n, profile=profile, arch=arch, filename=None if function is not None else name, layout=layout)
+
     def make(layout: str, strides: dict, warn: bool) -> Program:
         compiled, diagnostics = compiled_for(layout, strides)
         if warn:  # the variant for the other layout has the same diagnostics: said once
             for d in diagnostics:
                 warnings.warn(d.render(), IrfuseWarning, stacklevel=4)  # at the caller of compile()
-        return Program(compiled, chosen, diagnostics, variant=variant, strides=strides)
+        program = Program(compiled, chosen, diagnostics, variant=variant, strides=strides)
+        program._spec = (_program_from_spec, spec)
+        return program
 
     def variant(layout: str, strides: dict | None = None) -> Program:
         strides = strides or {}
@@ -167,6 +174,11 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
 
     first = layout
     return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout, ()), lambda: make(layout, {}, True))
+
+
+def _program_from_spec(spec: dict, layout: str, strides: tuple) -> Program:
+    """A pickled `Program` again: compiled from what it was compiled from (kept per process)."""
+    return compile(**spec)._for(layout, dict(strides))
 
 
 def _chosen_backend(backend: str) -> str:

@@ -132,12 +132,6 @@ class _Bound:
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
 
 
-def _program_from_spec(spec: dict, layout: str, strides: tuple) -> "Program":
-    from irfuse.api import compile as compile_program
-
-    return compile_program(**spec)._for(layout, dict(strides))
-
-
 def _may_overlap(a, b) -> bool:
     """Whether two arrays may share memory (conservatively, where an exact answer is costly)."""
     if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):
@@ -349,7 +343,8 @@ class Program:
         self._variant = variant  # the program compiled for another layout or strides; None: refused
         self._variants: dict[tuple, Program] = {}
         self._host_views_copied = False  # set once kernels for host views failed to compile
-        self._spec: dict | None = None  # irfuse.compile's arguments, for pickling
+        # (function, irfuse.compile's arguments) that compile it again, for pickling.
+        self._spec: tuple | None = None
         # Bytes of device memory a call on host arrays may use (None: on the GPU, half of the
         # free memory); `last_chunks`: how many chunks the last such call ran in.
         self.memory_budget: int | None = None
@@ -723,7 +718,8 @@ class Program:
         if self._spec is None:
             raise TypeError(f"program {self.name} was compiled from a tuning result and cannot be pickled: compile it "
                             "from its source with the tuning's pipeline")
-        return (_program_from_spec, (self._spec, self.layout, tuple(sorted(self.strides.items()))))
+        rebuild, spec = self._spec
+        return (rebuild, (spec, self.layout, tuple(sorted(self.strides.items()))))
 
     def __enter__(self) -> "Program":
         return self
