@@ -14,6 +14,7 @@ consumer).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 
@@ -70,16 +71,14 @@ class DeviceMemory:
         with self._current():
             self.ptr = int(checked(cu.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc"))
 
+    @contextlib.contextmanager
     def _current(self):
-        memory = self
-
-        class _Pushed:
-            def __enter__(self):
-                memory._checked(memory._cu.cuCtxPushCurrent(memory._ctx), "cuCtxPushCurrent")
-
-            def __exit__(self, *exc):
-                memory._cu.cuCtxPopCurrent()
-        return _Pushed()
+        """The primary context current around the block."""
+        self._checked(self._cu.cuCtxPushCurrent(self._ctx), "cuCtxPushCurrent")
+        try:
+            yield
+        finally:
+            self._cu.cuCtxPopCurrent()
 
     def __del__(self) -> None:
         # Freed from whichever thread drops the last reference (a consumer's deleter may run

@@ -132,6 +132,14 @@ class _Bound:
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
 
 
+def _gpu_out_array(what: str, value) -> DeviceArray:
+    """An `out=` array of a call on GPU arrays, which must be a GPU array too."""
+    a = device_array(value)
+    if a is None:
+        raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs on the GPU out= takes GPU arrays")
+    return a
+
+
 def _may_overlap(a, b) -> bool:
     """Whether two arrays may share memory (conservatively, where an exact answer is costly)."""
     if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):
@@ -553,10 +561,7 @@ class Program:
             what = f"out= array for '{name}'"
             if on_gpu:
                 if name in given:
-                    a = device_array(given[name])
-                    if a is None:
-                        raise UsageError(f"{what} is a {type(given[name]).__qualname__}; with inputs on the GPU "
-                                         "out= takes GPU arrays")
+                    a = _gpu_out_array(what, given[name])
                     check_array(what, a, self.shapes[name], self.dtype, n, out_layout)
                 else:
                     a = empty_like_family(first, shape, self.dtype)
@@ -614,10 +619,7 @@ class Program:
         if out is not None:
             for name, value in bind_outputs(self.outputs, out).items():
                 what = f"out= array for '{name}'"
-                a = device_array(value)
-                if a is None:
-                    raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs on the GPU out= takes GPU "
-                                     "arrays")
+                a = _gpu_out_array(what, value)
                 check_array(what, a, self.shapes[name], self.dtype, n, self.layout)
                 check_device_array(what, a, 0, self._alignment(self.layout))
                 for k, i in arrays.items():

@@ -23,6 +23,7 @@ chunk and back), which is what the tests of chunking use.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import math
 import os
 
@@ -164,20 +165,17 @@ class ChunkedRun:
                     {}, m, uploaded=lane["in"], outputs=lane["out"], as_graph=False)
         return run
 
+    @contextlib.contextmanager
     def _owning(self):
         """Takes the GPU buffers allocated inside the block from the device's list (which
         frees them when it closes) into this run's, so that `release` frees them."""
-        run = self
-
-        class _Owning:
-            def __enter__(self):
-                self.before = len(run.device.allocations) if run.gpu else 0
-
-            def __exit__(self, *exc):
-                if run.gpu:
-                    run.owned += run.device.allocations[self.before:]
-                    del run.device.allocations[self.before:]
-        return _Owning()
+        before = len(self.device.allocations) if self.gpu else 0
+        try:
+            yield
+        finally:
+            if self.gpu:
+                self.owned += self.device.allocations[before:]
+                del self.device.allocations[before:]
 
     def release(self) -> None:
         """Frees the device buffers (the run cannot be used after)."""
