@@ -17,7 +17,7 @@ from irfuse.frontend.python import compile_function
 from python_programs import refused, seeds
 
 SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop",
-         "power_iteration", "precession"]
+         "power_iteration", "precession", "strain_energy", "cfl_step"]
 
 
 def test_every_example_has_its_python_twin():

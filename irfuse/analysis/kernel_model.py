@@ -40,6 +40,7 @@ class MValue:
     is_input: bool = False  # loaded from a kernel input
     pitch: int = 0
     carried: bool = False  # a loop's carried value (see the module's docstring)
+    uniform: bool = False  # in the uniform place: the block's one copy of a uniform input (not shared, no registers)
     type: object = None  # its kas type where known (building IR from a model needs it)
 
     @property
@@ -60,6 +61,7 @@ class MOp:
     carries: list[int] = field(default_factory=list)  # loop, yield: the loop's carried values
     inits: int = 0  # loop: how many of them are carried in (the others only out)
     origin: int = -1  # index of the IR op it was read from (model_from_kernel), -1 if none
+    reduce: str = ""  # store: the reduction whose per-block partial it stores ("" for a plain store)
 
     def reads(self) -> list[int]:
         if self.kind in ("call", "copy"):
@@ -84,6 +86,7 @@ class KernelModel:
     ops: list[MOp]
     itemsize: int = 4
     layout: str = "aos"  # of the global arrays the kernel loads and stores (irfuse.dialects.layouts)
+    once: bool = False  # runs over one element (a kernel of uniform values)
 
     @property
     def threads(self) -> int:
@@ -114,7 +117,26 @@ class KernelModel:
     def copy(self) -> "KernelModel":
         return KernelModel(self.bx, self.by, {k: MValue(**vars(v)) for k, v in self.values.items()},
                            [MOp(**{**vars(op), "args": list(op.args), "carries": list(op.carries)})
-                            for op in self.ops], self.itemsize, self.layout)
+                            for op in self.ops], self.itemsize, self.layout, self.once)
+
+    def place(self, vid: int) -> fuse.PlaceAttr:
+        """The IR place of value `vid`."""
+        v = self.values[vid]
+        if v.uniform:
+            return fuse.PlaceAttr.uniform()
+        return fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg()
+
+    def array_words(self) -> int:
+        """Shared words the emitted kernel declares apart from the planned buffer: each uniform
+        input's block copy and each reduction's staging of the block's elements."""
+        return sum(self.values[op.value].size * (self.by if op.kind == "store" else 1) for op in self.ops
+                   if (op.kind == "load" and self.values[op.value].uniform) or (op.kind == "store" and op.reduce))
+
+    def batch_loads(self) -> int:
+        """Words per element the kernel loads from per-element inputs (uniform ones are read
+        from cache by every element: no per-element traffic)."""
+        return sum(self.values[op.value].size for op in self.ops
+                   if op.kind == "load" and not self.values[op.value].uniform)
 
 
 # --- loops ------------------------------------------------------------------
@@ -221,8 +243,10 @@ def launch_min_blocks(model: KernelModel) -> int:
     and spill; without launch bounds at all it assumes 1024-thread blocks. A kernel that
     spills at the raised minimum is compiled again at 1024 threads (`driver.compile.build`).
     """
+    if model.once:
+        return 1  # one block over one element
     base = default_min_blocks(model.threads)
-    loaded = model.by * model.itemsize * sum(model.values[op.value].size for op in model.ops if op.kind == "load")
+    loaded = model.by * model.itemsize * model.batch_loads()
     if model.has_loops() or not loaded or base * loaded >= IN_FLIGHT_BYTES:
         return base
     return max(base, min(2048 // model.threads, -(-IN_FLIGHT_BYTES // loaded)))
@@ -249,8 +273,10 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
             ids[v] = len(values)
             owner = v.owner
             place = fuse.place_of(v)
+            is_input = isinstance(owner, fuse.LoadOp)
+            uniform = place.is_uniform
             values[ids[v]] = MValue(ids[v], v.type.size, v.name_hint or "", place.is_shared, place.offset.data,
-                                    is_input=isinstance(owner, fuse.LoadOp), pitch=place.pitch.data, type=v.type)
+                                    is_input=is_input, pitch=place.pitch.data, type=v.type, uniform=uniform)
         return ids[v]
 
     # A carried value is one model value for the loop's result, its block argument, its
@@ -279,7 +305,8 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
             elif isinstance(op, fuse.StoreOp):
                 v = vid(op.value)
                 values[v].stored = True
-                ops.append(MOp("store", value=v, location=op.location))
+                ops.append(MOp("store", value=v, location=op.location,
+                               reduce=op.reduce_kind.value if op.reduce_kind else ""))
             elif isinstance(op, fuse.BarrierOp):
                 ops.append(MOp("barrier", location=op.location))
             elif isinstance(op, fuse.LoopOp):
@@ -298,7 +325,8 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
             ir_ops.append(op)
 
     walk(kernel.body.block)
-    model = KernelModel(kernel.bx.data, kernel.by.data, values, ops, itemsize, kernel.global_layout)
+    model = KernelModel(kernel.bx.data, kernel.by.data, values, ops, itemsize, kernel.global_layout,
+                        kernel.runs_once)
     return model, {"ops": ir_ops, "ids": ids}
 
 
@@ -314,10 +342,6 @@ def write_back(kernel, model: KernelModel, mapping: dict) -> None:
         if isinstance(op, fuse.BarrierOp):
             op.erase()
 
-    def place(vid: int) -> fuse.PlaceAttr:
-        v = model.values[vid]
-        return fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg()
-
     blocks = [kernel.body.block]
     for mop in model.ops:
         if mop.kind == "barrier":
@@ -326,12 +350,12 @@ def write_back(kernel, model: KernelModel, mapping: dict) -> None:
         ir = ir_ops[mop.origin]
         blocks[-1].add_op(ir)
         if mop.kind == "loop":
-            ir.set_places([place(c) for c in mop.carries])
+            ir.set_places([model.place(c) for c in mop.carries])
             blocks.append(ir.body.block)
         elif mop.kind == "yield":
             blocks.pop()
         elif mop.kind in ("load", "call", "copy"):
-            ir.set_place(place(mop.result if mop.kind in ("call", "copy") else mop.value))  # type: ignore[arg-type]
+            ir.set_place(model.place(mop.result if mop.kind in ("call", "copy") else mop.value))  # type: ignore[arg-type]
         if mop.kind == "call":
             if mop.remap:
                 ir.attributes["remap"] = UnitAttr()

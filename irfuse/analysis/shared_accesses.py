@@ -100,6 +100,9 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
         if v.shared:
             w, t = call_words(v, impl.result_ap, impl.bx, model.bx, model.by, op.remap)
             out.append(Access(w, t, True))
+    if model.threads == 1:  # a block of one thread (a kernel run once) races with nobody
+        for a in out:
+            a.threads = np.zeros_like(a.threads)
     return out
 
 

@@ -111,6 +111,18 @@ def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
     return length
 
 
+def check_uniform_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype) -> None:
+    """Checks an argument that holds one value for the whole batch: shaped as the value
+    itself, no batch axis."""
+    if tuple(a.shape) != tuple(value_shape):
+        raise UsageError(f"{what} has shape {tuple(a.shape)}; it holds one value for the whole batch (it is "
+                         f"uniform), shaped {tuple(value_shape)}")
+    if a.dtype != dtype:
+        raise UsageError(f"{what} holds {a.dtype.name}; the program was compiled for {dtype.name} and irfuse "
+                         f"does not cast" + (f": convert it with .astype(numpy.{dtype.name})"
+                                             if a.dtype.kind in "fiu" else ""))
+
+
 def bind_outputs(names: Sequence[str], out: object) -> dict[str, object]:
     """`out=`: a mapping by name, a sequence in the program's `return` order, or one array
     for a program with one output."""

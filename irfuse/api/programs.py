@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_array, check_output_array,
-                                  host_array)
+                                  check_uniform_array, host_array)
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       moved_batch_axis, overlaps, stream_handle)
 from irfuse.api.dlpack_export import handed_over
@@ -36,7 +36,7 @@ from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
 from irfuse.runtime.streaming import ChunkedRun, chunk_elements
-from irfuse.runtime.reference import run_references
+from irfuse.runtime.reference import has_reductions, run_references, uniform_names
 from irfuse.runtime.verify import OutputCheck, check_outputs, sample_elements, subset
 
 BOUND_SIZES = 4  # batch sizes whose recorded runs (and their buffers) a program keeps
@@ -130,6 +130,13 @@ class _Bound:
     def __init__(self, compiled: CompiledProgram, device, arrays: dict[str, np.ndarray], n: int):
         self.inputs = {name: device.upload(a) for name, a in arrays.items()}
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
+
+
+def _aligned_copy(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy at a fresh allocation (NumPy aligns those for 16-byte copies)."""
+    out = np.empty(a.shape, a.dtype)
+    out[...] = a
+    return out
 
 
 def _gpu_out_array(what: str, value) -> DeviceArray:
@@ -365,6 +372,9 @@ class Program:
             **{n: tuple(t.shape) for n, t in zip(ref.inputs, ref.input_types())},
             **{n: tuple(t.shape) for n, t in zip(ref.outputs, ref.output_types())}}
         self.dtype = np.dtype(compiled.element.numpy)
+        # Inputs and outputs with one value for the whole batch: shaped as the value, no batch axis.
+        self.uniform: frozenset[str] = frozenset(uniform_names(ref))
+        self._reduces = has_reductions(ref)
         self._device = None
         self._fast: _FastCall | None = None  # the last call on GPU arrays that launched a graph
         # Recorded runs by batch size (host arrays) or ("gpu", batch size) (GPU arrays in place).
@@ -419,9 +429,12 @@ class Program:
         on_gpu = isinstance(first, DeviceArray)
         if first is None or not (on_gpu or self.backend == "cpu" and not self._host_views_copied):
             return {}
-        given = {name: (name, a) for name, a in arrays.items()}  # key in kas.strides -> (argument, array)
+        given = {name: (name, a) for name, a in arrays.items()  # key in kas.strides -> (argument, array)
+                 if name not in self.uniform}
         if out is not None:
             for name, value in bind_outputs(self.outputs, out).items():
+                if name in self.uniform:
+                    continue
                 a = device_array(value) if on_gpu else value
                 if isinstance(a, (DeviceArray, np.ndarray)) and fits(a.shape, self.shapes[name], layout):
                     given[OUTPUT_PREFIX + name] = (name, a)
@@ -453,10 +466,18 @@ class Program:
         for name, value in bound.items():
             a = device_array(value)
             arrays[name] = a if a is not None else host_array(f"input '{name}'", value)
-        layout = call_layout(arrays, self.shapes, self.layout)
+        batch = {k: a for k, a in arrays.items() if k not in self.uniform}
+        layout = call_layout(batch, self.shapes, self.layout)
         n = None
         for name, a in arrays.items():
-            n = check_array(f"input '{name}'", a, self.shapes[name], self.dtype, n, layout)
+            if name in self.uniform:
+                check_uniform_array(f"input '{name}'", a, self.shapes[name], self.dtype)
+                if isinstance(a, np.ndarray) and not (a.flags.c_contiguous and a.ctypes.data % ALIGNMENT == 0):
+                    arrays[name] = _aligned_copy(a)  # a few words: read whole by every block
+            else:
+                n = check_array(f"input '{name}'", a, self.shapes[name], self.dtype, n, layout)
+        if n is None:
+            n = 1  # uniform inputs only: the program computes one value, once
         on_gpu = [k for k, a in arrays.items() if isinstance(a, DeviceArray)]
         if on_gpu and len(on_gpu) < len(arrays):
             host = next(k for k in arrays if k not in on_gpu)
@@ -468,7 +489,10 @@ class Program:
                                  f"{self.backend} backend: compile it with backend='cuda'")
             for k, a in arrays.items():
                 check_device_array(f"input '{k}'", a, 0, self._alignment(layout))
-        return arrays, n or 0, layout
+                if k in self.uniform and not a.contiguous:
+                    raise UsageError(f"input '{k}' is a strided view; a uniform input is read whole: pass a "
+                                     "contiguous array")
+        return arrays, n, layout
 
     def _alignment(self, layout: str) -> int:
         """Bytes a GPU array's address must be a multiple of: the 16-byte copies of
@@ -476,7 +500,26 @@ class Program:
         return ALIGNMENT if layout == "aos" else self.dtype.itemsize
 
     def _shape(self, name: str, n: int) -> tuple[int, ...]:
+        if name in self.uniform:
+            return self.shapes[name]
         return batch_shape(self.layout, self.shapes[name], n)
+
+    def _host_out(self, what: str, name: str, value, n: int, layout: str) -> np.ndarray:
+        """An `out=` NumPy array, checked (a uniform output's is shaped as its value)."""
+        if name not in self.uniform:
+            return check_output_array(what, value, self.shapes[name], self.dtype, n, layout)
+        if not isinstance(value, np.ndarray):
+            raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs in host memory out= takes NumPy arrays")
+        check_uniform_array(what, value, self.shapes[name], self.dtype)
+        if not value.flags.writeable:
+            raise UsageError(f"{what} is read-only")
+        return value
+
+    def _check_out(self, what: str, name: str, a, n: int, layout: str) -> None:
+        if name in self.uniform:
+            check_uniform_array(what, a, self.shapes[name], self.dtype)
+        else:
+            check_array(what, a, self.shapes[name], self.dtype, n, layout)
 
     def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
                  memory_budget: int | None = None, **named) -> Outputs:
@@ -524,8 +567,7 @@ class Program:
         targets = {}
         if out is not None:
             for name, value in bind_outputs(self.outputs, out).items():
-                targets[name] = check_output_array(f"out= array for '{name}'", value, self.shapes[name],
-                                                   self.dtype, n, self.layout)
+                targets[name] = self._host_out(f"out= array for '{name}'", name, value, n, self.layout)
         results = [targets.get(name) if name in targets else np.empty(self._shape(name, n), self.dtype)
                    for name in self.outputs]
         if n:
@@ -557,22 +599,23 @@ class Program:
         given = bind_outputs(self.outputs, out) if out is not None else {}
         targets, views = {}, {}
         for name in self.outputs:
-            shape = batch_shape(out_layout, self.shapes[name], n)
+            uniform = name in self.uniform  # no batch axis to move
+            shape = self.shapes[name] if uniform else batch_shape(out_layout, self.shapes[name], n)
             what = f"out= array for '{name}'"
             if on_gpu:
                 if name in given:
                     a = _gpu_out_array(what, given[name])
-                    check_array(what, a, self.shapes[name], self.dtype, n, out_layout)
+                    self._check_out(what, name, a, n, out_layout)
                 else:
                     a = empty_like_family(first, shape, self.dtype)
-                targets[name], views[name] = a.obj, moved_batch_axis(a, layout)
+                targets[name], views[name] = a.obj, (a if uniform else moved_batch_axis(a, layout))
             else:
                 if name in given:
-                    a = check_output_array(what, given[name], self.shapes[name], self.dtype, n, out_layout)
+                    a = self._host_out(what, name, given[name], n, out_layout)
                 else:
                     a = np.empty(shape, self.dtype)
                 targets[name] = a
-                views[name] = np.moveaxis(a, -1, 0) if layout == "aos" else np.moveaxis(a, 0, -1)
+                views[name] = a if uniform else np.moveaxis(a, -1, 0) if layout == "aos" else np.moveaxis(a, 0, -1)
         got = self(*args, out=views, stream=stream, memory_budget=memory_budget, **named)
         if verify:
             target = self.for_layout(layout)
@@ -620,7 +663,7 @@ class Program:
             for name, value in bind_outputs(self.outputs, out).items():
                 what = f"out= array for '{name}'"
                 a = _gpu_out_array(what, value)
-                check_array(what, a, self.shapes[name], self.dtype, n, self.layout)
+                self._check_out(what, name, a, n, self.layout)
                 check_device_array(what, a, 0, self._alignment(self.layout))
                 for k, i in arrays.items():
                     if overlaps(a, i):
@@ -696,11 +739,15 @@ class Program:
 
     def _verify(self, arrays, outputs: Outputs, n: int, sample: int | None = 100_000, seed: int = 0) -> Verification:
         """Checks outputs (in the program's layout) against the reference, on `sample` elements."""
-        index = np.arange(n) if sample is None else sample_elements(n, "auto", seed, sample)
-        picked = subset({k: to_aos(a, self.layout) for k, a in arrays.items()}, index)
-        refs = run_references(self.compiled.reference_program, picked, self.compiled.dtype, len(index))
-        got = subset({k: to_aos(a, self.layout) for k, a in outputs.items()}, index)
-        return Verification(check_outputs(got, refs, self.compiled.dtype), len(index), n)
+        # A reduction's reference needs the whole batch: such programs are checked on every element.
+        index = np.arange(n) if sample is None or self._reduces else sample_elements(n, "auto", seed, sample)
+
+        def batch(arrays) -> dict:
+            return subset({k: a if k in self.uniform else to_aos(a, self.layout) for k, a in arrays.items()},
+                          index, self.uniform)
+        refs = run_references(self.compiled.reference_program, batch(arrays), self.compiled.dtype, len(index),
+                              self.compiled.sum_by)
+        return Verification(check_outputs(batch(outputs), refs, self.compiled.dtype), len(index), n)
 
     def close(self) -> None:
         """Releases the device and the buffers of recorded runs (a later call opens them again)."""

@@ -41,6 +41,15 @@ with barriers runs at the block level, its body's regions each a loop over the
 threads, and register values used in such a body are kept per thread.
 A `fuse.copy` is run by the threads `kernel_model.copy_pattern` names, each
 copying the words it holds.
+
+Uniform inputs (`uniform(...)` of a kernel) are copied once per block into a small
+shared array of their own before anything else (one barrier), and every element reads
+its words there. A `fuse.store ... reduce` stages the block's elements of the value in a
+shared array of its own and combines them by a fixed tree (halving the elements at
+each step, a barrier after each), then writes word k of the block's partial at
+k * blocks + block. `combine_kernel` combines those partials, one block per word,
+each thread a fixed stride of them, then a fixed tree: the same partials give the same
+bits on the GPU and on the CPU, run after run. Neither uses atomics.
 """
 
 from __future__ import annotations
@@ -74,6 +83,10 @@ typedef IRFUSE_REAL real_t;
 #define IRFUSE_SHARED_STATIC(T, name, words) __shared__ __align__(16) T name[words]
 #define IRFUSE_SHARED_DYNAMIC(T, name) extern __shared__ __align__(16) unsigned char irf_dynamic_smem[]; T* name = reinterpret_cast<T*>(irf_dynamic_smem)
 #endif
+
+// How reductions combine two values: NaN wins, whichever side it is on (as numpy's max).
+__device__ __forceinline__ real_t irf_max(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+__device__ __forceinline__ real_t irf_min(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 
 // Contiguous copy of `count` words by all `nthreads` threads of the block (coalesced).
 __device__ __forceinline__ void irf_copy(real_t* __restrict__ dst, const real_t* __restrict__ src,
@@ -195,6 +208,10 @@ class KernelInfo:
     barriers_before: int | None = None  # before fuse-eliminate-barriers, when it ran
     dynamic_shared: bool = False  # shared memory taken at launch (over the static limit)
     min_blocks: int = 1  # __launch_bounds__ minimum resident blocks: caps registers per thread
+    once: bool = False  # runs over one element (uniform values from uniform values)
+    reduced: list[str] = field(default_factory=list)  # per output: the reduction its partials are for, or ""
+    arrays: list[int] = field(default_factory=list)  # words of each shared array apart from the planned buffer
+    fixed_grid: int = 0  # blocks of every launch (a combine kernel's: one per word); 0: one per `by` elements
 
     @property
     def threads(self) -> int:
@@ -207,7 +224,19 @@ class KernelInfo:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
-            "min_blocks")}
+            "min_blocks", "once", "reduced", "arrays", "fixed_grid")}
+
+    def static_shared_bytes(self, itemsize: int) -> int:
+        """Bytes of static shared memory: the planned buffer (unless taken dynamically), then
+        the arrays apart from it, each starting 16-byte aligned."""
+        total = 0 if self.dynamic_shared else self.shared_bytes(itemsize)
+        for words in self.arrays:
+            total = -(-total // 16) * 16 + words * itemsize
+        return total
+
+    def blocks(self, n: int) -> int:
+        """Blocks of a launch over n elements (a kernel that runs once: one)."""
+        return self.fixed_grid or (1 if self.once else -(-n // self.by))
 
     @staticmethod
     def from_json(d: dict) -> "KernelInfo":
@@ -255,11 +284,12 @@ def call_impl(op: fuse.CallOp, library: Library | None = None) -> Implementation
 
 
 def variant_of(op: fuse.CallOp) -> str:
-    """One letter per operand and the result: 's' shared, 'r' registers."""
+    """One letter per operand and the result: 's' shared, 'r' registers, 'u' the block's copy
+    of a uniform input."""
     def letter(v: SSAValue) -> str:
         place = fuse.place_of(v)
         assert place is not None
-        return "s" if place.is_shared else "r"
+        return "s" if place.is_shared else "u" if place.is_uniform else "r"
     return "".join(letter(a) for a in op.args) + ("s" if op.get_place().is_shared else "r")
 
 
@@ -272,6 +302,15 @@ class _Loop:
 
 
 _BARRIER = object()  # a barrier in the emitted body
+
+# How a reduction combines two values a and b (C expressions); NaN propagates in max and min
+# as in the reference (numpy.max), whichever side it is on.
+_COMBINE = {
+    "sum": "{a} + {b}",
+    "max": "irf_max({a}, {b})",
+    "min": "irf_min({a}, {b})",
+}
+
 
 
 def _has_barrier(nodes: list) -> bool:
@@ -442,12 +481,19 @@ class _KernelEmitter:
         self.used: set[tuple[Implementation, str]] = set()
         self.pending_async = False  # loads issued with cp.async and not yet waited for
         self.soa = kernel.global_layout == "soa"
+        # Shared arrays outside the planned buffer: uniform inputs' block copies, reductions' staging.
+        self.block_arrays: list[tuple[str, int]] = []
+        self.uniform_copies: dict[SSAValue, str] = {}
+        self.info.once = kernel.runs_once
+        self.info.reduced = [""] * len(kernel.output_args)
 
     def base(self, v: SSAValue, y: str) -> str:
         """The pointer a device function indexes for value v, run as element y: a padded
         value's element y is moved by y*(pitch - size) words (see analysis.bank_conflicts)."""
         place = fuse.place_of(v)
         assert place is not None
+        if place.is_uniform:
+            return self.uniform_copies[v.owner.source]  # type: ignore[union-attr]
         if not place.is_shared:
             return self.reg_name(v)
         extra = place.pitch.data - v.type.size if place.pitch.data else 0  # type: ignore[attr-defined]
@@ -492,7 +538,7 @@ class _KernelEmitter:
                     return False
         return True
 
-    def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str], global_value: SSAValue) -> str:
+    def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str], global_value: SSAValue | None) -> str:
         """A statement run by each thread holding its part of register value v, given the
         global index (in `global_value`) of word k of the thread's element, the register array
         and k."""
@@ -500,7 +546,14 @@ class _KernelEmitter:
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
         size = v.type.size  # type: ignore[attr-defined]
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
-        if global_value in self.strided:
+        if global_value in self.uniform_copies or global_value is None:
+            # A word of the element alone: the block's copy of a uniform input, or (None) a
+            # reduction's staging array, element y at y*size.
+            _check_element_major(ap, ap_bx, self.by, size)
+            word = start.replace("\0TX", x).replace("\0TY", "0")
+            element = "" if global_value is not None else f"{y} * {size} + "
+            index = lambda k: f"{element}({word}) + {k}"  # noqa: E731
+        elif global_value in self.strided:
             _check_element_major(ap, ap_bx, self.by, size)
             word = start.replace("\0TX", x).replace("\0TY", "0")
             strides, shape = self.strided[global_value], v.type.shape  # type: ignore[attr-defined]
@@ -550,7 +603,43 @@ class _KernelEmitter:
         span = place.pitch.data or size
         return f"  irf_{fn}_soa<{size}, {span}, {self.by}>({dst}, {src}, n, count, tid, {self.nthreads});"
 
+    def stage_uniform_inputs(self) -> None:
+        """Copies each uniform input into a shared array of its own, once per block."""
+        for i in self.kernel.uniform_positions:
+            g = self.kernel.input_args[i]
+            size = g.type.size  # type: ignore[attr-defined]
+            name = f"irf_u{len(self.uniform_copies)}"
+            self.uniform_copies[g] = name
+            self.block_arrays.append((name, size))
+            self.line(f"  // {name}: the block's copy of uniform input {g.name_hint or self.names.get(g, 'g_')}")
+            self.line(f"  for (int irf_i = tid; irf_i < {size}; irf_i += {self.nthreads}) "
+                      f"{name}[irf_i] = {self.names.get(g, 'g_')}[irf_i];")
+        if self.uniform_copies:
+            self.open[-1].append(_BARRIER)
+
+    def emit_uniform_load(self, op: fuse.LoadOp) -> None:
+        """Every element of the block takes the uniform input's words from the block's copy."""
+        size = op.res.type.size
+        src = self.uniform_copies[op.source]
+        self.line(f"  // {self.names.get(op.res, 'v_')}: uniform {op.source.name_hint} into {op.place.text()}")
+        if op.place.is_shared:
+            span, off = op.place.pitch.data or size, op.place.offset.data
+            self.line(f"  for (int irf_i = tid; irf_i < count * {size}; irf_i += {self.nthreads}) "
+                      f"smem[{off} + (irf_i / {size}) * {span} + irf_i % {size}] = {src}[irf_i % {size}];")
+            self.info.shared_values += 1
+        else:
+            self.declare_register(op.res)
+            self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source))
+
     def emit_load(self, op: fuse.LoadOp) -> None:
+        if op.place.is_uniform:
+            source = op.source.name_hint or self.names.get(op.source, "g_")
+            self.line(f"  // {self.names.get(op.res, 'v_')}: uniform {source}, read from "
+                      f"{self.uniform_copies[op.source]} by every element")
+            return
+        if op.source in self.uniform_copies:
+            self.emit_uniform_load(op)
+            return
         size = op.res.type.size
         src = self.names.get(op.source, "g_")
         self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
@@ -578,6 +667,9 @@ class _KernelEmitter:
         else:
             self.declare_register(op.res)
         remap = op.remapped
+        for k, a in enumerate(op.args):
+            if variant[k] == "u":  # read at the AP's start within one element
+                _check_element_major(impl.operand_aps[k], impl.bx, self.by, a.type.size)  # type: ignore[attr-defined]
         scope, x, y = thread_scope(impl.bx, self.bx, remap)
         args = [x, y] + [self.base(a, y) for a in op.args] + [self.base(op.res, y)]
         self.line(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
@@ -594,6 +686,10 @@ class _KernelEmitter:
             self.declare_register(op.res)
         scope, x, y = thread_scope(bx, self.bx, remap)
         start = c_start(ap, bx).replace("tx", "\0TX").replace("ty", "\0TY").replace("\0TX", x).replace("\0TY", y)
+
+        if fuse.place_of(op.source).is_uniform:  # type: ignore[union-attr]
+            raise CompileError(f"kernel @{self.info.name}: a fuse.copy of the uniform value "
+                               f"{op.source.name_hint}: read it where it is")
 
         def word(v: SSAValue, k: int) -> str:
             place = fuse.place_of(v)
@@ -619,7 +715,44 @@ class _KernelEmitter:
     def emit_yield(self, op: fuse.YieldOp) -> None:
         self.open.pop()
 
+    def emit_reduce(self, op: fuse.StoreOp) -> None:
+        """The block's partial of a reduction: its elements staged in a shared array, combined
+        by a fixed tree, word k written at k * blocks + block (see the module's docstring)."""
+        place = fuse.place_of(op.value)
+        assert place is not None and op.reduce_kind is not None
+        kind = op.reduce_kind.value
+        size = op.value.type.size  # type: ignore[attr-defined]
+        red = f"irf_red{sum(1 for name, _ in self.block_arrays if name.startswith('irf_red'))}"
+        self.block_arrays.append((red, self.by * size))
+        if self.by * size * self.itemsize > STATIC_SHARED_LIMIT // 2:
+            raise CompileError(f"kernel @{self.info.name}: the {kind} of a value of {size} words over blocks of "
+                               f"{self.by} elements needs {self.by * size * self.itemsize} bytes of shared memory "
+                               "to combine; use fewer elements per block")
+        nt = self.nthreads
+        self.info.reduced[list(self.kernel.output_args).index(op.dest)] = kind
+        # No barrier first: the planned ones order a shared value's producers before this
+        # store (which reads it with any thread), and the staging array is this reduction's own.
+        self.line(f"  // {kind} of {op.value.name_hint} over the block's elements into {op.dest.name_hint}'s partials")
+        if place.is_shared:  # as a store copies it out (the staging array is aligned as global chunks are)
+            self.line(self.copy(red, f"smem + {place.offset.data}", f"count * {size}", size, place))
+        else:
+            self.line(self.per_thread(op.value, lambda index, r, k: f"{red}[{index}] = {r}[{k}];", None))
+        self.open[-1].append(_BARRIER)
+        half = 1 << max(0, (self.by - 1).bit_length() - 1)  # the largest power of two below by (by > 1)
+        while self.by > 1 and half >= 1:
+            self.line(f"  for (int irf_i = tid; irf_i < {half * size}; irf_i += {nt}) "
+                      f"if (irf_i / {size} + {half} < count) "
+                      f"{red}[irf_i] = {_COMBINE[kind].format(a=f'{red}[irf_i]', b=f'{red}[irf_i + {half * size}]')};")
+            self.open[-1].append(_BARRIER)
+            half //= 2
+        dst = self.names.get(op.dest, "g_")
+        self.line(f"  for (int irf_k = tid; irf_k < {size}; irf_k += {nt}) "
+                  f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + first / {self.by}] = {red}[irf_k];")
+
     def emit_store(self, op: fuse.StoreOp) -> None:
+        if op.reduce_kind is not None:
+            self.emit_reduce(op)
+            return
         place = fuse.place_of(op.value)
         assert place is not None
         size = op.value.type.size  # type: ignore[attr-defined]
@@ -660,7 +793,9 @@ class _KernelEmitter:
             handler(op)  # type: ignore[operator]
 
     def emit(self) -> str:
+        self.stage_uniform_inputs()
         self.emit_ops(self.kernel.body.block)
+        self.info.arrays = [words for _, words in self.block_arrays]
         body = _gpu_text(self.body)
         regs = [f"  real_t {name}[{words}];" for name, words in self.regs]
         gpu = [*self.signature(), *self.prologue(), *regs, *body, "}"]
@@ -694,7 +829,8 @@ class _KernelEmitter:
         # iteration's region reads what this one's wrote).
         kept = [(name, words) for name, words in self.regs if uses(name) > 1 or uses(name, True)]
         smem_words = -(-max(self.words, 1) // 4) * 4  # the kept values start 16-byte aligned
-        scratch = smem_words + sum(self.nthreads * words for _, words in kept)
+        arrays = sum(-(-words // 4) * 4 for _, words in self.block_arrays)
+        scratch = smem_words + arrays + sum(self.nthreads * words for _, words in kept)
         nt = self.nthreads
         lines = [f"// fuse.kernel @{self.info.name} on the CPU: {len(regions)} regions of {nt} threads",
                  f"static void {self.info.name}({', '.join(params)})",
@@ -702,11 +838,14 @@ class _KernelEmitter:
                  f"  const std::unique_ptr<real_t[]> irf_scratch(new real_t[{scratch}]);",
                  "  real_t* const smem = irf_scratch.get();"]
         offset = smem_words
+        for name, words in self.block_arrays:
+            lines.append(f"  real_t* const {name} = smem + {offset};  // a shared array of its own")
+            offset += -(-words // 4) * 4
         for name, words in kept:
             lines.append(f"  real_t* const irf_kept_{name} = smem + {offset};  // {words} words per thread")
             offset += nt * words
         lines += ["  for (long long irf_block = block_begin; irf_block < block_end; ++irf_block) {",
-                  f"    irf::poison(smem, {self.words});",
+                  f"    irf::poison(smem, {smem_words + arrays});",
                   f"    const long long first = irf_block * {self.by};",
                   f"    const int count = n - first < {self.by} ? (int)(n - first) : {self.by};"]
         lines += self.cpu_body(items, "    ", kept)
@@ -745,6 +884,8 @@ class _KernelEmitter:
             else:
                 lines.append("  IRFUSE_SHARED_DYNAMIC(real_t, smem);")
                 self.info.dynamic_shared = True
+        for name, words in self.block_arrays:
+            lines.append(f"  __shared__ __align__(16) real_t {name}[{words}];")
         return lines + [
             "  const int tx = threadIdx.x, ty = threadIdx.y;",
             f"  const int tid = ty * {self.bx} + tx;",
@@ -764,6 +905,58 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
     emitter = _KernelEmitter(kernel, itemsize, min_blocks, library, strided)
     text = emitter.emit()
     return text, emitter.info, emitter.used
+
+
+COMBINE_THREADS = 256  # threads of a combine kernel's block (a power of two: its tree halves them)
+
+
+def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
+    """The kernel that combines a reduction's partials (word k of part p at k * n + p, n
+    parts) into its `size` words: block k for word k, thread t < m = min(n, T) combining
+    parts t, t + T, ... in order, then a fixed tree over those m threads. The host version
+    runs the same operations in the same order, so both give the same bits."""
+    name, t = fuse.combine_kernel_name(kind, size), COMBINE_THREADS
+    op = _COMBINE[kind]
+    params = "const real_t* __restrict__ parts, real_t* __restrict__ out, const long long n"
+    gpu = [f"// fuse.combine {kind} of {size}-word partials: one block per word",
+           f'extern "C" __global__ void __launch_bounds__({t}) {name}({params})',
+           "{",
+           f"  __shared__ real_t acc[{t}];",
+           "  const int t = threadIdx.x;",
+           f"  const int m = n < {t} ? (int)n : {t};",
+           "  const long long k = blockIdx.x;",
+           "  if (t < m) {",
+           "    real_t a = parts[k * n + t];",
+           f"    for (long long p = t + {t}; p < n; p += {t}) a = {op.format(a='a', b='parts[k * n + p]')};",
+           "    acc[t] = a;",
+           "  }",
+           "  __syncthreads();",
+           f"  for (int s = {t // 2}; s > 0; s >>= 1) {{",
+           f"    if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+           "    __syncthreads();",
+           "  }",
+           "  if (t == 0) out[k] = acc[0];",
+           "}"]
+    host = [f"// fuse.combine {kind} on the CPU: the GPU's operations in the GPU's order",
+            f"static void {name}({params}, const long long block_begin, const long long block_end, "
+            "const bool reverse)",
+            "{",
+            "  (void)reverse;",
+            f"  real_t acc[{t}];",
+            f"  const int m = n < {t} ? (int)n : {t};",
+            "  for (long long k = block_begin; k < block_end; ++k) {",
+            "    for (int t = 0; t < m; ++t) {",
+            "      real_t a = parts[k * n + t];",
+            f"      for (long long p = t + {t}; p < n; p += {t}) a = {op.format(a='a', b='parts[k * n + p]')};",
+            "      acc[t] = a;",
+            "    }",
+            f"    for (int s = {t // 2}; s > 0; s >>= 1)",
+            f"      for (int t = 0; t < s && t + s < m; ++t) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+            "    out[k] = acc[0];",
+            "  }",
+            "}"]
+    info = KernelInfo(name, t, 1, 0, ["partials"], ["out"], [size], [size], arrays=[t], fixed_grid=size)
+    return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info
 
 
 def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
@@ -794,5 +987,11 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
                 for ap in impl.aps:
                     c_start(ap, impl.bx)  # refuses BY, which generated code cannot see
                 functions[name] = re.sub(r"\bBX\b", str(impl.bx), src)
+    combines = sorted({(op.reduce_kind.value, op.res.type.size) for op in module.walk()  # type: ignore[attr-defined]
+                       if isinstance(op, fuse.CombineOp)})
+    for kind, size in combines:
+        text, info = combine_kernel(kind, size)
+        texts.append(text)
+        infos.append(info)
     source = element.c_prelude + "\n\n".join([PRELUDE, *functions.values(), *texts]) + "\n"
     return EmittedModule(source, infos)

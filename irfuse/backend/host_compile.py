@@ -144,7 +144,7 @@ class HostModule:
         NumPy array is a place whose address `int()` gives when the call runs (the
         runtime's `Slot`, pointed at a caller's array before each run)."""
         k = self.kernels[name]
-        grid = -(-n // k.by)
+        grid = k.blocks(n)
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data if hasattr(a, "ctypes") else 0 for a in arrays])
         late = [(i, a) for i, a in enumerate(arrays) if not hasattr(a, "ctypes")]
         entry, workers = self.entries[name], self.workers

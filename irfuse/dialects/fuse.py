@@ -23,7 +23,15 @@ A kernel's global arrays are in the module's layout (`irfuse.dialects.layouts`):
 structures unless the kernel says `layout(soa)`, structure of arrays; loads and stores
 index global memory accordingly.
 
-In the host program, `fuse.launch` runs a kernel on whole arrays.
+Uniform values (one for the whole batch, see `kas.is_uniform`) enter a kernel as inputs it
+lists in `uniform(...)`: every element loads the same words. A kernel marked `once` runs
+over a batch of one element: it computes uniform values from uniform values. A
+`fuse.store ... reduce <kind>` combines the block's elements of a value into one partial
+per block (a fixed tree in shared memory) instead of storing them: the output holds the
+partials, word-major (word k of block b at k * blocks + b).
+
+In the host program, `fuse.launch` runs a kernel on whole arrays and `fuse.combine`
+combines a launch's partials into the reduced value, in a fixed order.
 """
 
 from __future__ import annotations
@@ -59,7 +67,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
-from irfuse.dialects.kas import KasType, locate_block_arguments, parse_block_arguments
+from irfuse.dialects.kas import KasType, ReduceKind, ReduceKindAttr, locate_block_arguments, parse_block_arguments
 from irfuse.dialects.layouts import LAYOUT_ATTR, Layout, module_layout
 from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
@@ -70,6 +78,7 @@ class Space(StrEnum):
 
     SHARED = "shared"
     REG = "reg"
+    UNIFORM = "uniform"  # the block's one copy of a uniform input, which every element reads
 
 
 @irdl_attr_definition
@@ -96,11 +105,14 @@ class LayoutAttr(EnumAttribute[Layout], SpacedOpaqueSyntaxAttribute):
 
 SHARED = Space.SHARED
 REG = Space.REG
+UNIFORM = Space.UNIFORM
 
 
 @irdl_attr_definition
 class PlaceAttr(ParametrizedAttribute):
-    """Where an on-chip value lives: `shared[offset]` (words), `shared[offset, pitch P]`, or `reg`.
+    """Where an on-chip value lives: `shared[offset]` (words), `shared[offset, pitch P]`, `reg`,
+    or `uniform` (a value loaded from a uniform input: the block's one copy of it, in shared
+    memory outside the planned buffer, which every element's thread reads).
 
     A shared value holds the block's elements one after another; with a pitch, element `e`
     starts at `offset + e*P` instead of `offset + e*size` (P > size words: padding that moves
@@ -123,11 +135,21 @@ class PlaceAttr(ParametrizedAttribute):
     def reg() -> "PlaceAttr":
         return PlaceAttr(REG, 0)
 
+    @staticmethod
+    def uniform() -> "PlaceAttr":
+        return PlaceAttr(UNIFORM, 0)
+
     @property
     def is_shared(self) -> bool:
         return self.space.data == SHARED
 
+    @property
+    def is_uniform(self) -> bool:
+        return self.space.data == UNIFORM
+
     def text(self) -> str:
+        if self.is_uniform:
+            return UNIFORM
         if not self.is_shared:
             return REG
         pitch = f", pitch {self.pitch.data}" if self.pitch.data else ""
@@ -151,6 +173,8 @@ class PlaceAttr(ParametrizedAttribute):
 def _parse_place_body(parser: AttrParser) -> list[Attribute]:
     if parser.parse_optional_keyword(REG):
         return [SpaceAttr(REG), IntAttr(0), IntAttr(0)]
+    if parser.parse_optional_keyword(UNIFORM):
+        return [SpaceAttr(UNIFORM), IntAttr(0), IntAttr(0)]
     parser.parse_keyword(SHARED)
     parser.parse_punctuation("[")
     off = parser.parse_integer(allow_boolean=False, allow_negative=False)
@@ -284,7 +308,10 @@ def enclosing_kernel(op: IRDLOperation) -> "KernelOp | None":
 
 def verify_place(op: IRDLOperation, place: PlaceAttr, size: int) -> None:
     """A place holds a value of `size` words per element: a pitch no smaller than it, and the
-    block's elements within the shared memory a block can have."""
+    block's elements within the shared memory a block can have; only a load fills the
+    uniform place."""
+    if place.is_uniform and not isinstance(op, LoadOp):
+        raise VerifyException(f"{op.name} cannot write the uniform place: only a fuse.load of a uniform input does")
     if place.pitch.data and place.pitch.data < size:
         raise VerifyException(f"pitch {place.pitch.data} is smaller than the value's {size} words per element")
     kernel = enclosing_kernel(op)
@@ -328,6 +355,9 @@ class LoadOp(SourceIntoPlaceOp):
         kernel = self.parent_op()
         if isinstance(kernel, KernelOp) and self.source not in kernel.input_args:
             raise VerifyException("fuse.load must read a kernel input argument")
+        if isinstance(kernel, KernelOp) and self.place.is_uniform and \
+                kernel.input_args.index(self.source) not in kernel.uniform_positions:
+            raise VerifyException("fuse.load into the uniform place must read a uniform input of the kernel")
 
 
 
@@ -418,11 +448,17 @@ class StoreOp(LocatedOperation):
     T: ClassVar = VarConstraint("T", base(KasType))
     value = operand_def(T)
     dest = operand_def(T)
+    reduce = opt_prop_def(ReduceKindAttr)  # set: the block's partial of a reduction over the batch
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
-    assembly_format = "$value `to` $dest attr-dict `:` type($value)"
+    assembly_format = "$value `to` $dest (`reduce` $reduce^)? attr-dict `:` type($value)"
 
-    def __init__(self, value: SSAValue, dest: SSAValue):
-        super().__init__(operands=[value, dest])
+    def __init__(self, value: SSAValue, dest: SSAValue, reduce: ReduceKind | str | None = None):
+        super().__init__(operands=[value, dest],
+                         properties={"reduce": ReduceKindAttr(ReduceKind(reduce))} if reduce else {})
+
+    @property
+    def reduce_kind(self) -> ReduceKind | None:
+        return self.reduce.data if self.reduce is not None else None
 
     def verify_(self) -> None:
         if self.value.type != self.dest.type:
@@ -432,6 +468,8 @@ class StoreOp(LocatedOperation):
             raise VerifyException("fuse.store must write a kernel output argument")
         if place_of(self.value) is None:
             raise VerifyException("fuse.store stores an on-chip value")
+        if self.reduce is not None and isinstance(kernel, KernelOp) and kernel.once is not None:
+            raise VerifyException("fuse.store reduce in a kernel that runs once: it has no batch to reduce")
 
 
 @irdl_op_definition
@@ -605,6 +643,8 @@ class KernelOp(LocatedOperation):
     by = prop_def(IntAttr)
     num_inputs = prop_def(IntAttr)
     layout = opt_prop_def(LayoutAttr)  # absent: array of structures
+    uniform_inputs = opt_prop_def(ArrayAttr[IntAttr])  # inputs (by position) holding one value for the batch
+    once = opt_prop_def(UnitAttr)  # runs over one element: uniform values from uniform values
     body = region_def("single_block")
     # Set by fuse-partition: the cost model's prediction and the group of calls it chose.
     predicted_ns = opt_attr_def(IntAttr)
@@ -614,14 +654,28 @@ class KernelOp(LocatedOperation):
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
 
     def __init__(self, name: str, bx: int, by: int, input_types: Sequence[Attribute],
-                 output_types: Sequence[Attribute], body: Region | None = None, layout: str = "aos"):
+                 output_types: Sequence[Attribute], body: Region | None = None, layout: str = "aos",
+                 uniform: Sequence[int] = (), once: bool = False):
         if body is None:
             body = Region(Block(arg_types=[*input_types, *output_types]))
         properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "bx": IntAttr(bx), "by": IntAttr(by),
                                             "num_inputs": IntAttr(len(input_types))}
         if Layout(layout) != Layout.AOS:
             properties["layout"] = LayoutAttr(Layout(layout))
+        if uniform:
+            properties["uniform_inputs"] = ArrayAttr(IntAttr(i) for i in uniform)
+        if once:
+            properties["once"] = UnitAttr()
         super().__init__(properties=properties, regions=[body])
+
+    @property
+    def uniform_positions(self) -> tuple[int, ...]:
+        """The inputs every element reads whole (uniform values), by position."""
+        return tuple(i.data for i in self.uniform_inputs.data) if self.uniform_inputs is not None else ()
+
+    @property
+    def runs_once(self) -> bool:
+        return self.once is not None
 
     @property
     def global_layout(self) -> str:
@@ -647,6 +701,12 @@ class KernelOp(LocatedOperation):
             raise VerifyException(f"fuse.kernel has {self.threads} threads per block; the limit is {MAX_THREADS_PER_BLOCK}")
         if self.num_inputs.data > len(self.body.block.args):
             raise VerifyException("fuse.kernel num_inputs exceeds its arguments")
+        positions = self.uniform_positions
+        if any(not 0 <= i < self.num_inputs.data for i in positions) or len(set(positions)) != len(positions):
+            raise VerifyException(f"fuse.kernel uniform inputs {list(positions)} must be distinct input positions "
+                                  f"(0..{self.num_inputs.data - 1})")
+        if positions and self.runs_once:
+            raise VerifyException("fuse.kernel that runs once reads every input whole: it lists no uniform inputs")
         for out in self.output_args:
             stores = [u.operation for u in out.uses if isinstance(u.operation, StoreOp)]
             if len(stores) != 1:
@@ -668,6 +728,10 @@ class KernelOp(LocatedOperation):
         printer.print_string(f" block(bx = {self.bx.data}, by = {self.by.data}) ")
         if self.layout is not None:
             printer.print_string(f"layout({self.layout.data.value}) ")
+        if self.runs_once:
+            printer.print_string("once ")
+        if self.uniform_positions:
+            printer.print_string("uniform(" + ", ".join(map(str, self.uniform_positions)) + ") ")
         printer.print_string("(")
         printer.print_list(self.input_args, printer.print_block_argument)
         printer.print_string(") -> (")
@@ -698,11 +762,16 @@ class KernelOp(LocatedOperation):
                 parser.raise_error(f"layout must be aos or soa, got '{word}'", at, parser.pos)
             layout = word
             parser.parse_punctuation(")")
+        once = parser.parse_optional_keyword("once") is not None
+        uniform: list[int] = []
+        if parser.parse_optional_keyword("uniform") is not None:
+            uniform = parser.parse_comma_separated_list(
+                Parser.Delimiter.PAREN, lambda: parser.parse_integer(allow_boolean=False, allow_negative=False))
         ins, in_locations = parse_block_arguments(parser)
         parser.parse_punctuation("->")
         outs, out_locations = parse_block_arguments(parser)
         body = parser.parse_region([*ins, *outs])
-        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout)
+        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout, uniform, once)
         locate_block_arguments(op.body.block, [*in_locations, *out_locations])
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -744,8 +813,61 @@ class LaunchOp(LocatedOperation):
                 f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
 
 
+def combine_kernel_name(kind: str, size: int) -> str:
+    return f"irf_combine_{kind}_{size}"
+
+
+@irdl_op_definition
+class CombineOp(LocatedOperation):
+    """Combines the per-block partials a launch stored with `reduce` into the reduced value
+    (a uniform one), in a fixed order: the same partials give the same bits every time."""
+
+    name = "fuse.combine"
+    kind = prop_def(ReduceKindAttr)
+    partials = operand_def(KasType)
+    res = result_def(KasType)
+    assembly_format = "$kind $partials attr-dict `:` type($partials) `->` type($res)"
+
+    def __init__(self, kind: ReduceKind | str, partials: SSAValue):
+        super().__init__(operands=[partials], result_types=[partials.type],
+                         properties={"kind": ReduceKindAttr(ReduceKind(kind))})
+
+    @property
+    def reduce_kind(self) -> ReduceKind:
+        return self.kind.data
+
+    @property
+    def kernel_name(self) -> str:
+        """The generated kernel that combines partials of this kind and size."""
+        return combine_kernel_name(self.reduce_kind.value, self.res.type.size)  # type: ignore[attr-defined]
+
+    def producing_store(self) -> "StoreOp | None":
+        """The kernel's `fuse.store ... reduce` that made the partials, when a launch did."""
+        launch = self.partials.owner
+        if not isinstance(launch, LaunchOp):
+            return None
+        kernel = SymbolTable.lookup_symbol(launch, launch.kernel)
+        if not isinstance(kernel, KernelOp):
+            return None
+        out = kernel.output_args[self.partials.index]  # type: ignore[attr-defined]
+        return next((u.operation for u in out.uses if isinstance(u.operation, StoreOp)), None)
+
+    def verify_(self) -> None:
+        if self.res.type != self.partials.type:
+            raise VerifyException(f"fuse.combine gives its partials' type ({self.partials.type}), not {self.res.type}")
+        if not isinstance(self.partials.owner, LaunchOp):
+            raise VerifyException("fuse.combine combines the partials of a fuse.launch result")
+        store = self.producing_store()
+        if store is None:
+            return  # the launch's own verification names what is missing
+        if store.reduce_kind != self.reduce_kind:
+            raise VerifyException(
+                f"fuse.combine {self.reduce_kind.value} of a kernel output that is "
+                + (f"a {store.reduce_kind.value} reduction's partials" if store.reduce_kind else "not partials"))
+
+
 Fuse = Dialect(
     "fuse",
-    [KernelOp, LoadOp, CallOp, CopyOp, LoopOp, YieldOp, StoreOp, BarrierOp, LaunchOp],
+    [KernelOp, LoadOp, CallOp, CopyOp, LoopOp, YieldOp, StoreOp, BarrierOp, LaunchOp, CombineOp],
     [PlaceAttr, AccessPatternAttr, SpaceAttr, RegisterUseAttr, LayoutAttr],
 )

@@ -1,23 +1,40 @@
 """The `kas` dialect: programs of elementary-op calls over batched small values.
 
-Every SSA value of a `kas` type holds one value per element of the batch.
+Every SSA value of a `kas` type holds one value per element of the batch, except the
+*uniform* ones, which hold one value for the whole batch: the program's inputs it lists
+as `uniform(...)`, `kas.constant` literals, `kas.reduce` results, and the results of calls
+whose operands are all uniform (`irfuse.analysis.uniformity`).
 A program is a `kas.program` whose arguments are the inputs and whose
 `kas.return` lists the outputs; `kas.call` applies a library op;
-`kas.loop` repeats its body, carrying values between iterations.
+`kas.loop` repeats its body, carrying values between iterations;
+`kas.reduce` combines a per-element value over the batch (sum, max or min, word by word).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
-from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, Float64Type, IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
+    operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -29,6 +46,7 @@ from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
@@ -239,6 +257,91 @@ class CallOp(LocatedOperation):
                 f"result of '{self.op_name}' is {op.result_type}, not {self.res.type}")
 
 
+class ReduceKind(StrEnum):
+    """How `kas.reduce` combines the batch's values, word by word."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    name = "kas.reduce_kind"
+
+
+@irdl_op_definition
+class ConstantOp(LocatedOperation):
+    """A numeric literal: a uniform scalar."""
+
+    name = "kas.constant"
+    value = prop_def(FloatAttr)
+    res = result_def(ScalarType)
+    traits = traits_def(Pure())
+
+    def __init__(self, value: float):
+        super().__init__(result_types=[ScalarType()], properties={"value": FloatAttr(value, Float64Type())})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.number!r}")  # repr: the shortest text that reads back exactly
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.res.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ConstantOp":
+        value = parser.parse_number()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        at = parser.pos
+        t = parser.parse_type()
+        if not isinstance(t, ScalarType):
+            parser.raise_error(f"kas.constant is a !kas.scalar, not {t}", at, parser.pos)
+        op = cls(float(value))  # type: ignore[arg-type]
+        op.attributes |= attrs
+        return op
+
+    @property
+    def number(self) -> float:
+        return float(self.value.value.data)
+
+    def verify_(self) -> None:
+        if not isinstance(self.value.type, Float64Type):
+            raise VerifyException(f"kas.constant holds an f64, got {self.value.type}")
+        v = self.number
+        if v != v or v in (float("inf"), float("-inf")):
+            raise VerifyException(f"kas.constant must be finite, got {v}")
+
+
+@irdl_op_definition
+class ReduceOp(LocatedOperation):
+    """Combines a per-element value over the whole batch into a uniform one of the same
+    type, word by word (a batch sum of 3x3 matrices is a 3x3 matrix)."""
+
+    name = "kas.reduce"
+    kind = prop_def(ReduceKindAttr)
+    operand = operand_def(KasType)
+    res = result_def(KasType)
+    # A reduction inside a loop would need a global barrier in every iteration.
+    traits = lazy_traits_def(lambda: (Pure(), HasParent(ProgramOp)))
+    assembly_format = "$kind $operand attr-dict `:` type($operand) `->` type($res)"
+
+    def __init__(self, kind: ReduceKind | str, operand: SSAValue):
+        super().__init__(operands=[operand], result_types=[operand.type],
+                         properties={"kind": ReduceKindAttr(ReduceKind(kind))})
+
+    @property
+    def reduce_kind(self) -> ReduceKind:
+        return self.kind.data
+
+    def verify_(self) -> None:
+        if self.res.type != self.operand.type:
+            raise VerifyException(
+                f"kas.reduce gives its operand's type ({self.operand.type}), not {self.res.type}")
+        if is_uniform(self.operand):
+            raise VerifyException("kas.reduce needs a per-element operand; this one is uniform")
+
+
 @irdl_op_definition
 class LoopOp(LocatedOperation):
     """Runs its body `trip_count` times in order.
@@ -286,6 +389,9 @@ class LoopOp(LocatedOperation):
                 raise VerifyException(f"kas.yield value {k} is {y.type}, loop result is {r.type}")
         if len(self.res) < len(self.iter_args):
             raise VerifyException("kas.loop must have a result for each iter_arg")
+        for k, v in enumerate(self.iter_args):
+            if is_uniform(v):
+                raise VerifyException(f"kas.loop iter_arg {k} is uniform; a loop carries per-element values")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.trip_count.data}")
@@ -336,21 +442,27 @@ class ProgramOp(LocatedOperation):
     sym_name = prop_def(SymbolNameConstraint())
     input_names = prop_def(ArrayAttr[StringAttr])
     output_names = prop_def(ArrayAttr[StringAttr])
+    uniform_inputs = opt_prop_def(ArrayAttr[StringAttr])  # inputs with one value for the batch
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
 
     def __init__(self, name: str, input_names: Sequence[str], input_types: Sequence[Attribute],
-                 output_names: Sequence[str], body: Region | None = None):
+                 output_names: Sequence[str], body: Region | None = None, uniform: Sequence[str] = ()):
         if body is None:
             body = Region(Block(arg_types=input_types))
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "input_names": ArrayAttr(StringAttr(n) for n in input_names),
-                "output_names": ArrayAttr(StringAttr(n) for n in output_names),
-            },
-            regions=[body],
-        )
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "input_names": ArrayAttr(StringAttr(n) for n in input_names),
+            "output_names": ArrayAttr(StringAttr(n) for n in output_names),
+        }
+        if uniform:
+            properties["uniform_inputs"] = ArrayAttr(StringAttr(n) for n in uniform)
+        super().__init__(properties=properties, regions=[body])
+
+    @property
+    def uniform(self) -> list[str]:
+        """The names of the inputs that hold one value for the whole batch."""
+        return [s.data for s in self.uniform_inputs.data] if self.uniform_inputs is not None else []
 
     @property
     def inputs(self) -> list[str]:
@@ -389,6 +501,11 @@ class ProgramOp(LocatedOperation):
                 f"{len(self.output_names)} outputs")
         if len(set(self.outputs)) != len(self.outputs):
             raise VerifyException("kas.program output names must be distinct")
+        for name in self.uniform:
+            if name not in self.inputs:
+                raise VerifyException(f"kas.program lists '{name}' as uniform, but it is not an input")
+        if len(set(self.uniform)) != len(self.uniform):
+            raise VerifyException("kas.program uniform input names must be distinct")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -401,6 +518,8 @@ class ProgramOp(LocatedOperation):
             lambda p: (printer.print_string(p[0]), printer.print_string(" : "),
                        printer.print_attribute(p[1].type)))
         printer.print_string(") ")
+        if self.uniform:
+            printer.print_string("uniform(" + ", ".join(self.uniform) + ") ")
         printer.print_region(self.body, print_entry_block_args=False)
         printer.print_op_attributes(self.attributes)
 
@@ -416,9 +535,12 @@ class ProgramOp(LocatedOperation):
             parser.parse_type()
             return n
         outputs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, out)
+        uniform: list[str] = []
+        if parser.parse_optional_keyword("uniform"):
+            uniform = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_identifier)
         body = parser.parse_region(args)
         input_names = [variable_of_hint(a.name.text[1:]) for a in args]
-        op = cls(name, input_names, [a.type for a in args], outputs, body)
+        op = cls(name, input_names, [a.type for a in args], outputs, body, uniform)
         locate_block_arguments(op.body.block, locations)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -443,6 +565,27 @@ def locate_block_arguments(block: Block, locations: list) -> None:
             arg.location = location
 
 
+def is_uniform(v: SSAValue, uniform_args: Collection[SSAValue] = ()) -> bool:
+    """Whether a value of a `kas` program holds one value for the whole batch: a uniform
+    input, a literal, a reduction's result, or a call's whose operands are all uniform.
+    `uniform_args`: block arguments known to be uniform inputs (a program being built)."""
+    stack, seen = [v], set()
+    while stack:
+        w = stack.pop()
+        owner = w.owner
+        if isinstance(owner, Block):
+            parent = owner.parent_op()
+            if w not in uniform_args and not (
+                    isinstance(parent, ProgramOp) and parent.inputs[w.index] in parent.uniform):  # type: ignore[attr-defined]
+                return False
+        elif isinstance(owner, CallOp):
+            stack.extend(a for a in owner.args if a not in seen)
+            seen.update(owner.args)
+        elif not isinstance(owner, (ConstantOp, ReduceOp)):
+            return False
+    return True
+
+
 def program_of(module) -> ProgramOp:
     """The one `kas.program` of a module; ValueError when there is none or several."""
     programs = [op for op in module.walk() if isinstance(op, ProgramOp)]
@@ -453,6 +596,6 @@ def program_of(module) -> ProgramOp:
 
 Kas = Dialect(
     "kas",
-    [ProgramOp, CallOp, LoopOp, ReturnOp, YieldOp],
-    [ScalarType, VectorType, MatrixType, TensorType],
+    [ProgramOp, CallOp, ConstantOp, ReduceOp, LoopOp, ReturnOp, YieldOp],
+    [ScalarType, VectorType, MatrixType, TensorType, ReduceKindAttr],
 )

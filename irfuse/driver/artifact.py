@@ -60,6 +60,12 @@ class CompiledProgram:
         """How the program's global arrays hold the batch: `aos` or `soa`."""
         return module_layout(self.module)
 
+    @property
+    def sum_by(self) -> int:
+        """The fewest elements per block among the kernels that sum over the batch (1: none),
+        for the verification's allowance (`reference.sum_depth`)."""
+        return min((k.by for k in self.kernels if "sum" in k.reduced), default=1)
+
     def resources(self, kernel: str) -> KernelResources | None:
         return self.cubin.resources.get(kernel) if self.cubin else None
 
@@ -78,7 +84,7 @@ class CompiledProgram:
         manifest = {
             "format": 1, "dtype": self.dtype, "meta": self.meta,
             "program": {"inputs": self.program.inputs, "outputs": self.program.outputs},
-            "kernels": [k.to_json() | {"block": [k.bx, k.by, 1], "grid": f"ceil(n / {k.by})",
+            "kernels": [k.to_json() | {"block": [k.bx, k.by, 1], "grid": _grid_text(k),
                                        "arguments": [*k.inputs, *k.outputs, "n"]}
                         for k in self.kernels],
         }
@@ -128,3 +134,11 @@ class CompiledProgram:
                 if regs:
                     out[signature(model_from_kernel(kernel, self.itemsize)[0])] = regs
         return out
+
+
+def _grid_text(k: KernelInfo) -> str:
+    """A launch's grid, for readers of the manifest (n: the batch size; for a combine
+    kernel, the number of partials)."""
+    if k.fixed_grid:
+        return str(k.fixed_grid)
+    return "1" if k.once else f"ceil(n / {k.by})"

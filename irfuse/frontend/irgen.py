@@ -4,6 +4,15 @@ Each assignment makes a new SSA value (named after its variable).  A loop
 carries, as iter_args, the variables it assigns that its body reads before
 assigning them; every variable a loop assigns is also a loop result, so it
 can be read after the loop.
+
+Uniform values (one for the whole batch) and per-element values are told apart
+statically: a variable declared `uniform` holds a uniform value, any other a per-element
+one. A literal is a uniform scalar (`kas.constant`), a call of uniform operands only is
+uniform and one with a per-element operand per-element; `sum`, `max` and `min` reduce a
+per-element value to a uniform one (`kas.reduce`). An assignment whose value is not what
+its variable is declared to hold is an error at its line. Loops carry per-element values
+only: no reduction and no uniform assignment inside a loop (each would need the whole
+batch at every iteration).
 """
 
 from __future__ import annotations
@@ -19,18 +28,24 @@ from irfuse.analysis.liveness import live_values
 from irfuse.diagnostics import CompileError, Diagnostic, SourceFile
 from irfuse.dialects.kas import (
     CallOp,
+    ConstantOp,
     KasType,
     LoopOp,
     ProgramOp,
+    ReduceKind,
+    ReduceOp,
     ReturnOp,
+    ScalarType,
     YieldOp,
+    is_uniform,
     kas_type_of_shape,
     ssa_hint,
 )
-from irfuse.frontend.syntax import Call, Loop, Name, Program, Statement, parse_program
+from irfuse.frontend.syntax import Call, Loop, Name, Number, Program, Statement, parse_program
 from irfuse.library.catalogue import Library, default_library
 
 MAX_ERRORS = 20
+REDUCTIONS = {k.value for k in ReduceKind}  # the calls that reduce over the batch
 # Loop iterations in all, nested loops multiplied: every iteration launches its body's
 # kernels from the host, so a program over this would not finish in any reasonable time.
 MAX_TOTAL_ITERATIONS = 1_000_000
@@ -58,7 +73,7 @@ def _read_before_write(stmts: list[Statement]) -> dict[str, Name]:
     for s in stmts:
         if isinstance(s, Call):
             for a in s.args:
-                if a.text not in written:
+                if isinstance(a, Name) and a.text not in written:
                     out.setdefault(a.text, a)
             written.add(s.target.text)
         else:
@@ -78,8 +93,11 @@ class IRGen:
         self.errors: list[Diagnostic] = []
         self.types: dict[str, KasType] = {}
         self.decl_pos: dict[str, Name] = {}
-        self.call_targets: dict[CallOp, Name] = {}
+        self.uniform: set[str] = set()  # variables declared `uniform`
+        self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
+        self.call_targets: dict[CallOp | ReduceOp, Name] = {}
         self.enclosing_trips: list[int] = []  # trip counts of the loops around the current statement
+        self.constants: dict[tuple[Block, float], SSAValue] = {}  # literals, one op per block and value
         self.total_iterations = 0
 
     def err(self, at: Name | object, message: str, notes: list[str] | None = None) -> None:
@@ -102,6 +120,8 @@ class IRGen:
                     continue
                 self.types[n.text] = t
                 self.decl_pos[n.text] = n
+                if d.uniform:
+                    self.uniform.add(n.text)
 
     def lookup(self, env: dict[str, SSAValue], n: Name) -> SSAValue | None:
         if n.text not in self.types:
@@ -134,6 +154,8 @@ class IRGen:
             arg.name_hint = ssa_hint(name)
             arg.location = self.loc(seen[name])  # where the `input` statement names it
             env[name] = arg
+            if name in self.uniform:
+                self.uniform_args.add(arg)
         self.statements(self.prog.statements, env, block)
         outs: list[SSAValue] = []
         out_names: list[str] = []
@@ -154,7 +176,8 @@ class IRGen:
         if self.prog.outputs:
             ret.location = self.loc(self.prog.outputs[0])
         block.add_op(ret)
-        program = ProgramOp(self.name, inputs, in_types, out_names, Region(block))
+        program = ProgramOp(self.name, inputs, in_types, out_names, Region(block),
+                            [n for n in inputs if n in self.uniform])
         if self.prog.inputs:
             program.location = self.loc(self.prog.inputs[0])
         module = ModuleOp([program])
@@ -167,31 +190,62 @@ class IRGen:
             else:
                 self.loop(s, env, block)
 
+    def is_uniform(self, v: SSAValue) -> bool:
+        return is_uniform(v, self.uniform_args)
+
     def call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
-        before = len(self.errors)
+        before, old = len(self.errors), env.get(s.target.text)
         self._call(s, env, block)
-        if len(self.errors) > before:
-            env[s.target.text] = None  # reported once; later uses of the target stay quiet
+        if len(self.errors) > before or s.target.text not in env or env[s.target.text] is old:
+            # Reported here, or (an operand's error) before: later uses of the target stay quiet.
+            env[s.target.text] = None
+
+    def operand(self, a: Name | Number, env: dict[str, SSAValue | None], block: Block) -> SSAValue | None:
+        """A name's value, or a literal's `kas.constant` (one per number and block)."""
+        if isinstance(a, Name):
+            return self.lookup(env, a)
+        key = (block, a.value)
+        if key not in self.constants:
+            const = ConstantOp(a.value)
+            const.location = self.loc(a)  # type: ignore[arg-type]
+            block.add_op(const)
+            self.constants[key] = const.res
+        return self.constants[key]
 
     def _call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
+        if s.op.text in REDUCTIONS:
+            self.reduction(s, env, block)
+            return
         op = self.lib.get(s.op.text)
-        args = [self.lookup(env, a) for a in s.args]
         target_type = self.types.get(s.target.text)
         if target_type is None:
             self.err(s.target, f"assignment to undeclared variable '{s.target.text}'",
                      [f"declare it first, e.g. '{_suggest_type(self.types)} {s.target.text};'"])
+        if op is None or len(s.args) != len(op.operand_types):
+            for a in s.args:
+                if isinstance(a, Name):
+                    self.lookup(env, a)
         if op is None:
             close = self.lib.closest(s.op.text)
             self.err(s.op, f"unknown op '{s.op.text}'",
                      [f"did you mean {', '.join(repr(c) for c in close)}?"] if close else
-                     ["'irfuse ops' lists the library"])
+                     ["'irfuse ops' lists the library; 'sum', 'max' and 'min' reduce over the batch"])
             return
         if len(s.args) != len(op.operand_types):
             self.err(s.op, f"'{op.name}' takes {len(op.operand_types)} operand(s), got {len(s.args)}",
                      [f"signature: {op.signature()}"])
             return
         ok = True
-        for k, (a, v, want) in enumerate(zip(s.args, args, op.operand_types)):
+        args: list[SSAValue | None] = []
+        for k, (a, want) in enumerate(zip(s.args, op.operand_types)):
+            if isinstance(a, Number) and want != ScalarType():
+                self.err(a, f"operand {k + 1} of '{op.name}' must be {want.spelling()}, but the number "
+                         f"{a.text} is a scalar", [f"signature: {op.signature()}"])
+                ok = False
+                args.append(None)
+                continue
+            v = self.operand(a, env, block)
+            args.append(v)
             if v is not None and v.type != want:
                 self.err(a, f"operand {k + 1} of '{op.name}' must be {want.spelling()}, "
                          f"but '{a.text}' is {v.type.spelling()}",  # type: ignore[attr-defined]
@@ -203,12 +257,78 @@ class IRGen:
             ok = False
         if not ok or target_type is None or any(v is None for v in args):
             return
+        per_element = next((a for a, v in zip(s.args, args) if not self.is_uniform(v)), None)  # type: ignore[arg-type]
+        if not self.check_target(s, per_element is None, per_element):
+            return
         call = CallOp(op.name, args, op.result_type)  # type: ignore[arg-type]
         call.location = self.loc(s.target)
         call.res.name_hint = ssa_hint(s.target.text)
         self.call_targets[call] = s.target
         block.add_op(call)
         env[s.target.text] = call.res
+
+    def check_target(self, s: Call, uniform: bool, per_element: Name | Number | None = None) -> bool:
+        """Whether the statement's value (uniform or not) is what its variable holds; an error
+        at the statement when not."""
+        t = s.target.text
+        if uniform and t not in self.uniform:
+            what = (f"'{s.op.text}' reduces over the batch" if s.op.text in REDUCTIONS
+                    else f"'{s.op.text}' of uniform operands only")
+            self.err(s.target, f"{what}: its value is one for the whole batch, but '{t}' is per-element",
+                     [f"declare it 'uniform {self.types[t].spelling()} {t};'"])
+            return False
+        if not uniform and t in self.uniform:
+            self.err(s.target, f"'{t}' is uniform, but '{s.op.text}' of the per-element "
+                     f"'{per_element.text}' gives one value per element",  # type: ignore[union-attr]
+                     ["a uniform variable holds one value for the whole batch: reduce a per-element value "
+                      "with sum, max or min, or declare the variable without 'uniform'"])
+            return False
+        if uniform and self.enclosing_trips:
+            self.err(s.target, f"'{t}' is uniform and cannot be assigned inside a loop",
+                     ["loops carry per-element values; compute the uniform value before the loop"])
+            return False
+        return True
+
+    def reduction(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
+        kind = s.op.text
+        if self.enclosing_trips:
+            self.err(s.op, f"'{kind}' cannot be inside a loop",
+                     ["a reduction needs the whole batch, so every iteration would need its own pass "
+                      "over it: reduce after the loop"])
+            return
+        if len(s.args) != 1:
+            self.err(s.op, f"'{kind}' takes 1 operand (the per-element value to reduce over the batch), "
+                     f"got {len(s.args)}")
+            return
+        a = s.args[0]
+        if isinstance(a, Number):
+            self.err(a, f"'{kind}' reduces a per-element value over the batch, not the number {a.text}")
+            return
+        v = self.lookup(env, a)
+        target_type = self.types.get(s.target.text)
+        if target_type is None:
+            spelling = v.type.spelling() if v is not None else "scalar"  # type: ignore[attr-defined]
+            self.err(s.target, f"assignment to undeclared variable '{s.target.text}'",
+                     [f"declare it first, e.g. 'uniform {spelling} {s.target.text};'"])
+            return
+        if v is None:
+            return
+        if self.is_uniform(v):
+            self.err(a, f"'{kind}' reduces a per-element value over the batch, but '{a.text}' is uniform")
+            return
+        if v.type != target_type:
+            self.err(s.target, f"'{kind}' of '{a.text}' is {v.type.spelling()}, but '{s.target.text}' is "  # type: ignore[attr-defined]
+                     f"declared {target_type.spelling()}",
+                     ["a reduction combines the batch's values word by word: it has its operand's type"])
+            return
+        if not self.check_target(s, True):
+            return
+        op = ReduceOp(kind, v)
+        op.location = self.loc(s.target)
+        op.res.name_hint = ssa_hint(s.target.text)
+        self.call_targets[op] = s.target
+        block.add_op(op)
+        env[s.target.text] = op.res
 
     def loop(self, s: Loop, env: dict[str, SSAValue], block: Block) -> None:
         runs = s.count
@@ -255,9 +375,9 @@ class IRGen:
                 inner[n] = None  # already reported
         before = len(self.errors)
         self.statements(s.body, inner, body)
-        if not ok or len(self.errors) > before:
+        if not ok or len(self.errors) > before or any(inner.get(n) is None for n in results):
             for n in results:
-                env[n] = None  # reported; later uses stay quiet
+                env[n] = None  # reported (here or where a value it reads failed); later uses stay quiet
             return
         body.add_op(YieldOp([inner[n] for n in results]))
         loop = LoopOp(s.count, [env[n] for n in carried], [self.types[n] for n in results],
@@ -279,10 +399,14 @@ class IRGen:
             if call.res not in live:
                 out.append(self.src.diag(
                     target.pos.line, target.pos.col,
-                    f"the value assigned to '{target.text}' by '{call.op_name}' is never used",
+                    f"the value assigned to '{target.text}' by '{_statement_name(call)}' is never used",
                     "warning", ["the kas-dce pass removes this statement"]))
         out.sort(key=lambda d: (d.line, d.col))
         return out
+
+
+def _statement_name(op: CallOp | ReduceOp) -> str:
+    return op.op_name if isinstance(op, CallOp) else op.reduce_kind.value
 
 
 def _suggest_type(types: dict[str, KasType]) -> str:

@@ -22,10 +22,16 @@ line and column. What the body may hold:
   `/` (sdiv), `@` (mmulNN, mvmulNN). Nested expressions get temporaries (`_t1`, ...);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
   function is defined), which becomes `loop N { ... }`;
-- `return a, b` (names or expressions), last; a docstring; `pass`.
+- `return a, b` (names or expressions), last; a docstring; `pass`;
+- numbers (`0.5`, `2`, `-1e-3`) as operands: uniform scalars (`A * 0.5` is smmulNN);
+- `irfuse.sum(x)`, `irfuse.max(x)`, `irfuse.min(x)`: reductions over the batch.
 
-Anything else (branches, other loops, calls of what is not an op, constants, attributes
-of values) is refused at its line: a program's control flow cannot depend on its data.
+A parameter annotated `irfuse.Uniform[T]` holds one value for the whole batch. A variable
+holds a uniform value when it is assigned a reduction or an expression of uniform values
+only, and keeps holding that kind of value (as it keeps its type).
+
+Anything else (branches, other loops, calls of what is not an op, attributes of values)
+is refused at its line: a program's control flow cannot depend on its data.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ import typing
 from dataclasses import dataclass
 
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
-from irfuse.frontend.irgen import FrontendResult, build_module
-from irfuse.frontend.syntax import Call, Declaration, Loop, Name, Pos, Program, Statement
+from irfuse.frontend.irgen import REDUCTIONS, FrontendResult, build_module
+from irfuse.frontend.syntax import Call, Declaration, Loop, Name, Number, Pos, Program, Statement
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.ops import OpDef
 
@@ -86,6 +92,47 @@ class _Family:
     def __repr__(self) -> str:
         return f"irfuse.{self.name}"
 
+
+class UniformType(ValueType):
+    """`irfuse.Uniform[T]`: a value of type T that is the same for the whole batch."""
+
+    def __repr__(self) -> str:
+        return f"irfuse.Uniform[{ValueType(self.shape)!r}]"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, UniformType) and other.shape == self.shape
+
+    def __hash__(self) -> int:
+        return hash(("uniform", self.shape))
+
+
+class _Uniform:
+    def __getitem__(self, t) -> UniformType:
+        if not isinstance(t, ValueType) or isinstance(t, UniformType):
+            raise TypeError(f"irfuse.Uniform takes a value type (irfuse.Scalar, irfuse.Matrix[3, 3], ...), not {t!r}")
+        return UniformType(t.shape)
+
+    def __repr__(self) -> str:
+        return "irfuse.Uniform"
+
+
+class Reduction:
+    """`irfuse.sum`, `irfuse.max`, `irfuse.min` inside a traced function: a reduction over the batch."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __call__(self, *args, **kwargs):
+        raise UsageError(f"irfuse.{self.kind} reduces a value of a program over its batch: call it inside an "
+                         "@irfuse.program function, which irfuse compiles")
+
+    def __repr__(self) -> str:
+        return f"irfuse.{self.kind}"
+
+
+Uniform = _Uniform()
+# irfuse.sum, irfuse.max and irfuse.min (named so here, where the builtins stay usable).
+reduce_sum, reduce_max, reduce_min = Reduction("sum"), Reduction("max"), Reduction("min")
 
 Scalar = ValueType(())
 Vector = _Family("Vector", (1,))
@@ -168,6 +215,7 @@ class _Translator:
         self.line_offset = start - 1
         self.tree = ast.parse(textwrap.dedent("".join(lines)))
         self.types: dict[str, tuple[int, ...]] = {}
+        self.uniform: set[str] = set()  # variables holding one value for the whole batch
         self.order: list[str] = []
         self.temps = 0
         self.tail: list[Statement] = []  # temporaries of return expressions
@@ -205,7 +253,7 @@ class _Translator:
             if not isinstance(t, ValueType):
                 raise self.error(arg, f"parameter '{arg.arg}' needs an irfuse type annotation (irfuse.Scalar, "
                                       "irfuse.Vector[3], irfuse.Matrix[3, 3], irfuse.Tensor[3, 3, 3], ...)")
-            self.declare(arg.arg, t.shape, arg)
+            self.declare(arg.arg, t.shape, arg, isinstance(t, UniformType))
             inputs.append(self.name(arg.arg, arg))
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -230,22 +278,35 @@ class _Translator:
     def output(self, node: ast.expr, k: int) -> Name:
         return self.expression(node, self.tail)
 
-    def declare(self, var: str, shape: tuple[int, ...], node: ast.AST) -> None:
+    def declare(self, var: str, shape: tuple[int, ...], node: ast.AST, uniform: bool = False) -> None:
         old = self.types.get(var)
         if old is not None and old != shape:
             raise self.error(node, f"'{var}' was a {ValueType(old).spelling()} and would become a "
                                    f"{ValueType(shape).spelling()}: a variable keeps its type (use another name)")
+        if old is not None and (var in self.uniform) != uniform:
+            kinds = ("one value per element", "one value for the whole batch")
+            raise self.error(node, f"'{var}' held {kinds[not uniform]} and would hold {kinds[uniform]}: a variable "
+                                   "keeps what it holds (use another name)")
         if old is None:
             self.types[var] = shape
             self.order.append(var)
+            if uniform:
+                self.uniform.add(var)
 
     def declarations(self, fdef: ast.FunctionDef) -> list[Declaration]:
-        by_type: dict[tuple[int, ...], list[str]] = {}
+        by_type: dict[tuple[tuple[int, ...], bool], list[str]] = {}
         for var in self.order:
-            by_type.setdefault(self.types[var], []).append(var)
+            by_type.setdefault((self.types[var], var in self.uniform), []).append(var)
         pos = self.pos(fdef)
-        return [Declaration(ValueType(shape).spelling(), shape, [Name(v, pos) for v in names], pos)
-                for shape, names in by_type.items()]
+        return [Declaration(ValueType(shape).spelling(), shape, [Name(v, pos) for v in names], pos, uniform)
+                for (shape, uniform), names in by_type.items()]
+
+    def is_uniform(self, operand: Name | Number) -> bool:
+        return isinstance(operand, Number) or operand.text in self.uniform
+
+    def value_is_uniform(self, call: tuple[Name, list]) -> bool:
+        """A reduction's value is uniform; an op's when all its operands are."""
+        return call[0].text in REDUCTIONS or all(self.is_uniform(a) for a in call[1])
 
     def block(self, nodes: list[ast.stmt]) -> list[Statement]:
         out: list[Statement] = []
@@ -300,7 +361,7 @@ class _Translator:
     def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
         call = self.call_of(value, out)
         shape = self.result_shape(call, value)
-        self.declare(target.id, shape, target)
+        self.declare(target.id, shape, target, self.value_is_uniform(call))
         out.append(Call(self.name(target.id, target), call[0], call[1], self.pos(target)))
 
     def temp(self) -> str:
@@ -310,14 +371,18 @@ class _Translator:
             if name not in self.types:
                 return name
 
-    def expression(self, node: ast.expr, out: list[Statement]) -> Name:
-        """A value for an operand: a variable, or a temporary assigned from a nested expression."""
+    def expression(self, node: ast.expr, out: list[Statement]) -> Name | Number:
+        """A value for an operand: a variable, a number, or a temporary assigned from a nested
+        expression."""
         if isinstance(node, ast.Name):
             self.lookup(node)
             return self.name(node.id, node)
+        number = self.number(node)
+        if number is not None:
+            return number
         call = self.call_of(node, out)
         name = self.temp()
-        self.declare(name, self.result_shape(call, node), node)
+        self.declare(name, self.result_shape(call, node), node, self.value_is_uniform(call))
         out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
         return self.name(name, node)
 
@@ -327,15 +392,34 @@ class _Translator:
                                    "assigned before this line are)")
         return self.types[node.id]
 
-    def shape_of(self, name: Name) -> tuple[int, ...]:
-        return self.types[name.text]
+    def shape_of(self, name: Name | Number) -> tuple[int, ...]:
+        return () if isinstance(name, Number) else self.types[name.text]
+
+    def number(self, node: ast.expr) -> Number | None:
+        """A numeric literal operand (`2`, `0.5`, `-1e-3`), or None."""
+        sign, inner = "", node
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            sign, inner = "-", node.operand
+        if not isinstance(inner, ast.Constant) or isinstance(inner.value, bool) \
+                or not isinstance(inner.value, (int, float)):
+            return None
+        value = float(inner.value) * (-1 if sign else 1)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise self.error(node, f"the number {ast.unparse(node)} is not finite")
+        return Number(sign + ast.unparse(inner), value, self.pos(node))
 
     def call_of(self, node: ast.expr, out: list[Statement]) -> tuple[Name, list[Name]]:
         """(op, operands) of an expression that is one op application."""
         if isinstance(node, ast.Call):
-            op = self.op_of(node.func)
             if node.keywords:
                 raise self.error(node.keywords[0].value, "ops take their operands by position")
+            reduction = self.resolve(node.func)
+            if isinstance(reduction, Reduction):
+                if len(node.args) != 1:
+                    raise self.error(node, f"irfuse.{reduction.kind} takes one value (reduced over the batch), "
+                                           f"got {len(node.args)}")
+                return self.name(reduction.kind, node.func), [self.expression(node.args[0], out)]
+            op = self.op_of(node.func)
             args = [self.expression(a, out) for a in node.args]
             return self.name(op.name, node.func), args
         if isinstance(node, ast.BinOp) and type(node.op) in INFIX:
@@ -346,8 +430,8 @@ class _Translator:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             operand = self.expression(node.operand, out)
             return self.infix(node, "-", infix_op("-", self.shape_of(operand), None), [operand])
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            raise self.error(node, "numeric constants are not part of the language yet; pass the value as an input")
+        if self.number(node) is not None:
+            raise self.error(node, "a number alone is not an op application: use it as an operand")
         if isinstance(node, ast.Name):
             raise self.error(node, f"'{node.id}' alone is not an op application: programs have no copies "
                                    "(use the value under its own name)")
@@ -388,6 +472,12 @@ class _Translator:
         return None
 
     def result_shape(self, call: tuple[Name, list[Name]], node: ast.AST) -> tuple[int, ...]:
+        if call[0].text in REDUCTIONS:
+            operand = call[1][0]
+            if self.is_uniform(operand):
+                what = f"the number {operand.text}" if isinstance(operand, Number) else f"'{operand.text}', which is uniform"
+                raise self.error(node, f"irfuse.{call[0].text} reduces a per-element value over the batch, not {what}")
+            return self.shape_of(operand)
         op = self.library.get(call[0].text)
         assert op is not None
         given = [self.shape_of(a) for a in call[1]]

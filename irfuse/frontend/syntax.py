@@ -1,10 +1,18 @@
 """Lexer and parser of the KAS language, producing a positioned syntax tree.
 
     program     := { declaration } "input" names ";" { statement } "return" names ";"
-    declaration := TYPE IDENT { "," IDENT } ";"
+    declaration := [ "uniform" ] TYPE IDENT { "," IDENT } ";"
     TYPE        := scalar | vectorN | matrixNxM | tensorNxMxK[xL]   (case-insensitive)
-    statement   := IDENT "=" OPNAME "(" [ names ] ")" ";" | "loop" INT "{" { statement } "}"
+    statement   := IDENT "=" OPNAME "(" [ operands ] ")" ";" | "loop" INT "{" { statement } "}"
+    operands    := operand { "," operand }
+    operand     := IDENT | [ "-" ] NUMBER
+    NUMBER      := digits [ "." [ digits ] ] [ EXPONENT ] | "." digits [ EXPONENT ]
+    EXPONENT    := ( "e" | "E" ) [ "+" | "-" ] digits
     names       := IDENT { "," IDENT }
+
+`uniform` declares variables that hold one value for the whole batch; a NUMBER is a
+uniform scalar; `sum`, `max` and `min` of one per-element operand are reductions over the
+batch (see `irfuse.frontend.irgen`).
 
 Comments are ``// ...`` and ``/* ... */``.  Errors raise `CompileError`
 with the file, line and column of the offending token.
@@ -17,7 +25,7 @@ from dataclasses import dataclass, field
 
 from irfuse.diagnostics import CompileError, SourceFile
 
-KEYWORDS = {"input", "return", "loop"}
+KEYWORDS = {"input", "return", "loop", "uniform"}
 MAX_DIM = 64
 MAX_TRIP_COUNT = 1_000_000
 MAX_LOOP_DEPTH = 32  # loops inside loops; deeper nests would exhaust the IR tools' recursion
@@ -31,7 +39,7 @@ class Pos:
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # "ident", "int", "punct", "eof"
+    kind: str  # "ident", "int", "number" (a decimal or an exponent), "punct", "eof"
     text: str
     pos: Pos
 
@@ -43,18 +51,28 @@ class Name:
 
 
 @dataclass
+class Number:
+    """A numeric literal operand, as written (sign included)."""
+
+    text: str
+    value: float
+    pos: Pos
+
+
+@dataclass
 class Declaration:
     type_text: str
     shape: tuple[int, ...]
     names: list[Name]
     pos: Pos
+    uniform: bool = False
 
 
 @dataclass
 class Call:
     target: Name
     op: Name
-    args: list[Name]
+    args: list[Name | Number]
     pos: Pos
 
 
@@ -77,6 +95,8 @@ class Program:
     input_pos: Pos = field(default_factory=lambda: Pos(1, 1))
 
 
+_DIGITS = "0123456789"  # ASCII only: str.isdigit() also takes '¹' and other digits no number here has
+_NUMBER_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TYPE_RE = re.compile(
     r"(?i)(scalar)|vector(\d+)|matrix(\d+)x(\d+)|tensor(\d+)x(\d+)x(\d+)(?:x(\d+))?")
 TYPE_HELP = "scalar, vectorN, matrixNxM or tensorNxMxK[xL]"
@@ -127,12 +147,18 @@ class Lexer:
                 assert m
                 out.append(Token("ident", m.group(0), Pos(line, col)))
                 advance(len(m.group(0)))
-            elif ch.isascii() and ch.isdigit():
-                m = re.compile(r"[0-9]+").match(text, i)
+            elif ch in _DIGITS or (ch == "." and text[i + 1:i + 2] in _DIGITS and i + 1 < n):
+                m = _NUMBER_RE.match(text, i)
                 assert m
-                out.append(Token("int", m.group(0), Pos(line, col)))
+                tail = text[m.end():m.end() + 1]
+                if tail and tail.isascii() and (tail.isalnum() or tail in "._"):
+                    raise CompileError(self.src.diag(
+                        line, col + m.end() - i, f"unexpected character {tail!r} in the number '{m.group(0)}'",
+                        notes=["numbers are written like 2, 0.5, .5, 1e-3 or 2.5E+2"]))
+                kind = "int" if m.group(0).isdigit() else "number"
+                out.append(Token(kind, m.group(0), Pos(line, col)))
                 advance(len(m.group(0)))
-            elif ch in "=(),;{}":
+            elif ch in "=(),;{}-":
                 out.append(Token("punct", ch, Pos(line, col)))
                 advance(1)
             else:
@@ -203,7 +229,13 @@ class Parser:
         return Program(decls, inputs, stmts, outputs, input_tok.pos)
 
     def declaration(self) -> Declaration:
+        uniform = self.peek().kind == "ident" and self.peek().text == "uniform"
+        if uniform:
+            self.i += 1
         tok = self.peek()
+        if uniform and tok.kind == "ident" and tok.text == "input":
+            raise self.error(tok, "expected a type after 'uniform', found 'input'",
+                             notes=["'uniform' qualifies a declaration: 'uniform matrix3x3 C;'"])
         if tok.kind == "eof":
             raise self.error(tok, "expected a declaration or 'input', found end of file",
                              notes=["a program is: declarations, 'input a, b;', statements, 'return x;'"])
@@ -222,7 +254,7 @@ class Parser:
         self.i += 1
         names = self.names("a variable name")
         self.expect_punct(";", "after the declaration")
-        return Declaration(tok.text, shape, names, tok.pos)
+        return Declaration(tok.text, shape, names, tok.pos, uniform)
 
     def statements(self, top_level: bool) -> list[Statement]:
         out: list[Statement] = []
@@ -267,12 +299,33 @@ class Parser:
         self.expect_punct("=", f"after '{target.text}'")
         op = self.expect_ident("an op name")
         self.expect_punct("(", f"after '{op.text}'")
-        args: list[Name] = []
+        args: list[Name | Number] = []
         if not (self.peek().kind == "punct" and self.peek().text == ")"):
-            args = self.names("an operand name")
+            args.append(self.operand())
+            while self.peek().kind == "punct" and self.peek().text == ",":
+                self.i += 1
+                args.append(self.operand())
         self.expect_punct(")", "to close the operand list")
         self.expect_punct(";", "after the statement")
         return Call(target, op, args, target.pos)
+
+
+    def operand(self) -> Name | Number:
+        tok = self.peek()
+        sign = ""
+        if tok.kind == "punct" and tok.text == "-":
+            sign = "-"
+            self.i += 1
+            if self.peek().kind not in ("int", "number"):
+                raise self.error(self.peek(), f"expected a number after '-', found {self.describe(self.peek())}")
+        num = self.peek()
+        if num.kind in ("int", "number"):
+            self.i += 1
+            value = float(sign + num.text)
+            if value in (float("inf"), float("-inf")):
+                raise self.error(tok, f"the number {sign}{num.text} is too large (beyond float64)")
+            return Number(sign + num.text, value, tok.pos)
+        return self.expect_ident("an operand name or a number")
 
 
 def parse_program(src: SourceFile) -> Program:

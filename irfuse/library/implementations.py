@@ -20,7 +20,9 @@ and come in variants, one letter per operand and result: ``s`` when the
 value is in shared memory (the base is the value's shared storage and the
 AP start expression is added, as the seeds' APIN/APOUT placeholders were),
 ``r`` when it is in registers (the base is the thread's own register array,
-indexed from 0).  All outputs are computed before any is written, so a
+indexed from 0), and for an operand ``u`` when it is the block's one copy of a
+uniform value (the base is that copy, every element reading the same words: the
+AP start with ``ty`` taken as 0).  All outputs are computed before any is written, so a
 result may share storage with an operand.
 """
 
@@ -181,8 +183,22 @@ class Implementation:
 
 
 def _variant_check(impl: Implementation, variant: str) -> None:
-    if len(variant) != len(impl.operand_aps) + 1 or set(variant) - {"s", "r"}:
-        raise ValueError(f"variant '{variant}' of {impl.function_name}: one 's' or 'r' per operand and result")
+    if len(variant) != len(impl.operand_aps) + 1 or set(variant[:-1]) - {"s", "r", "u"} \
+            or variant[-1] not in "sr":
+        raise ValueError(f"variant '{variant}' of {impl.function_name}: one 's', 'r' or 'u' per operand and "
+                         "'s' or 'r' for the result")
+
+
+def element_start(ap: AccessPattern) -> str:
+    """An element-major AP's start within one element (`ty` taken as 0): where a thread's
+    words are in a value that every element shares."""
+    return re.sub(r"\bty\b", "0", ap.start)
+
+
+def _operand_base(impl: Implementation, k: int, letter: str) -> str:
+    if letter == "s":
+        return impl.operand_aps[k].start
+    return element_start(impl.operand_aps[k]) if letter == "u" else ""
 
 
 def _params(impl: Implementation) -> str:
@@ -205,8 +221,9 @@ class GeneratedImplementation(Implementation):
         names = self.op.operand_names
 
         def access(k: int, off: Affine) -> str:
-            base = self.operand_aps[k].start if variant[k] == "s" else ""
-            return _index(names[k], base, off - self.operand_rel[k], self.var_exprs)
+            base = _operand_base(self, k, variant[k])
+            return _index(names[k], f"({base})" if variant[k] == "u" else base, off - self.operand_rel[k],
+                          self.var_exprs)
 
         def selected(t) -> str:
             """A tree with runtime deltas (indices bound to the thread) as a selection between
@@ -344,7 +361,7 @@ class HandImplementation(Implementation):
             k = int(m.group(1))
             if k >= len(self.operand_aps):
                 raise ValueError(f"{self.function_name}: APIN{k} but the op has {len(self.operand_aps)} operands")
-            return f"({self.operand_aps[k].start})" if variant[k] == "s" else "0"
+            return f"({_operand_base(self, k, variant[k]) or '0'})"
 
         text = re.sub(r"\bAPIN(\d+)\b", ap_in, text)
         text = re.sub(r"\bAPOUT\b", f"({self.result_ap.start})" if variant[-1] == "s" else "0", text)

@@ -1,8 +1,10 @@
-"""fuse-each: every `kas.call` becomes its own `fuse.kernel`.
+"""fuse-each: every `kas.call` and `kas.reduce` becomes its own `fuse.kernel`.
 
 The unfused baseline: each kernel loads its operands into shared memory,
 waits at a barrier, runs the call into shared memory, waits again and
 stores the result; values travel between kernels through global memory.
+A reduction's kernel loads its operand and stores the per-block partials, which a
+`fuse.combine` then combines; literals (`kas.constant`) stay in the host program.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from irfuse.dialects.fuse import MAX_THREADS_PER_BLOCK
 from irfuse.library.catalogue import default_library, find_implementation
 from irfuse.library.implementations import Implementation
 from irfuse.passes.module_element_type import layout_of
-from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
+from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op, launch_ops
+
+REDUCE_BY = 128  # elements per block of a reduction's own kernel
 
 
 def choose_implementation(op_name: str, impl_name: str) -> Implementation:
@@ -40,6 +44,13 @@ def kernel_for_call(call: kas.CallOp, name: str, impl: Implementation, by: int |
     model = build_kernel_model([call], [impl], inputs, [call.res], by or impl.recommended_by, itemsize=4,
                                layout=layout)
     return kernel_op(name, model, inputs, [call.res])
+
+
+def kernel_for_reduce(reduce: kas.ReduceOp, name: str, by: int | None, layout: str = "aos") -> fuse.KernelOp:
+    """One kernel storing the per-block partials of `reduce`'s operand."""
+    model = build_kernel_model([reduce], [], [reduce.operand], [reduce.res], by or REDUCE_BY, itemsize=4,
+                               layout=layout)
+    return kernel_op(name, model, [reduce.operand], [reduce.res])
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,12 @@ class FuseEach(ModulePass):
                                      f"per block; a block has at most {MAX_THREADS_PER_BLOCK}")
                 kernel = kernel_for_call(call, name, impl, self.by, layout)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
-                launch = fuse.LaunchOp(name, list(dict.fromkeys(call.args)), [call.res.type])
-                launch.res[0].name_hint = call.res.name_hint
-                launch.location = call.location
-                Rewriter.replace_op(call, launch)
+                ops, values = launch_ops(name, list(dict.fromkeys(call.args)), [call.res], call.location)
+                Rewriter.replace_op(call, ops, values)
+            reductions = [r for r in program.body.block.ops if isinstance(r, kas.ReduceOp)]
+            for i, reduce in enumerate(reductions):
+                name = f"{program.sym_name.data}_r{i}_{reduce.reduce_kind.value}"
+                kernel = kernel_for_reduce(reduce, name, self.by, layout)
+                Rewriter.insert_op(kernel, InsertPoint.before(program))
+                ops, values = launch_ops(name, [reduce.operand], [reduce.res], reduce.location)
+                Rewriter.replace_op(reduce, ops, values)

@@ -39,7 +39,7 @@ from irfuse.planner.search import (
     plan_program,
     rebind,
 )
-from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op
+from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op, launch_ops
 
 
 class NoSuchPlan(UsageError):
@@ -48,6 +48,13 @@ class NoSuchPlan(UsageError):
     def __init__(self, found: int, asked: int):
         super().__init__(f"fuse-partition: only {found} distinct plans exist; plan={asked} asked")
         self.found = found
+
+
+def node_name(op) -> str:
+    """A group member's part of its kernel's name."""
+    if isinstance(op, kas.ReduceOp):
+        return op.reduce_kind.value
+    return getattr(op, "op_name", "loop")
 
 
 def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelOp:
@@ -103,13 +110,12 @@ def _reorder_and_launch(dag: BlockDAG, chosen: list[Config], names: list[str], k
             Rewriter.insert_op(op, InsertPoint.before(terminator))
         else:
             c = chosen[s[1]]
-            launch = fuse.LaunchOp(names[s[1]], [renamed.get(v, v) for v in c.inputs],
-                                   [v.type for v in c.outputs])
-            for r, v in zip(launch.res, c.outputs):
-                r.name_hint = v.name_hint
-            launch.location = dag.ops[min(c.group)].location  # the group's first statement
-            Rewriter.insert_op(launch, InsertPoint.before(terminator))
-            for r, v in zip(launch.res, c.outputs):
+            # The group's first statement locates its launch.
+            ops, values = launch_ops(names[s[1]], [renamed.get(v, v) for v in c.inputs], c.outputs,
+                                     dag.ops[min(c.group)].location)
+            for host_op in ops:
+                Rewriter.insert_op(host_op, InsertPoint.before(terminator))
+            for r, v in zip(values, c.outputs):
                 v.replace_all_uses_with(r)
                 renamed[v] = r
     for c in chosen:
@@ -214,7 +220,7 @@ class FusePartition(ModulePass):
                 for c in chosen:
                     # Earlier blocks' rewrites renamed values this block reads: take them afresh.
                     c.inputs, c.outputs = external_values(dag, c.group)
-                    opnames = [getattr(dag.ops[i], "op_name", "loop") for i in c.group]
+                    opnames = [node_name(dag.ops[i]) for i in c.group]
                     tail = "_".join(opnames[:3]) + ("_etc" if len(opnames) > 3 else "")
                     name = f"{prefix}_k{count}_{tail}"
                     count += 1

@@ -145,16 +145,16 @@ def estimate_registers(model: KernelModel) -> int:
     for op in model.calls():
         impl = op.impl
         held = sum(max(impl.operand_aps[k].relative()) + 1
-                   for k, a in enumerate(op.args) if not model.values[a].shared)
+                   for k, a in enumerate(op.args) if not model.values[a].shared and not model.values[a].uniform)
         held += len(impl.result_ap.relative())  # outputs are computed before they are written
         need = max(need, held)
     if model.has_loops():
         ops = model.without_barriers()
         first, last = lifetimes(model, ops)
-        live = [sum(v.size for vid, v in model.values.items() if not v.shared and vid in first
+        live = [sum(v.size for vid, v in model.values.items() if not v.shared and not v.uniform and vid in first
                     and first[vid] <= i <= last[vid]) for i in range(len(ops))]
         return min(255, 24 + need + max(live, default=0))
-    live_regs = sum(max(16, v.size) for v in model.values.values() if not v.shared)
+    live_regs = sum(max(16, v.size) for v in model.values.values() if not v.shared and not v.uniform)
     return min(255, 24 + need + live_regs // 2)
 
 
@@ -205,7 +205,7 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     """Predicted time of one launch over n elements. `global_sizes`: words per element of
     every global array the kernel reads or writes."""
     threads = model.threads
-    smem = model.shared_bytes()
+    smem = model.shared_bytes() + model.array_words() * model.itemsize
     # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
     # them would describe a kernel that is never emitted.
     regs = registers or min(estimate_registers(model),
@@ -228,7 +228,7 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
         return KernelCost(math.inf, math.inf, math.inf, 0.0, 0, 0.0, regs, smem, nbytes, False, infeasible)
     warps = resident * math.ceil(threads / 32)
     occupancy = warps / (p.max_threads_per_sm / 32)
-    in_flight = resident * model.by * isz * sum(model.values[op.value].size for op in model.ops if op.kind == "load")
+    in_flight = resident * model.by * isz * model.batch_loads()
     eff = min(1.0, in_flight / (p.bandwidth / p.sms * p.turnaround)) if in_flight else 1.0
     t_mem = 32 * sectors / (p.bandwidth * eff)
     rate = p.fp64_flops if isz == 8 else p.fp32_flops

@@ -6,9 +6,12 @@ edges, either direction) and convex: no path leaves the group and comes back. Wi
 bitsets of ancestors and descendants, a set S is convex iff no node outside S is both
 a descendant and an ancestor of S.
 
-Groups hold calls and, where the search may run loops inside kernels, loops whose body
-can (`kernel_loops`): such a group's kernel runs the whole loop, body included, and the
-body's own DAG then has no kernels of its own.
+Groups hold calls, reductions and, where the search may run loops inside kernels, loops
+whose body can (`kernel_loops`): such a group's kernel runs the whole loop, body included,
+and the body's own DAG then has no kernels of its own. A group's kernel runs either over
+the batch or `once` (calls on uniform values only), so a group holds one kind or the other;
+and a reduction's result exists only after its kernel has run over the whole batch (a
+global barrier), so no group holds a reduction and an op that depends on it.
 """
 
 from __future__ import annotations
@@ -34,7 +37,16 @@ class BlockDAG:
 
     @property
     def calls(self) -> list[int]:
-        return [i for i, op in enumerate(self.ops) if isinstance(op, kas.CallOp)]
+        """The nodes a kernel runs by themselves: calls and reductions (constants stay on the host)."""
+        return [i for i, op in enumerate(self.ops) if isinstance(op, (kas.CallOp, kas.ReduceOp))]
+
+    def runs_once(self, i: int) -> bool:
+        op = self.ops[i]
+        return isinstance(op, kas.CallOp) and kas.is_uniform(op.res)
+
+    def reductions(self) -> int:
+        """The reductions' nodes, as a bitset."""
+        return sum(1 << i for i, op in enumerate(self.ops) if isinstance(op, kas.ReduceOp))
 
     def kernel_loops(self) -> list[int]:
         """The loops that may run inside a kernel: their bodies hold only calls and such loops,
@@ -119,6 +131,21 @@ def is_convex(dag: BlockDAG, members: int) -> bool:
     return (d & a & ~members) == 0
 
 
+def can_share_kernel(dag: BlockDAG, members: int) -> bool:
+    """Whether the nodes of a group may run in one kernel: all over the batch or all once,
+    and no reduction with an op that depends on it."""
+    nodes = [i for i in range(len(dag.ops)) if (members >> i) & 1]
+    if len({dag.runs_once(i) for i in nodes}) > 1:
+        return False
+    reduces = dag.reductions() & members
+    while reduces:
+        low = reduces & -reduces
+        if dag.desc[low.bit_length() - 1] & members:
+            return False
+        reduces ^= low
+    return True
+
+
 def convex_groups(dag: BlockDAG, max_size: int, loops: bool = False) -> list[tuple[int, ...]]:
     """Every connected convex group of at most `max_size` nodes (calls, and with `loops`
     the loops that may run inside a kernel), each once.
@@ -135,7 +162,7 @@ def convex_groups(dag: BlockDAG, max_size: int, loops: bool = False) -> list[tup
         if members in found:
             return
         found.add(members)
-        if is_convex(dag, members):
+        if is_convex(dag, members) and can_share_kernel(dag, members):
             out.append(tuple(i for i in sorted(calls) if (members >> i) & 1))
         if size == max_size:
             return

@@ -41,7 +41,7 @@ from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, program
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
 from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
-from irfuse.transforms.kernel_builder import build_kernel_model, flat_calls
+from irfuse.transforms.kernel_builder import build_kernel_model, flat_calls, runs_once
 
 BLOCK_THREADS = (64, 128, 256)
 # The search's budget, in units of work rather than seconds so that the same program gives
@@ -89,6 +89,8 @@ def describe_group(ops: list[Operation], impls) -> str:
         for op in group:
             if isinstance(op, kas.LoopOp):
                 parts.append(f"loop {op.trip_count.data}({text(op.body_ops)})")
+            elif isinstance(op, kas.ReduceOp):
+                parts.append(op.reduce_kind.value)
             else:
                 parts.append(f"{op.op_name}[{next(pending).name}]")  # type: ignore[attr-defined]
         return "+".join(parts)
@@ -128,7 +130,7 @@ def external_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValu
 def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implementation, ...]]:
     lib = default_library()
     options = [lib.implementations(lib.get(call.op_name)) for call in flat_calls([dag.ops[i] for i in group])]
-    widths = sorted({impl.bx for opts in options for impl in opts})
+    widths = sorted({impl.bx for opts in options for impl in opts}) or [1]  # a reduction alone: no call
     out = []
     seen = set()
     for b in widths:
@@ -160,7 +162,12 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
     inputs, outputs = external_values(dag, group)
-    sizes = [v.type.size for v in inputs] + [v.type.size for v in outputs]  # type: ignore[attr-defined]
+    if runs_once(ops):
+        n = 1  # a kernel of uniform values runs over one element
+        sizes = [v.type.size for v in [*inputs, *outputs]]  # type: ignore[attr-defined]
+    else:
+        # Uniform inputs and reductions' partials move no bytes per element.
+        sizes = [0 if kas.is_uniform(v) else v.type.size for v in [*inputs, *outputs]]  # type: ignore[attr-defined]
     # Every configuration's cost is at least `floor`: the launch plus the transfer of its global
     # bytes at the full copy rate, or its arithmetic at the full flop rate (`cost.kernel_cost`
     # can only add to both). Configurations are analysed cheapest floor first, and the analysis
@@ -172,7 +179,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
     candidates = []
     for impls in choices:
-        bx = max(i.bx for i in impls)
+        bx = max((i.bx for i in impls), default=1)
         for threads in BLOCK_THREADS:
             by = max(1, threads // bx)
             if by > 4:

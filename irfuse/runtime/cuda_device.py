@@ -162,7 +162,7 @@ class CudaDevice:
         """A call that launches `kernel` on these buffers, with the argument format fixed once
         (PyCUDA's prepared call)."""
         k = next(k for k in self.plan.kernels if k.name == kernel)
-        grid = -(-n // k.by)
+        grid = k.blocks(n)
         if grid > 2**31 - 1:
             raise ExecutionError(f"batch of {n} elements needs {grid} blocks, over the grid limit")
         fn = self.functions[kernel]

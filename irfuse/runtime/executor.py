@@ -1,6 +1,8 @@
 """Executes a plan's host program (launches, loops) on a device: the CPU or a GPU.
 
-Every SSA value of the host program gets its own buffer.  At the end of a
+Every SSA value of the host program gets its own buffer: a batch of values, one value
+(uniform values: literals, uniform inputs and results, a kernel run `once`), or a
+reduction's per-block partials, which a `fuse.combine` step combines.  At the end of a
 loop iteration a value the body's kernels made and yields trades buffers with
 the block argument it becomes (ping-pong); other yielded values (outer ones,
 block arguments, inner loops' results) are copied into the block argument's
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import SSAValue
 
+from irfuse.analysis.uniformity import Extent, value_extent
 from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import UsageError
 from irfuse.dialects import fuse, kas
@@ -54,9 +57,19 @@ class Executor:
         self.device = device
         self.program = plan.program
         self.layout = plan.layout  # every buffer, the inputs given included, is in it
+        self.infos = {k.name: k for k in plan.kernels}
 
     def _shape(self, v: SSAValue, n: int) -> tuple[int, ...]:
-        return batch_shape(self.layout, tuple(v.type.shape), n)  # type: ignore[attr-defined]
+        extent = value_extent(v)
+        shape = tuple(v.type.shape)  # type: ignore[attr-defined]
+        if extent == Extent.UNIFORM:
+            return shape
+        if extent == Extent.PARTIALS:
+            return (v.type.size * self._blocks(v.owner, n),)  # type: ignore[attr-defined]
+        return batch_shape(self.layout, shape, n)
+
+    def _blocks(self, launch: fuse.LaunchOp, n: int) -> int:
+        return self.infos[launch.kernel_name].blocks(n)
 
     @staticmethod
     def _swappable(y: SSAValue, loop: kas.LoopOp, yielded) -> bool:
@@ -77,7 +90,15 @@ class Executor:
                     if r not in env:
                         env[r] = dev.alloc(self._shape(r, n))
                     outs.append(env[r])
-                steps.append(dev.launcher(op.kernel_name, [env[a] for a in op.args] + outs, n))
+                once = self.infos[op.kernel_name].once
+                steps.append(dev.launcher(op.kernel_name, [env[a] for a in op.args] + outs, 1 if once else n))
+            elif isinstance(op, fuse.CombineOp):
+                if op.res not in env:
+                    env[op.res] = dev.alloc(self._shape(op.res, n))
+                parts = self._blocks(op.partials.owner, n)  # type: ignore[arg-type]
+                steps.append(dev.launcher(op.kernel_name, [env[op.partials], env[op.res]], parts))
+            elif isinstance(op, kas.ConstantOp):
+                env[op.res] = dev.upload(np.array(op.number))
             elif isinstance(op, kas.LoopOp):
                 args = op.body.block.args
                 for a, init in zip(args, op.iter_args):
@@ -101,8 +122,8 @@ class Executor:
                     env[r] = y
             elif isinstance(op, (kas.ReturnOp, kas.YieldOp)):
                 return [env[v] for v in op.values]
-            elif isinstance(op, kas.CallOp):
-                raise UsageError("the program still has kas.call ops: lower it first (e.g. --pipeline fuse-each)")
+            elif isinstance(op, (kas.CallOp, kas.ReduceOp)):
+                raise UsageError(f"the program still has {op.name} ops: lower it first (e.g. --pipeline fuse-each)")
             else:
                 raise UsageError(f"the executor cannot run '{op.name}'")
         return []
@@ -123,8 +144,8 @@ class Executor:
         returned = self.program.return_op.values
         if outputs:
             for name, v in zip(self.program.outputs, returned):
-                if isinstance(v.owner, fuse.LaunchOp) and v.owner.parent_block() is self.program.body.block \
-                        and v not in env:
+                if isinstance(v.owner, (fuse.LaunchOp, fuse.CombineOp)) \
+                        and v.owner.parent_block() is self.program.body.block and v not in env:
                     env[v] = outputs[name]
         steps: list[Callable[[], None]] = []
         outs = self._record(self.program.body.block, env, n, steps)

@@ -1,8 +1,10 @@
 """The NumPy reference: executes a `kas.program` op by op, and the data it runs on.
 
 Arrays are shaped ``(N, *value shape)`` (scalars ``(N,)``), keyed by the
-program's variable names.  The reference is what every backend is checked
-against; it evaluates each op from its index-notation definition.
+program's variable names; a uniform input or output (one value for the batch) is shaped
+``(*value shape)``. The reference is what every backend is checked against; it evaluates
+each op from its index-notation definition, a uniform operand of a per-element call
+broadcast over the batch, and a reduction over the whole batch in float64.
 """
 
 from __future__ import annotations
@@ -17,7 +19,18 @@ from xdsl.ir import SSAValue
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
 from irfuse.dialects.layouts import describe_batch_shape, fits, to_aos
-from irfuse.dialects.kas import CallOp, KasType, LoopOp, ProgramOp, ReturnOp, YieldOp, program_of
+from irfuse.dialects.kas import (
+    CallOp,
+    ConstantOp,
+    KasType,
+    LoopOp,
+    ProgramOp,
+    ReduceOp,
+    ReturnOp,
+    YieldOp,
+    is_uniform,
+    program_of,
+)
 from irfuse.library.catalogue import Library, default_library
 
 DTYPES = {name: t.numpy for name, t in ELEMENT_TYPES.items()}
@@ -31,19 +44,41 @@ def find_program(module: ModuleOp) -> ProgramOp:
         raise CompileError(str(e)) from None
 
 
-def value_shape(t: KasType, n: int) -> tuple[int, ...]:
-    return (n, *t.shape)
+def value_shape(t: KasType, n: int, uniform: bool = False) -> tuple[int, ...]:
+    return tuple(t.shape) if uniform else (n, *t.shape)
+
+
+def uniform_inputs(program: ProgramOp) -> set[str]:
+    return set(program.uniform)
+
+
+def uniform_outputs(program: ProgramOp) -> set[str]:
+    return {name for name, v in zip(program.outputs, program.return_op.values) if is_uniform(v)}
+
+
+def uniform_names(program: ProgramOp) -> set[str]:
+    """The inputs and outputs that hold one value for the whole batch (no batch axis)."""
+    return uniform_inputs(program) | uniform_outputs(program)
+
+
+def has_reductions(program: ProgramOp) -> bool:
+    return any(isinstance(op, ReduceOp) for op in program.walk())
 
 
 def effective_bytes(program: ProgramOp, n: int, itemsize: int) -> int:
-    """The bytes a run must move at least: every input read once, every output written once."""
-    return n * itemsize * sum(t.size for t in [*program.input_types(), *program.output_types()])
+    """The bytes a run must move at least: every input read once, every output written once
+    (a uniform one once for the batch)."""
+    uniform = uniform_names(program)
+    names = [*program.inputs, *program.outputs]
+    types = [*program.input_types(), *program.output_types()]
+    return itemsize * sum(t.size * (1 if name in uniform else n) for name, t in zip(names, types))
 
 
 def random_inputs(program: ProgramOp, n: int, seed: int = 0, dtype=np.float32) -> dict[str, np.ndarray]:
     """Uniform values in [-1, 1): signs matter (abs, sqrt), zeros would hide unwritten outputs."""
     rng = np.random.default_rng(seed)
-    return {name: rng.uniform(-1.0, 1.0, size=value_shape(t, n)).astype(dtype)
+    uniform = uniform_inputs(program)
+    return {name: rng.uniform(-1.0, 1.0, size=value_shape(t, n, name in uniform)).astype(dtype)
             for name, t in zip(program.inputs, program.input_types())}
 
 
@@ -67,6 +102,7 @@ def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str) -> di
     n: int | None = None
     names = list(data.files)
     limit = float(np.finfo(dtype).max)
+    uniform = uniform_inputs(program)
     for name, t in zip(program.inputs, program.input_types()):
         if name not in data.files:
             raise UsageError(Diagnostic(
@@ -78,24 +114,31 @@ def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str) -> di
             raise UsageError(Diagnostic(f"cannot read input '{name}': {e}", path)) from None
         if a.dtype.kind not in "fiu":
             raise UsageError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
-        if not fits(tuple(a.shape), tuple(t.shape), layout):
+        if name in uniform:
+            if tuple(a.shape) != tuple(t.shape):
+                raise UsageError(Diagnostic(
+                    f"input '{name}' has shape {a.shape}; it is a uniform {t.spelling()} (one value for the whole "
+                    f"batch), shaped {tuple(t.shape)}", path))
+        elif not fits(tuple(a.shape), tuple(t.shape), layout):
             want = describe_batch_shape(layout, t.shape)
             raise UsageError(Diagnostic(
                 f"input '{name}' has shape {a.shape}; a {t.spelling()} batch is shaped {want} (--layout {layout})",
                 path))
-        a = to_aos(a, layout)
-        if n is None:
-            n = a.shape[0]
-        elif a.shape[0] != n:
-            raise UsageError(Diagnostic(
-                f"input '{name}' has {a.shape[0]} elements but earlier inputs have {n}", path))
+        else:
+            a = to_aos(a, layout)
+            if n is None:
+                n = a.shape[0]
+            elif a.shape[0] != n:
+                raise UsageError(Diagnostic(
+                    f"input '{name}' has {a.shape[0]} elements but earlier inputs have {n}", path))
         with np.errstate(invalid="ignore"):
             big = np.isfinite(a) & (np.abs(a.astype(np.float64)) > limit) if a.size else np.zeros(0, bool)
         if big.any():
             where = np.unravel_index(int(np.argmax(big)), a.shape)
+            at = f"entry {list(where)}" if name in uniform else f"element {where[0]}"
             raise UsageError(Diagnostic(
                 f"input '{name}' holds {int(big.sum())} values beyond the {np.dtype(dtype).name} range "
-                f"(first: {float(a[where])!r} at element {where[0]}); run with --dtype f64", path))
+                f"(first: {float(a[where])!r} at {at}); run with --dtype f64", path))
         out[name] = np.ascontiguousarray(a, dtype=dtype)
     extra = set(data.files) - set(program.inputs)
     if extra:
@@ -104,21 +147,37 @@ def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str) -> di
     return out
 
 
-def batch_size(inputs: dict[str, np.ndarray]) -> int:
-    return next(iter(inputs.values())).shape[0] if inputs else 0
+def batch_size(inputs: dict[str, np.ndarray], program: ProgramOp | None = None) -> int:
+    """Elements in a batch of arrays of structures (the first per-element input's)."""
+    uniform = uniform_inputs(program) if program is not None else set()
+    return next((a.shape[0] for name, a in inputs.items() if name not in uniform), 0)
+
+
+# The order in which the kernels combine a sum (`cuda_emit`): a tree over a block's elements,
+# each thread of the combining block adding every COMBINE_THREADS-th block partial in turn,
+# then a tree over those threads. A sum of n values in it rounds at most `sum_depth` times
+# along any value's path: its error is at most sum_depth * eps * sum(|x|).
+COMBINE_THREADS = 256
+
+
+def sum_depth(n: int, by: int = 1) -> int:
+    blocks = -(-n // by)
+    return max(1, (by - 1).bit_length() + -(-blocks // COMBINE_THREADS) + (COMBINE_THREADS - 1).bit_length())
 
 
 def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
                   library: Library | None = None, dtype=np.float64, by_entries: bool = False,
-                  perturb: tuple[float, int] | None = None) -> dict[str, np.ndarray]:
+                  perturb: tuple[float, int] | None = None, sum_by: int = 1) -> dict[str, np.ndarray]:
     """Executes the program on the inputs in `dtype` (float64 by default): each op's
     definition evaluated on the whole batch (`OpDef.reference`), or with `by_entries` through
     its per-entry trees, the generated code's arithmetic in its order (`reference_by_entries`).
     `perturb=(eps, seed)`: every op's result entry is multiplied by 1 + eps*u, u uniform in
-    [-1, 1] from a generator of that seed: one sample of what rounding at relative `eps` may do."""
+    [-1, 1] from a generator of that seed: one sample of what rounding at relative `eps` may do;
+    a sum's result by up to what its rounding in the kernels' order may do (`sum_depth`, with
+    `sum_by` elements per block)."""
     rng = np.random.default_rng(perturb[1]) if perturb else None
     lib = library or default_library()
-    n = batch_size(inputs) if n is None else n
+    n = batch_size(inputs, program) if n is None else n
     env: dict[SSAValue, np.ndarray] = {}
     for name, arg in zip(program.inputs, program.body.block.args):
         env[arg] = np.asarray(inputs[name], dtype=dtype)
@@ -129,10 +188,26 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
                 evaluate = opdef.reference_by_entries if by_entries else opdef.reference
-                env[op.res] = evaluate(*(env[a] for a in op.args)).astype(dtype, copy=False)
+                if is_uniform(op.res):  # a batch of one
+                    env[op.res] = evaluate(*(env[a][None] for a in op.args))[0].astype(dtype, copy=False)
+                else:
+                    args = [np.broadcast_to(env[a], (n, *env[a].shape)) if is_uniform(a) else env[a]
+                            for a in op.args]
+                    env[op.res] = evaluate(*args).astype(dtype, copy=False)
                 if rng is not None:
                     noise = rng.random(env[op.res].shape, dtype=np.float32) * 2 - 1
                     env[op.res] = env[op.res] * (1 + perturb[0] * noise)
+            elif isinstance(op, ConstantOp):
+                env[op.res] = np.asarray(op.number, dtype=dtype)
+            elif isinstance(op, ReduceOp):
+                x = env[op.operand].astype(np.float64)
+                kind = op.reduce_kind.value
+                with np.errstate(invalid="ignore"):
+                    r = x.sum(axis=0) if kind == "sum" else x.max(axis=0) if kind == "max" else x.min(axis=0)
+                if rng is not None and kind == "sum":
+                    bound = sum_depth(n, sum_by) * perturb[0] * np.abs(x).sum(axis=0)  # type: ignore[index]
+                    r = r + bound * (rng.random(r.shape) * 2 - 1)
+                env[op.res] = np.asarray(r).astype(dtype)
             elif isinstance(op, LoopOp):
                 carried = [env[v] for v in op.iter_args]
                 last: list[np.ndarray] = []
@@ -150,7 +225,8 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
         return []
 
     outs = run_block(program.body.block)
-    return {name: np.array(v, dtype=dtype).reshape(value_shape(t, n))
+    uniform = uniform_outputs(program)
+    return {name: np.array(v, dtype=dtype).reshape(value_shape(t, n, name in uniform))
             for name, v, t in zip(program.outputs, outs, program.output_types())}
 
 
@@ -165,10 +241,13 @@ class References:
 
     float64: dict[str, np.ndarray]
     run_precision: dict[str, np.ndarray] | None
+    uniform: frozenset[str] = frozenset()  # outputs with one value for the batch
 
 
 def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str,
-                   n: int | None = None) -> References:
+                   n: int | None = None, sum_by: int = 1) -> References:
+    """`sum_by`: the fewest elements per block of a kernel that sums over the batch (1 when
+    unknown: the widest allowance)."""
     et = element_type(dtype)
     ref64 = run_reference(program, inputs, n)
     # What an honest evaluation in the run's precision loses depends on the order of its
@@ -177,11 +256,15 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
     # that order alone: nothing beyond rounding for a straight program, but a loop compounds it
     # over its iterations (a hundred steps of a power iteration), which the kernels' own order
     # does too.
+    # A sum over the batch rounds along its own order too: Monte Carlo samples with its
+    # rounding bound (`sum_depth`) cover it the same way.
     has_loop = any(isinstance(op, LoopOp) for op in program.walk())
-    if et.itemsize == 8 and not has_loop:
-        return References(ref64, None)
+    sums = any(isinstance(op, ReduceOp) and op.reduce_kind.value == "sum" for op in program.walk())
+    uniform = frozenset(uniform_outputs(program))
+    if et.itemsize == 8 and not has_loop and not sums:
+        return References(ref64, None, uniform)
     run = run_reference(program, inputs, n, dtype=et.numpy, by_entries=True)
-    if has_loop:
+    if has_loop or sums:
         # Through a loop, one honest order may happen to stay near float64 on an element where
         # another (the GPU's fused multiply-adds) departs much further: iterations compound
         # rounding as the element's conditioning dictates. The allowance takes, entry by entry,
@@ -192,7 +275,8 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
         eps = float(np.finfo(et.numpy).eps) / 2
         with np.errstate(all="ignore"):  # an overflow on the way is judged by the verification
             samples = [run_reference(program, inputs, n, dtype=et.numpy)]
-            samples += [run_reference(program, inputs, n, perturb=(eps, seed)) for seed in range(MONTE_CARLO_SAMPLES)]
+            samples += [run_reference(program, inputs, n, perturb=(eps, seed), sum_by=sum_by)
+                        for seed in range(MONTE_CARLO_SAMPLES)]
         for other in samples:
             for name, a in run.items():
                 o, w = other[name], ref64[name]
@@ -202,4 +286,4 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
                     farther = (np.isnan(o) | (~np.isfinite(o) & np.isfinite(a))
                                | (np.isfinite(o) & np.isfinite(a) & (np.abs(o - w) > np.abs(a - w))))
                 run[name] = np.where(farther & ~np.isnan(a), o, a)
-    return References(ref64, run)
+    return References(ref64, run, uniform)

@@ -18,6 +18,10 @@ memory afterwards: neither is done.)
 
 On the CPU backend the same chunks run one after another (slices copied into buffers of a
 chunk and back), which is what the tests of chunking use.
+
+A uniform input (one value for the whole batch) goes whole to every chunk. A program with a
+uniform output (a reduction over the batch, or a value computed from one) runs as one chunk:
+combining chunks' partial results would give other bits than one call.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from irfuse.dialects import fuse
 from irfuse.dialects.layouts import batch_shape
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor
+from irfuse.runtime.reference import uniform_names, uniform_outputs
 
 LANES = 2
 OUTPUT_KEY = "out:"  # an output's key among the arrays (a program may return under an input's name)
@@ -58,6 +63,16 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
     """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes, and at
     most `CHUNK_BYTES` a lane (all of the batch when no budget is given)."""
     if budget is None:
+        return max(n, 1)
+    whole = uniform_outputs(compiled.reference_program)
+    if whole:
+        need = bytes_per_element(compiled) * n
+        if need > budget:
+            names = ", ".join(sorted(whole))
+            raise UsageError(f"this program's output{'s' if len(whole) > 1 else ''} {names} hold"
+                             f"{'' if len(whole) > 1 else 's'} one value for the whole batch, which a run in chunks "
+                             f"would not give bit for bit: the batch of {n} elements runs in "
+                             f"one piece and needs {need} bytes of device memory, over the budget of {budget}")
         return max(n, 1)
     per = bytes_per_element(compiled) * LANES
     n = min(n, max(1, CHUNK_BYTES // bytes_per_element(compiled)))
@@ -102,6 +117,11 @@ def _slice(a: np.ndarray, layout: str, start: int, stop: int) -> np.ndarray:
     return a[start:stop] if layout == "aos" else a[..., start:stop]
 
 
+def _part(a: np.ndarray, layout: str, start: int, stop: int, whole: bool) -> np.ndarray:
+    """A chunk's part of an argument: all of a uniform one (`whole`)."""
+    return a if whole else _slice(a, layout, start, stop)
+
+
 def _copy(dst: np.ndarray, src: np.ndarray) -> None:
     """dst[...] = src, over threads for large arrays (split along the first axis of length > 1)."""
     global _pool
@@ -132,6 +152,14 @@ class ChunkedRun:
         self.gpu = hasattr(device, "drv")
         self.owned: list = []  # device buffers made for this run, freed by `release`
         self.lanes: list[dict] = []  # made when first used: a batch of one chunk needs one
+        self.uniform = uniform_names(compiled.reference_program)  # arguments without a batch axis
+
+    def _shape(self, k: str, m: int) -> tuple[int, ...]:
+        """The shape of argument `k` in a chunk of m elements."""
+        return self.shapes[k] if k in self.uniform else batch_shape(self.layout, self.shapes[k], m)
+
+    def _chunk_of(self, k: str, a: np.ndarray, start: int, m: int) -> np.ndarray:
+        return _part(a, self.layout, start, start + m, k in self.uniform)
 
     def _lane(self) -> dict:
         """Slots the recorded runs read and write through, device buffers of a whole chunk
@@ -142,7 +170,7 @@ class ChunkedRun:
                 "buffers": {}, "pending": None}
         with self._owning():
             for k in (*self.inputs, *self.outputs):
-                lane["buffers"][k] = dev.alloc(batch_shape(self.layout, self.shapes[k], self.chunk))
+                lane["buffers"][k] = dev.alloc(self._shape(k, self.chunk))
         if self.gpu:
             drv = dev.drv
             lane["stream"] = drv.Stream()
@@ -152,8 +180,7 @@ class ChunkedRun:
     def _staging(self, lane: dict) -> dict:
         if lane["host"] is None:
             drv = self.device.drv
-            lane["host"] = {k: drv.pagelocked_empty(batch_shape(self.layout, self.shapes[k], self.chunk),
-                                                    np.dtype(self.device.dtype))
+            lane["host"] = {k: drv.pagelocked_empty(self._shape(k, self.chunk), np.dtype(self.device.dtype))
                             for k in (*self.inputs, *self.outputs)}
         return lane["host"]
 
@@ -192,17 +219,18 @@ class ChunkedRun:
         for k, slot in (*lane["in"].items(), *lane["out"].items()):
             buf = lane["buffers"][k]
             slot.ptr = int(buf) if self.gpu else buf.ctypes.data
-            slot.nbytes = math.prod(batch_shape(self.layout, self.shapes[k], m)) * self.compiled.itemsize
+            slot.nbytes = math.prod(self._shape(k, m)) * self.compiled.itemsize
             if not self.gpu:
-                slot.array = buf.reshape(-1)[: slot.nbytes // self.compiled.itemsize].reshape(
-                    batch_shape(self.layout, self.shapes[k], m))
+                slot.array = buf.reshape(-1)[: slot.nbytes // self.compiled.itemsize].reshape(self._shape(k, m))
 
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
         """Runs the batch; returns the number of chunks."""
         starts = range(0, n, self.chunk)
         # The arrays that go straight to and from the device (outputs under OUTPUT_KEY + name).
-        self.locked = {k: self.gpu and page_locked(a) for k, a in arrays.items()}
-        self.locked.update({OUTPUT_KEY + k: self.gpu and page_locked(a) for k, a in results.items()})
+        # (A uniform argument is a few words: always staged.)
+        self.locked = {k: self.gpu and k not in self.uniform and page_locked(a) for k, a in arrays.items()}
+        self.locked.update({OUTPUT_KEY + k: self.gpu and k not in self.uniform and page_locked(a)
+                            for k, a in results.items()})
         try:
             for c, start in enumerate(starts):
                 m = min(self.chunk, n - start)
@@ -226,12 +254,12 @@ class ChunkedRun:
     def _run_cpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
         self._point(lane, m)
         for k in self.inputs:
-            lane["in"][k].array[...] = _slice(arrays[k], self.layout, start, start + m)
+            lane["in"][k].array[...] = self._chunk_of(k, arrays[k], start, m)
         try:
             self._recorded(lane, m).replay()
         finally:
             for k in self.outputs:
-                _slice(results[k], self.layout, start, start + m)[...] = lane["out"][k].array
+                self._chunk_of(k, results[k], start, m)[...] = lane["out"][k].array
             for slot in (*lane["in"].values(), *lane["out"].values()):
                 slot.array = None
 
@@ -264,7 +292,7 @@ class ChunkedRun:
 
     def _staged(self, lane: dict, k: str, m: int) -> np.ndarray:
         """The part of lane's page-locked buffer for `k` that holds a chunk of m elements."""
-        shape = batch_shape(self.layout, self.shapes[k], m)
+        shape = self._shape(k, m)
         return self._staging(lane)[k].reshape(-1)[: math.prod(shape)].reshape(shape)
 
     def _issue_gpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
@@ -281,7 +309,7 @@ class ChunkedRun:
                 self._transfer(arrays[k], lane["buffers"][k], start, m, stream, True)
             else:
                 staged = self._staged(lane, k, m)
-                _copy(staged, _slice(arrays[k], self.layout, start, start + m))
+                _copy(staged, self._chunk_of(k, arrays[k], start, m))
                 drv.memcpy_htod_async(lane["buffers"][k], staged, stream)
                 staged_any = True
         self._point(lane, m)
@@ -303,6 +331,6 @@ class ChunkedRun:
         lane["stream"].synchronize()
         for k in self.outputs:
             if not self.locked[OUTPUT_KEY + k]:
-                _copy(_slice(results[k], self.layout, start, start + m), self._staged(lane, k, m))
+                _copy(self._chunk_of(k, results[k], start, m), self._staged(lane, k, m))
         lane["pending"] = None
         lane["staging_busy"] = False

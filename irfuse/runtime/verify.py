@@ -18,6 +18,10 @@ The rule, for each entry of each element of an output:
 - `eps` is the run precision's machine epsilon, `rtol` its tolerance (`element_types`),
   K = 16 and c = 64 cover the different rounding of the kernel's order of operations.
 
+A uniform output (one value for the batch, a reduction's result) is one element. A sum's
+honest departure includes its rounding in the kernels' order (`reference.sum_depth`), which
+grows with the batch as summation error does.
+
 Non-finite values are judged as what they are: NaN or an infinity is right where
 `ref64` has the same; a finite `ref64` beyond the run precision's range is an
 *overflow* (the run's type cannot hold it: reported, not a wrong kernel), and so is an
@@ -28,6 +32,7 @@ mismatch, as is a finite value where `ref64` is not.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,12 +147,18 @@ def check_output(name: str, got: np.ndarray, want: np.ndarray, dtype: str,
                        worst, int(overflow.sum()), al)
 
 
-def check_outputs(got: dict[str, np.ndarray], want, dtype: str) -> list[OutputCheck]:
+def check_outputs(got: dict[str, np.ndarray], want, dtype: str, uniform: Collection[str] = ()) -> list[OutputCheck]:
     """Every output checked against `want`: `References` (float64 and the run's precision),
-    or a plain dict of float64 results (then no honest-error allowance)."""
+    or a plain dict of float64 results (then no honest-error allowance). `uniform`: the
+    outputs that hold one value for the batch (`References` know theirs)."""
     ref64 = getattr(want, "float64", want)
     run = getattr(want, "run_precision", None) or {}
-    return [check_output(name, got[name], ref64[name], dtype, run.get(name)) for name in ref64]
+    uniform = set(uniform) | set(getattr(want, "uniform", ()))
+
+    def one(a):  # a uniform value is the one element of its batch
+        return None if a is None else np.asarray(a)[None]
+    return [check_output(name, one(got[name]), one(ref64[name]), dtype, one(run.get(name))) if name in uniform
+            else check_output(name, got[name], ref64[name], dtype, run.get(name)) for name in ref64]
 
 
 SAMPLE_ELEMENTS = 100_000  # elements checked by default: enough to see any systematic error
@@ -167,8 +178,10 @@ def sample_elements(n: int, how: str = "auto", seed: int = 0, size: int = SAMPLE
     return np.sort(rng.choice(n, size=min(size, n), replace=False))
 
 
-def subset(arrays: dict[str, np.ndarray], index: np.ndarray) -> dict[str, np.ndarray]:
-    """The elements `index` of every array of a batch (all of them when it is every element)."""
-    if len(index) and len(index) == len(next(iter(arrays.values()))):
+def subset(arrays: dict[str, np.ndarray], index: np.ndarray, whole: Collection[str] = ()) -> dict[str, np.ndarray]:
+    """The elements `index` of every array of a batch (all of them when it is every element);
+    the arrays named in `whole` (uniform values, no batch axis) as they are."""
+    batch = [v for k, v in arrays.items() if k not in whole]
+    if not batch or (len(index) and len(index) == len(batch[0])):
         return arrays
-    return {k: np.ascontiguousarray(v[index]) for k, v in arrays.items()}
+    return {k: v if k in whole else np.ascontiguousarray(v[index]) for k, v in arrays.items()}

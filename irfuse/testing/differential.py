@@ -86,7 +86,7 @@ def check_plans(path: str, budget: Budget) -> Outcome:
             inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k,
                                    element_type(budget.dtype).numpy)
             got = Executor(plan, CpuDevice(plan)).run(inputs, budget.n).outputs
-            want = run_references(plan.reference_program, inputs, budget.dtype)
+            want = run_references(plan.reference_program, inputs, budget.dtype, budget.n, plan.sum_by)
         except Exception as e:  # noqa: BLE001 -- a crash of the runtime is a finding too
             return Outcome(out.plans, out.in_kernel_loops, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]

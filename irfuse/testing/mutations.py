@@ -12,7 +12,8 @@ from irfuse.dialects.context import parse_module
 from irfuse.frontend.irgen import compile_source
 
 MUTATIONS = ("delete_token", "swap_type", "wrong_arity", "unknown_op", "huge_number", "non_ascii",
-             "truncate", "duplicate_line", "self_cycle", "empty")
+             "truncate", "duplicate_line", "self_cycle", "empty", "toggle_uniform", "literal_operand",
+             "reduce_operand", "bad_number")
 
 
 def tokens(src: str) -> list[tuple[int, int]]:
@@ -61,6 +62,28 @@ def mutate(src: str, rng: random.Random, kind: str | None = None) -> str:
             return src[:x.start(3)] + x.group(1) + src[x.end(3):]
     if kind == "empty":
         return rng.choice(["", " ", "\n\n", "// only a comment\n", "/* */"])
+    if kind == "toggle_uniform":  # a declaration gains or loses `uniform`
+        m = list(re.finditer(r"(?im)^\s*(uniform\s+)?(scalar|vector\d+|matrix\d+x\d+|tensor[\dx]+)\b", src))
+        if m:
+            x = rng.choice(m)
+            if x.group(1):
+                return src[:x.start(1)] + src[x.end(1):]
+            return src[:x.start(2)] + "uniform " + src[x.start(2):]
+    if kind == "literal_operand":  # an operand becomes a number (of a scalar or not)
+        m = list(re.finditer(r"[(,]\s*([A-Za-z_][A-Za-z_0-9]*)\s*(?=[,)])", src))
+        if m:
+            x = rng.choice(m)
+            return src[:x.start(1)] + rng.choice(["0.5", "-2", "1e-3", ".5", "7."]) + src[x.end(1):]
+    if kind == "reduce_operand":  # a statement's op becomes a reduction, or a reduction an op
+        m = list(re.finditer(r"=\s*([A-Za-z_0-9]+)\(", src))
+        if m:
+            x = rng.choice(m)
+            return src[:x.start(1)] + rng.choice(["sum", "max", "min", "mmul33"]) + src[x.end(1):]
+    if kind == "bad_number":  # a malformed or out-of-range number in operand position
+        m = list(re.finditer(r"[(,]\s*([A-Za-z_0-9.]+)\s*(?=[,)])", src))
+        if m:
+            x = rng.choice(m)
+            return src[:x.start(1)] + rng.choice(["1.2.3", "1e", "-", "1e999", "--1", "0x10", "1_0"]) + src[x.end(1):]
     return src
 
 
@@ -77,7 +100,8 @@ def check_frontend(src: str, filename: str = "fuzz.kas") -> bool:
         return False
 
 
-IR_DAMAGE = ("", "%", "!kas.matrix<3>", "}", "kas.call @nope(", "0x")
+IR_DAMAGE = ("", "%", "!kas.matrix<3>", "}", "kas.call @nope(", "0x", "uniform(", "uniform(0, 0) ", "once ",
+             "reduce mean ", "kas.constant inf", "into uniform", "fuse.combine sum %")
 
 
 def mutate_ir(text: str, rng: random.Random) -> str:

@@ -13,7 +13,11 @@ Two variants reach what that shape cannot:
   once crashed on);
 - `dense=True` makes every statement read recent values and reassign variables often,
   as long generated programs do: many calls, of which few stay live, in long
-  dependent chains (what made the fusion search slow).
+  dependent chains (what made the fusion search slow);
+- `batch_wide=True` adds values that are the same for the whole batch: a uniform input,
+  numeric literals as scalar operands, reductions (sum, max, min) outside loops whose
+  results later statements read (so kernels after a reduction), and statements of
+  uniform values only (run once); every one of them a statement of the count.
 """
 
 from __future__ import annotations
@@ -35,8 +39,13 @@ def _ops_by_signature(lib: Library) -> list[tuple[str, tuple[str, ...], str]]:
     return out
 
 
+LITERALS = ("0.5", "2", "-1.25", "3e-1", ".75", "1.5E0")
+REDUCTIONS = ("sum", "max", "min")
+
+
 def random_program(seed: int, calls: int, loops: bool = True, library: Library | None = None,
-                   dead: bool = False, dense: bool = False, loop_rate: float = 0.1) -> str:
+                   dead: bool = False, dense: bool = False, loop_rate: float = 0.1,
+                   batch_wide: bool = False) -> str:
     rng = random.Random(seed)
     ops = _ops_by_signature(library or default_library())
     # Avoid ops that make values explode or vanish over long chains (division, reciprocal).
@@ -58,6 +67,13 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
     live: dict[str, list[str]] = {}
     for v in inputs:
         live.setdefault(declared[v], []).append(v)
+    uniform: set[str] = set()  # variables holding one value for the whole batch
+    ulive: dict[str, list[str]] = {}  # uniform values by type
+    if batch_wide:
+        u = new_var(rng.choice(TYPES[:3]))
+        inputs.append(u)
+        uniform.add(u)
+        ulive.setdefault(declared[u], []).append(u)
     lines: list[str] = []
     made = 0
     unread: set[str] = set()
@@ -65,6 +81,33 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
     def assigned_in(block: list[str]) -> set[str]:
         """Variables assigned in these lines."""
         return {line.split("=")[0].strip() for line in block if "=" in line}
+
+    def uniform_statement() -> bool:
+        """A reduction, or a call of uniform values only, into a new uniform variable."""
+        nonlocal made
+        if rng.random() < 0.6 or not ulive:
+            types = [t for t in live if t in TYPES]
+            t = rng.choice(types)
+            fresh = [v for v in live[t] if v in unread]
+            arg = rng.choice(fresh or live[t])
+            target, call = new_var(t), f"{rng.choice(REDUCTIONS)}({arg})"
+            unread.discard(arg)
+        else:
+            choices = [o for o in ops if all(t in ulive or t == "scalar" for t in o[1])]
+            if not choices:
+                return False
+            name, ins, res = rng.choice(choices)
+            args = [rng.choice(ulive[t]) if t in ulive and (t != "scalar" or rng.random() < 0.6)
+                    else rng.choice(LITERALS) for t in ins]
+            for a in args:
+                unread.discard(a)
+            target, call = new_var(res), f"{name}({', '.join(args)})"
+        uniform.add(target)
+        ulive.setdefault(declared[target], []).append(target)
+        unread.add(target)
+        lines.append(f"{target} = {call};")
+        made += 1
+        return True
 
     def statement(indent: str, target: str | None = None) -> list[str]:
         """One statement; `target`: the variable it must assign. Returns the variables it read."""
@@ -82,6 +125,13 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
                 args.append(rng.choice(live[t][-3:]))  # the most recent values of the type
             else:
                 args.append(rng.choice(fresh) if fresh and rng.random() < 0.7 else rng.choice(live[t]))
+        if batch_wide and len(args) > 1:
+            # One operand (never all of them: the value stays per element) may be batch-wide.
+            k = rng.randrange(len(args))
+            if ins[k] == "scalar" and rng.random() < 0.3:
+                args[k] = rng.choice(LITERALS)
+            elif ins[k] in ulive and rng.random() < 0.4:
+                args[k] = rng.choice(ulive[ins[k]])
         for a in args:
             unread.discard(a)
         if dense:  # reassign a recent variable of the type, read or not: its old value may die
@@ -117,7 +167,8 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
                 left -= 1
         # The body's last statement reassigns a value computed before the loop that the body
         # read: the loop carries it (when `dead`, often a loop whose results all die).
-        before = [v for v in dict.fromkeys(read) if v not in inputs and v not in assigned_in(lines[start:])]
+        before = [v for v in dict.fromkeys(read)
+                  if v in declared and v not in inputs and v not in uniform and v not in assigned_in(lines[start:])]
         if not (before and (dead or dense or rng.random() < 0.5)
                 and statement(indent + "  ", rng.choice(before))):
             statement(indent + "  ")
@@ -126,7 +177,7 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
     while made < calls:
         if loops and calls - made >= 3 and rng.random() < loop_rate:
             write_loop("", calls - made, True)
-        else:
+        elif not (batch_wide and rng.random() < 0.25 and uniform_statement()):
             statement("")
     outputs = sorted(unread, key=lambda v: int(v[1:]))[:6] or [lines[-1].split()[0]]
     if dead or dense:
@@ -137,7 +188,7 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
         outputs = sorted(set(outputs) | unread, key=lambda v: int(v[1:]))
     decls = {}
     for v, t in declared.items():
-        decls.setdefault(t, []).append(v)
+        decls.setdefault(("uniform " if v in uniform else "") + t, []).append(v)
     head = [f"{t} {', '.join(vs)};" for t, vs in decls.items()]
     return "\n".join([f"// random program: seed {seed}, {calls} statements", *head,
                       f"input {', '.join(inputs)};", *lines, f"return {', '.join(outputs)};", ""])

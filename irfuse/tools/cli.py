@@ -38,10 +38,12 @@ from irfuse.runtime.reference import (
     batch_size,
     effective_bytes,
     find_program,
+    has_reductions,
     load_inputs,
     random_inputs,
     run_reference,
     run_references,
+    uniform_names,
 )
 from irfuse.runtime.verify import check_outputs, sample_elements, subset
 from irfuse.tools.calibrate import calibrate
@@ -238,19 +240,24 @@ def cmd_run(args) -> int:
     np_dtype = element_type(dtype).numpy
     if args.inputs:
         inputs = load_inputs(args.inputs, program, np_dtype, layout)
-        n = batch_size(inputs)
+        n = batch_size(inputs, program)
         if n < 1:
             raise UsageError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
     else:
         _check_memory(program, n, element_type(dtype).itemsize, f"--n {n}")
         inputs = random_inputs(program, n, args.seed, np_dtype)
+    whole = uniform_names(program)  # no batch axis: no layout, not sampled
+
+    def laid_out(arrays: dict[str, np.ndarray], convert) -> dict[str, np.ndarray]:
+        return {k: v if k in whole else convert(v, layout) for k, v in arrays.items()}
     title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
     if layout != "aos":
         title += f", {layout}"
     t0 = time.perf_counter()
     if backend == "numpy":
         with _working(f"evaluating the NumPy reference on {n:,} elements"):
-            outputs = {k: from_aos(v.astype(np_dtype), layout) for k, v in run_reference(program, inputs, n).items()}
+            outputs = laid_out({k: v.astype(np_dtype) for k, v in run_reference(program, inputs, n).items()},
+                               from_aos)
         ref_time = time.perf_counter() - t0
         _print_outputs(title, outputs, None)
         console.print(f"reference time {ref_time * 1e3:.1f} ms")
@@ -262,16 +269,18 @@ def cmd_run(args) -> int:
         title += f" on {device.gpu_name}"
     repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
     with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
-        result = Executor(plan, device).run({k: from_aos(v, layout) for k, v in inputs.items()}, n, repeat=repeat)
-    outputs = {k: to_aos(v, layout) for k, v in result.outputs.items()}
-    index = sample_elements(n, args.verify, args.seed)
+        result = Executor(plan, device).run(laid_out(inputs, from_aos), n, repeat=repeat)
+    outputs = laid_out(result.outputs, to_aos)
+    # A reduction's reference needs the whole batch: such programs are checked on every element.
+    index = sample_elements(n, "all" if has_reductions(program) and args.verify != "none" else args.verify,
+                            args.seed)
     if index is None:
         checks = []
     else:
-        picked = subset(inputs, index)
+        picked = subset(inputs, index, whole)
         with _working(f"verifying {len(index):,} elements against the NumPy reference"):
-            checks = check_outputs(subset(outputs, index), run_references(program, picked, dtype, len(index)),
-                                   dtype)
+            checks = check_outputs(subset(outputs, index, whole),
+                                   run_references(program, picked, dtype, len(index), plan.sum_by), dtype)
     _print_kernels(plan)
     _print_outputs(title, result.outputs, checks if index is not None else None)
     if result.times_s:

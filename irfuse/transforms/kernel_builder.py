@@ -4,6 +4,9 @@
 Unoptimized means what the in-kernel passes start from: every input loaded into shared
 memory, the calls in program order each into shared memory, the outputs stored;
 sequential 16-byte aligned offsets; a barrier after the loads and after every call.
+A `kas.reduce` in the group stores its operand's per-block partials (`fuse.store ...
+reduce`); a uniform input is loaded whole by every element; a group of calls on uniform
+values only runs `once`, over a batch of one element.
 `build_kernel_model` gives the `KernelModel` the planner costs; `kernel_op` writes the
 same kernel as a `fuse.kernel`, so the planner's candidate and the emitted kernel are
 one thing.
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from irfuse.analysis.kernel_model import KernelModel, MOp, MValue
+from irfuse.analysis.uniformity import is_uniform
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
 from irfuse.library.implementations import Implementation
@@ -52,6 +56,11 @@ def _read_inside(loop: kas.LoopOp) -> list[SSAValue]:
     return out
 
 
+def runs_once(ops: Sequence[Operation]) -> bool:
+    """Whether a group's ops compute uniform values only: its kernel runs over one element."""
+    return bool(ops) and all(isinstance(op, kas.CallOp) and is_uniform(op.res) for op in ops)
+
+
 def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation], inputs: Sequence[SSAValue],
                        outputs: Sequence[SSAValue], by: int, itemsize: int, layout: str = "aos") -> KernelModel:
     """`ops` (kas.call and kas.loop ops, program order) with `impls` for their calls
@@ -72,6 +81,12 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
     for call in flat_calls(ops):
         for a in call.operands:
             first_reader.setdefault(a, call.location)
+    for op in ops:
+        if isinstance(op, kas.ReduceOp):
+            first_reader.setdefault(op.operand, op.location)
+    once = runs_once(ops)
+    if once:
+        by = 1  # one element: a kernel of uniform values
 
     def new(v: SSAValue | None, size: int, name: str, type_: Attribute, **flags) -> int:
         i = len(values)
@@ -81,8 +96,9 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
         return i
 
     for v in inputs:
-        mops.append(MOp("load", value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True),  # type: ignore
-                        location=first_reader.get(v)))
+        uniform = not once and is_uniform(v)
+        mops.append(MOp("load", value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True,  # type: ignore
+                                          uniform=uniform, shared=not uniform), location=first_reader.get(v)))
     pending = iter(impls)
     loaded = set(inputs)
 
@@ -99,7 +115,7 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
                                        "a kernel")
                 if layout != "soa":
                     for v in _read_inside(op):
-                        if v in loaded:
+                        if v in loaded and not values[vid[v]].uniform:  # the block's copy serves every iteration
                             loaded.discard(v)
                             held = new(None, v.type.size, v.name_hint or "", v.type)  # type: ignore[attr-defined]
                             mops.append(MOp("copy", args=[vid[v]], result=held, location=op.location))
@@ -121,11 +137,17 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
                 mops.append(MOp("yield", carries=carried, location=term.location))
                 for r, c in zip(op.res, carried):
                     vid[r] = c
+            elif isinstance(op, kas.ReduceOp):
+                pass  # stored as its operand's partials below
             else:
                 raise CompileError(f"'{op.name}' cannot be part of a kernel")
 
     emit(ops)
     for r in outputs:
+        if isinstance(r.owner, kas.ReduceOp):
+            mops.append(MOp("store", value=vid[r.owner.operand], location=r.owner.location,
+                            reduce=r.owner.reduce_kind.value))
+            continue
         stored = vid[r]
         if values[stored].carried and layout != "soa":
             staged = new(None, values[stored].size, values[stored].name, values[stored].type, stored=True)
@@ -133,9 +155,11 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
             stored = staged
         mops.append(MOp("store", value=stored, location=r.owner.location))
     bx = max((impl.bx for impl in impls), default=1)
-    model = KernelModel(bx, by, values, mops, itemsize, layout)
+    model = KernelModel(bx, by, values, mops, itemsize, layout, once)
     off = 0
     for v in values.values():
+        if v.uniform:
+            continue
         v.offset = off
         off += -(-v.size * by // ALIGN_WORDS) * ALIGN_WORDS
     return barrier_after_every_op(model)
@@ -143,12 +167,9 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
 
 def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> fuse.KernelOp:
     """The `fuse.kernel` of a model built by `build_kernel_model` from these inputs and outputs."""
-    out_ids = {}
-    for op in model.ops:
-        if op.kind == "store":
-            out_ids.setdefault(op.value, len(out_ids))
+    uniform = [i for i, op in enumerate(op for op in model.ops if op.kind == "load") if model.values[op.value].uniform]
     kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
-                           layout=model.layout)
+                           layout=model.layout, uniform=uniform, once=model.once)
     first = next((op.location for op in model.ops if op.kind == "call" and op.location is not None), None)
     if first is not None:
         kernel.location = first  # a kernel stands where its first statement does
@@ -158,14 +179,12 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
     loops: list[fuse.LoopOp] = []
     onchip: dict[int, SSAValue] = {}
 
-    def place(vid: int) -> fuse.PlaceAttr:
-        v = model.values[vid]
-        return fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg()
+    place = model.place
 
     def name(vid: int) -> str | None:
         return model.values[vid].name or None
 
-    loads = 0
+    loads = stores = 0  # the i-th store writes the i-th output (several may store one value)
     for op in model.ops:
         if op.kind == "load":
             ir: Operation = fuse.LoadOp(kernel.input_args[loads], place(op.value))  # type: ignore[arg-type]
@@ -181,7 +200,8 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
             ir = fuse.CopyOp(onchip[op.args[0]], place(op.result))  # type: ignore[arg-type]
             onchip[op.result] = ir.results[0]  # type: ignore[index]
         elif op.kind == "store":
-            ir = fuse.StoreOp(onchip[op.value], kernel.output_args[out_ids[op.value]])  # type: ignore[index]
+            ir = fuse.StoreOp(onchip[op.value], kernel.output_args[stores], op.reduce or None)  # type: ignore[index]
+            stores += 1
         elif op.kind == "loop":
             ir = fuse.LoopOp(op.trip, [onchip[c] for c in op.carries[:op.inits]],
                              [model.values[c].type for c in op.carries],
@@ -209,3 +229,28 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
                 r.name_hint = name(c)
     return kernel
 
+
+
+def launch_ops(name: str, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], location=None
+               ) -> tuple[list[Operation], list[SSAValue]]:
+    """The host ops that run a group's kernel `name`: its `fuse.launch`, then a `fuse.combine`
+    for each reduction among `outputs`; and the value that stands for each output after them."""
+    launch = fuse.LaunchOp(name, inputs, [v.type for v in outputs])
+    ops: list[Operation] = [launch]
+    values: list[SSAValue] = []
+    for r, v in zip(launch.res, outputs):
+        r.name_hint = v.name_hint
+        if location is not None:
+            launch.location = location
+        if isinstance(v.owner, kas.ReduceOp):
+            r.name_hint = f"{v.name_hint}_partials" if v.name_hint else None
+            combine = fuse.CombineOp(v.owner.reduce_kind, r)
+            combine.res.name_hint = v.name_hint
+            combine.location = v.owner.location
+            ops.append(combine)
+            values.append(combine.res)
+        else:
+            values.append(r)
+    if location is not None:
+        launch.location = location
+    return ops, values

@@ -70,15 +70,18 @@ def linearize(model: KernelModel) -> KernelModel:
             c = min(ready(done), key=lambda c: (during(done, c), c))
             order.append(c)
             done |= 1 << c
-    stores = {op.value: op for op in out.ops if op.kind == "store"}
+    stores: dict[int, list] = {}  # a value may be stored and reduced: several stores
+    for op in out.ops:
+        if op.kind == "store":
+            stores.setdefault(op.value, []).append(op)  # type: ignore[arg-type]
     new_ops = [op for op in out.ops if op.kind == "load"]
     for c in order:
         new_ops.append(calls[c])
-        if calls[c].result in stores:
-            new_ops.append(stores[calls[c].result])
+        new_ops += stores.get(calls[c].result, [])  # type: ignore[arg-type]
     # A loaded value stored unchanged (an input that is also an output) is stored after the loads.
+    placed = {id(op) for op in new_ops}
     for op in out.ops:
-        if op.kind == "store" and op not in new_ops:
+        if op.kind == "store" and id(op) not in placed:
             new_ops.insert(len([o for o in new_ops if o.kind == "load"]), op)
     out.ops = new_ops
     return barrier_after_every_op(out)  # the old barriers belonged to the old order

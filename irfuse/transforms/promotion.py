@@ -34,6 +34,8 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
         inputs = outputs = True
     producers = {op.result: op for op in out.calls()}
     for vid, v in out.values.items():
+        if v.uniform:
+            continue  # the block's copy of a uniform input: read where it is
         uses = _consumers(out, vid)
         # The access every consumer must agree with: the producer's result, or for a loaded
         # value its first consumer's operand.

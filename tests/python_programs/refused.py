@@ -35,9 +35,31 @@ def data_dependent_trip_count(A: Matrix[3, 3], k: Scalar):
     return A
 
 
-def constant(A: Matrix[3, 3]):
-    B = A * 2.0  # refused: numeric constants are not part of the language yet
+def constant_alone(A: Matrix[3, 3]):
+    B = 2.0  # refused: a number alone is not an op application: use it as an operand
     return B
+
+
+def reduction_of_a_uniform_value(A: Matrix[3, 3], C: irfuse.Uniform[Matrix[3, 3]]):
+    T = irfuse.sum(C)  # refused: irfuse.sum reduces a per-element value over the batch, not 'C', which is uniform
+    return A, T
+
+
+def reduction_of_two_values(A: Matrix[3, 3]):
+    T = irfuse.max(A, A)  # refused: irfuse.max takes one value (reduced over the batch), got 2
+    return T
+
+
+def variable_changing_what_it_holds(A: Matrix[3, 3]):
+    T = A * 2
+    T = irfuse.min(A)  # refused: 'T' held one value per element and would hold one for the whole batch
+    return T
+
+
+def reduction_in_a_loop(A: Matrix[3, 3]):
+    for _ in range(2):
+        T = irfuse.sum(A)  # refused: 'sum' cannot be inside a loop
+    return T
 
 
 def no_annotation(A, B: Matrix[3, 3]):  # refused: parameter 'A' needs an irfuse type annotation

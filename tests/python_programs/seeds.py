@@ -104,3 +104,23 @@ def precession(A: Matrix[3, 3], x: Vector[3], p: Vector[3], h: Scalar):
         q = x * h
         p = p + q
     return x, p
+
+
+@irfuse.program
+def strain_energy(eps: Vector[6], vol: Scalar, C: irfuse.Uniform[Matrix[6, 6]]):
+    sig = C @ eps
+    w = irfuse.ops.vdot6(eps, sig)
+    e = w * vol
+    e = e * 0.5
+    U = irfuse.sum(e)
+    return sig, e, U
+
+
+@irfuse.program
+def cfl_step(x: Vector[3], v: Vector[3], cfl: irfuse.Uniform[Scalar]):
+    speed = venorm3(v)
+    vmax = irfuse.max(speed)
+    dt = cfl / vmax
+    step = v * dt
+    xn = x + step
+    return xn, dt
