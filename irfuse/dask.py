@@ -14,6 +14,10 @@ compiled from (`Program.__reduce__`), and each worker process compiles it once (
 it from the disk cache) and keeps it. Inputs are chunked along the batch axis (the first
 axis of arrays of structures, the last of structures of arrays) alike; an input chunked
 otherwise is rechunked to the first input's batch chunks, whole along its value axes.
+A uniform input (one value for the whole batch: a Dask or NumPy array shaped as the value)
+goes whole to every task, and a uniform output that only uniform inputs make is the first
+task's. A program that reduces over the batch is refused: a chunk alone cannot give its
+reduction, nor what depends on it.
 Requires the `dask` extra (`pip install irfuse[dask]`: dask, distributed, dask-cuda).
 """
 
@@ -23,6 +27,7 @@ from irfuse.api.arguments import bind_inputs, call_layout
 from irfuse.api.programs import Outputs, Program
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.layouts import AOS, batch_shape
+from irfuse.runtime.reference import has_reductions
 
 
 def _run_chunk(program: Program, *blocks) -> Outputs:
@@ -37,22 +42,36 @@ def apply(program: Program, *arrays, **named) -> Outputs:
 
     if not isinstance(program, Program):
         raise UsageError(f"irfuse.dask.apply takes a Program (irfuse.compile), not a {type(program).__qualname__}")
+    if has_reductions(program.compiled.reference_program):
+        raise UsageError(f"{program.name} reduces over the batch (sum, max or min), which irfuse.dask.apply, running "
+                         "each chunk of the batch by itself, cannot give: call the program on whole arrays")
     bound = bind_inputs(program.inputs, arrays, named)
+    uniform = {name: a for name, a in bound.items() if name in program.uniform}
     for name, a in bound.items():
-        if not isinstance(a, da.Array):
+        if not isinstance(a, da.Array) and not (name in uniform and hasattr(a, "shape")):
             raise UsageError(f"input '{name}' is a {type(a).__qualname__}, not a Dask array (dask.array.from_array "
                              "makes one)")
-    layout = call_layout(bound, program.shapes, program.layout)
+    for name, a in uniform.items():
+        if tuple(a.shape) != program.shapes[name]:
+            raise UsageError(f"input '{name}' has shape {tuple(a.shape)}; it holds one value for the whole batch (it "
+                             f"is uniform), shaped {program.shapes[name]}")
+    batches = {k: a for k, a in bound.items() if k not in uniform}
+    if not batches:
+        raise UsageError(f"every input of {program.name} is uniform: there is no batch to spread over tasks")
+    layout = call_layout(batches, program.shapes, program.layout)
     axis = 0 if layout == AOS else -1
-    first = bound[program.inputs[0]]
+    first_name = next(iter(batches))
+    first = batches[first_name]
     n = first.shape[axis]
     batch_chunks = first.chunks[axis]
     blocks = {}
-    for name, a in bound.items():
+    for name, a in uniform.items():  # one block, read by every task
+        blocks[name] = [a.rechunk(-1).to_delayed().reshape(-1)[0] if isinstance(a, da.Array) else a] * len(batch_chunks)
+    for name, a in batches.items():
         if a.ndim != len(program.shapes[name]) + 1 or a.shape[axis] != n:
             raise UsageError(f"input '{name}' has shape {a.shape}; in this call's layout it must be "
                              f"{batch_shape(layout, program.shapes[name], n)} (the batch length of input "
-                             f"'{program.inputs[0]}')")
+                             f"'{first_name}')")
         whole = {k: -1 for k in range(a.ndim) if k != axis % a.ndim}
         a = a.rechunk({**whole, axis % a.ndim: batch_chunks})
         blocks[name] = a.to_delayed().reshape(-1)
@@ -61,6 +80,7 @@ def apply(program: Program, *arrays, **named) -> Outputs:
     for i, m in enumerate(batch_chunks):
         result = run(program, *[blocks[k][i] for k in program.inputs])
         for k in program.outputs:
-            parts[k].append(da.from_delayed(result[k], shape=batch_shape(layout, program.shapes[k], m),
-                                            dtype=program.dtype))
-    return Outputs(program.outputs, [da.concatenate(parts[k], axis=axis) for k in program.outputs])
+            shape = program.shapes[k] if k in program.uniform else batch_shape(layout, program.shapes[k], m)
+            parts[k].append(da.from_delayed(result[k], shape=shape, dtype=program.dtype))
+    return Outputs(program.outputs, [parts[k][0] if k in program.uniform else da.concatenate(parts[k], axis=axis)
+                                     for k in program.outputs])

@@ -72,3 +72,20 @@ def test_apply_refuses_what_it_cannot_take():
         irfuse.dask.apply(prog, np.zeros((4, 3, 3), np.float32))
     with pytest.raises(irfuse.UsageError, match="takes a Program"):
         irfuse.dask.apply("synctest.kas", da.zeros((4, 3, 3)))
+
+
+def test_a_uniform_input_goes_whole_to_every_task_and_reductions_are_refused(client):
+    src = ("vector3 x, y; uniform vector3 c; uniform scalar s, t; input x, c, s;\n"
+           "y = vadd3(x, c);\nt = smul(s, 2);\nreturn y, t;")
+    prog = irfuse.compile(src, backend="cpu", filename="shifted.kas")
+    x = np.arange(3000, dtype=np.float32).reshape(1000, 3)
+    c = np.array([1, 2, 3], np.float32)
+    s = np.array(1.5, np.float32)
+    outs = irfuse.dask.apply(prog, da.from_array(x, chunks=((300, 300, 400), (3,))), da.from_array(c), s)
+    np.testing.assert_array_equal(outs.y.compute(), x + c)
+    assert outs.t.shape == () and outs.t.compute() == 3.0
+    with pytest.raises(irfuse.UsageError, match="input 'c' has shape \\(1000, 3\\); it holds one value"):
+        irfuse.dask.apply(prog, da.from_array(x), da.from_array(x), s)
+    energy = irfuse.compile(example("strain_energy.kas"), backend="cpu")
+    with pytest.raises(irfuse.UsageError, match="strain_energy reduces over the batch"):
+        irfuse.dask.apply(energy, da.zeros((10, 6)), da.zeros(10), np.zeros((6, 6), np.float32))

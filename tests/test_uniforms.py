@@ -168,7 +168,7 @@ def test_programs_with_batch_wide_values_match_the_reference(name, pipeline, lay
     _run(PROGRAMS[name], pipeline, layout, 1000)
 
 
-@pytest.mark.parametrize("n", [1, 2, 127, 129, 256 * 128 + 3])
+@pytest.mark.parametrize("n", [1, 2, 127, 129, 1024 * 128 + 3])
 def test_reductions_over_awkward_batch_sizes(n):
     """One element, a partial last block, more partials than the combine kernel's threads."""
     _run(ENERGY, None, "aos", n, "f64")
@@ -326,3 +326,18 @@ def test_the_random_programs_reach_every_batch_wide_form():
                 once += kas.is_uniform(op.res)
                 reads += not kas.is_uniform(op.res) and any(isinstance(a.owner, kas.ReduceOp) for a in op.args)
     assert once and reads
+
+
+def test_tune_times_and_verifies_plans_of_programs_with_batch_wide_values(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    for name, layout in (("strain_energy", "aos"), ("cfl_step", "soa")):
+        out = tmp_path / f"{name}.json"
+        p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "tune", f"{ROOT}/examples/{name}.kas",
+                            "--backend", "cpu", "--top", "2", "--n", "3000", "--repeat", "2", "--rounds", "1",
+                            "--layout", layout, "--json", str(out)], capture_output=True, text=True, cwd=tmp_path)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+        result = json.loads(out.read_text())
+        assert result["plans"] and all(plan["verified"] for plan in result["plans"])

@@ -30,14 +30,14 @@ from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array
                                       moved_batch_axis, overlaps, stream_handle)
 from irfuse.api.dlpack_export import handed_over
 from irfuse.diagnostics import CompileError, ExecutionError, UsageError
-from irfuse.dialects.layouts import (OUTPUT_PREFIX, batch_length, batch_shape, check_layout, fits, natural_strides, to_aos,
-                                     view_strides)
+from irfuse.dialects.layouts import (OUTPUT_PREFIX, arrays_to_aos, batch_length, batch_shape, check_layout, fits,
+                                     natural_strides, view_strides)
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
 from irfuse.runtime.streaming import ChunkedRun, chunk_elements
-from irfuse.runtime.reference import has_reductions, run_references, uniform_names
-from irfuse.runtime.verify import OutputCheck, check_outputs, sample_elements, subset
+from irfuse.runtime.reference import run_references, uniform_names
+from irfuse.runtime.verify import OutputCheck, check_outputs, subset, verified_elements
 
 BOUND_SIZES = 4  # batch sizes whose recorded runs (and their buffers) a program keeps
 
@@ -374,7 +374,6 @@ class Program:
         self.dtype = np.dtype(compiled.element.numpy)
         # Inputs and outputs with one value for the whole batch: shaped as the value, no batch axis.
         self.uniform: frozenset[str] = frozenset(uniform_names(ref))
-        self._reduces = has_reductions(ref)
         self._device = None
         self._fast: _FastCall | None = None  # the last call on GPU arrays that launched a graph
         # Recorded runs by batch size (host arrays) or ("gpu", batch size) (GPU arrays in place).
@@ -739,12 +738,11 @@ class Program:
 
     def _verify(self, arrays, outputs: Outputs, n: int, sample: int | None = 100_000, seed: int = 0) -> Verification:
         """Checks outputs (in the program's layout) against the reference, on `sample` elements."""
-        # A reduction's reference needs the whole batch: such programs are checked on every element.
-        index = np.arange(n) if sample is None or self._reduces else sample_elements(n, "auto", seed, sample)
+        index = np.arange(n) if sample is None else verified_elements(self.compiled.reference_program, n, "auto",
+                                                                      seed, sample)
 
         def batch(arrays) -> dict:
-            return subset({k: a if k in self.uniform else to_aos(a, self.layout) for k, a in arrays.items()},
-                          index, self.uniform)
+            return subset(arrays_to_aos(dict(arrays), self.layout, self.uniform), index, self.uniform)
         refs = run_references(self.compiled.reference_program, batch(arrays), self.compiled.dtype, len(index),
                               self.compiled.sum_by)
         return Verification(check_outputs(batch(outputs), refs, self.compiled.dtype), len(index), n)

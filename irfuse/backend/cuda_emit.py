@@ -907,15 +907,12 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
     return text, emitter.info, emitter.used
 
 
-COMBINE_THREADS = 256  # threads of a combine kernel's block (a power of two: its tree halves them)
-
-
 def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
     """The kernel that combines a reduction's partials (word k of part p at k * n + p, n
     parts) into its `size` words: block k for word k, thread t < m = min(n, T) combining
     parts t, t + T, ... in order, then a fixed tree over those m threads. The host version
     runs the same operations in the same order, so both give the same bits."""
-    name, t = fuse.combine_kernel_name(kind, size), COMBINE_THREADS
+    name, t = fuse.combine_kernel_name(kind, size), fuse.COMBINE_THREADS
     op = _COMBINE[kind]
     params = "const real_t* __restrict__ parts, real_t* __restrict__ out, const long long n"
     gpu = [f"// fuse.combine {kind} of {size}-word partials: one block per word",
@@ -927,6 +924,8 @@ def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
            "  const long long k = blockIdx.x;",
            "  if (t < m) {",
            "    real_t a = parts[k * n + t];",
+           "    // Unrolled so that the loads run ahead of the additions, which keep their order.",
+           "#pragma unroll 8",
            f"    for (long long p = t + {t}; p < n; p += {t}) a = {op.format(a='a', b='parts[k * n + p]')};",
            "    acc[t] = a;",
            "  }",

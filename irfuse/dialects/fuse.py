@@ -813,6 +813,11 @@ class LaunchOp(LocatedOperation):
                 f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
 
 
+# Threads of a combine kernel's block (a power of two: its tree halves them); each combines
+# every COMBINE_THREADS-th partial in turn, so a sum's rounding depends on it (reference.sum_depth).
+COMBINE_THREADS = 1024
+
+
 def combine_kernel_name(kind: str, size: int) -> str:
     return f"irf_combine_{kind}_{size}"
 

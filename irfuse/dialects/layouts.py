@@ -91,6 +91,16 @@ def from_aos(a, layout: str):
     return a if layout == AOS else np.ascontiguousarray(np.moveaxis(a, 0, -1))
 
 
+def arrays_to_aos(arrays: dict, layout: str, whole=()) -> dict:
+    """`to_aos` of every batch; the arrays named in `whole` (uniform values: no batch axis) as they are."""
+    return {k: v if k in whole else to_aos(v, layout) for k, v in arrays.items()}
+
+
+def arrays_from_aos(arrays: dict, layout: str, whole=()) -> dict:
+    """`from_aos` of every batch; the arrays named in `whole` as they are."""
+    return {k: v if k in whole else from_aos(v, layout) for k, v in arrays.items()}
+
+
 # --- strided views -------------------------------------------------------------------------
 #
 # A program input or output may also be a strided view (a slice of a larger array, a

@@ -25,7 +25,8 @@ from irfuse.passes.fuse_promote_registers import FusePromoteRegisters
 from irfuse.passes.fuse_remap_threads import FuseRemapThreads
 from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
-from irfuse.passes.test_print_analyses import TestPrintBankWavefronts, TestPrintRaces, TestPrintSharedPeak
+from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintRaces, TestPrintSharedPeak,
+                                               TestPrintUniformity)
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 
 
@@ -61,6 +62,8 @@ PASSES: list[PassInfo] = [
              "(analysis test pass).", TestPrintBankWavefronts),
     PassInfo("test-print-shared-peak", "Prints each kernel's peak of live shared words and its allocation "
              "(analysis test pass).", TestPrintSharedPeak),
+    PassInfo("test-print-uniformity", "Prints what each value of each program holds: per element, uniform "
+             "or partials (analysis test pass).", TestPrintUniformity),
 ]
 
 # What `irfuse run` and `irfuse compile` apply when no --pipeline is given.

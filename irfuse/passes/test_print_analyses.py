@@ -9,7 +9,10 @@ analysis can be checked on hand-written IR apart from the transformation that us
   (what `fuse-allocate-shared` pads against, and the cost model's `t_shared` counts);
 - `test-print-shared-peak`: the peak words of simultaneously live shared values in the
   kernel's current order against the words it allocates (what `fuse-linearize` minimizes
-  and `fuse-allocate-shared` reaches).
+  and `fuse-allocate-shared` reaches);
+- `test-print-uniformity`: what each value of each program holds, one value per element,
+  one for the whole batch, or a reduction's partials (`analysis.uniformity`: what the
+  planner groups by, the kernel builder loads whole and the runtime allocates).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from irfuse.analysis.bank_conflicts import kernel_wavefronts, value_wavefronts
 from irfuse.analysis.hazards import describe_op, find_races
 from irfuse.analysis.kernel_model import model_from_kernel
 from irfuse.analysis.shared_lifetimes import peak_shared_words
+from irfuse.analysis.uniformity import value_extent
+from irfuse.dialects.kas import ProgramOp
 from irfuse.passes.kernel_pass import kernels_of
 from irfuse.passes.module_element_type import itemsize_of
 
@@ -78,3 +83,21 @@ class TestPrintSharedPeak(ModulePass):
         for name, model in _models(op):
             print(f"shared words in @{name}: peak {peak_shared_words(model)} live, "
                   f"{model.shared_words()} allocated", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class TestPrintUniformity(ModulePass):
+    """Prints what each value of each program holds: per element, uniform, or partials."""
+
+    name = "test-print-uniformity"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in [p for p in op.walk() if isinstance(p, ProgramOp)]:
+            print(f"values of @{program.sym_name.data}:", file=sys.stderr)
+            for inner in program.walk():
+                values = list(inner.results)
+                for region in inner.regions:
+                    for block in region.blocks:
+                        values += list(block.args)
+                for v in values:
+                    print(f"  %{v.name_hint or '?'} ({inner.name}): {value_extent(v).value}", file=sys.stderr)

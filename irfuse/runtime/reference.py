@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
+from irfuse.dialects.fuse import COMBINE_THREADS
 from irfuse.dialects.layouts import describe_batch_shape, fits, to_aos
 from irfuse.dialects.kas import (
     CallOp,
@@ -157,7 +158,6 @@ def batch_size(inputs: dict[str, np.ndarray], program: ProgramOp | None = None) 
 # each thread of the combining block adding every COMBINE_THREADS-th block partial in turn,
 # then a tree over those threads. A sum of n values in it rounds at most `sum_depth` times
 # along any value's path: its error is at most sum_depth * eps * sum(|x|).
-COMBINE_THREADS = 256
 
 
 def sum_depth(n: int, by: int = 1) -> int:

@@ -178,6 +178,15 @@ def sample_elements(n: int, how: str = "auto", seed: int = 0, size: int = SAMPLE
     return np.sort(rng.choice(n, size=min(size, n), replace=False))
 
 
+def verified_elements(program, n: int, how: str = "auto", seed: int = 0,
+                      size: int = SAMPLE_ELEMENTS) -> np.ndarray | None:
+    """`sample_elements` for a program's run: every element when the program reduces over the
+    batch (the reduction's reference needs all of them) and is checked at all."""
+    from irfuse.runtime.reference import has_reductions
+
+    return sample_elements(n, "all" if has_reductions(program) and how != "none" else how, seed, size)
+
+
 def subset(arrays: dict[str, np.ndarray], index: np.ndarray, whole: Collection[str] = ()) -> dict[str, np.ndarray]:
     """The elements `index` of every array of a batch (all of them when it is every element);
     the arrays named in `whole` (uniform values, no batch axis) as they are."""

@@ -23,7 +23,7 @@ from irfuse._version import __version__
 from irfuse.diagnostics import Diagnostic, IrfuseError, UsageError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
 from irfuse.dialects.kas import LoopOp
-from irfuse.dialects.layouts import LAYOUTS, from_aos, to_aos
+from irfuse.dialects.layouts import LAYOUTS, arrays_from_aos, arrays_to_aos
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import PlanningOptions, compile_program, run_pipeline
 from irfuse.driver.tuned import compile_tuned
@@ -38,14 +38,13 @@ from irfuse.runtime.reference import (
     batch_size,
     effective_bytes,
     find_program,
-    has_reductions,
     load_inputs,
     random_inputs,
     run_reference,
     run_references,
     uniform_names,
 )
-from irfuse.runtime.verify import check_outputs, sample_elements, subset
+from irfuse.runtime.verify import check_outputs, subset, verified_elements
 from irfuse.tools.calibrate import calibrate
 from irfuse.tools.report import million_elements_per_second
 from irfuse.tools.tune import tune
@@ -247,17 +246,14 @@ def cmd_run(args) -> int:
         _check_memory(program, n, element_type(dtype).itemsize, f"--n {n}")
         inputs = random_inputs(program, n, args.seed, np_dtype)
     whole = uniform_names(program)  # no batch axis: no layout, not sampled
-
-    def laid_out(arrays: dict[str, np.ndarray], convert) -> dict[str, np.ndarray]:
-        return {k: v if k in whole else convert(v, layout) for k, v in arrays.items()}
     title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
     if layout != "aos":
         title += f", {layout}"
     t0 = time.perf_counter()
     if backend == "numpy":
         with _working(f"evaluating the NumPy reference on {n:,} elements"):
-            outputs = laid_out({k: v.astype(np_dtype) for k, v in run_reference(program, inputs, n).items()},
-                               from_aos)
+            outputs = arrays_from_aos({k: v.astype(np_dtype) for k, v in run_reference(program, inputs, n).items()},
+                                      layout, whole)
         ref_time = time.perf_counter() - t0
         _print_outputs(title, outputs, None)
         console.print(f"reference time {ref_time * 1e3:.1f} ms")
@@ -269,11 +265,9 @@ def cmd_run(args) -> int:
         title += f" on {device.gpu_name}"
     repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
     with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
-        result = Executor(plan, device).run(laid_out(inputs, from_aos), n, repeat=repeat)
-    outputs = laid_out(result.outputs, to_aos)
-    # A reduction's reference needs the whole batch: such programs are checked on every element.
-    index = sample_elements(n, "all" if has_reductions(program) and args.verify != "none" else args.verify,
-                            args.seed)
+        result = Executor(plan, device).run(arrays_from_aos(inputs, layout, whole), n, repeat=repeat)
+    outputs = arrays_to_aos(result.outputs, layout, whole)
+    index = verified_elements(program, n, args.verify, args.seed)
     if index is None:
         checks = []
     else:

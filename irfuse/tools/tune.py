@@ -30,7 +30,7 @@ from rich.table import Table
 
 from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 from irfuse.dialects.element_types import element_type
-from irfuse.dialects.layouts import from_aos, to_aos
+from irfuse.dialects.layouts import arrays_from_aos, arrays_to_aos
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import PlanningOptions, compile_program
 from irfuse.driver.tuned import kernel_blocks, kernel_groups
@@ -38,8 +38,8 @@ from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
 from irfuse.runtime.executor import Executor, open_device
-from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
-from irfuse.runtime.verify import check_outputs, sample_elements, subset
+from irfuse.runtime.reference import effective_bytes, random_inputs, run_references, uniform_names
+from irfuse.runtime.verify import check_outputs, subset, verified_elements
 from irfuse.tools.report import million_elements_per_second
 
 
@@ -158,7 +158,8 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
             from irfuse.runtime.cuda_device import measure_copy_bandwidth
 
             copy_bandwidth[0] = measure_copy_bandwidth(holder.drv)
-        laid_out = {k: from_aos(v, _layout(args)) for k, v in inputs.items()}  # the plans' layout
+        whole = uniform_names(cands[0].plan.reference_program)  # no batch axis
+        laid_out = arrays_from_aos(inputs, _layout(args), whole)  # the plans' layout
         uploaded = {k: holder.upload(v) for k, v in laid_out.items()}
         for r, c in alternating_rounds(cands, args.rounds):
             dev = open_device(args.backend, c.plan)
@@ -171,8 +172,8 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
             digests = {k: hashlib.blake2b(np.ascontiguousarray(v)).hexdigest() for k, v in res.outputs.items()}
             if c.index not in first:
                 first[c.index] = digests
-                outputs = {k: to_aos(v, _layout(args)) for k, v in res.outputs.items()}
-                got = outputs if index is None else subset(outputs, index)
+                outputs = arrays_to_aos(res.outputs, _layout(args), whole)
+                got = outputs if index is None else subset(outputs, index, whole)
                 bad = [chk.describe() for chk in check_outputs(got, reference, args.dtype) if not chk.ok]
             else:
                 bad = [f"{k} differs from the first round's" for k in digests if digests[k] != first[c.index][k]]
@@ -204,8 +205,9 @@ def tune(args, console) -> int:
         inputs = random_inputs(program, args.n, 0, element_type(args.dtype).numpy)
         # The first round is checked on a seeded sample of a large batch (every element up to
         # 100,000); later rounds are compared with the first bit for bit, every element.
-        index = sample_elements(args.n)
-        reference = run_references(program, subset(inputs, index), args.dtype, len(index))
+        index = verified_elements(program, args.n)
+        reference = run_references(program, subset(inputs, index, uniform_names(program)), args.dtype, len(index),
+                                   cands[0].plan.sum_by)
         task = progress.add_task(f"timing {len(cands)} plans in {args.rounds} rounds", total=len(cands) * args.rounds)
         copy_bandwidth: list = [None]
         device_name = time_candidates(cands, args, inputs, reference, lambda: progress.update(task, advance=1),
