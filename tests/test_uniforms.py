@@ -341,3 +341,18 @@ def test_tune_times_and_verifies_plans_of_programs_with_batch_wide_values(tmp_pa
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
         result = json.loads(out.read_text())
         assert result["plans"] and all(plan["verified"] for plan in result["plans"])
+
+
+def test_a_literal_in_a_loop_is_hoisted_and_the_loop_runs_in_a_kernel():
+    """Literals live in the program's own block (one op per value), so a loop whose body uses
+    them still holds calls only: the default plan runs it inside a kernel; the host-loop plan
+    uploads each literal once, not once per iteration."""
+    from irfuse.passes.registry import partition_pipeline
+
+    src = "vector3 x; scalar s;\ninput x;\nloop 3 { x = svmul3(x, 0.5); s = vdot3(x, x); x = svmul3(x, -2); }\nreturn x, s;"
+    program = kas.program_of(compile_source(src, "l.kas").module)
+    assert [op.number for op in program.body.block.ops if isinstance(op, kas.ConstantOp)] == [0.5, -2.0]
+    plan, _, _ = _run(src, None, "aos", 300)
+    assert any(isinstance(op, fuse.LoopOp) for op in plan.module.walk())
+    host, _, _ = _run(src, partition_pipeline(1, 0, 8, 1 << 22, "h100", loops="host"), "aos", 300)
+    assert "kas.loop" in str(host.module)

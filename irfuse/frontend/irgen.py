@@ -97,7 +97,8 @@ class IRGen:
         self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
         self.enclosing_trips: list[int] = []  # trip counts of the loops around the current statement
-        self.constants: dict[tuple[Block, float], SSAValue] = {}  # literals, one op per block and value
+        self.constants: dict[float, SSAValue] = {}  # literals, one op per value
+        self.top_block = Block()  # the program's block, made in `build`
         self.total_iterations = 0
 
     def err(self, at: Name | object, message: str, notes: list[str] | None = None) -> None:
@@ -149,7 +150,7 @@ class IRGen:
                 seen[n.text] = n
                 in_types.append(self.types[n.text])
         inputs = list(seen)
-        block = Block(arg_types=in_types)
+        block = self.top_block = Block(arg_types=in_types)
         for name, arg in zip(inputs, block.args):
             arg.name_hint = ssa_hint(name)
             arg.location = self.loc(seen[name])  # where the `input` statement names it
@@ -201,16 +202,17 @@ class IRGen:
             env[s.target.text] = None
 
     def operand(self, a: Name | Number, env: dict[str, SSAValue | None], block: Block) -> SSAValue | None:
-        """A name's value, or a literal's `kas.constant` (one per number and block)."""
+        """A name's value, or a literal's `kas.constant`: one per number, in the program's own
+        block (before the loop a literal is written in, which is added once its body is done),
+        so that a loop's body holds calls only and may run inside a kernel."""
         if isinstance(a, Name):
             return self.lookup(env, a)
-        key = (block, a.value)
-        if key not in self.constants:
+        if a.value not in self.constants:
             const = ConstantOp(a.value)
             const.location = self.loc(a)  # type: ignore[arg-type]
-            block.add_op(const)
-            self.constants[key] = const.res
-        return self.constants[key]
+            self.top_block.add_op(const)
+            self.constants[a.value] = const.res
+        return self.constants[a.value]
 
     def _call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
         if s.op.text in REDUCTIONS:

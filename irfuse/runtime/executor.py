@@ -98,7 +98,8 @@ class Executor:
                 parts = self._blocks(op.partials.owner, n)  # type: ignore[arg-type]
                 steps.append(dev.launcher(op.kernel_name, [env[op.partials], env[op.res]], parts))
             elif isinstance(op, kas.ConstantOp):
-                env[op.res] = dev.upload(np.array(op.number))
+                if op.res not in env:  # (a loop from the host records its body once per iteration)
+                    env[op.res] = dev.upload(np.array(op.number))
             elif isinstance(op, kas.LoopOp):
                 args = op.body.block.args
                 for a, init in zip(args, op.iter_args):
