@@ -598,3 +598,20 @@ def test_reductions_on_gpu_give_the_same_bits_every_run_and_take_gpu_arrays():
     on_cupy = cfl(cupy.asarray(x), cupy.asarray(v), cupy.asarray(np.float32(0.1)))
     assert cupy.asnumpy(on_cupy.dt).tobytes() == step.dt.tobytes()
     np.testing.assert_array_equal(cupy.asnumpy(on_cupy.xn), step.xn)
+
+
+def test_a_loop_kernel_reading_literals_and_a_uniform_input_on_gpu():
+    """Literals and a uniform input read from the block's copy inside a loop that runs in the
+    kernel (a guarded loop: only present elements' threads run it), with a partial last block."""
+    import irfuse
+    from irfuse.dialects import fuse
+
+    src = ("vector3 x, c; scalar s;\nuniform vector3 d;\ninput x, d;\n"
+           "loop 5 { x = svmul3(x, 0.5); c = vadd3(x, d); s = vdot3(c, c); x = svmul3(c, -1.5); }\nreturn x, s;")
+    prog = irfuse.compile(src, backend="cuda", filename="literal_loop.kas")
+    assert any(isinstance(op, fuse.LoopOp) for op in prog.compiled.module.walk())
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (100_003, 3)).astype(np.float32)
+    d = rng.uniform(-1, 1, 3).astype(np.float32)
+    out = prog(x, d, verify=True)
+    assert out.x.shape == (100_003, 3) and out.s.shape == (100_003,)
