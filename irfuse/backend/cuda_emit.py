@@ -546,13 +546,11 @@ class _KernelEmitter:
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
         size = v.type.size  # type: ignore[attr-defined]
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
-        if global_value in self.uniform_copies or global_value is None:
-            # A word of the element alone: the block's copy of a uniform input, or (None) a
-            # reduction's staging array, element y at y*size.
+        if global_value is None:
+            # A reduction's staging array: element y at y*size.
             _check_element_major(ap, ap_bx, self.by, size)
             word = start.replace("\0TX", x).replace("\0TY", "0")
-            element = "" if global_value is not None else f"{y} * {size} + "
-            index = lambda k: f"{element}({word}) + {k}"  # noqa: E731
+            index = lambda k: f"{y} * {size} + ({word}) + {k}"  # noqa: E731
         elif global_value in self.strided:
             _check_element_major(ap, ap_bx, self.by, size)
             word = start.replace("\0TX", x).replace("\0TY", "0")
@@ -617,28 +615,11 @@ class _KernelEmitter:
         if self.uniform_copies:
             self.open[-1].append(_BARRIER)
 
-    def emit_uniform_load(self, op: fuse.LoadOp) -> None:
-        """Every element of the block takes the uniform input's words from the block's copy."""
-        size = op.res.type.size
-        src = self.uniform_copies[op.source]
-        self.line(f"  // {self.names.get(op.res, 'v_')}: uniform {op.source.name_hint} into {op.place.text()}")
-        if op.place.is_shared:
-            span, off = op.place.pitch.data or size, op.place.offset.data
-            self.line(f"  for (int irf_i = tid; irf_i < count * {size}; irf_i += {self.nthreads}) "
-                      f"smem[{off} + (irf_i / {size}) * {span} + irf_i % {size}] = {src}[irf_i % {size}];")
-            self.info.shared_values += 1
-        else:
-            self.declare_register(op.res)
-            self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source))
-
     def emit_load(self, op: fuse.LoadOp) -> None:
-        if op.place.is_uniform:
+        if op.place.is_uniform:  # (the verifier keeps every uniform input there)
             source = op.source.name_hint or self.names.get(op.source, "g_")
             self.line(f"  // {self.names.get(op.res, 'v_')}: uniform {source}, read from "
                       f"{self.uniform_copies[op.source]} by every element")
-            return
-        if op.source in self.uniform_copies:
-            self.emit_uniform_load(op)
             return
         size = op.res.type.size
         src = self.names.get(op.source, "g_")

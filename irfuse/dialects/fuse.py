@@ -355,9 +355,13 @@ class LoadOp(SourceIntoPlaceOp):
         kernel = self.parent_op()
         if isinstance(kernel, KernelOp) and self.source not in kernel.input_args:
             raise VerifyException("fuse.load must read a kernel input argument")
-        if isinstance(kernel, KernelOp) and self.place.is_uniform and \
-                kernel.input_args.index(self.source) not in kernel.uniform_positions:
-            raise VerifyException("fuse.load into the uniform place must read a uniform input of the kernel")
+        if isinstance(kernel, KernelOp):
+            uniform = kernel.input_args.index(self.source) in kernel.uniform_positions
+            if self.place.is_uniform and not uniform:
+                raise VerifyException("fuse.load into the uniform place must read a uniform input of the kernel")
+            if uniform and not self.place.is_uniform:
+                raise VerifyException("fuse.load of a uniform input goes into the uniform place (the block's one "
+                                      f"copy, which every element reads), not {self.place.text()}")
 
 
 

@@ -54,8 +54,9 @@ builtin.module {
 // -----
 builtin.module {
   fuse.kernel @k block(bx = 1, by = 1) once uniform(0) (%A: !kas.scalar) -> (%B: !kas.scalar) {
-    %a = fuse.load %A into shared[0] : !kas.scalar
-    fuse.store %a to %B : !kas.scalar
+    %a = fuse.load %A into uniform : !kas.scalar
+    %b = fuse.call @sneg[elem](%a) into shared[0] : (!kas.scalar) -> !kas.scalar
+    fuse.store %b to %B : !kas.scalar
   }
 }
 // CHECK: fuse.kernel that runs once reads every input whole: it lists no uniform inputs
@@ -125,3 +126,12 @@ builtin.module {
   }
 }
 // CHECK: fuse.combine combines the partials of a fuse.launch result
+
+// -----
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 64) uniform(0) (%A: !kas.scalar) -> (%B: !kas.scalar) {
+    %a = fuse.load %A into shared[0] : !kas.scalar
+    fuse.store %a to %B : !kas.scalar
+  }
+}
+// CHECK: fuse.load of a uniform input goes into the uniform place (the block's one copy, which every element reads), not shared[0]
