@@ -17,8 +17,8 @@ def test_example_on_gpu(path, dtype):
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, has_reductions, random_inputs, run_references, uniform_names
-    from irfuse.runtime.verify import check_outputs, sample_elements, subset
+    from irfuse.runtime.reference import DTYPES, random_inputs, run_references, uniform_names
+    from irfuse.runtime.verify import check_outputs, subset, verified_elements
 
     plan, _ = compile_program(path, None, dtype)
     whole = uniform_names(plan.reference_program)  # no batch axis
@@ -30,7 +30,7 @@ def test_example_on_gpu(path, dtype):
         for n in (1, 97, 4_194_304 if dtype == "f32" else 1_000_003):
             inputs = random_inputs(plan.reference_program, n, n, DTYPES[dtype])
             got = Executor(plan, dev).run(inputs, n).outputs
-            index = sample_elements(n, "sample" if looped and not has_reductions(plan.reference_program) else "all")
+            index = verified_elements(plan.reference_program, n, "sample" if looped else "all")
             if index is not None:
                 inputs, got = subset(inputs, index, whole), subset(got, index, whole)
             want = run_references(plan.reference_program, inputs, dtype, len(index), plan.sum_by)
@@ -258,12 +258,12 @@ def test_api_on_cupy_arrays_in_place():
 def test_example_on_gpu_in_structure_of_arrays(path):
     """Kernels planned and emitted for (*shape, N) arrays compute what the reference does,
     with tails, on a batch whose word runs are not 16-byte multiples."""
-    from irfuse.dialects.layouts import from_aos, to_aos
+    from irfuse.dialects.layouts import arrays_from_aos, arrays_to_aos
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import random_inputs, run_references, uniform_names
-    from irfuse.runtime.verify import check_outputs, sample_elements, subset
+    from irfuse.runtime.verify import check_outputs, subset, verified_elements
 
     plan, _ = compile_program(path, None, "f32", layout="soa")
     whole = uniform_names(plan.reference_program)  # no batch axis, no layout
@@ -272,11 +272,10 @@ def test_example_on_gpu_in_structure_of_arrays(path):
     try:
         for n in (1, 97, 1_000_003):
             inputs = random_inputs(plan.reference_program, n, n, np.float32)
-            got = Executor(plan, dev).run({k: v if k in whole else from_aos(v, "soa") for k, v in inputs.items()},
-                                          n).outputs
+            got = Executor(plan, dev).run(arrays_from_aos(inputs, "soa", whole), n).outputs
             assert all(v.shape[-1] == n for k, v in got.items() if k not in whole)
-            got = {k: v if k in whole else to_aos(v, "soa") for k, v in got.items()}
-            index = sample_elements(n, "sample" if looped else "all")
+            got = arrays_to_aos(got, "soa", whole)
+            index = verified_elements(plan.reference_program, n, "sample" if looped else "all")
             inputs, got = subset(inputs, index, whole), subset(got, index, whole)
             checks = check_outputs(got, run_references(plan.reference_program, inputs, "f32", len(index),
                                                        plan.sum_by), "f32")
