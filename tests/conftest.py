@@ -25,6 +25,21 @@ def _private_cache(tmp_path_factory):
         os.environ["IRFUSE_CACHE_DIR"] = old
 
 
+@pytest.fixture(autouse=True)
+def _default_library_untouched():
+    """A test that leaves ops or implementations in the process's default library fails: every
+    later test of its process (an xdist worker's hundreds) would compile against them."""
+    from irfuse.library.catalogue import default_library
+
+    def contents(lib):
+        return ({name: op.signature() for name, op in lib.ops.items()},
+                {name: [i.name for i in impls] for name, impls in lib.hand_implementations.items()})
+
+    before = contents(default_library())
+    yield
+    assert contents(default_library()) == before, "the test changed the default op library"
+
+
 def has_gpu() -> bool:
     try:
         from irfuse.runtime.cuda_device import gpu_available

@@ -63,12 +63,20 @@ DET = ("r = A[0,0]*(A[1,1]*A[2,2]-A[1,2]*A[2,1]) - A[0,1]*(A[1,0]*A[2,2]-A[1,2]*
        " + A[0,2]*(A[1,0]*A[2,1]-A[1,1]*A[2,0])")
 
 
+def _private_library():
+    """A library of its own with the default one's implementation checker: ops a test defines
+    must not reach the process's default library, where every later test in the same
+    process (an xdist worker runs hundreds) would see them (random programs drew them)."""
+    from irfuse.library.catalogue import Library
+
+    return Library(default_library().checker)
+
+
 def _lib_with_det():
     from irfuse.dialects.kas import MatrixType, ScalarType
 
-    lib = default_library()
-    if lib.get("test_mdet33") is None:
-        lib.define("test_mdet33", [("A", MatrixType(3, 3))], ScalarType(), DET)
+    lib = _private_library()
+    lib.define("test_mdet33", [("A", MatrixType(3, 3))], ScalarType(), DET)
     return lib
 
 
@@ -78,7 +86,7 @@ def test_hand_written_implementation_is_checked_and_accepted():
     assert impl.origin == "hand-written"
     src = impl.device_source("sr")
     assert "void irf_test_mdet33_hand_sr(" in src and "A + (ty*9)" in src and "r[0]" in src
-    (got, want), = run_on_cpu([impl], 50).values()
+    (got, want), = run_on_cpu([impl], 50, library=lib).values()
     np.testing.assert_allclose(got, want, rtol=1e-12)
     a = np.random.default_rng(0).uniform(-1, 1, (20, 3, 3))
     np.testing.assert_allclose(lib.get("test_mdet33").reference(a), np.linalg.det(a), rtol=1e-12)
@@ -149,9 +157,8 @@ def test_hand_written_implementations_that_hang_crash_or_fail_in_float32_are_ref
     limit; one right in float64 only is caught by checking float32 too."""
     from irfuse.dialects.kas import MatrixType, ScalarType
 
-    lib = default_library()
-    if lib.get("test_first") is None:
-        lib.define("test_first", [("A", MatrixType(3, 3))], ScalarType(), "r = A[0,0]")
+    lib = _private_library()
+    lib.define("test_first", [("A", MatrixType(3, 3))], ScalarType(), "r = A[0,0]")
     with pytest.raises(DefinitionError, match=re.escape(message)):
         lib.implement("test_first", name, 1, _body(statement), [("ty*9", 1, 1, 9)], ("ty", 1, 1, 1))
     assert name not in [i.name for i in lib.implementations(lib.get("test_first"))]
