@@ -13,7 +13,9 @@
    Pruning: the cost without barriers is a lower bound of the full cost, so
    configurations are fully analysed in increasing lower-bound order and the
    rest dropped once `keep` better ones are known; infeasible ones (shared
-   memory, threads, registers over the device's limits) are dropped.
+   memory, threads, registers over the device's limits) are dropped, and so is
+   one whose unoptimized form (each value at its own shared offset, as
+   fuse-partition emits it) exceeds the shared memory a block can have.
 3. Cover: CP-SAT picks configurations so that every call is covered exactly once,
    by a kernel of its own block or by a kernel running one of the loops around it
    (then that loop runs inside the kernel, else from the host), with the least
@@ -33,7 +35,7 @@ from xdsl.ir import Operation, SSAValue
 
 from irfuse.analysis.kernel_model import KernelModel
 from irfuse.diagnostics import CompileError
-from irfuse.dialects import kas
+from irfuse.dialects import fuse, kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops
@@ -200,6 +202,11 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         if floor >= worst_kept():
             break  # this and every later configuration cost at least as much as the kept ones
         base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout)
+        if base.shared_bytes() > fuse.MAX_SHARED_BYTES_PER_BLOCK:
+            # fuse-partition emits this unoptimized form (every value at its own shared offset)
+            # and every pass's output must verify: a group that fits a block only once the
+            # in-kernel steps overlap its values is not offered at this BY (a smaller one is).
+            continue
         m = optimize(base, stop_before=BARRIER_STEP)
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:
