@@ -12,7 +12,7 @@ from irfuse.dialects import fuse
 from irfuse.dialects.layouts import from_aos
 from irfuse.driver.compile import compile_text
 from irfuse.frontend.irgen import compile_source
-from irfuse.passes.kas_dce import eliminate_dead_code
+from irfuse.transforms.dead_code import eliminate_dead_code
 from irfuse.passes.registry import partition_pipeline
 from irfuse.planner.cost import H100
 from irfuse.planner.search import plan_program

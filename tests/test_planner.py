@@ -8,7 +8,7 @@ from conftest import EXAMPLES, check_top_plans_on_cpu
 from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_file, compile_source
-from irfuse.passes.kas_dce import eliminate_dead_code
+from irfuse.transforms.dead_code import eliminate_dead_code
 from irfuse.planner.cost import H100, DeviceProfile
 from irfuse.planner.dag import enclosing_loops, block_dag, convex_groups, is_convex
 from irfuse.library.catalogue import find_implementation

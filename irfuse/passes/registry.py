@@ -25,6 +25,7 @@ from irfuse.passes.fuse_promote_registers import FusePromoteRegisters
 from irfuse.passes.fuse_remap_threads import FuseRemapThreads
 from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
+from irfuse.passes.kas_split_phases import KasSplitPhases
 from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintRaces, TestPrintSharedPeak,
                                                TestPrintUniformity)
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
@@ -56,6 +57,8 @@ PASSES: list[PassInfo] = [
              "race with another thread.", FusePlaceBarriers),
     PassInfo("fuse-verify-races", "Proves a barrier separates every cross-thread shared access pair with a write.",
              FuseVerifyRaces),
+    PassInfo("kas-split-phases", "Replaces the program by one of its phases at reductions over the batch (what a "
+             "run over one chunk computes; irfuse.dask).", KasSplitPhases),
     PassInfo("test-print-races", "Prints the shared-memory races of each kernel (analysis test pass).",
              TestPrintRaces),
     PassInfo("test-print-bank-wavefronts", "Prints each kernel's shared-memory wavefronts per block and value "
