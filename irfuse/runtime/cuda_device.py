@@ -11,6 +11,8 @@ with one launch.
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 
 import numpy as np
 
@@ -63,6 +65,23 @@ class _EventTimer:
         self.seconds = self.stop.time_since(self.start) / 1e3
 
 
+_this_thread = threading.local()
+
+
+class _PopAtThreadExit:
+    """Held by a thread that pushed a device's context: when the thread ends, its objects are
+    released in it, and this pops the context there (PyCUDA aborts the process when a thread
+    ends with a context on its stack: a Dask worker's task thread, a thread pool's)."""
+
+    def __init__(self, device: "CudaDevice"):
+        self.device = weakref.ref(device)
+
+    def __del__(self):
+        device = self.device()
+        if device is not None:
+            device.release_thread()
+
+
 class CudaDevice:
     name = "cuda"
 
@@ -72,7 +91,8 @@ class CudaDevice:
         self.drv = drv
         self.dev = drv.Device(device_index)
         self.context = self.dev.retain_primary_context()
-        self.context.push()
+        self._threads: set[int] = set()  # threads that have the context pushed
+        self.make_current()
         self.gpu_name = self.dev.name()
         cc = self.dev.compute_capability()
         arch = f"sm_{cc[0]}{cc[1]}"
@@ -109,6 +129,27 @@ class CudaDevice:
         self._stream = None
         self._ordering = None  # (stream, event, event) of `on_stream`, made on first use
 
+    def make_current(self) -> None:
+        """Makes the context current in the calling thread: pushed on the thread's first use
+        (PyCUDA keeps a stack per thread), popped when the device closes in that thread or
+        when the thread ends."""
+        thread = threading.get_ident()
+        if thread in self._threads:
+            return
+        self.context.push()
+        self._threads.add(thread)
+        guards = getattr(_this_thread, "guards", None)
+        if guards is None:
+            guards = _this_thread.guards = []
+        guards.append(_PopAtThreadExit(self))
+
+    def release_thread(self) -> None:
+        """Pops the context in the calling thread if it pushed it."""
+        thread = threading.get_ident()
+        if thread in self._threads:
+            self._threads.discard(thread)
+            self.context.pop()
+
     def close(self) -> None:
         for g in self.graphs:
             g.destroy()
@@ -121,7 +162,7 @@ class CudaDevice:
             for event in self._ordering[1:]:
                 cu.cuEventDestroy(event)
             self._ordering = None
-        self.context.pop()
+        self.release_thread()  # other threads pop theirs when they end
 
     def alloc(self, shape):
         nbytes = max(int(np.prod(shape)) * np.dtype(self.dtype).itemsize, 1)
