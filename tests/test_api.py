@@ -4,10 +4,13 @@ import os
 import warnings
 import zlib
 
+import pickle
+
 import numpy as np
 import pytest
 
 import irfuse
+from xdsl.dialects.builtin import ModuleOp
 from conftest import EXAMPLES
 from irfuse.runtime.reference import random_inputs, run_references
 from irfuse.runtime.verify import check_outputs
@@ -294,6 +297,27 @@ def test_source_text_errors_name_the_given_file_and_line():
                        filename="model.kas")
     with pytest.raises(irfuse.CompileError, match="no_such.kas: error: cannot read file"):
         irfuse.compile("no_such.kas", backend="cpu")
+
+
+def test_a_kas_module_compiles_and_pickles_as_its_text():
+    from irfuse.dialects.context import module_text
+    from irfuse.frontend.irgen import compile_file
+    module = compile_file(example("synctest.kas")).module
+    prog = irfuse.compile(module, backend="cpu")
+    assert prog.name == "synctest" and prog is irfuse.compile(compile_file(example("synctest.kas")).module,
+                                                               backend="cpu")
+    a = np.random.default_rng(0).random((5, 3, 3), np.float32)
+    np.testing.assert_array_equal(prog(a).F, irfuse.compile(example("synctest.kas"), backend="cpu")(a).F)
+    assert pickle.loads(pickle.dumps(prog)) is prog
+    assert module_text(module) == module_text(compile_file(example("synctest.kas")).module)  # not consumed
+    broken = compile_file(example("synctest.kas")).module
+    ret = next(op for op in broken.walk() if op.name == "kas.return")
+    ret.detach()
+    ret.erase(safe_erase=False)
+    with pytest.raises(irfuse.UsageError, match="the module given is not a valid kas program: .*is not a terminator"):
+        irfuse.compile(broken, backend="cpu")
+    with pytest.raises(irfuse.UsageError, match="not a valid kas program: expected exactly one kas.program, found 0"):
+        irfuse.compile(ModuleOp([]), backend="cpu")
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -1,6 +1,7 @@
 """The irfuse command line: runs, errors (never a traceback), plans written and run elsewhere."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -8,6 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES, ROOT, has_gpu
+from irfuse.driver.compile import compile_program
+from irfuse.runtime.streaming import bytes_per_element
 
 BIG = os.path.join(ROOT, "examples", "bigfusion.kas")
 INNER = os.path.join(ROOT, "examples", "stvenant_inner.kas")
@@ -372,6 +375,34 @@ def _on_a_terminal(argv: list[str]) -> str:
         out += chunk
     os.waitpid(pid, 0)
     return out.decode(errors="replace")
+
+
+def test_run_with_a_memory_budget_streams_the_batch_in_chunks():
+    p = irfuse("run", BIG, "--backend", "cpu", "--n", "5000", "--memory-budget", "200K")
+    assert p.returncode == 0, p.stderr
+    flat = " ".join(p.stdout.split())
+    chunks = int(re.search(r"(\d+) chunks from host memory", flat).group(1))
+    per = 2 * bytes_per_element(compile_program(BIG, compile_gpu=False)[0])  # two lanes
+    assert chunks == -(-5000 // (200 * 1024 // per)) and "verified against the NumPy reference" in flat
+    for size, message in (("2X", "expected a size in bytes"), ("0", "must be at least 1 byte")):
+        bad = irfuse("run", BIG, "--backend", "cpu", "--memory-budget", size)
+        assert bad.returncode == 2 and message in bad.stderr
+    energy = irfuse("run", os.path.join(ROOT, "examples", "strain_energy.kas"), "--backend", "cpu", "--n", "5000",
+                    "--memory-budget", "100K")
+    assert energy.returncode == 1 and "holds one value for the whole batch" in energy.stderr
+    assert "Traceback" not in energy.stderr
+
+
+def test_a_progress_bar_is_drawn_only_for_calls_past_its_delay():
+    import io
+
+    from irfuse.api.progress import progress_bar
+    for after, drawn in ((0.0, True), (60.0, False)):
+        out = io.StringIO()
+        with progress_bar("running", after_s=after, stream=out) as report:
+            for k in range(1, 5):
+                report(k, 4)
+        assert ("4/4" in out.getvalue() and "running" in out.getvalue()) == drawn
 
 
 def test_run_says_what_it_is_doing_on_a_terminal_only():

@@ -9,7 +9,8 @@ import pytest
 import irfuse
 from conftest import EXAMPLES
 from irfuse.runtime.reference import random_inputs
-from irfuse.runtime.streaming import LANES, bytes_per_element, chunk_elements
+from irfuse.runtime.streaming import (CHUNK_BYTES, LANES, MIN_CHUNK_BYTES, MIN_CHUNKS, bytes_per_element,
+                                      chunk_elements)
 
 
 def example(name: str) -> str:
@@ -81,6 +82,38 @@ def test_budgets_name_what_they_cannot_hold_and_runs_do_not_pile_up():
     with pytest.raises(irfuse.UsageError, match=f"cannot hold one element in each of {LANES} lanes"):
         prog(a, memory_budget=per - 1)
     assert chunk_elements(prog.compiled, 10, None) == 10
+    # A large batch in at least MIN_CHUNKS chunks, of at most CHUNK_BYTES a lane and at least
+    # MIN_CHUNK_BYTES where the batch allows: its first and last transfers overlap nothing.
+    one = bytes_per_element(prog.compiled)
+    big = 1 << 40
+    for n, chunk in ((10, 10), (MIN_CHUNK_BYTES // one, MIN_CHUNK_BYTES // one),
+                     (MIN_CHUNKS * 3 * (MIN_CHUNK_BYTES // one), 3 * (MIN_CHUNK_BYTES // one)),
+                     (1 << 30, CHUNK_BYTES // one)):
+        assert chunk_elements(prog.compiled, n, big) == chunk
+    assert chunk_elements(prog.compiled, 1 << 30, CHUNK_BYTES) == CHUNK_BYTES // (LANES * one)
     for n in range(1, 12):  # a chunk length per batch size below the budget: the oldest released
         prog(np.zeros((n, 3, 3), np.float32), memory_budget=1 << 20)
     assert len(prog._bound) == irfuse.api.programs.BOUND_SIZES
+
+
+def test_progress_is_reported_per_chunk_only_when_asked(capfd):
+    prog = irfuse.compile(example("stvenant.kas"), backend="cpu")
+    ins = inputs(prog, 50, "aos", seed=8)
+    per = bytes_per_element(prog.compiled) * LANES
+    seen = []
+    want = prog(**ins)
+    got = prog(**ins, memory_budget=per * 16, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    for k in prog.outputs:
+        np.testing.assert_array_equal(got[k], want[k])
+    seen.clear()
+    prog(**ins, progress=lambda done, total: seen.append((done, total)))  # one piece: one report, at the end
+    assert seen == [(1, 1)]
+    capfd.readouterr()
+    prog(**ins, memory_budget=per * 16)
+    assert capfd.readouterr().err == ""  # nothing drawn unless asked
+    prog(**ins, memory_budget=per * 16, progress=True)
+    err = capfd.readouterr().err
+    assert "stvenant: chunks" in err and "4/4" in err
+    with pytest.raises(irfuse.UsageError, match="progress= takes True, False or a callable"):
+        prog(**ins, progress="yes")

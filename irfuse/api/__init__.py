@@ -24,8 +24,12 @@ from dataclasses import asdict
 import threading
 import warnings
 
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import VerifyException
+
 from irfuse.api.programs import Outputs, Program, Verification
-from irfuse.dialects.context import module_text
+from irfuse.dialects.context import module_text, parse_module
+from irfuse.dialects.kas import program_of
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.layouts import LAYOUTS
 from irfuse.backend.nvrtc import default_arch
@@ -33,7 +37,7 @@ from irfuse.driver import program_cache
 from irfuse.driver.compile import PlanningOptions, compile_frontend, compile_text
 from irfuse.driver.program_cache import program_key
 from irfuse.driver.tuned import compile_tuned
-from irfuse.frontend.irgen import read_source
+from irfuse.frontend.irgen import FrontendResult, read_source
 from irfuse.frontend.python import compile_function
 from irfuse.library.catalogue import default_library
 from irfuse.planner.cost import DEFAULT_BATCH, load_profile
@@ -92,8 +96,9 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
             layout: str | None = None) -> Program:
     """Compiles a KAS program to a `Program`.
 
-    source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), or a
-        function (under `@irfuse.program` or not) written as `irfuse.frontend.python` says.
+    source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), a
+        function (under `@irfuse.program` or not) written as `irfuse.frontend.python` says,
+        or a `builtin.module` holding one `kas.program` (as `irfuse-opt` prints it).
     dtype: 'f32' (the default) or 'f64', the element type of every value.
     backend: 'cuda' (the GPU, through PyCUDA), 'cpu' (the CPU backend), or 'auto' (the
         GPU when one is usable, else the CPU).
@@ -123,6 +128,13 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     if function is not None:
         result = compile_function(function)  # cheap: the key is the IR it gives
         text, name = module_text(result.module), f"{function.__qualname__} (Python)"
+    elif isinstance(source, ModuleOp):
+        try:
+            name = filename or program_of(source).sym_name.data
+            source.verify()
+        except (ValueError, VerifyException) as e:
+            raise UsageError(f"irfuse.compile: the module given is not a valid kas program: {e}") from None
+        text = module_text(source)
     elif isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_source_text(source)):
         path = os.fspath(source)
         text, name = read_source(path), path
@@ -142,7 +154,10 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         hit = program_cache.load(key)
         if hit is not None:
             return hit
-        if function is not None:
+        if isinstance(source, ModuleOp):
+            made = compile_frontend(FrontendResult(parse_module(text, name)), name, pipeline, dtype, chosen == "cuda",
+                                    arch, planning, layout, strides)
+        elif function is not None:
             # the passes consume the IR
             front = result if (layout, strides) == (first, {}) else compile_function(function)
             made = compile_frontend(front, function.__name__, pipeline, dtype, chosen == "cuda", arch, planning,
@@ -155,7 +170,7 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
 
     # What the program is compiled from again where it is unpickled (a Dask worker): the
     # source itself, not a path the worker may not see.
-    spec = dict(source=function if function is not None else text, dtype=dtype, backend=chosen, pipeline=pipeline,
+    spec = dict(source=function if function is not None else ("ir", text) if isinstance(source, ModuleOp) else text, dtype=dtype, backend=chosen, pipeline=pipeline,
                 n=n, profile=profile, arch=arch, filename=None if function is not None else name, layout=layout)
 
     def make(layout: str, strides: dict, warn: bool) -> Program:
@@ -178,6 +193,8 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
 
 def _program_from_spec(spec: dict, layout: str, strides: tuple) -> Program:
     """A pickled `Program` again: compiled from what it was compiled from (kept per process)."""
+    if isinstance(spec["source"], tuple):  # a module's text
+        spec = {**spec, "source": parse_module(spec["source"][1], spec.get("filename") or "<module>")}
     return compile(**spec)._for(layout, dict(strides))
 
 

@@ -29,15 +29,18 @@ from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       moved_batch_axis, overlaps, stream_handle)
 from irfuse.api.dlpack_export import handed_over
+from irfuse.api.progress import progress_bar
 from irfuse.diagnostics import CompileError, ExecutionError, UsageError
 from irfuse.dialects.layouts import (OUTPUT_PREFIX, arrays_to_aos, batch_length, batch_shape, check_layout, fits,
                                      natural_strides, view_strides)
+from irfuse.dialects.context import module_text
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
 from irfuse.runtime.streaming import ChunkedRun, chunk_elements
 from irfuse.runtime.reference import run_references, uniform_names
 from irfuse.runtime.verify import OutputCheck, check_outputs, subset, verified_elements
+from irfuse.transforms.batch_phases import PhasePlan, split_at_reductions
 
 BOUND_SIZES = 4  # batch sizes whose recorded runs (and their buffers) a program keeps
 
@@ -360,6 +363,7 @@ class Program:
         self._host_views_copied = False  # set once kernels for host views failed to compile
         # (function, irfuse.compile's arguments) that compile it again, for pickling.
         self._spec: tuple | None = None
+        self._phases: tuple[PhasePlan, list[Program]] | None = None  # made by `phases`
         # Bytes of device memory a call on host arrays may use (None: on the GPU, half of the
         # free memory); `last_chunks`: how many chunks the last such call ran in.
         self.memory_budget: int | None = None
@@ -521,20 +525,31 @@ class Program:
             check_array(what, a, self.shapes[name], self.dtype, n, layout)
 
     def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
-                 memory_budget: int | None = None, **named) -> Outputs:
+                 memory_budget: int | None = None, progress: bool | Callable[[int, int], None] = False,
+                 **named) -> Outputs:
         """Runs the program. `out=`: arrays to write the outputs into (a mapping by name, a
         sequence in `return` order, or one array for one output). `out_layout=`: the layout
         of the outputs ('aos' or 'soa'; by default the inputs'), new arrays or `out=` arrays
         shaped in it. `memory_budget=`: bytes of device memory a call on host arrays may use
         (default `Program.memory_budget`; on the GPU, half the free memory), the batch then
-        running in chunks that fit (`irfuse.runtime.streaming`). `verify=True` checks the
+        running in chunks that fit (`irfuse.runtime.streaming`). `progress=True` draws a bar
+        of the chunks done on stderr (rich); a callable is called as `progress(done, total)`
+        instead (a call that does not run in chunks reports one step when it is done).
+        `verify=True` checks the
         results against the float64 NumPy reference (as `check` does) and raises
         `ExecutionError` if they disagree. GPU arrays are read and written in place and the
         call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
         waiting for the GPU."""
         if out_layout is not None:
-            return self._call_out_layout(args, named, out, out_layout, verify, stream, memory_budget)
-        if not verify:
+            return self._call_out_layout(args, named, out, out_layout, verify, stream, memory_budget, progress)
+        if progress is True:
+            with progress_bar(f"{self.name}: chunks") as report:
+                return self(*args, out=out, verify=verify, stream=stream, memory_budget=memory_budget,
+                            progress=report, **named)
+        if progress is not False and not callable(progress):
+            raise UsageError(f"progress= takes True, False or a callable (done, total), not a {type(progress).__qualname__}")
+        report = progress or None
+        if not verify and report is None:
             for program in (self, *self._variants.values()) if self._variants else (self,):
                 fast = program._fast
                 if fast is not None and fast.matches(args, named, out, stream):
@@ -553,9 +568,12 @@ class Program:
                     raise
                 target = self._for(layout, {})
                 target._host_views_copied = True
-            return target(*args, out=out, verify=verify, stream=stream, **named)
+            return target(*args, out=out, verify=verify, stream=stream, memory_budget=memory_budget,
+                          progress=progress, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
             outputs = self._call_in_place(arrays, n, out, stream, args, named)
+            if report is not None:
+                report(1, 1)
             if verify:
                 report = self._verify_device(arrays, outputs, n)
                 if not report.ok:
@@ -572,7 +590,7 @@ class Program:
         if n:
             with self._lock:
                 self._run(arrays, n, dict(zip(self.outputs, results)),
-                          memory_budget if memory_budget is not None else self.memory_budget)
+                          memory_budget if memory_budget is not None else self.memory_budget, report)
         outputs = Outputs(self.outputs, results)
         if verify:
             report = self._verify(arrays, outputs, n)
@@ -581,7 +599,7 @@ class Program:
         return outputs
 
     def _call_out_layout(self, args: tuple, named: dict, out, out_layout: str, verify: bool, stream,
-                         memory_budget: int | None) -> Outputs:
+                         memory_budget: int | None, progress=False) -> Outputs:
         """A call whose outputs are in `out_layout`: each output array (new, or given by
         `out=` in `out_layout`'s shape) is passed to the kernels as a view in the inputs'
         layout, which they write at its strides (`kas.strides`; one variant per batch size,
@@ -592,7 +610,8 @@ class Program:
             raise UsageError(f"out_layout: {e}") from None
         arrays, n, layout = self._arrays(args, named)
         if out_layout == layout:
-            return self(*args, out=out, verify=verify, stream=stream, **named)
+            return self(*args, out=out, verify=verify, stream=stream, memory_budget=memory_budget, progress=progress,
+                        **named)
         first = next(iter(arrays.values()), None)
         on_gpu = isinstance(first, DeviceArray)
         given = bind_outputs(self.outputs, out) if out is not None else {}
@@ -615,7 +634,7 @@ class Program:
                     a = np.empty(shape, self.dtype)
                 targets[name] = a
                 views[name] = a if uniform else np.moveaxis(a, -1, 0) if layout == "aos" else np.moveaxis(a, 0, -1)
-        got = self(*args, out=views, stream=stream, memory_budget=memory_budget, **named)
+        got = self(*args, out=views, stream=stream, memory_budget=memory_budget, progress=progress, **named)
         if verify:
             target = self.for_layout(layout)
             report = (target._verify_device(arrays, Outputs(self.outputs, list(views.values())), n) if on_gpu
@@ -625,7 +644,15 @@ class Program:
         return got if on_gpu else Outputs(self.outputs, [targets[name] for name in self.outputs])
 
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray],
-             budget: int | None = None) -> None:
+             budget: int | None = None, progress: Callable[[int, int], None] | None = None) -> None:
+        """Runs on host arrays: in chunks on the GPU or within a budget (`progress` told of
+        each), else in one piece (`progress` told once, at the end)."""
+        self._run_host(arrays, n, results, budget, progress)
+        if progress is not None and not (self.backend == "cuda" or budget is not None):
+            progress(1, 1)
+
+    def _run_host(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray],
+                  budget: int | None, progress: Callable[[int, int], None] | None) -> None:
         dev = self._opened_device()
         if self.backend == "cuda" or budget is not None:
             if budget is None:
@@ -635,7 +662,7 @@ class Program:
                 arrays = {k: a.copy() for k, a in arrays.items()}  # a chunk's results must not reach later inputs
             run = self._recorded(("chunks", chunk), lambda: ChunkedRun(self.compiled, dev, chunk, self.inputs,
                                                                        self.outputs, self.shapes, self.layout))
-            self.last_chunks = run.run(arrays, results, n)
+            self.last_chunks = run.run(arrays, results, n, progress)
             return
         if self.backend == "cpu" and _in_place_on_the_host(arrays, results, self.strides,
                                                             self._alignment(self.layout)):
@@ -696,6 +723,8 @@ class Program:
         if self._device is None:
             self._device = open_device(self.backend, self.compiled)
             _holding_devices.add(self)
+        elif self.backend == "cuda":
+            self._device.make_current()  # a call from another thread than the one that opened it
         return self._device
 
     def _recorded(self, key, make):
@@ -758,6 +787,38 @@ class Program:
             if self._device is not None:
                 self._device.close()
                 self._device = None
+
+    def phase_plan(self) -> PhasePlan:
+        """This program cut at its reductions over the batch (`irfuse.transforms.batch_phases`):
+        the phases a run over the batch in pieces takes; one, the program, when it does not
+        reduce. (Cutting is cheap; compiling the phases is `phases`.)"""
+        if self._phases is not None:
+            return self._phases[0]
+        return split_at_reductions(self.compiled.reference_module)
+
+    def phases(self) -> tuple[PhasePlan, list[Program]]:
+        """`phase_plan` and each phase compiled as this program was (the same options, layout
+        and strides), kept: the first call compiles them (or loads them from the disk cache)."""
+        if self._phases is None:
+            plan = self.phase_plan()
+            if len(plan.phases) == 1 and all(r.name in self.outputs for r in plan.phases[0].partials):
+                programs = [self]  # the program itself gives its one phase's outputs and partials by name
+            else:
+                rebuild, spec = self.compiled_from("its phases at its reductions cannot be compiled as it was")
+                strides = tuple(sorted(self.strides.items()))
+                programs = [rebuild({**spec, "source": ("ir", module_text(phase.module)),
+                                     "filename": f"{self.name}, phase {k}"}, self.layout, strides)
+                            for k, phase in enumerate(plan.phases)]
+            self._phases = (plan, programs)
+        return self._phases
+
+    def compiled_from(self, refused: str) -> tuple:
+        """(function, irfuse.compile's arguments) that compile this program again; UsageError
+        saying what is `refused` for a program compiled from a tuning result, which has none."""
+        if self._spec is None:
+            raise UsageError(f"program {self.name} was compiled from a tuning result, so {refused}: compile it from "
+                             "its source")
+        return self._spec
 
     def __reduce__(self):
         """Pickled as what it was compiled from: unpickling compiles it again (once per

@@ -30,6 +30,7 @@ import concurrent.futures
 import contextlib
 import math
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -45,6 +46,13 @@ OUTPUT_KEY = "out:"  # an output's key among the arrays (a program may return un
 # Device bytes a lane's chunk takes at most whatever the budget: chunks small enough that
 # the copies and kernels of consecutive chunks overlap for most of a large batch.
 CHUNK_BYTES = 256 << 20
+# The first chunk's copy in and the last one's copy out overlap nothing: a batch of C chunks
+# takes about (C + 1) chunks' transfer time. A batch of at least MIN_CHUNKS * MIN_CHUNK_BYTES
+# therefore runs in MIN_CHUNKS chunks or more (a 604 MB batch in three chunks of 200 MB
+# reached 69-76% of the transfer floor on an H100, benchmarks/NOTES.md); smaller chunks
+# than MIN_CHUNK_BYTES would pay the per-chunk host work more than they save.
+MIN_CHUNKS = 8
+MIN_CHUNK_BYTES = 16 << 20
 # Host copies of at least this many bytes are split over threads (NumPy releases the GIL).
 PARALLEL_COPY_BYTES = 4 << 20
 _COPY_THREADS = min(16, os.cpu_count() or 1)
@@ -60,8 +68,9 @@ def bytes_per_element(compiled) -> int:
 
 
 def chunk_elements(compiled, n: int, budget: int | None) -> int:
-    """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes, and at
-    most `CHUNK_BYTES` a lane (all of the batch when no budget is given)."""
+    """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes, at most
+    `CHUNK_BYTES` a lane, and few enough for `MIN_CHUNKS` chunks where they would still hold
+    `MIN_CHUNK_BYTES` (all of the batch when no budget is given)."""
     if budget is None:
         return max(n, 1)
     whole = uniform_outputs(compiled.reference_program)
@@ -75,7 +84,8 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
                              f"one piece and needs {need} bytes of device memory, over the budget of {budget}")
         return max(n, 1)
     per = bytes_per_element(compiled) * LANES
-    n = min(n, max(1, CHUNK_BYTES // bytes_per_element(compiled)))
+    lane_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, bytes_per_element(compiled) * n // MIN_CHUNKS))
+    n = min(n, max(1, lane_bytes // bytes_per_element(compiled)))
     if budget < per:
         raise UsageError(f"a device-memory budget of {budget} bytes cannot hold one element in each of {LANES} "
                          f"lanes ({per} bytes)")
@@ -223,9 +233,13 @@ class ChunkedRun:
             if not self.gpu:
                 slot.array = buf.reshape(-1)[: slot.nbytes // self.compiled.itemsize].reshape(self._shape(k, m))
 
-    def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int) -> int:
-        """Runs the batch; returns the number of chunks."""
+    def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int,
+            progress: Callable[[int, int], None] | None = None) -> int:
+        """Runs the batch; returns the number of chunks. `progress(done, total)` is called as
+        chunks complete (a lane then waits for its chunk before taking the next one, which
+        keeps one chunk a lane queued instead of all of them)."""
         starts = range(0, n, self.chunk)
+        self.progress, self.done, self.total = progress, 0, len(starts)
         # The arrays that go straight to and from the device (outputs under OUTPUT_KEY + name).
         # (A uniform argument is a few words: always staged.)
         self.locked = {k: self.gpu and k not in self.uniform and page_locked(a) for k, a in arrays.items()}
@@ -262,6 +276,12 @@ class ChunkedRun:
                 self._chunk_of(k, results[k], start, m)[...] = lane["out"][k].array
             for slot in (*lane["in"].values(), *lane["out"].values()):
                 slot.array = None
+        self._done()
+
+    def _done(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total)
 
     def _transfer(self, host: np.ndarray, buf, start: int, m: int, stream, to_device: bool) -> None:
         """Chunk [start, start+m) of a page-locked caller's array to or from a lane's buffer
@@ -300,7 +320,7 @@ class ChunkedRun:
         and from the device (the stream orders them after the lane's previous chunk), the
         others through the lane's page-locked buffers, which the host may only refill once
         the lane's previous chunk is done with them."""
-        if lane.get("staging_busy"):
+        if lane.get("staging_busy") or (self.progress is not None and lane["pending"] is not None):
             self._finish(lane, results)
         drv, stream = self.device.drv, lane["stream"]
         staged_any = False
@@ -334,3 +354,4 @@ class ChunkedRun:
                 _copy(self._chunk_of(k, results[k], start, m), self._staged(lane, k, m))
         lane["pending"] = None
         lane["staging_busy"] = False
+        self._done()

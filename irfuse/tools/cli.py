@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from irfuse.api.progress import progress_bar
+from irfuse.api.programs import Program
 from irfuse._version import __version__
 from irfuse.diagnostics import Diagnostic, IrfuseError, UsageError, print_diagnostics
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
@@ -33,7 +35,7 @@ from irfuse.library.implementations import load_store_pattern
 from irfuse.passes.fuse_partition import FusePartition
 from irfuse.planner.cost import DEFAULT_BATCH
 from irfuse.runtime.cuda_device import gpu_available
-from irfuse.runtime.executor import Executor, open_device
+from irfuse.runtime.executor import Executor, RunResult, open_device
 from irfuse.runtime.reference import (
     batch_size,
     effective_bytes,
@@ -59,6 +61,19 @@ def _working(what: str):
     """A spinner saying what runs, on a terminal only (a pipe or a file gets the results
     alone), gone when it is done: compiles and references can take seconds."""
     return console.status(what, spinner="dots") if console.is_terminal else contextlib.nullcontext()
+
+
+def _byte_size(text: str) -> int:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    digits = t.rstrip("KMGT")
+    try:
+        value = float(digits) * units[t[len(digits):]]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected a size in bytes (4096, 512M, 2G), got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got '{text}'")
+    return int(value)
 
 
 def _non_negative(text: str) -> int:
@@ -115,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inputs", metavar="FILE.npz", help="read inputs from an .npz file instead of random data")
     run.add_argument("--save", metavar="FILE.npz", help="write the outputs to an .npz file")
     run.add_argument("--plan", metavar="DIR", help="run a plan written by 'irfuse compile'")
+    run.add_argument("--memory-budget", metavar="BYTES", type=_byte_size, default=None,
+                     help="run the batch from host memory in chunks that fit this much device memory (a number "
+                          "of bytes, or with K, M, G: 512M, 2G); a terminal shows a progress bar once a run "
+                          "takes over a second")
     run.add_argument("--verify", choices=["auto", "all", "sample", "none"], default="auto",
                      help="elements checked against the NumPy reference: all, a seeded sample of 100000, or "
                           "none (auto: all up to 100000 elements, a sample beyond)")
@@ -260,12 +279,19 @@ def cmd_run(args) -> int:
         _save(save, outputs)
         return 0
 
-    device = open_device(backend, plan)
-    if backend == "cuda":
-        title += f" on {device.gpu_name}"
-    repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
-    with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
-        result = Executor(plan, device).run(arrays_from_aos(inputs, layout, whole), n, repeat=repeat)
+    if args.memory_budget is not None:
+        repeat = args.repeat if args.repeat is not None else (3 if backend == "cuda" else 0)
+        result, chunks, gpu_name = _run_in_chunks(plan, backend, arrays_from_aos(inputs, layout, whole), n,
+                                                  args.memory_budget, repeat)
+        title += (f" on {gpu_name}" if gpu_name else "") + f", {chunks} chunk{'s' if chunks > 1 else ''} from host memory"
+        device = None
+    else:
+        device = open_device(backend, plan)
+        if backend == "cuda":
+            title += f" on {device.gpu_name}"
+        repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
+        with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
+            result = Executor(plan, device).run(arrays_from_aos(inputs, layout, whole), n, repeat=repeat)
     outputs = arrays_to_aos(result.outputs, layout, whole)
     index = verified_elements(program, n, args.verify, args.seed)
     if index is None:
@@ -280,15 +306,17 @@ def cmd_run(args) -> int:
     if result.times_s:
         t = result.median_s
         gbs = effective_bytes(program, n, plan.itemsize) / t / 1e9
-        console.print(f"time (median of {repeat}): {t * 1e3:.3f} ms, {million_elements_per_second(n, t)} M elements/s, "
-                      f"{gbs:.1f} GB/s effective (inputs read once + outputs written once)")
+        how = ", end to end from host memory" if device is None else ""
+        console.print(f"time (median of {repeat}{how}): {t * 1e3:.3f} ms, {million_elements_per_second(n, t)} M "
+                      f"elements/s, {gbs:.1f} GB/s effective (inputs read once + outputs written once)")
     for c in checks:
         if not c.ok:
             console.print(f"[red]{escape(c.describe())}[/red]")
         elif c.overflow:
             console.print(f"[yellow]{escape(c.describe())}[/yellow]")
     _save(save, result.outputs)
-    device.close()
+    if device is not None:
+        device.close()
     ok = all(c.ok for c in checks)
     if index is None:
         console.print("[yellow]not verified (--verify none)[/yellow]")
@@ -297,6 +325,27 @@ def cmd_run(args) -> int:
     console.print(f"[green]verified against the NumPy reference{what}[/green]" if ok
                   else f"[red]verification FAILED{what}[/red]")
     return 0 if ok else 1
+
+
+def _run_in_chunks(plan, backend: str, arrays: dict[str, np.ndarray], n: int, budget: int, repeat: int):
+    """The batch run from host memory in chunks within `budget` bytes of device memory (the
+    API's path), a progress bar on a terminal for a run past a second; then `repeat` timed
+    runs, end to end. (RunResult, chunks, GPU name or None)."""
+    program = Program(plan, backend, [])
+    try:
+        with progress_bar(f"running on {backend}", after_s=1.0, stream=sys.stdout) if console.is_terminal \
+                else contextlib.nullcontext(None) as report:
+            outputs = program(**arrays, memory_budget=budget, progress=report or False)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            program(**arrays, out=outputs, memory_budget=budget)
+            times.append(time.perf_counter() - t0)
+        device = program._opened_device()
+        return (RunResult(dict(outputs.items()), times), program.last_chunks or 1,
+                getattr(device, "gpu_name", None))
+    finally:
+        program.close()
 
 
 def _save(path: str | None, outputs: dict[str, np.ndarray]) -> None:
