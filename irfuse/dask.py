@@ -9,29 +9,109 @@
 
 Every element is independent, so each chunk of the batch is one task: the program called
 on the chunk's blocks (NumPy arrays, or CuPy arrays on GPU workers), where the worker holds
-them; blocks never travel through the client. The program reaches a worker as what it was
+them; blocks never travel through the client. The tasks are a blockwise layer of the Dask
+array graph: a program with one output gives its blocks straight from those tasks, which
+Dask's graph optimization fuses with blockwise work before and after them, so a time loop
+of K applications runs as one task a chunk, not K (each task costs the scheduler a round
+trip of several milliseconds); a program with several outputs adds one small task a chunk
+per output, picking it from the chunk's results. The program reaches a worker as what it was
 compiled from (`Program.__reduce__`), and each worker process compiles it once (or loads
 it from the disk cache) and keeps it. Inputs are chunked along the batch axis (the first
 axis of arrays of structures, the last of structures of arrays) alike; an input chunked
 otherwise is rechunked to the first input's batch chunks, whole along its value axes.
 A uniform input (one value for the whole batch: a Dask or NumPy array shaped as the value)
-goes whole to every task, and a uniform output that only uniform inputs make is the first
-task's. A program that reduces over the batch is refused: a chunk alone cannot give its
-reduction, nor what depends on it.
+goes whole to every task (copied to the GPU of a task whose chunks are CuPy arrays), and a
+uniform output that only uniform inputs make is the first task's.
+
+A program that reduces over the batch (`sum`, `max`, `min`) runs as phases cut at its
+reductions (`irfuse.transforms.batch_phases`): each task of phase 0 gives its chunk's
+outputs that need no reduction and its chunk's partial of each reduction; the partials are
+combined in a tree of Dask tasks, in chunk order (groups of `COMBINE_EVERY` consecutive
+ones, each combined pairwise left to right), and the combined values go to every task of
+the next phase as uniform inputs. The same chunks give the same bits every time, on any
+number of workers; a maximum or minimum is the one-call value, a sum differs from it
+within the summation error of float arithmetic (the one call adds in another order).
 Requires the `dask` extra (`pip install irfuse[dask]`: dask, distributed, dask-cuda).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from irfuse.api.arguments import bind_inputs, call_layout
 from irfuse.api.programs import Outputs, Program
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.layouts import AOS, batch_shape
-from irfuse.runtime.reference import has_reductions
+
+# Partials combined by one task of the reduction tree.
+COMBINE_EVERY = 8
 
 
-def _run_chunk(program: Program, *blocks) -> Outputs:
-    return program(*blocks)
+def _run_phase(program: Program, phase: int, *blocks) -> Outputs:
+    """Phase `phase` of `program` on one chunk: compiled (or loaded) once per worker process.
+    Uniform inputs in host memory (a few words each) follow CuPy chunks onto their GPU."""
+    target = program.phases()[1][phase]
+    blocks = tuple(_block(b) for b in blocks)
+    if any(hasattr(b, "__cuda_array_interface__") for k, b in zip(target.inputs, blocks) if k not in target.uniform):
+        import cupy
+
+        blocks = tuple(cupy.asarray(b) if k in target.uniform and isinstance(b, np.ndarray) else b
+                       for k, b in zip(target.inputs, blocks))
+    return target(*blocks)
+
+
+def _run_one(program: Program, phase: int, name: str, *blocks):
+    """Output `name` of phase `phase` on one chunk (a phase whose only output it is)."""
+    return _run_phase(program, phase, *blocks)[name]
+
+
+def _block(b):
+    """A chunk's block as blockwise hands it over: inside one list per value axis (each axis
+    is one chunk). Not concatenated by Dask, which would copy it."""
+    while isinstance(b, list):
+        (b,) = b
+    return b
+
+
+def _pick(results, name: str):
+    return results[name]
+
+
+def _empty(meta, ndim: int, dtype):
+    """An empty array of `meta`'s family (NumPy or CuPy): a Dask array's meta."""
+    return np.empty_like(meta, shape=(0,) * ndim, dtype=dtype)
+
+
+def _index(layout: str, tag: str, rank: int) -> tuple[str, ...]:
+    """A blockwise index: the batch axis "b" (first in an array of structures, last in a
+    structure of arrays) and one index of its own per value axis."""
+    values = tuple(f"{tag}:{d}" for d in range(rank))
+    return ("b", *values) if layout == AOS else (*values, "b")
+
+
+def _combine(kind: str, *values):
+    """Consecutive chunks' partials combined pairwise, left to right, word by word, in their
+    own precision and array family (NumPy or CuPy)."""
+
+    def two(a, b):
+        r = a + b if kind == "sum" else np.maximum(a, b) if kind == "max" else np.minimum(a, b)
+        return r if hasattr(r, "__cuda_array_interface__") else np.asarray(r)
+
+    values = list(values)
+    while len(values) > 1:
+        values = [two(values[k], values[k + 1]) if k + 1 < len(values) else values[k]
+                  for k in range(0, len(values), 2)]
+    return values[0]
+
+
+def _combined(kind: str, partials: list):
+    """A Dask reduction tree over `partials` in their order: one value (a Delayed)."""
+    import dask
+
+    task = dask.delayed(_combine, pure=True)
+    while len(partials) > 1:
+        partials = [task(kind, *partials[k:k + COMBINE_EVERY]) for k in range(0, len(partials), COMBINE_EVERY)]
+    return partials[0]
 
 
 def apply(program: Program, *arrays, **named) -> Outputs:
@@ -42,9 +122,9 @@ def apply(program: Program, *arrays, **named) -> Outputs:
 
     if not isinstance(program, Program):
         raise UsageError(f"irfuse.dask.apply takes a Program (irfuse.compile), not a {type(program).__qualname__}")
-    if has_reductions(program.compiled.reference_program):
-        raise UsageError(f"{program.name} reduces over the batch (sum, max or min), which irfuse.dask.apply, running "
-                         "each chunk of the batch by itself, cannot give: call the program on whole arrays")
+    plan = program.phase_plan()
+    if len(plan.phases) > 1:
+        program.compiled_from("its phases at its reductions cannot be compiled as it was")
     bound = bind_inputs(program.inputs, arrays, named)
     uniform = {name: a for name, a in bound.items() if name in program.uniform}
     for name, a in bound.items():
@@ -64,23 +144,57 @@ def apply(program: Program, *arrays, **named) -> Outputs:
     first = batches[first_name]
     n = first.shape[axis]
     batch_chunks = first.chunks[axis]
-    blocks = {}
-    for name, a in uniform.items():  # one block, read by every task
-        blocks[name] = [a.rechunk(-1).to_delayed().reshape(-1)[0] if isinstance(a, da.Array) else a] * len(batch_chunks)
+    args: dict[str, tuple] = {}  # input -> (block or value, blockwise index or None)
+    for name, a in uniform.items():  # one value, read by every task
+        args[name] = (a.rechunk(-1).to_delayed().reshape(-1)[0] if isinstance(a, da.Array) else a, None)
     for name, a in batches.items():
         if a.ndim != len(program.shapes[name]) + 1 or a.shape[axis] != n:
             raise UsageError(f"input '{name}' has shape {a.shape}; in this call's layout it must be "
                              f"{batch_shape(layout, program.shapes[name], n)} (the batch length of input "
                              f"'{first_name}')")
         whole = {k: -1 for k in range(a.ndim) if k != axis % a.ndim}
-        a = a.rechunk({**whole, axis % a.ndim: batch_chunks})
-        blocks[name] = a.to_delayed().reshape(-1)
-    run = dask.delayed(_run_chunk, pure=True)
-    parts: dict[str, list] = {k: [] for k in program.outputs}
-    for i, m in enumerate(batch_chunks):
-        result = run(program, *[blocks[k][i] for k in program.inputs])
-        for k in program.outputs:
-            shape = program.shapes[k] if k in program.uniform else batch_shape(layout, program.shapes[k], m)
-            parts[k].append(da.from_delayed(result[k], shape=shape, dtype=program.dtype))
-    return Outputs(program.outputs, [parts[k][0] if k in program.uniform else da.concatenate(parts[k], axis=axis)
-                                     for k in program.outputs])
+        args[name] = (a.rechunk({**whole, axis % a.ndim: batch_chunks}), _index(layout, f"in:{name}", a.ndim - 1))
+    meta = first._meta  # NumPy or CuPy: the outputs' family
+
+    def per_element(k: str, blocks, picked: str | None):
+        """Output k as a Dask array: each block picked from its chunk's results by name, or
+        (picked None) the blocks themselves."""
+        shape = program.shapes[k]
+        index = _index(layout, f"out:{k}", len(shape))
+        values = index[1:] if layout == AOS else index[:-1]
+        fn, extra = (_pick, (picked, None)) if picked is not None else (_run_one, ())
+        return da.blockwise(fn, index, *blocks, *extra, new_axes=dict(zip(values, shape)), dtype=program.dtype,
+                            concatenate=False, meta=_empty(meta, len(shape) + 1, program.dtype))
+
+    parts: dict[str, object] = {}
+    reduced: dict[str, object] = {}  # combined reductions by name (Delayed)
+    pick = dask.delayed(_pick, pure=True)
+    for p, phase in enumerate(plan.phases):
+        reads = [(reduced[r.name], None) for r in phase.reads]
+        flat = [x for k in program.inputs for x in args[k]] + [x for r in reads for x in r]
+        gives = [k for k in phase.outputs if k not in program.uniform]
+        if phase.per_chunk and len(gives) == 1 and len(phase.outputs) == 1 and not phase.partials:
+            # The program's one output, each block made by one task: Dask fuses these tasks
+            # with those of blockwise work before and after them (chained applications).
+            parts[gives[0]] = per_element(gives[0], [program, None, p, None, gives[0], None, *flat], None)
+            continue
+        if phase.per_chunk:
+            results = da.blockwise(_run_phase, ("b",), program, None, p, None, *flat, dtype=object,
+                                   concatenate=False, meta=np.empty((0,), dtype=object))
+            chunk_results = list(results.to_delayed().reshape(-1))
+        else:  # only uniform values from uniform ones: once, on the first chunk
+            firsts = [x.to_delayed().reshape(-1)[0] if isinstance(x, da.Array) else x
+                      for x, _ in (args[k] for k in program.inputs)]
+            chunk_results = [dask.delayed(_run_phase, pure=True)(program, p, *firsts, *[v for v, _ in reads])]
+        for k in gives:
+            parts[k] = per_element(k, [results, ("b",)], k)
+        for k in phase.outputs:
+            if k in program.uniform:  # the same on every chunk: the first one's
+                parts[k] = da.from_delayed(pick(chunk_results[0], k), shape=program.shapes[k], dtype=program.dtype,
+                                           meta=_empty(meta, len(program.shapes[k]), program.dtype))
+        for r in phase.partials:
+            reduced[r.name] = _combined(r.kind, [pick(c, r.name) for c in chunk_results])
+    for k, name in plan.combined_outputs.items():
+        parts[k] = da.from_delayed(reduced[name], shape=program.shapes[k], dtype=program.dtype,
+                                   meta=_empty(meta, len(program.shapes[k]), program.dtype))
+    return Outputs(program.outputs, [parts[k] for k in program.outputs])

@@ -74,7 +74,7 @@ def test_apply_refuses_what_it_cannot_take():
         irfuse.dask.apply("synctest.kas", da.zeros((4, 3, 3)))
 
 
-def test_a_uniform_input_goes_whole_to_every_task_and_reductions_are_refused(client):
+def test_a_uniform_input_goes_whole_to_every_task(client):
     src = ("vector3 x, y; uniform vector3 c; uniform scalar s, t; input x, c, s;\n"
            "y = vadd3(x, c);\nt = smul(s, 2);\nreturn y, t;")
     prog = irfuse.compile(src, backend="cpu", filename="shifted.kas")
@@ -86,6 +86,146 @@ def test_a_uniform_input_goes_whole_to_every_task_and_reductions_are_refused(cli
     assert outs.t.shape == () and outs.t.compute() == 3.0
     with pytest.raises(irfuse.UsageError, match="input 'c' has shape \\(1000, 3\\); it holds one value"):
         irfuse.dask.apply(prog, da.from_array(x), da.from_array(x), s)
-    energy = irfuse.compile(example("strain_energy.kas"), backend="cpu")
-    with pytest.raises(irfuse.UsageError, match="strain_energy reduces over the batch"):
-        irfuse.dask.apply(energy, da.zeros((10, 6)), da.zeros(10), np.zeros((6, 6), np.float32))
+
+
+
+def _tree(kind, values, every):
+    """The order irfuse.dask combines partials in, spelt out: groups of `every` consecutive
+    ones, each pairwise left to right, then the groups' values the same way."""
+    op = {"sum": np.add, "max": np.maximum, "min": np.minimum}[kind]
+
+    def pairwise(vs):
+        while len(vs) > 1:
+            vs = [op(vs[k], vs[k + 1]) if k + 1 < len(vs) else vs[k] for k in range(0, len(vs), 2)]
+        return vs[0]
+    while len(values) > 1:
+        values = [pairwise(values[k:k + every]) for k in range(0, len(values), every)]
+    return values[0]
+
+
+def _dask_inputs(host: dict, chunks: tuple) -> dict:
+    return {k: da.from_array(v, chunks=(chunks, *v.shape[1:])) if v.ndim and v.shape[0] == sum(chunks) else v
+            for k, v in host.items()}
+
+
+@pytest.mark.parametrize("chunks", [(1, 300, 400, 299, 1), (50,) * 19 + (51,)])
+def test_a_sum_over_the_batch_combines_the_chunks_partials_in_a_fixed_tree(client, chunks):
+    prog = irfuse.compile(example("strain_energy.kas"), backend="cpu")
+    n = sum(chunks)
+    host = random_inputs(prog.compiled.reference_program, n, 7, np.float32)
+    want = prog(**host)
+    outs = irfuse.dask.apply(prog, **_dask_inputs(host, chunks))
+    assert isinstance(outs.U, da.Array) and outs.U.shape == ()
+    got = outs.U.compute()
+    # Per element: the one call's bits. The sum: the chunks' own sums (each the program on its
+    # chunk) combined in the documented order; the same bits again on a second run; within
+    # float32 summation error of the one call's.
+    for k in ("sig", "e"):
+        np.testing.assert_array_equal(outs[k].compute(), want[k])
+    starts = np.cumsum((0,) + chunks)
+    parts = [prog(**{k: v[a:b] if v.ndim and v.shape[0] == n else v for k, v in host.items()}).U
+             for a, b in zip(starts[:-1], starts[1:])]
+    assert got.tobytes() == _tree("sum", parts, irfuse.dask.COMBINE_EVERY).tobytes()
+    assert irfuse.dask.apply(prog, **_dask_inputs(host, chunks)).U.compute().tobytes() == got.tobytes()
+    exact = want.e.astype(np.float64).sum()
+    assert abs(float(got) - exact) <= 1e-5 * np.abs(want.e.astype(np.float64)).sum()
+
+
+def test_statements_after_a_maximum_run_in_a_second_phase_with_the_one_calls_results(client):
+    prog = irfuse.compile(example("cfl_step.kas"), backend="cpu")
+    chunks = (1, 300, 400, 299, 1)
+    host = random_inputs(prog.compiled.reference_program, sum(chunks), 3, np.float32)
+    want = prog(**host)
+    outs = irfuse.dask.apply(prog, **_dask_inputs(host, chunks))
+    assert outs.xn.chunks[0] == chunks
+    # A maximum does not depend on the order: every output is the one call's, bit for bit.
+    np.testing.assert_array_equal(outs.xn.compute(), want.xn)
+    assert outs.dt.compute().tobytes() == want.dt.tobytes()
+
+
+def test_reductions_that_read_reductions_take_one_phase_each(client):
+    src = ("vector3 v, w;\nscalar s, d, q;\nuniform scalar m, t, u, r;\ninput v;\n"
+           "s = vdot3(v, v);\nm = max(s);\nw = svmul3(v, m);\nd = vdot3(w, v);\nt = sum(d);\n"
+           "u = sdiv(t, m);\nq = smul(s, u);\nr = min(q);\nreturn w, u, r, m;")
+    prog = irfuse.compile(src, backend="cpu", filename="levels.kas")
+    assert len(prog.phase_plan().phases) == 3
+    chunks = (7, 93, 100)
+    v = np.random.default_rng(5).uniform(-1, 1, (200, 3)).astype(np.float32)
+    want = prog(v)
+    outs = irfuse.dask.apply(prog, da.from_array(v, chunks=(chunks, 3)))
+    np.testing.assert_array_equal(outs.m.compute(), want.m)  # a maximum: exact
+    np.testing.assert_array_equal(outs.w.compute(), want.w)  # reads only the maximum
+    np.testing.assert_allclose(outs.u.compute(), want.u, rtol=1e-5)  # reads a sum
+    np.testing.assert_allclose(outs.r.compute(), want.r, rtol=1e-5)
+    s = (v.astype(np.float64) ** 2).sum(axis=1)
+    t = (v.astype(np.float64) * s.max() * v).sum()
+    np.testing.assert_allclose(outs.r.compute(), (s * (t / s.max())).min(), rtol=1e-5)
+
+
+def test_chained_applications_of_a_one_output_program_fuse_into_one_task_per_chunk():
+    """A time loop over Dask arrays (each step's output the next step's input): each chunk's
+    steps run as one task, so a step costs Dask no task of its own (what the scheduler's
+    per-task cost and round trips would add to every step)."""
+    import dask
+
+    prog = irfuse.compile(example("synctest.kas"), backend="cpu")
+    a = np.random.default_rng(3).random((1000, 3, 3), dtype=np.float32)
+    x = da.from_array(a, chunks=((250, 250, 499, 1), 3, 3))
+    y = x
+    for _ in range(5):
+        y = irfuse.dask.apply(prog, y).F
+    (fused,) = dask.optimize(y)
+    assert len(dict(fused.__dask_graph__())) == 2 * 4  # the input's blocks, then one task a chunk
+    want = a
+    for _ in range(5):
+        want = prog(want).F
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), want)
+
+
+def test_a_task_hands_the_program_its_chunks_blocks_without_copying_them(monkeypatch):
+    prog = irfuse.compile(example("synctest.kas"), backend="cpu")
+    a = np.random.default_rng(4).random((100, 3, 3), dtype=np.float32)
+    shared = []
+    call = irfuse.Program.__call__
+
+    def spy(self, *args, **named):
+        shared.append(np.shares_memory(args[0], a))
+        return call(self, *args, **named)
+    monkeypatch.setattr(irfuse.Program, "__call__", spy)
+    import dask
+    view = dask.delayed(lambda start, stop: a[start:stop])  # chunks that are views of `a`
+    x = da.concatenate([da.from_delayed(view(k, k + 25), shape=(25, 3, 3), dtype=a.dtype) for k in range(0, 100, 25)])
+    got = irfuse.dask.apply(prog, x).F.compute(scheduler="sync")
+    assert len(shared) >= 4 and all(shared)  # each chunk's block as it is, not a concatenated copy
+    np.testing.assert_array_equal(got, call(prog, a).F)
+
+
+def test_random_programs_with_reductions_give_the_one_calls_results_in_chunks():
+    """Random programs with uniform inputs, literals and reductions (some read by later
+    per-element statements: two phases) on uneven chunks: every output of the one call, to
+    float32 rounding of the sums' other order, NaN and infinity where it has them."""
+    import warnings
+
+    from irfuse.testing.random_programs import random_program
+
+    phases = []
+    for seed in range(16):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unused random inputs
+            prog = irfuse.compile(random_program(seed, 10, batch_wide=True), backend="cpu", filename=f"r{seed}.kas")
+        phases.append(len(prog.phase_plan().phases))
+        host = random_inputs(prog.compiled.reference_program, 301, seed, np.float32)
+        want = prog(**host)
+        chunks = (1, 100, 150, 50)
+        arrays = {k: v if k in prog.uniform else da.from_array(v, chunks=(chunks, *v.shape[1:]))
+                  for k, v in host.items()}
+        outs = irfuse.dask.apply(prog, **arrays)
+        for k in prog.outputs:
+            got = np.asarray(outs[k].compute(scheduler="sync"))
+            assert got.shape == want[k].shape
+            np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want[k]))
+            fin = np.isfinite(got)
+            if fin.any():
+                scale = np.abs(want[k][fin]).max()
+                assert np.abs(got[fin] - want[k][fin]).max() <= 1e-5 * scale, (seed, k)
+    assert phases.count(2) >= 2 and phases.count(1) >= 2
