@@ -46,10 +46,12 @@ Uniform inputs (`uniform(...)` of a kernel) are copied once per block into a sma
 shared array of their own before anything else (one barrier), and every element reads
 its words there. A `fuse.store ... reduce` stages the block's elements of the value in a
 shared array of its own and combines them by a fixed tree (halving the elements at
-each step, a barrier after each), then writes word k of the block's partial at
-k * blocks + block. `combine_kernel` combines those partials, one block per word,
-each thread a fixed stride of them, then a fixed tree: the same partials give the same
-bits on the GPU and on the CPU, run after run. Neither uses atomics.
+each step, a barrier after each: `__syncwarp` once a step's words fit the first warp,
+whose threads alone take part in it and in every later step), then writes word k of the
+block's partial at k * blocks + block. `combine_kernel` combines those partials, one
+block per word, each thread a fixed stride of them, then a fixed tree (its last five
+steps on the first warp): the same partials give the same bits on the GPU and on the
+CPU, run after run. Neither uses atomics.
 """
 
 from __future__ import annotations
@@ -302,6 +304,11 @@ class _Loop:
 
 
 _BARRIER = object()  # a barrier in the emitted body
+# A barrier among the first warp's threads only (`__syncwarp()`: the warp's shared-memory
+# writes are seen by its threads after it), for steps no other thread takes part in; on the
+# CPU it ends a region as `_BARRIER` does.
+_WARP_BARRIER = object()
+WARP = 32
 
 # How a reduction combines two values a and b (C expressions); NaN propagates in max and min
 # as in the reference (numpy.max), whichever side it is on.
@@ -313,8 +320,12 @@ _COMBINE = {
 
 
 
+def _is_barrier(n) -> bool:
+    return n is _BARRIER or n is _WARP_BARRIER
+
+
 def _has_barrier(nodes: list) -> bool:
-    return any(n is _BARRIER or (isinstance(n, _Loop) and _has_barrier(n.children)) for n in nodes)
+    return any(_is_barrier(n) or (isinstance(n, _Loop) and _has_barrier(n.children)) for n in nodes)
 
 
 def _gpu_text(nodes: list, indent: str = "") -> list[str]:
@@ -323,6 +334,8 @@ def _gpu_text(nodes: list, indent: str = "") -> list[str]:
     for n in nodes:
         if n is _BARRIER:
             out.append(indent + "  __syncthreads();")
+        elif n is _WARP_BARRIER:
+            out.append(indent + "  __syncwarp();")
         elif isinstance(n, _Loop):
             out += [indent + n.header, *_gpu_text(n.children, indent + "  "), indent + "  }"]
         else:
@@ -336,7 +349,7 @@ def _cpu_items(nodes: list) -> list:
     items: list = []
     region: list[str] = []
     for n in nodes:
-        if n is _BARRIER or (isinstance(n, _Loop) and _has_barrier(n.children)):
+        if _is_barrier(n) or (isinstance(n, _Loop) and _has_barrier(n.children)):
             if region:
                 items.append(region)
             region = []
@@ -724,7 +737,10 @@ class _KernelEmitter:
             self.line(f"  for (int irf_i = tid; irf_i < {half * size}; irf_i += {nt}) "
                       f"if (irf_i / {size} + {half} < count) "
                       f"{red}[irf_i] = {_COMBINE[kind].format(a=f'{red}[irf_i]', b=f'{red}[irf_i + {half * size}]')};")
-            self.open[-1].append(_BARRIER)
+            # Once a step's words fit the first warp, it and every later step (and the write
+            # of the partial, `size` words) run on that warp's threads alone: a warp barrier
+            # orders them, the same operations in the same order as with block barriers.
+            self.open[-1].append(_WARP_BARRIER if half * size <= WARP else _BARRIER)
             half //= 2
         dst = self.names.get(op.dest, "g_")
         self.line(f"  for (int irf_k = tid; irf_k < {size}; irf_k += {nt}) "
@@ -911,9 +927,16 @@ def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
            "    acc[t] = a;",
            "  }",
            "  __syncthreads();",
-           f"  for (int s = {t // 2}; s > 0; s >>= 1) {{",
+           f"  for (int s = {t // 2}; s > {WARP // 2}; s >>= 1) {{",
            f"    if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
            "    __syncthreads();",
+           "  }",
+           "  // The last steps involve the first warp's threads only: a warp barrier orders them.",
+           f"  if (t < {WARP}) {{",
+           f"    for (int s = {WARP // 2}; s > 0; s >>= 1) {{",
+           f"      if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+           "      __syncwarp();",
+           "    }",
            "  }",
            "  if (t == 0) out[k] = acc[0];",
            "}"]
