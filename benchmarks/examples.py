@@ -46,7 +46,7 @@ def main(argv=None) -> int:
             for pipeline in args.pipeline:
                 plan, _ = compile_program(path, pipeline, dtype)
                 console.print(f"{os.path.basename(path)} {dtype} {plan.meta['pipeline']}: "
-                              + ", ".join(f"{k.name} ({k.bx},{k.by}) {k.shared_bytes(plan.itemsize)} B" for k in plan.kernels))
+                              + ", ".join(f"{k.name} ({k.bx},{k.by}) {k.total_shared_bytes(plan.itemsize)} B" for k in plan.kernels))
                 dev = CudaDevice(plan)
                 try:
                     gpu = dev.gpu_name

@@ -21,10 +21,10 @@ def test_example_compiles_for_sm90_without_spills(path, dtype):
         r = plan.cubin.resources[k.name]
         assert 0 < r.registers <= 255
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (k.name, r)
-        # Static shared memory is what ptxas reports; above 48 KB the planned buffer is taken
-        # dynamically. The arrays apart from it (uniform inputs' block copies, reductions'
-        # staging) are static, 16-byte aligned.
-        assert (k.shared_bytes(plan.itemsize) > 48 * 1024) == k.dynamic_shared
+        # Static shared memory is what ptxas reports: the planned buffer and the arrays apart
+        # from it (uniform inputs' block copies, reductions' staging), 16-byte aligned; above
+        # 48 KB together they are all taken at launch.
+        assert (k.total_shared_bytes(plan.itemsize) > 48 * 1024) == k.dynamic_shared
         assert r.shared_bytes == k.static_shared_bytes(plan.itemsize), (k.name, r)
 
 
@@ -95,3 +95,29 @@ def test_calibration_probes_compile_with_every_entry_and_no_spills():
         assert set(r.resources) == names
         for name, res in r.resources.items():
             assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0, (name, res)
+
+
+def test_shared_arrays_over_the_static_limit_are_taken_at_launch_with_the_planned_buffer():
+    """A planned buffer and a reduction's staging that pass 48 KB together (float64, a 27-word
+    sum over 128 elements): all of it is dynamic, ptxas reports no static shared memory, the
+    launch asks for the planned words plus the aligned staging, and the kernels run on the
+    CPU backend to the reference (the emitter refused this kernel before)."""
+    import numpy as np
+
+    import irfuse
+    from irfuse.driver.compile import compile_text
+    from irfuse.passes.registry import UNFUSED_PIPELINE
+
+    src = ("tensor3x3x3 T, R; matrix3x3 M; uniform tensor3x3x3 S; input T, M;\n"
+           "R = ttmul3212(T, M); S = sum(R); return R, S;\n")
+    plan, _ = compile_text(src, "arrays.kas", UNFUSED_PIPELINE, "f64", compile_gpu=True, arch="sm_90")
+    k = next(k for k in plan.kernels if k.reduced and any(k.reduced))
+    assert k.arrays == [128 * 27] and k.shared_words == 128 * 27
+    assert k.dynamic_shared and k.static_shared_bytes(8) == 0
+    assert k.dynamic_shared_bytes(8) == 2 * 128 * 27 * 8 > 48 * 1024
+    assert plan.cubin.resources[k.name].shared_bytes == 0
+    prog = irfuse.compile(src, dtype="f64", backend="cpu", pipeline=UNFUSED_PIPELINE)
+    rng = np.random.default_rng(1)
+    T, M = rng.uniform(-1, 1, (300, 3, 3, 3)), rng.uniform(-1, 1, (300, 3, 3))
+    out = prog(T, M, verify=True)
+    np.testing.assert_allclose(out.S, np.einsum("nijl,nlk->ijk", T, M), rtol=1e-12)

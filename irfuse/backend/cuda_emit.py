@@ -228,13 +228,30 @@ class KernelInfo:
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
             "min_blocks", "once", "reduced", "arrays", "fixed_grid")}
 
-    def static_shared_bytes(self, itemsize: int) -> int:
-        """Bytes of static shared memory: the planned buffer (unless taken dynamically), then
-        the arrays apart from it, each starting 16-byte aligned."""
-        total = 0 if self.dynamic_shared else self.shared_bytes(itemsize)
+    def array_offsets(self, itemsize: int) -> list[int]:
+        """Where the arrays apart from the planned buffer start, in words from its start: after
+        it, each 16-byte aligned (as the compiler lays out static arrays, and as they sit in
+        the one dynamic buffer of a kernel over the static limit)."""
+        align = max(1, 16 // itemsize)
+        offsets, end = [], self.shared_words
         for words in self.arrays:
-            total = -(-total // 16) * 16 + words * itemsize
-        return total
+            offsets.append(-(-end // align) * align)
+            end = offsets[-1] + words
+        return offsets
+
+    def total_shared_bytes(self, itemsize: int) -> int:
+        """Bytes of shared memory a block takes: the planned buffer and the arrays after it."""
+        offsets = self.array_offsets(itemsize)
+        return (offsets[-1] + self.arrays[-1] if self.arrays else self.shared_words) * itemsize
+
+    def static_shared_bytes(self, itemsize: int) -> int:
+        """Bytes of static shared memory (what ptxas reports): all of it, or none for a kernel
+        over the static limit, which takes all of it at launch."""
+        return 0 if self.dynamic_shared else self.total_shared_bytes(itemsize)
+
+    def dynamic_shared_bytes(self, itemsize: int) -> int:
+        """Bytes of shared memory a launch must ask for (0 below the static limit)."""
+        return self.total_shared_bytes(itemsize) if self.dynamic_shared else 0
 
     def blocks(self, n: int) -> int:
         """Blocks of a launch over n elements (a kernel that runs once: one)."""
@@ -718,10 +735,6 @@ class _KernelEmitter:
         size = op.value.type.size  # type: ignore[attr-defined]
         red = f"irf_red{sum(1 for name, _ in self.block_arrays if name.startswith('irf_red'))}"
         self.block_arrays.append((red, self.by * size))
-        if self.by * size * self.itemsize > STATIC_SHARED_LIMIT // 2:
-            raise CompileError(f"kernel @{self.info.name}: the {kind} of a value of {size} words over blocks of "
-                               f"{self.by} elements needs {self.by * size * self.itemsize} bytes of shared memory "
-                               "to combine; use fewer elements per block")
         nt = self.nthreads
         self.info.reduced[list(self.kernel.output_args).index(op.dest)] = kind
         # No barrier first: the planned ones order a shared value's producers before this
@@ -874,15 +887,24 @@ class _KernelEmitter:
         return lines
 
     def prologue(self) -> list[str]:
+        """Shared memory: the planned buffer and the arrays apart from it, declared statically
+        while they fit the static limit together, else all in one buffer taken at launch."""
         lines = []
-        if self.words:
-            if self.words * self.itemsize <= STATIC_SHARED_LIMIT:
+        total = self.info.total_shared_bytes(self.itemsize)
+        if total <= STATIC_SHARED_LIMIT:
+            if self.words:
                 lines.append(f"  IRFUSE_SHARED_STATIC(real_t, smem, {self.words});")
-            else:
-                lines.append("  IRFUSE_SHARED_DYNAMIC(real_t, smem);")
-                self.info.dynamic_shared = True
-        for name, words in self.block_arrays:
-            lines.append(f"  __shared__ __align__(16) real_t {name}[{words}];")
+            for name, words in self.block_arrays:
+                lines.append(f"  __shared__ __align__(16) real_t {name}[{words}];")
+        else:
+            if total > fuse.MAX_SHARED_BYTES_PER_BLOCK:
+                raise CompileError(f"kernel @{self.info.name} needs {total} bytes of shared memory, its arrays apart "
+                                   f"from the planned buffer included: a block has at most "
+                                   f"{fuse.MAX_SHARED_BYTES_PER_BLOCK}; use fewer elements per block")
+            lines.append("  IRFUSE_SHARED_DYNAMIC(real_t, smem);")
+            self.info.dynamic_shared = True
+            for (name, words), offset in zip(self.block_arrays, self.info.array_offsets(self.itemsize)):
+                lines.append(f"  real_t* const {name} = smem + {offset};  // {words} words of the dynamic buffer")
         return lines + [
             "  const int tx = threadIdx.x, ty = threadIdx.y;",
             f"  const int tid = ty * {self.bx} + tx;",

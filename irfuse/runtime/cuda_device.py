@@ -107,10 +107,9 @@ class CudaDevice:
         limit = self.dev.get_attribute(drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         for k in plan.kernels:
             fn = self.module.get_function(k.name)
-            smem = k.shared_bytes(plan.itemsize)
-            dynamic = smem if k.dynamic_shared else 0
+            dynamic = k.dynamic_shared_bytes(plan.itemsize)
             if dynamic > limit:
-                raise ExecutionError(f"kernel {k.name} needs {smem} bytes of shared memory; "
+                raise ExecutionError(f"kernel {k.name} needs {dynamic} bytes of shared memory; "
                                    f"{self.gpu_name} allows {limit} per block")
             if dynamic > 48 * 1024:
                 fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)

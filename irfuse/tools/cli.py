@@ -364,7 +364,7 @@ def _print_kernels(plan) -> None:
         t.add_row(k.name, f"({k.bx}, {k.by})", escape(" ".join(k.calls)),
                   str(r.registers) if r else "-",
                   str(r.spill_stores + r.spill_loads) if r else "-",
-                  str(k.shared_bytes(plan.itemsize)),
+                  str(k.total_shared_bytes(plan.itemsize)),
                   f"{k.barriers}" + (f" ({k.barriers_before})" if k.barriers_before is not None else ""),
                   f"{k.register_values}/{k.shared_values}")
     console.print(t)
