@@ -3,6 +3,8 @@ reductions over the batch fused into the kernels that make their operands. Every
 on the CPU backend against the float64 reference, in both thread orders and both layouts;
 reductions give the same bits run after run and whatever the threads' order."""
 
+import re
+
 import numpy as np
 import pytest
 from conftest import ROOT
@@ -310,6 +312,17 @@ def test_random_programs_with_batch_wide_values_agree_with_the_reference(seed, t
     src = random_program(seed, 10, batch_wide=True)
     out = check_source(src, Budget(top=2, n=301, seed=seed), str(tmp_path))
     assert out.ok, (src, out.failure, out.detail)
+
+
+@pytest.mark.parametrize("seed", [102, 103, 200])
+def test_random_batch_wide_programs_in_float64(seed, tmp_path):
+    """float64 doubles every staged value's shared memory: these programs' plans sum or take
+    the maximum of 27-word tensors over 128 elements, whose staging beside the planned
+    buffer passed the static limit (the emitter refused the kernels the planner had chosen)."""
+    src = random_program(seed, 14, batch_wide=True)
+    out = check_source(src, Budget(top=2, dtype="f64", n=37, seed=seed), str(tmp_path))
+    assert out.ok, (src, out.failure, out.detail)
+    assert "tensor3x3x3" in src and re.search(r"= (sum|max|min)\(", src)
 
 
 def test_the_random_programs_reach_every_batch_wide_form():
