@@ -6,8 +6,9 @@ chunks) therefore runs the program as phases. Phase 0 is the program up to its f
 reductions: on each chunk it gives the outputs that need no reduction and, for each
 reduction, the chunk's own reduced value (a partial). The partials of all chunks are
 combined by whoever runs the phases (`irfuse.dask`) into the batch's value, which phase 1
-takes as a uniform input of its own, and so on: phase p reads the reductions of level at most p, where a reduction's level
-is one more than the most nested reduction its operand depends on.
+takes as a uniform input of its own, and so on: phase p reads the reductions of level at
+most p, where a reduction's level is one more than the most nested reduction its operand
+depends on.
 
 Each phase is an ordinary `kas.program`: the original inputs (all of them, so that a phase
 is called as the program is; those it does not read cost nothing), then the combined
