@@ -56,6 +56,9 @@ class Budget:
     profile: str = "h100"
     max_size: int = 8
     host_loops: bool = False  # also the best plan that keeps every loop on the host
+    # Also compile each plan's CUDA C to sm_90 with NVRTC (ptxas refuses what a CPU run
+    # cannot notice: static shared memory past its limit, say), as a GPU run would.
+    nvrtc: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -73,7 +76,8 @@ def check_plans(path: str, budget: Budget) -> Outcome:
     for k, top, loops in runs:
         pipeline = partition_pipeline(top, k, budget.max_size, 1 << 22, budget.profile, loops=loops)
         try:
-            plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=False)
+            plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=budget.nvrtc,
+                                      arch="sm_90" if budget.nvrtc else None)
         except NoSuchPlan:
             if k > 0:
                 return out
