@@ -26,8 +26,8 @@ from irfuse.passes.fuse_remap_threads import FuseRemapThreads
 from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
 from irfuse.passes.kas_split_phases import KasSplitPhases
-from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintRaces, TestPrintSharedPeak,
-                                               TestPrintUniformity)
+from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintBatchPasses, TestPrintRaces,
+                                               TestPrintSharedPeak, TestPrintUniformity)
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 
 
@@ -67,6 +67,8 @@ PASSES: list[PassInfo] = [
              "(analysis test pass).", TestPrintSharedPeak),
     PassInfo("test-print-uniformity", "Prints what each value of each program holds: per element, uniform "
              "or partials (analysis test pass).", TestPrintUniformity),
+    PassInfo("test-print-batch-passes", "Prints the passes over the batch each lowered program takes when its "
+             "batch runs in chunks (analysis test pass).", TestPrintBatchPasses),
 ]
 
 # What `irfuse run` and `irfuse compile` apply when no --pipeline is given.

@@ -12,7 +12,10 @@ analysis can be checked on hand-written IR apart from the transformation that us
   and `fuse-allocate-shared` reaches);
 - `test-print-uniformity`: what each value of each program holds, one value per element,
   one for the whole batch, or a reduction's partials (`analysis.uniformity`: what the
-  planner groups by, the kernel builder loads whole and the runtime allocates).
+  planner groups by, the kernel builder loads whole and the runtime allocates);
+- `test-print-batch-passes`: the passes over the batch that a lowered program takes when
+  its batch runs in chunks (`analysis.batch_passes`: what `runtime.streaming` runs), or
+  why it cannot.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from irfuse.analysis.batch_passes import batch_passes
 from irfuse.analysis.bank_conflicts import kernel_wavefronts, value_wavefronts
 from irfuse.analysis.hazards import describe_op, find_races
 from irfuse.analysis.kernel_model import model_from_kernel
 from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.analysis.uniformity import value_extent
+from irfuse.dialects import fuse
 from irfuse.dialects.kas import ProgramOp
 from irfuse.passes.kernel_pass import kernels_of
 from irfuse.passes.module_element_type import itemsize_of
@@ -101,3 +106,38 @@ class TestPrintUniformity(ModulePass):
                         values += list(block.args)
                 for v in values:
                     print(f"  %{v.name_hint or '?'} ({inner.name}): {value_extent(v).value}", file=sys.stderr)
+
+
+def _step(op) -> str:
+    """`%a, %b = fuse.launch @k`, `%m = fuse.combine max`, `kas.loop`, `kas.return`."""
+    names = ", ".join(f"%{r.name_hint or '?'}" for r in op.results)
+    what = op.name
+    if isinstance(op, fuse.LaunchOp):
+        what += f" @{op.kernel_name}"
+    elif isinstance(op, fuse.CombineOp):
+        what += f" {op.reduce_kind.value}"
+    return f"{names} = {what}" if names else what
+
+
+@dataclass(frozen=True)
+class TestPrintBatchPasses(ModulePass):
+    """Prints the passes over the batch that each lowered program takes when run in chunks."""
+
+    name = "test-print-batch-passes"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in [p for p in op.walk() if isinstance(p, ProgramOp)]:
+            head = f"batch passes of @{program.sym_name.data}"
+            try:
+                plan = batch_passes(program)
+            except ValueError as e:
+                print(f"{head}: none, {e}", file=sys.stderr)
+                continue
+            print(f"{head}: {len(plan.passes)}, chunks of a multiple of {plan.align} elements", file=sys.stderr)
+            for k, step in enumerate(plan.passes):
+                print(f"  pass {k}: reads {', '.join(step.reads) or 'nothing'}; gives "
+                      f"{', '.join(step.outputs) or 'no output'}", file=sys.stderr)
+                for s in step.steps:
+                    print(f"    {_step(s)}", file=sys.stderr)
+                for c in step.combines:
+                    print(f"    then {_step(c)}", file=sys.stderr)
