@@ -387,10 +387,16 @@ def test_run_with_a_memory_budget_streams_the_batch_in_chunks():
     for size, message in (("2X", "expected a size in bytes"), ("0", "must be at least 1 byte")):
         bad = irfuse("run", BIG, "--backend", "cpu", "--memory-budget", size)
         assert bad.returncode == 2 and message in bad.stderr
-    energy = irfuse("run", os.path.join(ROOT, "examples", "strain_energy.kas"), "--backend", "cpu", "--n", "5000",
-                    "--memory-budget", "100K")
-    assert energy.returncode == 1 and "holds one value for the whole batch" in energy.stderr
-    assert "Traceback" not in energy.stderr
+    # A program that reduces over the batch: passes over chunks of whole reducing blocks.
+    energy = os.path.join(ROOT, "examples", "strain_energy.kas")
+    run = irfuse("run", energy, "--backend", "cpu", "--n", "5000", "--memory-budget", "100K")
+    assert run.returncode == 0, run.stderr
+    flat = " ".join(run.stdout.split())
+    assert int(re.search(r"(\d+) chunks from host memory", flat).group(1)) > 1
+    assert "verified against the NumPy reference" in flat
+    small = irfuse("run", energy, "--backend", "cpu", "--n", "5000", "--memory-budget", "10K")
+    assert small.returncode == 1 and "cannot hold 128 elements in each of 2 lanes" in small.stderr
+    assert "Traceback" not in small.stderr
 
 
 def test_a_progress_bar_is_drawn_only_for_calls_past_its_delay():

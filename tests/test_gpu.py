@@ -370,6 +370,41 @@ def test_host_batches_stream_through_the_gpu_in_chunks(layout):
     assert before - free()[0] < 16 << 20
 
 
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+def test_host_batches_that_reduce_stream_in_passes_with_the_bits_of_one_call(layout):
+    """Programs that reduce over the batch, in chunks of whole reducing blocks on two streams:
+    each reduction combined once over all chunks' partials on the GPU, the passes after it
+    reading the combined value; the results of one chunk, bit for bit, from pageable and
+    from page-locked arrays."""
+    import irfuse
+    from irfuse.runtime.reference import random_inputs
+    from irfuse.runtime.streaming import LANES, bytes_per_element, reduction_bytes
+
+    two_levels = ("vector3 x, y, z; scalar s, t; uniform scalar m, q, r; input x;\n"
+                  "s = venorm3(x); m = max(s); r = srcp(m); y = svmul3(x, r); t = venorm3(y); q = sum(t);\n"
+                  "z = svmul3(y, q); loop 3 { z = svmul3(z, r); z = vadd3(z, y); }\nreturn z, q, m;")
+    for source in ("strain_energy.kas", "cfl_step.kas", two_levels):
+        path = next((p for p in EXAMPLES if p.endswith(source)), None)
+        prog = irfuse.compile(path or source, backend="cuda", layout=layout)
+        n = 200_001  # one chunk without a budget (16 MB a lane)
+        aos = random_inputs(prog.compiled.reference_program, n, 4, np.float32)
+        host = aos if layout == "aos" else {k: v if k in prog.uniform else np.ascontiguousarray(np.moveaxis(v, 0, -1))
+                                            for k, v in aos.items()}
+        want = prog(**host)
+        assert prog.last_chunks == 1
+        quarter = bytes_per_element(prog.compiled) * LANES * n // 4 + reduction_bytes(prog.compiled, n)
+        got = prog(**host, memory_budget=quarter)
+        assert prog.last_chunks >= 4
+        pinned = {k: irfuse.pinned_empty(v.shape, v.dtype) for k, v in host.items()}
+        for k, v in host.items():
+            pinned[k][...] = v
+        direct = prog(**pinned, memory_budget=quarter)
+        for k in prog.outputs:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{source}: {k}")
+            np.testing.assert_array_equal(direct[k], want[k], err_msg=f"{source}: {k}, page-locked")
+        assert prog.check(**host).ok
+
+
 def _compiled_with_inputs(name: str, n: int, seed: int):
     """An example compiled for the GPU, random float32 inputs in [-1, 1) of n elements, and its
     outputs on them (computed from host arrays)."""

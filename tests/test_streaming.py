@@ -1,7 +1,9 @@
 """A batch in host memory run in chunks that fit a device-memory budget (`runtime.streaming`):
 the results of one call, bit for bit, whatever the chunks."""
 
+import itertools
 import os
+import re
 
 import numpy as np
 import pytest
@@ -10,7 +12,8 @@ import irfuse
 from conftest import EXAMPLES
 from irfuse.runtime.reference import random_inputs
 from irfuse.runtime.streaming import (CHUNK_BYTES, LANES, MIN_CHUNK_BYTES, MIN_CHUNKS, bytes_per_element,
-                                      chunk_elements)
+                                      chunk_elements, reduction_bytes)
+from irfuse.testing.random_programs import random_program
 
 
 def example(name: str) -> str:
@@ -117,3 +120,113 @@ def test_progress_is_reported_per_chunk_only_when_asked(capfd):
     assert "stvenant: chunks" in err and "4/4" in err
     with pytest.raises(irfuse.UsageError, match="progress= takes True, False or a callable"):
         prog(**ins, progress="yes")
+
+
+# --- programs that reduce over the batch: passes over the chunks ---------------------------
+
+NORMALIZED = """vector3 x, y;
+scalar s;
+uniform scalar m;
+input x;
+s = venorm3(x);
+m = max(s);
+y = svmul3(x, m);
+return y;
+"""
+# Two levels of reductions, a uniform output of each, a sum (whose bits depend on the order
+# of its additions) and a loop reading a combined value.
+TWO_LEVELS = """vector3 x, y, z;
+scalar s, t;
+uniform scalar m, q, r;
+input x;
+s = venorm3(x);
+m = max(s);
+r = srcp(m);
+y = svmul3(x, r);
+t = venorm3(y);
+q = sum(t);
+z = svmul3(y, q);
+loop 3 {
+  z = svmul3(z, r);
+  z = vadd3(z, y);
+}
+return z, q, m;
+"""
+
+
+def soa_inputs(prog, n: int, layout: str, seed: int, dtype=np.float32) -> dict:
+    ins = random_inputs(prog.compiled.reference_program, n, seed, dtype)
+    if layout == "soa":
+        ins = {k: v if k in prog.uniform else np.ascontiguousarray(np.moveaxis(v, 0, -1)) for k, v in ins.items()}
+    return ins
+
+
+def budget_for(prog, n: int, elements: int) -> int:
+    """A budget whose lanes hold `elements` elements each beside what the reductions keep."""
+    return bytes_per_element(prog.compiled) * LANES * elements + reduction_bytes(prog.compiled, n)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+@pytest.mark.parametrize("source", [NORMALIZED, TWO_LEVELS, "strain_energy.kas", "cfl_step.kas"])
+def test_programs_that_reduce_give_the_bits_of_one_call_in_chunks(source, layout, dtype):
+    """Chunks of whole reducing blocks; every reduction combined once over all their
+    partials, the passes after it reading the combined value (a chunk's own maximum in y,
+    or its own sum in q, would give other numbers)."""
+    prog = irfuse.compile(source if "\n" in source else example(source), backend="cpu", layout=layout, dtype=dtype)
+    n = 1001  # eight blocks of 128 and one of 105
+    ins = soa_inputs(prog, n, layout, seed=11, dtype=np.float64 if dtype == "f64" else np.float32)
+    want = prog(**ins)
+    # Lanes of 128, 256 (the last chunk of 233), 300 (taken down to 256), 384 elements; the
+    # whole batch.
+    for elements, chunks in ((128, 8), (256, 4), (300, 4), (384, 3), (n, 1)):
+        got = prog(**ins, memory_budget=budget_for(prog, n, elements))
+        assert prog.last_chunks == chunks
+        for k in prog.outputs:
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} in {chunks} chunks")
+
+
+def test_each_pass_over_a_reducing_batch_reports_its_chunks():
+    """cfl_step: pass 0 gives the maximum's partials, pass 1 the outputs (four chunks each);
+    strain_energy: pass 0 gives sig, e and U's partials, pass 1 only the combined U, which it
+    copies once (one report)."""
+    for name, reports in (("cfl_step.kas", 8), ("strain_energy.kas", 5)):
+        prog = irfuse.compile(example(name), backend="cpu")
+        ins = inputs(prog, 1000, "aos", seed=2)
+        seen = []
+        prog(**ins, memory_budget=budget_for(prog, 1000, 256), progress=lambda d, t: seen.append((d, t)))
+        assert prog.last_chunks == 4 and seen == [(k, reports) for k in range(1, reports + 1)]
+
+
+def test_budgets_too_small_for_whole_reducing_blocks_say_so():
+    prog = irfuse.compile(NORMALIZED, backend="cpu")
+    x = np.ones((1000, 3), np.float32)
+    per = bytes_per_element(prog.compiled) * LANES
+    kept = reduction_bytes(prog.compiled, 1000)
+    assert kept == (8 + 1) * 4  # a word of each of eight blocks' partials, the combined maximum
+    with pytest.raises(irfuse.UsageError, match=f"cannot hold 128 elements in each of {LANES} lanes "
+                                                f"\\({per * 128} bytes\\) beside the {kept} bytes its reductions"):
+        prog(x, memory_budget=per * 128 + kept - 1)
+    with pytest.raises(irfuse.UsageError, match="cannot hold one element in each of"):
+        prog(x, memory_budget=kept + per - 1)
+    assert chunk_elements(prog.compiled, 1000, per * 200 + kept) == 128
+    assert chunk_elements(prog.compiled, 100, per * 100 + reduction_bytes(prog.compiled, 100)) == 100  # any length
+
+
+def reducing_programs(count: int) -> list[str]:
+    """The first `count` random batch-wide programs that reduce over the batch."""
+    found = (random_program(seed, 10, batch_wide=True) for seed in range(200))
+    return list(itertools.islice((src for src in found if re.search(r"= (sum|max|min)\(", src)), count))
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_random_programs_with_reductions_in_chunks_give_the_bits_of_one_call(k):
+    src = reducing_programs(6)[k]
+    prog = irfuse.compile(src, backend="cpu")
+    n = 700
+    ins = soa_inputs(prog, n, "aos", seed=k)
+    want = prog(**ins)
+    got = prog(**ins, memory_budget=budget_for(prog, n, 256))
+    assert prog.last_chunks == 3
+    for name in prog.outputs:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=src)

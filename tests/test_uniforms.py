@@ -275,8 +275,13 @@ def test_the_python_api_takes_and_gives_uniform_values():
     with pytest.raises(UsageError, match=r"input 'C' has shape \(2000, 3, 3\); it holds one value for the whole "
                                          r"batch \(it is uniform\), shaped \(3, 3\)"):
         p(A, A)
-    with pytest.raises(UsageError, match="outputs M, T hold one value for the whole batch"):
+    # In chunks of whole reducing blocks (passes over them): the bits of one call.
+    with pytest.raises(UsageError, match="cannot hold 128 elements in each of 2 lanes"):
         p(A, C, memory_budget=10_000)
+    chunked = p(A, C, memory_budget=100_000)
+    assert p.last_chunks > 1
+    for k in p.outputs:
+        assert np.array_equal(chunked[k], out[k]), k
     assert np.array_equal(p(A, C, memory_budget=10 ** 8).T, out.T)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import SSAValue
 
+from irfuse.analysis.batch_passes import BatchPass
 from irfuse.analysis.uniformity import Extent, value_extent
 from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import UsageError
@@ -80,10 +81,14 @@ class Executor:
         return (isinstance(owner, fuse.LaunchOp) and owner.parent_block() is loop.body.block
                 and sum(v is y for v in yielded) == 1)
 
-    def _record(self, block, env: dict, n: int, steps: list[Callable[[], None]]) -> list:
-        """Appends the steps of `block` to `steps`; returns the buffers it returns or yields."""
+    def _record(self, block, env: dict, n: int, steps: list[Callable[[], None]],
+                only: set | None = None) -> list:
+        """Appends the steps of `block` to `steps` (of its ops in `only`, when given); returns
+        the buffers it returns or yields."""
         dev = self.device
         for op in block.ops:
+            if only is not None and op not in only:
+                continue
             if isinstance(op, fuse.LaunchOp):
                 outs = []
                 for r in op.res:
@@ -130,34 +135,40 @@ class Executor:
         return []
 
     def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None,
-                outputs: dict | None = None, as_graph: bool = True) -> "Recorded":
+                outputs: dict | None = None, as_graph: bool = True, part: BatchPass | None = None,
+                bound: dict | None = None) -> "Recorded":
         """Uploads the inputs (or takes buffers already on the device from `uploaded`, which
         kernels only read) and records the host program into steps, ready to replay.
         `outputs` (name -> buffer) are where the results go: the kernels that make them write
         there directly when they can (a result made by a launch of the program's body), else a
         copy does. `as_graph=False` replays the steps one by one (buffers that are `Slot`s
-        change between replays, which a captured graph would not see)."""
+        change between replays, which a captured graph would not see). `part` records one
+        pass over the batch (`analysis.batch_passes`): its steps, giving its outputs;
+        `bound` (value -> buffer) gives values made before it (combined reductions) and
+        the buffers its partials go to."""
         if n < 1:
             raise UsageError(f"the batch size must be at least 1, got {n}")
-        env: dict = {}
+        env: dict = dict(bound or {})
         for name, arg in zip(self.program.inputs, self.program.body.block.args):
             env[arg] = uploaded[name] if uploaded is not None else self.device.upload(inputs[name])
-        returned = self.program.return_op.values
+        given = [(name, v) for name, v in zip(self.program.outputs, self.program.return_op.values)
+                 if part is None or name in part.outputs]
         if outputs:
-            for name, v in zip(self.program.outputs, returned):
+            for name, v in given:
                 if isinstance(v.owner, (fuse.LaunchOp, fuse.CombineOp)) \
                         and v.owner.parent_block() is self.program.body.block and v not in env:
                     env[v] = outputs[name]
         steps: list[Callable[[], None]] = []
-        outs = self._record(self.program.body.block, env, n, steps)
+        self._record(self.program.body.block, env, n, steps, None if part is None else set(part.steps))
+        outs = [env[v] for _, v in given]
         if outputs:
-            for k, name in enumerate(self.program.outputs):
+            for k, (name, _) in enumerate(given):
                 if outs[k] is not outputs[name]:
                     steps.append(functools.partial(self.device.copy, outputs[name], outs[k]))
                     outs[k] = outputs[name]
-        shapes = [self._shape(v, n) for v in returned]
+        shapes = [self._shape(v, n) for _, v in given]
         replay = self.device.batch(steps) if as_graph else in_order(steps)
-        return Recorded(self.device, replay, dict(zip(self.program.outputs, zip(outs, shapes))))
+        return Recorded(self.device, replay, dict(zip([name for name, _ in given], zip(outs, shapes))))
 
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
             back_to_back: int = 1, uploaded: dict | None = None) -> RunResult:

@@ -19,9 +19,14 @@ memory afterwards: neither is done.)
 On the CPU backend the same chunks run one after another (slices copied into buffers of a
 chunk and back), which is what the tests of chunking use.
 
-A uniform input (one value for the whole batch) goes whole to every chunk. A program with a
-uniform output (a reduction over the batch, or a value computed from one) runs as one chunk:
-combining chunks' partial results would give other bits than one call.
+A uniform input (one value for the whole batch) goes whole to every chunk. A program that
+reduces over the batch runs as passes over its chunks (`analysis.batch_passes`): chunks of a
+whole number of its reducing kernels' blocks give the partials of one call's blocks, which
+go into a buffer of the whole batch's partials; after a pass, each reduction is combined
+once over all of them by the kernel one call uses, and the next pass reads the combined
+values. A pass reads again the inputs it needs (what it computes from them is computed
+again): the batch crosses to the device once per pass that reads it. A pass whose work is
+uniform (it gives no per-element output and no partials) runs on one chunk.
 """
 
 from __future__ import annotations
@@ -34,12 +39,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from irfuse.analysis.batch_passes import BatchPass, BatchPasses, batch_passes
+from irfuse.analysis.uniformity import Extent, launched_kernel, value_extent
 from irfuse.diagnostics import UsageError
 from irfuse.dialects import fuse
 from irfuse.dialects.layouts import batch_shape
-from irfuse.runtime.device import Slot
+from irfuse.runtime.device import Slot, in_order
 from irfuse.runtime.executor import Executor
-from irfuse.runtime.reference import uniform_names, uniform_outputs
+from irfuse.runtime.reference import uniform_names
 
 LANES = 2
 OUTPUT_KEY = "out:"  # an output's key among the arrays (a program may return under an input's name)
@@ -60,36 +67,54 @@ _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 def bytes_per_element(compiled) -> int:
-    """Device bytes one element of a chunk takes: every input, temporary and output."""
+    """Device bytes one element of a chunk takes: every input, temporary and output that has
+    a value per element (a uniform one's few words are not counted; a reduction's partials
+    are, as if every element had its own)."""
     program = compiled.program
-    words = sum(t.size for t in program.input_types())
-    words += sum(r.type.size for op in program.walk() if isinstance(op, fuse.LaunchOp) for r in op.res)
+    words = sum(a.type.size for a in program.body.block.args if value_extent(a) != Extent.UNIFORM)
+    words += sum(r.type.size for op in program.walk() if isinstance(op, fuse.LaunchOp) for r in op.res
+                 if value_extent(r) != Extent.UNIFORM)
     return max(1, words) * compiled.itemsize
 
 
+def _partials_blocks(combine: fuse.CombineOp, n: int) -> int:
+    """The blocks whose partials a reduction over n elements combines."""
+    return -(-n // launched_kernel(combine.partials.owner).by.data)  # type: ignore[arg-type]
+
+
+def reduction_bytes(compiled, n: int) -> int:
+    """Device bytes a batch of n elements in chunks keeps for its reductions: the partials of
+    all of its blocks and the combined values."""
+    words = sum(c.res.type.size * (_partials_blocks(c, n) + 1)  # type: ignore[attr-defined]
+                for c in batch_passes(compiled.program).combined)
+    return words * compiled.itemsize
+
+
 def chunk_elements(compiled, n: int, budget: int | None) -> int:
-    """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes, at most
-    `CHUNK_BYTES` a lane, and few enough for `MIN_CHUNKS` chunks where they would still hold
-    `MIN_CHUNK_BYTES` (all of the batch when no budget is given)."""
+    """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes (beside
+    what reductions keep, `reduction_bytes`), at most `CHUNK_BYTES` a lane, and few enough
+    for `MIN_CHUNKS` chunks where they would still hold `MIN_CHUNK_BYTES` (all of the batch
+    when no budget is given); a multiple of the reducing kernels' elements per block when the
+    batch takes more than one chunk."""
     if budget is None:
         return max(n, 1)
-    whole = uniform_outputs(compiled.reference_program)
-    if whole:
-        need = bytes_per_element(compiled) * n
-        if need > budget:
-            names = ", ".join(sorted(whole))
-            raise UsageError(f"this program's output{'s' if len(whole) > 1 else ''} {names} hold"
-                             f"{'' if len(whole) > 1 else 's'} one value for the whole batch, which a run in chunks "
-                             f"would not give bit for bit: the batch of {n} elements runs in "
-                             f"one piece and needs {need} bytes of device memory, over the budget of {budget}")
-        return max(n, 1)
-    per = bytes_per_element(compiled) * LANES
-    lane_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, bytes_per_element(compiled) * n // MIN_CHUNKS))
-    n = min(n, max(1, lane_bytes // bytes_per_element(compiled)))
-    if budget < per:
+    one = bytes_per_element(compiled)
+    per = one * LANES
+    kept = reduction_bytes(compiled, n)
+    beside = f" beside the {kept} bytes its reductions keep for a batch of {n} elements" if kept else ""
+    if budget - kept < per:
         raise UsageError(f"a device-memory budget of {budget} bytes cannot hold one element in each of {LANES} "
-                         f"lanes ({per} bytes)")
-    return max(1, min(n, budget // per))
+                         f"lanes ({per} bytes){beside}")
+    lane_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, one * n // MIN_CHUNKS))
+    chunk = min(n, max(1, lane_bytes // one), (budget - kept) // per)
+    align = batch_passes(compiled.program).align
+    if chunk < n and chunk % align:
+        if chunk < align:
+            raise UsageError(f"a device-memory budget of {budget} bytes cannot hold {align} elements in each of "
+                             f"{LANES} lanes ({per * align} bytes){beside}: a chunk of this program holds a multiple "
+                             f"of {align} elements, the blocks whose partials its reductions combine")
+        chunk -= chunk % align
+    return max(1, chunk)
 
 
 def page_locked(a: np.ndarray) -> bool:
@@ -163,6 +188,8 @@ class ChunkedRun:
         self.owned: list = []  # device buffers made for this run, freed by `release`
         self.lanes: list[dict] = []  # made when first used: a batch of one chunk needs one
         self.uniform = uniform_names(compiled.reference_program)  # arguments without a batch axis
+        self.plan: BatchPasses = batch_passes(compiled.program)
+        self.combined: dict | None = None  # a buffer per combined reduction, made when first needed
 
     def _shape(self, k: str, m: int) -> tuple[int, ...]:
         """The shape of argument `k` in a chunk of m elements."""
@@ -177,10 +204,12 @@ class ChunkedRun:
         chunk length (made when first needed: the last chunk is shorter)."""
         dev = self.device
         lane = {"in": {k: Slot() for k in self.inputs}, "out": {k: Slot() for k in self.outputs}, "runs": {},
-                "buffers": {}, "pending": None}
+                "buffers": {}, "partials": {}, "pending": None}
         with self._owning():
             for k in (*self.inputs, *self.outputs):
                 lane["buffers"][k] = dev.alloc(self._shape(k, self.chunk))
+            for c in self.plan.combined:  # a chunk's partials, laid out as a batch of that chunk's
+                lane["partials"][c.partials] = dev.alloc((c.res.type.size * _partials_blocks(c, self.chunk),))
         if self.gpu:
             drv = dev.drv
             lane["stream"] = drv.Stream()
@@ -194,13 +223,26 @@ class ChunkedRun:
                             for k in (*self.inputs, *self.outputs)}
         return lane["host"]
 
-    def _recorded(self, lane: dict, m: int):
-        run = lane["runs"].get(m)
+    def _recorded(self, lane: dict, m: int, p: int | None):
+        """The lane's run of pass `p` (all of the program: None) on a chunk of m elements."""
+        run = lane["runs"].get((p, m))
         if run is None:
+            part = None if p is None else self.plan.passes[p]
+            bound = {}
+            if part is not None:
+                bound = {c.res: buf for c, buf in self._combined().items()}
+                bound.update({v: lane["partials"][v] for v in part.partials})
             with self._owning():
-                run = lane["runs"][m] = Executor(self.compiled, self.device).prepare(
-                    {}, m, uploaded=lane["in"], outputs=lane["out"], as_graph=False)
+                run = lane["runs"][(p, m)] = Executor(self.compiled, self.device).prepare(
+                    {}, m, uploaded=lane["in"], outputs=lane["out"], as_graph=False, part=part, bound=bound)
         return run
+
+    def _combined(self) -> dict:
+        """The buffers of the reductions' combined values (kept for the next runs)."""
+        if self.combined is None:
+            with self._owning():
+                self.combined = {c: self.device.alloc(tuple(c.res.type.shape)) for c in self.plan.combined}
+        return self.combined
 
     @contextlib.contextmanager
     def _owning(self):
@@ -233,46 +275,115 @@ class ChunkedRun:
             if not self.gpu:
                 slot.array = buf.reshape(-1)[: slot.nbytes // self.compiled.itemsize].reshape(self._shape(k, m))
 
+    def _per_chunk(self, part: BatchPass | None) -> bool:
+        """Whether every chunk runs the pass: it gives partials or a per-element output (a
+        pass that only makes uniform values makes the same ones on any chunk)."""
+        return part is None or bool(part.partials) or any(k not in self.uniform for k in part.outputs)
+
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray], n: int,
             progress: Callable[[int, int], None] | None = None) -> int:
         """Runs the batch; returns the number of chunks. `progress(done, total)` is called as
-        chunks complete (a lane then waits for its chunk before taking the next one, which
-        keeps one chunk a lane queued instead of all of them)."""
+        chunks complete, those of every pass (a lane then waits for its chunk before taking
+        the next one, which keeps one chunk a lane queued instead of all of them)."""
         starts = range(0, n, self.chunk)
-        self.progress, self.done, self.total = progress, 0, len(starts)
+        # One chunk runs the program whole; more run its passes (one when it does not reduce).
+        passes = [(p, part) for p, part in enumerate(self.plan.passes)] if len(starts) > 1 else [(None, None)]
+        chunks = [starts if self._per_chunk(part) else starts[:1] for _, part in passes]
+        self.progress, self.done, self.total, self.n = progress, 0, sum(len(c) for c in chunks), n
         # The arrays that go straight to and from the device (outputs under OUTPUT_KEY + name).
         # (A uniform argument is a few words: always staged.)
         self.locked = {k: self.gpu and k not in self.uniform and page_locked(a) for k, a in arrays.items()}
         self.locked.update({OUTPUT_KEY + k: self.gpu and k not in self.uniform and page_locked(a)
                             for k, a in results.items()})
+        whole: dict = {}  # the partials of the whole batch, made for this call
         try:
-            for c, start in enumerate(starts):
-                m = min(self.chunk, n - start)
-                k = c % LANES if self.gpu else 0
-                if k == len(self.lanes):
-                    self.lanes.append(self._lane())
-                if self.gpu:
-                    self._issue_gpu(self.lanes[k], arrays, results, start, m)
-                else:
-                    self._run_cpu(self.lanes[k], arrays, results, start, m)
-            for lane in self.lanes:
-                self._finish(lane, results)
+            for (p, part), part_starts in zip(passes, chunks):
+                if part is not None and part.partials:
+                    whole = self._whole_partials(part, n, whole)
+                for c, start in enumerate(part_starts):
+                    m = min(self.chunk, n - start)
+                    k = c % LANES if self.gpu else 0
+                    if k == len(self.lanes):
+                        self.lanes.append(self._lane())
+                    if self.gpu:
+                        self._issue_gpu(self.lanes[k], arrays, results, start, m, p, whole)
+                    else:
+                        self._run_cpu(self.lanes[k], arrays, results, start, m, p, whole)
+                for lane in self.lanes:
+                    self._finish(lane, results)
+                if part is not None and part.combines:
+                    self._combine(part, n, whole)
         except BaseException:
             for lane in self.lanes:  # a later call must not receive this call's chunks
                 if self.gpu:
                     lane["stream"].synchronize()
                 lane["pending"] = None
             raise
+        finally:
+            if self.gpu and whole:
+                self.device.drv.Context.synchronize()  # the combines are done with them
+                for buf in whole.values():
+                    buf.free()
         return len(starts)
 
-    def _run_cpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
+    def _part(self, p: int | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple]:
+        """The inputs a chunk of pass p uploads, the outputs it gives, the partials it makes."""
+        if p is None:
+            return self.inputs, self.outputs, ()
+        part = self.plan.passes[p]
+        return part.reads, part.outputs, part.partials
+
+    def _whole_partials(self, part: BatchPass, n: int, whole: dict) -> dict:
+        """Buffers for the pass's partials of the whole batch (added to `whole`)."""
+        for c in part.combines:
+            words = c.res.type.size * _partials_blocks(c, n)  # type: ignore[attr-defined]
+            whole[c.partials] = self.device.drv.mem_alloc(words * self.compiled.itemsize) if self.gpu \
+                else np.full(words, np.nan, self.device.dtype)
+        return whole
+
+    def _partials_of_chunk(self, lane: dict, part_partials: tuple, whole: dict, start: int, m: int):
+        """Copies a chunk's partials into the whole batch's (word k of block b at k * blocks + b:
+        a row of the chunk's blocks per word, at the chunk's first block)."""
+        for v in part_partials:
+            c = next(c for c in self.plan.combined if c.partials is v)
+            size, by = c.res.type.size, launched_kernel(v.owner).by.data  # type: ignore[attr-defined]
+            blocks, mine, first = _partials_blocks(c, self.n), _partials_blocks(c, m), start // by
+            src, dst = lane["partials"][v], whole[v]
+            if not self.gpu:
+                dst.reshape(size, blocks)[:, first:first + mine] = src[:size * mine].reshape(size, mine)
+                continue
+            isz = self.compiled.itemsize
+            copy = self.device.drv.Memcpy2D()
+            copy.set_src_device(src)
+            copy.src_pitch = mine * isz
+            copy.set_dst_device(dst)
+            copy.dst_x_in_bytes, copy.dst_pitch = first * isz, blocks * isz
+            copy.width_in_bytes, copy.height = mine * isz, size
+            copy(lane["stream"])
+
+    def _combine(self, part: BatchPass, n: int, whole: dict) -> None:
+        """The pass's reductions combined over the whole batch's partials, as one call does."""
+        combined = self._combined()
+        steps = [self.device.launcher(c.kernel_name, [whole[c.partials], combined[c]], _partials_blocks(c, n))
+                 for c in part.combines]
+        if not self.gpu:
+            for step in steps:
+                step()
+            return
+        stream = self.lanes[0]["stream"]  # every lane is done: `_finish` waited for it
+        self.device.on_own_stream(stream, in_order(steps))
+        stream.synchronize()
+
+    def _run_cpu(self, lane: dict, arrays, results, start: int, m: int, p: int | None, whole: dict) -> None:
+        reads, gives, partials = self._part(p)
         self._point(lane, m)
-        for k in self.inputs:
+        for k in reads:
             lane["in"][k].array[...] = self._chunk_of(k, arrays[k], start, m)
         try:
-            self._recorded(lane, m).replay()
+            self._recorded(lane, m, p).replay()
+            self._partials_of_chunk(lane, partials, whole, start, m)
         finally:
-            for k in self.outputs:
+            for k in gives:
                 self._chunk_of(k, results[k], start, m)[...] = lane["out"][k].array
             for slot in (*lane["in"].values(), *lane["out"].values()):
                 slot.array = None
@@ -315,16 +426,17 @@ class ChunkedRun:
         shape = self._shape(k, m)
         return self._staging(lane)[k].reshape(-1)[: math.prod(shape)].reshape(shape)
 
-    def _issue_gpu(self, lane: dict, arrays, results, start: int, m: int) -> None:
-        """Queues a chunk on the lane's stream: arrays whose pages are locked go straight to
-        and from the device (the stream orders them after the lane's previous chunk), the
-        others through the lane's page-locked buffers, which the host may only refill once
-        the lane's previous chunk is done with them."""
+    def _issue_gpu(self, lane: dict, arrays, results, start: int, m: int, p: int | None, whole: dict) -> None:
+        """Queues a chunk of pass p on the lane's stream: arrays whose pages are locked go
+        straight to and from the device (the stream orders them after the lane's previous
+        chunk), the others through the lane's page-locked buffers, which the host may only
+        refill once the lane's previous chunk is done with them."""
         if lane.get("staging_busy") or (self.progress is not None and lane["pending"] is not None):
             self._finish(lane, results)
+        reads, gives, partials = self._part(p)
         drv, stream = self.device.drv, lane["stream"]
         staged_any = False
-        for k in self.inputs:
+        for k in reads:
             if self.locked[k]:
                 self._transfer(arrays[k], lane["buffers"][k], start, m, stream, True)
             else:
@@ -333,23 +445,24 @@ class ChunkedRun:
                 drv.memcpy_htod_async(lane["buffers"][k], staged, stream)
                 staged_any = True
         self._point(lane, m)
-        self.device.on_own_stream(stream, self._recorded(lane, m).replay)
-        for k in self.outputs:
+        self.device.on_own_stream(stream, self._recorded(lane, m, p).replay)
+        self._partials_of_chunk(lane, partials, whole, start, m)
+        for k in gives:
             if self.locked[OUTPUT_KEY + k]:
                 self._transfer(results[k], lane["buffers"][k], start, m, stream, False)
             else:
                 drv.memcpy_dtoh_async(self._staged(lane, k, m), lane["buffers"][k], stream)
                 staged_any = True
-        lane["pending"] = (start, m)
+        lane["pending"] = (start, m, gives)
         lane["staging_busy"] = staged_any
 
     def _finish(self, lane: dict, results) -> None:
         """Waits for the lane's last chunk and copies its staged outputs out."""
         if not self.gpu or lane["pending"] is None:
             return
-        start, m = lane["pending"]
+        start, m, gives = lane["pending"]
         lane["stream"].synchronize()
-        for k in self.outputs:
+        for k in gives:
             if not self.locked[OUTPUT_KEY + k]:
                 _copy(self._chunk_of(k, results[k], start, m), self._staged(lane, k, m))
         lane["pending"] = None
