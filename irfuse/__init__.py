@@ -13,9 +13,9 @@ from irfuse.api import IrfuseWarning, Outputs, Program, PythonProgram, Verificat
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
 from irfuse.frontend.python import Matrix, Scalar, Tensor, Uniform, Vector
 from irfuse.frontend.python import reduce_max as max, reduce_min as min, reduce_sum as sum  # noqa: A004
-from irfuse.runtime.streaming import pinned_empty
+from irfuse.runtime.streaming import page_locked, pinned_empty
 
 __all__ = ["__version__", "compile", "program", "ops", "Scalar", "Vector", "Matrix", "Tensor", "Uniform", "sum",
            "max", "min", "Program",
            "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
-           "UsageError", "ExecutionError", "pinned_empty"]
+           "UsageError", "ExecutionError", "pinned_empty", "page_locked"]

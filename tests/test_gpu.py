@@ -405,6 +405,36 @@ def test_host_batches_that_reduce_stream_in_passes_with_the_bits_of_one_call(lay
         assert prog.check(**host).ok
 
 
+def test_numpy_arrays_locked_for_a_block_of_calls_stream_straight():
+    """`irfuse.page_locked`: ordinary NumPy arrays copied straight by the lanes' streams inside
+    the block (as pinned arrays are), the same results; unlocked when the block ends; an
+    array already locked (nested blocks, a view of a locked array) left as it is."""
+    import irfuse
+    from irfuse.runtime.streaming import LANES, bytes_per_element, chunk_elements, is_page_locked
+
+    prog = irfuse.compile(next(p for p in EXAMPLES if p.endswith("synctest.kas")), backend="cuda")
+    n = 300_001
+    a = np.random.default_rng(3).random((n, 3, 3), dtype=np.float32)
+    want = prog(a).F
+    out = np.zeros_like(a)
+    quarter = bytes_per_element(prog.compiled) * LANES * n // 4
+    assert not is_page_locked(a) and not is_page_locked(out)
+    with irfuse.page_locked(a, out):
+        assert is_page_locked(a) and is_page_locked(out)
+        with irfuse.page_locked(a, a[10:20]):  # already locked: the inner block leaves them
+            pass
+        assert is_page_locked(a)
+        prog(a, out=out, memory_budget=quarter)
+        run = prog._bound[("chunks", chunk_elements(prog.compiled, n, quarter))]
+        assert prog.last_chunks >= 4 and all(run.locked.values())
+        np.testing.assert_array_equal(out, want)
+    assert not is_page_locked(a) and not is_page_locked(out)
+    out[...] = 0
+    prog(a, out=out, memory_budget=quarter)  # staged again
+    assert not any(run.locked.values())
+    np.testing.assert_array_equal(out, want)
+
+
 def _compiled_with_inputs(name: str, n: int, seed: int):
     """An example compiled for the GPU, random float32 inputs in [-1, 1) of n elements, and its
     outputs on them (computed from host arrays)."""

@@ -230,3 +230,17 @@ def test_random_programs_with_reductions_in_chunks_give_the_bits_of_one_call(k):
     assert prog.last_chunks == 3
     for name in prog.outputs:
         np.testing.assert_array_equal(got[name], want[name], err_msg=src)
+
+
+def test_page_locking_names_the_argument_it_cannot_take():
+    with pytest.raises(irfuse.UsageError, match="argument 2 is a list, not a NumPy array"):
+        with irfuse.page_locked(np.zeros(3), [1.0, 2.0]):
+            pass
+    with pytest.raises(irfuse.UsageError, match=r"argument 1 is not C-contiguous \(strides \(32, 16\)\)"):
+        with irfuse.page_locked(np.zeros((4, 4))[:, ::2]):
+            pass
+    from irfuse.runtime.cuda_device import gpu_available
+    if not gpu_available():  # (the GPU tests lock and release pages)
+        with pytest.raises(irfuse.IrfuseError, match="the CUDA backend"):
+            with irfuse.page_locked(np.zeros(3)):
+                pass

@@ -8,13 +8,14 @@ the kernels see the same elements, only fewer at a time.
 On the GPU two lanes alternate: each holds device buffers for one chunk (its inputs,
 outputs and the temporaries between kernels) and a stream of its own. A caller's array in
 page-locked memory (`irfuse.pinned_empty`, PyTorch's `pin_memory()`, PyCUDA's
-`pagelocked_empty`) is copied straight from and into by each lane's stream, the host only
-queuing work, so the transfers in both directions and the kernels of consecutive chunks
-overlap. Any other array goes through page-locked buffers of the lane's own, copied by host
-threads (the lane's results coming out of them when the lane is next needed), which costs
-host memory bandwidth. (Locking the caller's pages for each call costs more than staging
-them; locking them once and keeping them locked outlives what the caller does with the
-memory afterwards: neither is done.)
+`pagelocked_empty`, or NumPy arrays inside `with irfuse.page_locked(...)`) is copied straight
+from and into by each lane's stream, the host only queuing work, so the transfers in both
+directions and the kernels of consecutive chunks overlap. Any other array goes through
+page-locked buffers of the lane's own, copied by host threads (the lane's results coming out
+of them when the lane is next needed), which costs host memory bandwidth. irfuse never locks
+a caller's pages on its own: locking them for each call costs about what staging them does,
+and keeping them locked past the call would outlive what the caller does with the memory
+afterwards. `page_locked` locks them for a block of calls the caller delimits.
 
 On the CPU backend the same chunks run one after another (slices copied into buffers of a
 chunk and back), which is what the tests of chunking use.
@@ -117,7 +118,7 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
     return max(1, chunk)
 
 
-def page_locked(a: np.ndarray) -> bool:
+def is_page_locked(a: np.ndarray) -> bool:
     """Whether a C-contiguous array lies in page-locked memory (allocated so, or registered
     with the driver by its owner), first and last byte alike: the driver copies such memory
     without staging it."""
@@ -146,6 +147,62 @@ def pinned_empty(shape, dtype=np.float32) -> np.ndarray:
                                     mem_flags=drv.host_alloc_flags.PORTABLE)
     finally:
         context.pop()
+
+
+@contextlib.contextmanager
+def page_locked(*arrays: np.ndarray):
+    """Locks the pages of NumPy arrays in host memory for the calls inside the block: batches
+    in them then stream to and from the GPU straight, as `pinned_empty` arrays do, instead of
+    through staging buffers. The pages are registered with the CUDA driver when the block
+    starts and released when it ends (the block holds the arrays, which must not be resized
+    in it). Locking costs about one staged call's time; a loop of calls on the same arrays
+    gains it back at the first call. An array already page-locked, or one that shares pages
+    with memory locked otherwise, is left as it is. Lock what the calls need: locked memory
+    cannot be paged out."""
+    for k, a in enumerate(arrays, 1):
+        if not isinstance(a, np.ndarray):
+            raise UsageError(f"irfuse.page_locked: argument {k} is a {type(a).__name__}, not a NumPy array")
+        if not a.flags.c_contiguous:
+            raise UsageError(f"irfuse.page_locked: argument {k} is not C-contiguous (strides {a.strides}): only "
+                             f"a C-contiguous array is copied straight to and from the GPU")
+    from irfuse.runtime.cuda_device import import_pycuda
+    from irfuse.runtime.cuda_graph import checked, cuda_driver
+
+    drv = import_pycuda()
+    cu = cuda_driver()
+    context = drv.Device(0).retain_primary_context()
+    locked: list[np.ndarray] = []
+
+    def release() -> None:
+        context.push()
+        try:
+            for a in locked:
+                checked(cu.cuMemHostUnregister(a.ctypes.data), "cuMemHostUnregister")
+        finally:
+            context.pop()
+            locked.clear()
+
+    context.push()
+    try:
+        for k, a in enumerate(arrays, 1):
+            if not a.nbytes or is_page_locked(a) or any(a is b for b in locked):
+                continue
+            err, = cu.cuMemHostRegister(a.ctypes.data, a.nbytes, cu.CU_MEMHOSTREGISTER_PORTABLE)
+            if err == cu.CUresult.CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+                continue  # some of its pages are locked by another registration: it stays staged
+            if err != cu.CUresult.CUDA_SUCCESS:
+                raise UsageError(f"irfuse.page_locked: the driver could not lock argument {k}'s {a.nbytes} bytes: "
+                                 f"{err.name}")
+            locked.append(a)
+    except BaseException:
+        context.pop()
+        release()
+        raise
+    context.pop()
+    try:
+        yield
+    finally:
+        release()
 
 
 def _slice(a: np.ndarray, layout: str, start: int, stop: int) -> np.ndarray:
@@ -292,8 +349,8 @@ class ChunkedRun:
         self.progress, self.done, self.total, self.n = progress, 0, sum(len(c) for c in chunks), n
         # The arrays that go straight to and from the device (outputs under OUTPUT_KEY + name).
         # (A uniform argument is a few words: always staged.)
-        self.locked = {k: self.gpu and k not in self.uniform and page_locked(a) for k, a in arrays.items()}
-        self.locked.update({OUTPUT_KEY + k: self.gpu and k not in self.uniform and page_locked(a)
+        self.locked = {k: self.gpu and k not in self.uniform and is_page_locked(a) for k, a in arrays.items()}
+        self.locked.update({OUTPUT_KEY + k: self.gpu and k not in self.uniform and is_page_locked(a)
                             for k, a in results.items()})
         whole: dict = {}  # the partials of the whole batch, made for this call
         try:
