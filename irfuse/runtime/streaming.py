@@ -36,6 +36,7 @@ import concurrent.futures
 import contextlib
 import math
 import os
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -67,15 +68,30 @@ _COPY_THREADS = min(16, os.cpu_count() or 1)
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
+# lowered module -> (bytes per element, elements a chunk holds a multiple of, (words, elements
+# per block) of each reduction): plain numbers, so that the module can be freed
+_sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _sizes_of(compiled) -> tuple[int, int, tuple[tuple[int, int], ...]]:
+    """What chunks are chosen from, found once per program (every host call chooses them)."""
+    if compiled.module not in _sizes:
+        program = compiled.program
+        words = sum(a.type.size for a in program.body.block.args if value_extent(a) != Extent.UNIFORM)
+        words += sum(r.type.size for op in program.walk() if isinstance(op, fuse.LaunchOp) for r in op.res
+                     if value_extent(r) != Extent.UNIFORM)
+        plan = batch_passes(program)
+        reductions = tuple((c.res.type.size, launched_kernel(c.partials.owner).by.data)  # type: ignore
+                           for c in plan.combined)
+        _sizes[compiled.module] = (max(1, words) * compiled.itemsize, plan.align, reductions)
+    return _sizes[compiled.module]
+
+
 def bytes_per_element(compiled) -> int:
     """Device bytes one element of a chunk takes: every input, temporary and output that has
     a value per element (a uniform one's few words are not counted; a reduction's partials
     are, as if every element had its own)."""
-    program = compiled.program
-    words = sum(a.type.size for a in program.body.block.args if value_extent(a) != Extent.UNIFORM)
-    words += sum(r.type.size for op in program.walk() if isinstance(op, fuse.LaunchOp) for r in op.res
-                 if value_extent(r) != Extent.UNIFORM)
-    return max(1, words) * compiled.itemsize
+    return _sizes_of(compiled)[0]
 
 
 def _partials_blocks(combine: fuse.CombineOp, n: int) -> int:
@@ -86,9 +102,7 @@ def _partials_blocks(combine: fuse.CombineOp, n: int) -> int:
 def reduction_bytes(compiled, n: int) -> int:
     """Device bytes a batch of n elements in chunks keeps for its reductions: the partials of
     all of its blocks and the combined values."""
-    words = sum(c.res.type.size * (_partials_blocks(c, n) + 1)  # type: ignore[attr-defined]
-                for c in batch_passes(compiled.program).combined)
-    return words * compiled.itemsize
+    return sum(size * (-(-n // by) + 1) for size, by in _sizes_of(compiled)[2]) * compiled.itemsize
 
 
 def chunk_elements(compiled, n: int, budget: int | None) -> int:
@@ -108,7 +122,7 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
                          f"lanes ({per} bytes){beside}")
     lane_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, one * n // MIN_CHUNKS))
     chunk = min(n, max(1, lane_bytes // one), (budget - kept) // per)
-    align = batch_passes(compiled.program).align
+    align = _sizes_of(compiled)[1]
     if chunk < n and chunk % align:
         if chunk < align:
             raise UsageError(f"a device-memory budget of {budget} bytes cannot hold {align} elements in each of "
