@@ -1,7 +1,7 @@
 """Robustness, long mode: thousands of fuzzed inputs and random programs, in parallel.
 
     python benchmarks/fuzz.py [--fuzz-cases 10000] [--programs 1000] [--plans 3] [--jobs 2]
-                              [--first-seed 0] [--keep tests/regressions] [--json fuzz.json] [--nvrtc]
+                              [--first-seed 0] [--keep tests/regressions] [--json fuzz.json] [--nvrtc] [--chunks]
 
 Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with its own seed):
   mutated   an example mutated 1-3 times (deleted tokens, swapped types, wrong arity, unknown
@@ -27,7 +27,9 @@ with dead chains and loops carrying values computed before them, every fourth de
 120 statements reading recent values and reassigning; every fourth with batch-wide values:
 uniform inputs, literals, reductions and what reads them; float64 and float32 in turn, batch
 sizes 1, 37 and 97) run on the CPU through their `--plans` best plans and are compared with
-the NumPy reference (`--nvrtc`: every plan also compiled to sm_90). A failing program is shrunk to a minimal one, which is written under
+the NumPy reference (`--nvrtc`: every plan also compiled to sm_90; `--chunks`: every plan
+also run on 601 elements in chunks, passes over them where it reduces, which must give the
+bits of one call). A failing program is shrunk to a minimal one, which is written under
 `--keep` (a test runs every program there) and listed in the JSON.
 """
 
@@ -155,9 +157,9 @@ def _fuzz_input(kind: str, rng: random.Random, sources: list[str], irs: list[str
     return mutate_ir(rng.choice(irs), rng)
 
 
-def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False) -> dict:
+def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, chunks: bool = False) -> dict:
     """One random program through its best plans on the CPU (each compiled to sm_90 with
-    NVRTC too with `nvrtc`); a failure is shrunk and kept."""
+    NVRTC too with `nvrtc`, each run in chunks too with `chunks`); a failure is shrunk and kept."""
     from irfuse.testing.differential import Budget, check_source, shrink_failure
     from irfuse.testing.random_programs import random_program
 
@@ -166,7 +168,7 @@ def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False) -
     calls = rng.randint(20, 120) if shape == "dense" else rng.randint(3, 20)
     src = random_program(seed, calls, dead=shape == "dead", dense=shape == "dense", batch_wide=shape == "wide")
     budget = Budget(top=plans, dtype="f64" if seed % 2 == 0 else "f32", n=rng.choice([1, 37, 97]), seed=seed,
-                    nvrtc=nvrtc)
+                    nvrtc=nvrtc, chunks=chunks)
     t0 = time.perf_counter()
     outcome = check_source(src, budget)
     row = {"seed": seed, "shape": shape, "calls": calls, "dtype": budget.dtype, "n": budget.n, "plans": outcome.plans,
@@ -199,6 +201,7 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", default=os.path.join(ROOT, "tests", "regressions"))
     ap.add_argument("--json", default="fuzz.json")
     ap.add_argument("--nvrtc", action="store_true", help="also compile every plan to sm_90 with NVRTC")
+    ap.add_argument("--chunks", action="store_true", help="also run every plan in chunks against one call")
     args = ap.parse_args(argv)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -226,7 +229,7 @@ def main(argv=None) -> int:
             # are recorded as findings and the rest go on in a fresh pool.
             with cf.ProcessPoolExecutor(args.jobs) as pool:
                 futures = {pool.submit(fuzz_chunk, k, seeds): ("fuzz", (k, seeds)) for k, seeds in chunks}
-                futures.update({pool.submit(program_case, s, args.plans, args.keep, args.nvrtc): ("program", s) for s in todo})
+                futures.update({pool.submit(program_case, s, args.plans, args.keep, args.nvrtc, args.chunks): ("program", s) for s in todo})
                 chunks, todo = [], []
                 unfinished = []
                 for fut in cf.as_completed(futures):

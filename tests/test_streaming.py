@@ -244,3 +244,20 @@ def test_page_locking_names_the_argument_it_cannot_take():
         with pytest.raises(irfuse.IrfuseError, match="the CUDA backend"):
             with irfuse.page_locked(np.zeros(3)):
                 pass
+
+
+def test_the_differential_chunk_check_catches_chunks_that_cut_reducing_blocks(monkeypatch):
+    """`Budget(chunks=True)` runs every plan in chunks against one call: with chunks of 97
+    elements, which cut the reducing kernels' blocks of 128, a sum differs and the check says
+    so (the fuzz runs rely on it failing)."""
+    import dataclasses
+
+    import irfuse.testing.differential as differential
+    from irfuse.testing.differential import Budget, check_source
+
+    src = TWO_LEVELS
+    assert check_source(src, Budget(top=1, n=37, chunks=True)).ok
+    real = differential.batch_passes
+    monkeypatch.setattr(differential, "batch_passes", lambda p: dataclasses.replace(real(p), align=1))
+    out = check_source(src, Budget(top=1, n=37, chunks=True))
+    assert out.failure == "chunks" and "differ from one call" in out.detail

@@ -314,9 +314,10 @@ def test_the_cli_runs_and_verifies_the_examples_with_uniform_values(tmp_path):
 def test_random_programs_with_batch_wide_values_agree_with_the_reference(seed, tmp_path):
     """Uniform inputs, literals, reductions (and kernels after them), statements run once:
     the two best plans of random programs, against the reference on the CPU, each compiled
-    to sm_90 with NVRTC too."""
+    to sm_90 with NVRTC too, and each run in chunks too (passes over them where it reduces)
+    with the bits of one call."""
     src = random_program(seed, 10, batch_wide=True)
-    out = check_source(src, Budget(top=2, n=301, seed=seed, nvrtc=True), str(tmp_path))
+    out = check_source(src, Budget(top=2, n=301, seed=seed, nvrtc=True, chunks=True), str(tmp_path))
     assert out.ok, (src, out.failure, out.detail)
 
 

@@ -15,6 +15,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from irfuse.analysis.batch_passes import batch_passes
 from irfuse.diagnostics import CompileError, IrfuseError
 from irfuse.dialects.context import module_text
 from irfuse.dialects.element_types import element_type
@@ -23,7 +26,8 @@ from irfuse.frontend.irgen import compile_file
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import random_inputs, run_references
+from irfuse.runtime.reference import random_inputs, run_references, uniform_names
+from irfuse.runtime.streaming import ChunkedRun
 from irfuse.runtime.verify import check_outputs
 
 
@@ -59,6 +63,9 @@ class Budget:
     # Also compile each plan's CUDA C to sm_90 with NVRTC (ptxas refuses what a CPU run
     # cannot notice: static shared memory past its limit, say), as a GPU run would.
     nvrtc: bool = False
+    # Also run each plan on CHUNKED_N elements in chunks (passes over them where it reduces,
+    # `runtime.streaming`), which must give the bits of one call.
+    chunks: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -89,16 +96,43 @@ def check_plans(path: str, budget: Budget) -> Outcome:
         try:
             inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k,
                                    element_type(budget.dtype).numpy)
-            got = Executor(plan, CpuDevice(plan)).run(inputs, budget.n).outputs
+            device = CpuDevice(plan)
+            got = Executor(plan, device).run(inputs, budget.n).outputs
             want = run_references(plan.reference_program, inputs, budget.dtype, budget.n, plan.sum_by)
+            differ = chunks_differ(plan, device, budget.seed + k) if budget.chunks else []
         except Exception as e:  # noqa: BLE001 -- a crash of the runtime is a finding too
             return Outcome(out.plans, out.in_kernel_loops, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
+        if differ:
+            return Outcome(out.plans, out.in_kernel_loops, "chunks",
+                           f"plan {k}: run in chunks, {', '.join(differ)} differ from one call")
         bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
         if bad:
             return Outcome(out.plans, out.in_kernel_loops, "mismatch", f"plan {k} (loops={loops}): " + "; ".join(bad))
         out.plans += 1
         out.in_kernel_loops += "fuse.loop" in module_text(plan.module)
     return out
+
+
+CHUNKED_N = 601  # four chunks of 128 elements and one of 89, or seven of 97 and one of 19
+
+
+def chunks_differ(plan, device, seed: int) -> list[str]:
+    """The outputs of `plan` on CHUNKED_N elements in chunks (of the reducing kernels' blocks,
+    else of 97 elements) that differ from one call's, bit for bit."""
+    program = plan.reference_program
+    n = CHUNKED_N
+    inputs = random_inputs(program, n, seed, device.dtype)
+    whole = Executor(plan, device).run(inputs, n).outputs
+    uniform = uniform_names(program)
+    shapes = {name: tuple(t.shape) for name, t in [*zip(program.inputs, program.input_types()),
+                                                   *zip(program.outputs, program.output_types())]}
+    results = {name: np.full(shapes[name] if name in uniform else (n, *shapes[name]), np.nan, device.dtype)
+               for name in program.outputs}
+    align = batch_passes(plan.program).align
+    run = ChunkedRun(plan, device, align if align > 1 else 97, tuple(program.inputs), tuple(program.outputs),
+                     shapes, "aos")
+    run.run(inputs, results, n)
+    return [name for name in program.outputs if not np.array_equal(results[name], whole[name], equal_nan=True)]
 
 
 def check_source(src: str, budget: Budget, directory: str | None = None) -> Outcome:
