@@ -42,7 +42,8 @@ from collections.abc import Callable
 import numpy as np
 
 from irfuse.analysis.batch_passes import BatchPass, BatchPasses, batch_passes
-from irfuse.analysis.uniformity import Extent, launched_kernel, value_extent
+from irfuse.analysis.uniformity import Extent, value_extent
+from irfuse.driver.artifact import KernelInfo
 from irfuse.diagnostics import UsageError
 from irfuse.dialects import fuse
 from irfuse.dialects.layouts import batch_shape
@@ -68,12 +69,12 @@ _COPY_THREADS = min(16, os.cpu_count() or 1)
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
-# lowered module -> (bytes per element, elements a chunk holds a multiple of, (words, elements
-# per block) of each reduction): plain numbers, so that the module can be freed
+# lowered module -> (bytes per element, elements a chunk holds a multiple of, (words, kernel
+# making the partials) of each reduction): plain data, so that the module can be freed
 _sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _sizes_of(compiled) -> tuple[int, int, tuple[tuple[int, int], ...]]:
+def _sizes_of(compiled) -> tuple[int, int, tuple[tuple[int, KernelInfo], ...]]:
     """What chunks are chosen from, found once per program (every host call chooses them)."""
     if compiled.module not in _sizes:
         program = compiled.program
@@ -81,8 +82,7 @@ def _sizes_of(compiled) -> tuple[int, int, tuple[tuple[int, int], ...]]:
         words += sum(r.type.size for op in program.walk() if isinstance(op, fuse.LaunchOp) for r in op.res
                      if value_extent(r) != Extent.UNIFORM)
         plan = batch_passes(program)
-        reductions = tuple((c.res.type.size, launched_kernel(c.partials.owner).by.data)  # type: ignore
-                           for c in plan.combined)
+        reductions = tuple((c.res.type.size, partials_kernel(compiled, c)) for c in plan.combined)  # type: ignore
         _sizes[compiled.module] = (max(1, words) * compiled.itemsize, plan.align, reductions)
     return _sizes[compiled.module]
 
@@ -94,15 +94,15 @@ def bytes_per_element(compiled) -> int:
     return _sizes_of(compiled)[0]
 
 
-def _partials_blocks(combine: fuse.CombineOp, n: int) -> int:
-    """The blocks whose partials a reduction over n elements combines."""
-    return -(-n // launched_kernel(combine.partials.owner).by.data)  # type: ignore[arg-type]
+def partials_kernel(compiled, combine: fuse.CombineOp) -> KernelInfo:
+    """The kernel that makes the partials a reduction combines (its blocks are the partials)."""
+    return next(k for k in compiled.kernels if k.name == combine.partials.owner.kernel_name)  # type: ignore
 
 
 def reduction_bytes(compiled, n: int) -> int:
     """Device bytes a batch of n elements in chunks keeps for its reductions: the partials of
     all of its blocks and the combined values."""
-    return sum(size * (-(-n // by) + 1) for size, by in _sizes_of(compiled)[2]) * compiled.itemsize
+    return sum(size * (kernel.blocks(n) + 1) for size, kernel in _sizes_of(compiled)[2]) * compiled.itemsize
 
 
 def chunk_elements(compiled, n: int, budget: int | None) -> int:
@@ -280,7 +280,7 @@ class ChunkedRun:
             for k in (*self.inputs, *self.outputs):
                 lane["buffers"][k] = dev.alloc(self._shape(k, self.chunk))
             for c in self.plan.combined:  # a chunk's partials, laid out as a batch of that chunk's
-                lane["partials"][c.partials] = dev.alloc((c.res.type.size * _partials_blocks(c, self.chunk),))
+                lane["partials"][c.partials] = dev.alloc((c.res.type.size * self._blocks(c, self.chunk),))
         if self.gpu:
             drv = dev.drv
             lane["stream"] = drv.Stream()
@@ -307,6 +307,10 @@ class ChunkedRun:
                 run = lane["runs"][(p, m)] = Executor(self.compiled, self.device).prepare(
                     {}, m, uploaded=lane["in"], outputs=lane["out"], as_graph=False, part=part, bound=bound)
         return run
+
+    def _blocks(self, combine: fuse.CombineOp, n: int) -> int:
+        """The blocks, and so the partials, of a reduction over n elements."""
+        return partials_kernel(self.compiled, combine).blocks(n)
 
     def _combined(self) -> dict:
         """The buffers of the reductions' combined values (kept for the next runs)."""
@@ -407,7 +411,7 @@ class ChunkedRun:
     def _whole_partials(self, part: BatchPass, n: int, whole: dict) -> dict:
         """Buffers for the pass's partials of the whole batch (added to `whole`)."""
         for c in part.combines:
-            words = c.res.type.size * _partials_blocks(c, n)  # type: ignore[attr-defined]
+            words = c.res.type.size * self._blocks(c, n)  # type: ignore[attr-defined]
             whole[c.partials] = self.device.drv.mem_alloc(words * self.compiled.itemsize) if self.gpu \
                 else np.full(words, np.nan, self.device.dtype)
         return whole
@@ -417,8 +421,8 @@ class ChunkedRun:
         a row of the chunk's blocks per word, at the chunk's first block)."""
         for v in part_partials:
             c = next(c for c in self.plan.combined if c.partials is v)
-            size, by = c.res.type.size, launched_kernel(v.owner).by.data  # type: ignore[attr-defined]
-            blocks, mine, first = _partials_blocks(c, self.n), _partials_blocks(c, m), start // by
+            size, by = c.res.type.size, partials_kernel(self.compiled, c).by  # type: ignore[attr-defined]
+            blocks, mine, first = self._blocks(c, self.n), self._blocks(c, m), start // by
             src, dst = lane["partials"][v], whole[v]
             if not self.gpu:
                 dst.reshape(size, blocks)[:, first:first + mine] = src[:size * mine].reshape(size, mine)
@@ -435,7 +439,7 @@ class ChunkedRun:
     def _combine(self, part: BatchPass, n: int, whole: dict) -> None:
         """The pass's reductions combined over the whole batch's partials, as one call does."""
         combined = self._combined()
-        steps = [self.device.launcher(c.kernel_name, [whole[c.partials], combined[c]], _partials_blocks(c, n))
+        steps = [self.device.launcher(c.kernel_name, [whole[c.partials], combined[c]], self._blocks(c, n))
                  for c in part.combines]
         if not self.gpu:
             for step in steps:
