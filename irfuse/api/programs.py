@@ -38,7 +38,7 @@ from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
 from irfuse.runtime.streaming import ChunkedRun, chunk_elements
-from irfuse.runtime.reference import run_references, uniform_names
+from irfuse.runtime.reference import run_references, uniform_names, value_shapes
 from irfuse.runtime.verify import OutputCheck, check_outputs, subset, verified_elements
 from irfuse.transforms.batch_phases import PhasePlan, split_at_reductions
 
@@ -372,9 +372,7 @@ class Program:
         self.name = ref.sym_name.data
         self.inputs: tuple[str, ...] = tuple(ref.inputs)
         self.outputs: tuple[str, ...] = tuple(ref.outputs)
-        self.shapes: dict[str, tuple[int, ...]] = {
-            **{n: tuple(t.shape) for n, t in zip(ref.inputs, ref.input_types())},
-            **{n: tuple(t.shape) for n, t in zip(ref.outputs, ref.output_types())}}
+        self.shapes: dict[str, tuple[int, ...]] = value_shapes(ref)
         self.dtype = np.dtype(compiled.element.numpy)
         # Inputs and outputs with one value for the whole batch: shaped as the value, no batch axis.
         self.uniform: frozenset[str] = frozenset(uniform_names(ref))

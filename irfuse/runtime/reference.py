@@ -49,6 +49,12 @@ def value_shape(t: KasType, n: int, uniform: bool = False) -> tuple[int, ...]:
     return tuple(t.shape) if uniform else (n, *t.shape)
 
 
+def value_shapes(program: ProgramOp) -> dict[str, tuple[int, ...]]:
+    """The value shape (one element's, or a uniform value's) of each input and output by name."""
+    return {**{k: tuple(t.shape) for k, t in zip(program.inputs, program.input_types())},
+            **{k: tuple(t.shape) for k, t in zip(program.outputs, program.output_types())}}
+
+
 def uniform_inputs(program: ProgramOp) -> set[str]:
     return set(program.uniform)
 

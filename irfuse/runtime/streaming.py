@@ -401,12 +401,13 @@ class ChunkedRun:
                     buf.free()
         return len(starts)
 
-    def _part(self, p: int | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple]:
-        """The inputs a chunk of pass p uploads, the outputs it gives, the partials it makes."""
+    def _pass_io(self, p: int | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[fuse.CombineOp, ...]]:
+        """The inputs a chunk of pass p uploads, the outputs it gives, the reductions whose
+        partials it makes."""
         if p is None:
             return self.inputs, self.outputs, ()
         part = self.plan.passes[p]
-        return part.reads, part.outputs, part.partials
+        return part.reads, part.outputs, part.combines
 
     def _whole_partials(self, part: BatchPass, n: int, whole: dict) -> dict:
         """Buffers for the pass's partials of the whole batch (added to `whole`)."""
@@ -416,11 +417,11 @@ class ChunkedRun:
                 else np.full(words, np.nan, self.device.dtype)
         return whole
 
-    def _partials_of_chunk(self, lane: dict, part_partials: tuple, whole: dict, start: int, m: int):
+    def _partials_of_chunk(self, lane: dict, combines: tuple, whole: dict, start: int, m: int):
         """Copies a chunk's partials into the whole batch's (word k of block b at k * blocks + b:
         a row of the chunk's blocks per word, at the chunk's first block)."""
-        for v in part_partials:
-            c = next(c for c in self.plan.combined if c.partials is v)
+        for c in combines:
+            v = c.partials
             size, by = c.res.type.size, partials_kernel(self.compiled, c).by  # type: ignore[attr-defined]
             blocks, mine, first = self._blocks(c, self.n), self._blocks(c, m), start // by
             src, dst = lane["partials"][v], whole[v]
@@ -450,13 +451,13 @@ class ChunkedRun:
         stream.synchronize()
 
     def _run_cpu(self, lane: dict, arrays, results, start: int, m: int, p: int | None, whole: dict) -> None:
-        reads, gives, partials = self._part(p)
+        reads, gives, combines = self._pass_io(p)
         self._point(lane, m)
         for k in reads:
             lane["in"][k].array[...] = self._chunk_of(k, arrays[k], start, m)
         try:
             self._recorded(lane, m, p).replay()
-            self._partials_of_chunk(lane, partials, whole, start, m)
+            self._partials_of_chunk(lane, combines, whole, start, m)
         finally:
             for k in gives:
                 self._chunk_of(k, results[k], start, m)[...] = lane["out"][k].array
@@ -508,7 +509,7 @@ class ChunkedRun:
         refill once the lane's previous chunk is done with them."""
         if lane.get("staging_busy") or (self.progress is not None and lane["pending"] is not None):
             self._finish(lane, results)
-        reads, gives, partials = self._part(p)
+        reads, gives, combines = self._pass_io(p)
         drv, stream = self.device.drv, lane["stream"]
         staged_any = False
         for k in reads:
@@ -521,7 +522,7 @@ class ChunkedRun:
                 staged_any = True
         self._point(lane, m)
         self.device.on_own_stream(stream, self._recorded(lane, m, p).replay)
-        self._partials_of_chunk(lane, partials, whole, start, m)
+        self._partials_of_chunk(lane, combines, whole, start, m)
         for k in gives:
             if self.locked[OUTPUT_KEY + k]:
                 self._transfer(results[k], lane["buffers"][k], start, m, stream, False)

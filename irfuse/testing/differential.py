@@ -26,7 +26,7 @@ from irfuse.frontend.irgen import compile_file
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import random_inputs, run_references, uniform_names
+from irfuse.runtime.reference import random_inputs, run_references, uniform_names, value_shape, value_shapes
 from irfuse.runtime.streaming import ChunkedRun
 from irfuse.runtime.verify import check_outputs
 
@@ -124,10 +124,9 @@ def chunks_differ(plan, device, seed: int) -> list[str]:
     inputs = random_inputs(program, n, seed, device.dtype)
     whole = Executor(plan, device).run(inputs, n).outputs
     uniform = uniform_names(program)
-    shapes = {name: tuple(t.shape) for name, t in [*zip(program.inputs, program.input_types()),
-                                                   *zip(program.outputs, program.output_types())]}
-    results = {name: np.full(shapes[name] if name in uniform else (n, *shapes[name]), np.nan, device.dtype)
-               for name in program.outputs}
+    shapes = value_shapes(program)
+    results = {name: np.full(value_shape(t, n, name in uniform), np.nan, device.dtype)
+               for name, t in zip(program.outputs, program.output_types())}
     align = batch_passes(plan.program).align
     run = ChunkedRun(plan, device, align if align > 1 else 97, tuple(program.inputs), tuple(program.outputs),
                      shapes, "aos")
