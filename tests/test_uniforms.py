@@ -170,9 +170,10 @@ def test_programs_with_batch_wide_values_match_the_reference(name, pipeline, lay
     _run(PROGRAMS[name], pipeline, layout, 1000)
 
 
-@pytest.mark.parametrize("n", [1, 2, 127, 129, 1024 * 128 + 3])
+@pytest.mark.parametrize("n", [1, 2, 127, 129, 1024 * 128 + 3, 2 * 8192 * 128 + 3])
 def test_reductions_over_awkward_batch_sizes(n):
-    """One element, a partial last block, more partials than the combine kernel's threads."""
+    """One element, a partial last block, more partials than a combine block's threads and than
+    the combine kernel's lanes (each lane combining several)."""
     _run(ENERGY, None, "aos", n, "f64")
 
 

@@ -43,15 +43,18 @@ A `fuse.copy` is run by the threads `kernel_model.copy_pattern` names, each
 copying the words it holds.
 
 Uniform inputs (`uniform(...)` of a kernel) are copied once per block into a small
-shared array of their own before anything else (one barrier), and every element reads
-its words there. A `fuse.store ... reduce` stages the block's elements of the value in a
+shared array of their own, right after the kernel's first loads are issued when a
+planned barrier follows those loads (else first, with a barrier of their own), and
+every element reads its words there. A `fuse.store ... reduce` stages the block's elements of the value in a
 shared array of its own and combines them by a fixed tree (halving the elements at
 each step, a barrier after each: `__syncwarp` once a step's words fit the first warp,
 whose threads alone take part in it and in every later step), then writes word k of the
-block's partial at k * blocks + block. `combine_kernel` combines those partials, one
-block per word, each thread a fixed stride of them, then a fixed tree (its last five
-steps on the first warp): the same partials give the same bits on the GPU and on the
-CPU, run after run. Neither uses atomics.
+block's partial at k * blocks + block. `combine_kernel` combines those partials: 8192
+lanes per word, each a fixed stride of them, then a fixed tree over the lanes (on the
+GPU eight blocks per word, a thread block cluster from sm_90 whose first block reads the
+others' lanes from their shared memory; the tree's last five steps on one warp):
+the same partials give the same bits on the GPU and on the CPU, run after run. Neither
+uses atomics.
 """
 
 from __future__ import annotations
@@ -89,6 +92,39 @@ typedef IRFUSE_REAL real_t;
 // How reductions combine two values: NaN wins, whichever side it is on (as numpy's max).
 __device__ __forceinline__ real_t irf_max(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 __device__ __forceinline__ real_t irf_min(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// A thread block cluster (sm_90): the block's rank in it, a barrier of all its blocks (their
+// shared memory writes seen by every block after it), and a word of another block's shared array.
+__device__ __forceinline__ unsigned irf_cluster_rank()
+{
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void irf_cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+__device__ __forceinline__ unsigned irf_cluster_address(const void* p, unsigned rank)
+{
+  unsigned a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(p)), "r"(rank));
+  return a;
+}
+__device__ __forceinline__ float irf_cluster_load(const float* p, unsigned rank)
+{
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(irf_cluster_address(p, rank)) : "memory");
+  return v;
+}
+__device__ __forceinline__ double irf_cluster_load(const double* p, unsigned rank)
+{
+  double v;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(irf_cluster_address(p, rank)) : "memory");
+  return v;
+}
+#endif
 
 // Contiguous copy of `count` words by all `nthreads` threads of the block (coalesced).
 __device__ __forceinline__ void irf_copy(real_t* __restrict__ dst, const real_t* __restrict__ src,
@@ -514,6 +550,7 @@ class _KernelEmitter:
         # Shared arrays outside the planned buffer: uniform inputs' block copies, reductions' staging.
         self.block_arrays: list[tuple[str, int]] = []
         self.uniform_copies: dict[SSAValue, str] = {}
+        self.pending_uniform: list[str] = []  # lines copying them, not yet emitted
         self.info.once = kernel.runs_once
         self.info.reduced = [""] * len(kernel.output_args)
 
@@ -632,18 +669,35 @@ class _KernelEmitter:
         return f"  irf_{fn}_soa<{size}, {span}, {self.by}>({dst}, {src}, n, count, tid, {self.nthreads});"
 
     def stage_uniform_inputs(self) -> None:
-        """Copies each uniform input into a shared array of its own, once per block."""
+        """Copies each uniform input into a shared array of its own, once per block. Where
+        the kernel's first loads are followed by a planned barrier, the copies go just before
+        it (`flush_uniform_copies`): the block asks for its elements first, and the copies'
+        latency overlaps theirs (ahead of the loads with a barrier of their own, as
+        elsewhere, every block waited for its uniform words before asking for anything)."""
+        lines = []
         for i in self.kernel.uniform_positions:
             g = self.kernel.input_args[i]
             size = g.type.size  # type: ignore[attr-defined]
             name = f"irf_u{len(self.uniform_copies)}"
             self.uniform_copies[g] = name
             self.block_arrays.append((name, size))
-            self.line(f"  // {name}: the block's copy of uniform input {g.name_hint or self.names.get(g, 'g_')}")
-            self.line(f"  for (int irf_i = tid; irf_i < {size}; irf_i += {self.nthreads}) "
-                      f"{name}[irf_i] = {self.names.get(g, 'g_')}[irf_i];")
-        if self.uniform_copies:
+            lines += [f"  // {name}: the block's copy of uniform input {g.name_hint or self.names.get(g, 'g_')}",
+                      f"  for (int irf_i = tid; irf_i < {size}; irf_i += {self.nthreads}) "
+                      f"{name}[irf_i] = {self.names.get(g, 'g_')}[irf_i];"]
+        first = next((op for op in self.kernel.body.block.ops if not isinstance(op, fuse.LoadOp)), None)
+        if isinstance(first, fuse.BarrierOp):
+            self.pending_uniform = lines
+            return
+        for text in lines:
+            self.line(text)
+        if lines:
             self.open[-1].append(_BARRIER)
+
+    def flush_uniform_copies(self) -> None:
+        """The deferred uniform copies, where the loads before the first barrier are issued."""
+        for text in self.pending_uniform:
+            self.line(text)
+        self.pending_uniform = []
 
     def emit_load(self, op: fuse.LoadOp) -> None:
         if op.place.is_uniform:  # (the verifier keeps every uniform input there)
@@ -794,6 +848,8 @@ class _KernelEmitter:
                     fuse.BarrierOp: self.emit_barrier, fuse.CopyOp: self.emit_copy, fuse.LoopOp: self.emit_loop,
                     fuse.YieldOp: self.emit_yield}
         for op in block.ops:
+            if self.pending_uniform and not isinstance(op, fuse.LoadOp):
+                self.flush_uniform_copies()
             if self.pending_async and not isinstance(op, fuse.LoadOp):
                 self.line("  irf_async_wait();")
                 self.pending_async = False
@@ -928,60 +984,130 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
 
 def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
     """The kernel that combines a reduction's partials (word k of part p at k * n + p, n
-    parts) into its `size` words: block k for word k, thread t < m = min(n, T) combining
-    parts t, t + T, ... in order, then a fixed tree over those m threads. The host version
-    runs the same operations in the same order, so both give the same bits."""
-    name, t = fuse.combine_kernel_name(kind, size), fuse.COMBINE_THREADS
+    parts) into its `size` words, in one order wherever it runs: lane l < m = min(n, L) of
+    the L = COMBINE_LANES lanes combines parts l, l + L, ... in turn, then a fixed tree over
+    the lanes halves them (s = L/2, ..., 1: lane l takes lane l + s where that lane exists).
+    On the GPU each word has COMBINE_BLOCKS blocks of COMBINE_THREADS threads, a thread per
+    lane: from sm_90 they form a thread block cluster (on as many SMs, whose reads together
+    outrun one SM's), and the first block reads the others' lanes from their shared arrays
+    for the tree's first steps; before sm_90 the word's first block runs its eight blocks'
+    lanes itself. The host version runs the same operations in the same order, so all give
+    the same bits."""
+    name, t, c = fuse.combine_kernel_name(kind, size), fuse.COMBINE_THREADS, fuse.COMBINE_BLOCKS
+    lanes = fuse.COMBINE_LANES
     op = _COMBINE[kind]
     params = "const real_t* __restrict__ parts, real_t* __restrict__ out, const long long n"
-    gpu = [f"// fuse.combine {kind} of {size}-word partials: one block per word",
-           f'extern "C" __global__ void __launch_bounds__({t}) {name}({params})',
-           "{",
-           f"  __shared__ real_t acc[{t}];",
-           "  const int t = threadIdx.x;",
-           f"  const int m = n < {t} ? (int)n : {t};",
-           "  const long long k = blockIdx.x;",
-           "  if (t < m) {",
-           "    real_t a = parts[k * n + t];",
-           "    // Unrolled so that the loads run ahead of the additions, which keep their order.",
-           "#pragma unroll 8",
-           f"    for (long long p = t + {t}; p < n; p += {t}) a = {op.format(a='a', b='parts[k * n + p]')};",
-           "    acc[t] = a;",
-           "  }",
-           "  __syncthreads();",
-           f"  for (int s = {t // 2}; s > {WARP // 2}; s >>= 1) {{",
-           f"    if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
-           "    __syncthreads();",
-           "  }",
-           "  // The last steps involve the first warp's threads only: a warp barrier orders them.",
-           f"  if (t < {WARP}) {{",
-           f"    for (int s = {WARP // 2}; s > 0; s >>= 1) {{",
-           f"      if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
-           "      __syncwarp();",
-           "    }",
-           "  }",
-           "  if (t == 0) out[k] = acc[0];",
-           "}"]
+
+    def chain(acc: str, lane: str, indent: str) -> list[str]:
+        """Lane `lane` (< m)'s partials combined in turn into `acc`, eight loads issued before
+        their eight combining steps (which keep their order): a plain loop, even unrolled,
+        waits for each load in turn whenever fewer than its unroll factor remain, as eight
+        partials a lane do (65,536 over 8,192 lanes)."""
+        def batch(first: str) -> list[str]:
+            return [f"{indent}  real_t v[8];",
+                    "#pragma unroll",
+                    f"{indent}  for (int j = 0; j < 8; ++j) if ({first} + j * {lanes} < n) "
+                    f"v[j] = parts[k * n + {first} + j * {lanes}];"]
+        step = f"if ({{p}} + j * {lanes} < n) {acc} = {op.format(a=acc, b='v[j]')};"
+        return [f"{indent}{{",
+                *batch(lane),
+                f"{indent}  {acc} = v[0];",
+                "#pragma unroll",
+                f"{indent}  for (int j = 1; j < 8; ++j) {step.format(p=lane)}",
+                f"{indent}}}",
+                f"{indent}for (long long p = {lane} + {8 * lanes}; p < n; p += {8 * lanes}) {{",
+                *batch("p"),
+                "#pragma unroll",
+                f"{indent}  for (int j = 0; j < 8; ++j) {step.format(p='p')}",
+                f"{indent}}}"]
+
+    head = ["{",
+            f"  __shared__ real_t acc[{t}];",
+            "  const int t = threadIdx.x;",
+            f"  const long long k = blockIdx.x / {c};",
+            f"  const long long m = n < {lanes} ? n : {lanes};"]
+    # The tree's first steps (s >= COMBINE_THREADS), on lanes t + r * COMBINE_THREADS held as
+    # a[r] by thread t of the word's first block.
+    across = ["#pragma unroll",  # (a[] stays in registers when every index is known)
+              f"  for (int s = {lanes // 2}; s >= {t}; s >>= 1)",
+              "#pragma unroll",
+              f"    for (int r = 0; r < s / {t}; ++r)",
+              f"      if ((long long)r * {t} + t + s < m) a[r] = {op.format(a='a[r]', b=f'a[r + s / {t}]')};",
+              "  if (t < m) acc[t] = a[0];"]
+    # The tree's steps within one block's lanes (s < COMBINE_THREADS), on the word's first block.
+    tail = [f"  for (int s = {t // 2}; s > {WARP // 2}; s >>= 1) {{",
+            f"    if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+            "    __syncthreads();",
+            "  }",
+            "  // The last steps involve the first warp's threads only: a warp barrier orders them.",
+            f"  if (t < {WARP}) {{",
+            f"    for (int s = {WARP // 2}; s > 0; s >>= 1) {{",
+            f"      if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+            "      __syncwarp();",
+            "    }",
+            "  }",
+            "  if (t == 0) out[k] = acc[0];",
+            "}"]
+    cluster = [f"// fuse.combine {kind} of {size}-word partials: a cluster of {c} blocks per word",
+               f'extern "C" __global__ void __cluster_dims__({c}, 1, 1) __launch_bounds__({t}) {name}({params})',
+               *head,
+               "  const int r0 = (int)irf_cluster_rank();  // blockIdx.x % COMBINE_BLOCKS",
+               f"  const long long l = (long long)r0 * {t} + t;",
+               "  if (l < m) {",
+               "    real_t a;",
+               *chain("a", "l", "    "),
+               "    acc[t] = a;",
+               "  }",
+               "  irf_cluster_sync();",
+               "  if (r0 == 0) {",
+               "    // The other blocks' lanes, all read at once from their shared arrays.",
+               f"    real_t a[{c}];",
+               "#pragma unroll",
+               f"    for (int r = 0; r < {c}; ++r)",
+               f"      if ((long long)r * {t} + t < m) a[r] = r == 0 ? acc[t] : irf_cluster_load(acc + t, (unsigned)r);",
+               *["  " + x for x in across],
+               "  }",
+               "  // Every block stays until the first has read its array; the first's writes are seen.",
+               "  irf_cluster_sync();",
+               "  if (r0 != 0) return;",
+               *tail]
+    single = [f"// fuse.combine {kind} of {size}-word partials: the first of {c} blocks per word runs their lanes",
+              f'extern "C" __global__ void __launch_bounds__({t}) {name}({params})',
+              *head,
+              f"  if (blockIdx.x % {c} != 0) return;",
+              f"  real_t a[{c}];",
+              "#pragma unroll",
+              f"  for (int r = 0; r < {c}; ++r) {{",
+              f"    const long long l = (long long)r * {t} + t;",
+              "    if (l < m) {",
+              *chain("a[r]", "l", "      "),
+              "    }",
+              "  }",
+              *across,
+              "  __syncthreads();",
+              *tail]
     host = [f"// fuse.combine {kind} on the CPU: the GPU's operations in the GPU's order",
             f"static void {name}({params}, const long long block_begin, const long long block_end, "
             "const bool reverse)",
             "{",
             "  (void)reverse;",
-            f"  real_t acc[{t}];",
-            f"  const int m = n < {t} ? (int)n : {t};",
-            "  for (long long k = block_begin; k < block_end; ++k) {",
-            "    for (int t = 0; t < m; ++t) {",
-            "      real_t a = parts[k * n + t];",
-            f"      for (long long p = t + {t}; p < n; p += {t}) a = {op.format(a='a', b='parts[k * n + p]')};",
-            "      acc[t] = a;",
+            f"  const std::unique_ptr<real_t[]> acc(new real_t[{lanes}]);",
+            f"  const long long m = n < {lanes} ? n : {lanes};",
+            "  for (long long b = block_begin; b < block_end; ++b) {",
+            f"    if (b % {c} != 0) continue;  // a word's first block runs all its lanes",
+            f"    const long long k = b / {c};",
+            "    for (long long l = 0; l < m; ++l) {",
+            "      acc[l] = parts[k * n + l];",
+            f"      for (long long p = l + {lanes}; p < n; p += {lanes}) acc[l] = {op.format(a='acc[l]', b='parts[k * n + p]')};",
             "    }",
-            f"    for (int s = {t // 2}; s > 0; s >>= 1)",
-            f"      for (int t = 0; t < s && t + s < m; ++t) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+            f"    for (long long s = {lanes // 2}; s > 0; s >>= 1)",
+            f"      for (long long l = 0; l < s && l + s < m; ++l) acc[l] = {op.format(a='acc[l]', b='acc[l + s]')};",
             "    out[k] = acc[0];",
             "  }",
             "}"]
-    info = KernelInfo(name, t, 1, 0, ["partials"], ["out"], [size], [size], arrays=[t], fixed_grid=size)
-    return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info
+    info = KernelInfo(name, t, 1, 0, ["partials"], ["out"], [size], [size], arrays=[t], fixed_grid=size * c)
+    return "\n".join(["#ifndef IRFUSE_HOST", "#if __CUDA_ARCH__ >= 900", *cluster, "#else", *single, "#endif",
+                      "#else", *host, "#endif"]), info
 
 
 def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:

@@ -817,9 +817,13 @@ class LaunchOp(LocatedOperation):
                 f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
 
 
-# Threads of a combine kernel's block (a power of two: its tree halves them); each combines
-# every COMBINE_THREADS-th partial in turn, so a sum's rounding depends on it (reference.sum_depth).
+# A combine kernel's lanes: COMBINE_BLOCKS blocks of COMBINE_THREADS threads per word (powers
+# of two: its tree halves them), each lane combining every COMBINE_LANES-th partial in turn, so
+# a sum's rounding depends on them (reference.sum_depth). Several blocks, because one SM alone
+# reads 65,536 partials at a fraction of the bandwidth the GPU has (8.5 us on an H100).
 COMBINE_THREADS = 1024
+COMBINE_BLOCKS = 8
+COMBINE_LANES = COMBINE_THREADS * COMBINE_BLOCKS
 
 
 def combine_kernel_name(kind: str, size: int) -> str:

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
-from irfuse.dialects.fuse import COMBINE_THREADS
+from irfuse.dialects.fuse import COMBINE_LANES
 from irfuse.dialects.layouts import describe_batch_shape, fits, to_aos
 from irfuse.dialects.kas import (
     CallOp,
@@ -161,14 +161,14 @@ def batch_size(inputs: dict[str, np.ndarray], program: ProgramOp | None = None) 
 
 
 # The order in which the kernels combine a sum (`cuda_emit`): a tree over a block's elements,
-# each thread of the combining block adding every COMBINE_THREADS-th block partial in turn,
-# then a tree over those threads. A sum of n values in it rounds at most `sum_depth` times
-# along any value's path: its error is at most sum_depth * eps * sum(|x|).
+# each lane of the combine kernel adding every COMBINE_LANES-th block partial in turn, then a
+# tree over those lanes. A sum of n values in it rounds at most `sum_depth` times along any
+# value's path: its error is at most sum_depth * eps * sum(|x|).
 
 
 def sum_depth(n: int, by: int = 1) -> int:
     blocks = -(-n // by)
-    return max(1, (by - 1).bit_length() + -(-blocks // COMBINE_THREADS) + (COMBINE_THREADS - 1).bit_length())
+    return max(1, (by - 1).bit_length() + -(-blocks // COMBINE_LANES) + (COMBINE_LANES - 1).bit_length())
 
 
 def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
