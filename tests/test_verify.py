@@ -8,7 +8,7 @@ import pytest
 from irfuse.driver.compile import compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.runtime.reference import random_inputs, run_references
-from irfuse.runtime.verify import check_output, check_outputs
+from irfuse.runtime.verify import ROUNDING_FACTOR, check_output, check_outputs
 
 POWER = """matrix3x3 A; vector3 x; scalar n;
 input A, x;
@@ -161,3 +161,58 @@ def test_float64_runs_of_loops_allow_compounded_rounding_and_nothing_more():
         got[out] = got[out].copy()
         got[out][1234] *= 1 + 1e-6
         assert not any(c.ok for c in check_outputs(got, want, "f64") if c.name == out)
+
+
+DOT = "vector6 a, b; scalar w;\ninput a, b;\nw = vdot6(a, b);\nreturn w;\n"
+
+
+def test_rounding_in_another_honest_order_where_a_value_cancels_is_not_a_mismatch(tmp_path):
+    """Terms near 1 that cancel to 1e-4: the generated code's order (as the float32 reference
+    computes it) may happen to round luckily on an element where another honest float32 order
+    (the same products summed last to first, as fused multiply-adds may) does not. The rounding
+    bound of the kernels' arithmetic allows it; without the bound that is a false alarm, and a
+    1% error on an element that does not cancel is still caught."""
+    from dataclasses import replace
+
+    n = 4000
+    rng = np.random.default_rng(5)
+    a = rng.uniform(0.5, 1.5, (n, 6))
+    b = rng.uniform(-1, 1, (n, 6))
+    b[:, 5] = (1e-4 - (a[:, :5] * b[:, :5]).sum(axis=1)) / a[:, 5]  # a . b = 1e-4 in float64
+    b[: n // 2, 5] = rng.uniform(-1, 1, n // 2)  # the first half does not cancel
+    inputs = {"a": a.astype(np.float32), "b": b.astype(np.float32)}
+    _, refs, _ = _run_on_cpu(tmp_path, DOT, inputs, n)
+    products = inputs["a"] * inputs["b"]  # float32 products, summed in float32 last to first
+    other = products[:, 5]
+    for k in range(4, -1, -1):
+        other = (other + products[:, k]).astype(np.float32)
+    (with_bound,) = check_outputs({"w": other}, refs, "f32")
+    (without,) = check_outputs({"w": other}, replace(refs, rounding=None), "f32")
+    assert with_bound.ok, with_bound.describe()
+    assert not without.ok  # the luck of one order was all the old allowance had
+    wrong = other.copy()
+    wrong[7] *= 1.01
+    (caught,) = check_outputs({"w": wrong}, refs, "f32")
+    assert not caught.ok and caught.first_bad == (7,), caught.describe()
+
+
+def test_rounding_bounds_hold_and_are_tight_on_a_sum_of_products():
+    """R times the bound of a float32 dot product (as the verification allows) covers its error
+    in every order tried, not only the generated code's, and the bound is within a small factor
+    of u * sum|a_k b_k| (not a blanket allowance)."""
+    from irfuse.frontend.irgen import compile_source
+    from irfuse.runtime.reference import find_program, rounding_bounds
+
+    program = find_program(compile_source(DOT, "d.kas").module)
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (500, 6)).astype(np.float32)
+    b = rng.uniform(-1, 1, (500, 6)).astype(np.float32)
+    bound = rounding_bounds(program, {"a": a, "b": b}, "f32")["w"]
+    exact = (a.astype(np.float64) * b).sum(axis=1)
+    for order in ([0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [3, 0, 5, 1, 4, 2]):
+        acc = np.zeros(500, np.float32)
+        for k in order:
+            acc = (acc + a[:, k] * b[:, k]).astype(np.float32)
+        assert (np.abs(acc - exact) <= ROUNDING_FACTOR * bound).all()
+    u = np.finfo(np.float32).eps / 2
+    assert (bound <= 12 * u * np.abs(a.astype(np.float64) * b).sum(axis=1)).all()

@@ -435,6 +435,50 @@ def eval_numpy(t: Scalar, operands: list) -> object:
     raise ValueError(f"unexpected node {t!r}")
 
 
+def eval_numpy_bounded(t: Scalar, operands: list, errors: list, u: float) -> tuple:
+    """A tree's value in float64 over batched operands ((N, size) arrays) whose values carry
+    errors of at most `errors` (same shapes), and a bound on the error of the tree evaluated
+    with unit roundoff `u`, each node's result rounded once: running error analysis to first
+    order (plus the product of two errors), which a fused multiply-add (one rounding for two
+    nodes) stays within. A literal is rounded once. Returns (values, bounds), (N,) arrays; a
+    bound is infinite where none holds (a divisor or a square root's argument within its
+    own error of zero)."""
+    import numpy as np
+
+    if isinstance(t, Leaf):
+        return operands[t.operand][:, t.offset], errors[t.operand][:, t.offset]
+    if isinstance(t, Const):
+        n = operands[0].shape[0] if operands else 0
+        return np.full(n, t.value, dtype=np.float64), np.full(n, u * abs(t.value))
+    with np.errstate(all="ignore"):
+        if isinstance(t, SBin):
+            (a, ea), (b, eb) = (eval_numpy_bounded(t.lhs, operands, errors, u),
+                                eval_numpy_bounded(t.rhs, operands, errors, u))
+            if t.op in "+-":
+                v = a + b if t.op == "+" else a - b
+                return v, ea + eb + u * np.abs(v)
+            if t.op == "*":
+                v = a * b
+                return v, np.abs(a) * eb + np.abs(b) * ea + ea * eb + u * np.abs(v)
+            v = a / b
+            e = np.where(eb < np.abs(b), (ea + np.abs(v) * eb) / (np.abs(b) - eb), np.inf)
+            return v, e + u * np.abs(v)
+        if isinstance(t, SUn):
+            a, ea = eval_numpy_bounded(t.arg, operands, errors, u)
+            if t.fn == "neg":
+                return -a, ea
+            if t.fn == "abs":
+                return np.abs(a), ea
+            if t.fn == "sqrt":
+                v = np.sqrt(a)
+                return v, np.where(ea < a, ea / (np.sqrt(a - ea) + v), np.sqrt(ea) + v) + u * v
+            if t.fn == "rcp":
+                v = 1.0 / a
+                e = np.where(ea < np.abs(a), ea * np.abs(v) / (np.abs(a) - ea), np.inf)
+                return v, e + u * np.abs(v)
+    raise ValueError(f"unexpected node {t!r}")
+
+
 # --- Vectorized evaluation --------------------------------------------------
 #
 # The reference of a whole batch evaluates the definition itself, not its per-entry trees:

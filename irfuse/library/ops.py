@@ -12,7 +12,7 @@ import numpy as np
 
 from irfuse.dialects.kas import KasType
 from irfuse.library.indexexpr import (BatchEvaluator, DefinitionError, Expander, Scalar, count_flops, count_slow_ops,
-                                      eval_numpy,
+                                      eval_numpy, eval_numpy_bounded,
                                       parse_definition)
 
 
@@ -67,3 +67,18 @@ class OpDef:
         cols = [eval_numpy(t, flat) for t in self.trees]
         out = np.stack(cols, axis=1) if cols else np.zeros((n, 0))
         return out.reshape((n, *self.result_type.shape))
+
+    def bounded_by_entries(self, operands: list[np.ndarray], errors: list[np.ndarray],
+                           u: float) -> tuple[np.ndarray, np.ndarray]:
+        """The per-entry trees in float64 on operands known to within `errors`, and a bound on
+        the error of the generated code's evaluation with unit roundoff `u`
+        (`indexexpr.eval_numpy_bounded`); both shaped (N, *result shape)."""
+        n = operands[0].shape[0] if operands else 0
+        flat = [np.ascontiguousarray(a, dtype=np.float64).reshape(n, -1) for a in operands]
+        flat_err = [np.ascontiguousarray(e, dtype=np.float64).reshape(n, -1) for e in errors]
+        pairs = [eval_numpy_bounded(t, flat, flat_err, u) for t in self.trees]
+        shape = (n, *self.result_type.shape)
+        if not pairs:
+            return np.zeros(shape), np.zeros(shape)
+        return (np.stack([v for v, _ in pairs], axis=1).reshape(shape),
+                np.stack([e for _, e in pairs], axis=1).reshape(shape))

@@ -236,6 +236,58 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
             for name, v, t in zip(program.outputs, outs, program.output_types())}
 
 
+def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str, n: int | None = None,
+                    sum_by: int = 1, library: Library | None = None) -> dict[str, np.ndarray] | None:
+    """Bounds on the rounding error of each output as the generated code evaluates it in
+    `dtype` (its per-entry trees, every node rounded once: `OpDef.bounded_by_entries`), the
+    inputs taken as exact; a sum over the batch adds its rounding in the kernels' order
+    (`sum_depth`). Shaped as the outputs. None for a program with a loop: its iterations
+    compound first-order bounds past use (the Monte Carlo samples of `run_references` cover
+    those)."""
+    if any(isinstance(op, LoopOp) for op in program.walk()):
+        return None
+    u = float(np.finfo(element_type(dtype).numpy).eps) / 2
+    lib = library or default_library()
+    n = batch_size(inputs, program) if n is None else n
+    val: dict[SSAValue, np.ndarray] = {}
+    err: dict[SSAValue, np.ndarray] = {}
+    for name, arg in zip(program.inputs, program.body.block.args):
+        val[arg] = np.asarray(inputs[name], dtype=np.float64)
+        err[arg] = np.zeros(val[arg].shape)
+    with np.errstate(all="ignore"):
+        for op in program.body.block.ops:
+            if isinstance(op, CallOp):
+                opdef = lib.get(op.op_name)
+                assert opdef is not None, op.op_name
+                if is_uniform(op.res):  # a batch of one
+                    v, e = opdef.bounded_by_entries([val[a][None] for a in op.args],
+                                                    [err[a][None] for a in op.args], u)
+                    val[op.res], err[op.res] = v[0], e[0]
+                else:
+                    def batch(a, d):
+                        return np.broadcast_to(d[a], (n, *d[a].shape)) if is_uniform(a) else d[a]
+                    val[op.res], err[op.res] = opdef.bounded_by_entries(
+                        [batch(a, val) for a in op.args], [batch(a, err) for a in op.args], u)
+            elif isinstance(op, ConstantOp):
+                val[op.res] = np.asarray(op.number, dtype=np.float64)
+                err[op.res] = np.asarray(u * abs(op.number))
+            elif isinstance(op, ReduceOp):
+                x, ex = val[op.operand], err[op.operand]
+                if op.reduce_kind.value == "sum":
+                    val[op.res] = x.sum(axis=0)
+                    err[op.res] = ex.sum(axis=0) + sum_depth(n, sum_by) * u * np.abs(x).sum(axis=0)
+                else:  # a maximum or minimum moves by at most its operands' largest error
+                    val[op.res] = x.max(axis=0) if op.reduce_kind.value == "max" else x.min(axis=0)
+                    err[op.res] = ex.max(axis=0)
+            elif isinstance(op, ReturnOp):
+                uniform = uniform_outputs(program)
+                return {name: np.array(err[v], dtype=np.float64).reshape(value_shape(t, n, name in uniform))
+                        for name, v, t in zip(program.outputs, op.values, program.output_types())}
+            else:
+                return None
+    return None
+
+
 MONTE_CARLO_SAMPLES = 3  # perturbed evaluations behind the allowance of programs with loops
 
 
@@ -248,6 +300,7 @@ class References:
     float64: dict[str, np.ndarray]
     run_precision: dict[str, np.ndarray] | None
     uniform: frozenset[str] = frozenset()  # outputs with one value for the batch
+    rounding: dict[str, np.ndarray] | None = None  # `rounding_bounds` in the run's precision
 
 
 def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str,
@@ -267,8 +320,12 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
     has_loop = any(isinstance(op, LoopOp) for op in program.walk())
     sums = any(isinstance(op, ReduceOp) and op.reduce_kind.value == "sum" for op in program.walk())
     uniform = frozenset(uniform_outputs(program))
+    # One honest evaluation may happen to stay near float64 on an element whose value cancels
+    # (a dot product of terms near 1 giving 1e-4) while the kernels' fused multiply-adds, in
+    # the same order, do not: a bound on what rounding can do there holds whatever the luck.
+    rounding = rounding_bounds(program, inputs, dtype, n, sum_by)
     if et.itemsize == 8 and not has_loop and not sums:
-        return References(ref64, None, uniform)
+        return References(ref64, None, uniform, rounding)
     run = run_reference(program, inputs, n, dtype=et.numpy, by_entries=True)
     if has_loop or sums:
         # Through a loop, one honest order may happen to stay near float64 on an element where
@@ -292,4 +349,4 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
                     farther = (np.isnan(o) | (~np.isfinite(o) & np.isfinite(a))
                                | (np.isfinite(o) & np.isfinite(a) & (np.abs(o - w) > np.abs(a - w))))
                 run[name] = np.where(farther & ~np.isnan(a), o, a)
-    return References(ref64, run, uniform)
+    return References(ref64, run, uniform, rounding)

@@ -2,7 +2,7 @@
 
 The rule, for each entry of each element of an output:
 
-    |got - ref64|  <=  K * honest_e  +  rtol * |ref64|  +  c * eps * scale_e
+    |got - ref64|  <=  K * honest_e  +  rtol * |ref64|  +  c * eps * scale_e  +  R * bound
 
 - `ref64` is the reference evaluated in float64 on the same inputs;
 - `honest_e` is, over the element's entries, the largest departure from `ref64` of the
@@ -16,7 +16,12 @@ The rule, for each entry of each element of an output:
   of the element's own size is allowed and nothing else: no norm over the batch lets one
   large element hide an error in another, or overflows;
 - `eps` is the run precision's machine epsilon, `rtol` its tolerance (`element_types`),
-  K = 16 and c = 64 cover the different rounding of the kernel's order of operations.
+  K = 16 and c = 64 cover the different rounding of the kernel's order of operations;
+- `bound` is the entry's bound on rounding in the kernels' own arithmetic
+  (`reference.rounding_bounds`: running error analysis over the per-entry trees, for
+  programs without loops; zero where none holds), R = 2 for its second-order terms: an
+  honest evaluation that happens to round luckily on an element that cancels cannot make
+  the kernel's rounding there an error.
 
 A uniform output (one value for the batch, a reduction's result) is one element. A sum's
 honest departure includes its rounding in the kernels' order (`reference.sum_depth`), which
@@ -41,6 +46,7 @@ from irfuse.dialects.element_types import element_type
 
 HONEST_FACTOR = 16.0  # K
 EPS_FACTOR = 64.0  # c
+ROUNDING_FACTOR = 2.0  # R
 
 
 @dataclass
@@ -88,9 +94,10 @@ def _per_element_max(a: np.ndarray) -> np.ndarray:
 
 
 def check_output(name: str, got: np.ndarray, want: np.ndarray, dtype: str,
-                 want_run: np.ndarray | None = None) -> OutputCheck:
+                 want_run: np.ndarray | None = None, bound: np.ndarray | None = None) -> OutputCheck:
     """`want` is the float64 reference; `want_run` the reference in the run's precision
-    (None: no honest-error allowance, as in float64)."""
+    (None: no honest-error allowance, as in float64); `bound` the entries' rounding bounds
+    (None: none)."""
     et = element_type(dtype)
     if got.shape != want.shape:
         return OutputCheck(name, float("inf"), float("inf"), None, None, None, False, float("inf"))
@@ -118,6 +125,8 @@ def check_output(name: str, got: np.ndarray, want: np.ndarray, dtype: str,
             dev = np.where(in_range & np.isfinite(r), np.abs(r - w), 0.0)
             honest = _per_element_max(dev)
         allowed = HONEST_FACTOR * honest + et.tolerance * aw + EPS_FACTOR * float(np.finfo(et.numpy).eps) * scale
+        if bound is not None and np.shape(bound) == w.shape:
+            allowed = allowed + ROUNDING_FACTOR * np.where(np.isfinite(bound), bound, 0.0)
         err = np.where(in_range & np.isfinite(g), np.abs(g - w), 0.0)
     # Special values: exactly where the reference has them (NaN for NaN, the same infinity).
     same_special = np.where(finite_w, True, (np.isnan(w) & np.isnan(g)) | (w == g))
@@ -153,12 +162,15 @@ def check_outputs(got: dict[str, np.ndarray], want, dtype: str, uniform: Collect
     outputs that hold one value for the batch (`References` know theirs)."""
     ref64 = getattr(want, "float64", want)
     run = getattr(want, "run_precision", None) or {}
+    bounds = getattr(want, "rounding", None) or {}
     uniform = set(uniform) | set(getattr(want, "uniform", ()))
 
     def one(a):  # a uniform value is the one element of its batch
         return None if a is None else np.asarray(a)[None]
-    return [check_output(name, one(got[name]), one(ref64[name]), dtype, one(run.get(name))) if name in uniform
-            else check_output(name, got[name], ref64[name], dtype, run.get(name)) for name in ref64]
+    return [check_output(name, one(got[name]), one(ref64[name]), dtype, one(run.get(name)), one(bounds.get(name)))
+            if name in uniform
+            else check_output(name, got[name], ref64[name], dtype, run.get(name), bounds.get(name))
+            for name in ref64]
 
 
 SAMPLE_ELEMENTS = 100_000  # elements checked by default: enough to see any systematic error
