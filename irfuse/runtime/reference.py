@@ -10,6 +10,7 @@ broadcast over the batch, and a reduction over the whole batch in float64.
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -300,7 +301,10 @@ class References:
     float64: dict[str, np.ndarray]
     run_precision: dict[str, np.ndarray] | None
     uniform: frozenset[str] = frozenset()  # outputs with one value for the batch
-    rounding: dict[str, np.ndarray] | None = None  # `rounding_bounds` in the run's precision
+    # `rounding_bounds` in the run's precision for some elements (None: all of them), found
+    # only where an entry misses the rest of its allowance (their cost is several float64
+    # references); None where they are not available.
+    rounding: Callable[[np.ndarray | None], dict[str, np.ndarray] | None] | None = None
 
 
 def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str,
@@ -323,7 +327,17 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
     # One honest evaluation may happen to stay near float64 on an element whose value cancels
     # (a dot product of terms near 1 giving 1e-4) while the kernels' fused multiply-adds, in
     # the same order, do not: a bound on what rounding can do there holds whatever the luck.
-    rounding = rounding_bounds(program, inputs, dtype, n, sum_by)
+    whole = uniform_inputs(program)
+    reduces = has_reductions(program)
+
+    def rounding(elements: np.ndarray | None) -> dict[str, np.ndarray] | None:
+        if elements is None or reduces:  # (a reduction's bound needs every element)
+            bounds = rounding_bounds(program, inputs, dtype, n, sum_by)
+            if bounds is None or elements is None:
+                return bounds
+            return {k: v if k in uniform else v[elements] for k, v in bounds.items()}
+        some = {k: v if k in whole else v[elements] for k, v in inputs.items()}
+        return rounding_bounds(program, some, dtype, len(elements), sum_by)
     if et.itemsize == 8 and not has_loop and not sums:
         return References(ref64, None, uniform, rounding)
     run = run_reference(program, inputs, n, dtype=et.numpy, by_entries=True)
