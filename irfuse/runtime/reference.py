@@ -172,6 +172,14 @@ def sum_depth(n: int, by: int = 1) -> int:
     return max(1, (by - 1).bit_length() + -(-blocks // COMBINE_LANES) + (COMBINE_LANES - 1).bit_length())
 
 
+def _call_operands(op: CallOp, env: dict[SSAValue, np.ndarray], n: int) -> list[np.ndarray]:
+    """A call's operands from `env`: each as a batch of one for a uniform call, else with its
+    uniform operands broadcast over the batch's n elements."""
+    if is_uniform(op.res):
+        return [env[a][None] for a in op.args]
+    return [np.broadcast_to(env[a], (n, *env[a].shape)) if is_uniform(a) else env[a] for a in op.args]
+
+
 def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
                   library: Library | None = None, dtype=np.float64, by_entries: bool = False,
                   perturb: tuple[float, int] | None = None, sum_by: int = 1) -> dict[str, np.ndarray]:
@@ -195,12 +203,8 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
                 evaluate = opdef.reference_by_entries if by_entries else opdef.reference
-                if is_uniform(op.res):  # a batch of one
-                    env[op.res] = evaluate(*(env[a][None] for a in op.args))[0].astype(dtype, copy=False)
-                else:
-                    args = [np.broadcast_to(env[a], (n, *env[a].shape)) if is_uniform(a) else env[a]
-                            for a in op.args]
-                    env[op.res] = evaluate(*args).astype(dtype, copy=False)
+                result = evaluate(*_call_operands(op, env, n))
+                env[op.res] = (result[0] if is_uniform(op.res) else result).astype(dtype, copy=False)
                 if rng is not None:
                     noise = rng.random(env[op.res].shape, dtype=np.float32) * 2 - 1
                     env[op.res] = env[op.res] * (1 + perturb[0] * noise)
@@ -260,15 +264,8 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
             if isinstance(op, CallOp):
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
-                if is_uniform(op.res):  # a batch of one
-                    v, e = opdef.bounded_by_entries([val[a][None] for a in op.args],
-                                                    [err[a][None] for a in op.args], u)
-                    val[op.res], err[op.res] = v[0], e[0]
-                else:
-                    def batch(a, d):
-                        return np.broadcast_to(d[a], (n, *d[a].shape)) if is_uniform(a) else d[a]
-                    val[op.res], err[op.res] = opdef.bounded_by_entries(
-                        [batch(a, val) for a in op.args], [batch(a, err) for a in op.args], u)
+                v, e = opdef.bounded_by_entries(_call_operands(op, val, n), _call_operands(op, err, n), u)
+                val[op.res], err[op.res] = (v[0], e[0]) if is_uniform(op.res) else (v, e)
             elif isinstance(op, ConstantOp):
                 val[op.res] = np.asarray(op.number, dtype=np.float64)
                 err[op.res] = np.asarray(u * abs(op.number))
