@@ -14,11 +14,8 @@ outputs written once (a uniform value's bytes are negligible), as a fraction of 
 device-to-device copy bandwidth measured in the same run; every contender's outputs are
 checked against the float64 NumPy reference (a sum against its summation-error allowance).
 irfuse's results are also replayed `--determinism` times (default 20): the reduced values
-must be the same bits every time. Two ways to finish a reduction, in the same run and from
-the same compiled kernels: "irfuse" (the default: the reducing kernel's last blocks combine
-the partials, `fuse-finish-reductions`) and "irfuse: combine kernel" (the reducing kernel
-stores partials only and a second kernel combines them; the same bits, checked); the row
-"irfuse: combine kernel alone" times that second kernel by itself.
+must be the same bits every time. The row "irfuse: combine kernel alone" times the finishing
+step of the reduction by itself (the block partials combined by one small kernel).
 """
 
 from __future__ import annotations
@@ -70,8 +67,7 @@ def combine_sampler(dev, plan, rec, n: int):
     size = combine.res.type.size
     partials = dev.drv.mem_alloc(max(4, parts * size * plan.itemsize))
     out = dev.drv.mem_alloc(max(4, size * plan.itemsize))
-    scratch = dev.upload(np.zeros(max(1, fuse.finish_scratch_words(parts, size, plan.itemsize)), dev.dtype))
-    launch = dev.launcher(combine.kernel_name, [partials, out, scratch], parts)
+    launch = dev.launcher(combine.kernel_name, [partials, out], parts)
 
     def once() -> float:
         start, end = dev.drv.Event(), dev.drv.Event()
@@ -136,12 +132,7 @@ def main(argv=None) -> int:
                 rec.replay()
                 again = rec.outputs()
                 same_bits &= all(np.array_equal(again[k], first[k]) for k in reduced)
-            combining = Executor(plan, dev).prepare(inputs, args.n, finish_in_kernel=False)
-            combining.replay()
-            by_combine = combining.outputs()
-            same_bits &= all(np.array_equal(by_combine[k], first[k]) for k in reduced)
-            samplers = {"irfuse": in_context(dev, lambda: rec.time_once()),
-                        "irfuse: combine kernel": in_context(dev, lambda: combining.time_once())}
+            samplers = {"irfuse": in_context(dev, lambda: rec.time_once())}
             combine_once, held, parts = combine_sampler(dev, plan, rec, args.n)
             samplers["irfuse: combine kernel alone"] = in_context(dev, combine_once)
             dev.drv.Context.pop()
@@ -193,8 +184,7 @@ def main(argv=None) -> int:
     console.print(table)
     for r in rows:
         console.print(f"{r['workload']}: verified={r['verified']} ({'; '.join(r['checks'])}); reduced values "
-                      f"bit-identical over {r['bit_identical_replays']} replays and with the combine kernel: "
-                      f"{r['bit_identical']}; kernels "
+                      f"bit-identical over {r['bit_identical_replays']} replays: {r['bit_identical']}; kernels "
                       f"{r['kernels']}; {r['combine_parts']} partials per word; best peer {r['best_peer']}, "
                       f"irfuse {r['speedup_over_best_peer']:.2f}x faster")
         console.print("  peers against the reference: " + "; ".join(f"{k} {v}" for k, v in r["peer_checks"].items()))

@@ -168,7 +168,7 @@ class Executor:
 
     def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None,
                 outputs: dict | None = None, as_graph: bool = True, part: BatchPass | None = None,
-                bound: dict | None = None, finish_in_kernel: bool = True) -> "Recorded":
+                bound: dict | None = None) -> "Recorded":
         """Uploads the inputs (or takes buffers already on the device from `uploaded`, which
         kernels only read) and records the host program into steps, ready to replay.
         `outputs` (name -> buffer) are where the results go: the kernels that make them write
@@ -177,9 +177,7 @@ class Executor:
         change between replays, which a captured graph would not see). `part` records one
         pass over the batch (`analysis.batch_passes`): its steps, giving its outputs;
         `bound` (value -> buffer) gives values made before it (combined reductions) and
-        the buffers its partials go to. `finish_in_kernel=False` has kernels that could
-        finish their reductions store partials only, combined by the combine kernels (the
-        same bits; `benchmarks/reductions.py` times both)."""
+        the buffers its partials go to."""
         if n < 1:
             raise UsageError(f"the batch size must be at least 1, got {n}")
         env: dict = dict(bound or {})
@@ -194,7 +192,7 @@ class Executor:
                     env[v] = outputs[name]
         steps: list[Callable[[], None]] = []
         self._record(self.program.body.block, env, n, steps, None if part is None else set(part.steps),
-                     finish_in_kernel=finish_in_kernel and part is None)
+                     finish_in_kernel=part is None)
         outs = [env[v] for _, v in given]
         if outputs:
             for k, (name, _) in enumerate(given):
