@@ -49,13 +49,12 @@ every element reads its words there. A `fuse.store ... reduce` stages the block'
 shared array of its own and combines them by a fixed tree (halving the elements at
 each step, a barrier after each: `__syncwarp` once a step's words fit the first warp,
 whose threads alone take part in it and in every later step), then writes word k of the
-block's partial at k * blocks + block. The partials are combined by `irf_finish` in
-consecutive groups of `fuse.COMBINE_GROUP`, level after level: in the kernel itself
-(`fuse.store ... finish`: the last block to count itself into a group, by an integer
-atomic counter, combines it), or by `combine_kernel` (a block per group, the same code)
-for partials stored without finishing (a batch run in chunks). The same partials give the
-same bits on the GPU and on the CPU, run after run, whichever block finishes a group: no
-floating-point atomics, a fixed tree per group.
+block's partial at k * blocks + block. `combine_kernel` combines those partials: 8192
+lanes per word, each a fixed stride of them, then a fixed tree over the lanes (on the
+GPU eight blocks per word, a thread block cluster from sm_90 whose first block reads the
+others' lanes from their shared memory; the tree's last five steps on one warp):
+the same partials give the same bits on the GPU and on the CPU, run after run. Neither
+uses atomics.
 """
 
 from __future__ import annotations
@@ -94,94 +93,38 @@ typedef IRFUSE_REAL real_t;
 __device__ __forceinline__ real_t irf_max(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 __device__ __forceinline__ real_t irf_min(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 
-// A reduction's partials combined in consecutive groups of IRF_GROUP (fuse.COMBINE_GROUP):
-// the last block to count itself into a group combines the group by a fixed tree into one
-// value of the next level, and so on until one group is left, whose value is the result.
-// Which block finishes a group depends on timing; the operations and their order do not.
-// On the CPU a block is one thread of the host (the blocks of a launch run on several).
-#define IRF_GROUP @COMBINE_GROUP@
-#ifdef IRFUSE_HOST
-#define IRF_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
-#define IRF_SYNC() ((void)0)
-#define IRF_SYNC_OR(p) (p)
-#define IRF_ARRIVE(c) __atomic_fetch_add((c), 1u, __ATOMIC_ACQ_REL)
-#define IRF_FRESH(p) (*(p))
-#else
-#define IRF_FENCE() __threadfence()
-#define IRF_SYNC() __syncthreads()
-#define IRF_SYNC_OR(p) __syncthreads_or(p)
-#define IRF_ARRIVE(c) atomicAdd((c), 1u)
-#define IRF_FRESH(p) __ldcg(p)  // from L2: another SM's stores, never a stale L1 line
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// A thread block cluster (sm_90): the block's rank in it, a barrier of all its blocks (their
+// shared memory writes seen by every block after it), and a word of another block's shared array.
+__device__ __forceinline__ unsigned irf_cluster_rank()
+{
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void irf_cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+__device__ __forceinline__ unsigned irf_cluster_address(const void* p, unsigned rank)
+{
+  unsigned a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(p)), "r"(rank));
+  return a;
+}
+__device__ __forceinline__ float irf_cluster_load(const float* p, unsigned rank)
+{
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(irf_cluster_address(p, rank)) : "memory");
+  return v;
+}
+__device__ __forceinline__ double irf_cluster_load(const double* p, unsigned rank)
+{
+  double v;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(irf_cluster_address(p, rank)) : "memory");
+  return v;
+}
 #endif
-
-template <int KIND>  // 0: sum, 1: max, 2: min
-__device__ __forceinline__ real_t irf_combine(real_t a, real_t b)
-{
-  return KIND == 0 ? a + b : KIND == 1 ? irf_max(a, b) : irf_min(a, b);
-}
-
-// Words of the values of the levels after m partials, which a finish keeps in its scratch
-// (`size` words each), before the levels' group counters (unsigned, as many as the values).
-__device__ __forceinline__ long long irf_finish_values(long long m)
-{
-  long long values = 0;
-  for (; m > 1; values += m) m = (m + IRF_GROUP - 1) / IRF_GROUP;
-  return values;
-}
-
-// The finish of m partials at `level` (word k of partial p at k * m + p) into `out`, run by
-// all threads of the block whose partial is `idx`: with `arrive` it counts itself into its
-// group and goes on only as the group's last (the kernel that makes the partials); without,
-// it is the group's only block (the combine kernel, one block per group). It then goes on
-// up the levels while it is the last of its group there. The counters in `scratch` start at
-// zero and are left at zero. `red`: IRF_GROUP words of the block's shared memory, free from
-// here on.
-template <int KIND>
-__device__ void irf_finish(const real_t* level, long long m, long long idx, int size, real_t* out,
-                           void* scratch, bool arrive, real_t* red, int tid, int nthreads)
-{
-  real_t* next = (real_t*)scratch;
-  unsigned* counts = (unsigned*)(next + size * irf_finish_values(m));
-  if (m == 1) {
-    for (int k = tid; k < size; k += nthreads) out[k] = level[k];
-    return;
-  }
-  for (;;) {
-    const long long groups = (m + IRF_GROUP - 1) / IRF_GROUP, g = idx / IRF_GROUP, lo = g * IRF_GROUP;
-    const int members = (int)(m - lo < IRF_GROUP ? m - lo : IRF_GROUP);
-    if (arrive) {
-      IRF_FENCE();  // this block's stores of its value before its count
-      IRF_SYNC();
-      const bool counted_last = tid == 0 && IRF_ARRIVE(counts + g) == (unsigned)(members - 1);
-      if (counted_last) counts[g] = 0;  // every member has counted: ready for the next launch
-      if (!IRF_SYNC_OR(counted_last)) return;
-      IRF_FENCE();  // the other members' stores, made before their counts
-    }
-    arrive = true;
-    int top = 1;  // the tree's first step: steps past the members' count change nothing
-    while (2 * top < members) top *= 2;
-    for (int k = 0; k < size; ++k) {
-      for (int i = tid; i < members; i += nthreads) red[i] = IRF_FRESH(level + k * m + lo + i);
-      IRF_SYNC();
-      for (int s = top; s > 0; s >>= 1) {
-        for (int i = tid; i < s; i += nthreads)
-          if (i + s < members) red[i] = irf_combine<KIND>(red[i], red[i + s]);
-        IRF_SYNC();
-      }
-      if (tid == 0) {
-        if (groups == 1) out[k] = red[0];
-        else next[k * groups + g] = red[0];
-      }
-      IRF_SYNC();  // red is the next word's
-    }
-    if (groups == 1) return;
-    level = next;
-    next += size * groups;
-    counts += groups;
-    m = groups;
-    idx = g;
-  }
-}
 
 // Contiguous copy of `count` words by all `nthreads` threads of the block (coalesced).
 __device__ __forceinline__ void irf_copy(real_t* __restrict__ dst, const real_t* __restrict__ src,
@@ -282,7 +225,6 @@ __device__ __forceinline__ void irf_async_wait()
 #endif
 }
 """
-PRELUDE = PRELUDE.replace("@COMBINE_GROUP@", str(fuse.COMBINE_GROUP))
 
 
 @dataclass
@@ -307,10 +249,7 @@ class KernelInfo:
     once: bool = False  # runs over one element (uniform values from uniform values)
     reduced: list[str] = field(default_factory=list)  # per output: the reduction its partials are for, or ""
     arrays: list[int] = field(default_factory=list)  # words of each shared array apart from the planned buffer
-    # untyped pointers after the outputs: a finished reduction's value and scratch for each of
-    # `finished` (output positions), or a combine kernel's scratch
-    pointer_args: int = 0
-    finished: list[int] = field(default_factory=list)
+    fixed_grid: int = 0  # blocks of every launch (a combine kernel's: one per word); 0: one per `by` elements
 
     @property
     def threads(self) -> int:
@@ -323,7 +262,7 @@ class KernelInfo:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
-            "min_blocks", "once", "reduced", "arrays", "pointer_args", "finished")}
+            "min_blocks", "once", "reduced", "arrays", "fixed_grid")}
 
     def array_offsets(self, itemsize: int) -> list[int]:
         """Where the arrays apart from the planned buffer start, in words from its start: after
@@ -352,7 +291,7 @@ class KernelInfo:
 
     def blocks(self, n: int) -> int:
         """Blocks of a launch over n elements (a kernel that runs once: one)."""
-        return 1 if self.once else -(-n // self.by)
+        return self.fixed_grid or (1 if self.once else -(-n // self.by))
 
     @staticmethod
     def from_json(d: dict) -> "KernelInfo":
@@ -431,7 +370,6 @@ _COMBINE = {
     "max": "irf_max({a}, {b})",
     "min": "irf_min({a}, {b})",
 }
-_COMBINE_KIND = {"sum": 0, "max": 1, "min": 2}  # irf_combine's template argument
 
 
 
@@ -615,9 +553,6 @@ class _KernelEmitter:
         self.pending_uniform: list[str] = []  # lines copying them, not yet emitted
         self.info.once = kernel.runs_once
         self.info.reduced = [""] * len(kernel.output_args)
-        # Reductions the kernel finishes (`fuse.store ... finish`): output position, partials'
-        # C name, words, kind; in output order, as their two pointer parameters come.
-        self.finishing: list[tuple[int, str, int, str]] = []
 
     def base(self, v: SSAValue, y: str) -> str:
         """The pointer a device function indexes for value v, run as element y: a padded
@@ -877,34 +812,6 @@ class _KernelEmitter:
         dst = self.names.get(op.dest, "g_")
         self.line(f"  for (int irf_k = tid; irf_k < {size}; irf_k += {nt}) "
                   f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + first / {self.by}] = {red}[irf_k];")
-        if op.finishes:
-            self.finishing.append((list(self.kernel.output_args).index(op.dest), dst, size, kind))
-            self.finishing.sort()
-
-    def finish_params(self) -> list[str]:
-        """The pointer parameters of the reductions the kernel finishes: each one's value and
-        scratch (a null scratch: the launch only stores partials, as a chunk of a batch does)."""
-        return [p for _, dst, _, _ in self.finishing
-                for p in (f"void* __restrict__ {dst}_value", f"void* __restrict__ {dst}_scratch")]
-
-    def finish_shared(self) -> str:
-        """Where the finishing block combines a group on the GPU: the planned buffer or a
-        reduction's staging array when one is large enough (every access to them is over by
-        then: `irf_finish` starts with a barrier), else an array of its own."""
-        group = fuse.COMBINE_GROUP
-        if self.words >= group:
-            return "smem"
-        staging = next((name for name, words in self.block_arrays if name.startswith("irf_red") and words >= group),
-                       None)
-        if staging is None:
-            staging = "irf_fin"
-            self.block_arrays.append((staging, group))
-        return staging
-
-    def finish_lines(self, red: str, block: str, tid: str, nthreads: str) -> list[str]:
-        return [f"  if ({dst}_scratch) irf_finish<{_COMBINE_KIND[kind]}>({dst}, (n + {self.by - 1}) / {self.by}, "
-                f"{block}, {size}, (real_t*){dst}_value, {dst}_scratch, true, {red}, {tid}, {nthreads});"
-                for _, dst, size, kind in self.finishing]
 
     def emit_store(self, op: fuse.StoreOp) -> None:
         if op.reduce_kind is not None:
@@ -954,22 +861,15 @@ class _KernelEmitter:
     def emit(self) -> str:
         self.stage_uniform_inputs()
         self.emit_ops(self.kernel.body.block)
-        finish: list[str] = []
-        if self.finishing:
-            finish = ["  // the reductions finished by the last blocks to store their partials",
-                      *self.finish_lines(self.finish_shared(), "blockIdx.x", "tid", str(self.nthreads))]
-            self.info.finished = [pos for pos, _, _, _ in self.finishing]
-            self.info.pointer_args = 2 * len(self.finishing)
         self.info.arrays = [words for _, words in self.block_arrays]
         body = _gpu_text(self.body)
         regs = [f"  real_t {name}[{words}];" for name, words in self.regs]
-        gpu = [*self.signature(), *self.prologue(), *regs, *body, *finish, "}"]
+        gpu = [*self.signature(), *self.prologue(), *regs, *body, "}"]
         return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *self.host_function(), "#endif"])
 
     def signature(self) -> list[str]:
         params = [f"const real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.input_args]
         params += [f"real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.output_args]
-        params += self.finish_params()
         params.append("const long long n")
         layout = ", structure of arrays" if self.soa else ""
         return [f"// fuse.kernel @{self.info.name}: block(bx = {self.bx}, by = {self.by}), {self.words} shared words"
@@ -983,7 +883,6 @@ class _KernelEmitter:
         the block's threads, `reverse` running them last to first (see the module's docstring)."""
         params = [f"const real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.input_args]
         params += [f"real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.output_args]
-        params += self.finish_params()
         params += ["const long long n", "const long long block_begin", "const long long block_end",
                    "const bool reverse"]
         items = _cpu_items(self.body)
@@ -1016,11 +915,6 @@ class _KernelEmitter:
                   f"    const long long first = irf_block * {self.by};",
                   f"    const int count = n - first < {self.by} ? (int)(n - first) : {self.by};"]
         lines += self.cpu_body(items, "    ", kept)
-        if self.finishing:
-            lines += ["    {  // the reductions finished by the last blocks to store their partials",
-                      f"      real_t irf_group[{fuse.COMBINE_GROUP}];",
-                      *["    " + line for line in self.finish_lines("irf_group", "irf_block", "0", "1")],
-                      "    }"]
         return lines + ["  }", "}"]
 
     def cpu_body(self, items: list, indent: str, kept: list[tuple[str, int]]) -> list[str]:
@@ -1090,32 +984,130 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
 
 def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
     """The kernel that combines a reduction's partials (word k of part p at k * n + p, n
-    parts) into its `size` words where the kernel that made them did not (`fuse.store ...
-    finish`; a batch run in chunks): a block per group of COMBINE_GROUP partials, a thread
-    per partial, the same `irf_finish` as a finishing kernel from the group's tree on, so
-    both give the same bits. Its scratch holds the levels' values and counters (zeroed once,
-    left at zero)."""
-    name, group = fuse.combine_kernel_name(kind, size), fuse.COMBINE_GROUP
-    params = "const real_t* __restrict__ parts, real_t* __restrict__ out, void* __restrict__ scratch, const long long n"
-    finish = f"irf_finish<{_COMBINE_KIND[kind]}>"
-    gpu = [f"// fuse.combine {kind} of {size}-word partials: a block per group of {group}",
-           f'extern "C" __global__ void __launch_bounds__({group}) {name}({params})',
-           "{",
-           f"  __shared__ real_t red[{group}];",
-           "  const int tid = threadIdx.y;  // a thread per partial (bx = 1)",
-           f"  {finish}(parts, n, (long long)blockIdx.x * {group}, {size}, out, scratch, false, red, tid, {group});",
-           "}"]
-    host = [f"// fuse.combine {kind} on the CPU: a block's operations on one host thread",
+    parts) into its `size` words, in one order wherever it runs: lane l < m = min(n, L) of
+    the L = COMBINE_LANES lanes combines parts l, l + L, ... in turn, then a fixed tree over
+    the lanes halves them (s = L/2, ..., 1: lane l takes lane l + s where that lane exists).
+    On the GPU each word has COMBINE_BLOCKS blocks of COMBINE_THREADS threads, a thread per
+    lane: from sm_90 they form a thread block cluster (on as many SMs, whose reads together
+    outrun one SM's), and the first block reads the others' lanes from their shared arrays
+    for the tree's first steps; before sm_90 the word's first block runs its eight blocks'
+    lanes itself. The host version runs the same operations in the same order, so all give
+    the same bits."""
+    name, t, c = fuse.combine_kernel_name(kind, size), fuse.COMBINE_THREADS, fuse.COMBINE_BLOCKS
+    lanes = fuse.COMBINE_LANES
+    op = _COMBINE[kind]
+    params = "const real_t* __restrict__ parts, real_t* __restrict__ out, const long long n"
+
+    def chain(acc: str, lane: str, indent: str) -> list[str]:
+        """Lane `lane` (< m)'s partials combined in turn into `acc`, eight loads issued before
+        their eight combining steps (which keep their order): a plain loop, even unrolled,
+        waits for each load in turn whenever fewer than its unroll factor remain, as eight
+        partials a lane do (65,536 over 8,192 lanes)."""
+        def batch(first: str) -> list[str]:
+            return [f"{indent}  real_t v[8];",
+                    "#pragma unroll",
+                    f"{indent}  for (int j = 0; j < 8; ++j) if ({first} + j * {lanes} < n) "
+                    f"v[j] = parts[k * n + {first} + j * {lanes}];"]
+        step = f"if ({{p}} + j * {lanes} < n) {acc} = {op.format(a=acc, b='v[j]')};"
+        return [f"{indent}{{",
+                *batch(lane),
+                f"{indent}  {acc} = v[0];",
+                "#pragma unroll",
+                f"{indent}  for (int j = 1; j < 8; ++j) {step.format(p=lane)}",
+                f"{indent}}}",
+                f"{indent}for (long long p = {lane} + {8 * lanes}; p < n; p += {8 * lanes}) {{",
+                *batch("p"),
+                "#pragma unroll",
+                f"{indent}  for (int j = 0; j < 8; ++j) {step.format(p='p')}",
+                f"{indent}}}"]
+
+    head = ["{",
+            f"  __shared__ real_t acc[{t}];",
+            "  const int t = threadIdx.x;",
+            f"  const long long k = blockIdx.x / {c};",
+            f"  const long long m = n < {lanes} ? n : {lanes};"]
+    # The tree's first steps (s >= COMBINE_THREADS), on lanes t + r * COMBINE_THREADS held as
+    # a[r] by thread t of the word's first block.
+    across = ["#pragma unroll",  # (a[] stays in registers when every index is known)
+              f"  for (int s = {lanes // 2}; s >= {t}; s >>= 1)",
+              "#pragma unroll",
+              f"    for (int r = 0; r < s / {t}; ++r)",
+              f"      if ((long long)r * {t} + t + s < m) a[r] = {op.format(a='a[r]', b=f'a[r + s / {t}]')};",
+              "  if (t < m) acc[t] = a[0];"]
+    # The tree's steps within one block's lanes (s < COMBINE_THREADS), on the word's first block.
+    tail = [f"  for (int s = {t // 2}; s > {WARP // 2}; s >>= 1) {{",
+            f"    if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+            "    __syncthreads();",
+            "  }",
+            "  // The last steps involve the first warp's threads only: a warp barrier orders them.",
+            f"  if (t < {WARP}) {{",
+            f"    for (int s = {WARP // 2}; s > 0; s >>= 1) {{",
+            f"      if (t < s && t + s < m) acc[t] = {op.format(a='acc[t]', b='acc[t + s]')};",
+            "      __syncwarp();",
+            "    }",
+            "  }",
+            "  if (t == 0) out[k] = acc[0];",
+            "}"]
+    cluster = [f"// fuse.combine {kind} of {size}-word partials: a cluster of {c} blocks per word",
+               f'extern "C" __global__ void __cluster_dims__({c}, 1, 1) __launch_bounds__({t}) {name}({params})',
+               *head,
+               "  const int r0 = (int)irf_cluster_rank();  // blockIdx.x % COMBINE_BLOCKS",
+               f"  const long long l = (long long)r0 * {t} + t;",
+               "  if (l < m) {",
+               "    real_t a;",
+               *chain("a", "l", "    "),
+               "    acc[t] = a;",
+               "  }",
+               "  irf_cluster_sync();",
+               "  if (r0 == 0) {",
+               "    // The other blocks' lanes, all read at once from their shared arrays.",
+               f"    real_t a[{c}];",
+               "#pragma unroll",
+               f"    for (int r = 0; r < {c}; ++r)",
+               f"      if ((long long)r * {t} + t < m) a[r] = r == 0 ? acc[t] : irf_cluster_load(acc + t, (unsigned)r);",
+               *["  " + x for x in across],
+               "  }",
+               "  // Every block stays until the first has read its array; the first's writes are seen.",
+               "  irf_cluster_sync();",
+               "  if (r0 != 0) return;",
+               *tail]
+    single = [f"// fuse.combine {kind} of {size}-word partials: the first of {c} blocks per word runs their lanes",
+              f'extern "C" __global__ void __launch_bounds__({t}) {name}({params})',
+              *head,
+              f"  if (blockIdx.x % {c} != 0) return;",
+              f"  real_t a[{c}];",
+              "#pragma unroll",
+              f"  for (int r = 0; r < {c}; ++r) {{",
+              f"    const long long l = (long long)r * {t} + t;",
+              "    if (l < m) {",
+              *chain("a[r]", "l", "      "),
+              "    }",
+              "  }",
+              *across,
+              "  __syncthreads();",
+              *tail]
+    host = [f"// fuse.combine {kind} on the CPU: the GPU's operations in the GPU's order",
             f"static void {name}({params}, const long long block_begin, const long long block_end, "
             "const bool reverse)",
             "{",
             "  (void)reverse;",
-            f"  real_t red[{group}];",
-            "  for (long long b = block_begin; b < block_end; ++b)",
-            f"    {finish}(parts, n, b * {group}, {size}, out, scratch, false, red, 0, 1);",
+            f"  const std::unique_ptr<real_t[]> acc(new real_t[{lanes}]);",
+            f"  const long long m = n < {lanes} ? n : {lanes};",
+            "  for (long long b = block_begin; b < block_end; ++b) {",
+            f"    if (b % {c} != 0) continue;  // a word's first block runs all its lanes",
+            f"    const long long k = b / {c};",
+            "    for (long long l = 0; l < m; ++l) {",
+            "      acc[l] = parts[k * n + l];",
+            f"      for (long long p = l + {lanes}; p < n; p += {lanes}) acc[l] = {op.format(a='acc[l]', b='parts[k * n + p]')};",
+            "    }",
+            f"    for (long long s = {lanes // 2}; s > 0; s >>= 1)",
+            f"      for (long long l = 0; l < s && l + s < m; ++l) acc[l] = {op.format(a='acc[l]', b='acc[l + s]')};",
+            "    out[k] = acc[0];",
+            "  }",
             "}"]
-    info = KernelInfo(name, 1, group, 0, ["partials"], ["out"], [size], [size], arrays=[group], pointer_args=1)
-    return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info
+    info = KernelInfo(name, t, 1, 0, ["partials"], ["out"], [size], [size], arrays=[t], fixed_grid=size * c)
+    return "\n".join(["#ifndef IRFUSE_HOST", "#if __CUDA_ARCH__ >= 900", *cluster, "#else", *single, "#endif",
+                      "#else", *host, "#endif"]), info
 
 
 def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:

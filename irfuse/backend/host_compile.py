@@ -32,14 +32,12 @@ def _header_text() -> str:
 def launcher_source(kernels: list[KernelInfo]) -> str:
     lines = ['#include "kernels.cu"', ""]
     for k in kernels:
-        arrays = len(k.inputs) + len(k.outputs)
-        nargs = arrays + k.pointer_args
+        nargs = len(k.inputs) + len(k.outputs)
         casts = [f"(const real_t*)args[{i}]" for i in range(len(k.inputs))]
         casts += [f"(real_t*)args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
-        casts += [f"args[{arrays + i}]" for i in range(k.pointer_args)]
         lines += [
             f'extern "C" int irf_launch_{k.name}(void** args, long long n, long long grid, int workers, int reverse) {{',
-            f"  (void)args; // {nargs} pointers",
+            f"  (void)args; // {nargs} arrays",
             "  return irf::run_blocks(grid, workers, [&](long long begin, long long end) { "
             f"{k.name}({', '.join(casts + ['n', 'begin', 'end', 'reverse != 0'])}); }});",
             "}",
@@ -141,16 +139,14 @@ class HostModule:
                 return f.read()
 
     def launcher(self, name: str, arrays: list, n: int, reverse: bool = False):
-        """A call that runs kernel `name` on numpy arrays (inputs, outputs, then its pointer
-        arguments) of `n` elements; `reverse` runs each region's threads last to first. An
-        int is an address as it is (0: a null pointer); any other entry that is not a NumPy
-        array is a place whose address `int()` gives when the call runs (the runtime's
-        `Slot`, pointed at a caller's array before each run)."""
+        """A call that runs kernel `name` on numpy arrays (inputs then outputs) of `n`
+        elements; `reverse` runs each region's threads last to first. An entry that is not a
+        NumPy array is a place whose address `int()` gives when the call runs (the
+        runtime's `Slot`, pointed at a caller's array before each run)."""
         k = self.kernels[name]
         grid = k.blocks(n)
-        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data if hasattr(a, "ctypes") else
-                                                 a if isinstance(a, int) else 0 for a in arrays])
-        late = [(i, a) for i, a in enumerate(arrays) if not hasattr(a, "ctypes") and not isinstance(a, int)]
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data if hasattr(a, "ctypes") else 0 for a in arrays])
+        late = [(i, a) for i, a in enumerate(arrays) if not hasattr(a, "ctypes")]
         entry, workers = self.entries[name], self.workers
 
         def launch() -> None:

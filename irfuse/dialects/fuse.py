@@ -453,27 +453,16 @@ class StoreOp(LocatedOperation):
     value = operand_def(T)
     dest = operand_def(T)
     reduce = opt_prop_def(ReduceKindAttr)  # set: the block's partial of a reduction over the batch
-    # set (with `reduce`): the kernel also finishes the reduction, the last block to store its
-    # partial combining them (`fuse.combine` then launches nothing)
-    finish = opt_prop_def(UnitAttr)
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
-    assembly_format = "$value `to` $dest (`reduce` $reduce^)? (`finish` $finish^)? attr-dict `:` type($value)"
+    assembly_format = "$value `to` $dest (`reduce` $reduce^)? attr-dict `:` type($value)"
 
-    def __init__(self, value: SSAValue, dest: SSAValue, reduce: ReduceKind | str | None = None,
-                 finish: bool = False):
-        properties: dict[str, Attribute] = {"reduce": ReduceKindAttr(ReduceKind(reduce))} if reduce else {}
-        if finish:
-            properties["finish"] = UnitAttr()
-        super().__init__(operands=[value, dest], properties=properties)
+    def __init__(self, value: SSAValue, dest: SSAValue, reduce: ReduceKind | str | None = None):
+        super().__init__(operands=[value, dest],
+                         properties={"reduce": ReduceKindAttr(ReduceKind(reduce))} if reduce else {})
 
     @property
     def reduce_kind(self) -> ReduceKind | None:
         return self.reduce.data if self.reduce is not None else None
-
-    @property
-    def finishes(self) -> bool:
-        """Whether the kernel finishes this reduction itself (no combine kernel)."""
-        return self.finish is not None
 
     def verify_(self) -> None:
         if self.value.type != self.dest.type:
@@ -485,8 +474,6 @@ class StoreOp(LocatedOperation):
             raise VerifyException("fuse.store stores an on-chip value")
         if self.reduce is not None and isinstance(kernel, KernelOp) and kernel.once is not None:
             raise VerifyException("fuse.store reduce in a kernel that runs once: it has no batch to reduce")
-        if self.finish is not None and self.reduce is None:
-            raise VerifyException("fuse.store finish without reduce: only a reduction's partials are finished")
 
 
 @irdl_op_definition
@@ -830,21 +817,13 @@ class LaunchOp(LocatedOperation):
                 f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
 
 
-# How a reduction's per-block partials are combined, wherever it runs: in consecutive groups of
-# COMBINE_GROUP (a power of two: a fixed tree halves each group), whose values form the next
-# level's partials, until one group is left. A sum's rounding depends on it (reference.sum_depth).
-COMBINE_GROUP = 256
-
-
-def finish_scratch_words(partials: int, size: int, itemsize: int) -> int:
-    """Words (of `itemsize` bytes) of the scratch that combining a reduction of `size` words
-    over `partials` block partials takes (the generated `irf_finish`): the values of the
-    levels above the partials, then a 4-byte counter per value, all zero to start with."""
-    values, m = 0, partials
-    while m > 1:
-        m = -(-m // COMBINE_GROUP)
-        values += m
-    return size * values + -(-4 * values // itemsize)
+# A combine kernel's lanes: COMBINE_BLOCKS blocks of COMBINE_THREADS threads per word (powers
+# of two: its tree halves them), each lane combining every COMBINE_LANES-th partial in turn, so
+# a sum's rounding depends on them (reference.sum_depth). Several blocks, because one SM alone
+# reads 65,536 partials at a fraction of the bandwidth the GPU has (8.5 us on an H100).
+COMBINE_THREADS = 1024
+COMBINE_BLOCKS = 8
+COMBINE_LANES = COMBINE_THREADS * COMBINE_BLOCKS
 
 
 def combine_kernel_name(kind: str, size: int) -> str:
@@ -854,9 +833,7 @@ def combine_kernel_name(kind: str, size: int) -> str:
 @irdl_op_definition
 class CombineOp(LocatedOperation):
     """Combines the per-block partials a launch stored with `reduce` into the reduced value
-    (a uniform one), in a fixed order: the same partials give the same bits every time. When
-    the store also has `finish`, the launch's last blocks do it, and this op launches the
-    combine kernel only for partials stored without finishing (a batch run in chunks)."""
+    (a uniform one), in a fixed order: the same partials give the same bits every time."""
 
     name = "fuse.combine"
     kind = prop_def(ReduceKindAttr)
@@ -876,13 +853,6 @@ class CombineOp(LocatedOperation):
     def kernel_name(self) -> str:
         """The generated kernel that combines partials of this kind and size."""
         return combine_kernel_name(self.reduce_kind.value, self.res.type.size)  # type: ignore[attr-defined]
-
-    @property
-    def in_kernel(self) -> bool:
-        """Whether the launch that makes the partials also combines them (`fuse.store ...
-        finish`): then this op launches nothing where the whole batch runs at once."""
-        store = self.producing_store()
-        return store is not None and store.finishes
 
     def producing_store(self) -> "StoreOp | None":
         """The kernel's `fuse.store ... reduce` that made the partials, when a launch did."""

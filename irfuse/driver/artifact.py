@@ -139,4 +139,6 @@ class CompiledProgram:
 def _grid_text(k: KernelInfo) -> str:
     """A launch's grid, for readers of the manifest (n: the batch size; for a combine
     kernel, the number of partials)."""
+    if k.fixed_grid:
+        return str(k.fixed_grid)
     return "1" if k.once else f"ceil(n / {k.by})"

@@ -18,7 +18,6 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from irfuse.diagnostics import UsageError
 from irfuse.passes.fuse_allocate_shared import FuseAllocateShared
 from irfuse.passes.fuse_each import FuseEach
-from irfuse.passes.fuse_finish_reductions import FuseFinishReductions
 from irfuse.passes.fuse_linearize import FuseLinearize
 from irfuse.passes.fuse_partition import FusePartition
 from irfuse.passes.fuse_place_barriers import FusePlaceBarriers
@@ -56,8 +55,6 @@ PASSES: list[PassInfo] = [
              "values whose accesses conflict on banks are padded.", FuseAllocateShared),
     PassInfo("fuse-place-barriers", "Replaces a kernel's barriers by one exactly before each op that would "
              "race with another thread.", FusePlaceBarriers),
-    PassInfo("fuse-finish-reductions", "Lets each kernel that stores a reduction's block partials also combine "
-             "them, its last blocks finishing (no combine kernel launched).", FuseFinishReductions),
     PassInfo("fuse-verify-races", "Proves a barrier separates every cross-thread shared access pair with a write.",
              FuseVerifyRaces),
     PassInfo("kas-split-phases", "Replaces the program by one of its phases at reductions over the batch (what a "
@@ -76,7 +73,7 @@ PASSES: list[PassInfo] = [
 
 # What `irfuse run` and `irfuse compile` apply when no --pipeline is given.
 DEFAULT_PIPELINE = ",".join(["kas-dce", "fuse-partition", *(s.pass_name for s in IN_KERNEL_STEPS),
-                             "fuse-finish-reductions", "fuse-verify-races"])
+                             "fuse-verify-races"])
 UNFUSED_PIPELINE = "kas-dce,fuse-each,fuse-verify-races"
 
 

@@ -2,9 +2,7 @@
 
 Every SSA value of the host program gets its own buffer: a batch of values, one value
 (uniform values: literals, uniform inputs and results, a kernel run `once`), or a
-reduction's per-block partials, which the kernel that stores them finishes (`fuse.store
-... finish`: it takes the reduced value's buffer and a zeroed scratch) or else a
-`fuse.combine` step's kernel combines.  At the end of a
+reduction's per-block partials, which a `fuse.combine` step combines.  At the end of a
 loop iteration a value the body's kernels made and yields trades buffers with
 the block argument it becomes (ping-pong); other yielded values (outer ones,
 block arguments, inner loops' results) are copied into the block argument's
@@ -54,12 +52,6 @@ class RunResult:
         return float(np.median(self.times_s)) if self.times_s else float("nan")
 
 
-def _combine_of(partials: SSAValue) -> fuse.CombineOp:
-    """The `fuse.combine` of a launch's partials (the verifier of `fuse.launch` and the
-    lowering make exactly one)."""
-    return next(u.operation for u in partials.uses if isinstance(u.operation, fuse.CombineOp))
-
-
 class Executor:
     def __init__(self, plan: CompiledProgram, device: Device):
         self.plan = plan
@@ -80,16 +72,6 @@ class Executor:
     def _blocks(self, launch: fuse.LaunchOp, n: int) -> int:
         return self.infos[launch.kernel_name].blocks(n)
 
-    def _scratch(self, env: dict, partials: SSAValue, n: int):
-        """The zeroed scratch that combining `partials` takes (`fuse.finish_scratch_words`),
-        one per value (kept in `env`): its counters are left at zero by every run."""
-        key = ("scratch", partials)
-        if key not in env:
-            words = fuse.finish_scratch_words(self._blocks(partials.owner, n),  # type: ignore[arg-type]
-                                              partials.type.size, np.dtype(self.device.dtype).itemsize)  # type: ignore[attr-defined]
-            env[key] = self.device.upload(np.zeros(max(words, 1), self.device.dtype))
-        return env[key]
-
     @staticmethod
     def _swappable(y: SSAValue, loop: kas.LoopOp, yielded) -> bool:
         """Whether a yielded value's buffer may trade places with its block argument's: it is
@@ -100,10 +82,9 @@ class Executor:
                 and sum(v is y for v in yielded) == 1)
 
     def _record(self, block, env: dict, n: int, steps: list[Callable[[], None]],
-                only: set | None = None, finish_in_kernel: bool = True) -> list:
+                only: set | None = None) -> list:
         """Appends the steps of `block` to `steps` (of its ops in `only`, when given); returns
-        the buffers it returns or yields. Without `finish_in_kernel` (a pass over a chunk of
-        the batch) kernels store their partials without finishing them."""
+        the buffers it returns or yields."""
         dev = self.device
         for op in block.ops:
             if only is not None and op not in only:
@@ -114,26 +95,13 @@ class Executor:
                     if r not in env:
                         env[r] = dev.alloc(self._shape(r, n))
                     outs.append(env[r])
-                info = self.infos[op.kernel_name]
-                finishing = []  # each reduction the kernel finishes: its value and scratch, or nulls
-                for pos in info.finished:
-                    combine = _combine_of(op.res[pos])
-                    if not finish_in_kernel:
-                        finishing += [0, 0]
-                        continue
-                    if combine.res not in env:
-                        env[combine.res] = dev.alloc(self._shape(combine.res, n))
-                    finishing += [env[combine.res], self._scratch(env, op.res[pos], n)]
-                steps.append(dev.launcher(op.kernel_name, [env[a] for a in op.args] + outs + finishing,
-                                          1 if info.once else n))
+                once = self.infos[op.kernel_name].once
+                steps.append(dev.launcher(op.kernel_name, [env[a] for a in op.args] + outs, 1 if once else n))
             elif isinstance(op, fuse.CombineOp):
-                if op.in_kernel and finish_in_kernel:
-                    continue  # the launch that made the partials wrote op.res
                 if op.res not in env:
                     env[op.res] = dev.alloc(self._shape(op.res, n))
                 parts = self._blocks(op.partials.owner, n)  # type: ignore[arg-type]
-                steps.append(dev.launcher(op.kernel_name, [env[op.partials], env[op.res],
-                                                           self._scratch(env, op.partials, n)], parts))
+                steps.append(dev.launcher(op.kernel_name, [env[op.partials], env[op.res]], parts))
             elif isinstance(op, kas.ConstantOp):
                 if op.res not in env:  # (a loop from the host records its body once per iteration)
                     env[op.res] = dev.upload(np.array(op.number))
@@ -146,7 +114,7 @@ class Executor:
                 last: list = []
                 yielded = op.body.block.last_op.operands
                 for it in range(op.trip_count.data):
-                    last = self._record(op.body.block, env, n, steps, None, finish_in_kernel)
+                    last = self._record(op.body.block, env, n, steps)
                     if it + 1 < op.trip_count.data:
                         for a, y, buf in zip(args, yielded, last):
                             if self._swappable(y, op, yielded):
@@ -191,8 +159,7 @@ class Executor:
                         and v.owner.parent_block() is self.program.body.block and v not in env:
                     env[v] = outputs[name]
         steps: list[Callable[[], None]] = []
-        self._record(self.program.body.block, env, n, steps, None if part is None else set(part.steps),
-                     finish_in_kernel=part is None)
+        self._record(self.program.body.block, env, n, steps, None if part is None else set(part.steps))
         outs = [env[v] for _, v in given]
         if outputs:
             for k, (name, _) in enumerate(given):

@@ -19,7 +19,7 @@ from xdsl.ir import SSAValue
 
 from irfuse.diagnostics import CompileError, Diagnostic, UsageError
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
-from irfuse.dialects.fuse import COMBINE_GROUP
+from irfuse.dialects.fuse import COMBINE_LANES
 from irfuse.dialects.layouts import describe_batch_shape, fits, to_aos
 from irfuse.dialects.kas import (
     CallOp,
@@ -162,16 +162,14 @@ def batch_size(inputs: dict[str, np.ndarray], program: ProgramOp | None = None) 
 
 
 # The order in which the kernels combine a sum (`cuda_emit`): a tree over a block's elements,
-# then a tree over each group of COMBINE_GROUP consecutive block partials, level after level
-# until one group is left. A sum of n values in it rounds at most `sum_depth` times along any
+# each lane of the combine kernel adding every COMBINE_LANES-th block partial in turn, then a
+# tree over those lanes. A sum of n values in it rounds at most `sum_depth` times along any
 # value's path: its error is at most sum_depth * eps * sum(|x|).
 
 
 def sum_depth(n: int, by: int = 1) -> int:
-    levels, m = 0, -(-n // by)
-    while m > 1:
-        m, levels = -(-m // COMBINE_GROUP), levels + 1
-    return max(1, (by - 1).bit_length() + levels * (COMBINE_GROUP - 1).bit_length())
+    blocks = -(-n // by)
+    return max(1, (by - 1).bit_length() + -(-blocks // COMBINE_LANES) + (COMBINE_LANES - 1).bit_length())
 
 
 def _call_operands(op: CallOp, env: dict[SSAValue, np.ndarray], n: int) -> list[np.ndarray]:

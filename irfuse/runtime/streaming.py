@@ -52,7 +52,6 @@ from irfuse.runtime.executor import Executor
 from irfuse.runtime.reference import uniform_names
 
 LANES = 2
-SCRATCH = "scratch"  # (SCRATCH, partials): a combine's scratch among the whole batch's partials
 OUTPUT_KEY = "out:"  # an output's key among the arrays (a program may return under an input's name)
 # Device bytes a lane's chunk takes at most whatever the budget: chunks small enough that
 # the copies and kernels of consecutive chunks overlap for most of a large batch.
@@ -412,17 +411,10 @@ class ChunkedRun:
 
     def _whole_partials(self, part: BatchPass, n: int, whole: dict) -> dict:
         """Buffers for the pass's partials of the whole batch (added to `whole`)."""
-        isz = self.compiled.itemsize
         for c in part.combines:
-            size, blocks = c.res.type.size, self._blocks(c, n)  # type: ignore[attr-defined]
-            scratch = max(1, fuse.finish_scratch_words(blocks, size, isz))  # zeroed: the combine's counters
-            if self.gpu:
-                whole[c.partials] = self.device.drv.mem_alloc(size * blocks * isz)
-                whole[(SCRATCH, c.partials)] = self.device.drv.mem_alloc(scratch * isz)
-                self.device.drv.memset_d8(whole[(SCRATCH, c.partials)], 0, scratch * isz)
-            else:
-                whole[c.partials] = np.full(size * blocks, np.nan, self.device.dtype)
-                whole[(SCRATCH, c.partials)] = np.zeros(scratch, self.device.dtype)
+            words = c.res.type.size * self._blocks(c, n)  # type: ignore[attr-defined]
+            whole[c.partials] = self.device.drv.mem_alloc(words * self.compiled.itemsize) if self.gpu \
+                else np.full(words, np.nan, self.device.dtype)
         return whole
 
     def _partials_of_chunk(self, lane: dict, combines: tuple, whole: dict, start: int, m: int):
@@ -448,8 +440,7 @@ class ChunkedRun:
     def _combine(self, part: BatchPass, n: int, whole: dict) -> None:
         """The pass's reductions combined over the whole batch's partials, as one call does."""
         combined = self._combined()
-        steps = [self.device.launcher(c.kernel_name, [whole[c.partials], combined[c], whole[(SCRATCH, c.partials)]],
-                                      self._blocks(c, n))
+        steps = [self.device.launcher(c.kernel_name, [whole[c.partials], combined[c]], self._blocks(c, n))
                  for c in part.combines]
         if not self.gpu:
             for step in steps:

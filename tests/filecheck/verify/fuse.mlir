@@ -145,12 +145,3 @@ builtin.module attributes {kas.element_type = f64} {
   }
 }
 // CHECK: shared[50000] for 64 elements of 9 words ends at word 50576 (404608 bytes)
-
-// -----
-builtin.module {
-  fuse.kernel @k block(bx = 1, by = 64) (%A: !kas.scalar) -> (%B: !kas.scalar) {
-    %a = fuse.load %A into shared[0] : !kas.scalar
-    fuse.store %a to %B finish : !kas.scalar
-  }
-}
-// CHECK: fuse.store finish without reduce: only a reduction's partials are finished
