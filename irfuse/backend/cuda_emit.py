@@ -373,12 +373,22 @@ _COMBINE = {
 
 
 
+@dataclass
+class _GpuOnly:
+    """Statements the GPU runs (`gpu`, lines) in place of body nodes the CPU runs (`cpu`:
+    statement lists and barriers), with the same operations in the same order: warp
+    shuffles where the CPU, whose regions are loops over threads, goes through shared memory."""
+    gpu: list[str]
+    cpu: list
+
+
 def _is_barrier(n) -> bool:
     return n is _BARRIER or n is _WARP_BARRIER
 
 
 def _has_barrier(nodes: list) -> bool:
-    return any(_is_barrier(n) or (isinstance(n, _Loop) and _has_barrier(n.children)) for n in nodes)
+    return any(_is_barrier(n) or (isinstance(n, _Loop) and _has_barrier(n.children))
+               or (isinstance(n, _GpuOnly) and _has_barrier(n.cpu)) for n in nodes)
 
 
 def _gpu_text(nodes: list, indent: str = "") -> list[str]:
@@ -391,6 +401,8 @@ def _gpu_text(nodes: list, indent: str = "") -> list[str]:
             out.append(indent + "  __syncwarp();")
         elif isinstance(n, _Loop):
             out += [indent + n.header, *_gpu_text(n.children, indent + "  "), indent + "  }"]
+        elif isinstance(n, _GpuOnly):
+            out += [indent + line for line in n.gpu]
         else:
             out += [indent + line for line in n]
     return out
@@ -401,6 +413,7 @@ def _cpu_items(nodes: list) -> list:
     stays in its region) and block-level loops `(_Loop, items)`."""
     items: list = []
     region: list[str] = []
+    nodes = [c for n in nodes for c in (n.cpu if isinstance(n, _GpuOnly) else [n])]
     for n in nodes:
         if _is_barrier(n) or (isinstance(n, _Loop) and _has_barrier(n.children)):
             if region:
@@ -800,18 +813,47 @@ class _KernelEmitter:
             self.line(self.per_thread(op.value, lambda index, r, k: f"{red}[{index}] = {r}[{k}];", None))
         self.open[-1].append(_BARRIER)
         half = 1 << max(0, (self.by - 1).bit_length() - 1)  # the largest power of two below by (by > 1)
+        # A scalar's last steps (those within the first warp) run on that warp's registers on
+        # the GPU, as shuffles: no shared round trip and no barrier per step.
+        shuffled = size == 1 and nt >= WARP and self.by > 1
+        warp_steps: list = []  # those steps as the CPU runs them
         while self.by > 1 and half >= 1:
-            self.line(f"  for (int irf_i = tid; irf_i < {half * size}; irf_i += {nt}) "
-                      f"if (irf_i / {size} + {half} < count) "
-                      f"{red}[irf_i] = {_COMBINE[kind].format(a=f'{red}[irf_i]', b=f'{red}[irf_i + {half * size}]')};")
+            step = (f"  for (int irf_i = tid; irf_i < {half * size}; irf_i += {nt}) "
+                    f"if (irf_i / {size} + {half} < count) "
+                    f"{red}[irf_i] = {_COMBINE[kind].format(a=f'{red}[irf_i]', b=f'{red}[irf_i + {half * size}]')};")
             # Once a step's words fit the first warp, it and every later step (and the write
             # of the partial, `size` words) run on that warp's threads alone: a warp barrier
             # orders them, the same operations in the same order as with block barriers.
-            self.open[-1].append(_WARP_BARRIER if half * size <= WARP else _BARRIER)
+            barrier = _WARP_BARRIER if half * size <= WARP else _BARRIER
+            if shuffled and half <= WARP:
+                warp_steps += [[step], barrier]
+            else:
+                self.line(step)
+                self.open[-1].append(barrier)
             half //= 2
         dst = self.names.get(op.dest, "g_")
-        self.line(f"  for (int irf_k = tid; irf_k < {size}; irf_k += {nt}) "
-                  f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + first / {self.by}] = {red}[irf_k];")
+        write = (f"  for (int irf_k = tid; irf_k < {size}; irf_k += {nt}) "
+                 f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + first / {self.by}] = {red}[irf_k];")
+        if warp_steps:
+            self.open[-1].append(_GpuOnly(self.warp_tree(red, kind, min(WARP, 1 << (self.by - 1).bit_length() - 1),
+                                                         f"{dst}[first / {self.by}]"), [*warp_steps, [write]]))
+        else:
+            self.line(write)
+
+    def warp_tree(self, red: str, kind: str, first: int, dst: str) -> list[str]:
+        """A scalar reduction's tree steps from `first` (<= 32) down to 1 and the write of the
+        block's partial, on the first warp: lane t holds word t, and a step s combines it
+        with lane t + s's where t < s and t + s < count, as the shared steps do."""
+        step = _COMBINE[kind].format(a="irf_x", b="irf_y")
+        return ["  if (tid < 32) {  // the tree's last steps on the first warp's registers",
+                f"    real_t irf_x = tid < {self.by} ? {red}[tid] : {red}[0];",
+                f"    if (tid < {first} && tid + {first} < count) {{ const real_t irf_y = {red}[tid + {first}]; "
+                f"irf_x = {step}; }}",
+                *[f"    {{ const real_t irf_y = __shfl_down_sync(0xffffffffu, irf_x, {s}); "
+                  f"if (tid < {s} && tid + {s} < count) irf_x = {step}; }}"
+                  for s in (first >> k for k in range(1, first.bit_length())) if s >= 1],
+                f"    if (tid == 0) {dst} = irf_x;",
+                "  }"]
 
     def emit_store(self, op: fuse.StoreOp) -> None:
         if op.reduce_kind is not None:
