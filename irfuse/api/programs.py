@@ -662,6 +662,7 @@ class Program:
                                                                        self.outputs, self.shapes, self.layout))
             self.last_chunks = run.run(arrays, results, n, progress)
             return
+        self.last_chunks = 0  # (not the chunks of an earlier call: the same Program may be shared)
         if self.backend == "cpu" and _in_place_on_the_host(arrays, results, self.strides,
                                                             self._alignment(self.layout)):
             self._recorded(("host", n), lambda: _BoundHostInPlace(self.compiled, dev, n, self.inputs,
