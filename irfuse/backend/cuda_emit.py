@@ -807,12 +807,20 @@ class _KernelEmitter:
         # No barrier first: the planned ones order a shared value's producers before this
         # store (which reads it with any thread), and the staging array is this reduction's own.
         self.line(f"  // {kind} of {op.value.name_hint} over the block's elements into {op.dest.name_hint}'s partials")
-        if place.is_shared:  # as a store copies it out (the staging array is aligned as global chunks are)
+        half = 1 << max(0, (self.by - 1).bit_length() - 1)  # the largest power of two below by (by > 1)
+        if place.is_shared and size == 1 and not place.pitch.data and half > WARP:
+            # The first step reads the value where it is and writes the staging array: the
+            # same operations as copying it there first, one pass and one barrier fewer.
+            off = place.offset.data
+            both = _COMBINE[kind].format(a=f"smem[{off} + irf_i]", b=f"smem[{off + half} + irf_i]")
+            self.line(f"  for (int irf_i = tid; irf_i < {half}; irf_i += {nt}) "
+                      f"{red}[irf_i] = irf_i + {half} < count ? {both} : smem[{off} + irf_i];")
+            half //= 2
+        elif place.is_shared:  # as a store copies it out (the staging array is aligned as global chunks are)
             self.line(self.copy(red, f"smem + {place.offset.data}", f"count * {size}", size, place))
         else:
             self.line(self.per_thread(op.value, lambda index, r, k: f"{red}[{index}] = {r}[{k}];", None))
         self.open[-1].append(_BARRIER)
-        half = 1 << max(0, (self.by - 1).bit_length() - 1)  # the largest power of two below by (by > 1)
         # A scalar's last steps (those within the first warp) run on that warp's registers on
         # the GPU, as shuffles: no shared round trip and no barrier per step.
         shuffled = size == 1 and nt >= WARP and self.by > 1
