@@ -49,8 +49,12 @@ every element reads its words there. A `fuse.store ... reduce` stages the block'
 shared array of its own and combines them by a fixed tree (halving the elements at
 each step, a barrier after each: `__syncwarp` once a step's words fit the first warp,
 whose threads alone take part in it and in every later step), then writes word k of the
-block's partial at k * blocks + block. `combine_kernel` combines those partials: 8192
-lanes per word, each a fixed stride of them, then a fixed tree over the lanes (on the
+block's partial at k * blocks + block. For a scalar, the first step reads the value where
+it is in shared memory (no staging copy first), and on the GPU the steps within the first
+warp run on its registers with `__shfl_down_sync` (lane t taking lane t + s: the same
+pairs in the same order; the CPU twin keeps the shared steps, `_GpuOnly`).
+`combine_kernel` combines those partials: 8192 lanes per word, each a fixed stride of
+them, then a fixed tree over the lanes (on the
 GPU eight blocks per word, a thread block cluster from sm_90 whose first block reads the
 others' lanes from their shared memory; the tree's last five steps on one warp):
 the same partials give the same bits on the GPU and on the CPU, run after run. Neither
