@@ -54,11 +54,10 @@ it is in shared memory (no staging copy first), and on the GPU the steps within 
 warp run on its registers with `__shfl_down_sync` (lane t taking lane t + s: the same
 pairs in the same order; the CPU twin keeps the shared steps, `_GpuOnly`).
 `combine_kernel` combines those partials: 8192 lanes per word, each a fixed stride of
-them, then a fixed tree over the lanes (on the
-GPU eight blocks per word, a thread block cluster from sm_90 whose first block reads the
-others' lanes from their shared memory; the tree's last five steps on one warp):
-the same partials give the same bits on the GPU and on the CPU, run after run. Neither
-uses atomics.
+them, then a fixed tree over the lanes (on the GPU eight blocks per word, a thread block
+cluster from sm_90 whose first block reads the others' lanes from their shared memory;
+the tree's last five steps on one warp): the same partials give the same bits on the GPU
+and on the CPU, run after run. Neither uses atomics.
 """
 
 from __future__ import annotations
@@ -829,6 +828,7 @@ class _KernelEmitter:
         # the GPU, as shuffles: no shared round trip and no barrier per step.
         shuffled = size == 1 and nt >= WARP and self.by > 1
         warp_steps: list = []  # those steps as the CPU runs them
+        first_warp_step = 0
         while self.by > 1 and half >= 1:
             step = (f"  for (int irf_i = tid; irf_i < {half * size}; irf_i += {nt}) "
                     f"if (irf_i / {size} + {half} < count) "
@@ -838,6 +838,7 @@ class _KernelEmitter:
             # orders them, the same operations in the same order as with block barriers.
             barrier = _WARP_BARRIER if half * size <= WARP else _BARRIER
             if shuffled and half <= WARP:
+                first_warp_step = first_warp_step or half
                 warp_steps += [[step], barrier]
             else:
                 self.line(step)
@@ -847,8 +848,8 @@ class _KernelEmitter:
         write = (f"  for (int irf_k = tid; irf_k < {size}; irf_k += {nt}) "
                  f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + first / {self.by}] = {red}[irf_k];")
         if warp_steps:
-            self.open[-1].append(_GpuOnly(self.warp_tree(red, kind, min(WARP, 1 << (self.by - 1).bit_length() - 1),
-                                                         f"{dst}[first / {self.by}]"), [*warp_steps, [write]]))
+            self.open[-1].append(_GpuOnly(self.warp_tree(red, kind, first_warp_step, f"{dst}[first / {self.by}]"),
+                                          [*warp_steps, [write]]))
         else:
             self.line(write)
 
@@ -863,7 +864,7 @@ class _KernelEmitter:
                 f"irf_x = {step}; }}",
                 *[f"    {{ const real_t irf_y = __shfl_down_sync(0xffffffffu, irf_x, {s}); "
                   f"if (tid < {s} && tid + {s} < count) irf_x = {step}; }}"
-                  for s in (first >> k for k in range(1, first.bit_length())) if s >= 1],
+                  for s in (first >> k for k in range(1, first.bit_length()))],
                 f"    if (tid == 0) {dst} = irf_x;",
                 "  }"]
 
