@@ -670,27 +670,28 @@ def test_reductions_on_gpu_give_the_same_bits_every_run_and_take_gpu_arrays():
     np.testing.assert_array_equal(cupy.asnumpy(on_cupy.xn), step.xn)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("by", [48, 64, 128, 256])
-def test_block_trees_of_odd_sizes_on_gpu_have_the_cpu_bits(by):
+def test_block_trees_of_odd_sizes_on_gpu_have_the_cpu_bits(by, dtype):
     """A scalar's block tree takes its last steps on the first warp's registers on the GPU (warp
     shuffles) and through shared memory on the CPU: the same bits for blocks of 48 (not a power
     of two: the warp steps start at 32), 64, 128 and 256 elements, for sums, maxima and minima of
     batches whose last block holds 1, 31, 33 or all of its elements, and for a vector sum (which
-    stays in shared memory throughout). The CPU reduces the per-element values the GPU made (its
-    own may differ in the last bit: the GPU contracts multiply-adds)."""
+    stays in shared memory throughout), in float32 and float64. The CPU reduces the per-element
+    values the GPU made (its own may differ in the last bit: the GPU contracts multiply-adds)."""
     import irfuse
 
     decl = "vector3 v; scalar s; uniform scalar t, hi, lo; uniform vector3 c;\n"
     trees = "t = sum(s);\nhi = max(s);\nlo = min(s);\nc = sum(v);\n"
     pipeline = f"kas-dce,fuse-each{{by={by}}}"
     gpu = irfuse.compile(decl + "input v;\ns = vdot3(v, v);\n" + trees + "return s, t, hi, lo, c;",
-                         backend="cuda", pipeline=pipeline, filename="trees.kas")
+                         backend="cuda", pipeline=pipeline, filename="trees.kas", dtype=dtype)
     cpu = irfuse.compile(decl + "input v, s;\n" + trees + "return t, hi, lo, c;",
-                         backend="cpu", pipeline=pipeline, filename="trees_cpu.kas")
+                         backend="cpu", pipeline=pipeline, filename="trees_cpu.kas", dtype=dtype)
     assert {k.by for k in gpu.compiled.kernels if any(k.reduced)} == {by}
     rng = np.random.default_rng(by)
     for n in (1, 31, by * 37 + 1, by * 37 + 31, by * 37 + 33, by * 64):
-        v = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
+        v = rng.uniform(-1, 1, (n, 3)).astype(np.float32 if dtype == "f32" else np.float64)
         got = gpu(v, verify=True)
         want = cpu(v, got.s)
         for name in ("t", "hi", "lo", "c"):
