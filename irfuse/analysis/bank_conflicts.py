@@ -82,7 +82,9 @@ def copy_wavefronts(size: int, pitch: int, by: int, threads: int, itemsize: int)
 def _call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool,
                  size: int, pitch: int, itemsize: int) -> tuple[int, bool]:
     """(wavefronts, inside): a call's access through `ap` to a value of `size` words stored
-    with `pitch`, and whether every thread stays inside its own element."""
+    with `pitch`, and whether every thread stays inside its own element. (A thread that runs
+    several elements runs them one after another, each as the thread of that row would: the
+    phases are those of the block with one thread per element.)"""
     tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
     w = words_array(ap, tx, ty, impl_bx, by)
     inside = bool(np.all((w >= ty[:, None] * size) & (w < (ty[:, None] + 1) * size)))

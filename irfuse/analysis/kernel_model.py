@@ -87,10 +87,16 @@ class KernelModel:
     itemsize: int = 4
     layout: str = "aos"  # of the global arrays the kernel loads and stores (irfuse.dialects.layouts)
     once: bool = False  # runs over one element (a kernel of uniform values)
+    per_thread: int = 1  # elements each thread runs (`fuse.kernel` elements_per_thread)
 
     @property
     def threads(self) -> int:
-        return self.bx * self.by
+        return self.bx * self.by // self.per_thread
+
+    @property
+    def thread_rows(self) -> int:
+        """Threads per element column: element y runs on thread row y % thread_rows."""
+        return self.by // self.per_thread
 
     def calls(self) -> list[MOp]:
         return [op for op in self.ops if op.kind == "call"]
@@ -117,7 +123,7 @@ class KernelModel:
     def copy(self) -> "KernelModel":
         return KernelModel(self.bx, self.by, {k: MValue(**vars(v)) for k, v in self.values.items()},
                            [MOp(**{**vars(op), "args": list(op.args), "carries": list(op.carries)})
-                            for op in self.ops], self.itemsize, self.layout, self.once)
+                            for op in self.ops], self.itemsize, self.layout, self.once, self.per_thread)
 
     def place(self, vid: int) -> fuse.PlaceAttr:
         """The IR place of value `vid`."""
@@ -326,7 +332,7 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
 
     walk(kernel.body.block)
     model = KernelModel(kernel.bx.data, kernel.by.data, values, ops, itemsize, kernel.global_layout,
-                        kernel.runs_once)
+                        kernel.runs_once, kernel.per_thread)
     return model, {"ops": ir_ops, "ids": ids}
 
 

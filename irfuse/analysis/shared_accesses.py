@@ -1,7 +1,8 @@
 """Which shared-memory words each op of a kernel touches, and from which thread.
 
 A call's thread (tx, ty) touches the words of its access patterns (in its own
-coordinates when remapped), a copy's threads those of `kernel_model.copy_pattern`;
+coordinates when remapped; element ty on thread row ty % rows when each thread runs several
+elements), a copy's threads those of `kernel_model.copy_pattern`;
 loads and stores are block-wide copies whose words any thread may touch (`ANY`). A padded value (`pitch` > 0) stores element e at e*pitch.
 Everything else in-kernel (hazards, races, bank conflicts, barrier placement) reads
 these sets.
@@ -22,23 +23,24 @@ ANY = -1  # a block-wide copy: any thread
 
 
 @functools.lru_cache(maxsize=4096)
-def call_threads(impl_bx: int, kernel_bx: int, by: int, remap: bool):
+def call_threads(impl_bx: int, kernel_bx: int, by: int, remap: bool, rows: int | None = None):
     """(tx, ty, tid) arrays of the threads running a call, in the call's own coordinates.
 
-    Without remapping, thread (tx, ty) of the kernel runs the call as (tx, ty) when
-    tx < impl_bx; with remapping, the block's first by*impl_bx threads run it as
+    Without remapping, thread (tx, ty % rows) of the kernel runs the call as (tx, ty) when
+    tx < impl_bx (`rows`: the kernel's thread rows, by / elements_per_thread; all of `by`
+    when None); with remapping, the block's first by*impl_bx threads run it as
     (tid % impl_bx, tid / impl_bx).
     """
     ty, tx = np.divmod(np.arange(by * impl_bx), impl_bx)
-    tid = np.arange(by * impl_bx) if remap else ty * kernel_bx + tx
+    tid = np.arange(by * impl_bx) if remap else (ty % (rows or by)) * kernel_bx + tx
     return tx, ty, tid
 
 
 @functools.lru_cache(maxsize=8192)
-def _ap_words(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool):
+def _ap_words(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool, rows: int):
     """(words, tid, y): every word a call's threads touch through `ap`, the kernel thread that
     touches it and that thread's element in the call's coordinates."""
-    tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
+    tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap, rows)
     w = words_array(ap, tx, ty, impl_bx, by)
     return w.ravel(), np.repeat(tid, w.shape[1]), np.repeat(ty, w.shape[1])
 
@@ -60,9 +62,10 @@ def copy_words(v, by: int) -> np.ndarray:
     return v.offset + pitched(np.arange(by * v.size), v.size, v.pitch)
 
 
-def call_words(v, ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool):
-    """(words, tid) of a call's access to value `v` through `ap`."""
-    w, t, y = _ap_words(ap, impl_bx, kernel_bx, by, remap)
+def call_words(v, ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool, rows: int | None = None):
+    """(words, tid) of a call's access to value `v` through `ap`, the kernel's threads in
+    `rows` rows (see `call_threads`)."""
+    w, t, y = _ap_words(ap, impl_bx, kernel_bx, by, remap, rows or by)
     return v.offset + w + element_shift(y, v.size, v.pitch), t
 
 
@@ -86,7 +89,7 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
         for vid, write in ((op.args[0], False), (op.result, True)):
             v = model.values[vid]  # type: ignore[index]
             if v.shared:
-                w, t = call_words(v, ap, bx, model.bx, model.by, remap)
+                w, t = call_words(v, ap, bx, model.bx, model.by, remap, model.thread_rows)
                 out.append(Access(w, t, write))
     elif op.kind == "call":
         impl = op.impl
@@ -94,11 +97,11 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
         for k, a in enumerate(op.args):
             v = model.values[a]
             if v.shared:
-                w, t = call_words(v, impl.operand_aps[k], impl.bx, model.bx, model.by, op.remap)
+                w, t = call_words(v, impl.operand_aps[k], impl.bx, model.bx, model.by, op.remap, model.thread_rows)
                 out.append(Access(w, t, False))
         v = model.values[op.result]  # type: ignore[index]
         if v.shared:
-            w, t = call_words(v, impl.result_ap, impl.bx, model.bx, model.by, op.remap)
+            w, t = call_words(v, impl.result_ap, impl.bx, model.bx, model.by, op.remap, model.thread_rows)
             out.append(Access(w, t, True))
     if model.threads == 1:  # a block of one thread (a kernel run once) races with nobody
         for a in out:

@@ -10,7 +10,11 @@ execution).  Conventions:
   batch size `n` (`long long`); all element offsets are 64-bit;
 - block `(bx, by)`: `by` elements per block, `bx` threads per element; the
   last block may hold fewer than `by` elements (`count`), and threads of
-  missing elements skip the calls but still reach every barrier;
+  missing elements skip the calls but still reach every barrier; a kernel
+  whose threads run E elements each (`elements_per_thread`) has by/E thread
+  rows, and each per-element statement is a loop over the thread's elements
+  ty, ty + by/E, ... (`irf_y`, unrolled on the GPU, `IRF_UNROLL`), its
+  register values E rows of words (row `irf_e` for element `irf_y`);
 - shared values hold the block's elements element after element, exactly
   as an array of structures holds them in global memory, so loads and stores
   are contiguous copies by all threads (coalesced); register values hold the
@@ -90,6 +94,10 @@ typedef IRFUSE_REAL real_t;
 #ifndef IRFUSE_HOST
 #define IRFUSE_SHARED_STATIC(T, name, words) __shared__ __align__(16) T name[words]
 #define IRFUSE_SHARED_DYNAMIC(T, name) extern __shared__ __align__(16) unsigned char irf_dynamic_smem[]; T* name = reinterpret_cast<T*>(irf_dynamic_smem)
+// A loop over a thread's elements, unrolled: its register rows are then indexed by constants.
+#define IRF_UNROLL _Pragma("unroll")
+#else
+#define IRF_UNROLL
 #endif
 
 // How reductions combine two values: NaN wins, whichever side it is on (as numpy's max).
@@ -253,10 +261,16 @@ class KernelInfo:
     reduced: list[str] = field(default_factory=list)  # per output: the reduction its partials are for, or ""
     arrays: list[int] = field(default_factory=list)  # words of each shared array apart from the planned buffer
     fixed_grid: int = 0  # blocks of every launch (a combine kernel's: one per word); 0: one per `by` elements
+    per_thread: int = 1  # elements each thread runs: the block has by / per_thread thread rows
 
     @property
     def threads(self) -> int:
-        return self.bx * self.by
+        return self.bx * self.by // self.per_thread
+
+    @property
+    def block_dims(self) -> tuple[int, int, int]:
+        """The launch's block: bx threads per element, one row per `per_thread` elements."""
+        return (self.bx, self.by // self.per_thread, 1)
 
     def shared_bytes(self, itemsize: int) -> int:
         return self.shared_words * itemsize
@@ -265,7 +279,7 @@ class KernelInfo:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
-            "min_blocks", "once", "reduced", "arrays", "fixed_grid")}
+            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread")}
 
     def array_offsets(self, itemsize: int) -> list[int]:
         """Where the arrays apart from the planned buffer start, in words from its start: after
@@ -537,7 +551,9 @@ class _KernelEmitter:
         self.library = library
         self.itemsize = itemsize
         self.bx, self.by = kernel.bx.data, kernel.by.data
-        self.nthreads = self.bx * self.by
+        self.elements_per_thread = kernel.per_thread
+        self.rows = self.by // self.elements_per_thread  # thread rows: element y runs on row y % rows
+        self.nthreads = self.bx * self.rows
         self.names = _Names()
         self.model, mapping = model_from_kernel(kernel, itemsize, library)
         self.min_blocks = min_blocks or launch_min_blocks(self.model)
@@ -554,12 +570,14 @@ class _KernelEmitter:
                                [a.type.size for a in kernel.input_args],  # type: ignore[attr-defined]
                                [a.type.size for a in kernel.output_args])  # type: ignore[attr-defined]
         self.info.min_blocks = self.min_blocks
+        self.info.per_thread = self.elements_per_thread
         if kernel.barriers_before is not None:
             self.info.barriers_before = kernel.barriers_before.data
         # The body: lists of statements, barriers and loops (`_Loop`), nested as the kernel's ops.
         self.body: list = []
         self.open: list[list] = [self.body]
         self.regs: list[tuple[str, int]] = []  # register values: C name, words per thread
+        self.reg_words: dict[str, int] = {}  # register values: words per element (a row)
         self.used: set[tuple[Implementation, str]] = set()
         self.pending_async = False  # loads issued with cp.async and not yet waited for
         self.soa = kernel.global_layout == "soa"
@@ -578,12 +596,31 @@ class _KernelEmitter:
         if place.is_uniform:
             return self.uniform_copies[v.owner.source]  # type: ignore[union-attr]
         if not place.is_shared:
-            return self.reg_name(v)
+            return self.reg_ref(v)
         extra = place.pitch.data - v.type.size if place.pitch.data else 0  # type: ignore[attr-defined]
         return f"smem + {place.offset.data}" + (f" + {y}*{extra}" if extra else "")
 
     def reg_name(self, v: SSAValue) -> str:
         return self.names.get(self.rep.setdefault(self.vids[v], v), "r_")
+
+    def reg_ref(self, v: SSAValue) -> str:
+        """The words of register value v for the element a statement runs: the thread's
+        array, or its row `irf_e` where each thread runs several elements."""
+        name = self.reg_name(v)
+        return name if self.elements_per_thread == 1 else f"({name} + irf_e * {self.reg_words[name]})"
+
+    def element(self, y: str) -> str:
+        """The C name of a statement's element within the block: `y` (from `thread_scope`),
+        or `irf_y`, the loop variable of `each_element`."""
+        return y if self.elements_per_thread == 1 else "irf_y"
+
+    def each_element(self, statement: str) -> str:
+        """`statement` (guarded) for each element the thread runs: itself with one element a
+        thread, else in a loop over elements ty, ty + rows, ... (`irf_e`-th: `irf_y`)."""
+        if self.elements_per_thread == 1:
+            return statement
+        return (f"IRF_UNROLL for (int irf_e = 0; irf_e < {self.elements_per_thread}; ++irf_e) "
+                f"{{ const int irf_y = ty + irf_e * {self.rows}; {statement} }}")
 
     def pattern(self, v: SSAValue) -> tuple[AccessPattern, int, bool]:
         """The AP, implementation bx and remapping through which a register value's threads hold it."""
@@ -594,11 +631,16 @@ class _KernelEmitter:
             return  # a carried value: declared where it is first copied into
         self.declared.add(self.vids[v])
         ap, _, _ = self.pattern(v)
-        self.regs.append((self.reg_name(v), max(ap.relative()) + 1))
+        words = max(ap.relative()) + 1
+        self.reg_words[self.reg_name(v)] = words
+        self.regs.append((self.reg_name(v), words * self.elements_per_thread))
         self.info.register_values += 1
 
     def guard(self, bx_call: int, y: str, remap: bool) -> str:
-        return f"{y} < count" if remap else ("active" if bx_call == self.bx else f"active && tx < {bx_call}")
+        if remap:
+            return f"{y} < count"
+        present = "active" if self.elements_per_thread == 1 else f"{y} < count"
+        return present if bx_call == self.bx else f"{present} && tx < {bx_call}"
 
     def guarded(self, bx_call: int, y: str, remap: bool, statement: str) -> str:
         """`statement` for the threads of present elements (all of them inside a loop that only
@@ -627,6 +669,7 @@ class _KernelEmitter:
         and k."""
         ap, ap_bx, remap = self.pattern(v)
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
+        y = self.element(y)
         size = v.type.size  # type: ignore[attr-defined]
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
         if global_value is None:
@@ -647,8 +690,8 @@ class _KernelEmitter:
         else:
             start = start.replace("\0TX", x).replace("\0TY", y)
             index = lambda k: f"first * {size} + ({start}) + {k}"  # noqa: E731
-        body = " ".join(statement(index(k), self.reg_name(v), str(k)) for k in sorted(ap.relative()))
-        return f"  {scope}{self.guarded(ap_bx, y, remap, '{ ' + body + ' }')} }}"
+        body = " ".join(statement(index(k), self.reg_ref(v), str(k)) for k in sorted(ap.relative()))
+        return f"  {scope}{self.each_element(self.guarded(ap_bx, y, remap, '{ ' + body + ' }'))} }}"
 
     def copy(self, dst: str, src: str, count: str, size: int, place: fuse.PlaceAttr, load: bool = False) -> str:
         """A block-wide copy between global and shared memory: element-wise for a padded value,
@@ -752,11 +795,12 @@ class _KernelEmitter:
             if variant[k] == "u":  # read at the AP's start within one element
                 _check_element_major(impl.operand_aps[k], impl.bx, self.by, a.type.size)  # type: ignore[attr-defined]
         scope, x, y = thread_scope(impl.bx, self.bx, remap)
+        y = self.element(y)
         args = [x, y] + [self.base(a, y) for a in op.args] + [self.base(op.res, y)]
         self.line(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
                          + (", threads remapped" if remap else ""))
         call = self.guarded(impl.bx, y, remap, f"{impl.variant_name(variant)}({', '.join(args)});")
-        self.line(f"  {scope}{call} }}" if remap else f"  {call}")
+        self.line(f"  {scope}{call} }}" if remap else f"  {self.each_element(call)}")
         self.info.calls.append(f"{op.op_name}[{impl.name}]")
 
     def emit_copy(self, op: fuse.CopyOp) -> None:
@@ -766,6 +810,7 @@ class _KernelEmitter:
         else:
             self.declare_register(op.res)
         scope, x, y = thread_scope(bx, self.bx, remap)
+        y = self.element(y)
         start = c_start(ap, bx).replace("tx", "\0TX").replace("ty", "\0TY").replace("\0TX", x).replace("\0TY", y)
 
         if fuse.place_of(op.source).is_uniform:  # type: ignore[union-attr]
@@ -774,10 +819,10 @@ class _KernelEmitter:
 
         def word(v: SSAValue, k: int) -> str:
             place = fuse.place_of(v)
-            return f"{self.reg_name(v)}[{k}]" if not place.is_shared else f"({self.base(v, y)})[({start}) + {k}]"
+            return f"{self.reg_ref(v)}[{k}]" if not place.is_shared else f"({self.base(v, y)})[({start}) + {k}]"
         body = " ".join(f"{word(op.res, k)} = {word(op.source, k)};" for k in sorted(ap.relative()))
         self.line(f"  // {self.names.get(op.res, 'v_')}: copy of {op.source.name_hint} into {op.place.text()}")
-        self.line(f"  {scope}{self.guarded(bx, y, remap, '{ ' + body + ' }')} }}")
+        self.line(f"  {scope}{self.each_element(self.guarded(bx, y, remap, '{ ' + body + ' }'))} }}")
 
     def emit_loop(self, op: fuse.LoopOp) -> None:
         var = f"irf_i{self.loops}"
@@ -927,7 +972,8 @@ class _KernelEmitter:
         params += [f"real_t* __restrict__ {self.names.get(a, 'g_')}" for a in self.kernel.output_args]
         params.append("const long long n")
         layout = ", structure of arrays" if self.soa else ""
-        return [f"// fuse.kernel @{self.info.name}: block(bx = {self.bx}, by = {self.by}), {self.words} shared words"
+        per = f", elements_per_thread = {self.elements_per_thread}" if self.elements_per_thread != 1 else ""
+        return [f"// fuse.kernel @{self.info.name}: block(bx = {self.bx}, by = {self.by}{per}), {self.words} shared words"
                 + layout,
                 f'extern "C" __global__ void __launch_bounds__({self.nthreads}, {self.min_blocks}) '
                 f'{self.info.name}({", ".join(params)})',

@@ -2,7 +2,10 @@
 
 A `fuse.kernel` runs with blocks of `bx * by` threads: `by` elements of the
 batch per block, `bx` threads per element (thread coordinates `tx < bx`,
-`ty < by`).  Its block arguments are global arrays: the inputs, then the
+`ty < by`). A kernel with `elements_per_thread = E` (E > 1) runs its `by`
+elements on `bx * by / E` threads: thread row ty runs elements ty, ty + by/E,
+..., each statement for all of them in turn (a block's fixed work, a
+reduction's tree for one, is spread over E times as many elements).  Its block arguments are global arrays: the inputs, then the
 outputs.  Inside, `fuse.load` copies the block's elements of an input on
 chip, `fuse.call` runs an implementation of a library op, `fuse.store`
 writes a value to an output and `fuse.barrier` is `__syncthreads()`.
@@ -649,6 +652,7 @@ class KernelOp(LocatedOperation):
     layout = opt_prop_def(LayoutAttr)  # absent: array of structures
     uniform_inputs = opt_prop_def(ArrayAttr[IntAttr])  # inputs (by position) holding one value for the batch
     once = opt_prop_def(UnitAttr)  # runs over one element: uniform values from uniform values
+    elements_per_thread = opt_prop_def(IntAttr)  # absent: 1 (see the module's docstring)
     body = region_def("single_block")
     # Set by fuse-partition: the cost model's prediction and the group of calls it chose.
     predicted_ns = opt_attr_def(IntAttr)
@@ -659,7 +663,7 @@ class KernelOp(LocatedOperation):
 
     def __init__(self, name: str, bx: int, by: int, input_types: Sequence[Attribute],
                  output_types: Sequence[Attribute], body: Region | None = None, layout: str = "aos",
-                 uniform: Sequence[int] = (), once: bool = False):
+                 uniform: Sequence[int] = (), once: bool = False, elements_per_thread: int = 1):
         if body is None:
             body = Region(Block(arg_types=[*input_types, *output_types]))
         properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "bx": IntAttr(bx), "by": IntAttr(by),
@@ -670,6 +674,8 @@ class KernelOp(LocatedOperation):
             properties["uniform_inputs"] = ArrayAttr(IntAttr(i) for i in uniform)
         if once:
             properties["once"] = UnitAttr()
+        if elements_per_thread != 1:
+            properties["elements_per_thread"] = IntAttr(elements_per_thread)
         super().__init__(properties=properties, regions=[body])
 
     @property
@@ -687,8 +693,13 @@ class KernelOp(LocatedOperation):
         return self.layout.data.value if self.layout is not None else Layout.AOS.value
 
     @property
+    def per_thread(self) -> int:
+        """Elements each thread runs (`elements_per_thread`, 1 when absent)."""
+        return self.elements_per_thread.data if self.elements_per_thread is not None else 1
+
+    @property
     def threads(self) -> int:
-        return self.bx.data * self.by.data
+        return self.bx.data * self.by.data // max(1, self.per_thread)
 
     @property
     def input_args(self) -> tuple[SSAValue, ...]:
@@ -703,6 +714,7 @@ class KernelOp(LocatedOperation):
             raise VerifyException("fuse.kernel bx and by must be positive")
         if self.threads > MAX_THREADS_PER_BLOCK:
             raise VerifyException(f"fuse.kernel has {self.threads} threads per block; the limit is {MAX_THREADS_PER_BLOCK}")
+        self._verify_per_thread()
         if self.num_inputs.data > len(self.body.block.args):
             raise VerifyException("fuse.kernel num_inputs exceeds its arguments")
         positions = self.uniform_positions
@@ -726,10 +738,28 @@ class KernelOp(LocatedOperation):
                     f"fuse.kernel @{self.sym_name.data} is laid out {self.global_layout} but the module's global "
                     f"arrays are {expected} ({LAYOUT_ATTR}): every kernel of a module shares its layout")
 
+    def _verify_per_thread(self) -> None:
+        e = self.per_thread
+        if e == 1:
+            return
+        name = f"fuse.kernel @{self.sym_name.data}"
+        if e < 1 or e & (e - 1) or self.by.data % e:
+            raise VerifyException(f"{name}: elements_per_thread = {e} must be a power of two dividing by = {self.by.data}")
+        if self.runs_once:
+            raise VerifyException(f"{name} runs once (one element): it takes no elements_per_thread")
+        for op in self.body.walk():
+            if isinstance(op, LoopOp):
+                raise VerifyException(f"{name}: a kernel with a fuse.loop inside runs one element a thread "
+                                      f"(elements_per_thread = {e} given)")
+            if isinstance(op, CallOp) and op.remapped:
+                raise VerifyException(f"{name}: a remapped call runs its elements on threads of its own: "
+                                      f"no remapping with elements_per_thread = {e}")
+
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
-        printer.print_string(f" block(bx = {self.bx.data}, by = {self.by.data}) ")
+        per = f", elements_per_thread = {self.per_thread}" if self.per_thread != 1 else ""
+        printer.print_string(f" block(bx = {self.bx.data}, by = {self.by.data}{per}) ")
         if self.layout is not None:
             printer.print_string(f"layout({self.layout.data.value}) ")
         if self.runs_once:
@@ -756,6 +786,11 @@ class KernelOp(LocatedOperation):
         parser.parse_keyword("by")
         parser.parse_punctuation("=")
         by = parser.parse_integer(allow_boolean=False)
+        per_thread = 1
+        if parser.parse_optional_punctuation(",") is not None:
+            parser.parse_keyword("elements_per_thread")
+            parser.parse_punctuation("=")
+            per_thread = parser.parse_integer(allow_boolean=False)
         parser.parse_punctuation(")")
         layout = "aos"
         if parser.parse_optional_keyword("layout") is not None:
@@ -775,7 +810,7 @@ class KernelOp(LocatedOperation):
         parser.parse_punctuation("->")
         outs, out_locations = parse_block_arguments(parser)
         body = parser.parse_region([*ins, *outs])
-        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout, uniform, once)
+        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout, uniform, once, per_thread)
         locate_block_arguments(op.body.block, [*in_locations, *out_locations])
         op.attributes |= parser.parse_optional_attr_dict()
         return op

@@ -84,7 +84,7 @@ class CompiledProgram:
         manifest = {
             "format": 1, "dtype": self.dtype, "meta": self.meta,
             "program": {"inputs": self.program.inputs, "outputs": self.program.outputs},
-            "kernels": [k.to_json() | {"block": [k.bx, k.by, 1], "grid": _grid_text(k),
+            "kernels": [k.to_json() | {"block": list(k.block_dims), "grid": _grid_text(k),
                                        "arguments": [*k.inputs, *k.outputs, "n"]}
                         for k in self.kernels],
         }

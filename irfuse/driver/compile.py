@@ -75,7 +75,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
         for k in emitted.kernels:
             r = cubin.resources.get(k.name)
             if r is not None and (r.spill_stores or r.spill_loads) and k.min_blocks > 1:
-                base = default_min_blocks(k.bx * k.by)
+                base = default_min_blocks(k.threads)
                 min_blocks[k.name] = base if k.min_blocks > base else k.min_blocks // 2
                 retry = True
         if not retry:

@@ -20,7 +20,7 @@ def kernel_groups(plan: CompiledProgram) -> list[str]:
 
 
 def kernel_blocks(plan: CompiledProgram) -> list[list[int]]:
-    return [[k.bx, k.by] for k in plan.kernels]
+    return [[k.bx, k.by] + ([k.per_thread] if k.per_thread != 1 else []) for k in plan.kernels]
 
 
 def compile_tuned(path: str, file: str | None = None, arch: str | None = None,

@@ -37,19 +37,20 @@ def choose_implementation(op_name: str, impl_name: str) -> Implementation:
 
 
 def kernel_for_call(call: kas.CallOp, name: str, impl: Implementation, by: int | None,
-                    layout: str = "aos") -> fuse.KernelOp:
+                    layout: str = "aos", per_thread: int = 1) -> fuse.KernelOp:
     """One kernel running `call` with `impl`: load operands, barrier, call, barrier, store."""
     inputs = list(dict.fromkeys(call.args))  # an operand used twice is loaded once
     # (the word size does not change the unoptimized kernel's IR)
     model = build_kernel_model([call], [impl], inputs, [call.res], by or impl.recommended_by, itemsize=4,
-                               layout=layout)
+                               layout=layout, per_thread=per_thread)
     return kernel_op(name, model, inputs, [call.res])
 
 
-def kernel_for_reduce(reduce: kas.ReduceOp, name: str, by: int | None, layout: str = "aos") -> fuse.KernelOp:
+def kernel_for_reduce(reduce: kas.ReduceOp, name: str, by: int | None, layout: str = "aos",
+                      per_thread: int = 1) -> fuse.KernelOp:
     """One kernel storing the per-block partials of `reduce`'s operand."""
     model = build_kernel_model([reduce], [], [reduce.operand], [reduce.res], by or REDUCE_BY, itemsize=4,
-                               layout=layout)
+                               layout=layout, per_thread=per_thread)
     return kernel_op(name, model, [reduce.operand], [reduce.res])
 
 
@@ -60,9 +61,11 @@ class FuseEach(ModulePass):
     name = "fuse-each"
     impl: str = "elem"
     by: int | None = None
+    per_thread: int = 1
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "impl": "implementation to use where an op has it, elem elsewhere (see 'irfuse ops NAME')",
         "by": "elements per block (default: each implementation's recommended value)",
+        "per_thread": "elements each thread runs (a power of two dividing every kernel's by; default 1)",
     }
 
     def _check_impl_exists(self, calls: list[kas.CallOp]) -> None:
@@ -72,9 +75,16 @@ class FuseEach(ModulePass):
             raise CompileError(f"fuse-each: no op of the program has an implementation '{self.impl}' "
                                f"(they have: {', '.join(sorted(have))})")
 
+    def _check_per_thread(self, by: int) -> None:
+        if by % self.per_thread:
+            raise UsageError(f"fuse-each: per_thread={self.per_thread} does not divide a kernel's {by} elements per "
+                             "block (set by to a multiple of it)")
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.by is not None and self.by < 1:
             raise CompileError("fuse-each: by must be positive")
+        if self.per_thread < 1 or self.per_thread & (self.per_thread - 1):
+            raise CompileError(f"fuse-each: per_thread must be a power of two, got {self.per_thread}")
         layout = layout_of(op)
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
             calls = [c for c in program.body.walk() if isinstance(c, kas.CallOp)]
@@ -82,18 +92,21 @@ class FuseEach(ModulePass):
             for i, call in enumerate(calls):
                 name = f"{program.sym_name.data}_k{i}_{call.op_name}"
                 impl = choose_implementation(call.op_name, self.impl)
-                threads = impl.bx * (self.by or impl.recommended_by)
+                by = self.by or impl.recommended_by
+                threads = impl.bx * by // self.per_thread
                 if threads > MAX_THREADS_PER_BLOCK:
                     raise UsageError(f"fuse-each: by={self.by} gives '{call.op_name}' [{impl.name}] {threads} threads "
                                      f"per block; a block has at most {MAX_THREADS_PER_BLOCK}")
-                kernel = kernel_for_call(call, name, impl, self.by, layout)
+                self._check_per_thread(by)
+                kernel = kernel_for_call(call, name, impl, self.by, layout, self.per_thread)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 ops, values = launch_ops(name, list(dict.fromkeys(call.args)), [call.res], call.location)
                 Rewriter.replace_op(call, ops, values)
             reductions = [r for r in program.body.block.ops if isinstance(r, kas.ReduceOp)]
             for i, reduce in enumerate(reductions):
                 name = f"{program.sym_name.data}_r{i}_{reduce.reduce_kind.value}"
-                kernel = kernel_for_reduce(reduce, name, self.by, layout)
+                self._check_per_thread(self.by or REDUCE_BY)
+                kernel = kernel_for_reduce(reduce, name, self.by, layout, self.per_thread)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 ops, values = launch_ops(name, [reduce.operand], [reduce.res], reduce.location)
                 Rewriter.replace_op(reduce, ops, values)

@@ -17,7 +17,8 @@ from irfuse.diagnostics import CompileError, Diagnostic
 
 
 def signature(model: KernelModel) -> str:
-    parts = [f"{model.bx}x{model.by}:{model.itemsize}" + (f":{model.layout}" if model.layout != "aos" else "")]
+    parts = [f"{model.bx}x{model.by}:{model.itemsize}" + (f":{model.layout}" if model.layout != "aos" else "")
+             + (f":e{model.per_thread}" if model.per_thread != 1 else "")]
     for op in model.ops:
         if op.kind == "call":
             places = "".join("s" if model.values[a].shared else "r" for a in op.args)

@@ -207,7 +207,7 @@ class CudaDevice:
             raise ExecutionError(f"batch of {n} elements needs {grid} blocks, over the grid limit")
         fn = self.functions[kernel]
         fn.prepare("P" * len(buffers) + "q")
-        launch = functools.partial(fn.prepared_async_call, (grid, 1, 1), (k.bx, k.by, 1))
+        launch = functools.partial(fn.prepared_async_call, (grid, 1, 1), k.block_dims)
         shared = self.shared[kernel]
         if any(isinstance(b, Slot) for b in buffers):  # addresses read when it runs
             return lambda: launch(self._stream, *[int(b) for b in buffers], n, shared_size=shared)

@@ -361,7 +361,8 @@ def _print_kernels(plan) -> None:
         t.add_column(col, overflow="fold")  # long kernel names wrap on a narrow terminal, never cut
     for k in plan.kernels:
         r = plan.resources(k.name)
-        t.add_row(k.name, f"({k.bx}, {k.by})", escape(" ".join(k.calls)),
+        per = f", {k.per_thread} a thread" if k.per_thread != 1 else ""
+        t.add_row(k.name, f"({k.bx}, {k.by}){per}", escape(" ".join(k.calls)),
                   str(r.registers) if r else "-",
                   str(r.spill_stores + r.spill_loads) if r else "-",
                   str(k.total_shared_bytes(plan.itemsize)),
@@ -422,7 +423,8 @@ def _plan_rows(dags, plans, n):
             regs = sum(1 for v in c.model.values.values() if not v.shared)
             before = barrier_after_every_op(c.model).barrier_count()
             runs = dags[c.dag].multiplier  # launched this many times by loops on the host
-            kernels.append(f"{f'{runs}x ' if runs > 1 else ''}[{c.describe(dags)}] ({c.model.bx},{c.model.by}) "
+            per = f" {c.model.per_thread} a thread," if c.model.per_thread != 1 else ""
+            kernels.append(f"{f'{runs}x ' if runs > 1 else ''}[{c.describe(dags)}] ({c.model.bx},{c.model.by}){per} "
                            f"{c.model.shared_bytes()} B, "
                            f"{c.cost.registers} regs, {c.model.barrier_count()} barriers ({before} before "
                            f"elimination), {regs}/{len(c.model.values)} values in registers")

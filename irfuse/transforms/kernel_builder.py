@@ -62,7 +62,8 @@ def runs_once(ops: Sequence[Operation]) -> bool:
 
 
 def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation], inputs: Sequence[SSAValue],
-                       outputs: Sequence[SSAValue], by: int, itemsize: int, layout: str = "aos") -> KernelModel:
+                       outputs: Sequence[SSAValue], by: int, itemsize: int, layout: str = "aos",
+                       per_thread: int = 1) -> KernelModel:
     """`ops` (kas.call and kas.loop ops, program order) with `impls` for their calls
     (`flat_calls` order), loading `inputs` and storing `outputs` (results of the ops, global
     arrays in `layout`). Value ids: the inputs in order, then results and carried values in
@@ -155,7 +156,7 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
             stored = staged
         mops.append(MOp("store", value=stored, location=r.owner.location))
     bx = max((impl.bx for impl in impls), default=1)
-    model = KernelModel(bx, by, values, mops, itemsize, layout, once)
+    model = KernelModel(bx, by, values, mops, itemsize, layout, once, 1 if once else per_thread)
     off = 0
     for v in values.values():
         if v.uniform:
@@ -169,7 +170,8 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
     """The `fuse.kernel` of a model built by `build_kernel_model` from these inputs and outputs."""
     uniform = [i for i, op in enumerate(op for op in model.ops if op.kind == "load") if model.values[op.value].uniform]
     kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
-                           layout=model.layout, uniform=uniform, once=model.once)
+                           layout=model.layout, uniform=uniform, once=model.once,
+                           elements_per_thread=model.per_thread)
     first = next((op.location for op in model.ops if op.kind == "call" and op.location is not None), None)
     if first is not None:
         kernel.location = first  # a kernel stands where its first statement does
