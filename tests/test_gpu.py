@@ -671,24 +671,25 @@ def test_reductions_on_gpu_give_the_same_bits_every_run_and_take_gpu_arrays():
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-@pytest.mark.parametrize("by", [48, 64, 128, 256])
-def test_block_trees_of_odd_sizes_on_gpu_have_the_cpu_bits(by, dtype):
+@pytest.mark.parametrize("by, per_thread", [(48, 1), (64, 1), (128, 1), (256, 1), (64, 4), (256, 4)])
+def test_block_trees_of_odd_sizes_on_gpu_have_the_cpu_bits(by, per_thread, dtype):
     """A scalar's block tree takes its last steps on the first warp's registers on the GPU (warp
     shuffles) and through shared memory on the CPU: the same bits for blocks of 48 (not a power
     of two: the warp steps start at 32), 64, 128 and 256 elements, for sums, maxima and minima of
     batches whose last block holds 1, 31, 33 or all of its elements, and for a vector sum (which
     stays in shared memory throughout), in float32 and float64. The CPU reduces the per-element
-    values the GPU made (its own may differ in the last bit: the GPU contracts multiply-adds)."""
+    values the GPU made (its own may differ in the last bit: the GPU contracts multiply-adds).
+    With four elements a thread, the trees run over the same elements on a quarter of the threads."""
     import irfuse
 
     decl = "vector3 v; scalar s; uniform scalar t, hi, lo; uniform vector3 c;\n"
     trees = "t = sum(s);\nhi = max(s);\nlo = min(s);\nc = sum(v);\n"
-    pipeline = f"kas-dce,fuse-each{{by={by}}}"
+    pipeline = f"kas-dce,fuse-each{{by={by} per_thread={per_thread}}}"
     gpu = irfuse.compile(decl + "input v;\ns = vdot3(v, v);\n" + trees + "return s, t, hi, lo, c;",
                          backend="cuda", pipeline=pipeline, filename="trees.kas", dtype=dtype)
     cpu = irfuse.compile(decl + "input v, s;\n" + trees + "return t, hi, lo, c;",
                          backend="cpu", pipeline=pipeline, filename="trees_cpu.kas", dtype=dtype)
-    assert {k.by for k in gpu.compiled.kernels if any(k.reduced)} == {by}
+    assert {(k.by, k.per_thread) for k in gpu.compiled.kernels if any(k.reduced)} == {(by, per_thread)}
     rng = np.random.default_rng(by)
     for n in (1, 31, by * 37 + 1, by * 37 + 31, by * 37 + 33, by * 64):
         v = rng.uniform(-1, 1, (n, 3)).astype(np.float32 if dtype == "f32" else np.float64)
@@ -696,6 +697,30 @@ def test_block_trees_of_odd_sizes_on_gpu_have_the_cpu_bits(by, dtype):
         want = cpu(v, got.s)
         for name in ("t", "hi", "lo", "c"):
             assert getattr(got, name).tobytes() == getattr(want, name).tobytes(), (by, n, name)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_threads_running_several_elements_give_the_cpu_bits_on_gpu(dtype):
+    """The default plan runs this program's reducing kernel with several elements a thread
+    (every statement a loop over the thread's elements, the block tree over all of them): on
+    the GPU its sums, maxima and minima have the bits of the CPU backend running the same
+    plan, for batches of 1, 1,000 and 1,000,003 elements. The per-element values are exact
+    (eighths squared and added: nothing rounds, contracted or not), so a difference could
+    only come from the order in which the trees combine them."""
+    import irfuse
+
+    src = ("vector3 v; scalar s; uniform scalar t, hi, lo; uniform vector3 c;\ninput v;\n"
+           "s = vdot3(v, v);\nt = sum(s);\nhi = max(s);\nlo = min(s);\nc = sum(v);\nreturn t, hi, lo, c;")
+    gpu = irfuse.compile(src, backend="cuda", filename="rows.kas", dtype=dtype)
+    cpu = irfuse.compile(src, backend="cpu", filename="rows.kas", dtype=dtype)
+    assert [k.to_json() for k in gpu.compiled.kernels] == [k.to_json() for k in cpu.compiled.kernels]
+    assert max(k.per_thread for k in gpu.compiled.kernels) > 1
+    rng = np.random.default_rng(7)
+    for n in (1, 1000, 1_000_003):
+        v = (rng.integers(-1000, 1000, (n, 3)) / 8).astype(np.float32 if dtype == "f32" else np.float64)
+        got, want = gpu(v, verify=True), cpu(v)
+        for name in ("t", "hi", "lo", "c"):
+            assert getattr(got, name).tobytes() == getattr(want, name).tobytes(), (n, name)
 
 
 def test_a_loop_kernel_reading_literals_and_a_uniform_input_on_gpu():

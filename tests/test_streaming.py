@@ -10,6 +10,9 @@ import pytest
 
 import irfuse
 from conftest import EXAMPLES
+from irfuse.analysis.batch_passes import batch_passes
+from irfuse.dialects.kas import program_of
+from irfuse.passes.registry import DEFAULT_PIPELINE
 from irfuse.runtime.reference import random_inputs
 from irfuse.runtime.streaming import (CHUNK_BYTES, LANES, MIN_CHUNK_BYTES, MIN_CHUNKS, bytes_per_element,
                                       chunk_elements, reduction_bytes)
@@ -166,20 +169,34 @@ def budget_for(prog, n: int, elements: int) -> int:
     return bytes_per_element(prog.compiled) * LANES * elements + reduction_bytes(prog.compiled, n)
 
 
+# Every kernel one element a thread (the default pipeline lets reducing kernels run several).
+ONE_A_THREAD = DEFAULT_PIPELINE.replace("fuse-partition", "fuse-partition{per_thread=one}")
+
+
+def chunk_align(prog) -> int:
+    """Elements a chunk of the program holds a multiple of (its reducing kernels' blocks)."""
+    return batch_passes(program_of(prog.compiled.module)).align
+
+
+@pytest.mark.parametrize("per_thread", ["auto", "one"])
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("layout", ["aos", "soa"])
 @pytest.mark.parametrize("source", [NORMALIZED, TWO_LEVELS, "strain_energy.kas", "cfl_step.kas"])
-def test_programs_that_reduce_give_the_bits_of_one_call_in_chunks(source, layout, dtype):
+def test_programs_that_reduce_give_the_bits_of_one_call_in_chunks(source, layout, dtype, per_thread):
     """Chunks of whole reducing blocks; every reduction combined once over all their
     partials, the passes after it reading the combined value (a chunk's own maximum in y,
-    or its own sum in q, would give other numbers)."""
-    prog = irfuse.compile(source if "\n" in source else example(source), backend="cpu", layout=layout, dtype=dtype)
-    n = 1001  # eight blocks of 128 and one of 105
+    or its own sum in q, would give other numbers). Blocks of m = 128 elements with one
+    element a thread; 128 to 512 where the threads of a reducing kernel may run several."""
+    prog = irfuse.compile(source if "\n" in source else example(source), backend="cpu", layout=layout, dtype=dtype,
+                          pipeline=None if per_thread == "auto" else ONE_A_THREAD)
+    m = chunk_align(prog)
+    assert m == 128 or (per_thread == "auto" and m in (256, 512))
+    n = 8 * m - 23  # seven whole blocks and one short of 23 elements
     ins = soa_inputs(prog, n, layout, seed=11, dtype=np.float64 if dtype == "f64" else np.float32)
     want = prog(**ins)
-    # Lanes of 128, 256 (the last chunk of 233), 300 (taken down to 256), 384 elements; the
+    # Lanes of m, 2m (the last chunk 23 short), 2m + 44 (taken down to 2m), 3m elements; the
     # whole batch.
-    for elements, chunks in ((128, 8), (256, 4), (300, 4), (384, 3), (n, 1)):
+    for elements, chunks in ((m, 8), (2 * m, 4), (2 * m + 44, 4), (3 * m, 3), (n, 1)):
         got = prog(**ins, memory_budget=budget_for(prog, n, elements))
         assert prog.last_chunks == chunks
         for k in prog.outputs:
@@ -199,7 +216,7 @@ def test_each_pass_over_a_reducing_batch_reports_its_chunks():
 
 
 def test_budgets_too_small_for_whole_reducing_blocks_say_so():
-    prog = irfuse.compile(NORMALIZED, backend="cpu")
+    prog = irfuse.compile(NORMALIZED, backend="cpu", pipeline=ONE_A_THREAD)
     x = np.ones((1000, 3), np.float32)
     per = bytes_per_element(prog.compiled) * LANES
     kept = reduction_bytes(prog.compiled, 1000)

@@ -33,6 +33,7 @@ from irfuse.planner.registers import load_register_table
 from irfuse.planner.search import (
     DEFAULT_CONFIG_BUDGET,
     LOOP_PLACEMENTS,
+    PER_THREAD_CHOICES,
     Config,
     describe_group,
     external_values,
@@ -62,7 +63,7 @@ def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelO
     before its in-kernel steps), with the prediction and the group it stands for."""
     ops = [dag.ops[i] for i in config.group]
     model = build_kernel_model(ops, config.impls, config.inputs, config.outputs, config.by, itemsize=4,
-                               layout=config.model.layout)
+                               layout=config.model.layout, per_thread=config.model.per_thread)
     kernel = kernel_op(name, model, config.inputs, config.outputs)
     kernel.predicted_ns = IntAttr(int(round(config.cost.time * 1e9)))
     kernel.group = StringAttr(describe_group(ops, config.impls).replace("+", " "))
@@ -131,19 +132,20 @@ _PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plan
 
 def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
                  keep: int, registers_path: str | None = None, progress=None,
-                 budget: int = DEFAULT_CONFIG_BUDGET, layout: str = "aos", loops: str = "auto"):
+                 budget: int = DEFAULT_CONFIG_BUDGET, layout: str = "aos", loops: str = "auto",
+                 per_thread: str = "auto"):
     """The fusion search, memoized per program and options within a process (tuning applies
     plan after plan of one search). The memo only saves time: its key holds every input of
     the search (the register table by content), so a hit gives what a search would."""
     registers = load_register_table(registers_path) if registers_path else None
-    key = (module_text(program), n, profile_name, itemsize, layout, loops, max_size, top, keep, budget,
+    key = (module_text(program), n, profile_name, itemsize, layout, loops, per_thread, max_size, top, keep, budget,
            tuple(sorted(registers.items())) if registers else None)
     if key not in _PLANS:
         _PLANS.clear()
         profile = load_profile(profile_name)
         _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep,
                                              progress=progress, registers=registers, budget=budget,
-                                             layout=layout, loops=loops))
+                                             layout=layout, loops=loops, per_thread=per_thread))
     old_program, (dags, plans) = _PLANS[key]
     if old_program is not program:
         # Re-run the block analysis on this program object (the plans refer to its ops by position).
@@ -165,6 +167,7 @@ class FusePartition(ModulePass):
     registers: str | None = None
     budget: int = DEFAULT_CONFIG_BUDGET
     loops: str = "auto"
+    per_thread: str = "auto"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "max_size": "most calls in one kernel",
         "top": "how many best plans to search for",
@@ -178,6 +181,8 @@ class FusePartition(ModulePass):
                   "any machine; a warning says when it was reached)",
         "loops": "auto: a loop may run inside a kernel where the cost model finds it cheaper; host: every loop "
                  "runs from the host, its body's kernels launched once per iteration",
+        "per_thread": "auto: the threads of a kernel that reduces over the batch may run 2 or 4 elements each "
+                      "where the cost model finds it cheaper; one: one element a thread in every kernel",
     }
 
     def search(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
@@ -190,9 +195,12 @@ class FusePartition(ModulePass):
             raise UsageError(f"fuse-partition: budget must be at least 1, got {self.budget}")
         if self.loops not in LOOP_PLACEMENTS:
             raise UsageError(f"fuse-partition: loops must be one of {', '.join(LOOP_PLACEMENTS)}, got '{self.loops}'")
+        if self.per_thread not in PER_THREAD_CHOICES:
+            raise UsageError(f"fuse-partition: per_thread must be one of {', '.join(PER_THREAD_CHOICES)}, "
+                             f"got '{self.per_thread}'")
         dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
                                    max(self.top, self.plan + 1), self.keep, self.registers, progress, self.budget,
-                                   layout, self.loops)
+                                   layout, self.loops, self.per_thread)
         return dags, plans, load_profile(self.profile)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -46,12 +46,21 @@ from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
 from irfuse.transforms.kernel_builder import build_kernel_model, flat_calls, runs_once
 
 BLOCK_THREADS = (64, 128, 256)
+# Elements each thread runs, offered for kernels that reduce over the batch: a block's
+# reduction tree and its other fixed work then serve several elements a thread (measured on
+# CflStep's reducing kernel: 48.7 -> 40.5 us on an H100, 44.7 -> 29.2 us on an H200 with 2-4
+# elements a thread; a kernel without a reduction measured no gain: benchmarks/NOTES.md,
+# seventeenth session).
+ELEMENTS_PER_THREAD = (2, 4)
 # The search's budget, in units of work rather than seconds so that the same program gives
 # the same plan on any machine: configurations analysed (about 2 ms each on a 2-core machine),
 # and CP-SAT's deterministic time for the cover (summed over its solves).
 DEFAULT_CONFIG_BUDGET = 3500
 DEFAULT_COVER_BUDGET = 2.0
 LOOP_PLACEMENTS = ("auto", "host")  # where loops may run: inside kernels where cheaper, or on the host
+# Elements a thread may run: "auto", several where `coarsening_offered` (the cost model decides),
+# or "one" in every kernel.
+PER_THREAD_CHOICES = ("auto", "one")
 
 
 @dataclass
@@ -155,12 +164,20 @@ def call_runs(ops: list[Operation]) -> list[int]:
     return out
 
 
+def coarsening_offered(ops: list[Operation]) -> bool:
+    """Whether a group's kernel may run several elements a thread (`ELEMENTS_PER_THREAD`): it
+    reduces over the batch, holds no loop and runs over the batch (not once)."""
+    return (any(isinstance(op, kas.ReduceOp) for op in ops) and not any(isinstance(op, kas.LoopOp) for op in ops)
+            and not runs_once(ops))
+
+
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
                   itemsize: int, keep: int, registers: Mapping[str, int] | None = None,
-                  layout: str = "aos") -> tuple[list[Config], int]:
+                  layout: str = "aos", per_thread: str = "auto") -> tuple[list[Config], int]:
     """The `keep` cheapest configurations of one group, and how many configurations were
     analysed to find them. `registers`: per-thread registers of kernels compiled before, by
-    `registers.signature` (the estimate otherwise); `layout`: of the global arrays."""
+    `registers.signature` (the estimate otherwise); `layout`: of the global arrays;
+    `per_thread`: see `PER_THREAD_CHOICES`."""
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
     inputs, outputs = external_values(dag, group)
@@ -180,17 +197,20 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     flops = n * sum(runs * op_flops(impl.op, profile, itemsize) for runs, impl in zip(call_runs(ops), choices[0]))
     rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
     candidates = []
+    coarsen = per_thread == "auto" and coarsening_offered(ops)
     for impls in choices:
         bx = max((i.bx for i in impls), default=1)
+        same_bx = all(i.bx == bx for i in impls)  # (no call remapped: a thread runs whole elements)
         for threads in BLOCK_THREADS:
             by = max(1, threads // bx)
             if by > 4:
                 by -= by % 4  # keeps every value's block chunk 16-byte aligned for vector copies
             if bx * by > profile.max_threads_per_block:
                 continue
-            sectors = global_sectors(n, by, sizes, itemsize, layout)
-            floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
-            candidates.append((floor, len(candidates), impls, by))
+            for per_thread in (1, *(ELEMENTS_PER_THREAD if coarsen and same_bx and by % 32 == 0 else ())):
+                sectors = global_sectors(n, by * per_thread, sizes, itemsize, layout)
+                floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
+                candidates.append((floor, len(candidates), impls, by * per_thread, per_thread))
     candidates.sort(key=lambda c: (c[0], c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
@@ -198,10 +218,10 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         best = sorted(c.cost.time for _, _, c in analysed)
         return best[keep - 1] if len(best) >= keep else math.inf
 
-    for floor, index, impls, by in candidates:
+    for floor, index, impls, by, per_thread in candidates:
         if floor >= worst_kept():
             break  # this and every later configuration cost at least as much as the kept ones
-        base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout)
+        base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout, per_thread)
         if base.shared_bytes() > fuse.MAX_SHARED_BYTES_PER_BLOCK:
             # fuse-partition emits this unoptimized form (every value at its own shared offset)
             # and every pass's output must verify: a group that fits a block only once the
@@ -226,16 +246,19 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
                       max_size: int, keep: int = 2, progress=None,
                       registers: Mapping[str, int] | None = None,
                       budget: int | None = DEFAULT_CONFIG_BUDGET,
-                      layout: str = "aos", loops: str = "auto") -> tuple[list[BlockDAG], list[Config], list[str]]:
+                      layout: str = "aos", loops: str = "auto", per_thread: str = "auto"
+                      ) -> tuple[list[BlockDAG], list[Config], list[str]]:
     """Configurations of every candidate group, and notes on what the budget left out.
 
     Groups are analysed smallest first; once `budget` configurations have been analysed, the
     remaining groups of two nodes or more are left out (single calls and single loops never
     are, so a plan always exists). The configurations keep the groups' enumeration order.
     `loops`: "auto" lets groups hold loops (run inside the kernel), "host" keeps every loop
-    on the host."""
+    on the host; `per_thread`: see `PER_THREAD_CHOICES`."""
     if loops not in LOOP_PLACEMENTS:
         raise CompileError(f"loops must be one of {', '.join(LOOP_PLACEMENTS)}, got '{loops}'")
+    if per_thread not in PER_THREAD_CHOICES:
+        raise CompileError(f"per_thread must be one of {', '.join(PER_THREAD_CHOICES)}, got '{per_thread}'")
     dags = program_dags(program)
     groups = [(d, g) for d, dag in enumerate(dags) for g in convex_groups(dag, max_size, loops == "auto")]
     found: dict[int, list[Config]] = {}
@@ -245,7 +268,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
         if budget is not None and spent >= budget and len(g) > 1:
             skipped += 1
         else:
-            found[k], work = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout)
+            found[k], work = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread)
             spent += work
         if progress:
             progress(done + 1, len(groups))
@@ -379,14 +402,14 @@ def _one_kernel_per_call(dags: list[BlockDAG], configs: list[Config]) -> Plan:
 def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
                  max_size: int = 8, top: int = 1, keep: int = 2, progress=None,
                  registers: Mapping[str, int] | None = None, budget: int | None = DEFAULT_CONFIG_BUDGET,
-                 cover_budget: float = DEFAULT_COVER_BUDGET, layout: str = "aos", loops: str = "auto"
-                 ) -> tuple[list[BlockDAG], list[Plan]]:
+                 cover_budget: float = DEFAULT_COVER_BUDGET, layout: str = "aos", loops: str = "auto",
+                 per_thread: str = "auto") -> tuple[list[BlockDAG], list[Plan]]:
     """The `top` best plans for global arrays in `layout`, loops placed as `loops` allows;
     each plan's `notes` say where a budget cut the search short."""
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
     dags, configs, notes = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers,
-                                             budget, layout, loops)
+                                             budget, layout, loops, per_thread)
     if not any(dag.calls for dag in dags):
         return dags, [Plan([], 0.0)]
     plans = solve_cover(dags, configs, top, cover_budget)
