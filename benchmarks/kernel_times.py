@@ -2,6 +2,10 @@
 
     python benchmarks/kernel_times.py [--n 8388608] [--json kernel_times.json] [FILE.kas ...]
 
+Two variants of each program in one run: the default plan, and the plan of a search where every
+kernel runs one element a thread (`fuse-partition{per_thread=one}`; skipped where it compiles to
+the same source), so that what running several elements a thread buys is measured side by side.
+
 For each program (default: the programs that reduce over the batch: `examples/strain_energy.kas`,
 `examples/cfl_step.kas`, `benchmarks/programs/chain_sum.kas`), irfuse's default plan runs on
 random float32 data; the whole run is timed one run per timing (median of 60) and ten runs back
@@ -38,17 +42,25 @@ def main(argv=None) -> int:
     from torch.profiler import ProfilerActivity, profile
 
     from irfuse.driver.compile import compile_program
+    from irfuse.passes.registry import DEFAULT_PIPELINE
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import effective_bytes, random_inputs
 
     torch.zeros(1, device="cuda")  # the primary context, which irfuse's device shares
-    table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32, default plans")
+    table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32")
     for col in ("program", "kernel", "runs", "us per run", "of one run"):
         table.add_column(col)
     rows = []
+    one_a_thread = DEFAULT_PIPELINE.replace("fuse-partition", "fuse-partition{per_thread=one}")
+    runs = []
     for path in args.files:
         plan, _ = compile_program(path, None, "f32")
+        runs.append((path, "default plan", plan))
+        one, _ = compile_program(path, one_a_thread, "f32")
+        if one.source != plan.source:
+            runs.append((path, "one element a thread", one))
+    for path, variant, plan in runs:
         program = plan.reference_program
         inputs = random_inputs(program, args.n, 1, np.float32)
         nbytes = effective_bytes(program, args.n, 4)
@@ -65,7 +77,7 @@ def main(argv=None) -> int:
                 dev.drv.Context.synchronize()
         finally:
             dev.close()
-        name = os.path.basename(path)
+        name = os.path.basename(path) + ("" if variant == "default plan" else f" ({variant})")
         kernels = {e.key: e.device_time_total / e.count * 1e-6 for e in prof.key_averages()
                    if e.device_time_total > 0}
         table.add_row(name, "whole run, one per timing", "", f"{one * 1e6:.1f}", f"{nbytes / one / copy_bw:.1%} of copy")
@@ -73,7 +85,7 @@ def main(argv=None) -> int:
                       f"{nbytes / ten / copy_bw:.1%} of copy")
         for k, t in sorted(kernels.items(), key=lambda kv: -kv[1]):
             table.add_row(name, k, "20", f"{t * 1e6:.2f}", f"{t / one:.1%}")
-        rows.append({"program": name, "n": args.n, "bytes": nbytes, "copy_bandwidth_Bps": copy_bw,
+        rows.append({"program": name, "variant": variant, "n": args.n, "bytes": nbytes, "copy_bandwidth_Bps": copy_bw,
                      "one_run_s": one, "ten_runs_s": ten, "fraction_of_copy_one": nbytes / one / copy_bw,
                      "fraction_of_copy_ten": nbytes / ten / copy_bw, "kernels_s": kernels})
     Console(width=160).print(table)
