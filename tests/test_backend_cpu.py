@@ -9,7 +9,6 @@ from conftest import EXAMPLES
 from irfuse.dialects import fuse
 from irfuse.driver.compile import build, compile_program, lower
 from irfuse.frontend.irgen import compile_file
-from irfuse.passes.registry import DEFAULT_PIPELINE
 from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.runtime.reference import (
     DTYPES,
@@ -116,12 +115,9 @@ def test_every_deleted_barrier_changes_the_cpu_results(path):
     """The CPU backend keeps barriers exact: a region's threads all finish before the next
     region starts, in a given order. Deleting any barrier of any example lets a thread read
     a word another thread has not written yet (NaN, shared memory being poisoned) or has
-    already overwritten, in the forward or the reverse thread order. (One element a thread:
-    where each runs several, the barrier before a reduction's tree may guard nothing, as in
-    cfl_step's first kernel, whose tree's first step reads only each thread's own elements;
-    the race analysis models a reduction's store as read by any thread.)"""
+    already overwritten, in the forward or the reverse thread order."""
     source = compile_file(path).module
-    module = lower(source.clone(), DEFAULT_PIPELINE.replace("fuse-partition", "fuse-partition{per_thread=one}"))
+    module = lower(source.clone())
     count = sum(isinstance(op, fuse.BarrierOp) for op in module.walk())
     assert count
     n = 300

@@ -3,7 +3,10 @@
 A call's thread (tx, ty) touches the words of its access patterns (in its own
 coordinates when remapped; element ty on thread row ty % rows when each thread runs several
 elements), a copy's threads those of `kernel_model.copy_pattern`;
-loads and stores are block-wide copies whose words any thread may touch (`ANY`). A padded value (`pitch` > 0) stores element e at e*pitch.
+loads and stores are block-wide copies whose words any thread may touch (`ANY`), except
+a reduction's store whose tree takes its first step straight from the value's words
+(`tree_reads_in_place`): thread t reads elements i and i + half for each i = t (mod threads).
+A padded value (`pitch` > 0) stores element e at e*pitch.
 Everything else in-kernel (hazards, races, bank conflicts, barrier placement) reads
 these sets.
 """
@@ -20,6 +23,27 @@ from irfuse.analysis.kernel_model import KernelModel, MOp, copy_pattern
 from irfuse.dialects.access_pattern import AccessPattern
 
 ANY = -1  # a block-wide copy: any thread
+WARP = 32  # threads of a warp
+
+
+def tree_half(by: int) -> int:
+    """The first step of a block's reduction tree over `by` elements (by > 1): the largest
+    power of two below by; element i < half takes element i + half where that exists."""
+    return 1 << max(0, (by - 1).bit_length() - 1)
+
+
+def tree_reads_in_place(size: int, pitch: int, by: int) -> bool:
+    """Whether a reduction's tree reads a shared value where it is (a scalar, unpadded, whose
+    first step is wider than a warp) instead of a block copy of it: the emitter's choice, which
+    the race analysis follows (`tree_first_readers`)."""
+    return size == 1 and not pitch and tree_half(by) > WARP
+
+
+def tree_first_readers(by: int, threads: int) -> np.ndarray:
+    """The thread that reads each of the block's elements in the tree's first step: element i
+    (and i + half) by thread i % threads, as the emitted loop over i < half runs."""
+    i = np.arange(by)
+    return np.where(i < tree_half(by), i, i - tree_half(by)) % threads
 
 
 @functools.lru_cache(maxsize=4096)
@@ -83,7 +107,10 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
         v = model.values[op.value]  # type: ignore[index]
         if v.shared:
             words = copy_words(v, model.by)
-            out.append(Access(words, np.full(words.shape, ANY), op.kind == "load"))
+            threads = np.full(words.shape, ANY)
+            if op.kind == "store" and op.reduce and model.by > 1 and tree_reads_in_place(v.size, v.pitch, model.by):
+                threads = tree_first_readers(model.by, model.threads)
+            out.append(Access(words, threads, op.kind == "load"))
     elif op.kind == "copy":
         ap, bx, remap = copy_pattern(model, op)
         for vid, write in ((op.args[0], False), (op.result, True)):

@@ -75,6 +75,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from irfuse.analysis.kernel_model import copy_pattern, launch_min_blocks, model_from_kernel, register_pattern
+from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
 from irfuse.dialects.access_pattern import AccessPattern, compile_start
@@ -378,7 +379,6 @@ _BARRIER = object()  # a barrier in the emitted body
 # writes are seen by its threads after it), for steps no other thread takes part in; on the
 # CPU it ends a region as `_BARRIER` does.
 _WARP_BARRIER = object()
-WARP = 32
 
 # How a reduction combines two values a and b (C expressions); NaN propagates in max and min
 # as in the reference (numpy.max), whichever side it is on.
@@ -855,8 +855,8 @@ class _KernelEmitter:
         # No barrier first: the planned ones order a shared value's producers before this
         # store (which reads it with any thread), and the staging array is this reduction's own.
         self.line(f"  // {kind} of {op.value.name_hint} over the block's elements into {op.dest.name_hint}'s partials")
-        half = 1 << max(0, (self.by - 1).bit_length() - 1)  # the largest power of two below by (by > 1)
-        if place.is_shared and size == 1 and not place.pitch.data and half > WARP:
+        half = tree_half(self.by)
+        if place.is_shared and tree_reads_in_place(size, place.pitch.data, self.by):
             # The first step reads the value where it is and writes the staging array: the
             # same operations as copying it there first, one pass and one barrier fewer.
             off = place.offset.data

@@ -1,6 +1,6 @@
 """Ad hoc: CflStep's reducing kernel with E elements per thread (fewer, longer blocks), and
 its last kernel run in reverse block order (the tail of v still in L2 after the maximum)."""
-import json, os, sys
+import json, os
 import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile

@@ -5,7 +5,7 @@ import numpy as np
 from irfuse.driver.compile import compile_program
 from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
 from irfuse.runtime.executor import Executor
-from irfuse.runtime.reference import random_inputs, effective_bytes
+from irfuse.runtime.reference import effective_bytes
 
 N = 4_194_304
 out = {}

@@ -6,7 +6,7 @@ from torch.profiler import ProfilerActivity, profile
 from irfuse.driver.compile import compile_program
 from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
 from irfuse.runtime.executor import Executor
-from irfuse.runtime.reference import random_inputs, effective_bytes
+from irfuse.runtime.reference import effective_bytes
 
 NAME = "synctest_k0_madd33_madd33_madd33_etc"
 HEAD = 'extern "C" __global__ void __launch_bounds__(128, %d) ' + NAME + '(const real_t* __restrict__ g_A, real_t* __restrict__ g_F, const long long n)\n{\n'
