@@ -140,7 +140,8 @@ def estimate_registers(model: KernelModel) -> int:
     """Registers per thread when no ptxas report is known: addressing and loop state,
     plus the words a thread keeps in registers and computes at once. In a kernel with a
     loop, where many values are made and die in each iteration, the register values counted
-    are those live at once (their peak), not all of them."""
+    are those live at once (their peak), not all of them. A thread that runs several elements
+    keeps a row of each register value per element."""
     need = 0
     for op in model.calls():
         impl = op.impl
@@ -154,7 +155,8 @@ def estimate_registers(model: KernelModel) -> int:
         live = [sum(v.size for vid, v in model.values.items() if not v.shared and not v.uniform and vid in first
                     and first[vid] <= i <= last[vid]) for i in range(len(ops))]
         return min(255, 24 + need + max(live, default=0))
-    live_regs = sum(max(16, v.size) for v in model.values.values() if not v.shared and not v.uniform)
+    live_regs = sum(max(16, v.size) + (model.per_thread - 1) * v.size
+                    for v in model.values.values() if not v.shared and not v.uniform)
     return min(255, 24 + need + live_regs // 2)
 
 
