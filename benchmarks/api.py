@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     grid = -(-args.small_n // k.by)
     ptr_a, ptr_f = a.data_ptr(), f.data_ptr()
     host["bare PyCUDA prepared launch"] = per_call(
-        lambda: fn.prepared_async_call((grid, 1, 1), (k.bx, k.by, 1), None, ptr_a, ptr_f, args.small_n), args.calls)
+        lambda: fn.prepared_async_call((grid, 1, 1), k.block_dims, None, ptr_a, ptr_f, args.small_n), args.calls)
     try:
         import cupy
 
@@ -192,7 +192,7 @@ def main(argv=None) -> int:
         ca, cf = cupy.asarray(a), cupy.asarray(f)
         nn = np.int64(args.small_n)
         host["CuPy RawKernel launch (same cubin)"] = per_call(
-            lambda: raw((grid,), (k.bx, k.by), (ca, cf, nn)), args.calls)
+            lambda: raw((grid,), k.block_dims[:2], (ca, cf, nn)), args.calls)
         host["irfuse API on CuPy arrays (prog(ca, out=cf))"] = per_call(lambda: prog(ca, out=cf), args.calls)
     except ImportError:
         console.print("CuPy is not installed: its row is left out")

@@ -67,7 +67,7 @@ def main(argv=None) -> int:
                     times.append(b.time_since(a) / 1e3 / reps)
                 return float(np.median(times))
 
-            row = {"layout": layout, "kernel": k.name, "threads": k.bx * k.by,
+            row = {"layout": layout, "kernel": k.name, "threads": k.threads,
                    "copy_same_bytes": nbytes / timed(lambda: drv.memcpy_dtod(dst, src, half)) / bw}
             grid = (-(-args.n // k.by), 1)
             for mb in [int(b) for b in args.blocks.split(",")]:
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
                 res = compile_cubin(src_cu, None)
                 fn = drv.module_from_buffer(res.cubin).get_function(k.name)
                 r = res.resources[k.name]
-                t = timed(lambda: fn(*ins, *outs, np.int64(args.n), block=(k.bx, k.by, 1), grid=grid))
+                t = timed(lambda: fn(*ins, *outs, np.int64(args.n), block=k.block_dims, grid=grid))
                 row[f"min_blocks_{mb}"] = {"of_copy": nbytes / t / bw, "registers": r.registers,
                                            "spills": r.spill_stores + r.spill_loads}
                 print(layout, mb, row[f"min_blocks_{mb}"], flush=True)

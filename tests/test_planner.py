@@ -263,7 +263,7 @@ def test_kernels_that_load_little_ask_ptxas_for_more_resident_blocks(name, dtype
     r = plan.resources(k.name)
     assert k.min_blocks == blocks and r.spill_stores == 0 and r.spill_loads == 0
     # ptxas honours the bound: the registers let that many blocks be resident.
-    assert r.registers * k.bx * k.by * blocks <= 65536
+    assert r.registers * k.threads * blocks <= 65536
     if blocks > 8:
         loaded = model.by * plan.itemsize * 9
         assert 8 * loaded < IN_FLIGHT_BYTES <= blocks * loaded
