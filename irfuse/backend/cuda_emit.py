@@ -866,6 +866,8 @@ class _KernelEmitter:
             half //= 2
         elif place.is_shared:  # as a store copies it out (the staging array is aligned as global chunks are)
             self.line(self.copy(red, f"smem + {place.offset.data}", f"count * {size}", size, place))
+        elif self.rows_combinable(op.value, half):
+            half = self.tree_on_rows(op.value, red, kind, half)
         else:
             self.line(self.per_thread(op.value, lambda index, r, k: f"{red}[{index}] = {r}[{k}];", None))
         self.open[-1].append(_BARRIER)
@@ -897,6 +899,42 @@ class _KernelEmitter:
                                           [*warp_steps, [write]]))
         else:
             self.line(write)
+
+    def rows_combinable(self, v: SSAValue, half: int) -> bool:
+        """Whether the tree's first steps over register value v pair elements of one thread:
+        its threads run several elements each, one thread per element holding all its words,
+        and the first step's stride is a multiple of the thread rows (then so is every step
+        down to the rows: elements i and i + s are thread i % rows's rows a and a + s/rows)."""
+        if self.elements_per_thread == 1 or self.bx != 1:
+            return False
+        ap, ap_bx, remap = self.pattern(v)
+        size = v.type.size  # type: ignore[attr-defined]
+        return (ap_bx == 1 and not remap and self.reg_words[self.reg_name(v)] == size
+                and half >= self.rows and half % self.rows == 0)
+
+    def tree_on_rows(self, v: SSAValue, red: str, kind: str, half: int) -> int:
+        """The tree's steps of stride `half` down to the thread rows, on each thread's own
+        rows of register value v (a copy: v may be reduced again or read later), the same
+        pairs in the same order as in shared memory; then each thread's first row (its
+        element ty, combined) staged for the steps left. Returns the next step's stride."""
+        size = v.type.size  # type: ignore[attr-defined]
+        name, rows, per = self.reg_name(v), self.rows, self.elements_per_thread
+        lines = [f"real_t irf_v[{per * size}];",
+                 f"for (int irf_j = 0; irf_j < {per * size}; ++irf_j) irf_v[irf_j] = {name}[irf_j];"]
+        s = half
+        while s >= rows:
+            for a in range(s // rows):
+                pairs = " ".join(f"irf_v[{a * size + k}] = "
+                                 + _COMBINE[kind].format(a=f"irf_v[{a * size + k}]", b=f"irf_v[{(a + s // rows) * size + k}]")
+                                 + ";" for k in range(size))
+                lines.append(f"if (ty + {a * rows + s} < count) {{ {pairs} }}")
+            s //= 2
+        lines.append(f"if (ty < count) {{ {' '.join(f'{red}[ty * {size} + {k}] = irf_v[{k}];' for k in range(size))} }}")
+        self.line("  { // the steps of strides " + f"{half} to {rows} on the thread's own rows")
+        for text in lines:
+            self.line("    " + text)
+        self.line("  }")
+        return s
 
     def warp_tree(self, red: str, kind: str, first: int, dst: str) -> list[str]:
         """A scalar reduction's tree steps from `first` (<= 32) down to 1 and the write of the

@@ -2,7 +2,8 @@
 touch the same words per thread move from shared memory to registers.
 
 In an array-of-structures kernel, loaded and stored values stay in shared memory unless
-asked (`inputs`, `outputs`): the block copies them between global and shared memory
+asked (`inputs`, `outputs`; a value only reduced over the batch is not stored this way):
+the block copies them between global and shared memory
 contiguously, where a thread reading its own element's words from global memory would
 stride by the element's size. In a structure-of-arrays kernel the same per-thread access
 is coalesced (word k of consecutive elements is contiguous), so loaded and stored values
@@ -33,6 +34,9 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
     if out.layout == "soa":
         inputs = outputs = True
     producers = {op.result: op for op in out.calls()}
+    # A value only reduced (its store is the block's tree, staged from registers as from
+    # shared memory) is not written to global memory by threads: it may go to registers.
+    written = {op.value for op in out.ops if op.kind == "store" and not op.reduce}
     for vid, v in out.values.items():
         if v.uniform:
             continue  # the block's copy of a uniform input: read where it is
@@ -42,7 +46,7 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
         if v.is_input and inputs and uses:
             ref, k0 = uses[0]
             ap = ref.impl.operand_aps[k0]  # type: ignore[union-attr]
-        elif v.is_input or vid not in producers or (v.stored and not outputs):
+        elif v.is_input or vid not in producers or (vid in written and not outputs):
             continue
         else:
             ref = producers[vid]
