@@ -56,7 +56,9 @@ whose threads alone take part in it and in every later step), then writes word k
 block's partial at k * blocks + block. For a scalar, the first step reads the value where
 it is in shared memory (no staging copy first), and on the GPU the steps within the first
 warp run on its registers with `__shfl_down_sync` (lane t taking lane t + s: the same
-pairs in the same order; the CPU twin keeps the shared steps, `_GpuOnly`).
+pairs in the same order; the CPU twin keeps the shared steps, `_GpuOnly`). Where each thread
+runs several elements and a value is in registers, the steps whose pairs are one thread's
+own elements run on a copy of its rows first (`tree_on_rows`), again the same pairs in order.
 `combine_kernel` combines those partials: 8192 lanes per word, each a fixed stride of
 them, then a fixed tree over the lanes (on the GPU eight blocks per word, a thread block
 cluster from sm_90 whose first block reads the others' lanes from their shared memory;

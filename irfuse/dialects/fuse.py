@@ -5,8 +5,8 @@ batch per block, `bx` threads per element (thread coordinates `tx < bx`,
 `ty < by`). A kernel with `elements_per_thread = E` (E > 1) runs its `by`
 elements on `bx * by / E` threads: thread row ty runs elements ty, ty + by/E,
 ..., each statement for all of them in turn (a block's fixed work, a
-reduction's tree for one, is spread over E times as many elements).  Its block arguments are global arrays: the inputs, then the
-outputs.  Inside, `fuse.load` copies the block's elements of an input on
+reduction's tree for one, is spread over E times as many elements).  Its
+block arguments are global arrays: the inputs, then the outputs.  Inside, `fuse.load` copies the block's elements of an input on
 chip, `fuse.call` runs an implementation of a library op, `fuse.store`
 writes a value to an output and `fuse.barrier` is `__syncthreads()`.
 

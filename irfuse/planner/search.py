@@ -207,10 +207,10 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 by -= by % 4  # keeps every value's block chunk 16-byte aligned for vector copies
             if bx * by > profile.max_threads_per_block:
                 continue
-            for per_thread in (1, *(ELEMENTS_PER_THREAD if coarsen and same_bx and by % 32 == 0 else ())):
-                sectors = global_sectors(n, by * per_thread, sizes, itemsize, layout)
+            for elements in (1, *(ELEMENTS_PER_THREAD if coarsen and same_bx and by % 32 == 0 else ())):
+                sectors = global_sectors(n, by * elements, sizes, itemsize, layout)
                 floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
-                candidates.append((floor, len(candidates), impls, by * per_thread, per_thread))
+                candidates.append((floor, len(candidates), impls, by * elements, elements))
     candidates.sort(key=lambda c: (c[0], c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
@@ -218,10 +218,10 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         best = sorted(c.cost.time for _, _, c in analysed)
         return best[keep - 1] if len(best) >= keep else math.inf
 
-    for floor, index, impls, by, per_thread in candidates:
+    for floor, index, impls, by, elements in candidates:
         if floor >= worst_kept():
             break  # this and every later configuration cost at least as much as the kept ones
-        base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout, per_thread)
+        base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout, elements)
         if base.shared_bytes() > fuse.MAX_SHARED_BYTES_PER_BLOCK:
             # fuse-partition emits this unoptimized form (every value at its own shared offset)
             # and every pass's output must verify: a group that fits a block only once the
