@@ -257,7 +257,8 @@ def test_api_on_cupy_arrays_in_place():
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
 def test_example_on_gpu_in_structure_of_arrays(path):
     """Kernels planned and emitted for (*shape, N) arrays compute what the reference does,
-    with tails, on a batch whose word runs are not 16-byte multiples."""
+    with tails: on batches whose word runs are not 16-byte multiples (registers loaded
+    directly), and on one whose full blocks stage their loads in 16-byte runs (4,100)."""
     from irfuse.dialects.layouts import arrays_from_aos, arrays_to_aos
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
@@ -270,7 +271,7 @@ def test_example_on_gpu_in_structure_of_arrays(path):
     looped = "kas.loop" in str(plan.reference_program)  # checked on a sample (test_example_on_gpu)
     dev = CudaDevice(plan)
     try:
-        for n in (1, 97, 1_000_003):
+        for n in (1, 97, 4_100, 1_000_003):
             inputs = random_inputs(plan.reference_program, n, n, np.float32)
             got = Executor(plan, dev).run(arrays_from_aos(inputs, "soa", whole), n).outputs
             assert all(v.shape[-1] == n for k, v in got.items() if k not in whole)
@@ -287,13 +288,14 @@ def test_example_on_gpu_in_structure_of_arrays(path):
 def test_api_structure_of_arrays_on_torch_and_cupy():
     """(*shape, N) tensors go through the program's SoA variant in place: the results are the
     array-of-structures call's, transposed; out= in SoA is written; SoA kernels take an
-    address aligned to one word, which the AoS kernels' 16-byte copies refuse."""
+    address aligned to one word, which the AoS kernels' 16-byte copies refuse (and then load
+    directly what they stage in 16-byte runs from an aligned one: the same bits)."""
     import irfuse
 
     torch = _torch()
     path = next(p for p in EXAMPLES if p.endswith("bigfusion.kas"))
     prog = irfuse.compile(path, backend="cuda")
-    n = 20_011
+    n = 20_012  # a multiple of 4: the aligned calls' full blocks stage their loads
     rng = np.random.default_rng(7)
     host = {k: rng.uniform(-1, 1, (n, *prog.shapes[k])).astype(np.float32) for k in prog.inputs}
     aos = {k: torch.from_numpy(v).cuda() for k, v in host.items()}

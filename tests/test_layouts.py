@@ -187,3 +187,41 @@ def test_a_python_program_runs_on_soa_arrays():
     want = run_references(prog.compiled.reference_program, aos, "f32")
     assert all(c.ok for c in check_outputs({"F": to_aos(got, "soa")}, want, "f32"))
     np.testing.assert_array_equal(to_aos(got, "soa"), prog(**aos).F)
+
+
+def test_soa_register_loads_are_staged_all_or_none(monkeypatch):
+    """A structure-of-arrays kernel stages its leading register loads through shared memory
+    (16-byte runs on the GPU) all of them or none: not where one of them cannot be, not past
+    the staging cap, never in an array-of-structures kernel; the cost model sees the arrays."""
+    import irfuse.analysis.kernel_model as km
+    from irfuse.driver.compile import compile_program
+
+    def plan(name, layout="soa", pipeline=None):
+        return compile_program(example(name), pipeline, "f32", layout=layout)[0]
+
+    big = plan("bigfusion.kas").kernels[0]
+    assert big.arrays == [128 * s for s in (9, 9, 3, 25, 25)]  # A, B, c, D, E
+    assert plan("bigfusion.kas", "aos").kernels[0].arrays == []
+    # Several elements a thread: none staged (the reads would need rows).
+    assert plan("bigfusion.kas", pipeline="kas-dce,fuse-each{by=128 per_thread=2},fuse-promote-registers,"
+                "fuse-place-barriers,fuse-verify-races").kernels[0].arrays == []
+    # Blocks whose runs are not whole 16-byte pieces: none.
+    assert plan("bigfusion.kas", pipeline="kas-dce,fuse-each{by=2},fuse-promote-registers,fuse-place-barriers,"
+                "fuse-verify-races").kernels[0].arrays == []
+    # Over the cap: none, not the first few (D and E alone take 25,600 bytes).
+    monkeypatch.setattr(km, "STAGED_RUN_BYTES", 4 * 128 * 50)
+    assert plan("bigfusion.kas").kernels[0].arrays == []
+    monkeypatch.setattr(km, "STAGED_RUN_BYTES", 4 * 128 * 71)
+    assert plan("bigfusion.kas").kernels[0].arrays == big.arrays
+
+
+def test_staged_soa_loads_count_in_the_cost_models_shared_memory():
+    from irfuse.analysis.kernel_model import model_from_kernel, staged_run_loads
+    from irfuse.backend.cuda_emit import kernels_of
+    from irfuse.driver.compile import compile_program
+
+    plan = compile_program(example("synctest.kas"), None, "f32", layout="soa")[0]
+    kernel = kernels_of(plan.module)[0]
+    model, _ = model_from_kernel(kernel, 4)
+    assert [model.ops[i].kind for i in staged_run_loads(model)] == ["load"]
+    assert model.array_words() == 9 * model.by == plan.kernels[0].arrays[0]

@@ -134,9 +134,11 @@ class KernelModel:
 
     def array_words(self) -> int:
         """Shared words the emitted kernel declares apart from the planned buffer: each uniform
-        input's block copy and each reduction's staging of the block's elements."""
-        return sum(self.values[op.value].size * (self.by if op.kind == "store" else 1) for op in self.ops
-                   if (op.kind == "load" and self.values[op.value].uniform) or (op.kind == "store" and op.reduce))
+        input's block copy, each reduction's staging of the block's elements, and the runs of
+        each register load staged through shared memory (`staged_run_loads`)."""
+        staged = sum(self.values[self.ops[i].value].size * self.by for i in staged_run_loads(self))
+        return staged + sum(self.values[op.value].size * (self.by if op.kind == "store" else 1) for op in self.ops
+                            if (op.kind == "load" and self.values[op.value].uniform) or (op.kind == "store" and op.reduce))
 
     def batch_loads(self) -> int:
         """Words per element the kernel loads from per-element inputs (uniform ones are read
@@ -256,6 +258,43 @@ def launch_min_blocks(model: KernelModel) -> int:
     if model.has_loops() or not loaded or base * loaded >= IN_FLIGHT_BYTES:
         return base
     return max(base, min(2048 // model.threads, -(-IN_FLIGHT_BYTES // loaded)))
+
+
+# Bytes of shared memory a block may add for staged loads (`staged_run_loads`).
+STAGED_RUN_BYTES = 64 * 1024
+
+
+def staged_run_loads(model: KernelModel) -> list[int]:
+    """Indices of the loads a structure-of-arrays kernel stages through shared memory although
+    their values live in registers: its leading loads (before its first other op) of
+    per-element values, each held whole by one thread of its element. On the GPU the block
+    copies such a value's runs (word k of its `by` elements, contiguous in global memory) with
+    16-byte asynchronous copies, all the loads' at once, then each thread reads its words
+    after one barrier: 4-byte loads straight into registers stream 1-2% slower on an H100
+    and an H200 (benchmarks/NOTES.md, eighteenth session). The CPU backend loads directly.
+
+    All or none: where some leading register loads were staged and the others loaded directly
+    between the copies and their wait, BigFusion's results came out wrong on an H200 (the
+    same source with the wait before the direct loads was right; not understood), so a
+    kernel stages every leading register load or none of them. Offered where the runs are
+    whole 16-byte pieces (`by` a multiple of 16 bytes' words) and the staging takes at most
+    `STAGED_RUN_BYTES` a block (the cost model sees it through `array_words`)."""
+    if (model.layout != "soa" or model.once or model.per_thread != 1 or model.bx != 1
+            or model.by % (16 // model.itemsize)):
+        return []
+    out: list[int] = []
+    for i, op in enumerate(model.ops):
+        if op.kind != "load":
+            break
+        v = model.values[op.value]  # type: ignore[index]
+        if v.shared or v.uniform:
+            continue
+        ap, bx, remap = register_pattern(model, v.id)
+        if v.carried or bx != 1 or remap or ap.relative() != frozenset(range(v.size)):
+            return []
+        out.append(i)
+    staged = sum(model.values[model.ops[i].value].size for i in out) * model.by * model.itemsize  # type: ignore[index]
+    return out if staged <= STAGED_RUN_BYTES else []
 
 
 def default_min_blocks(threads: int) -> int:

@@ -23,6 +23,10 @@ execution).  Conventions:
   `g[k*n + e]`: the block copies a shared value one word's run of elements
   at a time, and a register value's words are read and written by each
   thread for its own element, consecutive threads on consecutive elements;
+  the kernel's leading register loads (`staged_run_loads`: all or none) go
+  through shared arrays of their own on the GPU, the block copying each
+  value's runs 16 bytes at a time where the block is full and the arrays
+  aligned (`irf_runs16`), then one barrier before each thread reads its words;
 - a program input or output that is a strided view (`kas.strides`,
   `strided_arguments`) is read and written word by word at its strides, the
   words of a shared value by the whole block, a register value's by each
@@ -76,7 +80,8 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from irfuse.analysis.kernel_model import copy_pattern, launch_min_blocks, model_from_kernel, register_pattern
+from irfuse.analysis.kernel_model import (copy_pattern, launch_min_blocks, model_from_kernel, register_pattern,
+                                          staged_run_loads)
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
@@ -229,6 +234,25 @@ __device__ __forceinline__ void irf_store_soa(real_t* __restrict__ dst, const re
   for (int i = tid; i < SIZE * BY; i += nthreads) {
     const int k = i / BY, e = i % BY;
     if (e < count) dst[k * n + e] = src[e * SPAN + k];
+  }
+}
+
+// A structure-of-arrays value's runs for the block (word k of its BY elements at src[k*n],
+// from the block's first) into dst[k*BY + e], 16 bytes at a time, asynchronously from sm_80
+// (irf_async_wait() completes them, then a barrier). Every run whole and 16-byte aligned.
+template <int SIZE, int BY>
+__device__ __forceinline__ void irf_load_runs16(real_t* __restrict__ dst, const real_t* __restrict__ src,
+                                                long long n, int tid, int nthreads)
+{
+  constexpr int per = 16 / (int)sizeof(real_t), pieces = BY / per;
+  for (int i = tid; i < SIZE * pieces; i += nthreads) {
+    const int k = i / pieces, j = (i % pieces) * per;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst + k * BY + j);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(src + k * n + j) : "memory");
+#else
+    *reinterpret_cast<float4*>(dst + k * BY + j) = *reinterpret_cast<const float4*>(src + k * n + j);
+#endif
   }
 }
 
@@ -561,6 +585,13 @@ class _KernelEmitter:
         self.min_blocks = min_blocks or launch_min_blocks(self.model)
         self.vids: dict[SSAValue, int] = mapping["ids"]
         self.mops = {id(mapping["ops"][m.origin]): m for m in self.model.ops if m.origin >= 0}
+        # Register loads staged through shared memory on the GPU, all or none (a strided view's
+        # words are not runs), and the reads of their words once the leading loads are issued.
+        staged = [mapping["ops"][self.model.ops[i].origin] for i in staged_run_loads(self.model)]
+        self.staged_ops = ({id(op) for op in staged} if not any(op.source in self.strided for op in staged)
+                           else set())
+        self.staged_sources: list[str] = []  # their global arrays' C names
+        self.staged_reads: list[str] = []
         self.rep: dict[int, SSAValue] = {}  # one C name per model value (a carried value has several SSA values)
         self.declared: set[int] = set()
         self.loops = 0
@@ -782,7 +813,33 @@ class _KernelEmitter:
             self.info.shared_values += 1
         else:
             self.declare_register(op.res)
-            self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source))
+            direct = self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source)
+            if id(op) in self.staged_ops:
+                self.stage_runs(op, src, direct)
+            else:
+                self.line(direct)
+
+    def stage_runs(self, op: fuse.LoadOp, src: str, direct: str) -> None:
+        """A register load staged through a shared array of its own (`staged_run_loads`): on the
+        GPU the block copies the value's runs when they are whole and aligned (`irf_runs16`),
+        each thread reading its words after the leading loads (`finish_staged_loads`); else,
+        and on the CPU, each thread loads its words directly."""
+        size = op.res.type.size  # type: ignore[attr-defined]
+        name = f"irf_s{len(self.staged_reads)}"
+        self.block_arrays.append((name, self.by * size))
+        self.staged_sources.append(src)
+        reg = self.reg_ref(op.res)
+        self.staged_reads.append(" ".join(f"{reg}[{k}] = {name}[{k * self.by} + ty];" for k in range(size)))
+        gpu = [f"  // staged: its {size} runs through {name} where whole and aligned",
+               f"  if (irf_runs16) irf_load_runs16<{size}, {self.by}>({name}, {src} + first, n, tid, {self.nthreads});",
+               f"  else{direct[1:]}"]
+        self.open[-1].append(_GpuOnly(gpu, [[direct]]))
+
+    def finish_staged_loads(self) -> None:
+        """Each thread's words of the staged loads, once the block's copies have landed (GPU only)."""
+        reads = " ".join(self.staged_reads)
+        self.open[-1].append(_GpuOnly([f"  if (irf_runs16) {{ irf_async_wait(); __syncthreads(); if (active) {{ {reads} }} }}"], []))
+        self.staged_reads = []
 
     def emit_call(self, op: fuse.CallOp) -> None:
         impl = call_impl(op, self.library)
@@ -988,6 +1045,9 @@ class _KernelEmitter:
                     fuse.BarrierOp: self.emit_barrier, fuse.CopyOp: self.emit_copy, fuse.LoopOp: self.emit_loop,
                     fuse.YieldOp: self.emit_yield}
         for op in block.ops:
+            # The staged loads' wait comes first: nothing but asynchronous copies before it.
+            if self.staged_reads and not isinstance(op, fuse.LoadOp):
+                self.finish_staged_loads()
             if self.pending_uniform and not isinstance(op, fuse.LoadOp):
                 self.flush_uniform_copies()
             if self.pending_async and not isinstance(op, fuse.LoadOp):
@@ -1102,7 +1162,7 @@ class _KernelEmitter:
             self.info.dynamic_shared = True
             for (name, words), offset in zip(self.block_arrays, self.info.array_offsets(self.itemsize)):
                 lines.append(f"  real_t* const {name} = smem + {offset};  // {words} words of the dynamic buffer")
-        return lines + [
+        lines += [
             "  const int tx = threadIdx.x, ty = threadIdx.y;",
             f"  const int tid = ty * {self.bx} + tx;",
             f"  const long long first = (long long)blockIdx.x * {self.by};",
@@ -1110,6 +1170,12 @@ class _KernelEmitter:
             "  const bool active = ty < count;",
             "  (void)tid; (void)active;",
         ]
+        if self.staged_sources:
+            # The same for the whole block: its staged copies and their barrier are taken by all
+            # of its threads or by none (a partial last block, an odd n, an unaligned array).
+            aligned = " && ".join(f"((unsigned long long){g} & 15) == 0" for g in self.staged_sources)
+            lines.append(f"  const bool irf_runs16 = count == {self.by} && n % {16 // self.itemsize} == 0 && {aligned};")
+        return lines
 
 
 def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None,
