@@ -191,16 +191,17 @@ def test_a_python_program_runs_on_soa_arrays():
 
 def test_soa_register_loads_are_staged_all_or_none(monkeypatch):
     """A structure-of-arrays kernel stages its leading register loads through shared memory
-    (16-byte runs on the GPU) all of them or none: not where one of them cannot be, not past
-    the staging cap, never in an array-of-structures kernel; the cost model sees the arrays."""
+    (16-byte runs on the GPU) all of them or none: none past the staging cap (not the first
+    few), in an array-of-structures kernel, with several elements a thread, with runs that are
+    not whole 16-byte pieces, or where an input is a strided view; the CPU twin loads directly."""
     import irfuse.analysis.kernel_model as km
-    from irfuse.driver.compile import compile_program
 
     def plan(name, layout="soa", pipeline=None):
         return compile_program(example(name), pipeline, "f32", layout=layout)[0]
 
-    big = plan("bigfusion.kas").kernels[0]
-    assert big.arrays == [128 * s for s in (9, 9, 3, 25, 25)]  # A, B, c, D, E
+    big = plan("bigfusion.kas")
+    assert big.kernels[0].arrays == [128 * s for s in (9, 9, 3, 25, 25)]  # A, B, c, D, E
+    assert big.source.count("irf_load_runs16<") == 5
     assert plan("bigfusion.kas", "aos").kernels[0].arrays == []
     # Several elements a thread: none staged (the reads would need rows).
     assert plan("bigfusion.kas", pipeline="kas-dce,fuse-each{by=128 per_thread=2},fuse-promote-registers,"
@@ -208,17 +209,24 @@ def test_soa_register_loads_are_staged_all_or_none(monkeypatch):
     # Blocks whose runs are not whole 16-byte pieces: none.
     assert plan("bigfusion.kas", pipeline="kas-dce,fuse-each{by=2},fuse-promote-registers,fuse-place-barriers,"
                 "fuse-verify-races").kernels[0].arrays == []
-    # Over the cap: none, not the first few (D and E alone take 25,600 bytes).
-    monkeypatch.setattr(km, "STAGED_RUN_BYTES", 4 * 128 * 50)
+    # One strided input: none (its runs are not contiguous), the others included.
+    prog = irfuse.compile(example("bigfusion.kas"), backend="cpu", layout="soa")
+    n = 300
+    soa = {k: from_aos(v, "soa") for k, v in random_inputs(big.reference_program, n, 3).items()}
+    wide = np.repeat(soa["c"], 2, axis=-1)
+    variant = prog._for("soa", prog._view_strides({**soa, "c": wide[..., ::2]}, None, "soa"))
+    assert variant.strides and "irf_load_runs16<" not in variant.source
+    np.testing.assert_array_equal(prog(**{**soa, "c": wide[..., ::2]}).F, prog(**soa).F)
+    # Over the cap: none, not the first few.
+    monkeypatch.setattr(km, "STAGED_RUN_BYTES", 4 * 128 * 70)
     assert plan("bigfusion.kas").kernels[0].arrays == []
     monkeypatch.setattr(km, "STAGED_RUN_BYTES", 4 * 128 * 71)
-    assert plan("bigfusion.kas").kernels[0].arrays == big.arrays
+    assert plan("bigfusion.kas").kernels[0].arrays == big.kernels[0].arrays
 
 
 def test_staged_soa_loads_count_in_the_cost_models_shared_memory():
     from irfuse.analysis.kernel_model import model_from_kernel, staged_run_loads
     from irfuse.backend.cuda_emit import kernels_of
-    from irfuse.driver.compile import compile_program
 
     plan = compile_program(example("synctest.kas"), None, "f32", layout="soa")[0]
     kernel = kernels_of(plan.module)[0]

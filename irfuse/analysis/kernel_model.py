@@ -270,15 +270,17 @@ def staged_run_loads(model: KernelModel) -> list[int]:
     per-element values, each held whole by one thread of its element. On the GPU the block
     copies such a value's runs (word k of its `by` elements, contiguous in global memory) with
     16-byte asynchronous copies, all the loads' at once, then each thread reads its words
-    after one barrier: 4-byte loads straight into registers stream 1-2% slower on an H100
+    after one barrier: 4-byte loads straight into registers stream 1-3.5% slower on an H100
     and an H200 (benchmarks/NOTES.md, eighteenth session). The CPU backend loads directly.
 
-    All or none: where some leading register loads were staged and the others loaded directly
-    between the copies and their wait, BigFusion's results came out wrong on an H200 (the
-    same source with the wait before the direct loads was right; not understood), so a
-    kernel stages every leading register load or none of them. Offered where the runs are
-    whole 16-byte pieces (`by` a multiple of 16 bytes' words) and the staging takes at most
-    `STAGED_RUN_BYTES` a block (the cost model sees it through `array_words`)."""
+    All of them or none: with some of BigFusion's loads staged and the others direct, its
+    results were off the direct kernel's by rounding on an H100 and an H200 (within the
+    verification's bounds; the same PTX arithmetic, which ptxas compiled differently), while
+    every kernel measured with all of them staged gave the direct kernel's bits, which a
+    variant for strided views (whose runs cannot be staged, `cuda_emit`) must reproduce.
+    Offered where the runs are whole 16-byte pieces (`by` a multiple of 16 bytes' words) and
+    the staging takes at most `STAGED_RUN_BYTES` a block (the cost model sees it through
+    `array_words`)."""
     if (model.layout != "soa" or model.once or model.per_thread != 1 or model.bx != 1
             or model.by % (16 // model.itemsize)):
         return []

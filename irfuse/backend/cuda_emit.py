@@ -1045,7 +1045,6 @@ class _KernelEmitter:
                     fuse.BarrierOp: self.emit_barrier, fuse.CopyOp: self.emit_copy, fuse.LoopOp: self.emit_loop,
                     fuse.YieldOp: self.emit_yield}
         for op in block.ops:
-            # The staged loads' wait comes first: nothing but asynchronous copies before it.
             if self.staged_reads and not isinstance(op, fuse.LoadOp):
                 self.finish_staged_loads()
             if self.pending_uniform and not isinstance(op, fuse.LoadOp):
