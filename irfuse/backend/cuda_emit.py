@@ -591,6 +591,7 @@ class _KernelEmitter:
         self.staged_ops = ({id(op) for op in staged} if not any(op.source in self.strided for op in staged)
                            else set())
         self.staged_sources: list[str] = []  # their global arrays' C names
+        self.staged_arrays: set[str] = set()  # their shared arrays (the CPU twin has none)
         self.staged_reads: list[str] = []
         self.rep: dict[int, SSAValue] = {}  # one C name per model value (a carried value has several SSA values)
         self.declared: set[int] = set()
@@ -827,6 +828,7 @@ class _KernelEmitter:
         size = op.res.type.size  # type: ignore[attr-defined]
         name = f"irf_s{len(self.staged_reads)}"
         self.block_arrays.append((name, self.by * size))
+        self.staged_arrays.add(name)
         self.staged_sources.append(src)
         reg = self.reg_ref(op.res)
         self.staged_reads.append(" ".join(f"{reg}[{k}] = {name}[{k * self.by} + ty];" for k in range(size)))
@@ -1095,7 +1097,8 @@ class _KernelEmitter:
         # iteration's region reads what this one's wrote).
         kept = [(name, words) for name, words in self.regs if uses(name) > 1 or uses(name, True)]
         smem_words = -(-max(self.words, 1) // 4) * 4  # the kept values start 16-byte aligned
-        arrays = sum(-(-words // 4) * 4 for _, words in self.block_arrays)
+        block_arrays = [(name, words) for name, words in self.block_arrays if name not in self.staged_arrays]
+        arrays = sum(-(-words // 4) * 4 for _, words in block_arrays)
         scratch = smem_words + arrays + sum(self.nthreads * words for _, words in kept)
         nt = self.nthreads
         lines = [f"// fuse.kernel @{self.info.name} on the CPU: {len(regions)} regions of {nt} threads",
@@ -1104,7 +1107,7 @@ class _KernelEmitter:
                  f"  const std::unique_ptr<real_t[]> irf_scratch(new real_t[{scratch}]);",
                  "  real_t* const smem = irf_scratch.get();"]
         offset = smem_words
-        for name, words in self.block_arrays:
+        for name, words in block_arrays:
             lines.append(f"  real_t* const {name} = smem + {offset};  // a shared array of its own")
             offset += -(-words // 4) * 4
         for name, words in kept:
