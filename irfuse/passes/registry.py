@@ -27,7 +27,7 @@ from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
 from irfuse.passes.kas_split_phases import KasSplitPhases
 from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintBatchPasses, TestPrintRaces,
-                                               TestPrintSharedPeak, TestPrintUniformity)
+                                               TestPrintSharedPeak, TestPrintStagedLoads, TestPrintUniformity)
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 
 
@@ -69,6 +69,8 @@ PASSES: list[PassInfo] = [
              "or partials (analysis test pass).", TestPrintUniformity),
     PassInfo("test-print-batch-passes", "Prints the passes over the batch each lowered program takes when its "
              "batch runs in chunks (analysis test pass).", TestPrintBatchPasses),
+    PassInfo("test-print-staged-loads", "Prints the register loads each structure-of-arrays kernel stages through "
+             "shared memory in 16-byte runs on the GPU (analysis test pass).", TestPrintStagedLoads),
 ]
 
 # What `irfuse run` and `irfuse compile` apply when no --pipeline is given.

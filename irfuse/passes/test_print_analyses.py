@@ -15,7 +15,10 @@ analysis can be checked on hand-written IR apart from the transformation that us
   planner groups by, the kernel builder loads whole and the runtime allocates);
 - `test-print-batch-passes`: the passes over the batch that a lowered program takes when
   its batch runs in chunks (`analysis.batch_passes`: what `runtime.streaming` runs), or
-  why it cannot.
+  why it cannot;
+- `test-print-staged-loads`: the register loads a structure-of-arrays kernel stages through
+  shared memory in 16-byte runs on the GPU (`kernel_model.staged_run_loads`: what the CUDA
+  emitter stages, and the cost model counts as shared memory).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from xdsl.passes import ModulePass
 from irfuse.analysis.batch_passes import batch_passes
 from irfuse.analysis.bank_conflicts import kernel_wavefronts, value_wavefronts
 from irfuse.analysis.hazards import describe_op, find_races
-from irfuse.analysis.kernel_model import model_from_kernel
+from irfuse.analysis.kernel_model import model_from_kernel, staged_run_loads
 from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.analysis.uniformity import value_extent
 from irfuse.dialects import fuse
@@ -141,3 +144,21 @@ class TestPrintBatchPasses(ModulePass):
                     print(f"    {_step(s)}", file=sys.stderr)
                 for c in step.combines:
                     print(f"    then {_step(c)}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class TestPrintStagedLoads(ModulePass):
+    """Prints the register loads each kernel stages through shared memory in 16-byte runs."""
+
+    name = "test-print-staged-loads"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for name, model in _models(op):
+            staged = [model.values[model.ops[i].value] for i in staged_run_loads(model)]  # type: ignore[index]
+            if not staged:
+                print(f"staged loads in @{name}: none", file=sys.stderr)
+                continue
+            words = sum(v.size for v in staged) * model.by
+            print(f"staged loads in @{name}: {len(staged)}, {words * model.itemsize} bytes a block", file=sys.stderr)
+            for v in staged:
+                print(f"  %{v.name}: {v.size} runs of {model.by} words", file=sys.stderr)

@@ -1,6 +1,6 @@
 """Ad hoc: the L2 prefetch-size hint on irfuse's asynchronous 16-byte copies (cp.async .L2::128B /
 .L2::256B), default plans, AoS and SoA."""
-import json, os, sys
+import json, os
 import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
