@@ -2,6 +2,7 @@
 
     python benchmarks/fuzz.py [--fuzz-cases 10000] [--programs 1000] [--plans 3] [--jobs 2]
                               [--first-seed 0] [--keep tests/regressions] [--json fuzz.json] [--nvrtc] [--chunks]
+                              [--layouts aos soa]
 
 Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with its own seed):
   mutated   an example mutated 1-3 times (deleted tokens, swapped types, wrong arity, unknown
@@ -29,7 +30,8 @@ uniform inputs, literals, reductions and what reads them; float64 and float32 in
 sizes 1, 37 and 97) run on the CPU through their `--plans` best plans and are compared with
 the NumPy reference (`--nvrtc`: every plan also compiled to sm_90; `--chunks`: every plan
 also run on 601 elements in chunks, passes over them where it reduces, which must give the
-bits of one call). A failing program is shrunk to a minimal one, which is written under
+bits of one call; `--layouts aos soa`: every program compiled and checked for each layout, its
+inputs transposed for a structure of arrays and its outputs transposed back). A failing program is shrunk to a minimal one, which is written under
 `--keep` (a test runs every program there) and listed in the JSON.
 """
 
@@ -157,9 +159,11 @@ def _fuzz_input(kind: str, rng: random.Random, sources: list[str], irs: list[str
     return mutate_ir(rng.choice(irs), rng)
 
 
-def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, chunks: bool = False) -> dict:
-    """One random program through its best plans on the CPU (each compiled to sm_90 with
-    NVRTC too with `nvrtc`, each run in chunks too with `chunks`); a failure is shrunk and kept."""
+def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, chunks: bool = False,
+                 layouts: tuple[str, ...] = ("aos",)) -> dict:
+    """One random program through its best plans on the CPU, compiled for each of `layouts`
+    (each plan compiled to sm_90 with NVRTC too with `nvrtc`, each run in chunks too with
+    `chunks`); a failure is shrunk and kept."""
     from irfuse.testing.differential import Budget, check_source, shrink_failure
     from irfuse.testing.random_programs import random_program
 
@@ -167,12 +171,18 @@ def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, c
     shape = ("plain", "dead", "dense", "wide")[seed % 4]
     calls = rng.randint(20, 120) if shape == "dense" else rng.randint(3, 20)
     src = random_program(seed, calls, dead=shape == "dead", dense=shape == "dense", batch_wide=shape == "wide")
-    budget = Budget(top=plans, dtype="f64" if seed % 2 == 0 else "f32", n=rng.choice([1, 37, 97]), seed=seed,
-                    nvrtc=nvrtc, chunks=chunks)
+    n = rng.choice([1, 37, 97])
     t0 = time.perf_counter()
-    outcome = check_source(src, budget)
-    row = {"seed": seed, "shape": shape, "calls": calls, "dtype": budget.dtype, "n": budget.n, "plans": outcome.plans,
-           "seconds": time.perf_counter() - t0, "failure": outcome.failure}
+    ran = 0  # plans run, over the layouts
+    for layout in layouts:
+        budget = Budget(top=plans, dtype="f64" if seed % 2 == 0 else "f32", n=n, seed=seed, nvrtc=nvrtc,
+                        chunks=chunks, layout=layout)
+        outcome = check_source(src, budget)
+        ran += outcome.plans
+        if not outcome.ok:
+            break
+    row = {"seed": seed, "shape": shape, "calls": calls, "dtype": budget.dtype, "n": budget.n, "layout": budget.layout,
+           "plans": ran, "seconds": time.perf_counter() - t0, "failure": outcome.failure}
     if outcome.invalid:
         row["failure"] = "generator produced an invalid program"
         row["detail"] = outcome.detail
@@ -182,7 +192,8 @@ def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, c
         if keep:
             os.makedirs(keep, exist_ok=True)
             path = os.path.join(keep, f"random_seed{seed}_{outcome.failure.lower()}.kas")
-            header = [f"// Found by benchmarks/fuzz.py: random program seed {seed}, {budget.dtype}, n = {budget.n},",
+            header = [f"// Found by benchmarks/fuzz.py: random program seed {seed}, {budget.dtype}, n = {budget.n}, "
+                      f"{budget.layout},",
                       f"// failure: {outcome.failure} ({outcome.detail.splitlines()[0][:150] if outcome.detail else ''}).",
                       "// Shrunk from the program below it; kept as a regression test."]
             with open(path, "w") as f:
@@ -202,6 +213,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="fuzz.json")
     ap.add_argument("--nvrtc", action="store_true", help="also compile every plan to sm_90 with NVRTC")
     ap.add_argument("--chunks", action="store_true", help="also run every plan in chunks against one call")
+    ap.add_argument("--layouts", nargs="+", choices=["aos", "soa"], default=["aos"],
+                    help="the global arrays' layouts every program is compiled for and checked in (default aos)")
     args = ap.parse_args(argv)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -229,7 +242,8 @@ def main(argv=None) -> int:
             # are recorded as findings and the rest go on in a fresh pool.
             with cf.ProcessPoolExecutor(args.jobs) as pool:
                 futures = {pool.submit(fuzz_chunk, k, seeds): ("fuzz", (k, seeds)) for k, seeds in chunks}
-                futures.update({pool.submit(program_case, s, args.plans, args.keep, args.nvrtc, args.chunks): ("program", s) for s in todo})
+                futures.update({pool.submit(program_case, s, args.plans, args.keep, args.nvrtc, args.chunks,
+                                             tuple(args.layouts)): ("program", s) for s in todo})
                 chunks, todo = [], []
                 unfinished = []
                 for fut in cf.as_completed(futures):

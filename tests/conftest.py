@@ -52,11 +52,13 @@ def has_gpu() -> bool:
 requires_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU with pycuda")
 
 
-def check_top_plans_on_cpu(path: str, top: int, dtype: str, n: int, seed: int = 0, nvrtc: bool = False) -> int:
+def check_top_plans_on_cpu(path: str, top: int, dtype: str, n: int, seed: int = 0, nvrtc: bool = False,
+                           **budget) -> int:
     """Runs plan 0..top-1 of the search on the CPU against the reference (with `nvrtc`, each
-    also compiled to sm_90 as a GPU run would); returns how many ran."""
+    also compiled to sm_90 as a GPU run would; `budget`: more of `Budget`'s fields, `layout`,
+    `chunks`); returns how many ran."""
     from irfuse.testing.differential import Budget, check_plans
 
-    out = check_plans(path, Budget(top=top, dtype=dtype, n=n, seed=seed, nvrtc=nvrtc))
+    out = check_plans(path, Budget(top=top, dtype=dtype, n=n, seed=seed, nvrtc=nvrtc, **budget))
     assert out.ok, (path, out.failure, out.detail)
     return out.plans

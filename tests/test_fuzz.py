@@ -54,6 +54,18 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     assert check_top_plans_on_cpu(path, 3, "f64", 37, seed, nvrtc=True) >= 1, src
 
 
+@pytest.mark.parametrize("seed", range(20 if LONG else 3))
+def test_random_programs_in_structure_of_arrays_agree_with_the_reference(seed):
+    """The same through SoA kernels (inputs transposed, outputs transposed back; a quarter of
+    the programs batch-wide), one call and in chunks; each plan's CUDA C, with its loads staged
+    in 16-byte runs, compiles to sm_90 with NVRTC."""
+    src = random_program(seed + 100, 6 + seed % 7, batch_wide=seed % 4 == 3)
+    path = os.path.join(os.environ["IRFUSE_CACHE_DIR"], f"soa{seed}.kas")
+    with open(path, "w") as f:
+        f.write(src)
+    assert check_top_plans_on_cpu(path, 2, "f32", 37, seed, nvrtc=True, layout="soa", chunks=True) >= 1, src
+
+
 @pytest.mark.parametrize("seed", range(12 if LONG else 3))
 def test_programs_with_dead_loops_and_dense_programs_agree_with_the_reference(seed):
     """The two shapes the plain generator never made: dead chains and loops (kas-dce crashed on

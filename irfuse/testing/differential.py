@@ -21,6 +21,7 @@ from irfuse.analysis.batch_passes import batch_passes
 from irfuse.diagnostics import CompileError, IrfuseError
 from irfuse.dialects.context import module_text
 from irfuse.dialects.element_types import element_type
+from irfuse.dialects.layouts import arrays_from_aos, arrays_to_aos, batch_shape
 from irfuse.driver.compile import compile_program
 from irfuse.frontend.irgen import compile_file
 from irfuse.passes.fuse_partition import NoSuchPlan
@@ -66,6 +67,9 @@ class Budget:
     # Also run each plan on CHUNKED_N elements in chunks (passes over them where it reduces,
     # `runtime.streaming`), which must give the bits of one call.
     chunks: bool = False
+    # The global arrays' layout the plans are compiled for and run on (inputs made as arrays
+    # of structures and transposed; outputs transposed back before the comparison).
+    layout: str = "aos"
     extra: dict = field(default_factory=dict)
 
 
@@ -84,7 +88,7 @@ def check_plans(path: str, budget: Budget) -> Outcome:
         pipeline = partition_pipeline(top, k, budget.max_size, 1 << 22, budget.profile, loops=loops)
         try:
             plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=budget.nvrtc,
-                                      arch="sm_90" if budget.nvrtc else None)
+                                      arch="sm_90" if budget.nvrtc else None, layout=budget.layout)
         except NoSuchPlan:
             if k > 0:
                 return out
@@ -97,9 +101,11 @@ def check_plans(path: str, budget: Budget) -> Outcome:
             inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k,
                                    element_type(budget.dtype).numpy)
             device = CpuDevice(plan)
-            got = Executor(plan, device).run(inputs, budget.n).outputs
+            whole = uniform_names(plan.reference_program)
+            got = arrays_to_aos(Executor(plan, device).run(arrays_from_aos(inputs, budget.layout, whole),
+                                                           budget.n).outputs, budget.layout, whole)
             want = run_references(plan.reference_program, inputs, budget.dtype, budget.n, plan.sum_by)
-            differ = chunks_differ(plan, device, budget.seed + k) if budget.chunks else []
+            differ = chunks_differ(plan, device, budget.seed + k, budget.layout) if budget.chunks else []
         except Exception as e:  # noqa: BLE001 -- a crash of the runtime is a finding too
             return Outcome(out.plans, out.in_kernel_loops, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         if differ:
@@ -116,20 +122,21 @@ def check_plans(path: str, budget: Budget) -> Outcome:
 CHUNKED_N = 601  # four chunks of 128 elements and one of 89, or seven of 97 and one of 19
 
 
-def chunks_differ(plan, device, seed: int) -> list[str]:
-    """The outputs of `plan` on CHUNKED_N elements in chunks (of the reducing kernels' blocks,
-    else of 97 elements) that differ from one call's, bit for bit."""
+def chunks_differ(plan, device, seed: int, layout: str = "aos") -> list[str]:
+    """The outputs of `plan` (compiled for `layout`) on CHUNKED_N elements in chunks (of the
+    reducing kernels' blocks, else of 97 elements) that differ from one call's, bit for bit."""
     program = plan.reference_program
     n = CHUNKED_N
-    inputs = random_inputs(program, n, seed, device.dtype)
-    whole = Executor(plan, device).run(inputs, n).outputs
     uniform = uniform_names(program)
+    inputs = arrays_from_aos(random_inputs(program, n, seed, device.dtype), layout, uniform)
+    whole = Executor(plan, device).run(inputs, n).outputs
     shapes = value_shapes(program)
-    results = {name: np.full(value_shape(t, n, name in uniform), np.nan, device.dtype)
+    results = {name: np.full(value_shape(t, n, True) if name in uniform else batch_shape(layout, shapes[name], n),
+                             np.nan, device.dtype)
                for name, t in zip(program.outputs, program.output_types())}
     align = batch_passes(plan.program).align
     run = ChunkedRun(plan, device, align if align > 1 else 97, tuple(program.inputs), tuple(program.outputs),
-                     shapes, "aos")
+                     shapes, layout)
     run.run(inputs, results, n)
     return [name for name in program.outputs if not np.array_equal(results[name], whole[name], equal_nan=True)]
 
