@@ -27,6 +27,10 @@ execution).  Conventions:
   through shared arrays of their own on the GPU, the block copying each
   value's runs 16 bytes at a time where the block is full and the arrays
   aligned (`irf_runs16`), then one barrier before each thread reads its words;
+- every kernel starts (after its shared declarations) with `irf_after_previous_grid()`:
+  launched as a programmatic dependent launch (sm_90, `runtime.dependent_launch`) it
+  waits there for the previous kernel on its stream to complete, then lets the next be
+  scheduled; otherwise (and on the CPU, where it is empty) it passes at once;
 - a program input or output that is a strided view (`kas.strides`,
   `strided_arguments`) is read and written word by word at its strides, the
   words of a shared value by the whole block, a register value's by each
@@ -262,6 +266,18 @@ __device__ __forceinline__ void irf_async_wait()
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
+
+// Programmatic dependent launch (sm_90 and newer): a kernel launched with programmatic stream
+// serialization may be scheduled while the kernel before it on its stream is finishing. It
+// first waits until that kernel has completed and its writes are visible, then lets the next
+// such kernel be scheduled in turn. A kernel launched normally passes both at once.
+__device__ __forceinline__ void irf_after_previous_grid()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 """
 
 
@@ -289,6 +305,8 @@ class KernelInfo:
     arrays: list[int] = field(default_factory=list)  # words of each shared array apart from the planned buffer
     fixed_grid: int = 0  # blocks of every launch (a combine kernel's: one per word); 0: one per `by` elements
     per_thread: int = 1  # elements each thread runs: the block has by / per_thread thread rows
+    # Starts with irf_after_previous_grid(): may be launched as a programmatic dependent launch.
+    after_previous_grid: bool = False
 
     @property
     def threads(self) -> int:
@@ -1164,6 +1182,9 @@ class _KernelEmitter:
             self.info.dynamic_shared = True
             for (name, words), offset in zip(self.block_arrays, self.info.array_offsets(self.itemsize)):
                 lines.append(f"  real_t* const {name} = smem + {offset};  // {words} words of the dynamic buffer")
+        # Before any global access: what the previous kernel on the stream writes is visible.
+        lines.append("  irf_after_previous_grid();")
+        self.info.after_previous_grid = True
         lines += [
             "  const int tx = threadIdx.x, ty = threadIdx.y;",
             f"  const int tid = ty * {self.bx} + tx;",
