@@ -536,3 +536,49 @@ def test_host_arrays_off_the_kernels_alignment_give_the_right_results(synctest, 
     prog(a, out=out)
     np.testing.assert_array_equal(out, prog(np.ascontiguousarray(a)).F)
     np.testing.assert_array_equal(prog(a).F, out)
+
+
+def test_a_gpu_call_is_a_dependent_launch_only_while_the_previous_run_certainly_runs(monkeypatch):
+    """`InPlaceRun` (a call on the caller's GPU arrays) submits the run as a programmatic
+    dependent launch only on the stream its program's previous run went to, and only before
+    that run, and those queued behind it, can have finished (each taking its least time);
+    otherwise, or where there is no dependent launch, its CUDA graph."""
+    from irfuse.runtime import dependent_launch as dl
+
+    log = []
+
+    class Submitted:  # stands in for a CUDA graph and a dependent launch
+        alive = True
+
+        def __init__(self, what):
+            self.what = what
+
+        def launch_on(self, handle):
+            log.append((self.what, handle))
+
+        def destroy(self):
+            log.append((self.what, "destroyed"))
+
+    now = [100.0]
+    monkeypatch.setattr(dl.time, "perf_counter", lambda: now[0])
+    clock = dl.StreamClock()
+    ms = 1e-3  # each run takes at least 1 ms
+    run = dl.InPlaceRun(Submitted("graph"), Submitted("dependent"), clock, ms)
+    other = dl.InPlaceRun(Submitted("graph 2"), Submitted("dependent 2"), clock, ms)  # other arrays
+    plain = dl.InPlaceRun(Submitted("graph 3"), None, clock, ms)  # no dependent launch
+    # (ms later, run, stream, dependent?); times below in ms from the first call
+    steps = [(0.0, run, 7, False),     # idle: the graph; stream 7 busy until 1 at least
+             (0.5, run, 7, True),      # 0.5 < 1, certainly running: dependent; until 2
+             (1.2, other, 7, True),    # the same program on other arrays, the same clock: 1.7 < 2; until 3
+             (0.2, run, 8, False),     # another stream: the graph; stream 8 busy until 2.9
+             (0.8, run, 8, True),      # 2.7 < 2.9; until 3.9
+             (2.5, run, 8, False),     # 5.2 > 3.9, may have finished: the graph; until 6.2
+             (0.1, plain, 8, False),   # busy, but no dependent launch: the graph; until 6.3
+             (0.1, run, 8, True)]      # 5.4 < 6.3
+    for advance, r, stream, dependent in steps:
+        now[0] += advance * 1e-3
+        assert r.launch_on(stream) is dependent
+    assert log == [("graph", 7), ("dependent", 7), ("dependent 2", 7), ("graph", 8), ("dependent", 8),
+                   ("graph", 8), ("graph 3", 8), ("dependent", 8)]
+    run.destroy()
+    assert log[-1] == ("graph", "destroyed") and run.dependent is None

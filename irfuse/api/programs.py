@@ -35,6 +35,7 @@ from irfuse.dialects.layouts import (OUTPUT_PREFIX, arrays_to_aos, batch_length,
                                      natural_strides, view_strides)
 from irfuse.dialects.context import module_text
 from irfuse.driver.artifact import CompiledProgram
+from irfuse.runtime.dependent_launch import InPlaceRun, StreamClock
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded, open_device
 from irfuse.runtime.streaming import ChunkedRun, chunk_elements
@@ -223,7 +224,8 @@ class _BoundInPlace:
     is seen, the launches are issued one by one; the second time, they are captured into a
     CUDA graph kept for that set (a time-stepping code calls with the same arrays again
     and again, or alternates between two sets), which later calls submit with one launch
-    on the caller's stream."""
+    on the caller's stream (or, for one kernel while the previous call still runs, as a
+    dependent launch: `runtime.dependent_launch`)."""
 
     def __init__(self, compiled: CompiledProgram, device, n: int, inputs: tuple[str, ...], outputs: tuple[str, ...]):
         self.device = device
@@ -232,7 +234,8 @@ class _BoundInPlace:
         self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs,
                                                                      outputs=self.outputs, as_graph=False)
         self.seen: OrderedDict[tuple, None] = OrderedDict()
-        self.graphs: OrderedDict[tuple, object] = OrderedDict()
+        self.graphs: OrderedDict[tuple, InPlaceRun] = OrderedDict()
+        self.clock = StreamClock()
 
     def run(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray], stream: int) -> tuple | None:
         """Runs on these arrays; returns the key of the graph it launched, if it launched one."""
@@ -247,7 +250,7 @@ class _BoundInPlace:
                 slot.ptr, slot.nbytes = given[name].ptr, given[name].nbytes
         if key in self.seen:
             del self.seen[key]
-            graph = self.graphs[key] = self.device.capture(self.recorded.replay)
+            graph = self.graphs[key] = self._capture(arrays, results)
             while len(self.graphs) > GRAPHS_KEPT:
                 self.graphs.popitem(last=False)[1].destroy()
             graph.launch_on(stream)
@@ -257,6 +260,18 @@ class _BoundInPlace:
             self.seen.popitem(last=False)
         self.device.on_stream(stream, self.recorded.replay)
         return None
+
+    def _capture(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray]) -> InPlaceRun:
+        """The run on these arrays as a CUDA graph, and, where it is one launch of a kernel
+        that waits for the previous grid on a GPU that takes it, as a dependent launch too
+        (`runtime.dependent_launch`)."""
+        launches: list = []
+        graph = self.device.capture(self.recorded.replay, launches)
+        dependent = None
+        if len(launches) == 1 and launches[0] is not None and self.device.dependent_launches:
+            dependent = self.device.dependent_launch(launches[0])
+        nbytes = sum(a.nbytes for a in arrays.values()) + sum(r.nbytes for r in results.values())
+        return InPlaceRun(graph, dependent, self.clock, nbytes / self.device.peak_memory_bytes_per_s)
 
     def release(self) -> None:
         for graph in self.graphs.values():

@@ -21,6 +21,7 @@ from irfuse.backend.nvrtc import KernelResources
 from irfuse.diagnostics import ExecutionError
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.cuda_graph import CudaGraph, checked, cuda_driver
+from irfuse.runtime.dependent_launch import DependentLaunch, LaunchRecord
 from irfuse.runtime.device import Slot, in_order
 
 
@@ -127,6 +128,9 @@ class CudaDevice:
         # graph is recorded, or irfuse's own stream ordered after a caller's (`on_stream`).
         self._stream = None
         self._ordering = None  # (stream, event, event) of `on_stream`, made on first use
+        self._captured: list | None = None  # launches recorded while a graph is captured (`capture`)
+        self._bindings_module = None  # the cubin loaded through cuda-bindings (`dependent_launch`)
+        self._bindings_functions: dict[str, object] = {}
 
     def make_current(self) -> None:
         """Makes the context current in the calling thread: pushed on the thread's first use
@@ -161,6 +165,10 @@ class CudaDevice:
             for event in self._ordering[1:]:
                 cu.cuEventDestroy(event)
             self._ordering = None
+        if self._bindings_module is not None:
+            cuda_driver().cuModuleUnload(self._bindings_module)
+            self._bindings_module = None
+            self._bindings_functions.clear()
         self.release_thread()  # other threads pop theirs when they end
 
     def alloc(self, shape):
@@ -196,6 +204,8 @@ class CudaDevice:
 
     def copy(self, dst, src):
         nbytes = dst.nbytes if isinstance(dst, Slot) else self.sizes[int(dst)]
+        if self._captured is not None:
+            self._captured.append(None)  # not a kernel launch
         self.drv.memcpy_dtod_async(int(dst), int(src), nbytes, self._stream)
 
     def launcher(self, kernel, buffers, n):
@@ -209,10 +219,16 @@ class CudaDevice:
         fn.prepare("P" * len(buffers) + "q")
         launch = functools.partial(fn.prepared_async_call, (grid, 1, 1), k.block_dims)
         shared = self.shared[kernel]
-        if any(isinstance(b, Slot) for b in buffers):  # addresses read when it runs
-            return lambda: launch(self._stream, *[int(b) for b in buffers], n, shared_size=shared)
-        args = [int(b) for b in buffers] + [n]
-        return lambda: launch(self._stream, *args, shared_size=shared)
+        slots = any(isinstance(b, Slot) for b in buffers)  # addresses read when it runs
+        fixed = [int(b) for b in buffers] if not slots else None
+
+        def run():
+            pointers = fixed if fixed is not None else [int(b) for b in buffers]
+            if self._captured is not None:
+                self._captured.append(LaunchRecord(kernel, grid, k.block_dims, shared, tuple(pointers), n)
+                                      if k.after_previous_grid else None)
+            launch(self._stream, *pointers, n, shared_size=shared)
+        return run
 
     def on_stream(self, handle: int, work) -> None:
         """Runs `work()` (launches and copies of this device) ordered on the caller's CUDA
@@ -259,17 +275,49 @@ class CudaDevice:
         self.graphs.append(graph)
         return graph
 
-    def capture(self, work) -> CudaGraph:
+    def capture(self, work, launches: list | None = None) -> CudaGraph:
         """`work()` (launches and copies of this device, with the addresses they have now)
-        captured into a CUDA graph; the caller destroys it (`CudaGraph.destroy`)."""
+        captured into a CUDA graph; the caller destroys it (`CudaGraph.destroy`). `launches`,
+        if given, receives a `LaunchRecord` per launch of a kernel that waits for the previous
+        grid, and None per other step."""
         def record(stream):
-            self._stream = stream
+            self._stream, self._captured = stream, launches
             try:
                 work()
             finally:
-                self._stream = None
+                self._stream, self._captured = None, None
 
         return CudaGraph(self.drv, record)
+
+    @property
+    def peak_memory_bytes_per_s(self) -> float:
+        """Device memory's peak rate (bytes read plus written a second: double data rate at the
+        memory clock over the bus width), above what any kernel reaches there."""
+        a = self.drv.device_attribute
+        return 2 * self.dev.get_attribute(a.MEMORY_CLOCK_RATE) * 1e3 * self.dev.get_attribute(a.GLOBAL_MEMORY_BUS_WIDTH) / 8
+
+    @property
+    def dependent_launches(self) -> bool:
+        """Whether this GPU takes programmatic dependent launches (sm_90 and newer)."""
+        return self.dev.compute_capability() >= (9, 0)
+
+    def dependent_launch(self, record: LaunchRecord) -> DependentLaunch:
+        """`record`'s launch as a programmatic dependent launch (`runtime.dependent_launch`)."""
+        if self._bindings_module is None:
+            # PyCUDA gives no CUfunction handle for cuLaunchKernelEx: the cubin is loaded again
+            # through cuda-bindings, in the same context.
+            cu = cuda_driver()
+            self._bindings_module = checked(cu.cuModuleLoadData(self.plan.cubin.cubin), "cuModuleLoadData")
+        fn = self._bindings_functions.get(record.kernel)
+        if fn is None:
+            cu = cuda_driver()
+            fn = checked(cu.cuModuleGetFunction(self._bindings_module, record.kernel.encode()), "cuModuleGetFunction")
+            if record.shared_bytes > 48 * 1024:
+                checked(cu.cuFuncSetAttribute(
+                    fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    record.shared_bytes), "cuFuncSetAttribute")
+            self._bindings_functions[record.kernel] = fn
+        return DependentLaunch(fn, record)
 
     def synchronize(self):
         self.drv.Context.synchronize()
