@@ -8,7 +8,9 @@ and growth over many calls, in one run.
    as `irfuse run` does (one CUDA graph) and a device-to-device copy of 1 GiB: effective
    bandwidth (inputs read once + outputs written once) as a fraction of the copy's, for one
    call per timing (the host's time per call inside) and for 10 calls back to back (a
-   time-stepping loop, where the host's time overlaps the GPU's).
+   time-stepping loop, where the host's time overlaps the GPU's), the latter also with every
+   call submitted as its CUDA graph ("graphs only": no programmatic dependent launches,
+   `runtime/dependent_launch.py`).
 2. Host time per call of a one-kernel program (SyncTest) on a small batch: the median over
    `--calls` calls of the API, of a bare PyCUDA prepared launch of the same kernel, and of a
    CuPy RawKernel launch of the same cubin (when CuPy is installed).
@@ -48,6 +50,7 @@ def main(argv=None) -> int:
 
     import irfuse
     from irfuse.runtime.cuda_device import measure_copy_bandwidth
+    from irfuse.runtime.dependent_launch import InPlaceRun
     from irfuse.runtime.executor import Executor
     from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
     from irfuse.runtime.verify import check_outputs
@@ -102,11 +105,18 @@ def main(argv=None) -> int:
             api_once()
             soa_once()
             rec.time_once()
-        api_t, run_t, api_b, run_b, soa_t, soa_b = [], [], [], [], [], []
+        api_t, run_t, api_b, run_b, soa_t, soa_b, api_g, soa_g = [], [], [], [], [], [], [], []
         for k in range(args.repeat):  # in turns, so drift weighs on all alike
-            order = [0, 1, 2] if k % 2 else [2, 1, 0]
+            order = [0, 1, 2, 3] if k % 2 else [3, 2, 1, 0]
             for which in order:
-                if which == 2:
+                if which == 3:  # calls back to back as CUDA graphs only, no dependent launches
+                    InPlaceRun.dependent_launches = False
+                    try:
+                        api_g.append(api_once(calls=10))
+                        soa_g.append(soa_once(calls=10))
+                    finally:
+                        InPlaceRun.dependent_launches = True
+                elif which == 2:
                     run_t.append(rec.time_once())
                     run_b.append(rec.time_once(10))
                 elif which == 1:
@@ -118,12 +128,15 @@ def main(argv=None) -> int:
         nbytes = effective_bytes(ref, args.n, 4)
         api_s, run_s, soa_s = float(np.median(api_t)), float(np.median(run_t)), float(np.median(soa_t))
         api_bs, run_bs, soa_bs = float(np.median(api_b)), float(np.median(run_b)), float(np.median(soa_b))
+        api_gs, soa_gs = float(np.median(api_g)), float(np.median(soa_g))
         rows.append({"workload": wl, "verified": ok, "api_s": api_s, "run_s": run_s, "bytes": nbytes,
                      "api_of_copy": nbytes / api_s / copy_bw, "run_of_copy": nbytes / run_s / copy_bw,
                      "api_over_run": api_s / run_s, "api_10_s": api_bs, "run_10_s": run_bs,
                      "api_10_of_copy": nbytes / api_bs / copy_bw, "run_10_of_copy": nbytes / run_bs / copy_bw,
                      "kernels": prog.kernels, "soa_verified": soa_ok, "soa_s": soa_s, "soa_10_s": soa_bs,
                      "soa_of_copy": nbytes / soa_s / copy_bw, "soa_10_of_copy": nbytes / soa_bs / copy_bw,
+                     "api_10_graphs_of_copy": nbytes / api_gs / copy_bw,
+                     "soa_10_graphs_of_copy": nbytes / soa_gs / copy_bw,
                      "soa_kernels": soa_prog.kernels,
                      "soa_registers": {k.name: soa_prog.compiled.resources(k.name).registers
                                        for k in soa_prog.compiled.kernels},
@@ -137,14 +150,15 @@ def main(argv=None) -> int:
     t = Table(title=f"{gpu}: the API on torch tensors, n = {args.n}, float32, median of {args.repeat}; "
                     f"copy {copy_bw / 1e9:.0f} GB/s")
     for col in ("workload", "API ms", "of copy", "irfuse run ms", "of copy ", "API / run",
-                "10 back to back: API of copy", "run of copy", "verified", "SoA API ms", "SoA of copy",
-                "SoA 10 b2b of copy", "SoA verified"):
+                "10 back to back: API of copy", "graphs only", "run of copy", "verified", "SoA API ms",
+                "SoA of copy", "SoA 10 b2b of copy", "graphs only ", "SoA verified"):
         t.add_column(col)
     for r in rows:
         t.add_row(r["workload"], f"{r['api_s'] * 1e3:.3f}", f"{r['api_of_copy']:.1%}", f"{r['run_s'] * 1e3:.3f}",
                   f"{r['run_of_copy']:.1%}", f"{r['api_over_run']:.3f}", f"{r['api_10_of_copy']:.1%}",
-                  f"{r['run_10_of_copy']:.1%}", str(r["verified"]), f"{r['soa_s'] * 1e3:.3f}",
-                  f"{r['soa_of_copy']:.1%}", f"{r['soa_10_of_copy']:.1%}", str(r["soa_verified"]))
+                  f"{r['api_10_graphs_of_copy']:.1%}", f"{r['run_10_of_copy']:.1%}", str(r["verified"]),
+                  f"{r['soa_s'] * 1e3:.3f}", f"{r['soa_of_copy']:.1%}", f"{r['soa_10_of_copy']:.1%}",
+                  f"{r['soa_10_graphs_of_copy']:.1%}", str(r["soa_verified"]))
     console.print(t)
 
     # 2. Host time per call, small batch.
