@@ -582,3 +582,18 @@ def test_a_gpu_call_is_a_dependent_launch_only_while_the_previous_run_certainly_
                    ("graph", 8), ("graph 3", 8), ("dependent", 8)]
     run.destroy()
     assert log[-1] == ("graph", "destroyed") and run.dependent is None
+
+
+def test_a_saved_plan_keeps_what_its_kernels_need_at_launch(tmp_path):
+    """A plan written and read back (as the disk cache does) has the kernels' launch facts
+    unchanged, among them that they wait for the previous grid (dependent launches)."""
+    from irfuse.driver.artifact import CompiledProgram
+    from irfuse.driver.compile import compile_program
+
+    path = next(p for p in EXAMPLES if p.endswith("strain_energy.kas"))  # a reduction: a combine kernel
+    plan, _ = compile_program(path, None, "f32")
+    assert any(k.after_previous_grid for k in plan.kernels) and not all(k.after_previous_grid for k in plan.kernels)
+    plan.save(str(tmp_path / "plan"))
+    loaded = CompiledProgram.load(str(tmp_path / "plan"))
+    assert [k.to_json() for k in loaded.kernels] == [k.to_json() for k in plan.kernels]
+    assert [k.after_previous_grid for k in loaded.kernels] == [k.after_previous_grid for k in plan.kernels]

@@ -324,7 +324,7 @@ class KernelInfo:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
-            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread")}
+            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid")}
 
     def array_offsets(self, itemsize: int) -> list[int]:
         """Where the arrays apart from the planned buffer start, in words from its start: after
