@@ -236,16 +236,18 @@ def copy_pattern(model: KernelModel, op: MOp) -> tuple[AccessPattern, int, bool]
 
 # Bytes of loads an SM must keep in flight to stream at the copy bandwidth: bandwidth per SM
 # times the turnaround from a block's loads to the next block's (H200: 4.26 TB/s / 132 SMs x
-# 1.5 us, the larger of the two built-in GPUs; benchmarks/NOTES.md, tenth session).
-IN_FLIGHT_BYTES = 48 * 1024
+# about 1.4 us, the larger of the two built-in GPUs). Measured on SyncTest's kernel (4.6 KB a
+# block), 10 resident blocks asked stream fastest on the H200 (8: 3% slower; 11 and 12:
+# 0.5-0.7%) and faster than 11 on the H100 (benchmarks/NOTES.md, tenth and nineteenth sessions).
+IN_FLIGHT_BYTES = 45 * 1024
 
 
 def launch_min_blocks(model: KernelModel) -> int:
     """Resident blocks the emitted kernel asks ptxas for (`__launch_bounds__`): 1024 threads
     per SM, i.e. at most 64 registers per thread; more for a kernel without loops whose
     blocks load so little that 1024 threads keep less than `IN_FLIGHT_BYTES` of loads in
-    flight (SyncTest: 4.6 KB a block, 8 blocks keep 37 KB; asked for 11, ptxas fits it in
-    40 registers and it streams 3% faster on an H200), up to 2048 threads per SM.
+    flight (SyncTest: 4.6 KB a block, 8 blocks keep 37 KB; asked for 10, ptxas fits it in
+    47 registers and it streams 3-4% faster on an H200), up to 2048 threads per SM.
 
     Without a minimum, `__launch_bounds__` lets ptxas squeeze registers for full occupancy
     and spill; without launch bounds at all it assumes 1024-thread blocks. A kernel that
