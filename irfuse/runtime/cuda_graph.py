@@ -20,6 +20,9 @@ from collections.abc import Callable
 from irfuse.diagnostics import ExecutionError
 
 
+STREAMS_KEPT = 16  # callers' streams a launch object keeps made handles for
+
+
 def cuda_driver():
     """cuda-bindings' driver API (imported when a GPU is used)."""
     from cuda.bindings import driver
@@ -69,7 +72,7 @@ class CudaGraph:
         """Submits the graph on the CUDA stream `handle` (a caller's stream)."""
         stream = self._streams.get(handle)
         if stream is None:
-            if len(self._streams) >= 16:  # a caller making streams without end: keep a few
+            if len(self._streams) >= STREAMS_KEPT:  # a caller making streams without end: keep a few
                 self._streams.clear()
             stream = self._streams[handle] = cuda_driver().CUstream(handle)
         (err,) = self._launch(self._exec, stream)

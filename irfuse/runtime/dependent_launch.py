@@ -27,9 +27,7 @@ import time
 from dataclasses import dataclass
 
 from irfuse.diagnostics import ExecutionError
-from irfuse.runtime.cuda_graph import CudaGraph, cuda_driver
-
-STREAMS_KEPT = 16  # launch configurations kept, one per caller's stream
+from irfuse.runtime.cuda_graph import STREAMS_KEPT, CudaGraph, cuda_driver
 
 
 @dataclass(frozen=True)
