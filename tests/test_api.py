@@ -251,7 +251,8 @@ def test_batch_lengths_that_disagree_are_refused(stvenant):
     ref = stvenant.compiled.reference_program
     inputs = random_inputs(ref, 20, 0, np.float32)
     inputs["vec3dphi"] = inputs["vec3dphi"][:19]
-    with pytest.raises(irfuse.UsageError, match="input 'vec3dphi' holds 19 elements, the other arguments 20"):
+    with pytest.raises(irfuse.UsageError, match=r"input 'vec3dphi' holds 19 elements, the other arguments "
+                                                r"\(ten4help1, mat33helpf, mat33help1, vecquadweightssums\) 20"):
         stvenant(**inputs)
 
 

@@ -125,7 +125,7 @@ def test_a_program_compiled_for_soa_settles_shapes_that_fit_both():
      r"input 'D' has shape \(5, 4, 40\); expected \(N, 5, 5\) \(array of structures, the batch axis first\) or "
      r"\(5, 5, N\) \(structure of arrays, the batch axis last\)"),
     (lambda p, soa, aos: p(**{**soa, "c": np.zeros((3, 39), np.float32)}),
-     "input 'c' holds 39 elements, the other arguments 40"),
+     r"input 'c' holds 39 elements, the other arguments \(A, B, D, E\) 40"),
     (lambda p, soa, aos: p.for_layout("columns"), "layout must be one of aos, soa, got 'columns'"),
 ])
 def test_bad_soa_arguments_are_refused_by_name(bigfusion, call, message):

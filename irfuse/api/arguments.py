@@ -41,18 +41,45 @@ def bind_inputs(names: Sequence[str], args: tuple, named: dict) -> dict[str, obj
     return {n: bound[n] for n in names}
 
 
-def host_array(what: str, value: object) -> np.ndarray:
-    """`value` as a NumPy array without copying, or a refusal naming `what` (GPU arrays with
-    a CUDA array interface are taken before this, by `device_arrays`)."""
+def host_array(what: str, value: object, dtype: np.dtype | None = None) -> np.ndarray:
+    """`value` as a NumPy array without copying (nested Python sequences: converted to `dtype`,
+    the program's element type), or a refusal naming `what` (GPU arrays with a CUDA array
+    interface are taken before this, by `device_arrays`; a masked array is refused, its mask
+    having no meaning to the kernels)."""
     if hasattr(value, "__dlpack_device__") and not isinstance(value, np.ndarray) and _dlpack_on_device(value):
         raise UsageError(f"{what} is an array in device memory that is not CUDA's "
                          f"({type(value).__module__}.{type(value).__qualname__}); irfuse runs on NVIDIA GPUs and "
                          "on the CPU")
+    if isinstance(value, np.ma.MaskedArray):
+        raise UsageError(f"{what} is a NumPy masked array, whose mask the kernels would ignore: pass "
+                         "a.filled(value) (masked entries replaced) or a.data (the stored values)")
     if isinstance(value, np.ndarray):
         return value
-    if hasattr(value, "__array__") or isinstance(value, (list, tuple)):
+    if hasattr(value, "__array__"):
         return np.asarray(value)
+    if isinstance(value, (list, tuple)):
+        return _sequence_array(what, value, dtype)
     raise UsageError(f"{what} is a {type(value).__qualname__}, not an array")
+
+
+def _sequence_array(what: str, value, dtype: np.dtype | None) -> np.ndarray:
+    """Nested Python sequences of numbers as an array of the program's element type `dtype`:
+    they have no element type of their own, so they are converted (in either precision
+    alike), refused only where a value does not fit the type or they are not numbers."""
+    try:
+        wide = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{what} is a {type(value).__qualname__} that is not a rectangular nest of numbers: "
+                         f"{e}") from None
+    if dtype is None:
+        return wide
+    with np.errstate(over="ignore"):
+        out = wide.astype(dtype)
+    beyond = np.isfinite(wide) & ~np.isfinite(out)
+    if beyond.any():
+        raise UsageError(f"{what} holds {int(beyond.sum())} values beyond the {np.dtype(dtype).name} range "
+                         f"(first: {float(wide[np.unravel_index(int(np.argmax(beyond)), wide.shape)])!r})")
+    return out
 
 
 def _dlpack_on_device(value: object) -> bool:
@@ -109,6 +136,30 @@ def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
         raise UsageError(f"{what} holds {length} elements, the other arguments {n}: every argument "
                          "needs the same batch length")
     return length
+
+
+def same_batch_length(lengths: Mapping[str, int]) -> int | None:
+    """The batch length every input (name -> length) holds, or a refusal naming the inputs
+    that disagree with the most common length (each input's length when none is the most
+    common); None when there is no input with a batch."""
+    counts: dict[int, list[str]] = {}
+    for name, length in lengths.items():
+        counts.setdefault(length, []).append(name)
+    if len(counts) <= 1:
+        return next(iter(counts), None)
+    ranked = sorted(counts.items(), key=lambda kv: -len(kv[1]))
+    if len(ranked[0][1]) == len(ranked[1][1]):
+        listed = ", ".join(f"'{name}' {length}" for name, length in lengths.items())
+        raise UsageError(f"the inputs' batch lengths disagree ({listed} elements): every argument needs the same "
+                         "batch length")
+    common, agree = ranked[0]
+    odd = [name for name in lengths if lengths[name] != common]
+    if len(odd) == 1:
+        said = f"input '{odd[0]}' holds {lengths[odd[0]]} elements, the other arguments ({', '.join(agree)}) {common}"
+    else:
+        said = (f"inputs {', '.join(f'{chr(39)}{name}{chr(39)} ({lengths[name]})' for name in odd)} disagree with the "
+                f"other arguments ({', '.join(agree)}), which hold {common} elements")
+    raise UsageError(f"{said}: every argument needs the same batch length")
 
 
 def check_uniform_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype) -> None:

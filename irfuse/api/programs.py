@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_array, check_output_array,
-                                  check_uniform_array, host_array)
+                                  check_uniform_array, host_array, same_batch_length)
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       moved_batch_axis, overlaps, stream_handle)
 from irfuse.api.dlpack_export import handed_over
@@ -80,6 +80,11 @@ class Outputs(tuple):
         except KeyError as e:
             raise AttributeError(str(e)) from None
 
+    def __reduce__(self):
+        # (tuple's own pickling would call __new__ without the names: a Dask task's result
+        # moving between workers could not be unpickled)
+        return (Outputs, (self._names, list(self)))
+
     def keys(self) -> tuple[str, ...]:
         return self._names
 
@@ -107,6 +112,8 @@ class Verification:
         return self.ok
 
     def __str__(self) -> str:
+        if self.n == 0:
+            return "verified on an empty batch: no element to check"
         where = "every element" if self.elements == self.n else f"a seeded sample of {self.elements} of {self.n} elements"
         return f"verified on {where}: " + "; ".join(c.describe() for c in self.checks)
 
@@ -436,14 +443,22 @@ class Program:
             program = self._variants[key] = self._variant(layout, strides)
         return program
 
-    def _view_strides(self, arrays: dict, out, layout: str) -> dict[str, tuple[int, ...]]:
+    def _chunked(self, arrays: dict, memory_budget: int | None) -> bool:
+        """Whether a call on these arrays runs in chunks (`runtime.streaming`): host arrays on
+        the GPU, or with a device-memory budget. Chunks are copied into buffers of their own,
+        so their kernels are the contiguous ones, whatever views the caller passed."""
+        first = next(iter(arrays.values()), None)
+        budget = memory_budget if memory_budget is not None else self.memory_budget
+        return not isinstance(first, DeviceArray) and (self.backend == "cuda" or budget is not None)
+
+    def _view_strides(self, arrays: dict, out, layout: str, chunked: bool = False) -> dict[str, tuple[int, ...]]:
         """The inputs and `out=` arrays that are strided views (name -> strides in words,
         batch axis first), where the kernels would read and write them in place: GPU arrays,
         and NumPy arrays on the CPU backend when no output shares memory with another array
-        (else they are copied, as any host array may be)."""
+        and the call is not `chunked` (else they are copied, as any host array may be)."""
         first = next(iter(arrays.values()), None)
         on_gpu = isinstance(first, DeviceArray)
-        if first is None or not (on_gpu or self.backend == "cpu" and not self._host_views_copied):
+        if first is None or chunked or not (on_gpu or self.backend == "cpu" and not self._host_views_copied):
             return {}
         given = {name: (name, a) for name, a in arrays.items()  # key in kas.strides -> (argument, array)
                  if name not in self.uniform}
@@ -481,19 +496,26 @@ class Program:
         arrays = {}
         for name, value in bound.items():
             a = device_array(value)
-            arrays[name] = a if a is not None else host_array(f"input '{name}'", value)
+            arrays[name] = a if a is not None else host_array(f"input '{name}'", value, self.dtype)
         batch = {k: a for k, a in arrays.items() if k not in self.uniform}
         layout = call_layout(batch, self.shapes, self.layout)
-        n = None
+        lengths: dict[str, int] = {}
         for name, a in arrays.items():
             if name in self.uniform:
                 check_uniform_array(f"input '{name}'", a, self.shapes[name], self.dtype)
                 if isinstance(a, np.ndarray) and not (a.flags.c_contiguous and a.ctypes.data % ALIGNMENT == 0):
                     arrays[name] = _aligned_copy(a)  # a few words: read whole by every block
             else:
-                n = check_array(f"input '{name}'", a, self.shapes[name], self.dtype, n, layout)
+                lengths[name] = check_array(f"input '{name}'", a, self.shapes[name], self.dtype, None, layout)
+        n = same_batch_length(lengths)
         if n is None:
             n = 1  # uniform inputs only: the program computes one value, once
+        if n == 0:
+            uniform_out = [name for name in self.outputs if name in self.uniform]
+            if uniform_out:
+                raise UsageError(f"the inputs hold 0 elements and output '{uniform_out[0]}' holds one value for the "
+                                 "whole batch, which a batch of no elements does not define (a maximum over "
+                                 "no elements has no value): pass at least one element")
         on_gpu = [k for k, a in arrays.items() if isinstance(a, DeviceArray)]
         if on_gpu and len(on_gpu) < len(arrays):
             host = next(k for k in arrays if k not in on_gpu)
@@ -570,7 +592,7 @@ class Program:
                         if fast.launch():
                             return fast.outputs
         arrays, n, layout = self._arrays(args, named)
-        strides = self._view_strides(arrays, out, layout)
+        strides = self._view_strides(arrays, out, layout, self._chunked(arrays, memory_budget))
         if layout != self.layout or strides != self.strides:
             try:
                 target = self._for(layout, strides)
@@ -668,6 +690,8 @@ class Program:
                   budget: int | None, progress: Callable[[int, int], None] | None) -> None:
         dev = self._opened_device()
         if self.backend == "cuda" or budget is not None:
+            if self.strides:  # `_view_strides` never chooses a strided variant for chunks
+                raise ExecutionError(f"{self.name}: kernels compiled for strided views were about to read chunks")
             if budget is None:
                 budget = dev.drv.mem_get_info()[0] // 2
             chunk = chunk_elements(self.compiled, n, budget)
@@ -772,7 +796,7 @@ class Program:
         element up to `sample` of them and on a seeded sample of `sample` beyond (`None`: every
         element), with the rule `irfuse run` uses."""
         arrays, n, layout = self._arrays(args, named)
-        strides = self._view_strides(arrays, None, layout)
+        strides = self._view_strides(arrays, None, layout, self._chunked(arrays, None))
         if layout != self.layout or strides != self.strides:
             return self._for(layout, strides).check(*args, sample=sample, seed=seed, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
@@ -781,6 +805,8 @@ class Program:
 
     def _verify(self, arrays, outputs: Outputs, n: int, sample: int | None = 100_000, seed: int = 0) -> Verification:
         """Checks outputs (in the program's layout) against the reference, on `sample` elements."""
+        if n == 0:  # (an empty batch has only per-element outputs: `_arrays`)
+            return Verification([OutputCheck(name, 0.0, 0.0, None, None, None, True) for name in self.outputs], 0, 0)
         index = np.arange(n) if sample is None else verified_elements(self.compiled.reference_program, n, "auto",
                                                                       seed, sample)
 

@@ -87,6 +87,12 @@ def _sizes_of(compiled) -> tuple[int, int, tuple[tuple[int, KernelInfo], ...]]:
     return _sizes[compiled.module]
 
 
+def chunk_alignment(compiled) -> int:
+    """Elements a chunk holds a multiple of when a batch takes several: those of the blocks
+    whose partials the program's reductions combine (1 for a program that does not reduce)."""
+    return _sizes_of(compiled)[1]
+
+
 def bytes_per_element(compiled) -> int:
     """Device bytes one element of a chunk takes: every input, temporary and output that has
     a value per element (a uniform one's few words are not counted; a reduction's partials
@@ -122,7 +128,7 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
                          f"lanes ({per} bytes){beside}")
     lane_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, one * n // MIN_CHUNKS))
     chunk = min(n, max(1, lane_bytes // one), (budget - kept) // per)
-    align = _sizes_of(compiled)[1]
+    align = chunk_alignment(compiled)
     if chunk < n and chunk % align:
         if chunk < align:
             raise UsageError(f"a device-memory budget of {budget} bytes cannot hold {align} elements in each of "
@@ -277,8 +283,10 @@ class ChunkedRun:
         lane = {"in": {k: Slot() for k in self.inputs}, "out": {k: Slot() for k in self.outputs}, "runs": {},
                 "buffers": {}, "partials": {}, "pending": None}
         with self._owning():
-            for k in (*self.inputs, *self.outputs):
-                lane["buffers"][k] = dev.alloc(self._shape(k, self.chunk))
+            # An output returned under an input's name (`v = f(v); return v;`) gets a buffer
+            # of its own: a later kernel of the chunk may still read the input.
+            for key, k in self._keys():
+                lane["buffers"][key] = dev.alloc(self._shape(k, self.chunk))
             for c in self.plan.combined:  # a chunk's partials, laid out as a batch of that chunk's
                 lane["partials"][c.partials] = dev.alloc((c.res.type.size * self._blocks(c, self.chunk),))
         if self.gpu:
@@ -287,11 +295,16 @@ class ChunkedRun:
             lane["host"] = None  # page-locked staging buffers, made when first needed
         return lane
 
+    def _keys(self) -> list[tuple[str, str]]:
+        """(buffer key, argument name) of every input, then of every output (`OUTPUT_KEY` +
+        name: an output may have an input's name and never shares its buffers)."""
+        return [(k, k) for k in self.inputs] + [(OUTPUT_KEY + k, k) for k in self.outputs]
+
     def _staging(self, lane: dict) -> dict:
         if lane["host"] is None:
             drv = self.device.drv
-            lane["host"] = {k: drv.pagelocked_empty(self._shape(k, self.chunk), np.dtype(self.device.dtype))
-                            for k in (*self.inputs, *self.outputs)}
+            lane["host"] = {key: drv.pagelocked_empty(self._shape(k, self.chunk), np.dtype(self.device.dtype))
+                            for key, k in self._keys()}
         return lane["host"]
 
     def _recorded(self, lane: dict, m: int, p: int | None):
@@ -343,8 +356,10 @@ class ChunkedRun:
 
     def _point(self, lane: dict, m: int) -> None:
         """The slots at the lane's buffers, holding `m` elements laid out for a batch of m."""
-        for k, slot in (*lane["in"].items(), *lane["out"].items()):
-            buf = lane["buffers"][k]
+        slots = [(k, k, slot) for k, slot in lane["in"].items()]
+        slots += [(OUTPUT_KEY + k, k, slot) for k, slot in lane["out"].items()]
+        for key, k, slot in slots:
+            buf = lane["buffers"][key]
             slot.ptr = int(buf) if self.gpu else buf.ctypes.data
             slot.nbytes = math.prod(self._shape(k, m)) * self.compiled.itemsize
             if not self.gpu:
@@ -497,10 +512,11 @@ class ChunkedRun:
         copy.width_in_bytes, copy.height = m * isz, words
         copy(stream)
 
-    def _staged(self, lane: dict, k: str, m: int) -> np.ndarray:
-        """The part of lane's page-locked buffer for `k` that holds a chunk of m elements."""
-        shape = self._shape(k, m)
-        return self._staging(lane)[k].reshape(-1)[: math.prod(shape)].reshape(shape)
+    def _staged(self, lane: dict, key: str, m: int) -> np.ndarray:
+        """The part of lane's page-locked buffer `key` (an input's name, or `OUTPUT_KEY` and an
+        output's) that holds a chunk of m elements."""
+        shape = self._shape(key.removeprefix(OUTPUT_KEY), m)
+        return self._staging(lane)[key].reshape(-1)[: math.prod(shape)].reshape(shape)
 
     def _issue_gpu(self, lane: dict, arrays, results, start: int, m: int, p: int | None, whole: dict) -> None:
         """Queues a chunk of pass p on the lane's stream: arrays whose pages are locked go
@@ -525,9 +541,9 @@ class ChunkedRun:
         self._partials_of_chunk(lane, combines, whole, start, m)
         for k in gives:
             if self.locked[OUTPUT_KEY + k]:
-                self._transfer(results[k], lane["buffers"][k], start, m, stream, False)
+                self._transfer(results[k], lane["buffers"][OUTPUT_KEY + k], start, m, stream, False)
             else:
-                drv.memcpy_dtoh_async(self._staged(lane, k, m), lane["buffers"][k], stream)
+                drv.memcpy_dtoh_async(self._staged(lane, OUTPUT_KEY + k, m), lane["buffers"][OUTPUT_KEY + k], stream)
                 staged_any = True
         lane["pending"] = (start, m, gives)
         lane["staging_busy"] = staged_any
@@ -540,7 +556,7 @@ class ChunkedRun:
         lane["stream"].synchronize()
         for k in gives:
             if not self.locked[OUTPUT_KEY + k]:
-                _copy(self._chunk_of(k, results[k], start, m), self._staged(lane, k, m))
+                _copy(self._chunk_of(k, results[k], start, m), self._staged(lane, OUTPUT_KEY + k, m))
         lane["pending"] = None
         lane["staging_busy"] = False
         self._done()
