@@ -55,6 +55,24 @@ def cpu_threads() -> int:
     return int(text)
 
 
+TIMEOUT_VARIABLE = "IRFUSE_CXX_TIMEOUT"
+DEFAULT_TIMEOUT_S = 600.0  # the largest generated programs compile in well under a minute
+
+
+def compile_timeout() -> float:
+    """Seconds a host compile may take: `IRFUSE_CXX_TIMEOUT`, else `DEFAULT_TIMEOUT_S`."""
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{TIMEOUT_VARIABLE} must be a positive number of seconds, not '{text}'")
+    return value
+
+
 def compiler() -> list[str]:
     """The host C++ compiler's command words: `CXX` split as a shell would (`ccache g++`), else
     the first of g++, c++, clang++ on PATH; a clear error when there is none."""
@@ -127,14 +145,28 @@ class HostModule:
             out = os.path.join(tmp, "kernels.so")
             cmd = [*cxx, *flags, "-include", os.path.join(tmp, HEADER), "-x", "c++",
                    os.path.join(tmp, "launcher.cpp"), "-o", out]
+            limit = compile_timeout()
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True)
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
             except OSError as e:
                 raise UsageError(f"cannot run the host C++ compiler '{' '.join(cxx)}': {e.strerror}") from None
+            except subprocess.TimeoutExpired:
+                raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' did not finish within {limit:g} s "
+                                   f"({TIMEOUT_VARIABLE} sets the limit)") from None
             if proc.returncode != 0:
                 err = CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
                 err.generated = (source, proc.stderr)  # type: ignore[attr-defined]  # to map errors back
                 raise err
+            if not os.path.isfile(out) or not os.path.getsize(out):
+                raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' succeeded but wrote no library: CXX "
+                                   "must be a C++20 compiler such as g++ or clang++")
+            # Only a library that loads is kept: one built by a C compiler (CXX=gcc) lacks the
+            # C++ runtime and would fail every later run from the cache the same way.
+            try:
+                ctypes.CDLL(out)
+            except OSError as e:
+                raise CompileError(f"the library built by the host C++ compiler '{' '.join(cxx)}' does not load "
+                                   f"({e}): CXX must be a C++20 compiler such as g++ or clang++") from None
             with open(out, "rb") as f:
                 return f.read()
 

@@ -6,7 +6,8 @@ options (element type, backend, pipeline, planning batch, the device profile's f
 architecture, layout), the op library in use (every op's definition and every hand-written
 implementation, user ops included) and the installed irfuse itself (a digest of its source
 files, so an edited or upgraded irfuse never reads an older one's entries). A hit therefore
-gives what compiling would; an entry that cannot be read whole is compiled again. Like the
+gives what compiling would; an entry that cannot be read whole, or whose files do not
+match the checksums written with them, is compiled again (and replaced). Like the
 code caches (`irfuse.backend.disk_cache`) it lives under `IRFUSE_CACHE_DIR` and only saves
 time: the front end, the fusion search and the passes (from 0.06 s for the seeds to seconds
 for large programs), on top of the NVRTC and host compiles those caches save already.
@@ -22,12 +23,12 @@ import shutil
 import tempfile
 from dataclasses import asdict
 
-from irfuse.backend.disk_cache import cache_lock, entry_path
+from irfuse.backend.disk_cache import cache_lock, entry_path, sha256
 from irfuse.diagnostics import Diagnostic, IrfuseError
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.library.catalogue import Library
 
-FORMAT = 1
+FORMAT = 2  # 2: entries carry a checksum of every file
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,10 +67,34 @@ def program_key(library: Library, **inputs) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+CHECKSUMS = "checksums.json"  # written last: file name -> sha256 of every other file of the entry
+
+
+def _checksums(path: str) -> dict[str, str]:
+    """sha256 of every file of an entry directory (but the checksum list)."""
+    sums = {}
+    for name in sorted(os.listdir(path)):
+        if name != CHECKSUMS:
+            with open(os.path.join(path, name), "rb") as f:
+                sums[name] = sha256(f.read())
+    return sums
+
+
+def _intact(path: str) -> bool:
+    """Whether the entry holds exactly the files its checksum list names, each unchanged
+    (an entry edited, cut short or half deleted on disk is compiled again)."""
+    try:
+        with open(os.path.join(path, CHECKSUMS)) as f:
+            want = json.load(f)
+        return isinstance(want, dict) and _checksums(path) == want
+    except (OSError, ValueError):
+        return False
+
+
 def load(key: str) -> tuple[CompiledProgram, list[Diagnostic]] | None:
-    """The entry's program and warnings, or None (absent, or not readable whole)."""
+    """The entry's program and warnings, or None (absent, damaged, or not readable whole)."""
     path = entry_path("program", key)
-    if not os.path.isfile(os.path.join(path, "complete")):
+    if not _intact(path):
         return None
     try:
         program = CompiledProgram.load(path)
@@ -92,8 +117,9 @@ def store(key: str, program: CompiledProgram, diagnostics: list[Diagnostic]) -> 
                 program.save(tmp)
                 with open(os.path.join(tmp, "diagnostics.json"), "w") as f:
                     json.dump([asdict(d) for d in diagnostics], f)
-                with open(os.path.join(tmp, "complete"), "w") as f:
-                    f.write("1\n")
+                sums = _checksums(tmp)
+                with open(os.path.join(tmp, CHECKSUMS), "w") as f:
+                    json.dump(sums, f, indent=1)
                 shutil.rmtree(path, ignore_errors=True)  # a damaged or incomplete older entry
                 os.replace(tmp, path)
             finally:
