@@ -134,6 +134,11 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
             source.verify()
         except (ValueError, VerifyException) as e:
             raise UsageError(f"irfuse.compile: the module given is not a valid kas program: {e}") from None
+        lowered = next((op for op in source.walk() if op.dialect_name() == "fuse"), None)
+        if lowered is not None:
+            raise UsageError(f"irfuse.compile: the module given is already lowered (it holds {lowered.name}); "
+                             "compile the kas program it was lowered from (irfuse-opt prints it before any "
+                             "pass), or run a plan saved by `irfuse compile -o DIR` with `irfuse run --plan DIR`")
         text = module_text(source)
     elif isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_source_text(source)):
         path = os.fspath(source)

@@ -70,6 +70,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
+from irfuse.dialects import kas
 from irfuse.dialects.kas import KasType, ReduceKind, ReduceKindAttr, locate_block_arguments, parse_block_arguments
 from irfuse.dialects.layouts import LAYOUT_ATTR, Layout, module_layout
 from irfuse.dialects.located import LocatedOperation
@@ -564,6 +565,7 @@ class LoopOp(LocatedOperation):
     def verify_(self) -> None:
         if self.trip_count.data < 1:
             raise VerifyException(f"fuse.loop trip count must be at least 1, got {self.trip_count.data}")
+        kas.verify_total_iterations(self, self.trip_count.data)
         places = self.place_list()
         if len(places) != len(self.res):
             raise VerifyException(f"fuse.loop has {len(self.res)} results but {len(places)} places")
@@ -850,6 +852,15 @@ class LaunchOp(LocatedOperation):
             raise VerifyException(
                 f"fuse.launch of @{self.kernel_name}: result types ({', '.join(map(str, self.res.types))}) "
                 f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
+        for k, (r, out) in enumerate(zip(self.res, kernel.output_args)):
+            store = next((u.operation for u in out.uses if isinstance(u.operation, StoreOp)), None)
+            if store is None or store.reduce_kind is None:
+                continue
+            reader = next((u.operation for u in r.uses if not isinstance(u.operation, CombineOp)), None)
+            if reader is not None:
+                raise VerifyException(
+                    f"fuse.launch of @{self.kernel_name}: result {k} holds a {store.reduce_kind.value} reduction's "
+                    f"per-block partials, which only fuse.combine reads, not {reader.name}")
 
 
 # A combine kernel's lanes: COMBINE_BLOCKS blocks of COMBINE_THREADS threads per word (powers

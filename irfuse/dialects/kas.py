@@ -342,6 +342,26 @@ class ReduceOp(LocatedOperation):
             raise VerifyException("kas.reduce needs a per-element operand; this one is uniform")
 
 
+# Loop iterations in all, nested loops multiplied (kas.loop and fuse.loop alike): a loop run
+# from the host launches its body's kernels every iteration, one inside a kernel counts them
+# in 32-bit registers, and nothing over this would finish in any reasonable time.
+MAX_TOTAL_ITERATIONS = 1_000_000
+
+
+def verify_total_iterations(op: Operation, trip_count: int) -> None:
+    """Refuses a loop whose iterations, its enclosing loops' trip counts multiplied in, exceed
+    `MAX_TOTAL_ITERATIONS` (any loop op with a `trip_count` property counts)."""
+    total, parent = trip_count, op.parent_op()
+    while parent is not None:
+        trips = parent.properties.get("trip_count")
+        if isinstance(trips, IntAttr):
+            total *= trips.data
+        parent = parent.parent_op()
+    if total > MAX_TOTAL_ITERATIONS:
+        raise VerifyException(f"{op.name} runs {total:,} iterations with its enclosing loops; at most "
+                              f"{MAX_TOTAL_ITERATIONS:,} are allowed")
+
+
 @irdl_op_definition
 class LoopOp(LocatedOperation):
     """Runs its body `trip_count` times in order.
@@ -371,6 +391,7 @@ class LoopOp(LocatedOperation):
     def verify_(self) -> None:
         if self.trip_count.data < 1:
             raise VerifyException(f"kas.loop trip count must be at least 1, got {self.trip_count.data}")
+        verify_total_iterations(self, self.trip_count.data)
         block = self.body.block
         if len(block.args) != len(self.iter_args):
             raise VerifyException(

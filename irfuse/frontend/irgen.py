@@ -28,6 +28,7 @@ from irfuse.analysis.liveness import live_values
 from irfuse.diagnostics import CompileError, Diagnostic, SourceFile
 from irfuse.dialects.kas import (
     CallOp,
+    MAX_TOTAL_ITERATIONS,
     ConstantOp,
     KasType,
     LoopOp,
@@ -46,9 +47,6 @@ from irfuse.library.catalogue import Library, default_library
 
 MAX_ERRORS = 20
 REDUCTIONS = {k.value for k in ReduceKind}  # the calls that reduce over the batch
-# Loop iterations in all, nested loops multiplied: every iteration launches its body's
-# kernels from the host, so a program over this would not finish in any reasonable time.
-MAX_TOTAL_ITERATIONS = 1_000_000
 
 
 @dataclass
@@ -279,15 +277,15 @@ class IRGen:
             self.err(s.target, f"{what}: its value is one for the whole batch, but '{t}' is per-element",
                      [f"declare it 'uniform {self.types[t].spelling()} {t};'"])
             return False
+        if t in self.uniform and self.enclosing_trips:  # (said first: inside a loop it would read per element)
+            self.err(s.target, f"'{t}' is uniform and cannot be assigned inside a loop",
+                     ["loops carry per-element values; compute the uniform value before the loop"])
+            return False
         if not uniform and t in self.uniform:
             self.err(s.target, f"'{t}' is uniform, but '{s.op.text}' of the per-element "
                      f"'{per_element.text}' gives one value per element",  # type: ignore[union-attr]
                      ["a uniform variable holds one value for the whole batch: reduce a per-element value "
                       "with sum, max or min, or declare the variable without 'uniform'"])
-            return False
-        if uniform and self.enclosing_trips:
-            self.err(s.target, f"'{t}' is uniform and cannot be assigned inside a loop",
-                     ["loops carry per-element values; compute the uniform value before the loop"])
             return False
         return True
 

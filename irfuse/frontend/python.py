@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
 from irfuse.frontend.irgen import REDUCTIONS, FrontendResult, build_module
-from irfuse.frontend.syntax import Call, Declaration, Loop, Name, Number, Pos, Program, Statement
+from irfuse.frontend.syntax import MAX_TRIP_COUNT, Call, Declaration, Loop, Name, Number, Pos, Program, Statement
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.ops import OpDef
 
@@ -343,6 +343,8 @@ class _Translator:
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable is a plain name (it is not available in the body)")
         count = self.constant_int(it.args[0])
+        if not 1 <= count <= MAX_TRIP_COUNT:  # as KAS's `loop N` (range(0) would run nothing)
+            raise self.error(it.args[0], f"loop trip count {count} is out of range 1..{MAX_TRIP_COUNT}")
         body = self.block(node.body)
         for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
             if isinstance(inner, ast.Name) and inner.id == node.target.id and node.target.id != "_":

@@ -82,3 +82,38 @@ builtin.module {
   }
 }
 // CHECK: shared[1000000] for 4 elements of 9 words ends at word 1000036 (4000144 bytes): a block has at most 232448 bytes of shared memory
+
+// -----
+// A trip count past what a kernel's 32-bit loop counter (and any reasonable run) allows.
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 4) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
+    %a = fuse.load %A into shared[0] : !kas.matrix<3x3>
+    %c = fuse.copy %a into reg : !kas.matrix<3x3>
+    %r = fuse.loop 99999999999 iter_args(%m = %c) -> (!kas.matrix<3x3> into reg) {
+      fuse.yield %m : !kas.matrix<3x3>
+    }
+    %b = fuse.copy %r into shared[36] : !kas.matrix<3x3>
+    fuse.store %b to %B : !kas.matrix<3x3>
+  }
+}
+// CHECK: fuse.loop runs 99,999,999,999 iterations with its enclosing loops; at most 1,000,000 are allowed
+
+// -----
+// Nested loops count their trip counts multiplied.
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 4) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
+    %a = fuse.load %A into shared[0] : !kas.matrix<3x3>
+    %c = fuse.copy %a into reg : !kas.matrix<3x3>
+    %r = fuse.loop 2000 iter_args(%m = %c) -> (!kas.matrix<3x3> into reg) {
+      %d = fuse.copy %m into reg : !kas.matrix<3x3>
+      %s = fuse.loop 1000 iter_args(%q = %d) -> (!kas.matrix<3x3> into reg) {
+        fuse.yield %q : !kas.matrix<3x3>
+      }
+      %e = fuse.copy %s into reg : !kas.matrix<3x3>
+      fuse.yield %e : !kas.matrix<3x3>
+    }
+    %b = fuse.copy %r into shared[36] : !kas.matrix<3x3>
+    fuse.store %b to %B : !kas.matrix<3x3>
+  }
+}
+// CHECK: fuse.loop runs 2,000,000 iterations with its enclosing loops; at most 1,000,000 are allowed

@@ -45,3 +45,16 @@ builtin.module {
   }
 }
 // CHECK: kas.tensor must have 3 or 4 dimensions, got 2
+
+// -----
+// A loop run from the host records its body once per iteration: a trip count beyond the limit is refused.
+builtin.module {
+  kas.program @p(%A: !kas.matrix<3x3>) -> (t : !kas.matrix<3x3>) {
+    %t = kas.loop 99999999999 iter_args(%a = %A) -> (!kas.matrix<3x3>) {
+      %s = kas.call @madd33(%a, %a) : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
+      kas.yield %s : !kas.matrix<3x3>
+    }
+    kas.return %t : !kas.matrix<3x3>
+  }
+}
+// CHECK: kas.loop runs 99,999,999,999 iterations with its enclosing loops; at most 1,000,000 are allowed

@@ -135,3 +135,17 @@ builtin.module {
   }
 }
 // CHECK: fuse.load of a uniform input goes into the uniform place (the block's one copy, which every element reads), not shared[0]
+
+// -----
+// A reduction's per-block partials returned as if they were its value (fuse.combine skipped).
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 64) (%A: !kas.scalar) -> (%B: !kas.scalar) {
+    %a = fuse.load %A into shared[0] : !kas.scalar
+    fuse.store %a to %B reduce sum : !kas.scalar
+  }
+  kas.program @p(%A: !kas.scalar) -> (t : !kas.scalar) {
+    %b = fuse.launch @k(%A) : (!kas.scalar) -> !kas.scalar
+    kas.return %b : !kas.scalar
+  }
+}
+// CHECK: fuse.launch of @k: result 0 holds a sum reduction's per-block partials, which only fuse.combine reads, not kas.return
