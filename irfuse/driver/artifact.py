@@ -69,7 +69,8 @@ class CompiledProgram:
     def resources(self, kernel: str) -> KernelResources | None:
         return self.cubin.resources.get(kernel) if self.cubin else None
 
-    def save(self, directory: str) -> None:
+    def save(self, directory: str) -> list[str]:
+        """Writes the plan directory; returns the names of the files written."""
         os.makedirs(directory, exist_ok=True)
         with open(os.path.join(directory, "kernels.cu"), "w") as f:
             f.write(self.source)
@@ -95,6 +96,9 @@ class CompiledProgram:
             manifest["resources"] = {k: vars(v) for k, v in self.cubin.resources.items()}
         with open(os.path.join(directory, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)
+        return ["kernels.cu", *(["kernels.cubin"] if self.cubin is not None else []), "manifest.json", "program.mlir",
+                *(["reference.mlir"] if self.reference_module is not None else []),
+                *(["registers.json"] if self.cubin is not None else [])]
 
     @staticmethod
     def load(directory: str) -> "CompiledProgram":

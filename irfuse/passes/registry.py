@@ -8,6 +8,7 @@ driver builds its pipelines from it. The in-kernel part of the default pipeline 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -77,6 +78,15 @@ PASSES: list[PassInfo] = [
 DEFAULT_PIPELINE = ",".join(["kas-dce", "fuse-partition", *(s.pass_name for s in IN_KERNEL_STEPS),
                              "fuse-verify-races"])
 UNFUSED_PIPELINE = "kas-dce,fuse-each,fuse-verify-races"
+# Names that stand for a whole pipeline inside a pipeline text (`irfuse-opt -p irfuse-default
+# -t cuda`), expanded before the text is parsed.
+NAMED_PIPELINES = {"irfuse-default": DEFAULT_PIPELINE, "irfuse-unfused": UNFUSED_PIPELINE}
+_NAMED = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, NAMED_PIPELINES)) + r")(?![\w{.-])")
+
+
+def expand_named_pipelines(pipeline: str) -> str:
+    """A pipeline text with every named pipeline (`NAMED_PIPELINES`) replaced by its passes."""
+    return _NAMED.sub(lambda m: NAMED_PIPELINES[m.group(1)], pipeline)
 
 
 def partition_pipeline(top: int, plan: int, max_size: int, n: int, profile: str, keep: int | None = None,
@@ -107,7 +117,7 @@ def build_passes(pipeline: str, defaults: Mapping[str, Mapping[str, object]] | N
     """The passes of a pipeline text (`a,b{opt=1}` or `builtin.module(...)`). `defaults` gives,
     per pass name, option values used where the text does not set that option."""
     try:
-        specs = list(parse_pipeline(strip_module_anchor(pipeline)))
+        specs = list(parse_pipeline(expand_named_pipelines(strip_module_anchor(pipeline))))
     except (Exception, ArgSpecParseError) as e:  # noqa: BLE001 -- xDSL's spec parser raises several kinds
         raise UsageError(f"bad pipeline '{pipeline}': {e}") from None
     classes = pass_classes()

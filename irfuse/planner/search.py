@@ -30,7 +30,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
 from xdsl.ir import Operation, SSAValue
 
 from irfuse.analysis.kernel_model import KernelModel
@@ -331,6 +330,10 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
     A cover whose kernels would depend on each other in a cycle (possible with convex
     groups) gets a cut forbidding that combination, and the model is solved again.
     """
+    # (imported here: OR-Tools takes a third of a second to import, which every irfuse-opt
+    # run and every process running a cached program would pay)
+    from ortools.sat.python import cp_model
+
     model = cp_model.CpModel()
     x = [model.NewBoolVar(f"c{i}") for i in range(len(configs))]
     index = {id(c): i for i, c in enumerate(configs)}

@@ -90,10 +90,13 @@ def random_inputs(program: ProgramOp, n: int, seed: int = 0, dtype=np.float32) -
             for name, t in zip(program.inputs, program.input_types())}
 
 
-def load_inputs(path: str, program: ProgramOp, dtype, layout: str = "aos") -> dict[str, np.ndarray]:
+def load_inputs(path: str, program: ProgramOp, dtype, layout: str = "aos",
+                converted: list[str] | None = None) -> dict[str, np.ndarray]:
     """Reads and checks an .npz file: one array per input, shaped (N, *shape) (or (*shape, N)
     with `layout` 'soa'), all the same N, floating point or integer values that the run's
-    type can hold. The arrays come back as arrays of structures."""
+    type can hold. The arrays come back as arrays of structures in the run's type;
+    `converted` gets a line for each array stored in another type (`irfuse run` reports
+    them)."""
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
@@ -102,10 +105,11 @@ def load_inputs(path: str, program: ProgramOp, dtype, layout: str = "aos") -> di
         raise UsageError(Diagnostic("not an .npz archive (one named array per input, as np.savez "
                                     "writes): a single array cannot say which input it is", path))
     with data:
-        return _check_inputs(path, data, program, dtype, layout)
+        return _check_inputs(path, data, program, dtype, layout, converted if converted is not None else [])
 
 
-def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str) -> dict[str, np.ndarray]:
+def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str,
+                  converted: list[str]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     n: int | None = None
     names = list(data.files)
@@ -147,6 +151,8 @@ def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str) -> di
             raise UsageError(Diagnostic(
                 f"input '{name}' holds {int(big.sum())} values beyond the {np.dtype(dtype).name} range "
                 f"(first: {float(a[where])!r} at {at}); run with --dtype f64", path))
+        if a.dtype != np.dtype(dtype):
+            converted.append(f"input '{name}': {a.dtype.name} -> {np.dtype(dtype).name}")
         out[name] = np.ascontiguousarray(a, dtype=dtype)
     extra = set(data.files) - set(program.inputs)
     if extra:

@@ -53,6 +53,7 @@ from irfuse.tools.tune import tune
 from irfuse.transforms.barriers import barrier_after_every_op
 
 DEFAULT_N = {"cuda": DEFAULT_BATCH, "cpu": 4096, "numpy": 100_000}
+DEFAULT_REPEAT = {"cuda": 20, "cpu": 5}  # timed runs of `irfuse run` (the CPU's at n = 4096 take milliseconds)
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--n", type=int, default=None,
                      help="batch size (default: 4194304 on cuda, 4096 on cpu, 100000 on numpy)")
     run.add_argument("--seed", type=_non_negative, default=0, help="seed of the random inputs (0 or more)")
-    run.add_argument("--repeat", type=int, default=None, help="timed repetitions (default 20 on cuda, 0 elsewhere)")
+    run.add_argument("--repeat", type=int, default=None, help="timed repetitions (default 20 on cuda, 5 on cpu)")
     run.add_argument("--inputs", metavar="FILE.npz", help="read inputs from an .npz file instead of random data")
     run.add_argument("--save", metavar="FILE.npz", help="write the outputs to an .npz file")
     run.add_argument("--plan", metavar="DIR", help="run a plan written by 'irfuse compile'")
@@ -172,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--backend", choices=["cuda", "cpu"], default="cuda",
                       help="cuda (default): time on the GPU; cpu: run and verify every plan on the CPU "
                            "(its times rank the host execution, not the GPU)")
-    tune.add_argument("--json", default=None, metavar="FILE", help="results (default: <program>.tuning.json)")
+    tune.add_argument("--json", default=None, metavar="FILE",
+                      help="write the results here (JSON; with --save-best and no --json: DIR/tuning.json; "
+                           "otherwise none)")
     tune.add_argument("--plot", default=None, metavar="FILE.png", help="measured against predicted throughput")
     tune.add_argument("--save-best", default=None, metavar="DIR", help="write the fastest plan as 'irfuse compile' does")
     _add_common(tune)
@@ -257,7 +260,11 @@ def cmd_run(args) -> int:
     layout = plan.layout
     np_dtype = element_type(dtype).numpy
     if args.inputs:
-        inputs = load_inputs(args.inputs, program, np_dtype, layout)
+        converted: list[str] = []
+        inputs = load_inputs(args.inputs, program, np_dtype, layout, converted)
+        if converted:  # (the API converts no array: a file's values are converted where they fit, and said)
+            console.print(f"{escape(args.inputs)}: converted to the run's type ({', '.join(converted)}); their values "
+                          f"fit it")
         n = batch_size(inputs, program)
         if n < 1:
             raise UsageError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
@@ -280,7 +287,7 @@ def cmd_run(args) -> int:
         return 0
 
     if args.memory_budget is not None:
-        repeat = args.repeat if args.repeat is not None else (3 if backend == "cuda" else 0)
+        repeat = args.repeat if args.repeat is not None else (3 if backend == "cuda" else 1)
         result, chunks, gpu_name = _run_in_chunks(plan, backend, arrays_from_aos(inputs, layout, whole), n,
                                                   args.memory_budget, repeat)
         title += (f" on {gpu_name}" if gpu_name else "") + f", {chunks} chunk{'s' if chunks > 1 else ''} from host memory"
@@ -289,7 +296,7 @@ def cmd_run(args) -> int:
         device = open_device(backend, plan)
         if backend == "cuda":
             title += f" on {device.gpu_name}"
-        repeat = args.repeat if args.repeat is not None else (20 if backend == "cuda" else 0)
+        repeat = args.repeat if args.repeat is not None else DEFAULT_REPEAT[backend]
         with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
             result = Executor(plan, device).run(arrays_from_aos(inputs, layout, whole), n, repeat=repeat)
     outputs = arrays_to_aos(result.outputs, layout, whole)
@@ -408,10 +415,11 @@ def cmd_compile(args) -> int:
                                              arch=args.arch, planning=_planning(args, DEFAULT_BATCH),
                                              layout=args.layout or "aos")
     print_diagnostics(warnings)
-    plan.save(args.output)
+    written = plan.save(args.output)
     _print_kernels(plan)
-    console.print(f"wrote {args.output}/kernels.cu, kernels.cubin ({plan.cubin.arch}), manifest.json, "
-                  "program.mlir, registers.json")
+    arch = f" ({plan.cubin.arch})" if plan.cubin is not None else ""
+    console.print(f"wrote {args.output}/" + ", ".join(name + (arch if name == "kernels.cubin" else "")
+                                                       for name in written))
     return 0
 
 

@@ -29,7 +29,7 @@ from irfuse.dialects.layouts import LAYOUTS, set_module_layout
 from irfuse.dialects.located import location_of
 from irfuse.frontend.irgen import compile_source
 from irfuse.library.catalogue import load_library_file
-from irfuse.passes.registry import PASSES, strip_module_anchor
+from irfuse.passes.registry import NAMED_PIPELINES, PASSES, expand_named_pipelines, strip_module_anchor
 
 
 class IrfuseOptMain(xDSLOptMain):
@@ -155,6 +155,8 @@ class IrfuseOptMain(xDSLOptMain):
             if self.args.passes:
                 raise CompileError("use either -p/--passes or --pass-pipeline, not both")
             self.args.passes = strip_module_anchor(self.args.pass_pipeline)
+        if self.args.passes:
+            self.args.passes = expand_named_pipelines(self.args.passes)
         super().setup_pipeline()
         outer = self.pipeline.callback
         before = set(self.args.print_ir_before)
@@ -193,6 +195,8 @@ def list_passes(stream=None, upstream: bool = False) -> None:
         for name in names:
             print(f"  {name}", file=stream)
         return
+    for name, passes in NAMED_PIPELINES.items():
+        print(f"{name}: the pipeline {passes}", file=stream)
     for info in PASSES:
         print(f"{info.name}: {info.summary}", file=stream)
         cls = info.cls

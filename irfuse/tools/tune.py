@@ -185,9 +185,39 @@ def time_candidates(cands: list[Candidate], args, inputs, reference, on_timed=la
     return name
 
 
+def _writable_file(flag: str, path: str) -> None:
+    """Refuses an output file whose directory is missing or not writable, before any work."""
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path} names a directory; give a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{flag} {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{flag} {path}: the directory {parent} is not writable")
+
+
+def correlation_text(name: str, value: float) -> str:
+    """`Spearman = 0.83`, or why there is none (fewer than two plans, or every prediction or
+    every measurement equal: a correlation is then undefined)."""
+    return f"{name} = {value:.3f}" if value == value else f"{name} undefined (fewer than two distinct values)"
+
+
+def results_path(args) -> str | None:
+    """Where the tuning's JSON goes: `--json FILE`, else `tuning.json` in `--save-best DIR`
+    (the saved plan names it), else nowhere (nothing is written unasked)."""
+    if args.json:
+        return args.json
+    return os.path.join(args.save_best, "tuning.json") if args.save_best else None
+
+
 def tune(args, console) -> int:
     if args.rounds < 1 or args.repeat < 1 or args.back_to_back < 1:
         raise UsageError("--rounds, --repeat and --back-to-back must be at least 1")
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path:
+            _writable_file(flag, path)
+    if args.save_best and os.path.exists(args.save_best) and not os.path.isdir(args.save_best):
+        raise UsageError(f"--save-best {args.save_best} is a file; it names the directory the fastest plan goes to")
     if args.n < 1:
         raise UsageError(f"--n must be at least 1, got {args.n}")
     if args.backend == "cuda":
@@ -222,7 +252,7 @@ def tune(args, console) -> int:
     timing = "one run per timing" if args.back_to_back == 1 else f"{args.back_to_back} runs back to back per timing"
     t = Table(title=f"{args.file} on {device_name}: {len(cands)} plans, n = {args.n}, {args.dtype}, {timing}, "
                     f"median of {len(cands[0].times_s)} in {args.rounds} rounds; "
-                    f"Spearman(predicted, measured) = {rho:.2f}, Pearson = {r_lin:.3f}")
+                    f"{correlation_text('Spearman(predicted, measured)', rho)}, {correlation_text('Pearson', r_lin)}")
     for col in ("plan", "kernels", "predicted ms", "measured ms", "spread", "M elem/s", "verified"):
         t.add_column(col, overflow="fold")  # kernel names wrap on a narrow terminal, never cut
     for c in sorted(cands, key=lambda c: c.median_s):
@@ -237,19 +267,25 @@ def tune(args, console) -> int:
                   f"{gap:.1%} slower than it")
     out = {"program": os.path.abspath(args.file), "device": device_name, "backend": args.backend,
            "dtype": args.dtype, "layout": _layout(args), "n": args.n, "profile": profile, "rounds": args.rounds, "repeat": args.repeat,
-           "back_to_back": args.back_to_back, "spearman": rho, "pearson": r_lin, "predicted_best_gap": gap,
+           "back_to_back": args.back_to_back, "spearman": rho if rho == rho else None,
+           "pearson": r_lin if r_lin == r_lin else None, "predicted_best_gap": gap,
            "best": best.to_json(), "plans": [c.to_json() for c in cands],
            "copy_bandwidth_Bps": copy_bandwidth[0]}
-    path = args.json or os.path.splitext(os.path.basename(args.file))[0] + ".tuning.json"
-    with open(path, "w") as f:
-        json.dump(out, f, indent=2)
-    console.print(f"results in {path}")
+    path = results_path(args)
+    if path is not None:
+        if args.save_best:
+            os.makedirs(args.save_best, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(out, f, indent=2)
+        console.print(f"results in {path}")
+    else:
+        console.print("results not written (--json FILE writes them, for 'irfuse compile --from-tuning')")
     if args.plot:
         ceiling = None
         if copy_bandwidth[0]:
             ceiling = copy_bandwidth[0] / effective_bytes(program, 1, element_type(args.dtype).itemsize) / 1e6
         title = (f"{os.path.basename(args.file)} on {device_name}: {len(cands)} plans, n = {args.n:,}, {args.dtype}, "
-                 f"Spearman rank correlation {rho:.2f}")
+                 + correlation_text("Spearman rank correlation", rho))
         if _plot(out["plans"], args.n, args.plot, title, ceiling, on_gpu=args.backend == "cuda"):
             console.print(f"plot in {args.plot}")
         else:
@@ -258,7 +294,7 @@ def tune(args, console) -> int:
         if best.plan.cubin is None:  # timed on the CPU: the saved plan still carries its cubin
             best.plan, _ = compile_program(args.file, best.pipeline, args.dtype, True, args.arch,
                                            planning=PlanningOptions(registers=args.registers), layout=_layout(args))
-        best.plan.meta["tuning"] = os.path.abspath(path)
+        best.plan.meta["tuning"] = os.path.abspath(path)  # (written above: --save-best implies a path)
         best.plan.save(args.save_best)
         console.print(f"fastest plan written to {args.save_best} (irfuse run --plan {args.save_best})")
     return 0 if all(c.verified for c in cands) else 1
