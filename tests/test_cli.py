@@ -2,6 +2,7 @@
 
 import os
 import re
+import site
 import subprocess
 import sys
 
@@ -330,8 +331,24 @@ def test_sdist_and_wheel_carry_what_their_users_need(tmp_path):
         names = set(z.namelist())
     assert {"irfuse/examples/bigfusion.kas", "irfuse/backend/irfuse_host.h"} <= names
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
+    # The wheel's dependencies come from the environment running these tests: its
+    # site-packages directories as plain path entries (a .pth file), after the new
+    # environment's own. (--system-site-packages would see the base interpreter's packages,
+    # not those of a virtual environment running the tests; and the plain entries run none
+    # of that environment's .pth hooks, so its editable install of irfuse stays out.)
+    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    parents = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    with open(os.path.join(purelib, "tested-environment.pth"), "w") as f:
+        f.write("\n".join(p for p in parents if os.path.isdir(p)) + "\n")
+    # NVRTC's library is looked up in site-packages directories only (cuda.pathfinder), which
+    # the plain entries are not: the loader is told where this environment's copy lies.
+    from cuda.pathfinder import load_nvidia_dynamic_lib
+
+    nvrtc_dir = os.path.dirname(load_nvidia_dynamic_lib("nvrtc").abs_path)
+    libraries = os.pathsep.join(filter(None, [nvrtc_dir, os.environ.get("LD_LIBRARY_PATH")]))
     pip = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(out / wheel_name)],
                          capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr[-2000:]
@@ -341,7 +358,8 @@ def test_sdist_and_wheel_carry_what_their_users_need(tmp_path):
                            cwd=elsewhere)
     assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the wheel's, not the checkout's
     run = subprocess.run([str(venv / "bin" / "irfuse"), "run", "bigfusion", "--backend", "cpu", "--n", "50"],
-                         capture_output=True, text=True, cwd=elsewhere, env={**os.environ, "COLUMNS": "200"})
+                         capture_output=True, text=True, cwd=elsewhere,
+                         env={**os.environ, "COLUMNS": "200", "LD_LIBRARY_PATH": libraries})
     assert run.returncode == 0 and "verified against the NumPy reference" in run.stdout, run.stdout + run.stderr
 
 

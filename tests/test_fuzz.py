@@ -66,6 +66,20 @@ def test_random_programs_in_structure_of_arrays_agree_with_the_reference(seed):
     assert check_top_plans_on_cpu(path, 2, "f32", 37, seed, nvrtc=True, layout="soa", chunks=True) >= 1, src
 
 
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+@pytest.mark.parametrize("seed", range(12 if LONG else 2))
+def test_random_programs_that_reassign_inputs_give_one_calls_bits_in_chunks_of_strided_views(seed, layout):
+    """Programs whose statements give inputs new values (returned under the inputs' names while
+    later kernels read the old ones), half of them batch-wide: one call against the reference,
+    the same plans in chunks and through `Program` on strided views into `out=` views in chunks
+    (one call's bits), on a batch of one element and on an empty batch."""
+    src = random_program(seed + 300, 6 + seed % 5, reassign_inputs=True, batch_wide=seed % 2 == 1)
+    path = os.path.join(os.environ["IRFUSE_CACHE_DIR"], f"reassign{seed}{layout}.kas")
+    with open(path, "w") as f:
+        f.write(src)
+    assert check_top_plans_on_cpu(path, 2, "f32", 37, seed, layout=layout, chunks=True) >= 1, src
+
+
 @pytest.mark.parametrize("seed", range(12 if LONG else 3))
 def test_programs_with_dead_loops_and_dense_programs_agree_with_the_reference(seed):
     """The two shapes the plain generator never made: dead chains and loops (kas-dce crashed on

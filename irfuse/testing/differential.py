@@ -105,7 +105,10 @@ def check_plans(path: str, budget: Budget) -> Outcome:
             got = arrays_to_aos(Executor(plan, device).run(arrays_from_aos(inputs, budget.layout, whole),
                                                            budget.n).outputs, budget.layout, whole)
             want = run_references(plan.reference_program, inputs, budget.dtype, budget.n, plan.sum_by)
-            differ = chunks_differ(plan, device, budget.seed + k, budget.layout) if budget.chunks else []
+            differ = []
+            if budget.chunks:
+                differ = chunks_differ(plan, device, budget.seed + k, budget.layout)
+                differ += program_calls_differ(plan, budget.seed + k, budget.layout)
         except Exception as e:  # noqa: BLE001 -- a crash of the runtime is a finding too
             return Outcome(out.plans, out.in_kernel_loops, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
         if differ:
@@ -139,6 +142,63 @@ def chunks_differ(plan, device, seed: int, layout: str = "aos") -> list[str]:
                      shapes, layout)
     run.run(inputs, results, n)
     return [name for name in program.outputs if not np.array_equal(results[name], whole[name], equal_nan=True)]
+
+
+def _strided(a: np.ndarray, layout: str, step: int = 2) -> np.ndarray:
+    """`a`'s values in a view of every `step`-th element of a larger array (the batch axis
+    strided, the rest of it NaN)."""
+    axis = 0 if layout == "aos" else a.ndim - 1
+    shape = list(a.shape)
+    shape[axis] *= step
+    big = np.full(shape, np.nan, a.dtype)
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(None, None, step)
+    view = big[tuple(index)]
+    view[...] = a
+    return view
+
+
+def program_calls_differ(plan, seed: int, layout: str = "aos") -> list[str]:
+    """What a `Program` of `plan` on the CPU gets wrong, as one call's results judge it: a call
+    in chunks (`memory_budget=`) on strided views of the inputs into `out=` views, which must
+    give one call's bits; a batch of one element, checked against the reference; and a batch
+    of none (empty per-element outputs, or a refusal when an output is uniform)."""
+    from irfuse.api.programs import Program
+    from irfuse.diagnostics import UsageError
+    from irfuse.runtime.streaming import LANES, bytes_per_element, chunk_alignment, reduction_bytes
+
+    program = Program(plan, "cpu", [])
+    try:
+        n = CHUNKED_N
+        uniform = program.uniform
+        inputs = arrays_from_aos(random_inputs(plan.reference_program, n, seed, program.dtype), layout, uniform)
+        whole = program(**inputs)
+        align = chunk_alignment(plan)
+        budget = LANES * bytes_per_element(plan) * max(align, 97) + reduction_bytes(plan, n)
+        views = {k: a if k in uniform else _strided(a, layout) for k, a in inputs.items()}
+        out = {k: np.full_like(a, np.nan) if k in uniform else _strided(np.full_like(a, np.nan), layout)
+               for k, a in whole.items()}
+        got = program(**views, out=out, memory_budget=budget)
+        bad = [f"{name} (chunks of strided views)" for name in program.outputs
+               if not np.array_equal(got[name], whole[name], equal_nan=True)]
+        if program.last_chunks < 2 and n > max(align, 97):
+            bad.append(f"(ran in {program.last_chunks} chunk, not several)")
+        one = {k: a if k in uniform else np.ascontiguousarray(a[:1] if layout == "aos" else a[..., :1])
+               for k, a in inputs.items()}
+        report = program.check(**one)
+        if not report.ok:
+            bad.append(f"a batch of one element: {report}")
+        none = {k: a if k in uniform else np.ascontiguousarray(a[:0] if layout == "aos" else a[..., :0])
+                for k, a in inputs.items()}
+        try:
+            empty = program(**none)
+            bad += [f"{name} (a batch of none gave shape {a.shape})" for name, a in empty.items() if a.size]
+        except UsageError:
+            if not uniform & set(program.outputs):
+                bad.append("a batch of none was refused, yet every output has a batch axis")
+        return bad
+    finally:
+        program.close()
 
 
 def check_source(src: str, budget: Budget, directory: str | None = None) -> Outcome:

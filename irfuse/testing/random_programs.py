@@ -14,6 +14,9 @@ Two variants reach what that shape cannot:
 - `dense=True` makes every statement read recent values and reassign variables often,
   as long generated programs do: many calls, of which few stay live, in long
   dependent chains (what made the fusion search slow);
+- `reassign_inputs=True` lets a statement assign an input whose value was already read, so
+  that the input's new value may be returned under its name while a later kernel still reads
+  the old one;
 - `batch_wide=True` adds values that are the same for the whole batch: a uniform input,
   numeric literals as scalar operands, reductions (sum, max, min) outside loops whose
   results later statements read (so kernels after a reduction), and statements of
@@ -45,7 +48,7 @@ REDUCTIONS = ("sum", "max", "min")
 
 def random_program(seed: int, calls: int, loops: bool = True, library: Library | None = None,
                    dead: bool = False, dense: bool = False, loop_rate: float = 0.1,
-                   batch_wide: bool = False) -> str:
+                   batch_wide: bool = False, reassign_inputs: bool = False) -> str:
     rng = random.Random(seed)
     ops = _ops_by_signature(library or default_library())
     # Avoid ops that make values explode or vanish over long chains (division, reciprocal).
@@ -138,6 +141,14 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
             spent = [v for v in live.get(res, [])[-4:] if v not in inputs and v not in args]
         else:
             spent = [v for v in live.get(res, []) if v not in inputs and v not in unread and v not in args]
+        if reassign_inputs and target is None and rng.random() < 0.3:
+            # An input already read gets a new value (returned under the input's name when it
+            # is an output): runs must not let a kernel's write reach a later reader of the
+            # input (what chunked runs once did).
+            read = [v for v in inputs if v not in uniform and declared[v] == res and v not in unread
+                    and v not in args]
+            if read:
+                target = rng.choice(read)
         if target is not None:
             pass
         elif rng.random() < (0.5 if dense else 0.2) and spent:

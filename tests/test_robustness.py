@@ -1,0 +1,357 @@
+"""Regression tests of the second robustness review: wrong results and crashes in chunked
+runs, empty batches, a damaged program cache, host compilers that are not C++ compilers,
+Dask results moving between workers, damaged IR, and refusals that name what is wrong.
+Wrong results are compared with one call and with the reference; what once crashed runs in
+a child process."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+import irfuse
+from irfuse.api.programs import Outputs
+from irfuse.diagnostics import CompileError, UsageError
+
+CFL = os.path.join(ROOT, "examples", "cfl_step.kas")
+MMUL = "matrix3x3 A, B; input A; B = mmul33(A, A); return B;"
+# The first kernel (statements 1 and 4) gives the output `v` before the second kernel
+# (statements 2 and 3) reads the input `v`.
+REASSIGNED = """
+matrix3x3 M, D; vector3 v, z, w, t;
+input M, D, v;
+t = mvmul33(D, v); z = vadd3(v, v); w = mvmul33(M, z); v = vadd3(t, t);
+return v, w;
+"""
+
+
+def _rng():
+    return np.random.default_rng(37)
+
+
+def _soa(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.moveaxis(a, 0, -1))
+
+
+def _child(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+
+
+@pytest.mark.parametrize("layout", ["aos", "soa"])
+@pytest.mark.parametrize("budget", [10**7, 4000])  # one chunk; several
+def test_chunks_read_an_input_that_a_kernel_before_them_gave_a_new_value(layout, budget):
+    prog = irfuse.compile(REASSIGNED, backend="cpu", layout=layout)
+    order = [(k.inputs, k.outputs) for k in prog.compiled.kernels]
+    assert "v" in order[0][1] and "v" in order[1][0], order  # the case: the writer runs first
+    rng = _rng()
+    n = 301
+    args = [rng.random((n, 3, 3), np.float32), rng.random((n, 3, 3), np.float32), rng.random((n, 3), np.float32)]
+    if layout == "soa":
+        args = [_soa(a) for a in args]
+    one = prog(*args)
+    chunked = prog(*args, memory_budget=budget)
+    assert (prog.last_chunks > 1) == (budget == 4000)
+    for name in prog.outputs:
+        np.testing.assert_array_equal(chunked[name], one[name])
+    assert prog.check(*args)
+
+
+def test_chunks_of_a_strided_view_read_its_elements_once():
+    rng = _rng()
+    prog = irfuse.compile(MMUL, backend="cpu")
+    big = rng.random((400, 3, 3), np.float32)
+    want = prog(np.ascontiguousarray(big[::2])).B
+    for budget in (10**7, 3000):
+        np.testing.assert_array_equal(prog(big[::2], memory_budget=budget).B, want)
+    np.testing.assert_array_equal(prog(big[::-3], memory_budget=3000).B, prog(np.ascontiguousarray(big[::-3])).B)
+
+
+def test_a_reduction_over_a_strided_view_in_chunks_is_one_calls():
+    rng = _rng()
+    prog = irfuse.compile(CFL, backend="cpu")
+    x, v = rng.random((1200, 3), np.float32), rng.random((1200, 3), np.float32)
+    cfl = np.array(0.5, np.float32)
+    want = prog(np.ascontiguousarray(x[::2]), np.ascontiguousarray(v[::2]), cfl)
+    got = prog(x[::2], v[::2], cfl, memory_budget=25_000)
+    assert prog.last_chunks > 1
+    np.testing.assert_array_equal(got.dt, want.dt)
+    np.testing.assert_array_equal(got.xn, want.xn)
+
+
+def test_an_out_view_of_a_chunked_call_is_written_in_place_and_nowhere_else():
+    """Once a write past the chunk buffer that killed the process: run in a child."""
+    p = _child(f"""
+        import numpy as np, irfuse
+        prog = irfuse.compile({MMUL!r}, backend="cpu")
+        rng = np.random.default_rng(1)
+        big = rng.random((400, 3, 3), np.float32)
+        out = np.full((800, 3, 3), -7.0, np.float32)
+        prog(big[::2], out=out[::4], memory_budget=3000)
+        chunks = prog.last_chunks
+        want = prog(np.ascontiguousarray(big[::2])).B
+        assert np.array_equal(out[::4], want)
+        untouched = np.delete(out, np.arange(0, 800, 4), axis=0)
+        assert (untouched == -7.0).all()
+        print("ok", chunks)
+    """)
+    assert p.returncode == 0 and p.stdout.startswith("ok"), p.stdout + p.stderr
+    assert int(p.stdout.split()[1]) > 1
+
+
+def test_an_empty_batch_gives_empty_outputs_and_is_checked():
+    prog = irfuse.compile(MMUL, backend="cpu")
+    empty = np.zeros((0, 3, 3), np.float32)
+    assert prog(empty).B.shape == (0, 3, 3)
+    report = prog.check(empty)
+    assert report.ok and report.n == 0 and "empty batch" in str(report)
+    assert prog(empty, verify=True).B.shape == (0, 3, 3)
+
+
+def test_an_empty_batch_is_refused_where_an_output_holds_a_value_for_the_batch():
+    prog = irfuse.compile(CFL, backend="cpu")
+    for call in (lambda: prog(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32), np.array(0.5, np.float32)),
+                 lambda: prog.check(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32),
+                                    np.array(0.5, np.float32))):
+        with pytest.raises(UsageError, match="0 elements and output 'dt' holds one value for the whole batch"):
+            call()
+
+
+@pytest.mark.parametrize("damage", ["kernels.cu", "program.mlir", "manifest.json", "truncate", "remove"])
+def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path, damage):
+    """A program entry changed on disk is neither loaded (wrong results) nor left to fail every
+    later call: the next process compiles the program again and replaces the entry."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "IRFUSE_CACHE_DIR": str(cache)}
+    code = textwrap.dedent(f"""
+        import numpy as np, irfuse
+        prog = irfuse.compile({MMUL!r}, backend="cpu")
+        a = np.arange(36, dtype=np.float32).reshape(4, 3, 3) / 10
+        print(prog.compiled.meta.get("loaded_from", "compiled"))
+        print(repr(prog(a).B.tolist()))
+    """)
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.splitlines()
+
+    first = run()
+    assert first[0] == "compiled"
+    assert run()[0] != "compiled"  # the entry is read back
+    entry = next(p for p in (cache / "program").glob("*/*") if p.is_dir())
+    if damage == "truncate":
+        text = (entry / "kernels.cu").read_bytes()
+        (entry / "kernels.cu").write_bytes(text[: len(text) // 2])
+    elif damage == "remove":
+        (entry / "reference.mlir").unlink()
+    else:
+        text = (entry / damage).read_text()
+        changed = text.replace("mmul33", "madd33") if damage != "manifest.json" else text.replace('"by": ', '"by": 1')
+        assert changed != text
+        (entry / damage).write_text(changed)
+    again = run()
+    assert again == ["compiled", first[1]]  # compiled again, the same results
+    assert run()[0] != "compiled"  # and the rebuilt entry is whole
+
+
+@pytest.mark.parametrize("cxx,said", [("gcc", "does not load"), ("true", "wrote no library"),
+                                      ("echo", "wrote no library")])
+def test_a_host_compiler_that_is_not_a_cpp_compiler_is_named_and_nothing_is_cached(tmp_path, cxx, said):
+    env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache"), "CXX": cxx}
+    code = f"import numpy as np, irfuse; irfuse.compile({MMUL!r}, backend='cpu')(np.ones((2, 3, 3), np.float32))"
+    for _ in range(2):  # the second run is not served a library the first one kept
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert p.returncode != 0 and said in p.stderr and f"'{cxx}'" in p.stderr, p.stderr
+        assert "irfuse.diagnostics.CompileError" in p.stderr and "FileNotFoundError" not in p.stderr, p.stderr
+    assert not list((tmp_path / "cache").glob("host/*/*.so"))
+
+
+def test_a_host_compiler_that_never_returns_is_stopped(tmp_path, monkeypatch):
+    slow = tmp_path / "slow-cxx"
+    slow.write_text("#!/bin/sh\nsleep 60\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("CXX", str(slow))
+    monkeypatch.setenv("IRFUSE_CXX_TIMEOUT", "1.5")
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    from irfuse.backend.host_compile import HostModule
+
+    prog = irfuse.compile(MMUL, backend="cpu", pipeline="kas-dce,fuse-each")
+    with pytest.raises(CompileError, match="did not finish within 1.5 s"):
+        HostModule(prog.compiled.source, prog.compiled.kernels, 4)
+    monkeypatch.setenv("IRFUSE_CXX_TIMEOUT", "soon")
+    with pytest.raises(UsageError, match="IRFUSE_CXX_TIMEOUT must be a positive number of seconds"):
+        HostModule(prog.compiled.source, prog.compiled.kernels, 4)
+
+
+def test_outputs_pickle_with_their_names():
+    out = Outputs(("a", "b"), [np.arange(3.0), np.ones(2)])
+    back = pickle.loads(pickle.dumps(out))
+    assert back.keys() == ("a", "b") and np.array_equal(back.a, out.a) and np.array_equal(back["b"], out.b)
+
+
+FIVE_OUTPUTS = """
+matrix3x3 A, B; vector3 c, v, y; scalar s, e;
+uniform scalar m, t, u; uniform vector3 g;
+input A, B, c;
+B = mmul33(A, A); v = mvmul33(B, c); s = venorm3(v);
+m = max(s); g = sum(v);
+e = smul(s, m); y = svmul3(v, m);
+t = sum(e); u = sadd(t, m);
+return B, y, g, t, u;
+"""
+
+
+def test_dask_results_that_move_between_worker_processes_come_back():
+    """Five outputs and two levels of reductions, n = 7 in uneven chunks (3, 4) on two worker
+    processes: a task's `Outputs` moved between workers (once unpicklable: the workers
+    logged it forever and `compute()` never returned)."""
+    p = _child(f"""
+        import numpy as np, dask, dask.array as da, distributed, irfuse, irfuse.dask
+        prog = irfuse.compile({FIVE_OUTPUTS!r}, backend="cpu")
+        rng = np.random.default_rng(5)
+        A, B, c = rng.random((7, 3, 3), np.float32), rng.random((7, 3, 3), np.float32), rng.random((7, 3), np.float32)
+        one = prog(A, B, c)
+        if __name__ == "__main__":
+            cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                               dashboard_address=None)
+            with distributed.Client(cluster) as client:
+                outs = irfuse.dask.apply(prog, da.from_array(A, chunks=(3, 3, 3)), da.from_array(B, chunks=(4, 3, 3)),
+                                         da.from_array(c, chunks=((3, 4), 3)))
+                got = dask.compute(*outs, scheduler=client.get)
+            cluster.close()
+            for name, g in zip(prog.outputs, got):
+                tol = 0 if name in ("B", "y") else 1e-5
+                assert np.allclose(g, one[name], rtol=tol, atol=0), (name, g, one[name])
+            print("ok")
+    """)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stdout + p.stderr[-3000:]
+
+
+def test_an_already_lowered_module_is_refused_by_compile():
+    from irfuse.dialects.context import module_text, parse_module
+
+    prog = irfuse.compile(CFL, backend="cpu")
+    with pytest.raises(UsageError, match="already lowered"):
+        irfuse.compile(parse_module(module_text(prog.compiled.module)), backend="cpu")
+
+
+def test_a_python_loop_of_no_iterations_is_refused_at_its_line(tmp_path):
+    src = textwrap.dedent("""
+        import irfuse
+        from irfuse import Matrix
+
+        @irfuse.program
+        def f(R: Matrix[3, 3]):
+            for _ in range(0):
+                R = R @ R
+            return R
+
+        try:
+            irfuse.compile(f, backend="cpu")
+        except irfuse.CompileError as e:
+            print(e)
+    """)
+    (tmp_path / "loop0.py").write_text(src)
+    p = subprocess.run([sys.executable, str(tmp_path / "loop0.py")], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert ":7:" in p.stdout and "loop trip count 0 is out of range 1..1000000" in p.stdout, p.stdout
+
+
+def test_a_batch_length_mismatch_names_the_input_that_disagrees():
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "bigfusion.kas"), backend="cpu")
+    rng = _rng()
+    A = rng.random((48, 3, 3), np.float32)
+    B, c = rng.random((97, 3, 3), np.float32), rng.random((97, 3), np.float32)
+    D = rng.random((97, 5, 5), np.float32)
+    with pytest.raises(UsageError, match=r"input 'A' holds 48 elements, the other arguments \(B, c, D, E\) 97"):
+        prog(A, B, c, D, D)
+    with pytest.raises(UsageError, match=r"inputs 'B' \(97\), 'E' \(97\) disagree with the other arguments \(A, c, "
+                                         r"D\), which hold 48 elements"):
+        prog(A, B, c[:48], D[:48], D)
+    with pytest.raises(UsageError, match=r"the inputs' batch lengths disagree \('A' 48, 'B' 97, 'c' 50, 'D' 50, "
+                                         r"'E' 97 elements\)"):
+        prog(A, B, c[:50], D[:50], D)  # no length is the most common one: every one is listed
+
+
+def test_a_uniform_assigned_inside_a_loop_is_named_as_such():
+    src = "matrix3x3 A, B; uniform scalar c;\ninput A, c;\nloop 2 { c = sadd(c, c); B = mmul33(A, A); }\nreturn B;"
+    with pytest.raises(CompileError, match="'c' is uniform and cannot be assigned inside a loop"):
+        irfuse.compile(src, backend="cpu")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_python_sequences_are_taken_in_either_precision_and_masked_arrays_refused(dtype):
+    prog = irfuse.compile(MMUL, backend="cpu", dtype=dtype)
+    values = [[[1, 2, 0], [0, 1, 0], [0, 0, 1]], [[2, 0, 0], [0, 2, 0], [0, 0, 2]]]
+    got = prog(values).B
+    assert got.dtype == prog.dtype and np.array_equal(got, np.array(values) @ np.array(values))
+    with pytest.raises(UsageError, match="masked array"):
+        prog(np.ma.masked_array(np.ones((2, 3, 3), prog.dtype), mask=False))
+    with pytest.raises(UsageError, match="not a rectangular nest of numbers"):
+        prog([[[1, 2], [3]]])
+    if dtype == "f32":
+        with pytest.raises(UsageError, match="beyond the float32 range"):
+            prog([[[1e39, 0, 0], [0, 1, 0], [0, 0, 1]]])
+        with pytest.raises(UsageError, match="does not cast"):
+            prog(np.ones((2, 3, 3)))  # a NumPy array of another type is still refused
+
+
+def test_cli_reports_what_it_converted_from_an_npz_file(tmp_path):
+    rng = _rng()
+    path = tmp_path / "in.npz"
+    np.savez(path, A=rng.random((5, 3, 3)))  # float64 values for a float32 run
+    (tmp_path / "p.kas").write_text(MMUL)
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", str(tmp_path / "p.kas"), "--backend", "cpu",
+                        "--inputs", str(path)], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "COLUMNS": "300"})
+    assert p.returncode == 0, p.stderr
+    assert "converted to the run's type (input 'A': float64 -> float32)" in p.stdout
+
+
+def test_cli_run_on_the_cpu_reports_a_time_and_compile_lists_every_file(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", "bigfusion", "--backend", "cpu", "--n", "64"],
+                       capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0 and "time (median of 5)" in p.stdout, p.stdout + p.stderr
+    out = tmp_path / "plan"
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", "bigfusion", "-o", str(out)],
+                       capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "300"})
+    assert p.returncode == 0, p.stderr
+    said = p.stdout.split("wrote", 1)[1]
+    for name in os.listdir(out):
+        assert name in said, (name, said)
+
+
+def test_tune_checks_its_plot_path_first_and_writes_nothing_unasked(tmp_path):
+    src = tmp_path / "p.kas"
+    src.write_text(MMUL)
+    base = [sys.executable, "-m", "irfuse.tools.cli", "tune", str(src), "--backend", "cpu", "--top", "2",
+            "--repeat", "1", "--rounds", "1", "--n", "64"]
+    p = subprocess.run([*base, "--plot", "/nonexistent/x.png"], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 1 and "--plot /nonexistent/x.png: the directory /nonexistent does not exist" in p.stderr
+    assert "Traceback" not in p.stderr and "compiling" not in p.stdout
+    p = subprocess.run(base, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "300"})
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["p.kas"]  # no p.tuning.json here
+    assert "results not written" in p.stdout
+    # One plan (the search finds one for a single call): no correlation, said as such, not 'nan'.
+    assert "nan" not in p.stdout and "undefined" in p.stdout
+    p = subprocess.run([*base, "--json", str(tmp_path / "t.json")], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0 and json.loads((tmp_path / "t.json").read_text())["spearman"] is None
+
+
+def test_irfuse_opt_names_the_default_pipeline():
+    run = [sys.executable, "-m", "irfuse.tools.opt", os.path.join(ROOT, "examples", "synctest.kas")]
+    named = subprocess.run([*run, "-p", "irfuse-default", "-t", "cuda"], capture_output=True, text=True)
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    spelled = subprocess.run([*run, "-p", DEFAULT_PIPELINE, "-t", "cuda"], capture_output=True, text=True)
+    assert named.returncode == 0 and named.stdout == spelled.stdout and "__global__" in named.stdout, named.stderr
+    listed = subprocess.run([sys.executable, "-m", "irfuse.tools.opt", "--list-passes"], capture_output=True, text=True)
+    assert f"irfuse-default: the pipeline {DEFAULT_PIPELINE}" in listed.stdout
