@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     from rich.table import Table
 
     from irfuse.analysis.bank_conflicts import kernel_wavefronts
-    from irfuse.analysis.kernel_model import model_from_kernel
+    from irfuse.kernel.bridge import model_from_kernel
     from irfuse.dialects import fuse
     from irfuse.frontend.irgen import compile_file
     from irfuse.driver.compile import lower

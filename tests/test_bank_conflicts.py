@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from irfuse.analysis.bank_conflicts import best_pitch, copy_wavefronts, kernel_wavefronts, wavefronts
-from irfuse.analysis.kernel_model import KernelModel, MOp, MValue
+from irfuse.kernel.model import KernelModel, MOp, MValue
 from irfuse.analysis.hazards import find_races
 from irfuse.dialects.access_pattern import AccessPattern
 from irfuse.library.catalogue import find_implementation

@@ -14,6 +14,7 @@ LAYERS = [
     {"irfuse.diagnostics", "irfuse._version"},
     {"irfuse.dialects"},
     {"irfuse.library"},
+    {"irfuse.kernel"},  # the kernel model, its bridge to IR, the emitted kernel's policies
     {"irfuse.analysis"},
     {"irfuse.transforms"},
     {"irfuse.planner", "irfuse.backend", "irfuse.frontend"},

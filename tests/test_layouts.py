@@ -194,7 +194,7 @@ def test_soa_register_loads_are_staged_all_or_none(monkeypatch):
     (16-byte runs on the GPU) all of them or none: none past the staging cap (not the first
     few), in an array-of-structures kernel, with several elements a thread, with runs that are
     not whole 16-byte pieces, or where an input is a strided view; the CPU twin loads directly."""
-    import irfuse.analysis.kernel_model as km
+    import irfuse.kernel.policies as km
 
     def plan(name, layout="soa", pipeline=None):
         return compile_program(example(name), pipeline, "f32", layout=layout)[0]
@@ -225,11 +225,12 @@ def test_soa_register_loads_are_staged_all_or_none(monkeypatch):
 
 
 def test_staged_soa_loads_count_in_the_cost_models_shared_memory():
-    from irfuse.analysis.kernel_model import model_from_kernel, staged_run_loads
     from irfuse.backend.cuda_emit import kernels_of
+    from irfuse.kernel.bridge import model_from_kernel
+    from irfuse.kernel.policies import array_words, staged_run_loads
 
     plan = compile_program(example("synctest.kas"), None, "f32", layout="soa")[0]
     kernel = kernels_of(plan.module)[0]
     model, _ = model_from_kernel(kernel, 4)
     assert [model.ops[i].kind for i in staged_run_loads(model)] == ["load"]
-    assert model.array_words() == 9 * model.by == plan.kernels[0].arrays[0]
+    assert array_words(model) == 9 * model.by == plan.kernels[0].arrays[0]

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import EXAMPLES
 from irfuse.analysis.hazards import find_races
-from irfuse.analysis.kernel_model import model_from_kernel
+from irfuse.kernel.bridge import model_from_kernel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
 from irfuse.frontend.irgen import compile_file

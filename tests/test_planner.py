@@ -251,7 +251,8 @@ def test_slow_operations_weigh_what_the_profile_measured_for_their_precision():
     ("power_iteration.kas", "f32", 8),  # a loop kernel is bound by its arithmetic, not by loads
 ])
 def test_kernels_that_load_little_ask_ptxas_for_more_resident_blocks(name, dtype, blocks):
-    from irfuse.analysis.kernel_model import IN_FLIGHT_BYTES, launch_min_blocks, model_from_kernel
+    from irfuse.kernel.bridge import model_from_kernel
+    from irfuse.kernel.policies import IN_FLIGHT_BYTES, launch_min_blocks
     from irfuse.driver.compile import compile_program
 
     plan, _ = compile_program(next(p for p in EXAMPLES if p.endswith(name)), None, dtype, compile_gpu=True,

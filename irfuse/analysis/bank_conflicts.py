@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from irfuse.analysis.access_patterns import words_array
-from irfuse.analysis.kernel_model import KernelModel, MValue, copy_pattern, op_weights
+from irfuse.kernel.model import KernelModel, MValue, OpKind, copy_pattern, op_weights
 from irfuse.analysis.shared_accesses import call_threads, element_shift, pitched
 from irfuse.dialects.access_pattern import AccessPattern
 
@@ -95,13 +95,13 @@ def _touches(model: KernelModel, vid: int):
     """(ap, bx, remap, runs) for every call and copy access of value `vid`, `runs` the times
     the op runs (its loops' trip counts)."""
     for op, runs in zip(model.ops, op_weights(model.ops)):
-        if op.kind == "call":
+        if op.kind == OpKind.CALL:
             for k, a in enumerate(op.args):
                 if a == vid:
                     yield op.impl.operand_aps[k], op.impl.bx, op.remap, runs
             if op.result == vid:
                 yield op.impl.result_ap, op.impl.bx, op.remap, runs
-        elif op.kind == "copy" and vid in (op.args[0], op.result):
+        elif op.kind == OpKind.COPY and vid in (op.args[0], op.result):
             yield (*copy_pattern(model, op), runs)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irfuse.analysis.kernel_model import KernelModel, MOp, unrolled
+from irfuse.kernel.model import KernelModel, MOp, OpKind, unrolled
 from irfuse.analysis.shared_accesses import Access, accesses
 
 MULTI = -2  # several threads
@@ -81,13 +81,13 @@ class Race:
 def find_races(model: KernelModel) -> list[Race]:
     """Every pair of ops touching one shared word from different threads, at least one
     writing, with no barrier between them (first such word per op), following loops around
-    their back edge (`kernel_model.unrolled`)."""
+    their back edge (`kernel.model.unrolled`)."""
     tracker = HazardTracker(model.shared_words())
     races = []
     seen = set()
     for i in unrolled(model.ops):
         op = model.ops[i]
-        if op.kind == "barrier":
+        if op.kind == OpKind.BARRIER:
             tracker.reset()
             continue
         acc = accesses(model, op)
@@ -102,12 +102,12 @@ def find_races(model: KernelModel) -> list[Race]:
 def describe_op(model: KernelModel, op: MOp, index: int) -> str:
     """How race reports name an op of a kernel body (counted from 0, barriers included)."""
     v = model.values
-    if op.kind == "call":
+    if op.kind == OpKind.CALL:
         return f"op {index} (fuse.call @{op.impl.op.name}[{op.impl.name}] into %{v[op.result].name})"  # type: ignore
-    if op.kind == "load":
+    if op.kind == OpKind.LOAD:
         return f"op {index} (fuse.load of %{v[op.value].name})"  # type: ignore[index]
-    if op.kind == "copy":
+    if op.kind == OpKind.COPY:
         return f"op {index} (fuse.copy of %{v[op.args[0]].name} into %{v[op.result].name})"  # type: ignore[index]
-    if op.kind in ("loop", "yield"):
+    if op.kind in (OpKind.LOOP, OpKind.YIELD):
         return f"op {index} (fuse.{op.kind})"
     return f"op {index} (fuse.store of %{v[op.value].name})"  # type: ignore[index]

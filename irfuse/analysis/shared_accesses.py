@@ -2,7 +2,7 @@
 
 A call's thread (tx, ty) touches the words of its access patterns (in its own
 coordinates when remapped; element ty on thread row ty % rows when each thread runs several
-elements), a copy's threads those of `kernel_model.copy_pattern`;
+elements), a copy's threads those of `kernel.model.copy_pattern`;
 loads and stores are block-wide copies whose words any thread may touch (`ANY`), except
 a reduction's store whose tree takes its first step straight from the value's words
 (`tree_reads_in_place`): thread t reads elements i and i + half for each i = t (mod threads).
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from irfuse.analysis.access_patterns import words_array
-from irfuse.analysis.kernel_model import KernelModel, MOp, copy_pattern
+from irfuse.kernel.model import KernelModel, MOp, OpKind, copy_pattern
 from irfuse.dialects.access_pattern import AccessPattern
 
 ANY = -1  # a block-wide copy: any thread
@@ -103,22 +103,22 @@ class Access:
 def accesses(model: KernelModel, op: MOp) -> list[Access]:
     """Shared-memory accesses of one op (register values touch no shared memory)."""
     out: list[Access] = []
-    if op.kind in ("load", "store"):
+    if op.kind in (OpKind.LOAD, OpKind.STORE):
         v = model.values[op.value]  # type: ignore[index]
         if v.shared:
             words = copy_words(v, model.by)
             threads = np.full(words.shape, ANY)
-            if op.kind == "store" and op.reduce and model.by > 1 and tree_reads_in_place(v.size, v.pitch, model.by):
+            if op.kind == OpKind.STORE and op.reduce and model.by > 1 and tree_reads_in_place(v.size, v.pitch, model.by):
                 threads = tree_first_readers(model.by, model.threads)
-            out.append(Access(words, threads, op.kind == "load"))
-    elif op.kind == "copy":
+            out.append(Access(words, threads, op.kind == OpKind.LOAD))
+    elif op.kind == OpKind.COPY:
         ap, bx, remap = copy_pattern(model, op)
         for vid, write in ((op.args[0], False), (op.result, True)):
             v = model.values[vid]  # type: ignore[index]
             if v.shared:
                 w, t = call_words(v, ap, bx, model.bx, model.by, remap, model.thread_rows)
                 out.append(Access(w, t, write))
-    elif op.kind == "call":
+    elif op.kind == OpKind.CALL:
         impl = op.impl
         assert impl is not None
         for k, a in enumerate(op.args):

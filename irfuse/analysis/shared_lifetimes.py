@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irfuse.analysis.kernel_model import KernelModel, MOp, loop_ends
+from irfuse.kernel.model import KernelModel, MOp, loop_ends
 
 
 def peak_shared_words(model: KernelModel) -> int:

@@ -51,7 +51,7 @@ compilers may unroll it by a small factor). On the CPU, a loop without a barrier
 inside stays within its region, each thread running all its iterations; a loop
 with barriers runs at the block level, its body's regions each a loop over the
 threads, and register values used in such a body are kept per thread.
-A `fuse.copy` is run by the threads `kernel_model.copy_pattern` names, each
+A `fuse.copy` is run by the threads `kernel.model.copy_pattern` names, each
 copying the words it holds.
 
 Uniform inputs (`uniform(...)` of a kernel) are copied once per block into a small
@@ -84,8 +84,9 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from irfuse.analysis.kernel_model import (copy_pattern, launch_min_blocks, model_from_kernel, register_pattern,
-                                          staged_run_loads)
+from irfuse.kernel.model import copy_pattern, register_pattern
+from irfuse.kernel.policies import launch_min_blocks, staged_run_loads
+from irfuse.kernel.bridge import model_from_kernel
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse
@@ -297,7 +298,7 @@ class KernelInfo:
     barriers: int = 0
     register_values: int = 0
     shared_values: int = 0
-    barriers_before: int | None = None  # before fuse-eliminate-barriers, when it ran
+    barriers_before: int | None = None  # before fuse-place-barriers, when it ran
     dynamic_shared: bool = False  # shared memory taken at launch (over the static limit)
     min_blocks: int = 1  # __launch_bounds__ minimum resident blocks: caps registers per thread
     once: bool = False  # runs over one element (uniform values from uniform values)

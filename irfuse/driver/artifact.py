@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
 
-from irfuse.analysis.kernel_model import model_from_kernel
+from irfuse.kernel.bridge import model_from_kernel
 from irfuse.backend.cuda_emit import KernelInfo
 from irfuse.backend.nvrtc import CubinResult, KernelResources
 from irfuse.diagnostics import Diagnostic, UsageError

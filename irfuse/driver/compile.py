@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-from irfuse.analysis.kernel_model import default_min_blocks
+from irfuse.kernel.policies import default_min_blocks
 from irfuse.backend.cuda_emit import emit_module
 from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import Diagnostic

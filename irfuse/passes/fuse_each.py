@@ -22,8 +22,9 @@ from irfuse.dialects import fuse, kas
 from irfuse.dialects.fuse import MAX_THREADS_PER_BLOCK
 from irfuse.library.catalogue import default_library, find_implementation
 from irfuse.library.implementations import Implementation
-from irfuse.passes.module_element_type import layout_of
-from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op, launch_ops
+from irfuse.passes.module_element_type import itemsize_of, layout_of
+from irfuse.kernel.bridge import kernel_op
+from irfuse.transforms.kernel_builder import build_kernel_model, launch_ops
 
 REDUCE_BY = 128  # elements per block of a reduction's own kernel
 
@@ -37,19 +38,18 @@ def choose_implementation(op_name: str, impl_name: str) -> Implementation:
 
 
 def kernel_for_call(call: kas.CallOp, name: str, impl: Implementation, by: int | None,
-                    layout: str = "aos", per_thread: int = 1) -> fuse.KernelOp:
+                    layout: str = "aos", per_thread: int = 1, itemsize: int = 4) -> fuse.KernelOp:
     """One kernel running `call` with `impl`: load operands, barrier, call, barrier, store."""
     inputs = list(dict.fromkeys(call.args))  # an operand used twice is loaded once
-    # (the word size does not change the unoptimized kernel's IR)
-    model = build_kernel_model([call], [impl], inputs, [call.res], by or impl.recommended_by, itemsize=4,
+    model = build_kernel_model([call], [impl], inputs, [call.res], by or impl.recommended_by, itemsize=itemsize,
                                layout=layout, per_thread=per_thread)
     return kernel_op(name, model, inputs, [call.res])
 
 
 def kernel_for_reduce(reduce: kas.ReduceOp, name: str, by: int | None, layout: str = "aos",
-                      per_thread: int = 1) -> fuse.KernelOp:
+                      per_thread: int = 1, itemsize: int = 4) -> fuse.KernelOp:
     """One kernel storing the per-block partials of `reduce`'s operand."""
-    model = build_kernel_model([reduce], [], [reduce.operand], [reduce.res], by or REDUCE_BY, itemsize=4,
+    model = build_kernel_model([reduce], [], [reduce.operand], [reduce.res], by or REDUCE_BY, itemsize=itemsize,
                                layout=layout, per_thread=per_thread)
     return kernel_op(name, model, [reduce.operand], [reduce.res])
 
@@ -85,7 +85,7 @@ class FuseEach(ModulePass):
             raise CompileError("fuse-each: by must be positive")
         if self.per_thread < 1 or self.per_thread & (self.per_thread - 1):
             raise CompileError(f"fuse-each: per_thread must be a power of two, got {self.per_thread}")
-        layout = layout_of(op)
+        layout, itemsize = layout_of(op), itemsize_of(op)
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
             calls = [c for c in program.body.walk() if isinstance(c, kas.CallOp)]
             self._check_impl_exists(calls)
@@ -98,7 +98,7 @@ class FuseEach(ModulePass):
                     raise UsageError(f"fuse-each: by={self.by} gives '{call.op_name}' [{impl.name}] {threads} threads "
                                      f"per block; a block has at most {MAX_THREADS_PER_BLOCK}")
                 self._check_per_thread(by)
-                kernel = kernel_for_call(call, name, impl, self.by, layout, self.per_thread)
+                kernel = kernel_for_call(call, name, impl, self.by, layout, self.per_thread, itemsize)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 ops, values = launch_ops(name, list(dict.fromkeys(call.args)), [call.res], call.location)
                 Rewriter.replace_op(call, ops, values)
@@ -106,7 +106,7 @@ class FuseEach(ModulePass):
             for i, reduce in enumerate(reductions):
                 name = f"{program.sym_name.data}_r{i}_{reduce.reduce_kind.value}"
                 self._check_per_thread(self.by or REDUCE_BY)
-                kernel = kernel_for_reduce(reduce, name, self.by, layout, self.per_thread)
+                kernel = kernel_for_reduce(reduce, name, self.by, layout, self.per_thread, itemsize)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 ops, values = launch_ops(name, [reduce.operand], [reduce.res], reduce.location)
                 Rewriter.replace_op(reduce, ops, values)

@@ -14,7 +14,7 @@ chosen group holds stays a `kas.loop` on the host around its body's launches
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from xdsl.context import Context
@@ -40,7 +40,8 @@ from irfuse.planner.search import (
     plan_program,
     rebind,
 )
-from irfuse.transforms.kernel_builder import build_kernel_model, kernel_op, launch_ops
+from irfuse.kernel.bridge import kernel_op
+from irfuse.transforms.kernel_builder import build_kernel_model, launch_ops
 
 
 class NoSuchPlan(UsageError):
@@ -62,8 +63,9 @@ def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelO
     """The unoptimized kernel of a chosen configuration (the one the planner built and costed
     before its in-kernel steps), with the prediction and the group it stands for."""
     ops = [dag.ops[i] for i in config.group]
-    model = build_kernel_model(ops, config.impls, config.inputs, config.outputs, config.by, itemsize=4,
-                               layout=config.model.layout, per_thread=config.model.per_thread)
+    model = build_kernel_model(ops, config.impls, config.inputs, config.outputs, config.by,
+                               itemsize=config.model.itemsize, layout=config.model.layout,
+                               per_thread=config.model.per_thread)
     kernel = kernel_op(name, model, config.inputs, config.outputs)
     kernel.predicted_ns = IntAttr(int(round(config.cost.time * 1e9)))
     kernel.group = StringAttr(describe_group(ops, config.impls).replace("+", " "))
@@ -223,11 +225,12 @@ class FusePartition(ModulePass):
                 if dag.parent is not None and (dag.parent[0] in absorbed or dag.parent in in_kernel):
                     absorbed.add(d)
                     continue
-                chosen = sorted((c for c in plan.configs if c.dag == d), key=lambda c: c.group)
+                # Earlier blocks' rewrites renamed values this block reads: take them afresh, in
+                # copies of the configurations (the search's are kept for the next plan applied).
+                chosen = [replace(c, **dict(zip(("inputs", "outputs"), external_values(dag, c.group))))
+                          for c in sorted((c for c in plan.configs if c.dag == d), key=lambda c: c.group)]
                 names, kernels = [], []
                 for c in chosen:
-                    # Earlier blocks' rewrites renamed values this block reads: take them afresh.
-                    c.inputs, c.outputs = external_values(dag, c.group)
                     opnames = [node_name(dag.ops[i]) for i in c.group]
                     tail = "_".join(opnames[:3]) + ("_etc" if len(opnames) > 3 else "")
                     name = f"{prefix}_k{count}_{tail}"

@@ -13,10 +13,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from irfuse.analysis.hazards import describe_op, find_races
-from irfuse.analysis.kernel_model import model_from_kernel
+from irfuse.kernel.bridge import model_from_kernel
 from irfuse.analysis.shared_lifetimes import overwrites
 from irfuse.diagnostics import CompileError, located
 from irfuse.passes.kernel_pass import kernels_of
+from irfuse.passes.module_element_type import itemsize_of
 
 
 COUNTING = ("ops are counted from 0 in the kernel body, barriers included (a fuse.loop, the ops of its body "
@@ -32,8 +33,9 @@ class FuseVerifyRaces(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         diags = []
+        itemsize = itemsize_of(op)
         for kernel in kernels_of(op):
-            model, _ = model_from_kernel(kernel)
+            model, _ = model_from_kernel(kernel, itemsize)
             for race in find_races(model):
                 first, second = model.ops[race.first], model.ops[race.second]
                 verb = "writes" if race.kind == "written" else "reads"

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from xdsl.dialects.builtin import ModuleOp
 
-from irfuse.analysis.kernel_model import KernelModel, model_from_kernel, write_back
+from irfuse.kernel.model import KernelModel
+from irfuse.kernel.bridge import model_from_kernel, write_back
 from irfuse.dialects import fuse
 from irfuse.passes.module_element_type import itemsize_of
 

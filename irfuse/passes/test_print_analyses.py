@@ -17,7 +17,7 @@ analysis can be checked on hand-written IR apart from the transformation that us
   its batch runs in chunks (`analysis.batch_passes`: what `runtime.streaming` runs), or
   why it cannot;
 - `test-print-staged-loads`: the register loads a structure-of-arrays kernel stages through
-  shared memory in 16-byte runs on the GPU (`kernel_model.staged_run_loads`: what the CUDA
+  shared memory in 16-byte runs on the GPU (`kernel.policies.staged_run_loads`: what the CUDA
   emitter stages, and the cost model counts as shared memory).
 """
 
@@ -33,7 +33,8 @@ from xdsl.passes import ModulePass
 from irfuse.analysis.batch_passes import batch_passes
 from irfuse.analysis.bank_conflicts import kernel_wavefronts, value_wavefronts
 from irfuse.analysis.hazards import describe_op, find_races
-from irfuse.analysis.kernel_model import model_from_kernel, staged_run_loads
+from irfuse.kernel.policies import staged_run_loads
+from irfuse.kernel.bridge import model_from_kernel
 from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.analysis.uniformity import value_extent
 from irfuse.dialects import fuse

@@ -44,7 +44,8 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
-from irfuse.analysis.kernel_model import KernelModel, launch_min_blocks, op_weights
+from irfuse.kernel.model import KernelModel, OpKind, op_weights
+from irfuse.kernel.policies import array_words, launch_min_blocks
 from irfuse.analysis.shared_lifetimes import lifetimes
 from irfuse.diagnostics import CompileError, UsageError
 
@@ -207,7 +208,7 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     """Predicted time of one launch over n elements. `global_sizes`: words per element of
     every global array the kernel reads or writes."""
     threads = model.threads
-    smem = model.shared_bytes() + model.array_words() * model.itemsize
+    smem = model.shared_bytes() + array_words(model) * model.itemsize
     # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
     # them would describe a kernel that is never emitted.
     regs = registers or min(estimate_registers(model),
@@ -237,9 +238,9 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     flops = 0.0
     barrier_runs = 0
     for op, runs in zip(model.ops, op_weights(model.ops)):
-        if op.kind == "barrier":
+        if op.kind == OpKind.BARRIER:
             barrier_runs += runs
-        if op.kind != "call":
+        if op.kind != OpKind.CALL:
             continue
         waste = 1.0 if op.remap else model.bx / op.impl.bx
         flops += runs * n * op_flops(op.impl.op, p, isz) * waste

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from irfuse.analysis.kernel_model import KernelModel
+from irfuse.kernel.model import KernelModel, OpKind
 from irfuse.diagnostics import CompileError, Diagnostic
 
 
@@ -20,12 +20,12 @@ def signature(model: KernelModel) -> str:
     parts = [f"{model.bx}x{model.by}:{model.itemsize}" + (f":{model.layout}" if model.layout != "aos" else "")
              + (f":e{model.per_thread}" if model.per_thread != 1 else "")]
     for op in model.ops:
-        if op.kind == "call":
+        if op.kind == OpKind.CALL:
             places = "".join("s" if model.values[a].shared else "r" for a in op.args)
             res = model.values[op.result]  # type: ignore[index]
             parts.append(f"c:{op.impl.function_name}:{places}{'s' if res.shared else 'r'}:"  # type: ignore[union-attr]
                          f"{[model.values[a].offset for a in op.args]}:{res.offset}:{int(op.remap)}")
-        elif op.kind in ("load", "store"):
+        elif op.kind in (OpKind.LOAD, OpKind.STORE):
             v = model.values[op.value]  # type: ignore[index]
             parts.append(f"{op.kind[0]}:{v.size}:{v.offset if v.shared else 'r'}")
         else:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
-from irfuse.analysis.kernel_model import KernelModel
+from irfuse.kernel.model import KernelModel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
 from irfuse.library.catalogue import default_library

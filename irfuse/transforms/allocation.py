@@ -4,7 +4,7 @@ kernel's shared values; values whose lifetimes do not overlap may share words.""
 from __future__ import annotations
 
 from irfuse.analysis.bank_conflicts import best_pitch
-from irfuse.analysis.kernel_model import KernelModel
+from irfuse.kernel.model import KernelModel
 from irfuse.analysis.shared_lifetimes import lifetimes
 
 ALIGN_WORDS = 4  # 16-byte alignment of every shared value (vector copies)

@@ -4,7 +4,7 @@ the conservative baseline of one after every op."""
 from __future__ import annotations
 
 from irfuse.analysis.hazards import HazardTracker
-from irfuse.analysis.kernel_model import KernelModel, MOp, unrolled
+from irfuse.kernel.model import KernelModel, MOp, OpKind, unrolled
 from irfuse.analysis.shared_accesses import accesses
 
 
@@ -36,7 +36,7 @@ def place_barriers(model: KernelModel) -> KernelModel:
     placed: list[MOp] = []
     for i, op in enumerate(ops):
         if i in before:
-            placed.append(MOp("barrier"))
+            placed.append(MOp(OpKind.BARRIER))
         placed.append(op)
     out.ops = placed
     return out
@@ -52,8 +52,8 @@ def barrier_after_every_op(model: KernelModel) -> KernelModel:
     for i, op in enumerate(ops):
         placed.append(op)
         nxt = ops[i + 1] if i + 1 < len(ops) else None
-        if nxt is not None and (op.kind not in ("load", "store") or nxt.kind != op.kind):
-            placed.append(MOp("barrier"))
+        if nxt is not None and (op.kind not in (OpKind.LOAD, OpKind.STORE) or nxt.kind != op.kind):
+            placed.append(MOp(OpKind.BARRIER))
     out.ops = placed
     return out
 

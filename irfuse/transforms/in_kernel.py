@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from irfuse.analysis.kernel_model import KernelModel
+from irfuse.kernel.model import KernelModel
 from irfuse.transforms.allocation import allocate_shared
 from irfuse.transforms.barriers import place_barriers
 from irfuse.transforms.linearization import linearize

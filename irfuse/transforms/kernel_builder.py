@@ -7,9 +7,9 @@ sequential 16-byte aligned offsets; a barrier after the loads and after every ca
 A `kas.reduce` in the group stores its operand's per-block partials (`fuse.store ...
 reduce`); a uniform input is loaded whole by every element; a group of calls on uniform
 values only runs `once`, over a batch of one element.
-`build_kernel_model` gives the `KernelModel` the planner costs; `kernel_op` writes the
-same kernel as a `fuse.kernel`, so the planner's candidate and the emitted kernel are
-one thing.
+`build_kernel_model` gives the `KernelModel` the planner costs; `kernel.bridge.kernel_op`
+writes the same kernel as a `fuse.kernel`, so the planner's candidate and the emitted kernel
+are one thing.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from irfuse.analysis.kernel_model import KernelModel, MOp, MValue
+from irfuse.kernel.model import KernelModel, MOp, MValue, OpKind
 from irfuse.analysis.uniformity import is_uniform
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
@@ -98,7 +98,7 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
 
     for v in inputs:
         uniform = not once and is_uniform(v)
-        mops.append(MOp("load", value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True,  # type: ignore
+        mops.append(MOp(OpKind.LOAD, value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True,  # type: ignore
                                           uniform=uniform, shared=not uniform), location=first_reader.get(v)))
     pending = iter(impls)
     loaded = set(inputs)
@@ -108,7 +108,7 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
             if isinstance(op, kas.CallOp):
                 r = op.results[0]
                 result = new(r, r.type.size, r.name_hint or "", r.type, stored=r in outputs)  # type: ignore[attr-defined]
-                mops.append(MOp("call", impl=next(pending), args=[vid[a] for a in op.operands], result=result,
+                mops.append(MOp(OpKind.CALL, impl=next(pending), args=[vid[a] for a in op.operands], result=result,
                                 location=op.location))
             elif isinstance(op, kas.LoopOp):
                 if forwards_carried(op):
@@ -119,23 +119,23 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
                         if v in loaded and not values[vid[v]].uniform:  # the block's copy serves every iteration
                             loaded.discard(v)
                             held = new(None, v.type.size, v.name_hint or "", v.type)  # type: ignore[attr-defined]
-                            mops.append(MOp("copy", args=[vid[v]], result=held, location=op.location))
+                            mops.append(MOp(OpKind.COPY, args=[vid[v]], result=held, location=op.location))
                             vid[v] = held
                 args = op.body.block.args
                 carried = [new(None, r.type.size, r.name_hint or "", r.type, carried=True,  # type: ignore[attr-defined]
                                stored=r in outputs and layout == "soa") for r in op.res]
                 for k, init in enumerate(op.iter_args):
-                    mops.append(MOp("copy", args=[vid[init]], result=carried[k], location=op.location))
+                    mops.append(MOp(OpKind.COPY, args=[vid[init]], result=carried[k], location=op.location))
                     vid[args[k]] = carried[k]
-                mops.append(MOp("loop", trip=op.trip_count.data, carries=carried, inits=len(args),
+                mops.append(MOp(OpKind.LOOP, trip=op.trip_count.data, carries=carried, inits=len(args),
                                 location=op.location))
                 emit(op.body_ops)
                 term = op.body.block.last_op
                 for k, y in enumerate(term.operands):
                     if k < len(args) and y is args[k]:
                         continue  # carried unchanged
-                    mops.append(MOp("copy", args=[vid[y]], result=carried[k], location=term.location))
-                mops.append(MOp("yield", carries=carried, location=term.location))
+                    mops.append(MOp(OpKind.COPY, args=[vid[y]], result=carried[k], location=term.location))
+                mops.append(MOp(OpKind.YIELD, carries=carried, location=term.location))
                 for r, c in zip(op.res, carried):
                     vid[r] = c
             elif isinstance(op, kas.ReduceOp):
@@ -146,15 +146,15 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
     emit(ops)
     for r in outputs:
         if isinstance(r.owner, kas.ReduceOp):
-            mops.append(MOp("store", value=vid[r.owner.operand], location=r.owner.location,
+            mops.append(MOp(OpKind.STORE, value=vid[r.owner.operand], location=r.owner.location,
                             reduce=r.owner.reduce_kind.value))
             continue
         stored = vid[r]
         if values[stored].carried and layout != "soa":
             staged = new(None, values[stored].size, values[stored].name, values[stored].type, stored=True)
-            mops.append(MOp("copy", args=[stored], result=staged, location=r.owner.location))
+            mops.append(MOp(OpKind.COPY, args=[stored], result=staged, location=r.owner.location))
             stored = staged
-        mops.append(MOp("store", value=stored, location=r.owner.location))
+        mops.append(MOp(OpKind.STORE, value=stored, location=r.owner.location))
     bx = max((impl.bx for impl in impls), default=1)
     model = KernelModel(bx, by, values, mops, itemsize, layout, once, 1 if once else per_thread)
     off = 0
@@ -164,73 +164,6 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
         v.offset = off
         off += -(-v.size * by // ALIGN_WORDS) * ALIGN_WORDS
     return barrier_after_every_op(model)
-
-
-def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> fuse.KernelOp:
-    """The `fuse.kernel` of a model built by `build_kernel_model` from these inputs and outputs."""
-    uniform = [i for i, op in enumerate(op for op in model.ops if op.kind == "load") if model.values[op.value].uniform]
-    kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
-                           layout=model.layout, uniform=uniform, once=model.once,
-                           elements_per_thread=model.per_thread)
-    first = next((op.location for op in model.ops if op.kind == "call" and op.location is not None), None)
-    if first is not None:
-        kernel.location = first  # a kernel stands where its first statement does
-    for arg, v in zip([*kernel.input_args, *kernel.output_args], [*inputs, *outputs]):
-        arg.name_hint = v.name_hint
-    blocks = [kernel.body.block]
-    loops: list[fuse.LoopOp] = []
-    onchip: dict[int, SSAValue] = {}
-
-    place = model.place
-
-    def name(vid: int) -> str | None:
-        return model.values[vid].name or None
-
-    loads = stores = 0  # the i-th store writes the i-th output (several may store one value)
-    for op in model.ops:
-        if op.kind == "load":
-            ir: Operation = fuse.LoadOp(kernel.input_args[loads], place(op.value))  # type: ignore[arg-type]
-            loads += 1
-            onchip[op.value] = ir.results[0]  # type: ignore[index]
-        elif op.kind == "call":
-            impl = op.impl
-            assert impl is not None
-            ir = fuse.CallOp(impl.op.name, impl.name, [onchip[a] for a in op.args], impl.op.result_type,
-                             place(op.result))  # type: ignore[arg-type]
-            onchip[op.result] = ir.results[0]  # type: ignore[index]
-        elif op.kind == "copy":
-            ir = fuse.CopyOp(onchip[op.args[0]], place(op.result))  # type: ignore[arg-type]
-            onchip[op.result] = ir.results[0]  # type: ignore[index]
-        elif op.kind == "store":
-            ir = fuse.StoreOp(onchip[op.value], kernel.output_args[stores], op.reduce or None)  # type: ignore[index]
-            stores += 1
-        elif op.kind == "loop":
-            ir = fuse.LoopOp(op.trip, [onchip[c] for c in op.carries[:op.inits]],
-                             [model.values[c].type for c in op.carries],
-                             [place(c) for c in op.carries])
-            for c, arg in zip(op.carries, ir.body.block.args):
-                onchip[c] = arg
-                arg.name_hint = name(c)
-        elif op.kind == "yield":
-            ir = fuse.YieldOp([onchip[c] for c in op.carries])
-        else:
-            ir = fuse.BarrierOp()
-        if op.location is not None:
-            ir.location = op.location
-        if op.kind in ("load", "call", "copy"):
-            ir.results[0].name_hint = name(op.result if op.kind != "load" else op.value)  # type: ignore[arg-type]
-        blocks[-1].add_op(ir)
-        if op.kind == "loop":
-            blocks.append(ir.body.block)  # type: ignore[attr-defined]
-            loops.append(ir)  # type: ignore[arg-type]
-        elif op.kind == "yield":
-            blocks.pop()
-            loop = loops.pop()
-            for c, r in zip(op.carries, loop.res):
-                onchip[c] = r
-                r.name_hint = name(c)
-    return kernel
-
 
 
 def launch_ops(name: str, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], location=None

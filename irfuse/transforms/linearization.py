@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irfuse.analysis.kernel_model import KernelModel
+from irfuse.kernel.model import KernelModel, OpKind
 from irfuse.transforms.barriers import barrier_after_every_op
 
 EXACT_LINEARIZE_LIMIT = 12  # calls; above this the greedy heuristic orders them
@@ -72,17 +72,17 @@ def linearize(model: KernelModel) -> KernelModel:
             done |= 1 << c
     stores: dict[int, list] = {}  # a value may be stored and reduced: several stores
     for op in out.ops:
-        if op.kind == "store":
+        if op.kind == OpKind.STORE:
             stores.setdefault(op.value, []).append(op)  # type: ignore[arg-type]
-    new_ops = [op for op in out.ops if op.kind == "load"]
+    new_ops = [op for op in out.ops if op.kind == OpKind.LOAD]
     for c in order:
         new_ops.append(calls[c])
         new_ops += stores.get(calls[c].result, [])  # type: ignore[arg-type]
     # A loaded value stored unchanged (an input that is also an output) is stored after the loads.
     placed = {id(op) for op in new_ops}
     for op in out.ops:
-        if op.kind == "store" and id(op) not in placed:
-            new_ops.insert(len([o for o in new_ops if o.kind == "load"]), op)
+        if op.kind == OpKind.STORE and id(op) not in placed:
+            new_ops.insert(len([o for o in new_ops if o.kind == OpKind.LOAD]), op)
     out.ops = new_ops
     return barrier_after_every_op(out)  # the old barriers belonged to the old order
 

@@ -17,7 +17,7 @@ threads; a loop then keeps it in registers across iterations."""
 from __future__ import annotations
 
 from irfuse.analysis.access_patterns import compatible_fast
-from irfuse.analysis.kernel_model import KernelModel, MOp, register_pattern
+from irfuse.kernel.model import KernelModel, MOp, OpKind, register_pattern
 
 
 def _consumers(model: KernelModel, vid: int) -> list[tuple[MOp, int]]:
@@ -36,7 +36,7 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
     producers = {op.result: op for op in out.calls()}
     # A value only reduced (its store is the block's tree, staged from registers as from
     # shared memory) is not written to global memory by threads: it may go to registers.
-    written = {op.value for op in out.ops if op.kind == "store" and not op.reduce}
+    written = {op.value for op in out.ops if op.kind == OpKind.STORE and not op.reduce}
     for vid, v in out.values.items():
         if v.uniform:
             continue  # the block's copy of a uniform input: read where it is
@@ -71,9 +71,9 @@ def _agrees(model: KernelModel, pattern, other) -> bool:
 def _promote_copied(model: KernelModel, outputs: bool) -> None:
     """Values made by copies to registers where their readers and register sources agree; a
     value copied from another such value follows it, so this is repeated until stable."""
-    copied = {op.result for op in model.ops if op.kind == "copy"}
+    copied = {op.result for op in model.ops if op.kind == OpKind.COPY}
     carried = [vid for vid, v in model.values.items() if vid in copied and (outputs or not v.stored)]
-    sources = {vid: [op.args[0] for op in model.ops if op.kind == "copy" and op.result == vid] for vid in carried}
+    sources = {vid: [op.args[0] for op in model.ops if op.kind == OpKind.COPY and op.result == vid] for vid in carried}
     for vid in carried:
         ap, bx, remap = register_pattern(model, vid)
         model.values[vid].shared = ap.noreg or not all(

@@ -3,7 +3,7 @@ block's first threads, renumbered (one element a thread only)."""
 
 from __future__ import annotations
 
-from irfuse.analysis.kernel_model import KernelModel
+from irfuse.kernel.model import KernelModel
 
 
 def remap_threads(model: KernelModel) -> KernelModel:

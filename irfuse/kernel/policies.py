@@ -1,0 +1,93 @@
+"""Policies the emitted kernel follows, decided from its model: the resident blocks its
+launch bounds ask for (`launch_min_blocks`), which loads of a structure-of-arrays kernel go
+through shared memory in 16-byte runs (`staged_run_loads`), and so the shared arrays it
+declares apart from the planned buffer (`array_words`). The planner's cost model and the
+emitter read the same functions, so what is costed is what is emitted.
+"""
+
+from __future__ import annotations
+
+from irfuse.kernel.model import KernelModel, OpKind, register_pattern
+
+
+# Bytes of loads an SM must keep in flight to stream at the copy bandwidth: bandwidth per SM
+# times the turnaround from a block's loads to the next block's (H200: 4.26 TB/s / 132 SMs x
+# about 1.4 us, the larger of the two built-in GPUs). Measured on SyncTest's kernel (4.6 KB a
+# block), 10 resident blocks asked stream fastest on the H200 (8: 3% slower; 11 and 12:
+# 0.5-0.7%) and faster than 11 on the H100 (benchmarks/NOTES.md, tenth and nineteenth sessions).
+IN_FLIGHT_BYTES = 45 * 1024
+
+
+def launch_min_blocks(model: KernelModel) -> int:
+    """Resident blocks the emitted kernel asks ptxas for (`__launch_bounds__`): 1024 threads
+    per SM, i.e. at most 64 registers per thread; more for a kernel without loops whose
+    blocks load so little that 1024 threads keep less than `IN_FLIGHT_BYTES` of loads in
+    flight (SyncTest: 4.6 KB a block, 8 blocks keep 37 KB; asked for 10, ptxas fits it in
+    47 registers and it streams 3-4% faster on an H200), up to 2048 threads per SM.
+
+    Without a minimum, `__launch_bounds__` lets ptxas squeeze registers for full occupancy
+    and spill; without launch bounds at all it assumes 1024-thread blocks. A kernel that
+    spills at the raised minimum is compiled again at 1024 threads (`driver.compile.build`).
+    """
+    if model.once:
+        return 1  # one block over one element
+    base = default_min_blocks(model.threads)
+    loaded = model.by * model.itemsize * model.batch_loads()
+    if model.has_loops() or not loaded or base * loaded >= IN_FLIGHT_BYTES:
+        return base
+    return max(base, min(2048 // model.threads, -(-IN_FLIGHT_BYTES // loaded)))
+
+
+def array_words(model: KernelModel) -> int:
+    """Shared words the emitted kernel declares apart from the planned buffer: each uniform
+    input's block copy, each reduction's staging of the block's elements, and the runs of
+    each register load staged through shared memory (`staged_run_loads`)."""
+    staged = sum(model.values[model.ops[i].value].size * model.by for i in staged_run_loads(model))  # type: ignore[index]
+    return staged + sum(model.values[op.value].size * (model.by if op.kind == OpKind.STORE else 1)  # type: ignore[index]
+                        for op in model.ops
+                        if (op.kind == OpKind.LOAD and model.values[op.value].uniform)  # type: ignore[index]
+                        or (op.kind == OpKind.STORE and op.reduce))
+
+
+# Bytes of shared memory a block may add for staged loads (`staged_run_loads`).
+STAGED_RUN_BYTES = 64 * 1024
+
+
+def staged_run_loads(model: KernelModel) -> list[int]:
+    """Indices of the loads a structure-of-arrays kernel stages through shared memory although
+    their values live in registers: its leading loads (before its first other op) of
+    per-element values, each held whole by one thread of its element. On the GPU the block
+    copies such a value's runs (word k of its `by` elements, contiguous in global memory) with
+    16-byte asynchronous copies, all the loads' at once, then each thread reads its words
+    after one barrier: 4-byte loads straight into registers stream 1-3.5% slower on an H100
+    and an H200 (benchmarks/NOTES.md, eighteenth session). The CPU backend loads directly.
+
+    All of them or none: with some of BigFusion's loads staged and the others direct, its
+    results were off the direct kernel's by rounding on an H100 and an H200 (within the
+    verification's bounds; the same PTX arithmetic, which ptxas compiled differently), while
+    every kernel measured with all of them staged gave the direct kernel's bits, which a
+    variant for strided views (whose runs cannot be staged, `cuda_emit`) must reproduce.
+    Offered where the runs are whole 16-byte pieces (`by` a multiple of 16 bytes' words) and
+    the staging takes at most `STAGED_RUN_BYTES` a block (the cost model sees it through
+    `array_words`)."""
+    if (model.layout != "soa" or model.once or model.per_thread != 1 or model.bx != 1
+            or model.by % (16 // model.itemsize)):
+        return []
+    out: list[int] = []
+    for i, op in enumerate(model.ops):
+        if op.kind != OpKind.LOAD:
+            break
+        v = model.values[op.value]  # type: ignore[index]
+        if v.shared or v.uniform:
+            continue
+        ap, bx, remap = register_pattern(model, v.id)
+        if v.carried or bx != 1 or remap or ap.relative() != frozenset(range(v.size)):
+            return []
+        out.append(i)
+    staged = sum(model.values[model.ops[i].value].size for i in out) * model.by * model.itemsize  # type: ignore[index]
+    return out if staged <= STAGED_RUN_BYTES else []
+
+
+def default_min_blocks(threads: int) -> int:
+    """The resident blocks asked of ptxas for any kernel: 1024 threads per SM."""
+    return max(1, 1024 // threads)
