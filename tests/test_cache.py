@@ -33,7 +33,7 @@ static void twice(const real_t* a, real_t* b, const long long n, const long long
 
 def _host_module(cache):
     os.environ["IRFUSE_CACHE_DIR"] = cache
-    from irfuse.backend.cuda_emit import KernelInfo
+    from irfuse.artifact.kernel_info import KernelInfo
     from irfuse.backend.host_compile import HostModule
 
     return HostModule(HOST_SRC, [KernelInfo("twice", 1, 4, 0, ["a"], ["b"], [1], [1])], 4)

@@ -12,6 +12,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "irfuse")
 # peers below, and from every layer beneath it.
 LAYERS = [
     {"irfuse.diagnostics", "irfuse._version"},
+    {"irfuse.artifact"},  # what the runtime runs: launch interface, host steps, binaries (no xDSL)
     {"irfuse.dialects"},
     {"irfuse.library"},
     {"irfuse.kernel"},  # the kernel model, its bridge to IR, the emitted kernel's policies

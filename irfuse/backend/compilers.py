@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from irfuse.backend.cuda_emit import KernelInfo
+from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.host_compile import HostModule
 from irfuse.backend.nvrtc import CubinResult, compile_cubin
 from irfuse.diagnostics import UsageError

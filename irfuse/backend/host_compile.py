@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from importlib import resources
 
-from irfuse.backend.cuda_emit import KernelInfo
+from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.disk_cache import cache_lock, entry_path, read_checked, sha256, write_checked
 from irfuse.diagnostics import CompileError, ExecutionError, UsageError
 

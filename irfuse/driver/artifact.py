@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 
 from irfuse.kernel.bridge import model_from_kernel
-from irfuse.backend.cuda_emit import KernelInfo
+from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.nvrtc import CubinResult, KernelResources
 from irfuse.diagnostics import Diagnostic, UsageError
 from irfuse.dialects.context import module_text, parse_module

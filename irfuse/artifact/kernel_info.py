@@ -1,0 +1,86 @@
+"""The launch interface of one emitted kernel: what a launcher needs to know of it (its
+block, grid, arguments, shared memory, launch bounds), written by the emitter, saved in a
+plan's manifest, and read by the runtime, which needs nothing else of the compiler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class KernelInfo:
+    """What a launcher needs to know about one emitted kernel."""
+
+    name: str
+    bx: int
+    by: int
+    shared_words: int
+    inputs: list[str]
+    outputs: list[str]
+    input_sizes: list[int]
+    output_sizes: list[int]
+    calls: list[str] = field(default_factory=list)
+    barriers: int = 0
+    register_values: int = 0
+    shared_values: int = 0
+    barriers_before: int | None = None  # before fuse-place-barriers, when it ran
+    dynamic_shared: bool = False  # shared memory taken at launch (over the static limit)
+    min_blocks: int = 1  # __launch_bounds__ minimum resident blocks: caps registers per thread
+    once: bool = False  # runs over one element (uniform values from uniform values)
+    reduced: list[str] = field(default_factory=list)  # per output: the reduction its partials are for, or ""
+    arrays: list[int] = field(default_factory=list)  # words of each shared array apart from the planned buffer
+    fixed_grid: int = 0  # blocks of every launch (a combine kernel's: one per word); 0: one per `by` elements
+    per_thread: int = 1  # elements each thread runs: the block has by / per_thread thread rows
+    # Starts with irf_after_previous_grid(): may be launched as a programmatic dependent launch.
+    after_previous_grid: bool = False
+
+    @property
+    def threads(self) -> int:
+        return self.bx * self.by // self.per_thread
+
+    @property
+    def block_dims(self) -> tuple[int, int, int]:
+        """The launch's block: bx threads per element, one row per `per_thread` elements."""
+        return (self.bx, self.by // self.per_thread, 1)
+
+    def shared_bytes(self, itemsize: int) -> int:
+        return self.shared_words * itemsize
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
+            "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
+            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid")}
+
+    def array_offsets(self, itemsize: int) -> list[int]:
+        """Where the arrays apart from the planned buffer start, in words from its start: after
+        it, each 16-byte aligned (as the compiler lays out static arrays, and as they sit in
+        the one dynamic buffer of a kernel over the static limit)."""
+        align = max(1, 16 // itemsize)
+        offsets, end = [], self.shared_words
+        for words in self.arrays:
+            offsets.append(-(-end // align) * align)
+            end = offsets[-1] + words
+        return offsets
+
+    def total_shared_bytes(self, itemsize: int) -> int:
+        """Bytes of shared memory a block takes: the planned buffer and the arrays after it."""
+        offsets = self.array_offsets(itemsize)
+        return (offsets[-1] + self.arrays[-1] if self.arrays else self.shared_words) * itemsize
+
+    def static_shared_bytes(self, itemsize: int) -> int:
+        """Bytes of static shared memory (what ptxas reports): all of it, or none for a kernel
+        over the static limit, which takes all of it at launch."""
+        return 0 if self.dynamic_shared else self.total_shared_bytes(itemsize)
+
+    def dynamic_shared_bytes(self, itemsize: int) -> int:
+        """Bytes of shared memory a launch must ask for (0 below the static limit)."""
+        return self.total_shared_bytes(itemsize) if self.dynamic_shared else 0
+
+    def blocks(self, n: int) -> int:
+        """Blocks of a launch over n elements (a kernel that runs once: one)."""
+        return self.fixed_grid or (1 if self.once else -(-n // self.by))
+
+    @staticmethod
+    def from_json(d: dict) -> "KernelInfo":
+        return KernelInfo(**d)
