@@ -52,8 +52,8 @@ def main(argv=None) -> int:
     from irfuse.runtime.cuda_device import measure_copy_bandwidth
     from irfuse.runtime.dependent_launch import InPlaceRun
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import effective_bytes, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
 
     console = Console(width=200)
     torch.cuda.init()

@@ -99,8 +99,8 @@ def main(argv=None) -> int:
     from irfuse.backend.host_compile import cpu_threads
     from irfuse.driver.compile import PlanningOptions, compile_program
     from irfuse.runtime.executor import CpuDevice, Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import effective_bytes, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
 
     threads = cpu_threads()
     console = Console(width=200)

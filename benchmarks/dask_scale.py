@@ -129,7 +129,7 @@ def main(argv=None) -> int:
 
     import irfuse
     import irfuse.dask
-    from irfuse.runtime.reference import effective_bytes
+    from irfuse.verification.reference import effective_bytes
 
     progs = {wl: irfuse.compile(os.path.join(ROOT, "examples", WORKLOADS[wl]), backend="cuda")
              for wl in args.workloads}

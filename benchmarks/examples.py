@@ -34,8 +34,8 @@ def main(argv=None) -> int:
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, effective_bytes, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import DTYPES, effective_bytes, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
 
     console = Console(width=200)
     rows = []

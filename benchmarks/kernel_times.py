@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     from irfuse.passes.registry import DEFAULT_PIPELINE
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs
+    from irfuse.verification.reference import effective_bytes, random_inputs
 
     torch.zeros(1, device="cuda")  # the primary context, which irfuse's device shares
     table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32")

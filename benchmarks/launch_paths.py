@@ -45,8 +45,8 @@ def main(argv=None) -> int:
     from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, _EventTimer, measure_copy_bandwidth
     from irfuse.runtime.cuda_graph import CudaGraph
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import effective_bytes, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
     from irfuse.tools.tune import alternating_rounds
 
     plan, _ = compile_program(args.file, args.pipeline, "f32")

@@ -65,8 +65,8 @@ def main(argv=None) -> int:
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs, subset
+    from irfuse.verification.reference import effective_bytes, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs, subset
 
     console = Console(width=200)
     rows, copy_bw, gpu = [], None, None

@@ -184,7 +184,7 @@ def predicted_seconds(path: str, n: int, profile: str, loops: str) -> float:
     from irfuse.driver.compile import run_pipeline
     from irfuse.frontend.irgen import compile_file
     from irfuse.passes.fuse_partition import FusePartition
-    from irfuse.runtime.reference import find_program
+    from irfuse.verification.reference import find_program
 
     module = run_pipeline(compile_file(path).module, "kas-dce")
     _, plans, _ = FusePartition(n=n, profile=profile, loops=loops).search(find_program(module), 4)
@@ -247,8 +247,8 @@ def main(argv=None) -> int:
     from irfuse.passes.registry import partition_pipeline
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs, subset
+    from irfuse.verification.reference import effective_bytes, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs, subset
 
     console = Console(width=200)
     try:

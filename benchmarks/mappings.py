@@ -42,8 +42,8 @@ def main(argv=None) -> int:
     from irfuse.planner.search import plan_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, effective_bytes, find_program, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import DTYPES, effective_bytes, find_program, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
     from irfuse.passes.registry import partition_pipeline
 
     console = Console(width=200)

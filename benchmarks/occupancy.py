@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     from irfuse.backend.nvrtc import compile_cubin
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
-    from irfuse.runtime.reference import effective_bytes
+    from irfuse.verification.reference import effective_bytes
 
     rows = []
     for layout in ("aos", "soa"):

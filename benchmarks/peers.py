@@ -158,7 +158,7 @@ def jax_sampler(fn, args, warmup=5, back_to_back=1):
 def peer_check(outs, names: list[str], reference: dict) -> str:
     """A peer's outputs (torch tensors or JAX arrays, in the program's output order) against
     the float64 NumPy reference: 'ok' or the mismatch, with the relative error."""
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.verify import check_outputs
 
     got = {name: np.asarray(o.detach().cpu() if hasattr(o, "detach") else o) for name, o in zip(names, outs)}
     checks = check_outputs(got, reference, "f32")
@@ -222,8 +222,8 @@ def main(argv=None) -> int:
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, DeviceCopy, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import effective_bytes, random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
     from irfuse.tools.cli import build_parser
     from irfuse.driver.tuned import compile_tuned
     from irfuse.tools.tune import tune

@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     from irfuse.planner.cost import H100
     from irfuse.planner.dag import convex_groups, program_dags
     from irfuse.planner.search import plan_program
-    from irfuse.runtime.reference import find_program
+    from irfuse.verification.reference import find_program
     from irfuse.testing.random_programs import random_program
 
     programs = [(os.path.basename(p), compile_file(p).module) for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))]

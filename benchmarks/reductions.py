@@ -99,8 +99,8 @@ def main(argv=None) -> int:
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import effective_bytes, random_inputs, run_references, uniform_outputs
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import effective_bytes, random_inputs, run_references, uniform_outputs
+    from irfuse.verification.verify import check_outputs
 
     console = Console(width=200)
     tfns = array_fns(torch)

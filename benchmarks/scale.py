@@ -75,9 +75,9 @@ def main(argv=None) -> int:
     import irfuse
     from irfuse.analysis.batch_passes import batch_passes
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import random_inputs, run_references
+    from irfuse.verification.reference import random_inputs, run_references
     from irfuse.runtime.streaming import LANES, bytes_per_element, reduction_bytes
-    from irfuse.runtime.verify import check_outputs, subset
+    from irfuse.verification.verify import check_outputs, subset
 
     console = Console(width=200)
     rows, gpu = [], None

@@ -17,7 +17,7 @@ import numpy as np
 import irfuse
 from irfuse.runtime.cuda_device import measure_copy_bandwidth
 from irfuse.runtime.executor import Executor
-from irfuse.runtime.reference import effective_bytes
+from irfuse.verification.reference import effective_bytes
 
 
 def main(argv=None) -> int:

@@ -21,7 +21,7 @@ from irfuse.dialects.element_types import set_module_element_type, element_type
 from irfuse.dialects.layouts import set_module_layout
 from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
 from irfuse.runtime.executor import Executor
-from irfuse.runtime.reference import effective_bytes, random_inputs
+from irfuse.verification.reference import effective_bytes, random_inputs
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 from xdsl.dialects.builtin import IntAttr
 

@@ -2,20 +2,52 @@
 
 `irfuse.compile(path_or_source)` gives a `Program` to call on arrays (see `irfuse.api`).
 
-Importing any part of irfuse imports the driver, which hands the op library the check
-that every hand-written implementation must pass (the library itself compiles nothing).
+Names are imported when first used: `import irfuse` alone loads nothing of the compiler, so
+that a process running programs from the disk cache (or plans saved by `irfuse compile`)
+needs neither xDSL nor the planner. The op library's check of hand-written implementations
+is installed by the driver, which `irfuse.ops`, the Python annotations and any compile load.
 """
 
-import irfuse.driver  # noqa: F401
 from irfuse._version import __version__
-from irfuse import ops
-from irfuse.api import IrfuseWarning, Outputs, Program, PythonProgram, Verification, compile, program
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
-from irfuse.frontend.python import Matrix, Scalar, Tensor, Uniform, Vector
-from irfuse.frontend.python import reduce_max as max, reduce_min as min, reduce_sum as sum  # noqa: A004
-from irfuse.runtime.streaming import page_locked, pinned_empty
 
 __all__ = ["__version__", "compile", "program", "ops", "Scalar", "Vector", "Matrix", "Tensor", "Uniform", "sum",
            "max", "min", "Program",
            "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
            "UsageError", "ExecutionError", "pinned_empty", "page_locked"]
+
+# name -> (module, attribute) for the names imported on first use
+_LAZY = {
+    "compile": ("irfuse.api", "compile"), "program": ("irfuse.api", "program"),
+    "Program": ("irfuse.api", "Program"), "PythonProgram": ("irfuse.api", "PythonProgram"),
+    "Outputs": ("irfuse.api", "Outputs"), "Verification": ("irfuse.api", "Verification"),
+    "IrfuseWarning": ("irfuse.api", "IrfuseWarning"),
+    "pinned_empty": ("irfuse.runtime.streaming", "pinned_empty"),
+    "page_locked": ("irfuse.runtime.streaming", "page_locked"),
+    "Scalar": ("irfuse.frontend.python", "Scalar"), "Vector": ("irfuse.frontend.python", "Vector"),
+    "Matrix": ("irfuse.frontend.python", "Matrix"), "Tensor": ("irfuse.frontend.python", "Tensor"),
+    "Uniform": ("irfuse.frontend.python", "Uniform"),
+    "sum": ("irfuse.frontend.python", "reduce_sum"), "max": ("irfuse.frontend.python", "reduce_max"),
+    "min": ("irfuse.frontend.python", "reduce_min"),
+}
+# Modules whose names need the op library with its implementation check installed.
+_COMPILER_SIDE = {"irfuse.frontend.python"}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name == "ops":
+        return importlib.import_module("irfuse.ops")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'irfuse' has no attribute '{name}'")
+    module, attr = _LAZY[name]
+    if module in _COMPILER_SIDE:
+        importlib.import_module("irfuse.driver")  # installs the implementation check
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

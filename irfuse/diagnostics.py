@@ -14,7 +14,10 @@ import linecache
 import sys
 from dataclasses import dataclass, field
 
-from xdsl.utils.exceptions import DiagnosticException
+try:
+    from xdsl.utils.exceptions import DiagnosticException
+except ImportError:  # a process that only runs saved plans may have no xDSL: plain exceptions then
+    DiagnosticException = Exception  # type: ignore[misc,assignment]
 
 
 @dataclass

@@ -7,6 +7,7 @@ loaded) is an attribute here: an `OpRef` that an `@irfuse.program` function call
 such a function an op does nothing but say so.
 """
 
+import irfuse.driver  # noqa: F401 -- installs the check of hand-written implementations in the library
 from irfuse.frontend.python import OpRef
 from irfuse.library.catalogue import default_library
 

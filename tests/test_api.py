@@ -12,8 +12,8 @@ import pytest
 import irfuse
 from xdsl.dialects.builtin import ModuleOp
 from conftest import EXAMPLES
-from irfuse.runtime.reference import random_inputs, run_references
-from irfuse.runtime.verify import check_outputs
+from irfuse.verification.reference import random_inputs, run_references
+from irfuse.verification.verify import check_outputs
 
 
 def example(name: str) -> str:
@@ -427,7 +427,7 @@ def test_a_compiled_program_is_kept_on_disk_and_read_back_by_the_next_process(tm
 
 def test_the_program_cache_key_holds_the_library_and_every_option():
     from irfuse.dialects.kas import MatrixType
-    from irfuse.driver.program_cache import program_key
+    from irfuse.api.program_cache import program_key
     from irfuse.library.catalogue import Library
 
     lib = Library()

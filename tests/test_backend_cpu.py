@@ -10,14 +10,14 @@ from irfuse.dialects import fuse
 from irfuse.driver.compile import build, compile_program, lower
 from irfuse.frontend.irgen import compile_file
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import (
+from irfuse.verification.reference import (
     DTYPES,
     find_program,
     random_inputs,
     run_reference,
     run_references,
 )
-from irfuse.runtime.verify import check_outputs
+from irfuse.verification.verify import check_outputs
 
 _plans = {}
 

@@ -34,9 +34,11 @@ static void twice(const real_t* a, real_t* b, const long long n, const long long
 def _host_module(cache):
     os.environ["IRFUSE_CACHE_DIR"] = cache
     from irfuse.artifact.kernel_info import KernelInfo
-    from irfuse.backend.host_compile import HostModule
+    from irfuse.backend.host_compile import build_host_library
+    from irfuse.runtime.host_library import HostLibrary
 
-    return HostModule(HOST_SRC, [KernelInfo("twice", 1, 4, 0, ["a"], ["b"], [1], [1])], 4)
+    kernels = [KernelInfo("twice", 1, 4, 0, ["a"], ["b"], [1], [1])]
+    return HostLibrary(build_host_library(HOST_SRC, kernels), kernels)
 
 
 def test_corrupt_host_library_is_rebuilt(tmp_path, monkeypatch):

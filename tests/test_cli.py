@@ -259,7 +259,7 @@ def test_tools_say_what_they_are():
 def test_large_batches_are_verified_on_a_seeded_sample_unless_asked(tmp_path, monkeypatch):
     """The reference of a whole large batch costs more than the run: beyond 100,000 elements a
     seeded sample is checked, and the report says so; --verify all and none do what they say."""
-    from irfuse.runtime.verify import sample_elements
+    from irfuse.verification.verify import sample_elements
 
     idx = sample_elements(4_194_304, "auto", 3)
     assert len(idx) == 100_000 and np.all(np.diff(idx) > 0) and idx[-1] < 4_194_304

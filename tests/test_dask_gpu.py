@@ -58,7 +58,7 @@ def _devices_used(client, arrays) -> set:
 def test_two_gpus_give_the_results_of_one_call(client, on_gpu):
     import irfuse
     import irfuse.dask
-    from irfuse.runtime.reference import random_inputs
+    from irfuse.verification.reference import random_inputs
 
     prog = irfuse.compile(example("stvenant.kas"), backend="cuda")
     n = 200_003
@@ -78,7 +78,7 @@ def test_two_gpus_give_the_results_of_one_call(client, on_gpu):
 def test_reductions_on_two_gpus_combine_chunks_in_a_fixed_order(client):
     import irfuse
     import irfuse.dask
-    from irfuse.runtime.reference import random_inputs
+    from irfuse.verification.reference import random_inputs
 
     chunks = (100_000,) * 9 + (7,)
     n = sum(chunks)

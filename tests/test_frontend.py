@@ -5,7 +5,7 @@ import pytest
 
 from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_source
-from irfuse.runtime.reference import find_program, random_inputs, run_reference
+from irfuse.verification.reference import find_program, random_inputs, run_reference
 
 
 def run(src: str, n: int = 4, seed: int = 3):

@@ -17,8 +17,8 @@ def test_example_on_gpu(path, dtype):
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import DTYPES, random_inputs, run_references, uniform_names
-    from irfuse.runtime.verify import check_outputs, subset, verified_elements
+    from irfuse.verification.reference import DTYPES, random_inputs, run_references, uniform_names
+    from irfuse.verification.verify import check_outputs, subset, verified_elements
 
     plan, _ = compile_program(path, None, dtype)
     whole = uniform_names(plan.reference_program)  # no batch axis
@@ -71,8 +71,8 @@ def test_a_run_is_one_cuda_graph_that_computes_what_the_launches_compute():
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.cuda_graph import CudaGraph
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import random_inputs, run_reference
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import random_inputs, run_reference
+    from irfuse.verification.verify import check_outputs
 
     path = next(p for p in EXAMPLES if p.endswith("rotation_loop.kas"))
     plan, _ = compile_program(path, "kas-dce,fuse-each", "f32")
@@ -146,8 +146,8 @@ def test_api_on_torch_tensors_in_place_on_the_callers_stream():
     tensors are written), the call is ordered on the current torch stream, and nothing
     grows with the number of calls."""
     import irfuse
-    from irfuse.runtime.reference import random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
 
     torch = _torch()
     path = next(p for p in EXAMPLES if p.endswith("stvenant.kas"))
@@ -315,8 +315,8 @@ def test_example_on_gpu_in_structure_of_arrays(path):
     from irfuse.driver.compile import compile_program
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import random_inputs, run_references, uniform_names
-    from irfuse.runtime.verify import check_outputs, subset, verified_elements
+    from irfuse.verification.reference import random_inputs, run_references, uniform_names
+    from irfuse.verification.verify import check_outputs, subset, verified_elements
 
     plan, _ = compile_program(path, None, "f32", layout="soa")
     whole = uniform_names(plan.reference_program)  # no batch axis, no layout
@@ -383,7 +383,7 @@ def test_host_batches_stream_through_the_gpu_in_chunks(layout):
     for bit; a budget of a quarter of the batch gives at least four chunks; nothing piles up
     on the GPU over calls with other batch sizes."""
     import irfuse
-    from irfuse.runtime.reference import random_inputs
+    from irfuse.verification.reference import random_inputs
     from irfuse.runtime.streaming import LANES, bytes_per_element, chunk_elements
 
     prog = irfuse.compile(next(p for p in EXAMPLES if p.endswith("bigfusion.kas")), backend="cuda", layout=layout)
@@ -431,7 +431,7 @@ def test_host_batches_that_reduce_stream_in_passes_with_the_bits_of_one_call(lay
     reading the combined value; the results of one chunk, bit for bit, from pageable and
     from page-locked arrays."""
     import irfuse
-    from irfuse.runtime.reference import random_inputs
+    from irfuse.verification.reference import random_inputs
     from irfuse.runtime.streaming import LANES, bytes_per_element, reduction_bytes
 
     two_levels = ("vector3 x, y, z; scalar s, t; uniform scalar m, q, r; input x;\n"
@@ -664,8 +664,8 @@ def test_loop_kernels_with_barriers_inside_on_gpu(layout):
     from irfuse.passes.registry import partition_pipeline
     from irfuse.runtime.cuda_device import CudaDevice
     from irfuse.runtime.executor import Executor
-    from irfuse.runtime.reference import random_inputs, run_references
-    from irfuse.runtime.verify import check_outputs
+    from irfuse.verification.reference import random_inputs, run_references
+    from irfuse.verification.verify import check_outputs
 
     top, keep = 20, 4
     k = _plans_with_several_mappings(MAPPINGS, top, keep, layout)[0]

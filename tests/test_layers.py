@@ -1,6 +1,7 @@
 """irfuse's layers, read from the source: every import statement (function-local ones
 included) goes down the layer order, no file imports itself through others, and the
-dialects import nothing of irfuse outside themselves but the diagnostics."""
+dialects import nothing of irfuse outside themselves but the diagnostics and the plain data
+of `irfuse.artifact` (layouts, element types)."""
 
 import ast
 import os
@@ -13,21 +14,22 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "irfuse")
 LAYERS = [
     {"irfuse.diagnostics", "irfuse._version"},
     {"irfuse.artifact"},  # what the runtime runs: launch interface, host steps, binaries (no xDSL)
+    {"irfuse.runtime"},  # runs artifacts: devices, the host steps, chunks (no compiler below it)
     {"irfuse.dialects"},
     {"irfuse.library"},
+    {"irfuse.verification"},  # the NumPy reference of a kas program, and the comparison with it
     {"irfuse.kernel"},  # the kernel model, its bridge to IR, the emitted kernel's policies
     {"irfuse.analysis"},
     {"irfuse.transforms"},
     {"irfuse.planner", "irfuse.backend", "irfuse.frontend"},
     {"irfuse.passes"},
     {"irfuse.driver"},
-    {"irfuse.runtime"},
     {"irfuse.api"},  # irfuse.compile and Program: the library interface
     {"irfuse.dask"},  # programs over Dask arrays, on the library interface
     {"irfuse.universe"},  # what stock xdsl-opt loads: dialects, passes, the cuda target
     {"irfuse.tools"},
     {"irfuse.testing"},
-    {"irfuse", "irfuse.__main__", "irfuse.ops"},  # the package: importing irfuse installs the driver's checker
+    {"irfuse", "irfuse.__main__", "irfuse.ops"},  # the package: names imported on first use
 ]
 # (importer, imported) between packages of one layer: the package exposes `irfuse.ops`.
 PEERS_ALLOWED: set[tuple[str, str]] = {("irfuse", "irfuse.ops")}
@@ -131,8 +133,24 @@ def test_every_import_goes_down_the_layers():
 
 def test_dialects_import_nothing_above_them():
     outside = [f"{mod} imports {t}" for mod, targets in import_graph().items() if mod.startswith("irfuse.dialects")
-               for t in targets if not t.startswith("irfuse.dialects") and t != "irfuse.diagnostics"]
+               for t in targets
+               if not t.startswith(("irfuse.dialects", "irfuse.artifact")) and t != "irfuse.diagnostics"]
     assert not outside, "\n".join(outside)
+
+
+def test_the_runtime_imports_only_the_artifact_and_itself():
+    """The runtime runs artifacts: it never imports the compiler's layers (the dialects, the
+    library, the backend's compilers, the planner, the driver), so a saved plan runs without
+    them (`tests/test_runtime_alone.py` runs one where importing xDSL raises)."""
+    allowed = ("irfuse.runtime", "irfuse.artifact", "irfuse.diagnostics")
+    outside = [f"{mod} imports {t}" for mod, targets in import_graph().items()
+               if mod.startswith(("irfuse.runtime", "irfuse.artifact")) for t in targets if not t.startswith(allowed)]
+    assert not outside, "\n".join(outside)
+    xdsl = [mod for mod, path in _modules().items() if mod.startswith(allowed)
+            and any(isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.name if isinstance(node, ast.Import) else node.module or "").startswith("xdsl")
+                for a in node.names) for node in ast.walk(ast.parse(open(path).read())))]
+    assert xdsl == ["irfuse.diagnostics"], xdsl  # (which falls back to plain exceptions without xDSL)
 
 
 def test_the_checker_sees_imports_at_any_depth(tmp_path, monkeypatch):

@@ -13,8 +13,8 @@ from conftest import EXAMPLES
 from irfuse.dialects.layouts import from_aos, to_aos
 from irfuse.driver.compile import compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import random_inputs, run_references
-from irfuse.runtime.verify import check_outputs
+from irfuse.verification.reference import random_inputs, run_references
+from irfuse.verification.verify import check_outputs
 
 UNFUSED = "kas-dce,fuse-each,fuse-verify-races"  # loads and stores through shared memory
 

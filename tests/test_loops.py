@@ -17,8 +17,8 @@ from irfuse.passes.registry import partition_pipeline
 from irfuse.planner.cost import H100
 from irfuse.planner.search import plan_program
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import random_inputs, run_references
-from irfuse.runtime.verify import check_outputs
+from irfuse.verification.reference import random_inputs, run_references
+from irfuse.verification.verify import check_outputs
 from irfuse.testing.differential import Budget, check_source
 from irfuse.testing.random_programs import random_program
 

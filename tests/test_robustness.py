@@ -180,14 +180,14 @@ def test_a_host_compiler_that_never_returns_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setenv("CXX", str(slow))
     monkeypatch.setenv("IRFUSE_CXX_TIMEOUT", "1.5")
     monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "cache"))
-    from irfuse.backend.host_compile import HostModule
+    from irfuse.backend.host_compile import build_host_library
 
     prog = irfuse.compile(MMUL, backend="cpu", pipeline="kas-dce,fuse-each")
     with pytest.raises(CompileError, match="did not finish within 1.5 s"):
-        HostModule(prog.compiled.source, prog.compiled.kernels, 4)
+        build_host_library(prog.compiled.source, prog.compiled.kernels)
     monkeypatch.setenv("IRFUSE_CXX_TIMEOUT", "soon")
     with pytest.raises(UsageError, match="IRFUSE_CXX_TIMEOUT must be a positive number of seconds"):
-        HostModule(prog.compiled.source, prog.compiled.kernels, 4)
+        build_host_library(prog.compiled.source, prog.compiled.kernels)
 
 
 def test_outputs_pickle_with_their_names():

@@ -13,7 +13,7 @@ from conftest import EXAMPLES
 from irfuse.analysis.batch_passes import batch_passes
 from irfuse.dialects.kas import program_of
 from irfuse.passes.registry import DEFAULT_PIPELINE
-from irfuse.runtime.reference import random_inputs
+from irfuse.verification.reference import random_inputs
 from irfuse.runtime.streaming import (CHUNK_BYTES, LANES, MIN_CHUNK_BYTES, MIN_CHUNKS, bytes_per_element,
                                       chunk_elements, reduction_bytes)
 from irfuse.testing.random_programs import random_program

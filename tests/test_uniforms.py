@@ -19,13 +19,13 @@ from irfuse.frontend.syntax import Number, parse_program
 from irfuse.planner.cost import H100
 from irfuse.planner.search import plan_program
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import (
+from irfuse.verification.reference import (
     random_inputs,
     run_references,
     sum_depth,
     uniform_names,
 )
-from irfuse.runtime.verify import check_outputs
+from irfuse.verification.verify import check_outputs
 from irfuse.testing.differential import Budget, check_source
 from irfuse.testing.random_programs import random_program
 
@@ -248,7 +248,7 @@ def test_a_reduction_in_float64_matches_numpy_closely():
 
 
 def test_npz_inputs_take_uniform_values_without_a_batch_axis(tmp_path):
-    from irfuse.runtime.reference import load_inputs
+    from irfuse.verification.reference import load_inputs
 
     program = kas.program_of(compile_source(ENERGY, "e.kas").module)
     path = tmp_path / "in.npz"

@@ -7,8 +7,8 @@ import pytest
 
 from irfuse.driver.compile import compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import random_inputs, run_references
-from irfuse.runtime.verify import ROUNDING_FACTOR, check_output, check_outputs
+from irfuse.verification.reference import random_inputs, run_references
+from irfuse.verification.verify import ROUNDING_FACTOR, check_output, check_outputs
 
 POWER = """matrix3x3 A; vector3 x; scalar n;
 input A, x;
@@ -201,7 +201,7 @@ def test_rounding_bounds_hold_and_are_tight_on_a_sum_of_products():
     in every order tried, not only the generated code's, and the bound is within a small factor
     of u * sum|a_k b_k| (not a blanket allowance)."""
     from irfuse.frontend.irgen import compile_source
-    from irfuse.runtime.reference import find_program, rounding_bounds
+    from irfuse.verification.reference import find_program, rounding_bounds
 
     program = find_program(compile_source(DOT, "d.kas").module)
     rng = np.random.default_rng(1)

@@ -108,7 +108,8 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
         if v.shared:
             words = copy_words(v, model.by)
             threads = np.full(words.shape, ANY)
-            if op.kind == OpKind.STORE and op.reduce and model.by > 1 and tree_reads_in_place(v.size, v.pitch, model.by):
+            if (op.kind == OpKind.STORE and op.reduce and model.by > 1
+                    and tree_reads_in_place(v.size, v.pitch, model.by)):
                 threads = tree_first_readers(model.by, model.threads)
             out.append(Access(words, threads, op.kind == OpKind.LOAD))
     elif op.kind == OpKind.COPY:

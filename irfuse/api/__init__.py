@@ -10,7 +10,7 @@
     print(prog.check(a))                                     # against the float64 reference
 
 `compile` runs the frontend, the fusion search and the pass pipeline, and NVRTC or the
-host C++ compiler; the compiled program is cached on disk (`irfuse.driver.program_cache`:
+host C++ compiler; the compiled program is cached on disk (`irfuse.api.program_cache`:
 keyed by everything compiling reads, irfuse's own code and the op library included) and
 the `Program` kept in memory, so compiling the same source with the same options again
 returns it at once, in this process or the next.
@@ -20,28 +20,23 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from dataclasses import asdict
 import threading
 import warnings
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import VerifyException
-
+from irfuse.api import program_cache
+from irfuse.api.program_cache import program_key
 from irfuse.api.programs import Outputs, Program, Verification
-from irfuse.dialects.context import module_text, parse_module
-from irfuse.dialects.kas import program_of
-from irfuse.diagnostics import UsageError
-from irfuse.dialects.layouts import LAYOUTS
+from irfuse.artifact.arrays import LAYOUTS
 from irfuse.backend.nvrtc import default_arch
-from irfuse.driver import program_cache
-from irfuse.driver.compile import PlanningOptions, compile_frontend, compile_text
-from irfuse.driver.program_cache import program_key
-from irfuse.driver.tuned import compile_tuned
-from irfuse.frontend.irgen import FrontendResult, read_source
-from irfuse.frontend.python import compile_function
-from irfuse.library.catalogue import default_library
-from irfuse.planner.cost import DEFAULT_BATCH, load_profile
+from irfuse.diagnostics import UsageError
+from irfuse.frontend.source_files import read_source
+from irfuse.planner.profiles import DEFAULT_BATCH, load_profile
 from irfuse.runtime.cuda_device import gpu_available
+
+# (The compiler, xDSL included, is imported where a program is compiled: a process that only
+# runs programs the disk cache holds never imports it.)
 
 __all__ = ["compile", "program", "PythonProgram", "Program", "Outputs", "Verification", "IrfuseWarning"]
 
@@ -93,7 +88,7 @@ def program(fn) -> PythonProgram:
 def compile(source, *, dtype: str | None = None, backend: str = "auto",
             pipeline: str | None = None, n: int | None = None, profile: str = "h100",
             arch: str | None = None, filename: str | None = None, tuning: str | os.PathLike | None = None,
-            layout: str | None = None) -> Program:
+            layout: str | None = None, registers: str | os.PathLike | None = None) -> Program:
     """Compiles a KAS program to a `Program`.
 
     source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), a
@@ -105,6 +100,8 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     pipeline: a pass pipeline (`irfuse-opt --list-passes`); the default pipeline's fusion
         search otherwise.
     n, profile: the batch size and device profile the fusion search plans for.
+    registers: a register table written by `irfuse compile` (`registers.json`): the cost model
+        reads ptxas's counts from it instead of estimating them.
     arch: the GPU architecture to compile for (default: the GPU present, else sm_90).
     filename: the name diagnostics give source text (default '<source>').
     layout: the layout the kernels are compiled for first: 'aos' (arrays shaped
@@ -125,10 +122,19 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     if layout not in LAYOUTS:
         raise UsageError(f"layout '{layout}' is not one of {', '.join(LAYOUTS)}")
     function = source.fn if isinstance(source, PythonProgram) else (source if inspect.isfunction(source) else None)
+    given_module = _is_module(source)
     if function is not None:
+        from irfuse.dialects.context import module_text
+        from irfuse.frontend.python import compile_function
+
         result = compile_function(function)  # cheap: the key is the IR it gives
         text, name = module_text(result.module), f"{function.__qualname__} (Python)"
-    elif isinstance(source, ModuleOp):
+    elif given_module:
+        from xdsl.utils.exceptions import VerifyException
+
+        from irfuse.dialects.context import module_text
+        from irfuse.dialects.kas import program_of
+
         try:
             name = filename or program_of(source).sym_name.data
             source.verify()
@@ -147,19 +153,28 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         text, name = source, filename or "<source>"
     else:
         raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
-    planning = PlanningOptions(n=n or DEFAULT_BATCH, profile=profile)
+    planning_n, planning_profile = n or DEFAULT_BATCH, profile
+    table = _register_table_text(registers)
 
     def compiled_for(layout: str, strides: dict):
         """(CompiledProgram, warnings) from the disk cache, or compiled (and stored there)."""
         key = program_key(
-            default_library(), text=text, name=name, dtype=dtype, backend=chosen, pipeline=pipeline,
-            n=planning.n, profile=asdict(load_profile(profile)), layout=layout, strides=strides,
+            None, text=text, name=name, dtype=dtype, backend=chosen, pipeline=pipeline,
+            n=planning_n, profile=asdict(load_profile(profile)), layout=layout, strides=strides,
             arch=arch or (default_arch() if chosen == "cuda" else None),
-            where=(function.__code__.co_filename, function.__code__.co_firstlineno) if function else None)
+            where=(function.__code__.co_filename, function.__code__.co_firstlineno) if function else None,
+            registers=table)
         hit = program_cache.load(key)
         if hit is not None:
             return hit
-        if isinstance(source, ModuleOp):
+        from irfuse.dialects.context import parse_module
+        from irfuse.driver.compile import PlanningOptions, compile_frontend, compile_text
+        from irfuse.frontend.irgen import FrontendResult
+        from irfuse.frontend.python import compile_function
+
+        planning = PlanningOptions(n=planning_n, profile=planning_profile,
+                                   registers=os.fspath(registers) if registers is not None else None)
+        if given_module:
             made = compile_frontend(FrontendResult(parse_module(text, name)), name, pipeline, dtype, chosen == "cuda",
                                     arch, planning, layout, strides)
         elif function is not None:
@@ -175,8 +190,10 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
 
     # What the program is compiled from again where it is unpickled (a Dask worker): the
     # source itself, not a path the worker may not see.
-    spec = dict(source=function if function is not None else ("ir", text) if isinstance(source, ModuleOp) else text, dtype=dtype, backend=chosen, pipeline=pipeline,
-                n=n, profile=profile, arch=arch, filename=None if function is not None else name, layout=layout)
+    spec = dict(source=function if function is not None else ("ir", text) if given_module else text, dtype=dtype,
+                backend=chosen, pipeline=pipeline, n=n, profile=profile, arch=arch,
+                filename=None if function is not None else name, layout=layout,
+                registers=os.fspath(registers) if registers is not None else None)
 
     def make(layout: str, strides: dict, warn: bool) -> Program:
         compiled, diagnostics = compiled_for(layout, strides)
@@ -189,18 +206,39 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
 
     def variant(layout: str, strides: dict | None = None) -> Program:
         strides = strides or {}
-        return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout, tuple(sorted(strides.items()))),
+        return _kept((text, name, dtype, chosen, pipeline, planning_n, planning_profile, table, arch, layout,
+                      tuple(sorted(strides.items()))),
                      lambda: make(layout, strides, False))
 
     first = layout
-    return _kept((text, name, dtype, chosen, pipeline, planning, arch, layout, ()), lambda: make(layout, {}, True))
+    return _kept((text, name, dtype, chosen, pipeline, planning_n, planning_profile, table, arch, layout, ()),
+                 lambda: make(layout, {}, True))
 
 
 def _program_from_spec(spec: dict, layout: str, strides: tuple) -> Program:
     """A pickled `Program` again: compiled from what it was compiled from (kept per process)."""
     if isinstance(spec["source"], tuple):  # a module's text
+        from irfuse.dialects.context import parse_module
+
         spec = {**spec, "source": parse_module(spec["source"][1], spec.get("filename") or "<module>")}
     return compile(**spec)._for(layout, dict(strides))
+
+
+def _register_table_text(path) -> str | None:
+    """The register table's text (part of the compile's key), or a refusal naming the file."""
+    if path is None:
+        return None
+    try:
+        with open(os.fspath(path)) as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"registers={os.fspath(path)!r}: cannot read the register table: {e.strerror}") from None
+
+
+def _is_module(source) -> bool:
+    """Whether `source` is an xDSL module (only a process that imported xDSL can hold one)."""
+    builtin = sys.modules.get("xdsl.dialects.builtin")
+    return builtin is not None and isinstance(source, builtin.ModuleOp)
 
 
 def _chosen_backend(backend: str) -> str:
@@ -227,6 +265,8 @@ def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipelin
         raise UsageError("tuning= recompiles the program's file: give its path as the source")
     path = os.path.abspath(os.fspath(source))
     chosen = _chosen_backend(backend)
+    from irfuse.driver.tuned import compile_tuned
+
     program = _kept(("tuning", os.path.abspath(tuning), path, read_source(path), chosen, arch),
                     lambda: Program(compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda"), chosen, []))
     if dtype is not None and dtype != program.compiled.dtype:

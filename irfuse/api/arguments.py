@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from irfuse.diagnostics import UsageError
-from irfuse.dialects.layouts import AOS, LAYOUTS, SOA, describe_batch_shape
-from irfuse.dialects.layouts import batch_length as batch_length_of
-from irfuse.dialects.layouts import fits as fits_shape
+from irfuse.artifact.arrays import AOS, LAYOUTS, SOA, describe_batch_shape
+from irfuse.artifact.arrays import batch_length as batch_length_of
+from irfuse.artifact.arrays import fits as fits_shape
 
 LAYOUT_NAMES = {AOS: "array of structures, the batch axis first", SOA: "structure of arrays, the batch axis last"}
 

@@ -1,17 +1,19 @@
-"""`Program`: a compiled KAS program called like a function on NumPy arrays.
+"""`Program`: a compiled KAS program called like a function on arrays.
 
 A call binds its arguments (by position in the program's `input` order, or by name),
-checks them (`arguments`), and replays a run recorded once per batch size: the
-program's launches with their buffers bound (on the GPU one CUDA graph). On the CPU
-backend the kernels read and write C-contiguous NumPy arrays in place (`Slot`s pointed at
-them), unless an output shares memory with an input; otherwise the caller's arrays are
-copied into the recorded run's input buffers (on the GPU, the upload) and the outputs out
-of its output buffers into new arrays or the `out=` arrays given, so an output may be an
-array that is also an input. GPU arrays (`device_arrays`) are not
-copied: the run recorded for them reads and writes through `Slot`s pointed at the
-caller's arrays, ordered on the caller's stream. Nothing is allocated per call once a
-batch size has been seen (the results excepted, unless `out=` gives them), and nothing
-is verified unless asked (`check`, or `verify=True`).
+checks them (`arguments`), picks the variant of the program compiled for the arrays'
+layout and strides, and runs one of three strategies, each in a module of its own:
+- `gpu_calls`: GPU arrays, read and written in place on the caller's stream (captured graphs,
+  dependent launches, a fast path for the very same arrays again);
+- `chunked_calls`: NumPy arrays on the GPU, or any call with a device-memory budget: the batch
+  in chunks through the device (`runtime.streaming`);
+- `host_calls`: NumPy arrays in one piece on the CPU backend, in place where they can be,
+  else copied.
+Each strategy replays a run recorded once per batch size (or chunk length), kept by the
+program (`_recorded`); nothing is verified unless asked (`check`, `verify=True`:
+`verification`, which needs the compiler's side; running does not). A program holds the
+`Artifact` it runs; `compiled` gives it with its IR (parsed on first use where the artifact
+came from the disk cache).
 """
 
 from __future__ import annotations
@@ -26,22 +28,22 @@ import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_array, check_output_array,
                                   check_uniform_array, host_array, same_batch_length)
+from irfuse.api.chunked_calls import run_in_chunks
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
-                                      moved_batch_axis, overlaps, stream_handle)
-from irfuse.api.dlpack_export import handed_over
+                                      moved_batch_axis)
+from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
+from irfuse.api.host_calls import aligned_copy, may_overlap, run_on_host
+from irfuse.api.outputs import Outputs
 from irfuse.api.progress import progress_bar
+from irfuse.api.verification import Verification, verify_on_device, verify_on_host
+from irfuse.artifact.arrays import OUTPUT_PREFIX, batch_length, batch_shape, check_layout, fits, natural_strides, \
+    view_strides
+from irfuse.artifact.artifact import Artifact
 from irfuse.diagnostics import CompileError, ExecutionError, UsageError
-from irfuse.dialects.layouts import (OUTPUT_PREFIX, arrays_to_aos, batch_length, batch_shape, check_layout, fits,
-                                     natural_strides, view_strides)
-from irfuse.dialects.context import module_text
-from irfuse.driver.artifact import CompiledProgram
-from irfuse.runtime.dependent_launch import InPlaceRun, StreamClock
-from irfuse.runtime.device import Slot
-from irfuse.runtime.executor import Executor, Recorded, open_device
-from irfuse.runtime.streaming import ChunkedRun, chunk_elements
-from irfuse.runtime.reference import run_references, uniform_names, value_shapes
-from irfuse.runtime.verify import OutputCheck, check_outputs, subset, verified_elements
-from irfuse.transforms.batch_phases import PhasePlan, split_at_reductions
+from irfuse.runtime.executor import open_device
+from irfuse.runtime.streaming import ChunkedRun
+
+__all__ = ["Program", "Outputs", "Verification"]
 
 BOUND_SIZES = 4  # batch sizes whose recorded runs (and their buffers) a program keeps
 
@@ -54,118 +56,6 @@ _holding_devices: "weakref.WeakSet[Program]" = weakref.WeakSet()
 def _close_all() -> None:
     for program in list(_holding_devices):
         program.close()
-
-
-class Outputs(tuple):
-    """A call's outputs in the program's `return` order: `out[0]`, `out["F"]` or `out.F`."""
-
-    def __new__(cls, names: tuple[str, ...], values: list[np.ndarray]):
-        self = super().__new__(cls, values)
-        self._names = names
-        return self
-
-    def __getitem__(self, key):  # type: ignore[override]
-        if isinstance(key, str):
-            try:
-                return tuple.__getitem__(self, self._names.index(key))
-            except ValueError:
-                raise KeyError(f"no output '{key}' (the outputs: {', '.join(self._names)})") from None
-        return tuple.__getitem__(self, key)
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError as e:
-            raise AttributeError(str(e)) from None
-
-    def __reduce__(self):
-        # (tuple's own pickling would call __new__ without the names: a Dask task's result
-        # moving between workers could not be unpickled)
-        return (Outputs, (self._names, list(self)))
-
-    def keys(self) -> tuple[str, ...]:
-        return self._names
-
-    def items(self):
-        return zip(self._names, self)
-
-    def as_dict(self) -> dict[str, np.ndarray]:
-        return dict(zip(self._names, self))
-
-    def __repr__(self) -> str:
-        return "Outputs(" + ", ".join(f"{k}=<{v.dtype} {v.shape}>" for k, v in self.items()) + ")"
-
-
-class Verification:
-    """What `Program.check` found: one `OutputCheck` per output, on `elements` of `n`."""
-
-    def __init__(self, checks: list[OutputCheck], elements: int, n: int):
-        self.checks, self.elements, self.n = checks, elements, n
-
-    @property
-    def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    def __str__(self) -> str:
-        if self.n == 0:
-            return "verified on an empty batch: no element to check"
-        where = "every element" if self.elements == self.n else f"a seeded sample of {self.elements} of {self.n} elements"
-        return f"verified on {where}: " + "; ".join(c.describe() for c in self.checks)
-
-
-def _to_host(dev, a: DeviceArray) -> np.ndarray:
-    """A GPU array's values in a new C-contiguous host array (a strided view: the span of
-    memory it covers, copied whole, then read at its strides)."""
-    if a.contiguous or not a.nbytes:
-        host = np.empty(a.shape, dtype=a.dtype)
-        if a.nbytes:
-            dev.drv.memcpy_dtoh(host, a.ptr)
-        return host
-    low = sum((d - 1) * s for d, s in zip(a.shape, a.strides) if s < 0)
-    high = sum((d - 1) * s for d, s in zip(a.shape, a.strides) if s > 0) + a.dtype.itemsize
-    span = np.empty(high - low, dtype=np.uint8)
-    dev.drv.memcpy_dtoh(span, a.ptr + low)
-    view = np.lib.stride_tricks.as_strided(span[-low:].view(a.dtype) if low else span.view(a.dtype), a.shape,
-                                           a.strides)
-    return np.ascontiguousarray(view)
-
-
-class _Bound:
-    """A run recorded for one batch size, with its input buffers."""
-
-    def __init__(self, compiled: CompiledProgram, device, arrays: dict[str, np.ndarray], n: int):
-        self.inputs = {name: device.upload(a) for name, a in arrays.items()}
-        self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs)
-
-
-def _aligned_copy(a: np.ndarray) -> np.ndarray:
-    """A C-contiguous copy at a fresh allocation (NumPy aligns those for 16-byte copies)."""
-    out = np.empty(a.shape, a.dtype)
-    out[...] = a
-    return out
-
-
-def _gpu_out_array(what: str, value) -> DeviceArray:
-    """An `out=` array of a call on GPU arrays, which must be a GPU array too."""
-    a = device_array(value)
-    if a is None:
-        raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs on the GPU out= takes GPU arrays")
-    return a
-
-
-def _may_overlap(a, b) -> bool:
-    """Whether two arrays may share memory (conservatively, where an exact answer is costly)."""
-    if isinstance(a, DeviceArray) or isinstance(b, DeviceArray):
-        return overlaps(a, b)
-    try:
-        return bool(np.shares_memory(a, b, max_work=10_000))
-    except np.exceptions.TooHardError:
-        return True
 
 
 def _overlapping_view(shape: tuple[int, ...], words: tuple[int, ...], layout: str) -> bool:
@@ -181,188 +71,6 @@ def _overlapping_view(shape: tuple[int, ...], words: tuple[int, ...], layout: st
     return False
 
 
-def _in_place_on_the_host(arrays: dict[str, np.ndarray], results: dict[str, np.ndarray],
-                          strided: dict | None = None, alignment: int = ALIGNMENT) -> bool:
-    """Whether the CPU backend's kernels can read and write these NumPy arrays themselves:
-    every one C-contiguous and starting at a multiple of `alignment` bytes (the kernels'
-    16-byte copies; a NumPy array made from a buffer may start anywhere), or a view the
-    kernels were compiled for (`strided`), and no output sharing memory with an input or
-    another output (kernels read inputs while others write outputs)."""
-    strided = strided or {}
-
-    def usable(a: np.ndarray, key: str) -> bool:
-        return key in strided or (a.flags.c_contiguous and a.ctypes.data % alignment == 0)
-    if not all(usable(a, name) for name, a in arrays.items()) or \
-            not all(usable(a, OUTPUT_PREFIX + name) for name, a in results.items()):
-        return False
-    outs = list(results.values())
-    return not any(_may_overlap(o, b) for k, o in enumerate(outs) for b in [*arrays.values(), *outs[k + 1:]])
-
-
-class _BoundHostInPlace:
-    """On the CPU backend, a run recorded for one batch size whose kernels read and write the
-    caller's NumPy arrays through `Slot`s: no copy in or out."""
-
-    def __init__(self, compiled: CompiledProgram, device, n: int, inputs: tuple[str, ...], outputs: tuple[str, ...]):
-        self.inputs = {name: Slot() for name in inputs}
-        self.outputs = {name: Slot() for name in outputs}
-        self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs,
-                                                                     outputs=self.outputs, as_graph=False)
-
-    def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> None:
-        for slots, given in ((self.inputs, arrays), (self.outputs, results)):
-            for name, slot in slots.items():
-                a = given[name]
-                slot.ptr, slot.nbytes, slot.array = a.ctypes.data, a.nbytes, a
-        try:
-            self.recorded.replay()
-        finally:
-            for slots in (self.inputs, self.outputs):
-                for slot in slots.values():
-                    slot.array = None  # hold no caller's array between calls
-
-
-GRAPHS_KEPT = 8  # CUDA graphs a recorded in-place run keeps, one per set of addresses
-
-
-class _BoundInPlace:
-    """A run recorded for one batch size whose inputs and outputs are the caller's GPU
-    arrays: `Slot`s pointed at them before each replay. The first time a set of addresses
-    is seen, the launches are issued one by one; the second time, they are captured into a
-    CUDA graph kept for that set (a time-stepping code calls with the same arrays again
-    and again, or alternates between two sets), which later calls submit with one launch
-    on the caller's stream (or, for one kernel while the previous call still runs, as a
-    dependent launch: `runtime.dependent_launch`)."""
-
-    def __init__(self, compiled: CompiledProgram, device, n: int, inputs: tuple[str, ...], outputs: tuple[str, ...]):
-        self.device = device
-        self.inputs = {name: Slot() for name in inputs}
-        self.outputs = {name: Slot() for name in outputs}
-        self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs,
-                                                                     outputs=self.outputs, as_graph=False)
-        self.seen: OrderedDict[tuple, None] = OrderedDict()
-        self.graphs: OrderedDict[tuple, InPlaceRun] = OrderedDict()
-        self.clock = StreamClock()
-
-    def run(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray], stream: int) -> tuple | None:
-        """Runs on these arrays; returns the key of the graph it launched, if it launched one."""
-        key = tuple(a.ptr for a in arrays.values()) + tuple(r.ptr for r in results.values())
-        graph = self.graphs.get(key)
-        if graph is not None:
-            self.graphs.move_to_end(key)
-            graph.launch_on(stream)
-            return key
-        for slots, given in ((self.inputs, arrays), (self.outputs, results)):
-            for name, slot in slots.items():
-                slot.ptr, slot.nbytes = given[name].ptr, given[name].nbytes
-        if key in self.seen:
-            del self.seen[key]
-            graph = self.graphs[key] = self._capture(arrays, results)
-            while len(self.graphs) > GRAPHS_KEPT:
-                self.graphs.popitem(last=False)[1].destroy()
-            graph.launch_on(stream)
-            return key
-        self.seen[key] = None
-        while len(self.seen) > GRAPHS_KEPT:
-            self.seen.popitem(last=False)
-        self.device.on_stream(stream, self.recorded.replay)
-        return None
-
-    def _capture(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray]) -> InPlaceRun:
-        """The run on these arrays as a CUDA graph, and, where it is one launch of a kernel
-        that waits for the previous grid on a GPU that takes it, as a dependent launch too
-        (`runtime.dependent_launch`)."""
-        launches: list = []
-        graph = self.device.capture(self.recorded.replay, launches)
-        dependent = None
-        if len(launches) == 1 and launches[0] is not None and self.device.dependent_launches:
-            dependent = self.device.dependent_launch(launches[0])
-        nbytes = sum(a.nbytes for a in arrays.values()) + sum(r.nbytes for r in results.values())
-        return InPlaceRun(graph, dependent, self.clock, nbytes / self.device.peak_memory_bytes_per_s)
-
-    def release(self) -> None:
-        for graph in self.graphs.values():
-            graph.destroy()
-        self.graphs.clear()
-
-
-def _torch_signature(t) -> tuple:
-    return (t.data_ptr(), t.shape, t.dtype, t.is_contiguous())
-
-
-def _cupy_signature(a) -> tuple:
-    return (a.data.ptr, a.shape, a.dtype, a.flags.c_contiguous)
-
-
-def _torch_current_stream(device_index):
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch.cuda.current_stream reads
-    return None if raw is None else (lambda: int(raw(device_index)))
-
-
-def _cupy_current_stream(device_index):
-    import cupy
-
-    return lambda: cupy.cuda.get_current_stream().ptr
-
-
-# Families whose arrays the fast path re-checks cheaply: (signature, current-stream reader).
-_FAST_FAMILIES = {"torch": (_torch_signature, _torch_current_stream),
-                  "cupy": (_cupy_signature, _cupy_current_stream)}
-
-
-class _FastCall:
-    """The last call on PyTorch tensors or CuPy arrays, with `out=`, that launched a captured
-    graph: called again with the very same array objects (by position or by name), whose
-    addresses, shapes, types and contiguity are unchanged, it launches the graph on the
-    current stream with none of the binding and checking a call does otherwise (what those
-    checks found still holds)."""
-
-    def __init__(self, args: tuple, named: dict, out, stream, arrays: list[DeviceArray], bound: _BoundInPlace,
-                 key: tuple, outputs: Outputs):
-        self.args, self.named = args, dict(named)
-        self.out, self.out_items = out, tuple(out) if isinstance(out, (list, tuple)) else None
-        self.stream = stream
-        signature, current_stream = _FAST_FAMILIES[arrays[0].family]
-        self.signature = signature
-        self.arrays = [a.obj for a in arrays]
-        self.signatures = [signature(a) for a in self.arrays]
-        self.bound, self.key, self.outputs = bound, key, outputs
-        self.graph = bound.graphs[key]
-        self.current_stream = current_stream(arrays[0].device)
-
-    def matches(self, args: tuple, named: dict, out, stream) -> bool:
-        # Plain loops: this runs on every call of a time-stepping code, where a microsecond
-        # of Python is a tenth of the call.
-        if len(args) != len(self.args) or len(named) != len(self.named) or out is not self.out \
-                or stream is not self.stream or self.current_stream is None:
-            return False
-        for a, b in zip(args, self.args):
-            if a is not b:
-                return False
-        for name, value in named.items():
-            if self.named.get(name) is not value:
-                return False
-        if self.out_items is not None:
-            for a, b in zip(out, self.out_items):
-                if a is not b:
-                    return False
-        signature = self.signature
-        for a, sig in zip(self.arrays, self.signatures):
-            if signature(a) != sig:
-                return False
-        return True
-
-    def launch(self) -> bool:
-        graph = self.graph
-        if not graph.alive:  # evicted (and destroyed) since
-            return False
-        handle = stream_handle(self.stream, None) if self.stream is not None else self.current_stream()
-        graph.launch_on(handle)
-        return True
-
-
 class Program:
     """A compiled KAS program. Call it with one array per input in the program's element
     type, every one shaped `(N, *value shape)` (array of structures, the batch axis first)
@@ -371,12 +79,13 @@ class Program:
     other layout runs a variant compiled for it on first use (`variant`). `inputs`,
     `outputs` and `shapes` say what it takes and gives."""
 
-    def __init__(self, compiled: CompiledProgram, backend: str, warnings: list,
+    def __init__(self, artifact: Artifact, backend: str, warnings: list,
                  variant: Callable[..., "Program"] | None = None, strides: dict | None = None):
-        self.compiled = compiled
+        self.artifact = artifact
+        self._compiled = None  # the artifact with its IR (`compiled`), made on first use
         self.backend = backend
         self.warnings = list(warnings)
-        self.layout = compiled.layout
+        self.layout = artifact.layout
         # Inputs and outputs this program's kernels take as strided views (name -> strides in
         # words, batch axis first); the others are contiguous in `layout`.
         self.strides: dict[str, tuple[int, ...]] = dict(strides or {})
@@ -385,38 +94,49 @@ class Program:
         self._host_views_copied = False  # set once kernels for host views failed to compile
         # (function, irfuse.compile's arguments) that compile it again, for pickling.
         self._spec: tuple | None = None
-        self._phases: tuple[PhasePlan, list[Program]] | None = None  # made by `phases`
+        self._phases: tuple | None = None  # (PhasePlan, programs): made by `phases`
         # Bytes of device memory a call on host arrays may use (None: on the GPU, half of the
         # free memory); `last_chunks`: how many chunks the last such call ran in.
         self.memory_budget: int | None = None
         self.last_chunks = 0
-        ref = compiled.reference_program
-        self.name = ref.sym_name.data
-        self.inputs: tuple[str, ...] = tuple(ref.inputs)
-        self.outputs: tuple[str, ...] = tuple(ref.outputs)
-        self.shapes: dict[str, tuple[int, ...]] = value_shapes(ref)
-        self.dtype = np.dtype(compiled.element.numpy)
+        host = artifact.host
+        self.name = host.name
+        self.inputs: tuple[str, ...] = host.input_names
+        self.outputs: tuple[str, ...] = host.output_names
+        self.shapes: dict[str, tuple[int, ...]] = host.shapes()
+        self.dtype = np.dtype(artifact.element.numpy)
         # Inputs and outputs with one value for the whole batch: shaped as the value, no batch axis.
-        self.uniform: frozenset[str] = frozenset(uniform_names(ref))
+        self.uniform: frozenset[str] = host.uniform_names()
         self._device = None
-        self._fast: _FastCall | None = None  # the last call on GPU arrays that launched a graph
+        self._fast = None  # the last call on GPU arrays that launched a graph (`gpu_calls.FastCall`)
         # Recorded runs by batch size (host arrays) or ("gpu", batch size) (GPU arrays in place).
         self._bound: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
     @property
+    def compiled(self):
+        """The artifact with its IR (`irfuse.driver.artifact.CompiledProgram`): what checking
+        against the reference, phases and the IR itself need. Parsed from the texts the
+        artifact keeps on first use where it came from the disk cache (needs the compiler)."""
+        if self._compiled is None:
+            from irfuse.driver.artifact import CompiledProgram
+
+            self._compiled = CompiledProgram.from_artifact(self.artifact)
+        return self._compiled
+
+    @property
     def source(self) -> str:
         """The generated CUDA C (GPU kernels and their host versions)."""
-        return self.compiled.source
+        return self.artifact.source
 
     @property
     def kernels(self) -> list[str]:
-        return [k.name for k in self.compiled.kernels]
+        return [k.name for k in self.artifact.kernels]
 
     def __repr__(self) -> str:
         return (f"<irfuse.Program {self.name}({', '.join(self.inputs)}) -> ({', '.join(self.outputs)}), "
                 f"{self.dtype.name}{', structure of arrays' if self.layout == 'soa' else ''}, "
-                f"{len(self.compiled.kernels)} kernel(s) on {self.backend}>")
+                f"{len(self.artifact.kernels)} kernel(s) on {self.backend}>")
 
     def for_layout(self, layout: str) -> "Program":
         """This program compiled for arrays in `layout` ('aos' or 'soa'): itself, or its
@@ -485,7 +205,7 @@ class Program:
             sig[key] = words
         if sig and not on_gpu:
             outs = [a for key, (_, a) in given.items() if key.startswith(OUTPUT_PREFIX)]
-            if any(_may_overlap(o, b) for i, o in enumerate(outs) for b in [*arrays.values(), *outs[i + 1:]]):
+            if any(may_overlap(o, b) for i, o in enumerate(outs) for b in [*arrays.values(), *outs[i + 1:]]):
                 return {}
         return sig
 
@@ -504,7 +224,7 @@ class Program:
             if name in self.uniform:
                 check_uniform_array(f"input '{name}'", a, self.shapes[name], self.dtype)
                 if isinstance(a, np.ndarray) and not (a.flags.c_contiguous and a.ctypes.data % ALIGNMENT == 0):
-                    arrays[name] = _aligned_copy(a)  # a few words: read whole by every block
+                    arrays[name] = aligned_copy(a)  # a few words: read whole by every block
             else:
                 lengths[name] = check_array(f"input '{name}'", a, self.shapes[name], self.dtype, None, layout)
         n = same_batch_length(lengths)
@@ -610,7 +330,7 @@ class Program:
             if report is not None:
                 report(1, 1)
             if verify:
-                report = self._verify_device(arrays, outputs, n)
+                report = verify_on_device(self, arrays, outputs, n)
                 if not report.ok:
                     raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
             return outputs
@@ -628,7 +348,7 @@ class Program:
                           memory_budget if memory_budget is not None else self.memory_budget, report)
         outputs = Outputs(self.outputs, results)
         if verify:
-            report = self._verify(arrays, outputs, n)
+            report = verify_on_host(self, arrays, outputs, n)
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
@@ -657,7 +377,7 @@ class Program:
             what = f"out= array for '{name}'"
             if on_gpu:
                 if name in given:
-                    a = _gpu_out_array(what, given[name])
+                    a = gpu_out_array(what, given[name])
                     self._check_out(what, name, a, n, out_layout)
                 else:
                     a = empty_like_family(first, shape, self.dtype)
@@ -672,8 +392,8 @@ class Program:
         got = self(*args, out=views, stream=stream, memory_budget=memory_budget, progress=progress, **named)
         if verify:
             target = self.for_layout(layout)
-            report = (target._verify_device(arrays, Outputs(self.outputs, list(views.values())), n) if on_gpu
-                      else target._verify(arrays, Outputs(self.outputs, list(views.values())), n))
+            report = (verify_on_device(target, arrays, Outputs(self.outputs, list(views.values())), n) if on_gpu
+                      else verify_on_host(target, arrays, Outputs(self.outputs, list(views.values())), n))
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return got if on_gpu else Outputs(self.outputs, [targets[name] for name in self.outputs])
@@ -682,88 +402,39 @@ class Program:
              budget: int | None = None, progress: Callable[[int, int], None] | None = None) -> None:
         """Runs on host arrays: in chunks on the GPU or within a budget (`progress` told of
         each), else in one piece (`progress` told once, at the end)."""
-        self._run_host(arrays, n, results, budget, progress)
-        if progress is not None and not (self.backend == "cuda" or budget is not None):
-            progress(1, 1)
-
-    def _run_host(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray],
-                  budget: int | None, progress: Callable[[int, int], None] | None) -> None:
-        dev = self._opened_device()
         if self.backend == "cuda" or budget is not None:
-            if self.strides:  # `_view_strides` never chooses a strided variant for chunks
-                raise ExecutionError(f"{self.name}: kernels compiled for strided views were about to read chunks")
-            if budget is None:
-                budget = dev.drv.mem_get_info()[0] // 2
-            chunk = chunk_elements(self.compiled, n, budget)
-            if any(_may_overlap(o, a) for o in results.values() for a in arrays.values()):
-                arrays = {k: a.copy() for k, a in arrays.items()}  # a chunk's results must not reach later inputs
-            run = self._recorded(("chunks", chunk), lambda: ChunkedRun(self.compiled, dev, chunk, self.inputs,
-                                                                       self.outputs, self.shapes, self.layout))
-            self.last_chunks = run.run(arrays, results, n, progress)
+            self.last_chunks = run_in_chunks(self, arrays, n, results, budget, progress)
             return
         self.last_chunks = 0  # (not the chunks of an earlier call: the same Program may be shared)
-        if self.backend == "cpu" and _in_place_on_the_host(arrays, results, self.strides,
-                                                            self._alignment(self.layout)):
-            self._recorded(("host", n), lambda: _BoundHostInPlace(self.compiled, dev, n, self.inputs,
-                                                                  self.outputs)).run(arrays, results)
-            return
-        if self.strides:  # `_view_strides` chose this variant only where the arrays can be used in place
-            raise ExecutionError(f"{self.name}: kernels compiled for strided views were about to read copies")
-        fresh = n not in self._bound
-        bound = self._recorded(n, lambda: _Bound(self.compiled, dev, arrays, n))  # made with the inputs
-        if not fresh:
-            for name, a in arrays.items():
-                dev.write(bound.inputs[name], a)
-        bound.recorded.replay()
-        dev.synchronize()
-        for name, (buf, _) in bound.recorded.results.items():
-            dev.read_into(results[name], buf)
+        run_on_host(self, arrays, n, results)
+        if progress is not None:
+            progress(1, 1)
 
     def _call_in_place(self, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = (),
                        named: dict | None = None) -> Outputs:
-        model = next(iter(arrays.values()))
-        results: dict[str, DeviceArray] = {}
-        if out is not None:
-            for name, value in bind_outputs(self.outputs, out).items():
-                what = f"out= array for '{name}'"
-                a = _gpu_out_array(what, value)
-                self._check_out(what, name, a, n, self.layout)
-                check_device_array(what, a, 0, self._alignment(self.layout))
-                for k, i in arrays.items():
-                    if overlaps(a, i):
-                        raise UsageError(f"{what} overlaps input '{k}': on the GPU the kernels read inputs while "
-                                         "others write outputs, so an output may not share an input's memory")
-                for k, o in results.items():
-                    if overlaps(a, o):
-                        raise UsageError(f"{what} overlaps the out= array for '{k}'")
-                results[name] = a
-        for name in self.outputs:
-            if name not in results:
-                results[name] = empty_like_family(model, self._shape(name, n), self.dtype)
-        handle = stream_handle(stream, model)
-        if n:
-            with self._lock:
-                dev = self._opened_device()
-                bound = self._recorded(("gpu", n), lambda: _BoundInPlace(self.compiled, dev, n, self.inputs,
-                                                                          self.outputs))
-                key = bound.run(arrays, results, handle)
-        outputs = Outputs(self.outputs, [handed_over(results[name].obj, handle) for name in self.outputs])
-        self._fast = None
-        every = [*arrays.values(), *results.values()]
-        named = named or {}
-        if n and key is not None and out is not None and len(args) + len(named) == len(self.inputs) \
-                and every[0].family in _FAST_FAMILIES and all(a.family == every[0].family for a in every):
-            self._fast = _FastCall(args, named, out, stream, every, bound, key, outputs)
-        return outputs
+        return call_on_gpu(self, arrays, n, out, stream, args, named)
 
     def _opened_device(self):
         """The program's device (the CPU's or the GPU's), opened on first use."""
         if self._device is None:
-            self._device = open_device(self.backend, self.compiled)
+            self._device = open_device(self.backend, self._with_binary())
             _holding_devices.add(self)
         elif self.backend == "cuda":
             self._device.make_current()  # a call from another thread than the one that opened it
         return self._device
+
+    def _with_binary(self) -> Artifact:
+        """The artifact with the binary this program's backend runs (built where the artifact,
+        read from the disk cache or a plan, holds none: the host library, a cubin for another
+        GPU)."""
+        from irfuse.backend.binaries import with_binaries
+
+        arch = None
+        if self.backend == "cuda":
+            from irfuse.runtime.cuda_device import current_arch
+
+            arch = current_arch()
+        return with_binaries(self.artifact, self.backend, arch)
 
     def _recorded(self, key, make):
         """The recorded run kept under `key` (a batch size, or a path and a batch size), made by
@@ -779,17 +450,8 @@ class Program:
     def _evict(self) -> None:
         while len(self._bound) > BOUND_SIZES:
             _, bound = self._bound.popitem(last=False)
-            if isinstance(bound, (_BoundInPlace, ChunkedRun)):
+            if isinstance(bound, (GpuInPlaceRun, ChunkedRun)):
                 bound.release()
-
-    def _verify_device(self, arrays: dict[str, DeviceArray], outputs: Outputs, n: int,
-                       sample: int | None = 100_000, seed: int = 0) -> Verification:
-        """Copies the inputs and outputs to the host (after the GPU is done) and checks them."""
-        dev = self._opened_device()
-        dev.drv.Context.synchronize()
-        host_in = {k: _to_host(dev, a) for k, a in arrays.items()}
-        host_out = Outputs(self.outputs, [_to_host(dev, device_array(o)) for o in outputs])
-        return self._verify(host_in, host_out, n, sample, seed)
 
     def check(self, *args, sample: int | None = 100_000, seed: int = 0, **named) -> Verification:
         """Runs the program and checks its outputs against the float64 NumPy reference, on every
@@ -800,43 +462,41 @@ class Program:
         if layout != self.layout or strides != self.strides:
             return self._for(layout, strides).check(*args, sample=sample, seed=seed, **named)
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
-            return self._verify_device(arrays, self._call_in_place(arrays, n, None, None), n, sample, seed)
-        return self._verify(arrays, self(**arrays), n, sample, seed)
+            return verify_on_device(self, arrays, self._call_in_place(arrays, n, None, None), n, sample, seed)
+        return verify_on_host(self, arrays, self(**arrays), n, sample, seed)
 
-    def _verify(self, arrays, outputs: Outputs, n: int, sample: int | None = 100_000, seed: int = 0) -> Verification:
-        """Checks outputs (in the program's layout) against the reference, on `sample` elements."""
-        if n == 0:  # (an empty batch has only per-element outputs: `_arrays`)
-            return Verification([OutputCheck(name, 0.0, 0.0, None, None, None, True) for name in self.outputs], 0, 0)
-        index = np.arange(n) if sample is None else verified_elements(self.compiled.reference_program, n, "auto",
-                                                                      seed, sample)
+    def time(self, *args, repeat: int = 20, warmup: int = 1, out=None, memory_budget: int | None = None,
+             **named) -> list[float]:
+        """Seconds of each of `repeat` runs on these arrays (after `warmup` more): on GPU arrays
+        the device time of one call's captured graph from an idle GPU, on NumPy arrays on the
+        CPU one replay's wall time, a call in chunks whole (`irfuse.api.timing`)."""
+        from irfuse.api.timing import time_runs
 
-        def batch(arrays) -> dict:
-            return subset(arrays_to_aos(dict(arrays), self.layout, self.uniform), index, self.uniform)
-        refs = run_references(self.compiled.reference_program, batch(arrays), self.compiled.dtype, len(index),
-                              self.compiled.sum_by)
-        return Verification(check_outputs(batch(outputs), refs, self.compiled.dtype), len(index), n)
+        return time_runs(self, args, named, out, repeat, warmup, memory_budget)
 
     def close(self) -> None:
         """Releases the device and the buffers of recorded runs (a later call opens them again)."""
         with self._lock:
             self._fast = None
             for bound in self._bound.values():
-                if isinstance(bound, (_BoundInPlace, ChunkedRun)):
+                if isinstance(bound, (GpuInPlaceRun, ChunkedRun)):
                     bound.release()
             self._bound.clear()
             if self._device is not None:
                 self._device.close()
                 self._device = None
 
-    def phase_plan(self) -> PhasePlan:
+    def phase_plan(self):
         """This program cut at its reductions over the batch (`irfuse.transforms.batch_phases`):
         the phases a run over the batch in pieces takes; one, the program, when it does not
         reduce. (Cutting is cheap; compiling the phases is `phases`.)"""
         if self._phases is not None:
             return self._phases[0]
+        from irfuse.transforms.batch_phases import split_at_reductions
+
         return split_at_reductions(self.compiled.reference_module)
 
-    def phases(self) -> tuple[PhasePlan, list[Program]]:
+    def phases(self) -> tuple:
         """`phase_plan` and each phase compiled as this program was (the same options, layout
         and strides), kept: the first call compiles them (or loads them from the disk cache)."""
         if self._phases is None:
@@ -844,6 +504,8 @@ class Program:
             if len(plan.phases) == 1 and all(r.name in self.outputs for r in plan.phases[0].partials):
                 programs = [self]  # the program itself gives its one phase's outputs and partials by name
             else:
+                from irfuse.dialects.context import module_text
+
                 rebuild, spec = self.compiled_from("its phases at its reductions cannot be compiled as it was")
                 strides = tuple(sorted(self.strides.items()))
                 programs = [rebuild({**spec, "source": ("ir", module_text(phase.module)),

@@ -3,7 +3,8 @@
 The emitted source (`cuda_emit`) is complete for one element type and compiles unchanged
 for either target: NVRTC makes a cubin for a GPU (`nvrtc`), the host C++ compiler a shared
 library whose kernels run on the CPU (`host_compile`). The driver and the devices ask for
-a target's compiler here and need not know which one it is.
+a target's compiler here and need not know which one it is. (The runtime never does: it
+runs the binaries an artifact holds, `irfuse.backend.binaries`.)
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from irfuse.artifact.arrays import ElementType
+from irfuse.artifact.artifact import CubinResult
 from irfuse.artifact.kernel_info import KernelInfo
-from irfuse.backend.host_compile import HostModule
-from irfuse.backend.nvrtc import CubinResult, compile_cubin
+from irfuse.backend.host_compile import build_host_library
+from irfuse.backend.nvrtc import compile_cubin
 from irfuse.diagnostics import UsageError
-from irfuse.dialects.element_types import ElementType
+from irfuse.runtime.host_library import HostLibrary
 
 
 class KernelCompiler(Protocol):
@@ -38,13 +41,14 @@ class NvrtcCompiler:
 
 
 class HostCompiler:
-    """CUDA C to a loaded host library (`HostModule`) whose kernels run on the CPU."""
+    """CUDA C to a loaded host library (`runtime.host_library.HostLibrary`) whose kernels run
+    on the CPU."""
 
     target = "cpu"
 
     def compile(self, source: str, kernels: Sequence[KernelInfo], element: ElementType,
-                arch: str | None = None) -> HostModule:
-        return HostModule(source, list(kernels), element.itemsize)
+                arch: str | None = None) -> HostLibrary:
+        return HostLibrary(build_host_library(source, list(kernels)), list(kernels))
 
 
 COMPILERS: dict[str, KernelCompiler] = {"cuda": NvrtcCompiler(), "cpu": HostCompiler()}

@@ -83,7 +83,7 @@ import math
 import re
 from importlib import resources
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue

@@ -1,8 +1,9 @@
-"""CPU execution of generated CUDA C: the same source, the host C++ compiler, ctypes.
+"""The host library of generated CUDA C: the same source, built by the host C++ compiler,
+cached; `irfuse.runtime.host_library` loads and runs it.
 
 The kernel source is compiled unchanged with `IRFUSE_HOST` defined (by `irfuse_host.h`),
 which selects each kernel's host function (a loop over threads per barrier-delimited
-region, see `cuda_emit`), together with a small generated launcher per kernel that spreads
+region, see `render_cpu`), together with a small generated launcher per kernel that spreads
 the launch's blocks over worker threads. Optimized (-O2); no floating-point shortcuts
 (no -ffast-math, no contraction into fused multiply-adds), so the results are those of the
 source's operations in its order, on any x86-64 or ARM host.
@@ -20,7 +21,7 @@ from importlib import resources
 
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.disk_cache import cache_lock, entry_path, read_checked, sha256, write_checked
-from irfuse.diagnostics import CompileError, ExecutionError, UsageError
+from irfuse.diagnostics import CompileError, UsageError
 
 HEADER = "irfuse_host.h"
 
@@ -43,16 +44,6 @@ def launcher_source(kernels: list[KernelInfo]) -> str:
             "}",
         ]
     return "\n".join(lines) + "\n"
-
-
-def cpu_threads() -> int:
-    """Worker threads per launch: `IRFUSE_CPU_THREADS`, else every core this process may use."""
-    text = os.environ.get("IRFUSE_CPU_THREADS", "").strip()
-    if not text:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"IRFUSE_CPU_THREADS must be a positive whole number of threads, not '{text}'")
-    return int(text)
 
 
 TIMEOUT_VARIABLE = "IRFUSE_CXX_TIMEOUT"
@@ -99,96 +90,62 @@ FLAGS = ["-std=c++20", "-O2", "-fno-strict-aliasing", "-ffp-contract=off", "-sha
          "-pthread", "-w"]
 
 
-class HostModule:
-    """A compiled shared library of kernels with one `launch` entry per kernel."""
+def build_host_library(source: str, kernels: list[KernelInfo]) -> str:
+    """The path of the host library of `source` (with a launcher per kernel of `kernels`),
+    from the cache or built now (`runtime.host_library` loads it)."""
+    launcher = launcher_source(kernels)
+    header = _header_text()
+    cxx = compiler()
+    flags = FLAGS
+    key = sha256("\0".join([source, launcher, header, *cxx, *flags]).encode())
+    lib_path = entry_path("host", key, ".so")
+    with cache_lock(lib_path):
+        # A library that fails its checksum (truncated by an interrupted run, damaged) is
+        # rebuilt: loading a damaged shared library can kill the process.
+        if read_checked(lib_path) is None:
+            write_checked(lib_path, _build(source, launcher, header, cxx, flags))
+        if read_checked(lib_path) is None:  # the cache cannot be written: a private copy
+            lib_path = _private_copy(_build(source, launcher, header, cxx, flags))
+    return lib_path
 
-    def __init__(self, source: str, kernels: list[KernelInfo], itemsize: int):
-        self.kernels = {k.name: k for k in kernels}
-        self.itemsize = itemsize
-        self.workers = cpu_threads()
-        launcher = launcher_source(kernels)
-        header = _header_text()
-        cxx = compiler()
-        flags = FLAGS
-        key = sha256("\0".join([source, launcher, header, *cxx, *flags]).encode())
-        lib_path = entry_path("host", key, ".so")
-        with cache_lock(lib_path):
-            # A library that fails its checksum (truncated by an interrupted run, damaged) is
-            # rebuilt: loading a damaged shared library can kill the process.
-            if read_checked(lib_path) is None:
-                write_checked(lib_path, self._build(source, launcher, header, cxx, flags))
-            if read_checked(lib_path) is None:  # the cache cannot be written: a private copy
-                lib_path = self._private_copy(self._build(source, launcher, header, cxx, flags))
-            self.lib = ctypes.CDLL(lib_path)
-        self.entries = {}
-        for name in self.kernels:
-            fn = getattr(self.lib, f"irf_launch_{name}")
-            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_longlong, ctypes.c_longlong,
-                           ctypes.c_int, ctypes.c_int]
-            fn.restype = ctypes.c_int
-            self.entries[name] = fn
 
-    @staticmethod
-    def _private_copy(data: bytes) -> str:
-        fd, path = tempfile.mkstemp(prefix="irfuse-host-", suffix=".so")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        return path
+def _private_copy(data: bytes) -> str:
+    fd, path = tempfile.mkstemp(prefix="irfuse-host-", suffix=".so")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
 
-    @staticmethod
-    def _build(source: str, launcher: str, header: str, cxx: list[str], flags: list[str]) -> bytes:
-        """The shared library's bytes."""
-        with tempfile.TemporaryDirectory(prefix="irfuse-host-") as tmp:
-            for name, text in (("kernels.cu", source), ("launcher.cpp", launcher), (HEADER, header)):
-                with open(os.path.join(tmp, name), "w") as f:
-                    f.write(text)
-            out = os.path.join(tmp, "kernels.so")
-            cmd = [*cxx, *flags, "-include", os.path.join(tmp, HEADER), "-x", "c++",
-                   os.path.join(tmp, "launcher.cpp"), "-o", out]
-            limit = compile_timeout()
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
-            except OSError as e:
-                raise UsageError(f"cannot run the host C++ compiler '{' '.join(cxx)}': {e.strerror}") from None
-            except subprocess.TimeoutExpired:
-                raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' did not finish within {limit:g} s "
-                                   f"({TIMEOUT_VARIABLE} sets the limit)") from None
-            if proc.returncode != 0:
-                err = CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
-                err.generated = (source, proc.stderr)  # type: ignore[attr-defined]  # to map errors back
-                raise err
-            if not os.path.isfile(out) or not os.path.getsize(out):
-                raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' succeeded but wrote no library: CXX "
-                                   "must be a C++20 compiler such as g++ or clang++")
-            # Only a library that loads is kept: one built by a C compiler (CXX=gcc) lacks the
-            # C++ runtime and would fail every later run from the cache the same way.
-            try:
-                ctypes.CDLL(out)
-            except OSError as e:
-                raise CompileError(f"the library built by the host C++ compiler '{' '.join(cxx)}' does not load "
-                                   f"({e}): CXX must be a C++20 compiler such as g++ or clang++") from None
-            with open(out, "rb") as f:
-                return f.read()
 
-    def launcher(self, name: str, arrays: list, n: int, reverse: bool = False):
-        """A call that runs kernel `name` on numpy arrays (inputs then outputs) of `n`
-        elements; `reverse` runs each region's threads last to first. An entry that is not a
-        NumPy array is a place whose address `int()` gives when the call runs (the
-        runtime's `Slot`, pointed at a caller's array before each run)."""
-        k = self.kernels[name]
-        grid = k.blocks(n)
-        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data if hasattr(a, "ctypes") else 0 for a in arrays])
-        late = [(i, a) for i, a in enumerate(arrays) if not hasattr(a, "ctypes")]
-        entry, workers = self.entries[name], self.workers
-
-        def launch() -> None:
-            for i, place in late:
-                ptrs[i] = int(place)
-            if entry(ptrs, n, grid, workers, int(reverse)) != 0:
-                raise ExecutionError(f"kernel {name} failed on the CPU")
-        launch.keep = arrays  # type: ignore[attr-defined]  # the pointers stay valid as long as the call
-        return launch
-
-    def launch(self, name: str, arrays: list, n: int, reverse: bool = False) -> None:
-        """Runs kernel `name` once (see `launcher`)."""
-        self.launcher(name, arrays, n, reverse)()
+def _build(source: str, launcher: str, header: str, cxx: list[str], flags: list[str]) -> bytes:
+    """The shared library's bytes."""
+    with tempfile.TemporaryDirectory(prefix="irfuse-host-") as tmp:
+        for name, text in (("kernels.cu", source), ("launcher.cpp", launcher), (HEADER, header)):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+        out = os.path.join(tmp, "kernels.so")
+        cmd = [*cxx, *flags, "-include", os.path.join(tmp, HEADER), "-x", "c++",
+               os.path.join(tmp, "launcher.cpp"), "-o", out]
+        limit = compile_timeout()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        except OSError as e:
+            raise UsageError(f"cannot run the host C++ compiler '{' '.join(cxx)}': {e.strerror}") from None
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' did not finish within {limit:g} s "
+                               f"({TIMEOUT_VARIABLE} sets the limit)") from None
+        if proc.returncode != 0:
+            err = CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
+            err.generated = (source, proc.stderr)  # type: ignore[attr-defined]  # to map errors back
+            raise err
+        if not os.path.isfile(out) or not os.path.getsize(out):
+            raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' succeeded but wrote no library: CXX "
+                               "must be a C++20 compiler such as g++ or clang++")
+        # Only a library that loads is kept: one built by a C compiler (CXX=gcc) lacks the
+        # C++ runtime and would fail every later run from the cache the same way.
+        try:
+            ctypes.CDLL(out)
+        except OSError as e:
+            raise CompileError(f"the library built by the host C++ compiler '{' '.join(cxx)}' does not load "
+                               f"({e}): CXX must be a C++20 compiler such as g++ or clang++") from None
+        with open(out, "rb") as f:
+            return f.read()

@@ -13,31 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
+from irfuse.artifact.artifact import CubinResult, KernelResources
 from irfuse.backend.disk_cache import atomic_write, cache_lock, entry_path, sha256
 from irfuse.diagnostics import CompileError, Diagnostic
 
 GENERATED_NAME = "irfuse_kernels.cu"
-
-
-@dataclass
-class KernelResources:
-    registers: int = 0
-    spill_stores: int = 0
-    spill_loads: int = 0
-    shared_bytes: int = 0
-    stack_bytes: int = 0
-    barriers: int = 0
-
-
-@dataclass
-class CubinResult:
-    arch: str
-    cubin: bytes
-    log: str
-    resources: dict[str, KernelResources] = field(default_factory=dict)
-    cached: bool = False
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")

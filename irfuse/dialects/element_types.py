@@ -1,50 +1,24 @@
-"""Element types of a program's values, and the module attribute that carries it.
+"""The module attribute that carries a program's element type.
 
 Every value of a batch is an array of one floating-point type. The type is part
 of the IR: the module attribute `kas.element_type` (`f32` or `f64`, float32 when
-absent), which the passes that count bytes and the emitter read. This table is the
-one place that maps a type to its size, NumPy type, C spelling and the tolerance
-the verification uses.
+absent), which the passes that count bytes and the emitter read. The table of types (size,
+NumPy type, C spelling, the verification's tolerance) is `irfuse.artifact.arrays`, which the
+runtime reads too; this module maps them to the IR's attributes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
+from irfuse.artifact.arrays import ELEMENT_TYPES, F32, F64, ElementType, element_type  # noqa: F401
+
 ELEMENT_TYPE_ATTR = "kas.element_type"
 
-
-@dataclass(frozen=True)
-class ElementType:
-    name: str  # as written on the command line and in pass options: f32, f64
-    itemsize: int
-    numpy: type
-    c_type: str
-    tolerance: float  # relative error per entry the verification allows beyond rounding (runtime.verify)
-    attr: Attribute
-
-    @property
-    def c_prelude(self) -> str:
-        """What generated source puts before the prelude: real_t is float unless defined."""
-        return "" if self.c_type == "float" else f"#define IRFUSE_REAL {self.c_type}\n"
-
-
-F32 = ElementType("f32", 4, np.float32, "float", 1e-4, Float32Type())
-F64 = ElementType("f64", 8, np.float64, "double", 1e-10, Float64Type())
-ELEMENT_TYPES: dict[str, ElementType] = {"f32": F32, "f64": F64}
-
-
-def element_type(name: str) -> ElementType:
-    """The element type called `name` (f32, f64); ValueError naming the choices otherwise."""
-    try:
-        return ELEMENT_TYPES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"element type must be one of {', '.join(ELEMENT_TYPES)}, got '{name}'") from None
+# The IR's spelling of each element type (the `kas.element_type` module attribute).
+_ATTRS: dict[str, Attribute] = {"f32": Float32Type(), "f64": Float64Type()}
 
 
 def module_element_type(module: ModuleOp) -> ElementType:
@@ -53,10 +27,10 @@ def module_element_type(module: ModuleOp) -> ElementType:
     if attr is None:
         return F32
     for t in ELEMENT_TYPES.values():
-        if attr == t.attr:
+        if attr == _ATTRS[t.name]:
             return t
     raise VerifyException(f"module attribute {ELEMENT_TYPE_ATTR} must be f32 or f64, got {attr}")
 
 
 def set_module_element_type(module: ModuleOp, t: ElementType) -> None:
-    module.attributes[ELEMENT_TYPE_ATTR] = t.attr
+    module.attributes[ELEMENT_TYPE_ATTR] = _ATTRS[t.name]

@@ -48,6 +48,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, Symbol
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from irfuse.artifact.host_plan import MAX_TOTAL_ITERATIONS  # noqa: F401 (irgen imports it from here)
 from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
 
@@ -342,10 +343,9 @@ class ReduceOp(LocatedOperation):
             raise VerifyException("kas.reduce needs a per-element operand; this one is uniform")
 
 
-# Loop iterations in all, nested loops multiplied (kas.loop and fuse.loop alike): a loop run
-# from the host launches its body's kernels every iteration, one inside a kernel counts them
-# in 32-bit registers, and nothing over this would finish in any reasonable time.
-MAX_TOTAL_ITERATIONS = 1_000_000
+# Loop iterations in all, nested loops multiplied (kas.loop and fuse.loop alike, and the saved
+# host plan's): a loop run from the host launches its body's kernels every iteration, one
+# inside a kernel counts them in 32-bit registers.
 
 
 def verify_total_iterations(op: Operation, trip_count: int) -> None:

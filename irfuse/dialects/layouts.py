@@ -10,15 +10,20 @@ when absent):
   element e at `k*N + e`, every word a contiguous run over the batch.
 
 The kernels are generated for the layout (`fuse.kernel` carries it), the cost model and
-the in-kernel passes plan for it, and the runtime shapes buffers by it.
+the in-kernel passes plan for it, and the runtime shapes buffers by it. The shapes and
+strides themselves are plain arithmetic (`irfuse.artifact.arrays`, imported here), which the
+runtime uses without the dialects.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from irfuse.artifact.arrays import (AOS, LAYOUTS, OUTPUT_PREFIX, SOA, arrays_from_aos, arrays_to_aos,  # noqa: F401
+                                    batch_length, batch_shape, check_layout, describe_batch_shape, fits, from_aos,
+                                    natural_strides, to_aos, view_strides)
 
 LAYOUT_ATTR = "kas.layout"
 
@@ -30,15 +35,7 @@ class Layout(StrEnum):
     SOA = "soa"
 
 
-AOS, SOA = Layout.AOS.value, Layout.SOA.value
-LAYOUTS = tuple(layout.value for layout in Layout)
-
-
-def check_layout(name: object) -> str:
-    """`name` if it is a layout; ValueError naming the choices otherwise."""
-    if name not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got '{name}'")
-    return name  # type: ignore[return-value]
+assert LAYOUTS == tuple(layout.value for layout in Layout)
 
 
 def module_layout(module: ModuleOp) -> str:
@@ -58,49 +55,6 @@ def set_module_layout(module: ModuleOp, layout: str) -> None:
         module.attributes[LAYOUT_ATTR] = StringAttr(layout)
 
 
-def batch_shape(layout: str, value_shape: tuple[int, ...], n: int) -> tuple[int, ...]:
-    """The shape of a batch of `n` values of `value_shape` in `layout`."""
-    return (n, *value_shape) if layout == AOS else (*value_shape, n)
-
-
-def fits(shape: tuple[int, ...], value_shape: tuple[int, ...], layout: str) -> bool:
-    """Whether an array of `shape` is a batch of `value_shape` values in `layout`."""
-    if len(shape) != 1 + len(value_shape):
-        return False
-    return tuple(shape[1:] if layout == AOS else shape[:-1]) == tuple(value_shape)
-
-
-def batch_length(shape: tuple[int, ...], layout: str) -> int:
-    """How many values a batch of `shape` in `layout` holds."""
-    return int(shape[0] if layout == AOS else shape[-1])
-
-
-def describe_batch_shape(layout: str, value_shape: tuple[int, ...]) -> str:
-    """`(N, 3, 3)` or `(3, 3, N)`: how an argument must be shaped, for messages."""
-    dims = [str(d) for d in value_shape]
-    return "(" + ", ".join(["N", *dims] if layout == AOS else [*dims, "N"]) + ")"
-
-
-def to_aos(a, layout: str):
-    """A batch in `layout` as an array of structures: a view, the batch axis moved first."""
-    return a if layout == AOS else np.moveaxis(a, -1, 0)
-
-
-def from_aos(a, layout: str):
-    """An array-of-structures batch laid out in `layout`: a new C-contiguous array for `soa`."""
-    return a if layout == AOS else np.ascontiguousarray(np.moveaxis(a, 0, -1))
-
-
-def arrays_to_aos(arrays: dict, layout: str, whole=()) -> dict:
-    """`to_aos` of every batch; the arrays named in `whole` (uniform values: no batch axis) as they are."""
-    return {k: v if k in whole else to_aos(v, layout) for k, v in arrays.items()}
-
-
-def arrays_from_aos(arrays: dict, layout: str, whole=()) -> dict:
-    """`from_aos` of every batch; the arrays named in `whole` as they are."""
-    return {k: v if k in whole else from_aos(v, layout) for k, v in arrays.items()}
-
-
 # --- strided views -------------------------------------------------------------------------
 #
 # A program input or output may also be a strided view (a slice of a larger array, a
@@ -112,7 +66,6 @@ def arrays_from_aos(arrays: dict, layout: str, whole=()) -> dict:
 # reads and writes); arguments not named keep the module's layout.
 
 STRIDES_ATTR = "kas.strides"
-OUTPUT_PREFIX = "out."
 
 
 def module_strides(module: ModuleOp) -> dict[str, tuple[int, ...]]:
@@ -147,31 +100,3 @@ def set_module_strides(module: ModuleOp, strides: dict[str, tuple[int, ...]]) ->
         module.attributes.pop(STRIDES_ATTR, None)
 
 
-def natural_strides(layout: str, value_shape: tuple[int, ...], n: int) -> tuple[int, ...]:
-    """The strides in words (batch axis first) of a C-contiguous batch of `n` in `layout`."""
-    inner, step = [], 1
-    for d in reversed(value_shape):
-        inner.append(step)
-        step *= d
-    inner.reverse()
-    if layout == AOS:
-        return (step, *inner)
-    return (1, *(s * n for s in inner))
-
-
-def view_strides(shape: tuple[int, ...], strides: tuple[int, ...] | None, itemsize: int, layout: str
-                 ) -> tuple[int, ...] | None:
-    """An array's strides in words, batch axis first (None when the bytes are not whole
-    words); `strides` None means C-contiguous. Axes of length 1 take the natural stride
-    (any stride addresses them alike)."""
-    value_shape = tuple(shape[1:] if layout == AOS else shape[:-1])
-    n = batch_length(shape, layout)
-    natural = natural_strides(layout, value_shape, n)
-    if strides is None:
-        return natural
-    if any(s % itemsize for s in strides):
-        return None
-    words = [s // itemsize for s in strides]
-    ordered = words if layout == AOS else [words[-1], *words[:-1]]
-    dims = [n, *value_shape]
-    return tuple(nat if d == 1 else w for w, nat, d in zip(ordered, natural, dims))

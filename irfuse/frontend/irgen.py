@@ -42,6 +42,7 @@ from irfuse.dialects.kas import (
     kas_type_of_shape,
     ssa_hint,
 )
+from irfuse.frontend.source_files import read_source  # noqa: F401 (callers import it from here)
 from irfuse.frontend.syntax import Call, Loop, Name, Number, Program, Statement, parse_program
 from irfuse.library.catalogue import Library, default_library
 
@@ -434,17 +435,6 @@ def build_module(src: SourceFile, prog: Program, library: Library, name: str) ->
     """The `kas` IR of a syntax tree (from KAS text or a Python function) whose positions are
     in `src`; raises `CompileError` there."""
     return IRGen(src, prog, library, name).build()
-
-
-def read_source(path: str) -> str:
-    """A KAS file's text; `CompileError` naming the file when it cannot be read."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except UnicodeDecodeError as e:
-        raise CompileError(Diagnostic(f"file is not valid UTF-8 ({e.reason} at byte {e.start})", path))
-    except OSError as e:
-        raise CompileError(Diagnostic(f"cannot read file: {e.strerror}", path))
 
 
 def compile_file(path: str, library: Library | None = None) -> FrontendResult:

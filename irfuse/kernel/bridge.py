@@ -121,7 +121,8 @@ def write_back(kernel, model: KernelModel, mapping: dict) -> None:
         elif mop.kind == OpKind.YIELD:
             blocks.pop()
         elif mop.kind in (OpKind.LOAD, OpKind.CALL, OpKind.COPY):
-            ir.set_place(place_of(model, mop.result if mop.kind in (OpKind.CALL, OpKind.COPY) else mop.value))  # type: ignore[arg-type]
+            vid = mop.result if mop.kind in (OpKind.CALL, OpKind.COPY) else mop.value
+            ir.set_place(place_of(model, vid))  # type: ignore[arg-type]
         if mop.kind == OpKind.CALL:
             if mop.remap:
                 ir.attributes["remap"] = UnitAttr()
@@ -132,7 +133,8 @@ def write_back(kernel, model: KernelModel, mapping: dict) -> None:
 def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> fuse.KernelOp:
     """The `fuse.kernel` of a model built from scratch (`transforms.kernel_builder`) from these
     inputs and outputs (IR values whose types and names the kernel's arguments take)."""
-    uniform = [i for i, op in enumerate(op for op in model.ops if op.kind == OpKind.LOAD) if model.values[op.value].uniform]
+    loads = [op for op in model.ops if op.kind == OpKind.LOAD]
+    uniform = [i for i, op in enumerate(loads) if model.values[op.value].uniform]  # type: ignore[index]
     kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
                            layout=model.layout, uniform=uniform, once=model.once,
                            elements_per_thread=model.per_thread)

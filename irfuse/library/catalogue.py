@@ -42,6 +42,22 @@ class Library:
         self.ops: dict[str, OpDef] = {}
         self.hand_implementations: dict[str, list[Implementation]] = {}
         self.checker = checker
+        # What the library held when it was published (`mark_base`): what it adds since is what
+        # the program cache keys entries by (the built-in catalogue is irfuse's own code).
+        self.base_ops: dict[str, OpDef] = {}
+        self.base_implementations: set[int] = set()
+
+    def mark_base(self) -> None:
+        """Takes what the library holds now as its base (`additions` are what comes after)."""
+        self.base_ops = dict(self.ops)
+        self.base_implementations = {id(i) for impls in self.hand_implementations.values() for i in impls}
+
+    def additions(self) -> tuple[list[OpDef], list[Implementation]]:
+        """The ops defined (or redefined) and hand-written implementations added since `mark_base`."""
+        ops = [self.ops[n] for n in sorted(self.ops) if self.base_ops.get(n) is not self.ops[n]]
+        impls = [i for n in sorted(self.hand_implementations) for i in self.hand_implementations[n]
+                 if id(i) not in self.base_implementations]
+        return ops, impls
 
     def define(self, name: str, operands: Iterable[tuple[str, KasType]], result: KasType,
                definition: str, doc: str = "") -> OpDef:
@@ -83,7 +99,7 @@ class Library:
                                   operand_aps, ap(result_ap), origin="hand-written", source=source)
         if check and self.checker is None:
             raise DefinitionError(f"implementation '{name}' of '{op_name}' cannot be checked: no "
-                                  "implementation checker is installed (import irfuse)")
+                                  "implementation checker is installed (import irfuse.driver)")
         # Registered before the check: the checker compiles a kernel that names it.
         self.hand_implementations.setdefault(op_name, []).append(impl)
         if check:
@@ -188,6 +204,9 @@ def default_library() -> Library:
         for ep in entry_points(group="irfuse.library"):
             with _refusals_named(f"entry point irfuse.library:{ep.name} ({ep.value})"):
                 ep.load()(_DEFAULT)
+        # The base: the built-in catalogue (irfuse's own code) and the installed entry points'
+        # libraries (named, with their versions, in the program cache's keys).
+        _DEFAULT.mark_base()
     return _DEFAULT
 
 

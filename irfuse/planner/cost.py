@@ -38,103 +38,16 @@ its terms were fitted on").
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.kernel.model import KernelModel, OpKind, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
 from irfuse.analysis.shared_lifetimes import lifetimes
-from irfuse.diagnostics import CompileError, UsageError
+from irfuse.planner.profiles import (BUILTIN, DEFAULT_BATCH, H100, H200, DeviceProfile, load_profile,  # noqa: F401
+                                     profile_path, save_profile)
 
-DEFAULT_BATCH = 4_194_304  # elements the cost model plans for unless told otherwise (the GPU run's default)
-
-
-@dataclass(frozen=True)
-class DeviceProfile:
-    name: str
-    sms: int
-    bandwidth: float  # bytes/s, read + write, device-to-device copy
-    fp32_flops: float
-    fp64_flops: float
-    shared_per_sm: int
-    shared_per_block: int
-    regs_per_sm: int = 65536
-    max_threads_per_sm: int = 2048
-    max_blocks_per_sm: int = 32
-    max_threads_per_block: int = 1024
-    max_regs_per_thread: int = 255
-    launch_overhead: float = 3e-6
-    barrier_cost: float = 2e-7
-    turnaround: float = 1.5e-6  # s from a block's loads to the next block's on its SM (see above)
-    remap_ops: int = 4
-    slow_op_flops: float = 16.0  # flop-equivalents of one IEEE division, reciprocal or square root (float32)
-    slow_op_flops_f64: float = 16.0  # the same in float64, in float64 flops
-    shared_wavefront_rate: float = 1.75e9  # shared-memory wavefronts per second per SM (one per clock)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-# Copy bandwidth, launch and barrier figures from `irfuse calibrate` on each GPU of the GPU
-# machine (H100 2026-11-22, H200 2026-11-23, launches in one CUDA graph on both;
-# benchmarks/results/profile-nvidia_h200.json and profile-nvidia_h100_80gb_hbm3.json, the tenth session's in
-# benchmarks/results/tenth_session/);
-# `turnaround` fitted on the H100 (benchmarks/NOTES.md) and taken over for the H200, not
-# measured there. The multiply-add rates and the cost of a division, reciprocal or square
-# root were measured by `irfuse calibrate` on both on 2026-11-23 and agree within 1%.
-_HOPPER = dict(sms=132, fp32_flops=63.8e12, fp64_flops=33.4e12, slow_op_flops=30.6, slow_op_flops_f64=26.5,
-               shared_per_sm=228 * 1024, shared_per_block=227 * 1024)
-H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=3.01e12, launch_overhead=7.8e-7, barrier_cost=6.4e-8,
-                     turnaround=1.5e-6, **_HOPPER)
-H200 = DeviceProfile("NVIDIA H200", bandwidth=4.26e12, launch_overhead=5.0e-7, barrier_cost=7.4e-8,
-                     turnaround=1.5e-6, **_HOPPER)
-BUILTIN = {"h100": H100, "h200": H200}
-
-
-def profile_path(name: str) -> str:
-    base = os.environ.get("IRFUSE_PROFILE_DIR") or os.path.join(
-        os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "irfuse")
-    return os.path.join(base, f"profile-{name.lower().replace(' ', '_')}.json")
-
-
-def load_profile(name: str = "h100") -> DeviceProfile:
-    """A built-in profile by name ('h100', 'h200'), or one saved by `irfuse calibrate`
-    (by GPU name or file path); a calibrated profile overrides the built-in of the same name."""
-    candidates = [name] if name.endswith(".json") else [profile_path(name)]
-    if not name.endswith(".json") and name.lower() in BUILTIN:
-        candidates.append(profile_path(BUILTIN[name.lower()].name))
-    for path in candidates:
-        if os.path.exists(path):
-            with open(path) as f:
-                return _from_json(json.load(f), path)
-    if name.lower() in BUILTIN:
-        return BUILTIN[name.lower()]
-    raise UsageError(f"unknown device profile '{name}' (built in: {', '.join(BUILTIN)}; "
-                       "or a file written by 'irfuse calibrate')")
-
-
-def _from_json(data: dict, path: str) -> DeviceProfile:
-    """A saved profile; figures an older irfuse saved and this one no longer reads are
-    dropped, figures it lacks come from the built-in profile of the same GPU."""
-    if not isinstance(data, dict) or "name" not in data:
-        raise CompileError(f"{path}: not a device profile (run 'irfuse calibrate' again)")
-    known = {f.name for f in fields(DeviceProfile)}
-    base = next((b for b in BUILTIN.values() if b.name == data["name"]), H100)
-    try:
-        return replace(base, **{k: v for k, v in data.items() if k in known})
-    except TypeError as e:
-        raise CompileError(f"{path}: {e} (run 'irfuse calibrate' again)") from None
-
-
-def save_profile(p: DeviceProfile, path: str | None = None) -> str:
-    path = path or profile_path(p.name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(p.to_json(), f, indent=2)
-    return path
 
 
 def estimate_registers(model: KernelModel) -> int:

@@ -1,7 +1,7 @@
 """Running a plan on an NVIDIA GPU through PyCUDA.
 
 pycuda is imported only here, when the CUDA backend is asked for.  The
-cubin NVRTC made for this GPU's architecture is loaded with
+artifact's cubin for this GPU's architecture (`Artifact.cubin_for`) is loaded with
 `module_from_buffer`; kernels needing more than 48 KB of shared memory get
 their dynamic limit raised first.  Timing uses CUDA events.  A recorded run (its
 launches and copies) is captured into one CUDA graph (`cuda_graph`) and replayed
@@ -16,10 +16,8 @@ import weakref
 
 import numpy as np
 
-from irfuse.backend.compilers import compiler_for
-from irfuse.backend.nvrtc import KernelResources
+from irfuse.artifact.artifact import Artifact, KernelResources
 from irfuse.diagnostics import ExecutionError
-from irfuse.driver.artifact import CompiledProgram
 from irfuse.runtime.cuda_graph import CudaGraph, checked, cuda_driver
 from irfuse.runtime.dependent_launch import DependentLaunch, LaunchRecord
 from irfuse.runtime.device import Slot, in_order
@@ -41,6 +39,13 @@ def import_pycuda():
     except drv.Error as e:
         raise GpuUnavailable(f"the CUDA backend found no usable GPU or driver: {e}") from None
     return drv
+
+
+def current_arch(device_index: int = 0) -> str:
+    """The architecture of GPU `device_index` (`sm_90`): what its cubin is compiled for."""
+    drv = import_pycuda()
+    major, minor = drv.Device(device_index).compute_capability()
+    return f"sm_{major}{minor}"
 
 
 def gpu_available() -> bool:
@@ -86,7 +91,7 @@ class _PopAtThreadExit:
 class CudaDevice:
     name = "cuda"
 
-    def __init__(self, plan: CompiledProgram, device_index: int = 0, graphs: bool = True):
+    def __init__(self, plan: Artifact, device_index: int = 0, graphs: bool = True):
         """`graphs=False` replays recorded runs launch by launch (for comparisons)."""
         drv = import_pycuda()
         self.drv = drv
@@ -97,12 +102,14 @@ class CudaDevice:
         self.gpu_name = self.dev.name()
         cc = self.dev.compute_capability()
         arch = f"sm_{cc[0]}{cc[1]}"
-        if plan.cubin is None or plan.cubin.arch != arch:
-            # The source is complete: only NVRTC is needed, not the compiler that made it.
-            plan.cubin = compiler_for("cuda").compile(plan.source, plan.kernels, plan.element, arch)
+        self.arch = arch
+        cubin = plan.cubin_for(arch)  # the artifact's binary for this GPU (the compiler's side makes it)
         self.plan = plan
+        self.cubin = cubin.cubin
         self.dtype = plan.element.numpy
-        self.module = drv.module_from_buffer(plan.cubin.cubin)
+        self.module = drv.module_from_buffer(self.cubin)
+        # Per kernel: what ptxas reported, or the driver where the report left a kernel out.
+        self.resources: dict[str, KernelResources] = dict(cubin.resources)
         self.functions = {}
         self.shared = {}
         limit = self.dev.get_attribute(drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
@@ -116,9 +123,9 @@ class CudaDevice:
                 fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
             self.functions[k.name] = fn
             self.shared[k.name] = dynamic
-            if plan.resources(k.name) is None:
+            if k.name not in self.resources:
                 # Some NVRTC builds (13.0) leave ptxas' report out of the log: ask the driver instead.
-                plan.cubin.resources[k.name] = KernelResources(
+                self.resources[k.name] = KernelResources(
                     registers=fn.num_regs, shared_bytes=fn.shared_size_bytes, stack_bytes=fn.local_size_bytes)
         self.allocations = []
         self.sizes: dict[int, int] = {}
@@ -307,7 +314,7 @@ class CudaDevice:
             # PyCUDA gives no CUfunction handle for cuLaunchKernelEx: the cubin is loaded again
             # through cuda-bindings, in the same context.
             cu = cuda_driver()
-            self._bindings_module = checked(cu.cuModuleLoadData(self.plan.cubin.cubin), "cuModuleLoadData")
+            self._bindings_module = checked(cu.cuModuleLoadData(self.cubin), "cuModuleLoadData")
         fn = self._bindings_functions.get(record.kernel)
         if fn is None:
             cu = cuda_driver()

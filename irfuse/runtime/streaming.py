@@ -41,15 +41,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from irfuse.analysis.batch_passes import BatchPass, BatchPasses, batch_passes
-from irfuse.analysis.uniformity import Extent, value_extent
-from irfuse.driver.artifact import KernelInfo
+from irfuse.artifact.arrays import batch_shape
+from irfuse.artifact.host_plan import UNIFORM, BatchPass, Combine
+from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.diagnostics import UsageError
-from irfuse.dialects import fuse
-from irfuse.dialects.layouts import batch_shape
 from irfuse.runtime.device import Slot, in_order
 from irfuse.runtime.executor import Executor
-from irfuse.runtime.reference import uniform_names
 
 LANES = 2
 OUTPUT_KEY = "out:"  # an output's key among the arrays (a program may return under an input's name)
@@ -69,46 +66,50 @@ _COPY_THREADS = min(16, os.cpu_count() or 1)
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
-# lowered module -> (bytes per element, elements a chunk holds a multiple of, (words, kernel
-# making the partials) of each reduction): plain data, so that the module can be freed
+# host plan -> (bytes per element, elements a chunk holds a multiple of, (words, kernel making
+# the partials) of each reduction): found once per program (every host call chooses chunks)
 _sizes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _sizes_of(compiled) -> tuple[int, int, tuple[tuple[int, KernelInfo], ...]]:
-    """What chunks are chosen from, found once per program (every host call chooses them)."""
-    if compiled.module not in _sizes:
-        program = compiled.program
-        words = sum(a.type.size for a in program.body.block.args if value_extent(a) != Extent.UNIFORM)
-        words += sum(r.type.size for op in program.walk() if isinstance(op, fuse.LaunchOp) for r in op.res
-                     if value_extent(r) != Extent.UNIFORM)
-        plan = batch_passes(program)
-        reductions = tuple((c.res.type.size, partials_kernel(compiled, c)) for c in plan.combined)  # type: ignore
-        _sizes[compiled.module] = (max(1, words) * compiled.itemsize, plan.align, reductions)
-    return _sizes[compiled.module]
+class _Sizes:
+    def __init__(self, per_element: int, align: int, reductions: tuple[tuple[int, KernelInfo], ...]):
+        self.per_element, self.align, self.reductions = per_element, align, reductions
+
+
+def _sizes_of(compiled) -> _Sizes:
+    """What chunks are chosen from (see `_sizes`)."""
+    host = compiled.host
+    if host not in _sizes:
+        words = sum(host.values[v].words for _, v in host.inputs if host.values[v].extent != UNIFORM)
+        words += sum(host.values[r].words for launch in host.launches() for r in launch.results
+                     if host.values[r].extent != UNIFORM)
+        reductions = tuple((host.values[c.result].words, partials_kernel(compiled, c)) for c in host.combines())
+        _sizes[host] = _Sizes(max(1, words) * compiled.itemsize, host.align, reductions)
+    return _sizes[host]
 
 
 def chunk_alignment(compiled) -> int:
     """Elements a chunk holds a multiple of when a batch takes several: those of the blocks
     whose partials the program's reductions combine (1 for a program that does not reduce)."""
-    return _sizes_of(compiled)[1]
+    return _sizes_of(compiled).align
 
 
 def bytes_per_element(compiled) -> int:
     """Device bytes one element of a chunk takes: every input, temporary and output that has
     a value per element (a uniform one's few words are not counted; a reduction's partials
     are, as if every element had its own)."""
-    return _sizes_of(compiled)[0]
+    return _sizes_of(compiled).per_element
 
 
-def partials_kernel(compiled, combine: fuse.CombineOp) -> KernelInfo:
+def partials_kernel(compiled, combine: Combine) -> KernelInfo:
     """The kernel that makes the partials a reduction combines (its blocks are the partials)."""
-    return next(k for k in compiled.kernels if k.name == combine.partials.owner.kernel_name)  # type: ignore
+    return compiled.kernel(compiled.host.values[combine.partials].kernel)
 
 
 def reduction_bytes(compiled, n: int) -> int:
     """Device bytes a batch of n elements in chunks keeps for its reductions: the partials of
     all of its blocks and the combined values."""
-    return sum(size * (kernel.blocks(n) + 1) for size, kernel in _sizes_of(compiled)[2]) * compiled.itemsize
+    return sum(size * (kernel.blocks(n) + 1) for size, kernel in _sizes_of(compiled).reductions) * compiled.itemsize
 
 
 def chunk_elements(compiled, n: int, budget: int | None) -> int:
@@ -264,8 +265,8 @@ class ChunkedRun:
         self.gpu = hasattr(device, "drv")
         self.owned: list = []  # device buffers made for this run, freed by `release`
         self.lanes: list[dict] = []  # made when first used: a batch of one chunk needs one
-        self.uniform = uniform_names(compiled.reference_program)  # arguments without a batch axis
-        self.plan: BatchPasses = batch_passes(compiled.program)
+        self.uniform = compiled.host.uniform_names()  # arguments without a batch axis
+        self.plan = compiled.host
         self.combined: dict | None = None  # a buffer per combined reduction, made when first needed
 
     def _shape(self, k: str, m: int) -> tuple[int, ...]:
@@ -287,8 +288,8 @@ class ChunkedRun:
             # of its own: a later kernel of the chunk may still read the input.
             for key, k in self._keys():
                 lane["buffers"][key] = dev.alloc(self._shape(k, self.chunk))
-            for c in self.plan.combined:  # a chunk's partials, laid out as a batch of that chunk's
-                lane["partials"][c.partials] = dev.alloc((c.res.type.size * self._blocks(c, self.chunk),))
+            for c in self.plan.combines():  # a chunk's partials, laid out as a batch of that chunk's
+                lane["partials"][c.partials] = dev.alloc((self._words(c) * self._blocks(c, self.chunk),))
         if self.gpu:
             drv = dev.drv
             lane["stream"] = drv.Stream()
@@ -314,14 +315,22 @@ class ChunkedRun:
             part = None if p is None else self.plan.passes[p]
             bound = {}
             if part is not None:
-                bound = {c.res: buf for c, buf in self._combined().items()}
+                bound = {c.result: buf for c, buf in self._combined().items()}
                 bound.update({v: lane["partials"][v] for v in part.partials})
             with self._owning():
                 run = lane["runs"][(p, m)] = Executor(self.compiled, self.device).prepare(
                     {}, m, uploaded=lane["in"], outputs=lane["out"], as_graph=False, part=part, bound=bound)
         return run
 
-    def _blocks(self, combine: fuse.CombineOp, n: int) -> int:
+    def _combines_of(self, part: BatchPass) -> tuple[Combine, ...]:
+        """The combines run after a pass."""
+        return tuple(self.plan.steps[i] for i in part.combines)  # type: ignore[misc]
+
+    def _words(self, combine: Combine) -> int:
+        """Words of a reduction's value."""
+        return self.plan.values[combine.result].words
+
+    def _blocks(self, combine: Combine, n: int) -> int:
         """The blocks, and so the partials, of a reduction over n elements."""
         return partials_kernel(self.compiled, combine).blocks(n)
 
@@ -329,7 +338,7 @@ class ChunkedRun:
         """The buffers of the reductions' combined values (kept for the next runs)."""
         if self.combined is None:
             with self._owning():
-                self.combined = {c: self.device.alloc(tuple(c.res.type.shape)) for c in self.plan.combined}
+                self.combined = {c: self.device.alloc(self.plan.values[c.result].shape) for c in self.plan.combines()}
         return self.combined
 
     @contextlib.contextmanager
@@ -416,18 +425,18 @@ class ChunkedRun:
                     buf.free()
         return len(starts)
 
-    def _pass_io(self, p: int | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[fuse.CombineOp, ...]]:
+    def _pass_io(self, p: int | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Combine, ...]]:
         """The inputs a chunk of pass p uploads, the outputs it gives, the reductions whose
         partials it makes."""
         if p is None:
             return self.inputs, self.outputs, ()
         part = self.plan.passes[p]
-        return part.reads, part.outputs, part.combines
+        return part.reads, part.outputs, self._combines_of(part)
 
     def _whole_partials(self, part: BatchPass, n: int, whole: dict) -> dict:
         """Buffers for the pass's partials of the whole batch (added to `whole`)."""
-        for c in part.combines:
-            words = c.res.type.size * self._blocks(c, n)  # type: ignore[attr-defined]
+        for c in self._combines_of(part):
+            words = self._words(c) * self._blocks(c, n)
             whole[c.partials] = self.device.drv.mem_alloc(words * self.compiled.itemsize) if self.gpu \
                 else np.full(words, np.nan, self.device.dtype)
         return whole
@@ -437,7 +446,7 @@ class ChunkedRun:
         a row of the chunk's blocks per word, at the chunk's first block)."""
         for c in combines:
             v = c.partials
-            size, by = c.res.type.size, partials_kernel(self.compiled, c).by  # type: ignore[attr-defined]
+            size, by = self._words(c), partials_kernel(self.compiled, c).by
             blocks, mine, first = self._blocks(c, self.n), self._blocks(c, m), start // by
             src, dst = lane["partials"][v], whole[v]
             if not self.gpu:
@@ -455,8 +464,8 @@ class ChunkedRun:
     def _combine(self, part: BatchPass, n: int, whole: dict) -> None:
         """The pass's reductions combined over the whole batch's partials, as one call does."""
         combined = self._combined()
-        steps = [self.device.launcher(c.kernel_name, [whole[c.partials], combined[c]], self._blocks(c, n))
-                 for c in part.combines]
+        steps = [self.device.launcher(c.kernel, [whole[c.partials], combined[c]], self._blocks(c, n))
+                 for c in self._combines_of(part)]
         if not self.gpu:
             for step in steps:
                 step()

@@ -33,8 +33,8 @@ from irfuse.driver.compile import compile_program
 from irfuse.driver.implementation_check import check_implementation
 from irfuse.library.catalogue import Library, define_catalogue, load_library_file
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import load_inputs, random_inputs, run_references
-from irfuse.runtime.verify import check_outputs
+from irfuse.verification.reference import load_inputs, random_inputs, run_references
+from irfuse.verification.verify import check_outputs
 from irfuse.testing.mutations import mutate
 from irfuse.tools import cli
 

@@ -27,9 +27,9 @@ from irfuse.frontend.irgen import compile_file
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.runtime.reference import random_inputs, run_references, uniform_names, value_shape, value_shapes
+from irfuse.verification.reference import random_inputs, run_references, uniform_names, value_shape, value_shapes
 from irfuse.runtime.streaming import ChunkedRun
-from irfuse.runtime.verify import check_outputs
+from irfuse.verification.verify import check_outputs
 
 
 @dataclass

@@ -3,6 +3,10 @@
     irfuse run FILE      compile, execute (GPU if usable, else CPU), verify against NumPy
     irfuse compile FILE  write kernels.cu, kernels.cubin, manifest.json and the IR to a directory
     irfuse ops [NAME]    the op library
+
+`irfuse run` is a user of the library interface like any other: `irfuse.compile` (or a plan
+directory's artifact) gives a `Program`, which runs the inputs, times its runs
+(`Program.time`) and checks the outputs against the NumPy reference.
 """
 
 from __future__ import annotations
@@ -19,38 +23,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from irfuse.api.progress import progress_bar
-from irfuse.api.programs import Program
 from irfuse._version import __version__
+from irfuse.artifact.arrays import ELEMENT_TYPES, LAYOUTS, element_type
 from irfuse.diagnostics import Diagnostic, IrfuseError, UsageError, print_diagnostics
-from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
-from irfuse.dialects.kas import LoopOp
-from irfuse.dialects.layouts import LAYOUTS, arrays_from_aos, arrays_to_aos
-from irfuse.driver.artifact import CompiledProgram
-from irfuse.driver.compile import PlanningOptions, compile_program, run_pipeline
-from irfuse.driver.tuned import compile_tuned
-from irfuse.frontend.irgen import compile_file
-from irfuse.library.catalogue import default_library, load_library_file
-from irfuse.library.implementations import load_store_pattern
-from irfuse.passes.fuse_partition import FusePartition
-from irfuse.planner.cost import DEFAULT_BATCH
-from irfuse.runtime.cuda_device import gpu_available
-from irfuse.runtime.executor import Executor, RunResult, open_device
-from irfuse.runtime.reference import (
-    batch_size,
-    effective_bytes,
-    find_program,
-    load_inputs,
-    random_inputs,
-    run_reference,
-    run_references,
-    uniform_names,
-)
-from irfuse.runtime.verify import check_outputs, subset, verified_elements
-from irfuse.tools.calibrate import calibrate
+from irfuse.planner.profiles import DEFAULT_BATCH
 from irfuse.tools.report import million_elements_per_second
-from irfuse.tools.tune import tune
-from irfuse.transforms.barriers import barrier_after_every_op
+
+# (Each command imports what it needs: `irfuse run --plan DIR` runs a saved plan with the
+# runtime alone, no compiler and no xDSL imported.)
 
 DEFAULT_N = {"cuda": DEFAULT_BATCH, "cpu": 4096, "numpy": 100_000}
 DEFAULT_REPEAT = {"cuda": 20, "cpu": 5}  # timed runs of `irfuse run` (the CPU's at n = 4096 take milliseconds)
@@ -111,7 +91,9 @@ def _add_planning(p: argparse.ArgumentParser) -> None:
                         "writes): the cost model uses them instead of its estimates")
 
 
-def _planning(args, n: int) -> PlanningOptions:
+def _planning(args, n: int):
+    from irfuse.driver.compile import PlanningOptions
+
     return PlanningOptions(n=n, profile=args.profile or "h100", registers=args.registers)
 
 
@@ -190,11 +172,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_libraries(paths: list[str]) -> None:
+    if not paths:
+        return  # (nothing of the compiler imported: a saved plan runs without it)
+    import irfuse.driver  # noqa: F401 -- the check every hand-written implementation passes
+    from irfuse.library.catalogue import load_library_file
+
     for p in paths:
         load_library_file(p)
 
 
 def _choose_backend(name: str) -> str:
+    from irfuse.runtime.cuda_device import gpu_available
+
     if name != "auto":
         return name
     return "cuda" if gpu_available() else "cpu"
@@ -217,9 +206,11 @@ def _save_path(path: str | None) -> str | None:
     return path
 
 
-def _check_memory(program, n: int, itemsize: int, what: str) -> None:
+def _check_memory(interface, n: int, itemsize: int, what: str) -> None:
     """Refuses a batch whose inputs and outputs alone exceed this machine's memory."""
-    need = effective_bytes(program, n, itemsize) * 2  # the reference holds a float64 copy too
+    from irfuse.artifact.program_io import effective_bytes
+
+    need = effective_bytes(interface, n, itemsize) * 2  # the reference holds a float64 copy too
     try:
         have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -229,7 +220,41 @@ def _check_memory(program, n: int, itemsize: int, what: str) -> None:
                          f"outputs and reference; this machine has {have / 2**30:,.1f} GiB")
 
 
+def _program_for_run(args, backend: str, n: int):
+    """The `Program` `irfuse run` runs: compiled from the file (through `irfuse.compile`, its
+    disk cache included), or the artifact of a plan directory, with the warnings to print."""
+    if args.plan:
+        from irfuse.api.programs import Program
+        from irfuse.artifact.artifact import Artifact
+
+        return Program(Artifact.load(args.plan), "cpu" if backend == "numpy" else backend, []), []
+    import warnings
+
+    import irfuse.api
+
+    with _working(f"compiling {os.path.basename(args.file)}"), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always", irfuse.api.IrfuseWarning)
+        program = irfuse.api.compile(args.file, dtype=args.dtype or "f32",
+                                     backend="cpu" if backend == "numpy" else backend, pipeline=args.pipeline,
+                                     n=n, profile=args.profile or "h100", arch=args.arch,
+                                     layout=args.layout or "aos", registers=args.registers)
+    return program, program.warnings
+
+
+def _reference(program, why: str):
+    """The program's compiled side (its reference): None, with a note, where the compiler cannot
+    be imported (a plan run by the runtime alone); `why` says what it was for."""
+    try:
+        return program.compiled
+    except ImportError as e:
+        console.print(f"[yellow]not verified: {escape(why)} needs irfuse's compiler, which cannot be imported "
+                      f"here ({escape(str(e))})[/yellow]")
+        return None
+
+
 def cmd_run(args) -> int:
+    from irfuse.artifact.program_io import Interface, batch_size, effective_bytes, load_inputs, random_inputs
+
     _load_libraries(args.library)
     if args.file is None and args.plan is None:
         raise UsageError("irfuse run needs a .kas file or --plan DIR")
@@ -246,113 +271,168 @@ def cmd_run(args) -> int:
     n = args.n if args.n is not None else DEFAULT_N[backend]
     if n < 1 and args.inputs is None:
         raise UsageError(f"--n must be at least 1, got {n}")
-    if args.plan:
-        plan = CompiledProgram.load(args.plan)
-        warnings = []
-        dtype = plan.dtype
-    else:
-        dtype = args.dtype or "f32"
-        with _working(f"compiling {os.path.basename(args.file)}"):
-            plan, warnings = compile_program(args.file, args.pipeline, dtype, compile_gpu=backend != "numpy",
-                                             arch=args.arch, planning=_planning(args, n), layout=args.layout or "aos")
+    if args.repeat is not None and args.repeat < 0:
+        raise UsageError(f"--repeat counts timed runs: 0 or more, got {args.repeat}")
+    program, warnings = _program_for_run(args, backend, n)
     print_diagnostics(warnings)
-    program = plan.reference_program
-    layout = plan.layout
+    artifact = program.artifact
+    interface = Interface.of_host(artifact.host)
+    layout, dtype = artifact.layout, artifact.dtype
     np_dtype = element_type(dtype).numpy
     if args.inputs:
         converted: list[str] = []
-        inputs = load_inputs(args.inputs, program, np_dtype, layout, converted)
+        inputs = load_inputs(args.inputs, interface, np_dtype, layout, converted)
         if converted:  # (the API converts no array: a file's values are converted where they fit, and said)
             console.print(f"{escape(args.inputs)}: converted to the run's type ({', '.join(converted)}); their values "
                           f"fit it")
-        n = batch_size(inputs, program)
+        n = batch_size(inputs, interface)
         if n < 1:
             raise UsageError(f"{args.inputs}: the inputs hold 0 elements; the batch size must be at least 1")
     else:
-        _check_memory(program, n, element_type(dtype).itemsize, f"--n {n}")
-        inputs = random_inputs(program, n, args.seed, np_dtype)
-    whole = uniform_names(program)  # no batch axis: no layout, not sampled
-    title = f"{plan.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
+        _check_memory(interface, n, element_type(dtype).itemsize, f"--n {n}")
+        inputs = random_inputs(interface, n, args.seed, np_dtype)
+    whole = interface.uniform  # no batch axis: no layout, not sampled
+    title = f"{artifact.meta.get('source', args.file or args.plan)}: backend {backend}, n = {n}, {dtype}"
     if layout != "aos":
         title += f", {layout}"
-    t0 = time.perf_counter()
     if backend == "numpy":
-        with _working(f"evaluating the NumPy reference on {n:,} elements"):
-            outputs = arrays_from_aos({k: v.astype(np_dtype) for k, v in run_reference(program, inputs, n).items()},
-                                      layout, whole)
-        ref_time = time.perf_counter() - t0
-        _print_outputs(title, outputs, None)
-        console.print(f"reference time {ref_time * 1e3:.1f} ms")
-        _save(save, outputs)
-        return 0
-
-    if args.memory_budget is not None:
-        repeat = args.repeat if args.repeat is not None else (3 if backend == "cuda" else 1)
-        result, chunks, gpu_name = _run_in_chunks(plan, backend, arrays_from_aos(inputs, layout, whole), n,
-                                                  args.memory_budget, repeat)
-        title += (f" on {gpu_name}" if gpu_name else "") + f", {chunks} chunk{'s' if chunks > 1 else ''} from host memory"
-        device = None
-    else:
-        device = open_device(backend, plan)
-        if backend == "cuda":
-            title += f" on {device.gpu_name}"
-        repeat = args.repeat if args.repeat is not None else DEFAULT_REPEAT[backend]
-        with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
-            result = Executor(plan, device).run(arrays_from_aos(inputs, layout, whole), n, repeat=repeat)
-    outputs = arrays_to_aos(result.outputs, layout, whole)
-    index = verified_elements(program, n, args.verify, args.seed)
-    if index is None:
-        checks = []
-    else:
-        picked = subset(inputs, index, whole)
-        with _working(f"verifying {len(index):,} elements against the NumPy reference"):
-            checks = check_outputs(subset(outputs, index, whole),
-                                   run_references(program, picked, dtype, len(index), plan.sum_by), dtype)
-    _print_kernels(plan)
-    _print_outputs(title, result.outputs, checks if index is not None else None)
-    if result.times_s:
-        t = result.median_s
-        gbs = effective_bytes(program, n, plan.itemsize) / t / 1e9
-        how = ", end to end from host memory" if device is None else ""
-        console.print(f"time (median of {repeat}{how}): {t * 1e3:.3f} ms, {million_elements_per_second(n, t)} M "
+        return _run_reference(program, inputs, n, layout, title, save)
+    arrays = _laid_out(inputs, layout, whole)
+    try:
+        if args.memory_budget is not None:
+            repeat = args.repeat if args.repeat is not None else (3 if backend == "cuda" else 1)
+            outputs, times, chunks = _run_in_chunks(program, backend, arrays, args.memory_budget, repeat)
+            title += _on_gpu(program) + f", {chunks} chunk{'s' if chunks > 1 else ''} from host memory"
+            how = ", end to end from host memory"
+        else:
+            repeat = args.repeat if args.repeat is not None else DEFAULT_REPEAT[backend]
+            with _working(f"running on {backend}" + (f", {repeat} timed runs" if repeat else "")):
+                outputs, times = _run_once_and_time(program, backend, arrays, repeat)
+            title += _on_gpu(program)
+            how = ""
+        checks = _verify(program, inputs, outputs, n, layout, args)
+        _print_kernels(artifact, getattr(program._device, "resources", {}))
+        _print_outputs(title, outputs, checks)
+    finally:
+        program.close()
+    if times:
+        t = float(np.median(times))
+        gbs = effective_bytes(interface, n, artifact.itemsize) / t / 1e9
+        console.print(f"time (median of {len(times)}{how}): {t * 1e3:.3f} ms, {million_elements_per_second(n, t)} M "
                       f"elements/s, {gbs:.1f} GB/s effective (inputs read once + outputs written once)")
-    for c in checks:
+    for c in checks or []:
         if not c.ok:
             console.print(f"[red]{escape(c.describe())}[/red]")
         elif c.overflow:
             console.print(f"[yellow]{escape(c.describe())}[/yellow]")
-    _save(save, result.outputs)
-    if device is not None:
-        device.close()
-    ok = all(c.ok for c in checks)
-    if index is None:
-        console.print("[yellow]not verified (--verify none)[/yellow]")
+    _save(save, outputs)
+    if checks is None:
+        if args.verify == "none":
+            console.print("[yellow]not verified (--verify none)[/yellow]")
         return 0
-    what = "" if len(index) == n else f" on a seeded sample of {len(index):,} of the {n:,} elements (--verify all checks every one)"
+    ok = all(c.ok for c in checks)
+    what = "" if checks.elements == n else (f" on a seeded sample of {checks.elements:,} of the {n:,} elements "
+                                            "(--verify all checks every one)")
     console.print(f"[green]verified against the NumPy reference{what}[/green]" if ok
                   else f"[red]verification FAILED{what}[/red]")
     return 0 if ok else 1
 
 
-def _run_in_chunks(plan, backend: str, arrays: dict[str, np.ndarray], n: int, budget: int, repeat: int):
-    """The batch run from host memory in chunks within `budget` bytes of device memory (the
-    API's path), a progress bar on a terminal for a run past a second; then `repeat` timed
-    runs, end to end. (RunResult, chunks, GPU name or None)."""
-    program = Program(plan, backend, [])
-    try:
-        with progress_bar(f"running on {backend}", after_s=1.0, stream=sys.stdout) if console.is_terminal \
-                else contextlib.nullcontext(None) as report:
-            outputs = program(**arrays, memory_budget=budget, progress=report or False)
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            program(**arrays, out=outputs, memory_budget=budget)
-            times.append(time.perf_counter() - t0)
-        device = program._opened_device()
-        return (RunResult(dict(outputs.items()), times), program.last_chunks or 1,
-                getattr(device, "gpu_name", None))
-    finally:
-        program.close()
+def _laid_out(inputs: dict, layout: str, whole) -> dict:
+    from irfuse.artifact.arrays import arrays_from_aos
+
+    return arrays_from_aos(inputs, layout, whole)
+
+
+def _on_gpu(program) -> str:
+    name = getattr(program._device, "gpu_name", None)
+    return f" on {name}" if name else ""
+
+
+def _run_once_and_time(program, backend: str, arrays: dict, repeat: int) -> tuple[dict, list[float]]:
+    """The outputs of one call (host arrays, in the program's layout) and `repeat` timings
+    (`Program.time`): on the GPU the inputs are uploaded once and the calls run on GPU arrays
+    (PyCUDA's), in place, as a time-stepping code's would."""
+    if backend != "cuda":
+        outputs = dict(program(**arrays).items())
+        return outputs, program.time(**arrays, repeat=repeat) if repeat else []
+    program._opened_device()  # the context current in this thread (or the refusal without a GPU)
+    from pycuda import gpuarray
+
+    on_gpu = {k: gpuarray.to_gpu(np.ascontiguousarray(a)) for k, a in arrays.items()}
+    got = program(**on_gpu)
+    times = program.time(**on_gpu, out=tuple(got), repeat=repeat) if repeat else []
+    program(**on_gpu, out=tuple(got))  # the outputs of a timed run's call, as the first
+    return {name: a.get() for name, a in got.items()}, times
+
+
+def _run_in_chunks(program, backend: str, arrays: dict, budget: int, repeat: int):
+    """The batch run from host memory in chunks within `budget` bytes of device memory, a
+    progress bar on a terminal for a run past a second; then `repeat` timed calls, end to end.
+    (outputs, times, chunks)."""
+    from irfuse.api.progress import progress_bar
+
+    with progress_bar(f"running on {backend}", after_s=1.0, stream=sys.stdout) if console.is_terminal \
+            else contextlib.nullcontext(None) as report:
+        outputs = program(**arrays, memory_budget=budget, progress=report or False)
+    chunks = program.last_chunks or 1
+    times = program.time(**arrays, out=tuple(outputs), memory_budget=budget, repeat=repeat, warmup=0) if repeat else []
+    return dict(outputs.items()), times, chunks
+
+
+def _verify(program, inputs: dict, outputs: dict, n: int, layout: str, args):
+    """The checks of the outputs (host arrays in `layout`) against the reference, on the
+    elements `--verify` picks; None when not verified."""
+    if args.verify == "none":
+        return None
+    compiled = _reference(program, "checking the outputs")
+    if compiled is None:
+        if args.verify != "auto":
+            raise UsageError(f"--verify {args.verify} needs irfuse's compiler (the NumPy reference evaluates the "
+                             "program before lowering): it cannot be imported here")
+        return None
+    from irfuse.artifact.arrays import arrays_to_aos
+    from irfuse.verification.reference import run_references
+    from irfuse.verification.verify import check_outputs, subset, verified_elements
+
+    reference = compiled.reference_program
+    index = verified_elements(reference, n, args.verify, args.seed)
+    whole = program.uniform
+    picked = subset(inputs, index, whole)
+    with _working(f"verifying {len(index):,} elements against the NumPy reference"):
+        checks = check_outputs(subset(arrays_to_aos(outputs, layout, whole), index, whole),
+                               run_references(reference, picked, compiled.dtype, len(index), compiled.sum_by),
+                               compiled.dtype)
+    return _Checks(checks, len(index))
+
+
+class _Checks(list):
+    """The checks of every output, and on how many elements they were made."""
+
+    def __init__(self, checks, elements: int):
+        super().__init__(checks)
+        self.elements = elements
+
+
+def _run_reference(program, inputs: dict, n: int, layout: str, title: str, save) -> int:
+    """`--backend numpy`: the float64 NumPy reference alone, its outputs and its time."""
+    from irfuse.artifact.arrays import arrays_from_aos
+    from irfuse.verification.reference import run_reference
+
+    compiled = _reference(program, "the NumPy reference")
+    if compiled is None:
+        raise UsageError("--backend numpy runs the NumPy reference, which needs irfuse's compiler")
+    np_dtype = element_type(compiled.dtype).numpy
+    t0 = time.perf_counter()
+    with _working(f"evaluating the NumPy reference on {n:,} elements"):
+        outputs = arrays_from_aos({k: v.astype(np_dtype)
+                                   for k, v in run_reference(compiled.reference_program, inputs, n).items()},
+                                  layout, program.uniform)
+    ref_time = time.perf_counter() - t0
+    _print_outputs(title, outputs, None)
+    console.print(f"reference time {ref_time * 1e3:.1f} ms")
+    _save(save, outputs)
+    return 0
 
 
 def _save(path: str | None, outputs: dict[str, np.ndarray]) -> None:
@@ -361,13 +441,15 @@ def _save(path: str | None, outputs: dict[str, np.ndarray]) -> None:
         console.print(f"outputs written to {path}")
 
 
-def _print_kernels(plan) -> None:
+def _print_kernels(plan, measured: dict | None = None) -> None:
+    """The kernels' table; registers from the ptxas report, else from the driver (`measured`:
+    what a device read of kernels the report left out)."""
     t = Table(title="kernels")
     for col in ("kernel", "block (bx, by)", "calls", "regs", "spills", "shared B", "barriers (before elim.)",
                 "values reg/shared"):
         t.add_column(col, overflow="fold")  # long kernel names wrap on a narrow terminal, never cut
     for k in plan.kernels:
-        r = plan.resources(k.name)
+        r = plan.resources(k.name) or (measured or {}).get(k.name)
         per = f", {k.per_thread} a thread" if k.per_thread != 1 else ""
         t.add_row(k.name, f"({k.bx}, {k.by}){per}", escape(" ".join(k.calls)),
                   str(r.registers) if r else "-",
@@ -398,6 +480,9 @@ def _print_outputs(title: str, outputs: dict[str, np.ndarray], checks) -> None:
 
 
 def cmd_compile(args) -> int:
+    from irfuse.driver.compile import compile_program
+    from irfuse.driver.tuned import compile_tuned
+
     _load_libraries(args.library)
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"-o {args.output} is a file; irfuse compile writes a directory (kernels.cu, "
@@ -424,6 +509,8 @@ def cmd_compile(args) -> int:
 
 
 def _plan_rows(dags, plans, n):
+    from irfuse.transforms.barriers import barrier_after_every_op
+
     rows = []
     for k, p in enumerate(plans):
         kernels = []
@@ -441,6 +528,12 @@ def _plan_rows(dags, plans, n):
 
 
 def cmd_plan(args) -> int:
+    from irfuse.dialects.kas import LoopOp
+    from irfuse.driver.compile import run_pipeline
+    from irfuse.frontend.irgen import compile_file
+    from irfuse.passes.fuse_partition import FusePartition
+    from irfuse.verification.reference import find_program
+
     from rich.progress import Progress
 
     _load_libraries(args.library)
@@ -483,11 +576,15 @@ def cmd_plan(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
+    from irfuse.tools.calibrate import calibrate
+
     calibrate(console)
     return 0
 
 
 def cmd_tune(args) -> int:
+    from irfuse.tools.tune import tune
+
     _load_libraries(args.library)
     if args.n is None:
         args.n = DEFAULT_N[args.backend]
@@ -496,6 +593,9 @@ def cmd_tune(args) -> int:
 
 
 def cmd_ops(args) -> int:
+    from irfuse.library.catalogue import default_library
+    from irfuse.library.implementations import load_store_pattern
+
     _load_libraries(args.library)
     lib = default_library()
     if args.name:

@@ -38,8 +38,8 @@ from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
 from irfuse.runtime.executor import Executor, open_device
-from irfuse.runtime.reference import effective_bytes, random_inputs, run_references, uniform_names
-from irfuse.runtime.verify import check_outputs, subset, verified_elements
+from irfuse.verification.reference import effective_bytes, random_inputs, run_references, uniform_names
+from irfuse.verification.verify import check_outputs, subset, verified_elements
 from irfuse.tools.report import million_elements_per_second
 
 

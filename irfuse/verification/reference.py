@@ -9,7 +9,6 @@ broadcast over the batch, and a reduction over the whole batch in float64.
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,10 +16,11 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from irfuse.diagnostics import CompileError, Diagnostic, UsageError
-from irfuse.dialects.element_types import ELEMENT_TYPES, element_type
+from irfuse.artifact import program_io
+from irfuse.artifact.arrays import ELEMENT_TYPES, element_type
+from irfuse.artifact.program_io import Interface
+from irfuse.diagnostics import CompileError
 from irfuse.dialects.fuse import COMBINE_LANES
-from irfuse.dialects.layouts import describe_batch_shape, fits, to_aos
 from irfuse.dialects.kas import (
     CallOp,
     ConstantOp,
@@ -47,7 +47,7 @@ def find_program(module: ModuleOp) -> ProgramOp:
 
 
 def value_shape(t: KasType, n: int, uniform: bool = False) -> tuple[int, ...]:
-    return tuple(t.shape) if uniform else (n, *t.shape)
+    return program_io.value_shape(tuple(t.shape), n, uniform)
 
 
 def value_shapes(program: ProgramOp) -> dict[str, tuple[int, ...]]:
@@ -73,98 +73,36 @@ def has_reductions(program: ProgramOp) -> bool:
     return any(isinstance(op, ReduceOp) for op in program.walk())
 
 
-def effective_bytes(program: ProgramOp, n: int, itemsize: int) -> int:
-    """The bytes a run must move at least: every input read once, every output written once
-    (a uniform one once for the batch)."""
-    uniform = uniform_names(program)
-    names = [*program.inputs, *program.outputs]
-    types = [*program.input_types(), *program.output_types()]
-    return itemsize * sum(t.size * (1 if name in uniform else n) for name, t in zip(names, types))
+def interface_of(program) -> Interface:
+    """The interface (names, value shapes, uniform ones) of a `kas.program`, or `program` itself
+    when it is one already (an `Interface` made from a saved plan's host steps)."""
+    if isinstance(program, Interface):
+        return program
+    return Interface(tuple(program.inputs), tuple(program.outputs),
+                     {k: tuple(t.shape) for k, t in zip(program.inputs, program.input_types())},
+                     frozenset(uniform_inputs(program)), frozenset(uniform_outputs(program)),
+                     {k: tuple(t.shape) for k, t in zip(program.outputs, program.output_types())})
 
 
-def random_inputs(program: ProgramOp, n: int, seed: int = 0, dtype=np.float32) -> dict[str, np.ndarray]:
-    """Uniform values in [-1, 1): signs matter (abs, sqrt), zeros would hide unwritten outputs."""
-    rng = np.random.default_rng(seed)
-    uniform = uniform_inputs(program)
-    return {name: rng.uniform(-1.0, 1.0, size=value_shape(t, n, name in uniform)).astype(dtype)
-            for name, t in zip(program.inputs, program.input_types())}
+def effective_bytes(program, n: int, itemsize: int) -> int:
+    """The bytes a run must move at least (`program_io.effective_bytes`)."""
+    return program_io.effective_bytes(interface_of(program), n, itemsize)
 
 
-def load_inputs(path: str, program: ProgramOp, dtype, layout: str = "aos",
+def random_inputs(program, n: int, seed: int = 0, dtype=np.float32) -> dict[str, np.ndarray]:
+    """Uniform values in [-1, 1) for every input (`program_io.random_inputs`)."""
+    return program_io.random_inputs(interface_of(program), n, seed, dtype)
+
+
+def load_inputs(path: str, program, dtype, layout: str = "aos",
                 converted: list[str] | None = None) -> dict[str, np.ndarray]:
-    """Reads and checks an .npz file: one array per input, shaped (N, *shape) (or (*shape, N)
-    with `layout` 'soa'), all the same N, floating point or integer values that the run's
-    type can hold. The arrays come back as arrays of structures in the run's type;
-    `converted` gets a line for each array stored in another type (`irfuse run` reports
-    them)."""
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise UsageError(Diagnostic(f"cannot read inputs: {e}", path)) from None
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise UsageError(Diagnostic("not an .npz archive (one named array per input, as np.savez "
-                                    "writes): a single array cannot say which input it is", path))
-    with data:
-        return _check_inputs(path, data, program, dtype, layout, converted if converted is not None else [])
+    """An .npz file's inputs, checked (`program_io.load_inputs`)."""
+    return program_io.load_inputs(path, interface_of(program), dtype, layout, converted)
 
 
-def _check_inputs(path: str, data, program: ProgramOp, dtype, layout: str,
-                  converted: list[str]) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    n: int | None = None
-    names = list(data.files)
-    limit = float(np.finfo(dtype).max)
-    uniform = uniform_inputs(program)
-    for name, t in zip(program.inputs, program.input_types()):
-        if name not in data.files:
-            raise UsageError(Diagnostic(
-                f"input '{name}' is missing (the file has: {', '.join(names) or 'no arrays'})", path))
-        try:
-            a = data[name]
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
-            # Object arrays (they would need pickle) and damaged archive members.
-            raise UsageError(Diagnostic(f"cannot read input '{name}': {e}", path)) from None
-        if a.dtype.kind not in "fiu":
-            raise UsageError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
-        if name in uniform:
-            if tuple(a.shape) != tuple(t.shape):
-                raise UsageError(Diagnostic(
-                    f"input '{name}' has shape {a.shape}; it is a uniform {t.spelling()} (one value for the whole "
-                    f"batch), shaped {tuple(t.shape)}", path))
-        elif not fits(tuple(a.shape), tuple(t.shape), layout):
-            want = describe_batch_shape(layout, t.shape)
-            raise UsageError(Diagnostic(
-                f"input '{name}' has shape {a.shape}; a {t.spelling()} batch is shaped {want} (--layout {layout})",
-                path))
-        else:
-            a = to_aos(a, layout)
-            if n is None:
-                n = a.shape[0]
-            elif a.shape[0] != n:
-                raise UsageError(Diagnostic(
-                    f"input '{name}' has {a.shape[0]} elements but earlier inputs have {n}", path))
-        with np.errstate(invalid="ignore"):
-            big = np.isfinite(a) & (np.abs(a.astype(np.float64)) > limit) if a.size else np.zeros(0, bool)
-        if big.any():
-            where = np.unravel_index(int(np.argmax(big)), a.shape)
-            at = f"entry {list(where)}" if name in uniform else f"element {where[0]}"
-            raise UsageError(Diagnostic(
-                f"input '{name}' holds {int(big.sum())} values beyond the {np.dtype(dtype).name} range "
-                f"(first: {float(a[where])!r} at {at}); run with --dtype f64", path))
-        if a.dtype != np.dtype(dtype):
-            converted.append(f"input '{name}': {a.dtype.name} -> {np.dtype(dtype).name}")
-        out[name] = np.ascontiguousarray(a, dtype=dtype)
-    extra = set(data.files) - set(program.inputs)
-    if extra:
-        raise UsageError(Diagnostic(
-            f"the file has arrays that are not inputs of the program: {', '.join(sorted(extra))}", path))
-    return out
-
-
-def batch_size(inputs: dict[str, np.ndarray], program: ProgramOp | None = None) -> int:
+def batch_size(inputs: dict[str, np.ndarray], program=None) -> int:
     """Elements in a batch of arrays of structures (the first per-element input's)."""
-    uniform = uniform_inputs(program) if program is not None else set()
-    return next((a.shape[0] for name, a in inputs.items() if name not in uniform), 0)
+    return program_io.batch_size(inputs, interface_of(program) if program is not None else None)
 
 
 # The order in which the kernels combine a sum (`cuda_emit`): a tree over a block's elements,

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irfuse.dialects.element_types import element_type
+from irfuse.artifact.arrays import element_type
 
 HONEST_FACTOR = 16.0  # K
 EPS_FACTOR = 64.0  # c
@@ -221,7 +221,7 @@ def verified_elements(program, n: int, how: str = "auto", seed: int = 0,
                       size: int = SAMPLE_ELEMENTS) -> np.ndarray | None:
     """`sample_elements` for a program's run: every element when the program reduces over the
     batch (the reduction's reference needs all of them) and is checked at all."""
-    from irfuse.runtime.reference import has_reductions
+    from irfuse.verification.reference import has_reductions
 
     return sample_elements(n, "all" if has_reductions(program) and how != "none" else how, seed, size)
 

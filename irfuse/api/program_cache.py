@@ -1,10 +1,10 @@
 """The on-disk cache of compiled programs, behind `irfuse.compile`.
 
-An entry is a `CompiledProgram` directory (`CompiledProgram.save`) plus the compiler's
-warnings, under a key that holds everything compiling reads: the program's text, the
-options (element type, backend, pipeline, planning batch, the device profile's figures,
-architecture, layout), the op library in use (every op's definition and every hand-written
-implementation, user ops included) and the installed irfuse itself (a digest of its source
+An entry is a plan directory (`CompiledProgram.save`) plus the compiler's warnings, under a
+key that holds everything compiling reads: the program's text, the options (element type,
+backend, pipeline, planning batch, the device profile's figures, architecture, layout), the
+op library in use (the installed library entry points, and every op and hand-written
+implementation a user added) and the installed irfuse itself (a digest of its source
 files, so an edited or upgraded irfuse never reads an older one's entries). A hit therefore
 gives what compiling would; an entry that cannot be read whole, or whose files do not
 match the checksums written with them, is compiled again (and replaced). Like the
@@ -20,15 +20,15 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import asdict
 
+from irfuse.artifact.artifact import Artifact
 from irfuse.backend.disk_cache import cache_lock, entry_path, sha256
 from irfuse.diagnostics import Diagnostic, IrfuseError
-from irfuse.driver.artifact import CompiledProgram
-from irfuse.library.catalogue import Library
 
-FORMAT = 2  # 2: entries carry a checksum of every file
+FORMAT = 3  # 2: entries carry a checksum of every file; 3: the artifact's host plan, the library's additions
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,22 +47,42 @@ def package_digest() -> str:
     return h.hexdigest()
 
 
-def library_digest(library: Library) -> str:
-    """A digest of every op's signature and definition and every hand-written implementation."""
+def library_digest(library) -> str:
+    """A digest of what a library (`irfuse.library.catalogue.Library`) holds beyond its base:
+    every op defined and hand-written implementation added since (a user's library files,
+    ops defined in the process). The base of the default library (the built-in catalogue and
+    the installed entry points' libraries) is keyed by irfuse's own code and `library_key`."""
     h = hashlib.sha256()
-    for name in sorted(library.ops):
-        op = library.ops[name]
-        h.update(repr((name, op.operand_names, [t.spelling() for t in op.operand_types],
+    ops, impls = library.additions()
+    for op in ops:
+        h.update(repr((op.name, op.operand_names, [t.spelling() for t in op.operand_types],
                        op.result_type.spelling(), op.definition)).encode())
-        for impl in library.hand_implementations.get(name, []):
-            h.update(repr((impl.name, impl.bx, impl.recommended_by, [ap.text() for ap in impl.aps],
-                           getattr(impl, "source", ""))).encode())
+    for impl in impls:
+        h.update(repr((impl.op.name, impl.name, impl.bx, impl.recommended_by, [ap.text() for ap in impl.aps],
+                       getattr(impl, "source", ""))).encode())
     return h.hexdigest()
 
 
-def program_key(library: Library, **inputs) -> str:
-    """The entry key of a compile: irfuse, the library and every input named (JSON-able)."""
-    text = json.dumps({"format": FORMAT, "irfuse": package_digest(), "library": library_digest(library),
+def library_key(library=None) -> dict:
+    """What the op library contributes to a key: the installed `irfuse.library` entry points
+    (name, target, distribution version) and the digest of what `library` (the default one
+    when None) holds beyond its base. Found without loading the library where no part of this
+    process has (nothing can have been added then): a process that only runs cached programs
+    needs neither the library nor the compiler."""
+    from importlib.metadata import entry_points
+
+    points = sorted((ep.name, ep.value, ep.dist.version if ep.dist is not None else None)
+                    for ep in entry_points(group="irfuse.library"))
+    if library is None:
+        catalogue = sys.modules.get("irfuse.library.catalogue")
+        library = getattr(catalogue, "_DEFAULT", None)
+    return {"entry_points": points, "additions": library_digest(library) if library is not None else ""}
+
+
+def program_key(library=None, **inputs) -> str:
+    """The entry key of a compile: irfuse, the op library (`library_key`; the default one when
+    None) and every input named (JSON-able)."""
+    text = json.dumps({"format": FORMAT, "irfuse": package_digest(), "library": library_key(library),
                        **inputs}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -91,13 +111,14 @@ def _intact(path: str) -> bool:
         return False
 
 
-def load(key: str) -> tuple[CompiledProgram, list[Diagnostic]] | None:
-    """The entry's program and warnings, or None (absent, damaged, or not readable whole)."""
+def load(key: str) -> tuple[Artifact, list[Diagnostic]] | None:
+    """The entry's artifact and warnings, or None (absent, damaged, or not readable whole).
+    Reads JSON and bytes only: no compiler is needed to run what the cache holds."""
     path = entry_path("program", key)
     if not _intact(path):
         return None
     try:
-        program = CompiledProgram.load(path)
+        program = Artifact.load(path)
         with open(os.path.join(path, "diagnostics.json")) as f:
             diagnostics = [Diagnostic(**d) for d in json.load(f)]
     except (IrfuseError, OSError, ValueError, TypeError):
@@ -106,7 +127,7 @@ def load(key: str) -> tuple[CompiledProgram, list[Diagnostic]] | None:
     return program, diagnostics
 
 
-def store(key: str, program: CompiledProgram, diagnostics: list[Diagnostic]) -> None:
+def store(key: str, program: Artifact, diagnostics: list[Diagnostic]) -> None:
     """Writes an entry whole (a directory renamed into place) or not at all."""
     path = entry_path("program", key)
     try:

@@ -1,0 +1,208 @@
+"""Calls on GPU arrays (PyTorch, CuPy, Numba, PyCUDA, JAX, DLPack): the kernels read and
+write the caller's arrays in place, on the caller's stream. A run recorded for a batch size
+binds `Slot`s to the arrays before each replay; from the second call with the same set of
+addresses it is a captured CUDA graph submitted with one launch (or, for one kernel while
+the previous call still runs, a programmatic dependent launch); the very same array objects
+again skip binding and checks altogether (`FastCall`)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from irfuse.api.arguments import bind_outputs
+from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, overlaps, \
+    stream_handle
+from irfuse.api.dlpack_export import handed_over
+from irfuse.api.outputs import Outputs
+from irfuse.artifact.artifact import Artifact
+from irfuse.diagnostics import UsageError
+from irfuse.runtime.dependent_launch import InPlaceRun, StreamClock
+from irfuse.runtime.device import Slot
+from irfuse.runtime.executor import Executor, Recorded
+
+
+def gpu_out_array(what: str, value) -> DeviceArray:
+    """An `out=` array of a call on GPU arrays, which must be a GPU array too."""
+    a = device_array(value)
+    if a is None:
+        raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs on the GPU out= takes GPU arrays")
+    return a
+
+
+GRAPHS_KEPT = 8  # CUDA graphs a recorded in-place run keeps, one per set of addresses
+
+
+class GpuInPlaceRun:
+    """A run recorded for one batch size whose inputs and outputs are the caller's GPU
+    arrays: `Slot`s pointed at them before each replay. The first time a set of addresses
+    is seen, the launches are issued one by one; the second time, they are captured into a
+    CUDA graph kept for that set (a time-stepping code calls with the same arrays again
+    and again, or alternates between two sets), which later calls submit with one launch
+    on the caller's stream (or, for one kernel while the previous call still runs, as a
+    dependent launch: `runtime.dependent_launch`)."""
+
+    def __init__(self, compiled: Artifact, device, n: int, inputs: tuple[str, ...], outputs: tuple[str, ...]):
+        self.device = device
+        self.inputs = {name: Slot() for name in inputs}
+        self.outputs = {name: Slot() for name in outputs}
+        self.recorded: Recorded = Executor(compiled, device).prepare({}, n, uploaded=self.inputs,
+                                                                     outputs=self.outputs, as_graph=False)
+        self.seen: OrderedDict[tuple, None] = OrderedDict()
+        self.graphs: OrderedDict[tuple, InPlaceRun] = OrderedDict()
+        self.clock = StreamClock()
+
+    def run(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray], stream: int) -> tuple | None:
+        """Runs on these arrays; returns the key of the graph it launched, if it launched one."""
+        key = tuple(a.ptr for a in arrays.values()) + tuple(r.ptr for r in results.values())
+        graph = self.graphs.get(key)
+        if graph is not None:
+            self.graphs.move_to_end(key)
+            graph.launch_on(stream)
+            return key
+        for slots, given in ((self.inputs, arrays), (self.outputs, results)):
+            for name, slot in slots.items():
+                slot.ptr, slot.nbytes = given[name].ptr, given[name].nbytes
+        if key in self.seen:
+            del self.seen[key]
+            graph = self.graphs[key] = self._capture(arrays, results)
+            while len(self.graphs) > GRAPHS_KEPT:
+                self.graphs.popitem(last=False)[1].destroy()
+            graph.launch_on(stream)
+            return key
+        self.seen[key] = None
+        while len(self.seen) > GRAPHS_KEPT:
+            self.seen.popitem(last=False)
+        self.device.on_stream(stream, self.recorded.replay)
+        return None
+
+    def _capture(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray]) -> InPlaceRun:
+        """The run on these arrays as a CUDA graph, and, where it is one launch of a kernel
+        that waits for the previous grid on a GPU that takes it, as a dependent launch too
+        (`runtime.dependent_launch`)."""
+        launches: list = []
+        graph = self.device.capture(self.recorded.replay, launches)
+        dependent = None
+        if len(launches) == 1 and launches[0] is not None and self.device.dependent_launches:
+            dependent = self.device.dependent_launch(launches[0])
+        nbytes = sum(a.nbytes for a in arrays.values()) + sum(r.nbytes for r in results.values())
+        return InPlaceRun(graph, dependent, self.clock, nbytes / self.device.peak_memory_bytes_per_s)
+
+    def release(self) -> None:
+        for graph in self.graphs.values():
+            graph.destroy()
+        self.graphs.clear()
+
+
+def _torch_signature(t) -> tuple:
+    return (t.data_ptr(), t.shape, t.dtype, t.is_contiguous())
+
+
+def _cupy_signature(a) -> tuple:
+    return (a.data.ptr, a.shape, a.dtype, a.flags.c_contiguous)
+
+
+def _torch_current_stream(device_index):
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch.cuda.current_stream reads
+    return None if raw is None else (lambda: int(raw(device_index)))
+
+
+def _cupy_current_stream(device_index):
+    import cupy
+
+    return lambda: cupy.cuda.get_current_stream().ptr
+
+
+# Families whose arrays the fast path re-checks cheaply: (signature, current-stream reader).
+FAST_FAMILIES = {"torch": (_torch_signature, _torch_current_stream),
+                  "cupy": (_cupy_signature, _cupy_current_stream)}
+
+
+class FastCall:
+    """The last call on PyTorch tensors or CuPy arrays, with `out=`, that launched a captured
+    graph: called again with the very same array objects (by position or by name), whose
+    addresses, shapes, types and contiguity are unchanged, it launches the graph on the
+    current stream with none of the binding and checking a call does otherwise (what those
+    checks found still holds)."""
+
+    def __init__(self, args: tuple, named: dict, out, stream, arrays: list[DeviceArray], bound: GpuInPlaceRun,
+                 key: tuple, outputs: Outputs):
+        self.args, self.named = args, dict(named)
+        self.out, self.out_items = out, tuple(out) if isinstance(out, (list, tuple)) else None
+        self.stream = stream
+        signature, current_stream = FAST_FAMILIES[arrays[0].family]
+        self.signature = signature
+        self.arrays = [a.obj for a in arrays]
+        self.signatures = [signature(a) for a in self.arrays]
+        self.bound, self.key, self.outputs = bound, key, outputs
+        self.graph = bound.graphs[key]
+        self.current_stream = current_stream(arrays[0].device)
+
+    def matches(self, args: tuple, named: dict, out, stream) -> bool:
+        # Plain loops: this runs on every call of a time-stepping code, where a microsecond
+        # of Python is a tenth of the call.
+        if len(args) != len(self.args) or len(named) != len(self.named) or out is not self.out \
+                or stream is not self.stream or self.current_stream is None:
+            return False
+        for a, b in zip(args, self.args):
+            if a is not b:
+                return False
+        for name, value in named.items():
+            if self.named.get(name) is not value:
+                return False
+        if self.out_items is not None:
+            for a, b in zip(out, self.out_items):
+                if a is not b:
+                    return False
+        signature = self.signature
+        for a, sig in zip(self.arrays, self.signatures):
+            if signature(a) != sig:
+                return False
+        return True
+
+    def launch(self) -> bool:
+        graph = self.graph
+        if not graph.alive:  # evicted (and destroyed) since
+            return False
+        handle = stream_handle(self.stream, None) if self.stream is not None else self.current_stream()
+        graph.launch_on(handle)
+        return True
+
+
+def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = (),
+                   named: dict | None = None) -> Outputs:
+    model = next(iter(arrays.values()))
+    results: dict[str, DeviceArray] = {}
+    if out is not None:
+        for name, value in bind_outputs(program.outputs, out).items():
+            what = f"out= array for '{name}'"
+            a = gpu_out_array(what, value)
+            program._check_out(what, name, a, n, program.layout)
+            check_device_array(what, a, 0, program._alignment(program.layout))
+            for k, i in arrays.items():
+                if overlaps(a, i):
+                    raise UsageError(f"{what} overlaps input '{k}': on the GPU the kernels read inputs while "
+                                     "others write outputs, so an output may not share an input's memory")
+            for k, o in results.items():
+                if overlaps(a, o):
+                    raise UsageError(f"{what} overlaps the out= array for '{k}'")
+            results[name] = a
+    for name in program.outputs:
+        if name not in results:
+            results[name] = empty_like_family(model, program._shape(name, n), program.dtype)
+    handle = stream_handle(stream, model)
+    if n:
+        with program._lock:
+            dev = program._opened_device()
+            bound = program._recorded(("gpu", n), lambda: GpuInPlaceRun(program.artifact, dev, n, program.inputs,
+                                                                      program.outputs))
+            key = bound.run(arrays, results, handle)
+    outputs = Outputs(program.outputs, [handed_over(results[name].obj, handle) for name in program.outputs])
+    program._fast = None
+    every = [*arrays.values(), *results.values()]
+    named = named or {}
+    if n and key is not None and out is not None and len(args) + len(named) == len(program.inputs) \
+            and every[0].family in FAST_FAMILIES and all(a.family == every[0].family for a in every):
+        program._fast = FastCall(args, named, out, stream, every, bound, key, outputs)
+    return outputs

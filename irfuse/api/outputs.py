@@ -1,0 +1,47 @@
+"""`Outputs`: a call's outputs, a tuple that also answers to the outputs' names."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Outputs(tuple):
+    """A call's outputs in the program's `return` order: `out[0]`, `out["F"]` or `out.F`."""
+
+    def __new__(cls, names: tuple[str, ...], values: list[np.ndarray]):
+        self = super().__new__(cls, values)
+        self._names = names
+        return self
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, str):
+            try:
+                return tuple.__getitem__(self, self._names.index(key))
+            except ValueError:
+                raise KeyError(f"no output '{key}' (the outputs: {', '.join(self._names)})") from None
+        return tuple.__getitem__(self, key)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError as e:
+            raise AttributeError(str(e)) from None
+
+    def __reduce__(self):
+        # (tuple's own pickling would call __new__ without the names: a Dask task's result
+        # moving between workers could not be unpickled)
+        return (Outputs, (self._names, list(self)))
+
+    def keys(self) -> tuple[str, ...]:
+        return self._names
+
+    def items(self):
+        return zip(self._names, self)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return dict(zip(self._names, self))
+
+    def __repr__(self) -> str:
+        return "Outputs(" + ", ".join(f"{k}=<{v.dtype} {v.shape}>" for k, v in self.items()) + ")"

@@ -1,0 +1,60 @@
+"""Timing a program's runs on given arrays (`Program.time`, what `irfuse run` reports).
+
+On GPU arrays the run is the CUDA graph a call on those very arrays submits once its launches
+are captured (the second call captures it): each timing is CUDA events around one graph launch
+from an idle GPU, the device time of one call and its launch. On NumPy arrays in one piece on
+the CPU backend each timing is the wall time of one replay of the run recorded for them; a
+call in chunks (NumPy arrays on the GPU, or a memory budget) is timed whole, end to end from
+host memory. Every timing is of a run that gives the same outputs as the call before it."""
+
+from __future__ import annotations
+
+import time
+
+from irfuse.api.device_arrays import DeviceArray, stream_handle
+from irfuse.api.host_calls import run_on_host
+from irfuse.diagnostics import UsageError
+
+
+def time_runs(program, args: tuple, named: dict, out, repeat: int, warmup: int = 1,
+              memory_budget: int | None = None) -> list[float]:
+    """Seconds of each of `repeat` runs after `warmup` more (see the module)."""
+    if repeat < 0 or warmup < 0:
+        raise UsageError("repeat and warmup count runs: 0 or more")
+    arrays, n, layout = program._arrays(args, named)
+    chunked = program._chunked(arrays, memory_budget)
+    target = program._for(layout, program._view_strides(arrays, out, layout, chunked))
+    if target is not program:
+        return time_runs(target, args, named, out, repeat, warmup, memory_budget)
+    first = next(iter(arrays.values()), None)
+    if chunked or not n:
+        times = []
+        for k in range(warmup + repeat):
+            t0 = time.perf_counter()
+            program(*args, out=out, memory_budget=memory_budget, **named)
+            if k >= warmup:
+                times.append(time.perf_counter() - t0)
+        return times
+    if isinstance(first, DeviceArray):
+        outputs = program(*args, out=out, **named)
+        outputs = program(*args, out=outputs if out is None else out, **named)  # captures the graph
+        run = program._bound[("gpu", n)]
+        key = next(reversed(run.graphs))
+        graph, handle = run.graphs[key], stream_handle(None, first)
+        dev = program._opened_device()
+        times = []
+        for k in range(warmup + repeat):
+            dev.drv.Context.synchronize()
+            with dev.timer() as t:
+                graph.graph.launch_on(handle)
+            if k >= warmup:
+                times.append(t.seconds)
+        return times
+    results = {name: a for name, a in program(*args, out=out, **named).items()}
+    times = []
+    for k in range(warmup + repeat):
+        t0 = time.perf_counter()
+        run_on_host(program, arrays, n, results)
+        if k >= warmup:
+            times.append(time.perf_counter() - t0)
+    return times

@@ -1,0 +1,203 @@
+"""The compiled artifact as the runtime sees it: everything needed to run a program, with no
+compiler.
+
+An `Artifact` holds the program's element type and layout, the complete CUDA source, the
+kernels' launch interface (`KernelInfo`), the host program as plain steps (`HostPlan`), and
+the binaries: a cubin with its ptxas report (`CubinResult`) and, for the CPU, the path of a
+host library built from the same source. It also keeps the text of the lowered and of the
+reference program, which only the compiler side reads (`irfuse.driver.artifact.CompiledProgram`,
+the artifact with its IR, is what compiling gives). `save` and `load` write and read a plan
+directory; loading reads JSON and bytes only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from irfuse.artifact.arrays import ElementType, element_type
+from irfuse.artifact.host_plan import Combine, HostPlan
+from irfuse.artifact.kernel_info import KernelInfo
+from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
+
+FORMAT = 2  # 2: the manifest holds the host plan and the layout
+
+
+@dataclass
+class KernelResources:
+    """What ptxas reports of one kernel."""
+
+    registers: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    shared_bytes: int = 0
+    stack_bytes: int = 0
+    barriers: int = 0
+
+
+@dataclass
+class CubinResult:
+    """A cubin for one architecture, its compiler log and per-kernel resources."""
+
+    arch: str
+    cubin: bytes
+    log: str
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+    cached: bool = False
+
+
+class Artifact:
+    """A compiled program the runtime runs (see the module's docstring)."""
+
+    def __init__(self, dtype: str, layout: str, source: str, kernels: list[KernelInfo], host: HostPlan,
+                 cubin: CubinResult | None = None, meta: dict | None = None, program_text: str | None = None,
+                 reference_text: str | None = None, host_library: str | None = None):
+        self.dtype = dtype
+        self.layout = layout
+        self.source = source
+        self.kernels = kernels
+        self.host = host
+        self.cubin = cubin
+        self.meta = meta if meta is not None else {}
+        self._program_text = program_text
+        self._reference_text = reference_text
+        self._host_library = host_library
+
+    @property
+    def element(self) -> ElementType:
+        return element_type(self.dtype)
+
+    @property
+    def itemsize(self) -> int:
+        return self.element.itemsize
+
+    @property
+    def sum_by(self) -> int:
+        """The fewest elements per block among the kernels that sum over the batch (1: none),
+        for the verification's allowance (`reference.sum_depth`)."""
+        return min((k.by for k in self.kernels if "sum" in k.reduced), default=1)
+
+    @property
+    def program_text(self) -> str | None:
+        """The lowered program's IR text, where the artifact keeps it."""
+        return self._program_text
+
+    @property
+    def reference_text(self) -> str | None:
+        """The program before lowering (what the reference evaluates), as IR text."""
+        return self._reference_text
+
+    def resources(self, kernel: str) -> KernelResources | None:
+        return self.cubin.resources.get(kernel) if self.cubin else None
+
+    def kernel(self, name: str) -> KernelInfo:
+        return next(k for k in self.kernels if k.name == name)
+
+    def cubin_for(self, arch: str) -> CubinResult:
+        """The cubin for a GPU of `arch`; ExecutionError when the artifact holds none."""
+        if self.cubin is None or self.cubin.arch != arch:
+            have = f"a cubin for {self.cubin.arch}" if self.cubin else "no cubin"
+            raise ExecutionError(f"this plan holds {have}, not one for {arch}: compile it for this GPU "
+                                 f"(irfuse.backend.binaries.with_binaries, or irfuse compile --arch {arch})")
+        return self.cubin
+
+    @property
+    def host_library(self) -> str:
+        """The path of the host library whose kernels run on the CPU; ExecutionError when the
+        artifact holds none."""
+        if self._host_library is None:
+            raise ExecutionError("this plan holds no host library for the CPU: build one from its source "
+                                 "(irfuse.backend.binaries.with_binaries)")
+        return self._host_library
+
+    @host_library.setter
+    def host_library(self, path: str) -> None:
+        self._host_library = path
+
+    def has_host_library(self) -> bool:
+        return self._host_library is not None
+
+    # --- a plan directory ----------------------------------------------------------------
+
+    def manifest(self) -> dict:
+        return {
+            "format": FORMAT, "dtype": self.dtype, "layout": self.layout, "meta": self.meta,
+            "program": {"inputs": list(self.host.input_names), "outputs": list(self.host.output_names)},
+            "kernels": [k.to_json() | {"block": list(k.block_dims), "grid": _grid_text(k),
+                                       "arguments": [*k.inputs, *k.outputs, "n"]}
+                        for k in self.kernels],
+            "host": self.host.to_json(),
+        }
+
+    def save(self, directory: str) -> list[str]:
+        """Writes the plan directory; returns the names of the files written."""
+        os.makedirs(directory, exist_ok=True)
+        written = ["kernels.cu"]
+        with open(os.path.join(directory, "kernels.cu"), "w") as f:
+            f.write(self.source)
+        manifest = self.manifest()
+        if self.cubin is not None:
+            with open(os.path.join(directory, "kernels.cubin"), "wb") as f:
+                f.write(self.cubin.cubin)
+            written.append("kernels.cubin")
+            manifest["arch"] = self.cubin.arch
+            manifest["resources"] = {k: vars(v) for k, v in self.cubin.resources.items()}
+        with open(os.path.join(directory, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=2)
+        written.append("manifest.json")
+        for name, text in (("program.mlir", self.program_text), ("reference.mlir", self.reference_text)):
+            if text is not None:
+                with open(os.path.join(directory, name), "w") as f:
+                    f.write(text)
+                written.append(name)
+        return written
+
+    @staticmethod
+    def load(directory: str) -> "Artifact":
+        """The artifact a plan directory holds (JSON and bytes only: no compiler needed);
+        UsageError naming the directory when it is not one whole."""
+        try:
+            with open(os.path.join(directory, "manifest.json")) as f:
+                manifest = json.load(f)
+            if manifest.get("format") != FORMAT or "host" not in manifest:
+                raise ValueError(f"its manifest is format {manifest.get('format')}, this irfuse reads format {FORMAT}: "
+                                 "compile the program again")
+            with open(os.path.join(directory, "kernels.cu")) as f:
+                source = f.read()
+            kernels = [KernelInfo.from_json({k: v for k, v in d.items() if k in KernelInfo.__dataclass_fields__})
+                       for d in manifest["kernels"]]
+            host = HostPlan.from_json(manifest["host"])
+            texts = []
+            for name in ("program.mlir", "reference.mlir"):
+                path = os.path.join(directory, name)
+                text = None
+                if os.path.exists(path):
+                    with open(path) as f:
+                        text = f.read()
+                texts.append(text)
+            cubin = None
+            cubin_path = os.path.join(directory, "kernels.cubin")
+            if os.path.exists(cubin_path):
+                with open(cubin_path, "rb") as f:
+                    cubin = CubinResult(manifest["arch"], f.read(), "",
+                                        {k: KernelResources(**v) for k, v in manifest.get("resources", {}).items()})
+            element_type(manifest["dtype"])
+            if manifest["layout"] not in ("aos", "soa"):
+                raise ValueError(f"layout {manifest['layout']!r}")
+            launched = {s.kernel for s in host.launches()} | {s.kernel for s in host.steps if isinstance(s, Combine)}
+            missing = launched - {k.name for k in kernels}
+            if missing:
+                raise ValueError(f"the host plan launches kernels the manifest does not list: {sorted(missing)}")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", directory)) from None
+        return Artifact(manifest["dtype"], manifest["layout"], source, kernels, host, cubin, manifest.get("meta", {}),
+                        texts[0], texts[1])
+
+
+def _grid_text(k: KernelInfo) -> str:
+    """A launch's grid, for readers of the manifest (n: the batch size; for a combine
+    kernel, the number of partials)."""
+    if k.fixed_grid:
+        return str(k.fixed_grid)
+    return "1" if k.once else f"ceil(n / {k.by})"

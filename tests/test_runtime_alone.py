@@ -1,0 +1,104 @@
+"""The runtime depends on the artifact only: a saved plan (`irfuse run --plan DIR`) and a
+program the disk cache holds (`irfuse.compile` of the same source again) run in a process
+where importing xDSL raises, with the results of the compiling process."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from conftest import ROOT
+
+# Run as the first lines of a child process: every import of xdsl (and of what needs it)
+# raises from then on.
+NO_XDSL = textwrap.dedent("""
+    import sys
+
+    class _NoXdsl:
+        def find_spec(self, name, path=None, target=None):
+            if name == "xdsl" or name.startswith("xdsl."):
+                raise ImportError(f"this process runs without xDSL ({name})")
+
+    sys.meta_path.insert(0, _NoXdsl())
+""")
+CFL = os.path.join(ROOT, "examples", "cfl_step.kas")
+
+
+def _child(code: str, env: dict, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", NO_XDSL + textwrap.dedent(code), *argv], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=600)
+
+
+def test_the_guard_refuses_xdsl():
+    p = _child("import xdsl", dict(os.environ))
+    assert p.returncode != 0 and "this process runs without xDSL" in p.stderr
+
+
+def test_a_saved_plan_runs_with_irfuse_run_in_a_process_without_xdsl(tmp_path):
+    env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+    plan = tmp_path / "plan"
+    compiled = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", CFL, "-o", str(plan)],
+                              capture_output=True, text=True, env=env, cwd=ROOT)
+    assert compiled.returncode == 0, compiled.stderr
+    inputs = tmp_path / "in.npz"
+    rng = np.random.default_rng(4)
+    np.savez(inputs, x=rng.random((300, 3), np.float32), v=rng.random((300, 3), np.float32),
+             cfl=np.array(0.5, np.float32))
+    out_full, out_alone = tmp_path / "full.npz", tmp_path / "alone.npz"
+    run = ["run", "--plan", str(plan), "--backend", "cpu", "--inputs", str(inputs)]
+    full = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *run, "--save", str(out_full)],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    assert full.returncode == 0 and "verified against the NumPy reference" in full.stdout, full.stdout + full.stderr
+    alone = _child("""
+        import sys
+        from irfuse.tools.cli import main
+        code = main(sys.argv[1:])
+        assert not [m for m in sys.modules if m == "xdsl" or m.startswith("xdsl.")]
+        assert "irfuse.driver" not in sys.modules and "irfuse.dialects.kas" not in sys.modules
+        sys.exit(code)
+    """, env, *run, "--save", str(out_alone))
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert "not verified: checking the outputs needs irfuse's compiler" in alone.stdout
+    assert "time (median of" in alone.stdout
+    with np.load(out_full) as a, np.load(out_alone) as b:
+        assert set(a.files) == {"xn", "dt"} and all(np.array_equal(a[k], b[k]) for k in a.files)
+    # Asked to verify, it says why it cannot, without a traceback.
+    refused = _child("""
+        import sys
+        from irfuse.tools.cli import main
+        sys.exit(main(sys.argv[1:]))
+    """, env, *run, "--verify", "all")
+    assert refused.returncode == 1 and "needs irfuse's compiler" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_cached_program_runs_through_the_api_in_a_process_without_xdsl(tmp_path):
+    env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache")}
+    code = """
+        import sys
+        import numpy as np
+        import irfuse
+        prog = irfuse.compile(sys.argv[1], backend="cpu", layout=sys.argv[2])
+        rng = np.random.default_rng(8)
+        x, v = rng.random((3, 500), np.float32), rng.random((3, 500), np.float32)
+        if sys.argv[2] == "aos":
+            x, v = np.ascontiguousarray(x.T), np.ascontiguousarray(v.T)
+        out = prog(x, v, np.array(0.25, np.float32))
+        chunked = prog(x, v, np.array(0.25, np.float32), memory_budget=30_000)
+        assert prog.last_chunks > 1
+        print(repr(out.dt.tolist()), repr(out.xn.sum(dtype=np.float64)), np.array_equal(out.xn, chunked.xn),
+              out.dt == chunked.dt)
+        print("xdsl imported:", any(m == "xdsl" or m.startswith("xdsl.") for m in sys.modules))
+    """
+    for layout in ("aos", "soa"):
+        first = subprocess.run([sys.executable, "-c", textwrap.dedent(code), CFL, layout], capture_output=True,
+                               text=True, env=env, cwd=ROOT)
+        assert first.returncode == 0, first.stderr
+        assert first.stdout.splitlines()[1] == "xdsl imported: True"  # it compiled
+        alone = _child(code, env, CFL, layout)
+        assert alone.returncode == 0, alone.stderr
+        lines = alone.stdout.splitlines()
+        assert lines[0] == first.stdout.splitlines()[0] and lines[0].endswith("True True")
+        assert lines[1] == "xdsl imported: False"
