@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 import threading
 import warnings
 
@@ -121,15 +121,24 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         raise UsageError(f"dtype '{dtype}' is not one of f32, f64")
     if layout not in LAYOUTS:
         raise UsageError(f"layout '{layout}' is not one of {', '.join(LAYOUTS)}")
+    compilation = _Compilation(*_source_of(source, filename), dtype=dtype, backend=chosen, pipeline=pipeline,
+                               n=n, profile=profile, arch=arch, first_layout=layout,
+                               registers=os.fspath(registers) if registers is not None else None)
+    return compilation.variant(layout, {}, warn=True)
+
+
+def _source_of(source, filename: str | None) -> tuple:
+    """(text, name, function, front, given_module) of what `compile` was given: the text keys the
+    program cache (a function's or a module's IR as text); `front` is a function's frontend
+    result, kept for its first compile."""
     function = source.fn if isinstance(source, PythonProgram) else (source if inspect.isfunction(source) else None)
-    given_module = _is_module(source)
     if function is not None:
         from irfuse.dialects.context import module_text
         from irfuse.frontend.python import compile_function
 
-        result = compile_function(function)  # cheap: the key is the IR it gives
-        text, name = module_text(result.module), f"{function.__qualname__} (Python)"
-    elif given_module:
+        front = compile_function(function)  # cheap: the key is the IR it gives
+        return module_text(front.module), f"{function.__qualname__} (Python)", function, front, False
+    if _is_module(source):
         from xdsl.utils.exceptions import VerifyException
 
         from irfuse.dialects.context import module_text
@@ -145,25 +154,51 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
             raise UsageError(f"irfuse.compile: the module given is already lowered (it holds {lowered.name}); "
                              "compile the kas program it was lowered from (irfuse-opt prints it before any "
                              "pass), or run a plan saved by `irfuse compile -o DIR` with `irfuse run --plan DIR`")
-        text = module_text(source)
-    elif isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_source_text(source)):
+        return module_text(source), name, None, None, True
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and not _is_source_text(source)):
         path = os.fspath(source)
-        text, name = read_source(path), path
-    elif isinstance(source, str):
-        text, name = source, filename or "<source>"
-    else:
-        raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
-    planning_n, planning_profile = n or DEFAULT_BATCH, profile
-    table = _register_table_text(registers)
+        return read_source(path), path, None, None, False
+    if isinstance(source, str):
+        return source, filename or "<source>", None, None, False
+    raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
 
-    def compiled_for(layout: str, strides: dict):
-        """(CompiledProgram, warnings) from the disk cache, or compiled (and stored there)."""
-        key = program_key(
-            None, text=text, name=name, dtype=dtype, backend=chosen, pipeline=pipeline,
-            n=planning_n, profile=asdict(load_profile(profile)), layout=layout, strides=strides,
-            arch=arch or (default_arch() if chosen == "cuda" else None),
-            where=(function.__code__.co_filename, function.__code__.co_firstlineno) if function else None,
-            registers=table)
+
+@dataclass
+class _Compilation:
+    """One program's source and `compile` options: the `Program` of each layout and set of
+    strided views it is called with (`variant`), from the disk cache or compiled and stored
+    there, kept in memory by everything that decides what compiling gives."""
+
+    text: str
+    name: str
+    function: object | None  # a Python function's frontend result is `front`
+    front: object | None
+    given_module: bool
+    dtype: str
+    backend: str
+    pipeline: str | None
+    n: int | None
+    profile: str
+    arch: str | None
+    first_layout: str
+    registers: str | None
+
+    def __post_init__(self) -> None:
+        self.table = _register_table_text(self.registers)
+
+    def key(self, layout: str, strides: dict) -> str:
+        """The disk cache's key of the variant for `layout` and `strides`."""
+        f = self.function
+        return program_key(
+            None, text=self.text, name=self.name, dtype=self.dtype, backend=self.backend, pipeline=self.pipeline,
+            n=self.n or DEFAULT_BATCH, profile=asdict(load_profile(self.profile)), layout=layout, strides=strides,
+            arch=self.arch or (default_arch() if self.backend == "cuda" else None),
+            where=(f.__code__.co_filename, f.__code__.co_firstlineno) if f else None,  # type: ignore[attr-defined]
+            registers=self.table)
+
+    def artifact(self, layout: str, strides: dict) -> tuple:
+        """(artifact, warnings) from the disk cache, or compiled (and stored there)."""
+        key = self.key(layout, strides)
         hit = program_cache.load(key)
         if hit is not None:
             return hit
@@ -172,47 +207,48 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         from irfuse.frontend.irgen import FrontendResult
         from irfuse.frontend.python import compile_function
 
-        planning = PlanningOptions(n=planning_n, profile=planning_profile,
-                                   registers=os.fspath(registers) if registers is not None else None)
-        if given_module:
-            made = compile_frontend(FrontendResult(parse_module(text, name)), name, pipeline, dtype, chosen == "cuda",
-                                    arch, planning, layout, strides)
-        elif function is not None:
-            # the passes consume the IR
-            front = result if (layout, strides) == (first, {}) else compile_function(function)
-            made = compile_frontend(front, function.__name__, pipeline, dtype, chosen == "cuda", arch, planning,
-                                    layout, strides)
+        planning = PlanningOptions(n=self.n or DEFAULT_BATCH, profile=self.profile, registers=self.registers)
+        gpu = self.backend == "cuda"
+        if self.given_module:
+            made = compile_frontend(FrontendResult(parse_module(self.text, self.name)), self.name, self.pipeline,
+                                    self.dtype, gpu, self.arch, planning, layout, strides)
+        elif self.function is not None:
+            # (the passes consume the IR: the first compile takes the frontend result made for the key)
+            first = (layout, strides) == (self.first_layout, {}) and self.front is not None
+            front, self.front = (self.front, None) if first else (compile_function(self.function), self.front)
+            made = compile_frontend(front, self.function.__name__, self.pipeline, self.dtype, gpu,  # type: ignore
+                                    self.arch, planning, layout, strides)
         else:
-            made = compile_text(text, name, pipeline, dtype, compile_gpu=chosen == "cuda", arch=arch,
+            made = compile_text(self.text, self.name, self.pipeline, self.dtype, compile_gpu=gpu, arch=self.arch,
                                 planning=planning, layout=layout, strides=strides)
         program_cache.store(key, *made)
         return made
 
-    # What the program is compiled from again where it is unpickled (a Dask worker): the
-    # source itself, not a path the worker may not see.
-    spec = dict(source=function if function is not None else ("ir", text) if given_module else text, dtype=dtype,
-                backend=chosen, pipeline=pipeline, n=n, profile=profile, arch=arch,
-                filename=None if function is not None else name, layout=layout,
-                registers=os.fspath(registers) if registers is not None else None)
+    def spec(self) -> dict:
+        """What the program is compiled from again where it is unpickled (a Dask worker): the
+        source itself, not a path the worker may not see."""
+        source = self.function if self.function is not None else ("ir", self.text) if self.given_module else self.text
+        return dict(source=source, dtype=self.dtype, backend=self.backend, pipeline=self.pipeline, n=self.n,
+                    profile=self.profile, arch=self.arch, filename=None if self.function is not None else self.name,
+                    layout=self.first_layout, registers=self.registers)
 
-    def make(layout: str, strides: dict, warn: bool) -> Program:
-        compiled, diagnostics = compiled_for(layout, strides)
+    def variant(self, layout: str, strides: dict | None = None, warn: bool = False) -> Program:
+        """The program for `layout` and `strides`, made on first use and kept (its warnings
+        said once, at the caller of `irfuse.compile`, where `warn`)."""
+        strides = strides or {}
+        key = (self.text, self.name, self.dtype, self.backend, self.pipeline, self.n or DEFAULT_BATCH, self.profile,
+               self.table, self.arch, layout, tuple(sorted(strides.items())))
+        return _kept(key, lambda: self._make(layout, strides, warn))
+
+    def _make(self, layout: str, strides: dict, warn: bool) -> Program:
+        artifact, diagnostics = self.artifact(layout, strides)
         if warn:  # the variant for the other layout has the same diagnostics: said once
             for d in diagnostics:
-                warnings.warn(d.render(), IrfuseWarning, stacklevel=4)  # at the caller of compile()
-        program = Program(compiled, chosen, diagnostics, variant=variant, strides=strides)
-        program._spec = (_program_from_spec, spec)
+                # at the caller of irfuse.compile: _make, its lambda, _kept, variant, compile
+                warnings.warn(d.render(), IrfuseWarning, stacklevel=6)
+        program = Program(artifact, self.backend, diagnostics, variant=self.variant, strides=strides)
+        program._spec = (_program_from_spec, self.spec())
         return program
-
-    def variant(layout: str, strides: dict | None = None) -> Program:
-        strides = strides or {}
-        return _kept((text, name, dtype, chosen, pipeline, planning_n, planning_profile, table, arch, layout,
-                      tuple(sorted(strides.items()))),
-                     lambda: make(layout, strides, False))
-
-    first = layout
-    return _kept((text, name, dtype, chosen, pipeline, planning_n, planning_profile, table, arch, layout, ()),
-                 lambda: make(layout, {}, True))
 
 
 def _program_from_spec(spec: dict, layout: str, strides: tuple) -> Program:
