@@ -23,10 +23,12 @@ Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with it
             the next compile gives the same CUDA, IR and cubin, and its kernels verify
             (`irfuse.testing.contracts`).
 Each case must finish in 10 s (a hang counts as a finding). Random programs (3 to 20
-statements, chains, diamonds, fan-out, several outputs, reassignment, loops; every fourth
-with dead chains and loops carrying values computed before them, every fourth dense: 20 to
-120 statements reading recent values and reassigning; every fourth with batch-wide values:
-uniform inputs, literals, reductions and what reads them; float64 and float32 in turn, batch
+statements, chains, diamonds, fan-out, several outputs, reassignment, loops; every fifth
+with dead chains and loops carrying values computed before them, every fifth dense: 20 to
+120 statements reading recent values and reassigning; every fifth with batch-wide values:
+uniform inputs, literals, reductions and what reads them; every fifth an element code: generic
+ops on shapes square and not, masks, if/else, copies, indexed loops over per-element arrays
+and uniform tables, `random_element_program`; float64 and float32 in turn, batch
 sizes 1, 37 and 97) run on the CPU through their `--plans` best plans and are compared with
 the NumPy reference (`--nvrtc`: every plan also compiled to sm_90; `--chunks`: every plan
 also run on 601 elements in chunks, passes over them where it reduces, which must give the
@@ -165,12 +167,15 @@ def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, c
     (each plan compiled to sm_90 with NVRTC too with `nvrtc`, each run in chunks too with
     `chunks`); a failure is shrunk and kept."""
     from irfuse.testing.differential import Budget, check_source, shrink_failure
-    from irfuse.testing.random_programs import random_program
+    from irfuse.testing.random_programs import random_element_program, random_program
 
     rng = random.Random(seed)
-    shape = ("plain", "dead", "dense", "wide")[seed % 4]
+    shape = ("plain", "dead", "dense", "wide", "element")[seed % 5]
     calls = rng.randint(20, 120) if shape == "dense" else rng.randint(3, 20)
-    src = random_program(seed, calls, dead=shape == "dead", dense=shape == "dense", batch_wide=shape == "wide")
+    if shape == "element":  # generic ops, masks, branches, copies, indexed loops over arrays
+        src = random_element_program(seed, calls, batch_wide=seed % 2 == 0)
+    else:
+        src = random_program(seed, calls, dead=shape == "dead", dense=shape == "dense", batch_wide=shape == "wide")
     n = rng.choice([1, 37, 97])
     t0 = time.perf_counter()
     ran = 0  # plans run, over the layouts

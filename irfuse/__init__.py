@@ -11,8 +11,8 @@ is installed by the driver, which `irfuse.ops`, the Python annotations and any c
 from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
 
-__all__ = ["__version__", "compile", "program", "ops", "Scalar", "Vector", "Matrix", "Tensor", "Uniform", "sum",
-           "max", "min", "Program",
+__all__ = ["__version__", "compile", "program", "ops", "Scalar", "Mask", "Vector", "Matrix", "Tensor", "Uniform",
+           "sum", "max", "min", "where", "Program",
            "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
            "UsageError", "ExecutionError", "pinned_empty", "page_locked"]
 
@@ -26,7 +26,8 @@ _LAZY = {
     "page_locked": ("irfuse.runtime.streaming", "page_locked"),
     "Scalar": ("irfuse.frontend.python", "Scalar"), "Vector": ("irfuse.frontend.python", "Vector"),
     "Matrix": ("irfuse.frontend.python", "Matrix"), "Tensor": ("irfuse.frontend.python", "Tensor"),
-    "Uniform": ("irfuse.frontend.python", "Uniform"),
+    "Uniform": ("irfuse.frontend.python", "Uniform"), "Mask": ("irfuse.frontend.python", "Mask"),
+    "where": ("irfuse.frontend.python", "where"),
     "sum": ("irfuse.frontend.python", "reduce_sum"), "max": ("irfuse.frontend.python", "reduce_max"),
     "min": ("irfuse.frontend.python", "reduce_min"),
 }

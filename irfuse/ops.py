@@ -3,8 +3,9 @@
     from irfuse.ops import mmul33          # or irfuse.ops.mmul33(A, B) in the body
 
 Every op of the library (`irfuse ops` lists them, user ops included once their library is
-loaded) is an attribute here: an `OpRef` that an `@irfuse.program` function calls. Outside
-such a function an op does nothing but say so.
+loaded) and every generic op (`mmul`, `det`, `exp`, ..., resolved by the operands' types) is
+an attribute here: an `OpRef` that an `@irfuse.program` function calls. Outside such a
+function an op does nothing but say so.
 """
 
 import irfuse.driver  # noqa: F401 -- installs the check of hand-written implementations in the library
@@ -13,10 +14,13 @@ from irfuse.library.catalogue import default_library
 
 
 def __getattr__(name: str) -> OpRef:
-    if name.startswith("__") or default_library().get(name) is None:
+    lib = default_library()
+    if name.startswith("__") or (lib.get(name) is None and lib.family(name) is None):
         raise AttributeError(f"irfuse.ops has no op '{name}' ('irfuse ops' lists the library)")
     return OpRef(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(op.name for op in default_library())
+    from irfuse.library.families import FAMILIES, parse_mangled
+
+    return sorted({op.name for op in default_library() if parse_mangled(op.name) is None} | set(FAMILIES))

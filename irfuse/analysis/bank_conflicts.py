@@ -105,12 +105,13 @@ def _touches(model: KernelModel, vid: int):
             yield (*copy_pattern(model, op), runs)
 
 
-def value_wavefronts(model: KernelModel, vid: int, pitch: int) -> tuple[int, bool]:
+def value_wavefronts(model: KernelModel, vid: int, pitch: int, touches: list | None = None) -> tuple[int, bool]:
     """Wavefronts per block of every access to a shared value if stored with `pitch`, and
-    whether that pitch is possible (every call access stays inside its element)."""
+    whether that pitch is possible (every call access stays inside its element). `touches`:
+    the value's `_touches`, when the caller tries several pitches."""
     v = model.values[vid]
     total, ok = 0, True
-    for ap, bx, remap, runs in _touches(model, vid):
+    for ap, bx, remap, runs in (touches if touches is not None else _touches(model, vid)):
         wf, inside = _call_access(ap, bx, model.bx, model.by, remap, v.size, pitch, model.itemsize)
         total += wf * runs
         ok &= inside
@@ -122,9 +123,10 @@ def value_wavefronts(model: KernelModel, vid: int, pitch: int) -> tuple[int, boo
 def best_pitch(model: KernelModel, vid: int) -> int:
     """The pitch (0: none) with the fewest wavefronts; padding only when it strictly helps."""
     v: MValue = model.values[vid]
-    best, best_cost = 0, value_wavefronts(model, vid, 0)[0]
+    touches = list(_touches(model, vid))
+    best, best_cost = 0, value_wavefronts(model, vid, 0, touches)[0]
     for pitch in range(v.size + 1, v.size + MAX_EXTRA_WORDS + 1):
-        cost, ok = value_wavefronts(model, vid, pitch)
+        cost, ok = value_wavefronts(model, vid, pitch, touches)
         if ok and cost < best_cost:
             best, best_cost = pitch, cost
     return best

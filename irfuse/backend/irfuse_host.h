@@ -32,8 +32,14 @@
 // qualifier the CPU backend measured as fast (benchmarks/cpu.py, eighteenth session).
 #define __restrict__
 
+using std::cos;
+using std::exp;
 using std::fabs;
+using std::log;
+using std::pow;
+using std::sin;
 using std::sqrt;
+using std::tanh;
 
 // Vector types used for 16-byte copies.
 struct alignas(16) float4 { float x, y, z, w; };

@@ -15,6 +15,8 @@ typedef IRFUSE_REAL real_t;
 // How reductions combine two values: NaN wins, whichever side it is on (as numpy's max).
 __device__ __forceinline__ real_t irf_max(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 __device__ __forceinline__ real_t irf_min(real_t a, real_t b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+// The sign of a (-1, 0 or 1; NaN stays NaN, a zero keeps its sign), as numpy.sign.
+__device__ __forceinline__ real_t irf_sign(real_t a) { return a > 0 ? (real_t)1 : (a < 0 ? (real_t)-1 : a); }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // A thread block cluster (sm_90): the block's rank in it, a barrier of all its blocks (their

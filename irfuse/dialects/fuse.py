@@ -319,7 +319,7 @@ def verify_place(op: IRDLOperation, place: PlaceAttr, size: int) -> None:
     if place.pitch.data and place.pitch.data < size:
         raise VerifyException(f"pitch {place.pitch.data} is smaller than the value's {size} words per element")
     kernel = enclosing_kernel(op)
-    if place.is_shared and kernel is not None:
+    if place.is_shared and kernel is not None and kernel.unplaced is None:
         end = place.offset.data + kernel.by.data * (place.pitch.data or size)
         nbytes = end * _itemsize(op)
         if nbytes > MAX_SHARED_BYTES_PER_BLOCK:
@@ -655,6 +655,11 @@ class KernelOp(LocatedOperation):
     uniform_inputs = opt_prop_def(ArrayAttr[IntAttr])  # inputs (by position) holding one value for the batch
     once = opt_prop_def(UnitAttr)  # runs over one element: uniform values from uniform values
     elements_per_thread = opt_prop_def(IntAttr)  # absent: 1 (see the module's docstring)
+    # Its shared places are still fuse-partition's (each value at offsets of its own) and pass
+    # a block's capacity only once fuse-allocate-shared overlaps them (a long element routine
+    # run by one thread an element: most values then live in registers). The capacity is
+    # checked when the places are allocated.
+    unplaced = opt_prop_def(UnitAttr)
     body = region_def("single_block")
     # Set by fuse-partition: the cost model's prediction and the group of calls it chose.
     predicted_ns = opt_attr_def(IntAttr)
@@ -665,7 +670,8 @@ class KernelOp(LocatedOperation):
 
     def __init__(self, name: str, bx: int, by: int, input_types: Sequence[Attribute],
                  output_types: Sequence[Attribute], body: Region | None = None, layout: str = "aos",
-                 uniform: Sequence[int] = (), once: bool = False, elements_per_thread: int = 1):
+                 uniform: Sequence[int] = (), once: bool = False, elements_per_thread: int = 1,
+                 unplaced: bool = False):
         if body is None:
             body = Region(Block(arg_types=[*input_types, *output_types]))
         properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "bx": IntAttr(bx), "by": IntAttr(by),
@@ -678,6 +684,8 @@ class KernelOp(LocatedOperation):
             properties["once"] = UnitAttr()
         if elements_per_thread != 1:
             properties["elements_per_thread"] = IntAttr(elements_per_thread)
+        if unplaced:
+            properties["unplaced"] = UnitAttr()
         super().__init__(properties=properties, regions=[body])
 
     @property
@@ -766,6 +774,8 @@ class KernelOp(LocatedOperation):
             printer.print_string(f"layout({self.layout.data.value}) ")
         if self.runs_once:
             printer.print_string("once ")
+        if self.unplaced is not None:
+            printer.print_string("unplaced ")
         if self.uniform_positions:
             printer.print_string("uniform(" + ", ".join(map(str, self.uniform_positions)) + ") ")
         printer.print_string("(")
@@ -804,6 +814,7 @@ class KernelOp(LocatedOperation):
             layout = word
             parser.parse_punctuation(")")
         once = parser.parse_optional_keyword("once") is not None
+        unplaced = parser.parse_optional_keyword("unplaced") is not None
         uniform: list[int] = []
         if parser.parse_optional_keyword("uniform") is not None:
             uniform = parser.parse_comma_separated_list(
@@ -812,7 +823,8 @@ class KernelOp(LocatedOperation):
         parser.parse_punctuation("->")
         outs, out_locations = parse_block_arguments(parser)
         body = parser.parse_region([*ins, *outs])
-        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout, uniform, once, per_thread)
+        op = cls(name, bx, by, [a.type for a in ins], [a.type for a in outs], body, layout, uniform, once, per_thread,
+                 unplaced)
         locate_block_arguments(op.body.block, [*in_locations, *out_locations])
         op.attributes |= parser.parse_optional_attr_dict()
         return op

@@ -101,6 +101,19 @@ class ScalarType(KasType):
 
 
 @irdl_attr_definition
+class MaskType(KasType):
+    """One truth value per element: what a comparison gives and a selection picks by. A word
+    in memory like a scalar's, 1 for true and 0 for false (any nonzero word reads as true)."""
+
+    name = "kas.mask"
+    KEYWORD: ClassVar[str] = "mask"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+
+@irdl_attr_definition
 class VectorType(KasType):
     name = "kas.vector"
     KEYWORD: ClassVar[str] = "vector"
@@ -618,5 +631,5 @@ def program_of(module) -> ProgramOp:
 Kas = Dialect(
     "kas",
     [ProgramOp, CallOp, ConstantOp, ReduceOp, LoopOp, ReturnOp, YieldOp],
-    [ScalarType, VectorType, MatrixType, TensorType, ReduceKindAttr],
+    [ScalarType, MaskType, VectorType, MatrixType, TensorType, ReduceKindAttr],
 )

@@ -35,6 +35,7 @@ from irfuse.dialects.kas import (
     ProgramOp,
     ReduceKind,
     ReduceOp,
+    MaskType,
     ReturnOp,
     ScalarType,
     YieldOp,
@@ -43,11 +44,23 @@ from irfuse.dialects.kas import (
     ssa_hint,
 )
 from irfuse.frontend.source_files import read_source  # noqa: F401 (callers import it from here)
-from irfuse.frontend.syntax import Call, Loop, Name, Number, Program, Statement, parse_program
+from irfuse.frontend.syntax import (COMPARISONS, COPY, Call, Condition, If, Index, Loop, Name, Number, Program, Statement,
+                                    Text, is_mask_type, parse_program)
+from irfuse.library.families import contract_params
+from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
 
 MAX_ERRORS = 20
+# Statements a program's unrolled loops (`loop q N`) may make in all: each iteration is a
+# copy of the body, and a program of this many calls is already slow to plan.
+MAX_UNROLLED_STATEMENTS = 20_000
 REDUCTIONS = {k.value for k in ReduceKind}  # the calls that reduce over the batch
+
+
+def is_reduction(op: str, operands: int) -> bool:
+    """Whether a call reduces over the batch: `sum`, `max` and `min` of one operand (`max(a, b)`
+    and `min(a, b)` are the generic ops, entry by entry)."""
+    return op in REDUCTIONS and not (op in ("min", "max") and operands == 2)
 
 
 @dataclass
@@ -56,25 +69,65 @@ class FrontendResult:
     warnings: list[Diagnostic] = field(default_factory=list)
 
 
+@dataclass
+class _Entries:
+    """An array being assigned entry by entry in straight-line code (an unrolled loop): its
+    entries' values so far, and the array value the others come from (None: they have none
+    yet). Made one value (`IRGen.materialize`) where the array is read whole."""
+
+    type: KasType
+    base: SSAValue | None
+    values: dict[int, SSAValue]
+    at: object  # the first entry's assignment, where an error about the whole is reported
+
+
 def _assigned(stmts: list[Statement]) -> list[str]:
-    """Variables assigned in a statement list (nested loops included), first-assignment order."""
+    """Variables assigned in a statement list (nested loops and branches included; an array
+    whose entry is assigned), first-assignment order."""
     out: list[str] = []
     for s in stmts:
-        names = [s.target.text] if isinstance(s, Call) else _assigned(s.body)
+        if isinstance(s, Call):
+            names = [s.target.text]
+        elif isinstance(s, If):
+            names = _assigned(s.then) + _assigned(s.orelse)
+        else:
+            names = _assigned(s.body)
         out.extend(n for n in names if n not in out)
     return out
 
 
+def _read_names(operands) -> list[Name]:
+    """The variables operands read (an array's entry reads the array)."""
+    return [a.name if isinstance(a, Index) else a for a in operands if isinstance(a, (Name, Index))]
+
+
 def _read_before_write(stmts: list[Statement]) -> dict[str, Name]:
-    """Variables read in the list before the list assigns them, with the first such read."""
+    """Variables read in the list before the list assigns them, with the first such read. An
+    assignment of an array's entry reads the array (its other entries stay), and a variable
+    one branch of an `if` assigns is read by the selection that keeps its old value."""
     written: set[str] = set()
     out: dict[str, Name] = {}
     for s in stmts:
         if isinstance(s, Call):
-            for a in s.args:
-                if isinstance(a, Name) and a.text not in written:
+            reads = _read_names(s.args) + ([s.target.name] if isinstance(s.target, Index) else [])
+            for a in reads:
+                if a.text not in written:
                     out.setdefault(a.text, a)
             written.add(s.target.text)
+        elif isinstance(s, If):
+            c = s.condition
+            for a in _read_names([c.lhs, c.rhs]):
+                if a.text not in written:
+                    out.setdefault(a.text, a)
+            then, orelse = _assigned(s.then), _assigned(s.orelse)
+            for branch in (s.then, s.orelse):
+                for n, where in _read_before_write(branch).items():
+                    if n not in written:
+                        out.setdefault(n, where)
+            for n in set(then) ^ set(orelse):
+                if n not in written:
+                    out.setdefault(n, Name(n, s.pos))
+            written.update(then + orelse)
         else:
             for n, where in _read_before_write(s.body).items():
                 if n not in written:
@@ -99,6 +152,9 @@ class IRGen:
         self.constants: dict[float, SSAValue] = {}  # literals, one op per value
         self.top_block = Block()  # the program's block, made in `build`
         self.total_iterations = 0
+        self.index_values: dict[str, int] = {}  # the indices of the unrolled loops around, and their values now
+        self.current_block = Block()  # where the statement being translated goes (whole reads add ops there)
+        self.unrolled = 0  # statements the unrolled loops have made
 
     def err(self, at: Name | object, message: str, notes: list[str] | None = None) -> None:
         pos = at.pos  # type: ignore[attr-defined]
@@ -111,8 +167,21 @@ class IRGen:
 
     def declare(self) -> None:
         for d in self.prog.declarations:
-            t = kas_type_of_shape(d.shape)
             for n in d.names:
+                length = d.lengths.get(n.text)
+                if is_mask_type(d.type_text):
+                    if length is not None:
+                        self.err(n, f"'{n.text}': an array of masks is not a type",
+                                 ["masks are one truth value per element; keep several in scalars (0 or 1)"])
+                        continue
+                    t: KasType = MaskType()
+                else:
+                    shape = d.shape if length is None else (length, *d.shape)
+                    if len(shape) > 4:
+                        self.err(n, f"'{n.text}': an array of {d.type_text} has {len(shape)} axes; values have at "
+                                 "most 4")
+                        continue
+                    t = kas_type_of_shape(shape)
                 if n.text in self.types:
                     first = self.decl_pos[n.text]
                     self.err(n, f"'{n.text}' is already declared",
@@ -132,7 +201,54 @@ class IRGen:
             self.err(n, f"variable '{n.text}' is used before it is assigned",
                      ["list it after 'input' or assign it with a statement before this use"])
             return None
+        if isinstance(env[n.text], _Entries):
+            return self.materialize(env, n.text, self.current_block)
         return env[n.text]  # None after an earlier error on its assignment: already reported
+
+    def materialize(self, env: dict, name: str, block: Block) -> SSAValue | None:
+        """The array `name` assigned entry by entry as one value: the stack of its entries, or
+        its earlier value with those entries replaced."""
+        e = env[name]
+        if not isinstance(e, _Entries):
+            return e
+        n = e.type.shape[0]  # type: ignore[attr-defined]
+        missing = [k for k in range(n) if k not in e.values]
+        if missing and e.base is None:
+            self.err(e.at, f"'{name}' is read whole, but entr{'y' if len(missing) == 1 else 'ies'} "
+                     f"{', '.join(map(str, missing[:8]))}{'...' if len(missing) > 8 else ''} of it were never "
+                     "assigned", ["assign every entry (or the whole array) before reading it whole"])
+            env[name] = None
+            return None
+        if not missing:
+            values = [e.values[k] for k in range(n)]
+            op = self.lib.resolve("stack", [v.type for v in values], (str(n),))
+            call = self.make_call(op, values, e.at)
+            value = call.res
+            block.add_op(call)
+        else:
+            value = e.base
+            for k in sorted(e.values):
+                op = self.lib.resolve("put", [value.type, e.values[k].type], (str(k),))
+                call = self.make_call(op, [value, e.values[k]], e.at)
+                block.add_op(call)
+                value = call.res
+        value.name_hint = ssa_hint(name)
+        if name in self.uniform and not self.is_uniform(value):
+            self.err(e.at, f"'{name}' is uniform, but an entry of it is given one value per element")
+            env[name] = None
+            return None
+        if name not in self.uniform and self.is_uniform(value):
+            self.err(e.at, f"'{name}' is per-element, but every entry of it is given a uniform value",
+                     [f"declare it 'uniform {kas_type_of_shape(self.types[name].shape[1:]).spelling()} "
+                      f"{name}[{self.types[name].shape[0]}]'"])
+            env[name] = None
+            return None
+        env[name] = value
+        return value
+
+    def materialize_all(self, env: dict, block: Block) -> None:
+        for name in [n for n, v in env.items() if isinstance(v, _Entries)]:
+            self.materialize(env, name, block)
 
     def build(self) -> FrontendResult:
         self.declare()
@@ -184,11 +300,24 @@ class IRGen:
         return FrontendResult(module, self.warnings(program, inputs))
 
     def statements(self, stmts: list[Statement], env: dict[str, SSAValue], block: Block) -> None:
-        for s in stmts:
-            if isinstance(s, Call):
-                self.call(s, env, block)
-            else:
-                self.loop(s, env, block)
+        outer = self.current_block
+        self.current_block = block
+        try:
+            for s in stmts:
+                if isinstance(s, Call):
+                    self.call(s, env, block)
+                elif isinstance(s, If):
+                    self.materialize_all(env, block)
+                    self.branch(s, env, block)
+                elif s.index is not None:
+                    self.unrolled_loop(s, env, block)
+                else:
+                    self.materialize_all(env, block)
+                    self.loop(s, env, block)
+            if not self.index_values:  # (an unrolled loop's body: its entries go on to the next iteration)
+                self.materialize_all(env, block)
+        finally:
+            self.current_block = outer
 
     def is_uniform(self, v: SSAValue) -> bool:
         return is_uniform(v, self.uniform_args)
@@ -196,6 +325,8 @@ class IRGen:
     def call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
         before, old = len(self.errors), env.get(s.target.text)
         self._call(s, env, block)
+        if isinstance(env.get(s.target.text), _Entries) and len(self.errors) == before:
+            return
         if len(self.errors) > before or s.target.text not in env or env[s.target.text] is old:
             # Reported here, or (an operand's error) before: later uses of the target stay quiet.
             env[s.target.text] = None
@@ -206,6 +337,11 @@ class IRGen:
         so that a loop's body holds calls only and may run inside a kernel."""
         if isinstance(a, Name):
             return self.lookup(env, a)
+        if isinstance(a, Index):
+            return self.entry(a, env, block)
+        if isinstance(a, Text):
+            self.err(a, "a string is only the index expression of 'contract' (its first operand)")
+            return None
         if a.value not in self.constants:
             const = ConstantOp(a.value)
             const.location = self.loc(a)  # type: ignore[arg-type]
@@ -214,18 +350,28 @@ class IRGen:
         return self.constants[a.value]
 
     def _call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
-        if s.op.text in REDUCTIONS:
+        if s.op.text == COPY:
+            self.copy(s, env, block)
+            return
+        if is_reduction(s.op.text, len(s.args)):
+            if isinstance(s.target, Index):
+                self.err(s.target, f"'{s.op.text}' reduces over the batch into a uniform variable, not an array's "
+                         "entry")
+                return
             self.reduction(s, env, block)
             return
-        op = self.lib.get(s.op.text)
-        target_type = self.types.get(s.target.text)
-        if target_type is None:
+        op = self.lib.get(s.op.text) if self.lib.family(s.op.text) is None else None
+        target_type = self.target_type(s.target)
+        if target_type is None and s.target.text not in self.types:
             self.err(s.target, f"assignment to undeclared variable '{s.target.text}'",
                      [f"declare it first, e.g. '{_suggest_type(self.types)} {s.target.text};'"])
+        if op is None and self.lib.family(s.op.text) is not None:
+            self.family_call(s, env, block, target_type)
+            return
         if op is None or len(s.args) != len(op.operand_types):
             for a in s.args:
-                if isinstance(a, Name):
-                    self.lookup(env, a)
+                if isinstance(a, (Name, Index)):
+                    self.operand(a, env, block)
         if op is None:
             close = self.lib.closest(s.op.text)
             self.err(s.op, f"unknown op '{s.op.text}'",
@@ -258,22 +404,240 @@ class IRGen:
             ok = False
         if not ok or target_type is None or any(v is None for v in args):
             return
-        per_element = next((a for a, v in zip(s.args, args) if not self.is_uniform(v)), None)  # type: ignore[arg-type]
-        if not self.check_target(s, per_element is None, per_element):
+        self.assign(s, op.name, args, op.result_type, env, block)  # type: ignore[arg-type]
+
+    def copy(self, s: Call, env: dict, block: Block) -> None:
+        """`x = y;`: the variable (or the array's entry) takes the value `y` holds; no call."""
+        target_type = self.target_type(s.target)
+        if target_type is None and s.target.text not in self.types:
+            self.err(s.target, f"assignment to undeclared variable '{s.target.text}'",
+                     [f"declare it first, e.g. '{_suggest_type(self.types)} {s.target.text};'"])
+        value = self.operand(s.args[0], env, block)
+        if value is None or target_type is None:
             return
-        call = CallOp(op.name, args, op.result_type)  # type: ignore[arg-type]
-        call.location = self.loc(s.target)
-        call.res.name_hint = ssa_hint(s.target.text)
-        self.call_targets[call] = s.target
+        if value.type != target_type:
+            self.err(s.args[0], f"'{s.target.text}{_index_text(s.target)}' is {target_type.spelling()}, but "
+                     f"'{s.args[0].text}' is {value.type.spelling()}")  # type: ignore[attr-defined]
+            return
+        self.assign(s, None, [value], target_type, env, block)
+
+    def assign(self, s: Call, op_name: str | None, args: list[SSAValue], result: KasType, env: dict, block: Block,
+               operands: list | None = None) -> None:
+        """The statement's call made and its value given to its variable (or to its array's
+        entry at the loop index: the array with that entry replaced), when the value is what
+        the variable holds (uniform or per element)."""
+        operands = operands if operands is not None else s.args
+        per_element = next((a for a, v in zip(operands, args) if not self.is_uniform(v)), None)
+        value_uniform = per_element is None
+        if isinstance(s.target, Index):
+            k = self.index_value(s.target.index)
+            array_type = self.types.get(s.target.text)
+            if k is None or array_type is None:
+                return
+            if k >= array_type.shape[0]:  # type: ignore[attr-defined]
+                self.err(s.target, f"'{s.target.text}[{s.target.index.text}]' assigns entry {k}, but "
+                         f"'{s.target.text}' has {array_type.shape[0]} entries")  # type: ignore[attr-defined]
+                return
+            if s.target.text in self.uniform and not value_uniform:
+                self.check_target(s, False, per_element)
+                return
+        elif not self.check_target(s, value_uniform, per_element):
+            return
+        if op_name is None:  # a copy
+            value = args[0]
+        else:
+            call = CallOp(op_name, args, result)
+            call.location = self.loc(s.target)
+            call.res.name_hint = ssa_hint(s.target.text if isinstance(s.target, Name) else f"{s.target.text}_entry")
+            self.call_targets[call] = s.target
+            block.add_op(call)
+            value = call.res
+        if isinstance(s.target, Index):
+            current = env.get(s.target.text)
+            if not isinstance(current, _Entries):
+                current = _Entries(array_type, current, {}, s.target)
+            current.values[k] = value
+            env[s.target.text] = current
+            return
+        env[s.target.text] = value
+
+    def make_call(self, op, args: list[SSAValue], at) -> CallOp:
+        call = CallOp(op.name, args, op.result_type)
+        call.location = self.loc(at)
+        if isinstance(at, (Name, Index)):
+            call.res.name_hint = ssa_hint(at.text)
+        return call
+
+    def target_type(self, target: Name | Index) -> KasType | None:
+        """The type a statement's value must have: its variable's, or an entry's of its array."""
+        t = self.types.get(target.text)
+        if t is None or isinstance(target, Name):
+            return t
+        if not t.shape:
+            self.err(target, f"'{target.text}' is {t.spelling()}, which has no entries to index")
+            return None
+        return kas_type_of_shape(t.shape[1:])
+
+    def index_value(self, index: Name | Number) -> int | None:
+        if isinstance(index, Number):
+            return int(index.value)
+        k = self.index_values.get(index.text)
+        if k is None:
+            self.err(index, f"'{index.text}' is not the index of a loop around this statement",
+                     ["an array's entry is read or assigned at the index of an enclosing 'loop q N { ... }'"])
+        return k
+
+    def entry(self, a: Index, env: dict, block: Block) -> SSAValue | None:
+        """Entry `a.index` of the array `a.name` at the loop index's current value: an `item`
+        call (the loop runs unrolled)."""
+        k = self.index_value(a.index)
+        current = env.get(a.text)
+        if isinstance(current, _Entries) and k is not None:
+            if k in current.values:
+                return current.values[k]
+            if current.base is None:
+                self.err(a, f"entry {k} of '{a.text}' is read before it is assigned")
+                return None
+            array = current.base
+        else:
+            array = self.lookup(env, a.name)
+        if array is None or k is None:
+            return None
+        t = array.type
+        if not t.shape or isinstance(t, MaskType):  # type: ignore[attr-defined]
+            self.err(a, f"'{a.text}' is {t.spelling()}, which has no entries to index")  # type: ignore[attr-defined]
+            return None
+        if k >= t.shape[0]:  # type: ignore[attr-defined]
+            self.err(a.index, f"'{a.text}[{a.index.text}]' reads entry {k}, but '{a.text}' has "
+                     f"{t.shape[0]} entries")  # type: ignore[attr-defined]
+            return None
+        op = self.lib.resolve("item", [t], (str(k),))  # type: ignore[list-item]
+        call = self.make_call(op, [array], a)
+        call.res.name_hint = ssa_hint(f"{a.text}_at{k}")
         block.add_op(call)
-        env[s.target.text] = call.res
+        return call.res
+
+    def family_call(self, s: Call, env: dict, block: Block, target_type: KasType | None) -> None:
+        """A call of a generic op (`irfuse.library.families`): resolved by its operands' types."""
+        operands, params = list(s.args), ()
+        family = self.lib.family(s.op.text)
+        if s.op.text == "contract":
+            if not operands or not isinstance(operands[0], Text):
+                self.err(s.op, "'contract' takes the index expression first, as a string: "
+                         "contract(\"ik,kj->ij\", A, B)", [f"signature: {family.signature}"])  # type: ignore
+                return
+            try:
+                params = contract_params(operands[0].text, len(operands) - 1)
+            except DefinitionError as e:
+                self.err(operands[0], str(e))
+                return
+            operands = operands[1:]
+        values = [self.operand(a, env, block) for a in operands]
+        if any(v is None for v in values):
+            return
+        try:
+            op = self.lib.resolve(s.op.text, [v.type for v in values], params)  # type: ignore[union-attr]
+        except DefinitionError as e:
+            self.err(s.op, f"{e}", ["operands: " + ", ".join(
+                f"'{getattr(a, 'text', a)}' {v.type.spelling()}" for a, v in zip(operands, values))])  # type: ignore
+            return
+        if target_type is not None and target_type != op.result_type:
+            self.err(s.target, f"'{s.op.text}' of these operands gives {op.result_type.spelling()}, but "
+                     f"'{s.target.text}{'[' + s.target.index.text + ']' if isinstance(s.target, Index) else ''}' "
+                     f"is {target_type.spelling()}", [f"signature: {family.signature}"])  # type: ignore
+            return
+        if target_type is None:
+            return
+        self.assign(s, op.name, values, op.result_type, env, block, operands)  # type: ignore[arg-type]
+
+    def condition(self, c: Condition, env: dict, block: Block) -> SSAValue | None:
+        """A branch's condition as a mask: a mask variable, or a comparison's."""
+        if c.op is None:
+            v = self.operand(c.lhs, env, block)  # type: ignore[arg-type]
+            if v is not None and not isinstance(v.type, MaskType):
+                self.err(c.lhs, f"a condition is a mask or a comparison, and '{getattr(c.lhs, 'text', '')}' is "
+                         f"{v.type.spelling()}",  # type: ignore[attr-defined]
+                         ["write 'if (x > 0)', or compare into a mask: 'm = gt(x, 0);'"])
+                return None
+            return v
+        a, b = self.operand(c.lhs, env, block), self.operand(c.rhs, env, block)  # type: ignore[arg-type]
+        if a is None or b is None:
+            return None
+        try:
+            op = self.lib.resolve(COMPARISONS[c.op], [a.type, b.type])
+        except DefinitionError as e:
+            self.err(c.lhs, f"'{c.op}' compares scalars: {e}")
+            return None
+        call = self.make_call(op, [a, b], c)
+        call.res.name_hint = "cond"
+        block.add_op(call)
+        return call.res
+
+    def branch(self, s: If, env: dict, block: Block) -> None:
+        """Both branches computed, then each variable either assigns takes the value of the
+        branch the condition picks, element by element (`select`)."""
+        before = len(self.errors)
+        cond = self.condition(s.condition, env, block)
+        sides = []
+        for branch in (s.then, s.orelse):
+            inner = dict(env)
+            self.statements(branch, inner, block)
+            sides.append(inner)
+        for n in _assigned(s.then) + [x for x in _assigned(s.orelse) if x not in _assigned(s.then)]:
+            a, b = sides[0].get(n), sides[1].get(n)
+            if n not in env and (n not in sides[0] or n not in sides[1]):
+                continue  # a branch's own temporary: no value after the 'if' (a later read is an error)
+            if cond is None or a is None or b is None or len(self.errors) > before:
+                env[n] = None
+                continue
+            if a is b:
+                env[n] = a
+                continue
+            op = self.lib.resolve("select", [cond.type, a.type, b.type])
+            call = self.make_call(op, [cond, a, b], s)
+            call.res.name_hint = ssa_hint(n)
+            uniform = all(self.is_uniform(v) for v in (cond, a, b))
+            if n in self.uniform and not uniform:
+                self.err(s, f"'{n}' is uniform, but the 'if' on a per-element condition gives it one value per "
+                         "element", ["a uniform variable holds one value for the whole batch"])
+                env[n] = None
+                continue
+            block.add_op(call)
+            env[n] = call.res
+
+    def unrolled_loop(self, s: Loop, env: dict, block: Block) -> None:
+        """`loop q N { ... }`: the body once for each q in 0..N-1, in order (straight-line code:
+        reading and assigning arrays at q needs q known)."""
+        q = s.index
+        assert q is not None
+        if q.text in self.types or q.text in self.index_values:
+            self.err(q, f"the loop index '{q.text}' is already the name of a "
+                     f"{'variable' if q.text in self.types else 'loop index around it'}")
+            return
+        size = _statement_count(s.body)
+        self.unrolled += s.count * size
+        if self.unrolled > MAX_UNROLLED_STATEMENTS:
+            self.err(s, f"unrolling this loop ({s.count} x {size} statements) makes the program's unrolled loops "
+                     f"{self.unrolled:,} statements; at most {MAX_UNROLLED_STATEMENTS:,} are allowed",
+                     ["an indexed loop runs unrolled: its index must be known to pick an array's entry"])
+            raise CompileError(self.errors)
+        try:
+            for k in range(s.count):
+                self.index_values[q.text] = k
+                before = len(self.errors)
+                self.statements(s.body, env, block)
+                if len(self.errors) > before:
+                    break  # (the next iterations would say the same)
+        finally:
+            del self.index_values[q.text]
 
     def check_target(self, s: Call, uniform: bool, per_element: Name | Number | None = None) -> bool:
         """Whether the statement's value (uniform or not) is what its variable holds; an error
         at the statement when not."""
         t = s.target.text
         if uniform and t not in self.uniform:
-            what = (f"'{s.op.text}' reduces over the batch" if s.op.text in REDUCTIONS
+            what = (f"'{s.op.text}' reduces over the batch" if is_reduction(s.op.text, len(s.args))
+                    else f"'{s.args[0].text}' is uniform" if s.op.text == COPY  # type: ignore[union-attr]
                     else f"'{s.op.text}' of uniform operands only")
             self.err(s.target, f"{what}: its value is one for the whole batch, but '{t}' is per-element",
                      [f"declare it 'uniform {self.types[t].spelling()} {t};'"])
@@ -283,8 +647,9 @@ class IRGen:
                      ["loops carry per-element values; compute the uniform value before the loop"])
             return False
         if not uniform and t in self.uniform:
-            self.err(s.target, f"'{t}' is uniform, but '{s.op.text}' of the per-element "
-                     f"'{per_element.text}' gives one value per element",  # type: ignore[union-attr]
+            self.err(s.target, f"'{t}' is uniform, but " + (
+                     f"'{per_element.text}' holds one value per element" if s.op.text == COPY  # type: ignore
+                     else f"'{s.op.text}' of the per-element '{per_element.text}' gives one value per element"),  # type: ignore
                      ["a uniform variable holds one value for the whole batch: reduce a per-element value "
                       "with sum, max or min, or declare the variable without 'uniform'"])
             return False
@@ -404,6 +769,23 @@ class IRGen:
                     "warning", ["the kas-dce pass removes this statement"]))
         out.sort(key=lambda d: (d.line, d.col))
         return out
+
+
+def _statement_count(stmts: list[Statement]) -> int:
+    """Calls a statement list makes once run (loops' bodies counted by their iterations)."""
+    total = 0
+    for s in stmts:
+        if isinstance(s, Call):
+            total += 1
+        elif isinstance(s, If):
+            total += _statement_count(s.then) + _statement_count(s.orelse) + 1
+        else:
+            total += s.count * _statement_count(s.body) if s.index is not None else _statement_count(s.body)
+    return total
+
+
+def _index_text(target: Name | Index) -> str:
+    return f"[{target.index.text}]" if isinstance(target, Index) else ""
 
 
 def _statement_name(op: CallOp | ReduceOp) -> str:

@@ -44,35 +44,41 @@ import typing
 from dataclasses import dataclass
 
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
-from irfuse.frontend.irgen import REDUCTIONS, FrontendResult, build_module
-from irfuse.frontend.syntax import MAX_TRIP_COUNT, Call, Declaration, Loop, Name, Number, Pos, Program, Statement
+from irfuse.frontend.irgen import FrontendResult, build_module, is_reduction
+from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
+from irfuse.frontend.syntax import (COMPARISONS, COPY, MAX_TRIP_COUNT, Call, Condition, Declaration, If, Index, Loop,
+                                    Name, Number, Pos, Program, Statement, Text)
+from irfuse.library.families import contract_params
 from irfuse.library.catalogue import Library, default_library
-from irfuse.library.ops import OpDef
+from irfuse.library.indexexpr import DefinitionError
 
 # -- value types in annotations ----------------------------------------------------------
 
 
 class ValueType:
-    """The type of one element's value: `irfuse.Scalar`, `Vector[n]`, `Matrix[n, m]`,
-    `Tensor[n, m, k]` or `Tensor[n, m, k, l]`."""
+    """The type of one element's value: `irfuse.Scalar`, `irfuse.Mask`, `Vector[n]`,
+    `Matrix[n, m]`, `Tensor[n, m, k]` or `Tensor[n, m, k, l]`."""
 
-    def __init__(self, shape: tuple[int, ...]):
+    def __init__(self, shape: tuple[int, ...], mask: bool = False):
         self.shape = shape
+        self.mask = mask
 
     def spelling(self) -> str:
         s = self.shape
         if not s:
-            return "scalar"
+            return "mask" if self.mask else "scalar"
         return {1: "vector", 2: "matrix"}.get(len(s), "tensor") + "x".join(str(d) for d in s)
 
     def __repr__(self) -> str:
+        if self.mask:
+            return "irfuse.Mask"
         return f"irfuse.{_FAMILY_NAMES[len(self.shape)]}" + (f"[{', '.join(map(str, self.shape))}]" if self.shape else "")
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, ValueType) and other.shape == self.shape
+        return isinstance(other, ValueType) and other.shape == self.shape and other.mask == self.mask
 
     def __hash__(self) -> int:
-        return hash(self.shape)
+        return hash((self.shape, self.mask))
 
 
 _FAMILY_NAMES = {0: "Scalar", 1: "Vector", 2: "Matrix", 3: "Tensor", 4: "Tensor"}
@@ -110,7 +116,7 @@ class _Uniform:
     def __getitem__(self, t) -> UniformType:
         if not isinstance(t, ValueType) or isinstance(t, UniformType):
             raise TypeError(f"irfuse.Uniform takes a value type (irfuse.Scalar, irfuse.Matrix[3, 3], ...), not {t!r}")
-        return UniformType(t.shape)
+        return UniformType(t.shape, t.mask)
 
     def __repr__(self) -> str:
         return "irfuse.Uniform"
@@ -134,7 +140,20 @@ Uniform = _Uniform()
 # irfuse.sum, irfuse.max and irfuse.min (named so here, where the builtins stay usable).
 reduce_sum, reduce_max, reduce_min = Reduction("sum"), Reduction("max"), Reduction("min")
 
+class Where:
+    """`irfuse.where(m, a, b)` inside a traced function: a where the mask m holds, else b."""
+
+    def __call__(self, *args, **kwargs):
+        raise UsageError("irfuse.where selects between values of a program: call it inside an @irfuse.program "
+                         "function, which irfuse compiles")
+
+    def __repr__(self) -> str:
+        return "irfuse.where"
+
+
+where = Where()
 Scalar = ValueType(())
+Mask = ValueType((), mask=True)
 Vector = _Family("Vector", (1,))
 Matrix = _Family("Matrix", (2,))
 Tensor = _Family("Tensor", (3, 4))
@@ -157,6 +176,31 @@ class OpRef:
 # -- the translation ---------------------------------------------------------------------
 
 INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@"}
+_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def infix_family(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | None) -> tuple[str, bool] | None:
+    """The generic op (`library.families`) an infix form stands for where no suffixed
+    catalogue op does (any shape), and whether its operands are swapped; None if none."""
+    if right is None:
+        return ("neg", False)
+    if symbol in "+-" and left == right:
+        return ("add" if symbol == "+" else "sub", False)
+    if symbol == "*":
+        if right == ():
+            return ("scale", False) if left else ("emul", False)
+        if left == ():
+            return ("scale", True)
+    if symbol == "/" and right == ():
+        return ("ediv", False) if not left else None
+    if symbol == "@":
+        if len(left) == 2 and len(right) == 2:
+            return ("mmul", False)
+        if len(left) == 2 and len(right) == 1:
+            return ("mvmul", False)
+        if len(left) == 1 and len(right) == 1:
+            return ("dot", False)
+    return None
 
 
 def infix_op(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | None) -> tuple[str, bool] | None:
@@ -215,6 +259,8 @@ class _Translator:
         self.line_offset = start - 1
         self.tree = ast.parse(textwrap.dedent("".join(lines)))
         self.types: dict[str, tuple[int, ...]] = {}
+        self.masks: set[str] = set()  # variables holding masks (their shape is ())
+        self.indices: list[str] = []  # the counters of the loops around that subscripts read
         self.uniform: set[str] = set()  # variables holding one value for the whole batch
         self.order: list[str] = []
         self.temps = 0
@@ -253,7 +299,7 @@ class _Translator:
             if not isinstance(t, ValueType):
                 raise self.error(arg, f"parameter '{arg.arg}' needs an irfuse type annotation (irfuse.Scalar, "
                                       "irfuse.Vector[3], irfuse.Matrix[3, 3], irfuse.Tensor[3, 3, 3], ...)")
-            self.declare(arg.arg, t.shape, arg, isinstance(t, UniformType))
+            self.declare(arg.arg, t.shape, arg, isinstance(t, UniformType), t.mask)
             inputs.append(self.name(arg.arg, arg))
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -278,11 +324,13 @@ class _Translator:
     def output(self, node: ast.expr, k: int) -> Name:
         return self.expression(node, self.tail)
 
-    def declare(self, var: str, shape: tuple[int, ...], node: ast.AST, uniform: bool = False) -> None:
+    def declare(self, var: str, shape: tuple[int, ...], node: ast.AST, uniform: bool = False,
+                mask: bool = False) -> None:
         old = self.types.get(var)
-        if old is not None and old != shape:
-            raise self.error(node, f"'{var}' was a {ValueType(old).spelling()} and would become a "
-                                   f"{ValueType(shape).spelling()}: a variable keeps its type (use another name)")
+        if old is not None and (old != shape or (var in self.masks) != mask):
+            was, now = ValueType(old, var in self.masks), ValueType(shape, mask)
+            raise self.error(node, f"'{var}' was a {was.spelling()} and would become a "
+                                   f"{now.spelling()}: a variable keeps its type (use another name)")
         if old is not None and (var in self.uniform) != uniform:
             kinds = ("one value per element", "one value for the whole batch")
             raise self.error(node, f"'{var}' held {kinds[not uniform]} and would hold {kinds[uniform]}: a variable "
@@ -292,29 +340,47 @@ class _Translator:
             self.order.append(var)
             if uniform:
                 self.uniform.add(var)
+            if mask:
+                self.masks.add(var)
 
     def declarations(self, fdef: ast.FunctionDef) -> list[Declaration]:
-        by_type: dict[tuple[tuple[int, ...], bool], list[str]] = {}
+        by_type: dict[tuple[tuple[int, ...], bool, bool], list[str]] = {}
         for var in self.order:
-            by_type.setdefault((self.types[var], var in self.uniform), []).append(var)
+            by_type.setdefault((self.types[var], var in self.uniform, var in self.masks), []).append(var)
         pos = self.pos(fdef)
-        return [Declaration(ValueType(shape).spelling(), shape, [Name(v, pos) for v in names], pos, uniform)
-                for (shape, uniform), names in by_type.items()]
+        return [Declaration(ValueType(shape, mask).spelling(), shape, [Name(v, pos) for v in names], pos, uniform)
+                for (shape, uniform, mask), names in by_type.items()]
 
-    def is_uniform(self, operand: Name | Number) -> bool:
-        return isinstance(operand, Number) or operand.text in self.uniform
+    def is_uniform(self, operand: Name | Number | Index | Text) -> bool:
+        return isinstance(operand, (Number, Text)) or operand.text in self.uniform
+
+    def kas_type(self, operand: Name | Number | Index) -> KasType:
+        """An operand's value type (a number is a scalar; an array's entry its entry type)."""
+        if isinstance(operand, Name) and operand.text in self.masks:
+            return MaskType()
+        return kas_type_of_shape(self.shape_of(operand))
 
     def value_is_uniform(self, call: tuple[Name, list]) -> bool:
         """A reduction's value is uniform; an op's when all its operands are."""
-        return call[0].text in REDUCTIONS or all(self.is_uniform(a) for a in call[1])
+        return is_reduction(call[0].text, len(call[1])) or all(self.is_uniform(a) for a in call[1])
 
     def block(self, nodes: list[ast.stmt]) -> list[Statement]:
         out: list[Statement] = []
         for node in nodes:
             if isinstance(node, ast.Assign):
-                if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-                    raise self.error(node, "assign to one name at a time (no unpacking, attributes or subscripts)")
-                self.assign(node.targets[0], node.value, out)
+                target = node.targets[0] if len(node.targets) == 1 else None
+                if isinstance(target, ast.Subscript):
+                    self.assign_entry(target, node.value, out)
+                    continue
+                if not isinstance(target, ast.Name):
+                    raise self.error(node, "assign to one name, or to an array's entry x[q], at a time (no "
+                                           "unpacking or attributes)")
+                self.assign(target, node.value, out)
+            elif isinstance(node, ast.AnnAssign) and node.value is None and isinstance(node.target, ast.Name):
+                t = self.annotation(node.annotation)
+                self.declare(node.target.id, t.shape, node.target, isinstance(t, UniformType), t.mask)
+            elif isinstance(node, ast.If):
+                out.append(self.branch(node, out))
             elif isinstance(node, ast.AugAssign):
                 if not isinstance(node.target, ast.Name) or type(node.op) not in INFIX:
                     raise self.error(node, "this augmented assignment cannot be traced")
@@ -331,9 +397,66 @@ class _Translator:
             else:
                 what = type(node).__name__.lower()
                 article = "an" if what[0] in "aeiou" else "a"
-                raise self.error(node, f"{article} '{what}' statement cannot be traced: a program is assignments and "
-                                       "'for _ in range(N)' loops, and its control flow cannot depend on values")
+                raise self.error(node, f"{article} '{what}' statement cannot be traced: a program is assignments, "
+                                       "'for _ in range(N)' loops and if/else on its values (both sides computed)")
         return out
+
+    def annotation(self, node: ast.expr) -> ValueType:
+        """A declaration's type (`x: irfuse.Vector[8]`), evaluated where the function is defined."""
+        try:
+            t = eval(compile(ast.Expression(node), self.path, "eval"), self.scope)  # noqa: S307 -- the user's own annotation
+        except Exception as e:  # noqa: BLE001 -- whatever the annotation raises is named at its line
+            raise self.error(node, f"this annotation cannot be evaluated: {e}") from None
+        if not isinstance(t, ValueType):
+            raise self.error(node, "a declaration's annotation is an irfuse type (irfuse.Vector[8], irfuse.Matrix[4, "
+                                   "3], irfuse.Mask, irfuse.Uniform[...])")
+        return t
+
+    def branch(self, node: ast.If, out: list[Statement]) -> If:
+        """`if cond: ... else: ...` (elif too): both sides computed, each variable either
+        assigns selected element by element (see the KAS frontend)."""
+        test = node.test
+        if isinstance(test, ast.Compare):
+            if len(test.ops) != 1 or type(test.ops[0]) not in _COMPARE:
+                raise self.error(test, "a condition compares two values once (a < b, not a < b < c)")
+            lhs, rhs = self.expression(test.left, out), self.expression(test.comparators[0], out)
+            condition = Condition(lhs, _COMPARE[type(test.ops[0])], rhs, self.pos(test))
+        else:
+            value = self.expression(test, out)
+            if not (isinstance(value, Name) and value.text in self.masks):
+                raise self.error(test, "a condition is a comparison (a > b) or a mask (m = a > b)")
+            condition = Condition(value, None, None, self.pos(test))
+        then = self.block(node.body)
+        orelse = self.block(node.orelse)
+        return If(condition, then, orelse, self.pos(node))
+
+    def index_of(self, node: ast.Subscript) -> Index:
+        """`x[q]` (q a loop's counter) or `x[k]` (a whole number) as an array's entry."""
+        if not isinstance(node.value, ast.Name):
+            raise self.error(node.value, "an entry is read from a value by its name: x[q]")
+        self.lookup(node.value)
+        idx = node.slice
+        if isinstance(idx, ast.Name) and idx.id in self.indices:
+            index: Name | Number = self.name(idx.id, idx)
+        elif isinstance(idx, ast.Constant) and isinstance(idx.value, int) and not isinstance(idx.value, bool):
+            index = Number(str(idx.value), float(idx.value), self.pos(idx))
+        else:
+            raise self.error(idx, "an entry's index is the counter of a loop around it (for q in range(N)) or a "
+                                  "whole number")
+        if not self.types[node.value.id]:
+            raise self.error(node, f"'{node.value.id}' is a {ValueType((), node.value.id in self.masks).spelling()}, "
+                                   "which has no entries")
+        return Index(self.name(node.value.id, node.value), index)
+
+    def assign_entry(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
+        entry = self.index_of(target)
+        call = self.call_of(value, out)
+        shape, mask = self.result_of(call, value)
+        if mask or shape != self.types[entry.text][1:]:
+            want = ValueType(self.types[entry.text][1:]).spelling()
+            raise self.error(target, f"'{entry.text}' holds entries of {want}; this value is a "
+                                     f"{ValueType(shape, mask).spelling()}")
+        out.append(Call(entry, call[0], call[1], self.pos(target)))
 
     def loop(self, node: ast.For) -> Loop:
         it = node.iter
@@ -345,12 +468,24 @@ class _Translator:
         count = self.constant_int(it.args[0])
         if not 1 <= count <= MAX_TRIP_COUNT:  # as KAS's `loop N` (range(0) would run nothing)
             raise self.error(it.args[0], f"loop trip count {count} is out of range 1..{MAX_TRIP_COUNT}")
-        body = self.block(node.body)
+        counter = node.target.id
+        subscripts = {id(n.slice) for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
+                      if isinstance(n, ast.Subscript)}
+        indexed = False
         for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
-            if isinstance(inner, ast.Name) and inner.id == node.target.id and node.target.id != "_":
-                raise self.error(inner, f"the loop counter '{inner.id}' cannot be read: every iteration runs the "
-                                        "same statements")
-        return Loop(count, body, self.pos(node))
+            if isinstance(inner, ast.Name) and inner.id == counter and counter != "_":
+                if id(inner) not in subscripts:
+                    raise self.error(inner, f"the loop counter '{inner.id}' is only read as an array's index "
+                                            f"(x[{inner.id}]): every iteration runs the same statements")
+                indexed = True
+        if indexed:
+            self.indices.append(counter)
+        try:
+            body = self.block(node.body)
+        finally:
+            if indexed:
+                self.indices.pop()
+        return Loop(count, body, self.pos(node), self.name(counter, node.target) if indexed else None)
 
     def constant_int(self, node: ast.expr) -> int:
         value = node.value if isinstance(node, ast.Constant) else (
@@ -362,8 +497,8 @@ class _Translator:
 
     def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
         call = self.call_of(value, out)
-        shape = self.result_shape(call, value)
-        self.declare(target.id, shape, target, self.value_is_uniform(call))
+        shape, mask = self.result_of(call, value)
+        self.declare(target.id, shape, target, self.value_is_uniform(call), mask)
         out.append(Call(self.name(target.id, target), call[0], call[1], self.pos(target)))
 
     def temp(self) -> str:
@@ -379,12 +514,17 @@ class _Translator:
         if isinstance(node, ast.Name):
             self.lookup(node)
             return self.name(node.id, node)
+        if isinstance(node, ast.Subscript):
+            return self.index_of(node)
         number = self.number(node)
         if number is not None:
             return number
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return Text(node.value, self.pos(node))
         call = self.call_of(node, out)
         name = self.temp()
-        self.declare(name, self.result_shape(call, node), node, self.value_is_uniform(call))
+        shape, mask = self.result_of(call, node)
+        self.declare(name, shape, node, self.value_is_uniform(call), mask)
         out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
         return self.name(name, node)
 
@@ -394,7 +534,9 @@ class _Translator:
                                    "assigned before this line are)")
         return self.types[node.id]
 
-    def shape_of(self, name: Name | Number) -> tuple[int, ...]:
+    def shape_of(self, name: Name | Number | Index) -> tuple[int, ...]:
+        if isinstance(name, Index):
+            return self.types[name.text][1:]
         return () if isinstance(name, Number) else self.types[name.text]
 
     def number(self, node: ast.expr) -> Number | None:
@@ -416,14 +558,25 @@ class _Translator:
             if node.keywords:
                 raise self.error(node.keywords[0].value, "ops take their operands by position")
             reduction = self.resolve(node.func)
+            if isinstance(reduction, Where):
+                if len(node.args) != 3:
+                    raise self.error(node, f"irfuse.where takes a mask and two values, got {len(node.args)}")
+                return self.name("select", node.func), [self.expression(a, out) for a in node.args]
             if isinstance(reduction, Reduction):
                 if len(node.args) != 1:
                     raise self.error(node, f"irfuse.{reduction.kind} takes one value (reduced over the batch), "
                                            f"got {len(node.args)}")
                 return self.name(reduction.kind, node.func), [self.expression(node.args[0], out)]
-            op = self.op_of(node.func)
+            op_name = self.op_name_of(node.func)
             args = [self.expression(a, out) for a in node.args]
-            return self.name(op.name, node.func), args
+            return self.name(op_name, node.func), args
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARE:
+                raise self.error(node, "a comparison compares two values once (a < b, not a < b < c)")
+            left, right = self.expression(node.left, out), self.expression(node.comparators[0], out)
+            return self.name(COMPARISONS[_COMPARE[type(node.ops[0])]], node), [left, right]
+        if isinstance(node, ast.Attribute) and node.attr == "T":
+            return self.name("transpose", node), [self.expression(node.value, out)]
         if isinstance(node, ast.BinOp) and type(node.op) in INFIX:
             symbol = INFIX[type(node.op)]
             left, right = self.expression(node.left, out), self.expression(node.right, out)
@@ -434,9 +587,8 @@ class _Translator:
             return self.infix(node, "-", infix_op("-", self.shape_of(operand), None), [operand])
         if self.number(node) is not None:
             raise self.error(node, "a number alone is not an op application: use it as an operand")
-        if isinstance(node, ast.Name):
-            raise self.error(node, f"'{node.id}' alone is not an op application: programs have no copies "
-                                   "(use the value under its own name)")
+        if isinstance(node, (ast.Name, ast.Subscript)):  # a copy: `x = y`, `x = y[q]`
+            return self.name(COPY, node), [self.expression(node, out)]
         raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "
                                "forms + - * / @ on the program's values")
 
@@ -444,21 +596,24 @@ class _Translator:
               operands: list[Name]) -> tuple[Name, list[Name]]:
         kinds = " and ".join(ValueType(self.shape_of(o)).spelling() for o in operands)
         if found is None or self.library.get(found[0]) is None:
+            shapes = [self.shape_of(o) for o in operands]
+            found = infix_family(symbol, shapes[0], shapes[1] if len(shapes) > 1 else None)
+        if found is None or (self.library.get(found[0]) is None and self.library.family(found[0]) is None):
             form = f"'{symbol}'" + (" (negation)" if len(operands) == 1 else "")
             raise self.error(node, f"no op of the library computes {form} of {kinds}")
         name, swapped = found
         return self.name(name, node), operands[::-1] if swapped else operands
 
-    def op_of(self, func: ast.expr) -> OpDef:
+    def op_name_of(self, func: ast.expr) -> str:
+        """The name of the op (or generic op) a call names."""
         obj = self.resolve(func)
         if not isinstance(obj, OpRef):
             what = ast.unparse(func)
             raise self.error(func, f"'{what}' is not an op: a program calls ops of the library (irfuse.ops.NAME, "
                                    "'irfuse ops' lists them) and nothing else")
-        op = self.library.get(obj.name)
-        if op is None:
+        if self.library.get(obj.name) is None and self.library.family(obj.name) is None:
             raise self.error(func, f"unknown op '{obj.name}'")
-        return op
+        return obj.name
 
     def resolve(self, func: ast.expr):
         if isinstance(func, ast.Name):
@@ -473,21 +628,40 @@ class _Translator:
                 return None
         return None
 
-    def result_shape(self, call: tuple[Name, list[Name]], node: ast.AST) -> tuple[int, ...]:
-        if call[0].text in REDUCTIONS:
+    def result_of(self, call: tuple[Name, list], node: ast.AST) -> tuple[tuple[int, ...], bool]:
+        """(shape, is a mask) of a call's value."""
+        if is_reduction(call[0].text, len(call[1])):
             operand = call[1][0]
             if self.is_uniform(operand):
                 what = f"the number {operand.text}" if isinstance(operand, Number) else f"'{operand.text}', which is uniform"
                 raise self.error(node, f"irfuse.{call[0].text} reduces a per-element value over the batch, not {what}")
-            return self.shape_of(operand)
+            return self.shape_of(operand), False
+        if call[0].text == COPY:
+            operand = call[1][0]
+            return self.shape_of(operand), isinstance(operand, Name) and operand.text in self.masks
+        operands, params = call[1], ()
+        if any(isinstance(a, Text) for a in operands):
+            if call[0].text != "contract" or not isinstance(operands[0], Text) \
+                    or any(isinstance(a, Text) for a in operands[1:]):
+                raise self.error(node, "a string is the index expression of contract, its first operand: "
+                                       "contract(\"ik,kj->ij\", A, B)")
+            try:
+                params = contract_params(operands[0].text, len(operands) - 1)
+            except DefinitionError as e:
+                raise self.error(node, str(e)) from None
+            operands = operands[1:]
         op = self.library.get(call[0].text)
-        assert op is not None
-        given = [self.shape_of(a) for a in call[1]]
-        want = [t.shape for t in op.operand_types]
-        if given != want:
-            got = ", ".join(ValueType(s).spelling() for s in given)
+        types = [self.kas_type(a) for a in operands]
+        if op is None:
+            try:
+                op = self.library.resolve(call[0].text, types, params)
+            except DefinitionError as e:
+                raise self.error(node, str(e)) from None
+            assert op is not None
+        if types != list(op.operand_types):
+            got = ", ".join(t.spelling() for t in types)
             raise self.error(node, f"{op.signature()} cannot take ({got})")
-        return tuple(op.result_type.shape)
+        return tuple(op.result_type.shape), isinstance(op.result_type, MaskType)
 
 
 def translate_function(fn, library: Library | None = None) -> TracedSource:

@@ -1,18 +1,28 @@
 """Lexer and parser of the KAS language, producing a positioned syntax tree.
 
     program     := { declaration } "input" names ";" { statement } "return" names ";"
-    declaration := [ "uniform" ] TYPE IDENT { "," IDENT } ";"
-    TYPE        := scalar | vectorN | matrixNxM | tensorNxMxK[xL]   (case-insensitive)
-    statement   := IDENT "=" OPNAME "(" [ operands ] ")" ";" | "loop" INT "{" { statement } "}"
+    declaration := [ "uniform" ] TYPE declared { "," declared } ";"
+    declared    := IDENT [ "[" INT "]" ]          (an array of INT values of TYPE)
+    TYPE        := scalar | mask | vectorN | matrixNxM | tensorNxMxK[xL]   (case-insensitive)
+    statement   := place "=" OPNAME "(" [ operands ] ")" ";"
+                 | "loop" [ IDENT ] INT "{" { statement } "}"
+                 | "if" "(" condition ")" "{" { statement } "}" [ "else" "{" { statement } "}" ]
+    place       := IDENT [ "[" ( IDENT | INT ) "]" ]   (an array's entry at a loop's index, or a number)
+    condition   := operand [ ( "<" | "<=" | ">" | ">=" | "==" | "!=" ) operand ]
     operands    := operand { "," operand }
-    operand     := IDENT | [ "-" ] NUMBER
+    operand     := place | [ "-" ] NUMBER | STRING
     NUMBER      := digits [ "." [ digits ] ] [ EXPONENT ] | "." digits [ EXPONENT ]
     EXPONENT    := ( "e" | "E" ) [ "+" | "-" ] digits
     names       := IDENT { "," IDENT }
 
 `uniform` declares variables that hold one value for the whole batch; a NUMBER is a
 uniform scalar; `sum`, `max` and `min` of one per-element operand are reductions over the
-batch (see `irfuse.frontend.irgen`).
+batch (see `irfuse.frontend.irgen`). An array `T x[N]` is a value of N entries of type T (the
+type with a first axis of N: `scalar e[8]` is a vector8); inside `loop q N { ... }` its entry
+`x[q]` is read and assigned (the loop runs unrolled, `q` taking 0..N-1). A STRING is a
+double-quoted text (`contract("ik,kj->ij", A, B)`). `if` runs both branches and keeps, for
+each variable either assigns, the value of the branch its condition picks, element by
+element (`select`).
 
 Comments are ``// ...`` and ``/* ... */``.  Errors raise `CompileError`
 with the file, line and column of the offending token.
@@ -25,7 +35,8 @@ from dataclasses import dataclass, field
 
 from irfuse.diagnostics import CompileError, SourceFile
 
-KEYWORDS = {"input", "return", "loop", "uniform"}
+KEYWORDS = {"input", "return", "loop", "uniform", "if", "else"}
+COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 MAX_DIM = 64
 MAX_TRIP_COUNT = 1_000_000
 MAX_LOOP_DEPTH = 32  # loops inside loops; deeper nests would exhaust the IR tools' recursion
@@ -39,7 +50,7 @@ class Pos:
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # "ident", "int", "number" (a decimal or an exponent), "punct", "eof"
+    kind: str  # "ident", "int", "number" (a decimal or an exponent), "punct", "string", "eof"
     text: str
     pos: Pos
 
@@ -60,19 +71,47 @@ class Number:
 
 
 @dataclass
+class Text:
+    """A string operand (a contraction's index expression)."""
+
+    text: str
+    pos: Pos
+
+
+@dataclass
+class Index:
+    """Entry `index` (a loop's index variable, or a number) of the array `name`."""
+
+    name: Name
+    index: "Name | Number"
+
+    @property
+    def pos(self) -> Pos:
+        return self.name.pos
+
+    @property
+    def text(self) -> str:
+        return self.name.text
+
+
+@dataclass
 class Declaration:
     type_text: str
     shape: tuple[int, ...]
     names: list[Name]
     pos: Pos
     uniform: bool = False
+    lengths: dict[str, int] = field(default_factory=dict)  # arrays: name -> entries
+
+
+COPY = "="  # the op name of a copy statement `x = y;`
 
 
 @dataclass
 class Call:
-    target: Name
+    target: Name | Index
     op: Name
-    args: list[Name | Number]
+    args: list[Name | Number | Index | Text]
     pos: Pos
 
 
@@ -81,9 +120,28 @@ class Loop:
     count: int
     body: list["Statement"]
     pos: Pos
+    index: Name | None = None  # `loop q N`: the index variable its body reads arrays at
 
 
-Statement = Call | Loop
+@dataclass
+class Condition:
+    """`a`, a mask; or `a OP b`, a comparison (`OP` one of `COMPARISONS`)."""
+
+    lhs: Name | Number | Index
+    op: str | None = None
+    rhs: Name | Number | Index | None = None
+    pos: Pos = field(default_factory=lambda: Pos(1, 1))
+
+
+@dataclass
+class If:
+    condition: Condition
+    then: list["Statement"]
+    orelse: list["Statement"]
+    pos: Pos
+
+
+Statement = Call | Loop | If
 
 
 @dataclass
@@ -98,8 +156,8 @@ class Program:
 _DIGITS = "0123456789"  # ASCII only: str.isdigit() also takes '¹' and other digits no number here has
 _NUMBER_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TYPE_RE = re.compile(
-    r"(?i)(scalar)|vector(\d+)|matrix(\d+)x(\d+)|tensor(\d+)x(\d+)x(\d+)(?:x(\d+))?")
-TYPE_HELP = "scalar, vectorN, matrixNxM or tensorNxMxK[xL]"
+    r"(?i)(scalar|mask)|vector(\d+)|matrix(\d+)x(\d+)|tensor(\d+)x(\d+)x(\d+)(?:x(\d+))?")
+TYPE_HELP = "scalar, mask, vectorN, matrixNxM or tensorNxMxK[xL]"
 
 
 def parse_type_name(text: str) -> tuple[int, ...] | None:
@@ -110,6 +168,10 @@ def parse_type_name(text: str) -> tuple[int, ...] | None:
     if m.group(1):
         return ()
     return tuple(int(g) for g in m.groups()[1:] if g is not None)
+
+
+def is_mask_type(text: str) -> bool:
+    return text.lower() == "mask"
 
 
 class Lexer:
@@ -158,9 +220,19 @@ class Lexer:
                 kind = "int" if m.group(0).isdigit() else "number"
                 out.append(Token(kind, m.group(0), Pos(line, col)))
                 advance(len(m.group(0)))
-            elif ch in "=(),;{}-":
+            elif text.startswith(("<=", ">=", "==", "!="), i):
+                out.append(Token("punct", text[i:i + 2], Pos(line, col)))
+                advance(2)
+            elif ch in "=(),;{}-[]<>":
                 out.append(Token("punct", ch, Pos(line, col)))
                 advance(1)
+            elif ch == '"':
+                j = text.find('"', i + 1)
+                if j < 0 or "\n" in text[i:j]:
+                    raise CompileError(self.src.diag(line, col, "unterminated string: '\"' has no closing '\"' "
+                                                                "on its line"))
+                out.append(Token("string", text[i + 1:j], Pos(line, col)))
+                advance(j + 1 - i)
             else:
                 raise CompileError(self.src.diag(
                     line, col, f"unexpected character {ch!r}",
@@ -252,9 +324,23 @@ class Parser:
             if not 1 <= d <= MAX_DIM:
                 raise self.error(tok, f"dimension {d} of type '{tok.text}' is out of range 1..{MAX_DIM}")
         self.i += 1
-        names = self.names("a variable name")
+        names, lengths = [self.expect_ident("a variable name")], {}
+        while True:
+            if self.peek().kind == "punct" and self.peek().text == "[":
+                self.i += 1
+                count = self.peek()
+                if count.kind != "int" or not 1 <= int(count.text) <= MAX_DIM:
+                    raise self.error(count, f"expected the array's length (1..{MAX_DIM}) after '[', found "
+                                            f"{self.describe(count)}")
+                self.i += 1
+                self.expect_punct("]", "after the array's length")
+                lengths[names[-1].text] = int(count.text)
+            if not (self.peek().kind == "punct" and self.peek().text == ","):
+                break
+            self.i += 1
+            names.append(self.expect_ident("a variable name"))
         self.expect_punct(";", "after the declaration")
-        return Declaration(tok.text, shape, names, tok.pos, uniform)
+        return Declaration(tok.text, shape, names, tok.pos, uniform, lengths)
 
     def statements(self, top_level: bool) -> list[Statement]:
         out: list[Statement] = []
@@ -262,6 +348,8 @@ class Parser:
             tok = self.peek()
             if tok.kind == "ident" and tok.text == "loop":
                 out.append(self.loop())
+            elif tok.kind == "ident" and tok.text == "if":
+                out.append(self.if_statement())
             elif tok.kind == "ident" and tok.text not in KEYWORDS:
                 out.append(self.call())
             else:
@@ -279,6 +367,9 @@ class Parser:
 
     def _loop(self, tok) -> Loop:
         self.i += 1
+        index = None
+        if self.peek().kind == "ident" and self.peek().text not in KEYWORDS:
+            index = self.expect_ident("the loop's index")
         count_tok = self.peek()
         if count_tok.kind != "int":
             raise self.error(count_tok, f"expected the trip count after 'loop', found {self.describe(count_tok)}")
@@ -292,14 +383,72 @@ class Parser:
         if not (close.kind == "punct" and close.text == "}"):
             raise self.error(close, f"expected a statement or '}}' to close the loop, found {self.describe(close)}")
         self.i += 1
-        return Loop(count, body, tok.pos)
+        return Loop(count, body, tok.pos, index)
+
+    def block(self, what: str) -> list[Statement]:
+        self.expect_punct("{", f"to open the {what}")
+        body = self.statements(top_level=False)
+        close = self.peek()
+        if not (close.kind == "punct" and close.text == "}"):
+            raise self.error(close, f"expected a statement or '}}' to close the {what}, found {self.describe(close)}")
+        self.i += 1
+        return body
+
+    def if_statement(self) -> If:
+        tok = self.peek()
+        self.i += 1
+        self.expect_punct("(", "after 'if'")
+        cond_tok = self.peek()
+        lhs = self.operand()
+        op = rhs = None
+        if self.peek().kind == "punct" and self.peek().text in COMPARISONS:
+            op = self.peek().text
+            self.i += 1
+            rhs = self.operand()
+        if isinstance(lhs, Text) or isinstance(rhs, Text):
+            raise self.error(cond_tok, "a condition compares values (or names a mask), not strings")
+        self.expect_punct(")", "to close the condition")
+        self.depth += 1
+        try:
+            if self.depth > MAX_LOOP_DEPTH:
+                raise self.error(tok, f"statements are nested {self.depth} deep here; at most {MAX_LOOP_DEPTH} are "
+                                      "allowed")
+            then = self.block("'if' branch")
+            orelse: list[Statement] = []
+            if self.peek().kind == "ident" and self.peek().text == "else":
+                self.i += 1
+                orelse = self.block("'else' branch")
+        finally:
+            self.depth -= 1
+        return If(Condition(lhs, op, rhs, cond_tok.pos), then, orelse, tok.pos)  # type: ignore[arg-type]
+
+    def place(self, what: str) -> Name | Index:
+        """A variable, or an array's entry at a loop's index or a constant (`x[q]`, `x[0]`)."""
+        name = self.expect_ident(what)
+        if self.peek().kind == "punct" and self.peek().text == "[":
+            self.i += 1
+            tok = self.peek()
+            if tok.kind == "int":
+                self.i += 1
+                index: Name | Number = Number(tok.text, float(tok.text), tok.pos)
+            else:
+                index = self.expect_ident("a loop's index or an entry's number inside '[ ]'")
+            self.expect_punct("]", f"after '{name.text}[{index.text}'")
+            return Index(name, index)
+        return name
 
     def call(self) -> Call:
-        target = self.expect_ident("a variable name")
-        self.expect_punct("=", f"after '{target.text}'")
+        target = self.place("a variable name")
+        eq = self.expect_punct("=", f"after '{target.text}'")
+        after = self.peek(1)
+        if self.peek().kind == "ident" and not (after.kind == "punct" and after.text == "("):
+            # `x = y;` or `x[q] = y;`: a copy (its op is named COPY), which makes no call.
+            source = self.place("a variable name")
+            self.expect_punct(";", "after the statement")
+            return Call(target, Name(COPY, eq.pos), [source], target.pos)
         op = self.expect_ident("an op name")
         self.expect_punct("(", f"after '{op.text}'")
-        args: list[Name | Number] = []
+        args: list[Name | Number | Index | Text] = []
         if not (self.peek().kind == "punct" and self.peek().text == ")"):
             args.append(self.operand())
             while self.peek().kind == "punct" and self.peek().text == ",":
@@ -310,8 +459,11 @@ class Parser:
         return Call(target, op, args, target.pos)
 
 
-    def operand(self) -> Name | Number:
+    def operand(self) -> Name | Number | Index | Text:
         tok = self.peek()
+        if tok.kind == "string":
+            self.i += 1
+            return Text(tok.text, tok.pos)
         sign = ""
         if tok.kind == "punct" and tok.text == "-":
             sign = "-"
@@ -325,7 +477,7 @@ class Parser:
             if value in (float("inf"), float("-inf")):
                 raise self.error(tok, f"the number {sign}{num.text} is too large (beyond float64)")
             return Number(sign + num.text, value, tok.pos)
-        return self.expect_ident("an operand name or a number")
+        return self.place("an operand name or a number")
 
 
 def parse_program(src: SourceFile) -> Program:

@@ -137,7 +137,8 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
     uniform = [i for i, op in enumerate(loads) if model.values[op.value].uniform]  # type: ignore[index]
     kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
                            layout=model.layout, uniform=uniform, once=model.once,
-                           elements_per_thread=model.per_thread)
+                           elements_per_thread=model.per_thread,
+                           unplaced=model.shared_bytes() > fuse.MAX_SHARED_BYTES_PER_BLOCK)
     first = next((op.location for op in model.ops if op.kind == OpKind.CALL and op.location is not None), None)
     if first is not None:
         kernel.location = first  # a kernel stands where its first statement does

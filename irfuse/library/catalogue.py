@@ -13,7 +13,7 @@ import difflib
 import importlib.util
 import linecache
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from importlib.metadata import entry_points
 
 from irfuse.diagnostics import CompileError, Diagnostic
@@ -26,6 +26,7 @@ from irfuse.library.implementations import (
     generated_implementations,
     recommended_elements_per_block,
 )
+from irfuse.library.families import FAMILIES, Family, parse_mangled
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.ops import OpDef
 
@@ -111,10 +112,46 @@ class Library:
         return impl
 
     def get(self, name: str) -> OpDef | None:
-        return self.ops.get(name)
+        """The op called `name`: one defined, or a family's op named by its operand types
+        (`mmul_4x3_3x2`), made on first use."""
+        op = self.ops.get(name)
+        if op is None:
+            parsed = parse_mangled(name)
+            if parsed is not None:
+                family, params, types = parsed
+                try:
+                    op = self._instance(family, types, params)
+                except DefinitionError:
+                    return None
+                if op.name != name:
+                    return None
+        return op
+
+    def resolve(self, name: str, types: Sequence[KasType], params: Sequence[str] = ()) -> OpDef | None:
+        """The op a call of `name` on operands of `types` means: the op of that name, or the
+        family's op for those types (`families`); None for neither. DefinitionError, saying
+        what the family takes, for types it does not take."""
+        op = self.ops.get(name)
+        if op is not None:
+            return op
+        family = FAMILIES.get(name)
+        return self._instance(family, types, params) if family is not None else None
+
+    def family(self, name: str) -> Family | None:
+        return FAMILIES.get(name)
+
+    def _instance(self, family: Family, types: Sequence[KasType], params: Sequence[str]) -> OpDef:
+        name, instance = family.instantiate(types, params)
+        op = self.ops.get(name)
+        if op is None:
+            op = self.define(name, list(zip(instance.operand_names, types)), instance.result, instance.definition,
+                             f"{family.name}: {instance.doc}")
+            self.base_ops[name] = op  # a family's op is irfuse's own, as the built-in catalogue
+        return op
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        return difflib.get_close_matches(name, self.ops.keys(), n=n, cutoff=0.6)
+        names = [k for k in self.ops if parse_mangled(k) is None] + list(FAMILIES)
+        return difflib.get_close_matches(name, names, n=n, cutoff=0.6)
 
     def implementations(self, op: OpDef) -> list[Implementation]:
         return generated_implementations(op) + list(self.hand_implementations.get(op.name, []))

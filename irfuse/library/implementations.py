@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from irfuse.dialects.access_pattern import AccessPattern, fit_pattern
-from irfuse.library.indexexpr import Const, Expander, SBin, SUn, fold_bin, parse_definition
+from irfuse.library.indexexpr import Const, Expander, SBin, SCall, SUn, fold_bin, make_call, parse_definition
 from irfuse.library.ops import OpDef
 
 # --- Affine offsets over thread-bound index variables -----------------------
@@ -129,6 +129,8 @@ def _assume(t, cond: SCond, value: float):
     if isinstance(t, SUn):
         arg = _assume(t.arg, cond, value)
         return Const(-arg.value) if t.fn == "neg" and isinstance(arg, Const) else SUn(t.fn, arg)
+    if isinstance(t, SCall):
+        return make_call(t.fn, tuple(_assume(a, cond, value) for a in t.args))
     return t
 
 
@@ -141,6 +143,9 @@ def _nodes(t, kind: type):
         yield from _nodes(t.rhs, kind)
     elif isinstance(t, SUn):
         yield from _nodes(t.arg, kind)
+    elif isinstance(t, SCall):
+        for a in t.args:
+            yield from _nodes(a, kind)
 
 
 # --- Implementations ---------------------------------------------------------
@@ -243,9 +248,9 @@ class GeneratedImplementation(Implementation):
             if isinstance(t, SBin):
                 return f"({to_c(t.lhs)} {t.op} {to_c(t.rhs)})"
             if isinstance(t, SUn):
-                a = to_c(t.arg)
-                return {"neg": f"(-{a})", "sqrt": f"sqrt({a})", "abs": f"fabs({a})",
-                        "rcp": f"((real_t)1 / {a})"}[t.fn]
+                return c_function(t.fn, [to_c(t.arg)])
+            if isinstance(t, SCall):
+                return c_function(t.fn, [to_c(a) for a in t.args])
             raise ValueError(t)
 
         lines = [f"// {self.op.name}: {self.op.definition}  [{self.name}: {self.mapping_doc}; variant {variant}]",
@@ -258,6 +263,25 @@ class GeneratedImplementation(Implementation):
             lines.append(f"  {_index('irf_result', out_base, off - self.result_rel, self.var_exprs)} = r{j};")
         lines.append("}")
         return "\n".join(lines)
+
+
+# C for each function of the index notation (`indexexpr.FUNCTIONS`), the same text on the GPU
+# and the host (`irf_*` helpers in irfuse_prelude.h; the math library's overloads for real_t).
+_C_FUNCTIONS = {
+    "neg": "(-{0})", "sqrt": "sqrt({0})", "abs": "fabs({0})", "rcp": "((real_t)1 / {0})",
+    "rsqrt": "((real_t)1 / sqrt({0}))", "exp": "exp({0})", "log": "log({0})", "sin": "sin({0})",
+    "cos": "cos({0})", "tanh": "tanh({0})", "sign": "irf_sign({0})", "not": "((real_t)({0} == (real_t)0))",
+    "pow": "pow({0}, {1})", "min": "irf_min({0}, {1})", "max": "irf_max({0}, {1})",
+    "lt": "((real_t)({0} < {1}))", "le": "((real_t)({0} <= {1}))", "gt": "((real_t)({0} > {1}))",
+    "ge": "((real_t)({0} >= {1}))", "eq": "((real_t)({0} == {1}))", "ne": "((real_t)({0} != {1}))",
+    "and": "((real_t)({0} != (real_t)0 && {1} != (real_t)0))",
+    "or": "((real_t)({0} != (real_t)0 || {1} != (real_t)0))",
+    "select": "({0} != (real_t)0 ? {1} : {2})", "clamp": "irf_min(irf_max({0}, {1}), {2})",
+}
+
+
+def c_function(fn: str, args: list[str]) -> str:
+    return _C_FUNCTIONS[fn].format(*args)
 
 
 def _index(array: str, base: str, rel: Affine, var_exprs: dict[str, str]) -> str:
@@ -381,15 +405,26 @@ def load_store_pattern(size: int, bx: int, by: int, vector_words: int = 1) -> Ac
 _GENERATED: dict[int, list[Implementation]] = {}
 
 
+# Runtime selections (deltas whose indices a thread's coordinates bind) a mapping may leave in
+# an entry's tree: each doubles the code (`selected`), so a definition written entry by entry
+# (cof, inv: a sum of `delta(i,a)*delta(j,b)*...`) keeps one thread an element only.
+MAX_RUNTIME_SELECTIONS = 3
+
+
 def generated_implementations(op: OpDef) -> list[Implementation]:
     key = id(op)
     if key not in _GENERATED:
         impls: list[Implementation] = [_derive(op, "elem")]
         shape = op.result_type.shape
         rows = shape[0] if shape else 1
+        candidates = []
         if rows > 1:
-            impls.append(_derive(op, "row"))
+            candidates.append(_derive(op, "row"))
         if op.result_type.size > rows:
-            impls.append(_derive(op, "entry"))
+            candidates.append(_derive(op, "entry"))
+        for impl in candidates:
+            conds = {c for _, tree in impl.outputs for c in _nodes(tree, SCond)}
+            if len(conds) <= MAX_RUNTIME_SELECTIONS:
+                impls.append(impl)
         _GENERATED[key] = impls
     return _GENERATED[key]

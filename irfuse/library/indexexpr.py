@@ -16,8 +16,15 @@ Grammar::
     unary      := "-" unary | atom
     atom       := NUMBER | NAME [ "[" ref_idx {"," ref_idx} "]" ] | "(" expr ")"
                 | "sum" "(" idx { "," idx } ")" term
-                | ("sqrt" | "abs" | "rcp") "(" expr ")" | "delta" "(" ref_idx "," ref_idx ")"
+                | FUNCTION "(" expr { "," expr } ")" | "delta" "(" ref_idx "," ref_idx ")"
     ref_idx    := idx | INT          (a constant index picks one entry, e.g. A[0,2])
+
+Functions (`FUNCTIONS`: name -> number of arguments): `sqrt abs rcp exp log rsqrt sin cos tanh
+sign` of one value; `pow min max` of two; the comparisons `lt le gt ge eq ne` (1 where true,
+else 0; false where either side is NaN, as IEEE compares) and `and or` of two masks, `not` of
+one (a mask is 0 or 1; any nonzero value counts as true); `select(c, a, b)` (a where c is
+nonzero, else b: the side not taken never reaches the result, NaN or not) and `clamp(x, lo, hi)`.
+`min`, `max` and `clamp` propagate NaN as NumPy's `minimum` and `maximum` do.
 """
 
 from __future__ import annotations
@@ -28,7 +35,11 @@ import re
 from dataclasses import dataclass
 from typing import Union
 
-FUNCTIONS = ("sqrt", "abs", "rcp")
+FUNCTIONS = {"sqrt": 1, "abs": 1, "rcp": 1, "exp": 1, "log": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
+             "sign": 1, "not": 1, "pow": 2, "min": 2, "max": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,
+             "ne": 2, "and": 2, "or": 2, "select": 3, "clamp": 3}
+UNARY = tuple(f for f, k in FUNCTIONS.items() if k == 1)
+COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 
 
 class DefinitionError(ValueError):
@@ -68,6 +79,14 @@ class Func:
 
 
 @dataclass(frozen=True)
+class Call:
+    """A function of two or three values (`FUNCTIONS`)."""
+
+    fn: str
+    args: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
 class Sum:
     indices: tuple[str, ...]
     body: "Expr"
@@ -79,7 +98,7 @@ class Delta:
     j: str
 
 
-Expr = Union[Num, Ref, Bin, Neg, Func, Sum, Delta]
+Expr = Union[Num, Ref, Bin, Neg, Func, Call, Sum, Delta]
 
 
 @dataclass(frozen=True)
@@ -195,9 +214,15 @@ class _Parser:
             return Sum(idx, self.term())
         if name in FUNCTIONS:
             self.take("(")
-            arg = self.expr()
+            args = [self.expr()]
+            while self.peek() == ",":
+                self.take(",")
+                args.append(self.expr())
             self.take(")")
-            return Func(name, arg)
+            if len(args) != FUNCTIONS[name]:
+                raise DefinitionError(f"in definition '{self.text}': {name} takes {FUNCTIONS[name]} argument(s), "
+                                      f"got {len(args)}")
+            return Func(name, args[0]) if len(args) == 1 else Call(name, tuple(args))
         if name == "delta":
             self.take("(")
             pair = self.index_list(allow_constants=True)
@@ -241,11 +266,17 @@ class SBin:
 
 @dataclass(frozen=True)
 class SUn:
-    fn: str  # "neg", "sqrt", "abs", "rcp"
+    fn: str  # "neg", or a function of one value (`UNARY`)
     arg: "Scalar"
 
 
-Scalar = Union[Leaf, Const, SBin, SUn]
+@dataclass(frozen=True)
+class SCall:
+    fn: str  # a function of two or three values
+    args: tuple["Scalar", ...]
+
+
+Scalar = Union[Leaf, Const, SBin, SUn, SCall]
 
 
 def _flat(shape: tuple[int, ...], idx: tuple[int, ...]) -> int:
@@ -327,6 +358,9 @@ class Expander:
             self._infer_ranges(e.rhs)
         elif isinstance(e, (Neg, Func)):
             self._infer_ranges(e.arg)
+        elif isinstance(e, Call):
+            for a in e.args:
+                self._infer_ranges(a)
         elif isinstance(e, Sum):
             self._infer_ranges(e.body)
 
@@ -357,6 +391,8 @@ class Expander:
             return Const(-a.value) if isinstance(a, Const) else SUn("neg", a)
         if isinstance(e, Func):
             return SUn(e.fn, self._expand(e.arg, env))
+        if isinstance(e, Call):
+            return make_call(e.fn, tuple(self._expand(a, env) for a in e.args))
         if isinstance(e, Delta):
             return self.delta(*(int(i) if i.isdigit() else env[i] for i in (e.i, e.j)))
         if isinstance(e, Sum):
@@ -381,30 +417,79 @@ class Expander:
         return Const(1.0 if a == b else 0.0)
 
 
+def make_call(fn: str, args: tuple) -> Scalar:
+    """`fn(*args)` as a tree node; a selection whose condition is a constant is the side it
+    picks (the other never reaches the result)."""
+    if fn == "select" and isinstance(args[0], Const) and args[0].value == args[0].value:
+        return args[1] if args[0].value != 0 else args[2]
+    return SCall(fn, args)
+
+
 def count_flops(trees: list[Scalar]) -> int:
-    """Arithmetic operations per element (each +,-,*,/, negation and function counts 1)."""
+    """Arithmetic operations per element (each +,-,*,/, negation, comparison, selection and
+    function counts 1)."""
     def walk(t: Scalar) -> int:
         if isinstance(t, SBin):
             return 1 + walk(t.lhs) + walk(t.rhs)
         if isinstance(t, SUn):
             return 1 + walk(t.arg)
+        if isinstance(t, SCall):
+            return 1 + sum(walk(a) for a in t.args)
         return 0
     return sum(walk(t) for t in trees)
 
 
-SLOW_FUNCTIONS = ("sqrt", "rcp")
+# Functions that are a sequence of instructions on a GPU, not one: the IEEE-rounded square
+# root and reciprocal, and the library's transcendental functions (counted as one slow op
+# each; a power is a logarithm and an exponential).
+SLOW_FUNCTIONS = {"sqrt": 1, "rcp": 1, "rsqrt": 2, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "pow": 2}
 
 
 def count_slow_ops(trees: list[Scalar]) -> int:
-    """Divisions, reciprocals and square roots per element: each is a sequence of
-    instructions on a GPU (IEEE-rounded), not one."""
+    """Divisions, reciprocals, square roots and transcendental functions per element (see
+    `SLOW_FUNCTIONS`)."""
     def walk(t: Scalar) -> int:
         if isinstance(t, SBin):
             return int(t.op == "/") + walk(t.lhs) + walk(t.rhs)
         if isinstance(t, SUn):
-            return int(t.fn in SLOW_FUNCTIONS) + walk(t.arg)
+            return SLOW_FUNCTIONS.get(t.fn, 0) + walk(t.arg)
+        if isinstance(t, SCall):
+            return SLOW_FUNCTIONS.get(t.fn, 0) + sum(walk(a) for a in t.args)
         return 0
     return sum(walk(t) for t in trees)
+
+
+def apply_function(fn: str, args: list, np) -> object:
+    """`fn` of NumPy arrays (or NumPy scalars), in their own precision: what the reference
+    and the run-precision evaluations compute (see the module's docstring for each)."""
+    if fn == "neg":
+        return -args[0]
+    a = args[0]
+    if fn in ("sqrt", "abs", "exp", "log", "sin", "cos", "tanh", "sign"):
+        return {"sqrt": np.sqrt, "abs": np.abs, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
+                "tanh": np.tanh, "sign": np.sign}[fn](a)
+    one = np.ones_like(a)
+    if fn == "rcp":
+        return one / a
+    if fn == "rsqrt":
+        return one / np.sqrt(a)
+    if fn == "not":
+        return np.where(a == 0, one, 0 * one)
+    if fn == "pow":
+        return np.power(a, args[1])
+    if fn == "min":
+        return np.minimum(a, args[1])
+    if fn == "max":
+        return np.maximum(a, args[1])
+    if fn == "clamp":
+        return np.minimum(np.maximum(a, args[1]), args[2])
+    if fn == "select":
+        return np.where(a != 0, args[1], args[2])
+    b = args[1]
+    truth = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+             "ne": np.not_equal, "and": lambda x, y: (x != 0) & (y != 0),
+             "or": lambda x, y: (x != 0) | (y != 0)}[fn](a, b)
+    return np.where(truth, np.ones_like(a + b), np.zeros_like(a + b))
 
 
 def eval_numpy(t: Scalar, operands: list) -> object:
@@ -421,17 +506,10 @@ def eval_numpy(t: Scalar, operands: list) -> object:
         a, b = eval_numpy(t.lhs, operands), eval_numpy(t.rhs, operands)
         with np.errstate(all="ignore"):
             return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[t.op](a, b)
-    if isinstance(t, SUn):
-        a = eval_numpy(t.arg, operands)
+    if isinstance(t, (SUn, SCall)):
+        args = [eval_numpy(a, operands) for a in ((t.arg,) if isinstance(t, SUn) else t.args)]
         with np.errstate(all="ignore"):
-            if t.fn == "neg":
-                return -a
-            if t.fn == "sqrt":
-                return np.sqrt(a)
-            if t.fn == "abs":
-                return np.abs(a)
-            if t.fn == "rcp":
-                return 1.0 / a
+            return apply_function(t.fn, args, np)
     raise ValueError(f"unexpected node {t!r}")
 
 
@@ -476,7 +554,70 @@ def eval_numpy_bounded(t: Scalar, operands: list, errors: list, u: float) -> tup
                 v = 1.0 / a
                 e = np.where(ea < np.abs(a), ea * np.abs(v) / (np.abs(a) - ea), np.inf)
                 return v, e + u * np.abs(v)
+            return _bounded_function(t.fn, [(a, ea)], u, np)
+        if isinstance(t, SCall):
+            return _bounded_function(t.fn, [eval_numpy_bounded(a, operands, errors, u) for a in t.args], u, np)
     raise ValueError(f"unexpected node {t!r}")
+
+
+# Ulps the GPU's and the host's math libraries may be off by in a transcendental function
+# (CUDA's float functions: 1 to 2 ulps for exp, log, sin, cos, tanh; up to 4 for pow), beyond
+# the one rounding every node is allowed: the bound counts this many roundings more.
+LIBRARY_ULPS = {"exp": 2, "log": 2, "sin": 2, "cos": 2, "tanh": 2, "pow": 8, "rsqrt": 1}
+
+
+def _bounded_function(fn: str, args: list, u: float, np) -> tuple:
+    """(value, error bound) of a function of bounded values (see `eval_numpy_bounded`): its
+    slope times the arguments' errors (over the interval they span where the slope varies
+    much), its rounding, and its library's ulps. A comparison, `sign` or a selection whose
+    outcome the arguments' errors could flip is allowed the whole jump."""
+    (a, ea), rest = args[0], args[1:]
+    extra = u * LIBRARY_ULPS.get(fn, 0)
+    if fn == "exp":
+        v = np.exp(a)
+        return v, np.abs(v) * np.expm1(ea) + (u + extra) * np.abs(v)
+    if fn == "log":
+        v = np.log(a)
+        e = np.where(ea < a, -np.log1p(-ea / np.where(a > 0, a, 1)), np.inf)
+        return v, e + (u + extra) * np.abs(v)
+    if fn == "rsqrt":
+        v = 1.0 / np.sqrt(a)
+        e = np.where(ea < a, v * (np.sqrt(a / np.where(a > ea, a - ea, 1)) - 1), np.inf)
+        return v, e + (2 * u + extra) * np.abs(v)
+    if fn in ("sin", "cos"):
+        v = np.sin(a) if fn == "sin" else np.cos(a)
+        return v, np.minimum(ea, 2.0) + u * np.abs(v) + extra
+    if fn == "tanh":
+        v = np.tanh(a)
+        return v, np.minimum(ea, 2.0) + (u + extra) * np.abs(v)
+    if fn == "sign":
+        v = np.sign(a)
+        return v, np.where(ea < np.abs(a), 0.0, np.where(ea > 0, 2.0, 0.0))
+    if fn == "not":
+        return apply_function(fn, [a], np), np.where(ea > 0, 1.0, 0.0)
+    if fn in ("min", "max", "clamp"):
+        v = apply_function(fn, [a, *(x for x, _ in rest)], np)
+        return v, np.maximum.reduce([ea, *(e for _, e in rest)])
+    if fn == "pow":
+        (b, eb), = rest
+        v = np.power(a, b)
+        spread = np.where(ea < np.abs(a), np.abs(b) * ea / np.where(np.abs(a) > ea, np.abs(a) - ea, 1)
+                          + np.abs(np.log(np.abs(a) + ea)) * eb, np.inf)
+        return v, np.abs(v) * np.expm1(spread) + (u + extra) * np.abs(v)
+    if fn in COMPARISONS or fn in ("and", "or"):
+        (b, eb), = rest
+        v = apply_function(fn, [a, b], np)
+        if fn in ("and", "or"):
+            could_flip = (ea > 0) | (eb > 0)
+        else:
+            could_flip = ~(np.abs(a - b) > ea + eb)
+        return v, np.where(could_flip & ((ea > 0) | (eb > 0)), 1.0, 0.0)
+    if fn == "select":
+        (x, ex), (y, ey) = rest
+        v = np.where(a != 0, x, y)
+        taken = np.where(a != 0, ex, ey)
+        return v, np.where(ea > 0, np.abs(x - y) + ex + ey, taken)
+    raise ValueError(f"no error bound for {fn}")
 
 
 # --- Vectorized evaluation --------------------------------------------------
@@ -573,8 +714,13 @@ class BatchEvaluator:
         if isinstance(e, Func):
             v = self._eval(e.arg, operands, dtype)
             with np.errstate(all="ignore"):
-                fn = {"sqrt": np.sqrt, "abs": np.abs, "rcp": lambda x: 1.0 / x}[e.fn]
-                return _Axes(fn(v.array), v.axes)
+                return _Axes(apply_function(e.fn, [v.array], np), v.axes)
+        if isinstance(e, Call):
+            values = [self._eval(a, operands, dtype) for a in e.args]
+            axes = tuple(dict.fromkeys(x for v in values for x in v.axes))
+            arrays = [self._aligned(v, axes) for v in values]
+            with np.errstate(all="ignore"):
+                return _Axes(np.asarray(apply_function(e.fn, arrays, np), dtype=dtype), axes)
         if isinstance(e, Bin):
             return self._binary(e.op, self._eval(e.lhs, operands, dtype), self._eval(e.rhs, operands, dtype))
         if isinstance(e, Sum):
@@ -658,4 +804,8 @@ class BatchEvaluator:
                 return _Axes(np.where(sel != 0, other * sel, 0.0).astype(other.dtype, copy=False), axes,
                              a.selector and b.selector)
             fn = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op]
-            return _Axes(fn(x, y), axes)
+            out = fn(x, y)
+            # A sum or difference of selections that is still 0 or 1 everywhere (1 - delta)
+            # selects too, as the trees fold it.
+            selects = op in "+-" and a.selector and b.selector and bool(np.isin(out, (0.0, 1.0)).all())
+            return _Axes(out, axes, selects)

@@ -6,6 +6,7 @@ reference, flop count and generated CUDA code all come from that one text.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,13 +38,13 @@ class OpDef:
         self.trees = expander.expand()
         self.evaluator = BatchEvaluator(d, self.operand_names, expander.ranges, self.result_type.shape)
 
-    @property
-    def flops(self) -> int:
+    @functools.cached_property
+    def flops(self) -> int:  # (asked for every configuration the search costs: counted once)
         return count_flops(self.trees)
 
-    @property
+    @functools.cached_property
     def slow_ops(self) -> int:
-        """How many of `flops` are divisions, reciprocals or square roots."""
+        """How many of `flops` are divisions, reciprocals, square roots or library functions."""
         return count_slow_ops(self.trees)
 
     def bytes(self, itemsize: int = 4) -> int:

@@ -135,19 +135,19 @@ _PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plan
 def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
                  keep: int, registers_path: str | None = None, progress=None,
                  budget: int = DEFAULT_CONFIG_BUDGET, layout: str = "aos", loops: str = "auto",
-                 per_thread: str = "auto"):
+                 per_thread: str = "auto", phases: bool = True):
     """The fusion search, memoized per program and options within a process (tuning applies
     plan after plan of one search). The memo only saves time: its key holds every input of
     the search (the register table by content), so a hit gives what a search would."""
     registers = load_register_table(registers_path) if registers_path else None
-    key = (module_text(program), n, profile_name, itemsize, layout, loops, per_thread, max_size, top, keep, budget,
-           tuple(sorted(registers.items())) if registers else None)
+    key = (module_text(program), n, profile_name, itemsize, layout, loops, per_thread, phases, max_size, top, keep,
+           budget, tuple(sorted(registers.items())) if registers else None)
     if key not in _PLANS:
         _PLANS.clear()
         profile = load_profile(profile_name)
         _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep,
                                              progress=progress, registers=registers, budget=budget,
-                                             layout=layout, loops=loops, per_thread=per_thread))
+                                             layout=layout, loops=loops, per_thread=per_thread, phases=phases))
     old_program, (dags, plans) = _PLANS[key]
     if old_program is not program:
         # Re-run the block analysis on this program object (the plans refer to its ops by position).
@@ -170,8 +170,9 @@ class FusePartition(ModulePass):
     budget: int = DEFAULT_CONFIG_BUDGET
     loops: str = "auto"
     per_thread: str = "auto"
+    phases: bool = True
     OPTION_DOCS: ClassVar[dict[str, str]] = {
-        "max_size": "most calls in one kernel",
+        "max_size": "most calls in one kernel, except a block's whole phase (see phases)",
         "top": "how many best plans to search for",
         "plan": "which of them to apply (0 = best)",
         "n": "batch size the cost model predicts for",
@@ -185,6 +186,9 @@ class FusePartition(ModulePass):
                  "runs from the host, its body's kernels launched once per iteration",
         "per_thread": "auto: the threads of a kernel that reduces over the batch may run 2 or 4 elements each "
                       "where the cost model finds it cheaper; one: one element a thread in every kernel",
+        "phases": "true: a block's calls between reductions (an element routine's unrolled code) are also offered "
+                  "as one kernel however many they are, when max-size is above 1; false: no kernel holds more "
+                  "than max-size calls",
     }
 
     def search(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
@@ -202,7 +206,7 @@ class FusePartition(ModulePass):
                              f"got '{self.per_thread}'")
         dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
                                    max(self.top, self.plan + 1), self.keep, self.registers, progress, self.budget,
-                                   layout, self.loops, self.per_thread)
+                                   layout, self.loops, self.per_thread, self.phases)
         return dags, plans, load_profile(self.profile)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -17,9 +17,15 @@ def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
     return [op for op in module.ops if isinstance(op, fuse.KernelOp)]
 
 
-def rewrite_kernels(module: ModuleOp, transform: Callable[[KernelModel], KernelModel]) -> None:
+def rewrite_kernels(module: ModuleOp, transform: Callable[[KernelModel], KernelModel],
+                    finish: Callable[[fuse.KernelOp, KernelModel], None] | None = None) -> None:
+    """`transform` applied to every kernel; `finish`, given the kernel and the model written
+    back, runs before the kernel is verified."""
     itemsize = itemsize_of(module)
     for kernel in kernels_of(module):
         model, mapping = model_from_kernel(kernel, itemsize)
-        write_back(kernel, transform(model), mapping)
+        model = transform(model)
+        write_back(kernel, model, mapping)
+        if finish is not None:
+            finish(kernel, model)
         kernel.verify()

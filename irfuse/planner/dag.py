@@ -34,6 +34,7 @@ class BlockDAG:
     anc: list[int] = field(default_factory=list)
     multiplier: int = 1  # how many times the block runs per program run
     parent: tuple[int, int] | None = None  # (DAG, node) of the loop whose body this is
+    once: list[bool] = field(default_factory=list)  # per node: a call of uniform values (`runs_once`)
 
     @property
     def calls(self) -> list[int]:
@@ -41,8 +42,9 @@ class BlockDAG:
         return [i for i, op in enumerate(self.ops) if isinstance(op, (kas.CallOp, kas.ReduceOp))]
 
     def runs_once(self, i: int) -> bool:
-        op = self.ops[i]
-        return isinstance(op, kas.CallOp) and kas.is_uniform(op.res)
+        if not self.once:  # (asked for every group the search grows: worked out once per block)
+            self.once = [isinstance(op, kas.CallOp) and kas.is_uniform(op.res) for op in self.ops]
+        return self.once[i]
 
     def reductions(self) -> int:
         """The reductions' nodes, as a bitset."""
@@ -132,10 +134,12 @@ def is_convex(dag: BlockDAG, members: int) -> bool:
 
 
 def can_share_kernel(dag: BlockDAG, members: int) -> bool:
-    """Whether the nodes of a group may run in one kernel: all over the batch or all once,
-    and no reduction with an op that depends on it."""
+    """Whether the nodes of a group may run in one kernel: all over the batch or all once
+    (or once, read only inside the group: see `_read_inside_only`), and no reduction with an
+    op that depends on it."""
     nodes = [i for i in range(len(dag.ops)) if (members >> i) & 1]
-    if len({dag.runs_once(i) for i in nodes}) > 1:
+    if len({dag.runs_once(i) for i in nodes}) > 1 and not all(
+            _read_inside_only(dag, i, members) for i in nodes if dag.runs_once(i)):
         return False
     reduces = dag.reductions() & members
     while reduces:
@@ -144,6 +148,48 @@ def can_share_kernel(dag: BlockDAG, members: int) -> bool:
             return False
         reduces ^= low
     return True
+
+
+def _read_inside_only(dag: BlockDAG, i: int, members: int) -> bool:
+    """Whether node `i`'s value is read by the group's nodes alone (not returned, yielded or
+    read by another kernel): a uniform call may then join a kernel over the batch, where each
+    thread computes it again (an entry of a uniform table, a scaled constant: no separate
+    kernel, no round trip through global memory)."""
+    res = dag.ops[i].results[0]
+    return (all((members >> j) & 1 for j in dag.succ[i])
+            and not any(isinstance(u.operation, (kas.ReturnOp, kas.YieldOp)) for u in res.uses))
+
+
+def phase_levels(dag: BlockDAG) -> list[int]:
+    """For each node, how many reductions lie on the longest path into it: nodes of one level
+    may share a kernel (a reduction's readers come a level after it)."""
+    level = [0] * len(dag.ops)
+    for i in range(len(dag.ops)):  # block order is topological
+        level[i] = max((level[p] + isinstance(dag.ops[p], kas.ReduceOp) for p in dag.pred[i]), default=0)
+    return level
+
+
+def whole_phases(dag: BlockDAG, loops: bool = False) -> list[tuple[int, ...]]:
+    """Each phase of the block as one group: its calls (and with `loops` the loops that may
+    run inside a kernel) of one `phase_levels` level, with the uniform calls only they read;
+    those that are convex and may share a kernel. An element routine's straight-line code,
+    too long for `convex_groups` to enumerate, is one such group."""
+    nodes = set(dag.calls) | (set(dag.kernel_loops()) if loops else set())
+    level = phase_levels(dag)
+    out = []
+    for lv in sorted({level[i] for i in nodes}):
+        members = {i for i in nodes if level[i] == lv}
+        if all(dag.runs_once(i) for i in members):
+            continue
+        while True:  # drop the uniform calls read outside (dropping one may strand another)
+            mask = sum(1 << i for i in members)
+            stranded = {i for i in members if dag.runs_once(i) and not _read_inside_only(dag, i, mask)}
+            if not stranded:
+                break
+            members -= stranded
+        if len(members) > 1 and is_convex(dag, mask) and can_share_kernel(dag, mask):
+            out.append(tuple(sorted(members)))
+    return out
 
 
 def convex_groups(dag: BlockDAG, max_size: int, loops: bool = False) -> list[tuple[int, ...]]:

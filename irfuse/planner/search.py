@@ -2,7 +2,12 @@
 
 1. Candidates: the convex connected groups of at most `max_size` nodes of each
    block (`dag.convex_groups`): calls, and loops whose whole body can run inside a
-   kernel (unless `loops="host"`).
+   kernel (unless `loops="host"`); and each phase of a block whole, however many
+   calls it holds (`dag.whole_phases`: an element routine's unrolled code). A uniform
+   call read only inside a group over the batch may join it (computed by every
+   thread). A block that is one phase whose one kernel is predicted at the floor of
+   its bytes and arithmetic is offered that kernel and its single calls only: no
+   other cover can be cheaper, and the enumeration of a long block is skipped.
 2. Configurations of a group: for each thread count per element B offered by
    the group's implementations, every call takes its implementation with the
    most threads not above B (giving a call fewer threads than B leaves lanes
@@ -13,9 +18,10 @@
    Pruning: the cost without barriers is a lower bound of the full cost, so
    configurations are fully analysed in increasing lower-bound order and the
    rest dropped once `keep` better ones are known; infeasible ones (shared
-   memory, threads, registers over the device's limits) are dropped, and so is
-   one whose unoptimized form (each value at its own shared offset, as
-   fuse-partition emits it) exceeds the shared memory a block can have.
+   memory, threads, registers over the device's limits, once optimized) are
+   dropped. (fuse-partition emits the unoptimized form, each value at its own
+   shared offset; one larger than a block's shared memory is marked `unplaced`
+   until fuse-allocate-shared overlaps its values.)
 3. Cover: CP-SAT picks configurations so that every call is covered exactly once,
    by a kernel of its own block or by a kernel running one of the loops around it
    (then that loop runs inside the kernel, else from the host), with the least
@@ -34,11 +40,11 @@ from xdsl.ir import Operation, SSAValue
 
 from irfuse.kernel.model import KernelModel
 from irfuse.diagnostics import CompileError
-from irfuse.dialects import fuse, kas
+from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops
-from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, program_dags
+from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
 from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
@@ -221,11 +227,10 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         if floor >= worst_kept():
             break  # this and every later configuration cost at least as much as the kept ones
         base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout, elements)
-        if base.shared_bytes() > fuse.MAX_SHARED_BYTES_PER_BLOCK:
-            # fuse-partition emits this unoptimized form (every value at its own shared offset)
-            # and every pass's output must verify: a group that fits a block only once the
-            # in-kernel steps overlap its values is not offered at this BY (a smaller one is).
-            continue
+        # (fuse-partition emits this unoptimized form, every value at its own shared offset; a
+        # kernel that fits a block only once the in-kernel steps overlap its values is marked
+        # `unplaced` until fuse-allocate-shared places them, and the cost below says whether it
+        # fits then.)
         m = optimize(base, stop_before=BARRIER_STEP)
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:
@@ -238,20 +243,25 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # Equal costs keep the order of their bounds, then of enumeration (as the search always did).
     work = len(analysed)
     analysed.sort(key=lambda a: (a[2].cost.time, a[0], a[1]))
-    return [c for _, _, c in analysed[:keep]], work
+    # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
+    # copy rate (the fewest sectors of any BY), its arithmetic at the peak rate.
+    floor = (profile.launch_overhead, min((32 * global_sectors(n, c[3], sizes, itemsize, layout) / profile.bandwidth
+                                           for c in candidates), default=math.inf), flops / rate)
+    return [c for _, _, c in analysed[:keep]], work, floor
 
 
 def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,
                       max_size: int, keep: int = 2, progress=None,
                       registers: Mapping[str, int] | None = None,
                       budget: int | None = DEFAULT_CONFIG_BUDGET,
-                      layout: str = "aos", loops: str = "auto", per_thread: str = "auto"
-                      ) -> tuple[list[BlockDAG], list[Config], list[str]]:
+                      layout: str = "aos", loops: str = "auto", per_thread: str = "auto",
+                      phases: bool = True) -> tuple[list[BlockDAG], list[Config], list[str]]:
     """Configurations of every candidate group, and notes on what the budget left out.
 
-    Groups are analysed smallest first; once `budget` configurations have been analysed, the
-    remaining groups of two nodes or more are left out (single calls and single loops never
-    are, so a plan always exists). The configurations keep the groups' enumeration order.
+    Whole phases are analysed first, then the other groups smallest first; once `budget`
+    configurations have been analysed, the remaining groups of two nodes or more are left
+    out (single calls and single loops never are, so a plan always exists). The configurations
+    keep the groups' enumeration order.
     `loops`: "auto" lets groups hold loops (run inside the kernel), "host" keeps every loop
     on the host; `per_thread`: see `PER_THREAD_CHOICES`."""
     if loops not in LOOP_PLACEMENTS:
@@ -259,26 +269,91 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
     if per_thread not in PER_THREAD_CHOICES:
         raise CompileError(f"per_thread must be one of {', '.join(PER_THREAD_CHOICES)}, got '{per_thread}'")
     dags = program_dags(program)
-    groups = [(d, g) for d, dag in enumerate(dags) for g in convex_groups(dag, max_size, loops == "auto")]
+    groups: list[tuple[int, tuple[int, ...]]] = []
     found: dict[int, list[Config]] = {}
     spent = skipped = 0
+    cut = max_size  # the size past which some block's groups were not enumerated (`_groups_within`)
+    for d, dag in enumerate(dags):
+        whole = [g for g in whole_phases(dag, loops == "auto") if len(g) > max_size] if phases and max_size > 1 else []
+        small_size = max_size
+        whole_configs = []
+        for g in whole:  # analysed first: no budget leaves them out
+            configs, work, floor = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout,
+                                                 per_thread)
+            whole_configs.append(configs)
+            spent += work
+            if _at_floor(dag, g, configs, floor):
+                # No cover of the block moves fewer bytes or does less arithmetic than this one
+                # kernel, which runs at that floor: the other groups (beyond single calls, which
+                # keep every plan possible) cannot make a cheaper plan.
+                small_size = 1
+        small, size = _groups_within(dag, small_size, loops == "auto", budget)
+        if size < small_size:  # (not when the block's one kernel at its floor made them pointless)
+            cut = min(cut, size)
+        for k, configs in enumerate(whole_configs):
+            found[len(groups) + len(small) + k] = configs
+        groups += [(d, g) for g in small + whole]
     for done, k in enumerate(sorted(range(len(groups)), key=lambda k: (len(groups[k][1]), k))):
         d, g = groups[k]
-        if budget is not None and spent >= budget and len(g) > 1:
+        if k in found:
+            pass
+        elif budget is not None and spent >= budget and len(g) > 1:
             skipped += 1
         else:
-            found[k], work = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread)
+            found[k], work, _ = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread)
             spent += work
         if progress:
             progress(done + 1, len(groups))
     configs = [c for k in range(len(groups)) if k in found for c in found[k]]
     notes = []
-    if skipped:
-        largest = max(len(g) for _, g in groups)
-        notes.append(f"the search stopped at its budget of {budget} analysed configurations: {skipped} of "
-                     f"{len(groups)} candidate groups (the largest, up to {largest} calls) were not "
-                     "considered; the plan is the best among the rest")
+    if skipped or cut < max_size:
+        said = []
+        if skipped:
+            largest = max(len(g) for _, g in groups)
+            said.append(f"{skipped} of {len(groups)} candidate groups (the largest, up to {largest} calls) were not "
+                        "considered")
+        if cut < max_size:
+            said.append(f"groups of more than {cut} call{'s' if cut > 1 else ''} were not enumerated")
+        notes.append(f"the search stopped at its budget of {budget} analysed configurations: {'; '.join(said)}; "
+                     "the plan is the best among the rest")
     return dags, configs, notes
+
+
+def _groups_within(dag: BlockDAG, max_size: int, loops: bool,
+                   budget: int | None) -> tuple[list[tuple[int, ...]], int]:
+    """`convex_groups` of the block up to `max_size` nodes, but of no size past the one at
+    which they outnumber `budget`: groups are analysed smallest first and each costs at least
+    one configuration, so larger ones would be left out anyway (and in a long block there are
+    exponentially many of them to enumerate). Also the size it stopped at (`max_size` when
+    it did not stop short)."""
+    groups = convex_groups(dag, 1 if budget is not None else max_size, loops)
+    size = 1 if budget is not None else max_size
+    while size < max_size:
+        if len(groups) > budget:  # type: ignore[operator]
+            return groups, size if len(dag.calls) > size else max_size
+        size += 1
+        groups = convex_groups(dag, size, loops)
+    return groups, max_size
+
+
+# How close to its floor (launch plus bytes at the copy rate, or arithmetic at the peak rate) a
+# block's one-kernel configuration must be predicted for the search to skip the block's other
+# groups of several calls.
+FLOOR_MARGIN = 1.01
+
+
+def _at_floor(dag: BlockDAG, group: tuple[int, ...], configs: list[Config],
+              floor: tuple[float, float, float]) -> bool:
+    """Whether `group` holds every call of the block, in one phase, and its best configuration
+    costs at most FLOOR_MARGIN times its floor (`group_configs`): every other cover of the
+    block reads the same inputs and writes the same outputs at least once and does the same
+    arithmetic, in one launch or more, so none is predicted cheaper. Where the group computes
+    uniform values for every element (a cover may compute them once), only the bytes count."""
+    if not configs or set(dag.calls) - set(group) or any(phase_levels(dag)):
+        return False
+    launch, moved, arithmetic = floor
+    once = any(dag.runs_once(i) for i in group)
+    return configs[0].cost.time <= FLOOR_MARGIN * (launch + (moved if once else max(moved, arithmetic)))
 
 
 def _kernel_cycle(dags: list[BlockDAG], chosen: list[Config]) -> list[Config] | None:
@@ -406,13 +481,13 @@ def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsiz
                  max_size: int = 8, top: int = 1, keep: int = 2, progress=None,
                  registers: Mapping[str, int] | None = None, budget: int | None = DEFAULT_CONFIG_BUDGET,
                  cover_budget: float = DEFAULT_COVER_BUDGET, layout: str = "aos", loops: str = "auto",
-                 per_thread: str = "auto") -> tuple[list[BlockDAG], list[Plan]]:
+                 per_thread: str = "auto", phases: bool = True) -> tuple[list[BlockDAG], list[Plan]]:
     """The `top` best plans for global arrays in `layout`, loops placed as `loops` allows;
     each plan's `notes` say where a budget cut the search short."""
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
     dags, configs, notes = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers,
-                                             budget, layout, loops, per_thread)
+                                             budget, layout, loops, per_thread, phases)
     if not any(dag.calls for dag in dags):
         return dags, [Plan([], 0.0)]
     plans = solve_cover(dags, configs, top, cover_budget)

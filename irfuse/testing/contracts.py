@@ -38,9 +38,12 @@ from irfuse.verification.verify import check_outputs
 from irfuse.testing.mutations import mutate
 from irfuse.tools import cli
 
-PROGRAM = ("matrix3x3 A, M; vector3 v, w; scalar s;\ninput A, v;\n"
-           "M = mmul33(A, A);\nw = mvmul33(M, v);\ns = venorm3(w);\nreturn M, s;\n")
-SHAPES = {"A": (3, 3), "v": (3,)}
+# What the contracts run: suffixed and generic ops, a branch, and a loop reading a per-element
+# array (shaped (N, 2) in an input file) at its index.
+PROGRAM = ("matrix3x3 A, M; vector3 v, w; scalar s, d; scalar e[2];\ninput A, v, e;\n"
+           "M = mmul33(A, A);\nw = mvmul33(M, v);\ns = venorm3(w);\nd = det(A);\n"
+           "if (d > 0) {\n  s = max(s, d);\n}\nloop q 2 {\n  w = scale(w, e[q]);\n}\nreturn M, s, w;\n")
+SHAPES = {"A": (3, 3), "v": (3,), "e": (2,)}
 
 
 def write_program(directory: str) -> str:

@@ -33,8 +33,14 @@ TYPES = ("matrix3x3", "vector3", "scalar", "matrix2x2", "vector2", "tensor3x3x3"
 
 
 def _ops_by_signature(lib: Library) -> list[tuple[str, tuple[str, ...], str]]:
+    """The suffixed ops on TYPES (not the generic ops' instances: which of those the process
+    holds depends on what it compiled before, and a seed must give one program)."""
+    from irfuse.library.families import parse_mangled
+
     out = []
     for op in lib:
+        if parse_mangled(op.name) is not None:
+            continue
         ins = tuple(t.spelling() for t in op.operand_types)
         res = op.result_type.spelling()
         if all(t in TYPES for t in ins) and res in TYPES:
@@ -202,4 +208,276 @@ def random_program(seed: int, calls: int, loops: bool = True, library: Library |
         decls.setdefault(("uniform " if v in uniform else "") + t, []).append(v)
     head = [f"{t} {', '.join(vs)};" for t, vs in decls.items()]
     return "\n".join([f"// random program: seed {seed}, {calls} statements", *head,
+                      f"input {', '.join(inputs)};", *lines, f"return {', '.join(outputs)};", ""])
+
+
+# --- element codes: generic ops on shapes of any size, masks, branches, indexed loops -----
+
+ELEMENT_TYPES = ("scalar", "vector2", "vector3", "matrix2x2", "matrix3x3", "matrix2x3", "matrix3x2")
+# Families whose value jumps or leaves the reals near some operand (a pole, a branch cut, a
+# sign change): applied only to the program's inputs (values drawn away from the jump, as
+# random inputs are), never to computed values that may sit on it within rounding.
+GUARDED = ("log", "sqrt", "rsqrt", "pow", "ediv", "inv", "sign")
+THRESHOLDS = ("0.25", "-0.5", "0.125", "-0.0625")  # what comparisons compare with (never a tie)
+
+
+def _family_signatures(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
+    """(family, operand types, result type) of every generic op on these types, masks aside."""
+    from itertools import product
+
+    from irfuse.dialects.kas import kas_type_of_shape
+    from irfuse.frontend.syntax import parse_type_name
+    from irfuse.library.families import FAMILIES
+    from irfuse.library.indexexpr import DefinitionError
+
+    kas = {t: kas_type_of_shape(parse_type_name(t)) for t in types}
+    out = []
+    for name, fam in FAMILIES.items():
+        if fam.arity is None or name in ("select", "and", "or", "not", "item", "put", "stack"):
+            continue
+        for ins in product(types, repeat=fam.arity):
+            try:
+                _, inst = fam.instantiate([kas[t] for t in ins])
+            except DefinitionError:
+                continue
+            res = inst.result.spelling()
+            if res in types or res == "mask":
+                out.append((name, ins, res))
+    return out
+
+
+def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> str:
+    """A random program of about `calls` statements in what element codes use: the generic ops
+    (`irfuse.library.families`) on vectors and matrices square and not, suffixed ops beside
+    them, comparisons into masks and their logic, `select`, `if`/`else` (on a comparison or a
+    mask; variables assigned in one side or both), copies, and indexed loops `loop q K` that
+    read per-element arrays and uniform tables at q and write per-element arrays (returned, or
+    summed by `contract`); with `batch_wide`, uniform inputs and numbers as operands."""
+    rng = random.Random(seed)
+    lib = default_library()
+    ops = [(name, ins, res) for name, ins, res in _family_signatures(ELEMENT_TYPES)]
+    ops += [o for o in _ops_by_signature(lib) if all(t in ELEMENT_TYPES for t in (*o[1], o[2]))
+            and o[0] not in ("sdiv", "srcp")]
+    compare = [o for o in ops if o[2] == "mask"]
+    ops = [o for o in ops if o[2] != "mask"]
+    declared: dict[str, str] = {}
+    arrays: dict[str, tuple[str, int]] = {}  # name -> (entry type, entries)
+    uniform: set[str] = set()
+    inputs: list[str] = []
+    live: dict[str, list[str]] = {}
+    masks: list[str] = []
+    unread: set[str] = set()
+    lines: list[str] = []
+    counter = 0
+    made = 0
+
+    def new_var(t: str, prefix: str = "v") -> str:
+        nonlocal counter
+        counter += 1
+        name = f"{prefix}{counter}"
+        declared[name] = t
+        return name
+
+    def add_input(t: str, is_uniform: bool = False) -> str:
+        v = new_var(t)
+        inputs.append(v)
+        if is_uniform:
+            uniform.add(v)
+        else:
+            live.setdefault(t, []).append(v)
+        return v
+
+    for t in rng.sample(ELEMENT_TYPES, k=3) + ["scalar", "matrix3x3"]:
+        add_input(t)
+    uniforms: dict[str, list[str]] = {}
+    if batch_wide:
+        for t in rng.sample(ELEMENT_TYPES, k=2):
+            uniforms.setdefault(t, []).append(add_input(t, True))
+
+    def operand(t: str, family: str, index: str | None = None, may_be_uniform: bool = False) -> str:
+        """A value of type t for an op's operand: guarded families read inputs only."""
+        if family in GUARDED:
+            pool = [v for v in inputs if declared[v] == t and v not in uniform and v not in arrays]
+            if pool:
+                return rng.choice(pool)
+        if batch_wide and may_be_uniform and rng.random() < 0.25:
+            if t == "scalar" and rng.random() < 0.5:
+                return rng.choice(LITERALS)
+            if uniforms.get(t):
+                return rng.choice(uniforms[t])
+        if index is not None and rng.random() < 0.35:
+            entries = [a for a, (et, k) in arrays.items() if et == t and a in reads and k == trips[-1]]
+            if entries:
+                return f"{rng.choice(entries)}[{index}]"
+        pool = live.get(t, [])
+        fresh = [v for v in pool if v in unread]
+        return rng.choice(fresh) if fresh and rng.random() < 0.7 else rng.choice(pool)
+
+    def pick_op(target_type: str | None = None) -> tuple[str, tuple[str, ...], str] | None:
+        choices = [o for o in ops if all(live.get(t) for t in o[1]) and (target_type is None or o[2] == target_type)]
+        return rng.choice(choices) if choices else None
+
+    def call(indent: str, target: str | None = None, index: str | None = None) -> str | None:
+        """One op statement into `target` (a new variable when None); its target's name."""
+        nonlocal made
+        op = pick_op(declared[target] if target is not None else None)
+        if op is None:
+            return None
+        name, ins, res = op
+        args: list[str] = []
+        for t in ins:
+            args.append(operand(t, name, index, len(ins) > 1))
+        if all(a.split("[")[0] in uniform or a in LITERALS for a in args):
+            args[0] = rng.choice(live[ins[0]])  # (the value stays per element)
+        for a in args:
+            unread.discard(a.split("[")[0])
+        if target is None:
+            target = new_var(res)
+            live.setdefault(res, []).append(target)
+        unread.add(target)
+        lines.append(f"{indent}{target} = {name}({', '.join(args)});")
+        made += 1
+        return target
+
+    def mask(indent: str) -> str:
+        """A comparison of a value with a threshold, or the logic of masks made before."""
+        nonlocal made
+        m = new_var("mask", "m")
+        if len(masks) >= 2 and rng.random() < 0.4:
+            how = rng.choice(("and", "or", "not"))
+            args = rng.sample(masks, 2) if how != "not" else [rng.choice(masks)]
+            lines.append(f"{indent}{m} = {how}({', '.join(args)});")
+        else:
+            name, _, _ = rng.choice([o for o in compare if o[1] == ("scalar", "scalar")])
+            lines.append(f"{indent}{m} = {name}({operand('scalar', name)}, {rng.choice(THRESHOLDS)});")
+        masks.append(m)
+        made += 1
+        return m
+
+    def branch() -> None:
+        """if/else: some variables assigned on both sides, some on one (kept from before on the
+        other), some new ones only inside (temporaries of a side)."""
+        nonlocal made
+        if masks and rng.random() < 0.5:
+            cond = rng.choice(masks)
+        else:
+            cond = f"{operand('scalar', 'gt')} {rng.choice(('<', '<=', '>', '>=', '!='))} {rng.choice(THRESHOLDS)}"
+        before = [v for t, vs in live.items() for v in vs if v not in inputs]
+        if not before:
+            call("")
+            return
+        lines.append(f"if ({cond}) {{")
+        targets = rng.sample(before, k=min(len(before), rng.randint(1, 2)))
+        for v in targets:
+            if rng.random() < 0.3:  # a temporary of this side, then the variable from it
+                temp = call("  ")
+                if temp is not None:
+                    live[declared[temp]].remove(temp)
+                    unread.discard(temp)
+            call("  ", v)
+        if rng.random() < 0.6:
+            lines.append("} else {")
+            for v in rng.sample(targets, k=rng.randint(1, len(targets))) if targets else []:
+                call("  ", v)
+        lines.append("}")
+        for v in targets:
+            unread.add(v)
+
+    reads: set[str] = set()
+    trips: list[int] = [0]  # the entries of the arrays the loop being written reads
+
+    def indexed_loop() -> None:
+        """`loop q K`: arrays read at q (a per-element input, a uniform table), an array written
+        at q, a value carried across iterations; the written array returned or summed."""
+        nonlocal made
+        k = rng.choice((2, 3, 4))
+        t = rng.choice(ELEMENT_TYPES)
+        arr = new_var(t, "a")
+        arrays[arr] = (t, k)
+        inputs.append(arr)
+        reads.add(arr)
+        if batch_wide and rng.random() < 0.6:
+            table = new_var(rng.choice(ELEMENT_TYPES), "u")
+            arrays[table] = (declared[table], k)
+            uniform.add(table)
+            inputs.append(table)
+            reads.add(table)
+        rt = rng.choice([x for x in ELEMENT_TYPES if live.get(x)])
+        out = new_var(rt, "o")
+        arrays[out] = (rt, k)
+        lines.append(f"loop q {k} {{")
+        trips.append(k)
+        acc = [v for v in live.get("scalar", []) if v not in inputs]
+        for _ in range(rng.randint(1, 3)):
+            call("  ", index="q")
+        lines.append(f"  {out}[q] = {pick_entry(rt)};")
+        made += 1
+        if acc and rng.random() < 0.5:
+            call("  ", rng.choice(acc), index="q")  # a value carried from one iteration to the next
+        trips.pop()
+        lines.append("}")
+        if rt == "scalar" and rng.random() < 0.5:
+            s = new_var("scalar")
+            lines.append(f"{s} = contract(\"q->\", {out});")
+            live["scalar"].append(s)
+            unread.add(s)
+            made += 1
+        else:
+            unread.add(out)
+        if rng.random() < 0.4:  # an entry read outside the loop: a copy at a number
+            c = new_var(rt)
+            lines.append(f"{c} = {out}[{rng.randrange(k)}];")
+            live.setdefault(rt, []).append(c)
+            unread.add(c)
+            made += 1
+
+    def pick_entry(t: str) -> str:
+        """The op call written to an array's entry: the latest value of its type, or a copy."""
+        op = pick_op(t)
+        if op is None or rng.random() < 0.2:
+            return rng.choice(live[t])
+        name, ins, _ = op
+        args = [operand(x, name, "q", len(ins) > 1) for x in ins]
+        if all(a.split("[")[0] in uniform or a in LITERALS for a in args):
+            args[0] = rng.choice(live[ins[0]])  # (the value stays per element)
+        for a in args:
+            unread.discard(a.split("[")[0])
+        return f"{name}({', '.join(args)})"
+
+    while made < calls:
+        r = rng.random()
+        if r < 0.12:
+            mask("")
+        elif r < 0.22 and masks:
+            name = rng.choice(ELEMENT_TYPES)
+            if live.get(name):
+                target = new_var(name)
+                lines.append(f"{target} = select({rng.choice(masks)}, {operand(name, 'select', None, True)}, "
+                             f"{operand(name, 'select')});")
+                live[name].append(target)
+                unread.add(target)
+                made += 1
+        elif r < 0.32:
+            branch()
+            made += 1
+        elif r < 0.42:
+            indexed_loop()
+        elif r < 0.47:
+            t = rng.choice([t for t in live if live[t]])
+            c = new_var(t)
+            src_v = operand(t, "copy")
+            unread.discard(src_v)
+            lines.append(f"{c} = {src_v};")
+            live[t].append(c)
+            unread.add(c)
+            made += 1
+        else:
+            call("")
+    outputs = sorted(unread, key=lambda v: int(v.lstrip("vamou")))
+    decls: dict[str, list[str]] = {}
+    for v, t in declared.items():
+        entry = f"{v}[{arrays[v][1]}]" if v in arrays else v
+        decls.setdefault(("uniform " if v in uniform else "") + t, []).append(entry)
+    head = [f"{t} {', '.join(vs)};" for t, vs in decls.items()]
+    return "\n".join([f"// random element program: seed {seed}, about {calls} statements", *head,
                       f"input {', '.join(inputs)};", *lines, f"return {', '.join(outputs)};", ""])

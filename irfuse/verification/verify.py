@@ -62,6 +62,7 @@ class OutputCheck:
     worst: float = 0.0  # the largest error over its allowance (ok: at most 1)
     overflow: int = 0  # entries whose float64 value the run's precision cannot hold
     allowed: float | None = None  # the allowance at first_bad
+    special: int = 0  # entries whose float64 value is NaN or infinite (and the run's the same)
 
     @property
     def status(self) -> str:
@@ -73,6 +74,9 @@ class OutputCheck:
         if self.ok:
             tail = (f"; {self.overflow} entries overflow the run's precision (their float64 values are "
                     "beyond its range)") if self.overflow else ""
+            if self.special:
+                tail += (f"; {self.special} entries are NaN or infinite, as in the float64 reference (a singular "
+                         "matrix inverted, log of 0, ...)")
             return f"{self.name}: ok (largest error {self.worst:.2g} of its allowance){tail}"
         where = ""
         if self.first_bad is not None:
@@ -159,8 +163,9 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
         first = tuple(int(i) for i in idx)
         gv, wv, al = float(g[idx]), float(w[idx]), float(allowed[idx])
         worst = max(worst, float("inf") if not np.isfinite(g[idx]) or not np.isfinite(w[idx]) else worst)
+    special = int((~finite_w & same_special).sum())
     return OutputCheck(name, float(rel.max()) if rel.size else 0.0, max_abs, first, gv, wv, not bad.any(),
-                       worst, int(overflow.sum()), al), bad
+                       worst, int(overflow.sum()), al, special), bad
 
 
 def check_outputs(got: dict[str, np.ndarray], want, dtype: str, uniform: Collection[str] = ()) -> list[OutputCheck]:

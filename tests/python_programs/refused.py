@@ -6,7 +6,7 @@ from irfuse import Matrix, Scalar, Vector
 
 def branch(A: Matrix[3, 3], s: Scalar):
     B = A + A
-    if s:  # refused: an 'if' statement cannot be traced
+    if s:  # refused: a condition is a comparison (a > b) or a mask
         B = A @ A
     return B
 

@@ -1,0 +1,483 @@
+"""Ops defined once for every shape: generic names resolved by their operands' types.
+
+A family (`mmul`, `exp`, `det`, `select`, ...) turns the types of its operands into one op
+of the library: its result type and its definition in index notation, written for those
+shapes (`Family.instantiate`). The op is named by the family and the operand types
+(`mmul_4x3_3x2`: a C identifier, as kernels and device functions are named after ops), so IR
+that names it is understood by any process (`Library.get` instantiates a name it does not
+hold yet). The suffixed built-in ops (`mmul33`) stay as they are.
+
+Type codes in names: `s` a scalar, `m` a mask, else the dimensions joined by `x` (`3` a
+vector of 3, `4x3` a matrix, `3x3x3` a tensor). Families with parameters put them between
+the family and the codes: `contract_ik_kj_ij_3x3_3x3` (the inputs' and the result's index
+letters), `item_2_8x3` and `put_2_8x3_3` (entry 2 of an array's first axis read, written).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from irfuse.dialects.kas import KasType, MaskType, ScalarType, kas_type_of_shape
+from irfuse.library.indexexpr import DefinitionError
+
+MAX_TENSOR_RANK = 4  # the value types' limit (a tensor has 3 or 4 axes)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A family's op for given operand types."""
+
+    operand_names: tuple[str, ...]
+    result: KasType
+    definition: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    signature: str  # for messages: `mmul(A: matrixMxK, B: matrixKxN) -> matrixMxN`
+    doc: str
+    arity: int | None  # operands (None: given by the parameters, as contract's)
+    make: Callable[[tuple[KasType, ...], tuple[str, ...]], Instance]
+
+    def instantiate(self, types: Sequence[KasType], params: Sequence[str] = ()) -> tuple[str, Instance]:
+        """(op name, instance) for these operand types; DefinitionError saying what the family
+        takes otherwise."""
+        types = tuple(types)
+        if self.arity is not None and len(types) != self.arity:
+            raise DefinitionError(f"'{self.name}' takes {self.arity} operand(s), got {len(types)}: "
+                                  f"{self.signature}")
+        instance = self.make(types, tuple(params))
+        if len(instance.result.shape) > MAX_TENSOR_RANK:
+            raise DefinitionError(f"'{self.name}' of {_spelled(types)} would give a value of "
+                                  f"{len(instance.result.shape)} axes; values have at most {MAX_TENSOR_RANK}")
+        return mangled(self.name, params, types), instance
+
+
+def type_code(t: KasType) -> str:
+    if isinstance(t, MaskType):
+        return "m"
+    if isinstance(t, ScalarType):
+        return "s"
+    return "x".join(str(d) for d in t.shape)
+
+
+def type_of_code(code: str) -> KasType | None:
+    if code == "m":
+        return MaskType()
+    if code == "s":
+        return ScalarType()
+    if not re.fullmatch(r"[1-9]\d*(x[1-9]\d*)*", code):
+        return None
+    return kas_type_of_shape(tuple(int(d) for d in code.split("x")))
+
+
+def mangled(family: str, params: Sequence[str], types: Sequence[KasType]) -> str:
+    return "_".join([family, *params, *(type_code(t) for t in types)])
+
+
+def _spelled(types: Sequence[KasType]) -> str:
+    return ", ".join(t.spelling() for t in types) or "no operands"
+
+
+def _idx(rank: int, first: str = "i") -> str:
+    """`i0,i1,...` (`first` + position) for a value of `rank` axes."""
+    return ",".join(f"{first}{k}" for k in range(rank))
+
+
+def _ref(name: str, rank: int, first: str = "i") -> str:
+    return f"{name}[{_idx(rank, first)}]" if rank else name
+
+
+def _target(rank: int) -> str:
+    return f"C[{_idx(rank)}]" if rank else "r"
+
+
+def _refuse(family: "str", signature: str, types: Sequence[KasType], why: str = "") -> DefinitionError:
+    return DefinitionError(f"'{family}' does not take {_spelled(types)}{': ' + why if why else ''}; "
+                           f"its signature: {signature}")
+
+
+def _numeric(t: KasType) -> bool:
+    return not isinstance(t, MaskType)
+
+
+# --- the families -------------------------------------------------------------------------
+
+FAMILIES: dict[str, Family] = {}
+
+
+def family(name: str, signature: str, doc: str, arity: int | None = None):
+    def register(make):
+        FAMILIES[name] = Family(name, signature, doc, arity, make)
+        return make
+    return register
+
+
+def _elementwise(name: str, expr: Callable[[list[str]], str], doc: str, arity: int,
+                 scalars_after_first: bool = True) -> None:
+    """A family applied entry by entry to values of one shape: operands after the first may
+    also be scalars (one value for every entry)."""
+    names = {1: ("A",), 2: ("A", "B"), 3: ("A", "lo", "hi")}[arity]
+    shapes = ", ".join(["A: any", *(f"{x}: the shape of A, or scalar" for x in names[1:])])
+    signature = f"{name}({shapes}) -> the shape of A"
+
+    def make(types, params):
+        first = types[0]
+        if not all(_numeric(t) for t in types) or any(
+                t != first and not (scalars_after_first and isinstance(t, ScalarType)) for t in types[1:]):
+            raise _refuse(name, signature, types)
+        rank = len(first.shape)
+        refs = [_ref(x, rank if t == first else 0) for x, t in zip(names, types)]
+        return Instance(names, first, f"{_target(rank)} = {expr(refs)}", doc)
+    family(name, signature, doc, arity)(make)
+
+
+for _name, _fn, _doc in (("exp", "exp({0})", "e to the power A"), ("log", "log({0})", "natural logarithm"),
+                         ("sqrt", "sqrt({0})", "square root"), ("rsqrt", "rsqrt({0})", "1 / square root"),
+                         ("sin", "sin({0})", "sine"), ("cos", "cos({0})", "cosine"),
+                         ("tanh", "tanh({0})", "hyperbolic tangent"), ("abs", "abs({0})", "absolute value"),
+                         ("sign", "sign({0})", "-1, 0 or 1 (NaN stays NaN)"), ("neg", "-{0}", "negation")):
+    _elementwise(_name, lambda refs, f=_fn: f.format(*refs), _doc, 1)
+for _name, _fn, _doc in (("add", "{0} + {1}", "sum"), ("sub", "{0} - {1}", "difference"),
+                         ("pow", "pow({0}, {1})", "A to the power B"),
+                         ("min", "min({0}, {1})", "the smaller (NaN if either is)"),
+                         ("max", "max({0}, {1})", "the larger (NaN if either is)"),
+                         ("emul", "{0}*{1}", "product entry by entry"),
+                         ("ediv", "{0}/{1}", "quotient entry by entry")):
+    _elementwise(_name, lambda refs, f=_fn: f.format(*refs), _doc, 2)
+_elementwise("clamp", lambda refs: f"clamp({refs[0]}, {refs[1]}, {refs[2]})", "A within [lo, hi]", 3)
+
+
+@family("scale", "scale(A: any, s: scalar) -> the shape of A", "A times a scalar", 2)
+def _scale(types, params):
+    a, s = types
+    if not _numeric(a) or not isinstance(s, ScalarType):
+        raise _refuse("scale", FAMILIES["scale"].signature, types)
+    rank = len(a.shape)
+    return Instance(("A", "s"), a, f"{_target(rank)} = {_ref('A', rank)}*s", "A times a scalar")
+
+
+def _matrix(t: KasType) -> tuple[int, int] | None:
+    return t.shape if len(t.shape) == 2 and _numeric(t) else None  # type: ignore[return-value]
+
+
+def _vector(t: KasType) -> int | None:
+    return t.shape[0] if len(t.shape) == 1 else None
+
+
+def _products():
+    specs = {  # name: (signature, operand checks -> result shape, definition)
+        "mmul": ("mmul(A: matrixMxK, B: matrixKxN) -> matrixMxN", "C[i,j] = sum(k) A[i,k]*B[k,j]",
+                 lambda a, b: (a[0], b[1]) if _matrix_pair(a, b) and a[1] == b[0] else None, "A B"),
+        "mtmul": ("mtmul(A: matrixKxM, B: matrixKxN) -> matrixMxN", "C[i,j] = sum(k) A[k,i]*B[k,j]",
+                  lambda a, b: (a[1], b[1]) if _matrix_pair(a, b) and a[0] == b[0] else None, "A^T B"),
+        "mmult": ("mmult(A: matrixMxK, B: matrixNxK) -> matrixMxN", "C[i,j] = sum(k) A[i,k]*B[j,k]",
+                  lambda a, b: (a[0], b[0]) if _matrix_pair(a, b) and a[1] == b[1] else None, "A B^T"),
+    }
+    for name, (signature, definition, shape, doc) in specs.items():
+        def make(types, params, name=name, signature=signature, definition=definition, shape=shape, doc=doc):
+            a, b = types
+            result = shape(a.shape, b.shape) if _matrix(a) and _matrix(b) else None
+            if result is None:
+                raise _refuse(name, signature, types)
+            return Instance(("A", "B"), kas_type_of_shape(result), definition, doc)
+        family(name, signature, doc, 2)(make)
+
+
+def _matrix_pair(a, b) -> bool:
+    return len(a) == 2 and len(b) == 2
+
+
+_products()
+
+
+@family("mvmul", "mvmul(A: matrixMxN, v: vectorN) -> vectorM", "matrix times vector", 2)
+def _mvmul(types, params):
+    a, v = types
+    if not (_matrix(a) and _vector(v) == a.shape[1]):
+        raise _refuse("mvmul", FAMILIES["mvmul"].signature, types)
+    return Instance(("A", "v"), kas_type_of_shape((a.shape[0],)), "r[i] = sum(j) A[i,j]*v[j]", "A v")
+
+
+@family("mtvmul", "mtvmul(A: matrixMxN, v: vectorM) -> vectorN", "transposed matrix times vector", 2)
+def _mtvmul(types, params):
+    a, v = types
+    if not (_matrix(a) and _vector(v) == a.shape[0]):
+        raise _refuse("mtvmul", FAMILIES["mtvmul"].signature, types)
+    return Instance(("A", "v"), kas_type_of_shape((a.shape[1],)), "r[i] = sum(j) A[j,i]*v[j]", "A^T v")
+
+
+@family("outer", "outer(v: vectorM, w: vectorN) -> matrixMxN", "outer product", 2)
+def _outer(types, params):
+    v, w = types
+    if _vector(v) is None or _vector(w) is None:
+        raise _refuse("outer", FAMILIES["outer"].signature, types)
+    return Instance(("v", "w"), kas_type_of_shape((v.shape[0], w.shape[0])), "C[i,j] = v[i]*w[j]", "v w^T")
+
+
+@family("dot", "dot(v: vectorN, w: vectorN) -> scalar", "dot product", 2)
+def _dot(types, params):
+    v, w = types
+    if _vector(v) is None or v != w:
+        raise _refuse("dot", FAMILIES["dot"].signature, types)
+    return Instance(("v", "w"), ScalarType(), "r = sum(i) v[i]*w[i]", "v . w")
+
+
+@family("ddot", "ddot(A: any, B: the shape of A) -> scalar", "sum of the products of entries (A:B)", 2)
+def _ddot(types, params):
+    a, b = types
+    if not a.shape or a != b or not _numeric(a):
+        raise _refuse("ddot", FAMILIES["ddot"].signature, types)
+    rank = len(a.shape)
+    return Instance(("A", "B"), ScalarType(), f"r = sum({_idx(rank)}) {_ref('A', rank)}*{_ref('B', rank)}", "A:B")
+
+
+@family("norm", "norm(A: vector, matrix or tensor) -> scalar", "Euclidean (Frobenius) norm", 1)
+def _norm(types, params):
+    (a,) = types
+    if not a.shape or not _numeric(a):
+        raise _refuse("norm", FAMILIES["norm"].signature, types)
+    rank = len(a.shape)
+    return Instance(("A",), ScalarType(), f"r = sqrt(sum({_idx(rank)}) {_ref('A', rank)}*{_ref('A', rank)})",
+                    "sqrt(A:A)")
+
+
+@family("transpose", "transpose(A: matrixMxN) -> matrixNxM", "transpose", 1)
+def _transpose(types, params):
+    (a,) = types
+    if not _matrix(a):
+        raise _refuse("transpose", FAMILIES["transpose"].signature, types)
+    return Instance(("A",), kas_type_of_shape(a.shape[::-1]), "C[i,j] = A[j,i]", "A^T")
+
+
+def _square(name: str, types, low: int = 1, high: int | None = None) -> int:
+    (a,) = types
+    m = _matrix(a)
+    if not m or m[0] != m[1] or m[0] < low or (high is not None and m[0] > high):
+        why = "" if not m or m[0] != m[1] else f"it is in closed form for {low}x{low} to {high}x{high} matrices"
+        raise _refuse(name, FAMILIES[name].signature, types, why)
+    return m[0]
+
+
+@family("trace", "trace(A: matrixNxN) -> scalar", "sum of the diagonal", 1)
+def _trace(types, params):
+    _square("trace", types)
+    return Instance(("A",), ScalarType(), "r = sum(i) A[i,i]", "tr A")
+
+
+@family("sym", "sym(A: matrixNxN) -> matrixNxN", "symmetric part (A + A^T)/2", 1)
+def _sym(types, params):
+    _square("sym", types)
+    return Instance(("A",), types[0], "C[i,j] = 0.5*(A[i,j] + A[j,i])", "(A + A^T)/2")
+
+
+@family("skew", "skew(A: matrixNxN) -> matrixNxN", "skew part (A - A^T)/2", 1)
+def _skew(types, params):
+    _square("skew", types)
+    return Instance(("A",), types[0], "C[i,j] = 0.5*(A[i,j] - A[j,i])", "(A - A^T)/2")
+
+
+@family("dev", "dev(A: matrixNxN) -> matrixNxN", "deviator A - tr(A)/N I", 1)
+def _dev(types, params):
+    n = _square("dev", types)
+    return Instance(("A",), types[0], f"C[i,j] = A[i,j] - delta(i,j)*(sum(k) A[k,k])/{n}", "A - tr(A)/N I")
+
+
+def _det_text(n: int, a: Callable[[int, int], str]) -> str:
+    if n == 1:
+        return a(0, 0)
+    if n == 2:
+        return f"({a(0, 0)}*{a(1, 1)} - {a(0, 1)}*{a(1, 0)})"
+    return (f"({a(0, 0)}*({a(1, 1)}*{a(2, 2)} - {a(1, 2)}*{a(2, 1)}) - {a(0, 1)}*({a(1, 0)}*{a(2, 2)} - "
+            f"{a(1, 2)}*{a(2, 0)}) + {a(0, 2)}*({a(1, 0)}*{a(2, 1)} - {a(1, 1)}*{a(2, 0)}))")
+
+
+def _cofactor_text(n: int, i: int, j: int) -> str:
+    """Entry (i, j) of the cofactor matrix of A (n = 2, 3): (-1)^(i+j) times the minor."""
+    if n == 1:
+        return "1"
+    rows = [r for r in range(n) if r != i]
+    cols = [c for c in range(n) if c != j]
+    minor = _det_text(n - 1, lambda r, c: f"A[{rows[r]},{cols[c]}]")
+    return minor if (i + j) % 2 == 0 else f"(-{minor})"
+
+
+def _per_entry(n: int, entry: Callable[[int, int], str]) -> str:
+    """An n x n result entry by entry: a sum of selections (`delta` selects exactly: each
+    entry's tree is its own expression alone)."""
+    return " + ".join(f"delta(i,{i})*delta(j,{j})*({entry(i, j)})" for i in range(n) for j in range(n))
+
+
+@family("det", "det(A: matrix2x2 or matrix3x3) -> scalar", "determinant (closed form)", 1)
+def _det(types, params):
+    n = _square("det", types, 1, 3)
+    return Instance(("A",), ScalarType(), "r = " + _det_text(n, lambda i, j: f"A[{i},{j}]"), "det A")
+
+
+@family("cof", "cof(A: matrix2x2 or matrix3x3) -> the same", "cofactor matrix (closed form)", 1)
+def _cof(types, params):
+    n = _square("cof", types, 1, 3)
+    return Instance(("A",), types[0], "C[i,j] = " + _per_entry(n, lambda i, j: _cofactor_text(n, i, j)), "cof A")
+
+
+@family("inv", "inv(A: matrix2x2 or matrix3x3) -> the same", "inverse (closed form: cof(A)^T / det A)", 1)
+def _inv(types, params):
+    n = _square("inv", types, 1, 3)
+    det = _det_text(n, lambda i, j: f"A[{i},{j}]")
+    return Instance(("A",), types[0], "C[i,j] = " + _per_entry(n, lambda i, j: f"{_cofactor_text(n, j, i)}/{det}"),
+                    "A^-1")
+
+
+def _comparison(name: str, fn: str, doc: str) -> None:
+    signature = f"{name}(a: scalar, b: scalar) -> mask"
+
+    def make(types, params):
+        if any(not isinstance(t, ScalarType) for t in types):
+            raise _refuse(name, signature, types)
+        return Instance(("a", "b"), MaskType(), f"r = {fn}(a, b)", doc)
+    family(name, signature, doc, 2)(make)
+
+
+for _name, _doc in (("lt", "a < b"), ("le", "a <= b"), ("gt", "a > b"), ("ge", "a >= b"), ("eq", "a == b"),
+                    ("ne", "a != b")):
+    _comparison(_name, _name, _doc + " (false where either is NaN, but ne)")
+
+
+def _logic(name: str, arity: int, doc: str) -> None:
+    signature = f"{name}({', '.join(['m: mask', 'n: mask'][:arity])}) -> mask"
+
+    def make(types, params):
+        if any(not isinstance(t, MaskType) for t in types):
+            raise _refuse(name, signature, types)
+        names = ("m", "n")[:arity]
+        return Instance(names, MaskType(), f"r = {name}({', '.join(names)})", doc)
+    family(name, signature, doc, arity)(make)
+
+
+_logic("and", 2, "both")
+_logic("or", 2, "either")
+_logic("not", 1, "the opposite")
+
+
+@family("select", "select(m: mask, A: any, B: the type of A) -> the type of A",
+        "A where m holds, else B (the other side never reaches the result)", 3)
+def _select(types, params):
+    m, a, b = types
+    if not isinstance(m, MaskType) or a != b:
+        raise _refuse("select", FAMILIES["select"].signature, types)
+    rank = len(a.shape)
+    return Instance(("m", "A", "B"), a, f"{_target(rank)} = select(m, {_ref('A', rank)}, {_ref('B', rank)})",
+                    "m ? A : B")
+
+
+@family("item", "item_K(A: an array of N values) -> one value (K < N, after a loop is unrolled)",
+        "entry K of an array's first axis")
+def _item(types, params):
+    (a,) = types
+    k = int(params[0])
+    if not a.shape or not k < a.shape[0] or not _numeric(a):
+        raise _refuse("item", FAMILIES["item"].signature, types)
+    rest = a.shape[1:]
+    ref = f"A[{','.join([str(k), *_idx(len(rest)).split(',')]) if rest else k}]"
+    return Instance(("A",), kas_type_of_shape(rest), f"{_target(len(rest))} = {ref}", f"A[{k}]")
+
+
+@family("put", "put_K(A: an array of N values, v: one value) -> the array, entry K replaced",
+        "the array with entry K of its first axis replaced")
+def _put(types, params):
+    a, v = types
+    k = int(params[0])
+    if not a.shape or not k < a.shape[0] or tuple(v.shape) != tuple(a.shape[1:]) or not _numeric(a):
+        raise _refuse("put", FAMILIES["put"].signature, types)
+    rank = len(a.shape)
+    rest = _idx(rank - 1, "i") if rank > 1 else ""
+    target = f"C[a,{rest}]" if rest else "C[a]"
+    vref = f"v[{rest}]" if rest else "v"
+    aref = f"A[a,{rest}]" if rest else "A[a]"
+    # (`delta` selects exactly: the entry replaced is v alone, the others A's, NaN or not)
+    return Instance(("A", "v"), a, f"{target} = delta(a,{k})*{vref} + (1 - delta(a,{k}))*{aref}",
+                    f"A with A[{k}] = v")
+
+
+@family("stack", "stack_N(v0, ..., v(N-1): values of one type) -> an array of N of them",
+        "an array of its operands")
+def _stack(types, params):
+    first = types[0] if types else None
+    if first is None or any(t != first for t in types) or not _numeric(first) or len(types) != int(params[0]):
+        raise _refuse("stack", FAMILIES["stack"].signature, types)
+    rank = len(first.shape)
+    rest = _idx(rank, "i")
+    target = f"C[a,{rest}]" if rank else "C[a]"
+    names = tuple(f"V{k}" for k in range(len(types)))
+    terms = " + ".join(f"delta(a,{k})*{_ref(n, rank)}" for k, n in enumerate(names))
+    return Instance(names, kas_type_of_shape((len(types), *first.shape)), f"{target} = {terms}", "[v0, v1, ...]")
+
+
+CONTRACT_SIGNATURE = 'contract("ij,jk->ik", A, B, ...) -> the result of the index expression'
+
+
+def contract_params(spec: str, count: int) -> tuple[str, ...]:
+    """A contraction's index letters as parameters of its name: one word per operand, then the
+    result's (`"ik,kj->ij"` -> ('ik', 'kj', 'ij')); DefinitionError when the text is no such
+    spec for `count` operands."""
+    m = re.fullmatch(r"\s*([a-z]*(?:\s*,\s*[a-z]*)*)\s*->\s*([a-z]*)\s*", spec)
+    if m is None:
+        raise DefinitionError(f"contract: '{spec}' is not an index expression such as \"ik,kj->ij\" (lower-case "
+                              "letters, one group per operand, -> and the result's letters)")
+    inputs = [x.strip() for x in m.group(1).split(",")]
+    if len(inputs) != count:
+        raise DefinitionError(f"contract: '{spec}' names {len(inputs)} operand(s), {count} given")
+    words = (*inputs, m.group(2))
+    return tuple(w if w else "s" for w in words)  # (a scalar's group is empty: `s` in names)
+
+
+@family("contract", CONTRACT_SIGNATURE, "any sum of products written in index notation (einsum)")
+def _contract(types, params):
+    words = [("" if w == "s" else w) for w in params]
+    inputs, result = words[:-1], words[-1]
+    if len(inputs) != len(types):
+        raise DefinitionError(f"contract: {len(inputs)} index groups for {len(types)} operand(s)")
+    sizes: dict[str, int] = {}
+    for word, t in zip(inputs, types):
+        if len(word) != len(t.shape) or not _numeric(t):
+            raise DefinitionError(f"contract: '{word or 'no letters'}' does not index a {t.spelling()} "
+                                  f"({len(t.shape)} axes)")
+        for letter, n in zip(word, t.shape):
+            if sizes.setdefault(letter, n) != n:
+                raise DefinitionError(f"contract: index '{letter}' ranges over both {sizes[letter]} and {n}")
+    if any(letter not in sizes for letter in result) or len(set(result)) != len(result):
+        raise DefinitionError(f"contract: the result's letters '{result}' must be distinct letters of the operands")
+    summed = [x for x in dict.fromkeys("".join(inputs)) if x not in result]
+    names = [f"X{k}" for k in range(len(types))]
+    product = "*".join(f"{n}[{','.join(w)}]" if w else n for n, w in zip(names, inputs))
+    body = f"sum({','.join(summed)}) {product}" if summed else product
+    target = f"C[{','.join(result)}]" if result else "r"
+    shape = tuple(sizes[x] for x in result)
+    return Instance(tuple(names), kas_type_of_shape(shape), f"{target} = {body}",
+                    f"contract {','.join(inputs)}->{result}")
+
+
+def parse_mangled(name: str) -> tuple[Family, tuple[str, ...], tuple[KasType, ...]] | None:
+    """(family, parameters, operand types) of a family op's name, or None if it is none."""
+    parts = name.split("_")
+    fam = FAMILIES.get(parts[0])
+    if fam is None or len(parts) < 2:
+        return None
+    rest = parts[1:]
+    if fam.name == "contract":
+        if (len(rest) - 1) % 2:
+            return None
+        count = (len(rest) - 1) // 2
+        params, codes = rest[:count + 1], rest[count + 1:]
+    elif fam.name in ("item", "put", "stack"):
+        params, codes = rest[:1], rest[1:]
+    else:
+        params, codes = [], rest
+    types = [type_of_code(c) for c in codes]
+    if any(t is None for t in types) or (fam.name in ("item", "put", "stack") and not params[0].isdigit()):
+        return None
+    return fam, tuple(params), tuple(types)  # type: ignore[arg-type]

@@ -1,0 +1,201 @@
+"""The generic ops (`irfuse.library.families`) against NumPy, written here independently of
+their index definitions: every family on shapes square and not, run by the CPU backend in
+float64 and float32 and checked by `Program.check` against the ops' own float64 reference;
+then NaN, infinities and singular matrices, which must come out as IEEE arithmetic gives them
+(never a crash) with the verification saying so."""
+
+import numpy as np
+import pytest
+
+import irfuse
+
+
+def _t(a):  # the transpose of each element's matrix
+    return np.swapaxes(a, -1, -2)
+
+
+def _eye(n):
+    return np.eye(n)[None]
+
+
+def _spell(shape):
+    if shape == ():
+        return "scalar"
+    return {1: "vector", 2: "matrix"}.get(len(shape), "tensor") + "x".join(map(str, shape))
+
+
+# (family, operand shapes, NumPy of the batch (axis 0 the element), operand domain)
+CASES = [
+    ("add", [(4, 3), (4, 3)], np.add, None), ("add", [(2, 5), ()], lambda a, s: a + s[:, None, None], None),
+    ("sub", [(3,), (3,)], np.subtract, None), ("neg", [(2, 3, 2)], np.negative, None),
+    ("scale", [(3, 2), ()], lambda a, s: a * s[:, None, None], None),
+    ("emul", [(5,), (5,)], np.multiply, None), ("ediv", [(2, 2), (2, 2)], np.divide, "away"),
+    ("pow", [(3,), (3,)], np.power, "positive"), ("pow", [(), ()], np.power, "positive"),
+    ("min", [(4,), (4,)], np.minimum, None), ("max", [(2, 3), ()], lambda a, s: np.maximum(a, s[:, None, None]), None),
+    ("clamp", [(6,), (), ()], lambda a, lo, hi: np.minimum(np.maximum(a, lo[:, None]), hi[:, None]), None),
+    ("exp", [(3, 3)], np.exp, None), ("log", [(4,)], np.log, "positive"), ("sqrt", [()], np.sqrt, "positive"),
+    ("rsqrt", [(2,)], lambda a: 1 / np.sqrt(a), "positive"), ("sin", [(3,)], np.sin, None),
+    ("cos", [(2, 2)], np.cos, None), ("tanh", [(3, 3, 3)], np.tanh, None), ("abs", [(4,)], np.abs, None),
+    ("sign", [(5,)], np.sign, None),
+    ("mmul", [(4, 3), (3, 2)], np.matmul, None), ("mmul", [(2, 5), (5, 5)], np.matmul, None),
+    ("mtmul", [(4, 3), (4, 2)], lambda a, b: _t(a) @ b, None),
+    ("mmult", [(2, 3), (4, 3)], lambda a, b: a @ _t(b), None),
+    ("mvmul", [(4, 3), (3,)], lambda a, v: np.einsum("nij,nj->ni", a, v), None),
+    ("mtvmul", [(4, 3), (4,)], lambda a, v: np.einsum("nji,nj->ni", a, v), None),
+    ("outer", [(3,), (5,)], lambda a, b: np.einsum("ni,nj->nij", a, b), None),
+    ("dot", [(7,), (7,)], lambda a, b: np.einsum("ni,ni->n", a, b), None),
+    ("ddot", [(2, 4), (2, 4)], lambda a, b: np.einsum("nij,nij->n", a, b), None),
+    ("norm", [(3, 2)], lambda a: np.sqrt(np.einsum("nij,nij->n", a, a)), None),
+    ("norm", [(6,)], lambda a: np.linalg.norm(a, axis=1), None),
+    ("transpose", [(2, 5)], _t, None), ("trace", [(4, 4)], lambda a: np.trace(a, axis1=1, axis2=2), None),
+    ("sym", [(3, 3)], lambda a: (a + _t(a)) / 2, None), ("skew", [(2, 2)], lambda a: (a - _t(a)) / 2, None),
+    ("dev", [(3, 3)], lambda a: a - np.trace(a, axis1=1, axis2=2)[:, None, None] / 3 * _eye(3), None),
+    ("det", [(2, 2)], np.linalg.det, None), ("det", [(3, 3)], np.linalg.det, None),
+    ("cof", [(3, 3)], lambda a: _t(np.linalg.inv(a)) * np.linalg.det(a)[:, None, None], "regular"),
+    ("cof", [(2, 2)], lambda a: _t(np.linalg.inv(a)) * np.linalg.det(a)[:, None, None], "regular"),
+    ("inv", [(3, 3)], np.linalg.inv, "regular"), ("inv", [(2, 2)], np.linalg.inv, "regular"),
+    ("lt", [(), ()], np.less, None), ("le", [(), ()], np.less_equal, None), ("gt", [(), ()], np.greater, None),
+    ("ge", [(), ()], np.greater_equal, None), ("eq", [(), ()], np.equal, None),
+    ("ne", [(), ()], np.not_equal, None),
+]
+
+
+def _operand(rng, shape, domain, n):
+    a = rng.uniform(-1, 1, (n, *shape))
+    if domain == "positive":
+        return rng.uniform(0.25, 2, (n, *shape))
+    if domain == "away":
+        return np.where(a < 0, a - 0.5, a + 0.5)
+    if domain == "regular":
+        return a + 3 * np.eye(shape[0])  # diagonally dominant
+    return a
+
+
+def _compile(cases, dtype):
+    """A KAS program applying each case's family to inputs of its own (its result's type as
+    the catalogue resolves the family for those operands)."""
+    from irfuse.dialects.kas import kas_type_of_shape
+    from irfuse.library.catalogue import default_library
+
+    decls, inputs, lines = [], [], []
+    for k, (fam, shapes, _, _) in enumerate(cases):
+        names = [f"a{k}_{j}" for j in range(len(shapes))]
+        decls += [f"{_spell(s)} {x};" for x, s in zip(names, shapes)]
+        inputs += names
+        result = default_library().resolve(fam, [kas_type_of_shape(s) for s in shapes]).result_type
+        decls.append(f"{result.spelling()} r{k};")
+        lines.append(f"r{k} = {fam}({', '.join(names)});")
+    outs = ", ".join(f"r{k}" for k in range(len(cases)))
+    src = "\n".join([*decls, f"input {', '.join(inputs)};", *lines, f"return {outs};", ""])
+    return irfuse.compile(src, backend="cpu", dtype=dtype), src
+
+
+GROUPS = [CASES[k:k + 12] for k in range(0, len(CASES), 12)]
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+@pytest.mark.parametrize("group", range(len(GROUPS)))
+def test_every_family_agrees_with_numpy(group, dtype):
+    cases = GROUPS[group]
+    prog, src = _compile(cases, dtype)
+    rng = np.random.default_rng(group)
+    n = 67
+    args, wants = {}, {}
+    for k, (fam, shapes, fn, domain) in enumerate(cases):
+        ops = [_operand(rng, s, domain, n) for s in shapes]
+        # The operands the kernel gets, and NumPy the same values (rounded to the run's type).
+        ops = [o.astype(np.float32).astype(np.float64) if dtype == "f32" else o for o in ops]
+        args.update({f"a{k}_{j}": o.astype(np.float32 if dtype == "f32" else np.float64) for j, o in enumerate(ops)})
+        wants[f"r{k}"] = np.asarray(fn(*ops), dtype=np.float64)
+    got = prog(**args)
+    tol = 1e-12 if dtype == "f64" else 2e-5
+    for k, (fam, shapes, _, _) in enumerate(cases):
+        g, w = np.asarray(getattr(got, f"r{k}"), np.float64), wants[f"r{k}"]
+        scale = np.max(np.abs(w)) + 1
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=f"{fam}{shapes}\n{src}")
+    assert prog.check(**args).ok
+
+
+UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a), "sin": np.sin,
+         "cos": np.cos, "tanh": np.tanh, "abs": np.abs, "sign": np.sign, "neg": np.negative}
+BINARY = {"add": np.add, "sub": np.subtract, "emul": np.multiply, "ediv": np.divide, "pow": np.power,
+          "min": np.minimum, "max": np.maximum, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+          "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
+    """Entry by entry through every elementwise family, the masks' logic and select: NaN for
+    NaN, the same infinities, signed zeros compared equal; select never lets the side it does not
+    take through (NaN or not); the verification counts the special entries and passes."""
+    names = list(UNARY) + list(BINARY)
+    lines = [f"u{k} = {f}(x);" for k, f in enumerate(UNARY)]
+    lines += [f"b{k} = {f}(x, y);" for k, f in enumerate(BINARY)]
+    lines += ["c = clamp(x, -1, y);", "m = gt(x, y);", "k = le(y, 0);", "p = and(m, k);", "q = or(m, k);",
+              "z = not(m);", "s = select(m, x, y);"]
+    outs = [f"u{k}" for k in range(len(UNARY))] + [f"b{k}" for k in range(len(BINARY))] + list("cmkpqzs")
+    masks = [f"b{k}" for k, f in enumerate(BINARY) if f in ("lt", "le", "gt", "ge", "eq", "ne")]
+    numbers = [o for o in outs[:len(names)] if o not in masks]
+    src = "\n".join(["scalar x, y, c, s, " + ", ".join(numbers) + ";", "mask m, k, p, q, z, " + ", ".join(masks) + ";",
+                     "input x, y;", *lines, f"return {', '.join(outs)};", ""])
+    prog = irfuse.compile(src, backend="cpu", dtype=dtype)
+    values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0, 2.5, -3.0, 0.5])
+    x, y = (a.ravel() for a in np.meshgrid(values, values))  # every pair
+    npdt = np.float64 if dtype == "f64" else np.float32
+    got = prog(x=x.astype(npdt), y=y.astype(npdt))
+    with np.errstate(all="ignore"):
+        for k, (f, fn) in enumerate(UNARY.items()):
+            np.testing.assert_array_equal(np.asarray(getattr(got, f"u{k}"), np.float64), fn(x).astype(npdt),
+                                          err_msg=f)
+        for k, (f, fn) in enumerate(BINARY.items()):
+            np.testing.assert_array_equal(np.asarray(getattr(got, f"b{k}"), np.float64),
+                                          np.asarray(fn(x, y), np.float64).astype(npdt), err_msg=f)
+        np.testing.assert_array_equal(got.c, np.minimum(np.maximum(x, -1), y))
+        m, kk = x > y, y <= 0
+        for name, want in (("m", m), ("k", kk), ("p", m & kk), ("q", m | kk), ("z", ~m)):
+            np.testing.assert_array_equal(np.asarray(getattr(got, name)), want.astype(np.float64), err_msg=name)
+        np.testing.assert_array_equal(got.s, np.where(m, x, y))
+    report = prog.check(x=x.astype(npdt), y=y.astype(npdt))
+    assert report.ok, report
+    assert "NaN or infinite, as in the float64 reference" in str(report)
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_singular_matrices_invert_to_infinities_or_nan_and_the_verification_says_so(dtype):
+    """det of an exactly singular matrix is 0; inv divides its cofactors by that 0, which IEEE
+    arithmetic makes infinities (a nonzero cofactor) or NaN (a zero one). Matrices with NaN or
+    infinite entries go through the same way; regular ones beside them stay exact."""
+    src = """matrix3x3 A, Ai, Ac; matrix2x2 B, Bi; scalar d, e;
+    input A, B;
+    d = det(A); Ai = inv(A); Ac = cof(A); e = det(B); Bi = inv(B);
+    return d, Ai, Ac, e, Bi;"""
+    prog = irfuse.compile(src, backend="cpu", dtype=dtype)
+    npdt = np.float64 if dtype == "f64" else np.float32
+    rng = np.random.default_rng(5)
+    A = rng.uniform(-1, 1, (8, 3, 3)) + 3 * np.eye(3)
+    A[0] = [[1, 2, 3], [2, 4, 6], [0, 1, 0]]  # rank 2
+    A[1] = 0  # rank 0: every cofactor 0 too
+    A[2] = [[1, 1, 1], [1, 1, 1], [1, 1, 1]]  # rank 1
+    A[3, 0, 0] = np.nan
+    A[4, 1, 2] = np.inf
+    B = rng.uniform(-1, 1, (8, 2, 2)) + 3 * np.eye(2)
+    B[0] = [[2, 4], [1, 2]]
+    B[1] = 0
+    A, B = A.astype(npdt), B.astype(npdt)
+    got = prog(A=A, B=B)
+    assert got.d[0] == 0 and got.d[1] == 0 and got.d[2] == 0 and got.e[0] == 0 and got.e[1] == 0
+    for Ai, mat in ((got.Ai, A), (got.Bi, B)):
+        assert not np.isfinite(Ai[0]).any() and np.isnan(Ai[1]).all()
+        # where the cofactor is nonzero the entry is an infinity; where it is 0, NaN
+        cof = np.asarray(got.Ac[0]) if mat is A else None
+        if cof is not None:
+            np.testing.assert_array_equal(np.isinf(Ai[0]), cof.T != 0)
+            np.testing.assert_array_equal(np.isnan(Ai[0]), cof.T == 0)
+    assert np.isnan(got.d[3]) and np.isnan(got.Ai[3]).any()
+    tol = 1e-12 if dtype == "f64" else 1e-5
+    np.testing.assert_allclose(got.Ai[5:], np.linalg.inv(A[5:].astype(np.float64)), rtol=tol, atol=tol)
+    np.testing.assert_allclose(got.Bi[2:], np.linalg.inv(B[2:].astype(np.float64)), rtol=tol, atol=tol)
+    report = prog.check(A=A, B=B)
+    assert report.ok, report
+    text = str(report)
+    assert "Ai: ok" in text and "NaN or infinite, as in the float64 reference" in text
