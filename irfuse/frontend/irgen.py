@@ -215,8 +215,8 @@ class IRGen:
         missing = [k for k in range(n) if k not in e.values]
         if missing and e.base is None:
             self.err(e.at, f"'{name}' is read whole, but entr{'y' if len(missing) == 1 else 'ies'} "
-                     f"{', '.join(map(str, missing[:8]))}{'...' if len(missing) > 8 else ''} of it were never "
-                     "assigned", ["assign every entry (or the whole array) before reading it whole"])
+                     f"{', '.join(map(str, missing[:8]))}{'...' if len(missing) > 8 else ''} of it "
+                     f"{'was' if len(missing) == 1 else 'were'} never assigned", ["assign every entry (or the whole array) before reading it whole"])
             env[name] = None
             return None
         if not missing:
