@@ -63,6 +63,7 @@ class OutputCheck:
     overflow: int = 0  # entries whose float64 value the run's precision cannot hold
     allowed: float | None = None  # the allowance at first_bad
     special: int = 0  # entries whose float64 value is NaN or infinite (and the run's the same)
+    unbounded: int = 0  # entries no rounding bound holds for (not judged)
 
     @property
     def status(self) -> str:
@@ -74,6 +75,10 @@ class OutputCheck:
         if self.ok:
             tail = (f"; {self.overflow} entries overflow the run's precision (their float64 values are "
                     "beyond its range)") if self.overflow else ""
+            if self.unbounded:
+                tail += (f"; {self.unbounded} entries not judged: the run's precision does not determine them "
+                         "(a divisor within its rounding error of zero, as in the inverse of a matrix singular to "
+                         "within rounding)")
             if self.special:
                 tail += (f"; {self.special} entries are NaN or infinite, as in the float64 reference (a singular "
                          "matrix inverted, log of 0, ...)")
@@ -136,8 +141,15 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
             dev = np.where(in_range & np.isfinite(r), np.abs(r - w), 0.0)
             honest = _per_element_max(dev)
         allowed = HONEST_FACTOR * honest + et.tolerance * aw + EPS_FACTOR * float(np.finfo(et.numpy).eps) * scale
+        unbounded = np.zeros(w.shape, dtype=bool)
         if bound is not None and np.shape(bound) == w.shape:
             allowed = allowed + ROUNDING_FACTOR * np.where(np.isfinite(bound), bound, 0.0)
+            # No bound holds where a divisor (or a square root's or logarithm's argument) lies
+            # within its own rounding error of zero: the run's precision does not determine
+            # such an entry (an inverse of a matrix singular to within rounding), so any
+            # value there is what an honest evaluation may give. Counted, not judged.
+            unbounded = in_range & ~np.isfinite(bound) & ~cannot
+            cannot = cannot | unbounded
         err = np.where(in_range & np.isfinite(g), np.abs(g - w), 0.0)
     # Special values: exactly where the reference has them (NaN for NaN, the same infinity).
     same_special = np.where(finite_w, True, (np.isnan(w) & np.isnan(g)) | (w == g))
@@ -151,9 +163,9 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
     bad |= in_range & ~cannot & ~np.isfinite(g)
     bad |= in_range & ~cannot & (err > allowed)
     bad |= overflow & ~overflow_ok
-    overflow = overflow | (cannot & ~np.isfinite(g))  # reported with the overflows
+    overflow = overflow | (cannot & ~unbounded & ~np.isfinite(g))  # reported with the overflows
     with np.errstate(all="ignore"):
-        ratio = np.where(in_range & np.isfinite(g), err / np.maximum(allowed, np.finfo(np.float64).tiny), 0.0)
+        ratio = np.where(in_range & ~unbounded & np.isfinite(g), err / np.maximum(allowed, np.finfo(np.float64).tiny), 0.0)
         rel = np.where(in_range & np.isfinite(g), err / np.maximum(scale, np.finfo(np.float64).tiny), 0.0)
     worst = float(ratio.max()) if ratio.size else 0.0
     max_abs = float(err.max()) if err.size else 0.0
@@ -165,7 +177,7 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
         worst = max(worst, float("inf") if not np.isfinite(g[idx]) or not np.isfinite(w[idx]) else worst)
     special = int((~finite_w & same_special).sum())
     return OutputCheck(name, float(rel.max()) if rel.size else 0.0, max_abs, first, gv, wv, not bad.any(),
-                       worst, int(overflow.sum()), al, special), bad
+                       worst, int(overflow.sum()), al, special, int(unbounded.sum())), bad
 
 
 def check_outputs(got: dict[str, np.ndarray], want, dtype: str, uniform: Collection[str] = ()) -> list[OutputCheck]:
