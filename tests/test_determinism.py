@@ -41,8 +41,13 @@ def _poison(cache, table: dict[str, int]):
                 open(p, "wb").write(data[: len(data) // 3])
 
 
-@pytest.mark.parametrize("dtype", ["f32", "f64"])
-@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+# Every example in float32; in float64 the examples whose search is quick (the caches' part
+# does not depend on the element type, and hex8's float64 search alone took two minutes of
+# CI's ten, three times over).
+CACHE_CASES = [(p, "f32") for p in EXAMPLES] + [(p, "f64") for p in EXAMPLES if not p.endswith("hex8.kas")]
+
+
+@pytest.mark.parametrize("path, dtype", CACHE_CASES, ids=lambda x: os.path.basename(x) if "/" in x else x)
 def test_cold_warm_and_poisoned_caches_give_the_same_ir_and_cuda(path, dtype, tmp_path):
     cold_ir, cold_cuda, program = _compile(path, tmp_path / "c", dtype)
     warm_ir, warm_cuda, _ = _compile(path, tmp_path / "c", dtype)
