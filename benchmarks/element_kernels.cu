@@ -21,6 +21,37 @@ __device__ __forceinline__ void inv3(const real a[9], real d, real r[9]) {
     r[8] = (a[0] * a[4] - a[1] * a[3]) / d;
 }
 
+// The displacement gradient H = u^T G of an element of NODES nodes at one point, where
+// J = X^T dN, G = dN J^-1 (dN: NODES x 3 reference gradients); returns det J.
+template <int NODES>
+__device__ __forceinline__ real displacement_gradient(const real* x, const real* uu, const real* d, real H[9]) {
+    real J[9];
+#pragma unroll
+    for (int i = 0; i < 3; ++i)
+#pragma unroll
+        for (int j = 0; j < 3; ++j) {
+            real s = 0;
+#pragma unroll
+            for (int a = 0; a < NODES; ++a) s += x[3 * a + i] * d[3 * a + j];
+            J[3 * i + j] = s;
+        }
+    real det = det3(J), Ji[9];
+    inv3(J, det, Ji);
+#pragma unroll
+    for (int k = 0; k < 9; ++k) H[k] = 0;
+#pragma unroll
+    for (int a = 0; a < NODES; ++a) {
+        real G[3];
+#pragma unroll
+        for (int j = 0; j < 3; ++j) G[j] = d[3 * a] * Ji[j] + d[3 * a + 1] * Ji[3 + j] + d[3 * a + 2] * Ji[6 + j];
+#pragma unroll
+        for (int i = 0; i < 3; ++i)
+#pragma unroll
+            for (int j = 0; j < 3; ++j) H[3 * i + j] += uu[3 * a + i] * G[j];
+    }
+    return det;
+}
+
 extern "C" __global__ void p1_elastic(const real* __restrict__ X, const real* __restrict__ u,
                                       const real* __restrict__ dN, const real* __restrict__ lam_p,
                                       const real* __restrict__ mu_p, real* __restrict__ eps_o,
@@ -30,29 +61,8 @@ extern "C" __global__ void p1_elastic(const real* __restrict__ X, const real* __
     real x[12], uu[12], d[12];
 #pragma unroll
     for (int k = 0; k < 12; ++k) { x[k] = X[12 * e + k]; uu[k] = u[12 * e + k]; d[k] = dN[k]; }
-    real J[9];
-#pragma unroll
-    for (int i = 0; i < 3; ++i)
-#pragma unroll
-        for (int j = 0; j < 3; ++j) {
-            real s = 0;
-#pragma unroll
-            for (int a = 0; a < 4; ++a) s += x[3 * a + i] * d[3 * a + j];
-            J[3 * i + j] = s;
-        }
-    real det = det3(J), Ji[9];
-    inv3(J, det, Ji);
-    real H[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-    for (int a = 0; a < 4; ++a) {
-        real G[3];
-#pragma unroll
-        for (int j = 0; j < 3; ++j) G[j] = d[3 * a] * Ji[j] + d[3 * a + 1] * Ji[3 + j] + d[3 * a + 2] * Ji[6 + j];
-#pragma unroll
-        for (int i = 0; i < 3; ++i)
-#pragma unroll
-            for (int j = 0; j < 3; ++j) H[3 * i + j] += uu[3 * a + i] * G[j];
-    }
+    real H[9];
+    real det = displacement_gradient<4>(x, uu, d, H);
     real lam = *lam_p, mu = *mu_p;
     real tr = H[0] + H[4] + H[8];
 #pragma unroll
@@ -148,30 +158,8 @@ extern "C" __global__ void hex8(const real* __restrict__ X, const real* __restri
     real vol = 0, m[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll 1
     for (int q = 0; q < 8; ++q) {
-        const real* d = dN + 24 * q;
-        real J[9];
-#pragma unroll
-        for (int i = 0; i < 3; ++i)
-#pragma unroll
-            for (int j = 0; j < 3; ++j) {
-                real s = 0;
-#pragma unroll
-                for (int a = 0; a < 8; ++a) s += x[3 * a + i] * d[3 * a + j];
-                J[3 * i + j] = s;
-            }
-        real det = det3(J), Ji[9];
-        inv3(J, det, Ji);
-        real H[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-        for (int a = 0; a < 8; ++a) {
-            real G[3];
-#pragma unroll
-            for (int j = 0; j < 3; ++j) G[j] = d[3 * a] * Ji[j] + d[3 * a + 1] * Ji[3 + j] + d[3 * a + 2] * Ji[6 + j];
-#pragma unroll
-            for (int i = 0; i < 3; ++i)
-#pragma unroll
-                for (int j = 0; j < 3; ++j) H[3 * i + j] += uu[3 * a + i] * G[j];
-        }
+        real H[9];
+        real det = displacement_gradient<8>(x, uu, dN + 24 * q, H);
         real dv = det * w[q];
         vol += dv;
 #pragma unroll
