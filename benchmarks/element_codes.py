@@ -291,15 +291,17 @@ def main(argv=None) -> int:
                 checks["jax.jit"] = verdict(jfn(*jargs))
                 samplers["jax.jit"] = jax_sampler(jfn, jargs)
             itemsize = np.dtype(np_t).itemsize
-            nbytes = itemsize * args.n * (sum(int(np.prod(prog.shapes[k])) for k in prog.inputs if k not in prog.uniform)
-                                          + sum(int(np.prod(prog.shapes[k])) for k in prog.outputs))
+            words = (sum(int(np.prod(prog.shapes[k])) for k in prog.inputs if k not in prog.uniform)
+                     + sum(int(np.prod(prog.shapes[k])) for k in prog.outputs))
+            nbytes = itemsize * args.n * words
             # Yardsticks timed as the contenders are: a copy of the same bytes (half read, half
             # written) from the host, and irfuse and that copy 10 times back to back (a time
             # loop's steady state, where each launch overlaps the run before it).
             src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
             dst = torch.empty_like(src)
-            samplers[SAME_BYTES] = torch_sampler(lambda: dst.copy_(src), [])
-            samplers[SAME_BYTES + " x10"] = torch_sampler(lambda: dst.copy_(src), [], back_to_back=10)
+            samplers[SAME_BYTES] = torch_sampler(lambda dst=dst, src=src: dst.copy_(src), [])
+            samplers[SAME_BYTES + " x10"] = torch_sampler(lambda dst=dst, src=src: dst.copy_(src), [],
+                                                          back_to_back=10)
             samplers["irfuse x10"] = torch_sampler(irfuse_call, ordered, back_to_back=10)
             times = interleaved_medians(samplers, args.repeat, args.rounds)
             del src, dst
