@@ -21,7 +21,16 @@ line and column. What the body may hold:
   (sneg, vnegN, mnegNN), `*` (smul; svmulN and smmulNN with the scalar on either side),
   `/` (sdiv), `@` (mmulNN, mvmulNN). Nested expressions get temporaries (`_t1`, ...);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
-  function is defined), which becomes `loop N { ... }`;
+  function is defined), which becomes `loop N { ... }`; `for q in range(N):` whose body
+  reads and assigns arrays at `x[q]` (the counter only as an index), `loop q N { ... }`;
+- `x: irfuse.Tensor[8, 3, 3]` (an annotation without a value) declares a variable, an array
+  of 8 matrices here; `x[2]` reads an entry at a number;
+- `if`/`elif`/`else` on a comparison (`a > b`) or a mask: both sides computed, each
+  variable either assigns selected element by element; comparisons as values are masks,
+  `irfuse.where(m, a, b)` selects;
+- `x = y` copies; `A.T` transposes; `@` is `mmul`/`mvmul`/`dot` for any compatible shapes
+  where no suffixed op is; every generic op is `irfuse.ops.NAME` (`irfuse.ops.det(J)`,
+  `irfuse.ops.contract("q,qij->ij", w, eps)`);
 - `return a, b` (names or expressions), last; a docstring; `pass`;
 - numbers (`0.5`, `2`, `-1e-3`) as operands: uniform scalars (`A * 0.5` is smmulNN);
 - `irfuse.sum(x)`, `irfuse.max(x)`, `irfuse.min(x)`: reductions over the batch.
@@ -30,8 +39,9 @@ A parameter annotated `irfuse.Uniform[T]` holds one value for the whole batch. A
 holds a uniform value when it is assigned a reduction or an expression of uniform values
 only, and keeps holding that kind of value (as it keeps its type).
 
-Anything else (branches, other loops, calls of what is not an op, attributes of values)
-is refused at its line: a program's control flow cannot depend on its data.
+Anything else (while loops, calls of what is not an op, attributes of values other than
+`.T`) is refused at its line: a program's control flow cannot depend on its data, which is
+why a branch computes both of its sides.
 """
 
 from __future__ import annotations
