@@ -46,7 +46,7 @@ from irfuse.dialects.kas import (
 from irfuse.frontend.source_files import read_source  # noqa: F401 (callers import it from here)
 from irfuse.frontend.syntax import (COMPARISONS, COPY, Call, Condition, If, Index, Loop, Name, Number, Program, Statement,
                                     Text, is_mask_type, parse_program)
-from irfuse.library.families import contract_params
+from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
 
@@ -216,7 +216,8 @@ class IRGen:
         if missing and e.base is None:
             self.err(e.at, f"'{name}' is read whole, but entr{'y' if len(missing) == 1 else 'ies'} "
                      f"{', '.join(map(str, missing[:8]))}{'...' if len(missing) > 8 else ''} of it "
-                     f"{'was' if len(missing) == 1 else 'were'} never assigned", ["assign every entry (or the whole array) before reading it whole"])
+                     f"{'was' if len(missing) == 1 else 'were'} never assigned",
+                     ["assign every entry (or the whole array) before reading it whole"])
             env[name] = None
             return None
         if not missing:
@@ -340,7 +341,7 @@ class IRGen:
         if isinstance(a, Index):
             return self.entry(a, env, block)
         if isinstance(a, Text):
-            self.err(a, "a string is only the index expression of 'contract' (its first operand)")
+            self.err(a, STRING_ELSEWHERE)
             return None
         if a.value not in self.constants:
             const = ConstantOp(a.value)
@@ -523,8 +524,7 @@ class IRGen:
         family = self.lib.family(s.op.text)
         if s.op.text == "contract":
             if not operands or not isinstance(operands[0], Text):
-                self.err(s.op, "'contract' takes the index expression first, as a string: "
-                         "contract(\"ik,kj->ij\", A, B)", [f"signature: {family.signature}"])  # type: ignore
+                self.err(s.op, INDEX_EXPRESSION_FIRST, [f"signature: {family.signature}"])  # type: ignore
                 return
             try:
                 params = contract_params(operands[0].text, len(operands) - 1)

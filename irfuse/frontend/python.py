@@ -58,7 +58,7 @@ from irfuse.frontend.irgen import FrontendResult, build_module, is_reduction
 from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
 from irfuse.frontend.syntax import (COMPARISONS, COPY, MAX_TRIP_COUNT, Call, Condition, Declaration, If, Index, Loop,
                                     Name, Number, Pos, Program, Statement, Text)
-from irfuse.library.families import contract_params
+from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.indexexpr import DefinitionError
 
@@ -650,11 +650,11 @@ class _Translator:
             operand = call[1][0]
             return self.shape_of(operand), isinstance(operand, Name) and operand.text in self.masks
         operands, params = call[1], ()
-        if any(isinstance(a, Text) for a in operands):
-            if call[0].text != "contract" or not isinstance(operands[0], Text) \
-                    or any(isinstance(a, Text) for a in operands[1:]):
-                raise self.error(node, "a string is the index expression of contract, its first operand: "
-                                       "contract(\"ik,kj->ij\", A, B)")
+        if call[0].text == "contract" and not (operands and isinstance(operands[0], Text)):
+            raise self.error(node, INDEX_EXPRESSION_FIRST)
+        if any(isinstance(a, Text) for a in operands[call[0].text == "contract":]):
+            raise self.error(node, STRING_ELSEWHERE)
+        if call[0].text == "contract":
             try:
                 params = contract_params(operands[0].text, len(operands) - 1)
             except DefinitionError as e:

@@ -420,6 +420,11 @@ def _stack(types, params):
 CONTRACT_SIGNATURE = 'contract("ij,jk->ik", A, B, ...) -> the result of the index expression'
 
 
+# What both frontends say of a call's strings: only contract takes one, first.
+INDEX_EXPRESSION_FIRST = "'contract' takes the index expression first, as a string: contract(\"ik,kj->ij\", A, B)"
+STRING_ELSEWHERE = "a string is only the index expression of 'contract' (its first operand)"
+
+
 def contract_params(spec: str, count: int) -> tuple[str, ...]:
     """A contraction's index letters as parameters of its name: one word per operand, then the
     result's (`"ik,kj->ij"` -> ('ik', 'kj', 'ij')); DefinitionError when the text is no such

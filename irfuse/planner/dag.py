@@ -42,8 +42,6 @@ class BlockDAG:
         return [i for i, op in enumerate(self.ops) if isinstance(op, (kas.CallOp, kas.ReduceOp))]
 
     def runs_once(self, i: int) -> bool:
-        if not self.once:  # (asked for every group the search grows: worked out once per block)
-            self.once = [isinstance(op, kas.CallOp) and kas.is_uniform(op.res) for op in self.ops]
         return self.once[i]
 
     def reductions(self) -> int:
@@ -92,7 +90,9 @@ def block_dag(block: Block, multiplier: int = 1, parent: tuple[int, int] | None 
     for j in range(n):
         for i in pred[j]:
             anc[j] |= (1 << i) | anc[i]
-    return BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent)
+    # (asked for every group the search grows: worked out once per block)
+    once = [isinstance(op, kas.CallOp) and kas.is_uniform(op.res) for op in ops]
+    return BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent, once)
 
 
 def program_dags(program: kas.ProgramOp) -> list[BlockDAG]:
