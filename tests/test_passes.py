@@ -53,3 +53,34 @@ def test_every_pass_leaves_race_free_ir(path):
     for k in range(2, len(stages)):
         module = lower(compile_file(path).module, ",".join(stages[:k]))
         FuseVerifyRaces().apply(make_context(), module)
+
+
+def test_the_hazard_tracker_finds_exactly_the_conflicting_pairs():
+    """Accesses are tracked as their distinct words and each word's one thread (or MULTI, or
+    ANY for a block-wide copy): checked against the definition on random accesses. A pair
+    conflicts when one of the two writes and the threads differ or either is ANY."""
+    import numpy as np
+
+    from irfuse.analysis.hazards import HazardTracker
+    from irfuse.analysis.shared_accesses import ANY, MULTI, Access, word_owners
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        words = rng.integers(0, 12, rng.integers(0, 20))
+        threads = rng.integers(ANY, 4, words.size)
+        uniq, owners = word_owners(words, threads)
+        touched: dict[int, set[int]] = {}
+        for w, t in zip(words.tolist(), threads.tolist()):
+            touched.setdefault(w, set()).add(t)
+        assert uniq.tolist() == sorted(touched)
+        assert owners.tolist() == [next(iter(touched[w])) if len(touched[w]) == 1 else MULTI for w in sorted(touched)]
+    for _ in range(100):
+        tracker, seen = HazardTracker(12), []
+        for _ in range(6):
+            words = rng.integers(0, 12, rng.integers(1, 8))
+            acc = Access(words, rng.integers(ANY, 3, words.size), bool(rng.integers(0, 2)))
+            want = any(w == w2 and (acc.write or write2) and (t != t2 or t < 0 or t2 < 0)
+                       for w, t in zip(acc.words.tolist(), acc.threads.tolist()) for w2, t2, write2 in seen)
+            assert (tracker.conflict([acc]) is not None) == want
+            tracker.record([acc], 0)
+            seen += [(w, t, acc.write) for w, t in zip(acc.words.tolist(), acc.threads.tolist())]

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from irfuse.kernel.model import KernelModel, MOp, OpKind, unrolled
-from irfuse.analysis.shared_accesses import Access, accesses
+from irfuse.analysis.shared_accesses import MULTI, Access, accesses
 
-MULTI = -2  # several threads
 NONE = -3  # no access since the last barrier
 
 
@@ -23,17 +22,13 @@ def _conflicts(prev: np.ndarray, threads: np.ndarray) -> np.ndarray:
     return (prev != NONE) & ((prev < 0) | (threads < 0) | (prev != threads))
 
 
-def _merge(state: np.ndarray, words: np.ndarray, threads: np.ndarray) -> None:
+def _merge(state: np.ndarray, words: np.ndarray, owners: np.ndarray) -> None:
+    """Adds an access given as distinct words and each one's owner (`Access.owners`): ANY
+    and MULTI both conflict with every other thread."""
     if words.size == 0:
         return
-    order = np.argsort(words, kind="stable")
-    w, t = words[order], threads[order]
-    uniq, first = np.unique(w, return_index=True)
-    tmin = np.minimum.reduceat(t, first)
-    tmax = np.maximum.reduceat(t, first)
-    new = np.where(tmin == tmax, tmin, MULTI)  # ANY and MULTI both conflict with every other thread
-    old = state[uniq]
-    state[uniq] = np.where(old == NONE, new, np.where(old == new, old, MULTI))
+    old = state[words]
+    state[words] = np.where(old == NONE, owners, np.where(old == owners, old, MULTI))
 
 
 class HazardTracker:
@@ -55,7 +50,12 @@ class HazardTracker:
             checks = [(self.last_write, self.write_op, "written")]
             if a.write:
                 checks.append((self.last_read, self.read_op, "read"))
+            words, owners = a.owners()
             for state, who, kind in checks:
+                # (a word of several threads conflicts where a word's thread would: asked of
+                # the distinct words first, the full list only to name the first word hit)
+                if not _conflicts(state[words], owners).any():
+                    continue
                 bad = _conflicts(state[a.words], a.threads)
                 if bad.any():
                     i = int(np.argmax(bad))
@@ -66,8 +66,9 @@ class HazardTracker:
     def record(self, acc: list[Access], op_index: int) -> None:
         for a in acc:
             state, who = (self.last_write, self.write_op) if a.write else (self.last_read, self.read_op)
-            _merge(state, a.words, a.threads)
-            who[a.words] = op_index
+            words, owners = a.owners()
+            _merge(state, words, owners)
+            who[words] = op_index
 
 
 @dataclass

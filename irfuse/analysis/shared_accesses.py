@@ -14,7 +14,7 @@ these sets.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -93,11 +93,52 @@ def call_words(v, ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, rema
     return v.offset + w + element_shift(y, v.size, v.pitch), t
 
 
+def call_access(v, ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool, rows: int | None,
+                write: bool) -> Access:
+    """A call's (or copy's) `Access` to value `v` through `ap` (see `call_words`)."""
+    w, t = call_words(v, ap, impl_bx, kernel_bx, by, remap, rows)
+    uniq, owner = _ap_owners(ap, impl_bx, kernel_bx, by, remap, rows or by, v.size, v.pitch)
+    return Access(w, t, write, (v.offset + uniq, owner))
+
+
+MULTI = -2  # a word several threads touch (in `Access.owners`)
+
+
+def word_owners(words: np.ndarray, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct words, sorted; for each the one thread touching it, or MULTI where
+    several do or `ANY` where a block-wide copy does): all the hazard tracking needs."""
+    if words.size == 0:
+        return words, threads
+    order = np.argsort(words, kind="stable")
+    w, t = words[order], threads[order]
+    uniq, first = np.unique(w, return_index=True)
+    tmin = np.minimum.reduceat(t, first)
+    tmax = np.maximum.reduceat(t, first)
+    return uniq, np.where(tmin == tmax, tmin, MULTI)
+
+
+@functools.lru_cache(maxsize=8192)
+def _ap_owners(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool, rows: int, size: int,
+               pitch: int) -> tuple[np.ndarray, np.ndarray]:
+    """`word_owners` of a call's access through `ap` to a value at offset 0: the same for every
+    kernel placing such a value anywhere (shifted by its offset), so worked out once."""
+    w, t, y = _ap_words(ap, impl_bx, kernel_bx, by, remap, rows)
+    return word_owners(w + element_shift(y, size, pitch), t)
+
+
 @dataclass
 class Access:
     words: np.ndarray
     threads: np.ndarray
     write: bool
+    # `word_owners(words, threads)`, where known when the access is made (else worked out on
+    # first use): the hazard tracker merges and checks these.
+    owners_known: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    def owners(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.owners_known is None:
+            self.owners_known = word_owners(self.words, self.threads)
+        return self.owners_known
 
 
 def accesses(model: KernelModel, op: MOp) -> list[Access]:
@@ -111,29 +152,30 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
             if (op.kind == OpKind.STORE and op.reduce and model.by > 1
                     and tree_reads_in_place(v.size, v.pitch, model.by)):
                 threads = tree_first_readers(model.by, model.threads)
-            out.append(Access(words, threads, op.kind == OpKind.LOAD))
+            # (a block chunk's words are distinct and increasing: each is its own owner entry)
+            out.append(Access(words, threads, op.kind == OpKind.LOAD, (words, threads)))
     elif op.kind == OpKind.COPY:
         ap, bx, remap = copy_pattern(model, op)
         for vid, write in ((op.args[0], False), (op.result, True)):
             v = model.values[vid]  # type: ignore[index]
             if v.shared:
-                w, t = call_words(v, ap, bx, model.bx, model.by, remap, model.thread_rows)
-                out.append(Access(w, t, write))
+                out.append(call_access(v, ap, bx, model.bx, model.by, remap, model.thread_rows, write))
     elif op.kind == OpKind.CALL:
         impl = op.impl
         assert impl is not None
         for k, a in enumerate(op.args):
             v = model.values[a]
             if v.shared:
-                w, t = call_words(v, impl.operand_aps[k], impl.bx, model.bx, model.by, op.remap, model.thread_rows)
-                out.append(Access(w, t, False))
+                out.append(call_access(v, impl.operand_aps[k], impl.bx, model.bx, model.by, op.remap,
+                                       model.thread_rows, False))
         v = model.values[op.result]  # type: ignore[index]
         if v.shared:
-            w, t = call_words(v, impl.result_ap, impl.bx, model.bx, model.by, op.remap, model.thread_rows)
-            out.append(Access(w, t, True))
+            out.append(call_access(v, impl.result_ap, impl.bx, model.bx, model.by, op.remap, model.thread_rows,
+                                   True))
     if model.threads == 1:  # a block of one thread (a kernel run once) races with nobody
         for a in out:
             a.threads = np.zeros_like(a.threads)
+            a.owners_known = None
     return out
 
 
