@@ -377,3 +377,21 @@ def test_a_literal_in_a_loop_is_hoisted_and_the_loop_runs_in_a_kernel():
     assert any(isinstance(op, fuse.LoopOp) for op in plan.module.walk())
     host, _, _ = _run(src, partition_pipeline(1, 0, 8, 1 << 22, "h100", loops="host"), "aos", 300)
     assert "kas.loop" in str(host.module)
+
+
+def test_uniformity_is_remembered_only_inside_the_memo_and_gives_the_same_answers():
+    from irfuse.dialects import kas
+    from irfuse.frontend.irgen import compile_source
+
+    program = kas.program_of(compile_source(
+        "uniform matrix3x3 C, D; matrix3x3 A, K; vector3 x, v; scalar e; uniform scalar E, m;\n"
+        "input A, C, x; D = mmul33(C, C); K = mmul33(A, D); v = mvmul33(K, x); e = vdot3(v, x);\n"
+        "E = sum(e); m = smul(E, E); return m, v;", "memo.kas").module)
+    values = [r for op in program.walk() for r in op.results] + list(program.body.block.args)
+    plain = [kas.is_uniform(v) for v in values]
+    assert any(plain) and not all(plain)
+    assert kas.uniform_memo() is None
+    with kas.uniformity_memo() as memo:
+        assert [kas.is_uniform(v) for v in values] == plain
+        assert len(memo) == len(set(values)) and kas.uniform_memo() is memo
+    assert kas.uniform_memo() is None

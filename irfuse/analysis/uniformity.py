@@ -43,6 +43,17 @@ def value_extent(v: SSAValue) -> Extent:
 def is_uniform(v: SSAValue) -> bool:
     """`kas.is_uniform`, through the launches and combines of a partly lowered program too (a
     call whose operands a `once` launch or a `fuse.combine` made is uniform)."""
+    memo = kas.uniform_memo()
+    if memo is None:
+        return _is_uniform(v)
+    key = ("lowered", v)
+    known = memo.get(key)
+    if known is None:
+        known = memo[key] = _is_uniform(v)
+    return known
+
+
+def _is_uniform(v: SSAValue) -> bool:
     stack, seen = [v], {v}
     while stack:
         w = stack.pop()

@@ -13,7 +13,9 @@ A program is a `kas.program` whose arguments are the inputs and whose
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, Float64Type, IntAttr, StringAttr, SymbolNameConstraint, SymbolRefAttr
@@ -599,10 +601,42 @@ def locate_block_arguments(block: Block, locations: list) -> None:
             arg.location = location
 
 
+# Answers of `is_uniform` (and of the lowered IR's `analysis.uniformity.is_uniform`), kept while
+# `uniformity_memo` is entered: None outside it.
+_UNIFORM_MEMO: ContextVar[dict | None] = ContextVar("irfuse_uniform_memo", default=None)
+
+
+@contextmanager
+def uniformity_memo() -> Iterator[dict]:
+    """Remembers which values are uniform for as long as the IR is not changed: the fusion
+    search asks it of the same values for every candidate kernel. Per thread and task (a
+    context variable), so concurrent compilations keep their own."""
+    token = _UNIFORM_MEMO.set({})
+    try:
+        yield _UNIFORM_MEMO.get()  # type: ignore[misc]
+    finally:
+        _UNIFORM_MEMO.reset(token)
+
+
+def uniform_memo() -> dict | None:
+    """The memo `uniformity_memo` keeps, or None outside it."""
+    return _UNIFORM_MEMO.get()
+
+
 def is_uniform(v: SSAValue, uniform_args: Collection[SSAValue] = ()) -> bool:
     """Whether a value of a `kas` program holds one value for the whole batch: a uniform
     input, a literal, a reduction's result, or a call's whose operands are all uniform.
     `uniform_args`: block arguments known to be uniform inputs (a program being built)."""
+    memo = _UNIFORM_MEMO.get() if not uniform_args else None
+    if memo is not None:
+        known = memo.get(v)
+        if known is None:
+            known = memo[v] = _is_uniform(v, ())
+        return known
+    return _is_uniform(v, uniform_args)
+
+
+def _is_uniform(v: SSAValue, uniform_args: Collection[SSAValue]) -> bool:
     stack, seen = [v], set()
     while stack:
         w = stack.pop()

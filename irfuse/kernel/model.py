@@ -134,15 +134,27 @@ class KernelModel:
         return any(op.kind == OpKind.LOOP for op in self.ops)
 
     def copy(self) -> "KernelModel":
-        return KernelModel(self.bx, self.by, {k: MValue(**vars(v)) for k, v in self.values.items()},
-                           [MOp(**{**vars(op), "args": list(op.args), "carries": list(op.carries)})
-                            for op in self.ops], self.itemsize, self.layout, self.once, self.per_thread)
+        ops = []
+        for op in self.ops:
+            twin = _shallow(op)
+            twin.args, twin.carries = list(op.args), list(op.carries)
+            ops.append(twin)
+        return KernelModel(self.bx, self.by, {k: _shallow(v) for k, v in self.values.items()}, ops,
+                           self.itemsize, self.layout, self.once, self.per_thread)
 
     def batch_loads(self) -> int:
         """Words per element the kernel loads from per-element inputs (uniform ones are read
         from cache by every element: no per-element traffic)."""
         return sum(self.values[op.value].size for op in self.ops
                    if op.kind == OpKind.LOAD and not self.values[op.value].uniform)
+
+
+def _shallow(obj):
+    """A field-by-field copy of a dataclass instance (what `dataclasses.replace` gives, without
+    running `__init__`: the planner copies models thousands of times)."""
+    twin = object.__new__(type(obj))
+    twin.__dict__.update(obj.__dict__)
+    return twin
 
 
 # --- loops ------------------------------------------------------------------
@@ -163,6 +175,8 @@ def loop_ends(ops: list[MOp]) -> dict[int, int]:
 def op_weights(ops: list[MOp]) -> list[int]:
     """How many times each op runs per thread: the product of its enclosing loops' trip counts
     (a `loop` op itself runs once per entry, its `yield` once per iteration)."""
+    if not any(op.kind is OpKind.LOOP for op in ops):
+        return [1] * len(ops)
     out: list[int] = []
     factor = [1]
     for op in ops:
