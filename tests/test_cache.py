@@ -93,3 +93,53 @@ def test_cubin_entry_with_a_damaged_report_is_recompiled(tmp_path, monkeypatch):
     meta.write_text(json.dumps(data))
     again = compile_cubin(SRC, "sm_90")
     assert not again.cached and again.resources["k"].spill_stores == first.resources["k"].spill_stores == 0
+
+
+def test_host_builds_include_one_precompiled_header_and_make_the_same_library(tmp_path, monkeypatch):
+    """The standard headers are parsed once per compiler and flags (a `.gch` beside a copy of
+    the header in the cache); a library built through it is byte for byte the one built by
+    parsing the header, and a damaged precompiled header is made again."""
+    from irfuse.artifact.kernel_info import KernelInfo
+    from irfuse.backend import host_compile
+
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(host_compile, "_PRECOMPILED", {})
+    kernels = [KernelInfo("twice", 1, 4, 0, ["a"], ["b"], [1], [1])]
+    host_compile.build_host_library(HOST_SRC, kernels)
+    assert not list(tmp_path.glob("host-header/*/*/*.gch"))  # a fresh cache's first library parses the header
+    host_compile.build_host_library(HOST_SRC.replace("2 * a[i]", "3 * a[i]"), kernels)
+    (pch,) = tmp_path.glob(f"host-header/*/*/{host_compile.HEADER}.gch")
+    assert (pch.parent / host_compile.HEADER).read_text() == host_compile._header_text()
+    header, cxx, flags = host_compile._header_text(), host_compile.compiler(), host_compile.FLAGS
+    launcher = host_compile.launcher_source(kernels)
+    through = host_compile._build(HOST_SRC, launcher, header, cxx, flags, str(pch.parent))
+    assert through == host_compile._build(HOST_SRC, launcher, header, cxx, flags)
+    whole = pch.read_bytes()
+    pch.write_bytes(whole[: len(whole) // 3])  # as an interrupted write could leave it
+    monkeypatch.setattr(host_compile, "_PRECOMPILED", {})
+    assert host_compile._precompiled(header, cxx, flags) == str(pch.parent)
+    # made again whole (not the same bytes: it records the path it was made at)
+    assert host_compile.read_checked(str(pch)) is not None and len(pch.read_bytes()) > len(whole) // 2
+
+
+def test_a_host_compiler_without_precompiled_headers_still_builds(tmp_path, monkeypatch):
+    """A compiler wrapper that refuses to make a precompiled header (as one that does not know
+    `-x c++-header` would) only costs parsing the header in every build."""
+    from irfuse.artifact.kernel_info import KernelInfo
+    from irfuse.backend import host_compile
+    from irfuse.runtime.host_library import HostLibrary
+
+    wrapper = tmp_path / "cxx"
+    wrapper.write_text('#!/bin/sh\ncase "$*" in *c++-header*) exit 1;; esac\nexec g++ "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CXX", str(wrapper))
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(host_compile, "_PRECOMPILED", {})
+    kernels = [KernelInfo("twice", 1, 4, 0, ["a"], ["b"], [1], [1])]
+    host_compile.build_host_library(HOST_SRC.replace("2 * a[i]", "3 * a[i]"), kernels)
+    mod = HostLibrary(host_compile.build_host_library(HOST_SRC, kernels), kernels)
+    assert not list((tmp_path / "cache").glob("host-header/*/*/*.gch"))
+    a = np.arange(10, dtype=np.float32)
+    b = np.zeros(10, dtype=np.float32)
+    mod.launch("twice", [a, b], 10)
+    np.testing.assert_array_equal(b, 2 * a)

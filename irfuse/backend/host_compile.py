@@ -7,11 +7,19 @@ region, see `render_cpu`), together with a small generated launcher per kernel t
 the launch's blocks over worker threads. Optimized (-O2); no floating-point shortcuts
 (no -ffast-math, no contraction into fused multiply-adds), so the results are those of the
 source's operations in its order, on any x86-64 or ARM host.
+
+Most of a build's time is the C++ standard headers `irfuse_host.h` includes (about 0.9 s of
+1.5 s with g++ 12): the header is precompiled once per compiler and flags (`.gch`, kept in
+the cache beside a copy of the header, from a cache's second library on: making it takes
+longer than one build) and every build includes it from there (about 0.5 s).
+A compiler that makes no precompiled header, or one that ignores it, parses the header as
+before: the library is the same either way.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import shutil
 import shlex
@@ -20,7 +28,7 @@ import tempfile
 from importlib import resources
 
 from irfuse.artifact.kernel_info import KernelInfo
-from irfuse.backend.disk_cache import cache_lock, entry_path, read_checked, sha256, write_checked
+from irfuse.backend.disk_cache import atomic_write, cache_lock, entry_path, read_checked, sha256, write_checked
 from irfuse.diagnostics import CompileError, UsageError
 
 HEADER = "irfuse_host.h"
@@ -99,14 +107,74 @@ def build_host_library(source: str, kernels: list[KernelInfo]) -> str:
     flags = FLAGS
     key = sha256("\0".join([source, launcher, header, *cxx, *flags]).encode())
     lib_path = entry_path("host", key, ".so")
+    # Making the precompiled header takes longer than one build: a cache gets it at its
+    # second library, not for a program compiled once into a fresh cache.
+    seasoned = bool(glob.glob(os.path.join(os.path.dirname(os.path.dirname(lib_path)), "*", "*.so")))
     with cache_lock(lib_path):
         # A library that fails its checksum (truncated by an interrupted run, damaged) is
         # rebuilt: loading a damaged shared library can kill the process.
         if read_checked(lib_path) is None:
-            write_checked(lib_path, _build(source, launcher, header, cxx, flags))
+            precompiled = _precompiled(header, cxx, flags) if seasoned else None
+            write_checked(lib_path, _build(source, launcher, header, cxx, flags, precompiled))
         if read_checked(lib_path) is None:  # the cache cannot be written: a private copy
             lib_path = _private_copy(_build(source, launcher, header, cxx, flags))
     return lib_path
+
+
+# The precompiled header's directory per (header, compiler, flags), once checked in this
+# process (None: there is none to use).
+_PRECOMPILED: dict[str, str | None] = {}
+
+
+def _precompiled(header: str, cxx: list[str], flags: list[str]) -> str | None:
+    """A cache directory holding the header and its precompiled form for these compiler and
+    flags, built on first use; None where the compiler makes none or the cache cannot be
+    written (builds then parse the header themselves)."""
+    key = sha256("\0".join(["precompiled header", header, *cxx, *flags]).encode())
+    if key in _PRECOMPILED:
+        return _PRECOMPILED[key]
+    where = entry_path("host-header", key)
+    pch = os.path.join(where, HEADER + ".gch")
+    found: str | None = where
+    with cache_lock(where):
+        try:
+            with open(os.path.join(where, HEADER)) as f:
+                same = f.read() == header
+        except OSError:
+            same = False
+        # (checked whole once per process: a damaged precompiled header is made again, as a
+        # damaged library is)
+        if not same or read_checked(pch) is None:
+            data = _build_precompiled(header, cxx, flags)
+            try:
+                if data is None:
+                    raise OSError
+                atomic_write(os.path.join(where, HEADER), header.encode())
+                if not write_checked(pch, data):
+                    raise OSError
+            except OSError:
+                found = None
+    _PRECOMPILED[key] = found
+    return found
+
+
+def _build_precompiled(header: str, cxx: list[str], flags: list[str]) -> bytes | None:
+    """The precompiled header's bytes, or None where the compiler does not make one."""
+    with tempfile.TemporaryDirectory(prefix="irfuse-host-") as tmp:
+        path = os.path.join(tmp, HEADER)
+        with open(path, "w") as f:
+            f.write(header)
+        cmd = [*cxx, *[f for f in flags if f != "-shared"], "-x", "c++-header", path, "-o", path + ".gch"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, timeout=compile_timeout())
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        try:
+            with open(path + ".gch", "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        return data if proc.returncode == 0 and data else None
 
 
 def _private_copy(data: bytes) -> str:
@@ -116,14 +184,16 @@ def _private_copy(data: bytes) -> str:
     return path
 
 
-def _build(source: str, launcher: str, header: str, cxx: list[str], flags: list[str]) -> bytes:
-    """The shared library's bytes."""
+def _build(source: str, launcher: str, header: str, cxx: list[str], flags: list[str],
+           precompiled: str | None = None) -> bytes:
+    """The shared library's bytes; `precompiled`: a directory holding the header and its
+    precompiled form (`_precompiled`)."""
     with tempfile.TemporaryDirectory(prefix="irfuse-host-") as tmp:
         for name, text in (("kernels.cu", source), ("launcher.cpp", launcher), (HEADER, header)):
             with open(os.path.join(tmp, name), "w") as f:
                 f.write(text)
         out = os.path.join(tmp, "kernels.so")
-        cmd = [*cxx, *flags, "-include", os.path.join(tmp, HEADER), "-x", "c++",
+        cmd = [*cxx, *flags, "-include", os.path.join(precompiled or tmp, HEADER), "-x", "c++",
                os.path.join(tmp, "launcher.cpp"), "-o", out]
         limit = compile_timeout()
         try:
