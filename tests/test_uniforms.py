@@ -3,6 +3,7 @@ reductions over the batch fused into the kernels that make their operands. Every
 on the CPU backend against the float64 reference, in both thread orders and both layouts;
 reductions give the same bits run after run and whatever the threads' order."""
 
+import os
 import re
 
 import numpy as np
@@ -311,7 +312,8 @@ def test_the_cli_runs_and_verifies_the_examples_with_uniform_values(tmp_path):
 # --- random programs ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(8))
+# (`IRFUSE_FUZZ_LONG=1` runs 20; benchmarks/fuzz.py runs such programs in the thousands)
+@pytest.mark.parametrize("seed", range(20 if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else 4))
 def test_random_programs_with_batch_wide_values_agree_with_the_reference(seed, tmp_path):
     """Uniform inputs, literals, reductions (and kernels after them), statements run once:
     the two best plans of random programs, against the reference on the CPU, each compiled
