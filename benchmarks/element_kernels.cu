@@ -175,3 +175,55 @@ extern "C" __global__ void hex8(const real* __restrict__ X, const real* __restri
 #pragma unroll
     for (int k = 0; k < 9; ++k) epsm_o[9 * e + k] = m[k] / vol;
 }
+
+// hex8 with the block's elements staged through shared memory both ways, as irfuse's kernels
+// do (each array a contiguous run per block, copied by all threads: coalesced), the rows
+// padded by one word so that a thread reading its own element's row meets no bank conflict,
+// the quadrature loop unrolled and every other value in registers. Launched with HEX8_BY
+// threads per block (the block's elements).
+#ifndef HEX8_BY
+#define HEX8_BY 64
+#endif
+extern "C" __global__ void __launch_bounds__(HEX8_BY) hex8_staged(
+    const real* __restrict__ X, const real* __restrict__ u, const real* __restrict__ dN,
+    const real* __restrict__ w, real* __restrict__ eps_o, real* __restrict__ vol_o,
+    real* __restrict__ epsm_o, long n) {
+    constexpr int BY = HEX8_BY, IN = 25, OUT = 73;  // padded rows: 24 + 1, 72 + 1 words
+    __shared__ real s[BY * (OUT + 10)];              // X and u in (2 x 25 words), then eps, epsm, vol out
+    const long first = blockIdx.x * (long)BY;
+    const int count = n - first < BY ? (int)(n - first) : BY, t = threadIdx.x;
+    for (int i = t; i < count * 24; i += BY) {
+        s[(i / 24) * IN + i % 24] = X[first * 24 + i];
+        s[BY * IN + (i / 24) * IN + i % 24] = u[first * 24 + i];
+    }
+    __syncthreads();
+    real x[24], uu[24];
+#pragma unroll
+    for (int k = 0; k < 24; ++k) { x[k] = s[t * IN + k]; uu[k] = s[BY * IN + t * IN + k]; }
+    __syncthreads();  // (the rows are read: the space holds the outputs from here)
+    real vol = 0, m[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    if (t < count) {
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+            real H[9];
+            real det = displacement_gradient<8>(x, uu, dN + 24 * q, H);
+            real dv = det * w[q];
+            vol += dv;
+#pragma unroll
+            for (int i = 0; i < 3; ++i)
+#pragma unroll
+                for (int j = 0; j < 3; ++j) {
+                    real ep = (real)0.5 * (H[3 * i + j] + H[3 * j + i]);
+                    s[t * OUT + 9 * q + 3 * i + j] = ep;
+                    m[3 * i + j] += dv * ep;
+                }
+        }
+#pragma unroll
+        for (int k = 0; k < 9; ++k) s[BY * OUT + t * 9 + k] = m[k] / vol;
+        s[BY * OUT + BY * 9 + t] = vol;
+    }
+    __syncthreads();
+    for (int i = t; i < count * 72; i += BY) eps_o[first * 72 + i] = s[(i / 72) * OUT + i % 72];
+    for (int i = t; i < count * 9; i += BY) epsm_o[first * 9 + i] = s[BY * OUT + i];
+    if (t < count) vol_o[first + t] = s[BY * OUT + BY * 9 + t];
+}
