@@ -152,10 +152,14 @@ def _body(statement: str) -> str:
     ("f64only", "  r[APOUT] = sizeof(real_t) == 8 ? a[0] : a[0] * (real_t)2;",
      "disagrees with the definition 'r = A[0,0]' in float32"),
 ])
-def test_hand_written_implementations_that_hang_crash_or_fail_in_float32_are_refused(name, statement, message):
+def test_hand_written_implementations_that_hang_crash_or_fail_in_float32_are_refused(name, statement, message,
+                                                                                     monkeypatch):
     """A kernel that loops forever or writes out of bounds is run in a child process with a time
     limit; one right in float64 only is caught by checking float32 too."""
     from irfuse.dialects.kas import MatrixType, ScalarType
+    from irfuse.driver import implementation_check
+
+    monkeypatch.setattr(implementation_check, "CHECK_TIME_LIMIT", 2.0)  # (the spinning kernel waits it out)
 
     lib = _private_library()
     lib.define("test_first", [("A", MatrixType(3, 3))], ScalarType(), "r = A[0,0]")
