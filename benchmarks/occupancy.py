@@ -8,7 +8,9 @@ threads)`, at most 64 registers a thread). A memory-bound kernel whose block mov
 kilobytes keeps only resident blocks x bytes per block in flight; this compiles the
 program's default kernels (both layouts) with the minimum raised and times each, 20 runs
 back to back between CUDA events, beside a device-to-device copy of the same bytes, as
-fractions of the 1 GiB copy bandwidth measured in the same run. One-kernel programs only.
+fractions of the 1 GiB copy bandwidth measured in the same run. One-kernel programs without
+uniform inputs only: the kernel is given one uninitialized per-element buffer per input, in
+the program's input order (a uniform table read through such a buffer faults).
 """
 
 from __future__ import annotations
