@@ -146,6 +146,18 @@ extern "C" __global__ void j2_return(const real* __restrict__ sig_i, const real*
     ep_o[e] = ep;
 }
 
+// hex8 at quadrature point q: the strain sym(H) into ep, and the point's volume det(J) w[q].
+__device__ __forceinline__ real hex8_point(const real* x, const real* uu, const real* dN, const real* w, int q,
+                                           real ep[9]) {
+    real H[9];
+    real dv = displacement_gradient<8>(x, uu, dN + 24 * q, H) * w[q];
+#pragma unroll
+    for (int i = 0; i < 3; ++i)
+#pragma unroll
+        for (int j = 0; j < 3; ++j) ep[3 * i + j] = (real)0.5 * (H[3 * i + j] + H[3 * j + i]);
+    return dv;
+}
+
 extern "C" __global__ void hex8(const real* __restrict__ X, const real* __restrict__ u,
                                 const real* __restrict__ dN, const real* __restrict__ w,
                                 real* __restrict__ eps_o, real* __restrict__ vol_o, real* __restrict__ epsm_o,
@@ -158,18 +170,14 @@ extern "C" __global__ void hex8(const real* __restrict__ X, const real* __restri
     real vol = 0, m[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll 1
     for (int q = 0; q < 8; ++q) {
-        real H[9];
-        real det = displacement_gradient<8>(x, uu, dN + 24 * q, H);
-        real dv = det * w[q];
+        real ep[9];
+        real dv = hex8_point(x, uu, dN, w, q, ep);
         vol += dv;
 #pragma unroll
-        for (int i = 0; i < 3; ++i)
-#pragma unroll
-            for (int j = 0; j < 3; ++j) {
-                real ep = (real)0.5 * (H[3 * i + j] + H[3 * j + i]);
-                eps_o[72 * e + 9 * q + 3 * i + j] = ep;
-                m[3 * i + j] += dv * ep;
-            }
+        for (int k = 0; k < 9; ++k) {
+            eps_o[72 * e + 9 * q + k] = ep[k];
+            m[k] += dv * ep[k];
+        }
     }
     vol_o[e] = vol;
 #pragma unroll
@@ -205,18 +213,14 @@ extern "C" __global__ void __launch_bounds__(HEX8_BY) hex8_staged(
     if (t < count) {
 #pragma unroll
         for (int q = 0; q < 8; ++q) {
-            real H[9];
-            real det = displacement_gradient<8>(x, uu, dN + 24 * q, H);
-            real dv = det * w[q];
+            real ep[9];
+            real dv = hex8_point(x, uu, dN, w, q, ep);
             vol += dv;
 #pragma unroll
-            for (int i = 0; i < 3; ++i)
-#pragma unroll
-                for (int j = 0; j < 3; ++j) {
-                    real ep = (real)0.5 * (H[3 * i + j] + H[3 * j + i]);
-                    s[t * OUT + 9 * q + 3 * i + j] = ep;
-                    m[3 * i + j] += dv * ep;
-                }
+            for (int k = 0; k < 9; ++k) {
+                s[t * OUT + 9 * q + k] = ep[k];
+                m[k] += dv * ep[k];
+            }
         }
 #pragma unroll
         for (int k = 0; k < 9; ++k) s[BY * OUT + t * 9 + k] = m[k] / vol;
