@@ -12,6 +12,7 @@ A program is a `kas.program` whose arguments are the inputs and whose
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -616,6 +617,16 @@ def uniformity_memo() -> Iterator[dict]:
         yield _UNIFORM_MEMO.get()  # type: ignore[misc]
     finally:
         _UNIFORM_MEMO.reset(token)
+
+
+def remembers_uniformity(fn):
+    """`fn` run inside `uniformity_memo`: for a function that asks many times which values are
+    uniform and changes no IR (the fusion search, the reference evaluations)."""
+    @functools.wraps(fn)
+    def remembering(*args, **kwargs):
+        with uniformity_memo():
+            return fn(*args, **kwargs)
+    return remembering
 
 
 def uniform_memo() -> dict | None:

@@ -250,6 +250,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     return [c for _, _, c in analysed[:keep]], work, floor
 
 
+@kas.remembers_uniformity  # the search changes no IR: which values are uniform is worked out once each
 def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,
                       max_size: int, keep: int = 2, progress=None,
                       registers: Mapping[str, int] | None = None,
@@ -268,14 +269,6 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
         raise CompileError(f"loops must be one of {', '.join(LOOP_PLACEMENTS)}, got '{loops}'")
     if per_thread not in PER_THREAD_CHOICES:
         raise CompileError(f"per_thread must be one of {', '.join(PER_THREAD_CHOICES)}, got '{per_thread}'")
-    with kas.uniformity_memo():  # the search changes no IR: which values are uniform is asked once each
-        return _candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers, budget,
-                                  layout, loops, per_thread, phases)
-
-
-def _candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int, max_size: int,
-                       keep: int, progress, registers: Mapping[str, int] | None, budget: int | None, layout: str,
-                       loops: str, per_thread: str, phases: bool) -> tuple[list[BlockDAG], list[Config], list[str]]:
     dags = program_dags(program)
     groups: list[tuple[int, tuple[int, ...]]] = []
     found: dict[int, list[Config]] = {}

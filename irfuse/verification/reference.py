@@ -32,7 +32,7 @@ from irfuse.dialects.kas import (
     YieldOp,
     is_uniform,
     program_of,
-    uniformity_memo,
+    remembers_uniformity,
 )
 from irfuse.library.catalogue import Library, default_library
 
@@ -125,16 +125,8 @@ def _call_operands(op: CallOp, env: dict[SSAValue, np.ndarray], n: int) -> list[
     return [np.broadcast_to(env[a], (n, *env[a].shape)) if is_uniform(a) else env[a] for a in op.args]
 
 
+@remembers_uniformity
 def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
-                  library: Library | None = None, dtype=np.float64, by_entries: bool = False,
-                  perturb: tuple[float, int] | None = None, sum_by: int = 1) -> dict[str, np.ndarray]:
-    """`_run_reference`, which asks of every op in every run of a block whether it is uniform
-    and changes no IR: the answers are remembered (`kas.uniformity_memo`)."""
-    with uniformity_memo():
-        return _run_reference(program, inputs, n, library, dtype, by_entries, perturb, sum_by)
-
-
-def _run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
                   library: Library | None = None, dtype=np.float64, by_entries: bool = False,
                   perturb: tuple[float, int] | None = None, sum_by: int = 1) -> dict[str, np.ndarray]:
     """Executes the program on the inputs in `dtype` (float64 by default): each op's
@@ -195,14 +187,8 @@ def _run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | N
             for name, v, t in zip(program.outputs, outs, program.output_types())}
 
 
+@remembers_uniformity
 def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str, n: int | None = None,
-                    sum_by: int = 1, library: Library | None = None) -> dict[str, np.ndarray] | None:
-    """`_rounding_bounds`, with uniformity remembered as `run_reference` does."""
-    with uniformity_memo():
-        return _rounding_bounds(program, inputs, dtype, n, sum_by, library)
-
-
-def _rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str, n: int | None = None,
                     sum_by: int = 1, library: Library | None = None) -> dict[str, np.ndarray] | None:
     """Bounds on the rounding error of each output as the generated code evaluates it in
     `dtype` (its per-entry trees, every node rounded once: `OpDef.bounded_by_entries`), the
