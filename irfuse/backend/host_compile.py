@@ -135,27 +135,24 @@ def _precompiled(header: str, cxx: list[str], flags: list[str]) -> str | None:
         return _PRECOMPILED[key]
     where = entry_path("host-header", key)
     pch = os.path.join(where, HEADER + ".gch")
-    found: str | None = where
     with cache_lock(where):
         try:
             with open(os.path.join(where, HEADER)) as f:
-                same = f.read() == header
+                usable = f.read() == header
         except OSError:
-            same = False
+            usable = False
         # (checked whole once per process: a damaged precompiled header is made again, as a
         # damaged library is)
-        if not same or read_checked(pch) is None:
+        if not usable or read_checked(pch) is None:
             data = _build_precompiled(header, cxx, flags)
             try:
-                if data is None:
-                    raise OSError
-                atomic_write(os.path.join(where, HEADER), header.encode())
-                if not write_checked(pch, data):
-                    raise OSError
+                usable = data is not None and write_checked(pch, data)
+                if usable:
+                    atomic_write(os.path.join(where, HEADER), header.encode())
             except OSError:
-                found = None
-    _PRECOMPILED[key] = found
-    return found
+                usable = False
+    _PRECOMPILED[key] = where if usable else None
+    return _PRECOMPILED[key]
 
 
 def _build_precompiled(header: str, cxx: list[str], flags: list[str]) -> bytes | None:
