@@ -25,9 +25,10 @@ def test_concurrent_processes_share_one_cache_entry(tmp_path):
 
 
 HOST_SRC = """typedef float real_t;
-static void twice(const real_t* a, real_t* b, const long long n, const long long block_begin,
-                  const long long block_end, const bool reverse) {
-  for (long long i = block_begin * 4; i < block_end * 4 && i < n; ++i) b[i] = 2 * a[i]; }
+static int twice(const real_t* a, real_t* b, const long long n, const long long block_begin,
+                 const long long block_end, const bool reverse) {
+  for (long long i = block_begin * 4; i < block_end * 4 && i < n; ++i) b[i] = 2 * a[i];
+  return 0; }
 """
 
 

@@ -7,6 +7,7 @@ a child process."""
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -161,9 +162,14 @@ def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path, damage):
     assert run()[0] != "compiled"  # and the rebuilt entry is whole
 
 
-@pytest.mark.parametrize("cxx,said", [("gcc", "does not load"), ("true", "wrote no library"),
+@pytest.mark.parametrize("cxx,said", [("junk", "does not load"), ("true", "wrote no library"),
                                       ("echo", "wrote no library")])
 def test_a_host_compiler_that_is_not_a_cpp_compiler_is_named_and_nothing_is_cached(tmp_path, cxx, said):
+    if cxx == "junk":  # a "compiler" that writes a file that is not a library where it is asked to
+        junk = tmp_path / "junk-cxx"
+        junk.write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && echo junk > "$2"; shift; done\n')
+        junk.chmod(0o755)
+        cxx = str(junk)
     env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache"), "CXX": cxx}
     code = f"import numpy as np, irfuse; irfuse.compile({MMUL!r}, backend='cpu')(np.ones((2, 3, 3), np.float32))"
     for _ in range(2):  # the second run is not served a library the first one kept
@@ -171,6 +177,22 @@ def test_a_host_compiler_that_is_not_a_cpp_compiler_is_named_and_nothing_is_cach
         assert p.returncode != 0 and said in p.stderr and f"'{cxx}'" in p.stderr, p.stderr
         assert "irfuse.diagnostics.CompileError" in p.stderr and "FileNotFoundError" not in p.stderr, p.stderr
     assert not list((tmp_path / "cache").glob("host/*/*.so"))
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_gcc_builds_host_libraries_as_g_plus_plus_does(tmp_path):
+    """The generated C++ needs nothing of the C++ runtime library (the runtime's threads run
+    the blocks), so the C driver, which compiles it as C++ but does not link libstdc++, makes
+    a library that loads and gives the same results."""
+    code = (f"import numpy as np, irfuse; a = np.arange(18, dtype=np.float32).reshape(2, 3, 3); "
+            f"print(irfuse.compile({MMUL!r}, backend='cpu')(a).B.tobytes().hex())")
+    runs = []
+    for cxx in ("gcc", "g++"):
+        env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / cxx), "CXX": cxx}
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        runs.append(p.stdout)
+    assert runs[0] == runs[1]
 
 
 def test_a_host_compiler_that_never_returns_is_stopped(tmp_path, monkeypatch):

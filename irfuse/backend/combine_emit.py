@@ -115,11 +115,13 @@ def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
               "  __syncthreads();",
               *tail]
     host = [f"// fuse.combine {kind} on the CPU: the GPU's operations in the GPU's order",
-            f"static void {name}({params}, const long long block_begin, const long long block_end, "
+            f"static int {name}({params}, const long long block_begin, const long long block_end, "
             "const bool reverse)",
             "{",
             "  (void)reverse;",
-            f"  const std::unique_ptr<real_t[]> acc(new real_t[{lanes}]);",
+            f"  const irf::Scratch<real_t> irf_scratch({lanes});",
+            "  real_t* const acc = irf_scratch.get();",
+            "  if (acc == nullptr) return 1;  // no memory for the lanes: no block runs",
             f"  const long long m = n < {lanes} ? n : {lanes};",
             "  for (long long b = block_begin; b < block_end; ++b) {",
             f"    if (b % {c} != 0) continue;  // a word's first block runs all its lanes",
@@ -132,6 +134,7 @@ def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
             f"      for (long long l = 0; l < s && l + s < m; ++l) acc[l] = {op.format(a='acc[l]', b='acc[l + s]')};",
             "    out[k] = acc[0];",
             "  }",
+            "  return 0;",
             "}"]
     info = KernelInfo(name, t, 1, 0, ["partials"], ["out"], [size], [size], arrays=[t], fixed_grid=size * c)
     return "\n".join(["#ifndef IRFUSE_HOST", "#if __CUDA_ARCH__ >= 900", *cluster, "#else", *single, "#endif",

@@ -3,16 +3,19 @@ cached; `irfuse.runtime.host_library` loads and runs it.
 
 The kernel source is compiled unchanged with `IRFUSE_HOST` defined (by `irfuse_host.h`),
 which selects each kernel's host function (a loop over threads per barrier-delimited
-region, see `render_cpu`), together with a small generated launcher per kernel that spreads
-the launch's blocks over worker threads. Optimized (-O2); no floating-point shortcuts
-(no -ffast-math, no contraction into fused multiply-adds), so the results are those of the
-source's operations in its order, on any x86-64 or ARM host.
+region, see `render_cpu`), together with a small generated C entry per kernel that runs a
+range of its blocks (the runtime spreads a launch's ranges over its threads). Optimized
+(-O2); no floating-point shortcuts (no -ffast-math, no contraction into fused
+multiply-adds), so the results are those of the source's operations in its order, on any
+x86-64 or ARM host.
 
-Most of a build's time is the C++ standard headers `irfuse_host.h` includes (about 0.9 s of
-1.5 s with g++ 12): the header is precompiled once per compiler and flags (`.gch`, kept in
-the cache beside a copy of the header, from a cache's second library on: making it takes
-longer than one build) and every build includes it from there (about 0.5 s).
-A compiler that makes no precompiled header, or one that ignores it, parses the header as
+The header includes `<cmath>`, `<cstdlib>` and `<cstring>` only: with the thread library's
+headers (when the launcher ran the threads) and their template instances a build took twice
+as long or more (g++ 12: cfl_step 0.9 -> 0.33 s, the 199-kernel library of every op
+implementation 29 -> 10 s). The header is still precompiled once per compiler and flags
+(`.gch`, kept in the cache beside a copy of the header, from a cache's second library on:
+making it takes about one build's time), which saves another 0.15-0.25 s a build. A
+compiler that makes no precompiled header, or one that ignores it, parses the header as
 before: the library is the same either way.
 """
 
@@ -39,16 +42,19 @@ def _header_text() -> str:
 
 
 def launcher_source(kernels: list[KernelInfo]) -> str:
+    """One C entry per kernel, `irf_blocks_<kernel>(args, n, begin, end, reverse)`: the
+    kernel's blocks `begin` to `end` on the calling thread (the runtime spreads a launch's
+    ranges over its threads); 0, or 1 where the kernel could not allocate its scratch."""
     lines = ['#include "kernels.cu"', ""]
     for k in kernels:
         nargs = len(k.inputs) + len(k.outputs)
         casts = [f"(const real_t*)args[{i}]" for i in range(len(k.inputs))]
         casts += [f"(real_t*)args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
         lines += [
-            f'extern "C" int irf_launch_{k.name}(void** args, long long n, long long grid, int workers, int reverse) {{',
+            f'extern "C" int irf_blocks_{k.name}(void** args, long long n, long long begin, long long end, '
+            "int reverse) {",
             f"  (void)args; // {nargs} arrays",
-            "  return irf::run_blocks(grid, workers, [&](long long begin, long long end) { "
-            f"{k.name}({', '.join(casts + ['n', 'begin', 'end', 'reverse != 0'])}); }});",
+            f"  return {k.name}({', '.join(casts + ['n', 'begin', 'end', 'reverse != 0'])});",
             "}",
         ]
     return "\n".join(lines) + "\n"
@@ -207,8 +213,9 @@ def _build(source: str, launcher: str, header: str, cxx: list[str], flags: list[
         if not os.path.isfile(out) or not os.path.getsize(out):
             raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' succeeded but wrote no library: CXX "
                                "must be a C++20 compiler such as g++ or clang++")
-        # Only a library that loads is kept: one built by a C compiler (CXX=gcc) lacks the
-        # C++ runtime and would fail every later run from the cache the same way.
+        # Only a library that loads is kept: one that does not (a wrapper that wrote something
+        # else, a library for another machine) would fail every later run from the cache the
+        # same way.
         try:
             ctypes.CDLL(out)
         except OSError as e:

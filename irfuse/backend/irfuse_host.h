@@ -1,7 +1,8 @@
 // What irfuse's generated source needs to compile as host C++ (with IRFUSE_HOST
 // defined, the source holds each kernel as a host function over a range of
-// blocks, see cuda_emit) and the runner that spreads a launch's blocks over
-// worker threads.
+// blocks, see render_cpu). Spreading a launch's blocks over worker threads is the
+// runtime's (irfuse.runtime.host_library), so that this header, which every host
+// build parses, needs no more of the standard library than the C math functions.
 //
 // Shared memory is per block and filled with all-ones words (NaN) before the
 // block runs, so reading shared memory that no thread of the block wrote shows
@@ -9,14 +10,9 @@
 #pragma once
 #define IRFUSE_HOST 1
 
-#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #define __global__
 #define __device__
@@ -51,40 +47,19 @@ inline void poison(T* smem, long long words) {
   std::memset(static_cast<void*>(smem), 0xff, sizeof(T) * words);  // all-ones words are NaN
 }
 
-// Runs body(begin, end) over the blocks [0, grid) on `workers` threads (the calling thread
-// alone when that is 1 or there is one block), handing out chunks of blocks as threads
-// become free.  Blocks are independent, so which thread runs one does not change its
-// results.  Returns 0, or 1 if the body threw.
-template <class Body>
-inline int run_blocks(long long grid, int workers, const Body& body) {
-  const long long nworkers = workers < 1 ? 1 : (workers > grid ? grid : workers);
-  if (nworkers <= 1) {
-    try {
-      body(0LL, grid);
-    } catch (...) {
-      return 1;
-    }
-    return 0;
-  }
-  // Several chunks per worker balance blocks of uneven cost; not so many that the
-  // counter is contended.
-  long long chunk = grid / (nworkers * 8);
-  if (chunk < 1) chunk = 1;
-  std::atomic<long long> next{0};
-  std::atomic<int> failed{0};
-  auto work = [&] {
-    try {
-      for (long long b = next.fetch_add(chunk); b < grid; b = next.fetch_add(chunk))
-        body(b, b + chunk < grid ? b + chunk : grid);
-    } catch (...) {
-      failed = 1;
-    }
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(nworkers - 1);
-  for (long long w = 1; w < nworkers; ++w) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  return failed.load();
-}
+// A kernel's scratch memory on the host (its blocks' shared memory and the values its
+// threads keep across barriers), freed when the kernel returns. `get()` is null when the
+// memory could not be had: the kernel then runs no block and reports it.
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(long long words) : data_(static_cast<T*>(std::malloc(sizeof(T) * (words > 0 ? words : 1)))) {}
+  ~Scratch() { std::free(data_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return data_; }
+
+ private:
+  T* data_;
+};
 }  // namespace irf

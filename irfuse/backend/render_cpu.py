@@ -16,7 +16,8 @@ from irfuse.backend.kernel_body import GpuOnly, KernelBody, LoopNode, has_barrie
 
 def cpu_kernel(body: KernelBody) -> list[str]:
     """The kernel for the CPU: blocks `block_begin` to `block_end`, each region a loop over
-    the block's threads, `reverse` running them last to first."""
+    the block's threads, `reverse` running them last to first; it returns 0, or 1 where its
+    scratch memory could not be allocated (and then runs no block)."""
     params = [f"const real_t* __restrict__ {name}" for name in body.inputs]
     params += [f"real_t* __restrict__ {name}" for name in body.outputs]
     params += ["const long long n", "const long long block_begin", "const long long block_end",
@@ -36,10 +37,11 @@ def cpu_kernel(body: KernelBody) -> list[str]:
     scratch = smem_words + arrays + sum(body.nthreads * words for _, words in kept)
     nt = body.nthreads
     lines = [f"// fuse.kernel @{body.info.name} on the CPU: {len(regions)} regions of {nt} threads",
-             f"static void {body.info.name}({', '.join(params)})",
+             f"static int {body.info.name}({', '.join(params)})",
              "{",
-             f"  const std::unique_ptr<real_t[]> irf_scratch(new real_t[{scratch}]);",
-             "  real_t* const smem = irf_scratch.get();"]
+             f"  const irf::Scratch<real_t> irf_scratch({scratch});",
+             "  real_t* const smem = irf_scratch.get();",
+             "  if (smem == nullptr) return 1;  // no memory for the scratch: no block runs"]
     offset = smem_words
     for name, words in block_arrays:
         lines.append(f"  real_t* const {name} = smem + {offset};  // a shared array of its own")
@@ -52,7 +54,7 @@ def cpu_kernel(body: KernelBody) -> list[str]:
               f"    const long long first = irf_block * {body.by};",
               f"    const int count = n - first < {body.by} ? (int)(n - first) : {body.by};"]
     lines += _cpu_body(body, items, "    ", kept)
-    return lines + ["  }", "}"]
+    return lines + ["  }", "  return 0;", "}"]
 
 
 def _cpu_body(body: KernelBody, items: list, indent: str, kept: list[tuple[str, int]]) -> list[str]:

@@ -31,7 +31,7 @@ builtin.module attributes {kas.strides = {A = "18,1,3", v = "-3,1", "out.B" = "1
 // CHECK:        for (int irf_i = tid; irf_i < count * 9; irf_i += 128) { const int e = irf_i / 9, k = irf_i % 9; smem[0 + e * 9 + k] = g_A[(long long)(first + e) * 18 + (long long)((k) % 3) * 3 + (long long)((k) / 3) * 1]; }
 // CHECK-NOT:    irf_load_async16
 // CHECK:        for (int irf_i = tid; irf_i < count * 9; irf_i += 128) { const int e = irf_i / 9, k = irf_i % 9; g_B[(long long)(first + e) * 16 + (long long)((k) % 3) * 1 + (long long)((k) / 3) * 4] = smem[1152 + e * 9 + k]; }
-// CHECK:      static void s_k0_madd33(
+// CHECK:      static int s_k0_madd33(
 // CHECK:          smem[0 + e * 9 + k] = g_A[(long long)(first + e) * 18 + (long long)((k) % 3) * 3 + (long long)((k) / 3) * 1]; }
 // CHECK:      void __launch_bounds__(128, 8) s_k1_mvmul33(
 // CHECK:        smem[0 + e * 9 + k] = g_B[(long long)(first + e) * 16 + (long long)((k) % 3) * 1 + (long long)((k) / 3) * 4]; }
