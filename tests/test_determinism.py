@@ -60,14 +60,14 @@ def test_cold_warm_and_poisoned_caches_give_the_same_ir_and_cuda(path, dtype, tm
 def test_the_poison_would_change_plans_if_it_were_read(tmp_path):
     """The register table of the poisoned cache, named explicitly, does change what is
     compiled: so the test above would see a silent read of it."""
-    changed = []
-    for path in EXAMPLES:
+    for path in EXAMPLES:  # (one example whose plan it changes is enough)
         ir, _, program = _compile(path, tmp_path / "c")
         table = tmp_path / "poison.json"
         table.write_text(json.dumps({k: 255 for k in program.register_table()}))
         poisoned_ir, _, _ = _compile(path, tmp_path / "c", planning=PlanningOptions(registers=str(table)))
-        changed.append(poisoned_ir != ir)
-    assert any(changed)
+        if poisoned_ir != ir:
+            return
+    pytest.fail("a register table claiming 255 registers for every kernel changed no example's plan")
 
 
 def test_a_register_table_written_by_compile_is_an_explicit_input(tmp_path):
