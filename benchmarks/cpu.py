@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from irfuse.backend.host_compile import cpu_threads
+    from irfuse.runtime.host_library import cpu_threads
     from irfuse.driver.compile import PlanningOptions, compile_program
     from irfuse.runtime.executor import CpuDevice, Executor
     from irfuse.verification.reference import effective_bytes, random_inputs, run_references

@@ -154,32 +154,6 @@ def test_results_do_not_depend_on_worker_threads_or_thread_order(monkeypatch):
         np.testing.assert_array_equal(r, results[0])
 
 
-@pytest.mark.parametrize("grid, workers", [(1000, 4), (3, 8), (5, 1)])
-def test_a_launchs_ranges_cover_every_block_once_and_a_failing_range_fails_the_launch(grid, workers):
-    """The runtime spreads a launch over its threads in ranges of blocks: together they are
-    [0, grid), each block in one range; a range whose kernel could not allocate its scratch
-    (the entry returns 1) makes the launch report failure, the other ranges still run."""
-    import threading
-    import time
-
-    from irfuse.runtime.host_library import run_blocks
-
-    ranges, threads = [], set()
-
-    def entry(args, n, begin, end, reverse):
-        ranges.append((begin, end))
-        threads.add(threading.get_ident())
-        time.sleep(0.002)  # (as a kernel does, lets the other threads take ranges meanwhile)
-        return 1 if begin <= grid // 2 < end and args == "fail" else 0
-
-    for args in ("ok", "fail"):
-        ranges.clear()
-        assert run_blocks(entry, args, 7, grid, workers, 0) == (args == "ok")
-        blocks = [b for begin, end in sorted(ranges) for b in range(begin, end)]
-        assert blocks == list(range(grid))
-    assert len(threads) > 1 or min(workers, grid) == 1
-
-
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
 def test_a_bad_worker_thread_count_is_refused(monkeypatch, value):
     from irfuse.diagnostics import UsageError

@@ -181,9 +181,9 @@ def test_a_host_compiler_that_is_not_a_cpp_compiler_is_named_and_nothing_is_cach
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 def test_gcc_builds_host_libraries_as_g_plus_plus_does(tmp_path):
-    """The generated C++ needs nothing of the C++ runtime library (the runtime's threads run
-    the blocks), so the C driver, which compiles it as C++ but does not link libstdc++, makes
-    a library that loads and gives the same results."""
+    """The generated C++ needs nothing of the C++ runtime library (POSIX threads run the
+    blocks), so the C driver, which compiles it as C++ but does not link libstdc++, makes a
+    library that loads and gives the same results."""
     code = (f"import numpy as np, irfuse; a = np.arange(18, dtype=np.float32).reshape(2, 3, 3); "
             f"print(irfuse.compile({MMUL!r}, backend='cpu')(a).B.tobytes().hex())")
     runs = []

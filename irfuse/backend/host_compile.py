@@ -3,16 +3,16 @@ cached; `irfuse.runtime.host_library` loads and runs it.
 
 The kernel source is compiled unchanged with `IRFUSE_HOST` defined (by `irfuse_host.h`),
 which selects each kernel's host function (a loop over threads per barrier-delimited
-region, see `render_cpu`), together with a small generated C entry per kernel that runs a
-range of its blocks (the runtime spreads a launch's ranges over its threads). Optimized
-(-O2); no floating-point shortcuts (no -ffast-math, no contraction into fused
-multiply-adds), so the results are those of the source's operations in its order, on any
-x86-64 or ARM host.
+region, see `render_cpu`), together with a small generated launcher per kernel that spreads
+the launch's blocks over worker threads. Optimized (-O2); no floating-point shortcuts (no
+-ffast-math, no contraction into fused multiply-adds), so the results are those of the
+source's operations in its order, on any x86-64 or ARM host.
 
-The header includes `<cmath>`, `<cstdlib>` and `<cstring>` only: with the thread library's
-headers (when the launcher ran the threads) and their template instances a build took twice
-as long or more (g++ 12: cfl_step 0.9 -> 0.33 s, the 199-kernel library of every op
-implementation 29 -> 10 s). The header is still precompiled once per compiler and flags
+The header includes `<cmath>` and C headers only (the workers are POSIX threads sharing an
+atomic counter through the compiler's builtins): with the C++ thread library's headers, and
+their template instances for every kernel's launcher, a build took twice as long or more
+(g++ 12: cfl_step 0.9 -> 0.35 s, the 199-kernel library of every op implementation
+29 -> 10 s). The header is still precompiled once per compiler and flags
 (`.gch`, kept in the cache beside a copy of the header, from a cache's second library on:
 making it takes about one build's time), which saves another 0.15-0.25 s a build. A
 compiler that makes no precompiled header, or one that ignores it, parses the header as
@@ -42,19 +42,20 @@ def _header_text() -> str:
 
 
 def launcher_source(kernels: list[KernelInfo]) -> str:
-    """One C entry per kernel, `irf_blocks_<kernel>(args, n, begin, end, reverse)`: the
-    kernel's blocks `begin` to `end` on the calling thread (the runtime spreads a launch's
-    ranges over its threads); 0, or 1 where the kernel could not allocate its scratch."""
+    """One C entry per kernel, `irf_launch_<kernel>(args, n, grid, workers, reverse)`: the
+    launch's blocks spread over `workers` threads (`irf::run_blocks`); 0, or 1 where the
+    kernel could not allocate its scratch."""
     lines = ['#include "kernels.cu"', ""]
     for k in kernels:
-        nargs = len(k.inputs) + len(k.outputs)
-        casts = [f"(const real_t*)args[{i}]" for i in range(len(k.inputs))]
-        casts += [f"(real_t*)args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
+        casts = [f"(const real_t*)a->args[{i}]" for i in range(len(k.inputs))]
+        casts += [f"(real_t*)a->args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
         lines += [
-            f'extern "C" int irf_blocks_{k.name}(void** args, long long n, long long begin, long long end, '
-            "int reverse) {",
-            f"  (void)args; // {nargs} arrays",
-            f"  return {k.name}({', '.join(casts + ['n', 'begin', 'end', 'reverse != 0'])});",
+            f"static int irf_range_{k.name}(const irf::LaunchArgs* a, long long begin, long long end) {{",
+            f"  return {k.name}({', '.join(casts + ['a->n', 'begin', 'end', 'a->reverse'])});",
+            "}",
+            f'extern "C" int irf_launch_{k.name}(void** args, long long n, long long grid, int workers, int reverse) {{',
+            "  const irf::LaunchArgs a{args, n, reverse != 0};",
+            f"  return irf::run_blocks(grid, workers, irf_range_{k.name}, &a);",
             "}",
         ]
     return "\n".join(lines) + "\n"

@@ -1,8 +1,9 @@
 // What irfuse's generated source needs to compile as host C++ (with IRFUSE_HOST
 // defined, the source holds each kernel as a host function over a range of
-// blocks, see render_cpu). Spreading a launch's blocks over worker threads is the
-// runtime's (irfuse.runtime.host_library), so that this header, which every host
-// build parses, needs no more of the standard library than the C math functions.
+// blocks, see render_cpu) and the runner that spreads a launch's blocks over
+// worker threads. It includes C headers and <cmath> only: the C++ thread
+// library's headers and their template instances took more than half of every
+// host build (see host_compile).
 //
 // Shared memory is per block and filled with all-ones words (NaN) before the
 // block runs, so reading shared memory that no thread of the block wrote shows
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <pthread.h>
 
 #define __global__
 #define __device__
@@ -62,4 +64,54 @@ class Scratch {
  private:
   T* data_;
 };
+
+// What a kernel's launcher hands its ranges of blocks: the arrays, the batch, the order of
+// each region's threads.
+struct LaunchArgs {
+  void** args;
+  long long n;
+  bool reverse;
+};
+
+// A range of a launch's blocks, [begin, end), run by the kernel: 0, or 1 where the kernel
+// could not allocate its scratch.
+typedef int (*BlockRange)(const LaunchArgs* launch, long long begin, long long end);
+
+struct Blocks {
+  BlockRange body;
+  const LaunchArgs* launch;
+  long long grid, chunk, next;
+  int failed;
+};
+
+// One worker: the next range of blocks until there are none.
+inline void* run_ranges(void* p) {
+  Blocks* b = static_cast<Blocks*>(p);
+  for (long long first = __atomic_fetch_add(&b->next, b->chunk, __ATOMIC_RELAXED); first < b->grid;
+       first = __atomic_fetch_add(&b->next, b->chunk, __ATOMIC_RELAXED))
+    if (b->body(b->launch, first, first + b->chunk < b->grid ? first + b->chunk : b->grid) != 0)
+      __atomic_store_n(&b->failed, 1, __ATOMIC_RELAXED);
+  return nullptr;
+}
+
+// Runs the blocks [0, grid) on `workers` threads (the calling thread alone when that is 1
+// or there is one block), each taking the next range of blocks as it becomes free. Blocks
+// are independent, so which thread runs one does not change its results; a thread that
+// cannot be started leaves its share to the others. Returns 0, or 1 if a range failed.
+inline int run_blocks(long long grid, int workers, BlockRange body, const LaunchArgs* launch) {
+  const long long nworkers = workers < 1 ? 1 : (workers > grid ? grid : workers);
+  if (nworkers <= 1) return body(launch, 0, grid);
+  // Several ranges per worker balance blocks of uneven cost; not so many that the counter
+  // is contended.
+  const long long chunk = grid / (nworkers * 8);
+  Blocks b{body, launch, grid, chunk < 1 ? 1 : chunk, 0, 0};
+  pthread_t* threads = static_cast<pthread_t*>(std::malloc(sizeof(pthread_t) * (nworkers - 1)));
+  long long started = 0;
+  for (long long w = 1; threads != nullptr && w < nworkers; ++w)
+    if (pthread_create(&threads[started], nullptr, run_ranges, &b) == 0) ++started;
+  run_ranges(&b);
+  for (long long i = 0; i < started; ++i) pthread_join(threads[i], nullptr);
+  std::free(threads);
+  return b.failed;
+}
 }  // namespace irf

@@ -1,20 +1,14 @@
 """A host library of generated kernels, loaded and run on the CPU (ctypes).
 
 The library (built by `irfuse.backend.host_compile`, named by the artifact) holds one entry
-per kernel, `irf_blocks_<kernel>(args, n, begin, end, reverse)`, which runs the kernel's
-blocks `begin` to `end` on the calling thread; `reverse` runs each region's threads last to
-first. A launch hands ranges of its blocks to worker threads here (ctypes lets go of the
-interpreter's lock for the length of each call, so the ranges run in parallel): threading
-kept out of the generated C++ keeps the standard library's thread headers out of every
-host build.
+per kernel, `irf_launch_<kernel>(args, n, grid, workers, reverse)`, which spreads a launch's
+blocks over `workers` threads; `reverse` runs each region's threads last to first.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.diagnostics import ExecutionError, UsageError
@@ -30,50 +24,8 @@ def cpu_threads() -> int:
     return int(text)
 
 
-# The worker threads of this process's launches, shared by every host library: (the process
-# that made them, how many, the pool). A forked child makes its own (a parent's threads do not
-# come with it).
-_POOL: tuple[int, int, ThreadPoolExecutor] | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _worker_pool(size: int) -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid() or _POOL[1] < size:
-            _POOL = (os.getpid(), size, ThreadPoolExecutor(size, thread_name_prefix="irfuse-cpu"))
-        return _POOL[2]
-
-
-def run_blocks(entry, args, n: int, grid: int, workers: int, reverse: bool) -> bool:
-    """Runs a kernel's blocks [0, grid) through its entry on up to `workers` threads (the
-    calling thread one of them, alone where that is 1 or there is one block), each taking
-    the next range of blocks as it becomes free; whether every range ran. Blocks are
-    independent, so which thread runs one does not change its results."""
-    nworkers = max(1, min(workers, grid))
-    if nworkers == 1:
-        return entry(args, n, 0, grid, reverse) == 0
-    # Several ranges per thread balance blocks of uneven cost.
-    size = max(1, grid // (nworkers * 8))
-    starts = iter(range(0, grid, size))
-    taking = threading.Lock()
-
-    def work() -> bool:
-        ok = True
-        while True:
-            with taking:
-                begin = next(starts, None)
-            if begin is None:
-                return ok
-            ok = entry(args, n, begin, min(begin + size, grid), reverse) == 0 and ok
-
-    helpers = [_worker_pool(nworkers - 1).submit(work) for _ in range(nworkers - 1)]
-    ok = work()
-    return all([f.result() for f in helpers]) and ok
-
-
 class HostLibrary:
-    """A loaded host library of kernels with one entry per kernel."""
+    """A loaded host library of kernels with one `launch` entry per kernel."""
 
     def __init__(self, path: str, kernels: list[KernelInfo]):
         self.kernels = {k.name: k for k in kernels}
@@ -85,11 +37,11 @@ class HostLibrary:
         self.entries = {}
         for name in self.kernels:
             try:
-                fn = getattr(self.lib, f"irf_blocks_{name}")
+                fn = getattr(self.lib, f"irf_launch_{name}")
             except AttributeError:
                 raise ExecutionError(f"the host library {path} has no kernel {name}") from None
             fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_longlong, ctypes.c_longlong,
-                           ctypes.c_longlong, ctypes.c_int]
+                           ctypes.c_int, ctypes.c_int]
             fn.restype = ctypes.c_int
             self.entries[name] = fn
 
@@ -107,7 +59,7 @@ class HostLibrary:
         def launch() -> None:
             for i, place in late:
                 ptrs[i] = int(place)
-            if not run_blocks(entry, ptrs, n, grid, workers, int(reverse)):
+            if entry(ptrs, n, grid, workers, int(reverse)) != 0:
                 raise ExecutionError(f"kernel {name} failed on the CPU: its scratch memory could not be allocated")
         launch.keep = arrays  # type: ignore[attr-defined]  # the pointers stay valid as long as the call
         return launch
