@@ -1,0 +1,159 @@
+"""Renumbering a mesh for locality: a gather reads the rows of node arrays its elements
+name, so elements that follow one another should name nodes that lie close in memory.
+
+`reorder` gives the permutations, `renumber` applies them. The node order is reverse
+Cuthill-McKee on the graph of nodes that share an element (no coordinates needed), or a
+Morton curve through the node coordinates (given `coords`); elements then follow their
+lowest-numbered node, so consecutive elements share nodes. Both are deterministic: the same
+connectivity gives the same permutations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irfuse.diagnostics import UsageError
+
+METHODS = ("rcm", "morton")
+
+
+def check_connectivity(conn, nodes: int | None = None, what: str = "conn") -> np.ndarray:
+    """`conn` as an (E, K) integer array whose every entry is a node number in [0, nodes)
+    (nodes: one more than the largest entry when None); a `UsageError` naming the element
+    and the position of the first entry outside otherwise."""
+    a = np.asarray(conn)
+    if a.ndim != 2 or a.shape[1] < 1:
+        raise UsageError(f"{what} must be an array of shape (elements, nodes per element), not {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise UsageError(f"{what} must hold integers (int32 or int64), not {a.dtype}")
+    if nodes is None:
+        nodes = int(a.max()) + 1 if a.size else 0
+    bad = (a < 0) | (a >= nodes)
+    if bad.any():
+        e, k = (int(v) for v in np.argwhere(bad)[0])
+        raise UsageError(f"{what}: element {e}, position {k} names node {int(a[e, k])}, outside [0, {nodes})")
+    return a
+
+
+def reorder(conn, coords=None, method: str | None = None, nodes: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """(node_order, element_order): new node r is old node node_order[r], new element e is
+    old element element_order[e] (apply them with `renumber`).
+
+    `method`: "rcm" (reverse Cuthill-McKee on the node graph) or "morton" (a Morton curve
+    through `coords`, shape (M, D)); the default is "morton" given coordinates, else "rcm".
+    `nodes`: how many nodes there are (default: one more than the largest entry of `conn`,
+    or len(coords)); nodes no element names come last."""
+    method = method or ("morton" if coords is not None else "rcm")
+    if method not in METHODS:
+        raise UsageError(f"reorder: method must be one of {', '.join(METHODS)}, not {method!r}")
+    if coords is not None:
+        coords = np.asarray(coords, dtype=np.float64)
+        if coords.ndim != 2:
+            raise UsageError(f"reorder: coords must have shape (nodes, dimensions), not {coords.shape}")
+        if nodes is not None and nodes != len(coords):
+            raise UsageError(f"reorder: nodes={nodes} but coords has {len(coords)} rows")
+        nodes = len(coords)
+    conn = check_connectivity(conn, nodes)
+    nodes = int(conn.max()) + 1 if nodes is None else nodes
+    if method == "morton":
+        if coords is None:
+            raise UsageError("reorder: method 'morton' needs the node coordinates (coords=)")
+        node_order = _morton_order(coords)
+    else:
+        node_order = _reverse_cuthill_mckee(conn, nodes)
+    new_number = np.empty(nodes, dtype=np.int64)
+    new_number[node_order] = np.arange(nodes)
+    renamed = np.sort(new_number[conn], axis=1)
+    # Elements by their lowest new node, then the next ones: a total order, so no tie is left
+    # to the sort's algorithm.
+    element_order = np.lexsort(renamed.T[::-1])
+    return node_order, element_order
+
+
+def renumber(conn, node_order: np.ndarray, element_order: np.ndarray, *nodal, per_element=()):
+    """The mesh in its new numbering: (conn, *nodal, *per_element), `conn` with new numbers
+    in the new element order, each nodal array's rows in the new node order, each
+    per-element array's rows in the new element order."""
+    conn = check_connectivity(conn, len(node_order))
+    node_order = np.asarray(node_order)
+    element_order = np.asarray(element_order)
+    for name, order, size in (("node_order", node_order, len(node_order)),
+                              ("element_order", element_order, len(conn))):
+        if order.ndim != 1 or len(order) != size or not np.array_equal(np.sort(order), np.arange(size)):
+            raise UsageError(f"renumber: {name} must be a permutation of 0..{size - 1}")
+    new_number = np.empty(len(node_order), dtype=conn.dtype)
+    new_number[node_order] = np.arange(len(node_order), dtype=conn.dtype)
+    out = [new_number[conn[element_order]]]
+    out += [np.asarray(a)[node_order] for a in nodal]
+    out += [np.asarray(a)[element_order] for a in per_element]
+    return tuple(out)
+
+
+def _morton_order(coords: np.ndarray) -> np.ndarray:
+    """Nodes along a Morton (Z-order) curve: coordinates scaled to 21-bit integers per axis
+    (at most three axes), their bits interleaved; ties in node order."""
+    if coords.shape[1] > 3:
+        raise UsageError(f"reorder: a Morton curve takes at most 3 coordinates, not {coords.shape[1]}")
+    if not np.isfinite(coords).all():
+        raise UsageError("reorder: coords must be finite")
+    lo, hi = coords.min(axis=0), coords.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    q = np.minimum(((coords - lo) / span * (1 << 21)).astype(np.uint64), np.uint64((1 << 21) - 1))
+    key = np.zeros(len(coords), dtype=np.uint64)
+    dims = coords.shape[1]
+    for bit in range(21):
+        for d in range(dims):
+            key |= ((q[:, d] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(bit * dims + d)
+    return np.argsort(key, kind="stable")
+
+
+def _node_graph(conn: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes that share an element with each node, as CSR (starts, neighbours)."""
+    k = conn.shape[1]
+    a = np.repeat(conn, k, axis=1).ravel()
+    b = np.tile(conn, (1, k)).ravel()
+    keep = a != b
+    key = np.sort(a[keep].astype(np.int64) * nodes + b[keep])  # (one number a pair: a 1-D sort)
+    key = key[np.r_[True, key[1:] != key[:-1]]] if len(key) else key
+    first, second = np.divmod(key, nodes)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(first, minlength=nodes))])
+    return starts, second
+
+
+def _reverse_cuthill_mckee(conn: np.ndarray, nodes: int) -> np.ndarray:
+    """Cuthill-McKee, a level of the breadth-first search at a time, reversed. Each component
+    starts at its node of least degree (lowest number among equals); a level's nodes, in
+    order, each claim their unvisited neighbours by increasing degree (then number), as the
+    node-at-a-time algorithm does. Nodes no element names come last."""
+    starts, neighbours = _node_graph(conn, nodes)
+    degree = np.diff(starts)
+    visited = np.zeros(nodes, dtype=bool)
+    order: list[np.ndarray] = []
+    by_degree = np.lexsort((np.arange(nodes), degree))  # candidates for each component's start
+    used = np.zeros(nodes, dtype=bool)
+    used[conn.ravel()] = True
+    cursor = 0
+    while True:
+        while cursor < nodes and (visited[by_degree[cursor]] or not used[by_degree[cursor]]):
+            cursor += 1
+        if cursor == nodes:
+            break
+        level = by_degree[cursor:cursor + 1]
+        visited[level] = True
+        while len(level):
+            order.append(level)
+            counts = degree[level]
+            parent = np.repeat(np.arange(len(level)), counts)
+            begin = np.repeat(starts[level], counts)
+            offset = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            reached = neighbours[begin + offset]
+            fresh = ~visited[reached]
+            parent, reached = parent[fresh], reached[fresh]
+            claim = np.lexsort((reached, degree[reached], parent))
+            reached = reached[claim]
+            _, first = np.unique(reached, return_index=True)
+            level = reached[np.sort(first)]
+            visited[level] = True
+    visited_order = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+    return np.concatenate([visited_order[::-1], np.flatnonzero(~used)]).astype(np.int64)

@@ -1,0 +1,135 @@
+"""irfuse.mesh: the box of tetrahedra the mesh tests and benchmarks use, and renumbering for
+locality (reverse Cuthill-McKee, a Morton curve)."""
+
+import numpy as np
+import pytest
+
+import irfuse.mesh as mesh
+from irfuse.diagnostics import UsageError
+
+
+def _volumes(X, conn):
+    v = X[conn]
+    return np.einsum("ei,ei->e", np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]), v[:, 3] - v[:, 0]) / 6
+
+
+def _faces(conn):
+    """Each element's four faces as sorted node triples, and how many elements hold each."""
+    tri = np.concatenate([np.delete(conn, k, axis=1) for k in range(4)])
+    _, counts = np.unique(np.sort(tri, axis=1), axis=0, return_counts=True)
+    return counts
+
+
+def _as_point_sets(X, conn):
+    """The mesh whatever its numbering: each element as its sorted corner coordinates."""
+    corners = np.round(X[conn], 12)
+    keys = sorted(tuple(map(tuple, sorted(map(tuple, e)))) for e in corners)
+    return keys
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 2, 4)])
+def test_the_box_is_a_conforming_mesh_of_positive_tetrahedra_filling_the_cube(shape):
+    nx, ny, nz = shape
+    X, conn = mesh.box_tetrahedra(nx, ny, nz)
+    assert X.shape == ((nx + 1) * (ny + 1) * (nz + 1), 3) and conn.shape == (6 * nx * ny * nz, 4)
+    assert conn.dtype == np.int32 and set(np.unique(conn)) == set(range(len(X)))
+    vol = _volumes(X, conn)
+    assert (vol > 0).all() and np.isclose(vol.sum(), 1.0)
+    counts = _faces(conn)
+    # Every face inside the cube is shared by two elements, every face on its boundary (two
+    # triangles per boundary square) by one; no face by three.
+    boundary = 2 * 2 * (nx * ny + ny * nz + nx * nz)
+    assert (counts == 1).sum() == boundary and set(counts) <= {1, 2}
+    assert (counts == 2).sum() == (4 * len(conn) - boundary) // 2
+
+
+def test_a_random_numbering_is_the_same_mesh_with_other_numbers():
+    X, conn = mesh.box_tetrahedra(2, 3, 2)
+    Xr, connr = mesh.box_tetrahedra(2, 3, 2, numbering="random", seed=7)
+    assert not np.array_equal(conn, connr)
+    assert _as_point_sets(X, conn) == _as_point_sets(Xr, connr)
+    assert (_volumes(Xr, connr) > 0).all()
+    again = mesh.box_tetrahedra(2, 3, 2, numbering="random", seed=7)
+    assert np.array_equal(again[1], connr) and np.array_equal(again[0], Xr)
+    assert mesh.box_tetrahedra(1, index_dtype=np.int64)[1].dtype == np.int64
+
+
+@pytest.mark.parametrize("method", ["rcm", "morton"])
+def test_reordering_gives_permutations_the_same_mesh_and_locality(method):
+    X, conn = mesh.box_tetrahedra(8, numbering="random", seed=3)
+    node_order, element_order = mesh.reorder(conn, X if method == "morton" else None, method=method)
+    assert np.array_equal(np.sort(node_order), np.arange(len(X)))
+    assert np.array_equal(np.sort(element_order), np.arange(len(conn)))
+    new_conn, new_X = mesh.renumber(conn, node_order, element_order, X)
+    assert _as_point_sets(new_X, new_conn) == _as_point_sets(X, conn)
+    assert (_volumes(new_X, new_conn) > 0).all()  # (an element keeps its nodes' order)
+
+    def span(c):  # how far apart in memory an element's nodes lie, on average
+        return np.mean(c.max(axis=1) - c.min(axis=1))
+    structured = mesh.box_tetrahedra(8)[1]  # (an element's nodes a layer of 81 apart at most)
+    assert span(new_conn) < span(conn) / 4 and span(new_conn) < 1.25 * span(structured)
+    # Consecutive elements share nodes: their gathers read the same rows.
+    shared = [len(set(new_conn[e]) & set(new_conn[e + 1])) for e in range(len(new_conn) - 1)]
+    assert np.mean(shared) >= 2
+    # The same connectivity, the same permutations.
+    again = mesh.reorder(conn, X if method == "morton" else None, method=method)
+    assert np.array_equal(again[0], node_order) and np.array_equal(again[1], element_order)
+
+
+def test_rcm_is_cuthill_mckee_node_by_node_reversed():
+    """The level-at-a-time search gives the order of the textbook algorithm: from the node of
+    least degree, each node in turn appends its unvisited neighbours by increasing degree."""
+    X, conn = mesh.box_tetrahedra(3, 2, 2, numbering="random", seed=1)
+    nodes = len(X)
+    adj = [set() for _ in range(nodes)]
+    for e in conn:
+        for a in e:
+            adj[a] |= set(int(b) for b in e if b != a)
+    degree = [len(s) for s in adj]
+    start = min(range(nodes), key=lambda v: (degree[v], v))
+    order, seen = [start], {start}
+    for v in order:
+        for w in sorted(adj[v] - seen, key=lambda w: (degree[w], w)):
+            seen.add(w)
+            order.append(w)
+    node_order, _ = mesh.reorder(conn)
+    assert node_order.tolist() == order[::-1]
+
+
+def test_nodes_no_element_names_come_last_and_components_each_start_anew():
+    # Two separate tetrahedra, node 4 unused, nodes 5..8 the second element's.
+    conn = np.array([[0, 1, 2, 3], [5, 6, 7, 8]])
+    node_order, element_order = mesh.reorder(conn)
+    assert node_order[-1] == 4 and sorted(node_order.tolist()) == list(range(9))
+    assert set(node_order[:4].tolist()) == {5, 6, 7, 8} or set(node_order[:4].tolist()) == {0, 1, 2, 3}
+    new_conn, = mesh.renumber(conn, node_order, element_order)
+    assert sorted(new_conn.ravel().tolist()) == list(range(8))
+    one, = mesh.renumber(np.array([[0, 0, 0, 0]]), *mesh.reorder(np.array([[0, 0, 0, 0]])))
+    assert one.tolist() == [[0, 0, 0, 0]]  # one node, repeated in its element
+
+
+@pytest.mark.parametrize("conn, nodes, said", [
+    (np.array([[0, 1, 2, 3], [1, 2, 3, 9]]), 5, "element 1, position 3 names node 9, outside [0, 5)"),
+    (np.array([[0, -1, 2, 3]]), None, "element 0, position 1 names node -1"),
+    (np.array([0, 1, 2, 3]), None, "shape (elements, nodes per element), not (4,)"),
+    (np.array([[0.0, 1.0, 2.0, 3.0]]), None, "must hold integers (int32 or int64), not float64"),
+])
+def test_bad_connectivity_is_refused_naming_the_element_and_position(conn, nodes, said):
+    with pytest.raises(UsageError, match=said.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        mesh.reorder(conn, nodes=nodes)
+
+
+def test_bad_arguments_are_refused():
+    X, conn = mesh.box_tetrahedra(1)
+    with pytest.raises(UsageError, match="method must be one of rcm, morton"):
+        mesh.reorder(conn, method="hilbert")
+    with pytest.raises(UsageError, match="'morton' needs the node coordinates"):
+        mesh.reorder(conn, method="morton")
+    with pytest.raises(UsageError, match="nodes=3 but coords has 8 rows"):
+        mesh.reorder(conn, X, nodes=3)
+    with pytest.raises(UsageError, match="node_order must be a permutation of 0..7"):
+        mesh.renumber(conn, np.zeros(8, dtype=np.int64), np.arange(len(conn)))
+    with pytest.raises(UsageError, match="nx must be a whole number of cubes"):
+        mesh.box_tetrahedra(0)
+    with pytest.raises(UsageError, match="numbering must be 'structured' or 'random'"):
+        mesh.box_tetrahedra(1, numbering="shuffled")
