@@ -133,3 +133,53 @@ def test_bad_arguments_are_refused():
         mesh.box_tetrahedra(0)
     with pytest.raises(UsageError, match="numbering must be 'structured' or 'random'"):
         mesh.box_tetrahedra(1, numbering="shuffled")
+
+
+def _scatter_in_order(values, conn, nodes):
+    """The scatter-add's definition, one entry at a time in ascending (element, position)."""
+    out = np.zeros((nodes, *values.shape[2:]), dtype=values.dtype)
+    for e in range(conn.shape[0]):
+        for a in range(conn.shape[1]):
+            out[conn[e, a]] += values[e, a]
+    return out
+
+
+def test_the_inverse_connectivity_lists_each_nodes_slots_once_in_ascending_order():
+    X, conn = mesh.box_tetrahedra(3, numbering="random", seed=2)
+    starts, slots = mesh.inverse_connectivity(conn, len(X))
+    assert np.array_equal(np.sort(slots), np.arange(conn.size)) and starts[-1] == conn.size
+    flat = conn.ravel()
+    for n in range(len(X)):
+        mine = slots[starts[n]:starts[n + 1]]
+        assert (flat[mine] == n).all() and (np.diff(mine) > 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_add_adds_each_nodes_entries_in_ascending_element_order(dtype):
+    X, conn = mesh.box_tetrahedra(3, 2, 2, numbering="random", seed=4)
+    nodes = len(X) + 2  # two nodes no element names: zero rows
+    values = (np.random.default_rng(0).standard_normal((len(conn), 4, 3)) * 10.0 ** np.arange(-3, 3, 2)).astype(dtype)
+    got = mesh.scatter_add(values, conn, nodes)
+    want = _scatter_in_order(values, conn, nodes)
+    assert got.dtype == dtype and np.array_equal(got, want)  # the same additions in the same order: the same bits
+    assert (got[-2:] == 0).all()
+    assert np.array_equal(mesh.scatter_add(values, conn, nodes, mesh.inverse_connectivity(conn, nodes)), got)
+    # A renumbered mesh sums the same terms (in another order: equal to rounding).
+    node_order, element_order = mesh.reorder(conn, nodes=nodes)
+    new_conn, = mesh.renumber(conn, node_order, element_order)
+    again = mesh.scatter_add(values[element_order], new_conn, nodes)
+    np.testing.assert_allclose(again, got[node_order], rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+def test_scatter_add_of_a_repeated_node_and_of_scalars():
+    conn = np.array([[0, 0, 1, 0]])
+    got = mesh.scatter_add(np.array([[1.0, 2.0, 4.0, 8.0]]), conn, 3)
+    assert got.tolist() == [11.0, 4.0, 0.0]
+
+
+def test_scatter_add_refuses_values_that_do_not_match_and_indices_outside():
+    conn = np.array([[0, 1, 2, 3]])
+    with pytest.raises(UsageError, match=r"values of shape \(1, 3\) do not match the connectivity's \(1, 4\)"):
+        mesh.scatter_add(np.zeros((1, 3)), conn, 4)
+    with pytest.raises(UsageError, match=r"element 0, position 3 names node 3, outside \[0, 3\)"):
+        mesh.scatter_add(np.zeros((1, 4)), conn, 3)
