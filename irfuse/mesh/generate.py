@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.diagnostics import UsageError
+from irfuse.mesh.order import renumber
 
 # The six tetrahedra of a unit cube around its diagonal from corner 0 to corner 7 (corner
 # c at x = c & 1, y = c >> 1 & 1, z = c >> 2 & 1): the split is the same in every cube, so
@@ -45,13 +46,5 @@ def box_tetrahedra(nx: int, ny: int | None = None, nz: int | None = None, number
     if numbering == "random":
         rng = np.random.default_rng(seed)
         node_order = rng.permutation(m)  # new node r is old node node_order[r]
-        X, conn = renumbered(X, conn, node_order, rng.permutation(len(conn)))
+        conn, X = renumber(conn, node_order, rng.permutation(len(conn)), X)
     return X, conn.astype(index_dtype)
-
-
-def renumbered(X: np.ndarray, conn: np.ndarray, node_order: np.ndarray, element_order: np.ndarray):
-    """X and conn with new node r the old node node_order[r] and new element e the old
-    element element_order[e]."""
-    new_number = np.empty_like(node_order)
-    new_number[node_order] = np.arange(len(node_order))
-    return X[node_order], new_number[conn[element_order]]

@@ -62,9 +62,7 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
         node_order = _morton_order(coords)
     else:
         node_order = _reverse_cuthill_mckee(conn, nodes)
-    new_number = np.empty(nodes, dtype=np.int64)
-    new_number[node_order] = np.arange(nodes)
-    renamed = np.sort(new_number[conn], axis=1)
+    renamed = np.sort(inverse_permutation(node_order)[conn], axis=1)
     # Elements by their lowest new node, then the next ones: a total order, so no tie is left
     # to the sort's algorithm.
     element_order = np.lexsort(renamed.T[::-1])
@@ -82,12 +80,17 @@ def renumber(conn, node_order: np.ndarray, element_order: np.ndarray, *nodal, pe
                               ("element_order", element_order, len(conn))):
         if order.ndim != 1 or len(order) != size or not np.array_equal(np.sort(order), np.arange(size)):
             raise UsageError(f"renumber: {name} must be a permutation of 0..{size - 1}")
-    new_number = np.empty(len(node_order), dtype=conn.dtype)
-    new_number[node_order] = np.arange(len(node_order), dtype=conn.dtype)
-    out = [new_number[conn[element_order]]]
+    out = [inverse_permutation(node_order).astype(conn.dtype)[conn[element_order]]]
     out += [np.asarray(a)[node_order] for a in nodal]
     out += [np.asarray(a)[element_order] for a in per_element]
     return tuple(out)
+
+
+def inverse_permutation(order: np.ndarray) -> np.ndarray:
+    """new_number with new_number[order[r]] = r: where each old item went."""
+    new_number = np.empty(len(order), dtype=np.int64)
+    new_number[order] = np.arange(len(order))
+    return new_number
 
 
 def _morton_order(coords: np.ndarray) -> np.ndarray:

@@ -17,7 +17,10 @@ from irfuse.mesh.order import check_connectivity
 def inverse_connectivity(conn, nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """(starts, slots): node n's slots are slots[starts[n]:starts[n + 1]], each slot the
     flat position e * K + a of an entry conn[e, a] == n, ascending."""
-    conn = check_connectivity(conn, nodes)
+    return _inverse(check_connectivity(conn, nodes), nodes)
+
+
+def _inverse(conn: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
     flat = conn.ravel()
     slots = np.argsort(flat, kind="stable")  # (stable: a node's slots stay ascending)
     starts = np.zeros(nodes + 1, dtype=np.int64)
@@ -35,7 +38,7 @@ def scatter_add(values, conn, nodes: int, inverse: tuple[np.ndarray, np.ndarray]
     if values.shape[:2] != conn.shape:
         raise UsageError(f"scatter_add: values of shape {values.shape} do not match the connectivity's "
                          f"{conn.shape} (elements, nodes per element)")
-    starts, slots = inverse if inverse is not None else inverse_connectivity(conn, nodes)
+    starts, slots = inverse if inverse is not None else _inverse(conn, nodes)  # (conn checked above)
     flat = values.reshape(conn.size, *values.shape[2:])[slots]
     out = np.zeros((nodes, *values.shape[2:]), dtype=values.dtype)
     count = np.diff(starts)
