@@ -1,5 +1,5 @@
 """What each value of a program holds: one value per element of the batch, one value for the
-whole batch (uniform), or a reduction's per-block partials; what the runtime allocates for
+whole batch (uniform), a reduction's per-block partials, or one value per node of a mesh; what the runtime allocates for
 each and what `-test-print-uniformity` shows.
 
 In a `kas` program this is `kas.is_uniform`. After lowering, a `fuse.launch` result is
@@ -20,6 +20,7 @@ class Extent(StrEnum):
     ELEMENT = "element"
     UNIFORM = "uniform"
     PARTIALS = "partials"
+    NODAL = "nodal"  # one value per node of a mesh: a nodal input, a kas.scatter's result
 
 
 def launched_kernel(launch: fuse.LaunchOp) -> fuse.KernelOp:
@@ -30,6 +31,8 @@ def launched_kernel(launch: fuse.LaunchOp) -> fuse.KernelOp:
 
 def value_extent(v: SSAValue) -> Extent:
     owner = v.owner
+    if isinstance(owner, kas.ScatterOp) or kas.is_nodal_input(v):
+        return Extent.NODAL
     if isinstance(owner, fuse.LaunchOp):
         kernel = launched_kernel(owner)
         if kernel.runs_once:

@@ -33,6 +33,7 @@ from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array
                                       moved_batch_axis)
 from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
 from irfuse.api.host_calls import aligned_copy, may_overlap, run_on_host
+from irfuse.api.mesh_calls import call_on_mesh, verify_mesh_call
 from irfuse.api.outputs import Outputs
 from irfuse.api.progress import progress_bar
 from irfuse.api.verification import Verification, verify_on_device, verify_on_host
@@ -107,6 +108,9 @@ class Program:
         self.dtype = np.dtype(artifact.element.numpy)
         # Inputs and outputs with one value for the whole batch: shaped as the value, no batch axis.
         self.uniform: frozenset[str] = host.uniform_names()
+        # A program over a mesh: inputs and outputs with one value per node, and connectivities.
+        self.nodal: frozenset[str] = host.nodal_names()
+        self.index_inputs: frozenset[str] = host.index_names()
         self._device = None
         self._fast = None  # the last call on GPU arrays that launched a graph (`gpu_calls.FastCall`)
         # Recorded runs by batch size (host arrays) or ("gpu", batch size) (GPU arrays in place).
@@ -281,7 +285,7 @@ class Program:
 
     def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
                  memory_budget: int | None = None, progress: bool | Callable[[int, int], None] = False,
-                 **named) -> Outputs:
+                 nodes: int | None = None, **named) -> Outputs:
         """Runs the program. `out=`: arrays to write the outputs into (a mapping by name, a
         sequence in `return` order, or one array for one output). `out_layout=`: the layout
         of the outputs ('aos' or 'soa'; by default the inputs'), new arrays or `out=` arrays
@@ -294,7 +298,13 @@ class Program:
         results against the float64 NumPy reference (as `check` does) and raises
         `ExecutionError` if they disagree. GPU arrays are read and written in place and the
         call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
-        waiting for the GPU."""
+        waiting for the GPU. A program over a mesh takes nodal arrays and connectivities
+        (`irfuse.api.mesh_calls`; `nodes=`: its number of nodes where no nodal input tells)."""
+        if self.nodal or self.index_inputs:
+            return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress, nodes)
+        if nodes is not None:
+            raise UsageError("nodes= gives the number of nodes of a program over a mesh; this program has no nodal "
+                             "values")
         if out_layout is not None:
             return self._call_out_layout(args, named, out, out_layout, verify, stream, memory_budget, progress)
         if progress is True:
@@ -351,6 +361,23 @@ class Program:
             report = verify_on_host(self, arrays, outputs, n)
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
+        return outputs
+
+    def _call_on_mesh(self, args: tuple, named: dict, out, verify: bool, stream, out_layout, memory_budget,
+                      progress, nodes) -> Outputs:
+        """A call of a program over a mesh (`irfuse.api.mesh_calls`)."""
+        for given, what in ((stream, "stream="), (out_layout, "out_layout="), (memory_budget, "memory_budget=")):
+            if given is not None:
+                raise UsageError(f"{what} is not taken by a program over a mesh yet: its calls run on NumPy arrays "
+                                 "in one piece")
+        if progress is not False and not callable(progress) and progress is not True:
+            raise UsageError("progress= takes True, False or a callable (done, total), not a "
+                             f"{type(progress).__qualname__}")
+        outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes)
+        if callable(progress):
+            progress(1, 1)
+        if verify:
+            verify_mesh_call(self, arrays, outputs, n, m)
         return outputs
 
     def _call_out_layout(self, args: tuple, named: dict, out, out_layout: str, verify: bool, stream,

@@ -5,8 +5,10 @@ The driver lowers a plan's host program (the `kas.program` of `fuse.launch`, `fu
 replays it and never reads IR. Every value of the host program is a `Value`, named by its
 index, holding one value per element (`ELEMENT`), one for the whole batch (`UNIFORM`: a
 literal, a uniform input, a kernel run once, a combined reduction) or a reduction's per-block
-partials (`PARTIALS`, as many as its kernel has blocks). A step launches a kernel
-(`Launch`), combines partials (`Combine`), makes a literal (`Constant`) or repeats a body
+partials (`PARTIALS`, as many as its kernel has blocks), or one per node of a mesh (`NODAL`:
+nodal inputs, scatters' results; a connectivity is a per-element value of `integer` node
+numbers). A step launches a kernel (`Launch`), combines partials (`Combine`), adds
+per-element rows into a nodal value (`Scatter`), makes a literal (`Constant`) or repeats a body
 (`Loop`, run from the host: each iteration's yielded values become the next one's carried
 values, trading buffers where a value made in the body is yielded once).
 
@@ -22,12 +24,12 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
-ELEMENT, UNIFORM, PARTIALS = "element", "uniform", "partials"
+ELEMENT, UNIFORM, PARTIALS, NODAL = "element", "uniform", "partials", "nodal"
 # Loop iterations in all, nested loops multiplied (the dialects' loops are held to it too): a
 # loop run from the host records its body once per iteration, and nothing over this would
 # finish in any reasonable time.
 MAX_TOTAL_ITERATIONS = 1_000_000
-EXTENTS = (ELEMENT, UNIFORM, PARTIALS)
+EXTENTS = (ELEMENT, UNIFORM, PARTIALS, NODAL)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Value:
     shape: tuple[int, ...]  # of one value
     extent: str  # ELEMENT, UNIFORM or PARTIALS
     kernel: str = ""  # PARTIALS: the kernel whose blocks make them
+    integer: bool = False  # a connectivity: 32-bit node numbers, not words of the element type
 
     @property
     def words(self) -> int:
@@ -56,6 +59,17 @@ class Combine:
 
 
 @dataclass(frozen=True)
+class Scatter:
+    """A nodal value made from per-element rows (`values`, K rows an element) through a
+    connectivity (`index`): each node's rows added in ascending (element, position) order, by
+    `kernel` over the connectivity's inverse (which the runtime makes from the index input)."""
+    kernel: str
+    values: int
+    index: int
+    result: int
+
+
+@dataclass(frozen=True)
 class Constant:
     result: int
     number: float
@@ -72,7 +86,7 @@ class Loop:
     swappable: tuple[bool, ...]  # per yielded value: made by the body's own launch and yielded once
 
 
-Step = Union[Launch, Combine, Constant, Loop]
+Step = Union[Launch, Combine, Constant, Loop, Scatter]
 
 
 @dataclass(frozen=True)
@@ -106,18 +120,26 @@ class HostPlan:
         """Each input's and output's value shape, by name."""
         return {name: self.values[v].shape for name, v in (*self.inputs, *self.outputs)}
 
+    def nodal_names(self) -> frozenset[str]:
+        """The inputs and outputs that hold one value per node of a mesh."""
+        return frozenset(name for name, v in (*self.inputs, *self.outputs) if self.values[v].extent == NODAL)
+
+    def index_names(self) -> frozenset[str]:
+        """The inputs that are connectivities (K node numbers per element)."""
+        return frozenset(name for name, v in self.inputs if self.values[v].integer)
+
     def uniform_names(self) -> frozenset[str]:
         """The inputs and outputs that hold one value for the whole batch (no batch axis)."""
         return frozenset(name for name, v in (*self.inputs, *self.outputs) if self.values[v].extent == UNIFORM)
 
     def made_at_top_level(self) -> set[int]:
-        """Values a top-level `Launch` or `Combine` makes (an output there can be written
+        """Values a top-level `Launch`, `Combine` or `Scatter` makes (an output there can be written
         straight into the caller's buffer)."""
         out: set[int] = set()
         for step in self.steps:
             if isinstance(step, Launch):
                 out.update(step.results)
-            elif isinstance(step, Combine):
+            elif isinstance(step, (Combine, Scatter)):
                 out.add(step.result)
         return out
 
@@ -141,7 +163,8 @@ class HostPlan:
     # --- JSON --------------------------------------------------------------------------
 
     def to_json(self) -> dict:
-        return {"values": [{"shape": list(v.shape), "extent": v.extent, **({"kernel": v.kernel} if v.kernel else {})}
+        return {"values": [{"shape": list(v.shape), "extent": v.extent, **({"kernel": v.kernel} if v.kernel else {}),
+                            **({"integer": True} if v.integer else {})}
                            for v in self.values],
                 "inputs": [list(p) for p in self.inputs], "outputs": [list(p) for p in self.outputs],
                 "steps": [_step_json(s) for s in self.steps],
@@ -152,7 +175,8 @@ class HostPlan:
     @staticmethod
     def from_json(d: dict) -> "HostPlan":
         """The plan `to_json` wrote; ValueError (or KeyError, TypeError) on anything else."""
-        values = tuple(Value(tuple(int(x) for x in v["shape"]), _extent(v["extent"]), str(v.get("kernel", "")))
+        values = tuple(Value(tuple(int(x) for x in v["shape"]), _extent(v["extent"]), str(v.get("kernel", "")),
+                             bool(v.get("integer", False)))
                        for v in d["values"])
         count = len(values)
 
@@ -186,6 +210,8 @@ def _step_json(s: Step) -> dict:
         return {"combine": s.kernel, "partials": s.partials, "result": s.result}
     if isinstance(s, Constant):
         return {"constant": s.number, "result": s.result}
+    if isinstance(s, Scatter):
+        return {"scatter": s.kernel, "values": s.values, "index": s.index, "result": s.result}
     return {"loop": s.trip, "args": list(s.args), "inits": list(s.inits), "body": [_step_json(b) for b in s.body],
             "yielded": list(s.yielded), "results": list(s.results), "swappable": list(s.swappable)}
 
@@ -197,6 +223,8 @@ def _step_from_json(d: dict, value, enclosing: int) -> Step:
         return Combine(str(d["combine"]), value(d["partials"]), value(d["result"]))
     if "constant" in d:
         return Constant(value(d["result"]), float(d["constant"]))
+    if "scatter" in d:
+        return Scatter(str(d["scatter"]), value(d["values"]), value(d["index"]), value(d["result"]))
     if "loop" in d:
         trip = int(d["loop"])
         if not 1 <= trip * enclosing <= MAX_TOTAL_ITERATIONS:

@@ -33,6 +33,13 @@ class KernelInfo:
     per_thread: int = 1  # elements each thread runs: the block has by / per_thread thread rows
     # Starts with irf_after_previous_grid(): may be launched as a programmatic dependent launch.
     after_previous_grid: bool = False
+    # Per input, the C type of its words where it is not the element type: "int" for a
+    # connectivity's node numbers, "long long" for offsets (empty: every input is `real_t`).
+    input_types: list[str] = field(default_factory=list)
+
+    def input_ctype(self, i: int) -> str:
+        """The C type of input `i`'s words."""
+        return (self.input_types[i] if i < len(self.input_types) else "") or "real_t"
 
     @property
     def threads(self) -> int:
@@ -50,7 +57,7 @@ class KernelInfo:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
-            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid")}
+            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid", "input_types")}
 
     def array_offsets(self, itemsize: int) -> list[int]:
         """Where the arrays apart from the planned buffer start, in words from its start: after

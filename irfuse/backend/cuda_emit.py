@@ -91,12 +91,13 @@ from xdsl.ir import SSAValue
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.combine_emit import combine_kernel
+from irfuse.backend.scatter_emit import scatter_kernel
 from irfuse.backend.kernel_body import (BARRIER, COMBINE, STATIC_SHARED_LIMIT, WARP_BARRIER, GpuOnly, KernelBody,
                                         LoopNode)
 from irfuse.backend.render_cpu import cpu_kernel
 from irfuse.backend.render_gpu import gpu_kernel
 from irfuse.diagnostics import CompileError
-from irfuse.dialects import fuse
+from irfuse.dialects import fuse, kas
 from irfuse.dialects.access_pattern import AccessPattern, compile_start
 from irfuse.dialects.element_types import ElementType
 from irfuse.dialects.kas import ProgramOp
@@ -247,6 +248,14 @@ def strided_arguments(module: ModuleOp) -> dict[str, dict[int, tuple[int, ...]]]
     return out
 
 
+def gather_index(gather: tuple[str, int, int], element: str, word: str) -> str:
+    """The index in a nodal array of `word` of `element`'s gathered value: (connectivity's C
+    name, K nodes per element, D words per node)."""
+    conn, count, width = gather
+    row = f"(long long){conn}[({element}) * {count} + ({word}) / {width}]"
+    return f"{row} * {width} + ({word}) % {width}" if width > 1 else row
+
+
 def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
     """16-byte copies need the block's chunk in global and shared memory 16-byte aligned."""
     per = 16 // itemsize
@@ -293,6 +302,8 @@ class _KernelEmitter:
                                [a.type.size for a in kernel.output_args])  # type: ignore[attr-defined]
         self.info.min_blocks = self.min_blocks
         self.info.per_thread = self.elements_per_thread
+        if any(isinstance(a.type, kas.IndexType) for a in kernel.input_args):
+            self.info.input_types = ["int" if isinstance(a.type, kas.IndexType) else "" for a in kernel.input_args]
         if kernel.barriers_before is not None:
             self.info.barriers_before = kernel.barriers_before.data
         # The body: lists of statements, barriers and loops (`LoopNode`), nested as the kernel's ops.
@@ -385,16 +396,22 @@ class _KernelEmitter:
                     return False
         return True
 
-    def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str], global_value: SSAValue | None) -> str:
+    def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str], global_value: SSAValue | None,
+                   gather: tuple[str, int, int] | None = None) -> str:
         """A statement run by each thread holding its part of register value v, given the
         global index (in `global_value`) of word k of the thread's element, the register array
-        and k."""
+        and k. `gather`: (C name of the connectivity, K, D): word k is in the row of the node
+        its element's entry k // D names (`gather_index`)."""
         ap, ap_bx, remap = self.pattern(v)
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
         y = self.element(y)
         size = v.type.size  # type: ignore[attr-defined]
         start = c_start(ap, ap_bx).replace("tx", "\0TX").replace("ty", "\0TY")
-        if global_value is None:
+        if gather is not None:
+            _check_element_major(ap, ap_bx, self.by, size)
+            word = start.replace("\0TX", x).replace("\0TY", "0")
+            index = lambda k: gather_index(gather, f"first + {y}", f"({word}) + {k}")  # noqa: E731
+        elif global_value is None:
             # A reduction's staging array: element y at y*size.
             _check_element_major(ap, ap_bx, self.by, size)
             word = start.replace("\0TX", x).replace("\0TY", "0")
@@ -488,6 +505,9 @@ class _KernelEmitter:
             return
         size = op.res.type.size
         src = self.names.get(op.source, "g_")
+        if op.index is not None:
+            self.emit_gather(op, src)
+            return
         self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
         if op.place.is_shared:
             off = op.place.offset.data
@@ -507,6 +527,26 @@ class _KernelEmitter:
                 self.stage_runs(op, src, direct)
             else:
                 self.line(direct)
+
+    def emit_gather(self, op: fuse.LoadOp, src: str) -> None:
+        """`fuse.load ... gather`: word w of element e is word w % D of node conn[e][w / D] of
+        the nodal input (rows of D words, K per element). Into shared memory, the block's
+        threads take its elements' words in turn, as a plain load's copy does; into registers,
+        each thread reads its own words. Every node number was checked against the nodal
+        arrays when the call bound its arguments, so the reads need no guard of their own."""
+        size = op.res.type.size  # type: ignore[attr-defined]
+        gather = (self.names.get(op.index, "g_"), op.index.type.count.data, op.source.type.size)  # type: ignore
+        self.line(f"  // {self.names.get(op.res, 'v_')}: gather {op.source.name_hint} through {op.index.name_hint} "
+                  f"into {op.place.text()}")
+        if op.place.is_shared:
+            span, off = op.place.pitch.data or size, op.place.offset.data
+            self.line(f"  for (int irf_i = tid; irf_i < count * {size}; irf_i += {self.nthreads}) {{ "
+                      f"const int e = irf_i / {size}, w = irf_i % {size}; "
+                      f"smem[{off} + e * {span} + w] = {src}[{gather_index(gather, 'first + e', 'w')}]; }}")
+            self.info.shared_values += 1
+        else:
+            self.declare_register(op.res)
+            self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source, gather))
 
     def stage_runs(self, op: fuse.LoadOp, src: str, direct: str) -> None:
         """A register load staged through a shared array of its own (`staged_run_loads`): on the
@@ -793,7 +833,7 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
     launch-bounds minimum per kernel name."""
     min_blocks = min_blocks or {}
     kernels = kernels_of(module)
-    if not kernels and any(op.name == "kas.call" for op in module.walk()):
+    if not kernels and any(op.name in ("kas.call", "kas.gather") for op in module.walk()):
         raise CompileError("no fuse.kernel to emit: run a lowering pass first (e.g. -p fuse-each)")
     # A program without calls (it returns its inputs) has no kernel: its source is the prelude.
     texts, infos = [], []
@@ -815,6 +855,10 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
                        if isinstance(op, fuse.CombineOp)})
     for kind, size in combines:
         text, info = combine_kernel(kind, size)
+        texts.append(text)
+        infos.append(info)
+    for size in sorted({op.res.type.size for op in module.walk() if isinstance(op, kas.ScatterOp)}):  # type: ignore
+        text, info = scatter_kernel(size)
         texts.append(text)
         infos.append(info)
     source = element.c_prelude + "\n\n".join([prelude(), *functions.values(), *texts]) + "\n"

@@ -47,7 +47,7 @@ def launcher_source(kernels: list[KernelInfo]) -> str:
     kernel could not allocate its scratch."""
     lines = ['#include "kernels.cu"', ""]
     for k in kernels:
-        casts = [f"(const real_t*)a->args[{i}]" for i in range(len(k.inputs))]
+        casts = [f"(const {k.input_ctype(i)}*)a->args[{i}]" for i in range(len(k.inputs))]
         casts += [f"(real_t*)a->args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
         lines += [
             f"static int irf_range_{k.name}(const irf::LaunchArgs* a, long long begin, long long end) {{",

@@ -18,7 +18,7 @@ def cpu_kernel(body: KernelBody) -> list[str]:
     """The kernel for the CPU: blocks `block_begin` to `block_end`, each region a loop over
     the block's threads, `reverse` running them last to first; it returns 0, or 1 where its
     scratch memory could not be allocated (and then runs no block)."""
-    params = [f"const real_t* __restrict__ {name}" for name in body.inputs]
+    params = [f"const {body.info.input_ctype(i)}* __restrict__ {name}" for i, name in enumerate(body.inputs)]
     params += [f"real_t* __restrict__ {name}" for name in body.outputs]
     params += ["const long long n", "const long long block_begin", "const long long block_end",
                "const bool reverse"]

@@ -15,7 +15,7 @@ def gpu_kernel(body: KernelBody) -> list[str]:
 
 
 def _signature(body: KernelBody) -> list[str]:
-    params = [f"const real_t* __restrict__ {name}" for name in body.inputs]
+    params = [f"const {body.info.input_ctype(i)}* __restrict__ {name}" for i, name in enumerate(body.inputs)]
     params += [f"real_t* __restrict__ {name}" for name in body.outputs]
     params.append("const long long n")
     layout = ", structure of arrays" if body.soa else ""

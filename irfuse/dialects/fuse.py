@@ -53,6 +53,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
     opt_attr_def,
     opt_prop_def,
     prop_def,
@@ -71,7 +72,8 @@ from xdsl.utils.str_enum import StrEnum
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
 from irfuse.dialects import kas
-from irfuse.dialects.kas import KasType, ReduceKind, ReduceKindAttr, locate_block_arguments, parse_block_arguments
+from irfuse.dialects.kas import (IndexType, KasType, ReduceKind, ReduceKindAttr, kas_type_of_shape,
+                                 locate_block_arguments, parse_block_arguments)
 from irfuse.dialects.layouts import LAYOUT_ATTR, Layout, module_layout
 from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
@@ -343,22 +345,80 @@ def place_of(v: SSAValue) -> PlaceAttr | None:
 
 @irdl_op_definition
 class LoadOp(SourceIntoPlaceOp):
-    """Copies this block's elements of a kernel input from global memory on chip."""
+    """Copies this block's elements of a kernel input from global memory on chip; or, with
+    `gather %index`, each element's rows of a nodal input at the node numbers its row of the
+    connectivity `index` gives (`%Xe = fuse.load %X gather %conn into shared[0] :
+    !kas.matrix<4x3>`: row a of element e is node conn[e][a] of X)."""
 
     name = "fuse.load"
     source = operand_def(KasType)
+    index = opt_operand_def(IndexType)
     res = result_def(KasType)
     place = prop_def(PlaceAttr)
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
 
+    def __init__(self, source: SSAValue, place: PlaceAttr, index: SSAValue | None = None):
+        result = source.type if index is None else kas_type_of_shape(
+            (index.type.count.data, *source.type.shape))  # type: ignore[attr-defined]
+        OnChipOp.__init__(self, operands=[source, [index] if index is not None else []], result_types=[result],
+                          properties={"place": place})
+
+    @property
+    def gathers(self) -> bool:
+        return self.index is not None
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        if self.index is not None:
+            printer.print_string(" gather ")
+            printer.print_operand(self.index)
+        printer.print_string(f" into {self.get_place().text()} : ")
+        printer.print_attribute(self.res.type)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LoadOp":
+        src = parser.parse_unresolved_operand()
+        index = parser.parse_unresolved_operand() if parser.parse_optional_keyword("gather") else None
+        parser.parse_keyword("into")
+        place = parse_place(parser)
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if index is None:
+            op = cls(parser.resolve_operand(src, t), place)
+        else:
+            # The operands' types are the kernel arguments' (already known by name).
+            if not isinstance(t, KasType) or not t.shape:
+                parser.raise_error(f"a gathering fuse.load gives an element value of K rows, not {t}")
+            idx = parser.resolve_operand(index, IndexType(t.shape[0]))  # type: ignore[attr-defined]
+            source = parser.resolve_operand(src, kas_type_of_shape(t.shape[1:]))  # type: ignore[attr-defined]
+            op = cls(source, place, idx)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
 
     def verify_(self) -> None:
         self.verify_pitch()
-        if self.source.type != self.res.type:
+        if self.index is None and self.source.type != self.res.type:
             raise VerifyException("fuse.load result type must match its source")
+        if self.index is not None:
+            want = (self.index.type.count.data, *self.source.type.shape)  # type: ignore[attr-defined]
+            if tuple(self.res.type.shape) != want:  # type: ignore[attr-defined]
+                raise VerifyException(f"fuse.load gather: through {self.index.type}, rows of {self.source.type} "
+                                      f"give {'x'.join(map(str, want))} per element, not {self.res.type}")
+            if self.place.is_uniform:
+                raise VerifyException("fuse.load gather gives one value per element: it cannot go into the uniform "
+                                      "place")
         kernel = self.parent_op()
         if isinstance(kernel, KernelOp) and self.source not in kernel.input_args:
             raise VerifyException("fuse.load must read a kernel input argument")
+        if isinstance(kernel, KernelOp) and self.index is not None:
+            if self.index not in kernel.input_args:
+                raise VerifyException("fuse.load gather must read its connectivity from a kernel input argument")
+            if kernel.runs_once:
+                raise VerifyException("fuse.load gather reads per-element rows: a kernel that runs once cannot")
+            if kernel.global_layout != Layout.AOS.value:
+                raise VerifyException("fuse.load gather: a kernel with gathers takes arrays of structures")
         if isinstance(kernel, KernelOp):
             uniform = kernel.input_args.index(self.source) in kernel.uniform_positions
             if self.place.is_uniform and not uniform:
@@ -366,7 +426,6 @@ class LoadOp(SourceIntoPlaceOp):
             if uniform and not self.place.is_uniform:
                 raise VerifyException("fuse.load of a uniform input goes into the uniform place (the block's one "
                                       f"copy, which every element reads), not {self.place.text()}")
-
 
 
 @irdl_op_definition
@@ -882,6 +941,11 @@ class LaunchOp(LocatedOperation):
 COMBINE_THREADS = 1024
 COMBINE_BLOCKS = 8
 COMBINE_LANES = COMBINE_THREADS * COMBINE_BLOCKS
+
+
+def scatter_kernel_name(size: int) -> str:
+    """The kernel that adds per-element rows of `size` words into nodes (`kas.scatter`)."""
+    return f"irf_scatter_{size}"
 
 
 def combine_kernel_name(kind: str, size: int) -> str:

@@ -8,6 +8,12 @@ A program is a `kas.program` whose arguments are the inputs and whose
 `kas.return` lists the outputs; `kas.call` applies a library op;
 `kas.loop` repeats its body, carrying values between iterations;
 `kas.reduce` combines a per-element value over the batch (sum, max or min, word by word).
+
+Meshes: a program may also read and write *nodal* values (one per node of a mesh, a second
+batch; the program lists them as `nodal(...)`) through *connectivities* (`!kas.index<K>`:
+per element, the numbers of its K nodes). `kas.gather` reads an element's K node rows of a
+nodal input into a per-element value; `kas.scatter` adds an element's K rows into the nodal
+value it returns (the sum over every element and position naming the node, 0 where none).
 """
 
 from __future__ import annotations
@@ -177,6 +183,28 @@ class TensorType(KasType):
             raise VerifyException(f"kas.tensor must have 3 or 4 dimensions, got {len(self.shape)}")
 
 
+@irdl_attr_definition
+class IndexType(KasType):
+    """A connectivity: per element, the numbers of its `count` nodes (32-bit integers in
+    memory, whatever the program's element type). Only program inputs have this type, and only
+    `kas.gather` and `kas.scatter` read them."""
+
+    name = "kas.index"
+    KEYWORD: ClassVar[str] = "index"
+    count: IntAttr
+
+    def __init__(self, count: int):
+        super().__init__(IntAttr(count))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.count.data,)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return [IntAttr(d) for d in _parse_dims(parser, 1, cls.name)]
+
+
 def kas_type_of_shape(shape: Sequence[int]) -> KasType:
     shape = tuple(shape)
     if len(shape) == 0:
@@ -272,6 +300,76 @@ class CallOp(LocatedOperation):
         if self.res.type != op.result_type:
             raise VerifyException(
                 f"result of '{self.op_name}' is {op.result_type}, not {self.res.type}")
+
+
+def _check_connectivity(op: Operation, index: SSAValue, nodal: SSAValue, element: SSAValue) -> None:
+    """The shapes of a gather or scatter: element value (K, *S) for nodal value S through an
+    index of K."""
+    if not isinstance(index.type, IndexType):
+        raise VerifyException(f"{op.name}: the connectivity must be a !kas.index, got {index.type}")
+    for v in (nodal, element):
+        if isinstance(v.type, (IndexType, MaskType)) or not isinstance(v.type, KasType):
+            raise VerifyException(f"{op.name}: {v.type} values cannot be gathered or scattered")
+    want = (index.type.count.data, *nodal.type.shape)  # type: ignore[attr-defined]
+    if tuple(element.type.shape) != want:  # type: ignore[attr-defined]
+        raise VerifyException(f"{op.name}: through {index.type}, a nodal {nodal.type} goes with an element value "
+                              f"of shape {'x'.join(map(str, want))}, not {element.type}")
+
+
+@irdl_op_definition
+class GatherOp(LocatedOperation):
+    """Row a of the result is the nodal value at node `index[a]`, for each element."""
+
+    name = "kas.gather"
+    nodal = operand_def()
+    index = operand_def(IndexType)
+    res = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$nodal `,` $index attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, nodal: SSAValue, index: SSAValue):
+        count = index.type.count.data  # type: ignore[attr-defined]
+        super().__init__(operands=[nodal, index],
+                         result_types=[kas_type_of_shape((count, *nodal.type.shape))])  # type: ignore[attr-defined]
+
+    def verify_(self) -> None:
+        _check_connectivity(self, self.index, self.nodal, self.res)
+        if not is_nodal_input(self.nodal):
+            raise VerifyException("kas.gather reads a nodal input of the program (listed in its nodal(...))")
+
+
+@irdl_op_definition
+class ScatterOp(LocatedOperation):
+    """The nodal value whose node n holds the sum of row a of `value` over every element and
+    position a with `index[a] = n` (0 at nodes no element names)."""
+
+    name = "kas.scatter"
+    value = operand_def()
+    index = operand_def(IndexType)
+    res = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$value `,` $index attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, value: SSAValue, index: SSAValue):
+        super().__init__(operands=[value, index],
+                         result_types=[kas_type_of_shape(tuple(value.type.shape)[1:])])  # type: ignore[attr-defined]
+
+    def verify_(self) -> None:
+        _check_connectivity(self, self.index, self.res, self.value)
+
+
+def is_nodal_input(v: SSAValue) -> bool:
+    """Whether `v` is an input the program lists as nodal."""
+    owner = v.owner
+    if not isinstance(owner, Block):
+        return False
+    parent = owner.parent_op()
+    return isinstance(parent, ProgramOp) and parent.inputs[v.index] in parent.nodal  # type: ignore[attr-defined]
+
+
+# What may read a nodal input or a connectivity: gathers and scatters, and once they are
+# lowered the launches of the kernels that gather (`fuse.load ... gather`).
+MESH_READERS = frozenset({"kas.gather", "kas.scatter", "fuse.launch"})
 
 
 class ReduceKind(StrEnum):
@@ -480,11 +578,13 @@ class ProgramOp(LocatedOperation):
     input_names = prop_def(ArrayAttr[StringAttr])
     output_names = prop_def(ArrayAttr[StringAttr])
     uniform_inputs = opt_prop_def(ArrayAttr[StringAttr])  # inputs with one value for the batch
+    nodal_names = opt_prop_def(ArrayAttr[StringAttr])  # inputs and outputs with one value per node
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
 
     def __init__(self, name: str, input_names: Sequence[str], input_types: Sequence[Attribute],
-                 output_names: Sequence[str], body: Region | None = None, uniform: Sequence[str] = ()):
+                 output_names: Sequence[str], body: Region | None = None, uniform: Sequence[str] = (),
+                 nodal: Sequence[str] = ()):
         if body is None:
             body = Region(Block(arg_types=input_types))
         properties: dict[str, Attribute] = {
@@ -494,7 +594,14 @@ class ProgramOp(LocatedOperation):
         }
         if uniform:
             properties["uniform_inputs"] = ArrayAttr(StringAttr(n) for n in uniform)
+        if nodal:
+            properties["nodal_names"] = ArrayAttr(StringAttr(n) for n in nodal)
         super().__init__(properties=properties, regions=[body])
+
+    @property
+    def nodal(self) -> list[str]:
+        """The names of the inputs and outputs that hold one value per node of a mesh."""
+        return [s.data for s in self.nodal_names.data] if self.nodal_names is not None else []
 
     @property
     def uniform(self) -> list[str]:
@@ -543,6 +650,39 @@ class ProgramOp(LocatedOperation):
                 raise VerifyException(f"kas.program lists '{name}' as uniform, but it is not an input")
         if len(set(self.uniform)) != len(self.uniform):
             raise VerifyException("kas.program uniform input names must be distinct")
+        self._verify_mesh()
+
+    def _verify_mesh(self) -> None:
+        """Nodal inputs are only gathered, nodal outputs only scattered, and connectivities are
+        inputs read by gathers and scatters only."""
+        nodal = self.nodal
+        if len(set(nodal)) != len(nodal):
+            raise VerifyException("kas.program nodal names must be distinct")
+        for name in nodal:
+            if name not in self.inputs and name not in self.outputs:
+                raise VerifyException(f"kas.program lists '{name}' as nodal, but it is neither an input nor an output")
+            if name in self.uniform:
+                raise VerifyException(f"kas.program lists '{name}' as both uniform and nodal")
+        for name, arg in zip(self.inputs, self.body.block.args):
+            readers = {u.operation.name for u in arg.uses}
+            if isinstance(arg.type, IndexType):
+                if name in self.uniform or name in nodal:
+                    raise VerifyException(f"kas.program: the connectivity '{name}' is per element")
+                if readers - MESH_READERS:
+                    raise VerifyException(f"kas.program: the connectivity '{name}' is read by "
+                                          f"{', '.join(sorted(readers - MESH_READERS))}; only "
+                                          "kas.gather and kas.scatter read connectivities")
+            elif name in nodal and (readers - MESH_READERS or any(
+                    u.operation.name != "fuse.launch" and (u.operation.name != "kas.gather" or u.index != 0)
+                    for u in arg.uses)):
+                raise VerifyException(f"kas.program: the nodal input '{name}' is only read by kas.gather "
+                                      "(nodal statements are not supported)")
+        for name, v in zip(self.outputs, self.return_op.values):
+            made = isinstance(v.owner, ScatterOp)
+            if (name in nodal) != made:
+                raise VerifyException(f"kas.program: output '{name}' " + (
+                    "is nodal but not a kas.scatter result" if not made else
+                    "is a kas.scatter result but not listed in nodal(...)"))
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -557,6 +697,8 @@ class ProgramOp(LocatedOperation):
         printer.print_string(") ")
         if self.uniform:
             printer.print_string("uniform(" + ", ".join(self.uniform) + ") ")
+        if self.nodal:
+            printer.print_string("nodal(" + ", ".join(self.nodal) + ") ")
         printer.print_region(self.body, print_entry_block_args=False)
         printer.print_op_attributes(self.attributes)
 
@@ -575,9 +717,12 @@ class ProgramOp(LocatedOperation):
         uniform: list[str] = []
         if parser.parse_optional_keyword("uniform"):
             uniform = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_identifier)
+        nodal: list[str] = []
+        if parser.parse_optional_keyword("nodal"):
+            nodal = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_identifier)
         body = parser.parse_region(args)
         input_names = [variable_of_hint(a.name.text[1:]) for a in args]
-        op = cls(name, input_names, [a.type for a in args], outputs, body, uniform)
+        op = cls(name, input_names, [a.type for a in args], outputs, body, uniform, nodal)
         locate_block_arguments(op.body.block, locations)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -675,6 +820,6 @@ def program_of(module) -> ProgramOp:
 
 Kas = Dialect(
     "kas",
-    [ProgramOp, CallOp, ConstantOp, ReduceOp, LoopOp, ReturnOp, YieldOp],
-    [ScalarType, MaskType, VectorType, MatrixType, TensorType, ReduceKindAttr],
+    [ProgramOp, CallOp, ConstantOp, ReduceOp, LoopOp, ReturnOp, YieldOp, GatherOp, ScatterOp],
+    [ScalarType, MaskType, VectorType, MatrixType, TensorType, IndexType, ReduceKindAttr],
 )

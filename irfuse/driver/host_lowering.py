@@ -32,7 +32,8 @@ def lower_host_program(module: ModuleOp) -> hp.HostPlan:
             extent = value_extent(v)
             kernel = v.owner.kernel_name if extent == Extent.PARTIALS else ""  # type: ignore[union-attr]
             ids[v] = len(values)
-            values.append(hp.Value(tuple(v.type.shape), extent.value, kernel))  # type: ignore[attr-defined]
+            values.append(hp.Value(tuple(v.type.shape), extent.value, kernel,  # type: ignore[attr-defined]
+                                   isinstance(v.type, kas.IndexType)))
         return ids[v]
 
     def steps_of(block: Block) -> list[hp.Step]:
@@ -44,6 +45,9 @@ def lower_host_program(module: ModuleOp) -> hp.HostPlan:
                 out.append(hp.Combine(op.kernel_name, vid(op.partials), vid(op.res)))
             elif isinstance(op, kas.ConstantOp):
                 out.append(hp.Constant(vid(op.res), op.number))
+            elif isinstance(op, kas.ScatterOp):
+                out.append(hp.Scatter(fuse.scatter_kernel_name(op.res.type.size), vid(op.value), vid(op.index),  # type: ignore
+                                      vid(op.res)))
             elif isinstance(op, kas.LoopOp):
                 args = tuple(vid(a) for a in op.body.block.args)
                 inits = tuple(vid(v) for v in op.iter_args)
@@ -54,7 +58,7 @@ def lower_host_program(module: ModuleOp) -> hp.HostPlan:
                                    tuple(vid(r) for r in op.res), swappable))
             elif isinstance(op, (kas.ReturnOp, kas.YieldOp)):
                 break
-            elif isinstance(op, (kas.CallOp, kas.ReduceOp)):
+            elif isinstance(op, (kas.CallOp, kas.ReduceOp, kas.GatherOp)):
                 raise UsageError(f"the program still has {op.name} ops: lower it first (e.g. --pipeline fuse-each)")
             else:
                 raise UsageError(f"the host program cannot run '{op.name}'")

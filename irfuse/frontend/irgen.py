@@ -13,6 +13,12 @@ per-element value to a uniform one (`kas.reduce`). An assignment whose value is 
 its variable is declared to hold is an error at its line. Loops carry per-element values
 only: no reduction and no uniform assignment inside a loop (each would need the whole
 batch at every iteration).
+
+Meshes: a variable declared `nodal` holds one value per node. A nodal input is only read by
+`gather(X, conn)` (through an `indexK` input, into a per-element variable of K rows) and a
+nodal output only made by `scatter(fe, conn)` (the sum of each element's K rows at its
+nodes); both are statements of the program's top level, and a connectivity is read by them
+alone.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from irfuse.dialects.kas import (
     CallOp,
     MAX_TOTAL_ITERATIONS,
     ConstantOp,
+    GatherOp,
+    IndexType,
     KasType,
     LoopOp,
     ProgramOp,
@@ -38,6 +46,7 @@ from irfuse.dialects.kas import (
     MaskType,
     ReturnOp,
     ScalarType,
+    ScatterOp,
     YieldOp,
     is_uniform,
     kas_type_of_shape,
@@ -45,7 +54,7 @@ from irfuse.dialects.kas import (
 )
 from irfuse.frontend.source_files import read_source  # noqa: F401 (callers import it from here)
 from irfuse.frontend.syntax import (COMPARISONS, COPY, Call, Condition, If, Index, Loop, Name, Number, Program, Statement,
-                                    Text, is_mask_type, parse_program)
+                                    Text, is_index_type, is_mask_type, parse_program)
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
@@ -55,6 +64,7 @@ MAX_ERRORS = 20
 # copy of the body, and a program of this many calls is already slow to plan.
 MAX_UNROLLED_STATEMENTS = 20_000
 REDUCTIONS = {k.value for k in ReduceKind}  # the calls that reduce over the batch
+CONNECTIVITY_CALLS = ("gather", "scatter")  # statements that read a connectivity
 
 
 def is_reduction(op: str, operands: int) -> bool:
@@ -146,6 +156,8 @@ class IRGen:
         self.types: dict[str, KasType] = {}
         self.decl_pos: dict[str, Name] = {}
         self.uniform: set[str] = set()  # variables declared `uniform`
+        self.nodal: set[str] = set()  # variables declared `nodal`
+        self.mesh_operands = False  # translating a gather's or scatter's operands
         self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
         self.enclosing_trips: list[int] = []  # trip counts of the loops around the current statement
@@ -175,6 +187,13 @@ class IRGen:
                                  ["masks are one truth value per element; keep several in scalars (0 or 1)"])
                         continue
                     t: KasType = MaskType()
+                elif is_index_type(d.type_text):
+                    if length is not None or d.uniform or d.nodal:
+                        self.err(n, f"'{n.text}': a connectivity is an input of {d.shape[0]} node numbers per "
+                                 "element; it is not " + ("an array" if length is not None else
+                                                          "uniform" if d.uniform else "nodal"))
+                        continue
+                    t = IndexType(d.shape[0])
                 else:
                     shape = d.shape if length is None else (length, *d.shape)
                     if len(shape) > 4:
@@ -191,6 +210,8 @@ class IRGen:
                 self.decl_pos[n.text] = n
                 if d.uniform:
                     self.uniform.add(n.text)
+                if d.nodal:
+                    self.nodal.add(n.text)
 
     def lookup(self, env: dict[str, SSAValue], n: Name) -> SSAValue | None:
         if n.text not in self.types:
@@ -284,7 +305,12 @@ class IRGen:
                 self.err(n, f"'{n.text}' is returned twice")
                 continue
             v = self.lookup(env, n)
-            if v is not None:
+            if v is not None and n.text in self.nodal and not isinstance(v.owner, ScatterOp):
+                self.err(n, f"the nodal input '{n.text}' is returned as it is",
+                         ["a nodal output is made by 'scatter'"])
+            elif v is not None and isinstance(v.type, IndexType):
+                self.err(n, f"the connectivity '{n.text}' is returned", ["outputs are values, nodal or per element"])
+            elif v is not None:
                 outs.append(v)
             out_names.append(n.text)
         if self.errors:
@@ -294,7 +320,8 @@ class IRGen:
             ret.location = self.loc(self.prog.outputs[0])
         block.add_op(ret)
         program = ProgramOp(self.name, inputs, in_types, out_names, Region(block),
-                            [n for n in inputs if n in self.uniform])
+                            [n for n in inputs if n in self.uniform],
+                            [n for n in [*inputs, *out_names] if n in self.nodal])
         if self.prog.inputs:
             program.location = self.loc(self.prog.inputs[0])
         module = ModuleOp([program])
@@ -337,7 +364,14 @@ class IRGen:
         block (before the loop a literal is written in, which is added once its body is done),
         so that a loop's body holds calls only and may run inside a kernel."""
         if isinstance(a, Name):
-            return self.lookup(env, a)
+            v = self.lookup(env, a)
+            if v is not None and not self.mesh_operands and (a.text in self.nodal or isinstance(v.type, IndexType)):
+                what = "the nodal variable" if a.text in self.nodal else "the connectivity"
+                self.err(a, f"{what} '{a.text}' is read by 'gather' and 'scatter' only",
+                         ["gather a nodal input into a per-element value first: 'Xe = gather(X, conn);'"
+                          if a.text in self.nodal else "'Xe = gather(X, conn);', 'r = scatter(fe, conn);'"])
+                return None
+            return v
         if isinstance(a, Index):
             return self.entry(a, env, block)
         if isinstance(a, Text):
@@ -353,6 +387,9 @@ class IRGen:
     def _call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
         if s.op.text == COPY:
             self.copy(s, env, block)
+            return
+        if s.op.text in CONNECTIVITY_CALLS:
+            self.connectivity_call(s, env, block)
             return
         if is_reduction(s.op.text, len(s.args)):
             if isinstance(s.target, Index):
@@ -406,6 +443,85 @@ class IRGen:
         if not ok or target_type is None or any(v is None for v in args):
             return
         self.assign(s, op.name, args, op.result_type, env, block)  # type: ignore[arg-type]
+
+    def connectivity_call(self, s: Call, env: dict, block: Block) -> None:
+        """`Xe = gather(X, conn);` or `r = scatter(fe, conn);` (see the module's docstring)."""
+        what = s.op.text
+        if len(s.args) != 2:
+            self.err(s.op, f"'{what}' takes 2 operands, got {len(s.args)}",
+                     ["'Xe = gather(X, conn);'" if what == "gather" else "'r = scatter(fe, conn);'"])
+            return
+        if block is not self.top_block or self.index_values:
+            self.err(s.op, f"'{what}' is a statement of the program's top level, not of a loop or a branch")
+            return
+        if isinstance(s.target, Index) or any(not isinstance(a, Name) for a in s.args):
+            at = s.target if isinstance(s.target, Index) else next(a for a in s.args if not isinstance(a, Name))
+            self.err(at, f"'{what}' reads and assigns whole variables (no numbers, strings or array entries)")
+            return
+        target_type = self.target_type(s.target)
+        if target_type is None:
+            self.err(s.target, f"assignment to undeclared variable '{s.target.text}'",
+                     [f"declare it first, e.g. '{'matrix4x3' if what == 'gather' else 'nodal vector3'} "
+                      f"{s.target.text};'"])
+            return
+        self.mesh_operands = True
+        try:
+            source, index = (self.operand(a, env, block) for a in s.args)
+        finally:
+            self.mesh_operands = False
+        if source is None or index is None:
+            return
+        src, conn = s.args
+        if not isinstance(index.type, IndexType):
+            self.err(conn, f"the second operand of '{what}' is a connectivity (indexK), but '{conn.text}' is "
+                     f"{index.type.spelling()}")  # type: ignore[attr-defined]
+            return
+        count = index.type.count.data
+        if what == "gather":
+            if src.text not in self.nodal:
+                self.err(src, f"'gather' reads a nodal input, but '{src.text}' is not nodal",
+                         [f"declare it 'nodal {source.type.spelling()} {src.text};' and list it after 'input'"])  # type: ignore
+                return
+            if s.target.text in self.nodal or s.target.text in self.uniform:
+                self.err(s.target, f"'gather' gives one value per element, but '{s.target.text}' is "
+                         f"{'nodal' if s.target.text in self.nodal else 'uniform'}")
+                return
+            want = kas_type_of_shape((count, *source.type.shape))  # type: ignore[attr-defined]
+            if target_type != want:
+                self.err(s.target, f"'gather' of {source.type.spelling()} '{src.text}' through index{count} "  # type: ignore
+                         f"gives {want.spelling()}, but '{s.target.text}' is {target_type.spelling()}")
+                return
+            op: GatherOp | ScatterOp = GatherOp(source, index)
+        else:
+            if s.target.text not in self.nodal:
+                self.err(s.target, f"'scatter' gives one value per node, but '{s.target.text}' is not nodal",
+                         [f"declare it 'nodal {target_type.spelling()} {s.target.text};'"])
+                return
+            if s.target.text in self.prog_input_names():
+                self.err(s.target, f"'{s.target.text}' is an input; 'scatter' makes a nodal output")
+                return
+            if src.text in self.nodal or self.is_uniform(source):
+                self.err(src, f"'scatter' adds a per-element value, but '{src.text}' is "
+                         f"{'nodal' if src.text in self.nodal else 'uniform'}")
+                return
+            shape = tuple(source.type.shape)  # type: ignore[attr-defined]
+            if not shape or shape[0] != count or isinstance(source.type, MaskType):
+                self.err(src, f"'scatter' through index{count} adds {count} rows per element, but '{src.text}' is "
+                         f"{source.type.spelling()}")  # type: ignore[attr-defined]
+                return
+            if target_type != kas_type_of_shape(shape[1:]):
+                self.err(s.target, f"'scatter' of {source.type.spelling()} '{src.text}' gives "  # type: ignore
+                         f"{kas_type_of_shape(shape[1:]).spelling()} per node, but '{s.target.text}' is "
+                         f"{target_type.spelling()}")
+                return
+            op = ScatterOp(source, index)
+        op.location = self.loc(s.target)
+        op.res.name_hint = ssa_hint(s.target.text)
+        block.add_op(op)
+        env[s.target.text] = op.res
+
+    def prog_input_names(self) -> set[str]:
+        return {n.text for n in self.prog.inputs}
 
     def copy(self, s: Call, env: dict, block: Block) -> None:
         """`x = y;`: the variable (or the array's entry) takes the value `y` holds; no call."""

@@ -1,9 +1,9 @@
 """Lexer and parser of the KAS language, producing a positioned syntax tree.
 
     program     := { declaration } "input" names ";" { statement } "return" names ";"
-    declaration := [ "uniform" ] TYPE declared { "," declared } ";"
+    declaration := [ "uniform" | "nodal" ] TYPE declared { "," declared } ";"
     declared    := IDENT [ "[" INT "]" ]          (an array of INT values of TYPE)
-    TYPE        := scalar | mask | vectorN | matrixNxM | tensorNxMxK[xL]   (case-insensitive)
+    TYPE        := scalar | mask | vectorN | matrixNxM | tensorNxMxK[xL] | indexK   (case-insensitive)
     statement   := place "=" OPNAME "(" [ operands ] ")" ";"
                  | "loop" [ IDENT ] INT "{" { statement } "}"
                  | "if" "(" condition ")" "{" { statement } "}" [ "else" "{" { statement } "}" ]
@@ -24,6 +24,10 @@ double-quoted text (`contract("ik,kj->ij", A, B)`). `if` runs both branches and 
 each variable either assigns, the value of the branch its condition picks, element by
 element (`select`).
 
+Meshes: `nodal` declares variables that hold one value per node of a mesh (inputs that
+`gather(X, conn)` reads, outputs that `scatter(fe, conn)` makes); `indexK` declares a
+connectivity, an input giving each element's K node numbers.
+
 Comments are ``// ...`` and ``/* ... */``.  Errors raise `CompileError`
 with the file, line and column of the offending token.
 """
@@ -35,7 +39,7 @@ from dataclasses import dataclass, field
 
 from irfuse.diagnostics import CompileError, SourceFile
 
-KEYWORDS = {"input", "return", "loop", "uniform", "if", "else"}
+KEYWORDS = {"input", "return", "loop", "uniform", "nodal", "if", "else"}
 COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 MAX_DIM = 64
 MAX_TRIP_COUNT = 1_000_000
@@ -102,6 +106,7 @@ class Declaration:
     pos: Pos
     uniform: bool = False
     lengths: dict[str, int] = field(default_factory=dict)  # arrays: name -> entries
+    nodal: bool = False
 
 
 COPY = "="  # the op name of a copy statement `x = y;`
@@ -156,8 +161,8 @@ class Program:
 _DIGITS = "0123456789"  # ASCII only: str.isdigit() also takes '¹' and other digits no number here has
 _NUMBER_RE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TYPE_RE = re.compile(
-    r"(?i)(scalar|mask)|vector(\d+)|matrix(\d+)x(\d+)|tensor(\d+)x(\d+)x(\d+)(?:x(\d+))?")
-TYPE_HELP = "scalar, mask, vectorN, matrixNxM or tensorNxMxK[xL]"
+    r"(?i)(scalar|mask)|vector(\d+)|matrix(\d+)x(\d+)|tensor(\d+)x(\d+)x(\d+)(?:x(\d+))?|index(\d+)")
+TYPE_HELP = "scalar, mask, vectorN, matrixNxM, tensorNxMxK[xL] or indexK"
 
 
 def parse_type_name(text: str) -> tuple[int, ...] | None:
@@ -172,6 +177,11 @@ def parse_type_name(text: str) -> tuple[int, ...] | None:
 
 def is_mask_type(text: str) -> bool:
     return text.lower() == "mask"
+
+
+def is_index_type(text: str) -> bool:
+    """Whether a type keyword names a connectivity (`indexK`)."""
+    return text.lower().startswith("index")
 
 
 class Lexer:
@@ -301,13 +311,14 @@ class Parser:
         return Program(decls, inputs, stmts, outputs, input_tok.pos)
 
     def declaration(self) -> Declaration:
-        uniform = self.peek().kind == "ident" and self.peek().text == "uniform"
-        if uniform:
+        qualifier = self.peek().text if self.peek().kind == "ident" and self.peek().text in ("uniform", "nodal") else ""
+        if qualifier:
             self.i += 1
         tok = self.peek()
-        if uniform and tok.kind == "ident" and tok.text == "input":
-            raise self.error(tok, "expected a type after 'uniform', found 'input'",
-                             notes=["'uniform' qualifies a declaration: 'uniform matrix3x3 C;'"])
+        if qualifier and tok.kind == "ident" and tok.text in ("input", "uniform", "nodal"):
+            raise self.error(tok, f"expected a type after '{qualifier}', found '{tok.text}'",
+                             notes=[f"'{qualifier}' qualifies a declaration: '{qualifier} "
+                                    f"{'matrix3x3 C' if qualifier == 'uniform' else 'vector3 X'};'"])
         if tok.kind == "eof":
             raise self.error(tok, "expected a declaration or 'input', found end of file",
                              notes=["a program is: declarations, 'input a, b;', statements, 'return x;'"])
@@ -340,7 +351,7 @@ class Parser:
             self.i += 1
             names.append(self.expect_ident("a variable name"))
         self.expect_punct(";", "after the declaration")
-        return Declaration(tok.text, shape, names, tok.pos, uniform, lengths)
+        return Declaration(tok.text, shape, names, tok.pos, qualifier == "uniform", lengths, qualifier == "nodal")
 
     def statements(self, top_level: bool) -> list[Statement]:
         out: list[Statement] = []

@@ -13,9 +13,27 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation, SSAValue
 
-from irfuse.dialects import fuse
+from irfuse.dialects import fuse, kas
 from irfuse.kernel.model import KernelModel, MOp, MValue, OpKind
 from irfuse.library.catalogue import find_implementation
+
+
+def gather_of(v: SSAValue) -> kas.GatherOp | None:
+    """The `kas.gather` that makes `v`, if one does: a kernel reading `v` gathers it itself
+    (`fuse.load ... gather`), from the nodal input and the connectivity."""
+    return v.owner if isinstance(v.owner, kas.GatherOp) else None
+
+
+def kernel_arguments(inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """The global arrays a kernel loading `inputs` takes, once each: a gathered value's nodal
+    input and connectivity in its place."""
+    out: list[SSAValue] = []
+    for v in inputs:
+        g = gather_of(v)
+        for a in ((g.nodal, g.index) if g is not None else (v,)):
+            if a not in out:
+                out.append(a)
+    return out
 
 
 def place_of(model: KernelModel, vid: int) -> fuse.PlaceAttr:
@@ -62,6 +80,8 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
             origin = len(ir_ops)
             if isinstance(op, fuse.LoadOp):
                 ops.append(MOp(OpKind.LOAD, value=vid(op.res), location=op.location))
+                if op.index is not None:
+                    values[ops[-1].value].gather = op.index.type.count.data  # type: ignore
             elif isinstance(op, fuse.CallOp):
                 impl = find_implementation(op.op_name, op.impl.data, library)
                 ops.append(MOp(OpKind.CALL, impl=impl, args=[vid(a) for a in op.args], result=vid(op.res),
@@ -132,17 +152,20 @@ def write_back(kernel, model: KernelModel, mapping: dict) -> None:
 
 def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> fuse.KernelOp:
     """The `fuse.kernel` of a model built from scratch (`transforms.kernel_builder`) from these
-    inputs and outputs (IR values whose types and names the kernel's arguments take)."""
+    inputs and outputs (IR values whose types and names the kernel's arguments take; a
+    gathered input's nodal input and connectivity are its arguments, and its load gathers)."""
+    arguments = kernel_arguments(inputs)
+    position = {a: i for i, a in enumerate(arguments)}
     loads = [op for op in model.ops if op.kind == OpKind.LOAD]
-    uniform = [i for i, op in enumerate(loads) if model.values[op.value].uniform]  # type: ignore[index]
-    kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in inputs], [v.type for v in outputs],
+    uniform = [position[inputs[i]] for i, op in enumerate(loads) if model.values[op.value].uniform]  # type: ignore
+    kernel = fuse.KernelOp(name, model.bx, model.by, [v.type for v in arguments], [v.type for v in outputs],
                            layout=model.layout, uniform=uniform, once=model.once,
                            elements_per_thread=model.per_thread,
                            unplaced=model.shared_bytes() > fuse.MAX_SHARED_BYTES_PER_BLOCK)
     first = next((op.location for op in model.ops if op.kind == OpKind.CALL and op.location is not None), None)
     if first is not None:
         kernel.location = first  # a kernel stands where its first statement does
-    for arg, v in zip([*kernel.input_args, *kernel.output_args], [*inputs, *outputs]):
+    for arg, v in zip([*kernel.input_args, *kernel.output_args], [*arguments, *outputs]):
         arg.name_hint = v.name_hint
     blocks = [kernel.body.block]
     loops: list[fuse.LoopOp] = []
@@ -157,7 +180,10 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
     loads = stores = 0  # the i-th store writes the i-th output (several may store one value)
     for op in model.ops:
         if op.kind == OpKind.LOAD:
-            ir: Operation = fuse.LoadOp(kernel.input_args[loads], place(op.value))  # type: ignore[arg-type]
+            g = gather_of(inputs[loads])
+            args = kernel.input_args
+            ir: Operation = (fuse.LoadOp(args[position[inputs[loads]]], place(op.value)) if g is None else  # type: ignore
+                             fuse.LoadOp(args[position[g.nodal]], place(op.value), args[position[g.index]]))  # type: ignore
             loads += 1
             onchip[op.value] = ir.results[0]  # type: ignore[index]
         elif op.kind == OpKind.CALL:

@@ -55,6 +55,7 @@ class MValue:
     carried: bool = False  # a loop's carried value (see the module's docstring)
     uniform: bool = False  # in the uniform place: the block's one copy of a uniform input (not shared, no registers)
     type: object = None  # its kas type where known (building IR from a model needs it)
+    gather: int = 0  # loaded through a connectivity of this many nodes per element (0: a plain load)
 
     @property
     def span(self) -> int:
@@ -144,9 +145,15 @@ class KernelModel:
 
     def batch_loads(self) -> int:
         """Words per element the kernel loads from per-element inputs (uniform ones are read
-        from cache by every element: no per-element traffic)."""
-        return sum(self.values[op.value].size for op in self.ops
-                   if op.kind == OpKind.LOAD and not self.values[op.value].uniform)
+        from cache by every element: no per-element traffic); a gathered value's rows and its
+        connectivity's node numbers (32-bit) included."""
+        return sum(self.values[op.value].size + _index_words(self.values[op.value].gather, self.itemsize)
+                   for op in self.ops if op.kind == OpKind.LOAD and not self.values[op.value].uniform)
+
+
+def _index_words(count: int, itemsize: int) -> int:
+    """Words of `count` 32-bit node numbers."""
+    return -(-count * 4 // itemsize)
 
 
 def _shallow(obj):

@@ -6,6 +6,7 @@ numbers, one row per element), as gathers and scatters through a connectivity re
 - `reorder`: node and element permutations that give a mesh locality (reverse
   Cuthill-McKee on the node graph, or a Morton curve through the node coordinates), and
   `renumber`, which applies them;
+- `Connectivity`: a connectivity checked and inverted once, for every call that passes it;
 - `inverse_connectivity` and `scatter_add`: each node's (element, position) slots in a fixed
   order, and the nodal sum of per-element values added in that order (the same bits on
   every run).
@@ -13,8 +14,9 @@ numbers, one row per element), as gathers and scatters through a connectivity re
 NumPy only; nothing of the compiler.
 """
 
+from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.generate import box_tetrahedra
 from irfuse.mesh.order import check_connectivity, reorder, renumber
 from irfuse.mesh.scatter import inverse_connectivity, scatter_add
 
-__all__ = ["box_tetrahedra", "check_connectivity", "inverse_connectivity", "reorder", "renumber", "scatter_add"]
+__all__ = ["Connectivity", "box_tetrahedra", "check_connectivity", "inverse_connectivity", "reorder", "renumber", "scatter_add"]

@@ -24,7 +24,7 @@ from irfuse.library.catalogue import default_library, find_implementation
 from irfuse.library.implementations import Implementation
 from irfuse.passes.module_element_type import itemsize_of, layout_of
 from irfuse.kernel.bridge import kernel_op
-from irfuse.transforms.kernel_builder import build_kernel_model, launch_ops
+from irfuse.transforms.kernel_builder import build_kernel_model, erase_unread_gathers, launch_ops
 
 REDUCE_BY = 128  # elements per block of a reduction's own kernel
 
@@ -110,3 +110,4 @@ class FuseEach(ModulePass):
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 ops, values = launch_ops(name, [reduce.operand], [reduce.res], reduce.location)
                 Rewriter.replace_op(reduce, ops, values)
+            erase_unread_gathers(program)

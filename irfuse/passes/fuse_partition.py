@@ -41,7 +41,7 @@ from irfuse.planner.search import (
     rebind,
 )
 from irfuse.kernel.bridge import kernel_op
-from irfuse.transforms.kernel_builder import build_kernel_model, launch_ops
+from irfuse.transforms.kernel_builder import build_kernel_model, erase_unread_gathers, launch_ops
 
 
 class NoSuchPlan(UsageError):
@@ -244,3 +244,4 @@ class FusePartition(ModulePass):
                     names.append(name)
                     kernels.append(kernel)
                 _reorder_and_launch(dag, chosen, names, kernels)
+            erase_unread_gathers(program)

@@ -48,7 +48,7 @@ from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_l
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
 from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
-from irfuse.transforms.kernel_builder import build_kernel_model, flat_calls, runs_once
+from irfuse.transforms.kernel_builder import build_kernel_model, flat_calls, global_words, runs_once
 
 BLOCK_THREADS = (64, 128, 256)
 # Elements each thread runs, offered for kernels that reduce over the batch: a block's
@@ -191,7 +191,8 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         sizes = [v.type.size for v in [*inputs, *outputs]]  # type: ignore[attr-defined]
     else:
         # Uniform inputs and reductions' partials move no bytes per element.
-        sizes = [0 if kas.is_uniform(v) else v.type.size for v in [*inputs, *outputs]]  # type: ignore[attr-defined]
+        # A gathered value moves its node numbers besides its rows (`global_words`).
+        sizes = [0 if kas.is_uniform(v) else global_words(v, itemsize) for v in [*inputs, *outputs]]
     # Every configuration's cost is at least `floor`: the launch plus the transfer of its global
     # bytes at the full copy rate, or its arithmetic at the full flop rate (`cost.kernel_cost`
     # can only add to both). Configurations are analysed cheapest floor first, and the analysis

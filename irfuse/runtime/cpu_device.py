@@ -36,6 +36,9 @@ class CpuDevice:
     def upload(self, a):
         return np.ascontiguousarray(a, dtype=self.dtype).copy()
 
+    def upload_integers(self, a):
+        return np.ascontiguousarray(a).copy()
+
     def download(self, buf, shape):
         return buf.reshape(shape).copy()
 

@@ -193,6 +193,15 @@ class CudaDevice:
         self.drv.memcpy_htod(buf, a)
         return buf
 
+    def upload_integers(self, a):
+        a = np.ascontiguousarray(a)
+        nbytes = max(a.nbytes, 1)
+        buf = self.drv.mem_alloc(nbytes)
+        self.allocations.append(buf)
+        self.sizes[int(buf)] = nbytes
+        self.drv.memcpy_htod(buf, a)
+        return buf
+
     def write(self, buf, a):
         """Host array `a` (this device's element type) into device buffer `buf`."""
         self.drv.memcpy_htod(buf, np.ascontiguousarray(a))

@@ -26,8 +26,9 @@ import numpy as np
 
 from irfuse.artifact.arrays import batch_shape
 from irfuse.artifact.artifact import Artifact
-from irfuse.artifact.host_plan import PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop
+from irfuse.artifact.host_plan import NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop, Scatter
 from irfuse.diagnostics import UsageError
+from irfuse.mesh.scatter import inverse_connectivity
 from irfuse.runtime.cpu_device import CpuDevice, WallTimer  # noqa: F401 (WallTimer: for its users)
 from irfuse.runtime.cuda_device import CudaDevice
 from irfuse.runtime.device import Device, in_order
@@ -57,6 +58,8 @@ class Executor:
         self.host = plan.host
         self.layout = plan.layout  # every buffer, the inputs given included, is in it
         self.infos = {k.name: k for k in plan.kernels}
+        self.nodes = 0  # of the mesh the run being recorded reads and writes (nodal values)
+        self.inverses: dict[int, tuple] = {}  # connectivity value -> its inverse's buffers (starts, slots)
 
     def _shape(self, v: int, n: int) -> tuple[int, ...]:
         value = self.host.values[v]
@@ -64,6 +67,8 @@ class Executor:
             return value.shape
         if value.extent == PARTIALS:
             return (value.words * self.infos[value.kernel].blocks(n),)
+        if value.extent == NODAL:
+            return batch_shape(self.layout, value.shape, self.nodes)
         return batch_shape(self.layout, value.shape, n)
 
     def _record(self, steps_in: tuple, env: dict, n: int, steps: list[Callable[[], None]],
@@ -87,6 +92,12 @@ class Executor:
                     env[step.result] = dev.alloc(self._shape(step.result, n))
                 parts = self.infos[self.host.values[step.partials].kernel].blocks(n)
                 steps.append(dev.launcher(step.kernel, [env[step.partials], env[step.result]], parts))
+            elif isinstance(step, Scatter):
+                if step.result not in env:
+                    env[step.result] = dev.alloc(self._shape(step.result, n))
+                starts, slots = self.inverses[step.index]
+                steps.append(dev.launcher(step.kernel, [env[step.values], starts, slots, env[step.result]],
+                                          self.nodes))
             elif isinstance(step, Constant):
                 if step.result not in env:  # (a loop from the host records its body once per iteration)
                     env[step.result] = dev.upload(np.array(step.number))
@@ -115,7 +126,7 @@ class Executor:
 
     def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None,
                 outputs: dict | None = None, as_graph: bool = True, part: BatchPass | None = None,
-                bound: dict | None = None) -> "Recorded":
+                bound: dict | None = None, nodes: int = 0, inverses: dict | None = None) -> "Recorded":
         """Uploads the inputs (or takes buffers already on the device from `uploaded`, which
         kernels only read) and records the host program into steps, ready to replay.
         `outputs` (name -> buffer) are where the results go: the kernels that make them write
@@ -124,12 +135,20 @@ class Executor:
         change between replays, which a captured graph would not see). `part` records one
         pass over the batch (`HostPlan.passes`): its steps, giving its outputs; `bound`
         (value -> buffer) gives values made before it (combined reductions) and the buffers
-        its partials go to."""
+        its partials go to. A program over a mesh takes `nodes` (its nodal values' count) and,
+        per connectivity input its scatters read, its inverse (`inverses`: name -> (starts,
+        slots), `irfuse.mesh.inverse_connectivity`; made here from the input when absent)."""
         if n < 1:
             raise UsageError(f"the batch size must be at least 1, got {n}")
         env: dict = dict(bound or {})
         for name, v in self.host.inputs:
-            env[v] = uploaded[name] if uploaded is not None else self.device.upload(inputs[name])
+            if uploaded is not None:
+                env[v] = uploaded[name]
+            elif self.host.values[v].integer:
+                env[v] = self.device.upload_integers(np.ascontiguousarray(inputs[name], dtype=np.int32))
+            else:
+                env[v] = self.device.upload(inputs[name])
+        self._bind_mesh(inputs, nodes, inverses)
         given = [(name, v) for name, v in self.host.outputs if part is None or name in part.outputs]
         if outputs:
             made = self.host.made_at_top_level()
@@ -148,12 +167,29 @@ class Executor:
         replay = self.device.batch(steps) if as_graph else in_order(steps)
         return Recorded(self.device, replay, dict(zip([name for name, _ in given], zip(outs, shapes))))
 
+    def _bind_mesh(self, inputs: dict, nodes: int, inverses: dict | None) -> None:
+        """The node count and the inverse of each connectivity a scatter reads, on the device."""
+        self.nodes = nodes
+        self.inverses = {}
+        names = dict((v, name) for name, v in self.host.inputs)
+        for step in self.host.steps:
+            if not isinstance(step, Scatter) or step.index in self.inverses:
+                continue
+            name = names[step.index]
+            given = (inverses or {}).get(name)
+            starts, slots = given if given is not None else inverse_connectivity(inputs[name], nodes)
+            if len(slots) >= 2**31:
+                raise UsageError(f"connectivity '{name}' has {len(slots)} entries; a scatter takes fewer than 2^31")
+            self.inverses[step.index] = (self.device.upload_integers(np.asarray(starts, dtype=np.int64)),
+                                         self.device.upload_integers(np.asarray(slots, dtype=np.int32)))
+
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
-            back_to_back: int = 1, uploaded: dict | None = None) -> RunResult:
+            back_to_back: int = 1, uploaded: dict | None = None, nodes: int = 0,
+            inverses: dict | None = None) -> RunResult:
         """Runs once for the results; with `repeat`, also times `repeat` runs after `warmup`.
         With `back_to_back` > 1, each timing covers that many runs issued one after another
         (launch latency overlaps the previous run) and is divided by it."""
-        rec = self.prepare(inputs, n, uploaded)
+        rec = self.prepare(inputs, n, uploaded, nodes=nodes, inverses=inverses)
         rec.replay()
         results = rec.outputs()
         times = []

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from irfuse.kernel.bridge import gather_of, kernel_arguments
 from irfuse.kernel.model import KernelModel, MOp, MValue, OpKind
 from irfuse.analysis.uniformity import is_uniform
 from irfuse.diagnostics import CompileError
@@ -38,6 +39,15 @@ def flat_calls(ops: Sequence[Operation]) -> list[Operation]:
     return out
 
 
+def erase_unread_gathers(program: kas.ProgramOp) -> None:
+    """Erases the `kas.gather`s no op reads any more: every kernel reading their values
+    gathers them itself."""
+    for op in list(program.body.block.ops):
+        if isinstance(op, kas.GatherOp) and not op.res.uses:
+            op.detach()
+            op.erase()
+
+
 def forwards_carried(loop: kas.LoopOp) -> bool:
     """Whether the loop yields one of its carried values in another's place (a swap): copies
     into carried places are made one after another, so such a loop stays on the host."""
@@ -54,6 +64,14 @@ def _read_inside(loop: kas.LoopOp) -> list[SSAValue]:
             if v not in out:
                 out.append(v)
     return out
+
+
+def global_words(v: SSAValue, itemsize: int) -> int:
+    """Words per element a kernel moves to load `v`: its own, and a gathered value's node
+    numbers (32-bit each) besides its rows."""
+    g = gather_of(v)
+    extra = -(-g.index.type.count.data * 4 // itemsize) if g is not None else 0  # type: ignore[attr-defined]
+    return v.type.size + extra  # type: ignore[attr-defined]
 
 
 def runs_once(ops: Sequence[Operation]) -> bool:
@@ -98,8 +116,11 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
 
     for v in inputs:
         uniform = not once and is_uniform(v)
+        g = gather_of(v)
         mops.append(MOp(OpKind.LOAD, value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True,  # type: ignore
-                                          uniform=uniform, shared=not uniform), location=first_reader.get(v)))
+                                          uniform=uniform, shared=not uniform,
+                                          gather=g.index.type.count.data if g is not None else 0),  # type: ignore
+                        location=first_reader.get(v)))
     pending = iter(impls)
     loaded = set(inputs)
 
@@ -168,9 +189,10 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
 
 def launch_ops(name: str, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], location=None
                ) -> tuple[list[Operation], list[SSAValue]]:
-    """The host ops that run a group's kernel `name`: its `fuse.launch`, then a `fuse.combine`
-    for each reduction among `outputs`; and the value that stands for each output after them."""
-    launch = fuse.LaunchOp(name, inputs, [v.type for v in outputs])
+    """The host ops that run a group's kernel `name`: its `fuse.launch` (of its
+    `kernel_arguments`), then a `fuse.combine` for each reduction among `outputs`; and the
+    value that stands for each output after them."""
+    launch = fuse.LaunchOp(name, kernel_arguments(inputs), [v.type for v in outputs])
     ops: list[Operation] = [launch]
     values: list[SSAValue] = []
     for r, v in zip(launch.res, outputs):

@@ -24,11 +24,13 @@ from irfuse.dialects.fuse import COMBINE_LANES
 from irfuse.dialects.kas import (
     CallOp,
     ConstantOp,
+    GatherOp,
     KasType,
     LoopOp,
     ProgramOp,
     ReduceOp,
     ReturnOp,
+    ScatterOp,
     YieldOp,
     is_uniform,
     program_of,
@@ -71,7 +73,30 @@ def uniform_names(program: ProgramOp) -> set[str]:
 
 
 def has_reductions(program: ProgramOp) -> bool:
-    return any(isinstance(op, ReduceOp) for op in program.walk())
+    """Whether an output depends on many elements at once (a reduction over the batch, a
+    scatter into nodes): its reference needs every element."""
+    return any(isinstance(op, (ReduceOp, ScatterOp)) for op in program.walk())
+
+
+def mesh_nodes(program: ProgramOp, inputs: dict[str, np.ndarray], nodes: int | None = None) -> int:
+    """The node count of a program's mesh: `nodes` when given, else its nodal inputs' length
+    (0 for a program without nodal values)."""
+    if nodes is not None:
+        return nodes
+    nodal = [inputs[k] for k in program.inputs if k in program.nodal]
+    return len(nodal[0]) if nodal else 0
+
+
+def _gathered(values: np.ndarray, conn: np.ndarray) -> np.ndarray:
+    """Row a of element e: the node conn[e][a] of `values`."""
+    return values[np.asarray(conn, dtype=np.int64)]
+
+
+def _scattered(values: np.ndarray, conn: np.ndarray, nodes: int) -> np.ndarray:
+    """Each node's rows added in ascending (element, position) order, as the kernels add them."""
+    from irfuse.mesh.scatter import scatter_add
+
+    return scatter_add(values, np.asarray(conn, dtype=np.int64), nodes)
 
 
 def interface_of(program) -> Interface:
@@ -128,20 +153,25 @@ def _call_operands(op: CallOp, env: dict[SSAValue, np.ndarray], n: int) -> list[
 @remembers_uniformity
 def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
                   library: Library | None = None, dtype=np.float64, by_entries: bool = False,
-                  perturb: tuple[float, int] | None = None, sum_by: int = 1) -> dict[str, np.ndarray]:
+                  perturb: tuple[float, int] | None = None, sum_by: int = 1,
+                  nodes: int | None = None) -> dict[str, np.ndarray]:
     """Executes the program on the inputs in `dtype` (float64 by default): each op's
     definition evaluated on the whole batch (`OpDef.reference`), or with `by_entries` through
     its per-entry trees, the generated code's arithmetic in its order (`reference_by_entries`).
     `perturb=(eps, seed)`: every op's result entry is multiplied by 1 + eps*u, u uniform in
     [-1, 1] from a generator of that seed: one sample of what rounding at relative `eps` may do;
     a sum's result by up to what its rounding in the kernels' order may do (`sum_depth`, with
-    `sum_by` elements per block)."""
+    `sum_by` elements per block). A gather reads node rows through its connectivity; a
+    scatter adds each node's rows in ascending (element, position) order (the kernels'), its
+    perturbed sum moved by up to what that order may round. `nodes`: the mesh's node count
+    (by default its nodal inputs' length)."""
     rng = np.random.default_rng(perturb[1]) if perturb else None
     lib = library or default_library()
     n = batch_size(inputs, program) if n is None else n
+    nodes = mesh_nodes(program, inputs, nodes)
     env: dict[SSAValue, np.ndarray] = {}
     for name, arg in zip(program.inputs, program.body.block.args):
-        env[arg] = np.asarray(inputs[name], dtype=dtype)
+        env[arg] = np.asarray(inputs[name], dtype=np.int64 if name in program_indices(program) else dtype)
 
     def run_block(block) -> list[np.ndarray]:
         for op in block.ops:
@@ -156,6 +186,16 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                     env[op.res] = env[op.res] * (1 + perturb[0] * noise)
             elif isinstance(op, ConstantOp):
                 env[op.res] = np.asarray(op.number, dtype=dtype)
+            elif isinstance(op, GatherOp):
+                env[op.res] = _gathered(env[op.nodal], env[op.index])
+            elif isinstance(op, ScatterOp):
+                r = _scattered(env[op.value], env[op.index], nodes)
+                if rng is not None:
+                    counts = np.bincount(env[op.index].ravel(), minlength=nodes).reshape(-1, *[1] * (r.ndim - 1))
+                    bound = counts * perturb[0] * _scattered(np.abs(env[op.value]).astype(np.float64),  # type: ignore
+                                                              env[op.index], nodes)
+                    r = r + bound * (rng.random(r.shape) * 2 - 1)
+                env[op.res] = np.asarray(r).astype(dtype)
             elif isinstance(op, ReduceOp):
                 x = env[op.operand].astype(np.float64)
                 kind = op.reduce_kind.value
@@ -183,17 +223,27 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
 
     outs = run_block(program.body.block)
     uniform = uniform_outputs(program)
-    return {name: np.array(v, dtype=dtype).reshape(value_shape(t, n, name in uniform))
+    return {name: np.array(v, dtype=dtype).reshape(value_shape(t, nodes if name in program.nodal else n,
+                                                               name in uniform))
             for name, v, t in zip(program.outputs, outs, program.output_types())}
+
+
+def program_indices(program: ProgramOp) -> set[str]:
+    """The inputs that are connectivities."""
+    from irfuse.dialects.kas import IndexType
+
+    return {k for k, t in zip(program.inputs, program.input_types()) if isinstance(t, IndexType)}
 
 
 @remembers_uniformity
 def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str, n: int | None = None,
-                    sum_by: int = 1, library: Library | None = None) -> dict[str, np.ndarray] | None:
+                    sum_by: int = 1, library: Library | None = None,
+                    nodes: int | None = None) -> dict[str, np.ndarray] | None:
     """Bounds on the rounding error of each output as the generated code evaluates it in
     `dtype` (its per-entry trees, every node rounded once: `OpDef.bounded_by_entries`), the
     inputs taken as exact; a sum over the batch adds its rounding in the kernels' order
-    (`sum_depth`). Shaped as the outputs. None for a program with a loop: its iterations
+    (`sum_depth`), a scatter a node's count of terms' worth. Shaped as the outputs. None for a
+    program with a loop: its iterations
     compound first-order bounds past use (the Monte Carlo samples of `run_references` cover
     those)."""
     if any(isinstance(op, LoopOp) for op in program.walk()):
@@ -201,10 +251,12 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
     u = float(np.finfo(element_type(dtype).numpy).eps) / 2
     lib = library or default_library()
     n = batch_size(inputs, program) if n is None else n
+    nodes = mesh_nodes(program, inputs, nodes)
     val: dict[SSAValue, np.ndarray] = {}
     err: dict[SSAValue, np.ndarray] = {}
+    indices = program_indices(program)
     for name, arg in zip(program.inputs, program.body.block.args):
-        val[arg] = np.asarray(inputs[name], dtype=np.float64)
+        val[arg] = np.asarray(inputs[name], dtype=np.int64 if name in indices else np.float64)
         err[arg] = np.zeros(val[arg].shape)
     with np.errstate(all="ignore"):
         for op in program.body.block.ops:
@@ -216,6 +268,15 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
             elif isinstance(op, ConstantOp):
                 val[op.res] = np.asarray(op.number, dtype=np.float64)
                 err[op.res] = np.asarray(u * abs(op.number))
+            elif isinstance(op, GatherOp):
+                val[op.res] = _gathered(val[op.nodal], val[op.index])
+                err[op.res] = _gathered(err[op.nodal], val[op.index])
+            elif isinstance(op, ScatterOp):
+                conn, x = val[op.index], val[op.value]
+                val[op.res] = _scattered(x, conn, nodes)
+                counts = np.bincount(conn.ravel(), minlength=nodes).reshape(-1, *[1] * (x.ndim - 2))
+                err[op.res] = (_scattered(err[op.value], conn, nodes)
+                               + counts * u * _scattered(np.abs(x), conn, nodes))
             elif isinstance(op, ReduceOp):
                 x, ex = val[op.operand], err[op.operand]
                 if op.reduce_kind.value == "sum":
@@ -226,7 +287,8 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
                     err[op.res] = ex.max(axis=0)
             elif isinstance(op, ReturnOp):
                 uniform = uniform_outputs(program)
-                return {name: np.array(err[v], dtype=np.float64).reshape(value_shape(t, n, name in uniform))
+                return {name: np.array(err[v], dtype=np.float64).reshape(
+                            value_shape(t, nodes if name in program.nodal else n, name in uniform))
                         for name, v, t in zip(program.outputs, op.values, program.output_types())}
             else:
                 return None
@@ -252,11 +314,12 @@ class References:
 
 
 def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str,
-                   n: int | None = None, sum_by: int = 1) -> References:
+                   n: int | None = None, sum_by: int = 1, nodes: int | None = None) -> References:
     """`sum_by`: the fewest elements per block of a kernel that sums over the batch (1 when
-    unknown: the widest allowance)."""
+    unknown: the widest allowance); `nodes`: the mesh's node count (see `run_reference`)."""
     et = element_type(dtype)
-    ref64 = run_reference(program, inputs, n)
+    nodes = mesh_nodes(program, inputs, nodes)
+    ref64 = run_reference(program, inputs, n, nodes=nodes)
     # What an honest evaluation in the run's precision loses depends on the order of its
     # operations: the kernels' order, the trees' (a matrix product's own order can depart
     # from it by O(1) where the iteration is chaotic). In float64 the two references differ by
@@ -266,7 +329,8 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
     # A sum over the batch rounds along its own order too: Monte Carlo samples with its
     # rounding bound (`sum_depth`) cover it the same way.
     has_loop = any(isinstance(op, LoopOp) for op in program.walk())
-    sums = any(isinstance(op, ReduceOp) and op.reduce_kind.value == "sum" for op in program.walk())
+    sums = any(isinstance(op, ReduceOp) and op.reduce_kind.value == "sum" or isinstance(op, ScatterOp)
+               for op in program.walk())
     uniform = frozenset(uniform_outputs(program))
     # One honest evaluation may happen to stay near float64 on an element whose value cancels
     # (a dot product of terms near 1 giving 1e-4) while the kernels' fused multiply-adds, in
@@ -276,7 +340,7 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
 
     def rounding(elements: np.ndarray | None) -> dict[str, np.ndarray] | None:
         if elements is None or reduces:  # (a reduction's bound needs every element)
-            bounds = rounding_bounds(program, inputs, dtype, n, sum_by)
+            bounds = rounding_bounds(program, inputs, dtype, n, sum_by, nodes=nodes)
             if bounds is None or elements is None:
                 return bounds
             return {k: v if k in uniform else v[elements] for k, v in bounds.items()}
@@ -284,7 +348,7 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
         return rounding_bounds(program, some, dtype, len(elements), sum_by)
     if et.itemsize == 8 and not has_loop and not sums:
         return References(ref64, None, uniform, rounding)
-    run = run_reference(program, inputs, n, dtype=et.numpy, by_entries=True)
+    run = run_reference(program, inputs, n, dtype=et.numpy, by_entries=True, nodes=nodes)
     if has_loop or sums:
         # Through a loop, one honest order may happen to stay near float64 on an element where
         # another (the GPU's fused multiply-adds) departs much further: iterations compound
@@ -295,8 +359,8 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
         # arithmetic: their spread is that conditioning).
         eps = float(np.finfo(et.numpy).eps) / 2
         with np.errstate(all="ignore"):  # an overflow on the way is judged by the verification
-            samples = [run_reference(program, inputs, n, dtype=et.numpy)]
-            samples += [run_reference(program, inputs, n, perturb=(eps, seed), sum_by=sum_by)
+            samples = [run_reference(program, inputs, n, dtype=et.numpy, nodes=nodes)]
+            samples += [run_reference(program, inputs, n, perturb=(eps, seed), sum_by=sum_by, nodes=nodes)
                         for seed in range(MONTE_CARLO_SAMPLES)]
         for other in samples:
             for name, a in run.items():

@@ -1,0 +1,139 @@
+"""Calls of programs over a mesh: nodal arrays, connectivities and per-element arrays bound
+and checked, then one run on the program's device.
+
+A call takes nodal arrays shaped `(M, *value shape)`, connectivities `(E, K)` of int32 or
+int64 node numbers, per-element arrays `(E, *value shape)` and uniform values as usual; it
+returns nodal outputs shaped `(M, *value shape)`. `M` comes from the nodal inputs, or from
+`nodes=` when the program has none. Every node number is checked against `[0, M)` before
+anything runs (a refusal names the element and position), and each connectivity a scatter
+reads gets its inverse (`irfuse.mesh.inverse_connectivity`: each node's slots in ascending
+order) before the run; a connectivity passed as an `irfuse.mesh.Connectivity` carries both,
+made once. These calls take NumPy arrays in arrays of structures and run in one piece (no
+chunks, no GPU arrays yet): anything else is refused by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irfuse.api.arguments import (bind_inputs, bind_outputs, check_array, check_output_array, check_uniform_array,
+                                  host_array, same_batch_length)
+from irfuse.api.device_arrays import device_array
+from irfuse.api.host_calls import aligned_copy
+from irfuse.api.outputs import Outputs
+from irfuse.artifact.arrays import AOS
+from irfuse.diagnostics import ExecutionError, UsageError
+from irfuse.mesh.connectivity import Connectivity
+from irfuse.mesh.order import check_connectivity
+from irfuse.runtime.executor import Executor
+
+
+def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None
+                        ) -> tuple[dict[str, np.ndarray], int, int, dict]:
+    """(name -> array, elements E, nodes M, name -> inverse of each connectivity given as a
+    `Connectivity`), every argument checked."""
+    bound = bind_inputs(program.inputs, args, named)
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1):
+        raise UsageError(f"nodes= takes the mesh's number of nodes, a positive whole number, not {nodes!r}")
+    arrays: dict[str, np.ndarray] = {}
+    elements: dict[str, int] = {}
+    node_counts: dict[str, int] = {}
+    prepared: dict[str, Connectivity] = {}
+    for name, value in bound.items():
+        what = f"input '{name}'"
+        if device_array(value) is not None:
+            raise UsageError(f"{what} is a GPU array; a program over a mesh takes NumPy arrays for now")
+        if name in program.index_inputs:
+            if isinstance(value, Connectivity):
+                prepared[name] = value
+                value = value.conn
+            a = connectivity_array(what, value, program.shapes[name][0])
+            elements[name] = len(a)
+        elif name in program.uniform:
+            a = host_array(what, value, program.dtype)
+            check_uniform_array(what, a, program.shapes[name], program.dtype)
+        else:
+            a = host_array(what, value, program.dtype)
+            length = check_array(what, a, program.shapes[name], program.dtype, None, AOS)
+            (node_counts if name in program.nodal else elements)[name] = length
+        arrays[name] = a if a.flags.c_contiguous and a.ctypes.data % 16 == 0 else aligned_copy(a)
+    n = same_batch_length(elements)
+    m = same_batch_length(node_counts)
+    if m is None:
+        if nodes is None:
+            raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
+        m = int(nodes)
+    elif nodes is not None and nodes != m:
+        first = next(iter(node_counts))
+        raise UsageError(f"nodes={nodes} disagrees with nodal input '{first}', which holds {m} nodes")
+    if n is None or n == 0:
+        raise UsageError("a program over a mesh needs at least one element")
+    inverses = {}
+    for name in program.index_inputs:
+        given = prepared.get(name)
+        if given is not None:
+            if given.nodes != m:
+                raise UsageError(f"input '{name}' is a Connectivity of {given.nodes} nodes; the call's nodal arrays "
+                                 f"hold {m}")
+            inverses[name] = given.inverse
+        else:
+            check_connectivity(arrays[name], m, f"input '{name}'")
+    return arrays, n, m, inverses
+
+
+def connectivity_array(what: str, value, count: int) -> np.ndarray:
+    """A connectivity argument as contiguous int32 node numbers (int64 ones converted, where
+    every number fits), shaped (E, count)."""
+    a = value if isinstance(value, np.ndarray) else host_array(what, value)
+    if a.dtype.kind not in "iu" or a.dtype == np.bool_:
+        raise UsageError(f"{what} is a connectivity of {a.dtype} values; it takes int32 or int64 node numbers")
+    if a.ndim != 2 or a.shape[1] != count:
+        raise UsageError(f"{what} has shape {a.shape}; a connectivity of {count} nodes per element is shaped "
+                         f"(elements, {count})")
+    if a.dtype != np.int32:
+        if a.size and (a.max() > np.iinfo(np.int32).max or a.min() < np.iinfo(np.int32).min):
+            raise UsageError(f"{what} holds node numbers beyond int32; a mesh has fewer than 2^31 nodes")
+        a = a.astype(np.int32)
+    return np.ascontiguousarray(a)
+
+
+def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None) -> tuple[Outputs, dict, int, int]:
+    """Runs the program on a mesh's arrays (see the module): its outputs, and the arrays, E and
+    M a check against the reference needs."""
+    arrays, n, m, inverses = bind_mesh_arguments(program, args, named, nodes)
+    given = bind_outputs(program.outputs, out) if out is not None else {}
+    results = []
+    for name in program.outputs:
+        count = m if name in program.nodal else n
+        if name in given:
+            what = f"out= array for '{name}'"
+            if name in program.uniform:
+                check_uniform_array(what, given[name], program.shapes[name], program.dtype)
+                results.append(given[name])
+            else:
+                results.append(check_output_array(what, given[name], program.shapes[name], program.dtype, count, AOS))
+        else:
+            shape = program.shapes[name] if name in program.uniform else (count, *program.shapes[name])
+            results.append(np.empty(shape, program.dtype))
+    with program._lock:
+        dev = program._opened_device()
+        recorded = Executor(program.artifact, dev).prepare(arrays, n, nodes=m, inverses=inverses)
+        recorded.replay()
+        dev.synchronize()
+        for name, target in zip(program.outputs, results):
+            buf, _ = recorded.results[name]
+            dev.read_into(target, buf)
+    return Outputs(program.outputs, results), arrays, n, m
+
+
+def verify_mesh_call(program, arrays: dict, outputs: Outputs, n: int, nodes: int) -> None:
+    """Checks a call's outputs against the float64 reference (every element and node)."""
+    from irfuse.api.verification import Verification
+    from irfuse.verification.reference import run_references
+    from irfuse.verification.verify import check_outputs
+
+    compiled = program.compiled
+    refs = run_references(compiled.reference_program, arrays, compiled.dtype, n, compiled.sum_by, nodes=nodes)
+    report = Verification(check_outputs(dict(zip(program.outputs, outputs)), refs, compiled.dtype), n, n)
+    if not report.ok:
+        raise ExecutionError(f"{program.name}: the outputs disagree with the NumPy reference: {report}")

@@ -1,0 +1,64 @@
+// RUN: irfuse-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// Malformed gathers, scatters, nodal values and gathering loads are rejected by the verifiers.
+
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X, r) {
+    %e = kas.gather %X, %c : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<3x3>
+    %r = kas.scatter %e, %c : (!kas.matrix<3x3>, !kas.index<4>) -> !kas.vector<3>
+    kas.return %r : !kas.vector<3>
+  }
+}
+// CHECK: kas.gather: through !kas.index<4>, a nodal !kas.vector<3> goes with an element value of shape 4x3, not !kas.matrix<3x3>
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.matrix<4x3>) {
+    %e = kas.gather %X, %c : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
+    kas.return %e : !kas.matrix<4x3>
+  }
+}
+// CHECK: kas.gather reads a nodal input of the program (listed in its nodal(...))
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X) {
+    %y = kas.call @vneg3(%X) : (!kas.vector<3>) -> !kas.vector<3>
+    kas.return %y : !kas.vector<3>
+  }
+}
+// CHECK: kas.program: the nodal input 'X' is only read by kas.gather (nodal statements are not supported)
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.index<4>) nodal(X) {
+    kas.return %c : !kas.index<4>
+  }
+}
+// CHECK: kas.program: the connectivity 'c' is read by kas.return; only kas.gather and kas.scatter read connectivities
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.matrix<4x3>) nodal(X, r) {
+    %e = kas.gather %X, %c : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
+    kas.return %e : !kas.matrix<4x3>
+  }
+}
+// CHECK: kas.program: output 'r' is nodal but not a kas.scatter result
+
+// -----
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 32) (%X: !kas.vector<3>, %c: !kas.index<4>) -> (%o: !kas.matrix<4x3>) {
+    %e = fuse.load %X gather %c into uniform : !kas.matrix<4x3>
+    fuse.store %e to %o : !kas.matrix<4x3>
+  }
+}
+// CHECK: fuse.load gather gives one value per element: it cannot go into the uniform place
+
+// -----
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 32) layout(soa) (%X: !kas.vector<3>, %c: !kas.index<4>) -> (%o: !kas.matrix<4x3>) {
+    %e = fuse.load %X gather %c into shared[0] : !kas.matrix<4x3>
+    fuse.store %e to %o : !kas.matrix<4x3>
+  }
+}
+// CHECK: fuse.load gather: a kernel with gathers takes arrays of structures

@@ -1,0 +1,184 @@
+"""Programs over a mesh on the CPU backend: gathers through a connectivity, the element code,
+and the deterministic scatter, checked against the float64 reference, against an independent
+finite element library (scikit-fem) and against themselves run after run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irfuse
+from irfuse.diagnostics import UsageError
+from irfuse.mesh import Connectivity, box_tetrahedra, scatter_add
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mesh"
+DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+
+SCALED = """
+nodal vector3 X, r;
+index4 conn;
+uniform scalar s;
+matrix4x3 Xe, fe;
+input X, conn, s;
+Xe = gather(X, conn);
+fe = scale(Xe, s);
+r = scatter(fe, conn);
+return r;
+"""
+
+WEIGHTED = SCALED.replace("uniform scalar s;", "scalar s;")
+
+
+def mesh(nx=3, ny=3, nz=2, jitter=0.02, seed=0, dtype=np.float32):
+    coords, conn = box_tetrahedra(nx, ny, nz)[:2]
+    rng = np.random.default_rng(seed)
+    spacing = 1.0 / max(nx, ny, nz)
+    X = (coords + jitter * spacing * rng.standard_normal(coords.shape)).astype(dtype)
+    return X, conn
+
+
+@pytest.fixture(scope="module")
+def residual():
+    return irfuse.compile(str(EXAMPLES / "p1_residual.kas"), backend="cpu")
+
+
+def test_p1_residual_matches_scikit_fem(residual):
+    skfem = pytest.importorskip("skfem")
+    from skfem.models.elasticity import linear_elasticity
+
+    X, conn = mesh(4, 3, 3)
+    rng = np.random.default_rng(1)
+    u = rng.standard_normal(X.shape).astype(np.float32)
+    lam, mu = 1.5, 0.7
+    got = residual(X, u, conn, DN.astype(np.float32), np.float32(lam), np.float32(mu), verify=True).r
+    m = skfem.MeshTet(X.T.astype(np.float64), conn.T.astype(np.int64))
+    basis = skfem.Basis(m, skfem.ElementVector(skfem.ElementTetP1()))
+    K = skfem.asm(linear_elasticity(lam, mu), basis)
+    flat = np.zeros(basis.N)
+    flat[basis.nodal_dofs.T.ravel()] = u.astype(np.float64).ravel()
+    want = (K @ flat)[basis.nodal_dofs.T]
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+    assert np.abs(want).max() > 1.0  # (a residual worth comparing)
+
+
+def test_p1_residual_float64_matches_scikit_fem():
+    skfem = pytest.importorskip("skfem")
+    from skfem.models.elasticity import linear_elasticity
+
+    prog = irfuse.compile(str(EXAMPLES / "p1_residual.kas"), backend="cpu", dtype="f64")
+    X, conn = mesh(3, 2, 2, dtype=np.float64)
+    u = np.random.default_rng(2).standard_normal(X.shape)
+    got = prog(X, u, conn, DN.astype(np.float64), np.float64(2.0), np.float64(0.5)).r
+    basis = skfem.Basis(skfem.MeshTet(X.T, conn.T.astype(np.int64)), skfem.ElementVector(skfem.ElementTetP1()))
+    flat = np.zeros(basis.N)
+    flat[basis.nodal_dofs.T.ravel()] = u.ravel()
+    want = (skfem.asm(linear_elasticity(2.0, 0.5), basis) @ flat)[basis.nodal_dofs.T]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+
+
+def test_scatter_is_deterministic_and_in_ascending_order(residual):
+    """Every call gives the same bits, those of the fixed-order sum of the per-element rows
+    (float32 rows added in ascending (element, position) order); the same rows added in the
+    reverse order give other bits, so the test can tell the orders apart."""
+    X, conn = mesh(4, 4, 3, seed=3)
+    order = np.random.default_rng(3).permutation(len(X))  # a numbering with no locality
+    X, conn = X[np.argsort(order)], order[conn].astype(np.int32)
+    prog = irfuse.compile(WEIGHTED, backend="cpu")
+    w = (10.0 ** np.random.default_rng(4).uniform(-3, 3, len(conn))).astype(np.float32)  # six decades
+    first = prog(X, conn, w).r
+    for _ in range(5):
+        assert np.array_equal(prog(X, conn, w).r, first)
+    rows = X[conn] * w[:, None, None]
+    assert np.array_equal(first, scatter_add(rows, conn, len(X)))
+    backwards = scatter_add(rows[::-1], conn[::-1], len(X))
+    assert not np.array_equal(backwards, first)
+
+
+def test_connectivity_prepared_once_gives_the_same_bits(residual):
+    X, conn = mesh(3, 3, 3, seed=4)
+    u = np.random.default_rng(4).standard_normal(X.shape).astype(np.float32)
+    args = (DN.astype(np.float32), np.float32(1.0), np.float32(1.0))
+    prepared = Connectivity(conn, len(X))
+    assert prepared.shape == conn.shape and prepared.seconds >= 0
+    assert np.array_equal(residual(X, u, prepared, *args).r, residual(X, u, conn.astype(np.int64), *args).r)
+    with pytest.raises(UsageError, match="Connectivity of 64 nodes; the call's nodal arrays hold 27"):
+        residual(X[:27], u[:27], Connectivity(conn, 64), *args)
+
+
+def test_neo_hookean_residual_and_lumped_mass():
+    X, conn = mesh(3, 3, 2, seed=5)
+    u = (0.01 * np.random.default_rng(5).standard_normal(X.shape)).astype(np.float32)
+    nh = irfuse.compile(str(EXAMPLES / "neo_hookean_residual.kas"), backend="cpu")
+    r = nh(X, u, conn, DN.astype(np.float32), np.float32(1.2), np.float32(0.8), verify=True).r
+    assert r.shape == X.shape and np.isfinite(r).all()
+    # Zero displacement: no stress, no force.
+    assert np.abs(nh(X, np.zeros_like(u), conn, DN.astype(np.float32), np.float32(1.2), np.float32(0.8)).r).max() < 1e-6
+    mass = irfuse.compile(str(EXAMPLES / "lumped_mass.kas"), backend="cpu")
+    m = mass(X, conn, DN.astype(np.float32), np.full(4, 0.25, np.float32), np.float32(2.0), verify=True).m
+    Xe = X[conn].astype(np.float64)
+    volume = np.abs(np.linalg.det(Xe[:, 1:] - Xe[:, :1])).sum() / 6
+    assert m.shape == (len(X),) and abs(m.sum() - 2.0 * volume) < 1e-5 * volume
+
+
+def test_edge_meshes():
+    """A node no element names gets 0; a node named twice in one element gets both rows; one
+    element; one node."""
+    prog = irfuse.compile(SCALED, backend="cpu")
+    X = np.arange(18, dtype=np.float32).reshape(6, 3)
+    conn = np.array([[0, 1, 1, 2], [2, 3, 0, 0]], dtype=np.int32)  # node 4, 5 unused
+    r = prog(X, conn, np.float32(1.0), verify=True).r
+    want = np.zeros_like(X)
+    for e in range(2):
+        for a in range(4):
+            want[conn[e, a]] += X[conn[e, a]]
+    assert np.array_equal(r, want) and not r[4:].any()
+    one = prog(X[:1], np.zeros((1, 4), np.int32), np.float32(2.0)).r
+    assert np.array_equal(one, 8 * X[:1])
+
+
+def test_bad_arguments_are_refused_by_name():
+    prog = irfuse.compile(SCALED, backend="cpu")
+    X = np.zeros((5, 3), np.float32)
+    s = np.float32(1)
+    bad = np.array([[0, 1, 2, 3], [0, 1, 5, 2]], np.int32)
+    with pytest.raises(UsageError, match=r"input 'conn': element 1, position 2 names node 5, outside \[0, 5\)"):
+        prog(X, bad, s)
+    with pytest.raises(UsageError, match="input 'conn': element 0, position 0 names node -1"):
+        prog(X, np.full((1, 4), -1, np.int64), s)
+    with pytest.raises(UsageError, match="connectivity of float32 values; it takes int32 or int64"):
+        prog(X, np.zeros((2, 4), np.float32), s)
+    with pytest.raises(UsageError, match=r"has shape \(2, 3\); a connectivity of 4 nodes per element"):
+        prog(X, np.zeros((2, 3), np.int32), s)
+    with pytest.raises(UsageError, match="beyond int32"):
+        prog(X, np.full((2, 4), 2**40, np.int64), s)
+    with pytest.raises(UsageError, match="nodes=3 disagrees with nodal input 'X', which holds 5 nodes"):
+        prog(X, np.zeros((2, 4), np.int32), s, nodes=3)
+    with pytest.raises(UsageError, match="memory_budget= is not taken by a program over a mesh"):
+        prog(X, np.zeros((2, 4), np.int32), s, memory_budget=1 << 20)
+
+
+def test_nodes_given_when_no_nodal_input():
+    prog = irfuse.compile("""
+nodal scalar m; index4 conn; vector4 w;
+input conn, w;
+m = scatter(w, conn);
+return m;""", backend="cpu")
+    conn = np.array([[0, 1, 2, 3], [3, 4, 5, 6]], np.int32)
+    w = np.arange(8, dtype=np.float32).reshape(2, 4)
+    with pytest.raises(UsageError, match="pass nodes=M"):
+        prog(conn, w)
+    m = prog(conn, w, nodes=9).m
+    assert np.array_equal(m, np.array([0, 1, 2, 3 + 4, 5, 6, 7, 0, 0], np.float32))
+
+
+def test_host_plan_round_trips_with_scatter():
+    from irfuse.artifact.host_plan import HostPlan, Scatter
+
+    prog = irfuse.compile(SCALED, backend="cpu")
+    plan = prog.artifact.host
+    again = HostPlan.from_json(plan.to_json())
+    assert again.to_json() == plan.to_json()
+    assert any(isinstance(s, Scatter) for s in again.steps)
+    assert again.nodal_names() == {"X", "r"} and again.index_names() == {"conn"}
