@@ -72,6 +72,12 @@ def _overlapping_view(shape: tuple[int, ...], words: tuple[int, ...], layout: st
     return False
 
 
+def _check_progress(progress) -> None:
+    """Refuses a `progress=` that is not False or a callable (True is turned into one first)."""
+    if progress is not False and not callable(progress):
+        raise UsageError(f"progress= takes True, False or a callable (done, total), not a {type(progress).__qualname__}")
+
+
 class Program:
     """A compiled KAS program. Call it with one array per input in the program's element
     type, every one shaped `(N, *value shape)` (array of structures, the batch axis first)
@@ -311,8 +317,7 @@ class Program:
             with progress_bar(f"{self.name}: chunks") as report:
                 return self(*args, out=out, verify=verify, stream=stream, memory_budget=memory_budget,
                             progress=report, **named)
-        if progress is not False and not callable(progress):
-            raise UsageError(f"progress= takes True, False or a callable (done, total), not a {type(progress).__qualname__}")
+        _check_progress(progress)
         report = progress or None
         if not verify and report is None:
             for program in (self, *self._variants.values()) if self._variants else (self,):
@@ -370,9 +375,8 @@ class Program:
             if given is not None:
                 raise UsageError(f"{what} is not taken by a program over a mesh yet: its calls run on NumPy arrays "
                                  "in one piece")
-        if progress is not False and not callable(progress) and progress is not True:
-            raise UsageError("progress= takes True, False or a callable (done, total), not a "
-                             f"{type(progress).__qualname__}")
+        if progress is not True:
+            _check_progress(progress)
         outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes)
         if callable(progress):
             progress(1, 1)

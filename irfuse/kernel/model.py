@@ -147,12 +147,12 @@ class KernelModel:
         """Words per element the kernel loads from per-element inputs (uniform ones are read
         from cache by every element: no per-element traffic); a gathered value's rows and its
         connectivity's node numbers (32-bit) included."""
-        return sum(self.values[op.value].size + _index_words(self.values[op.value].gather, self.itemsize)
+        return sum(self.values[op.value].size + index_words(self.values[op.value].gather, self.itemsize)
                    for op in self.ops if op.kind == OpKind.LOAD and not self.values[op.value].uniform)
 
 
-def _index_words(count: int, itemsize: int) -> int:
-    """Words of `count` 32-bit node numbers."""
+def index_words(count: int, itemsize: int) -> int:
+    """Words of the element type that `count` 32-bit node numbers take."""
     return -(-count * 4 // itemsize)
 
 

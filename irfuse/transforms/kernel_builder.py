@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from irfuse.kernel.bridge import gather_of, kernel_arguments
-from irfuse.kernel.model import KernelModel, MOp, MValue, OpKind
+from irfuse.kernel.model import KernelModel, MOp, MValue, OpKind, index_words
 from irfuse.analysis.uniformity import is_uniform
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
@@ -70,7 +70,7 @@ def global_words(v: SSAValue, itemsize: int) -> int:
     """Words per element a kernel moves to load `v`: its own, and a gathered value's node
     numbers (32-bit each) besides its rows."""
     g = gather_of(v)
-    extra = -(-g.index.type.count.data * 4 // itemsize) if g is not None else 0  # type: ignore[attr-defined]
+    extra = index_words(g.index.type.count.data, itemsize) if g is not None else 0  # type: ignore[attr-defined]
     return v.type.size + extra  # type: ignore[attr-defined]
 
 

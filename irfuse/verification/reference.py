@@ -25,6 +25,7 @@ from irfuse.dialects.kas import (
     CallOp,
     ConstantOp,
     GatherOp,
+    IndexType,
     KasType,
     LoopOp,
     ProgramOp,
@@ -37,6 +38,7 @@ from irfuse.dialects.kas import (
     remembers_uniformity,
 )
 from irfuse.library.catalogue import Library, default_library
+from irfuse.mesh.scatter import scatter_add
 
 DTYPES = {name: t.numpy for name, t in ELEMENT_TYPES.items()}
 
@@ -94,8 +96,6 @@ def _gathered(values: np.ndarray, conn: np.ndarray) -> np.ndarray:
 
 def _scattered(values: np.ndarray, conn: np.ndarray, nodes: int) -> np.ndarray:
     """Each node's rows added in ascending (element, position) order, as the kernels add them."""
-    from irfuse.mesh.scatter import scatter_add
-
     return scatter_add(values, np.asarray(conn, dtype=np.int64), nodes)
 
 
@@ -230,8 +230,6 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
 
 def program_indices(program: ProgramOp) -> set[str]:
     """The inputs that are connectivities."""
-    from irfuse.dialects.kas import IndexType
-
     return {k for k, t in zip(program.inputs, program.input_types()) if isinstance(t, IndexType)}
 
 
