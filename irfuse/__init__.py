@@ -12,7 +12,7 @@ from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
 
 __all__ = ["__version__", "compile", "program", "ops", "Scalar", "Mask", "Vector", "Matrix", "Tensor", "Uniform",
-           "sum", "max", "min", "where", "Program",
+           "sum", "max", "min", "where", "Nodal", "Index", "gather", "scatter", "Program",
            "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
            "UsageError", "ExecutionError", "pinned_empty", "page_locked"]
 
@@ -28,6 +28,8 @@ _LAZY = {
     "Matrix": ("irfuse.frontend.python", "Matrix"), "Tensor": ("irfuse.frontend.python", "Tensor"),
     "Uniform": ("irfuse.frontend.python", "Uniform"), "Mask": ("irfuse.frontend.python", "Mask"),
     "where": ("irfuse.frontend.python", "where"),
+    "Nodal": ("irfuse.frontend.python", "Nodal"), "Index": ("irfuse.frontend.python", "NodeIndex"),
+    "gather": ("irfuse.frontend.python", "gather"), "scatter": ("irfuse.frontend.python", "scatter"),
     "sum": ("irfuse.frontend.python", "reduce_sum"), "max": ("irfuse.frontend.python", "reduce_max"),
     "min": ("irfuse.frontend.python", "reduce_min"),
 }

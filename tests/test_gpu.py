@@ -868,3 +868,31 @@ def test_mesh_residual_on_gpu_is_verified_and_deterministic():
         run.replay()
         seen.add(run.outputs()["r"].tobytes())
     assert seen == {first.tobytes()}
+
+
+def test_gpu_scatter_gives_the_bits_of_the_fixed_order_on_irregular_meshes():
+    """The GPU's scatter (several lanes a node, shuffles) adds in the order of
+    `irfuse.mesh.scatter_add` and of the CPU backend: a node named by every element (thousands
+    of rows), nodes named twice in one element, nodes no element names, a node count that is
+    no multiple of a block's, values over ten decades with both signs and negative zeros."""
+    import irfuse
+    from irfuse.mesh import scatter_add
+
+    source = """
+nodal vector3 r; index4 conn; matrix4x3 f;
+input conn, f;
+r = scatter(f, conn);
+return r;"""
+    gpu, cpu = irfuse.compile(source, backend="cuda"), irfuse.compile(source, backend="cpu")
+    rng = np.random.default_rng(7)
+    for elements, nodes in ((1, 1), (3000, 1037), (20000, 70001)):
+        conn = rng.integers(0, max(1, nodes // 3), size=(elements, 4)).astype(np.int32)  # most nodes unused
+        conn[:, 0] = 0  # node 0 in every element
+        conn[::7, 2] = conn[::7, 1]  # a node twice in one element
+        f = (rng.standard_normal((elements, 4, 3)) * 10.0 ** rng.integers(-5, 5, size=(elements, 4, 3)))
+        f = f.astype(np.float32)
+        f[::5, 1, :] = -0.0
+        want = scatter_add(f, conn, nodes)
+        got_gpu = gpu(conn, f, nodes=nodes).r
+        got_cpu = cpu(conn, f, nodes=nodes).r
+        assert got_gpu.tobytes() == want.tobytes() == got_cpu.tobytes(), (elements, nodes)

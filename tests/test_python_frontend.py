@@ -14,10 +14,46 @@ from conftest import ROOT
 from irfuse.dialects.context import module_text
 from irfuse.frontend.irgen import compile_file
 from irfuse.frontend.python import compile_function
-from python_programs import refused, seeds
+from python_programs import mesh, refused, seeds
 
 SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop",
          "power_iteration", "precession", "strain_energy", "cfl_step", "p1_elastic", "neo_hookean", "j2_return", "hex8"]
+
+
+@pytest.mark.parametrize("name", ["lumped_mass", "p1_residual"])
+def test_python_mesh_programs_give_the_ir_of_the_kas_examples(name):
+    python = compile_function(getattr(mesh, name).fn).module
+    kas = compile_file(os.path.join(ROOT, "examples", "mesh", f"{name}.kas")).module
+    assert module_text(python) == module_text(kas)
+
+
+def test_a_python_mesh_program_with_infix_forms_runs_and_matches_the_kas_example():
+    from irfuse.mesh import box_tetrahedra
+
+    X, conn = box_tetrahedra(3, numbering="random", seed=2)
+    X = X.astype(np.float32)
+    u = np.random.default_rng(0).standard_normal(X.shape).astype(np.float32)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    args = (X, u, conn, dN, np.float32(1.5), np.float32(0.75))
+    prog = irfuse.compile(mesh.p1_residual_infix, backend="cpu")
+    assert prog.nodal == {"X", "u", prog.outputs[0]} and tuple(prog.index_inputs) == ("conn",)
+    got = prog(*args, verify=True)[0]
+    want = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend="cpu")(*args).r
+    assert got.shape == X.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_mesh_annotations_and_calls_outside_a_program_are_refused():
+    with pytest.raises(TypeError, match="irfuse.Nodal takes irfuse.Scalar or irfuse.Vector"):
+        irfuse.Nodal[irfuse.Matrix[3, 3]]
+    with pytest.raises(TypeError, match="irfuse.Nodal takes"):
+        irfuse.Nodal[irfuse.Uniform[irfuse.Scalar]]
+    with pytest.raises(TypeError, match="irfuse.Index takes the number of nodes per element"):
+        irfuse.Index[0]
+    with pytest.raises(irfuse.UsageError, match="call it inside an @irfuse.program function"):
+        irfuse.gather(np.zeros((3, 3)), np.zeros((1, 4), np.int32))
+    assert repr(irfuse.Nodal[irfuse.Vector[3]]) == "irfuse.Nodal[irfuse.Vector[3]]" and repr(irfuse.Index[4]) == \
+        "irfuse.Index[4]"
 
 
 def test_every_example_has_its_python_twin():

@@ -8,6 +8,13 @@ inverse the runtime makes once per connectivity, `irfuse.mesh.inverse_connectivi
 thread per node adds them one after another into a running sum that starts at 0, so every
 run, the GPU's and the CPU's, gives the bits of `irfuse.mesh.scatter_add`: no atomics, no
 order that depends on scheduling. A node no element names gets 0.
+
+On the GPU, LANES threads serve each node: in turn, lane l loads the row of the node's slot
+j0 + l, and the first lane adds the LANES rows, taken by warp shuffles, in slot order; the
+sum is the one above, while a node's loads no longer wait on one another. Measured on an
+H200 for the 50 M rows of the P1 residual on 12.6 M Morton-ordered tetrahedra: 0.57 ms with
+one thread a node, 0.45 with 2 lanes, 0.31 with 4, 0.36 with 8 (and 0.64 for a variant
+that copied a block's rows into shared tiles first).
 """
 
 from __future__ import annotations
@@ -15,43 +22,65 @@ from __future__ import annotations
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.dialects import fuse
 
-SCATTER_THREADS = 128  # nodes per block
+LANES = 4  # GPU threads per node
+NODES = 32  # nodes per block (a block of LANES x NODES threads)
 
 
 def scatter_kernel(size: int) -> tuple[str, KernelInfo]:
     """The CUDA C (GPU kernel, and its CPU twin under IRFUSE_HOST) and launch interface of the
     kernel adding rows of `size` words into nodes; launched over the nodes (its `n`)."""
-    name, t = fuse.scatter_kernel_name(size), SCATTER_THREADS
+    name = fuse.scatter_kernel_name(size)
     params = ("const real_t* __restrict__ values, const long long* __restrict__ starts, "
               "const int* __restrict__ slots, real_t* __restrict__ out, const long long n")
-    body = [f"    real_t acc[{size}];",
-            f"    for (int w = 0; w < {size}; ++w) acc[w] = 0;",
-            "    const long long end = starts[node + 1];",
-            "    for (long long j = starts[node]; j < end; ++j) {",
-            f"      const real_t* const row = values + (long long)slots[j] * {size};",
-            f"      for (int w = 0; w < {size}; ++w) acc[w] += row[w];",
-            "    }",
-            f"    for (int w = 0; w < {size}; ++w) out[node * {size} + w] = acc[w];"]
-    gpu = [f"// kas.scatter of {size}-word rows: one thread per node adds its slots in ascending order",
-           f'extern "C" __global__ void __launch_bounds__({t}) {name}({params})',
+    gpu = [f"// kas.scatter of {size}-word rows: each node's slots added in ascending order; {LANES} lanes load",
+           "// a node's rows side by side and the first adds them in order (shuffles)",
+           f'extern "C" __global__ void __launch_bounds__({LANES * NODES}) {name}({params})',
            "{",
-           # (a launch's block is (bx, by) = (1, SCATTER_THREADS): one node per thread row)
-           f"  const long long node = (long long)blockIdx.x * {t} + threadIdx.y;",
-           "  if (node < n) {",
-           *body,
+           "  const unsigned mask = 0xffffffffu;",
+           # (the launch's block is (LANES, NODES): threadIdx.x is the lane, threadIdx.y the node)
+           "  const int lane = threadIdx.x;",
+           f"  const long long node = (long long)blockIdx.x * {NODES} + threadIdx.y;",
+           "  const long long begin = node < n ? starts[node] : 0, end = node < n ? starts[node + 1] : 0;",
+           f"  int trips = (int)((end - begin + {LANES - 1}) / {LANES});",
+           "  // every lane of the warp takes the same trips (its nodes' most), so that all shuffle",
+           f"  for (int o = {LANES}; o < 32; o *= 2) trips = max(trips, __shfl_xor_sync(mask, trips, o));",
+           f"  real_t acc[{size}];",
+           f"  IRF_UNROLL for (int w = 0; w < {size}; ++w) acc[w] = 0;",
+           "  for (int t = 0; t < trips; ++t) {",
+           f"    const long long j0 = begin + (long long)t * {LANES};",
+           f"    real_t mine[{size}];",
+           "    if (j0 + lane < end) {",
+           f"      const real_t* const row = values + (long long)slots[j0 + lane] * {size};",
+           f"      IRF_UNROLL for (int w = 0; w < {size}; ++w) mine[w] = row[w];",
+           f"    }} else {{ IRF_UNROLL for (int w = 0; w < {size}; ++w) mine[w] = 0; }}",
+           f"    IRF_UNROLL for (int l = 0; l < {LANES}; ++l) {{",
+           "      const bool present = j0 + l < end;  // (adding a 0 would turn a -0 sum into +0)",
+           f"      IRF_UNROLL for (int w = 0; w < {size}; ++w) {{",
+           f"        const real_t x = __shfl_sync(mask, mine[w], l, {LANES});",
+           "        if (present) acc[w] += x;",
+           "      }",
+           "    }",
            "  }",
+           f"  if (node < n && lane == 0) {{ for (int w = 0; w < {size}; ++w) out[node * {size} + w] = acc[w]; }}",
            "}"]
     host = ["// kas.scatter on the CPU: the GPU's additions in the GPU's order",
             f"static int {name}({params}, const long long block_begin, const long long block_end, "
             "const bool reverse)",
             "{",
             "  (void)reverse;",
-            f"  const long long last = block_end * {t} < n ? block_end * {t} : n;",
-            f"  for (long long node = block_begin * {t}; node < last; ++node) {{",
-            *body,
+            f"  const long long last = block_end * {NODES} < n ? block_end * {NODES} : n;",
+            f"  for (long long node = block_begin * {NODES}; node < last; ++node) {{",
+            f"    real_t acc[{size}];",
+            f"    for (int w = 0; w < {size}; ++w) acc[w] = 0;",
+            "    const long long end = starts[node + 1];",
+            "    for (long long j = starts[node]; j < end; ++j) {",
+            f"      const real_t* const row = values + (long long)slots[j] * {size};",
+            f"      for (int w = 0; w < {size}; ++w) acc[w] += row[w];",
+            "    }",
+            f"    for (int w = 0; w < {size}; ++w) out[node * {size} + w] = acc[w];",
             "  }",
             "  return 0;",
             "}"]
-    info = KernelInfo(name, 1, t, 0, ["values", "starts", "slots"], ["out"], [size, 1, 1], [size],
+    info = KernelInfo(name, LANES, NODES, 0, ["values", "starts", "slots"], ["out"], [size, 1, 1], [size],
                       input_types=["", "long long", "int"])
     return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info

@@ -39,6 +39,13 @@ A parameter annotated `irfuse.Uniform[T]` holds one value for the whole batch. A
 holds a uniform value when it is assigned a reduction or an expression of uniform values
 only, and keeps holding that kind of value (as it keeps its type).
 
+Meshes: a parameter annotated `irfuse.Nodal[irfuse.Vector[D]]` (or `irfuse.Nodal[irfuse.Scalar]`)
+holds one value per node, one annotated `irfuse.Index[K]` each element's K node numbers.
+`Xe = irfuse.gather(X, conn)` gives each element its nodes' rows (a K x D matrix, or a vector
+of K), `irfuse.scatter(fe, conn)` adds each element's rows into its nodes (a nodal value,
+which a program returns). They are the KAS `gather` and `scatter` (at the top level of the
+function), and a nodal value or a connectivity is read by nothing else.
+
 Anything else (while loops, calls of what is not an op, attributes of values other than
 `.T`) is refused at its line: a program's control flow cannot depend on its data, which is
 why a branch computes both of its sides.
@@ -130,6 +137,77 @@ class _Uniform:
 
     def __repr__(self) -> str:
         return "irfuse.Uniform"
+
+
+class NodalType(ValueType):
+    """`irfuse.Nodal[T]`: one value of type T per node of a mesh (read through `irfuse.gather`,
+    made by `irfuse.scatter`)."""
+
+    def __repr__(self) -> str:
+        return f"irfuse.Nodal[{ValueType(self.shape)!r}]"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, NodalType) and other.shape == self.shape
+
+    def __hash__(self) -> int:
+        return hash(("nodal", self.shape))
+
+
+class _Nodal:
+    def __getitem__(self, t) -> NodalType:
+        if not isinstance(t, ValueType) or isinstance(t, (UniformType, NodalType, ConnectivityType)) or t.mask \
+                or len(t.shape) > 1:
+            raise TypeError(f"irfuse.Nodal takes irfuse.Scalar or irfuse.Vector[D] (one value per node), not {t!r}")
+        return NodalType(t.shape)
+
+    def __repr__(self) -> str:
+        return "irfuse.Nodal"
+
+
+class ConnectivityType(ValueType):
+    """`irfuse.Index[K]`: a connectivity, each element's K node numbers (int32 or int64)."""
+
+    def spelling(self) -> str:
+        return f"index{self.shape[0]}"
+
+    def __repr__(self) -> str:
+        return f"irfuse.Index[{self.shape[0]}]"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ConnectivityType) and other.shape == self.shape
+
+    def __hash__(self) -> int:
+        return hash(("index", self.shape))
+
+
+class _Index:
+    def __getitem__(self, k) -> ConnectivityType:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise TypeError(f"irfuse.Index takes the number of nodes per element (a positive integer), not {k!r}")
+        return ConnectivityType((k,))
+
+    def __repr__(self) -> str:
+        return "irfuse.Index"
+
+
+class MeshCall:
+    """`irfuse.gather(X, conn)` and `irfuse.scatter(fe, conn)` inside a traced function."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __call__(self, *args, **kwargs):
+        raise UsageError(f"irfuse.{self.kind} moves values between a mesh's nodes and its elements: call it inside "
+                         "an @irfuse.program function, which irfuse compiles (irfuse.mesh.scatter_add adds "
+                         "NumPy arrays)")
+
+    def __repr__(self) -> str:
+        return f"irfuse.{self.kind}"
+
+
+# irfuse.Nodal and irfuse.Index (here NodeIndex: `Index` is the syntax tree's array entry).
+Nodal, NodeIndex = _Nodal(), _Index()
+gather, scatter = MeshCall("gather"), MeshCall("scatter")
 
 
 class Reduction:
@@ -272,6 +350,8 @@ class _Translator:
         self.masks: set[str] = set()  # variables holding masks (their shape is ())
         self.indices: list[str] = []  # the counters of the loops around that subscripts read
         self.uniform: set[str] = set()  # variables holding one value for the whole batch
+        self.nodal: set[str] = set()  # variables holding one value per node (irfuse.Nodal)
+        self.connectivities: set[str] = set()  # parameters annotated irfuse.Index[K]
         self.order: list[str] = []
         self.temps = 0
         self.tail: list[Statement] = []  # temporaries of return expressions
@@ -309,7 +389,7 @@ class _Translator:
             if not isinstance(t, ValueType):
                 raise self.error(arg, f"parameter '{arg.arg}' needs an irfuse type annotation (irfuse.Scalar, "
                                       "irfuse.Vector[3], irfuse.Matrix[3, 3], irfuse.Tensor[3, 3, 3], ...)")
-            self.declare(arg.arg, t.shape, arg, isinstance(t, UniformType), t.mask)
+            self.declare_typed(arg.arg, t, arg)
             inputs.append(self.name(arg.arg, arg))
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -334,9 +414,18 @@ class _Translator:
     def output(self, node: ast.expr, k: int) -> Name:
         return self.expression(node, self.tail)
 
+    def declare_typed(self, var: str, t: ValueType, node: ast.AST) -> None:
+        """Declares a variable of an annotation's type (a parameter's, or `x: T` in the body)."""
+        self.declare(var, t.shape, node, isinstance(t, UniformType), t.mask, isinstance(t, NodalType),
+                     isinstance(t, ConnectivityType))
+
     def declare(self, var: str, shape: tuple[int, ...], node: ast.AST, uniform: bool = False,
-                mask: bool = False) -> None:
+                mask: bool = False, nodal: bool = False, connectivity: bool = False) -> None:
         old = self.types.get(var)
+        if old is not None and (var in self.connectivities) != connectivity:
+            raise self.error(node, f"'{var}' is a connectivity (irfuse.Index) and is not assigned"
+                             if var in self.connectivities else
+                             f"'{var}' holds values and cannot become a connectivity")
         if old is not None and (old != shape or (var in self.masks) != mask):
             was, now = ValueType(old, var in self.masks), ValueType(shape, mask)
             raise self.error(node, f"'{var}' was a {was.spelling()} and would become a "
@@ -345,21 +434,28 @@ class _Translator:
             kinds = ("one value per element", "one value for the whole batch")
             raise self.error(node, f"'{var}' held {kinds[not uniform]} and would hold {kinds[uniform]}: a variable "
                                    "keeps what it holds (use another name)")
+        if old is not None and (var in self.nodal) != nodal:
+            kinds = ("one value per element", "one value per node")
+            raise self.error(node, f"'{var}' held {kinds[not nodal]} and would hold {kinds[nodal]}: a variable "
+                                   "keeps what it holds (use another name)")
         if old is None:
             self.types[var] = shape
             self.order.append(var)
-            if uniform:
-                self.uniform.add(var)
-            if mask:
-                self.masks.add(var)
+            for flag, kept in ((uniform, self.uniform), (mask, self.masks), (nodal, self.nodal),
+                               (connectivity, self.connectivities)):
+                if flag:
+                    kept.add(var)
 
     def declarations(self, fdef: ast.FunctionDef) -> list[Declaration]:
-        by_type: dict[tuple[tuple[int, ...], bool, bool], list[str]] = {}
+        by_type: dict[tuple, list[str]] = {}
         for var in self.order:
-            by_type.setdefault((self.types[var], var in self.uniform, var in self.masks), []).append(var)
+            key = (self.types[var], var in self.uniform, var in self.masks, var in self.nodal,
+                   var in self.connectivities)
+            by_type.setdefault(key, []).append(var)
         pos = self.pos(fdef)
-        return [Declaration(ValueType(shape, mask).spelling(), shape, [Name(v, pos) for v in names], pos, uniform)
-                for (shape, uniform, mask), names in by_type.items()]
+        return [Declaration((ConnectivityType(shape) if connectivity else ValueType(shape, mask)).spelling(), shape,
+                            [Name(v, pos) for v in names], pos, uniform, nodal=nodal)
+                for (shape, uniform, mask, nodal, connectivity), names in by_type.items()]
 
     def is_uniform(self, operand: Name | Number | Index | Text) -> bool:
         return isinstance(operand, (Number, Text)) or operand.text in self.uniform
@@ -387,8 +483,7 @@ class _Translator:
                                            "unpacking or attributes)")
                 self.assign(target, node.value, out)
             elif isinstance(node, ast.AnnAssign) and node.value is None and isinstance(node.target, ast.Name):
-                t = self.annotation(node.annotation)
-                self.declare(node.target.id, t.shape, node.target, isinstance(t, UniformType), t.mask)
+                self.declare_typed(node.target.id, self.annotation(node.annotation), node.target)
             elif isinstance(node, ast.If):
                 out.append(self.branch(node, out))
             elif isinstance(node, ast.AugAssign):
@@ -508,7 +603,7 @@ class _Translator:
     def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
         call = self.call_of(value, out)
         shape, mask = self.result_of(call, value)
-        self.declare(target.id, shape, target, self.value_is_uniform(call), mask)
+        self.declare(target.id, shape, target, self.value_is_uniform(call), mask, call[0].text == "scatter")
         out.append(Call(self.name(target.id, target), call[0], call[1], self.pos(target)))
 
     def temp(self) -> str:
@@ -534,7 +629,7 @@ class _Translator:
         call = self.call_of(node, out)
         name = self.temp()
         shape, mask = self.result_of(call, node)
-        self.declare(name, shape, node, self.value_is_uniform(call), mask)
+        self.declare(name, shape, node, self.value_is_uniform(call), mask, call[0].text == "scatter")
         out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
         return self.name(name, node)
 
@@ -568,6 +663,12 @@ class _Translator:
             if node.keywords:
                 raise self.error(node.keywords[0].value, "ops take their operands by position")
             reduction = self.resolve(node.func)
+            if isinstance(reduction, MeshCall):
+                if len(node.args) != 2:
+                    what = "a nodal value" if reduction.kind == "gather" else "a value per element"
+                    raise self.error(node, f"irfuse.{reduction.kind} takes {what} and a connectivity, got "
+                                           f"{len(node.args)} operands")
+                return self.name(reduction.kind, node.func), [self.expression(a, out) for a in node.args]
             if isinstance(reduction, Where):
                 if len(node.args) != 3:
                     raise self.error(node, f"irfuse.where takes a mask and two values, got {len(node.args)}")
@@ -638,6 +739,30 @@ class _Translator:
                 return None
         return None
 
+    def moved_shape(self, call: tuple[Name, list], node: ast.AST) -> tuple[int, ...]:
+        """The shape of `irfuse.gather(X, conn)` (X's row for each of the K nodes: (K, *row)) or
+        of `irfuse.scatter(fe, conn)` (a node's row: fe's shape without its leading K)."""
+        kind, (value, conn) = call[0].text, call[1]
+        if not isinstance(conn, Name) or conn.text not in self.connectivities:
+            raise self.error(node, f"the second operand of irfuse.{kind} is a connectivity (a parameter annotated "
+                                   "irfuse.Index[K])")
+        k = self.types[conn.text][0]
+        if not isinstance(value, Name) or value.text in self.connectivities:
+            raise self.error(node, f"irfuse.{kind} moves a value of the program, not {getattr(value, 'text', value)!r}")
+        shape = self.shape_of(value)
+        if kind == "gather":
+            if value.text not in self.nodal:
+                raise self.error(node, f"irfuse.gather reads a nodal value, but '{value.text}' holds one value per "
+                                       "element (annotate it irfuse.Nodal[...])")
+            return (k, *shape)
+        if value.text in self.nodal or value.text in self.uniform:
+            raise self.error(node, f"irfuse.scatter adds values per element into the nodes, but '{value.text}' holds "
+                                   f"one value {'per node' if value.text in self.nodal else 'for the whole batch'}")
+        if not shape or shape[0] != k or len(shape) > 2:
+            raise self.error(node, f"irfuse.scatter through an irfuse.Index[{k}] adds a value of {k} rows (a vector{k} "
+                                   f"or a matrix{k}xD), not a {ValueType(shape).spelling()}")
+        return shape[1:]
+
     def result_of(self, call: tuple[Name, list], node: ast.AST) -> tuple[tuple[int, ...], bool]:
         """(shape, is a mask) of a call's value."""
         if is_reduction(call[0].text, len(call[1])):
@@ -646,6 +771,14 @@ class _Translator:
                 what = f"the number {operand.text}" if isinstance(operand, Number) else f"'{operand.text}', which is uniform"
                 raise self.error(node, f"irfuse.{call[0].text} reduces a per-element value over the batch, not {what}")
             return self.shape_of(operand), False
+        if call[0].text in ("gather", "scatter"):
+            return self.moved_shape(call, node), False
+        for a in call[1]:
+            if isinstance(a, Name) and (a.text in self.nodal or a.text in self.connectivities):
+                what = "the nodal value" if a.text in self.nodal else "the connectivity"
+                raise self.error(node, f"{what} '{a.text}' is read only by irfuse.gather and irfuse.scatter"
+                                 + (": gather it into a value per element first (Xe = irfuse.gather(X, conn))"
+                                    if a.text in self.nodal else ""))
         if call[0].text == COPY:
             operand = call[1][0]
             return self.shape_of(operand), isinstance(operand, Name) and operand.text in self.masks

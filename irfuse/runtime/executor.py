@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -165,7 +165,7 @@ class Executor:
                     outs[k] = outputs[name]
         shapes = [self._shape(v, n) for _, v in given]
         replay = self.device.batch(steps) if as_graph else in_order(steps)
-        return Recorded(self.device, replay, dict(zip([name for name, _ in given], zip(outs, shapes))))
+        return Recorded(self.device, replay, dict(zip([name for name, _ in given], zip(outs, shapes))), steps)
 
     def _bind_mesh(self, inputs: dict, nodes: int, inverses: dict | None) -> None:
         """The node count and the inverse of each connectivity a scatter reads, on the device."""
@@ -206,6 +206,7 @@ class Recorded:
     device: Device
     replay: Callable[[], None]  # the recorded steps as one call (Device.batch)
     results: dict[str, tuple]  # output name -> (buffer, shape)
+    steps: list = field(default_factory=list)  # the recorded calls one by one (what a profile times)
 
     def outputs(self) -> dict[str, np.ndarray]:
         self.device.synchronize()

@@ -96,3 +96,36 @@ def early_return(A: Matrix[3, 3]):
 def unused_input(A: Matrix[3, 3], B: Matrix[3, 3]):  # warned: input 'B' is never used
     C = A @ A
     return C
+
+
+def gather_of_element_value(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], w: Vector[3]):
+    Xe = irfuse.gather(w, conn)  # refused: irfuse.gather reads a nodal value, but 'w' holds one value per element
+    r = irfuse.scatter(Xe, conn)
+    return r
+
+
+def scatter_of_nodal_value(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
+    r = irfuse.scatter(X, conn)  # refused: irfuse.scatter adds values per element into the nodes, but 'X'
+    return r
+
+
+def nodal_value_read_by_an_op(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
+    Y = X + X  # refused: the nodal value 'X' is read only by irfuse.gather and irfuse.scatter
+    return Y
+
+
+def scatter_of_the_wrong_rows(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], f: Matrix[3, 3]):
+    r = irfuse.scatter(f, conn)  # refused: irfuse.scatter through an irfuse.Index[4] adds a value of 4 rows
+    return r
+
+
+def gather_without_a_connectivity(X: irfuse.Nodal[Vector[3]], conn: Vector[4]):
+    Xe = irfuse.gather(X, conn)  # refused: the second operand of irfuse.gather is a connectivity
+    return Xe
+
+
+def gather_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], A: Matrix[3, 3]):
+    for _ in range(2):
+        Xe = irfuse.gather(X, conn)  # noqa: F841  # refused: 'gather' is a statement of the program's top level
+        A = A @ A
+    return A
