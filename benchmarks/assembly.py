@@ -14,7 +14,8 @@ Contenders, float32, every one timed in turns (`--rounds` alternating rounds), m
 - `jax.jit`: `X[conn]`, the same math, `.at[].add`.
 - irfuse, `examples/mesh/p1_residual.kas` and `neo_hookean_residual.kas` (gather, element code
   and store of each element's rows in one kernel; then each node adds its rows in a fixed
-  order): deterministic; each of its kernels is also timed alone. Its
+  order): deterministic; each of its kernels is also timed alone. And with `scatter="atomic"`
+  (the element kernel's rows added into the nodes with atomicAdd by a second kernel). Its
   connectivity is prepared once (`irfuse.mesh.Connectivity`: checked, inverted), whose time is
   reported apart.
 
@@ -227,6 +228,16 @@ def main(argv=None) -> int:
                 irfuse_results.add(run.outputs()["r"].tobytes())
             samplers["irfuse (deterministic)"] = run.time_once
             split[f"{model}, {numbering}"] = step_milliseconds(run, artifact)
+            atomic = Executor(artifact, programs[model]._opened_device()).prepare(
+                {"X": X.astype(np.float32), "u": u.astype(np.float32), "conn": prepared.conn, "dN": dN,
+                 "lam": np.float32(LAMBDA), "mu": np.float32(MU)}, elements, nodes=nodes, scatter="atomic")
+            atomic.replay()
+            errors["irfuse (atomic)"] = error(atomic.outputs()["r"])
+            atomic_results = set()
+            for _ in range(20):
+                atomic.replay()
+                atomic_results.add(atomic.outputs()["r"].tobytes())
+            samplers["irfuse (atomic)"] = atomic.time_once
             peers = {"torch eager": torch_fn}
             if not args.skip_compile:
                 peers["torch.compile"] = torch.compile(torch_fn)
@@ -248,7 +259,8 @@ def main(argv=None) -> int:
                              "elements_per_s": elements / t, "of_copy": floor / t / copy_bw,
                              "max_error_over_max_r": errors[name],
                              "distinct_results_in_20_runs": distinct if name.startswith("hand") else
-                             len(irfuse_results) if name.startswith("irfuse") else None})
+                             len(irfuse_results) if name == "irfuse (deterministic)" else
+                             len(atomic_results) if name == "irfuse (atomic)" else None})
 
     table = Table(title=f"P1 residuals, float32, {elements:,} tetrahedra, {nodes:,} nodes; "
                         f"floor {floor / 1e6:.1f} MB; copy {copy_bw / 1e9:.0f} GB/s ({torch.cuda.get_device_name()})")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, check_top_plans_on_cpu
 from irfuse.frontend.irgen import compile_source
 from irfuse.testing.mutations import MUTATIONS, check_frontend, check_ir, mutate, mutate_ir
-from irfuse.testing.random_programs import random_element_program, random_program
+from irfuse.testing.random_programs import random_element_program, random_mesh_program, random_program
 
 LONG = os.environ.get("IRFUSE_FUZZ_LONG") == "1"
 SOURCES = [open(p).read() for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))]
@@ -52,6 +52,20 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     with open(path, "w") as f:
         f.write(src)
     assert check_top_plans_on_cpu(path, 3, "f64", 37, seed, nvrtc=True) >= 1, src
+
+
+@pytest.mark.parametrize("seed", range(40 if LONG else 4))
+def test_random_mesh_programs_agree_with_the_reference_through_several_plans(seed):
+    """Gathers through one or two connectivities, element code, scatters: each plan on the CPU
+    against the reference on meshes of every kind (`random_mesh_inputs`: one node, nodes no
+    element names, nodes repeated within an element, one element), ordered and atomic, and
+    compiled to sm_90 with NVRTC."""
+    from irfuse.testing.differential import Budget, check_source
+
+    src = random_mesh_program(seed, 4 + seed % 7)
+    out = check_source(src, Budget(top=3, dtype="f32" if seed % 2 else "f64", n=1 if seed % 4 == 3 else 37,
+                                   seed=seed, nvrtc=True), os.environ["IRFUSE_CACHE_DIR"])
+    assert out.ok and out.plans >= 1, (src, out.failure, out.detail)
 
 
 @pytest.mark.parametrize("seed", range(20 if LONG else 3))

@@ -896,3 +896,9 @@ return r;"""
         got_gpu = gpu(conn, f, nodes=nodes).r
         got_cpu = cpu(conn, f, nodes=nodes).r
         assert got_gpu.tobytes() == want.tobytes() == got_cpu.tobytes(), (elements, nodes)
+        # scatter="atomic": any order of the same additions, within their rounding bound
+        atomic = gpu(conn, f, nodes=nodes, scatter="atomic").r
+        exact = scatter_add(f.astype(np.float64), conn, nodes)
+        terms = np.bincount(conn.ravel(), minlength=nodes)[:, None]
+        bound = terms * np.finfo(np.float32).eps * scatter_add(np.abs(f).astype(np.float64), conn, nodes)
+        assert np.all(np.abs(atomic - exact) <= bound + 1e-30), (elements, nodes)

@@ -155,8 +155,10 @@ def test_bad_arguments_are_refused_by_name():
         prog(X, np.full((2, 4), 2**40, np.int64), s)
     with pytest.raises(UsageError, match="nodes=3 disagrees with nodal input 'X', which holds 5 nodes"):
         prog(X, np.zeros((2, 4), np.int32), s, nodes=3)
-    with pytest.raises(UsageError, match="memory_budget= is not taken by a program over a mesh"):
-        prog(X, np.zeros((2, 4), np.int32), s, memory_budget=1 << 20)
+    with pytest.raises(UsageError, match=r"budget of 100 bytes cannot hold the mesh's nodal values and node offsets"):
+        prog(X, np.zeros((2, 4), np.int32), s, memory_budget=100)
+    with pytest.raises(UsageError, match="memory_budget= takes a whole number of bytes, not 'x'"):
+        prog(X, np.zeros((2, 4), np.int32), s, memory_budget="x")
 
 
 def test_nodes_given_when_no_nodal_input():
@@ -182,3 +184,67 @@ def test_host_plan_round_trips_with_scatter():
     assert again.to_json() == plan.to_json()
     assert any(isinstance(s, Scatter) for s in again.steps)
     assert again.nodal_names() == {"X", "r"} and again.index_names() == {"conn"}
+
+
+def test_atomic_scatter_is_asked_by_name_and_on_the_cpu_adds_in_the_fixed_order():
+    """`scatter="atomic"` runs the scatter without the inverse; the CPU backend's twin adds in
+    slot order, so there it gives the ordered bits. Bad modes and programs without a mesh
+    refuse it by name."""
+    X, conn = mesh(4, 3, 3, seed=5)
+    prog = irfuse.compile(WEIGHTED, backend="cpu")
+    args = (X, conn, (10.0 ** np.random.default_rng(5).uniform(-3, 3, len(conn))).astype(np.float32))
+    ordered = prog(*args).r
+    atomic = prog(*args, scatter="atomic", verify=True).r
+    assert atomic.tobytes() == ordered.tobytes()
+    with pytest.raises(UsageError, match="scatter= is one of 'ordered', 'atomic', not 'fast'"):
+        prog(*args, scatter="fast")
+    plain = irfuse.compile("matrix3x3 A, B; input A; B = add(A, A); return B;", backend="cpu")
+    with pytest.raises(UsageError, match="scatter= chooses how scatters add of a program over a mesh"):
+        plain(np.zeros((2, 3, 3), np.float32), scatter="atomic")
+
+
+def test_chunks_give_the_bits_of_one_call():
+    """A budget that holds a few hundred elements at a time: every chunk's scatter goes on
+    from the sums of the chunks before it, so the nodal output has the bits of one call (and
+    the per-element outputs are the same too); progress is told of each chunk; atomics in
+    chunks (on the CPU, the same order) too."""
+    X, conn = mesh(6, 5, 4, seed=7)
+    order = np.random.default_rng(7).permutation(len(X))  # elements of a chunk reach any node
+    X, conn = X[np.argsort(order)], order[conn].astype(np.int32)
+    prog = irfuse.compile(WEIGHTED.replace("return r;", "return r, fe;"), backend="cpu")
+    w = (10.0 ** np.random.default_rng(8).uniform(-3, 3, len(conn))).astype(np.float32)
+    whole = prog(X, conn, w)
+    budget = len(X) * 3 * 4 * 2 + (len(X) + 1) * 8 + 300 * 100  # nodal values, offsets, ~300 elements
+    seen = []
+    chunked = prog(X, conn, w, memory_budget=budget, progress=lambda done, total: seen.append((done, total)))
+    assert len(seen) > 2 and seen[-1][0] == seen[-1][1] == len(seen)
+    for name in prog.outputs:
+        assert chunked[name].tobytes() == whole[name].tobytes(), name
+    atomic = prog(X, conn, w, memory_budget=budget, scatter="atomic", verify=True)
+    assert atomic.r.tobytes() == whole.r.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_mesh_programs_in_chunks_give_the_bits_of_one_call(seed):
+    """Random programs over meshes (`random_mesh_program`) on random meshes of each kind, one
+    call against chunks of a few dozen elements: the same bits, nodal and per-element outputs."""
+    import warnings
+
+    from irfuse.api.mesh_calls import mesh_chunk_elements
+    from irfuse.testing.differential import random_mesh_inputs
+    from irfuse.testing.random_programs import random_mesh_program
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = irfuse.compile(random_mesh_program(100 + seed, 6), backend="cpu")
+    inputs, nodes = random_mesh_inputs(prog.compiled.reference_program, 301, seed, np.float32)
+    whole = prog(**inputs, nodes=nodes)
+    # the budget of chunks of 37 elements, from two probes of the sizing (nodal bytes + E x per element)
+    low, high = (mesh_chunk_elements(prog.artifact, 10**9, nodes, b) for b in (10**7, 2 * 10**7))
+    per = round(10**7 / (high - low))
+    seen = []
+    chunked = prog(**inputs, nodes=nodes, memory_budget=10**7 - low * per + 37 * per,
+                   progress=lambda done, total: seen.append(total))
+    assert seen[-1] >= 8
+    for name in prog.outputs:
+        assert chunked[name].tobytes() == whole[name].tobytes(), name

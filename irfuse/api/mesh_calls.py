@@ -8,7 +8,10 @@ returns nodal outputs shaped `(M, *value shape)`. `M` comes from the nodal input
 anything runs (a refusal names the element and position), and each connectivity a scatter
 reads gets its inverse (`irfuse.mesh.inverse_connectivity`: each node's slots in ascending
 order) before the run; a connectivity passed as an `irfuse.mesh.Connectivity` carries both,
-made once. These calls take NumPy arrays in arrays of structures and run in one piece (no
+made once. `scatter="atomic"` runs the scatters with atomics instead: no inverse to make (what
+a connectivity used once saves), and on the GPU the order of the additions, hence the last
+bits, changes from run to run (the CPU backend adds in the fixed order either way). These
+calls take NumPy arrays in arrays of structures and run in one piece (no
 chunks, no GPU arrays yet): anything else is refused by name.
 """
 
@@ -22,9 +25,11 @@ from irfuse.api.device_arrays import device_array
 from irfuse.api.host_calls import aligned_copy
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS
+from irfuse.artifact.host_plan import NODAL, UNIFORM, Scatter
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.order import check_connectivity
+from irfuse.mesh.scatter import inverse_connectivity
 from irfuse.runtime.executor import Executor
 
 
@@ -81,6 +86,10 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None
     return arrays, n, m, inverses
 
 
+# How a call's scatters add: in the fixed order (the same bits every run), or with atomics.
+SCATTER_MODES = ("ordered", "atomic")
+
+
 def connectivity_array(what: str, value, count: int) -> np.ndarray:
     """A connectivity argument as contiguous int32 node numbers (int64 ones converted, where
     every number fits), shaped (E, count)."""
@@ -97,9 +106,14 @@ def connectivity_array(what: str, value, count: int) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None) -> tuple[Outputs, dict, int, int]:
+def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scatter: str = "ordered",
+                 memory_budget: int | None = None, progress=None) -> tuple[Outputs, dict, int, int]:
     """Runs the program on a mesh's arrays (see the module): its outputs, and the arrays, E and
-    M a check against the reference needs."""
+    M a check against the reference needs. `scatter`: "ordered" or "atomic"; `memory_budget`:
+    device bytes the call may take (`mesh_chunk_elements`), `progress(done, total)` told of
+    each chunk."""
+    if scatter not in SCATTER_MODES:
+        raise UsageError(f"scatter= is one of {', '.join(map(repr, SCATTER_MODES))}, not {scatter!r}")
     arrays, n, m, inverses = bind_mesh_arguments(program, args, named, nodes)
     given = bind_outputs(program.outputs, out) if out is not None else {}
     results = []
@@ -117,13 +131,90 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None) -> t
             results.append(np.empty(shape, program.dtype))
     with program._lock:
         dev = program._opened_device()
-        recorded = Executor(program.artifact, dev).prepare(arrays, n, nodes=m, inverses=inverses)
+        budget = memory_budget if memory_budget is not None else getattr(program, "memory_budget", None)
+        if budget is None and program.backend == "cuda":
+            budget = dev.drv.mem_get_info()[0] // 2
+        chunk = mesh_chunk_elements(program.artifact, n, m, budget)
+        if chunk < n:
+            run_mesh_in_chunks(program, dev, arrays, n, m, chunk, dict(zip(program.outputs, results)), scatter,
+                               progress)
+            return Outputs(program.outputs, results), arrays, n, m
+        recorded = Executor(program.artifact, dev).prepare(arrays, n, nodes=m, inverses=inverses, scatter=scatter)
         recorded.replay()
         dev.synchronize()
         for name, target in zip(program.outputs, results):
             buf, _ = recorded.results[name]
             dev.read_into(target, buf)
+    if progress is not None:
+        progress(1, 1)
     return Outputs(program.outputs, results), arrays, n, m
+
+
+def mesh_chunk_elements(compiled, n: int, nodes: int, budget: int | None) -> int:
+    """Elements per chunk of a call over a mesh within `budget` bytes of device memory (all of
+    them when no budget is given): the nodal values and each connectivity's node offsets are
+    kept whole; a chunk holds its elements' values, temporaries, node numbers and slots."""
+    if budget is None:
+        return n
+    host, itemsize = compiled.host, compiled.itemsize
+    scattered = {step.index for step in host.steps if isinstance(step, Scatter)}
+    fixed = per = 0
+    for value in {v for _, v in host.inputs} | {r for launch in host.launches() for r in launch.results} | \
+            {step.result for step in host.steps if isinstance(step, Scatter)}:
+        info = host.values[value]
+        if info.extent == NODAL:
+            fixed += nodes * info.words * itemsize
+        elif info.integer:
+            per += info.shape[0] * 4 * (2 if value in scattered else 1)  # node numbers, and slots
+            fixed += (nodes + 1) * 8 if value in scattered else 0
+        elif info.extent != UNIFORM:
+            per += info.words * itemsize
+    chunk = (budget - fixed) // max(per, 1)
+    if chunk < 1:
+        raise UsageError(f"a device-memory budget of {budget} bytes cannot hold the mesh's nodal values and node "
+                         f"offsets ({fixed} bytes) and one element ({per} bytes)")
+    if host.combines():
+        if chunk < n:
+            raise UsageError("a program over a mesh that reduces over its batch runs in one piece; its "
+                             f"{n} elements need {fixed + per * n} bytes, over the budget of {budget}")
+    return min(n, chunk)
+
+
+def run_mesh_in_chunks(program, dev, arrays: dict[str, np.ndarray], n: int, m: int, chunk: int,
+                       results: dict[str, np.ndarray], scatter: str, progress) -> None:
+    """Runs a call over a mesh in chunks of `chunk` elements: the nodal inputs uploaded once,
+    each chunk's per-element values and node numbers in turn, its scatters adding onto the
+    sums of the chunks before it (`Executor.prepare(onto=True)`): the ordered scatter adds
+    each node's rows in the order of one call, so chunks give its bits."""
+    nodal = {name: dev.upload(arrays[name]) for name in program.inputs if name in program.nodal}
+    sums = {name: dev.alloc((m, *program.shapes[name])) for name in program.outputs if name in program.nodal}
+    total = -(-n // chunk)
+    for k, first in enumerate(range(0, n, chunk)):
+        last = min(n, first + chunk)
+        uploaded, inverses = dict(nodal), {}
+        for name in program.inputs:
+            a = arrays[name]
+            if name in program.index_inputs:
+                uploaded[name] = dev.upload_integers(np.ascontiguousarray(a[first:last]))
+                if scatter == "ordered":
+                    inverses[name] = inverse_connectivity(a[first:last], m)
+            elif name in program.uniform:
+                uploaded[name] = dev.upload(a)
+            elif name not in program.nodal:
+                uploaded[name] = dev.upload(np.ascontiguousarray(a[first:last]))
+        recorded = Executor(program.artifact, dev).prepare(
+            {}, last - first, uploaded, outputs=sums, as_graph=False, nodes=m, inverses=inverses, scatter=scatter,
+            onto=k > 0)
+        recorded.replay()
+        dev.synchronize()
+        for name in program.outputs:
+            if name not in program.nodal:
+                buf, _ = recorded.results[name]
+                dev.read_into(results[name][first:last], buf)
+        if progress is not None:
+            progress(k + 1, total)
+    for name, buf in sums.items():
+        dev.read_into(results[name], buf)
 
 
 def verify_mesh_call(program, arrays: dict, outputs: Outputs, n: int, nodes: int) -> None:

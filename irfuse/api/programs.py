@@ -72,6 +72,12 @@ def _overlapping_view(shape: tuple[int, ...], words: tuple[int, ...], layout: st
     return False
 
 
+def _check_budget(budget) -> None:
+    """Refuses a `memory_budget=` that is not None or a whole number of bytes."""
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, np.integer))):
+        raise UsageError(f"memory_budget= takes a whole number of bytes, not {budget!r}")
+
+
 def _check_progress(progress) -> None:
     """Refuses a `progress=` that is not False or a callable (True is turned into one first)."""
     if progress is not False and not callable(progress):
@@ -291,7 +297,7 @@ class Program:
 
     def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
                  memory_budget: int | None = None, progress: bool | Callable[[int, int], None] = False,
-                 nodes: int | None = None, **named) -> Outputs:
+                 nodes: int | None = None, scatter: str | None = None, **named) -> Outputs:
         """Runs the program. `out=`: arrays to write the outputs into (a mapping by name, a
         sequence in `return` order, or one array for one output). `out_layout=`: the layout
         of the outputs ('aos' or 'soa'; by default the inputs'), new arrays or `out=` arrays
@@ -305,12 +311,15 @@ class Program:
         `ExecutionError` if they disagree. GPU arrays are read and written in place and the
         call is ordered on `stream` (see `irfuse.api.device_arrays`); it returns without
         waiting for the GPU. A program over a mesh takes nodal arrays and connectivities
-        (`irfuse.api.mesh_calls`; `nodes=`: its number of nodes where no nodal input tells)."""
+        (`irfuse.api.mesh_calls`; `nodes=`: its number of nodes where no nodal input tells;
+        `scatter="atomic"`: its scatters add with atomics, not reproducible)."""
+        _check_budget(memory_budget)
         if self.nodal or self.index_inputs:
-            return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress, nodes)
-        if nodes is not None:
-            raise UsageError("nodes= gives the number of nodes of a program over a mesh; this program has no nodal "
-                             "values")
+            return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress, nodes,
+                                      scatter or "ordered")
+        for given, what in ((nodes, "nodes= gives the number of nodes"), (scatter, "scatter= chooses how scatters add")):
+            if given is not None:
+                raise UsageError(f"{what} of a program over a mesh; this program has no nodal values")
         if out_layout is not None:
             return self._call_out_layout(args, named, out, out_layout, verify, stream, memory_budget, progress)
         if progress is True:
@@ -369,17 +378,19 @@ class Program:
         return outputs
 
     def _call_on_mesh(self, args: tuple, named: dict, out, verify: bool, stream, out_layout, memory_budget,
-                      progress, nodes) -> Outputs:
+                      progress, nodes, scatter: str) -> Outputs:
         """A call of a program over a mesh (`irfuse.api.mesh_calls`)."""
-        for given, what in ((stream, "stream="), (out_layout, "out_layout="), (memory_budget, "memory_budget=")):
+        for given, what in ((stream, "stream="), (out_layout, "out_layout=")):
             if given is not None:
                 raise UsageError(f"{what} is not taken by a program over a mesh yet: its calls run on NumPy arrays "
-                                 "in one piece")
-        if progress is not True:
-            _check_progress(progress)
-        outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes)
-        if callable(progress):
-            progress(1, 1)
+                                 "in arrays of structures")
+        if progress is True:
+            with progress_bar(f"{self.name}: chunks") as report:
+                return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, report, nodes,
+                                          scatter)
+        _check_progress(progress)
+        outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes, scatter, memory_budget,
+                                             progress if callable(progress) else None)
         if verify:
             verify_mesh_call(self, arrays, outputs, n, m)
         return outputs

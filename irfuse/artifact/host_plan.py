@@ -62,11 +62,16 @@ class Combine:
 class Scatter:
     """A nodal value made from per-element rows (`values`, K rows an element) through a
     connectivity (`index`): each node's rows added in ascending (element, position) order, by
-    `kernel` over the connectivity's inverse (which the runtime makes from the index input)."""
+    `kernel` over the connectivity's inverse (which the runtime makes from the index input).
+    A chunk of elements after the first runs `onto` (each node's sum going on from the chunks
+    before); a call that asks for atomics runs `atomic` = (kernel setting the nodes to 0,
+    kernel adding each row into its node) instead."""
     kernel: str
     values: int
     index: int
     result: int
+    atomic: tuple[str, str] = ("", "")
+    onto: str = ""
 
 
 @dataclass(frozen=True)
@@ -211,7 +216,8 @@ def _step_json(s: Step) -> dict:
     if isinstance(s, Constant):
         return {"constant": s.number, "result": s.result}
     if isinstance(s, Scatter):
-        return {"scatter": s.kernel, "values": s.values, "index": s.index, "result": s.result}
+        return {"scatter": s.kernel, "values": s.values, "index": s.index, "result": s.result,
+                "atomic": list(s.atomic), "onto": s.onto}
     return {"loop": s.trip, "args": list(s.args), "inits": list(s.inits), "body": [_step_json(b) for b in s.body],
             "yielded": list(s.yielded), "results": list(s.results), "swappable": list(s.swappable)}
 
@@ -224,7 +230,9 @@ def _step_from_json(d: dict, value, enclosing: int) -> Step:
     if "constant" in d:
         return Constant(value(d["result"]), float(d["constant"]))
     if "scatter" in d:
-        return Scatter(str(d["scatter"]), value(d["values"]), value(d["index"]), value(d["result"]))
+        zero, add = (str(k) for k in d["atomic"])
+        return Scatter(str(d["scatter"]), value(d["values"]), value(d["index"]), value(d["result"]), (zero, add),
+                       str(d["onto"]))
     if "loop" in d:
         trip = int(d["loop"])
         if not 1 <= trip * enclosing <= MAX_TOTAL_ITERATIONS:

@@ -91,7 +91,7 @@ from xdsl.ir import SSAValue
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.combine_emit import combine_kernel
-from irfuse.backend.scatter_emit import scatter_kernel
+from irfuse.backend.scatter_emit import scatter_atomic_kernels, scatter_kernel
 from irfuse.backend.kernel_body import (BARRIER, COMBINE, STATIC_SHARED_LIMIT, WARP_BARRIER, GpuOnly, KernelBody,
                                         LoopNode)
 from irfuse.backend.render_cpu import cpu_kernel
@@ -863,8 +863,8 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
         texts.append(text)
         infos.append(info)
     for size in sorted({op.res.type.size for op in module.walk() if isinstance(op, kas.ScatterOp)}):  # type: ignore
-        text, info = scatter_kernel(size)
-        texts.append(text)
-        infos.append(info)
+        for text, info in [scatter_kernel(size), scatter_kernel(size, onto=True), *scatter_atomic_kernels(size)]:
+            texts.append(text)
+            infos.append(info)
     source = element.c_prelude + "\n\n".join([prelude(), *functions.values(), *texts]) + "\n"
     return EmittedModule(source, infos)

@@ -26,13 +26,17 @@ LANES = 4  # GPU threads per node
 NODES = 32  # nodes per block (a block of LANES x NODES threads)
 
 
-def scatter_kernel(size: int) -> tuple[str, KernelInfo]:
+def scatter_kernel(size: int, onto: bool = False) -> tuple[str, KernelInfo]:
     """The CUDA C (GPU kernel, and its CPU twin under IRFUSE_HOST) and launch interface of the
-    kernel adding rows of `size` words into nodes; launched over the nodes (its `n`)."""
-    name = fuse.scatter_kernel_name(size)
+    kernel adding rows of `size` words into nodes; launched over the nodes (its `n`). `onto`:
+    each node's sum starts from what the output holds (a chunk of elements continuing the sum
+    of the chunks before it: the additions of one call, in its order), not from 0."""
+    name = fuse.scatter_onto_kernel_name(size) if onto else fuse.scatter_kernel_name(size)
+    start = "out[node * %d + w]" % size if onto else "0"
     params = ("const real_t* __restrict__ values, const long long* __restrict__ starts, "
               "const int* __restrict__ slots, real_t* __restrict__ out, const long long n")
-    gpu = [f"// kas.scatter of {size}-word rows: each node's slots added in ascending order; {LANES} lanes load",
+    gpu = [f"// kas.scatter of {size}-word rows{' onto the sums so far' if onto else ''}: each node's slots added in "
+           f"ascending order; {LANES} lanes load",
            "// a node's rows side by side and the first adds them in order (shuffles)",
            f'extern "C" __global__ void __launch_bounds__({LANES * NODES}) {name}({params})',
            "{",
@@ -45,7 +49,7 @@ def scatter_kernel(size: int) -> tuple[str, KernelInfo]:
            "  // every lane of the warp takes the same trips (its nodes' most), so that all shuffle",
            f"  for (int o = {LANES}; o < 32; o *= 2) trips = max(trips, __shfl_xor_sync(mask, trips, o));",
            f"  real_t acc[{size}];",
-           f"  IRF_UNROLL for (int w = 0; w < {size}; ++w) acc[w] = 0;",
+           f"  IRF_UNROLL for (int w = 0; w < {size}; ++w) acc[w] = {'node < n ? ' + start + ' : 0' if onto else '0'};",
            "  for (int t = 0; t < trips; ++t) {",
            f"    const long long j0 = begin + (long long)t * {LANES};",
            f"    real_t mine[{size}];",
@@ -71,7 +75,7 @@ def scatter_kernel(size: int) -> tuple[str, KernelInfo]:
             f"  const long long last = block_end * {NODES} < n ? block_end * {NODES} : n;",
             f"  for (long long node = block_begin * {NODES}; node < last; ++node) {{",
             f"    real_t acc[{size}];",
-            f"    for (int w = 0; w < {size}; ++w) acc[w] = 0;",
+            f"    for (int w = 0; w < {size}; ++w) acc[w] = {start};",
             "    const long long end = starts[node + 1];",
             "    for (long long j = starts[node]; j < end; ++j) {",
             f"      const real_t* const row = values + (long long)slots[j] * {size};",
@@ -84,3 +88,57 @@ def scatter_kernel(size: int) -> tuple[str, KernelInfo]:
     info = KernelInfo(name, LANES, NODES, 0, ["values", "starts", "slots"], ["out"], [size, 1, 1], [size],
                       input_types=["", "long long", "int"])
     return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info
+
+
+ROWS = 128  # rows (or nodes) per block of the atomic scatter's kernels
+
+
+def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
+    """The kernels of a scatter run with atomics (`scatter="atomic"` on a call): `irf_zero_*`
+    over the nodes sets them to 0, then `irf_scatter_atomic_*` over the element rows (E x K,
+    row r of element r / K is at slot r, its node conn[r]) adds each row into its node with
+    atomicAdd: no inverse connectivity is needed, and the order of the additions, hence the
+    bits, changes from run to run on the GPU. The CPU twin adds the rows in slot order in one
+    block (the others do nothing), so that threads running blocks side by side cannot race:
+    there it gives the ordered scatter's bits."""
+    zero, atomic = fuse.scatter_atomic_kernel_names(size)
+    zero_params = "real_t* __restrict__ out, const long long n"
+    zero_gpu = [f"// kas.scatter with atomics, {size}-word rows: the nodes set to 0 first",
+                f'extern "C" __global__ void __launch_bounds__({ROWS}) {zero}({zero_params})',
+                "{",
+                f"  const long long node = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
+                f"  if (node < n) {{ for (int w = 0; w < {size}; ++w) out[node * {size} + w] = 0; }}",
+                "}"]
+    zero_host = [f"static int {zero}({zero_params}, const long long block_begin, const long long block_end, "
+                 "const bool reverse)",
+                 "{",
+                 "  (void)reverse;",
+                 f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
+                 f"  for (long long node = block_begin * {ROWS}; node < last; ++node)",
+                 f"    for (int w = 0; w < {size}; ++w) out[node * {size} + w] = 0;",
+                 "  return 0;",
+                 "}"]
+    params = ("const real_t* __restrict__ values, const int* __restrict__ conn, real_t* __restrict__ out, "
+              "const long long n")
+    gpu = [f"// kas.scatter with atomics, {size}-word rows: one thread a row, atomicAdd into its node",
+           f'extern "C" __global__ void __launch_bounds__({ROWS}) {atomic}({params})',
+           "{",
+           f"  const long long row = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
+           "  if (row < n) {",
+           f"    real_t* const node = out + (long long)conn[row] * {size};",
+           f"    IRF_UNROLL for (int w = 0; w < {size}; ++w) atomicAdd(node + w, values[row * {size} + w]);",
+           "  }",
+           "}"]
+    host = [f"static int {atomic}({params}, const long long block_begin, const long long block_end, "
+            "const bool reverse)",
+            "{",
+            "  (void)reverse; (void)block_end;",
+            "  if (block_begin != 0) return 0;  // every row in block 0's call: no two threads add at once",
+            "  for (long long row = 0; row < n; ++row)",
+            f"    for (int w = 0; w < {size}; ++w) out[(long long)conn[row] * {size} + w] += values[row * {size} + w];",
+            "  return 0;",
+            "}"]
+    return [("\n".join(["#ifndef IRFUSE_HOST", *zero_gpu, "#else", *zero_host, "#endif"]),
+             KernelInfo(zero, 1, ROWS, 0, [], ["out"], [], [size])),
+            ("\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]),
+             KernelInfo(atomic, 1, ROWS, 0, ["values", "conn"], ["out"], [size, 1], [size], input_types=["", "int"]))]

@@ -948,6 +948,17 @@ def scatter_kernel_name(size: int) -> str:
     return f"irf_scatter_{size}"
 
 
+def scatter_onto_kernel_name(size: int) -> str:
+    """The scatter kernel of a chunk after the first: each node's sum goes on from the output."""
+    return f"irf_scatter_onto_{size}"
+
+
+def scatter_atomic_kernel_names(size: int) -> tuple[str, str]:
+    """The kernels of a scatter a call asks to run with atomics (`scatter="atomic"`): one sets
+    the nodes to 0, the other adds each row into its node."""
+    return f"irf_zero_{size}", f"irf_scatter_atomic_{size}"
+
+
 def combine_kernel_name(kind: str, size: int) -> str:
     return f"irf_combine_{kind}_{size}"
 

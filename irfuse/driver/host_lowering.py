@@ -46,8 +46,9 @@ def lower_host_program(module: ModuleOp) -> hp.HostPlan:
             elif isinstance(op, kas.ConstantOp):
                 out.append(hp.Constant(vid(op.res), op.number))
             elif isinstance(op, kas.ScatterOp):
-                out.append(hp.Scatter(fuse.scatter_kernel_name(op.res.type.size), vid(op.value), vid(op.index),  # type: ignore
-                                      vid(op.res)))
+                size = op.res.type.size  # type: ignore[attr-defined]
+                out.append(hp.Scatter(fuse.scatter_kernel_name(size), vid(op.value), vid(op.index), vid(op.res),
+                                      fuse.scatter_atomic_kernel_names(size), fuse.scatter_onto_kernel_name(size)))
             elif isinstance(op, kas.LoopOp):
                 args = tuple(vid(a) for a in op.body.block.args)
                 inits = tuple(vid(v) for v in op.iter_args)

@@ -18,7 +18,9 @@ Meshes: a variable declared `nodal` holds one value per node. A nodal input is o
 `gather(X, conn)` (through an `indexK` input, into a per-element variable of K rows) and a
 nodal output only made by `scatter(fe, conn)` (the sum of each element's K rows at its
 nodes); both are statements of the program's top level, and a connectivity is read by them
-alone.
+alone. Kernels run gathers as their loads: a gathered value that a scatter reads or the
+program returns as it is gets a kernel of its own through an exact copy, `scale` by 1
+(`materialized`).
 """
 
 from __future__ import annotations
@@ -311,7 +313,7 @@ class IRGen:
             elif v is not None and isinstance(v.type, IndexType):
                 self.err(n, f"the connectivity '{n.text}' is returned", ["outputs are values, nodal or per element"])
             elif v is not None:
-                outs.append(v)
+                outs.append(self.materialized(v, n))
             out_names.append(n.text)
         if self.errors:
             raise CompileError(self.errors)
@@ -514,11 +516,22 @@ class IRGen:
                          f"{kas_type_of_shape(shape[1:]).spelling()} per node, but '{s.target.text}' is "
                          f"{target_type.spelling()}")
                 return
-            op = ScatterOp(source, index)
+            op = ScatterOp(self.materialized(source, src), index)
         op.location = self.loc(s.target)
         op.res.name_hint = ssa_hint(s.target.text)
         block.add_op(op)
         env[s.target.text] = op.res
+
+    def materialized(self, v: SSAValue, at: Name) -> SSAValue:
+        """`v`, or where it is a gather's value, `scale(v, 1)` (exact for every number, NaN and
+        -0 included): a kernel gathers as it loads, so what a scatter or the host reads must
+        be a kernel's result."""
+        if not isinstance(v.owner, GatherOp):
+            return v
+        op = self.lib.resolve("scale", [v.type, ScalarType()])
+        call = self.make_call(op, [v, self.operand(Number("1", 1.0, at.pos), {}, self.top_block)], at)
+        self.top_block.add_op(call)
+        return call.res
 
     def prog_input_names(self) -> set[str]:
         return {n.text for n in self.prog.inputs}

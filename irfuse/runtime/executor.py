@@ -60,6 +60,8 @@ class Executor:
         self.infos = {k.name: k for k in plan.kernels}
         self.nodes = 0  # of the mesh the run being recorded reads and writes (nodal values)
         self.inverses: dict[int, tuple] = {}  # connectivity value -> its inverse's buffers (starts, slots)
+        self.atomic = False  # scatters of the run being recorded add with atomics (scatter="atomic")
+        self.onto = False  # ... onto the sums in their outputs (a chunk of elements after the first)
 
     def _shape(self, v: int, n: int) -> tuple[int, ...]:
         value = self.host.values[v]
@@ -95,9 +97,16 @@ class Executor:
             elif isinstance(step, Scatter):
                 if step.result not in env:
                     env[step.result] = dev.alloc(self._shape(step.result, n))
+                if self.atomic:
+                    zero, add = step.atomic
+                    rows = n * self.host.values[step.index].shape[0]
+                    if not self.onto:
+                        steps.append(dev.launcher(zero, [env[step.result]], self.nodes))
+                    steps.append(dev.launcher(add, [env[step.values], env[step.index], env[step.result]], rows))
+                    continue
                 starts, slots = self.inverses[step.index]
-                steps.append(dev.launcher(step.kernel, [env[step.values], starts, slots, env[step.result]],
-                                          self.nodes))
+                steps.append(dev.launcher(step.onto if self.onto else step.kernel,
+                                          [env[step.values], starts, slots, env[step.result]], self.nodes))
             elif isinstance(step, Constant):
                 if step.result not in env:  # (a loop from the host records its body once per iteration)
                     env[step.result] = dev.upload(np.array(step.number))
@@ -126,10 +135,11 @@ class Executor:
 
     def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None,
                 outputs: dict | None = None, as_graph: bool = True, part: BatchPass | None = None,
-                bound: dict | None = None, nodes: int = 0, inverses: dict | None = None) -> "Recorded":
+                bound: dict | None = None, nodes: int = 0, inverses: dict | None = None,
+                scatter: str = "ordered", onto: bool = False) -> "Recorded":
         """Uploads the inputs (or takes buffers already on the device from `uploaded`, which
         kernels only read) and records the host program into steps, ready to replay.
-        `outputs` (name -> buffer) are where the results go: the kernels that make them write
+        `outputs` (name -> buffer; some outputs or all) are where the results go: the kernels that make them write
         there directly when they can (a result made by a top-level launch or combine), else a
         copy does. `as_graph=False` replays the steps one by one (buffers that are `Slot`s
         change between replays, which a captured graph would not see). `part` records one
@@ -137,7 +147,10 @@ class Executor:
         (value -> buffer) gives values made before it (combined reductions) and the buffers
         its partials go to. A program over a mesh takes `nodes` (its nodal values' count) and,
         per connectivity input its scatters read, its inverse (`inverses`: name -> (starts,
-        slots), `irfuse.mesh.inverse_connectivity`; made here from the input when absent)."""
+        slots), `irfuse.mesh.inverse_connectivity`; made here from the input when absent).
+        `scatter="atomic"` runs its scatters with atomics instead (no inverse; the order of the
+        additions, hence the bits, change from run to run on the GPU). `onto`: the scatters add
+        onto what their outputs (given in `outputs`) hold, as a chunk after the first does."""
         if n < 1:
             raise UsageError(f"the batch size must be at least 1, got {n}")
         env: dict = dict(bound or {})
@@ -148,19 +161,22 @@ class Executor:
                 env[v] = self.device.upload_integers(np.ascontiguousarray(inputs[name], dtype=np.int32))
             else:
                 env[v] = self.device.upload(inputs[name])
+        if scatter not in ("ordered", "atomic"):
+            raise UsageError(f"scatter= is 'ordered' or 'atomic', not {scatter!r}")
+        self.atomic, self.onto = scatter == "atomic", onto
         self._bind_mesh(inputs, nodes, inverses)
         given = [(name, v) for name, v in self.host.outputs if part is None or name in part.outputs]
         if outputs:
             made = self.host.made_at_top_level()
             for name, v in given:
-                if v in made and v not in env:
+                if v in made and v not in env and name in outputs:
                     env[v] = outputs[name]
         steps: list[Callable[[], None]] = []
         self._record(self.host.steps, env, n, steps, None if part is None else set(part.steps))
         outs = [env[v] for _, v in given]
         if outputs:
             for k, (name, _) in enumerate(given):
-                if outs[k] is not outputs[name]:
+                if name in outputs and outs[k] is not outputs[name]:
                     steps.append(functools.partial(self.device.copy, outputs[name], outs[k]))
                     outs[k] = outputs[name]
         shapes = [self._shape(v, n) for _, v in given]
@@ -173,7 +189,7 @@ class Executor:
         self.inverses = {}
         names = dict((v, name) for name, v in self.host.inputs)
         for step in self.host.steps:
-            if not isinstance(step, Scatter) or step.index in self.inverses:
+            if not isinstance(step, Scatter) or step.index in self.inverses or self.atomic:
                 continue
             name = names[step.index]
             given = (inverses or {}).get(name)
@@ -185,11 +201,11 @@ class Executor:
 
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
             back_to_back: int = 1, uploaded: dict | None = None, nodes: int = 0,
-            inverses: dict | None = None) -> RunResult:
+            inverses: dict | None = None, scatter: str = "ordered") -> RunResult:
         """Runs once for the results; with `repeat`, also times `repeat` runs after `warmup`.
         With `back_to_back` > 1, each timing covers that many runs issued one after another
         (launch latency overlaps the previous run) and is divided by it."""
-        rec = self.prepare(inputs, n, uploaded, nodes=nodes, inverses=inverses)
+        rec = self.prepare(inputs, n, uploaded, nodes=nodes, inverses=inverses, scatter=scatter)
         rec.replay()
         results = rec.outputs()
         times = []

@@ -27,7 +27,8 @@ from irfuse.frontend.irgen import compile_file
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.verification.reference import random_inputs, run_references, uniform_names, value_shape, value_shapes
+from irfuse.verification.reference import (program_indices, random_inputs, run_references, uniform_names, value_shape,
+                                           value_shapes)
 from irfuse.runtime.streaming import ChunkedRun
 from irfuse.verification.verify import check_outputs
 
@@ -97,6 +98,12 @@ def check_plans(path: str, budget: Budget) -> Outcome:
             return Outcome(out.plans, out.in_kernel_loops, "CompileError", f"plan {k}: {e}")
         except Exception as e:  # noqa: BLE001 -- a crash of the compiler is a finding, reported with its trace
             return Outcome(out.plans, out.in_kernel_loops, type(e).__name__, f"plan {k}: {traceback.format_exc()}")
+        if plan.reference_program.nodal or program_indices(plan.reference_program):
+            failure = _check_mesh_plan(plan, budget, k)
+            if failure is not None:
+                return Outcome(out.plans, out.in_kernel_loops, *failure)
+            out.plans += 1
+            continue
         try:
             inputs = random_inputs(plan.reference_program, budget.n, budget.seed + k,
                                    element_type(budget.dtype).numpy)
@@ -120,6 +127,50 @@ def check_plans(path: str, budget: Budget) -> Outcome:
         out.plans += 1
         out.in_kernel_loops += "fuse.loop" in module_text(plan.module)
     return out
+
+
+def random_mesh_inputs(program, n: int, seed: int, dtype) -> tuple[dict[str, np.ndarray], int]:
+    """Inputs of a program over a mesh of `n` elements, and its node count: random values as
+    `random_inputs` draws them (nodal ones per node), and connectivities drawn by kind (the
+    seed's remainder by 4): every entry the one node; most nodes named by no element;
+    repeated nodes within elements; any node."""
+    inputs = random_inputs(program, n, seed, dtype)
+    rng = np.random.default_rng(seed)
+    kind = seed % 4
+    nodes = (1, 3 * n + 5, max(2, n // 2), n + 3)[kind]
+    indices = program_indices(program)
+    for name, t in zip(program.inputs, program.input_types()):
+        if name in indices:
+            count = t.count.data  # type: ignore[attr-defined]
+            conn = rng.integers(0, n if kind == 1 else nodes, size=(n, count)).astype(np.int32)
+            if kind == 2:
+                conn[::3, 1] = conn[::3, 0]
+            inputs[name] = conn
+        elif name in program.nodal:
+            inputs[name] = rng.uniform(-1, 1, (nodes, *tuple(t.shape))).astype(dtype)  # type: ignore
+    return inputs, nodes
+
+
+def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
+    """A plan of a program over a mesh run on the CPU on random meshes (`random_mesh_inputs`)
+    against the reference, ordered and with `scatter="atomic"` (which on the CPU adds in the
+    same order: the same bits); a failure's (kind, detail), or None."""
+    try:
+        inputs, nodes = random_mesh_inputs(plan.reference_program, budget.n, budget.seed + k,
+                                           element_type(budget.dtype).numpy)
+        executor = Executor(plan, CpuDevice(plan))
+        got = executor.run(inputs, budget.n, nodes=nodes).outputs
+        atomic = executor.run(inputs, budget.n, nodes=nodes, scatter="atomic").outputs
+        want = run_references(plan.reference_program, inputs, budget.dtype, budget.n, plan.sum_by, nodes=nodes)
+    except Exception:  # noqa: BLE001 -- a crash of the compiler or the runtime is a finding
+        return "exception", f"plan {k}: {traceback.format_exc()}"
+    bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
+    if bad:
+        return "mismatch", f"plan {k} on a mesh of {nodes} nodes: " + "; ".join(bad)
+    differ = [name for name in got if got[name].tobytes() != atomic[name].tobytes()]
+    if differ:
+        return "atomic", f"plan {k}: scatter='atomic' on the CPU changed {', '.join(differ)}"
+    return None
 
 
 CHUNKED_N = 601  # four chunks of 128 elements and one of 89, or seven of 97 and one of 19

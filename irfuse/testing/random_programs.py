@@ -21,6 +21,10 @@ Two variants reach what that shape cannot:
   numeric literals as scalar operands, reductions (sum, max, min) outside loops whose
   results later statements read (so kernels after a reduction), and statements of
   uniform values only (run once); every one of them a statement of the count.
+
+`random_element_program` writes element codes (generic ops on any shapes, masks, branches,
+indexed loops) and `random_mesh_program` programs over meshes (gathers through one or two
+connectivities, element code, scatters into nodal outputs).
 """
 
 from __future__ import annotations
@@ -480,4 +484,102 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
         decls.setdefault(("uniform " if v in uniform else "") + t, []).append(entry)
     head = [f"{t} {', '.join(vs)};" for t, vs in decls.items()]
     return "\n".join([f"// random element program: seed {seed}, about {calls} statements", *head,
+                      f"input {', '.join(inputs)};", *lines, f"return {', '.join(outputs)};", ""])
+
+
+# --- meshes: gathers through connectivities, element code, scatters -----------------------
+
+# What element code on gathered values may not apply: families with poles or branch cuts
+# (random inputs keep away from them, computed values may not) and ones that blow values up
+# along a chain.
+_MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp")
+
+
+def random_mesh_program(seed: int, calls: int) -> str:
+    """A random program over a mesh of about `calls` element statements: one or two
+    connectivities (`indexK`, K from 2 to 4), one to three nodal inputs (scalars or vectors of
+    2 or 3) each gathered through one connectivity or both, generic ops on the gathered values,
+    a per-element input and a uniform one, then at least one scatter per connectivity of a
+    value of its K rows into a nodal output (values nothing read returned per element)."""
+    rng = random.Random(seed)
+    conns = [(f"c{i + 1}", k) for i, k in enumerate(rng.sample((2, 3, 4), k=rng.choice((1, 1, 2))))]
+    nodal = [(f"x{i + 1}", rng.choice((0, 2, 3))) for i in range(rng.randint(1, 3))]
+    widths = sorted({d for _, d in nodal if d} | {3})
+    types = {"scalar"} | {f"vector{d}" for d in widths} | {f"matrix{d}x{d}" for d in widths}
+    for _, k in conns:
+        types |= {f"vector{k}"} | {f"matrix{k}x{d}" for d in widths}
+    ops = [o for o in _family_signatures(tuple(sorted(types))) if o[2] != "mask" and o[0] not in _MESH_AVOIDED]
+    declared: dict[str, str] = {}
+    live: dict[str, list[str]] = {}
+    unread: set[str] = set()
+    lines: list[str] = []
+    counter = 0
+
+    def new_var(t: str, prefix: str = "v") -> str:
+        nonlocal counter
+        counter += 1
+        declared[f"{prefix}{counter}"] = t
+        return f"{prefix}{counter}"
+
+    def made(v: str) -> None:
+        live.setdefault(declared[v], []).append(v)
+        unread.add(v)
+
+    element_input = new_var(rng.choice(("scalar", "matrix3x3")), "e")
+    uniform_input = new_var("scalar", "u")
+    made(element_input)
+    gathered = []
+    for x, d in nodal:
+        for c, k in rng.sample(conns, k=rng.randint(1, len(conns))):
+            g = new_var(f"matrix{k}x{d}" if d else f"vector{k}", "g")
+            lines.append(f"{g} = gather({x}, {c});")
+            made(g)
+            gathered.append((g, c))
+    for _ in range(calls):
+        choices = [o for o in ops if all(live.get(t) for t in o[1])]
+        name, ins, res = rng.choice(choices)
+        args = []
+        for t in ins:
+            if t == "scalar" and rng.random() < 0.3:
+                args.append(rng.choice((uniform_input, *LITERALS)))
+                continue
+            fresh = [v for v in live[t] if v in unread]
+            args.append(rng.choice(fresh) if fresh and rng.random() < 0.7 else rng.choice(live[t]))
+        if all(a == uniform_input or a in LITERALS for a in args):
+            args[0] = rng.choice(live.get(ins[0], [element_input]))
+        target = new_var(res)
+        lines.append(f"{target} = {name}({', '.join(args)});")
+        unread.difference_update(args)
+        made(target)
+    outputs = []
+    for c, k in conns:
+        rows = [v for t, vs in live.items() if t == f"vector{k}" or t.startswith(f"matrix{k}x") for v in vs]
+        rows = sorted(rows, key=lambda v: (v not in unread, -int(v[1:])))[:3]  # unread and recent first
+        if not rows:
+            continue
+        for value in rows[:rng.randint(1, 2)]:
+            t = declared[value]
+            out = new_var(f"vector{t.split('x')[-1]}" if t.startswith("matrix") else "scalar", "r")
+            lines.append(f"{out} = scatter({value}, {c});")
+            unread.discard(value)
+            outputs.append(out)
+    if not outputs:  # (no value of a connectivity's rows: scatter a gathered one)
+        g, c = gathered[0]
+        t = declared[g]
+        out = new_var(f"vector{t.split('x')[-1]}" if t.startswith("matrix") else "scalar", "r")
+        lines.append(f"{out} = scatter({g}, {c});")
+        outputs.append(out)
+    # What nothing read is returned per element, so that no statement is dead.
+    outputs += sorted((v for v in unread if v.startswith("v")), key=lambda v: int(v[1:]))
+    decls: dict[str, list[str]] = {}
+    for v, t in declared.items():
+        kind = "uniform " if v == uniform_input else "nodal " if v.startswith("r") else ""
+        decls.setdefault(kind + t, []).append(v)
+    for x, d in nodal:
+        decls.setdefault(f"nodal {'vector%d' % d if d else 'scalar'}", []).append(x)
+    for c, k in conns:
+        decls.setdefault(f"index{k}", []).append(c)
+    head = [f"{t} {', '.join(vs)};" for t, vs in decls.items()]
+    inputs = [x for x, _ in nodal] + [c for c, _ in conns] + [element_input, uniform_input]
+    return "\n".join([f"// random mesh program: seed {seed}, {calls} element statements", *head,
                       f"input {', '.join(inputs)};", *lines, f"return {', '.join(outputs)};", ""])
