@@ -896,6 +896,9 @@ return r;"""
         got_gpu = gpu(conn, f, nodes=nodes).r
         got_cpu = cpu(conn, f, nodes=nodes).r
         assert got_gpu.tobytes() == want.tobytes() == got_cpu.tobytes(), (elements, nodes)
+        # in chunks of about 1000 elements (nodal sums kept whole): the same bits
+        chunked = gpu(conn, f, nodes=nodes, memory_budget=nodes * 12 + (nodes + 1) * 8 + 1000 * 96).r
+        assert chunked.tobytes() == want.tobytes(), (elements, nodes)
         # scatter="atomic": any order of the same additions, within their rounding bound
         atomic = gpu(conn, f, nodes=nodes, scatter="atomic").r
         exact = scatter_add(f.astype(np.float64), conn, nodes)
