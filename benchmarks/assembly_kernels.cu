@@ -6,14 +6,13 @@
 //   J = X_e^T dN (dN: the reference gradients of the four barycentric shape functions),
 //   G = dN J^-1, H = u_e^T G, eps = (H + H^T) / 2, sigma = lambda tr(eps) I + 2 mu eps,
 //   f_e[a] = |det J| / 6 * sigma G[a],   r[conn[a]] += f_e[a].
-extern "C" __global__ void __launch_bounds__(128) p1_elastic_atomic(
-    const float* __restrict__ X, const float* __restrict__ u, const int* __restrict__ conn,
-    float* __restrict__ r, const float lambda, const float mu, const long long elements)
+// What both kernels do first: gather the element's nodes' coordinates x and displacements v
+// through the connectivity, and the shape-function gradients G = dN J^-1 (rows 1..3 are the
+// rows of J^-1, row 0 minus their sum) with det J, J = X_e^T dN.
+__device__ __forceinline__ void gather_element(const float* __restrict__ X, const float* __restrict__ u,
+                                               const int* __restrict__ conn, const long long e, int node[4],
+                                               float x[4][3], float v[4][3])
 {
-  const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (e >= elements) return;
-  int node[4];
-  float x[4][3], v[4][3];
   for (int a = 0; a < 4; ++a) {
     node[a] = conn[e * 4 + a];
     for (int i = 0; i < 3; ++i) {
@@ -21,6 +20,10 @@ extern "C" __global__ void __launch_bounds__(128) p1_elastic_atomic(
       v[a][i] = u[(long long)node[a] * 3 + i];
     }
   }
+}
+
+__device__ __forceinline__ float shape_gradients(const float x[4][3], float G[4][3])
+{
   // dN = [[-1,-1,-1],[1,0,0],[0,1,0],[0,0,1]]: J[i][j] = x[j+1][i] - x[0][i].
   float J[3][3];
   for (int i = 0; i < 3; ++i)
@@ -37,11 +40,23 @@ extern "C" __global__ void __launch_bounds__(128) p1_elastic_atomic(
   Ji[0][2] = (J[0][1] * J[1][2] - J[0][2] * J[1][1]) * id;
   Ji[1][2] = (J[0][2] * J[1][0] - J[0][0] * J[1][2]) * id;
   Ji[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) * id;
-  float G[4][3];  // dN J^-1: rows 1..3 are J^-1's rows, row 0 minus their sum
   for (int j = 0; j < 3; ++j) {
     G[1][j] = Ji[0][j]; G[2][j] = Ji[1][j]; G[3][j] = Ji[2][j];
     G[0][j] = -(Ji[0][j] + Ji[1][j] + Ji[2][j]);
   }
+  return det;
+}
+
+extern "C" __global__ void __launch_bounds__(128) p1_elastic_atomic(
+    const float* __restrict__ X, const float* __restrict__ u, const int* __restrict__ conn,
+    float* __restrict__ r, const float lambda, const float mu, const long long elements)
+{
+  const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= elements) return;
+  int node[4];
+  float x[4][3], v[4][3], G[4][3];
+  gather_element(X, u, conn, e, node, x, v);
+  const float det = shape_gradients(x, G);
   float H[3][3];
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) {
@@ -72,34 +87,9 @@ extern "C" __global__ void __launch_bounds__(128) neo_hookean_atomic(
   const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (e >= elements) return;
   int node[4];
-  float x[4][3], v[4][3];
-  for (int a = 0; a < 4; ++a) {
-    node[a] = conn[e * 4 + a];
-    for (int i = 0; i < 3; ++i) {
-      x[a][i] = X[(long long)node[a] * 3 + i];
-      v[a][i] = u[(long long)node[a] * 3 + i];
-    }
-  }
-  float J[3][3];
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) J[i][j] = x[j + 1][i] - x[0][i];
-  const float c00 = J[1][1] * J[2][2] - J[1][2] * J[2][1], c01 = J[1][2] * J[2][0] - J[1][0] * J[2][2],
-              c02 = J[1][0] * J[2][1] - J[1][1] * J[2][0];
-  const float det = J[0][0] * c00 + J[0][1] * c01 + J[0][2] * c02;
-  const float id = 1.0f / det;
-  float Ji[3][3];
-  Ji[0][0] = c00 * id; Ji[1][0] = c01 * id; Ji[2][0] = c02 * id;
-  Ji[0][1] = (J[0][2] * J[2][1] - J[0][1] * J[2][2]) * id;
-  Ji[1][1] = (J[0][0] * J[2][2] - J[0][2] * J[2][0]) * id;
-  Ji[2][1] = (J[0][1] * J[2][0] - J[0][0] * J[2][1]) * id;
-  Ji[0][2] = (J[0][1] * J[1][2] - J[0][2] * J[1][1]) * id;
-  Ji[1][2] = (J[0][2] * J[1][0] - J[0][0] * J[1][2]) * id;
-  Ji[2][2] = (J[0][0] * J[1][1] - J[0][1] * J[1][0]) * id;
-  float G[4][3];
-  for (int j = 0; j < 3; ++j) {
-    G[1][j] = Ji[0][j]; G[2][j] = Ji[1][j]; G[3][j] = Ji[2][j];
-    G[0][j] = -(Ji[0][j] + Ji[1][j] + Ji[2][j]);
-  }
+  float x[4][3], v[4][3], G[4][3];
+  gather_element(X, u, conn, e, node, x, v);
+  const float det = shape_gradients(x, G);
   float F[3][3];
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) {

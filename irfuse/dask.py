@@ -31,6 +31,13 @@ ones, each combined pairwise left to right), and the combined values go to every
 the next phase as uniform inputs. The same chunks give the same bits every time, on any
 number of workers; a maximum or minimum is the one-call value, a sum differs from it
 within the summation error of float arithmetic (the one call adds in another order).
+A program over a mesh (`irfuse.api.mesh_calls`) takes its nodal inputs whole (NumPy arrays,
+or Dask arrays made one chunk) and its connectivities and per-element inputs chunked along
+the elements (rechunked to the first one's chunks). Its chunks run one after another, each
+task's scatters going on from the nodal sums of the task before it (`mesh_calls.chunk_onto`):
+every node's additions are those of one call, in its order, so the outputs have its bits
+(the per-element outputs are each chunk's own). The chain is what the fixed order costs: the
+chunks of one mesh do not run side by side.
 Requires the `dask` extra (`pip install irfuse[dask]`: dask, distributed, dask-cuda).
 """
 
@@ -116,12 +123,16 @@ def _combined(kind: str, partials: list):
 
 def apply(program: Program, *arrays, **named) -> Outputs:
     """`program` over Dask arrays (positional in its `input` order, or by name); its outputs
-    as Dask arrays chunked like the inputs' batch axis, by name or position (`Outputs`)."""
+    as Dask arrays chunked like the inputs' batch axis, by name or position (`Outputs`). A
+    program over a mesh also takes `nodes=` (its node count where no nodal input tells) and
+    `scatter=` ("ordered", or "atomic") as its calls do; its chunks are NumPy arrays."""
     import dask
     import dask.array as da
 
     if not isinstance(program, Program):
         raise UsageError(f"irfuse.dask.apply takes a Program (irfuse.compile), not a {type(program).__qualname__}")
+    if program.nodal or program.index_inputs:
+        return _apply_on_mesh(program, arrays, named)
     plan = program.phase_plan()
     if len(plan.phases) > 1:
         program.compiled_from("its phases at its reductions cannot be compiled as it was")
@@ -198,3 +209,57 @@ def apply(program: Program, *arrays, **named) -> Outputs:
         parts[k] = da.from_delayed(reduced[name], shape=program.shapes[k], dtype=program.dtype,
                                    meta=_empty(meta, len(program.shapes[k]), program.dtype))
     return Outputs(program.outputs, [parts[k] for k in program.outputs])
+
+
+def _chunk_onto(program: Program, sums, nodes: int, scatter: str, first: int, *blocks):
+    from irfuse.api.mesh_calls import chunk_onto
+
+    return chunk_onto(program, sums, nodes, scatter, first, *(_block(b) for b in blocks))
+
+
+def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
+    """A program over a mesh on Dask arrays chunked along its elements (see the module): one
+    task a chunk, each after the one before it."""
+    import dask
+    import dask.array as da
+
+    from irfuse.api.mesh_calls import SCATTER_MODES
+
+    nodes, scatter = named.pop("nodes", None), named.pop("scatter", "ordered")
+    if scatter not in SCATTER_MODES:
+        raise UsageError(f"scatter= is one of {', '.join(map(repr, SCATTER_MODES))}, not {scatter!r}")
+    bound = bind_inputs(program.inputs, arrays, named)
+    chunked = [k for k in program.inputs if k not in program.uniform and k not in program.nodal]
+    for name in chunked:
+        if not isinstance(bound[name], da.Array):
+            raise UsageError(f"input '{name}' is a {type(bound[name]).__qualname__}, not a Dask array "
+                             "(dask.array.from_array makes one): a program over a mesh takes its connectivities "
+                             "and per-element inputs chunked along the elements")
+    first = bound[chunked[0]]
+    n, chunks = first.shape[0], first.chunks[0]
+    whole: dict[str, object] = {}
+    for name in program.inputs:
+        a = bound[name]
+        if name in chunked:
+            if a.ndim < 1 or a.shape[0] != n:
+                raise UsageError(f"input '{name}' has shape {a.shape}; its first axis must hold the {n} elements of "
+                                 f"input '{chunked[0]}'")
+            continue
+        whole[name] = a.rechunk(-1).to_delayed().reshape(-1)[0] if isinstance(a, da.Array) else a
+    blocks = {name: bound[name].rechunk({0: chunks, **{k: -1 for k in range(1, bound[name].ndim)}})
+              .to_delayed().reshape(-1) for name in chunked}
+    step = dask.delayed(_chunk_onto, pure=True, nout=2)
+    pick = dask.delayed(_pick, pure=True)
+    sums, parts = None, {name: [] for name in program.outputs if name not in program.nodal}
+    for c, length in enumerate(chunks):
+        args = [blocks[name][c] if name in blocks else whole[name] for name in program.inputs]
+        per_element, sums = step(program, sums, nodes, scatter, sum(chunks[:c]), *args)
+        for name in parts:
+            parts[name].append(da.from_delayed(pick(per_element, name), shape=(length, *program.shapes[name]),
+                                               dtype=program.dtype))
+    out = {name: da.concatenate(p) for name, p in parts.items()}
+    for name in program.outputs:
+        if name in program.nodal:
+            m = nodes if nodes is not None else next(bound[k].shape[0] for k in program.inputs if k in program.nodal)
+            out[name] = da.from_delayed(pick(sums, name), shape=(m, *program.shapes[name]), dtype=program.dtype)
+    return Outputs(program.outputs, [out[k] for k in program.outputs])

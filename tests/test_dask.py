@@ -254,3 +254,55 @@ def test_random_programs_with_reductions_on_two_worker_processes_with_uneven_chu
         alone = dask.compute(*outs, scheduler="sync")
         for name, a, b in zip(prog.outputs, on_cluster, alone):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=f"seed {seed}, output {name}")
+
+
+MESH = """
+nodal vector3 X, r;
+index4 conn;
+scalar s;
+matrix4x3 Xe, fe;
+input X, conn, s;
+Xe = gather(X, conn);
+fe = scale(Xe, s);
+r = scatter(fe, conn);
+return r, fe;
+"""
+
+
+def _mesh_arrays(elements=1001, nodes=307, seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (nodes, 3)).astype(np.float32)
+    conn = rng.integers(0, nodes - 7, size=(elements, 4)).astype(np.int32)  # the last 7 nodes unused
+    conn[::5, 3] = conn[::5, 0]  # a node twice in an element
+    s = (10.0 ** rng.uniform(-3, 3, elements)).astype(np.float32)  # six decades: the order shows
+    return X, conn, s
+
+
+def test_apply_on_a_mesh_chains_the_chunks_and_gives_the_bits_of_one_call(client):
+    """Nodal input whole, connectivity and per-element input in uneven chunks on two worker
+    processes: the nodal sums and per-element values of one call, bit for bit."""
+    prog = irfuse.compile(MESH, backend="cpu", filename="mesh.kas")
+    X, conn, s = _mesh_arrays()
+    one = prog(X, conn, s)
+    outs = irfuse.dask.apply(prog, X, da.from_array(conn, chunks=(250, 4)),
+                             da.from_array(s, chunks=(100, 200, 301, 400)))
+    r, fe = dask.compute(outs.r, outs.fe, scheduler=client.get)
+    assert r.tobytes() == one.r.tobytes() and fe.tobytes() == one.fe.tobytes()
+    assert outs.r.shape == X.shape and outs.fe.shape == (len(conn), 4, 3)
+    whole = irfuse.dask.apply(prog, da.from_array(X, chunks=(100, 3)), da.from_array(conn, chunks=(333, 4)),
+                              da.from_array(s, chunks=333), scatter="atomic")
+    assert whole.r.compute(scheduler="sync").tobytes() == one.r.tobytes()  # (on the CPU, the same order)
+
+
+def test_apply_on_a_mesh_refuses_what_it_cannot_take():
+    prog = irfuse.compile(MESH, backend="cpu", filename="mesh.kas")
+    X, conn, s = _mesh_arrays(40, 20)
+    with pytest.raises(irfuse.UsageError, match="input 'conn' is a ndarray, not a Dask array"):
+        irfuse.dask.apply(prog, X, conn, da.from_array(s))
+    with pytest.raises(irfuse.UsageError, match=r"input 's' has shape \(39,\); its first axis must hold the 40"):
+        irfuse.dask.apply(prog, X, da.from_array(conn), da.from_array(s[:39]))
+    bad = conn.copy()
+    bad[17, 2] = 20
+    out = irfuse.dask.apply(prog, X, da.from_array(bad, chunks=(10, 4)), da.from_array(s, chunks=10))
+    with pytest.raises(irfuse.UsageError, match=r"element 17, position 2 names node 20, outside \[0, 20\)"):
+        out.r.compute(scheduler="sync")

@@ -33,10 +33,11 @@ from irfuse.mesh.scatter import inverse_connectivity
 from irfuse.runtime.executor import Executor
 
 
-def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None
+def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, first: int = 0
                         ) -> tuple[dict[str, np.ndarray], int, int, dict]:
     """(name -> array, elements E, nodes M, name -> inverse of each connectivity given as a
-    `Connectivity`), every argument checked."""
+    `Connectivity`), every argument checked (`first`: the number in the whole mesh of the
+    first element, which refusals count from)."""
     bound = bind_inputs(program.inputs, args, named)
     if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1):
         raise UsageError(f"nodes= takes the mesh's number of nodes, a positive whole number, not {nodes!r}")
@@ -82,7 +83,7 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None
                                  f"hold {m}")
             inverses[name] = given.inverse
         else:
-            check_connectivity(arrays[name], m, f"input '{name}'")
+            check_connectivity(arrays[name], m, f"input '{name}'", first)
     return arrays, n, m, inverses
 
 
@@ -191,30 +192,66 @@ def run_mesh_in_chunks(program, dev, arrays: dict[str, np.ndarray], n: int, m: i
     total = -(-n // chunk)
     for k, first in enumerate(range(0, n, chunk)):
         last = min(n, first + chunk)
-        uploaded, inverses = dict(nodal), {}
-        for name in program.inputs:
-            a = arrays[name]
-            if name in program.index_inputs:
-                uploaded[name] = dev.upload_integers(np.ascontiguousarray(a[first:last]))
-                if scatter == "ordered":
-                    inverses[name] = inverse_connectivity(a[first:last], m)
-            elif name in program.uniform:
-                uploaded[name] = dev.upload(a)
-            elif name not in program.nodal:
-                uploaded[name] = dev.upload(np.ascontiguousarray(a[first:last]))
-        recorded = Executor(program.artifact, dev).prepare(
-            {}, last - first, uploaded, outputs=sums, as_graph=False, nodes=m, inverses=inverses, scatter=scatter,
-            onto=k > 0)
-        recorded.replay()
-        dev.synchronize()
-        for name in program.outputs:
-            if name not in program.nodal:
-                buf, _ = recorded.results[name]
-                dev.read_into(results[name][first:last], buf)
+        run_mesh_chunk(program, dev, elements_of(program, arrays, first, last), last - first, m, nodal, sums,
+                       scatter, k > 0, elements_of(program, results, first, last))
         if progress is not None:
             progress(k + 1, total)
     for name, buf in sums.items():
         dev.read_into(results[name], buf)
+
+
+def elements_of(program, arrays: dict, first: int, last: int) -> dict:
+    """Elements first..last of a call's arrays: connectivities and per-element values sliced,
+    uniform values as they are; nodal ones left out."""
+    return {name: a if name in program.uniform else a[first:last] for name, a in arrays.items()
+            if name not in program.nodal}
+
+
+def run_mesh_chunk(program, dev, arrays: dict[str, np.ndarray], n: int, m: int, nodal: dict, sums: dict,
+                   scatter: str, onto: bool, results: dict[str, np.ndarray]) -> None:
+    """One chunk of `n` elements of a call over a mesh: `arrays` its per-element values and
+    node numbers (and the uniform values), `nodal` the nodal inputs' device buffers, `sums`
+    the nodal outputs' (which its scatters add onto when `onto`, else start); its per-element
+    outputs read into `results`."""
+    uploaded, inverses = dict(nodal), {}
+    for name in program.inputs:
+        if name in program.nodal:
+            continue
+        a = np.ascontiguousarray(arrays[name])
+        if name in program.index_inputs:
+            uploaded[name] = dev.upload_integers(a)
+            if scatter == "ordered":
+                inverses[name] = inverse_connectivity(a, m)
+        else:
+            uploaded[name] = dev.upload(a)
+    recorded = Executor(program.artifact, dev).prepare({}, n, uploaded, outputs=sums, as_graph=False, nodes=m,
+                                                       inverses=inverses, scatter=scatter, onto=onto)
+    recorded.replay()
+    dev.synchronize()
+    for name, target in results.items():
+        buf, _ = recorded.results[name]
+        dev.read_into(target, buf)
+
+
+def chunk_onto(program, sums: dict[str, np.ndarray] | None, nodes: int, scatter: str, first: int,
+               *blocks) -> tuple[dict, dict]:
+    """A chunk of a call over a mesh whose earlier chunks ran elsewhere (`irfuse.dask`): its
+    inputs in the program's order (nodal ones whole, connectivities and per-element values
+    the chunk's, whose first element is `first` of the mesh), its scatters going on from
+    `sums` (the nodal outputs so far; None for the first chunk). Returns (per-element
+    outputs, nodal sums), NumPy arrays."""
+    arrays, n, m, _ = bind_mesh_arguments(program, blocks, {}, nodes, first)
+    results = {name: np.empty((n, *program.shapes[name]), program.dtype) for name in program.outputs
+               if name not in program.nodal}
+    with program._lock:
+        dev = program._opened_device()
+        nodal = {name: dev.upload(arrays[name]) for name in program.inputs if name in program.nodal}
+        bufs = {name: dev.upload(sums[name]) if sums is not None else dev.alloc((m, *program.shapes[name]))
+                for name in program.outputs if name in program.nodal}
+        run_mesh_chunk(program, dev, elements_of(program, arrays, 0, n), n, m, nodal, bufs, scatter, sums is not None,
+                       results)
+        totals = {name: dev.download(buf, (m, *program.shapes[name])) for name, buf in bufs.items()}
+    return results, totals
 
 
 def verify_mesh_call(program, arrays: dict, outputs: Outputs, n: int, nodes: int) -> None:

@@ -17,10 +17,11 @@ from irfuse.diagnostics import UsageError
 METHODS = ("rcm", "morton")
 
 
-def check_connectivity(conn, nodes: int | None = None, what: str = "conn") -> np.ndarray:
+def check_connectivity(conn, nodes: int | None = None, what: str = "conn", first: int = 0) -> np.ndarray:
     """`conn` as an (E, K) integer array whose every entry is a node number in [0, nodes)
     (nodes: one more than the largest entry when None); a `UsageError` naming the element
-    and the position of the first entry outside otherwise."""
+    (counted from `first`: the chunk's first element in the whole mesh) and the position of
+    the first entry outside otherwise."""
     a = np.asarray(conn)
     if a.ndim != 2 or a.shape[1] < 1:
         raise UsageError(f"{what} must be an array of shape (elements, nodes per element), not {a.shape}")
@@ -31,7 +32,8 @@ def check_connectivity(conn, nodes: int | None = None, what: str = "conn") -> np
     bad = (a < 0) | (a >= nodes)
     if bad.any():
         e, k = (int(v) for v in np.argwhere(bad)[0])
-        raise UsageError(f"{what}: element {e}, position {k} names node {int(a[e, k])}, outside [0, {nodes})")
+        raise UsageError(f"{what}: element {first + e}, position {k} names node {int(a[e, k])}, outside "
+                         f"[0, {nodes})")
     return a
 
 
