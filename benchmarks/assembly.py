@@ -119,6 +119,33 @@ def step_milliseconds(run, artifact, repeat: int = 20) -> dict[str, float]:
     return out
 
 
+def gpu_array_calls(program, Xt, ut, ct, prepared, dN, nodes, repeat: int = 20) -> dict[str, float]:
+    """Wall-clock milliseconds (medians) of whole calls on PyTorch GPU tensors, each waiting
+    for the GPU: with a prepared `Connectivity` (nothing checked), with the connectivity as a
+    tensor and atomics (checked on the GPU first), and that check alone."""
+    import torch
+
+    from irfuse.api.device_arrays import device_array
+    from irfuse.api.mesh_gpu_calls import check_connectivity_on_gpu
+
+    lam, mu = np.float32(LAMBDA), np.float32(MU)
+    cases = {"call, Connectivity": lambda: program(Xt, ut, prepared, dN, lam, mu),
+             "call, tensor connectivity, atomic": lambda: program(Xt, ut, ct, dN, lam, mu, scatter="atomic"),
+             "connectivity check alone": lambda: check_connectivity_on_gpu(program._opened_device(), "conn",
+                                                                            device_array(ct), nodes)}
+    out = {}
+    for name, fn in cases.items():
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        out[name] = float(np.median(times)) * 1e3
+    return out
+
+
 def copy_bandwidth(torch) -> float:
     """Bytes a second (read + written) of a 1 GiB device copy timed with events: the yardstick."""
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -170,7 +197,7 @@ def main(argv=None) -> int:
     programs = {model: irfuse.compile(os.path.join(examples, kas), backend="cuda")
                 for model, (_, _, kas) in MODELS.items()}
     dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
-    prepared_s, split = {}, {}
+    prepared_s, split, gpu_calls = {}, {}, {}
     if not args.skip_jax:
         import jax
         import jax.numpy as jnp
@@ -247,6 +274,8 @@ def main(argv=None) -> int:
                 jfn = jax.jit(lambda X, u, c, fn=fn: fn(jnp, X, u, c, LAMBDA, MU, jax_scatter))
                 errors["jax.jit"] = error(jfn(Xj, uj, cj))
                 samplers["jax.jit"] = jax_sampler(jfn, [Xj, uj, cj])
+            if numbering.startswith("reordered") and model == "elasticity":
+                gpu_calls[model] = gpu_array_calls(programs[model], Xt, ut, ct, prepared, dN, nodes)
             times = interleaved_medians(samplers, args.repeat, args.rounds)
             for name, t in times.items():
                 rows.append({"residual": model, "numbering": numbering, "contender": name, "ms": t * 1e3,
@@ -266,13 +295,16 @@ def main(argv=None) -> int:
                       f"{100 * row['of_copy']:.1f}%", f"{row['max_error_over_max_r']:.1e}",
                       "" if row["distinct_results_in_20_runs"] is None else str(row["distinct_results_in_20_runs"]))
     console.print(table)
+    for model, calls in gpu_calls.items():
+        console.print(f"irfuse on PyTorch GPU tensors, {model}, Morton: " + ", ".join(f"{k} {v:.3f} ms"
+                                                                                     for k, v in calls.items()))
     for case, parts in split.items():
         console.print(f"irfuse's steps, {case}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in parts.items()))
     with open(args.json, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "elements": elements, "nodes": nodes,
                    "floor_bytes": floor, "copy_bytes_per_s": copy_bw, "mesh_seconds": made,
                    "morton_seconds": morton_s, "irfuse_connectivity_seconds": prepared_s,
-                   "irfuse_step_ms": split, "rows": rows}, f, indent=1)
+                   "irfuse_step_ms": split, "irfuse_gpu_array_calls_ms": gpu_calls, "rows": rows}, f, indent=1)
     console.print(f"wrote {args.json}")
     return 0
 

@@ -905,3 +905,43 @@ return r;"""
         terms = np.bincount(conn.ravel(), minlength=nodes)[:, None]
         bound = terms * np.finfo(np.float32).eps * scatter_add(np.abs(f).astype(np.float64), conn, nodes)
         assert np.all(np.abs(atomic - exact) <= bound + 1e-30), (elements, nodes)
+
+
+def test_mesh_calls_on_gpu_arrays_give_the_bits_of_host_calls_and_check_connectivities_on_the_gpu():
+    """CuPy and PyTorch arrays in, arrays of the same library out: the bits of the call on
+    NumPy arrays, with the connectivity as a GPU array (checked on the GPU; its inverse made
+    on the host), as a `Connectivity` (uploaded once) and with atomics; an entry outside
+    [0, M) on the GPU is refused by element and position before anything runs."""
+    import cupy
+    import torch
+
+    import irfuse
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    coords, conn = box_tetrahedra(6, numbering="random", seed=3)[:2]
+    rng = np.random.default_rng(1)
+    X = coords.astype(np.float32)
+    u = (1e-2 * rng.standard_normal(X.shape)).astype(np.float32)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    prog = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
+    lam, mu = np.float32(1.5), np.float32(0.75)
+    want = prog(X, u, conn, dN, lam, mu).r
+    Xc, uc, cc = cupy.asarray(X), cupy.asarray(u), cupy.asarray(conn)
+    got = prog(Xc, uc, cc, dN, lam, mu, verify=True).r
+    assert isinstance(got, cupy.ndarray) and cupy.asnumpy(got).tobytes() == want.tobytes()
+    prepared = Connectivity(conn, len(X))
+    for _ in range(2):
+        assert cupy.asnumpy(prog(Xc, uc, prepared, dN, lam, mu).r).tobytes() == want.tobytes()
+    atomic = cupy.asnumpy(prog(Xc, uc, cc, dN, lam, mu, scatter="atomic").r)
+    np.testing.assert_allclose(atomic, want, rtol=0, atol=1e-5 * np.abs(want).max())
+    Xt, ut, ct = (torch.from_numpy(a).cuda() for a in (X, u, conn))
+    got_t = prog(Xt, ut, ct, dN, lam, mu).r
+    assert isinstance(got_t, torch.Tensor) and got_t.cpu().numpy().tobytes() == want.tobytes()
+    bad = cc.copy()
+    bad[123, 2] = len(X)
+    with pytest.raises(irfuse.UsageError, match=rf"element 123, position 2 names node {len(X)}, outside \[0, {len(X)}\)"):
+        prog(Xc, uc, bad, dN, lam, mu)
+    with pytest.raises(irfuse.UsageError, match="a connectivity on the GPU is a contiguous int32 array"):
+        prog(Xc, uc, cc.astype(cupy.int64), dN, lam, mu)
+    with pytest.raises(irfuse.UsageError, match="with GPU arrays, a nodal array is a GPU array too"):
+        prog(X, uc, cc, dN, lam, mu)

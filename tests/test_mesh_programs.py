@@ -248,3 +248,18 @@ def test_random_mesh_programs_in_chunks_give_the_bits_of_one_call(seed):
     assert seen[-1] >= 8
     for name in prog.outputs:
         assert chunked[name].tobytes() == whole[name].tobytes(), name
+
+
+def test_the_connectivity_check_kernel_finds_the_first_entry_outside():
+    """`irf_check_index` (what a call on GPU arrays runs before anything reads through a
+    connectivity), here through its CPU twin, blocks side by side: the least bad slot."""
+    prog = irfuse.compile(SCALED, backend="cpu")
+    assert any(k.name == "irf_check_index" for k in prog.artifact.kernels)
+    conn = np.random.default_rng(0).integers(0, 5, (100000, 4)).astype(np.int32)
+    for bad in ([], [(777, 2, 9), (5000, 1, -3)], [(99999, 3, 5)]):
+        c = conn.copy()
+        for e, k, v in bad:
+            c[e, k] = v
+        flag = np.array([2**63 - 1], np.int64)
+        prog._opened_device().module.launch("irf_check_index", [c, np.array([5], np.int64), flag], c.size)
+        assert flag[0] == (min(e * 4 + k for e, k, _ in bad) if bad else 2**63 - 1)

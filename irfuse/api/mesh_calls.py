@@ -10,9 +10,15 @@ reads gets its inverse (`irfuse.mesh.inverse_connectivity`: each node's slots in
 order) before the run; a connectivity passed as an `irfuse.mesh.Connectivity` carries both,
 made once. `scatter="atomic"` runs the scatters with atomics instead: no inverse to make (what
 a connectivity used once saves), and on the GPU the order of the additions, hence the last
-bits, changes from run to run (the CPU backend adds in the fixed order either way). These
-calls take NumPy arrays in arrays of structures and run in one piece (no
-chunks, no GPU arrays yet): anything else is refused by name.
+bits, changes from run to run (the CPU backend adds in the fixed order either way).
+
+Within a device-memory budget (`memory_budget=`; on the GPU half its free memory when none is
+given) a call runs in chunks of elements (`mesh_chunk_elements`, `run_mesh_in_chunks`): the
+nodal values stay whole on the device, and each chunk's scatters go on from the sums of the
+chunks before it, so that every node's additions are those of one call in its order: the
+same bits. `chunk_onto` runs one such chunk whose earlier chunks ran elsewhere (`irfuse.dask`).
+These calls take NumPy arrays in arrays of structures (calls on GPU arrays are
+`irfuse.api.mesh_gpu_calls`; structures of arrays not yet): anything else is refused by name.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array
 from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
 from irfuse.api.host_calls import aligned_copy, may_overlap, run_on_host
 from irfuse.api.mesh_calls import call_on_mesh, verify_mesh_call
+from irfuse.api.mesh_gpu_calls import call_on_mesh_gpu, host_copy, on_gpu
 from irfuse.api.outputs import Outputs
 from irfuse.api.progress import progress_bar
 from irfuse.api.verification import Verification, verify_on_device, verify_on_host
@@ -315,8 +316,8 @@ class Program:
         `scatter="atomic"`: its scatters add with atomics, not reproducible)."""
         _check_budget(memory_budget)
         if self.nodal or self.index_inputs:
-            return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress, nodes,
-                                      scatter or "ordered")
+            return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress,
+                                      nodes, scatter or "ordered")
         for given, what in ((nodes, "nodes= gives the number of nodes"), (scatter, "scatter= chooses how scatters add")):
             if given is not None:
                 raise UsageError(f"{what} of a program over a mesh; this program has no nodal values")
@@ -389,6 +390,18 @@ class Program:
                 return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, report, nodes,
                                           scatter)
         _check_progress(progress)
+        bound = bind_inputs(self.inputs, args, named)
+        if on_gpu(bound):
+            if memory_budget is not None:
+                raise UsageError("memory_budget= chunks a call on host arrays; a call over a mesh on GPU arrays runs "
+                                 "in one piece")
+            outputs, n, m = call_on_mesh_gpu(self, bound, out, nodes, scatter)
+            if callable(progress):
+                progress(1, 1)
+            if verify:  # on host copies of the arguments and the results
+                verify_mesh_call(self, {k: host_copy(v) for k, v in bound.items()},
+                                 Outputs(self.outputs, [host_copy(o) for o in outputs]), n, m)
+            return outputs
         outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes, scatter, memory_budget,
                                              progress if callable(progress) else None)
         if verify:

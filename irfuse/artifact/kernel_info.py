@@ -7,6 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+# The kernel a call on GPU arrays checks each connectivity with (`backend.scatter_emit`):
+# emitted into every program that reads a connectivity, launched by `api.mesh_gpu_calls`.
+CHECK_INDEX_KERNEL = "irf_check_index"
+
+
 @dataclass
 class KernelInfo:
     """What a launcher needs to know about one emitted kernel."""
@@ -36,10 +41,15 @@ class KernelInfo:
     # Per input, the C type of its words where it is not the element type: "int" for a
     # connectivity's node numbers, "long long" for offsets (empty: every input is `real_t`).
     input_types: list[str] = field(default_factory=list)
+    output_types: list[str] = field(default_factory=list)  # the same of outputs ("long long": a flag)
 
     def input_ctype(self, i: int) -> str:
         """The C type of input `i`'s words."""
         return (self.input_types[i] if i < len(self.input_types) else "") or "real_t"
+
+    def output_ctype(self, i: int) -> str:
+        """The C type of output `i`'s words."""
+        return (self.output_types[i] if i < len(self.output_types) else "") or "real_t"
 
     @property
     def threads(self) -> int:
@@ -57,7 +67,8 @@ class KernelInfo:
         return {k: getattr(self, k) for k in (
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
-            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid", "input_types")}
+            "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid", "input_types",
+            "output_types")}
 
     def array_offsets(self, itemsize: int) -> list[int]:
         """Where the arrays apart from the planned buffer start, in words from its start: after

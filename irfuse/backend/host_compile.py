@@ -48,7 +48,7 @@ def launcher_source(kernels: list[KernelInfo]) -> str:
     lines = ['#include "kernels.cu"', ""]
     for k in kernels:
         casts = [f"(const {k.input_ctype(i)}*)a->args[{i}]" for i in range(len(k.inputs))]
-        casts += [f"(real_t*)a->args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
+        casts += [f"({k.output_ctype(i)}*)a->args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
         lines += [
             f"static int irf_range_{k.name}(const irf::LaunchArgs* a, long long begin, long long end) {{",
             f"  return {k.name}({', '.join(casts + ['a->n', 'begin', 'end', 'a->reverse'])});",

@@ -19,7 +19,7 @@ that copied a block's rows into shared tiles first).
 
 from __future__ import annotations
 
-from irfuse.artifact.kernel_info import KernelInfo
+from irfuse.artifact.kernel_info import CHECK_INDEX_KERNEL, KernelInfo
 from irfuse.dialects import fuse
 
 LANES = 4  # GPU threads per node
@@ -142,3 +142,39 @@ def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
              KernelInfo(zero, 1, ROWS, 0, [], ["out"], [], [size])),
             ("\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]),
              KernelInfo(atomic, 1, ROWS, 0, ["values", "conn"], ["out"], [size, 1], [size], input_types=["", "int"]))]
+
+
+def index_check_kernel() -> tuple[str, KernelInfo]:
+    """The kernel a call on GPU arrays checks a connectivity with before anything reads through
+    it: over its E x K entries, the first (lowest) slot whose node number is outside
+    [0, nodes) goes into `first_bad` (which the call sets to LLONG_MAX before, and reads
+    after); `nodes` is a one-word array. The CPU twin does the same in slot order."""
+    name = CHECK_INDEX_KERNEL
+    params = ("const int* __restrict__ conn, const long long* __restrict__ nodes, long long* __restrict__ first_bad, "
+              "const long long n")
+    gpu = ["// a connectivity checked on the GPU: the first entry outside [0, nodes)",
+           f'extern "C" __global__ void __launch_bounds__({ROWS}) {name}({params})',
+           "{",
+           f"  const long long slot = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
+           "  if (slot < n) {",
+           "    const int v = conn[slot];",
+           "    if (v < 0 || v >= nodes[0]) atomicMin((unsigned long long*)first_bad, (unsigned long long)slot);",
+           "  }",
+           "}"]
+    host = [f"static int {name}({params}, const long long block_begin, const long long block_end, const bool reverse)",
+            "{",
+            "  (void)reverse;",
+            f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
+            f"  for (long long slot = block_begin * {ROWS}; slot < last; ++slot) {{",
+            "    const int v = conn[slot];",
+            "    if (v < 0 || v >= nodes[0]) {  // the least slot, as blocks running side by side find them",
+            "      long long seen = __atomic_load_n(first_bad, __ATOMIC_RELAXED);",
+            "      while (slot < seen && !__atomic_compare_exchange_n(first_bad, &seen, slot, false, __ATOMIC_RELAXED,",
+            "                                                         __ATOMIC_RELAXED)) {}",
+            "    }",
+            "  }",
+            "  return 0;",
+            "}"]
+    info = KernelInfo(name, 1, ROWS, 0, ["conn", "nodes"], ["first_bad"], [1, 1], [1],
+                      input_types=["int", "long long"], output_types=["long long"])
+    return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info

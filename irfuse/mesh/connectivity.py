@@ -38,6 +38,21 @@ class Connectivity:
         for a in self.inverse:
             a.flags.writeable = False
         self.seconds = time.perf_counter() - start
+        self._on_device: dict[int, tuple] = {}  # id(device) -> (device, node numbers, starts, slots)
+
+    def on_device(self, device) -> tuple:
+        """(node numbers, (starts, slots)) as buffers of a runtime device, uploaded the first
+        time a device asks and kept for its later calls (the device kept alive with them)."""
+        kept = self._on_device.get(id(device))
+        if kept is None:
+            starts, slots = self.inverse
+            kept = self._on_device[id(device)] = (device, device.upload_integers(self.conn),
+                                                  device.upload_integers(np.asarray(starts, dtype=np.int64)),
+                                                  device.upload_integers(np.asarray(slots, dtype=np.int32)))
+        return kept[1], (kept[2], kept[3])
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_on_device": {}}  # (device buffers do not travel)
 
     @property
     def shape(self) -> tuple[int, int]:

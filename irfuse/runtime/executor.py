@@ -147,7 +147,8 @@ class Executor:
         (value -> buffer) gives values made before it (combined reductions) and the buffers
         its partials go to. A program over a mesh takes `nodes` (its nodal values' count) and,
         per connectivity input its scatters read, its inverse (`inverses`: name -> (starts,
-        slots), `irfuse.mesh.inverse_connectivity`; made here from the input when absent).
+        slots), `irfuse.mesh.inverse_connectivity`, as NumPy arrays or buffers on this device;
+        made here from the input when absent).
         `scatter="atomic"` runs its scatters with atomics instead (no inverse; the order of the
         additions, hence the bits, change from run to run on the GPU). `onto`: the scatters add
         onto what their outputs (given in `outputs`) hold, as a chunk after the first does."""
@@ -193,6 +194,9 @@ class Executor:
                 continue
             name = names[step.index]
             given = (inverses or {}).get(name)
+            if given is not None and not isinstance(given[0], np.ndarray):
+                self.inverses[step.index] = given  # already on the device (`Connectivity.on_device`)
+                continue
             starts, slots = given if given is not None else inverse_connectivity(inputs[name], nodes)
             if len(slots) >= 2**31:
                 raise UsageError(f"connectivity '{name}' has {len(slots)} entries; a scatter takes fewer than 2^31")

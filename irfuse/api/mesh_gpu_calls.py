@@ -1,0 +1,195 @@
+"""Calls of programs over a mesh on GPU arrays (PyTorch, CuPy, Numba, PyCUDA, JAX, DLPack):
+nodal arrays `(M, *shape)`, per-element arrays `(E, *shape)` and connectivities `(E, K)` of
+int32 node numbers, all on the program's GPU, read where they are; outputs made in the first
+input's library (or `out=` GPU arrays) and written in place.
+
+A connectivity on the GPU is checked there before anything reads through it: a kernel
+(`irf_check_index`) finds the first entry outside `[0, M)` and the call reads that one word
+back, raising a `UsageError` that names the element and position as a call on NumPy arrays
+does. Given as an `irfuse.mesh.Connectivity` (checked when it was made), its node numbers and
+inverse are uploaded once per device and kept, and nothing is checked again. A connectivity
+given as a GPU array that an ordered scatter reads is copied to the host for its inverse
+(`irfuse.mesh.inverse_connectivity`), at every call: pass a `Connectivity`, or
+`scatter="atomic"`, which needs none.
+
+These calls wait for the GPU: the context is synchronized before the run (whatever the
+caller's streams were writing into the inputs is done) and after it (the outputs are
+written when the call returns).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_array, same_batch_length
+from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, overlaps
+from irfuse.api.outputs import Outputs
+from irfuse.artifact.arrays import AOS
+from irfuse.artifact.host_plan import Scatter
+from irfuse.artifact.kernel_info import CHECK_INDEX_KERNEL
+from irfuse.diagnostics import UsageError
+from irfuse.mesh.connectivity import Connectivity
+from irfuse.mesh.scatter import inverse_connectivity
+from irfuse.runtime.device import Slot
+from irfuse.runtime.executor import Executor
+
+NO_BAD_ENTRY = 2**63 - 1  # what the check kernel's flag holds when every entry is a node
+
+
+def on_gpu(bound: dict) -> bool:
+    """Whether a call's arguments (name -> value) put it on GPU arrays: any of them is one."""
+    return any(device_array(v) is not None for v in bound.values())
+
+
+def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str) -> tuple[Outputs, int, int]:
+    """Runs a program over a mesh on GPU arrays (see the module): its outputs, E and M."""
+    if program.backend != "cuda":
+        raise UsageError(f"{program.name} runs on the {program.backend} backend; GPU arrays need one compiled with "
+                         "backend='cuda'")
+    slots, inverses, elements, node_counts, checks, model = {}, {}, {}, {}, [], None
+    with program._lock:
+        dev = program._opened_device()
+        for name, value in bound.items():
+            what = f"input '{name}'"
+            if name in program.index_inputs:
+                count = program.shapes[name][0]
+                if isinstance(value, Connectivity):
+                    conn, inverse = value.on_device(dev)
+                    slots[name], inverses[name] = conn, inverse
+                    elements[name] = value.shape[0]
+                    node_counts[f"{name} (a Connectivity)"] = value.nodes
+                    continue
+                a = _gpu_argument(what, value, "a connectivity's node numbers")
+                if a.dtype != np.int32 or a.ndim != 2 or a.shape[1] != count or not a.contiguous:
+                    raise UsageError(f"{what} is a GPU array of {a.dtype} shaped {a.shape}; a connectivity on the "
+                                     f"GPU is a contiguous int32 array shaped (elements, {count})")
+                check_device_array(what, a, 0, 4)
+                slots[name] = _slot(a)
+                elements[name] = a.shape[0]
+                checks.append((name, a))
+            elif name in program.uniform:
+                a = device_array(value)
+                if a is None:
+                    host = host_array(what, value, program.dtype)
+                    check_uniform_array(what, host, program.shapes[name], program.dtype)
+                    slots[name] = dev.upload(host)
+                else:
+                    check_uniform_array(what, a, program.shapes[name], program.dtype)
+                    check_device_array(what, a, 0)
+                    slots[name] = _slot(a)
+            else:
+                a = _gpu_argument(what, value, "a nodal array" if name in program.nodal else "a per-element array")
+                length = check_array(what, a, program.shapes[name], program.dtype, None, AOS)
+                check_device_array(what, a, 0, 16 if a.contiguous else a.dtype.itemsize)
+                if not a.contiguous:
+                    raise UsageError(f"{what} is a strided view; a program over a mesh reads contiguous GPU arrays")
+                (node_counts if name in program.nodal else elements)[name] = length
+                slots[name] = _slot(a)
+                model = model or a
+        n, m = same_batch_length(elements), same_batch_length(node_counts)
+        if m is None:
+            if nodes is None:
+                raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
+            m = int(nodes)
+        elif nodes is not None and nodes != m:
+            raise UsageError(f"nodes={nodes} disagrees with the nodal inputs, which hold {m} nodes")
+        if not n:
+            raise UsageError("a program over a mesh needs at least one element")
+        if model is None:
+            raise UsageError("a call on GPU arrays needs a nodal or per-element GPU array to make its outputs in "
+                             "the same library: pass one, or out= arrays")
+        dev.drv.Context.synchronize()  # what the caller's streams write into the inputs
+        for name, a in checks:
+            check_connectivity_on_gpu(dev, name, a, m)
+            if scatter == "ordered" and name in _scattered(program):
+                host = np.empty(a.shape, np.int32)
+                dev.drv.memcpy_dtoh(host, a.ptr)
+                inverses[name] = inverse_connectivity(host, m)
+        results = _outputs(program, out, model, n, m, bound)
+        targets = {name: _slot(a) for name, a in results.items()}
+        recorded = Executor(program.artifact, dev).prepare({}, n, slots, outputs=targets, as_graph=False, nodes=m,
+                                                           inverses=inverses, scatter=scatter)
+        recorded.replay()
+        dev.synchronize()
+    return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
+
+
+def host_copy(value) -> np.ndarray:
+    """A call's argument or result in host memory: a GPU array copied, a `Connectivity`'s node
+    numbers, anything else as NumPy takes it."""
+    if isinstance(value, Connectivity):
+        return value.conn
+    a = device_array(value)
+    if a is None:
+        return np.asarray(value)
+    import pycuda.driver as drv
+
+    out = np.empty(a.shape, a.dtype)
+    if a.nbytes:
+        drv.memcpy_dtoh(out, a.ptr)
+    return out
+
+
+def _gpu_argument(what: str, value, kind: str) -> DeviceArray:
+    a = device_array(value)
+    if a is None:
+        raise UsageError(f"{what} is a {type(value).__qualname__}; with GPU arrays, {kind} is a GPU array too "
+                         "(uniform inputs may stay on the host)")
+    return a
+
+
+def _slot(a: DeviceArray) -> Slot:
+    """A place the recorded run reads or writes: the caller's array."""
+    s = Slot()
+    s.ptr, s.nbytes, s.array = a.ptr, a.nbytes, a.keep
+    return s
+
+
+def _scattered(program) -> set[str]:
+    """The connectivities a scatter of the program adds through."""
+    host = program.artifact.host
+    names = {v: name for name, v in host.inputs}
+    return {names[step.index] for step in host.steps if isinstance(step, Scatter)}
+
+
+def check_connectivity_on_gpu(dev, name: str, a: DeviceArray, nodes: int) -> None:
+    """Refuses a GPU connectivity with an entry outside [0, nodes), naming the first one: one
+    kernel over its entries, then a wait for it and a one-word read (`benchmarks/NOTES.md`
+    has what that costs)."""
+    flag = dev.upload_integers(np.array([NO_BAD_ENTRY], np.int64))
+    count = dev.upload_integers(np.array([nodes], np.int64))
+    dev.launcher(CHECK_INDEX_KERNEL, [a.ptr, count, flag], a.shape[0] * a.shape[1])()
+    dev.synchronize()
+    first = np.empty(1, np.int64)
+    dev.drv.memcpy_dtoh(first, flag)
+    if int(first[0]) != NO_BAD_ENTRY:
+        slot = int(first[0])
+        word = np.empty(1, np.int32)
+        dev.drv.memcpy_dtoh(word, a.ptr + 4 * slot)
+        k = a.shape[1]
+        raise UsageError(f"input '{name}': element {slot // k}, position {slot % k} names node {int(word[0])}, "
+                         f"outside [0, {nodes})")
+
+
+def _outputs(program, out, model: DeviceArray, n: int, m: int, bound: dict) -> dict[str, DeviceArray]:
+    """The GPU arrays the outputs go to: `out=` ones, checked, else new ones in `model`'s library."""
+    results: dict[str, DeviceArray] = {}
+    given = bind_outputs(program.outputs, out) if out is not None else {}
+    inputs = [a for a in (device_array(v) for v in bound.values() if not isinstance(v, Connectivity)) if a is not None]
+    for name in program.outputs:
+        count = m if name in program.nodal else n
+        if name not in given:
+            results[name] = empty_like_family(model, (count, *program.shapes[name]), program.dtype)
+            continue
+        what = f"out= array for '{name}'"
+        a = device_array(given[name])
+        if a is None:
+            raise UsageError(f"{what} is a {type(given[name]).__qualname__}; with GPU arrays out= takes GPU arrays")
+        check_array(what, a, program.shapes[name], program.dtype, count, AOS)
+        check_device_array(what, a, 0)
+        if not a.contiguous:
+            raise UsageError(f"{what} is a strided view; a program over a mesh writes contiguous GPU arrays")
+        if any(overlaps(a, i) for i in inputs) or any(overlaps(a, r) for r in results.values()):
+            raise UsageError(f"{what} overlaps another argument's memory")
+        results[name] = a
+    return results
