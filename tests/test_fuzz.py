@@ -56,15 +56,16 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
 
 @pytest.mark.parametrize("seed", range(40 if LONG else 4))
 def test_random_mesh_programs_agree_with_the_reference_through_several_plans(seed):
-    """Gathers through one or two connectivities, element code, scatters: each plan on the CPU
-    against the reference on meshes of every kind (`random_mesh_inputs`: one node, nodes no
+    """Gathers through one or two connectivities (again inside loops and branches), element
+    code, scatters: each plan (and the one with every loop on the host) on the CPU against the
+    reference on meshes of every kind (`random_mesh_inputs`: one node, nodes no
     element names, nodes repeated within an element, one element), ordered and atomic, and
     compiled to sm_90 with NVRTC."""
     from irfuse.testing.differential import Budget, check_source
 
     src = random_mesh_program(seed, 4 + seed % 7)
     out = check_source(src, Budget(top=3, dtype="f32" if seed % 2 else "f64", n=1 if seed % 4 == 3 else 37,
-                                   seed=seed, nvrtc=True), os.environ["IRFUSE_CACHE_DIR"])
+                                   seed=seed, nvrtc=True, host_loops=True), os.environ["IRFUSE_CACHE_DIR"])
     assert out.ok and out.plans >= 1, (src, out.failure, out.detail)
 
 

@@ -17,8 +17,9 @@ batch at every iteration).
 Meshes: a variable declared `nodal` holds one value per node. A nodal input is only read by
 `gather(X, conn)` (through an `indexK` input, into a per-element variable of K rows) and a
 nodal output only made by `scatter(fe, conn)` (the sum of each element's K rows at its
-nodes); both are statements of the program's top level, and a connectivity is read by them
-alone. Kernels run gathers as their loads: a gathered value that a scatter reads or the
+nodes); a scatter is a statement of the program's top level, a gather may stand anywhere (it
+reads inputs only: it runs once, before the loops and branches around it), and a
+connectivity is read by them alone. Kernels run gathers as their loads: a gathered value that a scatter reads or the
 program returns as it is gets a kernel of its own through an exact copy, `scale` by 1
 (`materialized`).
 """
@@ -160,6 +161,7 @@ class IRGen:
         self.uniform: set[str] = set()  # variables declared `uniform`
         self.nodal: set[str] = set()  # variables declared `nodal`
         self.mesh_operands = False  # translating a gather's or scatter's operands
+        self.branches = 0  # the 'if's around the current statement
         self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
         self.enclosing_trips: list[int] = []  # trip counts of the loops around the current statement
@@ -453,8 +455,9 @@ class IRGen:
             self.err(s.op, f"'{what}' takes 2 operands, got {len(s.args)}",
                      ["'Xe = gather(X, conn);'" if what == "gather" else "'r = scatter(fe, conn);'"])
             return
-        if block is not self.top_block or self.index_values:
-            self.err(s.op, f"'{what}' is a statement of the program's top level, not of a loop or a branch")
+        if what == "scatter" and (block is not self.top_block or self.index_values or self.branches):
+            self.err(s.op, "'scatter' is a statement of the program's top level, not of a loop or a branch",
+                     ["scatter after the loop or the 'if' the value it makes"])
             return
         if isinstance(s.target, Index) or any(not isinstance(a, Name) for a in s.args):
             at = s.target if isinstance(s.target, Index) else next(a for a in s.args if not isinstance(a, Name))
@@ -519,18 +522,20 @@ class IRGen:
             op = ScatterOp(self.materialized(source, src), index)
         op.location = self.loc(s.target)
         op.res.name_hint = ssa_hint(s.target.text)
-        block.add_op(op)
+        # A gather reads inputs only: inside a loop it is the same every iteration, so it runs
+        # once, before the loops around it (and before a branch, whose sides both run anyway).
+        (self.top_block if isinstance(op, GatherOp) else block).add_op(op)
         env[s.target.text] = op.res
 
-    def materialized(self, v: SSAValue, at: Name) -> SSAValue:
+    def materialized(self, v: SSAValue, at: Name | Loop, block: Block | None = None) -> SSAValue:
         """`v`, or where it is a gather's value, `scale(v, 1)` (exact for every number, NaN and
-        -0 included): a kernel gathers as it loads, so what a scatter or the host reads must
-        be a kernel's result."""
+        -0 included) added to `block` (the top one by default): a kernel gathers as it loads,
+        so what a scatter, the host or a loop's next iteration reads must be a kernel's result."""
         if not isinstance(v.owner, GatherOp):
             return v
         op = self.lib.resolve("scale", [v.type, ScalarType()])
         call = self.make_call(op, [v, self.operand(Number("1", 1.0, at.pos), {}, self.top_block)], at)
-        self.top_block.add_op(call)
+        (block or self.top_block).add_op(call)
         return call.res
 
     def prog_input_names(self) -> set[str]:
@@ -708,10 +713,14 @@ class IRGen:
         before = len(self.errors)
         cond = self.condition(s.condition, env, block)
         sides = []
-        for branch in (s.then, s.orelse):
-            inner = dict(env)
-            self.statements(branch, inner, block)
-            sides.append(inner)
+        self.branches += 1
+        try:
+            for branch in (s.then, s.orelse):
+                inner = dict(env)
+                self.statements(branch, inner, block)
+                sides.append(inner)
+        finally:
+            self.branches -= 1
         for n in _assigned(s.then) + [x for x in _assigned(s.orelse) if x not in _assigned(s.then)]:
             a, b = sides[0].get(n), sides[1].get(n)
             if n not in env and (n not in sides[0] or n not in sides[1]):
@@ -874,8 +883,9 @@ class IRGen:
             for n in results:
                 env[n] = None  # reported (here or where a value it reads failed); later uses stay quiet
             return
-        body.add_op(YieldOp([inner[n] for n in results]))
-        loop = LoopOp(s.count, [env[n] for n in carried], [self.types[n] for n in results],
+        body.add_op(YieldOp([self.materialized(inner[n], s, body) for n in results]))
+        loop = LoopOp(s.count, [self.materialized(env[n], s, block) for n in carried],
+                      [self.types[n] for n in results],
                       Region(body))
         loop.location = FileLineColLoc(StringAttr(self.src.name), IntAttr(s.pos.line), IntAttr(s.pos.col))
         block.add_op(loop)

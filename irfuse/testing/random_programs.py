@@ -498,7 +498,8 @@ _MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp")
 def random_mesh_program(seed: int, calls: int) -> str:
     """A random program over a mesh of about `calls` element statements: one or two
     connectivities (`indexK`, K from 2 to 4), one to three nodal inputs (scalars or vectors of
-    2 or 3) each gathered through one connectivity or both, generic ops on the gathered values,
+    2 or 3) each gathered through one connectivity or both (sometimes again inside a loop or a
+    branch), generic ops on the gathered values,
     a per-element input and a uniform one, then at least one scatter per connectivity of a
     value of its K rows into a nodal output (values nothing read returned per element)."""
     rng = random.Random(seed)
@@ -534,7 +535,18 @@ def random_mesh_program(seed: int, calls: int) -> str:
             g = new_var(f"matrix{k}x{d}" if d else f"vector{k}", "g")
             lines.append(f"{g} = gather({x}, {c});")
             made(g)
-            gathered.append((g, c))
+            gathered.append((g, c, x))
+    # Gathers inside a loop and a branch (each runs once, before them), into values the loop
+    # carries and the branch selects.
+    if rng.random() < 0.5:
+        g, c, x = rng.choice(gathered)
+        inner = new_var(declared[g], "g")
+        lines += [f"loop {rng.randint(1, 3)} {{", f"  {inner} = gather({x}, {c});", f"  {g} = add({g}, {inner});", "}"]
+    if rng.random() < 0.5 and declared[element_input] == "scalar":
+        g, c, x = rng.choice(gathered)
+        other = new_var(declared[g], "g")
+        lines += [f"if ({element_input} > 0.25) {{", f"  {g} = neg({g});", "} else {", f"  {other} = gather({x}, {c});",
+                  f"  {g} = sub({g}, {other});", "}"]
     for _ in range(calls):
         choices = [o for o in ops if all(live.get(t) for t in o[1])]
         name, ins, res = rng.choice(choices)
@@ -564,7 +576,7 @@ def random_mesh_program(seed: int, calls: int) -> str:
             unread.discard(value)
             outputs.append(out)
     if not outputs:  # (no value of a connectivity's rows: scatter a gathered one)
-        g, c = gathered[0]
+        g, c, _ = gathered[0]
         t = declared[g]
         out = new_var(f"vector{t.split('x')[-1]}" if t.startswith("matrix") else "scalar", "r")
         lines.append(f"{out} = scatter({g}, {c});")

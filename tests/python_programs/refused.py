@@ -124,8 +124,9 @@ def gather_without_a_connectivity(X: irfuse.Nodal[Vector[3]], conn: Vector[4]):
     return Xe
 
 
-def gather_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], A: Matrix[3, 3]):
+def scatter_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
+    Xe = irfuse.gather(X, conn)
     for _ in range(2):
-        Xe = irfuse.gather(X, conn)  # noqa: F841  # refused: 'gather' is a statement of the program's top level
-        A = A @ A
-    return A
+        Xe = Xe + Xe
+        r = irfuse.scatter(Xe, conn)  # refused: 'scatter' is a statement of the program's top level
+    return r
