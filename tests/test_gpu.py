@@ -932,6 +932,9 @@ def test_mesh_calls_on_gpu_arrays_give_the_bits_of_host_calls_and_check_connecti
     prepared = Connectivity(conn, len(X))
     for _ in range(2):
         assert cupy.asnumpy(prog(Xc, uc, prepared, dN, lam, mu).r).tobytes() == want.tobytes()
+    # the kept run on other arrays of the same sizes (r is linear in u: twice u, twice r, exactly)
+    doubled = prog(Xc, 2 * uc, prepared, dN, np.float32(1.5), np.float32(0.75)).r
+    assert cupy.asnumpy(doubled).tobytes() == (2 * want).tobytes()
     atomic = cupy.asnumpy(prog(Xc, uc, cc, dN, lam, mu, scatter="atomic").r)
     np.testing.assert_allclose(atomic, want, rtol=0, atol=1e-5 * np.abs(want).max())
     Xt, ut, ct = (torch.from_numpy(a).cuda() for a in (X, u, conn))

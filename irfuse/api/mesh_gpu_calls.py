@@ -14,7 +14,9 @@ given as a GPU array that an ordered scatter reads is copied to the host for its
 
 These calls wait for the GPU: the context is synchronized before the run (whatever the
 caller's streams were writing into the inputs is done) and after it (the outputs are
-written when the call returns).
+written when the call returns). The run recorded for a call's sizes is kept (`MeshGpuRun`,
+its places pointed at the next call's arrays) where every connectivity is a `Connectivity`
+or the scatters are atomic; a GPU connectivity's host inverse is made again at every call.
 """
 
 from __future__ import annotations
@@ -106,10 +108,16 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str)
                 dev.drv.memcpy_dtoh(host, a.ptr)
                 inverses[name] = inverse_connectivity(host, m)
         results = _outputs(program, out, model, n, m, bound)
-        targets = {name: _slot(a) for name, a in results.items()}
-        recorded = Executor(program.artifact, dev).prepare({}, n, slots, outputs=targets, as_graph=False, nodes=m,
-                                                           inverses=inverses, scatter=scatter)
-        recorded.replay()
+        # (the Connectivity objects themselves, by identity: kept alive while the run is kept)
+        prepared = tuple((name, v) for name, v in bound.items() if isinstance(v, Connectivity))
+        if len(prepared) == len(program.index_inputs) or scatter == "atomic":
+            # Every inverse is a Connectivity's, kept on the device (or none is read): the run
+            # recorded for these sizes is kept and replayed on the next call's arrays.
+            run = program._recorded(("mesh-gpu", n, m, scatter, prepared), lambda: MeshGpuRun(
+                program, dev, n, m, slots, inverses, scatter))
+        else:
+            run = MeshGpuRun(program, dev, n, m, slots, inverses, scatter)
+        run.run(slots, results)
         dev.synchronize()
     return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
 
@@ -128,6 +136,34 @@ def host_copy(value) -> np.ndarray:
     if a.nbytes:
         drv.memcpy_dtoh(out, a.ptr)
     return out
+
+
+class MeshGpuRun:
+    """A mesh call's run recorded for one (E, M): a `Slot` for each GPU argument and output,
+    pointed at the call's arrays before each replay; a uniform input given on the host is
+    written into a buffer of the run's own."""
+
+    def __init__(self, program, dev, n: int, m: int, given: dict, inverses: dict, scatter: str):
+        self.device = dev
+        self.inputs = {name: Slot() for name in program.inputs}
+        self.outputs = {name: Slot() for name in program.outputs}
+        self.host = {name: dev.alloc(program.shapes[name]) for name, v in given.items() if not isinstance(v, Slot)
+                     and name not in program.index_inputs}
+        bound = {name: self.host.get(name, self.inputs[name]) for name in program.inputs}
+        bound.update({name: v for name, v in given.items() if name in program.index_inputs and
+                      not isinstance(v, Slot)})  # a Connectivity's node numbers, kept on the device
+        self.recorded = Executor(program.artifact, dev).prepare({}, n, bound, outputs=self.outputs, as_graph=False,
+                                                                nodes=m, inverses=inverses, scatter=scatter)
+
+    def run(self, given: dict, results: dict[str, DeviceArray]) -> None:
+        for name, v in given.items():
+            if isinstance(v, Slot):
+                self.inputs[name].ptr, self.inputs[name].nbytes = v.ptr, v.nbytes
+            elif name in self.host:
+                self.device.copy(self.host[name], v)
+        for name, a in results.items():
+            self.outputs[name].ptr, self.outputs[name].nbytes = a.ptr, a.nbytes
+        self.recorded.replay()
 
 
 def _gpu_argument(what: str, value, kind: str) -> DeviceArray:
