@@ -31,6 +31,29 @@ def test_run_cpu_verifies():
     assert "mmul55[" in p.stdout and "madd55[" in p.stdout  # the calls appear in the kernel table
 
 
+def test_run_a_program_over_a_mesh(tmp_path):
+    """A random mesh of --n elements, in chunks with --memory-budget, and a mesh from --inputs
+    (saved outputs; a node number outside the nodal arrays refused by element and position)."""
+    residual = os.path.join(ROOT, "examples", "mesh", "p1_residual.kas")
+    p = irfuse("run", residual, "--backend", "cpu", "--n", "2000", "--memory-budget", "400000",
+               "--save", str(tmp_path / "r.npz"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2,000 elements, 2,003 nodes (a random mesh)" in p.stdout
+    assert "verified against the NumPy reference" in p.stdout
+    assert np.load(tmp_path / "r.npz")["r"].shape == (2003, 3)
+    rng = np.random.default_rng(0)
+    arrays = dict(X=rng.random((10, 3), np.float32), conn=np.array([[0, 1, 2, 3], [2, 3, 4, 9]], np.int32),
+                  dN=np.zeros((4, 3), np.float32), quarter=np.full(4, 0.25, np.float32), rho=np.float32(1))
+    np.savez(tmp_path / "mesh.npz", **arrays)
+    mass = os.path.join(ROOT, "examples", "mesh", "lumped_mass.kas")
+    p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "mesh.npz"))
+    assert p.returncode == 0 and "2 elements, 10 nodes" in p.stdout, p.stdout + p.stderr
+    arrays["conn"][1, 3] = 12
+    np.savez(tmp_path / "bad.npz", **arrays)
+    p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "bad.npz"))
+    assert p.returncode != 0 and "input 'conn': element 1, position 3 names node 12, outside [0, 10)" in p.stderr
+
+
 def test_run_numpy_backend_reports_checksums():
     p = irfuse("run", INNER, "--backend", "numpy", "--n", "1000")
     assert p.returncode == 0

@@ -260,14 +260,19 @@ def chunk_onto(program, sums: dict[str, np.ndarray] | None, nodes: int, scatter:
     return results, totals
 
 
-def verify_mesh_call(program, arrays: dict, outputs: Outputs, n: int, nodes: int) -> None:
-    """Checks a call's outputs against the float64 reference (every element and node)."""
+def mesh_verification(program, arrays: dict, outputs: Outputs, n: int, nodes: int):
+    """A call's outputs against the float64 reference, every element and node (`Verification`)."""
     from irfuse.api.verification import Verification
     from irfuse.verification.reference import run_references
     from irfuse.verification.verify import check_outputs
 
     compiled = program.compiled
     refs = run_references(compiled.reference_program, arrays, compiled.dtype, n, compiled.sum_by, nodes=nodes)
-    report = Verification(check_outputs(dict(zip(program.outputs, outputs)), refs, compiled.dtype), n, n)
+    return Verification(check_outputs(dict(zip(program.outputs, outputs)), refs, compiled.dtype), n, n)
+
+
+def verify_mesh_call(program, arrays: dict, outputs: Outputs, n: int, nodes: int) -> None:
+    """Raises `ExecutionError` where a call's outputs disagree with the float64 reference."""
+    report = mesh_verification(program, arrays, outputs, n, nodes)
     if not report.ok:
         raise ExecutionError(f"{program.name}: the outputs disagree with the NumPy reference: {report}")
