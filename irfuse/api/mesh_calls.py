@@ -54,7 +54,8 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
     for name, value in bound.items():
         what = f"input '{name}'"
         if device_array(value) is not None:
-            raise UsageError(f"{what} is a GPU array; a program over a mesh takes NumPy arrays for now")
+            raise UsageError(f"{what} is a GPU array; a program over a mesh runs its chunks (irfuse.dask) on "
+                             "NumPy arrays for now")
         if name in program.index_inputs:
             if isinstance(value, Connectivity):
                 prepared[name] = value
