@@ -52,6 +52,9 @@ def test_run_a_program_over_a_mesh(tmp_path):
     np.savez(tmp_path / "bad.npz", **arrays)
     p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "bad.npz"))
     assert p.returncode != 0 and "input 'conn': element 1, position 3 names node 12, outside [0, 10)" in p.stderr
+    (tmp_path / "garbage.npz").write_text("not an archive")
+    p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "garbage.npz"))
+    assert p.returncode != 0 and "cannot read inputs" in p.stdout + p.stderr
 
 
 def test_run_numpy_backend_reports_checksums():

@@ -86,6 +86,12 @@ def load_inputs(path: str, interface: Interface, dtype, layout: str = "aos",
     type can hold. The arrays come back as arrays of structures in the run's type;
     `converted` gets a line for each array stored in another type (`irfuse run` reports
     them)."""
+    with open_inputs(path) as data:
+        return _check_inputs(path, data, interface, dtype, layout, converted if converted is not None else [])
+
+
+def open_inputs(path: str):
+    """An .npz archive of inputs, opened (no pickled objects), or a `UsageError` naming the file."""
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
@@ -93,8 +99,7 @@ def load_inputs(path: str, interface: Interface, dtype, layout: str = "aos",
     if not isinstance(data, np.lib.npyio.NpzFile):
         raise UsageError(Diagnostic("not an .npz archive (one named array per input, as np.savez "
                                     "writes): a single array cannot say which input it is", path))
-    with data:
-        return _check_inputs(path, data, interface, dtype, layout, converted if converted is not None else [])
+    return data
 
 
 def _check_inputs(path: str, data, interface: Interface, dtype, layout: str,

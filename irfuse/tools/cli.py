@@ -16,6 +16,7 @@ import contextlib
 import os
 import sys
 import time
+import zipfile
 from dataclasses import replace
 
 import numpy as np
@@ -352,8 +353,13 @@ def _run_on_mesh(program, args, backend: str, n: int, save) -> int:
     if args.layout not in (None, "aos"):
         raise UsageError("a program over a mesh runs on arrays of structures (--layout aos)")
     if args.inputs:
-        with np.load(args.inputs) as f:
-            inputs = {k: f[k] for k in f.files}
+        from irfuse.artifact.program_io import open_inputs
+
+        with open_inputs(args.inputs) as f:
+            try:
+                inputs = {k: f[k] for k in f.files}
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+                raise UsageError(f"{args.inputs}: cannot read inputs: {e}") from None
         missing = [k for k in program.inputs if k not in inputs]
         if missing:
             raise UsageError(f"{args.inputs}: no array for input(s) {', '.join(map(repr, missing))}")
