@@ -45,8 +45,6 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
     `Connectivity`), every argument checked (`first`: the number in the whole mesh of the
     first element, which refusals count from)."""
     bound = bind_inputs(program.inputs, args, named)
-    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1):
-        raise UsageError(f"nodes= takes the mesh's number of nodes, a positive whole number, not {nodes!r}")
     arrays: dict[str, np.ndarray] = {}
     elements: dict[str, int] = {}
     node_counts: dict[str, int] = {}
@@ -70,17 +68,7 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
             length = check_array(what, a, program.shapes[name], program.dtype, None, AOS)
             (node_counts if name in program.nodal else elements)[name] = length
         arrays[name] = a if a.flags.c_contiguous and a.ctypes.data % 16 == 0 else aligned_copy(a)
-    n = same_batch_length(elements)
-    m = same_batch_length(node_counts)
-    if m is None:
-        if nodes is None:
-            raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
-        m = int(nodes)
-    elif nodes is not None and nodes != m:
-        first = next(iter(node_counts))
-        raise UsageError(f"nodes={nodes} disagrees with nodal input '{first}', which holds {m} nodes")
-    if n is None or n == 0:
-        raise UsageError("a program over a mesh needs at least one element")
+    n, m = mesh_sizes(elements, node_counts, nodes)
     inverses = {}
     for name in program.index_inputs:
         given = prepared.get(name)
@@ -96,6 +84,25 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
 
 # How a call's scatters add: in the fixed order (the same bits every run), or with atomics.
 SCATTER_MODES = ("ordered", "atomic")
+
+
+def mesh_sizes(elements: dict[str, int], node_counts: dict[str, int], nodes: int | None) -> tuple[int, int]:
+    """(E, M) of a call from its arguments' lengths (name -> elements, name -> nodes) and
+    `nodes=`, every disagreement refused by name."""
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1):
+        raise UsageError(f"nodes= takes the mesh's number of nodes, a positive whole number, not {nodes!r}")
+    n = same_batch_length(elements)
+    m = same_batch_length(node_counts)
+    if m is None:
+        if nodes is None:
+            raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
+        m = int(nodes)
+    elif nodes is not None and nodes != m:
+        first = next(iter(node_counts))
+        raise UsageError(f"nodes={nodes} disagrees with nodal input '{first}', which holds {m} nodes")
+    if n is None or n == 0:
+        raise UsageError("a program over a mesh needs at least one element")
+    return n, m
 
 
 def connectivity_array(what: str, value, count: int) -> np.ndarray:

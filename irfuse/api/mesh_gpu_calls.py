@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_array, same_batch_length
+from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_array
+from irfuse.api.mesh_calls import mesh_sizes
+from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, overlaps
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS
@@ -88,15 +90,7 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str)
                 (node_counts if name in program.nodal else elements)[name] = length
                 slots[name] = _slot(a)
                 model = model or a
-        n, m = same_batch_length(elements), same_batch_length(node_counts)
-        if m is None:
-            if nodes is None:
-                raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
-            m = int(nodes)
-        elif nodes is not None and nodes != m:
-            raise UsageError(f"nodes={nodes} disagrees with the nodal inputs, which hold {m} nodes")
-        if not n:
-            raise UsageError("a program over a mesh needs at least one element")
+        n, m = mesh_sizes(elements, node_counts, nodes)
         if model is None:
             raise UsageError("a call on GPU arrays needs a nodal or per-element GPU array to make its outputs in "
                              "the same library: pass one, or out= arrays")
@@ -122,20 +116,13 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str)
     return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
 
 
-def host_copy(value) -> np.ndarray:
-    """A call's argument or result in host memory: a GPU array copied, a `Connectivity`'s node
-    numbers, anything else as NumPy takes it."""
+def host_copy(dev, value) -> np.ndarray:
+    """A call's argument or result in host memory: a GPU array copied (`to_host`), a
+    `Connectivity`'s node numbers, anything else as NumPy takes it."""
     if isinstance(value, Connectivity):
         return value.conn
     a = device_array(value)
-    if a is None:
-        return np.asarray(value)
-    import pycuda.driver as drv
-
-    out = np.empty(a.shape, a.dtype)
-    if a.nbytes:
-        drv.memcpy_dtoh(out, a.ptr)
-    return out
+    return np.asarray(value) if a is None else to_host(dev, a)
 
 
 class MeshGpuRun:

@@ -399,8 +399,9 @@ class Program:
             if callable(progress):
                 progress(1, 1)
             if verify:  # on host copies of the arguments and the results
-                verify_mesh_call(self, {k: host_copy(v) for k, v in bound.items()},
-                                 Outputs(self.outputs, [host_copy(o) for o in outputs]), n, m)
+                dev = self._opened_device()
+                verify_mesh_call(self, {k: host_copy(dev, v) for k, v in bound.items()},
+                                 Outputs(self.outputs, [host_copy(dev, o) for o in outputs]), n, m)
             return outputs
         outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes, scatter, memory_budget,
                                              progress if callable(progress) else None)
