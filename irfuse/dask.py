@@ -129,6 +129,10 @@ def apply(program: Program, *arrays, **named) -> Outputs:
     import dask
     import dask.array as da
 
+    from irfuse.api.mesh_passes import MeshPassesProgram
+
+    if isinstance(program, MeshPassesProgram):
+        return _apply_mesh_passes(program, arrays, named)
     if not isinstance(program, Program):
         raise UsageError(f"irfuse.dask.apply takes a Program (irfuse.compile), not a {type(program).__qualname__}")
     if program.nodal or program.index_inputs:
@@ -215,6 +219,39 @@ def _chunk_onto(program: Program, sums, nodes: int, scatter: str, first: int, *b
     from irfuse.api.mesh_calls import chunk_onto
 
     return chunk_onto(program, sums, nodes, scatter, first, *(_block(b) for b in blocks))
+
+
+def _apply_mesh_passes(program, arrays: tuple, named: dict) -> Outputs:
+    """A program over a mesh with nodal statements (`irfuse.api.mesh_passes`) on Dask arrays:
+    each pass over the nodes one task on the whole nodal arrays, the pass over the elements as
+    any program over a mesh (`_apply_on_mesh`), in their order."""
+    import dask
+    import dask.array as da
+
+    options = {k: named.pop(k) for k in ("nodes", "scatter") if k in named}
+    bound = bind_inputs(program.inputs, arrays, named)
+    nodes = options.get("nodes")
+    if nodes is None:
+        nodes = next((bound[k].shape[0] for k in program.inputs if k in program.nodal), None)
+    made: dict[str, object] = {}
+    whole = dask.delayed(_call_whole, pure=True)
+    pick = dask.delayed(_pick, pure=True)
+    for step, part in zip(program.plan.passes, program.passes):
+        given = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
+        if step.over == "elements":
+            made.update(zip(step.outputs, _apply_on_mesh(part, (), {**given, **options, "nodes": nodes})))
+            continue
+        results = whole(part, *(a.rechunk(-1).to_delayed().reshape(-1)[0] if isinstance(a, da.Array) else a
+                                for a in given.values()))
+        for name in step.outputs:
+            shape = part.shapes[name] if name in part.uniform else (nodes, *part.shapes[name])
+            made[name] = da.from_delayed(pick(results, name), shape=shape, dtype=part.dtype)
+    return Outputs(program.outputs, [made[k] for k in program.outputs])
+
+
+def _call_whole(program: Program, *arrays) -> dict:
+    """A pass over the nodes on its whole arrays: its outputs by name."""
+    return dict(zip(program.outputs, program(*arrays)))
 
 
 def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:

@@ -55,6 +55,12 @@ def test_run_a_program_over_a_mesh(tmp_path):
     (tmp_path / "garbage.npz").write_text("not an archive")
     p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "garbage.npz"))
     assert p.returncode != 0 and "cannot read inputs" in p.stdout + p.stderr
+    # nodal statements: passes over the nodes around the one over the elements
+    step = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
+    p = irfuse("run", step, "--backend", "cpu", "--n", "300", "--memory-budget", "60000")
+    assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
+    p = irfuse("compile", step, "-o", str(tmp_path / "plan"))
+    assert p.returncode != 0 and "runs statements per node" in p.stderr, p.stdout + p.stderr
 
 
 def test_run_numpy_backend_reports_checksums():

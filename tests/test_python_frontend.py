@@ -20,7 +20,7 @@ SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", 
          "power_iteration", "precession", "strain_energy", "cfl_step", "p1_elastic", "neo_hookean", "j2_return", "hex8"]
 
 
-@pytest.mark.parametrize("name", ["lumped_mass", "p1_residual"])
+@pytest.mark.parametrize("name", ["lumped_mass", "p1_residual", "explicit_step"])
 def test_python_mesh_programs_give_the_ir_of_the_kas_examples(name):
     python = compile_function(getattr(mesh, name).fn).module
     kas = compile_file(os.path.join(ROOT, "examples", "mesh", f"{name}.kas")).module

@@ -48,7 +48,7 @@ class IrfuseWarning(UserWarning):
 
 
 _programs: dict[tuple, Program] = {}
-_programs_lock = threading.Lock()
+_programs_lock = threading.RLock()  # (re-entered: a program over a mesh compiles its passes)
 
 
 def _is_source_text(source: str) -> bool:
@@ -241,12 +241,49 @@ class _Compilation:
         return _kept(key, lambda: self._make(layout, strides, warn))
 
     def _make(self, layout: str, strides: dict, warn: bool) -> Program:
+        passes = self._mesh_passes(layout, strides, warn)
+        if passes is not None:
+            return passes
         artifact, diagnostics = self.artifact(layout, strides)
         if warn:  # the variant for the other layout has the same diagnostics: said once
             for d in diagnostics:
                 # at the caller of irfuse.compile: _make, its lambda, _kept, variant, compile
                 warnings.warn(d.render(), IrfuseWarning, stacklevel=6)
         program = Program(artifact, self.backend, diagnostics, variant=self.variant, strides=strides)
+        program._spec = (_program_from_spec, self.spec())
+        return program
+
+
+    def _mesh_passes(self, layout: str, strides: dict, warn: bool):
+        """A program over a mesh with nodal statements: its passes over nodes and elements, each
+        compiled (and cached) as a program of its own (`irfuse.api.mesh_passes`); None for any
+        other program. (Only a program that says `nodal` is run through the frontend here.)"""
+        if "nodal" not in self.text:
+            return None
+        from irfuse.dialects.context import parse_module
+        from irfuse.frontend.irgen import FrontendResult, compile_source
+        from irfuse.frontend.python import compile_function
+        from irfuse.transforms.node_phases import has_nodal_statements
+
+        front = (FrontendResult(parse_module(self.text, self.name)) if self.given_module else
+                 compile_function(self.function) if self.function is not None else
+                 compile_source(self.text, self.name))
+        if not has_nodal_statements(front.module):
+            return None
+        if layout != "aos" or strides:
+            raise UsageError(f"program {self.name} runs over a mesh on arrays of structures only")
+        from irfuse.api.mesh_passes import compile_mesh_passes
+
+        if warn:
+            for d in front.warnings:
+                # at the caller of irfuse.compile: _mesh_passes, _make, its lambda, _kept, variant, compile
+                warnings.warn(d.render(), IrfuseWarning, stacklevel=7)
+        options = dict(dtype=self.dtype, backend=self.backend, pipeline=self.pipeline, n=self.n, profile=self.profile,
+                       arch=self.arch, registers=self.registers)
+        with warnings.catch_warnings():  # (the passes' own: the program's were said above)
+            warnings.simplefilter("ignore", IrfuseWarning)
+            program = compile_mesh_passes(front.module, self.name, front.warnings, self.backend, self.dtype,
+                                          lambda module, filename: compile(module, filename=filename, **options))
         program._spec = (_program_from_spec, self.spec())
         return program
 

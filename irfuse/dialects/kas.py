@@ -334,8 +334,7 @@ class GatherOp(LocatedOperation):
 
     def verify_(self) -> None:
         _check_connectivity(self, self.index, self.nodal, self.res)
-        if not is_nodal_input(self.nodal):
-            raise VerifyException("kas.gather reads a nodal input of the program (listed in its nodal(...))")
+        # (that the value read is nodal, an input or a nodal statement's, is `ProgramOp`'s check)
 
 
 @irdl_op_definition
@@ -367,9 +366,38 @@ def is_nodal_input(v: SSAValue) -> bool:
     return isinstance(parent, ProgramOp) and parent.inputs[v.index] in parent.nodal  # type: ignore[attr-defined]
 
 
-# What may read a nodal input or a connectivity: gathers and scatters, and once they are
-# lowered the launches of the kernels that gather (`fuse.load ... gather`).
+# What may read a connectivity: gathers and scatters, and once they are lowered the launches
+# of the kernels that gather (`fuse.load ... gather`).
 MESH_READERS = frozenset({"kas.gather", "kas.scatter", "fuse.launch"})
+
+
+def nodal_values(program: "ProgramOp") -> set[SSAValue]:
+    """The values of a program over a mesh that hold one value per node: its nodal inputs,
+    the results of its scatters, and those of its nodal statements (top-level calls with a
+    nodal operand, every other operand uniform: they run once per node)."""
+    nodal = {a for name, a in zip(program.inputs, program.body.block.args) if name in program.nodal}
+    for op in program.body.block.ops:
+        if isinstance(op, ScatterOp) or (isinstance(op, CallOp) and any(a in nodal for a in op.args)):
+            nodal.add(op.res)
+    return nodal
+
+
+def nodal_statements(program: "ProgramOp") -> list["CallOp"]:
+    """The program's nodal statements: calls that run once per node."""
+    nodal = nodal_values(program)
+    return [op for op in program.body.block.ops if isinstance(op, CallOp) and op.res in nodal]
+
+
+def after_elements(program: "ProgramOp") -> set[SSAValue]:
+    """The top-level values that need every element first: a scatter's sums, a reduction over
+    the elements, and what depends on them."""
+    after: set[SSAValue] = set()
+    nodal = nodal_values(program)
+    for op in program.body.block.ops:
+        if isinstance(op, ScatterOp) or (isinstance(op, ReduceOp) and op.operand not in nodal) or any(
+                v in after for inner in op.walk() for v in inner.operands):
+            after.update(op.results)
+    return after
 
 
 class ReduceKind(StrEnum):
@@ -653,7 +681,9 @@ class ProgramOp(LocatedOperation):
         self._verify_mesh()
 
     def _verify_mesh(self) -> None:
-        """Nodal inputs are only gathered, nodal outputs only scattered, and connectivities are
+        """Nodal values are gathered or read by nodal statements (top-level calls whose other
+        operands are uniform), never by per-element code; a gather reads no value made from a
+        scatter's result; nodal outputs are nodal values made by the program; connectivities are
         inputs read by gathers and scatters only."""
         nodal = self.nodal
         if len(set(nodal)) != len(nodal):
@@ -672,17 +702,40 @@ class ProgramOp(LocatedOperation):
                     raise VerifyException(f"kas.program: the connectivity '{name}' is read by "
                                           f"{', '.join(sorted(readers - MESH_READERS))}; only "
                                           "kas.gather and kas.scatter read connectivities")
-            elif name in nodal and (readers - MESH_READERS or any(
-                    u.operation.name != "fuse.launch" and (u.operation.name != "kas.gather" or u.index != 0)
-                    for u in arg.uses)):
-                raise VerifyException(f"kas.program: the nodal input '{name}' is only read by kas.gather "
-                                      "(nodal statements are not supported)")
+        per_node = nodal_values(self)
+        after = after_elements(self)
+        for op in self.body.walk():
+            if isinstance(op, CallOp):
+                domains = {a in per_node for a in op.args if not is_uniform(a)}
+                if domains == {True, False}:
+                    raise VerifyException(f"kas.call @{op.op_name} reads nodal and per-element values; gather the "
+                                          "nodal ones first")
+                if True in domains and op.parent_op() is not self:
+                    raise VerifyException(f"kas.call @{op.op_name} reads a nodal value inside a loop: nodal "
+                                          "statements stand at the program's top level")
+            elif isinstance(op, GatherOp):
+                if op.nodal not in per_node:
+                    raise VerifyException("kas.gather reads a nodal value (an input listed in nodal(...) or a "
+                                          "nodal statement's result)")
+                if op.nodal in after:
+                    raise VerifyException("kas.gather reads a value made from the elements' results (a scatter's "
+                                          "sums or a reduction over them): that needs a second pass over the elements "
+                                          "(a second program)")
+            elif isinstance(op, ScatterOp):
+                if op.value in per_node or is_uniform(op.value):
+                    raise VerifyException("kas.scatter adds a per-element value, not a nodal or uniform one")
+            elif not isinstance(op, (ReduceOp, ReturnOp)) and any(v in per_node for v in op.operands):
+                if not (op.name == "fuse.launch"):
+                    raise VerifyException(f"{op.name} reads a nodal value; only gathers, scatters' results, nodal "
+                                          "statements and reductions do")
         for name, v in zip(self.outputs, self.return_op.values):
-            made = isinstance(v.owner, ScatterOp)
+            made = v in per_node
             if (name in nodal) != made:
                 raise VerifyException(f"kas.program: output '{name}' " + (
-                    "is nodal but not a kas.scatter result" if not made else
-                    "is a kas.scatter result but not listed in nodal(...)"))
+                    "is nodal but not a nodal value (a scatter's or a nodal statement's result)" if not made else
+                    "is a nodal value but not listed in nodal(...)"))
+            if made and v in self.body.block.args:
+                raise VerifyException(f"kas.program: output '{name}' returns the nodal input as it is")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

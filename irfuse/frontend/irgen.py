@@ -14,14 +14,16 @@ its variable is declared to hold is an error at its line. Loops carry per-elemen
 only: no reduction and no uniform assignment inside a loop (each would need the whole
 batch at every iteration).
 
-Meshes: a variable declared `nodal` holds one value per node. A nodal input is only read by
-`gather(X, conn)` (through an `indexK` input, into a per-element variable of K rows) and a
-nodal output only made by `scatter(fe, conn)` (the sum of each element's K rows at its
-nodes); a scatter is a statement of the program's top level, a gather may stand anywhere (it
-reads inputs only: it runs once, before the loops and branches around it), and a
-connectivity is read by them alone. Kernels run gathers as their loads: a gathered value that a scatter reads or the
-program returns as it is gets a kernel of its own through an exact copy, `scale` by 1
-(`materialized`).
+Meshes: a variable declared `nodal` holds one value per node. Per-element code reads a nodal
+value through `gather(X, conn)` (through an `indexK` input, into a per-element variable of K
+rows); `scatter(fe, conn)` makes one (the sum of each element's K rows at its nodes); a
+nodal statement (a call whose operands are nodal or uniform, into a nodal variable) runs once
+per node, at the program's top level. A scatter is a statement of the top level, a gather may
+stand anywhere (it reads what no loop changes: it runs once, before the loops and branches
+around it) but not read a value made from a scatter's sums (that would need a second pass over
+the elements), and a connectivity is read by them alone. Kernels run gathers as their loads:
+a gathered value that a scatter reads or the program returns as it is gets a kernel of its
+own through an exact copy, `scale` by 1 (`materialized`).
 """
 
 from __future__ import annotations
@@ -161,6 +163,8 @@ class IRGen:
         self.uniform: set[str] = set()  # variables declared `uniform`
         self.nodal: set[str] = set()  # variables declared `nodal`
         self.mesh_operands = False  # translating a gather's or scatter's operands
+        self.nodal_values: set[SSAValue] = set()  # nodal inputs, scatters' sums, nodal statements' values
+        self.after_scatter: set[SSAValue] = set()  # values made from a scatter's sums or a reduction of elements
         self.branches = 0  # the 'if's around the current statement
         self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
@@ -298,6 +302,8 @@ class IRGen:
             env[name] = arg
             if name in self.uniform:
                 self.uniform_args.add(arg)
+            if name in self.nodal:
+                self.nodal_values.add(arg)
         self.statements(self.prog.statements, env, block)
         outs: list[SSAValue] = []
         out_names: list[str] = []
@@ -309,9 +315,9 @@ class IRGen:
                 self.err(n, f"'{n.text}' is returned twice")
                 continue
             v = self.lookup(env, n)
-            if v is not None and n.text in self.nodal and not isinstance(v.owner, ScatterOp):
+            if v is not None and n.text in self.nodal and v in self.top_block.args:
                 self.err(n, f"the nodal input '{n.text}' is returned as it is",
-                         ["a nodal output is made by 'scatter'"])
+                         ["a nodal output is made by 'scatter' or by a nodal statement"])
             elif v is not None and isinstance(v.type, IndexType):
                 self.err(n, f"the connectivity '{n.text}' is returned", ["outputs are values, nodal or per element"])
             elif v is not None:
@@ -369,11 +375,9 @@ class IRGen:
         so that a loop's body holds calls only and may run inside a kernel."""
         if isinstance(a, Name):
             v = self.lookup(env, a)
-            if v is not None and not self.mesh_operands and (a.text in self.nodal or isinstance(v.type, IndexType)):
-                what = "the nodal variable" if a.text in self.nodal else "the connectivity"
-                self.err(a, f"{what} '{a.text}' is read by 'gather' and 'scatter' only",
-                         ["gather a nodal input into a per-element value first: 'Xe = gather(X, conn);'"
-                          if a.text in self.nodal else "'Xe = gather(X, conn);', 'r = scatter(fe, conn);'"])
+            if v is not None and not self.mesh_operands and isinstance(v.type, IndexType):
+                self.err(a, f"the connectivity '{a.text}' is read by 'gather' and 'scatter' only",
+                         ["'Xe = gather(X, conn);', 'r = scatter(fe, conn);'"])
                 return None
             return v
         if isinstance(a, Index):
@@ -483,9 +487,13 @@ class IRGen:
             return
         count = index.type.count.data
         if what == "gather":
-            if src.text not in self.nodal:
-                self.err(src, f"'gather' reads a nodal input, but '{src.text}' is not nodal",
+            if source not in self.nodal_values:
+                self.err(src, f"'gather' reads a nodal value, but '{src.text}' is not nodal",
                          [f"declare it 'nodal {source.type.spelling()} {src.text};' and list it after 'input'"])  # type: ignore
+                return
+            if source in self.after_scatter:
+                self.err(src, f"'gather' reads '{src.text}', made from a scatter's sums: that needs a second pass over "
+                         "the elements", ["compute it in one program and gather it in a second"])
                 return
             if s.target.text in self.nodal or s.target.text in self.uniform:
                 self.err(s.target, f"'gather' gives one value per element, but '{s.target.text}' is "
@@ -505,9 +513,9 @@ class IRGen:
             if s.target.text in self.prog_input_names():
                 self.err(s.target, f"'{s.target.text}' is an input; 'scatter' makes a nodal output")
                 return
-            if src.text in self.nodal or self.is_uniform(source):
+            if source in self.nodal_values or self.is_uniform(source):
                 self.err(src, f"'scatter' adds a per-element value, but '{src.text}' is "
-                         f"{'nodal' if src.text in self.nodal else 'uniform'}")
+                         f"{'nodal' if source in self.nodal_values else 'uniform'}")
                 return
             shape = tuple(source.type.shape)  # type: ignore[attr-defined]
             if not shape or shape[0] != count or isinstance(source.type, MaskType):
@@ -526,6 +534,9 @@ class IRGen:
         # once, before the loops around it (and before a branch, whose sides both run anyway).
         (self.top_block if isinstance(op, GatherOp) else block).add_op(op)
         env[s.target.text] = op.res
+        if isinstance(op, ScatterOp):
+            self.nodal_values.add(op.res)
+            self.after_scatter.add(op.res)
 
     def materialized(self, v: SSAValue, at: Name | Loop, block: Block | None = None) -> SSAValue:
         """`v`, or where it is a gather's value, `scale(v, 1)` (exact for every number, NaN and
@@ -562,6 +573,9 @@ class IRGen:
         entry at the loop index: the array with that entry replaced), when the value is what
         the variable holds (uniform or per element)."""
         operands = operands if operands is not None else s.args
+        nodal = self.nodal_statement(s, operands, args, result, block)
+        if nodal is None:
+            return
         per_element = next((a for a, v in zip(operands, args) if not self.is_uniform(v)), None)
         value_uniform = per_element is None
         if isinstance(s.target, Index):
@@ -595,6 +609,42 @@ class IRGen:
             env[s.target.text] = current
             return
         env[s.target.text] = value
+        if nodal:
+            self.nodal_values.add(value)
+        if any(v in self.after_scatter for v in args):
+            self.after_scatter.add(value)
+
+    def nodal_statement(self, s: Call, operands: list, args: list[SSAValue], result: KasType, block: Block
+                        ) -> bool | None:
+        """Whether the statement runs once per node (it reads a nodal value); None, with an
+        error at the statement, where its operands or its variable disagree on that: a
+        statement reads nodal and uniform values into a nodal variable, at the top level, or
+        per-element and uniform ones into a variable that is not nodal."""
+        t = s.target.text
+        nodal_at = next((a for a, v in zip(operands, args) if v in self.nodal_values), None)
+        if nodal_at is None:
+            if t in self.nodal:
+                self.err(s.target, f"'{t}' is nodal, but its value here is not: a nodal variable holds a scatter's "
+                         "sums or a value computed from nodal ones",
+                         ["declare it without 'nodal', or compute it from nodal values"])
+                return None
+            return False
+        element_at = next((a for a, v in zip(operands, args) if v not in self.nodal_values and not self.is_uniform(v)),
+                          None)
+        if element_at is not None:
+            self.err(element_at, f"'{element_at.text}' holds one value per element, but '{nodal_at.text}' one per "
+                     "node: a statement runs per element or per node", ["gather the nodal value into a per-element "
+                                                                        "one first: 'Xe = gather(X, conn);'"])
+            return None
+        if block is not self.top_block or self.index_values or self.branches or self.enclosing_trips:
+            self.err(s.target, "a statement on nodal values stands at the program's top level, not in a loop or a "
+                     "branch")
+            return None
+        if isinstance(s.target, Index) or t not in self.nodal:
+            self.err(s.target, f"'{s.op.text}' of the nodal '{nodal_at.text}' gives one value per node, but "
+                     f"'{t}' is not nodal", [f"declare it 'nodal {result.spelling()} {t};'"])
+            return None
+        return True
 
     def make_call(self, op, args: list[SSAValue], at) -> CallOp:
         call = CallOp(op.name, args, op.result_type)
@@ -833,6 +883,8 @@ class IRGen:
         self.call_targets[op] = s.target
         block.add_op(op)
         env[s.target.text] = op.res
+        if v not in self.nodal_values or v in self.after_scatter:  # (a reduction over the elements needs them all)
+            self.after_scatter.add(op.res)
 
     def loop(self, s: Loop, env: dict[str, SSAValue], block: Block) -> None:
         runs = s.count

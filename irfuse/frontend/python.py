@@ -44,7 +44,9 @@ holds one value per node, one annotated `irfuse.Index[K]` each element's K node 
 `Xe = irfuse.gather(X, conn)` gives each element its nodes' rows (a K x D matrix, or a vector
 of K), `irfuse.scatter(fe, conn)` adds each element's rows into its nodes (a nodal value,
 which a program returns). They are the KAS `gather` and `scatter` (at the top level of the
-function), and a nodal value or a connectivity is read by nothing else.
+function). An op of nodal values (and uniform ones) gives a nodal value: a nodal statement,
+run once per node at the function's top level (the KAS language's); a connectivity is read by
+gather and scatter only.
 
 Anything else (while loops, calls of what is not an op, attributes of values other than
 `.T`) is refused at its line: a program's control flow cannot depend on its data, which is
@@ -466,6 +468,12 @@ class _Translator:
             return MaskType()
         return kas_type_of_shape(self.shape_of(operand))
 
+    def value_is_nodal(self, call: tuple[Name, list]) -> bool:
+        """A scatter's value is nodal; an op's (a nodal statement's) when it reads a nodal value."""
+        op = call[0].text
+        return op == "scatter" or (op != "gather" and not is_reduction(op, len(call[1])) and any(
+            isinstance(a, Name) and a.text in self.nodal for a in call[1]))
+
     def value_is_uniform(self, call: tuple[Name, list]) -> bool:
         """A reduction's value is uniform; an op's when all its operands are."""
         return is_reduction(call[0].text, len(call[1])) or all(self.is_uniform(a) for a in call[1])
@@ -603,7 +611,7 @@ class _Translator:
     def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
         call = self.call_of(value, out)
         shape, mask = self.result_of(call, value)
-        self.declare(target.id, shape, target, self.value_is_uniform(call), mask, call[0].text == "scatter")
+        self.declare(target.id, shape, target, self.value_is_uniform(call), mask, self.value_is_nodal(call))
         out.append(Call(self.name(target.id, target), call[0], call[1], self.pos(target)))
 
     def temp(self) -> str:
@@ -629,7 +637,7 @@ class _Translator:
         call = self.call_of(node, out)
         name = self.temp()
         shape, mask = self.result_of(call, node)
-        self.declare(name, shape, node, self.value_is_uniform(call), mask, call[0].text == "scatter")
+        self.declare(name, shape, node, self.value_is_uniform(call), mask, self.value_is_nodal(call))
         out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
         return self.name(name, node)
 
@@ -774,11 +782,15 @@ class _Translator:
         if call[0].text in ("gather", "scatter"):
             return self.moved_shape(call, node), False
         for a in call[1]:
-            if isinstance(a, Name) and (a.text in self.nodal or a.text in self.connectivities):
-                what = "the nodal value" if a.text in self.nodal else "the connectivity"
-                raise self.error(node, f"{what} '{a.text}' is read only by irfuse.gather and irfuse.scatter"
-                                 + (": gather it into a value per element first (Xe = irfuse.gather(X, conn))"
-                                    if a.text in self.nodal else ""))
+            if isinstance(a, Name) and a.text in self.connectivities:
+                raise self.error(node, f"the connectivity '{a.text}' is read only by irfuse.gather and irfuse.scatter")
+        nodal = next((a for a in call[1] if isinstance(a, Name) and a.text in self.nodal), None)
+        element = next((a for a in call[1] if isinstance(a, Name) and a.text not in self.nodal
+                        and not self.is_uniform(a)), None)
+        if nodal is not None and element is not None:
+            raise self.error(node, f"'{element.text}' holds one value per element, but '{nodal.text}' one per node: an "
+                                   "op runs per element or per node (gather the nodal value first: "
+                                   "Xe = irfuse.gather(X, conn))")
         if call[0].text == COPY:
             operand = call[1][0]
             return self.shape_of(operand), isinstance(operand, Name) and operand.text in self.masks

@@ -24,6 +24,7 @@ from irfuse.library.catalogue import default_library, find_implementation
 from irfuse.library.implementations import Implementation
 from irfuse.passes.module_element_type import itemsize_of, layout_of
 from irfuse.kernel.bridge import kernel_op
+from irfuse.transforms.node_phases import refuse_nodal_statements
 from irfuse.transforms.kernel_builder import build_kernel_model, erase_unread_gathers, launch_ops
 
 REDUCE_BY = 128  # elements per block of a reduction's own kernel
@@ -87,6 +88,7 @@ class FuseEach(ModulePass):
             raise CompileError(f"fuse-each: per_thread must be a power of two, got {self.per_thread}")
         layout, itemsize = layout_of(op), itemsize_of(op)
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
+            refuse_nodal_statements(program, self.name)
             calls = [c for c in program.body.walk() if isinstance(c, kas.CallOp)]
             self._check_impl_exists(calls)
             for i, call in enumerate(calls):

@@ -41,6 +41,7 @@ from irfuse.planner.search import (
     rebind,
 )
 from irfuse.kernel.bridge import kernel_op
+from irfuse.transforms.node_phases import refuse_nodal_statements
 from irfuse.transforms.kernel_builder import build_kernel_model, erase_unread_gathers, launch_ops
 
 
@@ -213,6 +214,7 @@ class FusePartition(ModulePass):
         itemsize = itemsize_of(op)  # the cost model counts bytes of the module's element type
         layout = layout_of(op)  # and knows how they lie in global memory
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
+            refuse_nodal_statements(program, self.name)
             dags, plans, _ = self.search(program, itemsize, layout=layout)
             if self.plan >= len(plans):
                 raise NoSuchPlan(len(plans), self.plan)

@@ -26,6 +26,7 @@ from irfuse.passes.fuse_promote_registers import FusePromoteRegisters
 from irfuse.passes.fuse_remap_threads import FuseRemapThreads
 from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
+from irfuse.passes.kas_split_nodes import KasSplitNodes
 from irfuse.passes.kas_split_phases import KasSplitPhases
 from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintBatchPasses, TestPrintRaces,
                                                TestPrintSharedPeak, TestPrintStagedLoads, TestPrintUniformity)
@@ -60,6 +61,8 @@ PASSES: list[PassInfo] = [
              FuseVerifyRaces),
     PassInfo("kas-split-phases", "Replaces the program by one of its phases at reductions over the batch (what a "
              "run over one chunk computes; irfuse.dask).", KasSplitPhases),
+    PassInfo("kas-split-nodes", "Replaces a program over a mesh by one of its passes over nodes and elements "
+             "(which=K; its nodal statements run per node, before or after the elements).", KasSplitNodes),
     PassInfo("test-print-races", "Prints the shared-memory races of each kernel (analysis test pass).",
              TestPrintRaces),
     PassInfo("test-print-bank-wavefronts", "Prints each kernel's shared-memory wavefronts per block and value "

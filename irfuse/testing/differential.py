@@ -30,6 +30,7 @@ from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.verification.reference import (program_indices, random_inputs, run_references, uniform_names, value_shape,
                                            value_shapes)
 from irfuse.runtime.streaming import ChunkedRun
+from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
 from irfuse.verification.verify import check_outputs
 
 
@@ -81,6 +82,8 @@ def check_plans(path: str, budget: Budget) -> Outcome:
         program = compile_file(path)
     except CompileError as e:
         return Outcome(failure="frontend", detail=str(e), invalid=True)
+    if has_nodal_statements(program.module):
+        return _check_node_passes(program.module, path, budget)
     out = Outcome()
     runs = [(k, budget.top, "auto") for k in range(budget.top)]
     if budget.host_loops and "kas.loop" in module_text(program.module):
@@ -126,6 +129,60 @@ def check_plans(path: str, budget: Budget) -> Outcome:
             return Outcome(out.plans, out.in_kernel_loops, "mismatch", f"plan {k} (loops={loops}): " + "; ".join(bad))
         out.plans += 1
         out.in_kernel_loops += "fuse.loop" in module_text(plan.module)
+    return out
+
+
+def _check_node_passes(module, path: str, budget: Budget) -> Outcome:
+    """A program over a mesh with nodal statements: its passes over nodes and elements
+    (`transforms.node_phases`), each planned with plan k (its last where it has fewer) and run
+    on the CPU one after another on random meshes, their outputs against the whole program's
+    reference; the elements pass also with `scatter="atomic"` (the same bits on the CPU)."""
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.compile import compile_frontend
+    from irfuse.frontend.irgen import FrontendResult
+
+    reference = program_of(module)
+    plan = split_at_nodal_statements(module)
+    out = Outcome()
+    dtype = element_type(budget.dtype).numpy
+    for k in range(budget.top):
+        try:
+            inputs, nodes = random_mesh_inputs(reference, budget.n, budget.seed + k, dtype)
+            made: dict[str, np.ndarray] = {}
+            sum_by = 1 << 30
+            for step in plan.passes:
+                for j in range(k, -1, -1):
+                    try:
+                        compiled, _ = compile_frontend(
+                            FrontendResult(step.module.clone()), os.path.basename(path),
+                            partition_pipeline(budget.top, j, budget.max_size, 1 << 22, budget.profile),
+                            budget.dtype, budget.nvrtc, "sm_90" if budget.nvrtc else None)
+                        break
+                    except NoSuchPlan:
+                        if j == 0:
+                            raise
+                sum_by = min(sum_by, compiled.sum_by)
+                given = {name: made[name] if name in made and name not in inputs else inputs[name]
+                         for name in step.inputs}
+                executor = Executor(compiled, CpuDevice(compiled))
+                if step.over == "elements":
+                    results = executor.run(given, budget.n, nodes=nodes).outputs
+                    atomic = executor.run(given, budget.n, nodes=nodes, scatter="atomic").outputs
+                    differ = [name for name in results if results[name].tobytes() != atomic[name].tobytes()]
+                    if differ:
+                        return Outcome(out.plans, 0, "atomic", f"plan {k}: scatter='atomic' on the CPU changed "
+                                       f"{', '.join(differ)}")
+                else:
+                    results = executor.run(given, nodes).outputs
+                made.update(results)
+            got = {name: made[name] for name in reference.outputs}
+            want = run_references(reference, inputs, budget.dtype, budget.n, sum_by, nodes=nodes)
+        except Exception:  # noqa: BLE001 -- a crash of the compiler or the runtime is a finding
+            return Outcome(out.plans, 0, "exception", f"plan {k}: {traceback.format_exc()}")
+        bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
+        if bad:
+            return Outcome(out.plans, 0, "mismatch", f"plan {k} on a mesh of {nodes} nodes: " + "; ".join(bad))
+        out.plans += 1
     return out
 
 

@@ -501,7 +501,10 @@ def random_mesh_program(seed: int, calls: int) -> str:
     2 or 3) each gathered through one connectivity or both (sometimes again inside a loop or a
     branch), generic ops on the gathered values,
     a per-element input and a uniform one, then at least one scatter per connectivity of a
-    value of its K rows into a nodal output (values nothing read returned per element)."""
+    value of its K rows into a nodal output (values nothing read returned per element). About
+    half the programs hold nodal statements (run per node): one before the gathers, whose
+    value is gathered instead of a nodal input's, and one after the scatters, of a scatter's
+    sums (and a nodal input or the uniform input), returned as well."""
     rng = random.Random(seed)
     conns = [(f"c{i + 1}", k) for i, k in enumerate(rng.sample((2, 3, 4), k=rng.choice((1, 1, 2))))]
     nodal = [(f"x{i + 1}", rng.choice((0, 2, 3))) for i in range(rng.randint(1, 3))]
@@ -529,13 +532,21 @@ def random_mesh_program(seed: int, calls: int) -> str:
     element_input = new_var(rng.choice(("scalar", "matrix3x3")), "e")
     uniform_input = new_var("scalar", "u")
     made(element_input)
+    per_node = rng.random() < 0.5  # nodal statements before the gathers and after the scatters
+    read = {x: x for x, _ in nodal}  # what the gathers of each nodal input read
+    if per_node:
+        x, d = rng.choice(nodal)
+        y = new_var(f"vector{d}" if d else "scalar", "r")
+        lines.append(f"{y} = " + rng.choice((f"scale({x}, {uniform_input})", f"add({x}, {x})",
+                                             f"scale({x}, {rng.choice(LITERALS)})")) + ";")
+        read[x] = y
     gathered = []
     for x, d in nodal:
         for c, k in rng.sample(conns, k=rng.randint(1, len(conns))):
             g = new_var(f"matrix{k}x{d}" if d else f"vector{k}", "g")
-            lines.append(f"{g} = gather({x}, {c});")
+            lines.append(f"{g} = gather({read[x]}, {c});")
             made(g)
-            gathered.append((g, c, x))
+            gathered.append((g, c, read[x]))
     # Gathers inside a loop and a branch (each runs once, before them), into values the loop
     # carries and the branch selects.
     if rng.random() < 0.5:
@@ -581,6 +592,14 @@ def random_mesh_program(seed: int, calls: int) -> str:
         out = new_var(f"vector{t.split('x')[-1]}" if t.startswith("matrix") else "scalar", "r")
         lines.append(f"{out} = scatter({g}, {c});")
         outputs.append(out)
+    if per_node:  # a nodal statement on a scatter's sums
+        r = rng.choice(outputs)
+        t = declared[r]
+        same = [x for x, d in nodal if (f"vector{d}" if d else "scalar") == t]
+        z = new_var(t, "r")
+        lines.append(f"{z} = " + rng.choice([f"scale({r}, {uniform_input})", f"neg({r})",
+                                             *(f"sub({r}, {x})" for x in same)]) + ";")
+        outputs.append(z)
     # What nothing read is returned per element, so that no statement is dead.
     outputs += sorted((v for v in unread if v.startswith("v")), key=lambda v: int(v[1:]))
     decls: dict[str, list[str]] = {}

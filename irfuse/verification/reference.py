@@ -22,6 +22,7 @@ from irfuse.artifact.program_io import Interface
 from irfuse.diagnostics import CompileError
 from irfuse.dialects.fuse import COMBINE_LANES
 from irfuse.dialects.kas import (
+    nodal_values,
     CallOp,
     ConstantOp,
     GatherOp,
@@ -172,6 +173,7 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
     env: dict[SSAValue, np.ndarray] = {}
     for name, arg in zip(program.inputs, program.body.block.args):
         env[arg] = np.asarray(inputs[name], dtype=np.int64 if name in program_indices(program) else dtype)
+    per_node = nodal_values(program)  # (a nodal statement's batch is the nodes)
 
     def run_block(block) -> list[np.ndarray]:
         for op in block.ops:
@@ -179,7 +181,7 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
                 evaluate = opdef.reference_by_entries if by_entries else opdef.reference
-                result = evaluate(*_call_operands(op, env, n))
+                result = evaluate(*_call_operands(op, env, nodes if op.res in per_node else n))
                 env[op.res] = (result[0] if is_uniform(op.res) else result).astype(dtype, copy=False)
                 if rng is not None:
                     noise = rng.random(env[op.res].shape, dtype=np.float32) * 2 - 1
@@ -202,7 +204,7 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                 with np.errstate(invalid="ignore"):
                     r = x.sum(axis=0) if kind == "sum" else x.max(axis=0) if kind == "max" else x.min(axis=0)
                 if rng is not None and kind == "sum":
-                    bound = sum_depth(n, sum_by) * perturb[0] * np.abs(x).sum(axis=0)  # type: ignore[index]
+                    bound = sum_depth(len(x), sum_by) * perturb[0] * np.abs(x).sum(axis=0)  # type: ignore[index]
                     r = r + bound * (rng.random(r.shape) * 2 - 1)
                 env[op.res] = np.asarray(r).astype(dtype)
             elif isinstance(op, LoopOp):
@@ -256,12 +258,14 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
     for name, arg in zip(program.inputs, program.body.block.args):
         val[arg] = np.asarray(inputs[name], dtype=np.int64 if name in indices else np.float64)
         err[arg] = np.zeros(val[arg].shape)
+    per_node = nodal_values(program)  # (a nodal statement's batch is the nodes)
     with np.errstate(all="ignore"):
         for op in program.body.block.ops:
             if isinstance(op, CallOp):
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
-                v, e = opdef.bounded_by_entries(_call_operands(op, val, n), _call_operands(op, err, n), u)
+                rows = nodes if op.res in per_node else n
+                v, e = opdef.bounded_by_entries(_call_operands(op, val, rows), _call_operands(op, err, rows), u)
                 val[op.res], err[op.res] = (v[0], e[0]) if is_uniform(op.res) else (v, e)
             elif isinstance(op, ConstantOp):
                 val[op.res] = np.asarray(op.number, dtype=np.float64)
@@ -279,7 +283,7 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
                 x, ex = val[op.operand], err[op.operand]
                 if op.reduce_kind.value == "sum":
                     val[op.res] = x.sum(axis=0)
-                    err[op.res] = ex.sum(axis=0) + sum_depth(n, sum_by) * u * np.abs(x).sum(axis=0)
+                    err[op.res] = ex.sum(axis=0) + sum_depth(len(x), sum_by) * u * np.abs(x).sum(axis=0)
                 else:  # a maximum or minimum moves by at most its operands' largest error
                     val[op.res] = x.max(axis=0) if op.reduce_kind.value == "max" else x.min(axis=0)
                     err[op.res] = ex.max(axis=0)

@@ -109,9 +109,24 @@ def scatter_of_nodal_value(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
     return r
 
 
-def nodal_value_read_by_an_op(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
-    Y = X + X  # refused: the nodal value 'X' is read only by irfuse.gather and irfuse.scatter
+def nodal_and_element_values_in_one_op(X: irfuse.Nodal[Vector[3]], y: Vector[3], conn: irfuse.Index[4]):
+    Y = X + y  # refused: 'y' holds one value per element, but 'X' one per node
     return Y
+
+
+def nodal_statement_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], s: irfuse.Uniform[Scalar]):
+    Xe = irfuse.gather(X, conn)
+    r = irfuse.scatter(Xe, conn)
+    for _ in range(2):
+        r = r * s  # refused: a statement on nodal values stands at the program's top level
+    return r
+
+
+def gather_of_a_scatters_sums(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
+    r = irfuse.scatter(irfuse.gather(X, conn), conn)
+    t = -r
+    Te = irfuse.gather(t, conn)  # refused: 'gather' reads 't', made from a scatter's sums
+    return irfuse.scatter(Te, conn)
 
 
 def scatter_of_the_wrong_rows(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], f: Matrix[3, 3]):

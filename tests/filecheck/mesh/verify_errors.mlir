@@ -17,7 +17,7 @@ builtin.module {
     kas.return %e : !kas.matrix<4x3>
   }
 }
-// CHECK: kas.gather reads a nodal input of the program (listed in its nodal(...))
+// CHECK: kas.gather reads a nodal value (an input listed in nodal(...) or a nodal statement's result)
 
 // -----
 builtin.module {
@@ -26,7 +26,7 @@ builtin.module {
     kas.return %y : !kas.vector<3>
   }
 }
-// CHECK: kas.program: the nodal input 'X' is only read by kas.gather (nodal statements are not supported)
+// CHECK: kas.program: output 'r' is a nodal value but not listed in nodal(...)
 
 // -----
 builtin.module {
@@ -43,7 +43,58 @@ builtin.module {
     kas.return %e : !kas.matrix<4x3>
   }
 }
-// CHECK: kas.program: output 'r' is nodal but not a kas.scatter result
+// CHECK: kas.program: output 'r' is nodal but not a nodal value (a scatter's or a nodal statement's result)
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %y: !kas.vector<3>) -> (r : !kas.vector<3>) nodal(X, r) {
+    %z = kas.call @vadd3(%X, %y) : (!kas.vector<3>, !kas.vector<3>) -> !kas.vector<3>
+    kas.return %z : !kas.vector<3>
+  }
+}
+// CHECK: kas.call @vadd3 reads nodal and per-element values; gather the nodal ones first
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %y: !kas.vector<3>) -> (r : !kas.vector<3>) nodal(X) {
+    %l, %b = kas.loop 2 iter_args(%a = %y) -> (!kas.vector<3>, !kas.vector<3>) {
+      %c = kas.call @vneg3(%X) : (!kas.vector<3>) -> !kas.vector<3>
+      kas.yield %a, %c : !kas.vector<3>, !kas.vector<3>
+    }
+    kas.return %l : !kas.vector<3>
+  }
+}
+// CHECK: kas.call @vneg3 reads a nodal value inside a loop: nodal statements stand at the program's top level
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X, r) {
+    %e = kas.gather %X, %c : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
+    %s = kas.scatter %e, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
+    %t = kas.call @vneg3(%s) : (!kas.vector<3>) -> !kas.vector<3>
+    %f = kas.gather %t, %c : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
+    %r = kas.scatter %f, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
+    kas.return %r : !kas.vector<3>
+  }
+}
+// CHECK: kas.gather reads a value made from the elements' results (a scatter's sums or a reduction over them): that needs a second pass over the elements (a second program)
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.matrix<4x3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X, r) {
+    %r = kas.scatter %X, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
+    kas.return %r : !kas.vector<3>
+  }
+}
+// CHECK: kas.scatter adds a per-element value, not a nodal or uniform one
+
+// -----
+builtin.module {
+  kas.program @p(%X: !kas.vector<3>) -> (r : !kas.vector<3>) nodal(X, r) {
+    kas.return %X : !kas.vector<3>
+  }
+}
+// CHECK: kas.program: output 'r' returns the nodal input as it is
 
 // -----
 builtin.module {

@@ -1,0 +1,191 @@
+"""Programs over a mesh with nodal statements: their passes over nodes and over elements
+(`irfuse.transforms.node_phases`), each compiled as a `Program` of its own, run one after
+another.
+
+A call takes what the program takes (nodal arrays `(M, *shape)`, connectivities `(E, K)`,
+per-element arrays `(E, *shape)`, uniform values; `nodes=`, `scatter=`, `memory_budget=`,
+`out=`, `verify=` as for any program over a mesh). The passes over the nodes are ordinary
+programs whose batch is the nodes; the pass over the elements is a program over the mesh. A
+value one pass makes and a later one reads goes from one call to the next as an array on the
+same side (host or GPU): on the GPU backend with host arrays it comes back to the host in
+between, on GPU arrays it stays there. Every pass's results are those of its own program, so
+the bits do not depend on how the elements pass runs (one piece or chunks).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from irfuse.api.arguments import bind_inputs, bind_outputs
+from irfuse.api.mesh_calls import mesh_verification
+from irfuse.api.outputs import Outputs
+from irfuse.diagnostics import ExecutionError, UsageError
+
+
+class MeshReference:
+    """What checking a call against the float64 reference needs of a compiled program: the
+    kas program before it was cut into passes."""
+
+    def __init__(self, module, dtype: str, sum_by: int):
+        self.reference_module = module
+        self.dtype = dtype
+        self.sum_by = sum_by
+
+    @property
+    def reference_program(self):
+        from irfuse.dialects.kas import program_of
+
+        return program_of(self.reference_module)
+
+
+class MeshPassesProgram:
+    """A compiled program over a mesh with nodal statements (see the module). `inputs`,
+    `outputs`, `shapes`, `uniform`, `nodal` and `index_inputs` say what it takes and gives, as
+    for a `Program`; `passes` are the programs it runs, in order."""
+
+    def __init__(self, name: str, plan, passes: list, reference: MeshReference, backend: str, warnings: list,
+                 inputs: tuple[str, ...], outputs: tuple[str, ...], shapes: dict, uniform: frozenset,
+                 nodal: frozenset, index_inputs: frozenset):
+        self.name = name
+        self.plan = plan
+        self.passes = passes
+        self.compiled = reference
+        self.backend = backend
+        self.warnings = list(warnings)
+        self.inputs, self.outputs, self.shapes = inputs, outputs, shapes
+        self.uniform, self.nodal, self.index_inputs = uniform, nodal, index_inputs
+        self.dtype = passes[0].dtype
+        self.layout = "aos"
+        self.strides: dict = {}
+        self.memory_budget: int | None = None
+        self._spec: tuple | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def kernels(self) -> list[str]:
+        return [k for p in self.passes for k in p.kernels]
+
+    @property
+    def _device(self):
+        return next((p._device for p in self.passes if p._device is not None), None)
+
+    def __repr__(self) -> str:
+        over = ", ".join(p.over for p in self.plan.passes)
+        return f"<irfuse program {self.name}: passes over {over}; {len(self.kernels)} kernels, backend {self.backend}>"
+
+    def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
+                 memory_budget: int | None = None, progress=False, nodes: int | None = None,
+                 scatter: str | None = None, **named) -> Outputs:
+        """Runs the passes in order (see the module); the arguments are those of a call of a
+        program over a mesh (`Program.__call__`)."""
+        if out_layout is not None:
+            raise UsageError("out_layout= is not taken by a program over a mesh: its calls run on arrays of "
+                             "structures")
+        bound = bind_inputs(self.inputs, args, named)
+        given = bind_outputs(self.outputs, out) if out is not None else {}
+        budget = memory_budget if memory_budget is not None else self.memory_budget
+        m = self._nodes(bound, nodes)
+        made: dict[str, object] = {}
+        for step, program in zip(self.plan.passes, self.passes):
+            arguments = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
+            mine = {k: v for k, v in given.items() if k in step.outputs}
+            options = dict(out=mine or None, stream=stream, memory_budget=budget)
+            if step.over == "elements":
+                options.update(nodes=m, scatter=scatter, progress=progress)
+            results = program(**arguments, **options)
+            made.update(zip(step.outputs, results))
+        outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
+        if verify:
+            report = self._verification(bound, outputs, m)
+            if not report.ok:
+                raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
+        return outputs
+
+    def _nodes(self, bound: dict, nodes: int | None) -> int | None:
+        """M: from the nodal inputs (each node pass checks its arrays agree), else `nodes=`."""
+        from irfuse.api.device_arrays import device_array
+
+        for k in self.inputs:
+            if k in self.nodal:
+                a = bound[k]
+                dev = device_array(a)
+                shape = dev.shape if dev is not None else np.shape(a)
+                if len(shape) >= 1:
+                    if nodes is not None and nodes != shape[0]:
+                        raise UsageError(f"nodes={nodes} disagrees with nodal input '{k}', which holds {shape[0]} "
+                                         "nodes")
+                    return int(shape[0])
+        return nodes
+
+    def _verification(self, bound: dict, outputs: Outputs, m: int | None):
+        from irfuse.api.device_arrays import device_array
+        from irfuse.api.verification import to_host
+
+        def host(a):
+            dev = device_array(a)
+            if dev is None:
+                return np.asarray(a)
+            device = self._device
+            device.drv.Context.synchronize()
+            return to_host(device, dev)
+
+        arrays = {k: host(v) for k, v in bound.items()}
+        arrays = {k: v.conn if hasattr(v, "conn") else v for k, v in arrays.items()}
+        n = next(len(arrays[k]) for k in self.inputs if k in self.index_inputs)
+        return mesh_verification(self, arrays, Outputs(self.outputs, [host(o) for o in outputs]), n, m)
+
+    def check(self, *args, nodes: int | None = None, **named):
+        """Runs the program and checks every element and node against the float64 reference."""
+        bound = bind_inputs(self.inputs, args, named)
+        outputs = self(**bound, nodes=nodes)
+        return self._verification(bound, outputs, self._nodes(bound, nodes))
+
+    def _for(self, layout: str, strides: dict) -> "MeshPassesProgram":
+        if layout != "aos" or strides:
+            raise UsageError(f"program {self.name} runs over a mesh on arrays of structures only")
+        return self
+
+    def for_layout(self, layout: str) -> "MeshPassesProgram":
+        return self._for(layout, {})
+
+    def close(self) -> None:
+        for p in self.passes:
+            p.close()
+
+    def __reduce__(self):
+        """Pickled as what it was compiled from, as a `Program` is."""
+        if self._spec is None:
+            raise TypeError(f"program {self.name} cannot be pickled: compile it from its source")
+        rebuild, spec = self._spec
+        return (rebuild, (spec, self.layout, ()))
+
+    def __enter__(self) -> "MeshPassesProgram":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def compile_mesh_passes(module, name: str, warnings: list, backend: str, dtype: str,
+                        compile_pass) -> MeshPassesProgram:
+    """The program of `module` (a kas program over a mesh with nodal statements) as its passes,
+    each compiled by `compile_pass(module, filename)` (`irfuse.compile` with the program's
+    options)."""
+    from irfuse.dialects.kas import IndexType, is_uniform, program_of
+    from irfuse.transforms.node_phases import split_at_nodal_statements
+
+    program = program_of(module)
+    plan = split_at_nodal_statements(module)
+    passes = [compile_pass(step.module, f"{name}, pass over {step.over} ({program_of(step.module).sym_name.data})")
+              for step in plan.passes]
+    inputs, outputs = tuple(program.inputs), tuple(program.outputs)
+    types = dict(zip(program.inputs, program.input_types())) | dict(zip(program.outputs, program.output_types()))
+    shapes = {k: tuple(t.shape) for k, t in types.items()}
+    uniform = frozenset(program.uniform) | frozenset(
+        out for out, v in zip(program.outputs, program.return_op.values) if is_uniform(v))
+    index_inputs = frozenset(k for k, t in zip(program.inputs, program.input_types()) if isinstance(t, IndexType))
+    reference = MeshReference(module, dtype, min(p.artifact.sum_by for p in passes))
+    return MeshPassesProgram(name, plan, passes, reference, backend, warnings, inputs, outputs,
+                             shapes, uniform, frozenset(program.nodal), index_inputs)

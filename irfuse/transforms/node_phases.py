@@ -1,0 +1,195 @@
+"""A program over a mesh with nodal statements, cut into the passes over nodes and over
+elements that run it.
+
+A nodal statement (a call that reads nodal values, `kas.nodal_statements`) runs once per
+node; the rest of a program over a mesh runs per element, its scatters adding the elements'
+rows into nodes. What the nodal statements compute from the inputs alone (a displacement
+predicted from the velocity, say) is needed before the elements gather it; what they compute
+from a scatter's sums (an acceleration from the residual and the lumped mass) needs every
+element first. So the program runs as up to three passes, each an ordinary `kas.program`:
+
+- **nodes, before**: the nodal statements that read no value of the element pass, a program
+  over the nodes (its nodal values are plain values, one per node: its batch is the nodes);
+- **elements**: gathers, the element code and scatters, a program over the mesh whose nodal
+  inputs are the mesh's and the values the first pass made;
+- **nodes, after**: the nodal statements that read the scatters' sums (or a reduction over
+  the elements), again a program over the nodes.
+
+A value one pass makes and a later one reads is an output of the first and an input of the
+second, named after its variable (or after the output it is, where that is no input's name);
+constants and uniform values computed from the inputs alone are recomputed where read. Each
+pass takes only the inputs it reads. A gather of a value of the last pass would need a second
+pass over the elements: the program's verifier refuses it (`kas.after_elements`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import Rewriter
+
+from irfuse.diagnostics import CompileError, located
+from irfuse.dialects.kas import (ConstantOp, GatherOp, ProgramOp, ReduceOp, ReturnOp, ScatterOp, is_uniform,
+                                 nodal_statements, nodal_values, program_of, ssa_hint, variable_of_hint)
+from irfuse.transforms.dead_code import eliminate_dead_code
+
+NODES_BEFORE, ELEMENTS, NODES_AFTER = 0, 1, 2
+PASS_NAMES = {NODES_BEFORE: "nodes_before", ELEMENTS: "elements", NODES_AFTER: "nodes_after"}
+
+
+@dataclass(frozen=True)
+class NodePass:
+    module: ModuleOp  # an ordinary kas.program: over the nodes, or over the mesh's elements
+    over: str  # "nodes" or "elements"
+    inputs: tuple[str, ...]  # what it takes: the program's inputs, or values of an earlier pass
+    outputs: tuple[str, ...]  # what it gives: the program's outputs, and values later passes read
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    passes: tuple[NodePass, ...]  # in the order they run
+    made: frozenset[str]  # the names passes give that are not the program's inputs
+
+
+def has_nodal_statements(module: ModuleOp) -> bool:
+    """Whether the module's program runs statements per node (and so as `NodePlan` passes)."""
+    program = program_of(module)
+    if not program.nodal:
+        return False
+    per_node = nodal_values(program)
+    return any(r in per_node for op in program.body.block.ops if not isinstance(op, ScatterOp)
+               for r in op.results)
+
+
+def refuse_nodal_statements(program: ProgramOp, pass_name: str) -> None:
+    """A CompileError at the program's first nodal statement, for a pass that plans kernels
+    over one batch: such a program is planned pass by pass (`kas-split-nodes`)."""
+    statements = nodal_statements(program) if program.nodal else []
+    if statements:
+        raise CompileError(located(
+            f"{pass_name}: @{program.sym_name.data} runs statements per node; it is planned as its passes over nodes "
+            "and elements, each a program of its own", statements[0].location,
+            ["irfuse.compile and `irfuse run` cut it so; irfuse-opt -p 'kas-split-nodes{which=K}' shows pass K"]))
+
+
+def _pass_of_ops(program: ProgramOp) -> dict[Operation, int | None]:
+    """Each top-level op's pass; None for one that any pass may recompute (a constant, or a
+    uniform value of the inputs alone)."""
+    per_node = nodal_values(program)
+    where: dict[Operation, int | None] = {}
+
+    def of(v: SSAValue) -> int | None:
+        owner = v.owner
+        return where.get(owner) if isinstance(owner, Operation) else None
+
+    for op in program.body.block.ops:
+        if isinstance(op, ReturnOp):
+            continue
+        read = [p for inner in op.walk() for v in inner.operands if (p := of(v)) is not None]
+        latest = max(read, default=None)
+        if isinstance(op, ConstantOp):
+            where[op] = None
+        elif isinstance(op, (GatherOp, ScatterOp)):
+            where[op] = ELEMENTS
+        elif isinstance(op, ReduceOp) and op.operand in per_node or any(r in per_node for r in op.results):
+            where[op] = NODES_BEFORE if latest is None or latest == NODES_BEFORE else NODES_AFTER
+        elif all(is_uniform(r) for r in op.results) and not isinstance(op, ReduceOp):
+            where[op] = latest
+        else:
+            where[op] = ELEMENTS
+    return where
+
+
+def split_at_nodal_statements(module: ModuleOp) -> NodePlan:
+    """The module's program as its passes over nodes and elements (see the module)."""
+    program = program_of(module)
+    where = _pass_of_ops(program)
+    ops = [op for op in program.body.block.ops if not isinstance(op, ReturnOp)]
+    present = sorted({p for p in where.values() if p is not None})
+    returned = {v: out for out, v in reversed(list(zip(program.outputs, program.return_op.values)))}
+    taken = {*program.inputs, *program.outputs}
+    # Values a later pass reads, each named once.
+    crossing: dict[SSAValue, str] = {}
+    for op in ops:
+        p = where[op]
+        if p is None:
+            continue
+        for inner in op.walk():
+            for v in inner.operands:
+                q = where.get(v.owner) if isinstance(v.owner, Operation) else None  # type: ignore[arg-type]
+                if q is not None and q < p and v not in crossing:
+                    name = returned.get(v)
+                    if name is None or name in program.inputs:
+                        base = variable_of_hint(v.name_hint) if v.name_hint else "value"
+                        name, i = base, 1
+                        while name in taken:
+                            name, i = f"{base}_{i}", i + 1
+                        taken.add(name)
+                    crossing[v] = name
+    first = present[0] if present else ELEMENTS
+    passes = tuple(_pass(module, p, where, crossing, first) for p in present)
+    return NodePlan(passes, frozenset(crossing.values()) | frozenset(program.outputs))
+
+
+def _pass(module: ModuleOp, p: int, where: dict, crossing: dict[SSAValue, str], first: int) -> NodePass:
+    """Pass p: the values of earlier passes it reads as inputs, its outputs and the values later
+    passes read returned, everything else removed."""
+    original = program_of(module)
+    order = {op: k for k, op in enumerate(original.body.block.ops)}
+    clone = module.clone()
+    program = program_of(clone)
+    twin_ops = list(program.body.block.ops)
+    twin = {v: twin_ops[order[v.owner]].results[v.index] for v in crossing}  # type: ignore[index, attr-defined]
+    block = program.body.block
+    nodal = set(original.nodal)
+    uniform = set(original.uniform)
+    names = list(program.inputs)
+    for v, name in crossing.items():
+        q = where[v.owner]
+        if q < p and any(where.get(_top(u.operation, original)) == p for u in v.uses):
+            arg = block.insert_arg(v.type, len(block.args))
+            arg.name_hint = ssa_hint(name)  # (a program's input is named by its argument when printed)
+            twin[v].replace_all_uses_with(arg)
+            names.append(name)
+            (uniform if is_uniform(v) else nodal).add(name)
+    outputs: list[tuple[str, SSAValue]] = []
+    for out, v, tv in zip(original.outputs, original.return_op.values, program.return_op.values):
+        q = where.get(v.owner) if isinstance(v.owner, Operation) else None  # type: ignore[arg-type]
+        if (q if q is not None else first) == p:
+            outputs.append((out, tv))
+    for v, name in crossing.items():
+        if where[v.owner] == p and name not in dict(outputs):
+            outputs.append((name, twin[v]))
+    Rewriter.replace_op(program.return_op, ReturnOp([v for _, v in outputs]))
+    program.output_names = ArrayAttr([StringAttr(out) for out, _ in outputs])
+    eliminate_dead_code(program)
+    # Only the inputs it reads: a pass over the nodes cannot take per-element arrays.
+    for k in reversed(range(len(block.args))):
+        if not block.args[k].uses:
+            block.erase_arg(block.args[k])
+            del names[k]
+    program.input_names = ArrayAttr([StringAttr(n) for n in names])
+    over_nodes = p != ELEMENTS
+    per_node = nodal_values(program)  # (the elements pass's: its nodal inputs and its scatters' sums)
+    uniform_here = [n for n in names if n in uniform]
+    nodal_here = [] if over_nodes else [n for n in names if n in nodal] + [
+        out for out, v in outputs if v in per_node]
+    for prop, listed in (("uniform_inputs", uniform_here), ("nodal_names", list(dict.fromkeys(nodal_here)))):
+        program.properties.pop(prop, None)
+        if listed:
+            program.properties[prop] = ArrayAttr([StringAttr(n) for n in listed])
+    program.sym_name = StringAttr(f"{original.sym_name.data}_{PASS_NAMES[p]}")
+    program.return_op.location = original.return_op.location
+    clone.verify()
+    return NodePass(clone, "nodes" if over_nodes else "elements", tuple(names), tuple(out for out, _ in outputs))
+
+
+def _top(op: Operation, program: ProgramOp) -> Operation:
+    """The top-level op of `program` that holds `op` (itself, or the loop around it)."""
+    while op.parent_op() is not program:
+        parent = op.parent_op()
+        assert parent is not None
+        op = parent
+    return op

@@ -1,0 +1,111 @@
+"""Nodal statements: statements on nodal values run once per node, before the elements (a
+value they gather) or after them (on a scatter's sums), as passes of their own
+(`irfuse.transforms.node_phases`, `irfuse.api.mesh_passes`) on the CPU backend."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irfuse
+from irfuse.api.mesh_passes import MeshPassesProgram
+from irfuse.diagnostics import UsageError
+from irfuse.mesh import box_tetrahedra
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mesh"
+DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+
+# Reductions on both sides: a sum over the nodes before the elements, a maximum over the
+# elements after them, each read per node.
+REDUCING = """
+nodal vector3 X, r, y; nodal scalar q;
+index4 conn; matrix4x3 Xe; scalar e; uniform scalar E, Q;
+input X, conn;
+q = vdot3(X, X);
+Q = sum(q);
+y = svmul3(X, Q);
+Xe = gather(y, conn);
+e = norm(Xe);
+E = max(e);
+r = scatter(Xe, conn);
+r = svmul3(r, E);
+return r, E, Q;
+"""
+
+
+@pytest.fixture(scope="module")
+def step():
+    return irfuse.compile(str(EXAMPLES / "explicit_step.kas"), backend="cpu")
+
+
+def step_inputs(nx=4, seed=0):
+    X, conn = box_tetrahedra(nx)[:2]
+    rng = np.random.default_rng(seed)
+    X = (X + 0.02 / nx * rng.standard_normal(X.shape)).astype(np.float32)
+    u = (1e-2 * rng.standard_normal(X.shape)).astype(np.float32)
+    v = rng.standard_normal(X.shape).astype(np.float32)
+    mass = irfuse.compile(str(EXAMPLES / "lumped_mass.kas"), backend="cpu")
+    m = mass(X, conn, DN, np.full(4, 0.25, np.float32), np.float32(2.0)).m
+    return dict(X=X, u=u, v=v, m=m, conn=conn, dN=DN, lam=np.float32(1.5), mu=np.float32(0.7), dt=np.float32(1e-3))
+
+
+def test_the_explicit_step_runs_its_nodal_statements_around_the_elements(step):
+    """u1 = u + dt v per node, r = K u1 by the elements, v1 = v - dt r / m per node: against
+    the residual example run on u1 and the update in NumPy, and against the reference."""
+    assert isinstance(step, MeshPassesProgram)
+    assert [p.over for p in step.plan.passes] == ["nodes", "elements", "nodes"]
+    a = step_inputs()
+    out = step(**a, verify=True)
+    u1 = a["u"] + a["v"] * a["dt"]
+    np.testing.assert_allclose(out.u1, u1, rtol=1e-6, atol=1e-7)
+    residual = irfuse.compile(str(EXAMPLES / "p1_residual.kas"), backend="cpu")
+    r = residual(a["X"], out.u1, a["conn"], DN, a["lam"], a["mu"]).r
+    v1 = a["v"] - r / a["m"][:, None] * a["dt"]
+    np.testing.assert_allclose(out.v1, v1, rtol=1e-5, atol=1e-6 * np.abs(v1).max())
+    assert step.check(**a).ok
+
+
+def test_nodal_statements_give_one_calls_bits_in_chunks_on_dask_and_after_pickling(step):
+    a = step_inputs(3, seed=1)
+    whole = step(**a)
+    chunked = step(**a, memory_budget=40_000)
+    again = pickle.loads(pickle.dumps(step))
+    assert again is step  # (compiled again where unpickled: in this process the same program)
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+
+    import irfuse.dask
+
+    arrays = {k: da.from_array(v, chunks=(29, *v.shape[1:])) if k == "conn" else v for k, v in a.items()}
+    lazy = irfuse.dask.apply(step, **arrays)
+    with dask.config.set(scheduler="synchronous"):
+        computed = dask.compute(*lazy)
+    for name, w, c, d in zip(step.outputs, whole, chunked, computed):
+        assert w.tobytes() == c.tobytes() == np.asarray(d).tobytes(), name
+
+
+def test_reductions_over_the_nodes_and_the_elements_feed_nodal_statements():
+    prog = irfuse.compile(REDUCING, backend="cpu")
+    X, conn = box_tetrahedra(3)[:2]
+    X = X.astype(np.float32)
+    out = prog(X, conn, verify=True)
+    Q = np.sum(np.einsum("ij,ij->i", X.astype(np.float64), X))
+    assert out.Q == pytest.approx(Q, rel=1e-5)
+    Xe = (X * np.float32(out.Q))[conn]
+    assert out.E == pytest.approx(np.linalg.norm(Xe.reshape(len(conn), -1), axis=1).max(), rel=1e-5)
+
+
+def test_a_call_of_a_program_with_nodal_statements_refuses_what_it_does_not_take(step):
+    a = step_inputs(2)
+    with pytest.raises(UsageError, match="nodes=5 disagrees with nodal input 'X'"):
+        step(**a, nodes=5)
+    with pytest.raises(UsageError, match="out_layout="):
+        step(**a, out_layout="soa")
+    bad = dict(a, conn=a["conn"] + 1000)
+    with pytest.raises(UsageError, match="element 0, position 0 names node 1000"):
+        step(**bad)
+    with pytest.raises(UsageError, match="arrays of structures only"):
+        step.for_layout("soa")
