@@ -978,3 +978,38 @@ def test_nodal_statements_on_the_gpu_give_one_set_of_bits():
         assert isinstance(d, cupy.ndarray)
         assert g.tobytes() == c.tobytes() == cupy.asnumpy(d).tobytes(), name
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6 * np.abs(w).max())
+
+
+def test_mesh_calls_with_prepared_connectivities_are_ordered_on_the_callers_stream():
+    """With every connectivity a `Connectivity` a call on GPU arrays waits for nothing: on a
+    CuPy stream of the caller's (given, and as the current stream), after work the caller
+    queued there that writes the input, it reads what that work wrote; the outputs are
+    there once the caller's stream is synchronized. A host uniform value is uploaded once
+    per value, not once per call."""
+    import cupy
+
+    import irfuse
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    coords, conn = box_tetrahedra(40)[:2]  # 384,000 elements: long enough to overlap
+    rng = np.random.default_rng(5)
+    X = coords.astype(np.float32)
+    u = (1e-2 * rng.standard_normal(X.shape)).astype(np.float32)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    prog = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
+    lam, mu = np.float32(1.5), np.float32(0.75)
+    want = prog(X, u, conn, dN, lam, mu).r
+    prepared = Connectivity(conn, len(X))
+    Xc, uc = cupy.asarray(X), cupy.asarray(u)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    for k in range(3):
+        doubled = cupy.empty_like(uc)
+        with stream:
+            cupy.multiply(uc, 2 ** k, out=doubled)  # queued on the caller's stream before the call
+            got = prog(Xc, doubled, prepared, dN, lam, mu, stream=stream if k % 2 else None).r
+        stream.synchronize()
+        assert cupy.asnumpy(got).tobytes() == (want * 2 ** k).tobytes(), k
+    dev = prog._opened_device()
+    assert len(dev._constants) == 3  # dN, lam and mu, once each
+    with pytest.raises(irfuse.UsageError, match="stream= orders a call on GPU arrays"):
+        prog(X, u, conn, dN, lam, mu, stream=stream)

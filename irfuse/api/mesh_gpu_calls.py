@@ -12,11 +12,15 @@ given as a GPU array that an ordered scatter reads is copied to the host for its
 (`irfuse.mesh.inverse_connectivity`), at every call: pass a `Connectivity`, or
 `scatter="atomic"`, which needs none.
 
-These calls wait for the GPU: the context is synchronized before the run (whatever the
-caller's streams were writing into the inputs is done) and after it (the outputs are
-written when the call returns). The run recorded for a call's sizes is kept (`MeshGpuRun`,
-its places pointed at the next call's arrays) where every connectivity is a `Connectivity`
-or the scatters are atomic; a GPU connectivity's host inverse is made again at every call.
+A call whose connectivities are all `Connectivity` objects is ordered on the caller's stream
+(`stream=`, else the current stream of the arrays' library, as for any call on GPU arrays) and
+returns without waiting for the GPU. A connectivity given as a GPU array is checked (and for an
+ordered scatter inverted on the host) before the run, which needs what the caller's streams
+write into it done: such a call synchronizes the context before the run and after it. The run
+recorded for a call's sizes is kept (`MeshGpuRun`, its places pointed at the next call's
+arrays) where every connectivity is a `Connectivity` or the scatters are atomic; a GPU
+connectivity's host inverse is made again at every call. Uniform values given on the host are
+uploaded once per value (`CudaDevice.constant`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import numpy as np
 from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_array
 from irfuse.api.mesh_calls import mesh_sizes
 from irfuse.api.verification import to_host
-from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, overlaps
+from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
+                                      stream_handle)
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS
 from irfuse.artifact.host_plan import Scatter
@@ -45,7 +50,8 @@ def on_gpu(bound: dict) -> bool:
     return any(device_array(v) is not None for v in bound.values())
 
 
-def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str) -> tuple[Outputs, int, int]:
+def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str, stream=None
+                     ) -> tuple[Outputs, int, int]:
     """Runs a program over a mesh on GPU arrays (see the module): its outputs, E and M."""
     if program.backend != "cuda":
         raise UsageError(f"{program.name} runs on the {program.backend} backend; GPU arrays need one compiled with "
@@ -76,7 +82,7 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str)
                 if a is None:
                     host = host_array(what, value, program.dtype)
                     check_uniform_array(what, host, program.shapes[name], program.dtype)
-                    slots[name] = dev.upload(host)
+                    slots[name] = dev.constant(host)
                 else:
                     check_uniform_array(what, a, program.shapes[name], program.dtype)
                     check_device_array(what, a, 0)
@@ -94,7 +100,9 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str)
         if model is None:
             raise UsageError("a call on GPU arrays needs a nodal or per-element GPU array to make its outputs in "
                              "the same library: pass one, or out= arrays")
-        dev.drv.Context.synchronize()  # what the caller's streams write into the inputs
+        handle = stream_handle(stream, model)
+        if checks:
+            dev.drv.Context.synchronize()  # what the caller's streams write into the connectivities
         for name, a in checks:
             check_connectivity_on_gpu(dev, name, a, m)
             if scatter == "ordered" and name in _scattered(program):
@@ -111,8 +119,11 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str)
                 program, dev, n, m, slots, inverses, scatter))
         else:
             run = MeshGpuRun(program, dev, n, m, slots, inverses, scatter)
-        run.run(slots, results)
-        dev.synchronize()
+        if checks:
+            run.run(slots, results)
+            dev.synchronize()
+        else:
+            dev.on_stream(handle, lambda: run.run(slots, results))
     return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
 
 

@@ -94,6 +94,8 @@ class MeshPassesProgram:
             options = dict(out=mine or None, stream=stream, memory_budget=budget)
             if step.over == "elements":
                 options.update(nodes=m, scatter=scatter, progress=progress)
+            else:
+                arguments = _uniforms_beside(program, arguments)
             results = program(**arguments, **options)
             made.update(zip(step.outputs, results))
         outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
@@ -166,6 +168,27 @@ class MeshPassesProgram:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _uniforms_beside(program, arguments: dict) -> dict:
+    """A pass over the nodes on GPU arrays with uniform values on the host (which a call over
+    the mesh takes, and a program over one batch does not): those copied to the GPU, into
+    arrays of the nodal arrays' library."""
+    from irfuse.api.arguments import check_uniform_array, host_array
+    from irfuse.api.device_arrays import device_array, empty_like_family
+
+    model = next((d for a in arguments.values() if (d := device_array(a)) is not None), None)
+    if model is None:
+        return arguments
+    moved = dict(arguments)
+    for name, value in arguments.items():
+        if name in program.uniform and device_array(value) is None:
+            host = host_array(f"input '{name}'", value, program.dtype)
+            check_uniform_array(f"input '{name}'", host, program.shapes[name], program.dtype)
+            made = empty_like_family(model, program.shapes[name], program.dtype)
+            program._opened_device().drv.memcpy_htod(made.ptr, np.ascontiguousarray(host))
+            moved[name] = made.obj
+    return moved
 
 
 def compile_mesh_passes(module, name: str, warnings: list, backend: str, dtype: str,

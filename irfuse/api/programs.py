@@ -381,10 +381,9 @@ class Program:
     def _call_on_mesh(self, args: tuple, named: dict, out, verify: bool, stream, out_layout, memory_budget,
                       progress, nodes, scatter: str) -> Outputs:
         """A call of a program over a mesh (`irfuse.api.mesh_calls`)."""
-        for given, what in ((stream, "stream="), (out_layout, "out_layout=")):
-            if given is not None:
-                raise UsageError(f"{what} is not taken by a program over a mesh yet: its calls run on NumPy arrays "
-                                 "in arrays of structures")
+        if out_layout is not None:
+            raise UsageError("out_layout= is not taken by a program over a mesh: its calls run on arrays of "
+                             "structures")
         if progress is True:
             with progress_bar(f"{self.name}: chunks") as report:
                 return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, report, nodes,
@@ -395,14 +394,17 @@ class Program:
             if memory_budget is not None:
                 raise UsageError("memory_budget= chunks a call on host arrays; a call over a mesh on GPU arrays runs "
                                  "in one piece")
-            outputs, n, m = call_on_mesh_gpu(self, bound, out, nodes, scatter)
+            outputs, n, m = call_on_mesh_gpu(self, bound, out, nodes, scatter, stream)
             if callable(progress):
                 progress(1, 1)
             if verify:  # on host copies of the arguments and the results
                 dev = self._opened_device()
+                dev.drv.Context.synchronize()
                 verify_mesh_call(self, {k: host_copy(dev, v) for k, v in bound.items()},
                                  Outputs(self.outputs, [host_copy(dev, o) for o in outputs]), n, m)
             return outputs
+        if stream is not None:
+            raise UsageError("stream= orders a call on GPU arrays; these inputs are in host memory")
         outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes, scatter, memory_budget,
                                              progress if callable(progress) else None)
         if verify:

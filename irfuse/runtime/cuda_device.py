@@ -22,6 +22,8 @@ from irfuse.runtime.cuda_graph import CudaGraph, checked, cuda_driver
 from irfuse.runtime.dependent_launch import DependentLaunch, LaunchRecord
 from irfuse.runtime.device import Slot, in_order
 
+CONSTANTS_KEPT = 256  # uniform values given on the host kept on the device (`CudaDevice.constant`)
+
 
 class GpuUnavailable(ExecutionError):
     """No usable GPU: pycuda missing, no driver, or no device."""
@@ -138,6 +140,7 @@ class CudaDevice:
         self._captured: list | None = None  # launches recorded while a graph is captured (`capture`)
         self._bindings_module = None  # the cubin loaded through cuda-bindings (`dependent_launch`)
         self._bindings_functions: dict[str, object] = {}
+        self._constants: dict[tuple, object] = {}  # small host values uploaded once (`constant`)
 
     def make_current(self) -> None:
         """Makes the context current in the calling thread: pushed on the thread's first use
@@ -191,6 +194,24 @@ class CudaDevice:
         a = np.ascontiguousarray(a, dtype=self.dtype)
         buf = self.alloc(a.shape)
         self.drv.memcpy_htod(buf, a)
+        return buf
+
+    def constant(self, a):
+        """A device copy of a small host array (a uniform value given on the host), uploaded
+        once per value and never written again: work queued on a stream may still read it.
+        Past CONSTANTS_KEPT values the device is synchronized and the copies let go."""
+        a = np.ascontiguousarray(a, dtype=self.dtype)
+        key = (a.shape, a.tobytes())
+        buf = self._constants.get(key)
+        if buf is None:
+            if len(self._constants) >= CONSTANTS_KEPT:
+                self.synchronize()
+                kept = {int(b) for b in self._constants.values()}
+                for b in self._constants.values():
+                    b.free()
+                self.allocations = [b for b in self.allocations if int(b) not in kept]
+                self._constants.clear()
+            buf = self._constants[key] = self.upload(a)
         return buf
 
     def upload_integers(self, a):
