@@ -72,7 +72,7 @@ from xdsl.utils.str_enum import StrEnum
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
 from irfuse.dialects import kas
-from irfuse.dialects.kas import (IndexType, KasType, ReduceKind, ReduceKindAttr, kas_type_of_shape,
+from irfuse.dialects.kas import (IndexType, KasType, MaskType, ReduceKind, ReduceKindAttr, ScatterOp, kas_type_of_shape,
                                  locate_block_arguments, parse_block_arguments)
 from irfuse.dialects.layouts import LAYOUT_ATTR, Layout, module_layout
 from irfuse.dialects.located import LocatedOperation
@@ -509,23 +509,32 @@ class CallOp(OnChipOp):
 
 @irdl_op_definition
 class StoreOp(LocatedOperation):
-    """Writes this block's elements of an on-chip value to a kernel output."""
+    """Writes this block's elements of an on-chip value to a kernel output. `reduce`: the
+    block's partial of a reduction over the batch; `scatter`: each element's rows of a
+    scatter, which the host program's `kas.scatter` adds into the nodes after the kernel."""
 
     name = "fuse.store"
     T: ClassVar = VarConstraint("T", base(KasType))
     value = operand_def(T)
     dest = operand_def(T)
     reduce = opt_prop_def(ReduceKindAttr)  # set: the block's partial of a reduction over the batch
+    scatter = opt_prop_def(UnitAttr)  # set: the rows a scatter adds into nodes
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
-    assembly_format = "$value `to` $dest (`reduce` $reduce^)? attr-dict `:` type($value)"
+    assembly_format = "$value `to` $dest (`reduce` $reduce^)? (`scatter` $scatter^)? attr-dict `:` type($value)"
 
-    def __init__(self, value: SSAValue, dest: SSAValue, reduce: ReduceKind | str | None = None):
-        super().__init__(operands=[value, dest],
-                         properties={"reduce": ReduceKindAttr(ReduceKind(reduce))} if reduce else {})
+    def __init__(self, value: SSAValue, dest: SSAValue, reduce: ReduceKind | str | None = None, scatter: bool = False):
+        properties: dict = {"reduce": ReduceKindAttr(ReduceKind(reduce))} if reduce else {}
+        if scatter:
+            properties["scatter"] = UnitAttr()
+        super().__init__(operands=[value, dest], properties=properties)
 
     @property
     def reduce_kind(self) -> ReduceKind | None:
         return self.reduce.data if self.reduce is not None else None
+
+    @property
+    def scatters(self) -> bool:
+        return self.scatter is not None
 
     def verify_(self) -> None:
         if self.value.type != self.dest.type:
@@ -537,6 +546,14 @@ class StoreOp(LocatedOperation):
             raise VerifyException("fuse.store stores an on-chip value")
         if self.reduce is not None and isinstance(kernel, KernelOp) and kernel.once is not None:
             raise VerifyException("fuse.store reduce in a kernel that runs once: it has no batch to reduce")
+        if self.scatter is not None:
+            if self.reduce is not None:
+                raise VerifyException("fuse.store is a reduction's partial or a scatter's rows, not both")
+            shape = tuple(self.value.type.shape)  # type: ignore[attr-defined]
+            if not shape or isinstance(self.value.type, MaskType):
+                raise VerifyException(f"fuse.store scatter writes each element's rows, but {self.value.type} has none")
+            if isinstance(kernel, KernelOp) and kernel.once is not None:
+                raise VerifyException("fuse.store scatter in a kernel that runs once: it has no elements")
 
 
 @irdl_op_definition
@@ -925,6 +942,10 @@ class LaunchOp(LocatedOperation):
                 f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
         for k, (r, out) in enumerate(zip(self.res, kernel.output_args)):
             store = next((u.operation for u in out.uses if isinstance(u.operation, StoreOp)), None)
+            added = any(isinstance(u.operation, ScatterOp) and u.index == 0 for u in r.uses)
+            if added and (store is None or not store.scatters):
+                raise VerifyException(f"fuse.launch of @{self.kernel_name}: result {k} is added into nodes by "
+                                      "kas.scatter, but the kernel's fuse.store of it does not say scatter")
             if store is None or store.reduce_kind is None:
                 continue
             reader = next((u.operation for u in r.uses if not isinstance(u.operation, CombineOp)), None)

@@ -92,7 +92,7 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
                 v = vid(op.value)
                 values[v].stored = True
                 ops.append(MOp(OpKind.STORE, value=v, location=op.location,
-                               reduce=op.reduce_kind.value if op.reduce_kind else ""))
+                               reduce=op.reduce_kind.value if op.reduce_kind else "", scatter=op.scatters))
             elif isinstance(op, fuse.BarrierOp):
                 ops.append(MOp(OpKind.BARRIER, location=op.location))
             elif isinstance(op, fuse.LoopOp):
@@ -196,7 +196,8 @@ def kernel_op(name: str, model: KernelModel, inputs: Sequence[SSAValue], outputs
             ir = fuse.CopyOp(onchip[op.args[0]], place(op.result))  # type: ignore[arg-type]
             onchip[op.result] = ir.results[0]  # type: ignore[index]
         elif op.kind == OpKind.STORE:
-            ir = fuse.StoreOp(onchip[op.value], kernel.output_args[stores], op.reduce or None)  # type: ignore[index]
+            ir = fuse.StoreOp(onchip[op.value], kernel.output_args[stores], op.reduce or None,  # type: ignore[index]
+                              scatter=op.scatter)
             stores += 1
         elif op.kind == OpKind.LOOP:
             ir = fuse.LoopOp(op.trip, [onchip[c] for c in op.carries[:op.inits]],

@@ -76,6 +76,7 @@ class MOp:
     inits: int = 0  # loop: how many of them are carried in (the others only out)
     origin: int = -1  # index of the IR op it was read from (model_from_kernel), -1 if none
     reduce: str = ""  # store: the reduction whose per-block partial it stores ("" for a plain store)
+    scatter: bool = False  # store: the rows it writes are a scatter's terms, added into nodes after the kernel
 
     def reads(self) -> list[int]:
         if self.kind in (OpKind.CALL, OpKind.COPY):

@@ -10,7 +10,7 @@ builtin.module {
     %H = fuse.call @mtmul_4x3_4x3[elem](%Xe, %ue) into reg : (!kas.matrix<4x3>, !kas.matrix<4x3>) -> !kas.matrix<3x3>
     %fe_1 = fuse.call @mmul_4x3_3x3[elem](%Xe, %H) into reg : (!kas.matrix<4x3>, !kas.matrix<3x3>) -> !kas.matrix<4x3>
     %fe_2 = fuse.call @scale_4x3_s[elem](%fe_1, %s_1) into shared[0, pitch 13] : (!kas.matrix<4x3>, !kas.scalar) -> !kas.matrix<4x3>
-    fuse.store %fe_2 to %fe : !kas.matrix<4x3>
+    fuse.store %fe_2 to %fe scatter : !kas.matrix<4x3>
   } {predicted_ns = #builtin.int<246028>, group = "mtmul_4x3_4x3[elem] mmul_4x3_3x3[elem] scale_4x3_s[elem]"}
   kas.program @gathered(%X: !kas.vector<3>, %u: !kas.vector<3>, %conn: !kas.index<4>, %s: !kas.scalar) -> (r : !kas.vector<3>) uniform(s) nodal(X, u, r) {
     %fe = fuse.launch @gathered_k0_mtmul_4x3_4x3_mmul_4x3_3x3_scale_4x3_s(%X, %conn, %u, %s) : (!kas.vector<3>, !kas.index<4>, !kas.vector<3>, !kas.scalar) -> !kas.matrix<4x3>

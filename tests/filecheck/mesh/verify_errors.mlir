@@ -113,3 +113,35 @@ builtin.module {
   }
 }
 // CHECK: fuse.load gather: a kernel with gathers takes arrays of structures
+
+// -----
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 32) (%X: !kas.vector<3>, %c: !kas.index<4>) -> (%o: !kas.matrix<4x3>) {
+    %e = fuse.load %X gather %c into shared[0] : !kas.matrix<4x3>
+    fuse.store %e to %o reduce sum scatter : !kas.matrix<4x3>
+  }
+}
+// CHECK: fuse.store is a reduction's partial or a scatter's rows, not both
+
+// -----
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 32) (%s: !kas.scalar) -> (%o: !kas.scalar) {
+    %e = fuse.load %s into shared[0] : !kas.scalar
+    fuse.store %e to %o scatter : !kas.scalar
+  }
+}
+// CHECK: fuse.store scatter writes each element's rows, but !kas.scalar has none
+
+// -----
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 32) (%X: !kas.vector<3>, %c: !kas.index<4>) -> (%o: !kas.matrix<4x3>) {
+    %e = fuse.load %X gather %c into shared[0] : !kas.matrix<4x3>
+    fuse.store %e to %o : !kas.matrix<4x3>
+  }
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X, r) {
+    %e = fuse.launch @k(%X, %c) : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
+    %r = kas.scatter %e, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
+    kas.return %r : !kas.vector<3>
+  }
+}
+// CHECK: fuse.launch of @k: result 0 is added into nodes by kas.scatter, but the kernel's fuse.store of it does not say scatter
