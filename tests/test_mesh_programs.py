@@ -265,3 +265,27 @@ def test_the_connectivity_check_kernel_finds_the_first_entry_outside():
         flag = np.array([2**63 - 1], np.int64)
         prog._opened_device().module.launch("irf_check_index", [c, np.array([5], np.int64), flag], c.size)
         assert flag[0] == (min(e * 4 + k for e, k, _ in bad) if bad else 2**63 - 1)
+
+
+def test_structures_of_arrays_give_the_bits_of_arrays_of_structures(residual):
+    """Nodal and per-element arrays shaped (*shape, count), transposed on the way in and out:
+    the bits of the call on arrays of structures, in one piece, in chunks into out= arrays in
+    that layout, and through a program with nodal statements; arrays in both layouts at once
+    are refused by name."""
+    X, conn = mesh(3, 3, 2)
+    u = np.random.default_rng(2).standard_normal(X.shape).astype(np.float32)
+    args = (DN.astype(np.float32), np.float32(1.5), np.float32(0.7))
+    want = residual(X, u, conn, *args).r
+    got = residual(X.T, u.T, conn, *args, verify=True).r
+    assert got.shape == (3, len(X)) and got.tobytes() == np.ascontiguousarray(want.T).tobytes()
+    out = np.empty((3, len(X)), np.float32)
+    assert residual(X.T, u.T, conn, *args, out=out, memory_budget=6000).r is out
+    assert out.tobytes() == got.tobytes()
+    with pytest.raises(UsageError, match="input 'X' has shape .* pass every argument in one layout"):
+        residual(X.T, u, conn, *args)
+    step = irfuse.compile(str(EXAMPLES / "explicit_step.kas"), backend="cpu")
+    m = np.ones(len(X), np.float32)
+    aos = step(X, u, u, m, conn, *args, np.float32(1e-3))
+    soa = step(X.T, u.T, u.T, m, conn, *args, np.float32(1e-3), verify=True)
+    for a, s in zip(aos, soa):
+        assert np.ascontiguousarray(a.T).tobytes() == s.tobytes()

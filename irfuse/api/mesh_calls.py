@@ -17,8 +17,12 @@ given) a call runs in chunks of elements (`mesh_chunk_elements`, `run_mesh_in_ch
 nodal values stay whole on the device, and each chunk's scatters go on from the sums of the
 chunks before it, so that every node's additions are those of one call in its order: the
 same bits. `chunk_onto` runs one such chunk whose earlier chunks ran elsewhere (`irfuse.dask`).
-These calls take NumPy arrays in arrays of structures (calls on GPU arrays are
-`irfuse.api.mesh_gpu_calls`; structures of arrays not yet): anything else is refused by name.
+These calls take NumPy arrays (calls on GPU arrays are `irfuse.api.mesh_gpu_calls`), every
+nodal and per-element array in arrays of structures `(count, *shape)` or every one in structures
+of arrays `(*shape, count)` (`mesh_layout`; where every array fits both, the first): the kernels
+read arrays of structures, so structures of arrays are transposed into copies on the way in and
+the outputs back on the way out (one more pass over each, on the host). Anything else is
+refused by name.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from irfuse.api.arguments import (bind_inputs, bind_outputs, check_array, check_
 from irfuse.api.device_arrays import device_array
 from irfuse.api.host_calls import aligned_copy
 from irfuse.api.outputs import Outputs
-from irfuse.artifact.arrays import AOS
+from irfuse.artifact.arrays import AOS, SOA
+from irfuse.artifact.arrays import fits as fits_shape
 from irfuse.artifact.host_plan import NODAL, UNIFORM, Scatter
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
@@ -39,12 +44,26 @@ from irfuse.mesh.scatter import inverse_connectivity
 from irfuse.runtime.executor import Executor
 
 
+def mesh_layout(program, bound: dict) -> str:
+    """The layout of a call's nodal and per-element arrays: arrays of structures where every
+    one fits it, else structures of arrays where every one fits that (else arrays of
+    structures, whose check names the array that does not fit)."""
+    values = [(tuple(np.shape(v)), name) for name, v in bound.items()
+              if name not in program.index_inputs and name not in program.uniform and hasattr(v, "shape")]
+    for layout in (AOS, SOA):
+        if all(fits_shape(shape, program.shapes[name], layout) for shape, name in values):
+            return layout
+    return AOS
+
+
 def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, first: int = 0
                         ) -> tuple[dict[str, np.ndarray], int, int, dict]:
     """(name -> array, elements E, nodes M, name -> inverse of each connectivity given as a
     `Connectivity`), every argument checked (`first`: the number in the whole mesh of the
-    first element, which refusals count from)."""
+    first element, which refusals count from); nodal and per-element arrays in structures of
+    arrays (`mesh_layout`) transposed into arrays of structures."""
     bound = bind_inputs(program.inputs, args, named)
+    layout = mesh_layout(program, bound)
     arrays: dict[str, np.ndarray] = {}
     elements: dict[str, int] = {}
     node_counts: dict[str, int] = {}
@@ -65,7 +84,9 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
             check_uniform_array(what, a, program.shapes[name], program.dtype)
         else:
             a = host_array(what, value, program.dtype)
-            length = check_array(what, a, program.shapes[name], program.dtype, None, AOS)
+            length = check_array(what, a, program.shapes[name], program.dtype, None, layout)
+            if layout == SOA:
+                a = np.ascontiguousarray(np.moveaxis(a, -1, 0))
             (node_counts if name in program.nodal else elements)[name] = length
         arrays[name] = a if a.flags.c_contiguous and a.ctypes.data % 16 == 0 else aligned_copy(a)
     n, m = mesh_sizes(elements, node_counts, nodes)
@@ -122,13 +143,14 @@ def connectivity_array(what: str, value, count: int) -> np.ndarray:
 
 
 def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scatter: str = "ordered",
-                 memory_budget: int | None = None, progress=None) -> tuple[Outputs, dict, int, int]:
-    """Runs the program on a mesh's arrays (see the module): its outputs, and the arrays, E and
-    M a check against the reference needs. `scatter`: "ordered" or "atomic"; `memory_budget`:
-    device bytes the call may take (`mesh_chunk_elements`), `progress(done, total)` told of
-    each chunk."""
+                 memory_budget: int | None = None, progress=None, verify: bool = False) -> tuple[Outputs, int, int]:
+    """Runs the program on a mesh's arrays (see the module): its outputs (in the arrays'
+    layout), E and M. `scatter`: "ordered" or "atomic"; `memory_budget`: device bytes the call
+    may take (`mesh_chunk_elements`), `progress(done, total)` told of each chunk; `verify`:
+    the outputs checked against the reference (`verify_mesh_call`)."""
     if scatter not in SCATTER_MODES:
         raise UsageError(f"scatter= is one of {', '.join(map(repr, SCATTER_MODES))}, not {scatter!r}")
+    layout = mesh_layout(program, bind_inputs(program.inputs, args, named))
     arrays, n, m, inverses = bind_mesh_arguments(program, args, named, nodes)
     given = bind_outputs(program.outputs, out) if out is not None else {}
     results = []
@@ -140,7 +162,8 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
                 check_uniform_array(what, given[name], program.shapes[name], program.dtype)
                 results.append(given[name])
             else:
-                results.append(check_output_array(what, given[name], program.shapes[name], program.dtype, count, AOS))
+                target = check_output_array(what, given[name], program.shapes[name], program.dtype, count, layout)
+                results.append(target if layout == AOS else np.empty((count, *program.shapes[name]), program.dtype))
         else:
             shape = program.shapes[name] if name in program.uniform else (count, *program.shapes[name])
             results.append(np.empty(shape, program.dtype))
@@ -153,16 +176,28 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
         if chunk < n:
             run_mesh_in_chunks(program, dev, arrays, n, m, chunk, dict(zip(program.outputs, results)), scatter,
                                progress)
-            return Outputs(program.outputs, results), arrays, n, m
-        recorded = Executor(program.artifact, dev).prepare(arrays, n, nodes=m, inverses=inverses, scatter=scatter)
-        recorded.replay()
-        dev.synchronize()
-        for name, target in zip(program.outputs, results):
-            buf, _ = recorded.results[name]
-            dev.read_into(target, buf)
-    if progress is not None:
-        progress(1, 1)
-    return Outputs(program.outputs, results), arrays, n, m
+        else:
+            recorded = Executor(program.artifact, dev).prepare(arrays, n, nodes=m, inverses=inverses, scatter=scatter)
+            recorded.replay()
+            dev.synchronize()
+            for name, target in zip(program.outputs, results):
+                buf, _ = recorded.results[name]
+                dev.read_into(target, buf)
+            if progress is not None:
+                progress(1, 1)
+    if verify:
+        verify_mesh_call(program, arrays, Outputs(program.outputs, results), n, m)
+    if layout == SOA:  # back into the caller's layout (into its out= arrays where given)
+        for k, name in enumerate(program.outputs):
+            if name in program.uniform:
+                continue
+            soa = np.moveaxis(results[k], 0, -1)
+            if name in given:
+                np.copyto(given[name], soa)
+                results[k] = given[name]
+            else:
+                results[k] = np.ascontiguousarray(soa)
+    return Outputs(program.outputs, results), n, m
 
 
 def mesh_chunk_elements(compiled, n: int, nodes: int, budget: int | None) -> int:

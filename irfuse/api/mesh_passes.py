@@ -19,7 +19,8 @@ import threading
 import numpy as np
 
 from irfuse.api.arguments import bind_inputs, bind_outputs
-from irfuse.api.mesh_calls import mesh_verification
+from irfuse.api.mesh_calls import mesh_layout, mesh_verification
+from irfuse.artifact.arrays import SOA
 from irfuse.api.outputs import Outputs
 from irfuse.diagnostics import ExecutionError, UsageError
 
@@ -109,16 +110,17 @@ class MeshPassesProgram:
         """M: from the nodal inputs (each node pass checks its arrays agree), else `nodes=`."""
         from irfuse.api.device_arrays import device_array
 
+        last = mesh_layout(self, bound) == SOA
         for k in self.inputs:
             if k in self.nodal:
                 a = bound[k]
                 dev = device_array(a)
                 shape = dev.shape if dev is not None else np.shape(a)
                 if len(shape) >= 1:
-                    if nodes is not None and nodes != shape[0]:
-                        raise UsageError(f"nodes={nodes} disagrees with nodal input '{k}', which holds {shape[0]} "
-                                         "nodes")
-                    return int(shape[0])
+                    count = shape[-1] if last else shape[0]
+                    if nodes is not None and nodes != count:
+                        raise UsageError(f"nodes={nodes} disagrees with nodal input '{k}', which holds {count} nodes")
+                    return int(count)
         return nodes
 
     def _verification(self, bound: dict, outputs: Outputs, m: int | None):
@@ -133,10 +135,16 @@ class MeshPassesProgram:
             device.drv.Context.synchronize()
             return to_host(device, dev)
 
-        arrays = {k: host(v) for k, v in bound.items()}
-        arrays = {k: v.conn if hasattr(v, "conn") else v for k, v in arrays.items()}
+        soa = mesh_layout(self, bound) == SOA
+
+        def aos(name: str, a):  # (the reference reads arrays of structures)
+            a = a.conn if hasattr(a, "conn") else host(a)
+            return np.moveaxis(a, -1, 0) if soa and name not in self.uniform and name not in self.index_inputs else a
+
+        arrays = {k: aos(k, v) for k, v in bound.items()}
         n = next(len(arrays[k]) for k in self.inputs if k in self.index_inputs)
-        return mesh_verification(self, arrays, Outputs(self.outputs, [host(o) for o in outputs]), n, m)
+        return mesh_verification(self, arrays, Outputs(self.outputs, [aos(k, o) for k, o in zip(self.outputs, outputs)]),
+                                 n, m)
 
     def check(self, *args, nodes: int | None = None, **named):
         """Runs the program and checks every element and node against the float64 reference."""

@@ -405,10 +405,8 @@ class Program:
             return outputs
         if stream is not None:
             raise UsageError("stream= orders a call on GPU arrays; these inputs are in host memory")
-        outputs, arrays, n, m = call_on_mesh(self, args, named, out, nodes, scatter, memory_budget,
-                                             progress if callable(progress) else None)
-        if verify:
-            verify_mesh_call(self, arrays, outputs, n, m)
+        outputs, n, m = call_on_mesh(self, args, named, out, nodes, scatter, memory_budget,
+                                     progress if callable(progress) else None, verify)
         return outputs
 
     def _call_out_layout(self, args: tuple, named: dict, out, out_layout: str, verify: bool, stream,
