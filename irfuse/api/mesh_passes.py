@@ -143,8 +143,8 @@ class MeshPassesProgram:
 
         arrays = {k: aos(k, v) for k, v in bound.items()}
         n = next(len(arrays[k]) for k in self.inputs if k in self.index_inputs)
-        return mesh_verification(self, arrays, Outputs(self.outputs, [aos(k, o) for k, o in zip(self.outputs, outputs)]),
-                                 n, m)
+        results = Outputs(self.outputs, [aos(k, o) for k, o in zip(self.outputs, outputs)])
+        return mesh_verification(self, arrays, results, n, m)
 
     def check(self, *args, nodes: int | None = None, **named):
         """Runs the program and checks every element and node against the float64 reference."""
