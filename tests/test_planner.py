@@ -307,3 +307,45 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
     plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
                                      compile_gpu=True, arch="sm_90")
     assert asked == [[10], [8]] and plan.kernels[0].min_blocks == 8
+
+
+def test_a_gather_costs_the_distinct_rows_a_block_takes_from_memory_and_every_row_through_the_caches():
+    """Indirect traffic: a block's elements share nodes, so the rows of a gather it takes from
+    memory are about its distinct nodes' (fewer per element in larger blocks, never more than
+    one per row gathered); every element still reads its own rows (`t_gather`), so a kernel
+    that gathers again what another gathered costs more than the one that gathers once."""
+    import numpy as np
+
+    from irfuse.kernel.model import Gathered
+    from irfuse.mesh import box_tetrahedra, reorder, renumber
+    from irfuse.planner.cost import gathered_sectors, global_sectors, kernel_cost
+    from irfuse.planner.search import group_configs, program_dags
+
+    rows = Gathered(4, 3, 1)  # a vector3 through an index4
+    per_element = [gathered_sectors(by, rows, 4) / by for by in (32, 64, 128, 256)]
+    assert per_element == sorted(per_element, reverse=True) and per_element[-1] < 0.4
+    # against the sectors of 12-byte rows a Morton-ordered mesh's blocks of 128 name: within 15%
+    coords, conn = box_tetrahedra(24, numbering="random", seed=1)[:2]
+    conn = renumber(conn, *reorder(conn, coords, method="morton"), coords)[0]
+    blocks = conn[:len(conn) // 128 * 128].reshape(-1, 512)
+    measured = np.mean([len(np.unique(np.concatenate([u * 12 // 32, (u * 12 + 11) // 32])))
+                        for u in map(np.unique, blocks[:500])]) / 128
+    assert abs(per_element[2] - measured) < 0.15 * measured, (per_element[2], measured)
+    assert gathered_sectors(1, rows, 4) == 4 * (12 / 32 + 0.25)  # one element: each row its own
+    assert global_sectors(1 << 20, 128, [rows], 4) < global_sectors(1 << 20, 128, [12 + 1], 4)
+    source = """
+nodal vector3 X, r; index4 conn; matrix4x3 Xe, A, B; matrix3x3 H;
+input X, conn;
+Xe = gather(X, conn);
+H = mtmul(Xe, Xe);
+A = mmul(Xe, H);
+r = scatter(A, conn);
+return r;"""
+    program = compile_source(source).module.body.block.first_op
+    dags = program_dags(program)
+    calls = tuple(i for i, op in enumerate(dags[0].ops) if op.name == "kas.call")
+    whole = group_configs(dags, 0, calls, 1 << 22, H100, 4, 1)[0][0]
+    first = group_configs(dags, 0, calls[:1], 1 << 22, H100, 4, 1)[0][0]
+    second = group_configs(dags, 0, calls[1:], 1 << 22, H100, 4, 1)[0][0]
+    assert whole.cost.time < first.cost.time + second.cost.time
+    assert kernel_cost(whole.model, 1 << 22, H100, [rows, 12]).time > 0

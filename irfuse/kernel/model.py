@@ -152,6 +152,16 @@ class KernelModel:
                    for op in self.ops if op.kind == OpKind.LOAD and not self.values[op.value].uniform)
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """A global array a kernel reads through a connectivity: `rows` node rows of `row_words`
+    words per element, and the element's node numbers (`index_words` words, read in order)."""
+
+    rows: int
+    row_words: int
+    index_words: int
+
+
 def index_words(count: int, itemsize: int) -> int:
     """Words of the element type that `count` 32-bit node numbers take."""
     return -(-count * 4 // itemsize)

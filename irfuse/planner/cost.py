@@ -5,7 +5,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     resident  = min(threads/SM / T, blocks/SM, shared/SM / (smem + 1 KB), regs/SM / (regs * T))
     occupancy = resident * ceil(T / 32) / (threads/SM / 32)                  (warps in use / max)
     sectors   = sum over global arrays of B * ceil(BY * size * itemsize / 32)   (32-byte sectors;
-                structure of arrays: B * size * ceil(BY * itemsize / 32), one run per word)
+                structure of arrays: B * size * ceil(BY * itemsize / 32), one run per word;
+                a gathered value: its node numbers so, and its rows as `gathered_sectors`)
     in_flight = resident * BY * (words loaded per element) * itemsize      (bytes per SM)
     t_mem     = 32 * sectors / (bandwidth * min(1, in_flight / (bandwidth / SMs * turnaround)))
     t_compute = sum over calls of runs * n * flops * (BX / bx_call unless remapped) / flop rate
@@ -13,8 +14,11 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
                 (flops: a division, reciprocal or square root counts slow_op_flops;
                  runs: the trip counts of the loops around the call, 1 outside loops)
     t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
+    t_gather  = n * (sectors of the rows each element gathers) * 32 / gather_rate
+                (every element's own rows, through the caches, where `sectors` counts the
+                distinct ones its block takes from memory)
     t_sync    = barrier runs * ceil(B / (SMs * resident)) * barrier_cost
-    time      = launch_overhead + max(t_mem, t_compute + t_sync, t_shared)
+    time      = launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared)
 
 `bandwidth` is the device-to-device copy rate (bytes read + written per
 second) measured on the device.  A block issues all of its loads at once
@@ -42,7 +46,7 @@ import math
 from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
-from irfuse.kernel.model import KernelModel, OpKind, op_weights
+from irfuse.kernel.model import Gathered, KernelModel, OpKind, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
 from irfuse.analysis.shared_lifetimes import lifetimes
 from irfuse.planner.profiles import (BUILTIN, DEFAULT_BATCH, H100, H200, DeviceProfile, load_profile,  # noqa: F401
@@ -106,14 +110,43 @@ def op_flops(op, p: DeviceProfile, itemsize: int = 4) -> float:
     return op.flops + op.slow_ops * (slow - 1)
 
 
-def global_sectors(n: int, by: int, sizes: list[int], itemsize: int, layout: str = "aos") -> int:
+# The rows a block's elements gather are those of the nodes they name. In a mesh numbered for
+# locality (`irfuse.mesh.reorder`) neighbouring elements share nodes, so a block of `by`
+# elements gathering K rows each names about
+#     by * (SHARED_NODES + (K - SHARED_NODES) / (1 + NODE_REUSE * sqrt(by - 1)))
+# distinct nodes: K for one element, tending to the mesh's nodes per element in large blocks.
+# Fitted on the 384,000-tetrahedron cube in Morton order (K = 4): 4, 2.5, 1.96, 1.49, 1.12,
+# 0.85, 0.65, 0.52, 0.43 and 0.36 distinct nodes per element in blocks of 1 to 512, the fit
+# within 8% of each (with a random numbering all four rows are distinct in any block). Node rows
+# lie packed, unaligned, so a distinct row touches its bytes' share of 32-byte sectors and about
+# a quarter sector more (measured: 0.33 sectors of 12-byte rows per element in blocks of 128).
+# The model assumes such a mesh for every connectivity: the plan is made before the mesh is seen.
+SHARED_NODES = 0.14
+NODE_REUSE = 0.75
+ROW_STRADDLE = 0.25
+
+
+def gathered_sectors(by: int, g: Gathered, itemsize: int) -> float:
+    """32-byte sectors a block of `by` elements reads for the rows of a gather (see above)."""
+    distinct = by * (SHARED_NODES + (g.rows - SHARED_NODES) / (1 + NODE_REUSE * math.sqrt(by - 1)))
+    return distinct * (g.row_words * itemsize / 32 + ROW_STRADDLE)
+
+
+def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "aos") -> int:
     """32-byte sectors a kernel of `by` elements per block moves for global arrays of `sizes`
-    words per element: a block's chunk of an array of structures is one contiguous run, of
-    a structure of arrays one run per word."""
+    words per element (or `Gathered` arrays): a block's chunk of an array of structures is
+    one contiguous run, of a structure of arrays one run per word; a gathered array's node
+    numbers are one run and its rows `gathered_sectors`."""
     blocks = -(-n // by)
-    if layout == "soa":
-        return sum(blocks * size * -(-by * itemsize // 32) for size in sizes)
-    return sum(blocks * -(-by * size * itemsize // 32) for size in sizes)
+    total = 0.0
+    for size in sizes:
+        if isinstance(size, Gathered):
+            total += blocks * (-(-by * size.index_words * itemsize // 32) + gathered_sectors(by, size, itemsize))
+        elif layout == "soa":
+            total += blocks * size * -(-by * itemsize // 32)
+        else:
+            total += blocks * -(-by * size * itemsize // 32)
+    return math.ceil(total)
 
 
 def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
@@ -129,7 +162,8 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     isz = model.itemsize
     blocks = math.ceil(n / model.by)
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
-    nbytes = n * isz * sum(global_sizes)
+    nbytes = n * isz * sum(s for s in global_sizes if not isinstance(s, Gathered)) + 32 * global_sectors(
+        n, model.by, [s for s in global_sizes if isinstance(s, Gathered)], isz, model.layout)
     infeasible = ""
     if threads > p.max_threads_per_block:
         infeasible = f"{threads} threads per block"
@@ -163,6 +197,8 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     waves = math.ceil(blocks / (p.sms * resident))
     t_sync = barrier_runs * waves * p.barrier_cost
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
-    time = p.launch_overhead + max(t_mem, t_compute + t_sync, t_shared)
+    t_gather = 32 * n * sum(g.rows * (g.row_words * isz / 32 + ROW_STRADDLE) for g in global_sizes
+                            if isinstance(g, Gathered)) / p.gather_rate
+    time = p.launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
                       t_shared=t_shared, in_flight=in_flight)

@@ -36,6 +36,10 @@ class DeviceProfile:
     slow_op_flops: float = 16.0  # flop-equivalents of one IEEE division, reciprocal or square root (float32)
     slow_op_flops_f64: float = 16.0  # the same in float64, in float64 flops
     shared_wavefront_rate: float = 1.75e9  # shared-memory wavefronts per second per SM (one per clock)
+    # Bytes per second of gathered rows (32 per sector of a row an element reads through its
+    # connectivity) the GPU delivers to the threads: the rows come mostly from the caches, each
+    # after its node number (a dependent load), which bounds such kernels below the copy rate.
+    gather_rate: float = 4.0e12
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -46,7 +50,9 @@ class DeviceProfile:
 # benchmarks/results/profile-nvidia_h200.json and profile-nvidia_h100_80gb_hbm3.json, the tenth session's in
 # benchmarks/results/tenth_session/);
 # `turnaround` fitted on the H100 (benchmarks/NOTES.md) and taken over for the H200, not
-# measured there. The multiply-add rates and the cost of a division, reciprocal or square
+# measured there; `gather_rate` fitted on the H200 (the P1 residual's element kernel: 0.50 ms on
+# 12.6 M Morton-ordered tetrahedra, twenty-fifth session, where the bytes it takes from memory
+# alone predict 0.29 ms) and taken over for the H100, not measured there. The multiply-add rates and the cost of a division, reciprocal or square
 # root were measured by `irfuse calibrate` on both on 2026-11-23 and agree within 1%.
 _HOPPER = dict(sms=132, fp32_flops=63.8e12, fp64_flops=33.4e12, slow_op_flops=30.6, slow_op_flops_f64=26.5,
                shared_per_sm=228 * 1024, shared_per_block=227 * 1024)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from irfuse.kernel.bridge import gather_of, kernel_arguments
-from irfuse.kernel.model import KernelModel, MOp, MValue, OpKind, index_words
+from irfuse.kernel.model import Gathered, KernelModel, MOp, MValue, OpKind, index_words
 from irfuse.analysis.uniformity import is_uniform
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
@@ -66,12 +66,14 @@ def _read_inside(loop: kas.LoopOp) -> list[SSAValue]:
     return out
 
 
-def global_words(v: SSAValue, itemsize: int) -> int:
-    """Words per element a kernel moves to load `v`: its own, and a gathered value's node
-    numbers (32-bit each) besides its rows."""
+def global_words(v: SSAValue, itemsize: int) -> int | Gathered:
+    """Words per element a kernel moves to load `v`; for a gathered value its rows and its
+    node numbers (32-bit each), as the cost model reads them (`cost.Gathered`)."""
     g = gather_of(v)
-    extra = index_words(g.index.type.count.data, itemsize) if g is not None else 0  # type: ignore[attr-defined]
-    return v.type.size + extra  # type: ignore[attr-defined]
+    if g is None:
+        return v.type.size  # type: ignore[attr-defined]
+    rows = g.index.type.count.data  # type: ignore[attr-defined]
+    return Gathered(rows, v.type.size // rows, index_words(rows, itemsize))  # type: ignore[attr-defined]
 
 
 def runs_once(ops: Sequence[Operation]) -> bool:
