@@ -61,6 +61,9 @@ def test_run_a_program_over_a_mesh(tmp_path):
     assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
     p = irfuse("compile", step, "-o", str(tmp_path / "plan"))
     assert p.returncode != 0 and "runs statements per node" in p.stderr, p.stdout + p.stderr
+    p = irfuse("plan", step, "--top", "1")
+    assert p.returncode == 0 and [w for w in ("nodes_before", "elements", "nodes_after") if w in p.stdout] == [
+        "nodes_before", "elements", "nodes_after"], p.stdout + p.stderr
 
 
 def test_run_numpy_backend_reports_checksums():

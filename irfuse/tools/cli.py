@@ -602,6 +602,7 @@ def cmd_plan(args) -> int:
     from irfuse.driver.compile import run_pipeline
     from irfuse.frontend.irgen import compile_file
     from irfuse.passes.fuse_partition import FusePartition
+    from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
     from irfuse.verification.reference import find_program
 
     from rich.progress import Progress
@@ -611,37 +612,42 @@ def cmd_plan(args) -> int:
         raise UsageError(f"--n must be at least 1, got {args.n}")
     result = compile_file(args.file)
     print_diagnostics(result.warnings)
-    module = run_pipeline(result.module, "kas-dce")
-    # The search the partition pass runs, with the options it would be given: what it
-    # lists here as plan K is what `fuse-partition{plan=K}` applies.
-    partition = FusePartition(max_size=args.max_size, top=args.top, n=args.n, profile=args.profile or "h100",
-                              registers=args.registers)
-    itemsize = element_type(args.dtype).itemsize
-    t0 = time.perf_counter()
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("searching fusion candidates", total=None)
-        dags, plans, profile = partition.search(
-            find_program(module), itemsize,
-            progress=lambda k, total: progress.update(task, completed=k, total=total))
-    elapsed = time.perf_counter() - t0
-    t = Table(title=f"{args.file}: {len(plans)} best plans on {profile.name}, n = {args.n}, {args.dtype} "
-                    f"(searched in {elapsed:.2f} s)")
-    for col in ("plan", escape("kernels: [ops] (bx,by) shared bytes, registers (from --registers, else "
-                               "estimated), barriers, values in registers"),
-                "predicted", "M elem/s"):
-        t.add_column(col, overflow="fold")
-    rows = [(str(k), p, kernels) for k, p, kernels in _plan_rows(dags, plans, args.n)]
-    if any(isinstance(dags[c.dag].ops[i], LoopOp) for c in plans[0].configs for i in c.group):
-        # The best plan runs a loop inside a kernel: show the best with every loop on the host too.
-        host_dags, host_plans, _ = replace(partition, loops="host", top=1, plan=0).search(find_program(module),
-                                                                                         itemsize)
-        rows += [("host loops", p, kernels) for _, p, kernels in _plan_rows(host_dags, host_plans, args.n)]
-    for k, p, kernels in rows:
-        t.add_row(k, escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
-                  million_elements_per_second(args.n, p.predicted_time))
-    console.print(t)
-    for note in plans[0].notes if plans else []:
-        console.print(f"[yellow]note: {escape(note)}[/yellow]")
+    # A program with nodal statements is planned pass by pass, as irfuse.compile plans it.
+    passes = ([(f", pass over the {p.over} ({find_program(p.module).sym_name.data})", p.module)
+               for p in split_at_nodal_statements(result.module).passes]
+              if has_nodal_statements(result.module) else [("", result.module)])
+    for label, source in passes:
+        module = run_pipeline(source, "kas-dce")
+        # The search the partition pass runs, with the options it would be given: what it
+        # lists here as plan K is what `fuse-partition{plan=K}` applies.
+        partition = FusePartition(max_size=args.max_size, top=args.top, n=args.n, profile=args.profile or "h100",
+                                  registers=args.registers)
+        itemsize = element_type(args.dtype).itemsize
+        t0 = time.perf_counter()
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task("searching fusion candidates", total=None)
+            dags, plans, profile = partition.search(
+                find_program(module), itemsize,
+                progress=lambda k, total: progress.update(task, completed=k, total=total))
+        elapsed = time.perf_counter() - t0
+        t = Table(title=f"{args.file}{label}: {len(plans)} best plans on {profile.name}, n = {args.n}, {args.dtype} "
+                        f"(searched in {elapsed:.2f} s)")
+        for col in ("plan", escape("kernels: [ops] (bx,by) shared bytes, registers (from --registers, else "
+                                   "estimated), barriers, values in registers"),
+                    "predicted", "M elem/s"):
+            t.add_column(col, overflow="fold")
+        rows = [(str(k), p, kernels) for k, p, kernels in _plan_rows(dags, plans, args.n)]
+        if any(isinstance(dags[c.dag].ops[i], LoopOp) for c in plans[0].configs for i in c.group):
+            # The best plan runs a loop inside a kernel: show the best with every loop on the host too.
+            host_dags, host_plans, _ = replace(partition, loops="host", top=1, plan=0).search(find_program(module),
+                                                                                             itemsize)
+            rows += [("host loops", p, kernels) for _, p, kernels in _plan_rows(host_dags, host_plans, args.n)]
+        for k, p, kernels in rows:
+            t.add_row(k, escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
+                      million_elements_per_second(args.n, p.predicted_time))
+        console.print(t)
+        for note in plans[0].notes if plans else []:
+            console.print(f"[yellow]note: {escape(note)}[/yellow]")
     return 0
 
 
