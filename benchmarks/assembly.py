@@ -119,10 +119,12 @@ def step_milliseconds(run, artifact, repeat: int = 20) -> dict[str, float]:
     return out
 
 
-def gpu_array_calls(program, Xt, ut, ct, prepared, dN, nodes, repeat: int = 20) -> dict[str, float]:
-    """Wall-clock milliseconds (medians) of whole calls on PyTorch GPU tensors, each waiting
-    for the GPU: with a prepared `Connectivity` (nothing checked), with the connectivity as a
-    tensor and atomics (checked on the GPU first), and that check alone."""
+def gpu_array_calls(program, Xt, ut, ct, prepared, dN, nodes, step=None, repeat: int = 20) -> dict[str, float]:
+    """Wall-clock milliseconds (medians) of whole calls on PyTorch GPU tensors, each timed
+    until the GPU is done: with a prepared `Connectivity` (nothing checked; the call itself
+    returns before the GPU is done), with the connectivity as a tensor and atomics (checked on
+    the GPU first), that check alone, and with `step` (examples/mesh/explicit_step.kas: the
+    residual between two passes over the nodes) the whole explicit step."""
     import torch
 
     from irfuse.api.device_arrays import device_array
@@ -133,6 +135,10 @@ def gpu_array_calls(program, Xt, ut, ct, prepared, dN, nodes, repeat: int = 20) 
              "call, tensor connectivity, atomic": lambda: program(Xt, ut, ct, dN, lam, mu, scatter="atomic"),
              "connectivity check alone": lambda: check_connectivity_on_gpu(program._opened_device(), "conn",
                                                                             device_array(ct), nodes)}
+    if step is not None:
+        mt = torch.ones(nodes, device=ut.device)
+        cases["explicit step (nodes, elements, nodes), Connectivity"] = lambda: step(
+            Xt, ut, ut, mt, prepared, dN, lam, mu, np.float32(1e-3))
     out = {}
     for name, fn in cases.items():
         fn()
@@ -141,6 +147,7 @@ def gpu_array_calls(program, Xt, ut, ct, prepared, dN, nodes, repeat: int = 20) 
         for _ in range(repeat):
             t0 = time.perf_counter()
             fn()
+            torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
         out[name] = float(np.median(times)) * 1e3
     return out
@@ -275,7 +282,8 @@ def main(argv=None) -> int:
                 errors["jax.jit"] = error(jfn(Xj, uj, cj))
                 samplers["jax.jit"] = jax_sampler(jfn, [Xj, uj, cj])
             if numbering.startswith("reordered") and model == "elasticity":
-                gpu_calls[model] = gpu_array_calls(programs[model], Xt, ut, ct, prepared, dN, nodes)
+                step = irfuse.compile(os.path.join(examples, "explicit_step.kas"), backend="cuda")
+                gpu_calls[model] = gpu_array_calls(programs[model], Xt, ut, ct, prepared, dN, nodes, step)
             times = interleaved_medians(samplers, args.repeat, args.rounds)
             for name, t in times.items():
                 rows.append({"residual": model, "numbering": numbering, "contender": name, "ms": t * 1e3,
