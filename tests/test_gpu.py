@@ -944,8 +944,21 @@ def test_mesh_calls_on_gpu_arrays_give_the_bits_of_host_calls_and_check_connecti
     bad[123, 2] = len(X)
     with pytest.raises(irfuse.UsageError, match=rf"element 123, position 2 names node {len(X)}, outside \[0, {len(X)}\)"):
         prog(Xc, uc, bad, dN, lam, mu)
-    with pytest.raises(irfuse.UsageError, match="a connectivity on the GPU is a contiguous int32 array"):
-        prog(Xc, uc, cc.astype(cupy.int64), dN, lam, mu)
+    # int64 node numbers: checked and narrowed on the GPU into a copy of irfuse's own, the same bits
+    wide = cc.astype(cupy.int64)
+    assert cupy.asnumpy(prog(Xc, uc, wide, dN, lam, mu).r).tobytes() == want.tobytes()
+    wide[7, 1] = 2**40
+    with pytest.raises(irfuse.UsageError, match=r"element 7, position 1 names node 1099511627776, outside"):
+        prog(Xc, uc, wide, dN, lam, mu)
+    with pytest.raises(irfuse.UsageError, match="a connectivity on the GPU is a contiguous int32 or int64 array"):
+        prog(Xc, uc, cc.astype(cupy.float32), dN, lam, mu)
+    # structures of arrays: rearranged on the GPU into copies and back, the same bits
+    soa = prog(cupy.ascontiguousarray(Xc.T), cupy.ascontiguousarray(uc.T), prepared, dN, lam, mu).r
+    assert soa.shape == (3, len(X)) and cupy.asnumpy(soa).tobytes() == np.ascontiguousarray(want.T).tobytes()
+    out = cupy.empty((3, len(X)), cupy.float32)
+    assert prog(cupy.ascontiguousarray(Xc.T), cupy.ascontiguousarray(uc.T), cc, dN, lam, mu, out=out,
+                scatter="atomic").r is out
+    np.testing.assert_allclose(cupy.asnumpy(out), want.T, rtol=0, atol=1e-5 * np.abs(want).max())
     with pytest.raises(irfuse.UsageError, match="with GPU arrays, a nodal array is a GPU array too"):
         prog(X, uc, cc, dN, lam, mu)
 

@@ -254,7 +254,8 @@ def test_random_mesh_programs_in_chunks_give_the_bits_of_one_call(seed):
 
 def test_the_connectivity_check_kernel_finds_the_first_entry_outside():
     """`irf_check_index` (what a call on GPU arrays runs before anything reads through a
-    connectivity), here through its CPU twin, blocks side by side: the least bad slot."""
+    connectivity), here through its CPU twin, blocks side by side: the least bad slot; and
+    `irf_check_index64`, which also narrows int64 node numbers into an int32 copy."""
     prog = irfuse.compile(SCALED, backend="cpu")
     assert any(k.name == "irf_check_index" for k in prog.artifact.kernels)
     conn = np.random.default_rng(0).integers(0, 5, (100000, 4)).astype(np.int32)
@@ -265,6 +266,13 @@ def test_the_connectivity_check_kernel_finds_the_first_entry_outside():
         flag = np.array([2**63 - 1], np.int64)
         prog._opened_device().module.launch("irf_check_index", [c, np.array([5], np.int64), flag], c.size)
         assert flag[0] == (min(e * 4 + k for e, k, _ in bad) if bad else 2**63 - 1)
+        # int64 node numbers: the same check, and each narrowed into irfuse's int32 copy
+        wide, narrowed, flag = c.astype(np.int64), np.zeros(c.shape, np.int32), np.array([2**63 - 1], np.int64)
+        wide[99998, 0] = 2**40  # (only beyond int32: outside [0, 5) all the same)
+        prog._opened_device().module.launch("irf_check_index64", [wide, np.array([5], np.int64), flag, narrowed],
+                                            c.size)
+        assert flag[0] == min([e * 4 + k for e, k, _ in bad] + [99998 * 4])
+        assert np.array_equal(np.delete(narrowed.ravel(), 99998 * 4), np.delete(c.ravel(), 99998 * 4))
 
 
 def test_structures_of_arrays_give_the_bits_of_arrays_of_structures(residual):
@@ -289,3 +297,17 @@ def test_structures_of_arrays_give_the_bits_of_arrays_of_structures(residual):
     soa = step(X.T, u.T, u.T, m, conn, *args, np.float32(1e-3), verify=True)
     for a, s in zip(aos, soa):
         assert np.ascontiguousarray(a.T).tobytes() == s.tobytes()
+
+
+def test_the_kernels_that_rearrange_structures_of_arrays_give_back_what_they_took():
+    """`irf_rows_of_columns` and `irf_columns_of_rows` (how a call on GPU arrays in structures
+    of arrays runs kernels that read arrays of structures), here through their CPU twins."""
+    prog = irfuse.compile(SCALED, backend="cpu")
+    module = prog._opened_device().module
+    columns = np.random.default_rng(3).standard_normal((3, 1001)).astype(np.float32)
+    rows = np.zeros((1001, 3), np.float32)
+    module.launch("irf_rows_of_columns", [columns, np.array([3], np.int64), rows], columns.size)
+    assert np.array_equal(rows, columns.T)
+    back = np.zeros_like(columns)
+    module.launch("irf_columns_of_rows", [rows, np.array([3], np.int64), back], columns.size)
+    assert np.array_equal(back, columns)

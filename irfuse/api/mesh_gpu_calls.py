@@ -1,15 +1,25 @@
 """Calls of programs over a mesh on GPU arrays (PyTorch, CuPy, Numba, PyCUDA, JAX, DLPack):
 nodal arrays `(M, *shape)`, per-element arrays `(E, *shape)` and connectivities `(E, K)` of
-int32 node numbers, all on the program's GPU, read where they are; outputs made in the first
+int32 or int64 node numbers, all on the program's GPU, read where they are; outputs made in the first
 input's library (or `out=` GPU arrays) and written in place.
 
 A connectivity on the GPU is checked there before anything reads through it: a kernel
 (`irf_check_index`) finds the first entry outside `[0, M)` and the call reads that one word
 back, raising a `UsageError` that names the element and position as a call on NumPy arrays
-does. Given as an `irfuse.mesh.Connectivity` (checked when it was made), its node numbers and
-inverse are uploaded once per device and kept, and nothing is checked again. A connectivity
-given as a GPU array that an ordered scatter reads is copied to the host for its inverse
-(`irfuse.mesh.inverse_connectivity`), at every call: pass a `Connectivity`, or
+does. One of int64 node numbers is checked so by `irf_check_index64`, which also narrows it
+into an int32 copy of irfuse's own for the call's kernels (E x K x 4 bytes of device memory,
+freed when the call returns, and a pass over the connectivity). Given as an
+`irfuse.mesh.Connectivity` (checked when it was made), its node numbers and inverse are
+uploaded once per device and kept, and nothing is checked again.
+
+Nodal and per-element GPU arrays come in arrays of structures, or every one in structures of
+arrays (`mesh_calls.mesh_layout`): the kernels read arrays of structures, so structures of
+arrays are rearranged on the GPU into copies of irfuse's own (`irf_rows_of_columns`) and the
+outputs back into the caller's arrays (`irf_columns_of_rows`): a pass over each, the same bits,
+and such a call waits for the GPU (its copies are freed when it returns).
+
+A connectivity given as a GPU array that an ordered scatter reads is copied to the host for
+its inverse (`irfuse.mesh.inverse_connectivity`), at every call: pass a `Connectivity`, or
 `scatter="atomic"`, which needs none.
 
 A call whose connectivities are all `Connectivity` objects is ordered on the caller's stream
@@ -28,14 +38,15 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_array
-from irfuse.api.mesh_calls import mesh_sizes
+from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
                                       stream_handle)
 from irfuse.api.outputs import Outputs
-from irfuse.artifact.arrays import AOS
+from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.host_plan import Scatter
-from irfuse.artifact.kernel_info import CHECK_INDEX_KERNEL
+from irfuse.artifact.kernel_info import (CHECK_INDEX64_KERNEL, CHECK_INDEX_KERNEL, COLUMNS_OF_ROWS_KERNEL,
+                                         ROWS_OF_COLUMNS_KERNEL)
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.scatter import inverse_connectivity
@@ -56,7 +67,9 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
     if program.backend != "cuda":
         raise UsageError(f"{program.name} runs on the {program.backend} backend; GPU arrays need one compiled with "
                          "backend='cuda'")
+    layout = mesh_layout(program, bound)
     slots, inverses, elements, node_counts, checks, model = {}, {}, {}, {}, [], None
+    scratch = []  # buffers of irfuse's own (int32 copies, arrays of structures), freed once the run is done
     with program._lock:
         dev = program._opened_device()
         for name, value in bound.items():
@@ -70,10 +83,10 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
                     node_counts[f"{name} (a Connectivity)"] = value.nodes
                     continue
                 a = _gpu_argument(what, value, "a connectivity's node numbers")
-                if a.dtype != np.int32 or a.ndim != 2 or a.shape[1] != count or not a.contiguous:
+                if a.dtype not in (np.int32, np.int64) or a.ndim != 2 or a.shape[1] != count or not a.contiguous:
                     raise UsageError(f"{what} is a GPU array of {a.dtype} shaped {a.shape}; a connectivity on the "
-                                     f"GPU is a contiguous int32 array shaped (elements, {count})")
-                check_device_array(what, a, 0, 4)
+                                     f"GPU is a contiguous int32 or int64 array shaped (elements, {count})")
+                check_device_array(what, a, 0, a.dtype.itemsize)
                 slots[name] = _slot(a)
                 elements[name] = a.shape[0]
                 checks.append((name, a))
@@ -89,7 +102,7 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
                     slots[name] = _slot(a)
             else:
                 a = _gpu_argument(what, value, "a nodal array" if name in program.nodal else "a per-element array")
-                length = check_array(what, a, program.shapes[name], program.dtype, None, AOS)
+                length = check_array(what, a, program.shapes[name], program.dtype, None, layout)
                 check_device_array(what, a, 0, 16 if a.contiguous else a.dtype.itemsize)
                 if not a.contiguous:
                     raise UsageError(f"{what} is a strided view; a program over a mesh reads contiguous GPU arrays")
@@ -97,6 +110,10 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
                 slots[name] = _slot(a)
                 model = model or a
         n, m = mesh_sizes(elements, node_counts, nodes)
+        if layout == SOA:  # the kernels read arrays of structures: copies of irfuse's own
+            for name in bound:
+                if name in elements or name in node_counts:
+                    slots[name] = _transposed(dev, ROWS_OF_COLUMNS_KERNEL, slots[name], program.shapes[name], scratch)
         if model is None:
             raise UsageError("a call on GPU arrays needs a nodal or per-element GPU array to make its outputs in "
                              "the same library: pass one, or out= arrays")
@@ -104,12 +121,22 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
         if checks:
             dev.drv.Context.synchronize()  # what the caller's streams write into the connectivities
         for name, a in checks:
-            check_connectivity_on_gpu(dev, name, a, m)
+            copy = check_connectivity_on_gpu(dev, name, a, m)
+            if copy is not None:
+                scratch.append(copy)
+                slots[name] = _slot_of(copy, a.shape[0] * a.shape[1] * 4)
             if scatter == "ordered" and name in _scattered(program):
                 host = np.empty(a.shape, np.int32)
-                dev.drv.memcpy_dtoh(host, a.ptr)
+                dev.drv.memcpy_dtoh(host, int(copy) if copy is not None else a.ptr)
                 inverses[name] = inverse_connectivity(host, m)
-        results = _outputs(program, out, model, n, m, bound)
+        results = _outputs(program, out, model, n, m, bound, layout)
+        targets = dict(results)
+        if layout == SOA:
+            for name in program.outputs:
+                if name not in program.uniform:
+                    buf = dev.drv.mem_alloc(max(results[name].nbytes, 1))
+                    scratch.append(buf)
+                    targets[name] = _slot_of(buf, results[name].nbytes)
         # (the Connectivity objects themselves, by identity: kept alive while the run is kept)
         prepared = tuple((name, v) for name, v in bound.items() if isinstance(v, Connectivity))
         if len(prepared) == len(program.index_inputs) or scatter == "atomic":
@@ -119,11 +146,17 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
                 program, dev, n, m, slots, inverses, scatter))
         else:
             run = MeshGpuRun(program, dev, n, m, slots, inverses, scatter)
-        if checks:
-            run.run(slots, results)
+        if checks or scratch:
+            run.run(slots, targets)
+            if layout == SOA:
+                for name, target in targets.items():
+                    if target is not results[name]:
+                        _transposed(dev, COLUMNS_OF_ROWS_KERNEL, target, program.shapes[name], [], into=results[name])
             dev.synchronize()
+            for buf in scratch:
+                buf.free()
         else:
-            dev.on_stream(handle, lambda: run.run(slots, results))
+            dev.on_stream(handle, lambda: run.run(slots, targets))
     return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
 
 
@@ -179,6 +212,27 @@ def _slot(a: DeviceArray) -> Slot:
     return s
 
 
+def _transposed(dev, kernel: str, source, value_shape: tuple, scratch: list, into=None):
+    """`source` (a Slot or GPU array: a structure of arrays, or with COLUMNS_OF_ROWS_KERNEL an
+    array of structures) rearranged by `kernel` into `into`, else into a new buffer of
+    irfuse's own (kept in `scratch` for the caller to free, and returned as a Slot)."""
+    nbytes = source.nbytes
+    if into is None:
+        buf = dev.drv.mem_alloc(max(nbytes, 1))
+        scratch.append(buf)
+        into = _slot_of(buf, nbytes)
+    words = dev.constant(np.array([max(int(np.prod(value_shape)), 1)]), integers=True)
+    dev.launcher(kernel, [source.ptr, words, into.ptr], nbytes // np.dtype(dev.dtype).itemsize)()
+    return into
+
+
+def _slot_of(buffer, nbytes: int) -> Slot:
+    """A place the recorded run reads: a device buffer of irfuse's own."""
+    s = Slot()
+    s.ptr, s.nbytes, s.array = int(buffer), nbytes, buffer
+    return s
+
+
 def _scattered(program) -> set[str]:
     """The connectivities a scatter of the program adds through."""
     host = program.artifact.host
@@ -186,40 +240,56 @@ def _scattered(program) -> set[str]:
     return {names[step.index] for step in host.steps if isinstance(step, Scatter)}
 
 
-def check_connectivity_on_gpu(dev, name: str, a: DeviceArray, nodes: int) -> None:
+def check_connectivity_on_gpu(dev, name: str, a: DeviceArray, nodes: int):
     """Refuses a GPU connectivity with an entry outside [0, nodes), naming the first one: one
     kernel over its entries, then a wait for it and a one-word read (`benchmarks/NOTES.md`
-    has what that costs)."""
+    has what that costs). Returns None for int32 node numbers, and for int64 ones their int32
+    copy (a device allocation the caller frees)."""
     flag = dev.upload_integers(np.array([NO_BAD_ENTRY], np.int64))
     count = dev.upload_integers(np.array([nodes], np.int64))
-    dev.launcher(CHECK_INDEX_KERNEL, [a.ptr, count, flag], a.shape[0] * a.shape[1])()
+    entries = a.shape[0] * a.shape[1]
+    copy = None
+    if a.dtype == np.int64:
+        copy = dev.drv.mem_alloc(max(4 * entries, 4))
+        dev.launcher(CHECK_INDEX64_KERNEL, [a.ptr, count, flag, copy], entries)()
+    else:
+        dev.launcher(CHECK_INDEX_KERNEL, [a.ptr, count, flag], entries)()
     dev.synchronize()
     first = np.empty(1, np.int64)
     dev.drv.memcpy_dtoh(first, flag)
     if int(first[0]) != NO_BAD_ENTRY:
+        if copy is not None:
+            copy.free()
         slot = int(first[0])
-        word = np.empty(1, np.int32)
-        dev.drv.memcpy_dtoh(word, a.ptr + 4 * slot)
+        word = np.empty(1, a.dtype)
+        dev.drv.memcpy_dtoh(word, a.ptr + a.dtype.itemsize * slot)
         k = a.shape[1]
         raise UsageError(f"input '{name}': element {slot // k}, position {slot % k} names node {int(word[0])}, "
                          f"outside [0, {nodes})")
 
 
-def _outputs(program, out, model: DeviceArray, n: int, m: int, bound: dict) -> dict[str, DeviceArray]:
-    """The GPU arrays the outputs go to: `out=` ones, checked, else new ones in `model`'s library."""
+def _outputs(program, out, model: DeviceArray, n: int, m: int, bound: dict, layout: str = AOS
+             ) -> dict[str, DeviceArray]:
+    """The GPU arrays the outputs go to, in `layout`: `out=` ones, checked, else new ones in
+    `model`'s library."""
     results: dict[str, DeviceArray] = {}
     given = bind_outputs(program.outputs, out) if out is not None else {}
     inputs = [a for a in (device_array(v) for v in bound.values() if not isinstance(v, Connectivity)) if a is not None]
     for name in program.outputs:
         count = m if name in program.nodal else n
+        value = tuple(program.shapes[name])
         if name not in given:
-            results[name] = empty_like_family(model, (count, *program.shapes[name]), program.dtype)
+            shape = value if name in program.uniform else (*value, count) if layout == SOA else (count, *value)
+            results[name] = empty_like_family(model, shape, program.dtype)
             continue
         what = f"out= array for '{name}'"
         a = device_array(given[name])
         if a is None:
             raise UsageError(f"{what} is a {type(given[name]).__qualname__}; with GPU arrays out= takes GPU arrays")
-        check_array(what, a, program.shapes[name], program.dtype, count, AOS)
+        if name in program.uniform:
+            check_uniform_array(what, a, value, program.dtype)
+        else:
+            check_array(what, a, value, program.dtype, count, layout)
         check_device_array(what, a, 0)
         if not a.contiguous:
             raise UsageError(f"{what} is a strided view; a program over a mesh writes contiguous GPU arrays")

@@ -10,6 +10,13 @@ from dataclasses import dataclass, field
 # The kernel a call on GPU arrays checks each connectivity with (`backend.scatter_emit`):
 # emitted into every program that reads a connectivity, launched by `api.mesh_gpu_calls`.
 CHECK_INDEX_KERNEL = "irf_check_index"
+# Its twin for int64 node numbers: checked the same way and narrowed into an int32 copy of
+# irfuse's own, which the kernels read.
+CHECK_INDEX64_KERNEL = "irf_check_index64"
+# A structure of arrays (every component a run over the count) into an array of structures
+# of irfuse's own and back: how a program over a mesh runs on GPU arrays in structures of
+# arrays, its kernels reading arrays of structures.
+ROWS_OF_COLUMNS_KERNEL, COLUMNS_OF_ROWS_KERNEL = "irf_rows_of_columns", "irf_columns_of_rows"
 
 
 @dataclass

@@ -91,7 +91,7 @@ from xdsl.ir import SSAValue
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.combine_emit import combine_kernel
-from irfuse.backend.scatter_emit import index_check_kernel, scatter_atomic_kernels, scatter_kernel
+from irfuse.backend.scatter_emit import index_check_kernel, scatter_atomic_kernels, scatter_kernel, transpose_kernels
 from irfuse.backend.kernel_body import (BARRIER, COMBINE, STATIC_SHARED_LIMIT, WARP_BARRIER, GpuOnly, KernelBody,
                                         LoopNode)
 from irfuse.backend.render_cpu import cpu_kernel
@@ -867,8 +867,8 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
             texts.append(text)
             infos.append(info)
     if any(isinstance(a.type, kas.IndexType) for op in module.walk() for a in op.operands):  # type: ignore[attr-defined]
-        text, info = index_check_kernel()
-        texts.append(text)
-        infos.append(info)
+        for text, info in [index_check_kernel(False), index_check_kernel(True), *transpose_kernels()]:
+            texts.append(text)
+            infos.append(info)
     source = element.c_prelude + "\n\n".join([prelude(), *functions.values(), *texts]) + "\n"
     return EmittedModule(source, infos)

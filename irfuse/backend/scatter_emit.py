@@ -19,7 +19,8 @@ that copied a block's rows into shared tiles first).
 
 from __future__ import annotations
 
-from irfuse.artifact.kernel_info import CHECK_INDEX_KERNEL, KernelInfo
+from irfuse.artifact.kernel_info import (CHECK_INDEX64_KERNEL, CHECK_INDEX_KERNEL, COLUMNS_OF_ROWS_KERNEL,
+                                         ROWS_OF_COLUMNS_KERNEL, KernelInfo)
 from irfuse.dialects import fuse
 
 LANES = 4  # GPU threads per node
@@ -144,21 +145,27 @@ def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
              KernelInfo(atomic, 1, ROWS, 0, ["values", "conn"], ["out"], [size, 1], [size], input_types=["", "int"]))]
 
 
-def index_check_kernel() -> tuple[str, KernelInfo]:
+def index_check_kernel(wide: bool = False) -> tuple[str, KernelInfo]:
     """The kernel a call on GPU arrays checks a connectivity with before anything reads through
     it: over its E x K entries, the first (lowest) slot whose node number is outside
     [0, nodes) goes into `first_bad` (which the call sets to LLONG_MAX before, and reads
-    after); `nodes` is a one-word array. The CPU twin does the same in slot order."""
-    name = CHECK_INDEX_KERNEL
-    params = ("const int* __restrict__ conn, const long long* __restrict__ nodes, long long* __restrict__ first_bad, "
-              "const long long n")
+    after); `nodes` is a one-word array. The CPU twin does the same in slot order. `wide`:
+    the connectivity's node numbers are int64, each also written, narrowed, into `narrowed`
+    (int32: what the kernels read; a number outside [0, nodes) is flagged before any is read)."""
+    name = CHECK_INDEX64_KERNEL if wide else CHECK_INDEX_KERNEL
+    index = "long long" if wide else "int"
+    params = (f"const {index}* __restrict__ conn, const long long* __restrict__ nodes, "
+              "long long* __restrict__ first_bad, " + ("int* __restrict__ narrowed, " if wide else "")
+              + "const long long n")
+    narrow = ["    narrowed[slot] = (int)v;"] if wide else []
     gpu = ["// a connectivity checked on the GPU: the first entry outside [0, nodes)",
            f'extern "C" __global__ void __launch_bounds__({ROWS}) {name}({params})',
            "{",
            f"  const long long slot = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
            "  if (slot < n) {",
-           "    const int v = conn[slot];",
+           f"    const {index} v = conn[slot];",
            "    if (v < 0 || v >= nodes[0]) atomicMin((unsigned long long*)first_bad, (unsigned long long)slot);",
+           *narrow,
            "  }",
            "}"]
     host = [f"static int {name}({params}, const long long block_begin, const long long block_end, const bool reverse)",
@@ -166,7 +173,8 @@ def index_check_kernel() -> tuple[str, KernelInfo]:
             "  (void)reverse;",
             f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
             f"  for (long long slot = block_begin * {ROWS}; slot < last; ++slot) {{",
-            "    const int v = conn[slot];",
+            f"    const {index} v = conn[slot];",
+            *narrow,
             "    if (v < 0 || v >= nodes[0]) {  // the least slot, as blocks running side by side find them",
             "      long long seen = __atomic_load_n(first_bad, __ATOMIC_RELAXED);",
             "      while (slot < seen && !__atomic_compare_exchange_n(first_bad, &seen, slot, false, __ATOMIC_RELAXED,",
@@ -175,6 +183,40 @@ def index_check_kernel() -> tuple[str, KernelInfo]:
             "  }",
             "  return 0;",
             "}"]
-    info = KernelInfo(name, 1, ROWS, 0, ["conn", "nodes"], ["first_bad"], [1, 1], [1],
-                      input_types=["int", "long long"], output_types=["long long"])
+    info = KernelInfo(name, 1, ROWS, 0, ["conn", "nodes"], ["first_bad", *(["narrowed"] if wide else [])], [1, 1],
+                      [1, 1] if wide else [1], input_types=[index, "long long"],
+                      output_types=["long long", "int"] if wide else ["long long"])
     return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info
+
+
+def transpose_kernels() -> list[tuple[str, KernelInfo]]:
+    """`irf_rows_of_columns` and `irf_columns_of_rows`: n words of `count = n / words` values of
+    `words` words each, from a structure of arrays (word c of value i at c * count + i) into an
+    array of structures (at i * words + c), and back; `words` is a one-word array. One thread a
+    word of the array of structures (its side reads or writes contiguously)."""
+    out = []
+    for name, read, write in ((ROWS_OF_COLUMNS_KERNEL, "(slot % w) * count + slot / w", "slot"),
+                              (COLUMNS_OF_ROWS_KERNEL, "slot", "(slot % w) * count + slot / w")):
+        params = "const real_t* __restrict__ in, const long long* __restrict__ words, real_t* __restrict__ out, " \
+                 "const long long n"
+        body = ["  const long long w = words[0], count = n / w;",
+                f"  out[{write}] = in[{read}];"]
+        gpu = [f'extern "C" __global__ void __launch_bounds__({ROWS}) {name}({params})',
+               "{",
+               f"  const long long slot = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
+               "  if (slot >= n) return;",
+               *body,
+               "}"]
+        host = [f"static int {name}({params}, const long long block_begin, const long long block_end, const bool reverse)",
+                "{",
+                "  (void)reverse;",
+                f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
+                f"  for (long long slot = block_begin * {ROWS}; slot < last; ++slot) {{",
+                *("  " + line for line in body),
+                "  }",
+                "  return 0;",
+                "}"]
+        info = KernelInfo(name, 1, ROWS, 0, ["in", "words"], ["out"], [1, 1], [1],
+                          input_types=["", "long long"], output_types=[""])
+        out.append(("\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info))
+    return out

@@ -196,12 +196,13 @@ class CudaDevice:
         self.drv.memcpy_htod(buf, a)
         return buf
 
-    def constant(self, a):
-        """A device copy of a small host array (a uniform value given on the host), uploaded
-        once per value and never written again: work queued on a stream may still read it.
-        Past CONSTANTS_KEPT values the device is synchronized and the copies let go."""
-        a = np.ascontiguousarray(a, dtype=self.dtype)
-        key = (a.shape, a.tobytes())
+    def constant(self, a, integers: bool = False):
+        """A device copy of a small host array (a uniform value given on the host; with
+        `integers`, int64 words), uploaded once per value and never written again: work queued
+        on a stream may still read it. Past CONSTANTS_KEPT values the device is synchronized
+        and the copies let go."""
+        a = np.ascontiguousarray(a, dtype=np.int64 if integers else self.dtype)
+        key = (a.dtype.str, a.shape, a.tobytes())
         buf = self._constants.get(key)
         if buf is None:
             if len(self._constants) >= CONSTANTS_KEPT:
@@ -211,7 +212,7 @@ class CudaDevice:
                     b.free()
                 self.allocations = [b for b in self.allocations if int(b) not in kept]
                 self._constants.clear()
-            buf = self._constants[key] = self.upload(a)
+            buf = self._constants[key] = self.upload_integers(a) if integers else self.upload(a)
         return buf
 
     def upload_integers(self, a):

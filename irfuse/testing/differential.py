@@ -145,22 +145,28 @@ def _check_node_passes(module, path: str, budget: Budget) -> Outcome:
     plan = split_at_nodal_statements(module)
     out = Outcome()
     dtype = element_type(budget.dtype).numpy
+    plans: dict[tuple[int, int], object] = {}  # (pass, plan) -> compiled: a pass with fewer plans reuses its last
+
+    def planned(p: int, k: int):
+        if (p, k) not in plans:
+            try:
+                plans[p, k] = compile_frontend(
+                    FrontendResult(plan.passes[p].module.clone()), os.path.basename(path),
+                    partition_pipeline(budget.top, k, budget.max_size, 1 << 22, budget.profile),
+                    budget.dtype, budget.nvrtc, "sm_90" if budget.nvrtc else None)[0]
+            except NoSuchPlan as e:
+                if e.found == 0:
+                    raise
+                plans[p, k] = planned(p, e.found - 1)
+        return plans[p, k]
+
     for k in range(budget.top):
         try:
             inputs, nodes = random_mesh_inputs(reference, budget.n, budget.seed + k, dtype)
             made: dict[str, np.ndarray] = {}
             sum_by = 1 << 30
-            for step in plan.passes:
-                for j in range(k, -1, -1):
-                    try:
-                        compiled, _ = compile_frontend(
-                            FrontendResult(step.module.clone()), os.path.basename(path),
-                            partition_pipeline(budget.top, j, budget.max_size, 1 << 22, budget.profile),
-                            budget.dtype, budget.nvrtc, "sm_90" if budget.nvrtc else None)
-                        break
-                    except NoSuchPlan:
-                        if j == 0:
-                            raise
+            for p, step in enumerate(plan.passes):
+                compiled = planned(p, k)
                 sum_by = min(sum_by, compiled.sum_by)
                 given = {name: made[name] if name in made and name not in inputs else inputs[name]
                          for name in step.inputs}
