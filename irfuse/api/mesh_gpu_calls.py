@@ -112,7 +112,7 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
         n, m = mesh_sizes(elements, node_counts, nodes)
         if layout == SOA:  # the kernels read arrays of structures: copies of irfuse's own
             for name in bound:
-                if name in elements or name in node_counts:
+                if (name in elements or name in node_counts) and name not in program.index_inputs:
                     slots[name] = _transposed(dev, ROWS_OF_COLUMNS_KERNEL, slots[name], program.shapes[name], scratch)
         if model is None:
             raise UsageError("a call on GPU arrays needs a nodal or per-element GPU array to make its outputs in "
@@ -266,6 +266,7 @@ def check_connectivity_on_gpu(dev, name: str, a: DeviceArray, nodes: int):
         k = a.shape[1]
         raise UsageError(f"input '{name}': element {slot // k}, position {slot % k} names node {int(word[0])}, "
                          f"outside [0, {nodes})")
+    return copy
 
 
 def _outputs(program, out, model: DeviceArray, n: int, m: int, bound: dict, layout: str = AOS
