@@ -31,7 +31,7 @@ def test_run_cpu_verifies():
     assert "mmul55[" in p.stdout and "madd55[" in p.stdout  # the calls appear in the kernel table
 
 
-def test_run_a_program_over_a_mesh(tmp_path):
+def test_run_a_program_over_a_mesh(tmp_path, capsys):
     """A random mesh of --n elements, in chunks with --memory-budget, and a mesh from --inputs
     (saved outputs; a node number outside the nodal arrays refused by element and position)."""
     residual = os.path.join(ROOT, "examples", "mesh", "p1_residual.kas")
@@ -48,22 +48,33 @@ def test_run_a_program_over_a_mesh(tmp_path):
     mass = os.path.join(ROOT, "examples", "mesh", "lumped_mass.kas")
     p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "mesh.npz"))
     assert p.returncode == 0 and "2 elements, 10 nodes" in p.stdout, p.stdout + p.stderr
+    # (refusals in this process: no second start of Python and the compiler)
+    from irfuse.tools.cli import main
+
     arrays["conn"][1, 3] = 12
     np.savez(tmp_path / "bad.npz", **arrays)
-    p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "bad.npz"))
-    assert p.returncode != 0 and "input 'conn': element 1, position 3 names node 12, outside [0, 10)" in p.stderr
+    assert main(["run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "bad.npz")]) == 1
+    assert "input 'conn': element 1, position 3 names node 12, outside [0, 10)" in capsys.readouterr().err
     (tmp_path / "garbage.npz").write_text("not an archive")
-    p = irfuse("run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "garbage.npz"))
-    assert p.returncode != 0 and "cannot read inputs" in p.stdout + p.stderr
-    # nodal statements: passes over the nodes around the one over the elements
+    assert main(["run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "garbage.npz")]) == 1
+    assert "cannot read inputs" in capsys.readouterr().err
+
+
+def test_run_plan_and_compile_a_program_with_nodal_statements(tmp_path, capsys):
+    """Passes over the nodes around the one over the elements: `irfuse run` runs them (in
+    chunks) and checks every node, `irfuse plan` plans each, `irfuse compile` (a saved plan
+    of one program) refuses it by name. In this process: the compiler is imported already."""
+    from irfuse.tools.cli import main
+
     step = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
-    p = irfuse("run", step, "--backend", "cpu", "--n", "300", "--memory-budget", "60000")
-    assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
-    p = irfuse("compile", step, "-o", str(tmp_path / "plan"))
-    assert p.returncode != 0 and "runs statements per node" in p.stderr, p.stdout + p.stderr
-    p = irfuse("plan", step, "--top", "1")
-    assert p.returncode == 0 and [w for w in ("nodes_before", "elements", "nodes_after") if w in p.stdout] == [
-        "nodes_before", "elements", "nodes_after"], p.stdout + p.stderr
+    assert main(["run", step, "--backend", "cpu", "--n", "300", "--memory-budget", "60000"]) == 0
+    assert "verified against the NumPy reference" in capsys.readouterr().out
+    assert main(["plan", step, "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert [w for w in ("nodes_before", "elements", "nodes_after") if w in out] == [
+        "nodes_before", "elements", "nodes_after"], out
+    assert main(["compile", step, "-o", str(tmp_path / "plan")]) == 1
+    assert "runs statements per node" in capsys.readouterr().err
 
 
 def test_run_numpy_backend_reports_checksums():

@@ -146,6 +146,7 @@ def _check_node_passes(module, path: str, budget: Budget) -> Outcome:
     out = Outcome()
     dtype = element_type(budget.dtype).numpy
     plans: dict[tuple[int, int], object] = {}  # (pass, plan) -> compiled: a pass with fewer plans reuses its last
+    over = [step.over for step in plan.passes]
 
     def planned(p: int, k: int):
         if (p, k) not in plans:
@@ -153,7 +154,8 @@ def _check_node_passes(module, path: str, budget: Budget) -> Outcome:
                 plans[p, k] = compile_frontend(
                     FrontendResult(plan.passes[p].module.clone()), os.path.basename(path),
                     partition_pipeline(budget.top, k, budget.max_size, 1 << 22, budget.profile),
-                    budget.dtype, budget.nvrtc, "sm_90" if budget.nvrtc else None)[0]
+                    # (NVRTC for the elements' pass: the node passes' kernels are ordinary ones)
+                    budget.dtype, budget.nvrtc and over[p] == "elements", "sm_90" if budget.nvrtc else None)[0]
             except NoSuchPlan as e:
                 if e.found == 0:
                     raise
