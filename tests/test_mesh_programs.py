@@ -311,3 +311,30 @@ def test_the_kernels_that_rearrange_structures_of_arrays_give_back_what_they_too
     back = np.zeros_like(columns)
     module.launch("irf_columns_of_rows", [rows, np.array([3], np.int64), back], columns.size)
     assert np.array_equal(back, columns)
+
+
+@pytest.mark.parametrize("parts, elements", [(1, None), (2, None), (3, None), (7, None), (5, 5)])
+def test_each_part_of_a_partition_gives_the_whole_meshs_sums_at_its_own_nodes(residual, parts, elements):
+    """`irfuse.mesh.partition`: every named node owned by one part; a part's call over its
+    elements (its own and the ghost ones around its nodes) gives, at the nodes it owns, the
+    one call's sums bit for bit; each ghost node read from its owner. Uneven parts, and five
+    elements in five parts of one element each."""
+    from irfuse.mesh import partition
+
+    X, conn = mesh(3, 3, 2)
+    conn = conn[:elements]
+    u = np.random.default_rng(4).standard_normal(X.shape).astype(np.float32)
+    args = (DN.astype(np.float32), np.float32(1.5), np.float32(0.7))
+    whole = residual(X, u, conn, *args).r
+    pieces = partition(conn, parts, nodes=len(X))
+    owners = np.zeros(len(X), int)
+    for p, part in enumerate(pieces):
+        owners[part.owned_nodes] += 1
+        local = residual(X[part.nodes], u[part.nodes], part.conn, *args).r
+        assert local[part.owned].tobytes() == whole[part.owned_nodes].tobytes(), p
+        for q, where in part.reads.items():
+            assert np.all(np.isin(part.nodes[where], pieces[q].owned_nodes)), (p, q)
+        assert np.all(np.diff(part.elements) > 0) and np.array_equal(part.nodes[part.conn], conn[part.elements])
+    assert np.array_equal(owners, np.isin(np.arange(len(X)), conn).astype(int))  # named nodes: one owner each
+    with pytest.raises(UsageError, match="at most one part an element"):
+        partition(conn[:3], 4)

@@ -9,7 +9,9 @@ numbers, one row per element), as gathers and scatters through a connectivity re
 - `Connectivity`: a connectivity checked and inverted once, for every call that passes it;
 - `inverse_connectivity` and `scatter_add`: each node's (element, position) slots in a fixed
   order, and the nodal sum of per-element values added in that order (the same bits on
-  every run).
+  every run);
+- `partition`: parts that own nodes and hold every element around them, whose sums at their
+  own nodes are the whole mesh's, bit for bit.
 
 NumPy only; nothing of the compiler.
 """
@@ -17,6 +19,8 @@ NumPy only; nothing of the compiler.
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.generate import box_tetrahedra
 from irfuse.mesh.order import check_connectivity, reorder, renumber
+from irfuse.mesh.partition import Part, partition
 from irfuse.mesh.scatter import inverse_connectivity, scatter_add
 
-__all__ = ["Connectivity", "box_tetrahedra", "check_connectivity", "inverse_connectivity", "reorder", "renumber", "scatter_add"]
+__all__ = ["Connectivity", "Part", "box_tetrahedra", "check_connectivity", "inverse_connectivity", "partition",
+           "reorder", "renumber", "scatter_add"]
