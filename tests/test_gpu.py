@@ -907,6 +907,20 @@ return r;"""
         assert np.all(np.abs(atomic - exact) <= bound + 1e-30), (elements, nodes)
 
 
+def _p1_residual_on_a_cube(cubes: int, seed: int, **numbering):
+    """The P1 residual example compiled for the GPU, and its arguments on a cube of `cubes`^3
+    hexahedra cut into tetrahedra: (program, X, u, conn, dN, lam, mu), u drawn from `seed`."""
+    import irfuse
+    from irfuse.mesh import box_tetrahedra
+
+    coords, conn = box_tetrahedra(cubes, **numbering)[:2]
+    X = coords.astype(np.float32)
+    u = (1e-2 * np.random.default_rng(seed).standard_normal(X.shape)).astype(np.float32)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    prog = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
+    return prog, X, u, conn, dN, np.float32(1.5), np.float32(0.75)
+
+
 def test_mesh_calls_on_gpu_arrays_give_the_bits_of_host_calls_and_check_connectivities_on_the_gpu():
     """CuPy and PyTorch arrays in, arrays of the same library out: the bits of the call on
     NumPy arrays, with the connectivity as a GPU array (checked on the GPU; its inverse made
@@ -916,15 +930,9 @@ def test_mesh_calls_on_gpu_arrays_give_the_bits_of_host_calls_and_check_connecti
     import torch
 
     import irfuse
-    from irfuse.mesh import Connectivity, box_tetrahedra
+    from irfuse.mesh import Connectivity
 
-    coords, conn = box_tetrahedra(6, numbering="random", seed=3)[:2]
-    rng = np.random.default_rng(1)
-    X = coords.astype(np.float32)
-    u = (1e-2 * rng.standard_normal(X.shape)).astype(np.float32)
-    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
-    prog = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
-    lam, mu = np.float32(1.5), np.float32(0.75)
+    prog, X, u, conn, dN, lam, mu = _p1_residual_on_a_cube(6, 1, numbering="random", seed=3)
     want = prog(X, u, conn, dN, lam, mu).r
     Xc, uc, cc = cupy.asarray(X), cupy.asarray(u), cupy.asarray(conn)
     got = prog(Xc, uc, cc, dN, lam, mu, verify=True).r
@@ -1002,15 +1010,9 @@ def test_mesh_calls_with_prepared_connectivities_are_ordered_on_the_callers_stre
     import cupy
 
     import irfuse
-    from irfuse.mesh import Connectivity, box_tetrahedra
+    from irfuse.mesh import Connectivity
 
-    coords, conn = box_tetrahedra(40)[:2]  # 384,000 elements: long enough to overlap
-    rng = np.random.default_rng(5)
-    X = coords.astype(np.float32)
-    u = (1e-2 * rng.standard_normal(X.shape)).astype(np.float32)
-    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
-    prog = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
-    lam, mu = np.float32(1.5), np.float32(0.75)
+    prog, X, u, conn, dN, lam, mu = _p1_residual_on_a_cube(40, 5)  # 384,000 elements: long enough to overlap
     want = prog(X, u, conn, dN, lam, mu).r
     prepared = Connectivity(conn, len(X))
     Xc, uc = cupy.asarray(X), cupy.asarray(u)

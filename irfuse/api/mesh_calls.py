@@ -57,9 +57,9 @@ def mesh_layout(program, bound: dict) -> str:
 
 
 def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, first: int = 0
-                        ) -> tuple[dict[str, np.ndarray], int, int, dict]:
+                        ) -> tuple[dict[str, np.ndarray], int, int, dict, str]:
     """(name -> array, elements E, nodes M, name -> inverse of each connectivity given as a
-    `Connectivity`), every argument checked (`first`: the number in the whole mesh of the
+    `Connectivity`, the arguments' layout), every argument checked (`first`: the number in the whole mesh of the
     first element, which refusals count from); nodal and per-element arrays in structures of
     arrays (`mesh_layout`) transposed into arrays of structures."""
     bound = bind_inputs(program.inputs, args, named)
@@ -100,7 +100,7 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
             inverses[name] = given.inverse
         else:
             check_connectivity(arrays[name], m, f"input '{name}'", first)
-    return arrays, n, m, inverses
+    return arrays, n, m, inverses, layout
 
 
 # How a call's scatters add: in the fixed order (the same bits every run), or with atomics.
@@ -150,8 +150,7 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
     the outputs checked against the reference (`verify_mesh_call`)."""
     if scatter not in SCATTER_MODES:
         raise UsageError(f"scatter= is one of {', '.join(map(repr, SCATTER_MODES))}, not {scatter!r}")
-    layout = mesh_layout(program, bind_inputs(program.inputs, args, named))
-    arrays, n, m, inverses = bind_mesh_arguments(program, args, named, nodes)
+    arrays, n, m, inverses, layout = bind_mesh_arguments(program, args, named, nodes)
     given = bind_outputs(program.outputs, out) if out is not None else {}
     results = []
     for name in program.outputs:
@@ -289,7 +288,7 @@ def chunk_onto(program, sums: dict[str, np.ndarray] | None, nodes: int, scatter:
     the chunk's, whose first element is `first` of the mesh), its scatters going on from
     `sums` (the nodal outputs so far; None for the first chunk). Returns (per-element
     outputs, nodal sums), NumPy arrays."""
-    arrays, n, m, _ = bind_mesh_arguments(program, blocks, {}, nodes, first)
+    arrays, n, m, _, _ = bind_mesh_arguments(program, blocks, {}, nodes, first)
     results = {name: np.empty((n, *program.shapes[name]), program.dtype) for name in program.outputs
                if name not in program.nodal}
     with program._lock:

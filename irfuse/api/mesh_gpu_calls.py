@@ -124,7 +124,7 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
             copy = check_connectivity_on_gpu(dev, name, a, m)
             if copy is not None:
                 scratch.append(copy)
-                slots[name] = _slot_of(copy, a.shape[0] * a.shape[1] * 4)
+                slots[name] = _slot_of(copy, a.shape[0] * a.shape[1] * 4, copy)
             if scatter == "ordered" and name in _scattered(program):
                 host = np.empty(a.shape, np.int32)
                 dev.drv.memcpy_dtoh(host, int(copy) if copy is not None else a.ptr)
@@ -136,7 +136,7 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
                 if name not in program.uniform:
                     buf = dev.drv.mem_alloc(max(results[name].nbytes, 1))
                     scratch.append(buf)
-                    targets[name] = _slot_of(buf, results[name].nbytes)
+                    targets[name] = _slot_of(buf, results[name].nbytes, buf)
         # (the Connectivity objects themselves, by identity: kept alive while the run is kept)
         prepared = tuple((name, v) for name, v in bound.items() if isinstance(v, Connectivity))
         if len(prepared) == len(program.index_inputs) or scatter == "atomic":
@@ -207,9 +207,7 @@ def _gpu_argument(what: str, value, kind: str) -> DeviceArray:
 
 def _slot(a: DeviceArray) -> Slot:
     """A place the recorded run reads or writes: the caller's array."""
-    s = Slot()
-    s.ptr, s.nbytes, s.array = a.ptr, a.nbytes, a.keep
-    return s
+    return _slot_of(a.ptr, a.nbytes, a.keep)
 
 
 def _transposed(dev, kernel: str, source, value_shape: tuple, scratch: list, into=None):
@@ -220,16 +218,16 @@ def _transposed(dev, kernel: str, source, value_shape: tuple, scratch: list, int
     if into is None:
         buf = dev.drv.mem_alloc(max(nbytes, 1))
         scratch.append(buf)
-        into = _slot_of(buf, nbytes)
+        into = _slot_of(buf, nbytes, buf)
     words = dev.constant(np.array([max(int(np.prod(value_shape)), 1)]), integers=True)
     dev.launcher(kernel, [source.ptr, words, into.ptr], nbytes // np.dtype(dev.dtype).itemsize)()
     return into
 
 
-def _slot_of(buffer, nbytes: int) -> Slot:
-    """A place the recorded run reads: a device buffer of irfuse's own."""
+def _slot_of(ptr: int, nbytes: int, keep) -> Slot:
+    """A place the recorded run reads or writes: `nbytes` at `ptr`, `keep` held while it does."""
     s = Slot()
-    s.ptr, s.nbytes, s.array = int(buffer), nbytes, buffer
+    s.ptr, s.nbytes, s.array = int(ptr), nbytes, keep
     return s
 
 

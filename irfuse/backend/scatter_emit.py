@@ -94,6 +94,32 @@ def scatter_kernel(size: int, onto: bool = False) -> tuple[str, KernelInfo]:
 ROWS = 128  # rows (or nodes) per block of the atomic scatter's kernels
 
 
+def _row_kernel(name: str, params: str, index: str, body: list[str], gpu_body: list[str] | None = None,
+                comment: str | None = None) -> str:
+    """A kernel of one thread an index `index` in [0, n), ROWS of them a block, running `body`
+    (C lines, each indented as inside the kernel), and its CPU twin looping over the indices of
+    its blocks; `gpu_body`: the GPU's own body where the two differ."""
+    inner = ["  " + line for line in (gpu_body if gpu_body is not None else body)]
+    gpu = [*([comment] if comment else []),
+           f'extern "C" __global__ void __launch_bounds__({ROWS}) {name}({params})',
+           "{",
+           f"  const long long {index} = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
+           f"  if ({index} < n) {{",
+           *inner,
+           "  }",
+           "}"]
+    host = [f"static int {name}({params}, const long long block_begin, const long long block_end, const bool reverse)",
+            "{",
+            "  (void)reverse;",
+            f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
+            f"  for (long long {index} = block_begin * {ROWS}; {index} < last; ++{index}) {{",
+            *["  " + line for line in body],
+            "  }",
+            "  return 0;",
+            "}"]
+    return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"])
+
+
 def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
     """The kernels of a scatter run with atomics (`scatter="atomic"` on a call): `irf_zero_*`
     over the nodes sets them to 0, then `irf_scatter_atomic_*` over the element rows (E x K,
@@ -103,22 +129,9 @@ def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
     block (the others do nothing), so that threads running blocks side by side cannot race:
     there it gives the ordered scatter's bits."""
     zero, atomic = fuse.scatter_atomic_kernel_names(size)
-    zero_params = "real_t* __restrict__ out, const long long n"
-    zero_gpu = [f"// kas.scatter with atomics, {size}-word rows: the nodes set to 0 first",
-                f'extern "C" __global__ void __launch_bounds__({ROWS}) {zero}({zero_params})',
-                "{",
-                f"  const long long node = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
-                f"  if (node < n) {{ for (int w = 0; w < {size}; ++w) out[node * {size} + w] = 0; }}",
-                "}"]
-    zero_host = [f"static int {zero}({zero_params}, const long long block_begin, const long long block_end, "
-                 "const bool reverse)",
-                 "{",
-                 "  (void)reverse;",
-                 f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
-                 f"  for (long long node = block_begin * {ROWS}; node < last; ++node)",
-                 f"    for (int w = 0; w < {size}; ++w) out[node * {size} + w] = 0;",
-                 "  return 0;",
-                 "}"]
+    zero_text = _row_kernel(zero, "real_t* __restrict__ out, const long long n", "node",
+                            [f"  for (int w = 0; w < {size}; ++w) out[node * {size} + w] = 0;"],
+                            comment=f"// kas.scatter with atomics, {size}-word rows: the nodes set to 0 first")
     params = ("const real_t* __restrict__ values, const int* __restrict__ conn, real_t* __restrict__ out, "
               "const long long n")
     gpu = [f"// kas.scatter with atomics, {size}-word rows: one thread a row, atomicAdd into its node",
@@ -139,8 +152,7 @@ def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
             f"    for (int w = 0; w < {size}; ++w) out[(long long)conn[row] * {size} + w] += values[row * {size} + w];",
             "  return 0;",
             "}"]
-    return [("\n".join(["#ifndef IRFUSE_HOST", *zero_gpu, "#else", *zero_host, "#endif"]),
-             KernelInfo(zero, 1, ROWS, 0, [], ["out"], [], [size])),
+    return [(zero_text, KernelInfo(zero, 1, ROWS, 0, [], ["out"], [], [size])),
             ("\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]),
              KernelInfo(atomic, 1, ROWS, 0, ["values", "conn"], ["out"], [size, 1], [size], input_types=["", "int"]))]
 
@@ -157,36 +169,21 @@ def index_check_kernel(wide: bool = False) -> tuple[str, KernelInfo]:
     params = (f"const {index}* __restrict__ conn, const long long* __restrict__ nodes, "
               "long long* __restrict__ first_bad, " + ("int* __restrict__ narrowed, " if wide else "")
               + "const long long n")
-    narrow = ["    narrowed[slot] = (int)v;"] if wide else []
-    gpu = ["// a connectivity checked on the GPU: the first entry outside [0, nodes)",
-           f'extern "C" __global__ void __launch_bounds__({ROWS}) {name}({params})',
-           "{",
-           f"  const long long slot = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
-           "  if (slot < n) {",
-           f"    const {index} v = conn[slot];",
-           "    if (v < 0 || v >= nodes[0]) atomicMin((unsigned long long*)first_bad, (unsigned long long)slot);",
-           *narrow,
-           "  }",
-           "}"]
-    host = [f"static int {name}({params}, const long long block_begin, const long long block_end, const bool reverse)",
-            "{",
-            "  (void)reverse;",
-            f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
-            f"  for (long long slot = block_begin * {ROWS}; slot < last; ++slot) {{",
-            f"    const {index} v = conn[slot];",
-            *narrow,
-            "    if (v < 0 || v >= nodes[0]) {  // the least slot, as blocks running side by side find them",
-            "      long long seen = __atomic_load_n(first_bad, __ATOMIC_RELAXED);",
-            "      while (slot < seen && !__atomic_compare_exchange_n(first_bad, &seen, slot, false, __ATOMIC_RELAXED,",
-            "                                                         __ATOMIC_RELAXED)) {}",
-            "    }",
-            "  }",
-            "  return 0;",
-            "}"]
+    read = [f"  const {index} v = conn[slot];", *(["  narrowed[slot] = (int)v;"] if wide else [])]
+    text = _row_kernel(name, params, "slot", [
+        *read,
+        "  if (v < 0 || v >= nodes[0]) {  // the least slot, as blocks running side by side find them",
+        "    long long seen = __atomic_load_n(first_bad, __ATOMIC_RELAXED);",
+        "    while (slot < seen && !__atomic_compare_exchange_n(first_bad, &seen, slot, false, __ATOMIC_RELAXED,",
+        "                                                       __ATOMIC_RELAXED)) {}",
+        "  }"], gpu_body=[
+        *read,
+        "  if (v < 0 || v >= nodes[0]) atomicMin((unsigned long long*)first_bad, (unsigned long long)slot);"],
+        comment="// a connectivity checked on the GPU: the first entry outside [0, nodes)")
     info = KernelInfo(name, 1, ROWS, 0, ["conn", "nodes"], ["first_bad", *(["narrowed"] if wide else [])], [1, 1],
                       [1, 1] if wide else [1], input_types=[index, "long long"],
                       output_types=["long long", "int"] if wide else ["long long"])
-    return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info
+    return text, info
 
 
 def transpose_kernels() -> list[tuple[str, KernelInfo]]:
@@ -199,24 +196,9 @@ def transpose_kernels() -> list[tuple[str, KernelInfo]]:
                               (COLUMNS_OF_ROWS_KERNEL, "slot", "(slot % w) * count + slot / w")):
         params = "const real_t* __restrict__ in, const long long* __restrict__ words, real_t* __restrict__ out, " \
                  "const long long n"
-        body = ["  const long long w = words[0], count = n / w;",
-                f"  out[{write}] = in[{read}];"]
-        gpu = [f'extern "C" __global__ void __launch_bounds__({ROWS}) {name}({params})',
-               "{",
-               f"  const long long slot = (long long)blockIdx.x * {ROWS} + threadIdx.y;",
-               "  if (slot >= n) return;",
-               *body,
-               "}"]
-        host = [f"static int {name}({params}, const long long block_begin, const long long block_end, const bool reverse)",
-                "{",
-                "  (void)reverse;",
-                f"  const long long last = block_end * {ROWS} < n ? block_end * {ROWS} : n;",
-                f"  for (long long slot = block_begin * {ROWS}; slot < last; ++slot) {{",
-                *("  " + line for line in body),
-                "  }",
-                "  return 0;",
-                "}"]
+        text = _row_kernel(name, params, "slot", ["  const long long w = words[0], count = n / w;",
+                                                  f"  out[{write}] = in[{read}];"])
         info = KernelInfo(name, 1, ROWS, 0, ["in", "words"], ["out"], [1, 1], [1],
                           input_types=["", "long long"], output_types=[""])
-        out.append(("\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]), info))
+        out.append((text, info))
     return out

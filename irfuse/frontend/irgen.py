@@ -164,7 +164,7 @@ class IRGen:
         self.nodal: set[str] = set()  # variables declared `nodal`
         self.mesh_operands = False  # translating a gather's or scatter's operands
         self.nodal_values: set[SSAValue] = set()  # nodal inputs, scatters' sums, nodal statements' values
-        self.after_scatter: set[SSAValue] = set()  # values made from a scatter's sums or a reduction of elements
+        self.after_elements: set[SSAValue] = set()  # values made from a scatter's sums or a reduction of elements
         self.branches = 0  # the 'if's around the current statement
         self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
@@ -491,7 +491,7 @@ class IRGen:
                 self.err(src, f"'gather' reads a nodal value, but '{src.text}' is not nodal",
                          [f"declare it 'nodal {source.type.spelling()} {src.text};' and list it after 'input'"])  # type: ignore
                 return
-            if source in self.after_scatter:
+            if source in self.after_elements:
                 self.err(src, f"'gather' reads '{src.text}', made from a scatter's sums: that needs a second pass over "
                          "the elements", ["compute it in one program and gather it in a second"])
                 return
@@ -536,7 +536,7 @@ class IRGen:
         env[s.target.text] = op.res
         if isinstance(op, ScatterOp):
             self.nodal_values.add(op.res)
-            self.after_scatter.add(op.res)
+            self.after_elements.add(op.res)
 
     def materialized(self, v: SSAValue, at: Name | Loop, block: Block | None = None) -> SSAValue:
         """`v`, or where it is a gather's value, `scale(v, 1)` (exact for every number, NaN and
@@ -611,8 +611,8 @@ class IRGen:
         env[s.target.text] = value
         if nodal:
             self.nodal_values.add(value)
-        if any(v in self.after_scatter for v in args):
-            self.after_scatter.add(value)
+        if any(v in self.after_elements for v in args):
+            self.after_elements.add(value)
 
     def nodal_statement(self, s: Call, operands: list, args: list[SSAValue], result: KasType, block: Block
                         ) -> bool | None:
@@ -883,8 +883,8 @@ class IRGen:
         self.call_targets[op] = s.target
         block.add_op(op)
         env[s.target.text] = op.res
-        if v not in self.nodal_values or v in self.after_scatter:  # (a reduction over the elements needs them all)
-            self.after_scatter.add(op.res)
+        if v not in self.nodal_values or v in self.after_elements:  # (a reduction over the elements needs them all)
+            self.after_elements.add(op.res)
 
     def loop(self, s: Loop, env: dict[str, SSAValue], block: Block) -> None:
         runs = s.count

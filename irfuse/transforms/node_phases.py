@@ -56,11 +56,7 @@ class NodePlan:
 def has_nodal_statements(module: ModuleOp) -> bool:
     """Whether the module's program runs statements per node (and so as `NodePlan` passes)."""
     program = program_of(module)
-    if not program.nodal:
-        return False
-    per_node = nodal_values(program)
-    return any(r in per_node for op in program.body.block.ops if not isinstance(op, ScatterOp)
-               for r in op.results)
+    return bool(program.nodal) and bool(nodal_statements(program))
 
 
 def refuse_nodal_statements(program: ProgramOp, pass_name: str) -> None:
@@ -93,7 +89,7 @@ def _pass_of_ops(program: ProgramOp) -> dict[Operation, int | None]:
             where[op] = None
         elif isinstance(op, (GatherOp, ScatterOp)):
             where[op] = ELEMENTS
-        elif isinstance(op, ReduceOp) and op.operand in per_node or any(r in per_node for r in op.results):
+        elif (isinstance(op, ReduceOp) and op.operand in per_node) or any(r in per_node for r in op.results):
             where[op] = NODES_BEFORE if latest is None or latest == NODES_BEFORE else NODES_AFTER
         elif all(is_uniform(r) for r in op.results) and not isinstance(op, ReduceOp):
             where[op] = latest
