@@ -907,15 +907,16 @@ return r;"""
         assert np.all(np.abs(atomic - exact) <= bound + 1e-30), (elements, nodes)
 
 
-def _p1_residual_on_a_cube(cubes: int, seed: int, **numbering):
+def _p1_residual_on_a_cube(cubes: int, draw: int, **numbering):
     """The P1 residual example compiled for the GPU, and its arguments on a cube of `cubes`^3
-    hexahedra cut into tetrahedra: (program, X, u, conn, dN, lam, mu), u drawn from `seed`."""
+    hexahedra cut into tetrahedra (`numbering`: box_tetrahedra's): (program, X, u, conn, dN,
+    lam, mu), u drawn from the seed `draw`."""
     import irfuse
     from irfuse.mesh import box_tetrahedra
 
     coords, conn = box_tetrahedra(cubes, **numbering)[:2]
     X = coords.astype(np.float32)
-    u = (1e-2 * np.random.default_rng(seed).standard_normal(X.shape)).astype(np.float32)
+    u = (1e-2 * np.random.default_rng(draw).standard_normal(X.shape)).astype(np.float32)
     dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
     prog = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
     return prog, X, u, conn, dN, np.float32(1.5), np.float32(0.75)
