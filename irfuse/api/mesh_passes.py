@@ -15,6 +15,7 @@ the bits do not depend on how the elements pass runs (one piece or chunks).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from irfuse.api.mesh_calls import mesh_layout, mesh_verification
 from irfuse.artifact.arrays import SOA
 from irfuse.api.outputs import Outputs
 from irfuse.diagnostics import ExecutionError, UsageError
+
+
+UNIFORM_COPIES_KEPT = 64
 
 
 class MeshReference:
@@ -63,6 +67,7 @@ class MeshPassesProgram:
         self.memory_budget: int | None = None
         self._spec: tuple | None = None
         self._lock = threading.Lock()
+        self._uniform_copies: OrderedDict = OrderedDict()  # (see _uniforms_beside)
 
     @property
     def kernels(self) -> list[str]:
@@ -96,7 +101,7 @@ class MeshPassesProgram:
             if step.over == "elements":
                 options.update(nodes=m, scatter=scatter, progress=progress)
             else:
-                arguments = _uniforms_beside(program, arguments)
+                arguments = _uniforms_beside(program, arguments, self._uniform_copies)
             results = program(**arguments, **options)
             made.update(zip(step.outputs, results))
         outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
@@ -178,10 +183,13 @@ class MeshPassesProgram:
         self.close()
 
 
-def _uniforms_beside(program, arguments: dict) -> dict:
+def _uniforms_beside(program, arguments: dict, copies: OrderedDict) -> dict:
     """A pass over the nodes on GPU arrays with uniform values on the host (which a call over
     the mesh takes, and a program over one batch does not): those copied to the GPU, into
-    arrays of the nodal arrays' library."""
+    arrays of the nodal arrays' library, once per value (`copies`, the last UNIFORM_COPIES_KEPT
+    kept): the copy is synchronous (it waits for the GPU), so a time loop that copied its
+    time step at every call would wait for the GPU at every step. A kept copy is never
+    written, so work still queued may read it."""
     from irfuse.api.arguments import check_uniform_array, host_array
     from irfuse.api.device_arrays import device_array, empty_like_family
 
@@ -193,9 +201,16 @@ def _uniforms_beside(program, arguments: dict) -> dict:
         if name in program.uniform and device_array(value) is None:
             host = host_array(f"input '{name}'", value, program.dtype)
             check_uniform_array(f"input '{name}'", host, program.shapes[name], program.dtype)
-            made = empty_like_family(model, program.shapes[name], program.dtype)
-            program._opened_device().drv.memcpy_htod(made.ptr, np.ascontiguousarray(host))
-            moved[name] = made.obj
+            host = np.ascontiguousarray(host, dtype=program.dtype)
+            key = (model.family, str(getattr(model.obj, "device", None)), host.dtype.str, host.shape, host.tobytes())
+            kept = copies.get(key)
+            if kept is None:
+                made = empty_like_family(model, program.shapes[name], program.dtype)
+                program._opened_device().drv.memcpy_htod(made.ptr, host)
+                kept = copies[key] = made.obj
+                while len(copies) > UNIFORM_COPIES_KEPT:
+                    copies.popitem(last=False)
+            moved[name] = kept
     return moved
 
 
