@@ -334,7 +334,17 @@ def test_each_part_of_a_partition_gives_the_whole_meshs_sums_at_its_own_nodes(re
         assert local[part.owned].tobytes() == whole[part.owned_nodes].tobytes(), p
         for q, where in part.reads.items():
             assert np.all(np.isin(part.nodes[where], pieces[q].owned_nodes)), (p, q)
+            owner = pieces[q]  # what q sends, picked by p, is p's ghost nodes
+            assert np.array_equal(owner.nodes[owner.sends][part.picks[q]], part.nodes[where]) and \
+                owner.owned[owner.sends].all(), (p, q)
         assert np.all(np.diff(part.elements) > 0) and np.array_equal(part.nodes[part.conn], conn[part.elements])
     assert np.array_equal(owners, np.isin(np.arange(len(X)), conn).astype(int))  # named nodes: one owner each
+    own = np.concatenate([part.elements[part.own_elements] for part in pieces])
+    assert np.array_equal(own, np.arange(len(conn)))  # the own ranges tile the elements in order
     with pytest.raises(UsageError, match="at most one part an element"):
         partition(conn[:3], 4)
+    lengths = [1, 2, len(conn) - 3]
+    assert [part.span for part in partition(conn, lengths)] == [(0, 1), (1, 3), (3, len(conn))]
+    for bad in ([1, 2], [0, len(conn)], "two", [1.5, len(conn) - 1.5]):
+        with pytest.raises(UsageError, match="lengths of the parts' ranges"):
+            partition(conn, bad)
