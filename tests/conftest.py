@@ -55,6 +55,16 @@ def has_gpu() -> bool:
 requires_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU with pycuda")
 
 
+def gpu_count() -> int:
+    """How many GPUs CuPy sees (0 without CuPy or a driver)."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:
+        return 0
+
+
 def check_top_plans_on_cpu(path: str, top: int, dtype: str, n: int, seed: int = 0, nvrtc: bool = False,
                            **budget) -> int:
     """Runs plan 0..top-1 of the search on the CPU against the reference (with `nvrtc`, each

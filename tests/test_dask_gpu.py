@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, has_gpu
+from conftest import EXAMPLES, gpu_count, has_gpu
 from test_dask import _tree
 
 cupy = pytest.importorskip("cupy")
@@ -16,14 +16,7 @@ dask_cuda = pytest.importorskip("dask_cuda")
 distributed = pytest.importorskip("distributed")
 
 
-def _gpus() -> int:
-    try:
-        return cupy.cuda.runtime.getDeviceCount()
-    except cupy.cuda.runtime.CUDARuntimeError:
-        return 0
-
-
-pytestmark = pytest.mark.skipif(not has_gpu() or _gpus() < 2, reason="needs two NVIDIA GPUs")
+pytestmark = pytest.mark.skipif(not has_gpu() or gpu_count() < 2, reason="needs two NVIDIA GPUs")
 
 
 def example(name: str) -> str:

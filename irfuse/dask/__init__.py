@@ -37,7 +37,9 @@ the elements (rechunked to the first one's chunks). Its chunks run one after ano
 task's scatters going on from the nodal sums of the task before it (`mesh_calls.chunk_onto`):
 every node's additions are those of one call, in its order, so the outputs have its bits
 (the per-element outputs are each chunk's own). The chain is what the fixed order costs: the
-chunks of one mesh do not run side by side.
+chunks of one mesh do not run side by side. A mesh given as an `irfuse.dask.PartedMesh` (its
+connectivity cut into parts that each own nodes, placed on workers) runs part by part, side
+by side, with the one call's bits, and time loops run on it (`irfuse.dask.parts`).
 Requires the `dask` extra (`pip install irfuse[dask]`: dask, distributed, dask-cuda).
 """
 
@@ -49,6 +51,9 @@ from irfuse.api.arguments import bind_inputs, call_layout
 from irfuse.api.programs import Outputs, Program
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.layouts import AOS, batch_shape
+from irfuse.dask.parts import Parted, PartedMesh, apply_on_parts, time_loop
+
+__all__ = ["Parted", "PartedMesh", "apply", "time_loop"]
 
 # Partials combined by one task of the reduction tree.
 COMBINE_EVERY = 8
@@ -131,6 +136,8 @@ def apply(program: Program, *arrays, **named) -> Outputs:
 
     from irfuse.api.mesh_passes import MeshPassesProgram
 
+    if any(isinstance(a, PartedMesh) for a in (*arrays, *named.values())):
+        return apply_on_parts(program, arrays, named)
     if isinstance(program, MeshPassesProgram):
         return _apply_mesh_passes(program, arrays, named)
     if not isinstance(program, Program):
