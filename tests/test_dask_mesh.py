@@ -117,15 +117,18 @@ def test_ghost_rows_hold_their_owners_values(client, programs, problem):
 
 
 def test_per_element_values_and_arrays_made_on_the_workers(client, problem):
-    """A per-element input given whole or made on each part's worker from its element
-    numbers; a per-element output assembled from each part's own range; a nodal input made
-    on the workers from the node numbers."""
+    """A per-element input given whole, as a Dask array (each part's rows computed on its
+    worker) or made on each part's worker from its element numbers; a per-element output
+    assembled from each part's own range; a nodal input made on the workers from the node
+    numbers."""
     X, conn, _, _ = problem
     prog = irfuse.compile(PER_ELEMENT, backend="cpu")
     s = np.linspace(0.5, 1.5, len(conn), dtype=np.float32)
     mesh = PartedMesh(conn, [7, 100, len(conn) - 107], client)
     one = prog(X, conn, s)
-    for given in (s, lambda elements: s[elements]):
+    import dask.array as da
+
+    for given in (s, lambda elements: s[elements], da.from_array(s, chunks=50)):
         out = irfuse.dask.apply(prog, mesh.nodal(lambda nodes: X[nodes]), mesh, mesh.per_element(given))
         assert mesh.assemble(out.r).tobytes() == one.r.tobytes()
         assert mesh.assemble(out.t).tobytes() == one.t.tobytes()

@@ -189,7 +189,7 @@ class SharedExchange(_Exchange):
     def open(self) -> None:
         spec = self.spec
         self.counters = np.memmap(self._path("counters"), np.int64, "r+", shape=(3, len(spec.ranks)))
-        self.memory: list = []  # GPU allocations kept alive until the loop ends
+        self.memory: list = []  # its GPU buffers, kept until released
         self.opened: list = []  # IPC pointers this worker opened
         self.events: list = []  # events this worker made or opened
         mine = {spec.rank_of_part[p] for p in self.parts}

@@ -107,9 +107,10 @@ class PartedMesh:
         return self.client.submit(fn, *args, workers=[self.worker_of[p]], allow_other_workers=False, pure=False)
 
     def nodal(self, values) -> Parted:
-        """A nodal array (M, ...) as each part's rows; or `values(nodes)`, called on each
-        part's worker with the part's global node numbers, giving its rows (the whole array
-        then never exists)."""
+        """A nodal array (M, ...) as each part's rows: from a NumPy or CuPy array, each part's
+        rows sent to its worker; from a Dask array, computed there; or `values(nodes)`, called
+        on each part's worker with the part's global node numbers, giving its rows (the whole
+        array then never exists)."""
         return self._parted(NODAL, values, self.nodes, lambda part: part.nodes)
 
     def per_element(self, values) -> Parted:
@@ -122,6 +123,13 @@ class PartedMesh:
             blocks = [self._submit(p, _made_on_worker, values, self._part[p], kind, self.gpu)
                       for p in range(len(self.parts))]
             return Parted(self, kind, blocks)
+        if hasattr(values, "dask") and hasattr(values, "chunks"):  # a Dask array: each part's rows where it runs
+            if values.ndim < 1 or values.shape[0] != length:
+                raise UsageError(f"a {kind} array of this mesh has {length} rows (its "
+                                 f"{'nodes' if kind == NODAL else 'elements'}), not shape {values.shape}")
+            blocks = [self.client.compute(values[rows(part)], workers=[self.worker_of[p]],
+                                          allow_other_workers=False) for p, part in enumerate(self.parts)]
+            return Parted(self, kind, [self._submit(p, _on_device, b, self.gpu) for p, b in enumerate(blocks)])
         a = _host(values, f"a {kind} array")
         if a.ndim < 1 or a.shape[0] != length:
             raise UsageError(f"a {kind} array of this mesh has {length} rows (its "
@@ -188,8 +196,6 @@ class PartedMesh:
 
 
 def _host(values, what: str) -> np.ndarray:
-    if hasattr(values, "compute") and hasattr(values, "chunks"):
-        values = values.compute()
     if hasattr(values, "__cuda_array_interface__") and hasattr(values, "get"):
         values = values.get()
     if not hasattr(values, "shape") and not isinstance(values, (list, tuple)):
