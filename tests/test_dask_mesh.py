@@ -69,8 +69,7 @@ def _steps(step, X, conn, u, v, m, count):
 
 
 @pytest.mark.parametrize("parts, workers, exchange", [
-    (1, 1, "auto"), (2, 2, "shared"), (3, 3, "shared"), (4, 3, "dask"), ("uneven", 2, "shared"),
-    ("uneven", 3, "dask"), (5, 1, "shared")])
+    (1, 1, "auto"), (5, 1, "shared"), ("uneven", 2, "shared"), (3, 3, "shared"), (4, 3, "dask")])
 def test_a_parted_mesh_gives_the_one_calls_bits(client, programs, problem, parts, workers, exchange):
     """Residual, lumped mass and three explicit steps on parts spread over 1, 2 and 3 worker
     processes (several parts a worker too), the ghost rows exchanged through shared memory
@@ -158,7 +157,8 @@ def test_a_failing_worker_stops_the_loop_instead_of_hanging_it(client, programs,
     for exchange in ("shared", "dask"):
         start = time.monotonic()
         with pytest.raises(UsageError, match="input 'u'"):
-            irfuse.dask.time_loop(step, 3, CARRY, X, bad, v, m, mesh, DN, LAM, MU, DT, exchange=exchange, timeout=5)
+            irfuse.dask.time_loop(step, 3, CARRY, X, bad, v, m, mesh, DN, LAM, MU, DT, exchange=exchange,
+                                  timeout=1.5)
         assert time.monotonic() - start < 60
         end = irfuse.dask.time_loop(step, 2, CARRY, X, good, v, m, mesh, DN, LAM, MU, DT, exchange=exchange)
         assert mesh.assemble(end.v1).tobytes() == want[1].tobytes()  # the mesh still runs loops
