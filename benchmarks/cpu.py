@@ -1,7 +1,7 @@
 """irfuse's CPU backend against NumPy and jax.jit on the CPU, in one run.
 
     python benchmarks/cpu.py [--n 1048576] [--workloads ...] [--repeat 10] [--rounds 5]
-                             [--threads T] [--json cpu.json]
+                             [--threads T] [--skip-jax] [--skip-numba] [--json cpu.json]
 
 The four seed workloads and a 100-step power iteration per element
 (`examples/power_iteration.kas`), float32, array of
@@ -9,7 +9,8 @@ structures, the same random data for every contender. irfuse runs its default pl
 CPU backend (`--backend cpu`: each kernel's barrier-delimited regions as loops over the
 block's threads, blocks spread over every core); NumPy runs the same chains written with
 `matmul`/`einsum` (one thread, as NumPy's element-wise operations are); JAX runs them under
-`jax.jit` on its CPU device (`lax.fori_loop` for the power iteration). Every contender's
+`jax.jit` on its CPU device (`lax.fori_loop` for the power iteration); numba runs each as a
+parallel loop over elements (`prange` on every core, `peers.numba_fns`). Every contender's
 outputs are checked against irfuse's float64 NumPy reference. Contenders are timed in turns
 (`--rounds` rounds, alternating order) so a drift of the machine weighs on all alike.
 
@@ -31,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import ROOT, array_fns, interleaved_medians, peer_check  # noqa: E402
+from peers import ROOT, array_fns, interleaved_medians, numba_fns, peer_check  # noqa: E402
 
 WORKLOADS = {
     "BigFusion": "bigfusion_bench.kas",
@@ -88,6 +89,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None,
                     help="irfuse's worker threads (IRFUSE_CPU_THREADS; default: every core)")
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--skip-numba", action="store_true")
     ap.add_argument("--json", default="cpu.json")
     args = ap.parse_args(argv)
     if args.threads:
@@ -115,6 +117,12 @@ def main(argv=None) -> int:
             jax_fns = array_fns(jnp, loop=lambda count, body, x: jax.lax.fori_loop(0, count, lambda i, y: body(y), x))
         except ImportError:
             console.print("JAX is not installed: its column is left out (pip install jax)")
+    numba_loops = None
+    if not args.skip_numba:
+        try:
+            numba_loops = numba_fns()
+        except ImportError:
+            console.print("numba is not installed: its column is left out (pip install numba)")
     rows = []
     for wl in args.workloads:
         path = os.path.join(ROOT, "examples", WORKLOADS[wl])
@@ -136,6 +144,9 @@ def main(argv=None) -> int:
             jargs = [jax.device_put(a) for a in ordered]
             samplers["jax.jit (cpu)"] = wall_sampler(jfn, jargs)
             checks["jax.jit (cpu)"] = peer_check(jfn(*jargs), prog.outputs, reference)
+        if numba_loops is not None:  # (compiled by its first call, in the sampler's warm-up)
+            samplers["numba (prange)"] = wall_sampler(numba_loops[wl], ordered)
+            checks["numba (prange)"] = peer_check(numba_loops[wl](*ordered), prog.outputs, reference)
         times = interleaved_medians(samplers, args.repeat, args.rounds)
         copy_s = times["(copy of the same bytes)"]
         ours = times["irfuse (cpu backend)"]
