@@ -22,6 +22,7 @@ effective bandwidth (inputs read once + outputs written once) over that copy's.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -98,6 +99,7 @@ def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from irfuse.backend.host_compile import build_host_library
     from irfuse.runtime.host_library import cpu_threads
     from irfuse.driver.compile import PlanningOptions, compile_program
     from irfuse.runtime.executor import CpuDevice, Executor
@@ -135,7 +137,15 @@ def main(argv=None) -> int:
         rec = Executor(plan, CpuDevice(plan)).prepare(inputs, args.n)
         rec.replay()
         checks = {"irfuse": "ok" if all(c.ok for c in check_outputs(rec.outputs(), reference, "f32")) else "WRONG"}
+        # The same plan's kernels as loops over elements (`render_cpu_loop`; IRFUSE_CPU_RENDERER=loop).
+        looped = copy.copy(plan)
+        looped.host_library = build_host_library(plan.source, plan.kernels, renderer="loop")
+        loop_rec = Executor(looped, CpuDevice(looped)).prepare(inputs, args.n)
+        loop_rec.replay()
+        same = all(a.tobytes() == b.tobytes() for a, b in zip(loop_rec.outputs().values(), rec.outputs().values()))
+        checks["irfuse loop"] = "ok, the twin's bits" if same else "WRONG: not the twin's bits"
         samplers = {"irfuse (cpu backend)": lambda: rec.time_once(),
+                    "irfuse loop (IRFUSE_CPU_RENDERER=loop)": lambda: loop_rec.time_once(),
                     "(copy of the same bytes)": copy_sampler(nbytes, threads),
                     "NumPy": wall_sampler(numpy_fns[wl], ordered)}
         checks["NumPy"] = peer_check(numpy_fns[wl](*ordered), prog.outputs, reference)
@@ -163,7 +173,7 @@ def main(argv=None) -> int:
             table.add_row(r["workload"], k, f"{t * 1e3:.2f}", f"{args.n / t / 1e6:.1f}",
                           f"{r['bytes'] / t / 1e9:.1f}", f"{r['fraction_of_copy'][k]:.0%}",
                           f"{r['irfuse_speedup'][k]:.2f}x" if k in r["irfuse_speedup"] else "",
-                          r["checks"].get(k.split(" (cpu backend)")[0], ""))
+                          r["checks"].get(k.split(" (")[0], ""))
     console.print(table)
     with open(args.json, "w") as f:
         json.dump({"machine": platform.machine(), "cores": os.cpu_count(), "irfuse_threads": threads,

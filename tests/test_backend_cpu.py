@@ -196,3 +196,58 @@ def test_loop_carried_values_through_every_plan(tmp_path):
     for reverse in (False, True):
         got = Executor(plan, CpuDevice(plan, reverse_threads=reverse)).run(inputs, 300).outputs
         assert all(c.ok for c in check_outputs(got, want, "f32"))
+
+
+def _both_renderings(plan, n: int, seed: int):
+    """The plan's outputs from the CPU twin and from its kernels as loops over elements
+    (`render_cpu_loop`, the host library built with IRFUSE_CPU_LOOP)."""
+    import copy
+
+    from irfuse.backend.host_compile import build_host_library
+
+    looped = copy.copy(plan)
+    looped.host_library = build_host_library(plan.source, plan.kernels, renderer="loop")
+    inputs = random_inputs(plan.reference_program, n, seed, DTYPES[plan.element.name])
+    twin = Executor(plan, CpuDevice(plan)).run(inputs, n).outputs
+    loop = Executor(looped, CpuDevice(looped)).run(inputs, n).outputs
+    return twin, loop, inputs
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_kernels_as_loops_over_elements_give_the_twins_bits(path, dtype):
+    """Every example with the loop renderer: the twin's bits (the same implementations in the
+    same order), on a batch ending in a partial block; the five seed workloads' kernels are
+    all rendered as loops (they are one thread an element), others where it takes them."""
+    plan, _ = plan_for(path, dtype)
+    twin, loop, _ = _both_renderings(plan, 300, 7)
+    for name in twin:
+        assert twin[name].tobytes() == loop[name].tobytes(), name
+    seeds = ("bigfusion_bench", "synctest", "stvenant", "stvenant_inner", "power_iteration")
+    if os.path.basename(path)[:-4] in seeds:
+        assert plan.source.count("defined(IRFUSE_CPU_LOOP)") == len(plan.kernels)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_programs_as_loops_over_elements_give_the_twins_bits(seed):
+    """Random programs (loops, uniforms, reductions: kernels the loop renderer does not take
+    keep the twin) and random element codes (any shapes, branches) with both renderings."""
+    from irfuse.driver.compile import compile_text
+    from irfuse.testing.random_programs import random_element_program, random_program
+
+    src = random_program(seed + 100, 6 + seed % 5) if seed < 4 else random_element_program(seed + 100, 6)
+    plan, _ = compile_text(src, f"rand{seed}.kas", None, "f64" if seed % 2 else "f32", compile_gpu=False)
+    twin, loop, _ = _both_renderings(plan, 129, seed)
+    for name in twin:
+        assert twin[name].tobytes() == loop[name].tobytes(), (name, src)
+
+
+def test_an_unknown_cpu_rendering_is_refused_by_name(monkeypatch):
+    from irfuse.backend.host_compile import cpu_renderer_flags
+    from irfuse.diagnostics import UsageError
+
+    monkeypatch.setenv("IRFUSE_CPU_RENDERER", "vector")
+    with pytest.raises(UsageError, match="IRFUSE_CPU_RENDERER='vector'.*'emulate', 'loop'"):
+        cpu_renderer_flags()
+    monkeypatch.setenv("IRFUSE_CPU_RENDERER", "loop")
+    assert cpu_renderer_flags() == ["-DIRFUSE_CPU_LOOP"] and cpu_renderer_flags("emulate") == []

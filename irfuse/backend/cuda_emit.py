@@ -815,17 +815,26 @@ class _KernelEmitter:
 
 
 def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None,
-                library: Library | None = None, strided: dict[int, tuple[int, ...]] | None = None
-                ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
+                library: Library | None = None, strided: dict[int, tuple[int, ...]] | None = None,
+                cpu_loop: Callable | None = None) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
     """The kernel's CUDA C (its GPU kernel and, under `IRFUSE_HOST`, its CPU twin: two
     renderings of one `KernelBody`), what a launcher needs to know of it, and the
     device-function variants it calls (looked up in `library`, the default library when
     None); `strided`: its global arguments (by position) that are strided views, with their
-    strides."""
+    strides. `cpu_loop` (`render_cpu_loop.cpu_loop_kernel`, given by the driver, which this
+    module does not import): a third rendering, the kernel as a loop over its elements, under
+    `IRFUSE_CPU_LOOP` as well, where it takes the kernel."""
     emitter = _KernelEmitter(kernel, itemsize, min_blocks, library, strided)
     body = emitter.describe()
-    text = "\n".join(["#ifndef IRFUSE_HOST", *gpu_kernel(body), "#else", *cpu_kernel(body), "#endif"])
-    return text, body.info, emitter.used
+    used = set(emitter.used)
+    loop: list[str] = []
+    if cpu_loop is not None:
+        rendered = cpu_loop(kernel, itemsize, library, strided)
+        if rendered is not None:
+            loop = ["#elif defined(IRFUSE_CPU_LOOP)", *rendered[0]]
+            used |= rendered[1]
+    text = "\n".join(["#ifndef IRFUSE_HOST", *gpu_kernel(body), *loop, "#else", *cpu_kernel(body), "#endif"])
+    return text, body.info, used
 
 
 def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
@@ -833,9 +842,9 @@ def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
 
 
 def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, int] | None = None,
-                library: Library | None = None) -> EmittedModule:
+                library: Library | None = None, cpu_loop: Callable | None = None) -> EmittedModule:
     """The complete CUDA C of every kernel for one element type; `min_blocks` overrides the
-    launch-bounds minimum per kernel name."""
+    launch-bounds minimum per kernel name; `cpu_loop`: see `emit_kernel`."""
     min_blocks = min_blocks or {}
     kernels = kernels_of(module)
     if not kernels and any(op.name in ("kas.call", "kas.gather") for op in module.walk()):
@@ -846,7 +855,7 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
     strided = strided_arguments(module)
     for k in kernels:
         text, info, used = emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library,
-                                       strided.get(k.sym_name.data))
+                                       strided.get(k.sym_name.data), cpu_loop)
         texts.append(text)
         infos.append(info)
         for impl, variant in sorted(used, key=lambda p: p[0].variant_name(p[1])):

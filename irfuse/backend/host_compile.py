@@ -105,13 +105,30 @@ FLAGS = ["-std=c++20", "-O2", "-fno-strict-aliasing", "-ffp-contract=off", "-sha
          "-pthread", "-w"]
 
 
-def build_host_library(source: str, kernels: list[KernelInfo]) -> str:
+RENDERER_VARIABLE = "IRFUSE_CPU_RENDERER"
+RENDERERS = {"emulate": [], "loop": ["-DIRFUSE_CPU_LOOP"]}
+
+
+def cpu_renderer_flags(name: str | None = None) -> list[str]:
+    """The host build's flags for a CPU rendering (by default the one `IRFUSE_CPU_RENDERER`
+    asks for): "emulate" (the default: each kernel's CPU twin, blocks of emulated threads) or
+    "loop" (kernels as loops over their elements where `render_cpu_loop` takes them, the
+    twin elsewhere)."""
+    name = name or os.environ.get(RENDERER_VARIABLE, "emulate") or "emulate"
+    if name not in RENDERERS:
+        raise UsageError(f"{RENDERER_VARIABLE}={name!r}: the CPU rendering is one of "
+                         f"{', '.join(map(repr, RENDERERS))}")
+    return RENDERERS[name]
+
+
+def build_host_library(source: str, kernels: list[KernelInfo], renderer: str | None = None) -> str:
     """The path of the host library of `source` (with a launcher per kernel of `kernels`),
-    from the cache or built now (`runtime.host_library` loads it)."""
+    from the cache or built now (`runtime.host_library` loads it); `renderer`: see
+    `cpu_renderer_flags`."""
     launcher = launcher_source(kernels)
     header = _header_text()
     cxx = compiler()
-    flags = FLAGS
+    flags = FLAGS + cpu_renderer_flags(renderer)
     key = sha256("\0".join([source, launcher, header, *cxx, *flags]).encode())
     lib_path = entry_path("host", key, ".so")
     # Making the precompiled header takes longer than one build: a cache gets it at its

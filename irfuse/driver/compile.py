@@ -17,6 +17,7 @@ from xdsl.passes import PassPipeline
 
 from irfuse.kernel.policies import default_min_blocks
 from irfuse.backend.cuda_emit import emit_module
+from irfuse.backend.render_cpu_loop import cpu_loop_kernel
 from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import Diagnostic
 from irfuse.dialects.context import make_context
@@ -67,7 +68,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     element = module_element_type(module)
     min_blocks: dict[str, int] = {}
     while True:
-        emitted = emit_module(module, element, min_blocks)
+        emitted = emit_module(module, element, min_blocks, cpu_loop=cpu_loop_kernel)
         cubin = compiler_for("cuda").compile(emitted.source, emitted.kernels, element, arch) if compile_gpu else None
         if cubin is None:
             break
