@@ -18,10 +18,7 @@ def cpu_kernel(body: KernelBody) -> list[str]:
     """The kernel for the CPU: blocks `block_begin` to `block_end`, each region a loop over
     the block's threads, `reverse` running them last to first; it returns 0, or 1 where its
     scratch memory could not be allocated (and then runs no block)."""
-    params = [f"const {body.info.input_ctype(i)}* __restrict__ {name}" for i, name in enumerate(body.inputs)]
-    params += [f"real_t* __restrict__ {name}" for name in body.outputs]
-    params += ["const long long n", "const long long block_begin", "const long long block_end",
-               "const bool reverse"]
+    params = host_params(body)
     items = _cpu_items(body.body)
     regions = list(_regions(items))
 
@@ -55,6 +52,16 @@ def cpu_kernel(body: KernelBody) -> list[str]:
               f"    const int count = n - first < {body.by} ? (int)(n - first) : {body.by};"]
     lines += _cpu_body(body, items, "    ", kept)
     return lines + ["  }", "  return 0;", "}"]
+
+
+def host_params(body: KernelBody) -> list[str]:
+    """A kernel's host function's parameters (the launcher calls every CPU rendering so):
+    its global arrays, the batch length, its range of blocks, and the order of a block's
+    threads (or elements)."""
+    params = [f"const {body.info.input_ctype(i)}* __restrict__ {name}" for i, name in enumerate(body.inputs)]
+    params += [f"real_t* __restrict__ {name}" for name in body.outputs]
+    return params + ["const long long n", "const long long block_begin", "const long long block_end",
+                     "const bool reverse"]
 
 
 def _cpu_body(body: KernelBody, items: list, indent: str, kept: list[tuple[str, int]]) -> list[str]:

@@ -21,7 +21,8 @@ The host library runs it when built with `IRFUSE_CPU_LOOP` defined (`IRFUSE_CPU_
 from __future__ import annotations
 
 from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern
-from irfuse.backend.kernel_body import LoopNode
+from irfuse.backend.kernel_body import LoopNode, node_text
+from irfuse.backend.render_cpu import host_params
 from irfuse.dialects import fuse
 
 
@@ -115,10 +116,7 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     body = emitter.describe()
     if body.block_arrays:
         raise NotRendered("shared arrays of the block")
-    params = [f"const {body.info.input_ctype(i)}* __restrict__ {name}" for i, name in enumerate(body.inputs)]
-    params += [f"real_t* __restrict__ {name}" for name in body.outputs]
-    params += ["const long long n", "const long long block_begin", "const long long block_end",
-               "const bool reverse"]
+    params = host_params(body)
     by = body.by
     words = -(-body.words // by)
     lines = [f"// fuse.kernel @{body.info.name} on the CPU: a loop over elements, {words} words each besides "
@@ -136,18 +134,14 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     if body.words:
         lines.append(f"      real_t irf_es[{words}];")
     lines += [f"      real_t {name}[{n}];" for name, n in body.regs]
-    lines += ["      " + line for line in _text(body.body)]
+    if not _statements_and_loops(body.body):  # (the walk emits no barrier; reductions make GPU-only nodes)
+        raise NotRendered("a barrier or statements for the GPU only")
+    lines += ["      " + line for line in node_text(body.body)]
     lines += ["    }", "  }", "  return 0;", "}"]
     return lines, emitter.used
 
 
-def _text(nodes: list) -> list[str]:
-    out: list[str] = []
-    for n in nodes:
-        if isinstance(n, LoopNode):
-            out += [n.header, *["  " + t for t in _text(n.children)], "  }"]
-        elif isinstance(n, list):
-            out += n
-        else:
-            raise NotRendered("a statement the loop renderer does not know")
-    return out
+def _statements_and_loops(nodes: list) -> bool:
+    """Whether the body holds only statement lists and loops of them (`node_text` then writes
+    what every element runs)."""
+    return all(isinstance(n, list) or (isinstance(n, LoopNode) and _statements_and_loops(n.children)) for n in nodes)

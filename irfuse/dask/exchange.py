@@ -128,6 +128,18 @@ def open_exchange(spec: ExchangeSpec, rank: int, parts: dict, reads: list):
 _FILL_ROWS = []
 
 
+def set_ghost_rows(a, where, source, picks) -> None:
+    """`a[where] = source[picks]` (rows): a part's ghost rows from an owner's pack, in place;
+    on CuPy arrays one kernel, without the picked rows in between."""
+    if isinstance(a, np.ndarray):
+        a[where] = source[picks]
+    elif len(where):
+        import cupy
+
+        width = a.size // max(a.shape[0], 1)
+        _gpu_fill_rows()(source, cupy.asarray(picks), cupy.asarray(where), width, a, size=len(where) * width)
+
+
 def _gpu_fill_rows():
     """One CuPy kernel setting dst's rows `where` to src's rows `picks` (rows of `width`
     words): a gather and a scatter, without the rows in between."""
@@ -163,12 +175,7 @@ class _Exchange:
             for q, (where, picks) in self.index[p][1].items():
                 for k, a in values[p].items():
                     source = packs[q][k]
-                    source = source[parity] if isinstance(source, tuple) else source
-                    if self.spec.gpu and len(where):
-                        width = a.size // max(a.shape[0], 1)
-                        _gpu_fill_rows()(source, picks, where, width, a, size=len(where) * width)
-                    else:
-                        a[where] = source[picks]
+                    set_ghost_rows(a, where, source[parity] if isinstance(source, tuple) else source, picks)
 
     def begin(self, spec: ExchangeSpec) -> None:
         self.spec = spec

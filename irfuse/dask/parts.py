@@ -124,16 +124,11 @@ class PartedMesh:
                       for p in range(len(self.parts))]
             return Parted(self, kind, blocks)
         if hasattr(values, "dask") and hasattr(values, "chunks"):  # a Dask array: each part's rows where it runs
-            if values.ndim < 1 or values.shape[0] != length:
-                raise UsageError(f"a {kind} array of this mesh has {length} rows (its "
-                                 f"{'nodes' if kind == NODAL else 'elements'}), not shape {values.shape}")
+            _check_rows(values, kind, length)
             blocks = [self.client.compute(values[rows(part)], workers=[self.worker_of[p]],
                                           allow_other_workers=False) for p, part in enumerate(self.parts)]
             return Parted(self, kind, [self._submit(p, _on_device, b, self.gpu) for p, b in enumerate(blocks)])
-        a = _host(values, f"a {kind} array")
-        if a.ndim < 1 or a.shape[0] != length:
-            raise UsageError(f"a {kind} array of this mesh has {length} rows (its "
-                             f"{'nodes' if kind == NODAL else 'elements'}), not shape {a.shape}")
+        a = _check_rows(_host(values, f"a {kind} array"), kind, length)
         blocks = [self._submit(p, _on_device, self._place(p, np.ascontiguousarray(a[rows(part)])), self.gpu)
                   for p, part in enumerate(self.parts)]
         return Parted(self, kind, blocks)
@@ -193,6 +188,14 @@ class PartedMesh:
         if self._hosts is None:
             self._hosts = self.client.run(socket.gethostname, workers=sorted(set(self.worker_of)))
         return set(self._hosts.values()) == {socket.gethostname()}
+
+
+def _check_rows(a, kind: str, length: int):
+    """`a`, if it holds one row per node (or element) of the mesh."""
+    if a.ndim < 1 or a.shape[0] != length:
+        raise UsageError(f"a {kind} array of this mesh has {length} rows (its "
+                         f"{'nodes' if kind == NODAL else 'elements'}), not shape {a.shape}")
+    return a
 
 
 def _host(values, what: str) -> np.ndarray:
@@ -334,11 +337,13 @@ def _pack(results: dict, names: list[str], part: Part) -> dict:
 def _completed(results: dict, names: list[str], part: Part, packs: dict) -> dict:
     """The results with the ghost rows of `names` set to their owners' values (copies: a
     task's results are not changed after it)."""
+    from irfuse.dask.exchange import set_ghost_rows
+
     done = dict(results)
     for k in names:
         done[k] = results[k].copy()
         for q, pack in packs.items():
-            done[k][part.reads[q]] = pack[k][part.picks[q]]
+            set_ghost_rows(done[k], part.reads[q], pack[k], part.picks[q])
     return done
 
 
