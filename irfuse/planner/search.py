@@ -219,7 +219,6 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 candidates.append((floor, len(candidates), impls, by * elements, elements))
     candidates.sort(key=lambda c: (c[0], c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
-    outpriced = 0  # configurations whose bound alone costs more than the kept ones
 
     def worst_kept() -> float:
         best = sorted(c.cost.time for _, _, c in analysed)
@@ -237,19 +236,13 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:
             continue
-        if not registers and bound.time > worst_kept():
-            # Barriers only add to a kernel's estimated cost (`t_sync`), so with estimated
-            # registers this one cannot be kept: placing its barriers (a third of the
-            # search's time) is skipped. It still counts as analysed, as the budget always did.
-            outpriced += 1
-            continue
         final = place_barriers(m)
         known = registers.get(signature(final)) if registers else None
         cost = kernel_cost(final, n, profile, sizes, known)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
                                                    cost.time * dag.multiplier)))
     # Equal costs keep the order of their bounds, then of enumeration (as the search always did).
-    work = len(analysed) + outpriced
+    work = len(analysed)
     analysed.sort(key=lambda a: (a[2].cost.time, a[0], a[1]))
     # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
     # copy rate (the fewest sectors of any BY), its arithmetic at the peak rate.
