@@ -1,29 +1,41 @@
 """The CPU loop renderer: a `fuse.kernel` as a loop over its elements, each running the
-kernel's ops with every value in arrays of its own (registers, once the C++ compiler has
-them), the first step of a CPU backend of its own (issue 43). Where the CPU twin
+kernel's ops once, the CPU backend's default rendering (issue 43). Where the CPU twin
 (`render_cpu`) runs a block's emulated threads region by region through a scratch copy of
 shared memory (staging every input and output through it, poisoning it before each block),
-this runs each element's statements once, reading its inputs' rows and writing its outputs'
-rows in place.
+this runs each element's statements once: its inputs are read where they are (the element's
+row of the global array) and a call whose result is stored to an output writes it into the
+output's row, so an element's bytes move once, as a hand-written loop moves them; other
+values live in the element's own arrays (registers, once the C++ compiler has them).
 
 It walks the kernel as the CUDA emitter does (a subclass of it, so names, register values and
 the aliasing of loop-carried values are the emitter's), with one thread an element: a shared
 value at block offset OFF is the element's at OFF / by in an array of the kernel's shared
 words / by (a value's rows lie contiguously, so places that the plan makes alias still do),
 an op is its one-thread implementation called for thread (0, 0), a uniform input read where
-it is. The same implementations in the same order: the twin's bits. Kernels it does not take
-(several threads an element, reductions, gathers, structures of arrays, strided views, padded
-offsets) keep the twin: `NotRendered`.
+it is. A reduction over the batch stages each element's words and, once the block's elements
+have run, combines them by the GPU kernel's tree into the block's partial. The same
+implementations and the same tree in the same order: the twin's bits. Kernels it does not
+take (several threads an element, several elements a thread, gathers, structures of arrays,
+strided views, padded offsets) keep the twin: `NotRendered`.
+
+Measured and left out: tiles of elements with each value as a structure of arrays (a loop
+over a tile's lanes per statement, vectorized by the C++ compiler) were slower on arrays of
+structures (StVenant 82 ms against 38 ms on two cores): transposing each element's rows into
+the tile and back cost more than the vector arithmetic saved (benchmarks/NOTES.md).
 
 The host library runs it when built with `IRFUSE_CPU_LOOP` defined (`IRFUSE_CPU_RENDERER=loop`,
-`irfuse.backend.host_compile`); by default the twin runs, as the tests of GPU code expect."""
+the default, `irfuse.backend.host_compile`); `IRFUSE_CPU_RENDERER=emulate` builds every
+kernel's twin, as the tests of GPU code (deleted barriers, poisoned shared memory) need, and
+the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
 from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern
-from irfuse.backend.kernel_body import LoopNode, node_text
+from irfuse.analysis.shared_accesses import tree_half
+from irfuse.backend.kernel_body import COMBINE, LoopNode, node_text
 from irfuse.backend.render_cpu import host_params
 from irfuse.dialects import fuse
+
 
 
 class NotRendered(Exception):
@@ -35,13 +47,69 @@ class _ElementLoopEmitter(_KernelEmitter):
 
     def __init__(self, *args, **named):
         super().__init__(*args, **named)
-        if self.bx != 1 or self.elements_per_thread != 1:
-            raise NotRendered(f"{self.bx} threads an element, {self.elements_per_thread} elements a thread")
+        if self.bx != 1:
+            raise NotRendered(f"{self.bx} threads an element")
         if self.soa or self.strided:
             raise NotRendered("structures of arrays or strided views")
         self.staged_ops = set()
+        self.in_place = self._rows_in_place()
+        self.reductions: list[tuple[str, int, str, str]] = []  # (staging array, words, kind, partials)
+
+    def _rows_in_place(self) -> dict:
+        """Values read and written where they are in global memory, as the element's row, not
+        copied into the element's words: a loaded input, and a call's result that is stored
+        once to an output, where nothing else needs the value at its planned place (no loop
+        carries it). A result written into the output's row is read back from there by later
+        calls and reductions."""
+        rows = {}
+        for op in self.kernel.body.block.ops:
+            if isinstance(op, fuse.LoadOp) and op.index is None and op.place.is_shared:
+                if self._only_read(op.res, None):
+                    rows[op.res] = f"{self.names.get(op.source, 'g_')} + first * {op.res.type.size}"
+            elif isinstance(op, fuse.CallOp) and op.place.is_shared:
+                stores = [u.operation for u in op.res.uses
+                          if isinstance(u.operation, fuse.StoreOp) and u.operation.reduce_kind is None]
+                if len(stores) == 1 and stores[0].parent_op() is self.kernel and self._only_read(op.res, stores[0]):
+                    rows[op.res] = f"{self.names.get(stores[0].dest, 'g_')} + first * {op.res.type.size}"
+        return rows
+
+    @staticmethod
+    def _only_read(value, store) -> bool:
+        """Whether every use of `value` but `store` reads it: a call's or copy's operand, a
+        reduction's value, or (for a loaded value, `store` None) a store's value."""
+        for use in value.uses:
+            user = use.operation
+            if user is store or isinstance(user, (fuse.CallOp, fuse.CopyOp)):
+                continue
+            if isinstance(user, fuse.StoreOp) and use.index == 0 and (store is None or user.reduce_kind is not None):
+                continue
+            return False
+        return True
+
+    # A kernel whose threads run several elements each (`elements_per_thread`) is the same
+    # loop over its elements: each element's statements once, its register values its own.
+    def each_element(self, statement: str) -> str:
+        return statement
+
+    def element(self, y: str) -> str:
+        return y
+
+    def reg_ref(self, v) -> str:
+        return self.reg_name(v)
+
+    def declare_register(self, v) -> None:
+        known = len(self.regs)
+        super().declare_register(v)
+        if len(self.regs) > known:
+            name, _ = self.regs[-1]
+            self.regs[-1] = (name, self.reg_words[name])
+
+    def rows_combinable(self, v, half: int) -> bool:
+        return False
 
     def base(self, v, y: str) -> str:
+        if v in self.in_place:
+            return self.in_place[v]
         place = fuse.place_of(v)
         if place is not None and place.is_shared:
             offset = place.offset.data
@@ -62,7 +130,34 @@ class _ElementLoopEmitter(_KernelEmitter):
         raise NotRendered("a gather")
 
     def emit_reduce(self, op) -> None:
-        raise NotRendered("a reduction")
+        """The element's words staged for its block's tree (`block_trees`), which runs once
+        every element of the block has run."""
+        if op.parent_op() is not self.kernel:
+            raise NotRendered("a reduction inside a loop")
+        size = op.value.type.size
+        red = f"irf_red{len(self.reductions)}"
+        self.reductions.append((red, size, op.reduce_kind.value, self.names.get(op.dest, "g_")))
+        self.line(f"  // {op.reduce_kind.value} of {op.value.name_hint}: the element's words staged for its block's "
+                  "tree")
+        self.line(f"  for (int k = 0; k < {size}; ++k) {red}[(first - irf_first) * {size} + k] = "
+                  f"({self.base(op.value, 'ty')})[k];")
+
+    def block_trees(self) -> list[str]:
+        """Each reduction's block partial: the GPU's tree over the block's staged elements
+        (element i < half takes element i + half where that exists, half halving to 1: the
+        same pairs in the same order as the kernel's shared and warp steps, so the same
+        bits), word k written at k * blocks + block."""
+        lines = []
+        for red, size, kind, dst in self.reductions:
+            half = tree_half(self.by) if self.by > 1 else 0
+            while half >= 1:
+                both = COMBINE[kind].format(a=f"{red}[irf_i]", b=f"{red}[irf_i + {half * size}]")
+                lines.append(f"for (int irf_i = 0; irf_i < {half * size}; ++irf_i) "
+                             f"if (irf_i / {size} + {half} < irf_count) {red}[irf_i] = {both};")
+                half //= 2
+            lines.append(f"for (int irf_k = 0; irf_k < {size}; ++irf_k) "
+                         f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + irf_block] = {red}[irf_k];")
+        return lines
 
     def emit_call(self, op) -> None:
         if op.remapped or call_impl(op, self.library).bx != 1:
@@ -80,17 +175,24 @@ class _ElementLoopEmitter(_KernelEmitter):
             raise NotRendered("a gather")
         if op.place.is_shared:
             self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint}, the element's row")
-            self._row_copy(op.res, op.source, load=True)
+            if op.res in self.in_place:
+                self.line("  // (read where it is)")
+            else:
+                self._row_copy(op.res, op.source, load=True)
             return
         super().emit_load(op)
 
     def emit_store(self, op) -> None:
         if op.reduce_kind is not None:
-            raise NotRendered("a reduction")
+            self.emit_reduce(op)
+            return
         place = fuse.place_of(op.value)
         if place is not None and place.is_shared:
             self.line(f"  // store into {op.dest.name_hint}, the element's row")
-            self._row_copy(op.value, op.dest, load=False)
+            if self.in_place.get(op.value) == f"{self.names.get(op.dest, 'g_')} + first * {op.value.type.size}":
+                self.line("  // (written there by the call)")
+            else:
+                self._row_copy(op.value, op.dest, load=False)
             return
         super().emit_store(op)
 
@@ -105,10 +207,17 @@ def cpu_loop_kernel(kernel: fuse.KernelOp, itemsize: int, library=None, strided=
     """The kernel's loop over elements (the twin's signature: blocks `block_begin` to
     `block_end`, `reverse` running a block's elements last to first) and the device-function
     variants it calls; None where it holds what this renderer does not take."""
+    rendered, _ = loop_rendering(kernel, itemsize, library, strided)
+    return rendered
+
+
+def loop_rendering(kernel: fuse.KernelOp, itemsize: int, library=None,
+                   strided=None) -> tuple[tuple[list[str], set] | None, str]:
+    """`cpu_loop_kernel`'s rendering, or None and what in the kernel this renderer does not take."""
     try:
-        return _rendered(kernel, itemsize, library, strided)
-    except NotRendered:
-        return None
+        return _rendered(kernel, itemsize, library, strided), ""
+    except NotRendered as e:
+        return None, str(e)
 
 
 def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[list[str], set]:
@@ -126,6 +235,7 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
              "  for (long long irf_block = block_begin; irf_block < block_end; ++irf_block) {",
              f"    const long long irf_first = irf_block * {by};",
              f"    const int irf_count = n - irf_first < {by} ? (int)(n - irf_first) : {by};",
+             *[f"    real_t {red}[{by * size}];" for red, size, _, _ in emitter.reductions],
              "    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {",
              "      const long long first = irf_first + (reverse ? irf_count - 1 - irf_t : irf_t);",
              "      const int tx = 0, ty = 0, tid = 0, count = 1;",
@@ -137,7 +247,7 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     if not _statements_and_loops(body.body):  # (the walk emits no barrier; reductions make GPU-only nodes)
         raise NotRendered("a barrier or statements for the GPU only")
     lines += ["      " + line for line in node_text(body.body)]
-    lines += ["    }", "  }", "  return 0;", "}"]
+    lines += ["    }", *["    " + line for line in emitter.block_trees()], "  }", "  return 0;", "}"]
     return lines, emitter.used
 
 
