@@ -6,8 +6,10 @@
 The four seed workloads and a 100-step power iteration per element
 (`examples/power_iteration.kas`), float32, array of
 structures, the same random data for every contender. irfuse runs its default plan on the
-CPU backend (`--backend cpu`: each kernel's barrier-delimited regions as loops over the
-block's threads, blocks spread over every core); NumPy runs the same chains written with
+CPU backend (`--backend cpu`: each kernel as a loop over its elements, `render_cpu_loop`,
+blocks of elements spread over every core), and the same plan's CPU twins
+(IRFUSE_CPU_RENDERER=emulate: the generated CUDA run block by block), checked to give the
+same bits; NumPy runs the same chains written with
 `matmul`/`einsum` (one thread, as NumPy's element-wise operations are); JAX runs them under
 `jax.jit` on its CPU device (`lax.fori_loop` for the power iteration); numba runs each as a
 parallel loop over elements (`prange` on every core, `peers.numba_fns`). Every contender's
@@ -137,15 +139,16 @@ def main(argv=None) -> int:
         rec = Executor(plan, CpuDevice(plan)).prepare(inputs, args.n)
         rec.replay()
         checks = {"irfuse": "ok" if all(c.ok for c in check_outputs(rec.outputs(), reference, "f32")) else "WRONG"}
-        # The same plan's kernels as loops over elements (`render_cpu_loop`; IRFUSE_CPU_RENDERER=loop).
-        looped = copy.copy(plan)
-        looped.host_library = build_host_library(plan.source, plan.kernels, renderer="loop")
-        loop_rec = Executor(looped, CpuDevice(looped)).prepare(inputs, args.n)
-        loop_rec.replay()
-        same = all(a.tobytes() == b.tobytes() for a, b in zip(loop_rec.outputs().values(), rec.outputs().values()))
-        checks["irfuse loop"] = "ok, the twin's bits" if same else "WRONG: not the twin's bits"
+        # The same plan's kernels as their CPU twins (IRFUSE_CPU_RENDERER=emulate: the generated
+        # CUDA run block by block), the CPU backend's rendering before the loop renderer.
+        twin = copy.copy(plan)
+        twin.host_library = build_host_library(plan.source, plan.kernels, renderer="emulate")
+        twin_rec = Executor(twin, CpuDevice(twin)).prepare(inputs, args.n)
+        twin_rec.replay()
+        same = all(a.tobytes() == b.tobytes() for a, b in zip(twin_rec.outputs().values(), rec.outputs().values()))
+        checks["irfuse twin"] = "ok, the same bits" if same else "WRONG: not the same bits"
         samplers = {"irfuse (cpu backend)": lambda: rec.time_once(),
-                    "irfuse loop (IRFUSE_CPU_RENDERER=loop)": lambda: loop_rec.time_once(),
+                    "irfuse twin (IRFUSE_CPU_RENDERER=emulate)": lambda: twin_rec.time_once(),
                     "(copy of the same bytes)": copy_sampler(nbytes, threads),
                     "NumPy": wall_sampler(numpy_fns[wl], ordered)}
         checks["NumPy"] = peer_check(numpy_fns[wl](*ordered), prog.outputs, reference)

@@ -43,6 +43,14 @@ def _default_library_untouched():
     assert contents(default_library()) == before, "the test changed the default op library"
 
 
+@pytest.fixture
+def emulated_gpu(monkeypatch):
+    """Host libraries built as each kernel's CPU twin (`IRFUSE_CPU_RENDERER=emulate`): the
+    generated CUDA run block by block, barriers and poisoned shared memory included, as tests
+    of the GPU code need (the default CPU rendering runs kernels as loops over elements)."""
+    monkeypatch.setenv("IRFUSE_CPU_RENDERER", "emulate")
+
+
 def has_gpu() -> bool:
     try:
         from irfuse.runtime.cuda_device import gpu_available

@@ -270,7 +270,7 @@ def test_a_read_only_out_array_is_refused(synctest):
         synctest(a, out=frozen)
 
 
-def test_check_and_verify_against_the_reference(synctest):
+def test_check_and_verify_against_the_reference(synctest, emulated_gpu):
     a = np.random.default_rng(4).random((500, 3, 3), dtype=np.float32)
     report = synctest.check(a)
     assert report.ok and report.elements == 500 and "every element" in str(report)
@@ -278,7 +278,8 @@ def test_check_and_verify_against_the_reference(synctest):
     assert sampled.ok and sampled.elements == 100 and "sample of 100 of 500" in str(sampled)
     broken = irfuse.compile(example("synctest.kas"), backend="cpu", pipeline="kas-dce,fuse-each")
     compiled = broken.compiled
-    # A kernel whose stores are gone leaves its outputs unwritten: verify=True must say so.
+    # A kernel whose stores are gone leaves its outputs unwritten: verify=True must say so
+    # (of its CPU twin, whose stores are the copies edited out here).
     host = compiled.source.split("#else", 1)
     lines = [ln for ln in host[1].splitlines() if "irf_copy" not in ln or "g_" not in ln.split(",")[0]]
     compiled.source = host[0] + "#else" + "\n".join(lines) + "\n"

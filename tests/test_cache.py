@@ -111,7 +111,8 @@ def test_host_builds_include_one_precompiled_header_and_make_the_same_library(tm
     host_compile.build_host_library(HOST_SRC.replace("2 * a[i]", "3 * a[i]"), kernels)
     (pch,) = tmp_path.glob(f"host-header/*/*/{host_compile.HEADER}.gch")
     assert (pch.parent / host_compile.HEADER).read_text() == host_compile._header_text()
-    header, cxx, flags = host_compile._header_text(), host_compile.compiler(), host_compile.FLAGS
+    header, cxx = host_compile._header_text(), host_compile.compiler()
+    flags = host_compile.FLAGS + host_compile.cpu_renderer_flags()
     launcher = host_compile.launcher_source(kernels)
     through = host_compile._build(HOST_SRC, launcher, header, cxx, flags, str(pch.parent))
     assert through == host_compile._build(HOST_SRC, launcher, header, cxx, flags)

@@ -814,6 +814,16 @@ class _KernelEmitter:
                           self.body, self.regs, self.block_arrays, self.staged_arrays, self.staged_sources)
 
 
+# Where a kernel's loop over elements begins in the source (the host build's default rendering).
+CPU_LOOP_GUARD = "#elif defined(IRFUSE_CPU_LOOP)"
+
+
+def renders_loops(source: str) -> bool:
+    """Whether some kernel of `source` has a loop rendering (else both CPU renderings run
+    every kernel's twin)."""
+    return CPU_LOOP_GUARD in source
+
+
 def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None,
                 library: Library | None = None, strided: dict[int, tuple[int, ...]] | None = None,
                 cpu_loop: Callable | None = None) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
@@ -831,7 +841,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
     if cpu_loop is not None:
         rendered = cpu_loop(kernel, itemsize, library, strided)
         if rendered is not None:
-            loop = ["#elif defined(IRFUSE_CPU_LOOP)", *rendered[0]]
+            loop = [CPU_LOOP_GUARD, *rendered[0]]
             used |= rendered[1]
     text = "\n".join(["#ifndef IRFUSE_HOST", *gpu_kernel(body), *loop, "#else", *cpu_kernel(body), "#endif"])
     return text, body.info, used

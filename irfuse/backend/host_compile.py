@@ -111,10 +111,11 @@ RENDERERS = {"emulate": [], "loop": ["-DIRFUSE_CPU_LOOP"]}
 
 def cpu_renderer_flags(name: str | None = None) -> list[str]:
     """The host build's flags for a CPU rendering (by default the one `IRFUSE_CPU_RENDERER`
-    asks for): "emulate" (the default: each kernel's CPU twin, blocks of emulated threads) or
-    "loop" (kernels as loops over their elements where `render_cpu_loop` takes them, the
-    twin elsewhere)."""
-    name = name or os.environ.get(RENDERER_VARIABLE, "emulate") or "emulate"
+    asks for): "loop" (the default: kernels as loops over their elements where
+    `render_cpu_loop` takes them, each kernel's CPU twin elsewhere) or "emulate" (every
+    kernel's CPU twin, blocks of emulated threads: the generated CUDA run as the GPU runs it,
+    barriers and shared memory included, as the tests of GPU code need)."""
+    name = name or os.environ.get(RENDERER_VARIABLE, "loop") or "loop"
     if name not in RENDERERS:
         raise UsageError(f"{RENDERER_VARIABLE}={name!r}: the CPU rendering is one of "
                          f"{', '.join(map(repr, RENDERERS))}")
