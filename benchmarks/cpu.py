@@ -3,8 +3,9 @@
     python benchmarks/cpu.py [--n 1048576] [--workloads ...] [--repeat 10] [--rounds 5]
                              [--threads T] [--skip-jax] [--skip-numba] [--json cpu.json]
 
-The four seed workloads and a 100-step power iteration per element
-(`examples/power_iteration.kas`), float32, array of
+The four seed workloads, a 100-step power iteration per element
+(`examples/power_iteration.kas`) and two programs that reduce over the batch (`cfl_step.kas`:
+a maximum read back by every element; `strain_energy.kas`: a sum), float32, array of
 structures, the same random data for every contender. irfuse runs its default plan on the
 CPU backend (`--backend cpu`: each kernel as a loop over its elements, `render_cpu_loop`,
 blocks of elements spread over every core), and the same plan's CPU twins
@@ -17,7 +18,8 @@ outputs are checked against irfuse's float64 NumPy reference. Contenders are tim
 (`--rounds` rounds, alternating order) so a drift of the machine weighs on all alike.
 
 Also printed: a host memory copy of the workload's bytes (half read, half written) on as
-many threads as irfuse uses, as the bandwidth yardstick; "of copy" is each contender's
+many threads as irfuse uses (a numba parallel loop where numba is installed), as the
+bandwidth yardstick; "of copy" is each contender's
 effective bandwidth (inputs read once + outputs written once) over that copy's.
 """
 
@@ -43,6 +45,8 @@ WORKLOADS = {
     "StVenant": "stvenant.kas",
     "StVenantInner": "stvenant_inner.kas",
     "PowerIteration": "power_iteration.kas",
+    "CflStep": "cfl_step.kas",
+    "StrainEnergy": "strain_energy.kas",
 }
 
 
@@ -66,11 +70,33 @@ def wall_sampler(fn, args, warmup=2):
 
 
 def copy_sampler(nbytes: int, threads: int):
-    """A host copy of nbytes/2 bytes into another nbytes/2 on `threads` threads (NumPy's copy
-    releases the GIL), the yardstick for memory-bound work."""
+    """A host copy of nbytes/2 bytes into another nbytes/2 on `threads` threads, the yardstick
+    for memory-bound work: a numba `prange` loop where numba is installed (NumPy's copies
+    spread by a Python thread pool cost about a millisecond of dispatch on 16 threads, more
+    than the copy of a small workload), else NumPy's copy on a thread pool (it releases the
+    GIL)."""
     words = max(threads, nbytes // 2 // 4)
     src = np.random.default_rng(0).random(words, dtype=np.float32)
     dst = np.empty_like(src)
+    scale = nbytes / (2 * words * 4)
+    try:
+        import numba
+
+        @numba.njit(parallel=True, cache=True)
+        def parallel_copy(d, s):
+            for i in numba.prange(s.shape[0]):
+                d[i] = s[i]
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        parallel_copy(dst, src)
+
+        def once() -> float:
+            t0 = time.perf_counter()
+            parallel_copy(dst, src)
+            return (time.perf_counter() - t0) * scale
+        return once
+    except ImportError:
+        pass
     parts = np.array_split(np.arange(words), threads)
     bounds = [(int(p[0]), int(p[-1]) + 1) for p in parts if len(p)]
     pool = ThreadPoolExecutor(len(bounds))
@@ -78,7 +104,7 @@ def copy_sampler(nbytes: int, threads: int):
     def once() -> float:
         t0 = time.perf_counter()
         list(pool.map(lambda b: np.copyto(dst[b[0]:b[1]], src[b[0]:b[1]]), bounds))
-        return (time.perf_counter() - t0) * nbytes / (2 * words * 4)
+        return (time.perf_counter() - t0) * scale
     once()
     return once
 
@@ -156,10 +182,10 @@ def main(argv=None) -> int:
             jfn = jax.jit(jax_fns[wl])
             jargs = [jax.device_put(a) for a in ordered]
             samplers["jax.jit (cpu)"] = wall_sampler(jfn, jargs)
-            checks["jax.jit (cpu)"] = peer_check(jfn(*jargs), prog.outputs, reference)
+            checks["jax.jit"] = peer_check(jfn(*jargs), prog.outputs, reference)
         if numba_loops is not None:  # (compiled by its first call, in the sampler's warm-up)
             samplers["numba (prange)"] = wall_sampler(numba_loops[wl], ordered)
-            checks["numba (prange)"] = peer_check(numba_loops[wl](*ordered), prog.outputs, reference)
+            checks["numba"] = peer_check(numba_loops[wl](*ordered), prog.outputs, reference)
         times = interleaved_medians(samplers, args.repeat, args.rounds)
         copy_s = times["(copy of the same bytes)"]
         ours = times["irfuse (cpu backend)"]

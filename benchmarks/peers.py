@@ -110,8 +110,17 @@ def array_fns(xp, loop=None):
             return x * (1 / xp.sqrt((x * x).sum(-1)))[:, None]
         return (loop(100, step, x),)
 
+    def cfl_step(x, v, cfl):
+        dt = cfl / xp.sqrt((v * v).sum(-1)).max()
+        return (x + v * dt, dt)
+
+    def strain_energy(eps, vol, C):
+        sig = xp.einsum("ij,nj->ni", C, eps)
+        e = (eps * sig).sum(-1) * vol * 0.5
+        return (sig, e, e.sum())
+
     return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner,
-            "PowerIteration": power_iteration}
+            "PowerIteration": power_iteration, "CflStep": cfl_step, "StrainEnergy": strain_energy}
 
 
 def numba_fns():
@@ -201,6 +210,56 @@ def numba_fns():
                 a, b, c = p * k, q * k, r * k
             out[e, 0], out[e, 1], out[e, 2] = a, b, c
 
+    # The reductions over the batch: each of `chunks` ranges of elements reduced by one
+    # `prange` iteration in order, then the partials (numba's parallel reductions take `+=`,
+    # not max).
+    @jit
+    def cfl_step(x, v, cfl, xn, partial):
+        n, chunks = v.shape[0], partial.shape[0]
+        for c in prange(chunks):
+            m = zero
+            for e in range(c * n // chunks, (c + 1) * n // chunks):
+                s = np.sqrt(v[e, 0] * v[e, 0] + v[e, 1] * v[e, 1] + v[e, 2] * v[e, 2])
+                m = s if s > m else m
+            partial[c] = m
+        dt = cfl[0] / partial.max()
+        for e in prange(n):
+            for i in range(3):
+                xn[e, i] = x[e, i] + v[e, i] * dt
+        return dt
+
+    @jit
+    def strain_energy(eps, vol, C, sig, en, partial):
+        n, chunks = eps.shape[0], partial.shape[0]
+        for c in prange(chunks):
+            acc = zero
+            for e in range(c * n // chunks, (c + 1) * n // chunks):
+                w = zero
+                for i in range(6):
+                    s = zero
+                    for j in range(6):
+                        s += C[i, j] * eps[e, j]
+                    sig[e, i] = s
+                    w += eps[e, i] * s
+                en[e] = w * vol[e] * np.float32(0.5)
+                acc += en[e]
+            partial[c] = acc
+        return partial.sum()
+
+    chunks = 8 * numba.get_num_threads()
+
+    def reducing(kernel, shapes, uniform_inputs=()):
+        outputs: dict = {}
+
+        def run(*args):
+            key = tuple(a.shape for a in args)
+            if key not in outputs:
+                outputs[key] = tuple(np.empty(shape, np.float32) for shape in shapes(args[0].shape[0]))
+            flat = [a.reshape(1) if k in uniform_inputs else a for k, a in enumerate(args)]
+            total = kernel(*flat, *outputs[key], np.empty(chunks, np.float32))
+            return (*outputs[key], np.float32(total))
+        return run
+
     def kept(kernel, shapes):
         outputs: dict = {}
 
@@ -215,7 +274,9 @@ def numba_fns():
     return {"BigFusion": kept(bigfusion, lambda n: [(n, 5, 5)]), "SyncTest": kept(synctest, lambda n: [(n, 3, 3)]),
             "StVenant": kept(stvenant, lambda n: [(n, 3, 3, 3), (n, 3)]),
             "StVenantInner": kept(stvenant_inner, lambda n: [(n, 3, 3)]),
-            "PowerIteration": kept(power_iteration, lambda n: [(n, 3)])}
+            "PowerIteration": kept(power_iteration, lambda n: [(n, 3)]),
+            "CflStep": reducing(cfl_step, lambda n: [(n, 3)], uniform_inputs=(2,)),
+            "StrainEnergy": reducing(strain_energy, lambda n: [(n, 6), (n,)])}
 
 
 def jax_fns():
