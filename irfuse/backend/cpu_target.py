@@ -9,13 +9,12 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.target import Target
 
 from irfuse.backend.cuda_emit import kernels_of, strided_arguments
+from irfuse.backend.cuda_target import target_element
 from irfuse.backend.render_cpu_loop import loop_rendering
 from irfuse.diagnostics import CompileError
-from irfuse.dialects.element_types import module_element_type
 
 
 @dataclass(frozen=True)
@@ -26,10 +25,7 @@ class CpuLoopTarget(Target):
     name = "cpu"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        try:
-            element = module_element_type(module)
-        except VerifyException as e:
-            raise CompileError(str(e)) from None
+        element = target_element(module)
         kernels = kernels_of(module)
         if not kernels and any(op.name in ("kas.call", "kas.gather") for op in module.walk()):
             raise CompileError("no fuse.kernel to render: run a lowering pass first (e.g. -p fuse-each)")

@@ -22,8 +22,12 @@ class CudaTarget(Target):
     name = "cuda"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        try:
-            element = module_element_type(module)
-        except VerifyException as e:
-            raise CompileError(str(e)) from None
-        output.write(emit_module(module, element).source)
+        output.write(emit_module(module, target_element(module)).source)
+
+
+def target_element(module: ModuleOp):
+    """The module's element type, or the verifier's complaint as a diagnostic."""
+    try:
+        return module_element_type(module)
+    except VerifyException as e:
+        raise CompileError(str(e)) from None
