@@ -26,7 +26,6 @@ effective bandwidth (inputs read once + outputs written once) over that copy's.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import platform
@@ -127,7 +126,7 @@ def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from irfuse.backend.host_compile import build_host_library
+    from irfuse.backend.binaries import with_cpu_rendering
     from irfuse.runtime.host_library import cpu_threads
     from irfuse.driver.compile import PlanningOptions, compile_program
     from irfuse.runtime.executor import CpuDevice, Executor
@@ -167,8 +166,7 @@ def main(argv=None) -> int:
         checks = {"irfuse": "ok" if all(c.ok for c in check_outputs(rec.outputs(), reference, "f32")) else "WRONG"}
         # The same plan's kernels as their CPU twins (IRFUSE_CPU_RENDERER=emulate: the generated
         # CUDA run block by block), the CPU backend's rendering before the loop renderer.
-        twin = copy.copy(plan)
-        twin.host_library = build_host_library(plan.source, plan.kernels, renderer="emulate")
+        twin = with_cpu_rendering(plan, "emulate")
         twin_rec = Executor(twin, CpuDevice(twin)).prepare(inputs, args.n)
         twin_rec.replay()
         same = all(a.tobytes() == b.tobytes() for a, b in zip(twin_rec.outputs().values(), rec.outputs().values()))

@@ -201,14 +201,9 @@ def test_loop_carried_values_through_every_plan(tmp_path):
 def _both_renderings(plan, n: int, seed: int):
     """The plan's outputs from the CPU twin (IRFUSE_CPU_RENDERER=emulate) and from its
     kernels as loops over elements (`render_cpu_loop`, the default)."""
-    import copy
+    from irfuse.backend.binaries import with_cpu_rendering
 
-    from irfuse.backend.host_compile import build_host_library
-
-    twin_plan = copy.copy(plan)
-    twin_plan.host_library = build_host_library(plan.source, plan.kernels, renderer="emulate")
-    looped = copy.copy(plan)
-    looped.host_library = build_host_library(plan.source, plan.kernels, renderer="loop")
+    twin_plan, looped = with_cpu_rendering(plan, "emulate"), with_cpu_rendering(plan, "loop")
     inputs = random_inputs(plan.reference_program, n, seed, DTYPES[plan.element.name])
     twin = Executor(twin_plan, CpuDevice(twin_plan)).run(inputs, n).outputs
     loop = Executor(looped, CpuDevice(looped)).run(inputs, n).outputs

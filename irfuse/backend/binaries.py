@@ -5,6 +5,8 @@ the program cache holds the source and, where it was compiled for a GPU, a cubin
 
 from __future__ import annotations
 
+import copy
+
 from irfuse.artifact.artifact import Artifact, CubinResult
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.backend.host_compile import build_host_library as _build_host_library
@@ -16,9 +18,18 @@ def build_cubin(source: str, arch: str | None = None) -> CubinResult:
     return compile_cubin(source, arch)
 
 
-def build_host_library(source: str, kernels: list[KernelInfo]) -> str:
-    """The path of the host library of `source` with a launcher per kernel."""
-    return _build_host_library(source, kernels)
+def build_host_library(source: str, kernels: list[KernelInfo], renderer: str | None = None) -> str:
+    """The path of the host library of `source` with a launcher per kernel; `renderer`: the
+    CPU rendering (`host_compile.cpu_renderer_flags`; the default one when None)."""
+    return _build_host_library(source, kernels, renderer)
+
+
+def with_cpu_rendering(artifact: Artifact, renderer: str) -> Artifact:
+    """A copy of `artifact` whose host library is built with CPU rendering `renderer` ("loop"
+    or "emulate"), as tests and benchmarks run one plan both ways."""
+    other = copy.copy(artifact)
+    other.host_library = build_host_library(artifact.source, artifact.kernels, renderer)
+    return other
 
 
 def with_binaries(artifact: Artifact, backend: str, arch: str | None = None) -> Artifact:

@@ -671,9 +671,7 @@ class _KernelEmitter:
         warp_steps: list = []  # those steps as the CPU runs them
         first_warp_step = 0
         while self.by > 1 and half >= 1:
-            step = (f"  for (int irf_i = tid; irf_i < {half * size}; irf_i += {nt}) "
-                    f"if (irf_i / {size} + {half} < count) "
-                    f"{red}[irf_i] = {COMBINE[kind].format(a=f'{red}[irf_i]', b=f'{red}[irf_i + {half * size}]')};")
+            step = "  " + tree_step(red, kind, size, half, "count", "tid", nt)
             # Once a step's words fit the first warp, it and every later step (and the write
             # of the partial, `size` words) run on that warp's threads alone: a warp barrier
             # orders them, the same operations in the same order as with block barriers.
@@ -686,8 +684,7 @@ class _KernelEmitter:
                 self.open[-1].append(barrier)
             half //= 2
         dst = self.names.get(op.dest, "g_")
-        write = (f"  for (int irf_k = tid; irf_k < {size}; irf_k += {nt}) "
-                 f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + first / {self.by}] = {red}[irf_k];")
+        write = "  " + partial_write(dst, red, size, self.by, f"first / {self.by}", "tid", nt)
         if warp_steps:
             self.open[-1].append(GpuOnly(self.warp_tree(red, kind, first_warp_step, f"{dst}[first / {self.by}]"),
                                           [*warp_steps, [write]]))
@@ -812,6 +809,25 @@ class _KernelEmitter:
                           [self.names.get(a, "g_") for a in self.kernel.input_args],
                           [self.names.get(a, "g_") for a in self.kernel.output_args],
                           self.body, self.regs, self.block_arrays, self.staged_arrays, self.staged_sources)
+
+
+def tree_step(red: str, kind: str, size: int, half: int, count: str, start: str, stride: int) -> str:
+    """One step of a block's reduction tree over staging array `red` (an element's `size`
+    words at element * size): element i < half takes element i + half where that exists
+    among `count`, its words taken from `start` by `stride` (the block's threads, or one
+    loop on the CPU). The GPU kernel, its twin and the loop rendering run the same steps, so
+    the same bits."""
+    step = "++irf_i" if stride == 1 else f"irf_i += {stride}"
+    both = COMBINE[kind].format(a=f"{red}[irf_i]", b=f"{red}[irf_i + {half * size}]")
+    return (f"for (int irf_i = {start}; irf_i < {half * size}; {step}) "
+            f"if (irf_i / {size} + {half} < {count}) {red}[irf_i] = {both};")
+
+
+def partial_write(dst: str, red: str, size: int, by: int, block: str, start: str, stride: int) -> str:
+    """The block's partial (the tree's element 0) written word-major: word k at k * blocks + block."""
+    step = "++irf_k" if stride == 1 else f"irf_k += {stride}"
+    return (f"for (int irf_k = {start}; irf_k < {size}; {step}) "
+            f"{dst}[(long long)irf_k * ((n + {by - 1}) / {by}) + {block}] = {red}[irf_k];")
 
 
 # Where a kernel's loop over elements begins in the source (the host build's default rendering).

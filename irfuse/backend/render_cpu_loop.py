@@ -30,12 +30,11 @@ the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
-from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern
+from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step
 from irfuse.analysis.shared_accesses import tree_half
-from irfuse.backend.kernel_body import COMBINE, LoopNode, node_text
+from irfuse.backend.kernel_body import LoopNode, node_text
 from irfuse.backend.render_cpu import host_params
 from irfuse.dialects import fuse
-
 
 
 class NotRendered(Exception):
@@ -52,6 +51,7 @@ class _ElementLoopEmitter(_KernelEmitter):
         if self.soa or self.strided:
             raise NotRendered("structures of arrays or strided views")
         self.staged_ops = set()
+        self.stored_in_place: set = set()  # stores whose value its call wrote into the row already
         self.in_place = self._rows_in_place()
         self.reductions: list[tuple[str, int, str, str]] = []  # (staging array, words, kind, partials)
 
@@ -65,13 +65,18 @@ class _ElementLoopEmitter(_KernelEmitter):
         for op in self.kernel.body.block.ops:
             if isinstance(op, fuse.LoadOp) and op.index is None and op.place.is_shared:
                 if self._only_read(op.res, None):
-                    rows[op.res] = f"{self.names.get(op.source, 'g_')} + first * {op.res.type.size}"
+                    rows[op.res] = self._row(op.source, op.res)
             elif isinstance(op, fuse.CallOp) and op.place.is_shared:
                 stores = [u.operation for u in op.res.uses
                           if isinstance(u.operation, fuse.StoreOp) and u.operation.reduce_kind is None]
                 if len(stores) == 1 and stores[0].parent_op() is self.kernel and self._only_read(op.res, stores[0]):
-                    rows[op.res] = f"{self.names.get(stores[0].dest, 'g_')} + first * {op.res.type.size}"
+                    rows[op.res] = self._row(stores[0].dest, op.res)
+                    self.stored_in_place.add(stores[0])
         return rows
+
+    def _row(self, array, value) -> str:
+        """The element's row of global `array`, holding `value`'s words."""
+        return f"{self.names.get(array, 'g_')} + first * {value.type.size}"
 
     @staticmethod
     def _only_read(value, store) -> bool:
@@ -151,12 +156,9 @@ class _ElementLoopEmitter(_KernelEmitter):
         for red, size, kind, dst in self.reductions:
             half = tree_half(self.by) if self.by > 1 else 0
             while half >= 1:
-                both = COMBINE[kind].format(a=f"{red}[irf_i]", b=f"{red}[irf_i + {half * size}]")
-                lines.append(f"for (int irf_i = 0; irf_i < {half * size}; ++irf_i) "
-                             f"if (irf_i / {size} + {half} < irf_count) {red}[irf_i] = {both};")
+                lines.append(tree_step(red, kind, size, half, "irf_count", "0", 1))
                 half //= 2
-            lines.append(f"for (int irf_k = 0; irf_k < {size}; ++irf_k) "
-                         f"{dst}[(long long)irf_k * ((n + {self.by - 1}) / {self.by}) + irf_block] = {red}[irf_k];")
+            lines.append(partial_write(dst, red, size, self.by, "irf_block", "0", 1))
         return lines
 
     def emit_call(self, op) -> None:
@@ -189,7 +191,7 @@ class _ElementLoopEmitter(_KernelEmitter):
         place = fuse.place_of(op.value)
         if place is not None and place.is_shared:
             self.line(f"  // store into {op.dest.name_hint}, the element's row")
-            if self.in_place.get(op.value) == f"{self.names.get(op.dest, 'g_')} + first * {op.value.type.size}":
+            if op in self.stored_in_place:
                 self.line("  // (written there by the call)")
             else:
                 self._row_copy(op.value, op.dest, load=False)

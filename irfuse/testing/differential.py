@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irfuse.analysis.batch_passes import batch_passes
+from irfuse.backend.binaries import with_cpu_rendering
+from irfuse.backend.cuda_emit import renders_loops
 from irfuse.diagnostics import CompileError, IrfuseError
 from irfuse.dialects.context import module_text
 from irfuse.dialects.element_types import element_type
@@ -142,15 +144,9 @@ def renderings_differ(plan, got: dict, arrays: dict, n: int, layout: str, whole)
     (barriers, shared memory poisoned), the loop rendering each element's statements; the
     same implementations in the same order, so the same bits. Nothing to compare where no
     kernel has a loop rendering (then both run the twin)."""
-    import copy
-
-    from irfuse.backend.cuda_emit import renders_loops
-    from irfuse.backend.host_compile import build_host_library
-
     if not renders_loops(plan.source):
         return []
-    twin = copy.copy(plan)
-    twin.host_library = build_host_library(plan.source, plan.kernels, renderer="emulate")
+    twin = with_cpu_rendering(plan, "emulate")
     emulated = arrays_to_aos(Executor(twin, CpuDevice(twin)).run(arrays, n).outputs, layout, whole)
     return [name for name in got if np.asarray(got[name]).tobytes() != np.asarray(emulated[name]).tobytes()]
 
