@@ -1,7 +1,7 @@
 """irfuse's CPU backend against NumPy and jax.jit on the CPU, in one run.
 
     python benchmarks/cpu.py [--n 1048576] [--workloads ...] [--repeat 10] [--rounds 5]
-                             [--threads T] [--skip-jax] [--skip-numba] [--json cpu.json]
+                             [--settle 2] [--threads T] [--skip-jax] [--skip-numba] [--json cpu.json]
 
 The four seed workloads, a 100-step power iteration per element
 (`examples/power_iteration.kas`) and two programs that reduce over the batch (`cfl_step.kas`:
@@ -15,7 +15,10 @@ same bits; NumPy runs the same chains written with
 `jax.jit` on its CPU device (`lax.fori_loop` for the power iteration); numba runs each as a
 parallel loop over elements (`prange` on every core, `peers.numba_fns`). Every contender's
 outputs are checked against irfuse's float64 NumPy reference. Contenders are timed in turns
-(`--rounds` rounds, alternating order) so a drift of the machine weighs on all alike.
+(`--rounds` rounds, alternating order) so a drift of the machine weighs on all alike; each
+turn starts with `--settle` untimed calls, so a timing sees the contender's own steady state
+(its threads awake, its data in the caches of the cores it gave them to), not the switch
+from the previous contender.
 
 Also printed: a host memory copy of the workload's bytes (half read, half written) on as
 many threads as irfuse uses (a numba parallel loop where numba is installed), as the
@@ -114,6 +117,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     ap.add_argument("--repeat", type=int, default=10, help="timings per contender (default 10)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of turns (default 5)")
+    ap.add_argument("--settle", type=int, default=2,
+                    help="untimed calls at the start of each contender's turn (default 2)")
     ap.add_argument("--threads", type=int, default=None,
                     help="irfuse's worker threads (IRFUSE_CPU_THREADS; default: every core)")
     ap.add_argument("--skip-jax", action="store_true")
@@ -184,7 +189,7 @@ def main(argv=None) -> int:
         if numba_loops is not None:  # (compiled by its first call, in the sampler's warm-up)
             samplers["numba (prange)"] = wall_sampler(numba_loops[wl], ordered)
             checks["numba"] = peer_check(numba_loops[wl](*ordered), prog.outputs, reference)
-        times = interleaved_medians(samplers, args.repeat, args.rounds)
+        times = interleaved_medians(samplers, args.repeat, args.rounds, settle=args.settle)
         copy_s = times["(copy of the same bytes)"]
         ours = times["irfuse (cpu backend)"]
         rows.append({"workload": wl, "n": args.n, "bytes": nbytes, "times_s": times, "checks": checks,

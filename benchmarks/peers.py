@@ -342,14 +342,19 @@ def in_context(dev, fn):
     return once
 
 
-def interleaved_medians(samplers: dict, repeat: int, rounds: int) -> dict[str, float]:
+def interleaved_medians(samplers: dict, repeat: int, rounds: int, settle: int = 0) -> dict[str, float]:
     """Median of `repeat` timings per contender, taken in `rounds` rounds that visit every
-    contender in turn (alternating order): all contenders see the same machine state."""
+    contender in turn (alternating order): all contenders see the same machine state.
+    `settle`: untimed calls at the start of each turn (on the CPU, the previous contender's
+    threads still spin for a while after its last call, and its data sits in the caches of
+    the cores its partition of the batch gave it: a turn's first call measures the switch)."""
     from irfuse.tools.tune import alternating_rounds
 
     times: dict[str, list[float]] = {k: [] for k in samplers}
     per_round = max(1, repeat // rounds)
     for _, k in alternating_rounds(list(samplers), rounds):
+        for _ in range(settle):
+            samplers[k]()
         times[k] += [samplers[k]() for _ in range(per_round)]
     return {k: float(np.median(v)) for k, v in times.items()}
 

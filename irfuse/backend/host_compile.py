@@ -105,6 +105,13 @@ FLAGS = ["-std=c++20", "-O2", "-fno-strict-aliasing", "-ffp-contract=off", "-sha
          "-pthread", "-w"]
 
 
+def abi_flag(header: str) -> str:
+    """The header's version as its namespace (`IRFUSE_HOST_ABI`): libraries built from one
+    header share the process's worker threads; one built from another version of it (an
+    older irfuse's cached library loaded beside this one's) has pool structures of its own."""
+    return f"-DIRFUSE_HOST_ABI=v{sha256(header.encode())[:16]}"
+
+
 RENDERER_VARIABLE = "IRFUSE_CPU_RENDERER"
 RENDERERS = {"emulate": [], "loop": ["-DIRFUSE_CPU_LOOP"]}
 
@@ -129,7 +136,7 @@ def build_host_library(source: str, kernels: list[KernelInfo], renderer: str | N
     launcher = launcher_source(kernels)
     header = _header_text()
     cxx = compiler()
-    flags = FLAGS + cpu_renderer_flags(renderer)
+    flags = FLAGS + [abi_flag(header)] + cpu_renderer_flags(renderer)
     key = sha256("\0".join([source, launcher, header, *cxx, *flags]).encode())
     lib_path = entry_path("host", key, ".so")
     # Making the precompiled header takes longer than one build: a cache gets it at its

@@ -44,7 +44,17 @@ using std::tanh;
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 
+// The workers' pool is one object per process for every host library built from this
+// header (its C++ symbols are unique across the libraries a process loads), and a library
+// built from another version of the header must not share it: its structures differ. The
+// host build names the version (IRFUSE_HOST_ABI, from the header's hash), and everything
+// here lives in an inline namespace of that name.
+#ifndef IRFUSE_HOST_ABI
+#define IRFUSE_HOST_ABI unversioned
+#endif
+
 namespace irf {
+inline namespace IRFUSE_HOST_ABI {
 template <class T>
 inline void poison(T* smem, long long words) {
   std::memset(static_cast<void*>(smem), 0xff, sizeof(T) * words);  // all-ones words are NaN
@@ -78,21 +88,34 @@ struct LaunchArgs {
 // could not allocate its scratch.
 typedef int (*BlockRange)(const LaunchArgs* launch, long long begin, long long end);
 
+// A launch's blocks are cut into one contiguous range per worker, in order: worker w runs
+// the w-th of every launch, so the elements a worker wrote in one kernel are those it reads
+// in the next, from its own core's cache (on 16 cores of the GPU machine, numba's static
+// `prange` kept them there and irfuse's shared counter did not). A worker takes its range in
+// chunks through the range's own counter; one that has finished takes chunks from the
+// others' ranges, so a slow or missing worker delays no block and every block runs once.
+struct alignas(64) Range {
+  long long next, end;
+};
+
 struct Blocks {
   BlockRange body;
   const LaunchArgs* launch;
-  long long grid, chunk, next;
+  long long chunk;
+  int ranges;
+  Range* range;
   int failed;
 };
 
-// One worker: the next range of blocks until there are none.
-inline void* run_ranges(void* p) {
-  Blocks* b = static_cast<Blocks*>(p);
-  for (long long first = __atomic_fetch_add(&b->next, b->chunk, __ATOMIC_RELAXED); first < b->grid;
-       first = __atomic_fetch_add(&b->next, b->chunk, __ATOMIC_RELAXED))
-    if (b->body(b->launch, first, first + b->chunk < b->grid ? first + b->chunk : b->grid) != 0)
-      __atomic_store_n(&b->failed, 1, __ATOMIC_RELAXED);
-  return nullptr;
+// Worker `self`: the chunks of its own range, then those left in the others'.
+inline void run_ranges(Blocks* b, int self) {
+  for (int k = 0; k < b->ranges; ++k) {
+    Range& r = b->range[(self + k) % b->ranges];
+    for (long long first = __atomic_fetch_add(&r.next, b->chunk, __ATOMIC_RELAXED); first < r.end;
+         first = __atomic_fetch_add(&r.next, b->chunk, __ATOMIC_RELAXED))
+      if (b->body(b->launch, first, first + b->chunk < r.end ? first + b->chunk : r.end) != 0)
+        __atomic_store_n(&b->failed, 1, __ATOMIC_RELAXED);
+  }
 }
 
 // The launches' worker threads, started once per process (per host library) and kept: a
@@ -153,7 +176,7 @@ inline void* pool_worker(void* arg) {
     if (start.index >= p.wanted) continue;
     Blocks* b = p.work;
     pthread_mutex_unlock(&p.m);
-    run_ranges(b);
+    run_ranges(b, start.index + 1);
     pthread_mutex_lock(&p.m);
     __atomic_store_n(&p.running, p.running - 1, __ATOMIC_RELEASE);
     if (p.running == 0) pthread_cond_signal(&p.done);
@@ -184,16 +207,24 @@ inline Pool* acquire_pool() {
 }
 
 // Runs the blocks [0, grid) on `workers` threads (the calling thread alone when that is 1
-// or there is one block), each taking the next range of blocks as it becomes free. Blocks
-// are independent, so which thread runs one does not change its results; a thread that
-// cannot be started leaves its share to the others. Returns 0, or 1 if a range failed.
+// or there is one block), worker w first the w-th of `workers` contiguous ranges (see
+// `Range`). Blocks are independent, so which thread runs one does not change its results; a
+// thread that cannot be started leaves its range to the others. Returns 0, or 1 if a range
+// failed.
 inline int run_blocks(long long grid, int workers, BlockRange body, const LaunchArgs* launch) {
   const long long nworkers = workers < 1 ? 1 : (workers > grid ? grid : workers);
   if (nworkers <= 1) return body(launch, 0, grid);
-  // Several ranges per worker balance blocks of uneven cost; not so many that the counter
-  // is contended.
+  // Each range in several chunks balances blocks of uneven cost; not so many that a
+  // counter is contended.
+  Range* range = static_cast<Range*>(std::aligned_alloc(alignof(Range), sizeof(Range) * nworkers));
+  if (range == nullptr) return body(launch, 0, grid);
+  for (long long w = 0; w < nworkers; ++w) range[w] = Range{grid * w / nworkers, grid * (w + 1) / nworkers};
   const long long chunk = grid / (nworkers * 8);
-  Blocks b{body, launch, grid, chunk < 1 ? 1 : chunk, 0, 0};
+  Blocks b{body, launch, chunk < 1 ? 1 : chunk, static_cast<int>(nworkers), range, 0};
+  struct Freed {
+    Range* r;
+    ~Freed() { std::free(r); }
+  } freed{range};
   if (Pool* p = acquire_pool()) {
     pthread_mutex_lock(&p->m);
     pthread_attr_t attr;
@@ -216,7 +247,7 @@ inline int run_blocks(long long grid, int workers, BlockRange body, const Launch
     __atomic_store_n(&p->generation, p->generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->m);
-    run_ranges(&b);
+    run_ranges(&b, 0);
     for (int i = 0; i < POOL_SPINS && __atomic_load_n(&p->running, __ATOMIC_ACQUIRE) > 0; ++i) pool_pause();
     pthread_mutex_lock(&p->m);
     while (p->running > 0) pthread_cond_wait(&p->done, &p->m);
@@ -224,13 +255,28 @@ inline int run_blocks(long long grid, int workers, BlockRange body, const Launch
     pthread_mutex_unlock(&p->busy);
     return b.failed;
   }
+  // (another launch uses the pool: threads of this launch's own, worker w running range w)
+  struct Own {
+    Blocks* b;
+    int self;
+  };
   pthread_t* threads = static_cast<pthread_t*>(std::malloc(sizeof(pthread_t) * (nworkers - 1)));
+  Own* own = static_cast<Own*>(std::malloc(sizeof(Own) * (nworkers - 1)));
   long long started = 0;
-  for (long long w = 1; threads != nullptr && w < nworkers; ++w)
-    if (pthread_create(&threads[started], nullptr, run_ranges, &b) == 0) ++started;
-  run_ranges(&b);
+  for (long long w = 1; threads != nullptr && own != nullptr && w < nworkers; ++w) {
+    own[started] = Own{&b, static_cast<int>(w)};
+    void* (*entry)(void*) = [](void* arg) -> void* {
+      Own* o = static_cast<Own*>(arg);
+      run_ranges(o->b, o->self);
+      return nullptr;
+    };
+    if (pthread_create(&threads[started], nullptr, entry, &own[started]) == 0) ++started;
+  }
+  run_ranges(&b, 0);
   for (long long i = 0; i < started; ++i) pthread_join(threads[i], nullptr);
   std::free(threads);
+  std::free(own);
   return b.failed;
 }
+}  // namespace IRFUSE_HOST_ABI
 }  // namespace irf
