@@ -7,8 +7,8 @@ The four seed workloads, a 100-step power iteration per element
 (`examples/power_iteration.kas`) and two programs that reduce over the batch (`cfl_step.kas`:
 a maximum read back by every element; `strain_energy.kas`: a sum), float32, array of
 structures, the same random data for every contender. irfuse runs its default plan on the
-CPU backend (`--backend cpu`: each kernel as a loop over its elements, `render_cpu_loop`,
-blocks of elements spread over every core), and the same plan's CPU twins
+CPU backend (`--backend cpu`: planned with the CPU profile, each kernel as a loop over its
+elements, `render_cpu_loop`, blocks of elements spread over every core), and the same plan's CPU twins
 (IRFUSE_CPU_RENDERER=emulate: the generated CUDA run block by block), checked to give the
 same bits; NumPy runs the same chains written with
 `matmul`/`einsum` (one thread, as NumPy's element-wise operations are); JAX runs them under
@@ -117,6 +117,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     ap.add_argument("--repeat", type=int, default=10, help="timings per contender (default 10)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of turns (default 5)")
+    ap.add_argument("--profile", default="cpu",
+                    help="the profile irfuse plans with (default cpu, the CPU backend's: the built-in one or "
+                         "'irfuse calibrate --backend cpu''s)")
     ap.add_argument("--settle", type=int, default=2,
                     help="untimed calls at the start of each contender's turn (default 2)")
     ap.add_argument("--threads", type=int, default=None,
@@ -160,7 +163,8 @@ def main(argv=None) -> int:
     rows = []
     for wl in args.workloads:
         path = os.path.join(ROOT, "examples", WORKLOADS[wl])
-        plan, _ = compile_program(path, None, "f32", compile_gpu=False, planning=PlanningOptions(n=args.n))
+        plan, _ = compile_program(path, None, "f32", compile_gpu=False,
+                                  planning=PlanningOptions(n=args.n, profile=args.profile))
         prog = plan.reference_program
         inputs = random_inputs(prog, args.n, 1, np.float32)
         ordered = [inputs[name] for name in prog.inputs]

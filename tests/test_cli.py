@@ -1,5 +1,6 @@
 """The irfuse command line: runs, errors (never a traceback), plans written and run elsewhere."""
 
+import json
 import os
 import re
 import site
@@ -17,9 +18,9 @@ BIG = os.path.join(ROOT, "examples", "bigfusion.kas")
 INNER = os.path.join(ROOT, "examples", "stvenant_inner.kas")
 
 
-def irfuse(*args):
+def irfuse(*args, env=None):
     p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *args], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "200"})
+                       env={**os.environ, "COLUMNS": "200", **(env or {})})
     assert "Traceback" not in p.stderr, p.stderr
     return p
 
@@ -556,3 +557,26 @@ def test_a_cache_directory_that_cannot_be_written_only_costs_rebuilding(tmp_path
     c = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", BIG, "-o", str(tmp_path / "plan")],
                        capture_output=True, text=True, env={**os.environ, "IRFUSE_CACHE_DIR": str(blocker / "cache")})
     assert c.returncode == 0 and (tmp_path / "plan" / "kernels.cubin").exists(), c.stderr
+
+
+def test_calibrate_the_cpu_saves_a_cpu_profile_the_search_plans_with(tmp_path):
+    """`irfuse calibrate --backend cpu` measures this machine and saves the profile 'cpu' (in
+    IRFUSE_PROFILE_DIR), which `--profile cpu` and the CPU backend's runs then plan with."""
+    env = {"IRFUSE_PROFILE_DIR": str(tmp_path), "IRFUSE_CPU_THREADS": "2"}
+    p = irfuse("calibrate", "--backend", "cpu", "--n", "65536", env=env)
+    assert p.returncode == 0, p.stderr
+    saved = json.loads((tmp_path / "profile-cpu.json").read_text())
+    assert saved["kind"] == "cpu" and saved["sms"] == 2
+    for figure in ("bandwidth", "fp32_flops", "fp64_flops", "launch_overhead"):
+        assert saved[figure] > 0, figure
+    assert saved["slow_op_flops"] >= 1 and saved["twin_factor"] >= 1
+    plan = irfuse("plan", BIG, "--profile", "cpu", "--top", "1", env=env)
+    assert plan.returncode == 0 and "best plans on CPU" in " ".join(plan.stdout.split()), plan.stderr
+    for args, message in ((("--backend", "cpu", "--n", "0"), "--n must be a positive number of elements"),
+                          (("--n", "5"), "--n is for --backend cpu")):
+        bad = irfuse("calibrate", *args, env=env)
+        assert bad.returncode == 1 and message in bad.stderr, bad.stderr
+    (tmp_path / "profile-cpu.json").unlink()
+    (tmp_path / "profile-cpu.json").mkdir()  # where the profile cannot be written: said, not a traceback
+    p = irfuse("calibrate", "--backend", "cpu", "--n", "65536", env=env)
+    assert p.returncode == 1 and "the profile cannot be saved to" in p.stderr

@@ -349,3 +349,69 @@ return r;"""
     second = group_configs(dags, 0, calls[1:], 1 << 22, H100, 4, 1)[0][0]
     assert whole.cost.time < first.cost.time + second.cost.time
     assert kernel_cost(whole.model, 1 << 22, H100, [rows, 12]).time > 0
+
+
+def test_the_cpu_profile_costs_bytes_and_flops_at_its_rates_and_twins_at_their_factor():
+    """The CPU profile's cost (`cost.cpu_kernel_cost`): a loop kernel's time is the launch and
+    the larger of its bytes at the copy rate and its flops at the flop rate; a kernel of several
+    threads an element runs as its twin, `twin_factor` slower in its arithmetic; a launch of
+    fewer blocks than cores leaves the rest idle; a block's scratch beyond L2 is paid twice."""
+    import dataclasses
+
+    from irfuse.planner.cost import kernel_cost, renders_as_loop
+    from irfuse.planner.profiles import CPU, load_profile
+
+    assert load_profile("cpu") == CPU and CPU.kind == "cpu"
+    n = 1 << 22
+    elem, sizes = _two_op_kernel("elem", 64, 4)
+    entry, _ = _two_op_kernel("entry", 8, 4)
+    assert renders_as_loop(elem, sizes) and not renders_as_loop(entry, sizes)
+    e = kernel_cost(elem, n, CPU, sizes)
+    assert e.t_mem == pytest.approx(32 * sum(n // 64 * -(-64 * s * 4 // 32) for s in sizes) / CPU.bandwidth)
+    assert e.time == pytest.approx(CPU.launch_overhead + max(e.t_mem, e.t_compute))
+    t = kernel_cost(entry, n, CPU, sizes)
+    assert t.t_compute == pytest.approx(e.t_compute * CPU.twin_factor) and t.time > e.time
+    # On the GPU the same two kernels rank the other way round or close; the CPU never prefers
+    # the twin.
+    sixteen = dataclasses.replace(CPU, sms=16)
+    few = kernel_cost(elem, 4 * 64, sixteen, sizes)  # 4 blocks on 16 cores
+    assert few.time == pytest.approx(sixteen.launch_overhead + 4 * max(few.t_mem, few.t_compute))
+    tight = dataclasses.replace(CPU, l2_bytes=t.shared_bytes - 1)
+    spilled = kernel_cost(entry, n, tight, sizes)
+    assert spilled.time == pytest.approx(t.time + 2 * (n // 8) * t.shared_bytes / CPU.bandwidth)
+    # A kernel the GPU cannot run is not planned for the CPU either (the same source is both).
+    assert not kernel_cost(elem, n, dataclasses.replace(CPU, shared_per_block=16), sizes).feasible
+
+
+@pytest.mark.parametrize("profile", ["h100", "cpu"])
+def test_the_cost_models_loop_prediction_agrees_with_the_cpu_renderer(profile):
+    """`cost.renders_as_loop` (what the CPU profile charges as a loop) against what
+    `render_cpu_loop` takes, on every example's kernels in both layouts (structures of arrays
+    keep the twin), P1 elasticity's gathers (the twin) and hex8 in kernels of one call."""
+    from irfuse.backend.render_cpu_loop import loop_rendering
+    from irfuse.dialects import fuse
+    from irfuse.driver.compile import PlanningOptions, compile_program
+    from irfuse.kernel.bridge import model_from_kernel
+    from irfuse.kernel.model import Gathered
+    from irfuse.planner.cost import renders_as_loop
+
+    seen = set()
+    for path in EXAMPLES:
+        # (structures of arrays planned for the CPU search every group, as twins are never at
+        # their floor: 10x the search time of the largest examples; their kernels are the twin
+        # whatever the profile, which the h100 case checks)
+        variants = [(None, "aos")] + ([(None, "soa")] if profile == "h100" else []) + (
+            [("kas-dce,fuse-each", "aos")] if path.endswith("hex8.kas") else [])
+        for pipeline, layout in variants:
+            plan, _ = compile_program(path, pipeline, "f32", compile_gpu=False, layout=layout,
+                                      planning=PlanningOptions(profile=profile, n=1 << 20))
+            for k in plan.module.walk():
+                if not isinstance(k, fuse.KernelOp):
+                    continue
+                model, _ = model_from_kernel(k)
+                gathers = [Gathered(1, 1, 1)] if any(isinstance(op, fuse.LoadOp) and op.index is not None
+                                                     for op in k.walk()) else []
+                rendered, why = loop_rendering(k, 4)
+                assert renders_as_loop(model, gathers) == (rendered is not None), (path, k.sym_name.data, why)
+                seen.add(rendered is not None)
+    assert seen == ({True, False} if profile == "h100" else {True})  # (structures of arrays: the twin)

@@ -32,7 +32,7 @@ from irfuse.artifact.arrays import LAYOUTS
 from irfuse.backend.nvrtc import default_arch
 from irfuse.diagnostics import UsageError
 from irfuse.frontend.source_files import read_source
-from irfuse.planner.profiles import DEFAULT_BATCH, load_profile
+from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile
 from irfuse.runtime.cuda_device import gpu_available
 
 # (The compiler, xDSL included, is imported where a program is compiled: a process that only
@@ -86,7 +86,7 @@ def program(fn) -> PythonProgram:
 
 
 def compile(source, *, dtype: str | None = None, backend: str = "auto",
-            pipeline: str | None = None, n: int | None = None, profile: str = "h100",
+            pipeline: str | None = None, n: int | None = None, profile: str | None = None,
             arch: str | None = None, filename: str | None = None, tuning: str | os.PathLike | None = None,
             layout: str | None = None, registers: str | os.PathLike | None = None) -> Program:
     """Compiles a KAS program to a `Program`.
@@ -99,7 +99,9 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         GPU when one is usable, else the CPU).
     pipeline: a pass pipeline (`irfuse-opt --list-passes`); the default pipeline's fusion
         search otherwise.
-    n, profile: the batch size and device profile the fusion search plans for.
+    n, profile: the batch size and device profile the fusion search plans for (by default the
+        backend's: 'cpu' on the CPU backend, 'h100' on the GPU; `irfuse calibrate` measures the
+        machine's).
     registers: a register table written by `irfuse compile` (`registers.json`): the cost model
         reads ptxas's counts from it instead of estimating them.
     arch: the GPU architecture to compile for (default: the GPU present, else sm_90).
@@ -122,7 +124,7 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     if layout not in LAYOUTS:
         raise UsageError(f"layout '{layout}' is not one of {', '.join(LAYOUTS)}")
     compilation = _Compilation(*_source_of(source, filename), dtype=dtype, backend=chosen, pipeline=pipeline,
-                               n=n, profile=profile, arch=arch, first_layout=layout,
+                               n=n, profile=profile or backend_profile(chosen), arch=arch, first_layout=layout,
                                registers=os.fspath(registers) if registers is not None else None)
     return compilation.variant(layout, {}, warn=True)
 

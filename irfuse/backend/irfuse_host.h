@@ -221,10 +221,8 @@ inline int run_blocks(long long grid, int workers, BlockRange body, const Launch
   for (long long w = 0; w < nworkers; ++w) range[w] = Range{grid * w / nworkers, grid * (w + 1) / nworkers};
   const long long chunk = grid / (nworkers * 8);
   Blocks b{body, launch, chunk < 1 ? 1 : chunk, static_cast<int>(nworkers), range, 0};
-  struct Freed {
-    Range* r;
-    ~Freed() { std::free(r); }
-  } freed{range};
+  // (freed by hand on each return: no destructors, which would need the C++ runtime's
+  // unwinder in a library a C compiler links, `gcc`)
   if (Pool* p = acquire_pool()) {
     pthread_mutex_lock(&p->m);
     pthread_attr_t attr;
@@ -253,6 +251,7 @@ inline int run_blocks(long long grid, int workers, BlockRange body, const Launch
     while (p->running > 0) pthread_cond_wait(&p->done, &p->m);
     pthread_mutex_unlock(&p->m);
     pthread_mutex_unlock(&p->busy);
+    std::free(range);
     return b.failed;
   }
   // (another launch uses the pool: threads of this launch's own, worker w running range w)
@@ -276,6 +275,7 @@ inline int run_blocks(long long grid, int workers, BlockRange body, const Launch
   for (long long i = 0; i < started; ++i) pthread_join(threads[i], nullptr);
   std::free(threads);
   std::free(own);
+  std::free(range);
   return b.failed;
 }
 }  // namespace IRFUSE_HOST_ABI

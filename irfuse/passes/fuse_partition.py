@@ -177,7 +177,7 @@ class FusePartition(ModulePass):
         "top": "how many best plans to search for",
         "plan": "which of them to apply (0 = best)",
         "n": "batch size the cost model predicts for",
-        "profile": "device profile: h100, h200, or one saved by 'irfuse calibrate'",
+        "profile": "device profile: h100, h200, cpu (the CPU backend's), or one saved by 'irfuse calibrate'",
         "keep": "configurations kept per group after pruning",
         "registers": "register table written by 'irfuse compile' (registers.json): ptxas counts instead of "
                      "estimates",

@@ -152,7 +152,61 @@ def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "a
 def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
                 registers: int | None = None) -> KernelCost:
     """Predicted time of one launch over n elements. `global_sizes`: words per element of
-    every global array the kernel reads or writes."""
+    every global array the kernel reads or writes. A CPU profile's: `cpu_kernel_cost`."""
+    gpu = _gpu_kernel_cost(model, n, p, global_sizes, registers)
+    return cpu_kernel_cost(model, n, p, global_sizes, gpu) if p.kind == "cpu" else gpu
+
+
+def renders_as_loop(model: KernelModel, global_sizes: list) -> bool:
+    """Whether the CPU backend runs the kernel as a loop over its elements: one thread an
+    element, arrays of structures, nothing gathered (what `backend.render_cpu_loop` takes;
+    tests/test_planner.py checks the two agree on every example's kernels). Elsewhere it runs
+    the kernel's CPU twin."""
+    return (model.bx == 1 and model.layout == "aos" and all(c.impl.bx == 1 for c in model.calls())
+            and not any(isinstance(s, Gathered) for s in global_sizes))
+
+
+def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list, gpu: KernelCost
+                    ) -> KernelCost:
+    """A launch on the CPU backend (profile `kind` "cpu"), given the kernel's GPU cost with the
+    profile's GPU limits (`gpu`: a kernel the GPU cannot run is not planned for the CPU either,
+    as the same source is both):
+
+        t_mem     = global bytes / copy rate       (every core streaming its range of the batch)
+        t_compute = flops / flop rate * (twin_factor where the kernel runs as its twin)
+        scratch   = a block's shared memory (twin) or its reductions' staging (loop)
+        t_spill   = 2 * blocks * scratch / copy rate   where scratch exceeds a core's L2
+        busy      = min(1, blocks / cores)         (a launch of fewer blocks leaves cores idle)
+        time      = launch_overhead + (max(t_mem, t_compute) + t_spill) / busy
+
+    No barrier, occupancy or register term: a loop runs each element's steps in order with its
+    values in the core's registers and L1, and the twin's regions are in `twin_factor`."""
+    if not gpu.feasible:
+        return gpu
+    isz = model.itemsize
+    blocks = math.ceil(n / model.by)
+    sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
+    t_mem = 32 * sectors / p.bandwidth
+    rate = p.fp64_flops if isz == 8 else p.fp32_flops
+    flops = 0.0
+    for op, runs in zip(model.ops, op_weights(model.ops)):
+        if op.kind == OpKind.CALL:
+            flops += runs * n * op_flops(op.impl.op, p, isz) * (1.0 if op.remap else model.bx / op.impl.bx)
+    loop = renders_as_loop(model, global_sizes)
+    t_compute = flops / rate * (1.0 if loop else p.twin_factor)
+    if loop:
+        scratch = model.by * isz * sum(model.values[op.value].size for op in model.ops
+                                       if op.kind == OpKind.STORE and op.reduce)
+    else:
+        scratch = gpu.shared_bytes
+    t_spill = 2 * blocks * scratch / p.bandwidth if p.l2_bytes and scratch > p.l2_bytes else 0.0
+    busy = min(1.0, blocks / max(p.sms, 1))
+    time = p.launch_overhead + (max(t_mem, t_compute) + t_spill) / busy
+    return KernelCost(time, t_mem, t_compute, 0.0, 1, 1.0, gpu.registers, gpu.shared_bytes, gpu.bytes, True)
+
+
+def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
+                     registers: int | None = None) -> KernelCost:
     threads = model.threads
     smem = model.shared_bytes() + array_words(model) * model.itemsize
     # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above

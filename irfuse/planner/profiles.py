@@ -1,7 +1,10 @@
 """Device profiles: the figures of a GPU the cost model plans with (SMs, bandwidth, flops,
 shared memory and register limits, launch and barrier costs), built in for the H100 and the
-H200 or measured by `irfuse calibrate` and saved as JSON; and the batch size plans are made
-for by default. Plain data (no IR): the program cache keys entries by a profile's figures.
+H200 or measured by `irfuse calibrate` and saved as JSON; the CPU profile (`kind` "cpu": cores,
+caches, vector width, the host copy rate and the CPU backend's arithmetic, launch and twin
+figures), built in for the CI machine's kind or measured by `irfuse calibrate --backend cpu`;
+and the batch size plans are made for by default. Plain data (no IR): the program cache keys
+entries by a profile's figures.
 """
 
 from __future__ import annotations
@@ -40,6 +43,18 @@ class DeviceProfile:
     # connectivity) the GPU delivers to the threads: the rows come mostly from the caches, each
     # after its node number (a dependent load), which bounds such kernels below the copy rate.
     gather_rate: float = 4.0e12
+    # A CPU profile (`kind` "cpu", planned for by `cost.cpu_kernel_cost`): `sms` counts the
+    # worker threads (cores), `bandwidth` the host's copy rate on all of them, the flop rates the
+    # multiply-adds of the CPU backend's code on all of them, `launch_overhead` one launch of the
+    # kept workers. The GPU's limits above stay those of the GPU profile it was made from: a plan
+    # for the CPU is still a valid GPU kernel (the same source is the GPU kernel, its twin and
+    # the loop).
+    kind: str = "gpu"
+    l1_bytes: int = 0  # data cache per core
+    l2_bytes: int = 0  # per core
+    l3_bytes: int = 0  # shared by the cores
+    vector_bytes: int = 0  # the widest vector registers the host build may use (informational)
+    twin_factor: float = 1.0  # a kernel's time as its CPU twin over its time as a loop (`render_cpu_loop`)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -60,7 +75,22 @@ H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=3.01e12, launch_overhead
                      turnaround=1.5e-6, **_HOPPER)
 H200 = DeviceProfile("NVIDIA H200", bandwidth=4.26e12, launch_overhead=5.0e-7, barrier_cost=7.4e-8,
                      turnaround=1.5e-6, **_HOPPER)
-BUILTIN = {"h100": H100, "h200": H200}
+# The CI machine's kind (2 cores of an AMD EPYC, 32 MiB of L3): two runs of
+# `irfuse calibrate --backend cpu` on 2026-11-26, averaged (benchmarks/NOTES.md, twenty-ninth
+# session). A machine of other cores plans better with its own (`irfuse calibrate --backend
+# cpu` replaces this profile).
+CPU = DeviceProfile("CPU", kind="cpu", sms=2, bandwidth=2.3e10, fp32_flops=8.7e9, fp64_flops=8.8e9,
+                    slow_op_flops=10.0, slow_op_flops_f64=13.4, launch_overhead=4.3e-6, barrier_cost=0.0,
+                    l1_bytes=32 * 1024, l2_bytes=512 * 1024, l3_bytes=32 * 1024 * 1024, vector_bytes=32,
+                    twin_factor=2.2, shared_per_sm=_HOPPER["shared_per_sm"],
+                    shared_per_block=_HOPPER["shared_per_block"])
+BUILTIN = {"h100": H100, "h200": H200, "cpu": CPU}
+
+
+def backend_profile(backend: str) -> str:
+    """The profile a backend's plans are made for unless one is named: "cpu" for the CPU
+    backend, "h100" for the GPU."""
+    return "cpu" if backend == "cpu" else "h100"
 
 
 def profile_path(name: str) -> str:
@@ -70,8 +100,9 @@ def profile_path(name: str) -> str:
 
 
 def load_profile(name: str = "h100") -> DeviceProfile:
-    """A built-in profile by name ('h100', 'h200'), or one saved by `irfuse calibrate`
-    (by GPU name or file path); a calibrated profile overrides the built-in of the same name."""
+    """A built-in profile by name ('h100', 'h200', 'cpu'), or one saved by `irfuse calibrate`
+    (by GPU name or file path; `--backend cpu` saves the profile named 'cpu'); a calibrated
+    profile overrides the built-in of the same name."""
     candidates = [name] if name.endswith(".json") else [profile_path(name)]
     if not name.endswith(".json") and name.lower() in BUILTIN:
         candidates.append(profile_path(BUILTIN[name.lower()].name))
@@ -100,7 +131,11 @@ def _from_json(data: dict, path: str) -> DeviceProfile:
 
 def save_profile(p: DeviceProfile, path: str | None = None) -> str:
     path = path or profile_path(p.name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(p.to_json(), f, indent=2)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(p.to_json(), f, indent=2)
+    except OSError as e:
+        raise UsageError(f"the profile cannot be saved to {path}: {e.strerror or e} "
+                         "(IRFUSE_PROFILE_DIR names where profiles go)") from None
     return path

@@ -27,7 +27,7 @@ from rich.table import Table
 from irfuse._version import __version__
 from irfuse.artifact.arrays import ELEMENT_TYPES, LAYOUTS, element_type
 from irfuse.diagnostics import Diagnostic, IrfuseError, UsageError, print_diagnostics
-from irfuse.planner.profiles import DEFAULT_BATCH
+from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile
 from irfuse.tools.report import million_elements_per_second
 
 # (Each command imports what it needs: `irfuse run --plan DIR` runs a saved plan with the
@@ -86,7 +86,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def _add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default=None, help="device profile the fusion search plans for "
-                   "(h100, h200, or one saved by 'irfuse calibrate'; default h100)")
+                   "(h100, h200, cpu, or one saved by 'irfuse calibrate'; default: cpu for runs on the CPU "
+                   "backend, else h100)")
     p.add_argument("--registers", default=None, metavar="FILE.json",
                    help="register counts of kernels compiled before (the registers.json 'irfuse compile' "
                         "writes): the cost model uses them instead of its estimates")
@@ -164,7 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(tune)
     _add_layout(tune)
 
-    sub.add_parser("calibrate", help="measure the GPU present and save a device profile for the cost model")
+    cal = sub.add_parser("calibrate", help="measure the GPU present (or this CPU) and save a device profile for the "
+                                           "cost model")
+    cal.add_argument("--backend", choices=["cuda", "cpu"], default="cuda",
+                     help="cuda: the GPU present (saved under its name); cpu: this machine's CPU, for the CPU "
+                          "backend (saved as the profile 'cpu')")
+    cal.add_argument("--n", type=int, default=None,
+                     help="--backend cpu: elements of the copy probe (default: four times the last-level cache)")
 
     ops = sub.add_parser("ops", help="list the op library, or show one op")
     ops.add_argument("name", nargs="?")
@@ -237,7 +244,7 @@ def _program_for_run(args, backend: str, n: int):
         warnings.simplefilter("always", irfuse.api.IrfuseWarning)
         program = irfuse.api.compile(args.file, dtype=args.dtype or "f32",
                                      backend="cpu" if backend == "numpy" else backend, pipeline=args.pipeline,
-                                     n=n, profile=args.profile or "h100", arch=args.arch,
+                                     n=n, profile=args.profile or backend_profile(backend), arch=args.arch,
                                      layout=args.layout or "aos", registers=args.registers)
     return program, program.warnings
 
@@ -652,6 +659,15 @@ def cmd_plan(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
+    if args.backend == "cpu":
+        from irfuse.tools.calibrate_cpu import calibrate_cpu
+
+        if args.n is not None and args.n < 1:
+            raise UsageError(f"--n must be a positive number of elements, not {args.n}")
+        calibrate_cpu(console, n=args.n)
+        return 0
+    if args.n is not None:
+        raise UsageError("--n is for --backend cpu (the GPU's probes have fixed sizes)")
     from irfuse.tools.calibrate import calibrate
 
     calibrate(console)

@@ -36,6 +36,7 @@ from irfuse.driver.compile import PlanningOptions, compile_program
 from irfuse.driver.tuned import kernel_blocks, kernel_groups
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
+from irfuse.planner.profiles import backend_profile
 from irfuse.runtime.cuda_device import GpuUnavailable, import_pycuda
 from irfuse.runtime.executor import Executor, open_device
 from irfuse.verification.reference import effective_bytes, random_inputs, run_references, uniform_names
@@ -226,7 +227,7 @@ def tune(args, console) -> int:
         except GpuUnavailable as e:
             raise ExecutionError(Diagnostic(f"{e.diagnostics[0].message}; 'irfuse tune --backend cpu' runs and "
                                           "verifies the plans on the CPU", args.file)) from None
-    profile = args.profile or gpu_profile_name()
+    profile = args.profile or (backend_profile(args.backend) if args.backend == "cpu" else gpu_profile_name())
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"compiling the {args.top} best plans of {os.path.basename(args.file)}",
                                  total=args.top)
