@@ -12,6 +12,7 @@ from irfuse.api.device_arrays import ALIGNMENT, DeviceArray, overlaps
 from irfuse.artifact.arrays import OUTPUT_PREFIX
 from irfuse.artifact.artifact import Artifact
 from irfuse.diagnostics import ExecutionError
+from irfuse.runtime.cpu_device import page_aligned
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded
 
@@ -25,8 +26,9 @@ class CopiedRun:
 
 
 def aligned_copy(a: np.ndarray) -> np.ndarray:
-    """A C-contiguous copy at a fresh allocation (NumPy aligns those for 16-byte copies)."""
-    out = np.empty(a.shape, a.dtype)
+    """A C-contiguous copy at a fresh allocation (16-byte aligned at least; page-aligned where
+    large, see `cpu_device.page_aligned`)."""
+    out = page_aligned(a.shape, a.dtype)
     out[...] = a
     return out
 

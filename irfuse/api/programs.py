@@ -42,6 +42,7 @@ from irfuse.artifact.arrays import OUTPUT_PREFIX, batch_length, batch_shape, che
     view_strides
 from irfuse.artifact.artifact import Artifact
 from irfuse.diagnostics import CompileError, ExecutionError, UsageError
+from irfuse.runtime.cpu_device import page_aligned
 from irfuse.runtime.executor import open_device
 from irfuse.runtime.streaming import ChunkedRun
 
@@ -365,7 +366,7 @@ class Program:
         if out is not None:
             for name, value in bind_outputs(self.outputs, out).items():
                 targets[name] = self._host_out(f"out= array for '{name}'", name, value, n, self.layout)
-        results = [targets.get(name) if name in targets else np.empty(self._shape(name, n), self.dtype)
+        results = [targets.get(name) if name in targets else page_aligned(self._shape(name, n), self.dtype)
                    for name in self.outputs]
         if n:
             with self._lock:
@@ -442,7 +443,7 @@ class Program:
                 if name in given:
                     a = self._host_out(what, name, given[name], n, out_layout)
                 else:
-                    a = np.empty(shape, self.dtype)
+                    a = page_aligned(shape, self.dtype)
                 targets[name] = a
                 views[name] = a if uniform else np.moveaxis(a, -1, 0) if layout == "aos" else np.moveaxis(a, 0, -1)
         got = self(*args, out=views, stream=stream, memory_budget=memory_budget, progress=progress, **named)
