@@ -78,8 +78,11 @@ def copy_sampler(nbytes: int, threads: int):
     than the copy of a small workload), else NumPy's copy on a thread pool (it releases the
     GIL)."""
     words = max(threads, nbytes // 2 // 4)
-    src = np.random.default_rng(0).random(words, dtype=np.float32)
-    dst = np.empty_like(src)
+    from irfuse.runtime.cpu_device import page_aligned
+
+    src = page_aligned((words,), np.float32)  # (as every contender's arrays: see `main`)
+    src[...] = np.random.default_rng(0).random(words, dtype=np.float32)
+    dst = page_aligned((words,), np.float32)
     scale = nbytes / (2 * words * 4)
     try:
         import numba
@@ -134,6 +137,7 @@ def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from irfuse.api.host_calls import aligned_copy
     from irfuse.backend.binaries import with_cpu_rendering
     from irfuse.runtime.host_library import cpu_threads
     from irfuse.driver.compile import PlanningOptions, compile_program
@@ -167,7 +171,9 @@ def main(argv=None) -> int:
                                   planning=PlanningOptions(n=args.n, profile=args.profile))
         prog = plan.reference_program
         inputs = random_inputs(prog, args.n, 1, np.float32)
-        ordered = [inputs[name] for name in prog.inputs]
+        # (the peers' inputs on page-aligned allocations, as irfuse's uploads are: see
+        # `peers.numba_fns`)
+        ordered = [aligned_copy(inputs[name]) for name in prog.inputs]
         nbytes = effective_bytes(prog, args.n, 4)
         reference = run_references(prog, inputs, "f32")
         rec = Executor(plan, CpuDevice(plan)).prepare(inputs, args.n)

@@ -247,6 +247,10 @@ def numba_fns():
         return partial.sum()
 
     chunks = 8 * numba.get_num_threads()
+    # Outputs on the allocations irfuse's CPU backend uses (page-aligned): on 16 cores of the
+    # GPU machine's Xeon a kernel ran several times faster on those than on NumPy's own
+    # (benchmarks/NOTES.md, twenty-ninth session); every contender gets the same.
+    from irfuse.runtime.cpu_device import page_aligned
 
     def reducing(kernel, shapes, uniform_inputs=()):
         outputs: dict = {}
@@ -254,7 +258,7 @@ def numba_fns():
         def run(*args):
             key = tuple(a.shape for a in args)
             if key not in outputs:
-                outputs[key] = tuple(np.empty(shape, np.float32) for shape in shapes(args[0].shape[0]))
+                outputs[key] = tuple(page_aligned(shape, np.float32) for shape in shapes(args[0].shape[0]))
             flat = [a.reshape(1) if k in uniform_inputs else a for k, a in enumerate(args)]
             total = kernel(*flat, *outputs[key], np.empty(chunks, np.float32))
             return (*outputs[key], np.float32(total))
@@ -266,7 +270,7 @@ def numba_fns():
         def run(*args):
             key = tuple(a.shape for a in args)
             if key not in outputs:
-                outputs[key] = tuple(np.empty(shape, np.float32) for shape in shapes(args[0].shape[0]))
+                outputs[key] = tuple(page_aligned(shape, np.float32) for shape in shapes(args[0].shape[0]))
             kernel(*args, *outputs[key])
             return outputs[key]
         return run
