@@ -157,6 +157,14 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     return cpu_kernel_cost(model, n, p, global_sizes, gpu) if p.kind == "cpu" else gpu
 
 
+def call_flops(model: KernelModel, n: int, p: DeviceProfile) -> float:
+    """The kernel's calls' arithmetic over n elements in flop-equivalents: each call's flops
+    times its runs (its loops' trip counts), times the threads of an element it leaves idle
+    (BX / its bx) unless remapped."""
+    return sum(runs * n * op_flops(op.impl.op, p, model.itemsize) * (1.0 if op.remap else model.bx / op.impl.bx)
+               for op, runs in zip(model.ops, op_weights(model.ops)) if op.kind == OpKind.CALL)
+
+
 def renders_as_loop(model: KernelModel, global_sizes: list) -> bool:
     """Whether the CPU backend runs the kernel as a loop over its elements: one thread an
     element, arrays of structures, nothing gathered (what `backend.render_cpu_loop` takes;
@@ -188,12 +196,8 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
     t_mem = 32 * sectors / p.bandwidth
     rate = p.fp64_flops if isz == 8 else p.fp32_flops
-    flops = 0.0
-    for op, runs in zip(model.ops, op_weights(model.ops)):
-        if op.kind == OpKind.CALL:
-            flops += runs * n * op_flops(op.impl.op, p, isz) * (1.0 if op.remap else model.bx / op.impl.bx)
     loop = renders_as_loop(model, global_sizes)
-    t_compute = flops / rate * (1.0 if loop else p.twin_factor)
+    t_compute = call_flops(model, n, p) / rate * (1.0 if loop else p.twin_factor)
     if loop:
         scratch = model.by * isz * sum(model.values[op.value].size for op in model.ops
                                        if op.kind == OpKind.STORE and op.reduce)
@@ -236,16 +240,12 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     eff = min(1.0, in_flight / (p.bandwidth / p.sms * p.turnaround)) if in_flight else 1.0
     t_mem = 32 * sectors / (p.bandwidth * eff)
     rate = p.fp64_flops if isz == 8 else p.fp32_flops
-    flops = 0.0
+    flops = call_flops(model, n, p)
     barrier_runs = 0
     for op, runs in zip(model.ops, op_weights(model.ops)):
         if op.kind == OpKind.BARRIER:
             barrier_runs += runs
-        if op.kind != OpKind.CALL:
-            continue
-        waste = 1.0 if op.remap else model.bx / op.impl.bx
-        flops += runs * n * op_flops(op.impl.op, p, isz) * waste
-        if op.remap:
+        if op.kind == OpKind.CALL and op.remap:
             flops += runs * n * op.impl.bx * p.remap_ops
     t_compute = flops / (rate * min(1.0, occupancy * 2))
     waves = math.ceil(blocks / (p.sms * resident))

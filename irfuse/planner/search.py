@@ -201,12 +201,6 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     choices = _impl_choices(dag, group)
     # An op's flops do not depend on its mapping; a call in a loop runs its trip count times.
     flops = n * sum(runs * op_flops(impl.op, profile, itemsize) for runs, impl in zip(call_runs(ops), choices[0]))
-    # (the calls of uniform values computed for every element may run once in another cover:
-    # what every cover does is the other calls')
-    every = [dag.ops[i] for i in group if not dag.runs_once(i)]
-    lib = default_library()
-    element_flops = n * sum(runs * op_flops(lib.get(c.op_name), profile, itemsize)
-                            for runs, c in zip(call_runs(every), flat_calls(every)))
     rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
     candidates = []
     coarsen = per_thread == "auto" and coarsening_offered(ops)
@@ -251,10 +245,15 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     work = len(analysed)
     analysed.sort(key=lambda a: (a[2].cost.time, a[0], a[1]))
     # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
-    # copy rate (the fewest sectors of any BY), its arithmetic at the peak rate, and that of its
-    # calls that run for every element.
+    # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
+    # element at the peak rate (those of uniform values computed for every element may run once
+    # in another cover).
+    every = [dag.ops[i] for i in group if not dag.runs_once(i)]
+    lib = default_library()
+    element_flops = n * sum(runs * op_flops(lib.get(c.op_name), profile, itemsize)
+                            for runs, c in zip(call_runs(every), flat_calls(every)))
     floor = (profile.launch_overhead, min((32 * global_sectors(n, c[3], sizes, itemsize, layout) / profile.bandwidth
-                                           for c in candidates), default=math.inf), flops / rate, element_flops / rate)
+                                           for c in candidates), default=math.inf), element_flops / rate)
     return [c for _, _, c in analysed[:keep]], work, floor
 
 
@@ -352,7 +351,7 @@ FLOOR_MARGIN = 1.01
 
 
 def _at_floor(dag: BlockDAG, group: tuple[int, ...], configs: list[Config],
-              floor: tuple[float, float, float, float]) -> bool:
+              floor: tuple[float, float, float]) -> bool:
     """Whether `group` holds every call of the block, in one phase, and its best configuration
     costs at most FLOOR_MARGIN times its floor (`group_configs`): every other cover of the
     block reads the same inputs and writes the same outputs at least once and does the same
@@ -361,9 +360,8 @@ def _at_floor(dag: BlockDAG, group: tuple[int, ...], configs: list[Config],
     that of the other calls."""
     if not configs or set(dag.calls) - set(group) or any(phase_levels(dag)):
         return False
-    launch, moved, arithmetic, elementwise = floor
-    once = any(dag.runs_once(i) for i in group)
-    return configs[0].cost.time <= FLOOR_MARGIN * (launch + max(moved, elementwise if once else arithmetic))
+    launch, moved, arithmetic = floor
+    return configs[0].cost.time <= FLOOR_MARGIN * (launch + max(moved, arithmetic))
 
 
 def _kernel_cycle(dags: list[BlockDAG], chosen: list[Config]) -> list[Config] | None:

@@ -82,10 +82,10 @@ def vector_bytes() -> int:
 
 
 class _Probe:
-    """A probe program compiled for the CPU backend, recorded on `n` elements in both
-    renderings."""
+    """A probe program compiled for the CPU backend, recorded on `n` elements in each of
+    `renderers`."""
 
-    def __init__(self, text: str, dtype: str, n: int, inputs=None):
+    def __init__(self, text: str, dtype: str, n: int, inputs=None, renderers=("loop",)):
         from irfuse.backend.binaries import with_cpu_rendering
         from irfuse.driver.compile import PlanningOptions, compile_text
         from irfuse.runtime.executor import CpuDevice, Executor
@@ -97,7 +97,7 @@ class _Probe:
         real = np.float32 if dtype == "f32" else np.float64
         data = inputs(n, real) if inputs else random_inputs(self.program, n, 0, real)
         self.runs = {}
-        for renderer in ("loop", "emulate"):
+        for renderer in renderers:
             artifact = with_cpu_rendering(plan, renderer)
             self.runs[renderer] = Executor(artifact, CpuDevice(artifact)).prepare(data, n)
 
@@ -125,7 +125,7 @@ def calibrate_cpu(console, save: bool = True, n: int | None = None) -> DevicePro
     l1, l2, l3 = cache_sizes()
     copy_bytes = (9 + 9) * 4
     n_copy = n or min(1 << 24, max(1 << 20, 4 * max(l3, l2 * cores) // copy_bytes))
-    copy = _Probe(COPY, "f32", n_copy)
+    copy = _Probe(COPY, "f32", n_copy, renderers=("loop", "emulate"))
     bandwidth = n_copy * copy_bytes / copy.seconds()
     small = _Probe(COPY, "f32", cores * 128)  # one block per worker (blocks of 128 elements)
     launch = max(small.seconds(back_to_back=100), 1e-7)
@@ -133,7 +133,7 @@ def calibrate_cpu(console, save: bool = True, n: int | None = None) -> DevicePro
     rates, slow, fma_probe = {}, {}, None
     for dtype in ("f32", "f64"):
         itemsize = 4 if dtype == "f32" else 8
-        fma = _Probe(FMA, dtype, n_compute, _identity)
+        fma = _Probe(FMA, dtype, n_compute, _identity, ("loop", "emulate") if dtype == "f32" else ("loop",))
         fma_probe = fma_probe or fma
         rates[dtype] = n_compute * TRIPS * op_flops(default_library().ops["mvmul33"], CPU, itemsize) / fma.seconds()
         divide = _Probe(DIVIDE, dtype, n_compute, _divide)
