@@ -1,21 +1,38 @@
 """Batch-wide values on the GPU: programs with a shared parameter and a reduction over the batch,
-in irfuse, PyTorch (eager: library calls in sequence; torch.compile) and JAX (jax.jit), in one run.
+in irfuse, PyTorch (eager: library calls in sequence; torch.compile) and JAX (jax.jit), in one run,
+at several batch sizes.
 
-    python benchmarks/reductions.py [--n 8388608] [--repeat 50] [--rounds 5] [--skip-max-autotune]
-                                    [--skip-jax] [--json reductions.json]
+    python benchmarks/reductions.py [--sizes 65536 1048576 4194304 16777216] [--repeat 30]
+                                    [--rounds 3] [--workloads ...] [--skip-max-autotune]
+                                    [--skip-jax] [--skip-cpu] [--json reductions.json]
 
 Workloads: `examples/strain_energy.kas` (a shared 6x6 stiffness matrix, the energy of every
 element summed), `examples/cfl_step.kas` (the batch maximum of a per-element speed, a time
 step computed from it, every element moved by it: a reduction, a global barrier, a kernel
-after it) and `benchmarks/programs/chain_sum.kas` (a fused chain whose scalar result is only
-summed). Same random float32 data for every contender, arrays of structures. irfuse runs its
-default plan (no tuning). Effective bandwidth = per-element inputs read once + per-element
-outputs written once (a uniform value's bytes are negligible), as a fraction of the
-device-to-device copy bandwidth measured in the same run; every contender's outputs are
-checked against the float64 NumPy reference (a sum against its summation-error allowance).
-irfuse's results are also replayed `--determinism` times (default 20): the reduced values
-must be the same bits every time. The row "irfuse: combine kernel alone" times the finishing
-step of the reduction by itself (the block partials combined by one small kernel).
+after it), `benchmarks/programs/chain_sum.kas` (a fused chain whose scalar result is only
+summed) and `benchmarks/programs/norm_scale.kas` (a per-element vector scaled by the batch's
+largest energy: a per-element value made before the reduction is needed after it). Same random
+float32 data for every contender, arrays of structures. irfuse runs its default plan for each
+batch size (the search told the size, no tuning).
+
+Byte floors, from the compiled plan's host steps, per element:
+- "recompute": what a run must move if every pass over the batch reads the inputs it needs
+  and computes again what it needs (the passes of a run in chunks, `analysis.batch_passes`:
+  each pass's per-element inputs read and its outputs written);
+- "store": what irfuse's kernels move (each kernel's per-element arguments and results:
+  a value a later pass needs written once and read once), which is the floor of storing
+  such values where each pass over the batch is one kernel, as in every plan measured here.
+"of floor" is the cheaper floor at the device-to-device copy bandwidth measured in the same
+run, over the time. "of copy" counts per-element inputs read once and outputs written once
+(a uniform value's bytes are negligible), which is below both floors where a pass must read a
+value again (CflStep's v, NormScale's v or A and x).
+
+Every contender's outputs are checked against the float64 NumPy reference (a sum against its
+summation-error allowance). irfuse's results are also replayed `--determinism` times (default
+20): every output must be the same bits every time; and the same plan is run on the CPU backend
+(unless `--skip-cpu`), whose outputs must be the GPU's bits. The row "irfuse: combine kernel
+alone" times the finishing step of the reduction by itself (the block partials combined by
+one small kernel).
 """
 
 from __future__ import annotations
@@ -35,6 +52,7 @@ WORKLOADS = {
     "StrainEnergy": os.path.join(ROOT, "examples", "strain_energy.kas"),
     "CflStep": os.path.join(ROOT, "examples", "cfl_step.kas"),
     "ChainSum": os.path.join(ROOT, "benchmarks", "programs", "chain_sum.kas"),
+    "NormScale": os.path.join(ROOT, "benchmarks", "programs", "norm_scale.kas"),
 }
 
 
@@ -54,7 +72,12 @@ def array_fns(xp):
         v = ((A @ B) @ c[..., None])[..., 0]
         return (xp.sqrt((v * v).sum(-1)).sum(),)
 
-    return {"StrainEnergy": strain_energy, "CflStep": cfl_step, "ChainSum": chain_sum}
+    def norm_scale(A, C, x):
+        v = (((A @ C) * 0.5) @ x[..., None])[..., 0]
+        e = (v * x).sum(-1)
+        return e.sum(), v * e.max()
+
+    return {"StrainEnergy": strain_energy, "CflStep": cfl_step, "ChainSum": chain_sum, "NormScale": norm_scale}
 
 
 def combine_sampler(dev, plan, rec, n: int):
@@ -79,15 +102,31 @@ def combine_sampler(dev, plan, rec, n: int):
     return once, (partials, out), parts
 
 
+def byte_floors(host, n: int, itemsize: int) -> dict[str, int]:
+    """The bytes a run of `n` elements must move (see the module's docstring), from a plan's
+    host steps: "recompute" (every pass reads its inputs again) and "store" (irfuse's kernels'
+    per-element arguments and results)."""
+    from irfuse.artifact.host_plan import ELEMENT
+
+    names = dict(host.inputs) | dict(host.outputs)
+    per_element = {v for v, value in enumerate(host.values) if value.extent == ELEMENT}
+    recompute = sum(host.values[names[name]].words for p in host.passes for name in (*p.reads, *p.outputs)
+                    if names[name] in per_element)
+    store = sum(host.values[v].words for launch in host.launches() for v in (*launch.args, *launch.results)
+                if v in per_element)
+    return {"recompute": recompute * n * itemsize, "store": store * n * itemsize}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=8_388_608)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[65_536, 1_048_576, 4_194_304, 16_777_216])
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
-    ap.add_argument("--repeat", type=int, default=50)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--determinism", type=int, default=20, help="replays whose reduced values must agree bit for bit")
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--determinism", type=int, default=20, help="replays whose outputs must agree bit for bit")
     ap.add_argument("--skip-max-autotune", action="store_true")
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--skip-cpu", action="store_true", help="leave out the comparison with the CPU backend's bits")
     ap.add_argument("--json", default="reductions.json")
     args = ap.parse_args(argv)
 
@@ -96,7 +135,8 @@ def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from irfuse.driver.compile import compile_program
+    from irfuse.driver.compile import PlanningOptions, compile_program
+    from irfuse.runtime.cpu_device import CpuDevice
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
     from irfuse.verification.reference import effective_bytes, random_inputs, run_references, uniform_outputs
@@ -108,85 +148,117 @@ def main(argv=None) -> int:
     if not args.skip_jax:
         import jax.numpy as jnp
         jfns = array_fns(jnp)
+    compiled_peers = {}  # (workload, name) -> callable: compiled once, every size
     rows, copy_bw = [], None
-    for wl in args.workloads:
-        plan, _ = compile_program(WORKLOADS[wl], None, "f32")
-        prog = plan.reference_program
-        inputs = random_inputs(prog, args.n, 1, np.float32)
-        nbytes = effective_bytes(prog, args.n, 4)
-        dev = CudaDevice(plan)
-        popped = False
-        held = ()
-        try:
-            if copy_bw is None:
-                copy_bw = measure_copy_bandwidth(dev.drv)
-            rec = Executor(plan, dev).prepare(inputs, args.n)
-            rec.replay()
-            first = rec.outputs()
-            reference = run_references(prog, inputs, "f32", args.n, plan.sum_by)
-            checks = check_outputs(first, reference, "f32")
-            ok = all(c.ok for c in checks)
-            reduced = sorted(uniform_outputs(prog))
-            same_bits = True
-            for _ in range(args.determinism):
+    for n in args.sizes:
+        for wl in args.workloads:
+            plan, _ = compile_program(WORKLOADS[wl], None, "f32", planning=PlanningOptions(n=n))
+            prog = plan.reference_program
+            inputs = random_inputs(prog, n, 1, np.float32)
+            nbytes = effective_bytes(prog, n, 4)
+            floors = byte_floors(plan.host, n, 4)
+            dev = CudaDevice(plan)
+            popped = False
+            held = ()
+            try:
+                if copy_bw is None:
+                    copy_bw = measure_copy_bandwidth(dev.drv)
+                rec = Executor(plan, dev).prepare(inputs, n)
                 rec.replay()
-                again = rec.outputs()
-                same_bits &= all(np.array_equal(again[k], first[k]) for k in reduced)
-            samplers = {"irfuse": in_context(dev, lambda: rec.time_once())}
-            combine_once, held, parts = combine_sampler(dev, plan, rec, args.n)
-            samplers["irfuse: combine kernel alone"] = in_context(dev, combine_once)
-            dev.drv.Context.pop()
-            popped = True
-            targs = [torch.from_numpy(np.array(inputs[name], order="C")).cuda() for name in prog.inputs]  # 0-d stays 0-d
-            peers = {"torch eager (library calls)": tfns[wl], "torch.compile": torch.compile(tfns[wl])}
-            if not args.skip_max_autotune:
-                peers["torch.compile max-autotune-no-cudagraphs"] = torch.compile(
-                    tfns[wl], mode="max-autotune-no-cudagraphs")
-            peer_checks = {}
-            for k, fn in peers.items():
-                samplers[k] = torch_sampler(fn, targs)
-                peer_checks[k] = peer_check(fn(*targs), prog.outputs, reference)
-            if jfns is not None:
-                import jax
+                first = rec.outputs()
+                reference = run_references(prog, inputs, "f32", n, plan.sum_by)
+                checks = check_outputs(first, reference, "f32")
+                ok = all(c.ok for c in checks)
+                same_bits = True
+                for _ in range(args.determinism):
+                    rec.replay()
+                    again = rec.outputs()
+                    same_bits &= all(np.array_equal(again[k], first[k]) for k in first)
+                samplers = {"irfuse": in_context(dev, lambda: rec.time_once())}
+                combine_once, held, parts = combine_sampler(dev, plan, rec, n)
+                samplers["irfuse: combine kernel alone"] = in_context(dev, combine_once)
+                dev.drv.Context.pop()
+                popped = True
+                targs = [torch.from_numpy(np.array(inputs[name], order="C")).cuda() for name in prog.inputs]
+                peers = {"torch eager (library calls)": tfns[wl]}
+                for mode in ("default", *(() if args.skip_max_autotune else ("max-autotune-no-cudagraphs",))):
+                    name = "torch.compile" + ("" if mode == "default" else f" {mode}")
+                    if (wl, name) not in compiled_peers:
+                        compiled_peers[wl, name] = torch.compile(tfns[wl], mode=None if mode == "default" else mode)
+                    peers[name] = compiled_peers[wl, name]
+                peer_checks = {}
+                for k, fn in peers.items():
+                    samplers[k] = torch_sampler(fn, targs)
+                    peer_checks[k] = peer_check(fn(*targs), prog.outputs, reference)
+                if jfns is not None:
+                    import jax
 
-                jargs = [jax.device_put(inputs[name]) for name in prog.inputs]
-                jfn = jax.jit(jfns[wl])
-                samplers["jax.jit"] = jax_sampler(jfn, jargs)
-                peer_checks["jax.jit"] = peer_check(jfn(*jargs), prog.outputs, reference)
-            # The combine kernel alone is timed with irfuse's context, like irfuse.
-            times = interleaved_medians(samplers, args.repeat, args.rounds)
-        finally:
-            if popped:
-                dev.context.push()
-            for buf in held:
-                buf.free()
-            dev.close()
-        contenders = {k: v for k, v in times.items() if not k.startswith("irfuse")}
-        best_peer = min(contenders, key=contenders.get)
-        rows.append({"workload": wl, "n": args.n, "bytes": nbytes, "verified": ok,
-                     "checks": [c.describe() for c in checks], "bit_identical_replays": args.determinism,
-                     "bit_identical": bool(same_bits), "kernels": [k.name for k in plan.kernels],
-                     "combine_parts": parts, "times_s": times,
-                     "fraction_of_copy": {k: nbytes / v / copy_bw for k, v in times.items()},
-                     "best_peer": best_peer, "speedup_over_best_peer": times[best_peer] / times["irfuse"],
-                     "peer_checks": peer_checks})
-        del samplers, targs
-        torch.cuda.empty_cache()
-    table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, float32, one run per timing; copy "
-                        f"bandwidth {copy_bw / 1e9:.0f} GB/s (read + write)")
-    for col in ("workload", "contender", "ms", "GB/s effective", "of copy", "irfuse speedup"):
+                    jargs = [jax.device_put(inputs[name]) for name in prog.inputs]
+                    if (wl, "jax.jit") not in compiled_peers:
+                        compiled_peers[wl, "jax.jit"] = jax.jit(jfns[wl])
+                    jfn = compiled_peers[wl, "jax.jit"]
+                    samplers["jax.jit"] = jax_sampler(jfn, jargs)
+                    peer_checks["jax.jit"] = peer_check(jfn(*jargs), prog.outputs, reference)
+                # The combine kernel alone is timed with irfuse's context, like irfuse.
+                times = interleaved_medians(samplers, args.repeat, args.rounds)
+            finally:
+                if popped:
+                    dev.context.push()
+                for buf in held:
+                    buf.free()
+                dev.close()
+            cpu_bits = None
+            if not args.skip_cpu:
+                on_cpu = Executor(plan, CpuDevice(plan)).run(inputs, n).outputs
+                cpu_bits = all(np.array_equal(np.asarray(on_cpu[k]), np.asarray(first[k])) for k in first)
+            contenders = {k: v for k, v in times.items() if not k.startswith("irfuse")}
+            best_peer = min(contenders, key=contenders.get)
+            cheaper = min(floors.values())
+            rows.append({"workload": wl, "n": n, "bytes": nbytes, "floors": floors, "verified": ok,
+                         "checks": [c.describe() for c in checks], "bit_identical_replays": args.determinism,
+                         "bit_identical": bool(same_bits), "cpu_backend_same_bits": cpu_bits,
+                         "reduced": sorted(uniform_outputs(prog)),
+                         "kernels": [f"{k.name} ({k.bx},{k.by})" + (f" x{k.per_thread}" if k.per_thread > 1 else "")
+                                     for k in plan.kernels],
+                         "combine_parts": parts, "times_s": times,
+                         "fraction_of_copy": {k: nbytes / v / copy_bw for k, v in times.items()},
+                         "fraction_of_floor": {k: cheaper / v / copy_bw for k, v in times.items()},
+                         "best_peer": best_peer, "speedup_over_best_peer": times[best_peer] / times["irfuse"],
+                         "peer_checks": peer_checks})
+            r = rows[-1]
+            console.print(f"{wl} n={n}: irfuse {times['irfuse'] * 1e3:.4f} ms, {r['fraction_of_floor']['irfuse']:.1%} "
+                          f"of the cheaper floor ({cheaper // n} B an element), best peer {best_peer} "
+                          f"{times[best_peer] * 1e3:.4f} ms ({r['speedup_over_best_peer']:.2f}x); verified {ok}, "
+                          f"same bits {same_bits}, CPU backend's bits {cpu_bits}", highlight=False)
+            with open(args.json, "w") as f:  # after every row: a run cut short keeps what it measured
+                json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
+                           "rounds": args.rounds, "rows": rows}, f, indent=2)
+            del samplers, targs
+            torch.cuda.empty_cache()
+    table = Table(title=f"{torch.cuda.get_device_name()}: float32, one run per timing; copy bandwidth "
+                        f"{copy_bw / 1e9:.0f} GB/s (read + write)")
+    for col in ("workload", "n", "contender", "ms", "of copy", "of floor", "irfuse speedup"):
         table.add_column(col)
     for r in rows:
         for k, t in sorted(r["times_s"].items(), key=lambda kv: kv[1]):
-            table.add_row(r["workload"], k, f"{t * 1e3:.3f}", f"{r['bytes'] / t / 1e9:.0f}",
-                          f"{r['fraction_of_copy'][k]:.1%}",
+            table.add_row(r["workload"], str(r["n"]), k, f"{t * 1e3:.4f}", f"{r['fraction_of_copy'][k]:.1%}",
+                          f"{r['fraction_of_floor'][k]:.1%}",
                           "" if k.startswith("irfuse") else f"{t / r['times_s']['irfuse']:.2f}x")
     console.print(table)
+    summary = Table(title="irfuse's default plan against its byte floors and the best peer")
+    for col in ("workload", "n", "floor B/elem (store, recompute)", "irfuse ms", "of cheaper floor", "best peer",
+                "speedup", "verified", "same bits x20", "CPU backend same bits"):
+        summary.add_column(col)
     for r in rows:
-        console.print(f"{r['workload']}: verified={r['verified']} ({'; '.join(r['checks'])}); reduced values "
-                      f"bit-identical over {r['bit_identical_replays']} replays: {r['bit_identical']}; kernels "
-                      f"{r['kernels']}; {r['combine_parts']} partials per word; best peer {r['best_peer']}, "
-                      f"irfuse {r['speedup_over_best_peer']:.2f}x faster")
+        f = r["floors"]
+        summary.add_row(r["workload"], str(r["n"]), f"{f['store'] // r['n']}, {f['recompute'] // r['n']}",
+                        f"{r['times_s']['irfuse'] * 1e3:.4f}", f"{r['fraction_of_floor']['irfuse']:.1%}",
+                        r["best_peer"], f"{r['speedup_over_best_peer']:.2f}x", str(r["verified"]),
+                        str(r["bit_identical"]), str(r["cpu_backend_same_bits"]))
+    console.print(summary)
+    for r in rows:
+        console.print(f"{r['workload']} n={r['n']}: verified={r['verified']} ({'; '.join(r['checks'])}); kernels "
+                      f"{r['kernels']}; {r['combine_parts']} partials per word")
         console.print("  peers against the reference: " + "; ".join(f"{k} {v}" for k, v in r["peer_checks"].items()))
     with open(args.json, "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,

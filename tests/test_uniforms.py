@@ -193,7 +193,8 @@ def test_reductions_over_awkward_batch_sizes(n):
     if n < 1024 * 128:
         _run(ENERGY, None, "aos", n, "f64")
         return
-    plan, _, _ = _run(WORD_REDUCTIONS, DEFAULT_PIPELINE.replace("fuse-partition", "fuse-partition{per_thread=one}"),
+    # (one kernel a call, 128 elements a block: the search would make larger blocks here)
+    plan, _, _ = _run(WORD_REDUCTIONS, DEFAULT_PIPELINE.replace("fuse-partition", "fuse-each{by=128}"),
                       "aos", n, "f64")
     partials = [k.blocks(n) for k in plan.kernels if not k.name.startswith("irf_combine")]
     assert partials and min(partials) > (n - 3) // 128  # every block 128 elements at most

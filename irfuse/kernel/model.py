@@ -135,6 +135,10 @@ class KernelModel:
     def has_loops(self) -> bool:
         return any(op.kind == OpKind.LOOP for op in self.ops)
 
+    def reduces(self) -> bool:
+        """Whether the kernel writes a reduction's block partials."""
+        return any(op.kind == OpKind.STORE and op.reduce for op in self.ops)
+
     def copy(self) -> "KernelModel":
         ops = []
         for op in self.ops:

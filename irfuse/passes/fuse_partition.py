@@ -185,8 +185,8 @@ class FusePartition(ModulePass):
                   "any machine; a warning says when it was reached)",
         "loops": "auto: a loop may run inside a kernel where the cost model finds it cheaper; host: every loop "
                  "runs from the host, its body's kernels launched once per iteration",
-        "per_thread": "auto: the threads of a kernel that reduces over the batch may run 2 or 4 elements each "
-                      "where the cost model finds it cheaper; one: one element a thread in every kernel",
+        "per_thread": "auto: the threads of a kernel without a loop may run 2 or 4 elements each where the cost "
+                      "model finds it cheaper; one: one element a thread in every kernel",
         "phases": "true: a block's calls between reductions (an element routine's unrolled code) are also offered "
                   "as one kernel however many they are, when max-size is above 1; false: no kernel holds more "
                   "than max-size calls",

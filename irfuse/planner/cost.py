@@ -18,7 +18,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
                 (every element's own rows, through the caches, where `sectors` counts the
                 distinct ones its block takes from memory)
     t_sync    = barrier runs * ceil(B / (SMs * resident)) * barrier_cost
-    time      = launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared)
+    t_blocks  = ceil(B / SMs) * block_cost
+    time      = launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared, t_blocks)
 
 `bandwidth` is the device-to-device copy rate (bytes read + written per
 second) measured on the device.  A block issues all of its loads at once
@@ -29,7 +30,11 @@ the time from a block issuing its loads until its SM issues the next block's.
 A block waiting at a barrier holds up its own instructions, not the memory
 system, so barrier time adds to the compute path, not to the transfer time.
 `launch_overhead` is what each further kernel adds to a run submitted as one
-CUDA graph. A kernel that runs a loop inside reads and writes global memory once
+CUDA graph. An SM starts its blocks one after another at a cost of its own
+(`block_cost`, measured by `irfuse calibrate`: about 166 ns on an H100 or H200),
+so a kernel of many small blocks (64 elements of a few words each) is bound by
+starting them, not by its bytes: larger blocks, or several elements a thread,
+move the same bytes in fewer blocks. A kernel that runs a loop inside reads and writes global memory once
 and repeats its body's arithmetic, shared accesses and barriers `trip` times:
 such kernels are usually bound by `t_compute`, which is what ranks them against
 the same loop run from the host (every iteration's kernels moving the carried
@@ -93,6 +98,7 @@ class KernelCost:
     reason: str = ""
     t_shared: float = 0.0
     in_flight: int = 0  # bytes of loads the resident blocks of one SM have in flight
+    t_blocks: float = 0.0  # the SMs' time starting the kernel's blocks
 
 
 def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int:
@@ -253,6 +259,7 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
     t_gather = 32 * n * sum(g.rows * (g.row_words * isz / 32 + ROW_STRADDLE) for g in global_sizes
                             if isinstance(g, Gathered)) / p.gather_rate
-    time = p.launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared)
+    t_blocks = math.ceil(blocks / p.sms) * p.block_cost
+    time = p.launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared, t_blocks)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
-                      t_shared=t_shared, in_flight=in_flight)
+                      t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks)

@@ -35,6 +35,9 @@ class DeviceProfile:
     launch_overhead: float = 3e-6
     barrier_cost: float = 2e-7
     turnaround: float = 1.5e-6  # s from a block's loads to the next block's on its SM (see above)
+    # Seconds an SM takes per block it runs, however little the block does: a kernel of many
+    # small blocks is bound by starting them (`cost.py`, t_blocks). 0 turns the term off.
+    block_cost: float = 0.0
     remap_ops: int = 4
     slow_op_flops: float = 16.0  # flop-equivalents of one IEEE division, reciprocal or square root (float32)
     slow_op_flops_f64: float = 16.0  # the same in float64, in float64 flops
@@ -71,10 +74,13 @@ class DeviceProfile:
 # root were measured by `irfuse calibrate` on both on 2026-11-23 and agree within 1%.
 _HOPPER = dict(sms=132, fp32_flops=63.8e12, fp64_flops=33.4e12, slow_op_flops=30.6, slow_op_flops_f64=26.5,
                shared_per_sm=228 * 1024, shared_per_block=227 * 1024)
+# `block_cost` measured on the H200 (thirtieth session: a kernel of 64-element blocks ran at 790
+# blocks a microsecond whatever their bytes, 166 ns a block on each SM) and taken over for the
+# H100 (the same chip).
 H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=3.01e12, launch_overhead=7.8e-7, barrier_cost=6.4e-8,
-                     turnaround=1.5e-6, **_HOPPER)
+                     turnaround=1.5e-6, block_cost=1.66e-7, **_HOPPER)
 H200 = DeviceProfile("NVIDIA H200", bandwidth=4.26e12, launch_overhead=5.0e-7, barrier_cost=7.4e-8,
-                     turnaround=1.5e-6, **_HOPPER)
+                     turnaround=1.5e-6, block_cost=1.66e-7, **_HOPPER)
 # The CI machine's kind (2 cores of an AMD EPYC, 32 MiB of L3): two runs of
 # `irfuse calibrate --backend cpu` on 2026-11-26, averaged (benchmarks/NOTES.md, twenty-ninth
 # session). A machine of other cores plans better with its own (`irfuse calibrate --backend

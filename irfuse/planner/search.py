@@ -169,11 +169,25 @@ def call_runs(ops: list[Operation]) -> list[int]:
     return out
 
 
+def tie_rank(elements: int, per_thread: int, reduces: bool, bx: int = 1) -> int:
+    """What decides between configurations of equal predicted time (0 first), from
+    measurements the cost model does not reproduce: blocks of 128 elements (64 and 256 measured
+    1-2% slower than 128 on kernels bound by their bytes, 512 7%); in a kernel that reduces over
+    the batch two elements a thread (the tree's first step in registers: StrainEnergy 130
+    against 147 us on the H200), elsewhere one (several 1-4% slower on SyncTest)
+    (benchmarks/NOTES.md, "StrainEnergy and CflStep at larger blocks", "Experiment first: more
+    elements a thread", the twelfth session's table); then a thread an element (`bx` 1)."""
+    want = 2 if reduces else 1
+    return 4 * abs(per_thread.bit_length() - want.bit_length()) + 2 * (elements != 128) + (bx != 1)
+
+
 def coarsening_offered(ops: list[Operation]) -> bool:
     """Whether a group's kernel may run several elements a thread (`ELEMENTS_PER_THREAD`): it
-    reduces over the batch, holds no loop and runs over the batch (not once)."""
-    return (any(isinstance(op, kas.ReduceOp) for op in ops) and not any(isinstance(op, kas.LoopOp) for op in ops)
-            and not runs_once(ops))
+    holds no loop and runs over the batch (not once). It pays where a block's fixed work (a
+    reduction's tree, its start: `cost.py`'s t_blocks) is large against its bytes, or where
+    one element a thread keeps too few bytes in flight; elsewhere the cost model ties it with
+    one element a thread, which is enumerated first and kept."""
+    return not any(isinstance(op, kas.LoopOp) for op in ops) and not runs_once(ops)
 
 
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
@@ -216,15 +230,17 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
             for elements in (1, *(ELEMENTS_PER_THREAD if coarsen and same_bx and by % 32 == 0 else ())):
                 sectors = global_sectors(n, by * elements, sizes, itemsize, layout)
                 floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
-                candidates.append((floor, len(candidates), impls, by * elements, elements))
-    candidates.sort(key=lambda c: (c[0], c[1]))
+                candidates.append((floor, len(candidates), impls, by * elements, elements, bx))
+    # (of equal floors the preferred first, so that the analysis stopping at the kept costs keeps them)
+    reduces = any(isinstance(op, kas.ReduceOp) for op in ops)
+    candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5]), c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
     def worst_kept() -> float:
         best = sorted(c.cost.time for _, _, c in analysed)
         return best[keep - 1] if len(best) >= keep else math.inf
 
-    for floor, index, impls, by, elements in candidates:
+    for floor, index, impls, by, elements, _ in candidates:
         if floor >= worst_kept():
             break  # this and every later configuration cost at least as much as the kept ones
         base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout, elements)
@@ -241,9 +257,11 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         cost = kernel_cost(final, n, profile, sizes, known)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
                                                    cost.time * dag.multiplier)))
-    # Equal costs keep the order of their bounds, then of enumeration (as the search always did).
+    # Equal costs go by `tie_rank` (as in the cover), then keep the order of their bounds, then
+    # of enumeration (as the search always did).
     work = len(analysed)
-    analysed.sort(key=lambda a: (a[2].cost.time, a[0], a[1]))
+    analysed.sort(key=lambda a: (a[2].cost.time, tie_rank(a[2].model.by, a[2].model.per_thread, reduces,
+                                                          a[2].model.bx), a[0], a[1]))
     # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
     # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
     # element at the peak rate (those of uniform values computed for every element may run once
@@ -439,7 +457,12 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
             if covering.get((d, node)):
                 model.Add(sum(x[i] for i in covering[(d, node)] + inherited) <= 1)
     scale = 1e10  # objective in units of 0.1 ns
-    model.Minimize(sum(int(round(c.weighted_time * scale)) * x[i] for i, c in enumerate(configs)))
+    # Of kernels of equal predicted time the cover takes one element a thread, then blocks of
+    # 128 threads (`tie_rank`): a tenth of a nanosecond a rank, which breaks ties and nothing
+    # else.
+    model.Minimize(sum((int(round(c.weighted_time * scale)) + tie_rank(c.model.by, c.model.per_thread,
+                                                                       c.model.reduces(), c.model.bx)) * x[i]
+                       for i, c in enumerate(configs)))
     plans: list[Plan] = []
     solver = cp_model.CpSolver()
     # One worker: the search, and so the order of plans of equal predicted time, is the same
