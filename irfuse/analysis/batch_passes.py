@@ -50,7 +50,7 @@ class BatchPasses:
         return tuple(c for p in self.passes for c in p.combines)
 
 
-def _used(op: Operation) -> list[SSAValue]:
+def used_values(op: Operation) -> list[SSAValue]:
     """The values `op` reads, those its nested ops (a loop's body) read from outside included."""
     return [v for inner in op.walk() for v in inner.operands]
 
@@ -60,7 +60,7 @@ def value_levels(program: kas.ProgramOp) -> dict[SSAValue, int]:
     a path from the inputs to it (a combine's result counts that combine)."""
     level: dict[SSAValue, int] = {a: 0 for a in program.body.block.args}
     for op in program.body.block.ops:
-        here = max((level.get(v, 0) for v in _used(op)), default=0)
+        here = max((level.get(v, 0) for v in used_values(op)), default=0)
         for r in op.results:
             level[r] = here + isinstance(op, fuse.CombineOp)
     return level
@@ -98,7 +98,7 @@ def batch_passes(program: kas.ProgramOp) -> BatchPasses:
                     reads.add(inputs[v])
             elif step not in needed and not isinstance(step, fuse.CombineOp):
                 needed.add(step)
-                roots.extend(_used(step))
+                roots.extend(used_values(step))
         passes.append(BatchPass(tuple(op for op in ops if op in needed),
                                 tuple(k for k in program.inputs if k in reads), outputs, partials, combines))
     blocks = [launched_kernel(c.partials.owner).by.data for p in passes for c in p.combines  # type: ignore[arg-type]

@@ -740,6 +740,9 @@ class KernelOp(LocatedOperation):
     # Set by fuse-partition: the cost model's prediction and the group of calls it chose.
     predicted_ns = opt_attr_def(IntAttr)
     group = opt_attr_def(StringAttr)
+    # Set by fuse-partition: the per-element values an earlier pass made that this kernel
+    # computes again instead of reading them back (`transforms.recompute`).
+    recomputed = opt_attr_def(ArrayAttr[StringAttr])
     # Set by fuse-place-barriers: the barriers the kernel had before (reports show what it removed).
     barriers_before = opt_attr_def(IntAttr)
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())

@@ -10,6 +10,14 @@ respects every dependence. A group holding a loop becomes a kernel with a
 `fuse.loop` inside (the loop runs there, its body's calls with it); a loop no
 chosen group holds stays a `kas.loop` on the host around its body's launches
 (`loops=host` keeps every loop there).
+
+A per-element value made before a reduction over the batch and read after it is stored by
+the pass that makes it and read back, or computed again in the later pass from what it comes
+from (`transforms.recompute`): `recompute=auto` plans each choice (every combination for up to
+three such values, else all stored or all computed again) and applies the one of least predicted
+time, stored where they tie; `never` stores, `always` computes every such value again. A kernel
+that computes values again names them (`recomputed = [...]`). A run in chunks computes such
+values again whatever the choice (its passes read the inputs again, `analysis.batch_passes`).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -42,6 +50,7 @@ from irfuse.planner.search import (
 )
 from irfuse.kernel.bridge import kernel_op
 from irfuse.transforms.node_phases import refuse_nodal_statements
+from irfuse.transforms.recompute import RECOMPUTED, crossing_values, recompute, value_name
 from irfuse.transforms.kernel_builder import build_kernel_model, erase_unread_gathers, launch_ops
 
 
@@ -70,6 +79,9 @@ def kernel_from_config(config: Config, dag: BlockDAG, name: str) -> fuse.KernelO
     kernel = kernel_op(name, model, config.inputs, config.outputs)
     kernel.predicted_ns = IntAttr(int(round(config.cost.time * 1e9)))
     kernel.group = StringAttr(describe_group(ops, config.impls).replace("+", " "))
+    again = sorted({value_name(op) for op in ops if RECOMPUTED in op.attributes})
+    if again:
+        kernel.recomputed = ArrayAttr(StringAttr(name) for name in again)
     return kernel
 
 
@@ -130,7 +142,10 @@ def _reorder_and_launch(dag: BlockDAG, chosen: list[Config], names: list[str], k
             op.erase()
 
 
-_PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plans) of the last search
+_PLANS: dict[tuple, tuple] = {}  # (program text, search options) -> (dags, plans) of the last searches
+MEMO_SEARCHES = 8  # (a program's variants that store or compute values again are searched in turn)
+RECOMPUTE_CHOICES = ("auto", "never", "always")
+MAX_COMBINED = 3  # values a later pass reads whose every combination of choices is planned
 
 
 def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: int, max_size: int, top: int,
@@ -144,7 +159,8 @@ def search_plans(program: kas.ProgramOp, n: int, profile_name: str, itemsize: in
     key = (module_text(program), n, profile_name, itemsize, layout, loops, per_thread, phases, max_size, top, keep,
            budget, tuple(sorted(registers.items())) if registers else None)
     if key not in _PLANS:
-        _PLANS.clear()
+        if len(_PLANS) >= MEMO_SEARCHES:
+            del _PLANS[next(iter(_PLANS))]  # the oldest
         profile = load_profile(profile_name)
         _PLANS[key] = (program, plan_program(program, n, profile, itemsize, max_size, top, keep,
                                              progress=progress, registers=registers, budget=budget,
@@ -172,6 +188,7 @@ class FusePartition(ModulePass):
     loops: str = "auto"
     per_thread: str = "auto"
     phases: bool = True
+    recompute: str = "auto"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "max_size": "most calls in one kernel, except a block's whole phase (see phases)",
         "top": "how many best plans to search for",
@@ -187,6 +204,8 @@ class FusePartition(ModulePass):
                  "runs from the host, its body's kernels launched once per iteration",
         "per_thread": "auto: the threads of a kernel without a loop may run 2 or 4 elements each where the cost "
                       "model finds it cheaper; one: one element a thread in every kernel",
+        "recompute": "a per-element value a later pass over the batch reads: auto: stored or computed again there, "
+                     "whichever the cost model finds cheaper; never: stored; always: computed again",
         "phases": "true: a block's calls between reductions (an element routine's unrolled code) are also offered "
                   "as one kernel however many they are, when max-size is above 1; false: no kernel holds more "
                   "than max-size calls",
@@ -194,6 +213,11 @@ class FusePartition(ModulePass):
 
     def search(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
         """(block DAGs, the best plans, the device profile) of the search this pass applies."""
+        self.check_options()
+        _, dags, plans = self.choose(program, itemsize, progress, layout)
+        return dags, plans, load_profile(self.profile)
+
+    def check_options(self) -> None:
         if not 0 <= self.plan < max(self.top, 1):
             raise UsageError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
         if self.n < 1:
@@ -205,17 +229,58 @@ class FusePartition(ModulePass):
         if self.per_thread not in PER_THREAD_CHOICES:
             raise UsageError(f"fuse-partition: per_thread must be one of {', '.join(PER_THREAD_CHOICES)}, "
                              f"got '{self.per_thread}'")
-        dags, plans = search_plans(program, self.n, self.profile, itemsize, self.max_size,
-                                   max(self.top, self.plan + 1), self.keep, self.registers, progress, self.budget,
-                                   layout, self.loops, self.per_thread, self.phases)
-        return dags, plans, load_profile(self.profile)
+        if self.recompute not in RECOMPUTE_CHOICES:
+            raise UsageError(f"fuse-partition: recompute must be one of {', '.join(RECOMPUTE_CHOICES)}, "
+                             f"got '{self.recompute}'")
+
+    def _search(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
+        return search_plans(program, self.n, self.profile, itemsize, self.max_size, max(self.top, self.plan + 1),
+                            self.keep, self.registers, progress, self.budget, layout, self.loops, self.per_thread,
+                            self.phases)
+
+    def choose(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
+        """(the top-level calls of `program` whose values to compute again, the block DAGs and best
+        plans of that variant): each variant planned on a copy of the program (see the module's
+        docstring), the least predicted time taken, the variant computing fewer values again where
+        they tie. The plans say which values are stored and which computed again."""
+        crossing = crossing_values(program) if self.recompute != "never" else []
+        if self.recompute == "always" or not crossing:
+            subsets = [crossing]
+        elif len(crossing) <= MAX_COMBINED:
+            subsets = [[op for k, op in enumerate(crossing) if mask >> k & 1] for mask in range(1 << len(crossing))]
+            subsets.sort(key=len)
+        else:
+            subsets = [[], crossing]
+        best = None
+        ops = list(program.body.block.ops)
+        for subset in subsets:
+            target = program
+            if subset:
+                target = program.clone()
+                copies = list(target.body.block.ops)
+                recompute(target, [copies[ops.index(op)] for op in subset])
+            dags, plans = self._search(target, itemsize, progress, layout)
+            if best is None or plans[0].predicted_time < best[2][0].predicted_time:
+                best = (subset, dags, plans)
+        assert best is not None
+        subset, dags, plans = best
+        for plan in plans:
+            plan.recomputed = [value_name(op) for op in subset]
+            plan.stored = [value_name(op) for op in crossing if op not in subset]
+        return best
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         itemsize = itemsize_of(op)  # the cost model counts bytes of the module's element type
         layout = layout_of(op)  # and knows how they lie in global memory
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
             refuse_nodal_statements(program, self.name)
-            dags, plans, _ = self.search(program, itemsize, layout=layout)
+            self.check_options()
+            again, dags, plans = self.choose(program, itemsize, layout=layout)
+            if again:
+                # The chosen variant: the program rewritten as its planned copy was, and the same
+                # plans bound to it (the search's memo holds them under the same text).
+                recompute(program, again)
+                dags, plans = self._search(program, itemsize, layout=layout)
             if self.plan >= len(plans):
                 raise NoSuchPlan(len(plans), self.plan)
             plan = plans[self.plan]

@@ -11,7 +11,9 @@ whose body can (`kernel_loops`): such a group's kernel runs the whole loop, body
 and the body's own DAG then has no kernels of its own. A group's kernel runs either over
 the batch or `once` (calls on uniform values only), so a group holds one kind or the other;
 and a reduction's result exists only after its kernel has run over the whole batch (a
-global barrier), so no group holds a reduction and an op that depends on it.
+global barrier), so no group holds a reduction and an op that depends on it. A call computed
+again for a later pass over the batch (`recomputed = P`, `transforms.recompute`) runs in that
+pass: no group holds it with a node of an earlier pass.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from xdsl.ir import Block, Operation
 
 from irfuse.dialects import kas
 from irfuse.transforms.kernel_builder import forwards_carried
+from irfuse.transforms.recompute import RECOMPUTED
 
 
 @dataclass
@@ -35,6 +38,8 @@ class BlockDAG:
     multiplier: int = 1  # how many times the block runs per program run
     parent: tuple[int, int] | None = None  # (DAG, node) of the loop whose body this is
     once: list[bool] = field(default_factory=list)  # per node: a call of uniform values (`runs_once`)
+    again: int = 0  # bitset of the calls computed again for a later pass (`recomputed = P`)
+    level: list[int] = field(default_factory=list)  # per node: its pass (`phase_levels`)
 
     @property
     def calls(self) -> list[int]:
@@ -92,7 +97,10 @@ def block_dag(block: Block, multiplier: int = 1, parent: tuple[int, int] | None 
             anc[j] |= (1 << i) | anc[i]
     # (asked for every group the search grows: worked out once per block)
     once = [isinstance(op, kas.CallOp) and kas.is_uniform(op.res) for op in ops]
-    return BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent, once)
+    again = sum(1 << i for i, op in enumerate(ops) if RECOMPUTED in op.attributes)
+    dag = BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent, once, again)
+    dag.level = _levels(dag)
+    return dag
 
 
 def program_dags(program: kas.ProgramOp) -> list[BlockDAG]:
@@ -141,6 +149,11 @@ def can_share_kernel(dag: BlockDAG, members: int) -> bool:
     if len({dag.runs_once(i) for i in nodes}) > 1 and not all(
             _read_inside_only(dag, i, members) for i in nodes if dag.runs_once(i)):
         return False
+    if members & dag.again:
+        # A call computed again for pass P runs with pass P's nodes, none of an earlier pass.
+        first = max(dag.level[i] for i in nodes if (dag.again >> i) & 1)
+        if any(dag.level[i] < first for i in nodes):
+            return False
     reduces = dag.reductions() & members
     while reduces:
         low = reduces & -reduces
@@ -162,10 +175,17 @@ def _read_inside_only(dag: BlockDAG, i: int, members: int) -> bool:
 
 def phase_levels(dag: BlockDAG) -> list[int]:
     """For each node, how many reductions lie on the longest path into it: nodes of one level
-    may share a kernel (a reduction's readers come a level after it)."""
+    may share a kernel (a reduction's readers come a level after it). A call computed again for
+    pass P is at level P at least."""
+    return dag.level
+
+
+def _levels(dag: BlockDAG) -> list[int]:
     level = [0] * len(dag.ops)
     for i in range(len(dag.ops)):  # block order is topological
         level[i] = max((level[p] + isinstance(dag.ops[p], kas.ReduceOp) for p in dag.pred[i]), default=0)
+        if (dag.again >> i) & 1:
+            level[i] = max(level[i], dag.ops[i].attributes[RECOMPUTED].data)
     return level
 
 

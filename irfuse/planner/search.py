@@ -91,6 +91,10 @@ class Plan:
     configs: list[Config]
     predicted_time: float
     notes: list[str] = field(default_factory=list)  # where the search stopped short of exhaustive
+    # Per-element values a later pass over the batch reads: computed again there, or stored by
+    # the pass that makes them (`fuse-partition`'s choice, `transforms.recompute`).
+    recomputed: list[str] = field(default_factory=list)
+    stored: list[str] = field(default_factory=list)
 
     def kernels(self) -> int:
         return len(self.configs)
@@ -537,5 +541,5 @@ def rebind(program: kas.ProgramOp, dags: list[BlockDAG], plans: list[Plan]) -> t
             inputs, outputs = external_values(new_dags[c.dag], c.group)
             configs.append(Config(c.dag, c.group, c.impls, c.by, c.model, c.cost, inputs, outputs,
                                   c.weighted_time))
-        out.append(Plan(configs, plan.predicted_time, list(plan.notes)))
+        out.append(Plan(configs, plan.predicted_time, list(plan.notes), list(plan.recomputed), list(plan.stored)))
     return new_dags, out

@@ -653,6 +653,10 @@ def cmd_plan(args) -> int:
             t.add_row(k, escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
                       million_elements_per_second(args.n, p.predicted_time))
         console.print(t)
+        if plans and (plans[0].recomputed or plans[0].stored):
+            console.print("values a later pass over the batch reads: " + "; ".join(
+                [f"{v} computed again there" for v in plans[0].recomputed]
+                + [f"{v} stored by the pass that makes it and read back" for v in plans[0].stored]), highlight=False)
         for note in plans[0].notes if plans else []:
             console.print(f"[yellow]note: {escape(note)}[/yellow]")
     return 0
