@@ -221,7 +221,14 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     flops = n * sum(runs * op_flops(impl.op, profile, itemsize) for runs, impl in zip(call_runs(ops), choices[0]))
     rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
     candidates = []
-    coarsen = per_thread == "auto" and coarsening_offered(ops)
+    # Several elements a thread pay in a reducing kernel (its tree and fixed work shared), and
+    # where one element a thread, at the most threads an SM holds, keeps fewer bytes of loads in
+    # flight than the SM needs (`cost.py`'s turnaround term): elsewhere the cost model ties them
+    # with one a thread, and analysing them only slows the search.
+    loaded = itemsize * sum(v.type.size for v in inputs if not kas.is_uniform(v))  # type: ignore[attr-defined]
+    starved = loaded * profile.max_threads_per_sm < profile.bandwidth / profile.sms * profile.turnaround
+    coarsen = (per_thread == "auto" and coarsening_offered(ops)
+               and (starved or any(isinstance(op, kas.ReduceOp) for op in ops)))
     for impls in choices:
         bx = max((i.bx for i in impls), default=1)
         same_bx = all(i.bx == bx for i in impls)  # (no call remapped: a thread runs whole elements)
