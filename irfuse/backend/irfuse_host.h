@@ -124,13 +124,20 @@ inline void run_ranges(Blocks* b, int self) {
 // runs (from another thread of the caller) starts threads of its own for its blocks. A forked
 // child (whose copy of the pool has no threads) starts its own.
 //
-// A launch is handed over without a lock: the launching thread publishes the work and then
-// the next `generation`; each worker, spinning on `generation`, takes it, runs its range and
-// counts itself out of `running`. The mutex and condition variables serve sleeping only (a
+// A launch is handed over without a lock: the launching thread publishes the work and then,
+// for each worker it wants, the launch's generation in that worker's own `assigned` slot; a
+// worker, spinning on its slot, takes the launch, runs its range and counts itself out of
+// `running`. A worker acts only on its own slot: the launch it was given cannot finish (nor
+// its work be replaced) before the worker counts itself out. (A shared generation that every
+// worker read, with the wanted count beside it, let a worker not wanted in one launch, paused
+// between the two reads, take part in the next launch twice and count itself out twice, so
+// that launch returned while another worker still ran its blocks: a crash seen with several
+// processes' pools on 16 cores.) The mutex and condition variables serve sleeping only (a
 // worker idle past POOL_SPINS, or a launching thread waiting that long for the workers): with
 // the mutex taken by every worker at every launch, as before, a launch on 16 threads cost
 // about 26 us of handover. `sleepers` and `waiting` say who sleeps; each side writes its own
 // flag and then reads the other side's (sequentially consistent), so no wake-up is lost.
+constexpr int POOL_MAX = 1024;  // threads a pool keeps (a launch's other workers start their own)
 struct Pool {
   pthread_mutex_t busy;  // held by the launch using the pool
   pthread_mutex_t m;     // guards sleeping on `wake` and `done`
@@ -138,22 +145,22 @@ struct Pool {
   Blocks* work;
   unsigned long long generation;  // launches handed to the threads so far
   int size;      // threads started
-  int wanted;    // of them, those taking part in the current launch (the first `wanted`)
-  int running;   // taking part and not yet finished
+  int running;   // taking part in the current launch and not yet finished
   int sleepers;  // workers asleep on `wake` (or about to be)
   int waiting;   // 1 while the launching thread sleeps on `done`
   long long pid;  // the process the threads belong to; -1 while being made
+  unsigned long long assigned[POOL_MAX];  // per thread: the generation of the last launch it was given
 };
 
 inline Pool& pool() {
   static Pool p = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                   PTHREAD_COND_INITIALIZER, nullptr, 0, 0, 0, 0, 0, 0, 0};
+                   PTHREAD_COND_INITIALIZER, nullptr, 0, 0, 0, 0, 0, 0, {}};
   return p;
 }
 
 struct PoolStart {
   int index;
-  unsigned long long seen;  // the generation before the launch it was started for
+  unsigned long long seen;  // its slot's generation when it was started
 };
 
 // Waking a sleeping thread took 60-80 us here, as long as a small launch runs: a worker that
@@ -172,24 +179,24 @@ inline void* pool_worker(void* arg) {
   const PoolStart start = *static_cast<PoolStart*>(arg);
   std::free(arg);
   Pool& p = pool();
+  unsigned long long* const mine = &p.assigned[start.index];
   unsigned long long seen = start.seen;
   for (;;) {
-    unsigned long long now = __atomic_load_n(&p.generation, __ATOMIC_ACQUIRE);
+    unsigned long long now = __atomic_load_n(mine, __ATOMIC_ACQUIRE);
     for (int i = 0; now == seen && i < POOL_SPINS; ++i) {
       pool_pause();
-      now = __atomic_load_n(&p.generation, __ATOMIC_ACQUIRE);
+      now = __atomic_load_n(mine, __ATOMIC_ACQUIRE);
     }
     if (now == seen) {
       pthread_mutex_lock(&p.m);
       __atomic_add_fetch(&p.sleepers, 1, __ATOMIC_SEQ_CST);
-      while ((now = __atomic_load_n(&p.generation, __ATOMIC_SEQ_CST)) == seen) pthread_cond_wait(&p.wake, &p.m);
+      while ((now = __atomic_load_n(mine, __ATOMIC_SEQ_CST)) == seen) pthread_cond_wait(&p.wake, &p.m);
       __atomic_sub_fetch(&p.sleepers, 1, __ATOMIC_SEQ_CST);
       pthread_mutex_unlock(&p.m);
     }
-    // (a worker the launch wants takes part before the next launch can be made, so it sees
-    // every such generation)
+    // (the launch given cannot finish, nor the next be made, before this worker counts itself
+    // out: `work` is that launch's)
     seen = now;
-    if (start.index >= __atomic_load_n(&p.wanted, __ATOMIC_RELAXED)) continue;
     run_ranges(p.work, start.index + 1);
     if (__atomic_sub_fetch(&p.running, 1, __ATOMIC_SEQ_CST) == 0 && __atomic_load_n(&p.waiting, __ATOMIC_SEQ_CST)) {
       pthread_mutex_lock(&p.m);
@@ -216,7 +223,8 @@ inline Pool* acquire_pool() {
     pthread_cond_init(&p.done, nullptr);
     p.work = nullptr;
     p.generation = 0;
-    p.size = p.wanted = p.running = p.sleepers = p.waiting = 0;
+    p.size = p.running = p.sleepers = p.waiting = 0;
+    for (int w = 0; w < POOL_MAX; ++w) p.assigned[w] = 0;
     __atomic_store_n(&p.pid, me, __ATOMIC_RELEASE);
   }
   return pthread_mutex_trylock(&p.busy) == 0 ? &p : nullptr;
@@ -244,11 +252,11 @@ inline int run_blocks(long long grid, int workers, BlockRange body, const Launch
     pthread_attr_t attr;
     const bool detached = pthread_attr_init(&attr) == 0 &&
                           pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
-    while (detached && p->size < nworkers - 1) {
+    while (detached && p->size < nworkers - 1 && p->size < POOL_MAX) {
       PoolStart* start = static_cast<PoolStart*>(std::malloc(sizeof(PoolStart)));
       pthread_t thread;
       if (start == nullptr) break;
-      *start = PoolStart{p->size, p->generation};
+      *start = PoolStart{p->size, p->assigned[p->size]};
       if (pthread_create(&thread, &attr, pool_worker, start) != 0) {
         std::free(start);
         break;
@@ -259,9 +267,9 @@ inline int run_blocks(long long grid, int workers, BlockRange body, const Launch
     pthread_mutex_unlock(&p->m);
     const int wanted = p->size < nworkers - 1 ? p->size : static_cast<int>(nworkers - 1);
     p->work = &b;
-    __atomic_store_n(&p->wanted, wanted, __ATOMIC_RELAXED);
     __atomic_store_n(&p->running, wanted, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->generation, p->generation + 1, __ATOMIC_SEQ_CST);
+    const unsigned long long generation = ++p->generation;  // (written by the pool's holder alone)
+    for (int w = 0; w < wanted; ++w) __atomic_store_n(&p->assigned[w], generation, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
       pthread_mutex_lock(&p->m);
       pthread_cond_broadcast(&p->wake);
