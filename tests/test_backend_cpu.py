@@ -7,12 +7,10 @@ import pytest
 from conftest import EXAMPLES
 
 from irfuse.dialects import fuse
-from irfuse.driver.compile import build, compile_program, lower
-from irfuse.frontend.irgen import compile_file
+from irfuse.driver.compile import build, compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.verification.reference import (
     DTYPES,
-    find_program,
     random_inputs,
     run_reference,
     run_references,
@@ -23,9 +21,10 @@ _plans = {}
 
 
 def plan_for(path, dtype, pipeline=None):
+    """The plan (compiled for sm_90 too where it is the default pipeline's) and its CPU device."""
     key = (path, dtype, pipeline)
     if key not in _plans:
-        plan, _ = compile_program(path, pipeline, dtype, compile_gpu=False)
+        plan, _ = compile_program(path, pipeline, dtype, compile_gpu=pipeline is None, arch="sm_90")
         _plans[key] = (plan, CpuDevice(plan))
     return _plans[key]
 
@@ -40,17 +39,29 @@ def run_and_check(path, dtype, n, pipeline=None, seed=0):
     return got, want.float64
 
 
-@pytest.mark.parametrize("n", [1, 97, 1000])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
-def test_example_matches_reference_f32(path, n):
-    run_and_check(path, "f32", n)
-
-
-@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
-def test_example_matches_reference_f64(path):
-    got, want = run_and_check(path, "f64", 97)
-    for name in want:
-        assert got[name].dtype == np.float64
+def test_example_compiles_for_sm90_without_spills_and_matches_the_reference(path, dtype):
+    """Every example's default plan, planned once for both checks: NVRTC compiles it for sm_90
+    (as CI can without a GPU) with no spills, the ptxas report naming every kernel and its
+    shared memory; and the CPU backend runs it to the reference's results at 1, 97 and 1,000
+    elements (float32) or 97 (float64)."""
+    plan, _ = plan_for(path, dtype)
+    assert plan.cubin.arch == "sm_90"
+    assert plan.cubin.cubin[:4] == b"\x7fELF"
+    assert set(plan.cubin.resources) == {k.name for k in plan.kernels}
+    for k in plan.kernels:
+        r = plan.cubin.resources[k.name]
+        assert 0 < r.registers <= 255
+        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (k.name, r)
+        # Static shared memory is what ptxas reports: the planned buffer and the arrays apart
+        # from it (uniform inputs' block copies, reductions' staging), 16-byte aligned; above
+        # 48 KB together they are all taken at launch.
+        assert (k.total_shared_bytes(plan.itemsize) > 48 * 1024) == k.dynamic_shared
+        assert r.shared_bytes == k.static_shared_bytes(plan.itemsize), (k.name, r)
+    for n in (1, 97, 1000) if dtype == "f32" else (97,):
+        got, want = run_and_check(path, dtype, n)
+        assert all(got[name].dtype == DTYPES[dtype] for name in want)
 
 
 @pytest.mark.parametrize("variant", ["fuse-promote-registers{inputs=true outputs=true}",
@@ -116,12 +127,12 @@ def test_every_deleted_barrier_changes_the_cpu_results(path, emulated_gpu):
     region starts, in a given order. Deleting any barrier of any example lets a thread read
     a word another thread has not written yet (NaN, shared memory being poisoned) or has
     already overwritten, in the forward or the reverse thread order."""
-    source = compile_file(path).module
-    module = lower(source.clone())
+    intact, _ = plan_for(path, "f32")  # (the default plan, shared with the tests above)
+    module = intact.module
     count = sum(isinstance(op, fuse.BarrierOp) for op in module.walk())
     assert count
     n = 300
-    program = find_program(source)
+    program = intact.reference_program
     inputs = random_inputs(program, n, 0, np.float32)
     want = run_references(program, inputs, "f32")  # (a sum over the batch rounds in its own order)
     for k in range(count):
@@ -131,7 +142,6 @@ def test_every_deleted_barrier_changes_the_cpu_results(path, emulated_gpu):
             got = Executor(plan, CpuDevice(plan, reverse_threads=reverse)).run(inputs, n).outputs
             wrong.append(not all(c.ok for c in check_outputs(got, want, "f32")))
         assert any(wrong), f"barrier {k} of {count} deleted, and the results are still right"
-    intact = build(module, compile_gpu=False)
     for reverse in (False, True):
         got = Executor(intact, CpuDevice(intact, reverse_threads=reverse)).run(inputs, n).outputs
         assert all(c.ok for c in check_outputs(got, want, "f32"))

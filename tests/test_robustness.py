@@ -124,12 +124,11 @@ def test_an_empty_batch_is_refused_where_an_output_holds_a_value_for_the_batch()
             call()
 
 
-@pytest.mark.parametrize("damage", ["kernels.cu", "program.mlir", "manifest.json", "truncate", "remove"])
-def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path, damage):
-    """A program entry changed on disk is neither loaded (wrong results) nor left to fail every
-    later call: the next process compiles the program again and replaces the entry."""
-    cache = tmp_path / "cache"
-    env = {**os.environ, "IRFUSE_CACHE_DIR": str(cache)}
+def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path):
+    """A program entry changed on disk (its kernels' source, its IR or its manifest edited, its
+    source cut short, a file removed) is neither loaded (wrong results) nor left to fail every
+    later call: the next process compiles the program again and replaces the entry. Each
+    damage is done to a copy of one whole entry."""
     code = textwrap.dedent(f"""
         import numpy as np, irfuse
         prog = irfuse.compile({MMUL!r}, backend="cpu")
@@ -138,28 +137,34 @@ def test_a_damaged_program_cache_entry_is_compiled_again(tmp_path, damage):
         print(repr(prog(a).B.tolist()))
     """)
 
-    def run():
+    def run(cache):
+        env = {**os.environ, "IRFUSE_CACHE_DIR": str(cache)}
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
         assert p.returncode == 0, p.stderr
         return p.stdout.splitlines()
 
-    first = run()
+    whole = tmp_path / "whole"
+    first = run(whole)
     assert first[0] == "compiled"
-    assert run()[0] != "compiled"  # the entry is read back
-    entry = next(p for p in (cache / "program").glob("*/*") if p.is_dir())
-    if damage == "truncate":
-        text = (entry / "kernels.cu").read_bytes()
-        (entry / "kernels.cu").write_bytes(text[: len(text) // 2])
-    elif damage == "remove":
-        (entry / "reference.mlir").unlink()
-    else:
-        text = (entry / damage).read_text()
-        changed = text.replace("mmul33", "madd33") if damage != "manifest.json" else text.replace('"by": ', '"by": 1')
-        assert changed != text
-        (entry / damage).write_text(changed)
-    again = run()
-    assert again == ["compiled", first[1]]  # compiled again, the same results
-    assert run()[0] != "compiled"  # and the rebuilt entry is whole
+    assert run(whole)[0] != "compiled"  # the entry is read back
+    for damage in ("kernels.cu", "program.mlir", "manifest.json", "truncate", "remove"):
+        cache = tmp_path / damage
+        shutil.copytree(whole, cache)
+        entry = next(p for p in (cache / "program").glob("*/*") if p.is_dir())
+        if damage == "truncate":
+            text = (entry / "kernels.cu").read_bytes()
+            (entry / "kernels.cu").write_bytes(text[: len(text) // 2])
+        elif damage == "remove":
+            (entry / "reference.mlir").unlink()
+        else:
+            text = (entry / damage).read_text()
+            changed = (text.replace("mmul33", "madd33") if damage != "manifest.json"
+                       else text.replace('"by": ', '"by": 1'))
+            assert changed != text
+            (entry / damage).write_text(changed)
+        again = run(cache)
+        assert again == ["compiled", first[1]], damage  # compiled again, the same results
+        assert run(cache)[0] != "compiled", damage  # and the rebuilt entry is whole
 
 
 @pytest.mark.parametrize("cxx,said", [("junk", "does not load"), ("true", "wrote no library"),
