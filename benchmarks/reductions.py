@@ -33,6 +33,12 @@ summation-error allowance). irfuse's results are also replayed `--determinism` t
 (unless `--skip-cpu`), whose outputs must be the GPU's bits. The row "irfuse: combine kernel
 alone" times the finishing step of the reduction by itself (the block partials combined by
 one small kernel).
+
+Variants of irfuse's default plan, in the same run (`--variants`, on by default): "combine
+kernels" (`fuse-partition{finish=kernels}`: the partials combined by kernels of their own),
+"last block" (`finish=last-block`: always by the reducing kernel's last block), and "plain
+graph" (the default plan with every kernel of the captured graph launched normally, not as a
+programmatic dependent launch).
 """
 
 from __future__ import annotations
@@ -128,6 +134,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--skip-cpu", action="store_true", help="leave out the comparison with the CPU backend's bits")
     ap.add_argument("--json", default="reductions.json")
+    ap.add_argument("--no-variants", dest="variants", action="store_false",
+                    help="leave out the plan's variants (combine kernels, last block, plain graph)")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -136,6 +144,7 @@ def main(argv=None) -> int:
     from rich.table import Table
 
     from irfuse.driver.compile import PlanningOptions, compile_program
+    from irfuse.passes.registry import DEFAULT_PIPELINE
     from irfuse.runtime.cpu_device import CpuDevice
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
@@ -160,6 +169,7 @@ def main(argv=None) -> int:
             dev = CudaDevice(plan)
             popped = False
             held = ()
+            vdevs = []
             try:
                 if copy_bw is None:
                     copy_bw = measure_copy_bandwidth(dev.drv)
@@ -175,6 +185,24 @@ def main(argv=None) -> int:
                     again = rec.outputs()
                     same_bits &= all(np.array_equal(again[k], first[k]) for k in first)
                 samplers = {"irfuse": in_context(dev, lambda: rec.time_once())}
+                variant_bits = {}
+                if args.variants:
+                    for label, finish in (("combine kernels", "kernels"), ("last block", "last-block")):
+                        pipeline = DEFAULT_PIPELINE.replace("fuse-partition", f"fuse-partition{{finish={finish}}}", 1)
+                        vplan, _ = compile_program(WORKLOADS[wl], pipeline, "f32", planning=PlanningOptions(n=n))
+                        vdevs.append(CudaDevice(vplan))
+                        vrec = Executor(vplan, vdevs[-1]).prepare(inputs, n)
+                        vrec.replay()
+                        out = vrec.outputs()
+                        variant_bits[label] = all(np.array_equal(out[k], first[k]) for k in first)
+                        samplers[f"irfuse: {label}"] = in_context(dev, vrec.time_once)
+                    dev.graph_dependent_launches = False
+                    plain = Executor(plan, dev).prepare(inputs, n)
+                    dev.graph_dependent_launches = dev.dependent_launches
+                    plain.replay()
+                    out = plain.outputs()
+                    variant_bits["plain graph"] = all(np.array_equal(out[k], first[k]) for k in first)
+                    samplers["irfuse: plain graph"] = in_context(dev, plain.time_once)
                 combine_once, held, parts = combine_sampler(dev, plan, rec, n)
                 samplers["irfuse: combine kernel alone"] = in_context(dev, combine_once)
                 dev.drv.Context.pop()
@@ -206,6 +234,8 @@ def main(argv=None) -> int:
                     dev.context.push()
                 for buf in held:
                     buf.free()
+                for d in vdevs:
+                    d.close()
                 dev.close()
             cpu_bits = None
             if not args.skip_cpu:
@@ -220,7 +250,7 @@ def main(argv=None) -> int:
                          "reduced": sorted(uniform_outputs(prog)),
                          "kernels": [f"{k.name} ({k.bx},{k.by})" + (f" x{k.per_thread}" if k.per_thread > 1 else "")
                                      for k in plan.kernels],
-                         "combine_parts": parts, "times_s": times,
+                         "combine_parts": parts, "times_s": times, "variants_same_bits": variant_bits,
                          "fraction_of_copy": {k: nbytes / v / copy_bw for k, v in times.items()},
                          "fraction_of_floor": {k: cheaper / v / copy_bw for k, v in times.items()},
                          "best_peer": best_peer, "speedup_over_best_peer": times[best_peer] / times["irfuse"],
@@ -229,7 +259,9 @@ def main(argv=None) -> int:
             console.print(f"{wl} n={n}: irfuse {times['irfuse'] * 1e3:.4f} ms, {r['fraction_of_floor']['irfuse']:.1%} "
                           f"of the cheaper floor ({cheaper // n} B an element), best peer {best_peer} "
                           f"{times[best_peer] * 1e3:.4f} ms ({r['speedup_over_best_peer']:.2f}x); verified {ok}, "
-                          f"same bits {same_bits}, CPU backend's bits {cpu_bits}", highlight=False)
+                          f"same bits {same_bits}, CPU backend's bits {cpu_bits}; variants' bits {variant_bits}; "
+                          + ", ".join(f"{k} {v * 1e3:.4f}" for k, v in times.items() if k.startswith("irfuse")),
+                          highlight=False)
             with open(args.json, "w") as f:  # after every row: a run cut short keeps what it measured
                 json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
                            "rounds": args.rounds, "rows": rows}, f, indent=2)

@@ -594,14 +594,20 @@ def test_a_gpu_call_is_a_dependent_launch_only_while_the_previous_run_certainly_
 
 def test_a_saved_plan_keeps_what_its_kernels_need_at_launch(tmp_path):
     """A plan written and read back (as the disk cache does) has the kernels' launch facts
-    unchanged, among them that they wait for the previous grid (dependent launches)."""
+    unchanged, among them that they wait for the previous grid (dependent launches: every
+    kernel, the combine kernels too) and how many blocks a launch may have whose last block
+    combines the partials (the reducing kernel's; none for the combine kernel)."""
     from irfuse.driver.artifact import CompiledProgram
     from irfuse.driver.compile import compile_program
+    from irfuse.passes.registry import DEFAULT_PIPELINE
 
     path = next(p for p in EXAMPLES if p.endswith("strain_energy.kas"))  # a reduction: a combine kernel
-    plan, _ = compile_program(path, None, "f32")
-    assert any(k.after_previous_grid for k in plan.kernels) and not all(k.after_previous_grid for k in plan.kernels)
+    pipeline = DEFAULT_PIPELINE.replace("fuse-partition", "fuse-partition{finish=last-block}", 1)
+    plan, _ = compile_program(path, pipeline, "f32")
+    assert all(k.after_previous_grid for k in plan.kernels)
+    assert [k.finish_parts for k in plan.kernels] == [8192, 0]
     plan.save(str(tmp_path / "plan"))
     loaded = CompiledProgram.load(str(tmp_path / "plan"))
     assert [k.to_json() for k in loaded.kernels] == [k.to_json() for k in plan.kernels]
-    assert [k.after_previous_grid for k in loaded.kernels] == [k.after_previous_grid for k in plan.kernels]
+    assert [(k.after_previous_grid, k.finish_parts) for k in loaded.kernels] == \
+        [(k.after_previous_grid, k.finish_parts) for k in plan.kernels]

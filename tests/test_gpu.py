@@ -754,6 +754,69 @@ def test_block_trees_of_odd_sizes_on_gpu_have_the_cpu_bits(by, per_thread, dtype
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("by, per_thread", [(48, 1), (128, 1), (256, 2)])
+def test_reductions_finished_by_the_last_block_have_the_combine_kernels_bits(by, per_thread, dtype):
+    """A reducing kernel whose last block combines the partials (fuse-each{finish=last-block}):
+    sums, maxima, minima and a vector sum, all in one kernel's last block, give the bits of
+    the combine kernels (finish=kernels) and of the CPU backend, run after run, for batches
+    whose partials are 1, 37, 8,191, 8,192 (every lane one partial) and 8,193 (more than the
+    lanes: that launch leaves them to the combine kernels), on 48 threads (the lanes' tree
+    on the first 32), 128 and 128 running two elements each."""
+    import irfuse
+
+    src = ("vector3 v; scalar s; uniform scalar t, hi, lo; uniform vector3 c;\ninput v;\n"
+           "s = vdot3(v, v);\nt = sum(s);\nhi = max(s);\nlo = min(s);\nc = sum(v);\nreturn s, t, hi, lo, c;")
+    programs = {}
+    for finish in ("last-block", "kernels"):
+        pipeline = f"kas-dce,fuse-each{{by={by} per_thread={per_thread} finish={finish}}}"
+        programs[finish] = irfuse.compile(src, backend="cuda", pipeline=pipeline, filename="fin.kas", dtype=dtype)
+    assert any(k.finish_parts == 8192 for k in programs["last-block"].compiled.kernels)
+    assert not any(k.finish_parts for k in programs["kernels"].compiled.kernels)
+    cpu = irfuse.compile(src, backend="cpu", pipeline=f"kas-dce,fuse-each{{by={by} per_thread={per_thread} "
+                         "finish=last-block}", filename="fin.kas", dtype=dtype)
+    rng = np.random.default_rng(by)
+    for parts in (1, 37, 8191, 8192, 8193):
+        n = (parts - 1) * by + 1 + (by // 3 if parts > 1 else 0)
+        v = (rng.integers(-1000, 1000, (n, 3)) / 8).astype(np.float32 if dtype == "f32" else np.float64)
+        last = programs["last-block"](v, verify=True)
+        kernels = programs["kernels"](v)
+        on_cpu = cpu(v)
+        for _ in range(3):
+            again = programs["last-block"](v)
+            assert all(getattr(again, k).tobytes() == getattr(last, k).tobytes() for k in ("t", "hi", "lo", "c"))
+        for name in ("t", "hi", "lo", "c"):
+            assert getattr(last, name).tobytes() == getattr(kernels, name).tobytes(), (parts, name)
+            assert getattr(last, name).tobytes() == getattr(on_cpu, name).tobytes(), (parts, name)
+
+
+def test_the_default_plans_finish_their_reductions_with_the_combine_kernels_bits():
+    """The examples that reduce, planned by default (the cost model choosing the last block or
+    the combine kernels) and with finish=kernels, give the same bits on the GPU at 4,194,304
+    elements, run after run."""
+    import irfuse
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    rng = np.random.default_rng(5)
+    n = 4_194_304
+    x, v = (rng.uniform(-1, 1, (n, 3)).astype(np.float32) for _ in range(2))
+    eps, vol = rng.uniform(-1, 1, (n, 6)).astype(np.float32), rng.uniform(0, 1, n).astype(np.float32)
+    C = rng.uniform(-1, 1, (6, 6)).astype(np.float32)
+    cases = {"cfl_step.kas": ((x, v, np.float32(0.1)), ("xn", "dt")),
+             "strain_energy.kas": ((eps, vol, C), ("sig", "e", "U"))}
+    kernels_only = DEFAULT_PIPELINE.replace("fuse-partition", "fuse-partition{finish=kernels}", 1)
+    for name, (args, outputs) in cases.items():
+        path = next(p for p in EXAMPLES if p.endswith(name))
+        default = irfuse.compile(path, backend="cuda")
+        kernels = irfuse.compile(path, backend="cuda", pipeline=kernels_only)
+        assert not any(k.finish_parts for k in kernels.compiled.kernels)
+        first, other = default(*args, verify=True), kernels(*args)
+        for _ in range(5):
+            again = default(*args)
+            assert all(getattr(again, k).tobytes() == getattr(first, k).tobytes() for k in outputs), name
+        assert all(getattr(other, k).tobytes() == getattr(first, k).tobytes() for k in outputs), name
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_threads_running_several_elements_give_the_cpu_bits_on_gpu(dtype):
     """The default plan runs this program's reducing kernel with several elements a thread
     (every statement a loop over the thread's elements, the block tree over all of them): on

@@ -49,6 +49,11 @@ class KernelInfo:
     # connectivity's node numbers, "long long" for offsets (empty: every input is `real_t`).
     input_types: list[str] = field(default_factory=list)
     output_types: list[str] = field(default_factory=list)  # the same of outputs ("long long": a flag)
+    # Its last block combines its reductions' partials in a launch of at most this many blocks
+    # (`fuse.kernel` finish_parts; 0: never). Such a kernel takes, after its outputs, one result
+    # per reduced output (in order) and a counter of finished blocks, 0 before the launch (the
+    # last block sets it back); null pointers there leave the partials to the combine kernels.
+    finish_parts: int = 0
 
     def input_ctype(self, i: int) -> str:
         """The C type of input `i`'s words."""
@@ -75,7 +80,7 @@ class KernelInfo:
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
             "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid", "input_types",
-            "output_types")}
+            "output_types", "finish_parts")}
 
     def array_offsets(self, itemsize: int) -> list[int]:
         """Where the arrays apart from the planned buffer start, in words from its start: after

@@ -51,6 +51,7 @@ def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
 
     head = ["{",
             f"  __shared__ real_t acc[{t}];",
+            "  irf_after_previous_grid();  // (launched as a dependent launch: the partials are written)",
             "  const int t = threadIdx.x;",
             f"  const long long k = blockIdx.x / {c};",
             f"  const long long m = n < {lanes} ? n : {lanes};"]
@@ -136,6 +137,95 @@ def combine_kernel(kind: str, size: int) -> tuple[str, KernelInfo]:
             "  }",
             "  return 0;",
             "}"]
-    info = KernelInfo(name, t, 1, 0, ["partials"], ["out"], [size], [size], arrays=[t], fixed_grid=size * c)
+    info = KernelInfo(name, t, 1, 0, ["partials"], ["out"], [size], [size], arrays=[t], fixed_grid=size * c,
+                      after_previous_grid=True)
     return "\n".join(["#ifndef IRFUSE_HOST", "#if __CUDA_ARCH__ >= 900", *cluster, "#else", *single, "#endif",
                       "#else", *host, "#endif"]), info
+
+
+def finish_in_last_block(reductions: list[tuple[str, str, str, int]], threads: int, staging: str) -> list[str]:
+    """The end of a reducing kernel (GPU only) whose last block to finish combines every block's
+    partials, in `combine_kernel`'s order, so into the same bits: `reductions` are (partials
+    array, result array, kind, words) in the kernel's output order; `staging` a shared array of
+    `fuse.finish_threads(threads)` words. For launches of at most COMBINE_LANES blocks (a lane
+    a partial: `fuse.kernel` finish_parts is held to it), which the runtime alone launches so.
+
+    Each block, after writing its partials, counts itself finished (an integer atomic on
+    `irf_done`, after a fence that makes its partials seen); the block that counts last reads
+    them all (through L2) and writes each word's combination, then sets the counter back to 0
+    for the next launch. Its first T = `fuse.finish_threads` threads stand for the combine's lanes:
+    thread t holds lanes t, t + T, ... (L / T of them, L = COMBINE_LANES), so the tree's steps of
+    stride T and more pair a thread's own lanes (run on its registers, FINISH_BATCH lanes
+    loaded together, their subtrees combined in the tree's order), and the steps below T run
+    on the shared array as the combine kernel's last block runs them. A launch that passes a
+    null counter (a run in chunks; the CPU) leaves the partials to the combine kernels."""
+    lanes, t2 = fuse.COMBINE_LANES, fuse.finish_threads(threads)
+    per = lanes // t2
+    batch = min(fuse.FINISH_BATCH, per)
+    bits = per.bit_length() - 1
+    # The lanes of thread t in the order a left-to-right tree over them is the halving tree's
+    # (steps of stride per/2, ..., 1 over r pair r with r + s: the bit-reversed order).
+    order = [int(format(i, f"0{bits}b")[::-1], 2) if bits else 0 for i in range(per)]
+    lines = ["  // The last block to finish combines every block's partials, in fuse.combine's order",
+             "  // (combine_emit), where the launch asks for it: a run in one call on the GPU.",
+             "  if (irf_done != nullptr) {",
+             "    __threadfence();  // this block's partials are seen before it counts itself finished",
+             "    __syncthreads();",
+             f"    if (tid == 0) {staging}[0] = atomicAdd(irf_done, 1u) == gridDim.x - 1 ? (real_t)1 : (real_t)0;",
+             "    __syncthreads();",
+             f"    const bool irf_last = {staging}[0] != (real_t)0;",
+             "    __syncthreads();",
+             "    if (irf_last) {",
+             "      __threadfence();",
+             "      const long long irf_n = gridDim.x;  // partials of each word",
+             f"      const long long irf_m = irf_n < {lanes} ? irf_n : {lanes};  // lanes"]
+    for j, (parts, result, kind, size) in enumerate(reductions):
+        op = COMBINE[kind]
+        body: list[str] = []
+        stack: list[tuple[int, int]] = []  # (first lane's r, subtrees of the batch it covers)
+
+        def merge(into: str, other: str, r: int) -> str:
+            return f"if ({r * t2} + tid < irf_m) {into} = {op.format(a=into, b=other)};"
+        for c in range(per // batch):
+            rs = order[c * batch:(c + 1) * batch]
+            body.append("{")
+            body += [f"  real_t irf_v{i} = {r * t2} + tid < irf_m ? __ldcg(irf_pt + {r * t2}) : (real_t)0;"
+                     for i, r in enumerate(rs)]
+            width = 1
+            while width < batch:  # the batch's subtree (the batch is an aligned run of the order)
+                for i in range(0, batch, 2 * width):
+                    body.append("  " + merge(f"irf_v{i}", f"irf_v{i + width}", rs[i + width]))
+                width *= 2
+            depth = len(stack)
+            body.append(f"  irf_s{depth} = irf_v0;")
+            # The next batch's loads stay after this one's combining: hoisted, they would take
+            # registers the kernel's body does not need (its occupancy).
+            body.append('  asm volatile("" ::: "memory");')
+            body.append("}")
+            stack.append((rs[0], 1))
+            while len(stack) >= 2 and stack[-1][1] == stack[-2][1]:  # two subtrees of a size: their parent
+                (r_left, size_left), (r_right, _) = stack[-2], stack[-1]
+                body.append(merge(f"irf_s{len(stack) - 2}", f"irf_s{len(stack) - 1}", r_right))
+                stack[-2:] = [(r_left, 2 * size_left)]
+        slots = max(1, (per // batch).bit_length())
+        lines += [f"      for (int irf_k = 0; irf_k < {size}; ++irf_k) {{  // {kind} into {result}",
+                  f"        const real_t* const irf_pt = {parts} + irf_k * irf_n + tid;  // lane tid's first partial",
+                  f"        if (tid < {t2} && tid < irf_m) {{",
+                  f"          real_t {', '.join(f'irf_s{i}' for i in range(slots))};",
+                  *["          " + x for x in body],
+                  f"          {staging}[tid] = irf_s0;",
+                  "        }",
+                  "        __syncthreads();",
+                  f"        for (int irf_s = {t2 // 2}; irf_s > 0; irf_s >>= 1) {{",
+                  f"          if (tid < irf_s && tid + irf_s < irf_m) "
+                  f"{staging}[tid] = {op.format(a=f'{staging}[tid]', b=f'{staging}[tid + irf_s]')};",
+                  "          __syncthreads();",
+                  "        }",
+                  f"        if (tid == 0) {result}[irf_k] = {staging}[0];",
+                  "        __syncthreads();",
+                  "      }"]
+    lines += ["      if (tid == 0) *irf_done = 0u;  // ready for the next launch",
+              "    }",
+              "  }"]
+    return lines
+

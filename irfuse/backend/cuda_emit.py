@@ -90,7 +90,7 @@ from xdsl.ir import SSAValue
 
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
-from irfuse.backend.combine_emit import combine_kernel
+from irfuse.backend.combine_emit import combine_kernel, finish_in_last_block
 from irfuse.backend.scatter_emit import index_check_kernel, scatter_atomic_kernels, scatter_kernel, transpose_kernels
 from irfuse.backend.kernel_body import (BARRIER, COMBINE, STATIC_SHARED_LIMIT, WARP_BARRIER, GpuOnly, KernelBody,
                                         LoopNode)
@@ -320,6 +320,7 @@ class _KernelEmitter:
         self.pending_uniform: list[str] = []  # lines copying them, not yet emitted
         self.info.once = kernel.runs_once
         self.info.reduced = [""] * len(kernel.output_args)
+        self.finishes: list[tuple[int, str, str, int]] = []  # reductions: (output, partials' C name, kind, words)
 
     def base(self, v: SSAValue, y: str) -> str:
         """The pointer a device function indexes for value v, run as element y: a padded
@@ -646,6 +647,7 @@ class _KernelEmitter:
         self.block_arrays.append((red, self.by * size))
         nt = self.nthreads
         self.info.reduced[list(self.kernel.output_args).index(op.dest)] = kind
+        self.finishes.append((list(self.kernel.output_args).index(op.dest), self.names.get(op.dest, "g_"), kind, size))
         # No barrier first: the planned ones order a shared value's producers before this
         # store (which reads it with any thread), and the staging array is this reduction's own.
         self.line(f"  // {kind} of {op.value.name_hint} over the block's elements into {op.dest.name_hint}'s partials")
@@ -690,6 +692,18 @@ class _KernelEmitter:
                                           [*warp_steps, [write]]))
         else:
             self.line(write)
+
+    def finish_in_last_block(self) -> None:
+        """The kernel's end where its last block to finish combines its reductions' partials
+        (`combine_emit.finish_in_last_block`; the GPU alone: the CPU runs the combine kernels),
+        into the results it takes after its outputs (`irf_fin<j>`, in output order)."""
+        assert self.kernel.finish_parts is not None
+        staging = "irf_finish"
+        self.block_arrays.append((staging, fuse.finish_threads(self.nthreads)))
+        reductions = [(parts, f"irf_fin{j}", kind, size)
+                      for j, (_, parts, kind, size) in enumerate(sorted(self.finishes))]
+        self.open[-1].append(GpuOnly(finish_in_last_block(reductions, self.nthreads, staging), []))
+        self.info.finish_parts = self.kernel.finish_parts.data
 
     def rows_combinable(self, v: SSAValue, half: int) -> bool:
         """Whether the tree's first steps over register value v pair elements of one thread:
@@ -795,6 +809,8 @@ class _KernelEmitter:
         static limit (else a launch takes all of it dynamically)."""
         self.stage_uniform_inputs()
         self.emit_ops(self.kernel.body.block)
+        if self.kernel.finish_parts is not None:
+            self.finish_in_last_block()
         self.info.arrays = [words for _, words in self.block_arrays]
         total = self.info.total_shared_bytes(self.itemsize)
         if total > STATIC_SHARED_LIMIT:

@@ -128,6 +128,9 @@ class _ElementLoopEmitter(_KernelEmitter):
             g = self.kernel.input_args[i]
             self.uniform_copies[g] = self.names.get(g, "g_")  # read where it is
 
+    def finish_in_last_block(self) -> None:
+        pass  # (the CPU runs the combine kernels: the GPU alone combines partials in a last block)
+
     def emit_barrier(self, op) -> None:
         pass  # one element at a time: nothing to wait for
 

@@ -743,6 +743,11 @@ class KernelOp(LocatedOperation):
     # Set by fuse-partition: the per-element values an earlier pass made that this kernel
     # computes again instead of reading them back (`transforms.recompute`).
     recomputed = opt_attr_def(ArrayAttr[StringAttr])
+    # Set by fuse-partition{finish}: the kernel's last block to finish combines the partials of
+    # its reductions (the `fuse.combine`s reading them, in their order) in a launch of at most
+    # this many blocks (at most COMBINE_LANES) that asks for it (a run in one call on the GPU);
+    # absent: combine kernels.
+    finish_parts = opt_attr_def(IntAttr)
     # Set by fuse-place-barriers: the barriers the kernel had before (reports show what it removed).
     barriers_before = opt_attr_def(IntAttr)
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
@@ -795,6 +800,11 @@ class KernelOp(LocatedOperation):
         return tuple(self.body.block.args[: self.num_inputs.data])
 
     @property
+    def reduces(self) -> bool:
+        """Whether it stores a reduction over the batch (per-block partials)."""
+        return any(isinstance(op, StoreOp) and op.reduce_kind is not None for op in self.body.block.ops)
+
+    @property
     def output_args(self) -> tuple[SSAValue, ...]:
         return tuple(self.body.block.args[self.num_inputs.data:])
 
@@ -816,6 +826,13 @@ class KernelOp(LocatedOperation):
             stores = [u.operation for u in out.uses if isinstance(u.operation, StoreOp)]
             if len(stores) != 1:
                 raise VerifyException(f"fuse.kernel output must be stored exactly once, found {len(stores)} stores")
+        if self.finish_parts is not None:
+            if not 1 <= self.finish_parts.data <= COMBINE_LANES:
+                raise VerifyException(f"fuse.kernel @{self.sym_name.data}: finish_parts must be 1 to {COMBINE_LANES} "
+                                      f"(a combine lane a partial), got {self.finish_parts.data}")
+            if not self.reduces:
+                raise VerifyException(f"fuse.kernel @{self.sym_name.data} has finish_parts but no reduction over "
+                                      "the batch whose partials its last block could combine")
         module = self.parent_op()
         if isinstance(module, ModuleOp):
             try:
@@ -981,6 +998,18 @@ def scatter_atomic_kernel_names(size: int) -> tuple[str, str]:
     """The kernels of a scatter a call asks to run with atomics (`scatter="atomic"`): one sets
     the nodes to 0, the other adds each row into its node."""
     return f"irf_zero_{size}", f"irf_scatter_atomic_{size}"
+
+
+# A reducing kernel whose last block combines its partials (`fuse.kernel` finish_parts): its
+# first `finish_threads` threads stand for the lanes, each loading FINISH_BATCH partials at a
+# time (backend.combine_emit; the cost model's `last_block_combine_time`).
+FINISH_BATCH = 8
+
+
+def finish_threads(threads: int) -> int:
+    """The threads of a block that stand for the combine's lanes when it finishes a reduction:
+    the largest power of two among them (the lanes' tree halves them)."""
+    return 1 << (max(threads, 1).bit_length() - 1)
 
 
 def combine_kernel_name(kind: str, size: int) -> str:

@@ -24,6 +24,8 @@ from irfuse.library.catalogue import default_library, find_implementation
 from irfuse.library.implementations import Implementation
 from irfuse.passes.module_element_type import itemsize_of, layout_of
 from irfuse.kernel.bridge import kernel_op
+from irfuse.planner.cost import load_profile
+from irfuse.planner.finish import check_finish, mark_finish
 from irfuse.transforms.node_phases import refuse_nodal_statements
 from irfuse.transforms.kernel_builder import build_kernel_model, erase_unread_gathers, launch_ops
 
@@ -63,10 +65,16 @@ class FuseEach(ModulePass):
     impl: str = "elem"
     by: int | None = None
     per_thread: int = 1
+    finish: str = "kernels"
+    profile: str = "h100"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "impl": "implementation to use where an op has it, elem elsewhere (see 'irfuse ops NAME')",
         "by": "elements per block (default: each implementation's recommended value)",
         "per_thread": "elements each thread runs (a power of two dividing every kernel's by; default 1)",
+        "finish": "a reduction's partials: kernels: combined by combine kernels; last-block: by the reducing "
+                  "kernel's last block on the GPU (launches of at most 8192 blocks); auto: there where the cost "
+                  "model of the profile finds it faster",
+        "profile": "device profile finish=auto predicts with",
     }
 
     def _check_impl_exists(self, calls: list[kas.CallOp]) -> None:
@@ -86,6 +94,8 @@ class FuseEach(ModulePass):
             raise CompileError("fuse-each: by must be positive")
         if self.per_thread < 1 or self.per_thread & (self.per_thread - 1):
             raise CompileError(f"fuse-each: per_thread must be a power of two, got {self.per_thread}")
+        check_finish(self.finish, self.name)
+        profile = load_profile(self.profile) if self.finish == "auto" else None
         layout, itemsize = layout_of(op), itemsize_of(op)
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
             refuse_nodal_statements(program, self.name)
@@ -109,6 +119,7 @@ class FuseEach(ModulePass):
                 name = f"{program.sym_name.data}_r{i}_{reduce.reduce_kind.value}"
                 self._check_per_thread(self.by or REDUCE_BY)
                 kernel = kernel_for_reduce(reduce, name, self.by, layout, self.per_thread, itemsize)
+                mark_finish(kernel, self.finish, profile)
                 Rewriter.insert_op(kernel, InsertPoint.before(program))
                 ops, values = launch_ops(name, [reduce.operand], [reduce.res], reduce.location)
                 Rewriter.replace_op(reduce, ops, values)

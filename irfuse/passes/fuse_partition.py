@@ -50,6 +50,7 @@ from irfuse.planner.search import (
 )
 from irfuse.kernel.bridge import kernel_op
 from irfuse.transforms.node_phases import refuse_nodal_statements
+from irfuse.planner.finish import check_finish, mark_finish
 from irfuse.transforms.recompute import RECOMPUTED, crossing_values, recompute, value_name
 from irfuse.transforms.kernel_builder import build_kernel_model, erase_unread_gathers, launch_ops
 
@@ -189,6 +190,7 @@ class FusePartition(ModulePass):
     per_thread: str = "auto"
     phases: bool = True
     recompute: str = "auto"
+    finish: str = "auto"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "max_size": "most calls in one kernel, except a block's whole phase (see phases)",
         "top": "how many best plans to search for",
@@ -206,6 +208,9 @@ class FusePartition(ModulePass):
                       "model finds it cheaper; one: one element a thread in every kernel",
         "recompute": "a per-element value a later pass over the batch reads: auto: stored or computed again there, "
                      "whichever the cost model finds cheaper; never: stored; always: computed again",
+        "finish": "a reduction's partials: auto: combined by the reducing kernel's last block on the GPU where the "
+                  "cost model finds it faster than combine kernels (for launches of at most the blocks it names); "
+                  "last-block: there wherever a launch has at most 8192 blocks; kernels: by combine kernels",
         "phases": "true: a block's calls between reductions (an element routine's unrolled code) are also offered "
                   "as one kernel however many they are, when max-size is above 1; false: no kernel holds more "
                   "than max-size calls",
@@ -232,6 +237,7 @@ class FusePartition(ModulePass):
         if self.recompute not in RECOMPUTE_CHOICES:
             raise UsageError(f"fuse-partition: recompute must be one of {', '.join(RECOMPUTE_CHOICES)}, "
                              f"got '{self.recompute}'")
+        check_finish(self.finish, self.name)
 
     def _search(self, program: kas.ProgramOp, itemsize: int, progress=None, layout: str = "aos"):
         return search_plans(program, self.n, self.profile, itemsize, self.max_size, max(self.top, self.plan + 1),
@@ -275,6 +281,7 @@ class FusePartition(ModulePass):
         for program in [p for p in op.walk() if isinstance(p, kas.ProgramOp)]:
             refuse_nodal_statements(program, self.name)
             self.check_options()
+            profile = load_profile(self.profile)
             again, dags, plans = self.choose(program, itemsize, layout=layout)
             if again:
                 # The chosen variant: the program rewritten as its planned copy was, and the same
@@ -307,6 +314,7 @@ class FusePartition(ModulePass):
                     name = f"{prefix}_k{count}_{tail}"
                     count += 1
                     kernel = kernel_from_config(c, dag, name)
+                    mark_finish(kernel, self.finish, profile)
                     Rewriter.insert_op(kernel, InsertPoint.before(program))
                     names.append(name)
                     kernels.append(kernel)

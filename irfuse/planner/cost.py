@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
+from irfuse.dialects.fuse import FINISH_BATCH
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
 from irfuse.analysis.shared_lifetimes import lifetimes
@@ -263,3 +264,36 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     time = p.launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared, t_blocks)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
                       t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks)
+
+
+# The last block of a reducing kernel combining its partials (`combine_emit.finish_in_last_block`):
+# its first `threads` threads (a power of two) each load `fuse.FINISH_BATCH` of a word's partials
+# at a time from L2, one round trip of `L2_ROUND_TRIP` a round, word after word, after every
+# block has fenced its partials and counted itself finished (FINISH_FIXED a launch). The combine
+# kernels it replaces cost a launch each: the graph launches them as programmatic dependent
+# launches, so their turnaround overlaps the reducing kernel's last blocks. Fitted on the H200
+# (benchmarks/NOTES.md, thirty-first session: the last block was 1.1-1.7 us slower than a combine
+# kernel at one round, and 0.2-0.7 us more a round after).
+L2_ROUND_TRIP = 6e-7
+FINISH_FIXED = 1.5e-6
+
+
+def last_block_combine_time(p: DeviceProfile, parts: int, threads: int, words: int) -> float:
+    """Seconds the last block of a kernel takes to combine `words` words of `parts` partials each."""
+    rounds = math.ceil(parts / (threads * FINISH_BATCH))
+    return FINISH_FIXED + words * (rounds * L2_ROUND_TRIP + math.log2(max(threads, 2)) * p.barrier_cost)
+
+
+def combine_kernels_time(p: DeviceProfile, combines: int) -> float:
+    """Seconds the combine kernels of `combines` reductions add to a run."""
+    return combines * p.launch_overhead
+
+
+def finish_parts(p: DeviceProfile, threads: int, words: int, combines: int) -> int:
+    """The most partials (blocks of a launch) for which the kernel's last block combines them
+    faster than the combine kernels: 0 where it never does (on the built-in GPU profiles, and
+    on a CPU profile: the CPU backend runs the combine kernels)."""
+    if p.kind == "cpu":
+        return 0
+    budget = combine_kernels_time(p, combines) - last_block_combine_time(p, 0, threads, words)
+    return max(0, int(budget // (words * L2_ROUND_TRIP))) * threads * FINISH_BATCH

@@ -47,6 +47,8 @@ class CpuDevice:
     `irfuse.backend.host_compile`). With `reverse_threads`, every region of every block runs
     its threads last to first: a missing barrier shows in one of the two orders."""
 
+    finishes_in_kernel = False  # the twins leave reductions' partials to the combine kernels
+
     name = "cpu"
 
     def __init__(self, plan: Artifact, reverse_threads: bool = False):

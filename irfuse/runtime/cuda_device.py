@@ -92,6 +92,8 @@ class _PopAtThreadExit:
 
 class CudaDevice:
     name = "cuda"
+    # A reducing kernel's last block may combine its partials (`KernelInfo.finish_parts`).
+    finishes_in_kernel = True
 
     def __init__(self, plan: Artifact, device_index: int = 0, graphs: bool = True):
         """`graphs=False` replays recorded runs launch by launch (for comparisons)."""
@@ -138,6 +140,14 @@ class CudaDevice:
         self._stream = None
         self._ordering = None  # (stream, event, event) of `on_stream`, made on first use
         self._captured: list | None = None  # launches recorded while a graph is captured (`capture`)
+        # Kernels captured into a graph after another kernel are launched as programmatic
+        # dependent launches (sm_90 and newer), so the graph holds programmatic edges: a kernel's
+        # blocks are scheduled while the one before it finishes, and wait for it (every irfuse
+        # kernel starts with irf_after_previous_grid()) before touching global memory. False
+        # (a benchmark's comparison): plain launches.
+        self.graph_dependent_launches = self.dependent_launches
+        self._after_kernel = False  # the last step captured was a kernel launch
+        self._kept: list = []  # dependent launches captured: their parameters outlive the capture call
         self._bindings_module = None  # the cubin loaded through cuda-bindings (`dependent_launch`)
         self._bindings_functions: dict[str, object] = {}
         self._constants: dict[tuple, object] = {}  # small host values uploaded once (`constant`)
@@ -244,6 +254,7 @@ class CudaDevice:
         nbytes = dst.nbytes if isinstance(dst, Slot) else self.sizes[int(dst)]
         if self._captured is not None:
             self._captured.append(None)  # not a kernel launch
+            self._after_kernel = False
         self.drv.memcpy_dtod_async(int(dst), int(src), nbytes, self._stream)
 
     def launcher(self, kernel, buffers, n):
@@ -257,14 +268,22 @@ class CudaDevice:
         fn.prepare("P" * len(buffers) + "q")
         launch = functools.partial(fn.prepared_async_call, (grid, 1, 1), k.block_dims)
         shared = self.shared[kernel]
+        if self.graph_dependent_launches and k.after_previous_grid:
+            self._bindings_function(kernel, shared)  # loaded now, not while a graph is captured
         slots = any(isinstance(b, Slot) for b in buffers)  # addresses read when it runs
         fixed = [int(b) for b in buffers] if not slots else None
 
         def run():
             pointers = fixed if fixed is not None else [int(b) for b in buffers]
             if self._captured is not None:
-                self._captured.append(LaunchRecord(kernel, grid, k.block_dims, shared, tuple(pointers), n)
-                                      if k.after_previous_grid else None)
+                record = LaunchRecord(kernel, grid, k.block_dims, shared, tuple(pointers), n)
+                self._captured.append(record if k.after_previous_grid else None)
+                after_kernel, self._after_kernel = self._after_kernel, True
+                if self.graph_dependent_launches and after_kernel and k.after_previous_grid:
+                    dependent = self.dependent_launch(record)
+                    dependent.launch_on(self._stream.handle)
+                    self._kept.append(dependent)
+                    return
             launch(self._stream, *pointers, n, shared_size=shared)
         return run
 
@@ -319,13 +338,19 @@ class CudaDevice:
         if given, receives a `LaunchRecord` per launch of a kernel that waits for the previous
         grid, and None per other step."""
         def record(stream):
-            self._stream, self._captured = stream, launches
+            self._stream, self._captured = stream, (launches if launches is not None else [])
+            self._after_kernel = False
             try:
                 work()
             finally:
                 self._stream, self._captured = None, None
+                self._after_kernel = False
 
-        return CudaGraph(self.drv, record)
+        try:
+            return CudaGraph(self.drv, record)
+        finally:
+            self._kept.clear()
+
 
     @property
     def peak_memory_bytes_per_s(self) -> float:
@@ -341,21 +366,24 @@ class CudaDevice:
 
     def dependent_launch(self, record: LaunchRecord) -> DependentLaunch:
         """`record`'s launch as a programmatic dependent launch (`runtime.dependent_launch`)."""
-        if self._bindings_module is None:
-            # PyCUDA gives no CUfunction handle for cuLaunchKernelEx: the cubin is loaded again
-            # through cuda-bindings, in the same context.
-            cu = cuda_driver()
-            self._bindings_module = checked(cu.cuModuleLoadData(self.cubin), "cuModuleLoadData")
-        fn = self._bindings_functions.get(record.kernel)
+        return DependentLaunch(self._bindings_function(record.kernel, record.shared_bytes), record)
+
+    def _bindings_function(self, kernel: str, shared_bytes: int):
+        """The kernel's CUfunction through cuda-bindings, which PyCUDA does not give for
+        cuLaunchKernelEx: the cubin loaded again in the same context, once (before any capture
+        that launches it: loading a module is not a stream operation)."""
+        fn = self._bindings_functions.get(kernel)
         if fn is None:
             cu = cuda_driver()
-            fn = checked(cu.cuModuleGetFunction(self._bindings_module, record.kernel.encode()), "cuModuleGetFunction")
-            if record.shared_bytes > 48 * 1024:
+            if self._bindings_module is None:
+                self._bindings_module = checked(cu.cuModuleLoadData(self.cubin), "cuModuleLoadData")
+            fn = checked(cu.cuModuleGetFunction(self._bindings_module, kernel.encode()), "cuModuleGetFunction")
+            if shared_bytes > 48 * 1024:
                 checked(cu.cuFuncSetAttribute(
                     fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    record.shared_bytes), "cuFuncSetAttribute")
-            self._bindings_functions[record.kernel] = fn
-        return DependentLaunch(fn, record)
+                    shared_bytes), "cuFuncSetAttribute")
+            self._bindings_functions[kernel] = fn
+        return fn
 
     def synchronize(self):
         self.drv.Context.synchronize()

@@ -10,6 +10,9 @@ import numpy as np
 
 class Device(Protocol):
     name: str
+    # Whether a reducing kernel's last block may combine its partials (`KernelInfo.finish_parts`):
+    # the GPU's kernels do; the CPU runs the combine kernels.
+    finishes_in_kernel: bool
 
     def upload(self, a: np.ndarray): ...
     def upload_integers(self, a: np.ndarray): ...  # an integer array as it is (connectivities, their inverses)

@@ -3,7 +3,9 @@ loops) on a device: the CPU or a GPU.
 
 Every value of the host program gets its own buffer: a batch of values, one value
 (uniform values: literals, uniform inputs and results, a kernel run `once`), or a
-reduction's per-block partials, which a combine step combines.  At the end of a
+reduction's per-block partials, which a combine step combines (or, on the GPU where the
+kernel can and the recording runs that combine too, the reducing kernel's last block:
+`KernelInfo.finish_parts`, the combine step then left out).  At the end of a
 loop iteration a value the body's kernels made and yields trades buffers with
 the carried value it becomes (ping-pong); other yielded values (outer ones,
 carried values, inner loops' results) are copied into the carried value's
@@ -78,6 +80,11 @@ class Executor:
         """Appends the calls of `steps_in` (those whose indices are in `only`, when given) to
         `steps`."""
         dev = self.device
+        # The combines these steps run, by the partials they read: a launch whose kernel can
+        # combine its partials in its last block does so where this recording runs the combines too.
+        combines = {step.partials: step for index, step in enumerate(steps_in)
+                    if isinstance(step, Combine) and (only is None or index in only)}
+        finished: set[int] = set()  # partials combined by their launch's last block
         for index, step in enumerate(steps_in):
             if only is not None and index not in only:
                 continue
@@ -87,9 +94,13 @@ class Executor:
                     if r not in env:
                         env[r] = dev.alloc(self._shape(r, n))
                     outs.append(env[r])
-                once = self.infos[step.kernel].once
-                steps.append(dev.launcher(step.kernel, [env[a] for a in step.args] + outs, 1 if once else n))
+                info = self.infos[step.kernel]
+                if info.finish_parts and dev.finishes_in_kernel:
+                    outs += self._finish_args(step, info, combines, env, n, finished)
+                steps.append(dev.launcher(step.kernel, [env[a] for a in step.args] + outs, 1 if info.once else n))
             elif isinstance(step, Combine):
+                if step.partials in finished:
+                    continue
                 if step.result not in env:
                     env[step.result] = dev.alloc(self._shape(step.result, n))
                 parts = self.infos[self.host.values[step.partials].kernel].blocks(n)
@@ -132,6 +143,27 @@ class Executor:
                             env[r] = buf
             else:
                 raise UsageError(f"the executor cannot run a {type(step).__name__} step")
+
+    def _finish_args(self, step: Launch, info, combines: dict, env: dict, n: int, finished: set) -> list:
+        """The arguments after a launch's outputs of a kernel that can combine its reductions'
+        partials in its last block (`KernelInfo.finish_parts`): each combine's result and a
+        counter of finished blocks (zero, one per kernel of a recording: its launches run one
+        after another), where every combine of its partials runs here and the launch's blocks
+        are few enough; else null pointers (the combine kernels run)."""
+        partials = [r for r, kind in zip(step.results, info.reduced) if kind]
+        mine = [combines.get(p) for p in partials]
+        if any(c is None for c in mine) or info.blocks(n) > info.finish_parts:
+            return [0] * (len(partials) + 1)
+        out = []
+        for c in mine:
+            if c.result not in env:
+                env[c.result] = self.device.alloc(self._shape(c.result, n))
+            out.append(env[c.result])
+            finished.add(c.partials)
+        key = ("finished blocks", step.kernel)
+        if key not in env:
+            env[key] = self.device.upload(np.zeros(1))
+        return out + [env[key]]
 
     def prepare(self, inputs: dict[str, np.ndarray], n: int, uploaded: dict | None = None,
                 outputs: dict | None = None, as_graph: bool = True, part: BatchPass | None = None,
