@@ -1,0 +1,121 @@
+"""Derivatives of every op of the catalogue, from their index definitions
+(`irfuse.library.derivatives`), against central finite differences in float64: every op the
+catalogue defines and every family on the shapes `test_generic_ops` runs (and the families
+it leaves out: masks, selection, contraction, items); the partial derivatives (what reverse
+mode multiplies by) against the same products; the documented choices where a function is
+not differentiable."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from test_generic_ops import CASES, _operand
+
+from irfuse.dialects.kas import MaskType, kas_type_of_shape
+from irfuse.library.catalogue import default_library
+from irfuse.library.derivatives import partials, tangent_trees
+from irfuse.library.families import FAMILIES
+from irfuse.library.indexexpr import eval_numpy
+
+N = 40
+# (family, operand shapes (None: a mask), domain, parameters) beyond test_generic_ops' cases.
+MORE = [("select", [None, (3,), (3,)], None, ()), ("and", [None, None], None, ()), ("or", [None, None], None, ()),
+        ("not", [None], None, ()), ("contract", [(2, 3), (3, 4)], None, ("ij", "jk", "ik")),
+        ("item", [(4, 3)], None, ("2",)), ("put", [(3, 2), (2,)], None, ("1",)),
+        ("stack", [(2,), (2,), (2,)], None, ("3",)), ("clamp", [(4,), (4,), (4,)], "apart", ()),
+        ("pow", [(2,), ()], "positive", ())]
+
+
+def _cases():
+    lib = default_library()
+    out = [(op.name, op, [t.shape for t in op.operand_types], None) for op in lib]
+    for fam, shapes, domain, params in [(c[0], c[1], c[3], ()) for c in CASES] + MORE:
+        types = [MaskType() if s is None else kas_type_of_shape(s) for s in shapes]
+        op = lib.resolve(fam, types, params)
+        out.append((f"{fam}{shapes}", op, [() if s is None else s for s in shapes], domain))
+    return out
+
+
+CATALOGUE = _cases()
+
+
+def test_every_family_is_differentiated():
+    assert {name.split("[")[0] for name, *_ in CATALOGUE} >= set(FAMILIES)
+
+
+def _operands(rng, op, shapes, domain):
+    ops = []
+    for t, shape in zip(op.operand_types, shapes):
+        if isinstance(t, MaskType):
+            ops.append((rng.uniform(0, 1, N) < 0.5).astype(np.float64))
+        elif domain == "apart":  # clamp: lo below a below hi, far from the kinks
+            ops.append(rng.uniform(-1, 1, (N, *shape)) + 3 * (len(ops) - 1) * (len(ops) > 0))
+        else:
+            ops.append(_operand(rng, shape, domain, N))
+    if op.name.startswith(("sdiv", "srcp")):
+        ops = [np.where(np.abs(a) < 0.3, a + 0.6, a) for a in ops]
+    if op.name.startswith(("ssqrt",)):
+        ops = [np.abs(a) + 0.1 for a in ops]
+    return ops
+
+
+def _evaluate(op, operands):
+    return op.reference_by_entries(*operands).reshape(N, -1)
+
+
+def _jvp(op, operands, tangents):
+    flat = [a.reshape(N, -1) for a in operands] + [d.reshape(N, -1) for d in tangents]
+    trees = tangent_trees(op.trees, len(operands))
+    return np.stack([np.broadcast_to(eval_numpy(t, flat), (N,)) for t in trees], axis=1)
+
+
+@pytest.mark.parametrize("name, op, shapes, domain", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_derivatives_match_central_differences_in_float64(name, op, shapes, domain):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    operands = _operands(rng, op, shapes, domain)
+    masks = [isinstance(t, MaskType) for t in op.operand_types]
+    tangents = [np.zeros_like(a) if m else rng.uniform(-1, 1, a.shape) for a, m in zip(operands, masks)]
+    got = _jvp(op, operands, tangents)
+    h = 1e-6
+    plus = _evaluate(op, [a + h * d for a, d in zip(operands, tangents)])
+    minus = _evaluate(op, [a - h * d for a, d in zip(operands, tangents)])
+    want = (plus - minus) / (2 * h)
+    assert not np.isnan(got).any(), name
+    scale = np.abs(_evaluate(op, operands)).max() + np.abs(want).max() + 1
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * scale, err_msg=name)
+    # Reverse mode's partial derivatives give the same products, entry by entry.
+    flat = [a.reshape(N, -1) for a in operands]
+    sizes = [int(np.prod(s)) for s in shapes]
+    for i, t in enumerate(op.trees[:4]):
+        total = np.zeros(N)
+        for (k, j), p in partials(t, len(operands), sizes).items():
+            total += np.broadcast_to(eval_numpy(p, flat), (N,)) * tangents[k].reshape(N, -1)[:, j]
+        np.testing.assert_allclose(total, got[:, i], rtol=1e-12, atol=1e-12 * scale, err_msg=f"{name} entry {i}")
+
+
+def _family(name, *shapes):
+    return default_library().resolve(name, [kas_type_of_shape(s) for s in shapes])
+
+
+def test_the_choices_where_a_function_is_not_differentiable():
+    """A norm at the zero vector has derivative 0 (sqrt's, taken as 0 at 0), never NaN; abs at 0
+    gives 0; max and min on a tie take the first operand's derivative; select takes the chosen
+    side's; a comparison's derivative is 0."""
+    def jvp(op, operands, tangents):
+        return _jvp(op, [np.asarray(a, np.float64).reshape(N, -1) for a in operands],
+                    [np.asarray(d, np.float64).reshape(N, -1) for d in tangents])
+
+    zero = np.zeros((N, 3))
+    ones = np.ones((N, 3))
+    assert (jvp(_family("norm", (3,)), [zero], [ones]) == 0).all()
+    assert (jvp(_family("abs", ()), [np.zeros(N)], [np.ones(N)]) == 0).all()
+    a, da, db = np.full(N, 0.5), np.full(N, 2.0), np.full(N, 3.0)
+    assert (jvp(_family("max", (), ()), [a, a], [da, db]) == 2.0).all()
+    assert (jvp(_family("min", (), ()), [a, a], [da, db]) == 2.0).all()
+    assert (jvp(_family("max", (), ()), [a, a + 1], [da, db]) == 3.0).all()
+    select = default_library().resolve("select", [MaskType(), kas_type_of_shape(()), kas_type_of_shape(())])
+    mask = (np.arange(N) % 2).astype(np.float64)
+    got = jvp(select, [mask, a, a], [np.zeros(N), da, db])[:, 0]
+    np.testing.assert_array_equal(got, np.where(mask != 0, 2.0, 3.0))
+    assert (jvp(_family("lt", (), ()), [a, a + 1], [da, db]) == 0).all()
