@@ -351,7 +351,6 @@ class CudaDevice:
         finally:
             self._kept.clear()
 
-
     @property
     def peak_memory_bytes_per_s(self) -> float:
         """Device memory's peak rate (bytes read plus written a second: double data rate at the
