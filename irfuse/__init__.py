@@ -11,14 +11,15 @@ is installed by the driver, which `irfuse.ops`, the Python annotations and any c
 from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
 
-__all__ = ["__version__", "compile", "program", "ops", "Scalar", "Mask", "Vector", "Matrix", "Tensor", "Uniform",
-           "sum", "max", "min", "where", "Nodal", "Index", "gather", "scatter", "Program",
-           "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
+__all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "derivative", "ops", "Scalar", "Mask",
+           "Vector", "Matrix", "Tensor", "Uniform", "sum", "max", "min", "where", "Nodal", "Index", "gather", "scatter",
+           "Program", "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
            "UsageError", "ExecutionError", "pinned_empty", "page_locked"]
 
 # name -> (module, attribute) for the names imported on first use
 _LAZY = {
-    "compile": ("irfuse.api", "compile"), "program": ("irfuse.api", "program"),
+    "compile": ("irfuse.api", "compile"), "program": ("irfuse.api", "program"), "jvp": ("irfuse.api", "jvp"),
+    "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"),
     "Program": ("irfuse.api", "Program"), "PythonProgram": ("irfuse.api", "PythonProgram"),
     "Outputs": ("irfuse.api", "Outputs"), "Verification": ("irfuse.api", "Verification"),
     "IrfuseWarning": ("irfuse.api", "IrfuseWarning"),
@@ -27,7 +28,7 @@ _LAZY = {
     "Scalar": ("irfuse.frontend.python", "Scalar"), "Vector": ("irfuse.frontend.python", "Vector"),
     "Matrix": ("irfuse.frontend.python", "Matrix"), "Tensor": ("irfuse.frontend.python", "Tensor"),
     "Uniform": ("irfuse.frontend.python", "Uniform"), "Mask": ("irfuse.frontend.python", "Mask"),
-    "where": ("irfuse.frontend.python", "where"),
+    "where": ("irfuse.frontend.python", "where"), "derivative": ("irfuse.frontend.python", "derivative"),
     "Nodal": ("irfuse.frontend.python", "Nodal"), "Index": ("irfuse.frontend.python", "NodeIndex"),
     "gather": ("irfuse.frontend.python", "gather"), "scatter": ("irfuse.frontend.python", "scatter"),
     "sum": ("irfuse.frontend.python", "reduce_sum"), "max": ("irfuse.frontend.python", "reduce_max"),

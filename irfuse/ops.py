@@ -21,6 +21,7 @@ def __getattr__(name: str) -> OpRef:
 
 
 def __dir__() -> list[str]:
-    from irfuse.library.families import FAMILIES, parse_mangled
+    from irfuse.library.catalogue import generated_name
+    from irfuse.library.families import FAMILIES
 
-    return sorted({op.name for op in default_library() if parse_mangled(op.name) is None} | set(FAMILIES))
+    return sorted({op.name for op in default_library() if not generated_name(op.name)} | set(FAMILIES))

@@ -14,7 +14,7 @@ from test_generic_ops import CASES, _operand
 
 from irfuse.dialects.kas import MaskType, kas_type_of_shape
 from irfuse.library.catalogue import Library, define_catalogue
-from irfuse.library.derivatives import partials, tangent_trees
+from irfuse.library.derivatives import jvp_name, partials, tangent_trees
 from irfuse.library.families import FAMILIES
 from irfuse.library.indexexpr import eval_numpy
 
@@ -24,7 +24,8 @@ MORE = [("select", [None, (3,), (3,)], None, ()), ("and", [None, None], None, ()
         ("not", [None], None, ()), ("contract", [(2, 3), (3, 4)], None, ("ij", "jk", "ik")),
         ("item", [(4, 3)], None, ("2",)), ("put", [(3, 2), (2,)], None, ("1",)),
         ("stack", [(2,), (2,), (2,)], None, ("3",)), ("clamp", [(4,), (4,), (4,)], "apart", ()),
-        ("pow", [(2,), ()], "positive", ())]
+        ("pow", [(2,), ()], "positive", ()), ("ifeq", [(3,), (3,), (3,), (3,)], None, ()),
+        ("zeros", [(2, 2)], None, ())]
 
 
 def _library():
@@ -95,6 +96,15 @@ def test_derivatives_match_central_differences_in_float64(name, op, shapes, doma
     assert not np.isnan(got).any(), name
     scale = np.abs(_evaluate(op, operands)).max() + np.abs(want).max() + 1
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * scale, err_msg=name)
+    # The op derived from these trees by its name (`jvp_<mask>__<op>`, its definition written
+    # from them as text) gives the same bits from its trees, and its batched reference agrees.
+    derived = LIBRARY.get(jvp_name(op.name, [not m for m in masks])) if not all(masks) else None
+    if derived is not None and not isinstance(op.result_type, MaskType):
+        read = [a for a, n in zip(operands, op.operand_names) if n in derived.operand_names]
+        moved = read + [d for d, m in zip(tangents, masks) if not m]
+        np.testing.assert_array_equal(_evaluate(derived, moved), got, err_msg=name)
+        batched = derived.reference(*moved).reshape(N, -1)
+        np.testing.assert_allclose(batched, got, rtol=1e-12, atol=1e-12 * scale, err_msg=name)
     # Reverse mode's partial derivatives give the same products, entry by entry.
     flat = [a.reshape(N, -1) for a in operands]
     sizes = [int(np.prod(s)) for s in shapes]

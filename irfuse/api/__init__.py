@@ -129,6 +129,82 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     return compilation.variant(layout, {}, warn=True)
 
 
+def jvp(source, *, wrt, prefix: str = "d", filename: str | None = None):
+    """The forward derivative of a program (pass `kas-jvp`): a `builtin.module` holding
+    program `<name>_jvp`, which takes the inputs, then a tangent `<prefix><x>` for each input
+    x in `wrt`, and returns the outputs, then their tangents `<prefix><y>` (the change of each
+    output y for those changes of the inputs). `irfuse.compile` compiles it as any program,
+    and `jvp` takes it again (derivatives of derivatives).
+
+    source: what `irfuse.compile` takes (a path, KAS text, a Python function, a module).
+    wrt: an input's name or a sequence of names (inputs of a mask or connectivity type have
+        no derivative)."""
+    from irfuse.dialects.kas import program_of
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.forward_mode import forward_derivative
+
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    if not all(isinstance(n, str) for n in names):
+        raise UsageError(f"irfuse.jvp: wrt takes input names, not {wrt!r}")
+    module = _kas_module(source, filename, "irfuse.jvp")
+    program = program_of(module)
+    program.parent_block().insert_op_before(forward_derivative(program, names, default_library(), prefix), program)
+    program.detach()
+    program.erase()
+    module.verify()
+    return module
+
+
+def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None):
+    """The reverse derivative of a program (pass `kas-vjp`): a `builtin.module` holding program
+    `<name>_vjp`, which takes the inputs, then a cotangent `<prefix><y>` for each output y, and
+    returns the outputs, then the cotangent `<prefix><x>` of each input x in `wrt` (the
+    vector-Jacobian product: entry by entry, the sum over the outputs' entries of their
+    cotangents times the outputs' derivatives by that input entry). Takes what `irfuse.jvp`
+    takes; compiled by `irfuse.compile`, composable with `jvp` and itself."""
+    return _derivative_module(source, wrt, filename, "irfuse.vjp", None, prefix)
+
+
+def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = None):
+    """The gradient of one uniform scalar output `of` (a sum over the batch: an energy) by the
+    inputs `wrt`: a `builtin.module` holding program `<name>_grad`, which takes the inputs and
+    returns the outputs, then `<prefix><x>` for each x in `wrt` (pass `kas-vjp{of=...}`).
+    `irfuse.jvp(irfuse.grad(...), ...)` is a Hessian-vector product."""
+    if not isinstance(of, str):
+        raise UsageError(f"irfuse.grad: of takes an output's name, not {of!r}")
+    return _derivative_module(source, wrt, filename, "irfuse.grad", of, prefix)
+
+
+def _derivative_module(source, wrt, filename, who: str, of, prefix: str):
+    from irfuse.dialects.kas import program_of
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.reverse_mode import reverse_derivative
+
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    if not all(isinstance(n, str) for n in names):
+        raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
+    module = _kas_module(source, filename, who)
+    program = program_of(module)
+    derived = reverse_derivative(program, names, default_library(), of, prefix, who=who)
+    program.parent_block().insert_op_before(derived, program)
+    program.detach()
+    program.erase()
+    module.verify()
+    return module
+
+
+def _kas_module(source, filename: str | None, who: str):
+    """A fresh module holding the `kas.program` of what `irfuse.compile` takes."""
+    text, name, _function, front, given_module = _source_of(source, filename)
+    if front is not None:
+        return front.module
+    if given_module:
+        return source.clone()
+    from irfuse.frontend.irgen import compile_source
+
+    return compile_source(text, name).module
+
+
 def _source_of(source, filename: str | None) -> tuple:
     """(text, name, function, front, given_module) of what `compile` was given: the text keys the
     program cache (a function's or a module's IR as text); `front` is a function's frontend

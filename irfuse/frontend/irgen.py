@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
+from xdsl.rewriter import Rewriter
 
 from irfuse.analysis.liveness import live_values
-from irfuse.diagnostics import CompileError, Diagnostic, SourceFile
+from irfuse.diagnostics import CompileError, Diagnostic, SourceFile, UsageError
 from irfuse.dialects.kas import (
     CallOp,
     MAX_TOTAL_ITERATIONS,
@@ -58,11 +59,13 @@ from irfuse.dialects.kas import (
     ssa_hint,
 )
 from irfuse.frontend.source_files import read_source  # noqa: F401 (callers import it from here)
-from irfuse.frontend.syntax import (COMPARISONS, COPY, Call, Condition, If, Index, Loop, Name, Number, Program, Statement,
-                                    Text, is_index_type, is_mask_type, parse_program)
+from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, Call, Condition, Derivative, If, Index, Loop,
+                                    Name, Number, Program, Statement, Text, is_index_type, is_mask_type, parse_program)
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
+from irfuse.transforms.forward_mode import forward_derivative
+from irfuse.transforms.reverse_mode import reverse_derivative
 
 MAX_ERRORS = 20
 # Statements a program's unrolled loops (`loop q N`) may make in all: each iteration is a
@@ -335,7 +338,35 @@ class IRGen:
         if self.prog.inputs:
             program.location = self.loc(self.prog.inputs[0])
         module = ModuleOp([program])
-        return FrontendResult(module, self.warnings(program, inputs))
+        warnings = self.warnings(program, inputs)
+        for d in self.prog.derivatives:
+            derived = self.derivative(program, d)
+            Rewriter.replace_op(program, derived, new_results=[])
+            program = derived
+        return FrontendResult(module, warnings)
+
+    def derivative(self, program: ProgramOp, d: Derivative) -> ProgramOp:
+        """The program's derivative a `derivative` line asks for; its errors at that line."""
+        for n in d.wrt:
+            if n.text not in program.inputs:
+                self.err(n, f"'{n.text}' is not an input of the program to differentiate",
+                         [f"its inputs: {', '.join(program.inputs)}"])
+        if d.of is not None and d.of.text not in program.outputs:
+            self.err(d.of, f"'{d.of.text}' is not an output of the program to differentiate",
+                     [f"its outputs: {', '.join(program.outputs)}"])
+        if self.errors:
+            raise CompileError(self.errors)
+        mode, wrt = d.mode.text, [n.text for n in d.wrt]
+        prefix = d.prefix.text if d.prefix else DEFAULT_PREFIX[mode]
+        try:
+            if mode == "jvp":
+                return forward_derivative(program, wrt, self.lib, prefix, who="derivative jvp")
+            return reverse_derivative(program, wrt, self.lib, d.of.text if d.of else None, prefix,
+                                      who=f"derivative {mode}")
+        except UsageError as e:
+            for diagnostic in e.diagnostics:
+                self.err(d, diagnostic.message, diagnostic.notes)
+            raise CompileError(self.errors) from None
 
     def statements(self, stmts: list[Statement], env: dict[str, SSAValue], block: Block) -> None:
         outer = self.current_block

@@ -48,6 +48,11 @@ function). An op of nodal values (and uniform ones) gives a nodal value: a nodal
 run once per node at the function's top level (the KAS language's); a connectivity is read by
 gather and scatter only.
 
+Derivatives: `@irfuse.derivative("jvp", wrt=("F", "mu"))` on the function (above or below
+`@irfuse.program`) is the KAS `derivative jvp wrt F, mu;` line: the program is its forward
+derivative (`"vjp"`: reverse; `"grad", of="E"`: a gradient); stacked, the one nearest the
+`def` applies first.
+
 Anything else (while loops, calls of what is not an op, attributes of values other than
 `.T`) is refused at its line: a program's control flow cannot depend on its data, which is
 why a branch computes both of its sides.
@@ -65,8 +70,9 @@ from dataclasses import dataclass
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
 from irfuse.frontend.irgen import FrontendResult, build_module, is_reduction
 from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
-from irfuse.frontend.syntax import (COMPARISONS, COPY, MAX_TRIP_COUNT, Call, Condition, Declaration, If, Index, Loop,
-                                    Name, Number, Pos, Program, Statement, Text)
+from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, DERIVATIVE_MODES, MAX_TRIP_COUNT, Call,
+                                    Condition, Declaration, Derivative, If, Index, Loop, Name, Number, Pos, Program,
+                                    Statement, Text)
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.indexexpr import DefinitionError
@@ -406,7 +412,11 @@ class _Translator:
                 raise self.error(node, "'return' can only end the program")
         statements += self.tail
         declarations = self.declarations(fdef)
-        program = Program(declarations, inputs, statements, outputs, input_pos=self.pos(fdef))
+        at = self.pos(fdef.decorator_list[0] if fdef.decorator_list else fdef)
+        derivatives = [Derivative(Name(mode, at), [Name(w, at) for w in wrt], Name(prefix, at), at,
+                                  Name(of, at) if of is not None else None)
+                       for mode, wrt, prefix, of in getattr(self.fn, DERIVATIVES, ())]
+        program = Program(declarations, inputs, statements, outputs, self.pos(fdef), derivatives)
         return TracedSource(program, self.file, fdef.name)
 
     def returned(self, ret: ast.Return) -> list[ast.expr]:
@@ -817,6 +827,35 @@ class _Translator:
             got = ", ".join(t.spelling() for t in types)
             raise self.error(node, f"{op.signature()} cannot take ({got})")
         return tuple(op.result_type.shape), isinstance(op.result_type, MaskType)
+
+
+DERIVATIVES = "__irfuse_derivatives__"  # a function's derivative declarations, in the order they apply
+
+
+def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None):
+    """A decorator declaring that the program is its derivative, as a KAS `derivative` line:
+    `@irfuse.derivative("jvp", wrt=("F",))`, `("vjp", wrt=...)`, `("grad", of="E", wrt=...)`
+    (wrt: an input's name or several; prefix: the derivatives' names' start, by default `d`,
+    `bar_`, `grad_`). It marks the function (or the `@irfuse.program` it decorates) and
+    returns it."""
+    if mode not in DERIVATIVE_MODES:
+        raise UsageError(f"irfuse.derivative: unknown mode {mode!r}; known: {', '.join(DERIVATIVE_MODES)}")
+    if (mode == "grad") != (of is not None) or (of is not None and not (isinstance(of, str) and of.isidentifier())):
+        raise UsageError("irfuse.derivative: 'grad' takes the output's name as of=..., and only 'grad' does")
+    prefix = DEFAULT_PREFIX[mode] if prefix is None else prefix
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
+        raise UsageError(f"irfuse.derivative: wrt takes the names of inputs, not {wrt!r}")
+    if not isinstance(prefix, str) or not prefix.isidentifier():
+        raise UsageError(f"irfuse.derivative: the prefix {prefix!r} is not a name")
+
+    def mark(target):
+        fn = getattr(target, "fn", target)  # an @irfuse.program keeps its function as .fn
+        if not inspect.isfunction(fn):
+            raise UsageError(f"@irfuse.derivative applies to a function, not to a {type(target).__qualname__}")
+        fn.__dict__[DERIVATIVES] = (*getattr(fn, DERIVATIVES, ()), (mode, names, prefix, of))
+        return target
+    return mark
 
 
 def translate_function(fn, library: Library | None = None) -> TracedSource:

@@ -1,6 +1,7 @@
 """Lexer and parser of the KAS language, producing a positioned syntax tree.
 
-    program     := { declaration } "input" names ";" { statement } "return" names ";"
+    program     := { declaration } "input" names ";" { statement } "return" names ";" { derivative }
+    derivative  := "derivative" ( "jvp" | "vjp" | "grad" "of" IDENT ) "wrt" names [ "prefix" IDENT ] ";"
     declaration := [ "uniform" | "nodal" ] TYPE declared { "," declared } ";"
     declared    := IDENT [ "[" INT "]" ]          (an array of INT values of TYPE)
     TYPE        := scalar | mask | vectorN | matrixNxM | tensorNxMxK[xL] | indexK   (case-insensitive)
@@ -27,6 +28,14 @@ element (`select`).
 Meshes: `nodal` declares variables that hold one value per node of a mesh (inputs that
 `gather(X, conn)` reads, outputs that `scatter(fe, conn)` makes); `indexK` declares a
 connectivity, an input giving each element's K node numbers.
+
+Derivatives: `derivative jvp wrt F, mu;` after the return list makes the program its forward
+derivative (`transforms.forward_mode`): it takes tangents `dF`, `dmu` after the inputs and
+returns the outputs' tangents after them (`prefix p` names them `pF`, ...); `derivative vjp
+wrt F;` its reverse derivative (`transforms.reverse_mode`: cotangents `bar_<output>` in,
+`bar_F` out), `derivative grad of E wrt F;` the gradient of the uniform scalar output E
+(`grad_F` out); several apply in order (`derivative grad of E wrt F; derivative jvp wrt F;`:
+a Hessian-vector product).
 
 Comments are ``// ...`` and ``/* ... */``.  Errors raise `CompileError`
 with the file, line and column of the offending token.
@@ -149,6 +158,23 @@ class If:
 Statement = Call | Loop | If
 
 
+DERIVATIVE_MODES = {"jvp": "forward mode: the outputs' tangents along the inputs named",
+                    "vjp": "reverse mode: the cotangents of the inputs named, for cotangents of the outputs",
+                    "grad": "the gradient of one uniform scalar output (`grad of E wrt ...`)"}
+DEFAULT_PREFIX = {"jvp": "d", "vjp": "bar_", "grad": "grad_"}
+
+
+@dataclass
+class Derivative:
+    """`derivative MODE wrt NAMES [prefix P];`: the program replaced by its derivative."""
+
+    mode: Name
+    wrt: list[Name]
+    prefix: Name | None
+    pos: Pos
+    of: Name | None = None  # grad: the output differentiated
+
+
 @dataclass
 class Program:
     declarations: list[Declaration]
@@ -156,6 +182,7 @@ class Program:
     statements: list[Statement]
     outputs: list[Name]
     input_pos: Pos = field(default_factory=lambda: Pos(1, 1))
+    derivatives: list[Derivative] = field(default_factory=list)
 
 
 _DIGITS = "0123456789"  # ASCII only: str.isdigit() also takes '¹' and other digits no number here has
@@ -306,9 +333,41 @@ class Parser:
         self.i += 1
         outputs = self.names("an output variable name")
         self.expect_punct(";", "after the return list")
+        derivatives = []
+        while self.peek().kind == "ident" and self.peek().text == "derivative":
+            derivatives.append(self.derivative())
         if self.peek().kind != "eof":
-            raise self.error(self.peek(), f"expected end of file after 'return', found {self.describe(self.peek())}")
-        return Program(decls, inputs, stmts, outputs, input_tok.pos)
+            what = "'derivative' or end of file" if derivatives else "end of file or 'derivative'"
+            raise self.error(self.peek(), f"expected {what} after 'return', found {self.describe(self.peek())}")
+        return Program(decls, inputs, stmts, outputs, input_tok.pos, derivatives)
+
+    def derivative(self) -> Derivative:
+        start = self.peek()
+        self.i += 1
+        mode = self.expect_ident("a derivative's mode (jvp)")
+        if mode.text not in DERIVATIVE_MODES:
+            raise CompileError(self.src.diag(mode.pos.line, mode.pos.col, f"unknown derivative mode '{mode.text}'",
+                                             notes=[f"{k}: {v}" for k, v in DERIVATIVE_MODES.items()]))
+        of = None
+        if mode.text == "grad":
+            tok = self.peek()
+            if not (tok.kind == "ident" and tok.text == "of"):
+                raise self.error(tok, "expected 'of' and an output after 'derivative grad', found "
+                                      f"{self.describe(tok)}")
+            self.i += 1
+            of = self.expect_ident("the output whose gradient is taken")
+        tok = self.peek()
+        if not (tok.kind == "ident" and tok.text == "wrt"):
+            raise self.error(tok, f"expected 'wrt' and the inputs after 'derivative {mode.text}', "
+                                  f"found {self.describe(tok)}")
+        self.i += 1
+        wrt = self.names("an input to differentiate along")
+        prefix = None
+        if self.peek().kind == "ident" and self.peek().text == "prefix":
+            self.i += 1
+            prefix = self.expect_ident("the tangents' name prefix")
+        self.expect_punct(";", "after a derivative")
+        return Derivative(mode, wrt, prefix, start.pos, of)
 
     def declaration(self) -> Declaration:
         qualifier = self.peek().text if self.peek().kind == "ident" and self.peek().text in ("uniform", "nodal") else ""

@@ -18,7 +18,7 @@ from importlib.metadata import entry_points
 
 from irfuse.diagnostics import CompileError, Diagnostic
 from irfuse.dialects.access_pattern import AccessPattern, APError
-from irfuse.dialects.kas import KasType, MatrixType, ScalarType, TensorType, VectorType
+from irfuse.dialects.kas import KasType, MaskType, MatrixType, ScalarType, TensorType, VectorType
 from irfuse.dialects.op_registry import install_op_registry
 from irfuse.library.implementations import (
     HandImplementation,
@@ -26,6 +26,7 @@ from irfuse.library.implementations import (
     generated_implementations,
     recommended_elements_per_block,
 )
+from irfuse.library.derivatives import jvp_definition, parse_jvp_name, parse_vjp_name, vjp_definition
 from irfuse.library.families import FAMILIES, Family, parse_mangled
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.ops import OpDef
@@ -116,6 +117,12 @@ class Library:
         (`mmul_4x3_3x2`), made on first use."""
         op = self.ops.get(name)
         if op is None:
+            derived = parse_jvp_name(name)
+            if derived is not None:
+                return self._derivative(name, *derived)
+            reverse = parse_vjp_name(name)
+            if reverse is not None:
+                return self._reverse_derivative(name, *reverse)
             parsed = parse_mangled(name)
             if parsed is not None:
                 family, params, types = parsed
@@ -131,7 +138,7 @@ class Library:
         """The op a call of `name` on operands of `types` means: the op of that name, or the
         family's op for those types (`families`); None for neither. DefinitionError, saying
         what the family takes, for types it does not take."""
-        op = self.ops.get(name)
+        op = self.ops.get(name) or (self.get(name) if generated_derivative(name) else None)
         if op is not None:
             return op
         family = FAMILIES.get(name)
@@ -149,8 +156,48 @@ class Library:
             self.base_ops[name] = op  # a family's op is irfuse's own, as the built-in catalogue
         return op
 
+    def _derivative(self, name: str, op_name: str, mask: tuple[bool, ...]) -> OpDef | None:
+        """The op `jvp_<mask>__<op>` (`derivatives`), defined on first use; None where `<op>` is
+        unknown or gives a mask, the mask does not fit it, picks no operand or a mask operand,
+        or a function has no derivative."""
+        op = self.get(op_name)
+        if (op is None or isinstance(op.result_type, MaskType) or len(mask) != len(op.operand_types)
+                or not any(mask) or any(m and isinstance(t, MaskType) for m, t in zip(mask, op.operand_types))):
+            return None
+        try:
+            read, extra, definition = jvp_definition(op.operand_names, [t.shape for t in op.operand_types],
+                                                     op.result_type.shape, op.trees, mask)
+            picked = [t for m, t in zip(mask, op.operand_types) if m]
+            operands = [(op.operand_names[k], op.operand_types[k]) for k in read] + list(zip(extra, picked))
+            derived = self.define(name, operands, op.result_type, definition, f"forward derivative of {op_name}")
+        except (DefinitionError, ValueError):
+            return None
+        if self.base_ops.get(op_name) is op:
+            self.base_ops[name] = derived  # derived from irfuse's own op: irfuse's own too
+        return derived
+
+    def _reverse_derivative(self, name: str, op_name: str, operand: int) -> OpDef | None:
+        """The op `vjp_<k>__<op>` (`derivatives`), defined on first use; None where `<op>` is
+        unknown or gives a mask, operand k is not one of its operands or is a mask, or a
+        function has no derivative."""
+        op = self.get(op_name)
+        if (op is None or isinstance(op.result_type, MaskType) or not 0 <= operand < len(op.operand_types)
+                or isinstance(op.operand_types[operand], MaskType)):
+            return None
+        try:
+            read, cotangent, definition = vjp_definition(op.operand_names, [t.shape for t in op.operand_types],
+                                                         op.result_type.shape, op.trees, operand)
+            operands = [(op.operand_names[k], op.operand_types[k]) for k in read] + [(cotangent, op.result_type)]
+            derived = self.define(name, operands, op.operand_types[operand], definition,
+                                  f"reverse derivative of {op_name} for operand {operand}")
+        except (DefinitionError, ValueError):
+            return None
+        if self.base_ops.get(op_name) is op:
+            self.base_ops[name] = derived
+        return derived
+
     def closest(self, name: str, n: int = 3) -> list[str]:
-        names = [k for k in self.ops if parse_mangled(k) is None] + list(FAMILIES)
+        names = [k for k in self.ops if not generated_name(k)] + list(FAMILIES)
         return difflib.get_close_matches(name, names, n=n, cutoff=0.6)
 
     def implementations(self, op: OpDef) -> list[Implementation]:
@@ -169,6 +216,17 @@ class Library:
 
     def __iter__(self):
         return iter(self.ops.values())
+
+
+def generated_derivative(name: str) -> bool:
+    """Whether `name` names an op's derivative (`jvp_...__op`, `vjp_...__op`)."""
+    return parse_jvp_name(name) is not None or parse_vjp_name(name) is not None
+
+
+def generated_name(name: str) -> bool:
+    """Whether `name` names an op made on first use from its name alone: a family's op for
+    some operand types, or an op's derivative."""
+    return parse_mangled(name) is not None or generated_derivative(name)
 
 
 def _mat(n: int) -> MatrixType:

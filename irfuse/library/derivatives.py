@@ -24,7 +24,10 @@ constant operand costs nothing."""
 
 from __future__ import annotations
 
-from irfuse.library.indexexpr import Const, Leaf, SBin, SCall, SUn, Scalar, fold_bin, make_call
+import re
+from collections.abc import Sequence
+
+from irfuse.library.indexexpr import Const, Leaf, SBin, SCall, SUn, Scalar, entries_definition, fold_bin, make_call
 
 ZERO, ONE = Const(0.0), Const(1.0)
 
@@ -186,3 +189,142 @@ def _select_or_call(fn: str, args: tuple) -> Scalar:
     if fn == "select":
         return _select(*args)
     return make_call(fn, args)
+
+
+# --- the ops derived from an op's trees -----------------------------------------------------
+#
+# `jvp_<mask>__<op>` is the forward derivative of op `<op>` along the tangents of the operands
+# whose digit in `<mask>` is 1 (one digit per operand): its operands are those of `<op>`'s that
+# the derivative reads (a linear op's derivative reads none), then the picked operands'
+# tangents in order; its result, `<op>`'s change (the same type as `<op>`'s result).
+# Defined from `tangent_trees` as definition text (`entries_definition`), it is an op as any
+# other: its reference, flop count and CUDA implementations come from that text, and the name
+# alone defines it in every process (`Library.get`).
+
+JVP_NAME = re.compile(r"jvp_([01]+)__(\w+)")
+
+
+def jvp_name(op_name: str, mask: Sequence[bool]) -> str:
+    return f"jvp_{''.join('1' if m else '0' for m in mask)}__{op_name}"
+
+
+def parse_jvp_name(name: str) -> tuple[str, tuple[bool, ...]] | None:
+    """(the op differentiated, which operands' tangents) of a derived op's name, or None."""
+    m = JVP_NAME.fullmatch(name)
+    if m is None:
+        return None
+    return m.group(2), tuple(c == "1" for c in m.group(1))
+
+
+def tangent_names(names: Sequence[str], mask: Sequence[bool]) -> list[str]:
+    """Names for the tangents of the operands `mask` picks: `d<name>`, made distinct from
+    every operand's name."""
+    taken = set(names)
+    out = []
+    for name, m in zip(names, mask):
+        if m:
+            t = "d" + name
+            while t in taken:
+                t = "d" + t
+            taken.add(t)
+            out.append(t)
+    return out
+
+
+def jvp_definition(names: Sequence[str], shapes: Sequence[tuple[int, ...]], result_shape: tuple[int, ...],
+                   trees: list[Scalar], mask: Sequence[bool]) -> tuple[list[int], list[str], str]:
+    """(the operands the derivative reads, its tangent operands' names, its definition) for an
+    op of operands `names` of `shapes` whose result entries are `trees`, differentiated along
+    the operands `mask` picks; ValueError if the mask does not fit the op or picks no operand."""
+    n = len(names)
+    if len(mask) != n or not any(mask):
+        raise ValueError(f"a derivative's mask needs one digit per operand ({n}) and at least one 1")
+    picked = [k for k in range(n) if mask[k]]
+    tangents = tangent_trees(trees, n, frozenset(picked))
+    # Operand k's tangent is Leaf(n + k) in the tangent trees; the derived op has only the
+    # picked operands' tangents, in order.
+    read = sorted({leaf.operand for t in tangents for leaf in _leaves(t) if leaf.operand < n})
+    place = {k: j for j, k in enumerate(read)} | {n + k: len(read) + j for j, k in enumerate(picked)}
+    moved = [_renumber(t, place) for t in tangents]
+    extra = tangent_names(names, mask)
+    kept_names = [names[k] for k in read] + extra
+    all_shapes = [tuple(shapes[k]) for k in read] + [tuple(shapes[k]) for k in picked]
+    return read, extra, entries_definition(moved, result_shape, kept_names, all_shapes)
+
+
+# `vjp_<k>__<op>` is the reverse derivative of op `<op>` for its operand k: given the operands
+# the derivative reads and the result's cotangent `b<result>` (the result's type), operand k's
+# share of the cotangent (operand k's type): entry j is the sum over the result's entries i of
+# b[i] times the partial derivative of entry i by entry j of operand k (`partials`).
+
+VJP_NAME = re.compile(r"vjp_(\d+)__(\w+)")
+
+
+def vjp_name(op_name: str, operand: int) -> str:
+    return f"vjp_{operand}__{op_name}"
+
+
+def parse_vjp_name(name: str) -> tuple[str, int] | None:
+    """(the op differentiated, the operand) of a reverse derivative's name, or None."""
+    m = VJP_NAME.fullmatch(name)
+    if m is None:
+        return None
+    return m.group(2), int(m.group(1))
+
+
+def vjp_definition(names: Sequence[str], shapes: Sequence[tuple[int, ...]], result_shape: tuple[int, ...],
+                   trees: list[Scalar], operand: int) -> tuple[list[int], str, str]:
+    """(the operands the derivative reads, the cotangent operand's name, the definition) of
+    the reverse derivative for `operand` of an op of operands `names` of `shapes` whose
+    result entries are `trees`; ValueError for an operand the op does not have."""
+    n = len(names)
+    if not 0 <= operand < n:
+        raise ValueError(f"the op has {n} operands, not an operand {operand}")
+    sizes = [_size(s) for s in shapes]
+    ct = n  # the cotangent's leaves, renumbered below
+    entries: list[Scalar] = [ZERO] * sizes[operand]
+    for i, t in enumerate(trees):
+        for (k, j), p in partials(t, n, sizes).items():
+            if k == operand:
+                entries[j] = _add(entries[j], _mul(Leaf(ct, i), p))
+    read = sorted({leaf.operand for t in entries for leaf in _leaves(t) if leaf.operand < n})
+    place = {k: j for j, k in enumerate(read)} | {ct: len(read)}
+    cotangent = "b" + "r"
+    while cotangent in names:
+        cotangent = "b" + cotangent
+    definition = entries_definition([_renumber(t, place) for t in entries], tuple(shapes[operand]),
+                                    [names[k] for k in read] + [cotangent],
+                                    [tuple(shapes[k]) for k in read] + [tuple(result_shape)])
+    return read, cotangent, definition
+
+
+def _size(shape: Sequence[int]) -> int:
+    size = 1
+    for d in shape:
+        size *= d
+    return size
+
+
+def _leaves(t: Scalar):
+    if isinstance(t, Leaf):
+        yield t
+    elif isinstance(t, SBin):
+        yield from _leaves(t.lhs)
+        yield from _leaves(t.rhs)
+    elif isinstance(t, SUn):
+        yield from _leaves(t.arg)
+    elif isinstance(t, SCall):
+        for a in t.args:
+            yield from _leaves(a)
+
+
+def _renumber(t: Scalar, place: dict[int, int]) -> Scalar:
+    if isinstance(t, Leaf):
+        return Leaf(place.get(t.operand, t.operand), t.offset)
+    if isinstance(t, Const):
+        return t
+    if isinstance(t, SBin):
+        return SBin(t.op, _renumber(t.lhs, place), _renumber(t.rhs, place))
+    if isinstance(t, SUn):
+        return SUn(t.fn, _renumber(t.arg, place))
+    return SCall(t.fn, tuple(_renumber(a, place) for a in t.args))

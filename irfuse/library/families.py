@@ -374,6 +374,24 @@ def _select(types, params):
                     "m ? A : B")
 
 
+@family("ifeq", "ifeq(A: any, B: the type of A, X: the type of A, Y: the type of A) -> the type of A",
+        "X where A equals B, else Y, entry by entry (a maximum's derivative picks the tied entries)", 4)
+def _ifeq(types, params):
+    if not _numeric(types[0]) or any(t != types[0] for t in types[1:]):
+        raise _refuse("ifeq", FAMILIES["ifeq"].signature, types)
+    rank = len(types[0].shape)
+    a, b, x, y = (_ref(n, rank) for n in ("A", "B", "X", "Y"))
+    return Instance(("A", "B", "X", "Y"), types[0], f"{_target(rank)} = select(eq({a}, {b}), {x}, {y})",
+                    "A == B ? X : Y")
+
+
+@family("zeros", "zeros(A: any) -> the type of A", "zeros of A's type (A's values are not read)", 1)
+def _zeros(types, params):
+    if not _numeric(types[0]):
+        raise _refuse("zeros", FAMILIES["zeros"].signature, types)
+    return Instance(("A",), types[0], f"{_target(len(types[0].shape))} = 0", "0")
+
+
 @family("item", "item_K(A: an array of N values) -> one value (K < N, after a loop is unrolled)",
         "entry K of an array's first axis")
 def _item(types, params):

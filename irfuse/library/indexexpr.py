@@ -417,6 +417,64 @@ class Expander:
         return Const(1.0 if a == b else 0.0)
 
 
+def tree_text(t: Scalar, names: list[str], shapes: list[tuple[int, ...]]) -> str:
+    """Tree `t` as definition text over operands `names` (each entry by its constant indices,
+    `A[1,2]`): expanding the text gives `t` back (the trees are folded already). Constants are
+    written in full positional form (the grammar has no exponents); NaN or an infinity has no
+    text (DefinitionError)."""
+    def number(v: float) -> str:
+        if v != v or v in (math.inf, -math.inf):
+            raise DefinitionError(f"the constant {v} cannot be written in a definition")
+        text = _positional(abs(v))
+        return f"(-{text})" if math.copysign(1.0, v) < 0 else text
+
+    def walk(u: Scalar) -> str:
+        if isinstance(u, Leaf):
+            shape = shapes[u.operand]
+            if not shape:
+                return names[u.operand]
+            idx, off = [], u.offset
+            for n in reversed(shape):
+                idx.append(off % n)
+                off //= n
+            return f"{names[u.operand]}[{','.join(str(i) for i in reversed(idx))}]"
+        if isinstance(u, Const):
+            return number(u.value)
+        if isinstance(u, SBin):
+            return f"({walk(u.lhs)} {u.op} {walk(u.rhs)})"
+        if isinstance(u, SUn):
+            return f"(-{walk(u.arg)})" if u.fn == "neg" else f"{u.fn}({walk(u.arg)})"
+        return f"{u.fn}({', '.join(walk(a) for a in u.args)})"
+    return walk(t)
+
+
+def _positional(v: float) -> str:
+    """`v` (finite, not negative) in the shortest positional digits that read back exactly."""
+    text = repr(v)
+    if "e" not in text:
+        return text
+    import numpy  # (only for the rare constant repr writes with an exponent)
+
+    return numpy.format_float_positional(v, unique=True, trim="0")
+
+
+def entries_definition(trees: list[Scalar], shape: tuple[int, ...], names: list[str],
+                       shapes: list[tuple[int, ...]]) -> str:
+    """A definition whose result of `shape` has the trees as its entries (row-major): each
+    entry selected by deltas of constant indices (`delta` selects exactly), zero entries left
+    out; what an op derived from another's trees is defined by."""
+    if not shape:
+        return "r = " + tree_text(trees[0], names, shapes)
+    letters = "ijklmnpq"[:len(shape)]
+    terms = []
+    for idx, t in zip(itertools.product(*(range(n) for n in shape)), trees):
+        if isinstance(t, Const) and t.value == 0:
+            continue
+        select = "*".join(f"delta({x},{i})" for x, i in zip(letters, idx))
+        terms.append(f"{select}*{tree_text(t, names, shapes)}")
+    return f"R[{','.join(letters)}] = " + (" + ".join(terms) if terms else "0")
+
+
 def make_call(fn: str, args: tuple) -> Scalar:
     """`fn(*args)` as a tree node; a selection whose condition is a constant is the side it
     picks (the other never reaches the result)."""

@@ -26,6 +26,8 @@ from irfuse.passes.fuse_promote_registers import FusePromoteRegisters
 from irfuse.passes.fuse_remap_threads import FuseRemapThreads
 from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
+from irfuse.passes.kas_jvp import KasJvp
+from irfuse.passes.kas_vjp import KasVjp
 from irfuse.passes.kas_split_nodes import KasSplitNodes
 from irfuse.passes.kas_split_phases import KasSplitPhases
 from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintBatchPasses, TestPrintRaces,
@@ -63,6 +65,10 @@ PASSES: list[PassInfo] = [
              "run over one chunk computes; irfuse.dask).", KasSplitPhases),
     PassInfo("kas-split-nodes", "Replaces a program over a mesh by one of its passes over nodes and elements "
              "(which=K; its nodal statements run per node, before or after the elements).", KasSplitNodes),
+    PassInfo("kas-jvp", "Replaces each program by its forward derivative: the outputs and their tangents along "
+             "the inputs wrt=...", KasJvp),
+    PassInfo("kas-vjp", "Replaces each program by its reverse derivative: the outputs and the cotangents of the "
+             "inputs wrt=... (with of=E, the gradient of the uniform scalar output E).", KasVjp),
     PassInfo("test-print-races", "Prints the shared-memory races of each kernel (analysis test pass).",
              TestPrintRaces),
     PassInfo("test-print-bank-wavefronts", "Prints each kernel's shared-memory wavefronts per block and value "

@@ -37,13 +37,13 @@ TYPES = ("matrix3x3", "vector3", "scalar", "matrix2x2", "vector2", "tensor3x3x3"
 
 
 def _ops_by_signature(lib: Library) -> list[tuple[str, tuple[str, ...], str]]:
-    """The suffixed ops on TYPES (not the generic ops' instances: which of those the process
-    holds depends on what it compiled before, and a seed must give one program)."""
-    from irfuse.library.families import parse_mangled
+    """The suffixed ops on TYPES (not the generic ops' instances nor derivatives: which of those
+    the process holds depends on what it compiled before, and a seed must give one program)."""
+    from irfuse.library.catalogue import generated_name
 
     out = []
     for op in lib:
-        if parse_mangled(op.name) is not None:
+        if generated_name(op.name):
             continue
         ins = tuple(t.spelling() for t in op.operand_types)
         res = op.result_type.spelling()

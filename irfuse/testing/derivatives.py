@@ -1,0 +1,188 @@
+"""Derivative programs checked against central differences of their program, and against each
+other, in float64.
+
+`jvp_against_differences(source, ...)` builds a program's forward derivative along every
+input that has one, evaluates it with the float64 reference (`run_reference`: every op's
+definition on the whole batch, no compilation), and compares each output tangent with the
+central difference `(f(x + h t) - f(x - h t)) / 2h` of the program itself. An entry where
+the program is not smooth near x (a branch, a tie of a maximum, a kink of `abs`, within
+h of the point) is one where two step sizes disagree: it is counted as skipped, not compared
+(a difference quotient says nothing there); so is one where the program is not finite.
+
+`vjp_against_jvp(source, ...)` is the dot-product test: for random tangents t of the inputs
+and cotangents c of the outputs, the reverse derivative's <vjp(c), t> equals the forward
+derivative's <c, jvp(t)> up to rounding (both linear maps at one point, no differences taken).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
+from irfuse.frontend.irgen import compile_source
+from irfuse.library.catalogue import default_library
+from irfuse.transforms.forward_mode import forward_derivative
+from irfuse.transforms.reverse_mode import reverse_derivative
+from irfuse.verification.reference import program_indices, random_inputs, run_reference
+
+# A compressible Neo-Hookean energy, W per element and E their sum: the derivative tests' and
+# `benchmarks/derivatives.py`'s program.
+NEO_HOOKEAN_ENERGY = """
+matrix3x3 F, C; scalar J, logJ, W, t; uniform scalar mu, lam, E;
+input F, mu, lam;
+J = det(F);
+logJ = log(J);
+C = mtmul(F, F);
+t = trace(C);
+W = sub(t, 3);
+W = smul(W, mu);
+t = smul(logJ, logJ);
+t = smul(t, lam);
+W = add(W, t);
+W = scale(W, 0.5);
+t = smul(logJ, mu);
+W = sub(W, t);
+E = sum(W);
+return E;
+"""
+
+
+def random_differentiable_programs(kind: str, seed: int) -> str:
+    """A random program of each generator the derivative tests run: `loops`, `batch_wide`,
+    `element` (codes with branches and indexed loops), `mesh`."""
+    from irfuse.testing.random_programs import random_element_program, random_mesh_program, random_program
+
+    if kind == "loops":
+        return random_program(seed, 9)
+    if kind == "batch_wide":
+        return random_program(seed, 9, batch_wide=True)
+    if kind == "element":
+        return random_element_program(seed, 9)
+    if kind == "mesh":
+        return random_mesh_program(seed, 7)
+    raise ValueError(f"no generator '{kind}'")
+
+
+GENERATORS = ("batch_wide", "element", "loops", "mesh")
+
+STEPS = (1e-6, 1e-5)  # the difference quotient's step, and the one that tells kinks
+
+
+@dataclass
+class DerivativeCheck:
+    compared: int = 0  # output entries compared
+    skipped: int = 0  # entries where the program is not smooth or not finite near the point
+    mismatches: list[str] = field(default_factory=list)
+
+
+def _inputs(program, n: int, seed: int) -> tuple[dict, int | None]:
+    if program_indices(program):
+        from irfuse.testing.differential import random_mesh_inputs
+
+        return random_mesh_inputs(program, n, seed, np.float64)
+    return random_inputs(program, n, seed, np.float64), None
+
+
+def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | None = None) -> DotProducts:
+    """The dot-product test of KAS `source` along its differentiable inputs (or `wrt`), with
+    random inputs, tangents and cotangents. Rows (elements, nodes) where a term is not finite
+    (log of a negative, ...) are left out of both sides; where a batch-wide term is not finite,
+    or rows are left out and a batch-wide term sums over them, the test cannot be made (`made`
+    False)."""
+    program = program_of(compile_source(source, "<derivative check>").module)
+    wrt = wrt if wrt is not None else differentiable_inputs(program)
+    forward = forward_derivative(program, wrt, default_library())
+    reverse = reverse_derivative(program, wrt, default_library())
+    ModuleOp([forward])
+    ModuleOp([reverse])
+    inputs, nodes = _inputs(program, n, seed)
+    rng = np.random.default_rng(seed + 1)
+    tangents = {k: rng.uniform(-1.0, 1.0, size=np.shape(inputs[k])) for k in wrt}
+    base = run_reference(program, inputs, n, nodes=nodes)
+    cotangents = {k: rng.uniform(-1.0, 1.0, size=np.shape(base[k])) for k in program.outputs}
+    ret = program.return_op
+    whole = {k for k, v in zip(program.outputs, ret.values) if is_uniform(v)} | set(program.uniform)
+    with np.errstate(all="ignore"):
+        jvp = run_reference(forward, {**inputs, **{"d" + k: v for k, v in tangents.items()}}, n, nodes=nodes)
+        vjp = run_reference(reverse, {**inputs, **{"bar_" + k: v for k, v in cotangents.items()}}, n, nodes=nodes)
+        left = [(k, cotangents[k] * np.asarray(jvp["d" + k])) for k in program.outputs]
+        right = [(k, np.asarray(vjp["bar_" + k]) * tangents[k]) for k in wrt]
+    rows: dict[int, np.ndarray] = {}  # batch length -> rows with a term not finite
+    for k, t in left + right:
+        if k in whole:
+            continue
+        bad = ~np.isfinite(t.reshape(t.shape[0], -1)).all(axis=1)
+        rows[t.shape[0]] = rows.get(t.shape[0], np.zeros(t.shape[0], bool)) | bad
+
+    def total(terms) -> tuple[float, float]:
+        value = magnitude = 0.0
+        for k, t in terms:
+            if k not in whole:
+                t = np.where(rows[t.shape[0]].reshape((-1,) + (1,) * (t.ndim - 1)), 0.0, t)
+            value += float(np.sum(t))
+            magnitude += float(np.sum(np.abs(t)))
+        return value, magnitude
+
+    (lv, lm), (rv, rm) = total(left), total(right)
+    skipped = int(sum(np.count_nonzero(r) for r in rows.values()))
+    # A batch-wide term sums over every row, those left out included: comparable only if none is.
+    coupled = skipped and any(k in whole for k, _ in left + right)
+    return DotProducts(lv, rv, lm + rm, bool(np.isfinite(lv + rv + lm + rm)) and not coupled, skipped)
+
+
+@dataclass
+class DotProducts:
+    forward: float  # <c, jvp(t)>
+    reverse: float  # <vjp(c), t>
+    magnitude: float  # the sum of the magnitudes of their terms
+    made: bool  # False where a batch-wide term is not finite or sums over rows left out
+    skipped: int  # rows left out
+
+    def agree(self, rtol: float = 1e-12) -> bool:
+        return abs(self.forward - self.reverse) <= rtol * self.magnitude
+
+
+def differentiable_inputs(program) -> list[str]:
+    return [name for name, a in zip(program.inputs, program.body.block.args)
+            if not isinstance(a.type, (MaskType, IndexType))]
+
+
+def jvp_against_differences(source: str, n: int = 64, seed: int = 0, rtol: float = 1e-5) -> DerivativeCheck:
+    """Checks the forward derivative of KAS `source` along all its differentiable inputs on
+    `n` random elements (inputs uniform in [-1, 1), tangents too; a mesh's connectivities as
+    the differential tests draw them)."""
+    program = program_of(compile_source(source, "<derivative check>").module)
+    wrt = differentiable_inputs(program)
+    derived = forward_derivative(program, wrt, default_library())
+    ModuleOp([derived])  # (the reference asks the module for nothing, but the IR wants a parent)
+    inputs, nodes = _inputs(program, n, seed)
+    rng = np.random.default_rng(seed + 1)
+    tangents = {name: rng.uniform(-1.0, 1.0, size=np.shape(inputs[name])) for name in wrt}
+    got = run_reference(derived, {**inputs, **{"d" + k: v for k, v in tangents.items()}}, n, nodes=nodes)
+
+    def moved(h: float) -> dict[str, np.ndarray]:
+        up = run_reference(program, {k: v + h * tangents[k] if k in tangents else v for k, v in inputs.items()}, n,
+                           nodes=nodes)
+        down = run_reference(program, {k: v - h * tangents[k] if k in tangents else v for k, v in inputs.items()}, n,
+                             nodes=nodes)
+        return {k: (up[k] - down[k]) / (2 * h) for k in program.outputs}
+
+    with np.errstate(all="ignore"):
+        fine, coarse = moved(STEPS[0]), moved(STEPS[1])
+        out = DerivativeCheck()
+        for name in program.outputs:
+            t, f, c = np.asarray(got["d" + name]), fine[name], coarse[name]
+            scale = np.maximum(np.abs(f), np.abs(c)) + 1.0
+            smooth = np.isfinite(f) & np.isfinite(c) & np.isfinite(t) & (np.abs(f - c) <= 1e-4 * scale)
+            out.skipped += int(np.size(f) - np.count_nonzero(smooth))
+            out.compared += int(np.count_nonzero(smooth))
+            bad = smooth & (np.abs(t - f) > rtol * scale + 1e-3 * np.abs(f - c))
+            if np.any(bad):
+                where = np.argwhere(bad)[0]
+                k = tuple(int(i) for i in where)
+                out.mismatches.append(f"d{name}{list(k)}: derivative {t[k]!r}, central difference {f[k]!r} "
+                                      f"({np.count_nonzero(bad)} entries differ)")
+    return out
