@@ -15,9 +15,11 @@ through `irfuse.compile`, called on PyTorch tensors with `out=`:
   along dF: reads F and dF, writes grad_F and dgrad_F, 144 bytes).
 Peers, on the same data: `jax.value_and_grad` and `jax.jvp` of it under `jax.jit`;
 `torch.func.grad_and_value` and `torch.func.jvp` of it under `torch.compile`; and a
-hand-written CUDA kernel of the gradient alone (one thread an element, P in closed form, no
-energy: the bytes of the gradient without the sum). Every output is checked against the
-float64 NumPy reference of irfuse's program (the first 100,000 elements). Times are medians
+hand-written CUDA kernel of the gradient alone (one thread an element, P in closed form, the
+block's elements staged through shared memory both ways; no energy: the bytes of the
+gradient without the sum). Every per-element output is checked against the float64 NumPy
+reference of irfuse's program (the first 100,000 elements; the sums are verified by
+`tests/test_gpu.py`). Times are medians
 of single calls (CUDA events; JAX: host clock around dispatch and `block_until_ready`),
 contenders visited in turns; fractions are of a device-to-device copy of 1 GiB and of a copy
 of each program's bytes timed the same way.
@@ -47,20 +49,33 @@ from irfuse.testing.derivatives import NEO_HOOKEAN_ENERGY as ENERGY  # noqa: E40
 PROGRAMS = {"energy": ENERGY, "gradient": ENERGY + "derivative grad of E wrt F;\n",
             "hvp": ENERGY + "derivative grad of E wrt F;\nderivative jvp wrt F;\n"}
 HAND = r"""
-extern "C" __global__ void neo_hookean_gradient(const float* __restrict__ F, float mu, float lam,
-                                                float* __restrict__ P, long long n)
+// The gradient P = mu (F - F^-T) + lam log(J) F^-T, one thread an element with every value in
+// registers, the block's 128 elements staged through shared memory both ways (coalesced
+// loads and stores of the arrays of structures, as irfuse's kernels do).
+extern "C" __global__ void __launch_bounds__(128) neo_hookean_gradient(
+    const float* __restrict__ F, float mu, float lam, float* __restrict__ P, long long n)
 {
-  long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (e >= n) return;
+  __shared__ float s[128 * 9];
+  long long first = blockIdx.x * 128LL;
+  int count = (int)min(128LL, n - first);
+  for (int k = threadIdx.x; k < count * 9; k += 128) s[k] = F[first * 9 + k];
+  __syncthreads();
+  bool live = threadIdx.x < count;
   float a[9];
-  for (int k = 0; k < 9; ++k) a[k] = F[9 * e + k];
-  float c00 = a[4] * a[8] - a[5] * a[7], c01 = a[5] * a[6] - a[3] * a[8], c02 = a[3] * a[7] - a[4] * a[6];
-  float c10 = a[2] * a[7] - a[1] * a[8], c11 = a[0] * a[8] - a[2] * a[6], c12 = a[1] * a[6] - a[0] * a[7];
-  float c20 = a[1] * a[5] - a[2] * a[4], c21 = a[2] * a[3] - a[0] * a[5], c22 = a[0] * a[4] - a[1] * a[3];
-  float J = a[0] * c00 + a[1] * c01 + a[2] * c02;
-  float r = 1.0f / J, s = lam * logf(J);
-  float cof[9] = {c00, c01, c02, c10, c11, c12, c20, c21, c22};  // F^-T = cof(F) / J
-  for (int k = 0; k < 9; ++k) P[9 * e + k] = mu * (a[k] - cof[k] * r) + s * cof[k] * r;
+  if (live) {
+    for (int k = 0; k < 9; ++k) a[k] = s[threadIdx.x * 9 + k];
+    float c[9] = {a[4] * a[8] - a[5] * a[7], a[5] * a[6] - a[3] * a[8], a[3] * a[7] - a[4] * a[6],
+                  a[2] * a[7] - a[1] * a[8], a[0] * a[8] - a[2] * a[6], a[1] * a[6] - a[0] * a[7],
+                  a[1] * a[5] - a[2] * a[4], a[2] * a[3] - a[0] * a[5], a[0] * a[4] - a[1] * a[3]};
+    float J = a[0] * c[0] + a[1] * c[1] + a[2] * c[2];  // cof(F) / J = F^-T
+    float r = 1.0f / J, t = lam * logf(J);
+    for (int k = 0; k < 9; ++k) a[k] = mu * (a[k] - c[k] * r) + t * c[k] * r;
+  }
+  __syncthreads();
+  if (live)
+    for (int k = 0; k < 9; ++k) s[threadIdx.x * 9 + k] = a[k];
+  __syncthreads();
+  for (int k = threadIdx.x; k < count * 9; k += 128) P[first * 9 + k] = s[k];
 }
 """
 
@@ -137,10 +152,13 @@ def main(argv=None) -> int:
         reference = run_references(prog.compiled.reference_program, sample, "f32")
 
         def verdict(results, names, reference=reference) -> str:
-            """Outputs `names` against the reference (the rounding allowance kept); a peer's
-            energy sums in another order, so only irfuse's E and dE are checked."""
-            got = {k: np.asarray(r.detach().cpu() if hasattr(r, "detach") else r) for k, r in zip(names, results)}
-            got = {k: v if k in ("E", "dE") else v[:100_000] for k, v in got.items()}
+            """The per-element outputs `names` against the reference of the first 100,000
+            elements (the rounding allowance kept); the sums E and dE are over the whole batch
+            (`tests/test_gpu.py` verifies irfuse's)."""
+            got = {k: np.asarray(r[:100_000].detach().cpu() if hasattr(r, "detach") else r[:100_000])
+                   for k, r in zip(names, results) if k not in ("E", "dE")}
+            if not got:
+                return "(energy only)"
             rounding = reference.rounding
 
             def some(rows, rounding=rounding):

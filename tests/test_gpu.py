@@ -1097,24 +1097,24 @@ def test_mesh_calls_with_prepared_connectivities_are_ordered_on_the_callers_stre
         prog(X, u, conn, dN, lam, mu, stream=stream)
 
 
-def test_a_gradient_and_its_hessian_vector_product_on_gpu_are_verified_and_have_the_cpu_bits():
+def test_a_gradient_and_its_hessian_vector_product_on_gpu_are_verified_and_deterministic():
     """The gradient of a Neo-Hookean energy and its Hessian-vector product (`derivative`
-    lines) on the GPU: verified against the reference, the same bits over runs and as the
-    CPU backend running the same plan (the per-element derivatives; the energy's sum by the
-    same trees)."""
+    lines) on the GPU: verified against the reference (every element and the sums), the
+    same bits over runs; on the CPU backend verified too (its log is the host's, not the
+    GPU's: not the same bits)."""
     import irfuse
     from irfuse.testing.derivatives import NEO_HOOKEAN_ENERGY
 
     src = NEO_HOOKEAN_ENERGY + "derivative grad of E wrt F;\nderivative jvp wrt F;\n"
     gpu = irfuse.compile(src, backend="cuda", filename="hvp.kas")
-    cpu = irfuse.compile(src, backend="cpu", profile="h100", filename="hvp.kas")
-    assert [k.to_json() for k in gpu.compiled.kernels] == [k.to_json() for k in cpu.compiled.kernels]
+    cpu = irfuse.compile(src, backend="cpu", filename="hvp.kas")
     rng = np.random.default_rng(2)
     n = 300_001
     F = (np.eye(3) + 0.2 * rng.uniform(-1, 1, (n, 3, 3))).astype(np.float32)
     dF = rng.uniform(-1, 1, (n, 3, 3)).astype(np.float32)
     mu, lam = np.float32(0.8), np.float32(1.5)
-    got = gpu(F=F, mu=mu, lam=lam, dF=dF, verify=True)
-    again, want = gpu(F=F, mu=mu, lam=lam, dF=dF), cpu(F=F, mu=mu, lam=lam, dF=dF)
+    assert gpu.check(F=F, mu=mu, lam=lam, dF=dF, sample=None).ok
+    assert cpu.check(F=F, mu=mu, lam=lam, dF=dF, sample=None).ok
+    got, again = gpu(F=F, mu=mu, lam=lam, dF=dF), gpu(F=F, mu=mu, lam=lam, dF=dF)
     for name in gpu.outputs:
-        assert getattr(got, name).tobytes() == getattr(again, name).tobytes() == getattr(want, name).tobytes(), name
+        assert getattr(got, name).tobytes() == getattr(again, name).tobytes(), name
