@@ -346,7 +346,7 @@ def test_random_programs_with_batch_wide_values_agree_with_the_reference(seed, t
     assert out.ok, (src, out.failure, out.detail)
 
 
-@pytest.mark.parametrize("seed", [102, 103, 200])
+@pytest.mark.parametrize("seed", [102, 103])
 def test_random_batch_wide_programs_in_float64(seed, tmp_path):
     """float64 doubles every staged value's shared memory: these programs' plans sum or take
     the maximum of 27-word tensors over 128 elements, whose staging beside the planned
