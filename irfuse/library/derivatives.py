@@ -44,6 +44,8 @@ def _add(a: Scalar, b: Scalar) -> Scalar:
 
 
 def _sub(a: Scalar, b: Scalar) -> Scalar:
+    if isinstance(a, Const) and a.value == 0 and not isinstance(b, Const):
+        return _neg(b)  # (a negation, not a subtraction from 0: one operation fewer)
     return fold_bin("-", a, b)
 
 
@@ -176,7 +178,7 @@ def _substitute(t: Scalar, operands: int, one: tuple[int, int]) -> Scalar:
         return t
     if isinstance(t, SBin):
         a, b = _substitute(t.lhs, operands, one), _substitute(t.rhs, operands, one)
-        return _div(a, b) if t.op == "/" else fold_bin(t.op, a, b)
+        return {"/": _div, "-": _sub}.get(t.op, lambda x, y: fold_bin(t.op, x, y))(a, b)
     if isinstance(t, SUn):
         a = _substitute(t.arg, operands, one)
         if t.fn == "neg":
