@@ -185,15 +185,15 @@ class _Builder:
         types = ([r.type for r in loop.res[:n_iter]] + [loop.res[k].type for k in carried]
                  + [r.type for r in loop.res[n_iter:]] + [loop.res[k].type for k in extras])
         new = self.emit(block, LoopOp(loop.trip_count.data, inits + tangent_inits, types, Region(new_block)), loop)
+        # The new loop's results: the carried values, their tangents, the values only read
+        # after the loop, their tangents.
         results = list(new.res)
-        primal = results[:n_iter] + results[n_iter + len(carried):n_iter + len(carried) + len(loop.res) - n_iter]
-        for r, p in zip(loop.res, primal):
+        tangents_at, later_at = n_iter, n_iter + len(carried)
+        later_tangents_at = later_at + len(loop.res) - n_iter
+        for r, p in zip(loop.res, results[:tangents_at] + results[later_at:later_tangents_at]):
             p.name_hint = r.name_hint
             self.value[r] = p
-        for k, t in zip(carried, results[n_iter:n_iter + len(carried)]):
-            t.name_hint = self.hint(loop.res[k])
-            self.tangent[loop.res[k]] = t
-        for k, t in zip(extras, results[n_iter + len(carried) + len(loop.res) - n_iter:]):
+        for k, t in [*zip(carried, results[tangents_at:later_at]), *zip(extras, results[later_tangents_at:])]:
             t.name_hint = self.hint(loop.res[k])
             self.tangent[loop.res[k]] = t
 

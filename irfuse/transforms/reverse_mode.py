@@ -43,11 +43,13 @@ MAX_UNROLLED = 4096  # statements a program's loops may become when unrolled for
 
 
 class _Reverse:
+    """Copies a program's statements into a new block (`forward`, recording each on the tape),
+    then adds their adjoints in reverse order (`backward`)."""
+
     def __init__(self, library, prefix: str, where: str):
         self.lib = library
         self.prefix = prefix
         self.where = where
-        self.value: dict[SSAValue, SSAValue] = {}  # old value (per iteration: see `forward`) -> its copy
         self.uniform: set[SSAValue] = set()  # copies that hold one value for the batch
         self.nodal: set[SSAValue] = set()  # copies that hold one value per node
         # (old op, its copy's operands, its copy's results), in the order they run
@@ -105,7 +107,8 @@ class _Reverse:
 
     def unroll(self, loop: LoopOp, block: Block, value: dict[SSAValue, SSAValue]) -> None:
         body = [op for op in loop.body.block.ops if not isinstance(op, YieldOp)]
-        self.unrolled += loop.trip_count.data * sum(1 for op in loop.body.block.walk() if not isinstance(op, YieldOp))
+        # (a nested loop counts its own statements when it is unrolled, once per iteration here)
+        self.unrolled += loop.trip_count.data * sum(1 for op in body if not isinstance(op, LoopOp))
         if self.unrolled > MAX_UNROLLED:
             raise CompileError(located(
                 f"{self.where}: reverse mode unrolls loops, and this one makes the program's loops more than "
