@@ -2,7 +2,7 @@
 
     python benchmarks/fuzz.py [--fuzz-cases 10000] [--programs 1000] [--plans 3] [--jobs 2]
                               [--first-seed 0] [--keep tests/regressions] [--json fuzz.json] [--nvrtc] [--chunks]
-                              [--layouts aos soa]
+                              [--layouts aos soa] [--derivatives]
 
 Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with its own seed):
   mutated   an example mutated 1-3 times (deleted tokens, swapped types, wrong arity, unknown
@@ -33,7 +33,9 @@ sizes 1, 37 and 97) run on the CPU through their `--plans` best plans and are co
 the NumPy reference (`--nvrtc`: every plan also compiled to sm_90; `--chunks`: every plan
 also run on 601 elements in chunks, passes over them where it reduces, which must give the
 bits of one call; `--layouts aos soa`: every program compiled and checked for each layout, its
-inputs transposed for a structure of arrays and its outputs transposed back). A failing program is shrunk to a minimal one, which is written under
+inputs transposed for a structure of arrays and its outputs transposed back; `--derivatives`:
+each program replaced by its forward or reverse derivative along every input that has one, a
+`derivative` line, jvp and vjp by turns of five seeds). A failing program is shrunk to a minimal one, which is written under
 `--keep` (a test runs every program there) and listed in the JSON.
 """
 
@@ -162,10 +164,11 @@ def _fuzz_input(kind: str, rng: random.Random, sources: list[str], irs: list[str
 
 
 def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, chunks: bool = False,
-                 layouts: tuple[str, ...] = ("aos",)) -> dict:
+                 layouts: tuple[str, ...] = ("aos",), derivatives: bool = False) -> dict:
     """One random program through its best plans on the CPU, compiled for each of `layouts`
     (each plan compiled to sm_90 with NVRTC too with `nvrtc`, each run in chunks too with
-    `chunks`); a failure is shrunk and kept."""
+    `chunks`; with `derivatives`, the program's forward or reverse derivative along every
+    input that has one, by seed); a failure is shrunk and kept."""
     from irfuse.testing.differential import Budget, check_source, shrink_failure
     from irfuse.testing.random_programs import random_element_program, random_program
 
@@ -176,6 +179,15 @@ def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, c
         src = random_element_program(seed, calls, batch_wide=seed % 2 == 0)
     else:
         src = random_program(seed, calls, dead=shape == "dead", dense=shape == "dense", batch_wide=shape == "wide")
+    if derivatives:
+        from irfuse.dialects.kas import program_of
+        from irfuse.frontend.irgen import compile_source
+        from irfuse.testing.derivatives import differentiable_inputs
+
+        mode = ("jvp", "vjp")[seed // 5 % 2]
+        wrt = differentiable_inputs(program_of(compile_source(src, "random.kas").module))
+        src += f"\nderivative {mode} wrt {', '.join(wrt)};\n"
+        shape += f"+{mode}"
     n = rng.choice([1, 37, 97])
     t0 = time.perf_counter()
     ran = 0  # plans run, over the layouts
@@ -220,6 +232,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chunks", action="store_true", help="also run every plan in chunks against one call")
     ap.add_argument("--layouts", nargs="+", choices=["aos", "soa"], default=["aos"],
                     help="the global arrays' layouts every program is compiled for and checked in (default aos)")
+    ap.add_argument("--derivatives", action="store_true",
+                    help="check every random program's forward or reverse derivative (by seed) instead")
     args = ap.parse_args(argv)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -248,7 +262,7 @@ def main(argv=None) -> int:
             with cf.ProcessPoolExecutor(args.jobs) as pool:
                 futures = {pool.submit(fuzz_chunk, k, seeds): ("fuzz", (k, seeds)) for k, seeds in chunks}
                 futures.update({pool.submit(program_case, s, args.plans, args.keep, args.nvrtc, args.chunks,
-                                             tuple(args.layouts)): ("program", s) for s in todo})
+                                             tuple(args.layouts), args.derivatives): ("program", s) for s in todo})
                 chunks, todo = [], []
                 unfinished = []
                 for fut in cf.as_completed(futures):

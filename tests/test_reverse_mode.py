@@ -101,3 +101,21 @@ def test_vjp_and_grad_take_every_source_and_refuse_what_does_not_fit():
         irfuse.derivative("vjp", wrt="F", of="E")
     with pytest.raises(UsageError, match="'grad' takes the output's name as of="):
         irfuse.derivative("grad", wrt="F")
+
+
+@pytest.mark.parametrize("mode", ["jvp", "vjp"])
+def test_derivative_programs_run_through_their_plans_and_compile_for_sm90(mode, tmp_path):
+    """A random program's derivative (a loop, several outputs) through its two best plans on
+    the CPU against the reference, each compiled for sm_90 too: what `benchmarks/fuzz.py
+    --derivatives` runs over many programs."""
+    from irfuse.frontend.irgen import compile_source
+    from irfuse.testing.derivatives import differentiable_inputs
+    from irfuse.testing.differential import Budget, check_source
+    from irfuse.testing.random_programs import random_program
+
+    src = random_program(3, 5)
+    assert "loop" in src
+    wrt = differentiable_inputs(program_of(compile_source(src, "random.kas").module))
+    out = check_source(src + f"\nderivative {mode} wrt {', '.join(wrt)};\n", Budget(top=2, n=61, seed=3, nvrtc=True),
+                       str(tmp_path))
+    assert out.ok and out.plans == 2, (out.failure, out.detail)
