@@ -139,20 +139,10 @@ def jvp(source, *, wrt, prefix: str = "d", filename: str | None = None):
     source: what `irfuse.compile` takes (a path, KAS text, a Python function, a module).
     wrt: an input's name or a sequence of names (inputs of a mask or connectivity type have
         no derivative)."""
-    from irfuse.dialects.kas import program_of
-    from irfuse.library.catalogue import default_library
     from irfuse.transforms.forward_mode import forward_derivative
 
-    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
-    if not all(isinstance(n, str) for n in names):
-        raise UsageError(f"irfuse.jvp: wrt takes input names, not {wrt!r}")
-    module = _kas_module(source, filename, "irfuse.jvp")
-    program = program_of(module)
-    program.parent_block().insert_op_before(forward_derivative(program, names, default_library(), prefix), program)
-    program.detach()
-    program.erase()
-    module.verify()
-    return module
+    return _derivative_module(source, wrt, filename, "irfuse.jvp",
+                              lambda program, names, lib: forward_derivative(program, names, lib, prefix))
 
 
 def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None):
@@ -162,7 +152,11 @@ def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None):
     vector-Jacobian product: entry by entry, the sum over the outputs' entries of their
     cotangents times the outputs' derivatives by that input entry). Takes what `irfuse.jvp`
     takes; compiled by `irfuse.compile`, composable with `jvp` and itself."""
-    return _derivative_module(source, wrt, filename, "irfuse.vjp", None, prefix)
+    from irfuse.transforms.reverse_mode import reverse_derivative
+
+    return _derivative_module(source, wrt, filename, "irfuse.vjp",
+                              lambda program, names, lib: reverse_derivative(program, names, lib, None, prefix,
+                                                                             who="irfuse.vjp"))
 
 
 def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = None):
@@ -172,23 +166,27 @@ def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = 
     `irfuse.jvp(irfuse.grad(...), ...)` is a Hessian-vector product."""
     if not isinstance(of, str):
         raise UsageError(f"irfuse.grad: of takes an output's name, not {of!r}")
-    return _derivative_module(source, wrt, filename, "irfuse.grad", of, prefix)
+    from irfuse.transforms.reverse_mode import reverse_derivative
+
+    return _derivative_module(source, wrt, filename, "irfuse.grad",
+                              lambda program, names, lib: reverse_derivative(program, names, lib, of, prefix,
+                                                                             who="irfuse.grad"))
 
 
-def _derivative_module(source, wrt, filename, who: str, of, prefix: str):
+def _derivative_module(source, wrt, filename, who: str, derive):
+    """A fresh module of what `irfuse.compile` takes, its program replaced by
+    `derive(program, wrt names, library)`."""
+    from xdsl.rewriter import Rewriter
+
     from irfuse.dialects.kas import program_of
     from irfuse.library.catalogue import default_library
-    from irfuse.transforms.reverse_mode import reverse_derivative
 
     names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not all(isinstance(n, str) for n in names):
         raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
     module = _kas_module(source, filename, who)
     program = program_of(module)
-    derived = reverse_derivative(program, names, default_library(), of, prefix, who=who)
-    program.parent_block().insert_op_before(derived, program)
-    program.detach()
-    program.erase()
+    Rewriter.replace_op(program, derive(program, names, default_library()), new_results=[])
     module.verify()
     return module
 

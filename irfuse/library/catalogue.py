@@ -169,11 +169,21 @@ class Library:
                                                      op.result_type.shape, op.trees, mask)
             picked = [t for m, t in zip(mask, op.operand_types) if m]
             operands = [(op.operand_names[k], op.operand_types[k]) for k in read] + list(zip(extra, picked))
-            derived = self.define(name, operands, op.result_type, definition, f"forward derivative of {op_name}")
         except (DefinitionError, ValueError):
             return None
-        if self.base_ops.get(op_name) is op:
-            self.base_ops[name] = derived  # derived from irfuse's own op: irfuse's own too
+        return self._define_derived(name, op, operands, op.result_type, definition,
+                                    f"forward derivative of {op_name}")
+
+    def _define_derived(self, name: str, op: OpDef, operands, result: KasType, definition: str,
+                        doc: str) -> OpDef | None:
+        """Defines op `name` derived from `op` (None where its definition does not expand); one
+        derived from irfuse's own op is irfuse's own too (not an addition to the base)."""
+        try:
+            derived = self.define(name, operands, result, definition, doc)
+        except (DefinitionError, ValueError):
+            return None
+        if self.base_ops.get(op.name) is op:
+            self.base_ops[name] = derived
         return derived
 
     def _reverse_derivative(self, name: str, op_name: str, operand: int) -> OpDef | None:
@@ -188,13 +198,10 @@ class Library:
             read, cotangent, definition = vjp_definition(op.operand_names, [t.shape for t in op.operand_types],
                                                          op.result_type.shape, op.trees, operand)
             operands = [(op.operand_names[k], op.operand_types[k]) for k in read] + [(cotangent, op.result_type)]
-            derived = self.define(name, operands, op.operand_types[operand], definition,
-                                  f"reverse derivative of {op_name} for operand {operand}")
         except (DefinitionError, ValueError):
             return None
-        if self.base_ops.get(op_name) is op:
-            self.base_ops[name] = derived
-        return derived
+        return self._define_derived(name, op, operands, op.operand_types[operand], definition,
+                                    f"reverse derivative of {op_name} for operand {operand}")
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         names = [k for k in self.ops if not generated_name(k)] + list(FAMILIES)

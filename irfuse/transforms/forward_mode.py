@@ -42,19 +42,31 @@ def differentiable(v: SSAValue) -> bool:
     return not isinstance(v.type, (MaskType, IndexType))
 
 
-class _Builder:
-    """Copies a program's statements into a new block, each followed by its tangent."""
+class DerivativeBuilder:
+    """What building a derivative program needs in either mode: ops added with the location
+    of the statement they derive from, derivatives named with a prefix."""
 
     def __init__(self, library, prefix: str):
         self.lib = library
         self.prefix = prefix
-        self.value: dict[SSAValue, SSAValue] = {}  # old value -> its copy
-        self.tangent: dict[SSAValue, SSAValue] = {}  # old value -> the copy's tangent
 
     def emit(self, block: Block, op: Operation, like: Operation) -> Operation:
         op.location = like.location
         block.add_op(op)
         return op
+
+    def hint(self, v: SSAValue) -> str | None:
+        """The name a derivative of `v` prints with: the prefix and `v`'s name."""
+        return ssa_hint(self.prefix + variable_of_hint(v.name_hint)) if v.name_hint else None
+
+
+class _Builder(DerivativeBuilder):
+    """Copies a program's statements into a new block, each followed by its tangent."""
+
+    def __init__(self, library, prefix: str):
+        super().__init__(library, prefix)
+        self.value: dict[SSAValue, SSAValue] = {}  # old value -> its copy
+        self.tangent: dict[SSAValue, SSAValue] = {}  # old value -> the copy's tangent
 
     def call(self, block: Block, name: str, args: Sequence[SSAValue], like: Operation, hint: str | None):
         op = self.lib.get(name)
@@ -63,10 +75,6 @@ class _Builder:
         new = self.emit(block, CallOp(name, args, op.result_type), like)
         new.res.name_hint = hint
         return new.res
-
-    def hint(self, v: SSAValue) -> str | None:
-        """The name a tangent prints with: the prefix and its value's name."""
-        return ssa_hint(self.prefix + variable_of_hint(v.name_hint)) if v.name_hint else None
 
     def zeros(self, block: Block, value: SSAValue, like: Operation) -> SSAValue:
         """Zeros of `value`'s type where `value` lives (a call reading it)."""
@@ -81,20 +89,14 @@ class _Builder:
                 self.value[op.res] = self.emit(block, op.clone(), op).res
             elif isinstance(op, ReduceOp):
                 self.reduce_op(op, block)
-            elif isinstance(op, GatherOp):
-                new = self.emit(block, GatherOp(self.value[op.nodal], self.value[op.index]), op)
+            elif isinstance(op, (GatherOp, ScatterOp)):
+                # Linear in the value moved: its tangent moves through the same connectivity.
+                moved, index = op.operands[0], self.value[op.index]
+                new = self.emit(block, type(op)(self.value[moved], index), op)
                 new.res.name_hint = op.res.name_hint
                 self.value[op.res] = new.res
-                if op.nodal in self.tangent:
-                    t = self.emit(block, GatherOp(self.tangent[op.nodal], self.value[op.index]), op)
-                    t.res.name_hint = self.hint(op.res)
-                    self.tangent[op.res] = t.res
-            elif isinstance(op, ScatterOp):
-                new = self.emit(block, ScatterOp(self.value[op.value], self.value[op.index]), op)
-                new.res.name_hint = op.res.name_hint
-                self.value[op.res] = new.res
-                if op.value in self.tangent:
-                    t = self.emit(block, ScatterOp(self.tangent[op.value], self.value[op.index]), op)
+                if moved in self.tangent:
+                    t = self.emit(block, type(op)(self.tangent[moved], index), op)
                     t.res.name_hint = self.hint(op.res)
                     self.tangent[op.res] = t.res
             elif isinstance(op, LoopOp):

@@ -33,22 +33,20 @@ from collections.abc import Sequence
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from irfuse.diagnostics import CompileError, UsageError, located
-from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceKind,
-                                 ReduceOp, ReturnOp, ScalarType, ScatterOp, YieldOp, is_uniform, nodal_values, ssa_hint,
-                                 variable_of_hint)
+from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceKind, ReduceOp, ReturnOp,
+                                 ScalarType, ScatterOp, YieldOp, is_uniform, nodal_values, ssa_hint)
 from irfuse.library.derivatives import vjp_name
-from irfuse.transforms.forward_mode import differentiable, check_derivative_names
+from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_names, differentiable
 
 MAX_UNROLLED = 4096  # statements a program's loops may become when unrolled for reverse mode
 
 
-class _Reverse:
+class _Reverse(DerivativeBuilder):
     """Copies a program's statements into a new block (`forward`, recording each on the tape),
     then adds their adjoints in reverse order (`backward`)."""
 
     def __init__(self, library, prefix: str, where: str):
-        self.lib = library
-        self.prefix = prefix
+        super().__init__(library, prefix)
         self.where = where
         self.uniform: set[SSAValue] = set()  # copies that hold one value for the batch
         self.nodal: set[SSAValue] = set()  # copies that hold one value per node
@@ -61,11 +59,6 @@ class _Reverse:
         self.unrolled = 0
 
     # -- building
-    def emit(self, block: Block, op: Operation, like: Operation) -> Operation:
-        op.location = like.location
-        block.add_op(op)
-        return op
-
     def call(self, block: Block, name: str, args: Sequence[SSAValue], like: Operation, hint: str | None = None,
              uniform: bool | None = None) -> SSAValue:
         op = self.lib.get(name)
@@ -156,9 +149,6 @@ class _Reverse:
             z = self.call(block, self.resolve("zeros", [v.type]), [v], like, uniform=False)
             return self.call(block, self.resolve("add", [v.type, v.type]), [z, c], like, uniform=False)
         return c
-
-    def hint(self, v: SSAValue) -> str | None:
-        return ssa_hint(self.prefix + variable_of_hint(v.name_hint)) if v.name_hint else None
 
     def backward(self, block: Block, active: set[SSAValue]) -> None:
         for op, operands, results in reversed(self.tape):
