@@ -24,6 +24,11 @@ of single calls (CUDA events; JAX: host clock around dispatch and `block_until_r
 contenders visited in turns; fractions are of a device-to-device copy of 1 GiB and of a copy
 of each program's bytes timed the same way.
 
+The framework operators, in the same run: `irfuse.torch.op` and `irfuse.jax.op` of the energy
+program (the energy row: the operator's overhead over a direct call), and the gradient through
+them (the gradient row: PyTorch autograd and `jax.grad` under `jax.jit`, which run the energy
+program forward, then its reverse derivative: two passes, 36 + 72 bytes an element, where the
+fused gradient program moves 72; `irfuse.torch.op(irfuse.grad(...))` is that one pass).
 Targets (issue 41): the gradient at most 1.5x the energy's time, within 1.2x of the
 hand-written gradient kernel, at least 3x the best peer. The first counts flops (the
 cheap-gradient principle), not bytes: the energy reads 36 bytes an element and the gradient
@@ -91,6 +96,41 @@ def energy_fn(xp, mu, lam):
         W = 0.5 * (mu * ((F * F).sum((-2, -1)) - 3) + lam * logJ * logJ) - mu * logJ
         return W.sum()
     return E
+
+
+def framework_contenders(name: str, samplers: dict, checks: dict, verdict, tensors: dict, host: dict,
+                         skip_jax: bool) -> None:
+    """The energy program as a PyTorch operator and a JAX function: called (energy) or
+    differentiated by the framework (gradient)."""
+    import torch
+
+    import irfuse.torch
+
+    op = irfuse.torch.op(ENERGY, name="bench_neo_hookean_energy")
+    mu, lam = tensors["mu"], tensors["lam"]
+    if name == "energy":
+        samplers["irfuse.torch.op"] = torch_sampler(lambda F: op(F, mu, lam), [tensors["F"]])
+    else:
+        F = tensors["F"].clone().requires_grad_()
+
+        def autograd(F):
+            return torch.autograd.grad(op(F, mu, lam), F)[0]
+        checks["irfuse.torch.op + autograd"] = verdict([autograd(F)], ["grad_F"])
+        samplers["irfuse.torch.op + autograd"] = torch_sampler(autograd, [F])
+    if skip_jax:
+        return
+    import jax
+
+    import irfuse.jax
+
+    f = irfuse.jax.op(ENERGY)
+    jF, jmu, jlam = (jax.device_put(host[k]) for k in ("F", "mu", "lam"))
+    if name == "energy":
+        samplers["irfuse.jax.op"] = jax_sampler(jax.jit(lambda F: f(F, jmu, jlam)), [jF])
+    else:
+        grad = jax.jit(jax.grad(lambda F: f(F, jmu, jlam)))
+        checks["irfuse.jax.op + jax.grad"] = verdict([np.asarray(grad(jF))], ["grad_F"])
+        samplers["irfuse.jax.op + jax.grad"] = jax_sampler(grad, [jF])
 
 
 def main(argv=None) -> int:
@@ -194,6 +234,8 @@ def main(argv=None) -> int:
                 samplers[k] = sampler(fn, fargs)
             except Exception as e:  # noqa: BLE001 -- a peer that cannot run this is reported, not timed
                 checks[k] = f"failed: {type(e).__name__}: {str(e)[:200]}"
+        if name in ("energy", "gradient"):
+            framework_contenders(name, samplers, checks, verdict, tensors, host, args.skip_jax)
         if name == "gradient":
             P = torch.empty((n, 3, 3), device="cuda")
             ptrs = (cupy.asarray(tensors["F"]), np.float32(mu), np.float32(lam), cupy.asarray(P), np.int64(n))
@@ -210,8 +252,8 @@ def main(argv=None) -> int:
         dst = torch.empty_like(src)
         samplers["(copy of the same bytes)"] = torch_sampler(lambda dst=dst, src=src: dst.copy_(src), [])
         times = interleaved_medians(samplers, args.repeat, args.rounds)
-        peer_best = min(v for k, v in times.items() if k not in ("irfuse", "hand-written CUDA",
-                                                                 "(copy of the same bytes)"))
+        peer_best = min(v for k, v in times.items() if not k.startswith("irfuse") and k not in (
+            "hand-written CUDA", "(copy of the same bytes)"))
         rows.append({"program": name, "n": n, "bytes": nbytes, "kernels": len(prog.kernels), "times_s": times,
                      "checks": checks, "fraction_of_copy": {k: nbytes / t / copy_bw for k, t in times.items()},
                      "fraction_of_same_bytes_copy": times["(copy of the same bytes)"] / times["irfuse"],

@@ -41,8 +41,8 @@ _COMPILER_SIDE = {"irfuse.frontend.python"}
 def __getattr__(name: str):
     import importlib
 
-    if name == "ops":
-        return importlib.import_module("irfuse.ops")
+    if name in ("ops", "torch", "jax"):  # (the framework operators import PyTorch or JAX)
+        return importlib.import_module(f"irfuse.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'irfuse' has no attribute '{name}'")
     module, attr = _LAZY[name]

@@ -1118,3 +1118,87 @@ def test_a_gradient_and_its_hessian_vector_product_on_gpu_are_verified_and_deter
     got, again = gpu(F=F, mu=mu, lam=lam, dF=dF), gpu(F=F, mu=mu, lam=lam, dF=dF)
     for name in gpu.outputs:
         assert getattr(got, name).tobytes() == getattr(again, name).tobytes(), name
+
+
+def test_the_torch_operator_on_cuda_tensors_runs_on_the_callers_stream_and_compiles_with_inductor():
+    """`irfuse.torch.op` on CUDA tensors: the results and gradients of the CUDA backend agree
+    with the operator's on CPU tensors, calls on a side stream see the writes queued before
+    them on it, and `torch.compile` (inductor, one graph) gives the eager values."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA here")
+    import irfuse.torch
+    from irfuse.testing.derivatives import NEO_HOOKEAN_ENERGY
+
+    energy = irfuse.torch.op(NEO_HOOKEAN_ENERGY.replace("return E;", "return W, E;"), name="gpu_energy")
+    rng = np.random.default_rng(5)
+    n = 200_003
+    F64 = np.eye(3) + 0.2 * rng.uniform(-1, 1, (n, 3, 3))
+    results = {}
+    for device in ("cpu", "cuda"):
+        F = torch.tensor(F64, dtype=torch.float32, device=device, requires_grad=True)
+        mu = torch.tensor(0.8, device=device, requires_grad=True)
+        lam = torch.tensor(1.5, device=device, requires_grad=True)
+        W, E = energy(F, mu, lam)
+        (E + W[::7].sum()).backward()
+        results[device] = [t.detach().cpu().numpy() for t in (W, E, F.grad, mu.grad, lam.grad)]
+    for name, got, want in zip(("W", "E", "F.grad", "mu.grad", "lam.grad"), results["cuda"], results["cpu"]):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5, err_msg=name)
+    # a side stream: the scaling queued on it before the call is what the call reads
+    stream = torch.cuda.Stream()
+    F = torch.tensor(F64, dtype=torch.float32, device="cuda")
+    mu, lam = torch.tensor(0.8, device="cuda"), torch.tensor(1.5, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        scaled = F * 1.5
+        W, E = energy(scaled, mu, lam)
+    stream.synchronize()
+    W_want, _ = energy(F * 1.5, mu, lam)
+    torch.cuda.synchronize()
+    assert torch.equal(W, W_want)
+
+    def loss(F, mu):
+        W, E = energy(F, mu, mu * 2)
+        return E + (W ** 2).sum()
+
+    F = torch.tensor(F64, dtype=torch.float32, device="cuda", requires_grad=True)
+    mu = torch.tensor(0.8, device="cuda", requires_grad=True)
+    got = torch.compile(loss, fullgraph=True)(F, mu)
+    got.backward()
+    g = F.grad.clone()
+    F.grad = None
+    want = loss(F, mu)
+    want.backward()
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    np.testing.assert_allclose(g.cpu().numpy(), F.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_jax_function_on_the_gpu_runs_inside_jit_with_its_derivatives():
+    """`irfuse.jax.op` on GPU arrays: under `jax.jit` the program, its forward derivative
+    (`jax.jvp`) and its reverse derivative (`jax.grad`) run on XLA's stream and agree with the
+    same function on the CPU."""
+    jax = pytest.importorskip("jax")
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU here")
+    import irfuse.jax
+    from irfuse.testing.derivatives import NEO_HOOKEAN_ENERGY
+
+    f = irfuse.jax.op(NEO_HOOKEAN_ENERGY.replace("return E;", "return W, E;"))
+    rng = np.random.default_rng(6)
+    n = 100_003
+    F = (np.eye(3) + 0.2 * rng.uniform(-1, 1, (n, 3, 3))).astype(np.float32)
+    dF = rng.uniform(-1, 1, (n, 3, 3)).astype(np.float32)
+    mu, lam = np.float32(0.8), np.float32(1.5)
+
+    def everything(F, mu, lam, dF):
+        (W, E), (dW, dE) = jax.jvp(lambda F: f(F, mu, lam), (F,), (dF,))
+        g = jax.grad(lambda F, mu: f(F, mu, lam)[1] + f(F, mu, lam)[0][::5].sum(), argnums=(0, 1))(F, mu)
+        return W, E, dW, dE, *g
+
+    results = {}
+    for kind in ("gpu", "cpu"):
+        device = jax.devices(kind)[0]
+        args = [jax.device_put(a, device) for a in (F, mu, lam, dF)]
+        results[kind] = [np.asarray(r) for r in jax.jit(everything)(*args)]
+    for k, (got, want) in enumerate(zip(results["gpu"], results["cpu"])):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5, err_msg=str(k))

@@ -30,7 +30,8 @@ LAYERS = [
     {"irfuse.universe"},  # what stock xdsl-opt loads: dialects, passes, the cuda target
     {"irfuse.tools"},
     {"irfuse.testing"},
-    {"irfuse", "irfuse.__main__", "irfuse.ops"},  # the package: names imported on first use
+    # the package (names imported on first use), its op listing, the framework operators
+    {"irfuse", "irfuse.__main__", "irfuse.ops", "irfuse.torch", "irfuse.jax"},
 ]
 # (importer, imported) between packages of one layer: the package exposes `irfuse.ops`.
 PEERS_ALLOWED: set[tuple[str, str]] = {("irfuse", "irfuse.ops")}

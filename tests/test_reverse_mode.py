@@ -89,6 +89,15 @@ def test_vjp_and_grad_take_every_source_and_refuse_what_does_not_fit():
     assert m.inputs == ["F", "mu", "lam", "bar_E"] and m.outputs == ["E", "bar_F", "bar_mu"]
     g = program_of(irfuse.grad(ENERGY, of="E", wrt="F", prefix="g"))
     assert g.inputs == ["F", "mu", "lam"] and g.outputs == ["E", "gF"]
+    # the derivatives alone: the energy's sum, which only the output E needed, is gone
+    alone = program_of(irfuse.vjp(ENERGY, wrt=("F", "mu"), with_outputs=False))
+    assert alone.inputs == m.inputs and alone.outputs == ["bar_F", "bar_mu"]
+
+    def sums(p):
+        return sum(op.name == "kas.reduce" for op in p.body.walk())
+    assert sums(alone) == sums(m) - 1
+    tangents = program_of(irfuse.jvp(ENERGY, wrt="F", with_outputs=False))
+    assert tangents.outputs == ["dE"]
     from irfuse.frontend.python import compile_function
 
     declared = program_of(compile_function(_energy.fn).module)

@@ -129,7 +129,7 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     return compilation.variant(layout, {}, warn=True)
 
 
-def jvp(source, *, wrt, prefix: str = "d", filename: str | None = None):
+def jvp(source, *, wrt, prefix: str = "d", filename: str | None = None, with_outputs: bool = True):
     """The forward derivative of a program (pass `kas-jvp`): a `builtin.module` holding
     program `<name>_jvp`, which takes the inputs, then a tangent `<prefix><x>` for each input
     x in `wrt`, and returns the outputs, then their tangents `<prefix><y>` (the change of each
@@ -138,25 +138,30 @@ def jvp(source, *, wrt, prefix: str = "d", filename: str | None = None):
 
     source: what `irfuse.compile` takes (a path, KAS text, a Python function, a module).
     wrt: an input's name or a sequence of names (inputs of a mask or connectivity type have
-        no derivative)."""
+        no derivative).
+    with_outputs: False returns the tangents only (the outputs are then computed only as far
+        as the tangents need them)."""
     from irfuse.transforms.forward_mode import forward_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.jvp",
-                              lambda program, names, lib: forward_derivative(program, names, lib, prefix))
+                              lambda program, names, lib: forward_derivative(program, names, lib, prefix),
+                              with_outputs)
 
 
-def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None):
+def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None, with_outputs: bool = True):
     """The reverse derivative of a program (pass `kas-vjp`): a `builtin.module` holding program
     `<name>_vjp`, which takes the inputs, then a cotangent `<prefix><y>` for each output y, and
     returns the outputs, then the cotangent `<prefix><x>` of each input x in `wrt` (the
     vector-Jacobian product: entry by entry, the sum over the outputs' entries of their
     cotangents times the outputs' derivatives by that input entry). Takes what `irfuse.jvp`
-    takes; compiled by `irfuse.compile`, composable with `jvp` and itself."""
+    takes (`with_outputs=False`: the cotangents only); compiled by `irfuse.compile`,
+    composable with `jvp` and itself."""
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.vjp",
                               lambda program, names, lib: reverse_derivative(program, names, lib, None, prefix,
-                                                                             who="irfuse.vjp"))
+                                                                             who="irfuse.vjp"),
+                              with_outputs)
 
 
 def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = None):
@@ -173,20 +178,25 @@ def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = 
                                                                              who="irfuse.grad"))
 
 
-def _derivative_module(source, wrt, filename, who: str, derive):
+def _derivative_module(source, wrt, filename, who: str, derive, with_outputs: bool = True):
     """A fresh module of what `irfuse.compile` takes, its program replaced by
-    `derive(program, wrt names, library)`."""
+    `derive(program, wrt names, library)` (without the original program's outputs unless
+    `with_outputs`)."""
     from xdsl.rewriter import Rewriter
 
     from irfuse.dialects.kas import program_of
     from irfuse.library.catalogue import default_library
+    from irfuse.transforms.dead_code import drop_outputs
 
     names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not all(isinstance(n, str) for n in names):
         raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
     module = _kas_module(source, filename, who)
     program = program_of(module)
-    Rewriter.replace_op(program, derive(program, names, default_library()), new_results=[])
+    derived = derive(program, names, default_library())
+    if not with_outputs:
+        drop_outputs(derived, program.outputs)
+    Rewriter.replace_op(program, derived, new_results=[])
     module.verify()
     return module
 

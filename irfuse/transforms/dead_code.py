@@ -3,11 +3,14 @@ and the phases of a program cut at its reductions)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Block, Region
 from xdsl.rewriter import Rewriter
 
 from irfuse.analysis.liveness import live_values
-from irfuse.dialects.kas import LoopOp, ProgramOp, YieldOp
+from irfuse.dialects.kas import LoopOp, ProgramOp, ReturnOp, YieldOp
 
 
 def _shrink_loop(loop: LoopOp, keep: list[int], carried: int) -> None:
@@ -64,3 +67,18 @@ def eliminate_dead_code(program: ProgramOp) -> None:
                 _shrink_loop(op, keep, carried)
         elif op.results and not any(r in live for r in op.results):
             Rewriter.erase_op(op)
+
+
+def drop_outputs(program: ProgramOp, names: Sequence[str]) -> None:
+    """Removes the outputs `names` from `program`'s return, then the statements only they
+    needed (a derivative program returning its derivatives alone)."""
+    term = program.return_op
+    kept = [(name, v) for name, v in zip(program.outputs, term.values) if name not in names]
+    new_term = ReturnOp([v for _, v in kept])
+    new_term.location = term.location
+    Rewriter.replace_op(term, new_term)
+    program.output_names = ArrayAttr(StringAttr(name) for name, _ in kept)
+    if program.nodal_names is not None:
+        nodal = [name for name in program.nodal if name in program.inputs or name in dict(kept)]
+        program.nodal_names = ArrayAttr(StringAttr(name) for name in nodal) if nodal else None
+    eliminate_dead_code(program)

@@ -251,10 +251,13 @@ def forward_derivative(program: ProgramOp, wrt: Sequence[str], library, prefix: 
     where = f"{who} on @{program.sym_name.data}"
     inputs, outputs = program.inputs, program.outputs
     check_derivative_names(program, wrt, prefix, where, "tangent",
-                           [prefix + n for n in inputs if n in wrt] + [prefix + n for n in outputs])
+                           [prefix + n for n in inputs if n in wrt] +
+                           [prefix + n for n, v in zip(outputs, program.return_op.values) if differentiable(v)])
     picked = [name in wrt for name in inputs]
     in_tangents = [prefix + n for n in inputs if n in wrt]
-    out_tangents = [prefix + n for n in outputs]
+    ret = program.return_op
+    # (a mask output has no tangent)
+    out_tangents = [prefix + n for n, v in zip(outputs, ret.values) if differentiable(v)]
     args = program.body.block.args
     tangent_types = [a.type for a, p in zip(args, picked) if p]
     block = Block(arg_types=[a.type for a in args] + tangent_types)
@@ -265,14 +268,15 @@ def forward_derivative(program: ProgramOp, wrt: Sequence[str], library, prefix: 
     for a, new, name in zip([a for a, p in zip(args, picked) if p], block.args[len(args):], in_tangents):
         new.name_hint = ssa_hint(name)
         b.tangent[a] = new
-    ret = program.return_op
     b.statements([op for op in program.body.block.ops if not isinstance(op, ReturnOp)], block)
     results = [b.value[v] for v in ret.values]
     for v in ret.values:
-        results.append(b.tangent[v] if v in b.tangent else b.zeros(block, b.value[v], ret))
+        if differentiable(v):
+            results.append(b.tangent[v] if v in b.tangent else b.zeros(block, b.value[v], ret))
     b.emit(block, ReturnOp(results), ret)
     uniform = program.uniform + [prefix + n for n in inputs if n in wrt and n in program.uniform]
-    nodal = program.nodal + [prefix + n for n in inputs + outputs if n in program.nodal and (n in wrt or n in outputs)]
+    nodal = program.nodal + [prefix + n for n in inputs if n in program.nodal and n in wrt]
+    nodal += [prefix + n for n in outputs if n in program.nodal and prefix + n in out_tangents]
     new = ProgramOp(f"{program.sym_name.data}_jvp", list(inputs) + in_tangents, block.arg_types,
                     list(outputs) + out_tangents, Region(block), uniform=uniform, nodal=nodal)
     new.location = program.location

@@ -253,11 +253,13 @@ def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str 
         if not isinstance(v.type, ScalarType) or not is_uniform(v):
             raise UsageError(f"{where}: '{of}' is a {'uniform ' if is_uniform(v) else 'per-element '}{v.type}; "
                              "a gradient is of a uniform scalar (a sum over the batch); use vjp for others")
-    seeds = [] if of is not None else [prefix + y for y in outputs]
+    # Each output but a mask takes a cotangent (a gradient's of output is seeded with 1).
+    seeded = [] if of is not None else [(y, v) for y, v in zip(outputs, ret.values) if differentiable(v)]
+    seeds = [prefix + y for y, _ in seeded]
     results = [prefix + x for x in wrt]
     check_derivative_names(program, wrt, prefix, where, "cotangent", seeds + results)
     nodal_old = nodal_values(program)
-    block = Block(arg_types=[a.type for a in args] + [v.type for v in ret.values][:len(seeds)])
+    block = Block(arg_types=[a.type for a in args] + [v.type for _, v in seeded])
     r = _Reverse(library, prefix, where)
     value: dict[SSAValue, SSAValue] = {}
     for name, a, new in zip(inputs, args, block.args):
@@ -272,7 +274,7 @@ def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str 
     # The copies of active values (per iteration for an unrolled loop's).
     active = {c for op, _, res in r.tape for c, o in zip(res, op.results) if o in active_old}
     active |= {value[a] for a in args if a in active_old}
-    for name, v, seed_arg in zip(seeds, ret.values, block.args[len(args):]):
+    for name, (_, v), seed_arg in zip(seeds, seeded, block.args[len(args):]):
         seed_arg.name_hint = ssa_hint(name)
         if is_uniform(v):
             r.uniform.add(seed_arg)
@@ -294,8 +296,8 @@ def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str 
             c = r.call(block, r.resolve("zeros", [a.type]), [a], ret, uniform=a in r.uniform)
         returned.append(r.spread(block, a, c, ret))
     r.emit(block, ReturnOp(returned), ret)
-    uniform = program.uniform + [s for s, v in zip(seeds, ret.values) if is_uniform(v)]
-    nodal = program.nodal + [prefix + y for y in outputs if y in program.nodal and seeds]
+    uniform = program.uniform + [s for s, (_, v) in zip(seeds, seeded) if is_uniform(v)]
+    nodal = program.nodal + [prefix + y for y, _ in seeded if y in program.nodal]
     nodal += [prefix + x for x in wrt if x in program.nodal]
     suffix = "_vjp" if of is None else "_grad"
     new = ProgramOp(f"{program.sym_name.data}{suffix}", list(inputs) + seeds, block.arg_types,

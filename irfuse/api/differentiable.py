@@ -1,0 +1,264 @@
+"""A program with its derivative programs, compiled on first use per element type and device:
+what the framework operators (`irfuse.torch`, `irfuse.jax`) are built on.
+
+The operators see arrays in arrays of structures (the batch axis first, as PyTorch and JAX
+hold batches): per-element values `(N, *shape)`, nodal values `(M, *shape)`, connectivities
+`(N, K)`, uniform values shaped as the value. Three programs serve them, each compiled for the
+element type and device of the arrays it is called on:
+
+- "primal": the program itself;
+- "jvp": its forward derivative along every differentiable input (`irfuse.jvp`, tangents
+  only): the inputs, then one tangent per differentiable input, to the outputs' tangents;
+- "vjp": its reverse derivative (`irfuse.vjp`, cotangents only): the inputs, then one
+  cotangent per output, to the differentiable inputs' cotangents.
+
+An input is differentiable unless it is a mask or a connectivity. The shapes of every
+program's results follow from the arrays' shapes alone (`result_shapes`), so that a framework
+can trace a call (PyTorch's fake tensors, JAX's abstract values) without compiling anything.
+"""
+
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+from concurrent.futures import Future
+
+import numpy as np
+
+from irfuse.diagnostics import UsageError
+
+KINDS = ("primal", "jvp", "vjp")
+DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+# The derivative programs' names for tangents and cotangents (by position for the operators).
+TANGENT_PREFIX, COTANGENT_PREFIX = "irfuse_t_", "irfuse_ct_"
+
+
+class DifferentiableProgram:
+    """`source` (what `irfuse.compile` takes) with its derivative programs; `compile_options`:
+    more of `irfuse.compile`'s arguments (`n`, `profile`, `pipeline`, ...), the same for all."""
+
+    def __init__(self, source, *, who: str, filename: str | None = None, **compile_options):
+        from irfuse.api import _kas_module
+        from irfuse.dialects.context import module_text
+        from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
+
+        for taken in ("dtype", "backend", "layout", "tuning"):
+            if taken in compile_options:
+                raise UsageError(f"{who}: {taken}= is decided by the arrays each call gets (arrays of structures, "
+                                 "the element type and device of the arrays), not given")
+        self.who = who
+        self.compile_options = dict(compile_options)
+        module = _kas_module(source, filename, who)
+        program = program_of(module)
+        self.text = module_text(module)
+        self.name = program.sym_name.data
+        self.inputs: tuple[str, ...] = tuple(program.inputs)
+        self.outputs: tuple[str, ...] = tuple(program.outputs)
+        args, values = program.body.block.args, program.return_op.values
+        self.shapes = {name: tuple(a.type.shape) for name, a in zip(self.inputs, args)}
+        self.shapes.update({name: tuple(v.type.shape) for name, v in zip(self.outputs, values)})
+        self.nodal = frozenset(program.nodal)
+        self.index = frozenset(n for n, a in zip(self.inputs, args) if isinstance(a.type, IndexType))
+        uniform_args = [a for n, a in zip(self.inputs, args) if n in program.uniform]
+        self.uniform = frozenset(program.uniform) | frozenset(
+            n for n, v in zip(self.outputs, values) if n not in self.nodal and is_uniform(v, uniform_args))
+        self.masks = frozenset(n for n, a in zip(self.inputs, args) if isinstance(a.type, MaskType)) | frozenset(
+            n for n, v in zip(self.outputs, values) if isinstance(v.type, MaskType))
+        self.differentiable: tuple[str, ...] = tuple(n for n in self.inputs if n not in self.index | self.masks)
+        # Outputs with a tangent (jvp's results) and those taking a cotangent (vjp's inputs), in
+        # return order: read off the derivative programs, which decide them.
+        self.tangent_outputs: tuple[str, ...] = ()
+        self.cotangent_outputs: tuple[str, ...] = ()
+        if self.differentiable:
+            jvp = program_of(self._derived("jvp"))
+            self.tangent_outputs = tuple(n.removeprefix(TANGENT_PREFIX) for n in jvp.outputs)
+            vjp = program_of(self._derived("vjp"))
+            self.cotangent_outputs = tuple(n.removeprefix(COTANGENT_PREFIX) for n in vjp.inputs[len(self.inputs):])
+        self._programs: dict[tuple[str, str, str], object] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<irfuse differentiable program {self.name}({', '.join(self.inputs)}) -> ({', '.join(self.outputs)})>"
+
+    def _derived(self, kind: str):
+        """A fresh module of the program of `kind`."""
+        from irfuse.api import jvp, vjp
+        from irfuse.dialects.context import parse_module
+
+        module = parse_module(self.text, self.name)
+        if kind == "primal":
+            return module
+        if not self.differentiable:
+            raise UsageError(f"{self.who}: {self.name} has no differentiable input (masks and connectivities have "
+                             "no derivative)")
+        if kind == "jvp":
+            return jvp(module, wrt=self.differentiable, prefix=TANGENT_PREFIX, with_outputs=False)
+        return vjp(module, wrt=self.differentiable, prefix=COTANGENT_PREFIX, with_outputs=False)
+
+    def program(self, kind: str, dtype: str, backend: str):
+        """The compiled `Program` of `kind` for element type `dtype` ('f32', 'f64') on `backend`
+        ('cpu', 'cuda'), compiled on first use (and from the disk cache in a later process)."""
+        key = (kind, dtype, backend)
+        with self._lock:
+            made = self._programs.get(key)
+            if made is None:
+                from irfuse.api import compile
+
+                made = self._programs[key] = compile(self._derived(kind), dtype=dtype, backend=backend,
+                                                     layout="aos", **self.compile_options)
+            return made
+
+    def run_on_gpu(self, kind: str, dtype: str, arrays, out, stream: int) -> None:
+        """Runs the program of `kind` on GPU arrays, writing `out`, ordered on `stream`: in
+        `GPU_WORKER`'s thread, whatever thread asks (see `GpuWorker`)."""
+        def run():
+            compiled = self.program(kind, dtype, "cuda")
+            GPU_WORKER.keep(compiled)
+            compiled(*arrays, out=list(out), stream=stream)
+        GPU_WORKER.call(run)
+
+    # What each program takes and gives, by name, in order.
+
+    def argument_names(self, kind: str) -> tuple[str, ...]:
+        if kind == "primal":
+            return self.inputs
+        if kind == "jvp":
+            return self.inputs + self.differentiable
+        return self.inputs + self.cotangent_outputs
+
+    def result_names(self, kind: str) -> tuple[str, ...]:
+        return {"primal": self.outputs, "jvp": self.tangent_outputs, "vjp": self.differentiable}[kind]
+
+    def element_type(self, kind: str, dtypes) -> str:
+        """'f32' or 'f64': the element type of a call whose arguments have `dtypes` (NumPy
+        dtypes or what `np.dtype` reads), connectivities aside; a clear error otherwise."""
+        names = self.argument_names(kind)
+        if len(dtypes) != len(names):
+            raise UsageError(f"{self.who}: {self.name} takes {len(self.inputs)} arrays ({', '.join(self.inputs)}), "
+                             f"not {len(dtypes) - len(names) + len(self.inputs)}")
+        found = None
+        for position, (name, dtype) in enumerate(zip(names, dtypes)):
+            if position < len(self.inputs) and name in self.index:
+                if np.dtype(dtype) not in (np.dtype(np.int32), np.dtype(np.int64)):
+                    raise UsageError(f"{self.who}: '{name}' is a connectivity: int32 or int64 node numbers, not "
+                                     f"{np.dtype(dtype)}")
+                continue
+            element = DTYPES.get(np.dtype(dtype))
+            if element is None:
+                raise UsageError(f"{self.who}: '{name}' holds {np.dtype(dtype)}; {self.name} takes float32 or "
+                                 "float64 arrays")
+            if found is not None and element != found[1]:
+                raise UsageError(f"{self.who}: '{name}' holds {np.dtype(dtype)} and '{found[0]}' "
+                                 f"{'float32' if found[1] == 'f32' else 'float64'}: pass every array in one "
+                                 "element type")
+            found = found or (name, element)
+        return found[1] if found else "f32"
+
+    def result_shapes(self, kind: str, shapes) -> list[tuple]:
+        """The shapes of the results of a call of `kind` on arguments shaped `shapes` (in
+        `argument_names` order; entries may be symbolic, as a framework's tracer gives them),
+        each argument's shape checked against its value's."""
+        names = self.argument_names(kind)
+        if len(shapes) != len(names):
+            raise UsageError(f"{self.who}: {self.name} takes {len(self.inputs)} arrays ({', '.join(self.inputs)}), "
+                             f"not {len(shapes) - len(names) + len(self.inputs)}")
+        n = m = None
+        for position, (name, shape) in enumerate(zip(names, shapes)):
+            role = "tangent of " if kind == "jvp" and position >= len(self.inputs) else (
+                "cotangent of " if kind == "vjp" and position >= len(self.inputs) else "")
+            value = self.shapes[name]
+            shape = tuple(shape)
+            want = value if name in self.uniform else (shape[0] if shape else None, *value)
+            if len(shape) != len(want) or any(w is not None and not _same(s, w) for s, w in zip(shape, want)):
+                expected = value if name in self.uniform else (("M" if name in self.nodal else "N"), *value)
+                raise UsageError(f"{self.who}: the {role}'{name}' must be shaped {_shape_text(expected)} (arrays of "
+                                 f"structures{', one value for the batch' if name in self.uniform else ''}); got "
+                                 f"{_shape_text(shape)}")
+            if name in self.uniform:
+                continue
+            if name in self.nodal:
+                m = shape[0] if m is None else m
+            else:
+                n = shape[0] if n is None else n
+        results = []
+        for name in self.result_names(kind):
+            value = self.shapes[name]
+            if name in self.uniform:
+                results.append(value)
+            elif name in self.nodal:
+                if m is None:
+                    raise UsageError(f"{self.who}: output '{name}' holds a value per node and no nodal input tells "
+                                     "how many nodes there are: give the program a nodal input")
+                results.append((m, *value))
+            else:
+                results.append((1 if n is None else n, *value))
+        return results
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a symbolic size whose comparison cannot be decided: not refused here
+        return True
+
+
+def _shape_text(shape) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+class GpuWorker:
+    """The one thread that runs the framework operators' programs on the GPU.
+
+    The frameworks call from threads of their own that live as long as the process (XLA's
+    execution threads, PyTorch's autograd threads); a CUDA context pushed there could not be
+    popped before PyCUDA's clean-up at exit, which then aborts the process. Here the context
+    is pushed, and every device object made and freed, in this one thread, which closes the
+    programs it ran and ends before that clean-up (`atexit` runs it before the programs'
+    own closing, registered earlier). A call waits for the launches to be queued, not for the
+    GPU."""
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._programs: list = []
+
+    def call(self, fn):
+        if threading.current_thread() is self._thread:
+            return fn()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="irfuse-gpu", daemon=True)
+                self._thread.start()
+                atexit.register(self._stop)
+        done: Future = Future()
+        self._queue.put((fn, done))
+        return done.result()
+
+    def keep(self, program) -> None:
+        """`program` is closed in this thread at exit."""
+        if all(p is not program for p in self._programs):
+            self._programs.append(program)
+
+    def _serve(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            fn, done = item
+            try:
+                done.set_result(fn())
+            except BaseException as e:  # (handed to the caller, raised there)
+                done.set_exception(e)
+        for program in self._programs:
+            program.close()
+        self._programs.clear()
+
+    def _stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+
+
+GPU_WORKER = GpuWorker()

@@ -1,0 +1,146 @@
+"""irfuse programs as JAX functions: `irfuse.jax.op(program)`.
+
+    energy = irfuse.jax.op("examples/neo_hookean.kas")
+    P, S, W = jax.jit(energy)(F, mu, lam)               # CPU or GPU arrays, float32 or float64
+    dF = jax.grad(lambda F: energy(F, mu, lam)[2].sum())(F)
+    _, tangents = jax.jvp(energy, (F, mu, lam), (dF, 0.0, 0.0))
+
+Each program runs inside XLA's execution through `jax.experimental.buffer_callback`: the
+callback gets XLA's own buffers (the outputs written in place) and, on the GPU, XLA's stream,
+on which irfuse's kernels are launched: no copy and no host synchronization; on the CPU the
+buffers are passed to the CPU backend as NumPy arrays. The function is a `jax.custom_jvp`:
+its tangents come from the program's forward derivative (`irfuse.jvp` along every
+differentiable input, tangents only), called through `jax.custom_derivatives.linear_call`
+with the program's reverse derivative (`irfuse.vjp`, cotangents only) as its transpose, so
+`jax.jvp`, `jax.grad`, `jax.vjp` and `jax.linearize` all run irfuse's fused derivative
+programs (masks and connectivities get zero tangents and no cotangent). A call traces and
+lowers without compiling anything of irfuse: the results' shapes follow from the arguments'
+(`DifferentiableProgram.result_shapes`); each element type and device compiles its programs
+when first run.
+
+Arrays are arrays of structures (the batch axis first), as `irfuse.torch` takes them.
+Second derivatives through JAX (`jax.hessian`, a `jax.grad` of a `jax.grad`) are refused by
+JAX (a callback has no derivative of its own): compose `irfuse.jvp` and `irfuse.grad`
+instead. `jax.vmap` of the function over an extra axis runs the program once per entry of that
+axis (`vmap_method="sequential"`); `jax.vmap` of its derivatives is refused by JAX
+(`linear_call` has no batching rule): the program is batched over its elements already.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.custom_derivatives import linear_call
+from jax.experimental.buffer_callback import buffer_callback
+
+from irfuse.api.differentiable import DifferentiableProgram
+from irfuse.diagnostics import UsageError
+
+
+class Function:
+    """A program as a JAX function: call it with arrays (positionally, in the program's input
+    order) for its outputs (one array, or a tuple in return order)."""
+
+    def __init__(self, program: DifferentiableProgram):
+        self.program = program
+        self._call = jax.custom_jvp(lambda *args: _run(program, "primal", args))
+        self._call.defjvp(self._jvp, symbolic_zeros=True)
+
+    def __repr__(self) -> str:
+        return f"<irfuse.jax.Function {self.program.name}({', '.join(self.program.inputs)})>"
+
+    def __call__(self, *args):
+        inputs = self.program.inputs
+        if len(args) != len(inputs):
+            raise UsageError(f"irfuse.jax.op: {self.program.name} takes {len(inputs)} arrays ({', '.join(inputs)}), "
+                             f"not {len(args)}")
+        made = self._call(*args)
+        return made[0] if len(made) == 1 else made
+
+    def _jvp(self, primals, tangents):
+        from jax.custom_derivatives import SymbolicZero
+
+        p = self.program
+        outputs = self._call(*primals)
+        given = {name: t for name, t in zip(p.inputs, tangents)
+                 if name in p.differentiable and not isinstance(t, SymbolicZero)}
+        if not given:
+            return outputs, tuple(jax.numpy.zeros_like(o) for o in outputs)
+        # Only the tangents JAX tracks are the linear arguments (a transpose gives cotangents
+        # for those alone); the zero tangents of the others travel with the primals.
+        dtype = outputs[0].dtype
+        moving = tuple(name for name in p.differentiable if name in given)
+        still = tuple(jax.numpy.zeros(np.shape(a), dtype) for name, a in zip(p.inputs, primals)
+                      if name in p.differentiable and name not in given)
+        linear = tuple(jax.numpy.asarray(given[name], dtype=dtype) for name in moving)
+        made = dict(zip(p.tangent_outputs, linear_call(_tangents(p, moving), _cotangents(p, moving),
+                                                       (tuple(primals), still), linear)))
+        return outputs, tuple(made[name] if name in made else jax.numpy.zeros_like(o)
+                              for name, o in zip(p.outputs, outputs))
+
+
+def op(source, *, filename: str | None = None, **compile_options) -> Function:
+    """The program `source` (what `irfuse.compile` takes: a path, KAS text, a Python function,
+    a module) as a JAX function with forward and reverse derivatives (see the module's
+    docstring). `compile_options`: more of `irfuse.compile`'s arguments (`n`, `profile`,
+    `pipeline`), not `dtype`, `backend` or `layout`, which each call's arrays decide."""
+    return Function(DifferentiableProgram(source, who="irfuse.jax.op", filename=filename, **compile_options))
+
+
+def _tangents(program: DifferentiableProgram, moving: tuple[str, ...]):
+    """The forward derivative as a linear function of the tangents of the inputs `moving`."""
+    def tangents(residuals, linear):
+        primals, still = residuals
+        given, zeros = dict(zip(moving, linear)), iter(still)
+        every = [given[name] if name in given else next(zeros) for name in program.differentiable]
+        return _run(program, "jvp", (*primals, *every))
+    return tangents
+
+
+def _cotangents(program: DifferentiableProgram, moving: tuple[str, ...]):
+    """The reverse derivative: `_tangents`' transpose (cotangents of the inputs `moving`)."""
+    def cotangents(residuals, outgoing):
+        primals, _ = residuals
+        given = dict(zip(program.tangent_outputs, outgoing))
+        shapes = program.result_shapes("primal", [np.shape(a) for a in primals])
+        like = dict(zip(program.outputs, shapes))
+        dtype = jax.numpy.result_type(*[a for name, a in zip(program.inputs, primals) if name not in program.index])
+        cts = tuple(_dense(given.get(name), like[name], dtype) for name in program.cotangent_outputs)
+        got = dict(zip(program.differentiable, _run(program, "vjp", (*primals, *cts))))
+        return tuple(got[name] for name in moving)
+    return cotangents
+
+
+def _dense(value, shape, dtype):
+    """A cotangent as an array (JAX passes an output nobody reads as a symbolic zero)."""
+    from jax.interpreters import ad
+
+    if value is None or isinstance(value, ad.Zero):
+        return jax.numpy.zeros(shape, dtype)
+    return jax.numpy.asarray(value, dtype=dtype)
+
+
+def _run(program: DifferentiableProgram, kind: str, args) -> tuple:
+    """The program of `kind` on `args` as a `buffer_callback` (traced: no compile here)."""
+    args = tuple(jax.numpy.asarray(a) for a in args)
+    dtypes = [a.dtype for a in args]
+    element = program.element_type(kind, dtypes)
+    shapes = program.result_shapes(kind, [a.shape for a in args])
+    dtype = np.float32 if element == "f32" else np.float64
+    results = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape in shapes)
+
+    def run(ctx, outputs, *buffers):
+        try:
+            stream = ctx.stream  # XLA's stream on the GPU; on the CPU, asking raises
+        except Exception:
+            stream = None
+        if stream is not None:
+            program.run_on_gpu(kind, element, buffers, outputs, int(stream))
+        else:
+            compiled = program.program(kind, element, "cpu")
+            compiled(*[np.asarray(b) for b in buffers], out=[np.asarray(o) for o in outputs])
+
+    return tuple(buffer_callback(run, results, vmap_method="sequential")(*args))
+
+
+__all__ = ["op", "Function", "UsageError"]

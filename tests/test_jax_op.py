@@ -1,0 +1,107 @@
+"""irfuse programs as JAX functions (`irfuse.jax.op`) on the CPU: the results are the program's
+under `jax.jit`, `jax.grad`/`jax.vjp` run the reverse derivative and `jax.jvp` the forward one
+(checked against each other and against central differences in float64 by JAX's own
+`check_grads`), outputs nobody differentiates pass symbolic zeros, and bad calls are refused by
+name. The GPU side is in `test_gpu.py`."""
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+from jax.test_util import check_grads  # noqa: E402
+
+import irfuse  # noqa: E402
+import irfuse.jax  # noqa: E402
+from irfuse.testing.derivatives import NEO_HOOKEAN_ENERGY  # noqa: E402
+
+ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__file__))
+
+# Several outputs, one per element and one for the batch, a branch on a comparison.
+STRESS = """
+matrix3x3 F, C, S; scalar J, w; uniform scalar mu, W;
+input F, mu;
+C = mtmul(F, F);
+J = det(F);
+if (J > 1) { S = scale(C, mu); } else { S = scale(C, J); }
+w = trace(S);
+W = sum(w);
+return S, W;
+"""
+
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    """JAX's arrays on its CPU device (on a machine with a GPU too): the CPU backend's bits."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
+def _deformations(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.eye(3) + 0.2 * rng.standard_normal((n, 3, 3))
+
+
+def test_results_under_jit_are_the_programs_and_derivatives_pass_check_grads():
+    f = irfuse.jax.op(NEO_HOOKEAN_ENERGY)
+    F, mu, lam = _deformations(6), np.array(1.3), np.array(0.7)
+    E = jax.jit(f)(F, mu, lam)
+    want = irfuse.compile(NEO_HOOKEAN_ENERGY, dtype="f64", backend="cpu")(F, mu, lam)
+    assert E.shape == () and float(E) == float(want.E)
+    check_grads(f, (jnp.asarray(F), jnp.asarray(mu), jnp.asarray(lam)), order=1, modes=("fwd", "rev"))
+    grads = jax.jit(jax.grad(f, argnums=(0, 1, 2)))(F, mu, lam)
+    program = irfuse.compile(irfuse.grad(NEO_HOOKEAN_ENERGY, of="E", wrt=("F", "mu", "lam")), dtype="f64",
+                             backend="cpu")(F, mu, lam)
+    np.testing.assert_array_equal(grads[0], program.grad_F)
+    assert float(grads[1]) == float(program.grad_mu) and float(grads[2]) == float(program.grad_lam)
+
+
+def test_several_outputs_branches_and_symbolic_zeros():
+    f = irfuse.jax.op(STRESS)
+    F, mu = jnp.asarray(_deformations(8, seed=3)), jnp.asarray(1.7)
+    check_grads(f, (F, mu), order=1, modes=("fwd", "rev"))
+    # A cotangent for S alone (W's is a symbolic zero), and the other way round.
+    (S, W), pullback = jax.vjp(f, F, mu)
+    only_S = pullback((jnp.ones_like(S), jnp.zeros_like(W)))
+    only_W = pullback((jnp.zeros_like(S), jnp.ones_like(W)))
+    via_grad = jax.grad(lambda F, mu: f(F, mu)[0].sum(), argnums=(0, 1))(F, mu)
+    np.testing.assert_array_equal(only_S[0], via_grad[0])
+    np.testing.assert_allclose(only_W[0], jax.grad(lambda F: f(F, mu)[1])(F), rtol=1e-15)
+    # linearize: the forward derivative's tangents, one tangent map applied twice
+    _, tangent_map = jax.linearize(lambda F: f(F, mu), F)
+    dF = jnp.asarray(np.random.default_rng(4).standard_normal((8, 3, 3)))
+    dS, dW = tangent_map(dF)
+    np.testing.assert_array_equal(dS, jax.jvp(lambda F: f(F, mu), (F,), (dF,))[1][0])
+
+
+def test_float32_and_a_mesh_program():
+    f = irfuse.jax.op(f"{ROOT}/examples/mesh/lumped_mass.kas")
+    rng = np.random.default_rng(1)
+    X = jnp.asarray(rng.random((6, 3)), dtype=jnp.float32)
+    conn = jnp.asarray([[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5]], dtype=jnp.int32)
+    dN = jnp.asarray([[-1.0, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=jnp.float32)
+    quarter, rho = jnp.full((4,), 0.25, dtype=jnp.float32), jnp.asarray(2.5, dtype=jnp.float32)
+    m = jax.jit(f)(X, conn, dN, quarter, rho)
+    assert m.dtype == jnp.float32 and m.shape == (6,)
+    want = irfuse.compile(f"{ROOT}/examples/mesh/lumped_mass.kas", backend="cpu")(
+        *[np.asarray(a) for a in (X, conn, dN, quarter, rho)])
+    np.testing.assert_array_equal(m, want.m)
+    g = jax.grad(lambda X: f(X, conn, dN, quarter, rho).sum())(X)  # the gather's adjoint: a scatter
+    g64 = jax.grad(lambda X: f(X, conn, dN.astype(jnp.float64), quarter.astype(jnp.float64),
+                               rho.astype(jnp.float64)).sum())(X.astype(jnp.float64))
+    np.testing.assert_allclose(g, g64, rtol=2e-5, atol=2e-6)
+
+
+def test_bad_calls_are_refused_by_name():
+    f = irfuse.jax.op(NEO_HOOKEAN_ENERGY)
+    F = _deformations(3)
+    with pytest.raises(irfuse.UsageError, match="'F' must be shaped \\(N, 3, 3\\)"):
+        f(F[:, :2], 1.0, 1.0)
+    with pytest.raises(irfuse.UsageError, match="'mu' holds float32 and 'F' float64"):
+        f(F, np.float32(1.0), 1.0)
+    with pytest.raises(irfuse.UsageError, match="takes 3 arrays"):
+        f(F, 1.0)
+    with pytest.raises(irfuse.UsageError, match="backend= is decided by the arrays"):
+        irfuse.jax.op(NEO_HOOKEAN_ENERGY, backend="cpu")
