@@ -19,10 +19,7 @@ can trace a call (PyTorch's fake tensors, JAX's abstract values) without compili
 
 from __future__ import annotations
 
-import atexit
-import queue
 import threading
-from concurrent.futures import Future
 
 import numpy as np
 
@@ -110,13 +107,17 @@ class DifferentiableProgram:
             return made
 
     def run_on_gpu(self, kind: str, dtype: str, arrays, out, stream: int) -> None:
-        """Runs the program of `kind` on GPU arrays, writing `out`, ordered on `stream`: in
-        `GPU_WORKER`'s thread, whatever thread asks (see `GpuWorker`)."""
-        def run():
-            compiled = self.program(kind, dtype, "cuda")
-            GPU_WORKER.keep(compiled)
+        """Runs the program of `kind` on GPU arrays, writing `out`, ordered on `stream`. The
+        frameworks call from threads of their own that live as long as the process (XLA's
+        execution threads, PyTorch's autograd threads): a CUDA context left pushed there could
+        not be popped before PyCUDA's clean-up at exit, which then aborts the process, so a
+        call from any thread but the main one pops it when its launches are queued."""
+        compiled = self.program(kind, dtype, "cuda")
+        try:
             compiled(*arrays, out=list(out), stream=stream)
-        GPU_WORKER.call(run)
+        finally:
+            if threading.current_thread() is not threading.main_thread():
+                compiled.leave_thread()
 
     # What each program takes and gives, by name, in order.
 
@@ -206,59 +207,3 @@ def _same(a, b) -> bool:
 def _shape_text(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
-
-class GpuWorker:
-    """The one thread that runs the framework operators' programs on the GPU.
-
-    The frameworks call from threads of their own that live as long as the process (XLA's
-    execution threads, PyTorch's autograd threads); a CUDA context pushed there could not be
-    popped before PyCUDA's clean-up at exit, which then aborts the process. Here the context
-    is pushed, and every device object made and freed, in this one thread, which closes the
-    programs it ran and ends before that clean-up (`atexit` runs it before the programs'
-    own closing, registered earlier). A call waits for the launches to be queued, not for the
-    GPU."""
-
-    def __init__(self):
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._programs: list = []
-
-    def call(self, fn):
-        if threading.current_thread() is self._thread:
-            return fn()
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="irfuse-gpu", daemon=True)
-                self._thread.start()
-                atexit.register(self._stop)
-        done: Future = Future()
-        self._queue.put((fn, done))
-        return done.result()
-
-    def keep(self, program) -> None:
-        """`program` is closed in this thread at exit."""
-        if all(p is not program for p in self._programs):
-            self._programs.append(program)
-
-    def _serve(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                break
-            fn, done = item
-            try:
-                done.set_result(fn())
-            except BaseException as e:  # (handed to the caller, raised there)
-                done.set_exception(e)
-        for program in self._programs:
-            program.close()
-        self._programs.clear()
-
-    def _stop(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-
-
-GPU_WORKER = GpuWorker()

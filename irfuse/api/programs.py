@@ -531,9 +531,21 @@ class Program:
 
         return time_runs(self, args, named, out, repeat, warmup, memory_budget)
 
+    def leave_thread(self) -> None:
+        """Pops the GPU context the calling thread pushed to run this program (pushed again on
+        its next call here): for a thread that lives as long as the process and is not the
+        main one (a framework's), where it could not be popped before PyCUDA's clean-up at
+        exit."""
+        with self._lock:
+            if self._device is not None and self.backend == "cuda":
+                self._device.release_thread()
+
     def close(self) -> None:
         """Releases the device and the buffers of recorded runs (a later call opens them again)."""
         with self._lock:
+            if self._device is not None and self.backend == "cuda":
+                # (current in this thread, so that what another thread made is freed here too)
+                self._device.make_current()
             self._fast = None
             for bound in self._bound.values():
                 if isinstance(bound, (GpuInPlaceRun, ChunkedRun)):

@@ -163,8 +163,12 @@ class CudaDevice:
         self._threads.add(thread)
         guards = getattr(_this_thread, "guards", None)
         if guards is None:
-            guards = _this_thread.guards = []
-        guards.append(_PopAtThreadExit(self))
+            guards = _this_thread.guards = {}
+        # One guard a device and thread: a thread that pushes again after `release_thread` (a
+        # framework's, call after call) does not add guards without end.
+        guard = guards.get(id(self))
+        if guard is None or guard.device() is not self:
+            guards[id(self)] = _PopAtThreadExit(self)
 
     def release_thread(self) -> None:
         """Pops the context in the calling thread if it pushed it."""
