@@ -622,13 +622,22 @@ def test_api_on_jax_arrays_gives_jax_arrays_in_memory_irfuse_allocated():
             cu.cuDevicePrimaryCtxRelease(checked(cu.cuDeviceGet(0), "cuDeviceGet"))
     for _ in range(5):
         prog(**arrays)
-    gc.collect()
-    first = free()
-    for _ in range(200):
-        out = prog(**arrays)
-    del out
-    gc.collect()
-    assert first - free() < 4 << 20 and exported_tensors() == before
+    # The device's free memory is shared with the other test processes on the GPU, which
+    # allocate as they go: a round may see their growth. A leak of the outputs (200 calls'
+    # worth) shows in every round; the test takes up to three.
+    drops = []
+    for _ in range(3):
+        gc.collect()
+        first = free()
+        for _ in range(200):
+            out = prog(**arrays)
+        del out
+        gc.collect()
+        drops.append(first - free())
+        if drops[-1] < 4 << 20:
+            break
+    assert min(drops) < 4 << 20, drops
+    assert exported_tensors() == before
 
 
 def _readme_examples() -> dict[str, str]:
