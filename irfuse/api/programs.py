@@ -513,7 +513,10 @@ class Program:
     def check(self, *args, sample: int | None = 100_000, seed: int = 0, **named) -> Verification:
         """Runs the program and checks its outputs against the float64 NumPy reference, on every
         element up to `sample` of them and on a seeded sample of `sample` beyond (`None`: every
-        element), with the rule `irfuse run` uses."""
+        element), with the rule `irfuse run` uses. A program over a mesh is checked on every
+        element and node (`nodes=`: as its call takes it)."""
+        if self.nodal or self.index_inputs:
+            return self._check_on_mesh(args, named)
         arrays, n, layout = self._arrays(args, named)
         strides = self._view_strides(arrays, None, layout, self._chunked(arrays, None))
         if layout != self.layout or strides != self.strides:
@@ -521,6 +524,23 @@ class Program:
         if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
             return verify_on_device(self, arrays, self._call_in_place(arrays, n, None, None), n, sample, seed)
         return verify_on_host(self, arrays, self(**arrays), n, sample, seed)
+
+    def _check_on_mesh(self, args: tuple, named: dict) -> Verification:
+        from irfuse.api.mesh_calls import bind_mesh_arguments, mesh_verification
+
+        nodes = named.pop("nodes", None)
+        outputs = self._call_on_mesh(args, named, None, False, None, None, None, False, nodes, "ordered")
+        bound = bind_inputs(self.inputs, args, named)
+        if on_gpu(bound):  # (checked on host copies, as `verify=True` does)
+            dev = self._opened_device()
+            dev.drv.Context.synchronize()
+            bound = {k: host_copy(dev, v) for k, v in bound.items()}
+            outputs = Outputs(self.outputs, [host_copy(dev, o) for o in outputs])
+        arrays, n, m, _, layout = bind_mesh_arguments(self, (), bound, nodes)
+        if layout == "soa":  # (the reference reads arrays of structures)
+            outputs = Outputs(self.outputs, [o if name in self.uniform else np.moveaxis(o, -1, 0)
+                                             for name, o in zip(self.outputs, outputs)])
+        return mesh_verification(self, arrays, outputs, n, m)
 
     def time(self, *args, repeat: int = 20, warmup: int = 1, out=None, memory_budget: int | None = None,
              **named) -> list[float]:
