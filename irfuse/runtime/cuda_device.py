@@ -75,6 +75,23 @@ class _EventTimer:
 
 _this_thread = threading.local()
 
+# Device index -> PyCUDA's context object of that GPU's primary context, one for the process.
+# PyCUDA marks every object with the context object current where it was made and frees it only
+# where that object is current again, or in the thread that made the context object: with one
+# per device (and programs using devices from several threads: the main one, a framework's),
+# an object made under one could not be freed under another at exit.
+_PRIMARY: dict[int, object] = {}
+_PRIMARY_LOCK = threading.Lock()
+
+
+def primary_context(drv, index: int = 0):
+    """The process's one PyCUDA context object of GPU `index`'s primary context."""
+    with _PRIMARY_LOCK:
+        made = _PRIMARY.get(index)
+        if made is None:
+            made = _PRIMARY[index] = drv.Device(index).retain_primary_context()
+        return made
+
 
 class _PopAtThreadExit:
     """Held by a thread that pushed a device's context: when the thread ends, its objects are
@@ -100,7 +117,7 @@ class CudaDevice:
         drv = import_pycuda()
         self.drv = drv
         self.dev = drv.Device(device_index)
-        self.context = self.dev.retain_primary_context()
+        self.context = primary_context(drv, device_index)
         self._threads: set[int] = set()  # threads that have the context pushed
         self.make_current()
         self.gpu_name = self.dev.name()
@@ -178,21 +195,30 @@ class CudaDevice:
             self.context.pop()
 
     def close(self) -> None:
-        for g in self.graphs:
-            g.destroy()
-        self.graphs.clear()
-        for a in self.allocations:
-            a.free()
-        self.allocations.clear()
-        if self._ordering is not None:
-            cu = cuda_driver()
-            for event in self._ordering[1:]:
-                cu.cuEventDestroy(event)
-            self._ordering = None
-        if self._bindings_module is not None:
-            cuda_driver().cuModuleUnload(self._bindings_module)
-            self._bindings_module = None
-            self._bindings_functions.clear()
+        # The context object on top of the calling thread's stack while the device's objects
+        # are freed (`primary_context`): this may run in another thread than the one that made
+        # them (a framework's thread made them, the main one closes at exit).
+        self.context.push()
+        try:
+            for g in self.graphs:
+                g.destroy()
+            self.graphs.clear()
+            for a in self.allocations:
+                a.free()
+            self.allocations.clear()
+            if self._ordering is not None:
+                cu = cuda_driver()
+                for event in self._ordering[1:]:
+                    cu.cuEventDestroy(event)
+                self._ordering = None
+            if self._bindings_module is not None:
+                cuda_driver().cuModuleUnload(self._bindings_module)
+                self._bindings_module = None
+                self._bindings_functions.clear()
+            self.functions.clear()
+            self.module = None
+        finally:
+            self.drv.Context.pop()  # (PyCUDA pops the top of the stack: the push above)
         self.release_thread()  # other threads pop theirs when they end
 
     def alloc(self, shape):

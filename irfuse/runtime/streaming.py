@@ -158,10 +158,10 @@ def is_page_locked(a: np.ndarray) -> bool:
 def pinned_empty(shape, dtype=np.float32) -> np.ndarray:
     """A new NumPy array in page-locked host memory (freed with it): batches in such arrays
     stream through the GPU at the transfer rate."""
-    from irfuse.runtime.cuda_device import import_pycuda
+    from irfuse.runtime.cuda_device import import_pycuda, primary_context
 
     drv = import_pycuda()
-    context = drv.Device(0).retain_primary_context()
+    context = primary_context(drv)
     context.push()
     try:
         return drv.pagelocked_empty(tuple(shape) if not isinstance(shape, int) else (shape,), np.dtype(dtype),
@@ -186,12 +186,12 @@ def page_locked(*arrays: np.ndarray):
         if not a.flags.c_contiguous:
             raise UsageError(f"irfuse.page_locked: argument {k} is not C-contiguous (strides {a.strides}): only "
                              f"a C-contiguous array is copied straight to and from the GPU")
-    from irfuse.runtime.cuda_device import import_pycuda
+    from irfuse.runtime.cuda_device import import_pycuda, primary_context
     from irfuse.runtime.cuda_graph import checked, cuda_driver
 
     drv = import_pycuda()
     cu = cuda_driver()
-    context = drv.Device(0).retain_primary_context()
+    context = primary_context(drv)
     locked: list[np.ndarray] = []
 
     def release() -> None:
