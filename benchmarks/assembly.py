@@ -160,15 +160,20 @@ def copy_bandwidth(torch) -> float:
     return 2 * (1 << 30) / interleaved_medians({"copy": torch_sampler(lambda: dst.copy_(src), [])}, 10, 2)["copy"]
 
 
-def main(argv=None) -> int:
+def arguments(argv, json_name: str) -> argparse.Namespace:
+    """The command line of the mesh benchmarks (this one, `mesh_derivatives.py`)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--cubes", type=int, default=128, help="cubes per side (6 tetrahedra each)")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--skip-compile", action="store_true")
-    ap.add_argument("--json", default="assembly.json")
-    args = ap.parse_args(argv)
+    ap.add_argument("--json", default=json_name)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = arguments(argv, "assembly.json")
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import cupy

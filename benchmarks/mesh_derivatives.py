@@ -22,7 +22,6 @@ run. The residuals are checked against a float64 NumPy reference (relative to th
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -30,7 +29,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from assembly import (KERNELS, LAMBDA, MU, copy_bandwidth, inverse3, neo_hookean,  # noqa: E402
+from assembly import (KERNELS, LAMBDA, MU, arguments, copy_bandwidth, inverse3, neo_hookean,  # noqa: E402
                       numpy_reference, shape_gradients)
 from peers import interleaved_medians, jax_sampler, torch_sampler  # noqa: E402
 
@@ -51,14 +50,7 @@ def energy(xp, X, u, conn, lam, mu):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cubes", type=int, default=128, help="cubes per side (6 tetrahedra each)")
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--skip-jax", action="store_true")
-    ap.add_argument("--skip-compile", action="store_true")
-    ap.add_argument("--json", default="mesh_derivatives.json")
-    args = ap.parse_args(argv)
+    args = arguments(argv, "mesh_derivatives.json")
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import cupy
