@@ -21,7 +21,8 @@ nodal values `(M, *shape)`, connectivities `(N, K)` of int32 or int64, uniform v
 as the value. Each element type and device compiles its programs on first use (and takes them
 from the disk cache in later processes). The backward operator has no derivative of its own:
 differentiating a gradient again (`create_graph=True`) is refused by PyTorch; compose
-`irfuse.jvp` and `irfuse.grad` for second derivatives.
+`irfuse.jvp` and `irfuse.grad` for second derivatives. PyTorch 2.13 refuses `torch.func`'s
+transforms for such an operator: `torch.autograd` and `torch.compile` are the ways in.
 """
 
 from __future__ import annotations
