@@ -143,4 +143,4 @@ def _run(program: DifferentiableProgram, kind: str, args) -> tuple:
     return tuple(buffer_callback(run, results, vmap_method="sequential")(*args))
 
 
-__all__ = ["op", "Function", "UsageError"]
+__all__ = ["op", "Function"]

@@ -25,7 +25,6 @@ import numpy as np
 
 from irfuse.diagnostics import UsageError
 
-KINDS = ("primal", "jvp", "vjp")
 DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 # The derivative programs' names for tangents and cotangents (by position for the operators).
 TANGENT_PREFIX, COTANGENT_PREFIX = "irfuse_t_", "irfuse_ct_"
@@ -131,13 +130,18 @@ class DifferentiableProgram:
     def result_names(self, kind: str) -> tuple[str, ...]:
         return {"primal": self.outputs, "jvp": self.tangent_outputs, "vjp": self.differentiable}[kind]
 
+    def _arguments(self, kind: str, count: int) -> tuple[str, ...]:
+        """`argument_names(kind)`, a call of `count` arguments refused unless it gives them all."""
+        names = self.argument_names(kind)
+        if count != len(names):
+            raise UsageError(f"{self.who}: {self.name} takes {len(self.inputs)} arrays ({', '.join(self.inputs)}), "
+                             f"not {count - len(names) + len(self.inputs)}")
+        return names
+
     def element_type(self, kind: str, dtypes) -> str:
         """'f32' or 'f64': the element type of a call whose arguments have `dtypes` (NumPy
         dtypes or what `np.dtype` reads), connectivities aside; a clear error otherwise."""
-        names = self.argument_names(kind)
-        if len(dtypes) != len(names):
-            raise UsageError(f"{self.who}: {self.name} takes {len(self.inputs)} arrays ({', '.join(self.inputs)}), "
-                             f"not {len(dtypes) - len(names) + len(self.inputs)}")
+        names = self._arguments(kind, len(dtypes))
         found = None
         for position, (name, dtype) in enumerate(zip(names, dtypes)):
             if position < len(self.inputs) and name in self.index:
@@ -160,14 +164,11 @@ class DifferentiableProgram:
         """The shapes of the results of a call of `kind` on arguments shaped `shapes` (in
         `argument_names` order; entries may be symbolic, as a framework's tracer gives them),
         each argument's shape checked against its value's."""
-        names = self.argument_names(kind)
-        if len(shapes) != len(names):
-            raise UsageError(f"{self.who}: {self.name} takes {len(self.inputs)} arrays ({', '.join(self.inputs)}), "
-                             f"not {len(shapes) - len(names) + len(self.inputs)}")
+        names = self._arguments(kind, len(shapes))
         n = m = None
         for position, (name, shape) in enumerate(zip(names, shapes)):
-            role = "tangent of " if kind == "jvp" and position >= len(self.inputs) else (
-                "cotangent of " if kind == "vjp" and position >= len(self.inputs) else "")
+            derived = position >= len(self.inputs)  # (a tangent or a cotangent, named as its value)
+            role = {"jvp": "tangent of ", "vjp": "cotangent of "}[kind] if derived else ""
             value = self.shapes[name]
             shape = tuple(shape)
             want = value if name in self.uniform else (shape[0] if shape else None, *value)
