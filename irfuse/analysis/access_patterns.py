@@ -11,6 +11,7 @@ exact per-thread sets that the in-kernel passes decide on.
 from __future__ import annotations
 
 import ast
+import functools
 
 import numpy as np
 
@@ -72,15 +73,21 @@ def _eval_array(node, env):
     return a % b
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed_start(start: str) -> ast.Expression:
+    compile_start(start)  # validates
+    return ast.parse(start, mode="eval")
+
+
 def words_array(ap: AccessPattern, tx, ty, bx: int, by: int):
     """Words touched, one row per thread given by the arrays (tx, ty): shape (threads, words)."""
-    compile_start(ap.start)  # validates
-    starts = _eval_array(ast.parse(ap.start, mode="eval"), {"tx": tx, "ty": ty, "BX": bx, "BY": by})
+    starts = _eval_array(_parsed_start(ap.start), {"tx": tx, "ty": ty, "BX": bx, "BY": by})
     starts = np.broadcast_to(np.asarray(starts, dtype=np.int64), np.shape(tx))
     rel = np.array(sorted(ap.relative()), dtype=np.int64)
     return starts[:, None] + rel[None, :]
 
 
+@functools.lru_cache(maxsize=16384)  # (the planner asks it of the same patterns in thousands of candidates)
 def compatible_fast(a: AccessPattern, b: AccessPattern, bx: int, by: int) -> bool:
     """`compatible`, computed on arrays (the same answer, for large blocks)."""
     if a.noreg or b.noreg or a.relative() != b.relative():

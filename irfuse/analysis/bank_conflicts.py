@@ -91,27 +91,31 @@ def _call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap
     return wavefronts(w + element_shift(ty[:, None], size, pitch), tid, itemsize), inside
 
 
-def _touches(model: KernelModel, vid: int):
-    """(ap, bx, remap, runs) for every call and copy access of value `vid`, `runs` the times
-    the op runs (its loops' trip counts)."""
+def all_touches(model: KernelModel) -> dict[int, list]:
+    """(ap, bx, remap, runs) for every call and copy access of each value, by value, `runs`
+    the times the op runs (its loops' trip counts). Worked out in one walk of the ops: the
+    allocation and the cost ask it of every value of thousands of candidate kernels."""
+    out: dict[int, list] = {}
     for op, runs in zip(model.ops, op_weights(model.ops)):
         if op.kind == OpKind.CALL:
             for k, a in enumerate(op.args):
-                if a == vid:
-                    yield op.impl.operand_aps[k], op.impl.bx, op.remap, runs
-            if op.result == vid:
-                yield op.impl.result_ap, op.impl.bx, op.remap, runs
-        elif op.kind == OpKind.COPY and vid in (op.args[0], op.result):
-            yield (*copy_pattern(model, op), runs)
+                out.setdefault(a, []).append((op.impl.operand_aps[k], op.impl.bx, op.remap, runs))
+            out.setdefault(op.result, []).append((op.impl.result_ap, op.impl.bx, op.remap, runs))
+        elif op.kind == OpKind.COPY:
+            pattern = (*copy_pattern(model, op), runs)
+            out.setdefault(op.args[0], []).append(pattern)
+            if op.result != op.args[0]:
+                out.setdefault(op.result, []).append(pattern)
+    return out
 
 
 def value_wavefronts(model: KernelModel, vid: int, pitch: int, touches: list | None = None) -> tuple[int, bool]:
     """Wavefronts per block of every access to a shared value if stored with `pitch`, and
     whether that pitch is possible (every call access stays inside its element). `touches`:
-    the value's `_touches`, when the caller tries several pitches."""
+    the value's entry of `all_touches`, when the caller asks of several values or pitches."""
     v = model.values[vid]
     total, ok = 0, True
-    for ap, bx, remap, runs in (touches if touches is not None else _touches(model, vid)):
+    for ap, bx, remap, runs in (touches if touches is not None else all_touches(model).get(vid, ())):
         wf, inside = _call_access(ap, bx, model.bx, model.by, remap, v.size, pitch, model.itemsize)
         total += wf * runs
         ok &= inside
@@ -120,10 +124,11 @@ def value_wavefronts(model: KernelModel, vid: int, pitch: int, touches: list | N
     return total, ok
 
 
-def best_pitch(model: KernelModel, vid: int) -> int:
-    """The pitch (0: none) with the fewest wavefronts; padding only when it strictly helps."""
+def best_pitch(model: KernelModel, vid: int, touches: list | None = None) -> int:
+    """The pitch (0: none) with the fewest wavefronts; padding only when it strictly helps.
+    `touches`: the value's entry of `all_touches`."""
     v: MValue = model.values[vid]
-    touches = list(_touches(model, vid))
+    touches = touches if touches is not None else all_touches(model).get(vid, [])
     best, best_cost = 0, value_wavefronts(model, vid, 0, touches)[0]
     for pitch in range(v.size + 1, v.size + MAX_EXTRA_WORDS + 1):
         cost, ok = value_wavefronts(model, vid, pitch, touches)
@@ -134,4 +139,6 @@ def best_pitch(model: KernelModel, vid: int) -> int:
 
 def kernel_wavefronts(model: KernelModel) -> int:
     """Shared-memory wavefronts of one block of the kernel, every value at its own pitch."""
-    return sum(value_wavefronts(model, vid, v.pitch)[0] for vid, v in model.values.items() if v.shared)
+    touches = all_touches(model)
+    return sum(value_wavefronts(model, vid, v.pitch, touches.get(vid, []))[0]
+               for vid, v in model.values.items() if v.shared)

@@ -164,6 +164,15 @@ def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list
     return cpu_kernel_cost(model, n, p, global_sizes, gpu) if p.kind == "cpu" else gpu
 
 
+def time_without_barriers(cost: KernelCost, p: DeviceProfile) -> float:
+    """A lower bound of the predicted time of the kernel `cost` describes with any other set
+    of barriers (its ops, places and offsets unchanged): barriers add only to the compute
+    path (`t_sync`), and a CPU profile's cost has no barrier term."""
+    if p.kind == "cpu" or not cost.feasible:
+        return cost.time
+    return p.launch_overhead + max(cost.t_mem, cost.t_compute, cost.t_shared, cost.t_blocks)
+
+
 def call_flops(model: KernelModel, n: int, p: DeviceProfile) -> float:
     """The kernel's calls' arithmetic over n elements in flop-equivalents: each call's flops
     times its runs (its loops' trip counts), times the threads of an element it leaves idle

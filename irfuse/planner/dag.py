@@ -40,6 +40,7 @@ class BlockDAG:
     once: list[bool] = field(default_factory=list)  # per node: a call of uniform values (`runs_once`)
     again: int = 0  # bitset of the calls computed again for a later pass (`recomputed = P`)
     level: list[int] = field(default_factory=list)  # per node: its pass (`phase_levels`)
+    reduce_bits: int = 0  # the reductions' nodes, as a bitset (`reductions`)
 
     @property
     def calls(self) -> list[int]:
@@ -51,7 +52,7 @@ class BlockDAG:
 
     def reductions(self) -> int:
         """The reductions' nodes, as a bitset."""
-        return sum(1 << i for i, op in enumerate(self.ops) if isinstance(op, kas.ReduceOp))
+        return self.reduce_bits
 
     def kernel_loops(self) -> list[int]:
         """The loops that may run inside a kernel: their bodies hold only calls and such loops,
@@ -98,7 +99,8 @@ def block_dag(block: Block, multiplier: int = 1, parent: tuple[int, int] | None 
     # (asked for every group the search grows: worked out once per block)
     once = [isinstance(op, kas.CallOp) and kas.is_uniform(op.res) for op in ops]
     again = sum(1 << i for i, op in enumerate(ops) if RECOMPUTED in op.attributes)
-    dag = BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent, once, again)
+    dag = BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent, once, again,
+                   reduce_bits=sum(1 << i for i, op in enumerate(ops) if isinstance(op, kas.ReduceOp)))
     dag.level = _levels(dag)
     return dag
 

@@ -17,7 +17,10 @@
    linearization, shared allocation, barriers) before it is costed.
    Pruning: the cost without barriers is a lower bound of the full cost, so
    configurations are fully analysed in increasing lower-bound order and the
-   rest dropped once `keep` better ones are known; infeasible ones (shared
+   rest dropped once `keep` better ones are known; one whose cost without any
+   barrier (barriers only add to it) already ranks after the kept ones gets no
+   barrier placement (it counts against the budget all the same, so that a
+   search stops where it did); infeasible ones (shared
    memory, threads, registers over the device's limits, once optimized) are
    dropped. (fuse-partition emits the unoptimized form, each value at its own
    shared offset; one larger than a block's shared memory is marked `unplaced`
@@ -43,7 +46,8 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
-from irfuse.planner.cost import DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops
+from irfuse.planner.cost import (DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops,
+                                  time_without_barriers)
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
@@ -247,12 +251,17 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5]), c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
-    def worst_kept() -> float:
-        best = sorted(c.cost.time for _, _, c in analysed)
-        return best[keep - 1] if len(best) >= keep else math.inf
+    def rank(time: float, m: KernelModel, bound: float, index: int) -> tuple:
+        """How the analysed configurations are ordered (below)."""
+        return time, tie_rank(m.by, m.per_thread, reduces, m.bx), bound, index
 
+    def worst_kept() -> tuple:
+        best = sorted(rank(c.cost.time, c.model, b, i) for b, i, c in analysed)
+        return best[keep - 1] if len(best) >= keep else (math.inf,)
+
+    work = 0
     for floor, index, impls, by, elements, _ in candidates:
-        if floor >= worst_kept():
+        if floor >= worst_kept()[0]:
             break  # this and every later configuration cost at least as much as the kept ones
         base = build_kernel_model(ops, impls, inputs, outputs, by, itemsize, layout, elements)
         # (fuse-partition emits this unoptimized form, every value at its own shared offset; a
@@ -263,6 +272,14 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:
             continue
+        work += 1
+        if not registers:
+            # Barriers cost at least nothing: a configuration that costs more than the kept
+            # ones without any, or on a CPU profile (no barrier term: its cost is known now)
+            # ranks after them, is analysed no further.
+            lower, worst = time_without_barriers(bound, profile), worst_kept()
+            if lower > worst[0] or (profile.kind == "cpu" and rank(lower, m, bound.time, index) > worst):
+                continue
         final = place_barriers(m)
         known = registers.get(signature(final)) if registers else None
         cost = kernel_cost(final, n, profile, sizes, known)
@@ -270,9 +287,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                                                    cost.time * dag.multiplier)))
     # Equal costs go by `tie_rank` (as in the cover), then keep the order of their bounds, then
     # of enumeration (as the search always did).
-    work = len(analysed)
-    analysed.sort(key=lambda a: (a[2].cost.time, tie_rank(a[2].model.by, a[2].model.per_thread, reduces,
-                                                          a[2].model.bx), a[0], a[1]))
+    analysed.sort(key=lambda a: rank(a[2].cost.time, a[2].model, a[0], a[1]))
     # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
     # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
     # element at the peak rate (those of uniform values computed for every element may run once

@@ -3,7 +3,7 @@ kernel's shared values; values whose lifetimes do not overlap may share words.""
 
 from __future__ import annotations
 
-from irfuse.analysis.bank_conflicts import best_pitch
+from irfuse.analysis.bank_conflicts import all_touches, best_pitch
 from irfuse.kernel.model import KernelModel
 from irfuse.analysis.shared_lifetimes import lifetimes
 
@@ -21,8 +21,9 @@ def allocate_shared(model: KernelModel, align: int = ALIGN_WORDS, pad: bool = Tr
     shared = [vid for vid, v in out.values.items() if v.shared and vid in first]
     for vid in shared:
         out.values[vid].pitch = 0
+    touches = all_touches(out) if pad else {}  # (pitches change no access pattern)
     for vid in shared:
-        out.values[vid].pitch = best_pitch(out, vid) if pad else 0
+        out.values[vid].pitch = best_pitch(out, vid, touches.get(vid, [])) if pad else 0
     shared.sort(key=lambda vid: (-out.values[vid].span, first[vid], vid))
     for vid in shared:
         words = out.values[vid].span * out.by

@@ -19,6 +19,7 @@ def place_barriers(model: KernelModel) -> KernelModel:
     ops = out.without_barriers()
     accs = [accesses(out, op) for op in ops]
     order = unrolled(ops)
+    loops = any(op.kind == OpKind.LOOP for op in ops)
     before: set[int] = set()
     while True:
         tracker = HazardTracker(out.shared_words())
@@ -30,7 +31,8 @@ def place_barriers(model: KernelModel) -> KernelModel:
                 found.add(i)
                 tracker.reset()
             tracker.record(accs[i], i)
-        if found == before:
+        if found == before or not loops:
+            before = found  # (without loops the walk just made met each barrier where it placed it)
             break
         before = found
     placed: list[MOp] = []
@@ -46,7 +48,11 @@ def barrier_after_every_op(model: KernelModel) -> KernelModel:
     """The baseline, race-free whatever the order and offsets: a barrier after the loads,
     after every call and copy, after a store that another kind of op follows, at the start
     of every loop body (after its `loop` op) and after every loop."""
-    out = model.copy()
+    return with_barrier_after_every_op(model.copy())
+
+
+def with_barrier_after_every_op(out: KernelModel) -> KernelModel:
+    """`barrier_after_every_op` on a model of the caller's own (changed, and returned)."""
     ops = out.without_barriers()
     placed: list[MOp] = []
     for i, op in enumerate(ops):

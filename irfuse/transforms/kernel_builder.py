@@ -25,7 +25,7 @@ from irfuse.diagnostics import CompileError
 from irfuse.dialects import fuse, kas
 from irfuse.library.implementations import Implementation
 from irfuse.transforms.allocation import ALIGN_WORDS
-from irfuse.transforms.barriers import barrier_after_every_op
+from irfuse.transforms.barriers import with_barrier_after_every_op
 
 
 def flat_calls(ops: Sequence[Operation]) -> list[Operation]:
@@ -187,7 +187,7 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
             continue
         v.offset = off
         off += -(-v.size * by // ALIGN_WORDS) * ALIGN_WORDS
-    return barrier_after_every_op(model)
+    return with_barrier_after_every_op(model)
 
 
 def launch_ops(name: str, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], location=None

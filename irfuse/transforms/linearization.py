@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from irfuse.kernel.model import KernelModel, OpKind
-from irfuse.transforms.barriers import barrier_after_every_op
+from irfuse.transforms.barriers import with_barrier_after_every_op
 
 EXACT_LINEARIZE_LIMIT = 12  # calls; above this the greedy heuristic orders them
 
@@ -21,7 +21,7 @@ def linearize(model: KernelModel) -> KernelModel:
     loop, and its body is short."""
     out = model.copy()
     if out.has_loops():
-        return barrier_after_every_op(out)
+        return with_barrier_after_every_op(out)
     calls = out.calls()
     n = len(calls)
     deps = _dependencies(out)
@@ -32,7 +32,12 @@ def linearize(model: KernelModel) -> KernelModel:
             users.setdefault(a, set()).add(i)
     inputs = [vid for vid, v in out.values.items() if v.is_input]
 
+    live: dict[int, int] = {}  # done -> live_after(done): asked once per call ready after it
+
     def live_after(done: int) -> int:
+        known = live.get(done)
+        if known is not None:
+            return known
         total = 0
         for vid in inputs:
             if any(not (done >> u) & 1 for u in users.get(vid, ())):
@@ -40,6 +45,7 @@ def linearize(model: KernelModel) -> KernelModel:
         for i, op in enumerate(calls):
             if (done >> i) & 1 and any(not (done >> u) & 1 for u in users.get(op.result, ())):
                 total += size[op.result]  # type: ignore[index]
+        live[done] = total
         return total
 
     def during(done: int, c: int) -> int:
@@ -84,6 +90,6 @@ def linearize(model: KernelModel) -> KernelModel:
         if op.kind == OpKind.STORE and id(op) not in placed:
             new_ops.insert(len([o for o in new_ops if o.kind == OpKind.LOAD]), op)
     out.ops = new_ops
-    return barrier_after_every_op(out)  # the old barriers belonged to the old order
+    return with_barrier_after_every_op(out)  # the old barriers belonged to the old order
 
 
