@@ -1,7 +1,9 @@
 """Planner speed: the top 10 plans of every example, of random programs of 20, 40 and 80 calls,
-and of dense random programs of 200 statements.
+of dense random programs of 200 statements, and of derivative programs (`irfuse.vjp`,
+`irfuse.grad`; with `--long`, the power iteration's reverse derivative: its loop unrolled, 1,198
+statements).
 
-    python benchmarks/planner.py [--top 10] [--max-size 8] [--json planner.json]
+    python benchmarks/planner.py [--top 10] [--max-size 8] [--long] [--json planner.json]
 
 Reports, per program: calls (live, after kas-dce), candidate groups, plans found, search time
 (candidates, their analysis and the CP-SAT cover), the predicted time of the best and the 10th
@@ -30,6 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 80])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--dense-seeds", type=int, nargs="+", default=[6, 17, 31, 38])
+    ap.add_argument("--long", action="store_true", help="the power iteration's reverse derivative too")
     ap.add_argument("--json", default="planner.json")
     args = ap.parse_args(argv)
     from rich.console import Console
@@ -50,6 +53,17 @@ def main(argv=None) -> int:
     for seed in args.dense_seeds:
         src = random_program(seed, 200, loops=False, dense=True)
         programs.append((f"dense 200 statements (seed {seed})", compile_source(src, "d.kas").module))
+    import irfuse
+
+    mesh = os.path.join(ROOT, "examples", "mesh")
+    programs.append(("lumped_mass vjp (every input)",
+                     irfuse.vjp(os.path.join(mesh, "lumped_mass.kas"), wrt=("X", "dN", "quarter", "rho"))))
+    programs.append(("neo_hookean_energy grad", irfuse.grad(os.path.join(mesh, "neo_hookean_energy.kas"),
+                                                            wrt=("u",), of="E")))
+    programs.append(("neo_hookean vjp (F)", irfuse.vjp(os.path.join(ROOT, "examples", "neo_hookean.kas"), wrt=("F",))))
+    if args.long:
+        programs.append(("power_iteration vjp (A, x)",
+                         irfuse.vjp(os.path.join(ROOT, "examples", "power_iteration.kas"), wrt=("A", "x"))))
     rows = []
     for name, module in programs:
         prog = find_program(module)
