@@ -9,7 +9,8 @@ The program is registered as a custom operator (`torch.library.custom_op`, named
 
 - a kernel that runs the program on the tensors' device: the CPU backend on CPU tensors (no
   copy: the tensors' memory is passed as NumPy arrays), the CUDA backend on CUDA tensors, in
-  place and ordered on PyTorch's current stream (no host synchronization);
+  place and ordered on PyTorch's current stream (no host synchronization); a call on memory a
+  call had before launches the CUDA graph captured for it (`DifferentiableProgram.run_on_gpu`);
 - a fake-tensor rule, the results' shapes from the arguments' alone, so `torch.compile`
   traces through it without a graph break and compiles nothing of irfuse while tracing;
 - an autograd formula: the backward pass calls a second operator, `irfuse::<name>_vjp`, the

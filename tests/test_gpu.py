@@ -1182,6 +1182,74 @@ def test_the_torch_operator_on_cuda_tensors_runs_on_the_callers_stream_and_compi
     np.testing.assert_allclose(g.cpu().numpy(), F.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_operator_calls_on_memory_seen_before_launch_its_graph(monkeypatch):
+    """A PyTorch operator's tensors are new objects at every call, mostly on memory a call had
+    before (PyTorch's allocator hands freed blocks out again): such a call, forward and
+    backward (from autograd's thread), launches the graph captured for that memory without
+    going through the program's call; other memory and another stream take the call. Every
+    result is the CPU operator's, and no tensor stays alive in irfuse after a call."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA here")
+    import collections
+    import weakref
+
+    import irfuse.torch
+    from irfuse.testing.derivatives import NEO_HOOKEAN_ENERGY
+
+    energy = irfuse.torch.op(NEO_HOOKEAN_ENERGY.replace("return E;", "return W, E;"), name="gpu_energy_again")
+    rng = np.random.default_rng(8)
+    F64 = np.eye(3) + 0.2 * rng.uniform(-1, 1, (50_001, 3, 3))
+    mu, lam = torch.tensor(0.8), torch.tensor(1.5)
+    W_cpu, _ = energy(torch.tensor(F64, dtype=torch.float32), mu, lam)
+    F = torch.tensor(F64, dtype=torch.float32, device="cuda", requires_grad=True)
+    mu_g, lam_g = mu.cuda(), lam.cuda()
+    forward = energy.program.program("primal", "f32", "cuda")
+    calls: collections.Counter = collections.Counter()
+    real = type(forward).__call__
+
+    def counting(self, *args, **named):
+        calls[id(self)] += 1
+        return real(self, *args, **named)
+
+    monkeypatch.setattr(type(forward), "__call__", counting)
+
+    def run():
+        W, E = energy(F, mu_g, lam_g)
+        E.backward()
+        return W.detach().cpu().numpy()
+
+    first = run()
+    grad_first = F.grad.clone()
+    F.grad = None
+    for _ in range(4):  # (each memory's graph is captured the second time it is seen)
+        run()
+        F.grad = None
+    calls.clear()
+    for _ in range(5):
+        np.testing.assert_array_equal(run(), first)
+        assert torch.equal(F.grad, grad_first)
+        F.grad = None
+    assert sum(calls.values()) <= 2, calls  # (10 without the graphs: one forward and one backward a run)
+    np.testing.assert_allclose(first, W_cpu.numpy(), rtol=2e-4, atol=1e-5)
+    W, E = energy(F, mu_g, lam_g)
+    held = weakref.ref(W)
+    del W, E
+    assert held() is None  # nothing of irfuse's holds the outputs
+    # other memory (another input tensor) and another stream: the call, and right results
+    calls.clear()
+    F2 = torch.tensor(F64[::-1].copy(), dtype=torch.float32, device="cuda")
+    W2, _ = energy(F2, mu_g, lam_g)
+    assert calls[id(forward)] == 1
+    np.testing.assert_allclose(W2.cpu().numpy(), first[::-1], rtol=1e-6, atol=1e-6)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        W3, _ = energy(F2 * 2, mu_g, lam_g)
+    stream.synchronize()
+    W_want, _ = energy(torch.tensor(2 * F64[::-1].copy(), dtype=torch.float32), mu, lam)
+    np.testing.assert_allclose(W3.cpu().numpy(), W_want.numpy(), rtol=2e-4, atol=1e-5)
+
+
 def test_the_jax_function_on_the_gpu_runs_inside_jit_with_its_derivatives():
     """`irfuse.jax.op` on GPU arrays: under `jax.jit` the program, its forward derivative
     (`jax.jvp`) and its reverse derivative (`jax.grad`) run on XLA's stream and agree with the

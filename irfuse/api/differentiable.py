@@ -19,10 +19,13 @@ can trace a call (PyTorch's fake tensors, JAX's abstract values) without compili
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
+from irfuse.api.gpu_calls import GRAPHS_KEPT
 from irfuse.diagnostics import UsageError
 
 DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -73,6 +76,8 @@ class DifferentiableProgram:
             self.cotangent_outputs = tuple(n.removeprefix(COTANGENT_PREFIX) for n in vjp.inputs[len(self.inputs):])
         self._programs: dict[tuple[str, str, str], object] = {}
         self._lock = threading.Lock()
+        # (kind, element type) -> the CUDA graphs of the last GPU calls, by `_memory_key`
+        self._graphs: dict[tuple[str, str], OrderedDict] = {}
 
     def __repr__(self) -> str:
         return f"<irfuse differentiable program {self.name}({', '.join(self.inputs)}) -> ({', '.join(self.outputs)})>"
@@ -113,7 +118,31 @@ class DifferentiableProgram:
         call from any thread but the main one pops it when its launches are queued."""
         compiled = self.program(kind, dtype, "cuda")
         try:
+            # A framework's tensors are new objects at every call, mostly on memory a call had
+            # before (its allocator hands freed blocks out again): such a call launches the
+            # CUDA graph captured for that memory, with none of a call's binding and checks
+            # (which depend on the memory, shapes, types and layout alone).
+            key = _memory_key(arrays, out, stream)
+            graphs = self._graphs.setdefault((kind, dtype), OrderedDict())
+            with compiled._lock:
+                graph = graphs.get(key) if key is not None else None
+                if graph is not None:
+                    if graph.alive:
+                        compiled._opened_device()  # (a framework's thread popped the context after its last call)
+                        graph.launch_on(stream)
+                        graphs.move_to_end(key)
+                        return
+                    del graphs[key]  # evicted by the program since
             compiled(*arrays, out=list(out), stream=stream)
+            with compiled._lock:
+                fast = compiled._fast
+                if fast is not None and key is not None:
+                    graphs[key] = fast.graph
+                    while len(graphs) > GRAPHS_KEPT:
+                        graphs.popitem(last=False)
+                    # (the program's own fast path would hold these tensors, and their memory,
+                    # until its next call; this one holds their addresses alone)
+                    compiled._fast = None
         finally:
             if threading.current_thread() is not threading.main_thread():
                 compiled.leave_thread()
@@ -196,6 +225,16 @@ class DifferentiableProgram:
             else:
                 results.append((1 if n is None else n, *value))
         return results
+
+
+def _memory_key(arrays, out, stream: int) -> tuple | None:
+    """What a GPU call on PyTorch tensors depends on beyond their values: the stream and each
+    tensor's address, shape, type and layout (None for other arrays: JAX's buffers are not
+    kept)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not all(isinstance(t, torch.Tensor) for t in (*arrays, *out)):
+        return None
+    return (stream, *((t.data_ptr(), t.shape, t.dtype, t.is_contiguous()) for t in (*arrays, *out)))
 
 
 def _same(a, b) -> bool:
