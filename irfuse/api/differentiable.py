@@ -136,7 +136,8 @@ class DifferentiableProgram:
             compiled(*arrays, out=list(out), stream=stream)
             with compiled._lock:
                 fast = compiled._fast
-                if fast is not None and key is not None:
+                # (kept only where it is this memory's: another thread's call may have come between)
+                if fast is not None and key is not None and key == (fast.stream, *fast.signatures):
                     graphs[key] = fast.graph
                     while len(graphs) > GRAPHS_KEPT:
                         graphs.popitem(last=False)
