@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from irfuse.api.gpu_calls import GRAPHS_KEPT
+from irfuse.api.gpu_calls import GRAPHS_KEPT, torch_signature
 from irfuse.diagnostics import UsageError
 
 DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -230,12 +230,12 @@ class DifferentiableProgram:
 
 def _memory_key(arrays, out, stream: int) -> tuple | None:
     """What a GPU call on PyTorch tensors depends on beyond their values: the stream and each
-    tensor's address, shape, type and layout (None for other arrays: JAX's buffers are not
-    kept)."""
+    tensor's `torch_signature`, as the program's fast path keeps them (None for other arrays:
+    JAX's buffers are not kept)."""
     torch = sys.modules.get("torch")
     if torch is None or not all(isinstance(t, torch.Tensor) for t in (*arrays, *out)):
         return None
-    return (stream, *((t.data_ptr(), t.shape, t.dtype, t.is_contiguous()) for t in (*arrays, *out)))
+    return (stream, *(torch_signature(t) for t in (*arrays, *out)))
 
 
 def _same(a, b) -> bool:

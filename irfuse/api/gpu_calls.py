@@ -93,7 +93,8 @@ class GpuInPlaceRun:
         self.graphs.clear()
 
 
-def _torch_signature(t) -> tuple:
+def torch_signature(t) -> tuple:
+    """What a call on a PyTorch tensor depends on beyond its values: address, shape, type, layout."""
     return (t.data_ptr(), t.shape, t.dtype, t.is_contiguous())
 
 
@@ -115,7 +116,7 @@ def _cupy_current_stream(device_index):
 
 
 # Families whose arrays the fast path re-checks cheaply: (signature, current-stream reader).
-FAST_FAMILIES = {"torch": (_torch_signature, _torch_current_stream),
+FAST_FAMILIES = {"torch": (torch_signature, _torch_current_stream),
                   "cupy": (_cupy_signature, _cupy_current_stream)}
 
 
