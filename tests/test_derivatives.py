@@ -25,7 +25,8 @@ MORE = [("select", [None, (3,), (3,)], None, ()), ("and", [None, None], None, ()
         ("item", [(4, 3)], None, ("2",)), ("put", [(3, 2), (2,)], None, ("1",)),
         ("stack", [(2,), (2,), (2,)], None, ("3",)), ("clamp", [(4,), (4,), (4,)], "apart", ()),
         ("pow", [(2,), ()], "positive", ()), ("ifeq", [(3,), (3,), (3,), (3,)], None, ()),
-        ("zeros", [(2, 2)], None, ())]
+        ("zeros", [(2, 2)], None, ()), ("repeat", [(3,)], None, ("4",)), ("push", [(4, 3), (3,)], None, ()),
+        ("pop", [(3, 2)], None, ()), ("push", [(3,), ()], None, ())]
 
 
 def _library():

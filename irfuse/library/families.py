@@ -10,7 +10,8 @@ hold yet). The suffixed built-in ops (`mmul33`) stay as they are.
 Type codes in names: `s` a scalar, `m` a mask, else the dimensions joined by `x` (`3` a
 vector of 3, `4x3` a matrix, `3x3x3` a tensor). Families with parameters put them between
 the family and the codes: `contract_ik_kj_ij_3x3_3x3` (the inputs' and the result's index
-letters), `item_2_8x3` and `put_2_8x3_3` (entry 2 of an array's first axis read, written).
+letters), `item_2_8x3` and `put_2_8x3_3` (entry 2 of an array's first axis read, written),
+`repeat_8_3` (eight copies of a vector).
 """
 
 from __future__ import annotations
@@ -435,6 +436,55 @@ def _stack(types, params):
     return Instance(names, kas_type_of_shape((len(types), *first.shape)), f"{target} = {terms}", "[v0, v1, ...]")
 
 
+# A loop's history for reverse mode (`transforms.reverse_mode`): a stack of its carried states,
+# the newest at entry 0. Every entry is written with constant indices (a row moved is a
+# register moved; no comparison, no index held in a value), so the derivatives, the reference
+# and the implementations come from the definitions as for any op.
+
+
+@family("repeat", "repeat_N(v: a value) -> an array of N copies of it", "N copies of a value along a new first axis",
+        1)
+def _repeat(types, params):
+    (v,) = types
+    if not _numeric(v) or not int(params[0]) > 0:
+        raise _refuse("repeat", FAMILIES["repeat"].signature, types)
+    rank = len(v.shape)
+    target = f"C[a,{_idx(rank)}]" if rank else "C[a]"
+    return Instance(("V",), kas_type_of_shape((int(params[0]), *v.shape)), f"{target} = {_ref('V', rank)}",
+                    "[v, v, ...]")
+
+
+def _shifted(name: str, a: KasType, rows: Sequence[int], first: str | None) -> str:
+    """`C[a,...] = ...`: entry 0 is `first` (None: the array's row rows[0]), entry k the array's
+    row rows[k] (rows past the list: zeros)."""
+    rank = len(a.shape)
+    rest = _idx(rank - 1)
+    target = f"C[a,{rest}]" if rest else "C[a]"
+    terms = [] if first is None else [f"delta(a,0)*{first}"]
+    for k, row in enumerate(rows, start=len(terms)):
+        terms.append(f"delta(a,{k})*{name}[{row},{rest}]" if rest else f"delta(a,{k})*{name}[{row}]")
+    return f"{target} = " + (" + ".join(terms) if terms else "0")
+
+
+@family("push", "push(H: an array of N values, v: one value) -> [v, H[0], ..., H[N-2]]",
+        "the array with v in front, its last entry dropped", 2)
+def _push(types, params):
+    h, v = types
+    if not h.shape or tuple(v.shape) != tuple(h.shape[1:]) or not _numeric(h) or not _numeric(v):
+        raise _refuse("push", FAMILIES["push"].signature, types)
+    return Instance(("H", "v"), h, _shifted("H", h, range(h.shape[0] - 1), _ref("v", len(v.shape))),
+                    "[v, H[0], ..., H[N-2]]")
+
+
+@family("pop", "pop(H: an array of N values) -> [H[1], ..., H[N-1], 0]", "the array without its first entry, "
+        "zeros last", 1)
+def _pop(types, params):
+    (h,) = types
+    if not h.shape or not _numeric(h):
+        raise _refuse("pop", FAMILIES["pop"].signature, types)
+    return Instance(("H",), h, _shifted("H", h, range(1, h.shape[0]), None), "[H[1], ..., H[N-1], 0]")
+
+
 CONTRACT_SIGNATURE = 'contract("ij,jk->ik", A, B, ...) -> the result of the index expression'
 
 
@@ -484,6 +534,12 @@ def _contract(types, params):
                     f"contract {','.join(inputs)}->{result}")
 
 
+# Families whose one parameter, a count or a position, comes first in an op's name.
+PARAMETER_FIRST = ("item", "put", "stack", "repeat")
+# A taped loop's history (reverse mode writes them; random programs reach them that way).
+HISTORY = ("repeat", "push", "pop")
+
+
 def parse_mangled(name: str) -> tuple[Family, tuple[str, ...], tuple[KasType, ...]] | None:
     """(family, parameters, operand types) of a family op's name, or None if it is none."""
     parts = name.split("_")
@@ -496,11 +552,11 @@ def parse_mangled(name: str) -> tuple[Family, tuple[str, ...], tuple[KasType, ..
             return None
         count = (len(rest) - 1) // 2
         params, codes = rest[:count + 1], rest[count + 1:]
-    elif fam.name in ("item", "put", "stack"):
+    elif fam.name in PARAMETER_FIRST:
         params, codes = rest[:1], rest[1:]
     else:
         params, codes = [], rest
     types = [type_of_code(c) for c in codes]
-    if any(t is None for t in types) or (fam.name in ("item", "put", "stack") and not params[0].isdigit()):
+    if any(t is None for t in types) or (fam.name in PARAMETER_FIRST and not params[0].isdigit()):
         return None
     return fam, tuple(params), tuple(types)  # type: ignore[arg-type]

@@ -231,13 +231,15 @@ def _family_signatures(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...
 
     from irfuse.dialects.kas import kas_type_of_shape
     from irfuse.frontend.syntax import parse_type_name
-    from irfuse.library.families import FAMILIES
+    from irfuse.library.families import FAMILIES, HISTORY, PARAMETER_FIRST
     from irfuse.library.indexexpr import DefinitionError
 
     kas = {t: kas_type_of_shape(parse_type_name(t)) for t in types}
     out = []
     for name, fam in FAMILIES.items():
-        if fam.arity is None or name in ("select", "and", "or", "not", "item", "put", "stack"):
+        # (families with a parameter in the name, and masks' logic, are written otherwise; a
+        # loop's history is reverse mode's, reached through taped derivatives)
+        if fam.arity is None or name in ("select", "and", "or", "not") or name in PARAMETER_FIRST + HISTORY:
             continue
         for ins in product(types, repeat=fam.arity):
             try:
