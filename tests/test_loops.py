@@ -146,3 +146,27 @@ def test_rotation_loop_runs_its_loop_and_the_norm_after_it_in_one_kernel():
     path = next(p for p in EXAMPLES if os.path.basename(p) == "rotation_loop.kas")
     plan = _run(open(path).read(), None, "aos", dtype="f32")
     assert len(plan.kernels) == 1 and _loop_kernels(plan)
+
+
+@pytest.mark.parametrize("renderer", ["loop", "emulate"])
+def test_a_carried_array_read_in_part_first_is_copied_whole(renderer, monkeypatch):
+    """A loop's result carried into a second loop whose first reader reads one row of it
+    (`item_0`) and whose next reads all of it (`pop`): the copy into the second loop's place
+    copies every word, not the first reader's (it copied one word; a taped loop's history is
+    this program), in one kernel on both CPU renderings."""
+    import irfuse
+
+    monkeypatch.setenv("IRFUSE_CPU_RENDERER", renderer)
+    src = """scalar x, y, s, b; vector2 H;
+input x;
+y = scale(x, 1);
+H = repeat_2_s(y);
+loop 2 { H = push_2_s(H, y); y = smul(y, x); }
+b = scale(x, 0);
+loop 2 { s = item_0_2(H); H = pop_2(H); b = add(b, s); }
+return b;
+"""
+    prog = irfuse.compile(src, backend="cpu", dtype="f64")
+    assert len(prog.kernels) == 1
+    x = np.random.default_rng(0).uniform(0.5, 1.5, 37)
+    np.testing.assert_array_equal(prog(x=x)["b"], x * x + x)  # the states y after 1 and 0 steps

@@ -258,11 +258,23 @@ def register_pattern(model: KernelModel, vid: int) -> tuple[AccessPattern, int, 
     return default_pattern(model.values[vid].size), 1, False
 
 
+def covers_value(model: KernelModel, pattern: tuple[AccessPattern, int, bool], vid: int) -> bool:
+    """Whether the threads of `pattern` touch every word of value `vid` (a reader's pattern
+    may touch some: `item_0` of an array reads its first row)."""
+    ap, bx, _ = pattern
+    words = {ap.start_of(tx, 0, bx, model.by) + r for tx in range(bx) for r in ap.relative()}
+    return words >= set(range(model.values[vid].size))
+
+
 def copy_pattern(model: KernelModel, op: MOp) -> tuple[AccessPattern, int, bool]:
     """The threads that run a `copy`: each word is copied by the thread holding it in
     registers (the source's, else the destination's); between shared values, by the threads
-    that read the destination first, so that no barrier is needed in between."""
+    that read the destination first, so that no barrier is needed in between, where they read
+    all of it (else one thread per element copies every word)."""
     src, dst = op.args[0], op.result
     if not model.values[src].shared:
         return register_pattern(model, src)
-    return register_pattern(model, dst)  # type: ignore[arg-type]
+    pattern = register_pattern(model, dst)  # type: ignore[arg-type]
+    if model.values[dst].shared and not covers_value(model, pattern, dst):  # type: ignore[index]
+        return default_pattern(model.values[dst].size), 1, False  # type: ignore[index]
+    return pattern

@@ -17,7 +17,7 @@ threads; a loop then keeps it in registers across iterations."""
 from __future__ import annotations
 
 from irfuse.analysis.access_patterns import compatible_fast
-from irfuse.kernel.model import KernelModel, MOp, OpKind, register_pattern
+from irfuse.kernel.model import KernelModel, MOp, OpKind, covers_value, register_pattern
 
 
 def _consumers(model: KernelModel, vid: int) -> list[tuple[MOp, int]]:
@@ -74,9 +74,13 @@ def _promote_copied(model: KernelModel, outputs: bool) -> None:
     copied = {op.result for op in model.ops if op.kind == OpKind.COPY}
     carried = [vid for vid, v in model.values.items() if vid in copied and (outputs or not v.stored)]
     sources = {vid: [op.args[0] for op in model.ops if op.kind == OpKind.COPY and op.result == vid] for vid in carried}
+    copied_from = {op.args[0] for op in model.ops if op.kind == OpKind.COPY}
     for vid in carried:
         ap, bx, remap = register_pattern(model, vid)
-        model.values[vid].shared = ap.noreg or not all(
+        # (a value copied elsewhere whose readers here hold some of its words keeps them all:
+        # the copy's readers may need the others)
+        partial = vid in copied_from and not covers_value(model, (ap, bx, remap), vid)
+        model.values[vid].shared = ap.noreg or partial or not all(
             _agrees(model, (ap, bx, remap), (cons.impl.operand_aps[k], cons.impl.bx, cons.remap))  # type: ignore
             for cons, k in _consumers(model, vid))
     changed = True
