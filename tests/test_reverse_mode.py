@@ -1,7 +1,9 @@
 """Reverse mode (`kas-vjp`, `irfuse.vjp`, `irfuse.grad`): the dot-product test against forward
 mode on random programs of every generator (loops unrolled, batch-wide values and reductions,
-element codes, meshes); gradients against central differences; a gradient and its
-Hessian-vector product compiled (sm_90 and the CPU) and run; the API and the declarations."""
+element codes, meshes); loops taped (histories, checkpointed segments) against the same test,
+against unrolling and against central differences; gradients against central differences; a
+gradient and its Hessian-vector product compiled (sm_90 and the CPU) and run; the API and the
+declarations."""
 
 import numpy as np
 import pytest
@@ -10,8 +12,8 @@ import irfuse
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.kas import CallOp, program_of
 from irfuse.testing import derivatives as derivative_checks
-from irfuse.testing.derivatives import (GENERATORS, NEO_HOOKEAN_ENERGY as ENERGY, random_differentiable_programs,
-                                        vjp_against_jvp)
+from irfuse.testing.derivatives import (GENERATORS, NEO_HOOKEAN_ENERGY as ENERGY, TIME_LOOP,
+                                        random_differentiable_programs, vjp_against_jvp)
 
 
 @pytest.mark.parametrize("kind", GENERATORS)
@@ -29,8 +31,8 @@ def test_reverse_and_forward_derivatives_of_random_programs_pass_the_dot_product
 def test_the_dot_product_test_finds_a_wrong_reverse_derivative(monkeypatch):
     real = derivative_checks.reverse_derivative
 
-    def wrong(program, wrt, library, of=None, prefix=None, who="kas-vjp"):
-        derived = real(program, wrt, library, of, prefix, who)
+    def wrong(program, wrt, library, of=None, prefix=None, who="kas-vjp", loops="auto"):
+        derived = real(program, wrt, library, of, prefix, who, loops)
         for op in derived.walk():
             if isinstance(op, CallOp) and op.op_name == "vjp_0__exp_s":
                 op.properties["callee"] = type(op.callee)("vjp_0__sin_s")
@@ -128,3 +130,137 @@ def test_derivative_programs_run_through_their_plans_and_compile_for_sm90(mode, 
     out = check_source(src + f"\nderivative {mode} wrt {', '.join(wrt)};\n", Budget(top=2, n=61, seed=3, nvrtc=True),
                        str(tmp_path))
     assert out.ok and out.plans == 2, (out.failure, out.detail)
+
+
+def _reverse(src, wrt, loops, of=None):
+    from irfuse.frontend.irgen import compile_source
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.reverse_mode import reverse_derivative
+
+    program = program_of(compile_source(src, "loops.kas").module)
+    return program, reverse_derivative(program, wrt, default_library(), of, loops=loops)
+
+
+def _loops(program):
+    from irfuse.dialects.kas import LoopOp
+
+    return [op for op in program.walk() if isinstance(op, LoopOp)]
+
+
+def test_taped_loops_pass_the_dot_product_test_and_give_the_unrolled_cotangents():
+    """Random programs whose loops carry values (`carried`), differentiated with every loop
+    taped: the dot-product test against forward mode, and the cotangents of unrolling (float64
+    reference, the same up to rounding: the same arithmetic in another order of additions)."""
+    from irfuse.frontend.irgen import compile_source
+    from irfuse.testing.derivatives import differentiable_inputs
+    from irfuse.transforms.reverse_mode import _tapeable
+    from irfuse.verification.reference import random_inputs, run_reference
+
+    taped = 0
+    for seed in range(12):
+        src = random_differentiable_programs("carried", seed)
+        dots = vjp_against_jvp(src, n=24, seed=seed, loops="tape")
+        assert not dots.made or dots.agree(), (src, dots)
+        program = program_of(compile_source(src, "loops.kas").module)
+        wrt = differentiable_inputs(program)
+        _, tape = _reverse(src, wrt, "tape")
+        _, unrolled = _reverse(src, wrt, "unroll")
+        assert not _loops(unrolled)
+        taped += sum(_tapeable(op) for op in _loops(program))
+        if any(_tapeable(op) for op in _loops(program)):
+            assert _loops(tape)
+        inputs = random_inputs(program, 24, seed, np.float64)
+        base = run_reference(program, inputs, 24)
+        rng = np.random.default_rng(seed)
+        seeds = {"bar_" + k: rng.uniform(-1, 1, np.shape(base[k])) for k in program.outputs}
+        with np.errstate(all="ignore"):
+            a = run_reference(tape, {**inputs, **seeds}, 24)
+            b = run_reference(unrolled, {**inputs, **seeds}, 24)
+        for k in b:
+            np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b[k]), rtol=1e-9, atol=1e-12, err_msg=k)
+    assert taped >= 12
+
+
+
+
+def test_a_long_loop_is_taped_in_checkpointed_segments_and_its_gradient_is_right():
+    """The time loop's gradient with its loop taped: split into a loop of 4 steps and a loop
+    of 6 segments of 6 steps, no history longer than TAPE_WORDS; the same gradient as
+    unrolled, and as central differences of E; its Hessian-vector product (jvp of the taped
+    gradient) the unrolled one's."""
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.reverse_mode import TAPE_WORDS
+    from irfuse.verification.reference import run_reference
+
+    program, tape = _reverse(TIME_LOOP, ["A", "x", "h"], "tape", of="E")
+    _, unrolled = _reverse(TIME_LOOP, ["A", "x", "h"], "unroll", of="E")
+    trips = sorted(op.trip_count.data for op in _loops(tape))
+    assert trips[-1] == 6 and 4 in trips and 40 not in trips, trips
+    lib = default_library()
+    for op in tape.walk():
+        if isinstance(op, CallOp) and op.op_name.startswith("repeat_"):
+            assert np.prod(lib.get(op.op_name).result_type.shape) <= TAPE_WORDS
+    rng = np.random.default_rng(0)
+    n = 32
+    inputs = {"A": 0.4 * rng.uniform(-1, 1, (n, 3, 3)), "x": rng.uniform(-1, 1, (n, 3)), "h": np.array(0.1)}
+    got, want = run_reference(tape, inputs, n), run_reference(unrolled, inputs, n)
+    for k in ("grad_A", "grad_x", "grad_h"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-11, atol=1e-14, err_msg=k)
+    d = {"A": rng.uniform(-1, 1, (n, 3, 3)), "x": rng.uniform(-1, 1, (n, 3)), "h": np.array(0.7)}
+    step = 1e-6
+    moved = [run_reference(program, {k: v + s * step * d[k] for k, v in inputs.items()}, n)["E"] for s in (1, -1)]
+    fd = (moved[0] - moved[1]) / (2 * step)
+    exact = sum(np.sum(got["grad_" + k] * d[k]) for k in d)
+    np.testing.assert_allclose(exact, fd, rtol=1e-7)
+    hvp_tape = program_of(irfuse.jvp(irfuse.grad(TIME_LOOP, of="E", wrt=("x", "h"), loops="tape"), wrt="x"))
+    hvp_unrolled = program_of(irfuse.jvp(irfuse.grad(TIME_LOOP, of="E", wrt=("x", "h"), loops="unroll"), wrt="x"))
+    args = {**inputs, "dx": d["x"]}
+    a, b = run_reference(hvp_tape, args, n), run_reference(hvp_unrolled, args, n)
+    for k in ("dgrad_x", "dgrad_h"):
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-10, atol=1e-13, err_msg=k)
+
+
+def test_loops_auto_unrolls_short_loops_and_tapes_long_ones_and_a_taped_gradient_runs(tmp_path):
+    """loops=auto: 8 steps of the time loop (32 statements) unrolled, 40 (160, past
+    AUTO_UNROLLED) taped; 1,100 steps (4,400 statements) taped where loops=unroll refuses; a
+    12-step time loop's gradient declared with `loops tape` run through its best plan on the
+    CPU against the reference (both CPU renderings) and compiled for sm_90; a loop carrying a
+    mask is unrolled even with loops=tape; a mode that does not exist is refused, in the API
+    and at the declaration."""
+    from irfuse.diagnostics import CompileError
+    from irfuse.testing.differential import Budget, check_source
+
+    _, short = _reverse(TIME_LOOP.replace("loop 40", "loop 8"), ["x"], "auto", of="E")
+    assert not _loops(short)
+    assert _loops(_reverse(TIME_LOOP, ["x"], "auto", of="E")[1])
+    long = TIME_LOOP.replace("loop 40", "loop 1100")
+    assert _loops(_reverse(long, ["x"], "auto", of="E")[1])
+    with pytest.raises(CompileError, match="loops=auto or loops=tape runs it with a history"):
+        _reverse(long, ["x"], "unroll", of="E")
+    # (12 steps: a history of 36 words, one loop each way; the planner's search over the split
+    # loops' kernels takes a minute, their arithmetic is checked on the reference above)
+    declared = TIME_LOOP.replace("loop 40", "loop 12") + "derivative grad of E wrt A, x, h loops tape;\n"
+    out = check_source(declared, Budget(top=1, n=37, seed=2, nvrtc=True), str(tmp_path))
+    assert out.ok and out.plans == 1 and out.in_kernel_loops, (out.failure, out.detail)
+    masked = """
+vector3 x; mask m; scalar s;
+input x;
+s = vdot3(x, x);
+m = gt(s, 0.5);
+loop 3 {
+  x = svmul3(x, s);
+  m = not(m);
+}
+x = select(m, x, x);
+return x;
+"""
+    _, fallback = _reverse(masked, ["x"], "tape")
+    assert not _loops(fallback)
+    with pytest.raises(UsageError, match="loops='sometimes' is not one of auto, unroll, tape"):
+        irfuse.grad(TIME_LOOP, of="E", wrt="x", loops="sometimes")
+    with pytest.raises(CompileError, match="loops='sometimes' is not one of auto, unroll, tape"):
+        irfuse.compile(TIME_LOOP + "derivative grad of E wrt x loops sometimes;\n", backend="cpu")
+    with pytest.raises(CompileError, match="'loops' says how reverse mode differentiates loops"):
+        irfuse.compile(TIME_LOOP + "derivative jvp wrt x loops tape;\n", backend="cpu")
+    with pytest.raises(UsageError, match="loops takes 'auto', 'unroll' or 'tape'"):
+        irfuse.derivative("grad", of="E", wrt="x", loops="always")

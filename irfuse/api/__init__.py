@@ -148,34 +148,37 @@ def jvp(source, *, wrt, prefix: str = "d", filename: str | None = None, with_out
                               with_outputs)
 
 
-def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None, with_outputs: bool = True):
+def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None, with_outputs: bool = True,
+        loops: str = "auto"):
     """The reverse derivative of a program (pass `kas-vjp`): a `builtin.module` holding program
     `<name>_vjp`, which takes the inputs, then a cotangent `<prefix><y>` for each output y, and
     returns the outputs, then the cotangent `<prefix><x>` of each input x in `wrt` (the
     vector-Jacobian product: entry by entry, the sum over the outputs' entries of their
     cotangents times the outputs' derivatives by that input entry). Takes what `irfuse.jvp`
     takes (`with_outputs=False`: the cotangents only); compiled by `irfuse.compile`,
-    composable with `jvp` and itself."""
+    composable with `jvp` and itself. loops: how loops are differentiated: `unroll`, `tape`
+    (run with a history of their carried values, split into checkpointed segments where the
+    history would be long), `auto` (unrolled up to 64 statements, taped beyond: the faster on the GPU either side)."""
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.vjp",
                               lambda program, names, lib: reverse_derivative(program, names, lib, None, prefix,
-                                                                             who="irfuse.vjp"),
+                                                                             who="irfuse.vjp", loops=loops),
                               with_outputs)
 
 
-def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = None):
+def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = None, loops: str = "auto"):
     """The gradient of one uniform scalar output `of` (a sum over the batch: an energy) by the
     inputs `wrt`: a `builtin.module` holding program `<name>_grad`, which takes the inputs and
     returns the outputs, then `<prefix><x>` for each x in `wrt` (pass `kas-vjp{of=...}`).
-    `irfuse.jvp(irfuse.grad(...), ...)` is a Hessian-vector product."""
+    `irfuse.jvp(irfuse.grad(...), ...)` is a Hessian-vector product. loops: as `vjp`'s."""
     if not isinstance(of, str):
         raise UsageError(f"irfuse.grad: of takes an output's name, not {of!r}")
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.grad",
                               lambda program, names, lib: reverse_derivative(program, names, lib, of, prefix,
-                                                                             who="irfuse.grad"))
+                                                                             who="irfuse.grad", loops=loops))
 
 
 def _derivative_module(source, wrt, filename, who: str, derive, with_outputs: bool = True):

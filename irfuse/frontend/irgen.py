@@ -360,9 +360,13 @@ class IRGen:
         prefix = d.prefix.text if d.prefix else DEFAULT_PREFIX[mode]
         try:
             if mode == "jvp":
+                if d.loops is not None:
+                    self.err(d.loops, "'loops' says how reverse mode differentiates loops; forward mode carries "
+                                      "the tangents through them")
+                    raise CompileError(self.errors)
                 return forward_derivative(program, wrt, self.lib, prefix, who="derivative jvp")
             return reverse_derivative(program, wrt, self.lib, d.of.text if d.of else None, prefix,
-                                      who=f"derivative {mode}")
+                                      who=f"derivative {mode}", loops=d.loops.text if d.loops else "auto")
         except UsageError as e:
             for diagnostic in e.diagnostics:
                 self.err(d, diagnostic.message, diagnostic.notes)

@@ -414,8 +414,9 @@ class _Translator:
         declarations = self.declarations(fdef)
         at = self.pos(fdef.decorator_list[0] if fdef.decorator_list else fdef)
         derivatives = [Derivative(Name(mode, at), [Name(w, at) for w in wrt], Name(prefix, at), at,
-                                  Name(of, at) if of is not None else None)
-                       for mode, wrt, prefix, of in getattr(self.fn, DERIVATIVES, ())]
+                                  Name(of, at) if of is not None else None,
+                                  Name(loops, at) if loops is not None else None)
+                       for mode, wrt, prefix, of, loops in getattr(self.fn, DERIVATIVES, ())]
         program = Program(declarations, inputs, statements, outputs, self.pos(fdef), derivatives)
         return TracedSource(program, self.file, fdef.name)
 
@@ -832,12 +833,12 @@ class _Translator:
 DERIVATIVES = "__irfuse_derivatives__"  # a function's derivative declarations, in the order they apply
 
 
-def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None):
+def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None, loops: str | None = None):
     """A decorator declaring that the program is its derivative, as a KAS `derivative` line:
     `@irfuse.derivative("jvp", wrt=("F",))`, `("vjp", wrt=...)`, `("grad", of="E", wrt=...)`
     (wrt: an input's name or several; prefix: the derivatives' names' start, by default `d`,
-    `bar_`, `grad_`). It marks the function (or the `@irfuse.program` it decorates) and
-    returns it."""
+    `bar_`, `grad_`; loops: how reverse mode differentiates loops, `auto`, `unroll` or
+    `tape`). It marks the function (or the `@irfuse.program` it decorates) and returns it."""
     if mode not in DERIVATIVE_MODES:
         raise UsageError(f"irfuse.derivative: unknown mode {mode!r}; known: {', '.join(DERIVATIVE_MODES)}")
     if (mode == "grad") != (of is not None) or (of is not None and not (isinstance(of, str) and of.isidentifier())):
@@ -848,12 +849,15 @@ def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None)
         raise UsageError(f"irfuse.derivative: wrt takes the names of inputs, not {wrt!r}")
     if not isinstance(prefix, str) or not prefix.isidentifier():
         raise UsageError(f"irfuse.derivative: the prefix {prefix!r} is not a name")
+    if loops is not None and (mode == "jvp" or loops not in ("auto", "unroll", "tape")):
+        raise UsageError(f"irfuse.derivative: loops takes 'auto', 'unroll' or 'tape' (how reverse mode "
+                         f"differentiates loops), not {loops!r}" + (" for 'jvp'" if mode == "jvp" else ""))
 
     def mark(target):
         fn = getattr(target, "fn", target)  # an @irfuse.program keeps its function as .fn
         if not inspect.isfunction(fn):
             raise UsageError(f"@irfuse.derivative applies to a function, not to a {type(target).__qualname__}")
-        fn.__dict__[DERIVATIVES] = (*getattr(fn, DERIVATIVES, ()), (mode, names, prefix, of))
+        fn.__dict__[DERIVATIVES] = (*getattr(fn, DERIVATIVES, ()), (mode, names, prefix, of, loops))
         return target
     return mark
 

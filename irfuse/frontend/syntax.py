@@ -166,13 +166,15 @@ DEFAULT_PREFIX = {"jvp": "d", "vjp": "bar_", "grad": "grad_"}
 
 @dataclass
 class Derivative:
-    """`derivative MODE wrt NAMES [prefix P];`: the program replaced by its derivative."""
+    """`derivative MODE [of E] wrt NAMES [prefix P] [loops L];`: the program replaced by its
+    derivative (`loops`: how reverse mode differentiates loops, `auto`, `unroll` or `tape`)."""
 
     mode: Name
     wrt: list[Name]
     prefix: Name | None
     pos: Pos
     of: Name | None = None  # grad: the output differentiated
+    loops: Name | None = None
 
 
 @dataclass
@@ -366,8 +368,12 @@ class Parser:
         if self.peek().kind == "ident" and self.peek().text == "prefix":
             self.i += 1
             prefix = self.expect_ident("the tangents' name prefix")
+        loops = None
+        if self.peek().kind == "ident" and self.peek().text == "loops":
+            self.i += 1
+            loops = self.expect_ident("how loops are differentiated (auto, unroll, tape)")
         self.expect_punct(";", "after a derivative")
-        return Derivative(mode, wrt, prefix, start.pos, of)
+        return Derivative(mode, wrt, prefix, start.pos, of, loops)
 
     def declaration(self) -> Declaration:
         qualifier = self.peek().text if self.peek().kind == "ident" and self.peek().text in ("uniform", "nodal") else ""

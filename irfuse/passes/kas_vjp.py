@@ -19,15 +19,18 @@ class KasVjp(ModulePass):
     """`<name>_vjp`: the outputs and the cotangents of the inputs `wrt` for cotangents of the
     outputs given as inputs; with `of` (a uniform scalar output), `<name>_grad`: the outputs
     and the gradient of `of` by the inputs `wrt`. Names: `prefix` + the value's name
-    (`bar_`, or `grad_` with `of`, by default)."""
+    (`bar_`, or `grad_` with `of`, by default). `loops`: `auto`, `unroll` or `tape` (how
+    loops are differentiated: unrolled, or run with a history of their carried values)."""
 
     name = "kas-vjp"
     wrt: tuple[str, ...] = ()
     of: str = ""
     prefix: str = ""
+    loops: str = "auto"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in [p for p in op.walk() if isinstance(p, ProgramOp)]:
-            derived = reverse_derivative(program, self.wrt, default_library(), self.of or None, self.prefix or None)
+            derived = reverse_derivative(program, self.wrt, default_library(), self.of or None, self.prefix or None,
+                                         loops=self.loops)
             Rewriter.replace_op(program, derived, new_results=[])
         op.verify()

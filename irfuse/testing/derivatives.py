@@ -11,7 +11,8 @@ h of the point) is one where two step sizes disagree: it is counted as skipped, 
 
 `vjp_against_jvp(source, ...)` is the dot-product test: for random tangents t of the inputs
 and cotangents c of the outputs, the reverse derivative's <vjp(c), t> equals the forward
-derivative's <c, jvp(t)> up to rounding (both linear maps at one point, no differences taken).
+derivative's <c, jvp(t)> up to rounding (both linear maps at one point, no differences taken);
+`loops` picks how the reverse derivative differentiates loops (unrolled, taped).
 """
 
 from __future__ import annotations
@@ -49,10 +50,28 @@ E = sum(W);
 return E;
 """
 
+# A nonlinear time loop with a batch-wide step h: 40 steps of 3 words are 120 words of history,
+# more than reverse mode's TAPE_WORDS, so a taped loop is split into checkpointed segments
+# (4 + 6 x 6); the loop tests' and `benchmarks/loop_derivatives.py`'s program.
+TIME_LOOP = """
+matrix3x3 A; vector3 x, y; scalar e; uniform scalar E, h;
+input A, x, h;
+loop 40 {
+  y = mvmul33(A, x);
+  y = tanh(y);
+  y = svmul3(y, h);
+  x = vadd3(x, y);
+}
+e = vdot3(x, x);
+E = sum(e);
+return E, x;
+"""
+
 
 def random_differentiable_programs(kind: str, seed: int) -> str:
     """A random program of each generator the derivative tests run: `loops`, `batch_wide`,
-    `element` (codes with branches and indexed loops), `mesh`."""
+    `element` (codes with branches and indexed loops), `mesh`, `carried` (loops that carry
+    values from one iteration to the next: what reverse mode tapes)."""
     from irfuse.testing.random_programs import random_element_program, random_mesh_program, random_program
 
     if kind == "loops":
@@ -63,10 +82,12 @@ def random_differentiable_programs(kind: str, seed: int) -> str:
         return random_element_program(seed, 9)
     if kind == "mesh":
         return random_mesh_program(seed, 7)
+    if kind == "carried":
+        return random_program(seed, 12, loop_rate=0.6, dense=seed % 2 == 0, batch_wide=seed % 2 == 1)
     raise ValueError(f"no generator '{kind}'")
 
 
-GENERATORS = ("batch_wide", "element", "loops", "mesh")
+GENERATORS = ("batch_wide", "carried", "element", "loops", "mesh")
 
 STEPS = (1e-6, 1e-5)  # the difference quotient's step, and the one that tells kinks
 
@@ -86,7 +107,8 @@ def _inputs(program, n: int, seed: int) -> tuple[dict, int | None]:
     return random_inputs(program, n, seed, np.float64), None
 
 
-def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | None = None) -> DotProducts:
+def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | None = None,
+                    loops: str = "auto") -> DotProducts:
     """The dot-product test of KAS `source` along its differentiable inputs (or `wrt`), with
     random inputs, tangents and cotangents. Rows (elements, nodes) where a term is not finite
     (log of a negative, ...) are left out of both sides; where a batch-wide term is not finite,
@@ -95,7 +117,7 @@ def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | No
     program = program_of(compile_source(source, "<derivative check>").module)
     wrt = wrt if wrt is not None else differentiable_inputs(program)
     forward = forward_derivative(program, wrt, default_library())
-    reverse = reverse_derivative(program, wrt, default_library())
+    reverse = reverse_derivative(program, wrt, default_library(), loops=loops)
     ModuleOp([forward])
     ModuleOp([reverse])
     inputs, nodes = _inputs(program, n, seed)

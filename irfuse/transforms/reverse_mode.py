@@ -15,10 +15,26 @@ each statement's operands getting their share of its result's cotangent:
   counts them): deterministic, ties included;
 - a gather: the scatter of its cotangent (each node the sum of its elements' rows, in the
   fixed order of every scatter); a scatter: the gather of its cotangent;
-- a loop is unrolled first (its carried values are then plain values, each iteration's kept
-  for the sweep): what a quadrature loop needs; a loop of more than `MAX_UNROLLED` statements
-  unrolled is refused (storing the carried state per iteration in a loop of its own, or
-  recomputing it from checkpoints, is not built).
+- a loop, by `loops`:
+  - `unroll`: unrolled first (its carried values are then plain values, each iteration's
+    kept for the sweep); past `MAX_UNROLLED` statements unrolled in all, refused;
+  - `tape`: run as a loop that also pushes each iteration's carried state onto a history (a
+    value of the loop's own, `push`: an array of trip-count rows per carried value, the
+    newest first), then its adjoint as a loop of as many iterations that pops the states
+    back (`item_0`, `pop`), computes the iteration again from its state and runs its
+    adjoint: the carried values' cotangents are carried, the shares of values from outside
+    the loop summed in carried values (per element, a uniform one's summed over the batch
+    once after the loop). A history of more than `TAPE_WORDS` words per element is not
+    kept whole: the loop is first split into a loop of about sqrt(n) segments whose body is
+    a loop over one segment (and a loop of the n mod segment iterations before them), each
+    taped in turn, so the outer history holds the segments' starting states (checkpoints)
+    and each segment's states are recomputed from its checkpoint when its adjoint runs:
+    about three times the loop's arithmetic, histories of a few sqrt(n) rows. Loops whose
+    carried values cannot be kept in a history (masks, values of four axes) or that return a
+    uniform value computed inside are unrolled;
+  - `auto` (the default): unrolled while the program's loops make at most `AUTO_UNROLLED`
+    statements unrolled (straight code: the faster kernels for short loops), taped beyond
+    (faster past it: measured, see there); the loops inside a taped loop are taped too.
 
 Cotangents hold one value per element, per node or for the batch as their values do (a
 cotangent the same for every element is spread over the batch, `add(zeros(x), c)`, before a
@@ -28,26 +44,59 @@ new statement keeps the location of the statement it derives from.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from irfuse.diagnostics import CompileError, UsageError, located
-from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceKind, ReduceOp, ReturnOp,
-                                 ScalarType, ScatterOp, YieldOp, is_uniform, nodal_values, ssa_hint)
+from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, MaskType, ProgramOp, ReduceKind, ReduceOp,
+                                 ReturnOp, ScalarType, ScatterOp, YieldOp, is_uniform, nodal_values, ssa_hint)
 from irfuse.library.derivatives import vjp_name
 from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_names, differentiable
 
 MAX_UNROLLED = 4096  # statements a program's loops may become when unrolled for reverse mode
+# With loops="auto": unrolled up to this many statements, taped beyond. Measured on an H200
+# (`benchmarks/loop_derivatives.py`, a 3-vector time loop of 4 statements a step): unrolled
+# 1.3x and 2.0x faster than taped at 32 and 64 statements, taped 2.6x, 3.2x and 1.8x faster at
+# 96, 160 and 400 (every iteration's values live until the sweep: past some tens of
+# statements they leave the registers).
+AUTO_UNROLLED = 64
+TAPE_WORDS = 64  # words per element a loop's history may hold before the loop is split into segments
+LOOP_MODES = ("auto", "unroll", "tape")
+_NOT_TAPEABLE = ("it cannot run with a history either (it carries a mask or a value of four axes, returns a "
+                 "uniform value computed inside, or holds a reduction, gather or scatter)")
+
+
+class _TapedLoop:
+    """A loop run with its history (`_Reverse.tape_loop`): what its adjoint needs."""
+
+    def __init__(self, loop: LoopOp, inits: list[SSAValue], results: list[SSAValue], histories: list[SSAValue],
+                 value: dict[SSAValue, SSAValue]):
+        self.loop = loop  # the old loop
+        self.inits = inits  # the copies of its iter_args
+        self.results = results  # the copies of its results (aligned with loop.res)
+        self.histories = histories  # one per carried value: its states, the last iteration's first
+        self.value = value  # old -> copy for the values defined before the loop
 
 
 class _Reverse(DerivativeBuilder):
     """Copies a program's statements into a new block (`forward`, recording each on the tape),
     then adds their adjoints in reverse order (`backward`)."""
 
-    def __init__(self, library, prefix: str, where: str):
+    def __init__(self, library, prefix: str, where: str, loops: str = "auto", per_element: bool = False,
+                 active_old: set[SSAValue] | None = None):
         super().__init__(library, prefix)
         self.where = where
+        self.loops = loops
+        # In a taped loop's adjoint (no reduction may run there): every cotangent is one
+        # element's share, a uniform value's too; the loop's caller sums them over the batch.
+        self.per_element = per_element
+        self.active_old: set[SSAValue] = active_old if active_old is not None else set()
+        self.taped: dict[Operation, _TapedLoop] = {}
+        self.split: list[Operation] = []  # loops made by splitting old ones (dropped at the end)
+        self.sweeping = False  # in `backward`
         self.uniform: set[SSAValue] = set()  # copies that hold one value for the batch
         self.nodal: set[SSAValue] = set()  # copies that hold one value per node
         # (old op, its copy's operands, its copy's results), in the order they run
@@ -66,6 +115,8 @@ class _Reverse(DerivativeBuilder):
             raise CompileError(located(f"{self.where}: '{name}' is not an op of the library", like.location))
         new = self.emit(block, CallOp(name, args, op.result_type), like)
         new.res.name_hint = hint
+        if self.per_element and self.sweeping:
+            uniform = False
         if uniform if uniform is not None else all(a in self.uniform for a in args):
             self.uniform.add(new.res)
         if any(a in self.nodal for a in args):
@@ -79,7 +130,10 @@ class _Reverse(DerivativeBuilder):
     def forward(self, ops: Sequence[Operation], block: Block, value: dict[SSAValue, SSAValue]) -> None:
         for op in ops:
             if isinstance(op, LoopOp):
-                self.unroll(op, block, value)
+                if self.tapes(op):
+                    self.tape_loop(op, block, value)
+                else:
+                    self.unroll(op, block, value)
                 continue
             if isinstance(op, (YieldOp, ReturnOp)):
                 continue
@@ -98,6 +152,96 @@ class _Reverse(DerivativeBuilder):
                     self.nodal.add(c)
             self.tape.append((op, operands, list(new.results)))
 
+    def tapes(self, loop: LoopOp) -> bool:
+        """Whether `loop` runs with its history (else it is unrolled): see the module's docstring."""
+        if self.loops == "unroll" or not _tapeable(loop):
+            return False
+        return self.loops == "tape" or self.unrolled + _unrolled_size(loop) > AUTO_UNROLLED
+
+    def tape_loop(self, loop: LoopOp, block: Block, value: dict[SSAValue, SSAValue]) -> None:
+        """The loop's copy, each iteration first pushing its carried state onto the carried
+        values' histories; a loop whose histories would be too long, split into segments first."""
+        n = loop.trip_count.data
+        if n > 3 and n * sum(_words(v.type) for v in loop.iter_args) > TAPE_WORDS:
+            pieces = self.segments(loop)
+            for piece in pieces:
+                self.tape_loop(piece, block, value)
+            for r, p in zip(loop.res, pieces[-1].results):
+                value[r] = value[p]
+            return
+        old, term = loop.body.block, loop.body.block.last_op
+        n_iter = len(loop.iter_args)
+        inits = [value[v] for v in loop.iter_args]
+        histories = [self.call(block, self.lib.resolve("repeat", [v.type], (str(n),)).name, [v], loop, uniform=False)
+                     for v in inits]
+        body = Block(arg_types=[a.type for a in old.args] + [h.type for h in histories])
+        inner = dict(value)
+        for a, b in zip(old.args, body.args):
+            b.name_hint = a.name_hint
+            inner[a] = b
+        pushed = [self.call(body, self.lib.resolve("push", [h.type, a.type]).name, [h, a], loop, uniform=False)
+                  for h, a in zip(body.args[n_iter:], body.args[:n_iter])]
+        for op in loop.body_ops:
+            new = op.clone(value_mapper={**inner})
+            for r, c in zip(op.results, new.results):
+                c.name_hint = r.name_hint
+                inner[r] = c
+            self.emit(body, new, op)
+        self.emit(body, YieldOp([inner[v] for v in term.values[:n_iter]] + pushed
+                                + [inner[v] for v in term.values[n_iter:]]), term)
+        types = [r.type for r in loop.res[:n_iter]] + [h.type for h in histories] + [r.type for r in loop.res[n_iter:]]
+        new = self.emit(block, LoopOp(n, inits + histories, types, Region(body)), loop)
+        res = list(new.res)
+        results = res[:n_iter] + res[2 * n_iter:]
+        for r, c in zip(loop.res, results):
+            c.name_hint = r.name_hint
+            value[r] = c
+        self.taped[loop] = _TapedLoop(loop, inits, results, res[n_iter:2 * n_iter], dict(value))
+        self.tape.append((loop, inits, results))
+
+    def segments(self, loop: LoopOp) -> list[LoopOp]:
+        """`loop` as a loop of n mod s iterations (if any), then a loop of n // s segments
+        whose body is a loop of s iterations (s about sqrt(n)): the same values, new ops
+        (outside any block; their values active where the loop's are)."""
+        n, n_iter = loop.trip_count.data, len(loop.iter_args)
+        seg = max(2, round(math.sqrt(n)))
+        count, rest = divmod(n, seg)
+        pieces: list[LoopOp] = []
+        inits = list(loop.iter_args)
+        if rest:
+            pieces.append(self.copy_loop(loop, rest, inits))
+            inits = list(pieces[-1].res[:n_iter])
+        outer = Block(arg_types=[v.type for v in loop.iter_args])
+        for a, b in zip(loop.body.block.args, outer.args):
+            b.name_hint = a.name_hint
+            if a in self.active_old:
+                self.active_old.add(b)
+        inner = self.copy_loop(loop, seg, list(outer.args))
+        outer.add_op(inner)
+        outer.add_op(YieldOp(list(inner.res)))
+        outer.last_op.location = loop.body.block.last_op.location
+        nest = LoopOp(count, inits, [r.type for r in loop.res], Region(outer))
+        nest.location = loop.location
+        for r, c in zip(loop.res, nest.res):
+            c.name_hint = r.name_hint
+            if r in self.active_old:
+                self.active_old.add(c)
+        pieces.append(nest)
+        self.split += pieces
+        return pieces
+
+    def copy_loop(self, loop: LoopOp, trips: int, inits: list[SSAValue]) -> LoopOp:
+        """A copy of `loop` running `trips` iterations from `inits`, its values active where
+        the loop's are."""
+        mapper: dict[SSAValue, SSAValue] = {}
+        new = loop.clone(value_mapper=mapper)
+        new.operands = inits
+        new.properties["trip_count"] = IntAttr(trips)
+        for o, c in list(mapper.items()) + list(zip(loop.res, new.res)):
+            if o in self.active_old:
+                self.active_old.add(c)
+        return new
+
     def unroll(self, loop: LoopOp, block: Block, value: dict[SSAValue, SSAValue]) -> None:
         body = [op for op in loop.body.block.ops if not isinstance(op, YieldOp)]
         # (a nested loop counts its own statements when it is unrolled, once per iteration here)
@@ -105,8 +249,8 @@ class _Reverse(DerivativeBuilder):
         if self.unrolled > MAX_UNROLLED:
             raise CompileError(located(
                 f"{self.where}: reverse mode unrolls loops, and this one makes the program's loops more than "
-                f"{MAX_UNROLLED} statements; storing a loop's carried values per iteration or recomputing them "
-                "from checkpoints is not built", loop.location))
+                f"{MAX_UNROLLED} statements; " + ("loops=auto or loops=tape runs it with a history of its carried "
+                                                  "values" if _tapeable(loop) else _NOT_TAPEABLE), loop.location))
         term = loop.body.block.last_op
         current = [value[v] for v in loop.iter_args]
         inner = dict(value)
@@ -121,7 +265,7 @@ class _Reverse(DerivativeBuilder):
     def accumulate(self, block: Block, v: SSAValue, share: SSAValue, like: Operation) -> None:
         key: object = v
         shares: dict = self.adjoint
-        if v in self.uniform and share not in self.uniform:
+        if v in self.uniform and share not in self.uniform and not self.per_element:
             shares, key = self.batch_shares, (v, share in self.nodal)
         old = shares.get(key)
         if old is None:
@@ -151,7 +295,11 @@ class _Reverse(DerivativeBuilder):
         return c
 
     def backward(self, block: Block, active: set[SSAValue]) -> None:
+        self.sweeping = True
         for op, operands, results in reversed(self.tape):
+            if isinstance(op, LoopOp):
+                self.loop_adjoint(block, self.taped[op], active)
+                continue
             if results:
                 self.flush(block, results[0], op)
             if not results or results[0] not in self.adjoint:
@@ -170,6 +318,90 @@ class _Reverse(DerivativeBuilder):
             elif isinstance(op, ScatterOp):
                 if operands[0] in active:
                     self.accumulate(block, operands[0], self.emit(block, GatherOp(ct, operands[1]), op).res, op)
+
+    def zeros_per_element(self, block: Block, v: SSAValue, anchor: SSAValue, like: Operation) -> SSAValue:
+        """Zeros of `v`'s type, one per element (`anchor`: a value that holds one per element)."""
+        if v not in self.uniform:
+            return self.call(block, self.resolve("zeros", [v.type]), [v], like, uniform=False)
+        zero = self.call(block, self.resolve("zeros", [anchor.type]), [anchor], like, uniform=False)
+        while zero.type.shape:
+            zero = self.call(block, self.lib.resolve("item", [zero.type], ("0",)).name, [zero], like, uniform=False)
+        spread = self.call(block, self.resolve("zeros", [v.type]), [v], like, uniform=True)
+        return self.call(block, self.resolve("add", [v.type, zero.type]), [spread, zero], like, uniform=False)
+
+    def loop_adjoint(self, block: Block, t: _TapedLoop, active: set[SSAValue]) -> None:
+        """The adjoint of a taped loop: a loop of as many iterations, each popping the state of
+        the forward loop's iteration in reverse order, computing that iteration again and
+        running its adjoint (a builder of its own, every cotangent per element); the carried
+        values' cotangents carried, the shares of outside values summed in carried values."""
+        loop, n_iter = t.loop, len(t.loop.iter_args)
+        old, term = loop.body.block, loop.body.block.last_op
+        # (a value only read after the loop takes part where it has a cotangent)
+        extras = [k for k in range(n_iter, len(loop.res)) if t.results[k] in self.adjoint]
+        seeded = list(range(n_iter)) + extras
+        if not any(t.results[k] in self.adjoint for k in seeded):
+            return
+        outer = [x for x in _outer_reads(loop) if x in self.active_old and differentiable(x) and t.value[x] in active]
+        anchor = t.results[0]
+        seeds = []
+        for k in seeded:
+            c = self.adjoint.get(t.results[k])
+            seeds.append(self.spread(block, t.results[k], c, loop) if c is not None else
+                         self.call(block, self.resolve("zeros", [t.results[k].type]), [t.results[k]], loop,
+                                   uniform=False))
+        sums = [self.zeros_per_element(block, t.value[x], anchor, loop) for x in outer]
+        body = Block(arg_types=[c.type for c in seeds] + [h.type for h in t.histories] + [a.type for a in sums])
+        cts, hists, accs = (body.args[:len(seeds)], body.args[len(seeds):len(seeds) + n_iter],
+                            body.args[len(seeds) + n_iter:])
+        for k, a in zip(seeded, cts):
+            a.name_hint = self.hint(loop.res[k])
+        for x, a in zip(outer, accs):
+            a.name_hint = self.hint(x)
+        states = [self.call(body, self.lib.resolve("item", [h.type], ("0",)).name, [h], loop, a.name_hint,
+                            uniform=False) for h, a in zip(hists, old.args)]
+        popped = [self.call(body, self.resolve("pop", [h.type]), [h], loop, uniform=False) for h in hists]
+        # (loops inside a taped loop are taped too where they can be: unrolled there, each
+        # segment of a split loop would be straight code of hundreds of statements in a loop)
+        sub = _Reverse(self.lib, self.prefix, self.where, "tape" if self.loops == "auto" else self.loops,
+                       per_element=True, active_old=self.active_old)
+        sub.uniform, sub.nodal = set(self.uniform), set(self.nodal)
+        inner = dict(t.value)
+        inner.update(zip(old.args, states))
+        sub.forward(loop.body_ops, body, inner)
+        sub_active = {c for op, _, res in sub.tape for c, o in zip(res, op.results) if o in self.active_old}
+        sub_active |= {s for a, s in zip(old.args, states) if a in self.active_old}
+        sub_active |= {t.value[x] for x in outer}
+        sub.sweeping = True
+        for k, ct in zip(seeded, cts):
+            y = inner[term.values[k]]
+            if y in sub_active:
+                sub.accumulate(body, y, ct, term)
+        sub.backward(body, sub_active)
+        self.split += sub.split
+        yields = []
+        for s, ct in zip(states, cts[:n_iter]):
+            c = sub.adjoint.get(s)
+            yields.append(c if c is not None else self.call(body, self.resolve("zeros", [ct.type]), [ct], term,
+                                                            uniform=False))
+        # (a value read after the loop is the last iteration's: its cotangent enters once)
+        yields += [self.call(body, self.resolve("zeros", [e.type]), [e], term, uniform=False) for e in cts[n_iter:]]
+        yields += popped
+        for x, acc in zip(outer, accs):
+            share = sub.adjoint.get(t.value[x])
+            yields.append(acc if share is None else
+                          self.call(body, self.resolve("add", [acc.type, acc.type]), [acc, share], term,
+                                    self.hint(x), uniform=False))
+        self.emit(body, YieldOp(yields), term)
+        new = self.emit(block, LoopOp(loop.trip_count.data, seeds + t.histories + sums, [y.type for y in yields],
+                                      Region(body)), loop)
+        res = list(new.res)
+        for k, (init, ct) in enumerate(zip(t.inits, res[:n_iter])):
+            ct.name_hint = self.hint(old.args[k])
+            if init in active:
+                self.accumulate(block, init, ct, loop)
+        for x, total in zip(outer, res[len(seeds) + n_iter:]):
+            total.name_hint = self.hint(x)
+            self.accumulate(block, t.value[x], total, loop)
 
     def call_adjoint(self, block: Block, op: CallOp, operands: list[SSAValue], res: SSAValue, ct: SSAValue,
                      active: set[SSAValue]) -> None:
@@ -210,6 +442,48 @@ class _Reverse(DerivativeBuilder):
                                             uniform=False), op)
 
 
+def _words(t) -> int:
+    return math.prod(t.shape) if t.shape else 1
+
+
+def _unrolled_size(loop: LoopOp) -> int:
+    """Statements `loop` makes unrolled, nested loops' included."""
+    return loop.trip_count.data * sum(_unrolled_size(op) if isinstance(op, LoopOp) else 1 for op in loop.body_ops)
+
+
+def _tapeable(loop: LoopOp) -> bool:
+    """Whether a loop can run with a history: carried values of at most three axes, none a
+    mask; no uniform value computed inside and read after it; no reduction, gather or scatter
+    inside (their adjoints are not per-element statements)."""
+    term = loop.body.block.last_op
+    n_iter = len(loop.iter_args)
+    if not n_iter or any(isinstance(v.type, MaskType) or not differentiable(v) or len(v.type.shape) > 3
+                         for v in loop.iter_args):
+        return False
+    if any(is_uniform(v) for v in term.values[n_iter:]):
+        return False
+    return not any(isinstance(op, (ReduceOp, GatherOp, ScatterOp)) for op in loop.walk())
+
+
+def _outer_reads(loop: LoopOp) -> list[SSAValue]:
+    """The values a loop's body reads (nested loops' included) that are defined outside it,
+    in the order they are first read."""
+    inside: set[SSAValue] = set()
+    for op in loop.walk():
+        inside.update(op.results)
+        for region in op.regions:
+            for b in region.blocks:
+                inside.update(b.args)
+    out: dict[SSAValue, None] = {}
+    for op in loop.walk():
+        if op is loop:
+            continue
+        for v in op.operands:
+            if v not in inside:
+                out.setdefault(v)
+    return list(out)
+
+
 def _active(program: ProgramOp, wrt: set[str]) -> set[SSAValue]:
     """The old program's values that depend on an input in `wrt` (loops' block arguments and
     results by a fixed point over their carried values)."""
@@ -235,13 +509,16 @@ def _active(program: ProgramOp, wrt: set[str]) -> set[SSAValue]:
 
 
 def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str | None = None,
-                       prefix: str | None = None, who: str = "kas-vjp") -> ProgramOp:
+                       prefix: str | None = None, who: str = "kas-vjp", loops: str = "auto") -> ProgramOp:
     """With `of` None: program `<name>_vjp`, taking the inputs and a cotangent `<prefix><y>`
     for each output y, returning the outputs and a cotangent `<prefix><x>` for each input x
     in `wrt` (prefix `bar_` by default). With `of` a uniform scalar output: program
     `<name>_grad`, taking the inputs, returning the outputs and the gradient of `of`,
-    `<prefix><x>` (prefix `grad_` by default). UsageError for what does not fit."""
+    `<prefix><x>` (prefix `grad_` by default). `loops`: how loops are differentiated (see the
+    module's docstring). UsageError for what does not fit."""
     where = f"{who} on @{program.sym_name.data}"
+    if loops not in LOOP_MODES:
+        raise UsageError(f"{where}: loops='{loops}' is not one of {', '.join(LOOP_MODES)}")
     inputs, outputs = program.inputs, program.outputs
     prefix = prefix if prefix is not None else ("bar_" if of is None else "grad_")
     args = program.body.block.args
@@ -260,7 +537,7 @@ def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str 
     check_derivative_names(program, wrt, prefix, where, "cotangent", seeds + results)
     nodal_old = nodal_values(program)
     block = Block(arg_types=[a.type for a in args] + [v.type for _, v in seeded])
-    r = _Reverse(library, prefix, where)
+    r = _Reverse(library, prefix, where, loops, active_old=_active(program, set(wrt)))
     value: dict[SSAValue, SSAValue] = {}
     for name, a, new in zip(inputs, args, block.args):
         new.name_hint = a.name_hint
@@ -270,7 +547,7 @@ def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str 
         if a in nodal_old:
             r.nodal.add(new)
     r.forward(list(program.body.block.ops), block, value)
-    active_old = _active(program, set(wrt))
+    active_old = r.active_old
     # The copies of active values (per iteration for an unrolled loop's).
     active = {c for op, _, res in r.tape for c, o in zip(res, op.results) if o in active_old}
     active |= {value[a] for a in args if a in active_old}
@@ -296,6 +573,8 @@ def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str 
             c = r.call(block, r.resolve("zeros", [a.type]), [a], ret, uniform=a in r.uniform)
         returned.append(r.spread(block, a, c, ret))
     r.emit(block, ReturnOp(returned), ret)
+    for piece in r.split:  # (the split loops read the program's values: they must not keep uses of them)
+        piece.drop_all_references()
     uniform = program.uniform + [s for s, (_, v) in zip(seeds, seeded) if is_uniform(v)]
     nodal = program.nodal + [prefix + y for y, _ in seeded if y in program.nodal]
     nodal += [prefix + x for x in wrt if x in program.nodal]
