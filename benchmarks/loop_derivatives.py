@@ -6,8 +6,9 @@
                                           [--json loop_derivatives.json]
 
 Programs (float32, per element, their gradient or vector-Jacobian product by every input):
-- time_loop: 40 steps of x <- x + h tanh(A x), E = sum of x.x (`tests/test_reverse_mode.py`'s
-  TIME_LOOP): the gradient of E by A, x and h; time_loop8, 16, 24: the same in fewer steps;
+- time_loop: 40 steps of x <- x + h tanh(A x), E = sum of x.x
+  (`irfuse.testing.derivatives.TIME_LOOP`): the gradient of E by A, x and h; time_loop8, 16,
+  24: the same in fewer steps;
 - rotation: `examples/rotation_loop.kas` (4 steps carrying a 3x3 matrix): the vjp by R, Q, x;
 - power: `examples/power_iteration.kas` (100 steps of x <- A x / |A x|): the vjp by A and x;
 - precession: `examples/precession.kas` (300 steps, two carried vectors): the vjp by A, x, p, h.
@@ -34,20 +35,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import interleaved_medians, torch_sampler  # noqa: E402
 
+from irfuse.testing.derivatives import TIME_LOOP  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TIME_LOOP = """
-matrix3x3 A; vector3 x, y; scalar e; uniform scalar E, h;
-input A, x, h;
-loop 40 {
-  y = mvmul33(A, x);
-  y = tanh(y);
-  y = svmul3(y, h);
-  x = vadd3(x, y);
-}
-e = vdot3(x, x);
-E = sum(e);
-return E, x;
-"""
 
 
 def programs() -> dict:
