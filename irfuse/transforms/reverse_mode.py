@@ -59,9 +59,9 @@ from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_n
 MAX_UNROLLED = 4096  # statements a program's loops may become when unrolled for reverse mode
 # With loops="auto": unrolled up to this many statements, taped beyond. Measured on an H200
 # (`benchmarks/loop_derivatives.py`, a 3-vector time loop of 4 statements a step): unrolled
-# 1.3x and 2.0x faster than taped at 32 and 64 statements, taped 2.6x, 3.2x and 1.8x faster at
-# 96, 160 and 400 (every iteration's values live until the sweep: past some tens of
-# statements they leave the registers).
+# 1.3x and 2.0x faster than taped at 32 and 64 statements, taped 2.6x and 3.2x faster at 96
+# and 160, and 1.8x on the power iteration's 400 (unrolled, every iteration's values live
+# until the sweep: past some tens of statements they leave the registers).
 AUTO_UNROLLED = 64
 TAPE_WORDS = 64  # words per element a loop's history may hold before the loop is split into segments
 LOOP_MODES = ("auto", "unroll", "tape")
