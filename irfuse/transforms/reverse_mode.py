@@ -326,6 +326,8 @@ class _Reverse(DerivativeBuilder):
         zero = self.call(block, self.resolve("zeros", [anchor.type]), [anchor], like, uniform=False)
         while zero.type.shape:
             zero = self.call(block, self.lib.resolve("item", [zero.type], ("0",)).name, [zero], like, uniform=False)
+        if v.type == zero.type:
+            return zero  # (a uniform scalar's: no uniform statement, which would run in a kernel of its own)
         spread = self.call(block, self.resolve("zeros", [v.type]), [v], like, uniform=True)
         return self.call(block, self.resolve("add", [v.type, zero.type]), [spread, zero], like, uniform=False)
 
