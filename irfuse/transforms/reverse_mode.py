@@ -46,12 +46,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from irfuse.diagnostics import CompileError, UsageError, located
-from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, MaskType, ProgramOp, ReduceKind, ReduceOp,
+from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceKind, ReduceOp,
                                  ReturnOp, ScalarType, ScatterOp, YieldOp, is_uniform, nodal_values, ssa_hint)
 from irfuse.library.derivatives import vjp_name
 from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_names, differentiable
@@ -69,16 +70,15 @@ _NOT_TAPEABLE = ("it cannot run with a history either (it carries a mask or a va
                  "uniform value computed inside, or holds a reduction, gather or scatter)")
 
 
+@dataclass
 class _TapedLoop:
     """A loop run with its history (`_Reverse.tape_loop`): what its adjoint needs."""
 
-    def __init__(self, loop: LoopOp, inits: list[SSAValue], results: list[SSAValue], histories: list[SSAValue],
-                 value: dict[SSAValue, SSAValue]):
-        self.loop = loop  # the old loop
-        self.inits = inits  # the copies of its iter_args
-        self.results = results  # the copies of its results (aligned with loop.res)
-        self.histories = histories  # one per carried value: its states, the last iteration's first
-        self.value = value  # old -> copy for the values defined before the loop
+    loop: LoopOp  # the old loop
+    inits: list[SSAValue]  # the copies of its iter_args
+    results: list[SSAValue]  # the copies of its results (aligned with loop.res)
+    histories: list[SSAValue]  # one per carried value: its states, the last iteration's first
+    value: dict[SSAValue, SSAValue]  # old -> copy for the values defined before the loop
 
 
 class _Reverse(DerivativeBuilder):
@@ -123,8 +123,8 @@ class _Reverse(DerivativeBuilder):
             self.nodal.add(new.res)
         return new.res
 
-    def resolve(self, family: str, types) -> str:
-        return self.lib.resolve(family, list(types)).name
+    def resolve(self, family: str, types, params: Sequence[str] = ()) -> str:
+        return self.lib.resolve(family, list(types), tuple(params)).name
 
     # -- the forward sweep: the program's statements, loops unrolled
     def forward(self, ops: Sequence[Operation], block: Block, value: dict[SSAValue, SSAValue]) -> None:
@@ -172,14 +172,14 @@ class _Reverse(DerivativeBuilder):
         old, term = loop.body.block, loop.body.block.last_op
         n_iter = len(loop.iter_args)
         inits = [value[v] for v in loop.iter_args]
-        histories = [self.call(block, self.lib.resolve("repeat", [v.type], (str(n),)).name, [v], loop, uniform=False)
+        histories = [self.call(block, self.resolve("repeat", [v.type], (str(n),)), [v], loop, uniform=False)
                      for v in inits]
         body = Block(arg_types=[a.type for a in old.args] + [h.type for h in histories])
         inner = dict(value)
         for a, b in zip(old.args, body.args):
             b.name_hint = a.name_hint
             inner[a] = b
-        pushed = [self.call(body, self.lib.resolve("push", [h.type, a.type]).name, [h, a], loop, uniform=False)
+        pushed = [self.call(body, self.resolve("push", [h.type, a.type]), [h, a], loop, uniform=False)
                   for h, a in zip(body.args[n_iter:], body.args[:n_iter])]
         for op in loop.body_ops:
             new = op.clone(value_mapper={**inner})
@@ -325,7 +325,7 @@ class _Reverse(DerivativeBuilder):
             return self.call(block, self.resolve("zeros", [v.type]), [v], like, uniform=False)
         zero = self.call(block, self.resolve("zeros", [anchor.type]), [anchor], like, uniform=False)
         while zero.type.shape:
-            zero = self.call(block, self.lib.resolve("item", [zero.type], ("0",)).name, [zero], like, uniform=False)
+            zero = self.call(block, self.resolve("item", [zero.type], ("0",)), [zero], like, uniform=False)
         if v.type == zero.type:
             return zero  # (a uniform scalar's: no uniform statement, which would run in a kernel of its own)
         spread = self.call(block, self.resolve("zeros", [v.type]), [v], like, uniform=True)
@@ -359,7 +359,7 @@ class _Reverse(DerivativeBuilder):
             a.name_hint = self.hint(loop.res[k])
         for x, a in zip(outer, accs):
             a.name_hint = self.hint(x)
-        states = [self.call(body, self.lib.resolve("item", [h.type], ("0",)).name, [h], loop, a.name_hint,
+        states = [self.call(body, self.resolve("item", [h.type], ("0",)), [h], loop, a.name_hint,
                             uniform=False) for h, a in zip(hists, old.args)]
         popped = [self.call(body, self.resolve("pop", [h.type]), [h], loop, uniform=False) for h in hists]
         # (loops inside a taped loop are taped too where they can be: unrolled there, each
@@ -459,8 +459,7 @@ def _tapeable(loop: LoopOp) -> bool:
     inside (their adjoints are not per-element statements)."""
     term = loop.body.block.last_op
     n_iter = len(loop.iter_args)
-    if not n_iter or any(isinstance(v.type, MaskType) or not differentiable(v) or len(v.type.shape) > 3
-                         for v in loop.iter_args):
+    if not n_iter or any(not differentiable(v) or len(v.type.shape) > 3 for v in loop.iter_args):
         return False
     if any(is_uniform(v) for v in term.values[n_iter:]):
         return False
