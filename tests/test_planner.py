@@ -471,3 +471,14 @@ def test_ties_go_to_128_elements_a_block_and_two_a_thread_where_the_kernel_reduc
     assert tie_rank(128, 1, reduces=False) == 0 < tie_rank(64, 1, reduces=False) < tie_rank(256, 2, reduces=False)
     assert tie_rank(128, 2, reduces=True) == 0 < tie_rank(128, 1, reduces=True)
     assert tie_rank(128, 1, reduces=False, bx=4) == 1
+    # (a kernel that gathers runs one element a thread, reducing or not)
+    assert tie_rank(128, 1, reduces=True, gathers=True) == 0 < tie_rank(128, 2, reduces=True, gathers=True)
+
+
+def test_a_mesh_energys_element_kernel_runs_one_element_a_thread():
+    """The Neo-Hookean energy over a mesh reduces over its elements, which alone would make the
+    tie two elements a thread; it gathers, so one a thread (measured faster on the H200)."""
+    src = open(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "neo_hookean_energy.kas")).read()
+    _, plans = plan_program(program(src.replace("derivative grad of E wrt u;", "")), 1 << 22, H100)
+    (kernel,) = [c.model for c in plans[0].configs if c.model.gathers()]
+    assert kernel.reduces() and kernel.per_thread == 1

@@ -139,6 +139,10 @@ class KernelModel:
         """Whether the kernel writes a reduction's block partials."""
         return any(op.kind == OpKind.STORE and op.reduce for op in self.ops)
 
+    def gathers(self) -> bool:
+        """Whether the kernel loads a value through a connectivity."""
+        return any(v.gather for v in self.values.values())
+
     def copy(self) -> "KernelModel":
         ops = []
         for op in self.ops:

@@ -177,15 +177,18 @@ def call_runs(ops: list[Operation]) -> list[int]:
     return out
 
 
-def tie_rank(elements: int, per_thread: int, reduces: bool, bx: int = 1) -> int:
+def tie_rank(elements: int, per_thread: int, reduces: bool, bx: int = 1, gathers: bool = False) -> int:
     """What decides between configurations of equal predicted time (0 first), from
     measurements the cost model does not reproduce: blocks of 128 elements (64 and 256 measured
     1-2% slower than 128 on kernels bound by their bytes, 512 7%); in a kernel that reduces over
     the batch two elements a thread (the tree's first step in registers: StrainEnergy 130
     against 147 us on the H200), elsewhere one (several 1-4% slower on SyncTest)
     (benchmarks/NOTES.md, "StrainEnergy and CflStep at larger blocks", "Experiment first: more
-    elements a thread", the twelfth session's table); then a thread an element (`bx` 1)."""
-    want = 2 if reduces else 1
+    elements a thread", the twelfth session's table), and one in a kernel that gathers, reduce
+    or not (its loads wait on node numbers, and twice the threads keep twice as many in flight:
+    the Neo-Hookean energy over a mesh 0.321 against 0.352 ms, with its gradient 0.773 against
+    0.894 ms, thirty-sixth session); then a thread an element (`bx` 1)."""
+    want = 2 if reduces and not gathers else 1
     return 4 * abs(per_thread.bit_length() - want.bit_length()) + 2 * (elements != 128) + (bx != 1)
 
 
@@ -248,12 +251,14 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 candidates.append((floor, len(candidates), impls, by * elements, elements, bx))
     # (of equal floors the preferred first, so that the analysis stopping at the kept costs keeps them)
     reduces = any(isinstance(op, kas.ReduceOp) for op in ops)
-    candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5]), c[1]))
+    gathers = any(isinstance(v.owner, kas.GatherOp) for v in inputs) or any(
+        isinstance(op, kas.GatherOp) for op in ops)
+    candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5], gathers), c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
     def rank(time: float, m: KernelModel, bound: float, index: int) -> tuple:
         """How the analysed configurations are ordered (below)."""
-        return time, tie_rank(m.by, m.per_thread, reduces, m.bx), bound, index
+        return time, tie_rank(m.by, m.per_thread, reduces, m.bx, gathers), bound, index
 
     def worst_kept() -> tuple:
         best = sorted(rank(c.cost.time, c.model, b, i) for b, i, c in analysed)
@@ -487,7 +492,8 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
     # 128 threads (`tie_rank`): a tenth of a nanosecond a rank, which breaks ties and nothing
     # else.
     model.Minimize(sum((int(round(c.weighted_time * scale)) + tie_rank(c.model.by, c.model.per_thread,
-                                                                       c.model.reduces(), c.model.bx)) * x[i]
+                                                                       c.model.reduces(), c.model.bx,
+                                                                       c.model.gathers())) * x[i]
                        for i, c in enumerate(configs)))
     plans: list[Plan] = []
     solver = cp_model.CpSolver()
