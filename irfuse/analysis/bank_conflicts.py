@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from irfuse.analysis.access_patterns import words_array
-from irfuse.kernel.model import KernelModel, MValue, OpKind, copy_pattern, op_weights
+from irfuse.kernel.model import KernelModel, MValue, OpKind, Patterns, copy_pattern, op_weights
 from irfuse.analysis.shared_accesses import call_threads, element_shift, pitched
 from irfuse.dialects.access_pattern import AccessPattern
 
@@ -96,13 +96,14 @@ def all_touches(model: KernelModel) -> dict[int, list]:
     the times the op runs (its loops' trip counts). Worked out in one walk of the ops: the
     allocation and the cost ask it of every value of thousands of candidate kernels."""
     out: dict[int, list] = {}
+    patterns = Patterns(model)
     for op, runs in zip(model.ops, op_weights(model.ops)):
         if op.kind == OpKind.CALL:
             for k, a in enumerate(op.args):
                 out.setdefault(a, []).append((op.impl.operand_aps[k], op.impl.bx, op.remap, runs))
             out.setdefault(op.result, []).append((op.impl.result_ap, op.impl.bx, op.remap, runs))
         elif op.kind == OpKind.COPY:
-            pattern = (*copy_pattern(model, op), runs)
+            pattern = (*copy_pattern(model, op, patterns), runs)
             out.setdefault(op.args[0], []).append(pattern)
             if op.result != op.args[0]:
                 out.setdefault(op.result, []).append(pattern)

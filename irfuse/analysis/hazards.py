@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irfuse.kernel.model import KernelModel, MOp, OpKind, unrolled
+from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, unrolled
 from irfuse.analysis.shared_accesses import MULTI, Access, accesses
 
 NONE = -3  # no access since the last barrier
@@ -86,12 +86,13 @@ def find_races(model: KernelModel) -> list[Race]:
     tracker = HazardTracker(model.shared_words())
     races = []
     seen = set()
+    patterns = Patterns(model)
     for i in unrolled(model.ops):
         op = model.ops[i]
         if op.kind == OpKind.BARRIER:
             tracker.reset()
             continue
-        acc = accesses(model, op)
+        acc = accesses(model, op, patterns)
         hit = tracker.conflict(acc)
         if hit is not None and (hit[1], i) not in seen:
             seen.add((hit[1], i))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irfuse.analysis.access_patterns import words_array
-from irfuse.kernel.model import KernelModel, MOp, OpKind, copy_pattern
+from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, copy_pattern
 from irfuse.dialects.access_pattern import AccessPattern
 
 ANY = -1  # a block-wide copy: any thread
@@ -141,8 +141,9 @@ class Access:
         return self.owners_known
 
 
-def accesses(model: KernelModel, op: MOp) -> list[Access]:
-    """Shared-memory accesses of one op (register values touch no shared memory)."""
+def accesses(model: KernelModel, op: MOp, patterns: Patterns | None = None) -> list[Access]:
+    """Shared-memory accesses of one op (register values touch no shared memory); `patterns`:
+    the model's `Patterns`, where the caller asks of many ops."""
     out: list[Access] = []
     if op.kind in (OpKind.LOAD, OpKind.STORE):
         v = model.values[op.value]  # type: ignore[index]
@@ -155,7 +156,7 @@ def accesses(model: KernelModel, op: MOp) -> list[Access]:
             # (a block chunk's words are distinct and increasing: each is its own owner entry)
             out.append(Access(words, threads, op.kind == OpKind.LOAD, (words, threads)))
     elif op.kind == OpKind.COPY:
-        ap, bx, remap = copy_pattern(model, op)
+        ap, bx, remap = copy_pattern(model, op, patterns)
         for vid, write in ((op.args[0], False), (op.result, True)):
             v = model.values[vid]  # type: ignore[index]
             if v.shared:

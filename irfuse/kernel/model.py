@@ -19,6 +19,7 @@ loop, and at the end of the body) and read in the body and after the loop.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from xdsl.utils.str_enum import StrEnum
@@ -262,23 +263,65 @@ def register_pattern(model: KernelModel, vid: int) -> tuple[AccessPattern, int, 
     return default_pattern(model.values[vid].size), 1, False
 
 
+class Patterns:
+    """`register_pattern` and `covers_value` of every value from one walk of the ops, for the
+    walks that ask them of many values (the bank-conflict and hazard analyses, register
+    promotion: thousands of candidate kernels in a plan search). Valid while the model's ops
+    stay as they were (its values' places may change: neither answer reads them)."""
+
+    def __init__(self, model: KernelModel) -> None:
+        self.model = model
+        self.made: dict[int, MOp] = {}
+        self.read: dict[int, tuple[MOp, int]] = {}
+        self.covered: dict[int, bool] = {}
+        for op in model.ops:
+            if op.kind == OpKind.CALL:
+                self.made.setdefault(op.result, op)  # type: ignore[arg-type]
+                for k, a in enumerate(op.args):
+                    self.read.setdefault(a, (op, k))
+
+    def __call__(self, vid: int) -> tuple[AccessPattern, int, bool]:
+        op = self.made.get(vid)
+        if op is not None:
+            return op.impl.result_ap, op.impl.bx, op.remap  # type: ignore[union-attr]
+        if vid in self.read:
+            op, k = self.read[vid]
+            return op.impl.operand_aps[k], op.impl.bx, op.remap  # type: ignore[union-attr]
+        return default_pattern(self.model.values[vid].size), 1, False
+
+    def covers(self, vid: int) -> bool:
+        """`covers_value` of the value's own register pattern."""
+        if vid not in self.covered:
+            self.covered[vid] = covers_value(self.model, self(vid), vid)
+        return self.covered[vid]
+
+
 def covers_value(model: KernelModel, pattern: tuple[AccessPattern, int, bool], vid: int) -> bool:
     """Whether the threads of `pattern` touch every word of value `vid` (a reader's pattern
     may touch some: `item_0` of an array reads its first row)."""
     ap, bx, _ = pattern
-    words = {ap.start_of(tx, 0, bx, model.by) + r for tx in range(bx) for r in ap.relative()}
-    return words >= set(range(model.values[vid].size))
+    return _covers(ap, bx, model.by, model.values[vid].size)
 
 
-def copy_pattern(model: KernelModel, op: MOp) -> tuple[AccessPattern, int, bool]:
+@functools.lru_cache(maxsize=1 << 14)
+def _covers(ap: AccessPattern, bx: int, by: int, size: int) -> bool:
+    # (remembered: the plan search asks it of the same few patterns in thousands of kernels,
+    # and each answer evaluates the pattern's start expression for every thread)
+    words = {ap.start_of(tx, 0, bx, by) + r for tx in range(bx) for r in ap.relative()}
+    return words >= set(range(size))
+
+
+def copy_pattern(model: KernelModel, op: MOp, patterns: Patterns | None = None) -> tuple[AccessPattern, int, bool]:
     """The threads that run a `copy`: each word is copied by the thread holding it in
     registers (the source's, else the destination's); between shared values, by the threads
     that read the destination first, so that no barrier is needed in between, where they read
-    all of it (else one thread per element copies every word)."""
+    all of it (else one thread per element copies every word). `patterns`: the model's
+    `Patterns`, where the caller asks of many copies."""
     src, dst = op.args[0], op.result
     if not model.values[src].shared:
-        return register_pattern(model, src)
-    pattern = register_pattern(model, dst)  # type: ignore[arg-type]
-    if model.values[dst].shared and not covers_value(model, pattern, dst):  # type: ignore[index]
+        return patterns(src) if patterns else register_pattern(model, src)
+    pattern = patterns(dst) if patterns else register_pattern(model, dst)  # type: ignore[arg-type]
+    if model.values[dst].shared and not (patterns.covers(dst) if patterns  # type: ignore[index]
+                                         else covers_value(model, pattern, dst)):  # type: ignore[arg-type]
         return default_pattern(model.values[dst].size), 1, False  # type: ignore[index]
     return pattern

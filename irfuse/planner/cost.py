@@ -47,6 +47,7 @@ its terms were fitted on").
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -76,8 +77,15 @@ def estimate_registers(model: KernelModel) -> int:
     if model.has_loops():
         ops = model.without_barriers()
         first, last = lifetimes(model, ops)
-        live = [sum(v.size for vid, v in model.values.items() if not v.shared and not v.uniform and vid in first
-                    and first[vid] <= i <= last[vid]) for i in range(len(ops))]
+        # (each register value adds its words from its first op to its last: one sweep)
+        steps = [0] * (len(ops) + 1)
+        for vid, v in model.values.items():
+            if not v.shared and not v.uniform and vid in first:
+                lo, hi = max(first[vid], 0), min(last[vid], len(ops) - 1)
+                if lo <= hi:
+                    steps[lo] += v.size
+                    steps[hi + 1] -= v.size
+        live = list(itertools.accumulate(steps[:-1]))
         return min(255, 24 + need + max(live, default=0))
     live_regs = sum(max(16, v.size) + (model.per_thread - 1) * v.size
                     for v in model.values.values() if not v.shared and not v.uniform)

@@ -4,7 +4,7 @@ the conservative baseline of one after every op."""
 from __future__ import annotations
 
 from irfuse.analysis.hazards import HazardTracker
-from irfuse.kernel.model import KernelModel, MOp, OpKind, unrolled
+from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, unrolled
 from irfuse.analysis.shared_accesses import accesses
 
 
@@ -17,7 +17,8 @@ def place_barriers(model: KernelModel) -> KernelModel:
     it finds no new one (without loops, one walk)."""
     out = model.copy()
     ops = out.without_barriers()
-    accs = [accesses(out, op) for op in ops]
+    patterns = Patterns(out)
+    accs = [accesses(out, op, patterns) for op in ops]
     order = unrolled(ops)
     loops = any(op.kind == OpKind.LOOP for op in ops)
     before: set[int] = set()

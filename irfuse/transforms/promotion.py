@@ -17,11 +17,16 @@ threads; a loop then keeps it in registers across iterations."""
 from __future__ import annotations
 
 from irfuse.analysis.access_patterns import compatible_fast
-from irfuse.kernel.model import KernelModel, MOp, OpKind, covers_value, register_pattern
+from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns
 
 
-def _consumers(model: KernelModel, vid: int) -> list[tuple[MOp, int]]:
-    return [(op, k) for op in model.calls() for k, a in enumerate(op.args) if a == vid]
+def _consumers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
+    """Each value's reading calls and operand positions, in the kernel's order."""
+    out: dict[int, list[tuple[MOp, int]]] = {}
+    for op in model.calls():
+        for k, a in enumerate(op.args):
+            out.setdefault(a, []).append((op, k))
+    return out
 
 
 def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = False) -> KernelModel:
@@ -37,10 +42,11 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
     # A value only reduced (its store is the block's tree, staged from registers as from
     # shared memory) is not written to global memory by threads: it may go to registers.
     written = {op.value for op in out.ops if op.kind == OpKind.STORE and not op.reduce}
+    consumers = _consumers(out)
     for vid, v in out.values.items():
         if v.uniform:
             continue  # the block's copy of a uniform input: read where it is
-        uses = _consumers(out, vid)
+        uses = consumers.get(vid, [])
         # The access every consumer must agree with: the producer's result, or for a loaded
         # value its first consumer's operand.
         if v.is_input and inputs and uses:
@@ -59,7 +65,7 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
         v.shared = not ok
         if not v.shared:
             v.offset = 0
-    _promote_copied(out, outputs)
+    _promote_copied(out, outputs, consumers)
     return out
 
 
@@ -68,21 +74,22 @@ def _agrees(model: KernelModel, pattern, other) -> bool:
     return bx == bx2 and remap == remap2 and compatible_fast(ap2, ap, bx, model.by)
 
 
-def _promote_copied(model: KernelModel, outputs: bool) -> None:
+def _promote_copied(model: KernelModel, outputs: bool, consumers: dict[int, list[tuple[MOp, int]]]) -> None:
     """Values made by copies to registers where their readers and register sources agree; a
     value copied from another such value follows it, so this is repeated until stable."""
     copied = {op.result for op in model.ops if op.kind == OpKind.COPY}
     carried = [vid for vid, v in model.values.items() if vid in copied and (outputs or not v.stored)]
     sources = {vid: [op.args[0] for op in model.ops if op.kind == OpKind.COPY and op.result == vid] for vid in carried}
     copied_from = {op.args[0] for op in model.ops if op.kind == OpKind.COPY}
+    patterns = Patterns(model)
     for vid in carried:
-        ap, bx, remap = register_pattern(model, vid)
+        ap, bx, remap = patterns(vid)
         # (a value copied elsewhere whose readers here hold some of its words keeps them all:
         # the copy's readers may need the others)
-        partial = vid in copied_from and not covers_value(model, (ap, bx, remap), vid)
+        partial = vid in copied_from and not patterns.covers(vid)
         model.values[vid].shared = ap.noreg or partial or not all(
             _agrees(model, (ap, bx, remap), (cons.impl.operand_aps[k], cons.impl.bx, cons.remap))  # type: ignore
-            for cons, k in _consumers(model, vid))
+            for cons, k in consumers.get(vid, []))
     changed = True
     while changed:
         changed = False
@@ -90,8 +97,8 @@ def _promote_copied(model: KernelModel, outputs: bool) -> None:
             v = model.values[vid]
             if v.shared:
                 continue
-            mine = register_pattern(model, vid)
-            if any(not model.values[s].shared and not _agrees(model, mine, register_pattern(model, s))
+            mine = patterns(vid)
+            if any(not model.values[s].shared and not _agrees(model, mine, patterns(s))
                    for s in sources[vid]):
                 v.shared, changed = True, True
     for vid in carried:
