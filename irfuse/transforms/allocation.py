@@ -10,11 +10,12 @@ from irfuse.analysis.shared_lifetimes import lifetimes
 ALIGN_WORDS = 4  # 16-byte alignment of every shared value (vector copies)
 
 
-def allocate_shared(model: KernelModel, align: int = ALIGN_WORDS, pad: bool = True) -> KernelModel:
+def allocate_shared(model: KernelModel, align: int = ALIGN_WORDS, pad: bool = True, *,
+                    copy: bool = True) -> KernelModel:
     """Offsets for the shared values: values whose lifetimes overlap never share words;
     largest first, each at the lowest aligned offset that fits. With `pad`, a value whose
     accesses conflict on banks first gets the element pitch that removes the conflicts."""
-    out = model.copy()
+    out = model.copy() if copy else model
     ops = out.without_barriers()
     first, last = lifetimes(out, ops)
     placed: list[tuple[int, int, int, int]] = []  # offset, words, first, last

@@ -8,14 +8,14 @@ from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, unrolled
 from irfuse.analysis.shared_accesses import accesses
 
 
-def place_barriers(model: KernelModel) -> KernelModel:
+def place_barriers(model: KernelModel, *, copy: bool = True) -> KernelModel:
     """The model with a barrier exactly before each op that would otherwise race.
 
     Ops are followed in the order a block runs them (loop bodies twice, so that the accesses
     of one iteration meet those of the next across the back edge); a barrier placed before an
     op stands before every run of it, so the walk is repeated with the barriers found until
     it finds no new one (without loops, one walk)."""
-    out = model.copy()
+    out = model.copy() if copy else model
     ops = out.without_barriers()
     patterns = Patterns(out)
     accs = [accesses(out, op, patterns) for op in ops]

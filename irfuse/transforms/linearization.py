@@ -14,12 +14,12 @@ def _dependencies(model: KernelModel) -> dict[int, set[int]]:
     return {i: {producer[a] for a in op.args if a in producer} for i, op in enumerate(calls)}
 
 
-def linearize(model: KernelModel) -> KernelModel:
+def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
     """Orders the calls to minimize peak shared memory (exact up to EXACT_LINEARIZE_LIMIT
     calls, greedy above); loads come first, each store right after its value's producer.
     A kernel with loops keeps its order (the program's): calls do not move into or out of a
     loop, and its body is short."""
-    out = model.copy()
+    out = model.copy() if copy else model
     if out.has_loops():
         return with_barrier_after_every_op(out)
     calls = out.calls()

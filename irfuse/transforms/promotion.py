@@ -29,13 +29,14 @@ def _consumers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
     return out
 
 
-def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = False) -> KernelModel:
+def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = False, *,
+                      copy: bool = True) -> KernelModel:
     """Values produced and consumed by calls with the same threads and compatible access
     patterns (none `noreg`) move to registers; with `outputs`, stored values may too; with
     `inputs`, loaded values whose consumers all agree (each thread then reads its own words
     from global memory instead of the block copying them coalesced). Structure-of-arrays
     kernels promote loaded and stored values whatever the options say."""
-    out = model.copy()
+    out = model.copy() if copy else model
     if out.layout == "soa":
         inputs = outputs = True
     producers = {op.result: op for op in out.calls()}
