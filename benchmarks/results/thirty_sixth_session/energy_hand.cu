@@ -1,3 +1,4 @@
+// The Neo-Hookean energy written by hand (gather_probe.py compiles it beside its gather kernels).
 #include "assembly_kernels.cu"
 // The energy written by hand: gather, W(F) per element, the block's sum as one partial.
 extern "C" __global__ void __launch_bounds__(128) energy(const float* __restrict__ X, const float* __restrict__ u,
