@@ -109,10 +109,10 @@ def main():
                                           scatter="ordered")
         run.replay()
         ts = sorted(run.time_once() for _ in range(40))
-        regs = [(k.name[:40], k.registers if hasattr(k, "registers") else "?") for k in art.kernels][:1]
         out = run.outputs()
         extra = " ".join(f"max|{k}| = {float(np.abs(v).max()):.7g}" for k, v in out.items() if k != "E")
-        print(f"{name:32s} {1e3 * ts[len(ts) // 2]:.4f} ms  E = {float(out['E']):.7g} {extra} kernels {len(art.kernels)}")
+        print(f"{name:32s} {1e3 * ts[len(ts) // 2]:.4f} ms  E = {float(out['E']):.7g} {extra} "
+              f"kernels {len(art.kernels)}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Run on the GPU machine:  python gather_probe.py [--cubes 128]
 import argparse
 import os
 import sys
-import time
 
 import cupy as cp
 import numpy as np
@@ -85,8 +84,10 @@ def main():
     partial = cp.empty((n + 127) // 128, cp.float32)
     Xd, ud = cp.asarray(X, cp.float32), cp.asarray(u, cp.float32)
     cd = cp.asarray(conn.astype(np.int32))
-    X4 = cp.zeros((nodes, 4), cp.float32); X4[:, :3] = Xd
-    u4 = cp.zeros((nodes, 4), cp.float32); u4[:, :3] = ud
+    X4 = cp.zeros((nodes, 4), cp.float32)
+    X4[:, :3] = Xd
+    u4 = cp.zeros((nodes, 4), cp.float32)
+    u4[:, :3] = ud
     out = cp.empty(n, cp.float32)
     grid, block = ((n + 127) // 128,), (128,)
     ref = (X[conn] * u[conn]).sum(axis=(1, 2))
@@ -99,13 +100,20 @@ def main():
     }
     runs["energy by hand"] = lambda: mod.get_function("energy")(grid, block, (Xd, ud, cd, partial, np.float32(1.0),
                                                                                  np.float32(1.0), np.int64(n)))
-    src = cp.empty(256 << 20, cp.uint8); dst = cp.empty_like(src)
+    src = cp.empty(256 << 20, cp.uint8)
+    dst = cp.empty_like(src)
     s, e = cp.cuda.Event(), cp.cuda.Event()
+
     def timed(f):
-        f(); cp.cuda.runtime.deviceSynchronize()
+        f()
+        cp.cuda.runtime.deviceSynchronize()
         ts = []
         for _ in range(args.repeat):
-            s.record(); f(); e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e))
+            s.record()
+            f()
+            e.record()
+            e.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(s, e))
         return float(np.median(ts))
     if args.irfuse_only:
         runs = {}
@@ -115,9 +123,10 @@ def main():
         ms = timed(f)
         err = float(np.abs(cp.asnumpy(out) - ref).max() / np.abs(ref).max())
         print(f"{name:10s} {ms:.4f} ms  rel err {err:.1e}")
-    Xd = cp.asarray(X, cp.float32); ud = cp.asarray(u * 0.05 / args.cubes, cp.float32)
+    Xd = cp.asarray(X, cp.float32)
+    ud = cp.asarray(u * 0.05 / args.cubes, cp.float32)  # displacements that keep det F > 0
     if not args.irfuse_only:
-      print(f"energy by hand {timed(runs['energy by hand']):.4f} ms, E = {float(partial.sum()):.6g}")
+        print(f"energy by hand {timed(runs['energy by hand']):.4f} ms, E = {float(partial.sum()):.6g}")
     for name, f in runs.items():  # again, other order effects
         print(f"{name:10s} {timed(f):.4f} ms (second round)")
     # irfuse's own energy program (examples/mesh/neo_hookean_energy.kas without its derivative
