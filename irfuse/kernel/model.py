@@ -264,16 +264,15 @@ def register_pattern(model: KernelModel, vid: int) -> tuple[AccessPattern, int, 
 
 
 class Patterns:
-    """`register_pattern` and `covers_value` of every value from one walk of the ops, for the
-    walks that ask them of many values (the bank-conflict and hazard analyses, register
+    """`register_pattern` of every value from one walk of the ops (and `covers` of it), for the
+    walks that ask it of many values (the bank-conflict and hazard analyses, register
     promotion: thousands of candidate kernels in a plan search). Valid while the model's ops
-    stay as they were (its values' places may change: neither answer reads them)."""
+    stay as they were (its values' places may change: the answers do not read them)."""
 
     def __init__(self, model: KernelModel) -> None:
         self.model = model
         self.made: dict[int, MOp] = {}
         self.read: dict[int, tuple[MOp, int]] = {}
-        self.covered: dict[int, bool] = {}
         for op in model.ops:
             if op.kind == OpKind.CALL:
                 self.made.setdefault(op.result, op)  # type: ignore[arg-type]
@@ -291,9 +290,7 @@ class Patterns:
 
     def covers(self, vid: int) -> bool:
         """`covers_value` of the value's own register pattern."""
-        if vid not in self.covered:
-            self.covered[vid] = covers_value(self.model, self(vid), vid)
-        return self.covered[vid]
+        return covers_value(self.model, self(vid), vid)
 
 
 def covers_value(model: KernelModel, pattern: tuple[AccessPattern, int, bool], vid: int) -> bool:
