@@ -184,6 +184,16 @@ def test_ops_lists_the_library():
     assert p.returncode == 1 and "mmul33" in p.stderr
 
 
+def test_ops_lists_and_shows_the_generic_ops():
+    p = irfuse("ops")
+    assert "generic ops" in p.stdout and "contract" in p.stdout and "mmul(A: matrixMxK, B: matrixKxN)" in p.stdout
+    p = irfuse("ops", "inv")  # (a family, not an op of the library: it was refused as unknown)
+    assert p.returncode == 0, p.stderr
+    assert "inv(A: matrix2x2 or matrix3x3) -> the same" in p.stdout and "irfuse ops inv_3x3" in p.stdout
+    p = irfuse("ops", "inv_3x3")
+    assert p.returncode == 0 and "irf_inv_3x3_elem" in p.stdout
+
+
 @pytest.mark.parametrize("path", EXAMPLES[:1])
 def test_opt_list_passes(path):
     p = subprocess.run([sys.executable, "-m", "irfuse.tools.opt", "--list-passes"], capture_output=True, text=True)

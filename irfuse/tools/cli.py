@@ -690,10 +690,18 @@ def cmd_tune(args) -> int:
 
 def cmd_ops(args) -> int:
     from irfuse.library.catalogue import default_library
+    from irfuse.library.families import FAMILIES
     from irfuse.library.implementations import load_store_pattern
 
     _load_libraries(args.library)
     lib = default_library()
+    if args.name in FAMILIES and lib.get(args.name) is None:
+        fam = FAMILIES[args.name]
+        console.print(f"[bold]{escape(fam.signature)}[/bold]   ({escape(fam.doc)})")
+        example = family_example(fam)
+        console.print("a generic op: one instance for each operand types, named by them as IR and kernels show it"
+                      + (f" (`irfuse ops {example}` shows one's definition and implementations)" if example else ""))
+        return 0
     if args.name:
         op = lib.get(args.name)
         if op is None:
@@ -724,7 +732,31 @@ def cmd_ops(args) -> int:
         impls = ", ".join(f"{i.name} ({i.bx}, {i.recommended_by})" for i in lib.implementations(op))
         t.add_row(op.name, op.signature(), escape(op.definition), impls, str(op.flops), str(op.bytes()))
     console.print(t)
+    g = Table(title="generic ops: one instance per operand types, named by them (mmul_4x3_3x2)")
+    for col in ("op", "signature", "what"):
+        g.add_column(col)
+    for fam in FAMILIES.values():
+        g.add_row(fam.name, escape(fam.signature), escape(fam.doc))
+    console.print(g)
     return 0
+
+
+def family_example(fam) -> str | None:
+    """The name of an instance of a generic op on 3x3 matrices, 3-vectors or scalars (the
+    first such operand types it takes), or None (a family with parameters, as `item_K`)."""
+    import itertools
+
+    from irfuse.dialects.kas import ScalarType, kas_type_of_shape
+    from irfuse.library.indexexpr import DefinitionError
+
+    kinds = [kas_type_of_shape((3, 3)), kas_type_of_shape((3,)), ScalarType()]
+    for arity in ([fam.arity] if fam.arity is not None else []):
+        for types in itertools.product(kinds, repeat=arity):
+            try:
+                return fam.instantiate(types)[0]
+            except (DefinitionError, ValueError, IndexError):
+                continue
+    return None
 
 
 def example_path(name: str) -> str | None:
