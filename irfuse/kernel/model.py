@@ -253,20 +253,14 @@ def default_pattern(size: int) -> AccessPattern:
 def register_pattern(model: KernelModel, vid: int) -> tuple[AccessPattern, int, bool]:
     """(AP, implementation bx, remapped): the threads that hold value `vid`'s words when it is
     in registers. Its producing call's result pattern; for a loaded, copied or carried value
-    the first call reading it; one thread per element if no call touches it."""
-    for op in model.ops:
-        if op.kind == OpKind.CALL and op.result == vid:
-            return op.impl.result_ap, op.impl.bx, op.remap  # type: ignore[union-attr]
-    for op in model.ops:
-        if op.kind == OpKind.CALL and vid in op.args:
-            return op.impl.operand_aps[op.args.index(vid)], op.impl.bx, op.remap  # type: ignore[union-attr]
-    return default_pattern(model.values[vid].size), 1, False
+    the first call reading it; one thread per element if no call touches it (`Patterns`)."""
+    return Patterns(model)(vid)
 
 
 class Patterns:
-    """`register_pattern` of every value from one walk of the ops (and `covers` of it), for the
-    walks that ask it of many values (the bank-conflict and hazard analyses, register
-    promotion: thousands of candidate kernels in a plan search). Valid while the model's ops
+    """Every value's register pattern (`register_pattern`, and `covers` of it) from one walk of
+    the ops, for the walks that ask it of many values (the bank-conflict and hazard analyses,
+    register promotion: thousands of candidate kernels in a plan search). Valid while the model's ops
     stay as they were (its values' places may change: the answers do not read them)."""
 
     def __init__(self, model: KernelModel) -> None:
@@ -314,11 +308,10 @@ def copy_pattern(model: KernelModel, op: MOp, patterns: Patterns | None = None) 
     that read the destination first, so that no barrier is needed in between, where they read
     all of it (else one thread per element copies every word). `patterns`: the model's
     `Patterns`, where the caller asks of many copies."""
+    patterns = patterns or Patterns(model)
     src, dst = op.args[0], op.result
     if not model.values[src].shared:
-        return patterns(src) if patterns else register_pattern(model, src)
-    pattern = patterns(dst) if patterns else register_pattern(model, dst)  # type: ignore[arg-type]
-    if model.values[dst].shared and not (patterns.covers(dst) if patterns  # type: ignore[index]
-                                         else covers_value(model, pattern, dst)):  # type: ignore[arg-type]
+        return patterns(src)
+    if model.values[dst].shared and not patterns.covers(dst):  # type: ignore[index, arg-type]
         return default_pattern(model.values[dst].size), 1, False  # type: ignore[index]
-    return pattern
+    return patterns(dst)  # type: ignore[arg-type]

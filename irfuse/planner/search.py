@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
-from irfuse.kernel.model import KernelModel
+from irfuse.kernel.model import Gathered, KernelModel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
@@ -251,8 +251,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 candidates.append((floor, len(candidates), impls, by * elements, elements, bx))
     # (of equal floors the preferred first, so that the analysis stopping at the kept costs keeps them)
     reduces = any(isinstance(op, kas.ReduceOp) for op in ops)
-    gathers = any(isinstance(v.owner, kas.GatherOp) for v in inputs) or any(
-        isinstance(op, kas.GatherOp) for op in ops)
+    gathers = any(isinstance(size, Gathered) for size in sizes)
     candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5], gathers), c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
