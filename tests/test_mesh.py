@@ -136,26 +136,74 @@ def test_bad_arguments_are_refused():
 
 
 def _scatter_in_order(values, conn, nodes):
-    """The scatter-add's definition, one entry at a time in ascending (element, position)."""
+    """The scatter-add's definition, one entry at a time: within each group of consecutive
+    elements (64 of four nodes, 32 of eight, ...), a node's rows added in ascending (element,
+    position) order, the first row starting the partial; each node's partials added onto 0
+    in group order."""
+    from irfuse.artifact.scatter_groups import group_elements
+
+    group = group_elements(conn.shape[1])
     out = np.zeros((nodes, *values.shape[2:]), dtype=values.dtype)
-    for e in range(conn.shape[0]):
-        for a in range(conn.shape[1]):
-            out[conn[e, a]] += values[e, a]
+    for g0 in range(0, conn.shape[0], group):
+        partials: dict = {}
+        for e in range(g0, min(g0 + group, conn.shape[0])):
+            for a in range(conn.shape[1]):
+                n = int(conn[e, a])
+                partials[n] = partials[n] + values[e, a] if n in partials else values[e, a].copy()
+        for n, p in partials.items():
+            out[n] += p
     return out
 
 
-def test_the_inverse_connectivity_lists_each_nodes_slots_once_in_ascending_order():
-    X, conn = mesh.box_tetrahedra(3, numbering="random", seed=2)
-    starts, slots = mesh.inverse_connectivity(conn, len(X))
-    assert np.array_equal(np.sort(slots), np.arange(conn.size)) and starts[-1] == conn.size
-    flat = conn.ravel()
-    for n in range(len(X)):
-        mine = slots[starts[n]:starts[n + 1]]
-        assert (flat[mine] == n).all() and (np.diff(mine) > 0).all()
+@pytest.mark.parametrize("k", [1, 3, 4, 8, 10, 27])
+def test_the_scatter_order_gives_each_partial_its_groups_slots_of_a_node(k):
+    """`inverse_connectivity` as the element kernel and the scatter kernel read it: partial p
+    of group g (bases[g] <= p < bases[g + 1]) adds the rows of its members, from firsts[p] to
+    the next partial's first (or the group's end), which are the group's slots of one node in
+    ascending order; every slot is some partial's once; each node lists its partials in
+    ascending order, and adding them gives `scatter_add`'s bits (as both kernels do)."""
+    from irfuse.artifact.scatter_groups import group_elements
+
+    rng = np.random.default_rng(k)
+    elements, nodes = 301, 97
+    conn = rng.integers(0, nodes, (elements, k))
+    inverse = mesh.inverse_connectivity(conn, nodes)
+    per_group = group_elements(k) * k
+    assert per_group <= 256 < 2 * per_group + k
+    rows = rng.standard_normal((elements * k, 2)).astype(np.float32)
+    partials = np.full((len(inverse.partials), 2), np.nan, np.float32)
+    node_of = np.full(len(inverse.partials), -1)
+    flat, seen = conn.ravel(), []
+    for g in range(len(inverse.bases) - 1):
+        first, slots = g * per_group, min(per_group, conn.size - g * per_group)
+        for p in range(inverse.bases[g], inverse.bases[g + 1]):
+            end = int(inverse.firsts[p + 1]) if p + 1 < inverse.bases[g + 1] else slots
+            mine = [first + int(m) for m in inverse.members[first + int(inverse.firsts[p]):first + end]]
+            assert len(mine) and (np.diff(mine) > 0).all() and (flat[mine] == flat[mine[0]]).all()
+            assert mine[0] == min(q for q in range(first, first + slots) if flat[q] == flat[mine[0]])
+            acc = rows[mine[0]].copy()
+            for q in mine[1:]:
+                acc += rows[q]
+            partials[p], node_of[p] = acc, flat[mine[0]]
+            seen += mine
+    assert sorted(seen) == list(range(conn.size)) and inverse.bases[-1] == len(inverse.partials)
+    out = np.zeros((nodes, 2), np.float32)
+    for n in range(nodes):
+        mine = inverse.partials[inverse.starts[n]:inverse.starts[n + 1]]
+        assert (node_of[mine] == n).all() and (np.diff(mine) > 0).all()
+        for p in mine:
+            out[n] += partials[p]
+    assert out.tobytes() == mesh.scatter_add(rows.reshape(elements, k, 2), conn, nodes, inverse).tobytes()
+    assert out.tobytes() == _scatter_in_order(rows.reshape(elements, k, 2), conn, nodes).tobytes()
+
+
+def test_a_scatter_refuses_elements_of_more_nodes_than_a_group_holds():
+    with pytest.raises(UsageError, match="at most 256 nodes, not 257"):
+        mesh.inverse_connectivity(np.zeros((2, 257), np.int32), 3)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_scatter_add_adds_each_nodes_entries_in_ascending_element_order(dtype):
+def test_scatter_add_adds_each_groups_entries_of_a_node_in_order_then_the_groups_in_order(dtype):
     X, conn = mesh.box_tetrahedra(3, 2, 2, numbering="random", seed=4)
     nodes = len(X) + 2  # two nodes no element names: zero rows
     values = (np.random.default_rng(0).standard_normal((len(conn), 4, 3)) * 10.0 ** np.arange(-3, 3, 2)).astype(dtype)

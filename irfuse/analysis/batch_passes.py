@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation, SSAValue
 
 from irfuse.analysis.uniformity import launched_kernel
+from irfuse.artifact.scatter_groups import group_elements
 from irfuse.dialects import fuse, kas
 
 
@@ -103,4 +104,7 @@ def batch_passes(program: kas.ProgramOp) -> BatchPasses:
                                 tuple(k for k in program.inputs if k in reads), outputs, partials, combines))
     blocks = [launched_kernel(c.partials.owner).by.data for p in passes for c in p.combines  # type: ignore[arg-type]
               if isinstance(c.partials.owner, fuse.LaunchOp)]
-    return BatchPasses(tuple(passes), math.lcm(1, *blocks))
+    # A scatter sums its rows in groups of elements (`artifact.scatter_groups`): chunks that
+    # start at a group's first element give one call's bits.
+    groups = [group_elements(op.index.type.count.data) for op in program.walk() if isinstance(op, kas.ScatterOp)]
+    return BatchPasses(tuple(passes), math.lcm(1, *blocks, *[g for g in groups if g]))

@@ -6,8 +6,8 @@ int64 node numbers, per-element arrays `(E, *value shape)` and uniform values as
 returns nodal outputs shaped `(M, *value shape)`. `M` comes from the nodal inputs, or from
 `nodes=` when the program has none. Every node number is checked against `[0, M)` before
 anything runs (a refusal names the element and position), and each connectivity a scatter
-reads gets its inverse (`irfuse.mesh.inverse_connectivity`: each node's slots in ascending
-order) before the run; a connectivity passed as an `irfuse.mesh.Connectivity` carries both,
+reads gets its scatter order (`irfuse.mesh.inverse_connectivity`: each group's partials and
+their slots, each node's partials) before the run; a connectivity passed as an `irfuse.mesh.Connectivity` carries both,
 made once. `scatter="atomic"` runs the scatters with atomics instead: no inverse to make (what
 a connectivity used once saves), and on the GPU the order of the additions, hence the last
 bits, changes from run to run (the CPU backend adds in the fixed order either way).
@@ -214,7 +214,9 @@ def mesh_chunk_elements(compiled, n: int, nodes: int, budget: int | None) -> int
         if info.extent == NODAL:
             fixed += nodes * info.words * itemsize
         elif info.integer:
-            per += info.shape[0] * 4 * (2 if value in scattered else 1)  # node numbers, and slots
+            # node numbers, and where scattered each slot's member byte and (at most) a partial's
+            # first byte and number
+            per += info.shape[0] * (4 + (1 + 1 + 4 if value in scattered else 0))
             fixed += (nodes + 1) * 8 if value in scattered else 0
         elif info.extent != UNIFORM:
             per += info.words * itemsize
@@ -226,6 +228,12 @@ def mesh_chunk_elements(compiled, n: int, nodes: int, budget: int | None) -> int
         if chunk < n:
             raise UsageError("a program over a mesh that reduces over its batch runs in one piece; its "
                              f"{n} elements need {fixed + per * n} bytes, over the budget of {budget}")
+    if chunk < n and chunk % host.align:  # (chunks of whole scatter groups give one call's bits)
+        if chunk < host.align:
+            raise UsageError(f"a device-memory budget of {budget} bytes cannot hold the mesh's nodal values and node "
+                             f"offsets ({fixed} bytes) and {host.align} elements ({per * host.align} bytes): a chunk "
+                             f"holds a multiple of {host.align}, the elements its scatters add in one group")
+        chunk -= chunk % host.align
     return min(n, chunk)
 
 
@@ -288,6 +296,10 @@ def chunk_onto(program, sums: dict[str, np.ndarray] | None, nodes: int, scatter:
     the chunk's, whose first element is `first` of the mesh), its scatters going on from
     `sums` (the nodal outputs so far; None for the first chunk). Returns (per-element
     outputs, nodal sums), NumPy arrays."""
+    align = program.artifact.host.align
+    if first % align:
+        raise UsageError(f"chunk_onto: a chunk starts at element {first}, not a multiple of {align}, the elements "
+                         "its scatters add in one group; chunks of whole groups give one call's bits")
     arrays, n, m, _, _ = bind_mesh_arguments(program, blocks, {}, nodes, first)
     results = {name: np.empty((n, *program.shapes[name]), program.dtype) for name in program.outputs
                if name not in program.nodal}

@@ -21,7 +21,7 @@ from irfuse.artifact.host_plan import Combine, HostPlan
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 
-FORMAT = 2  # 2: the manifest holds the host plan and the layout
+FORMAT = 3  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups
 
 
 @dataclass

@@ -64,7 +64,9 @@ class Scatter:
     connectivity (`index`): each node's rows added in ascending (element, position) order, by
     `kernel` over the connectivity's inverse (which the runtime makes from the index input).
     A chunk of elements after the first runs `onto` (each node's sum going on from the chunks
-    before); a call that asks for atomics runs `atomic` = (kernel setting the nodes to 0,
+    before). The rows are added in groups of elements (`scatter_groups`): the kernel that
+    writes them sums each group's into partials, which `kernel` adds; rows that no kernel
+    summed so are summed by `groups` first. A call that asks for atomics runs `atomic` = (kernel setting the nodes to 0,
     kernel adding each row into its node) instead."""
     kernel: str
     values: int
@@ -72,6 +74,9 @@ class Scatter:
     result: int
     atomic: tuple[str, str] = ("", "")
     onto: str = ""
+    # the kernel summing the rows into their groups' partials where no launch did (rows of an
+    # input: see `KernelInfo.grouped`)
+    groups: str = ""
 
 
 @dataclass(frozen=True)
@@ -217,7 +222,7 @@ def _step_json(s: Step) -> dict:
         return {"constant": s.number, "result": s.result}
     if isinstance(s, Scatter):
         return {"scatter": s.kernel, "values": s.values, "index": s.index, "result": s.result,
-                "atomic": list(s.atomic), "onto": s.onto}
+                "atomic": list(s.atomic), "onto": s.onto, "groups": s.groups}
     return {"loop": s.trip, "args": list(s.args), "inits": list(s.inits), "body": [_step_json(b) for b in s.body],
             "yielded": list(s.yielded), "results": list(s.results), "swappable": list(s.swappable)}
 
@@ -232,7 +237,7 @@ def _step_from_json(d: dict, value, enclosing: int) -> Step:
     if "scatter" in d:
         zero, add = (str(k) for k in d["atomic"])
         return Scatter(str(d["scatter"]), value(d["values"]), value(d["index"]), value(d["result"]), (zero, add),
-                       str(d["onto"]))
+                       str(d["onto"]), str(d["groups"]))
     if "loop" in d:
         trip = int(d["loop"])
         if not 1 <= trip * enclosing <= MAX_TOTAL_ITERATIONS:

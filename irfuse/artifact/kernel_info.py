@@ -54,6 +54,20 @@ class KernelInfo:
     # per reduced output (in order) and a counter of finished blocks, 0 before the launch (the
     # last block sets it back); null pointers there leave the partials to the combine kernels.
     finish_parts: int = 0
+    # Per output: where it holds a scatter's rows, the elements' nodes (K), else 0. Such a
+    # kernel sums its blocks' rows in the connectivity's groups (`scatter_groups`) and writes
+    # the partials; it takes, after everything else, the connectivity's members, firsts and
+    # group bases per such output (`group_params`); null members: it writes every row as it is.
+    grouped: list[int] = field(default_factory=list)
+
+    def group_params(self) -> list[str]:
+        """The C parameters after everything else of a kernel that sums a scatter's rows in
+        groups: the members, firsts and group bases of each such output's connectivity."""
+        out = []
+        for j in range(sum(1 for k in self.grouped if k)):
+            out += [f"const unsigned char* __restrict__ irf_members{j}",
+                    f"const unsigned char* __restrict__ irf_firsts{j}", f"const int* __restrict__ irf_bases{j}"]
+        return out
 
     def input_ctype(self, i: int) -> str:
         """The C type of input `i`'s words."""
@@ -80,7 +94,7 @@ class KernelInfo:
             "name", "bx", "by", "shared_words", "inputs", "outputs", "input_sizes", "output_sizes",
             "calls", "barriers", "barriers_before", "register_values", "shared_values", "dynamic_shared",
             "min_blocks", "once", "reduced", "arrays", "fixed_grid", "per_thread", "after_previous_grid", "input_types",
-            "output_types", "finish_parts")}
+            "output_types", "finish_parts", "grouped")}
 
     def array_offsets(self, itemsize: int) -> list[int]:
         """Where the arrays apart from the planned buffer start, in words from its start: after

@@ -90,8 +90,10 @@ from xdsl.ir import SSAValue
 
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
+from irfuse.artifact.scatter_groups import group_elements
 from irfuse.backend.combine_emit import combine_kernel, finish_in_last_block
-from irfuse.backend.scatter_emit import index_check_kernel, scatter_atomic_kernels, scatter_kernel, transpose_kernels
+from irfuse.backend.scatter_emit import (index_check_kernel, scatter_atomic_kernel, scatter_groups_kernel,
+                                         scatter_kernel, transpose_kernels, zero_kernel)
 from irfuse.backend.kernel_body import (BARRIER, COMBINE, STATIC_SHARED_LIMIT, WARP_BARRIER, GpuOnly, KernelBody,
                                         LoopNode)
 from irfuse.backend.render_cpu import cpu_kernel
@@ -320,6 +322,7 @@ class _KernelEmitter:
         self.pending_uniform: list[str] = []  # lines copying them, not yet emitted
         self.info.once = kernel.runs_once
         self.info.reduced = [""] * len(kernel.output_args)
+        self.info.grouped = [0] * len(kernel.output_args)
         self.finishes: list[tuple[int, str, str, int]] = []  # reductions: (output, partials' C name, kind, words)
 
     def base(self, v: SSAValue, y: str) -> str:
@@ -756,9 +759,76 @@ class _KernelEmitter:
                 f"    if (tid == 0) {dst} = irf_x;",
                 "  }"]
 
+    def emit_scatter_rows(self, op: fuse.StoreOp) -> None:
+        """A scatter's rows summed in the connectivity's groups (`artifact.scatter_groups`):
+        the block's rows read where they are in shared memory (a register value's staged in a
+        shared array first); one thread a partial of the block's groups adds the rows of its
+        slots (`members`, from `firsts`) in slot order and writes it, the threads' partials
+        side by side. The block holds whole groups (its elements are a multiple of a group's).
+        Null members (atomics): every row written as it is."""
+        place = fuse.place_of(op.value)
+        assert place is not None
+        size = op.value.type.size  # type: ignore[attr-defined]
+        k = tuple(op.value.type.shape)[0]  # type: ignore[attr-defined]
+        row, group = size // k, group_elements(k)
+        if self.soa or op.dest in self.strided:
+            raise CompileError(f"kernel @{self.info.name}: a scatter's rows are an array of structures of irfuse's own")
+        if not group or self.by % group:
+            raise CompileError(f"kernel @{self.info.name}: a scatter's rows of {k}-node elements are summed in groups "
+                               f"of {group} elements, and its blocks of {self.by} do not hold whole groups")
+        j = sum(1 for g in self.info.grouped if g)
+        self.info.grouped[list(self.kernel.output_args).index(op.dest)] = k
+        dst, nt = self.names.get(op.dest, "g_"), self.nthreads
+        self.line(f"  // the rows of {op.value.name_hint} into {op.dest.name_hint}: each group's rows of one node "
+                  f"(groups of {group} elements) added in slot order")
+        if place.is_shared:
+            # Read where they are: the planned barriers order the value's producers before this
+            # store (which reads it with any thread), as for a reduction.
+            span = place.pitch.data or size
+            at = lambda s: f"smem[{place.offset.data} + ({s}) / {k} * {span} + ({s}) % {k} * {row} + irf_c]"  # noqa: E731
+            whole = f"smem[{place.offset.data} + irf_i / {size} * {span} + irf_i % {size}]"
+        else:
+            stage = f"irf_sct{j}"
+            self.block_arrays.append((stage, self.by * size))
+            self.line(self.per_thread(op.value, lambda index, r, w: f"{stage}[{index}] = {r}[{w}];", None))
+            self.open[-1].append(BARRIER)
+            at = lambda s: f"{stage}[({s}) * {row} + irf_c]"  # noqa: E731
+            whole = f"{stage}[irf_i]"
+        each = f"for (int irf_c = 0; irf_c < {row}; ++irf_c)"
+        per_group, bases = group * k, f"irf_bases{j}"
+        for text in [
+                f"  if (irf_members{j} == nullptr) {{  // (atomics: every row as it is)",
+                f"    for (int irf_i = tid; irf_i < count * {size}; irf_i += {nt}) "
+                f"{dst}[first * {size} + irf_i] = {whole};",
+                "  } else {  // one thread a partial of the block's groups",
+                f"    const long long irf_g0 = first / {group};",
+                f"    const int irf_groups = (count + {group - 1}) / {group};",
+                f"    const long long irf_p0 = {bases}[irf_g0];",
+                f"    const int irf_parts = (int)({bases}[irf_g0 + irf_groups] - irf_p0);",
+                f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) {{",
+                "      const long long irf_p = irf_p0 + irf_i;",
+                "      int irf_g = 0;  // its group in the block",
+                f"      while (irf_g + 1 < irf_groups && {bases}[irf_g0 + irf_g + 1] <= irf_p) ++irf_g;",
+                f"      const unsigned char* const irf_m = irf_members{j} + (irf_g0 + irf_g) * {per_group};",
+                f"      const int irf_b = irf_g * {per_group}, irf_m0 = irf_firsts{j}[irf_p];",
+                f"      const int irf_m1 = irf_p + 1 < {bases}[irf_g0 + irf_g + 1] ? irf_firsts{j}[irf_p + 1] : "
+                f"count * {k} - irf_b < {per_group} ? count * {k} - irf_b : {per_group};",
+                f"      real_t irf_acc[{row}];",
+                f"      {each} irf_acc[irf_c] = {at('irf_b + irf_m[irf_m0]')};",
+                "      for (int irf_q = irf_m0 + 1; irf_q < irf_m1; ++irf_q) {",
+                f"        {each} irf_acc[irf_c] += {at('irf_b + irf_m[irf_q]')};",
+                "      }",
+                f"      {each} {dst}[irf_p * {row} + irf_c] = irf_acc[irf_c];",
+                "    }",
+                "  }"]:
+            self.line(text)
+
     def emit_store(self, op: fuse.StoreOp) -> None:
         if op.reduce_kind is not None:
             self.emit_reduce(op)
+            return
+        if op.scatters:
+            self.emit_scatter_rows(op)
             return
         place = fuse.place_of(op.value)
         assert place is not None
@@ -913,8 +983,14 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
         text, info = combine_kernel(kind, size)
         texts.append(text)
         infos.append(info)
-    for size in sorted({op.res.type.size for op in module.walk() if isinstance(op, kas.ScatterOp)}):  # type: ignore
-        for text, info in [scatter_kernel(size), scatter_kernel(size, onto=True), *scatter_atomic_kernels(size)]:
+    scatters = sorted({(op.res.type.size, op.index.type.count.data)  # type: ignore
+                       for op in module.walk() if isinstance(op, kas.ScatterOp)})
+    for size in sorted({size for size, _ in scatters}):
+        for text, info in [scatter_kernel(size), scatter_kernel(size, onto=True), zero_kernel(size)]:
+            texts.append(text)
+            infos.append(info)
+    for size, k in scatters:
+        for text, info in [scatter_atomic_kernel(size, k), scatter_groups_kernel(size, k)]:
             texts.append(text)
             infos.append(info)
     if any(isinstance(a.type, kas.IndexType) for op in module.walk() for a in op.operands):  # type: ignore[attr-defined]

@@ -15,8 +15,8 @@ an op is its one-thread implementation called for thread (0, 0), a uniform input
 it is. A reduction over the batch stages each element's words and, once the block's elements
 have run, combines them by the GPU kernel's tree into the block's partial. The same
 implementations and the same tree in the same order: the twin's bits. Kernels it does not
-take (several threads an element, several elements a thread, gathers, structures of arrays,
-strided views, padded offsets) keep the twin: `NotRendered`.
+take (several threads an element, several elements a thread, gathers, a scatter's rows,
+structures of arrays, strided views, padded offsets) keep the twin: `NotRendered`.
 
 Measured and left out: tiles of elements with each value as a structure of arrays (a loop
 over a tile's lanes per statement, vectorized by the C++ compiler) were slower on arrays of
@@ -50,6 +50,8 @@ class _ElementLoopEmitter(_KernelEmitter):
             raise NotRendered(f"{self.bx} threads an element")
         if self.soa or self.strided:
             raise NotRendered("structures of arrays or strided views")
+        if any(isinstance(op, fuse.StoreOp) and op.scatters for op in self.kernel.walk()):
+            raise NotRendered("a scatter's rows (summed in groups once the block's elements have run)")
         self.staged_ops = set()
         self.stored_in_place: set = set()  # stores whose value its call wrote into the row already
         self.in_place = self._rows_in_place()
@@ -136,7 +138,6 @@ class _ElementLoopEmitter(_KernelEmitter):
 
     def emit_gather(self, op, src: str) -> None:
         raise NotRendered("a gather")
-
     def emit_reduce(self, op) -> None:
         """The element's words staged for its block's tree (`block_trees`), which runs once
         every element of the block has run."""

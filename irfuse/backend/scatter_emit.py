@@ -1,24 +1,28 @@
-"""The scatter kernel of a `kas.scatter`: per-element rows added into nodes through a
-connectivity's inverse, in one fixed order wherever it runs. Emitted once per row size of
-the program's scatters, GPU kernel and CPU twin together.
+"""The scatter kernel of a `kas.scatter`: per-element rows added into nodes in the scatter
+order (`irfuse.mesh.scatter`), one fixed order wherever it runs. Emitted once per row size
+of the program's scatters, GPU kernel and CPU twin together.
 
-The element kernel stores each element's K rows (`values`, row a of element e at slot
-e * K + a); node n's slots are `slots[starts[n]:starts[n + 1]]` in ascending order (the
-inverse the runtime makes once per connectivity, `irfuse.mesh.inverse_connectivity`). One
-thread per node adds them one after another into a running sum that starts at 0, so every
-run, the GPU's and the CPU's, gives the bits of `irfuse.mesh.scatter_add`: no atomics, no
-order that depends on scheduling. A node no element names gets 0.
+The element kernel sums its rows in the connectivity's groups and writes the partials
+(`values`, partial p at row p; rows no element kernel summed, an input's, go through
+`scatter_groups_kernel` first); node n's partials are `slots[starts[n]:starts[n + 1]]` in
+ascending order (the scatter order the runtime makes once per connectivity,
+`irfuse.mesh.inverse_connectivity`). One thread per node adds them one after another into a
+running sum that starts at 0, so every run, the GPU's and the CPU's, gives the bits of
+`irfuse.mesh.scatter_add`: no atomics, no order that depends on scheduling. A node no
+element names gets 0.
 
-On the GPU, LANES threads serve each node: in turn, lane l loads the row of the node's slot
-j0 + l, and the first lane adds the LANES rows, taken by warp shuffles, in slot order; the
-sum is the one above, while a node's loads no longer wait on one another. Measured on an
-H200 for the 50 M rows of the P1 residual on 12.6 M Morton-ordered tetrahedra: 0.57 ms with
-one thread a node, 0.45 with 2 lanes, 0.31 with 4, 0.36 with 8 (and 0.64 for a variant
-that copied a block's rows into shared tiles first).
+On the GPU, LANES threads serve each node: in turn, lane l loads the row of the node's
+partial j0 + l, and the first lane adds the LANES rows, taken by warp shuffles, in order;
+the sum is the one above, while a node's loads no longer wait on one another. Measured on an
+H200 for the 50 M rows of the P1 residual on 12.6 M Morton-ordered tetrahedra, when every
+row was added (before the groups): 0.57 ms with one thread a node, 0.45 with 2 lanes, 0.31
+with 4, 0.36 with 8 (and 0.64 for a variant that copied a block's rows into shared tiles
+first). With the groups (128 slots), the mesh energy's gradient added its 9.8 M partials in 0.12 ms (ncu).
 """
 
 from __future__ import annotations
 
+from irfuse.artifact.scatter_groups import group_elements
 from irfuse.artifact.kernel_info import (CHECK_INDEX64_KERNEL, CHECK_INDEX_KERNEL, COLUMNS_OF_ROWS_KERNEL,
                                          ROWS_OF_COLUMNS_KERNEL, KernelInfo)
 from irfuse.dialects import fuse
@@ -120,18 +124,27 @@ def _row_kernel(name: str, params: str, index: str, body: list[str], gpu_body: l
     return "\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"])
 
 
-def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
-    """The kernels of a scatter run with atomics (`scatter="atomic"` on a call): `irf_zero_*`
-    over the nodes sets them to 0, then `irf_scatter_atomic_*` over the element rows (E x K,
-    row r of element r / K is at slot r, its node conn[r]) adds each row into its node with
-    atomicAdd: no inverse connectivity is needed, and the order of the additions, hence the
-    bits, changes from run to run on the GPU. The CPU twin adds the rows in slot order in one
-    block (the others do nothing), so that threads running blocks side by side cannot race:
-    there it gives the ordered scatter's bits."""
-    zero, atomic = fuse.scatter_atomic_kernel_names(size)
-    zero_text = _row_kernel(zero, "real_t* __restrict__ out, const long long n", "node",
-                            [f"  for (int w = 0; w < {size}; ++w) out[node * {size} + w] = 0;"],
-                            comment=f"// kas.scatter with atomics, {size}-word rows: the nodes set to 0 first")
+def zero_kernel(size: int) -> tuple[str, KernelInfo]:
+    """`irf_zero_*`: nodes of `size` words set to 0, over the nodes (what the atomic scatter
+    adds onto)."""
+    zero, _ = fuse.scatter_atomic_kernel_names(size, 1)
+    text = _row_kernel(zero, "real_t* __restrict__ out, const long long n", "node",
+                       [f"  for (int w = 0; w < {size}; ++w) out[node * {size} + w] = 0;"],
+                       comment=f"// kas.scatter with atomics, {size}-word rows: the nodes set to 0 first")
+    return text, KernelInfo(zero, 1, ROWS, 0, [], ["out"], [], [size])
+
+
+def scatter_atomic_kernel(size: int, k: int) -> tuple[str, KernelInfo]:
+    """The kernel of a scatter run with atomics (`scatter="atomic"` on a call), after
+    `zero_kernel`: over the element rows (E x K, row r of element r / K at slot r, its node
+    conn[r]), each row added into its node with atomicAdd: no scatter order is needed, and the
+    order of the additions, hence the bits, changes from run to run on the GPU. The CPU twin
+    runs every row in block 0's call (so that threads running blocks side by side cannot race)
+    and adds them in the scatter order (`artifact.scatter_groups`: each group's rows of a node,
+    found by a scan of the group, then onto the node): there it gives the ordered scatter's
+    bits."""
+    _, atomic = fuse.scatter_atomic_kernel_names(size, k)
+    per_group = group_elements(k) * k
     params = ("const real_t* __restrict__ values, const int* __restrict__ conn, real_t* __restrict__ out, "
               "const long long n")
     gpu = [f"// kas.scatter with atomics, {size}-word rows: one thread a row, atomicAdd into its node",
@@ -148,14 +161,54 @@ def scatter_atomic_kernels(size: int) -> list[tuple[str, KernelInfo]]:
             "{",
             "  (void)reverse; (void)block_end;",
             "  if (block_begin != 0) return 0;  // every row in block 0's call: no two threads add at once",
-            "  for (long long row = 0; row < n; ++row)",
-            f"    for (int w = 0; w < {size}; ++w) out[(long long)conn[row] * {size} + w] += values[row * {size} + w];",
+            f"  for (long long g0 = 0; g0 < n; g0 += {per_group}) {{",
+            f"    const long long g1 = n < g0 + {per_group} ? n : g0 + {per_group};",
+            "    for (long long s = g0; s < g1; ++s) {",
+            "      bool head = true;  // the group's first row of its node",
+            "      for (long long t = g0; t < s && head; ++t) head = conn[t] != conn[s];",
+            "      if (!head) continue;",
+            f"      real_t acc[{size}];",
+            f"      for (int w = 0; w < {size}; ++w) acc[w] = values[s * {size} + w];",
+            "      for (long long t = s + 1; t < g1; ++t)",
+            f"        if (conn[t] == conn[s]) for (int w = 0; w < {size}; ++w) acc[w] += values[t * {size} + w];",
+            f"      for (int w = 0; w < {size}; ++w) out[(long long)conn[s] * {size} + w] += acc[w];",
+            "    }",
+            "  }",
             "  return 0;",
             "}"]
-    return [(zero_text, KernelInfo(zero, 1, ROWS, 0, [], ["out"], [], [size])),
-            ("\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]),
-             KernelInfo(atomic, 1, ROWS, 0, ["values", "conn"], ["out"], [size, 1], [size], input_types=["", "int"]))]
+    return ("\n".join(["#ifndef IRFUSE_HOST", *gpu, "#else", *host, "#endif"]),
+            KernelInfo(atomic, 1, ROWS, 0, ["values", "conn"], ["out"], [size, 1], [size], input_types=["", "int"]))
 
+
+def scatter_groups_kernel(size: int, k: int) -> tuple[str, KernelInfo]:
+    """The kernel summing rows of `size` words that no element kernel summed (an input's) into
+    their groups' partials (`artifact.scatter_groups`), as an element kernel does on chip:
+    launched over the E x K slots, the thread of a group's first slot adds each of the
+    group's partials' rows in slot order and writes the partial."""
+    name = fuse.scatter_groups_kernel_name(size, k)
+    per_group = group_elements(k) * k
+    params = ("const real_t* __restrict__ values, const unsigned char* __restrict__ members, "
+              "const unsigned char* __restrict__ firsts, const int* __restrict__ bases, real_t* __restrict__ out, "
+              "const long long n")
+    each = f"for (int c = 0; c < {size}; ++c)"
+    text = _row_kernel(name, params, "slot", [
+        f"  if (slot % {per_group} == 0) {{",
+        f"    const long long group = slot / {per_group}, p1 = bases[group + 1];",
+        f"    const int slots = n - slot < {per_group} ? (int)(n - slot) : {per_group};",
+        "    const unsigned char* const m = members + slot;",
+        "    for (long long p = bases[group]; p < p1; ++p) {",
+        "      const int m1 = p + 1 < p1 ? firsts[p + 1] : slots;",
+        f"      real_t acc[{size}];",
+        f"      {each} acc[c] = values[(slot + m[firsts[p]]) * {size} + c];",
+        "      for (int q = firsts[p] + 1; q < m1; ++q) {",
+        f"        {each} acc[c] += values[(slot + m[q]) * {size} + c];",
+        "      }",
+        f"      {each} out[p * {size} + c] = acc[c];",
+        "    }",
+        "  }"], comment=f"// kas.scatter of {size}-word rows of {k}-node elements: each group's partials summed")
+    info = KernelInfo(name, 1, ROWS, 0, ["values", "members", "firsts", "bases"], ["out"], [size, 1, 1, 1], [size],
+                      input_types=["", "unsigned char", "unsigned char", "int"])
+    return text, info
 
 def index_check_kernel(wide: bool = False) -> tuple[str, KernelInfo]:
     """The kernel a call on GPU arrays checks a connectivity with before anything reads through

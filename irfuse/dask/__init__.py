@@ -261,6 +261,14 @@ def _call_whole(program: Program, *arrays) -> dict:
     return dict(zip(program.outputs, program(*arrays)))
 
 
+def _whole_groups(chunks: tuple[int, ...], align: int) -> tuple[int, ...]:
+    """Chunks of the elements whose every boundary is moved down to a multiple of `align`
+    (the elements a scatter adds in one group: chunks of whole groups give one call's bits)."""
+    ends = sorted({(end // align) * align for end in np.cumsum(chunks)[:-1]} - {0})
+    bounds = [0, *ends, int(sum(chunks))]
+    return tuple(b - a for a, b in zip(bounds, bounds[1:]) if b > a)
+
+
 def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
     """A program over a mesh on Dask arrays chunked along its elements (see the module): one
     task a chunk, each after the one before it."""
@@ -280,7 +288,7 @@ def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
                              "(dask.array.from_array makes one): a program over a mesh takes its connectivities "
                              "and per-element inputs chunked along the elements")
     first = bound[chunked[0]]
-    n, chunks = first.shape[0], first.chunks[0]
+    n, chunks = first.shape[0], _whole_groups(first.chunks[0], program.artifact.host.align)
     whole: dict[str, object] = {}
     for name in program.inputs:
         a = bound[name]

@@ -69,6 +69,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from irfuse.artifact.scatter_groups import GROUP_SLOTS, group_elements
 from irfuse.dialects.access_pattern import AccessPattern, APError
 from irfuse.dialects.element_types import module_element_type
 from irfuse.dialects import kas
@@ -510,8 +511,9 @@ class CallOp(OnChipOp):
 @irdl_op_definition
 class StoreOp(LocatedOperation):
     """Writes this block's elements of an on-chip value to a kernel output. `reduce`: the
-    block's partial of a reduction over the batch; `scatter`: each element's rows of a
-    scatter, which the host program's `kas.scatter` adds into the nodes after the kernel."""
+    block's partial of a reduction over the batch; `scatter`: the rows of a scatter (which
+    the host program's `kas.scatter` adds into the nodes after the kernel, and nothing else
+    reads), written summed in the connectivity's groups (`artifact.scatter_groups`)."""
 
     name = "fuse.store"
     T: ClassVar = VarConstraint("T", base(KasType))
@@ -554,6 +556,14 @@ class StoreOp(LocatedOperation):
                 raise VerifyException(f"fuse.store scatter writes each element's rows, but {self.value.type} has none")
             if isinstance(kernel, KernelOp) and kernel.once is not None:
                 raise VerifyException("fuse.store scatter in a kernel that runs once: it has no elements")
+            group = group_elements(shape[0])
+            if not group:
+                raise VerifyException(f"fuse.store scatter of {shape[0]} rows an element: a scatter adds rows of "
+                                      f"elements of at most {GROUP_SLOTS} nodes")
+            if isinstance(kernel, KernelOp) and kernel.by.data % group:
+                raise VerifyException(f"fuse.store scatter of {shape[0]} rows an element in a kernel of "
+                                      f"{kernel.by.data} elements a block: the rows are summed in groups of {group} "
+                                      "elements, which its blocks must hold whole")
 
 
 @irdl_op_definition
@@ -962,10 +972,10 @@ class LaunchOp(LocatedOperation):
                 f"do not match the kernel's outputs ({', '.join(map(str, want_out))})")
         for k, (r, out) in enumerate(zip(self.res, kernel.output_args)):
             store = next((u.operation for u in out.uses if isinstance(u.operation, StoreOp)), None)
-            added = any(isinstance(u.operation, ScatterOp) and u.index == 0 for u in r.uses)
-            if added and (store is None or not store.scatters):
-                raise VerifyException(f"fuse.launch of @{self.kernel_name}: result {k} is added into nodes by "
-                                      "kas.scatter, but the kernel's fuse.store of it does not say scatter")
+            if store is not None and store.scatters and not kas.only_scattered(r):
+                reader = next(u.operation for u in r.uses if not isinstance(u.operation, ScatterOp))
+                raise VerifyException(f"fuse.launch of @{self.kernel_name}: result {k} holds a scatter's rows summed "
+                                      f"in groups, which only kas.scatter reads, not {reader.name}")
             if store is None or store.reduce_kind is None:
                 continue
             reader = next((u.operation for u in r.uses if not isinstance(u.operation, CombineOp)), None)
@@ -989,15 +999,23 @@ def scatter_kernel_name(size: int) -> str:
     return f"irf_scatter_{size}"
 
 
+def scatter_groups_kernel_name(size: int, nodes_per_element: int) -> str:
+    """The kernel that sums per-element rows of `size` words (of elements of
+    `nodes_per_element` nodes) read from an array into their groups' partials, for a scatter
+    whose rows no kernel summed as it wrote them (the rows of an input)."""
+    return f"irf_scatter_groups_{size}_{nodes_per_element}"
+
+
 def scatter_onto_kernel_name(size: int) -> str:
     """The scatter kernel of a chunk after the first: each node's sum goes on from the output."""
     return f"irf_scatter_onto_{size}"
 
 
-def scatter_atomic_kernel_names(size: int) -> tuple[str, str]:
+def scatter_atomic_kernel_names(size: int, nodes_per_element: int) -> tuple[str, str]:
     """The kernels of a scatter a call asks to run with atomics (`scatter="atomic"`): one sets
-    the nodes to 0, the other adds each row into its node."""
-    return f"irf_zero_{size}", f"irf_scatter_atomic_{size}"
+    the nodes to 0, the other adds each row (of elements of `nodes_per_element` nodes) into
+    its node."""
+    return f"irf_zero_{size}", f"irf_scatter_atomic_{size}_{nodes_per_element}"
 
 
 # A reducing kernel whose last block combines its partials (`fuse.kernel` finish_parts): its

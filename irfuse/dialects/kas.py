@@ -357,6 +357,12 @@ class ScatterOp(LocatedOperation):
         _check_connectivity(self, self.index, self.res, self.value)
 
 
+def only_scattered(v: SSAValue) -> bool:
+    """Whether `v` is read by scatters alone, as the rows they add: the kernel that makes it
+    writes it summed in the connectivity's groups (`fuse.store ... scatter`), not row by row."""
+    return bool(v.uses) and all(isinstance(u.operation, ScatterOp) and u.index == 0 for u in v.uses)
+
+
 def is_nodal_input(v: SSAValue) -> bool:
     """Whether `v` is an input the program lists as nodal."""
     owner = v.owner

@@ -47,8 +47,10 @@ def lower_host_program(module: ModuleOp) -> hp.HostPlan:
                 out.append(hp.Constant(vid(op.res), op.number))
             elif isinstance(op, kas.ScatterOp):
                 size = op.res.type.size  # type: ignore[attr-defined]
+                k = op.index.type.count.data  # type: ignore[attr-defined]
                 out.append(hp.Scatter(fuse.scatter_kernel_name(size), vid(op.value), vid(op.index), vid(op.res),
-                                      fuse.scatter_atomic_kernel_names(size), fuse.scatter_onto_kernel_name(size)))
+                                      fuse.scatter_atomic_kernel_names(size, k), fuse.scatter_onto_kernel_name(size),
+                                      fuse.scatter_groups_kernel_name(size, k)))
             elif isinstance(op, kas.LoopOp):
                 args = tuple(vid(a) for a in op.body.block.args)
                 inits = tuple(vid(v) for v in op.iter_args)

@@ -7,8 +7,9 @@ numbers, one row per element), as gathers and scatters through a connectivity re
   Cuthill-McKee on the node graph, or a Morton curve through the node coordinates), and
   `renumber`, which applies them;
 - `Connectivity`: a connectivity checked and inverted once, for every call that passes it;
-- `inverse_connectivity` and `scatter_add`: each node's (element, position) slots in a fixed
-  order, and the nodal sum of per-element values added in that order (the same bits on
+- `inverse_connectivity` and `scatter_add`: the scatter order (groups of consecutive
+  elements whose rows of a node are summed into partials, each node's partials in group
+  order), and the nodal sum of per-element values added in that order (the same bits on
   every run);
 - `partition`: parts that own nodes and hold every element around them, whose sums at their
   own nodes are the whole mesh's, bit for bit.

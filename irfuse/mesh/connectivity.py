@@ -18,7 +18,7 @@ from irfuse.mesh.scatter import _inverse
 
 
 class Connectivity:
-    """`conn` (E, K) node numbers of a mesh of `nodes` nodes, checked, with its inverse
+    """`conn` (E, K) node numbers of a mesh of `nodes` nodes, checked, with its scatter order
     (`irfuse.mesh.inverse_connectivity`); `seconds`: what preparing it took."""
 
     def __init__(self, conn, nodes: int):
@@ -41,15 +41,14 @@ class Connectivity:
         self._on_device: dict[int, tuple] = {}  # id(device) -> (device, node numbers, starts, slots)
 
     def on_device(self, device) -> tuple:
-        """(node numbers, (starts, slots)) as buffers of a runtime device, uploaded the first
-        time a device asks and kept for its later calls (the device kept alive with them)."""
+        """(node numbers, its scatter order) as buffers of a runtime device (the order's arrays
+        in `ScatterInverse`'s order), uploaded the first time a device asks and kept for its
+        later calls (the device kept alive with them)."""
         kept = self._on_device.get(id(device))
         if kept is None:
-            starts, slots = self.inverse
             kept = self._on_device[id(device)] = (device, device.upload_integers(self.conn),
-                                                  device.upload_integers(np.asarray(starts, dtype=np.int64)),
-                                                  device.upload_integers(np.asarray(slots, dtype=np.int32)))
-        return kept[1], (kept[2], kept[3])
+                                                  tuple(device.upload_integers(a) for a in self.inverse))
+        return kept[1], kept[2]
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_on_device": {}}  # (device buffers do not travel)

@@ -5,10 +5,12 @@ elements, the ranges being consecutive and as even as the element count allows: 
 numbered for locality (`irfuse.mesh.reorder`) each range is compact. To finish an owned
 node's sums a part needs every element that names it, so it holds those of other parts too
 (its ghost elements, computed by both) and every node they name (the nodes it does not own
-are its ghost nodes, whose values come from their owners). Its elements keep the mesh's
-order, and its ordered scatter adds each owned node's rows in ascending (element, position)
-order as one call over the whole mesh does: an owned node's sums are the whole mesh's, bit
-for bit, with no partial sums to combine, whatever the number of parts or of workers.
+are its ghost nodes, whose values come from their owners). It holds whole groups of the
+scatter order (`irfuse.mesh.scatter`: its ghost elements are the groups around its nodes,
+64 elements of four nodes), and its elements keep the mesh's order, so its ordered scatter
+adds each owned node's rows in the groups and the order of one call over the whole mesh: an
+owned node's sums are the whole mesh's, bit for bit, with no partial sums to combine,
+whatever the number of parts or of workers.
 
 `partition(conn, parts)` gives a `Part` for each part: its elements (global numbers,
 ascending), its own range of them, its nodes (global numbers, ascending), its connectivity in
@@ -24,6 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from irfuse.artifact.scatter_groups import group_elements
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.order import check_connectivity
 
@@ -70,11 +73,17 @@ def partition(conn, parts, nodes: int | None = None) -> list[Part]:
     np.minimum.at(first, a.ravel(), np.repeat(np.arange(elements), a.shape[1]))
     owner = np.where(first < elements, part_of_element[np.minimum(first, elements - 1)], -1)
     owner_of_slot = owner[a]
+    # Parts hold whole groups of the scatter order (`irfuse.mesh.scatter`): a part's groups are
+    # then the mesh's, and its owned nodes' partials and sums the one call's.
+    group = group_elements(a.shape[1]) or 1
     result = []
     for p in range(parts):
         mine = np.zeros(elements, bool)
         mine[bounds[p]:bounds[p + 1]] = True
         mine |= (owner_of_slot == p).any(axis=1)  # the elements around its nodes
+        whole = np.zeros(-(-elements // group), bool)
+        whole[np.flatnonzero(mine) // group] = True
+        mine = np.repeat(whole, group)[:elements]
         held = np.flatnonzero(mine)
         rows = a[held]
         named = np.zeros(count, bool)

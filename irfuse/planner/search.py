@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
+from irfuse.artifact.scatter_groups import group_elements
 from irfuse.kernel.model import Gathered, KernelModel
 from irfuse.diagnostics import CompileError
 from irfuse.dialects import kas
@@ -236,6 +237,10 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     starved = loaded * profile.max_threads_per_sm < profile.bandwidth / profile.sms * profile.turnaround
     coarsen = (per_thread == "auto" and coarsening_offered(ops)
                and (starved or any(isinstance(op, kas.ReduceOp) for op in ops)))
+    # A kernel writing a scatter's rows sums them in groups of elements its blocks must hold
+    # whole (`artifact.scatter_groups`).
+    whole = math.lcm(1, *[group_elements(next(iter(v.uses)).operation.index.type.count.data) or 1  # type: ignore
+                          for v in outputs if kas.only_scattered(v)])
     for impls in choices:
         bx = max((i.bx for i in impls), default=1)
         same_bx = all(i.bx == bx for i in impls)  # (no call remapped: a thread runs whole elements)
@@ -246,6 +251,8 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
             if bx * by > profile.max_threads_per_block:
                 continue
             for elements in (1, *(ELEMENTS_PER_THREAD if coarsen and same_bx and by % 32 == 0 else ())):
+                if by * elements % whole:
+                    continue
                 sectors = global_sectors(n, by * elements, sizes, itemsize, layout)
                 floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
                 candidates.append((floor, len(candidates), impls, by * elements, elements, bx))

@@ -30,7 +30,7 @@ from irfuse.artifact.arrays import batch_shape
 from irfuse.artifact.artifact import Artifact
 from irfuse.artifact.host_plan import NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop, Scatter
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.scatter import inverse_connectivity
+from irfuse.mesh.scatter import ScatterInverse, inverse_connectivity
 from irfuse.runtime.cpu_device import CpuDevice, WallTimer  # noqa: F401 (WallTimer: for its users)
 from irfuse.runtime.cuda_device import CudaDevice
 from irfuse.runtime.device import Device, in_order
@@ -53,6 +53,14 @@ class RunResult:
         return float(np.median(self.times_s)) if self.times_s else float("nan")
 
 
+def _all_steps(steps: tuple):
+    """The host steps, those of loops' bodies included."""
+    for step in steps:
+        yield step
+        if isinstance(step, Loop):
+            yield from _all_steps(step.body)
+
+
 class Executor:
     def __init__(self, plan: Artifact, device: Device):
         self.plan = plan
@@ -61,7 +69,14 @@ class Executor:
         self.layout = plan.layout  # every buffer, the inputs given included, is in it
         self.infos = {k.name: k for k in plan.kernels}
         self.nodes = 0  # of the mesh the run being recorded reads and writes (nodal values)
-        self.inverses: dict[int, tuple] = {}  # connectivity value -> its inverse's buffers (starts, slots)
+        self.inverses: dict[int, tuple] = {}  # connectivity value -> its scatter order's buffers (ScatterInverse)
+        # a scatter's rows value -> the connectivity value it adds through (an element kernel
+        # that writes such rows sums them in the connectivity's groups)
+        self.scattered_through = {step.values: step.index for step in _all_steps(self.host.steps)
+                                  if isinstance(step, Scatter)}
+        # the rows values that their kernel sums in groups as it writes them
+        self.summed_rows = {r for step in _all_steps(self.host.steps) if isinstance(step, Launch)
+                            for r, k in zip(step.results, self.infos[step.kernel].grouped) if k}
         self.atomic = False  # scatters of the run being recorded add with atomics (scatter="atomic")
         self.onto = False  # ... onto the sums in their outputs (a chunk of elements after the first)
 
@@ -97,6 +112,7 @@ class Executor:
                 info = self.infos[step.kernel]
                 if info.finish_parts and dev.finishes_in_kernel:
                     outs += self._finish_args(step, info, combines, env, n, finished)
+                outs += self._group_args(step, info)
                 steps.append(dev.launcher(step.kernel, [env[a] for a in step.args] + outs, 1 if info.once else n))
             elif isinstance(step, Combine):
                 if step.partials in finished:
@@ -115,9 +131,17 @@ class Executor:
                         steps.append(dev.launcher(zero, [env[step.result]], self.nodes))
                     steps.append(dev.launcher(add, [env[step.values], env[step.index], env[step.result]], rows))
                     continue
-                starts, slots = self.inverses[step.index]
+                starts, partials, members, firsts, bases = self.inverses[step.index]
+                summed = env[step.values]  # the partials of the connectivity's groups
+                if step.values not in self.summed_rows:  # rows as they are: summed first
+                    key = ("group partials", step.values)
+                    if key not in env:
+                        env[key] = dev.alloc(self._shape(step.values, n))
+                    summed = env[key]
+                    rows = n * self.host.values[step.index].shape[0]
+                    steps.append(dev.launcher(step.groups, [env[step.values], members, firsts, bases, summed], rows))
                 steps.append(dev.launcher(step.onto if self.onto else step.kernel,
-                                          [env[step.values], starts, slots, env[step.result]], self.nodes))
+                                          [summed, starts, partials, env[step.result]], self.nodes))
             elif isinstance(step, Constant):
                 if step.result not in env:  # (a loop from the host records its body once per iteration)
                     env[step.result] = dev.upload(np.array(step.number))
@@ -143,6 +167,19 @@ class Executor:
                             env[r] = buf
             else:
                 raise UsageError(f"the executor cannot run a {type(step).__name__} step")
+
+    def _group_args(self, step: Launch, info) -> list:
+        """The arguments after everything else of a kernel whose outputs include a scatter's
+        rows (`KernelInfo.grouped`): per such output, the members, firsts and group bases of
+        the connectivity its scatter adds through, which make the kernel sum its groups' rows
+        into partials; null pointers under atomics (the kernel writes every row, as the atomic
+        scatter kernel reads them)."""
+        out: list = []
+        for r, k in zip(step.results, info.grouped):
+            if k:
+                inverse = None if self.atomic else self.inverses.get(self.scattered_through.get(r, -1))
+                out += [0, 0, 0] if inverse is None else list(inverse[2:5])
+        return out
 
     def _finish_args(self, step: Launch, info, combines: dict, env: dict, n: int, finished: set) -> list:
         """The arguments after a launch's outputs of a kernel that can combine its reductions'
@@ -178,9 +215,9 @@ class Executor:
         pass over the batch (`HostPlan.passes`): its steps, giving its outputs; `bound`
         (value -> buffer) gives values made before it (combined reductions) and the buffers
         its partials go to. A program over a mesh takes `nodes` (its nodal values' count) and,
-        per connectivity input its scatters read, its inverse (`inverses`: name -> (starts,
-        slots), `irfuse.mesh.inverse_connectivity`, as NumPy arrays or buffers on this device;
-        made here from the input when absent).
+        per connectivity input its scatters read, its scatter order (`inverses`: name -> its
+        `irfuse.mesh.inverse_connectivity`, as NumPy arrays or buffers on this device in that
+        order; made here from the input when absent).
         `scatter="atomic"` runs its scatters with atomics instead (no inverse; the order of the
         additions, hence the bits, change from run to run on the GPU). `onto`: the scatters add
         onto what their outputs (given in `outputs`) hold, as a chunk after the first does."""
@@ -217,7 +254,7 @@ class Executor:
         return Recorded(self.device, replay, dict(zip([name for name, _ in given], zip(outs, shapes))), steps)
 
     def _bind_mesh(self, inputs: dict, nodes: int, inverses: dict | None) -> None:
-        """The node count and the inverse of each connectivity a scatter reads, on the device."""
+        """The node count and the scatter order of each connectivity a scatter reads, on the device."""
         self.nodes = nodes
         self.inverses = {}
         names = dict((v, name) for name, v in self.host.inputs)
@@ -226,14 +263,15 @@ class Executor:
                 continue
             name = names[step.index]
             given = (inverses or {}).get(name)
-            if given is not None and not isinstance(given[0], np.ndarray):
-                self.inverses[step.index] = given  # already on the device (`Connectivity.on_device`)
+            if given is not None and not isinstance(given, ScatterInverse):
+                self.inverses[step.index] = tuple(given)  # already on the device (`Connectivity.on_device`)
                 continue
-            starts, slots = given if given is not None else inverse_connectivity(inputs[name], nodes)
-            if len(slots) >= 2**31:
-                raise UsageError(f"connectivity '{name}' has {len(slots)} entries; a scatter takes fewer than 2^31")
-            self.inverses[step.index] = (self.device.upload_integers(np.asarray(starts, dtype=np.int64)),
-                                         self.device.upload_integers(np.asarray(slots, dtype=np.int32)))
+            inverse = given if given is not None else inverse_connectivity(inputs[name], nodes)
+            if len(inverse.members) >= 2**31:
+                raise UsageError(f"connectivity '{name}' has {len(inverse.members)} entries; a scatter takes fewer "
+                                 "than 2^31")
+            self.inverses[step.index] = tuple(self.device.upload_integers(np.asarray(a, dtype=t)) for a, t in
+                                              zip(inverse, (np.int64, np.int32, np.uint8, np.uint8, np.int32)))
 
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
             back_to_back: int = 1, uploaded: dict | None = None, nodes: int = 0,

@@ -177,8 +177,7 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
             staged = new(None, values[stored].size, values[stored].name, values[stored].type, stored=True)
             mops.append(MOp(OpKind.COPY, args=[stored], result=staged, location=r.owner.location))
             stored = staged
-        scattered = any(isinstance(u.operation, kas.ScatterOp) and u.index == 0 for u in r.uses)
-        mops.append(MOp(OpKind.STORE, value=stored, location=r.owner.location, scatter=scattered))
+        mops.append(MOp(OpKind.STORE, value=stored, location=r.owner.location, scatter=kas.only_scattered(r)))
     bx = max((impl.bx for impl in impls), default=1)
     model = KernelModel(bx, by, values, mops, itemsize, layout, once, 1 if once else per_thread)
     off = 0

@@ -134,14 +134,23 @@ builtin.module {
 
 // -----
 builtin.module {
-  fuse.kernel @k block(bx = 1, by = 32) (%X: !kas.vector<3>, %c: !kas.index<4>) -> (%o: !kas.matrix<4x3>) {
+  fuse.kernel @k block(bx = 1, by = 64) (%X: !kas.vector<3>, %c: !kas.index<4>) -> (%o: !kas.matrix<4x3>) {
     %e = fuse.load %X gather %c into shared[0] : !kas.matrix<4x3>
-    fuse.store %e to %o : !kas.matrix<4x3>
+    fuse.store %e to %o scatter : !kas.matrix<4x3>
   }
-  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X, r) {
+  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.vector<3>, e : !kas.matrix<4x3>) nodal(X, r) {
     %e = fuse.launch @k(%X, %c) : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
     %r = kas.scatter %e, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
-    kas.return %r : !kas.vector<3>
+    kas.return %r, %e : !kas.vector<3>, !kas.matrix<4x3>
   }
 }
-// CHECK: fuse.launch of @k: result 0 is added into nodes by kas.scatter, but the kernel's fuse.store of it does not say scatter
+// CHECK: fuse.launch of @k: result 0 holds a scatter's rows summed in groups, which only kas.scatter reads, not kas.return
+
+// -----
+builtin.module {
+  fuse.kernel @k block(bx = 1, by = 32) (%X: !kas.vector<3>, %c: !kas.index<4>) -> (%o: !kas.matrix<4x3>) {
+    %e = fuse.load %X gather %c into shared[0] : !kas.matrix<4x3>
+    fuse.store %e to %o scatter : !kas.matrix<4x3>
+  }
+}
+// CHECK: fuse.store scatter of 4 rows an element in a kernel of 32 elements a block: the rows are summed in groups of 64 elements, which its blocks must hold whole
