@@ -55,37 +55,50 @@ def _group_of(k: int) -> int:
     return g
 
 
-def _partial_of_slots(conn: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(partial of each slot, node of each partial): partials numbered group by group, in the
-    order of their first slots."""
-    flat = conn.ravel().astype(np.int64)
-    group = np.arange(flat.size, dtype=np.int64) // (_group_of(conn.shape[1]) * conn.shape[1])
-    key = group * max(nodes, 1) + flat
-    order = np.argsort(key, kind="stable")  # (stable: a run's slots ascend)
-    new_run = np.ones(flat.size, dtype=bool)
-    new_run[1:] = key[order][1:] != key[order][:-1]
-    heads = order[new_run]  # each (group, node)'s first slot
-    head = np.zeros(flat.size, dtype=bool)
+def _partials(conn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(the slots partial by partial (each partial's ascending), where each partial's slots
+    start in that list, node of each partial, partials of each group): partials numbered group
+    by group, in the order of their first slots. One sort of each group's few slots (a sort of
+    the whole connectivity took longer), the rest in linear passes over 32-bit arrays."""
+    n = conn.size
+    per_group = _group_of(conn.shape[1]) * conn.shape[1]
+    groups = -(-n // per_group)
+    padded = np.empty(groups * per_group, dtype=np.int32)  # (the last group's tail sorts last)
+    padded[:n] = conn.ravel()
+    padded[n:] = np.iinfo(np.int32).max
+    local = np.argsort(padded.reshape(groups, per_group), axis=1, kind="stable").astype(np.int32)  # (a run's
+    local += np.arange(0, groups * per_group, per_group, dtype=np.int32)[:, None]       # slots ascend)
+    order = local.ravel()[:n]  # the slots by (group, node, slot)
+    by_node = padded[order]
+    new_run = np.empty(n, dtype=bool)
+    new_run[:1] = True
+    np.not_equal(by_node[1:], by_node[:-1], out=new_run[1:])
+    new_run[np.arange(per_group, n, per_group)] = True  # (a group's first slot starts a run)
+    run_starts = np.flatnonzero(new_run).astype(np.int32)
+    heads = order[run_starts]  # each run's first slot
+    head = np.zeros(n, dtype=bool)
     head[heads] = True
-    number = np.cumsum(head) - 1  # at a head slot: its partial
-    partial = np.empty(flat.size, dtype=np.int64)
-    partial[order] = np.repeat(number[heads], np.diff(np.append(np.flatnonzero(new_run), flat.size)))
-    return partial, flat[np.flatnonzero(head)]
+    number = np.cumsum(head, dtype=np.int32) - 1  # at a head slot: its partial
+    run_partial = number[heads]
+    lengths = np.diff(np.append(run_starts, np.int32(n))).astype(np.int32)
+    begins = np.zeros(len(heads) + 1, dtype=np.int64)  # where each partial's slots start
+    by_partial = np.empty_like(run_partial)  # (the runs in partial order: run_partial's inverse)
+    by_partial[run_partial] = np.arange(len(run_partial), dtype=np.int32)
+    np.cumsum(lengths[by_partial], out=begins[1:])
+    place = np.repeat(begins[:-1][run_partial] - run_starts, lengths)  # run start -> partial start
+    place += np.arange(n)
+    slots = np.empty(n, dtype=np.int32)
+    slots[place] = order
+    per_groups = np.bincount(heads // per_group, minlength=groups)
+    return slots, begins, padded[np.flatnonzero(head)], per_groups
 
 
 def _inverse(conn: np.ndarray, nodes: int) -> ScatterInverse:
     per_group = _group_of(conn.shape[1]) * conn.shape[1]
-    partial, node_of = _partial_of_slots(conn, nodes)
-    slots = np.argsort(partial, kind="stable")  # partial by partial, each partial's slots ascending
-    groups = -(-conn.size // per_group)
-    bases = np.zeros(groups + 1, dtype=np.int64)
-    if conn.size:
-        group_of = np.arange(0, conn.size, per_group) // per_group
-        bases[:-1] = partial[group_of * per_group]  # a group's first slot starts its first partial
-        bases[-1] = len(node_of)
-    firsts = np.zeros(len(node_of), dtype=np.int64)
-    where = np.flatnonzero(np.diff(np.append(-1, partial[slots])))  # each partial's first member
-    firsts[partial[slots[where]]] = where % per_group
+    slots, begins, node_of, per_groups = _partials(conn)
+    bases = np.zeros(len(per_groups) + 1, dtype=np.int64)
+    np.cumsum(per_groups, out=bases[1:])
+    firsts = begins[:-1] % per_group  # (a group's partials' slots lie in its own stretch of the list)
     partials = np.argsort(node_of, kind="stable")  # each node's partials, ascending
     starts = np.zeros(nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(node_of, minlength=nodes), out=starts[1:])
@@ -108,11 +121,9 @@ def scatter_add(values, conn, nodes: int, inverse: ScatterInverse | None = None)
     out = np.zeros((nodes, *values.shape[2:]), dtype=values.dtype)
     if not len(rows):
         return out
-    partial, _ = _partial_of_slots(conn, nodes)
+    slots, begins, _, _ = _partials(conn)
     # Each partial's rows in slot order: the first, then each later one added.
-    slots = np.argsort(partial, kind="stable")
-    run_starts = np.flatnonzero(np.diff(np.append(-1, partial[slots])))
-    ends = np.append(run_starts[1:], len(slots))
+    run_starts, ends = begins[:-1], begins[1:]
     sums = rows[slots[run_starts]].copy()
     for j in range(1, int((ends - run_starts).max())):
         has = ends - run_starts > j
