@@ -17,7 +17,9 @@ the sum is the one above, while a node's loads no longer wait on one another. Me
 H200 for the 50 M rows of the P1 residual on 12.6 M Morton-ordered tetrahedra, when every
 row was added (before the groups): 0.57 ms with one thread a node, 0.45 with 2 lanes, 0.31
 with 4, 0.36 with 8 (and 0.64 for a variant that copied a block's rows into shared tiles
-first). With the groups (128 slots), the mesh energy's gradient added its 9.8 M partials in 0.12 ms (ncu).
+first). With the groups (256 slots: 3.6 partials a node), whole runs of the mesh energy's
+gradient took 0.619 ms with one thread a node, 0.622 with 2 lanes, 0.636 with 4, 0.687 with 8:
+one thread a node now (`benchmarks/NOTES.md`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from irfuse.artifact.kernel_info import (CHECK_INDEX64_KERNEL, CHECK_INDEX_KERNE
                                          ROWS_OF_COLUMNS_KERNEL, KernelInfo)
 from irfuse.dialects import fuse
 
-LANES = 4  # GPU threads per node
-NODES = 32  # nodes per block (a block of LANES x NODES threads)
+LANES = 1  # GPU threads per node (see the module: 4 when every row was added)
+NODES = 128  # nodes per block (a block of LANES x NODES threads)
 
 
 def scatter_kernel(size: int, onto: bool = False) -> tuple[str, KernelInfo]:
