@@ -209,6 +209,22 @@ def test_host_plan_round_trips_with_scatter():
     assert again.nodal_names() == {"X", "r"} and again.index_names() == {"conn"}
 
 
+@pytest.mark.usefixtures("emulated_gpu")
+def test_a_scatters_rows_in_registers_are_staged_and_summed_in_the_same_groups(residual):
+    """Rows stored from registers (`fuse-promote-registers{outputs=true}`) are staged in a
+    shared array of their own before the group sums: the generated CUDA, run block by block
+    on the CPU, gives the bits of the default plan, whose rows the sums read in place."""
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    pipeline = DEFAULT_PIPELINE.replace("fuse-promote-registers", "fuse-promote-registers{outputs=true}")
+    staged = irfuse.compile(str(EXAMPLES / "p1_residual.kas"), backend="cpu", pipeline=pipeline)
+    assert "irf_sct0" in staged.source and "irf_sct0" not in residual.source
+    X, conn = mesh(4, 3, 3, seed=3)
+    u = np.random.default_rng(3).standard_normal(X.shape).astype(np.float32)
+    args = (X, u, conn, DN.astype(np.float32), np.float32(1.5), np.float32(0.7))
+    assert staged(*args, verify=True).r.tobytes() == residual(*args).r.tobytes()
+
+
 def test_atomic_scatter_is_asked_by_name_and_on_the_cpu_adds_in_the_fixed_order():
     """`scatter="atomic"` runs the scatter without the inverse; the CPU backend's twin adds in
     slot order, so there it gives the ordered bits. Bad modes and programs without a mesh
