@@ -42,6 +42,7 @@ from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.order import check_connectivity
 from irfuse.mesh.scatter import inverse_connectivity
 from irfuse.runtime.executor import Executor
+from irfuse.runtime.streaming import whole_chunk
 
 
 def mesh_layout(program, bound: dict) -> str:
@@ -228,13 +229,11 @@ def mesh_chunk_elements(compiled, n: int, nodes: int, budget: int | None) -> int
         if chunk < n:
             raise UsageError("a program over a mesh that reduces over its batch runs in one piece; its "
                              f"{n} elements need {fixed + per * n} bytes, over the budget of {budget}")
-    if chunk < n and chunk % host.align:  # (chunks of whole scatter groups give one call's bits)
-        if chunk < host.align:
-            raise UsageError(f"a device-memory budget of {budget} bytes cannot hold the mesh's nodal values and node "
-                             f"offsets ({fixed} bytes) and {host.align} elements ({per * host.align} bytes): a chunk "
-                             f"holds a multiple of {host.align}, the elements its scatters add in one group")
-        chunk -= chunk % host.align
-    return min(n, chunk)
+    # (chunks of whole scatter groups give one call's bits)
+    return min(n, whole_chunk(chunk, n, host.align, lambda: (
+        f"a device-memory budget of {budget} bytes cannot hold the mesh's nodal values and node offsets ({fixed} "
+        f"bytes) and {host.align} elements ({per * host.align} bytes): a chunk holds a multiple of {host.align}, the "
+        "elements its scatters add in one group")))
 
 
 def run_mesh_in_chunks(program, dev, arrays: dict[str, np.ndarray], n: int, m: int, chunk: int,

@@ -60,14 +60,13 @@ class KernelInfo:
     # group bases per such output (`group_params`); null members: it writes every row as it is.
     grouped: list[int] = field(default_factory=list)
 
-    def group_params(self) -> list[str]:
-        """The C parameters after everything else of a kernel that sums a scatter's rows in
-        groups: the members, firsts and group bases of each such output's connectivity."""
-        out = []
-        for j in range(sum(1 for k in self.grouped if k)):
-            out += [f"const unsigned char* __restrict__ irf_members{j}",
-                    f"const unsigned char* __restrict__ irf_firsts{j}", f"const int* __restrict__ irf_bases{j}"]
-        return out
+    def group_params(self) -> list[tuple[str, str]]:
+        """(C type of the words, name) of each parameter after everything else of a kernel
+        that sums a scatter's rows in groups: the members, firsts and group bases of each
+        such output's connectivity."""
+        return [(ctype, f"{name}{j}") for j in range(sum(1 for k in self.grouped if k))
+                for ctype, name in (("unsigned char", "irf_members"), ("unsigned char", "irf_firsts"),
+                                    ("int", "irf_bases"))]
 
     def input_ctype(self, i: int) -> str:
         """The C type of input `i`'s words."""

@@ -764,7 +764,7 @@ class _KernelEmitter:
         the block's rows read where they are in shared memory (a register value's staged in a
         shared array first); one thread a partial of the block's groups adds the rows of its
         slots (`members`, from `firsts`) in slot order and writes it, the threads' partials
-        side by side. The block holds whole groups (its elements are a multiple of a group's).
+        side by side. The block holds whole groups (`fuse.store`'s verifier sees to it).
         Null members (atomics): every row written as it is."""
         place = fuse.place_of(op.value)
         assert place is not None
@@ -773,9 +773,6 @@ class _KernelEmitter:
         row, group = size // k, group_elements(k)
         if self.soa or op.dest in self.strided:
             raise CompileError(f"kernel @{self.info.name}: a scatter's rows are an array of structures of irfuse's own")
-        if not group or self.by % group:
-            raise CompileError(f"kernel @{self.info.name}: a scatter's rows of {k}-node elements are summed in groups "
-                               f"of {group} elements, and its blocks of {self.by} do not hold whole groups")
         j = sum(1 for g in self.info.grouped if g)
         self.info.grouped[list(self.kernel.output_args).index(op.dest)] = k
         dst, nt = self.names.get(op.dest, "g_"), self.nthreads

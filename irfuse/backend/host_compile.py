@@ -49,10 +49,8 @@ def launcher_source(kernels: list[KernelInfo]) -> str:
     for k in kernels:
         casts = [f"(const {k.input_ctype(i)}*)a->args[{i}]" for i in range(len(k.inputs))]
         casts += [f"({k.output_ctype(i)}*)a->args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
-        for j in range(sum(1 for g in k.grouped if g)):  # (a grouped scatter's members, firsts, group bases)
-            at = len(k.inputs) + len(k.outputs) + 3 * j
-            casts += [f"(const unsigned char*)a->args[{at}]", f"(const unsigned char*)a->args[{at + 1}]",
-                      f"(const int*)a->args[{at + 2}]"]
+        at = len(k.inputs) + len(k.outputs)  # (then a grouped scatter's members, firsts, group bases)
+        casts += [f"(const {ctype}*)a->args[{at + i}]" for i, (ctype, _) in enumerate(k.group_params())]
         lines += [
             f"static int irf_range_{k.name}(const irf::LaunchArgs* a, long long begin, long long end) {{",
             f"  return {k.name}({', '.join(casts + ['a->n', 'begin', 'end', 'a->reverse'])});",

@@ -121,9 +121,13 @@ def scatter_add(values, conn, nodes: int, inverse: ScatterInverse | None = None)
     out = np.zeros((nodes, *values.shape[2:]), dtype=values.dtype)
     if not len(rows):
         return out
-    slots, begins, _, _ = _partials(conn)
-    # Each partial's rows in slot order: the first, then each later one added.
-    run_starts, ends = begins[:-1], begins[1:]
+    # Each partial's rows in slot order, read from the scatter order as the element kernel
+    # reads it: group g's stretch of `members`, partial p's run from its first.
+    per_group = _group_of(conn.shape[1]) * conn.shape[1]
+    slots = np.arange(conn.size) // per_group * per_group + inverse.members
+    group_of = np.repeat(np.arange(len(inverse.bases) - 1), np.diff(inverse.bases))
+    run_starts = group_of * per_group + inverse.firsts
+    ends = np.append(run_starts[1:], conn.size)
     sums = rows[slots[run_starts]].copy()
     for j in range(1, int((ends - run_starts).max())):
         has = ends - run_starts > j

@@ -130,13 +130,20 @@ def chunk_elements(compiled, n: int, budget: int | None) -> int:
     lane_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, one * n // MIN_CHUNKS))
     chunk = min(n, max(1, lane_bytes // one), (budget - kept) // per)
     align = chunk_alignment(compiled)
+    return max(1, whole_chunk(chunk, n, align, lambda: (
+        f"a device-memory budget of {budget} bytes cannot hold {align} elements in each of {LANES} lanes "
+        f"({per * align} bytes){beside}: a chunk of this program holds a multiple of {align} elements, the blocks "
+        "whose partials its reductions combine")))
+
+
+def whole_chunk(chunk: int, n: int, align: int, refusal) -> int:
+    """`chunk` elements of a batch of `n` moved down to a multiple of `align` where the batch
+    takes several chunks; a UsageError saying `refusal()` where not even `align` fit."""
     if chunk < n and chunk % align:
         if chunk < align:
-            raise UsageError(f"a device-memory budget of {budget} bytes cannot hold {align} elements in each of "
-                             f"{LANES} lanes ({per * align} bytes){beside}: a chunk of this program holds a multiple "
-                             f"of {align} elements, the blocks whose partials its reductions combine")
+            raise UsageError(refusal())
         chunk -= chunk % align
-    return max(1, chunk)
+    return chunk
 
 
 def is_page_locked(a: np.ndarray) -> bool:
