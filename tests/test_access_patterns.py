@@ -6,6 +6,7 @@ from irfuse.analysis.access_patterns import (
     access_set,
     compatible,
     compatible_by_sets,
+    reads_within,
     start_set,
     thread_addresses,
 )
@@ -35,6 +36,20 @@ def test_seed_mmul33_compatibility():
     assert not compatible(OUT, IN1, 3, 16) and not compatible_by_sets(OUT, IN1, 3, 16)
     # noreg forbids it even when the words agree.
     assert not compatible(OUT, AccessPattern("ty*9+tx*3", 1, 1, 3, noreg=True), 3, 16)
+
+
+def test_a_reader_may_take_some_of_the_words_a_thread_holds():
+    """`reads_within`: the words a reader takes are among those its thread holds, from the same
+    start (a register array is indexed from it). trace_3x3 reads an element's diagonal."""
+    whole, diagonal = AccessPattern("ty*9", 1, 1, 9), AccessPattern("ty*9", 1, 4, 3)
+    assert reads_within(whole, diagonal, 1, 16) and reads_within(whole, whole, 1, 16)
+    assert not reads_within(diagonal, whole, 1, 16)  # more words than are held
+    assert not compatible(whole, diagonal, 1, 16)  # (not the same words: no exact agreement)
+    # the same words of a row-mapped value, but read from another start: thread tx's row
+    # starts at 3*tx, where one thread an element starts at 0
+    assert not reads_within(OUT, AccessPattern("ty*9", 1, 1, 3), 3, 4)
+    assert reads_within(OUT, AccessPattern("ty*9+tx*3", 1, 1, 2), 3, 4)
+    assert not reads_within(whole, AccessPattern("ty*9", 1, 4, 3, noreg=True), 1, 16)
 
 
 def test_strided_and_blocked_patterns():

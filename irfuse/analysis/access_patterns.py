@@ -88,6 +88,21 @@ def words_array(ap: AccessPattern, tx, ty, bx: int, by: int):
 
 
 @functools.lru_cache(maxsize=16384)  # (the planner asks it of the same patterns in thousands of candidates)
+def reads_within(held: AccessPattern, read: AccessPattern, bx: int, by: int) -> bool:
+    """Whether every thread reads through `read` only words it holds through `held`, at the
+    same start: a register value written through `held` can then be read through `read` (a
+    thread's register array is indexed from its start, so equal starts index it alike). A
+    reader may take fewer words than the writer holds (`trace` of a product reads its
+    diagonal); `compatible_fast` is the case of equal words."""
+    if held.noreg or read.noreg or not read.relative() <= held.relative():
+        return False
+    ty, tx = np.divmod(np.arange(bx * by), bx)
+    starts = [np.broadcast_to(np.asarray(_eval_array(_parsed_start(ap.start), {"tx": tx, "ty": ty, "BX": bx, "BY": by}),
+                                         dtype=np.int64), tx.shape) for ap in (held, read)]
+    return bool(np.array_equal(*starts))
+
+
+@functools.lru_cache(maxsize=16384)  # (the planner asks it of the same patterns in thousands of candidates)
 def compatible_fast(a: AccessPattern, b: AccessPattern, bx: int, by: int) -> bool:
     """`compatible`, computed on arrays (the same answer, for large blocks)."""
     if a.noreg or b.noreg or a.relative() != b.relative():

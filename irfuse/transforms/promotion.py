@@ -16,7 +16,7 @@ threads; a loop then keeps it in registers across iterations."""
 
 from __future__ import annotations
 
-from irfuse.analysis.access_patterns import compatible_fast
+from irfuse.analysis.access_patterns import compatible_fast, reads_within
 from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns
 
 
@@ -35,7 +35,8 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
     patterns (none `noreg`) move to registers; with `outputs`, stored values may too; with
     `inputs`, loaded values whose consumers all agree (each thread then reads its own words
     from global memory instead of the block copying them coalesced). Structure-of-arrays
-    kernels promote loaded and stored values whatever the options say."""
+    kernels promote loaded and stored values whatever the options say, and every kernel its
+    gathered values (read thread by thread either way)."""
     out = model.copy() if copy else model
     if out.layout == "soa":
         inputs = outputs = True
@@ -50,7 +51,9 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
         uses = consumers.get(vid, [])
         # The access every consumer must agree with: the producer's result, or for a loaded
         # value its first consumer's operand.
-        if v.is_input and inputs and uses:
+        # A gathered value is read by each thread from its nodes' rows wherever it is placed
+        # (`cuda_emit.emit_gather`): in registers it saves the shared copy and the barrier.
+        if v.is_input and (inputs or v.gather) and uses:
             ref, k0 = uses[0]
             ap = ref.impl.operand_aps[k0]  # type: ignore[union-attr]
         elif v.is_input or vid not in producers or (vid in written and not outputs):
@@ -59,9 +62,12 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
             ref = producers[vid]
             ap = ref.impl.result_ap  # type: ignore[union-attr]
         bx = ref.impl.bx  # type: ignore[union-attr]
+        # A loaded value holds the words of its first reader's pattern, so every reader must
+        # read exactly those; a call's result holds all its words, so a reader may take some.
+        fits = compatible_fast if ref is not producers.get(vid) else reads_within
         ok = not ap.noreg and all(
             cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]
-            and compatible_fast(ap, cons.impl.operand_aps[k], bx, out.by)  # type: ignore[union-attr]
+            and fits(ap, cons.impl.operand_aps[k], bx, out.by)  # type: ignore[union-attr]
             for cons, k in uses)
         v.shared = not ok
         if not v.shared:
