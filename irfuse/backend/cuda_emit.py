@@ -79,6 +79,7 @@ and on the CPU, run after run. Neither uses atomics.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from importlib import resources
@@ -320,6 +321,7 @@ class _KernelEmitter:
         self.block_arrays: list[tuple[str, int]] = []
         self.uniform_copies: dict[SSAValue, str] = {}
         self.pending_uniform: list[str] = []  # lines copying them, not yet emitted
+        self.uniform_barrier = False  # whether those lines need a barrier of their own
         self.info.once = kernel.runs_once
         self.info.reduced = [""] * len(kernel.output_args)
         self.info.grouped = [0] * len(kernel.output_args)
@@ -471,11 +473,12 @@ class _KernelEmitter:
         return f"  irf_{fn}_soa<{size}, {span}, {self.by}>({dst}, {src}, n, count, tid, {self.nthreads});"
 
     def stage_uniform_inputs(self) -> None:
-        """Copies each uniform input into a shared array of its own, once per block. Where
-        the kernel's first loads are followed by a planned barrier, the copies go just before
-        it (`flush_uniform_copies`): the block asks for its elements first, and the copies'
-        latency overlaps theirs (ahead of the loads with a barrier of their own, as
-        elsewhere, every block waited for its uniform words before asking for anything)."""
+        """Copies each uniform input into a shared array of its own, once per block, after the
+        kernel's first loads are issued (`flush_uniform_copies`): the block asks for its
+        elements first, and the copies' latency overlaps theirs (ahead of the loads, every
+        block waited for its uniform words before asking for anything). Where those loads are
+        followed by a planned barrier, that one covers the copies; where they all go to
+        registers, the copies get a barrier of their own after them."""
         lines = []
         for i in self.kernel.uniform_positions:
             g = self.kernel.input_args[i]
@@ -483,13 +486,21 @@ class _KernelEmitter:
             name = f"irf_u{len(self.uniform_copies)}"
             self.uniform_copies[g] = name
             self.block_arrays.append((name, size))
-            lines += [f"  // {name}: the block's copy of uniform input {g.name_hint or self.names.get(g, 'g_')}",
-                      f"  for (int irf_i = tid; irf_i < {size}; irf_i += {self.nthreads}) "
-                      f"{name}[irf_i] = {self.names.get(g, 'g_')}[irf_i];"]
-        first = next((op for op in self.kernel.body.block.ops if not isinstance(op, fuse.LoadOp)), None)
-        if isinstance(first, fuse.BarrierOp):
+            src = self.names.get(g, 'g_')
+            # (a word a thread where the block has as many: a loop compiles to unrolled code
+            # that every thread steps through, some tens of instructions an input)
+            copy = (f"if (tid < {size}) {name}[tid] = {src}[tid];" if size <= self.nthreads else
+                    f"for (int irf_i = tid; irf_i < {size}; irf_i += {self.nthreads}) {name}[irf_i] = {src}[irf_i];")
+            lines += [f"  // {name}: the block's copy of uniform input {g.name_hint or src}", f"  {copy}"]
+        ops = self.kernel.body.block.ops
+        first = next((op for op in ops if not isinstance(op, fuse.LoadOp)), None)
+        leading = [op for op in itertools.takewhile(lambda op: isinstance(op, fuse.LoadOp), ops)]
+        if isinstance(first, fuse.BarrierOp) or not any(op.place.is_shared for op in leading):
             self.pending_uniform = lines
+            self.uniform_barrier = bool(lines) and not isinstance(first, fuse.BarrierOp)
             return
+        # (loads into shared memory with no barrier after them race: the barrier of the copies
+        # is not moved where it would hide that from the CPU backend's tests)
         for text in lines:
             self.line(text)
         if lines:
@@ -500,6 +511,8 @@ class _KernelEmitter:
         for text in self.pending_uniform:
             self.line(text)
         self.pending_uniform = []
+        if self.uniform_barrier:
+            self.open[-1].append(BARRIER)
 
     def emit_load(self, op: fuse.LoadOp) -> None:
         if op.place.is_uniform:  # (the verifier keeps every uniform input there)
