@@ -54,6 +54,13 @@ def test_example_compiles_for_sm90_without_spills_and_matches_the_reference(path
         r = plan.cubin.resources[k.name]
         assert 0 < r.registers <= 255
         assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (k.name, r)
+        # float32 kernels keep 1024 threads an SM (at most 64 registers), but for the one
+        # thread of a kernel over one element and hex8's loop of 85 calls (128 registers, known):
+        # a kernel that spills there is re-emitted with fewer threads an SM, which is slower where
+        # bytes bound it (promoting a value read whole and in part to registers did that to
+        # neo_hookean's, 63 -> 116 registers: see transforms.promotion).
+        if dtype == "f32" and k.threads > 1 and not k.name.startswith("hex8_k0"):
+            assert k.threads * k.min_blocks >= 1024, (k.name, k.threads, k.min_blocks, r.registers)
         # Static shared memory is what ptxas reports: the planned buffer and the arrays apart
         # from it (uniform inputs' block copies, reductions' staging), 16-byte aligned; above
         # 48 KB together they are all taken at launch.

@@ -63,8 +63,16 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
             ap = ref.impl.result_ap  # type: ignore[union-attr]
         bx = ref.impl.bx  # type: ignore[union-attr]
         # A loaded value holds the words of its first reader's pattern, so every reader must
-        # read exactly those; a call's result holds all its words, so a reader may take some.
-        fits = compatible_fast if ref is not producers.get(vid) else reads_within
+        # read exactly those. A call's result holds all its words; where its readers together
+        # take only some of them (`trace` of F^T F: the diagonal), the others are never
+        # computed in registers, so it goes there if each reader takes some of its thread's
+        # words (`reads_within`); read whole by one, every reader must read it whole, as before
+        # (a value read whole stays live in registers until its last reader: neo_hookean's
+        # F^T F, read by inv and trace, pushed its kernel past 64 registers).
+        fits = compatible_fast
+        if ref is producers.get(vid) and set().union(*(cons.impl.operand_aps[k].relative()  # type: ignore[union-attr]
+                                                        for cons, k in uses)) < ap.relative():
+            fits = reads_within
         ok = not ap.noreg and all(
             cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]
             and fits(ap, cons.impl.operand_aps[k], bx, out.by)  # type: ignore[union-attr]

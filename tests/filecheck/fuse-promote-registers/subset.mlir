@@ -1,24 +1,29 @@
 // RUN: irfuse-opt %s --split-input-file -p fuse-promote-registers | filecheck %s
 // RUN: irfuse-opt %s --split-input-file -p 'fuse-promote-registers{inputs=true}' | filecheck %s --check-prefix=INPUTS
-// A call's result holds all its words in its threads' registers, so a reader taking some of
-// them at the same start may read it there: %c (all nine words of each element, one thread
-// an element) is read whole by msub33 and on its diagonal by trace_3x3: registers. A loaded
-// value holds only the words of its first reader's pattern: %a, read first on its diagonal
-// and then whole, stays shared even with inputs=true; %b, read whole first, too (a reader
-// of fewer words is not enough to place it).
+// A call's result holds all its words in its threads' registers. Where its readers together
+// take only some of them, at the same start, it may stay there (the others are then never
+// computed): %c, one thread an element, is read on its diagonal by trace_3x3 only. %d is read
+// whole by msub33 and on its diagonal by trace_3x3: whole values are promoted only where every
+// reader takes them whole (live in registers until the last reader, they can push a kernel
+// past its registers), so it stays shared. A loaded value holds only the words of its first
+// reader's pattern: %a, read first on its diagonal and then whole, stays shared even with
+// inputs=true; %b, read whole first, too.
 builtin.module {
-  fuse.kernel @k block(bx = 1, by = 8) (%A: !kas.matrix<3x3>, %B: !kas.matrix<3x3>) -> (%S: !kas.scalar, %T: !kas.scalar, %O: !kas.matrix<3x3>) {
+  fuse.kernel @k block(bx = 1, by = 8) (%A: !kas.matrix<3x3>, %B: !kas.matrix<3x3>) -> (%S: !kas.scalar, %T: !kas.scalar, %E: !kas.scalar, %O: !kas.matrix<3x3>) {
     %a = fuse.load %A into shared[0] : !kas.matrix<3x3>
     %b = fuse.load %B into shared[72] : !kas.matrix<3x3>
     fuse.barrier
     %s = fuse.call @trace_3x3[elem](%a) into shared[144] : (!kas.matrix<3x3>) -> !kas.scalar
     %c = fuse.call @mtmul_3x3_3x3[elem](%a, %b) into shared[152] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
     %t = fuse.call @trace_3x3[elem](%c) into shared[224] : (!kas.matrix<3x3>) -> !kas.scalar
-    %o = fuse.call @msub33[elem](%c, %b) into shared[232] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
+    %d = fuse.call @mtmul_3x3_3x3[elem](%b, %a) into shared[312] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
+    %e = fuse.call @trace_3x3[elem](%d) into shared[384] : (!kas.matrix<3x3>) -> !kas.scalar
+    %o = fuse.call @msub33[elem](%d, %b) into shared[232] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
     %u = fuse.call @trace_3x3[elem](%b) into shared[304] : (!kas.matrix<3x3>) -> !kas.scalar
     fuse.barrier
     fuse.store %s to %S : !kas.scalar
     fuse.store %t to %T : !kas.scalar
+    fuse.store %e to %E : !kas.scalar
     fuse.store %o to %O : !kas.matrix<3x3>
   }
 }
@@ -26,6 +31,7 @@ builtin.module {
 // CHECK-NEXT: %b = fuse.load %B into shared[72]
 // CHECK:      %c = fuse.call @mtmul_3x3_3x3[elem](%a, %b) into reg
 // CHECK-NEXT: %t = fuse.call @trace_3x3[elem](%c) into shared[224]
+// CHECK-NEXT: %d = fuse.call @mtmul_3x3_3x3[elem](%b, %a) into shared[312]
 // INPUTS:      %a = fuse.load %A into shared[0]
 // INPUTS-NEXT: %b = fuse.load %B into shared[72]
 // INPUTS:      %c = fuse.call @mtmul_3x3_3x3[elem](%a, %b) into reg
