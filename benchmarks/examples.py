@@ -1,6 +1,7 @@
 """Every example on the GPU: verify, time, and compare with the device's copy bandwidth.
 
-    python benchmarks/examples.py [--n 4194304] [--dtype f32 f64] [--pipeline P ...] [--json out.json]
+    python benchmarks/examples.py [--n 4194304] [--dtype f32 f64] [--pipeline P ...] [--examples NAME ...]
+                                  [--json out.json]
 
 For each example and each pipeline variant: kernels, median time (CUDA
 events, after warm-up), elements/s, effective bandwidth (inputs read once +
@@ -28,6 +29,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", nargs="+", default=["f32", "f64"])
     ap.add_argument("--pipeline", nargs="+", default=[None])
     ap.add_argument("--repeat", type=int, default=50)
+    ap.add_argument("--examples", nargs="+", default=None, metavar="NAME",
+                    help="only these examples (file names without .kas; default: every one)")
     ap.add_argument("--json", default="examples.json")
     args = ap.parse_args(argv)
 
@@ -41,7 +44,13 @@ def main(argv=None) -> int:
     rows = []
     copy_bw = None
     gpu = None
-    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas"))):
+    paths = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))
+    if args.examples:
+        unknown = set(args.examples) - {os.path.basename(p)[:-4] for p in paths}
+        if unknown:
+            ap.error(f"no example named {', '.join(sorted(unknown))} in examples/")
+        paths = [p for p in paths if os.path.basename(p)[:-4] in args.examples]
+    for path in paths:
         for dtype in args.dtype:
             for pipeline in args.pipeline:
                 plan, _ = compile_program(path, pipeline, dtype)
