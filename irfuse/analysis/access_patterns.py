@@ -79,10 +79,15 @@ def _parsed_start(start: str) -> ast.Expression:
     return ast.parse(start, mode="eval")
 
 
+def starts_array(ap: AccessPattern, tx, ty, bx: int, by: int):
+    """Each thread's start, for the threads given by the arrays (tx, ty)."""
+    starts = _eval_array(_parsed_start(ap.start), {"tx": tx, "ty": ty, "BX": bx, "BY": by})
+    return np.broadcast_to(np.asarray(starts, dtype=np.int64), np.shape(tx))
+
+
 def words_array(ap: AccessPattern, tx, ty, bx: int, by: int):
     """Words touched, one row per thread given by the arrays (tx, ty): shape (threads, words)."""
-    starts = _eval_array(_parsed_start(ap.start), {"tx": tx, "ty": ty, "BX": bx, "BY": by})
-    starts = np.broadcast_to(np.asarray(starts, dtype=np.int64), np.shape(tx))
+    starts = starts_array(ap, tx, ty, bx, by)
     rel = np.array(sorted(ap.relative()), dtype=np.int64)
     return starts[:, None] + rel[None, :]
 
@@ -97,9 +102,7 @@ def reads_within(held: AccessPattern, read: AccessPattern, bx: int, by: int) -> 
     if held.noreg or read.noreg or not read.relative() <= held.relative():
         return False
     ty, tx = np.divmod(np.arange(bx * by), bx)
-    starts = [np.broadcast_to(np.asarray(_eval_array(_parsed_start(ap.start), {"tx": tx, "ty": ty, "BX": bx, "BY": by}),
-                                         dtype=np.int64), tx.shape) for ap in (held, read)]
-    return bool(np.array_equal(*starts))
+    return bool(np.array_equal(starts_array(held, tx, ty, bx, by), starts_array(read, tx, ty, bx, by)))
 
 
 @functools.lru_cache(maxsize=16384)  # (the planner asks it of the same patterns in thousands of candidates)

@@ -486,7 +486,7 @@ class _KernelEmitter:
             name = f"irf_u{len(self.uniform_copies)}"
             self.uniform_copies[g] = name
             self.block_arrays.append((name, size))
-            src = self.names.get(g, 'g_')
+            src = self.names.get(g, "g_")
             # (a word a thread where the block has as many: a loop compiles to unrolled code
             # that every thread steps through, some tens of instructions an input)
             copy = (f"if (tid < {size}) {name}[tid] = {src}[tid];" if size <= self.nthreads else
@@ -494,7 +494,7 @@ class _KernelEmitter:
             lines += [f"  // {name}: the block's copy of uniform input {g.name_hint or src}", f"  {copy}"]
         ops = self.kernel.body.block.ops
         first = next((op for op in ops if not isinstance(op, fuse.LoadOp)), None)
-        leading = [op for op in itertools.takewhile(lambda op: isinstance(op, fuse.LoadOp), ops)]
+        leading = list(itertools.takewhile(lambda op: isinstance(op, fuse.LoadOp), ops))
         if isinstance(first, fuse.BarrierOp) or not any(op.place.is_shared for op in leading):
             self.pending_uniform = lines
             self.uniform_barrier = bool(lines) and not isinstance(first, fuse.BarrierOp)
