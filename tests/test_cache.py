@@ -112,7 +112,7 @@ def test_host_builds_include_one_precompiled_header_and_make_the_same_library(tm
     (pch,) = tmp_path.glob(f"host-header/*/*/{host_compile.HEADER}.gch")
     assert (pch.parent / host_compile.HEADER).read_text() == host_compile._header_text()
     header, cxx = host_compile._header_text(), host_compile.compiler()
-    flags = host_compile.FLAGS + [host_compile.abi_flag(header)] + host_compile.cpu_renderer_flags()
+    flags = host_compile.compiler_flags(cxx) + [host_compile.abi_flag(header)] + host_compile.cpu_renderer_flags()
     launcher = host_compile.launcher_source(kernels)
     through = host_compile._build(HOST_SRC, launcher, header, cxx, flags, str(pch.parent))
     assert through == host_compile._build(HOST_SRC, launcher, header, cxx, flags)

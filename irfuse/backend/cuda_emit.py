@@ -907,16 +907,16 @@ class _KernelEmitter:
                           self.body, self.regs, self.block_arrays, self.staged_arrays, self.staged_sources)
 
 
-def tree_step(red: str, kind: str, size: int, half: int, count: str, start: str, stride: int) -> str:
+def tree_step(red: str, kind: str, size: int, half: int, count: str | None, start: str, stride: int) -> str:
     """One step of a block's reduction tree over staging array `red` (an element's `size`
     words at element * size): element i < half takes element i + half where that exists
-    among `count`, its words taken from `start` by `stride` (the block's threads, or one
-    loop on the CPU). The GPU kernel, its twin and the loop rendering run the same steps, so
-    the same bits."""
+    among `count` (None: where every such element exists, so the step needs no test), its
+    words taken from `start` by `stride` (the block's threads, or one loop on the CPU). The
+    GPU kernel, its twin and the loop rendering run the same steps, so the same bits."""
     step = "++irf_i" if stride == 1 else f"irf_i += {stride}"
     both = COMBINE[kind].format(a=f"{red}[irf_i]", b=f"{red}[irf_i + {half * size}]")
-    return (f"for (int irf_i = {start}; irf_i < {half * size}; {step}) "
-            f"if (irf_i / {size} + {half} < {count}) {red}[irf_i] = {both};")
+    test = "" if count is None else f"if (irf_i / {size} + {half} < {count}) "
+    return f"for (int irf_i = {start}; irf_i < {half * size}; {step}) {test}{red}[irf_i] = {both};"
 
 
 def partial_write(dst: str, red: str, size: int, by: int, block: str, start: str, stride: int) -> str:

@@ -158,10 +158,22 @@ class _ElementLoopEmitter(_KernelEmitter):
         bits), word k written at k * blocks + block."""
         lines = []
         for red, size, kind, dst in self.reductions:
+            halves = []
             half = tree_half(self.by) if self.by > 1 else 0
             while half >= 1:
-                lines.append(tree_step(red, kind, size, half, "irf_count", "0", 1))
+                halves.append(half)
                 half //= 2
+            # A whole block's steps need no test where element i + half exists for every i <
+            # half (2 half <= by): loops the compiler vectorizes (the tests cost a reduction
+            # of a cheap element a twentieth of its time).
+            whole = [tree_step(red, kind, size, h, None if 2 * h <= self.by else "irf_count", "0", 1)
+                     for h in halves]
+            partial = [tree_step(red, kind, size, h, "irf_count", "0", 1) for h in halves]
+            if whole != partial:
+                lines += [f"if (irf_count == {self.by}) {{", *("  " + x for x in whole), "} else {",
+                          *("  " + x for x in partial), "}"]
+            else:
+                lines += partial
             lines.append(partial_write(dst, red, size, self.by, "irf_block", "0", 1))
         return lines
 
