@@ -1,0 +1,38 @@
+"""The CPU backend's plan of each workload built two ways in one process, in turns with numba:
+the host flags and reduction trees before this session (old) and now (new). N, R: size, timings."""
+import copy, os, re, sys, numpy as np
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from peers import interleaved_medians, numba_fns
+import irfuse.backend.host_compile as hc
+from irfuse.api.host_calls import aligned_copy
+from irfuse.driver.compile import PlanningOptions, compile_program
+from irfuse.runtime.executor import CpuDevice, Executor
+from irfuse.verification.reference import random_inputs
+import cpu as cpub
+
+n = int(os.environ.get("N", 1048576))
+OLD = ["-std=c++20", "-O2", "-fno-strict-aliasing", "-ffp-contract=off", "-shared", "-fPIC", "-pthread", "-w"]
+NEW, NEWG = list(hc.FLAGS), list(hc.GCC_FLAGS)
+nb = numba_fns()
+for wl in sys.argv[1].split(","):
+    plan, _ = compile_program(os.path.join(ROOT, "examples", cpub.WORKLOADS[wl]), None, "f32", compile_gpu=False,
+                              planning=PlanningOptions(n=n, profile="cpu"))
+    prog = plan.reference_program
+    inputs = random_inputs(prog, n, 1, np.float32)
+    old_src = re.sub(r"if \(irf_count == \d+\) \{\n(?:.*\n)*?\s*\} else \{\n((?:.*\n)*?)\s*\}\n", r"\1", plan.source)
+    samplers, outs = {}, {}
+    for name, src, flags, g in (("old", old_src, OLD, []), ("new", plan.source, NEW, NEWG)):
+        hc.FLAGS[:], hc.GCC_FLAGS[:] = flags, g
+        art = copy.copy(plan)
+        art.source = src
+        art.host_library = hc.build_host_library(src, plan.kernels, "loop")
+        rec = Executor(art, CpuDevice(art)).prepare(inputs, n)
+        rec.replay()
+        outs[name] = [a.tobytes() for a in rec.outputs().values()]
+        samplers[name] = (lambda r: (lambda: r.time_once()))(rec)
+    ordered = [aligned_copy(inputs[k]) for k in prog.inputs]
+    samplers["numba"] = cpub.wall_sampler(nb[wl], ordered)
+    t = interleaved_medians(samplers, int(os.environ.get("R", 15)), 3, settle=2)
+    print(wl, {k: f"{v*1e3:.3f}" for k, v in t.items()}, f"new/numba {t['numba']/t['new']:.2f}x",
+          "same bits:", outs["old"] == outs["new"], "tree branches:", plan.source.count("if (irf_count =="), flush=True)
