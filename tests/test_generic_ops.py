@@ -123,6 +123,25 @@ BINARY = {"add": np.add, "sub": np.subtract, "emul": np.multiply, "ediv": np.div
           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
 
 
+# Functions whose results the C library and NumPy may round differently: NumPy takes some of
+# them from vector libraries where the CPU has AVX-512 (pow(2.5, 2.5) in float64 one unit in
+# the last place from glibc's), so their finite results are compared to within two units.
+LIBRARY_ROUNDED = {"exp", "log", "sin", "cos", "tanh", "pow"}
+
+
+def _same_entries(got: np.ndarray, want: np.ndarray, name: str) -> None:
+    """NaN where `want` is NaN, the same infinities and zeros (signed zeros equal), and the
+    other entries equal (within two units in the last place for `LIBRARY_ROUNDED`)."""
+    got = got.astype(want.dtype)
+    special = ~np.isfinite(want) | (want == 0)
+    np.testing.assert_array_equal(got[special], want[special], err_msg=name)
+    if name in LIBRARY_ROUNDED:
+        assert np.isfinite(got[~special]).all(), name
+        np.testing.assert_array_max_ulp(got[~special], want[~special], maxulp=2)
+    else:
+        np.testing.assert_array_equal(got[~special], want[~special], err_msg=name)
+
+
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
     """Entry by entry through every elementwise family, the masks' logic and select: NaN for
@@ -145,11 +164,9 @@ def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
     got = prog(x=x.astype(npdt), y=y.astype(npdt))
     with np.errstate(all="ignore"):
         for k, (f, fn) in enumerate(UNARY.items()):
-            np.testing.assert_array_equal(np.asarray(getattr(got, f"u{k}"), np.float64), fn(x).astype(npdt),
-                                          err_msg=f)
+            _same_entries(np.asarray(getattr(got, f"u{k}")), fn(x).astype(npdt), f)
         for k, (f, fn) in enumerate(BINARY.items()):
-            np.testing.assert_array_equal(np.asarray(getattr(got, f"b{k}"), np.float64),
-                                          np.asarray(fn(x, y), np.float64).astype(npdt), err_msg=f)
+            _same_entries(np.asarray(getattr(got, f"b{k}")), np.asarray(fn(x, y), np.float64).astype(npdt), f)
         np.testing.assert_array_equal(got.c, np.minimum(np.maximum(x, -1), y))
         m, kk = x > y, y <= 0
         for name, want in (("m", m), ("k", kk), ("p", m & kk), ("q", m | kk), ("z", ~m)):
