@@ -124,7 +124,8 @@ def compiler_flags(cxx: list[str]) -> list[str]:
     key = tuple(cxx)
     if key not in _IS_GCC:
         try:
-            out = subprocess.run([*cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
+            out = subprocess.run([*cxx, "--version"], capture_output=True, text=True,
+                                 timeout=min(compile_timeout(), 60)).stdout
         except (OSError, subprocess.TimeoutExpired):
             out = ""
         _IS_GCC[key] = "Free Software Foundation" in out and "clang" not in out.lower()
