@@ -217,6 +217,24 @@ def test_a_host_compiler_that_never_returns_is_stopped(tmp_path, monkeypatch):
         build_host_library(prog.compiled.source, prog.compiled.kernels)
 
 
+def test_gcc_alone_gets_its_own_flags(tmp_path, monkeypatch):
+    """The host build adds GCC's own flags (`GCC_FLAGS`) for a compiler whose --version names the
+    Free Software Foundation, not for clang or a compiler that does not say."""
+    from irfuse.backend import host_compile
+
+    monkeypatch.setattr(host_compile, "_IS_GCC", {})
+    flags = {}
+    for name, says in (("gcc-like", "g++ (GCC) 13.3.0\nCopyright (C) 2023 Free Software Foundation, Inc."),
+                       ("clang-like", "clang version 18.1.3\nTarget: x86_64-pc-linux-gnu"), ("silent", "")):
+        cxx = tmp_path / name
+        cxx.write_text(f"#!/bin/sh\nprintf '{says}\\n'\n")
+        cxx.chmod(0o755)
+        flags[name] = host_compile.compiler_flags([str(cxx)])
+    assert flags["gcc-like"] == host_compile.FLAGS + host_compile.GCC_FLAGS
+    assert flags["clang-like"] == flags["silent"] == host_compile.FLAGS
+    assert "-fno-math-errno" in host_compile.FLAGS and "-ffp-contract=off" in host_compile.FLAGS
+
+
 def test_outputs_pickle_with_their_names():
     out = Outputs(("a", "b"), [np.arange(3.0), np.ones(2)])
     back = pickle.loads(pickle.dumps(out))
