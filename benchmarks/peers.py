@@ -119,8 +119,24 @@ def array_fns(xp, loop=None):
         e = (eps * sig).sum(-1) * vol * 0.5
         return (sig, e, e.sum())
 
+    def rotation_loop(R, Q, x):
+        R = loop(4, lambda R: R @ Q + Q, R)
+        v = xp.einsum("nij,nj->ni", R, x)
+        return (R, xp.sqrt((v * v).sum(-1)))
+
+    def precession(A, x, p, h):
+        W = A - xp.swapaxes(A, -1, -2)
+
+        def step(xp_):
+            x, p = xp_
+            x = x + xp.einsum("nij,nj->ni", W, x) * h[:, None]
+            x = x * (1 / xp.sqrt((x * x).sum(-1)))[:, None]
+            return (x, p + x * h[:, None])
+        return loop(300, step, (x, p))
+
     return {"BigFusion": bigfusion, "SyncTest": synctest, "StVenant": stvenant, "StVenantInner": stvenant_inner,
-            "PowerIteration": power_iteration, "CflStep": cfl_step, "StrainEnergy": strain_energy}
+            "PowerIteration": power_iteration, "CflStep": cfl_step, "StrainEnergy": strain_energy,
+            "RotationLoop": rotation_loop, "Precession": precession}
 
 
 def numba_fns():
@@ -210,6 +226,44 @@ def numba_fns():
                 a, b, c = p * k, q * k, r * k
             out[e, 0], out[e, 1], out[e, 2] = a, b, c
 
+    @jit
+    def rotation_loop(R, Q, x, Rout, nout):
+        for e in prange(R.shape[0]):
+            for i in range(3):
+                for j in range(3):
+                    Rout[e, i, j] = R[e, i, j]
+            for _ in range(4):
+                for i in range(3):  # (row i of R Q + Q needs row i of R only)
+                    r0, r1, r2 = Rout[e, i, 0], Rout[e, i, 1], Rout[e, i, 2]
+                    for j in range(3):
+                        Rout[e, i, j] = (r0 * Q[e, 0, j] + r1 * Q[e, 1, j] + r2 * Q[e, 2, j]) + Q[e, i, j]
+            s = zero
+            for i in range(3):
+                v = Rout[e, i, 0] * x[e, 0] + Rout[e, i, 1] * x[e, 1] + Rout[e, i, 2] * x[e, 2]
+                s += v * v
+            nout[e] = np.sqrt(s)
+
+    @jit
+    def precession(A, x, p, h, xout, pout):
+        for e in prange(A.shape[0]):
+            # (W = A - A^T whole, its diagonal's zeros included, as the program computes it)
+            w00, w01, w02 = A[e, 0, 0] - A[e, 0, 0], A[e, 0, 1] - A[e, 1, 0], A[e, 0, 2] - A[e, 2, 0]
+            w10, w11, w12 = A[e, 1, 0] - A[e, 0, 1], A[e, 1, 1] - A[e, 1, 1], A[e, 1, 2] - A[e, 2, 1]
+            w20, w21, w22 = A[e, 2, 0] - A[e, 0, 2], A[e, 2, 1] - A[e, 1, 2], A[e, 2, 2] - A[e, 2, 2]
+            x0, x1, x2 = x[e, 0], x[e, 1], x[e, 2]
+            p0, p1, p2 = p[e, 0], p[e, 1], p[e, 2]
+            he = h[e]
+            for _ in range(300):
+                y0 = w00 * x0 + w01 * x1 + w02 * x2
+                y1 = w10 * x0 + w11 * x1 + w12 * x2
+                y2 = w20 * x0 + w21 * x1 + w22 * x2
+                x0, x1, x2 = x0 + y0 * he, x1 + y1 * he, x2 + y2 * he
+                k = np.float32(1) / np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+                x0, x1, x2 = x0 * k, x1 * k, x2 * k
+                p0, p1, p2 = p0 + x0 * he, p1 + x1 * he, p2 + x2 * he
+            xout[e, 0], xout[e, 1], xout[e, 2] = x0, x1, x2
+            pout[e, 0], pout[e, 1], pout[e, 2] = p0, p1, p2
+
     # The reductions over the batch: each of `chunks` ranges of elements reduced by one
     # `prange` iteration in order, then the partials (numba's parallel reductions take `+=`,
     # not max).
@@ -280,7 +334,9 @@ def numba_fns():
             "StVenantInner": kept(stvenant_inner, lambda n: [(n, 3, 3)]),
             "PowerIteration": kept(power_iteration, lambda n: [(n, 3)]),
             "CflStep": reducing(cfl_step, lambda n: [(n, 3)], uniform_inputs=(2,)),
-            "StrainEnergy": reducing(strain_energy, lambda n: [(n, 6), (n,)])}
+            "StrainEnergy": reducing(strain_energy, lambda n: [(n, 6), (n,)]),
+            "RotationLoop": kept(rotation_loop, lambda n: [(n, 3, 3), (n,)]),
+            "Precession": kept(precession, lambda n: [(n, 3), (n, 3)])}
 
 
 def jax_fns():
