@@ -218,6 +218,11 @@ def main(argv=None) -> int:
                      "fraction_of_copy": {k: copy_s / v for k, v in times.items()},
                      "irfuse_speedup": {k: v / ours for k, v in times.items() if not k.startswith("(")},
                      "kernels": [k.name for k in plan.kernels]})
+        # (each workload's times as soon as they are measured, and the JSON so far: a run cut
+        # short by a time limit keeps what it measured)
+        ranked = sorted(times.items(), key=lambda kv: kv[1])
+        console.print(f"{wl}: " + ", ".join(f"{k} {t * 1e3:.3f} ms" for k, t in ranked))
+        _write_json(args, threads, rows)
     table = Table(title=f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores; irfuse on "
                         f"{threads} threads): n = {args.n}, float32, median of {args.repeat}")
     for col in ("workload", "contender", "ms", "M elem/s", "GB/s", "of copy", "irfuse speedup", "check"):
@@ -229,11 +234,15 @@ def main(argv=None) -> int:
                           f"{r['irfuse_speedup'][k]:.2f}x" if k in r["irfuse_speedup"] else "",
                           r["checks"].get(k.split(" (")[0], ""))
     console.print(table)
+    _write_json(args, threads, rows)
+    console.print(f"wrote {args.json}")
+    return 0
+
+
+def _write_json(args, threads: int, rows: list) -> None:
     with open(args.json, "w") as f:
         json.dump({"machine": platform.machine(), "cores": os.cpu_count(), "irfuse_threads": threads,
                    "n": args.n, "repeat": args.repeat, "rounds": args.rounds, "rows": rows}, f, indent=2)
-    console.print(f"wrote {args.json}")
-    return 0
 
 
 if __name__ == "__main__":
