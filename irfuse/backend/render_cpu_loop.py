@@ -23,6 +23,17 @@ over a tile's lanes per statement, vectorized by the C++ compiler) were slower o
 structures (StVenant 82 ms against 38 ms on two cores): transposing each element's rows into
 the tile and back cost more than the vector arithmetic saved (benchmarks/NOTES.md).
 
+A kernel with a long loop inside the element (more than `LANE_TRIPS` iterations: chains of
+dependent steps, a square root and a division in each of the power iteration's 100) runs
+`LANES` elements in lockstep: each element's statements before the loop, then each iteration
+for every lane in turn, then each element's statements after it, every lane's values in arrays
+of their own. One element's chain waits on its steps' latency; the lanes' independent chains
+fill it (the power iteration 608 -> 159 ms, the precession 2,181 -> 634 ms on two cores,
+benchmarks/NOTES.md, thirty-ninth session). Each element runs the same operations in the same
+order, so the same bits. A short loop is left alone: the C++ compiler unrolls it whole and keeps
+its values in registers, which lanes held in arrays would undo (the 4-step rotation loop: 11.8
+-> 21.2 ms with lanes).
+
 The host library runs it when built with `IRFUSE_CPU_LOOP` defined (`IRFUSE_CPU_RENDERER=loop`,
 the default, `irfuse.backend.host_compile`); `IRFUSE_CPU_RENDERER=emulate` builds every
 kernel's twin, as the tests of GPU code (deleted barriers, poisoned shared memory) need, and
@@ -30,11 +41,20 @@ the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
+import re
+
 from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step
 from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
 from irfuse.backend.render_cpu import host_params
 from irfuse.dialects import fuse
+
+
+# Elements run in lockstep by a kernel with a loop of more than LANE_TRIPS iterations (see the
+# module): 8 lanes measured faster than 4 (the precession 743 -> 634 ms, the power iteration
+# 219 -> 159 on two cores); GCC unrolls loops of up to 16 iterations whole (-fpeel-loops).
+LANES = 8
+LANE_TRIPS = 16
 
 
 class NotRendered(Exception):
@@ -256,20 +276,53 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
              "  for (long long irf_block = block_begin; irf_block < block_end; ++irf_block) {",
              f"    const long long irf_first = irf_block * {by};",
              f"    const int irf_count = n - irf_first < {by} ? (int)(n - irf_first) : {by};",
-             *[f"    real_t {red}[{by * size}];" for red, size, _, _ in emitter.reductions],
-             "    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {",
-             "      const long long first = irf_first + irf_t;",
-             "      const int tx = 0, ty = 0, tid = 0, count = 1;",
-             "      const bool active = true;",
-             "      (void)tx; (void)ty; (void)tid; (void)count; (void)active;"]
-    if body.words:
-        lines.append(f"      real_t irf_es[{words}];")
-    lines += [f"      real_t {name}[{n}];" for name, n in body.regs]
+             *[f"    real_t {red}[{by * size}];" for red, size, _, _ in emitter.reductions]]
     if not _statements_and_loops(body.body):  # (the walk emits no barrier; reductions make GPU-only nodes)
         raise NotRendered("a barrier or statements for the GPU only")
-    lines += ["      " + line for line in node_text(body.body)]
+    arrays = ([("irf_es", words)] if body.words else []) + list(body.regs)
+    if any(isinstance(n, LoopNode) and _trips(n) > LANE_TRIPS for n in body.body):
+        lines += _in_lanes(body.body, arrays)
+    else:
+        lines += ["    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {",
+                  "      const long long first = irf_first + irf_t;",
+                  *_ELEMENT,
+                  *[f"      real_t {name}[{n}];" for name, n in arrays],
+                  *["      " + line for line in node_text(body.body)]]
     lines += ["    }", *["    " + line for line in emitter.block_trees()], "  }", "  return 0;", "}"]
     return lines, emitter.used
+
+
+# An element's thread coordinates, as the implementations' one-thread variants take them.
+_ELEMENT = ["      const int tx = 0, ty = 0, tid = 0, count = 1;",
+            "      const bool active = true;",
+            "      (void)tx; (void)ty; (void)tid; (void)count; (void)active;"]
+
+
+def _trips(loop: LoopNode) -> int:
+    """A loop node's trip count, from its header (`for (int irf_iK = 0; irf_iK < N; ...`)."""
+    found = re.search(r"< (\d+);", loop.header)
+    return int(found.group(1)) if found else 0
+
+
+def _in_lanes(nodes: list, arrays: list[tuple[str, int]]) -> list[str]:
+    """The block's elements `LANES` at a time (see the module): each top-level statement list
+    run for every lane, each top-level loop's iterations run for every lane in turn; a lane's
+    arrays are its own, named as the element's were."""
+    lane = ["for (int irf_g = 0; irf_g < irf_lanes; ++irf_g) {",
+            "  const long long first = irf_first + irf_t + irf_g;",
+            *["  " + line.strip() for line in _ELEMENT],
+            *[f"  real_t* const {name} = irf_L{name}[irf_g];" for name, _ in arrays]]
+    out = [f"    for (int irf_t = 0; irf_t < irf_count; irf_t += {LANES}) {{",
+           f"      const int irf_lanes = irf_count - irf_t < {LANES} ? irf_count - irf_t : {LANES};",
+           *[f"      real_t irf_L{name}[{LANES}][{n}];" for name, n in arrays]]
+    for node in nodes:
+        if isinstance(node, LoopNode):  # (every lane's element is active: the test is the GPU's)
+            out += ["      " + node.header.strip().replace("if (active) ", "", 1),
+                    *["        " + line for line in lane], *["        " + line for line in node_text(node.children)],
+                    "        }", "      }"]
+        else:
+            out += [*["      " + line for line in lane], *["      " + line for line in node_text([node])], "      }"]
+    return out
 
 
 def _statements_and_loops(nodes: list) -> bool:
