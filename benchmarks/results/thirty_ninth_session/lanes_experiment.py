@@ -2,16 +2,19 @@
 G elements in lockstep (each lane's iteration in turn), timed against the plain rendering and
 numba, in turns. Written against the rendering before lanes were built into it (a6be0ad and
 earlier: one element at a time), whose text it rewrites; `python lanes_experiment.py WORKLOAD`."""
-import copy, os, re, sys, numpy as np
+import os
+import re
+import sys
+import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-from peers import interleaved_medians, numba_fns
-import irfuse.backend.host_compile as hc
-from irfuse.api.host_calls import aligned_copy
-from irfuse.driver.compile import PlanningOptions, compile_program
-from irfuse.runtime.executor import CpuDevice, Executor
-from irfuse.verification.reference import random_inputs
-import cpu as cpub
+from peers import interleaved_medians, numba_fns  # noqa: E402
+from irfuse.api.host_calls import aligned_copy  # noqa: E402
+from irfuse.driver.compile import PlanningOptions, compile_program  # noqa: E402
+from irfuse.verification.reference import random_inputs  # noqa: E402
+import cpu as cpub  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flags_ab import built_sampler  # noqa: E402
 
 def lanes(src, G):
     start = src.index("#elif defined(IRFUSE_CPU_LOOP)")
@@ -20,13 +23,13 @@ def lanes(src, G):
     head, rest = k.split("    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {\n", 1)
     body, tail = rest.rsplit("    }\n  }\n  return 0;", 1)
     lines = body.split("\n")
-    decl = [l for l in lines if re.match(r"\s+real_t (r_\w+|irf_es)\[\d+\];", l)]
-    regs = [re.match(r"\s+real_t (r_\w+|irf_es)\[(\d+)\];", l).groups() for l in decl]
-    loop_i = next(i for i, l in enumerate(lines) if "// fuse.loop" in l)
+    decl = [line for line in lines if re.match(r"\s+real_t (r_\w+|irf_es)\[\d+\];", line)]
+    regs = [re.match(r"\s+real_t (r_\w+|irf_es)\[(\d+)\];", line).groups() for line in decl]
+    loop_i = next(i for i, line in enumerate(lines) if "// fuse.loop" in line)
     # the loop's closing brace: the first line after loop_i that is exactly 8 spaces + '}'
     close_i = next(i for i in range(loop_i + 1, len(lines)) if lines[i] == "        }")
     fixed = ("const long long first", "const int tx = 0", "const bool active", "(void)tx;")
-    pre = [l for l in lines[:loop_i] if l not in decl and not any(f in l for f in fixed)]
+    pre = [line for line in lines[:loop_i] if line not in decl and not any(f in line for f in fixed)]
     loop_body = lines[loop_i + 1:close_i]
     post = lines[close_i + 1:]
     ptrs = " ".join(f"real_t* const {n} = irf_L_{n}[irf_g];" for n, _ in regs)
@@ -52,15 +55,7 @@ prog = plan.reference_program
 inputs = random_inputs(prog, n, 1, np.float32)
 samplers, outs = {}, {}
 for name, src in [("loop", plan.source), ("lanes4", lanes(plan.source, 4)), ("lanes8", lanes(plan.source, 8))]:
-    if name == "lanes4":
-        pass
-    art = copy.copy(plan)
-    art.source = src
-    art.host_library = hc.build_host_library(src, plan.kernels, "loop")
-    rec = Executor(art, CpuDevice(art)).prepare(inputs, n)
-    rec.replay()
-    outs[name] = [a.tobytes() for a in rec.outputs().values()]
-    samplers[name] = (lambda r: (lambda: r.time_once()))(rec)
+    samplers[name], outs[name] = built_sampler(plan, src, inputs, n)
 ordered = [aligned_copy(inputs[k]) for k in prog.inputs]
 samplers["numba"] = cpub.wall_sampler(numba_fns()[wl], ordered)
 t = interleaved_medians(samplers, int(os.environ.get("R", 5)), 3, settle=1)

@@ -1,5 +1,6 @@
-"""The planner's predicted time of each derivative program (argument: KAS files declaring `derivative ... loops unroll|tape;`),
-its kernels' estimated registers against their cap (h200 profile, n = 1,048,576)."""
+"""The planner's predicted time of each derivative program (arguments: KAS files declaring
+`derivative ... loops unroll|tape;`), its kernels' estimated registers against their cap (h200
+profile, n = 1,048,576)."""
 import sys
 from irfuse.driver.compile import run_pipeline
 from irfuse.frontend.irgen import compile_file
@@ -17,5 +18,8 @@ for path in sys.argv[1:]:
         m = c.model
         mult = dags[c.dag].multiplier
         tot += mult * c.cost.time
-        print(f"  {path.split('/')[-1]} by={m.by} est={estimate_registers(m)} cap={c.cost.registers} time={c.cost.time*1e3:.4f}ms x{mult} occ={c.cost.occupancy:.2f} tc={c.cost.t_compute*1e3:.4f} tm={c.cost.t_mem*1e3:.4f} ts={c.cost.t_shared*1e3:.4f}")
+        k = c.cost
+        print(f"  {path.split('/')[-1]} by={m.by} est={estimate_registers(m)} cap={k.registers} "
+              f"time={k.time*1e3:.4f}ms x{mult} occ={k.occupancy:.2f} tc={k.t_compute*1e3:.4f} "
+              f"tm={k.t_mem*1e3:.4f} ts={k.t_shared*1e3:.4f}")
     print(path, f"total {tot*1e3:.4f} ms")
