@@ -641,8 +641,9 @@ class _KernelEmitter:
         # A loop that only the threads of present elements need runs under one guard (none
         # inside): a loop of calls each behind its own branch compiles to slower code.
         guard = not self.in_guarded_loop and self._whole_threads_only(op)
-        loop = LoopNode(f"  {'if (active) ' if guard else ''}for (int {var} = 0; {var} < {op.trip_count.data}; ++{var}) "
-                     "{  // fuse.loop")
+        trips = op.trip_count.data
+        loop = LoopNode(f"for (int {var} = 0; {var} < {trips}; ++{var}) {{  // fuse.loop", trips,
+                        "if (active) " if guard else "")
         self.open[-1].append(loop)
         self.open.append(loop.children)
         self.in_guarded_loop |= guard

@@ -17,11 +17,17 @@ STATIC_SHARED_LIMIT = 48 * 1024  # bytes a kernel may declare statically
 
 
 class LoopNode:
-    """A `fuse.loop` in the emitted body: its header and its statements (see `KernelBody`)."""
+    """A `fuse.loop` in the emitted body: its header and its statements (see `KernelBody`).
+    `loop` is the `for` line alone, `guard` what runs it only for present elements (empty
+    where the body guards itself), `trips` its trip count."""
 
-    def __init__(self, header: str) -> None:
-        self.header = header
+    def __init__(self, loop: str, trips: int, guard: str = "") -> None:
+        self.loop, self.trips, self.guard = loop, trips, guard
         self.children: list = []
+
+    @property
+    def header(self) -> str:
+        return f"  {self.guard}{self.loop}"
 
 
 BARRIER = object()  # a barrier in the emitted body

@@ -41,8 +41,6 @@ the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
-import re
-
 from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step
 from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
@@ -186,14 +184,13 @@ class _ElementLoopEmitter(_KernelEmitter):
             # A whole block's steps need no test where element i + half exists for every i <
             # half (2 half <= by): loops the compiler vectorizes (the tests cost a reduction
             # of a cheap element a twentieth of its time).
-            whole = [tree_step(red, kind, size, h, None if 2 * h <= self.by else "irf_count", "0", 1)
-                     for h in halves]
-            partial = [tree_step(red, kind, size, h, "irf_count", "0", 1) for h in halves]
-            if whole != partial:
+            # (a tree has steps where by > 1, and its last, half 1, is always one of those)
+            if halves:
+                whole = [tree_step(red, kind, size, h, None if 2 * h <= self.by else "irf_count", "0", 1)
+                         for h in halves]
+                partial = [tree_step(red, kind, size, h, "irf_count", "0", 1) for h in halves]
                 lines += [f"if (irf_count == {self.by}) {{", *("  " + x for x in whole), "} else {",
                           *("  " + x for x in partial), "}"]
-            else:
-                lines += partial
             lines.append(partial_write(dst, red, size, self.by, "irf_block", "0", 1))
         return lines
 
@@ -280,7 +277,7 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     if not _statements_and_loops(body.body):  # (the walk emits no barrier; reductions make GPU-only nodes)
         raise NotRendered("a barrier or statements for the GPU only")
     arrays = ([("irf_es", words)] if body.words else []) + list(body.regs)
-    if any(isinstance(n, LoopNode) and _trips(n) > LANE_TRIPS for n in body.body):
+    if any(isinstance(n, LoopNode) and n.trips > LANE_TRIPS for n in body.body):
         lines += _in_lanes(body.body, arrays)
     else:
         lines += ["    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {",
@@ -298,12 +295,6 @@ _ELEMENT = ["      const int tx = 0, ty = 0, tid = 0, count = 1;",
             "      (void)tx; (void)ty; (void)tid; (void)count; (void)active;"]
 
 
-def _trips(loop: LoopNode) -> int:
-    """A loop node's trip count, from its header (`for (int irf_iK = 0; irf_iK < N; ...`)."""
-    found = re.search(r"< (\d+);", loop.header)
-    return int(found.group(1)) if found else 0
-
-
 def _in_lanes(nodes: list, arrays: list[tuple[str, int]]) -> list[str]:
     """The block's elements `LANES` at a time (see the module): each top-level statement list
     run for every lane, each top-level loop's iterations run for every lane in turn; a lane's
@@ -317,7 +308,7 @@ def _in_lanes(nodes: list, arrays: list[tuple[str, int]]) -> list[str]:
            *[f"      real_t irf_L{name}[{LANES}][{n}];" for name, n in arrays]]
     for node in nodes:
         if isinstance(node, LoopNode):  # (every lane's element is active: the test is the GPU's)
-            out += ["      " + node.header.strip().replace("if (active) ", "", 1),
+            out += ["      " + node.loop,
                     *["        " + line for line in lane], *["        " + line for line in node_text(node.children)],
                     "        }", "      }"]
         else:
