@@ -40,6 +40,14 @@ using std::sin;
 using std::sqrt;
 using std::tanh;
 
+// A hint that the bytes at p will be read soon (the CPU loop renderer's prefetch of a later
+// element's row, see render_cpu_loop); nothing on a compiler without the builtin.
+#if defined(__GNUC__) || defined(__clang__)
+#define IRF_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define IRF_PREFETCH(p) ((void)0)
+#endif
+
 // Vector types used for 16-byte copies.
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };

@@ -34,6 +34,13 @@ order, so the same bits. A short loop is left alone: the C++ compiler unrolls it
 its values in registers, which lanes held in arrays would undo (the 4-step rotation loop: 11.8
 -> 21.2 ms with lanes).
 
+An input whose element rows are 64 bytes or more (StVenant's 81-word tensor, StVenantInner's
+27-word one, BigFusion's 5x5 matrices) has the row of the element 2 KB on prefetched as each
+element starts: the hardware's prefetcher alone left StVenant 10-15% slower (13.8-15.2 -> 12.8-13.3
+ms on two cores, StVenantInner 5.3 -> 4.7-4.9; benchmarks/NOTES.md, fortieth session). Narrower
+rows are left to the hardware: prefetching every input (CflStep's 3-word rows) made CflStep 20%
+slower (1.06 -> 1.30 ms), its element loop no longer vectorized.
+
 The host library runs it when built with `IRFUSE_CPU_LOOP` defined (`IRFUSE_CPU_RENDERER=loop`,
 the default, `irfuse.backend.host_compile`); `IRFUSE_CPU_RENDERER=emulate` builds every
 kernel's twin, as the tests of GPU code (deleted barriers, poisoned shared memory) need, and
@@ -53,6 +60,11 @@ from irfuse.dialects import fuse
 # 219 -> 159 on two cores); GCC unrolls loops of up to 16 iterations whole (-fpeel-loops).
 LANES = 8
 LANE_TRIPS = 16
+
+# An input whose element rows are PREFETCH_ROW bytes or more has the row of the element about
+# PREFETCH_AHEAD bytes ahead prefetched as each element starts (see the module).
+PREFETCH_ROW = 64
+PREFETCH_AHEAD = 2048
 
 
 class NotRendered(Exception):
@@ -74,6 +86,7 @@ class _ElementLoopEmitter(_KernelEmitter):
         self.stored_in_place: set = set()  # stores whose value its call wrote into the row already
         self.in_place = self._rows_in_place()
         self.reductions: list[tuple[str, int, str, str]] = []  # (staging array, words, kind, partials)
+        self.rows_read: dict[str, int] = {}  # global array -> words of the element's row it reads
 
     def _rows_in_place(self) -> dict:
         """Values read and written where they are in global memory, as the element's row, not
@@ -209,6 +222,7 @@ class _ElementLoopEmitter(_KernelEmitter):
         if op.index is not None:
             raise NotRendered("a gather")
         if op.place.is_shared:
+            self.rows_read.setdefault(self.names.get(op.source, "g_"), op.res.type.size)
             self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint}, the element's row")
             if op.res in self.in_place:
                 self.line("  // (read where it is)")
@@ -282,11 +296,25 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     else:
         lines += ["    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {",
                   "      const long long first = irf_first + irf_t;",
+                  *_prefetches(emitter.rows_read, itemsize),
                   *_ELEMENT,
                   *[f"      real_t {name}[{n}];" for name, n in arrays],
                   *["      " + line for line in node_text(body.body)]]
     lines += ["    }", *["    " + line for line in emitter.block_trees()], "  }", "  return 0;", "}"]
     return lines, emitter.used
+
+
+def _prefetches(rows: dict[str, int], itemsize: int) -> list[str]:
+    """The element loop's prefetch of each wide input's row `PREFETCH_AHEAD` bytes on (see
+    the module): a line at a time, for elements that exist."""
+    lines = []
+    for name, words in rows.items():
+        row = words * itemsize
+        if row >= PREFETCH_ROW:
+            ahead = -(-PREFETCH_AHEAD // row)
+            lines.append(f"      if (first + {ahead} < n) for (int k = 0; k < {row}; k += 64) "
+                         f"IRF_PREFETCH((const char*)({name} + (first + {ahead}) * {words}) + k);")
+    return lines
 
 
 # An element's thread coordinates, as the implementations' one-thread variants take them.
