@@ -249,6 +249,51 @@ def test_kernels_as_loops_over_elements_give_the_twins_bits(name, dtype):
         assert plan.source.count("defined(IRFUSE_CPU_LOOP)") == len(plan.kernels)
 
 
+UNIFORM_OPERANDS = """
+uniform matrix3x3 R;
+matrix3x3 A, B, C;
+input A, R;
+B = mmul33(R, A);
+C = mmul33(A, R);
+C = madd33(C, B);
+return B, C;
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("source", ["strain_energy.kas", "uniform operands"])
+def test_uniform_words_made_once_per_launch_give_the_twins_bits(source, dtype, tmp_path):
+    """Calls with a uniform operand take its words in vectors made before the loop over blocks
+    (`render_uniform_vectors`: the stiffness times each strain; a uniform matrix on either side
+    of a product, whose lanes read different words of the element's matrix): every output the
+    twin's bits, on a batch ending in a partial block."""
+    if source.endswith(".kas"):
+        path = next(p for p in EXAMPLES if os.path.basename(p) == source)
+    else:
+        path = tmp_path / "uniform.kas"
+        path.write_text(UNIFORM_OPERANDS)
+    plan, _ = plan_for(str(path), dtype)
+    hoisted = plan.source.count("_hoisted(irf_h")
+    assert hoisted == (1 if source.endswith(".kas") else 2)
+    twin, loop, _ = _both_renderings(plan, 300, 11)
+    for name in twin:
+        assert twin[name].tobytes() == loop[name].tobytes(), name
+
+
+def test_a_hoisted_form_called_from_several_kernels_is_defined_once(tmp_path):
+    """Each op its own kernel (`fuse-each`): the two products by the uniform matrix call one
+    hoisted form from two loop renderings of one source: each rendering carries its definition
+    under a guard, so the host build sees one (it rejected the second before the guard)."""
+    path = tmp_path / "twice.kas"
+    path.write_text(UNIFORM_OPERANDS.replace("C = mmul33(A, R);", "C = mmul33(R, B);"))
+    plan, _ = plan_for(str(path), "f32", "kas-dce,fuse-each")
+    assert len(plan.kernels) == 3 and plan.source.count("_hoisted(irf_h") == 2
+    assert plan.source.count("#ifndef IRF_DEFINED_irf_mmul33_elem_uss_hoisted") == 2
+    twin, loop, _ = _both_renderings(plan, 300, 5)
+    for name in twin:
+        assert twin[name].tobytes() == loop[name].tobytes(), name
+
+
 def test_an_unknown_cpu_rendering_is_refused_by_name(monkeypatch):
     from irfuse.backend.host_compile import cpu_renderer_flags
     from irfuse.diagnostics import UsageError

@@ -48,6 +48,12 @@ using std::tanh;
 #define IRF_PREFETCH(p) ((void)0)
 #endif
 
+// 16-byte vectors of GCC's and Clang's vector extensions (every host compiler irfuse uses has
+// them): a call's uniform words made once per launch by the CPU loop renderer
+// (render_uniform_vectors); arithmetic on them is IEEE arithmetic per lane.
+typedef float irf_f32x4 __attribute__((vector_size(16)));
+typedef double irf_f64x2 __attribute__((vector_size(16)));
+
 // Vector types used for 16-byte copies.
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };

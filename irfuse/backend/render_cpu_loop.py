@@ -41,6 +41,11 @@ ms on two cores, StVenantInner 5.3 -> 4.7-4.9; benchmarks/NOTES.md, fortieth ses
 rows are left to the hardware: prefetching every input (CflStep's 3-word rows) made CflStep 20%
 slower (1.06 -> 1.30 ms), its element loop no longer vectorized.
 
+A call with a uniform operand takes that operand's words in vectors made once, before the loop
+over blocks, and its outputs a vector at a time where they have one shape
+(`render_uniform_vectors`: GCC otherwise rebuilds those vectors from scalar loads in every
+element).
+
 The host library runs it when built with `IRFUSE_CPU_LOOP` defined (`IRFUSE_CPU_RENDERER=loop`,
 the default, `irfuse.backend.host_compile`); `IRFUSE_CPU_RENDERER=emulate` builds every
 kernel's twin, as the tests of GPU code (deleted barriers, poisoned shared memory) need, and
@@ -48,7 +53,8 @@ the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
-from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step
+from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step, variant_of
+from irfuse.backend.render_uniform_vectors import VECTOR_TYPES, hoisted_form, hoisted_vectors
 from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
 from irfuse.backend.render_cpu import host_params
@@ -87,6 +93,8 @@ class _ElementLoopEmitter(_KernelEmitter):
         self.in_place = self._rows_in_place()
         self.reductions: list[tuple[str, int, str, str]] = []  # (staging array, words, kind, partials)
         self.rows_read: dict[str, int] = {}  # global array -> words of the element's row it reads
+        self.hoisted_functions: dict[str, list[str]] = {}  # calls' hoisted forms (render_uniform_vectors)
+        self.hoisted: list[str] = []  # their call sites' vectors, made before the loop over blocks
 
     def _rows_in_place(self) -> dict:
         """Values read and written where they are in global memory, as the element's row, not
@@ -208,9 +216,23 @@ class _ElementLoopEmitter(_KernelEmitter):
         return lines
 
     def emit_call(self, op) -> None:
-        if op.remapped or call_impl(op, self.library).bx != 1:
+        impl, variant = call_impl(op, self.library), variant_of(op)
+        if op.remapped or impl.bx != 1:
             raise NotRendered(f"{op.op_name} on several threads an element")
         super().emit_call(op)
+        form = hoisted_form(impl, variant, self.itemsize)
+        if form is None:
+            return
+        # The call just written, to the form whose uniform words are this site's vectors.
+        array = f"irf_h{len(self.hoisted)}"
+        vectors = hoisted_vectors(form, impl, variant, array, [self.base(a, "ty") for a in op.args],
+                                  VECTOR_TYPES[self.itemsize])
+        block = self.open[-1][-1]
+        call = f"{impl.variant_name(variant)}("
+        assert call in block[-1], block[-1]
+        block[-1] = block[-1].replace(call, f"{form.name}({array}, ", 1)
+        self.hoisted.append(vectors)
+        self.hoisted_functions.setdefault(form.name, form.lines)
 
     def emit_copy(self, op) -> None:
         _, bx, remap = copy_pattern(self.model, self.mops[id(op)])
@@ -279,11 +301,13 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     params = host_params(body)
     by = body.by
     words = -(-body.words // by)
-    lines = [f"// fuse.kernel @{body.info.name} on the CPU: a loop over elements, {words} words each besides "
+    lines = [*(line for form in emitter.hoisted_functions.values() for line in form),
+             f"// fuse.kernel @{body.info.name} on the CPU: a loop over elements, {words} words each besides "
              "its registers",
              f"static int {body.info.name}({', '.join(params)})",
              "{",
              "  (void)reverse;  // (elements are independent: their order is the twin's check)",
+             *("  " + line for line in emitter.hoisted),
              "  for (long long irf_block = block_begin; irf_block < block_end; ++irf_block) {",
              f"    const long long irf_first = irf_block * {by};",
              f"    const int irf_count = n - irf_first < {by} ? (int)(n - irf_first) : {by};",

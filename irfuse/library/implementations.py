@@ -183,6 +183,10 @@ class Implementation:
     def variant_name(self, variant: str) -> str:
         return f"{self.function_name}_{variant}"
 
+    def parameters(self) -> str:
+        """The C parameters of its device functions: thread coordinates, operands, result."""
+        return _params(self)
+
     def device_source(self, variant: str | None = None) -> str:
         raise TypeError(f"{type(self).__name__} must generate its device source")  # both kinds below do
 
@@ -220,47 +224,50 @@ class GeneratedImplementation(Implementation):
     result_rel: Affine = field(default_factory=Affine)
     mapping_doc: str = ""
 
+    def operand_word(self, variant: str, k: int, off: Affine, array: str | None = None) -> str:
+        """C for the word at offset `off` of operand `k` in `variant` (through `array` in place
+        of the operand's parameter name where given)."""
+        base = _operand_base(self, k, variant[k])
+        return _index(array or self.op.operand_names[k], f"({base})" if variant[k] == "u" else base,
+                      off - self.operand_rel[k], self.var_exprs)
+
+    def result_word(self, variant: str, off: Affine) -> str:
+        """C for the result's word at offset `off` in `variant`."""
+        return _index("irf_result", self.result_ap.start if variant[-1] == "s" else "", off - self.result_rel,
+                      self.var_exprs)
+
+    def entry_text(self, variant: str, t) -> str:
+        """C for an output's tree in `variant`; a tree with runtime deltas (indices bound to the
+        thread) as a selection between its foldings, so that every mapping gives the entry the
+        definition gives."""
+        conds = list(dict.fromkeys(_nodes(t, SCond)))  # the distinct runtime deltas
+        if conds:
+            c = conds[0]
+            test = f"{c.a.c_expr(self.var_exprs)} == {c.b.c_expr(self.var_exprs)}"
+            return (f"(({test}) ? {self.entry_text(variant, _assume(t, c, 1.0))} : "
+                    f"{self.entry_text(variant, _assume(t, c, 0.0))})")
+        if isinstance(t, SLeaf):
+            return self.operand_word(variant, t.operand, t.offset)
+        if isinstance(t, Const):
+            return f"(real_t)({t.value!r})"
+        if isinstance(t, SBin):
+            return f"({self.entry_text(variant, t.lhs)} {t.op} {self.entry_text(variant, t.rhs)})"
+        if isinstance(t, SUn):
+            return c_function(t.fn, [self.entry_text(variant, t.arg)])
+        if isinstance(t, SCall):
+            return c_function(t.fn, [self.entry_text(variant, a) for a in t.args])
+        raise ValueError(t)
+
     def device_source(self, variant: str | None = None) -> str:
         variant = variant or self.shared_variant()
         _variant_check(self, variant)
-        names = self.op.operand_names
-
-        def access(k: int, off: Affine) -> str:
-            base = _operand_base(self, k, variant[k])
-            return _index(names[k], f"({base})" if variant[k] == "u" else base, off - self.operand_rel[k],
-                          self.var_exprs)
-
-        def selected(t) -> str:
-            """A tree with runtime deltas (indices bound to the thread) as a selection between
-            its foldings, so that every mapping gives the entry the definition gives."""
-            conds = list(dict.fromkeys(_nodes(t, SCond)))  # the distinct runtime deltas
-            if not conds:
-                return to_c(t)
-            c = conds[0]
-            test = f"{c.a.c_expr(self.var_exprs)} == {c.b.c_expr(self.var_exprs)}"
-            return f"(({test}) ? {selected(_assume(t, c, 1.0))} : {selected(_assume(t, c, 0.0))})"
-
-        def to_c(t) -> str:
-            if isinstance(t, SLeaf):
-                return access(t.operand, t.offset)
-            if isinstance(t, Const):
-                return f"(real_t)({t.value!r})"
-            if isinstance(t, SBin):
-                return f"({to_c(t.lhs)} {t.op} {to_c(t.rhs)})"
-            if isinstance(t, SUn):
-                return c_function(t.fn, [to_c(t.arg)])
-            if isinstance(t, SCall):
-                return c_function(t.fn, [to_c(a) for a in t.args])
-            raise ValueError(t)
-
         lines = [f"// {self.op.name}: {self.op.definition}  [{self.name}: {self.mapping_doc}; variant {variant}]",
                  f"__device__ __forceinline__ void {self.variant_name(variant)}({_params(self)})", "{"]
         lines.append("  (void)tx; (void)ty;")
         for j, (_, tree) in enumerate(self.outputs):
-            lines.append(f"  const real_t r{j} = {selected(tree)};")
-        out_base = self.result_ap.start if variant[-1] == "s" else ""
+            lines.append(f"  const real_t r{j} = {self.entry_text(variant, tree)};")
         for j, (off, _) in enumerate(self.outputs):
-            lines.append(f"  {_index('irf_result', out_base, off - self.result_rel, self.var_exprs)} = r{j};")
+            lines.append(f"  {self.result_word(variant, off)} = r{j};")
         lines.append("}")
         return "\n".join(lines)
 
