@@ -39,7 +39,12 @@ An input whose element rows are 64 bytes or more (StVenant's 81-word tensor, StV
 element starts: the hardware's prefetcher alone left StVenant 10-15% slower (13.8-15.2 -> 12.8-13.3
 ms on two cores, StVenantInner 5.3 -> 4.7-4.9; benchmarks/NOTES.md, fortieth session). Narrower
 rows are left to the hardware: prefetching every input (CflStep's 3-word rows) made CflStep 20%
-slower (1.06 -> 1.30 ms), its element loop no longer vectorized.
+slower (1.06 -> 1.30 ms): with a prefetch in them GCC no longer vectorized its loops across
+elements (-fopt-info). An element loop with a call in vectors of its own (a hoisted uniform
+operand, below) prefetches every input's rows: such a loop is not vectorized across elements
+anyway (StrainEnergy's, with the vectors or without, -fopt-info), and its elements, faster,
+outran the hardware's prefetcher on 16 cores (StrainEnergy 1.52-1.60 -> 0.92-1.17 ms; 2.50 ->
+2.46 on two).
 
 A call with a uniform operand takes that operand's words in vectors made once, before the loop
 over blocks, and its outputs a vector at a time where they have one shape
@@ -67,8 +72,9 @@ from irfuse.dialects import fuse
 LANES = 8
 LANE_TRIPS = 16
 
-# An input whose element rows are PREFETCH_ROW bytes or more has the row of the element about
-# PREFETCH_AHEAD bytes ahead prefetched as each element starts (see the module).
+# An input whose element rows are PREFETCH_ROW bytes or more (every input, in a loop with a
+# hoisted call) has the row of the element about PREFETCH_AHEAD bytes ahead prefetched as each
+# element starts (see the module).
 PREFETCH_ROW = 64
 PREFETCH_AHEAD = 2048
 
@@ -320,7 +326,7 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     else:
         lines += ["    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {",
                   "      const long long first = irf_first + irf_t;",
-                  *_prefetches(emitter.rows_read, itemsize),
+                  *_prefetches(emitter.rows_read, itemsize, every=bool(emitter.hoisted)),
                   *_ELEMENT,
                   *[f"      real_t {name}[{n}];" for name, n in arrays],
                   *["      " + line for line in node_text(body.body)]]
@@ -328,13 +334,14 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
     return lines, emitter.used
 
 
-def _prefetches(rows: dict[str, int], itemsize: int) -> list[str]:
-    """The element loop's prefetch of each wide input's row `PREFETCH_AHEAD` bytes on (see
-    the module): a line at a time, for elements that exist."""
+def _prefetches(rows: dict[str, int], itemsize: int, every: bool) -> list[str]:
+    """The element loop's prefetch of each wide input's row (`every` input's: a loop with a
+    hoisted call) `PREFETCH_AHEAD` bytes on (see the module): a line at a time, for elements
+    that exist."""
     lines = []
     for name, words in rows.items():
         row = words * itemsize
-        if row >= PREFETCH_ROW:
+        if row >= PREFETCH_ROW or every:
             ahead = -(-PREFETCH_AHEAD // row)
             lines.append(f"      if (first + {ahead} < n) for (int k = 0; k < {row}; k += 64) "
                          f"IRF_PREFETCH((const char*)({name} + (first + {ahead}) * {words}) + k);")
