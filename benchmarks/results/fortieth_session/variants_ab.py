@@ -8,18 +8,15 @@ import importlib.util
 import os
 import sys
 
-import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from peers import interleaved_medians, numba_fns  # noqa: E402
 from irfuse.api.host_calls import aligned_copy  # noqa: E402
-from irfuse.driver.compile import PlanningOptions, compile_program  # noqa: E402
-from irfuse.verification.reference import random_inputs  # noqa: E402
 import cpu as cpub  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks", "results", "thirty_ninth_session"))
-from flags_ab import built_sampler  # noqa: E402  (a plan's library from a given source, timed)
+from flags_ab import built_sampler, workload_plan  # noqa: E402  (a plan's library from a source, timed)
 
 
 def main() -> None:
@@ -28,10 +25,8 @@ def main() -> None:
     spec = importlib.util.spec_from_file_location("variants", sys.argv[2])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    plan, _ = compile_program(os.path.join(ROOT, "examples", cpub.WORKLOADS[wl]), None, "f32",
-                              compile_gpu=False, planning=PlanningOptions(n=n, profile="cpu"))
+    plan, inputs = workload_plan(wl, n)
     prog = plan.reference_program
-    inputs = random_inputs(prog, n, 1, np.float32)
     samplers, outs = {}, {}
     for name, src in {"base": plan.source, **{k: f(plan.source) for k, f in module.VARIANTS.items()}}.items():
         samplers[name], outs[name] = built_sampler(plan, src, inputs, n)

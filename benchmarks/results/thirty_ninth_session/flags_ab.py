@@ -26,6 +26,14 @@ def built_sampler(plan, src: str, inputs: dict, n: int):
     return (lambda: rec.time_once()), [a.tobytes() for a in rec.outputs().values()]
 
 
+def workload_plan(wl: str, n: int):
+    """The CPU plan of workload `wl` (a name of benchmarks/cpu.py) for `n` elements, and random
+    float32 inputs for it."""
+    plan, _ = compile_program(os.path.join(ROOT, "examples", cpub.WORKLOADS[wl]), None, "f32",
+                              compile_gpu=False, planning=PlanningOptions(n=n, profile="cpu"))
+    return plan, random_inputs(plan.reference_program, n, 1, np.float32)
+
+
 def main() -> None:
     n = int(os.environ.get("N", 1048576))
     old_flags = ["-std=c++20", "-O2", "-fno-strict-aliasing", "-ffp-contract=off", "-shared", "-fPIC", "-pthread",
@@ -33,10 +41,8 @@ def main() -> None:
     new_flags, new_gcc = list(hc.FLAGS), list(hc.GCC_FLAGS)
     nb = numba_fns()
     for wl in sys.argv[1].split(","):
-        plan, _ = compile_program(os.path.join(ROOT, "examples", cpub.WORKLOADS[wl]), None, "f32",
-                                  compile_gpu=False, planning=PlanningOptions(n=n, profile="cpu"))
+        plan, inputs = workload_plan(wl, n)
         prog = plan.reference_program
-        inputs = random_inputs(prog, n, 1, np.float32)
         old_src = re.sub(r"if \(irf_count == \d+\) \{\n(?:.*\n)*?\s*\} else \{\n((?:.*\n)*?)\s*\}\n", r"\1",
                          plan.source)
         samplers, outs = {}, {}
