@@ -227,15 +227,13 @@ class _ElementLoopEmitter(_KernelEmitter):
             raise NotRendered(f"{op.op_name} on several threads an element")
         super().emit_call(op)
         form = hoisted_form(impl, variant, self.itemsize)
-        if form is None:
+        block, call = self.open[-1][-1], f"{impl.variant_name(variant)}("
+        if form is None or call not in block[-1]:  # (the walk's call line, as written just now)
             return
         # The call just written, to the form whose uniform words are this site's vectors.
         array = f"irf_h{len(self.hoisted)}"
         vectors = hoisted_vectors(form, impl, variant, array, [self.base(a, "ty") for a in op.args],
                                   VECTOR_TYPES[self.itemsize])
-        block = self.open[-1][-1]
-        call = f"{impl.variant_name(variant)}("
-        assert call in block[-1], block[-1]
         block[-1] = block[-1].replace(call, f"{form.name}({array}, ", 1)
         self.hoisted.append(vectors)
         self.hoisted_functions.setdefault(form.name, form.lines)
