@@ -138,17 +138,32 @@ def check_plans(path: str, budget: Budget) -> Outcome:
     return out
 
 
+def same_bits(a, b) -> bool:
+    """Whether two results have the same bits, a NaN's sign and payload aside: IEEE 754 leaves
+    them open for an arithmetic result, and the C++ compiler uses that freedom differently in
+    different renderings (GCC computes fabs(x) * fabs(x) as x * x: where x is NaN, the sign of
+    the NaN differs)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.tobytes() == b.tobytes():
+        return True
+    if a.dtype != b.dtype or a.shape != b.shape or a.dtype.kind != "f":
+        return False
+    nan = np.isnan(a) & np.isnan(b)
+    return bool(np.array_equal(np.where(nan, 0, a).view(f"u{a.itemsize}"), np.where(nan, 0, b).view(f"u{b.itemsize}")))
+
+
 def renderings_differ(plan, got: dict, arrays: dict, n: int, layout: str, whole) -> list[str]:
     """The outputs (`got`: the default CPU rendering's, as arrays of structures) whose bits the
     CPU twin does not give: the twin runs the generated CUDA block by block as the GPU does
     (barriers, shared memory poisoned), the loop rendering each element's statements; the
-    same implementations in the same order, so the same bits. Nothing to compare where no
+    same implementations in the same order, so the same bits (`same_bits`: a NaN's sign and
+    payload aside). Nothing to compare where no
     kernel has a loop rendering (then both run the twin)."""
     if not renders_loops(plan.source):
         return []
     twin = with_cpu_rendering(plan, "emulate")
     emulated = arrays_to_aos(Executor(twin, CpuDevice(twin)).run(arrays, n).outputs, layout, whole)
-    return [name for name in got if np.asarray(got[name]).tobytes() != np.asarray(emulated[name]).tobytes()]
+    return [name for name in got if not same_bits(got[name], emulated[name])]
 
 
 def _check_node_passes(module, path: str, budget: Budget) -> Outcome:
@@ -195,7 +210,7 @@ def _check_node_passes(module, path: str, budget: Budget) -> Outcome:
                 if step.over == "elements":
                     results = executor.run(given, budget.n, nodes=nodes).outputs
                     atomic = executor.run(given, budget.n, nodes=nodes, scatter="atomic").outputs
-                    differ = [name for name in results if results[name].tobytes() != atomic[name].tobytes()]
+                    differ = [name for name in results if not same_bits(results[name], atomic[name])]
                     if differ:
                         return Outcome(out.plans, 0, "atomic", f"plan {k}: scatter='atomic' on the CPU changed "
                                        f"{', '.join(differ)}")
@@ -251,7 +266,7 @@ def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
     bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
     if bad:
         return "mismatch", f"plan {k} on a mesh of {nodes} nodes: " + "; ".join(bad)
-    differ = [name for name in got if got[name].tobytes() != atomic[name].tobytes()]
+    differ = [name for name in got if not same_bits(got[name], atomic[name])]
     if differ:
         return "atomic", f"plan {k}: scatter='atomic' on the CPU changed {', '.join(differ)}"
     return None
