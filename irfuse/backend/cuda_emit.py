@@ -610,9 +610,16 @@ class _KernelEmitter:
         args = [x, y] + [self.base(a, y) for a in op.args] + [self.base(op.res, y)]
         self.line(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
                          + (", threads remapped" if remap else ""))
-        call = self.guarded(impl.bx, y, remap, f"{impl.variant_name(variant)}({', '.join(args)});")
+        name, leading = self.callee(op, impl, variant)
+        call = self.guarded(impl.bx, y, remap, f"{name}({', '.join(leading + args)});")
         self.line(f"  {scope}{call} }}" if remap else f"  {self.each_element(call)}")
         self.info.calls.append(f"{op.op_name}[{impl.name}]")
+
+    def callee(self, op: fuse.CallOp, impl: Implementation, variant: str) -> tuple[str, list[str]]:
+        """The function a call runs and the arguments it takes before the thread's coordinates:
+        the implementation's variant, none (the CPU loop renderer hands some calls to a form of
+        its own)."""
+        return impl.variant_name(variant), []
 
     def emit_copy(self, op: fuse.CopyOp) -> None:
         ap, bx, remap = copy_pattern(self.model, self.mops[id(op)])

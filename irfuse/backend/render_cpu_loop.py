@@ -58,8 +58,8 @@ the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
-from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step, variant_of
-from irfuse.backend.render_uniform_vectors import VECTOR_TYPES, hoisted_form, hoisted_vectors
+from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step
+from irfuse.backend.render_uniform_vectors import hoisted_form, hoisted_vectors
 from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
 from irfuse.backend.render_cpu import host_params
@@ -222,21 +222,20 @@ class _ElementLoopEmitter(_KernelEmitter):
         return lines
 
     def emit_call(self, op) -> None:
-        impl, variant = call_impl(op, self.library), variant_of(op)
-        if op.remapped or impl.bx != 1:
+        if op.remapped or call_impl(op, self.library).bx != 1:
             raise NotRendered(f"{op.op_name} on several threads an element")
         super().emit_call(op)
+
+    def callee(self, op, impl, variant: str) -> tuple[str, list[str]]:
+        """A call with a uniform operand runs its hoisted form where it has one, given this
+        site's vectors (`render_uniform_vectors`), made before the loop over blocks."""
         form = hoisted_form(impl, variant, self.itemsize)
-        block, call = self.open[-1][-1], f"{impl.variant_name(variant)}("
-        if form is None or call not in block[-1]:  # (the walk's call line, as written just now)
-            return
-        # The call just written, to the form whose uniform words are this site's vectors.
+        if form is None:
+            return super().callee(op, impl, variant)
         array = f"irf_h{len(self.hoisted)}"
-        vectors = hoisted_vectors(form, impl, variant, array, [self.base(a, "ty") for a in op.args],
-                                  VECTOR_TYPES[self.itemsize])
-        block[-1] = block[-1].replace(call, f"{form.name}({array}, ", 1)
-        self.hoisted.append(vectors)
+        self.hoisted.append(hoisted_vectors(form, impl, variant, array, [self.base(a, "ty") for a in op.args]))
         self.hoisted_functions.setdefault(form.name, form.lines)
+        return form.name, [array]
 
     def emit_copy(self, op) -> None:
         _, bx, remap = copy_pattern(self.model, self.mops[id(op)])

@@ -31,12 +31,13 @@ VECTOR_TYPES = {4: "irf_f32x4", 8: "irf_f64x2"}  # by item size (irfuse_host.h)
 @dataclass
 class HoistedForm:
     """The helper function of an implementation variant with its uniform words in vectors:
-    `name(irf_h, <the implementation's parameters>)`, and which uniform words each of its
-    `irf_h` vectors holds, (operand, [C index of each lane's word relative to the operand])."""
+    `name(irf_h, <the implementation's parameters>)`, which uniform words each of its `irf_h`
+    vectors holds, (operand, [each lane's word's offset in the operand]), and their C type."""
 
     name: str
     lines: list[str]
     vectors: list[tuple[int, list]]
+    vtype: str
 
 
 def hoisted_form(impl, variant: str, itemsize: int) -> HoistedForm | None:
@@ -81,17 +82,17 @@ def hoisted_form(impl, variant: str, itemsize: int) -> HoistedForm | None:
              f"vectors made once per launch (irf_h)",
              f"static inline void {name}(const {vtype}* irf_h, {params})", "{", "  (void)tx; (void)ty;",
              *statements, *stores, "}", "#endif"]
-    return HoistedForm(name, lines, vectors)
+    return HoistedForm(name, lines, vectors, vtype)
 
 
-def hoisted_vectors(form: HoistedForm, impl, variant: str, array: str, args: list[str], vtype: str) -> str:
+def hoisted_vectors(form: HoistedForm, impl, variant: str, array: str, args: list[str]) -> str:
     """The declaration of a call site's vectors, `array`, from the call's operand expressions
     `args`: made before the loop over blocks."""
     made = []
     for k, offsets in form.vectors:
         words = [impl.operand_word(variant, k, off, f"({args[k]})") for off in offsets]
         made.append("{" + ", ".join(words) + "}")
-    return f"const {vtype} {array}[{len(made)}] = {{{', '.join(made)}}};"
+    return f"const {form.vtype} {array}[{len(made)}] = {{{', '.join(made)}}};"
 
 
 def _vector_text(trees: list, impl, variant: str, uniform: set[int], vtype: str, known: list, made: list) -> str | None:
@@ -106,11 +107,9 @@ def _vector_text(trees: list, impl, variant: str, uniform: set[int], vtype: str,
         k = operands.pop()
         offsets = [t.offset for t in trees]
         if k in uniform:
-            entry = (k, offsets)
-            index = (known + made).index(entry) if entry in known + made else len(known) + len(made)
-            if entry not in known + made:
-                made.append(entry)
-            return f"irf_h[{index}]"
+            if (k, offsets) not in known + made:
+                made.append((k, offsets))
+            return f"irf_h[{(known + made).index((k, offsets))}]"
         if len(set(offsets)) == 1:
             return impl.operand_word(variant, k, offsets[0])  # broadcast by the vector operation
         return f"({vtype}){{{', '.join(impl.operand_word(variant, k, off) for off in offsets)}}}"

@@ -157,8 +157,8 @@ def renderings_differ(plan, got: dict, arrays: dict, n: int, layout: str, whole)
     CPU twin does not give: the twin runs the generated CUDA block by block as the GPU does
     (barriers, shared memory poisoned), the loop rendering each element's statements; the
     same implementations in the same order, so the same bits (`same_bits`: a NaN's sign and
-    payload aside). Nothing to compare where no
-    kernel has a loop rendering (then both run the twin)."""
+    payload aside). Nothing to compare where no kernel has a loop rendering (then both run the
+    twin)."""
     if not renders_loops(plan.source):
         return []
     twin = with_cpu_rendering(plan, "emulate")
