@@ -287,6 +287,28 @@ def test_kernels_that_load_little_ask_ptxas_for_more_resident_blocks(name, dtype
         assert 8 * loaded < IN_FLIGHT_BYTES <= blocks * loaded
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_a_kernel_that_gathers_asks_ptxas_for_1280_threads_an_sm(dtype):
+    """`GATHER_THREADS`: the mesh energy's element kernel (gathers, no loop) asks for 10 blocks
+    of 128 threads; ptxas fits float32's in 48 registers without spilling, while float64's
+    spills there and is compiled again asking fewer (`driver.compile.build`), never spilling."""
+    from irfuse.driver.compile import compile_program
+    from irfuse.kernel.bridge import model_from_kernel
+    from irfuse.kernel.policies import GATHER_THREADS, launch_min_blocks
+
+    path = os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "neo_hookean_energy.kas")
+    plan, _ = compile_program(path, None, dtype, compile_gpu=True, arch="sm_90")
+    gathering = [op for op in plan.module.walk() if op.name == "fuse.kernel"
+                 and model_from_kernel(op, plan.itemsize)[0].gathers()]
+    assert len(gathering) == 1
+    model, _ = model_from_kernel(gathering[0], plan.itemsize)
+    assert not model.has_loops() and launch_min_blocks(model) * model.threads == GATHER_THREADS
+    (k,) = [k for k in plan.kernels if k.name == gathering[0].sym_name.data]
+    r = plan.resources(k.name)
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.registers * k.threads * k.min_blocks <= 65536
+    assert k.min_blocks == 10 if dtype == "f32" else k.min_blocks < 10
+
+
 def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(monkeypatch):
     import dataclasses
 

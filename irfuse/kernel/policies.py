@@ -18,12 +18,25 @@ from irfuse.kernel.model import KernelModel, OpKind, register_pattern
 IN_FLIGHT_BYTES = 45 * 1024
 
 
+# Threads per SM asked of a kernel without loops that gathers (`launch_min_blocks`): its
+# element code waits on dependent loads (the node numbers, then the rows they name) and issues
+# many instructions an element, and more resident warps fill the schedulers' idle cycles (Nsight
+# Compute on the mesh energy's kernel: 0.71 instructions issued a scheduler cycle, 27% of cycles
+# with no warp eligible, at 9 resident blocks of 128 threads). Measured on an H200, the
+# Neo-Hookean mesh energy and its gradient (12.6 M tetrahedra, 53-55 registers at 1024
+# threads): asked for 10 blocks of 128 threads, ptxas fits both in 48 registers without
+# spilling, 0.211 -> 0.202 ms and 0.513 -> 0.492 ms, the same bits; asked for 12 (40
+# registers, some spilled) the energy took 0.219 (benchmarks/NOTES.md, forty-first session).
+GATHER_THREADS = 1280
+
+
 def launch_min_blocks(model: KernelModel) -> int:
     """Resident blocks the emitted kernel asks ptxas for (`__launch_bounds__`): 1024 threads
-    per SM, i.e. at most 64 registers per thread; more for a kernel without loops whose
-    blocks load so little that 1024 threads keep less than `IN_FLIGHT_BYTES` of loads in
-    flight (SyncTest: 4.6 KB a block, 8 blocks keep 37 KB; asked for 10, ptxas fits it in
-    47 registers and it streams 3-4% faster on an H200), up to 2048 threads per SM.
+    per SM, i.e. at most 64 registers per thread; `GATHER_THREADS` for a kernel without loops
+    that gathers; more for a kernel without loops whose blocks load so little that 1024
+    threads keep less than `IN_FLIGHT_BYTES` of loads in flight (SyncTest: 4.6 KB a block, 8
+    blocks keep 37 KB; asked for 10, ptxas fits it in 47 registers and it streams 3-4% faster
+    on an H200), up to 2048 threads per SM.
 
     Without a minimum, `__launch_bounds__` lets ptxas squeeze registers for full occupancy
     and spill; without launch bounds at all it assumes 1024-thread blocks. A kernel that
@@ -32,6 +45,8 @@ def launch_min_blocks(model: KernelModel) -> int:
     if model.once:
         return 1  # one block over one element
     base = default_min_blocks(model.threads)
+    if model.gathers() and not model.has_loops():
+        return max(base, GATHER_THREADS // model.threads)
     loaded = model.by * model.itemsize * model.batch_loads()
     if model.has_loops() or not loaded or base * loaded >= IN_FLIGHT_BYTES:
         return base
