@@ -1,5 +1,6 @@
 """The fusion search: convexity, exact cover, acyclic kernel order, device limits, N best plans."""
 
+import glob
 import os
 
 import pytest
@@ -388,7 +389,7 @@ def test_the_cpu_profile_costs_bytes_and_flops_at_its_rates_and_twins_at_their_f
     n = 1 << 22
     elem, sizes = _two_op_kernel("elem", 64, 4)
     entry, _ = _two_op_kernel("entry", 8, 4)
-    assert renders_as_loop(elem, sizes) and not renders_as_loop(entry, sizes)
+    assert renders_as_loop(elem) and not renders_as_loop(entry)
     e = kernel_cost(elem, n, CPU, sizes)
     assert e.t_mem == pytest.approx(32 * sum(n // 64 * -(-64 * s * 4 // 32) for s in sizes) / CPU.bandwidth)
     assert e.time == pytest.approx(CPU.launch_overhead + max(e.t_mem, e.t_compute))
@@ -409,21 +410,23 @@ def test_the_cpu_profile_costs_bytes_and_flops_at_its_rates_and_twins_at_their_f
 @pytest.mark.parametrize("profile", ["h100", "cpu"])
 def test_the_cost_models_loop_prediction_agrees_with_the_cpu_renderer(profile):
     """`cost.renders_as_loop` (what the CPU profile charges as a loop) against what
-    `render_cpu_loop` takes, on every example's kernels in both layouts (structures of arrays
-    keep the twin), P1 elasticity's gathers (the twin) and hex8 in kernels of one call."""
+    `render_cpu_loop` takes, on every example's and mesh example's kernels in both layouts
+    (structures of arrays keep the twin; a mesh program's gathers and scatters are loops) and
+    hex8 in kernels of one call."""
     from irfuse.backend.render_cpu_loop import loop_rendering
     from irfuse.dialects import fuse
     from irfuse.driver.compile import PlanningOptions, compile_program
     from irfuse.kernel.bridge import model_from_kernel
-    from irfuse.kernel.model import Gathered
     from irfuse.planner.cost import renders_as_loop
 
-    seen = set()
-    for path in EXAMPLES:
+    mesh = [p for p in sorted(glob.glob(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "*.kas")))
+            if not p.endswith("explicit_step.kas")]  # (statements per node: planned pass by pass)
+    seen, scattered = set(), 0
+    for path in EXAMPLES + mesh:
         # (structures of arrays planned for the CPU search every group, as twins are never at
         # their floor: 10x the search time of the largest examples; their kernels are the twin
         # whatever the profile, which the h100 case checks)
-        variants = [(None, "aos")] + ([(None, "soa")] if profile == "h100" else []) + (
+        variants = [(None, "aos")] + ([(None, "soa")] if profile == "h100" and path not in mesh else []) + (
             [("kas-dce,fuse-each", "aos")] if path.endswith("hex8.kas") else [])
         for pipeline, layout in variants:
             plan, _ = compile_program(path, pipeline, "f32", compile_gpu=False, layout=layout,
@@ -432,12 +435,13 @@ def test_the_cost_models_loop_prediction_agrees_with_the_cpu_renderer(profile):
                 if not isinstance(k, fuse.KernelOp):
                     continue
                 model, _ = model_from_kernel(k)
-                gathers = [Gathered(1, 1, 1)] if any(isinstance(op, fuse.LoadOp) and op.index is not None
-                                                     for op in k.walk()) else []
                 rendered, why = loop_rendering(k, 4)
-                assert renders_as_loop(model, gathers) == (rendered is not None), (path, k.sym_name.data, why)
+                assert renders_as_loop(model) == (rendered is not None), (path, k.sym_name.data, why)
                 seen.add(rendered is not None)
+                scattered += rendered is not None and any(isinstance(op, fuse.StoreOp) and op.scatters
+                                                          for op in k.walk())
     assert seen == ({True, False} if profile == "h100" else {True})  # (structures of arrays: the twin)
+    assert scattered >= 4  # (the mesh examples' element kernels sum their rows in groups as loops)
 
 
 # A kernel of few bytes an element: 12 bytes read and 12 written (measured on the H200: blocks of

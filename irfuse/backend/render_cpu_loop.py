@@ -13,10 +13,14 @@ value at block offset OFF is the element's at OFF / by in an array of the kernel
 words / by (a value's rows lie contiguously, so places that the plan makes alias still do),
 an op is its one-thread implementation called for thread (0, 0), a uniform input read where
 it is. A reduction over the batch stages each element's words and, once the block's elements
-have run, combines them by the GPU kernel's tree into the block's partial. The same
-implementations and the same tree in the same order: the twin's bits. Kernels it does not
-take (several threads an element, several elements a thread, gathers, a scatter's rows,
-structures of arrays, strided views, padded offsets) keep the twin: `NotRendered`.
+have run, combines them by the GPU kernel's tree into the block's partial. A gathered value
+reads each word from the row of the node its entry names; a scatter's rows are staged for the
+block, and once its elements have run each of the block's groups adds its partials as the GPU
+kernel's threads do (each partial's rows in slot order from its first: `block_scatters`). The
+same implementations, the same tree and the same sums in the same order: the twin's bits.
+Kernels it does not take (several threads an element, several elements a thread, a reduction
+or a scatter's rows inside a loop, structures of arrays, strided views, padded offsets) keep
+the twin: `NotRendered`.
 
 Measured and left out: tiles of elements with each value as a structure of arrays (a loop
 over a tile's lanes per statement, vectorized by the C++ compiler) were slower on arrays of
@@ -46,6 +50,13 @@ anyway (StrainEnergy's, with the vectors or without, -fopt-info), and its elemen
 outran the hardware's prefetcher on 16 cores (StrainEnergy 1.52-1.60 -> 0.92-1.17 ms; 2.50 ->
 2.46 on two).
 
+A kernel that gathers prefetches, as each element starts, the rows of the nodes that the
+element `GATHER_AHEAD` on names (and the connectivity row twice as far on): about 5% on the
+mesh residuals and the lumped mass on two cores. Rendering gathers and scatters as loops at
+all (they were twins before, and the CPU profile planned them as twins: small gathering kernels
+handing their values to loop kernels through memory) made the mesh examples one kernel each and
+1.8-3.1x faster on two cores (benchmarks/NOTES.md, forty-first session).
+
 A call with a uniform operand takes that operand's words in vectors made once, before the loop
 over blocks, and its outputs a vector at a time where they have one shape
 (`render_uniform_vectors`: GCC otherwise rebuilds those vectors from scalar loads in every
@@ -58,7 +69,8 @@ the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
-from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, partial_write, tree_step
+from irfuse.artifact.scatter_groups import group_elements
+from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, gather_index, partial_write, tree_step
 from irfuse.backend.render_uniform_vectors import hoisted_form, hoisted_vectors
 from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
@@ -92,13 +104,13 @@ class _ElementLoopEmitter(_KernelEmitter):
             raise NotRendered(f"{self.bx} threads an element")
         if self.soa or self.strided:
             raise NotRendered("structures of arrays or strided views")
-        if any(isinstance(op, fuse.StoreOp) and op.scatters for op in self.kernel.walk()):
-            raise NotRendered("a scatter's rows (summed in groups once the block's elements have run)")
         self.staged_ops = set()
         self.stored_in_place: set = set()  # stores whose value its call wrote into the row already
         self.in_place = self._rows_in_place()
         self.reductions: list[tuple[str, int, str, str]] = []  # (staging array, words, kind, partials)
+        self.scatters: list[tuple[int, str, int, int]] = []  # (number, output, words an element, rows an element)
         self.rows_read: dict[str, int] = {}  # global array -> words of the element's row it reads
+        self.gathered: dict[tuple[str, str], tuple[int, int]] = {}  # (nodal array, connectivity) -> (K, D)
         self.hoisted_functions: dict[str, list[str]] = {}  # calls' hoisted forms (render_uniform_vectors)
         self.hoisted: list[str] = []  # their call sites' vectors, made before the loop over blocks
 
@@ -114,8 +126,8 @@ class _ElementLoopEmitter(_KernelEmitter):
                 if self._only_read(op.res, None):
                     rows[op.res] = self._row(op.source, op.res)
             elif isinstance(op, fuse.CallOp) and op.place.is_shared:
-                stores = [u.operation for u in op.res.uses
-                          if isinstance(u.operation, fuse.StoreOp) and u.operation.reduce_kind is None]
+                stores = [u.operation for u in op.res.uses if isinstance(u.operation, fuse.StoreOp)
+                          and u.operation.reduce_kind is None and not u.operation.scatters]
                 if len(stores) == 1 and stores[0].parent_op() is self.kernel and self._only_read(op.res, stores[0]):
                     rows[op.res] = self._row(stores[0].dest, op.res)
                     self.stored_in_place.add(stores[0])
@@ -133,7 +145,8 @@ class _ElementLoopEmitter(_KernelEmitter):
             user = use.operation
             if user is store or isinstance(user, (fuse.CallOp, fuse.CopyOp)):
                 continue
-            if isinstance(user, fuse.StoreOp) and use.index == 0 and (store is None or user.reduce_kind is not None):
+            if isinstance(user, fuse.StoreOp) and use.index == 0 and (store is None or user.reduce_kind is not None
+                                                                       or user.scatters):
                 continue
             return False
         return True
@@ -182,7 +195,66 @@ class _ElementLoopEmitter(_KernelEmitter):
         pass  # one element at a time: nothing to wait for
 
     def emit_gather(self, op, src: str) -> None:
-        raise NotRendered("a gather")
+        """The element's gathered words, each from the row of the node its entry names: into
+        the element's words, or its register array (the emitter's own, element `first`)."""
+        self.gathered[(src, self.names.get(op.index, "g_"))] = (op.index.type.count.data, op.source.type.size)
+        if not op.place.is_shared:
+            super().emit_gather(op, src)
+            return
+        size = op.res.type.size
+        gather = (self.names.get(op.index, "g_"), op.index.type.count.data, op.source.type.size)
+        self.line(f"  // {self.names.get(op.res, 'v_')}: gather {op.source.name_hint} through {op.index.name_hint}, "
+                  "the element's rows")
+        self.line(f"  for (int w = 0; w < {size}; ++w) ({self.base(op.res, 'ty')})[w] = "
+                  f"{src}[{gather_index(gather, 'first', 'w')}];")
+
+    def emit_scatter_rows(self, op) -> None:
+        """The element's rows staged for its block's group sums (`block_scatters`), which run
+        once every element of the block has run."""
+        if op.parent_op() is not self.kernel:
+            raise NotRendered("a scatter's rows inside a loop")
+        size, k = op.value.type.size, tuple(op.value.type.shape)[0]
+        j = sum(1 for g in self.info.grouped if g)
+        self.info.grouped[list(self.kernel.output_args).index(op.dest)] = k
+        self.scatters.append((j, self.names.get(op.dest, "g_"), size, k))
+        self.line(f"  // the rows of {op.value.name_hint}: the element's words staged for its block's group sums")
+        self.line(f"  for (int k = 0; k < {size}; ++k) irf_rows{j}[(first - irf_first) * {size} + k] = "
+                  f"({self.base(op.value, 'ty')})[k];")
+
+    def block_scatters(self) -> list[str]:
+        """Each scatter's partials of the block's groups (`artifact.scatter_groups`): partial p
+        the rows of its slots added in slot order, its first row first, as the GPU kernel's
+        threads add them (so the same bits); with null members (atomics) every row as it is."""
+        lines = []
+        for j, dst, size, k in self.scatters:
+            group = group_elements(k)
+            per_group, row, stage = group * k, size // k, f"irf_rows{j}"
+            each = f"for (int irf_c = 0; irf_c < {row}; ++irf_c)"
+            lines += [f"if (irf_members{j} == nullptr) {{  // (atomics: every row as it is)",
+                      f"  for (int irf_i = 0; irf_i < irf_count * {size}; ++irf_i) "
+                      f"{dst}[irf_first * {size} + irf_i] = {stage}[irf_i];",
+                      "} else {",
+                      f"  const long long irf_g0 = irf_first / {group};",
+                      f"  for (int irf_g = 0; irf_g < (irf_count + {group - 1}) / {group}; ++irf_g) {{",
+                      f"    const unsigned char* const irf_m = irf_members{j} + (irf_g0 + irf_g) * {per_group};",
+                      f"    const int irf_b = irf_g * {per_group};",
+                      f"    const int irf_slots = irf_count * {k} - irf_b < {per_group} ? irf_count * {k} - irf_b "
+                      f": {per_group};",
+                      f"    const long long irf_p1 = irf_bases{j}[irf_g0 + irf_g + 1];",
+                      f"    for (long long irf_p = irf_bases{j}[irf_g0 + irf_g]; irf_p < irf_p1; ++irf_p) {{",
+                      f"      const int irf_m0 = irf_firsts{j}[irf_p], "
+                      f"irf_m1 = irf_p + 1 < irf_p1 ? irf_firsts{j}[irf_p + 1] : irf_slots;",
+                      f"      real_t irf_acc[{row}];",
+                      f"      {each} irf_acc[irf_c] = {stage}[(irf_b + irf_m[irf_m0]) * {row} + irf_c];",
+                      "      for (int irf_q = irf_m0 + 1; irf_q < irf_m1; ++irf_q) {",
+                      f"        {each} irf_acc[irf_c] += {stage}[(irf_b + irf_m[irf_q]) * {row} + irf_c];",
+                      "      }",
+                      f"      {each} {dst}[irf_p * {row} + irf_c] = irf_acc[irf_c];",
+                      "    }",
+                      "  }",
+                      "}"]
+        return lines
+
     def emit_reduce(self, op) -> None:
         """The element's words staged for its block's tree (`block_trees`), which runs once
         every element of the block has run."""
@@ -244,9 +316,7 @@ class _ElementLoopEmitter(_KernelEmitter):
         super().emit_copy(op)
 
     def emit_load(self, op) -> None:
-        if op.index is not None:
-            raise NotRendered("a gather")
-        if op.place.is_shared:
+        if op.index is None and op.place.is_shared:
             self.rows_read.setdefault(self.names.get(op.source, "g_"), op.res.type.size)
             self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint}, the element's row")
             if op.res in self.in_place:
@@ -259,6 +329,9 @@ class _ElementLoopEmitter(_KernelEmitter):
     def emit_store(self, op) -> None:
         if op.reduce_kind is not None:
             self.emit_reduce(op)
+            return
+        if op.scatters:
+            self.emit_scatter_rows(op)
             return
         place = fuse.place_of(op.value)
         if place is not None and place.is_shared:
@@ -314,7 +387,8 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
              "  for (long long irf_block = block_begin; irf_block < block_end; ++irf_block) {",
              f"    const long long irf_first = irf_block * {by};",
              f"    const int irf_count = n - irf_first < {by} ? (int)(n - irf_first) : {by};",
-             *[f"    real_t {red}[{by * size}];" for red, size, _, _ in emitter.reductions]]
+             *[f"    real_t {red}[{by * size}];" for red, size, _, _ in emitter.reductions],
+             *[f"    real_t irf_rows{j}[{by * size}];" for j, _, size, _ in emitter.scatters]]
     if not _statements_and_loops(body.body):  # (the walk emits no barrier; reductions make GPU-only nodes)
         raise NotRendered("a barrier or statements for the GPU only")
     arrays = ([("irf_es", words)] if body.words else []) + list(body.regs)
@@ -324,10 +398,12 @@ def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[l
         lines += ["    for (int irf_t = 0; irf_t < irf_count; ++irf_t) {",
                   "      const long long first = irf_first + irf_t;",
                   *_prefetches(emitter.rows_read, itemsize, every=bool(emitter.hoisted)),
+                  *_gather_prefetches(emitter.gathered),
                   *_ELEMENT,
                   *[f"      real_t {name}[{n}];" for name, n in arrays],
                   *["      " + line for line in node_text(body.body)]]
-    lines += ["    }", *["    " + line for line in emitter.block_trees()], "  }", "  return 0;", "}"]
+    lines += ["    }", *["    " + line for line in emitter.block_trees()],
+              *["    " + line for line in emitter.block_scatters()], "  }", "  return 0;", "}"]
     return lines, emitter.used
 
 
@@ -343,6 +419,25 @@ def _prefetches(rows: dict[str, int], itemsize: int, every: bool) -> list[str]:
             lines.append(f"      if (first + {ahead} < n) for (int k = 0; k < {row}; k += 64) "
                          f"IRF_PREFETCH((const char*)({name} + (first + {ahead}) * {words}) + k);")
     return lines
+
+
+def _gather_prefetches(gathered: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
+    """The rows of the nodes an element `GATHER_AHEAD` on names, prefetched as each element
+    starts (its connectivity row `2 GATHER_AHEAD` on first, so that the node numbers read for
+    the prefetch are in the caches); for elements that exist."""
+    lines = []
+    for conn in dict.fromkeys(c for _, c in gathered):
+        k = next(k for (_, c), (k, _) in gathered.items() if c == conn)
+        lines.append(f"      if (first + {2 * GATHER_AHEAD} < n) IRF_PREFETCH((const char*)({conn} + (first + "
+                     f"{2 * GATHER_AHEAD}) * {k}));")
+    for (src, conn), (k, d) in gathered.items():
+        node = f"(long long){conn}[(first + {GATHER_AHEAD}) * {k} + j]"
+        lines.append(f"      if (first + {GATHER_AHEAD} < n) for (int j = 0; j < {k}; ++j) "
+                     f"IRF_PREFETCH((const char*)({src} + {node} * {d}));")
+    return lines
+
+
+GATHER_AHEAD = 8  # elements: an element's code is some hundreds of instructions (see the module)
 
 
 # An element's thread coordinates, as the implementations' one-thread variants take them.

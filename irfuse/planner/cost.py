@@ -189,13 +189,12 @@ def call_flops(model: KernelModel, n: int, p: DeviceProfile) -> float:
                for op, runs in zip(model.ops, op_weights(model.ops)) if op.kind == OpKind.CALL)
 
 
-def renders_as_loop(model: KernelModel, global_sizes: list) -> bool:
+def renders_as_loop(model: KernelModel) -> bool:
     """Whether the CPU backend runs the kernel as a loop over its elements: one thread an
-    element, arrays of structures, nothing gathered (what `backend.render_cpu_loop` takes;
-    tests/test_planner.py checks the two agree on every example's kernels). Elsewhere it runs
-    the kernel's CPU twin."""
-    return (model.bx == 1 and model.layout == "aos" and all(c.impl.bx == 1 for c in model.calls())
-            and not any(isinstance(s, Gathered) for s in global_sizes))
+    element, arrays of structures (what `backend.render_cpu_loop` takes; tests/test_planner.py
+    checks the two agree on every example's and mesh example's kernels). Elsewhere it runs the
+    kernel's CPU twin."""
+    return model.bx == 1 and model.layout == "aos" and all(c.impl.bx == 1 for c in model.calls())
 
 
 def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list, gpu: KernelCost
@@ -220,7 +219,7 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
     t_mem = 32 * sectors / p.bandwidth
     rate = p.fp64_flops if isz == 8 else p.fp32_flops
-    loop = renders_as_loop(model, global_sizes)
+    loop = renders_as_loop(model)
     t_compute = call_flops(model, n, p) / rate * (1.0 if loop else p.twin_factor)
     if loop:
         scratch = model.by * isz * sum(model.values[op.value].size for op in model.ops

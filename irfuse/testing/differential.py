@@ -253,13 +253,16 @@ def random_mesh_inputs(program, n: int, seed: int, dtype) -> tuple[dict[str, np.
 def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
     """A plan of a program over a mesh run on the CPU on random meshes (`random_mesh_inputs`)
     against the reference, ordered and with `scatter="atomic"` (which on the CPU adds in the
-    same order: the same bits); a failure's (kind, detail), or None."""
+    same order: the same bits), and run as its kernels' twins (`emulate`), which must give the
+    loop rendering's bits; a failure's (kind, detail), or None."""
     try:
         inputs, nodes = random_mesh_inputs(plan.reference_program, budget.n, budget.seed + k,
                                            element_type(budget.dtype).numpy)
         executor = Executor(plan, CpuDevice(plan))
         got = executor.run(inputs, budget.n, nodes=nodes).outputs
         atomic = executor.run(inputs, budget.n, nodes=nodes, scatter="atomic").outputs
+        twin = with_cpu_rendering(plan, "emulate")
+        emulated = Executor(twin, CpuDevice(twin)).run(inputs, budget.n, nodes=nodes).outputs
         want = run_references(plan.reference_program, inputs, budget.dtype, budget.n, plan.sum_by, nodes=nodes)
     except Exception:  # noqa: BLE001 -- a crash of the compiler or the runtime is a finding
         return "exception", f"plan {k}: {traceback.format_exc()}"
@@ -269,6 +272,9 @@ def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
     differ = [name for name in got if not same_bits(got[name], atomic[name])]
     if differ:
         return "atomic", f"plan {k}: scatter='atomic' on the CPU changed {', '.join(differ)}"
+    differ = [name for name in got if not same_bits(got[name], emulated[name])]
+    if differ:
+        return "renderings", f"plan {k}: the twins (emulate) and the loops gave other bits of {', '.join(differ)}"
     return None
 
 
