@@ -395,3 +395,57 @@ def test_each_part_of_a_partition_gives_the_whole_meshs_sums_at_its_own_nodes(re
     for bad in ([1, 2], [0, len(conn)], "two", [1.5, len(conn) - 1.5]):
         with pytest.raises(UsageError, match="lengths of the parts' ranges"):
             partition(conn, bad)
+
+
+# Random mesh program 27 (long mode), shrunk: one kernel writes the rows of r17 (through c1)
+# and of r19 (through c2), its outputs in another order than its stores.
+TWO_CONNECTIVITIES = """
+scalar e1, v10, v14;
+uniform scalar u2;
+nodal scalar r17, r18, r19, x1, x2;
+vector3 g4, v7, v12, v16;
+vector4 g5, g6, v15;
+matrix4x3 v8, v11, v13;
+index3 c1;
+index4 c2;
+input x1, x2, c1, c2, e1, u2;
+g4 = gather(x2, c1);
+g5 = gather(x1, c2);
+g6 = gather(x1, c2);
+v7 = abs(g4);
+v8 = outer(g6, g4);
+v10 = dot(g5, g5);
+v11 = abs(v8);
+v12 = min(g4, g4);
+v13 = add(v11, u2);
+v14 = add(e1, v10);
+v15 = mvmul(v13, v7);
+v16 = max(v12, g4);
+r17 = scatter(v16, c1);
+r18 = scatter(v12, c1);
+r19 = scatter(v15, c2);
+return r17, r18, r19, v14;
+"""
+
+
+@pytest.mark.parametrize("renderer", ["loop", "emulate"])
+def test_a_kernel_summing_rows_through_two_connectivities_takes_each_ones_scatter_order(renderer, monkeypatch):
+    """A kernel writing the rows of scatters through two connectivities numbered each one's
+    group parameters (`irf_members{j}`, ...) in the order of its stores, while a launch passes
+    them in the order of the kernel's outputs: rows through one connectivity were summed by the
+    other's scatter order, a wrong result (on the GPU, reads past the other's members). Now
+    both orders are the outputs': the sums match the reference and the atomic scatter's bits,
+    in both CPU renderings (the CUDA kernel's text is the twin's)."""
+    monkeypatch.setenv("IRFUSE_CPU_RENDERER", renderer)
+    prog = irfuse.compile(TWO_CONNECTIVITIES, backend="cpu", filename="two_connectivities.kas")
+    assert any(len({k for k in info.grouped if k}) == 2 for info in prog.artifact.kernels)
+    rng = np.random.default_rng(27)
+    elements, nodes = 300, 41
+    args = dict(x1=rng.uniform(-1, 1, nodes).astype(np.float32), x2=rng.uniform(-1, 1, nodes).astype(np.float32),
+                c1=rng.integers(0, nodes, (elements, 3)).astype(np.int32),
+                c2=rng.integers(0, nodes, (elements, 4)).astype(np.int32),
+                e1=rng.uniform(-1, 1, elements).astype(np.float32), u2=np.float32(-0.19))
+    ordered = prog(**args, verify=True)
+    atomic = prog(**args, scatter="atomic", verify=True)
+    for name in prog.outputs:
+        assert getattr(ordered, name).tobytes() == getattr(atomic, name).tobytes(), name

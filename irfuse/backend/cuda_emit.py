@@ -325,6 +325,9 @@ class _KernelEmitter:
         self.info.once = kernel.runs_once
         self.info.reduced = [""] * len(kernel.output_args)
         self.info.grouped = [0] * len(kernel.output_args)
+        for op in kernel.walk():  # (set before the walk: the group parameters follow the outputs' order)
+            if isinstance(op, fuse.StoreOp) and op.scatters:
+                self.info.grouped[list(kernel.output_args).index(op.dest)] = tuple(op.value.type.shape)[0]
         self.finishes: list[tuple[int, str, str, int]] = []  # reductions: (output, partials' C name, kind, words)
 
     def base(self, v: SSAValue, y: str) -> str:
@@ -780,6 +783,14 @@ class _KernelEmitter:
                 f"    if (tid == 0) {dst} = irf_x;",
                 "  }"]
 
+    def group_number(self, op: fuse.StoreOp) -> int:
+        """j of a scatter's rows' group parameters (`irf_members{j}`, ...): its output's rank
+        among the kernel's grouped outputs, in the outputs' order, which is the order the
+        launch passes each one's connectivity in (`KernelInfo.group_params`), whatever the
+        order of the stores."""
+        at = list(self.kernel.output_args).index(op.dest)
+        return sum(1 for g in self.info.grouped[:at] if g)
+
     def emit_scatter_rows(self, op: fuse.StoreOp) -> None:
         """A scatter's rows summed in the connectivity's groups (`artifact.scatter_groups`):
         the block's rows read where they are in shared memory (a register value's staged in a
@@ -794,8 +805,7 @@ class _KernelEmitter:
         row, group = size // k, group_elements(k)
         if self.soa or op.dest in self.strided:
             raise CompileError(f"kernel @{self.info.name}: a scatter's rows are an array of structures of irfuse's own")
-        j = sum(1 for g in self.info.grouped if g)
-        self.info.grouped[list(self.kernel.output_args).index(op.dest)] = k
+        j = self.group_number(op)
         dst, nt = self.names.get(op.dest, "g_"), self.nthreads
         self.line(f"  // the rows of {op.value.name_hint} into {op.dest.name_hint}: each group's rows of one node "
                   f"(groups of {group} elements) added in slot order")

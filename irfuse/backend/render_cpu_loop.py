@@ -214,8 +214,7 @@ class _ElementLoopEmitter(_KernelEmitter):
         if op.parent_op() is not self.kernel:
             raise NotRendered("a scatter's rows inside a loop")
         size, k = op.value.type.size, tuple(op.value.type.shape)[0]
-        j = sum(1 for g in self.info.grouped if g)
-        self.info.grouped[list(self.kernel.output_args).index(op.dest)] = k
+        j = self.group_number(op)
         self.scatters.append((j, self.names.get(op.dest, "g_"), size, k))
         self.line(f"  // the rows of {op.value.name_hint}: the element's words staged for its block's group sums")
         self.line(f"  for (int k = 0; k < {size}; ++k) irf_rows{j}[(first - irf_first) * {size} + k] = "
