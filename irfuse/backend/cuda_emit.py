@@ -251,6 +251,20 @@ def strided_arguments(module: ModuleOp) -> dict[str, dict[int, tuple[int, ...]]]
     return out
 
 
+def partial_sum(at: Callable[[str], str], dst: str, row: int) -> list[str]:
+    """The statements adding partial `irf_p` of a scatter's rows and writing it to `dst`: the
+    rows of its slots (group-local `irf_m[irf_m0]` to `irf_m[irf_m1 - 1]`, the group's first
+    slot `irf_b`) in slot order from its first row, `at(slot)` word `irf_c` of a slot's row:
+    the one order the GPU kernel and the CPU loop both add in."""
+    each = f"for (int irf_c = 0; irf_c < {row}; ++irf_c)"
+    return [f"real_t irf_acc[{row}];",
+            f"{each} irf_acc[irf_c] = {at('irf_b + irf_m[irf_m0]')};",
+            "for (int irf_q = irf_m0 + 1; irf_q < irf_m1; ++irf_q) {",
+            f"  {each} irf_acc[irf_c] += {at('irf_b + irf_m[irf_q]')};",
+            "}",
+            f"{each} {dst}[irf_p * {row} + irf_c] = irf_acc[irf_c];"]
+
+
 def gather_index(gather: tuple[str, int, int], element: str, word: str) -> str:
     """The index in a nodal array of `word` of `element`'s gathered value: (connectivity's C
     name, K nodes per element, D words per node)."""
@@ -822,7 +836,6 @@ class _KernelEmitter:
             self.open[-1].append(BARRIER)
             at = lambda s: f"{stage}[({s}) * {row} + irf_c]"  # noqa: E731
             whole = f"{stage}[irf_i]"
-        each = f"for (int irf_c = 0; irf_c < {row}; ++irf_c)"
         per_group, bases = group * k, f"irf_bases{j}"
         for text in [
                 f"  if (irf_members{j} == nullptr) {{  // (atomics: every row as it is)",
@@ -841,12 +854,7 @@ class _KernelEmitter:
                 f"      const int irf_b = irf_g * {per_group}, irf_m0 = irf_firsts{j}[irf_p];",
                 f"      const int irf_m1 = irf_p + 1 < {bases}[irf_g0 + irf_g + 1] ? irf_firsts{j}[irf_p + 1] : "
                 f"count * {k} - irf_b < {per_group} ? count * {k} - irf_b : {per_group};",
-                f"      real_t irf_acc[{row}];",
-                f"      {each} irf_acc[irf_c] = {at('irf_b + irf_m[irf_m0]')};",
-                "      for (int irf_q = irf_m0 + 1; irf_q < irf_m1; ++irf_q) {",
-                f"        {each} irf_acc[irf_c] += {at('irf_b + irf_m[irf_q]')};",
-                "      }",
-                f"      {each} {dst}[irf_p * {row} + irf_c] = irf_acc[irf_c];",
+                *("      " + line for line in partial_sum(at, dst, row)),
                 "    }",
                 "  }"]:
             self.line(text)

@@ -70,7 +70,8 @@ the differential tests compare the two renderings' bits."""
 from __future__ import annotations
 
 from irfuse.artifact.scatter_groups import group_elements
-from irfuse.backend.cuda_emit import _KernelEmitter, call_impl, copy_pattern, gather_index, partial_write, tree_step
+from irfuse.backend.cuda_emit import (_KernelEmitter, call_impl, copy_pattern, gather_index, partial_sum,
+                                      partial_write, tree_step)
 from irfuse.backend.render_uniform_vectors import hoisted_form, hoisted_vectors
 from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
@@ -197,12 +198,12 @@ class _ElementLoopEmitter(_KernelEmitter):
     def emit_gather(self, op, src: str) -> None:
         """The element's gathered words, each from the row of the node its entry names: into
         the element's words, or its register array (the emitter's own, element `first`)."""
-        self.gathered[(src, self.names.get(op.index, "g_"))] = (op.index.type.count.data, op.source.type.size)
+        gather = (self.names.get(op.index, "g_"), op.index.type.count.data, op.source.type.size)
+        self.gathered[(src, gather[0])] = gather[1:]
         if not op.place.is_shared:
             super().emit_gather(op, src)
             return
         size = op.res.type.size
-        gather = (self.names.get(op.index, "g_"), op.index.type.count.data, op.source.type.size)
         self.line(f"  // {self.names.get(op.res, 'v_')}: gather {op.source.name_hint} through {op.index.name_hint}, "
                   "the element's rows")
         self.line(f"  for (int w = 0; w < {size}; ++w) ({self.base(op.res, 'ty')})[w] = "
@@ -228,7 +229,6 @@ class _ElementLoopEmitter(_KernelEmitter):
         for j, dst, size, k in self.scatters:
             group = group_elements(k)
             per_group, row, stage = group * k, size // k, f"irf_rows{j}"
-            each = f"for (int irf_c = 0; irf_c < {row}; ++irf_c)"
             lines += [f"if (irf_members{j} == nullptr) {{  // (atomics: every row as it is)",
                       f"  for (int irf_i = 0; irf_i < irf_count * {size}; ++irf_i) "
                       f"{dst}[irf_first * {size} + irf_i] = {stage}[irf_i];",
@@ -243,12 +243,7 @@ class _ElementLoopEmitter(_KernelEmitter):
                       f"    for (long long irf_p = irf_bases{j}[irf_g0 + irf_g]; irf_p < irf_p1; ++irf_p) {{",
                       f"      const int irf_m0 = irf_firsts{j}[irf_p], "
                       f"irf_m1 = irf_p + 1 < irf_p1 ? irf_firsts{j}[irf_p + 1] : irf_slots;",
-                      f"      real_t irf_acc[{row}];",
-                      f"      {each} irf_acc[irf_c] = {stage}[(irf_b + irf_m[irf_m0]) * {row} + irf_c];",
-                      "      for (int irf_q = irf_m0 + 1; irf_q < irf_m1; ++irf_q) {",
-                      f"        {each} irf_acc[irf_c] += {stage}[(irf_b + irf_m[irf_q]) * {row} + irf_c];",
-                      "      }",
-                      f"      {each} {dst}[irf_p * {row} + irf_c] = irf_acc[irf_c];",
+                      *("      " + line for line in partial_sum(lambda s: f"{stage}[({s}) * {row} + irf_c]", dst, row)),
                       "    }",
                       "  }",
                       "}"]
