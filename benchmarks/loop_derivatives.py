@@ -9,10 +9,14 @@ Programs (float32, per element, their gradient or vector-Jacobian product by eve
 - time_loop: 40 steps of x <- x + h tanh(A x), E = sum of x.x
   (`irfuse.testing.derivatives.TIME_LOOP`): the gradient of E by A, x and h; time_loop8, 16,
   24: the same in fewer steps;
+- scalar_loop40, 60, 100: 40, 60, 100 steps of x <- x + h tanh(a x) carrying one scalar, E = sum
+  of x^2: the gradient by x, a and h (many statements, few words live at once unrolled);
 - rotation: `examples/rotation_loop.kas` (4 steps carrying a 3x3 matrix): the vjp by R, Q, x;
+  rotation12, 20, 28: the same in more steps (few statements, many words live at once unrolled);
 - power: `examples/power_iteration.kas` (100 steps of x <- A x / |A x|): the vjp by A and x;
 - precession: `examples/precession.kas` (300 steps, two carried vectors): the vjp by A, x, p, h.
-For each, `irfuse.grad`/`irfuse.vjp` with `loops="unroll"` and `loops="tape"`, each compiled
+For each, `irfuse.grad`/`irfuse.vjp` with `loops="unroll"` and `loops="tape"` (and which of the
+two `loops="auto"` builds, the same program text), each compiled
 through `irfuse.compile` (its default plan; compile time measured), called on PyTorch tensors
 with `out=`, every per-element output checked against the float64 reference of its own
 program on the first 20,000 elements, and timed (CUDA events, medians, contenders in turns).
@@ -40,6 +44,23 @@ from irfuse.testing.derivatives import TIME_LOOP  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# A loop carrying one scalar (4 statements a step): its unrolled derivative keeps few words an
+# element live at once however many statements it makes.
+SCALAR_LOOP = """
+scalar x, a, y; uniform scalar E, h;
+input x, a, h;
+loop 40 {
+  y = smul(a, x);
+  y = tanh(y);
+  y = smul(y, h);
+  x = add(x, y);
+}
+y = smul(x, x);
+E = sum(y);
+return E, x;
+"""
+
+
 def programs() -> dict:
     def example(name):
         with open(os.path.join(ROOT, "examples", name)) as f:
@@ -47,7 +68,11 @@ def programs() -> dict:
     return {"time_loop": (TIME_LOOP, "grad", ("A", "x", "h")),
             **{f"time_loop{k}": (TIME_LOOP.replace("loop 40", f"loop {k}"), "grad", ("A", "x", "h"))
                for k in (8, 16, 24)},
+            **{f"scalar_loop{k}": (SCALAR_LOOP.replace("loop 40", f"loop {k}"), "grad", ("x", "a", "h"))
+               for k in (40, 60, 100)},
             "rotation": (example("rotation_loop.kas"), "vjp", ("R", "Q", "x")),
+            **{f"rotation{k}": (example("rotation_loop.kas").replace("loop 4", f"loop {k}"), "vjp", ("R", "Q", "x"))
+               for k in (12, 20, 28)},
             "power": (example("power_iteration.kas"), "vjp", ("A", "x")),
             "precession": (example("precession.kas"), "vjp", ("A", "x", "p", "h"))}
 
@@ -58,6 +83,8 @@ def inputs(prog, n: int, rng) -> dict:
         shape = prog.shapes[k]
         if k == "h":
             out[k] = np.array(0.05, np.float32) if k in prog.uniform else np.full(n, 0.05, np.float32)
+        elif k == "Q":
+            out[k] = 0.5 * rng.uniform(-1, 1, (n, *shape)).astype(np.float32)
         elif k == "A":
             out[k] = (np.eye(3) + 0.3 * rng.uniform(-1, 1, (n, 3, 3))).astype(np.float32)
         else:
@@ -80,6 +107,7 @@ def main(argv=None) -> int:
     from rich.table import Table
 
     import irfuse
+    from irfuse.dialects.context import module_text
     from irfuse.runtime.cuda_device import measure_copy_bandwidth
 
     console = Console(width=200)
@@ -89,11 +117,15 @@ def main(argv=None) -> int:
     copy_bw = None
     for name in args.programs:
         source, mode, wrt = programs()[name]
-        samplers, checks, compile_s, kernels, nbytes = {}, {}, {}, {}, 0
+        samplers, checks, compile_s, kernels, nbytes, texts = {}, {}, {}, {}, 0, {}
+
+        def derive(loops, source=source, mode=mode, wrt=wrt):
+            return (irfuse.grad(source, of="E", wrt=wrt, loops=loops) if mode == "grad"
+                    else irfuse.vjp(source, wrt=wrt, loops=loops))
         for loops in args.modes:
             t0 = time.perf_counter()
-            module = (irfuse.grad(source, of="E", wrt=wrt, loops=loops) if mode == "grad"
-                      else irfuse.vjp(source, wrt=wrt, loops=loops))
+            module = derive(loops)
+            texts[loops] = module_text(module)
             prog = irfuse.compile(module, backend="cuda", n=n, filename=f"{name}_{loops}.kas")
             compile_s[loops] = time.perf_counter() - t0
             kernels[loops] = len(prog.kernels)
@@ -115,7 +147,9 @@ def main(argv=None) -> int:
                 prog(*a, out=outs)
             samplers[loops] = torch_sampler(call, tensors)
         times = interleaved_medians(samplers, args.repeat, args.rounds)
-        rows.append({"program": name, "n": n, "bytes": nbytes, "times_s": times, "checks": checks,
+        auto = module_text(derive("auto"))
+        picked = next((k for k, t in texts.items() if t == auto), "neither")
+        rows.append({"program": name, "n": n, "bytes": nbytes, "times_s": times, "checks": checks, "auto": picked,
                      "compile_s": compile_s, "kernels": kernels,
                      "fraction_of_copy": {k: nbytes / t / copy_bw for k, t in times.items()},
                      "tape_over_unroll": times["tape"] / times["unroll"] if len(times) == 2 else None})
@@ -124,14 +158,15 @@ def main(argv=None) -> int:
 
     table = Table(title=f"Reverse derivatives of loops, {torch.cuda.get_device_name()}, n = {n:,}, float32; "
                         f"copy {copy_bw / 1e9:.0f} GB/s")
-    for col in ("program", "loops", "ms", "of copy", "compile s", "kernels", "check", "tape / unroll"):
+    for col in ("program", "loops", "ms", "of copy", "compile s", "kernels", "check", "tape / unroll", "auto"):
         table.add_column(col)
     for r in rows:
         for loops in r["times_s"]:
             table.add_row(r["program"], loops, f"{r['times_s'][loops] * 1e3:.4f}",
                           f"{r['fraction_of_copy'][loops]:.1%}", f"{r['compile_s'][loops]:.1f}",
                           str(r["kernels"][loops]), r["checks"][loops],
-                          f"{r['tape_over_unroll']:.2f}x" if loops == "tape" and r["tape_over_unroll"] else "")
+                          f"{r['tape_over_unroll']:.2f}x" if loops == "tape" and r["tape_over_unroll"] else "",
+                          "<-" if loops == r["auto"] else "")
     console.print(table)
     return 0
 

@@ -22,7 +22,8 @@ LAYERS = [
     {"irfuse.kernel"},  # the kernel model, its bridge to IR, the emitted kernel's policies
     {"irfuse.analysis"},
     {"irfuse.transforms"},
-    {"irfuse.planner", "irfuse.backend", "irfuse.frontend"},
+    {"irfuse.planner"},  # the cost model and the fusion search (a derivative's loops are its decision too)
+    {"irfuse.backend", "irfuse.frontend"},
     {"irfuse.passes"},
     {"irfuse.driver"},
     {"irfuse.api"},  # irfuse.compile and Program: the library interface

@@ -31,8 +31,8 @@ def test_reverse_and_forward_derivatives_of_random_programs_pass_the_dot_product
 def test_the_dot_product_test_finds_a_wrong_reverse_derivative(monkeypatch):
     real = derivative_checks.reverse_derivative
 
-    def wrong(program, wrt, library, of=None, prefix=None, who="kas-vjp", loops="auto"):
-        derived = real(program, wrt, library, of, prefix, who, loops)
+    def wrong(program, wrt, library, of=None, prefix=None, who="kas-vjp", loops="auto", unrolled_fits=None):
+        derived = real(program, wrt, library, of, prefix, who, loops, unrolled_fits)
         for op in derived.walk():
             if isinstance(op, CallOp) and op.op_name == "vjp_0__exp_s":
                 op.properties["callee"] = type(op.callee)("vjp_0__sin_s")
@@ -135,10 +135,11 @@ def test_derivative_programs_run_through_their_plans_and_compile_for_sm90(mode, 
 def _reverse(src, wrt, loops, of=None):
     from irfuse.frontend.irgen import compile_source
     from irfuse.library.catalogue import default_library
+    from irfuse.planner.unrolled_fit import unrolled_fits
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     program = program_of(compile_source(src, "loops.kas").module)
-    return program, reverse_derivative(program, wrt, default_library(), of, loops=loops)
+    return program, reverse_derivative(program, wrt, default_library(), of, loops=loops, unrolled_fits=unrolled_fits)
 
 
 def _loops(program):
@@ -220,19 +221,46 @@ def test_a_long_loop_is_taped_in_checkpointed_segments_and_its_gradient_is_right
         np.testing.assert_allclose(a[k], b[k], rtol=1e-10, atol=1e-13, err_msg=k)
 
 
-def test_loops_auto_unrolls_short_loops_and_tapes_long_ones_and_a_taped_gradient_runs(tmp_path):
-    """loops=auto: 8 steps of the time loop (32 statements) unrolled, 40 (160, past
-    AUTO_UNROLLED) taped; 1,100 steps (4,400 statements) taped where loops=unroll refuses; a
-    12-step time loop's gradient declared with `loops tape` run through its best plan on the
-    CPU against the reference (both CPU renderings) and compiled for sm_90; a loop carrying a
-    mask is unrolled even with loops=tape; a mode that does not exist is refused, in the API
-    and at the declaration."""
+def test_loops_auto_unrolls_what_fits_the_registers_and_tapes_the_rest_and_a_taped_gradient_runs(tmp_path):
+    """loops=auto, the planner's decision (`planner.unrolled_fit`): 8 steps of the time loop
+    unrolled; a loop carrying one scalar unrolled at 40 steps (160 statements: few values live
+    at once); the time loop unrolled at 40 steps (measured on an H200: 1.29x faster than
+    taped) and taped at 60 (its unrolled kernel needs more registers than a thread has: the
+    power iteration's so measured 2.3x slower than taped); 1,100 steps (4,400 statements) taped where
+    loops=unroll refuses; a 12-step time loop's gradient declared with `loops tape` run
+    through its best plan on the CPU against the reference (both CPU renderings) and compiled
+    for sm_90; a loop carrying a mask is unrolled even with loops=tape; a mode that does not
+    exist is refused, in the API and at the declaration."""
     from irfuse.diagnostics import CompileError
+    from irfuse.library.catalogue import default_library
+    from irfuse.planner.unrolled_fit import unrolled_fits
     from irfuse.testing.differential import Budget, check_source
+    from irfuse.transforms.reverse_mode import reverse_derivative
 
     _, short = _reverse(TIME_LOOP.replace("loop 40", "loop 8"), ["x"], "auto", of="E")
     assert not _loops(short)
-    assert _loops(_reverse(TIME_LOOP, ["x"], "auto", of="E")[1])
+    scalar = """
+scalar x, a, y; uniform scalar E, h;
+input x, a, h;
+loop 40 {
+  y = smul(a, x);
+  y = tanh(y);
+  y = smul(y, h);
+  x = add(x, y);
+}
+y = smul(x, x);
+E = sum(y);
+return E, x;
+"""
+    assert not _loops(_reverse(scalar, ["x", "a", "h"], "auto", of="E")[1])
+    for steps, fits in ((40, True), (60, False)):
+        program, unrolled = _reverse(TIME_LOOP.replace("loop 40", f"loop {steps}"), ["A", "x", "h"], "unroll", of="E")
+        assert unrolled_fits(unrolled) is fits, steps
+        auto = reverse_derivative(program, ["A", "x", "h"], default_library(), "E", loops="auto",
+                                  unrolled_fits=unrolled_fits)
+        assert bool(_loops(auto)) is not fits, steps
+    with pytest.raises(ValueError, match="needs the planner's decision"):
+        reverse_derivative(program, ["x"], default_library(), "E")
     long = TIME_LOOP.replace("loop 40", "loop 1100")
     assert _loops(_reverse(long, ["x"], "auto", of="E")[1])
     with pytest.raises(CompileError, match="loops=auto or loops=tape runs it with a history"):

@@ -158,12 +158,15 @@ def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None, with_
     takes (`with_outputs=False`: the cotangents only); compiled by `irfuse.compile`,
     composable with `jvp` and itself. loops: how loops are differentiated: `unroll`, `tape`
     (run with a history of their carried values, split into checkpointed segments where the
-    history would be long), `auto` (unrolled up to 64 statements, taped beyond: the faster on the GPU either side)."""
+    history would be long), `auto` (unrolled where the planner's kernels of the unrolled derivative keep their
+    values in a thread's registers, taped otherwise: `irfuse.planner.unrolled_fit`)."""
+    from irfuse.planner.unrolled_fit import unrolled_fits
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.vjp",
                               lambda program, names, lib: reverse_derivative(program, names, lib, None, prefix,
-                                                                             who="irfuse.vjp", loops=loops),
+                                                                             who="irfuse.vjp", loops=loops,
+                                                                             unrolled_fits=unrolled_fits),
                               with_outputs)
 
 
@@ -174,11 +177,13 @@ def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = 
     `irfuse.jvp(irfuse.grad(...), ...)` is a Hessian-vector product. loops: as `vjp`'s."""
     if not isinstance(of, str):
         raise UsageError(f"irfuse.grad: of takes an output's name, not {of!r}")
+    from irfuse.planner.unrolled_fit import unrolled_fits
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.grad",
                               lambda program, names, lib: reverse_derivative(program, names, lib, of, prefix,
-                                                                             who="irfuse.grad", loops=loops))
+                                                                             who="irfuse.grad", loops=loops,
+                                                                             unrolled_fits=unrolled_fits))
 
 
 def _derivative_module(source, wrt, filename, who: str, derive, with_outputs: bool = True):

@@ -65,6 +65,7 @@ from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, co
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
 from irfuse.transforms.forward_mode import forward_derivative
+from irfuse.planner.unrolled_fit import unrolled_fits
 from irfuse.transforms.reverse_mode import reverse_derivative
 
 MAX_ERRORS = 20
@@ -366,7 +367,8 @@ class IRGen:
                     raise CompileError(self.errors)
                 return forward_derivative(program, wrt, self.lib, prefix, who="derivative jvp")
             return reverse_derivative(program, wrt, self.lib, d.of.text if d.of else None, prefix,
-                                      who=f"derivative {mode}", loops=d.loops.text if d.loops else "auto")
+                                      who=f"derivative {mode}", loops=d.loops.text if d.loops else "auto",
+                                      unrolled_fits=unrolled_fits)
         except UsageError as e:
             for diagnostic in e.diagnostics:
                 self.err(d, diagnostic.message, diagnostic.notes)

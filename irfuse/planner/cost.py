@@ -61,12 +61,8 @@ from irfuse.planner.profiles import (BUILTIN, DEFAULT_BATCH, H100, H200, DeviceP
 
 
 
-def estimate_registers(model: KernelModel) -> int:
-    """Registers per thread when no ptxas report is known: addressing and loop state,
-    plus the words a thread keeps in registers and computes at once. In a kernel with a
-    loop, where many values are made and die in each iteration, the register values counted
-    are those live at once (their peak), not all of them. A thread that runs several elements
-    keeps a row of each register value per element."""
+def _call_words(model: KernelModel) -> int:
+    """The most words one call holds in registers at once: its register operands' and its result's."""
     need = 0
     for op in model.calls():
         impl = op.impl
@@ -74,19 +70,47 @@ def estimate_registers(model: KernelModel) -> int:
                    for k, a in enumerate(op.args) if not model.values[a].shared and not model.values[a].uniform)
         held += len(impl.result_ap.relative())  # outputs are computed before they are written
         need = max(need, held)
+    return need
+
+
+def _peak_live_words(model: KernelModel, per_thread: int = 1) -> int:
+    """The most words of register values live at once in the kernel's op order (each from its
+    first op to its last), `per_thread` rows of each."""
+    ops = model.without_barriers()
+    first, last = lifetimes(model, ops)
+    # (each register value adds its words from its first op to its last: one sweep)
+    steps = [0] * (len(ops) + 1)
+    for vid, v in model.values.items():
+        if not v.shared and not v.uniform and vid in first:
+            lo, hi = max(first[vid], 0), min(last[vid], len(ops) - 1)
+            if lo <= hi:
+                steps[lo] += v.size * per_thread
+                steps[hi + 1] -= v.size * per_thread
+    return max(itertools.accumulate(steps[:-1]), default=0)
+
+
+def peak_register_words(model: KernelModel) -> int:
+    """Registers per thread the kernel would need to keep its register values unspilled:
+    addressing and loop state, the largest call's operands and result, and half the most words
+    live at once (halved as `estimate_registers` halves straight code's values, a fit to ptxas's
+    counts of kernels that do not spill), a row per element the thread runs, two registers a
+    float64 word. Unlike that estimate it is not capped, and counts straight code's values at
+    their peak, not their sum: unrolled reverse-mode code keeps each iteration's values until
+    the adjoint sweep reads them, and past the registers a thread may have, ptxas spills them
+    (`planner.unrolled_fit`, and the elements a thread runs, `search.group_configs`)."""
+    words = _call_words(model) + _peak_live_words(model, model.per_thread) // 2
+    return 24 + words * max(1, model.itemsize // 4)
+
+
+def estimate_registers(model: KernelModel) -> int:
+    """Registers per thread when no ptxas report is known: addressing and loop state,
+    plus the words a thread keeps in registers and computes at once. In a kernel with a
+    loop, where many values are made and die in each iteration, the register values counted
+    are those live at once (their peak), not all of them. A thread that runs several elements
+    keeps a row of each register value per element."""
+    need = _call_words(model)
     if model.has_loops():
-        ops = model.without_barriers()
-        first, last = lifetimes(model, ops)
-        # (each register value adds its words from its first op to its last: one sweep)
-        steps = [0] * (len(ops) + 1)
-        for vid, v in model.values.items():
-            if not v.shared and not v.uniform and vid in first:
-                lo, hi = max(first[vid], 0), min(last[vid], len(ops) - 1)
-                if lo <= hi:
-                    steps[lo] += v.size
-                    steps[hi + 1] -= v.size
-        live = list(itertools.accumulate(steps[:-1]))
-        return min(255, 24 + need + max(live, default=0))
+        return min(255, 24 + need + _peak_live_words(model))
     live_regs = sum(max(16, v.size) + (model.per_thread - 1) * v.size
                     for v in model.values.values() if not v.shared and not v.uniform)
     return min(255, 24 + need + live_regs // 2)

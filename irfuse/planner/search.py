@@ -48,7 +48,7 @@ from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import (DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops,
-                                  time_without_barriers)
+                                  peak_register_words, time_without_barriers)
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
@@ -280,6 +280,12 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         # `unplaced` until fuse-allocate-shared places them, and the cost below says whether it
         # fits then.)
         m = optimize(base, stop_before=BARRIER_STEP)
+        if elements > 1 and profile.kind != "cpu" and peak_register_words(m) > profile.max_regs_per_thread:
+            # A row of every register value per element: where the elements' values together
+            # pass a thread's registers, ptxas spills what one element a thread keeps (unrolled
+            # reverse-mode code: 2 elements a thread of a 24-step time loop's gradient spilled
+            # 2.3 KB a thread, one element none; benchmarks/NOTES.md, forty-second session).
+            continue
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:
             continue

@@ -26,6 +26,7 @@ from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 from irfuse.frontend.irgen import compile_source
 from irfuse.library.catalogue import default_library
 from irfuse.transforms.forward_mode import forward_derivative
+from irfuse.planner.unrolled_fit import unrolled_fits
 from irfuse.transforms.reverse_mode import reverse_derivative
 from irfuse.verification.reference import program_indices, random_inputs, run_reference
 
@@ -117,7 +118,7 @@ def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | No
     program = program_of(compile_source(source, "<derivative check>").module)
     wrt = wrt if wrt is not None else differentiable_inputs(program)
     forward = forward_derivative(program, wrt, default_library())
-    reverse = reverse_derivative(program, wrt, default_library(), loops=loops)
+    reverse = reverse_derivative(program, wrt, default_library(), loops=loops, unrolled_fits=unrolled_fits)
     ModuleOp([forward])
     ModuleOp([reverse])
     inputs, nodes = _inputs(program, n, seed)

@@ -32,9 +32,11 @@ each statement's operands getting their share of its result's cotangent:
     about three times the loop's arithmetic, histories of a few sqrt(n) rows. Loops whose
     carried values cannot be kept in a history (masks, values of four axes) or that return a
     uniform value computed inside are unrolled;
-  - `auto` (the default): unrolled while the program's loops make at most `AUTO_UNROLLED`
-    statements unrolled (straight code: the faster kernels for short loops), taped beyond
-    (faster past it: measured, see there); the loops inside a taped loop are taped too.
+  - `auto` (the default): the planner decides (`unrolled_fits`, given by the caller:
+    `planner.unrolled_fit`). The program is first derived with its loops unrolled; where the
+    planner's kernels of that program keep their values in a thread's registers, it is the
+    derivative (straight code: no iteration computed twice), else its loops are taped (all
+    that can be: the loops inside a taped loop are taped too).
 
 Cotangents hold one value per element, per node or for the batch as their values do (a
 cotangent the same for every element is spread over the batch, `add(zeros(x), c)`, before a
@@ -45,7 +47,7 @@ new statement keeps the location of the statement it derives from.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import IntAttr
@@ -58,12 +60,6 @@ from irfuse.library.derivatives import vjp_name
 from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_names, differentiable
 
 MAX_UNROLLED = 4096  # statements a program's loops may become when unrolled for reverse mode
-# With loops="auto": unrolled up to this many statements, taped beyond. Measured on an H200
-# (`benchmarks/loop_derivatives.py`, a 3-vector time loop of 4 statements a step): unrolled
-# 1.3x and 2.0x faster than taped at 32 and 64 statements, taped 2.6x and 3.2x faster at 96
-# and 160, and 1.8x on the power iteration's 400 (unrolled, every iteration's values live
-# until the sweep: past some tens of statements they leave the registers).
-AUTO_UNROLLED = 64
 TAPE_WORDS = 64  # words per element a loop's history may hold before the loop is split into segments
 LOOP_MODES = ("auto", "unroll", "tape")
 _NOT_TAPEABLE = ("it cannot run with a history either (it carries a mask or a value of four axes, returns a "
@@ -154,9 +150,7 @@ class _Reverse(DerivativeBuilder):
 
     def tapes(self, loop: LoopOp) -> bool:
         """Whether `loop` runs with its history (else it is unrolled): see the module's docstring."""
-        if self.loops == "unroll" or not _tapeable(loop):
-            return False
-        return self.loops == "tape" or self.unrolled + _unrolled_size(loop) > AUTO_UNROLLED
+        return self.loops == "tape" and _tapeable(loop)
 
     def tape_loop(self, loop: LoopOp, block: Block, value: dict[SSAValue, SSAValue]) -> None:
         """The loop's copy, each iteration first pushing its carried state onto the carried
@@ -364,8 +358,7 @@ class _Reverse(DerivativeBuilder):
         popped = [self.call(body, self.resolve("pop", [h.type]), [h], loop, uniform=False) for h in hists]
         # (loops inside a taped loop are taped too where they can be: unrolled there, each
         # segment of a split loop would be straight code of hundreds of statements in a loop)
-        sub = _Reverse(self.lib, self.prefix, self.where, "tape" if self.loops == "auto" else self.loops,
-                       per_element=True, active_old=self.active_old)
+        sub = _Reverse(self.lib, self.prefix, self.where, self.loops, per_element=True, active_old=self.active_old)
         sub.uniform, sub.nodal = set(self.uniform), set(self.nodal)
         inner = dict(t.value)
         inner.update(zip(old.args, states))
@@ -448,11 +441,6 @@ def _words(t) -> int:
     return math.prod(t.shape) if t.shape else 1
 
 
-def _unrolled_size(loop: LoopOp) -> int:
-    """Statements `loop` makes unrolled, nested loops' included."""
-    return loop.trip_count.data * sum(_unrolled_size(op) if isinstance(op, LoopOp) else 1 for op in loop.body_ops)
-
-
 def _tapeable(loop: LoopOp) -> bool:
     """Whether a loop can run with a history: carried values of at most three axes, none a
     mask; no uniform value computed inside and read after it; no reduction, gather or scatter
@@ -510,16 +498,38 @@ def _active(program: ProgramOp, wrt: set[str]) -> set[SSAValue]:
 
 
 def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str | None = None,
-                       prefix: str | None = None, who: str = "kas-vjp", loops: str = "auto") -> ProgramOp:
+                       prefix: str | None = None, who: str = "kas-vjp", loops: str = "auto",
+                       unrolled_fits: Callable[[ProgramOp], bool] | None = None) -> ProgramOp:
     """With `of` None: program `<name>_vjp`, taking the inputs and a cotangent `<prefix><y>`
     for each output y, returning the outputs and a cotangent `<prefix><x>` for each input x
     in `wrt` (prefix `bar_` by default). With `of` a uniform scalar output: program
     `<name>_grad`, taking the inputs, returning the outputs and the gradient of `of`,
     `<prefix><x>` (prefix `grad_` by default). `loops`: how loops are differentiated (see the
-    module's docstring). UsageError for what does not fit."""
+    module's docstring); with `auto`, `unrolled_fits` says whether the unrolled derivative is
+    taken (the planner's `unrolled_fit.unrolled_fits`; this layer cannot plan). UsageError for
+    what does not fit."""
     where = f"{who} on @{program.sym_name.data}"
     if loops not in LOOP_MODES:
         raise UsageError(f"{where}: loops='{loops}' is not one of {', '.join(LOOP_MODES)}")
+    if loops == "auto":
+        if not any(isinstance(op, LoopOp) and _tapeable(op) for op in program.walk()):
+            loops = "unroll"  # (nothing to decide)
+        else:
+            if unrolled_fits is None:
+                raise ValueError("reverse_derivative: loops='auto' needs the planner's decision (unrolled_fits)")
+            try:
+                unrolled = _derive(program, wrt, library, of, prefix, where, "unroll")
+            except CompileError:
+                unrolled = None  # (past MAX_UNROLLED statements; any other error comes again below)
+            if unrolled is not None and unrolled_fits(unrolled):
+                return unrolled
+            loops = "tape"
+    return _derive(program, wrt, library, of, prefix, where, loops)
+
+
+def _derive(program: ProgramOp, wrt: Sequence[str], library, of: str | None, prefix: str | None, where: str,
+            loops: str) -> ProgramOp:
+    """`reverse_derivative` with loops unrolled or taped."""
     inputs, outputs = program.inputs, program.outputs
     prefix = prefix if prefix is not None else ("bar_" if of is None else "grad_")
     args = program.body.block.args
