@@ -39,26 +39,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import interleaved_medians, torch_sampler  # noqa: E402
 
-from irfuse.testing.derivatives import TIME_LOOP  # noqa: E402
+from irfuse.testing.derivatives import SCALAR_LOOP, TIME_LOOP  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-# A loop carrying one scalar (4 statements a step): its unrolled derivative keeps few words an
-# element live at once however many statements it makes.
-SCALAR_LOOP = """
-scalar x, a, y; uniform scalar E, h;
-input x, a, h;
-loop 40 {
-  y = smul(a, x);
-  y = tanh(y);
-  y = smul(y, h);
-  x = add(x, y);
-}
-y = smul(x, x);
-E = sum(y);
-return E, x;
-"""
 
 
 def programs() -> dict:

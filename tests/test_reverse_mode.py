@@ -12,7 +12,7 @@ import irfuse
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.kas import CallOp, program_of
 from irfuse.testing import derivatives as derivative_checks
-from irfuse.testing.derivatives import (GENERATORS, NEO_HOOKEAN_ENERGY as ENERGY, TIME_LOOP,
+from irfuse.testing.derivatives import (GENERATORS, NEO_HOOKEAN_ENERGY as ENERGY, SCALAR_LOOP, TIME_LOOP,
                                         random_differentiable_programs, vjp_against_jvp)
 
 
@@ -239,20 +239,7 @@ def test_loops_auto_unrolls_what_fits_the_registers_and_tapes_the_rest_and_a_tap
 
     _, short = _reverse(TIME_LOOP.replace("loop 40", "loop 8"), ["x"], "auto", of="E")
     assert not _loops(short)
-    scalar = """
-scalar x, a, y; uniform scalar E, h;
-input x, a, h;
-loop 40 {
-  y = smul(a, x);
-  y = tanh(y);
-  y = smul(y, h);
-  x = add(x, y);
-}
-y = smul(x, x);
-E = sum(y);
-return E, x;
-"""
-    assert not _loops(_reverse(scalar, ["x", "a", "h"], "auto", of="E")[1])
+    assert not _loops(_reverse(SCALAR_LOOP, ["x", "a", "h"], "auto", of="E")[1])
     for steps, fits in ((40, True), (60, False)):
         program, unrolled = _reverse(TIME_LOOP.replace("loop 40", f"loop {steps}"), ["A", "x", "h"], "unroll", of="E")
         assert unrolled_fits(unrolled) is fits, steps

@@ -69,6 +69,23 @@ return E, x;
 """
 
 
+# A loop carrying one scalar (4 statements a step): its unrolled derivative keeps few words an
+# element live at once however many statements it makes (loops=auto unrolls it at 40 steps).
+SCALAR_LOOP = """
+scalar x, a, y; uniform scalar E, h;
+input x, a, h;
+loop 40 {
+  y = smul(a, x);
+  y = tanh(y);
+  y = smul(y, h);
+  x = add(x, y);
+}
+y = smul(x, x);
+E = sum(y);
+return E, x;
+"""
+
+
 def random_differentiable_programs(kind: str, seed: int) -> str:
     """A random program of each generator the derivative tests run: `loops`, `batch_wide`,
     `element` (codes with branches and indexed loops), `mesh`, `carried` (loops that carry
