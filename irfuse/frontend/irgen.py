@@ -64,8 +64,8 @@ from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, Call, Con
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
-from irfuse.transforms.forward_mode import forward_derivative
 from irfuse.planner.unrolled_fit import unrolled_fits
+from irfuse.transforms.forward_mode import forward_derivative
 from irfuse.transforms.reverse_mode import reverse_derivative
 
 MAX_ERRORS = 20

@@ -25,8 +25,8 @@ from xdsl.dialects.builtin import ModuleOp
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 from irfuse.frontend.irgen import compile_source
 from irfuse.library.catalogue import default_library
-from irfuse.transforms.forward_mode import forward_derivative
 from irfuse.planner.unrolled_fit import unrolled_fits
+from irfuse.transforms.forward_mode import forward_derivative
 from irfuse.transforms.reverse_mode import reverse_derivative
 from irfuse.verification.reference import program_indices, random_inputs, run_reference
 
