@@ -157,16 +157,17 @@ def vjp(source, *, wrt, prefix: str = "bar_", filename: str | None = None, with_
     cotangents times the outputs' derivatives by that input entry). Takes what `irfuse.jvp`
     takes (`with_outputs=False`: the cotangents only); compiled by `irfuse.compile`,
     composable with `jvp` and itself. loops: how loops are differentiated: `unroll`, `tape`
-    (run with a history of their carried values, split into checkpointed segments where the
-    history would be long), `auto` (unrolled where the planner's kernels of the unrolled derivative keep their
-    values in a thread's registers, taped otherwise: `irfuse.planner.unrolled_fit`)."""
-    from irfuse.planner.unrolled_fit import unrolled_fits
+    (run with a history of their carried values, split into checkpointed segments as often as
+    the planner's predicted time says), `auto` (unrolled where the planner's kernels of the
+    unrolled derivative keep their values in a thread's registers, taped otherwise:
+    `irfuse.planner.loop_forms`)."""
+    from irfuse.planner.loop_forms import LOOP_JUDGE
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.vjp",
                               lambda program, names, lib: reverse_derivative(program, names, lib, None, prefix,
                                                                              who="irfuse.vjp", loops=loops,
-                                                                             unrolled_fits=unrolled_fits),
+                                                                             judge=LOOP_JUDGE),
                               with_outputs)
 
 
@@ -177,13 +178,13 @@ def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = 
     `irfuse.jvp(irfuse.grad(...), ...)` is a Hessian-vector product. loops: as `vjp`'s."""
     if not isinstance(of, str):
         raise UsageError(f"irfuse.grad: of takes an output's name, not {of!r}")
-    from irfuse.planner.unrolled_fit import unrolled_fits
+    from irfuse.planner.loop_forms import LOOP_JUDGE
     from irfuse.transforms.reverse_mode import reverse_derivative
 
     return _derivative_module(source, wrt, filename, "irfuse.grad",
                               lambda program, names, lib: reverse_derivative(program, names, lib, of, prefix,
                                                                              who="irfuse.grad", loops=loops,
-                                                                             unrolled_fits=unrolled_fits))
+                                                                             judge=LOOP_JUDGE))
 
 
 def _derivative_module(source, wrt, filename, who: str, derive, with_outputs: bool = True):

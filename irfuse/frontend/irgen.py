@@ -64,7 +64,7 @@ from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, Call, Con
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
-from irfuse.planner.unrolled_fit import unrolled_fits
+from irfuse.planner.loop_forms import LOOP_JUDGE
 from irfuse.transforms.forward_mode import forward_derivative
 from irfuse.transforms.reverse_mode import reverse_derivative
 
@@ -368,7 +368,7 @@ class IRGen:
                 return forward_derivative(program, wrt, self.lib, prefix, who="derivative jvp")
             return reverse_derivative(program, wrt, self.lib, d.of.text if d.of else None, prefix,
                                       who=f"derivative {mode}", loops=d.loops.text if d.loops else "auto",
-                                      unrolled_fits=unrolled_fits)
+                                      judge=LOOP_JUDGE)
         except UsageError as e:
             for diagnostic in e.diagnostics:
                 self.err(d, diagnostic.message, diagnostic.notes)

@@ -11,7 +11,7 @@ from xdsl.rewriter import Rewriter
 
 from irfuse.dialects.kas import ProgramOp
 from irfuse.library.catalogue import default_library
-from irfuse.planner.unrolled_fit import unrolled_fits
+from irfuse.planner.loop_forms import LOOP_JUDGE
 from irfuse.transforms.reverse_mode import reverse_derivative
 
 
@@ -21,9 +21,10 @@ class KasVjp(ModulePass):
     outputs given as inputs; with `of` (a uniform scalar output), `<name>_grad`: the outputs
     and the gradient of `of` by the inputs `wrt`. Names: `prefix` + the value's name
     (`bar_`, or `grad_` with `of`, by default). `loops`: `auto`, `unroll` or `tape` (how
-    loops are differentiated: unrolled, or run with a history of their carried values;
-    `auto`: unrolled where the planner's kernels of the unrolled derivative keep their values
-    in registers, `planner.unrolled_fit`)."""
+    loops are differentiated: unrolled, or run with a history of their carried values split
+    into checkpointed segments as the planner's price says; `auto`: unrolled where the
+    planner's kernels of the unrolled derivative keep their values in registers, else taped:
+    `planner.loop_forms`)."""
 
     name = "kas-vjp"
     wrt: tuple[str, ...] = ()
@@ -34,6 +35,6 @@ class KasVjp(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in [p for p in op.walk() if isinstance(p, ProgramOp)]:
             derived = reverse_derivative(program, self.wrt, default_library(), self.of or None, self.prefix or None,
-                                         loops=self.loops, unrolled_fits=unrolled_fits)
+                                         loops=self.loops, judge=LOOP_JUDGE)
             Rewriter.replace_op(program, derived, new_results=[])
         op.verify()

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 from irfuse.frontend.irgen import compile_source
 from irfuse.library.catalogue import default_library
-from irfuse.planner.unrolled_fit import unrolled_fits
+from irfuse.planner.loop_forms import LOOP_JUDGE
 from irfuse.transforms.forward_mode import forward_derivative
 from irfuse.transforms.reverse_mode import reverse_derivative
 from irfuse.verification.reference import program_indices, random_inputs, run_reference
@@ -52,8 +52,8 @@ return E;
 """
 
 # A nonlinear time loop with a batch-wide step h: 40 steps of 3 words are 120 words of history,
-# more than reverse mode's TAPE_WORDS, so a taped loop is split into checkpointed segments
-# (4 + 6 x 6); the loop tests' and `benchmarks/loop_derivatives.py`'s program.
+# so a taped loop is split into checkpointed segments (4 + 6 x 6 once; the planner's price splits
+# it further); the loop tests' and `benchmarks/loop_derivatives.py`'s program.
 TIME_LOOP = """
 matrix3x3 A; vector3 x, y; scalar e; uniform scalar E, h;
 input A, x, h;
@@ -135,7 +135,7 @@ def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | No
     program = program_of(compile_source(source, "<derivative check>").module)
     wrt = wrt if wrt is not None else differentiable_inputs(program)
     forward = forward_derivative(program, wrt, default_library())
-    reverse = reverse_derivative(program, wrt, default_library(), loops=loops, unrolled_fits=unrolled_fits)
+    reverse = reverse_derivative(program, wrt, default_library(), loops=loops, judge=LOOP_JUDGE)
     ModuleOp([forward])
     ModuleOp([reverse])
     inputs, nodes = _inputs(program, n, seed)

@@ -24,19 +24,26 @@ each statement's operands getting their share of its result's cotangent:
     back (`item_0`, `pop`), computes the iteration again from its state and runs its
     adjoint: the carried values' cotangents are carried, the shares of values from outside
     the loop summed in carried values (per element, a uniform one's summed over the batch
-    once after the loop). A history of more than `TAPE_WORDS` words per element is not
-    kept whole: the loop is first split into a loop of about sqrt(n) segments whose body is
-    a loop over one segment (and a loop of the n mod segment iterations before them), each
-    taped in turn, so the outer history holds the segments' starting states (checkpoints)
-    and each segment's states are recomputed from its checkpoint when its adjoint runs:
-    about three times the loop's arithmetic, histories of a few sqrt(n) rows. Loops whose
+    once after the loop). A long history costs: each push moves the whole history down a
+    row, each pop moves it up. So a taped loop of more than three iterations may be split
+    into a loop of about sqrt(n) segments whose body is a loop over one segment (and a loop
+    of the n mod segment iterations before them), each taped in turn, so the outer history
+    holds the segments' starting states (checkpoints) and each segment's states are computed
+    again from its checkpoint when its adjoint runs: one more pass of the loop's arithmetic
+    for histories of a few sqrt(n) rows. The pieces may be split again, down to segments of
+    two or three iterations. How many times (the *levels*: 0, histories whole; a loop of
+    more than `MAX_HISTORY_ROWS` iterations is split whatever the levels) is the planner's
+    decision (`LoopJudge.taped_price`): the derivative is built at each number of
+    levels that splits something more (up to `MAX_TAPED_LOOPS` loops in all), and the one
+    whose planned kernels fit a thread's registers in the least predicted time is taken
+    (ties: fewer levels). Loops whose
     carried values cannot be kept in a history (masks, values of four axes) or that return a
     uniform value computed inside are unrolled;
-  - `auto` (the default): the planner decides (`unrolled_fits`, given by the caller:
-    `planner.unrolled_fit`). The program is first derived with its loops unrolled; where the
-    planner's kernels of that program keep their values in a thread's registers, it is the
-    derivative (straight code: no iteration computed twice), else its loops are taped (all
-    that can be: the loops inside a taped loop are taped too).
+  - `auto` (the default): the planner decides (`LoopJudge.unrolled_fits`, given by the
+    caller: `planner.loop_forms`). The program is first derived with its loops unrolled;
+    where the planner's kernels of that program keep their values in a thread's registers,
+    it is the derivative (straight code: no iteration computed twice), else its loops are
+    taped as above (all that can be: the loops inside a taped loop are taped too).
 
 Cotangents hold one value per element, per node or for the batch as their values do (a
 cotangent the same for every element is spread over the batch, `add(zeros(x), c)`, before a
@@ -60,10 +67,26 @@ from irfuse.library.derivatives import vjp_name
 from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_names, differentiable
 
 MAX_UNROLLED = 4096  # statements a program's loops may become when unrolled for reverse mode
-TAPE_WORDS = 64  # words per element a loop's history may hold before the loop is split into segments
+MAX_LEVELS = 8  # times a taped loop may be split (sqrt each time: 8 levels reach 3 iterations from any count)
+# A loop of more iterations is split whatever the levels: each push and pop moves every row of
+# its history (a 40-row history measured 7.2x slower than segments), and the history ops of
+# thousands of rows would be definitions of thousands of terms.
+MAX_HISTORY_ROWS = 64
+# A deeper split whose derivative has more loops than this is not built: each level multiplies
+# the loops (3,000 iterations: 7, 29, then 231 loops), and planning the program (to price it,
+# then to compile it) grows with them (42 s to price the 231).
+MAX_TAPED_LOOPS = 64
 LOOP_MODES = ("auto", "unroll", "tape")
 _NOT_TAPEABLE = ("it cannot run with a history either (it carries a mask or a value of four axes, returns a "
                  "uniform value computed inside, or holds a reduction, gather or scatter)")
+
+
+@dataclass(frozen=True)
+class LoopJudge:
+    """The planner's answers reverse mode needs (this layer cannot plan: `planner.loop_forms`)."""
+
+    unrolled_fits: Callable[[ProgramOp], bool]  # whether a straight-code derivative stays in registers
+    taped_price: Callable[[ProgramOp], tuple[bool, float]]  # (kernels fit registers, predicted seconds)
 
 
 @dataclass
@@ -82,10 +105,14 @@ class _Reverse(DerivativeBuilder):
     then adds their adjoints in reverse order (`backward`)."""
 
     def __init__(self, library, prefix: str, where: str, loops: str = "auto", per_element: bool = False,
-                 active_old: set[SSAValue] | None = None):
+                 active_old: set[SSAValue] | None = None, levels: int = 0,
+                 level: dict[Operation, int] | None = None):
         super().__init__(library, prefix)
         self.where = where
         self.loops = loops
+        self.levels = levels  # times a taped loop may be split into checkpointed segments
+        self.level: dict[Operation, int] = level if level is not None else {}  # split pieces -> their level
+        self.held_back = False  # whether a loop was kept whole only because of `levels`
         # In a taped loop's adjoint (no reduction may run there): every cotangent is one
         # element's share, a uniform value's too; the loop's caller sums them over the batch.
         self.per_element = per_element
@@ -154,9 +181,12 @@ class _Reverse(DerivativeBuilder):
 
     def tape_loop(self, loop: LoopOp, block: Block, value: dict[SSAValue, SSAValue]) -> None:
         """The loop's copy, each iteration first pushing its carried state onto the carried
-        values' histories; a loop whose histories would be too long, split into segments first."""
+        values' histories; a loop of more than three iterations below `levels` (or of more than
+        `MAX_HISTORY_ROWS`), split into segments first."""
         n = loop.trip_count.data
-        if n > 3 and n * sum(_words(v.type) for v in loop.iter_args) > TAPE_WORDS:
+        if 3 < n <= MAX_HISTORY_ROWS and self.level.get(loop, 0) >= self.levels:
+            self.held_back = True
+        elif n > 3:
             pieces = self.segments(loop)
             for piece in pieces:
                 self.tape_loop(piece, block, value)
@@ -196,8 +226,11 @@ class _Reverse(DerivativeBuilder):
     def segments(self, loop: LoopOp) -> list[LoopOp]:
         """`loop` as a loop of n mod s iterations (if any), then a loop of n // s segments
         whose body is a loop of s iterations (s about sqrt(n)): the same values, new ops
-        (outside any block; their values active where the loop's are)."""
+        (outside any block; their values active where the loop's are; each a level below the
+        loop's unless the split was forced)."""
         n, n_iter = loop.trip_count.data, len(loop.iter_args)
+        # (a split forced by MAX_HISTORY_ROWS is not one of the levels the planner prices)
+        level = self.level.get(loop, 0) + (n <= MAX_HISTORY_ROWS)
         seg = max(2, round(math.sqrt(n)))
         count, rest = divmod(n, seg)
         pieces: list[LoopOp] = []
@@ -222,6 +255,8 @@ class _Reverse(DerivativeBuilder):
                 self.active_old.add(c)
         pieces.append(nest)
         self.split += pieces
+        for piece in (*pieces, inner):
+            self.level[piece] = level
         return pieces
 
     def copy_loop(self, loop: LoopOp, trips: int, inits: list[SSAValue]) -> LoopOp:
@@ -234,6 +269,9 @@ class _Reverse(DerivativeBuilder):
         for o, c in list(mapper.items()) + list(zip(loop.res, new.res)):
             if o in self.active_old:
                 self.active_old.add(c)
+        for o, c in zip(loop.walk(), new.walk()):  # (a segment's loop inside: a copy at its level)
+            if o is not loop and o in self.level:
+                self.level[c] = self.level[o]
         return new
 
     def unroll(self, loop: LoopOp, block: Block, value: dict[SSAValue, SSAValue]) -> None:
@@ -358,7 +396,8 @@ class _Reverse(DerivativeBuilder):
         popped = [self.call(body, self.resolve("pop", [h.type]), [h], loop, uniform=False) for h in hists]
         # (loops inside a taped loop are taped too where they can be: unrolled there, each
         # segment of a split loop would be straight code of hundreds of statements in a loop)
-        sub = _Reverse(self.lib, self.prefix, self.where, self.loops, per_element=True, active_old=self.active_old)
+        sub = _Reverse(self.lib, self.prefix, self.where, self.loops, per_element=True, active_old=self.active_old,
+                       levels=self.levels, level=self.level)
         sub.uniform, sub.nodal = set(self.uniform), set(self.nodal)
         inner = dict(t.value)
         inner.update(zip(old.args, states))
@@ -373,6 +412,7 @@ class _Reverse(DerivativeBuilder):
                 sub.accumulate(body, y, ct, term)
         sub.backward(body, sub_active)
         self.split += sub.split
+        self.held_back |= sub.held_back
         yields = []
         for s, ct in zip(states, cts[:n_iter]):
             c = sub.adjoint.get(s)
@@ -437,10 +477,6 @@ class _Reverse(DerivativeBuilder):
                                             uniform=False), op)
 
 
-def _words(t) -> int:
-    return math.prod(t.shape) if t.shape else 1
-
-
 def _tapeable(loop: LoopOp) -> bool:
     """Whether a loop can run with a history: carried values of at most three axes, none a
     mask; no uniform value computed inside and read after it; no reduction, gather or scatter
@@ -499,37 +535,47 @@ def _active(program: ProgramOp, wrt: set[str]) -> set[SSAValue]:
 
 def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str | None = None,
                        prefix: str | None = None, who: str = "kas-vjp", loops: str = "auto",
-                       unrolled_fits: Callable[[ProgramOp], bool] | None = None) -> ProgramOp:
+                       judge: LoopJudge | None = None) -> ProgramOp:
     """With `of` None: program `<name>_vjp`, taking the inputs and a cotangent `<prefix><y>`
     for each output y, returning the outputs and a cotangent `<prefix><x>` for each input x
     in `wrt` (prefix `bar_` by default). With `of` a uniform scalar output: program
     `<name>_grad`, taking the inputs, returning the outputs and the gradient of `of`,
     `<prefix><x>` (prefix `grad_` by default). `loops`: how loops are differentiated (see the
-    module's docstring); with `auto`, `unrolled_fits` says whether the unrolled derivative is
-    taken (the planner's `unrolled_fit.unrolled_fits`; this layer cannot plan). UsageError for
-    what does not fit."""
+    module's docstring); `judge` gives the planner's answers that `auto` and `tape` need for
+    a program with a loop that can be taped (`planner.loop_forms.LOOP_JUDGE`; this layer
+    cannot plan). UsageError for what does not fit."""
     where = f"{who} on @{program.sym_name.data}"
     if loops not in LOOP_MODES:
         raise UsageError(f"{where}: loops='{loops}' is not one of {', '.join(LOOP_MODES)}")
+    if loops == "unroll" or not any(isinstance(op, LoopOp) and _tapeable(op) for op in program.walk()):
+        return _derive(program, wrt, library, of, prefix, where, "unroll")[0]  # (nothing to decide)
+    if judge is None:
+        raise ValueError(f"reverse_derivative: loops='{loops}' needs the planner's answers (judge)")
     if loops == "auto":
-        if not any(isinstance(op, LoopOp) and _tapeable(op) for op in program.walk()):
-            loops = "unroll"  # (nothing to decide)
-        else:
-            if unrolled_fits is None:
-                raise ValueError("reverse_derivative: loops='auto' needs the planner's decision (unrolled_fits)")
-            try:
-                unrolled = _derive(program, wrt, library, of, prefix, where, "unroll")
-            except CompileError:
-                unrolled = None  # (past MAX_UNROLLED statements; any other error comes again below)
-            if unrolled is not None and unrolled_fits(unrolled):
-                return unrolled
-            loops = "tape"
-    return _derive(program, wrt, library, of, prefix, where, loops)
+        try:
+            unrolled = _derive(program, wrt, library, of, prefix, where, "unroll")[0]
+        except CompileError:
+            unrolled = None  # (past MAX_UNROLLED statements; any other error comes again below)
+        if unrolled is not None and judge.unrolled_fits(unrolled):
+            return unrolled
+    best: tuple[tuple[bool, float], ProgramOp] | None = None
+    for levels in range(MAX_LEVELS + 1):
+        taped, held_back = _derive(program, wrt, library, of, prefix, where, "tape", levels)
+        if best is not None and sum(isinstance(op, LoopOp) for op in taped.walk()) > MAX_TAPED_LOOPS:
+            break
+        fits, seconds = judge.taped_price(taped)
+        key = (not fits, seconds)
+        if best is None or key < best[0]:
+            best = (key, taped)
+        if not held_back:
+            break
+    return best[1]
 
 
 def _derive(program: ProgramOp, wrt: Sequence[str], library, of: str | None, prefix: str | None, where: str,
-            loops: str) -> ProgramOp:
-    """`reverse_derivative` with loops unrolled or taped."""
+            loops: str, levels: int = 0) -> tuple[ProgramOp, bool]:
+    """`reverse_derivative` with loops unrolled or taped (split `levels` times at most), and
+    whether a loop was kept whole only because of `levels`."""
     inputs, outputs = program.inputs, program.outputs
     prefix = prefix if prefix is not None else ("bar_" if of is None else "grad_")
     args = program.body.block.args
@@ -548,7 +594,7 @@ def _derive(program: ProgramOp, wrt: Sequence[str], library, of: str | None, pre
     check_derivative_names(program, wrt, prefix, where, "cotangent", seeds + results)
     nodal_old = nodal_values(program)
     block = Block(arg_types=[a.type for a in args] + [v.type for _, v in seeded])
-    r = _Reverse(library, prefix, where, loops, active_old=_active(program, set(wrt)))
+    r = _Reverse(library, prefix, where, loops, active_old=_active(program, set(wrt)), levels=levels)
     value: dict[SSAValue, SSAValue] = {}
     for name, a, new in zip(inputs, args, block.args):
         new.name_hint = a.name_hint
@@ -593,4 +639,4 @@ def _derive(program: ProgramOp, wrt: Sequence[str], library, of: str | None, pre
     new = ProgramOp(f"{program.sym_name.data}{suffix}", list(inputs) + seeds, block.arg_types,
                     list(outputs) + results, Region(block), uniform=uniform, nodal=nodal)
     new.location = program.location
-    return new
+    return new, r.held_back
