@@ -67,7 +67,7 @@ from irfuse.library.derivatives import vjp_name
 from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_names, differentiable
 
 MAX_UNROLLED = 4096  # statements a program's loops may become when unrolled for reverse mode
-MAX_LEVELS = 8  # times a taped loop may be split (sqrt each time: 8 levels reach 3 iterations from any count)
+MAX_LEVELS = 8  # levels tried at most (a loop of at most MAX_HISTORY_ROWS iterations reaches segments of 2-3 in 3)
 # A loop of more iterations is split whatever the levels: each push and pop moves every row of
 # its history (a 40-row history measured 7.2x slower than segments), and the history ops of
 # thousands of rows would be definitions of thousands of terms.
