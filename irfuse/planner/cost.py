@@ -97,7 +97,7 @@ def peak_register_words(model: KernelModel) -> int:
     float64 word. Unlike that estimate it is not capped, and counts straight code's values at
     their peak, not their sum: unrolled reverse-mode code keeps each iteration's values until
     the adjoint sweep reads them, and past the registers a thread may have, ptxas spills them
-    (`planner.unrolled_fit`, and the elements a thread runs, `search.group_configs`)."""
+    (`planner.loop_forms`, and the elements a thread runs, `search.group_configs`)."""
     words = _call_words(model) + _peak_live_words(model, model.per_thread) // 2
     return 24 + words * max(1, model.itemsize // 4)
 
