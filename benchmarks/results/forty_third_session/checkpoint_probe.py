@@ -24,6 +24,29 @@ from peers import interleaved_medians, torch_sampler  # noqa: E402
 VARIANTS = {"whole": 10**9, "budget64": 64, "deepest": 1}
 
 
+def compiled_sampler(module, name: str, n: int):
+    """`module` (a derivative) compiled for the GPU and called on random inputs: a timing
+    sampler of its calls and what it is (its loops' trips, kernels, the reference check)."""
+    import torch
+
+    import irfuse
+    from irfuse.dialects.kas import LoopOp, program_of
+
+    trips = sorted(op.trip_count.data for op in program_of(module).walk() if isinstance(op, LoopOp))
+    prog = irfuse.compile(module, backend="cuda", n=n, filename=f"{name}.kas")
+    host = inputs(prog, n, np.random.default_rng(1))
+    tensors = [torch.from_numpy(host[k]).cuda() for k in prog.inputs]
+    first = prog(*tensors)
+    outs = [torch.empty_like(first[k]) for k in prog.outputs]
+    sample = {k: v if v.ndim == 0 else v[:20_000] for k, v in host.items()}
+    ok = prog.check(**sample).ok
+
+    def call(*a):
+        prog(*a, out=outs)
+    return (torch_sampler(call, tensors),
+            {"trips": trips, "kernels": len(prog.kernels), "check": "ok" if ok else "MISMATCH"})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("programs", nargs="+")
@@ -36,8 +59,10 @@ def main() -> int:
     import irfuse
     import irfuse.transforms.reverse_mode as rm
     from irfuse.dialects.context import module_text
-    from irfuse.dialects.kas import LoopOp, program_of
 
+    if not hasattr(rm, "TAPE_WORDS"):
+        raise SystemExit("checkpoint_probe.py patches reverse_mode.TAPE_WORDS: run it on the tree before the "
+                         "forty-third session's change (e1610b2); planner_probe.py measures the tree after it")
     rows = []
     for name in args.programs:
         source, mode, wrt = programs()[name]
@@ -52,21 +77,8 @@ def main() -> int:
                 row["variants"][label] = {"same_as": next(k for k, v in texts.items() if v == text)}
                 continue
             texts[label] = text
-            trips = sorted(op.trip_count.data for op in program_of(module).walk() if isinstance(op, LoopOp))
-            prog = irfuse.compile(module, backend="cuda", n=args.n, filename=f"{name}_{label}.kas")
-            compile_s = time.perf_counter() - t0
-            host = inputs(prog, args.n, np.random.default_rng(1))
-            tensors = [torch.from_numpy(host[k]).cuda() for k in prog.inputs]
-            first = prog(*tensors)
-            outs = [torch.empty_like(first[k]) for k in prog.outputs]
-            sample = {k: v if v.ndim == 0 else v[:20_000] for k, v in host.items()}
-            ok = prog.check(**sample).ok
-
-            def call(*a, prog=prog, outs=outs):
-                prog(*a, out=outs)
-            samplers[label] = torch_sampler(call, tensors)
-            row["variants"][label] = {"trips": trips, "kernels": len(prog.kernels), "check": "ok" if ok else "MISMATCH",
-                                      "compile_s": compile_s}
+            samplers[label], info = compiled_sampler(module, f"{name}_{label}", args.n)
+            row["variants"][label] = {**info, "compile_s": time.perf_counter() - t0}
         times = interleaved_medians(samplers, 20, 4)
         for k, t in times.items():
             row["variants"][k]["ms"] = t * 1e3

@@ -11,12 +11,13 @@ import json
 import os
 import sys
 
-import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-from loop_derivatives import inputs, programs  # noqa: E402
-from peers import interleaved_medians, torch_sampler  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checkpoint_probe import compiled_sampler  # noqa: E402
+from loop_derivatives import programs  # noqa: E402
+from peers import interleaved_medians  # noqa: E402
 
 
 def main() -> int:
@@ -29,7 +30,7 @@ def main() -> int:
 
     import irfuse
     import irfuse.planner.loop_forms as loop_forms
-    from irfuse.dialects.kas import LoopOp, program_of
+    from irfuse.dialects.kas import LoopOp
     from irfuse.transforms.reverse_mode import LoopJudge
 
     planner = loop_forms.LOOP_JUDGE
@@ -43,19 +44,7 @@ def main() -> int:
             loop_forms.LOOP_JUDGE = judge
             module = (irfuse.grad(source, of="E", wrt=wrt, loops="tape") if mode == "grad"
                       else irfuse.vjp(source, wrt=wrt, loops="tape"))
-            trips = sorted(op.trip_count.data for op in program_of(module).walk() if isinstance(op, LoopOp))
-            prog = irfuse.compile(module, backend="cuda", n=args.n, filename=f"{name}_{label}.kas")
-            host = inputs(prog, args.n, np.random.default_rng(1))
-            tensors = [torch.from_numpy(host[k]).cuda() for k in prog.inputs]
-            first = prog(*tensors)
-            outs = [torch.empty_like(first[k]) for k in prog.outputs]
-            sample = {k: v if v.ndim == 0 else v[:20_000] for k, v in host.items()}
-            ok = prog.check(**sample).ok
-
-            def call(*a, prog=prog, outs=outs):
-                prog(*a, out=outs)
-            samplers[label] = torch_sampler(call, tensors)
-            row["variants"][label] = {"trips": trips, "kernels": len(prog.kernels), "check": "ok" if ok else "MISMATCH"}
+            samplers[label], row["variants"][label] = compiled_sampler(module, f"{name}_{label}", args.n)
         loop_forms.LOOP_JUDGE = planner
         for k, t in interleaved_medians(samplers, 20, 4).items():
             row["variants"][k]["ms"] = t * 1e3
