@@ -75,7 +75,7 @@ def test_run_plan_and_compile_a_program_with_nodal_statements(tmp_path, capsys):
     assert [w for w in ("nodes_before", "elements", "nodes_after") if w in out] == [
         "nodes_before", "elements", "nodes_after"], out
     assert main(["compile", step, "-o", str(tmp_path / "plan")]) == 1
-    assert "runs statements per node" in capsys.readouterr().err
+    assert "works per node" in capsys.readouterr().err
 
 
 def test_run_numpy_backend_reports_checksums():

@@ -54,13 +54,16 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     assert check_top_plans_on_cpu(path, 3, "f64", 37, seed, nvrtc=True) >= 1, src
 
 
-@pytest.mark.parametrize("seed", range(40 if LONG else 4))
+@pytest.mark.parametrize("seed", range(40) if LONG else [0, 1, 2, 3, 20])
 def test_random_mesh_programs_agree_with_the_reference_through_several_plans(seed):
     """Gathers through one or two connectivities (again inside loops and branches), element
-    code, scatters: each plan (and the one with every loop on the host) on the CPU against the
-    reference on meshes of every kind (`random_mesh_inputs`: one node, nodes no
-    element names, nodes repeated within an element, one element), ordered and atomic, and
-    compiled to sm_90 with NVRTC."""
+    code, scatters (one value through both connectivities), nodal statements, reductions over
+    the nodes, a second pass over the elements: each plan (and the one with every loop on the
+    host) on the CPU against the reference on meshes of every kind (`random_mesh_inputs`: one
+    node, nodes no element names, nodes repeated within an element, one element), ordered and
+    atomic, and compiled to sm_90 with NVRTC. (Seed 20 holds a value scattered through two
+    connectivities, a reduction of a nodal input and a nonlinear nodal statement gathered
+    again.)"""
     from irfuse.testing.differential import Budget, check_source
 
     src = random_mesh_program(seed, 4 + seed % 7)
@@ -111,9 +114,32 @@ def test_random_element_codes_agree_with_the_reference_in_chunks(seed, layout):
     assert check_top_plans_on_cpu(path, 2, dtype, 37, seed, nvrtc=True, layout=layout, chunks=True) >= 1, src
 
 
+def test_the_mesh_generator_reaches_every_construct():
+    """What the mesh tests rely on the generator to write, over a few seeds: two connectivities
+    of one K with a value scattered through both, reductions over the nodes of a nodal input
+    and of a scatter's sums, nonlinear nodal statements on a scatter's sums, and such a value
+    gathered again (a second pass over the elements)."""
+    texts = [random_mesh_program(s, 4 + s % 7) for s in range(40)]
+    twice = 0
+    for text in texts:
+        scattered: dict[str, set[str]] = {}
+        for value, conn in re.findall(r"r\d+ = scatter\((\w+), (c\d)\);", text):
+            scattered.setdefault(value, set()).add(conn)
+        twice += any(len(c) > 1 for c in scattered.values())
+    assert twice >= 2
+    text = "\n".join(texts)
+    for construct in (r"s\d+ = (sum|max|min)\(x\d+\);", r"s\d+ = (sum|max|min)\(r\d+\);", r"r\d+ = emul\(r\d+, r\d+\);",
+                      r"r\d+ = tanh\(r\d+\);"):
+        assert re.search(construct, text), construct
+    after = [text for text in texts if re.search(r"(r\d+) = (emul|tanh|neg|scale|sub)\(r\d+.*\n(g\d+) = gather\(\1, ", text)]
+    assert after
+    assert random_mesh_program(3, 9) == random_mesh_program(3, 9)
+
+
 def test_the_element_generator_reaches_every_construct():
     """What the element-code tests rely on the generator to write, over a few seeds: every
-    generic family it may use, masks from comparisons and logic, both kinds of branch condition,
+    generic family it may use, masks from comparisons and logic, every kind of branch condition (a
+    mask, a comparison, an op's call giving a mask),
     else branches, copies (whole values and entries at a number), indexed loops reading
     uniform tables, and sums by contract."""
     from irfuse.testing.random_programs import ELEMENT_TYPES, _family_signatures
@@ -121,7 +147,8 @@ def test_the_element_generator_reaches_every_construct():
     text = "\n".join(random_element_program(s, 30) for s in range(40))
     for family in {f for f, _, _ in _family_signatures(ELEMENT_TYPES)}:
         assert re.search(rf"= {family}\(", text), family
-    for construct in (r"= (and|or|not)\(m", r"if \(m\d+\)", r"if \(v\d+ [<>!]", r"\} else \{", r"^v\d+ = v\d+;",
+    for construct in (r"= (and|or|not)\(m", r"if \(m\d+\)", r"if \(v\d+ [<>!]", r"if \((gt|lt|ge|le)\(",
+                      r"if \(not\((gt|lt|ge|le)\(", r"if \(and\(m\d+, ", r"\} else \{", r"^v\d+ = v\d+;",
                       r"= o\d+\[\d\];", r"loop q \d \{", r"u\d+\[q\]", r"a\d+\[q\]", r"o\d+\[q\] =",
                       r"contract\(\"q->\"", r"uniform \w+ u\d+\[\d\]", r"= select\(m"):
         assert re.search(construct, text, re.M), construct

@@ -1075,6 +1075,66 @@ def test_nodal_statements_on_the_gpu_give_one_set_of_bits():
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6 * np.abs(w).max())
 
 
+@pytest.mark.parametrize("elements, nodes", [(300, 120), (100, 400)])
+def test_nodal_reductions_and_one_value_through_two_connectivities_on_the_gpu(elements, nodes):
+    """The two wrong results of mesh programs (a reduction of a nodal input or of a scatter's
+    sums over E entries instead of M; one computed value scattered through two
+    connectivities summed by one's groups) on the GPU, on meshes with E > M and E < M: host
+    and CuPy arrays, ordered and atomic, against the reference and the CPU backend's bits."""
+    import cupy
+
+    import irfuse
+
+    src = """
+    nodal vector3 X, r, r1, r2; index4 c1, c2; matrix4x3 Xe, w; uniform vector3 Q, R; uniform scalar a;
+    input X, c1, c2, a;
+    Q = sum(X);
+    Xe = gather(X, c1);
+    w = scale(Xe, a);
+    r1 = scatter(w, c1);
+    r2 = scatter(w, c2);
+    R = max(r1);
+    return Q, R, r1, r2;
+    """
+    rng = np.random.default_rng(11)
+    args = dict(X=rng.uniform(-1, 1, (nodes, 3)).astype(np.float32),
+                c1=rng.integers(0, nodes, (elements, 4)).astype(np.int32),
+                c2=rng.integers(0, nodes, (elements, 4)).astype(np.int32), a=np.float32(1.5))
+    gpu, cpu = irfuse.compile(src, backend="cuda"), irfuse.compile(src, backend="cpu", profile="h100")
+    want = cpu(**args)
+    got = gpu(**args, verify=True)
+    on_gpu = gpu(**{k: cupy.asarray(v) if k != "a" else v for k, v in args.items()}, verify=True)
+    atomic = gpu(**args, scatter="atomic", verify=True)
+    for name, w, g, d in zip(gpu.outputs, want, got, on_gpu):
+        assert g.tobytes() == cupy.asnumpy(d).tobytes() == w.tobytes(), name
+    np.testing.assert_allclose(atomic.r2, want.r2, rtol=1e-5, atol=1e-5)
+
+
+def test_a_second_pass_over_the_elements_and_its_reverse_derivative_on_the_gpu():
+    """A gather of a value made from a scatter's sums (a second pass over the elements), and
+    the gradient of an energy whose nodal statements after the scatter are not linear (its
+    reverse pass gathers the sums' cotangent): on the GPU against the reference, on CuPy
+    arrays too (one set of bits), near the CPU backend's (tanh is the device's own)."""
+    import cupy
+
+    import irfuse
+    from irfuse.mesh import box_tetrahedra
+
+    from irfuse.testing.derivatives import NODAL_AFTER_SCATTER
+
+    X, conn = box_tetrahedra(6, numbering="random", seed=4)[:2]
+    u = np.random.default_rng(5).uniform(-0.3, 0.3, X.shape).astype(np.float32)
+    module = irfuse.grad(NODAL_AFTER_SCATTER, of="E", wrt="u")
+    gpu, cpu = irfuse.compile(module, backend="cuda"), irfuse.compile(module, backend="cpu", profile="h100")
+    assert [p.over for p in gpu.plan.passes] == ["elements", "nodes", "elements"]
+    want = cpu(u, conn, np.float32(0.8))
+    got = gpu(u, conn, np.float32(0.8), verify=True)
+    on_gpu = gpu(cupy.asarray(u), cupy.asarray(conn), np.float32(0.8), verify=True)
+    for name, w, g, d in zip(gpu.outputs, want, got, on_gpu):
+        assert g.tobytes() == cupy.asnumpy(d).tobytes(), name
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * np.abs(w).max())
+
+
 def test_mesh_calls_with_prepared_connectivities_are_ordered_on_the_callers_stream():
     """With every connectivity a `Connectivity` a call on GPU arrays waits for nothing: on a
     CuPy stream of the caller's (given, and as the current stream), after work the caller

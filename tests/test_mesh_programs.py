@@ -449,3 +449,34 @@ def test_a_kernel_summing_rows_through_two_connectivities_takes_each_ones_scatte
     atomic = prog(**args, scatter="atomic", verify=True)
     for name in prog.outputs:
         assert getattr(ordered, name).tobytes() == getattr(atomic, name).tobytes(), name
+
+
+@pytest.mark.parametrize("renderer", ["loop", "emulate"])
+@pytest.mark.parametrize("elements, nodes", [(300, 120), (100, 400)])
+def test_one_computed_value_scattered_through_two_connectivities_is_summed_by_each(renderer, elements, nodes,
+                                                                                  monkeypatch):
+    """`r1 = scatter(w, c1); r2 = scatter(w, c2)` with `w` computed in the program: the kernel
+    once wrote w summed in c1's groups alone and both scatters read those sums (NaN or garbage in
+    r1). Rows scattered through two connectivities are written as they are now: each sum
+    against NumPy, ordered and atomic the same bits, on meshes with E > M and E < M."""
+    monkeypatch.setenv("IRFUSE_CPU_RENDERER", renderer)
+    src = """
+    nodal vector3 r1, r2; matrix4x3 q, w; index4 c1, c2; uniform scalar a;
+    input q, c1, c2, a;
+    w = scale(q, a);
+    r1 = scatter(w, c1);
+    r2 = scatter(w, c2);
+    return r1, r2;
+    """
+    prog = irfuse.compile(src, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(5)
+    c1 = rng.integers(0, nodes, (elements, 4)).astype(np.int32)
+    c2 = rng.integers(0, nodes, (elements, 4)).astype(np.int32)
+    q = rng.uniform(-1, 1, (elements, 4, 3))
+    ordered = prog(q, c1, c2, 2.0 * np.ones(()), nodes=nodes, verify=True)
+    atomic = prog(q, c1, c2, 2.0 * np.ones(()), nodes=nodes, scatter="atomic")
+    for name, conn in (("r1", c1), ("r2", c2)):
+        want = np.zeros((nodes, 3))
+        np.add.at(want, conn, 2 * q)
+        np.testing.assert_allclose(getattr(ordered, name), want, rtol=1e-12, atol=1e-12)
+        assert getattr(ordered, name).tobytes() == getattr(atomic, name).tobytes(), name

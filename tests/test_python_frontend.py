@@ -173,3 +173,51 @@ def test_a_function_whose_source_is_not_on_disk_is_read_from_linecache():
     assert "    if B:" in str(e.value)
     a = np.random.default_rng(5).random((20, 3, 3), dtype=np.float32)
     np.testing.assert_allclose(irfuse.compile(namespace["fine"], backend="cpu")(a)[0], a @ a, rtol=1e-5)
+
+
+def test_not_and_or_of_masks_are_the_ops_not_and_or_and_conditions_may_call_ops():
+    """`not m`, `a and b or c` on masks are the ops `not`, `and`, `or` (left to right), so a
+    branch may test them; the KAS twin writes the calls in its conditions (`if (not(m))`,
+    `if (or(and(gt(f, 0.5), not(m)), gt(g, 0.9)))`): both against NumPy; `not` of a scalar is
+    refused at its line."""
+    from irfuse.ops import gt
+
+    def logic(f: irfuse.Scalar, m: irfuse.Mask, g: irfuse.Scalar):
+        y = f
+        if not m:
+            y = y + 1.0
+        if gt(f, 0.5) and not m or g > 0.9:
+            y = y + 10.0
+        return y
+
+    kas = ("scalar f, g, y; mask m;\ninput f, m, g;\ny = scale(f, 1);\nif (not(m)) { y = add(y, 1); }\n"
+           "if (or(and(gt(f, 0.5), not(m)), gt(g, 0.9))) { y = add(y, 10); }\nreturn y;")
+    rng = np.random.default_rng(0)
+    f, g = rng.uniform(-1, 1, 50), rng.random(50)
+    m = (rng.random(50) < 0.5).astype(np.float64)
+    want = np.where(m == 0, f + 1, f)
+    want = np.where(((f > 0.5) & (m == 0)) | (g > 0.9), want + 10, want)
+    for source in (logic, kas):
+        prog = irfuse.compile(source, backend="cpu", dtype="f64")
+        np.testing.assert_array_equal(prog(f, m, g).y, want)
+
+    def scalar_not(f: irfuse.Scalar):
+        if not f:
+            f = f + 1.0
+        return f
+
+    with pytest.raises(irfuse.CompileError, match=r"test_python_frontend.py:\d+:\d+: error: 'not' does not take scalar"):
+        compile_function(scalar_not)
+
+
+def test_a_returned_expression_is_named_by_its_place_not_as_a_temporary():
+    """`return R, venorm3(v)` gives outputs 'R' and 'out1' (not the temporary '_t1' that
+    reports and `Outputs` once showed); a name a variable holds is not taken."""
+    from irfuse.ops import venorm3
+
+    def two(R: irfuse.Matrix[3, 3], v: irfuse.Vector[3]):
+        out1 = venorm3(v)
+        return R @ R, venorm3(R @ v), out1
+
+    prog = irfuse.compile(two, backend="cpu")
+    assert prog.outputs == ("out0", "out1_1", "out1")

@@ -12,8 +12,8 @@ import irfuse
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.kas import CallOp, program_of
 from irfuse.testing import derivatives as derivative_checks
-from irfuse.testing.derivatives import (GENERATORS, NEO_HOOKEAN_ENERGY as ENERGY, SCALAR_LOOP, TIME_LOOP,
-                                        random_differentiable_programs, vjp_against_jvp)
+from irfuse.testing.derivatives import (GENERATORS, NEO_HOOKEAN_ENERGY as ENERGY, NODAL_AFTER_SCATTER, SCALAR_LOOP,
+                                        TIME_LOOP, random_differentiable_programs, vjp_against_jvp)
 
 
 @pytest.mark.parametrize("kind", GENERATORS)
@@ -330,3 +330,38 @@ return x;
         irfuse.compile(TIME_LOOP + "derivative jvp wrt x loops tape;\n", backend="cpu")
     with pytest.raises(UsageError, match="loops takes 'auto', 'unroll' or 'tape'"):
         irfuse.derivative("grad", of="E", wrt="x", loops="always")
+
+
+
+
+@pytest.mark.parametrize("how", ["grad", "vjp", "line"])
+def test_reverse_derivatives_of_nonlinear_nodal_statements_after_the_scatter_run_a_second_element_pass(how):
+    """`irfuse.grad`, `irfuse.vjp` and a `derivative grad` line of a mesh program whose nodal
+    statements on a scatter's sums are nonlinear once raised xDSL's VerifyException (the
+    reverse pass gathers the sums' cotangent). They run as passes elements, nodes, elements
+    now: against central differences of the program (float64, CPU) and the dot-product test."""
+    from irfuse.mesh import box_tetrahedra
+
+    X, conn = box_tetrahedra(2)[:2]
+    rng = np.random.default_rng(3)
+    u = rng.uniform(-0.3, 0.3, X.shape)
+    k = np.float64(1.7)
+    if how == "grad":
+        derived = irfuse.compile(irfuse.grad(NODAL_AFTER_SCATTER, of="E", wrt=("u", "k")), backend="cpu", dtype="f64")
+    elif how == "line":
+        derived = irfuse.compile(NODAL_AFTER_SCATTER + "derivative grad of E wrt u, k;", backend="cpu", dtype="f64")
+    else:
+        derived = irfuse.compile(irfuse.vjp(NODAL_AFTER_SCATTER, wrt=("u", "k")), backend="cpu", dtype="f64")
+    assert [p.over for p in derived.plan.passes] == ["elements", "nodes", "elements"]
+    args = (u, conn, k) if how != "vjp" else (u, conn, k, np.float64(1.0), np.zeros_like(u))
+    out = derived(*args, verify=True)
+    gu, gk = (out.grad_u, out.grad_k) if how != "vjp" else (out.bar_u, out.bar_k)
+    program = irfuse.compile(NODAL_AFTER_SCATTER, backend="cpu", dtype="f64")
+    d = rng.standard_normal(u.shape)
+    h = 1e-6
+    along = (program(u + h * d, conn, k).E - program(u - h * d, conn, k).E) / (2 * h)
+    assert np.sum(gu * d) == pytest.approx(along, rel=1e-6)
+    by_k = (program(u, conn, k + h).E - program(u, conn, k - h).E) / (2 * h)
+    assert gk == pytest.approx(by_k, rel=1e-6)
+    dots = vjp_against_jvp(NODAL_AFTER_SCATTER, n=24, seed=1)
+    assert dots.made and dots.agree()

@@ -402,3 +402,64 @@ def test_irfuse_opt_names_the_default_pipeline():
     assert named.returncode == 0 and named.stdout == spelled.stdout and "__global__" in named.stdout, named.stderr
     listed = subprocess.run([sys.executable, "-m", "irfuse.tools.opt", "--list-passes"], capture_output=True, text=True)
     assert f"irfuse-default: the pipeline {DEFAULT_PIPELINE}" in listed.stdout
+
+
+def test_a_gather_of_a_nodal_value_of_four_axes_is_refused_at_its_line():
+    """K rows of a tensor2x2x2x2 would be a value of five axes: an unlocated VerifyException
+    once; now the line and the limit are named. (A Python program's nodal values are scalars
+    and vectors: `irfuse.Nodal` says so.)"""
+    src = "nodal tensor2x2x2x2 T; index4 conn; matrix2x2 x;\ninput T, conn;\nx = gather(T, conn);\nreturn x;"
+    with pytest.raises(CompileError, match=r"<source>:3:12: error: 'gather' of tensor2x2x2x2 'T' through index4 "
+                                           r"would give a value of 5 axes .*at most 4"):
+        irfuse.compile(src, backend="cpu")
+
+
+def test_a_contraction_of_too_many_products_is_refused_and_one_at_the_limit_compiles():
+    """Ten matrices contracted into a scalar (1,024 products of 10 factors an entry) once
+    ended in a RecursionError; it is refused at its line naming the limit, and seven (64
+    products of 7 factors) run against the reference."""
+    ten = ", ".join(["a"] * 10)
+    src = (f'matrix2x2 a; scalar s;\ninput a;\ns = contract("ij,jk,kl,lm,mn,no,op,pq,qr,ri->", {ten});\n'
+           "return s;")
+    with pytest.raises(CompileError, match=r"<source>:3:5: error: contract: .* sums 1024 products of 10 factors "
+                                           r"for each entry .* at most 512 factors in all"):
+        irfuse.compile(src, backend="cpu")
+    seven = irfuse.compile('matrix2x2 a, s;\ninput a;\ns = contract("ij,jk,kl,lm,mn,no,op->ip", '
+                           + ", ".join(["a"] * 7) + ");\nreturn s;", backend="cpu")
+    assert seven.check(_rng().uniform(-1, 1, (9, 2, 2)).astype(np.float32)).ok
+
+
+RUNAWAY = {
+    # (every size within the documented 64: 16.7 M words a value)
+    "kas": "tensor64x64x64x64 T, U; input T; U = scale(T, 2); return U;",
+    "python": "import irfuse\ndef f(T: irfuse.Tensor[64, 64, 64, 64]):\n    return T * 2\nirfuse.compile(f)",
+    "ir": ("builtin.module {\n  kas.program @p(%T: !kas.tensor<64x64x64x64>) -> (U : !kas.tensor<64x64x64x64>) {\n"
+           "    %c = kas.constant 2.0 : !kas.scalar\n    %U = kas.call @scale_64x64x64x64_s(%T, %c) : "
+           "(!kas.tensor<64x64x64x64>, !kas.scalar) -> !kas.tensor<64x64x64x64>\n"
+           "    kas.return %U : !kas.tensor<64x64x64x64>\n  }\n}\n"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(RUNAWAY))
+def test_a_program_too_large_to_compile_is_refused_up_front_within_a_memory_limit(form, tmp_path):
+    """A value of 64x64x64x64 words once compiled for minutes and took the machine's memory.
+    In a child process limited to 1.5 GB of address space and 60 s, each form of it (KAS, a
+    Python function, IR through irfuse-opt) is refused at once naming the limit."""
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))\n"
+    if form == "ir":
+        path = tmp_path / "big.mlir"
+        path.write_text(RUNAWAY["ir"])
+        code = limit + (f"import sys; sys.argv = ['irfuse-opt', {str(path)!r}, '-p', 'irfuse-default']\n"
+                        "from irfuse.tools.opt import main; raise SystemExit(main())")
+    elif form == "kas":
+        code = limit + f"import irfuse; irfuse.compile({RUNAWAY['kas']!r}, backend='cpu')"
+    else:
+        path = tmp_path / "big.py"
+        path.write_text(RUNAWAY["python"])
+        code = limit + f"exec(compile(open({str(path)!r}).read(), {str(path)!r}, 'exec'))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    said = p.stdout + p.stderr
+    assert p.returncode != 0 and "MemoryError" not in said, said[-3000:]
+    want = {"kas": "holds 16,777,216 words a value; at most 4,096", "python": "a value holds at most 4,096 words",
+            "ir": "unknown op 'scale_64x64x64x64_s'"}[form]
+    assert want in said, said[-3000:]

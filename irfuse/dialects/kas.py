@@ -179,8 +179,8 @@ class TensorType(KasType):
 
     def verify(self) -> None:
         super().verify()
-        if len(self.shape) not in (3, 4):
-            raise VerifyException(f"kas.tensor must have 3 or 4 dimensions, got {len(self.shape)}")
+        if len(self.shape) not in (3, MAX_AXES):
+            raise VerifyException(f"kas.tensor must have 3 or {MAX_AXES} dimensions, got {len(self.shape)}")
 
 
 @irdl_attr_definition
@@ -203,6 +203,9 @@ class IndexType(KasType):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         return [IntAttr(d) for d in _parse_dims(parser, 1, cls.name)]
+
+
+MAX_AXES = 4  # a value's axes at most: scalar, vector, matrix, tensor of 3 or 4
 
 
 def kas_type_of_shape(shape: Sequence[int]) -> KasType:
@@ -358,9 +361,13 @@ class ScatterOp(LocatedOperation):
 
 
 def only_scattered(v: SSAValue) -> bool:
-    """Whether `v` is read by scatters alone, as the rows they add: the kernel that makes it
-    writes it summed in the connectivity's groups (`fuse.store ... scatter`), not row by row."""
-    return bool(v.uses) and all(isinstance(u.operation, ScatterOp) and u.index == 0 for u in v.uses)
+    """Whether `v` is read by scatters alone, as the rows they add, all through one
+    connectivity: the kernel that makes it writes it summed in that connectivity's groups
+    (`fuse.store ... scatter`), not row by row. (Scatters through two connectivities add the
+    rows in two orders of groups: they read the rows as they are.)"""
+    if not v.uses or not all(isinstance(u.operation, ScatterOp) and u.index == 0 for u in v.uses):
+        return False
+    return len({u.operation.index for u in v.uses}) == 1  # type: ignore[attr-defined]
 
 
 def is_nodal_input(v: SSAValue) -> bool:
@@ -388,22 +395,12 @@ def nodal_values(program: "ProgramOp") -> set[SSAValue]:
     return nodal
 
 
-def nodal_statements(program: "ProgramOp") -> list["CallOp"]:
-    """The program's nodal statements: calls that run once per node."""
+def nodal_statements(program: "ProgramOp") -> list[Operation]:
+    """The program's work over the nodes: its nodal statements (calls that run once per node)
+    and its reductions of nodal values (over the nodes, not the elements)."""
     nodal = nodal_values(program)
-    return [op for op in program.body.block.ops if isinstance(op, CallOp) and op.res in nodal]
-
-
-def after_elements(program: "ProgramOp") -> set[SSAValue]:
-    """The top-level values that need every element first: a scatter's sums, a reduction over
-    the elements, and what depends on them."""
-    after: set[SSAValue] = set()
-    nodal = nodal_values(program)
-    for op in program.body.block.ops:
-        if isinstance(op, ScatterOp) or (isinstance(op, ReduceOp) and op.operand not in nodal) or any(
-                v in after for inner in op.walk() for v in inner.operands):
-            after.update(op.results)
-    return after
+    return [op for op in program.body.block.ops
+            if (isinstance(op, CallOp) and op.res in nodal) or (isinstance(op, ReduceOp) and op.operand in nodal)]
 
 
 class ReduceKind(StrEnum):
@@ -709,7 +706,6 @@ class ProgramOp(LocatedOperation):
                                           f"{', '.join(sorted(readers - MESH_READERS))}; only "
                                           "kas.gather and kas.scatter read connectivities")
         per_node = nodal_values(self)
-        after = after_elements(self)
         for op in self.body.walk():
             if isinstance(op, CallOp):
                 domains = {a in per_node for a in op.args if not is_uniform(a)}
@@ -723,10 +719,6 @@ class ProgramOp(LocatedOperation):
                 if op.nodal not in per_node:
                     raise VerifyException("kas.gather reads a nodal value (an input listed in nodal(...) or a "
                                           "nodal statement's result)")
-                if op.nodal in after:
-                    raise VerifyException("kas.gather reads a value made from the elements' results (a scatter's "
-                                          "sums or a reduction over them): that needs a second pass over the elements "
-                                          "(a second program)")
             elif isinstance(op, ScatterOp):
                 if op.value in per_node or is_uniform(op.value):
                     raise VerifyException("kas.scatter adds a per-element value, not a nodal or uniform one")

@@ -20,8 +20,8 @@ rows); `scatter(fe, conn)` makes one (the sum of each element's K rows at its no
 nodal statement (a call whose operands are nodal or uniform, into a nodal variable) runs once
 per node, at the program's top level. A scatter is a statement of the top level, a gather may
 stand anywhere (it reads what no loop changes: it runs once, before the loops and branches
-around it) but not read a value made from a scatter's sums (that would need a second pass over
-the elements), and a connectivity is read by them alone. Kernels run gathers as their loads:
+around it; a gather of a value made from a scatter's sums runs in a second pass over the
+elements), and a connectivity is read by them alone. Kernels run gathers as their loads:
 a gathered value that a scatter reads or the program returns as it is gets a kernel of its
 own through an exact copy, `scale` by 1 (`materialized`).
 """
@@ -40,6 +40,7 @@ from irfuse.analysis.liveness import live_values
 from irfuse.diagnostics import CompileError, Diagnostic, SourceFile, UsageError
 from irfuse.dialects.kas import (
     CallOp,
+    MAX_AXES,
     MAX_TOTAL_ITERATIONS,
     ConstantOp,
     GatherOp,
@@ -59,8 +60,9 @@ from irfuse.dialects.kas import (
     ssa_hint,
 )
 from irfuse.frontend.source_files import read_source  # noqa: F401 (callers import it from here)
-from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, Call, Condition, Derivative, If, Index, Loop,
-                                    Name, Number, Program, Statement, Text, is_index_type, is_mask_type, parse_program)
+from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, Call, CallExpr, Condition, Derivative, If, Index,
+                                    Loop, Name, Number, Program, Statement, Text, is_index_type, is_mask_type,
+                                    parse_program)
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
@@ -168,7 +170,6 @@ class IRGen:
         self.nodal: set[str] = set()  # variables declared `nodal`
         self.mesh_operands = False  # translating a gather's or scatter's operands
         self.nodal_values: set[SSAValue] = set()  # nodal inputs, scatters' sums, nodal statements' values
-        self.after_elements: set[SSAValue] = set()  # values made from a scatter's sums or a reduction of elements
         self.branches = 0  # the 'if's around the current statement
         self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
@@ -528,13 +529,14 @@ class IRGen:
                 self.err(src, f"'gather' reads a nodal value, but '{src.text}' is not nodal",
                          [f"declare it 'nodal {source.type.spelling()} {src.text};' and list it after 'input'"])  # type: ignore
                 return
-            if source in self.after_elements:
-                self.err(src, f"'gather' reads '{src.text}', made from a scatter's sums: that needs a second pass over "
-                         "the elements", ["compute it in one program and gather it in a second"])
-                return
             if s.target.text in self.nodal or s.target.text in self.uniform:
                 self.err(s.target, f"'gather' gives one value per element, but '{s.target.text}' is "
                          f"{'nodal' if s.target.text in self.nodal else 'uniform'}")
+                return
+            if len(source.type.shape) >= MAX_AXES:  # type: ignore[attr-defined]
+                self.err(src, f"'gather' of {source.type.spelling()} '{src.text}' through index{count} would give "  # type: ignore
+                         f"a value of {len(source.type.shape) + 1} axes (K rows of the node's value); values have at "  # type: ignore
+                         f"most {MAX_AXES}", ["gather nodal values of at most 3 axes"])
                 return
             want = kas_type_of_shape((count, *source.type.shape))  # type: ignore[attr-defined]
             if target_type != want:
@@ -573,7 +575,6 @@ class IRGen:
         env[s.target.text] = op.res
         if isinstance(op, ScatterOp):
             self.nodal_values.add(op.res)
-            self.after_elements.add(op.res)
 
     def materialized(self, v: SSAValue, at: Name | Loop, block: Block | None = None) -> SSAValue:
         """`v`, or where it is a gather's value, `scale(v, 1)` (exact for every number, NaN and
@@ -648,8 +649,6 @@ class IRGen:
         env[s.target.text] = value
         if nodal:
             self.nodal_values.add(value)
-        if any(v in self.after_elements for v in args):
-            self.after_elements.add(value)
 
     def nodal_statement(self, s: Call, operands: list, args: list[SSAValue], result: KasType, block: Block
                         ) -> bool | None:
@@ -772,16 +771,17 @@ class IRGen:
         self.assign(s, op.name, values, op.result_type, env, block, operands)  # type: ignore[arg-type]
 
     def condition(self, c: Condition, env: dict, block: Block) -> SSAValue | None:
-        """A branch's condition as a mask: a mask variable, or a comparison's."""
+        """A branch's condition as a mask: a mask variable or an op's call giving one, or a
+        comparison's."""
         if c.op is None:
-            v = self.operand(c.lhs, env, block)  # type: ignore[arg-type]
+            v = self.condition_operand(c.lhs, env, block)
             if v is not None and not isinstance(v.type, MaskType):
                 self.err(c.lhs, f"a condition is a mask or a comparison, and '{getattr(c.lhs, 'text', '')}' is "
                          f"{v.type.spelling()}",  # type: ignore[attr-defined]
-                         ["write 'if (x > 0)', or compare into a mask: 'm = gt(x, 0);'"])
+                         ["write 'if (x > 0)', 'if (gt(x, 0))', or compare into a mask: 'm = gt(x, 0);'"])
                 return None
             return v
-        a, b = self.operand(c.lhs, env, block), self.operand(c.rhs, env, block)  # type: ignore[arg-type]
+        a, b = self.condition_operand(c.lhs, env, block), self.condition_operand(c.rhs, env, block)  # type: ignore
         if a is None or b is None:
             return None
         try:
@@ -790,6 +790,34 @@ class IRGen:
             self.err(c.lhs, f"'{c.op}' compares scalars: {e}")
             return None
         call = self.make_call(op, [a, b], c)
+        call.res.name_hint = "cond"
+        block.add_op(call)
+        return call.res
+
+    def condition_operand(self, e, env: dict, block: Block) -> SSAValue | None:
+        """An operand of a condition's: an operand's value, or an op's call (its operands
+        first), added to `block`."""
+        if not isinstance(e, CallExpr):
+            return self.operand(e, env, block)
+        args = [self.condition_operand(a, env, block) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        try:
+            op = self.lib.resolve(e.op.text, [a.type for a in args])  # type: ignore[union-attr]
+        except DefinitionError as err:
+            self.err(e.op, f"'{e.op.text}' in a condition: {err}")
+            return None
+        if op is None or is_reduction(e.op.text, len(args)) or e.op.text in CONNECTIVITY_CALLS:
+            close = self.lib.closest(e.op.text)
+            self.err(e.op, f"unknown op '{e.op.text}' in a condition",
+                     [f"did you mean {', '.join(repr(c) for c in close)}?"] if close else
+                     ["a condition calls ops of the library ('irfuse ops' lists them)"])
+            return None
+        if len(args) != len(op.operand_types) or any(a.type != t for a, t in zip(args, op.operand_types)):  # type: ignore
+            self.err(e.op, f"'{e.op.text}' in a condition takes {op.signature()}, not "
+                     f"({', '.join(a.type.spelling() for a in args)})")  # type: ignore[union-attr]
+            return None
+        call = self.make_call(op, args, e.op)  # type: ignore[arg-type]
         call.res.name_hint = "cond"
         block.add_op(call)
         return call.res
@@ -920,8 +948,6 @@ class IRGen:
         self.call_targets[op] = s.target
         block.add_op(op)
         env[s.target.text] = op.res
-        if v not in self.nodal_values or v in self.after_elements:  # (a reduction over the elements needs them all)
-            self.after_elements.add(op.res)
 
     def loop(self, s: Loop, env: dict[str, SSAValue], block: Block) -> None:
         runs = s.count

@@ -63,6 +63,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import math
 import textwrap
 import typing
 from dataclasses import dataclass
@@ -70,9 +71,9 @@ from dataclasses import dataclass
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
 from irfuse.frontend.irgen import FrontendResult, build_module, is_reduction
 from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
-from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, DERIVATIVE_MODES, MAX_TRIP_COUNT, Call,
-                                    Condition, Declaration, Derivative, If, Index, Loop, Name, Number, Pos, Program,
-                                    Statement, Text)
+from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, DERIVATIVE_MODES, MAX_DIM, MAX_TRIP_COUNT,
+                                    MAX_VALUE_WORDS, Call, Condition, Declaration, Derivative, If, Index, Loop, Name,
+                                    Number, Pos, Program, Statement, Text)
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.indexexpr import DefinitionError
@@ -118,6 +119,9 @@ class _Family:
         if len(dims) not in self.ranks or not all(isinstance(d, int) and d >= 1 for d in dims):
             want = " or ".join(f"{len(r)} positive integers" for r in ((0,) * k for k in self.ranks))
             raise UsageError(f"irfuse.{self.name}[...] takes {want}, not {dims!r}")
+        if max(dims, default=1) > MAX_DIM or math.prod(dims) > MAX_VALUE_WORDS:
+            raise UsageError(f"irfuse.{self.name}{list(dims)}: each size is at most {MAX_DIM} and a value holds at most "
+                             f"{MAX_VALUE_WORDS:,} words, not {math.prod(dims):,}")
         return ValueType(tuple(dims))
 
     def __repr__(self) -> str:
@@ -425,7 +429,13 @@ class _Translator:
         return list(value.elts) if isinstance(value, ast.Tuple) else [value]
 
     def output(self, node: ast.expr, k: int) -> Name:
-        return self.expression(node, self.tail)
+        """Returned value k: a variable by its name, an expression as `out<k>` (`out1` for the
+        second; `out1_1`, ... where a variable has that name)."""
+        name, i = f"out{k}", 0
+        while name in self.types:
+            i += 1
+            name = f"out{k}_{i}"
+        return self.expression(node, self.tail, name)
 
     def declare_typed(self, var: str, t: ValueType, node: ast.AST) -> None:
         """Declares a variable of an annotation's type (a parameter's, or `x: T` in the body)."""
@@ -632,9 +642,9 @@ class _Translator:
             if name not in self.types:
                 return name
 
-    def expression(self, node: ast.expr, out: list[Statement]) -> Name | Number:
-        """A value for an operand: a variable, a number, or a temporary assigned from a nested
-        expression."""
+    def expression(self, node: ast.expr, out: list[Statement], name: str | None = None) -> Name | Number:
+        """A value for an operand: a variable, a number, or a temporary (named `name`, or
+        `_t<k>`) assigned from a nested expression."""
         if isinstance(node, ast.Name):
             self.lookup(node)
             return self.name(node.id, node)
@@ -646,7 +656,7 @@ class _Translator:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return Text(node.value, self.pos(node))
         call = self.call_of(node, out)
-        name = self.temp()
+        name = name or self.temp()
         shape, mask = self.result_of(call, node)
         self.declare(name, shape, node, self.value_is_uniform(call), mask, self.value_is_nodal(call))
         out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
@@ -715,12 +725,19 @@ class _Translator:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             operand = self.expression(node.operand, out)
             return self.infix(node, "-", infix_op("-", self.shape_of(operand), None), [operand])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # of a mask: op `not`
+            return self.name("not", node), [self.expression(node.operand, out)]
+        if isinstance(node, ast.BoolOp):  # `a and b or c` of masks: ops `and`, `or`, left to right
+            first = node.values[0] if len(node.values) == 2 else ast.copy_location(
+                ast.BoolOp(op=node.op, values=node.values[:-1]), node)
+            left, right = self.expression(first, out), self.expression(node.values[-1], out)
+            return self.name("and" if isinstance(node.op, ast.And) else "or", node), [left, right]
         if self.number(node) is not None:
             raise self.error(node, "a number alone is not an op application: use it as an operand")
         if isinstance(node, (ast.Name, ast.Subscript)):  # a copy: `x = y`, `x = y[q]`
             return self.name(COPY, node), [self.expression(node, out)]
         raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "
-                               "forms + - * / @ on the program's values")
+                               "forms + - * / @ on the program's values (not, and, or on masks)")
 
     def infix(self, node: ast.expr, symbol: str, found: tuple[str, bool] | None,
               operands: list[Name]) -> tuple[Name, list[Name]]:

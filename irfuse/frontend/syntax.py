@@ -43,6 +43,7 @@ with the file, line and column of the offending token.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -51,6 +52,7 @@ from irfuse.diagnostics import CompileError, SourceFile
 KEYWORDS = {"input", "return", "loop", "uniform", "nodal", "if", "else"}
 COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 MAX_DIM = 64
+MAX_VALUE_WORDS = 4096  # words of one value at most (every op's code is unrolled over them)
 MAX_TRIP_COUNT = 1_000_000
 MAX_LOOP_DEPTH = 32  # loops inside loops; deeper nests would exhaust the IR tools' recursion
 
@@ -138,12 +140,27 @@ class Loop:
 
 
 @dataclass
-class Condition:
-    """`a`, a mask; or `a OP b`, a comparison (`OP` one of `COMPARISONS`)."""
+class CallExpr:
+    """An op's call inside a condition (`gt(f, 0)`, `not(and(m, n))`): its operands names,
+    numbers, entries or calls again."""
 
-    lhs: Name | Number | Index
+    op: Name
+    args: list["Name | Number | Index | CallExpr"]
+    pos: Pos
+
+    @property
+    def text(self) -> str:
+        return f"{self.op.text}({', '.join(a.text for a in self.args)})"
+
+
+@dataclass
+class Condition:
+    """`a`, a mask (a mask variable, or a call giving one: `gt(f, 0)`, `not(m)`); or `a OP
+    b`, a comparison (`OP` one of `COMPARISONS`) of values or calls."""
+
+    lhs: Name | Number | Index | CallExpr
     op: str | None = None
-    rhs: Name | Number | Index | None = None
+    rhs: Name | Number | Index | CallExpr | None = None
     pos: Pos = field(default_factory=lambda: Pos(1, 1))
 
 
@@ -399,6 +416,9 @@ class Parser:
         for d in shape:
             if not 1 <= d <= MAX_DIM:
                 raise self.error(tok, f"dimension {d} of type '{tok.text}' is out of range 1..{MAX_DIM}")
+        if math.prod(shape) > MAX_VALUE_WORDS:
+            raise self.error(tok, f"type '{tok.text}' holds {math.prod(shape):,} words a value; at most "
+                                  f"{MAX_VALUE_WORDS:,} (a matrix64x64): a value is one element's, held on chip")
         self.i += 1
         names, lengths = [self.expect_ident("a variable name")], {}
         while True:
@@ -475,12 +495,12 @@ class Parser:
         self.i += 1
         self.expect_punct("(", "after 'if'")
         cond_tok = self.peek()
-        lhs = self.operand()
+        lhs = self.condition_operand()
         op = rhs = None
         if self.peek().kind == "punct" and self.peek().text in COMPARISONS:
             op = self.peek().text
             self.i += 1
-            rhs = self.operand()
+            rhs = self.condition_operand()
         if isinstance(lhs, Text) or isinstance(rhs, Text):
             raise self.error(cond_tok, "a condition compares values (or names a mask), not strings")
         self.expect_punct(")", "to close the condition")
@@ -497,6 +517,28 @@ class Parser:
         finally:
             self.depth -= 1
         return If(Condition(lhs, op, rhs, cond_tok.pos), then, orelse, tok.pos)  # type: ignore[arg-type]
+
+    def condition_operand(self, depth: int = 0) -> Name | Number | Index | Text | CallExpr:
+        """An operand of a condition: an operand, or an op's call (`gt(f, 0)`) whose operands
+        are operands or calls again."""
+        tok, after = self.peek(), self.peek(1)
+        if not (tok.kind == "ident" and tok.text not in KEYWORDS and after.kind == "punct" and after.text == "("):
+            return self.operand()
+        if depth >= MAX_LOOP_DEPTH:
+            raise self.error(tok, f"calls are nested {depth + 1} deep in this condition; at most {MAX_LOOP_DEPTH}")
+        op = self.expect_ident("an op name")
+        self.i += 1
+        args: list = []
+        if not (self.peek().kind == "punct" and self.peek().text == ")"):
+            while True:
+                args.append(self.condition_operand(depth + 1))
+                if not (self.peek().kind == "punct" and self.peek().text == ","):
+                    break
+                self.i += 1
+        self.expect_punct(")", f"to close the call of '{op.text}'")
+        if any(isinstance(a, Text) for a in args):
+            raise self.error(tok, "a condition compares values (or names a mask), not strings")
+        return CallExpr(op, args, tok.pos)
 
     def place(self, what: str) -> Name | Index:
         """A variable, or an array's entry at a loop's index or a constant (`x[q]`, `x[0]`)."""

@@ -16,6 +16,7 @@ letters), `item_2_8x3` and `put_2_8x3_3` (entry 2 of an array's first axis read,
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -511,6 +512,12 @@ def contract_params(spec: str, count: int) -> tuple[str, ...]:
     return tuple(w if w else "s" for w in words)  # (a scalar's group is empty: `s` in names)
 
 
+# The factors of the products one entry of a contraction sums, in all: its definition is a tree
+# of that many leaves, its forward derivative one of as many terms (the product rule), which
+# every pass walks (and a kernel evaluates one after another).
+MAX_CONTRACT_FACTORS = 512
+
+
 @family("contract", CONTRACT_SIGNATURE, "any sum of products written in index notation (einsum)")
 def _contract(types, params):
     words = [("" if w == "s" else w) for w in params]
@@ -528,6 +535,13 @@ def _contract(types, params):
     if any(letter not in sizes for letter in result) or len(set(result)) != len(result):
         raise DefinitionError(f"contract: the result's letters '{result}' must be distinct letters of the operands")
     summed = [x for x in dict.fromkeys("".join(inputs)) if x not in result]
+    terms = math.prod(sizes[x] for x in summed)
+    if terms * len(inputs) > MAX_CONTRACT_FACTORS:
+        raise DefinitionError(
+            f"contract: '{','.join(inputs)}->{result}' sums {terms} products of {len(inputs)} factors for each entry "
+            f"of its result (over {', '.join(f'{x} of {sizes[x]}' for x in summed) or 'no index'}); at most "
+            f"{MAX_CONTRACT_FACTORS} factors in all: write it as contractions of fewer operands, each summing its "
+            "own indices")
     names = [f"X{k}" for k in range(len(types))]
     product = "*".join(f"{n}[{','.join(w)}]" if w else n for n, w in zip(names, inputs))
     body = f"sum({','.join(summed)}) {product}" if summed else product

@@ -312,6 +312,12 @@ def fold_bin(op: str, a: Scalar, b: Scalar) -> Scalar:
     return SBin(op, a, b)
 
 
+# The nodes an op's expanded definition may hold on its operands' shapes: its trees are built,
+# walked by every pass and rendered into kernels, so their size bounds a compile's time and
+# memory (a 64x64 matrix product, the largest value's product, holds about half of it).
+MAX_EXPANDED_NODES = 1 << 21
+
+
 class Expander:
     """Unrolls a definition against concrete operand shapes."""
 
@@ -364,8 +370,30 @@ class Expander:
         elif isinstance(e, Sum):
             self._infer_ranges(e.body)
 
+    def expanded_size(self, e: Expr | None = None) -> int:
+        """How many nodes the trees of every output entry hold at most, before folding:
+        what `expand` would build (found on the definition alone)."""
+        if e is None:
+            return math.prod(self.result_shape) * self.expanded_size(self.d.expr)
+        if isinstance(e, Bin):
+            return 1 + self.expanded_size(e.lhs) + self.expanded_size(e.rhs)
+        if isinstance(e, (Neg, Func)):
+            return 1 + self.expanded_size(e.arg)
+        if isinstance(e, Call):
+            return 1 + sum(self.expanded_size(a) for a in e.args)
+        if isinstance(e, Sum):
+            terms = math.prod(self.ranges.get(i, 1) for i in e.indices)
+            return terms * (self.expanded_size(e.body) + 1)
+        return 1
+
     def expand(self) -> list[Scalar]:
-        """One scalar tree per output entry, in row-major order."""
+        """One scalar tree per output entry, in row-major order; a DefinitionError where they
+        would hold more than MAX_EXPANDED_NODES nodes (a compile bounded in time and memory)."""
+        size = self.expanded_size()
+        if size > MAX_EXPANDED_NODES:
+            raise DefinitionError(
+                f"in definition '{self.d.text}': on these shapes its entries expand to about {size:,} operations and "
+                f"operands; at most {MAX_EXPANDED_NODES:,} (a product of 64x64 matrices is about 1,050,000)")
         out = []
         for idx in itertools.product(*(range(n) for n in self.result_shape)):
             env = dict(zip(self.d.target_indices, idx))

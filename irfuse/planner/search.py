@@ -43,7 +43,7 @@ from xdsl.ir import Operation, SSAValue
 
 from irfuse.artifact.scatter_groups import group_elements
 from irfuse.kernel.model import Gathered, KernelModel
-from irfuse.diagnostics import CompileError
+from irfuse.diagnostics import CompileError, located
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
@@ -493,8 +493,10 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
             opts = covering.get((d, node), [])
             if not opts:
                 op = dag.ops[node]
-                raise CompileError(f"no feasible kernel can run '{op.op_name}' on this device "
-                                   "(every implementation exceeds its limits)")
+                raise CompileError(located(
+                    f"no feasible kernel can run '{op.op_name}' on this device (every implementation exceeds its "
+                    "limits: shared memory, registers or threads of a block)", op.location,
+                    ["its values are too large for one element's work on chip: split them into smaller ones"]))
             model.AddExactlyOne(x[i] for i in opts + inherited)
         for node in dag.kernel_loops():
             if covering.get((d, node)):

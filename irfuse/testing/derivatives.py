@@ -86,6 +86,21 @@ return E, x;
 """
 
 
+# A mesh energy whose nodal statements on the scatter's sums are not linear: its reverse
+# derivative gathers the cotangent of the sums (a second pass over the elements).
+NODAL_AFTER_SCATTER = """
+nodal vector3 u, r, p; nodal scalar q; matrix4x3 ue, fe; index4 conn; uniform scalar E, k;
+input u, conn, k;
+ue = gather(u, conn);
+fe = scale(ue, k);
+r = scatter(fe, conn);
+p = tanh(r);
+q = vdot3(p, r);
+E = sum(q);
+return E, p;
+"""
+
+
 def random_differentiable_programs(kind: str, seed: int) -> str:
     """A random program of each generator the derivative tests run: `loops`, `batch_wide`,
     `element` (codes with branches and indexed loops), `mesh`, `carried` (loops that carry

@@ -255,8 +255,8 @@ def _family_signatures(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...
 def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> str:
     """A random program of about `calls` statements in what element codes use: the generic ops
     (`irfuse.library.families`) on vectors and matrices square and not, suffixed ops beside
-    them, comparisons into masks and their logic, `select`, `if`/`else` (on a comparison or a
-    mask; variables assigned in one side or both), copies, and indexed loops `loop q K` that
+    them, comparisons into masks and their logic, `select`, `if`/`else` (on a comparison, a
+    mask or an op's call giving one; variables assigned in one side or both), copies, and indexed loops `loop q K` that
     read per-element arrays and uniform tables at q and write per-element arrays (returned, or
     summed by `contract`); with `batch_wide`, uniform inputs and numbers as operands."""
     rng = random.Random(seed)
@@ -364,8 +364,13 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
         """if/else: some variables assigned on both sides, some on one (kept from before on the
         other), some new ones only inside (temporaries of a side)."""
         nonlocal made
-        if masks and rng.random() < 0.5:
+        kind = rng.random()
+        if masks and kind < 0.4:
             cond = rng.choice(masks)
+        elif kind < 0.65:  # an op's call giving the mask: a comparison, or logic of masks and comparisons
+            test = f"{rng.choice(('gt', 'lt', 'ge', 'le'))}({operand('scalar', 'gt')}, {rng.choice(THRESHOLDS)})"
+            cond = rng.choice([test, f"not({test})"] + ([f"not({rng.choice(masks)})",
+                                                          f"and({rng.choice(masks)}, {test})"] if masks else []))
         else:
             cond = f"{operand('scalar', 'gt')} {rng.choice(('<', '<=', '>', '>=', '!='))} {rng.choice(THRESHOLDS)}"
         before = [v for t, vs in live.items() for v in vs if v not in inputs]
@@ -499,16 +504,22 @@ _MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp")
 
 def random_mesh_program(seed: int, calls: int) -> str:
     """A random program over a mesh of about `calls` element statements: one or two
-    connectivities (`indexK`, K from 2 to 4), one to three nodal inputs (scalars or vectors of
-    2 or 3) each gathered through one connectivity or both (sometimes again inside a loop or a
-    branch), generic ops on the gathered values,
-    a per-element input and a uniform one, then at least one scatter per connectivity of a
-    value of its K rows into a nodal output (values nothing read returned per element). About
-    half the programs hold nodal statements (run per node): one before the gathers, whose
-    value is gathered instead of a nodal input's, and one after the scatters, of a scatter's
-    sums (and a nodal input or the uniform input), returned as well."""
+    connectivities (`indexK`, K from 2 to 4; two of the same K at times), one to three nodal
+    inputs (scalars or vectors of 2 or 3) each gathered through one connectivity or both
+    (sometimes again inside a loop or a branch), generic ops on the gathered values, a
+    per-element input and a uniform one, then at least one scatter per connectivity of a
+    value of its K rows into a nodal output (values nothing read returned per element; a
+    value scattered through both connectivities where they have the same K). About half the
+    programs hold nodal statements (run per node): one before the gathers, whose value is
+    gathered instead of a nodal input's, and one after the scatters, of a scatter's sums (and
+    a nodal input or the uniform input; linear or not), returned as well, and at times
+    gathered again (a second pass over the elements). Reductions (`sum`, `max`, `min`) of a
+    nodal input and of a scatter's sums are returned at times."""
     rng = random.Random(seed)
-    conns = [(f"c{i + 1}", k) for i, k in enumerate(rng.sample((2, 3, 4), k=rng.choice((1, 1, 2))))]
+    ks = rng.sample((2, 3, 4), k=rng.choice((1, 1, 2)))
+    if len(ks) == 2 and rng.random() < 0.5:  # two connectivities of the same K
+        ks[1] = ks[0]
+    conns = [(f"c{i + 1}", k) for i, k in enumerate(ks)]
     nodal = [(f"x{i + 1}", rng.choice((0, 2, 3))) for i in range(rng.randint(1, 3))]
     widths = sorted({d for _, d in nodal if d} | {3})
     types = {"scalar"} | {f"vector{d}" for d in widths} | {f"matrix{d}x{d}" for d in widths}
@@ -588,6 +599,18 @@ def random_mesh_program(seed: int, calls: int) -> str:
             lines.append(f"{out} = scatter({value}, {c});")
             unread.discard(value)
             outputs.append(out)
+    if len(conns) == 2 and conns[0][1] == conns[1][1] and rng.random() < 0.8:
+        # One value scattered through both connectivities (each sums its own groups).
+        k = conns[0][1]
+        rows = [v for t, vs in live.items() if t == f"vector{k}" or t.startswith(f"matrix{k}x") for v in vs]
+        if rows:
+            value = rng.choice(rows)
+            t = declared[value]
+            for c, _ in conns:
+                out = new_var(f"vector{t.split('x')[-1]}" if t.startswith("matrix") else "scalar", "r")
+                lines.append(f"{out} = scatter({value}, {c});")
+                outputs.append(out)
+            unread.discard(value)
     if not outputs:  # (no value of a connectivity's rows: scatter a gathered one)
         g, c, _ = gathered[0]
         t = declared[g]
@@ -599,14 +622,27 @@ def random_mesh_program(seed: int, calls: int) -> str:
         t = declared[r]
         same = [x for x, d in nodal if (f"vector{d}" if d else "scalar") == t]
         z = new_var(t, "r")
-        lines.append(f"{z} = " + rng.choice([f"scale({r}, {uniform_input})", f"neg({r})",
-                                             *(f"sub({r}, {x})" for x in same)]) + ";")
+        lines.append(f"{z} = " + rng.choice([f"scale({r}, {uniform_input})", f"neg({r})", f"emul({r}, {r})",
+                                             f"tanh({r})", *(f"sub({r}, {x})" for x in same)]) + ";")
         outputs.append(z)
+        if rng.random() < 0.3:  # gathered again: a second pass over the elements
+            c, k = rng.choice(conns)
+            g = new_var(f"matrix{k}x{t[6:]}" if t.startswith("vector") else f"vector{k}", "g")
+            w = new_var(declared[g])
+            lines += [f"{g} = gather({z}, {c});", f"{w} = scale({g}, {uniform_input});"]
+            outputs.append(w)
+    for _ in range(rng.choice((0, 0, 1, 2))):  # reductions over the nodes: of a nodal input, of a sum
+        kind = rng.choice(("sum", "max", "min"))
+        x = rng.choice([x for x, _ in nodal] + [o for o in outputs if o.startswith("r")])
+        t = declared.get(x) or next(f"vector{d}" if d else "scalar" for y, d in nodal if y == x)
+        s = new_var(t, "s")
+        lines.append(f"{s} = {kind}({x});")
+        outputs.append(s)
     # What nothing read is returned per element, so that no statement is dead.
     outputs += sorted((v for v in unread if v.startswith("v")), key=lambda v: int(v[1:]))
     decls: dict[str, list[str]] = {}
     for v, t in declared.items():
-        kind = "uniform " if v == uniform_input else "nodal " if v.startswith("r") else ""
+        kind = "uniform " if v == uniform_input or v.startswith("s") else "nodal " if v.startswith("r") else ""
         decls.setdefault(kind + t, []).append(v)
     for x, d in nodal:
         decls.setdefault(f"nodal {'vector%d' % d if d else 'scalar'}", []).append(x)

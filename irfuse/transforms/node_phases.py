@@ -2,24 +2,30 @@
 elements that run it.
 
 A nodal statement (a call that reads nodal values, `kas.nodal_statements`) runs once per
-node; the rest of a program over a mesh runs per element, its scatters adding the elements'
-rows into nodes. What the nodal statements compute from the inputs alone (a displacement
-predicted from the velocity, say) is needed before the elements gather it; what they compute
-from a scatter's sums (an acceleration from the residual and the lumped mass) needs every
-element first. So the program runs as up to three passes, each an ordinary `kas.program`:
+node, and a reduction of a nodal value runs over the nodes; the rest of a program over a
+mesh runs per element, its scatters adding the elements' rows into nodes. What the nodal
+statements compute from the inputs alone (a displacement predicted from the velocity, say)
+is needed before the elements gather it; what they compute from a scatter's sums (an
+acceleration from the residual and the lumped mass) needs every element first. So the
+program runs as passes, each an ordinary `kas.program`, nodes and elements in turn:
 
-- **nodes, before**: the nodal statements that read no value of the element pass, a program
-  over the nodes (its nodal values are plain values, one per node: its batch is the nodes);
-- **elements**: gathers, the element code and scatters, a program over the mesh whose nodal
-  inputs are the mesh's and the values the first pass made;
-- **nodes, after**: the nodal statements that read the scatters' sums (or a reduction over
-  the elements), again a program over the nodes.
+- **nodes, before** (pass 0): the nodal statements and reductions over the nodes that read
+  no value of an element pass, a program over the nodes (its nodal values are plain values,
+  one per node: its batch is the nodes);
+- **elements** (pass 1): gathers, the element code and scatters, a program over the mesh
+  whose nodal inputs are the mesh's and the values the pass before made;
+- **nodes, after** (pass 2): the nodal statements that read the scatters' sums (or a
+  reduction over the elements), again a program over the nodes;
+- and where an element statement reads what a pass over the nodes after the elements made (a
+  gather of a value made from a scatter's sums: a reverse derivative gathers the cotangent of
+  the sums its nodal statements read), a second pass over the elements (3), the nodes after it
+  (4), and so on: each op runs in the first pass of its kind after every pass it reads.
 
 A value one pass makes and a later one reads is an output of the first and an input of the
-second, named after its variable (or after the output it is, where that is no input's name);
-constants and uniform values computed from the inputs alone are recomputed where read. Each
-pass takes only the inputs it reads. A gather of a value of the last pass would need a second
-pass over the elements: the program's verifier refuses it (`kas.after_elements`).
+second, named after its variable (or after the output it is, where that is no input's name):
+a per-element value read by a later pass over the elements goes between them as an array of
+the elements. Constants and uniform values computed from the inputs alone are recomputed
+where read. Each pass takes only the inputs it reads.
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ class NodePlan:
 
 
 def has_nodal_statements(module: ModuleOp) -> bool:
-    """Whether the module's program runs statements per node (and so as `NodePlan` passes)."""
+    """Whether the module's program works per node (nodal statements, reductions of nodal values)
+    and so runs as `NodePlan` passes."""
     program = program_of(module)
     return bool(program.nodal) and bool(nodal_statements(program))
 
@@ -65,14 +72,14 @@ def refuse_nodal_statements(program: ProgramOp, pass_name: str) -> None:
     statements = nodal_statements(program) if program.nodal else []
     if statements:
         raise CompileError(located(
-            f"{pass_name}: @{program.sym_name.data} runs statements per node; it is planned as its passes over nodes "
-            "and elements, each a program of its own", statements[0].location,
+            f"{pass_name}: @{program.sym_name.data} works per node (nodal statements, reductions of nodal values); "
+            "it is planned as its passes over nodes and elements, each a program of its own", statements[0].location,
             ["irfuse.compile and `irfuse run` cut it so; irfuse-opt -p 'kas-split-nodes{which=K}' shows pass K"]))
 
 
 def _pass_of_ops(program: ProgramOp) -> dict[Operation, int | None]:
-    """Each top-level op's pass; None for one that any pass may recompute (a constant, or a
-    uniform value of the inputs alone)."""
+    """Each top-level op's pass (even: over the nodes, odd: over the elements); None for one
+    that any pass may recompute (a constant, or a uniform value of the inputs alone)."""
     per_node = nodal_values(program)
     where: dict[Operation, int | None] = {}
 
@@ -87,21 +94,39 @@ def _pass_of_ops(program: ProgramOp) -> dict[Operation, int | None]:
         latest = max(read, default=None)
         if isinstance(op, ConstantOp):
             where[op] = None
-        elif isinstance(op, (GatherOp, ScatterOp)):
-            where[op] = ELEMENTS
-        elif (isinstance(op, ReduceOp) and op.operand in per_node) or any(r in per_node for r in op.results):
-            where[op] = NODES_BEFORE if latest is None or latest == NODES_BEFORE else NODES_AFTER
+        elif (isinstance(op, ReduceOp) and op.operand in per_node) or (
+                not isinstance(op, ScatterOp) and any(r in per_node for r in op.results)):
+            where[op] = _at_least(latest, NODES_BEFORE)  # per node (or over the nodes)
         elif all(is_uniform(r) for r in op.results) and not isinstance(op, ReduceOp):
             where[op] = latest
-        else:
-            where[op] = ELEMENTS
+        else:  # gathers, scatters, the element code, reductions over the elements
+            where[op] = _at_least(latest, ELEMENTS)
     return where
 
 
+def _at_least(latest: int | None, parity: int) -> int:
+    """The first pass of `parity` (NODES_BEFORE: over the nodes; ELEMENTS: over the
+    elements) at or after pass `latest` (None: the first)."""
+    if latest is None:
+        return parity
+    return latest if latest % 2 == parity % 2 else latest + 1
+
+
+def pass_name(p: int) -> str:
+    """The name of pass p in the program names of its pass (`_nodes_before`, `_elements`,
+    `_nodes_after`, then `_elements_2`, `_nodes_after_2`, ...)."""
+    if p <= NODES_AFTER:
+        return PASS_NAMES[p]
+    return f"{PASS_NAMES[ELEMENTS if p % 2 else NODES_AFTER]}_{(p + 1) // 2}"
+
+
 def split_at_nodal_statements(module: ModuleOp) -> NodePlan:
-    """The module's program as its passes over nodes and elements (see the module)."""
+    """The module's program as its passes over nodes and elements (see the module). The
+    module is not changed."""
+    module = module.clone()
     program = program_of(module)
     where = _pass_of_ops(program)
+    _gather_where_read(program, where)
     ops = [op for op in program.body.block.ops if not isinstance(op, ReturnOp)]
     present = sorted({p for p in where.values() if p is not None})
     returned = {v: out for out, v in reversed(list(zip(program.outputs, program.return_op.values)))}
@@ -129,6 +154,29 @@ def split_at_nodal_statements(module: ModuleOp) -> NodePlan:
     return NodePlan(passes, frozenset(crossing.values()) | frozenset(program.outputs))
 
 
+def _gather_where_read(program: ProgramOp, where: dict[Operation, int | None]) -> None:
+    """A gathered value read by a later pass over the elements is gathered again there (a
+    kernel gathers as it loads: reading the nodes' rows again costs what reading the value as
+    an array of the elements would, and a gather's value is no kernel's result to pass on)."""
+    block = program.body.block
+    for op in list(block.ops):
+        if not isinstance(op, GatherOp):
+            continue
+        later: dict[int, list] = {}
+        for use in list(op.res.uses):
+            p = where.get(_top(use.operation, program))
+            if p is not None and p > where[op]:  # type: ignore[operator]
+                later.setdefault(p, []).append(use)
+        for p, uses in sorted(later.items()):
+            tops = list(block.ops)
+            first = min((_top(u.operation, program) for u in uses), key=tops.index)
+            again = op.clone()
+            block.insert_op_before(again, first)
+            where[again] = p
+            for use in uses:
+                use.operation.operands[use.index] = again.res
+
+
 def _pass(module: ModuleOp, p: int, where: dict, crossing: dict[SSAValue, str], first: int) -> NodePass:
     """Pass p: the values of earlier passes it reads as inputs, its outputs and the values later
     passes read returned, everything else removed."""
@@ -142,6 +190,7 @@ def _pass(module: ModuleOp, p: int, where: dict, crossing: dict[SSAValue, str], 
     nodal = set(original.nodal)
     uniform = set(original.uniform)
     names = list(program.inputs)
+    per_node_before = nodal_values(original)
     for v, name in crossing.items():
         q = where[v.owner]
         if q < p and any(where.get(_top(u.operation, original)) == p for u in v.uses):
@@ -149,7 +198,10 @@ def _pass(module: ModuleOp, p: int, where: dict, crossing: dict[SSAValue, str], 
             arg.name_hint = ssa_hint(name)  # (a program's input is named by its argument when printed)
             twin[v].replace_all_uses_with(arg)
             names.append(name)
-            (uniform if is_uniform(v) else nodal).add(name)
+            if is_uniform(v):
+                uniform.add(name)
+            elif v in per_node_before:  # (else a per-element value of an earlier pass over the elements)
+                nodal.add(name)
     outputs: list[tuple[str, SSAValue]] = []
     for out, v, tv in zip(original.outputs, original.return_op.values, program.return_op.values):
         q = where.get(v.owner) if isinstance(v.owner, Operation) else None  # type: ignore[arg-type]
@@ -167,7 +219,7 @@ def _pass(module: ModuleOp, p: int, where: dict, crossing: dict[SSAValue, str], 
             block.erase_arg(block.args[k])
             del names[k]
     program.input_names = ArrayAttr([StringAttr(n) for n in names])
-    over_nodes = p != ELEMENTS
+    over_nodes = p % 2 == NODES_BEFORE
     per_node = nodal_values(program)  # (the elements pass's: its nodal inputs and its scatters' sums)
     uniform_here = [n for n in names if n in uniform]
     nodal_here = [] if over_nodes else [n for n in names if n in nodal] + [
@@ -176,7 +228,7 @@ def _pass(module: ModuleOp, p: int, where: dict, crossing: dict[SSAValue, str], 
         program.properties.pop(prop, None)
         if listed:
             program.properties[prop] = ArrayAttr([StringAttr(n) for n in listed])
-    program.sym_name = StringAttr(f"{original.sym_name.data}_{PASS_NAMES[p]}")
+    program.sym_name = StringAttr(f"{original.sym_name.data}_{pass_name(p)}")
     program.return_op.location = original.return_op.location
     clone.verify()
     return NodePass(clone, "nodes" if over_nodes else "elements", tuple(names), tuple(out for out, _ in outputs))

@@ -122,13 +122,6 @@ def nodal_statement_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4],
     return r
 
 
-def gather_of_a_scatters_sums(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
-    r = irfuse.scatter(irfuse.gather(X, conn), conn)
-    t = -r
-    Te = irfuse.gather(t, conn)  # refused: 'gather' reads 't', made from a scatter's sums
-    return irfuse.scatter(Te, conn)
-
-
 def scatter_of_the_wrong_rows(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], f: Matrix[3, 3]):
     r = irfuse.scatter(f, conn)  # refused: irfuse.scatter through an irfuse.Index[4] adds a value of 4 rows
     return r

@@ -68,19 +68,6 @@ builtin.module {
 
 // -----
 builtin.module {
-  kas.program @p(%X: !kas.vector<3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X, r) {
-    %e = kas.gather %X, %c : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
-    %s = kas.scatter %e, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
-    %t = kas.call @vneg3(%s) : (!kas.vector<3>) -> !kas.vector<3>
-    %f = kas.gather %t, %c : (!kas.vector<3>, !kas.index<4>) -> !kas.matrix<4x3>
-    %r = kas.scatter %f, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
-    kas.return %r : !kas.vector<3>
-  }
-}
-// CHECK: kas.gather reads a value made from the elements' results (a scatter's sums or a reduction over them): that needs a second pass over the elements (a second program)
-
-// -----
-builtin.module {
   kas.program @p(%X: !kas.matrix<4x3>, %c: !kas.index<4>) -> (r : !kas.vector<3>) nodal(X, r) {
     %r = kas.scatter %X, %c : (!kas.matrix<4x3>, !kas.index<4>) -> !kas.vector<3>
     kas.return %r : !kas.vector<3>
