@@ -34,6 +34,9 @@ _LAZY = {
     "sum": ("irfuse.frontend.python", "reduce_sum"), "max": ("irfuse.frontend.python", "reduce_max"),
     "min": ("irfuse.frontend.python", "reduce_min"),
 }
+# Subpackages found as attributes (`irfuse.mesh.Connectivity` after `import irfuse` alone),
+# imported at their first use.
+SUBPACKAGES = ("ops", "mesh", "dask", "torch", "jax")
 # Modules whose names need the op library with its implementation check installed.
 _COMPILER_SIDE = {"irfuse.frontend.python"}
 
@@ -41,7 +44,7 @@ _COMPILER_SIDE = {"irfuse.frontend.python"}
 def __getattr__(name: str):
     import importlib
 
-    if name in ("ops", "torch", "jax"):  # (the framework operators import PyTorch or JAX)
+    if name in SUBPACKAGES:  # (the framework operators import PyTorch or JAX, irfuse.dask Dask)
         return importlib.import_module(f"irfuse.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'irfuse' has no attribute '{name}'")
@@ -54,4 +57,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(SUBPACKAGES))

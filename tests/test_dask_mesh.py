@@ -221,3 +221,33 @@ def test_what_parts_cannot_take_is_refused_by_name(client, programs, problem):
         with pytest.raises(UsageError, match=message):
             call()
     assert (len(X), len(conn)) == (80, 216)  # (the counts the refusals above name)
+
+
+def test_a_worker_killed_during_a_loop_ends_it_with_irfuses_error_naming_the_worker_and_the_step(programs, problem):
+    """A worker process killed mid-loop once ended the loop with Dask's FuturesCancelledError
+    (irfuse's own error, naming the worker and the step, only in a worker's log); the loop now
+    raises irfuse's ExecutionError naming the lost worker and where the others stopped. (A
+    cluster of its own: the killed worker comes back under another address.)"""
+    import os
+    import signal
+    import threading
+
+    from irfuse.diagnostics import ExecutionError
+
+    X, conn, u, v = problem
+    step = programs["explicit_step"]
+    m = np.ones(len(X), np.float32)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with distributed.Client(cluster) as client:
+        mesh = PartedMesh(conn, 2, client)
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[1]
+        killer = threading.Timer(3.0, os.kill, (pids[victim], signal.SIGKILL))
+        killer.start()
+        start = time.monotonic()
+        with pytest.raises(ExecutionError, match=rf"worker {victim} left the cluster during the loop.*"
+                                                 r"\(at step \d+ of 1000000\)"):
+            irfuse.dask.time_loop(step, 1_000_000, CARRY, X, u, v, m, mesh, DN, LAM, MU, DT, timeout=2.0)
+        killer.join()
+        assert time.monotonic() - start < 60
+    cluster.close()

@@ -112,7 +112,7 @@ def test_nodes_no_element_names_come_last_and_components_each_start_anew():
     (np.array([[0, 1, 2, 3], [1, 2, 3, 9]]), 5, "element 1, position 3 names node 9, outside [0, 5)"),
     (np.array([[0, -1, 2, 3]]), None, "element 0, position 1 names node -1"),
     (np.array([0, 1, 2, 3]), None, "shape (elements, nodes per element), not (4,)"),
-    (np.array([[0.0, 1.0, 2.0, 3.0]]), None, "must hold integers (int32 or int64), not float64"),
+    (np.array([[0.0, 1.0, 2.0, 3.0]]), None, "a connectivity of float64 values; it takes int32 or int64 node numbers"),
 ])
 def test_bad_connectivity_is_refused_naming_the_element_and_position(conn, nodes, said):
     with pytest.raises(UsageError, match=said.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):

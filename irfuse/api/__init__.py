@@ -200,19 +200,42 @@ def _derivative_module(source, wrt, filename, who: str, derive, with_outputs: bo
     names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not all(isinstance(n, str) for n in names):
         raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
-    module = _kas_module(source, filename, who)
+    options = _compile_options(source, who)
+    module = _kas_module(options.pop("source") if options else source, filename, who)
     program = program_of(module)
     derived = derive(program, names, default_library())
     if not with_outputs:
         drop_outputs(derived, program.outputs)
     Rewriter.replace_op(program, derived, new_results=[])
     module.verify()
+    if options:  # a compiled program's derivative is compiled with its options
+        return compile(module, **options)
     return module
+
+
+def _compile_options(source, who: str) -> dict | None:
+    """For a compiled program (`Program`, or one of passes over a mesh): what it was compiled
+    from (`source`) and the options of `irfuse.compile` it was compiled with; None for
+    anything else."""
+    from irfuse.api.mesh_passes import MeshPassesProgram
+
+    if not isinstance(source, (Program, MeshPassesProgram)):
+        return None
+    if source._spec is None:
+        raise UsageError(f"{who}: program {source.name} was compiled from a tuning or a saved plan; give its source "
+                         "(a path, KAS text, a Python function)")
+    spec = dict(source._spec[1])
+    if isinstance(spec["source"], tuple):  # a module's text
+        from irfuse.dialects.context import parse_module
+
+        spec["source"] = parse_module(spec["source"][1], spec.get("filename") or "<module>")
+    spec.pop("filename", None)
+    return spec
 
 
 def _kas_module(source, filename: str | None, who: str):
     """A fresh module holding the `kas.program` of what `irfuse.compile` takes."""
-    text, name, _function, front, given_module = _source_of(source, filename)
+    text, name, _function, front, given_module = _source_of(source, filename, who)
     if front is not None:
         return front.module
     if given_module:
@@ -222,7 +245,7 @@ def _kas_module(source, filename: str | None, who: str):
     return compile_source(text, name).module
 
 
-def _source_of(source, filename: str | None) -> tuple:
+def _source_of(source, filename: str | None, who: str = "irfuse.compile") -> tuple:
     """(text, name, function, front, given_module) of what `compile` was given: the text keys the
     program cache (a function's or a module's IR as text); `front` is a function's frontend
     result, kept for its first compile."""
@@ -255,7 +278,12 @@ def _source_of(source, filename: str | None) -> tuple:
         return read_source(path), path, None, None, False
     if isinstance(source, str):
         return source, filename or "<source>", None, None, False
-    raise UsageError(f"irfuse.compile takes a path or KAS source text, not a {type(source).__qualname__}")
+    if isinstance(source, Program) or type(source).__name__ == "MeshPassesProgram":
+        raise UsageError(f"{who} takes what it compiles (a path, KAS source text, a Python function or a kas "
+                         f"module), not a compiled {type(source).__qualname__}: program {source.name} is compiled "
+                         "already")
+    raise UsageError(f"{who} takes a path, KAS source text, a Python function or a kas module, not a "
+                     f"{type(source).__qualname__}")
 
 
 @dataclass

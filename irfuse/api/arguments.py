@@ -22,8 +22,11 @@ LAYOUT_NAMES = {AOS: "array of structures, the batch axis first", SOA: "structur
 
 
 
-def bind_inputs(names: Sequence[str], args: tuple, named: dict) -> dict[str, object]:
-    """Positional arguments in `names` order, then keywords: name -> argument."""
+def bind_inputs(names: Sequence[str], args: tuple, named: dict, program=None) -> dict[str, object]:
+    """Positional arguments in `names` order, then keywords: name -> argument. With the
+    `program` (its `index_inputs`, `uniform`, `shapes`), a call short of positional arguments
+    is told the first one that does not fit its input (where one was left out, those after it
+    moved up one place)."""
     if len(args) > len(names):
         raise UsageError(f"the program takes {len(names)} inputs ({', '.join(names)}), "
                          f"{len(args)} were given by position")
@@ -36,9 +39,30 @@ def bind_inputs(names: Sequence[str], args: tuple, named: dict) -> dict[str, obj
         bound[name] = value
     missing = [n for n in names if n not in bound]
     if missing:
+        misfit = _first_misfit(program, names, args) if program is not None else None
         raise UsageError(f"missing input{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} "
-                         f"(the program's inputs, in order: {', '.join(names)})")
+                         f"(the program's inputs, in order: {', '.join(names)})" + (f"; {misfit}" if misfit else ""))
     return {n: bound[n] for n in names}
+
+
+def _first_misfit(program, names: Sequence[str], args: tuple) -> str | None:
+    """Where positional arguments stop fitting their inputs: a connectivity where a value is
+    taken (or the other way round), or an array with axes where a uniform scalar is."""
+    for k, (name, value) in enumerate(zip(names, args)):
+        is_index = hasattr(value, "conn") or np.dtype(getattr(value, "dtype", np.float64)).kind in "iu"
+        wants_index = name in program.index_inputs
+        uniform_scalar = name in program.uniform and program.shapes.get(name) == ()
+        shape = tuple(getattr(value, "shape", np.shape(value) if isinstance(value, (list, tuple)) else ()))
+        if is_index != wants_index or (uniform_scalar and shape):
+            dtype = getattr(value, "dtype", None)
+            what = ("a Connectivity" if hasattr(value, "conn") else
+                    f"an array of {dtype} shaped {shape}" if dtype is not None and shape else
+                    f"a scalar of {dtype}" if dtype is not None else f"a {type(value).__name__}")
+            want = ("a connectivity (int32 or int64 node numbers, (E, K))" if wants_index else
+                    "a uniform scalar" if uniform_scalar else "values of the program's element type")
+            return (f"argument {k + 1}, {what}, does not fit input '{name}', which takes {want}: is an argument "
+                    "left out before it?")
+    return None
 
 
 def host_array(what: str, value: object, dtype: np.dtype | None = None) -> np.ndarray:

@@ -38,7 +38,7 @@ class DifferentiableProgram:
     more of `irfuse.compile`'s arguments (`n`, `profile`, `pipeline`, ...), the same for all."""
 
     def __init__(self, source, *, who: str, filename: str | None = None, **compile_options):
-        from irfuse.api import _kas_module
+        from irfuse.api import _compile_options, _kas_module
         from irfuse.dialects.context import module_text
         from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 
@@ -46,6 +46,12 @@ class DifferentiableProgram:
             if taken in compile_options:
                 raise UsageError(f"{who}: {taken}= is decided by the arrays each call gets (arrays of structures, "
                                  "the element type and device of the arrays), not given")
+        compiled = _compile_options(source, who)
+        if compiled:  # a compiled program: its source, with the options the arrays do not decide
+            source = compiled.pop("source")
+            for taken in ("dtype", "backend", "layout"):
+                compiled.pop(taken, None)
+            compile_options = {**{k: v for k, v in compiled.items() if v is not None}, **compile_options}
         self.who = who
         self.compile_options = dict(compile_options)
         module = _kas_module(source, filename, who)

@@ -39,16 +39,19 @@ from irfuse.artifact.arrays import fits as fits_shape
 from irfuse.artifact.host_plan import NODAL, UNIFORM, Scatter
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
-from irfuse.mesh.order import check_connectivity
+from irfuse.mesh.order import check_connectivity, node_numbers
 from irfuse.mesh.scatter import inverse_connectivity
 from irfuse.runtime.executor import Executor
 from irfuse.runtime.streaming import whole_chunk
 
 
-def mesh_layout(program, bound: dict) -> str:
-    """The layout of a call's nodal and per-element arrays: arrays of structures where every
-    one fits it, else structures of arrays where every one fits that (else arrays of
-    structures, whose check names the array that does not fit)."""
+def mesh_layout(program, bound: dict, layout: str | None = None) -> str:
+    """The layout of a call's nodal and per-element arrays: `layout` where given (a program of
+    passes tells each pass its call's), else arrays of structures where every one fits it,
+    else structures of arrays where every one fits that (else arrays of structures, whose check
+    names the array that does not fit)."""
+    if layout is not None:
+        return layout
     values = [(tuple(np.shape(v)), name) for name, v in bound.items()
               if name not in program.index_inputs and name not in program.uniform and hasattr(v, "shape")]
     for layout in (AOS, SOA):
@@ -57,14 +60,14 @@ def mesh_layout(program, bound: dict) -> str:
     return AOS
 
 
-def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, first: int = 0
-                        ) -> tuple[dict[str, np.ndarray], int, int, dict, str]:
+def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, first: int = 0,
+                        layout: str | None = None) -> tuple[dict[str, np.ndarray], int, int, dict, str]:
     """(name -> array, elements E, nodes M, name -> inverse of each connectivity given as a
     `Connectivity`, the arguments' layout), every argument checked (`first`: the number in the whole mesh of the
     first element, which refusals count from); nodal and per-element arrays in structures of
     arrays (`mesh_layout`) transposed into arrays of structures."""
-    bound = bind_inputs(program.inputs, args, named)
-    layout = mesh_layout(program, bound)
+    bound = bind_inputs(program.inputs, args, named, program)
+    layout = mesh_layout(program, bound, layout)
     arrays: dict[str, np.ndarray] = {}
     elements: dict[str, int] = {}
     node_counts: dict[str, int] = {}
@@ -108,6 +111,15 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
 SCATTER_MODES = ("ordered", "atomic")
 
 
+def scatter_mode(scatter) -> str:
+    """A call's `scatter=`, checked: "ordered" (also where None: the default) or "atomic"."""
+    if scatter is None:
+        return "ordered"
+    if not isinstance(scatter, str) or scatter not in SCATTER_MODES:
+        raise UsageError(f"scatter= is one of {', '.join(map(repr, SCATTER_MODES))}, not {scatter!r}")
+    return scatter
+
+
 def mesh_sizes(elements: dict[str, int], node_counts: dict[str, int], nodes: int | None) -> tuple[int, int]:
     """(E, M) of a call from its arguments' lengths (name -> elements, name -> nodes) and
     `nodes=`, every disagreement refused by name."""
@@ -130,9 +142,7 @@ def mesh_sizes(elements: dict[str, int], node_counts: dict[str, int], nodes: int
 def connectivity_array(what: str, value, count: int) -> np.ndarray:
     """A connectivity argument as contiguous int32 node numbers (int64 ones converted, where
     every number fits), shaped (E, count)."""
-    a = value if isinstance(value, np.ndarray) else host_array(what, value)
-    if a.dtype.kind not in "iu" or a.dtype == np.bool_:
-        raise UsageError(f"{what} is a connectivity of {a.dtype} values; it takes int32 or int64 node numbers")
+    a = node_numbers(what, value if isinstance(value, (np.ndarray, list, tuple)) else host_array(what, value))
     if a.ndim != 2 or a.shape[1] != count:
         raise UsageError(f"{what} has shape {a.shape}; a connectivity of {count} nodes per element is shaped "
                          f"(elements, {count})")
@@ -144,14 +154,14 @@ def connectivity_array(what: str, value, count: int) -> np.ndarray:
 
 
 def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scatter: str = "ordered",
-                 memory_budget: int | None = None, progress=None, verify: bool = False) -> tuple[Outputs, int, int]:
+                 memory_budget: int | None = None, progress=None, verify: bool = False,
+                 layout: str | None = None) -> tuple[Outputs, int, int]:
     """Runs the program on a mesh's arrays (see the module): its outputs (in the arrays'
     layout), E and M. `scatter`: "ordered" or "atomic"; `memory_budget`: device bytes the call
     may take (`mesh_chunk_elements`), `progress(done, total)` told of each chunk; `verify`:
     the outputs checked against the reference (`verify_mesh_call`)."""
-    if scatter not in SCATTER_MODES:
-        raise UsageError(f"scatter= is one of {', '.join(map(repr, SCATTER_MODES))}, not {scatter!r}")
-    arrays, n, m, inverses, layout = bind_mesh_arguments(program, args, named, nodes)
+    scatter = scatter_mode(scatter)
+    arrays, n, m, inverses, layout = bind_mesh_arguments(program, args, named, nodes, layout=layout)
     given = bind_outputs(program.outputs, out) if out is not None else {}
     results = []
     for name in program.outputs:

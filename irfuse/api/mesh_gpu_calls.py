@@ -61,13 +61,14 @@ def on_gpu(bound: dict) -> bool:
     return any(device_array(v) is not None for v in bound.values())
 
 
-def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str, stream=None
-                     ) -> tuple[Outputs, int, int]:
-    """Runs a program over a mesh on GPU arrays (see the module): its outputs, E and M."""
+def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str, stream=None,
+                     layout: str | None = None) -> tuple[Outputs, int, int]:
+    """Runs a program over a mesh on GPU arrays (see the module): its outputs, E and M
+    (`layout`: the arrays' layout where the caller knows it: `mesh_layout`)."""
     if program.backend != "cuda":
         raise UsageError(f"{program.name} runs on the {program.backend} backend; GPU arrays need one compiled with "
                          "backend='cuda'")
-    layout = mesh_layout(program, bound)
+    layout = mesh_layout(program, bound, layout)
     slots, inverses, elements, node_counts, checks, model = {}, {}, {}, {}, [], None
     scratch = []  # buffers of irfuse's own (int32 copies, arrays of structures), freed once the run is done
     with program._lock:

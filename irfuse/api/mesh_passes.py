@@ -20,7 +20,7 @@ from collections import OrderedDict
 import numpy as np
 
 from irfuse.api.arguments import bind_inputs, bind_outputs
-from irfuse.api.mesh_calls import mesh_layout, mesh_verification
+from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.artifact.arrays import SOA
 from irfuse.api.outputs import Outputs
 from irfuse.diagnostics import ExecutionError, UsageError
@@ -89,20 +89,24 @@ class MeshPassesProgram:
         if out_layout is not None:
             raise UsageError("out_layout= is not taken by a program over a mesh: its calls run on arrays of "
                              "structures")
-        bound = bind_inputs(self.inputs, args, named)
+        scatter = scatter_mode(scatter)
+        bound = bind_inputs(self.inputs, args, named, self)
         given = bind_outputs(self.outputs, out) if out is not None else {}
         budget = memory_budget if memory_budget is not None else self.memory_budget
+        layout = mesh_layout(self, bound)
+        self._check_layout(bound, layout)
         m = self._nodes(bound, nodes)
         made: dict[str, object] = {}
         for step, program in zip(self.plan.passes, self.passes):
             arguments = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
             mine = {k: v for k, v in given.items() if k in step.outputs}
-            options = dict(out=mine or None, stream=stream, memory_budget=budget)
-            if step.over == "elements":
-                options.update(nodes=m, scatter=scatter, progress=progress)
+            if step.over == "elements":  # (told the call's layout: its own arrays may fit both)
+                results = program._call_on_mesh((), arguments, mine or None, False, stream, None, budget, progress,
+                                                m, scatter, layout)
             else:
                 arguments = _uniforms_beside(program, arguments, self._uniform_copies)
-            results = program(**arguments, **options)
+                results = program(**arguments, out=mine or None, stream=stream, memory_budget=budget,
+                                  out_layout=layout if layout == SOA and not mine else None)
             made.update(zip(step.outputs, results))
         outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
         if verify:
@@ -110,6 +114,19 @@ class MeshPassesProgram:
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
+
+    def _check_layout(self, bound: dict, layout: str) -> None:
+        """Every nodal and per-element argument in the call's layout, those no pass reads too
+        (each pass checks only its own)."""
+        from irfuse.api.arguments import check_array, host_array
+        from irfuse.api.device_arrays import device_array
+
+        for name, value in bound.items():
+            if name in self.index_inputs or name in self.uniform:
+                continue
+            what = f"input '{name}'"
+            a = device_array(value) or host_array(what, value, self.dtype)
+            check_array(what, a, self.shapes[name], self.dtype, None, layout)
 
     def _nodes(self, bound: dict, nodes: int | None) -> int | None:
         """M: from the nodal inputs (each node pass checks its arrays agree), else `nodes=`."""
@@ -151,9 +168,22 @@ class MeshPassesProgram:
         results = Outputs(self.outputs, [aos(k, o) for k, o in zip(self.outputs, outputs)])
         return mesh_verification(self, arrays, results, n, m)
 
+    def time(self, *args, repeat: int = 20, warmup: int = 1, out=None, memory_budget: int | None = None,
+             nodes: int | None = None, scatter: str | None = None, **named) -> list[float]:
+        """Seconds of each of `repeat` calls on these arrays (after `warmup` more), each end to
+        end, every pass included (`irfuse.api.timing.time_calls`)."""
+        from irfuse.api.timing import time_calls
+
+        return time_calls(self, args, named, out, repeat, warmup, nodes=nodes, scatter=scatter,
+                          memory_budget=memory_budget)
+
+    def _opened_device(self):
+        """The device the passes run on (each pass is a program of its own on the same one)."""
+        return self.passes[0]._opened_device()
+
     def check(self, *args, nodes: int | None = None, **named):
         """Runs the program and checks every element and node against the float64 reference."""
-        bound = bind_inputs(self.inputs, args, named)
+        bound = bind_inputs(self.inputs, args, named, self)
         outputs = self(**bound, nodes=nodes)
         return self._verification(bound, outputs, self._nodes(bound, nodes))
 

@@ -33,7 +33,7 @@ from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array
                                       moved_batch_axis)
 from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
 from irfuse.api.host_calls import aligned_copy, may_overlap, run_on_host
-from irfuse.api.mesh_calls import call_on_mesh, verify_mesh_call
+from irfuse.api.mesh_calls import call_on_mesh, scatter_mode, verify_mesh_call
 from irfuse.api.mesh_gpu_calls import call_on_mesh_gpu, host_copy, on_gpu
 from irfuse.api.outputs import Outputs
 from irfuse.api.progress import progress_bar
@@ -230,7 +230,7 @@ class Program:
     def _arrays(self, args: tuple, named: dict) -> tuple[dict, int, str]:
         """name -> NumPy array, or name -> `DeviceArray` (all inputs in one place), N, and the
         layout they are in."""
-        bound = bind_inputs(self.inputs, args, named)
+        bound = bind_inputs(self.inputs, args, named, self)
         arrays = {}
         for name, value in bound.items():
             a = device_array(value)
@@ -318,7 +318,7 @@ class Program:
         _check_budget(memory_budget)
         if self.nodal or self.index_inputs:
             return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress,
-                                      nodes, scatter or "ordered")
+                                      nodes, scatter_mode(scatter))
         for given, what in ((nodes, "nodes= gives the number of nodes"), (scatter, "scatter= chooses how scatters add")):
             if given is not None:
                 raise UsageError(f"{what} of a program over a mesh; this program has no nodal values")
@@ -380,22 +380,23 @@ class Program:
         return outputs
 
     def _call_on_mesh(self, args: tuple, named: dict, out, verify: bool, stream, out_layout, memory_budget,
-                      progress, nodes, scatter: str) -> Outputs:
-        """A call of a program over a mesh (`irfuse.api.mesh_calls`)."""
+                      progress, nodes, scatter: str, layout: str | None = None) -> Outputs:
+        """A call of a program over a mesh (`irfuse.api.mesh_calls`; `layout`: its arrays'
+        layout where the caller knows it, as a program of passes does)."""
         if out_layout is not None:
             raise UsageError("out_layout= is not taken by a program over a mesh: its calls run on arrays of "
                              "structures")
         if progress is True:
             with progress_bar(f"{self.name}: chunks") as report:
                 return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, report, nodes,
-                                          scatter)
+                                          scatter, layout)
         _check_progress(progress)
-        bound = bind_inputs(self.inputs, args, named)
+        bound = bind_inputs(self.inputs, args, named, self)
         if on_gpu(bound):
             if memory_budget is not None:
                 raise UsageError("memory_budget= chunks a call on host arrays; a call over a mesh on GPU arrays runs "
                                  "in one piece")
-            outputs, n, m = call_on_mesh_gpu(self, bound, out, nodes, scatter, stream)
+            outputs, n, m = call_on_mesh_gpu(self, bound, out, nodes, scatter, stream, layout)
             if callable(progress):
                 progress(1, 1)
             if verify:  # on host copies of the arguments and the results
@@ -407,7 +408,7 @@ class Program:
         if stream is not None:
             raise UsageError("stream= orders a call on GPU arrays; these inputs are in host memory")
         outputs, n, m = call_on_mesh(self, args, named, out, nodes, scatter, memory_budget,
-                                     progress if callable(progress) else None, verify)
+                                     progress if callable(progress) else None, verify, layout)
         return outputs
 
     def _call_out_layout(self, args: tuple, named: dict, out, out_layout: str, verify: bool, stream,
@@ -530,7 +531,7 @@ class Program:
 
         nodes = named.pop("nodes", None)
         outputs = self._call_on_mesh(args, named, None, False, None, None, None, False, nodes, "ordered")
-        bound = bind_inputs(self.inputs, args, named)
+        bound = bind_inputs(self.inputs, args, named, self)
         if on_gpu(bound):  # (checked on host copies, as `verify=True` does)
             dev = self._opened_device()
             dev.drv.Context.synchronize()
@@ -543,12 +544,16 @@ class Program:
         return mesh_verification(self, arrays, outputs, n, m)
 
     def time(self, *args, repeat: int = 20, warmup: int = 1, out=None, memory_budget: int | None = None,
-             **named) -> list[float]:
+             nodes: int | None = None, scatter: str | None = None, **named) -> list[float]:
         """Seconds of each of `repeat` runs on these arrays (after `warmup` more): on GPU arrays
         the device time of one call's captured graph from an idle GPU, on NumPy arrays on the
-        CPU one replay's wall time, a call in chunks whole (`irfuse.api.timing`)."""
-        from irfuse.api.timing import time_runs
+        CPU one replay's wall time, a call in chunks whole; a program over a mesh (which takes
+        `nodes=` and `scatter=` as its calls do) one call end to end (`irfuse.api.timing`)."""
+        from irfuse.api.timing import time_calls, time_runs
 
+        if self.nodal or self.index_inputs:
+            return time_calls(self, args, named, out, repeat, warmup, nodes=nodes, scatter=scatter,
+                              memory_budget=memory_budget)
         return time_runs(self, args, named, out, repeat, warmup, memory_budget)
 
     def leave_thread(self) -> None:

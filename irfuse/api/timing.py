@@ -5,15 +5,40 @@ are captured (the second call captures it): each timing is CUDA events around on
 from an idle GPU, the device time of one call and its launch. On NumPy arrays in one piece on
 the CPU backend each timing is the wall time of one replay of the run recorded for them; a
 call in chunks (NumPy arrays on the GPU, or a memory budget) is timed whole, end to end from
-host memory. Every timing is of a run that gives the same outputs as the call before it."""
+host memory, and so is a call of a program over a mesh (`time_calls`). Every timing is of a
+run that gives the same outputs as the call before it."""
 
 from __future__ import annotations
 
 import time
 
-from irfuse.api.device_arrays import DeviceArray, stream_handle
+from irfuse.api.device_arrays import DeviceArray, device_array, stream_handle
 from irfuse.api.host_calls import run_on_host
 from irfuse.diagnostics import UsageError
+
+
+def time_calls(program, args: tuple, named: dict, out, repeat: int, warmup: int = 1, **options) -> list[float]:
+    """Seconds of each of `repeat` calls after `warmup` more, each end to end: from an idle
+    GPU (or host) to its outputs written, the host's work in the call included. What a
+    program over a mesh is timed by (its calls check and prepare what they are given, and one
+    of several passes runs a program a pass); `options` go to every call (`nodes=`,
+    `scatter=`, `memory_budget=`)."""
+    if repeat < 0 or warmup < 0:
+        raise UsageError("repeat and warmup count runs: 0 or more")
+    outputs = program(*args, out=out, **options, **named)  # (compiles, prepares, records)
+    gpu = any(isinstance(v, DeviceArray) or device_array(v) is not None for v in (*args, *named.values()))
+    dev = program._opened_device() if gpu else None
+    times = []
+    for k in range(warmup + repeat):
+        if dev is not None:
+            dev.drv.Context.synchronize()
+        t0 = time.perf_counter()
+        program(*args, out=outputs if out is None else out, **options, **named)
+        if dev is not None:
+            dev.drv.Context.synchronize()
+        if k >= warmup:
+            times.append(time.perf_counter() - t0)
+    return times
 
 
 def time_runs(program, args: tuple, named: dict, out, repeat: int, warmup: int = 1,

@@ -147,7 +147,7 @@ def apply(program: Program, *arrays, **named) -> Outputs:
     plan = program.phase_plan()
     if len(plan.phases) > 1:
         program.compiled_from("its phases at its reductions cannot be compiled as it was")
-    bound = bind_inputs(program.inputs, arrays, named)
+    bound = bind_inputs(program.inputs, arrays, named, program)
     uniform = {name: a for name, a in bound.items() if name in program.uniform}
     for name, a in bound.items():
         if not isinstance(a, da.Array) and not (name in uniform and hasattr(a, "shape")):
@@ -236,7 +236,7 @@ def _apply_mesh_passes(program, arrays: tuple, named: dict) -> Outputs:
     import dask.array as da
 
     options = {k: named.pop(k) for k in ("nodes", "scatter") if k in named}
-    bound = bind_inputs(program.inputs, arrays, named)
+    bound = bind_inputs(program.inputs, arrays, named, program)
     nodes = options.get("nodes")
     if nodes is None:
         nodes = next((bound[k].shape[0] for k in program.inputs if k in program.nodal), None)
@@ -275,12 +275,10 @@ def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
     import dask
     import dask.array as da
 
-    from irfuse.api.mesh_calls import SCATTER_MODES
+    from irfuse.api.mesh_calls import scatter_mode
 
-    nodes, scatter = named.pop("nodes", None), named.pop("scatter", "ordered")
-    if scatter not in SCATTER_MODES:
-        raise UsageError(f"scatter= is one of {', '.join(map(repr, SCATTER_MODES))}, not {scatter!r}")
-    bound = bind_inputs(program.inputs, arrays, named)
+    nodes, scatter = named.pop("nodes", None), scatter_mode(named.pop("scatter", None))
+    bound = bind_inputs(program.inputs, arrays, named, program)
     chunked = [k for k in program.inputs if k not in program.uniform and k not in program.nodal]
     for name in chunked:
         if not isinstance(bound[name], da.Array):

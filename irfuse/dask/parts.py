@@ -48,7 +48,7 @@ import numpy as np
 
 from irfuse.api.arguments import bind_inputs
 from irfuse.api.outputs import Outputs
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.partition import Part, partition
 
@@ -160,13 +160,15 @@ class PartedMesh:
         return self._directory
 
     def _drop_exchanges(self) -> None:
-        """Every worker's exchanges of this mesh let go, and their directory removed."""
+        """Every worker's exchanges of this mesh let go (those of the workers still in the
+        cluster: a lost worker's went with its process), and their directory removed."""
         if self._directory is None:
             return
         from irfuse.dask.exchange import drop_exchanges
 
+        present = self.client.scheduler_info().get("workers", {})
         try:
-            self.client.run(drop_exchanges, self._directory, workers=sorted(set(self.worker_of)))
+            self.client.run(drop_exchanges, self._directory, workers=sorted(set(self.worker_of) & set(present)))
         finally:
             self._removal()
             self._directory = None
@@ -245,7 +247,7 @@ def bound_on_parts(program, arrays: tuple, named: dict) -> tuple["PartedMesh", d
     options = {k: named.pop(k) for k in ("scatter",) if k in named}
     if "nodes" in named:
         raise UsageError("nodes= is the PartedMesh's: a program on parts takes the mesh's node count from it")
-    bound = bind_inputs(program.inputs, arrays, named)
+    bound = bind_inputs(program.inputs, arrays, named, program)
     meshes = {id(a): a for a in bound.values() if isinstance(a, PartedMesh)}
     if len(meshes) != 1:
         raise UsageError("a program on a parted mesh takes one PartedMesh, given for every connectivity input, not "
@@ -405,12 +407,21 @@ def time_loop(program, steps: int, carry: dict, *arrays, exchange: str = "auto",
             _loop_on_worker, program, int(steps), dict(carry), behind, options, spec, rank,
             {p: mesh._part[p] for p in mine}, [p.reads for p in mesh.parts], inputs,
             workers=[worker], allow_other_workers=False, pure=False))
-    distributed.wait(tasks)
+    try:
+        distributed.wait(tasks)
+    except distributed.client.FuturesCancelledError:  # a worker lost: its task is cancelled
+        distributed.wait([t for t in tasks if t.status not in ("cancelled", "lost")])
     errors = [t.exception() for t in tasks if t.status == "error"]
-    if errors:  # the error of a worker that failed first, not of those it stopped
+    lost = [spec.ranks[k] for k, t in enumerate(tasks) if t.status in ("cancelled", "lost")]
+    if errors or lost:  # the error of a worker that failed first, not of those it stopped
         if shared:  # (the next loop starts from new buffers on every worker)
             mesh._drop_exchanges()
-        raise next((e for e in errors if not isinstance(e, PeerFailed)), errors[0])
+        first = next((e for e in errors if not isinstance(e, PeerFailed)), errors[0] if errors else None)
+        if lost:
+            raise ExecutionError(f"time loop: worker{'s' if len(lost) > 1 else ''} {', '.join(lost)} left the "
+                                 "cluster during the loop (its process ended, or the scheduler removed it)"
+                                 + "".join(f"; {d.message}" for d in getattr(first, "diagnostics", ())))
+        raise first
     if timings is not None:
         timings.update(zip(spec.ranks, mesh.client.gather([mesh.client.submit(_pick, t, "timings") for t in tasks])))
     results = []
@@ -438,7 +449,11 @@ def _loop_on_worker(program, steps: int, carry: dict, behind: list, options: dic
                     for p in parts}
             names = behind if step == steps - 1 else carried
             entered = time.perf_counter()
-            exchange.step(step, {p: {k: last[p][k] for k in names} for p in parts})
+            try:
+                exchange.step(step, {p: {k: last[p][k] for k in names} for p in parts})
+            except ExecutionError as e:  # (said with the step where it stopped)
+                said = "; ".join(d.message for d in e.diagnostics)
+                raise type(e)(f"{said} (at step {step + 1} of {steps})") from None
             exchanging += time.perf_counter() - entered
             for p in parts:
                 states[p].update({i: last[p][o] for i, o in carry.items()})

@@ -17,16 +17,41 @@ from irfuse.diagnostics import UsageError
 METHODS = ("rcm", "morton")
 
 
+def node_numbers(what: str, conn) -> np.ndarray:
+    """A connectivity's node numbers as an array of int32 or int64, not copied: an array of
+    either type as it is; nested Python lists or tuples of whole numbers (which have no
+    element type of their own) converted; anything else refused by name (an array of
+    another integer type too: irfuse converts no caller's array behind their back)."""
+    if isinstance(conn, (list, tuple)):
+        try:
+            a = np.asarray(conn)
+        except ValueError as e:
+            raise UsageError(f"{what} is a {type(conn).__name__} that is not a rectangular nest of node numbers: "
+                             f"{e}") from None
+        if a.size == 0:
+            a = a.astype(np.int32)
+        if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a)):
+            a = a.astype(np.int64)
+        if a.dtype.kind not in "iu" or a.dtype == np.bool_:
+            raise UsageError(f"{what} is a {type(conn).__name__} of {a.dtype} values; a connectivity holds whole "
+                             "node numbers")
+        return a.astype(np.int64) if a.dtype != np.int64 else a
+    a = conn if isinstance(conn, np.ndarray) else np.asarray(conn)
+    if a.dtype not in (np.int32, np.int64):
+        how = f"conn.astype(np.int32)" if a.dtype.kind in "iu" and a.dtype != np.bool_ else "whole node numbers"
+        raise UsageError(f"{what} is a connectivity of {a.dtype} values; it takes int32 or int64 node numbers "
+                         f"(pass {how})")
+    return a
+
+
 def check_connectivity(conn, nodes: int | None = None, what: str = "conn", first: int = 0) -> np.ndarray:
-    """`conn` as an (E, K) integer array whose every entry is a node number in [0, nodes)
-    (nodes: one more than the largest entry when None); a `UsageError` naming the element
-    (counted from `first`: the chunk's first element in the whole mesh) and the position of
-    the first entry outside otherwise."""
-    a = np.asarray(conn)
+    """`conn` as an (E, K) array of int32 or int64 (`node_numbers`) whose every entry is a
+    node number in [0, nodes) (nodes: one more than the largest entry when None); a
+    `UsageError` naming the element (counted from `first`: the chunk's first element in the
+    whole mesh) and the position of the first entry outside otherwise."""
+    a = node_numbers(what, conn)
     if a.ndim != 2 or a.shape[1] < 1:
         raise UsageError(f"{what} must be an array of shape (elements, nodes per element), not {a.shape}")
-    if a.dtype.kind not in "iu":
-        raise UsageError(f"{what} must hold integers (int32 or int64), not {a.dtype}")
     if nodes is None:
         nodes = int(a.max()) + 1 if a.size else 0
     bad = (a < 0) | (a >= nodes)

@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--library", action="append", default=[], metavar="FILE.py")
     _add_planning(plan)
 
-    tune = sub.add_parser("tune", help="compile the N best plans, run each on the GPU, keep the fastest")
+    tune = sub.add_parser("tune", help="compile the N best plans, time each on the backend (the GPU, or the CPU with "
+                                      "--backend cpu), keep the fastest")
     tune.add_argument("file")
     tune.add_argument("--top", type=int, default=10)
     tune.add_argument("--max-size", type=int, default=8)
