@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         host = random_inputs(ref, args.n, 1, np.float32)
         tensors = {k: torch.from_numpy(v).cuda() for k, v in host.items()}
         outs = [torch.empty((args.n, *prog.shapes[k]), device="cuda") for k in prog.outputs]
-        dev = prog._opened_device()
+        dev = prog.opened_device()
         if copy_bw is None:
             copy_bw = measure_copy_bandwidth(dev.drv)
         got = prog(**tensors, out=outs)
@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     a = torch.rand(args.small_n, 3, 3, device="cuda")
     f = torch.empty_like(a)
     prog(a, out=f)
-    dev = prog._opened_device()
+    dev = prog.opened_device()
     torch.cuda.synchronize()
     free0 = dev.drv.mem_get_info()[0]
     alloc0 = torch.cuda.memory_allocated()

@@ -128,13 +128,13 @@ def gpu_array_calls(program, Xt, ut, ct, prepared, dN, nodes, step=None, repeat:
     import torch
 
     from irfuse.api.device_arrays import device_array
-    from irfuse.api.mesh_gpu_calls import check_connectivity_on_gpu
+    from irfuse.runtime.cuda_mesh import check_connectivity_on_gpu
 
     lam, mu = np.float32(LAMBDA), np.float32(MU)
     cases = {"call, Connectivity": lambda: program(Xt, ut, prepared, dN, lam, mu),
              "call, tensor connectivity, atomic": lambda: program(Xt, ut, ct, dN, lam, mu, scatter="atomic"),
-             "connectivity check alone": lambda: check_connectivity_on_gpu(program._opened_device(), "conn",
-                                                                            device_array(ct), nodes)}
+             "connectivity check alone": lambda: check_connectivity_on_gpu(
+                 program.opened_device(), "conn", device_array(ct).ptr, tuple(ct.shape), device_array(ct).dtype, nodes)}
     if step is not None:
         mt = torch.ones(nodes, device=ut.device)
         cases["explicit step (nodes, elements, nodes), Connectivity"] = lambda: step(
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
                       "lam": np.float32(LAMBDA), "mu": np.float32(MU)}
             distinct_irfuse = {}
             for name, scatter in (("irfuse (deterministic)", "ordered"), ("irfuse (atomic)", "atomic")):
-                run = Executor(artifact, programs[model]._opened_device()).prepare(
+                run = Executor(artifact, programs[model].opened_device()).prepare(
                     inputs, elements, nodes=nodes, inverses={"conn": prepared.inverse}, scatter=scatter)
                 run.replay()
                 errors[name] = error(run.outputs()["r"])

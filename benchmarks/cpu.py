@@ -145,7 +145,7 @@ def main(argv=None) -> int:
     from rich.table import Table
 
     from irfuse.api.host_calls import aligned_copy
-    from irfuse.backend.binaries import with_cpu_rendering
+    from irfuse.driver.binaries import with_cpu_rendering
     from irfuse.runtime.host_library import cpu_threads
     from irfuse.driver.compile import PlanningOptions, compile_program
     from irfuse.runtime.executor import CpuDevice, Executor

@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     hand = cupy.RawModule(code=HAND).get_function("neo_hookean_gradient")
     for name, source in PROGRAMS.items():
         prog = irfuse.compile(source, backend="cuda", n=n, filename=f"{name}.kas")
-        dev = prog._opened_device()
+        dev = prog.opened_device()
         if copy_bw is None:
             copy_bw = measure_copy_bandwidth(dev.drv)
         ordered = [tensors[k] for k in prog.inputs]

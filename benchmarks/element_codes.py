@@ -246,7 +246,7 @@ def main(argv=None) -> int:
             path = os.path.join(ROOT, "examples", f"{name}.kas")
             prog = irfuse.compile(path, backend="cuda", dtype=dtype, n=args.n)
             profile = load_profile("h200" if "H200" in torch.cuda.get_device_name() else "h100")
-            dev = prog._opened_device()
+            dev = prog.opened_device()
             if copy_bw is None:
                 copy_bw = measure_copy_bandwidth(dev.drv)
             host = {k: np.array(v, np_t) for k, v in inputs_of(name, args.n).items()}  # (0-d stays 0-d)

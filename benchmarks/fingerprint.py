@@ -31,8 +31,8 @@ def _digest(data: bytes | str) -> str:
 
 
 def _programs(prog) -> list:
-    """The compiled programs a program runs: itself, or each of its passes."""
-    return list(getattr(prog, "passes", None) or [prog])
+    """The compiled programs a program runs: itself, or each of its stages'."""
+    return list(getattr(prog, "programs", None) or [prog])
 
 
 def _inputs(prog, rng, mesh):

@@ -112,7 +112,7 @@ def main(argv=None) -> int:
             prog = irfuse.compile(module, backend="cuda", n=n, filename=f"{name}_{loops}.kas")
             compile_s[loops] = time.perf_counter() - t0
             kernels[loops] = len(prog.kernels)
-            dev = prog._opened_device()
+            dev = prog.opened_device()
             if copy_bw is None:
                 copy_bw = measure_copy_bandwidth(dev.drv)
             host = inputs(prog, n, np.random.default_rng(1))

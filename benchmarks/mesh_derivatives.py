@@ -94,7 +94,7 @@ def main(argv=None) -> int:
               "lam": np.float32(LAMBDA), "mu": np.float32(MU)}
     samplers, errors, kernels = {}, {}, {}
     for name, program in programs.items():
-        run = Executor(program._with_binary(), program._opened_device()).prepare(
+        run = Executor(program._with_binary(), program.opened_device()).prepare(
             inputs, elements, nodes=nodes, inverses={"conn": prepared.inverse}, scatter="ordered")
         run.replay()
         out = run.outputs()

@@ -91,7 +91,7 @@ def main(argv=None) -> int:
             o.fill(0)  # pages touched before timing
         in_bytes = sum(a.nbytes for a in host.values())
         out_bytes = sum(a.nbytes for a in outs.values())
-        dev = prog._opened_device()
+        dev = prog.opened_device()
         gpu = dev.gpu_name
         one_call = None
         if wl in REDUCING:  # the whole batch resident, one call: what every chunked run must give

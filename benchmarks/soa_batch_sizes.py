@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="soa_batch_sizes.json")
     args = ap.parse_args(argv)
     prog = irfuse.compile("examples/synctest.kas", backend="cuda", layout="soa")
-    dev = prog._opened_device()
+    dev = prog.opened_device()
     dev.make_current()
     bw = measure_copy_bandwidth(dev.drv)
     print(f"{dev.gpu_name}: copy {bw / 1e9:.0f} GB/s", flush=True)

@@ -50,7 +50,7 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'irfuse' has no attribute '{name}'")
     module, attr = _LAZY[name]
     if module in _COMPILER_SIDE:
-        importlib.import_module("irfuse.driver")  # installs the implementation check
+        importlib.import_module("irfuse.driver.library")  # installs the implementation check
     value = getattr(importlib.import_module(module), attr)
     globals()[name] = value  # found directly from now on
     return value

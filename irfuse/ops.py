@@ -8,7 +8,7 @@ an attribute here: an `OpRef` that an `@irfuse.program` function calls. Outside 
 function an op does nothing but say so.
 """
 
-import irfuse.driver  # noqa: F401 -- installs the check of hand-written implementations in the library
+import irfuse.driver.library  # noqa: F401 -- installs the check of hand-written implementations in the library
 from irfuse.frontend.python import OpRef
 from irfuse.library.catalogue import default_library
 

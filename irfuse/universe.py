@@ -2,7 +2,7 @@
 
 from xdsl.universe import Universe
 
-import irfuse.driver  # noqa: F401 -- installs the op library and the implementation checker
+import irfuse.driver.library  # noqa: F401 -- installs the op library and the implementation checker
 from irfuse.backend.cpu_target import CpuLoopTarget
 from irfuse.backend.cuda_target import CudaTarget
 from irfuse.dialects.fuse import Fuse

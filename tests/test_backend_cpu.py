@@ -218,7 +218,7 @@ def test_loop_carried_values_through_every_plan(tmp_path):
 def _both_renderings(plan, n: int, seed: int):
     """The plan's outputs from the CPU twin (IRFUSE_CPU_RENDERER=emulate) and from its
     kernels as loops over elements (`render_cpu_loop`, the default)."""
-    from irfuse.backend.binaries import with_cpu_rendering
+    from irfuse.driver.binaries import with_cpu_rendering
 
     twin_plan, looped = with_cpu_rendering(plan, "emulate"), with_cpu_rendering(plan, "loop")
     inputs = random_inputs(plan.reference_program, n, seed, DTYPES[plan.element.name])

@@ -63,8 +63,9 @@ def test_run_a_program_over_a_mesh(tmp_path, capsys):
 
 def test_run_plan_and_compile_a_program_with_nodal_statements(tmp_path, capsys):
     """Passes over the nodes around the one over the elements: `irfuse run` runs them (in
-    chunks) and checks every node, `irfuse plan` plans each, `irfuse compile` (a saved plan
-    of one program) refuses it by name. In this process: the compiler is imported already."""
+    chunks) and checks every node, `irfuse plan` plans each, `irfuse compile` saves one plan of
+    its stages, which `irfuse run --plan` runs and checks. In this process: the compiler is
+    imported already (`tests/test_runtime_alone.py` runs such a plan without it)."""
     from irfuse.tools.cli import main
 
     step = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
@@ -74,8 +75,11 @@ def test_run_plan_and_compile_a_program_with_nodal_statements(tmp_path, capsys):
     out = capsys.readouterr().out
     assert [w for w in ("nodes_before", "elements", "nodes_after") if w in out] == [
         "nodes_before", "elements", "nodes_after"], out
-    assert main(["compile", step, "-o", str(tmp_path / "plan")]) == 1
-    assert "works per node" in capsys.readouterr().err
+    assert main(["compile", step, "-o", str(tmp_path / "plan")]) == 0
+    out = capsys.readouterr().out
+    assert "stage0/kernels.cu" in out and "stage2/manifest.json" in out and "reference.mlir" in out
+    assert main(["run", "--plan", str(tmp_path / "plan"), "--backend", "cpu", "--n", "200"]) == 0
+    assert "verified against the NumPy reference" in capsys.readouterr().out
 
 
 def test_run_numpy_backend_reports_checksums():

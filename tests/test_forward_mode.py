@@ -92,11 +92,11 @@ def _declared(F: irfuse.Matrix[3, 3], mu: irfuse.Uniform[irfuse.Scalar]):
 def test_a_python_program_declares_its_derivatives_as_kas_does():
     """`@irfuse.derivative` stacked: the one nearest the def first, as KAS `derivative` lines
     in order; bad declarations refused where they are made."""
-    from irfuse.frontend.python import compile_function
+    from irfuse.driver.front import module_of
 
     kas = SOURCE.replace("E = sum(W);", "").replace("return W, E;", "return W;")
     want = program_of(irfuse.jvp(irfuse.jvp(kas, wrt=("F", "mu")), wrt="F", prefix="e"))
-    got = program_of(compile_function(_declared.fn).module)
+    got = program_of(module_of(_declared))
     assert (got.inputs, got.outputs, got.uniform) == (want.inputs, want.outputs, want.uniform)
     assert [op.op_name for op in got.walk() if isinstance(op, CallOp)][:4] == [
         "det_3x3", "jvp_1__det_3x3", "jvp_1__det_3x3", "jvp_10__jvp_1__det_3x3"]

@@ -415,7 +415,7 @@ def test_host_batches_stream_through_the_gpu_in_chunks(layout):
     assert not any(run.locked[k] for k in prog.inputs) and prog.last_chunks >= 4
     for k in prog.outputs:
         np.testing.assert_array_equal(staged[k], want[k])
-    free = prog._opened_device().drv.mem_get_info
+    free = prog.opened_device().drv.mem_get_info
     before = free()[0]
     for m in range(1000, 1010):
         prog(**{k: v[:m] if layout == "aos" else np.ascontiguousarray(v[..., :m]) for k, v in host.items()},
@@ -933,7 +933,7 @@ def test_mesh_residual_on_gpu_is_verified_and_deterministic():
     args = (X, u, conn, dN, np.float32(1.5), np.float32(0.75))
     first = prog(*args, verify=True).r
     prepared = Connectivity(conn, len(X))
-    run = Executor(prog._with_binary(), prog._opened_device()).prepare(
+    run = Executor(prog._with_binary(), prog.opened_device()).prepare(
         {"X": X, "u": u, "conn": prepared.conn, "dN": dN, "lam": np.float32(1.5), "mu": np.float32(0.75)},
         len(conn), nodes=len(X), inverses={"conn": prepared.inverse})
     seen = set()
@@ -1126,7 +1126,7 @@ def test_a_second_pass_over_the_elements_and_its_reverse_derivative_on_the_gpu()
     u = np.random.default_rng(5).uniform(-0.3, 0.3, X.shape).astype(np.float32)
     module = irfuse.grad(NODAL_AFTER_SCATTER, of="E", wrt="u")
     gpu, cpu = irfuse.compile(module, backend="cuda"), irfuse.compile(module, backend="cpu", profile="h100")
-    assert [p.over for p in gpu.plan.passes] == ["elements", "nodes", "elements"]
+    assert [p.over for p in gpu.stages] == ["elements", "nodes", "elements"]
     want = cpu(u, conn, np.float32(0.8))
     got = gpu(u, conn, np.float32(0.8), verify=True)
     on_gpu = gpu(cupy.asarray(u), cupy.asarray(conn), np.float32(0.8), verify=True)
@@ -1159,8 +1159,8 @@ def test_mesh_calls_with_prepared_connectivities_are_ordered_on_the_callers_stre
         stream.synchronize()
         assert cupy.asnumpy(got).tobytes() == (want * 2 ** k).tobytes(), k
         if k == 0:  # dN, lam and mu uploaded by the first call (the program may be shared: count new ones)
-            uploaded = len(prog._opened_device()._constants)
-    dev = prog._opened_device()
+            uploaded = len(prog.opened_device()._constants)
+    dev = prog.opened_device()
     assert len(dev._constants) == uploaded  # none again
     with pytest.raises(irfuse.UsageError, match="stream= orders a call on GPU arrays"):
         prog(X, u, conn, dN, lam, mu, stream=stream)

@@ -77,7 +77,7 @@ OTHER_HEADER = r"""
 import sys
 import numpy as np
 from irfuse.backend import host_compile
-from irfuse.backend.binaries import with_cpu_rendering
+from irfuse.driver.binaries import with_cpu_rendering
 from irfuse.driver.compile import compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.verification.reference import random_inputs

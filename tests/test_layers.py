@@ -157,6 +157,27 @@ def test_the_runtime_imports_only_the_artifact_and_itself():
     assert xdsl == ["irfuse.diagnostics"], xdsl  # (which falls back to plain exceptions without xDSL)
 
 
+def test_the_library_interface_calls_the_compiler_only_through_the_driver():
+    """`irfuse.api`, `irfuse.dask`, `irfuse.torch` and `irfuse.jax` reach the compiler through
+    the driver alone (sources, derivatives, stages, options, binaries, phases): they import
+    only themselves, the driver, the artifact, the runtime, meshes, the verification and the
+    diagnostics."""
+    interface = ("irfuse.api", "irfuse.dask", "irfuse.torch", "irfuse.jax")
+    allowed = (*interface, "irfuse.driver", "irfuse.artifact", "irfuse.runtime", "irfuse.mesh",
+               "irfuse.verification", "irfuse.diagnostics")
+    outside = [f"{mod} imports {t}" for mod, targets in import_graph().items()
+               if mod.startswith(interface) for t in targets if not t.startswith(allowed)]
+    assert not outside, "\n".join(sorted(outside))
+
+
+def test_the_frontend_imports_neither_the_planner_nor_the_transforms():
+    """The frontend reads sources into IR; `derivative` lines are applied by the driver (the
+    passes `kas-jvp`, `kas-vjp`), which may plan."""
+    outside = [f"{mod} imports {t}" for mod, targets in import_graph().items() if mod.startswith("irfuse.frontend")
+               for t in targets if t.startswith(("irfuse.planner", "irfuse.transforms"))]
+    assert not outside, "\n".join(sorted(outside))
+
+
 def test_the_checker_sees_imports_at_any_depth(tmp_path, monkeypatch):
     """The graph counts function-local and relative imports: a check that cannot miss them."""
     pkg = tmp_path / "irfuse"

@@ -130,15 +130,15 @@ def test_the_derived_residual_of_the_energy_example_is_the_written_one():
     """examples/mesh/neo_hookean_energy.kas's `derivative grad of E wrt u` gives the residual
     neo_hookean_residual.kas writes by hand (float64 references of both programs, no compile)."""
     from irfuse.dialects.kas import program_of
-    from irfuse.frontend.irgen import compile_file
+    from irfuse.driver.front import module_of
     from irfuse.verification.reference import run_reference
 
     X, conn = mesh(3, 2, 2, seed=7)
     u = 0.02 * np.random.default_rng(7).standard_normal(X.shape)
     args = {"X": X.astype(np.float64), "u": u, "conn": conn, "dN": DN.astype(np.float64), "lam": np.float64(1.3),
             "mu": np.float64(0.6)}
-    derived = program_of(compile_file(str(EXAMPLES / "neo_hookean_energy.kas")).module)
-    written = program_of(compile_file(str(EXAMPLES / "neo_hookean_residual.kas")).module)
+    derived = program_of(module_of(str(EXAMPLES / "neo_hookean_energy.kas")))
+    written = program_of(module_of(str(EXAMPLES / "neo_hookean_residual.kas")))
     assert derived.outputs == ["E", "grad_u"]
     got = run_reference(derived, args, len(conn), nodes=len(X))
     want = run_reference(written, args, len(conn), nodes=len(X))
@@ -270,15 +270,15 @@ def test_random_mesh_programs_in_chunks_give_the_bits_of_one_call(seed):
     bits, nodal and per-element outputs."""
     import warnings
 
-    from irfuse.api.mesh_calls import mesh_chunk_elements
+    from irfuse.runtime.mesh_runs import mesh_chunk_elements
     from irfuse.testing.differential import random_mesh_inputs
     from irfuse.testing.random_programs import random_mesh_program
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prog = irfuse.compile(random_mesh_program(100 + seed, 6), backend="cpu")
-    elements = prog if not hasattr(prog, "plan") else next(  # (nodal statements: the pass over the elements)
-        p for p, s in zip(prog.passes, prog.plan.passes) if s.over == "elements")
+    elements = prog if not hasattr(prog, "stages") else next(  # (nodal statements: the pass over the elements)
+        p for p, s in zip(prog.programs, prog.stages) if s.over == "elements")
     align = elements.artifact.host.align
     inputs, nodes = random_mesh_inputs(prog.compiled.reference_program, 8 * align + 29, seed, np.float32)
     whole = prog(**inputs, nodes=nodes)
@@ -311,12 +311,12 @@ def test_the_connectivity_check_kernel_finds_the_first_entry_outside():
         for e, k, v in bad:
             c[e, k] = v
         flag = np.array([2**63 - 1], np.int64)
-        prog._opened_device().module.launch("irf_check_index", [c, np.array([5], np.int64), flag], c.size)
+        prog.opened_device().module.launch("irf_check_index", [c, np.array([5], np.int64), flag], c.size)
         assert flag[0] == (min(e * 4 + k for e, k, _ in bad) if bad else 2**63 - 1)
         # int64 node numbers: the same check, and each narrowed into irfuse's int32 copy
         wide, narrowed, flag = c.astype(np.int64), np.zeros(c.shape, np.int32), np.array([2**63 - 1], np.int64)
         wide[99998, 0] = 2**40  # (only beyond int32: outside [0, 5) all the same)
-        prog._opened_device().module.launch("irf_check_index64", [wide, np.array([5], np.int64), flag, narrowed],
+        prog.opened_device().module.launch("irf_check_index64", [wide, np.array([5], np.int64), flag, narrowed],
                                             c.size)
         assert flag[0] == min([e * 4 + k for e, k, _ in bad] + [99998 * 4])
         assert np.array_equal(np.delete(narrowed.ravel(), 99998 * 4), np.delete(c.ravel(), 99998 * 4))
@@ -350,7 +350,7 @@ def test_the_kernels_that_rearrange_structures_of_arrays_give_back_what_they_too
     """`irf_rows_of_columns` and `irf_columns_of_rows` (how a call on GPU arrays in structures
     of arrays runs kernels that read arrays of structures), here through their CPU twins."""
     prog = irfuse.compile(SCALED, backend="cpu")
-    module = prog._opened_device().module
+    module = prog.opened_device().module
     columns = np.random.default_rng(3).standard_normal((3, 1001)).astype(np.float32)
     rows = np.zeros((1001, 3), np.float32)
     module.launch("irf_rows_of_columns", [columns, np.array([3], np.int64), rows], columns.size)

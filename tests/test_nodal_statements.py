@@ -1,6 +1,6 @@
 """Nodal statements: statements on nodal values run once per node, before the elements (a
 value they gather) or after them (on a scatter's sums), as passes of their own
-(`irfuse.transforms.node_phases`, `irfuse.api.mesh_passes`) on the CPU backend."""
+(`irfuse.transforms.node_phases`, `irfuse.api.staged_programs`) on the CPU backend."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import irfuse
-from irfuse.api.mesh_passes import MeshPassesProgram
+from irfuse.api.staged_programs import StagedProgram
 from irfuse.diagnostics import UsageError
 from irfuse.mesh import box_tetrahedra
 
@@ -55,8 +55,8 @@ def step_inputs(nx=4, seed=0):
 def test_the_explicit_step_runs_its_nodal_statements_around_the_elements(step):
     """u1 = u + dt v per node, r = K u1 by the elements, v1 = v - dt r / m per node: against
     the residual example run on u1 and the update in NumPy, and against the reference."""
-    assert isinstance(step, MeshPassesProgram)
-    assert [p.over for p in step.plan.passes] == ["nodes", "elements", "nodes"]
+    assert isinstance(step, StagedProgram)
+    assert [p.over for p in step.stages] == ["nodes", "elements", "nodes"]
     a = step_inputs()
     out = step(**a, verify=True)
     u1 = a["u"] + a["v"] * a["dt"]
@@ -135,7 +135,7 @@ def test_a_reduction_of_a_nodal_input_or_of_a_scatters_sums_runs_over_the_nodes(
     conn, rng = _random_mesh(elements, nodes)
     for dtype, np_type in (("f32", np.float32), ("f64", np.float64)):
         prog = irfuse.compile(src, backend="cpu", dtype=dtype)
-        assert [p.over for p in prog.plan.passes] == ["nodes", "elements", "nodes"]
+        assert [p.over for p in prog.stages] == ["nodes", "elements", "nodes"]
         X = rng.uniform(-1, 1, (nodes, 3)).astype(np_type)
         out = prog(X, conn)
         r = np.zeros((nodes, 3))
@@ -182,7 +182,7 @@ def test_a_gather_of_a_value_made_from_a_scatters_sums_runs_a_second_pass_over_t
     return q, S;
     """
     prog = irfuse.compile(src, backend="cpu", dtype="f64")
-    assert [p.over for p in prog.plan.passes] == ["elements", "nodes", "elements", "nodes"]
+    assert [p.over for p in prog.stages] == ["elements", "nodes", "elements", "nodes"]
     X, conn = box_tetrahedra(3)[:2]
     fe = 0.5 * X[conn]
     r = np.zeros_like(X)

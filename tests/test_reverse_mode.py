@@ -100,9 +100,9 @@ def test_vjp_and_grad_take_every_source_and_refuse_what_does_not_fit():
     assert sums(alone) == sums(m) - 1
     tangents = program_of(irfuse.jvp(ENERGY, wrt="F", with_outputs=False))
     assert tangents.outputs == ["dE"]
-    from irfuse.frontend.python import compile_function
+    from irfuse.driver.front import module_of
 
-    declared = program_of(compile_function(_energy.fn).module)
+    declared = program_of(module_of(_energy))
     assert declared.outputs == ["E", "grad_F"] and declared.sym_name.data.endswith("_grad")
     with pytest.raises(UsageError, match="'W' is not an output"):
         irfuse.grad(ENERGY, of="W", wrt="F")
@@ -352,7 +352,7 @@ def test_reverse_derivatives_of_nonlinear_nodal_statements_after_the_scatter_run
         derived = irfuse.compile(NODAL_AFTER_SCATTER + "derivative grad of E wrt u, k;", backend="cpu", dtype="f64")
     else:
         derived = irfuse.compile(irfuse.vjp(NODAL_AFTER_SCATTER, wrt=("u", "k")), backend="cpu", dtype="f64")
-    assert [p.over for p in derived.plan.passes] == ["elements", "nodes", "elements"]
+    assert [p.over for p in derived.stages] == ["elements", "nodes", "elements"]
     args = (u, conn, k) if how != "vjp" else (u, conn, k, np.float64(1.0), np.zeros_like(u))
     out = derived(*args, verify=True)
     gu, gk = (out.grad_u, out.grad_k) if how != "vjp" else (out.bar_u, out.bar_k)

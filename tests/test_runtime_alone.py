@@ -1,6 +1,7 @@
-"""The runtime depends on the artifact only: a saved plan (`irfuse run --plan DIR`) and a
-program the disk cache holds (`irfuse.compile` of the same source again) run in a process
-where importing xDSL raises, with the results of the compiling process."""
+"""The runtime depends on the artifact only: a saved plan (`irfuse run --plan DIR`, a program
+of several stages too) and a program the disk cache holds (`irfuse.compile` of the same source
+again) run in a process where importing xDSL raises, with the results of the compiling
+process."""
 
 import os
 import subprocess
@@ -56,7 +57,7 @@ def test_a_saved_plan_runs_with_irfuse_run_in_a_process_without_xdsl(tmp_path):
         from irfuse.tools.cli import main
         code = main(sys.argv[1:])
         assert not [m for m in sys.modules if m == "xdsl" or m.startswith("xdsl.")]
-        assert "irfuse.driver" not in sys.modules and "irfuse.dialects.kas" not in sys.modules
+        assert "irfuse.driver.compile" not in sys.modules and "irfuse.dialects.kas" not in sys.modules
         sys.exit(code)
     """, env, *run, "--save", str(out_alone))
     assert alone.returncode == 0, alone.stdout + alone.stderr
@@ -102,3 +103,62 @@ def test_a_cached_program_runs_through_the_api_in_a_process_without_xdsl(tmp_pat
         lines = alone.stdout.splitlines()
         assert lines[0] == first.stdout.splitlines()[0] and lines[0].endswith("True True")
         assert lines[1] == "xdsl imported: False"
+
+
+STEP = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
+
+
+def test_a_saved_plan_of_several_stages_runs_in_a_process_without_xdsl(tmp_path):
+    """`irfuse compile -o DIR` of the explicit step (passes over nodes, elements, nodes)
+    writes its stages into one plan; `irfuse run --plan DIR` runs them where xDSL cannot be
+    imported, with the compiling process's results, and the program cache's entry of it runs
+    there through the API too."""
+    from irfuse.mesh import box_tetrahedra
+
+    env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+    plan = tmp_path / "plan"
+    compiled = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", STEP, "-o", str(plan)],
+                              capture_output=True, text=True, env=env, cwd=ROOT)
+    assert compiled.returncode == 0, compiled.stderr
+    assert sorted(p.name for p in plan.iterdir()) == ["manifest.json", "reference.mlir", "stage0", "stage1", "stage2"]
+    X, conn = box_tetrahedra(3)[:2]
+    rng = np.random.default_rng(5)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, X=X.astype(np.float32), u=(0.01 * rng.standard_normal(X.shape)).astype(np.float32),
+             v=rng.standard_normal(X.shape).astype(np.float32), m=rng.uniform(0.5, 1.5, len(X)).astype(np.float32),
+             conn=conn, dN=dN, lam=np.float32(1.5), mu=np.float32(0.7), dt=np.float32(1e-3))
+    run = ["run", "--plan", str(plan), "--backend", "cpu", "--inputs", str(inputs)]
+    out_full, out_alone = tmp_path / "full.npz", tmp_path / "alone.npz"
+    full = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *run, "--save", str(out_full)],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    assert full.returncode == 0 and "verified against the NumPy reference" in full.stdout, full.stdout + full.stderr
+    alone = _child("""
+        import sys
+        from irfuse.tools.cli import main
+        code = main(sys.argv[1:])
+        assert not [m for m in sys.modules if m == "xdsl" or m.startswith("xdsl.")]
+        sys.exit(code)
+    """, env, *run, "--save", str(out_alone))
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert "not verified: checking the outputs needs irfuse's compiler" in alone.stdout
+    with np.load(out_full) as a, np.load(out_alone) as b:
+        assert set(a.files) == {"u1", "v1"} and all(np.array_equal(a[k], b[k]) for k in a.files)
+    code = """
+        import sys
+        import numpy as np
+        import irfuse
+        prog = irfuse.compile(sys.argv[1], backend="cpu")
+        with np.load(sys.argv[2]) as f:
+            out = prog(**{k: f[k] for k in f.files})
+        print(type(prog).__name__, [s.over for s in prog.stages], float(out.v1.sum(dtype=np.float64)))
+        print("xdsl imported:", any(m == "xdsl" or m.startswith("xdsl.") for m in sys.modules))
+    """
+    first = subprocess.run([sys.executable, "-c", textwrap.dedent(code), STEP, str(inputs)], capture_output=True,
+                           text=True, env=env, cwd=ROOT)
+    assert first.returncode == 0, first.stderr
+    alone = _child(code, env, STEP, str(inputs))
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.splitlines()[0] == first.stdout.splitlines()[0]
+    assert alone.stdout.splitlines()[0].startswith("StagedProgram ['nodes', 'elements', 'nodes']")
+    assert alone.stdout.splitlines()[1] == "xdsl imported: False"

@@ -11,7 +11,7 @@ import numpy as np
 
 from irfuse.api.host_calls import may_overlap
 from irfuse.diagnostics import ExecutionError
-from irfuse.runtime.streaming import ChunkedRun, chunk_elements
+from irfuse.runtime.streaming import ChunkedRun, chunk_elements, device_budget
 
 
 def run_in_chunks(program, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray],
@@ -20,12 +20,10 @@ def run_in_chunks(program, arrays: dict[str, np.ndarray], n: int, results: dict[
     GPU by default half of its free memory); returns how many chunks it took."""
     if program.strides:  # `_view_strides` never chooses a strided variant for chunks
         raise ExecutionError(f"{program.name}: kernels compiled for strided views were about to read chunks")
-    dev = program._opened_device()
-    if budget is None:
-        budget = dev.drv.mem_get_info()[0] // 2
-    chunk = chunk_elements(program.artifact, n, budget)
+    dev = program.opened_device()
+    chunk = chunk_elements(program.artifact, n, device_budget(dev, budget))
     if any(may_overlap(o, a) for o in results.values() for a in arrays.values()):
         arrays = {k: a.copy() for k, a in arrays.items()}  # a chunk's results must not reach later inputs
-    run = program._recorded(("chunks", chunk), lambda: ChunkedRun(program.artifact, dev, chunk, program.inputs,
+    run = program.recorded(("chunks", chunk), lambda: ChunkedRun(program.artifact, dev, chunk, program.inputs,
                                                                   program.outputs, program.shapes, program.layout))
     return run.run(arrays, results, n, progress)

@@ -38,15 +38,15 @@ class DifferentiableProgram:
     more of `irfuse.compile`'s arguments (`n`, `profile`, `pipeline`, ...), the same for all."""
 
     def __init__(self, source, *, who: str, filename: str | None = None, **compile_options):
-        from irfuse.api import _compile_options, _kas_module
-        from irfuse.dialects.context import module_text
-        from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
+        from irfuse.api import compiled_options
+        from irfuse.driver.front import frontend, interface_of
+        from irfuse.driver.sources import read_source
 
         for taken in ("dtype", "backend", "layout", "tuning"):
             if taken in compile_options:
                 raise UsageError(f"{who}: {taken}= is decided by the arrays each call gets (arrays of structures, "
                                  "the element type and device of the arrays), not given")
-        compiled = _compile_options(source, who)
+        compiled = compiled_options(source, who)
         if compiled:  # a compiled program: its source, with the options the arrays do not decide
             source = compiled.pop("source")
             for taken in ("dtype", "backend", "layout"):
@@ -54,31 +54,19 @@ class DifferentiableProgram:
             compile_options = {**{k: v for k, v in compiled.items() if v is not None}, **compile_options}
         self.who = who
         self.compile_options = dict(compile_options)
-        module = _kas_module(source, filename, who)
-        program = program_of(module)
-        self.text = module_text(module)
-        self.name = program.sym_name.data
-        self.inputs: tuple[str, ...] = tuple(program.inputs)
-        self.outputs: tuple[str, ...] = tuple(program.outputs)
-        args, values = program.body.block.args, program.return_op.values
-        self.shapes = {name: tuple(a.type.shape) for name, a in zip(self.inputs, args)}
-        self.shapes.update({name: tuple(v.type.shape) for name, v in zip(self.outputs, values)})
-        self.nodal = frozenset(program.nodal)
-        self.index = frozenset(n for n, a in zip(self.inputs, args) if isinstance(a.type, IndexType))
-        uniform_args = [a for n, a in zip(self.inputs, args) if n in program.uniform]
-        self.uniform = frozenset(program.uniform) | frozenset(
-            n for n, v in zip(self.outputs, values) if n not in self.nodal and is_uniform(v, uniform_args))
-        self.masks = frozenset(n for n, a in zip(self.inputs, args) if isinstance(a.type, MaskType)) | frozenset(
-            n for n, v in zip(self.outputs, values) if isinstance(v.type, MaskType))
+        face = interface_of(frontend(read_source(source, filename, who)).module)
+        self.text, self.name = face.text, face.name
+        self.inputs, self.outputs, self.shapes = face.inputs, face.outputs, face.shapes
+        self.nodal, self.index, self.uniform, self.masks = face.nodal, face.index, face.uniform, face.masks
         self.differentiable: tuple[str, ...] = tuple(n for n in self.inputs if n not in self.index | self.masks)
         # Outputs with a tangent (jvp's results) and those taking a cotangent (vjp's inputs), in
         # return order: read off the derivative programs, which decide them.
         self.tangent_outputs: tuple[str, ...] = ()
         self.cotangent_outputs: tuple[str, ...] = ()
         if self.differentiable:
-            jvp = program_of(self._derived("jvp"))
+            jvp = interface_of(self._derived("jvp"))
             self.tangent_outputs = tuple(n.removeprefix(TANGENT_PREFIX) for n in jvp.outputs)
-            vjp = program_of(self._derived("vjp"))
+            vjp = interface_of(self._derived("vjp"))
             self.cotangent_outputs = tuple(n.removeprefix(COTANGENT_PREFIX) for n in vjp.inputs[len(self.inputs):])
         self._programs: dict[tuple[str, str, str], object] = {}
         self._lock = threading.Lock()
@@ -91,17 +79,18 @@ class DifferentiableProgram:
     def _derived(self, kind: str):
         """A fresh module of the program of `kind`."""
         from irfuse.api import jvp, vjp
-        from irfuse.dialects.context import parse_module
+        from irfuse.driver.front import frontend
+        from irfuse.driver.sources import Source
 
-        module = parse_module(self.text, self.name)
+        source = Source(self.text, self.name, given_module=True)
         if kind == "primal":
-            return module
+            return frontend(source).module
         if not self.differentiable:
             raise UsageError(f"{self.who}: {self.name} has no differentiable input (masks and connectivities have "
                              "no derivative)")
         if kind == "jvp":
-            return jvp(module, wrt=self.differentiable, prefix=TANGENT_PREFIX, with_outputs=False)
-        return vjp(module, wrt=self.differentiable, prefix=COTANGENT_PREFIX, with_outputs=False)
+            return jvp(source, wrt=self.differentiable, prefix=TANGENT_PREFIX, with_outputs=False)
+        return vjp(source, wrt=self.differentiable, prefix=COTANGENT_PREFIX, with_outputs=False)
 
     def program(self, kind: str, dtype: str, backend: str):
         """The compiled `Program` of `kind` for element type `dtype` ('f32', 'f64') on `backend`
@@ -130,17 +119,17 @@ class DifferentiableProgram:
             # (which depend on the memory, shapes, types and layout alone).
             key = _memory_key(arrays, out, stream)
             graphs = self._graphs.setdefault((kind, dtype), OrderedDict())
-            with compiled._lock:
+            with compiled.lock:
                 graph = graphs.get(key) if key is not None else None
                 if graph is not None:
                     if graph.alive:
-                        compiled._opened_device()  # (a framework's thread popped the context after its last call)
+                        compiled.opened_device()  # (a framework's thread popped the context after its last call)
                         graph.launch_on(stream)
                         graphs.move_to_end(key)
                         return
                     del graphs[key]  # evicted by the program since
             compiled(*arrays, out=list(out), stream=stream)
-            with compiled._lock:
+            with compiled.lock:
                 fast = compiled._fast
                 # (kept only where it is this memory's: another thread's call may have come between)
                 if fast is not None and key is not None and key == (fast.stream, *fast.signatures):

@@ -194,9 +194,9 @@ def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, ar
             results[name] = empty_like_family(model, program._shape(name, n), program.dtype)
     handle = stream_handle(stream, model)
     if n:
-        with program._lock:
-            dev = program._opened_device()
-            bound = program._recorded(("gpu", n), lambda: GpuInPlaceRun(program.artifact, dev, n, program.inputs,
+        with program.lock:
+            dev = program.opened_device()
+            bound = program.recorded(("gpu", n), lambda: GpuInPlaceRun(program.artifact, dev, n, program.inputs,
                                                                       program.outputs))
             key = bound.run(arrays, results, handle)
     outputs = Outputs(program.outputs, [handed_over(results[name].obj, handle) for name in program.outputs])

@@ -86,16 +86,16 @@ class HostInPlaceRun:
 
 def run_on_host(program, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
     """Runs `program` on host arrays in one piece (see the module), results into `results`."""
-    dev = program._opened_device()
+    dev = program.opened_device()
     if program.backend == "cpu" and in_place_on_the_host(arrays, results, program.strides,
                                                           program._alignment(program.layout)):
-        program._recorded(("host", n), lambda: HostInPlaceRun(program.artifact, dev, n, program.inputs,
+        program.recorded(("host", n), lambda: HostInPlaceRun(program.artifact, dev, n, program.inputs,
                                                               program.outputs)).run(arrays, results)
         return
     if program.strides:  # `_view_strides` chose this variant only where the arrays can be used in place
         raise ExecutionError(f"{program.name}: kernels compiled for strided views were about to read copies")
     fresh = n not in program._bound
-    bound = program._recorded(n, lambda: CopiedRun(program.artifact, dev, arrays, n))  # made with the inputs
+    bound = program.recorded(n, lambda: CopiedRun(program.artifact, dev, arrays, n))  # made with the inputs
     if not fresh:
         for name, a in arrays.items():
             dev.write(bound.inputs[name], a)

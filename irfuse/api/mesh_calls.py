@@ -13,10 +13,11 @@ a connectivity used once saves), and on the GPU the order of the additions, henc
 bits, changes from run to run (the CPU backend adds in the fixed order either way).
 
 Within a device-memory budget (`memory_budget=`; on the GPU half its free memory when none is
-given) a call runs in chunks of elements (`mesh_chunk_elements`, `run_mesh_in_chunks`): the
-nodal values stay whole on the device, and each chunk's scatters go on from the sums of the
-chunks before it, so that every node's additions are those of one call in its order: the
-same bits. `chunk_onto` runs one such chunk whose earlier chunks ran elsewhere (`irfuse.dask`).
+given: `runtime.streaming.device_budget`) a call runs in chunks of elements
+(`irfuse.runtime.mesh_runs`): the nodal values stay whole on the device, and each chunk's
+scatters go on from the sums of the chunks before it, so that every node's additions are
+those of one call in its order: the same bits. `chunk_onto` runs one such chunk whose
+earlier chunks ran elsewhere (`irfuse.dask`).
 These calls take NumPy arrays (calls on GPU arrays are `irfuse.api.mesh_gpu_calls`), every
 nodal and per-element array in arrays of structures `(count, *shape)` or every one in structures
 of arrays `(*shape, count)` (`mesh_layout`; where every array fits both, the first): the kernels
@@ -36,13 +37,11 @@ from irfuse.api.host_calls import aligned_copy
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.arrays import fits as fits_shape
-from irfuse.artifact.host_plan import NODAL, UNIFORM, Scatter
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.order import check_connectivity, node_numbers
-from irfuse.mesh.scatter import inverse_connectivity
-from irfuse.runtime.executor import Executor
-from irfuse.runtime.streaming import whole_chunk
+from irfuse.runtime.mesh_runs import run_chunk_onto, run_mesh
+from irfuse.runtime.streaming import device_budget
 
 
 def mesh_layout(program, bound: dict, layout: str | None = None) -> str:
@@ -158,7 +157,7 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
                  layout: str | None = None) -> tuple[Outputs, int, int]:
     """Runs the program on a mesh's arrays (see the module): its outputs (in the arrays'
     layout), E and M. `scatter`: "ordered" or "atomic"; `memory_budget`: device bytes the call
-    may take (`mesh_chunk_elements`), `progress(done, total)` told of each chunk; `verify`:
+    may take (`runtime.mesh_runs`), `progress(done, total)` told of each chunk; `verify`:
     the outputs checked against the reference (`verify_mesh_call`)."""
     scatter = scatter_mode(scatter)
     arrays, n, m, inverses, layout = bind_mesh_arguments(program, args, named, nodes, layout=layout)
@@ -177,24 +176,11 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
         else:
             shape = program.shapes[name] if name in program.uniform else (count, *program.shapes[name])
             results.append(np.empty(shape, program.dtype))
-    with program._lock:
-        dev = program._opened_device()
-        budget = memory_budget if memory_budget is not None else getattr(program, "memory_budget", None)
-        if budget is None and program.backend == "cuda":
-            budget = dev.drv.mem_get_info()[0] // 2
-        chunk = mesh_chunk_elements(program.artifact, n, m, budget)
-        if chunk < n:
-            run_mesh_in_chunks(program, dev, arrays, n, m, chunk, dict(zip(program.outputs, results)), scatter,
-                               progress)
-        else:
-            recorded = Executor(program.artifact, dev).prepare(arrays, n, nodes=m, inverses=inverses, scatter=scatter)
-            recorded.replay()
-            dev.synchronize()
-            for name, target in zip(program.outputs, results):
-                buf, _ = recorded.results[name]
-                dev.read_into(target, buf)
-            if progress is not None:
-                progress(1, 1)
+    with program.lock:
+        dev = program.opened_device()
+        budget = device_budget(dev, memory_budget if memory_budget is not None else program.memory_budget)
+        run_mesh(program.artifact, dev, arrays, n, m, inverses, scatter, dict(zip(program.outputs, results)), budget,
+                 progress)
     if verify:
         verify_mesh_call(program, arrays, Outputs(program.outputs, results), n, m)
     if layout == SOA:  # back into the caller's layout (into its out= arrays where given)
@@ -210,94 +196,6 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
     return Outputs(program.outputs, results), n, m
 
 
-def mesh_chunk_elements(compiled, n: int, nodes: int, budget: int | None) -> int:
-    """Elements per chunk of a call over a mesh within `budget` bytes of device memory (all of
-    them when no budget is given): the nodal values and each connectivity's node offsets are
-    kept whole; a chunk holds its elements' values, temporaries, node numbers and slots."""
-    if budget is None:
-        return n
-    host, itemsize = compiled.host, compiled.itemsize
-    scattered = {step.index for step in host.steps if isinstance(step, Scatter)}
-    fixed = per = 0
-    for value in {v for _, v in host.inputs} | {r for launch in host.launches() for r in launch.results} | \
-            {step.result for step in host.steps if isinstance(step, Scatter)}:
-        info = host.values[value]
-        if info.extent == NODAL:
-            fixed += nodes * info.words * itemsize
-        elif info.integer:
-            # node numbers, and where scattered each slot's member byte and (at most) a partial's
-            # first byte and number
-            per += info.shape[0] * (4 + (1 + 1 + 4 if value in scattered else 0))
-            fixed += (nodes + 1) * 8 if value in scattered else 0
-        elif info.extent != UNIFORM:
-            per += info.words * itemsize
-    chunk = (budget - fixed) // max(per, 1)
-    if chunk < 1:
-        raise UsageError(f"a device-memory budget of {budget} bytes cannot hold the mesh's nodal values and node "
-                         f"offsets ({fixed} bytes) and one element ({per} bytes)")
-    if host.combines():
-        if chunk < n:
-            raise UsageError("a program over a mesh that reduces over its batch runs in one piece; its "
-                             f"{n} elements need {fixed + per * n} bytes, over the budget of {budget}")
-    # (chunks of whole scatter groups give one call's bits)
-    return min(n, whole_chunk(chunk, n, host.align, lambda: (
-        f"a device-memory budget of {budget} bytes cannot hold the mesh's nodal values and node offsets ({fixed} "
-        f"bytes) and {host.align} elements ({per * host.align} bytes): a chunk holds a multiple of {host.align}, the "
-        "elements its scatters add in one group")))
-
-
-def run_mesh_in_chunks(program, dev, arrays: dict[str, np.ndarray], n: int, m: int, chunk: int,
-                       results: dict[str, np.ndarray], scatter: str, progress) -> None:
-    """Runs a call over a mesh in chunks of `chunk` elements: the nodal inputs uploaded once,
-    each chunk's per-element values and node numbers in turn, its scatters adding onto the
-    sums of the chunks before it (`Executor.prepare(onto=True)`): the ordered scatter adds
-    each node's rows in the order of one call, so chunks give its bits."""
-    nodal = {name: dev.upload(arrays[name]) for name in program.inputs if name in program.nodal}
-    sums = {name: dev.alloc((m, *program.shapes[name])) for name in program.outputs if name in program.nodal}
-    total = -(-n // chunk)
-    for k, first in enumerate(range(0, n, chunk)):
-        last = min(n, first + chunk)
-        run_mesh_chunk(program, dev, elements_of(program, arrays, first, last), last - first, m, nodal, sums,
-                       scatter, k > 0, elements_of(program, results, first, last))
-        if progress is not None:
-            progress(k + 1, total)
-    for name, buf in sums.items():
-        dev.read_into(results[name], buf)
-
-
-def elements_of(program, arrays: dict, first: int, last: int) -> dict:
-    """Elements first..last of a call's arrays: connectivities and per-element values sliced,
-    uniform values as they are; nodal ones left out."""
-    return {name: a if name in program.uniform else a[first:last] for name, a in arrays.items()
-            if name not in program.nodal}
-
-
-def run_mesh_chunk(program, dev, arrays: dict[str, np.ndarray], n: int, m: int, nodal: dict, sums: dict,
-                   scatter: str, onto: bool, results: dict[str, np.ndarray]) -> None:
-    """One chunk of `n` elements of a call over a mesh: `arrays` its per-element values and
-    node numbers (and the uniform values), `nodal` the nodal inputs' device buffers, `sums`
-    the nodal outputs' (which its scatters add onto when `onto`, else start); its per-element
-    outputs read into `results`."""
-    uploaded, inverses = dict(nodal), {}
-    for name in program.inputs:
-        if name in program.nodal:
-            continue
-        a = np.ascontiguousarray(arrays[name])
-        if name in program.index_inputs:
-            uploaded[name] = dev.upload_integers(a)
-            if scatter == "ordered":
-                inverses[name] = inverse_connectivity(a, m)
-        else:
-            uploaded[name] = dev.upload(a)
-    recorded = Executor(program.artifact, dev).prepare({}, n, uploaded, outputs=sums, as_graph=False, nodes=m,
-                                                       inverses=inverses, scatter=scatter, onto=onto)
-    recorded.replay()
-    dev.synchronize()
-    for name, target in results.items():
-        buf, _ = recorded.results[name]
-        dev.read_into(target, buf)
-
-
 def chunk_onto(program, sums: dict[str, np.ndarray] | None, nodes: int, scatter: str, first: int,
                *blocks) -> tuple[dict, dict]:
     """A chunk of a call over a mesh whose earlier chunks ran elsewhere (`irfuse.dask`): its
@@ -310,17 +208,8 @@ def chunk_onto(program, sums: dict[str, np.ndarray] | None, nodes: int, scatter:
         raise UsageError(f"chunk_onto: a chunk starts at element {first}, not a multiple of {align}, the elements "
                          "its scatters add in one group; chunks of whole groups give one call's bits")
     arrays, n, m, _, _ = bind_mesh_arguments(program, blocks, {}, nodes, first)
-    results = {name: np.empty((n, *program.shapes[name]), program.dtype) for name in program.outputs
-               if name not in program.nodal}
-    with program._lock:
-        dev = program._opened_device()
-        nodal = {name: dev.upload(arrays[name]) for name in program.inputs if name in program.nodal}
-        bufs = {name: dev.upload(sums[name]) if sums is not None else dev.alloc((m, *program.shapes[name]))
-                for name in program.outputs if name in program.nodal}
-        run_mesh_chunk(program, dev, elements_of(program, arrays, 0, n), n, m, nodal, bufs, scatter, sums is not None,
-                       results)
-        totals = {name: dev.download(buf, (m, *program.shapes[name])) for name, buf in bufs.items()}
-    return results, totals
+    with program.lock:
+        return run_chunk_onto(program.artifact, program.opened_device(), arrays, n, m, sums, scatter)
 
 
 def mesh_verification(program, arrays: dict, outputs: Outputs, n: int, nodes: int):

@@ -3,12 +3,11 @@ nodal arrays `(M, *shape)`, per-element arrays `(E, *shape)` and connectivities 
 int32 or int64 node numbers, all on the program's GPU, read where they are; outputs made in the first
 input's library (or `out=` GPU arrays) and written in place.
 
-A connectivity on the GPU is checked there before anything reads through it: a kernel
-(`irf_check_index`) finds the first entry outside `[0, M)` and the call reads that one word
-back, raising a `UsageError` that names the element and position as a call on NumPy arrays
-does. One of int64 node numbers is checked so by `irf_check_index64`, which also narrows it
-into an int32 copy of irfuse's own for the call's kernels (E x K x 4 bytes of device memory,
-freed when the call returns, and a pass over the connectivity). Given as an
+A connectivity on the GPU is checked there before anything reads through it, a refusal
+naming the element and position as a call on NumPy arrays does; one of int64 node numbers is
+narrowed into an int32 copy of irfuse's own for the call's kernels (E x K x 4 bytes of device
+memory, freed when the call returns, and a pass over the connectivity): the runtime's
+`irfuse.runtime.cuda_mesh` does both, and the rearranging below. Given as an
 `irfuse.mesh.Connectivity` (checked when it was made), its node numbers and inverse are
 uploaded once per device and kept, and nothing is checked again.
 
@@ -45,15 +44,14 @@ from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_ar
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.host_plan import Scatter
-from irfuse.artifact.kernel_info import (CHECK_INDEX64_KERNEL, CHECK_INDEX_KERNEL, COLUMNS_OF_ROWS_KERNEL,
-                                         ROWS_OF_COLUMNS_KERNEL)
+from irfuse.artifact.kernel_info import COLUMNS_OF_ROWS_KERNEL, ROWS_OF_COLUMNS_KERNEL
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.scatter import inverse_connectivity
+from irfuse.runtime.cuda_mesh import (check_connectivity_on_gpu, connectivity_on_host, free_scratch, rearranged,
+                                      scratch_slot, slot_of)
 from irfuse.runtime.device import Slot
-from irfuse.runtime.executor import Executor
-
-NO_BAD_ENTRY = 2**63 - 1  # what the check kernel's flag holds when every entry is a node
+from irfuse.runtime.mesh_runs import MeshGpuRun
 
 
 def on_gpu(bound: dict) -> bool:
@@ -71,8 +69,8 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
     layout = mesh_layout(program, bound, layout)
     slots, inverses, elements, node_counts, checks, model = {}, {}, {}, {}, [], None
     scratch = []  # buffers of irfuse's own (int32 copies, arrays of structures), freed once the run is done
-    with program._lock:
-        dev = program._opened_device()
+    with program.lock:
+        dev = program.opened_device()
         for name, value in bound.items():
             what = f"input '{name}'"
             if name in program.index_inputs:
@@ -114,48 +112,44 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
         if layout == SOA:  # the kernels read arrays of structures: copies of irfuse's own
             for name in bound:
                 if (name in elements or name in node_counts) and name not in program.index_inputs:
-                    slots[name] = _transposed(dev, ROWS_OF_COLUMNS_KERNEL, slots[name], program.shapes[name], scratch)
+                    slots[name] = rearranged(dev, ROWS_OF_COLUMNS_KERNEL, slots[name], program.shapes[name], scratch)
         if model is None:
             raise UsageError("a call on GPU arrays needs a nodal or per-element GPU array to make its outputs in "
                              "the same library: pass one, or out= arrays")
         handle = stream_handle(stream, model)
         if checks:
-            dev.drv.Context.synchronize()  # what the caller's streams write into the connectivities
+            dev.synchronize()  # what the caller's streams write into the connectivities
         for name, a in checks:
-            copy = check_connectivity_on_gpu(dev, name, a, m)
+            copy = check_connectivity_on_gpu(dev, name, a.ptr, a.shape, a.dtype, m)
             if copy is not None:
                 scratch.append(copy)
-                slots[name] = _slot_of(copy, a.shape[0] * a.shape[1] * 4, copy)
+                slots[name] = slot_of(copy, a.shape[0] * a.shape[1] * 4, copy)
             if scatter == "ordered" and name in _scattered(program):
-                host = np.empty(a.shape, np.int32)
-                dev.drv.memcpy_dtoh(host, int(copy) if copy is not None else a.ptr)
+                host = connectivity_on_host(dev, int(copy) if copy is not None else a.ptr, a.shape)
                 inverses[name] = inverse_connectivity(host, m)
         results = _outputs(program, out, model, n, m, bound, layout)
         targets = dict(results)
         if layout == SOA:
             for name in program.outputs:
                 if name not in program.uniform:
-                    buf = dev.drv.mem_alloc(max(results[name].nbytes, 1))
-                    scratch.append(buf)
-                    targets[name] = _slot_of(buf, results[name].nbytes, buf)
+                    targets[name] = scratch_slot(dev, results[name].nbytes, scratch)
         # (the Connectivity objects themselves, by identity: kept alive while the run is kept)
         prepared = tuple((name, v) for name, v in bound.items() if isinstance(v, Connectivity))
         if len(prepared) == len(program.index_inputs) or scatter == "atomic":
             # Every inverse is a Connectivity's, kept on the device (or none is read): the run
             # recorded for these sizes is kept and replayed on the next call's arrays.
-            run = program._recorded(("mesh-gpu", n, m, scatter, prepared), lambda: MeshGpuRun(
-                program, dev, n, m, slots, inverses, scatter))
+            run = program.recorded(("mesh-gpu", n, m, scatter, prepared), lambda: MeshGpuRun(
+                program.artifact, dev, n, m, slots, inverses, scatter))
         else:
-            run = MeshGpuRun(program, dev, n, m, slots, inverses, scatter)
+            run = MeshGpuRun(program.artifact, dev, n, m, slots, inverses, scatter)
         if checks or scratch:
             run.run(slots, targets)
             if layout == SOA:
                 for name, target in targets.items():
                     if target is not results[name]:
-                        _transposed(dev, COLUMNS_OF_ROWS_KERNEL, target, program.shapes[name], [], into=results[name])
+                        rearranged(dev, COLUMNS_OF_ROWS_KERNEL, target, program.shapes[name], [], into=results[name])
             dev.synchronize()
-            for buf in scratch:
-                buf.free()
+            free_scratch(scratch)
         else:
             dev.on_stream(handle, lambda: run.run(slots, targets))
     return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
@@ -170,34 +164,6 @@ def host_copy(dev, value) -> np.ndarray:
     return np.asarray(value) if a is None else to_host(dev, a)
 
 
-class MeshGpuRun:
-    """A mesh call's run recorded for one (E, M): a `Slot` for each GPU argument and output,
-    pointed at the call's arrays before each replay; a uniform input given on the host is
-    written into a buffer of the run's own."""
-
-    def __init__(self, program, dev, n: int, m: int, given: dict, inverses: dict, scatter: str):
-        self.device = dev
-        self.inputs = {name: Slot() for name in program.inputs}
-        self.outputs = {name: Slot() for name in program.outputs}
-        self.host = {name: dev.alloc(program.shapes[name]) for name, v in given.items() if not isinstance(v, Slot)
-                     and name not in program.index_inputs}
-        bound = {name: self.host.get(name, self.inputs[name]) for name in program.inputs}
-        bound.update({name: v for name, v in given.items() if name in program.index_inputs and
-                      not isinstance(v, Slot)})  # a Connectivity's node numbers, kept on the device
-        self.recorded = Executor(program.artifact, dev).prepare({}, n, bound, outputs=self.outputs, as_graph=False,
-                                                                nodes=m, inverses=inverses, scatter=scatter)
-
-    def run(self, given: dict, results: dict[str, DeviceArray]) -> None:
-        for name, v in given.items():
-            if isinstance(v, Slot):
-                self.inputs[name].ptr, self.inputs[name].nbytes = v.ptr, v.nbytes
-            elif name in self.host:
-                self.device.copy(self.host[name], v)
-        for name, a in results.items():
-            self.outputs[name].ptr, self.outputs[name].nbytes = a.ptr, a.nbytes
-        self.recorded.replay()
-
-
 def _gpu_argument(what: str, value, kind: str) -> DeviceArray:
     a = device_array(value)
     if a is None:
@@ -208,28 +174,7 @@ def _gpu_argument(what: str, value, kind: str) -> DeviceArray:
 
 def _slot(a: DeviceArray) -> Slot:
     """A place the recorded run reads or writes: the caller's array."""
-    return _slot_of(a.ptr, a.nbytes, a.keep)
-
-
-def _transposed(dev, kernel: str, source, value_shape: tuple, scratch: list, into=None):
-    """`source` (a Slot or GPU array: a structure of arrays, or with COLUMNS_OF_ROWS_KERNEL an
-    array of structures) rearranged by `kernel` into `into`, else into a new buffer of
-    irfuse's own (kept in `scratch` for the caller to free, and returned as a Slot)."""
-    nbytes = source.nbytes
-    if into is None:
-        buf = dev.drv.mem_alloc(max(nbytes, 1))
-        scratch.append(buf)
-        into = _slot_of(buf, nbytes, buf)
-    words = dev.constant(np.array([max(int(np.prod(value_shape)), 1)]), integers=True)
-    dev.launcher(kernel, [source.ptr, words, into.ptr], nbytes // np.dtype(dev.dtype).itemsize)()
-    return into
-
-
-def _slot_of(ptr: int, nbytes: int, keep) -> Slot:
-    """A place the recorded run reads or writes: `nbytes` at `ptr`, `keep` held while it does."""
-    s = Slot()
-    s.ptr, s.nbytes, s.array = int(ptr), nbytes, keep
-    return s
+    return slot_of(a.ptr, a.nbytes, a.keep)
 
 
 def _scattered(program) -> set[str]:
@@ -237,35 +182,6 @@ def _scattered(program) -> set[str]:
     host = program.artifact.host
     names = {v: name for name, v in host.inputs}
     return {names[step.index] for step in host.steps if isinstance(step, Scatter)}
-
-
-def check_connectivity_on_gpu(dev, name: str, a: DeviceArray, nodes: int):
-    """Refuses a GPU connectivity with an entry outside [0, nodes), naming the first one: one
-    kernel over its entries, then a wait for it and a one-word read (`benchmarks/NOTES.md`
-    has what that costs). Returns None for int32 node numbers, and for int64 ones their int32
-    copy (a device allocation the caller frees)."""
-    flag = dev.upload_integers(np.array([NO_BAD_ENTRY], np.int64))
-    count = dev.upload_integers(np.array([nodes], np.int64))
-    entries = a.shape[0] * a.shape[1]
-    copy = None
-    if a.dtype == np.int64:
-        copy = dev.drv.mem_alloc(max(4 * entries, 4))
-        dev.launcher(CHECK_INDEX64_KERNEL, [a.ptr, count, flag, copy], entries)()
-    else:
-        dev.launcher(CHECK_INDEX_KERNEL, [a.ptr, count, flag], entries)()
-    dev.synchronize()
-    first = np.empty(1, np.int64)
-    dev.drv.memcpy_dtoh(first, flag)
-    if int(first[0]) != NO_BAD_ENTRY:
-        if copy is not None:
-            copy.free()
-        slot = int(first[0])
-        word = np.empty(1, a.dtype)
-        dev.drv.memcpy_dtoh(word, a.ptr + a.dtype.itemsize * slot)
-        k = a.shape[1]
-        raise UsageError(f"input '{name}': element {slot // k}, position {slot % k} names node {int(word[0])}, "
-                         f"outside [0, {nodes})")
-    return copy
 
 
 def _outputs(program, out, model: DeviceArray, n: int, m: int, bound: dict, layout: str = AOS

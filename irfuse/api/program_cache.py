@@ -1,6 +1,7 @@
 """The on-disk cache of compiled programs, behind `irfuse.compile`.
 
-An entry is a plan directory (`CompiledProgram.save`) plus the compiler's warnings, under a
+An entry is a plan directory (`CompiledProgram.save`, or a staged program's with a directory per
+stage: `irfuse.artifact.stages`) plus the compiler's warnings, under a
 key that holds everything compiling reads: the program's text, the options (element type,
 backend, pipeline, planning batch, the device profile's figures, architecture, layout), the
 op library in use (the installed library entry points, and every op and hand-written
@@ -8,7 +9,7 @@ implementation a user added) and the installed irfuse itself (a digest of its so
 files, so an edited or upgraded irfuse never reads an older one's entries). A hit therefore
 gives what compiling would; an entry that cannot be read whole, or whose files do not
 match the checksums written with them, is compiled again (and replaced). Like the
-code caches (`irfuse.backend.disk_cache`) it lives under `IRFUSE_CACHE_DIR` and only saves
+code caches (`irfuse.artifact.disk_cache`) it lives under `IRFUSE_CACHE_DIR` and only saves
 time: the front end, the fusion search and the passes (from 0.06 s for the seeds to seconds
 for large programs), on top of the NVRTC and host compiles those caches save already.
 """
@@ -25,10 +26,12 @@ import tempfile
 from dataclasses import asdict
 
 from irfuse.artifact.artifact import Artifact
-from irfuse.backend.disk_cache import cache_lock, entry_path, sha256
+from irfuse.artifact.stages import StagedArtifact, load_plan
+from irfuse.artifact.disk_cache import cache_lock, entry_path, sha256
 from irfuse.diagnostics import Diagnostic, IrfuseError
 
-FORMAT = 3  # 2: entries carry a checksum of every file; 3: the artifact's host plan, the library's additions
+FORMAT = 4  # 2: entries carry a checksum of every file; 3: the artifact's host plan, the library's additions;
+# 4: staged programs (a directory per stage)
 
 
 @functools.lru_cache(maxsize=1)
@@ -91,12 +94,17 @@ CHECKSUMS = "checksums.json"  # written last: file name -> sha256 of every other
 
 
 def _checksums(path: str) -> dict[str, str]:
-    """sha256 of every file of an entry directory (but the checksum list)."""
+    """sha256 of every file of an entry directory, its stages' directories included (but the
+    checksum list)."""
     sums = {}
-    for name in sorted(os.listdir(path)):
-        if name != CHECKSUMS:
-            with open(os.path.join(path, name), "rb") as f:
-                sums[name] = sha256(f.read())
+    for folder, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            rel = os.path.relpath(full, path)
+            if rel != CHECKSUMS:
+                with open(full, "rb") as f:
+                    sums[rel] = sha256(f.read())
     return sums
 
 
@@ -111,14 +119,15 @@ def _intact(path: str) -> bool:
         return False
 
 
-def load(key: str) -> tuple[Artifact, list[Diagnostic]] | None:
-    """The entry's artifact and warnings, or None (absent, damaged, or not readable whole).
-    Reads JSON and bytes only: no compiler is needed to run what the cache holds."""
+def load(key: str) -> tuple[Artifact | StagedArtifact, list[Diagnostic]] | None:
+    """The entry's artifact (or staged program) and warnings, or None (absent, damaged, or not
+    readable whole). Reads JSON and bytes only: no compiler is needed to run what the cache
+    holds."""
     path = entry_path("program", key)
     if not _intact(path):
         return None
     try:
-        program = Artifact.load(path)
+        program = load_plan(path)
         with open(os.path.join(path, "diagnostics.json")) as f:
             diagnostics = [Diagnostic(**d) for d in json.load(f)]
     except (IrfuseError, OSError, ValueError, TypeError):
@@ -127,7 +136,7 @@ def load(key: str) -> tuple[Artifact, list[Diagnostic]] | None:
     return program, diagnostics
 
 
-def store(key: str, program: Artifact, diagnostics: list[Diagnostic]) -> None:
+def store(key: str, program: Artifact | StagedArtifact, diagnostics: list[Diagnostic]) -> None:
     """Writes an entry whole (a directory renamed into place) or not at all."""
     path = entry_path("program", key)
     try:

@@ -10,7 +10,7 @@ layout and strides, and runs one of three strategies, each in a module of its ow
 - `host_calls`: NumPy arrays in one piece on the CPU backend, in place where they can be,
   else copied.
 Each strategy replays a run recorded once per batch size (or chunk length), kept by the
-program (`_recorded`); nothing is verified unless asked (`check`, `verify=True`:
+program (`recorded`); nothing is verified unless asked (`check`, `verify=True`:
 `verification`, which needs the compiler's side; running does not). A program holds the
 `Artifact` it runs; `compiled` gives it with its IR (parsed on first use where the artifact
 came from the disk cache).
@@ -129,7 +129,7 @@ class Program:
         self._fast = None  # the last call on GPU arrays that launched a graph (`gpu_calls.FastCall`)
         # Recorded runs by batch size (host arrays) or ("gpu", batch size) (GPU arrays in place).
         self._bound: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()  # held by a call while it runs on the program's device
 
     @property
     def compiled(self):
@@ -175,9 +175,9 @@ class Program:
         if program is None:
             if self._variant is None:
                 what = f"in layout '{layout}'" if layout != self.layout else "that are strided views"
-                raise UsageError(f"this program was compiled from a tuning result for contiguous arrays in layout "
-                                 f"'{self.layout}', which holds no plan for arrays {what}: pass contiguous arrays "
-                                 f"in '{self.layout}' or compile the program from its source")
+                raise UsageError(f"this program was compiled from a tuning result or read from a saved plan, for "
+                                 f"contiguous arrays in layout '{self.layout}', which holds no plan for arrays {what}: "
+                                 f"pass contiguous arrays in '{self.layout}' or compile the program from its source")
             program = self._variants[key] = self._variant(layout, strides)
         return program
 
@@ -334,7 +334,7 @@ class Program:
             for program in (self, *self._variants.values()) if self._variants else (self,):
                 fast = program._fast
                 if fast is not None and fast.matches(args, named, out, stream):
-                    with program._lock:
+                    with program.lock:
                         if fast.launch():
                             return fast.outputs
         arrays, n, layout = self._arrays(args, named)
@@ -369,7 +369,7 @@ class Program:
         results = [targets.get(name) if name in targets else page_aligned(self._shape(name, n), self.dtype)
                    for name in self.outputs]
         if n:
-            with self._lock:
+            with self.lock:
                 self._run(arrays, n, dict(zip(self.outputs, results)),
                           memory_budget if memory_budget is not None else self.memory_budget, report)
         outputs = Outputs(self.outputs, results)
@@ -400,7 +400,7 @@ class Program:
             if callable(progress):
                 progress(1, 1)
             if verify:  # on host copies of the arguments and the results
-                dev = self._opened_device()
+                dev = self.opened_device()
                 dev.drv.Context.synchronize()
                 verify_mesh_call(self, {k: host_copy(dev, v) for k, v in bound.items()},
                                  Outputs(self.outputs, [host_copy(dev, o) for o in outputs]), n, m)
@@ -472,7 +472,7 @@ class Program:
                        named: dict | None = None) -> Outputs:
         return call_on_gpu(self, arrays, n, out, stream, args, named)
 
-    def _opened_device(self):
+    def opened_device(self):
         """The program's device (the CPU's or the GPU's), opened on first use."""
         if self._device is None:
             self._device = open_device(self.backend, self._with_binary())
@@ -485,7 +485,7 @@ class Program:
         """The artifact with the binary this program's backend runs (built where the artifact,
         read from the disk cache or a plan, holds none: the host library, a cubin for another
         GPU)."""
-        from irfuse.backend.binaries import with_binaries
+        from irfuse.driver.binaries import with_binaries
 
         arch = None
         if self.backend == "cuda":
@@ -494,7 +494,7 @@ class Program:
             arch = current_arch()
         return with_binaries(self.artifact, self.backend, arch)
 
-    def _recorded(self, key, make):
+    def recorded(self, key, make):
         """The recorded run kept under `key` (a batch size, or a path and a batch size), made by
         `make()` when there is none; the `BOUND_SIZES` most recently used are kept."""
         bound = self._bound.get(key)
@@ -533,7 +533,7 @@ class Program:
         outputs = self._call_on_mesh(args, named, None, False, None, None, None, False, nodes, "ordered")
         bound = bind_inputs(self.inputs, args, named, self)
         if on_gpu(bound):  # (checked on host copies, as `verify=True` does)
-            dev = self._opened_device()
+            dev = self.opened_device()
             dev.drv.Context.synchronize()
             bound = {k: host_copy(dev, v) for k, v in bound.items()}
             outputs = Outputs(self.outputs, [host_copy(dev, o) for o in outputs])
@@ -561,13 +561,13 @@ class Program:
         its next call here): for a thread that lives as long as the process and is not the
         main one (a framework's), where it could not be popped before PyCUDA's clean-up at
         exit."""
-        with self._lock:
+        with self.lock:
             if self._device is not None and self.backend == "cuda":
                 self._device.release_thread()
 
     def close(self) -> None:
         """Releases the device and the buffers of recorded runs (a later call opens them again)."""
-        with self._lock:
+        with self.lock:
             if self._device is not None and self.backend == "cuda":
                 # (current in this thread, so that what another thread made is freed here too)
                 self._device.make_current()
@@ -586,9 +586,9 @@ class Program:
         reduce. (Cutting is cheap; compiling the phases is `phases`.)"""
         if self._phases is not None:
             return self._phases[0]
-        from irfuse.transforms.batch_phases import split_at_reductions
+        from irfuse.driver.phases import phase_plan
 
-        return split_at_reductions(self.compiled.reference_module)
+        return phase_plan(self.compiled)
 
     def phases(self) -> tuple:
         """`phase_plan` and each phase compiled as this program was (the same options, layout
@@ -598,13 +598,12 @@ class Program:
             if len(plan.phases) == 1 and all(r.name in self.outputs for r in plan.phases[0].partials):
                 programs = [self]  # the program itself gives its one phase's outputs and partials by name
             else:
-                from irfuse.dialects.context import module_text
+                from irfuse.driver.phases import phase_texts
 
                 rebuild, spec = self.compiled_from("its phases at its reductions cannot be compiled as it was")
                 strides = tuple(sorted(self.strides.items()))
-                programs = [rebuild({**spec, "source": ("ir", module_text(phase.module)),
-                                     "filename": f"{self.name}, phase {k}"}, self.layout, strides)
-                            for k, phase in enumerate(plan.phases)]
+                programs = [rebuild({**spec, "source": ("ir", text), "filename": f"{self.name}, phase {k}"},
+                                    self.layout, strides) for k, text in enumerate(phase_texts(plan))]
             self._phases = (plan, programs)
         return self._phases
 

@@ -27,7 +27,7 @@ def time_calls(program, args: tuple, named: dict, out, repeat: int, warmup: int 
         raise UsageError("repeat and warmup count runs: 0 or more")
     outputs = program(*args, out=out, **options, **named)  # (compiles, prepares, records)
     gpu = any(isinstance(v, DeviceArray) or device_array(v) is not None for v in (*args, *named.values()))
-    dev = program._opened_device() if gpu else None
+    dev = program.opened_device() if gpu else None
     times = []
     for k in range(warmup + repeat):
         if dev is not None:
@@ -66,7 +66,7 @@ def time_runs(program, args: tuple, named: dict, out, repeat: int, warmup: int =
         run = program._bound[("gpu", n)]
         key = next(reversed(run.graphs))
         graph, handle = run.graphs[key], stream_handle(None, first)
-        dev = program._opened_device()
+        dev = program.opened_device()
         times = []
         for k in range(warmup + repeat):
             dev.drv.Context.synchronize()

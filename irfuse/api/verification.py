@@ -71,7 +71,7 @@ def verify_on_host(program, arrays, outputs: Outputs, n: int, sample: int | None
 def verify_on_device(program, arrays: dict[str, DeviceArray], outputs: Outputs, n: int,
                      sample: int | None = 100_000, seed: int = 0) -> Verification:
     """Copies the inputs and outputs to the host (after the GPU is done) and checks them."""
-    dev = program._opened_device()
+    dev = program.opened_device()
     dev.drv.Context.synchronize()
     host_in = {k: to_host(dev, a) for k, a in arrays.items()}
     host_out = Outputs(program.outputs, [to_host(dev, device_array(o)) for o in outputs])

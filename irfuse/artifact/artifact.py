@@ -99,7 +99,7 @@ class Artifact:
         if self.cubin is None or self.cubin.arch != arch:
             have = f"a cubin for {self.cubin.arch}" if self.cubin else "no cubin"
             raise ExecutionError(f"this plan holds {have}, not one for {arch}: compile it for this GPU "
-                                 f"(irfuse.backend.binaries.with_binaries, or irfuse compile --arch {arch})")
+                                 f"(irfuse.driver.binaries.with_binaries, or irfuse compile --arch {arch})")
         return self.cubin
 
     @property
@@ -108,7 +108,7 @@ class Artifact:
         artifact holds none."""
         if self._host_library is None:
             raise ExecutionError("this plan holds no host library for the CPU: build one from its source "
-                                 "(irfuse.backend.binaries.with_binaries)")
+                                 "(irfuse.driver.binaries.with_binaries)")
         return self._host_library
 
     @host_library.setter

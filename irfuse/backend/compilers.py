@@ -4,7 +4,7 @@ The emitted source (`cuda_emit`) is complete for one element type and compiles u
 for either target: NVRTC makes a cubin for a GPU (`nvrtc`), the host C++ compiler a shared
 library whose kernels run on the CPU (`host_compile`). The driver and the devices ask for
 a target's compiler here and need not know which one it is. (The runtime never does: it
-runs the binaries an artifact holds, `irfuse.backend.binaries`.)
+runs the binaries an artifact holds, `irfuse.driver.binaries`.)
 """
 
 from __future__ import annotations

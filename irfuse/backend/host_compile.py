@@ -31,7 +31,7 @@ import tempfile
 from importlib import resources
 
 from irfuse.artifact.kernel_info import KernelInfo
-from irfuse.backend.disk_cache import atomic_write, cache_lock, entry_path, read_checked, sha256, write_checked
+from irfuse.artifact.disk_cache import atomic_write, cache_lock, entry_path, read_checked, sha256, write_checked
 from irfuse.diagnostics import CompileError, UsageError
 
 HEADER = "irfuse_host.h"

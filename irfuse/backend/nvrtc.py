@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict
 
 from irfuse.artifact.artifact import CubinResult, KernelResources
-from irfuse.backend.disk_cache import atomic_write, cache_lock, entry_path, sha256
+from irfuse.artifact.disk_cache import atomic_write, cache_lock, entry_path, sha256
 from irfuse.diagnostics import CompileError, Diagnostic
 
 GENERATED_NAME = "irfuse_kernels.cu"

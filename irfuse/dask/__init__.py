@@ -50,7 +50,7 @@ import numpy as np
 from irfuse.api.arguments import bind_inputs, call_layout
 from irfuse.api.programs import Outputs, Program
 from irfuse.diagnostics import UsageError
-from irfuse.dialects.layouts import AOS, batch_shape
+from irfuse.artifact.arrays import AOS, batch_shape
 from irfuse.dask.parts import Parted, PartedMesh, apply_on_parts, time_loop
 
 __all__ = ["Parted", "PartedMesh", "apply", "time_loop"]
@@ -134,12 +134,12 @@ def apply(program: Program, *arrays, **named) -> Outputs:
     import dask
     import dask.array as da
 
-    from irfuse.api.mesh_passes import MeshPassesProgram
+    from irfuse.api.staged_programs import StagedProgram
 
     if any(isinstance(a, PartedMesh) for a in (*arrays, *named.values())):
         return apply_on_parts(program, arrays, named)
-    if isinstance(program, MeshPassesProgram):
-        return _apply_mesh_passes(program, arrays, named)
+    if isinstance(program, StagedProgram):
+        return _apply_stages(program, arrays, named)
     if not isinstance(program, Program):
         raise UsageError(f"irfuse.dask.apply takes a Program (irfuse.compile), not a {type(program).__qualname__}")
     if program.nodal or program.index_inputs:
@@ -228,8 +228,8 @@ def _chunk_onto(program: Program, sums, nodes: int, scatter: str, first: int, *b
     return chunk_onto(program, sums, nodes, scatter, first, *(_block(b) for b in blocks))
 
 
-def _apply_mesh_passes(program, arrays: tuple, named: dict) -> Outputs:
-    """A program over a mesh with nodal statements (`irfuse.api.mesh_passes`) on Dask arrays:
+def _apply_stages(program, arrays: tuple, named: dict) -> Outputs:
+    """A program over a mesh with nodal statements (`irfuse.api.staged_programs`) on Dask arrays:
     each pass over the nodes one task on the whole nodal arrays, the pass over the elements as
     any program over a mesh (`_apply_on_mesh`), in their order."""
     import dask
@@ -243,7 +243,7 @@ def _apply_mesh_passes(program, arrays: tuple, named: dict) -> Outputs:
     made: dict[str, object] = {}
     whole = dask.delayed(_call_whole, pure=True)
     pick = dask.delayed(_pick, pure=True)
-    for step, part in zip(program.plan.passes, program.passes):
+    for step, part in zip(program.stages, program.programs):
         given = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
         if step.over == "elements":
             made.update(zip(step.outputs, _apply_on_mesh(part, (), {**given, **options, "nodes": nodes})))

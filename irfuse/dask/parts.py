@@ -242,8 +242,6 @@ def _own_rows(block, part: Part, nodal: bool) -> np.ndarray:
 def bound_on_parts(program, arrays: tuple, named: dict) -> tuple["PartedMesh", dict, dict]:
     """The mesh, each input as parted blocks or a uniform value, and the call options (see
     `apply`), after checking what parts can run."""
-    from irfuse.dialects.kas import ReduceOp
-
     options = {k: named.pop(k) for k in ("scatter",) if k in named}
     if "nodes" in named:
         raise UsageError("nodes= is the PartedMesh's: a program on parts takes the mesh's node count from it")
@@ -253,8 +251,8 @@ def bound_on_parts(program, arrays: tuple, named: dict) -> tuple["PartedMesh", d
         raise UsageError("a program on a parted mesh takes one PartedMesh, given for every connectivity input, not "
                          f"{len(meshes)}")
     (mesh,) = meshes.values()
-    module = program.compiled.reference_module
-    if any(isinstance(op, ReduceOp) for op in module.walk()):
+    artifacts = [s.artifact for s in program.stages] if hasattr(program, "stages") else [program.artifact]
+    if any(r for a in artifacts for k in a.kernels for r in k.reduced):
         raise UsageError(f"{program.name} reduces over the batch: on parts a reduction would count each part's "
                          "ghost elements twice; run it with irfuse.dask.apply on Dask arrays or as one call")
     given: dict[str, object] = {}

@@ -1,8 +1,9 @@
-"""The driver: compiling a program to an artifact (`compile`), the artifact (`artifact`),
-and the check every hand-written implementation passes (`implementation_check`), which
-importing this package hands to the op library."""
+"""The driver: the one way from a program's source to what runs it. `front` reads a source
+and gives its module (derivative lines applied), `compile` plans, lowers and builds it into
+an artifact (a program of several stages where it works per node: `stages`), `options`
+checks and defaults the options once, `library` is the op library with its implementation
+check installed, `artifact` the compiled program with its IR.
 
-from irfuse.driver.implementation_check import check_implementation
-from irfuse.library.catalogue import set_implementation_checker
-
-set_implementation_checker(check_implementation)
+Importing the package imports nothing: the modules that only need plain data
+(`options`) load without xDSL, so the library interface imports them at no cost to a
+process that runs cached programs."""

@@ -1,4 +1,5 @@
-"""The artifact with its IR: what compiling gives.
+"""The artifact with its IR: what compiling gives (`CompiledProgram`; a program of several
+stages: `CompiledStages`).
 
 A `CompiledProgram` is an `irfuse.artifact.Artifact` (source, kernels, host steps, binaries:
 all the runtime reads) that also holds the lowered module and the `kas` program before
@@ -18,11 +19,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from irfuse.artifact.artifact import Artifact, CubinResult
 from irfuse.artifact.kernel_info import KernelInfo
-from irfuse.backend.binaries import build_cubin, build_host_library
+from irfuse.artifact.stages import Stage, StagedArtifact
+from irfuse.driver.binaries import build_cubin, build_host_library
 from irfuse.diagnostics import Diagnostic, UsageError
 from irfuse.dialects.context import module_text, parse_module
 from irfuse.dialects.fuse import KernelOp
-from irfuse.dialects.kas import ProgramOp, program_of
+from irfuse.dialects.kas import IndexType, ProgramOp, is_uniform, program_of
 from irfuse.dialects.layouts import module_layout
 from irfuse.driver.host_lowering import lower_host_program
 from irfuse.kernel.bridge import model_from_kernel
@@ -117,3 +119,39 @@ class CompiledProgram(Artifact):
                 if regs:
                     out[signature(model_from_kernel(kernel, self.itemsize)[0])] = regs
         return out
+
+
+class CompiledStages(StagedArtifact):
+    """A program of several stages (`irfuse.artifact.stages`), each a `CompiledProgram`,
+    with the whole program before it was cut (`reference_module`: what the reference
+    evaluates)."""
+
+    def __init__(self, reference_module: ModuleOp, stages: list[Stage], meta: dict | None = None):
+        program = program_of(reference_module)
+        types = dict(zip(program.inputs, program.input_types())) | dict(zip(program.outputs, program.output_types()))
+        uniform = frozenset(program.uniform) | frozenset(
+            out for out, v in zip(program.outputs, program.return_op.values) if is_uniform(v))
+        index = frozenset(k for k, t in types.items() if isinstance(t, IndexType))
+        super().__init__(program.sym_name.data, tuple(program.inputs), tuple(program.outputs),
+                         {k: tuple(t.shape) for k, t in types.items()}, uniform, frozenset(program.nodal), index,
+                         stages, meta, module_text(reference_module))
+        self.reference_module = reference_module
+
+    @property
+    def reference_program(self) -> ProgramOp:
+        return program_of(self.reference_module)
+
+    @staticmethod
+    def from_artifact(staged: StagedArtifact, where: str = "<artifact>") -> "CompiledStages":
+        """The staged program with its IR parsed from the texts it keeps (itself if it has it)."""
+        if isinstance(staged, CompiledStages):
+            return staged
+        if staged.reference_text is None:
+            raise UsageError(Diagnostic("the plan holds no reference.mlir: its program cannot be read", where))
+        try:
+            reference = parse_module(staged.reference_text, os.path.join(where, "reference.mlir"))
+        except Exception as e:  # noqa: BLE001 -- a parse or verifier error names the file
+            raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", where)) from None
+        stages = [Stage(s.over, s.inputs, s.outputs, CompiledProgram.from_artifact(s.artifact, where))
+                  for s in staged.stages]
+        return CompiledStages(reference, stages, staged.meta)

@@ -1,4 +1,8 @@
-"""Compiling a program to a `CompiledProgram`: frontend, pass pipeline, CUDA C, cubin.
+"""Compiling a program to a `CompiledProgram`: frontend, pass pipeline, CUDA C, cubin; a
+program over a mesh that works per node to `CompiledStages`, one compiled program a stage.
+`compile_from` is the entry the library interface and the tools take (a `front.Source` and
+`options.CompileOptions`); `compile_program` (a path), `compile_text` and `compile_frontend`
+are the same road from further along.
 
 Compilation is a pure function of its inputs: the source, the options below and the
 installed irfuse (with its op libraries). The element type and the global arrays' layout
@@ -23,8 +27,16 @@ from irfuse.diagnostics import Diagnostic
 from irfuse.dialects.context import make_context
 from irfuse.dialects.element_types import element_type, module_element_type, set_module_element_type
 from irfuse.dialects.layouts import set_module_layout, set_module_strides
-from irfuse.driver.artifact import CompiledProgram
-from irfuse.frontend.irgen import FrontendResult, compile_file, compile_source
+from irfuse.artifact.stages import Stage
+from irfuse.diagnostics import UsageError
+from irfuse.dialects.kas import program_of
+from irfuse.driver.artifact import CompiledProgram, CompiledStages
+from irfuse.driver.front import frontend, with_derivatives
+from irfuse.driver.sources import Source, read_source
+from irfuse.driver.library import default_library  # noqa: F401 -- installs the implementation check
+from irfuse.driver.options import CompileOptions
+from irfuse.frontend.irgen import FrontendResult
+from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
 from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
 from irfuse.planner.cost import DEFAULT_BATCH
 
@@ -86,28 +98,75 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
 
 def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", compile_gpu: bool = True,
                     arch: str | None = None, planning: PlanningOptions | None = None, layout: str = "aos"
-                    ) -> tuple[CompiledProgram, list[Diagnostic]]:
+                    ) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
     """A KAS file compiled with a pipeline (the default one when None) for an element type
-    and a layout of the global arrays (`irfuse.dialects.layouts`)."""
-    return compile_frontend(compile_file(path), os.path.basename(path), pipeline, dtype, compile_gpu, arch, planning,
-                            layout)
+    and a layout of the global arrays (`irfuse.dialects.layouts`): `compile_from`."""
+    return compile_from(read_source(path), _options(pipeline, dtype, compile_gpu, arch, planning, layout))
 
 
 def compile_text(text: str, filename: str, pipeline: str | None = None, dtype: str = "f32",
                  compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None,
                  layout: str = "aos", strides: dict[str, tuple[int, ...]] | None = None
-                 ) -> tuple[CompiledProgram, list[Diagnostic]]:
+                 ) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
     """KAS source text (diagnostics name it `filename`) compiled as `compile_program` does."""
-    return compile_frontend(compile_source(text, filename), os.path.basename(filename), pipeline, dtype, compile_gpu,
-                            arch, planning, layout, strides)
+    return compile_from(Source(text, filename), _options(pipeline, dtype, compile_gpu, arch, planning, layout),
+                        strides=strides)
+
+
+def _options(pipeline: str | None, dtype: str, compile_gpu: bool, arch: str | None,
+             planning: PlanningOptions | None, layout: str) -> CompileOptions:
+    planning = planning or PlanningOptions()
+    return CompileOptions(dtype, "cuda" if compile_gpu else "cpu", pipeline, planning.n, planning.profile, arch,
+                          layout, planning.registers)
+
+
+def compile_from(source: Source, options: CompileOptions, layout: str | None = None,
+                 strides: dict[str, tuple[int, ...]] | None = None
+                 ) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
+    """The one way from a source to what runs it (`irfuse.compile`, the tools, the tests): its
+    module (`front.frontend`: derivative lines applied), compiled with `options` for `layout`
+    (by default the options') and the strided views `strides` (`compile_frontend`)."""
+    planning = PlanningOptions(n=options.n, profile=options.profile, registers=options.registers)
+    name = source.function.__name__ if source.function is not None else os.path.basename(source.name)  # type: ignore
+    return compile_frontend(frontend(source), name, options.pipeline, options.dtype, options.backend == "cuda",
+                            options.arch, planning, layout or options.layout, strides)
 
 
 def compile_frontend(result: FrontendResult, name: str, pipeline: str | None = None, dtype: str = "f32",
                      compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None,
                      layout: str = "aos", strides: dict[str, tuple[int, ...]] | None = None
-                     ) -> tuple[CompiledProgram, list[Diagnostic]]:
-    """A frontend's module (KAS text or a Python function) compiled as `compile_program` does;
-    `strides`: program inputs and outputs that are strided views (`dialects.layouts`)."""
+                     ) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
+    """A frontend's module (KAS text or a Python function) compiled as `compile_program` does,
+    its `derivative` lines applied first; `strides`: program inputs and outputs that are
+    strided views (`dialects.layouts`). A program over a mesh that works per node compiles
+    into stages (`compile_stages`)."""
+    result = with_derivatives(result)
+    if has_nodal_statements(result.module):
+        if layout != "aos" or strides:
+            raise UsageError(f"program {name} runs over a mesh on arrays of structures only")
+        return compile_stages(result.module, name, pipeline, dtype, compile_gpu, arch, planning), result.warnings
+    return _compile_module(result, name, pipeline, dtype, compile_gpu, arch, planning, layout, strides)
+
+
+def compile_stages(module: ModuleOp, name: str, pipeline: str | None = None, dtype: str = "f32",
+                   compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None
+                   ) -> CompiledStages:
+    """A program over a mesh that works per node, as its passes over nodes and elements
+    (`transforms.node_phases`), each compiled as a program of its own."""
+    plan = split_at_nodal_statements(module)
+    stages = []
+    for step in plan.passes:
+        label = f"{name}, pass over {step.over} ({program_of(step.module).sym_name.data})"
+        compiled, _ = _compile_module(FrontendResult(step.module.clone()), label, pipeline, dtype, compile_gpu, arch,
+                                      planning, "aos", None)
+        stages.append(Stage(step.over, step.inputs, step.outputs, compiled))
+    return CompiledStages(module.clone(), stages, {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE})
+
+
+def _compile_module(result: FrontendResult, name: str, pipeline: str | None, dtype: str, compile_gpu: bool,
+                    arch: str | None, planning: PlanningOptions | None, layout: str,
+                    strides: dict[str, tuple[int, ...]] | None) -> tuple[CompiledProgram, list[Diagnostic]]:
+    """One program's module compiled: element type and layout set, lowered, emitted, built."""
     set_module_element_type(result.module, element_type(dtype))
     set_module_layout(result.module, layout)
     set_module_strides(result.module, strides or {})

@@ -34,10 +34,9 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
-from xdsl.rewriter import Rewriter
 
 from irfuse.analysis.liveness import live_values
-from irfuse.diagnostics import CompileError, Diagnostic, SourceFile, UsageError
+from irfuse.diagnostics import CompileError, Diagnostic, SourceFile
 from irfuse.dialects.kas import (
     CallOp,
     MAX_AXES,
@@ -60,15 +59,12 @@ from irfuse.dialects.kas import (
     ssa_hint,
 )
 from irfuse.frontend.source_files import read_source  # noqa: F401 (callers import it from here)
-from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, Call, CallExpr, Condition, Derivative, If, Index,
+from irfuse.frontend.syntax import (COMPARISONS, COPY, Call, CallExpr, Condition, Derivative, If, Index,
                                     Loop, Name, Number, Program, Statement, Text, is_index_type, is_mask_type,
                                     parse_program)
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
-from irfuse.planner.loop_forms import LOOP_JUDGE
-from irfuse.transforms.forward_mode import forward_derivative
-from irfuse.transforms.reverse_mode import reverse_derivative
 
 MAX_ERRORS = 20
 # Statements a program's unrolled loops (`loop q N`) may make in all: each iteration is a
@@ -86,8 +82,14 @@ def is_reduction(op: str, operands: int) -> bool:
 
 @dataclass
 class FrontendResult:
+    """A program's module as its source wrote it, the warnings about it, and its `derivative`
+    lines (with the source their positions are in): the driver applies them, in order
+    (`irfuse.driver.front`), where the module stands for the program it was compiled from."""
+
     module: ModuleOp
     warnings: list[Diagnostic] = field(default_factory=list)
+    derivatives: list[Derivative] = field(default_factory=list)
+    source: SourceFile | None = None
 
 
 @dataclass
@@ -342,38 +344,11 @@ class IRGen:
         module = ModuleOp([program])
         warnings = self.warnings(program, inputs)
         for d in self.prog.derivatives:
-            derived = self.derivative(program, d)
-            Rewriter.replace_op(program, derived, new_results=[])
-            program = derived
-        return FrontendResult(module, warnings)
-
-    def derivative(self, program: ProgramOp, d: Derivative) -> ProgramOp:
-        """The program's derivative a `derivative` line asks for; its errors at that line."""
-        for n in d.wrt:
-            if n.text not in program.inputs:
-                self.err(n, f"'{n.text}' is not an input of the program to differentiate",
-                         [f"its inputs: {', '.join(program.inputs)}"])
-        if d.of is not None and d.of.text not in program.outputs:
-            self.err(d.of, f"'{d.of.text}' is not an output of the program to differentiate",
-                     [f"its outputs: {', '.join(program.outputs)}"])
-        if self.errors:
-            raise CompileError(self.errors)
-        mode, wrt = d.mode.text, [n.text for n in d.wrt]
-        prefix = d.prefix.text if d.prefix else DEFAULT_PREFIX[mode]
-        try:
-            if mode == "jvp":
-                if d.loops is not None:
-                    self.err(d.loops, "'loops' says how reverse mode differentiates loops; forward mode carries "
-                                      "the tangents through them")
-                    raise CompileError(self.errors)
-                return forward_derivative(program, wrt, self.lib, prefix, who="derivative jvp")
-            return reverse_derivative(program, wrt, self.lib, d.of.text if d.of else None, prefix,
-                                      who=f"derivative {mode}", loops=d.loops.text if d.loops else "auto",
-                                      judge=LOOP_JUDGE)
-        except UsageError as e:
-            for diagnostic in e.diagnostics:
-                self.err(d, diagnostic.message, diagnostic.notes)
-            raise CompileError(self.errors) from None
+            if d.mode.text == "jvp" and d.loops is not None:
+                self.err(d.loops, "'loops' says how reverse mode differentiates loops; forward mode carries "
+                                  "the tangents through them")
+                raise CompileError(self.errors)
+        return FrontendResult(module, warnings, list(self.prog.derivatives), self.src)
 
     def statements(self, stmts: list[Statement], env: dict[str, SSAValue], block: Block) -> None:
         outer = self.current_block

@@ -101,7 +101,7 @@ class Library:
                                   operand_aps, ap(result_ap), origin="hand-written", source=source)
         if check and self.checker is None:
             raise DefinitionError(f"implementation '{name}' of '{op_name}' cannot be checked: no "
-                                  "implementation checker is installed (import irfuse.driver)")
+                                  "implementation checker is installed (import irfuse.driver.library)")
         # Registered before the check: the checker compiles a kernel that names it.
         self.hand_implementations.setdefault(op_name, []).append(impl)
         if check:

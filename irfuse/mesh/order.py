@@ -38,7 +38,7 @@ def node_numbers(what: str, conn) -> np.ndarray:
         return a.astype(np.int64) if a.dtype != np.int64 else a
     a = conn if isinstance(conn, np.ndarray) else np.asarray(conn)
     if a.dtype not in (np.int32, np.int64):
-        how = f"conn.astype(np.int32)" if a.dtype.kind in "iu" and a.dtype != np.bool_ else "whole node numbers"
+        how = "conn.astype(np.int32)" if a.dtype.kind in "iu" and a.dtype != np.bool_ else "whole node numbers"
         raise UsageError(f"{what} is a connectivity of {a.dtype} values; it takes int32 or int64 node numbers "
                          f"(pass {how})")
     return a

@@ -22,9 +22,10 @@ class KasJvp(ModulePass):
     name = "kas-jvp"
     wrt: tuple[str, ...] = ()
     prefix: str = "d"
+    who: str = "kas-jvp"  # what refusals name: this pass, or a `derivative` line
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in [p for p in op.walk() if isinstance(p, ProgramOp)]:
-            derived = forward_derivative(program, self.wrt, default_library(), self.prefix)
+            derived = forward_derivative(program, self.wrt, default_library(), self.prefix, who=self.who)
             Rewriter.replace_op(program, derived, new_results=[])
         op.verify()

@@ -31,10 +31,11 @@ class KasVjp(ModulePass):
     of: str = ""
     prefix: str = ""
     loops: str = "auto"
+    who: str = "kas-vjp"  # what refusals name: this pass, or a `derivative` line
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in [p for p in op.walk() if isinstance(p, ProgramOp)]:
             derived = reverse_derivative(program, self.wrt, default_library(), self.of or None, self.prefix or None,
-                                         loops=self.loops, judge=LOOP_JUDGE)
+                                         who=self.who, loops=self.loops, judge=LOOP_JUDGE)
             Rewriter.replace_op(program, derived, new_results=[])
         op.verify()

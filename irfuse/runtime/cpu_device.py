@@ -93,6 +93,11 @@ class CpuDevice:
     def batch(self, steps):
         return in_order(steps)
 
+    def free_memory(self) -> None:
+        """None: the CPU's buffers are host memory, which a call takes in one piece unless told
+        a budget."""
+        return None
+
     def synchronize(self):
         pass
 

@@ -414,6 +414,10 @@ class CudaDevice:
             self._bindings_functions[kernel] = fn
         return fn
 
+    def free_memory(self) -> int:
+        """Bytes of device memory free now."""
+        return self.drv.mem_get_info()[0]
+
     def synchronize(self):
         self.drv.Context.synchronize()
 

@@ -112,6 +112,16 @@ def reduction_bytes(compiled, n: int) -> int:
     return sum(size * (kernel.blocks(n) + 1) for size, kernel in _sizes_of(compiled).reductions) * compiled.itemsize
 
 
+def device_budget(dev, budget: int | None) -> int | None:
+    """The device memory a call on host arrays may take: `budget` where given, else on a GPU
+    half of its free memory, else None (the CPU: one piece). Where every call's default is
+    decided, plain programs and programs over a mesh alike."""
+    if budget is not None:
+        return budget
+    free = dev.free_memory()
+    return None if free is None else free // 2
+
+
 def chunk_elements(compiled, n: int, budget: int | None) -> int:
     """Elements per chunk: what `LANES` lanes' buffers allow within `budget` bytes (beside
     what reductions keep, `reduction_bytes`), at most `CHUNK_BYTES` a lane, and few enough
@@ -315,7 +325,7 @@ class ChunkedRun:
                             for key, k in self._keys()}
         return lane["host"]
 
-    def _recorded(self, lane: dict, m: int, p: int | None):
+    def recorded(self, lane: dict, m: int, p: int | None):
         """The lane's run of pass `p` (all of the program: None) on a chunk of m elements."""
         run = lane["runs"].get((p, m))
         if run is None:
@@ -487,7 +497,7 @@ class ChunkedRun:
         for k in reads:
             lane["in"][k].array[...] = self._chunk_of(k, arrays[k], start, m)
         try:
-            self._recorded(lane, m, p).replay()
+            self.recorded(lane, m, p).replay()
             self._partials_of_chunk(lane, combines, whole, start, m)
         finally:
             for k in gives:
@@ -553,7 +563,7 @@ class ChunkedRun:
                 drv.memcpy_htod_async(lane["buffers"][k], staged, stream)
                 staged_any = True
         self._point(lane, m)
-        self.device.on_own_stream(stream, self._recorded(lane, m, p).replay)
+        self.device.on_own_stream(stream, self.recorded(lane, m, p).replay)
         self._partials_of_chunk(lane, combines, whole, start, m)
         for k in gives:
             if self.locked[OUTPUT_KEY + k]:

@@ -23,7 +23,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
-from irfuse.frontend.irgen import compile_source
+from irfuse.driver.front import frontend
+from irfuse.driver.sources import Source
 from irfuse.library.catalogue import default_library
 from irfuse.planner.loop_forms import LOOP_JUDGE
 from irfuse.transforms.forward_mode import forward_derivative
@@ -147,7 +148,7 @@ def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | No
     (log of a negative, ...) are left out of both sides; where a batch-wide term is not finite,
     or rows are left out and a batch-wide term sums over them, the test cannot be made (`made`
     False)."""
-    program = program_of(compile_source(source, "<derivative check>").module)
+    program = program_of(frontend(Source(source, "<derivative check>")).module)
     wrt = wrt if wrt is not None else differentiable_inputs(program)
     forward = forward_derivative(program, wrt, default_library())
     reverse = reverse_derivative(program, wrt, default_library(), loops=loops, judge=LOOP_JUDGE)
@@ -209,7 +210,7 @@ def jvp_against_differences(source: str, n: int = 64, seed: int = 0, rtol: float
     """Checks the forward derivative of KAS `source` along all its differentiable inputs on
     `n` random elements (inputs uniform in [-1, 1), tangents too; a mesh's connectivities as
     the differential tests draw them)."""
-    program = program_of(compile_source(source, "<derivative check>").module)
+    program = program_of(frontend(Source(source, "<derivative check>")).module)
     wrt = differentiable_inputs(program)
     derived = forward_derivative(program, wrt, default_library())
     ModuleOp([derived])  # (the reference asks the module for nothing, but the IR wants a parent)

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irfuse.analysis.batch_passes import batch_passes
-from irfuse.backend.binaries import with_cpu_rendering
+from irfuse.driver.binaries import with_cpu_rendering
 from irfuse.backend.cuda_emit import renders_loops
 from irfuse.diagnostics import CompileError, IrfuseError
 from irfuse.dialects.context import module_text
 from irfuse.dialects.element_types import element_type
 from irfuse.dialects.layouts import arrays_from_aos, arrays_to_aos, batch_shape
 from irfuse.driver.compile import compile_program
-from irfuse.frontend.irgen import compile_file
+from irfuse.driver.front import frontend
+from irfuse.driver.sources import read_source
 from irfuse.passes.fuse_partition import NoSuchPlan
 from irfuse.passes.registry import partition_pipeline
 from irfuse.runtime.executor import CpuDevice, Executor
@@ -81,7 +82,7 @@ def check_plans(path: str, budget: Budget) -> Outcome:
     """Runs plan 0..top-1 of the search on the CPU (and with `host_loops` the best plan with
     every loop on the host); compares every output with the reference."""
     try:
-        program = compile_file(path)
+        program = frontend(read_source(path))
     except CompileError as e:
         return Outcome(failure="frontend", detail=str(e), invalid=True)
     if has_nodal_statements(program.module):

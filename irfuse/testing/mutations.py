@@ -9,7 +9,8 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from irfuse.diagnostics import CompileError
 from irfuse.dialects.context import parse_module
-from irfuse.frontend.irgen import compile_source
+from irfuse.driver.front import frontend
+from irfuse.driver.sources import Source
 
 MUTATIONS = ("delete_token", "swap_type", "wrong_arity", "unknown_op", "huge_number", "non_ascii",
              "truncate", "duplicate_line", "self_cycle", "empty", "toggle_uniform", "literal_operand",
@@ -91,7 +92,7 @@ def check_frontend(src: str, filename: str = "fuzz.kas") -> bool:
     """The frontend's contract on any text: compiles (True) or raises `CompileError` whose every
     diagnostic names the file, a line and a column (False). Anything else raises."""
     try:
-        compile_source(src, filename)
+        frontend(Source(src, filename))  # (its derivative lines applied: their refusals are located too)
         return True
     except CompileError as e:
         for d in e.diagnostics:

@@ -86,7 +86,7 @@ class _Probe:
     `renderers`."""
 
     def __init__(self, text: str, dtype: str, n: int, inputs=None, renderers=("loop",)):
-        from irfuse.backend.binaries import with_cpu_rendering
+        from irfuse.driver.binaries import with_cpu_rendering
         from irfuse.driver.compile import PlanningOptions, compile_text
         from irfuse.runtime.executor import CpuDevice, Executor
         from irfuse.verification.reference import random_inputs

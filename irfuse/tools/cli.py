@@ -17,7 +17,6 @@ import os
 import sys
 import time
 import zipfile
-from dataclasses import replace
 
 import numpy as np
 from rich.console import Console
@@ -27,7 +26,7 @@ from rich.table import Table
 from irfuse._version import __version__
 from irfuse.artifact.arrays import ELEMENT_TYPES, LAYOUTS, element_type
 from irfuse.diagnostics import Diagnostic, IrfuseError, UsageError, print_diagnostics
-from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile
+from irfuse.driver.options import DEFAULT_BATCH, backend_profile
 from irfuse.tools.report import million_elements_per_second
 
 # (Each command imports what it needs: `irfuse run --plan DIR` runs a saved plan with the
@@ -91,12 +90,6 @@ def _add_planning(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registers", default=None, metavar="FILE.json",
                    help="register counts of kernels compiled before (the registers.json 'irfuse compile' "
                         "writes): the cost model uses them instead of its estimates")
-
-
-def _planning(args, n: int):
-    from irfuse.driver.compile import PlanningOptions
-
-    return PlanningOptions(n=n, profile=args.profile or "h100", registers=args.registers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _load_libraries(paths: list[str]) -> None:
     if not paths:
         return  # (nothing of the compiler imported: a saved plan runs without it)
-    import irfuse.driver  # noqa: F401 -- the check every hand-written implementation passes
+    import irfuse.driver.library  # noqa: F401 -- the check every hand-written implementation passes
     from irfuse.library.catalogue import load_library_file
 
     for p in paths:
@@ -234,9 +227,12 @@ def _program_for_run(args, backend: str, n: int):
     disk cache included), or the artifact of a plan directory, with the warnings to print."""
     if args.plan:
         from irfuse.api.programs import Program
-        from irfuse.artifact.artifact import Artifact
+        from irfuse.api.staged_programs import StagedProgram
+        from irfuse.artifact.stages import StagedArtifact, load_plan
 
-        return Program(Artifact.load(args.plan), "cpu" if backend == "numpy" else backend, []), []
+        plan = load_plan(args.plan)
+        kind = StagedProgram if isinstance(plan, StagedArtifact) else Program
+        return kind(plan, "cpu" if backend == "numpy" else backend, []), []
     import warnings
 
     import irfuse.api
@@ -395,7 +391,9 @@ def _run_on_mesh(program, args, backend: str, n: int, save) -> int:
                 times.append(time.perf_counter() - start)
         elements = len(inputs[next(iter(sorted(program.index_inputs)))]) if program.index_inputs else n
         m = nodes if nodes is not None else next(len(inputs[k]) for k in program.inputs if k in program.nodal)
-        checks = None if args.verify == "none" else mesh_verification(program, inputs, outputs, elements, m).checks
+        checks = None
+        if args.verify != "none" and _reference(program, "checking the outputs") is not None:
+            checks = mesh_verification(program, inputs, outputs, elements, m).checks
         title = (f"{args.file or args.plan}: backend {backend}, {elements:,} elements, {m:,} nodes"
                  + ("" if args.inputs else " (a random mesh)") + _on_gpu(program))
         _print_outputs(title, dict(zip(program.outputs, outputs)), checks)
@@ -406,7 +404,8 @@ def _run_on_mesh(program, args, backend: str, n: int, save) -> int:
                       f"{float(np.median(times)) * 1e3:.3f} ms")
     _save(save, dict(zip(program.outputs, outputs)))
     if checks is None:
-        console.print("[yellow]not verified (--verify none)[/yellow]")
+        if args.verify == "none":
+            console.print("[yellow]not verified (--verify none)[/yellow]")
         return 0
     ok = all(c.ok for c in checks)
     for c in checks:
@@ -434,7 +433,7 @@ def _run_once_and_time(program, backend: str, arrays: dict, repeat: int) -> tupl
     if backend != "cuda":
         outputs = dict(program(**arrays).items())
         return outputs, program.time(**arrays, repeat=repeat) if repeat else []
-    program._opened_device()  # the context current in this thread (or the refusal without a GPU)
+    program.opened_device()  # the context current in this thread (or the refusal without a GPU)
     from pycuda import gpuarray
 
     on_gpu = {k: gpuarray.to_gpu(np.ascontiguousarray(a)) for k, a in arrays.items()}
@@ -558,7 +557,9 @@ def _print_outputs(title: str, outputs: dict[str, np.ndarray], checks) -> None:
 
 
 def cmd_compile(args) -> int:
-    from irfuse.driver.compile import compile_program
+    from irfuse.driver.compile import compile_from
+    from irfuse.driver.options import compile_options
+    from irfuse.driver.sources import read_source
     from irfuse.driver.tuned import compile_tuned
 
     _load_libraries(args.library)
@@ -573,15 +574,18 @@ def cmd_compile(args) -> int:
     elif args.file is None:
         raise UsageError("irfuse compile needs a .kas file or --from-tuning FILE.json")
     else:
+        options = compile_options(args.dtype, "cuda", args.pipeline, profile=args.profile or "h100", arch=args.arch,
+                                  layout=args.layout, registers=args.registers)
         with _working(f"compiling {os.path.basename(args.file)}"):
-            plan, warnings = compile_program(args.file, args.pipeline, args.dtype or "f32", compile_gpu=True,
-                                             arch=args.arch, planning=_planning(args, DEFAULT_BATCH),
-                                             layout=args.layout or "aos")
+            plan, warnings = compile_from(read_source(args.file), options)
     print_diagnostics(warnings)
     written = plan.save(args.output)
-    _print_kernels(plan)
-    arch = f" ({plan.cubin.arch})" if plan.cubin is not None else ""
-    console.print(f"wrote {args.output}/" + ", ".join(name + (arch if name == "kernels.cubin" else "")
+    for stage in getattr(plan, "stages", [plan]):  # (a program of several stages: each one's kernels)
+        _print_kernels(getattr(stage, "artifact", stage))
+    cubins = {a.cubin.arch for a in (s.artifact for s in plan.stages)} if hasattr(plan, "stages") else (
+        {plan.cubin.arch} if plan.cubin is not None else set())
+    arch = f" ({', '.join(sorted(cubins))})" if cubins else ""
+    console.print(f"wrote {args.output}/" + ", ".join(name + (arch if name.endswith("kernels.cubin") else "")
                                                        for name in written))
     return 0
 
@@ -606,54 +610,36 @@ def _plan_rows(dags, plans, n):
 
 
 def cmd_plan(args) -> int:
-    from irfuse.dialects.kas import LoopOp
-    from irfuse.driver.compile import run_pipeline
-    from irfuse.frontend.irgen import compile_file
-    from irfuse.passes.fuse_partition import FusePartition
-    from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
-    from irfuse.verification.reference import find_program
+    from irfuse.driver.options import compile_options
+    from irfuse.driver.planning import search
+    from irfuse.driver.sources import read_source
 
     from rich.progress import Progress
 
     _load_libraries(args.library)
     if args.n < 1:
         raise UsageError(f"--n must be at least 1, got {args.n}")
-    result = compile_file(args.file)
-    print_diagnostics(result.warnings)
-    # A program with nodal statements is planned pass by pass, as irfuse.compile plans it.
-    passes = ([(f", pass over the {p.over} ({find_program(p.module).sym_name.data})", p.module)
-               for p in split_at_nodal_statements(result.module).passes]
-              if has_nodal_statements(result.module) else [("", result.module)])
-    for label, source in passes:
-        module = run_pipeline(source, "kas-dce")
-        # The search the partition pass runs, with the options it would be given: what it
-        # lists here as plan K is what `fuse-partition{plan=K}` applies.
-        partition = FusePartition(max_size=args.max_size, top=args.top, n=args.n, profile=args.profile or "h100",
-                                  registers=args.registers)
-        itemsize = element_type(args.dtype).itemsize
-        t0 = time.perf_counter()
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("searching fusion candidates", total=None)
-            dags, plans, profile = partition.search(
-                find_program(module), itemsize,
-                progress=lambda k, total: progress.update(task, completed=k, total=total))
-        elapsed = time.perf_counter() - t0
-        t = Table(title=f"{args.file}{label}: {len(plans)} best plans on {profile.name}, n = {args.n}, {args.dtype} "
-                        f"(searched in {elapsed:.2f} s)")
+    options = compile_options(args.dtype, "cuda", n=args.n, profile=args.profile, registers=args.registers)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("searching fusion candidates", total=None)
+        stages, warnings = search(read_source(args.file), options, args.top, args.max_size,
+                                  lambda stage, k, total: progress.update(task, completed=k, total=total))
+    print_diagnostics(warnings)
+    for stage in stages:
+        t = Table(title=f"{args.file}{stage.label}: {len(stage.plans)} best plans on {stage.profile.name}, "
+                        f"n = {args.n}, {args.dtype} (searched in {stage.seconds:.2f} s)")
         for col in ("plan", escape("kernels: [ops] (bx,by) shared bytes, registers (from --registers, else "
                                    "estimated), barriers, values in registers"),
                     "predicted", "M elem/s"):
             t.add_column(col, overflow="fold")
-        rows = [(str(k), p, kernels) for k, p, kernels in _plan_rows(dags, plans, args.n)]
-        if any(isinstance(dags[c.dag].ops[i], LoopOp) for c in plans[0].configs for i in c.group):
-            # The best plan runs a loop inside a kernel: show the best with every loop on the host too.
-            host_dags, host_plans, _ = replace(partition, loops="host", top=1, plan=0).search(find_program(module),
-                                                                                             itemsize)
-            rows += [("host loops", p, kernels) for _, p, kernels in _plan_rows(host_dags, host_plans, args.n)]
+        rows = [(str(k), p, kernels) for k, p, kernels in _plan_rows(stage.dags, stage.plans, args.n)]
+        if stage.host is not None:  # the best plan runs a loop inside a kernel: the best with host loops too
+            rows += [("host loops", p, kernels) for _, p, kernels in _plan_rows(*stage.host, args.n)]
         for k, p, kernels in rows:
             t.add_row(k, escape("\n".join(kernels)), f"{p.predicted_time * 1e3:.3f} ms",
                       million_elements_per_second(args.n, p.predicted_time))
         console.print(t)
+        plans = stage.plans
         if plans and (plans[0].recomputed or plans[0].stored):
             console.print("values a later pass over the batch reads: " + "; ".join(
                 [f"{v} computed again there" for v in plans[0].recomputed]

@@ -27,7 +27,8 @@ from irfuse.diagnostics import CompileError, IrfuseError, located, print_diagnos
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type, set_module_element_type
 from irfuse.dialects.layouts import LAYOUTS, set_module_layout
 from irfuse.dialects.located import location_of
-from irfuse.frontend.irgen import compile_source
+from irfuse.driver.front import frontend
+from irfuse.driver.sources import Source
 from irfuse.library.catalogue import load_library_file
 from irfuse.passes.registry import NAMED_PIPELINES, PASSES, expand_named_pipelines, strip_module_anchor
 
@@ -80,7 +81,7 @@ class IrfuseOptMain(xDSLOptMain):
             except UnicodeDecodeError as e:
                 raise CompileError(f"{name}: file is not valid UTF-8 ({e.reason} at byte {e.start})")
             # Blank lines keep line numbers of a --split-input-file chunk right.
-            result = compile_source("\n" * getattr(self, "_chunk_offset", 0) + text, name)
+            result = frontend(Source("\n" * getattr(self, "_chunk_offset", 0) + text, name))
             print_diagnostics(result.warnings)
             if self.args.dtype:
                 set_module_element_type(result.module, element_type(self.args.dtype))

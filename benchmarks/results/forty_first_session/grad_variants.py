@@ -270,9 +270,9 @@ def main():
             art.source = VARIANTS[name](art.source)
             art.cubin = None
             art = copy.copy(art)
-            from irfuse.backend.binaries import with_binaries
+            from irfuse.driver.binaries import with_binaries
             from irfuse.runtime.cuda_device import current_arch
-            prog._opened_device()  # a context current
+            prog.opened_device()  # a context current
             art = with_binaries(art, "cuda", current_arch())
         dev = open_device("cuda", art)
         inverse = by_length(prep.inverse) if "bylen" in name else prep.inverse

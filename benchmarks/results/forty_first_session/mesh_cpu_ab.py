@@ -13,7 +13,7 @@ import numpy as np
 
 import irfuse
 import irfuse.mesh as mesh
-from irfuse.backend.binaries import with_cpu_rendering
+from irfuse.driver.binaries import with_cpu_rendering
 from irfuse.runtime.cpu_device import CpuDevice
 from irfuse.runtime.executor import Executor
 

@@ -26,7 +26,7 @@ prep = mesh.Connectivity(conn, N)
 dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
 inputs = {"X": X.astype(np.float32), "u": u.astype(np.float32), "conn": prep.conn, "dN": dN,
           "lam": np.float32(0.5), "mu": np.float32(0.3)}
-run = Executor(prog._with_binary(), prog._opened_device()).prepare(inputs, E, nodes=N, inverses={"conn": prep.inverse})
+run = Executor(prog._with_binary(), prog.opened_device()).prepare(inputs, E, nodes=N, inverses={"conn": prep.inverse})
 for _ in range(3):
     run.replay()
 ts = [run.time_once() for _ in range(30)]

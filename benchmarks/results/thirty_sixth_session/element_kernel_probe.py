@@ -14,7 +14,7 @@ import numpy as np
 
 import irfuse
 import irfuse.mesh as mesh
-from irfuse.backend.binaries import build_cubin
+from irfuse.driver.binaries import build_cubin
 from irfuse.passes.registry import DEFAULT_PIPELINE
 from irfuse.runtime.cuda_device import CudaDevice, current_arch
 from irfuse.runtime.executor import Executor

@@ -141,7 +141,7 @@ def main():
     dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
     inputs = {"X": X.astype(np.float32), "u": (u * 0.05 / args.cubes).astype(np.float32), "conn": prepared.conn,
               "dN": dN, "lam": np.float32(1.0), "mu": np.float32(1.0)}
-    run = Executor(prog._with_binary(), prog._opened_device()).prepare(
+    run = Executor(prog._with_binary(), prog.opened_device()).prepare(
         inputs, n, nodes=nodes, inverses={"conn": prepared.inverse}, scatter="ordered")
     run.replay()
     ts = sorted(run.time_once() for _ in range(args.repeat))

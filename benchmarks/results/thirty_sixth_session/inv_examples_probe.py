@@ -15,7 +15,7 @@ for name in ("hex8", "neo_hookean", "p1_elastic"):
     prog = irfuse.compile(os.path.join(ROOT, "examples", f"{name}.kas"), backend="cuda")
     art = prog._with_binary()
     inputs = random_inputs(prog.compiled.reference_program, n, 1, np.float32)
-    run = Executor(art, prog._opened_device()).prepare(inputs, n)
+    run = Executor(art, prog.opened_device()).prepare(inputs, n)
     run.replay()
     ts = sorted(run.time_once() for _ in range(40))
     sums = {k: float(np.asarray(v, np.float64).sum()) for k, v in run.outputs().items()}

@@ -29,7 +29,7 @@ for dtype in sys.argv[1].split(","):
             if mb is not None and k.min_blocks != mb:
                 print("skip", plan, mb, "(became", k.min_blocks, ")", flush=True); continue
             if bw is None:
-                bw = measure_copy_bandwidth(prog._opened_device().drv)
+                bw = measure_copy_bandwidth(prog.opened_device().drv)
             tensors = [torch.from_numpy(host[x]).cuda() for x in prog.inputs]
             outs = [torch.empty((n, *prog.shapes[x]), dtype=torch_t, device="cuda") for x in prog.outputs]
             name = f"{dtype} plan{plan} by{k.by} mb{k.min_blocks}{'(default)' if mb is None else ''} regs{r.registers} spill{r.spill_stores + r.spill_loads}"

@@ -1,15 +1,15 @@
-"""Programs over a mesh with nodal statements: their passes over nodes and over elements
-(`irfuse.transforms.node_phases`), each compiled as a `Program` of its own, run one after
-another.
+"""Programs of several stages: a program over a mesh that works per node runs as passes over
+the nodes and over the elements (`irfuse.transforms.node_phases`), each compiled as a program
+of its own and held by one artifact (`irfuse.artifact.stages`), run one after another.
 
 A call takes what the program takes (nodal arrays `(M, *shape)`, connectivities `(E, K)`,
 per-element arrays `(E, *shape)`, uniform values; `nodes=`, `scatter=`, `memory_budget=`,
 `out=`, `verify=` as for any program over a mesh). The passes over the nodes are ordinary
-programs whose batch is the nodes; the pass over the elements is a program over the mesh. A
+programs whose batch is the nodes; a pass over the elements is a program over the mesh. A
 value one pass makes and a later one reads goes from one call to the next as an array on the
 same side (host or GPU): on the GPU backend with host arrays it comes back to the host in
 between, on GPU arrays it stays there. Every pass's results are those of its own program, so
-the bits do not depend on how the elements pass runs (one piece or chunks).
+the bits do not depend on how a pass over the elements runs (one piece or chunks).
 """
 
 from __future__ import annotations
@@ -21,64 +21,68 @@ import numpy as np
 
 from irfuse.api.arguments import bind_inputs, bind_outputs
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
-from irfuse.artifact.arrays import SOA
 from irfuse.api.outputs import Outputs
+from irfuse.api.programs import Program
+from irfuse.artifact.arrays import SOA
+from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
-
 
 UNIFORM_COPIES_KEPT = 64
 
 
-class MeshReference:
-    """What checking a call against the float64 reference needs of a compiled program: the
-    kas program before it was cut into passes."""
+class StagedProgram:
+    """A compiled program of several stages (see the module). `inputs`, `outputs`, `shapes`,
+    `uniform`, `nodal` and `index_inputs` say what it takes and gives, as for a `Program`;
+    `stages` are its stages (what each runs over, takes and gives) and `programs` the
+    `Program` of each, in order. `stage_spec(k, text)`: (function, arguments) that compile
+    stage k again from its IR (its phases, for `irfuse.dask`; as a `Program`'s `_spec`), or
+    None."""
 
-    def __init__(self, module, dtype: str, sum_by: int):
-        self.reference_module = module
-        self.dtype = dtype
-        self.sum_by = sum_by
-
-    @property
-    def reference_program(self):
-        from irfuse.dialects.kas import program_of
-
-        return program_of(self.reference_module)
-
-
-class MeshPassesProgram:
-    """A compiled program over a mesh with nodal statements (see the module). `inputs`,
-    `outputs`, `shapes`, `uniform`, `nodal` and `index_inputs` say what it takes and gives, as
-    for a `Program`; `passes` are the programs it runs, in order."""
-
-    def __init__(self, name: str, plan, passes: list, reference: MeshReference, backend: str, warnings: list,
-                 inputs: tuple[str, ...], outputs: tuple[str, ...], shapes: dict, uniform: frozenset,
-                 nodal: frozenset, index_inputs: frozenset):
-        self.name = name
-        self.plan = plan
-        self.passes = passes
-        self.compiled = reference
+    def __init__(self, artifact: StagedArtifact, backend: str, warnings: list, stage_spec=None):
+        self.artifact = artifact
+        self.name = artifact.name
+        self.stages = artifact.stages
+        self.programs = []
+        for k, stage in enumerate(artifact.stages):
+            program = Program(stage.artifact, backend, [])
+            text = stage.artifact.reference_text
+            if stage_spec is not None and text is not None:  # (a saved plan's stages have none)
+                program._spec = rebuild, spec = stage_spec(k, text)
+                program._variant = _variant_of(rebuild, spec)
+            self.programs.append(program)
+        self._compiled = None  # the staged program with its IR (`compiled`), made on first use
         self.backend = backend
         self.warnings = list(warnings)
-        self.inputs, self.outputs, self.shapes = inputs, outputs, shapes
-        self.uniform, self.nodal, self.index_inputs = uniform, nodal, index_inputs
-        self.dtype = passes[0].dtype
+        self.inputs, self.outputs, self.shapes = artifact.inputs, artifact.outputs, artifact.shapes
+        self.uniform, self.nodal, self.index_inputs = artifact.uniform, artifact.nodal, artifact.index_inputs
+        self.dtype = self.programs[0].dtype
         self.layout = "aos"
         self.strides: dict = {}
         self.memory_budget: int | None = None
         self._spec: tuple | None = None
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._uniform_copies: OrderedDict = OrderedDict()  # (see _uniforms_beside)
 
     @property
+    def compiled(self):
+        """The staged program with its IR (`irfuse.driver.artifact.CompiledStages`): what
+        checking against the reference needs (the compiler's side)."""
+        if self._compiled is None:
+            from irfuse.driver.artifact import CompiledStages
+
+            self._compiled = CompiledStages.from_artifact(self.artifact)
+        return self._compiled
+
+    @property
     def kernels(self) -> list[str]:
-        return [k for p in self.passes for k in p.kernels]
+        return [k for p in self.programs for k in p.kernels]
 
     @property
     def _device(self):
-        return next((p._device for p in self.passes if p._device is not None), None)
+        return next((p._device for p in self.programs if p._device is not None), None)
 
     def __repr__(self) -> str:
-        over = ", ".join(p.over for p in self.plan.passes)
+        over = ", ".join(s.over for s in self.stages)
         return f"<irfuse program {self.name}: passes over {over}; {len(self.kernels)} kernels, backend {self.backend}>"
 
     def __call__(self, *args, out=None, verify: bool = False, stream=None, out_layout: str | None = None,
@@ -97,7 +101,7 @@ class MeshPassesProgram:
         self._check_layout(bound, layout)
         m = self._nodes(bound, nodes)
         made: dict[str, object] = {}
-        for step, program in zip(self.plan.passes, self.passes):
+        for step, program in zip(self.stages, self.programs):
             arguments = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
             mine = {k: v for k, v in given.items() if k in step.outputs}
             if step.over == "elements":  # (told the call's layout: its own arrays may fit both)
@@ -177,9 +181,9 @@ class MeshPassesProgram:
         return time_calls(self, args, named, out, repeat, warmup, nodes=nodes, scatter=scatter,
                           memory_budget=memory_budget)
 
-    def _opened_device(self):
+    def opened_device(self):
         """The device the passes run on (each pass is a program of its own on the same one)."""
-        return self.passes[0]._opened_device()
+        return self.programs[0].opened_device()
 
     def check(self, *args, nodes: int | None = None, **named):
         """Runs the program and checks every element and node against the float64 reference."""
@@ -187,16 +191,16 @@ class MeshPassesProgram:
         outputs = self(**bound, nodes=nodes)
         return self._verification(bound, outputs, self._nodes(bound, nodes))
 
-    def _for(self, layout: str, strides: dict) -> "MeshPassesProgram":
+    def _for(self, layout: str, strides: dict) -> "StagedProgram":
         if layout != "aos" or strides:
             raise UsageError(f"program {self.name} runs over a mesh on arrays of structures only")
         return self
 
-    def for_layout(self, layout: str) -> "MeshPassesProgram":
+    def for_layout(self, layout: str) -> "StagedProgram":
         return self._for(layout, {})
 
     def close(self) -> None:
-        for p in self.passes:
+        for p in self.programs:
             p.close()
 
     def __reduce__(self):
@@ -206,7 +210,7 @@ class MeshPassesProgram:
         rebuild, spec = self._spec
         return (rebuild, (spec, self.layout, ()))
 
-    def __enter__(self) -> "MeshPassesProgram":
+    def __enter__(self) -> "StagedProgram":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -236,7 +240,7 @@ def _uniforms_beside(program, arguments: dict, copies: OrderedDict) -> dict:
             kept = copies.get(key)
             if kept is None:
                 made = empty_like_family(model, program.shapes[name], program.dtype)
-                program._opened_device().drv.memcpy_htod(made.ptr, host)
+                program.opened_device().drv.memcpy_htod(made.ptr, host)
                 kept = copies[key] = made.obj
                 while len(copies) > UNIFORM_COPIES_KEPT:
                     copies.popitem(last=False)
@@ -244,24 +248,7 @@ def _uniforms_beside(program, arguments: dict, copies: OrderedDict) -> dict:
     return moved
 
 
-def compile_mesh_passes(module, name: str, warnings: list, backend: str, dtype: str,
-                        compile_pass) -> MeshPassesProgram:
-    """The program of `module` (a kas program over a mesh with nodal statements) as its passes,
-    each compiled by `compile_pass(module, filename)` (`irfuse.compile` with the program's
-    options)."""
-    from irfuse.dialects.kas import IndexType, is_uniform, program_of
-    from irfuse.transforms.node_phases import split_at_nodal_statements
-
-    program = program_of(module)
-    plan = split_at_nodal_statements(module)
-    passes = [compile_pass(step.module, f"{name}, pass over {step.over} ({program_of(step.module).sym_name.data})")
-              for step in plan.passes]
-    inputs, outputs = tuple(program.inputs), tuple(program.outputs)
-    types = dict(zip(program.inputs, program.input_types())) | dict(zip(program.outputs, program.output_types()))
-    shapes = {k: tuple(t.shape) for k, t in types.items()}
-    uniform = frozenset(program.uniform) | frozenset(
-        out for out, v in zip(program.outputs, program.return_op.values) if is_uniform(v))
-    index_inputs = frozenset(k for k, t in zip(program.inputs, program.input_types()) if isinstance(t, IndexType))
-    reference = MeshReference(module, dtype, min(p.artifact.sum_by for p in passes))
-    return MeshPassesProgram(name, plan, passes, reference, backend, warnings, inputs, outputs,
-                             shapes, uniform, frozenset(program.nodal), index_inputs)
+def _variant_of(rebuild, spec):
+    """How a stage's program is compiled for another layout or strided views (a pass over the
+    nodes called on structures of arrays): from its IR, as a pickled program is."""
+    return lambda layout, strides: rebuild(spec, layout, tuple(sorted(strides.items())))

@@ -1,0 +1,144 @@
+"""A program of several stages, as the runtime sees it: each stage a compiled artifact of its
+own, run in order, the values one stage makes and a later one reads handed between them by
+name.
+
+A program over a mesh that works per node (nodal statements, reductions of nodal values) runs
+as passes over the nodes and over the elements in turn (`irfuse.transforms.node_phases`):
+each pass is an ordinary program, planned and compiled alone, over the nodes (its batch is
+the nodes) or over the mesh's elements. `StagedArtifact` holds them with the whole program's
+interface (names, value shapes, which are nodal, uniform, connectivities) and, for the
+verification only, the program before it was cut (`reference_text`). A plan directory of a
+staged program holds a manifest listing the stages and a directory per stage (`stage0`,
+`stage1`, ...) with that stage's plan (`Artifact.save`); `load_plan` reads either kind with
+JSON and bytes only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from irfuse.artifact.artifact import Artifact
+from irfuse.diagnostics import Diagnostic, UsageError
+
+FORMAT = 1
+OVER = ("nodes", "elements")
+
+
+@dataclass
+class Stage:
+    over: str  # "nodes" (its batch is the mesh's nodes) or "elements" (a program over the mesh)
+    inputs: tuple[str, ...]  # the program's inputs it reads, and values earlier stages made
+    outputs: tuple[str, ...]  # the program's outputs it makes, and values later stages read
+    artifact: Artifact
+
+
+class StagedArtifact:
+    """A compiled program of several stages (see the module)."""
+
+    def __init__(self, name: str, inputs: tuple[str, ...], outputs: tuple[str, ...],
+                 shapes: dict[str, tuple[int, ...]], uniform: frozenset[str], nodal: frozenset[str],
+                 index_inputs: frozenset[str], stages: list[Stage], meta: dict | None = None,
+                 reference_text: str | None = None):
+        self.name = name
+        self.inputs, self.outputs, self.shapes = tuple(inputs), tuple(outputs), dict(shapes)
+        self.uniform, self.nodal, self.index_inputs = frozenset(uniform), frozenset(nodal), frozenset(index_inputs)
+        self.stages = stages
+        self.meta = meta if meta is not None else {}
+        self._reference_text = reference_text
+
+    @property
+    def dtype(self) -> str:
+        return self.stages[0].artifact.dtype
+
+    @property
+    def layout(self) -> str:
+        return "aos"  # (the stages read arrays of structures; a call rearranges others)
+
+    @property
+    def reference_text(self) -> str | None:
+        """The whole program before it was cut into stages, as IR text (what the reference
+        evaluates)."""
+        return self._reference_text
+
+    @property
+    def sum_by(self) -> int:
+        return min(s.artifact.sum_by for s in self.stages)
+
+    @property
+    def kernels(self) -> list:
+        return [k for s in self.stages for k in s.artifact.kernels]
+
+    def manifest(self) -> dict:
+        return {
+            "format": FORMAT, "meta": self.meta,
+            "program": {"name": self.name, "inputs": list(self.inputs), "outputs": list(self.outputs),
+                        "shapes": {k: list(v) for k, v in self.shapes.items()}, "uniform": sorted(self.uniform),
+                        "nodal": sorted(self.nodal), "index": sorted(self.index_inputs)},
+            "stages": [{"over": s.over, "inputs": list(s.inputs), "outputs": list(s.outputs),
+                        "directory": f"stage{k}"} for k, s in enumerate(self.stages)],
+        }
+
+    def save(self, directory: str) -> list[str]:
+        """Writes the plan directory (a manifest, the reference program, a directory per
+        stage); returns the paths written, relative to it."""
+        os.makedirs(directory, exist_ok=True)
+        written = []
+        for k, stage in enumerate(self.stages):
+            written += [os.path.join(f"stage{k}", f) for f in stage.artifact.save(os.path.join(directory, f"stage{k}"))]
+        if self.reference_text is not None:
+            with open(os.path.join(directory, "reference.mlir"), "w") as f:
+                f.write(self.reference_text)
+            written.append("reference.mlir")
+        with open(os.path.join(directory, "manifest.json"), "w") as f:
+            json.dump(self.manifest(), f, indent=2)
+        written.append("manifest.json")
+        return written
+
+    @staticmethod
+    def load(directory: str) -> "StagedArtifact":
+        """The staged program a plan directory holds; UsageError naming the directory when it
+        is not one whole."""
+        try:
+            with open(os.path.join(directory, "manifest.json")) as f:
+                manifest = json.load(f)
+            if manifest.get("format") != FORMAT or "stages" not in manifest:
+                raise ValueError(f"its manifest is staged format {manifest.get('format')}, this irfuse reads {FORMAT}: "
+                                 "compile the program again")
+            p = manifest["program"]
+            stages = []
+            for s in manifest["stages"]:
+                if s["over"] not in OVER or os.sep in s["directory"] or s["directory"].startswith("."):
+                    raise ValueError(f"a stage over {s['over']!r} in {s['directory']!r}")
+                stages.append(Stage(s["over"], tuple(s["inputs"]), tuple(s["outputs"]),
+                                    Artifact.load(os.path.join(directory, s["directory"]))))
+            if not stages:
+                raise ValueError("it lists no stage")
+            reference = None
+            path = os.path.join(directory, "reference.mlir")
+            if os.path.exists(path):
+                with open(path) as f:
+                    reference = f.read()
+            return StagedArtifact(p["name"], tuple(p["inputs"]), tuple(p["outputs"]),
+                                  {k: tuple(v) for k, v in p["shapes"].items()}, frozenset(p["uniform"]),
+                                  frozenset(p["nodal"]), frozenset(p["index"]), stages, manifest.get("meta", {}),
+                                  reference)
+        except UsageError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", directory)) from None
+
+
+def is_staged(directory: str) -> bool:
+    """Whether a plan directory holds a staged program (its manifest lists stages)."""
+    try:
+        with open(os.path.join(directory, "manifest.json")) as f:
+            return "stages" in json.load(f)
+    except (OSError, ValueError):
+        return False
+
+
+def load_plan(directory: str) -> Artifact | StagedArtifact:
+    """The program a plan directory holds: one artifact, or a staged program."""
+    return StagedArtifact.load(directory) if is_staged(directory) else Artifact.load(directory)

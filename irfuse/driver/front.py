@@ -1,0 +1,134 @@
+"""A program's `kas` module as the compiler starts from it.
+
+`frontend` gives the source's module: the frontend's (KAS or Python), or the module given,
+with the source's `derivative` lines applied in order, each as the pass that computes it
+(`kas-jvp`, `kas-vjp`), its refusals at the line. `derivative` gives the module of a
+derivative of a source (`irfuse.jvp`, `vjp`, `grad`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.rewriter import Rewriter
+
+from irfuse.diagnostics import CompileError, UsageError
+from irfuse.dialects.context import module_text, parse_module
+from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
+from irfuse.driver.library import default_library
+from irfuse.driver.sources import Source, read_source
+from irfuse.frontend.irgen import FrontendResult, compile_source
+from irfuse.frontend.python import compile_function
+from irfuse.frontend.syntax import DEFAULT_PREFIX
+from irfuse.passes.kas_jvp import KasJvp
+from irfuse.passes.kas_vjp import KasVjp
+from irfuse.transforms.dead_code import drop_outputs
+from irfuse.transforms.forward_mode import forward_derivative
+from irfuse.transforms.reverse_mode import reverse_derivative
+from irfuse.planner.loop_forms import LOOP_JUDGE
+
+
+def frontend(source: Source) -> FrontendResult:
+    """The source's module with its `derivative` lines applied (a fresh module each call; a
+    function's first call takes the frontend result its key was read from)."""
+    if source.given_module:
+        return FrontendResult(parse_module(source.text, source.name))
+    if source.function is not None:
+        result, source.front = (source.front, None) if source.front is not None else (
+            compile_function(source.function), None)  # (the passes consume the IR: used once)
+        return with_derivatives(result)  # type: ignore[arg-type]
+    return with_derivatives(compile_source(source.text, source.name))
+
+
+def with_derivatives(result: FrontendResult) -> FrontendResult:
+    """The frontend's module with its `derivative` lines applied in order, each the pass that
+    computes it on the program the lines before it gave; a line naming no input or output of
+    that program, or refused by the pass, is an error at the line."""
+    module = result.module
+    for d in result.derivatives:
+        program = program_of(module)
+        errors = []
+        for n in d.wrt:
+            if n.text not in program.inputs:
+                errors.append(result.source.diag(n.pos.line, n.pos.col,  # type: ignore[union-attr]
+                                                 f"'{n.text}' is not an input of the program to differentiate",
+                                                 notes=[f"its inputs: {', '.join(program.inputs)}"]))
+        if d.of is not None and d.of.text not in program.outputs:
+            errors.append(result.source.diag(d.of.pos.line, d.of.pos.col,  # type: ignore[union-attr]
+                                             f"'{d.of.text}' is not an output of the program to differentiate",
+                                             notes=[f"its outputs: {', '.join(program.outputs)}"]))
+        if errors:
+            raise CompileError(errors)
+        mode, wrt = d.mode.text, tuple(n.text for n in d.wrt)
+        prefix = d.prefix.text if d.prefix else DEFAULT_PREFIX[mode]
+        line = (KasJvp(wrt=wrt, prefix=prefix, who="derivative jvp") if mode == "jvp" else
+                KasVjp(wrt=wrt, of=d.of.text if d.of else "", prefix=prefix, loops=d.loops.text if d.loops else "auto",
+                       who=f"derivative {mode}"))
+        try:
+            line.apply(Context(), module)
+        except UsageError as e:
+            raise CompileError([result.source.diag(d.pos.line, d.pos.col, x.message, notes=x.notes)  # type: ignore
+                                for x in e.diagnostics]) from None
+    return FrontendResult(module, result.warnings)
+
+
+def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str | None = None,
+               prefix: str | None = None, loops: str = "auto", with_outputs: bool = True) -> ModuleOp:
+    """A fresh module of what `irfuse.compile` takes, its program replaced by its derivative
+    (`mode`: "jvp", or "vjp" with `of` None, else the gradient of `of`), without the original
+    program's outputs unless `with_outputs`."""
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    if not all(isinstance(n, str) for n in names):
+        raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
+    module = frontend(read_source(source, filename, who)).module
+    program = program_of(module)
+    if mode == "jvp":
+        derived = forward_derivative(program, names, default_library(), prefix or "d", who=who)
+    else:
+        derived = reverse_derivative(program, names, default_library(), of, prefix, who=who, loops=loops,
+                                     judge=LOOP_JUDGE)
+    if not with_outputs:
+        drop_outputs(derived, program.outputs)
+    Rewriter.replace_op(program, derived, new_results=[])
+    module.verify()
+    return module
+
+
+@dataclass(frozen=True)
+class ProgramInterface:
+    """What a program takes and gives, as plain data: its module's text, names, value shapes,
+    and which inputs and outputs are nodal, connectivities, uniform or masks."""
+
+    text: str
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    shapes: dict
+    nodal: frozenset[str]
+    index: frozenset[str]
+    uniform: frozenset[str]
+    masks: frozenset[str]
+
+
+def interface_of(module: ModuleOp) -> ProgramInterface:
+    """The `ProgramInterface` of a module's program."""
+    program = program_of(module)
+    args, values = program.body.block.args, program.return_op.values
+    inputs, outputs = tuple(program.inputs), tuple(program.outputs)
+    shapes = {name: tuple(a.type.shape) for name, a in zip(inputs, args)}
+    shapes.update({name: tuple(v.type.shape) for name, v in zip(outputs, values)})
+    nodal = frozenset(program.nodal)
+    uniform_args = [a for n, a in zip(inputs, args) if n in program.uniform]
+    uniform = frozenset(program.uniform) | frozenset(
+        n for n, v in zip(outputs, values) if n not in nodal and is_uniform(v, uniform_args))
+    masks = frozenset(n for n, a in zip(inputs, args) if isinstance(a.type, MaskType)) | frozenset(
+        n for n, v in zip(outputs, values) if isinstance(v.type, MaskType))
+    return ProgramInterface(module_text(module), program.sym_name.data, inputs, outputs, shapes, nodal,
+                            frozenset(n for n, a in zip(inputs, args) if isinstance(a.type, IndexType)), uniform, masks)
+
+
+def module_of(source, filename: str | None = None) -> ModuleOp:
+    """The module of what `irfuse.compile` takes, its `derivative` lines applied (a fresh one)."""
+    return frontend(read_source(source, filename)).module

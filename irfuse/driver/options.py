@@ -1,0 +1,98 @@
+"""The options of a compile, checked and defaulted in one place.
+
+`compile_options` takes what `irfuse.compile` and the tools take (an element type, a
+backend, a pipeline, the batch and device profile the fusion search plans for, a GPU
+architecture, the layout compiled first, a register table) and gives `CompileOptions`, every
+value checked (a refusal names the option and what it takes) and every default filled: the
+backend `auto` becomes the GPU where one is usable, else the CPU; the profile follows the
+backend (`cpu` on the CPU, `h100` on the GPU); the batch is `DEFAULT_BATCH`. `key_fields` is
+what they add to a program cache key (the profile's figures, the architecture a GPU build is
+for, the register table's text). Plain data: importing this module imports no compiler.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from irfuse.artifact.arrays import LAYOUTS
+from irfuse.diagnostics import UsageError
+from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile
+
+BACKENDS = ("auto", "cuda", "cpu")
+DTYPES = ("f32", "f64")
+
+__all__ = ["BACKENDS", "DTYPES", "DEFAULT_BATCH", "CompileOptions", "backend_profile", "chosen_backend",
+           "compile_options"]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Everything a compile reads besides its source (see the module)."""
+
+    dtype: str = "f32"
+    backend: str = "cpu"  # "cuda" (a cubin is built) or "cpu" (a host library)
+    pipeline: str | None = None  # None: the default pipeline
+    n: int = DEFAULT_BATCH
+    profile: str = "cpu"
+    arch: str | None = None  # None: the GPU present, else sm_90 (for a "cuda" build)
+    layout: str = "aos"  # the layout compiled first
+    registers: str | None = None  # a register table's path (`irfuse compile` writes one)
+
+    def key_fields(self) -> dict:
+        """What these options add to a program cache key: every option, the profile's figures
+        (a calibrated profile of the same name plans otherwise), the architecture a GPU build
+        is for, the register table's text (not its path)."""
+        from irfuse.backend.nvrtc import default_arch
+
+        return dict(dtype=self.dtype, backend=self.backend, pipeline=self.pipeline, n=self.n,
+                    profile=asdict(load_profile(self.profile)),
+                    arch=self.arch or (default_arch() if self.backend == "cuda" else None),
+                    registers=registers_text(self.registers))
+
+
+def chosen_backend(backend: str) -> str:
+    """`auto`: the GPU where one is usable, else the CPU; `cuda` and `cpu` as they are."""
+    if backend not in BACKENDS:
+        raise UsageError(f"backend '{backend}' is not one of {', '.join(BACKENDS)}")
+    if backend != "auto":
+        return backend
+    from irfuse.runtime.cuda_device import gpu_available
+
+    return "cuda" if gpu_available() else "cpu"
+
+
+def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: str | None = None,
+                    n: int | None = None, profile: str | None = None, arch: str | None = None,
+                    layout: str | None = None, registers=None) -> CompileOptions:
+    """`CompileOptions` from what a caller gave, checked and defaulted (see the module)."""
+    dtype, layout = dtype or "f32", layout or "aos"
+    if dtype not in DTYPES:
+        raise UsageError(f"dtype '{dtype}' is not one of {', '.join(DTYPES)}")
+    if layout not in LAYOUTS:
+        raise UsageError(f"layout '{layout}' is not one of {', '.join(LAYOUTS)}")
+    chosen = chosen_backend(backend)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+        raise UsageError(f"n= is the batch size the fusion search plans for, a positive whole number, not {n!r}")
+    if pipeline is not None and not isinstance(pipeline, str):
+        raise UsageError(f"pipeline= is a pass pipeline's text, not {pipeline!r}")
+    for name, value in (("profile", profile), ("arch", arch)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{name}= is a name, not {value!r}")
+    path = os.fspath(registers) if registers is not None else None
+    registers_text(path)  # (refused here, naming the file, when it cannot be read)
+    return CompileOptions(dtype, chosen, pipeline, int(n) if n is not None else DEFAULT_BATCH,
+                          profile or backend_profile(chosen), arch, layout, path)
+
+
+def registers_text(path: str | None) -> str | None:
+    """A register table's text (part of a compile's key), or a refusal naming the file."""
+    if path is None:
+        return None
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"registers={path!r}: cannot read the register table: {e.strerror}") from None
