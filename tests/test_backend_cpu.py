@@ -305,3 +305,16 @@ def test_an_unknown_cpu_rendering_is_refused_by_name(monkeypatch):
     assert cpu_renderer_flags() == ["-DIRFUSE_CPU_LOOP"] and cpu_renderer_flags("emulate") == []
     monkeypatch.setenv("IRFUSE_CPU_RENDERER", "emulate")
     assert cpu_renderer_flags() == []
+
+
+def test_the_loop_renderer_overrides_only_the_emitters_named_hooks():
+    """The CPU's loop over elements is the emitter's walk with other statements: of
+    `KernelEmitter`'s methods it overrides only those `RENDERER_HOOKS` names (the interface the
+    renderers share), and every name there is a method of the emitter."""
+    from irfuse.backend.cuda_emit import RENDERER_HOOKS, KernelEmitter
+    from irfuse.backend.render_cpu_loop import ElementLoopEmitter
+
+    overridden = {name for name, f in vars(ElementLoopEmitter).items()
+                  if callable(f) and name != "__init__" and hasattr(KernelEmitter, name)}
+    assert overridden and overridden <= RENDERER_HOOKS, overridden - RENDERER_HOOKS
+    assert all(callable(getattr(KernelEmitter, name, None)) for name in RENDERER_HOOKS)

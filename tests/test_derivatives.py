@@ -16,7 +16,7 @@ from irfuse.dialects.kas import MaskType, kas_type_of_shape
 from irfuse.library.catalogue import Library, define_catalogue
 from irfuse.library.derivatives import jvp_name, partials, tangent_trees
 from irfuse.library.families import FAMILIES
-from irfuse.library.indexexpr import eval_numpy
+from irfuse.verification.op_evaluation import eval_numpy, evaluate, evaluate_by_entries
 
 N = 40
 # (family, operand shapes (None: a mask), domain, parameters) beyond test_generic_ops' cases.
@@ -74,7 +74,7 @@ def _operands(rng, op, shapes, domain):
 
 
 def _evaluate(op, operands):
-    return op.reference_by_entries(*operands).reshape(N, -1)
+    return evaluate_by_entries(op, *operands).reshape(N, -1)
 
 
 def _jvp(op, operands, tangents):
@@ -104,7 +104,7 @@ def test_derivatives_match_central_differences_in_float64(name, op, shapes, doma
         read = [a for a, n in zip(operands, op.operand_names) if n in derived.operand_names]
         moved = read + [d for d, m in zip(tangents, masks) if not m]
         np.testing.assert_array_equal(_evaluate(derived, moved), got, err_msg=name)
-        batched = derived.reference(*moved).reshape(N, -1)
+        batched = evaluate(derived, *moved).reshape(N, -1)
         np.testing.assert_allclose(batched, got, rtol=1e-12, atol=1e-12 * scale, err_msg=name)
     # Reverse mode's partial derivatives give the same products, entry by entry.
     flat = [a.reshape(N, -1) for a in operands]

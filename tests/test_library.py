@@ -6,6 +6,7 @@ import pytest
 from irfuse.dialects.kas import MatrixType, ScalarType, VectorType
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.indexexpr import DefinitionError
+from irfuse.verification.op_evaluation import evaluate, evaluate_by_entries
 
 LIB = default_library()
 rng = np.random.default_rng(7)
@@ -42,7 +43,7 @@ def test_reference_matches_independent_formula(op):
     if op.name == "ssqrt":
         args = [np.abs(a) for a in args]
     want = independent(stem, n)(*args)
-    got = op.reference(*args)
+    got = evaluate(op, *args)
     assert got.shape == (5, *op.result_type.shape)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
@@ -91,7 +92,7 @@ def test_user_op_definition():
                     " + a[2]*b[0]*delta(i,1) - a[0]*b[2]*delta(i,1)"
                     " + a[0]*b[1]*delta(i,2) - a[1]*b[0]*delta(i,2)")
     a, b = rand(3), rand(3)
-    np.testing.assert_allclose(op.reference(a, b), np.cross(a, b), rtol=1e-12)
+    np.testing.assert_allclose(evaluate(op, a, b), np.cross(a, b), rtol=1e-12)
     with pytest.raises(DefinitionError, match="already defined"):
         lib.define("vcross3", [("a", v), ("b", v)], v, "r[i] = a[i]")
     assert op.signature() == "vcross3(vector3, vector3) -> vector3"
@@ -107,7 +108,7 @@ def test_matrix_products_whose_terms_overflow_give_what_the_trees_give():
     a = rng.uniform(-1, 1, (64, 3, 3)) * 1e200
     b = rng.uniform(-1, 1, (64, 3, 3)) * 1e200
     with np.errstate(all="ignore"):
-        got, want = op.reference(a, b), op.reference_by_entries(a, b)
+        got, want = evaluate(op, a, b), evaluate_by_entries(op, a, b)
     assert np.isnan(want).any()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
@@ -119,12 +120,12 @@ def test_the_vectorized_reference_agrees_with_the_per_entry_trees(with_specials)
     einsum, in chunks) gives what the scalar trees the kernels are generated from give, up
     to the order of additions; NaN and infinity go where the trees send them (a delta's
     zero stays an exact zero), and batches of one element and of several chunks work."""
-    from irfuse.library import indexexpr
+    from irfuse.verification import op_evaluation
 
     rng = np.random.default_rng(5)
     lib = default_library()
     for name, op in lib.ops.items():
-        for n in (1, 200, indexexpr.CHUNK + 3):
+        for n in (1, 200, op_evaluation.CHUNK + 3):
             if n > 200 and with_specials:
                 continue
             args = [rng.uniform(-1, 1, (n, *t.shape)) for t in op.operand_types]
@@ -133,6 +134,6 @@ def test_the_vectorized_reference_agrees_with_the_per_entry_trees(with_specials)
                     a.reshape(-1)[rng.integers(0, a.size, 4)] = np.nan
                     a.reshape(-1)[rng.integers(0, a.size, 4)] = -np.inf
             with np.errstate(all="ignore"):
-                got, want = op.reference(*args), op.reference_by_entries(*args)
+                got, want = evaluate(op, *args), evaluate_by_entries(op, *args)
             assert got.shape == want.shape == (n, *op.result_type.shape), name
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13, equal_nan=True, err_msg=name)

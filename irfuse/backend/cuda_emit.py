@@ -279,8 +279,28 @@ def _vector_ok(by: int, size: int, offset: int, itemsize: int) -> bool:
     return (by * size) % per == 0 and offset % per == 0
 
 
-class _KernelEmitter:
-    """The CUDA C of one `fuse.kernel`: declarations, then one statement group per op."""
+# What a renderer of kernels as something other than the GPU's kernel overrides of
+# `KernelEmitter` (the CPU's loop over elements, `render_cpu_loop.ElementLoopEmitter`): the
+# walk (`emit_ops`, `describe`) stays the emitter's, each op's statements and how a value is
+# addressed are the renderer's. `tests/test_backend_cpu.py` holds the loop renderer to it.
+RENDERER_HOOKS = frozenset({
+    # how a value's words are addressed: the element's row, registers, the element a statement runs
+    "base", "element", "each_element", "reg_ref", "declare_register", "rows_combinable",
+    # what a call runs (a device function, or a form hoisted out of the loop)
+    "callee",
+    # each op's statements
+    "emit_load", "emit_gather", "emit_call", "emit_copy", "emit_row_store", "emit_scatter_rows", "emit_reduce",
+    "emit_barrier",
+    # what surrounds the body: uniform inputs' copies, a reduction finished by the last block
+    "stage_uniform_inputs", "finish_in_last_block",
+})
+
+
+class KernelEmitter:
+    """The CUDA C of one `fuse.kernel`: declarations, then one statement group per op (the
+    walk, `emit_ops`), into a `KernelBody` (`describe`) that a renderer writes out
+    (`render_gpu`, `render_cpu`). Another rendering of the same walk overrides the methods
+    named in `RENDERER_HOOKS` and nothing else."""
 
     def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None, library: Library | None = None,
                  strided: dict[int, tuple[int, ...]] | None = None):
@@ -860,12 +880,17 @@ class _KernelEmitter:
             self.line(text)
 
     def emit_store(self, op: fuse.StoreOp) -> None:
+        """A store: a reduction's partial, a scatter's rows, or the value's words as they are
+        (`emit_row_store`)."""
         if op.reduce_kind is not None:
             self.emit_reduce(op)
-            return
-        if op.scatters:
+        elif op.scatters:
             self.emit_scatter_rows(op)
-            return
+        else:
+            self.emit_row_store(op)
+
+    def emit_row_store(self, op: fuse.StoreOp) -> None:
+        """A store of a value's words into the elements' rows of a global output."""
         place = fuse.place_of(op.value)
         assert place is not None
         size = op.value.type.size  # type: ignore[attr-defined]
@@ -972,7 +997,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
     strides. `cpu_loop` (`render_cpu_loop.cpu_loop_kernel`, given by the driver, which this
     module does not import): a third rendering, the kernel as a loop over its elements, under
     `IRFUSE_CPU_LOOP` as well, where it takes the kernel."""
-    emitter = _KernelEmitter(kernel, itemsize, min_blocks, library, strided)
+    emitter = KernelEmitter(kernel, itemsize, min_blocks, library, strided)
     body = emitter.describe()
     used = set(emitter.used)
     loop: list[str] = []

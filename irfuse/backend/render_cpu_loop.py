@@ -70,7 +70,7 @@ the differential tests compare the two renderings' bits."""
 from __future__ import annotations
 
 from irfuse.artifact.scatter_groups import group_elements
-from irfuse.backend.cuda_emit import (_KernelEmitter, call_impl, copy_pattern, gather_index, partial_sum,
+from irfuse.backend.cuda_emit import (KernelEmitter, call_impl, copy_pattern, gather_index, partial_sum,
                                       partial_write, tree_step)
 from irfuse.backend.render_uniform_vectors import hoisted_form, hoisted_vectors
 from irfuse.analysis.shared_accesses import tree_half
@@ -96,7 +96,7 @@ class NotRendered(Exception):
     """The kernel holds what the loop renderer does not take (the message says what)."""
 
 
-class _ElementLoopEmitter(_KernelEmitter):
+class ElementLoopEmitter(KernelEmitter):
     """The emitter's walk with per-element statements (see the module)."""
 
     def __init__(self, *args, **named):
@@ -320,13 +320,7 @@ class _ElementLoopEmitter(_KernelEmitter):
             return
         super().emit_load(op)
 
-    def emit_store(self, op) -> None:
-        if op.reduce_kind is not None:
-            self.emit_reduce(op)
-            return
-        if op.scatters:
-            self.emit_scatter_rows(op)
-            return
+    def emit_row_store(self, op) -> None:
         place = fuse.place_of(op.value)
         if place is not None and place.is_shared:
             self.line(f"  // store into {op.dest.name_hint}, the element's row")
@@ -335,7 +329,7 @@ class _ElementLoopEmitter(_KernelEmitter):
             else:
                 self._row_copy(op.value, op.dest, load=False)
             return
-        super().emit_store(op)
+        super().emit_row_store(op)
 
     def _row_copy(self, value, array, load: bool) -> None:
         """The element's row of global `array` copied into shared `value`'s words, or back."""
@@ -364,7 +358,7 @@ def loop_rendering(kernel: fuse.KernelOp, itemsize: int, library=None,
 
 
 def _rendered(kernel: fuse.KernelOp, itemsize: int, library, strided) -> tuple[list[str], set]:
-    emitter = _ElementLoopEmitter(kernel, itemsize, None, library, strided)
+    emitter = ElementLoopEmitter(kernel, itemsize, None, library, strided)
     body = emitter.describe()
     if body.block_arrays:
         raise NotRendered("shared arrays of the block")

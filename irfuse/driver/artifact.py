@@ -98,12 +98,8 @@ class CompiledProgram(Artifact):
             return artifact
         if artifact.program_text is None:
             raise UsageError(Diagnostic("the plan holds no program.mlir: its IR cannot be read", where))
-        try:
-            module = parse_module(artifact.program_text, os.path.join(where, "program.mlir"))
-            reference = (parse_module(artifact.reference_text, os.path.join(where, "reference.mlir"))
-                         if artifact.reference_text is not None else None)
-        except Exception as e:  # noqa: BLE001 -- a parse or verifier error names the file
-            raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", where)) from None
+        module = _parsed(artifact.program_text, where, "program.mlir")
+        reference = _parsed(artifact.reference_text, where, "reference.mlir") if artifact.reference_text else None
         program = CompiledProgram(module, artifact.dtype, artifact.source, artifact.kernels, artifact.cubin,
                                   artifact.meta, reference, artifact._host_library)
         return program
@@ -148,10 +144,15 @@ class CompiledStages(StagedArtifact):
             return staged
         if staged.reference_text is None:
             raise UsageError(Diagnostic("the plan holds no reference.mlir: its program cannot be read", where))
-        try:
-            reference = parse_module(staged.reference_text, os.path.join(where, "reference.mlir"))
-        except Exception as e:  # noqa: BLE001 -- a parse or verifier error names the file
-            raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", where)) from None
+        reference = _parsed(staged.reference_text, where, "reference.mlir")
         stages = [Stage(s.over, s.inputs, s.outputs, CompiledProgram.from_artifact(s.artifact, where))
                   for s in staged.stages]
         return CompiledStages(reference, stages, staged.meta)
+
+
+def _parsed(text: str, where: str, name: str) -> ModuleOp:
+    """A plan's IR text parsed; a parse or verifier error names the file."""
+    try:
+        return parse_module(text, os.path.join(where, name))
+    except Exception as e:  # noqa: BLE001 -- whatever the parser raises is the plan's fault
+        raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", where)) from None

@@ -27,6 +27,7 @@ from irfuse.library.catalogue import Library
 from irfuse.library.implementations import Implementation
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.passes.fuse_each import kernel_for_call
+from irfuse.verification.op_evaluation import evaluate
 
 
 def kernel_name(impl: Implementation) -> str:
@@ -102,7 +103,7 @@ def run_on_cpu(impls: list[Implementation], n: int, dtype=np.float64, seed: int 
                 raise ExecutionError(failure)
         else:
             launch()
-        out[kernel_name(impl)] = (np.array(result), op.reference(*[a.astype(np.float64) for a in args]))
+        out[kernel_name(impl)] = (np.array(result), evaluate(op, *[a.astype(np.float64) for a in args]))
     return out
 
 

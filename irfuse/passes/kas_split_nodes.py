@@ -7,27 +7,19 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
-from irfuse.diagnostics import UsageError
-from irfuse.dialects.kas import program_of
+from irfuse.passes.program_parts import replace_by_part
 from irfuse.transforms.node_phases import split_at_nodal_statements
 
 
 @dataclass(frozen=True)
 class KasSplitNodes(ModulePass):
     """Replaces a program over a mesh by its pass `pass` (`irfuse.transforms.node_phases`):
-    the nodal statements before the elements, the elements, or those after (a program with no
-    nodal statement has one pass, the elements)."""
+    the nodal statements before the elements, the elements, those after, and so on (a program
+    with no nodal statement has one pass, the elements)."""
 
     name = "kas-split-nodes"
     which: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        plan = split_at_nodal_statements(op)
-        program = program_of(op)
-        if not 0 <= self.which < len(plan.passes):
-            raise UsageError(f"kas-split-nodes: which={self.which}, but program @{program.sym_name.data} has "
-                             f"{len(plan.passes)} pass{'es' if len(plan.passes) > 1 else ''} "
-                             f"(0 to {len(plan.passes) - 1})")
-        Rewriter.replace_op(program, program_of(plan.passes[self.which].module).clone())
+        replace_by_part(op, split_at_nodal_statements(op).passes, self.which, self.name, "which", ("pass", "passes"))

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
-from irfuse.diagnostics import UsageError
-from irfuse.dialects.kas import program_of
+from irfuse.passes.program_parts import replace_by_part
 from irfuse.transforms.batch_phases import split_at_reductions
 
 
@@ -23,10 +21,4 @@ class KasSplitPhases(ModulePass):
     phase: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        plan = split_at_reductions(op)
-        program = program_of(op)
-        if not 0 <= self.phase < len(plan.phases):
-            raise UsageError(f"kas-split-phases: phase={self.phase}, but program @{program.sym_name.data} has "
-                             f"{len(plan.phases)} phase{'s' if len(plan.phases) > 1 else ''} "
-                             f"(0 to {len(plan.phases) - 1})")
-        Rewriter.replace_op(program, program_of(plan.phases[self.phase].module).clone())
+        replace_by_part(op, split_at_reductions(op).phases, self.phase, self.name, "phase", ("phase", "phases"))

@@ -40,6 +40,7 @@ from irfuse.dialects.kas import (
 )
 from irfuse.library.catalogue import Library, default_library
 from irfuse.mesh.scatter import scatter_add
+from irfuse.verification.op_evaluation import bounded_by_entries, evaluate, evaluate_by_entries
 
 DTYPES = {name: t.numpy for name, t in ELEMENT_TYPES.items()}
 
@@ -158,7 +159,7 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                   nodes: int | None = None) -> dict[str, np.ndarray]:
     """Executes the program on the inputs in `dtype` (float64 by default): each op's
     definition evaluated on the whole batch (`OpDef.reference`), or with `by_entries` through
-    its per-entry trees, the generated code's arithmetic in its order (`reference_by_entries`).
+    its per-entry trees, the generated code's arithmetic in its order (`op_evaluation`).
     `perturb=(eps, seed)`: every op's result entry is multiplied by 1 + eps*u, u uniform in
     [-1, 1] from a generator of that seed: one sample of what rounding at relative `eps` may do;
     a sum's result by up to what its rounding in the kernels' order may do (`sum_depth`, with
@@ -180,8 +181,8 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
             if isinstance(op, CallOp):
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
-                evaluate = opdef.reference_by_entries if by_entries else opdef.reference
-                result = evaluate(*_call_operands(op, env, nodes if op.res in per_node else n))
+                evaluated = evaluate_by_entries if by_entries else evaluate
+                result = evaluated(opdef, *_call_operands(op, env, nodes if op.res in per_node else n))
                 env[op.res] = (result[0] if is_uniform(op.res) else result).astype(dtype, copy=False)
                 if rng is not None:
                     noise = rng.random(env[op.res].shape, dtype=np.float32) * 2 - 1
@@ -240,7 +241,7 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
                     sum_by: int = 1, library: Library | None = None,
                     nodes: int | None = None) -> dict[str, np.ndarray] | None:
     """Bounds on the rounding error of each output as the generated code evaluates it in
-    `dtype` (its per-entry trees, every node rounded once: `OpDef.bounded_by_entries`), the
+    `dtype` (its per-entry trees, every node rounded once: `op_evaluation.bounded_by_entries`), the
     inputs taken as exact; a sum over the batch adds its rounding in the kernels' order
     (`sum_depth`), a scatter a node's count of terms' worth. Shaped as the outputs. None for a
     program with a loop: its iterations
@@ -265,7 +266,7 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
                 opdef = lib.get(op.op_name)
                 assert opdef is not None, op.op_name
                 rows = nodes if op.res in per_node else n
-                v, e = opdef.bounded_by_entries(_call_operands(op, val, rows), _call_operands(op, err, rows), u)
+                v, e = bounded_by_entries(opdef, _call_operands(op, val, rows), _call_operands(op, err, rows), u)
                 val[op.res], err[op.res] = (v[0], e[0]) if is_uniform(op.res) else (v, e)
             elif isinstance(op, ConstantOp):
                 val[op.res] = np.asarray(op.number, dtype=np.float64)
