@@ -23,7 +23,6 @@ and growth over many calls, in one run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import ROOT, WORKLOADS  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 
 def main(argv=None) -> int:
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=10_000)
     ap.add_argument("--small-n", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--json", default="api.json")
+    ap.add_argument("--json", default=meta.result_path("calls"))
     args = ap.parse_args(argv)
 
     import torch
@@ -222,7 +222,7 @@ def main(argv=None) -> int:
     console.print(f"GPU memory after 10 calls: {free10} B free (driver), {alloc10} B allocated (torch); after "
                   f"{args.calls} more: {free_n} B free, {alloc_n} B allocated; recorded runs kept: {len(prog._bound)}")
     with open(args.json, "w") as fh:
-        json.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows,
+        meta.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows,
                    "host_seconds_per_call": host, "small_n": args.small_n, "calls": args.calls,
                    "growth": growth}, fh, indent=2)
     console.print(f"wrote {args.json}")

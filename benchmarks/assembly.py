@@ -28,7 +28,6 @@ hand-written kernel is run 20 times to count how many different results its atom
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -37,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import interleaved_medians, jax_sampler, torch_sampler  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assembly_kernels.cu")
 LAMBDA, MU = 1.5, 0.75
@@ -173,7 +173,7 @@ def arguments(argv, json_name: str) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    args = arguments(argv, "assembly.json")
+    args = arguments(argv, meta.result_path("meshes"))
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import cupy
@@ -314,7 +314,7 @@ def main(argv=None) -> int:
     for case, parts in split.items():
         console.print(f"irfuse's steps, {case}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in parts.items()))
     with open(args.json, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "elements": elements, "nodes": nodes,
+        meta.dump({"device": torch.cuda.get_device_name(), "elements": elements, "nodes": nodes,
                    "floor_bytes": floor, "copy_bytes_per_s": copy_bw, "mesh_seconds": made,
                    "morton_seconds": morton_s, "irfuse_connectivity_seconds": prepared_s,
                    "irfuse_step_ms": split, "irfuse_gpu_array_calls_ms": gpu_calls, "rows": rows}, f, indent=1)

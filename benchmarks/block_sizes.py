@@ -10,7 +10,6 @@ of the device-to-device copy bandwidth measured in the same run and the blocks s
 microsecond. A kernel bound by starting its blocks runs at the same blocks a microsecond
 whatever its bytes.
 """
-import json
 import os
 import statistics
 import sys
@@ -23,6 +22,7 @@ from irfuse.runtime.executor import Executor
 from irfuse.verification.reference import effective_bytes, random_inputs
 
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 STEPS = ",".join(step.pass_name for step in IN_KERNEL_STEPS)
 n = int(os.environ.get("N", 4194304))
@@ -56,4 +56,4 @@ for path in sys.argv[1:]:
                   f"B/block={r['bytes_per_block']:7.0f} {r['us']:8.1f} us {r['of_copy']:6.1%} {r['blocks_per_us']:7.0f} blocks/us", flush=True)
 out = os.environ.get("OUT", ".")
 with open(os.path.join(out, "block_sizes.json"), "w") as f:
-    json.dump({"copy": copy, "n": n, "rows": rows}, f, indent=1)
+    meta.dump({"copy": copy, "n": n, "rows": rows}, f, indent=1)

@@ -32,7 +32,6 @@ effective bandwidth (inputs read once + outputs written once) over that copy's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -43,6 +42,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import ROOT, array_fns, interleaved_medians, numba_fns, peer_check  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 WORKLOADS = {
     "BigFusion": "bigfusion_bench.kas",
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-numba", action="store_true")
     ap.add_argument("--numpy-limit", type=float, default=2.0,
                     help="seconds: NumPy taking longer for one call is timed by that call alone (default 2)")
-    ap.add_argument("--json", default="cpu.json")
+    ap.add_argument("--json", default=meta.result_path("cpu-backend"))
     args = ap.parse_args(argv)
     if args.threads:
         os.environ["IRFUSE_CPU_THREADS"] = str(args.threads)
@@ -241,7 +241,7 @@ def main(argv=None) -> int:
 
 def _write_json(args, threads: int, rows: list) -> None:
     with open(args.json, "w") as f:
-        json.dump({"machine": platform.machine(), "cores": os.cpu_count(), "irfuse_threads": threads,
+        meta.dump({"machine": platform.machine(), "cores": os.cpu_count(), "irfuse_threads": threads,
                    "n": args.n, "repeat": args.repeat, "rounds": args.rounds, "rows": rows}, f, indent=2)
 
 

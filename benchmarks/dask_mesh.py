@@ -26,13 +26,13 @@ loop's final u and v of every G compared with one GPU's, byte for byte.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 
 import numpy as np
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MESH = os.path.join(ROOT, "examples", "mesh")
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--json")
+    ap.add_argument("--json", default=meta.result_path("big-batches"))
     args = ap.parse_args(argv)
     from irfuse.mesh import box_tetrahedra
 
@@ -176,7 +176,7 @@ def main(argv=None) -> int:
               f"{row['exchange_ms_per_step']:>17.3f} {str(same):>10}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"tetrahedra": int(len(conn)), "nodes": int(len(X)), "steps": args.steps,
+            meta.dump({"tetrahedra": int(len(conn)), "nodes": int(len(X)), "steps": args.steps,
                        "rows": [{k: v for k, v in r.items() if k != "_bits"} for r in rows]}, f, indent=1)
     return 0
 

@@ -29,11 +29,11 @@ once and outputs written once. Requires the `dask` extra and CuPy.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = {"SyncTest": "synctest.kas", "BigFusion": "bigfusion_bench.kas", "StVenantInner": "stvenant_inner.kas",
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--chain", type=int, default=1, metavar="K",
                     help="apply a one-input program K times in one graph, each output the next input (SyncTest): K "
                          "times the GPU work per run, against the fixed cost of a run's round trips")
-    ap.add_argument("--json", default="dask_scale.json")
+    ap.add_argument("--json", default=meta.result_path("big-batches"))
     args = ap.parse_args(argv)
 
     import cupy
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
         print(f"| {wl} | {data} | {top['n']:,} | {top['chunk']:,} | {cells} | {top['speedup_over_fewest']:.2f}x |")
     gpu = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "repeat": args.repeat, "direct_chunk_s": direct, "dask_fixed": fixed,
+        meta.dump({"gpu": gpu, "repeat": args.repeat, "direct_chunk_s": direct, "dask_fixed": fixed,
                    "rows": rows}, f, indent=2)
     return 0
 

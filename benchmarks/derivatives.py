@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 
@@ -50,6 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import interleaved_medians, jax_sampler, torch_sampler  # noqa: E402
 
 from irfuse.testing.derivatives import NEO_HOOKEAN_ENERGY as ENERGY  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 PROGRAMS = {"energy": ENERGY, "gradient": ENERGY + "derivative grad of E wrt F;\n",
             "hvp": ENERGY + "derivative grad of E wrt F;\nderivative jvp wrt F;\n"}
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--skip-compile", action="store_true", help="leave out torch.compile")
-    ap.add_argument("--json", default="derivatives.json")
+    ap.add_argument("--json", default=meta.result_path("derivatives"))
     args = ap.parse_args(argv)
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     console.print(table)
     console.print(summary)
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "n": n, "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat, "rounds": args.rounds,
+        meta.dump({"gpu": gpu, "n": n, "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat, "rounds": args.rounds,
                    "rows": rows, "summary": summary}, f, indent=2)
     return 0
 

@@ -38,7 +38,6 @@ report says what fraction of the copy bandwidth it would take.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -46,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import ROOT, interleaved_medians, jax_sampler, torch_sampler  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 EXAMPLES = ("p1_elastic", "neo_hookean", "j2_return", "hex8")
 SAME_BYTES = "(copy of the same bytes)"
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
     ap.add_argument("--examples", nargs="+", default=list(EXAMPLES))
     ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--skip-compile", action="store_true", help="leave out torch.compile")
-    ap.add_argument("--json", default="element_codes.json")
+    ap.add_argument("--json", default=meta.result_path("element-codes"))
     args = ap.parse_args(argv)
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -366,7 +366,7 @@ def main(argv=None) -> int:
                       f"{r['fraction_of_same_bytes_copy_x10']:.1%} 10 calls back to back; 2x the best peer needs "
                       f"{r['two_x_best_peer_needs_fraction_of_copy']:.0%} of the copy bandwidth")
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
+        meta.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
                    "rounds": args.rounds, "rows": rows}, f, indent=2)
     return 0
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import sys
 
 from rich.console import Console
 from rich.table import Table
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--examples", nargs="+", default=None, metavar="NAME",
                     help="only these examples (file names without .kas; default: every one)")
-    ap.add_argument("--json", default="examples.json")
+    ap.add_argument("--json", default=meta.result_path("seeds"))
     args = ap.parse_args(argv)
 
     from irfuse.driver.compile import compile_program
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
                       f"{r['fraction_of_copy']:.1%}")
     console.print(table)
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=2)
+        meta.dump({"gpu": gpu, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=2)
     return 0 if all(r["verified"] for r in rows) else 1
 
 

@@ -36,7 +36,6 @@ def _programs(prog) -> list:
 
 
 def _inputs(prog, rng, mesh):
-    import numpy as np
 
     X, conn = mesh
     arrays = {}

@@ -44,13 +44,13 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import glob
-import json
 import os
 import random
 import signal
 import sys
 import time
 import traceback
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("mutated", "text", "ir", "inputs", "flags", "library", "cache")
@@ -227,7 +227,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--keep", default=os.path.join(ROOT, "tests", "regressions"))
-    ap.add_argument("--json", default="fuzz.json")
+    ap.add_argument("--json", default=meta.result_path("robustness"))
     ap.add_argument("--nvrtc", action="store_true", help="also compile every plan to sm_90 with NVRTC")
     ap.add_argument("--chunks", action="store_true", help="also run every plan in chunks against one call")
     ap.add_argument("--layouts", nargs="+", choices=["aos", "soa"], default=["aos"],
@@ -321,7 +321,7 @@ def main(argv=None) -> int:
               str(len(ok_programs)), "-", str(len(programs) - len(ok_programs)))
     console.print(t)
     with open(args.json, "w") as f:
-        json.dump(summary, f, indent=1)
+        meta.dump(summary, f, indent=1)
     console.print(f"wrote {args.json}")
     return 0 if not summary["fuzz_findings"] and len(ok_programs) == len(programs) else 1
 

@@ -18,11 +18,11 @@ kernel's average device time, and its share of the one-run time. Needs torch wit
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT = [os.path.join(ROOT, "examples", "strain_energy.kas"), os.path.join(ROOT, "examples", "cfl_step.kas"),
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="*", default=DEFAULT)
     ap.add_argument("--n", type=int, default=8_388_608)
-    ap.add_argument("--json", default="kernel_times.json")
+    ap.add_argument("--json", default=meta.result_path("reductions"))
     args = ap.parse_args(argv)
 
     import torch
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
                      "fraction_of_copy_ten": nbytes / ten / copy_bw, "kernels_s": kernels})
     Console(width=160).print(table)
     with open(args.json, "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=2)
+        meta.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=2)
     return 0
 
 

@@ -11,10 +11,10 @@ Needs a GPU. Prints a table of medians (fractions of the 1 GiB copy bandwidth) a
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 HELPERS = r"""
 extern "C" __global__ void irf_spin(long long cycles)
@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--spin-us", type=float, default=100.0, help="busy kernel ahead of a 'queued' timing")
-    ap.add_argument("--json", default="launch_paths.json")
+    ap.add_argument("--json", default=meta.result_path("calls"))
     args = ap.parse_args(argv)
 
     from rich.console import Console
@@ -157,7 +157,7 @@ def main(argv=None) -> int:
     print("host time per launch (us):", {k: round(v, 2) for k, v in host_us.items()})
     print("1 GiB copy, device time (GB/s):", {k: round(v / 1e9) for k, v in big_bw.items()})
     with open(args.json, "w") as f:
-        json.dump({"gpu": graphs.gpu_name, "file": args.file, "pipeline": args.pipeline, "n": args.n,
+        meta.dump({"gpu": graphs.gpu_name, "file": args.file, "pipeline": args.pipeline, "n": args.n,
                    "bytes": nbytes, "copy_bandwidth_Bps": copy_bw, "spin_us": args.spin_us,
                    "host_launch_us": host_us, "copy_1GiB_Bps": big_bw, "rows": rows,
                    "times_s": {f"{k[0]} | {k[1]}": v for k, v in times.items()}}, f, indent=1)

@@ -19,7 +19,6 @@ irfuse row is checked against the float64 NumPy reference on a sample.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -27,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import ROOT, WORKLOADS  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 
 def touch_source(ins: list[int], outs: list[int], per_thread: int) -> str:
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4_194_304)
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--json", default="layouts.json")
+    ap.add_argument("--json", default=meta.result_path("layouts"))
     args = ap.parse_args(argv)
     if args.n % 4:
         ap.error("--n must be a multiple of 4 (the 16-byte touch kernel)")
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     for r in rows:
         console.print(f"{r['workload']}: aos {'; '.join(r['aos_kernels'])} | soa {'; '.join(r['soa_kernels'])}")
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=1)
+        meta.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=1)
     console.print(f"wrote {args.json}")
     return 0
 

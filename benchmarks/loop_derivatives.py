@@ -29,7 +29,6 @@ again in the adjoint loop, a checkpointed segment twice).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -40,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import interleaved_medians, torch_sampler  # noqa: E402
 
 from irfuse.testing.derivatives import SCALAR_LOOP, TIME_LOOP  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--programs", nargs="+", default=list(programs()))
     ap.add_argument("--modes", nargs="+", default=["unroll", "tape"])
-    ap.add_argument("--json", default="loop_derivatives.json")
+    ap.add_argument("--json", default=meta.result_path("derivatives"))
     args = ap.parse_args(argv)
 
     import torch
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
                      "fraction_of_copy": {k: nbytes / t / copy_bw for k, t in times.items()},
                      "tape_over_unroll": times["tape"] / times["unroll"] if len(times) == 2 else None})
         with open(args.json, "w") as f:
-            json.dump({"copy_bandwidth": copy_bw, "gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+            meta.dump({"copy_bandwidth": copy_bw, "gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 
     table = Table(title=f"Reverse derivatives of loops, {torch.cuda.get_device_name()}, n = {n:,}, float32; "
                         f"copy {copy_bw / 1e9:.0f} GB/s")

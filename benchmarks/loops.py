@@ -35,7 +35,6 @@ saved by `irfuse calibrate` on this GPU, else the built-in one) is printed besid
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -44,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import ROOT, in_context, interleaved_medians, jax_sampler, peer_check, torch_sampler  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 PROGRAMS = {
     "power_iteration": ("power_iteration.kas", ["A", "x"], ["x"]),
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
     ap.add_argument("--torch-matmul", action="store_true", help="PyTorch products written with @ (batched cuBLAS)")
     ap.add_argument("--with-eager", action="store_true", help="also PyTorch eager (seconds per run: slow to time)")
     ap.add_argument("--programs", default=",".join(PROGRAMS), help="which programs, comma-separated")
-    ap.add_argument("--json", default="loops.json")
+    ap.add_argument("--json", default=meta.result_path("loops"))
     args = ap.parse_args(argv)
 
     from rich.console import Console
@@ -370,7 +370,7 @@ def main(argv=None) -> int:
         rows.append(row)
         console.print(f"{name}: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in medians.items()), highlight=False)
         with open(args.json, "w") as f:  # after every program: a run cut short keeps what it measured
-            json.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=1)
+            meta.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=1)
         for b in [*ins, *outs.values()]:
             b.free()
         for d in devices:
@@ -393,7 +393,7 @@ def main(argv=None) -> int:
         console.print(f"{r['program']}: irfuse default / hand-written = {r['irfuse_over_hand']:.3f}; kernels: "
                       + "; ".join(r["contenders"]["irfuse (default plan)"]["kernels"]))
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=1)
+        meta.dump({"gpu": gpu, "n": args.n, "copy_bandwidth_Bps": copy_bw, "rows": rows}, f, indent=1)
     console.print(f"wrote {args.json}")
     return 0
 

@@ -15,12 +15,12 @@ of StVenant (`benchmarks/programs/ttmul.kas`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 from rich.console import Console
 from rich.table import Table
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", nargs="+", default=["f64", "f32"])
     ap.add_argument("--top", type=int, default=90)
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--json", default="mappings.json")
+    ap.add_argument("--json", default=meta.result_path("planner"))
     args = ap.parse_args(argv)
 
     from irfuse.frontend.irgen import compile_file
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
                       f"{r['fraction_of_copy']:.1%}", "yes" if r["verified"] else "NO")
     console.print(table)
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "copy_bandwidth_Bps": copy_bw, "program": args.file, "rows": rows}, f, indent=2)
+        meta.dump({"gpu": gpu, "copy_bandwidth_Bps": copy_bw, "program": args.file, "rows": rows}, f, indent=2)
     return 0 if all(r["verified"] for r in rows) else 1
 
 

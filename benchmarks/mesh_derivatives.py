@@ -22,7 +22,6 @@ run. The residuals are checked against a float64 NumPy reference (relative to th
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -32,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from assembly import (KERNELS, LAMBDA, MU, arguments, copy_bandwidth, inverse3, neo_hookean,  # noqa: E402
                       numpy_reference, shape_gradients)
 from peers import interleaved_medians, jax_sampler, torch_sampler  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "mesh")
 
@@ -50,7 +50,7 @@ def energy(xp, X, u, conn, lam, mu):
 
 
 def main(argv=None) -> int:
-    args = arguments(argv, "mesh_derivatives.json")
+    args = arguments(argv, meta.result_path("derivatives"))
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import cupy
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
                       ", ".join(f"{k} {v:.1e}" for k, v in row["errors"].items()))
     console.print(table)
     with open(args.json, "w") as f:
-        json.dump({"gpu": gpu, "elements": elements, "nodes": nodes, "floor_bytes": floor,
+        meta.dump({"gpu": gpu, "elements": elements, "nodes": nodes, "floor_bytes": floor,
                    "copy_bytes_per_s": copy_bw, "rows": rows}, f, indent=1)
     return 0
 

@@ -22,6 +22,7 @@ import re
 import sys
 
 import numpy as np
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=4_194_304)
     ap.add_argument("--program", default=os.path.join(ROOT, "examples", "synctest.kas"))
     ap.add_argument("--blocks", default="8,12,16")
-    ap.add_argument("--json", default="occupancy.json")
+    ap.add_argument("--json", default=meta.result_path("planner"))
     args = ap.parse_args(argv)
 
     from irfuse.backend.nvrtc import compile_cubin
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
             dev.close()
         print(json.dumps(row), flush=True)
     with open(args.json, "w") as f:
-        json.dump({"gpu": dev.gpu_name, "n": args.n, "rows": rows}, f, indent=1)
+        meta.dump({"gpu": dev.gpu_name, "n": args.n, "rows": rows}, f, indent=1)
     return 0
 
 

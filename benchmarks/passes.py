@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import sys
 
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS  # the order the default pipeline runs them in
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAGES = ["fuse-partition", *(step.pass_name for step in IN_KERNEL_STEPS)]
@@ -24,7 +24,7 @@ STAGES = ["fuse-partition", *(step.pass_name for step in IN_KERNEL_STEPS)]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--json", default="passes.json")
+    ap.add_argument("--json", default=meta.result_path("planner"))
     args = ap.parse_args(argv)
     from rich.console import Console
     from rich.table import Table
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
                                       for s in STAGES))
     Console(width=250).print(table)
     with open(args.json, "w") as f:
-        json.dump(rows, f, indent=2)
+        meta.dump(rows, f, indent=2)
     return 0
 
 

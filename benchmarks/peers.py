@@ -29,6 +29,7 @@ import sys
 import time
 
 import numpy as np
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAME_SIZE_COPY = "(copy of the same bytes)"
@@ -303,7 +304,7 @@ def numba_fns():
     chunks = 8 * numba.get_num_threads()
     # Outputs on the allocations irfuse's CPU backend uses (page-aligned): on 16 cores of the
     # GPU machine's Xeon a kernel ran several times faster on those than on NumPy's own
-    # (benchmarks/NOTES.md, twenty-ninth session); every contender gets the same.
+    # (benchmarks/NOTES.md, The CPU backend, 2026-11-26); every contender gets the same.
     from irfuse.runtime.cpu_device import page_aligned
 
     def reducing(kernel, shapes, uniform_inputs=()):
@@ -434,7 +435,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=50, help="timings per contender (default 50)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="rounds visiting every contender in turn, alternating order (default 5)")
-    ap.add_argument("--json", default="peers.json")
+    ap.add_argument("--json", default=meta.result_path("seeds"))
     ap.add_argument("--tuning-dir", default=".")
     ap.add_argument("--no-tune", action="store_true",
                     help="time irfuse's default plan (the planner's prediction) instead of the tuned best")
@@ -561,7 +562,7 @@ def main(argv=None) -> int:
                       f"{r['spearman']:.2f}, predicted best {r['predicted_best_gap']:.1%} off the measured best")
         console.print("  peers against the reference: " + "; ".join(f"{k} {v}" for k, v in r["peer_checks"].items()))
     with open(args.json, "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw,
+        meta.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw,
                    "back_to_back": args.back_to_back, "repeat": args.repeat, "rounds": args.rounds,
                    "rows": rows}, f, indent=2)
     return 0

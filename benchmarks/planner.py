@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import sys
 import time
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--dense-seeds", type=int, nargs="+", default=[6, 17, 31, 38])
     ap.add_argument("--long", action="store_true", help="the power iteration's reverse derivative too")
-    ap.add_argument("--json", default="planner.json")
+    ap.add_argument("--json", default=meta.result_path("planner"))
     args = ap.parse_args(argv)
     from rich.console import Console
     from rich.table import Table
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
                   f"{r['best_ms']:.3f}", f"{r['last_ms']:.3f}", "yes" if r["budget_reached"] else "no")
     Console(width=160).print(t)
     with open(args.json, "w") as f:
-        json.dump(rows, f, indent=2)
+        meta.dump(rows, f, indent=2)
     return 0
 
 

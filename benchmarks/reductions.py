@@ -44,7 +44,6 @@ programmatic dependent launch).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -52,6 +51,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import in_context, interleaved_medians, jax_sampler, peer_check, torch_sampler  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = {
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-max-autotune", action="store_true")
     ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--skip-cpu", action="store_true", help="leave out the comparison with the CPU backend's bits")
-    ap.add_argument("--json", default="reductions.json")
+    ap.add_argument("--json", default=meta.result_path("reductions"))
     ap.add_argument("--no-variants", dest="variants", action="store_false",
                     help="leave out the plan's variants (combine kernels, last block, plain graph)")
     args = ap.parse_args(argv)
@@ -263,7 +263,7 @@ def main(argv=None) -> int:
                           + ", ".join(f"{k} {v * 1e3:.4f}" for k, v in times.items() if k.startswith("irfuse")),
                           highlight=False)
             with open(args.json, "w") as f:  # after every row: a run cut short keeps what it measured
-                json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
+                meta.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
                            "rounds": args.rounds, "rows": rows}, f, indent=2)
             del samplers, targs
             torch.cuda.empty_cache()
@@ -293,7 +293,7 @@ def main(argv=None) -> int:
                       f"{r['kernels']}; {r['combine_parts']} partials per word")
         console.print("  peers against the reference: " + "; ".join(f"{k} {v}" for k, v in r["peer_checks"].items()))
     with open(args.json, "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
+        meta.dump({"gpu": torch.cuda.get_device_name(), "copy_bandwidth_Bps": copy_bw, "repeat": args.repeat,
                    "rounds": args.rounds, "rows": rows}, f, indent=2)
     return 0
 

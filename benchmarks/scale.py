@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -38,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import ROOT, WORKLOADS  # noqa: E402
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 REDUCING = {"StrainEnergy": "strain_energy.kas", "CflStep": "cfl_step.kas"}
 
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=16_777_216)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=[*WORKLOADS, *REDUCING])
-    ap.add_argument("--json", default="scale.json")
+    ap.add_argument("--json", default=meta.result_path("big-batches"))
     args = ap.parse_args(argv)
 
     from rich.console import Console
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
         prog.close()
         rows.append(row)
         with open(args.json, "w") as f:
-            json.dump({"gpu": gpu, "rows": rows}, f, indent=1)
+            meta.dump({"gpu": gpu, "rows": rows}, f, indent=1)
     t = Table(title=f"{gpu}: host batches through the GPU, n = {args.n}, float32, median of {args.repeat}")
     for col in ("workload", "budget", "chunks", "passes", "time", "M elem/s", "transfer floor", "of floor", "verified"):
         t.add_column(col)

@@ -10,7 +10,6 @@ fraction of that copy. An experiment behind a note in NOTES.md, not a peer compa
 """
 
 import argparse
-import json
 
 import numpy as np
 
@@ -18,13 +17,14 @@ import irfuse
 from irfuse.runtime.cuda_device import measure_copy_bandwidth
 from irfuse.runtime.executor import Executor
 from irfuse.verification.reference import effective_bytes
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+",
                     default=[1 << 22, (1 << 22) + 4096, 1 << 24, (1 << 24) + 4096, 1 << 25])
-    ap.add_argument("--json", default="soa_batch_sizes.json")
+    ap.add_argument("--json", default=meta.result_path("layouts"))
     args = ap.parse_args(argv)
     prog = irfuse.compile("examples/synctest.kas", backend="cuda", layout="soa")
     dev = prog.opened_device()
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         rows.append({"n": n, "seconds": t, "of_copy": frac})
         print(f"SoA SyncTest n={n}: {t * 1e3:.4f} ms, {frac:.1%} of copy", flush=True)
     with open(args.json, "w") as f:
-        json.dump({"gpu": dev.gpu_name, "copy_bandwidth_Bps": bw, "rows": rows}, f, indent=1)
+        meta.dump({"gpu": dev.gpu_name, "copy_bandwidth_Bps": bw, "rows": rows}, f, indent=1)
     prog.close()
     return 0
 
