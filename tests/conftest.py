@@ -12,7 +12,7 @@ EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    """Compile caches of a test session live in a fresh directory, one for all the session's
+    """Compile caches of a test run live in a fresh directory, one for all the run's
     xdist workers (the cache's locks and atomic writes are made for sharing): a library one
     worker built is not built again by the other."""
     old = os.environ.get("IRFUSE_CACHE_DIR")

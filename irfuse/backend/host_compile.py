@@ -107,7 +107,7 @@ def compiler() -> list[str]:
 # the compiler may vectorize loops that call them.
 FLAGS = ["-std=c++20", "-O2", "-fno-strict-aliasing", "-ffp-contract=off", "-fno-math-errno", "-shared",
          "-fPIC", "-pthread", "-w"]
-# GCC's own (benchmarks/NOTES.md, thirty-ninth session; the same bits in every case):
+# GCC's own (benchmarks/NOTES.md, The CPU backend, 2026-11-27; the same bits in every case):
 # -fvect-cost-model=dynamic: -O2 vectorizes a loop only where its trip count and its arrays'
 # overlap need no test at run time (the "very-cheap" model), and the loops over a block's
 # elements need both (CflStep 1.40 -> 1.18 ms on 2 cores). -mtune=native: instructions

@@ -28,7 +28,7 @@
 // read a value through one (vneg3's) before the call just before had written it (vadd3's
 // result): poisoned words, NaN results (tests/regressions/restrict_reordered_across_inlined_
 // calls.kas; right with -fno-inline, -fno-tree-slp-vectorize, ASan or UBSan). Without the
-// qualifier the CPU backend measured as fast (benchmarks/cpu.py, eighteenth session).
+// qualifier the CPU backend measured as fast (benchmarks/cpu.py; NOTES, The CPU backend, 2026-11-24).
 #define __restrict__
 
 using std::cos;

@@ -33,7 +33,7 @@ dependent steps, a square root and a division in each of the power iteration's 1
 for every lane in turn, then each element's statements after it, every lane's values in arrays
 of their own. One element's chain waits on its steps' latency; the lanes' independent chains
 fill it (the power iteration 608 -> 159 ms, the precession 2,181 -> 634 ms on two cores,
-benchmarks/NOTES.md, thirty-ninth session). Each element runs the same operations in the same
+benchmarks/NOTES.md, The CPU backend, 2026-11-27). Each element runs the same operations in the same
 order, so the same bits. A short loop is left alone: the C++ compiler unrolls it whole and keeps
 its values in registers, which lanes held in arrays would undo (the 4-step rotation loop: 11.8
 -> 21.2 ms with lanes).
@@ -41,7 +41,7 @@ its values in registers, which lanes held in arrays would undo (the 4-step rotat
 An input whose element rows are 64 bytes or more (StVenant's 81-word tensor, StVenantInner's
 27-word one, BigFusion's 5x5 matrices) has the row of the element 2 KB on prefetched as each
 element starts: the hardware's prefetcher alone left StVenant 10-15% slower (13.8-15.2 -> 12.8-13.3
-ms on two cores, StVenantInner 5.3 -> 4.7-4.9; benchmarks/NOTES.md, fortieth session). Narrower
+ms on two cores, StVenantInner 5.3 -> 4.7-4.9; benchmarks/NOTES.md, The CPU backend, 2026-11-27). Narrower
 rows are left to the hardware: prefetching every input (CflStep's 3-word rows) made CflStep 20%
 slower (1.06 -> 1.30 ms): with a prefetch in them GCC no longer vectorized its loops across
 elements (-fopt-info). An element loop with a call in vectors of its own (a hoisted uniform
@@ -55,7 +55,7 @@ element `GATHER_AHEAD` on names (and the connectivity row twice as far on): abou
 mesh residuals and the lumped mass on two cores. Rendering gathers and scatters as loops at
 all (they were twins before, and the CPU profile planned them as twins: small gathering kernels
 handing their values to loop kernels through memory) made the mesh examples one kernel each and
-1.8-3.1x faster on two cores (benchmarks/NOTES.md, forty-first session).
+1.8-3.1x faster on two cores (benchmarks/NOTES.md, Meshes: gathers and scatters, 2026-11-28).
 
 A call with a uniform operand takes that operand's words in vectors made once, before the loop
 over blocks, and its outputs a vector at a time where they have one shape

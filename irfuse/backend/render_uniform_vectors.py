@@ -15,7 +15,7 @@ lanes' words. Each lane runs the operations of its output in the order of the sc
 so the bits are the scalar code's. Outputs left over, and vectors of other shapes, stay
 scalar, as in the implementation's own function. StrainEnergy (a 6x6 stiffness times each
 element's strain): 3.25-3.36 -> 2.52-2.55 ms on two cores, numba's loop 3.19-3.22
-(benchmarks/NOTES.md, fortieth session)."""
+(benchmarks/NOTES.md, The CPU backend, 2026-11-27)."""
 
 from __future__ import annotations
 

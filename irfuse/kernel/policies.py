@@ -14,7 +14,8 @@ from irfuse.kernel.model import KernelModel, OpKind, register_pattern
 # times the turnaround from a block's loads to the next block's (H200: 4.26 TB/s / 132 SMs x
 # about 1.4 us, the larger of the two built-in GPUs). Measured on SyncTest's kernel (4.6 KB a
 # block), 10 resident blocks asked stream fastest on the H200 (8: 3% slower; 11 and 12:
-# 0.5-0.7%) and faster than 11 on the H100 (benchmarks/NOTES.md, tenth and nineteenth sessions).
+# 0.5-0.7%) and faster than 11 on the H100 (benchmarks/NOTES.md, Seed programs, 2026-11-23; Calls
+# from Python, 2026-11-24).
 IN_FLIGHT_BYTES = 45 * 1024
 
 
@@ -26,7 +27,7 @@ IN_FLIGHT_BYTES = 45 * 1024
 # Neo-Hookean mesh energy and its gradient (12.6 M tetrahedra, 53-55 registers at 1024
 # threads): asked for 10 blocks of 128 threads, ptxas fits both in 48 registers without
 # spilling, 0.211 -> 0.202 ms and 0.513 -> 0.492 ms, the same bits; asked for 12 (40
-# registers, some spilled) the energy took 0.219 (benchmarks/NOTES.md, forty-first session).
+# registers, some spilled) the energy took 0.219 (benchmarks/NOTES.md, Meshes: gathers and scatters, 2026-11-28).
 GATHER_THREADS = 1280
 
 
@@ -75,7 +76,7 @@ def staged_run_loads(model: KernelModel) -> list[int]:
     copies such a value's runs (word k of its `by` elements, contiguous in global memory) with
     16-byte asynchronous copies, all the loads' at once, then each thread reads its words
     after one barrier: 4-byte loads straight into registers stream 1-3.5% slower on an H100
-    and an H200 (benchmarks/NOTES.md, eighteenth session). The CPU backend loads directly.
+    and an H200 (benchmarks/NOTES.md, Structures of arrays, 2026-11-24). The CPU backend loads directly.
 
     All of them or none: with some of BigFusion's loads staged and the others direct, its
     results were off the direct kernel's by rounding on an H100 and an H200 (within the

@@ -312,8 +312,8 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
 # block has fenced its partials and counted itself finished (FINISH_FIXED a launch). The combine
 # kernels it replaces cost a launch each: the graph launches them as programmatic dependent
 # launches, so their turnaround overlaps the reducing kernel's last blocks. Fitted on the H200
-# (benchmarks/NOTES.md, thirty-first session: the last block was 1.1-1.7 us slower than a combine
-# kernel at one round, and 0.2-0.7 us more a round after).
+# (benchmarks/NOTES.md, Batch-wide values and reductions, 2026-11-26: the last block was 1.1-1.7 us
+# slower than a combine kernel at one round, and 0.2-0.7 us more a round after).
 L2_ROUND_TRIP = 6e-7
 FINISH_FIXED = 1.5e-6
 

@@ -11,8 +11,8 @@ unrolled program as a compile would (the default device profile and batch, float
 derivative is one program for every target) and answers whether each kernel of the best plan
 needs at most the registers a thread may have (`cost.peak_register_words` against the
 profile's `max_regs_per_thread`, 255). On an H200 it picks the faster form of all nine
-programs measured (`benchmarks/loop_derivatives.py`, benchmarks/NOTES.md, forty-second
-session), where the statement count it replaces (64) picked the slower of six: among them
+programs measured (`benchmarks/loop_derivatives.py`, benchmarks/NOTES.md, Derivatives,
+2026-11-28), where the statement count it replaces (64) picked the slower of six: among them
 scalar loops of 160 and 240 statements that stay in registers (unrolled 4.2x and 6.6x
 faster) and the time loop at 40 steps (160 statements, unrolled 1.29x faster once a thread
 runs one element of it).
@@ -23,7 +23,7 @@ computing segments again from checkpoints; how often to split it is priced here:
 on the four most split programs tried it predicted the full search's times in a twentieth of
 the time) and gives whether its kernels fit the registers and the plan's predicted time.
 Against the fixed budget it replaces (a loop split once its history passed 64 words an
-element), on an H200 (forty-third session) the price picks
+element), on an H200 (Derivatives, 2026-11-28) the price picks
 segments of two or three iterations for a 40-step scalar loop (0.114 ms against 0.820 whole, as
 the budget kept it) and the power iteration (1.753 against 2.220 split once), and is 1.21x
 slower than the budget on the 40-step time loop and the 28-step rotation loop (0.827 / 0.683,

@@ -65,25 +65,25 @@ class DeviceProfile:
 
 # Copy bandwidth, launch and barrier figures from `irfuse calibrate` on each GPU of the GPU
 # machine (H100 2026-11-22, H200 2026-11-23, launches in one CUDA graph on both;
-# benchmarks/results/profile-nvidia_h200.json and profile-nvidia_h100_80gb_hbm3.json, the tenth session's in
-# benchmarks/results/tenth_session/);
+# benchmarks/results/planner/2026-11-22_profile-nvidia_h200.json and
+# 2026-11-22_profile-nvidia_h100_80gb_hbm3.json, those of 2026-11-23 in benchmarks/results/seeds/);
 # `turnaround` fitted on the H100 (benchmarks/NOTES.md) and taken over for the H200, not
 # measured there; `gather_rate` fitted on the H200 (the P1 residual's element kernel: 0.50 ms on
-# 12.6 M Morton-ordered tetrahedra, twenty-fifth session, where the bytes it takes from memory
+# 12.6 M Morton-ordered tetrahedra, NOTES, Meshes, 2026-11-26, where the bytes it takes from memory
 # alone predict 0.29 ms) and taken over for the H100, not measured there. The multiply-add rates and the cost of a division, reciprocal or square
 # root were measured by `irfuse calibrate` on both on 2026-11-23 and agree within 1%.
 _HOPPER = dict(sms=132, fp32_flops=63.8e12, fp64_flops=33.4e12, slow_op_flops=30.6, slow_op_flops_f64=26.5,
                shared_per_sm=228 * 1024, shared_per_block=227 * 1024)
-# `block_cost` measured on the H200 (thirtieth session: a kernel of 64-element blocks ran at 790
-# blocks a microsecond whatever their bytes, 166 ns a block on each SM) and taken over for the
-# H100 (the same chip).
+# `block_cost` measured on the H200 (NOTES, The planner, 2026-11-26: a kernel of 64-element blocks ran
+# at 790 blocks a microsecond whatever their bytes, 166 ns a block on each SM) and taken over for
+# the H100 (the same chip).
 H100 = DeviceProfile("NVIDIA H100 80GB HBM3", bandwidth=3.01e12, launch_overhead=7.8e-7, barrier_cost=6.4e-8,
                      turnaround=1.5e-6, block_cost=1.66e-7, **_HOPPER)
 H200 = DeviceProfile("NVIDIA H200", bandwidth=4.26e12, launch_overhead=5.0e-7, barrier_cost=7.4e-8,
                      turnaround=1.5e-6, block_cost=1.66e-7, **_HOPPER)
 # The CI machine's kind (2 cores of an AMD EPYC, 32 MiB of L3): two runs of
-# `irfuse calibrate --backend cpu` on 2026-11-26, averaged (benchmarks/NOTES.md, twenty-ninth
-# session). A machine of other cores plans better with its own (`irfuse calibrate --backend
+# `irfuse calibrate --backend cpu` on 2026-11-26, averaged (benchmarks/NOTES.md, The CPU backend,
+# 2026-11-26). A machine of other cores plans better with its own (`irfuse calibrate --backend
 # cpu` replaces this profile).
 CPU = DeviceProfile("CPU", kind="cpu", sms=2, bandwidth=2.3e10, fp32_flops=8.7e9, fp64_flops=8.8e9,
                     slow_op_flops=10.0, slow_op_flops_f64=13.4, launch_overhead=4.3e-6, barrier_cost=0.0,

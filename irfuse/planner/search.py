@@ -60,7 +60,7 @@ BLOCK_THREADS = (64, 128, 256)
 # reduction tree and its other fixed work then serve several elements a thread (measured on
 # CflStep's reducing kernel: 48.7 -> 40.5 us on an H100, 44.7 -> 29.2 us on an H200 with 2-4
 # elements a thread; a kernel without a reduction measured no gain: benchmarks/NOTES.md,
-# seventeenth session).
+# Batch-wide values and reductions, 2026-11-24).
 ELEMENTS_PER_THREAD = (2, 4)
 # The search's budget, in units of work rather than seconds so that the same program gives
 # the same plan on any machine: configurations analysed (about 2 ms each on a 2-core machine),
@@ -185,10 +185,10 @@ def tie_rank(elements: int, per_thread: int, reduces: bool, bx: int = 1, gathers
     the batch two elements a thread (the tree's first step in registers: StrainEnergy 130
     against 147 us on the H200), elsewhere one (several 1-4% slower on SyncTest)
     (benchmarks/NOTES.md, "StrainEnergy and CflStep at larger blocks", "Experiment first: more
-    elements a thread", the twelfth session's table), and one in a kernel that gathers, reduce
+    elements a thread", the table of 2026-11-23 under Big batches), and one in a kernel that gathers, reduce
     or not (its loads wait on node numbers, and twice the threads keep twice as many in flight:
     the Neo-Hookean energy over a mesh 0.321 against 0.352 ms, with its gradient 0.773 against
-    0.894 ms, thirty-sixth session); then a thread an element (`bx` 1)."""
+    0.894 ms; NOTES, Meshes, 2026-11-27); then a thread an element (`bx` 1)."""
     want = 2 if reduces and not gathers else 1
     return 4 * abs(per_thread.bit_length() - want.bit_length()) + 2 * (elements != 128) + (bx != 1)
 
@@ -284,7 +284,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
             # A row of every register value per element: where the elements' values together
             # pass a thread's registers, ptxas spills what one element a thread keeps (unrolled
             # reverse-mode code: 2 elements a thread of a 24-step time loop's gradient spilled
-            # 2.3 KB a thread, one element none; benchmarks/NOTES.md, forty-second session).
+            # 2.3 KB a thread, one element none; benchmarks/NOTES.md, Derivatives, 2026-11-28).
             continue
         bound = kernel_cost(m, n, profile, sizes)
         if not bound.feasible:

@@ -21,7 +21,7 @@ def page_aligned(shape, dtype) -> np.ndarray:
     bytes or more; smaller ones as NumPy allocates them). On 16 cores of the GPU machine's
     Xeon, CflStep's step kernel ran 0.12-0.16 ms on page-aligned buffers and 0.56-0.77 ms on
     NumPy's own allocations of the same sizes, in every one of four processes (its reducing
-    kernel alike either way; benchmarks/NOTES.md, twenty-ninth session); buffers at other
+    kernel alike either way; benchmarks/NOTES.md, The CPU backend, 2026-11-26); buffers at other
     offsets within a page, made the same way, ran as fast as page-aligned ones, so the offset
     is not the cause, and what is was not found. Neutral on the 2-core AMD machine."""
     dtype = np.dtype(dtype)
