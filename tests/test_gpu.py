@@ -2,6 +2,7 @@
 GPU arrays. Skipped without a GPU."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -640,25 +641,25 @@ def test_api_on_jax_arrays_gives_jax_arrays_in_memory_irfuse_allocated():
     assert exported_tensors() == before
 
 
-def _readme_examples() -> dict[str, str]:
-    """The README's Python blocks marked `<!-- example: NAME -->`."""
-    import re
+def _gpu_doc_blocks() -> list[str]:
+    """The documentation's Python blocks marked `<!-- gpu -->`, as `page:line`."""
+    from test_docs import PAGES, blocks
 
-    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
-    return dict(re.findall(r"<!-- example: (\w+)[^>]*-->\n```python\n(.*?)```", text, flags=re.S))
+    return [f"{b.page}:{b.line}" for page in PAGES for b in blocks(page) if b.lang == "python" and b.marker == "gpu"]
 
 
-@pytest.mark.parametrize("name", ["torch", "cupy"])
-def test_the_readme_examples_run(name):
-    """The README's complete examples on PyTorch and CuPy run as written, from the checkout."""
-    import subprocess
-    import sys
+@pytest.mark.parametrize("where", _gpu_doc_blocks())
+def test_the_documentations_gpu_examples_run(where):
+    """The README's and docs' examples on GPU arrays (PyTorch, CuPy) run as written, each in a
+    process of its own from the checkout (`tests/test_docs.py` runs the others on the CPU)."""
+    from test_docs import blocks, run_python
 
-    pytest.importorskip(name)
-    code = _readme_examples()[name]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
-    assert p.returncode == 0, p.stdout + p.stderr
+    page, line = where.rsplit(":", 1)
+    (b,) = [b for b in blocks(page) if b.line == int(line)]
+    for module in re.findall(r"^import (torch|cupy|jax)", b.code, flags=re.M):
+        pytest.importorskip(module)
+    p = run_python([b])
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-8000:]
 
 
 @pytest.mark.parametrize("layout", ["aos", "soa"])

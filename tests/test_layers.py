@@ -84,7 +84,7 @@ def _layer(pkg: str) -> int:
     for k, layer in enumerate(LAYERS):
         if pkg in layer:
             return k
-    raise AssertionError(f"{pkg} is in no layer: add it to LAYERS (and to the README's architecture)")
+    raise AssertionError(f"{pkg} is in no layer: add it to LAYERS (and to docs/architecture.md)")
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
