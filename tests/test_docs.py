@@ -7,7 +7,7 @@ A block's marker is the line just before its fence: `<!-- from: PATH -->` (an ex
 verbatim, and run like any other block), `<!-- not run: WHY -->` (skipped here, with the reason
 in the page), `<!-- gpu -->` (needs a GPU: `tests/test_gpu.py` runs those). A page's Python
 blocks run in order in one namespace, in a fresh process from the repository's root, so a
-page reads as one session of a user's. ```text blocks are illustrations and are not run."""
+page reads as one sitting of a user's. ```text blocks are illustrations and are not run."""
 
 from __future__ import annotations
 

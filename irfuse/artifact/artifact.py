@@ -24,6 +24,17 @@ from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 FORMAT = 3  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups
 
 
+def read_manifest(directory: str, expected: int, key: str, kind: str = "") -> dict:
+    """A plan directory's `manifest.json`, refused (ValueError, which the loaders turn into a
+    UsageError naming the directory) unless it is of format `expected` and holds `key`."""
+    with open(os.path.join(directory, "manifest.json")) as f:
+        manifest = json.load(f)
+    if manifest.get("format") != expected or key not in manifest:
+        raise ValueError(f"its manifest is {kind}format {manifest.get('format')}, this irfuse reads {kind}format "
+                         f"{expected}: compile the program again")
+    return manifest
+
+
 @dataclass
 class KernelResources:
     """What ptxas reports of one kernel."""
@@ -158,11 +169,7 @@ class Artifact:
         """The artifact a plan directory holds (JSON and bytes only: no compiler needed);
         UsageError naming the directory when it is not one whole."""
         try:
-            with open(os.path.join(directory, "manifest.json")) as f:
-                manifest = json.load(f)
-            if manifest.get("format") != FORMAT or "host" not in manifest:
-                raise ValueError(f"its manifest is format {manifest.get('format')}, this irfuse reads format {FORMAT}: "
-                                 "compile the program again")
+            manifest = read_manifest(directory, FORMAT, "host")
             with open(os.path.join(directory, "kernels.cu")) as f:
                 source = f.read()
             kernels = [KernelInfo.from_json({k: v for k, v in d.items() if k in KernelInfo.__dataclass_fields__})

@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from irfuse.artifact.artifact import Artifact
+from irfuse.artifact.artifact import Artifact, read_manifest
 from irfuse.diagnostics import Diagnostic, UsageError
 
 FORMAT = 1
@@ -101,11 +101,7 @@ class StagedArtifact:
         """The staged program a plan directory holds; UsageError naming the directory when it
         is not one whole."""
         try:
-            with open(os.path.join(directory, "manifest.json")) as f:
-                manifest = json.load(f)
-            if manifest.get("format") != FORMAT or "stages" not in manifest:
-                raise ValueError(f"its manifest is staged format {manifest.get('format')}, this irfuse reads {FORMAT}: "
-                                 "compile the program again")
+            manifest = read_manifest(directory, FORMAT, "stages", "staged ")
             p = manifest["program"]
             stages = []
             for s in manifest["stages"]:
