@@ -32,23 +32,19 @@ def _child(code: str, env: dict, *argv: str) -> subprocess.CompletedProcess:
                           text=True, env=env, cwd=ROOT, timeout=600)
 
 
-def test_the_guard_refuses_xdsl():
-    p = _child("import xdsl", dict(os.environ))
-    assert p.returncode != 0 and "this process runs without xDSL" in p.stderr
-
-
-def test_a_saved_plan_runs_with_irfuse_run_in_a_process_without_xdsl(tmp_path):
+def _saved_plan_runs_alone(tmp_path, source: str, inputs: dict, outputs: set[str]) -> tuple[list[str], dict]:
+    """`irfuse compile SOURCE -o DIR`, then `irfuse run --plan DIR` on `inputs` in this
+    environment and in a process without xDSL: the alone run's results are the full run's, and
+    it says it did not verify. Returns the plan's entries and the run's arguments and environment."""
     env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
     plan = tmp_path / "plan"
-    compiled = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", CFL, "-o", str(plan)],
+    compiled = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", source, "-o", str(plan)],
                               capture_output=True, text=True, env=env, cwd=ROOT)
     assert compiled.returncode == 0, compiled.stderr
-    inputs = tmp_path / "in.npz"
-    rng = np.random.default_rng(4)
-    np.savez(inputs, x=rng.random((300, 3), np.float32), v=rng.random((300, 3), np.float32),
-             cfl=np.array(0.5, np.float32))
+    npz = tmp_path / "in.npz"
+    np.savez(npz, **inputs)
     out_full, out_alone = tmp_path / "full.npz", tmp_path / "alone.npz"
-    run = ["run", "--plan", str(plan), "--backend", "cpu", "--inputs", str(inputs)]
+    run = ["run", "--plan", str(plan), "--backend", "cpu", "--inputs", str(npz)]
     full = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *run, "--save", str(out_full)],
                           capture_output=True, text=True, env=env, cwd=ROOT)
     assert full.returncode == 0 and "verified against the NumPy reference" in full.stdout, full.stdout + full.stderr
@@ -64,7 +60,21 @@ def test_a_saved_plan_runs_with_irfuse_run_in_a_process_without_xdsl(tmp_path):
     assert "not verified: checking the outputs needs irfuse's compiler" in alone.stdout
     assert "time (median of" in alone.stdout
     with np.load(out_full) as a, np.load(out_alone) as b:
-        assert set(a.files) == {"xn", "dt"} and all(np.array_equal(a[k], b[k]) for k in a.files)
+        assert set(a.files) == outputs and all(np.array_equal(a[k], b[k]) for k in a.files)
+    return sorted(p.name for p in plan.iterdir()), {"run": run, "env": env, "npz": str(npz)}
+
+
+def test_the_guard_refuses_xdsl():
+    p = _child("import xdsl", dict(os.environ))
+    assert p.returncode != 0 and "this process runs without xDSL" in p.stderr
+
+
+def test_a_saved_plan_runs_with_irfuse_run_in_a_process_without_xdsl(tmp_path):
+    rng = np.random.default_rng(4)
+    _, saved = _saved_plan_runs_alone(tmp_path, CFL, {"x": rng.random((300, 3), np.float32),
+                                                      "v": rng.random((300, 3), np.float32),
+                                                      "cfl": np.array(0.5, np.float32)}, {"xn", "dt"})
+    run, env = saved["run"], saved["env"]
     # Asked to verify, it says why it cannot, without a traceback.
     refused = _child("""
         import sys
@@ -115,35 +125,15 @@ def test_a_saved_plan_of_several_stages_runs_in_a_process_without_xdsl(tmp_path)
     there through the API too."""
     from irfuse.mesh import box_tetrahedra
 
-    env = {**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
-    plan = tmp_path / "plan"
-    compiled = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "compile", STEP, "-o", str(plan)],
-                              capture_output=True, text=True, env=env, cwd=ROOT)
-    assert compiled.returncode == 0, compiled.stderr
-    assert sorted(p.name for p in plan.iterdir()) == ["manifest.json", "reference.mlir", "stage0", "stage1", "stage2"]
     X, conn = box_tetrahedra(3)[:2]
     rng = np.random.default_rng(5)
     dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
-    inputs = tmp_path / "in.npz"
-    np.savez(inputs, X=X.astype(np.float32), u=(0.01 * rng.standard_normal(X.shape)).astype(np.float32),
-             v=rng.standard_normal(X.shape).astype(np.float32), m=rng.uniform(0.5, 1.5, len(X)).astype(np.float32),
-             conn=conn, dN=dN, lam=np.float32(1.5), mu=np.float32(0.7), dt=np.float32(1e-3))
-    run = ["run", "--plan", str(plan), "--backend", "cpu", "--inputs", str(inputs)]
-    out_full, out_alone = tmp_path / "full.npz", tmp_path / "alone.npz"
-    full = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *run, "--save", str(out_full)],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
-    assert full.returncode == 0 and "verified against the NumPy reference" in full.stdout, full.stdout + full.stderr
-    alone = _child("""
-        import sys
-        from irfuse.tools.cli import main
-        code = main(sys.argv[1:])
-        assert not [m for m in sys.modules if m == "xdsl" or m.startswith("xdsl.")]
-        sys.exit(code)
-    """, env, *run, "--save", str(out_alone))
-    assert alone.returncode == 0, alone.stdout + alone.stderr
-    assert "not verified: checking the outputs needs irfuse's compiler" in alone.stdout
-    with np.load(out_full) as a, np.load(out_alone) as b:
-        assert set(a.files) == {"u1", "v1"} and all(np.array_equal(a[k], b[k]) for k in a.files)
+    inputs = dict(X=X.astype(np.float32), u=(0.01 * rng.standard_normal(X.shape)).astype(np.float32),
+                  v=rng.standard_normal(X.shape).astype(np.float32), m=rng.uniform(0.5, 1.5, len(X)).astype(np.float32),
+                  conn=conn, dN=dN, lam=np.float32(1.5), mu=np.float32(0.7), dt=np.float32(1e-3))
+    entries, saved = _saved_plan_runs_alone(tmp_path, STEP, inputs, {"u1", "v1"})
+    assert entries == ["manifest.json", "reference.mlir", "stage0", "stage1", "stage2"]
+    env, inputs = saved["env"], saved["npz"]
     code = """
         import sys
         import numpy as np

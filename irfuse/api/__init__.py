@@ -174,11 +174,17 @@ def compiled_options(source, who: str) -> dict | None:
     if source._spec is None:
         raise UsageError(f"{who}: program {source.name} was compiled from a tuning or a saved plan; give its source "
                          "(a path, KAS source text, a Python function)")
-    spec = dict(source._spec[1])
-    if isinstance(spec["source"], tuple):  # a module's text
-        spec["source"] = Source(spec["source"][1], spec.get("filename") or "<module>", given_module=True)
+    spec = _with_source(source._spec[1])
     spec.pop("filename", None)
     return spec
+
+
+def _with_source(spec: dict) -> dict:
+    """A spec (`_Compilation.spec`) whose source is a module's text, `("ir", text)`, with that
+    text as a `Source` `irfuse.compile` takes; a copy."""
+    if isinstance(spec["source"], tuple):
+        return {**spec, "source": Source(spec["source"][1], spec.get("filename") or "<module>", given_module=True)}
+    return dict(spec)
 
 
 class _Compilation:
@@ -252,9 +258,7 @@ def _stage_spec(spec: dict):
 
 def _program_from_spec(spec: dict, layout: str, strides: tuple) -> Program:
     """A pickled `Program` again: compiled from what it was compiled from (kept per process)."""
-    if isinstance(spec["source"], tuple):  # a module's text
-        spec = {**spec, "source": Source(spec["source"][1], spec.get("filename") or "<module>", given_module=True)}
-    return compile(**spec)._for(layout, dict(strides))
+    return compile(**_with_source(spec))._for(layout, dict(strides))
 
 
 def _kept(key: tuple, make) -> Program:

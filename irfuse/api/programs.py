@@ -401,7 +401,7 @@ class Program:
                 progress(1, 1)
             if verify:  # on host copies of the arguments and the results
                 dev = self.opened_device()
-                dev.drv.Context.synchronize()
+                dev.synchronize()
                 verify_mesh_call(self, {k: host_copy(dev, v) for k, v in bound.items()},
                                  Outputs(self.outputs, [host_copy(dev, o) for o in outputs]), n, m)
             return outputs
@@ -534,7 +534,7 @@ class Program:
         bound = bind_inputs(self.inputs, args, named, self)
         if on_gpu(bound):  # (checked on host copies, as `verify=True` does)
             dev = self.opened_device()
-            dev.drv.Context.synchronize()
+            dev.synchronize()
             bound = {k: host_copy(dev, v) for k, v in bound.items()}
             outputs = Outputs(self.outputs, [host_copy(dev, o) for o in outputs])
         arrays, n, m, _, layout = bind_mesh_arguments(self, (), bound, nodes)

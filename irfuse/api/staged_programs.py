@@ -158,7 +158,7 @@ class StagedProgram:
             if dev is None:
                 return np.asarray(a)
             device = self._device
-            device.drv.Context.synchronize()
+            device.synchronize()
             return to_host(device, dev)
 
         soa = mesh_layout(self, bound) == SOA
@@ -240,7 +240,7 @@ def _uniforms_beside(program, arguments: dict, copies: OrderedDict) -> dict:
             kept = copies.get(key)
             if kept is None:
                 made = empty_like_family(model, program.shapes[name], program.dtype)
-                program.opened_device().drv.memcpy_htod(made.ptr, host)
+                program.opened_device().write(made.ptr, host)
                 kept = copies[key] = made.obj
                 while len(copies) > UNIFORM_COPIES_KEPT:
                     copies.popitem(last=False)

@@ -31,11 +31,11 @@ def time_calls(program, args: tuple, named: dict, out, repeat: int, warmup: int 
     times = []
     for k in range(warmup + repeat):
         if dev is not None:
-            dev.drv.Context.synchronize()
+            dev.synchronize()
         t0 = time.perf_counter()
         program(*args, out=outputs if out is None else out, **options, **named)
         if dev is not None:
-            dev.drv.Context.synchronize()
+            dev.synchronize()
         if k >= warmup:
             times.append(time.perf_counter() - t0)
     return times
@@ -69,7 +69,7 @@ def time_runs(program, args: tuple, named: dict, out, repeat: int, warmup: int =
         dev = program.opened_device()
         times = []
         for k in range(warmup + repeat):
-            dev.drv.Context.synchronize()
+            dev.synchronize()
             with dev.timer() as t:
                 graph.graph.launch_on(handle)
             if k >= warmup:

@@ -39,12 +39,12 @@ def to_host(dev, a: DeviceArray) -> np.ndarray:
     if a.contiguous or not a.nbytes:
         host = np.empty(a.shape, dtype=a.dtype)
         if a.nbytes:
-            dev.drv.memcpy_dtoh(host, a.ptr)
+            dev.read_into(host, a.ptr)
         return host
     low = sum((d - 1) * s for d, s in zip(a.shape, a.strides) if s < 0)
     high = sum((d - 1) * s for d, s in zip(a.shape, a.strides) if s > 0) + a.dtype.itemsize
     span = np.empty(high - low, dtype=np.uint8)
-    dev.drv.memcpy_dtoh(span, a.ptr + low)
+    dev.read_into(span, a.ptr + low)
     view = np.lib.stride_tricks.as_strided(span[-low:].view(a.dtype) if low else span.view(a.dtype), a.shape,
                                            a.strides)
     return np.ascontiguousarray(view)
@@ -72,7 +72,7 @@ def verify_on_device(program, arrays: dict[str, DeviceArray], outputs: Outputs, 
                      sample: int | None = 100_000, seed: int = 0) -> Verification:
     """Copies the inputs and outputs to the host (after the GPU is done) and checks them."""
     dev = program.opened_device()
-    dev.drv.Context.synchronize()
+    dev.synchronize()
     host_in = {k: to_host(dev, a) for k, a in arrays.items()}
     host_out = Outputs(program.outputs, [to_host(dev, device_array(o)) for o in outputs])
     return verify_on_host(program, host_in, host_out, n, sample, seed)

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.rewriter import Rewriter
 
 from irfuse.diagnostics import CompileError, UsageError
 from irfuse.dialects.context import module_text, parse_module
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
-from irfuse.driver.library import default_library
+from irfuse.driver import library  # noqa: F401 -- installs the implementation check
 from irfuse.driver.sources import Source, read_source
 from irfuse.frontend.irgen import FrontendResult, compile_source
 from irfuse.frontend.python import compile_function
@@ -25,9 +24,6 @@ from irfuse.frontend.syntax import DEFAULT_PREFIX
 from irfuse.passes.kas_jvp import KasJvp
 from irfuse.passes.kas_vjp import KasVjp
 from irfuse.transforms.dead_code import drop_outputs
-from irfuse.transforms.forward_mode import forward_derivative
-from irfuse.transforms.reverse_mode import reverse_derivative
-from irfuse.planner.loop_forms import LOOP_JUDGE
 
 
 def frontend(source: Source) -> FrontendResult:
@@ -83,16 +79,12 @@ def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str |
     if not all(isinstance(n, str) for n in names):
         raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
     module = frontend(read_source(source, filename, who)).module
-    program = program_of(module)
-    if mode == "jvp":
-        derived = forward_derivative(program, names, default_library(), prefix or "d", who=who)
-    else:
-        derived = reverse_derivative(program, names, default_library(), of, prefix, who=who, loops=loops,
-                                     judge=LOOP_JUDGE)
+    outputs = tuple(program_of(module).outputs)
+    (KasJvp(wrt=names, prefix=prefix or "d", who=who) if mode == "jvp" else
+     KasVjp(wrt=names, of=of or "", prefix=prefix or "", loops=loops, who=who)).apply(Context(), module)
     if not with_outputs:
-        drop_outputs(derived, program.outputs)
-    Rewriter.replace_op(program, derived, new_results=[])
-    module.verify()
+        drop_outputs(program_of(module), outputs)
+        module.verify()
     return module
 
 
