@@ -9,12 +9,12 @@ is installed by the driver, which `irfuse.ops`, the Python annotations and any c
 """
 
 from irfuse._version import __version__
-from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, UsageError
+from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, NotCapturable, UsageError
 
 __all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "derivative", "ops", "Scalar", "Mask",
            "Vector", "Matrix", "Tensor", "Uniform", "sum", "max", "min", "where", "Nodal", "Index", "gather", "scatter",
            "Program", "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
-           "UsageError", "ExecutionError", "pinned_empty", "page_locked"]
+           "UsageError", "ExecutionError", "NotCapturable", "pinned_empty", "page_locked", "time_loop"]
 
 # name -> (module, attribute) for the names imported on first use
 _LAZY = {
@@ -22,7 +22,7 @@ _LAZY = {
     "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"),
     "Program": ("irfuse.api", "Program"), "PythonProgram": ("irfuse.api", "PythonProgram"),
     "Outputs": ("irfuse.api", "Outputs"), "Verification": ("irfuse.api", "Verification"),
-    "IrfuseWarning": ("irfuse.api", "IrfuseWarning"),
+    "IrfuseWarning": ("irfuse.api", "IrfuseWarning"), "time_loop": ("irfuse.api.time_loops", "time_loop"),
     "pinned_empty": ("irfuse.runtime.streaming", "pinned_empty"),
     "page_locked": ("irfuse.runtime.streaming", "page_locked"),
     "Scalar": ("irfuse.frontend.python", "Scalar"), "Vector": ("irfuse.frontend.python", "Vector"),

@@ -83,6 +83,11 @@ class UsageError(IrfuseError):
     """An option, argument or file given to irfuse is wrong."""
 
 
+class NotCapturable(UsageError):
+    """A call issued while its stream is captured into a CUDA graph that needs what capture
+    forbids (waiting for the GPU, a copy from the host, memory of its own made first)."""
+
+
 class ExecutionError(IrfuseError):
     """Running compiled code failed (no GPU, a driver or launch error)."""
 

@@ -1340,3 +1340,132 @@ def test_the_jax_function_on_the_gpu_runs_inside_jit_with_its_derivatives():
         results[kind] = [np.asarray(r) for r in jax.jit(everything)(*args)]
     for k, (got, want) in enumerate(zip(results["gpu"], results["cpu"])):
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5, err_msg=str(k))
+
+
+# Simulations: scalars as numbers, time loops, calls captured by PyTorch ----------------------
+
+def _neo_hookean(torch, n=1000):
+    import irfuse
+
+    prog = irfuse.compile(next(p for p in EXAMPLES if p.endswith("neo_hookean.kas")), backend="cuda")
+    rng = np.random.default_rng(0)
+    F = torch.from_numpy((np.eye(3) + 0.1 * rng.standard_normal((n, 3, 3))).astype(np.float32)).cuda()
+    return prog, F
+
+
+def test_uniform_scalars_as_numbers_next_to_gpu_tensors_change_at_every_call():
+    """Python numbers and NumPy scalars beside torch tensors: the bits of 0-d tensors, call
+    after call with a changing value (the fast path with out= writes each new value in the
+    stream's order, and none where the value repeats)."""
+    torch = _torch()
+    prog, F = _neo_hookean(torch)
+    outs = [torch.empty_like(F), torch.empty_like(F), torch.empty(1000, device="cuda")]
+    for k in [0, 1, 2, 2, 3, 1]:
+        mu = 0.5 + 0.25 * k
+        got = prog(F, mu, np.float64(2.0), out=outs)
+        want = prog(F, torch.tensor(mu, device="cuda"), torch.tensor(2.0, device="cuda"))
+        torch.cuda.synchronize()
+        assert all(torch.equal(a, b) for a, b in zip(got, want)), k
+    # the fast path: the same tensors again, the number changed
+    for k in range(4):
+        prog(F, 1.0 + k, 2.0, out=outs)
+        assert prog._fast is not None or k == 0
+        want = prog(F, torch.tensor(1.0 + k, device="cuda"), torch.tensor(2.0, device="cuda"))
+        assert all(torch.equal(a, b) for a, b in zip(outs, want)), k
+    with pytest.raises(irfuse_usage_error(), match=r"input 'mu' is 1e\+300, beyond the float32 range"):
+        prog(F, 1e300, 2.0)
+
+
+def irfuse_usage_error():
+    from irfuse.diagnostics import UsageError
+
+    return UsageError
+
+
+def _explicit_step_on(torch, cubes=6, seed=2):
+    import irfuse
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    coords, conn = box_tetrahedra(cubes, numbering="random", seed=seed)
+    rng = np.random.default_rng(seed)
+    X = coords.astype(np.float32)
+    t = {"X": X, "u": (1e-3 * rng.standard_normal(X.shape)).astype(np.float32),
+         "v": (1e-2 * rng.standard_normal(X.shape)).astype(np.float32),
+         "m": rng.uniform(0.5, 1.5, len(X)).astype(np.float32),
+         "dN": np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)}
+    args = {k: torch.from_numpy(a).cuda() for k, a in t.items()}
+    path = os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "explicit_step.kas")
+    return irfuse.compile(path, backend="cuda"), args, Connectivity(conn, len(X)), t
+
+
+def test_a_time_loop_on_gpu_tensors_gives_the_bits_of_its_steps_one_by_one():
+    """The explicit step on torch tensors: 41 steps (two captured graphs of 16 and the rest
+    called) give the bits of 41 calls, torch tensors come back, the caller's u and v are
+    not written; the CPU backend's loop is close."""
+    import irfuse
+
+    torch = _torch()
+    step, args, conn, host = _explicit_step_on(torch)
+    u0, v0 = args["u"].clone(), args["v"].clone()
+    uu, vv = args["u"], args["v"]
+    for k in range(41):
+        uu, vv = step(X=args["X"], u=uu, v=vv, m=args["m"], conn=conn, dN=args["dN"], lam=1.5, mu=0.75, dt=1e-3)
+    got = irfuse.time_loop(step, 41, {"u": "u1", "v": "v1"}, conn=conn, lam=1.5, mu=0.75, dt=1e-3, **args)
+    torch.cuda.synchronize()
+    assert isinstance(got.u1, torch.Tensor) and got.u1.is_cuda
+    assert torch.equal(got.u1, uu) and torch.equal(got.v1, vv)
+    assert torch.equal(args["u"], u0) and torch.equal(args["v"], v0)
+    cpu = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "explicit_step.kas"), backend="cpu")
+    want = irfuse.time_loop(cpu, 41, {"u": "u1", "v": "v1"}, conn=conn, lam=1.5, mu=0.75, dt=1e-3, **host)
+    np.testing.assert_allclose(got.u1.cpu().numpy(), want.u1, rtol=1e-4, atol=1e-6)
+
+
+def test_calls_captured_in_a_torch_cuda_graph_replay_with_new_values():
+    """A plain program and a program over a mesh with a Connectivity, each called once
+    outside, then captured in torch.cuda.graph and replayed on new values in the same
+    tensors: the bits of direct calls. A first call inside a capture is refused by name."""
+    import irfuse
+    from irfuse.diagnostics import NotCapturable
+
+    torch = _torch()
+    prog, F = _neo_hookean(torch)
+    mu, lam = torch.tensor(0.8, device="cuda"), torch.tensor(1.5, device="cuda")
+    outs = [torch.empty_like(F), torch.empty_like(F), torch.empty(1000, device="cuda")]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        prog(F, mu, lam, out=outs)  # (the warm-up torch asks for)
+        prog(F, mu, lam, out=outs)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        prog(F, mu, lam, out=outs)
+    F.mul_(1.01)
+    g.replay()
+    want = prog(F, mu, lam)
+    torch.cuda.synchronize()
+    assert all(torch.equal(a, b) for a, b in zip(outs, want))
+
+    step, args, conn, _ = _explicit_step_on(torch)
+    res = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
+    r = torch.empty_like(args["u"])
+    call = lambda: res(args["X"], args["u"], conn, args["dN"], 1.5, 0.75, out=r)  # noqa: E731
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+    g2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g2):
+        call()
+    args["u"].mul_(2)
+    g2.replay()
+    want = res(args["X"], args["u"], conn, args["dN"], 1.5, 0.75)
+    torch.cuda.synchronize()
+    assert torch.equal(r, want.r)
+
+    fresh = irfuse.compile(next(p for p in EXAMPLES if p.endswith("neo_hookean.kas")), backend="cuda",
+                           dtype="f64")
+    F64 = F.double()
+    g3 = torch.cuda.CUDAGraph()
+    with pytest.raises(NotCapturable, match="make one call outside the capture first"):
+        with torch.cuda.graph(g3):
+            fresh(F64, 0.8, 1.5)

@@ -419,3 +419,59 @@ def test_uniformity_is_remembered_only_inside_the_memo_and_gives_the_same_answer
         assert [kas.is_uniform(v) for v in values] == plain
         assert len(memo) == len(set(values)) and kas.uniform_memo() is memo
     assert kas.uniform_memo() is None
+
+
+# Uniform scalars given as numbers -------------------------------------------------------------
+
+SCALED = "vector3 x, y; uniform scalar h, k; input x, h, k;\ny = svmul3(x, h);\ny = svmul3(y, k);\nreturn y;"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_uniform_scalars_given_as_numbers_give_the_bits_of_arrays(dtype):
+    """Python numbers, NumPy scalars of either precision and 0-d arrays are converted to the
+    program's element type: the bits of a call on 0-d arrays of that type."""
+    prog = irfuse.compile(SCALED, backend="cpu", dtype=dtype)
+    t = prog.dtype.type
+    x = np.random.default_rng(0).standard_normal((257, 3)).astype(prog.dtype)
+    want = prog(x, np.array(t(0.1)), np.array(t(3))).y
+    for h, k in [(0.1, 3), (np.float64(0.1), np.int64(3)), (np.float32(0.1) if dtype == "f32" else 0.1, 3.0),
+                 (np.array(0.1), np.array(3, dtype=np.int32))]:
+        assert prog(x, h, k=k).y.tobytes() == want.tobytes(), (h, k)
+    assert prog.check(x, 0.1, 3).ok
+
+
+@pytest.mark.parametrize("value, message", [
+    (1e300, r"input 'h' is 1e\+300, beyond the float32 range"),
+    (-1e39, r"input 'h' is -1e\+39, beyond the float32 range"),
+    (True, r"input 'h' is a bool"),
+    (1 + 2j, r"input 'h' is a complex number"),
+    (np.complex64(1), r"input 'h' holds a complex64 value"),
+    ("0.5", r"input 'h' is a str, not an array"),
+    (np.array([0.5]), r"input 'h' has shape \(1,\)"),
+])
+def test_a_uniform_scalar_that_does_not_fit_is_refused_by_name(value, message):
+    prog = irfuse.compile(SCALED, backend="cpu")
+    x = np.ones((4, 3), np.float32)
+    with pytest.raises(UsageError, match=message):
+        prog(x, value, 1.0)
+
+
+def test_a_number_for_a_uniform_vector_is_refused():
+    prog = irfuse.compile("vector3 x, y; uniform vector3 c; input x, c;\ny = vadd3(x, c);\nreturn y;", backend="cpu")
+    with pytest.raises(UsageError, match=r"input 'c' is a float, not an array"):
+        prog(np.ones((4, 3), np.float32), 1.0)
+
+
+def test_a_program_over_a_mesh_takes_numbers_for_its_uniform_scalars():
+    """The P1 residual's Lame parameters as Python numbers: the bits of float32 scalars."""
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend="cpu")
+    X, conn = box_tetrahedra(3, numbering="random")
+    X = X.astype(np.float32)
+    u = (1e-3 * np.random.default_rng(1).standard_normal(X.shape)).astype(np.float32)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    c = Connectivity(conn, len(X))
+    want = prog(X, u, c, dN, np.float32(1.5), np.float32(0.75))
+    got = prog(X, u, c, dN, 1.5, 0.75)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(want, got))

@@ -2,13 +2,15 @@
 
 Every refusal is a `UsageError` that names the argument and says what was expected: a
 wrong shape or element type, batch lengths that disagree, a missing or unknown argument,
-an object that is not an array. Nothing is cast: an array of another element type is
+an object that is not an array. No array is cast: an array of another element type is
 refused with the conversion to write (irfuse never changes a caller's precision behind
-their back).
+their back). Numbers, which have no element type a caller chose, are converted: a uniform
+scalar given as a Python number, a NumPy scalar or a 0-d array (`host_scalar`).
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -84,6 +86,58 @@ def host_array(what: str, value: object, dtype: np.dtype | None = None) -> np.nd
     if isinstance(value, (list, tuple)):
         return _sequence_array(what, value, dtype)
     raise UsageError(f"{what} is a {type(value).__qualname__}, not an array")
+
+
+def host_scalar(what: str, value: object, dtype: np.dtype) -> np.ndarray | None:
+    """A uniform scalar given as a Python number, a NumPy scalar or a 0-d host array, as a
+    0-d array of the program's element type `dtype` (converted, as numbers have no element
+    type a caller chose for the kernels; refused by name where the value is beyond the type's
+    range, or is not a real number); None for anything else (an array, a GPU array)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise UsageError(f"{what} is a bool; it takes a number")
+    if isinstance(value, complex):
+        raise UsageError(f"{what} is a complex number; it takes a real number")
+    if isinstance(value, (int, float)):
+        try:
+            wide = np.float64(float(value))  # (as struct packs it: `scalar_bits`)
+        except OverflowError:
+            raise UsageError(f"{what} is {value}, beyond the {np.dtype(dtype).name} range") from None
+    elif isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        if value.dtype.kind not in "iuf":
+            raise UsageError(f"{what} holds a {value.dtype.name} value; it takes a real number")
+        wide = value
+    else:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.array(wide, dtype=dtype)
+    if np.isfinite(wide) and not np.isfinite(out):
+        raise UsageError(f"{what} is {wide.item()!r}, beyond the {np.dtype(dtype).name} range "
+                         f"(largest {float(np.finfo(dtype).max):.8g})")
+    return out
+
+
+def host_uniform(what: str, value: object, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A uniform input given on the host, checked: a number where it is a scalar
+    (`host_scalar`), else an array shaped as its value."""
+    a = host_scalar(what, value, dtype) if tuple(shape) == () else None
+    if a is None:
+        a = host_array(what, value, dtype)
+    check_uniform_array(what, a, shape, dtype)
+    return a
+
+
+def scalar_bits(value: object, dtype: np.dtype) -> bytes | None:
+    """The bytes of a Python float or int in `dtype` (float32 or float64), or of a NumPy
+    scalar of `dtype`, as `host_scalar` makes them, for a call's fast path; None where `value` is something else or does not fit
+    (the slow path then says why)."""
+    if type(value) is float or type(value) is int:
+        try:
+            return struct.pack("<f" if dtype.itemsize == 4 else "<d", float(value))
+        except (OverflowError, struct.error):
+            return None
+    if isinstance(value, np.generic) and value.dtype == dtype:
+        return value.tobytes()
+    return None
 
 
 def _sequence_array(what: str, value, dtype: np.dtype | None) -> np.ndarray:

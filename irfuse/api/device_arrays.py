@@ -146,6 +146,15 @@ def device_array(value: object) -> DeviceArray | None:
         raise UsageError(f"a {type(value).__qualname__} has a malformed __cuda_array_interface__ ({e})") from None
 
 
+def first_array(arrays: dict):
+    """The array a call's place and output library follow: its first GPU array, else its
+    first argument (None: no arguments)."""
+    for a in arrays.values():
+        if isinstance(a, DeviceArray):
+            return a
+    return next(iter(arrays.values()), None)
+
+
 def moved_batch_axis(a: DeviceArray, layout: str) -> DeviceArray:
     """A view of `a` (a batch in the other layout than `layout`) shaped as a batch in
     `layout`: the same memory, the batch axis moved (its strides say where words lie)."""

@@ -3,19 +3,31 @@ write the caller's arrays in place, on the caller's stream. A run recorded for a
 binds `Slot`s to the arrays before each replay; from the second call with the same set of
 addresses it is a captured CUDA graph submitted with one launch (or, for one kernel while
 the previous call still runs, a programmatic dependent launch); the very same array objects
-again skip binding and checks altogether (`FastCall`)."""
+again skip binding and checks altogether (`FastCall`; uniform scalars given as numbers are
+compared by value there, and a changed one written before the launch).
+
+A uniform scalar given on the host (a Python number, a NumPy scalar, a 0-d array) goes to
+the kernels through a device word of the program's own that memsets write in the order of
+the call's stream (`CudaDevice.scalar`): no copy from the host, no wait.
+
+A call may be captured into a CUDA graph by its caller (`torch.cuda.graph`): on a capturing
+stream it issues its kernels (or launches a graph it captured before, as a child graph) and
+never waits, copies from the host or captures a graph of its own. What a first call on
+arrays of a batch size prepares (its recorded run, temporaries, the kernels' module) must be
+done outside the capture: a first call made during one is refused (`NotCapturable`)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from irfuse.api.arguments import bind_outputs
-from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, overlaps, \
-    stream_handle
+from irfuse.api.arguments import bind_outputs, scalar_bits
+from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, first_array, \
+    overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.artifact import Artifact
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import NotCapturable, UsageError
+from irfuse.runtime.cuda_graph import stream_capturing
 from irfuse.runtime.dependent_launch import InPlaceRun, StreamClock
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded
@@ -55,6 +67,12 @@ class GpuInPlaceRun:
         """Runs on these arrays; returns the key of the graph it launched, if it launched one."""
         key = tuple(a.ptr for a in arrays.values()) + tuple(r.ptr for r in results.values())
         graph = self.graphs.get(key)
+        if stream_capturing(stream):  # (a caller's capture takes the launches, not a graph of ours)
+            for slots, given in ((self.inputs, arrays), (self.outputs, results)):
+                for name, slot in slots.items():
+                    slot.ptr, slot.nbytes = given[name].ptr, given[name].nbytes
+            self.device.on_stream(stream, self.recorded.replay)
+            return None
         if graph is not None:
             self.graphs.move_to_end(key)
             graph.launch_on(stream)
@@ -128,8 +146,13 @@ class FastCall:
     checks found still holds)."""
 
     def __init__(self, args: tuple, named: dict, out, stream, arrays: list[DeviceArray], bound: GpuInPlaceRun,
-                 key: tuple, outputs: Outputs):
+                 key: tuple, outputs: Outputs, scalars: dict, handle: int, device, dtype):
         self.args, self.named = args, dict(named)
+        # Uniform scalars given as numbers: position in args (or name in named) -> input;
+        # compared by value, their bits written (if changed) before the launch.
+        self.scalars = scalars
+        self.handle, self.device, self.dtype = handle, device, dtype
+        self.bits: list = []
         self.out, self.out_items = out, tuple(out) if isinstance(out, (list, tuple)) else None
         self.stream = stream
         signature, current_stream = FAST_FAMILIES[arrays[0].family]
@@ -146,11 +169,26 @@ class FastCall:
         if len(args) != len(self.args) or len(named) != len(self.named) or out is not self.out \
                 or stream is not self.stream or self.current_stream is None:
             return False
-        for a, b in zip(args, self.args):
-            if a is not b:
+        scalars = self.scalars
+        bits = self.bits
+        bits.clear()
+        # (a scalar's bits are taken at every call, the same object too: a call between may
+        # have written another value to its word)
+        for k, (a, b) in enumerate(zip(args, self.args)):
+            if k in scalars:
+                value = scalar_bits(a, self.dtype)
+                if value is None:
+                    return False
+                bits.append((scalars[k], value))
+            elif a is not b:
                 return False
         for name, value in named.items():
-            if self.named.get(name) is not value:
+            if name in scalars:
+                value = scalar_bits(value, self.dtype)
+                if value is None:
+                    return False
+                bits.append((scalars[name], value))
+            elif self.named.get(name) is not value:
                 return False
         if self.out_items is not None:
             for a, b in zip(out, self.out_items):
@@ -167,13 +205,22 @@ class FastCall:
         if not graph.alive:  # evicted (and destroyed) since
             return False
         handle = stream_handle(self.stream, None) if self.stream is not None else self.current_stream()
+        if handle and stream_capturing(handle):
+            return False  # (the call's launches go into the caller's capture: `GpuInPlaceRun.run`)
+        if self.scalars:
+            if handle != self.handle:  # (another stream's words: the graph reads this one's)
+                return False
+            for name, value in self.bits:
+                self.device.scalar(name, value, handle)
         graph.launch_on(handle)
         return True
 
 
 def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = (),
-                   named: dict | None = None) -> Outputs:
-    model = next(iter(arrays.values()))
+                named: dict | None = None) -> Outputs:
+    """Runs `program` on GPU arrays (uniform scalars may be 0-d host arrays) in place (see the
+    module): its outputs, `out=` arrays or new ones in the first GPU array's library."""
+    model = first_array(arrays)
     results: dict[str, DeviceArray] = {}
     if out is not None:
         for name, value in bind_outputs(program.outputs, out).items():
@@ -182,7 +229,7 @@ def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, ar
             program._check_out(what, name, a, n, program.layout)
             check_device_array(what, a, 0, program._alignment(program.layout))
             for k, i in arrays.items():
-                if overlaps(a, i):
+                if isinstance(i, DeviceArray) and overlaps(a, i):
                     raise UsageError(f"{what} overlaps input '{k}': on the GPU the kernels read inputs while "
                                      "others write outputs, so an output may not share an input's memory")
             for k, o in results.items():
@@ -193,17 +240,32 @@ def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, ar
         if name not in results:
             results[name] = empty_like_family(model, program._shape(name, n), program.dtype)
     handle = stream_handle(stream, model)
+    scalars = [k for k, a in arrays.items() if not isinstance(a, DeviceArray)]
+    key = None
     if n:
         with program.lock:
+            if ("gpu", n) not in program._bound and stream_capturing(handle):
+                raise NotCapturable(f"{program.name}: the first call on arrays of {n} elements prepares its run "
+                                    "(buffers, kernels), which a stream being captured into a CUDA graph cannot "
+                                    "do: make one call outside the capture first (a warm-up, as torch.cuda.graph "
+                                    "asks for)")
             dev = program.opened_device()
+            if scalars:
+                arrays = dict(arrays)
+                for k in scalars:
+                    ptr = dev.scalar(k, arrays[k].tobytes(), handle)
+                    arrays[k] = DeviceArray(None, ptr, (), program.dtype, None, "irfuse", None, model.device)
             bound = program.recorded(("gpu", n), lambda: GpuInPlaceRun(program.artifact, dev, n, program.inputs,
                                                                       program.outputs))
             key = bound.run(arrays, results, handle)
     outputs = Outputs(program.outputs, [handed_over(results[name].obj, handle) for name in program.outputs])
     program._fast = None
-    every = [*arrays.values(), *results.values()]
+    every = [a for k, a in arrays.items() if k not in scalars] + list(results.values())
     named = named or {}
-    if n and key is not None and out is not None and len(args) + len(named) == len(program.inputs) \
+    if key is not None and out is not None and len(args) + len(named) == len(program.inputs) \
             and every[0].family in FAST_FAMILIES and all(a.family == every[0].family for a in every):
-        program._fast = FastCall(args, named, out, stream, every, bound, key, outputs)
+        positions = {k: name for k, name in enumerate(program.inputs[:len(args)]) if name in scalars}
+        positions.update({name: name for name in named if name in scalars})
+        program._fast = FastCall(args, named, out, stream, every, bound, key, outputs, positions, handle,
+                                 program.opened_device(), program.dtype)
     return outputs

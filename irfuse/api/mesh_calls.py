@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, check_array, check_output_array, check_uniform_array,
+                                  host_uniform,
                                   host_array, same_batch_length)
 from irfuse.api.device_arrays import device_array
 from irfuse.api.host_calls import aligned_copy
@@ -83,8 +84,7 @@ def bind_mesh_arguments(program, args: tuple, named: dict, nodes: int | None, fi
             a = connectivity_array(what, value, program.shapes[name][0])
             elements[name] = len(a)
         elif name in program.uniform:
-            a = host_array(what, value, program.dtype)
-            check_uniform_array(what, a, program.shapes[name], program.dtype)
+            a = host_uniform(what, value, program.shapes[name], program.dtype)
         else:
             a = host_array(what, value, program.dtype)
             length = check_array(what, a, program.shapes[name], program.dtype, None, layout)

@@ -28,15 +28,18 @@ ordered scatter inverted on the host) before the run, which needs what the calle
 write into it done: such a call synchronizes the context before the run and after it. The run
 recorded for a call's sizes is kept (`MeshGpuRun`, its places pointed at the next call's
 arrays) where every connectivity is a `Connectivity` or the scatters are atomic; a GPU
-connectivity's host inverse is made again at every call. Uniform values given on the host are
-uploaded once per value (`CudaDevice.constant`).
-"""
+connectivity's host inverse is made again at every call. A uniform scalar given on the host (a
+number) is written in the order of the call's stream (`CudaDevice.scalar`: a memset, no wait);
+other uniform values given on the host are uploaded once per value (`CudaDevice.constant`).
+A call on a stream being captured into a CUDA graph (`torch.cuda.graph`, `irfuse.time_loop`)
+needs every connectivity a `Connectivity`, arrays of structures and a first call made outside
+the capture, or is refused (`NotCapturable`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_array
+from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_uniform
 from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
@@ -45,11 +48,12 @@ from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.host_plan import Scatter
 from irfuse.artifact.kernel_info import COLUMNS_OF_ROWS_KERNEL, ROWS_OF_COLUMNS_KERNEL
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import NotCapturable, UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.scatter import inverse_connectivity
 from irfuse.runtime.cuda_mesh import (check_connectivity_on_gpu, connectivity_on_host, free_scratch, rearranged,
                                       scratch_slot, slot_of)
+from irfuse.runtime.cuda_graph import stream_capturing
 from irfuse.runtime.device import Slot
 from irfuse.runtime.mesh_runs import MeshGpuRun
 
@@ -68,6 +72,7 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
                          "backend='cuda'")
     layout = mesh_layout(program, bound, layout)
     slots, inverses, elements, node_counts, checks, model = {}, {}, {}, {}, [], None
+    scalars: dict[str, np.ndarray] = {}  # uniform scalars given on the host
     scratch = []  # buffers of irfuse's own (int32 copies, arrays of structures), freed once the run is done
     with program.lock:
         dev = program.opened_device()
@@ -92,9 +97,11 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
             elif name in program.uniform:
                 a = device_array(value)
                 if a is None:
-                    host = host_array(what, value, program.dtype)
-                    check_uniform_array(what, host, program.shapes[name], program.dtype)
-                    slots[name] = dev.constant(host)
+                    host = host_uniform(what, value, program.shapes[name], program.dtype)
+                    if host.ndim == 0:
+                        scalars[name] = host  # (written in the order of the call's stream, below)
+                    else:
+                        slots[name] = _constant(dev, name, host, stream, model or first_gpu(bound))
                 else:
                     check_uniform_array(what, a, program.shapes[name], program.dtype)
                     check_device_array(what, a, 0)
@@ -117,6 +124,15 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
             raise UsageError("a call on GPU arrays needs a nodal or per-element GPU array to make its outputs in "
                              "the same library: pass one, or out= arrays")
         handle = stream_handle(stream, model)
+        capturing = stream_capturing(handle)
+        if capturing and (checks or scratch):
+            raise NotCapturable(f"{program.name}: a call " + (
+                "on a connectivity given as a GPU array checks it on the GPU and waits for it" if checks else
+                "on structures of arrays rearranges them in copies of its own and waits for them") +
+                ", which a stream being captured into a CUDA graph cannot do: pass an irfuse.mesh.Connectivity and "
+                "arrays of structures")
+        for name, host in scalars.items():
+            slots[name] = slot_of(dev.scalar(name, host.tobytes(), handle), host.nbytes, None)
         if checks:
             dev.synchronize()  # what the caller's streams write into the connectivities
         for name, a in checks:
@@ -138,8 +154,12 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
         if len(prepared) == len(program.index_inputs) or scatter == "atomic":
             # Every inverse is a Connectivity's, kept on the device (or none is read): the run
             # recorded for these sizes is kept and replayed on the next call's arrays.
-            run = program.recorded(("mesh-gpu", n, m, scatter, prepared), lambda: MeshGpuRun(
-                program.artifact, dev, n, m, slots, inverses, scatter))
+            key = ("mesh-gpu", n, m, scatter, prepared)
+            if capturing and key not in program._bound:
+                raise NotCapturable(f"{program.name}: the first call on a mesh of these sizes prepares its run "
+                                    "(buffers, node orders on the device), which a stream being captured into a "
+                                    "CUDA graph cannot do: make one call outside the capture first")
+            run = program.recorded(key, lambda: MeshGpuRun(program.artifact, dev, n, m, slots, inverses, scatter))
         else:
             run = MeshGpuRun(program.artifact, dev, n, m, slots, inverses, scatter)
         if checks or scratch:
@@ -153,6 +173,21 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
         else:
             dev.on_stream(handle, lambda: run.run(slots, targets))
     return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
+
+
+def first_gpu(bound: dict) -> DeviceArray | None:
+    """The first GPU array among a call's arguments."""
+    return next((a for a in map(device_array, bound.values()) if a is not None), None)
+
+
+def _constant(dev, name: str, host: np.ndarray, stream, model: DeviceArray | None):
+    """A uniform array given on the host, on the device: uploaded once per value
+    (`CudaDevice.constant`), which a call being captured cannot do for a new value."""
+    if model is not None and not dev.has_constant(host) and stream_capturing(stream_handle(stream, model)):
+        raise NotCapturable(f"uniform input '{name}' is given on the host with a value not seen before, which is "
+                            "copied to the GPU and waited for: a stream being captured into a CUDA graph cannot "
+                            "do that; pass it as a GPU array, or make one call with it outside the capture first")
+    return dev.constant(host)
 
 
 def host_copy(dev, value) -> np.ndarray:

@@ -27,10 +27,10 @@ from collections.abc import Callable
 import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_array, check_output_array,
-                                  check_uniform_array, host_array, same_batch_length)
+                                  check_uniform_array, host_array, host_scalar, same_batch_length)
 from irfuse.api.chunked_calls import run_in_chunks
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
-                                      moved_batch_axis)
+                                      first_array, moved_batch_axis)
 from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
 from irfuse.api.host_calls import aligned_copy, may_overlap, run_on_host
 from irfuse.api.mesh_calls import call_on_mesh, scatter_mode, verify_mesh_call
@@ -72,6 +72,12 @@ def _overlapping_view(shape: tuple[int, ...], words: tuple[int, ...], layout: st
             return True
         extent = stride * (dim - 1) + extent
     return False
+
+
+def _host_scalar(program, name: str, a) -> bool:
+    """Whether argument `name` is a uniform scalar in host memory (which a call on GPU
+    arrays takes beside them)."""
+    return isinstance(a, np.ndarray) and a.ndim == 0 and name in program.uniform
 
 
 def _check_budget(budget) -> None:
@@ -185,7 +191,7 @@ class Program:
         """Whether a call on these arrays runs in chunks (`runtime.streaming`): host arrays on
         the GPU, or with a device-memory budget. Chunks are copied into buffers of their own,
         so their kernels are the contiguous ones, whatever views the caller passed."""
-        first = next(iter(arrays.values()), None)
+        first = first_array(arrays)
         budget = memory_budget if memory_budget is not None else self.memory_budget
         return not isinstance(first, DeviceArray) and (self.backend == "cuda" or budget is not None)
 
@@ -194,7 +200,7 @@ class Program:
         batch axis first), where the kernels would read and write them in place: GPU arrays,
         and NumPy arrays on the CPU backend when no output shares memory with another array
         and the call is not `chunked` (else they are copied, as any host array may be)."""
-        first = next(iter(arrays.values()), None)
+        first = first_array(arrays)
         on_gpu = isinstance(first, DeviceArray)
         if first is None or chunked or not (on_gpu or self.backend == "cpu" and not self._host_views_copied):
             return {}
@@ -234,6 +240,8 @@ class Program:
         arrays = {}
         for name, value in bound.items():
             a = device_array(value)
+            if a is None and name in self.uniform and self.shapes[name] == ():
+                a = host_scalar(f"input '{name}'", value, self.dtype)  # (None: not a number)
             arrays[name] = a if a is not None else host_array(f"input '{name}'", value, self.dtype)
         batch = {k: a for k, a in arrays.items() if k not in self.uniform}
         layout = call_layout(batch, self.shapes, self.layout)
@@ -255,8 +263,11 @@ class Program:
                                  "whole batch, which a batch of no elements does not define (a maximum over "
                                  "no elements has no value): pass at least one element")
         on_gpu = [k for k, a in arrays.items() if isinstance(a, DeviceArray)]
-        if on_gpu and len(on_gpu) < len(arrays):
-            host = next(k for k in arrays if k not in on_gpu)
+        # (a uniform scalar on the host goes to the kernels in the order of the call's stream:
+        # `gpu_scalars`)
+        on_host = [k for k, a in arrays.items() if not isinstance(a, DeviceArray) and not _host_scalar(self, k, a)]
+        if on_gpu and on_host:
+            host = on_host[0]
             raise UsageError(f"input '{on_gpu[0]}' is on the GPU and input '{host}' in host memory: pass every "
                              "input in one place (irfuse copies nothing between them behind your back)")
         if on_gpu:
@@ -264,6 +275,8 @@ class Program:
                 raise UsageError(f"input '{on_gpu[0]}' is a GPU array and this program was compiled for the "
                                  f"{self.backend} backend: compile it with backend='cuda'")
             for k, a in arrays.items():
+                if not isinstance(a, DeviceArray):
+                    continue  # a scalar on the host
                 check_device_array(f"input '{k}'", a, 0, self._alignment(layout))
                 if k in self.uniform and not a.contiguous:
                     raise UsageError(f"input '{k}' is a strided view; a uniform input is read whole: pass a "
@@ -345,13 +358,13 @@ class Program:
             except CompileError:
                 # Host arrays may be copied instead (a program whose loops run from the host
                 # takes no strided view); GPU arrays are not copied behind the caller's back.
-                if not strides or isinstance(next(iter(arrays.values())), DeviceArray):
+                if not strides or isinstance(first_array(arrays), DeviceArray):
                     raise
                 target = self._for(layout, {})
                 target._host_views_copied = True
             return target(*args, out=out, verify=verify, stream=stream, memory_budget=memory_budget,
                           progress=progress, **named)
-        if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
+        if arrays and isinstance(first_array(arrays), DeviceArray):
             outputs = self._call_in_place(arrays, n, out, stream, args, named)
             if report is not None:
                 report(1, 1)
@@ -425,7 +438,7 @@ class Program:
         if out_layout == layout:
             return self(*args, out=out, verify=verify, stream=stream, memory_budget=memory_budget, progress=progress,
                         **named)
-        first = next(iter(arrays.values()), None)
+        first = first_array(arrays)
         on_gpu = isinstance(first, DeviceArray)
         given = bind_outputs(self.outputs, out) if out is not None else {}
         targets, views = {}, {}
@@ -522,7 +535,7 @@ class Program:
         strides = self._view_strides(arrays, None, layout, self._chunked(arrays, None))
         if layout != self.layout or strides != self.strides:
             return self._for(layout, strides).check(*args, sample=sample, seed=seed, **named)
-        if arrays and isinstance(next(iter(arrays.values())), DeviceArray):
+        if arrays and isinstance(first_array(arrays), DeviceArray):
             return verify_on_device(self, arrays, self._call_in_place(arrays, n, None, None), n, sample, seed)
         return verify_on_host(self, arrays, self(**arrays), n, sample, seed)
 

@@ -28,6 +28,7 @@ from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
 
 UNIFORM_COPIES_KEPT = 64
+BETWEEN_KEPT = 2  # sets of arrays passed between passes kept, for calls of different sizes
 
 
 class StagedProgram:
@@ -62,6 +63,10 @@ class StagedProgram:
         self._spec: tuple | None = None
         self.lock = threading.Lock()
         self._uniform_copies: OrderedDict = OrderedDict()  # (see _uniforms_beside)
+        # The arrays one pass makes and a later one reads, kept for the next call on arrays of
+        # the same shapes, types and place (`_between_key`): a call allocates only its outputs,
+        # and a call captured into a CUDA graph (`irfuse.time_loop`) allocates nothing.
+        self._between: OrderedDict = OrderedDict()
 
     @property
     def compiled(self):
@@ -101,9 +106,12 @@ class StagedProgram:
         self._check_layout(bound, layout)
         m = self._nodes(bound, nodes)
         made: dict[str, object] = {}
+        key = self._between_key(bound, stream, m, scatter)
+        between = self._between.get(key, {})
         for step, program in zip(self.stages, self.programs):
             arguments = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
             mine = {k: v for k, v in given.items() if k in step.outputs}
+            mine.update({k: between[k] for k in step.outputs if k in between and k not in mine})
             if step.over == "elements":  # (told the call's layout: its own arrays may fit both)
                 results = program._call_on_mesh((), arguments, mine or None, False, stream, None, budget, progress,
                                                 m, scatter, layout)
@@ -112,12 +120,32 @@ class StagedProgram:
                 results = program(**arguments, out=mine or None, stream=stream, memory_budget=budget,
                                   out_layout=layout if layout == SOA and not mine else None)
             made.update(zip(step.outputs, results))
+        if key not in self._between and layout != SOA:  # (structures of arrays: made by each call)
+            if len(self._between) >= BETWEEN_KEPT:
+                self._between.popitem(last=False)
+            self._between[key] = {k: v for k, v in made.items() if k not in self.outputs}
+        if key in self._between:
+            self._between.move_to_end(key)
         outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
         if verify:
             report = self._verification(bound, outputs, m)
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
+
+    def _between_key(self, bound: dict, stream, m, scatter: str) -> tuple:
+        """What the arrays passed from one pass to the next depend on: the arguments' shapes,
+        types and place, and on the GPU the stream (calls on two streams do not share them)."""
+        from irfuse.api.device_arrays import device_array, stream_handle
+
+        key, model = [m, scatter], None
+        for name, value in bound.items():
+            a = device_array(value) if not hasattr(value, "conn") else None
+            model = model or a
+            key.append((name, type(value), getattr(value, "shape", None), getattr(value, "dtype", None),
+                        a.device if a is not None else None))
+        key.append(stream_handle(stream, model) if model is not None else None)
+        return tuple(key)
 
     def _check_layout(self, bound: dict, layout: str) -> None:
         """Every nodal and per-element argument in the call's layout, those no pass reads too
@@ -218,8 +246,8 @@ class StagedProgram:
 
 
 def _uniforms_beside(program, arguments: dict, copies: OrderedDict) -> dict:
-    """A pass over the nodes on GPU arrays with uniform values on the host (which a call over
-    the mesh takes, and a program over one batch does not): those copied to the GPU, into
+    """A pass over the nodes on GPU arrays with uniform arrays on the host (which a call over
+    the mesh takes, and a program over one batch does not, beyond scalars): those copied to the GPU, into
     arrays of the nodal arrays' library, once per value (`copies`, the last UNIFORM_COPIES_KEPT
     kept): the copy is synchronous (it waits for the GPU), so a time loop that copied its
     time step at every call would wait for the GPU at every step. A kept copy is never
@@ -232,7 +260,7 @@ def _uniforms_beside(program, arguments: dict, copies: OrderedDict) -> dict:
         return arguments
     moved = dict(arguments)
     for name, value in arguments.items():
-        if name in program.uniform and device_array(value) is None:
+        if name in program.uniform and program.shapes[name] != () and device_array(value) is None:
             host = host_array(f"input '{name}'", value, program.dtype)
             check_uniform_array(f"input '{name}'", host, program.shapes[name], program.dtype)
             host = np.ascontiguousarray(host, dtype=program.dtype)

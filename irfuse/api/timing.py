@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from irfuse.api.device_arrays import DeviceArray, device_array, stream_handle
+from irfuse.api.device_arrays import DeviceArray, device_array, first_array, stream_handle
 from irfuse.api.host_calls import run_on_host
 from irfuse.diagnostics import UsageError
 
@@ -51,7 +51,7 @@ def time_runs(program, args: tuple, named: dict, out, repeat: int, warmup: int =
     target = program._for(layout, program._view_strides(arrays, out, layout, chunked))
     if target is not program:
         return time_runs(target, args, named, out, repeat, warmup, memory_budget)
-    first = next(iter(arrays.values()), None)
+    first = first_array(arrays)
     if chunked or not n:
         times = []
         for k in range(warmup + repeat):

@@ -73,6 +73,6 @@ def verify_on_device(program, arrays: dict[str, DeviceArray], outputs: Outputs, 
     """Copies the inputs and outputs to the host (after the GPU is done) and checks them."""
     dev = program.opened_device()
     dev.synchronize()
-    host_in = {k: to_host(dev, a) for k, a in arrays.items()}
+    host_in = {k: to_host(dev, a) if isinstance(a, DeviceArray) else a for k, a in arrays.items()}  # (scalars: host)
     host_out = Outputs(program.outputs, [to_host(dev, device_array(o)) for o in outputs])
     return verify_on_host(program, host_in, host_out, n, sample, seed)

@@ -367,22 +367,13 @@ def time_loop(program, steps: int, carry: dict, *arrays, exchange: str = "auto",
     ("exchanging"); without Dask's costs of the task."""
     from irfuse.dask.exchange import ExchangeSpec, PeerFailed
 
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise UsageError(f"time_loop: steps is a positive whole number, not {steps!r}")
+    from irfuse.api.time_loops import check_carry, check_steps
+
+    steps = check_steps(steps)
     if exchange not in EXCHANGES:
         raise UsageError(f"time_loop: exchange= is one of {', '.join(map(repr, EXCHANGES))}, not {exchange!r}")
     mesh, given, options = bound_on_parts(program, arrays, named)
-    if not isinstance(carry, dict) or not carry:
-        raise UsageError("time_loop: carry maps inputs to the outputs that feed them the next step, "
-                         "e.g. {'u': 'u1'}")
-    for i, o in carry.items():
-        if i not in program.inputs or o not in program.outputs:
-            raise UsageError(f"time_loop: carry {i!r}: {o!r} maps an input of {program.name} "
-                             f"({', '.join(program.inputs)}) to an output ({', '.join(program.outputs)})")
-        kinds = [NODAL if k in program.nodal else "uniform" if k in program.uniform else ELEMENTS for k in (i, o)]
-        if kinds[0] != kinds[1] or program.shapes[i] != program.shapes[o] or i in program.index_inputs:
-            raise UsageError(f"time_loop: carry {i!r}: {o!r} feeds {kinds[1]} values shaped {program.shapes[o]} "
-                             f"to {kinds[0]} input {i!r} shaped {program.shapes[i]}")
+    check_carry(program, carry)
     exact = ghost_exact(program)
     behind = [k for k in program.outputs if k in program.nodal and k not in exact]
     shared = exchange == "shared" or (exchange == "auto" and mesh._same_host())

@@ -17,12 +17,13 @@ import weakref
 import numpy as np
 
 from irfuse.artifact.artifact import Artifact, KernelResources
-from irfuse.diagnostics import ExecutionError
-from irfuse.runtime.cuda_graph import CudaGraph, checked, cuda_driver
+from irfuse.diagnostics import ExecutionError, NotCapturable
+from irfuse.runtime.cuda_graph import CudaGraph, OwnStream, checked, cuda_driver, stream_capturing
 from irfuse.runtime.dependent_launch import DependentLaunch, LaunchRecord
 from irfuse.runtime.device import Slot, in_order
 
 CONSTANTS_KEPT = 256  # uniform values given on the host kept on the device (`CudaDevice.constant`)
+SCALAR_WORDS = 256  # values of uniform scalars given as numbers that captured graphs may read (`CudaDevice.scalar`)
 
 
 class GpuUnavailable(ExecutionError):
@@ -168,6 +169,12 @@ class CudaDevice:
         self._bindings_module = None  # the cubin loaded through cuda-bindings (`dependent_launch`)
         self._bindings_functions: dict[str, object] = {}
         self._constants: dict[tuple, object] = {}  # small host values uploaded once (`constant`)
+        # Uniform scalars given on the host (`scalar`): (input, stream) -> [buffer, bits written].
+        self._scalars: dict[tuple, list] = {}
+        self._scalar_pool = None  # words for captured calls' scalars (`scalar`), made with the first word
+        self._loop_stream: OwnStream | None = None  # (`loop_stream`)
+        self._valued: dict[bytes, int] = {}  # value -> its word in the pool
+        self._streams: dict[int, object] = {}  # CUstream objects of callers' handles, made once
 
     def make_current(self) -> None:
         """Makes the context current in the calling thread: pushed on the thread's first use
@@ -206,6 +213,9 @@ class CudaDevice:
             for a in self.allocations:
                 a.free()
             self.allocations.clear()
+            if self._loop_stream is not None:
+                self._loop_stream.destroy()
+                self._loop_stream = None
             if self._ordering is not None:
                 cu = cuda_driver()
                 for event in self._ordering[1:]:
@@ -236,6 +246,11 @@ class CudaDevice:
         self.drv.memcpy_htod(buf, a)
         return buf
 
+    def has_constant(self, a, integers: bool = False) -> bool:
+        """Whether `constant` holds this value already (and will not upload it)."""
+        a = np.ascontiguousarray(a, dtype=np.int64 if integers else self.dtype)
+        return (a.dtype.str, a.shape, a.tobytes()) in self._constants
+
     def constant(self, a, integers: bool = False):
         """A device copy of a small host array (a uniform value given on the host; with
         `integers`, int64 words), uploaded once per value and never written again: work queued
@@ -253,6 +268,53 @@ class CudaDevice:
                 self.allocations = [b for b in self.allocations if int(b) not in kept]
                 self._constants.clear()
             buf = self._constants[key] = self.upload_integers(a) if integers else self.upload(a)
+        return buf
+
+    def scalar(self, name: str, bits: bytes, handle: int) -> int:
+        """The address of a device word holding `bits` (uniform scalar input `name`, given on
+        the host, in this device's element type), written in the order of the caller's stream
+        `handle` by 32-bit memsets: no copy from the host, no wait, so a time step that changes
+        at every call costs one or two memsets and one that does not change costs nothing.
+        Each stream has its own word (calls on two streams do not race). A call captured into
+        a graph (`stream_capturing`: no memory may be allocated then) takes a word that holds
+        this value for every graph that reads it (`SCALAR_WORDS` of them, allocated with the
+        first word), the memset captured with it."""
+        stream = self._streams.get(handle)
+        if stream is None:
+            stream = self._streams[handle] = cuda_driver().CUstream(handle)
+        if stream_capturing(handle):
+            ptr = self._valued.get(bits)
+            if ptr is None:
+                if self._scalar_pool is None or len(self._valued) >= SCALAR_WORDS:
+                    raise NotCapturable(
+                        f"uniform scalar '{name}' given as a number needs a word of its own for this value in a "
+                        "captured graph, and " + ("none was made before the capture (make one call with a number "
+                                                  "outside it first)" if self._scalar_pool is None else
+                                                  f"all {SCALAR_WORDS} hold other values")
+                        + ": pass it as a GPU array")
+                ptr = self._valued[bits] = int(self._scalar_pool) + 16 * len(self._valued)
+            self._set_words(ptr, bits, stream)
+            return ptr
+        place = self._scalars.get((name, handle))
+        if place is None:
+            if self._scalar_pool is None:
+                self._scalar_pool = self._scalar_buffer(16 * SCALAR_WORDS)
+            place = self._scalars[(name, handle)] = [self._scalar_buffer(16), None]
+        if place[1] != bits:
+            self._set_words(int(place[0]), bits, stream)
+            place[1] = bits
+        return int(place[0])
+
+    def _set_words(self, ptr: int, bits: bytes, stream) -> None:
+        cu = cuda_driver()
+        for k in range(0, len(bits), 4):
+            checked(cu.cuMemsetD32Async(ptr + k, int.from_bytes(bits[k:k + 4], "little"), 1, stream),
+                    "cuMemsetD32Async")
+
+    def _scalar_buffer(self, nbytes: int):
+        buf = self.drv.mem_alloc(nbytes)  # (16-byte aligned, as a uniform input is read)
+        self.allocations.append(buf)
+        self.sizes[int(buf)] = nbytes
         return buf
 
     def upload_integers(self, a):
@@ -343,6 +405,14 @@ class CudaDevice:
             self._stream = None
         checked(cu.cuEventRecord(after, mine), "cuEventRecord")
         checked(cu.cuStreamWaitEvent(theirs, after, 0), "cuStreamWaitEvent")
+
+    def loop_stream(self) -> OwnStream:
+        """A stream of irfuse's own on which `irfuse.time_loop` runs and captures its steps
+        (one a device, made on first use): the same stream at every loop, so the words and
+        arrays its calls keep by stream are made once."""
+        if self._loop_stream is None:
+            self._loop_stream = OwnStream()
+        return self._loop_stream
 
     def on_own_stream(self, stream, work) -> None:
         """Runs `work()` (launches and copies of this device) on `stream`, a PyCUDA stream of

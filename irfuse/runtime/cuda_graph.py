@@ -21,6 +21,7 @@ from irfuse.diagnostics import ExecutionError
 
 
 STREAMS_KEPT = 16  # callers' streams a launch object keeps made handles for
+_STREAMS: dict[int, object] = {}  # CUstream objects of the handles `stream_capturing` was asked about
 
 
 def cuda_driver():
@@ -37,6 +38,24 @@ def checked(result, what: str):
     if err != cu.CUresult.CUDA_SUCCESS:
         raise ExecutionError(f"{what} failed: {err.name}")
     return rest[0] if len(rest) == 1 else rest
+
+
+def stream_capturing(handle: int) -> bool:
+    """Whether work issued on the CUDA stream `handle` is being captured into a graph (a
+    caller's `torch.cuda.graph`, or `irfuse.time_loop`'s own capture) rather than run: such
+    work may not wait for the GPU, copy from the host or capture a graph of its own."""
+    if not handle:
+        return False  # (the legacy default stream is never captured)
+    cu = cuda_driver()
+    stream = _STREAMS.get(handle)
+    if stream is None:
+        if len(_STREAMS) >= STREAMS_KEPT:
+            _STREAMS.clear()
+        stream = _STREAMS[handle] = cu.CUstream(handle)
+    err, status = cu.cuStreamIsCapturing(stream)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise ExecutionError(f"cuStreamIsCapturing failed: {err.name}")
+    return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 class CudaGraph:
@@ -90,3 +109,104 @@ class CudaGraph:
             cu.cuGraphExecDestroy(self._exec)
             cu.cuGraphDestroy(self._graph)
             self._exec = None
+
+
+class CapturedWork:
+    """What `record(handle)` issues on the CUDA stream `handle` (a stream of irfuse's own,
+    `OwnStream`: a caller's calls, ordered on it by `stream=`) captured into a graph, launched
+    on a stream (`launch_on`). The capture is this thread's alone, so other threads' work is
+    not caught in it."""
+
+    def __init__(self, record: Callable[[int], None], handle: int):
+        cu = cuda_driver()
+        stream = cu.CUstream(handle)
+        graph = None
+        try:
+            checked(cu.cuStreamBeginCapture(stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                    "cuStreamBeginCapture")
+            try:
+                record(int(stream))
+            finally:
+                err, graph = cu.cuStreamEndCapture(stream)
+            if err != cu.CUresult.CUDA_SUCCESS:
+                raise ExecutionError(f"cuStreamEndCapture failed: {err.name}")
+            self._exec = checked(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        except BaseException:
+            if graph is not None:
+                cu.cuGraphDestroy(graph)
+            raise
+        self._graph = graph
+        self._streams: dict[int, object] = {}
+
+    def launch_on(self, handle: int) -> None:
+        cu = cuda_driver()
+        stream = self._streams.get(handle)
+        if stream is None:
+            stream = self._streams[handle] = cu.CUstream(handle)
+        checked(cu.cuGraphLaunch(self._exec, stream), "cuGraphLaunch")
+
+    def destroy_after(self, handle: int) -> None:
+        """Destroys the graph once the work queued on stream `handle` so far is done, without
+        waiting for it here (an executable graph still running may not be destroyed): an
+        event recorded there, queried by later calls (`destroy_finished`)."""
+        cu = cuda_driver()
+        event = checked(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        checked(cu.cuEventRecord(event, cu.CUstream(handle)), "cuEventRecord")
+        _pending.append((self, event))
+        destroy_finished()
+
+    def destroy(self) -> None:
+        cu = cuda_driver()
+        if self._exec is not None:
+            cu.cuGraphExecDestroy(self._exec)
+            cu.cuGraphDestroy(self._graph)
+            self._exec = None
+
+
+_pending: list = []  # (captured work, event after its last launch) not destroyed yet
+
+
+def destroy_finished(wait: bool = False) -> None:
+    """Destroys the captured work whose streams have run it (`CapturedWork.destroy_after`);
+    `wait`: all of it, waiting for the events."""
+    cu = cuda_driver()
+    for item in list(_pending):
+        work, event = item
+        if wait:
+            cu.cuEventSynchronize(event)
+        elif cu.cuEventQuery(event)[0] != cu.CUresult.CUDA_SUCCESS:
+            continue  # (not ready yet)
+        _pending.remove(item)
+        work.destroy()
+        cu.cuEventDestroy(event)
+
+
+class OwnStream:
+    """A non-blocking CUDA stream of irfuse's own (`handle`), kept by a device for its time
+    loops, and the two events that order it after a caller's stream and the caller's stream
+    after it (`after`, `before`)."""
+
+    def __init__(self):
+        cu = cuda_driver()
+        self._stream = checked(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+        self.handle = int(self._stream)
+        flags = cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        self._events = [checked(cu.cuEventCreate(flags), "cuEventCreate") for _ in range(2)]
+
+    def after(self, handle: int) -> None:
+        """Work issued on this stream from now on runs after what stream `handle` holds now."""
+        cu = cuda_driver()
+        checked(cu.cuEventRecord(self._events[0], cu.CUstream(handle)), "cuEventRecord")
+        checked(cu.cuStreamWaitEvent(self._stream, self._events[0], 0), "cuStreamWaitEvent")
+
+    def before(self, handle: int) -> None:
+        """Work issued on stream `handle` from now on runs after what this stream holds now."""
+        cu = cuda_driver()
+        checked(cu.cuEventRecord(self._events[1], self._stream), "cuEventRecord")
+        checked(cu.cuStreamWaitEvent(cu.CUstream(handle), self._events[1], 0), "cuStreamWaitEvent")
+
+    def destroy(self) -> None:
+        cu = cuda_driver()
+        for event in self._events:
+            cu.cuEventDestroy(event)
+        cu.cuStreamDestroy(self._stream)

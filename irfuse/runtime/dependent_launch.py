@@ -112,7 +112,8 @@ class InPlaceRun:
         return self.graph.alive
 
     def launch_on(self, handle: int) -> bool:
-        """Submits the run on stream `handle`; True if as a dependent launch."""
+        """Submits the run on stream `handle`; True if as a dependent launch. (Not on a stream
+        being captured: a graph cannot be launched into another's capture, `GpuInPlaceRun`.)"""
         clock, now = self.clock, time.perf_counter()
         # On every call of a time-stepping code: the test that fails most often first.
         if now < clock.busy_until and clock.stream == handle and self.dependent is not None \

@@ -318,8 +318,9 @@ def _strided(a: np.ndarray, layout: str, step: int = 2) -> np.ndarray:
 def program_calls_differ(plan, seed: int, layout: str = "aos") -> list[str]:
     """What a `Program` of `plan` on the CPU gets wrong, as one call's results judge it: a call
     in chunks (`memory_budget=`) on strided views of the inputs into `out=` views, which must
-    give one call's bits; a batch of one element, checked against the reference; and a batch
-    of none (empty per-element outputs, or a refusal when an output is uniform)."""
+    give one call's bits; uniform scalars given as Python numbers, which must too; a batch of
+    one element, checked against the reference; and a batch of none (empty per-element
+    outputs, or a refusal when an output is uniform)."""
     from irfuse.api.programs import Program
     from irfuse.diagnostics import UsageError
     from irfuse.runtime.streaming import LANES, bytes_per_element, chunk_alignment, reduction_bytes
@@ -330,14 +331,22 @@ def program_calls_differ(plan, seed: int, layout: str = "aos") -> list[str]:
         uniform = program.uniform
         inputs = arrays_from_aos(random_inputs(plan.reference_program, n, seed, program.dtype), layout, uniform)
         whole = program(**inputs)
+        # Uniform scalars given as Python numbers (converted to the element type) give the same bits.
+        numbers = {k: float(a) if k in uniform and np.ndim(a) == 0 else a for k, a in inputs.items()}
+        if any(type(a) is float for a in numbers.values()):
+            got = program(**numbers)
+            bad_numbers = [f"{name} (uniform scalars given as Python numbers)" for name in program.outputs
+                           if not np.array_equal(got[name], whole[name], equal_nan=True)]
+        else:
+            bad_numbers = []
         align = chunk_alignment(plan)
         budget = LANES * bytes_per_element(plan) * max(align, 97) + reduction_bytes(plan, n)
         views = {k: a if k in uniform else _strided(a, layout) for k, a in inputs.items()}
         out = {k: np.full_like(a, np.nan) if k in uniform else _strided(np.full_like(a, np.nan), layout)
                for k, a in whole.items()}
         got = program(**views, out=out, memory_budget=budget)
-        bad = [f"{name} (chunks of strided views)" for name in program.outputs
-               if not np.array_equal(got[name], whole[name], equal_nan=True)]
+        bad = bad_numbers + [f"{name} (chunks of strided views)" for name in program.outputs
+                             if not np.array_equal(got[name], whole[name], equal_nan=True)]
         if program.last_chunks < 2 and n > max(align, 97):
             bad.append(f"(ran in {program.last_chunks} chunk, not several)")
         one = {k: a if k in uniform else np.ascontiguousarray(a[:1] if layout == "aos" else a[..., :1])

@@ -1,0 +1,71 @@
+"""`irfuse.time_loop` on one device: the steps' outputs named in `carry` fed back as inputs.
+On the CPU backend here (the GPU's captured loop: `test_gpu.py`): the bits of the same steps
+called one by one, the caller's arrays never written, and bad loops refused by name."""
+
+import os
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+import irfuse
+from irfuse.diagnostics import UsageError
+from irfuse.mesh import Connectivity, box_tetrahedra
+
+STEP = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
+DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+
+
+def _mesh(seed: int = 1):
+    X, conn = box_tetrahedra(3, numbering="random", seed=seed)
+    rng = np.random.default_rng(seed)
+    X = X.astype(np.float32)
+    u = (1e-3 * rng.standard_normal(X.shape)).astype(np.float32)
+    v = (1e-2 * rng.standard_normal(X.shape)).astype(np.float32)
+    m = rng.uniform(0.5, 1.5, len(X)).astype(np.float32)
+    return dict(X=X, u=u, v=v, m=m, conn=Connectivity(conn, len(X)), dN=DN, lam=1.5, mu=0.75)
+
+
+@pytest.fixture(scope="module")
+def step():
+    return irfuse.compile(STEP, backend="cpu")
+
+
+@pytest.mark.parametrize("steps", [1, 2, 7])
+def test_a_time_loop_gives_the_bits_of_its_steps_called_one_by_one(step, steps):
+    args = _mesh()
+    before = {k: a.copy() for k, a in args.items() if isinstance(a, np.ndarray)}
+    u, v = args.pop("u"), args.pop("v")
+    uu, vv = u, v
+    for _ in range(steps):
+        uu, vv = step(u=uu, v=vv, dt=1e-3, **args)
+    got = irfuse.time_loop(step, steps, {"u": "u1", "v": "v1"}, u=u, v=v, dt=1e-3, **args)
+    assert got.u1.tobytes() == uu.tobytes() and got.v1.tobytes() == vv.tobytes()
+    assert not np.array_equal(got.u1, u)  # (it moved)
+    assert all(np.array_equal(a, {**args, "u": u, "v": v}[k]) for k, a in before.items())  # inputs unwritten
+
+
+def test_a_time_loop_of_a_program_over_a_batch_feeds_one_output_back():
+    """A rotation applied `steps` times; the output not carried is the last step's."""
+    prog = irfuse.compile("vector3 x, y; scalar s; uniform scalar h; input x, h;\n"
+                          "y = svmul3(x, h);\ny = vadd3(y, x);\ns = vdot3(y, y);\nreturn y, s;", backend="cpu")
+    x = np.random.default_rng(0).standard_normal((100, 3)).astype(np.float32)
+    y = x
+    for _ in range(5):
+        y, s = prog(y, 0.25)
+    got = irfuse.time_loop(prog, 5, {"x": "y"}, x, 0.25)
+    assert got.y.tobytes() == y.tobytes() and got.s.tobytes() == s.tobytes()
+
+
+@pytest.mark.parametrize("steps, carry, message", [
+    (0, {"u": "u1"}, "steps is a positive whole number, not 0"),
+    (2.0, {"u": "u1"}, "steps is a positive whole number"),
+    (2, {}, "carry maps inputs to the outputs"),
+    (2, {"u": "w1"}, r"carry 'u': 'w1' maps an input"),
+    (2, {"q": "u1"}, r"carry 'q': 'u1' maps an input"),
+    (2, {"m": "u1"}, r"feeds nodal values shaped \(3,\) to nodal input 'm' shaped \(\)"),
+    (2, {"u": "u1", "v": "u1"}, "feeds one output to two inputs"),
+])
+def test_a_bad_time_loop_is_refused_by_name(step, steps, carry, message):
+    with pytest.raises(UsageError, match=message):
+        irfuse.time_loop(step, steps, carry, dt=1e-3, **_mesh())
