@@ -15,7 +15,7 @@
    residual in array code with `index_add_` / `.at[].add`), and a bare CUDA graph launch of
    one small kernel (`torch.cuda.CUDAGraph.replay`: the floor).
 2. The explicit step as a time loop, per step, at each box of `--cubes` cubes a side (6 c^3
-   tetrahedra, structured numbering): `irfuse.time_loop` (one CUDA graph of 16 steps
+   tetrahedra, structured numbering): `irfuse.time_loop` (one CUDA graph of 64 steps
    replayed), the step called from Python, `jax.lax.fori_loop` of the step and the `jax.jit`
    step called from Python; and the device time of one step: the sum of its kernels'
    durations (torch.profiler's CUDA activity, which sees every kernel of the process).
@@ -85,7 +85,7 @@ def kernel_seconds(torch, fn, count: int) -> float:
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CUDA], acc_events=True) as prof:
         fn()
         torch.cuda.synchronize()
     total = 0.0
@@ -101,7 +101,7 @@ def kernel_seconds(torch, fn, count: int) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--steps", type=int, default=640)
     ap.add_argument("--cubes", default="16,64,128")
     ap.add_argument("--skip-compile", action="store_true")
     ap.add_argument("--skip-jax", action="store_true")
@@ -229,13 +229,13 @@ def main(argv=None) -> int:
         def loop(count):
             return irfuse.time_loop(step, count, {"u": "u1", "v": "v1"}, X=t["X"], u=t["u"], v=t["v"], m=t["m"],
                                     conn=prepared, dN=t["dN"], lam=LAMBDA, mu=MU, dt=DT)
-        loop(40)
+        loop(70)
         sync()
         t0 = time.perf_counter()
         loop(steps)
         sync()
         row["irfuse.time_loop us/step"] = (time.perf_counter() - t0) / steps * 1e6
-        row["irfuse step kernels us/step (profiler)"] = kernel_seconds(torch, lambda: loop(40), 40) * 1e6
+        row["irfuse step kernels us/step (profiler)"] = kernel_seconds(torch, lambda: loop(70), 70) * 1e6
 
         def python_loop(count):
             u, v = t["u"], t["v"]

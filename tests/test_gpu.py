@@ -1399,24 +1399,24 @@ def _explicit_step_on(torch, cubes=6, seed=2):
 
 
 def test_a_time_loop_on_gpu_tensors_gives_the_bits_of_its_steps_one_by_one():
-    """The explicit step on torch tensors: 41 steps (two captured graphs of 16 and the rest
-    called) give the bits of 41 calls, torch tensors come back, the caller's u and v are
-    not written; the CPU backend's loop is close."""
+    """The explicit step on torch tensors: 70 steps (three called, one launch of 64 captured,
+    one of the captured pair, one called) give the bits of 70 calls, torch tensors come back,
+    the caller's u and v are not written; the CPU backend's loop is close."""
     import irfuse
 
     torch = _torch()
     step, args, conn, host = _explicit_step_on(torch)
     u0, v0 = args["u"].clone(), args["v"].clone()
     uu, vv = args["u"], args["v"]
-    for k in range(41):
+    for k in range(70):
         uu, vv = step(X=args["X"], u=uu, v=vv, m=args["m"], conn=conn, dN=args["dN"], lam=1.5, mu=0.75, dt=1e-3)
-    got = irfuse.time_loop(step, 41, {"u": "u1", "v": "v1"}, conn=conn, lam=1.5, mu=0.75, dt=1e-3, **args)
+    got = irfuse.time_loop(step, 70, {"u": "u1", "v": "v1"}, conn=conn, lam=1.5, mu=0.75, dt=1e-3, **args)
     torch.cuda.synchronize()
     assert isinstance(got.u1, torch.Tensor) and got.u1.is_cuda
     assert torch.equal(got.u1, uu) and torch.equal(got.v1, vv)
     assert torch.equal(args["u"], u0) and torch.equal(args["v"], v0)
     cpu = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "explicit_step.kas"), backend="cpu")
-    want = irfuse.time_loop(cpu, 41, {"u": "u1", "v": "v1"}, conn=conn, lam=1.5, mu=0.75, dt=1e-3, **host)
+    want = irfuse.time_loop(cpu, 70, {"u": "u1", "v": "v1"}, conn=conn, lam=1.5, mu=0.75, dt=1e-3, **host)
     np.testing.assert_allclose(got.u1.cpu().numpy(), want.u1, rtol=1e-4, atol=1e-6)
 
 
@@ -1469,3 +1469,20 @@ def test_calls_captured_in_a_torch_cuda_graph_replay_with_new_values():
     with pytest.raises(NotCapturable, match="make one call outside the capture first"):
         with torch.cuda.graph(g3):
             fresh(F64, 0.8, 1.5)
+
+
+def test_calls_without_out_take_the_fast_path_and_make_new_tensors():
+    """Calls on the same tensors without out=: from the second on the fast path makes the
+    outputs with torch.empty (new tensors while the caller holds the last ones) and gives
+    the bits of a call through the slow path."""
+    torch = _torch()
+    prog, F = _neo_hookean(torch)
+    held = [prog(F, 0.8, 1.5) for _ in range(4)]
+    assert prog._fast is not None and prog._fast.makers is not None
+    assert len({o.P.data_ptr() for o in held}) == 4
+    for _ in range(4):
+        last = prog(F, 0.8, 1.5)  # (the last outputs let go: torch hands the same memory back)
+    want = prog(F, torch.tensor(0.8, device="cuda"), torch.tensor(1.5, device="cuda"))
+    torch.cuda.synchronize()
+    for got in [*held, last]:
+        assert all(isinstance(a, torch.Tensor) and torch.equal(a, b) for a, b in zip(got, want))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 from irfuse.api.arguments import bind_outputs, scalar_bits
 from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, first_array, \
     overlaps, stream_handle
@@ -138,15 +140,47 @@ FAST_FAMILIES = {"torch": (torch_signature, _torch_current_stream),
                   "cupy": (_cupy_signature, _cupy_current_stream)}
 
 
+class _Place:
+    """An output's address and size, as `GpuInPlaceRun.run` reads them."""
+
+    __slots__ = ("ptr", "nbytes")
+
+    def __init__(self, ptr: int, nbytes: int):
+        self.ptr, self.nbytes = ptr, nbytes
+
+
+def _allocator(model: DeviceArray, shape: tuple[int, ...], dtype):
+    """(make, address of) for new arrays shaped `shape` in `model`'s library: what a call
+    without `out=` allocates on its fast path, at the cost of the library's own `empty`."""
+    if model.family == "torch":
+        import functools
+
+        import torch
+
+        return (functools.partial(torch.empty, shape, dtype=getattr(torch, np.dtype(dtype).name),
+                                  device=model.obj.device), lambda t: t.data_ptr())
+    import cupy
+
+    device = cupy.cuda.Device(model.obj.device.id)
+
+    def make():
+        with device:
+            return cupy.empty(shape, dtype=dtype)
+    return make, lambda a: a.data.ptr
+
+
 class FastCall:
-    """The last call on PyTorch tensors or CuPy arrays, with `out=`, that launched a captured
-    graph: called again with the very same array objects (by position or by name), whose
-    addresses, shapes, types and contiguity are unchanged, it launches the graph on the
-    current stream with none of the binding and checking a call does otherwise (what those
-    checks found still holds)."""
+    """The last call on PyTorch tensors or CuPy arrays that ran its recorded run: called again
+    with the very same array objects (by position or by name), whose addresses, shapes, types
+    and contiguity are unchanged, it runs on the current stream with none of the binding and
+    checking a call does otherwise (what those checks found still holds). With `out=` it
+    launches the graph captured for those arrays; without, it makes the outputs with the
+    library's `empty` and hands the run their addresses (`GpuInPlaceRun.run`: a graph where
+    that set of addresses was seen before, as a loop that lets go of its last outputs makes)."""
 
     def __init__(self, args: tuple, named: dict, out, stream, arrays: list[DeviceArray], bound: GpuInPlaceRun,
-                 key: tuple, outputs: Outputs, scalars: dict, handle: int, device, dtype):
+                 key: tuple, outputs: Outputs, scalars: dict, handle: int, device, dtype,
+                 inputs: dict | None = None, shapes: dict | None = None):
         self.args, self.named = args, dict(named)
         # Uniform scalars given as numbers: position in args (or name in named) -> input;
         # compared by value, their bits written (if changed) before the launch.
@@ -160,8 +194,13 @@ class FastCall:
         self.arrays = [a.obj for a in arrays]
         self.signatures = [signature(a) for a in self.arrays]
         self.bound, self.key, self.outputs = bound, key, outputs
-        self.graph = bound.graphs[key]
+        self.graph = bound.graphs[key] if key is not None else None
         self.current_stream = current_stream(arrays[0].device)
+        # Without out=: the inputs by name (as the run reads them), and how to make each output.
+        self.inputs = inputs
+        self.makers = None if shapes is None else \
+            [(name, *_allocator(arrays[0], shape, dtype), int(np.prod(shape)) * np.dtype(dtype).itemsize)
+             for name, shape in shapes.items()]
 
     def matches(self, args: tuple, named: dict, out, stream) -> bool:
         # Plain loops: this runs on every call of a time-stepping code, where a microsecond
@@ -200,20 +239,29 @@ class FastCall:
                 return False
         return True
 
-    def launch(self) -> bool:
+    def launch(self) -> Outputs | None:
+        """Runs the call; its outputs, or None where it must take the slow path after all."""
         graph = self.graph
-        if not graph.alive:  # evicted (and destroyed) since
-            return False
+        if graph is not None and not graph.alive:  # evicted (and destroyed) since
+            return None
         handle = stream_handle(self.stream, None) if self.stream is not None else self.current_stream()
         if handle and stream_capturing(handle):
-            return False  # (the call's launches go into the caller's capture: `GpuInPlaceRun.run`)
+            return None  # (the call's launches go into the caller's capture: `GpuInPlaceRun.run`)
         if self.scalars:
-            if handle != self.handle:  # (another stream's words: the graph reads this one's)
-                return False
+            if handle != self.handle:  # (another stream's words: the run reads this one's)
+                return None
             for name, value in self.bits:
                 self.device.scalar(name, value, handle)
-        graph.launch_on(handle)
-        return True
+        if self.makers is None:
+            graph.launch_on(handle)
+            return self.outputs
+        made, places = [], {}
+        for name, make, address, nbytes in self.makers:
+            a = make()
+            made.append(a)
+            places[name] = _Place(address(a), nbytes)
+        self.bound.run(self.inputs, places, handle)
+        return Outputs(self.outputs._names, made)
 
 
 def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = (),
@@ -262,10 +310,15 @@ def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, ar
     program._fast = None
     every = [a for k, a in arrays.items() if k not in scalars] + list(results.values())
     named = named or {}
-    if key is not None and out is not None and len(args) + len(named) == len(program.inputs) \
+    if n and (key is not None or out is None) and len(args) + len(named) == len(program.inputs) \
             and every[0].family in FAST_FAMILIES and all(a.family == every[0].family for a in every):
         positions = {k: name for k, name in enumerate(program.inputs[:len(args)]) if name in scalars}
         positions.update({name: name for name in named if name in scalars})
-        program._fast = FastCall(args, named, out, stream, every, bound, key, outputs, positions, handle,
-                                 program.opened_device(), program.dtype)
+        if out is None:
+            program._fast = FastCall(args, named, out, stream, every[:len(arrays) - len(scalars)], bound, None,
+                                     outputs, positions, handle, program.opened_device(), program.dtype,
+                                     inputs=arrays, shapes={k: program._shape(k, n) for k in program.outputs})
+        else:
+            program._fast = FastCall(args, named, out, stream, every, bound, key, outputs, positions, handle,
+                                     program.opened_device(), program.dtype)
     return outputs

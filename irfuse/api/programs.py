@@ -348,8 +348,9 @@ class Program:
                 fast = program._fast
                 if fast is not None and fast.matches(args, named, out, stream):
                     with program.lock:
-                        if fast.launch():
-                            return fast.outputs
+                        outputs = fast.launch()
+                        if outputs is not None:
+                            return outputs
         arrays, n, layout = self._arrays(args, named)
         strides = self._view_strides(arrays, out, layout, self._chunked(arrays, memory_budget))
         if layout != self.layout or strides != self.strides:

@@ -174,6 +174,7 @@ class CudaDevice:
         self._scalar_pool = None  # words for captured calls' scalars (`scalar`), made with the first word
         self._loop_stream: OwnStream | None = None  # (`loop_stream`)
         self._valued: dict[bytes, int] = {}  # value -> its word in the pool
+        self._capture, self._captured_words = None, set()  # the capture the pool's words were last written in
         self._streams: dict[int, object] = {}  # CUstream objects of callers' handles, made once
 
     def make_current(self) -> None:
@@ -293,7 +294,14 @@ class CudaDevice:
                                                   f"all {SCALAR_WORDS} hold other values")
                         + ": pass it as a GPU array")
                 ptr = self._valued[bits] = int(self._scalar_pool) + 16 * len(self._valued)
-            self._set_words(ptr, bits, stream)
+            # One memset a word and capture: the graph's later reads follow it (a time loop's
+            # steps read the same values).
+            capture = int(checked(cuda_driver().cuStreamGetCaptureInfo(stream), "cuStreamGetCaptureInfo")[1])
+            if capture != self._capture:
+                self._capture, self._captured_words = capture, set()
+            if ptr not in self._captured_words:
+                self._set_words(ptr, bits, stream)
+                self._captured_words.add(ptr)
             return ptr
         place = self._scalars.get((name, handle))
         if place is None:
