@@ -69,3 +69,44 @@ def test_a_time_loop_of_a_program_over_a_batch_feeds_one_output_back():
 def test_a_bad_time_loop_is_refused_by_name(step, steps, carry, message):
     with pytest.raises(UsageError, match=message):
         irfuse.time_loop(step, steps, carry, dt=1e-3, **_mesh())
+
+
+# Calls again on the same arrays (the fast path a loop's calls take) ----------------------------
+
+SCALED = "vector3 x, y; uniform scalar h, k; input x, h, k;\ny = svmul3(x, h);\ny = vadd3(y, x);\ny = svmul3(y, k);\nreturn y;"
+
+
+def test_calls_again_on_the_same_arrays_follow_their_values_and_the_numbers():
+    """From the second call on the same arrays the CPU backend's fast path runs them: new
+    values in the arrays, new numbers for the scalars, out= or not, give a fresh call's bits;
+    an array reshaped in place or a number that does not fit goes back to the checks."""
+    prog = irfuse.compile(SCALED, backend="cpu")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 3)).astype(np.float32)
+    y = np.empty_like(x)
+    for k in range(6):
+        x[k] += 1.0
+        h = 0.25 * k
+        got = prog(x, h, 2.0, out=y)
+        assert got.y is y and prog._host_fast
+        assert y.tobytes() == prog(x.copy(), np.float32(h), np.float32(2.0)).y.tobytes(), k
+    made = [prog(x, 0.5, k=3) for _ in range(3)]
+    assert len({id(m.y) for m in made}) == 3
+    assert all(m.y.tobytes() == prog(x.copy(), np.float32(0.5), np.float32(3)).y.tobytes() for m in made)
+    with pytest.raises(UsageError, match=r"input 'h' is 1e\+300"):
+        prog(x, 1e300, 2.0, out=y)
+    x.shape = (100, 9)
+    with pytest.raises(UsageError, match="input 'x'"):
+        prog(x, 0.5, 2.0, out=y)
+
+
+def test_a_mesh_call_again_on_the_same_arrays_follows_their_values():
+    res = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend="cpu")
+    args = _mesh()
+    X, u, c = args["X"], args["u"], args["conn"]
+    r = np.empty_like(u)
+    for k in range(4):
+        u *= 1.5
+        res(X, u, c, DN, 1.5, 0.75 + k, out=r)
+        assert r.tobytes() == res(X.copy(), u.copy(), c, DN, np.float32(1.5), np.float32(0.75 + k)).r.tobytes(), k
+    assert res._host_fast

@@ -129,6 +129,8 @@ def _dlpack_array(value: object) -> DeviceArray | None:
 def device_array(value: object) -> DeviceArray | None:
     """`value` as a GPU array, or None when it is neither a CUDA array interface nor DLPack
     of CUDA memory (a `DeviceArray` is itself)."""
+    if type(value) is np.ndarray:  # (the host's arrays, asked about on every call: first)
+        return None
     if isinstance(value, DeviceArray):
         return value
     if type(value).__module__ == "torch" and type(value).__name__ in ("Tensor", "Parameter"):

@@ -2,12 +2,14 @@
 write the caller's arrays in place where they can (`HostInPlaceRun`: C-contiguous and aligned,
 or views a variant was compiled for, and no output sharing memory with another array); else
 the arrays are copied into a run's own buffers and the outputs copied out (`CopiedRun`, the
-path of an output written over its input)."""
+path of an output written over its input). A call made again with the same arrays takes
+`HostFastCall`."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from irfuse.api.arguments import scalar_bits
 from irfuse.api.device_arrays import ALIGNMENT, DeviceArray, overlaps
 from irfuse.artifact.arrays import OUTPUT_PREFIX
 from irfuse.artifact.artifact import Artifact
@@ -84,14 +86,97 @@ class HostInPlaceRun:
                     slot.array = None  # hold no caller's array between calls
 
 
-def run_on_host(program, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]) -> None:
-    """Runs `program` on host arrays in one piece (see the module), results into `results`."""
+FAST_CALLS_KEPT = 2  # host calls a program keeps for its fast path (a time loop alternates two sets)
+
+
+class HostFastCall:
+    """A call on NumPy arrays that ran in place on the CPU backend (`bound`: what ran it, whose
+    `run(arrays, results)` runs it again): called again with the very
+    same array objects (by position or by name, `out=` the same object), whose shapes, types
+    and strides are unchanged, it replays the recorded run on them with none of the binding
+    and checking a call does otherwise (what those checks found still holds: the arrays are
+    the same memory). Uniform scalars given as numbers are compared by value and written into
+    the run's own 0-d arrays; without `out=` the outputs are made at every call."""
+
+    def __init__(self, args: tuple, named: dict, out, arrays: dict, results: dict, bound,
+                 scalars: dict, dtype, names: tuple[str, ...], shapes: dict | None, mesh: tuple | None = None):
+        self.scatter, self.nodes = mesh or (None, None)  # (a call over a mesh: its scatter= and nodes=)
+        self.args, self.named = args, dict(named)
+        # out= as one array, a sequence or a mapping: the same objects again, in a new container too
+        self.out = out
+        self.out_items = tuple(out.items()) if isinstance(out, dict) else tuple(out) \
+            if isinstance(out, (list, tuple)) else None
+        self.scalars = scalars  # position in args (or name in named) -> input
+        self.dtype = dtype
+        self.arrays, self.bound, self.names = arrays, bound, names
+        self.results = results if shapes is None else None
+        self.shapes = shapes  # without out=: each output's shape
+        given = [a for k, a in arrays.items() if k not in scalars.values()]
+        given += list(results.values()) if shapes is None else []
+        self.held = [(a, a.shape, a.strides, a.dtype) for a in given]
+        self.bits: list = []
+
+    def matches(self, args: tuple, named: dict, out) -> bool:
+        if len(args) != len(self.args) or len(named) != len(self.named):
+            return False
+        if out is not self.out:
+            items = self.out_items
+            if items is None or type(out) is not type(self.out) or len(out) != len(items):
+                return False
+            if isinstance(out, dict):
+                for name, a in items:
+                    if out.get(name) is not a:
+                        return False
+            else:
+                for a, b in zip(out, items):
+                    if a is not b:
+                        return False
+        scalars, bits = self.scalars, self.bits
+        bits.clear()
+        for k, (a, b) in enumerate(zip(args, self.args)):
+            if k in scalars:
+                value = scalar_bits(a, self.dtype)
+                if value is None:
+                    return False
+                bits.append((scalars[k], value))
+            elif a is not b:
+                return False
+        for name, value in named.items():
+            if name in scalars:
+                value = scalar_bits(value, self.dtype)
+                if value is None:
+                    return False
+                bits.append((scalars[name], value))
+            elif self.named.get(name) is not value:
+                return False
+        for a, shape, strides, dtype in self.held:
+            if a.shape != shape or a.strides != strides or a.dtype != dtype:
+                return False
+        return True
+
+    def launch(self):
+        from irfuse.api.outputs import Outputs
+
+        for name, value in self.bits:
+            self.arrays[name][()] = np.frombuffer(value, self.dtype)[0]
+        results = self.results
+        if results is None:
+            results = {name: page_aligned(shape, self.dtype) for name, shape in self.shapes.items()}
+        self.bound.run(self.arrays, results)
+        return Outputs(self.names, [results[name] for name in self.names])
+
+
+def run_on_host(program, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]
+                ) -> HostInPlaceRun | None:
+    """Runs `program` on host arrays in one piece (see the module), results into `results`;
+    the in-place run it replayed, if it ran in place."""
     dev = program.opened_device()
     if program.backend == "cpu" and in_place_on_the_host(arrays, results, program.strides,
                                                           program._alignment(program.layout)):
-        program.recorded(("host", n), lambda: HostInPlaceRun(program.artifact, dev, n, program.inputs,
-                                                              program.outputs)).run(arrays, results)
-        return
+        run = program.recorded(("host", n), lambda: HostInPlaceRun(program.artifact, dev, n, program.inputs,
+                                                                    program.outputs))
+        run.run(arrays, results)
+        return run
     if program.strides:  # `_view_strides` chose this variant only where the arrays can be used in place
         raise ExecutionError(f"{program.name}: kernels compiled for strided views were about to read copies")
     fresh = n not in program._bound
@@ -103,3 +188,27 @@ def run_on_host(program, arrays: dict[str, np.ndarray], n: int, results: dict[st
     dev.synchronize()
     for name, (buf, _) in bound.recorded.results.items():
         dev.read_into(results[name], buf)
+    return None
+
+
+def keep_fast_call(program, args: tuple, named: dict, out, arrays: dict, results: dict, bound,
+                   shapes: dict | None, mesh: tuple | None = None) -> None:
+    """Keeps a call that ran in place on the CPU backend for the fast path (`HostFastCall`,
+    the last FAST_CALLS_KEPT of them): where every input was given by position or name and
+    ran as given, a uniform scalar given as a number as a 0-d array of the call's own, a
+    `Connectivity` as its node numbers (`shapes`: each output's, where the call made them;
+    `mesh`: a call over a mesh's scatter= and nodes=)."""
+    if len(args) + len(named) != len(program.inputs):
+        return
+    given = {**dict(zip(program.inputs, args)), **named}
+    scalars = {}
+    for k, name in enumerate(program.inputs):
+        value, a = given[name], arrays[name]
+        if a is value or (name in program.index_inputs and getattr(value, "conn", None) is a):
+            continue
+        if not (name in program.uniform and a.ndim == 0 and not isinstance(value, np.ndarray)):
+            return  # (converted or copied: the next call's array would be another)
+        scalars[k if k < len(args) else name] = name
+    fast = HostFastCall(args, named, out, dict(arrays), results, bound, scalars, program.dtype, program.outputs,
+                        shapes, mesh)
+    program._host_fast = [fast, *program._host_fast[:FAST_CALLS_KEPT - 1]]

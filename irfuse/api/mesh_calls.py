@@ -34,14 +34,14 @@ from irfuse.api.arguments import (bind_inputs, bind_outputs, check_array, check_
                                   host_uniform,
                                   host_array, same_batch_length)
 from irfuse.api.device_arrays import device_array
-from irfuse.api.host_calls import aligned_copy
+from irfuse.api.host_calls import aligned_copy, keep_fast_call
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.arrays import fits as fits_shape
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.order import check_connectivity, node_numbers
-from irfuse.runtime.mesh_runs import run_chunk_onto, run_mesh
+from irfuse.runtime.mesh_runs import mesh_chunk_elements, run_chunk_onto, run_mesh
 from irfuse.runtime.streaming import device_budget
 
 
@@ -179,8 +179,15 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
     with program.lock:
         dev = program.opened_device()
         budget = device_budget(dev, memory_budget if memory_budget is not None else program.memory_budget)
-        run_mesh(program.artifact, dev, arrays, n, m, inverses, scatter, dict(zip(program.outputs, results)), budget,
-                 progress)
+        targets = dict(zip(program.outputs, results))
+        ran = _in_place(program, dev, arrays, targets, inverses, scatter, budget, layout, n, m, progress)
+        if ran is None:
+            run_mesh(program.artifact, dev, arrays, n, m, inverses, scatter, targets, budget, progress)
+        elif not verify and progress is None and memory_budget is None:
+            shapes = None if out is not None else {
+                name: program.shapes[name] if name in program.uniform else
+                (m if name in program.nodal else n, *program.shapes[name]) for name in program.outputs}
+            keep_fast_call(program, args, named, out, arrays, targets, ran, shapes, (scatter, nodes))
     if verify:
         verify_mesh_call(program, arrays, Outputs(program.outputs, results), n, m)
     if layout == SOA:  # back into the caller's layout (into its out= arrays where given)
@@ -194,6 +201,59 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
             else:
                 results[k] = np.ascontiguousarray(soa)
     return Outputs(program.outputs, results), n, m
+
+
+class _OnArrays:
+    """A `MeshInPlaceRun` run on arrays (`HostFastCall`'s `run(arrays, results)`)."""
+
+    def __init__(self, run):
+        self.mesh_run = run
+
+    def run(self, arrays: dict, results: dict) -> None:
+        self.mesh_run.run({name: _slot(a) for name, a in arrays.items()},
+                          {name: _slot(a) for name, a in results.items()})
+        for s in self.mesh_run.inputs.values():
+            s.array = None  # hold no caller's array between calls
+
+
+def _slot(a: np.ndarray):
+    from irfuse.runtime.device import Slot
+
+    s = Slot()
+    s.ptr, s.nbytes, s.array = a.ctypes.data, a.nbytes, a
+    return s
+
+
+def _in_place(program, dev, arrays: dict, results: dict, inverses: dict, scatter: str, budget, layout: str,
+              n: int, m: int, progress) -> "_OnArrays | None":
+    """Runs a call on the CPU backend in place where it can (what ran it; None where it did
+    not): NumPy arrays of structures
+    that the kernels can use as they are (`in_place_on_the_host`), in one piece, every
+    connectivity a `Connectivity` (its scatter order made once) or the scatters atomic. The
+    run is recorded once per (E, M, connectivities) and kept (`MeshInPlaceRun`), its places
+    pointed at each call's arrays: no copy in or out, nothing made again."""
+    from irfuse.api.host_calls import in_place_on_the_host
+    from irfuse.runtime.mesh_runs import MeshInPlaceRun
+
+    if dev.name != "cpu" or layout != AOS or not n or (budget is not None and mesh_chunk_elements(
+            program.artifact, n, m, budget) < n):
+        return None
+    if scatter != "atomic" and len(inverses) < len(program.index_inputs):
+        return None  # (a connectivity given as an array: its scatter order is made by this call)
+    if not in_place_on_the_host(arrays, results):
+        return None
+    slots = {name: _slot(a) for name, a in arrays.items()}
+    key = ("mesh-host", n, m, scatter, tuple(id(inverses.get(k)) for k in sorted(program.index_inputs)))
+
+    def record() -> MeshInPlaceRun:
+        run = MeshInPlaceRun(program.artifact, dev, n, m, slots, inverses, scatter)
+        run.keep = dict(inverses)  # (so the ids in its key stay those of these scatter orders)
+        return run
+    ran = _OnArrays(program.recorded(key, record))
+    ran.run(arrays, results)
+    if progress is not None:
+        progress(1, 1)
+    return ran
 
 
 def chunk_onto(program, sums: dict[str, np.ndarray] | None, nodes: int, scatter: str, first: int,

@@ -26,7 +26,7 @@ A call whose connectivities are all `Connectivity` objects is ordered on the cal
 returns without waiting for the GPU. A connectivity given as a GPU array is checked (and for an
 ordered scatter inverted on the host) before the run, which needs what the caller's streams
 write into it done: such a call synchronizes the context before the run and after it. The run
-recorded for a call's sizes is kept (`MeshGpuRun`, its places pointed at the next call's
+recorded for a call's sizes is kept (`MeshInPlaceRun`, its places pointed at the next call's
 arrays) where every connectivity is a `Connectivity` or the scatters are atomic; a GPU
 connectivity's host inverse is made again at every call. A uniform scalar given on the host (a
 number) is written in the order of the call's stream (`CudaDevice.scalar`: a memset, no wait);
@@ -55,7 +55,7 @@ from irfuse.runtime.cuda_mesh import (check_connectivity_on_gpu, connectivity_on
                                       scratch_slot, slot_of)
 from irfuse.runtime.cuda_graph import stream_capturing
 from irfuse.runtime.device import Slot
-from irfuse.runtime.mesh_runs import MeshGpuRun
+from irfuse.runtime.mesh_runs import MeshInPlaceRun
 
 
 def on_gpu(bound: dict) -> bool:
@@ -159,9 +159,9 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
                 raise NotCapturable(f"{program.name}: the first call on a mesh of these sizes prepares its run "
                                     "(buffers, node orders on the device), which a stream being captured into a "
                                     "CUDA graph cannot do: make one call outside the capture first")
-            run = program.recorded(key, lambda: MeshGpuRun(program.artifact, dev, n, m, slots, inverses, scatter))
+            run = program.recorded(key, lambda: MeshInPlaceRun(program.artifact, dev, n, m, slots, inverses, scatter))
         else:
-            run = MeshGpuRun(program.artifact, dev, n, m, slots, inverses, scatter)
+            run = MeshInPlaceRun(program.artifact, dev, n, m, slots, inverses, scatter)
         if checks or scratch:
             run.run(slots, targets)
             if layout == SOA:

@@ -32,7 +32,7 @@ from irfuse.api.chunked_calls import run_in_chunks
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       first_array, moved_batch_axis)
 from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
-from irfuse.api.host_calls import aligned_copy, may_overlap, run_on_host
+from irfuse.api.host_calls import aligned_copy, keep_fast_call, may_overlap, run_on_host
 from irfuse.api.mesh_calls import call_on_mesh, scatter_mode, verify_mesh_call
 from irfuse.api.mesh_gpu_calls import call_on_mesh_gpu, host_copy, on_gpu
 from irfuse.api.outputs import Outputs
@@ -133,6 +133,7 @@ class Program:
         self.index_inputs: frozenset[str] = host.index_names()
         self._device = None
         self._fast = None  # the last call on GPU arrays that launched a graph (`gpu_calls.FastCall`)
+        self._host_fast: list = []  # the last calls in place on the CPU backend (`host_calls.HostFastCall`)
         # Recorded runs by batch size (host arrays) or ("gpu", batch size) (GPU arrays in place).
         self._bound: OrderedDict = OrderedDict()
         self.lock = threading.Lock()  # held by a call while it runs on the program's device
@@ -351,6 +352,11 @@ class Program:
                         outputs = fast.launch()
                         if outputs is not None:
                             return outputs
+                if memory_budget is None and stream is None:
+                    for fast in program._host_fast:
+                        if fast.matches(args, named, out) and program.memory_budget is None:
+                            with program.lock:
+                                return fast.launch()
         arrays, n, layout = self._arrays(args, named)
         strides = self._view_strides(arrays, out, layout, self._chunked(arrays, memory_budget))
         if layout != self.layout or strides != self.strides:
@@ -384,8 +390,10 @@ class Program:
                    for name in self.outputs]
         if n:
             with self.lock:
-                self._run(arrays, n, dict(zip(self.outputs, results)),
-                          memory_budget if memory_budget is not None else self.memory_budget, report)
+                run = self._run(arrays, n, dict(zip(self.outputs, results)),
+                                memory_budget if memory_budget is not None else self.memory_budget, report)
+            if run is not None and not verify and report is None:
+                self._keep_host_fast(args, named, out, arrays, dict(zip(self.outputs, results)), run, n)
         outputs = Outputs(self.outputs, results)
         if verify:
             report = verify_on_host(self, arrays, outputs, n)
@@ -405,6 +413,12 @@ class Program:
                 return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, report, nodes,
                                           scatter, layout)
         _check_progress(progress)
+        if not verify and progress is False and memory_budget is None and self.memory_budget is None \
+                and stream is None:
+            for fast in self._host_fast:
+                if fast.scatter == scatter and fast.nodes == nodes and fast.matches(args, named, out):
+                    with self.lock:
+                        return fast.launch()
         bound = bind_inputs(self.inputs, args, named, self)
         if on_gpu(bound):
             if memory_budget is not None:
@@ -471,16 +485,24 @@ class Program:
         return got if on_gpu else Outputs(self.outputs, [targets[name] for name in self.outputs])
 
     def _run(self, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray],
-             budget: int | None = None, progress: Callable[[int, int], None] | None = None) -> None:
+             budget: int | None = None, progress: Callable[[int, int], None] | None = None):
         """Runs on host arrays: in chunks on the GPU or within a budget (`progress` told of
-        each), else in one piece (`progress` told once, at the end)."""
+        each), else in one piece (`progress` told once, at the end). The in-place run it
+        replayed, if it ran in place on the CPU backend."""
         if self.backend == "cuda" or budget is not None:
             self.last_chunks = run_in_chunks(self, arrays, n, results, budget, progress)
-            return
+            return None
         self.last_chunks = 0  # (not the chunks of an earlier call: the same Program may be shared)
-        run_on_host(self, arrays, n, results)
+        run = run_on_host(self, arrays, n, results)
         if progress is not None:
             progress(1, 1)
+        return run
+
+    def _keep_host_fast(self, args: tuple, named: dict, out, arrays: dict, results: dict, run, n: int) -> None:
+        """Keeps a call that ran in place on the CPU backend for the fast path
+        (`host_calls.keep_fast_call`)."""
+        shapes = None if out is not None else {name: self._shape(name, n) for name in self.outputs}
+        keep_fast_call(self, args, named, out, arrays, results, run, shapes)
 
     def _call_in_place(self, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = (),
                        named: dict | None = None) -> Outputs:
@@ -586,6 +608,7 @@ class Program:
                 # (current in this thread, so that what another thread made is freed here too)
                 self._device.make_current()
             self._fast = None
+            self._host_fast = []
             for bound in self._bound.values():
                 if isinstance(bound, (GpuInPlaceRun, ChunkedRun)):
                     bound.release()

@@ -6,7 +6,8 @@ whole on the device, each chunk's per-element values and node numbers are upload
 and its scatters add onto the sums of the chunks before it (`Executor.prepare(onto=True)`):
 the ordered scatter adds each node's rows in the order of one call, so chunks give its bits.
 Calls hand these functions host arrays of structures (`irfuse.api.mesh_calls` binds and
-checks them); `MeshGpuRun` is the recorded run of a call on GPU arrays, pointed at each call's
+checks them); `MeshInPlaceRun` is the recorded run of a call on GPU arrays (or on NumPy arrays
+in place on the CPU backend), pointed at each call's
 arrays before its replay.
 """
 
@@ -153,8 +154,9 @@ def run_chunk_onto(artifact: Artifact, dev, arrays: dict[str, np.ndarray], n: in
     return results, totals
 
 
-class MeshGpuRun:
-    """A mesh call's run recorded for one (E, M): a `Slot` for each GPU argument and output,
+class MeshInPlaceRun:
+    """A mesh call's run recorded for one (E, M): a `Slot` for each argument and output in
+    place (GPU arrays; NumPy arrays on the CPU backend),
     pointed at the call's arrays before each replay; a uniform input given on the host is
     written into a buffer of the run's own."""
 
