@@ -21,6 +21,9 @@
    durations (torch.profiler's CUDA activity, which sees every kernel of the process).
 3. Preparing a mesh on the host: `irfuse.mesh.Connectivity` and a Morton `reorder` of the
    largest box.
+
+`--cpu CUBES`: instead, the CPU backend's calls (`cpu_calls`): the explicit step and the P1
+residual on 6 CUBES^3 tetrahedra, a call back to back against its kernels alone.
 """
 
 from __future__ import annotations
@@ -98,6 +101,41 @@ def kernel_seconds(torch, fn, count: int) -> float:
     return total * 1e-6 / count
 
 
+def cpu_calls(cubes: int, calls: int) -> dict:
+    """The explicit step on the CPU backend (NumPy arrays, `out=`, numbers for its scalars):
+    microseconds a call back to back, a step of `irfuse.time_loop`, and its kernels alone (each
+    pass's recorded run replayed on the same arrays), and the P1 residual likewise."""
+    import irfuse
+
+    step = irfuse.compile(os.path.join(EXAMPLES, "mesh", "explicit_step.kas"), backend="cpu")
+    res = irfuse.compile(os.path.join(EXAMPLES, "mesh", "p1_residual.kas"), backend="cpu")
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    X, conn = box_tetrahedra(cubes)
+    X = X.astype(np.float32)
+    rng = np.random.default_rng(0)
+    u = (1e-3 * rng.standard_normal(X.shape)).astype(np.float32)
+    v, m = np.zeros_like(u), np.ones(len(X), np.float32)
+    prepared = Connectivity(conn, len(X))
+    r = np.empty_like(u)
+    out = {}
+    for name, program, call in (
+            ("explicit step", step, lambda: step(X, u, v, m, prepared, DN, LAMBDA, MU, DT, out=outs)),
+            ("P1 residual", res, lambda: res(X, u, prepared, DN, LAMBDA, MU, out=r))):
+        outs = [np.empty_like(u), np.empty_like(u)]
+        seconds = back_to_back(call, calls, lambda: None)[1]
+        runs = [p._host_fast[0].bound for p in getattr(program, "programs", [program])]
+        replays = [getattr(b, "mesh_run", b).recorded.replay for b in runs]
+        kernels = back_to_back(lambda: [f() for f in replays], calls, lambda: None)[1]
+        out[f"{name}, {len(conn):,} tets: call us"] = seconds
+        out[f"{name}, {len(conn):,} tets: kernels us"] = kernels
+        out[f"{name}, {len(conn):,} tets: call / kernels"] = seconds / kernels
+    t0 = time.perf_counter()
+    irfuse.time_loop(step, calls, {"u": "u1", "v": "v1"}, X, u, v, m, prepared, DN, LAMBDA, MU, DT)
+    out[f"explicit step, {len(conn):,} tets: time_loop us/step"] = (time.perf_counter() - t0) / calls * 1e6
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
@@ -105,8 +143,19 @@ def main(argv=None) -> int:
     ap.add_argument("--cubes", default="16,64,128")
     ap.add_argument("--skip-compile", action="store_true")
     ap.add_argument("--skip-jax", action="store_true")
-    ap.add_argument("--json", default=meta.result_path("calls"))
+    ap.add_argument("--cpu", type=int, metavar="CUBES", help="only the CPU backend's calls, on a box of CUBES cubes")
+    ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.cpu:
+        results = {"cpu_calls": cpu_calls(args.cpu, args.calls)}
+        for name, value in results["cpu_calls"].items():
+            print(f"{name}: {value:.3g}")
+        path = args.json or meta.result_path("cpu-backend")
+        with open(path, "w") as f:
+            meta.dump(results, f, indent=1)
+        print(f"wrote {path}")
+        return 0
+    args.json = args.json or meta.result_path("calls")
 
     import torch
     from rich.console import Console

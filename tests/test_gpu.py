@@ -1486,3 +1486,30 @@ def test_calls_without_out_take_the_fast_path_and_make_new_tensors():
     torch.cuda.synchronize()
     for got in [*held, last]:
         assert all(isinstance(a, torch.Tensor) and torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_numbers():
+    """The P1 residual and the explicit step called again on the same torch tensors (the fast
+    paths of a mesh call and of a program of passes), with new values written into them and
+    new numbers for the scalars, with out= and without: the bits of calls on fresh tensors."""
+    import irfuse
+
+    torch = _torch()
+    step, args, conn, _ = _explicit_step_on(torch)
+    res = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
+    r = torch.empty_like(args["u"])
+    out = [torch.empty_like(args["u"]), torch.empty_like(args["v"])]
+    for k in range(5):
+        args["u"].mul_(1.25)
+        got = res(args["X"], args["u"], conn, args["dN"], 1.5, 0.75 + k, out=r)
+        made = res(args["X"], args["u"], conn, args["dN"], 1.5, 0.75 + k)
+        s = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, 1e-3 * (k + 1), out=out)
+        fresh = {name: a.clone() for name, a in args.items()}
+        want = res(fresh["X"], fresh["u"], conn, fresh["dN"], torch.tensor(1.5, device="cuda"),
+                   torch.tensor(0.75 + k, device="cuda"))
+        want_s = step(fresh["X"], fresh["u"], fresh["v"], fresh["m"], conn, fresh["dN"], np.float32(1.5),
+                      np.float32(0.75), np.float32(1e-3 * (k + 1)))
+        torch.cuda.synchronize()
+        assert got.r is r and torch.equal(r, want.r) and torch.equal(made.r, want.r), k
+        assert s[0] is out[0] and all(torch.equal(a, b) for a, b in zip(s, want_s)), k
+    assert res._mesh_fast and step._fast

@@ -126,6 +126,59 @@ def host_uniform(what: str, value: object, shape: tuple[int, ...], dtype: np.dty
     return a
 
 
+def out_snapshot(out) -> tuple:
+    """What a call's `out=` names, kept by a fast path (`same_out`): one array (or None), or
+    the arrays of a list, tuple or dict as they are now (a caller may put others in it later)."""
+    if isinstance(out, dict):
+        return (dict, tuple(out.items()))
+    if isinstance(out, (list, tuple)):
+        return (type(out), tuple(out))
+    return (None, out)
+
+
+def same_out(out, snapshot: tuple) -> bool:
+    """Whether `out=` names the arrays `snapshot` kept (`out_snapshot`), in the same kind of
+    container (the same one or a new one)."""
+    kind, kept = snapshot
+    if kind is None:
+        return out is kept
+    if type(out) is not kind or len(out) != len(kept):
+        return False
+    if kind is dict:
+        return all(out.get(k, out) is v for k, v in kept)
+    return all(a is b for a, b in zip(out, kept))
+
+
+def same_arguments(args: tuple, named: dict, kept_args: tuple, kept_named: dict, scalars: dict, dtype,
+                   bits: list) -> bool:
+    """Whether a call's arguments are a kept call's again, for its fast path: the very same
+    objects by position and by name, but for uniform scalars given as numbers (`scalars`:
+    position, or name, -> input), taken by value: their bytes in `dtype` put in `bits` as
+    (input, bytes) (at every call, the same object too: a call between may have written
+    another value where the kernels read it). Plain loops: this runs at every call of a
+    time-stepping code, where a microsecond of Python is a tenth of the call."""
+    if len(args) != len(kept_args) or len(named) != len(kept_named):
+        return False
+    bits.clear()
+    for k, (a, b) in enumerate(zip(args, kept_args)):
+        if k in scalars:
+            value = scalar_bits(a, dtype)
+            if value is None:
+                return False
+            bits.append((scalars[k], value))
+        elif a is not b:
+            return False
+    for name, value in named.items():
+        if name in scalars:
+            value = scalar_bits(value, dtype)
+            if value is None:
+                return False
+            bits.append((scalars[name], value))
+        elif kept_named.get(name, kept_named) is not value:
+            return False
+    return True
+
+
 def scalar_bits(value: object, dtype: np.dtype) -> bytes | None:
     """The bytes of a Python float or int in `dtype` (float32 or float64), or of a NumPy
     scalar of `dtype`, as `host_scalar` makes them, for a call's fast path; None where `value` is something else or does not fit

@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from irfuse.api.arguments import bind_outputs, scalar_bits
+from irfuse.api.arguments import bind_outputs, out_snapshot, same_arguments, same_out
 from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, first_array, \
     overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
@@ -140,7 +140,7 @@ FAST_FAMILIES = {"torch": (torch_signature, _torch_current_stream),
                   "cupy": (_cupy_signature, _cupy_current_stream)}
 
 
-class _Place:
+class Place:
     """An output's address and size, as `GpuInPlaceRun.run` reads them."""
 
     __slots__ = ("ptr", "nbytes")
@@ -149,7 +149,7 @@ class _Place:
         self.ptr, self.nbytes = ptr, nbytes
 
 
-def _allocator(model: DeviceArray, shape: tuple[int, ...], dtype):
+def allocator(model: DeviceArray, shape: tuple[int, ...], dtype):
     """(make, address of) for new arrays shaped `shape` in `model`'s library: what a call
     without `out=` allocates on its fast path, at the cost of the library's own `empty`."""
     if model.family == "torch":
@@ -187,7 +187,7 @@ class FastCall:
         self.scalars = scalars
         self.handle, self.device, self.dtype = handle, device, dtype
         self.bits: list = []
-        self.out, self.out_items = out, tuple(out) if isinstance(out, (list, tuple)) else None
+        self.out = out_snapshot(out)  # (the same arrays again, in a new list or dict too)
         self.stream = stream
         signature, current_stream = FAST_FAMILIES[arrays[0].family]
         self.signature = signature
@@ -199,40 +199,13 @@ class FastCall:
         # Without out=: the inputs by name (as the run reads them), and how to make each output.
         self.inputs = inputs
         self.makers = None if shapes is None else \
-            [(name, *_allocator(arrays[0], shape, dtype), int(np.prod(shape)) * np.dtype(dtype).itemsize)
+            [(name, *allocator(arrays[0], shape, dtype), int(np.prod(shape)) * np.dtype(dtype).itemsize)
              for name, shape in shapes.items()]
 
     def matches(self, args: tuple, named: dict, out, stream) -> bool:
-        # Plain loops: this runs on every call of a time-stepping code, where a microsecond
-        # of Python is a tenth of the call.
-        if len(args) != len(self.args) or len(named) != len(self.named) or out is not self.out \
-                or stream is not self.stream or self.current_stream is None:
+        if stream is not self.stream or self.current_stream is None or not same_out(out, self.out) or \
+                not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
             return False
-        scalars = self.scalars
-        bits = self.bits
-        bits.clear()
-        # (a scalar's bits are taken at every call, the same object too: a call between may
-        # have written another value to its word)
-        for k, (a, b) in enumerate(zip(args, self.args)):
-            if k in scalars:
-                value = scalar_bits(a, self.dtype)
-                if value is None:
-                    return False
-                bits.append((scalars[k], value))
-            elif a is not b:
-                return False
-        for name, value in named.items():
-            if name in scalars:
-                value = scalar_bits(value, self.dtype)
-                if value is None:
-                    return False
-                bits.append((scalars[name], value))
-            elif self.named.get(name) is not value:
-                return False
-        if self.out_items is not None:
-            for a, b in zip(out, self.out_items):
-                if a is not b:
-                    return False
         signature = self.signature
         for a, sig in zip(self.arrays, self.signatures):
             if signature(a) != sig:
@@ -259,7 +232,7 @@ class FastCall:
         for name, make, address, nbytes in self.makers:
             a = make()
             made.append(a)
-            places[name] = _Place(address(a), nbytes)
+            places[name] = Place(address(a), nbytes)
         self.bound.run(self.inputs, places, handle)
         return Outputs(self.outputs._names, made)
 

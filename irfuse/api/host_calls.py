@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import scalar_bits
+from irfuse.api.arguments import out_snapshot, same_arguments, same_out
 from irfuse.api.device_arrays import ALIGNMENT, DeviceArray, overlaps
 from irfuse.artifact.arrays import OUTPUT_PREFIX
 from irfuse.artifact.artifact import Artifact
@@ -90,8 +90,8 @@ FAST_CALLS_KEPT = 2  # host calls a program keeps for its fast path (a time loop
 
 
 class HostFastCall:
-    """A call on NumPy arrays that ran in place on the CPU backend (`bound`: what ran it, whose
-    `run(arrays, results)` runs it again): called again with the very
+    """A call on NumPy arrays that ran in place on the CPU backend (`bound`: what ran it, its
+    `inputs` and `outputs` slots and `recorded` run): called again with the very
     same array objects (by position or by name, `out=` the same object), whose shapes, types
     and strides are unchanged, it replays the recorded run on them with none of the binding
     and checking a call does otherwise (what those checks found still holds: the arrays are
@@ -102,53 +102,25 @@ class HostFastCall:
                  scalars: dict, dtype, names: tuple[str, ...], shapes: dict | None, mesh: tuple | None = None):
         self.scatter, self.nodes = mesh or (None, None)  # (a call over a mesh: its scatter= and nodes=)
         self.args, self.named = args, dict(named)
-        # out= as one array, a sequence or a mapping: the same objects again, in a new container too
-        self.out = out
-        self.out_items = tuple(out.items()) if isinstance(out, dict) else tuple(out) \
-            if isinstance(out, (list, tuple)) else None
+        self.out = out_snapshot(out)  # (the same arrays again, in a new list or dict too)
         self.scalars = scalars  # position in args (or name in named) -> input
         self.dtype = dtype
         self.arrays, self.bound, self.names = arrays, bound, names
         self.results = results if shapes is None else None
         self.shapes = shapes  # without out=: each output's shape
+        # (slot, address, bytes, array) of each input and out= array: their addresses read once
+        self.places = [(bound.inputs[name], a.ctypes.data, a.nbytes, a) for name, a in arrays.items()]
+        if shapes is None:
+            self.places += [(bound.outputs[name], a.ctypes.data, a.nbytes, a) for name, a in results.items()]
         given = [a for k, a in arrays.items() if k not in scalars.values()]
         given += list(results.values()) if shapes is None else []
         self.held = [(a, a.shape, a.strides, a.dtype) for a in given]
         self.bits: list = []
 
     def matches(self, args: tuple, named: dict, out) -> bool:
-        if len(args) != len(self.args) or len(named) != len(self.named):
+        if not same_out(out, self.out) or \
+                not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
             return False
-        if out is not self.out:
-            items = self.out_items
-            if items is None or type(out) is not type(self.out) or len(out) != len(items):
-                return False
-            if isinstance(out, dict):
-                for name, a in items:
-                    if out.get(name) is not a:
-                        return False
-            else:
-                for a, b in zip(out, items):
-                    if a is not b:
-                        return False
-        scalars, bits = self.scalars, self.bits
-        bits.clear()
-        for k, (a, b) in enumerate(zip(args, self.args)):
-            if k in scalars:
-                value = scalar_bits(a, self.dtype)
-                if value is None:
-                    return False
-                bits.append((scalars[k], value))
-            elif a is not b:
-                return False
-        for name, value in named.items():
-            if name in scalars:
-                value = scalar_bits(value, self.dtype)
-                if value is None:
-                    return False
-                bits.append((scalars[name], value))
-            elif self.named.get(name) is not value:
-                return False
         for a, shape, strides, dtype in self.held:
             if a.shape != shape or a.strides != strides or a.dtype != dtype:
                 return False
@@ -159,10 +131,17 @@ class HostFastCall:
 
         for name, value in self.bits:
             self.arrays[name][()] = np.frombuffer(value, self.dtype)[0]
-        results = self.results
+        places, results, bound = self.places, self.results, self.bound
         if results is None:
             results = {name: page_aligned(shape, self.dtype) for name, shape in self.shapes.items()}
-        self.bound.run(self.arrays, results)
+            places = places + [(bound.outputs[name], a.ctypes.data, a.nbytes, a) for name, a in results.items()]
+        for slot, ptr, nbytes, a in places:
+            slot.ptr, slot.nbytes, slot.array = ptr, nbytes, a
+        try:
+            bound.recorded.replay()
+        finally:
+            for slot, _, _, _ in places:
+                slot.array = None  # hold no caller's array between calls
         return Outputs(self.names, [results[name] for name in self.names])
 
 

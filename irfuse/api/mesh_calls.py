@@ -208,6 +208,7 @@ class _OnArrays:
 
     def __init__(self, run):
         self.mesh_run = run
+        self.inputs, self.outputs, self.recorded = run.inputs, run.outputs, run.recorded  # (`HostFastCall`)
 
     def run(self, arrays: dict, results: dict) -> None:
         self.mesh_run.run({name: _slot(a) for name, a in arrays.items()},

@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import bind_outputs, check_array, check_uniform_array, host_uniform
+from irfuse.api.arguments import (bind_outputs, check_array, check_uniform_array, host_uniform, out_snapshot,
+                                  same_arguments, same_out)
 from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
                                       stream_handle)
+from irfuse.api.gpu_calls import FAST_FAMILIES, Place, allocator
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.host_plan import Scatter
@@ -172,7 +174,82 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
             free_scratch(scratch)
         else:
             dev.on_stream(handle, lambda: run.run(slots, targets))
+            if (len(prepared) == len(program.index_inputs) or scatter == "atomic") and model.family in FAST_FAMILIES:
+                program._last_mesh_run = (run, slots, targets, list(scalars), handle, model,
+                                          None if out is not None else
+                                          {name: tuple(results[name].shape) for name in program.outputs})
     return Outputs(program.outputs, [results[name].obj for name in program.outputs]), n, m
+
+
+class MeshGpuFastCall:
+    """A call over a mesh on PyTorch tensors or CuPy arrays whose run is kept (every
+    connectivity a `Connectivity`), made again with the very same arguments (by position or
+    name; `out=` the same arrays, in a new list or dict too; tensors unchanged in address,
+    shape, type and contiguity) and any numbers for its uniform scalars: the kept run is
+    replayed on the caller's stream with none of the binding and checks (what they found
+    still holds). Without `out=` the outputs are made with the library's `empty`. A uniform
+    array given on the host is not taken (its values may have changed in place)."""
+
+    def __init__(self, program, args: tuple, named: dict, out, stream, nodes, scatter: str, kept: tuple):
+        run, slots, targets, scalars, handle, model, shapes = kept
+        self.run, self.slots, self.targets, self.handle, self.model = run, slots, dict(targets), handle, model
+        self.args, self.named, self.stream, self.nodes, self.scatter = args, dict(named), stream, nodes, scatter
+        self.out = out_snapshot(out)
+        self.dtype, self.names, self.device = program.dtype, program.outputs, program.opened_device()
+        given = {**dict(zip(program.inputs, args)), **named}
+        self.scalars = {k if k < len(args) else name: name for k, name in enumerate(program.inputs)
+                        if name in scalars}
+        signature = FAST_FAMILIES[model.family][0]
+        held = [v for k, name in enumerate(program.inputs) if name not in scalars
+                for v in [given[name]] if not isinstance(v, Connectivity)]
+        self.usable = len(given) == len(program.inputs) and all(
+            device_array(v) is not None and device_array(v).family == model.family for v in held)
+        if out is not None:
+            held += [v for _, v in self.out[1]] if self.out[0] is dict else \
+                list(self.out[1]) if self.out[0] is not None else [out]
+        self.signature = signature
+        self.held = [(v, signature(v)) for v in held] if self.usable else []
+        self.makers = None if shapes is None else \
+            [(name, *allocator(model, shape, self.dtype), int(np.prod(shape)) * self.dtype.itemsize)
+             for name, shape in shapes.items()]
+        self.current_stream = FAST_FAMILIES[model.family][1](model.device)
+        self.bits: list = []
+
+    def matches(self, args: tuple, named: dict, out, stream, nodes, scatter: str) -> bool:
+        if stream is not self.stream or nodes != self.nodes or scatter != self.scatter or \
+                not same_out(out, self.out) or \
+                not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
+            return False
+        signature = self.signature
+        for a, sig in self.held:
+            if signature(a) != sig:
+                return False
+        return True
+
+    def launch(self) -> Outputs | None:
+        handle = stream_handle(self.stream, None) if self.stream is not None else \
+            self.current_stream() if self.current_stream is not None else None
+        if handle is None or (self.scalars and handle != self.handle):
+            return None  # (another stream's scalar words)
+        for name, value in self.bits:
+            self.slots[name].ptr = self.device.scalar(name, value, handle)
+        targets, made = self.targets, None
+        if self.makers is not None:
+            made, targets = [], dict(targets)
+            for name, make, address, nbytes in self.makers:
+                a = make()
+                made.append(a)
+                targets[name] = Place(address(a), nbytes)
+        run, slots = self.run, self.slots
+        self.device.on_stream(handle, lambda: run.run(slots, targets))
+        return Outputs(self.names, made) if made is not None else _out_objects(self)
+
+
+def _out_objects(fast: "MeshGpuFastCall") -> Outputs:
+    kind, kept = fast.out
+    if kind is dict:
+        return Outputs(fast.names, [dict(kept)[name] for name in fast.names])
+    return Outputs(fast.names, list(kept) if kind is not None else [kept])
 
 
 def first_gpu(bound: dict) -> DeviceArray | None:

@@ -19,7 +19,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs, bind_outputs
+from irfuse.api.arguments import bind_inputs, bind_outputs, out_snapshot, same_out
+from irfuse.api.device_arrays import device_array, stream_handle
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.api.outputs import Outputs
 from irfuse.api.programs import Program
@@ -67,6 +68,7 @@ class StagedProgram:
         # the same shapes, types and place (`_between_key`): a call allocates only its outputs,
         # and a call captured into a CUDA graph (`irfuse.time_loop`) allocates nothing.
         self._between: OrderedDict = OrderedDict()
+        self._fast: list = []  # the last calls, made again without their checks (`_StagedFastCall`)
 
     @property
     def compiled(self):
@@ -99,15 +101,44 @@ class StagedProgram:
             raise UsageError("out_layout= is not taken by a program over a mesh: its calls run on arrays of "
                              "structures")
         scatter = scatter_mode(scatter)
+        if not verify and progress is False and memory_budget is None and self.memory_budget is None:
+            for fast in self._fast:
+                bound = fast.bound_again(args, named, out, stream, nodes, scatter)
+                if bound is not None:
+                    made = self._run_passes(bound, fast.given, None, fast.layout, fast.m, fast.between, stream,
+                                            False, scatter)
+                    return Outputs(self.outputs, [made[k] for k in self.outputs])
         bound = bind_inputs(self.inputs, args, named, self)
         given = bind_outputs(self.outputs, out) if out is not None else {}
         budget = memory_budget if memory_budget is not None else self.memory_budget
         layout = mesh_layout(self, bound)
         self._check_layout(bound, layout)
         m = self._nodes(bound, nodes)
-        made: dict[str, object] = {}
         key = self._between_key(bound, stream, m, scatter)
-        between = self._between.get(key, {})
+        made = self._run_passes(bound, given, budget, layout, m, self._between.get(key, {}), stream, progress, scatter)
+        if key not in self._between and layout != SOA:  # (structures of arrays: made by each call)
+            if len(self._between) >= BETWEEN_KEPT:
+                self._between.popitem(last=False)
+            self._between[key] = {k: v for k, v in made.items() if k not in self.outputs}
+        if key in self._between:
+            self._between.move_to_end(key)
+            if not verify and progress is False and budget is None:
+                fast = _StagedFastCall(self, args, named, out, stream, nodes, scatter, given, layout, m,
+                                       self._between[key])
+                if fast.usable:
+                    self._fast = [fast, *self._fast[:1]]
+        outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
+        if verify:
+            report = self._verification(bound, outputs, m)
+            if not report.ok:
+                raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
+        return outputs
+
+    def _run_passes(self, bound: dict, given: dict, budget, layout: str, m, between: dict, stream, progress,
+                    scatter: str) -> dict:
+        """Runs each pass on the call's arguments and what the passes before it made (into
+        `given` out= arrays, and the kept arrays `between` passes); everything made, by name."""
+        made: dict[str, object] = {}
         for step, program in zip(self.stages, self.programs):
             arguments = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
             mine = {k: v for k, v in given.items() if k in step.outputs}
@@ -120,23 +151,11 @@ class StagedProgram:
                 results = program(**arguments, out=mine or None, stream=stream, memory_budget=budget,
                                   out_layout=layout if layout == SOA and not mine else None)
             made.update(zip(step.outputs, results))
-        if key not in self._between and layout != SOA:  # (structures of arrays: made by each call)
-            if len(self._between) >= BETWEEN_KEPT:
-                self._between.popitem(last=False)
-            self._between[key] = {k: v for k, v in made.items() if k not in self.outputs}
-        if key in self._between:
-            self._between.move_to_end(key)
-        outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
-        if verify:
-            report = self._verification(bound, outputs, m)
-            if not report.ok:
-                raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
-        return outputs
+        return made
 
     def _between_key(self, bound: dict, stream, m, scatter: str) -> tuple:
         """What the arrays passed from one pass to the next depend on: the arguments' shapes,
         types and place, and on the GPU the stream (calls on two streams do not share them)."""
-        from irfuse.api.device_arrays import device_array, stream_handle
 
         key, model = [m, scatter], None
         for name, value in bound.items():
@@ -151,7 +170,6 @@ class StagedProgram:
         """Every nodal and per-element argument in the call's layout, those no pass reads too
         (each pass checks only its own)."""
         from irfuse.api.arguments import check_array, host_array
-        from irfuse.api.device_arrays import device_array
 
         for name, value in bound.items():
             if name in self.index_inputs or name in self.uniform:
@@ -162,7 +180,6 @@ class StagedProgram:
 
     def _nodes(self, bound: dict, nodes: int | None) -> int | None:
         """M: from the nodal inputs (each node pass checks its arrays agree), else `nodes=`."""
-        from irfuse.api.device_arrays import device_array
 
         last = mesh_layout(self, bound) == SOA
         for k in self.inputs:
@@ -178,7 +195,6 @@ class StagedProgram:
         return nodes
 
     def _verification(self, bound: dict, outputs: Outputs, m: int | None):
-        from irfuse.api.device_arrays import device_array
         from irfuse.api.verification import to_host
 
         def host(a):
@@ -243,6 +259,73 @@ class StagedProgram:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _StagedFastCall:
+    """A call of a staged program made again with the same arrays (by position or name, `out=`
+    the same objects; NumPy arrays, PyTorch tensors or CuPy arrays unchanged in shape, type and
+    strides, `Connectivity` objects) and any numbers for its uniform scalars: the passes run
+    without the binding and checks of the whole call (each pass's own call takes its fast
+    path in turn). `usable`: whether the call's arguments allow it."""
+
+    def __init__(self, program, args: tuple, named: dict, out, stream, nodes, scatter: str, given: dict, layout: str,
+                 m, between: dict):
+        self.inputs = program.inputs
+        self.args, self.named, self.stream, self.nodes, self.scatter = args, dict(named), stream, nodes, scatter
+        self.out = out_snapshot(out)
+        self.given, self.layout, self.m, self.between = given, layout, m, between
+        self.numbers = {k for k, name in enumerate(program.inputs[:len(args)]) if _is_number(args[k])}
+        self.numbers |= {name for name, v in named.items() if _is_number(v)}
+        held = [v for k, v in enumerate(args) if k not in self.numbers]
+        held += [v for name, v in named.items() if name not in self.numbers] + list(given.values())
+        signatures = [_signature(v) for v in held]
+        self.usable = len(args) + len(named) == len(program.inputs) and all(s is not None for s in signatures)
+        self.held = list(zip(held, signatures))
+        # On the GPU, the stream the kept arrays between passes belong to (`_between_key`).
+        self.model = next((a for a in map(device_array, held) if a is not None), None) if self.usable else None
+        self.handle = stream_handle(stream, self.model) if self.model is not None else None
+
+    def bound_again(self, args: tuple, named: dict, out, stream, nodes, scatter: str) -> dict | None:
+        """The call's arguments by name where it is this call again, else None."""
+        if len(args) != len(self.args) or len(named) != len(self.named) or stream is not self.stream \
+                or nodes != self.nodes or scatter != self.scatter or not same_out(out, self.out):
+            return None
+        numbers = self.numbers
+        for k, (a, b) in enumerate(zip(args, self.args)):
+            if a is not b and not (k in numbers and _is_number(a)):
+                return None
+        for name, value in named.items():
+            if self.named.get(name, self) is not value and not (name in numbers and _is_number(value)):
+                return None
+        for a, signature in self.held:
+            if _signature(a) != signature:
+                return None
+        if self.model is not None and stream_handle(stream, self.model) != self.handle:
+            return None
+        bound = dict(zip(self.inputs, args))
+        bound.update(named)
+        return bound
+
+
+def _is_number(v) -> bool:
+    return type(v) in (int, float) or isinstance(v, np.generic)
+
+
+def _signature(v) -> tuple | None:
+    """What a fast call checks of an argument beyond its identity: a NumPy array's shape, type
+    and strides, a GPU array's (`gpu_calls.FAST_FAMILIES`); a `Connectivity` is immutable;
+    None for anything else (no fast path)."""
+    from irfuse.api.gpu_calls import FAST_FAMILIES
+    from irfuse.mesh.connectivity import Connectivity
+
+    if type(v) is np.ndarray:
+        return (v.shape, v.strides, v.dtype)
+    if isinstance(v, Connectivity):
+        return ()
+    family = type(v).__module__.split(".")[0]
+    if family in FAST_FAMILIES and (family != "torch" or v.is_cuda):
+        return FAST_FAMILIES[family][0](v)
+    return None
 
 
 def _uniforms_beside(program, arguments: dict, copies: OrderedDict) -> dict:

@@ -318,7 +318,8 @@ def _strided(a: np.ndarray, layout: str, step: int = 2) -> np.ndarray:
 def program_calls_differ(plan, seed: int, layout: str = "aos") -> list[str]:
     """What a `Program` of `plan` on the CPU gets wrong, as one call's results judge it: a call
     in chunks (`memory_budget=`) on strided views of the inputs into `out=` views, which must
-    give one call's bits; uniform scalars given as Python numbers, which must too; a batch of
+    give one call's bits; uniform scalars given as Python numbers, which must too; a time loop
+    carrying an output into an input, which must give its steps' bits; a batch of
     one element, checked against the reference; and a batch of none (empty per-element
     outputs, or a refusal when an output is uniform)."""
     from irfuse.api.programs import Program
@@ -339,6 +340,20 @@ def program_calls_differ(plan, seed: int, layout: str = "aos") -> list[str]:
                            if not np.array_equal(got[name], whole[name], equal_nan=True)]
         else:
             bad_numbers = []
+        # A time loop feeding an output back to an input of its kind and shape: the bits of its
+        # steps called one by one.
+        carry = next(({i: o} for o in program.outputs for i in program.inputs
+                      if program.shapes[i] == program.shapes[o] and (i in uniform) == (o in uniform)), None)
+        if carry is not None:
+            from irfuse.api.time_loops import time_loop
+
+            (i, o), = carry.items()
+            step = dict(inputs)
+            for _ in range(3):
+                step[i] = program(**step)[o]
+            looped = time_loop(program, 3, carry, **inputs)[o]
+            if not np.array_equal(looped, step[i], equal_nan=True):
+                bad_numbers.append(f"a time loop carrying {o} into {i}")
         align = chunk_alignment(plan)
         budget = LANES * bytes_per_element(plan) * max(align, 97) + reduction_bytes(plan, n)
         views = {k: a if k in uniform else _strided(a, layout) for k, a in inputs.items()}
