@@ -60,6 +60,16 @@ def back_to_back(fn, calls: int, sync) -> tuple[float, float]:
     return (t1 - t0) / calls * 1e6, (t2 - t0) / calls * 1e6
 
 
+def per_step(loop, steps: int, sync) -> float:
+    """Microseconds a step of `loop(count)` over `steps` steps, after a warm-up loop of 70."""
+    loop(70)
+    sync()
+    t0 = time.perf_counter()
+    loop(steps)
+    sync()
+    return (time.perf_counter() - t0) / steps * 1e6
+
+
 def mesh_arrays(torch, cubes: int):
     from irfuse.mesh import Connectivity, box_tetrahedra
 
@@ -278,25 +288,14 @@ def main(argv=None) -> int:
         def loop(count):
             return irfuse.time_loop(step, count, {"u": "u1", "v": "v1"}, X=t["X"], u=t["u"], v=t["v"], m=t["m"],
                                     conn=prepared, dN=t["dN"], lam=LAMBDA, mu=MU, dt=DT)
-        loop(70)
-        sync()
-        t0 = time.perf_counter()
-        loop(steps)
-        sync()
-        row["irfuse.time_loop us/step"] = (time.perf_counter() - t0) / steps * 1e6
-        row["irfuse step kernels us/step (profiler)"] = kernel_seconds(torch, lambda: loop(70), 70) * 1e6
-
         def python_loop(count):
             u, v = t["u"], t["v"]
             for _ in range(count):
                 u, v = step(t["X"], u, v, t["m"], prepared, t["dN"], LAMBDA, MU, DT)
             return u
-        python_loop(5)
-        sync()
-        t0 = time.perf_counter()
-        python_loop(steps)
-        sync()
-        row["irfuse step called from Python us/step"] = (time.perf_counter() - t0) / steps * 1e6
+        row["irfuse.time_loop us/step"] = per_step(loop, steps, sync)
+        row["irfuse step kernels us/step (profiler)"] = kernel_seconds(torch, lambda: loop(70), 70) * 1e6
+        row["irfuse step called from Python us/step"] = per_step(python_loop, steps, sync)
         if not args.skip_jax:
             import jax
             import jax.numpy as jnp
