@@ -113,15 +113,22 @@ def test_a_mesh_call_again_on_the_same_arrays_follows_their_values():
 
 
 def test_a_program_of_passes_called_again_follows_its_arrays_and_numbers(step):
-    """The explicit step called again on the same arrays with out= (each pass's fast path and
-    the whole call's): new values and a new time step give a fresh call's bits."""
+    """The explicit step called again on the same arrays with out= (each pass's fast path, the
+    whole call's, then its passes replayed): new values and a new time step give a fresh
+    call's bits; a number beyond float32 is still refused by name."""
     args = _mesh()
     out = [np.empty_like(args["u"]), np.empty_like(args["v"])]
-    for k in range(4):
+    seen = []
+    for k in range(5):
         args["u"] *= 1.25
         dt = 1e-3 * (k + 1)
         got = step(**args, dt=dt, out=out)
-        fresh = {k2: (a.copy() if isinstance(a, np.ndarray) else a) for k2, a in args.items()}
-        want = step(**fresh, dt=np.float32(dt))
-        assert got[0] is out[0] and all(a.tobytes() == b.tobytes() for a, b in zip(got, want)), k
-    assert step._fast
+        assert got[0] is out[0]
+        seen.append((args["u"].copy(), dt, [a.copy() for a in got]))
+    assert step._fast and step._fast[0].replay is not None  # (the passes replayed from the third call)
+    for k, (u, dt, got) in enumerate(seen):
+        fresh = {name: (a.copy() if isinstance(a, np.ndarray) else a) for name, a in args.items()}
+        want = step(**{**fresh, "u": u}, dt=np.float32(dt))
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want)), k
+    with pytest.raises(UsageError, match=r"input 'dt' is 1e\+300"):
+        step(**args, dt=1e300, out=out)

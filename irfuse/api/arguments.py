@@ -181,8 +181,8 @@ def same_arguments(args: tuple, named: dict, kept_args: tuple, kept_named: dict,
 
 def scalar_bits(value: object, dtype: np.dtype) -> bytes | None:
     """The bytes of a Python float or int in `dtype` (float32 or float64), or of a NumPy
-    scalar of `dtype`, as `host_scalar` makes them, for a call's fast path; None where `value` is something else or does not fit
-    (the slow path then says why)."""
+    scalar of `dtype`, as `host_scalar` makes them, for a call's fast path; None where `value`
+    is something else or does not fit (the slow path then says why)."""
     if type(value) is float or type(value) is int:
         try:
             return struct.pack("<f" if dtype.itemsize == 4 else "<d", float(value))

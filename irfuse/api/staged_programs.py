@@ -19,7 +19,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs, bind_outputs, out_snapshot, same_out
+from irfuse.api.arguments import bind_inputs, bind_outputs, out_snapshot, same_out, scalar_bits
 from irfuse.api.device_arrays import device_array, stream_handle
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.api.outputs import Outputs
@@ -105,8 +105,13 @@ class StagedProgram:
             for fast in self._fast:
                 bound = fast.bound_again(args, named, out, stream, nodes, scatter)
                 if bound is not None:
+                    if fast.replay is not None and fast.replay.run(bound):
+                        return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
+                    calls: list = []
                     made = self._run_passes(bound, fast.given, None, fast.layout, fast.m, fast.between, stream,
-                                            False, scatter)
+                                            False, scatter, calls)
+                    if self.backend == "cpu" and fast.replay is None:
+                        fast.replay = _PassesReplay.of(self, calls, fast.given)
                     return Outputs(self.outputs, [made[k] for k in self.outputs])
         bound = bind_inputs(self.inputs, args, named, self)
         given = bind_outputs(self.outputs, out) if out is not None else {}
@@ -135,9 +140,10 @@ class StagedProgram:
         return outputs
 
     def _run_passes(self, bound: dict, given: dict, budget, layout: str, m, between: dict, stream, progress,
-                    scatter: str) -> dict:
+                    scatter: str, calls: list | None = None) -> dict:
         """Runs each pass on the call's arguments and what the passes before it made (into
-        `given` out= arrays, and the kept arrays `between` passes); everything made, by name."""
+        `given` out= arrays, and the kept arrays `between` passes); everything made, by name.
+        `calls`, where given, receives each pass's (program, arguments, out= arrays)."""
         made: dict[str, object] = {}
         for step, program in zip(self.stages, self.programs):
             arguments = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
@@ -151,6 +157,8 @@ class StagedProgram:
                 results = program(**arguments, out=mine or None, stream=stream, memory_budget=budget,
                                   out_layout=layout if layout == SOA and not mine else None)
             made.update(zip(step.outputs, results))
+            if calls is not None:
+                calls.append((program, arguments, mine))
         return made
 
     def _between_key(self, bound: dict, stream, m, scatter: str) -> tuple:
@@ -281,6 +289,7 @@ class _StagedFastCall:
         signatures = [_signature(v) for v in held]
         self.usable = len(args) + len(named) == len(program.inputs) and all(s is not None for s in signatures)
         self.held = list(zip(held, signatures))
+        self.replay: _PassesReplay | None = None  # (on the CPU, made at the first call again)
         # On the GPU, the stream the kept arrays between passes belong to (`_between_key`).
         self.model = next((a for a in map(device_array, held) if a is not None), None) if self.usable else None
         self.handle = stream_handle(stream, self.model) if self.model is not None else None
@@ -305,6 +314,68 @@ class _StagedFastCall:
         bound = dict(zip(self.inputs, args))
         bound.update(named)
         return bound
+
+
+class _PassesReplay:
+    """On the CPU backend, a staged call made again (`_StagedFastCall`) as its passes' recorded
+    runs replayed in order on the same arrays, each pass's places set from the addresses its
+    fast path kept (`host_calls.HostFastCall`), the numbers of uniform scalars written into
+    each pass's 0-d arrays: no call of a pass, no check beyond the staged call's."""
+
+    def __init__(self, passes: list, words: dict, dtype):
+        self.passes, self.words, self.dtype = passes, words, dtype
+
+    @classmethod
+    def of(cls, program, calls: list, given: dict) -> "_PassesReplay | None":
+        """The replay of the passes just called (`calls`: program, arguments, out= arrays),
+        where each ran in place on exactly those arrays and wrote into `out=` arrays (the
+        call's own and those kept between passes); else None."""
+        if not all(name in given for name in program.outputs):
+            return None  # (new outputs at every call)
+        passes, words = [], {}
+        for stage, arguments, mine in calls:
+            fast = next((f for f in stage._host_fast if _ran(f, stage, arguments, mine)), None)
+            if fast is None:
+                return None
+            for name in set(fast.scalars.values()):
+                words.setdefault(name, []).append(fast.arrays[name])
+            passes.append((stage, fast))
+        return cls(passes, words, program.dtype)
+
+    def run(self, bound: dict) -> bool:
+        """Replays the passes on the call's numbers; False (nothing run) where one is not a
+        number the element type holds (the call's checks then say why)."""
+        values = []
+        for name, arrays in self.words.items():
+            bits = scalar_bits(bound[name], self.dtype)
+            if bits is None:
+                return False
+            values.append((np.frombuffer(bits, self.dtype)[0], arrays))
+        for value, arrays in values:
+            for a in arrays:
+                a[()] = value
+        for stage, fast in self.passes:
+            places = fast.places
+            with stage.lock:  # (as a call of the pass holds it)
+                for slot, ptr, nbytes, a in places:
+                    slot.ptr, slot.nbytes, slot.array = ptr, nbytes, a
+                try:
+                    fast.bound.recorded.replay()
+                finally:
+                    for slot, _, _, _ in places:
+                        slot.array = None
+        return True
+
+
+def _ran(fast, stage, arguments: dict, mine: dict) -> bool:
+    """Whether a pass's kept fast call (`HostFastCall`) is its call on these arguments into
+    these out= arrays (every output of the pass's)."""
+    if fast.results is None or set(mine) != set(stage.outputs) or \
+            any(fast.results[k] is not a for k, a in mine.items()):
+        return False
+    scalars = set(fast.scalars.values())
+    return all(name in scalars or fast.arrays.get(name) is value or
+               getattr(value, "conn", None) is fast.arrays.get(name) for name, value in arguments.items())
 
 
 def _is_number(v) -> bool:
