@@ -15,7 +15,7 @@
    residual in array code with `index_add_` / `.at[].add`), and a bare CUDA graph launch of
    one small kernel (`torch.cuda.CUDAGraph.replay`: the floor).
 2. The explicit step as a time loop, per step, at each box of `--cubes` cubes a side (6 c^3
-   tetrahedra, structured numbering): `irfuse.time_loop` (one CUDA graph of 64 steps
+   tetrahedra, structured numbering): `irfuse.time_loop` (one CUDA graph of 16 steps
    replayed), the step called from Python, `jax.lax.fori_loop` of the step and the `jax.jit`
    step called from Python; and the device time of one step: the sum of its kernels'
    durations (torch.profiler's CUDA activity, which sees every kernel of the process).

@@ -10,15 +10,15 @@ make, so the bits are those of the steps called one by one, on either backend.
 
 On GPU arrays the loop runs on a stream of irfuse's own (the device's `loop_stream`),
 ordered after the work the caller's stream holds and the caller's stream after the loop, as
-CUDA graphs: after two steps have prepared the runs of both sets of buffers, the next two
-steps are captured once into a graph (they start and end in the same buffers), which is
-repeated `CAPTURED_STEPS // 2` times as child graphs of one graph (no more capturing); that
-graph is launched as often as the steps allow, then the pair, then a last step called. The
-host pays one launch per `CAPTURED_STEPS` steps instead of a call per step, and the GPU runs
-the steps back to back. A step that cannot be captured (a connectivity given as a GPU array,
-structures of arrays: `NotCapturable`) runs the loop call by call. The loop returns once its
-work is queued, as a call does; the graphs (and the buffers they use) are let go once the
-stream has run them (an event that later loops query). Host arrays run the steps call by call.
+a CUDA graph: after two steps have prepared the runs of both sets of buffers,
+`CAPTURED_STEPS` steps (an even number: they start and end in the same buffers) are captured
+once into one graph, which is launched as often as the steps allow, the remaining steps
+called one by one. The host pays one launch per `CAPTURED_STEPS` steps instead of a call per
+step, and the GPU runs the steps back to back. A step that cannot be captured (a
+connectivity given as a GPU array, structures of arrays: `NotCapturable`) runs the loop call
+by call. The loop returns once its work is queued, as a call does; the graph (and the
+buffers it uses) is let go once the stream has run it (an event that later loops query).
+Host arrays run the steps call by call.
 """
 
 from __future__ import annotations

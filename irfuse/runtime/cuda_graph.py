@@ -138,25 +138,6 @@ class CapturedWork:
         self._graph = graph
         self._streams: dict[int, object] = {}
 
-    @classmethod
-    def repeated(cls, work: "CapturedWork", times: int) -> "CapturedWork":
-        """`work`'s graph `times` times in a row, as one graph of child graphs (no capture)."""
-        cu = cuda_driver()
-        graph = checked(cu.cuGraphCreate(0), "cuGraphCreate")
-        try:
-            last = []
-            for _ in range(times):
-                node = checked(cu.cuGraphAddChildGraphNode(graph, last, len(last), work._graph),
-                               "cuGraphAddChildGraphNode")
-                last = [node]
-            made = cls.__new__(cls)
-            made._exec = checked(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
-        except BaseException:
-            cu.cuGraphDestroy(graph)
-            raise
-        made._graph, made._streams = graph, {}
-        return made
-
     def launch_on(self, handle: int) -> None:
         cu = cuda_driver()
         stream = self._streams.get(handle)
