@@ -74,16 +74,9 @@ class HostInPlaceRun:
                                                                      outputs=self.outputs, as_graph=False)
 
     def run(self, arrays: dict[str, np.ndarray], results: dict[str, np.ndarray]) -> None:
-        for slots, given in ((self.inputs, arrays), (self.outputs, results)):
-            for name, slot in slots.items():
-                a = given[name]
-                slot.ptr, slot.nbytes, slot.array = a.ctypes.data, a.nbytes, a
-        try:
-            self.recorded.replay()
-        finally:
-            for slots in (self.inputs, self.outputs):
-                for slot in slots.values():
-                    slot.array = None  # hold no caller's array between calls
+        replay_at(self.recorded, [(slot, given[name].ctypes.data, given[name].nbytes, given[name])
+                                  for slots, given in ((self.inputs, arrays), (self.outputs, results))
+                                  for name, slot in slots.items()])
 
 
 FAST_CALLS_KEPT = 2  # host calls a program keeps for its fast path (a time loop alternates two sets)
@@ -135,14 +128,20 @@ class HostFastCall:
         if results is None:
             results = {name: page_aligned(shape, self.dtype) for name, shape in self.shapes.items()}
             places = places + [(bound.outputs[name], a.ctypes.data, a.nbytes, a) for name, a in results.items()]
-        for slot, ptr, nbytes, a in places:
-            slot.ptr, slot.nbytes, slot.array = ptr, nbytes, a
-        try:
-            bound.recorded.replay()
-        finally:
-            for slot, _, _, _ in places:
-                slot.array = None  # hold no caller's array between calls
+        replay_at(bound.recorded, places)
         return Outputs(self.names, [results[name] for name in self.names])
+
+
+def replay_at(recorded, places: list) -> None:
+    """Replays `recorded` with its slots pointed at `places` ((slot, address, bytes, array)
+    each), holding no caller's array after it."""
+    for slot, ptr, nbytes, a in places:
+        slot.ptr, slot.nbytes, slot.array = ptr, nbytes, a
+    try:
+        recorded.replay()
+    finally:
+        for slot, _, _, _ in places:
+            slot.array = None
 
 
 def run_on_host(program, arrays: dict[str, np.ndarray], n: int, results: dict[str, np.ndarray]

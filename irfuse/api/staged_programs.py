@@ -19,8 +19,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs, bind_outputs, out_snapshot, same_out, scalar_bits
+from irfuse.api.arguments import bind_inputs, bind_outputs, out_snapshot, same_arguments, same_out, scalar_bits
 from irfuse.api.device_arrays import device_array, stream_handle
+from irfuse.api.host_calls import replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.api.outputs import Outputs
 from irfuse.api.programs import Program
@@ -282,8 +283,10 @@ class _StagedFastCall:
         self.args, self.named, self.stream, self.nodes, self.scatter = args, dict(named), stream, nodes, scatter
         self.out = out_snapshot(out)
         self.given, self.layout, self.m, self.between = given, layout, m, between
-        self.numbers = {k for k, name in enumerate(program.inputs[:len(args)]) if _is_number(args[k])}
-        self.numbers |= {name for name, v in named.items() if _is_number(v)}
+        # Numbers, taken by value (`same_arguments`): position, or name, -> input
+        self.numbers = {k: name for k, name in enumerate(program.inputs[:len(args)]) if _is_number(args[k])}
+        self.numbers |= {name: name for name, v in named.items() if _is_number(v)}
+        self.dtype = program.dtype
         held = [v for k, v in enumerate(args) if k not in self.numbers]
         held += [v for name, v in named.items() if name not in self.numbers] + list(given.values())
         signatures = [_signature(v) for v in held]
@@ -299,13 +302,8 @@ class _StagedFastCall:
         if len(args) != len(self.args) or len(named) != len(self.named) or stream is not self.stream \
                 or nodes != self.nodes or scatter != self.scatter or not same_out(out, self.out):
             return None
-        numbers = self.numbers
-        for k, (a, b) in enumerate(zip(args, self.args)):
-            if a is not b and not (k in numbers and _is_number(a)):
-                return None
-        for name, value in named.items():
-            if self.named.get(name, self) is not value and not (name in numbers and _is_number(value)):
-                return None
+        if not same_arguments(args, named, self.args, self.named, self.numbers, self.dtype, []):
+            return None
         for a, signature in self.held:
             if _signature(a) != signature:
                 return None
@@ -355,15 +353,8 @@ class _PassesReplay:
             for a in arrays:
                 a[()] = value
         for stage, fast in self.passes:
-            places = fast.places
             with stage.lock:  # (as a call of the pass holds it)
-                for slot, ptr, nbytes, a in places:
-                    slot.ptr, slot.nbytes, slot.array = ptr, nbytes, a
-                try:
-                    fast.bound.recorded.replay()
-                finally:
-                    for slot, _, _, _ in places:
-                        slot.array = None
+                replay_at(fast.bound.recorded, fast.places)
         return True
 
 

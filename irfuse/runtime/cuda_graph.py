@@ -74,13 +74,18 @@ class CudaGraph:
             record(stream)
         finally:
             graph = checked(cu.cuStreamEndCapture(handle), "cuStreamEndCapture")
+        self._executable(graph)
+        _, self.nodes = checked(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")  # launches and copies
+
+    def _executable(self, graph) -> None:
+        """Keeps the captured `graph` and instantiates it, ready to launch."""
+        cu = cuda_driver()
         self._graph = graph
         self._exec = checked(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         self._launch = cu.cuGraphLaunch
         self._default_stream = cu.CUstream(0)
         self._streams: dict[int, object] = {}  # the CUstream objects of callers' handles, made once
         self._success = cu.CUresult.CUDA_SUCCESS
-        _, self.nodes = checked(cu.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")  # launches and copies
 
     def __call__(self) -> None:
         (err,) = self._launch(self._exec, self._default_stream)
@@ -111,13 +116,13 @@ class CudaGraph:
             self._exec = None
 
 
-class CapturedWork:
+class CapturedWork(CudaGraph):
     """What `record(handle)` issues on the CUDA stream `handle` (a stream of irfuse's own,
     `OwnStream`: a caller's calls, ordered on it by `stream=`) captured into a graph, launched
-    on a stream (`launch_on`). The capture is this thread's alone, so other threads' work is
-    not caught in it."""
+    on a stream (`launch_on`) as any `CudaGraph`. The capture is this thread's alone, so other
+    threads' work is not caught in it."""
 
-    def __init__(self, record: Callable[[int], None], handle: int):
+    def __init__(self, record: Callable[[int], None], handle: int):  # (captured on a handle, not a PyCUDA stream)
         cu = cuda_driver()
         stream = cu.CUstream(handle)
         graph = None
@@ -130,20 +135,11 @@ class CapturedWork:
                 err, graph = cu.cuStreamEndCapture(stream)
             if err != cu.CUresult.CUDA_SUCCESS:
                 raise ExecutionError(f"cuStreamEndCapture failed: {err.name}")
-            self._exec = checked(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+            self._executable(graph)
         except BaseException:
             if graph is not None:
                 cu.cuGraphDestroy(graph)
             raise
-        self._graph = graph
-        self._streams: dict[int, object] = {}
-
-    def launch_on(self, handle: int) -> None:
-        cu = cuda_driver()
-        stream = self._streams.get(handle)
-        if stream is None:
-            stream = self._streams[handle] = cu.CUstream(handle)
-        checked(cu.cuGraphLaunch(self._exec, stream), "cuGraphLaunch")
 
     def destroy_after(self, handle: int) -> None:
         """Destroys the graph once the work queued on stream `handle` so far is done, without
@@ -154,13 +150,6 @@ class CapturedWork:
         checked(cu.cuEventRecord(event, cu.CUstream(handle)), "cuEventRecord")
         _pending.append((self, event))
         destroy_finished()
-
-    def destroy(self) -> None:
-        cu = cuda_driver()
-        if self._exec is not None:
-            cu.cuGraphExecDestroy(self._exec)
-            cu.cuGraphDestroy(self._graph)
-            self._exec = None
 
 
 _pending: list = []  # (captured work, event after its last launch) not destroyed yet
