@@ -1420,6 +1420,54 @@ def test_a_time_loop_on_gpu_tensors_gives_the_bits_of_its_steps_one_by_one():
     np.testing.assert_allclose(got.u1.cpu().numpy(), want.u1, rtol=1e-4, atol=1e-6)
 
 
+def test_a_time_loop_made_again_replays_its_kept_graphs_with_the_bits_of_calls():
+    """Loops made again on the same arguments reuse the graphs they keep: from the last
+    loop's outputs (copied in), for 37, 2 and 1 steps (graphs of 16 and of one step), after a
+    non-carried input changed in place, with dt changed (graphs of their own): each the bits of its steps
+    called one by one; what a loop returns is the caller's, not written by later loops."""
+    import irfuse
+
+    torch = _torch()
+    step, args, conn, _ = _explicit_step_on(torch, cubes=4, seed=5)
+
+    def calls(u, v, count, dt=1e-3):
+        for _ in range(count):
+            u, v = step(X=args["X"], u=u, v=v, m=args["m"], conn=conn, dN=args["dN"], lam=1.5, mu=0.75, dt=dt)
+        return u, v
+
+    def loop(u, v, count, dt=1e-3):
+        got = irfuse.time_loop(step, count, {"u": "u1", "v": "v1"}, X=args["X"], u=u, v=v, m=args["m"], conn=conn,
+                               dN=args["dN"], lam=1.5, mu=0.75, dt=dt)
+        return got.u1, got.v1
+
+    def kept():
+        return {id(k) for k in getattr(step, "_time_loops", {}).values()}
+
+    before = kept()
+    u, v = loop(args["u"], args["v"], 20)
+    made = kept() - before
+    assert len(made) == 1  # (the program object is shared with other tests: count only new loops)
+    first = u.clone()
+    for count in (37, 2, 1):
+        want = calls(u, v, count)
+        u, v = loop(u, v, count)
+        assert torch.equal(u, want[0]) and torch.equal(v, want[1]), count
+    assert kept() == made | before
+    m0 = args["m"].clone()
+    args["m"].mul_(1.25)  # (read in place by the kept graphs)
+    want = calls(u, v, 19)
+    got = loop(u, v, 19)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    args["m"].copy_(m0)
+    want = calls(u, v, 17, dt=2e-3)
+    got = loop(u, v, 17, dt=2e-3)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert len(kept() - before - made) == 1
+    torch.cuda.synchronize()
+    assert not torch.equal(first, u)  # (the first loop's result is its own, unchanged by later loops)
+    assert torch.equal(first, loop(args["u"], args["v"], 20)[0])
+
+
 def test_calls_captured_in_a_torch_cuda_graph_replay_with_new_values():
     """A plain program and a program over a mesh with a Connectivity, each called once
     outside, then captured in torch.cuda.graph and replayed on new values in the same

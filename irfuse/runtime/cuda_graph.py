@@ -194,6 +194,10 @@ class OwnStream:
         checked(cu.cuEventRecord(self._events[1], self._stream), "cuEventRecord")
         checked(cu.cuStreamWaitEvent(cu.CUstream(handle), self._events[1], 0), "cuStreamWaitEvent")
 
+    def copy(self, dst: int, src: int, nbytes: int) -> None:
+        """`nbytes` from device address `src` to `dst`, in this stream's order."""
+        checked(cuda_driver().cuMemcpyDtoDAsync(dst, src, nbytes, self._stream), "cuMemcpyDtoDAsync")
+
     def destroy(self) -> None:
         cu = cuda_driver()
         for event in self._events:

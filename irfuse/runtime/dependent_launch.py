@@ -43,10 +43,12 @@ class LaunchRecord:
 
 class DependentLaunch:
     """`record`'s launch of `function` (a cuda-bindings CUfunction) with programmatic stream
-    serialization, on any stream; the arguments are fixed once."""
+    serialization (`programmatic`; else a plain launch), on any stream; the arguments are
+    fixed once."""
 
-    def __init__(self, function, record: LaunchRecord):
+    def __init__(self, function, record: LaunchRecord, programmatic: bool = True):
         cu = cuda_driver()
+        self._programmatic = programmatic
         self._cu = cu
         self._function = function
         self._record = record
@@ -64,11 +66,12 @@ class DependentLaunch:
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = r.block
         cfg.sharedMemBytes = r.shared_bytes
         cfg.hStream = cu.CUstream(handle)
-        attr = cu.CUlaunchAttribute()
-        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        attr.value.programmaticStreamSerializationAllowed = 1
-        cfg.attrs = [attr]
-        cfg.numAttrs = 1
+        if self._programmatic:
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
         if len(self._configs) >= STREAMS_KEPT:  # a caller making streams without end: keep a few
             self._configs.clear()
         self._configs[handle] = cfg
