@@ -236,6 +236,8 @@ def main(argv=None) -> int:
     with torch.cuda.graph(g):
         x.add_(1)
     rows["floor: bare CUDA graph replay (torch)"] = back_to_back(g.replay, calls, sync)
+    rows["floor of a call without out=: torch.empty, one output"] = back_to_back(
+        lambda: torch.empty((n, 3, 3), device="cuda"), calls, sync)
     synctest = torch_fns()["SyncTest"]
     ct = torch.from_numpy(conn.astype(np.int64)).cuda()
 

@@ -1536,6 +1536,57 @@ def test_calls_without_out_take_the_fast_path_and_make_new_tensors():
         assert all(isinstance(a, torch.Tensor) and torch.equal(a, b) for a, b in zip(got, want))
 
 
+def test_calls_again_into_the_same_out_run_as_graphs_and_follow_values_and_numbers():
+    """Calls again into the same out= tensors: the P1 residual launches its run's graph, the
+    explicit step the graph of its three passes (captured once, at its second call made
+    again), each with its scalars' words written before it; without out=, the explicit step's
+    graphs by the addresses of the outputs torch makes; values written into the inputs
+    between calls and numbers that stay or change give the bits of calls on fresh tensors
+    (made after the loop, so that the loop's calls stay the kept ones)."""
+    import irfuse
+
+    torch = _torch()
+    step, args, conn, _ = _explicit_step_on(torch, cubes=5, seed=7)
+    res = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
+    r = torch.empty_like(args["u"])
+    out = [torch.empty_like(args["u"]), torch.empty_like(args["v"])]
+    seen, graphs = [], []
+    for k in range(9):
+        args["u"].mul_(1.125)
+        args["v"].add_(0.5)
+        mu, dt = 0.75 + k, 1e-3 * (1 + k // 4)  # (dt: four calls of one value, four of another, one more)
+        got = res(args["X"], args["u"], conn, args["dN"], 1.5, mu, out=r)
+        s = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, dt, out=out)
+        assert got.r is r and s[0] is out[0] and s[1] is out[1]
+        graphs.append(next((f.graphs.get(()) for f in step._fast if f.makers is None), None))
+        made = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, dt)
+        seen.append(({name: a.clone() for name, a in args.items()}, mu, dt, r.clone(), [a.clone() for a in out],
+                     [a.clone() for a in made]))
+        del made  # (let go: the next call's outputs may take its addresses, and their graph)
+    assert any(res._mesh_fast[0].run.graphs.values())  # (the residual's calls into r: its run's graph)
+    assert graphs[1] is None and graphs[2] is not None and all(g is graphs[2] for g in graphs[2:])
+    graphs_of_r = len(res._mesh_fast[0].run.graphs)
+    for _ in range(12):  # (torch's allocator settles on the addresses the last outputs let go of)
+        made = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, 1e-3)
+        rr = res(args["X"], args["u"], conn, args["dN"], 1.5, 0.5)
+        del made, rr
+    assert any(f.makers is not None and f.graphs for f in step._fast)  # (without out=: graphs by address)
+    assert len(res._mesh_fast[0].run.graphs) > graphs_of_r
+    args["u"].mul_(1.5)
+    made = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, 3e-3)
+    rr = res(args["X"], args["u"], conn, args["dN"], 1.5, 0.25)
+    seen.append(({name: a.clone() for name, a in args.items()}, 0.25, 3e-3, rr.r.clone(), None,
+                 [a.clone() for a in made]))
+    del made, rr
+    for k, (fresh, mu, dt, r_got, s_got, made_got) in enumerate(seen):
+        want = res(fresh["X"], fresh["u"], conn, fresh["dN"], 1.5, mu)
+        want_s = step(fresh["X"], fresh["u"], fresh["v"], fresh["m"], conn, fresh["dN"], 1.5, 0.75, dt)
+        torch.cuda.synchronize()
+        assert r_got is None or torch.equal(r_got, want.r), k
+        assert s_got is None or all(torch.equal(a, b) for a, b in zip(s_got, want_s)), k
+        assert all(torch.equal(a, b) for a, b in zip(made_got, want_s)), k
+
+
 def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_numbers():
     """The P1 residual and the explicit step called again on the same torch tensors (the fast
     paths of a mesh call and of a program of passes), with new values written into them and

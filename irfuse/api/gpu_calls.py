@@ -224,7 +224,7 @@ class FastCall:
             if handle != self.handle:  # (another stream's words: the run reads this one's)
                 return None
             for name, value in self.bits:
-                self.device.scalar(name, value, handle)
+                self.device.scalar(name, value, handle, False)
         if self.makers is None:
             graph.launch_on(handle)
             return self.outputs

@@ -231,8 +231,9 @@ class MeshGpuFastCall:
             self.current_stream() if self.current_stream is not None else None
         if handle is None or (self.scalars and handle != self.handle):
             return None  # (another stream's scalar words)
+        capturing = stream_capturing(handle)
         for name, value in self.bits:
-            self.slots[name].ptr = self.device.scalar(name, value, handle)
+            self.slots[name].ptr = self.device.scalar(name, value, handle, capturing)
         targets, made = self.targets, None
         if self.makers is not None:
             made, targets = [], dict(targets)
@@ -241,7 +242,11 @@ class MeshGpuFastCall:
                 made.append(a)
                 targets[name] = Place(address(a), nbytes)
         run, slots = self.run, self.slots
-        self.device.on_stream(handle, lambda: run.run(slots, targets))
+        graph = None if capturing else run.graph(slots, targets)  # (one launch)
+        if graph is not None:
+            graph.launch_on(handle)
+        else:
+            self.device.on_stream(handle, lambda: run.run(slots, targets))
         return Outputs(self.names, made) if made is not None else _out_objects(self)
 
 

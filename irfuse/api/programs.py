@@ -44,6 +44,7 @@ from irfuse.artifact.artifact import Artifact
 from irfuse.diagnostics import CompileError, ExecutionError, UsageError
 from irfuse.runtime.cpu_device import page_aligned
 from irfuse.runtime.executor import open_device
+from irfuse.runtime.mesh_runs import MeshInPlaceRun
 from irfuse.runtime.streaming import ChunkedRun
 
 __all__ = ["Program", "Outputs", "Verification"]
@@ -627,7 +628,7 @@ class Program:
             self._host_fast = []
             self._mesh_fast = []
             for bound in self._bound.values():
-                if isinstance(bound, (GpuInPlaceRun, ChunkedRun)):
+                if isinstance(bound, (GpuInPlaceRun, ChunkedRun, MeshInPlaceRun)):
                     bound.release()
             self._bound.clear()
             if self._device is not None:

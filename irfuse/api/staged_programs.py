@@ -28,9 +28,11 @@ from irfuse.api.programs import Program
 from irfuse.artifact.arrays import SOA
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
+from irfuse.runtime.cuda_graph import stream_capturing
 
 UNIFORM_COPIES_KEPT = 64
 BETWEEN_KEPT = 2  # sets of arrays passed between passes kept, for calls of different sizes
+GRAPHS_KEPT = 4  # graphs of its passes a call made again keeps, one a set of output addresses
 
 
 class StagedProgram:
@@ -108,11 +110,17 @@ class StagedProgram:
                 if bound is not None:
                     if fast.replay is not None and fast.replay.run(bound):
                         return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
+                    given, key = fast.outputs_made() if fast.makers is not None else (fast.given, ())
+                    graph = fast.graphs.get(key) if fast.graphable else None
+                    if graph is not None and graph.run(fast):
+                        return Outputs(self.outputs, [given[k] for k in self.outputs])
                     calls: list = []
-                    made = self._run_passes(bound, fast.given, None, fast.layout, fast.m, fast.between, stream,
+                    made = self._run_passes(bound, given, None, fast.layout, fast.m, fast.between, stream,
                                             False, scatter, calls)
                     if self.backend == "cpu" and fast.replay is None:
                         fast.replay = _PassesReplay.of(self, calls, fast.given)
+                    elif fast.graphable:
+                        _PassesGraph.again(self, fast, bound, given, key, scatter)
                     return Outputs(self.outputs, [made[k] for k in self.outputs])
         bound = bind_inputs(self.inputs, args, named, self)
         given = bind_outputs(self.outputs, out) if out is not None else {}
@@ -130,8 +138,10 @@ class StagedProgram:
             self._between.move_to_end(key)
             if not verify and progress is False and budget is None:
                 fast = _StagedFastCall(self, args, named, out, stream, nodes, scatter, given, layout, m,
-                                       self._between[key])
+                                       self._between[key], {k: made[k] for k in self.outputs})
                 if fast.usable:
+                    for dropped in self._fast[1:]:
+                        dropped.let_go()
                     self._fast = [fast, *self._fast[:1]]
         outputs = Outputs(self.outputs, [made[k] for k in self.outputs])
         if verify:
@@ -278,7 +288,7 @@ class _StagedFastCall:
     path in turn). `usable`: whether the call's arguments allow it."""
 
     def __init__(self, program, args: tuple, named: dict, out, stream, nodes, scatter: str, given: dict, layout: str,
-                 m, between: dict):
+                 m, between: dict, results: dict):
         self.inputs = program.inputs
         self.args, self.named, self.stream, self.nodes, self.scatter = args, dict(named), stream, nodes, scatter
         self.out = out_snapshot(out)
@@ -292,17 +302,45 @@ class _StagedFastCall:
         signatures = [_signature(v) for v in held]
         self.usable = len(args) + len(named) == len(program.inputs) and all(s is not None for s in signatures)
         self.held = list(zip(held, signatures))
+        self.bits: list = []  # (input, bytes) of the numbers of the call made again (`bound_again`)
         self.replay: _PassesReplay | None = None  # (on the CPU, made at the first call again)
         # On the GPU, the stream the kept arrays between passes belong to (`_between_key`).
         self.model = next((a for a in map(device_array, held) if a is not None), None) if self.usable else None
         self.handle = stream_handle(stream, self.model) if self.model is not None else None
+        # On the GPU, the passes as one graph for each set of output addresses (`_PassesGraph`):
+        # the out= arrays', or, without out=, those of outputs made with the library's `empty`
+        # (`makers`), which repeat where a loop lets go of its last outputs.
+        from irfuse.api.gpu_calls import FAST_FAMILIES, allocator
+
+        self.graphable = self.model is not None and program.backend == "cuda" and \
+            (all(name in given for name in program.outputs) or not given and self.model.family in FAST_FAMILIES)
+        self.makers = None
+        if self.graphable and not given:
+            self.makers = [(name, *allocator(self.model, tuple(device_array(a).shape), self.dtype))
+                           for name, a in results.items()]
+        self.graphs: OrderedDict[tuple, _PassesGraph] = OrderedDict()
+        self.seen: OrderedDict[tuple, None] = OrderedDict()  # (made pass by pass once: `_PassesGraph.again`)
+
+    def outputs_made(self) -> tuple[dict, tuple]:
+        """New outputs (by name) made with the library's `empty`, and their addresses."""
+        made, key = {}, []
+        for name, make, address in self.makers:
+            made[name] = a = make()
+            key.append(address(a))
+        return made, tuple(key)
+
+    def let_go(self) -> None:
+        """Destroys the graphs, once the stream has run what it queued."""
+        for graph in self.graphs.values():
+            graph.work.destroy_after(self.handle)
+        self.graphs.clear()
 
     def bound_again(self, args: tuple, named: dict, out, stream, nodes, scatter: str) -> dict | None:
         """The call's arguments by name where it is this call again, else None."""
         if len(args) != len(self.args) or len(named) != len(self.named) or stream is not self.stream \
                 or nodes != self.nodes or scatter != self.scatter or not same_out(out, self.out):
             return None
-        if not same_arguments(args, named, self.args, self.named, self.numbers, self.dtype, []):
+        if not same_arguments(args, named, self.args, self.named, self.numbers, self.dtype, self.bits):
             return None
         for a, signature in self.held:
             if _signature(a) != signature:
@@ -312,6 +350,69 @@ class _StagedFastCall:
         bound = dict(zip(self.inputs, args))
         bound.update(named)
         return bound
+
+
+class _PassesGraph:
+    """On the GPU, a staged call made again into outputs at the same addresses (`out=`, or
+    outputs made by the library where it gives back those a loop let go of) as one CUDA graph
+    of its passes' kernels, launched on the caller's stream: the host pays one launch, not a
+    call a pass. Captured on a stream of irfuse's own at the second call made again pass by
+    pass into those addresses,
+    each pass's launches onto it (a call on a capturing stream: `CudaDevice.on_stream`); the
+    kernels read the uniform scalars given as numbers from the words each pass's device keeps
+    for the caller's stream (`CudaDevice.scalar`), which every launch writes first where the
+    number changed: a time step that changes at every call costs a memset, not a capture."""
+
+    def __init__(self, work, words: list):
+        self.work, self.words = work, words  # words: (device, input) of each number a pass reads
+
+    @classmethod
+    def again(cls, program, fast: "_StagedFastCall", bound: dict, given: dict, key: tuple, scatter: str) -> None:
+        """After a call made pass by pass on `fast`'s arguments into outputs `given` (at
+        addresses `key`): their graph captured where this was the second such call (and the
+        call is not being captured itself: a time loop's graph), the oldest of more than
+        `GRAPHS_KEPT` let go."""
+        if key in fast.graphs or stream_capturing(fast.handle):
+            return
+        if key not in fast.seen:
+            fast.seen[key] = None
+            while len(fast.seen) > GRAPHS_KEPT:
+                fast.seen.popitem(last=False)
+            return
+        from irfuse.diagnostics import NotCapturable
+        from irfuse.runtime.cuda_graph import CapturedWork
+
+        numbers = set(fast.numbers.values())
+        devices = [p.opened_device() for p in program.programs]
+        words = [(d, name) for d, stage in zip(devices, program.stages) for name in stage.inputs if name in numbers]
+        own = devices[0].loop_stream()  # (captured there, not run: launched on the caller's)
+        try:
+            for d in devices:
+                d.scalar_words_of = fast.handle
+            work = CapturedWork(lambda on: program._run_passes(bound, given, None, fast.layout, fast.m,
+                                                               fast.between, on, False, scatter), own.handle)
+        except NotCapturable:
+            fast.graphable = False
+            return
+        finally:
+            for d in devices:
+                d.scalar_words_of = None
+        fast.graphs[key] = cls(work, words)
+        while len(fast.graphs) > GRAPHS_KEPT:
+            fast.graphs.popitem(last=False)[1].work.destroy_after(fast.handle)
+
+    def run(self, fast: "_StagedFastCall") -> bool:
+        """Writes the call's numbers (`fast.bits`, as `bound_again` found them) and launches
+        the graph on the call's stream, unless that stream is being captured itself (then
+        False: nothing run, the call takes its way pass by pass)."""
+        handle = fast.handle
+        if stream_capturing(handle):
+            return False
+        bits = dict(fast.bits)
+        for device, name in self.words:
+            device.scalar(name, bits[name], handle, capturing=False)
+        self.work.launch_on(handle)
+        return True
 
 
 class _PassesReplay:

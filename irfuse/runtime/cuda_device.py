@@ -177,6 +177,9 @@ class CudaDevice:
         self._capture, self._captured_words = None, set()  # the capture the pool's words were last written in
         self._streams: dict[int, object] = {}  # CUstream objects of callers' handles, made once
         self._direct: int | None = None  # a capturing caller's stream the launches go onto (`on_stream`)
+        # While a graph launched on a caller's stream is captured (a staged call's passes):
+        # that stream, whose scalar words the graph reads, written before each launch (`scalar`).
+        self.scalar_words_of: int | None = None
 
     def make_current(self) -> None:
         """Makes the context current in the calling thread: pushed on the thread's first use
@@ -272,19 +275,27 @@ class CudaDevice:
             buf = self._constants[key] = self.upload_integers(a) if integers else self.upload(a)
         return buf
 
-    def scalar(self, name: str, bits: bytes, handle: int) -> int:
+    def scalar(self, name: str, bits: bytes, handle: int, capturing: bool | None = None) -> int:
         """The address of a device word holding `bits` (uniform scalar input `name`, given on
         the host, in this device's element type), written in the order of the caller's stream
         `handle` by 32-bit memsets: no copy from the host, no wait, so a time step that changes
         at every call costs one or two memsets and one that does not change costs nothing.
-        Each stream has its own word (calls on two streams do not race). A call captured into
-        a graph (`stream_capturing`: no memory may be allocated then) takes a word that holds
-        this value for every graph that reads it (`SCALAR_WORDS` of them, allocated with the
-        first word), the memset captured with it."""
+        Each stream has its own word (calls on two streams do not race). A graph to be
+        launched on a caller's stream (`scalar_words_of`) reads that stream's word, which the
+        launch writes first. Any other call captured into a graph (`stream_capturing`: no
+        memory may be allocated then) takes a word that holds this value for every graph that
+        reads it (`SCALAR_WORDS` of them, allocated with the first word), the memset captured
+        with it. `capturing`: whether the stream is being captured, where the caller knows
+        (else asked)."""
         stream = self._streams.get(handle)
         if stream is None:
             stream = self._streams[handle] = cuda_driver().CUstream(handle)
-        if stream_capturing(handle):
+        if capturing if capturing is not None else stream_capturing(handle):
+            if self.scalar_words_of is not None:  # (a graph launched on that stream: its words)
+                place = self._scalars.get((name, self.scalar_words_of))
+                if place is None:
+                    raise NotCapturable(f"uniform scalar '{name}' has no word for the stream the graph is for")
+                return int(place[0])
             ptr = self._valued.get(bits)
             if ptr is None:
                 if self._scalar_pool is None or len(self._valued) >= SCALAR_WORDS:

@@ -115,6 +115,16 @@ class CudaGraph:
             cu.cuGraphDestroy(self._graph)
             self._exec = None
 
+    def destroy_after(self, handle: int) -> None:
+        """Destroys the graph once the work queued on stream `handle` so far is done, without
+        waiting for it here (an executable graph still running may not be destroyed): an
+        event recorded there, queried by later calls (`destroy_finished`)."""
+        cu = cuda_driver()
+        event = checked(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        checked(cu.cuEventRecord(event, cu.CUstream(handle)), "cuEventRecord")
+        _pending.append((self, event))
+        destroy_finished()
+
 
 class CapturedWork(CudaGraph):
     """What `record(handle)` issues on the CUDA stream `handle` (a stream of irfuse's own,
@@ -140,17 +150,6 @@ class CapturedWork(CudaGraph):
             if graph is not None:
                 cu.cuGraphDestroy(graph)
             raise
-
-    def destroy_after(self, handle: int) -> None:
-        """Destroys the graph once the work queued on stream `handle` so far is done, without
-        waiting for it here (an executable graph still running may not be destroyed): an
-        event recorded there, queried by later calls (`destroy_finished`)."""
-        cu = cuda_driver()
-        event = checked(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-        checked(cu.cuEventRecord(event, cu.CUstream(handle)), "cuEventRecord")
-        _pending.append((self, event))
-        destroy_finished()
-
 
 _pending: list = []  # (captured work, event after its last launch) not destroyed yet
 

@@ -13,6 +13,7 @@ arrays before its replay.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
@@ -21,6 +22,8 @@ from irfuse.artifact.artifact import Artifact
 from irfuse.artifact.host_plan import NODAL, UNIFORM, Scatter
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.scatter import inverse_connectivity
+
+GRAPHS_KEPT = 4  # sets of places a mesh run keeps a CUDA graph for (`MeshInPlaceRun.graph`)
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor
 from irfuse.runtime.streaming import whole_chunk
@@ -173,6 +176,32 @@ class MeshInPlaceRun:
                       not isinstance(v, Slot)})  # a Connectivity's node numbers, kept on the device
         self.recorded = Executor(artifact, dev).prepare({}, n, bound, outputs=self.outputs, as_graph=False,
                                                         nodes=m, inverses=inverses, scatter=scatter)
+        self.graphs: OrderedDict[tuple, object] = OrderedDict()  # (`graph`)
+        self.seen: OrderedDict[tuple, None] = OrderedDict()
+
+    def graph(self, given: dict, results: dict):
+        """On the GPU, the run on these places (as `run` takes them) as a CUDA graph of the
+        device's own, captured the second time they are asked for (None the first: a call
+        without `out=` has new outputs, whose addresses repeat where a loop lets go of its
+        last ones); the last `GRAPHS_KEPT` sets of places kept (a graph destroyed while it
+        runs is freed by the driver once it is done)."""
+        key = tuple(v.ptr for v in given.values() if isinstance(v, Slot)) + tuple(a.ptr for a in results.values())
+        graph = self.graphs.get(key)
+        if graph is None:
+            if key not in self.seen:
+                self.seen[key] = None
+                while len(self.seen) > GRAPHS_KEPT:
+                    self.seen.popitem(last=False)
+                return None
+            graph = self.graphs[key] = self.device.capture(lambda: self.run(given, results))
+            while len(self.graphs) > GRAPHS_KEPT:
+                self.graphs.popitem(last=False)[1].destroy()
+        return graph
+
+    def release(self) -> None:
+        for graph in self.graphs.values():
+            graph.destroy()
+        self.graphs.clear()
 
     def run(self, given: dict, results: dict) -> None:
         """Replays the run on the call's arguments (`Slot`s, or host arrays of uniform values)
