@@ -996,6 +996,43 @@ def _p1_residual_on_a_cube(cubes: int, draw: int, **numbering):
     return prog, X, u, conn, dN, np.float32(1.5), np.float32(0.75)
 
 
+def test_a_mesh_prepared_on_the_gpu_is_the_hosts_and_runs_calls():
+    """A `Connectivity` of a torch CUDA tensor (and of a CuPy array, and of a NumPy array with
+    device=0) has the host's node numbers and scatter order entry for entry, kept on the GPU
+    for calls (the bits of calls with the host's); a bad entry is refused by element and
+    position; a Morton `reorder` and `renumber` of GPU arrays give the host's permutations
+    and arrays."""
+    import cupy
+    import torch
+
+    from irfuse.diagnostics import UsageError
+    from irfuse.mesh import Connectivity, renumber, reorder
+
+    prog, X, u, conn, dN, lam, mu = _p1_residual_on_a_cube(7, 2, numbering="random", seed=11)
+    host = Connectivity(conn, len(X))
+    for given in (torch.from_numpy(conn).cuda(), cupy.asarray(conn.astype(np.int32)), conn):
+        gpu = Connectivity(given, len(X), device=0 if isinstance(given, np.ndarray) else None)
+        assert gpu.on_gpu is not None and gpu.on_gpu[0].is_cuda
+        for name, w, g in zip(host.inverse._fields, host.inverse, gpu.on_gpu[1]):
+            assert np.array_equal(w, g.cpu().numpy()), name
+        assert np.array_equal(gpu.conn, host.conn) and gpu.shape == host.shape
+    t = {k: torch.from_numpy(a).cuda() for k, a in (("X", X), ("u", u), ("dN", dN))}
+    want = prog(t["X"], t["u"], host, t["dN"], lam, mu).r
+    got = prog(t["X"], t["u"], gpu, t["dN"], lam, mu).r
+    assert torch.equal(got, want)
+    bad = conn.copy()
+    bad[5, 2] = len(X)
+    with pytest.raises(UsageError, match=f"element 5, position 2 names node {len(X)}, outside"):
+        Connectivity(torch.from_numpy(bad).cuda(), len(X))
+    node_order, element_order = reorder(conn, X)
+    g_nodes, g_elements = reorder(torch.from_numpy(conn).cuda(), torch.from_numpy(X).cuda())
+    assert np.array_equal(g_nodes.cpu().numpy(), node_order)
+    assert np.array_equal(g_elements.cpu().numpy(), element_order)
+    new = renumber(conn, node_order, element_order, X)
+    g_new = renumber(torch.from_numpy(conn).cuda(), g_nodes, g_elements, torch.from_numpy(X).cuda())
+    assert all(np.array_equal(a, b.cpu().numpy()) for a, b in zip(new, g_new))
+
+
 def test_mesh_calls_on_gpu_arrays_give_the_bits_of_host_calls_and_check_connectivities_on_the_gpu():
     """CuPy and PyTorch arrays in, arrays of the same library out: the bits of the call on
     NumPy arrays, with the connectivity as a GPU array (checked on the GPU; its inverse made

@@ -14,7 +14,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "irfuse")
 LAYERS = [
     {"irfuse.diagnostics", "irfuse._version"},
     {"irfuse.artifact"},  # what the runtime runs: launch interface, host steps, binaries (no xDSL)
-    {"irfuse.mesh"},  # meshes as arrays: generation, renumbering for locality (NumPy only)
+    {"irfuse.mesh"},  # meshes as arrays: generation, renumbering for locality (NumPy; PyTorch on a GPU)
     {"irfuse.runtime"},  # runs artifacts: devices, the host steps, chunks (no compiler below it)
     {"irfuse.dialects"},
     {"irfuse.library"},

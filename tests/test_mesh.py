@@ -231,3 +231,59 @@ def test_scatter_add_refuses_values_that_do_not_match_and_indices_outside():
         mesh.scatter_add(np.zeros((1, 3)), conn, 4)
     with pytest.raises(UsageError, match=r"element 0, position 3 names node 3, outside \[0, 3\)"):
         mesh.scatter_add(np.zeros((1, 4)), conn, 3)
+
+
+# The preparation on the GPU (`irfuse.mesh.on_gpu`) is whole-array PyTorch operations, which
+# run the same on CPU tensors: here they are checked against the host's NumPy steps entry for
+# entry; tests/test_gpu.py runs them on a GPU through `Connectivity` and `reorder`.
+
+
+@pytest.mark.parametrize("k, elements, nodes, seed", [
+    (4, 6 * 5**3, None, 0), (4, 1000, 50, 1), (3, 777, 400, 2), (8, 513, 900, 3), (10, 300, 2000, 4),
+    (5, 1, 3, 5), (27, 40, 5000, 6), (1, 700, 20, 7)])
+def test_the_scatter_order_made_by_pytorch_is_the_hosts_entry_for_entry(k, elements, nodes, seed):
+    torch = pytest.importorskip("torch")
+    from irfuse.mesh.on_gpu import checked_on_gpu, inverse_on_gpu
+    from irfuse.mesh.scatter import _inverse
+
+    rng = np.random.default_rng(seed)
+    if nodes is None:  # (a box of tetrahedra in a random numbering)
+        X, conn = mesh.box_tetrahedra(5, numbering="random", seed=seed)
+        nodes = len(X)
+    else:  # (random entries: nodes repeated within an element and a group, nodes no element names)
+        conn = rng.integers(0, nodes, (elements, k)).astype(np.int64)
+    want = _inverse(conn, nodes)
+    got = inverse_on_gpu(checked_on_gpu(torch.from_numpy(conn), nodes), nodes)
+    for name, w, g in zip(want._fields, want, got):
+        g = g.numpy()
+        assert g.dtype == w.dtype and np.array_equal(g, w), name
+
+
+@pytest.mark.parametrize("conn, nodes, said", [
+    (np.array([[0, 1, 2, 3], [1, 2, 3, 9]]), 5, "element 1, position 3 names node 9, outside [0, 5)"),
+    (np.array([[0, -1, 2, 3]], np.int32), 4, "element 0, position 1 names node -1, outside [0, 4)"),
+    (np.array([0, 1, 2, 3]), 4, "shape (elements, nodes per element), not (4,)"),
+    (np.array([[0.0, 1.0, 2.0, 3.0]]), 4, "float64 values; it takes int32 or int64 node numbers"),
+])
+def test_a_bad_connectivity_is_refused_by_pytorch_as_by_the_host(conn, nodes, said):
+    torch = pytest.importorskip("torch")
+    from irfuse.mesh.on_gpu import checked_on_gpu
+
+    pattern = said.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    with pytest.raises(UsageError, match=pattern):
+        checked_on_gpu(torch.from_numpy(conn), nodes)
+    with pytest.raises(UsageError, match=pattern.replace("torch.float64", "float64")):
+        mesh.check_connectivity(conn, nodes)
+
+
+@pytest.mark.parametrize("numbering", ["structured", "random"])
+def test_the_morton_order_made_by_pytorch_is_the_hosts(numbering):
+    torch = pytest.importorskip("torch")
+    from irfuse.mesh.on_gpu import element_order_on_gpu, morton_order_on_gpu
+
+    X, conn = mesh.box_tetrahedra(6, numbering=numbering, seed=4)
+    X[::7] = X[0]  # (ties in the curve: kept in node order)
+    node_order, element_order = mesh.reorder(conn, X)
+    got_nodes = morton_order_on_gpu(torch.from_numpy(X))
+    assert np.array_equal(got_nodes.numpy(), node_order)
+    assert np.array_equal(element_order_on_gpu(torch.from_numpy(conn), got_nodes).numpy(), element_order)

@@ -4,9 +4,10 @@ numbers, one row per element), as gathers and scatters through a connectivity re
 - `box_tetrahedra`: a cube of hexahedra split into tetrahedra, for tests and benchmarks, in a
   structured or a random numbering;
 - `reorder`: node and element permutations that give a mesh locality (reverse
-  Cuthill-McKee on the node graph, or a Morton curve through the node coordinates), and
-  `renumber`, which applies them;
-- `Connectivity`: a connectivity checked and inverted once, for every call that passes it;
+  Cuthill-McKee on the node graph, or a Morton curve through the node coordinates, also on
+  the GPU), and `renumber`, which applies them;
+- `Connectivity`: a connectivity checked and inverted once, for every call that passes it
+  (on the GPU where it is given there: `on_gpu`);
 - `inverse_connectivity` and `scatter_add`: the scatter order (groups of consecutive
   elements whose rows of a node are summed into partials, each node's partials in group
   order), and the nodal sum of per-element values added in that order (the same bits on
@@ -14,7 +15,7 @@ numbers, one row per element), as gathers and scatters through a connectivity re
 - `partition`: parts that own nodes and hold every element around them, whose sums at their
   own nodes are the whole mesh's, bit for bit.
 
-NumPy only; nothing of the compiler.
+NumPy, and PyTorch for arrays on a GPU (`on_gpu`); nothing of the compiler.
 """
 
 from irfuse.mesh.connectivity import Connectivity

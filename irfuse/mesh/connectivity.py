@@ -1,4 +1,5 @@
-"""A connectivity prepared once: its node numbers checked and kept, and its inverse made.
+"""A connectivity prepared once: its node numbers checked and kept, and its inverse made
+(on the host, or on the GPU where it is given there).
 
 A call of a program over a mesh checks every node number of a connectivity it is given and
 makes the inverse its scatters add through (each node's slots in ascending order: a sort of
@@ -13,50 +14,113 @@ import time
 import numpy as np
 
 from irfuse.diagnostics import UsageError
+from irfuse.mesh.on_gpu import checked_on_gpu, gpu_tensor, inverse_on_gpu
+from irfuse.mesh.on_gpu import on_device as on_gpu_device
 from irfuse.mesh.order import check_connectivity
-from irfuse.mesh.scatter import _inverse
+from irfuse.mesh.scatter import ScatterInverse, _inverse
 
 
 class Connectivity:
     """`conn` (E, K) node numbers of a mesh of `nodes` nodes, checked, with its scatter order
-    (`irfuse.mesh.inverse_connectivity`); `seconds`: what preparing it took."""
+    (`irfuse.mesh.inverse_connectivity`); `seconds`: what preparing it took.
 
-    def __init__(self, conn, nodes: int):
+    Given a GPU array (a PyTorch CUDA tensor, or any array PyTorch takes through DLPack or
+    `__cuda_array_interface__`), or `device=` a GPU's number, the check and the scatter order
+    are made on that GPU (`irfuse.mesh.on_gpu`: the same order as the host's, entry for entry)
+    and kept there for the calls on GPU arrays; `conn` and `inverse` are copied to the host
+    when first asked for."""
+
+    def __init__(self, conn, nodes: int, device: int | None = None):
         if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
             raise UsageError(f"Connectivity: nodes is the mesh's number of nodes, a positive whole number, "
                              f"not {nodes!r}")
         if nodes >= 2**31:
             raise UsageError(f"Connectivity: {nodes} nodes; node numbers are 32-bit, so a mesh has fewer than 2^31")
         start = time.perf_counter()
-        checked = check_connectivity(conn, int(nodes))
-        if checked.size >= 2**31:
-            raise UsageError(f"Connectivity: {checked.size} entries; a scatter adds fewer than 2^31")
-        self.conn = np.ascontiguousarray(checked, dtype=np.int32)
-        self.conn.flags.writeable = False
         self.nodes = int(nodes)
-        self.inverse = _inverse(checked, self.nodes)
-        for a in self.inverse:
-            a.flags.writeable = False
-        self.seconds = time.perf_counter() - start
         self._on_device: dict[int, tuple] = {}  # id(device) -> (device, node numbers, starts, slots)
+        self._gpu: tuple | None = None  # (node numbers, scatter order) as GPU tensors, where made there
+        self._conn = self._inverse = None
+        t = gpu_tensor(conn, "Connectivity: conn")
+        if device is not None:
+            t = on_gpu_device(conn if t is None else t, device)
+        if t is not None:
+            checked = checked_on_gpu(t, self.nodes, "Connectivity: conn")
+            if checked.numel() >= 2**31:
+                raise UsageError(f"Connectivity: {checked.numel()} entries; a scatter adds fewer than 2^31")
+            self._gpu = (checked, inverse_on_gpu(checked, self.nodes))
+            import torch
+
+            torch.cuda.synchronize(checked.device)  # (made before any stream of irfuse's reads it)
+        else:
+            checked = check_connectivity(conn, self.nodes)
+            if checked.size >= 2**31:
+                raise UsageError(f"Connectivity: {checked.size} entries; a scatter adds fewer than 2^31")
+            self._conn = np.ascontiguousarray(checked, dtype=np.int32)
+            self._conn.flags.writeable = False
+            self._inverse = _inverse(checked, self.nodes)
+            for a in self._inverse:
+                a.flags.writeable = False
+        self.seconds = time.perf_counter() - start
+
+    @property
+    def conn(self) -> np.ndarray:
+        """The node numbers, int32, read-only (on the host: copied from the GPU the first time)."""
+        if self._conn is None:
+            self._conn = self._gpu[0].cpu().numpy()
+            self._conn.flags.writeable = False
+        return self._conn
+
+    @property
+    def inverse(self) -> ScatterInverse:
+        """The scatter order (`irfuse.mesh.ScatterInverse`), on the host."""
+        if self._inverse is None:
+            self._inverse = ScatterInverse(*(a.cpu().numpy() for a in self._gpu[1]))
+            for a in self._inverse:
+                a.flags.writeable = False
+        return self._inverse
+
+    @property
+    def on_gpu(self):
+        """The GPU tensors (node numbers, scatter order) where it was prepared on a GPU, else None."""
+        return self._gpu
 
     def on_device(self, device) -> tuple:
         """(node numbers, its scatter order) as buffers of a runtime device (the order's arrays
-        in `ScatterInverse`'s order), uploaded the first time a device asks and kept for its
-        later calls (the device kept alive with them)."""
+        in `ScatterInverse`'s order): where it was prepared on that device's GPU, its own
+        tensors; else uploaded the first time a device asks and kept for its later calls (the
+        device kept alive with them)."""
         kept = self._on_device.get(id(device))
         if kept is None:
-            kept = self._on_device[id(device)] = (device, device.upload_integers(self.conn),
-                                                  tuple(device.upload_integers(a) for a in self.inverse))
+            if self._gpu is not None and getattr(device, "ordinal", None) == self._gpu[0].device.index:
+                kept = (device, _Address(self._gpu[0]), tuple(_Address(a) for a in self._gpu[1]))
+            else:
+                kept = (device, device.upload_integers(self.conn),
+                        tuple(device.upload_integers(a) for a in self.inverse))
+            self._on_device[id(device)] = kept
         return kept[1], kept[2]
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_on_device": {}}  # (device buffers do not travel)
+        # (device buffers and GPU tensors do not travel: the host copies do)
+        return {**self.__dict__, "_on_device": {}, "_gpu": None, "_conn": self.conn, "_inverse": self.inverse}
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.conn.shape  # type: ignore[return-value]
+        return tuple(self._gpu[0].shape) if self._gpu is not None else self._conn.shape  # type: ignore[return-value]
 
     def __repr__(self) -> str:
-        return (f"Connectivity({self.shape[0]} elements of {self.shape[1]} nodes, {self.nodes} nodes; "
+        where = f" on GPU {self._gpu[0].device.index}" if self._gpu is not None else ""
+        return (f"Connectivity({self.shape[0]} elements of {self.shape[1]} nodes, {self.nodes} nodes{where}; "
                 f"prepared in {self.seconds * 1e3:.1f} ms)")
+
+
+class _Address:
+    """A GPU tensor as a runtime buffer: its address (`int`), the tensor kept alive with it."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __int__(self) -> int:
+        return self.tensor.data_ptr()

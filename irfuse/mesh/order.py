@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.diagnostics import UsageError
+from irfuse.mesh.on_gpu import checked_on_gpu, element_order_on_gpu, gpu_tensor, morton_order_on_gpu
 
 METHODS = ("rcm", "morton")
 
@@ -74,6 +75,9 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     method = method or ("morton" if coords is not None else "rcm")
     if method not in METHODS:
         raise UsageError(f"reorder: method must be one of {', '.join(METHODS)}, not {method!r}")
+    on_gpu = [a for a in (gpu_tensor(conn, "reorder: conn"), gpu_tensor(coords, "reorder: coords")) if a is not None]
+    if on_gpu:
+        return _reorder_on_gpu(conn, coords, method, nodes)
     if coords is not None:
         coords = np.asarray(coords, dtype=np.float64)
         if coords.ndim != 2:
@@ -96,10 +100,31 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     return node_order, element_order
 
 
+def _reorder_on_gpu(conn, coords, method: str, nodes: int | None) -> tuple:
+    """`reorder` of a mesh on the GPU (`irfuse.mesh.on_gpu`): PyTorch tensors of the same
+    permutations as the host's."""
+    t, c = gpu_tensor(conn, "reorder: conn"), gpu_tensor(coords, "reorder: coords")
+    if method != "morton":
+        raise UsageError(f"reorder: on the GPU the order is a Morton curve (method='morton'), not {method!r}")
+    if t is None or c is None or t.device != c.device:
+        raise UsageError("reorder: on the GPU, conn and coords are arrays on the same GPU")
+    if c.ndim != 2:
+        raise UsageError(f"reorder: coords must have shape (nodes, dimensions), not {tuple(c.shape)}")
+    if nodes is not None and nodes != len(c):
+        raise UsageError(f"reorder: nodes={nodes} but coords has {len(c)} rows")
+    checked = checked_on_gpu(t, len(c))
+    node_order = morton_order_on_gpu(c)
+    return node_order, element_order_on_gpu(checked, node_order)
+
+
 def renumber(conn, node_order: np.ndarray, element_order: np.ndarray, *nodal, per_element=()):
     """The mesh in its new numbering: (conn, *nodal, *per_element), `conn` with new numbers
     in the new element order, each nodal array's rows in the new node order, each
-    per-element array's rows in the new element order."""
+    per-element array's rows in the new element order. On the GPU (a GPU `conn`): PyTorch
+    tensors, every array taken there."""
+    t = gpu_tensor(conn, "renumber: conn")
+    if t is not None:
+        return _renumber_on_gpu(t, node_order, element_order, nodal, per_element)
     conn = check_connectivity(conn, len(node_order))
     node_order = np.asarray(node_order)
     element_order = np.asarray(element_order)
@@ -110,6 +135,32 @@ def renumber(conn, node_order: np.ndarray, element_order: np.ndarray, *nodal, pe
     out = [inverse_permutation(node_order).astype(conn.dtype)[conn[element_order]]]
     out += [np.asarray(a)[node_order] for a in nodal]
     out += [np.asarray(a)[element_order] for a in per_element]
+    return tuple(out)
+
+
+def _renumber_on_gpu(t, node_order, element_order, nodal, per_element) -> tuple:
+    import torch
+
+    orders = []
+    for name, order, size in (("node_order", node_order, None), ("element_order", element_order, len(t))):
+        o = gpu_tensor(order, f"renumber: {name}")
+        if o is None or o.device != t.device:
+            raise UsageError(f"renumber: {name} must be on the GPU the connectivity is on")
+        size = len(o) if size is None else size
+        if o.ndim != 1 or len(o) != size or not torch.equal(torch.sort(o).values, torch.arange(size, device=o.device)):
+            raise UsageError(f"renumber: {name} must be a permutation of 0..{size - 1}")
+        orders.append(o.to(torch.int64))
+    node_order, element_order = orders
+    checked = checked_on_gpu(t, len(node_order), "renumber: conn")
+    new_number = torch.empty_like(node_order)
+    new_number[node_order] = torch.arange(len(node_order), device=node_order.device)
+    out = [new_number.to(t.dtype)[checked.to(torch.int64)[element_order]]]
+    for what, arrays, order in (("nodal", nodal, node_order), ("per-element", per_element, element_order)):
+        for a in arrays:
+            g = gpu_tensor(a, f"renumber: a {what} array")
+            if g is None or g.device != t.device:
+                raise UsageError(f"renumber: a {what} array must be on the GPU the connectivity is on")
+            out.append(g[order])
     return tuple(out)
 
 

@@ -118,6 +118,7 @@ class CudaDevice:
         drv = import_pycuda()
         self.drv = drv
         self.dev = drv.Device(device_index)
+        self.ordinal = device_index  # (the GPU's number, as PyTorch and CUDA count them)
         self.context = primary_context(drv, device_index)
         self._threads: set[int] = set()  # threads that have the context pushed
         self.make_current()

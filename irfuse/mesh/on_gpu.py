@@ -1,0 +1,161 @@
+"""A mesh prepared where its arrays are: a connectivity's check and scatter order, and a
+Morton renumbering, made on the GPU by the arrays' own library (PyTorch: sorts, counts and
+prefix sums on the device), step for step as the host does them (`irfuse.mesh.scatter`,
+`irfuse.mesh.order`), so the orders are the same, entry for entry.
+
+A GPU array is a PyTorch CUDA tensor, or any array with `__dlpack_device__` on a CUDA device
+or `__cuda_array_interface__` (CuPy, Numba, JAX), taken by PyTorch without a copy; without
+PyTorch installed such an array is refused by name. Every step is a whole-array operation of
+the library, stable where order matters (a segmented sort of each group's slots, a stable
+sort of the partials by node, counts by `bincount`), so the result does not depend on how the
+library schedules it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irfuse.artifact.scatter_groups import group_elements
+from irfuse.diagnostics import UsageError
+
+
+def gpu_tensor(a, what: str = "conn"):
+    """`a` as a PyTorch CUDA tensor (no copy) where it is an array on a GPU, else None."""
+    kind = None
+    if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
+        try:
+            kind = int(a.__dlpack_device__()[0])
+        except Exception:  # noqa: BLE001 -- (an object that only looks like an array: not one of ours)
+            kind = None
+    on_gpu = kind in (2, 13) or (kind is None and hasattr(a, "__cuda_array_interface__"))  # (kDLCUDA, managed)
+    if not on_gpu:
+        return None
+    try:
+        import torch
+    except ImportError:
+        raise UsageError(f"{what} is a {type(a).__qualname__} on a GPU; irfuse prepares a mesh on the GPU with "
+                         "PyTorch, which is not installed: pass a NumPy array, or install torch") from None
+    if isinstance(a, torch.Tensor):
+        return a
+    return torch.from_dlpack(a) if kind is not None else torch.as_tensor(a, device="cuda")
+
+
+def on_device(a, device: int):
+    """A host array `a` copied to GPU `device` as a PyTorch tensor (`device=` of a preparation)."""
+    if isinstance(device, bool) or not isinstance(device, (int, np.integer)) or device < 0:
+        raise UsageError(f"device= is a GPU's number (0, 1, ...), not {device!r}")
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("device= prepares a mesh on a GPU with PyTorch, which is not installed") from None
+    if not torch.cuda.is_available() or device >= torch.cuda.device_count():
+        raise UsageError(f"device={device}: PyTorch sees {torch.cuda.device_count() if torch.cuda.is_available() else 0}"
+                         " GPUs")
+    return torch.as_tensor(np.asarray(a), device=f"cuda:{device}")
+
+
+def checked_on_gpu(t, nodes: int, what: str = "conn"):
+    """A GPU connectivity (E, K) of int32 or int64 node numbers, every entry in [0, nodes), as
+    a contiguous int32 tensor; a `UsageError` naming the element and position of the first
+    entry outside otherwise (as `irfuse.mesh.check_connectivity`)."""
+    import torch
+
+    if t.dtype not in (torch.int32, torch.int64):
+        raise UsageError(f"{what} is a connectivity of {t.dtype} values; it takes int32 or int64 node numbers")
+    if t.ndim != 2 or t.shape[1] < 1:
+        raise UsageError(f"{what} must be an array of shape (elements, nodes per element), not {tuple(t.shape)}")
+    bad = ((t < 0) | (t >= nodes)).reshape(-1)
+    if len(bad) and bool(bad.any()):
+        slot = int(torch.argmax(bad.to(torch.uint8)))  # (the first: argmax takes the lowest index of the maximum)
+        k = t.shape[1]
+        raise UsageError(f"{what}: element {slot // k}, position {slot % k} names node {int(t.reshape(-1)[slot])}, "
+                         f"outside [0, {nodes})")
+    return t.to(torch.int32).contiguous()
+
+
+def inverse_on_gpu(conn, nodes: int) -> tuple:
+    """The scatter order of a checked GPU connectivity (`checked_on_gpu`): the tensors of
+    `irfuse.mesh.ScatterInverse` in its order and types, equal to the host's
+    (`irfuse.mesh.scatter._inverse`) entry for entry."""
+    import torch
+
+    dev = conn.device
+    e, k = conn.shape
+    n = e * k
+    per_group = group_elements(k) * k
+    if not per_group:
+        raise UsageError(f"a scatter adds rows of elements of at most 256 nodes, not {k}")
+    groups = -(-n // per_group)
+    i64 = dict(dtype=torch.int64, device=dev)
+    padded = torch.full((groups * per_group,), np.iinfo(np.int32).max, dtype=torch.int32, device=dev)
+    padded[:n] = conn.reshape(-1)
+    local = torch.argsort(padded.view(groups, per_group), dim=1, stable=True)  # (each group's slots by node)
+    local += torch.arange(0, groups * per_group, per_group, **i64)[:, None]
+    order = local.reshape(-1)[:n]  # the slots by (group, node, slot)
+    by_node = padded[order]
+    new_run = torch.ones(n, dtype=torch.bool, device=dev)
+    new_run[1:] = by_node[1:] != by_node[:-1]
+    new_run[per_group::per_group] = True  # (a group's first slot starts a run)
+    run_starts = torch.nonzero(new_run).reshape(-1)
+    heads = order[run_starts]  # each run's first slot
+    head = torch.zeros(n, dtype=torch.bool, device=dev)
+    head[heads] = True
+    number = torch.cumsum(head, 0) - 1  # at a head slot: its partial
+    run_partial = number[heads]
+    lengths = torch.diff(run_starts, append=torch.tensor([n], **i64))
+    by_partial = torch.empty_like(run_partial)  # (the runs in partial order)
+    by_partial[run_partial] = torch.arange(len(run_partial), **i64)
+    begins = torch.zeros(len(heads) + 1, **i64)  # where each partial's slots start
+    begins[1:] = torch.cumsum(lengths[by_partial], 0)
+    place = torch.repeat_interleave(begins[:-1][run_partial] - run_starts, lengths)
+    place += torch.arange(n, **i64)
+    slots = torch.empty(n, **i64)
+    slots[place] = order
+    node_of = padded[:n][head].to(torch.int64)
+    per_groups = torch.bincount(heads // per_group, minlength=groups)
+    bases = torch.zeros(groups + 1, **i64)
+    bases[1:] = torch.cumsum(per_groups, 0)
+    firsts = begins[:-1] % per_group
+    partials = torch.argsort(node_of, stable=True)  # each node's partials, ascending
+    starts = torch.zeros(nodes + 1, **i64)
+    starts[1:] = torch.cumsum(torch.bincount(node_of, minlength=nodes), 0)
+    return (starts, partials.to(torch.int32), (slots % per_group).to(torch.uint8), firsts.to(torch.uint8),
+            bases.to(torch.int32))
+
+
+def morton_order_on_gpu(coords):
+    """Nodes along a Morton curve through GPU coordinates (M, D), D at most 3, as
+    `irfuse.mesh.order._morton_order`: 21-bit integers per axis from float64, bits
+    interleaved, ties in node order."""
+    import torch
+
+    if coords.ndim != 2:
+        raise UsageError(f"reorder: coords must have shape (nodes, dimensions), not {tuple(coords.shape)}")
+    if coords.shape[1] > 3:
+        raise UsageError(f"reorder: a Morton curve takes at most 3 coordinates, not {coords.shape[1]}")
+    c = coords.to(torch.float64)
+    if not bool(torch.isfinite(c).all()):
+        raise UsageError("reorder: coords must be finite")
+    lo, hi = c.min(dim=0).values, c.max(dim=0).values
+    span = torch.where(hi > lo, hi - lo, torch.ones_like(hi))
+    q = torch.clamp(((c - lo) / span * (1 << 21)).to(torch.int64), max=(1 << 21) - 1)
+    key = torch.zeros(len(c), dtype=torch.int64, device=c.device)
+    dims = c.shape[1]
+    for bit in range(21):
+        for d in range(dims):
+            key |= ((q[:, d] >> bit) & 1) << (bit * dims + d)
+    return torch.argsort(key, stable=True)
+
+
+def element_order_on_gpu(conn, node_order):
+    """Elements by their sorted new node numbers, lowest first (`irfuse.mesh.reorder`'s
+    lexicographic order, a stable sort a column at a time from the last)."""
+    import torch
+
+    new_number = torch.empty_like(node_order)
+    new_number[node_order] = torch.arange(len(node_order), device=node_order.device)
+    renamed = torch.sort(new_number[conn.to(torch.int64)], dim=1).values
+    order = torch.arange(len(conn), device=conn.device)
+    for col in reversed(range(renamed.shape[1])):
+        order = order[torch.argsort(renamed[order, col], stable=True)]
+    return order
