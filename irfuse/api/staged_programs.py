@@ -19,7 +19,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs, bind_outputs, out_snapshot, same_arguments, same_out, scalar_bits
+from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length, same_out,
+                                  scalar_bits)
 from irfuse.api.device_arrays import device_array, stream_handle
 from irfuse.api.host_calls import replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
@@ -201,17 +202,22 @@ class StagedProgram:
         """M: from the nodal inputs (each node pass checks its arrays agree), else `nodes=`."""
 
         last = mesh_layout(self, bound) == SOA
+        counts = {}
         for k in self.inputs:
             if k in self.nodal:
                 a = bound[k]
                 dev = device_array(a)
                 shape = dev.shape if dev is not None else np.shape(a)
                 if len(shape) >= 1:
-                    count = shape[-1] if last else shape[0]
-                    if nodes is not None and nodes != count:
-                        raise UsageError(f"nodes={nodes} disagrees with nodal input '{k}', which holds {count} nodes")
-                    return int(count)
-        return nodes
+                    counts[k] = shape[-1] if last else shape[0]
+        # (every nodal input at once: a pass reading few of them could not say which is odd)
+        count = same_batch_length(counts)
+        if count is None:
+            return nodes
+        if nodes is not None and nodes != count:
+            raise UsageError(f"nodes={nodes} disagrees with nodal input '{next(iter(counts))}', which holds {count} "
+                             "nodes")
+        return int(count)
 
     def _verification(self, bound: dict, outputs: Outputs, m: int | None):
         from irfuse.api.verification import to_host

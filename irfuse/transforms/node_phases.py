@@ -101,7 +101,44 @@ def _pass_of_ops(program: ProgramOp) -> dict[Operation, int | None]:
             where[op] = latest
         else:  # gathers, scatters, the element code, reductions over the elements
             where[op] = _at_least(latest, ELEMENTS)
+    _sink_to_first_reader(program, where)
     return where
+
+
+def _sink_to_first_reader(program: ProgramOp, where: dict[Operation, int | None]) -> None:
+    """A nodal statement whose values no output is and only later passes over the nodes read
+    runs in the first of those, where everything it reads is there too (an input, a value
+    any pass recomputes, another statement moved with it): a lumped mass's reciprocal read
+    after the scatter is computed there from the mass, instead of written by the pass before
+    for the pass after to read, and the pass before has a statement, often a kernel, less.
+    Every such statement is moved first (the last first, so a chain moves whole), then those
+    that would read a value of another pass, or be read by a statement that stayed, go back,
+    until none does."""
+    returned = set(program.return_op.values)
+    ops = [op for op in program.body.block.ops if not isinstance(op, ReturnOp)]
+    original: dict[Operation, int] = {}
+    for op in reversed(ops):
+        p = where.get(op)
+        if p is None or p % 2 != NODES_BEFORE or isinstance(op, (ReduceOp, ScatterOp, GatherOp)) or op.regions \
+                or any(r in returned for r in op.results):
+            continue
+        readers = [where.get(_top(u.operation, program)) for r in op.results for u in r.uses]
+        if readers and all(q is not None and q % 2 == NODES_BEFORE and q > p for q in readers):
+            original[op] = p
+            where[op] = min(readers)  # type: ignore[type-var]
+    changed = True
+    while changed:
+        changed = False
+        for op, p in original.items():
+            q = where[op]
+            if q == p:
+                continue
+            reads_elsewhere = any(isinstance(v.owner, Operation) and where.get(v.owner) not in (None, q)
+                                  for v in op.operands)
+            read_earlier = any(where.get(_top(u.operation, program)) < q for r in op.results for u in r.uses)
+            if reads_elsewhere or read_earlier:
+                where[op] = p
+                changed = True
 
 
 def _at_least(latest: int | None, parity: int) -> int:
