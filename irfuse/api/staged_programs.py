@@ -19,9 +19,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length, same_out,
-                                  scalar_bits)
+from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length,
+                                  same_out)
 from irfuse.api.device_arrays import device_array, stream_handle
+from irfuse.api.gpu_calls import FAST_FAMILIES, allocator
 from irfuse.api.host_calls import replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.api.outputs import Outputs
@@ -29,6 +30,7 @@ from irfuse.api.programs import Program
 from irfuse.artifact.arrays import SOA
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
+from irfuse.mesh.connectivity import Connectivity
 from irfuse.runtime.cuda_graph import stream_capturing
 
 UNIFORM_COPIES_KEPT = 64
@@ -109,7 +111,7 @@ class StagedProgram:
             for fast in self._fast:
                 bound = fast.bound_again(args, named, out, stream, nodes, scatter)
                 if bound is not None:
-                    if fast.replay is not None and fast.replay.run(bound):
+                    if fast.replay is not None and fast.replay.run(fast.bits):
                         return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
                     given, key = fast.outputs_made() if fast.makers is not None else (fast.given, ())
                     graph = fast.graphs.get(key) if fast.graphable else None
@@ -316,8 +318,6 @@ class _StagedFastCall:
         # On the GPU, the passes as one graph for each set of output addresses (`_PassesGraph`):
         # the out= arrays', or, without out=, those of outputs made with the library's `empty`
         # (`makers`), which repeat where a loop lets go of its last outputs.
-        from irfuse.api.gpu_calls import FAST_FAMILIES, allocator
-
         self.graphable = self.model is not None and program.backend == "cuda" and \
             (all(name in given for name in program.outputs) or not given and self.model.family in FAST_FAMILIES)
         self.makers = None
@@ -447,18 +447,15 @@ class _PassesReplay:
             passes.append((stage, fast))
         return cls(passes, words, program.dtype)
 
-    def run(self, bound: dict) -> bool:
-        """Replays the passes on the call's numbers; False (nothing run) where one is not a
-        number the element type holds (the call's checks then say why)."""
-        values = []
-        for name, arrays in self.words.items():
-            bits = scalar_bits(bound[name], self.dtype)
-            if bits is None:
-                return False
-            values.append((np.frombuffer(bits, self.dtype)[0], arrays))
-        for value, arrays in values:
-            for a in arrays:
-                a[()] = value
+    def run(self, bits: list) -> bool:
+        """Replays the passes on the call's numbers (`bits`: (input, bytes in the element type),
+        as `_StagedFastCall.bound_again` found them)."""
+        for name, value in bits:
+            arrays = self.words.get(name)
+            if arrays:
+                number = np.frombuffer(value, self.dtype)[0]
+                for a in arrays:
+                    a[()] = number
         for stage, fast in self.passes:
             with stage.lock:  # (as a call of the pass holds it)
                 replay_at(fast.bound.recorded, fast.places)
@@ -484,9 +481,6 @@ def _signature(v) -> tuple | None:
     """What a fast call checks of an argument beyond its identity: a NumPy array's shape, type
     and strides, a GPU array's (`gpu_calls.FAST_FAMILIES`); a `Connectivity` is immutable;
     None for anything else (no fast path)."""
-    from irfuse.api.gpu_calls import FAST_FAMILIES
-    from irfuse.mesh.connectivity import Connectivity
-
     if type(v) is np.ndarray:
         return (v.shape, v.strides, v.dtype)
     if isinstance(v, Connectivity):
