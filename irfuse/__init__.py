@@ -11,7 +11,7 @@ is installed by the driver, which `irfuse.ops`, the Python annotations and any c
 from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, NotCapturable, UsageError
 
-__all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "derivative", "ops", "Scalar", "Mask",
+__all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "jacobian", "hessian", "derivative", "ops", "Scalar", "Mask",
            "Vector", "Matrix", "Tensor", "Uniform", "sum", "max", "min", "where", "Nodal", "Index", "gather", "scatter",
            "Program", "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
            "UsageError", "ExecutionError", "NotCapturable", "pinned_empty", "page_locked", "time_loop"]
@@ -19,7 +19,8 @@ __all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "derivativ
 # name -> (module, attribute) for the names imported on first use
 _LAZY = {
     "compile": ("irfuse.api", "compile"), "program": ("irfuse.api", "program"), "jvp": ("irfuse.api", "jvp"),
-    "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"),
+    "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"), "jacobian": ("irfuse.api", "jacobian"),
+    "hessian": ("irfuse.api", "hessian"),
     "Program": ("irfuse.api", "Program"), "PythonProgram": ("irfuse.api", "PythonProgram"),
     "Outputs": ("irfuse.api", "Outputs"), "Verification": ("irfuse.api", "Verification"),
     "IrfuseWarning": ("irfuse.api", "IrfuseWarning"), "time_loop": ("irfuse.api.time_loops", "time_loop"),

@@ -108,9 +108,9 @@ def test_vjp_and_grad_take_every_source_and_refuse_what_does_not_fit():
         irfuse.grad(ENERGY, of="W", wrt="F")
     with pytest.raises(UsageError, match="of takes an output's name"):
         irfuse.grad(ENERGY, of=("E",), wrt="F")
-    with pytest.raises(UsageError, match="'grad' takes the output's name as of="):
+    with pytest.raises(UsageError, match="'grad', 'jacobian' and 'hessian' take the output's name as of="):
         irfuse.derivative("vjp", wrt="F", of="E")
-    with pytest.raises(UsageError, match="'grad' takes the output's name as of="):
+    with pytest.raises(UsageError, match="'grad', 'jacobian' and 'hessian' take the output's name as of="):
         irfuse.derivative("grad", wrt="F")
 
 

@@ -155,6 +155,28 @@ def grad(source, *, of: str, wrt, prefix: str = "grad_", filename: str | None = 
     return _derivative(source, "vjp", wrt, filename, "irfuse.grad", of=of, prefix=prefix, loops=loops)
 
 
+def jacobian(source, *, of: str, wrt, prefix: str = "d", filename: str | None = None):
+    """The per-element Jacobian of output `of` by the inputs `wrt` (pass `kas-jacobian`): a
+    `builtin.module` holding program `<name>_jacobian`, which takes the inputs and returns the
+    outputs, then `<prefix><of>_<prefix><x>` for each x in `wrt`, shaped `(N, *y.shape,
+    *x.shape)` on a batch of N (the consistent tangent of a return mapping: `irfuse.jacobian(
+    "examples/j2_return.kas", of="sig", wrt="deps")`). Per-element values only (no mesh, no
+    loop, no output that reads a reduction over the batch of what changes with x)."""
+    if not isinstance(of, str):
+        raise UsageError(f"irfuse.jacobian: of takes an output's name, not {of!r}")
+    return _derivative(source, "jacobian", wrt, filename, "irfuse.jacobian", of=of, prefix=prefix)
+
+
+def hessian(source, *, of: str, wrt: str, prefix: str = "d", filename: str | None = None):
+    """The per-element Hessian of the uniform scalar output `of` (a sum over the batch: an
+    energy) by the input `wrt`: program `<name>_grad_jacobian`, returning the outputs, the
+    gradient `grad_<x>` and `<prefix>2<of>_<prefix><x>2` shaped `(N, *x.shape, *x.shape)`:
+    each element's block of the Hessian (an element's energy depends on its own x only)."""
+    if not isinstance(of, str):
+        raise UsageError(f"irfuse.hessian: of takes an output's name, not {of!r}")
+    return _derivative(source, "hessian", wrt, filename, "irfuse.hessian", of=of, prefix=prefix)
+
+
 def _derivative(source, mode: str, wrt, filename, who: str, **how):
     """The derivative module of a source (`irfuse.driver.front.derivative`); of a compiled
     program, that module compiled with the program's options."""

@@ -21,6 +21,7 @@ from irfuse.driver.sources import Source, read_source
 from irfuse.frontend.irgen import FrontendResult, compile_source
 from irfuse.frontend.python import compile_function
 from irfuse.frontend.syntax import DEFAULT_PREFIX
+from irfuse.passes.kas_jacobian import KasJacobian
 from irfuse.passes.kas_jvp import KasJvp
 from irfuse.passes.kas_vjp import KasVjp
 from irfuse.transforms.dead_code import drop_outputs
@@ -59,29 +60,47 @@ def with_derivatives(result: FrontendResult) -> FrontendResult:
             raise CompileError(errors)
         mode, wrt = d.mode.text, tuple(n.text for n in d.wrt)
         prefix = d.prefix.text if d.prefix else DEFAULT_PREFIX[mode]
-        line = (KasJvp(wrt=wrt, prefix=prefix, who="derivative jvp") if mode == "jvp" else
-                KasVjp(wrt=wrt, of=d.of.text if d.of else "", prefix=prefix, loops=d.loops.text if d.loops else "auto",
-                       who=f"derivative {mode}"))
         try:
-            line.apply(Context(), module)
+            for line in derivative_passes(mode, wrt, d.of.text if d.of else None, prefix,
+                                          d.loops.text if d.loops else "auto", f"derivative {mode}"):
+                line.apply(Context(), module)
         except UsageError as e:
             raise CompileError([result.source.diag(d.pos.line, d.pos.col, x.message, notes=x.notes)  # type: ignore
                                 for x in e.diagnostics]) from None
     return FrontendResult(module, result.warnings)
 
 
+def derivative_passes(mode: str, wrt: tuple[str, ...], of: str | None, prefix: str | None, loops: str,
+                      who: str) -> list:
+    """The passes that make a derivative: `mode` "jvp", "vjp" (with `of`: the gradient of it),
+    "grad", "jacobian" (of output `of`), or "hessian" (of uniform scalar `of` by one input x:
+    its gradient `grad_x`, then the Jacobian of that, named `<prefix>2<of>_<prefix><x>2`);
+    `prefix` None: the mode's own (`DEFAULT_PREFIX`)."""
+    if mode == "jvp":
+        return [KasJvp(wrt=wrt, prefix=prefix or "d", who=who)]
+    if mode == "jacobian":
+        return [KasJacobian(of=of or "", wrt=wrt, prefix=prefix or DEFAULT_PREFIX[mode], who=who)]
+    if mode == "hessian":
+        prefix = prefix or DEFAULT_PREFIX[mode]
+        if len(wrt) != 1:
+            raise UsageError(f"{who}: a Hessian is by one input, not {len(wrt)} ({', '.join(wrt)})")
+        x = wrt[0]
+        return [KasVjp(wrt=wrt, of=of or "", prefix="grad_", loops=loops, who=who),
+                KasJacobian(of=f"grad_{x}", wrt=wrt, prefix=prefix, names=(f"{prefix}2{of}_{prefix}{x}2",), who=who)]
+    return [KasVjp(wrt=wrt, of=of or "", prefix=prefix or "", loops=loops, who=who)]
+
+
 def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str | None = None,
                prefix: str | None = None, loops: str = "auto", with_outputs: bool = True) -> ModuleOp:
     """A fresh module of what `irfuse.compile` takes, its program replaced by its derivative
-    (`mode`: "jvp", or "vjp" with `of` None, else the gradient of `of`), without the original
-    program's outputs unless `with_outputs`."""
+    (`derivative_passes`), without the original program's outputs unless `with_outputs`."""
     names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not all(isinstance(n, str) for n in names):
         raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
     module = frontend(read_source(source, filename, who)).module
     outputs = tuple(program_of(module).outputs)
-    (KasJvp(wrt=names, prefix=prefix or "d", who=who) if mode == "jvp" else
-     KasVjp(wrt=names, of=of or "", prefix=prefix or "", loops=loops, who=who)).apply(Context(), module)
+    for line in derivative_passes(mode, names, of, prefix, loops, who):
+        line.apply(Context(), module)
     if not with_outputs:
         drop_outputs(program_of(module), outputs)
         module.verify()

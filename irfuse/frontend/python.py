@@ -72,8 +72,8 @@ from irfuse.diagnostics import CompileError, SourceFile, UsageError
 from irfuse.frontend.irgen import FrontendResult, build_module, is_reduction
 from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
 from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, DERIVATIVE_MODES, MAX_DIM, MAX_TRIP_COUNT,
-                                    MAX_VALUE_WORDS, Call, Condition, Declaration, Derivative, If, Index, Loop, Name,
-                                    Number, Pos, Program, Statement, Text)
+                                    MAX_VALUE_WORDS, MODES_WITH_OF, Call, Condition, Declaration, Derivative, If,
+                                    Index, Loop, Name, Number, Pos, Program, Statement, Text)
 from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.indexexpr import DefinitionError
@@ -852,14 +852,16 @@ DERIVATIVES = "__irfuse_derivatives__"  # a function's derivative declarations, 
 
 def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None, loops: str | None = None):
     """A decorator declaring that the program is its derivative, as a KAS `derivative` line:
-    `@irfuse.derivative("jvp", wrt=("F",))`, `("vjp", wrt=...)`, `("grad", of="E", wrt=...)`
-    (wrt: an input's name or several; prefix: the derivatives' names' start, by default `d`,
-    `bar_`, `grad_`; loops: how reverse mode differentiates loops, `auto`, `unroll` or
+    `@irfuse.derivative("jvp", wrt=("F",))`, `("vjp", wrt=...)`, `("grad", of="E", wrt=...)`,
+    `("jacobian", of="y", wrt=...)`, `("hessian", of="E", wrt=...)` (wrt: an input's name or
+    several; prefix: the derivatives' names' start, by default `d`, `bar_`, `grad_`; loops: how reverse mode differentiates loops, `auto`, `unroll` or
     `tape`). It marks the function (or the `@irfuse.program` it decorates) and returns it."""
     if mode not in DERIVATIVE_MODES:
         raise UsageError(f"irfuse.derivative: unknown mode {mode!r}; known: {', '.join(DERIVATIVE_MODES)}")
-    if (mode == "grad") != (of is not None) or (of is not None and not (isinstance(of, str) and of.isidentifier())):
-        raise UsageError("irfuse.derivative: 'grad' takes the output's name as of=..., and only 'grad' does")
+    if (mode in MODES_WITH_OF) != (of is not None) or (of is not None and not (isinstance(of, str) and
+                                                                            of.isidentifier())):
+        raise UsageError("irfuse.derivative: 'grad', 'jacobian' and 'hessian' take the output's name as of=..., "
+                         "and only they do")
     prefix = DEFAULT_PREFIX[mode] if prefix is None else prefix
     names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):

@@ -1,7 +1,8 @@
 """Lexer and parser of the KAS language, producing a positioned syntax tree.
 
     program     := { declaration } "input" names ";" { statement } "return" names ";" { derivative }
-    derivative  := "derivative" ( "jvp" | "vjp" | "grad" "of" IDENT ) "wrt" names [ "prefix" IDENT ] ";"
+    derivative  := "derivative" ( "jvp" | "vjp" | ( "grad" | "jacobian" | "hessian" ) "of" IDENT ) "wrt" names
+                   [ "prefix" IDENT ] ";"
     declaration := [ "uniform" | "nodal" ] TYPE declared { "," declared } ";"
     declared    := IDENT [ "[" INT "]" ]          (an array of INT values of TYPE)
     TYPE        := scalar | mask | vectorN | matrixNxM | tensorNxMxK[xL] | indexK   (case-insensitive)
@@ -177,8 +178,11 @@ Statement = Call | Loop | If
 
 DERIVATIVE_MODES = {"jvp": "forward mode: the outputs' tangents along the inputs named",
                     "vjp": "reverse mode: the cotangents of the inputs named, for cotangents of the outputs",
-                    "grad": "the gradient of one uniform scalar output (`grad of E wrt ...`)"}
-DEFAULT_PREFIX = {"jvp": "d", "vjp": "bar_", "grad": "grad_"}
+                    "grad": "the gradient of one uniform scalar output (`grad of E wrt ...`)",
+                    "jacobian": "the per-element Jacobian of one output (`jacobian of y wrt x`)",
+                    "hessian": "the per-element Hessian of one uniform scalar output (`hessian of E wrt x`)"}
+DEFAULT_PREFIX = {"jvp": "d", "vjp": "bar_", "grad": "grad_", "jacobian": "d", "hessian": "d"}
+MODES_WITH_OF = ("grad", "jacobian", "hessian")
 
 
 @dataclass
@@ -368,13 +372,13 @@ class Parser:
             raise CompileError(self.src.diag(mode.pos.line, mode.pos.col, f"unknown derivative mode '{mode.text}'",
                                              notes=[f"{k}: {v}" for k, v in DERIVATIVE_MODES.items()]))
         of = None
-        if mode.text == "grad":
+        if mode.text in MODES_WITH_OF:
             tok = self.peek()
             if not (tok.kind == "ident" and tok.text == "of"):
-                raise self.error(tok, "expected 'of' and an output after 'derivative grad', found "
+                raise self.error(tok, f"expected 'of' and an output after 'derivative {mode.text}', found "
                                       f"{self.describe(tok)}")
             self.i += 1
-            of = self.expect_ident("the output whose gradient is taken")
+            of = self.expect_ident(f"the output whose {mode.text} is taken")
         tok = self.peek()
         if not (tok.kind == "ident" and tok.text == "wrt"):
             raise self.error(tok, f"expected 'wrt' and the inputs after 'derivative {mode.text}', "

@@ -26,6 +26,7 @@ from irfuse.passes.fuse_promote_registers import FusePromoteRegisters
 from irfuse.passes.fuse_remap_threads import FuseRemapThreads
 from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
+from irfuse.passes.kas_jacobian import KasJacobian
 from irfuse.passes.kas_jvp import KasJvp
 from irfuse.passes.kas_vjp import KasVjp
 from irfuse.passes.kas_split_nodes import KasSplitNodes
@@ -67,6 +68,8 @@ PASSES: list[PassInfo] = [
              "(which=K; its nodal statements run per node, before or after the elements).", KasSplitNodes),
     PassInfo("kas-jvp", "Replaces each program by its forward derivative: the outputs and their tangents along "
              "the inputs wrt=...", KasJvp),
+    PassInfo("kas-jacobian", "Replaces each program by its outputs and the per-element Jacobian of the output of=y "
+             "by each input wrt=...", KasJacobian),
     PassInfo("kas-vjp", "Replaces each program by its reverse derivative: the outputs and the cotangents of the "
              "inputs wrt=... (with of=E, the gradient of the uniform scalar output E).", KasVjp),
     PassInfo("test-print-races", "Prints the shared-memory races of each kernel (analysis test pass).",

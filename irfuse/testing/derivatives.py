@@ -201,6 +201,54 @@ class DotProducts:
         return abs(self.forward - self.reverse) <= rtol * self.magnitude
 
 
+@dataclass
+class JacobianCheck:
+    compared: int = 0  # (output, input) pairs compared
+    refused: list[str] = field(default_factory=list)  # pairs the Jacobian refuses, and why
+    mismatches: list[str] = field(default_factory=list)
+
+
+def jacobian_against_jvp(source: str, n: int = 16, seed: int = 0) -> JacobianCheck:
+    """Checks the per-element Jacobian (`transforms.jacobian`) of every per-element output of
+    KAS `source` by every per-element input against its forward derivative along each unit
+    direction of that input (the float64 reference, `run_reference`): entry [..., k] of the
+    Jacobian is the tangent along e_k, to rounding. A pair the Jacobian refuses (a loop, a
+    gather, a reduction over the batch the output reads, too many axes) is listed with why."""
+    from irfuse.diagnostics import CompileError, UsageError
+    from irfuse.transforms.jacobian import jacobian_program
+
+    program = program_of(frontend(Source(source, "<jacobian check>")).module)
+    check = JacobianCheck()
+    if program_indices(program):
+        check.refused.append("a program over a mesh")
+        return check
+    inputs = random_inputs(program, n, seed, np.float64)
+    ret = program.return_op
+    outputs = [k for k, v in zip(program.outputs, ret.values) if not is_uniform(v) and not isinstance(v.type, MaskType)]
+    for x in [k for k in differentiable_inputs(program) if k not in program.uniform]:
+        for y in outputs:
+            try:
+                jac = jacobian_program(program, y, [x], default_library())
+            except (CompileError, UsageError) as e:
+                check.refused.append(f"d{y}/d{x}: {e}")
+                continue
+            forward = forward_derivative(program, [x], default_library())
+            ModuleOp([jac])
+            ModuleOp([forward])
+            with np.errstate(all="ignore"):
+                got = np.asarray(run_reference(jac, inputs, n)[f"d{y}_d{x}"])
+                shape = np.shape(inputs[x])[1:]
+                for k, entry in enumerate(np.ndindex(*shape)):
+                    unit = np.zeros(np.shape(inputs[x]))
+                    unit[(slice(None), *entry)] = 1.0
+                    want = np.asarray(run_reference(forward, {**inputs, "d" + x: unit}, n)["d" + y])
+                    have = got[(Ellipsis, *entry)] if entry else got
+                    if not np.allclose(have, want, rtol=1e-12, atol=1e-12, equal_nan=True):
+                        check.mismatches.append(f"d{y}/d{x} at {entry}: {np.max(np.abs(have - want))}")
+            check.compared += 1
+    return check
+
+
 def differentiable_inputs(program) -> list[str]:
     return [name for name, a in zip(program.inputs, program.body.block.args)
             if not isinstance(a.type, (MaskType, IndexType))]

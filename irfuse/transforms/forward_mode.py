@@ -109,6 +109,10 @@ class _Builder(DerivativeBuilder):
         new = self.emit(block, CallOp(op.op_name, args, op.res.type), op)
         new.res.name_hint = op.res.name_hint
         self.value[op.res] = new.res
+        self.call_tangent(op, args, block)
+
+    def call_tangent(self, op: CallOp, args: list[SSAValue], block: Block) -> None:
+        """The tangent of call `op` (its copy's operands `args`), where its operands have one."""
         mask = [a in self.tangent for a in op.args]
         if not any(mask) or not differentiable(op.res):
             return

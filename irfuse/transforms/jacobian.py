@@ -1,0 +1,168 @@
+"""Per-element tangents: a program's Jacobian of one output by one input, entry by entry.
+
+`jacobian_program(program, of, wrt)` builds program `<name>_jacobian`: the inputs; the
+outputs, then for each input x in `wrt` the output `<prefix><of>_<prefix><x>`, the derivative
+of output y = `of` by x at each element, shaped `(*y.shape, *x.shape)` (d sig / d eps of two
+3x3 matrices is a 3x3x3x3 tensor: entry [i, j, k, l] is d sig[i, j] / d eps[k, l]).
+
+It is forward mode (`forward_mode`) along every direction of x at once: the program's
+statements are copied once, and each is followed by its tangent along each unit direction
+e_k of x (a value of x's type with a 1 at entry k: `zeros`, `item` and `put` of the op
+library); the tangents of y along the directions are stacked (`stack`) into an array over
+x's entries and its axes moved after y's (`contract`, a permutation). A branch (`if`, a
+`select`) takes the derivative of the side its condition picks, as the forward derivative
+does. For per-element values only: a program over a mesh (gathers, scatters), one with a
+loop, an output that reads a reduction over the batch of a value that changes with x (other
+elements' x change it too), or a Jacobian of more than 4 axes is refused by name; a
+reduction the output does not read (the energy beside its gradient) is computed as it is.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from irfuse.diagnostics import CompileError, UsageError, located
+from irfuse.dialects.kas import (MAX_AXES, CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceOp, ReturnOp,
+                                 ScatterOp, is_uniform, ssa_hint)
+from irfuse.library.families import contract_params
+from irfuse.transforms.forward_mode import _Builder, check_derivative_names, differentiable
+
+PER_ELEMENT_ONLY = (GatherOp, ScatterOp, LoopOp)
+LETTERS_OF_Y, LETTERS_OF_X = "ijkl", "mnop"
+
+
+class _Directions(_Builder):
+    """A program's statements copied once, each followed by its tangents along several
+    directions (`tangents`: one map of values to tangents a direction)."""
+
+    def __init__(self, library, prefix: str, count: int):
+        super().__init__(library, prefix)
+        self.tangents: list[dict[SSAValue, SSAValue]] = [{} for _ in range(count)]
+        # Values that change with other elements' inputs (a reduction over the batch of a
+        # value with a tangent, and what is computed from one): the reduction, by value.
+        self.batch_wide: dict[SSAValue, Operation] = {}
+
+    def reduce_op(self, op: ReduceOp, block: Block) -> None:
+        new = self.emit(block, ReduceOp(op.reduce_kind, self.value[op.operand]), op)
+        new.res.name_hint = op.res.name_hint
+        self.value[op.res] = new.res
+        if op.operand in self.batch_wide or any(op.operand in t for t in self.tangents):
+            self.batch_wide[op.res] = self.batch_wide.get(op.operand, op)
+
+    def statements(self, ops: Sequence[Operation], block: Block) -> None:
+        for op in ops:
+            if isinstance(op, PER_ELEMENT_ONLY):
+                what = {GatherOp: "a gather", ScatterOp: "a scatter", LoopOp: "a loop"}[type(op)]
+                raise CompileError(located(f"kas-jacobian: a per-element Jacobian does not go through {what}",
+                                           op.location))
+        super().statements(ops, block)
+
+    def call_op(self, op: CallOp, block: Block) -> None:
+        args = [self.value[a] for a in op.args]
+        new = self.emit(block, CallOp(op.op_name, args, op.res.type), op)
+        new.res.name_hint = op.res.name_hint
+        self.value[op.res] = new.res
+        wide = next((self.batch_wide[a] for a in op.args if a in self.batch_wide), None)
+        if wide is not None:
+            self.batch_wide[op.res] = wide
+            return
+        for tangent in self.tangents:
+            self.tangent = tangent
+            self.call_tangent(op, args, block)
+
+    def resolved(self, block: Block, family: str, args: Sequence[SSAValue], like: Operation,
+                 params: Sequence[str] = (), hint: str | None = None) -> SSAValue:
+        op = self.lib.resolve(family, [a.type for a in args], params)
+        return self.call(block, op.name, args, like, hint)
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    return tuple(getattr(v.type, "shape", ()))
+
+
+def _unit(b: _Directions, block: Block, x: SSAValue, entry: tuple[int, ...], like: Operation) -> SSAValue:
+    """A value of x's type with 1 at `entry` and 0 elsewhere (uniform: it reads none of x's
+    values)."""
+    if not entry:
+        return b.emit(block, ConstantOp(1.0), like).res
+    zero = b.zeros(block, x, like)
+    if len(entry) == 1:
+        one = b.emit(block, ConstantOp(1.0), like).res
+    else:
+        inner = b.resolved(block, "item", [zero], like, ("0",))  # (a value of one axis fewer)
+        one = _unit(b, block, inner, entry[1:], like)
+    return b.resolved(block, "put", [zero, one], like, (str(entry[0]),))
+
+
+def _stacked(b: _Directions, block: Block, values: list[SSAValue], shape: tuple[int, ...], like: Operation):
+    """`values` (one per entry of `shape`, in row-major order) as one array shaped
+    (*shape, *value shape)."""
+    if not shape:
+        return values[0]
+    step = len(values) // shape[0]
+    rows = [_stacked(b, block, values[k * step:(k + 1) * step], shape[1:], like) for k in range(shape[0])]
+    return b.resolved(block, "stack", rows, like, (str(shape[0]),))
+
+
+def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, prefix: str = "d",
+                     who: str = "kas-jacobian", names: Sequence[str] = ()) -> ProgramOp:
+    """The program of `program`'s outputs and, for each input in `wrt`, the Jacobian of output
+    `of` by it (see the module), named `names` where given; UsageError for names that are not
+    the program's, values that are not per element, or a Jacobian of more than `MAX_AXES`
+    axes."""
+    where = f"{who} on @{program.sym_name.data}"
+    inputs, outputs = program.inputs, program.outputs
+    if of not in outputs:
+        raise UsageError(f"{where}: '{of}' is not an output (its outputs: {', '.join(outputs)})")
+    ret = program.return_op
+    y = ret.values[outputs.index(of)]
+    if not differentiable(y) or of in program.nodal or is_uniform(y):
+        raise UsageError(f"{where}: output '{of}' is not a per-element value (a mask, nodal or one for the batch): "
+                         "it has no per-element Jacobian")
+    names = list(names) or [f"{prefix}{of}_{prefix}{x}" for x in wrt]
+    check_derivative_names(program, wrt, prefix, where, "Jacobian", names)
+    args = program.body.block.args
+    for x in wrt:
+        if x in program.nodal:
+            raise UsageError(f"{where}: '{x}' is nodal; a per-element Jacobian is by per-element or uniform inputs")
+        axes = len(_shape(args[inputs.index(x)])) + len(_shape(y))
+        if axes > MAX_AXES:
+            raise UsageError(f"{where}: d{of}/d{x} would have {axes} axes ({_shape(y)} by "
+                             f"{_shape(args[inputs.index(x)])}); a value has at most {MAX_AXES}")
+    if not wrt:
+        raise UsageError(f"{where}: wrt names no input")
+    block = Block(arg_types=[a.type for a in args])
+    for a, new in zip(args, block.args):
+        new.name_hint = a.name_hint
+    # One direction for each entry of each input in wrt, all followed at once.
+    directions = [(x, entry) for x in wrt
+                  for entry in itertools.product(*[range(n) for n in _shape(args[inputs.index(x)])])]
+    b = _Directions(library, prefix, len(directions))
+    for a, new in zip(args, block.args):
+        b.value[a] = new
+    for tangent, (x, entry) in zip(b.tangents, directions):
+        arg = args[inputs.index(x)]
+        tangent[arg] = _unit(b, block, b.value[arg], entry, ret)
+    b.statements([op for op in program.body.block.ops if not isinstance(op, ReturnOp)], block)
+    if y in b.batch_wide:
+        raise CompileError(located(f"{where}: d{of}/d{'/'.join(wrt)} is not per element: '{of}' reads this "
+                                   "reduction over the batch of a value that changes with them",
+                                   b.batch_wide[y].location))
+    jacobians = []
+    for x, name in zip(wrt, names):
+        shape = _shape(args[inputs.index(x)])
+        dy = [t.get(y) or b.zeros(block, b.value[y], ret) for t, (w, _) in zip(b.tangents, directions) if w == x]
+        stacked = _stacked(b, block, dy, shape, ret)
+        if shape and _shape(y):  # (x's axes after y's: a permutation)
+            xl, yl = LETTERS_OF_X[:len(shape)], LETTERS_OF_Y[:len(_shape(y))]
+            stacked = b.resolved(block, "contract", [stacked], ret, contract_params(f"{xl}{yl}->{yl}{xl}", 1))
+        stacked.name_hint = ssa_hint(name)
+        jacobians.append(stacked)
+    b.emit(block, ReturnOp([b.value[v] for v in ret.values] + jacobians), ret)
+    new = ProgramOp(f"{program.sym_name.data}_jacobian", list(inputs), block.arg_types, list(outputs) + names,
+                    Region(block), uniform=list(program.uniform), nodal=list(program.nodal))
+    new.location = program.location
+    return new
