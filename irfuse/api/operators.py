@@ -1,0 +1,136 @@
+"""A program's derivative at fixed inputs as the linear operator solvers take.
+
+`linear_operator(program, *arrays, wrt="u", of="r", fixed=None, **named)` is the map
+v -> d of / d wrt . v at the given inputs (a tangent of `wrt` in, the tangent of output `of`
+out, both flattened), computed by the program's forward derivative (`irfuse.jvp`, compiled
+once with the program's options) at every product: the matrix is never formed. It comes in
+the family of the arrays: a `scipy.sparse.linalg.LinearOperator` for NumPy arrays, a
+`cupyx.scipy.sparse.linalg.LinearOperator` for CuPy arrays, and for PyTorch tensors a
+`TorchOperator` (a callable with `shape`, `dtype` and `matvec` on 1-D tensors), so that the
+Krylov solvers of those libraries (CG, GMRES, MINRES) run on it unchanged.
+
+Dirichlet conditions: `fixed`, a boolean array shaped as `wrt` (True where a component is
+fixed; or the flat indices of the fixed components), makes the operator the identity on the
+fixed components and zero between them and the free ones: (A v)[free] = J[free, free]
+v[free], (A v)[fixed] = v[fixed]. A solve for the free components with a right-hand side
+whose fixed entries hold the prescribed values (and whose free entries have the prescribed
+values' contribution J[free, fixed] g subtracted: `rhs_with_fixed`) gives them exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irfuse.api.arguments import bind_inputs
+from irfuse.api.device_arrays import device_array
+from irfuse.diagnostics import UsageError
+
+
+def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=None, nodes: int | None = None,
+                    **named):
+    """The forward derivative of compiled `program` at these inputs, d `of` / d `wrt`, as a
+    linear operator in the arrays' family (see the module). `of`: the output (default: the
+    program's only output). `fixed`: the components of `wrt` held fixed (Dirichlet)."""
+    from irfuse.api import Program, StagedProgram, jvp
+
+    if not isinstance(program, (Program, StagedProgram)):
+        raise UsageError(f"linear_operator takes a compiled program (irfuse.compile), not a {type(program).__name__}")
+    if not isinstance(wrt, str) or wrt not in program.inputs:
+        raise UsageError(f"linear_operator: wrt is one input of {program.name} ({', '.join(program.inputs)}), "
+                         f"not {wrt!r}")
+    if of is None:
+        if len(program.outputs) != 1:
+            raise UsageError(f"linear_operator: {program.name} has outputs {', '.join(program.outputs)}: name one "
+                             "as of=")
+        of = program.outputs[0]
+    if of not in program.outputs:
+        raise UsageError(f"linear_operator: '{of}' is not an output of {program.name} ({', '.join(program.outputs)})")
+    bound = bind_inputs(program.inputs, arrays, named, program)
+    x = bound[wrt]
+    derivative = jvp(program, wrt=wrt, with_outputs=False)  # (the tangents only)
+    options = {} if nodes is None else {"nodes": nodes}
+    value = program(**bound, **options)[of]
+    n_in, n_out = int(np.prod(np.shape(x))), int(np.prod(np.shape(value)))
+    mask = _fixed_mask(fixed, np.shape(x), wrt)
+    if mask is not None and n_in != n_out:
+        raise UsageError(f"linear_operator: fixed= makes a square operator; d{of}/d{wrt} is {n_out} x {n_in}")
+    shape_in = tuple(np.shape(x))
+    family = _family(x)
+
+    def apply(v):
+        direction = v.reshape(shape_in)
+        if mask is not None:
+            direction = _where(family, mask, 0.0, direction)
+        out = derivative(**bound, **{"d" + wrt: direction}, **options)["d" + of]
+        out = out.reshape(-1)
+        if mask is not None:
+            out = _where(family, mask.reshape(-1), v.reshape(-1), out)
+        return out
+
+    dtype = np.dtype(program.dtype)
+    if family == "numpy":
+        from scipy.sparse.linalg import LinearOperator
+
+        return LinearOperator((n_out, n_in), matvec=lambda v: apply(np.ascontiguousarray(v, dtype=dtype)),
+                              dtype=dtype)
+    if family == "cupy":
+        from cupyx.scipy.sparse.linalg import LinearOperator as CupyOperator
+
+        return CupyOperator((n_out, n_in), matvec=lambda v: apply(v.astype(dtype, copy=False)), dtype=dtype)
+    return TorchOperator((n_out, n_in), dtype, apply)
+
+
+class TorchOperator:
+    """A linear operator on 1-D PyTorch tensors: `shape`, `dtype`, `matvec(v)` (and calling it)."""
+
+    def __init__(self, shape: tuple[int, int], dtype, apply):
+        self.shape, self.dtype, self._apply = shape, dtype, apply
+
+    def matvec(self, v):
+        return self._apply(v)
+
+    __call__ = matvec
+
+    def __matmul__(self, v):
+        return self._apply(v)
+
+
+def _fixed_mask(fixed, shape: tuple, wrt: str):
+    """`fixed` as a boolean array shaped as `wrt` (on `wrt`'s side: NumPy, CuPy or torch), or None."""
+    if fixed is None:
+        return None
+    d = device_array(fixed)
+    if d is None and not hasattr(fixed, "dtype") and not isinstance(fixed, (list, tuple, np.ndarray)):
+        raise UsageError(f"linear_operator: fixed= is a boolean array shaped as '{wrt}' or the flat indices of the "
+                         f"fixed components, not a {type(fixed).__name__}")
+    if str(getattr(fixed, "dtype", "")).endswith("bool"):
+        if tuple(fixed.shape) != tuple(shape):
+            raise UsageError(f"linear_operator: fixed= is shaped {tuple(fixed.shape)}; '{wrt}' is {tuple(shape)}")
+        return fixed
+    flat = np.asarray(fixed).reshape(-1)
+    size = int(np.prod(shape))
+    if flat.dtype.kind not in "iu" or (len(flat) and (flat.min() < 0 or flat.max() >= size)):
+        raise UsageError(f"linear_operator: fixed= lists components of '{wrt}' as whole numbers in [0, {size})")
+    mask = np.zeros(size, bool)
+    mask[flat] = True
+    return mask.reshape(shape)
+
+
+def _family(a) -> str:
+    d = device_array(a)
+    if d is None:
+        return "numpy"
+    return "cupy" if d.family == "cupy" else "torch" if d.family == "torch" else "numpy"
+
+
+def _where(family: str, mask, a, b):
+    if family == "torch":
+        import torch
+
+        return torch.where(mask, a, b) if isinstance(a, torch.Tensor) else torch.where(
+            mask, torch.as_tensor(a, dtype=b.dtype, device=b.device), b)
+    if family == "cupy":
+        import cupy
+
+        return cupy.where(mask, a, b)
+    return np.where(mask, a, b)

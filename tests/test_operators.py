@@ -1,0 +1,93 @@
+"""`irfuse.linear_operator`: a program's forward derivative at fixed inputs as a SciPy
+`LinearOperator` (the matrix never formed), with Dirichlet conditions, against scikit-fem's
+assembled stiffness of the same P1 elasticity, and CG on it against a direct solve."""
+
+import numpy as np
+import pytest
+
+import irfuse
+from conftest import ROOT
+from irfuse.mesh import Connectivity, box_tetrahedra
+
+skfem = pytest.importorskip("skfem")
+DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+LAM, MU = 1.5, 0.75
+
+
+def _cube(cubes: int, **numbering):
+    """The P1 residual (float64, CPU), its mesh, and scikit-fem's stiffness and basis of it."""
+    from skfem.models.elasticity import linear_elasticity
+
+    X, conn = box_tetrahedra(cubes, **numbering)
+    prog = irfuse.compile(f"{ROOT}/examples/mesh/p1_residual.kas", backend="cpu", dtype="f64")
+    basis = skfem.Basis(skfem.MeshTet(X.T.copy(), conn.T.copy()), skfem.ElementVector(skfem.ElementTetP1()))
+    return prog, X, conn, skfem.asm(linear_elasticity(LAM, MU), basis), basis
+
+
+def _nodal(basis, w):
+    return w[basis.nodal_dofs].T  # (scikit-fem's vector numbering to (nodes, 3))
+
+
+def _flat(basis, v, size):
+    w = np.zeros(size)
+    w[basis.nodal_dofs] = v.T
+    return w
+
+
+def test_the_operator_is_the_assembled_stiffness_and_fixed_components_are_identity():
+    prog, X, conn, K, basis = _cube(3, numbering="random", seed=4)
+    A = irfuse.linear_operator(prog, X, np.zeros_like(X), Connectivity(conn, len(X)), DN, LAM, MU, wrt="u")
+    assert A.shape == (X.size, X.size) and A.dtype == np.float64
+    v = np.random.default_rng(0).standard_normal(X.shape)
+    got = A.matvec(v.reshape(-1)).reshape(X.shape)
+    np.testing.assert_allclose(got, _nodal(basis, K @ _flat(basis, v, K.shape[0])), rtol=1e-12, atol=1e-12)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    B = irfuse.linear_operator(prog, X, np.zeros_like(X), conn, DN, LAM, MU, wrt="u", fixed=fixed)
+    w = np.random.default_rng(1).standard_normal(X.shape)
+    bv, bw = B.matvec(v.reshape(-1)).reshape(X.shape), B.matvec(w.reshape(-1)).reshape(X.shape)
+    assert np.array_equal(bv[fixed], v[fixed])  # (identity on the fixed components)
+    np.testing.assert_allclose(np.sum(bv * w), np.sum(bw * v), rtol=1e-12)  # (symmetric)
+    free = np.where(fixed, 0.0, v)
+    np.testing.assert_allclose(bv[~fixed], A.matvec(free.reshape(-1)).reshape(X.shape)[~fixed], rtol=1e-12)
+
+
+def test_cg_on_the_operator_solves_the_cube_under_its_weight_as_a_direct_solve():
+    """The unit cube fixed at z = 0 under a body force of -1 along z: scipy's CG on the
+    matrix-free operator against a sparse direct solve of scikit-fem's assembled system."""
+    from scipy.sparse.linalg import cg, spsolve
+    from skfem import LinearForm
+
+    prog, X, conn, K, basis = _cube(4)
+
+    @LinearForm
+    def weight(v, w):
+        return -1.0 * v[2]
+
+    f = skfem.asm(weight, basis)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    dofs = _flat(basis, fixed.astype(float), K.shape[0]) > 0
+    want = np.zeros(K.shape[0])
+    want[~dofs] = spsolve(K[~dofs][:, ~dofs].tocsc(), f[~dofs])
+    A = irfuse.linear_operator(prog, X, np.zeros_like(X), Connectivity(conn, len(X)), DN, LAM, MU, wrt="u",
+                               fixed=fixed)
+    rhs = np.where(fixed, 0.0, _nodal(basis, f)).reshape(-1)
+    got, info = cg(A, rhs, rtol=1e-12, maxiter=2000)
+    assert info == 0
+    np.testing.assert_allclose(got.reshape(X.shape), _nodal(basis, want), rtol=1e-8, atol=1e-10)
+    assert np.all(got.reshape(X.shape)[fixed] == 0)
+
+
+@pytest.mark.parametrize("how, said", [
+    (dict(wrt="v"), "wrt is one input"),
+    (dict(wrt="u", of="q"), "'q' is not an output"),
+    (dict(wrt="u", fixed=np.zeros((3, 3), bool)), "fixed= is shaped"),
+    (dict(wrt="u", fixed=[10**6]), "whole numbers in"),
+])
+def test_a_bad_operator_is_refused_by_name(how, said):
+    prog, X, conn, _, _ = _cube(1)
+    with pytest.raises(irfuse.UsageError, match=said):
+        irfuse.linear_operator(prog, X, np.zeros_like(X), conn, DN, LAM, MU, **how)
+    with pytest.raises(irfuse.UsageError, match="takes a compiled program"):
+        irfuse.linear_operator(f"{ROOT}/examples/mesh/p1_residual.kas", X, wrt="u")
