@@ -91,3 +91,29 @@ def test_a_bad_operator_is_refused_by_name(how, said):
         irfuse.linear_operator(prog, X, np.zeros_like(X), conn, DN, LAM, MU, **how)
     with pytest.raises(irfuse.UsageError, match="takes a compiled program"):
         irfuse.linear_operator(f"{ROOT}/examples/mesh/p1_residual.kas", X, wrt="u")
+
+
+def test_the_matrix_free_cube_example_settles_as_the_assembled_system():
+    """examples/solve/elastic_cube_cg.py against a direct solve of scikit-fem's stiffness with
+    the same lumped weight."""
+    import importlib.util
+
+    from scipy.sparse.linalg import spsolve
+
+    spec = importlib.util.spec_from_file_location("elastic_cube_cg", f"{ROOT}/examples/solve/elastic_cube_cg.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    X, conn, u, steps, fixed = example.solve(3)
+    _, _, _, K, basis = _cube(3)
+    volumes = np.abs(np.einsum("eij,eij->e", np.cross(X[conn[:, 1]] - X[conn[:, 0]], X[conn[:, 2]] - X[conn[:, 0]])[:, None],
+                               (X[conn[:, 3]] - X[conn[:, 0]])[:, None])) / 6
+    mass = np.zeros(len(X))
+    np.add.at(mass, conn.reshape(-1), np.repeat(volumes / 4, 4))
+    load = np.zeros(X.shape)
+    load[:, 2] = -mass
+    f = _flat(basis, load, K.shape[0])
+    dofs = _flat(basis, fixed.astype(float), K.shape[0]) > 0
+    want = np.zeros(K.shape[0])
+    want[~dofs] = spsolve(K[~dofs][:, ~dofs].tocsc(), f[~dofs])
+    assert 0 < steps < 10 * X.size
+    np.testing.assert_allclose(u, _nodal(basis, want), rtol=1e-7, atol=1e-9)
