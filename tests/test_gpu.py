@@ -1649,3 +1649,27 @@ def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_num
         assert got.r is r and torch.equal(r, want.r) and torch.equal(made.r, want.r), k
         assert s[0] is out[0] and all(torch.equal(a, b) for a, b in zip(s, want_s)), k
     assert res._mesh_fast and step._fast
+
+
+def test_a_linear_operator_on_torch_tensors_is_the_host_one():
+    """`irfuse.linear_operator` of the P1 residual on CUDA tensors (a boolean mask of fixed
+    components on the GPU too): its products are the CPU backend's operator's."""
+    import torch
+
+    import irfuse
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    X, conn = box_tetrahedra(3, numbering="random", seed=2)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    path = os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas")
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    host = irfuse.linear_operator(irfuse.compile(path, backend="cpu", dtype="f64"), X, np.zeros_like(X),
+                                  Connectivity(conn, len(X)), dN, 1.5, 0.75, wrt="u", fixed=fixed)
+    t = {k: torch.from_numpy(a).cuda() for k, a in (("X", X), ("dN", dN), ("fixed", fixed))}
+    gpu = irfuse.linear_operator(irfuse.compile(path, backend="cuda", dtype="f64"), t["X"], torch.zeros_like(t["X"]),
+                                 Connectivity(conn, len(X)), t["dN"], 1.5, 0.75, wrt="u", fixed=t["fixed"])
+    v = np.random.default_rng(3).standard_normal(X.size)
+    got = gpu.matvec(torch.from_numpy(v).cuda())
+    assert isinstance(got, torch.Tensor) and got.is_cuda and gpu.shape == host.shape
+    np.testing.assert_allclose(got.cpu().numpy(), host.matvec(v), rtol=1e-12, atol=1e-12)
