@@ -132,3 +132,19 @@ def test_a_program_of_passes_called_again_follows_its_arrays_and_numbers(step):
         assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want)), k
     with pytest.raises(UsageError, match=r"input 'dt' is 1e\+300"):
         step(**args, dt=1e300, out=out)
+
+
+def test_closing_a_program_of_passes_lets_go_of_what_its_calls_keep():
+    """`close` drops the kept calls (and their replays or graphs) and the arrays between
+    passes; the next call opens everything again and gives the same bits."""
+    step = irfuse.compile(STEP, backend="cpu")
+    args = _mesh(3)
+    out = [np.empty_like(args["u"]), np.empty_like(args["v"])]
+    for _ in range(3):
+        step(**args, dt=1e-3, out=out)
+    first = [a.copy() for a in out]
+    assert step._fast and step._between
+    step.close()
+    assert not step._fast and not step._between and "_time_loops" not in step.__dict__
+    again = step(**args, dt=1e-3)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(first, again))

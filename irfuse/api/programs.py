@@ -35,6 +35,7 @@ from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
 from irfuse.api.host_calls import aligned_copy, keep_fast_call, may_overlap, run_on_host
 from irfuse.api.mesh_calls import call_on_mesh, scatter_mode, verify_mesh_call
 from irfuse.api.mesh_gpu_calls import MeshGpuFastCall, call_on_mesh_gpu, host_copy, on_gpu
+from irfuse.api.time_loops import let_go_of_loops
 from irfuse.api.outputs import Outputs
 from irfuse.api.progress import progress_bar
 from irfuse.api.verification import Verification, verify_on_device, verify_on_host
@@ -627,6 +628,7 @@ class Program:
             self._fast = None
             self._host_fast = []
             self._mesh_fast = []
+            let_go_of_loops(self)
             for bound in self._bound.values():
                 if isinstance(bound, (GpuInPlaceRun, ChunkedRun, MeshInPlaceRun)):
                     bound.release()

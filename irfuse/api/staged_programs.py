@@ -27,6 +27,7 @@ from irfuse.api.host_calls import replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.api.outputs import Outputs
 from irfuse.api.programs import Program
+from irfuse.api.time_loops import let_go_of_loops
 from irfuse.artifact.arrays import SOA
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
@@ -271,6 +272,13 @@ class StagedProgram:
         return self._for(layout, {})
 
     def close(self) -> None:
+        """Releases each pass's device and what calls again keep (their graphs launch the
+        passes' kernels; the arrays between passes)."""
+        for fast in self._fast:
+            fast.let_go()
+        self._fast = []
+        self._between.clear()
+        let_go_of_loops(self)
         for p in self.programs:
             p.close()
 

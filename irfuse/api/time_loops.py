@@ -241,3 +241,11 @@ class KeptLoop:
             graph.keep = (self.sets, self.rest, self.kept)
             graph.destroy_after(handle)
         self.graphs = {}
+
+
+def let_go_of_loops(program) -> None:
+    """The loops `program` keeps, let go (its `close`: the graphs launch kernels of its devices)."""
+    for loop in program.__dict__.pop("_time_loops", {}).values():
+        for graph in loop.graphs.values():
+            graph.destroy()  # (one still running is freed by the driver once it is done)
+        loop.graphs = {}
