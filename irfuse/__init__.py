@@ -11,7 +11,8 @@ is installed by the driver, which `irfuse.ops`, the Python annotations and any c
 from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, NotCapturable, UsageError
 
-__all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "jacobian", "hessian", "linear_operator", "derivative", "ops", "Scalar", "Mask",
+__all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "jacobian", "hessian", "linear_operator", "tangent_matrix",
+           "derivative", "ops", "Scalar", "Mask",
            "Vector", "Matrix", "Tensor", "Uniform", "sum", "max", "min", "where", "Nodal", "Index", "gather", "scatter",
            "Program", "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
            "UsageError", "ExecutionError", "NotCapturable", "pinned_empty", "page_locked", "time_loop"]
@@ -21,6 +22,7 @@ _LAZY = {
     "compile": ("irfuse.api", "compile"), "program": ("irfuse.api", "program"), "jvp": ("irfuse.api", "jvp"),
     "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"), "jacobian": ("irfuse.api", "jacobian"),
     "hessian": ("irfuse.api", "hessian"), "linear_operator": ("irfuse.api.operators", "linear_operator"),
+    "tangent_matrix": ("irfuse.api.operators", "tangent_matrix"),
     "Program": ("irfuse.api", "Program"), "PythonProgram": ("irfuse.api", "PythonProgram"),
     "Outputs": ("irfuse.api", "Outputs"), "Verification": ("irfuse.api", "Verification"),
     "IrfuseWarning": ("irfuse.api", "IrfuseWarning"), "time_loop": ("irfuse.api.time_loops", "time_loop"),

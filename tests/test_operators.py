@@ -117,3 +117,46 @@ def test_the_matrix_free_cube_example_settles_as_the_assembled_system():
     want[~dofs] = spsolve(K[~dofs][:, ~dofs].tocsc(), f[~dofs])
     assert 0 < steps < 10 * X.size
     np.testing.assert_allclose(u, _nodal(basis, want), rtol=1e-7, atol=1e-9)
+
+
+def test_the_tangent_matrix_is_the_assembled_stiffness_in_csr_with_the_same_bits_every_call():
+    """`irfuse.tangent_matrix` of the P1 residual: scikit-fem's stiffness (its numbering
+    permuted to node by node) to rounding, the operator's products, the same bits on a second
+    call, int32 indices; with `fixed`, identity rows and columns there, and a direct solve of
+    the cube gives CG's settlement."""
+    from scipy.sparse.linalg import spsolve
+
+    prog, X, conn, K, basis = _cube(3, numbering="random", seed=6)
+    args = (X, np.zeros_like(X), Connectivity(conn, len(X)), DN, LAM, MU)
+    M = irfuse.tangent_matrix(prog, *args, wrt="u")
+    perm = basis.nodal_dofs.T.reshape(-1)  # (row n * 3 + i is scikit-fem's dof nodal_dofs[i, n])
+    assert M.shape == K.shape and M.indices.dtype == np.int32
+    assert abs(M - K[perm][:, perm]).max() < 1e-12 * abs(K).max()
+    again = irfuse.tangent_matrix(prog, *args, wrt="u")
+    assert again.data.tobytes() == M.data.tobytes() and np.array_equal(again.indices, M.indices)
+    v = np.random.default_rng(4).standard_normal(X.size)
+    np.testing.assert_allclose(M @ v, irfuse.linear_operator(prog, *args, wrt="u").matvec(v), rtol=1e-12, atol=1e-12)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    F = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=fixed)
+    dense = F.toarray()
+    flat = fixed.reshape(-1)
+    assert np.array_equal(dense[flat][:, flat], np.eye(flat.sum())) and not dense[flat][:, ~flat].any()
+    assert not dense[~flat][:, flat].any()
+    load = np.where(fixed, 0.0, -1.0).reshape(-1)
+    direct = spsolve(F.tocsc(), load)
+    op = irfuse.linear_operator(prog, *args, wrt="u", fixed=fixed)
+    np.testing.assert_allclose(op.matvec(direct), load, rtol=1e-9, atol=1e-9)
+
+
+def test_a_tangent_matrix_that_cannot_be_taken_is_refused_by_name():
+    prog, X, conn, _, _ = _cube(1)
+    args = (X, np.zeros_like(X), conn, DN, LAM, MU)
+    with pytest.raises(irfuse.UsageError, match="wrt is a nodal input"):
+        irfuse.tangent_matrix(prog, *args, wrt="dN")
+    with pytest.raises(irfuse.UsageError, match="fixed= is shaped"):
+        irfuse.tangent_matrix(prog, *args, wrt="u", fixed=np.zeros(3, bool))
+    step = irfuse.compile(f"{ROOT}/examples/mesh/explicit_step.kas", backend="cpu", dtype="f64")
+    with pytest.raises(irfuse.UsageError, match="takes a compiled program over a mesh|nodal statements"):
+        irfuse.tangent_matrix(step, X, np.zeros_like(X), np.zeros_like(X), np.ones(len(X)), conn, DN, LAM, MU, 1e-3,
+                              wrt="u", of="v1")

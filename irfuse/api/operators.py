@@ -1,4 +1,5 @@
-"""A program's derivative at fixed inputs as the linear operator solvers take.
+"""A program's derivative at fixed inputs as the linear operator solvers take, and as the
+sparse matrix over a mesh's nodes (`tangent_matrix`).
 
 `linear_operator(program, *arrays, wrt="u", of="r", fixed=None, **named)` is the map
 v -> d of / d wrt . v at the given inputs (a tangent of `wrt` in, the tangent of output `of`
@@ -134,3 +135,44 @@ def _where(family: str, mask, a, b):
 
         return cupy.where(mask, a, b)
     return np.where(mask, a, b)
+
+
+def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None, **named):
+    """The sparse matrix d `of` / d `wrt` of a compiled program over a mesh (NumPy arrays) at
+    these inputs: `of` a nodal output made by a scatter, `wrt` a nodal input gathered through
+    its connectivity. Each element's block is the per-element Jacobian of the part between the
+    gathers and the scatter (`transforms.element_blocks`, compiled with the program's
+    options), added over the node pairs in a fixed order (`irfuse.mesh.assembly.assemble`):
+    a `scipy.sparse.csr_matrix` of nodes x D rows and columns, numbered node by node, the same
+    bits on every run; `fixed` (a boolean array shaped as `wrt`): identity rows and columns
+    there."""
+    from irfuse.api import Program, compile, compiled_options
+    from irfuse.driver.front import element_jacobian
+    from irfuse.mesh import Connectivity, check_connectivity
+    from irfuse.mesh.assembly import assemble
+
+    who = "tangent_matrix"
+    if not isinstance(program, Program):
+        raise UsageError(f"{who} takes a compiled program over a mesh (irfuse.compile), not a "
+                         f"{type(program).__name__}")
+    if of is None:
+        if len(program.outputs) != 1:
+            raise UsageError(f"{who}: {program.name} has outputs {', '.join(program.outputs)}: name one as of=")
+        of = program.outputs[0]
+    if not isinstance(wrt, str) or wrt not in program.nodal or wrt not in program.inputs:
+        raise UsageError(f"{who}: wrt is a nodal input of {program.name}, not {wrt!r}")
+    options = compiled_options(program, who)
+    module, gathered, conn_name, out = element_jacobian(options.pop("source"), of, wrt, who)
+    blocks_program = compile(module, **options)
+    bound = bind_inputs(program.inputs, arrays, named, program)
+    if any(device_array(v) is not None for v in bound.values()):
+        raise UsageError(f"{who}: the matrix is assembled on the host for now: pass NumPy arrays")
+    conns = {name: (v.conn if isinstance(v, Connectivity) else check_connectivity(v, None, f"input '{name}'"))
+             for name, v in bound.items() if name in program.index_inputs}
+    inputs = {name: np.asarray(bound[nodal])[conns[c]] for name, (nodal, c) in gathered.items()}
+    inputs.update({name: bound[name] for name in blocks_program.inputs if name not in inputs})
+    nodes = len(np.asarray(bound[wrt]))
+    blocks = np.asarray(blocks_program(**inputs)[out])
+    if fixed is not None and tuple(np.shape(fixed)) != tuple(np.shape(bound[wrt])):
+        raise UsageError(f"{who}: fixed= is shaped {np.shape(fixed)}; '{wrt}' is {np.shape(bound[wrt])}")
+    return assemble(blocks, conns[conn_name], nodes, fixed)

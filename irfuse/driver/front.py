@@ -90,6 +90,25 @@ def derivative_passes(mode: str, wrt: tuple[str, ...], of: str | None, prefix: s
     return [KasVjp(wrt=wrt, of=of or "", prefix=prefix or "", loops=loops, who=who)]
 
 
+def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dict, str, str]:
+    """(a module of the per-element Jacobian of a mesh program's part between its gathers and
+    the scatter that makes output `of` (`transforms.element_blocks`), by the gathered rows of
+    nodal input `wrt`; the gathered inputs: name -> (nodal input, connectivity input); the
+    scatter's connectivity input; the blocks' output name)."""
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.element_blocks import element_part
+    from irfuse.transforms.jacobian import jacobian_program
+
+    program = program_of(frontend(read_source(source, None, who)).module)
+    elements, gathered, conn = element_part(program, of, who)
+    names = [n for n, (nodal, c) in gathered.items() if nodal == wrt]
+    if len(names) != 1 or gathered[names[0]][1] != conn:
+        raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}' (the connectivity '{of}' is "
+                         f"scattered through); it is gathered {len(names)} time(s)")
+    jac = jacobian_program(elements, elements.outputs[0], names, default_library(), who=who)
+    return ModuleOp([jac]), gathered, conn, jac.outputs[-1]
+
+
 def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str | None = None,
                prefix: str | None = None, loops: str = "auto", with_outputs: bool = True) -> ModuleOp:
     """A fresh module of what `irfuse.compile` takes, its program replaced by its derivative

@@ -1,0 +1,75 @@
+"""The per-element part of a program over a mesh: what a tangent matrix's element blocks are
+the Jacobian of.
+
+`element_part(program, of)` is the program whose nodal output `of` is a scatter
+(`r = scatter(fe, conn)`) cut at its gathers and that scatter: each gather becomes a
+per-element input named after its value (`ue` for `ue = gather(u, conn)`), the scatter's
+operand its one output. Its Jacobian by a gathered input (`transforms.jacobian`) is each
+element's block of d r / d u: row (a, i), column (b, j) is d fe[a, i] / d ue[b, j], which
+the assembly adds at (conn[e, a], conn[e, b]). The program is not changed; a program with
+nodal statements (passes over the nodes), a scatter inside a loop, or an output `of` that is
+no scatter's is refused by name.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.rewriter import Rewriter
+
+from irfuse.diagnostics import UsageError
+from irfuse.dialects.kas import (GatherOp, ProgramOp, ReturnOp, ScatterOp, nodal_statements, ssa_hint,
+                                 variable_of_hint)
+from irfuse.transforms.dead_code import eliminate_dead_code
+
+
+def element_part(program: ProgramOp, of: str, who: str = "tangent_matrix") -> tuple[ProgramOp, dict, str]:
+    """(the per-element program, gathered input name -> (nodal input, connectivity input),
+    the scatter's connectivity input) of a program over a mesh whose output `of` is a
+    scatter (see the module)."""
+    where = f"{who} on @{program.sym_name.data}"
+    if of not in program.outputs:
+        raise UsageError(f"{where}: '{of}' is not an output (its outputs: {', '.join(program.outputs)})")
+    if program.nodal and nodal_statements(program):
+        raise UsageError(f"{where}: the program has nodal statements (passes over the nodes); a tangent matrix "
+                         "is taken of a program of gathers, element code and scatters")
+    clone = program.clone()
+    block = clone.body.block
+    names = {a: n for a, n in zip(block.args, clone.inputs)}
+    scatter = clone.return_op.values[clone.outputs.index(of)].owner
+    if not isinstance(scatter, ScatterOp) or scatter.parent_op() is not clone:
+        raise UsageError(f"{where}: output '{of}' is not a scatter's sums (r = scatter(fe, conn))")
+    conn_name = names.get(scatter.index)  # type: ignore[call-overload]
+    gathered: dict[str, tuple[str, str]] = {}
+    input_names = list(clone.inputs)
+    for op in [op for op in clone.walk() if isinstance(op, GatherOp)]:
+        if op.parent_op() is not clone:
+            raise UsageError(f"{where}: a gather inside a loop")
+        base = variable_of_hint(op.res.name_hint) if op.res.name_hint else "gathered"
+        name, k = base, 1
+        while name in input_names:
+            name, k = f"{base}_{k}", k + 1
+        arg = block.insert_arg(op.res.type, len(block.args))
+        arg.name_hint = ssa_hint(name)
+        input_names.append(name)
+        gathered[name] = (names[op.operands[0]], names[op.index])  # type: ignore[index]
+        op.res.replace_all_uses_with(arg)
+        op.detach()
+        op.erase()
+    value = scatter.operands[0]
+    out = variable_of_hint(value.name_hint) if value.name_hint else "rows"
+    Rewriter.replace_op(clone.return_op, ReturnOp([value]))
+    clone.output_names = ArrayAttr([StringAttr(out)])
+    eliminate_dead_code(clone)
+    for k in reversed(range(len(block.args))):
+        if not block.args[k].uses:
+            block.erase_arg(block.args[k])
+            del input_names[k]
+    clone.input_names = ArrayAttr([StringAttr(n) for n in input_names])
+    clone.properties.pop("nodal_names", None)
+    uniform = [n for n in input_names if n in program.uniform]
+    clone.properties.pop("uniform_inputs", None)
+    if uniform:
+        clone.properties["uniform_inputs"] = ArrayAttr([StringAttr(n) for n in uniform])
+    clone.sym_name = StringAttr(f"{program.sym_name.data}_elements")
+    clone.verify()
+    return clone, gathered, conn_name
