@@ -12,7 +12,7 @@ from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, ExecutionError, IrfuseError, NotCapturable, UsageError
 
 __all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "jacobian", "hessian", "linear_operator", "tangent_matrix",
-           "derivative", "ops", "Scalar", "Mask",
+           "diagonal", "derivative", "ops", "Scalar", "Mask",
            "Vector", "Matrix", "Tensor", "Uniform", "sum", "max", "min", "where", "Nodal", "Index", "gather", "scatter",
            "Program", "PythonProgram", "Outputs", "Verification", "IrfuseWarning", "IrfuseError", "CompileError",
            "UsageError", "ExecutionError", "NotCapturable", "pinned_empty", "page_locked", "time_loop"]
@@ -23,6 +23,7 @@ _LAZY = {
     "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"), "jacobian": ("irfuse.api", "jacobian"),
     "hessian": ("irfuse.api", "hessian"), "linear_operator": ("irfuse.api.operators", "linear_operator"),
     "tangent_matrix": ("irfuse.api.operators", "tangent_matrix"),
+    "diagonal": ("irfuse.api.operators", "diagonal"),
     "Program": ("irfuse.api", "Program"), "PythonProgram": ("irfuse.api", "PythonProgram"),
     "Outputs": ("irfuse.api", "Outputs"), "Verification": ("irfuse.api", "Verification"),
     "IrfuseWarning": ("irfuse.api", "IrfuseWarning"), "time_loop": ("irfuse.api.time_loops", "time_loop"),

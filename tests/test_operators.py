@@ -160,3 +160,26 @@ def test_a_tangent_matrix_that_cannot_be_taken_is_refused_by_name():
     with pytest.raises(irfuse.UsageError, match="takes a compiled program over a mesh|nodal statements"):
         irfuse.tangent_matrix(step, X, np.zeros_like(X), np.zeros_like(X), np.ones(len(X)), conn, DN, LAM, MU, 1e-3,
                               wrt="u", of="v1")
+
+
+def test_the_diagonal_without_the_matrix_preconditions_cg():
+    """`irfuse.diagonal`: the tangent matrix's diagonal (to rounding: its own order of sums),
+    1 at fixed components; CG with it as a Jacobi preconditioner reaches the same solution."""
+    from scipy.sparse.linalg import LinearOperator, cg
+
+    prog, X, conn, _, _ = _cube(3, numbering="random", seed=8)
+    args = (X, np.zeros_like(X), Connectivity(conn, len(X)), DN, LAM, MU)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    d = irfuse.diagonal(prog, *args, wrt="u", fixed=fixed)
+    M = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=fixed)
+    assert d.shape == X.shape
+    np.testing.assert_allclose(d.reshape(-1), M.diagonal(), rtol=1e-13)
+    assert np.all(d[fixed] == 1.0)
+    A = irfuse.linear_operator(prog, *args, wrt="u", fixed=fixed)
+    load = np.where(fixed, 0.0, -1.0).reshape(-1)
+    jacobi = LinearOperator(A.shape, matvec=lambda r: r / d.reshape(-1))
+    plain, info = cg(A, load, rtol=1e-10)
+    pre, info_pre = cg(A, load, rtol=1e-10, M=jacobi)
+    assert info == info_pre == 0
+    np.testing.assert_allclose(pre, plain, rtol=1e-7, atol=1e-9)
