@@ -94,8 +94,8 @@ def test_a_bad_operator_is_refused_by_name(how, said):
 
 
 def test_the_matrix_free_cube_example_settles_as_the_assembled_system():
-    """examples/solve/elastic_cube_cg.py against a direct solve of scikit-fem's stiffness with
-    the same lumped weight."""
+    """examples/solve/elastic_cube_cg.py (matrix-free CG; the assembled matrix's direct solve;
+    Jacobi-CG) against a direct solve of scikit-fem's stiffness with the same lumped weight."""
     import importlib.util
 
     from scipy.sparse.linalg import spsolve
@@ -117,6 +117,10 @@ def test_the_matrix_free_cube_example_settles_as_the_assembled_system():
     want[~dofs] = spsolve(K[~dofs][:, ~dofs].tocsc(), f[~dofs])
     assert 0 < steps < 10 * X.size
     np.testing.assert_allclose(u, _nodal(basis, want), rtol=1e-7, atol=1e-9)
+    direct, jacobi, jacobi_steps = example.solve_assembled(3)  # (the assembled matrix; Jacobi-CG)
+    np.testing.assert_allclose(direct, _nodal(basis, want), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jacobi, _nodal(basis, want), rtol=1e-7, atol=1e-9)
+    assert 0 < jacobi_steps < 10 * X.size
 
 
 def test_the_tangent_matrix_is_the_assembled_stiffness_in_csr_with_the_same_bits_every_call():
