@@ -25,11 +25,9 @@ MESH = os.path.join(HERE, "..", "mesh")
 DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
 
 
-def solve(cubes: int = 8, backend: str = "cpu", lam: float = 1.5, mu: float = 0.75, rtol: float = 1e-10):
-    """(coordinates, connectivity, displacement, CG iterations, fixed components) of the
-    cube of `cubes`^3 hexahedra cut into tetrahedra, fixed at z = 0."""
-    from scipy.sparse.linalg import cg
-
+def problem(cubes: int, backend: str, lam: float, mu: float):
+    """(coordinates, connectivity, the residual program, its arguments at u = 0, the fixed
+    components (z = 0), the load: the lumped mass's weight, 0 where fixed)."""
     import irfuse
     from irfuse.mesh import Connectivity, box_tetrahedra
 
@@ -40,16 +38,31 @@ def solve(cubes: int = 8, backend: str = "cpu", lam: float = 1.5, mu: float = 0.
     mass = lumped(X, prepared, DN, np.full(4, 0.25), 1.0).m
     fixed = np.zeros(X.shape, bool)
     fixed[X[:, 2] == 0] = True
-    args = (X, np.zeros_like(X), prepared, DN, lam, mu)
-    K = irfuse.linear_operator(residual, *args, wrt="u", fixed=fixed)
     load = np.zeros(X.shape)
     load[:, 2] = -mass
     load[fixed] = 0.0  # (held: the solution there is 0)
+    return X, conn, residual, (X, np.zeros_like(X), prepared, DN, lam, mu), fixed, load
+
+
+def _cg(K, load, rtol: float, preconditioner=None):
+    from scipy.sparse.linalg import cg
+
     steps = []
-    u, info = cg(K, load.reshape(-1), rtol=rtol, maxiter=10 * X.size, callback=lambda _: steps.append(1))
+    u, info = cg(K, load.reshape(-1), rtol=rtol, maxiter=10 * load.size, M=preconditioner,
+                 callback=lambda _: steps.append(1))
     if info != 0:
         raise RuntimeError(f"CG did not converge ({info})")
-    return X, conn, u.reshape(X.shape), len(steps), fixed
+    return u.reshape(load.shape), len(steps)
+
+
+def solve(cubes: int = 8, backend: str = "cpu", lam: float = 1.5, mu: float = 0.75, rtol: float = 1e-10):
+    """(coordinates, connectivity, displacement, CG iterations, fixed components) of the
+    cube of `cubes`^3 hexahedra cut into tetrahedra, fixed at z = 0, by matrix-free CG."""
+    import irfuse
+
+    X, conn, residual, args, fixed, load = problem(cubes, backend, lam, mu)
+    u, steps = _cg(irfuse.linear_operator(residual, *args, wrt="u", fixed=fixed), load, rtol)
+    return X, conn, u, steps, fixed
 
 
 def solve_assembled(cubes: int = 8, backend: str = "cpu", lam: float = 1.5, mu: float = 0.75,
@@ -57,32 +70,17 @@ def solve_assembled(cubes: int = 8, backend: str = "cpu", lam: float = 1.5, mu: 
     """The same cube: (displacement by a sparse direct solve of the assembled matrix
     (`irfuse.tangent_matrix`), displacement by CG preconditioned with the tangent's diagonal
     (`irfuse.diagonal`, Jacobi) on the matrix-free operator, Jacobi-CG's iterations)."""
-    from scipy.sparse.linalg import LinearOperator, cg, spsolve
+    from scipy.sparse.linalg import LinearOperator, spsolve
 
     import irfuse
-    from irfuse.mesh import Connectivity, box_tetrahedra
 
-    X, conn = box_tetrahedra(cubes)
-    prepared = Connectivity(conn, len(X))
-    residual = irfuse.compile(os.path.join(MESH, "p1_residual.kas"), backend=backend, dtype="f64")
-    lumped = irfuse.compile(os.path.join(MESH, "lumped_mass.kas"), backend=backend, dtype="f64")
-    mass = lumped(X, prepared, DN, np.full(4, 0.25), 1.0).m
-    fixed = np.zeros(X.shape, bool)
-    fixed[X[:, 2] == 0] = True
-    load = np.zeros(X.shape)
-    load[:, 2] = -mass
-    load[fixed] = 0.0
-    args = (X, np.zeros_like(X), prepared, DN, lam, mu)
+    X, conn, residual, args, fixed, load = problem(cubes, backend, lam, mu)
     matrix = irfuse.tangent_matrix(residual, *args, wrt="u", fixed=fixed)
-    direct = spsolve(matrix.tocsc(), load.reshape(-1))
+    direct = spsolve(matrix.tocsc(), load.reshape(-1)).reshape(X.shape)
     diag = irfuse.diagonal(residual, *args, wrt="u", fixed=fixed).reshape(-1)
     K = irfuse.linear_operator(residual, *args, wrt="u", fixed=fixed)
-    steps = []
-    u, info = cg(K, load.reshape(-1), rtol=rtol, maxiter=10 * X.size, M=LinearOperator(K.shape, matvec=lambda r: r / diag),
-                 callback=lambda _: steps.append(1))
-    if info != 0:
-        raise RuntimeError(f"Jacobi-CG did not converge ({info})")
-    return direct.reshape(X.shape), u.reshape(X.shape), len(steps)
+    u, steps = _cg(K, load, rtol, LinearOperator(K.shape, matvec=lambda r: r / diag))
+    return direct, u, steps
 
 
 def main(argv=None) -> int:

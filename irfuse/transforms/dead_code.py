@@ -82,3 +82,29 @@ def drop_outputs(program: ProgramOp, names: Sequence[str]) -> None:
         nodal = [name for name in program.nodal if name in program.inputs or name in dict(kept)]
         program.nodal_names = ArrayAttr(StringAttr(name) for name in nodal) if nodal else None
     eliminate_dead_code(program)
+
+
+def keep_only(program: ProgramOp, outputs: Sequence[tuple[str, object]], names: list[str]) -> list[str]:
+    """`program` cut to `outputs` ((name, value), in order): its return replaced, then the
+    statements and the inputs nothing reads removed (`names`: its inputs' names in argument
+    order); the names of the inputs kept."""
+    Rewriter.replace_op(program.return_op, ReturnOp([v for _, v in outputs]))  # type: ignore[misc]
+    program.output_names = ArrayAttr([StringAttr(out) for out, _ in outputs])
+    eliminate_dead_code(program)
+    block = program.body.block
+    names = list(names)
+    for k in reversed(range(len(block.args))):
+        if not block.args[k].uses:
+            block.erase_arg(block.args[k])
+            del names[k]
+    program.input_names = ArrayAttr([StringAttr(n) for n in names])
+    return names
+
+
+def set_name_lists(program: ProgramOp, listed: dict[str, list[str]]) -> None:
+    """`program`'s properties that list names ("uniform_inputs", "nodal_names") set anew
+    (left out where empty)."""
+    for prop, values in listed.items():
+        program.properties.pop(prop, None)
+        if values:
+            program.properties[prop] = ArrayAttr([StringAttr(n) for n in values])

@@ -13,13 +13,11 @@ no scatter's is refused by name.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, StringAttr
-from xdsl.rewriter import Rewriter
+from xdsl.dialects.builtin import StringAttr
 
 from irfuse.diagnostics import UsageError
-from irfuse.dialects.kas import (GatherOp, ProgramOp, ReturnOp, ScatterOp, nodal_statements, ssa_hint,
-                                 variable_of_hint)
-from irfuse.transforms.dead_code import eliminate_dead_code
+from irfuse.dialects.kas import GatherOp, ProgramOp, ScatterOp, nodal_statements, ssa_hint, variable_of_hint
+from irfuse.transforms.dead_code import keep_only, set_name_lists
 
 
 def element_part(program: ProgramOp, of: str, who: str = "tangent_matrix") -> tuple[ProgramOp, dict, str]:
@@ -57,19 +55,8 @@ def element_part(program: ProgramOp, of: str, who: str = "tangent_matrix") -> tu
         op.erase()
     value = scatter.operands[0]
     out = variable_of_hint(value.name_hint) if value.name_hint else "rows"
-    Rewriter.replace_op(clone.return_op, ReturnOp([value]))
-    clone.output_names = ArrayAttr([StringAttr(out)])
-    eliminate_dead_code(clone)
-    for k in reversed(range(len(block.args))):
-        if not block.args[k].uses:
-            block.erase_arg(block.args[k])
-            del input_names[k]
-    clone.input_names = ArrayAttr([StringAttr(n) for n in input_names])
-    clone.properties.pop("nodal_names", None)
-    uniform = [n for n in input_names if n in program.uniform]
-    clone.properties.pop("uniform_inputs", None)
-    if uniform:
-        clone.properties["uniform_inputs"] = ArrayAttr([StringAttr(n) for n in uniform])
+    input_names = keep_only(clone, [(out, value)], input_names)
+    set_name_lists(clone, {"uniform_inputs": [n for n in input_names if n in program.uniform], "nodal_names": []})
     clone.sym_name = StringAttr(f"{program.sym_name.data}_elements")
     clone.verify()
     return clone, gathered, conn_name

@@ -32,14 +32,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.rewriter import Rewriter
 
 from irfuse.diagnostics import CompileError, located
 from irfuse.dialects.kas import (ConstantOp, GatherOp, ProgramOp, ReduceOp, ReturnOp, ScatterOp, is_uniform,
                                  nodal_statements, nodal_values, program_of, ssa_hint, variable_of_hint)
-from irfuse.transforms.dead_code import eliminate_dead_code
+from irfuse.transforms.dead_code import keep_only, set_name_lists
 
 NODES_BEFORE, ELEMENTS, NODES_AFTER = 0, 1, 2
 PASS_NAMES = {NODES_BEFORE: "nodes_before", ELEMENTS: "elements", NODES_AFTER: "nodes_after"}
@@ -247,24 +246,14 @@ def _pass(module: ModuleOp, p: int, where: dict, crossing: dict[SSAValue, str], 
     for v, name in crossing.items():
         if where[v.owner] == p and name not in dict(outputs):
             outputs.append((name, twin[v]))
-    Rewriter.replace_op(program.return_op, ReturnOp([v for _, v in outputs]))
-    program.output_names = ArrayAttr([StringAttr(out) for out, _ in outputs])
-    eliminate_dead_code(program)
     # Only the inputs it reads: a pass over the nodes cannot take per-element arrays.
-    for k in reversed(range(len(block.args))):
-        if not block.args[k].uses:
-            block.erase_arg(block.args[k])
-            del names[k]
-    program.input_names = ArrayAttr([StringAttr(n) for n in names])
+    names = keep_only(program, outputs, names)
     over_nodes = p % 2 == NODES_BEFORE
     per_node = nodal_values(program)  # (the elements pass's: its nodal inputs and its scatters' sums)
-    uniform_here = [n for n in names if n in uniform]
     nodal_here = [] if over_nodes else [n for n in names if n in nodal] + [
         out for out, v in outputs if v in per_node]
-    for prop, listed in (("uniform_inputs", uniform_here), ("nodal_names", list(dict.fromkeys(nodal_here)))):
-        program.properties.pop(prop, None)
-        if listed:
-            program.properties[prop] = ArrayAttr([StringAttr(n) for n in listed])
+    set_name_lists(program, {"uniform_inputs": [n for n in names if n in uniform],
+                             "nodal_names": list(dict.fromkeys(nodal_here))})
     program.sym_name = StringAttr(f"{original.sym_name.data}_{pass_name(p)}")
     program.return_op.location = original.return_op.location
     clone.verify()
