@@ -1673,3 +1673,52 @@ def test_a_linear_operator_on_torch_tensors_is_the_host_one():
     got = gpu.matvec(torch.from_numpy(v).cuda())
     assert isinstance(got, torch.Tensor) and got.is_cuda and gpu.shape == host.shape
     np.testing.assert_allclose(got.cpu().numpy(), host.matvec(v), rtol=1e-12, atol=1e-12)
+
+
+def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
+    """`irfuse.tangent_matrix` of the P1 residual on CUDA tensors with a `Connectivity` made on
+    the GPU: a `torch.sparse_csr_tensor` on the GPU whose values are the NumPy reference's
+    assembly of the same element blocks (bits), the same bits again and through `out=`, the
+    host float64 matrix to float32 rounding; CuPy arrays get a `cupyx` CSR matrix of the same
+    bits; the diagonal and Dirichlet rows alike."""
+    torch = pytest.importorskip("torch")
+    from scipy import sparse
+
+    import irfuse
+    from irfuse.api.tangents import _element_blocks
+    from irfuse.mesh import Connectivity, box_tetrahedra
+    from irfuse.mesh.assembly import assemble
+
+    X, conn = box_tetrahedra(4, numbering="random", seed=5)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    u = (1e-2 * np.random.default_rng(2).standard_normal(X.shape)).astype(np.float32)
+    path = os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas")
+    prog = irfuse.compile(path, backend="cuda")
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    t = {k: torch.from_numpy(np.ascontiguousarray(a)).cuda() for k, a in
+         (("X", X.astype(np.float32)), ("u", u), ("dN", dN), ("fixed", fixed))}
+    prepared = Connectivity(torch.from_numpy(conn).cuda(), len(X))
+    args = (t["X"], t["u"], prepared, t["dN"], 1.5, 0.75)
+    M = irfuse.tangent_matrix(prog, *args, wrt="u")
+    assert M.layout == torch.sparse_csr and M.is_cuda and M.col_indices().dtype == torch.int32
+    blocks = _element_blocks(prog, args, {}, "u", None, None, "test")[0]
+    want = assemble(blocks.cpu().numpy(), conn, len(X))
+    assert M.values().cpu().numpy().tobytes() == want.data.tobytes()
+    assert np.array_equal(M.col_indices().cpu().numpy(), want.indices)
+    again = irfuse.tangent_matrix(prog, *args, wrt="u", out=M)
+    assert again is M and M.values().cpu().numpy().tobytes() == want.data.tobytes()
+    host = irfuse.tangent_matrix(irfuse.compile(path, backend="cpu", dtype="f64"), X, u.astype(float),
+                                 Connectivity(conn, len(X)), dN.astype(float), 1.5, 0.75, wrt="u")
+    assert abs(sparse.csr_matrix(want) - host).max() < 1e-5 * abs(host).max()
+    F = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=t["fixed"])
+    dense = F.to_dense().cpu().numpy()
+    flat = fixed.reshape(-1)
+    assert np.array_equal(dense[flat][:, flat], np.eye(flat.sum())) and not dense[flat][:, ~flat].any()
+    d = irfuse.diagonal(prog, *args, wrt="u", fixed=t["fixed"])
+    assert d.is_cuda
+    np.testing.assert_allclose(d.cpu().numpy().reshape(-1), np.diagonal(dense), rtol=1e-5)
+    cupy = pytest.importorskip("cupy")
+    c = irfuse.tangent_matrix(prog, cupy.asarray(X.astype(np.float32)), cupy.asarray(u), prepared,
+                              cupy.asarray(dN), 1.5, 0.75, wrt="u")
+    assert type(c).__module__.startswith("cupyx") and c.data.get().tobytes() == want.data.tobytes()

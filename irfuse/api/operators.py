@@ -1,5 +1,5 @@
-"""A program's derivative at fixed inputs as the linear operator solvers take, and as the
-sparse matrix over a mesh's nodes (`tangent_matrix`).
+"""A program's derivative at fixed inputs as the linear operator solvers take (the sparse
+matrix over a mesh's nodes is `irfuse.api.tangents`).
 
 `linear_operator(program, *arrays, wrt="u", of="r", fixed=None, **named)` is the map
 v -> d of / d wrt . v at the given inputs (a tangent of `wrt` in, the tangent of output `of`
@@ -135,64 +135,3 @@ def _where(family: str, mask, a, b):
 
         return cupy.where(mask, a, b)
     return np.where(mask, a, b)
-
-
-def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None, **named):
-    """The sparse matrix d `of` / d `wrt` of a compiled program over a mesh (NumPy arrays) at
-    these inputs: `of` a nodal output made by a scatter, `wrt` a nodal input gathered through
-    its connectivity. Each element's block is the per-element Jacobian of the part between the
-    gathers and the scatter (`transforms.element_blocks`, compiled with the program's
-    options), added over the node pairs in a fixed order (`irfuse.mesh.assembly.assemble`):
-    a `scipy.sparse.csr_matrix` of nodes x D rows and columns, numbered node by node, the same
-    bits on every run; `fixed` (a boolean array shaped as `wrt`): identity rows and columns
-    there."""
-    from irfuse.mesh.assembly import assemble
-
-    blocks, conn, nodes = _element_blocks(program, arrays, named, wrt, of, fixed, "tangent_matrix")
-    return assemble(blocks, conn, nodes, fixed)
-
-
-def diagonal(program, *arrays, wrt: str, of: str | None = None, fixed=None, **named):
-    """The diagonal of `tangent_matrix` without the matrix (for a Jacobi preconditioner): a
-    nodal array shaped as `wrt`, each entry the sum of its elements' blocks' diagonal entries
-    in the scatter's fixed order (`irfuse.mesh.scatter_add`); 1 at `fixed` components."""
-    from irfuse.mesh import scatter_add
-
-    blocks, conn, nodes = _element_blocks(program, arrays, named, wrt, of, fixed, "diagonal")
-    k = blocks.shape[1]
-    own = blocks[:, np.arange(k), :, np.arange(k), :]  # (K, E, D, D): each node's own block
-    rows = np.diagonal(own, axis1=2, axis2=3).transpose(1, 0, 2)  # (E, K, D)
-    out = scatter_add(np.ascontiguousarray(rows), conn, nodes)
-    return out if fixed is None else np.where(np.asarray(fixed, bool), 1.0, out)
-
-
-def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
-    """(each element's block of d of / d wrt (E, K, D, K, D), the scatter's connectivity, the
-    number of nodes) of a compiled program over a mesh at these NumPy inputs."""
-    from irfuse.api import Program, compile, compiled_options
-    from irfuse.driver.front import element_jacobian
-    from irfuse.mesh import Connectivity, check_connectivity
-
-    if not isinstance(program, Program):
-        raise UsageError(f"{who} takes a compiled program over a mesh (irfuse.compile), not a "
-                         f"{type(program).__name__}")
-    if of is None:
-        if len(program.outputs) != 1:
-            raise UsageError(f"{who}: {program.name} has outputs {', '.join(program.outputs)}: name one as of=")
-        of = program.outputs[0]
-    if not isinstance(wrt, str) or wrt not in program.nodal or wrt not in program.inputs:
-        raise UsageError(f"{who}: wrt is a nodal input of {program.name}, not {wrt!r}")
-    options = compiled_options(program, who)
-    module, gathered, conn_name, out = element_jacobian(options.pop("source"), of, wrt, who)
-    blocks_program = compile(module, **options)
-    bound = bind_inputs(program.inputs, arrays, named, program)
-    if any(device_array(v) is not None for v in bound.values()):
-        raise UsageError(f"{who}: the element blocks are added on the host for now: pass NumPy arrays")
-    if fixed is not None and tuple(np.shape(fixed)) != tuple(np.shape(bound[wrt])):
-        raise UsageError(f"{who}: fixed= is shaped {np.shape(fixed)}; '{wrt}' is {np.shape(bound[wrt])}")
-    conns = {name: (v.conn if isinstance(v, Connectivity) else check_connectivity(v, None, f"input '{name}'"))
-             for name, v in bound.items() if name in program.index_inputs}
-    inputs = {name: np.asarray(bound[nodal])[conns[c]] for name, (nodal, c) in gathered.items()}
-    inputs.update({name: bound[name] for name in blocks_program.inputs if name not in inputs})
-    blocks = np.asarray(blocks_program(**inputs)[out])
-    return blocks, conns[conn_name], len(np.asarray(bound[wrt]))

@@ -1,13 +1,27 @@
-"""A sparse matrix over a mesh's nodes from its elements' blocks, added in a fixed order.
+"""A sparse matrix over a mesh's nodes from its elements' blocks: the pattern made once per
+connectivity, each entry added in the scatter's fixed order straight into the CSR values.
 
-`assemble(blocks, conn, nodes)`: `blocks` shaped (E, K, D, K, D) (element e's block: row
-(a, i), column (b, j)) added at the node pair (conn[e, a], conn[e, b]) of a matrix of
-`nodes` x D rows and columns, numbered node by node (row n * D + i). The pattern is every
-node pair that shares an element; each entry is the sum of its contributions in ascending
-(element, a, b) order (a stable sort of the pairs, then a sum of each run in order), so the
-bits are the same on every run. Returned as a `scipy.sparse.csr_matrix` (int32 indices while
-they fit). Dirichlet components (`fixed`: a boolean array shaped (nodes, D)) have their rows
-and columns zeroed and 1 on the diagonal.
+Element e's block, shaped (K, D, K, D) (row (a, i), column (b, j)), is added at the node
+pair (conn[e, a], conn[e, b]) of a matrix of nodes x D rows and columns numbered node by
+node (row n * D + i). The pattern holds every node pair that shares an element and every
+node's own pair (so each row has its diagonal, where a Dirichlet condition puts 1), blocks
+numbered row by row; in CSR, node row n's D rows each hold its blocks' D columns in turn.
+
+So the CSR values are runs of D: run q holds row n * D + i's entries (j = 0 .. D-1) in one
+block (n, m). Element e's block row (a, i) against node b, the D entries (a, i, b, :), adds
+into exactly one run; the element's K * D * K such rows (its block as it lies in memory,
+read as (K * D * K, D)) are "slots" of a connectivity over the runs, `pairs`. A scatter
+through `pairs` (`irfuse.mesh.scatter_add`, or a compiled program of one `scatter`) adds the
+slots into the runs in its fixed order (ascending elements within groups, groups ascending):
+its output, (runs, D) in rows, is the CSR value array itself, no triplets, no sort and no
+permutation per call, the same bits on every run and backend.
+
+`sparse_pattern(conn, nodes, d)` makes it once: `pairs` (E, K * D * K), the CSR `indptr` and
+`indices` (int32 while the rows and entries fit, else int64), `diagonal` (each row's diagonal
+entry). `assemble(blocks, conn, nodes, fixed)` is the reference in NumPy (a
+`scipy.sparse.csr_matrix`); `irfuse.tangent_matrix` runs the same scatter compiled, on the host
+or the GPU. Dirichlet components (`fixed`: True at a fixed row/column) have their rows and
+columns zeroed and 1 on the diagonal.
 """
 
 from __future__ import annotations
@@ -17,37 +31,114 @@ import numpy as np
 from irfuse.diagnostics import UsageError
 
 
+class SparsePattern:
+    """The sparsity of a connectivity's matrix of D x D blocks (see the module); `kept`: what
+    calls keep with it (the pattern on a GPU, the scatter's prepared connectivity)."""
+
+    def __init__(self, nodes: int, d: int, pairs: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
+                 diagonal: np.ndarray):
+        self.nodes, self.d, self.pairs = nodes, d, pairs
+        self.indptr, self.indices, self.diagonal = indptr, indices, diagonal
+        self.kept: dict = {}
+        for a in (pairs, indptr, indices, diagonal):
+            a.flags.writeable = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.nodes * self.d, self.nodes * self.d)
+
+    @property
+    def nnz(self) -> int:
+        return len(self.indices)
+
+    @property
+    def runs(self) -> int:
+        """The runs of D values (see the module): what `pairs` numbers."""
+        return self.nnz // self.d
+
+    def rows(self) -> np.ndarray:
+        """The row of each CSR entry (made when first asked for: Dirichlet conditions)."""
+        if "rows" not in self.kept:
+            self.kept["rows"] = np.repeat(np.arange(self.shape[0], dtype=self.indices.dtype), np.diff(self.indptr))
+        return self.kept["rows"]
+
+    def __repr__(self) -> str:
+        return f"SparsePattern({self.shape[0]} x {self.shape[1]}, {self.nnz} entries)"
+
+
+def sparse_pattern(conn: np.ndarray, nodes: int, d: int) -> SparsePattern:
+    """The pattern of `conn`'s (E, K) matrix of D x D blocks over `nodes` nodes (see the
+    module); `conn` checked already."""
+    conn = np.asarray(conn)
+    e, k = conn.shape
+    c = conn.astype(np.int64)
+    keys = (c[:, :, None] * nodes + c[:, None, :]).reshape(-1)  # (e, a, b): node of a, node of b
+    own = np.arange(nodes, dtype=np.int64) * (nodes + 1)
+    unique, inverse = np.unique(np.concatenate([keys, own]), return_inverse=True)
+    block_rows, block_cols = np.divmod(unique, nodes)
+    starts = np.zeros(nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(block_rows, minlength=nodes), out=starts[1:])
+    length = np.diff(starts)  # blocks in each node row
+    total = len(unique) * d * d
+    index = np.int32 if nodes * d < 2**31 and total < 2**31 else np.int64
+    i = np.arange(d, dtype=np.int64)
+    # Block p of node row n, row i: run starts[n] * d + i * length[n] + (p - starts[n]).
+    first = starts[block_rows] * (d - 1)  # (starts[n] * d - starts[n])
+    run = (first + np.arange(len(unique)))[None, :] + i[:, None] * length[block_rows][None, :]  # (d, blocks)
+    p = inverse[:len(keys)].reshape(e, k, k)
+    pairs = run[:, p].transpose(1, 2, 0, 3).reshape(e, k * d * k)  # slot (a, i, b)
+    if total // d >= 2**31:
+        raise UsageError(f"a sparse matrix of {total} entries: its runs of {d} are numbered in 32 bits")
+    indices = np.empty(total, dtype=index)
+    indices.reshape(-1, d)[run.reshape(-1)] = (np.repeat(block_cols[None, :], d, axis=0).reshape(-1)[:, None] * d
+                                               + i[None, :])
+    indptr = np.empty(nodes * d + 1, dtype=index)
+    indptr[:-1] = (starts[:-1, None] * d * d + i[None, :] * length[:, None] * d).reshape(-1)
+    indptr[-1] = total
+    own_block = np.searchsorted(unique, own)  # each node's diagonal block
+    diagonal = (run[:, own_block].T * d + i[None, :]).reshape(-1).astype(index)  # (node, i): entry i of its run
+    return SparsePattern(nodes, d, pairs.astype(np.int32), indptr, indices, diagonal)
+
+
+def check_blocks(blocks, conn_shape: tuple[int, int], who: str = "assemble") -> int:
+    """D of element blocks shaped (E, K, D, K, D) for a connectivity of that (E, K), else refused."""
+    e, k = conn_shape
+    s = tuple(blocks.shape)
+    if len(s) != 5 or s[:2] != (e, k) or s[3] != k or s[2] != s[4]:
+        raise UsageError(f"{who}: blocks shaped {s}; a connectivity of {e} elements of {k} nodes takes "
+                         f"(E, K, D, K, D) = ({e}, {k}, D, {k}, D)")
+    return int(s[2])
+
+
 def assemble(blocks: np.ndarray, conn: np.ndarray, nodes: int, fixed: np.ndarray | None = None):
-    """The CSR matrix of the elements' blocks (see the module)."""
+    """The CSR matrix of the elements' blocks, in NumPy (the reference; see the module)."""
     try:
-        import scipy.sparse as sparse
+        from scipy import sparse
     except ImportError:
         raise UsageError("a sparse matrix is returned as SciPy's: install scipy") from None
+    from irfuse.mesh.scatter import scatter_add
+
     blocks = np.asarray(blocks)
-    e, k = conn.shape
-    if blocks.ndim != 5 or blocks.shape[:2] != (e, k) or blocks.shape[3] != k or blocks.shape[2] != blocks.shape[4]:
-        raise UsageError(f"assemble: blocks shaped {blocks.shape}; a connectivity of {e} elements of {k} nodes "
-                         f"takes (E, K, D, K, D) = ({e}, {k}, D, {k}, D)")
-    d = blocks.shape[2]
-    rows = np.repeat(conn.astype(np.int64), k, axis=1).reshape(-1)  # (e, a, b): node of a
-    cols = np.tile(conn.astype(np.int64), (1, k)).reshape(-1)  # node of b
-    values = blocks.transpose(0, 1, 3, 2, 4).reshape(e * k * k, d, d)
-    key = rows * nodes + cols
-    order = np.argsort(key, kind="stable")  # (within a node pair: ascending (e, a, b))
-    key = key[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    summed = np.add.reduceat(values[order], starts, axis=0)
-    block_rows, block_cols = np.divmod(key[starts], nodes)
-    indptr = np.zeros(nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(block_rows, minlength=nodes), out=indptr[1:])
-    index = np.int32 if nodes * d < 2**31 and len(summed) * d * d < 2**31 else np.int64
-    matrix = sparse.bsr_matrix((summed, block_cols.astype(index), indptr.astype(index)),
-                               shape=(nodes * d, nodes * d)).tocsr()
+    conn = np.asarray(conn)
+    d = check_blocks(blocks, conn.shape)
+    pattern = sparse_pattern(conn, nodes, d)
+    data = scatter_add(slot_rows(blocks), pattern.pairs, pattern.runs).reshape(-1)
     if fixed is not None:
         mask = np.asarray(fixed, bool).reshape(-1)
         if mask.size != nodes * d:
             raise UsageError(f"assemble: fixed= has {mask.size} entries; the matrix has {nodes * d} rows")
-        coo_rows = np.repeat(np.arange(nodes * d), np.diff(matrix.indptr))
-        matrix.data[mask[coo_rows] | mask[matrix.indices]] = 0.0
-        matrix.setdiag(np.where(mask, 1.0, matrix.diagonal()))
-    return matrix
+        apply_fixed(data, pattern, mask)
+    return sparse.csr_matrix((data, pattern.indices.copy(), pattern.indptr.copy()), shape=pattern.shape)
+
+
+def slot_rows(blocks):
+    """Element blocks (E, K, D, K, D) as the scatter's slots (E, K * D * K, D): a view."""
+    e, k, d = blocks.shape[:3]
+    return blocks.reshape(e, k * d * k, d)
+
+
+def apply_fixed(data: np.ndarray, pattern: SparsePattern, mask: np.ndarray) -> None:
+    """Dirichlet rows and columns (`mask`: True at a fixed row) in CSR values `data`, in place:
+    0 off the diagonal, 1 on it."""
+    data[mask[pattern.rows()] | mask[pattern.indices]] = 0
+    data[pattern.diagonal[mask]] = 1

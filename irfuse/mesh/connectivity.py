@@ -41,6 +41,8 @@ class Connectivity:
         self._on_device: dict[int, tuple] = {}  # id(device) -> (device, node numbers, starts, slots)
         self._gpu: tuple | None = None  # (node numbers, scatter order) as GPU tensors, where made there
         self._conn = self._inverse = None
+        self._patterns: dict[int, object] = {}  # D -> its SparsePattern
+        self.kept: dict = {}  # what calls keep with it (its node numbers as a device's indices)
         t = gpu_tensor(conn, "Connectivity: conn")
         if device is not None:
             t = on_gpu_device(conn if t is None else t, device)
@@ -100,9 +102,19 @@ class Connectivity:
             self._on_device[id(device)] = kept
         return kept[1], kept[2]
 
+    def sparse_pattern(self, d: int):
+        """The pattern of its matrix of D x D blocks over the nodes (`irfuse.mesh.assembly`),
+        made the first time it is asked for and kept."""
+        from irfuse.mesh.assembly import sparse_pattern
+
+        if d not in self._patterns:
+            self._patterns[d] = sparse_pattern(self.conn, self.nodes, d)
+        return self._patterns[d]
+
     def __getstate__(self) -> dict:
-        # (device buffers and GPU tensors do not travel: the host copies do)
-        return {**self.__dict__, "_on_device": {}, "_gpu": None, "_conn": self.conn, "_inverse": self.inverse}
+        # (device buffers, GPU tensors and patterns do not travel: the host copies do)
+        return {**self.__dict__, "_on_device": {}, "_gpu": None, "_conn": self.conn, "_inverse": self.inverse,
+                "_patterns": {}, "kept": {}}
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -1,0 +1,236 @@
+"""Tangent matrices on the GPU: the P1 elasticity tangent assembled by `irfuse.tangent_matrix`
+against the sparse builders users reach for, and the matrix-free tangent apply, every
+contender in one run.
+
+    python benchmarks/tangents.py [--cubes 64,128] [--repeat 10] [--skip-peers-above 2000000]
+                                  [--skip-jax] [--json ...]
+
+For each box of `--cubes` cubes a side (6 c^3 tetrahedra, Morton-ordered and renumbered;
+float32 values, int32 indices), PyTorch CUDA tensors, a `Connectivity` made on the GPU:
+
+1. irfuse: the first call (the pattern made and kept on the `Connectivity`, the programs
+   compiled or loaded), then calls with `out=` (values rewritten in place): the median of
+   `--repeat`, synchronized. Byte floor: the CSR values written once, plus what the element
+   kernel reads (the connectivity, X and u once a node); "of floor" is the floor's time at
+   the copy bandwidth measured in the same run over the call's time. Memory: the GPU memory
+   in use (`cudaMemGetInfo`) after the first call less before it, against the matrix
+   (values and indices) plus the inputs.
+2. Peers from the same element blocks (E, 4, 3, 4, 3) (irfuse's element kernel's, made once
+   and not timed): `cupyx.scipy.sparse.coo_matrix(...).tocsr()` and PyTorch's
+   `sparse_coo_tensor(...).coalesce().to_sparse_csr()`, each timed and its peak pool memory
+   taken (CuPy's pool, torch's allocator); above `--skip-peers-above` tetrahedra they are
+   not run (the issue measured cupyx at 114.5 GB on 12.6 M tets, PyTorch out of memory).
+   Each peer's matrix is checked against irfuse's to float32 rounding.
+3. Matrix-free: `irfuse.linear_operator(...).matvec` against the residual call itself, and
+   `jax.jvp` of the same residual in jax.numpy (`.at[].add`), jitted (for this linear
+   residual that is `jax.jvp(jax.grad(energy))`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
+from assembly import LAMBDA, MU, copy_bandwidth, elasticity  # noqa: E402
+from peers import ROOT  # noqa: E402
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # (JAX takes what it needs, no more)
+DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+
+
+def timed(fn, repeat: int, sync) -> float:
+    """Median seconds of `fn()` (synchronized), after one call."""
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def in_use(torch) -> int:
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
+def mesh(torch, cubes: int):
+    from irfuse.mesh import Connectivity, box_tetrahedra, renumber, reorder
+
+    X, conn = box_tetrahedra(cubes)
+    conn, X = renumber(conn, *reorder(conn, X, method="morton"), X)
+    u = (1e-3 * np.random.default_rng(0).standard_normal(X.shape)).astype(np.float32)
+    t = {"X": torch.from_numpy(X.astype(np.float32)).cuda(), "u": torch.from_numpy(u).cuda(),
+         "dN": torch.from_numpy(DN).cuda()}
+    return t, Connectivity(torch.from_numpy(conn).cuda(), len(X)), conn
+
+
+def peers(torch, blocks, conn, nodes: int, want, repeat: int) -> dict:
+    """cupyx COO->CSR and torch coalesce->CSR from the element blocks: seconds, peak bytes,
+    agreement with irfuse's values."""
+    out = {}
+    e = len(conn)
+    c = torch.from_numpy(conn).cuda().long()
+    dof = (c[:, :, None] * 3 + torch.arange(3, device="cuda")).reshape(e, 12)
+    rows = dof[:, :, None].expand(e, 12, 12).reshape(-1)
+    cols = dof[:, None, :].expand(e, 12, 12).reshape(-1)
+    vals = blocks.reshape(e, 12, 12).reshape(-1)
+    size = nodes * 3
+    scale = float(want.values().abs().max())
+    try:
+        import cupy
+        import cupyx.scipy.sparse as cusparse
+
+        pool = cupy.get_default_memory_pool()
+        cr, cc, cv = (cupy.from_dlpack(a) for a in (rows.int(), cols.int(), vals))
+
+        def cupy_build():
+            return cusparse.coo_matrix((cv, (cr, cc)), shape=(size, size)).tocsr()
+
+        pool.free_all_blocks()
+        base = pool.total_bytes()
+        m = cupy_build()
+        cupy.cuda.runtime.deviceSynchronize()
+        peak = pool.total_bytes() - base
+        m.sort_indices()
+        ok = bool(np.array_equal(m.indptr.get(), want.crow_indices().cpu().numpy()) and
+                  float(abs(m.data.get() - want.values().cpu().numpy()).max()) < 1e-5 * scale)
+        del m
+        seconds = timed(cupy_build, repeat, cupy.cuda.runtime.deviceSynchronize)
+        out["cupyx coo->csr"] = {"ms": seconds * 1e3, "peak GB": peak / 1e9, "agrees": ok}
+        del cr, cc, cv
+        pool.free_all_blocks()
+    except ImportError:
+        out["cupyx coo->csr"] = {"skipped": "cupy not installed"}
+    except Exception as err:  # noqa: BLE001 -- (out of memory is a result)
+        out["cupyx coo->csr"] = {"failed": f"{type(err).__name__}: {err}"[:200]}
+    try:
+        idx = torch.stack([rows, cols])
+
+        def torch_build():
+            return torch.sparse_coo_tensor(idx, vals, (size, size)).coalesce().to_sparse_csr()
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        m = torch_build()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
+        ok = bool(torch.equal(m.crow_indices().int(), want.crow_indices()) and
+                  float((m.values() - want.values()).abs().max()) < 1e-5 * scale)
+        del m
+        seconds = timed(torch_build, repeat, torch.cuda.synchronize)
+        out["torch coalesce->csr"] = {"ms": seconds * 1e3, "peak GB": peak / 1e9, "agrees": ok}
+    except Exception as err:  # noqa: BLE001
+        out["torch coalesce->csr"] = {"failed": f"{type(err).__name__}: {err}"[:200]}
+    torch.cuda.empty_cache()
+    return out
+
+
+def matrix_free(torch, prog, t, prepared, conn, repeat: int, skip_jax: bool) -> dict:
+    import irfuse
+
+    args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
+    op = irfuse.linear_operator(prog, *args, wrt="u")
+    v = torch.randn(t["u"].numel(), device="cuda")
+    out = {"residual ms": timed(lambda: prog(*args), repeat, torch.cuda.synchronize) * 1e3,
+           "tangent apply ms": timed(lambda: op.matvec(v), repeat, torch.cuda.synchronize) * 1e3}
+    if not skip_jax:
+        try:
+            import jax
+            import jax.numpy as jnp
+
+            X, c = jnp.asarray(t["X"].cpu().numpy()), jnp.asarray(conn)
+            u, w = jnp.asarray(t["u"].cpu().numpy()), jnp.asarray(v.reshape(-1, 3).cpu().numpy())
+
+            def at_add(f, cc):
+                return jnp.zeros((len(X), 3), f.dtype).at[cc.reshape(-1)].add(f.reshape(-1, 3))
+
+            def apply(XX, cc, uu, ww):
+                return jax.jvp(lambda q: elasticity(jnp, XX, q, cc, LAMBDA, MU, at_add), (uu,), (ww,))[1]
+
+            jitted = jax.jit(apply)
+            out["jax.jvp ms"] = timed(lambda: jitted(X, c, u, w).block_until_ready(), repeat, lambda: None) * 1e3
+        except ImportError:
+            out["jax.jvp ms"] = None
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cubes", default="64,128")
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--skip-peers-above", type=int, default=2_000_000)
+    ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="print each size's kernels of one call")
+    ap.add_argument("--json", default=meta.result_path("matrices"))
+    a = ap.parse_args(argv)
+    import torch
+
+    import irfuse
+    from irfuse.api.tangents import _element_blocks
+
+    result = {"meta": meta.run_meta(), "copy GB/s": copy_bandwidth(torch) / 1e9, "sizes": {}}
+    bandwidth = result["copy GB/s"] * 1e9
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend="cuda")
+    for cubes in (int(c) for c in a.cubes.split(",")):
+        t, prepared, conn = mesh(torch, cubes)
+        nodes = len(t["X"])
+        args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
+        torch.cuda.synchronize()
+        before = in_use(torch)
+        t0 = time.perf_counter()
+        M = irfuse.tangent_matrix(prog, *args, wrt="u")
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        torch.cuda.empty_cache()  # (what torch's allocator holds freed is no one's)
+        kept = in_use(torch) - before
+        seconds = timed(lambda M=M, args=args: irfuse.tangent_matrix(prog, *args, wrt="u", out=M), a.repeat,
+                        torch.cuda.synchronize)
+        if a.profile:
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                irfuse.tangent_matrix(prog, *args, wrt="u", out=M)
+                torch.cuda.synchronize()
+            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25), flush=True)
+        nnz = M.values().numel()
+        matrix = nnz * 8 + (3 * nodes + 1) * 4
+        inputs = conn.size * 4 + nodes * 24
+        floor = nnz * 4 + inputs
+        row = {"tets": len(conn), "nodes": nodes, "nnz": nnz, "matrix GB": matrix / 1e9,
+               "first call s": first, "ms": seconds * 1e3, "floor ms": floor / bandwidth * 1e3,
+               "of floor": floor / bandwidth / seconds, "memory kept GB": kept / 1e9,
+               "memory over matrix+inputs": kept / (matrix + inputs)}
+        same = irfuse.tangent_matrix(prog, *args, wrt="u")
+        row["same bits"] = bool(torch.equal(same.values(), M.values()))
+        del same
+        if len(conn) <= a.skip_peers_above:
+            blocks = _element_blocks(prog, args, {}, "u", None, None, "benchmark")[0]
+            row["peers"] = peers(torch, blocks, conn, nodes, M, max(3, a.repeat // 3))
+            del blocks
+        else:
+            row["peers"] = {"skipped": f"above {a.skip_peers_above} tets"}
+        torch.cuda.empty_cache()
+        row["matrix-free"] = matrix_free(torch, prog, t, prepared, conn, a.repeat, a.skip_jax)
+        result["sizes"][str(len(conn))] = row
+        print(json.dumps({len(conn): row}, indent=1), flush=True)
+        del M, t, prepared
+        torch.cuda.empty_cache()
+    with open(a.json, "w") as f:
+        meta.dump(result, f, indent=1)
+    print(f"copy {result['copy GB/s']:.0f} GB/s; written {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

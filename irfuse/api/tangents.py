@@ -1,0 +1,327 @@
+"""A mesh program's tangent as a sparse matrix over its nodes (`tangent_matrix`) and its
+diagonal (`diagonal`), on the host or the GPU, in the arrays' own family.
+
+For a nodal output `of` made by a scatter and a nodal input `wrt` gathered through the same
+connectivity, each element's block (K, D, K, D) is the per-element Jacobian of the part
+between the gathers and the scatter (`driver.element_jacobian`, compiled once per program,
+output and input, with the program's options). The blocks are added by a scatter through
+the connectivity's `irfuse.mesh.assembly.SparsePattern` (made once and kept on the
+`Connectivity`): a compiled program of one `scatter` over the node pairs, so each entry is
+summed in the scatter's fixed order straight into the CSR values, the same bits on every
+call. The matrix comes back as its inputs' family: `scipy.sparse.csr_matrix` for
+NumPy arrays, `cupyx.scipy.sparse.csr_matrix` for CuPy arrays, `torch.sparse_csr_tensor` for
+PyTorch tensors (on their device); `out=` takes a matrix an earlier call returned (its values
+rewritten in place: the same pattern, else refused).
+
+Dirichlet conditions: `fixed`, a boolean array shaped as `wrt` (True at a fixed component):
+identity rows and columns there (1 on the diagonal, 0 elsewhere in the row and column); the
+diagonal is 1 there.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from irfuse.api.arguments import bind_inputs
+from irfuse.api.device_arrays import device_array
+from irfuse.diagnostics import UsageError
+from irfuse.mesh.assembly import SparsePattern, check_blocks, slot_rows
+
+_JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
+_SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
+
+
+def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None, out=None, **named):
+    """d `of` / d `wrt` of a compiled program over a mesh at these inputs, a CSR matrix of
+    nodes x D rows and columns numbered node by node, in the inputs' family (see the module)."""
+    blocks, conn, _, family, mask = _element_blocks(program, arrays, named, wrt, of, fixed, "tangent_matrix")
+    d = check_blocks(blocks, conn.shape, "tangent_matrix")
+    pattern = conn.sparse_pattern(d)
+    pairs = _pairs(pattern, blocks)
+    if family == "numpy":
+        data = _values_of(out, pattern, family) if out is not None else np.empty(pattern.nnz, blocks.dtype)
+        if data.dtype != blocks.dtype:
+            raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {blocks.dtype}")
+        _scatter(slot_rows(blocks), pairs, pattern.runs, program, out=data)
+        if mask is not None:
+            data[mask[pattern.rows()] | mask[pattern.indices]] = 0
+            data[pattern.diagonal[mask]] = 1
+        if out is not None:
+            return out
+        from scipy import sparse
+
+        return _issued(pattern, sparse.csr_matrix((data, pattern.indices.copy(), pattern.indptr.copy()),
+                                                  shape=pattern.shape))
+    import torch
+
+    kept = _on(pattern, blocks.device)
+    data = _values_of(out, pattern, family, kept) if out is not None else \
+        torch.empty(pattern.nnz, dtype=blocks.dtype, device=blocks.device)
+    if data.dtype != blocks.dtype:
+        raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {blocks.dtype}")
+    _scatter(slot_rows(blocks), pairs, pattern.runs, program, out=data)
+    if mask is not None:
+        rows = kept.get("rows")
+        if rows is None:
+            rows = kept["rows"] = torch.tensor(pattern.rows(), device=blocks.device).long()
+        data.masked_fill_(mask[rows] | mask[kept["indices"].long()], 0)
+        data.index_fill_(0, kept["diagonal"][mask], 1)
+    if out is not None:
+        return out
+    indptr, indices = kept["indptr"].clone(), kept["indices"].clone()
+    if family == "cupy":
+        import cupy
+        import cupyx.scipy.sparse as cusparse
+
+        return _issued(pattern, cusparse.csr_matrix((cupy.from_dlpack(data), cupy.from_dlpack(indices),
+                                                     cupy.from_dlpack(indptr)), shape=pattern.shape))
+    return _issued(pattern, torch.sparse_csr_tensor(indptr, indices, data, size=pattern.shape, check_invariants=False))
+
+
+def _issued(pattern: SparsePattern, matrix):
+    """`matrix`, remembered (weakly) as one of `pattern`'s for a later `out=`."""
+    issued = pattern.kept.setdefault("issued", {})
+    key = id(matrix)
+    issued[key] = weakref.ref(matrix, lambda _: issued.pop(key, None))
+    return matrix
+
+
+def diagonal(program, *arrays, wrt: str, of: str | None = None, fixed=None, **named):
+    """The diagonal of `tangent_matrix` without the matrix (for a Jacobi preconditioner): a
+    nodal array shaped as `wrt` in its family, each entry its elements' blocks' diagonal
+    entries added in the scatter's fixed order (to rounding the matrix's: another order of
+    the same sums); 1 at `fixed` components."""
+    blocks, conn, shape, family, mask = _element_blocks(program, arrays, named, wrt, of, fixed, "diagonal")
+    check_blocks(blocks, conn.shape, "diagonal")
+    # Row (a, i)'s diagonal entry: the block entries (a, i, b, i) of every b naming a's node
+    # (b = a alone but where an element names a node twice), added in ascending b.
+    if family == "numpy":
+        same = conn.conn[:, :, None] == conn.conn[:, None, :]
+        rows = np.where(same[..., None], np.diagonal(blocks, axis1=2, axis2=4), 0).sum(axis=2)  # (E, K, D)
+    else:
+        index = _indices(conn, blocks.device)
+        same = index[:, :, None] == index[:, None, :]
+        rows = blocks.diagonal(dim1=2, dim2=4).where(same[..., None], 0).sum(dim=2)
+    sums = _scatter(rows, conn, shape[0], program).reshape(shape)
+    if mask is not None:
+        mask = mask.reshape(shape)
+        sums = np.where(mask, 1.0, sums).astype(sums.dtype) if family == "numpy" else sums.masked_fill_(mask, 1)
+    return _in_family(sums, family)
+
+
+class _Jacobian:
+    """A program's element blocks of d of / d wrt: the compiled per-element Jacobian, its
+    gathered inputs (name -> (nodal input, connectivity input)), the scatter's connectivity
+    input, the blocks' output, the options the program was compiled with."""
+
+    def __init__(self, program, of: str, wrt: str, who: str):
+        from irfuse.api import compile, compiled_options
+        from irfuse.driver.front import element_jacobian
+
+        options = compiled_options(program, who)
+        module, self.gathered, self.conn, self.out = element_jacobian(options.pop("source"), of, wrt, who)
+        self.program = compile(module, **options)
+        self.options = {k: options[k] for k in ("dtype", "backend", "profile", "arch") if k in options}
+
+
+def _jacobian_of(program, of: str, wrt: str, who: str) -> _Jacobian:
+    kept = _JACOBIANS.setdefault(program, {})
+    if (of, wrt) not in kept:
+        kept[(of, wrt)] = _Jacobian(program, of, wrt, who)
+    return kept[(of, wrt)]
+
+
+def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
+    """(each element's block of d of / d wrt (E, K, D, K, D): a NumPy array, or a PyTorch
+    tensor for GPU arrays and tensors; the scatter's `Connectivity`; the shape of `wrt`; the
+    inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None)."""
+    from irfuse.api import Program
+    from irfuse.mesh import Connectivity
+
+    if not isinstance(program, Program):
+        raise UsageError(f"{who} takes a compiled program over a mesh (irfuse.compile), not a "
+                         f"{type(program).__name__}")
+    if of is None:
+        if len(program.outputs) != 1:
+            raise UsageError(f"{who}: {program.name} has outputs {', '.join(program.outputs)}: name one as of=")
+        of = program.outputs[0]
+    if not isinstance(wrt, str) or wrt not in program.nodal or wrt not in program.inputs:
+        raise UsageError(f"{who}: wrt is a nodal input of {program.name}, not {wrt!r}")
+    jac = _jacobian_of(program, of, wrt, who)
+    bound = bind_inputs(program.inputs, arrays, named, program)
+    family = _family(bound[wrt])
+    x = bound[wrt]
+    if fixed is not None and tuple(np.shape(fixed)) != tuple(np.shape(x)):
+        raise UsageError(f"{who}: fixed= is shaped {tuple(np.shape(fixed))}; '{wrt}' is {tuple(np.shape(x))}")
+    if fixed is not None and not str(fixed.dtype if hasattr(fixed, "dtype") else np.asarray(fixed).dtype).endswith("bool"):
+        raise UsageError(f"{who}: fixed= is a boolean array shaped as '{wrt}' (True at a fixed component)")
+    nodes = int(np.shape(x)[0])
+    conns = {}
+    for name in program.index_inputs:
+        given = bound[name]
+        conns[name] = given if isinstance(given, Connectivity) else Connectivity(given, nodes)
+        if conns[name].nodes != nodes:
+            raise UsageError(f"{who}: input '{name}' is a Connectivity of {conns[name].nodes} nodes; '{wrt}' holds "
+                             f"{nodes}")
+    if family == "numpy":
+        inputs = {name: np.asarray(bound[nodal])[conns[c].conn] for name, (nodal, c) in jac.gathered.items()}
+        mask = None if fixed is None else np.asarray(fixed, bool).reshape(-1)
+    else:
+        torch = _torch()
+        device = _torch_of(x).device
+        inputs = {name: _torch_of(bound[nodal])[_indices(conns[c], device)]
+                  for name, (nodal, c) in jac.gathered.items()}
+        mask = None if fixed is None else _torch_of(fixed).to(device=device, dtype=torch.bool).reshape(-1)
+    inputs.update({name: bound[name] for name in jac.program.inputs if name not in inputs})
+    blocks = jac.program(**inputs)[jac.out]
+    if family != "numpy":
+        blocks = _torch_of(blocks)
+    e, k = conns[jac.conn].shape
+    d = int(np.prod(np.shape(x)[1:], dtype=np.int64))
+    if tuple(blocks.shape) != (e, k, *np.shape(x)[1:], k, *np.shape(x)[1:]):
+        raise UsageError(f"{who}: '{of}' holds {int(np.prod(blocks.shape[2:-1 - (len(np.shape(x)) - 1)]))} "
+                         f"values a node and '{wrt}' {d}: the blocks of a tangent matrix are square")
+    blocks = blocks.reshape(e, k, d, k, d)
+    return blocks, conns[jac.conn], tuple(np.shape(x)), family, mask
+
+
+def _indices(conn, device):
+    """A `Connectivity`'s node numbers as int64 PyTorch indices on `device` (kept with it)."""
+    key = ("indices", str(device))
+    kept = conn.kept.get(key)
+    if kept is None:
+        torch = _torch()
+        gpu = conn.on_gpu
+        source = gpu[0] if gpu is not None and str(gpu[0].device) == str(device) else torch.tensor(conn.conn)
+        kept = conn.kept[key] = source.to(device=device, dtype=torch.int64)
+    return kept
+
+
+def _pairs(pattern: SparsePattern, like):
+    """The pattern's node pairs as a prepared `Connectivity` where `like` lives (kept)."""
+    from irfuse.mesh import Connectivity
+
+    key = ("pairs", "host" if isinstance(like, np.ndarray) else str(like.device))
+    kept = pattern.kept.get(key)
+    if kept is None:
+        if isinstance(like, np.ndarray) or like.device.type != "cuda":
+            kept = Connectivity(pattern.pairs, pattern.runs)
+        else:
+            kept = Connectivity(_torch().tensor(pattern.pairs, device=like.device), pattern.runs)
+        pattern.kept[key] = kept
+    return kept
+
+
+def _on(pattern: SparsePattern, device) -> dict:
+    """The pattern's CSR arrays as PyTorch tensors on `device` (kept with it)."""
+    key = ("csr", str(device))
+    kept = pattern.kept.get(key)
+    if kept is None:
+        torch = _torch()
+        kept = pattern.kept[key] = {
+            "indptr": torch.tensor(pattern.indptr, device=device),
+            "indices": torch.tensor(pattern.indices, device=device),
+            "diagonal": torch.tensor(pattern.diagonal, device=device).long()}
+    return kept
+
+
+def _values_of(out, pattern: SparsePattern, family: str, kept: dict | None = None):
+    """The values of `out=`, a matrix an earlier call returned for this pattern, to be
+    rewritten in place; anything else refused by name."""
+    mine = pattern.kept.get("issued", {}).get(id(out))
+    nnz = getattr(out, "nnz", None) if family != "torch" else None
+    if mine is not None and mine() is out and (family == "torch" or nnz == pattern.nnz):
+        # (a matrix this pattern made: its index arrays are its own copies of the pattern's;
+        # only a change of its size is looked for, not a comparison of every index)
+        return out.values() if family == "torch" else out.data if family == "numpy" else _torch_of(out.data)
+    what = {"numpy": "a scipy.sparse CSR matrix", "cupy": "a cupyx.scipy.sparse CSR matrix",
+            "torch": "a torch.sparse_csr_tensor"}[family]
+    if family == "torch":
+        torch = _torch()
+        ok = isinstance(out, torch.Tensor) and out.layout == torch.sparse_csr
+        same = ok and tuple(out.shape) == pattern.shape and out.col_indices().numel() == pattern.nnz and \
+            torch.equal(out.crow_indices(), kept["indptr"]) and torch.equal(out.col_indices(), kept["indices"])
+        values = out.values() if same else None
+    else:
+        ok = getattr(out, "format", None) == "csr" and hasattr(out, "indices")
+        same = ok and tuple(out.shape) == pattern.shape and out.indices.size == pattern.nnz
+        if same and family == "numpy":
+            same = np.array_equal(out.indptr, pattern.indptr) and np.array_equal(out.indices, pattern.indices)
+        elif same:
+            torch = _torch()
+            same = torch.equal(_torch_of(out.indptr), kept["indptr"]) and torch.equal(_torch_of(out.indices),
+                                                                                   kept["indices"])
+        values = (out.data if family == "numpy" else _torch_of(out.data)) if same else None
+    if not ok:
+        raise UsageError(f"tangent_matrix: out= takes {what} an earlier call returned, not a {type(out).__name__}")
+    if not same:
+        raise UsageError(f"tangent_matrix: out= is a matrix of another pattern ({tuple(out.shape)}); this "
+                         f"connectivity's is {pattern.shape[0]} x {pattern.shape[1]} with {pattern.nnz} entries")
+    return values
+
+
+def _scatter(rows, conn, nodes: int, program, out=None):
+    """`rows` (E, K, *size) added over `conn` (a `Connectivity`) by a compiled scatter in the
+    program's options (kept per shape and options): (nodes, *size) on `rows`' side, or into
+    `out` (a flat array of as many values)."""
+    from irfuse.api import compile
+
+    slots, size = rows.shape[1], int(np.prod(rows.shape[2:], dtype=np.int64))
+    options = _jacobian_options(program)
+    key = (slots, size, tuple(sorted(options.items())))
+    prog = _SCATTERS.get(key)
+    if prog is None:
+        nodal, element = ("scalar", f"vector{slots}") if size == 1 else (f"vector{size}", f"matrix{slots}x{size}")
+        source = (f"nodal {nodal} sums;\nindex{slots} conn;\n{element} rows;\ninput rows, conn;\n"
+                  "sums = scatter(rows, conn);\nreturn sums;\n")
+        prog = _SCATTERS[key] = compile(source, **options)
+    flat = rows.reshape(rows.shape[0], slots) if size == 1 else rows.reshape(rows.shape[0], slots, size)
+    if out is not None:
+        into = out.numpy() if not isinstance(out, np.ndarray) and out.device.type == "cpu" else out
+        prog(flat, conn, nodes=nodes, out=into.reshape(nodes) if size == 1 else into.reshape(nodes, size))
+        return out
+    sums = prog(flat, conn, nodes=nodes).sums
+    if not isinstance(rows, np.ndarray):
+        sums = _torch_of(sums)
+    return sums.reshape(nodes, *rows.shape[2:])
+
+
+def _jacobian_options(program) -> dict:
+    kept = _JACOBIANS.get(program) or {}
+    for jac in kept.values():
+        return jac.options
+    return {}
+
+
+def _family(a) -> str:
+    d = device_array(a)
+    if d is not None:
+        return "cupy" if d.family == "cupy" else "torch"
+    return "torch" if type(a).__module__.startswith("torch") else "numpy"
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("a tangent of GPU arrays is assembled with PyTorch, which is not installed") from None
+    return torch
+
+
+def _torch_of(a):
+    torch = _torch()
+    if isinstance(a, torch.Tensor):
+        return a
+    if isinstance(a, np.ndarray):
+        return torch.from_numpy(a)
+    return torch.from_dlpack(a)
+
+
+def _in_family(a, family: str):
+    if family == "cupy":
+        import cupy
+
+        return cupy.from_dlpack(a)
+    return a

@@ -1,0 +1,149 @@
+"""Sparse assembly over a mesh (`irfuse.mesh.assembly`, `irfuse.tangent_matrix`): the pattern
+made once and kept on the `Connectivity`, entries added in the scatter's fixed order (the
+compiled scatter's bits are the NumPy reference's), a scalar problem against a dense sum of
+its blocks, the caller's family (SciPy, PyTorch), `out=` rewriting values in place, and
+refusals by name."""
+
+import numpy as np
+import pytest
+
+import irfuse
+from conftest import ROOT
+from irfuse.mesh import Connectivity, box_tetrahedra
+from irfuse.mesh.assembly import assemble, sparse_pattern
+
+pytest.importorskip("scipy")
+DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+
+# A nonlinear scalar problem on triangles: fe = Ke ue + ue^3 (elementwise), so each element's
+# block is Ke + diag(3 ue^2).
+CUBIC = """
+nodal scalar u, r;
+index3 conn;
+uniform matrix3x3 Ke;
+vector3 ue, fe, c;
+input u, conn, Ke;
+ue = gather(u, conn);
+fe = mvmul(Ke, ue);
+c = emul(ue, ue);
+c = emul(c, ue);
+fe = add(fe, c);
+r = scatter(fe, conn);
+return r;
+"""
+
+
+def _dense(blocks: np.ndarray, conn: np.ndarray, nodes: int) -> np.ndarray:
+    """Element blocks (E, K, D, K, D) added into a dense matrix, one at a time (float64; a
+    node twice in an element adds twice)."""
+    e, k, d = blocks.shape[:3]
+    out = np.zeros((nodes * d, nodes * d))
+    dofs = (conn[:, :, None] * d + np.arange(d)).reshape(e, k * d)
+    for b, row in zip(blocks.reshape(e, k * d, k * d), dofs):
+        np.add.at(out, (row[:, None], row[None, :]), b)
+    return out
+
+
+@pytest.mark.parametrize("k,d", [(3, 1), (4, 3), (8, 2)])
+def test_the_pattern_holds_every_element_pair_and_each_diagonal_in_valid_csr(k, d):
+    """Random connectivities (repeated nodes, unused nodes): the CSR arrays are SciPy's
+    canonical form, the entries are exactly the dofs of node pairs sharing an element plus the
+    diagonal, each element slot (a, i, b) names the run of row (conn[a], i) in the columns of
+    node conn[b], `diagonal` points at each row's diagonal entry; and `assemble` equals adding
+    each element's block into a dense matrix."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(k * 10 + d)
+    nodes = 40
+    conn = rng.integers(0, nodes - 5, size=(60, k)).astype(np.int32)  # the last nodes unused
+    p = sparse_pattern(conn, nodes, d)
+    m = sparse.csr_matrix((np.arange(p.nnz) + 1.0, p.indices, p.indptr), shape=p.shape)
+    assert m.has_canonical_format
+    want = np.zeros((nodes, nodes), bool)
+    for row in conn:
+        want[np.ix_(row, row)] = True
+    want |= np.eye(nodes, dtype=bool)
+    assert np.array_equal(m.toarray() != 0, np.kron(want, np.ones((d, d), bool)))
+    assert p.indices.dtype == np.int32 and p.pairs.shape == (60, k * d * k)
+    slot = p.pairs.reshape(60, k, d, k)
+    a, i, b = np.meshgrid(np.arange(k), np.arange(d), np.arange(k), indexing="ij")
+    for e in range(60):
+        runs = slot[e] * d
+        assert np.array_equal(p.rows()[runs], conn[e][a] * d + i)
+        assert np.array_equal(p.indices[runs + d - 1], conn[e][b] * d + d - 1)
+    assert np.array_equal(p.indices[p.diagonal], np.arange(nodes * d))
+    assert np.array_equal(p.rows()[p.diagonal], np.arange(nodes * d))
+    blocks = rng.standard_normal((60, k, d, k, d))
+    got = assemble(blocks, conn, nodes)
+    np.testing.assert_allclose(got.toarray(), _dense(blocks, conn, nodes), rtol=1e-13, atol=1e-13)
+
+
+def test_a_scalar_tangent_is_its_blocks_summed_and_kept_with_its_connectivity():
+    """The cubic problem (D = 1) on random triangles: the matrix is the dense sum of Ke +
+    diag(3 ue^2) over the elements; the compiled scatter gives the NumPy reference's bits;
+    the pattern is made once per `Connectivity`; `irfuse.diagonal` is its diagonal."""
+    rng = np.random.default_rng(3)
+    nodes, conn = 50, rng.integers(0, 50, size=(120, 3)).astype(np.int32)
+    u = rng.standard_normal(nodes)
+    Ke = rng.standard_normal((3, 3))
+    prog = irfuse.compile(CUBIC, backend="cpu", dtype="f64")
+    prepared = Connectivity(conn, nodes)
+    M = irfuse.tangent_matrix(prog, u, prepared, Ke, wrt="u")
+    ue = u[conn]
+    blocks = np.broadcast_to(Ke, (len(conn), 3, 3)) + 3 * ue[:, :, None] ** 2 * np.eye(3)
+    blocks = blocks.reshape(len(conn), 3, 1, 3, 1)
+    np.testing.assert_allclose(M.toarray(), _dense(blocks, conn, nodes), rtol=1e-12, atol=1e-12)
+    assert M.data.tobytes() == assemble(blocks, conn, nodes).data.tobytes()
+    assert prepared.sparse_pattern(1) is prepared.sparse_pattern(1)
+    np.testing.assert_allclose(irfuse.diagonal(prog, u, prepared, Ke, wrt="u"), M.diagonal(), rtol=1e-13)
+
+
+def _p1(cubes: int = 2):
+    X, conn = box_tetrahedra(cubes, numbering="random", seed=2)
+    prog = irfuse.compile(f"{ROOT}/examples/mesh/p1_residual.kas", backend="cpu", dtype="f64")
+    u = 1e-2 * np.random.default_rng(1).standard_normal(X.shape)
+    return prog, X, u, Connectivity(conn, len(X))
+
+
+def test_out_rewrites_the_values_of_an_earlier_matrix_in_place():
+    """`out=` a matrix of the same pattern: its values become the new call's bits and it is
+    returned; one of another pattern, of another dtype, or no CSR matrix is refused."""
+    from scipy import sparse
+
+    prog, X, u, conn = _p1()
+    first = irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u")
+    want = irfuse.tangent_matrix(prog, X, u, conn, DN, 2.5, 0.5, wrt="u")
+    again = irfuse.tangent_matrix(prog, X, u, conn, DN, 2.5, 0.5, wrt="u", out=first)
+    assert again is first and first.data.tobytes() == want.data.tobytes()
+    other = sparse.csr_matrix(first.shape)
+    with pytest.raises(irfuse.UsageError, match="another pattern"):
+        irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", out=other)
+    with pytest.raises(irfuse.UsageError, match="out= takes a scipy.sparse CSR matrix"):
+        irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", out=first.toarray())
+    single = sparse.csr_matrix((first.data.astype(np.float32), first.indices, first.indptr), shape=first.shape)
+    with pytest.raises(irfuse.UsageError, match="float32 values"):
+        irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", out=single)
+    with pytest.raises(irfuse.UsageError, match="fixed= is a boolean array"):
+        irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", fixed=np.zeros(X.shape))
+
+
+def test_pytorch_tensors_get_a_sparse_csr_tensor_with_the_same_bits():
+    """PyTorch tensors in, a `torch.sparse_csr_tensor` out (int32 indices), its values the
+    SciPy matrix's bits, Dirichlet rows and columns the same; `out=` rewrites its values; the
+    diagonal comes back as a tensor."""
+    torch = pytest.importorskip("torch")
+    prog, X, u, conn = _p1()
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    want = irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", fixed=fixed)
+    tX, tu, tdn = (torch.from_numpy(a) for a in (X, u, DN))
+    got = irfuse.tangent_matrix(prog, tX, tu, conn, tdn, 1.5, 0.75, wrt="u", fixed=torch.from_numpy(fixed))
+    assert got.layout == torch.sparse_csr and got.col_indices().dtype == torch.int32
+    assert got.values().numpy().tobytes() == want.data.tobytes()
+    assert np.array_equal(got.col_indices().numpy(), want.indices)
+    assert np.array_equal(got.crow_indices().numpy(), want.indptr)
+    plain = irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u")
+    assert irfuse.tangent_matrix(prog, tX, tu, conn, tdn, 1.5, 0.75, wrt="u", out=got) is got
+    assert got.values().numpy().tobytes() == plain.data.tobytes()
+    d = irfuse.diagonal(prog, tX, tu, conn, tdn, 1.5, 0.75, wrt="u", fixed=torch.from_numpy(fixed))
+    assert isinstance(d, torch.Tensor) and d.numpy().reshape(-1).tobytes() == want.diagonal().tobytes()
