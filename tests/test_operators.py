@@ -187,3 +187,50 @@ def test_the_diagonal_without_the_matrix_preconditions_cg():
     pre, info_pre = cg(A, load, rtol=1e-10, M=jacobi)
     assert info == info_pre == 0
     np.testing.assert_allclose(pre, plain, rtol=1e-7, atol=1e-9)
+
+
+def _neo_hookean_forces(X, u, conn, lam, mu):
+    """The compressible Neo-Hookean nodal forces in NumPy float64, written apart from irfuse:
+    F = I + grad u, P = mu (F - F^-T) + lam log(det F) F^-T, each element's P G[a] added into
+    its nodes."""
+    Jr = np.einsum("eai,aj->eij", X[conn], DN)
+    G = np.einsum("aj,ejk->eak", DN, np.linalg.inv(Jr))
+    F = np.eye(3) + np.einsum("eai,eaj->eij", u[conn], G)
+    FinvT = np.linalg.inv(F).transpose(0, 2, 1)
+    P = mu * (F - FinvT) + lam * np.log(np.linalg.det(F))[:, None, None] * FinvT
+    fe = np.linalg.det(Jr)[:, None, None] / 6 * np.einsum("eij,eaj->eai", P, G)
+    r = np.zeros_like(X)
+    np.add.at(r, conn, fe)
+    return r
+
+
+def test_the_neo_hookean_newton_example_converges_to_an_independent_solve():
+    """examples/solve/neo_hookean_newton.py (Newton with matrix-free CG and the tangent's
+    diagonal, four load steps): each load step converges in a few Newton steps (quadratic),
+    and the last state is the root of a float64 NumPy residual written apart, found by
+    scipy's `root` (MINPACK, its own finite-difference Jacobian) over the same load steps."""
+    import importlib.util
+
+    from scipy.optimize import root
+
+    spec = importlib.util.spec_from_file_location("neo_hookean_newton",
+                                                  f"{ROOT}/examples/solve/neo_hookean_newton.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    X, conn, u, fixed, counts = example.solve(cubes=3, steps=4, stretch=0.3)
+    assert all(1 <= n <= 6 for n, _ in counts), counts
+    top = np.isclose(X[:, 2], 1.0)
+    want = np.zeros_like(X)
+    for step in range(1, 5):
+        want[top, 2] = 0.3 * step / 4
+
+        def free_residual(w):
+            v = want.copy()
+            v[~fixed] = w
+            return _neo_hookean_forces(X, v, conn, 1.0, 0.5)[~fixed]
+
+        found = root(free_residual, want[~fixed], method="hybr", tol=1e-13)
+        assert np.abs(free_residual(found.x)).max() < 1e-11, found.message
+        want[~fixed] = found.x
+    assert np.abs(_neo_hookean_forces(X, u, conn, 1.0, 0.5)[~fixed]).max() < 1e-9
+    np.testing.assert_allclose(u, want, rtol=0, atol=1e-10)

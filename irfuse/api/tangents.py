@@ -36,15 +36,17 @@ _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
 def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None, out=None, **named):
     """d `of` / d `wrt` of a compiled program over a mesh at these inputs, a CSR matrix of
     nodes x D rows and columns numbered node by node, in the inputs' family (see the module)."""
-    blocks, conn, _, family, mask = _element_blocks(program, arrays, named, wrt, of, fixed, "tangent_matrix")
-    d = check_blocks(blocks, conn.shape, "tangent_matrix")
+    jac, inputs, conn, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, "tangent_matrix")
+    d = int(np.prod(shape[1:], dtype=np.int64))
     pattern = conn.sparse_pattern(d)
-    pairs = _pairs(pattern, blocks)
+    like = next(iter(inputs.values()))  # (a gathered input: where the call runs)
+    pairs = _pairs(pattern, like)
+    dtype = np.dtype(jac.program.dtype)
     if family == "numpy":
-        data = _values_of(out, pattern, family) if out is not None else np.empty(pattern.nnz, blocks.dtype)
-        if data.dtype != blocks.dtype:
-            raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {blocks.dtype}")
-        _scatter(slot_rows(blocks), pairs, pattern.runs, program, out=data)
+        data = _values_of(out, pattern, family) if out is not None else np.empty(pattern.nnz, dtype)
+        if data.dtype != dtype:
+            raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {dtype}")
+        jac.assembly(**inputs, pairs=pairs, nodes=pattern.runs, out=data.reshape(pattern.runs, *shape[1:]))
         if mask is not None:
             data[mask[pattern.rows()] | mask[pattern.indices]] = 0
             data[pattern.diagonal[mask]] = 1
@@ -56,16 +58,17 @@ def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None
                                                   shape=pattern.shape))
     import torch
 
-    kept = _on(pattern, blocks.device)
+    kept = _on(pattern, like.device)
     data = _values_of(out, pattern, family, kept) if out is not None else \
-        torch.empty(pattern.nnz, dtype=blocks.dtype, device=blocks.device)
-    if data.dtype != blocks.dtype:
-        raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {blocks.dtype}")
-    _scatter(slot_rows(blocks), pairs, pattern.runs, program, out=data)
+        torch.empty(pattern.nnz, dtype=getattr(torch, str(dtype)), device=like.device)
+    if data.dtype != getattr(torch, str(dtype)):
+        raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {dtype}")
+    into = data.numpy() if like.device.type == "cpu" else data
+    jac.assembly(**inputs, pairs=pairs, nodes=pattern.runs, out=into.reshape(pattern.runs, *shape[1:]))
     if mask is not None:
         rows = kept.get("rows")
         if rows is None:
-            rows = kept["rows"] = torch.tensor(pattern.rows(), device=blocks.device).long()
+            rows = kept["rows"] = torch.tensor(pattern.rows(), device=like.device).long()
         data.masked_fill_(mask[rows] | mask[kept["indices"].long()], 0)
         data.index_fill_(0, kept["diagonal"][mask], 1)
     if out is not None:
@@ -112,7 +115,8 @@ def diagonal(program, *arrays, wrt: str, of: str | None = None, fixed=None, **na
 
 
 class _Jacobian:
-    """A program's element blocks of d of / d wrt: the compiled per-element Jacobian, its
+    """A program's element blocks of d of / d wrt: the compiled per-element Jacobian and the
+    same adding its blocks into a matrix's values (`assembly`, compiled when first used), its
     gathered inputs (name -> (nodal input, connectivity input)), the scatter's connectivity
     input, the blocks' output, the options the program was compiled with."""
 
@@ -121,9 +125,27 @@ class _Jacobian:
         from irfuse.driver.front import element_jacobian
 
         options = compiled_options(program, who)
-        module, self.gathered, self.conn, self.out = element_jacobian(options.pop("source"), of, wrt, who)
+        self.source = options.pop("source")
+        self.of, self.wrt, self.who, self.compile_options = of, wrt, who, options
+        module, self.gathered, self.conn, self.out = element_jacobian(self.source, of, wrt, who)
         self.program = compile(module, **options)
         self.options = {k: options[k] for k in ("dtype", "backend", "profile", "arch") if k in options}
+        k, v = program.shapes[self.conn][0], tuple(program.shapes[wrt])
+        got = tuple(self.program.shapes[self.out])
+        if got != (k, *v, k, *v):
+            raise UsageError(f"{who}: '{of}' holds values shaped {got[1:len(got) // 2]} a node and '{wrt}' {v}: the "
+                             "blocks of a tangent matrix are square")
+        self._assembly = None
+
+    @property
+    def assembly(self):
+        if self._assembly is None:
+            from irfuse.api import compile
+            from irfuse.driver.front import element_assembly
+
+            module = element_assembly(self.source, self.of, self.wrt, self.who)[0]
+            self._assembly = compile(module, **self.compile_options)
+        return self._assembly
 
 
 def _jacobian_of(program, of: str, wrt: str, who: str) -> _Jacobian:
@@ -133,10 +155,11 @@ def _jacobian_of(program, of: str, wrt: str, who: str) -> _Jacobian:
     return kept[(of, wrt)]
 
 
-def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
-    """(each element's block of d of / d wrt (E, K, D, K, D): a NumPy array, or a PyTorch
-    tensor for GPU arrays and tensors; the scatter's `Connectivity`; the shape of `wrt`; the
-    inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None)."""
+def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
+    """(the program's `_Jacobian`; the per-element inputs of its element part: the gathered
+    rows, a NumPy array or, for GPU arrays and tensors, a PyTorch tensor, and the rest as
+    given; the scatter's `Connectivity`; the shape of `wrt`; the inputs' family; `fixed` as a
+    flat boolean mask on the inputs' side, or None)."""
     from irfuse.api import Program
     from irfuse.mesh import Connectivity
 
@@ -155,7 +178,8 @@ def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | Non
     x = bound[wrt]
     if fixed is not None and tuple(np.shape(fixed)) != tuple(np.shape(x)):
         raise UsageError(f"{who}: fixed= is shaped {tuple(np.shape(fixed))}; '{wrt}' is {tuple(np.shape(x))}")
-    if fixed is not None and not str(fixed.dtype if hasattr(fixed, "dtype") else np.asarray(fixed).dtype).endswith("bool"):
+    if fixed is not None and not str(fixed.dtype if hasattr(fixed, "dtype") else np.asarray(fixed).dtype).endswith(
+            "bool"):
         raise UsageError(f"{who}: fixed= is a boolean array shaped as '{wrt}' (True at a fixed component)")
     nodes = int(np.shape(x)[0])
     conns = {}
@@ -175,16 +199,20 @@ def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | Non
                   for name, (nodal, c) in jac.gathered.items()}
         mask = None if fixed is None else _torch_of(fixed).to(device=device, dtype=torch.bool).reshape(-1)
     inputs.update({name: bound[name] for name in jac.program.inputs if name not in inputs})
+    return jac, inputs, conns[jac.conn], tuple(np.shape(x)), family, mask
+
+
+def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
+    """(each element's block of d of / d wrt (E, K, D, K, D): a NumPy array, or a PyTorch
+    tensor for GPU arrays and tensors; the scatter's `Connectivity`; the shape of `wrt`; the
+    inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None)."""
+    jac, inputs, conn, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, who)
     blocks = jac.program(**inputs)[jac.out]
     if family != "numpy":
         blocks = _torch_of(blocks)
-    e, k = conns[jac.conn].shape
-    d = int(np.prod(np.shape(x)[1:], dtype=np.int64))
-    if tuple(blocks.shape) != (e, k, *np.shape(x)[1:], k, *np.shape(x)[1:]):
-        raise UsageError(f"{who}: '{of}' holds {int(np.prod(blocks.shape[2:-1 - (len(np.shape(x)) - 1)]))} "
-                         f"values a node and '{wrt}' {d}: the blocks of a tangent matrix are square")
-    blocks = blocks.reshape(e, k, d, k, d)
-    return blocks, conns[jac.conn], tuple(np.shape(x)), family, mask
+    e, k = conn.shape
+    d = int(np.prod(shape[1:], dtype=np.int64))
+    return blocks.reshape(e, k, d, k, d), conn, shape, family, mask
 
 
 def _indices(conn, device):

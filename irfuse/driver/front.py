@@ -109,6 +109,17 @@ def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dic
     return ModuleOp([jac]), gathered, conn, jac.outputs[-1]
 
 
+def element_assembly(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dict, str]:
+    """(a module of `element_jacobian`'s program whose blocks are added by a scatter through
+    an index input `pairs` into the nodal output `values`, a sparse matrix's values
+    (`transforms.element_blocks.assembly_program`); the gathered inputs; the connectivity)."""
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.element_blocks import assembly_program
+
+    module, gathered, conn, out = element_jacobian(source, of, wrt, who)
+    return ModuleOp([assembly_program(program_of(module), out, default_library(), who)]), gathered, conn
+
+
 def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str | None = None,
                prefix: str | None = None, loops: str = "auto", with_outputs: bool = True) -> ModuleOp:
     """A fresh module of what `irfuse.compile` takes, its program replaced by its derivative

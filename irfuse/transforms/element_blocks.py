@@ -16,7 +16,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import StringAttr
 
 from irfuse.diagnostics import UsageError
-from irfuse.dialects.kas import GatherOp, ProgramOp, ScatterOp, nodal_statements, ssa_hint, variable_of_hint
+from irfuse.dialects.kas import CallOp, GatherOp, ProgramOp, ScatterOp, nodal_statements, ssa_hint, variable_of_hint
 from irfuse.transforms.dead_code import keep_only, set_name_lists
 
 
@@ -60,3 +60,52 @@ def element_part(program: ProgramOp, of: str, who: str = "tangent_matrix") -> tu
     clone.sym_name = StringAttr(f"{program.sym_name.data}_elements")
     clone.verify()
     return clone, gathered, conn_name
+
+
+def assembly_program(jacobian: ProgramOp, blocks: str, library, who: str = "tangent_matrix") -> ProgramOp:
+    """`jacobian` (a per-element program, `element_part`'s Jacobian) with its output `blocks`,
+    each element's block (K, *v, K, *v) of a nodal value shaped v, added by a scatter into a
+    sparse matrix's values: slot (a, *i, b) of the block (the entries (a, *i, b, ...), as it
+    lies in memory) adds through a new connectivity input `pairs` of K x |v| x K slots into
+    the nodal output `values` (shaped v), one per run of the matrix's values
+    (`irfuse.mesh.assembly`). The block is never stored: the kernel that computes it adds its
+    slots in the scatter's groups. The program's other outputs and what only they read are
+    dropped."""
+    from irfuse.dialects.kas import IndexType, ReturnOp
+    from irfuse.transforms.forward_mode import DerivativeBuilder
+
+    clone = jacobian.clone()
+    block = clone.body.block
+    ret = clone.return_op
+    value = ret.values[clone.outputs.index(blocks)]
+    shape = tuple(value.type.shape)  # type: ignore[attr-defined]
+    rank = (len(shape) - 2) // 2
+    k, v = shape[0], shape[1:1 + rank]
+    if len(shape) != 2 * rank + 2 or shape[1 + rank] != k or shape[2 + rank:] != v:
+        raise UsageError(f"{who}: the blocks are shaped {shape}; a tangent matrix takes (K, *v, K, *v)")
+    builder = DerivativeBuilder(library, "")
+    ret.detach()
+
+    def item(of, entry: int):
+        op = library.resolve("item", [of.type], (str(entry),))
+        return builder.emit(block, CallOp(op.name, [of], op.result_type), ret).res
+
+    # Slot (a, *i, b), in row-major order: item b of item i... of item a, each taken once.
+    level = [value]
+    for n in (k, *v, k):
+        level = [item(of, entry) for of in level for entry in range(n)]
+    slots = len(level)
+    stack = library.resolve("stack", [s.type for s in level], (str(slots),))
+    rows = builder.emit(block, CallOp(stack.name, level, stack.result_type), ret).res
+    rows.name_hint = ssa_hint("slots")
+    pairs = block.insert_arg(IndexType(slots), len(block.args))
+    pairs.name_hint = ssa_hint("pairs")
+    sums = builder.emit(block, ScatterOp(rows, pairs), ret).res
+    sums.name_hint = ssa_hint("values")
+    block.add_op(ret)
+    names = keep_only(clone, [("values", sums)], [*clone.inputs, "pairs"])
+    set_name_lists(clone, {"uniform_inputs": [n for n in names if n in jacobian.uniform],
+                           "nodal_names": ["values"]})
+    clone.sym_name = StringAttr(f"{jacobian.sym_name.data}_assembly")
+    clone.verify()
+    return clone
