@@ -24,6 +24,13 @@ float32 values, int32 indices), PyTorch CUDA tensors, a `Connectivity` made on t
 3. Matrix-free: `irfuse.linear_operator(...).matvec` against the residual call itself, and
    `jax.jvp` of the same residual in jax.numpy (`.at[].add`), jitted (for this linear
    residual that is `jax.jvp(jax.grad(energy))`).
+
+First, per element (`--j2-elements`, 0 to skip): the consistent tangent of
+`examples/j2_return.kas`, `irfuse.jacobian(..., of="sig", wrt="deps")` (d sig / d deps, 81
+values, with sig and ep), called with `out=` on `--j2-elements` elements: its time against
+its bytes (sig, deps, ep read; sig, ep and the tangent written: 440 bytes an element in
+float32) at the copy bandwidth, and against a device copy of those bytes timed alike. Half
+the elements yield (f > 0), in runs.
 """
 
 from __future__ import annotations
@@ -165,12 +172,44 @@ def matrix_free(torch, prog, t, prepared, conn, repeat: int, skip_jax: bool) -> 
     return out
 
 
+def j2_tangent(torch, n: int, repeat: int, bandwidth: float) -> dict:
+    """The consistent tangent of the J2 return mapping on `n` elements (see the module)."""
+    import irfuse
+
+    prog = irfuse.compile(irfuse.jacobian(os.path.join(ROOT, "examples", "j2_return.kas"), of="sig", wrt="deps"),
+                          backend="cuda")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    sig = torch.randn(n, 3, 3, device="cuda", generator=g) * 0.5
+    sig = (sig + sig.transpose(1, 2)) / 2
+    sig[n // 2:] *= 0.01  # (the second half stays elastic)
+    deps = torch.randn(n, 3, 3, device="cuda", generator=g) * 1e-3
+    deps = (deps + deps.transpose(1, 2)) / 2
+    ep = torch.zeros(n, device="cuda")
+    uniforms = (1.0, 2.0, 0.2, 0.5)  # G, K, sy0, H
+    out = {"sig": torch.empty_like(sig), "ep": torch.empty_like(ep),
+           "dsig_ddeps": torch.empty(n, 3, 3, 3, 3, device="cuda")}
+    probe = torch.cat([sig[:2048], sig[-2048:]]), torch.cat([deps[:2048], deps[-2048:]]), ep[:4096]
+    yielding = float((prog(*probe, *uniforms).ep > 0).float().mean())
+
+    def call():
+        prog(sig, deps, ep, *uniforms, out=out)
+
+    seconds = timed(call, repeat, torch.cuda.synchronize)
+    moved = n * 4 * (9 + 9 + 1 + 9 + 1 + 81)
+    src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    copy = timed(lambda: dst.copy_(src), repeat, torch.cuda.synchronize)
+    return {"elements": n, "ms": seconds * 1e3, "bytes a call": moved, "of copy bandwidth": moved / bandwidth / seconds,
+            "of a copy of its bytes": copy / seconds, "yielding (2048 of each half)": yielding}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cubes", default="64,128")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--skip-peers-above", type=int, default=2_000_000)
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--j2-elements", type=int, default=4 * 1024 * 1024)
     ap.add_argument("--profile", action="store_true", help="print each size's kernels of one call")
     ap.add_argument("--json", default=meta.result_path("matrices"))
     a = ap.parse_args(argv)
@@ -181,6 +220,9 @@ def main(argv=None) -> int:
 
     result = {"meta": meta.run_meta(), "copy GB/s": copy_bandwidth(torch) / 1e9, "sizes": {}}
     bandwidth = result["copy GB/s"] * 1e9
+    if a.j2_elements:
+        result["j2 tangent"] = j2_tangent(torch, a.j2_elements, a.repeat, bandwidth)
+        print(json.dumps({"j2 tangent": result["j2 tangent"]}, indent=1), flush=True)
     prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend="cuda")
     for cubes in (int(c) for c in a.cubes.split(",")):
         t, prepared, conn = mesh(torch, cubes)

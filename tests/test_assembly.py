@@ -147,3 +147,23 @@ def test_pytorch_tensors_get_a_sparse_csr_tensor_with_the_same_bits():
     assert got.values().numpy().tobytes() == plain.data.tobytes()
     d = irfuse.diagonal(prog, tX, tu, conn, tdn, 1.5, 0.75, wrt="u", fixed=torch.from_numpy(fixed))
     assert isinstance(d, torch.Tensor) and d.numpy().reshape(-1).tobytes() == want.diagonal().tobytes()
+
+
+def test_tangent_matrices_of_random_mesh_programs_are_their_central_differences():
+    """The differential test of `irfuse.tangent_matrix`: random programs over meshes whose
+    tangents can be taken (`mesh_tangents`: gathers once, no nodal statements) and the
+    derivative tests' own `mesh` programs, each nodal output by each nodal input on a random
+    mesh (repeated nodes, unused nodes, one node for every entry): M v is the central
+    difference of the program along v wherever the tangent is taken; the pairs it refuses
+    (not square, staged programs, ...) are refused by name, and enough pairs are compared for
+    the test to mean something."""
+    from irfuse.testing.derivatives import random_differentiable_programs, tangent_against_differences
+
+    compared, refused = 0, []
+    for kind, seed in [("mesh_tangents", s) for s in range(16)] + [("mesh", s) for s in range(4)]:
+        out = tangent_against_differences(random_differentiable_programs(kind, seed), n=12, seed=seed)
+        assert not out.mismatches, (seed, out.mismatches)
+        compared += out.compared
+        refused += out.refused
+    assert compared >= 16, refused
+    assert all("tangent_matrix" in r for r in refused), refused

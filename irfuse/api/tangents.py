@@ -39,8 +39,9 @@ def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None
     jac, inputs, conn, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, "tangent_matrix")
     d = int(np.prod(shape[1:], dtype=np.int64))
     pattern = conn.sparse_pattern(d)
-    like = next(iter(inputs.values()))  # (a gathered input: where the call runs)
+    like = inputs[next(iter(jac.gathered))]  # (a gathered input: where the call runs)
     pairs = _pairs(pattern, like)
+    inputs = {k: v for k, v in inputs.items() if k in jac.assembly.inputs}
     dtype = np.dtype(jac.program.dtype)
     if family == "numpy":
         data = _values_of(out, pattern, family) if out is not None else np.empty(pattern.nnz, dtype)
@@ -133,8 +134,8 @@ class _Jacobian:
         k, v = program.shapes[self.conn][0], tuple(program.shapes[wrt])
         got = tuple(self.program.shapes[self.out])
         if got != (k, *v, k, *v):
-            raise UsageError(f"{who}: '{of}' holds values shaped {got[1:len(got) // 2]} a node and '{wrt}' {v}: the "
-                             "blocks of a tangent matrix are square")
+            raise UsageError(f"{who}: '{of}' holds values shaped {tuple(program.shapes[of])} a node and '{wrt}' {v}: "
+                             "the blocks of a tangent matrix are square")
         self._assembly = None
 
     @property

@@ -105,7 +105,8 @@ return E, p;
 def random_differentiable_programs(kind: str, seed: int) -> str:
     """A random program of each generator the derivative tests run: `loops`, `batch_wide`,
     `element` (codes with branches and indexed loops), `mesh`, `carried` (loops that carry
-    values from one iteration to the next: what reverse mode tapes)."""
+    values from one iteration to the next: what reverse mode tapes), `mesh_tangents` (mesh
+    programs whose tangent matrices can be taken)."""
     from irfuse.testing.random_programs import random_element_program, random_mesh_program, random_program
 
     if kind == "loops":
@@ -116,6 +117,8 @@ def random_differentiable_programs(kind: str, seed: int) -> str:
         return random_element_program(seed, 9)
     if kind == "mesh":
         return random_mesh_program(seed, 7)
+    if kind == "mesh_tangents":
+        return random_mesh_program(seed, 7, for_tangents=True)
     if kind == "carried":
         return random_program(seed, 12, loop_rate=0.6, dense=seed % 2 == 0, batch_wide=seed % 2 == 1)
     raise ValueError(f"no generator '{kind}'")
@@ -290,3 +293,49 @@ def jvp_against_differences(source: str, n: int = 64, seed: int = 0, rtol: float
                 out.mismatches.append(f"d{name}{list(k)}: derivative {t[k]!r}, central difference {f[k]!r} "
                                       f"({np.count_nonzero(bad)} entries differ)")
     return out
+
+
+def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: float = 1e-5) -> JacobianCheck:
+    """Checks `irfuse.tangent_matrix` (the CPU backend, float64) of every nodal output of KAS
+    `source` by every nodal input, on a random mesh as the differential tests draw them,
+    against central differences of the program along a random direction v: M v against
+    (r(x + h v) - r(x - h v)) / 2h, node by node where the quotients of two steps agree (no
+    kink). A pair the tangent refuses (an output that is no scatter's, nodal statements, an
+    input gathered twice or in a loop, blocks that are not square) is listed with why."""
+    import irfuse
+    from irfuse.diagnostics import CompileError, UsageError
+
+    program = program_of(frontend(Source(source, "<tangent check>")).module)
+    check = JacobianCheck()
+    if not program_indices(program):
+        check.refused.append("not a program over a mesh")
+        return check
+    inputs, nodes = _inputs(program, n, seed)
+    compiled = irfuse.compile(source, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(seed + 2)
+    for x in [k for k in compiled.inputs if k in compiled.nodal]:
+        v = rng.uniform(-1.0, 1.0, np.shape(inputs[x]))
+        for y in [k for k in compiled.outputs if k in compiled.nodal]:
+            try:
+                matrix = irfuse.tangent_matrix(compiled, **inputs, wrt=x, of=y)
+            except (CompileError, UsageError) as e:
+                check.refused.append(f"d{y}/d{x}: {e}")
+                continue
+
+            def moved(h: float, x=x, y=y, v=v) -> np.ndarray:
+                up = compiled(**{**inputs, x: inputs[x] + h * v}, nodes=nodes)[y]
+                down = compiled(**{**inputs, x: inputs[x] - h * v}, nodes=nodes)[y]
+                return (np.asarray(up) - np.asarray(down)) / (2 * h)
+
+            with np.errstate(all="ignore"):
+                fine, coarse = moved(STEPS[0]), moved(STEPS[1])
+                got = np.asarray(matrix @ v.reshape(-1)).reshape(fine.shape)
+                scale = np.maximum(np.abs(fine), np.abs(coarse)) + 1.0
+                smooth = np.isfinite(fine) & np.isfinite(coarse) & np.isfinite(got) & (
+                    np.abs(fine - coarse) <= 1e-4 * scale)
+                bad = smooth & (np.abs(got - fine) > rtol * scale + 1e-3 * np.abs(fine - coarse))
+            if np.any(bad):
+                k = tuple(int(i) for i in np.argwhere(bad)[0])
+                check.mismatches.append(f"d{y}/d{x} at {list(k)}: M v {got[k]!r}, central difference {fine[k]!r}")
+            check.compared += 1
+    return check

@@ -502,7 +502,7 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
 _MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp")
 
 
-def random_mesh_program(seed: int, calls: int) -> str:
+def random_mesh_program(seed: int, calls: int, for_tangents: bool = False) -> str:
     """A random program over a mesh of about `calls` element statements: one or two
     connectivities (`indexK`, K from 2 to 4; two of the same K at times), one to three nodal
     inputs (scalars or vectors of 2 or 3) each gathered through one connectivity or both
@@ -545,7 +545,7 @@ def random_mesh_program(seed: int, calls: int) -> str:
     element_input = new_var(rng.choice(("scalar", "matrix3x3")), "e")
     uniform_input = new_var("scalar", "u")
     made(element_input)
-    per_node = rng.random() < 0.5  # nodal statements before the gathers and after the scatters
+    per_node = rng.random() < 0.5 and not for_tangents  # nodal statements before the gathers and after the scatters
     read = {x: x for x, _ in nodal}  # what the gathers of each nodal input read
     if per_node:
         x, d = rng.choice(nodal)
@@ -555,18 +555,18 @@ def random_mesh_program(seed: int, calls: int) -> str:
         read[x] = y
     gathered = []
     for x, d in nodal:
-        for c, k in rng.sample(conns, k=rng.randint(1, len(conns))):
+        for c, k in [rng.choice(conns)] if for_tangents else rng.sample(conns, k=rng.randint(1, len(conns))):
             g = new_var(f"matrix{k}x{d}" if d else f"vector{k}", "g")
             lines.append(f"{g} = gather({read[x]}, {c});")
             made(g)
             gathered.append((g, c, read[x]))
     # Gathers inside a loop and a branch (each runs once, before them), into values the loop
     # carries and the branch selects.
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and not for_tangents:
         g, c, x = rng.choice(gathered)
         inner = new_var(declared[g], "g")
         lines += [f"loop {rng.randint(1, 3)} {{", f"  {inner} = gather({x}, {c});", f"  {g} = add({g}, {inner});", "}"]
-    if rng.random() < 0.5 and declared[element_input] == "scalar":
+    if rng.random() < 0.5 and declared[element_input] == "scalar" and not for_tangents:
         g, c, x = rng.choice(gathered)
         other = new_var(declared[g], "g")
         lines += [f"if ({element_input} > 0.25) {{", f"  {g} = neg({g});", "} else {", f"  {other} = gather({x}, {c});",
@@ -631,7 +631,8 @@ def random_mesh_program(seed: int, calls: int) -> str:
             w = new_var(declared[g])
             lines += [f"{g} = gather({z}, {c});", f"{w} = scale({g}, {uniform_input});"]
             outputs.append(w)
-    for _ in range(rng.choice((0, 0, 1, 2))):  # reductions over the nodes: of a nodal input, of a sum
+    for _ in range(0 if for_tangents else rng.choice((0, 0, 1, 2))):  # reductions over the nodes: of a
+        # nodal input, of a sum
         kind = rng.choice(("sum", "max", "min"))
         x = rng.choice([x for x, _ in nodal] + [o for o in outputs if o.startswith("r")])
         t = declared.get(x) or next(f"vector{d}" if d else "scalar" for y, d in nodal if y == x)

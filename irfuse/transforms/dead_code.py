@@ -84,17 +84,18 @@ def drop_outputs(program: ProgramOp, names: Sequence[str]) -> None:
     eliminate_dead_code(program)
 
 
-def keep_only(program: ProgramOp, outputs: Sequence[tuple[str, object]], names: list[str]) -> list[str]:
+def keep_only(program: ProgramOp, outputs: Sequence[tuple[str, object]], names: list[str],
+              keep: Sequence[str] = ()) -> list[str]:
     """`program` cut to `outputs` ((name, value), in order): its return replaced, then the
-    statements and the inputs nothing reads removed (`names`: its inputs' names in argument
-    order); the names of the inputs kept."""
+    statements and the inputs nothing reads removed, but the inputs named in `keep` (`names`:
+    its inputs' names in argument order); the names of the inputs kept."""
     Rewriter.replace_op(program.return_op, ReturnOp([v for _, v in outputs]))  # type: ignore[misc]
     program.output_names = ArrayAttr([StringAttr(out) for out, _ in outputs])
     eliminate_dead_code(program)
     block = program.body.block
     names = list(names)
     for k in reversed(range(len(block.args))):
-        if not block.args[k].uses:
+        if not block.args[k].uses and names[k] not in keep:
             block.erase_arg(block.args[k])
             del names[k]
     program.input_names = ArrayAttr([StringAttr(n) for n in names])

@@ -55,7 +55,8 @@ def element_part(program: ProgramOp, of: str, who: str = "tangent_matrix") -> tu
         op.erase()
     value = scatter.operands[0]
     out = variable_of_hint(value.name_hint) if value.name_hint else "rows"
-    input_names = keep_only(clone, [(out, value)], input_names)
+    input_names = keep_only(clone, [(out, value)], input_names, keep=list(gathered))  # (a row nothing reads
+    # has a Jacobian too: zeros)
     set_name_lists(clone, {"uniform_inputs": [n for n in input_names if n in program.uniform], "nodal_names": []})
     clone.sym_name = StringAttr(f"{program.sym_name.data}_elements")
     clone.verify()
