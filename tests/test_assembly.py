@@ -167,3 +167,25 @@ def test_tangent_matrices_of_random_mesh_programs_are_their_central_differences(
         refused += out.refused
     assert compared >= 16, refused
     assert all("tangent_matrix" in r for r in refused), refused
+
+
+def test_jacobian_and_hessian_of_a_mesh_program_are_sparse_tangents():
+    """`irfuse.jacobian` of a compiled mesh program by a nodal input is a `Tangent` whose call
+    is `tangent_matrix`'s matrix (bits); `irfuse.hessian` of an energy summed over the
+    elements by a nodal input is its gradient's tangent: for the P1 elasticity energy
+    1/2 u.K u, the stiffness itself. A source text or a per-element output is refused."""
+    prog, X, u, conn = _p1()
+    J = irfuse.jacobian(prog, of="r", wrt="u")
+    want = irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u")
+    got = J(X, u, conn, DN, 1.5, 0.75)
+    assert got.data.tobytes() == want.data.tobytes() and "dr/du" in repr(J)
+    np.testing.assert_allclose(J.diagonal(X, u, conn, DN, 1.5, 0.75).reshape(-1), want.diagonal(), rtol=1e-13)
+    source = open(f"{ROOT}/examples/mesh/p1_residual.kas").read()
+    head = source[:source.index("r = scatter(fe, conn);")].replace("nodal vector3 X, u, r;", "nodal vector3 X, u;")
+    energy = irfuse.compile(head.replace("scalar detJ, vol, tr;", "scalar detJ, vol, tr, w;\nuniform scalar E;") +
+                            "w = ddot(fe, ue);\nw = scale(w, 0.5);\nE = sum(w);\nreturn E;\n",
+                            backend="cpu", dtype="f64")
+    H = irfuse.hessian(energy, of="E", wrt="u")(X, u, conn, DN, 1.5, 0.75)
+    assert abs(H - want).max() < 1e-12 * abs(want).max()
+    with pytest.raises(irfuse.UsageError, match="wrt is a nodal input"):
+        irfuse.jacobian(prog, of="r", wrt="lam")

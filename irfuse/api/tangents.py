@@ -33,6 +33,35 @@ _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
 
 
+class Tangent:
+    """d `of` / d `wrt` of a compiled program over a mesh as a callable
+    (`irfuse.jacobian(program, of="r", wrt="u")`, `irfuse.hessian(program, of="E",
+    wrt="u")`): called with the program's arguments (and `fixed=`, `out=`), the sparse matrix
+    of `tangent_matrix`; `diagonal(...)` its diagonal. The element blocks' programs are made
+    on first use and kept."""
+
+    def __init__(self, program, *, of: str, wrt: str, who: str = "irfuse.jacobian"):
+        from irfuse.api import Program
+
+        if not isinstance(program, Program):
+            raise UsageError(f"{who}: the sparse tangent of a program over a mesh is taken of a compiled program "
+                             f"(irfuse.compile), and of a program of gathers, element code and scatters: "
+                             f"{getattr(program, 'name', type(program).__name__)} is a {type(program).__name__}")
+        if not isinstance(wrt, str) or wrt not in program.nodal or wrt not in program.inputs:
+            raise UsageError(f"{who}: wrt is a nodal input of {program.name}, not {wrt!r}")
+        self.program, self.of, self.wrt = program, of, wrt
+        _jacobian_of(program, of, wrt, who)  # (refusals now, not at the first call)
+
+    def __call__(self, *arrays, fixed=None, out=None, **named):
+        return tangent_matrix(self.program, *arrays, wrt=self.wrt, of=self.of, fixed=fixed, out=out, **named)
+
+    def diagonal(self, *arrays, fixed=None, **named):
+        return diagonal(self.program, *arrays, wrt=self.wrt, of=self.of, fixed=fixed, **named)
+
+    def __repr__(self) -> str:
+        return f"Tangent(d{self.of}/d{self.wrt} of {self.program.name})"
+
+
 def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None, out=None, **named):
     """d `of` / d `wrt` of a compiled program over a mesh at these inputs, a CSR matrix of
     nodes x D rows and columns numbered node by node, in the inputs' family (see the module)."""
