@@ -20,8 +20,8 @@ __all__ = ["__version__", "compile", "program", "jvp", "vjp", "grad", "jacobian"
 # name -> (module, attribute) for the names imported on first use
 _LAZY = {
     "compile": ("irfuse.api", "compile"), "program": ("irfuse.api", "program"), "jvp": ("irfuse.api", "jvp"),
-    "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"), "jacobian": ("irfuse.api", "jacobian"),
-    "hessian": ("irfuse.api", "hessian"), "linear_operator": ("irfuse.api.operators", "linear_operator"),
+    "vjp": ("irfuse.api", "vjp"), "grad": ("irfuse.api", "grad"), "jacobian": ("irfuse.api.tangents", "jacobian"),
+    "hessian": ("irfuse.api.tangents", "hessian"), "linear_operator": ("irfuse.api.operators", "linear_operator"),
     "tangent_matrix": ("irfuse.api.tangents", "tangent_matrix"),
     "diagonal": ("irfuse.api.tangents", "diagonal"),
     "Program": ("irfuse.api", "Program"), "PythonProgram": ("irfuse.api", "PythonProgram"),

@@ -161,15 +161,10 @@ def jacobian(source, *, of: str, wrt, prefix: str = "d", filename: str | None = 
     outputs, then `<prefix><of>_<prefix><x>` for each x in `wrt`, shaped `(N, *y.shape,
     *x.shape)` on a batch of N (the consistent tangent of a return mapping: `irfuse.jacobian(
     "examples/j2_return.kas", of="sig", wrt="deps")`). Per-element values only (no mesh, no
-    loop, no output that reads a reduction over the batch of what changes with x). Of a
-    compiled program over a mesh and a nodal output: a `Tangent`, whose call with the
-    program's arguments gives the sparse matrix (`irfuse.tangent_matrix`)."""
+    loop, no output that reads a reduction over the batch of what changes with x). (Of a
+    compiled program over a mesh: `irfuse.api.tangents.jacobian`.)"""
     if not isinstance(of, str):
         raise UsageError(f"irfuse.jacobian: of takes an output's name, not {of!r}")
-    if _over_a_mesh(source, of):
-        from irfuse.api.tangents import Tangent
-
-        return Tangent(source, of=of, wrt=wrt, who="irfuse.jacobian")
     return _derivative(source, "jacobian", wrt, filename, "irfuse.jacobian", of=of, prefix=prefix)
 
 
@@ -177,26 +172,11 @@ def hessian(source, *, of: str, wrt: str, prefix: str = "d", filename: str | Non
     """The per-element Hessian of the uniform scalar output `of` (a sum over the batch: an
     energy) by the input `wrt`: program `<name>_grad_jacobian`, returning the outputs, the
     gradient `grad_<x>` and `<prefix>2<of>_<prefix><x>2` shaped `(N, *x.shape, *x.shape)`:
-    each element's block of the Hessian (an element's energy depends on its own x only). Of a
-    compiled program over a mesh and a nodal input x: a `Tangent` of the energy's gradient
-    (a scatter over the nodes), whose call gives the Hessian as a sparse matrix."""
+    each element's block of the Hessian (an element's energy depends on its own x only). (Of
+    a compiled program over a mesh: `irfuse.api.tangents.hessian`.)"""
     if not isinstance(of, str):
         raise UsageError(f"irfuse.hessian: of takes an output's name, not {of!r}")
-    if isinstance(source, Program) and wrt in source.nodal:
-        from irfuse.api.tangents import Tangent
-
-        gradient = grad(source, of=of, wrt=wrt, prefix="grad_")  # (the gradient by a nodal input: a scatter)
-        return Tangent(gradient, of=f"grad_{wrt}", wrt=wrt, who="irfuse.hessian")
     return _derivative(source, "hessian", wrt, filename, "irfuse.hessian", of=of, prefix=prefix)
-
-
-def _over_a_mesh(source, of: str) -> bool:
-    """Whether `source` is a compiled program over a mesh whose output `of` is nodal (its
-    Jacobian a sparse matrix, `irfuse.api.tangents.Tangent`); a source text over a mesh is
-    refused by name (its tangent is taken of the compiled program)."""
-    if isinstance(source, (Program, StagedProgram)):
-        return of in source.nodal
-    return False
 
 
 def _derivative(source, mode: str, wrt, filename, who: str, **how):

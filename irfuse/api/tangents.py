@@ -33,6 +33,31 @@ _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
 
 
+def jacobian(source, *, of: str, wrt, prefix: str = "d", filename: str | None = None):
+    """`irfuse.jacobian`: of a compiled program over a mesh and a nodal output `of`, a
+    `Tangent` (its call the sparse matrix d of / d wrt); else the per-element Jacobian
+    (`irfuse.api.jacobian`)."""
+    from irfuse.api import Program, StagedProgram
+    from irfuse.api import jacobian as per_element
+
+    if isinstance(source, (Program, StagedProgram)) and isinstance(of, str) and of in source.nodal:
+        return Tangent(source, of=of, wrt=wrt, who="irfuse.jacobian")
+    return per_element(source, of=of, wrt=wrt, prefix=prefix, filename=filename)
+
+
+def hessian(source, *, of: str, wrt: str, prefix: str = "d", filename: str | None = None):
+    """`irfuse.hessian`: of a compiled program over a mesh and a nodal input `wrt`, the
+    `Tangent` of the gradient of `of` (an energy summed over the elements) by `wrt`, whose
+    reverse derivative turns the gather of `wrt` into a scatter: its call the Hessian as a
+    sparse matrix; else the per-element Hessian (`irfuse.api.hessian`)."""
+    from irfuse.api import Program, StagedProgram, grad
+    from irfuse.api import hessian as per_element
+
+    if isinstance(source, (Program, StagedProgram)) and isinstance(wrt, str) and wrt in source.nodal:
+        return Tangent(grad(source, of=of, wrt=wrt, prefix="grad_"), of=f"grad_{wrt}", wrt=wrt, who="irfuse.hessian")
+    return per_element(source, of=of, wrt=wrt, prefix=prefix, filename=filename)
+
+
 class Tangent:
     """d `of` / d `wrt` of a compiled program over a mesh as a callable
     (`irfuse.jacobian(program, of="r", wrt="u")`, `irfuse.hessian(program, of="E",

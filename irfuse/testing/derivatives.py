@@ -302,7 +302,8 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
     (r(x + h v) - r(x - h v)) / 2h, node by node where the quotients of two steps agree (no
     kink). A pair the tangent refuses (an output that is no scatter's, nodal statements, an
     input gathered twice or in a loop, blocks that are not square) is listed with why."""
-    import irfuse
+    from irfuse.api import compile
+    from irfuse.api.tangents import tangent_matrix
     from irfuse.diagnostics import CompileError, UsageError
 
     program = program_of(frontend(Source(source, "<tangent check>")).module)
@@ -311,13 +312,13 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
         check.refused.append("not a program over a mesh")
         return check
     inputs, nodes = _inputs(program, n, seed)
-    compiled = irfuse.compile(source, backend="cpu", dtype="f64")
+    compiled = compile(source, backend="cpu", dtype="f64")
     rng = np.random.default_rng(seed + 2)
     for x in [k for k in compiled.inputs if k in compiled.nodal]:
         v = rng.uniform(-1.0, 1.0, np.shape(inputs[x]))
         for y in [k for k in compiled.outputs if k in compiled.nodal]:
             try:
-                matrix = irfuse.tangent_matrix(compiled, **inputs, wrt=x, of=y)
+                matrix = tangent_matrix(compiled, **inputs, wrt=x, of=y)
             except (CompileError, UsageError) as e:
                 check.refused.append(f"d{y}/d{x}: {e}")
                 continue
