@@ -31,6 +31,7 @@ from irfuse.mesh.assembly import SparsePattern, check_blocks, slot_rows
 
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
+ASSEMBLY_SEARCH = 400  # configurations the fusion search analyses for a tangent's assembly
 
 
 def jacobian(source, *, of: str, wrt, prefix: str = "d", filename: str | None = None):
@@ -96,7 +97,7 @@ def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None
     like = inputs[next(iter(jac.gathered))]  # (a gathered input: where the call runs)
     pairs = _pairs(pattern, like)
     inputs = {k: v for k, v in inputs.items() if k in jac.assembly.inputs}
-    dtype = np.dtype(jac.program.dtype)
+    dtype = np.dtype(program.dtype)
     if family == "numpy":
         data = _values_of(out, pattern, family) if out is not None else np.empty(pattern.nnz, dtype)
         if data.dtype != dtype:
@@ -176,30 +177,40 @@ class _Jacobian:
     input, the blocks' output, the options the program was compiled with."""
 
     def __init__(self, program, of: str, wrt: str, who: str):
-        from irfuse.api import compile, compiled_options
+        from irfuse.api import compiled_options
         from irfuse.driver.front import element_jacobian
 
         options = compiled_options(program, who)
         self.source = options.pop("source")
         self.of, self.wrt, self.who, self.compile_options = of, wrt, who, options
-        module, self.gathered, self.conn, self.out = element_jacobian(self.source, of, wrt, who)
-        self.program = compile(module, **options)
+        self.module, self.gathered, self.conn, self.out = element_jacobian(self.source, of, wrt, who)
         self.options = {k: options[k] for k in ("dtype", "backend", "profile", "arch") if k in options}
-        k, v = program.shapes[self.conn][0], tuple(program.shapes[wrt])
-        got = tuple(self.program.shapes[self.out])
-        if got != (k, *v, k, *v):
-            raise UsageError(f"{who}: '{of}' holds values shaped {tuple(program.shapes[of])} a node and '{wrt}' {v}: "
-                             "the blocks of a tangent matrix are square")
-        self._assembly = None
+        self._program = self._assembly = None
+
+    @property
+    def program(self):
+        """The per-element Jacobian compiled (the element blocks: `diagonal`)."""
+        if self._program is None:
+            from irfuse.api import compile
+
+            self._program = compile(self.module, **self.compile_options)
+        return self._program
 
     @property
     def assembly(self):
+        """The Jacobian adding its blocks into a matrix's values, compiled. Its plan is one
+        kernel and the scatter's, found among the first the search analyses: the search stops
+        after `ASSEMBLY_SEARCH` of them where the program's pipeline is the default (the same
+        kernels as the whole search on the P1 tangent, in a fifth of the time)."""
         if self._assembly is None:
             from irfuse.api import compile
-            from irfuse.driver.front import element_assembly
+            from irfuse.driver.front import element_assembly, search_budget
 
             module = element_assembly(self.source, self.of, self.wrt, self.who)[0]
-            self._assembly = compile(module, **self.compile_options)
+            options = dict(self.compile_options)
+            if options.get("pipeline") is None:
+                options["pipeline"] = search_budget(ASSEMBLY_SEARCH)
+            self._assembly = compile(module, **options)
         return self._assembly
 
 
@@ -253,7 +264,8 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
         inputs = {name: _torch_of(bound[nodal])[_indices(conns[c], device)]
                   for name, (nodal, c) in jac.gathered.items()}
         mask = None if fixed is None else _torch_of(fixed).to(device=device, dtype=torch.bool).reshape(-1)
-    inputs.update({name: bound[name] for name in jac.program.inputs if name not in inputs})
+    inputs.update({name: bound[name] for name in program.inputs
+                   if name not in inputs and name not in conns and name not in program.nodal})
     return jac, inputs, conns[jac.conn], tuple(np.shape(x)), family, mask
 
 
@@ -262,7 +274,7 @@ def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | Non
     tensor for GPU arrays and tensors; the scatter's `Connectivity`; the shape of `wrt`; the
     inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None)."""
     jac, inputs, conn, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, who)
-    blocks = jac.program(**inputs)[jac.out]
+    blocks = jac.program(**{k: v for k, v in inputs.items() if k in jac.program.inputs})[jac.out]
     if family != "numpy":
         blocks = _torch_of(blocks)
     e, k = conn.shape

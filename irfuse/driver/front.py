@@ -106,7 +106,22 @@ def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dic
         raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}' (the connectivity '{of}' is "
                          f"scattered through); it is gathered {len(names)} time(s)")
     jac = jacobian_program(elements, elements.outputs[0], names, default_library(), who=who)
+    shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
+    k, v = shapes[conn][0], shapes[wrt]
+    of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
+    if of_shape != v:
+        raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {v}: the blocks of a "
+                         "tangent matrix are square")
     return ModuleOp([jac]), gathered, conn, jac.outputs[-1]
+
+
+def search_budget(budget: int) -> str:
+    """The default pipeline with the fusion search stopped after `budget` analysed
+    configurations: for generated programs whose plan is found among the first (a whole
+    phase is analysed first), such as a tangent's assembly."""
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    return DEFAULT_PIPELINE.replace("fuse-partition", f"fuse-partition{{budget={int(budget)}}}", 1)
 
 
 def element_assembly(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dict, str]:
