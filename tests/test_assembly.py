@@ -73,6 +73,12 @@ def test_the_pattern_holds_every_element_pair_and_each_diagonal_in_valid_csr(k, 
         assert np.array_equal(p.indices[runs + d - 1], conn[e][b] * d + d - 1)
     assert np.array_equal(p.indices[p.diagonal], np.arange(nodes * d))
     assert np.array_equal(p.rows()[p.diagonal], np.arange(nodes * d))
+    torch = pytest.importorskip("torch")  # (the same pattern made with PyTorch, as on a GPU)
+    same = sparse_pattern(torch.from_numpy(conn), nodes, d)
+    for name in ("pairs", "indptr", "indices", "diagonal"):
+        want = getattr(p, name)
+        got = getattr(same, name).numpy()
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
     blocks = rng.standard_normal((60, k, d, k, d))
     got = assemble(blocks, conn, nodes)
     np.testing.assert_allclose(got.toarray(), _dense(blocks, conn, nodes), rtol=1e-13, atol=1e-13)

@@ -1702,6 +1702,10 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     prepared = Connectivity(torch.from_numpy(conn).cuda(), len(X))
     args = (t["X"], t["u"], prepared, t["dN"], 1.5, 0.75)
     M = irfuse.tangent_matrix(prog, *args, wrt="u")
+    made_here, on_host = prepared.sparse_pattern(3), Connectivity(conn, len(X)).sparse_pattern(3)
+    for name in ("pairs", "indptr", "indices", "diagonal"):  # (the pattern made on the GPU: the host's)
+        assert getattr(made_here, name).is_cuda
+        assert np.array_equal(getattr(made_here, name).cpu().numpy(), getattr(on_host, name)), name
     assert M.layout == torch.sparse_csr and M.is_cuda and M.col_indices().dtype == torch.int32
     blocks = _element_blocks(prog, args, {}, "u", None, None, "test")[0]
     want = assemble(blocks.cpu().numpy(), conn, len(X))  # (the blocks stored, then added)

@@ -99,6 +99,7 @@ def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None
     inputs = {k: v for k, v in inputs.items() if k in jac.assembly.inputs}
     dtype = np.dtype(program.dtype)
     if family == "numpy":
+        pattern = pattern.host()
         data = _values_of(out, pattern, family) if out is not None else np.empty(pattern.nnz, dtype)
         if data.dtype != dtype:
             raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {dtype}")
@@ -302,9 +303,11 @@ def _pairs(pattern: SparsePattern, like):
     kept = pattern.kept.get(key)
     if kept is None:
         if isinstance(like, np.ndarray) or like.device.type != "cuda":
-            kept = Connectivity(pattern.pairs, pattern.runs)
+            kept = Connectivity(pattern.host().pairs, pattern.runs)
+        elif not isinstance(pattern.pairs, np.ndarray) and pattern.pairs.device == like.device:
+            kept = Connectivity(pattern.pairs, pattern.runs)  # (made on this GPU: prepared there)
         else:
-            kept = Connectivity(_torch().tensor(pattern.pairs, device=like.device), pattern.runs)
+            kept = Connectivity(_torch().tensor(pattern.host().pairs, device=like.device), pattern.runs)
         pattern.kept[key] = kept
     return kept
 
@@ -315,10 +318,14 @@ def _on(pattern: SparsePattern, device) -> dict:
     kept = pattern.kept.get(key)
     if kept is None:
         torch = _torch()
-        kept = pattern.kept[key] = {
-            "indptr": torch.tensor(pattern.indptr, device=device),
-            "indices": torch.tensor(pattern.indices, device=device),
-            "diagonal": torch.tensor(pattern.diagonal, device=device).long()}
+        if not isinstance(pattern.indices, np.ndarray) and pattern.indices.device == device:
+            kept = {"indptr": pattern.indptr, "indices": pattern.indices, "diagonal": pattern.diagonal.long()}
+        else:
+            host = pattern.host()
+            kept = {"indptr": torch.tensor(host.indptr, device=device),
+                    "indices": torch.tensor(host.indices, device=device),
+                    "diagonal": torch.tensor(host.diagonal, device=device).long()}
+        pattern.kept[key] = kept
     return kept
 
 

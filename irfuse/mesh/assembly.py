@@ -41,7 +41,8 @@ class SparsePattern:
         self.indptr, self.indices, self.diagonal = indptr, indices, diagonal
         self.kept: dict = {}
         for a in (pairs, indptr, indices, diagonal):
-            a.flags.writeable = False
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -57,47 +58,104 @@ class SparsePattern:
         return self.nnz // self.d
 
     def rows(self) -> np.ndarray:
-        """The row of each CSR entry (made when first asked for: Dirichlet conditions)."""
+        """The row of each CSR entry, on the host (made when first asked for: Dirichlet
+        conditions)."""
         if "rows" not in self.kept:
-            self.kept["rows"] = np.repeat(np.arange(self.shape[0], dtype=self.indices.dtype), np.diff(self.indptr))
+            host = self.host()
+            self.kept["rows"] = np.repeat(np.arange(self.shape[0], dtype=host.indices.dtype), np.diff(host.indptr))
         return self.kept["rows"]
+
+    def host(self) -> SparsePattern:
+        """This pattern with NumPy arrays (itself where they are; else copied once and kept)."""
+        if isinstance(self.indices, np.ndarray):
+            return self
+        if "host" not in self.kept:
+            self.kept["host"] = SparsePattern(self.nodes, self.d, *(a.cpu().numpy() for a in (
+                self.pairs, self.indptr, self.indices, self.diagonal)))
+        return self.kept["host"]
 
     def __repr__(self) -> str:
         return f"SparsePattern({self.shape[0]} x {self.shape[1]}, {self.nnz} entries)"
 
 
-def sparse_pattern(conn: np.ndarray, nodes: int, d: int) -> SparsePattern:
+def sparse_pattern(conn, nodes: int, d: int) -> SparsePattern:
     """The pattern of `conn`'s (E, K) matrix of D x D blocks over `nodes` nodes (see the
-    module); `conn` checked already."""
-    conn = np.asarray(conn)
-    e, k = conn.shape
-    c = conn.astype(np.int64)
+    module); `conn` checked already: a NumPy array, or a PyTorch tensor (on a GPU: the
+    pattern made there, its arrays tensors on that GPU, the same entries as the host's)."""
+    x = _Arrays(conn)
+    e, k = tuple(conn.shape)
+    c = x.int64(conn)
     keys = (c[:, :, None] * nodes + c[:, None, :]).reshape(-1)  # (e, a, b): node of a, node of b
-    own = np.arange(nodes, dtype=np.int64) * (nodes + 1)
-    unique, inverse = np.unique(np.concatenate([keys, own]), return_inverse=True)
-    block_rows, block_cols = np.divmod(unique, nodes)
-    starts = np.zeros(nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(block_rows, minlength=nodes), out=starts[1:])
-    length = np.diff(starts)  # blocks in each node row
+    own = x.arange(nodes) * (nodes + 1)
+    unique, inverse = x.unique(x.cat(keys, own))
+    block_rows, block_cols = unique // nodes, unique % nodes
+    starts = x.zeros(nodes + 1)
+    starts[1:] = x.cumsum(x.bincount(block_rows, nodes))
+    length = starts[1:] - starts[:-1]  # blocks in each node row
     total = len(unique) * d * d
-    index = np.int32 if nodes * d < 2**31 and total < 2**31 else np.int64
-    i = np.arange(d, dtype=np.int64)
-    # Block p of node row n, row i: run starts[n] * d + i * length[n] + (p - starts[n]).
-    first = starts[block_rows] * (d - 1)  # (starts[n] * d - starts[n])
-    run = (first + np.arange(len(unique)))[None, :] + i[:, None] * length[block_rows][None, :]  # (d, blocks)
-    p = inverse[:len(keys)].reshape(e, k, k)
-    pairs = run[:, p].transpose(1, 2, 0, 3).reshape(e, k * d * k)  # slot (a, i, b)
     if total // d >= 2**31:
         raise UsageError(f"a sparse matrix of {total} entries: its runs of {d} are numbered in 32 bits")
-    indices = np.empty(total, dtype=index)
-    indices.reshape(-1, d)[run.reshape(-1)] = (np.repeat(block_cols[None, :], d, axis=0).reshape(-1)[:, None] * d
-                                               + i[None, :])
-    indptr = np.empty(nodes * d + 1, dtype=index)
+    wide = not (nodes * d < 2**31 and total < 2**31)
+    i = x.arange(d)
+    # Block p of node row n, row i: run starts[n] * d + i * length[n] + (p - starts[n]).
+    first = starts[block_rows] * (d - 1)  # (starts[n] * d - starts[n])
+    run = (first + x.arange(len(unique)))[None, :] + i[:, None] * length[block_rows][None, :]  # (d, blocks)
+    p = inverse[:len(keys)].reshape(e, k, k)
+    pairs = x.index(x.permute(run[:, p], (1, 2, 0, 3)).reshape(e, k * d * k), False)  # slot (a, i, b)
+    indices = x.zeros(total)
+    indices.reshape(-1, d)[run.reshape(-1)] = (block_cols[None, :] * d + x.zeros(d)[:, None]).reshape(-1)[:, None] + \
+        i[None, :]
+    indptr = x.zeros(nodes * d + 1)
     indptr[:-1] = (starts[:-1, None] * d * d + i[None, :] * length[:, None] * d).reshape(-1)
     indptr[-1] = total
-    own_block = np.searchsorted(unique, own)  # each node's diagonal block
-    diagonal = (run[:, own_block].T * d + i[None, :]).reshape(-1).astype(index)  # (node, i): entry i of its run
-    return SparsePattern(nodes, d, pairs.astype(np.int32), indptr, indices, diagonal)
+    own_block = x.searchsorted(unique, own)  # each node's diagonal block
+    diagonal = (x.permute(run[:, own_block], (1, 0)) * d + i[None, :]).reshape(-1)  # (node, i): entry i of its run
+    return SparsePattern(nodes, d, pairs, x.index(indptr, wide), x.index(indices, wide), x.index(diagonal, wide))
+
+
+class _Arrays:
+    """What `sparse_pattern` asks of NumPy and of PyTorch (its tensors' device), alike."""
+
+    def __init__(self, like):
+        self.torch = None if isinstance(like, np.ndarray) else __import__("torch")
+        self.device = None if self.torch is None else like.device
+
+    def int64(self, a):
+        return a.astype(np.int64) if self.torch is None else a.to(self.torch.int64)
+
+    def arange(self, n: int):
+        return np.arange(n, dtype=np.int64) if self.torch is None else self.torch.arange(
+            n, dtype=self.torch.int64, device=self.device)
+
+    def zeros(self, n: int):
+        return np.zeros(n, dtype=np.int64) if self.torch is None else self.torch.zeros(
+            n, dtype=self.torch.int64, device=self.device)
+
+    def cat(self, a, b):
+        return np.concatenate([a, b]) if self.torch is None else self.torch.cat([a, b])
+
+    def unique(self, a):
+        if self.torch is None:
+            return np.unique(a, return_inverse=True)
+        return self.torch.unique(a, sorted=True, return_inverse=True)
+
+    def bincount(self, a, n: int):
+        return np.bincount(a, minlength=n) if self.torch is None else self.torch.bincount(a, minlength=n)
+
+    def cumsum(self, a):
+        return np.cumsum(a) if self.torch is None else self.torch.cumsum(a, 0)
+
+    def searchsorted(self, a, v):
+        return np.searchsorted(a, v) if self.torch is None else self.torch.searchsorted(a, v)
+
+    def permute(self, a, axes):
+        return a.transpose(axes) if self.torch is None else a.permute(*axes)
+
+    def index(self, a, wide: bool):
+        """`a` as index words: int64 where `wide`, else int32."""
+        if self.torch is None:
+            return np.ascontiguousarray(a, dtype=np.int64 if wide else np.int32)
+        return a.to(self.torch.int64 if wide else self.torch.int32).contiguous()
 
 
 def check_blocks(blocks, conn_shape: tuple[int, int], who: str = "assemble") -> int:

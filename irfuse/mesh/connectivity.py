@@ -104,11 +104,11 @@ class Connectivity:
 
     def sparse_pattern(self, d: int):
         """The pattern of its matrix of D x D blocks over the nodes (`irfuse.mesh.assembly`),
-        made the first time it is asked for and kept."""
+        made the first time it is asked for and kept: on its GPU where it was prepared there."""
         from irfuse.mesh.assembly import sparse_pattern
 
         if d not in self._patterns:
-            self._patterns[d] = sparse_pattern(self.conn, self.nodes, d)
+            self._patterns[d] = sparse_pattern(self._gpu[0] if self._gpu is not None else self.conn, self.nodes, d)
         return self._patterns[d]
 
     def __getstate__(self) -> dict:
