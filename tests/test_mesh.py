@@ -287,3 +287,30 @@ def test_the_morton_order_made_by_pytorch_is_the_hosts(numbering):
     got_nodes = morton_order_on_gpu(torch.from_numpy(X))
     assert np.array_equal(got_nodes.numpy(), node_order)
     assert np.array_equal(element_order_on_gpu(torch.from_numpy(conn), got_nodes).numpy(), element_order)
+
+
+def test_host_preparation_with_pytorch_is_numpys_entry_for_entry():
+    """Where PyTorch is at hand, a host `Connectivity`'s scatter order and a Morton `reorder`
+    run its CPU ops (`irfuse.mesh.on_gpu.inverse_on_host`, `morton_on_host`): the same arrays
+    as NumPy's, on structured and random numberings and on connectivities with repeated and
+    unused nodes."""
+    torch = pytest.importorskip("torch")  # (imported: the host path takes it)
+    from irfuse.mesh import box_tetrahedra
+    from irfuse.mesh.on_gpu import inverse_on_host, morton_on_host
+    from irfuse.mesh.order import _morton_order
+    from irfuse.mesh.scatter import _inverse
+
+    assert torch is not None
+    rng = np.random.default_rng(5)
+    meshes = [box_tetrahedra(5), box_tetrahedra(5, numbering="random", seed=3)]
+    for X, conn in meshes:
+        made = inverse_on_host(conn.astype(np.int32), len(X))
+        assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(made, _inverse(conn, len(X))))
+        node_order, element_order = morton_on_host(conn, X)
+        assert np.array_equal(node_order, _morton_order(X))
+        renamed = np.sort(np.argsort(node_order)[conn], axis=1)
+        assert np.array_equal(element_order, np.lexsort(renamed.T[::-1]))
+    odd = rng.integers(0, 40, size=(300, 4)).astype(np.int32)
+    odd[::3, 1] = odd[::3, 0]
+    made = inverse_on_host(odd, 57)
+    assert all(np.array_equal(a, b) for a, b in zip(made, _inverse(odd, 57)))

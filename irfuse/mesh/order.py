@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.on_gpu import checked_on_gpu, element_order_on_gpu, gpu_tensor, morton_order_on_gpu
+from irfuse.mesh.on_gpu import checked_on_gpu, element_order_on_gpu, gpu_tensor, morton_on_host, morton_order_on_gpu
 
 METHODS = ("rcm", "morton")
 
@@ -90,6 +90,9 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     if method == "morton":
         if coords is None:
             raise UsageError("reorder: method 'morton' needs the node coordinates (coords=)")
+        made = morton_on_host(conn, coords)  # (with PyTorch on the CPU, where it is at hand)
+        if made is not None:
+            return made
         node_order = _morton_order(coords)
     else:
         node_order = _reverse_cuthill_mckee(conn, nodes)
