@@ -234,3 +234,22 @@ def test_the_neo_hookean_newton_example_converges_to_an_independent_solve():
         want[~fixed] = found.x
     assert np.abs(_neo_hookean_forces(X, u, conn, 1.0, 0.5)[~fixed]).max() < 1e-9
     np.testing.assert_allclose(u, want, rtol=0, atol=1e-10)
+
+
+def test_the_operator_of_a_program_of_passes_is_its_central_difference():
+    """`irfuse.linear_operator` of the explicit step (a `StagedProgram`: nodal statements, three
+    passes), d v1 / d u at fixed inputs: its products are the step's central differences."""
+    X, conn = box_tetrahedra(3)
+    step = irfuse.compile(f"{ROOT}/examples/mesh/explicit_step.kas", backend="cpu", dtype="f64")
+    rng = np.random.default_rng(0)
+    u, v = 1e-3 * rng.standard_normal(X.shape), 1e-2 * rng.standard_normal(X.shape)
+    m, prepared = rng.uniform(0.5, 1.5, len(X)), Connectivity(conn, len(X))
+    args = (X, u, v, m, prepared, DN, LAM, MU, 1e-3)
+    op = irfuse.linear_operator(step, *args, wrt="u", of="v1")
+    w = rng.standard_normal(X.size)
+    h = 1e-6
+    up = step(X, u + h * w.reshape(X.shape), *args[2:]).v1
+    down = step(X, u - h * w.reshape(X.shape), *args[2:]).v1
+    np.testing.assert_allclose(op.matvec(w), ((up - down) / (2 * h)).reshape(-1), rtol=0, atol=1e-9)
+    with pytest.raises(irfuse.UsageError, match="nodal statements|compiled program over a mesh"):
+        irfuse.tangent_matrix(step, *args, wrt="u", of="v1")
