@@ -195,3 +195,5 @@ def test_jacobian_and_hessian_of_a_mesh_program_are_sparse_tangents():
     assert abs(H - want).max() < 1e-12 * abs(want).max()
     with pytest.raises(irfuse.UsageError, match="wrt is a nodal input"):
         irfuse.jacobian(prog, of="r", wrt="lam")
+    with pytest.raises(irfuse.UsageError, match="irfuse.jacobian of the compiled program"):
+        irfuse.jacobian(f"{ROOT}/examples/mesh/p1_residual.kas", of="r", wrt="u")

@@ -121,7 +121,10 @@ def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, p
     y = ret.values[outputs.index(of)]
     if not differentiable(y) or of in program.nodal or is_uniform(y):
         raise UsageError(f"{where}: output '{of}' is not a per-element value (a mask, nodal or one for the batch): "
-                         "it has no per-element Jacobian")
+                         "it has no per-element Jacobian" + (
+                             "; a nodal output's tangent over the mesh is a sparse matrix: irfuse.jacobian of the "
+                             "compiled program (irfuse.compile), or irfuse.tangent_matrix" if of in program.nodal
+                             else ""))
     names = list(names) or [f"{prefix}{of}_{prefix}{x}" for x in wrt]
     check_derivative_names(program, wrt, prefix, where, "Jacobian", names)
     args = program.body.block.args
