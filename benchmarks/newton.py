@@ -29,7 +29,6 @@ CG iterations of each load step, and the largest difference of the final displac
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

@@ -31,9 +31,10 @@ def solve(cubes: int = 6, steps: int = 4, stretch: float = 0.3, backend: str = "
           mu: float = 0.5, atol: float = 1e-10, newton: int = 20):
     """(coordinates, connectivity, the displacement at the last load step, the fixed
     components, [(Newton steps, CG steps)] for each load step)."""
+    from scipy.sparse.linalg import LinearOperator, cg
+
     import irfuse
     from irfuse.mesh import Connectivity, box_tetrahedra
-    from scipy.sparse.linalg import LinearOperator, cg
 
     X, conn = box_tetrahedra(cubes)
     prepared = Connectivity(conn, len(X))
@@ -60,7 +61,7 @@ def solve(cubes: int = 6, steps: int = 4, stretch: float = 0.3, backend: str = "
             jacobi = LinearOperator(tangent.shape, matvec=lambda v, d=diagonal: v / d)
             counter = []
             du, info = cg(tangent, -r.reshape(-1), rtol=1e-12, atol=atol * 1e-2, M=jacobi,
-                          callback=lambda _: counter.append(1))
+                          callback=lambda _, counter=counter: counter.append(1))
             if info != 0:
                 raise RuntimeError(f"load step {step}: CG did not converge (info {info})")
             u += du.reshape(u.shape)
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
     ap.add_argument("--stretch", type=float, default=0.3)
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     a = ap.parse_args(argv)
-    X, conn, u, fixed, counts = solve(a.cubes, a.steps, a.stretch, a.backend)
+    X, conn, u, _, counts = solve(a.cubes, a.steps, a.stretch, a.backend)
     for k, (n, c) in enumerate(counts, 1):
         print(f"load step {k}: {n} Newton steps, {c} CG steps")
     side = np.isclose(X[:, 0], 1.0)

@@ -27,7 +27,7 @@ import numpy as np
 from irfuse.api.arguments import bind_inputs
 from irfuse.api.device_arrays import device_array
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.assembly import SparsePattern, check_blocks, slot_rows
+from irfuse.mesh.assembly import SparsePattern, check_blocks
 
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
