@@ -27,7 +27,7 @@ import numpy as np
 from irfuse.api.arguments import bind_inputs
 from irfuse.api.device_arrays import device_array
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.assembly import SparsePattern, check_blocks
+from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks
 
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
@@ -105,8 +105,7 @@ def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None
             raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {dtype}")
         jac.assembly(**inputs, pairs=pairs, nodes=pattern.runs, out=data.reshape(pattern.runs, *shape[1:]))
         if mask is not None:
-            data[mask[pattern.rows()] | mask[pattern.indices]] = 0
-            data[pattern.diagonal[mask]] = 1
+            apply_fixed(data, pattern, mask)
         if out is not None:
             return out
         from scipy import sparse
@@ -153,7 +152,7 @@ def diagonal(program, *arrays, wrt: str, of: str | None = None, fixed=None, **na
     nodal array shaped as `wrt` in its family, each entry its elements' blocks' diagonal
     entries added in the scatter's fixed order (to rounding the matrix's: another order of
     the same sums); 1 at `fixed` components."""
-    blocks, conn, shape, family, mask = _element_blocks(program, arrays, named, wrt, of, fixed, "diagonal")
+    blocks, conn, shape, family, mask, jac = _element_blocks(program, arrays, named, wrt, of, fixed, "diagonal")
     check_blocks(blocks, conn.shape, "diagonal")
     # Row (a, i)'s diagonal entry: the block entries (a, i, b, i) of every b naming a's node
     # (b = a alone but where an element names a node twice), added in ascending b.
@@ -164,7 +163,7 @@ def diagonal(program, *arrays, wrt: str, of: str | None = None, fixed=None, **na
         index = _indices(conn, blocks.device)
         same = index[:, :, None] == index[:, None, :]
         rows = blocks.diagonal(dim1=2, dim2=4).where(same[..., None], 0).sum(dim=2)
-    sums = _scatter(rows, conn, shape[0], program).reshape(shape)
+    sums = _scatter(rows, conn, shape[0], jac.options).reshape(shape)
     if mask is not None:
         mask = mask.reshape(shape)
         sums = np.where(mask, 1.0, sums).astype(sums.dtype) if family == "numpy" else sums.masked_fill_(mask, 1)
@@ -273,14 +272,15 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
 def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
     """(each element's block of d of / d wrt (E, K, D, K, D): a NumPy array, or a PyTorch
     tensor for GPU arrays and tensors; the scatter's `Connectivity`; the shape of `wrt`; the
-    inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None)."""
+    inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None; the
+    program's `_Jacobian`)."""
     jac, inputs, conn, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, who)
     blocks = jac.program(**{k: v for k, v in inputs.items() if k in jac.program.inputs})[jac.out]
     if family != "numpy":
         blocks = _torch_of(blocks)
     e, k = conn.shape
     d = int(np.prod(shape[1:], dtype=np.int64))
-    return blocks.reshape(e, k, d, k, d), conn, shape, family, mask
+    return blocks.reshape(e, k, d, k, d), conn, shape, family, mask, jac
 
 
 def _indices(conn, device):
@@ -364,14 +364,13 @@ def _values_of(out, pattern: SparsePattern, family: str, kept: dict | None = Non
     return values
 
 
-def _scatter(rows, conn, nodes: int, program, out=None):
+def _scatter(rows, conn, nodes: int, options: dict):
     """`rows` (E, K, *size) added over `conn` (a `Connectivity`) by a compiled scatter in the
-    program's options (kept per shape and options): (nodes, *size) on `rows`' side, or into
-    `out` (a flat array of as many values)."""
+    options of a program (`_Jacobian.options`; kept per shape and options): (nodes, *size) on
+    `rows`' side."""
     from irfuse.api import compile
 
     slots, size = rows.shape[1], int(np.prod(rows.shape[2:], dtype=np.int64))
-    options = _jacobian_options(program)
     key = (slots, size, tuple(sorted(options.items())))
     prog = _SCATTERS.get(key)
     if prog is None:
@@ -380,21 +379,10 @@ def _scatter(rows, conn, nodes: int, program, out=None):
                   "sums = scatter(rows, conn);\nreturn sums;\n")
         prog = _SCATTERS[key] = compile(source, **options)
     flat = rows.reshape(rows.shape[0], slots) if size == 1 else rows.reshape(rows.shape[0], slots, size)
-    if out is not None:
-        into = out.numpy() if not isinstance(out, np.ndarray) and out.device.type == "cpu" else out
-        prog(flat, conn, nodes=nodes, out=into.reshape(nodes) if size == 1 else into.reshape(nodes, size))
-        return out
     sums = prog(flat, conn, nodes=nodes).sums
     if not isinstance(rows, np.ndarray):
         sums = _torch_of(sums)
     return sums.reshape(nodes, *rows.shape[2:])
-
-
-def _jacobian_options(program) -> dict:
-    kept = _JACOBIANS.get(program) or {}
-    for jac in kept.values():
-        return jac.options
-    return {}
 
 
 def _family(a) -> str:

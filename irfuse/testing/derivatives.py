@@ -257,6 +257,15 @@ def differentiable_inputs(program) -> list[str]:
             if not isinstance(a.type, (MaskType, IndexType))]
 
 
+def against_differences(got, fine, coarse, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """(where the program is smooth: the central differences of the two steps `STEPS` agree
+    and all is finite; where `got` differs there from the fine difference beyond `rtol` and
+    the two quotients' own disagreement)."""
+    scale = np.maximum(np.abs(fine), np.abs(coarse)) + 1.0
+    smooth = np.isfinite(fine) & np.isfinite(coarse) & np.isfinite(got) & (np.abs(fine - coarse) <= 1e-4 * scale)
+    return smooth, smooth & (np.abs(got - fine) > rtol * scale + 1e-3 * np.abs(fine - coarse))
+
+
 def jvp_against_differences(source: str, n: int = 64, seed: int = 0, rtol: float = 1e-5) -> DerivativeCheck:
     """Checks the forward derivative of KAS `source` along all its differentiable inputs on
     `n` random elements (inputs uniform in [-1, 1), tangents too; a mesh's connectivities as
@@ -282,11 +291,9 @@ def jvp_against_differences(source: str, n: int = 64, seed: int = 0, rtol: float
         out = DerivativeCheck()
         for name in program.outputs:
             t, f, c = np.asarray(got["d" + name]), fine[name], coarse[name]
-            scale = np.maximum(np.abs(f), np.abs(c)) + 1.0
-            smooth = np.isfinite(f) & np.isfinite(c) & np.isfinite(t) & (np.abs(f - c) <= 1e-4 * scale)
+            smooth, bad = against_differences(t, f, c, rtol)
             out.skipped += int(np.size(f) - np.count_nonzero(smooth))
             out.compared += int(np.count_nonzero(smooth))
-            bad = smooth & (np.abs(t - f) > rtol * scale + 1e-3 * np.abs(f - c))
             if np.any(bad):
                 where = np.argwhere(bad)[0]
                 k = tuple(int(i) for i in where)
@@ -331,10 +338,7 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
             with np.errstate(all="ignore"):
                 fine, coarse = moved(STEPS[0]), moved(STEPS[1])
                 got = np.asarray(matrix @ v.reshape(-1)).reshape(fine.shape)
-                scale = np.maximum(np.abs(fine), np.abs(coarse)) + 1.0
-                smooth = np.isfinite(fine) & np.isfinite(coarse) & np.isfinite(got) & (
-                    np.abs(fine - coarse) <= 1e-4 * scale)
-                bad = smooth & (np.abs(got - fine) > rtol * scale + 1e-3 * np.abs(fine - coarse))
+                _, bad = against_differences(got, fine, coarse, rtol)
             if np.any(bad):
                 k = tuple(int(i) for i in np.argwhere(bad)[0])
                 check.mismatches.append(f"d{y}/d{x} at {list(k)}: M v {got[k]!r}, central difference {fine[k]!r}")
