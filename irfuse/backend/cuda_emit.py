@@ -852,27 +852,51 @@ class KernelEmitter:
         else:
             stage = f"irf_sct{j}"
             self.block_arrays.append((stage, self.by * size))
-            self.line(self.per_thread(op.value, lambda index, r, w: f"{stage}[{index}] = {r}[{w}];", None))
-            self.open[-1].append(BARRIER)
             at = lambda s: f"{stage}[({s}) * {row} + irf_c]"  # noqa: E731
             whole = f"{stage}[irf_i]"
-        per_group, bases = group * k, f"irf_bases{j}"
+        per_group, bases, members = group * k, f"irf_bases{j}", f"irf_members{j}"
+        # The block's stretch of the scatter order (its groups' partial bases, its slots'
+        # members, its partials' firsts) staged in shared memory first, read coalesced and
+        # once: read where it lies, each partial's run is two dependent global loads, which
+        # at a tangent's occupancy left the threads waiting most of the kernel.
+        order = f"irf_ord{j}"
+        order_bytes = 4 * (self.by // group + 2) + 2 * self.by * k
+        self.block_arrays.append((order, -(-order_bytes // self.itemsize)))
+        stretch = [
+            f"    int* const irf_sb = (int*){order};  // the groups' first partials, from the block's first",
+            f"    unsigned char* const irf_sm = (unsigned char*)(irf_sb + {self.by // group + 2});  // members",
+            f"    unsigned char* const irf_sf = irf_sm + {self.by * k};  // firsts",
+            f"    const long long irf_g0 = first / {group};",
+            f"    const int irf_groups = (count + {group - 1}) / {group};",
+            f"    const long long irf_p0 = {bases}[irf_g0];"]
         for text in [
-                f"  if (irf_members{j} == nullptr) {{  // (atomics: every row as it is)",
+                f"  if ({members} != nullptr) {{  // the block's scatter order into shared memory",
+                *stretch,
+                f"    for (int irf_i = tid; irf_i <= irf_groups; irf_i += {nt}) "
+                f"irf_sb[irf_i] = (int)({bases}[irf_g0 + irf_i] - irf_p0);",
+                f"    for (int irf_i = tid; irf_i < count * {k}; irf_i += {nt}) "
+                f"irf_sm[irf_i] = {members}[first * {k} + irf_i];",
+                f"    const int irf_parts = (int)({bases}[irf_g0 + irf_groups] - irf_p0);",
+                f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) irf_sf[irf_i] = irf_firsts{j}[irf_p0 + irf_i];",
+                "  }"]:
+            self.line(text)
+        if not place.is_shared:  # (the rows staged too, before the same barrier)
+            self.line(self.per_thread(op.value, lambda index, r, w: f"irf_sct{j}[{index}] = {r}[{w}];", None))
+        self.open[-1].append(BARRIER)
+        for text in [
+                f"  if ({members} == nullptr) {{  // (atomics: every row as it is)",
                 f"    for (int irf_i = tid; irf_i < count * {size}; irf_i += {nt}) "
                 f"{dst}[first * {size} + irf_i] = {whole};",
                 "  } else {  // one thread a partial of the block's groups",
-                f"    const long long irf_g0 = first / {group};",
-                f"    const int irf_groups = (count + {group - 1}) / {group};",
-                f"    const long long irf_p0 = {bases}[irf_g0];",
-                f"    const int irf_parts = (int)({bases}[irf_g0 + irf_groups] - irf_p0);",
+                *stretch,
+                "    const int irf_parts = irf_sb[irf_groups];",
+                "    int irf_g = 0;  // the group in the block of the thread's partial: its partials rise",
                 f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) {{",
                 "      const long long irf_p = irf_p0 + irf_i;",
-                "      int irf_g = 0;  // its group in the block",
-                f"      while (irf_g + 1 < irf_groups && {bases}[irf_g0 + irf_g + 1] <= irf_p) ++irf_g;",
-                f"      const unsigned char* const irf_m = irf_members{j} + (irf_g0 + irf_g) * {per_group};",
-                f"      const int irf_b = irf_g * {per_group}, irf_m0 = irf_firsts{j}[irf_p];",
-                f"      const int irf_m1 = irf_p + 1 < {bases}[irf_g0 + irf_g + 1] ? irf_firsts{j}[irf_p + 1] : "
+                "      while (irf_g + 1 < irf_groups && irf_sb[irf_g + 1] <= irf_i) ++irf_g;",
+                f"      const unsigned char* const irf_m = irf_sm + irf_g * {per_group};",
+                f"      const int irf_b = irf_g * {per_group}, irf_m0 = irf_sf[irf_i];",
+                "      const int irf_m1 = irf_i + 1 < irf_sb[irf_g + 1] ? irf_sf[irf_i + 1] : "
                 f"count * {k} - irf_b < {per_group} ? count * {k} - irf_b : {per_group};",
                 *("      " + line for line in partial_sum(at, dst, row)),
                 "    }",
