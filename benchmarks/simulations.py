@@ -29,7 +29,6 @@ residual on 6 CUBES^3 tetrahedra, a call back to back against its kernels alone.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

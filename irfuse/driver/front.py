@@ -107,7 +107,7 @@ def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dic
                          f"scattered through); it is gathered {len(names)} time(s)")
     jac = jacobian_program(elements, elements.outputs[0], names, default_library(), who=who)
     shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
-    k, v = shapes[conn][0], shapes[wrt]
+    v = shapes[wrt]
     of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
     if of_shape != v:
         raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {v}: the blocks of a "

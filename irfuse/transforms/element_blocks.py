@@ -72,7 +72,7 @@ def assembly_program(jacobian: ProgramOp, blocks: str, library, who: str = "tang
     (`irfuse.mesh.assembly`). The block is never stored: the kernel that computes it adds its
     slots in the scatter's groups. The program's other outputs and what only they read are
     dropped."""
-    from irfuse.dialects.kas import IndexType, ReturnOp
+    from irfuse.dialects.kas import IndexType
     from irfuse.transforms.forward_mode import DerivativeBuilder
 
     clone = jacobian.clone()
