@@ -108,6 +108,48 @@ def test_nodes_no_element_names_come_last_and_components_each_start_anew():
     assert one.tolist() == [[0, 0, 0, 0]]  # one node, repeated in its element
 
 
+@pytest.mark.parametrize("k, elements, nodes, seed", [
+    (4, 6 * 5**3, None, 0), (4, 1000, 50, 1), (3, 777, 400, 2), (8, 513, 900, 3), (10, 300, 2000, 4),
+    (5, 1, 3, 5), (27, 40, 5000, 6), (1, 700, 20, 7), (4, 0, 9, 8), (48, 37, 300, 9), (2, 5000, 1, 10)])
+def test_the_compiled_scatter_order_is_the_sorting_ones_entry_for_entry(k, elements, nodes, seed):
+    """`irfuse.mesh.native` numbers the partials in one pass (first sight of a node in its
+    group): the same arrays as the NumPy sorts, with nodes repeated within an element and a
+    group, nodes no element names, no elements, and groups of up to 256 slots."""
+    from irfuse.mesh.native import scatter_order
+    from irfuse.mesh.scatter import ScatterInverse, _group_of, _inverse
+
+    rng = np.random.default_rng(seed)
+    if nodes is None:
+        X, conn = mesh.box_tetrahedra(5, numbering="random", seed=seed)
+        nodes = len(X)
+    else:
+        conn = rng.integers(0, nodes, (elements, k)).astype(np.int32)
+    got = scatter_order(conn, nodes, _group_of(k) * k)
+    assert got is not None, "the host C++ compiler builds the helper"
+    for name, w, g in zip(ScatterInverse._fields, _inverse(conn, nodes), got):
+        assert g.dtype == w.dtype and np.array_equal(g, w), name
+
+
+def test_without_the_compiled_helper_the_scatter_order_is_made_by_arrays(monkeypatch):
+    """`IRFUSE_MESH_NATIVE=0`, or a `CXX` that is no compiler, leaves the compiled helper out
+    (no error): `Connectivity` and `inverse_connectivity` make the same order with arrays."""
+    from irfuse.mesh import native
+    from irfuse.mesh.scatter import _inverse
+
+    X, conn = mesh.box_tetrahedra(3, numbering="random", seed=2)
+    want = _inverse(conn, len(X))
+    for variable, value in (("IRFUSE_MESH_NATIVE", "0"), ("CXX", "/nonexistent/c++")):
+        monkeypatch.setattr(native, "_LIBRARY", [])
+        monkeypatch.setenv(variable, value)
+        if variable == "CXX":
+            monkeypatch.setenv("IRFUSE_CACHE_DIR", "/nonexistent-cache")
+        assert native.scatter_order(conn.astype(np.int32), len(X), 64 * 4) is None
+        for got in (mesh.Connectivity(conn, len(X)).inverse, mesh.inverse_connectivity(conn, len(X))):
+            assert all(np.array_equal(a, b) for a, b in zip(got, want))
+        monkeypatch.delenv(variable)
+    monkeypatch.setattr(native, "_LIBRARY", [])
+
+
 @pytest.mark.parametrize("conn, nodes, said", [
     (np.array([[0, 1, 2, 3], [1, 2, 3, 9]]), 5, "element 1, position 3 names node 9, outside [0, 5)"),
     (np.array([[0, -1, 2, 3]]), None, "element 0, position 1 names node -1"),

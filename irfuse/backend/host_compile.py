@@ -24,12 +24,11 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-import shutil
-import shlex
 import subprocess
 import tempfile
 from importlib import resources
 
+from irfuse.artifact.host_toolchain import compile_timeout, compiler, run_compiler
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.artifact.disk_cache import atomic_write, cache_lock, entry_path, read_checked, sha256, write_checked
 from irfuse.diagnostics import CompileError, UsageError
@@ -61,43 +60,6 @@ def launcher_source(kernels: list[KernelInfo]) -> str:
             "}",
         ]
     return "\n".join(lines) + "\n"
-
-
-TIMEOUT_VARIABLE = "IRFUSE_CXX_TIMEOUT"
-DEFAULT_TIMEOUT_S = 600.0  # the largest generated programs compile in well under a minute
-
-
-def compile_timeout() -> float:
-    """Seconds a host compile may take: `IRFUSE_CXX_TIMEOUT`, else `DEFAULT_TIMEOUT_S`."""
-    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise UsageError(f"{TIMEOUT_VARIABLE} must be a positive number of seconds, not '{text}'")
-    return value
-
-
-def compiler() -> list[str]:
-    """The host C++ compiler's command words: `CXX` split as a shell would (`ccache g++`), else
-    the first of g++, c++, clang++ on PATH; a clear error when there is none."""
-    given = os.environ.get("CXX", "").strip()
-    if given:
-        try:
-            words = shlex.split(given)
-        except ValueError as e:
-            raise UsageError(f"CXX='{given}' does not parse as a command: {e}") from None
-        if shutil.which(words[0]) is None:
-            raise UsageError(f"CXX='{given}': '{words[0]}' is not an executable (not found on PATH); set CXX to a "
-                             "C++20 compiler such as g++ or clang++, or unset it")
-        return words
-    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if not cxx:
-        raise CompileError("CPU execution needs a C++20 compiler (g++ or clang++); none was found on PATH")
-    return [cxx]
 
 
 # -fno-strict-aliasing: the 16-byte copies read real_t arrays through a vector type.
@@ -253,14 +215,7 @@ def _build(source: str, launcher: str, header: str, cxx: list[str], flags: list[
         out = os.path.join(tmp, "kernels.so")
         cmd = [*cxx, *flags, "-include", os.path.join(precompiled or tmp, HEADER), "-x", "c++",
                os.path.join(tmp, "launcher.cpp"), "-o", out]
-        limit = compile_timeout()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
-        except OSError as e:
-            raise UsageError(f"cannot run the host C++ compiler '{' '.join(cxx)}': {e.strerror}") from None
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"the host C++ compiler '{' '.join(cxx)}' did not finish within {limit:g} s "
-                               f"({TIMEOUT_VARIABLE} sets the limit)") from None
+        proc = run_compiler(cmd, cxx)
         if proc.returncode != 0:
             err = CompileError(f"the host C++ compiler rejected the generated code:\n{proc.stderr[-4000:]}")
             err.generated = (source, proc.stderr)  # type: ignore[attr-defined]  # to map errors back

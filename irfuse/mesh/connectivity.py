@@ -14,10 +14,10 @@ import time
 import numpy as np
 
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.on_gpu import checked_on_gpu, gpu_tensor, inverse_on_gpu, inverse_on_host
+from irfuse.mesh.on_gpu import checked_on_gpu, gpu_tensor, inverse_on_gpu
 from irfuse.mesh.on_gpu import on_device as on_gpu_device
 from irfuse.mesh.order import check_connectivity
-from irfuse.mesh.scatter import ScatterInverse, _inverse
+from irfuse.mesh.scatter import ScatterInverse, scatter_order
 
 
 class Connectivity:
@@ -60,8 +60,7 @@ class Connectivity:
                 raise UsageError(f"Connectivity: {checked.size} entries; a scatter adds fewer than 2^31")
             self._conn = np.ascontiguousarray(checked, dtype=np.int32)
             self._conn.flags.writeable = False
-            made = inverse_on_host(self._conn, self.nodes)  # (with PyTorch on the CPU, where it is at hand)
-            self._inverse = ScatterInverse(*made) if made is not None else _inverse(checked, self.nodes)
+            self._inverse = scatter_order(self._conn, self.nodes)
             for a in self._inverse:
                 a.flags.writeable = False
         self.seconds = time.perf_counter() - start

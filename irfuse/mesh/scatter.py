@@ -45,7 +45,22 @@ class ScatterInverse(NamedTuple):
 
 def inverse_connectivity(conn, nodes: int) -> ScatterInverse:
     """The scatter order of a connectivity `conn` (E, K) of a mesh of `nodes` nodes."""
-    return _inverse(check_connectivity(conn, nodes), nodes)
+    return scatter_order(check_connectivity(conn, nodes), nodes)
+
+
+def scatter_order(conn: np.ndarray, nodes: int) -> ScatterInverse:
+    """The scatter order of a checked host connectivity, made by the fastest way at hand, each
+    giving the same arrays: compiled (`irfuse.mesh.native`, one pass), PyTorch's operations on
+    the CPU where PyTorch is imported or the mesh is large (`on_gpu.inverse_on_host`), NumPy."""
+    from irfuse.mesh.native import scatter_order as compiled
+    from irfuse.mesh.on_gpu import inverse_on_host
+
+    made = None
+    if nodes < 2**31 and conn.size < 2**31:
+        made = compiled(conn, nodes, _group_of(conn.shape[1]) * conn.shape[1])
+    if made is None:
+        made = inverse_on_host(np.ascontiguousarray(conn, dtype=np.int32), nodes) if nodes < 2**31 else None
+    return ScatterInverse(*made) if made is not None else _inverse(conn, nodes)
 
 
 def _group_of(k: int) -> int:

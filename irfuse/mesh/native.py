@@ -1,0 +1,93 @@
+"""A mesh's preparation on the host in compiled code: a connectivity's scatter order in one
+pass over its entries (`scatter_order.cpp`), linear where the array versions sort.
+
+The source is built once per compiler by the host C++ compiler the CPU backend uses
+(`irfuse.artifact.host_toolchain`; `CXX`), kept in irfuse's cache beside the CPU backend's
+libraries, and loaded with ctypes. Where no compiler is at hand, or the build or the cache
+fails, `scatter_order` answers None and the caller takes the array versions
+(`irfuse.mesh.on_gpu.inverse_on_host`, `irfuse.mesh.scatter._inverse`): the same arrays,
+entry for entry (tests/test_mesh.py compares the three on random connectivities).
+`IRFUSE_MESH_NATIVE=0` turns it off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+from importlib import resources
+
+import numpy as np
+
+from irfuse.artifact.disk_cache import cache_lock, entry_path, read_checked, sha256, write_checked
+from irfuse.artifact.host_toolchain import compiler, run_compiler
+from irfuse.diagnostics import IrfuseError
+
+SOURCE = "scatter_order.cpp"
+SWITCH = "IRFUSE_MESH_NATIVE"  # "0": the array versions only
+FLAGS = ["-O2", "-shared", "-fPIC", "-w"]
+_LIBRARY: list = []  # [the loaded library, or None where it cannot be had], once per process
+
+
+def scatter_order(conn: np.ndarray, nodes: int, per_group: int) -> tuple | None:
+    """The arrays of `irfuse.mesh.ScatterInverse` (starts, partials, members, firsts, bases) of
+    a checked int32 connectivity `conn` (E, K) in groups of `per_group` slots, or None where
+    the compiled helper cannot be had."""
+    library = _library()
+    if library is None:
+        return None
+    flat = np.ascontiguousarray(conn, dtype=np.int32).reshape(-1)
+    n = flat.size
+    groups = -(-n // per_group)
+    starts = np.empty(nodes + 1, np.int64)
+    partials = np.empty(max(n, 1), np.int32)
+    members = np.empty(n, np.uint8)
+    firsts = np.empty(max(n, 1), np.uint8)
+    bases = np.empty(groups + 1, np.int32)
+    count = library.irf_scatter_order(_at(flat), n, nodes, per_group, _at(starts), _at(partials), _at(members),
+                                      _at(firsts), _at(bases))
+    if count < 0:
+        raise MemoryError(f"the scatter order of {n} connectivity entries and {nodes} nodes: no scratch memory")
+    return starts, partials[:count].copy(), members, firsts[:count].copy(), bases
+
+
+def _at(a: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def _library():
+    if not _LIBRARY:
+        _LIBRARY.append(_load() if os.environ.get(SWITCH, "1").strip() != "0" else None)
+    return _LIBRARY[0]
+
+
+def _load():
+    """The built helper, loaded (None where it cannot be built, stored or loaded)."""
+    text = resources.files("irfuse.mesh").joinpath(SOURCE).read_text()
+    try:
+        cxx = compiler()
+        key = sha256("\0".join([text, *cxx, *FLAGS]).encode())
+        path = entry_path("host", key, ".so")
+        with cache_lock(path):
+            if read_checked(path) is None:
+                data = _build(text, cxx)
+                if data is None or not write_checked(path, data):
+                    return None
+        library = ctypes.CDLL(path)
+    except (IrfuseError, OSError):
+        return None
+    fn = library.irf_scatter_order
+    fn.restype = ctypes.c_longlong
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int] + [ctypes.c_void_p] * 5
+    return library
+
+
+def _build(text: str, cxx: list[str]) -> bytes | None:
+    with tempfile.TemporaryDirectory(prefix="irfuse-mesh-") as tmp:
+        source, out = os.path.join(tmp, SOURCE), os.path.join(tmp, "scatter_order.so")
+        with open(source, "w") as f:
+            f.write(text)
+        if run_compiler([*cxx, *FLAGS, source, "-o", out], cxx).returncode != 0 or not os.path.isfile(out):
+            return None
+        with open(out, "rb") as f:
+            return f.read()
