@@ -20,7 +20,8 @@
    step called from Python; and the device time of one step: the sum of its kernels'
    durations (torch.profiler's CUDA activity, which sees every kernel of the process).
 3. Preparing the largest box (both numberings): `irfuse.mesh.Connectivity` and a Morton
-   `reorder` on the host and on the GPU (`--mesh-only`: this alone).
+   `reorder` on the host (compiled and by arrays) and on the GPU (`--mesh-only`: this alone;
+   it runs without a GPU too).
 
 `--cpu CUBES`: instead, the CPU backend's calls (`cpu_calls`): the explicit step and the P1
 residual on 6 CUBES^3 tetrahedra, a call back to back against its kernels alone.
@@ -146,34 +147,45 @@ def cpu_calls(cubes: int, calls: int) -> dict:
 
 
 def mesh_preparation(torch, cubes: int, out: dict) -> None:
-    """3. Preparing the largest mesh: `Connectivity` and a Morton `reorder` on the host (one
-    run each) and on the GPU from tensors already there (the best of three after one, each
-    synchronized), in both numberings."""
-    from irfuse.mesh import Connectivity, box_tetrahedra, reorder
+    """3. Preparing the largest mesh: `Connectivity`, a Morton `reorder` and `renumber` on the
+    host, by the compiled helper (`irfuse.mesh.native`) and by the array versions (PyTorch's
+    CPU ops: `IRFUSE_MESH_NATIVE=0`), the best of two each; and, where there is a GPU, on it
+    from tensors already there (the best of three after one, each synchronized); both
+    numberings."""
+    from irfuse.mesh import Connectivity, box_tetrahedra, native, renumber, reorder
 
-    def best(fn) -> float:
-        fn()
+    gpu = torch.cuda.is_available()
+
+    def best(fn, runs: int = 3, warm: bool = True) -> float:
+        if warm:
+            fn()
         seconds = []
-        for _ in range(3):
-            torch.cuda.synchronize()
+        for _ in range(runs):
+            if gpu:
+                torch.cuda.synchronize()
             t0 = time.perf_counter()
             fn()
-            torch.cuda.synchronize()
+            if gpu:
+                torch.cuda.synchronize()
             seconds.append(time.perf_counter() - t0)
         return min(seconds)
 
     for numbering in ("structured", "random"):
         X, conn = box_tetrahedra(cubes, numbering=numbering)
         tets = f"{len(conn):,} tets, {numbering} numbering"
-        t0 = time.perf_counter()
-        Connectivity(conn, len(X))
-        out[f"Connectivity, {tets}, host s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        reorder(conn, X, method="morton")
-        out[f"reorder morton, {tets}, host s"] = time.perf_counter() - t0
-        gc, gx = torch.from_numpy(conn).cuda(), torch.from_numpy(X).cuda()
-        out[f"Connectivity, {tets}, GPU s"] = best(lambda: Connectivity(gc, len(X)))
-        out[f"reorder morton, {tets}, GPU s"] = best(lambda: reorder(gc, gx, method="morton"))
+        for way, switch in (("compiled", "1"), ("arrays", "0")):
+            os.environ[native.SWITCH] = switch
+            native._LIBRARY.clear()  # (the switch is read once a process)
+            out[f"Connectivity, {tets}, host {way} s"] = best(lambda: Connectivity(conn, len(X)), 2, False)
+            out[f"reorder morton, {tets}, host {way} s"] = best(lambda: reorder(conn, X, method="morton"), 2, False)
+        os.environ.pop(native.SWITCH)
+        native._LIBRARY.clear()
+        order = reorder(conn, X, method="morton")
+        out[f"renumber, {tets}, host s"] = best(lambda: renumber(conn, *order, X), 2, False)
+        if gpu:
+            gc, gx = torch.from_numpy(conn).cuda(), torch.from_numpy(X).cuda()
+            out[f"Connectivity, {tets}, GPU s"] = best(lambda: Connectivity(gc, len(X)))
+            out[f"reorder morton, {tets}, GPU s"] = best(lambda: reorder(gc, gx, method="morton"))
 
 
 def main(argv=None) -> int:

@@ -130,14 +130,37 @@ def test_the_compiled_scatter_order_is_the_sorting_ones_entry_for_entry(k, eleme
         assert g.dtype == w.dtype and np.array_equal(g, w), name
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_morton_order_is_numpys(seed):
+    """`irfuse.mesh.native`'s Morton keys and radix sort, and its element order (a counting
+    sort by the lowest new node, then the rest of the rows): NumPy's `_morton_order` and
+    `np.lexsort` exactly, with tied points, flat axes, 1-3 dimensions and repeated nodes."""
+    from irfuse.mesh import native
+    from irfuse.mesh.order import _morton_order
+
+    rng = np.random.default_rng(seed)
+    nodes, dims, k = int(rng.integers(1, 400)), 1 + seed % 3, int(rng.integers(1, 9))
+    coords = rng.normal(size=(nodes, dims)) * 10.0 ** int(rng.integers(-3, 4))
+    coords[::5] = coords[0]  # (ties: node order)
+    if seed % 2:
+        coords[:, 0] = 1.5  # (a flat axis)
+    node_order = native.morton_order(coords)
+    assert node_order is not None and np.array_equal(node_order, _morton_order(coords))
+    conn = rng.integers(0, nodes, (int(rng.integers(0, 600)), k)).astype(np.int32)
+    renamed = np.sort(np.argsort(node_order)[conn], axis=1)
+    want = np.lexsort(renamed.T[::-1]) if len(conn) else np.zeros(0, np.int64)
+    assert np.array_equal(native.element_order(conn, node_order, nodes), want)
+
+
 def test_without_the_compiled_helper_the_scatter_order_is_made_by_arrays(monkeypatch):
     """`IRFUSE_MESH_NATIVE=0`, or a `CXX` that is no compiler, leaves the compiled helper out
-    (no error): `Connectivity` and `inverse_connectivity` make the same order with arrays."""
+    (no error): `Connectivity`, `inverse_connectivity` and `reorder` make the same orders with
+    arrays."""
     from irfuse.mesh import native
     from irfuse.mesh.scatter import _inverse
 
     X, conn = mesh.box_tetrahedra(3, numbering="random", seed=2)
-    want = _inverse(conn, len(X))
+    want, orders = _inverse(conn, len(X)), mesh.reorder(conn, X, method="morton")
     for variable, value in (("IRFUSE_MESH_NATIVE", "0"), ("CXX", "/nonexistent/c++")):
         monkeypatch.setattr(native, "_LIBRARY", [])
         monkeypatch.setenv(variable, value)
@@ -146,6 +169,7 @@ def test_without_the_compiled_helper_the_scatter_order_is_made_by_arrays(monkeyp
         assert native.scatter_order(conn.astype(np.int32), len(X), 64 * 4) is None
         for got in (mesh.Connectivity(conn, len(X)).inverse, mesh.inverse_connectivity(conn, len(X))):
             assert all(np.array_equal(a, b) for a, b in zip(got, want))
+        assert np.array_equal(mesh.reorder(conn, X, method="morton")[1], orders[1])
         monkeypatch.delenv(variable)
     monkeypatch.setattr(native, "_LIBRARY", [])
 

@@ -1,12 +1,14 @@
-"""A mesh's preparation on the host in compiled code: a connectivity's scatter order in one
-pass over its entries (`scatter_order.cpp`), linear where the array versions sort.
+"""A mesh's preparation on the host in compiled code (`native.cpp`): a connectivity's scatter
+order in one pass over its entries, and a Morton `reorder` by radix sorts, linear where the
+array versions sort.
 
 The source is built once per compiler by the host C++ compiler the CPU backend uses
 (`irfuse.artifact.host_toolchain`; `CXX`), kept in irfuse's cache beside the CPU backend's
 libraries, and loaded with ctypes. Where no compiler is at hand, or the build or the cache
-fails, `scatter_order` answers None and the caller takes the array versions
-(`irfuse.mesh.on_gpu.inverse_on_host`, `irfuse.mesh.scatter._inverse`): the same arrays,
-entry for entry (tests/test_mesh.py compares the three on random connectivities).
+fails, each function answers None and the caller takes the array versions
+(`irfuse.mesh.on_gpu.inverse_on_host`, `irfuse.mesh.scatter._inverse`; `morton_on_host`,
+`irfuse.mesh.order`): the same arrays, entry for entry (tests/test_mesh.py compares them on
+random connectivities and coordinates).
 `IRFUSE_MESH_NATIVE=0` turns it off.
 """
 
@@ -23,9 +25,9 @@ from irfuse.artifact.disk_cache import cache_lock, entry_path, read_checked, sha
 from irfuse.artifact.host_toolchain import compiler, run_compiler
 from irfuse.diagnostics import IrfuseError
 
-SOURCE = "scatter_order.cpp"
+SOURCE = "native.cpp"
 SWITCH = "IRFUSE_MESH_NATIVE"  # "0": the array versions only
-FLAGS = ["-O2", "-shared", "-fPIC", "-w"]
+FLAGS = ["-O2", "-ffp-contract=off", "-shared", "-fPIC", "-w"]  # (the keys' scaling as NumPy rounds it)
 _LIBRARY: list = []  # [the loaded library, or None where it cannot be had], once per process
 
 
@@ -49,6 +51,33 @@ def scatter_order(conn: np.ndarray, nodes: int, per_group: int) -> tuple | None:
     if count < 0:
         raise MemoryError(f"the scatter order of {n} connectivity entries and {nodes} nodes: no scratch memory")
     return starts, partials[:count].copy(), members, firsts[:count].copy(), bases
+
+
+def morton_order(coords: np.ndarray) -> np.ndarray | None:
+    """`irfuse.mesh.order._morton_order` of checked finite coordinates (M, D), D at most 3
+    (int64), or None where the compiled helper cannot be had."""
+    library = _library()
+    if library is None:
+        return None
+    c = np.ascontiguousarray(coords, dtype=np.float64)
+    order = np.empty(len(c), np.int64)
+    if library.irf_morton_order(_at(c), len(c), c.shape[1], _at(order)) < 0:
+        raise MemoryError(f"a Morton order of {len(c)} nodes: no scratch memory")
+    return order
+
+
+def element_order(conn: np.ndarray, node_order: np.ndarray, nodes: int) -> np.ndarray | None:
+    """The elements of a checked connectivity (E, K) by their new node numbers sorted, lowest
+    first (`reorder`'s `np.lexsort` order), or None where the compiled helper cannot be had."""
+    library = _library()
+    if library is None:
+        return None
+    c = np.ascontiguousarray(conn, dtype=np.int32)
+    node_order = np.ascontiguousarray(node_order, dtype=np.int64)
+    order = np.empty(len(c), np.int64)
+    if library.irf_element_order(_at(c), len(c), c.shape[1], _at(node_order), nodes, _at(order)) < 0:
+        raise MemoryError(f"the element order of {len(c)} elements: no scratch memory")
+    return order
 
 
 def _at(a: np.ndarray) -> ctypes.c_void_p:
@@ -76,15 +105,18 @@ def _load():
         library = ctypes.CDLL(path)
     except (IrfuseError, OSError):
         return None
-    fn = library.irf_scatter_order
-    fn.restype = ctypes.c_longlong
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int] + [ctypes.c_void_p] * 5
+    word, size, at = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p
+    for name, result, args in (("irf_scatter_order", size, [at, size, size, word] + [at] * 5),
+                               ("irf_morton_order", word, [at, size, word, at]),
+                               ("irf_element_order", word, [at, size, word, at, size, at])):
+        getattr(library, name).restype = result
+        getattr(library, name).argtypes = args
     return library
 
 
 def _build(text: str, cxx: list[str]) -> bytes | None:
     with tempfile.TemporaryDirectory(prefix="irfuse-mesh-") as tmp:
-        source, out = os.path.join(tmp, SOURCE), os.path.join(tmp, "scatter_order.so")
+        source, out = os.path.join(tmp, SOURCE), os.path.join(tmp, "native.so")
         with open(source, "w") as f:
             f.write(text)
         if run_compiler([*cxx, *FLAGS, source, "-o", out], cxx).returncode != 0 or not os.path.isfile(out):

@@ -90,7 +90,9 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     if method == "morton":
         if coords is None:
             raise UsageError("reorder: method 'morton' needs the node coordinates (coords=)")
-        made = morton_on_host(conn, coords)  # (with PyTorch on the CPU, where it is at hand)
+        made = _morton_compiled(conn, coords, nodes)
+        if made is None:
+            made = morton_on_host(conn, coords)  # (with PyTorch on the CPU, where it is at hand)
         if made is not None:
             return made
         node_order = _morton_order(coords)
@@ -172,6 +174,17 @@ def inverse_permutation(order: np.ndarray) -> np.ndarray:
     new_number = np.empty(len(order), dtype=np.int64)
     new_number[order] = np.arange(len(order))
     return new_number
+
+
+def _morton_compiled(conn: np.ndarray, coords: np.ndarray, nodes: int) -> tuple | None:
+    """`reorder`'s Morton (node order, element order) by the compiled helper
+    (`irfuse.mesh.native`), or None where it cannot be had."""
+    from irfuse.mesh.native import element_order, morton_order
+
+    if coords.shape[1] > 3 or not np.isfinite(coords).all() or nodes >= 2**31:
+        return None  # (refused by name below)
+    node_order = morton_order(coords)
+    return None if node_order is None else (node_order, element_order(conn, node_order, nodes))
 
 
 def _morton_order(coords: np.ndarray) -> np.ndarray:

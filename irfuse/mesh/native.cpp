@@ -1,0 +1,214 @@
+// A mesh's preparation on the host, for irfuse.mesh.native: a connectivity's scatter order in
+// one pass over its entries, and a Morton renumbering by radix sorts. Each gives, entry for
+// entry, the arrays of the sorting versions (irfuse.mesh.scatter._inverse and
+// irfuse.mesh.on_gpu.inverse_on_gpu; irfuse.mesh.order.reorder).
+//
+// The scatter order (irfuse.mesh.ScatterInverse):
+// Within a group of `per_group` slots, a partial is a node's run of slots; partials are
+// numbered group after group, within a group in the order of their first slots, which is
+// the order in which a scan of the slots meets each node first. So a scan that remembers, per
+// node, the group it was last met in and its partial there numbers them without a sort, and
+// a count per partial places each slot (ascending within its partial). The nodes' lists of
+// partials are a counting sort of the partials by node (stable: ascending within a node).
+// Linear in the entries and the nodes.
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
+
+struct NodeSeen {  // (one cache line a node for both: a random numbering misses once a slot)
+  int64_t group;    // the group the node was last met in
+  int32_t partial;  // its partial there, numbered within the group
+};
+
+extern "C" long long irf_scatter_order(const int32_t* conn, long long n, long long nodes, int per_group,
+                                       int64_t* starts, int32_t* partials, uint8_t* members, uint8_t* firsts,
+                                       int32_t* bases) {
+  // Returns the number of partials, or -1 where scratch memory could not be had.
+  // `partials` and `firsts` hold n entries (at most one partial a slot); `starts` nodes + 1,
+  // `bases` groups + 1.
+  NodeSeen* seen = (NodeSeen*)malloc((size_t)(nodes > 0 ? nodes : 1) * sizeof(NodeSeen));
+  int32_t* node_of = (int32_t*)malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));  // each partial's node
+  if (!seen || !node_of) {
+    free(seen); free(node_of);
+    return -1;
+  }
+  for (long long v = 0; v < nodes; ++v) seen[v].group = -1;
+  int32_t slot_run[256], count[256], at[256];
+  long long p = 0;
+  const long long groups = (n + per_group - 1) / per_group;
+  for (long long g = 0; g < groups; ++g) {
+    const long long s0 = g * per_group;
+    const int m = (int)(n - s0 < per_group ? n - s0 : per_group);
+    bases[g] = (int32_t)p;
+    int runs = 0;
+    for (int j = 0; j < m; ++j) {
+      const int32_t v = conn[s0 + j];
+      if (s0 + j + 32 < n) __builtin_prefetch(&seen[conn[s0 + j + 32]]);  // (misses overlapped)
+      NodeSeen& node = seen[v];
+      if (node.group != g) {
+        node.group = g;
+        node.partial = runs;
+        node_of[p + runs] = v;
+        count[runs] = 0;
+        ++runs;
+      }
+      slot_run[j] = node.partial;
+      ++count[node.partial];
+    }
+    int offset = 0;
+    for (int r = 0; r < runs; ++r) {
+      firsts[p + r] = (uint8_t)offset;
+      at[r] = offset;
+      offset += count[r];
+    }
+    for (int j = 0; j < m; ++j) members[s0 + at[slot_run[j]]++] = (uint8_t)j;
+    p += runs;
+  }
+  bases[groups] = (int32_t)p;
+  for (long long v = 0; v <= nodes; ++v) starts[v] = 0;
+  for (long long q = 0; q < p; ++q) ++starts[node_of[q] + 1];
+  for (long long v = 0; v < nodes; ++v) starts[v + 1] += starts[v];
+  // (seen's storage reused: each node's next place in `partials`)
+  for (long long v = 0; v < nodes; ++v) seen[v].group = starts[v];
+  for (long long q = 0; q < p; ++q) partials[seen[node_of[q]].group++] = (int32_t)q;
+  free(seen); free(node_of);
+  return p;
+}
+
+// A Morton renumbering (irfuse.mesh.reorder(..., method="morton")): the nodes by their keys
+// (each axis scaled to 21-bit integers as irfuse.mesh.order._morton_order scales them, the
+// bits interleaved), ties in node order, by a stable radix sort a byte at a time; then the
+// elements by their new node numbers sorted, lowest first (np.lexsort's order): a counting sort
+// by the lowest (buckets: the nodes), then each bucket's few by the rest of their rows.
+
+static int radix_by_key(uint64_t* key, int64_t* index, long long n) {
+  // Sorts (key, index) by key, stably; -1 where scratch memory could not be had.
+  uint64_t* k2 = (uint64_t*)malloc((size_t)(n > 0 ? n : 1) * sizeof(uint64_t));
+  int64_t* i2 = (int64_t*)malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+  if (!k2 || !i2) {
+    free(k2); free(i2);
+    return -1;
+  }
+  for (int shift = 0; shift < 64; shift += 8) {
+    long long count[257] = {0};
+    for (long long i = 0; i < n; ++i) ++count[((key[i] >> shift) & 255) + 1];
+    if (count[((n ? key[0] >> shift : 0) & 255) + 1] == n) continue;  // (one digit for all: no move)
+    for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
+    for (long long i = 0; i < n; ++i) {
+      const long long at = count[(key[i] >> shift) & 255]++;
+      k2[at] = key[i];
+      i2[at] = index[i];
+    }
+    for (long long i = 0; i < n; ++i) {
+      key[i] = k2[i];
+      index[i] = i2[i];
+    }
+  }
+  free(k2); free(i2);
+  return 0;
+}
+
+extern "C" int irf_morton_order(const double* coords, long long nodes, int dims, int64_t* node_order) {
+  double lo[3] = {0, 0, 0}, span[3] = {1, 1, 1};
+  for (int d = 0; d < dims; ++d) {
+    double a = nodes ? coords[d] : 0, b = a;
+    for (long long v = 1; v < nodes; ++v) {
+      const double c = coords[v * dims + d];
+      a = c < a ? c : a;
+      b = c > b ? c : b;
+    }
+    lo[d] = a;
+    span[d] = b > a ? b - a : 1.0;
+  }
+  uint64_t* key = (uint64_t*)malloc((size_t)(nodes > 0 ? nodes : 1) * sizeof(uint64_t));
+  if (!key) return -1;
+  const uint64_t top = (1ull << 21) - 1;
+  for (long long v = 0; v < nodes; ++v) {
+    uint64_t k = 0;
+    for (int d = 0; d < dims; ++d) {
+      uint64_t q = (uint64_t)((coords[v * dims + d] - lo[d]) / span[d] * 2097152.0);
+      q = q < top ? q : top;
+      for (int bit = 0; bit < 21; ++bit) k |= ((q >> bit) & 1ull) << (bit * dims + d);
+    }
+    key[v] = k;
+    node_order[v] = v;
+  }
+  const int failed = radix_by_key(key, node_order, nodes);
+  free(key);
+  return failed;
+}
+
+extern "C" int irf_element_order(const int32_t* conn, long long elements, int k, const int64_t* node_order,
+                                 long long nodes, int64_t* element_order) {
+  int32_t* renamed = (int32_t*)malloc((size_t)(elements * k > 0 ? elements * k : 1) * sizeof(int32_t));
+  int32_t* number = (int32_t*)malloc((size_t)(nodes > 0 ? nodes : 1) * sizeof(int32_t));
+  long long* count = (long long*)malloc((size_t)(nodes + 1) * sizeof(long long));
+  if (!renamed || !number || !count) {
+    free(renamed); free(number); free(count);
+    return -1;
+  }
+  for (long long r = 0; r < nodes; ++r) number[node_order[r]] = (int32_t)r;
+  for (long long e = 0; e < elements; ++e) {
+    if (e + 16 < elements)  // (a random numbering misses in `number` at every entry: overlapped)
+      for (int a = 0; a < k; ++a) __builtin_prefetch(&number[conn[(e + 16) * k + a]]);
+    int32_t* row = renamed + e * k;
+    for (int a = 0; a < k; ++a) {  // (insertion: a row's few new numbers, ascending)
+      const int32_t x = number[conn[e * k + a]];
+      int b = a;
+      while (b > 0 && row[b - 1] > x) {
+        row[b] = row[b - 1];
+        --b;
+      }
+      row[b] = x;
+    }
+    element_order[e] = e;
+  }
+  // By the lowest new node first (a counting sort: stable), then each run of one lowest node by
+  // the rest of its rows (stable: ties keep element order), as np.lexsort orders them.
+  for (long long r = 0; r <= nodes; ++r) count[r] = 0;
+  for (long long e = 0; e < elements; ++e) ++count[renamed[e * k] + 1];
+  for (long long r = 0; r < nodes; ++r) count[r + 1] += count[r];
+  for (long long e = 0; e < elements; ++e) element_order[count[renamed[e * k]]++] = e;
+  // (the rows in that order, gathered once, so the buckets' sorts read them in place)
+  int32_t* sorted_rows = (int32_t*)malloc((size_t)(elements * k > 0 ? elements * k : 1) * sizeof(int32_t));
+  if (!sorted_rows) {
+    free(renamed); free(number); free(count);
+    return -1;
+  }
+  for (long long i = 0; i < elements; ++i) {
+    if (i + 16 < elements) __builtin_prefetch(&renamed[element_order[i + 16] * k]);
+    for (int c = 0; c < k; ++c) sorted_rows[i * k + c] = renamed[element_order[i] * k + c];
+  }
+  free(renamed);
+  const auto rest_lower = [sorted_rows, k](int64_t a, int64_t b) {  // (places in the gathered rows)
+    for (int c = 1; c < k; ++c) {
+      const int32_t x = sorted_rows[a * k + c], y = sorted_rows[b * k + c];
+      if (x != y) return x < y;
+    }
+    return false;
+  };
+  int failed = 0;
+  try {
+    std::vector<int64_t> place, moved;
+    for (long long i = 0; i < elements;) {
+      long long j = i + 1;
+      while (j < elements && sorted_rows[j * k] == sorted_rows[i * k]) ++j;
+      if (j - i > 1 && k > 1) {
+        place.resize(j - i);
+        moved.resize(j - i);
+        for (long long t = 0; t < j - i; ++t) place[t] = i + t;
+        std::stable_sort(place.begin(), place.end(), rest_lower);
+        for (long long t = 0; t < j - i; ++t) moved[t] = element_order[place[t]];
+        for (long long t = 0; t < j - i; ++t) element_order[i + t] = moved[t];
+      }
+      i = j;
+    }
+  } catch (...) {  // (no memory for a bucket's places)
+    failed = -1;
+  }
+  free(sorted_rows); free(number); free(count);
+  return failed;
+}
