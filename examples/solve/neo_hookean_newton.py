@@ -7,8 +7,8 @@ displacement (`irfuse.linear_operator`), preconditioned by its diagonal (`irfuse
 
 The residual is `examples/mesh/neo_hookean_residual.kas` on a unit box of P1 tetrahedra. The
 bottom face (z = 0) is held; the top face (z = 1) is moved up by `stretch` in `--steps` equal
-load steps, its x and y held. In each load step the top's displacement is set, then Newton
-steps solve J du = -r on the free components (the held ones are identity rows and columns of
+load steps, its x and y held. Each load step starts from the last state stretched evenly by
+the step (the top's displacement set), then Newton steps solve J du = -r on the free components (the held ones are identity rows and columns of
 the operator, and their right-hand side 0) until the free residual's norm is below `atol`.
 Prints each load step's Newton and CG iterations; `solve` returns the displacement and the
 counts for `tests/test_operators.py`, which checks the converged state against an
@@ -45,6 +45,10 @@ def solve(cubes: int = 6, steps: int = 4, stretch: float = 0.3, backend: str = "
     u = np.zeros_like(X)
     counts = []
     for step in range(1, steps + 1):
+        # The first guess: the last state stretched evenly by the step. Moving the top face
+        # alone strains its layer of elements by (stretch / steps) * cubes, which on a fine
+        # mesh inverts elements in the first Newton update (log J of a negative J).
+        u[:, 2] += stretch / steps * X[:, 2]
         u[top, 2] = stretch * step / steps
         newton_steps = cg_steps = 0
         while True:
