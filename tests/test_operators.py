@@ -52,6 +52,26 @@ def test_the_operator_is_the_assembled_stiffness_and_fixed_components_are_identi
     np.testing.assert_allclose(bv[~fixed], A.matvec(free.reshape(-1)).reshape(X.shape)[~fixed], rtol=1e-12)
 
 
+def test_a_compiled_programs_derivative_is_made_once_and_operators_at_new_points_reuse_it():
+    """`irfuse.jvp` of a compiled program keeps what it compiled (a Newton solve asks for the
+    same operator at every step): the same `Program` again for the same question, another for
+    another; the operators at two points use it and each is the derivative at its own point."""
+    prog, X, conn, K, basis = _cube(2)
+    first = irfuse.jvp(prog, wrt="u", with_outputs=False)
+    assert irfuse.jvp(prog, wrt=["u"], with_outputs=False) is first
+    assert irfuse.jvp(prog, wrt="u") is not first and irfuse.jvp(prog, wrt="X", with_outputs=False) is not first
+    prepared = Connectivity(conn, len(X))
+    v = np.random.default_rng(2).standard_normal(X.size)
+    want = _nodal(basis, K @ _flat(basis, v.reshape(X.shape), K.shape[0])).reshape(-1)
+    for scale in (0.0, 1e-3):  # (linear elasticity: the same operator at every u)
+        u = scale * np.random.default_rng(3).standard_normal(X.shape)
+        A = irfuse.linear_operator(prog, X, u, prepared, DN, LAM, MU, wrt="u")
+        np.testing.assert_allclose(A.matvec(v), want, rtol=1e-12, atol=1e-12)
+    assert irfuse.jvp(prog, wrt="u", with_outputs=False) is first
+    stretched = irfuse.linear_operator(prog, 1.5 * X, np.zeros_like(X), prepared, DN, LAM, MU, wrt="u")
+    assert not np.allclose(stretched.matvec(v), want)  # (another point: another operator)
+
+
 def test_cg_on_the_operator_solves_the_cube_under_its_weight_as_a_direct_solve():
     """The unit cube fixed at z = 0 under a body force of -1 along z: scipy's CG on the
     matrix-free operator against a sparse direct solve of scikit-fem's assembled system."""
