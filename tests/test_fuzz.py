@@ -150,7 +150,7 @@ def test_the_element_generator_reaches_every_construct():
     for construct in (r"= (and|or|not)\(m", r"if \(m\d+\)", r"if \(v\d+ [<>!]", r"if \((gt|lt|ge|le)\(",
                       r"if \(not\((gt|lt|ge|le)\(", r"if \(and\(m\d+, ", r"\} else \{", r"^v\d+ = v\d+;",
                       r"= o\d+\[\d\];", r"loop q \d \{", r"u\d+\[q\]", r"a\d+\[q\]", r"o\d+\[q\] =",
-                      r"contract\(\"q->\"", r"uniform \w+ u\d+\[\d\]", r"= select\(m"):
+                      r"contract\(\"q->\"", r"uniform \w+ u\d+\[\d\]", r"= select\(m", r"= reshape\(\"[23]x[23]\", "):
         assert re.search(construct, text, re.M), construct
     assert random_element_program(3, 20) == random_element_program(3, 20)
 

@@ -216,3 +216,56 @@ def test_singular_matrices_invert_to_infinities_or_nan_and_the_verification_says
     assert report.ok, report
     text = str(report)
     assert "Ai: ok" in text and "NaN or infinite, as in the float64 reference" in text
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_reshape_is_numpys_row_major_reshape_and_its_derivative_moves_entries_back(dtype):
+    """`reshape("shape", v)`: the same entries in row-major order in another shape (vector64
+    as the tensor4x4x4 a sum-factorized element reads, a matrix as its transpose's shape, a
+    vector of one as a scalar), compared with NumPy's reshape written here; its forward and
+    reverse derivatives from its definition, against each other."""
+    from irfuse.testing.derivatives import vjp_against_jvp
+
+    src = """vector64 v; tensor4x4x4 t; matrix2x3 a; matrix3x2 b; vector1 w; scalar s; vector64 back;
+input v, a, w;
+t = reshape("4x4x4", v);
+b = reshape("3x2", a);
+s = reshape("s", w);
+back = reshape("64", t);
+return t, b, s, back;
+"""
+    prog = irfuse.compile(src, backend="cpu", dtype=dtype)
+    rng = np.random.default_rng(0)
+    v, a, w = rng.standard_normal((9, 64)), rng.standard_normal((9, 2, 3)), rng.standard_normal((9, 1))
+    out = prog(v.astype(prog.dtype), a.astype(prog.dtype), w.astype(prog.dtype))
+    assert np.array_equal(out.t, v.astype(prog.dtype).reshape(9, 4, 4, 4))
+    assert np.array_equal(out.b, a.astype(prog.dtype).reshape(9, 3, 2))
+    assert np.array_equal(out.s, w.astype(prog.dtype)[:, 0]) and np.array_equal(out.back, v.astype(prog.dtype))
+    if dtype == "f64":
+        check = vjp_against_jvp(src)
+        assert check.made and abs(check.forward - check.reverse) <= 1e-12 * check.magnitude
+
+
+@pytest.mark.parametrize("line, said", [
+    ('t = reshape("4x4x3", v);', "'reshape' does not take vector64: 64 entries cannot fill 4x4x3"),
+    ('t = reshape(v);', "'reshape' takes the new shape first, as a string: reshape(\"4x4x4\", v)"),
+    ('t = reshape("4by4", v);', "reshape: '4by4' is not a shape such as \"4x4x4\""),
+    ('t = reshape("4x4x4", v, v);', "reshape takes the new shape and one value, got 2 value(s)"),
+    ('t = add("4x4x4", v);', "a string is only the first operand of 'contract'"),
+])
+def test_a_reshape_that_cannot_be_made_is_refused_at_its_line(line, said):
+    src = f"vector64 v; tensor4x4x4 t;\ninput v;\n{line}\nreturn t;\n"
+    with pytest.raises(irfuse.CompileError) as e:
+        irfuse.compile(src, backend="cpu")
+    assert said in str(e.value) and ":3:" in str(e.value), str(e.value)
+
+
+def test_reshape_in_a_python_program_takes_the_shape_first():
+    @irfuse.program
+    def flat(v: irfuse.Vector[8]):
+        t = irfuse.ops.reshape("2x4", v)
+        return irfuse.ops.reshape("4x2", t)
+
+    prog = irfuse.compile(flat, backend="cpu", dtype="f64")
+    v = np.arange(24.0).reshape(3, 8)
+    np.testing.assert_array_equal(prog(v)[0], v.reshape(3, 4, 2))

@@ -14,7 +14,7 @@ from conftest import ROOT
 from irfuse.dialects.context import module_text
 from irfuse.frontend.irgen import compile_file
 from irfuse.frontend.python import compile_function
-from python_programs import mesh, refused, seeds
+from python_programs import highorder, mesh, refused, seeds
 
 SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop",
          "power_iteration", "precession", "strain_energy", "cfl_step", "p1_elastic", "neo_hookean", "j2_return", "hex8"]
@@ -24,6 +24,13 @@ SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", 
 def test_python_mesh_programs_give_the_ir_of_the_kas_examples(name):
     python = compile_function(getattr(mesh, name).fn).module
     kas = compile_file(os.path.join(ROOT, "examples", "mesh", f"{name}.kas")).module
+    assert module_text(python) == module_text(kas)
+
+
+@pytest.mark.parametrize("name", ["bp1", "bp3"])
+def test_python_high_order_programs_give_the_ir_of_the_kas_examples(name):
+    python = compile_function(getattr(highorder, name).fn).module
+    kas = compile_file(os.path.join(ROOT, "examples", "highorder", f"{name}.kas")).module
     assert module_text(python) == module_text(kas)
 
 

@@ -62,7 +62,7 @@ from irfuse.frontend.source_files import read_source  # noqa: F401 (callers impo
 from irfuse.frontend.syntax import (COMPARISONS, COPY, Call, CallExpr, Condition, Derivative, If, Index,
                                     Loop, Name, Number, Program, Statement, Text, is_index_type, is_mask_type,
                                     parse_program)
-from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
+from irfuse.library.families import STRING_ELSEWHERE, STRING_FIRST, string_params
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.catalogue import Library, default_library
 
@@ -717,12 +717,12 @@ class IRGen:
         """A call of a generic op (`irfuse.library.families`): resolved by its operands' types."""
         operands, params = list(s.args), ()
         family = self.lib.family(s.op.text)
-        if s.op.text == "contract":
+        if s.op.text in STRING_FIRST:
             if not operands or not isinstance(operands[0], Text):
-                self.err(s.op, INDEX_EXPRESSION_FIRST, [f"signature: {family.signature}"])  # type: ignore
+                self.err(s.op, STRING_FIRST[s.op.text], [f"signature: {family.signature}"])  # type: ignore
                 return
             try:
-                params = contract_params(operands[0].text, len(operands) - 1)
+                params = string_params(s.op.text, operands[0].text, len(operands) - 1)
             except DefinitionError as e:
                 self.err(operands[0], str(e))
                 return

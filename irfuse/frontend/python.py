@@ -74,7 +74,7 @@ from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
 from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, DERIVATIVE_MODES, MAX_DIM, MAX_TRIP_COUNT,
                                     MAX_VALUE_WORDS, MODES_WITH_OF, Call, Condition, Declaration, Derivative, If,
                                     Index, Loop, Name, Number, Pos, Program, Statement, Text)
-from irfuse.library.families import INDEX_EXPRESSION_FIRST, STRING_ELSEWHERE, contract_params
+from irfuse.library.families import STRING_ELSEWHERE, STRING_FIRST, string_params
 from irfuse.library.catalogue import Library, default_library
 from irfuse.library.indexexpr import DefinitionError
 
@@ -823,13 +823,14 @@ class _Translator:
             operand = call[1][0]
             return self.shape_of(operand), isinstance(operand, Name) and operand.text in self.masks
         operands, params = call[1], ()
-        if call[0].text == "contract" and not (operands and isinstance(operands[0], Text)):
-            raise self.error(node, INDEX_EXPRESSION_FIRST)
-        if any(isinstance(a, Text) for a in operands[call[0].text == "contract":]):
+        stringed = call[0].text in STRING_FIRST
+        if stringed and not (operands and isinstance(operands[0], Text)):
+            raise self.error(node, STRING_FIRST[call[0].text])
+        if any(isinstance(a, Text) for a in operands[stringed:]):
             raise self.error(node, STRING_ELSEWHERE)
-        if call[0].text == "contract":
+        if stringed:
             try:
-                params = contract_params(operands[0].text, len(operands) - 1)
+                params = string_params(call[0].text, operands[0].text, len(operands) - 1)
             except DefinitionError as e:
                 raise self.error(node, str(e)) from None
             operands = operands[1:]

@@ -11,7 +11,7 @@ Type codes in names: `s` a scalar, `m` a mask, else the dimensions joined by `x`
 vector of 3, `4x3` a matrix, `3x3x3` a tensor). Families with parameters put them between
 the family and the codes: `contract_ik_kj_ij_3x3_3x3` (the inputs' and the result's index
 letters), `item_2_8x3` and `put_2_8x3_3` (entry 2 of an array's first axis read, written),
-`repeat_8_3` (eight copies of a vector).
+`repeat_8_3` (eight copies of a vector), `reshape_4x4x4_64` (a vector of 64 as a tensor).
 """
 
 from __future__ import annotations
@@ -492,9 +492,18 @@ def _pop(types, params):
 CONTRACT_SIGNATURE = 'contract("ij,jk->ik", A, B, ...) -> the result of the index expression'
 
 
-# What both frontends say of a call's strings: only contract takes one, first.
+# What both frontends say of a call's strings: contract and reshape take one, first.
 INDEX_EXPRESSION_FIRST = "'contract' takes the index expression first, as a string: contract(\"ik,kj->ij\", A, B)"
-STRING_ELSEWHERE = "a string is only the index expression of 'contract' (its first operand)"
+SHAPE_FIRST = "'reshape' takes the new shape first, as a string: reshape(\"4x4x4\", v)"
+STRING_ELSEWHERE = ("a string is only the first operand of 'contract' (its index expression) or 'reshape' (its "
+                    "new shape)")
+STRING_FIRST = {"contract": INDEX_EXPRESSION_FIRST, "reshape": SHAPE_FIRST}  # family -> what it says without
+
+
+def string_params(family: str, text: str, count: int) -> tuple[str, ...]:
+    """The parameters of a call's name that its first operand, a string, gives: a
+    contraction's index letters (`contract_params`), a reshape's shape code (`reshape_params`)."""
+    return contract_params(text, count) if family == "contract" else reshape_params(text, count)
 
 
 def contract_params(spec: str, count: int) -> tuple[str, ...]:
@@ -551,6 +560,59 @@ def _contract(types, params):
                     f"contract {','.join(inputs)}->{result}")
 
 
+RESHAPE_SIGNATURE = 'reshape("4x4x4", v: a value of as many entries) -> a value of that shape'
+MAX_RESHAPE_WORDS = 1024  # (each entry's definition selects one of the operand's: a sum of that many terms)
+
+
+def reshape_params(text: str, count: int) -> tuple[str]:
+    """A reshape's new shape as its name's parameter (`"4x4x4"` -> ('4x4x4',), `"s"` or `""`
+    a scalar); DefinitionError when the text is no shape or the call has not one operand."""
+    if count != 1:
+        raise DefinitionError(f"reshape takes the new shape and one value, got {count} value(s): {RESHAPE_SIGNATURE}")
+    code = text.strip().lower() or "s"
+    if code != "s" and not re.fullmatch(r"[1-9]\d*(x[1-9]\d*)*", code):
+        raise DefinitionError(f"reshape: '{text}' is not a shape such as \"4x4x4\" (sizes joined by x; \"s\" a scalar)")
+    return (code,)
+
+
+@family("reshape", RESHAPE_SIGNATURE, "the same entries in row-major order, in another shape", 1)
+def _reshape(types, params):
+    (a,) = types
+    shape = () if params[0] == "s" else tuple(int(d) for d in params[0].split("x"))
+    size = math.prod(shape)
+    if not _numeric(a) or math.prod(a.shape) != size:
+        raise _refuse("reshape", RESHAPE_SIGNATURE, types, f"{math.prod(a.shape)} entries cannot fill {params[0]}")
+    if size > MAX_RESHAPE_WORDS or len(shape) > MAX_TENSOR_RANK or any(d > 64 for d in shape):
+        raise _refuse("reshape", RESHAPE_SIGNATURE, types, f"a value of {params[0]} (at most {MAX_RESHAPE_WORDS} "
+                      f"entries, {MAX_TENSOR_RANK} axes of at most 64 are reshaped)")
+    result = kas_type_of_shape(shape)
+    if not shape or not a.shape:
+        return Instance(("A",), result, f"{_target(len(shape))} = {_ref('A', 0) if not a.shape else _entry(a.shape, 0)}",
+                        f"A as {params[0]}")
+    # Entry k of the result (row-major) is entry k of A: a selection by deltas of constant indices
+    # (`delta` selects exactly), as `stack` writes its entries.
+    letters = _idx(len(shape))
+    terms = []
+    for k in range(size):
+        at = _unravel(k, shape)
+        select = "*".join(f"delta(i{d},{i})" for d, i in enumerate(at))
+        terms.append(f"{select}*{_entry(a.shape, k)}")
+    return Instance(("A",), result, f"C[{letters}] = " + " + ".join(terms), f"A as {params[0]}")
+
+
+def _unravel(k: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for d in reversed(shape):
+        out.append(k % d)
+        k //= d
+    return tuple(reversed(out))
+
+
+def _entry(shape: tuple[int, ...], k: int) -> str:
+    """`A[...]`: entry k (row-major) of a value of `shape`."""
+    return f"A[{','.join(str(i) for i in _unravel(k, shape))}]"
+
+
 # Families whose one parameter, a count or a position, comes first in an op's name.
 PARAMETER_FIRST = ("item", "put", "stack", "repeat")
 # A taped loop's history (reverse mode writes them; random programs reach them that way).
@@ -569,6 +631,10 @@ def parse_mangled(name: str) -> tuple[Family, tuple[str, ...], tuple[KasType, ..
             return None
         count = (len(rest) - 1) // 2
         params, codes = rest[:count + 1], rest[count + 1:]
+    elif fam.name == "reshape":
+        params, codes = rest[:1], rest[1:]
+        if len(codes) != 1 or type_of_code(params[0]) is None:
+            return None
     elif fam.name in PARAMETER_FIRST:
         params, codes = rest[:1], rest[1:]
     else:

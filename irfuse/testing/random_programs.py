@@ -29,6 +29,7 @@ connectivities, element code, scatters into nodal outputs).
 
 from __future__ import annotations
 
+import math
 import random
 
 from irfuse.library.catalogue import Library, default_library
@@ -225,6 +226,21 @@ GUARDED = ("log", "sqrt", "rsqrt", "pow", "ediv", "inv", "sign")
 THRESHOLDS = ("0.25", "-0.5", "0.125", "-0.0625")  # what comparisons compare with (never a tie)
 
 
+def _shape(t: str) -> tuple[int, ...]:
+    from irfuse.frontend.syntax import parse_type_name
+
+    return tuple(parse_type_name(t))
+
+
+def _words(t: str) -> int:
+    return math.prod(_shape(t))
+
+
+def _shape_first(name: str, result: str, args: list[str]) -> list[str]:
+    """A call's operands as written: `reshape` takes its result's shape first, as a string."""
+    return ['"' + "x".join(map(str, _shape(result))) + '"', *args] if name == "reshape" else args
+
+
 def _family_signatures(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
     """(family, operand types, result type) of every generic op on these types, masks aside."""
     from itertools import product
@@ -239,7 +255,7 @@ def _family_signatures(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...
     for name, fam in FAMILIES.items():
         # (families with a parameter in the name, and masks' logic, are written otherwise; a
         # loop's history is reverse mode's, reached through taped derivatives)
-        if fam.arity is None or name in ("select", "and", "or", "not") or name in PARAMETER_FIRST + HISTORY:
+        if fam.arity is None or name in ("select", "and", "or", "not", "reshape") or name in PARAMETER_FIRST + HISTORY:
             continue
         for ins in product(types, repeat=fam.arity):
             try:
@@ -266,6 +282,8 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
             and o[0] not in ("sdiv", "srcp")]
     compare = [o for o in ops if o[2] == "mask"]
     ops = [o for o in ops if o[2] != "mask"]
+    ops += [("reshape", (a,), b) for a in ELEMENT_TYPES for b in ELEMENT_TYPES  # (its shape: a string, first)
+            if a != b and _words(a) == _words(b)]
     declared: dict[str, str] = {}
     arrays: dict[str, tuple[str, int]] = {}  # name -> (entry type, entries)
     uniform: set[str] = set()
@@ -341,7 +359,7 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
             target = new_var(res)
             live.setdefault(res, []).append(target)
         unread.add(target)
-        lines.append(f"{indent}{target} = {name}({', '.join(args)});")
+        lines.append(f"{indent}{target} = {name}({', '.join(_shape_first(name, res, args))});")
         made += 1
         return target
 
@@ -453,7 +471,7 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
             args[0] = rng.choice(live[ins[0]])  # (the value stays per element)
         for a in args:
             unread.discard(a.split("[")[0])
-        return f"{name}({', '.join(args)})"
+        return f"{name}({', '.join(_shape_first(name, t, args))})"
 
     while made < calls:
         r = rng.random()

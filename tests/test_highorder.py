@@ -1,0 +1,79 @@
+"""The bake-off examples (`examples/highorder/bp1.kas`, `bp3.kas`: order 3, sum factorization
+written with `reshape` and `contract`, one element a thread) against the float64 references of
+tests/highorder_reference.py on randomly numbered meshes, in float64 and float32, the same
+bits run after run and in chunks; their CUDA compiled by NVRTC."""
+
+import os
+
+import numpy as np
+import pytest
+
+import highorder_reference as ref
+import irfuse
+from conftest import ROOT
+from irfuse.mesh import Connectivity, box_hexahedra
+
+P, Q = 3, 5
+SYMMETRIC = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))  # gxx, gxy, gxz, gyy, gyz, gzz
+
+
+def _problem(name: str, dtype: str, seed: int):
+    """(program, its arguments, the reference's y) on a 3 x 2 x 2 box in a random numbering,
+    slightly distorted (the cells are no longer boxes, so the stored factors vary by point)."""
+    X, conn = box_hexahedra(3, 2, 2, order=P, numbering="random", seed=seed)
+    X = X + 0.02 * np.sin(3 * X[:, [1, 2, 0]])
+    B, D, _ = ref.lagrange_tables(P, Q)
+    wdet, G = ref.geometric_factors(X, conn, P, Q)
+    u = np.random.default_rng(seed).standard_normal(len(X))
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "highorder", f"{name}.kas"), backend="cpu", dtype=dtype)
+    real = prog.dtype
+    prepared = Connectivity(conn, len(X))
+    if name == "bp1":
+        args, want = (u.astype(real), prepared, B.astype(real), wdet.astype(real)), ref.bp1(u, conn, P, wdet)
+    else:
+        args = (u.astype(real), prepared, B.astype(real), D.astype(real),
+                *(G[..., i, j].astype(real) for i, j in SYMMETRIC))
+        want = ref.bp3(u, conn, P, G)
+    return prog, args, want
+
+
+@pytest.mark.parametrize("dtype, rtol", [("f64", 1e-13), ("f32", 2e-5)])
+@pytest.mark.parametrize("name", ["bp1", "bp3"])
+def test_the_bake_off_operators_are_the_references_and_give_the_same_bits_in_chunks(name, dtype, rtol):
+    prog, args, want = _problem(name, dtype, seed=4)
+    y = prog(*args).y
+    np.testing.assert_allclose(y, want, rtol=0, atol=rtol * np.abs(want).max())
+    assert np.array_equal(prog(*args).y, y)
+    told = []
+    chunked = prog(*args, memory_budget=_budget_of_one_group(prog, len(args[1].conn), len(args[0])),
+                   progress=lambda done, total: told.append(total)).y
+    assert told[-1] == 3 and np.array_equal(chunked, y)  # (4 of the 12 elements at a time: one scatter group)
+
+
+def _budget_of_one_group(prog, elements: int, nodes: int) -> int:
+    """The least device-memory budget (in steps of 256 bytes) a call runs within, in chunks
+    of one scatter group (4 elements of 64 nodes)."""
+    from irfuse.diagnostics import UsageError
+    from irfuse.runtime.mesh_runs import mesh_chunk_elements
+
+    budget = 256
+    while True:
+        try:
+            if mesh_chunk_elements(prog.artifact, elements, nodes, budget) >= 4:
+                return budget
+        except UsageError:
+            pass
+        budget += 256
+
+
+@pytest.mark.parametrize("name", ["bp1", "bp3"])
+def test_the_bake_off_examples_compile_for_the_gpu(name):
+    """NVRTC compiles them (the search stopped early: the kernels of a plan among its first
+    configurations; one element a thread keeps BP3's 750 words of factors in local memory,
+    which the block-per-element kernels of high order are to remove)."""
+    from irfuse.driver.front import search_budget
+
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "highorder", f"{name}.kas"), backend="cuda", dtype="f32",
+                          pipeline=search_budget(400))
+    element = prog.kernels[0]
+    assert element.startswith(f"{name}_k0") and prog.artifact.resources(element).registers > 0
