@@ -26,7 +26,8 @@ MORE = [("select", [None, (3,), (3,)], None, ()), ("and", [None, None], None, ()
         ("stack", [(2,), (2,), (2,)], None, ("3",)), ("clamp", [(4,), (4,), (4,)], "apart", ()),
         ("pow", [(2,), ()], "positive", ()), ("ifeq", [(3,), (3,), (3,), (3,)], None, ()),
         ("zeros", [(2, 2)], None, ()), ("repeat", [(3,)], None, ("4",)), ("push", [(4, 3), (3,)], None, ()),
-        ("pop", [(3, 2)], None, ()), ("push", [(3,), ()], None, ())]
+        ("pop", [(3, 2)], None, ()), ("push", [(3,), ()], None, ()), ("reshape", [(2, 3)], None, ("3x2",)),
+        ("reshape", [(8,)], None, ("2x2x2",))]
 
 
 def _library():
