@@ -1,18 +1,19 @@
-"""The CEED bake-off problems BP1 (mass) and BP3 (Poisson) at order 3: irfuse's examples
+"""The CEED bake-off problems BP1 (mass) and BP3 (Poisson) at orders 1-3: irfuse's operators
 against the same sum-factorized operator in PyTorch (eager and `torch.compile`) and JAX
 (`jax.jit`), with the copy bandwidth measured in the same run, one table and JSON.
 
-    python benchmarks/bakeoff.py [--cells 40] [--dtype f64|f32] [--device cuda|cpu] [--repeat 20]
-                                 [--skip-peers] [--json ...]
+    python benchmarks/bakeoff.py [--cells 40] [--orders 1,2,3] [--dtype f64|f32] [--device cuda|cpu]
+                                 [--repeat 20] [--skip-peers] [--json ...]
 
-The mesh: `irfuse.mesh.box_hexahedra(cells, order=3)` Morton-reordered, its quadrature data
-(w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at 5^3 Gauss points an element)
+The mesh: `irfuse.mesh.box_hexahedra(cells, order=p)` Morton-reordered, its quadrature data
+(w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at (p+2)^3 Gauss points an element)
 stored as the bake-off's BP3 stores them. Each contender computes y = A u with the gather and
 the scatter (the BP form; the BK form without them is not measured yet). Reported per
 contender: milliseconds a call (median, synchronized), DoFs a second (nodes / time), and the
 byte floor at the measured copy bandwidth over the time: u read and y written once, the
-connectivity (int32) and the stored quadrature data read once. irfuse's kernels here run one
-element a thread (`examples/highorder/`); the block-per-element kernels of high order are not
+connectivity (int32) and the stored quadrature data read once. irfuse's programs are
+`examples/highorder/operators.py`'s for each order (the files `bp1.kas`, `bp3.kas` at order 3),
+whose kernels run one element a thread; the block-per-element kernels of high order are not
 written yet, so this measures the starting point. `--device cpu` runs irfuse's CPU backend and
 the peers on the CPU (a smoke run: the figures that count are the GPU's).
 """
@@ -20,7 +21,6 @@ the peers on the CPU (a smoke run: the figures that count are the GPU's).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,31 +34,33 @@ from peers import ROOT  # noqa: E402
 
 import highorder_reference as ref  # noqa: E402 -- the 1-D tables and the quadrature data
 
-P, Q = 3, 5
+sys.path.insert(0, os.path.join(ROOT, "examples", "highorder"))
+
 SYMMETRIC = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
 
 
-def problem(cells: int, dtype):
-    """(X, conn, B, D, wdet, G) of the Morton-ordered box, float64 host arrays but conn int32."""
+def problem(cells: int, p: int, q: int):
+    """(X, conn, B, D, wdet, G) of the Morton-ordered box of order p, float64 host arrays but
+    conn int32."""
     from irfuse.mesh import box_hexahedra, renumber, reorder
 
-    X, conn = box_hexahedra(cells, order=P)
+    X, conn = box_hexahedra(cells, order=p)
     conn, X = renumber(conn, *reorder(conn, X, method="morton"), X)
-    B, D, _ = ref.lagrange_tables(P, Q)
-    wdet, G = ref.geometric_factors(X, conn, P, Q)
+    B, D, _ = ref.lagrange_tables(p, q)
+    wdet, G = ref.geometric_factors(X, conn, p, q)
     return X, conn.astype(np.int32), B, D, wdet, G
 
 
-def floor_bytes(kind: str, nodes: int, elements: int, itemsize: int) -> int:
-    stored = (1 if kind == "bp1" else 6) * Q**3
-    return itemsize * (2 * nodes + elements * stored) + 4 * elements * (P + 1) ** 3
+def floor_bytes(kind: str, p: int, q: int, nodes: int, elements: int, itemsize: int) -> int:
+    stored = (1 if kind == "bp1" else 6) * q**3
+    return itemsize * (2 * nodes + elements * stored) + 4 * elements * (p + 1) ** 3
 
 
 def sum_factorized(xp, einsum, kind: str, u, conn, B, D, qdata, scatter):
     """y = A u written with einsum in an array library (`xp`: torch or jax.numpy), the peers'
     form of the examples' contractions."""
-    e = conn.shape[0]
-    ue = u[conn].reshape(e, P + 1, P + 1, P + 1)
+    e, n = conn.shape[0], B.shape[1]
+    ue = u[conn].reshape(e, n, n, n)
     if kind == "bp1":
         t = einsum("kc,ecba->ekba", B, ue)
         t = einsum("jb,ekba->ekja", B, t)
@@ -85,23 +87,46 @@ def sum_factorized(xp, einsum, kind: str, u, conn, B, D, qdata, scatter):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cells", type=int, default=40, help="hexahedra per side (order 3: (3 cells + 1)^3 nodes)")
+    ap.add_argument("--cells", type=int, default=40, help="hexahedra per side ((p cells + 1)^3 nodes)")
+    ap.add_argument("--orders", default="1,2,3", help="orders p (q = p + 2 points an axis), at most 3")
     ap.add_argument("--dtype", default="f64", choices=("f64", "f32"))
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--skip-peers", action="store_true")
-    ap.add_argument("--json", default=meta.result_path("highorder"))
+    ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     import torch
 
+    dev = a.device
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    bandwidth = None
+    if dev == "cuda":
+        src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        bandwidth = 2 * (1 << 30) / meta_timed(lambda: dst.copy_(src), a.repeat, sync)
+        del src, dst
+    result = {"meta": meta.run_meta(), "dtype": a.dtype, "device": dev, "cells": a.cells,
+              "copy GB/s": None if bandwidth is None else bandwidth / 1e9, "orders": {}}
+    for p in (int(x) for x in a.orders.split(",")):
+        result["orders"][str(p)] = one_order(torch, p, p + 2, a, sync, bandwidth)
+    path = a.json or meta.result_path("highorder")
+    with open(path, "w") as f:
+        meta.dump(result, f, indent=1)
+    print(f"written {path}")
+    return 0
+
+
+def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
+    """BP1 and BP3 at order p: every contender timed and checked against the reference."""
     import irfuse
     from irfuse.mesh import Connectivity
 
+    from operators import bp1_source, bp3_source  # (examples/highorder/operators.py)
+
     real = np.float64 if a.dtype == "f64" else np.float32
-    X, conn, B, D, wdet, G = problem(a.cells, real)
+    X, conn, B, D, wdet, G = problem(a.cells, p, q)
     nodes, elements = len(X), len(conn)
     dev = a.device
-    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
 
     def put(x):
         return torch.from_numpy(np.ascontiguousarray(x)).to(dev)
@@ -112,53 +137,23 @@ def main(argv=None) -> int:
     qdata = {"bp1": put(wdet.astype(real)),
              "bp3": put(np.stack([G[..., i, j] for i, j in SYMMETRIC], axis=1).astype(real))}
     prepared = Connectivity(tc if dev == "cuda" else conn, nodes)
-    bandwidth = None
-    if dev == "cuda":
-        src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-        dst = torch.empty_like(src)
-        bandwidth = 2 * (1 << 30) / meta_timed(lambda: dst.copy_(src), a.repeat, sync)
-        del src, dst
-    result = {"meta": meta.run_meta(), "order": P, "points": Q, "nodes": nodes, "elements": elements,
-              "dtype": a.dtype, "device": dev, "copy GB/s": None if bandwidth is None else bandwidth / 1e9,
-              "rows": {}}
+    out_rows = {"nodes": nodes, "elements": elements, "points": q}
     itemsize = np.dtype(real).itemsize
-    for kind in ("bp1", "bp3"):
-        prog = irfuse.compile(os.path.join(ROOT, "examples", "highorder", f"{kind}.kas"),
-                              backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype)
-        q = qdata[kind]
-        args = (u, prepared, tB, q) if kind == "bp1" else (u, prepared, tB, tD, *(q[:, k] for k in range(6)))
+    for kind, make in (("bp1", bp1_source), ("bp3", bp3_source)):
+        prog = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
+                              filename=f"{kind}_p{p}.kas")
+        qd = qdata[kind]
+        args = (u, prepared, tB, qd) if kind == "bp1" else (u, prepared, tB, tD, *(qd[:, k] for k in range(6)))
         if dev == "cpu":
             args = tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in args)
         out = prog(*args).y
-        want = ref.bp1(u.cpu().double().numpy(), conn, P, wdet) if kind == "bp1" else \
-            ref.bp3(u.cpu().double().numpy(), conn, P, G)
-        error = float(np.abs(np.asarray(out.cpu() if hasattr(out, "cpu") else out) - want).max() / np.abs(want).max())
+        host_u = u.cpu().double().numpy()
+        want = ref.bp1(host_u, conn, p, wdet) if kind == "bp1" else ref.bp3(host_u, conn, p, G)
         contenders = {"irfuse": lambda prog=prog, args=args, out=out: prog(*args, out=out)}
         if not a.skip_peers:
-            def scatter(ye, c):
-                return torch.zeros(nodes, dtype=ye.dtype, device=ye.device).index_add_(0, c.reshape(-1).long(),
-                                                                                      ye.reshape(-1))
-            eager = (lambda kind=kind, q=q: sum_factorized(torch, torch.einsum, kind, u, tc.long(), tB, tD, q, scatter))
-            contenders["torch eager"] = eager
-            contenders["torch.compile"] = torch.compile(eager)
-            try:
-                import jax
-                import jax.numpy as jnp
-
-                if a.dtype == "f64":
-                    jax.config.update("jax_enable_x64", True)
-                ju, jc, jB, jD, jq = (jnp.asarray(x.cpu().numpy()) for x in (u, tc, tB, tD, q))
-
-                def jscatter(ye, c):
-                    return jnp.zeros(nodes, ye.dtype).at[c.reshape(-1)].add(ye.reshape(-1))
-
-                jitted = jax.jit(lambda u_, c_, B_, D_, q_, kind=kind: sum_factorized(
-                    jnp, jnp.einsum, kind, u_, c_, B_, D_, q_, jscatter))
-                contenders["jax.jit"] = lambda f=jitted: f(ju, jc, jB, jD, jq).block_until_ready()
-            except ImportError:
-                pass
-        row = {"irfuse's relative error": error}
-        floor = floor_bytes(kind, nodes, elements, itemsize)
+            contenders.update(peers(torch, kind, u, tc, tB, tD, qd, nodes, a.dtype))
+        row = {}
+        floor = floor_bytes(kind, p, q, nodes, elements, itemsize)
         for name, fn in contenders.items():
             got = fn() if name != "irfuse" else out
             got = np.asarray(got.cpu() if hasattr(got, "cpu") else got, dtype=np.float64)
@@ -166,13 +161,39 @@ def main(argv=None) -> int:
             row[name] = {"ms": seconds * 1e3, "GDoF/s": nodes / seconds / 1e9,
                          "of the byte floor": None if bandwidth is None else floor / bandwidth / seconds,
                          "relative error": float(np.abs(got - want).max() / np.abs(want).max())}
-            print(f"{kind} {name}: {seconds * 1e3:.3f} ms, {nodes / seconds / 1e9:.3f} GDoF/s", flush=True)
-        result["rows"][kind] = row
-    with open(a.json, "w") as f:
-        meta.dump(result, f, indent=1)
-    print(json.dumps({k: v for k, v in result.items() if k != "meta"}, indent=1))
-    print(f"written {a.json}")
-    return 0
+            print(f"p={p} {kind} {name}: {seconds * 1e3:.3f} ms, {nodes / seconds / 1e9:.3f} GDoF/s, error "
+                  f"{row[name]['relative error']:.1e}", flush=True)
+        out_rows[kind] = row
+    return out_rows
+
+
+def peers(torch, kind: str, u, tc, tB, tD, qd, nodes: int, dtype: str) -> dict:
+    """The same operator in torch (eager, `torch.compile`) and `jax.jit`, as callables."""
+    def scatter(ye, c):
+        return torch.zeros(nodes, dtype=ye.dtype, device=ye.device).index_add_(0, c.reshape(-1).long(),
+                                                                              ye.reshape(-1))
+
+    long_conn = tc.long()
+
+    def eager():
+        return sum_factorized(torch, torch.einsum, kind, u, long_conn, tB, tD, qd, scatter)
+
+    out = {"torch eager": eager, "torch.compile": torch.compile(eager)}
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return out
+    if dtype == "f64":
+        jax.config.update("jax_enable_x64", True)
+    ju, jc, jB, jD, jq = (jnp.asarray(x.cpu().numpy()) for x in (u, tc, tB, tD, qd))
+
+    def jscatter(ye, c):
+        return jnp.zeros(nodes, ye.dtype).at[c.reshape(-1)].add(ye.reshape(-1))
+
+    jitted = jax.jit(lambda u_, c_, B_, D_, q_: sum_factorized(jnp, jnp.einsum, kind, u_, c_, B_, D_, q_, jscatter))
+    out["jax.jit"] = lambda: jitted(ju, jc, jB, jD, jq).block_until_ready()
+    return out
 
 
 def meta_timed(fn, repeat: int, sync) -> float:

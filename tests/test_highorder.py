@@ -77,3 +77,37 @@ def test_the_bake_off_examples_compile_for_the_gpu(name):
                           pipeline=search_budget(400))
     element = prog.kernels[0]
     assert element.startswith(f"{name}_k0") and prog.artifact.resources(element).registers > 0
+
+
+def _operators():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("operators", os.path.join(ROOT, "examples", "highorder",
+                                                                            "operators.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_operators_written_for_any_order_are_the_files_at_order_3():
+    from irfuse.frontend.irgen import compile_file, compile_source
+
+    ops = _operators()
+    for name, make in (("bp1", ops.bp1_source), ("bp3", ops.bp3_source)):
+        path = os.path.join(ROOT, "examples", "highorder", f"{name}.kas")
+        assert str(compile_source(make(3, 5), path).module) == str(compile_file(path).module)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_the_operators_of_orders_1_and_2_are_the_references(order):
+    ops = _operators()
+    q = order + 2
+    X, conn = box_hexahedra(2, 2, 1, order=order, numbering="random", seed=order)
+    B, D, _ = ref.lagrange_tables(order, q)
+    wdet, G = ref.geometric_factors(X, conn, order, q)
+    u = np.random.default_rng(order).standard_normal(len(X))
+    y1 = irfuse.compile(ops.bp1_source(order, q), backend="cpu", dtype="f64")(u, conn, B, wdet).y
+    y3 = irfuse.compile(ops.bp3_source(order, q), backend="cpu", dtype="f64")(
+        u, conn, B, D, *(G[..., i, j] for i, j in SYMMETRIC)).y
+    np.testing.assert_allclose(y1, ref.bp1(u, conn, order, wdet), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(y3, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)

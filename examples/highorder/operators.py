@@ -1,0 +1,85 @@
+"""The bake-off operators of `bp1.kas` and `bp3.kas` written for any order: KAS text for
+hexahedra of order p with q Gauss points an axis (the files are these at p = 3, q = 5).
+
+    from operators import bp1_source, bp3_source   # (this folder on the path)
+    prog = irfuse.compile(bp3_source(4, 6))
+
+Values of an element are [c, b, a] tensors (z, y, x); the 1-D tables B and D are (q, p + 1)
+uniform matrices (tests/highorder_reference.py's `lagrange_tables`). The language's values and
+connectivities have at most 64 entries an axis (`index64`, `vector64`), so p is at most 3 here;
+orders above need longer connectivities and element vectors (and a scatter of elements of more
+than 256 nodes, from order 6).
+"""
+
+from __future__ import annotations
+
+
+def _header(p: int, q: int, poisson: bool) -> list[str]:
+    n, nodes = p + 1, (p + 1) ** 3
+    e, a, b, c = f"{n}x{n}x{n}", f"{q}x{n}x{n}", f"{q}x{q}x{n}", f"{q}x{q}x{q}"
+    lines = ["nodal scalar u, y;", f"index{nodes} conn;"]
+    if not poisson:
+        lines += [f"uniform matrix{q}x{n} B;", f"vector{nodes} uv, yv;", f"tensor{e} ue, ye;",
+                  f"tensor{a} t1, s2;", f"tensor{b} t2, s1;", f"tensor{c} uq, vq, wdet;",
+                  "input u, conn, B, wdet;"]
+    else:
+        lines += [f"uniform matrix{q}x{n} B, D;", f"vector{nodes} uv, yv;", f"tensor{e} ue, ye, yb, yd;",
+                  f"tensor{a} bz, dz, ax, ay, az, axy;", f"tensor{b} bby, bdy, dby, tx, ty, tz;",
+                  f"tensor{c} gx, gy, gz, vx, vy, vz, p, gxx, gxy, gxz, gyy, gyz, gzz;",
+                  "input u, conn, B, D, gxx, gxy, gxz, gyy, gyz, gzz;"]
+    return lines
+
+
+def bp1_source(p: int, q: int) -> str:
+    """BP1, y = M u: interpolate to the points along z, y, x; scale by the stored w detJ;
+    integrate back along x, y, z; scatter."""
+    n = p + 1
+    return "\n".join(_header(p, q, poisson=False) + [
+        "uv = gather(u, conn);",
+        f'ue = reshape("{n}x{n}x{n}", uv);',
+        't1 = contract("kc,cba->kba", B, ue);',
+        't2 = contract("jb,kba->kja", B, t1);',
+        'uq = contract("ia,kja->kji", B, t2);',
+        'vq = contract("kji,kji->kji", uq, wdet);',
+        's1 = contract("ia,kji->kja", B, vq);',
+        's2 = contract("jb,kja->kba", B, s1);',
+        'ye = contract("kc,kba->cba", B, s2);',
+        f'yv = reshape("{n ** 3}", ye);',
+        "y = scatter(yv, conn);",
+        "return y;", ""])
+
+
+def bp3_source(p: int, q: int) -> str:
+    """BP3, y = K u: the reference gradient at the points, times the stored symmetric factors
+    (gxx .. gzz), integrated against the basis gradients; scatter."""
+    n = p + 1
+    body = [
+        "uv = gather(u, conn);",
+        f'ue = reshape("{n}x{n}x{n}", uv);',
+        'bz = contract("kc,cba->kba", B, ue);',
+        'dz = contract("kc,cba->kba", D, ue);',
+        'bby = contract("jb,kba->kja", B, bz);',
+        'bdy = contract("jb,kba->kja", D, bz);',
+        'dby = contract("jb,kba->kja", B, dz);',
+        'gx = contract("ia,kja->kji", D, bby);',
+        'gy = contract("ia,kja->kji", B, bdy);',
+        'gz = contract("ia,kja->kji", B, dby);']
+    for v, row in (("vx", ("gxx", "gxy", "gxz")), ("vy", ("gxy", "gyy", "gyz")), ("vz", ("gxz", "gyz", "gzz"))):
+        body.append(f'{v} = contract("kji,kji->kji", {row[0]}, gx);')
+        for g, grad in zip(row[1:], ("gy", "gz")):
+            body += [f'p = contract("kji,kji->kji", {g}, {grad});', f"{v} = add({v}, p);"]
+    body += [
+        'tx = contract("ia,kji->kja", D, vx);',
+        'ty = contract("ia,kji->kja", B, vy);',
+        'tz = contract("ia,kji->kja", B, vz);',
+        'ax = contract("jb,kja->kba", B, tx);',
+        'ay = contract("jb,kja->kba", D, ty);',
+        'az = contract("jb,kja->kba", B, tz);',
+        "axy = add(ax, ay);",
+        'yb = contract("kc,kba->cba", B, axy);',
+        'yd = contract("kc,kba->cba", D, az);',
+        "ye = add(yb, yd);",
+        f'yv = reshape("{n ** 3}", ye);',
+        "y = scatter(yv, conn);",
+        "return y;", ""]
+    return "\n".join(_header(p, q, poisson=True) + body)
