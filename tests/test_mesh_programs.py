@@ -225,6 +225,30 @@ def test_a_scatters_rows_in_registers_are_staged_and_summed_in_the_same_groups(r
     assert staged(*args, verify=True).r.tobytes() == residual(*args).r.tobytes()
 
 
+@pytest.mark.usefixtures("emulated_gpu")
+def test_a_block_without_room_for_its_scatter_order_reads_it_where_it_lies(residual, monkeypatch, tmp_path):
+    """The element kernel stages its block's stretch of the scatter order in shared memory
+    where it fits (`irf_ord0`); where it would not (the limit lowered here), the sums read the
+    order from global memory: the generated CUDA, run block by block on the CPU, gives the same
+    bits either way, in shared and register-staged rows."""
+    from irfuse.backend import cuda_emit
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    X, conn = mesh(4, 3, 3, seed=4)
+    u = np.random.default_rng(4).standard_normal(X.shape).astype(np.float32)
+    args = (X, u, conn, DN.astype(np.float32), np.float32(1.5), np.float32(0.7))
+    assert "irf_ord0" in residual.source
+    want = residual(*args).r.tobytes()
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path))  # (compiled again: another text, another cache)
+    monkeypatch.setattr(cuda_emit, "STAGED_ORDER_LIMIT", 0)
+    registers = DEFAULT_PIPELINE.replace("fuse-promote-registers", "fuse-promote-registers{outputs=true}")
+    text = (EXAMPLES / "p1_residual.kas").read_text() + "// (the order read where it lies)\n"
+    for pipeline in (None, registers):
+        unstaged = irfuse.compile(text, backend="cpu", pipeline=pipeline)
+        assert "irf_ord0" not in unstaged.source and "irf_firsts0[irf_p0 + irf_i]" in unstaged.source
+        assert unstaged(*args, verify=True).r.tobytes() == want
+
+
 def test_atomic_scatter_is_asked_by_name_and_on_the_cpu_adds_in_the_fixed_order():
     """`scatter="atomic"` runs the scatter without the inverse; the CPU backend's twin adds in
     slot order, so there it gives the ordered bits. Bad modes and programs without a mesh

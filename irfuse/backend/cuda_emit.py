@@ -251,6 +251,11 @@ def strided_arguments(module: ModuleOp) -> dict[str, dict[int, tuple[int, ...]]]
     return out
 
 
+# Bytes of shared memory a block may take with its scatter order staged (`emit_scatter_rows`):
+# a block's most; above it the order is read from global memory where it lies (tests lower it).
+STAGED_ORDER_LIMIT = fuse.MAX_SHARED_BYTES_PER_BLOCK
+
+
 def partial_sum(at: Callable[[str], str], dst: str, row: int) -> list[str]:
     """The statements adding partial `irf_p` of a scatter's rows and writing it to `dst`: the
     rows of its slots (group-local `irf_m[irf_m0]` to `irf_m[irf_m1 - 1]`, the group's first
@@ -858,45 +863,57 @@ class KernelEmitter:
         # The block's stretch of the scatter order (its groups' partial bases, its slots'
         # members, its partials' firsts) staged in shared memory first, read coalesced and
         # once: read where it lies, each partial's run is two dependent global loads, which
-        # at a tangent's occupancy left the threads waiting most of the kernel.
+        # at a tangent's occupancy left the threads waiting most of the kernel. Where the
+        # staging would not fit a block beside the rest, the order is read where it lies.
         order = f"irf_ord{j}"
-        order_bytes = 4 * (self.by // group + 2) + 2 * self.by * k
-        self.block_arrays.append((order, -(-order_bytes // self.itemsize)))
-        stretch = [
-            f"    int* const irf_sb = (int*){order};  // the groups' first partials, from the block's first",
-            f"    unsigned char* const irf_sm = (unsigned char*)(irf_sb + {self.by // group + 2});  // members",
-            f"    unsigned char* const irf_sf = irf_sm + {self.by * k};  // firsts",
-            f"    const long long irf_g0 = first / {group};",
-            f"    const int irf_groups = (count + {group - 1}) / {group};",
-            f"    const long long irf_p0 = {bases}[irf_g0];"]
-        for text in [
-                f"  if ({members} != nullptr) {{  // the block's scatter order into shared memory",
-                *stretch,
-                f"    for (int irf_i = tid; irf_i <= irf_groups; irf_i += {nt}) "
-                f"irf_sb[irf_i] = (int)({bases}[irf_g0 + irf_i] - irf_p0);",
-                f"    for (int irf_i = tid; irf_i < count * {k}; irf_i += {nt}) "
-                f"irf_sm[irf_i] = {members}[first * {k} + irf_i];",
-                f"    const int irf_parts = (int)({bases}[irf_g0 + irf_groups] - irf_p0);",
-                f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) irf_sf[irf_i] = irf_firsts{j}[irf_p0 + irf_i];",
-                "  }"]:
-            self.line(text)
+        order_words = -(-(4 * (self.by // group + 2) + 2 * self.by * k) // self.itemsize)
+        self.info.arrays = [words for _, words in self.block_arrays] + [order_words]
+        staged = self.info.total_shared_bytes(self.itemsize) <= STAGED_ORDER_LIMIT
+        self.info.arrays = []
+        head = [f"    const long long irf_g0 = first / {group};",
+                f"    const int irf_groups = (count + {group - 1}) / {group};",
+                f"    const long long irf_p0 = {bases}[irf_g0];"]
+        if staged:
+            self.block_arrays.append((order, order_words))
+            head = [f"    int* const irf_sb = (int*){order};  // the groups' first partials, from the block's first",
+                    f"    unsigned char* const irf_sm = (unsigned char*)(irf_sb + {self.by // group + 2});  // members",
+                    f"    unsigned char* const irf_sf = irf_sm + {self.by * k};  // firsts", *head]
+            for text in [
+                    f"  if ({members} != nullptr) {{  // the block's scatter order into shared memory",
+                    *head,
+                    f"    for (int irf_i = tid; irf_i <= irf_groups; irf_i += {nt}) "
+                    f"irf_sb[irf_i] = (int)({bases}[irf_g0 + irf_i] - irf_p0);",
+                    f"    for (int irf_i = tid; irf_i < count * {k}; irf_i += {nt}) "
+                    f"irf_sm[irf_i] = {members}[first * {k} + irf_i];",
+                    f"    const int irf_parts = (int)({bases}[irf_g0 + irf_groups] - irf_p0);",
+                    f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) "
+                    f"irf_sf[irf_i] = irf_firsts{j}[irf_p0 + irf_i];",
+                    "  }"]:
+                self.line(text)
+
+        def base(g: str) -> str:  # group g's first partial, from the block's first
+            return f"irf_sb[{g}]" if staged else f"(int)({bases}[irf_g0 + {g}] - irf_p0)"
+        group_members = (f"irf_sm + irf_g * {per_group}" if staged else
+                         f"{members} + (irf_g0 + irf_g) * {per_group}")
+        first_of = "irf_sf[{}]" if staged else f"irf_firsts{j}[irf_p0 + {{}}]"
         if not place.is_shared:  # (the rows staged too, before the same barrier)
             self.line(self.per_thread(op.value, lambda index, r, w: f"irf_sct{j}[{index}] = {r}[{w}];", None))
-        self.open[-1].append(BARRIER)
+        if staged or not place.is_shared:
+            self.open[-1].append(BARRIER)
         for text in [
                 f"  if ({members} == nullptr) {{  // (atomics: every row as it is)",
                 f"    for (int irf_i = tid; irf_i < count * {size}; irf_i += {nt}) "
                 f"{dst}[first * {size} + irf_i] = {whole};",
                 "  } else {  // one thread a partial of the block's groups",
-                *stretch,
-                "    const int irf_parts = irf_sb[irf_groups];",
+                *head,
+                f"    const int irf_parts = {base('irf_groups')};",
                 "    int irf_g = 0;  // the group in the block of the thread's partial: its partials rise",
                 f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) {{",
                 "      const long long irf_p = irf_p0 + irf_i;",
-                "      while (irf_g + 1 < irf_groups && irf_sb[irf_g + 1] <= irf_i) ++irf_g;",
-                f"      const unsigned char* const irf_m = irf_sm + irf_g * {per_group};",
-                f"      const int irf_b = irf_g * {per_group}, irf_m0 = irf_sf[irf_i];",
-                "      const int irf_m1 = irf_i + 1 < irf_sb[irf_g + 1] ? irf_sf[irf_i + 1] : "
+                f"      while (irf_g + 1 < irf_groups && {base('irf_g + 1')} <= irf_i) ++irf_g;",
+                f"      const unsigned char* const irf_m = {group_members};",
+                f"      const int irf_b = irf_g * {per_group}, irf_m0 = {first_of.format('irf_i')};",
+                f"      const int irf_m1 = irf_i + 1 < {base('irf_g + 1')} ? {first_of.format('irf_i + 1')} : "
                 f"count * {k} - irf_b < {per_group} ? count * {k} - irf_b : {per_group};",
                 *("      " + line for line in partial_sum(at, dst, row)),
                 "    }",
