@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -31,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 from peers import ROOT  # noqa: E402
+from tangents import timed  # noqa: E402 -- median seconds of a synchronized call
 
 import highorder_reference as ref  # noqa: E402 -- the 1-D tables and the quadrature data
 
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     if dev == "cuda":
         src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
         dst = torch.empty_like(src)
-        bandwidth = 2 * (1 << 30) / meta_timed(lambda: dst.copy_(src), a.repeat, sync)
+        bandwidth = 2 * (1 << 30) / timed(lambda: dst.copy_(src), a.repeat, sync)
         del src, dst
     result = {"meta": meta.run_meta(), "dtype": a.dtype, "device": dev, "cells": a.cells,
               "copy GB/s": None if bandwidth is None else bandwidth / 1e9, "orders": {}}
@@ -157,7 +157,7 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
         for name, fn in contenders.items():
             got = fn() if name != "irfuse" else out
             got = np.asarray(got.cpu() if hasattr(got, "cpu") else got, dtype=np.float64)
-            seconds = meta_timed(fn, a.repeat, sync)
+            seconds = timed(fn, a.repeat, sync)
             row[name] = {"ms": seconds * 1e3, "GDoF/s": nodes / seconds / 1e9,
                          "of the byte floor": None if bandwidth is None else floor / bandwidth / seconds,
                          "relative error": float(np.abs(got - want).max() / np.abs(want).max())}
@@ -194,19 +194,6 @@ def peers(torch, kind: str, u, tc, tB, tD, qd, nodes: int, dtype: str) -> dict:
     jitted = jax.jit(lambda u_, c_, B_, D_, q_: sum_factorized(jnp, jnp.einsum, kind, u_, c_, B_, D_, q_, jscatter))
     out["jax.jit"] = lambda: jitted(ju, jc, jB, jD, jq).block_until_ready()
     return out
-
-
-def meta_timed(fn, repeat: int, sync) -> float:
-    """Median seconds of `fn()` (synchronized), after one call."""
-    fn()
-    sync()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 if __name__ == "__main__":
