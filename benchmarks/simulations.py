@@ -175,11 +175,9 @@ def mesh_preparation(torch, cubes: int, out: dict) -> None:
         tets = f"{len(conn):,} tets, {numbering} numbering"
         for way, switch in (("compiled", "1"), ("arrays", "0")):
             os.environ[native.SWITCH] = switch
-            native._LIBRARY.clear()  # (the switch is read once a process)
             out[f"Connectivity, {tets}, host {way} s"] = best(lambda: Connectivity(conn, len(X)), 2, False)
             out[f"reorder morton, {tets}, host {way} s"] = best(lambda: reorder(conn, X, method="morton"), 2, False)
         os.environ.pop(native.SWITCH)
-        native._LIBRARY.clear()
         order = reorder(conn, X, method="morton")
         out[f"renumber, {tets}, host s"] = best(lambda: renumber(conn, *order, X), 2, False)
         if gpu:

@@ -79,6 +79,7 @@ and on the CPU, run after run. Neither uses atomics.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -867,9 +868,8 @@ class KernelEmitter:
         # staging would not fit a block beside the rest, the order is read where it lies.
         order = f"irf_ord{j}"
         order_words = -(-(4 * (self.by // group + 2) + 2 * self.by * k) // self.itemsize)
-        self.info.arrays = [words for _, words in self.block_arrays] + [order_words]
-        staged = self.info.total_shared_bytes(self.itemsize) <= STAGED_ORDER_LIMIT
-        self.info.arrays = []
+        with_order = dataclasses.replace(self.info, arrays=[words for _, words in self.block_arrays] + [order_words])
+        staged = with_order.total_shared_bytes(self.itemsize) <= STAGED_ORDER_LIMIT
         head = [f"    const long long irf_g0 = first / {group};",
                 f"    const int irf_groups = (count + {group - 1}) / {group};",
                 f"    const long long irf_p0 = {bases}[irf_g0];"]

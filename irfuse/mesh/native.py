@@ -28,7 +28,7 @@ from irfuse.diagnostics import IrfuseError
 SOURCE = "native.cpp"
 SWITCH = "IRFUSE_MESH_NATIVE"  # "0": the array versions only
 FLAGS = ["-O2", "-ffp-contract=off", "-shared", "-fPIC", "-w"]  # (the keys' scaling as NumPy rounds it)
-_LIBRARY: list = []  # [the loaded library, or None where it cannot be had], once per process
+_LIBRARY: list = []  # [the loaded library, or None where it cannot be had]: loaded once a process
 
 
 def scatter_order(conn: np.ndarray, nodes: int, per_group: int) -> tuple | None:
@@ -85,8 +85,10 @@ def _at(a: np.ndarray) -> ctypes.c_void_p:
 
 
 def _library():
+    if os.environ.get(SWITCH, "1").strip() == "0":  # (read at every call: a switch, not a setting)
+        return None
     if not _LIBRARY:
-        _LIBRARY.append(_load() if os.environ.get(SWITCH, "1").strip() != "0" else None)
+        _LIBRARY.append(_load())
     return _LIBRARY[0]
 
 
