@@ -52,11 +52,10 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
     options = {} if nodes is None else {"nodes": nodes}
     value = program(**bound, **options)[of]
     n_in, n_out = int(np.prod(np.shape(x))), int(np.prod(np.shape(value)))
-    mask = _fixed_mask(fixed, np.shape(x), wrt)
+    mask = _on_side_of(family := _family(x), x, _fixed_mask(fixed, np.shape(x), wrt))
     if mask is not None and n_in != n_out:
         raise UsageError(f"linear_operator: fixed= makes a square operator; d{of}/d{wrt} is {n_out} x {n_in}")
     shape_in = tuple(np.shape(x))
-    family = _family(x)
 
     held: list = []  # the direction's own array, the same object at every product
 
@@ -71,7 +70,7 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
             _copy_into(family, held[0], v.reshape(shape_in))
         direction = held[0]
         if mask is not None:
-            direction[mask] = 0
+            _zero_where(family, direction, mask)
         out = derivative(**bound, **{"d" + wrt: direction}, **options)["d" + of]
         out = out.reshape(-1)
         if mask is not None:
@@ -137,6 +136,34 @@ def _family(a) -> str:
 def _copy(family: str, a):
     """A new contiguous array of `a`'s values in its own family."""
     return a.clone(memory_format=__import__("torch").contiguous_format) if family == "torch" else a.copy()
+
+
+def _on_side_of(family: str, x, mask):
+    """The mask where `x` lives (a host mask next to device arrays is copied there once, not
+    at every product)."""
+    if mask is None or family == "numpy":
+        return None if mask is None else np.asarray(mask)
+    if family == "torch":
+        import torch
+
+        return torch.as_tensor(mask, device=x.device)
+    import cupy
+
+    return cupy.asarray(mask)
+
+
+def _zero_where(family: str, a, mask) -> None:
+    """a[mask] = 0 in place, without the host step a boolean index costs on a device (the
+    count of selected entries read back: a synchronisation at every product, and no capture
+    into a CUDA graph)."""
+    if family == "torch":
+        a.masked_fill_(mask, 0)
+    elif family == "cupy":
+        import cupy
+
+        cupy.copyto(a, 0, where=mask)
+    else:
+        a[mask] = 0
 
 
 def _copy_into(family: str, target, a) -> None:
