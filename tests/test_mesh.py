@@ -150,6 +150,19 @@ def test_the_compiled_morton_order_is_numpys(seed):
     renamed = np.sort(np.argsort(node_order)[conn], axis=1)
     want = np.lexsort(renamed.T[::-1]) if len(conn) else np.zeros(0, np.int64)
     assert np.array_equal(native.element_order(conn, node_order, nodes), want)
+    inverse = np.argsort(node_order).astype(np.int32)
+    assert np.array_equal(native.renumbered(conn, node_order, want), inverse[conn[want]])
+    if len(conn) > 1:  # (orders that are not permutations: left to the caller, which names them)
+        repeated = want.copy()
+        repeated[-1] = repeated[0]
+        assert native.renumbered(conn, node_order, repeated) is None
+        with pytest.raises(UsageError, match="element_order must be a permutation"):
+            mesh.renumber(conn, node_order, repeated)
+    outside = node_order.copy()
+    outside[-1] = nodes
+    assert native.renumbered(conn, outside, want) is None
+    with pytest.raises(UsageError, match="node_order must be a permutation"):
+        mesh.renumber(conn, outside, want)
 
 
 def test_without_the_compiled_helper_the_scatter_order_is_made_by_arrays(monkeypatch):
@@ -161,6 +174,7 @@ def test_without_the_compiled_helper_the_scatter_order_is_made_by_arrays(monkeyp
 
     X, conn = mesh.box_tetrahedra(3, numbering="random", seed=2)
     want, orders = _inverse(conn, len(X)), mesh.reorder(conn, X, method="morton")
+    renumbered = mesh.renumber(conn, *orders)[0]  # (by the compiled helper)
     for variable, value in (("IRFUSE_MESH_NATIVE", "0"), ("CXX", "/nonexistent/c++")):
         monkeypatch.setattr(native, "_LIBRARY", [])
         monkeypatch.setenv(variable, value)
@@ -170,6 +184,7 @@ def test_without_the_compiled_helper_the_scatter_order_is_made_by_arrays(monkeyp
         for got in (mesh.Connectivity(conn, len(X)).inverse, mesh.inverse_connectivity(conn, len(X))):
             assert all(np.array_equal(a, b) for a, b in zip(got, want))
         assert np.array_equal(mesh.reorder(conn, X, method="morton")[1], orders[1])
+        assert np.array_equal(mesh.renumber(conn, *orders)[0], renumbered)
         monkeypatch.delenv(variable)
     monkeypatch.setattr(native, "_LIBRARY", [])
 

@@ -212,3 +212,41 @@ extern "C" int irf_element_order(const int32_t* conn, long long elements, int k,
   free(sorted_rows); free(number); free(count);
   return failed;
 }
+
+// irfuse.mesh.renumber's connectivity: out[e] = new numbers of conn[element_order[e]], after
+// checking that both orders are permutations (-2: node_order is not, -3: element_order is
+// not; -1: no scratch memory), in two linear passes where the array version sorts to check
+// and gathers through 64-bit index copies.
+extern "C" int irf_renumber(const int32_t* conn, long long elements, int k, const int64_t* node_order,
+                            long long nodes, const int64_t* element_order, int32_t* out) {
+  int32_t* number = (int32_t*)malloc((size_t)(nodes > 0 ? nodes : 1) * sizeof(int32_t));
+  unsigned char* seen = (unsigned char*)calloc((size_t)(elements > nodes ? elements : nodes) + 1, 1);
+  if (!number || !seen) {
+    free(number); free(seen);
+    return -1;
+  }
+  int failed = 0;
+  for (long long r = 0; r < nodes && !failed; ++r) {
+    const int64_t v = node_order[r];
+    if (v < 0 || v >= nodes || seen[v]) failed = -2;
+    else { seen[v] = 1; number[v] = (int32_t)r; }
+  }
+  if (!failed) {
+    for (long long e = 0; e < elements; ++e) seen[e] = 0;
+    for (long long e = 0; e < elements && !failed; ++e) {
+      const int64_t f = element_order[e];
+      if (f < 0 || f >= elements || seen[f]) failed = -3;
+      else seen[f] = 1;
+    }
+  }
+  if (!failed) {
+    for (long long e = 0; e < elements; ++e) {
+      if (e + 16 < elements)  // (rows and numbers both read out of order: overlapped)
+        __builtin_prefetch(&conn[element_order[e + 16] * k]);
+      const int32_t* row = conn + element_order[e] * k;
+      for (int a = 0; a < k; ++a) out[e * k + a] = number[row[a]];
+    }
+  }
+  free(number); free(seen);
+  return failed;
+}

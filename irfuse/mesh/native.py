@@ -1,6 +1,6 @@
 """A mesh's preparation on the host in compiled code (`native.cpp`): a connectivity's scatter
-order in one pass over its entries, and a Morton `reorder` by radix sorts, linear where the
-array versions sort.
+order in one pass over its entries, a Morton `reorder` by radix sorts, linear where the
+array versions sort, and `renumber`'s connectivity in one checked pass.
 
 The source is built once per compiler by the host C++ compiler the CPU backend uses
 (`irfuse.artifact.host_toolchain`; `CXX`), kept in irfuse's cache beside the CPU backend's
@@ -80,6 +80,30 @@ def element_order(conn: np.ndarray, node_order: np.ndarray, nodes: int) -> np.nd
     return order
 
 
+def renumbered(conn: np.ndarray, node_order, element_order) -> np.ndarray | None:
+    """`irfuse.mesh.renumber`'s connectivity of a checked int32 `conn` (E, K): the rows in
+    `element_order`, each entry's new number by `node_order`; None where the compiled helper
+    cannot be had, or where an order is not a permutation (the caller says which, by name)."""
+    library = _library()
+    if library is None:
+        return None
+    c = np.ascontiguousarray(conn, dtype=np.int32)
+    nodes_order = np.asarray(node_order)
+    elements_order = np.asarray(element_order)
+    if nodes_order.ndim != 1 or elements_order.ndim != 1 or len(elements_order) != len(c):
+        return None
+    if nodes_order.dtype.kind not in "iu" or elements_order.dtype.kind not in "iu":
+        return None
+    nodes_order = np.ascontiguousarray(nodes_order, dtype=np.int64)
+    elements_order = np.ascontiguousarray(elements_order, dtype=np.int64)
+    out = np.empty_like(c)
+    made = library.irf_renumber(_at(c), len(c), c.shape[1], _at(nodes_order), len(nodes_order),
+                                _at(elements_order), _at(out))
+    if made == -1:
+        raise MemoryError(f"renumbering {len(c)} elements: no scratch memory")
+    return out if made == 0 else None
+
+
 def _at(a: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(a.ctypes.data)
 
@@ -110,7 +134,8 @@ def _load():
     word, size, at = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p
     for name, result, args in (("irf_scatter_order", size, [at, size, size, word] + [at] * 5),
                                ("irf_morton_order", word, [at, size, word, at]),
-                               ("irf_element_order", word, [at, size, word, at, size, at])):
+                               ("irf_element_order", word, [at, size, word, at, size, at]),
+                               ("irf_renumber", word, [at, size, word, at, size, at, at])):
         getattr(library, name).restype = result
         getattr(library, name).argtypes = args
     return library

@@ -130,14 +130,19 @@ def renumber(conn, node_order: np.ndarray, element_order: np.ndarray, *nodal, pe
     t = gpu_tensor(conn, "renumber: conn")
     if t is not None:
         return _renumber_on_gpu(t, node_order, element_order, nodal, per_element)
+    from irfuse.mesh.native import renumbered
+
     conn = check_connectivity(conn, len(node_order))
     node_order = np.asarray(node_order)
     element_order = np.asarray(element_order)
-    for name, order, size in (("node_order", node_order, len(node_order)),
-                              ("element_order", element_order, len(conn))):
-        if order.ndim != 1 or len(order) != size or not np.array_equal(np.sort(order), np.arange(size)):
-            raise UsageError(f"renumber: {name} must be a permutation of 0..{size - 1}")
-    out = [inverse_permutation(node_order).astype(conn.dtype)[conn[element_order]]]
+    made = None if conn.dtype != np.int32 or len(node_order) >= 2**31 else renumbered(conn, node_order, element_order)
+    if made is None:  # (no compiled helper, or an order that is not a permutation: said below)
+        for name, order, size in (("node_order", node_order, len(node_order)),
+                                  ("element_order", element_order, len(conn))):
+            if order.ndim != 1 or len(order) != size or not np.array_equal(np.sort(order), np.arange(size)):
+                raise UsageError(f"renumber: {name} must be a permutation of 0..{size - 1}")
+        made = inverse_permutation(node_order).astype(conn.dtype)[conn[element_order]]
+    out = [made]
     out += [np.asarray(a)[node_order] for a in nodal]
     out += [np.asarray(a)[element_order] for a in per_element]
     return tuple(out)
