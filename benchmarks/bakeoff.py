@@ -143,7 +143,10 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
         prog = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
                               filename=f"{kind}_p{p}.kas")
         qd = qdata[kind]
-        args = (u, prepared, tB, qd) if kind == "bp1" else (u, prepared, tB, tD, *(qd[:, k] for k in range(6)))
+        # irfuse reads each geometric factor as its own contiguous array (a column of `qd` is a
+        # strided view, which a program over a mesh on the GPU refuses).
+        args = ((u, prepared, tB, qd) if kind == "bp1"
+                else (u, prepared, tB, tD, *(qd[:, k].contiguous() for k in range(6))))
         if dev == "cpu":
             args = tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in args)
         out = prog(*args).y
