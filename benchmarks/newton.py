@@ -1,7 +1,7 @@
 """A hyperelastic Newton solve end to end: irfuse against the same algorithm in JAX, one run.
 
     python benchmarks/newton.py [--cubes 64] [--steps 4] [--stretch 0.2] [--device cuda|cpu]
-                                [--dtype f32|f64] [--skip-jax] [--json ...]
+                                [--dtype f32|f64] [--skip-jax] [--profile] [--json ...]
 
 The problem of `examples/solve/neo_hookean_newton.py` at scale: a compressible Neo-Hookean
 unit box of 6 c^3 P1 tetrahedra (`--cubes` c), the bottom face held, the top face moved up by
@@ -18,9 +18,10 @@ contenders run this very algorithm, the same loops and tests:
   operations, its scalars kept on the device, the stopping test read on the host every
   `CHECK_EVERY` iterations (`cg`: the iterations after the test fails change nothing).
   On the GPU a second irfuse contender, "irfuse, CG captured", runs those blocks of
-  iterations captured once per solve into a CUDA graph with `torch.cuda.graph` and replayed
-  (`cg_captured`; irfuse's calls are capturable): the same kernels and bits without their
-  host time, as a PyTorch user removes it.
+  iterations captured once into a CUDA graph with `torch.cuda.graph` and replayed by every
+  solve (`CapturedCG`; irfuse's calls are capturable; one tangent operator whose
+  linearization point is refilled at each Newton step): the same kernels and bits without
+  their host time, as a PyTorch user removes it.
 - JAX: the residual P = mu (F - F^-T) + lam log(det F) F^-T written componentwise with
   closed-form 3x3 inverses (`assembly.neo_hookean`, the peers' form in the other benchmarks),
   `jax.jvp` of it for J, the diagonal by one `jax.jvp` a local direction of each element's
@@ -108,55 +109,81 @@ def cg(apply, b, inverse_diagonal, where, sqrt):
     return x, int(steps)
 
 
-def cg_captured(apply, b, inverse_diagonal):
+class CapturedCG:
     """`cg` on PyTorch CUDA tensors with its blocks of `CHECK_EVERY` iterations captured once
     into a CUDA graph (`torch.cuda.graph`) and replayed: the same iterations, kernels and
-    bits, without their host time. The first block runs as it is written (on a side stream,
-    as PyTorch asks before a capture), the graph is captured from the second (capture runs
-    nothing) and replayed while the test read between blocks says CG goes on."""
-    import torch
+    bits, without their host time. The graph is captured at the first solve and replayed by
+    every later one: the operator (`apply`, the same object each time: its linearization
+    point is an array the caller refills) and the solve's state live at fixed addresses, each
+    solve copying its right-hand side and diagonal in. At the first solve the first block
+    runs as written (on a side stream, as PyTorch asks before a capture) and the capture
+    (which runs nothing) follows; the blocks are replayed while the test read between them
+    says CG goes on."""
 
-    x = torch.zeros_like(b)
-    r = b.clone()
-    p = r * inverse_diagonal
-    rz = (r * p).sum()
-    stop = CG_RTOL * torch.sqrt((b * b).sum())
-    steps = torch.zeros((), dtype=torch.int64, device=b.device)
-    going = torch.ones((), dtype=torch.bool, device=b.device)
+    def __init__(self):
+        self.graph = None
+        self.apply = None
 
-    def block():  # (`cg`'s iteration with its state updated in place: the graph's addresses)
+    def __call__(self, apply, b, inverse_diagonal):
+        import torch
+
+        if self.graph is None:
+            self.apply = apply
+            self.b, self.inverse_diagonal = b.clone(), inverse_diagonal.clone()
+            self.x, self.r, self.p = torch.empty_like(b), torch.empty_like(b), torch.empty_like(b)
+            self.rz, self.stop = (torch.empty((), dtype=b.dtype, device=b.device) for _ in range(2))
+            self.steps = torch.empty((), dtype=torch.int64, device=b.device)
+            self.going = torch.empty((), dtype=torch.bool, device=b.device)
+        elif apply != self.apply:  # (a bound method is made anew at each access: equal, not identical)
+            raise ValueError("CapturedCG replays the operator it captured: pass the same one")
+        else:
+            self.b.copy_(b)
+            self.inverse_diagonal.copy_(inverse_diagonal)
+        x, r, p, rz, going, steps = self.x, self.r, self.p, self.rz, self.going, self.steps
+        x.zero_()
+        r.copy_(self.b)
+        p.copy_(r * self.inverse_diagonal)
+        rz.copy_((r * p).sum())
+        self.stop.copy_(CG_RTOL * torch.sqrt((self.b * self.b).sum()))
+        steps.zero_()
+        going.fill_(True)
+        done = 0
+        if self.graph is None:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._block()
+            torch.cuda.current_stream().wait_stream(side)
+            done = CHECK_EVERY
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self._block()
+        while bool(going) and done < CG_STEPS:
+            self.graph.replay()
+            done += CHECK_EVERY
+        return x, int(steps)
+
+    def _block(self):  # (`cg`'s iteration with its state updated in place: the graph's addresses)
+        import torch
+
+        x, r, p, rz, going, steps = self.x, self.r, self.p, self.rz, self.going, self.steps
         for _ in range(CHECK_EVERY):
-            going.copy_(torch.sqrt((r * r).sum()) > stop)
-            q = apply(p)
+            going.copy_(torch.sqrt((r * r).sum()) > self.stop)
+            q = self.apply(p)
             alpha = torch.where(going, rz / (p * q).sum(), 0 * rz)
             x.add_(alpha * p)
             r.sub_(alpha * q)
-            z = r * inverse_diagonal
+            z = r * self.inverse_diagonal
             rz_next = (r * z).sum()
             p.copy_(torch.where(going, z + (rz_next / rz) * p, p))
             rz.copy_(torch.where(going, rz_next, rz))
             steps.add_(going)
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        block()
-    torch.cuda.current_stream().wait_stream(side)
-    done = CHECK_EVERY
-    if bool(going) and done < CG_STEPS:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            block()
-        while bool(going) and done < CG_STEPS:
-            graph.replay()
-            done += CHECK_EVERY
-    return x, int(steps)
-
 
 def irfuse_solver(X, conn, top, fixed, device: str, dtype: str, captured: bool = False):
     """The load steps by irfuse, set up once (programs compiled, the mesh prepared): a
     function of (steps, stretch) giving (final u as NumPy, [(Newton steps, CG steps)]).
-    `captured`: CG by `cg_captured` (PyTorch CUDA tensors) instead of `cg`."""
+    `captured`: CG by `CapturedCG` (PyTorch CUDA tensors) instead of `cg`."""
     import irfuse
     from irfuse.mesh import Connectivity
 
@@ -188,6 +215,9 @@ def irfuse_solver(X, conn, top, fixed, device: str, dtype: str, captured: bool =
     Xd, dN, mask = put(X.astype(real)), put(DN.astype(real)), put(fixed)
     in_cg = SECONDS_IN_CG["irfuse, CG captured" if captured else "irfuse"]
     free = put((~fixed).reshape(-1).astype(real))
+    if captured:  # (one operator at a linearization point refilled at each Newton step: the graph's)
+        captured_cg, at = CapturedCG(), put(np.zeros(X.shape, real))
+        operator = irfuse.linear_operator(residual, Xd, at, prepared, dN, LAM, MU, wrt="u", fixed=mask)
 
     def solve(steps: int, stretch: float):
         in_cg[0] = 0.0
@@ -204,10 +234,15 @@ def irfuse_solver(X, conn, top, fixed, device: str, dtype: str, captured: bool =
                 first = size if first is None else first
                 if size <= NEWTON_RTOL * first:
                     break
-                J = irfuse.linear_operator(residual, *args, wrt="u", fixed=mask)
                 d = irfuse.diagonal(residual, *args, wrt="u", fixed=mask).reshape(-1)
-                t0 = time.perf_counter()
-                du, k = cg_captured(J.matvec, -r, 1 / d) if captured else cg(J.matvec, -r, 1 / d, where, sqrt)
+                if captured:
+                    at.copy_(u)
+                    t0 = time.perf_counter()
+                    du, k = captured_cg(operator.matvec, -r, 1 / d)
+                else:
+                    J = irfuse.linear_operator(residual, *args, wrt="u", fixed=mask)
+                    t0 = time.perf_counter()
+                    du, k = cg(J.matvec, -r, 1 / d, where, sqrt)
                 in_cg[0] += time.perf_counter() - t0
                 u = u + du.reshape(u.shape)
                 newton, cg_steps = newton + 1, cg_steps + k
@@ -327,6 +362,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--dtype", default="f32", choices=("f32", "f64"))
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="then the GPU work of irfuse's first load step (torch.profiler): busy time against the span, kernels by total time")
     ap.add_argument("--json", default=meta.result_path("matrices"))
     a = ap.parse_args(argv)
     X, conn, top, fixed = box(a.cubes)
@@ -360,6 +397,28 @@ def main(argv=None) -> int:
     if "irfuse, CG captured" in finals:
         result["captured CG bit-equal to cg"] = bool(np.array_equal(finals["irfuse"], finals["irfuse, CG captured"]))
         print(f"captured CG bit-equal to cg: {result['captured CG bit-equal to cg']}")
+    if a.profile and a.device == "cuda":
+        from torch.profiler import ProfilerActivity, profile
+
+        for name in (n for n in contenders if n != "jax"):
+            with profile(activities=[ProfilerActivity.CUDA]) as traced:
+                _, counts = contenders[name](1, a.stretch / a.steps)
+            steps = sum(k for _, k in counts)
+            events = [e for e in traced.events() if e.device_type.name == "CUDA"]
+            busy = sum(e.time_range.elapsed_us() for e in events)
+            span = max(e.time_range.end for e in events) - min(e.time_range.start for e in events)
+            print(f"{name}: the first load step's GPU work ({steps} CG steps): busy {busy / 1e3:.2f} ms "
+                  f"of {span / 1e3:.2f} ms from first to last; {busy / steps:.1f} us busy a CG step")
+            if name == "irfuse":
+                print(traced.key_averages().table(sort_by="cuda_time_total", row_limit=30, max_name_column_width=70))
+            # Where the GPU waits: the idle time before each kind of work, by what ran before it.
+            events.sort(key=lambda e: e.time_range.start)
+            idle: dict = {}
+            for before, after in zip(events, events[1:]):
+                key = (before.name[:48], after.name[:48])
+                idle[key] = idle.get(key, 0.0) + max(0, after.time_range.start - before.time_range.end)
+            for (before, after), us in sorted(idle.items(), key=lambda kv: -kv[1])[:12]:
+                print(f"  idle {us / steps:7.1f} us a CG step: after {before} before {after}")
     with open(a.json, "w") as f:
         meta.dump(result, f, indent=1)
     print(f"written {a.json}")
