@@ -52,6 +52,28 @@ def test_the_operator_is_the_assembled_stiffness_and_fixed_components_are_identi
     np.testing.assert_allclose(bv[~fixed], A.matvec(free.reshape(-1)).reshape(X.shape)[~fixed], rtol=1e-12)
 
 
+def test_a_mask_of_fixed_components_is_taken_from_either_library_and_leaves_the_direction_alone():
+    """The fixed components given as a NumPy mask, a PyTorch tensor or flat indices make the
+    same operator, bit for bit, on NumPy arrays and on PyTorch CPU tensors (which run on the
+    host as NumPy's; CUDA tensors: tests/test_gpu.py); a product zeroes the fixed components
+    in the operator's own copy of the direction, never in the caller's."""
+    torch = pytest.importorskip("torch")
+    prog, X, conn, K, basis = _cube(2, numbering="random", seed=3)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 0] == 0] = True
+    want = irfuse.linear_operator(prog, X, np.zeros_like(X), conn, DN, LAM, MU, wrt="u", fixed=fixed)
+    v = np.random.default_rng(2).standard_normal(X.size)
+    expected = want.matvec(v)
+    tX, tu, tDN = (torch.from_numpy(np.ascontiguousarray(a)) for a in (X, np.zeros_like(X), DN))
+    for arrays in ((X, np.zeros_like(X), DN), (tX, tu, tDN)):
+        for mask in (fixed, torch.from_numpy(fixed), np.flatnonzero(fixed)):
+            op = irfuse.linear_operator(prog, arrays[0], arrays[1], conn, arrays[2], LAM, MU, wrt="u", fixed=mask)
+            given = v.copy()
+            for _ in range(2):  # (the second product replays the first's kept run)
+                assert np.array_equal(np.asarray(op.matvec(given)), expected)
+            assert np.array_equal(given, v)
+
+
 def test_a_compiled_programs_derivative_is_made_once_and_operators_at_new_points_reuse_it():
     """`irfuse.jvp` of a compiled program keeps what it compiled (a Newton solve asks for the
     same operator at every step): the same `Program` again for the same question, another for
