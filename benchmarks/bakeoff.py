@@ -1,4 +1,5 @@
-"""The CEED bake-off problems BP1 (mass) and BP3 (Poisson) at orders 1-3: irfuse's operators
+"""The CEED bake-off problems BP1 (mass) and BP3 (Poisson), and their element operators alone
+(BK1, BK3), at orders 1-3: irfuse's operators
 against the same sum-factorized operator in PyTorch (eager and `torch.compile`) and JAX
 (`jax.jit`), with the copy bandwidth measured in the same run, one table and JSON.
 
@@ -8,11 +9,12 @@ against the same sum-factorized operator in PyTorch (eager and `torch.compile`) 
 The mesh: `irfuse.mesh.box_hexahedra(cells, order=p)` Morton-reordered, its quadrature data
 (w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at (p+2)^3 Gauss points an element)
 stored as the bake-off's BP3 stores them. Each contender computes y = A u with the gather and
-the scatter (the BP form; the BK form without them is not measured yet). Reported per
-contender: milliseconds a call (median, synchronized), DoFs a second (nodes / time), and the
-byte floor at the measured copy bandwidth over the time: u read and y written once, the
-connectivity (int32) and the stored quadrature data read once. irfuse's programs are
-`examples/highorder/operators.py`'s for each order (the files `bp1.kas`, `bp3.kas` at order 3),
+the scatter (BP) and ye = A_e ue on each element's own values without them (BK). Reported per
+contender: milliseconds a call (median, synchronized), DoFs a second (BP: nodes / time; BK:
+the elements' own values / time), and the byte floor at the measured copy bandwidth over the
+time: u read and y written once (BP: with the int32 connectivity), the stored quadrature data
+read once. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
+`bp1.kas`, `bp3.kas` at order 3),
 whose kernels run one element a thread; the block-per-element kernels of high order are not
 written yet, so this measures the starting point. `--device cpu` runs irfuse's CPU backend and
 the peers on the CPU (a smoke run: the figures that count are the GPU's).
@@ -52,36 +54,44 @@ def problem(cells: int, p: int, q: int):
 
 
 def floor_bytes(kind: str, p: int, q: int, nodes: int, elements: int, itemsize: int) -> int:
-    stored = (1 if kind == "bp1" else 6) * q**3
+    """u read and y written once (BP: nodal, with the int32 connectivity; BK: each element's own
+    values), and the stored quadrature data read once."""
+    stored = (1 if kind.endswith("1") else 6) * q**3
+    if kind.startswith("bk"):
+        return itemsize * elements * (2 * (p + 1) ** 3 + stored)
     return itemsize * (2 * nodes + elements * stored) + 4 * elements * (p + 1) ** 3
 
 
-def sum_factorized(xp, einsum, kind: str, u, conn, B, D, qdata, scatter):
-    """y = A u written with einsum in an array library (`xp`: torch or jax.numpy), the peers'
-    form of the examples' contractions."""
-    e, n = conn.shape[0], B.shape[1]
-    ue = u[conn].reshape(e, n, n, n)
-    if kind == "bp1":
+def element_operator(einsum, kind: str, ue, B, D, qdata):
+    """ye = A_e ue for every element's [c, b, a] values with einsum in an array library (torch
+    or jax.numpy): the peers' form of the examples' contractions (`kind` "1": BP1's mass,
+    "3": BP3's Poisson operator with stored factors)."""
+    if kind.endswith("1"):
         t = einsum("kc,ecba->ekba", B, ue)
         t = einsum("jb,ekba->ekja", B, t)
         uq = einsum("ia,ekja->ekji", B, t)
         v = uq * qdata
         t = einsum("ia,ekji->ekja", B, v)
         t = einsum("jb,ekja->ekba", B, t)
-        ye = einsum("kc,ekba->ecba", B, t)
-    else:
-        bz, dz = einsum("kc,ecba->ekba", B, ue), einsum("kc,ecba->ekba", D, ue)
-        gx = einsum("ia,ekja->ekji", D, einsum("jb,ekba->ekja", B, bz))
-        gy = einsum("ia,ekja->ekji", B, einsum("jb,ekba->ekja", D, bz))
-        gz = einsum("ia,ekja->ekji", B, einsum("jb,ekba->ekja", B, dz))
-        gxx, gxy, gxz, gyy, gyz, gzz = (qdata[:, k] for k in range(6))
-        vx = gxx * gx + gxy * gy + gxz * gz
-        vy = gxy * gx + gyy * gy + gyz * gz
-        vz = gxz * gx + gyz * gy + gzz * gz
-        ax = einsum("jb,ekja->ekba", B, einsum("ia,ekji->ekja", D, vx))
-        ay = einsum("jb,ekja->ekba", D, einsum("ia,ekji->ekja", B, vy))
-        az = einsum("jb,ekja->ekba", B, einsum("ia,ekji->ekja", B, vz))
-        ye = einsum("kc,ekba->ecba", B, ax + ay) + einsum("kc,ekba->ecba", D, az)
+        return einsum("kc,ekba->ecba", B, t)
+    bz, dz = einsum("kc,ecba->ekba", B, ue), einsum("kc,ecba->ekba", D, ue)
+    gx = einsum("ia,ekja->ekji", D, einsum("jb,ekba->ekja", B, bz))
+    gy = einsum("ia,ekja->ekji", B, einsum("jb,ekba->ekja", D, bz))
+    gz = einsum("ia,ekja->ekji", B, einsum("jb,ekba->ekja", B, dz))
+    gxx, gxy, gxz, gyy, gyz, gzz = (qdata[:, k] for k in range(6))
+    vx = gxx * gx + gxy * gy + gxz * gz
+    vy = gxy * gx + gyy * gy + gyz * gz
+    vz = gxz * gx + gyz * gy + gzz * gz
+    ax = einsum("jb,ekja->ekba", B, einsum("ia,ekji->ekja", D, vx))
+    ay = einsum("jb,ekja->ekba", D, einsum("ia,ekji->ekja", B, vy))
+    az = einsum("jb,ekja->ekba", B, einsum("ia,ekji->ekja", B, vz))
+    return einsum("kc,ekba->ecba", B, ax + ay) + einsum("kc,ekba->ecba", D, az)
+
+
+def sum_factorized(einsum, kind: str, u, conn, B, D, qdata, scatter):
+    """y = A u: the element operator between the gather and the scatter (BP)."""
+    e, n = conn.shape[0], B.shape[1]
+    ye = element_operator(einsum, kind, u[conn].reshape(e, n, n, n), B, D, qdata)
     return scatter(ye.reshape(e, -1), conn)
 
 
@@ -117,15 +127,15 @@ def main(argv=None) -> int:
 
 
 def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
-    """BP1 and BP3 at order p: every contender timed and checked against the reference."""
+    """BP1, BP3, BK1 and BK3 at order p: every contender timed and checked against the reference."""
     import irfuse
     from irfuse.mesh import Connectivity
 
-    from operators import bp1_source, bp3_source  # (examples/highorder/operators.py)
+    import operators  # (examples/highorder/operators.py)
 
     real = np.float64 if a.dtype == "f64" else np.float32
     X, conn, B, D, wdet, G = problem(a.cells, p, q)
-    nodes, elements = len(X), len(conn)
+    nodes, elements, n = len(X), len(conn), p + 1
     dev = a.device
 
     def put(x):
@@ -133,45 +143,54 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
 
     u = put(np.random.default_rng(0).standard_normal(nodes).astype(real))
     tc = put(conn)
+    ue = u[tc.long()].reshape(elements, n, n, n).contiguous()  # (BK: each element's own values)
+    own = np.arange(elements * n**3).reshape(elements, n**3)  # (their numbering as nodes of their own)
     tB, tD = put(B.astype(real)), put(D.astype(real))
-    qdata = {"bp1": put(wdet.astype(real)),
-             "bp3": put(np.stack([G[..., i, j] for i, j in SYMMETRIC], axis=1).astype(real))}
+    qdata = {"1": put(wdet.astype(real)),
+             "3": put(np.stack([G[..., i, j] for i, j in SYMMETRIC], axis=1).astype(real))}
+    # irfuse reads each geometric factor as its own contiguous array (a column of the stack is a
+    # strided view, which a program over a mesh on the GPU refuses).
+    columns = tuple(qdata["3"][:, k].contiguous() for k in range(6))
     prepared = Connectivity(tc if dev == "cuda" else conn, nodes)
     out_rows = {"nodes": nodes, "elements": elements, "points": q}
     itemsize = np.dtype(real).itemsize
-    for kind, make in (("bp1", bp1_source), ("bp3", bp3_source)):
+    for kind in ("bp1", "bp3", "bk1", "bk3"):
+        make = getattr(operators, f"{kind}_source")
         prog = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
                               filename=f"{kind}_p{p}.kas")
-        qd = qdata[kind]
-        # irfuse reads each geometric factor as its own contiguous array (a column of `qd` is a
-        # strided view, which a program over a mesh on the GPU refuses).
-        args = ((u, prepared, tB, qd) if kind == "bp1"
-                else (u, prepared, tB, tD, *(qd[:, k].contiguous() for k in range(6))))
+        qd, mesh = qdata[kind[-1]], kind.startswith("bp")
+        given = (u, prepared) if mesh else (ue,)
+        args = (*given, tB, qd) if kind.endswith("1") else (*given, tB, tD, *columns)
         if dev == "cpu":
             args = tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in args)
-        out = prog(*args).y
-        host_u = u.cpu().double().numpy()
-        want = ref.bp1(host_u, conn, p, wdet) if kind == "bp1" else ref.bp3(host_u, conn, p, G)
+        out = prog(*args)[prog.outputs[0]]
+        host = (u if mesh else ue).cpu().double().numpy().reshape(-1)
+        conn_of = conn if mesh else own
+        want = ref.bp1(host, conn_of, p, wdet) if kind.endswith("1") else ref.bp3(host, conn_of, p, G)
         contenders = {"irfuse": lambda prog=prog, args=args, out=out: prog(*args, out=out)}
         if not a.skip_peers:
-            contenders.update(peers(torch, kind, u, tc, tB, tD, qd, nodes, a.dtype))
+            contenders.update(peers(torch, kind, u if mesh else ue, tc, tB, tD, qd, nodes, a.dtype))
         row = {}
+        dofs = nodes if mesh else elements * n**3
         floor = floor_bytes(kind, p, q, nodes, elements, itemsize)
         for name, fn in contenders.items():
             got = fn() if name != "irfuse" else out
-            got = np.asarray(got.cpu() if hasattr(got, "cpu") else got, dtype=np.float64)
+            got = np.asarray(got.cpu() if hasattr(got, "cpu") else got, dtype=np.float64).reshape(-1)
             seconds = timed(fn, a.repeat, sync)
-            row[name] = {"ms": seconds * 1e3, "GDoF/s": nodes / seconds / 1e9,
+            row[name] = {"ms": seconds * 1e3, "GDoF/s": dofs / seconds / 1e9,
                          "of the byte floor": None if bandwidth is None else floor / bandwidth / seconds,
                          "relative error": float(np.abs(got - want).max() / np.abs(want).max())}
-            print(f"p={p} {kind} {name}: {seconds * 1e3:.3f} ms, {nodes / seconds / 1e9:.3f} GDoF/s, error "
+            print(f"p={p} {kind} {name}: {seconds * 1e3:.3f} ms, {dofs / seconds / 1e9:.3f} GDoF/s, error "
                   f"{row[name]['relative error']:.1e}", flush=True)
         out_rows[kind] = row
     return out_rows
 
 
 def peers(torch, kind: str, u, tc, tB, tD, qd, nodes: int, dtype: str) -> dict:
-    """The same operator in torch (eager, `torch.compile`) and `jax.jit`, as callables."""
+    """The same operator in torch (eager, `torch.compile`) and `jax.jit`, as callables (BK: `u`
+    holds each element's values and nothing is gathered or scattered)."""
+    mesh = kind.startswith("bp")
+
     def scatter(ye, c):
         return torch.zeros(nodes, dtype=ye.dtype, device=ye.device).index_add_(0, c.reshape(-1).long(),
                                                                               ye.reshape(-1))
@@ -179,7 +198,9 @@ def peers(torch, kind: str, u, tc, tB, tD, qd, nodes: int, dtype: str) -> dict:
     long_conn = tc.long()
 
     def eager():
-        return sum_factorized(torch, torch.einsum, kind, u, long_conn, tB, tD, qd, scatter)
+        if mesh:
+            return sum_factorized(torch.einsum, kind, u, long_conn, tB, tD, qd, scatter)
+        return element_operator(torch.einsum, kind, u, tB, tD, qd)
 
     out = {"torch eager": eager, "torch.compile": torch.compile(eager)}
     try:
@@ -194,7 +215,10 @@ def peers(torch, kind: str, u, tc, tB, tD, qd, nodes: int, dtype: str) -> dict:
     def jscatter(ye, c):
         return jnp.zeros(nodes, ye.dtype).at[c.reshape(-1)].add(ye.reshape(-1))
 
-    jitted = jax.jit(lambda u_, c_, B_, D_, q_: sum_factorized(jnp, jnp.einsum, kind, u_, c_, B_, D_, q_, jscatter))
+    if mesh:
+        jitted = jax.jit(lambda u_, c_, B_, D_, q_: sum_factorized(jnp.einsum, kind, u_, c_, B_, D_, q_, jscatter))
+    else:
+        jitted = jax.jit(lambda u_, c_, B_, D_, q_: element_operator(jnp.einsum, kind, u_, B_, D_, q_))
     out["jax.jit"] = lambda: jitted(ju, jc, jB, jD, jq).block_until_ready()
     return out
 

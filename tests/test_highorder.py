@@ -111,3 +111,27 @@ def test_the_operators_of_orders_1_and_2_are_the_references(order):
         u, conn, B, D, *(G[..., i, j] for i, j in SYMMETRIC)).y
     np.testing.assert_allclose(y1, ref.bp1(u, conn, order, wdet), rtol=0, atol=1e-14)
     np.testing.assert_allclose(y3, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("order", [1, 3])
+def test_the_element_operators_alone_are_the_references_on_elements_of_their_own(order):
+    """BK1 and BK3 (`bk1_source`, `bk3_source`: the element operators without gather and
+    scatter) on each element's own values: the references' BP1 and BP3 on a mesh whose elements
+    share no node, element by element, in float64, the same bits run after run."""
+    ops = _operators()
+    q = order + 2
+    n = order + 1
+    X, conn = box_hexahedra(2, 1, 2, order=order, numbering="random", seed=order + 5)
+    X = X + 0.02 * np.sin(3 * X[:, [1, 2, 0]])
+    B, D, _ = ref.lagrange_tables(order, q)
+    wdet, G = ref.geometric_factors(X, conn, order, q)
+    ue = np.random.default_rng(order).standard_normal((len(conn), n, n, n))
+    own = np.arange(ue.size).reshape(len(conn), n ** 3)  # (each element its own nodes)
+    bk1 = irfuse.compile(ops.bk1_source(order, q), backend="cpu", dtype="f64")
+    bk3 = irfuse.compile(ops.bk3_source(order, q), backend="cpu", dtype="f64")
+    g = [np.ascontiguousarray(G[..., i, j]) for i, j in SYMMETRIC]
+    y1, y3 = bk1(ue, B, wdet).ye, bk3(ue, B, D, *g).ye
+    assert y1.shape == y3.shape == ue.shape
+    np.testing.assert_allclose(y1.reshape(-1), ref.bp1(ue.reshape(-1), own, order, wdet), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(y3.reshape(-1), ref.bp3(ue.reshape(-1), own, order, G), rtol=0, atol=1e-13)
+    assert np.array_equal(bk1(ue, B, wdet).ye, y1) and np.array_equal(bk3(ue, B, D, *g).ye, y3)

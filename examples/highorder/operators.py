@@ -2,7 +2,11 @@
 hexahedra of order p with q Gauss points an axis (the files are these at p = 3, q = 5).
 
     from operators import bp1_source, bp3_source   # (this folder on the path)
-    prog = irfuse.compile(bp3_source(4, 6))
+    prog = irfuse.compile(bp3_source(3, 5))
+
+`bk1_source` and `bk3_source` are the element operators alone (the bake-off's BK1 and BK3: no
+gather, no scatter), programs over the elements whose values are given and returned per
+element.
 
 Values of an element are [c, b, a] tensors (z, y, x); the 1-D tables B and D are (q, p + 1)
 uniform matrices (tests/highorder_reference.py's `lagrange_tables`). The language's values and
@@ -14,29 +18,46 @@ than 256 nodes, from order 6).
 from __future__ import annotations
 
 
-def _header(p: int, q: int, poisson: bool) -> list[str]:
+def _header(p: int, q: int, poisson: bool, mesh: bool = True) -> list[str]:
     n, nodes = p + 1, (p + 1) ** 3
     e, a, b, c = f"{n}x{n}x{n}", f"{q}x{n}x{n}", f"{q}x{q}x{n}", f"{q}x{q}x{q}"
-    lines = ["nodal scalar u, y;", f"index{nodes} conn;"]
+    lines = ["nodal scalar u, y;", f"index{nodes} conn;"] if mesh else []
+    first, rows = ("u, conn", [f"vector{nodes} uv, yv;"]) if mesh else ("ue", [])
     if not poisson:
-        lines += [f"uniform matrix{q}x{n} B;", f"vector{nodes} uv, yv;", f"tensor{e} ue, ye;",
+        lines += [f"uniform matrix{q}x{n} B;", *rows, f"tensor{e} ue, ye;",
                   f"tensor{a} t1, s2;", f"tensor{b} t2, s1;", f"tensor{c} uq, vq, wdet;",
-                  "input u, conn, B, wdet;"]
+                  f"input {first}, B, wdet;"]
     else:
-        lines += [f"uniform matrix{q}x{n} B, D;", f"vector{nodes} uv, yv;", f"tensor{e} ue, ye, yb, yd;",
+        lines += [f"uniform matrix{q}x{n} B, D;", *rows, f"tensor{e} ue, ye, yb, yd;",
                   f"tensor{a} bz, dz, ax, ay, az, axy;", f"tensor{b} bby, bdy, dby, tx, ty, tz;",
                   f"tensor{c} gx, gy, gz, vx, vy, vz, p, gxx, gxy, gxz, gyy, gyz, gzz;",
-                  "input u, conn, B, D, gxx, gxy, gxz, gyy, gyz, gzz;"]
+                  f"input {first}, B, D, gxx, gxy, gxz, gyy, gyz, gzz;"]
     return lines
+
+
+def _gathered(n: int) -> list[str]:
+    return ["uv = gather(u, conn);", f'ue = reshape("{n}x{n}x{n}", uv);']
+
+
+def _scattered(n: int) -> list[str]:
+    return [f'yv = reshape("{n ** 3}", ye);', "y = scatter(yv, conn);", "return y;", ""]
 
 
 def bp1_source(p: int, q: int) -> str:
     """BP1, y = M u: interpolate to the points along z, y, x; scale by the stored w detJ;
     integrate back along x, y, z; scatter."""
     n = p + 1
-    return "\n".join(_header(p, q, poisson=False) + [
-        "uv = gather(u, conn);",
-        f'ue = reshape("{n}x{n}x{n}", uv);',
+    return "\n".join(_header(p, q, poisson=False) + _gathered(n) + _mass()[:-2] + _scattered(n))
+
+
+def bk1_source(p: int, q: int) -> str:
+    """BK1: BP1's element operator alone, ye = M_e ue for each element's own values (no gather,
+    no scatter: a program over the elements, ue and ye arrays of them)."""
+    return "\n".join(_header(p, q, poisson=False, mesh=False) + _mass())
+
+
+def _mass() -> list[str]:
+    return [
         't1 = contract("kc,cba->kba", B, ue);',
         't2 = contract("jb,kba->kja", B, t1);',
         'uq = contract("ia,kja->kji", B, t2);',
@@ -44,18 +65,23 @@ def bp1_source(p: int, q: int) -> str:
         's1 = contract("ia,kji->kja", B, vq);',
         's2 = contract("jb,kja->kba", B, s1);',
         'ye = contract("kc,kba->cba", B, s2);',
-        f'yv = reshape("{n ** 3}", ye);',
-        "y = scatter(yv, conn);",
-        "return y;", ""])
+        "return ye;", ""]
 
 
 def bp3_source(p: int, q: int) -> str:
     """BP3, y = K u: the reference gradient at the points, times the stored symmetric factors
     (gxx .. gzz), integrated against the basis gradients; scatter."""
     n = p + 1
+    return "\n".join(_header(p, q, poisson=True) + _gathered(n) + _poisson()[:-2] + _scattered(n))
+
+
+def bk3_source(p: int, q: int) -> str:
+    """BK3: BP3's element operator alone (see `bk1_source`)."""
+    return "\n".join(_header(p, q, poisson=True, mesh=False) + _poisson())
+
+
+def _poisson() -> list[str]:
     body = [
-        "uv = gather(u, conn);",
-        f'ue = reshape("{n}x{n}x{n}", uv);',
         'bz = contract("kc,cba->kba", B, ue);',
         'dz = contract("kc,cba->kba", D, ue);',
         'bby = contract("jb,kba->kja", B, bz);',
@@ -79,7 +105,5 @@ def bp3_source(p: int, q: int) -> str:
         'yb = contract("kc,kba->cba", B, axy);',
         'yd = contract("kc,kba->cba", D, az);',
         "ye = add(yb, yd);",
-        f'yv = reshape("{n ** 3}", ye);',
-        "y = scatter(yv, conn);",
-        "return y;", ""]
-    return "\n".join(_header(p, q, poisson=True) + body)
+        "return ye;", ""]
+    return body
