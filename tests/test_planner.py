@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import EXAMPLES, check_top_plans_on_cpu
+from conftest import EXAMPLES, ROOT, check_top_plans_on_cpu
 from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_file, compile_source
@@ -250,6 +250,28 @@ def test_a_search_cut_short_by_its_budget_says_so_and_stays_deterministic(tmp_pa
     _, phased = plan_program(p, 1 << 22, H100, 4, 8, top=1, budget=50)
     assert not phased[0].notes and len(phased[0].configs) == 1
     assert phased[0].predicted_time <= full[0].predicted_time
+
+
+def test_on_the_cpu_profile_a_one_kernel_block_within_2_percent_of_its_floor_ends_the_search(monkeypatch):
+    """J2's return mapping on the CPU profile: its one kernel is predicted 1.55% over the
+    block's floor (its uniform values' arithmetic counted in it), within the CPU's 2% margin,
+    so the search analyses the whole phase and single calls only, a tenth of the groups, and
+    plans what the whole search (the GPU's 1% margin) plans."""
+    import irfuse.planner.search as search
+    from irfuse.driver.compile import run_pipeline
+    from irfuse.planner.profiles import CPU
+
+    p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", "j2_return.kas")).module, "kas-dce"))
+    analysed = []
+    real = search.group_configs
+    monkeypatch.setattr(search, "group_configs", lambda *a, **k: analysed.append(a[2]) or real(*a, **k))
+    _, quick = plan_program(p, 1 << 22, CPU, 4, 8, top=1)
+    groups = len(analysed)
+    analysed.clear()
+    monkeypatch.setattr(search, "CPU_FLOOR_MARGIN", search.FLOOR_MARGIN)
+    _, whole = plan_program(p, 1 << 22, CPU, 4, 8, top=1)
+    assert 10 * groups < len(analysed)
+    assert [(c.dag, c.group, c.by) for c in quick[0].configs] == [(c.dag, c.group, c.by) for c in whole[0].configs]
 
 
 def test_slow_operations_weigh_what_the_profile_measured_for_their_precision():
