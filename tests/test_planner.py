@@ -352,7 +352,51 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
     monkeypatch.setattr(driver, "compiler_for", lambda name: SpillsAboveEightBlocks())
     plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
                                      compile_gpu=True, arch="sm_90")
-    assert asked == [[10], [8]] and plan.kernels[0].min_blocks == 8
+    # (once it spilled, the next two steps were compiled side by side: 8 was kept, nothing after)
+    assert asked[0] == [10] and sorted(asked[1:]) == [[4], [8]] and plan.kernels[0].min_blocks == 8
+
+
+def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monkeypatch):
+    """`build` compiles the steps to fewer resident blocks side by side once a kernel spills;
+    with kernels that stop spilling at different steps (as if ptxas fitted CflStep's first
+    kernel only at 2 blocks and its third at 4), the kept source and blocks are those of
+    stepping one compile at a time, as `build` did before."""
+    import dataclasses
+
+    from irfuse.driver import compile as driver
+    from irfuse.kernel.policies import default_min_blocks
+
+    real = driver.compiler_for
+    fits = {"_k0_": 2, "_k2_": 4}  # the most blocks at which each kernel does not spill
+
+    class Spills:
+        def compile(self, source, kernels, element, arch):
+            cubin = real("cuda").compile(source, kernels, element, arch)
+            for k in kernels:
+                if any(part in k.name and k.min_blocks > most for part, most in fits.items()):
+                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name], spill_loads=8)
+            return cubin
+
+    monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
+    path = next(p for p in EXAMPLES if p.endswith("cfl_step.kas"))
+    plan, _ = driver.compile_program(path, None, "f32", compile_gpu=True, arch="sm_90")
+    module = plan.module
+    element = driver.module_element_type(module)
+    blocks: dict = {}
+    while True:  # one compile at a time
+        emitted = driver.emit_module(module, element, blocks, cpu_loop=driver.cpu_loop_kernel)
+        cubin = Spills().compile(emitted.source, emitted.kernels, element, "sm_90")
+        spilling = [k for k in emitted.kernels if cubin.resources[k.name].spill_loads and k.min_blocks > 1]
+        for k in spilling:
+            base = default_min_blocks(k.threads)
+            blocks[k.name] = base if k.min_blocks > base else k.min_blocks // 2
+        if not spilling:
+            break
+    assert plan.source == emitted.source
+    assert [k.min_blocks for k in plan.kernels] == [k.min_blocks for k in emitted.kernels]
+    stepped = {k.name: k.min_blocks for k in plan.kernels}
+    assert [n for n in stepped if "_k0_" in n and stepped[n] <= 2] and [n for n in stepped if "_k2_" in n
+                                                                       and stepped[n] <= 4]
 
 
 def test_a_gather_costs_the_distinct_rows_a_block_takes_from_memory_and_every_row_through_the_caches():
