@@ -350,13 +350,17 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
             return cubin
 
     monkeypatch.setattr(driver, "compiler_for", lambda name: SpillsAboveEightBlocks())
-    plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
-                                     compile_gpu=True, arch="sm_90")
-    # (once it spilled, the next two steps were compiled side by side: 8 was kept, nothing after)
-    assert asked[0] == [10] and sorted(asked[1:]) == [[4], [8]] and plan.kernels[0].min_blocks == 8
+    for width, then in ((1, [[8]]), (2, [[4], [8]])):  # (one core idle or none: `driver._width`)
+        monkeypatch.setattr(driver, "_width", lambda width=width: width)
+        asked.clear()
+        plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
+                                         compile_gpu=True, arch="sm_90")
+        # (once it spilled, the next step, or two side by side, was compiled: 8 was kept, nothing after)
+        assert asked[0] == [10] and sorted(asked[1:]) == then and plan.kernels[0].min_blocks == 8
 
 
-def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monkeypatch):
+@pytest.mark.parametrize("width", [1, 2, 3])
+def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monkeypatch, width):
     """`build` compiles the steps to fewer resident blocks side by side once a kernel spills;
     with kernels that stop spilling at different steps (as if ptxas fitted CflStep's first
     kernel only at 2 blocks and its third at 4), the kept source and blocks are those of
@@ -378,6 +382,7 @@ def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monk
             return cubin
 
     monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
+    monkeypatch.setattr(driver, "_width", lambda: width)
     path = next(p for p in EXAMPLES if p.endswith("cfl_step.kas"))
     plan, _ = driver.compile_program(path, None, "f32", compile_gpu=True, arch="sm_90")
     module = plan.module

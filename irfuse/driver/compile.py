@@ -77,8 +77,9 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     blocks (more registers per thread) until it does not, or one block is asked: first
     1024 threads per SM where more were asked (`launch_min_blocks`), then half as many
     (`_fewer_blocks`). Once a kernel spills, its next steps are compiled side by side, `WIDTH`
-    at a time, each in a thread (NVRTC releases the GIL), and each spilling kernel takes its
-    first step that does not spill. ptxas allocates each kernel's registers alone, so a
+    at a time where cores are idle (`_width`), each in a thread (NVRTC releases the GIL), and
+    each spilling kernel takes its first step that does not spill. ptxas allocates each
+    kernel's registers alone, so a
     kernel's spills at a step do not depend on the other kernels' steps, and the source kept is
     the one that taking the steps one compile at a time ends with (compiled again only where no
     step's source was it: kernels stopping at different steps; tests/test_planner.py checks
@@ -94,7 +95,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
     steps = {k.name: _fewer_blocks(k.min_blocks, k.threads) for k in emitted.kernels if _spills(cubin, k)}
     at = 0  # steps taken
-    width = max(1, min(WIDTH, os.cpu_count() or 1))
+    width = _width()
     while steps:
         levels = []  # each spilling kernel at its next steps (or its last)
         for i in range(at, min(at + width, max(len(s) for s in steps.values()))):
@@ -120,7 +121,21 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
 
 
-WIDTH = 2  # steps compiled side by side (at most the cores there are): two cores' worth, as CI has
+WIDTH = 2  # steps compiled side by side where cores are idle (see `_width`)
+
+
+def _width() -> int:
+    """Steps to compile side by side: `WIDTH` where the machine has a core idle (its load
+    average, this compile's own core included, half a core or more below its cores), else one. Compiling a step that turns out not to be
+    needed costs a core's time: on a busy machine (the test suite's workers on every core:
+    415-428 s against 382-402 s with two always) it only slows the rest. The result is the
+    same either way."""
+    cores = os.cpu_count() or 1
+    try:
+        idle = cores - os.getloadavg()[0]
+    except OSError:  # (no load average on this system)
+        idle = 0.0
+    return max(1, min(WIDTH, cores, 1 + int(idle + 0.5)))
 
 
 def _fewer_blocks(blocks: int, threads: int) -> list[int]:
