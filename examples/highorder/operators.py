@@ -39,6 +39,10 @@ def _gathered(n: int) -> list[str]:
     return ["uv = gather(u, conn);", f'ue = reshape("{n}x{n}x{n}", uv);']
 
 
+def _returned() -> list[str]:
+    return ["return ye;", ""]
+
+
 def _scattered(n: int) -> list[str]:
     return [f'yv = reshape("{n ** 3}", ye);', "y = scatter(yv, conn);", "return y;", ""]
 
@@ -47,13 +51,13 @@ def bp1_source(p: int, q: int) -> str:
     """BP1, y = M u: interpolate to the points along z, y, x; scale by the stored w detJ;
     integrate back along x, y, z; scatter."""
     n = p + 1
-    return "\n".join(_header(p, q, poisson=False) + _gathered(n) + _mass()[:-2] + _scattered(n))
+    return "\n".join(_header(p, q, poisson=False) + _gathered(n) + _mass() + _scattered(n))
 
 
 def bk1_source(p: int, q: int) -> str:
     """BK1: BP1's element operator alone, ye = M_e ue for each element's own values (no gather,
     no scatter: a program over the elements, ue and ye arrays of them)."""
-    return "\n".join(_header(p, q, poisson=False, mesh=False) + _mass())
+    return "\n".join(_header(p, q, poisson=False, mesh=False) + _mass() + _returned())
 
 
 def _mass() -> list[str]:
@@ -64,20 +68,19 @@ def _mass() -> list[str]:
         'vq = contract("kji,kji->kji", uq, wdet);',
         's1 = contract("ia,kji->kja", B, vq);',
         's2 = contract("jb,kja->kba", B, s1);',
-        'ye = contract("kc,kba->cba", B, s2);',
-        "return ye;", ""]
+        'ye = contract("kc,kba->cba", B, s2);']
 
 
 def bp3_source(p: int, q: int) -> str:
     """BP3, y = K u: the reference gradient at the points, times the stored symmetric factors
     (gxx .. gzz), integrated against the basis gradients; scatter."""
     n = p + 1
-    return "\n".join(_header(p, q, poisson=True) + _gathered(n) + _poisson()[:-2] + _scattered(n))
+    return "\n".join(_header(p, q, poisson=True) + _gathered(n) + _poisson() + _scattered(n))
 
 
 def bk3_source(p: int, q: int) -> str:
     """BK3: BP3's element operator alone (see `bk1_source`)."""
-    return "\n".join(_header(p, q, poisson=True, mesh=False) + _poisson())
+    return "\n".join(_header(p, q, poisson=True, mesh=False) + _poisson() + _returned())
 
 
 def _poisson() -> list[str]:
@@ -104,6 +107,5 @@ def _poisson() -> list[str]:
         "axy = add(ax, ay);",
         'yb = contract("kc,kba->cba", B, axy);',
         'yd = contract("kc,kba->cba", D, az);',
-        "ye = add(yb, yd);",
-        "return ye;", ""]
+        "ye = add(yb, yd);"]
     return body
