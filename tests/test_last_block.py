@@ -35,6 +35,7 @@ class Recording:
 
     name = "recording"
     finishes_in_kernel = True
+    atomics_in_kernel = False
 
     def __init__(self):
         self.launches = []

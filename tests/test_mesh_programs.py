@@ -504,3 +504,97 @@ def test_one_computed_value_scattered_through_two_connectivities_is_summed_by_ea
         np.add.at(want, conn, 2 * q)
         np.testing.assert_allclose(getattr(ordered, name), want, rtol=1e-12, atol=1e-12)
         assert getattr(ordered, name).tobytes() == getattr(atomic, name).tobytes(), name
+
+
+class _RecordingDevice:
+    """A device that records launches instead of running them; `atomics_in_kernel` as asked."""
+
+    name = "recording"
+    finishes_in_kernel = False
+
+    def __init__(self, atomics_in_kernel: bool):
+        self.atomics_in_kernel = atomics_in_kernel
+        self.launches = []
+
+    def upload(self, a):
+        return np.array(a)
+
+    upload_integers = upload
+
+    def alloc(self, shape):
+        return np.empty(shape)
+
+    def launcher(self, kernel, buffers, n):
+        self.launches.append((kernel, buffers))
+        return lambda: None
+
+    def copy(self, dst, src):
+        pass
+
+    def batch(self, steps):
+        return lambda: None
+
+
+TWICE = """
+nodal vector3 r1, r2; matrix4x3 q, w; index4 c1, c2; uniform scalar a;
+input q, c1, c2, a;
+w = scale(q, a);
+r1 = scatter(w, c1);
+r2 = scatter(w, c2);
+return r1, r2;
+"""
+
+
+@pytest.mark.parametrize("source", ["p1_residual.kas", "two connectivities", "one value twice"])
+def test_under_atomics_a_gpu_element_kernel_adds_its_rows_into_the_nodes_itself(source):
+    """`scatter="atomic"` on a device whose element kernels add their rows themselves (the GPU):
+    each scatter's sums set to 0 before the element kernel (not in a chunk after the first,
+    which goes on from the sums so far), the kernel given the sums and the connectivity after
+    each output's group parameters, and no kernel adding rows after it. Rows scattered through
+    two connectivities are written as they are and added by the atomic scatter kernel, each
+    through its own. On a device that does not (the CPU, whose atomic scatter adds in the fixed
+    order) and when ordered, the kernel takes null sums and connectivity."""
+    from irfuse.driver.compile import compile_program, compile_text
+    from irfuse.runtime.executor import Executor
+
+    if source.endswith(".kas"):
+        plan, _ = compile_program(str(EXAMPLES / source), None, "f32", compile_gpu=False)
+    else:
+        text = TWO_CONNECTIVITIES if source == "two connectivities" else TWICE
+        plan, _ = compile_text(text, "atomics.kas", None, "f32", compile_gpu=False)
+    from irfuse.artifact.host_plan import NODAL, UNIFORM, Scatter
+
+    rng = np.random.default_rng(3)
+    elements, nodes = 500, 130
+    inputs = {}
+    for name, v in plan.host.inputs:
+        value = plan.host.values[v]
+        if value.integer:
+            inputs[name] = rng.integers(0, nodes, (elements, *value.shape)).astype(np.int32)
+        else:
+            lead = {UNIFORM: (), NODAL: (nodes,)}.get(value.extent, (elements,))
+            inputs[name] = rng.uniform(-1, 1, lead + value.shape).astype(np.float32)
+    grouped = [k for k in plan.kernels if any(k.grouped)]
+    assert bool(grouped) == (source != "one value twice")
+    scatters = sum(1 for step in plan.host.steps if isinstance(step, Scatter))
+    for in_kernel, scatter, onto in ((True, "atomic", False), (True, "atomic", True), (False, "atomic", False),
+                                     (True, "ordered", False)):
+        dev = _RecordingDevice(in_kernel)
+        Executor(plan, dev).prepare(inputs, elements, nodes=nodes, scatter=scatter, onto=onto)
+        names = [k for k, _ in dev.launches]
+        for k in grouped:
+            at = names.index(k.name)
+            extra = dev.launches[at][1][len(k.inputs) + len(k.outputs):]
+            assert len(extra) == 5 * sum(1 for g in k.grouped if g)
+            for j in range(0, len(extra), 5):
+                members, sums, conn = extra[j], extra[j + 3], extra[j + 4]
+                if scatter == "ordered" or not in_kernel:
+                    assert isinstance(members, np.ndarray) == (scatter == "ordered") and sums == 0 and conn == 0
+                    continue
+                assert members == 0 and sums.shape[0] == nodes and conn.shape[0] == elements
+                zeroed = [i for i, (name, b) in enumerate(dev.launches) if name.startswith("irf_zero_") and b[0] is sums]
+                assert zeroed == ([] if onto else [zeroed[0]]) and all(i < at for i in zeroed)
+        adds = [name for name in names if name.startswith("irf_scatter_atomic")]
+        if scatter == "atomic":
+            fused = sum(1 for k in grouped for g in k.grouped if g) if in_kernel else 0
+            assert len(adds) == scatters - fused, (in_kernel, adds)

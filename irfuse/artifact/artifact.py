@@ -21,7 +21,8 @@ from irfuse.artifact.host_plan import Combine, HostPlan
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 
-FORMAT = 3  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups
+FORMAT = 4  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups; 4: element
+# kernels take the nodal sums and the connectivity of their scatters (atomics added in the kernel)
 
 
 def read_manifest(directory: str, expected: int, key: str, kind: str = "") -> dict:

@@ -57,16 +57,20 @@ class KernelInfo:
     # Per output: where it holds a scatter's rows, the elements' nodes (K), else 0. Such a
     # kernel sums its blocks' rows in the connectivity's groups (`scatter_groups`) and writes
     # the partials; it takes, after everything else, the connectivity's members, firsts and
-    # group bases per such output (`group_params`); null members: it writes every row as it is.
+    # group bases per such output, then the nodal sums and the connectivity (`group_params`):
+    # null members and a nodal array (atomics, on the GPU): it adds each row into its node
+    # there with atomicAdd; null members and null sums: it writes every row as it is.
     grouped: list[int] = field(default_factory=list)
 
     def group_params(self) -> list[tuple[str, str]]:
-        """(C type of the words, name) of each parameter after everything else of a kernel
-        that sums a scatter's rows in groups: the members, firsts and group bases of each
-        such output's connectivity."""
+        """(C type of the parameter, name) of each parameter after everything else of a kernel
+        that sums a scatter's rows in groups: per such output, the members, firsts and group
+        bases of its connectivity, the nodal sums its rows go into under atomics, and the
+        connectivity itself."""
         return [(ctype, f"{name}{j}") for j in range(sum(1 for k in self.grouped if k))
-                for ctype, name in (("unsigned char", "irf_members"), ("unsigned char", "irf_firsts"),
-                                    ("int", "irf_bases"))]
+                for ctype, name in (("const unsigned char*", "irf_members"), ("const unsigned char*", "irf_firsts"),
+                                    ("const int*", "irf_bases"), ("real_t*", "irf_atomic"),
+                                    ("const int*", "irf_conn"))]
 
     def input_ctype(self, i: int) -> str:
         """The C type of input `i`'s words."""

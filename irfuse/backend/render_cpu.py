@@ -60,7 +60,7 @@ def host_params(body: KernelBody) -> list[str]:
     threads (or elements)."""
     params = [f"const {body.info.input_ctype(i)}* __restrict__ {name}" for i, name in enumerate(body.inputs)]
     params += [f"real_t* __restrict__ {name}" for name in body.outputs]
-    params += [f"const {ctype}* __restrict__ {name}" for ctype, name in body.info.group_params()]
+    params += [f"{ctype} __restrict__ {name}" for ctype, name in body.info.group_params()]
     return params + ["const long long n", "const long long block_begin", "const long long block_end",
                      "const bool reverse"]
 

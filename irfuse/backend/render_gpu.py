@@ -20,7 +20,7 @@ def _signature(body: KernelBody) -> list[str]:
     if body.info.finish_parts:  # where its last block combines its reductions (combine_emit)
         params += [f"real_t* __restrict__ irf_fin{j}" for j in range(sum(1 for r in body.info.reduced if r))]
         params.append("unsigned int* __restrict__ irf_done")
-    params += [f"const {ctype}* __restrict__ {name}" for ctype, name in body.info.group_params()]
+    params += [f"{ctype} __restrict__ {name}" for ctype, name in body.info.group_params()]
     params.append("const long long n")
     layout = ", structure of arrays" if body.soa else ""
     per = f", elements_per_thread = {body.elements_per_thread}" if body.elements_per_thread != 1 else ""

@@ -48,6 +48,7 @@ class CpuDevice:
     its threads last to first: a missing barrier shows in one of the two orders."""
 
     finishes_in_kernel = False  # the twins leave reductions' partials to the combine kernels
+    atomics_in_kernel = False  # ... and rows to the atomic scatter kernel (which adds in order)
 
     name = "cpu"
 

@@ -112,6 +112,8 @@ class CudaDevice:
     name = "cuda"
     # A reducing kernel's last block may combine its partials (`KernelInfo.finish_parts`).
     finishes_in_kernel = True
+    # An element kernel adds a scatter's rows into the nodes itself under atomics.
+    atomics_in_kernel = True
 
     def __init__(self, plan: Artifact, device_index: int = 0, graphs: bool = True):
         """`graphs=False` replays recorded runs launch by launch (for comparisons)."""

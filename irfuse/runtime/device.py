@@ -13,6 +13,9 @@ class Device(Protocol):
     # Whether a reducing kernel's last block may combine its partials (`KernelInfo.finish_parts`):
     # the GPU's kernels do; the CPU runs the combine kernels.
     finishes_in_kernel: bool
+    # Whether an element kernel adds a scatter's rows into the nodes itself under atomics
+    # (`scatter="atomic"`): the GPU's do; on the CPU the atomic scatter kernel adds them in order.
+    atomics_in_kernel: bool
 
     def upload(self, a: np.ndarray): ...
     def upload_integers(self, a: np.ndarray): ...  # an integer array as it is (connectivities, their inverses)

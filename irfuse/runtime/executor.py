@@ -72,8 +72,10 @@ class Executor:
         self.inverses: dict[int, tuple] = {}  # connectivity value -> its scatter order's buffers (ScatterInverse)
         # a scatter's rows value -> the connectivity value it adds through (an element kernel
         # that writes such rows sums them in the connectivity's groups)
-        self.scattered_through = {step.values: step.index for step in _all_steps(self.host.steps)
-                                  if isinstance(step, Scatter)}
+        scatters = [step for step in _all_steps(self.host.steps) if isinstance(step, Scatter)]
+        self.scatter_of = {step.values: step for step in scatters}
+        # rows one scatter adds (an element kernel adds only those into the nodes itself)
+        self.scattered_once = {v for v in self.scatter_of if sum(s.values == v for s in scatters) == 1}
         # the rows values that their kernel sums in groups as it writes them
         self.summed_rows = {r for step in _all_steps(self.host.steps) if isinstance(step, Launch)
                             for r, k in zip(step.results, self.infos[step.kernel].grouped) if k}
@@ -112,7 +114,7 @@ class Executor:
                 info = self.infos[step.kernel]
                 if info.finish_parts and dev.finishes_in_kernel:
                     outs += self._finish_args(step, info, combines, env, n, finished)
-                outs += self._group_args(step, info)
+                outs += self._group_args(step, info, env, n, steps)
                 steps.append(dev.launcher(step.kernel, [env[a] for a in step.args] + outs, 1 if info.once else n))
             elif isinstance(step, Combine):
                 if step.partials in finished:
@@ -125,6 +127,8 @@ class Executor:
                 if step.result not in env:
                     env[step.result] = dev.alloc(self._shape(step.result, n))
                 if self.atomic:
+                    if ("added in kernel", step.values) in env:
+                        continue  # (its launch added the rows into the nodes: `_group_args`)
                     zero, add = step.atomic
                     rows = n * self.host.values[step.index].shape[0]
                     if not self.onto:
@@ -168,17 +172,30 @@ class Executor:
             else:
                 raise UsageError(f"the executor cannot run a {type(step).__name__} step")
 
-    def _group_args(self, step: Launch, info) -> list:
+    def _group_args(self, step: Launch, info, env: dict, n: int, steps: list) -> list:
         """The arguments after everything else of a kernel whose outputs include a scatter's
         rows (`KernelInfo.grouped`): per such output, the members, firsts and group bases of
         the connectivity its scatter adds through, which make the kernel sum its groups' rows
-        into partials; null pointers under atomics (the kernel writes every row, as the atomic
-        scatter kernel reads them)."""
+        into partials, then null sums and connectivity. Under atomics the members are null:
+        on a device that adds in the kernel (`atomics_in_kernel`: the GPU) the sums and the
+        connectivity are given, the sums set to 0 first (a chunk after the first goes on from
+        the sums so far) and the scatter step runs nothing; else null too (the kernel writes
+        every row, which the atomic scatter kernel then adds)."""
         out: list = []
         for r, k in zip(step.results, info.grouped):
-            if k:
-                inverse = None if self.atomic else self.inverses.get(self.scattered_through.get(r, -1))
-                out += [0, 0, 0] if inverse is None else list(inverse[2:5])
+            if not k:
+                continue
+            scatter = self.scatter_of.get(r)
+            if self.atomic and r in self.scattered_once and self.device.atomics_in_kernel:
+                if scatter.result not in env:
+                    env[scatter.result] = self.device.alloc(self._shape(scatter.result, n))
+                if not self.onto:
+                    steps.append(self.device.launcher(scatter.atomic[0], [env[scatter.result]], self.nodes))
+                env[("added in kernel", r)] = True
+                out += [0, 0, 0, env[scatter.result], env[scatter.index]]
+                continue
+            inverse = None if self.atomic or scatter is None else self.inverses.get(scatter.index)
+            out += [0, 0, 0, 0, 0] if inverse is None else [*inverse[2:5], 0, 0]
         return out
 
     def _finish_args(self, step: Launch, info, combines: dict, env: dict, n: int, finished: set) -> list:
