@@ -7,7 +7,7 @@ import pytest
 from conftest import EXAMPLES
 
 from irfuse.dialects import fuse
-from irfuse.driver.compile import build, compile_program
+from irfuse.driver.compile import SPILL_BYTES_KEPT, build, compile_program
 from irfuse.runtime.executor import CpuDevice, Executor
 from irfuse.verification.reference import (
     DTYPES,
@@ -41,9 +41,9 @@ def run_and_check(path, dtype, n, pipeline=None, seed=0):
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
-def test_example_compiles_for_sm90_without_spills_and_matches_the_reference(path, dtype):
+def test_example_compiles_for_sm90_within_the_spills_kept_and_matches_the_reference(path, dtype):
     """Every example's default plan, planned once for both checks: NVRTC compiles it for sm_90
-    (as CI can without a GPU) with no spills, the ptxas report naming every kernel and its
+    (as CI can without a GPU) spilling at most `SPILL_BYTES_KEPT`, the ptxas report naming every kernel and its
     shared memory; and the CPU backend runs it to the reference's results at 1, 97 and 1,000
     elements (float32) or 97 (float64)."""
     plan, _ = plan_for(path, dtype)
@@ -53,7 +53,8 @@ def test_example_compiles_for_sm90_without_spills_and_matches_the_reference(path
     for k in plan.kernels:
         r = plan.cubin.resources[k.name]
         assert 0 < r.registers <= 255
-        assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (k.name, r)
+        # (a word or two spilled is kept where the resident blocks would halve for it: `build`)
+        assert r.spill_stores + r.spill_loads <= SPILL_BYTES_KEPT and r.stack_bytes <= SPILL_BYTES_KEPT, (k.name, r)
         # float32 kernels keep 1024 threads an SM (at most 64 registers), but for the one
         # thread of a kernel over one element and hex8's loop of 85 calls (128 registers, known):
         # a kernel that spills there is re-emitted with fewer threads an SM, which is slower where

@@ -346,7 +346,8 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
             asked.append([k.min_blocks for k in kernels])
             for k in kernels:
                 if k.min_blocks > 8:  # as if ptxas could not fit the kernel in 40 registers
-                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name], spill_stores=16)
+                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name],
+                                                                  spill_stores=driver.SPILL_BYTES_KEPT + 4)
             return cubin
 
     monkeypatch.setattr(driver, "compiler_for", lambda name: SpillsAboveEightBlocks())
@@ -357,6 +358,30 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
                                          compile_gpu=True, arch="sm_90")
         # (once it spilled, the next step, or two side by side, was compiled: 8 was kept, nothing after)
         assert asked[0] == [10] and sorted(asked[1:]) == then and plan.kernels[0].min_blocks == 8
+
+
+def test_a_kernel_spilling_a_word_or_two_keeps_its_resident_blocks(monkeypatch):
+    """At most `SPILL_BYTES_KEPT` spilled (stores and loads together) keeps the blocks asked;
+    a byte more steps to fewer, as above."""
+    import dataclasses
+
+    from irfuse.driver import compile as driver
+
+    real = driver.compiler_for
+    for spilled, blocks in ((driver.SPILL_BYTES_KEPT, 10), (driver.SPILL_BYTES_KEPT + 1, 8)):
+        class Spills:
+            def compile(self, source, kernels, element, arch, spilled=spilled):
+                cubin = real("cuda").compile(source, kernels, element, arch)
+                for k in kernels:
+                    if k.min_blocks > 8:
+                        cubin.resources[k.name] = dataclasses.replace(
+                            cubin.resources[k.name], spill_stores=spilled // 2, spill_loads=spilled - spilled // 2)
+                return cubin
+
+        monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
+        plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
+                                         compile_gpu=True, arch="sm_90")
+        assert plan.kernels[0].min_blocks == blocks, spilled
 
 
 @pytest.mark.parametrize("width", [1, 2, 3])
@@ -378,7 +403,8 @@ def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monk
             cubin = real("cuda").compile(source, kernels, element, arch)
             for k in kernels:
                 if any(part in k.name and k.min_blocks > most for part, most in fits.items()):
-                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name], spill_loads=8)
+                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name],
+                                                                   spill_loads=driver.SPILL_BYTES_KEPT + 8)
             return cubin
 
     monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
@@ -391,7 +417,8 @@ def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monk
     while True:  # one compile at a time
         emitted = driver.emit_module(module, element, blocks, cpu_loop=driver.cpu_loop_kernel)
         cubin = Spills().compile(emitted.source, emitted.kernels, element, "sm_90")
-        spilling = [k for k in emitted.kernels if cubin.resources[k.name].spill_loads and k.min_blocks > 1]
+        spilling = [k for k in emitted.kernels if k.min_blocks > 1 and
+                    cubin.resources[k.name].spill_loads + cubin.resources[k.name].spill_stores > driver.SPILL_BYTES_KEPT]
         for k in spilling:
             base = default_min_blocks(k.threads)
             blocks[k.name] = base if k.min_blocks > base else k.min_blocks // 2

@@ -73,7 +73,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
-    A kernel that ptxas makes spill is re-emitted asking for fewer resident
+    A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is re-emitted asking for fewer resident
     blocks (more registers per thread) until it does not, or one block is asked: first
     1024 threads per SM where more were asked (`launch_min_blocks`), then half as many
     (`_fewer_blocks`). Once a kernel spills, its next steps are compiled side by side, `WIDTH`
@@ -149,10 +149,19 @@ def _fewer_blocks(blocks: int, threads: int) -> list[int]:
     return out
 
 
+# Spilled bytes (stores and loads together, a thread) a kernel keeps its resident blocks for:
+# a word or two spilled goes through the L1 cache, and halving the resident blocks for them
+# costs more. Measured on an H200 (benchmarks/NOTES.md, Compiling, 2026-11-29): the J2
+# return's consistent tangent spills 8 bytes at 4 blocks of 128 threads (128 registers) and
+# none at 2 (159): 0.596 against 0.694 ms for 4 M elements.
+SPILL_BYTES_KEPT = 16
+
+
 def _spills(cubin, kernel) -> bool:
-    """Whether ptxas made `kernel` spill where a step to fewer blocks is left."""
+    """Whether ptxas made `kernel` spill more than `SPILL_BYTES_KEPT` where a step to fewer
+    blocks is left."""
     r = cubin.resources.get(kernel.name)
-    return r is not None and bool(r.spill_stores or r.spill_loads) and kernel.min_blocks > 1
+    return r is not None and r.spill_stores + r.spill_loads > SPILL_BYTES_KEPT and kernel.min_blocks > 1
 
 
 def _kernel(emitted, name: str):
