@@ -4,6 +4,7 @@ import multiprocessing
 import os
 
 import numpy as np
+from conftest import EXAMPLES
 
 SRC = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }\n'
 
@@ -145,3 +146,25 @@ def test_a_host_compiler_without_precompiled_headers_still_builds(tmp_path, monk
     b = np.zeros(10, dtype=np.float32)
     mod.launch("twice", [a, b], 10)
     np.testing.assert_array_equal(b, 2 * a)
+
+
+def test_a_program_stored_after_a_compile_loaded_the_library_is_found_by_a_fresh_process(tmp_path):
+    """The key of a compile once held the op library's additions as "" where the library was
+    not loaded yet (a process whose compiles so far were cache hits) and as the digest of
+    nothing where a compile had loaded it: the same program got two keys, and a fresh process
+    missed what a process with a compile behind it had stored (seconds of compiling again).
+    Stored after a miss, a program is now found by a process that loads nothing first."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, IRFUSE_CACHE_DIR=str(tmp_path))
+    synctest, stvenant = (next(p for p in EXAMPLES if p.endswith(name)) for name in ("synctest.kas", "stvenant.kas"))
+    code = ("import sys, irfuse\n"
+            "for path in sys.argv[1:]:\n"
+            "    print(irfuse.compile(path, backend='cpu').artifact.meta.get('loaded_from') is not None)\n")
+    first = subprocess.run([sys.executable, "-c", code, synctest, stvenant], env=env, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert first == ["False", "False"]  # (both compiled: the second after the first loaded the library)
+    again = subprocess.run([sys.executable, "-c", code, stvenant], env=env, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert again == ["True"]

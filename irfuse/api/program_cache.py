@@ -55,8 +55,10 @@ def library_digest(library) -> str:
     every op defined and hand-written implementation added since (a user's library files,
     ops defined in the process). The base of the default library (the built-in catalogue and
     the installed entry points' libraries) is keyed by irfuse's own code and `library_key`."""
-    h = hashlib.sha256()
     ops, impls = library.additions()
+    if not ops and not impls:
+        return ""  # (as for a library not loaded yet: a key must not depend on what loaded it)
+    h = hashlib.sha256()
     for op in ops:
         h.update(repr((op.name, op.operand_names, [t.spelling() for t in op.operand_types],
                        op.result_type.spelling(), op.definition)).encode())
