@@ -85,3 +85,36 @@ def check_top_plans_on_cpu(path: str, top: int, dtype: str, n: int, seed: int = 
     out = check_plans(path, Budget(top=top, dtype=dtype, n=n, seed=seed, nvrtc=nvrtc, **budget))
     assert out.ok, (path, out.failure, out.detail)
     return out.plans
+
+
+class RecordingDevice:
+    """A device that records launches instead of running them (what the executor asks of a
+    device, no more): `finishes_in_kernel` and `atomics_in_kernel` as given."""
+
+    name = "recording"
+
+    def __init__(self, finishes_in_kernel: bool = True, atomics_in_kernel: bool = False):
+        self.finishes_in_kernel, self.atomics_in_kernel = finishes_in_kernel, atomics_in_kernel
+        self.launches = []
+
+    def upload(self, a):
+        import numpy as np
+
+        return np.array(a)
+
+    upload_integers = upload
+
+    def alloc(self, shape):
+        import numpy as np
+
+        return np.empty(shape)
+
+    def launcher(self, kernel, buffers, n):
+        self.launches.append((kernel, buffers))
+        return lambda: None
+
+    def copy(self, dst, src):
+        pass
+
+    def batch(self, steps):
+        return lambda: None

@@ -11,7 +11,7 @@ from irfuse.library.catalogue import implementations
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.driver.implementation_check import implementations_module, kernel_name, run_on_cpu
 from irfuse.dialects.element_types import element_type, set_module_element_type
-from irfuse.driver.compile import build
+from irfuse.driver.compile import SPILL_BYTES_KEPT, build
 from irfuse.verification.op_evaluation import evaluate
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bigfusion.kas")
@@ -42,10 +42,10 @@ def test_every_implementation_matches_the_reference_on_the_cpu(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-def test_every_implementation_compiles_for_sm90_without_spills(dtype):
-    """Every implementation's kernel compiles for sm_90 without spills under `build`'s policy
-    (a kernel that spills at its raised minimum of resident blocks is compiled again asking
-    fewer). ptxas compiles each kernel on its own, so the kernels that spill in one compile
+def test_every_implementation_compiles_for_sm90_within_the_spills_kept(dtype):
+    """Every implementation's kernel compiles for sm_90 without spills past `SPILL_BYTES_KEPT`
+    under `build`'s policy (a kernel that spills more at its raised minimum of resident blocks is
+    compiled again asking fewer). ptxas compiles each kernel on its own, so the kernels that spill in one compile
     of the whole module are built again by themselves, as `build` retries them: the same
     kernels, without compiling the other three quarters of the module a second time."""
     from irfuse.backend.compilers import compiler_for
@@ -58,7 +58,7 @@ def test_every_implementation_compiles_for_sm90_without_spills(dtype):
     cubin = compiler_for("cuda").compile(emitted.source, emitted.kernels, element, "sm_90")
     assert set(cubin.resources) == {kernel_name(i) for i in ALL}
     spilled = {k.name for k in emitted.kernels
-               if cubin.resources[k.name].spill_stores or cubin.resources[k.name].spill_loads}
+               if cubin.resources[k.name].spill_stores + cubin.resources[k.name].spill_loads > SPILL_BYTES_KEPT}
     assert all(k.min_blocks > 1 for k in emitted.kernels if k.name in spilled), "spills with nothing to retry"
     again = implementations_module([i for i in ALL if kernel_name(i) in spilled])
     set_module_element_type(again, element)
@@ -66,7 +66,7 @@ def test_every_implementation_compiles_for_sm90_without_spills(dtype):
     assert set(plan.cubin.resources) == spilled
     for k in plan.kernels:
         r = plan.cubin.resources[k.name]
-        assert r.spill_stores == 0 and r.spill_loads == 0, (k.name, r)
+        assert r.spill_stores + r.spill_loads <= SPILL_BYTES_KEPT, (k.name, r)
 
 
 MDET = """

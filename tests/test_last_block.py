@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, RecordingDevice
 
 SRC = ("vector3 v; scalar s; uniform scalar t, hi; uniform vector3 c;\ninput v;\n"
        "s = vdot3(v, v);\nt = sum(s);\nhi = max(s);\nc = sum(v);\nreturn s, t, hi, c;")
@@ -30,33 +30,6 @@ def test_the_cost_model_takes_the_last_block_only_where_a_combine_kernel_costs_m
     assert finish_parts(slow, 256, 2, 1) < parts  # twice the words to combine: fewer partials
 
 
-class Recording:
-    """A device that records launches instead of running them, taking finishes in kernels."""
-
-    name = "recording"
-    finishes_in_kernel = True
-    atomics_in_kernel = False
-
-    def __init__(self):
-        self.launches = []
-
-    def upload(self, a):
-        return np.array(a)
-
-    def alloc(self, shape):
-        return np.empty(shape)
-
-    def launcher(self, kernel, buffers, n):
-        self.launches.append((kernel, buffers))
-        return lambda: None
-
-    def copy(self, dst, src):
-        pass
-
-    def batch(self, steps):
-        return lambda: None
-
-
 def _compiled(finish: str, by: int = 64):
     from irfuse.driver.compile import compile_text
 
@@ -71,7 +44,7 @@ def test_a_launch_gets_its_combines_results_and_a_counter_where_the_recording_ru
     reducing = [k for k in plan.kernels if k.finish_parts]
     assert {k.finish_parts for k in reducing} == {8192} and len(reducing) == 3  # sum, max, vector sum
     for n, finished in ((64 * 100, True), (64 * 8192, True), (64 * 8192 + 1, False)):
-        dev = Recording()
+        dev = RecordingDevice()
         Executor(plan, dev).prepare({"v": np.zeros((n, 3), np.float32)}, n)
         names = [k for k, _ in dev.launches]
         for k in reducing:
@@ -86,7 +59,7 @@ def test_a_launch_gets_its_combines_results_and_a_counter_where_the_recording_ru
         combines = [name for name in names if name.startswith("irf_combine")]
         assert len(combines) == (0 if finished else 3)
     # A pass of a run in chunks runs the combines over the whole batch afterwards: null pointers.
-    dev = Recording()
+    dev = RecordingDevice()
     part = plan.host.passes[0]
     Executor(plan, dev).prepare({"v": np.zeros((6400, 3), np.float32)}, 6400, part=part,
                                 bound={v: np.empty(1) for v in part.partials})
@@ -100,7 +73,7 @@ def test_a_kernel_without_finish_parts_takes_no_more_arguments():
 
     plan = _compiled("kernels")
     assert not any(k.finish_parts for k in plan.kernels)
-    dev = Recording()
+    dev = RecordingDevice()
     Executor(plan, dev).prepare({"v": np.zeros((640, 3), np.float32)}, 640)
     for name, buffers in dev.launches:
         k = next(k for k in plan.kernels if k.name == name)

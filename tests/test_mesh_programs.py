@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import RecordingDevice
 
 import irfuse
 from irfuse.diagnostics import UsageError
@@ -475,6 +476,16 @@ def test_a_kernel_summing_rows_through_two_connectivities_takes_each_ones_scatte
         assert getattr(ordered, name).tobytes() == getattr(atomic, name).tobytes(), name
 
 
+TWICE = """
+nodal vector3 r1, r2; matrix4x3 q, w; index4 c1, c2; uniform scalar a;
+input q, c1, c2, a;
+w = scale(q, a);
+r1 = scatter(w, c1);
+r2 = scatter(w, c2);
+return r1, r2;
+"""
+
+
 @pytest.mark.parametrize("renderer", ["loop", "emulate"])
 @pytest.mark.parametrize("elements, nodes", [(300, 120), (100, 400)])
 def test_one_computed_value_scattered_through_two_connectivities_is_summed_by_each(renderer, elements, nodes,
@@ -484,15 +495,7 @@ def test_one_computed_value_scattered_through_two_connectivities_is_summed_by_ea
     r1). Rows scattered through two connectivities are written as they are now: each sum
     against NumPy, ordered and atomic the same bits, on meshes with E > M and E < M."""
     monkeypatch.setenv("IRFUSE_CPU_RENDERER", renderer)
-    src = """
-    nodal vector3 r1, r2; matrix4x3 q, w; index4 c1, c2; uniform scalar a;
-    input q, c1, c2, a;
-    w = scale(q, a);
-    r1 = scatter(w, c1);
-    r2 = scatter(w, c2);
-    return r1, r2;
-    """
-    prog = irfuse.compile(src, backend="cpu", dtype="f64")
+    prog = irfuse.compile(TWICE, backend="cpu", dtype="f64")
     rng = np.random.default_rng(5)
     c1 = rng.integers(0, nodes, (elements, 4)).astype(np.int32)
     c2 = rng.integers(0, nodes, (elements, 4)).astype(np.int32)
@@ -506,43 +509,6 @@ def test_one_computed_value_scattered_through_two_connectivities_is_summed_by_ea
         assert getattr(ordered, name).tobytes() == getattr(atomic, name).tobytes(), name
 
 
-class _RecordingDevice:
-    """A device that records launches instead of running them; `atomics_in_kernel` as asked."""
-
-    name = "recording"
-    finishes_in_kernel = False
-
-    def __init__(self, atomics_in_kernel: bool):
-        self.atomics_in_kernel = atomics_in_kernel
-        self.launches = []
-
-    def upload(self, a):
-        return np.array(a)
-
-    upload_integers = upload
-
-    def alloc(self, shape):
-        return np.empty(shape)
-
-    def launcher(self, kernel, buffers, n):
-        self.launches.append((kernel, buffers))
-        return lambda: None
-
-    def copy(self, dst, src):
-        pass
-
-    def batch(self, steps):
-        return lambda: None
-
-
-TWICE = """
-nodal vector3 r1, r2; matrix4x3 q, w; index4 c1, c2; uniform scalar a;
-input q, c1, c2, a;
-w = scale(q, a);
-r1 = scatter(w, c1);
-r2 = scatter(w, c2);
-return r1, r2;
-"""
 
 
 @pytest.mark.parametrize("source", ["p1_residual.kas", "two connectivities", "one value twice"])
@@ -579,7 +545,7 @@ def test_under_atomics_a_gpu_element_kernel_adds_its_rows_into_the_nodes_itself(
     scatters = sum(1 for step in plan.host.steps if isinstance(step, Scatter))
     for in_kernel, scatter, onto in ((True, "atomic", False), (True, "atomic", True), (False, "atomic", False),
                                      (True, "ordered", False)):
-        dev = _RecordingDevice(in_kernel)
+        dev = RecordingDevice(finishes_in_kernel=False, atomics_in_kernel=in_kernel)
         Executor(plan, dev).prepare(inputs, elements, nodes=nodes, scatter=scatter, onto=onto)
         names = [k for k, _ in dev.launches]
         for k in grouped:
