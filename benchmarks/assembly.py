@@ -15,7 +15,7 @@ Contenders, float32, every one timed in turns (`--rounds` alternating rounds), m
 - irfuse, `examples/mesh/p1_residual.kas` and `neo_hookean_residual.kas` (gather, element code
   and store of each element's rows in one kernel; then each node adds its rows in a fixed
   order): deterministic; each of its kernels is also timed alone. And with `scatter="atomic"`
-  (the element kernel's rows added into the nodes with atomicAdd by a second kernel). Its
+  (the element kernel adding its rows into the nodes with atomicAdd itself). Its
   connectivity is prepared once (`irfuse.mesh.Connectivity`: checked, inverted), whose time is
   reported apart.
 
