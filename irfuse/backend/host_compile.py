@@ -48,7 +48,7 @@ def launcher_source(kernels: list[KernelInfo]) -> str:
     for k in kernels:
         casts = [f"(const {k.input_ctype(i)}*)a->args[{i}]" for i in range(len(k.inputs))]
         casts += [f"({k.output_ctype(i)}*)a->args[{len(k.inputs) + i}]" for i in range(len(k.outputs))]
-        at = len(k.inputs) + len(k.outputs)  # (then a grouped scatter's members, firsts, group bases, sums, connectivity)
+        at = len(k.inputs) + len(k.outputs)  # (then each grouped scatter's `group_params`)
         casts += [f"({ctype})a->args[{at + i}]" for i, (ctype, _) in enumerate(k.group_params())]
         lines += [
             f"static int irf_range_{k.name}(const irf::LaunchArgs* a, long long begin, long long end) {{",

@@ -73,8 +73,8 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
-    A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is re-emitted asking for fewer resident
-    blocks (more registers per thread) until it does not, or one block is asked: first
+    A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is re-emitted asking for
+    fewer resident blocks (more registers per thread) until it does not, or one block is asked: first
     1024 threads per SM where more were asked (`launch_min_blocks`), then half as many
     (`_fewer_blocks`). Once a kernel spills, its next steps are compiled side by side, `WIDTH`
     at a time where cores are idle (`_width`), each in a thread (NVRTC releases the GIL), and

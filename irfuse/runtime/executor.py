@@ -70,8 +70,8 @@ class Executor:
         self.infos = {k.name: k for k in plan.kernels}
         self.nodes = 0  # of the mesh the run being recorded reads and writes (nodal values)
         self.inverses: dict[int, tuple] = {}  # connectivity value -> its scatter order's buffers (ScatterInverse)
-        # a scatter's rows value -> the connectivity value it adds through (an element kernel
-        # that writes such rows sums them in the connectivity's groups)
+        # a scatter's rows value -> its scatter step (an element kernel that writes such rows
+        # sums them in the step's connectivity's groups)
         scatters = [step for step in _all_steps(self.host.steps) if isinstance(step, Scatter)]
         self.scatter_of = {step.values: step for step in scatters}
         # rows one scatter adds (an element kernel adds only those into the nodes itself)
