@@ -4,6 +4,7 @@ import multiprocessing
 import os
 
 import numpy as np
+import pytest
 from conftest import EXAMPLES
 
 SRC = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }\n'
@@ -124,6 +125,41 @@ def test_host_builds_include_one_precompiled_header_and_make_the_same_library(tm
     # made again whole (not the same bytes: it records the path it was made at)
     assert host_compile.read_checked(str(pch)) is not None and len(pch.read_bytes()) > len(whole) // 2
 
+
+
+@pytest.mark.parametrize("damage", ["removed", "header changed", "another cache"])
+def test_a_precompiled_header_changed_after_this_process_checked_it_still_builds(damage, tmp_path, monkeypatch):
+    """A process checks the cache's precompiled header once. Removed afterwards (a cache
+    cleaned while the process runs), its header copy changed on disk, or the cache moved
+    (`IRFUSE_CACHE_DIR` set to another directory), later host builds used to include what was
+    no longer there: "fatal error: .../irfuse_host.h: No such file or directory" (found by the
+    fuzzer's cache cases). Now each build checks that the files are there, or falls back to
+    parsing the header itself, and the library works."""
+    import shutil
+
+    from irfuse.artifact.kernel_info import KernelInfo
+    from irfuse.backend import host_compile
+    from irfuse.runtime.host_library import HostLibrary
+
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "a"))
+    monkeypatch.setattr(host_compile, "_PRECOMPILED", {})
+    kernels = [KernelInfo("twice", 1, 4, 0, ["a"], ["b"], [1], [1])]
+    for k in (3, 4):  # (a cache's second library makes the precompiled header)
+        host_compile.build_host_library(HOST_SRC.replace("2 * a[i]", f"{k} * a[i]"), kernels)
+    (pch,) = (tmp_path / "a").glob(f"host-header/*/*/{host_compile.HEADER}.gch")
+    if damage == "removed":
+        shutil.rmtree(pch.parent)
+    elif damage == "header changed":
+        (pch.parent / host_compile.HEADER).write_text("#error damaged\n")
+    else:
+        shutil.copytree(tmp_path / "a", tmp_path / "b")
+        shutil.rmtree(tmp_path / "a")
+        monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "b"))
+    mod = HostLibrary(host_compile.build_host_library(HOST_SRC, kernels), kernels)
+    a = np.arange(10, dtype=np.float32)
+    b = np.zeros(10, dtype=np.float32)
+    mod.launch("twice", [a, b], 10)
+    np.testing.assert_array_equal(b, 2 * a)
 
 def test_a_host_compiler_without_precompiled_headers_still_builds(tmp_path, monkeypatch):
     """A compiler wrapper that refuses to make a precompiled header (as one that does not know

@@ -138,15 +138,24 @@ def build_host_library(source: str, kernels: list[KernelInfo], renderer: str | N
         # rebuilt: loading a damaged shared library can kill the process.
         if read_checked(lib_path) is None:
             precompiled = _precompiled(header, cxx, flags) if seasoned else None
-            write_checked(lib_path, _build(source, launcher, header, cxx, flags, precompiled))
+            try:
+                data = _build(source, launcher, header, cxx, flags, precompiled)
+            except CompileError:
+                if precompiled is None:
+                    raise
+                # The precompiled header's entry changed since this process checked it (damaged,
+                # removed by a cache cleanup): forgotten, and the build parses the header itself.
+                _PRECOMPILED.pop(precompiled, None)
+                data = _build(source, launcher, header, cxx, flags)
+            write_checked(lib_path, data)
         if read_checked(lib_path) is None:  # the cache cannot be written: a private copy
             lib_path = _private_copy(_build(source, launcher, header, cxx, flags))
     return lib_path
 
 
-# The precompiled header's directory per (header, compiler, flags), once checked in this
-# process (None: there is none to use).
-_PRECOMPILED: dict[str, str | None] = {}
+# The precompiled header's directory (an entry of the cache in use: its path names the cache
+# and the header, compiler and flags), once checked in this process -> whether it is usable.
+_PRECOMPILED: dict[str, bool] = {}
 
 
 def _precompiled(header: str, cxx: list[str], flags: list[str]) -> str | None:
@@ -154,10 +163,13 @@ def _precompiled(header: str, cxx: list[str], flags: list[str]) -> str | None:
     flags, built on first use; None where the compiler makes none or the cache cannot be
     written (builds then parse the header themselves)."""
     key = sha256("\0".join(["precompiled header", header, *cxx, *flags]).encode())
-    if key in _PRECOMPILED:
-        return _PRECOMPILED[key]
     where = entry_path("host-header", key)
     pch = os.path.join(where, HEADER + ".gch")
+    known = _PRECOMPILED.get(where)
+    if known is False:
+        return None
+    if known and os.path.isfile(pch) and os.path.isfile(os.path.join(where, HEADER)):
+        return where  # (a file gone since the check: checked, or made, again below)
     with cache_lock(where):
         try:
             with open(os.path.join(where, HEADER)) as f:
@@ -174,8 +186,8 @@ def _precompiled(header: str, cxx: list[str], flags: list[str]) -> str | None:
                     atomic_write(os.path.join(where, HEADER), header.encode())
             except OSError:
                 usable = False
-    _PRECOMPILED[key] = where if usable else None
-    return _PRECOMPILED[key]
+    _PRECOMPILED[where] = usable
+    return where if usable else None
 
 
 def _build_precompiled(header: str, cxx: list[str], flags: list[str]) -> bytes | None:
