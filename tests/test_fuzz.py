@@ -195,8 +195,10 @@ REGRESSIONS = sorted(glob.glob(os.path.join(ROOT, "tests", "regressions", "*.kas
 
 @pytest.mark.parametrize("path", REGRESSIONS, ids=os.path.basename)
 def test_shrunk_findings_stay_fixed(path):
-    """Programs that once failed (shrunk by `irfuse.testing.differential.shrink`) run on every plan."""
+    """Programs that once failed (shrunk by `irfuse.testing.differential.shrink`) run on every
+    plan, in float64 and in float32."""
     assert check_top_plans_on_cpu(path, 3, "f64", 37) >= 1
+    assert check_top_plans_on_cpu(path, 3, "f32", 97) >= 1
 
 
 def test_shrink_keeps_only_what_the_failure_needs():

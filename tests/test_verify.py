@@ -140,6 +140,20 @@ def test_an_intermediate_overflow_of_the_run_precision_is_not_a_wrong_kernel():
     assert not check_output("v", got, want, "f32", run).ok
 
 
+
+def test_nan_where_float64_ran_past_its_range_and_the_run_precision_met_inf_minus_inf():
+    """A matrix squared again and again in a loop (benchmarks/fuzz.py, random program seed 5287):
+    float64 ends at an infinity where float32, past its range long before, meets inf - inf and
+    gives NaN, as its honest evaluation does: not a wrong kernel. NaN where the honest float32
+    evaluation is an infinity, or where float64 is finite, still is."""
+    want = np.array([np.inf, -np.inf, 2.0])
+    run = np.array([np.nan, -np.inf, 2.0], dtype=np.float32)
+    got = np.array([np.nan, -np.inf, 2.0], dtype=np.float32)
+    assert check_output("v", got, want, "f32", run).ok
+    got[1] = np.nan  # the honest evaluation has -inf there
+    assert not check_output("v", got, want, "f32", run).ok
+    assert not check_output("v", np.array([np.nan, -np.inf, 2.0], dtype=np.float32), want, "f32").ok  # no run
+
 def test_float64_runs_of_loops_allow_compounded_rounding_and_nothing_more():
     """A hundred power-iteration steps in float64: the kernels' order of operations departs from
     the reference's by rounding compounded over the iterations, which the per-entry float64
