@@ -74,12 +74,12 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     `compile_gpu`, compiles it with NVRTC.
 
     A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is re-emitted asking for
-    fewer resident blocks (more registers per thread) until it does not, or one block is asked: first
-    1024 threads per SM where more were asked (`launch_min_blocks`), then half as many
-    (`_fewer_blocks`). Once a kernel spills, its next steps are compiled side by side, `WIDTH`
-    at a time where cores are idle (`_width`), each in a thread (NVRTC releases the GIL), and
-    each spilling kernel takes its first step that does not spill. ptxas allocates each
-    kernel's registers alone, so a
+    fewer resident blocks (more registers per thread) until it does not, or one block is
+    asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
+    many (`_fewer_blocks`). Once a kernel spills, its next steps are compiled side by side,
+    `WIDTH` at a time where cores are idle (`_width`), each in a thread (NVRTC releases the
+    GIL), and each spilling kernel takes its first step that does not spill. ptxas allocates
+    each kernel's registers alone, so a
     kernel's spills at a step do not depend on the other kernels' steps, and the source kept is
     the one that taking the steps one compile at a time ends with (compiled again only where no
     step's source was it: kernels stopping at different steps; tests/test_planner.py checks
@@ -126,10 +126,10 @@ WIDTH = 2  # steps compiled side by side where cores are idle (see `_width`)
 
 def _width() -> int:
     """Steps to compile side by side: `WIDTH` where the machine has a core idle (its load
-    average, this compile's own core included, half a core or more below its cores), else one. Compiling a step that turns out not to be
-    needed costs a core's time: on a busy machine (the test suite's workers on every core:
-    415-428 s against 382-402 s with two always) it only slows the rest. The result is the
-    same either way."""
+    average, this compile's own core included, half a core or more below its cores), else
+    one. Compiling a step that turns out not to be needed costs a core's time: on a busy
+    machine (the test suite's workers on every core: 415-428 s against 382-402 s with two
+    always) it only slows the rest. The result is the same either way."""
     cores = os.cpu_count() or 1
     try:
         idle = cores - os.getloadavg()[0]

@@ -74,7 +74,9 @@ class Executor:
         # sums them in the step's connectivity's groups)
         scatters = [step for step in _all_steps(self.host.steps) if isinstance(step, Scatter)]
         self.scatter_of = {step.values: step for step in scatters}
-        # rows one scatter adds (an element kernel adds only those into the nodes itself)
+        # rows one scatter adds: an element kernel adds only those into the nodes itself under
+        # atomics (rows scattered twice through one connectivity are summed in its groups too,
+        # but the kernel has one array of sums per output: those it writes, for the scatters)
         self.scattered_once = {v for v in self.scatter_of if sum(s.values == v for s in scatters) == 1}
         # the rows values that their kernel sums in groups as it writes them
         self.summed_rows = {r for step in _all_steps(self.host.steps) if isinstance(step, Launch)

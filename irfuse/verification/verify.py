@@ -130,7 +130,8 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
         cannot = np.zeros(w.shape, dtype=bool)  # entries the run's precision cannot evaluate at all
         honest_fails = np.zeros(w.shape, dtype=bool)
         r = np.full(w.shape, np.nan)
-        if want_run is not None and want_run.shape == w.shape:
+        run_known = want_run is not None and want_run.shape == w.shape
+        if run_known:
             r = np.asarray(want_run, dtype=np.float64)
             # An intermediate beyond the precision's range (a*b - c*d with both products over
             # it): the honest evaluation gives NaN or an infinity where ref64 is finite.
@@ -161,7 +162,7 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
     overflow_ok |= honest_fails & np.isnan(g) & np.isnan(r)
     # Likewise where float64 itself ran past its range (an infinity), the run's precision
     # having met inf - inf on the way there.
-    if want_run is not None and np.shape(want_run) == w.shape:
+    if run_known:
         same_special |= np.isinf(w) & np.isnan(g) & np.isnan(r)
     bad = ~same_special
     bad |= in_range & ~cannot & ~np.isfinite(g)
