@@ -564,3 +564,24 @@ def test_under_atomics_a_gpu_element_kernel_adds_its_rows_into_the_nodes_itself(
         if scatter == "atomic":
             fused = sum(1 for k in grouped for g in k.grouped if g) if in_kernel else 0
             assert len(adds) == scatters - fused, (in_kernel, adds)
+
+
+def test_rows_scattered_twice_through_one_connectivity_are_added_by_the_atomic_kernel():
+    """`r1 = scatter(w, c); r2 = scatter(w, c)`: the kernel sums w in c's groups (one
+    connectivity), but has one array of sums per output, so under atomics on a device that adds
+    in kernels it writes the rows and each scatter adds them with the atomic kernel."""
+    from irfuse.driver.compile import compile_text
+    from irfuse.runtime.executor import Executor
+
+    plan, _ = compile_text(TWICE.replace("scatter(w, c2)", "scatter(w, c1)"), "twice.kas", None, "f32",
+                           compile_gpu=False)
+    (k,) = [k for k in plan.kernels if any(k.grouped)]
+    rng = np.random.default_rng(2)
+    inputs = {"q": rng.uniform(-1, 1, (50, 4, 3)).astype(np.float32),
+              "c1": rng.integers(0, 20, (50, 4)).astype(np.int32),
+              "c2": rng.integers(0, 20, (50, 4)).astype(np.int32), "a": np.float32(2)}
+    dev = RecordingDevice(finishes_in_kernel=False, atomics_in_kernel=True)
+    Executor(plan, dev).prepare(inputs, 50, nodes=20, scatter="atomic")
+    extra = next(b for name, b in dev.launches if name == k.name)[len(k.inputs) + len(k.outputs):]
+    assert extra == [0, 0, 0, 0, 0]
+    assert sum(name.startswith("irf_scatter_atomic") for name, _ in dev.launches) == 2
