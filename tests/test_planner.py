@@ -606,3 +606,29 @@ def test_a_mesh_energys_element_kernel_runs_one_element_a_thread():
     _, plans = plan_program(program(src.replace("derivative grad of E wrt u;", "")), 1 << 22, H100)
     (kernel,) = [c.model for c in plans[0].configs if c.model.gathers()]
     assert kernel.reduces() and kernel.per_thread == 1
+
+
+def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes():
+    """`cost.runtime_steps_time`: a mesh program's scatter reads each node's start and each
+    partial's slot and row and writes each node's sum; a reduction's combine, run as a kernel,
+    reads every block's partials; a program of plain kernels adds nothing."""
+    from irfuse.driver.compile import compile_program
+    from irfuse.planner.cost import H200, load_profile, runtime_steps_time
+
+    mesh = os.path.join(ROOT, "examples", "mesh", "p1_residual.kas")
+    residual, _ = compile_program(mesh, None, "f32", compile_gpu=False)
+    scatter = runtime_steps_time(residual, H200, 6000, nodes=1000, partials=3000)
+    assert scatter == pytest.approx(H200.launch_overhead + (1000 * (8 + 12) + 3000 * (4 + 12)) / H200.bandwidth)
+    more = runtime_steps_time(residual, H200, 6000, nodes=1000, partials=6000)
+    assert more - scatter == pytest.approx(3000 * 16 / H200.bandwidth)
+    wide, _ = compile_program(mesh, None, "f64", compile_gpu=False)
+    assert runtime_steps_time(wide, H200, 6000, nodes=1000, partials=3000) > scatter  # (8-byte words)
+
+    synctest, _ = compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
+                                  compile_gpu=False)
+    assert runtime_steps_time(synctest, H200, 1 << 22) == 0.0
+    energy, _ = compile_program(next(p for p in EXAMPLES if p.endswith("strain_energy.kas")), None, "f32",
+                                compile_gpu=False)
+    cpu = load_profile("cpu")
+    small, large = (runtime_steps_time(energy, cpu, n) for n in (1 << 16, 1 << 22))
+    assert cpu.launch_overhead < small < large  # (more blocks' partials to combine)

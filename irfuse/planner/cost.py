@@ -52,6 +52,7 @@ import math
 from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
+from irfuse.artifact.host_plan import Combine, Launch, Loop, Scatter
 from irfuse.dialects.fuse import FINISH_BATCH
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
@@ -337,3 +338,42 @@ def finish_parts(p: DeviceProfile, threads: int, words: int, combines: int) -> i
         return 0
     budget = combine_kernels_time(p, combines) - last_block_combine_time(p, 0, threads, words)
     return max(0, int(budget // (words * L2_ROUND_TRIP))) * threads * FINISH_BATCH
+
+
+def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, partials: int = 0) -> float:
+    """Seconds a run of `artifact` (`irfuse.artifact.Artifact`) spends in the steps its host
+    plan adds beside the planned kernels, which no plan chooses between and the search does not
+    price: each scatter's kernel adding every node's partials in order (over `nodes` nodes and
+    `partials` partials: it reads each partial's slot and row and each node's start, and writes
+    the node's sum) and each combine of a reduction's partials that runs as a kernel of its own
+    (on a GPU a kernel whose blocks are few enough combines them in its last block). Each is a
+    launch and its bytes at the copy rate (a mesh run's scatter: `benchmarks/cost_model.py`
+    compares the sum with the clock). Steps inside host loops count once a trip."""
+    host, isz = artifact.host, artifact.itemsize
+    infos = {k.name: k for k in artifact.kernels}
+    finished = {r for step in _host_steps(host.steps, Launch) for r, kind in
+                zip(step.results, infos[step.kernel].reduced)
+                if kind and p.kind != "cpu" and infos[step.kernel].finish_parts
+                and infos[step.kernel].blocks(n) <= infos[step.kernel].finish_parts}
+    total = 0.0
+    for step, runs in _host_steps(host.steps, (Scatter, Combine), counted=True):
+        if isinstance(step, Scatter):
+            words = math.prod(host.values[step.result].shape)
+            nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
+        elif step.partials in finished:
+            continue
+        else:
+            value = host.values[step.partials]
+            nbytes = (value.words * infos[value.kernel].blocks(n) + value.words) * isz
+        total += runs * (p.launch_overhead + nbytes / p.bandwidth)
+    return total
+
+
+def _host_steps(steps, kinds, counted: bool = False, runs: int = 1):
+    """The host plan's steps of `kinds`, those in loops too (with `counted`: (step, times it
+    runs))."""
+    for step in steps:
+        if isinstance(step, Loop):
+            yield from _host_steps(step.body, kinds, counted, runs * step.trip)
+        elif isinstance(step, kinds):
+            yield (step, runs) if counted else step
