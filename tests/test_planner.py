@@ -384,6 +384,35 @@ def test_a_kernel_spilling_a_word_or_two_keeps_its_resident_blocks(monkeypatch):
         assert plan.kernels[0].min_blocks == blocks, spilled
 
 
+@pytest.mark.parametrize("name", ["cfl_step.kas", "j2_return.kas", "lumped_mass.kas", "strain_energy.kas"])
+def test_a_module_stepped_to_fewer_blocks_is_the_module_emitted_with_them(name):
+    """`with_min_blocks` (a spilling kernel's steps set in the module emitted once) gives the
+    source and kernels of emitting the module again with those minimums, for every planned
+    kernel at each step, and refuses a kernel whose bounds it cannot find."""
+    import dataclasses
+
+    from irfuse.backend.cuda_emit import EmittedModule, emit_module, with_min_blocks
+    from irfuse.driver import compile as driver
+
+    path = next(p for p in EXAMPLES + glob.glob(os.path.join(ROOT, "examples", "mesh", "*.kas"))
+                if p.endswith(name))
+    plan, _ = driver.compile_program(path, None, "f32", compile_gpu=False)
+    module = plan.module
+    element = driver.module_element_type(module)
+    once = emit_module(module, element, {}, cpu_loop=driver.cpu_loop_kernel)
+    planned = [k for k in once.kernels if k.name.startswith(plan.kernels[0].name.split("_k")[0] + "_k")]
+    assert planned
+    for step in (8, 4, 2, 1):
+        levels = {k.name: min(step, k.min_blocks) for k in planned[::2]} | {planned[-1].name: step}
+        again = emit_module(module, element, levels, cpu_loop=driver.cpu_loop_kernel)
+        stepped = with_min_blocks(once, levels)
+        assert stepped.source == again.source
+        assert stepped.kernels == again.kernels
+    renamed = EmittedModule(once.source, [dataclasses.replace(planned[0], name=planned[0].name + "_x")])
+    with pytest.raises(CompileError, match="launch bounds found"):
+        with_min_blocks(renamed, {planned[0].name + "_x": planned[0].min_blocks + 1})
+
+
 @pytest.mark.parametrize("width", [1, 2, 3])
 def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monkeypatch, width):
     """`build` compiles the steps to fewer resident blocks side by side once a kernel spills;

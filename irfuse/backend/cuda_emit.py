@@ -1112,3 +1112,22 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
             infos.append(info)
     source = element.c_prelude + "\n\n".join([prelude(), *functions.values(), *texts]) + "\n"
     return EmittedModule(source, infos)
+
+
+def with_min_blocks(emitted: EmittedModule, min_blocks: dict[str, int]) -> EmittedModule:
+    """`emitted` (a module emitted with every kernel's own minimum) with the launch bounds'
+    minimum resident blocks of the kernels named in `min_blocks` set to theirs: the same source
+    and kernels `emit_module(..., min_blocks)` gives, since the minimum is only the bounds'
+    second number (`render_gpu`), without emitting every kernel again (a compile that steps a
+    spilling kernel to fewer blocks emits the module once)."""
+    source, kernels = emitted.source, []
+    for info in emitted.kernels:
+        blocks = min_blocks.get(info.name, info.min_blocks)
+        if blocks != info.min_blocks:
+            bounds = re.compile(rf"(__launch_bounds__\(\d+, ){info.min_blocks}(\) {re.escape(info.name)}\()")
+            source, found = bounds.subn(rf"\g<1>{blocks}\g<2>", source)
+            if found != 1:
+                raise CompileError(f"kernel @{info.name}: {found} launch bounds found in its module's source, not 1")
+            info = dataclasses.replace(info, min_blocks=blocks)
+        kernels.append(info)
+    return EmittedModule(source, kernels)

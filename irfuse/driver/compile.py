@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
 from irfuse.kernel.policies import default_min_blocks
-from irfuse.backend.cuda_emit import emit_module
+from irfuse.backend.cuda_emit import EmittedModule, emit_module, with_min_blocks
 from irfuse.backend.render_cpu_loop import cpu_loop_kernel
 from irfuse.backend.compilers import compiler_for
 from irfuse.diagnostics import Diagnostic
@@ -73,9 +73,9 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
-    A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is re-emitted asking for
+    A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is compiled again asking for
     fewer resident blocks (more registers per thread) until it does not, or one block is
-    asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
+    asked (the module emitted once: a step changes only launch bounds, `with_min_blocks`): first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
     many (`_fewer_blocks`). Once a kernel spills, its next steps are compiled side by side,
     `WIDTH` at a time where cores are idle (`_width`), each in a thread (NVRTC releases the
     GIL), and each spilling kernel takes its first step that does not spill. ptxas allocates
@@ -94,13 +94,14 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     if cubin is None:
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
     steps = {k.name: _fewer_blocks(k.min_blocks, k.threads) for k in emitted.kernels if _spills(cubin, k)}
+    emitted_once = emitted  # (every kernel at its own minimum: each level sets only its bounds)
     at = 0  # steps taken
     width = _width()
     while steps:
         levels = []  # each spilling kernel at its next steps (or its last)
         for i in range(at, min(at + width, max(len(s) for s in steps.values()))):
             levels.append({**min_blocks, **{name: s[min(i, len(s) - 1)] for name, s in steps.items()}})
-        compiled = _compile_each(module, element, levels, arch)
+        compiled = _compile_each(emitted_once, element, levels, arch)
         for name, s in list(steps.items()):
             for j, (e, c) in enumerate(compiled):
                 i = min(at + j, len(s) - 1)
@@ -115,7 +116,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
         if kept is not None:
             emitted, cubin = kept
         else:
-            emitted = emit_module(module, element, min_blocks, cpu_loop=cpu_loop_kernel)
+            emitted = with_min_blocks(emitted_once, min_blocks)
             cubin = compiler_for("cuda").compile(emitted.source, emitted.kernels, element, arch)
         steps = {n: s for n, s in steps.items() if _spills(cubin, _kernel(emitted, n))}
     return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
@@ -168,16 +169,17 @@ def _kernel(emitted, name: str):
     return next(k for k in emitted.kernels if k.name == name)
 
 
-def _compile_each(module: ModuleOp, element, levels: list[dict[str, int]], arch: str | None) -> list[tuple]:
-    """(emitted, cubin) of the module at each of `levels` (kernel -> resident blocks),
-    emitted in turn and compiled side by side, each in a thread."""
+def _compile_each(emitted_once: EmittedModule, element, levels: list[dict[str, int]], arch: str | None
+                  ) -> list[tuple]:
+    """(emitted, cubin) of the module emitted once (`emitted_once`) at each of `levels` (kernel
+    -> resident blocks), compiled side by side, each in a thread."""
     from concurrent.futures import ThreadPoolExecutor
 
     nvrtc = compiler_for("cuda")
     with ThreadPoolExecutor(max_workers=len(levels)) as pool:
         futures = []
-        for level in levels:  # (each compile starts as soon as its source is emitted)
-            emitted = emit_module(module, element, level, cpu_loop=cpu_loop_kernel)
+        for level in levels:
+            emitted = with_min_blocks(emitted_once, level)
             futures.append((emitted, pool.submit(nvrtc.compile, emitted.source, emitted.kernels, element, arch)))
         return [(emitted, future.result()) for emitted, future in futures]
 
