@@ -9,10 +9,14 @@ library counts them, launches as the runtime makes them):
 
 - the copy rate: `smmul33` over a batch several times the last-level cache (reads 36 bytes
   and writes 36 an element, one multiply a word);
-- the multiply-add rate: 64 `mvmul33` in a loop inside the kernel per element (identity
-  matrices, so every value stays normal), in float32 and float64;
-- what a division costs in those flops: 64 `sdiv` in a loop (a value and its reciprocal
-  alternate), against the multiply-add rate;
+- the multiply-add rate: 64 `mvmul33` in a loop inside the kernel per element on each of
+  `CHAINS` vectors (identity matrices, so every value stays normal), in float32 and float64;
+- what a division costs in those flops: 64 `sdiv` in a loop on each of `CHAINS` values (a
+  value and its reciprocal alternate), against the multiply-add rate;
+
+each on independent chains, as an element code's arithmetic is (one chain measured the latency
+of a dependent multiply-add, and the cost model then predicted the examples' calls 1.5-3x too
+long: benchmarks/NOTES.md, "The cost model against the clock", 2026-11-29);
 - a launch: the copy probe over one block per worker, back to back;
 - `twin_factor`: the copy and multiply-add probes run as their CPU twins against as loops
   (geometric mean).
@@ -34,9 +38,12 @@ from irfuse.planner.cost import op_flops
 from irfuse.planner.profiles import CPU, DeviceProfile, save_profile
 
 COPY = "matrix3x3 A, B; input A; B = smmul33(A, 2.0); return B;"
-FMA = "matrix3x3 A; vector3 x; input A, x; loop 64 { x = mvmul33(A, x); } return x;"
-DIVIDE = "scalar s, t; input s, t; loop 64 { s = sdiv(t, s); } return s;"
-TRIPS = 64
+CHAINS = ("x", "y", "z", "w")  # independent values each probe's loop steps
+FMA = (f"matrix3x3 A; vector3 {', '.join(CHAINS)}; input A, {', '.join(CHAINS)}; loop 64 {{ "
+       + " ".join(f"{c} = mvmul33(A, {c});" for c in CHAINS) + f" }} return {', '.join(CHAINS)};")
+DIVIDE = (f"scalar t, {', '.join(CHAINS)}; input t, {', '.join(CHAINS)}; loop 64 {{ "
+          + " ".join(f"{c} = sdiv(t, {c});" for c in CHAINS) + f" }} return {', '.join(CHAINS)};")
+TRIPS = 64 * len(CHAINS)  # calls an element
 
 
 def cache_sizes() -> tuple[int, int, int]:
@@ -108,11 +115,11 @@ class _Probe:
 
 
 def _identity(n, real):
-    return {"A": np.broadcast_to(np.eye(3, dtype=real), (n, 3, 3)).copy(), "x": np.ones((n, 3), real)}
+    return {"A": np.broadcast_to(np.eye(3, dtype=real), (n, 3, 3)).copy(), **{c: np.ones((n, 3), real) for c in CHAINS}}
 
 
 def _divide(n, real):
-    return {"s": np.full(n, 1.25, real), "t": np.full(n, 1.5, real)}
+    return {"t": np.full(n, 1.5, real), **{c: np.full(n, 1.25, real) for c in CHAINS}}
 
 
 def calibrate_cpu(console, save: bool = True, n: int | None = None) -> DeviceProfile:
