@@ -75,8 +75,9 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
 
     A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is compiled again asking for
     fewer resident blocks (more registers per thread) until it does not, or one block is
-    asked (the module emitted once: a step changes only launch bounds, `with_min_blocks`): first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
-    many (`_fewer_blocks`). Once a kernel spills, its next steps are compiled side by side,
+    asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
+    many (`_fewer_blocks`); the module is emitted once, a step changing only its launch bounds
+    (`with_min_blocks`). Once a kernel spills, its next steps are compiled side by side,
     `WIDTH` at a time where cores are idle (`_width`), each in a thread (NVRTC releases the
     GIL), and each spilling kernel takes its first step that does not spill. ptxas allocates
     each kernel's registers alone, so a

@@ -13,13 +13,13 @@ library counts them, launches as the runtime makes them):
   `CHAINS` vectors (identity matrices, so every value stays normal), in float32 and float64;
 - what a division costs in those flops: 64 `sdiv` in a loop on each of `CHAINS` values (a
   value and its reciprocal alternate), against the multiply-add rate;
-
-each on independent chains, as an element code's arithmetic is (one chain measured the latency
-of a dependent multiply-add, and the cost model then predicted the examples' calls 1.5-3x too
-long: benchmarks/NOTES.md, "The cost model against the clock", 2026-11-29);
 - a launch: the copy probe over one block per worker, back to back;
 - `twin_factor`: the copy and multiply-add probes run as their CPU twins against as loops
   (geometric mean).
+
+The arithmetic probes step independent chains, as an element code's operations are: one chain
+measured a dependent multiply-add's latency, and the cost model then predicted the examples'
+calls up to 3x too long (benchmarks/NOTES.md, "The cost model against the clock", 2026-11-29).
 
 The profile is saved under the name "cpu" (`--profile cpu`; the CPU backend plans with it by
 default), replacing the built-in one, which holds the CI machine kind's figures.
@@ -115,7 +115,8 @@ class _Probe:
 
 
 def _identity(n, real):
-    return {"A": np.broadcast_to(np.eye(3, dtype=real), (n, 3, 3)).copy(), **{c: np.ones((n, 3), real) for c in CHAINS}}
+    identity = np.broadcast_to(np.eye(3, dtype=real), (n, 3, 3)).copy()
+    return {"A": identity, **{c: np.ones((n, 3), real) for c in CHAINS}}
 
 
 def _divide(n, real):
