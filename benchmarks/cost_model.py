@@ -48,7 +48,10 @@ def predicted_s(program, n: int, nodes: int | None, partials: int, profile) -> t
     from irfuse.planner.cost import runtime_steps_time
 
     compiled = program.compiled
-    stages = [(s.over, s.artifact) for s in compiled.stages] if hasattr(compiled, "stages") else [("elements", compiled)]
+    if hasattr(compiled, "stages"):
+        stages = [(s.over, s.artifact) for s in compiled.stages]
+    else:
+        stages = [("elements", compiled)]
     planned = added = 0.0
     kernels = 0
     for over, plan in stages:
@@ -102,7 +105,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default=None, help="the profile planned for (default: h200 on CUDA, cpu on the CPU)")
     ap.add_argument("--n", type=int, default=None, help="elements of the examples (default 4,194,304 on CUDA, "
                                                         "2,097,152 on the CPU: arrays past its caches)")
-    ap.add_argument("--cubes", type=int, default=None, help="box of 6 C^3 tetrahedra (default 88 on CUDA, 64 on the CPU)")
+    ap.add_argument("--cubes", type=int, default=None,
+                    help="box of 6 C^3 tetrahedra (default 88 on CUDA, 64 on the CPU)")
     ap.add_argument("--dtype", nargs="+", default=["f32", "f64"])
     ap.add_argument("--calls", type=int, default=None, help="default 30 on CUDA, 5 on the CPU")
     ap.add_argument("--examples", nargs="+", default=None, metavar="NAME", help="only these (file names without .kas)")
@@ -125,7 +129,8 @@ def main(argv=None) -> int:
         import torch
 
         def to_side(a):
-            return torch.from_numpy(np.array(a, order="C")).cuda() if isinstance(a, np.ndarray) else a  # (0-d stays 0-d)
+            # (np.array keeps a 0-d array 0-d, where np.ascontiguousarray makes it 1-d)
+            return torch.from_numpy(np.array(a, order="C")).cuda() if isinstance(a, np.ndarray) else a
 
         def empty(shape, dtype):
             return torch.empty(shape, dtype=torch.float64 if dtype == np.float64 else torch.float32, device="cuda")
