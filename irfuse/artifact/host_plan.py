@@ -99,6 +99,15 @@ class Loop:
 Step = Union[Launch, Combine, Constant, Loop, Scatter]
 
 
+def walk_steps(steps: tuple, runs: int = 1):
+    """(step, times it runs a run of the plan) of every step, loops' bodies included after
+    their loop (a body's steps run the loop's trip count times more)."""
+    for step in steps:
+        yield step, runs
+        if isinstance(step, Loop):
+            yield from walk_steps(step.body, runs * step.trip)
+
+
 @dataclass(frozen=True)
 class BatchPass:
     steps: tuple[int, ...]  # indices of the top-level steps it runs, in order

@@ -128,6 +128,11 @@ class KernelInfo:
         """Blocks of a launch over n elements (a kernel that runs once: one)."""
         return self.fixed_grid or (1 if self.once else -(-n // self.by))
 
+    def finishes_in_last_block(self, n: int) -> bool:
+        """Whether a launch over n elements is few enough blocks for its last block to combine
+        its reductions' partials (`finish_parts`), on a device that lets it."""
+        return bool(self.finish_parts) and self.blocks(n) <= self.finish_parts
+
     @staticmethod
     def from_json(d: dict) -> "KernelInfo":
         return KernelInfo(**d)

@@ -52,7 +52,7 @@ import math
 from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
-from irfuse.artifact.host_plan import Combine, Launch, Loop, Scatter
+from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
 from irfuse.dialects.fuse import FINISH_BATCH
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
@@ -351,29 +351,18 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
     compares the sum with the clock). Steps inside host loops count once a trip."""
     host, isz = artifact.host, artifact.itemsize
     infos = {k.name: k for k in artifact.kernels}
-    finished = {r for step in _host_steps(host.steps, Launch) for r, kind in
-                zip(step.results, infos[step.kernel].reduced)
-                if kind and p.kind != "cpu" and infos[step.kernel].finish_parts
-                and infos[step.kernel].blocks(n) <= infos[step.kernel].finish_parts}
+    finished = {r for step, _ in walk_steps(host.steps) if isinstance(step, Launch) and p.kind != "cpu"
+                and infos[step.kernel].finishes_in_last_block(n)
+                for r, kind in zip(step.results, infos[step.kernel].reduced) if kind}
     total = 0.0
-    for step, runs in _host_steps(host.steps, (Scatter, Combine), counted=True):
+    for step, runs in walk_steps(host.steps):
         if isinstance(step, Scatter):
             words = math.prod(host.values[step.result].shape)
             nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
-        elif step.partials in finished:
-            continue
-        else:
+        elif isinstance(step, Combine) and step.partials not in finished:
             value = host.values[step.partials]
             nbytes = (value.words * infos[value.kernel].blocks(n) + value.words) * isz
+        else:
+            continue
         total += runs * (p.launch_overhead + nbytes / p.bandwidth)
     return total
-
-
-def _host_steps(steps, kinds, counted: bool = False, runs: int = 1):
-    """The host plan's steps of `kinds`, those in loops too (with `counted`: (step, times it
-    runs))."""
-    for step in steps:
-        if isinstance(step, Loop):
-            yield from _host_steps(step.body, kinds, counted, runs * step.trip)
-        elif isinstance(step, kinds):
-            yield (step, runs) if counted else step

@@ -28,7 +28,7 @@ import numpy as np
 
 from irfuse.artifact.arrays import batch_shape
 from irfuse.artifact.artifact import Artifact
-from irfuse.artifact.host_plan import NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop, Scatter
+from irfuse.artifact.host_plan import NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop, Scatter, walk_steps
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.scatter import ScatterInverse, inverse_connectivity
 from irfuse.runtime.cpu_device import CpuDevice, WallTimer  # noqa: F401 (WallTimer: for its users)
@@ -53,14 +53,6 @@ class RunResult:
         return float(np.median(self.times_s)) if self.times_s else float("nan")
 
 
-def _all_steps(steps: tuple):
-    """The host steps, those of loops' bodies included."""
-    for step in steps:
-        yield step
-        if isinstance(step, Loop):
-            yield from _all_steps(step.body)
-
-
 class Executor:
     def __init__(self, plan: Artifact, device: Device):
         self.plan = plan
@@ -72,14 +64,14 @@ class Executor:
         self.inverses: dict[int, tuple] = {}  # connectivity value -> its scatter order's buffers (ScatterInverse)
         # a scatter's rows value -> its scatter step (an element kernel that writes such rows
         # sums them in the step's connectivity's groups)
-        scatters = [step for step in _all_steps(self.host.steps) if isinstance(step, Scatter)]
+        scatters = [step for step, _ in walk_steps(self.host.steps) if isinstance(step, Scatter)]
         self.scatter_of = {step.values: step for step in scatters}
         # rows one scatter adds: an element kernel adds only those into the nodes itself under
         # atomics (rows scattered twice through one connectivity are summed in its groups too,
         # but the kernel has one array of sums per output: those it writes, for the scatters)
         self.scattered_once = {v for v in self.scatter_of if sum(s.values == v for s in scatters) == 1}
         # the rows values that their kernel sums in groups as it writes them
-        self.summed_rows = {r for step in _all_steps(self.host.steps) if isinstance(step, Launch)
+        self.summed_rows = {r for step, _ in walk_steps(self.host.steps) if isinstance(step, Launch)
                             for r, k in zip(step.results, self.infos[step.kernel].grouped) if k}
         self.atomic = False  # scatters of the run being recorded add with atomics (scatter="atomic")
         self.onto = False  # ... onto the sums in their outputs (a chunk of elements after the first)
@@ -208,7 +200,7 @@ class Executor:
         are few enough; else null pointers (the combine kernels run)."""
         partials = [r for r, kind in zip(step.results, info.reduced) if kind]
         mine = [combines.get(p) for p in partials]
-        if any(c is None for c in mine) or info.blocks(n) > info.finish_parts:
+        if any(c is None for c in mine) or not info.finishes_in_last_block(n):
             return [0] * (len(partials) + 1)
         out = []
         for c in mine:
