@@ -39,13 +39,21 @@ class HazardTracker:
         self.last_read = np.full(max(words, 1), NONE, dtype=np.int64)
         self.write_op = np.full(max(words, 1), -1, dtype=np.int64)
         self.read_op = np.full(max(words, 1), -1, dtype=np.int64)
+        # Nothing touched since the last barrier: no access conflicts, and a record writes its
+        # owners as they are (the planner walks thousands of candidate kernels' ops: the first
+        # op after each barrier is not checked word by word).
+        self.clean = True
 
     def reset(self) -> None:
-        for a in (self.last_write, self.last_read):
-            a.fill(NONE)
+        if not self.clean:
+            for a in (self.last_write, self.last_read):
+                a.fill(NONE)
+            self.clean = True
 
     def conflict(self, acc: list[Access]) -> tuple[int, int, str] | None:
         """The first (word, earlier op index, kind) another thread touched in a conflicting way."""
+        if self.clean:
+            return None
         for a in acc:
             checks = [(self.last_write, self.write_op, "written")]
             if a.write:
@@ -64,11 +72,18 @@ class HazardTracker:
         return None
 
     def record(self, acc: list[Access], op_index: int) -> None:
+        fresh = {True: self.clean, False: self.clean}  # (writes, reads) untouched since the barrier
         for a in acc:
             state, who = (self.last_write, self.write_op) if a.write else (self.last_read, self.read_op)
             words, owners = a.owners()
-            _merge(state, words, owners)
+            if fresh[a.write]:
+                state[words] = owners  # (every word NONE, each word once: what `_merge` gives)
+            else:
+                _merge(state, words, owners)
+            fresh[a.write] = False
             who[words] = op_index
+        if acc:
+            self.clean = False
 
 
 @dataclass

@@ -84,10 +84,17 @@ class AccessPattern:
         return compile_start(self.start)(tx, ty, bx, by)
 
     def relative(self) -> frozenset[int]:
-        return frozenset(s * self.stride + b for s in range(self.count) for b in range(self.block))
+        """The words the pattern touches, relative to its start (the planner asks this of every
+        call of thousands of candidate kernels: made once per shape)."""
+        return _relative(self.block, self.stride, self.count)
 
     def words(self) -> int:
         return len(self.relative())
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(block: int, stride: int, count: int) -> frozenset[int]:
+    return frozenset(s * stride + b for s in range(count) for b in range(block))
 
 
 

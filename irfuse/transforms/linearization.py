@@ -32,31 +32,40 @@ def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
             users.setdefault(a, set()).add(i)
     inputs = [vid for vid, v in out.values.items() if v.is_input]
 
-    live: dict[int, int] = {}  # done -> live_after(done): asked once per call ready after it
+    # A value's users as a bit set of calls: it is live after `done` while one is not done.
+    user_bits = {vid: sum(1 << u for u in us) for vid, us in users.items()}
+    counted = set(inputs) | {op.result for op in calls}  # (what live_after counts at all)
+    # done -> the shared words live after those calls: inputs with a user left, and results of
+    # calls done with a user left; made from the set one call smaller (`after`), as each
+    # order's step adds one call.
+    live: dict[int, int] = {0: sum(size[vid] for vid in inputs if user_bits.get(vid, 0))}
 
-    def live_after(done: int) -> int:
-        known = live.get(done)
-        if known is not None:
-            return known
-        total = 0
-        for vid in inputs:
-            if any(not (done >> u) & 1 for u in users.get(vid, ())):
-                total += size[vid]
-        for i, op in enumerate(calls):
-            if (done >> i) & 1 and any(not (done >> u) & 1 for u in users.get(op.result, ())):
-                total += size[op.result]  # type: ignore[index]
-        live[done] = total
-        return total
+    def after(done: int, c: int) -> int:
+        """live_after(done | 1 << c), from live_after(done) (c's dependencies done)."""
+        key = done | (1 << c)
+        known = live.get(key)
+        if known is None:
+            op = calls[c]
+            known = live[done]
+            for a in set(op.args):  # (c used them, so they were live) those c was the last user of
+                if a in counted and user_bits.get(a, 0) & ~key == 0:
+                    known -= size[a]
+            if user_bits.get(op.result, 0) & ~key:  # type: ignore[arg-type]
+                known += size[op.result]  # type: ignore[index]
+            live[key] = known
+        return known
 
     def during(done: int, c: int) -> int:
-        return live_after(done) + size[calls[c].result]  # type: ignore[index]
+        return live[done] + size[calls[c].result]  # type: ignore[index]
+
+    needs = [sum(1 << d for d in deps[c]) for c in range(n)]  # each call's dependencies, a bit set
 
     def ready(done: int) -> list[int]:
-        return [c for c in range(n) if not (done >> c) & 1 and all((done >> d) & 1 for d in deps[c])]
+        return [c for c in range(n) if not (done >> c) & 1 and needs[c] & ~done == 0]
 
     order: list[int] = []
     if n <= EXACT_LINEARIZE_LIMIT:
-        best: dict[int, tuple[int, list[int]]] = {0: (live_after(0), [])}
+        best: dict[int, tuple[int, list[int]]] = {0: (live[0], [])}
         frontier = [0]
         for _ in range(n):
             nxt: dict[int, tuple[int, list[int]]] = {}
@@ -65,6 +74,7 @@ def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
                 for c in ready(done):
                     p = max(peak, during(done, c))
                     key = done | (1 << c)
+                    after(done, c)
                     if key not in nxt or p < nxt[key][0] or (p == nxt[key][0] and seq + [c] < nxt[key][1]):
                         nxt[key] = (p, seq + [c])
             best.update(nxt)
@@ -75,6 +85,7 @@ def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
         while len(order) < n:
             c = min(ready(done), key=lambda c: (during(done, c), c))
             order.append(c)
+            after(done, c)
             done |= 1 << c
     stores: dict[int, list] = {}  # a value may be stored and reduced: several stores
     for op in out.ops:
