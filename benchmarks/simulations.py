@@ -1,7 +1,8 @@
 """Simulations at device speed: what a user's time loop meets, every contender in one run.
 
     python benchmarks/simulations.py [--calls 2000] [--steps 200] [--cubes 16,64,128]
-                                     [--skip-compile] [--skip-jax] [--json ...]
+                                     [--skip-compile] [--skip-jax] [--skip-mesh-preparation]
+                                     [--json ...]
 
 1. Host time per call, back to back (PyTorch CUDA tensors, the same tensors every call,
    synchronized once at the end): the issuing time of `--calls` calls over their number
@@ -16,7 +17,8 @@
    one small kernel (`torch.cuda.CUDAGraph.replay`: the floor).
 2. The explicit step as a time loop, per step, at each box of `--cubes` cubes a side (6 c^3
    tetrahedra, structured numbering): `irfuse.time_loop` (one CUDA graph of 16 steps
-   replayed), the step called from Python, `jax.lax.fori_loop` of the step and the `jax.jit`
+   replayed; also with its passes run one by one, the node pass after the elements a kernel of
+   its own), the step called from Python, `jax.lax.fori_loop` of the step and the `jax.jit`
    step called from Python; and the device time of one step: the sum of its kernels'
    durations (torch.profiler's CUDA activity, which sees every kernel of the process).
 3. Preparing the largest box (both numberings): `irfuse.mesh.Connectivity` and a Morton
@@ -196,6 +198,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu", type=int, metavar="CUBES", help="only the CPU backend's calls, on a box of CUBES cubes")
     ap.add_argument("--json", default=None)
     ap.add_argument("--mesh-only", action="store_true", help="only 3., preparing the largest mesh")
+    ap.add_argument("--skip-mesh-preparation", action="store_true", help="leave 3. out")
     args = ap.parse_args(argv)
     if args.cpu:
         results = {"cpu_calls": cpu_calls(args.cpu, args.calls)}
@@ -344,6 +347,15 @@ def main(argv=None) -> int:
                 u, v = step(t["X"], u, v, t["m"], prepared, t["dN"], LAMBDA, MU, DT)
             return u
         row["irfuse.time_loop us/step"] = per_step(loop, steps, sync)
+        # The same loop with the passes run one by one (the node pass after the elements a
+        # kernel of its own, reading the scatter's sums from memory): what the fused stages save.
+        from irfuse.api.staged_programs import StagedProgram
+        apart = StagedProgram(step.artifact, "cuda", [])
+        apart.fused_programs = None
+        row["irfuse.time_loop, passes one by one us/step"] = per_step(
+            lambda count: irfuse.time_loop(apart, count, {"u": "u1", "v": "v1"}, X=t["X"], u=t["u"], v=t["v"],
+                                           m=t["m"], conn=prepared, dN=t["dN"], lam=LAMBDA, mu=MU, dt=DT), steps, sync)
+        apart.close()
         # (the kernels of steps called from Python: in the loop's graph a kernel's blocks start
         # while the one before it ends, so their durations overlap and their sum is longer)
         row["irfuse step kernels us/step (profiler)"] = kernel_seconds(torch, lambda: python_loop(70), 70) * 1e6
@@ -389,7 +401,8 @@ def main(argv=None) -> int:
             row["jax.lax.fori_loop / irfuse.time_loop"] = row["jax.lax.fori_loop us/step"] / \
                 row["irfuse.time_loop us/step"]
 
-    mesh_preparation(torch, max(int(c) for c in args.cubes.split(",")), results["mesh_preparation"])
+    if not args.skip_mesh_preparation:
+        mesh_preparation(torch, max(int(c) for c in args.cubes.split(",")), results["mesh_preparation"])
 
     for size, row in loops.items():
         table = Table(title=f"Explicit step as a time loop, {size}")

@@ -117,8 +117,9 @@ def test_random_element_codes_agree_with_the_reference_in_chunks(seed, layout):
 def test_the_mesh_generator_reaches_every_construct():
     """What the mesh tests rely on the generator to write, over a few seeds: two connectivities
     of one K with a value scattered through both, reductions over the nodes of a nodal input
-    and of a scatter's sums, nonlinear nodal statements on a scatter's sums, and such a value
-    gathered again (a second pass over the elements)."""
+    and of a scatter's sums, nonlinear nodal statements on a scatter's sums, such a value
+    gathered again (a second pass over the elements), and one on sums the program does not
+    return (fused into the kernel adding them)."""
     texts = [random_mesh_program(s, 4 + s % 7) for s in range(40)]
     twice = 0
     for text in texts:
@@ -133,6 +134,10 @@ def test_the_mesh_generator_reaches_every_construct():
         assert re.search(construct, text), construct
     after = [text for text in texts if re.search(r"(r\d+) = (emul|tanh|neg|scale|sub)\(r\d+.*\n(g\d+) = gather\(\1, ", text)]
     assert after
+    # a nodal statement on sums the program does not return (run in the kernel adding them)
+    unreturned = [text for text in texts for m in re.finditer(r"r\d+ = (emul|tanh|neg|scale|sub)\((r\d+)", text)
+                  if not re.search(rf"return .*\b{m.group(2)}\b", text)]
+    assert unreturned
     assert random_mesh_program(3, 9) == random_mesh_program(3, 9)
 
 

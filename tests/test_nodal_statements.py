@@ -204,3 +204,50 @@ def test_a_gather_of_a_value_made_from_a_scatters_sums_runs_a_second_pass_over_t
 
     again = irfuse.compile(twice, backend="cpu", dtype="f64")(X, conn)
     assert again.q.tobytes() == out.q.tobytes() and again.out1.tobytes() == out.S.tobytes()
+
+
+def test_statements_after_the_scatter_run_in_the_kernel_that_adds_its_sums(step):
+    """The explicit step's pass over the nodes after the elements (v1 = v - dt r / m) also runs
+    as the elements stage's launch over the nodes that adds each node's partials of r itself
+    (`irfuse.driver.fused_stages`): two stages where there were three, no array of r. A call
+    in one piece runs them, with the bits of the stages one by one, in chunks and with
+    atomics; the kernel compiles with NVRTC."""
+    from irfuse.artifact.host_plan import NodeLaunch, Scatter
+    from irfuse.driver.binaries import build_cubin
+
+    fused = step.artifact.fused
+    assert [s.over for s in fused] == ["nodes", "elements"] and fused[0] is step.stages[0]
+    merged = fused[1]
+    assert set(merged.inputs) == {"X", "conn", "dN", "lam", "mu", "u1", "v", "m", "dt"} and merged.outputs == ("v1",)
+    (launch,) = [s for s in merged.artifact.host.steps if isinstance(s, NodeLaunch)]
+    (scatter,) = [s for s in merged.artifact.host.steps if isinstance(s, Scatter)]
+    assert launch.kernel.endswith("__sums") and [launch.args[k] for k in launch.sums] == [scatter.result]
+    assert launch.kernel in build_cubin(merged.artifact.source, "sm_90").resources
+    a = step_inputs(5, seed=3)
+    calls: list = []
+    bound = dict(a)
+    ran = step._run_passes(bound, {}, None, "aos", len(a["X"]), {}, None, False, "ordered", calls)
+    assert [c[0] for c in calls] == step.fused_programs
+    one_by_one = step._run_stages(step.stages, step.programs, bound, {}, None, "aos", len(a["X"]), {}, None, False,
+                                  "ordered", None)
+    chunked = step(**a, memory_budget=40_000)
+    atomic = step(**a, scatter="atomic")
+    for name in step.outputs:
+        assert ran[name].tobytes() == one_by_one[name].tobytes() == chunked[name].tobytes() == \
+            atomic[name].tobytes(), name
+    assert step(**a, verify=True).v1.tobytes() == ran["v1"].tobytes()
+
+
+def test_sums_the_program_returns_are_not_added_again_by_the_node_kernel():
+    """Where the scatter's sums are an output too, they are written by the scatter: no fused
+    stages (the same where a pass over the nodes reduces over them)."""
+    returned = (EXAMPLES / "explicit_step.kas").read_text().replace("return u1, v1;", "return u1, v1, r;")
+    prog = irfuse.compile(returned, backend="cpu")
+    assert [s.over for s in prog.stages] == ["nodes", "elements", "nodes"] and prog.artifact.fused is None
+    reducing = irfuse.compile(REDUCING, backend="cpu")
+    assert [s.over for s in reducing.artifact.fused] == ["nodes", "elements"]  # (r read after, E returned)
+    X, conn = box_tetrahedra(3)[:2]
+    X = X.astype(np.float32)
+    out = reducing(X, conn, verify=True)
+    chunked = reducing(X, conn, memory_budget=20_000)
+    assert all(out[k].tobytes() == chunked[k].tobytes() for k in reducing.outputs)

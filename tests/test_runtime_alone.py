@@ -120,7 +120,9 @@ STEP = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
 
 def test_a_saved_plan_of_several_stages_runs_in_a_process_without_xdsl(tmp_path):
     """`irfuse compile -o DIR` of the explicit step (passes over nodes, elements, nodes)
-    writes its stages into one plan; `irfuse run --plan DIR` runs them where xDSL cannot be
+    writes its stages into one plan, and its fused stages (the first stage named by its index,
+    the elements stage running the nodes stage after it in `fused1`); `irfuse run --plan DIR`
+    runs them where xDSL cannot be
     imported, with the compiling process's results, and the program cache's entry of it runs
     there through the API too."""
     from irfuse.mesh import box_tetrahedra
@@ -132,7 +134,7 @@ def test_a_saved_plan_of_several_stages_runs_in_a_process_without_xdsl(tmp_path)
                   v=rng.standard_normal(X.shape).astype(np.float32), m=rng.uniform(0.5, 1.5, len(X)).astype(np.float32),
                   conn=conn, dN=dN, lam=np.float32(1.5), mu=np.float32(0.7), dt=np.float32(1e-3))
     entries, saved = _saved_plan_runs_alone(tmp_path, STEP, inputs, {"u1", "v1"})
-    assert entries == ["manifest.json", "reference.mlir", "stage0", "stage1", "stage2"]
+    assert entries == ["fused1", "manifest.json", "reference.mlir", "stage0", "stage1", "stage2"]
     env, inputs = saved["env"], saved["npz"]
     code = """
         import sys

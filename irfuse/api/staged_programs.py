@@ -33,6 +33,7 @@ from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.runtime.cuda_graph import stream_capturing
+from irfuse.runtime.mesh_runs import OnePieceOnly
 
 UNIFORM_COPIES_KEPT = 64
 BETWEEN_KEPT = 2  # sets of arrays passed between passes kept, for calls of different sizes
@@ -59,6 +60,13 @@ class StagedProgram:
                 program._spec = rebuild, spec = stage_spec(k, text)
                 program._variant = _variant_of(rebuild, spec)
             self.programs.append(program)
+        # The same program with an elements stage running the nodes stage after it (`fused`:
+        # `irfuse.driver.fused_stages`), where the compiler made one: what a call in one piece
+        # and in the scatter's order runs (`_active`).
+        # (a stage both hold is run by the same `Program`)
+        mine = {id(stage): program for stage, program in zip(artifact.stages, self.programs)}
+        self.fused_programs = [mine.get(id(s)) or Program(s.artifact, backend, []) for s in artifact.fused] \
+            if artifact.fused else None
         self._compiled = None  # the staged program with its IR (`compiled`), made on first use
         self.backend = backend
         self.warnings = list(warnings)
@@ -154,13 +162,35 @@ class StagedProgram:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
 
+    def _active(self, budget, layout: str, scatter: str) -> tuple[list, list]:
+        """(stages, programs) a call runs: the fused stages where the compiler made them and
+        the call runs in one piece (no budget asked: a call that the default budget would cut
+        into chunks runs the stages one by one, `_run_passes`) in the scatter's order, on
+        arrays of structures; else the stages one by one. Both give the same bits."""
+        if self.fused_programs is not None and scatter == "ordered" and budget is None and layout != SOA:
+            return self.artifact.fused, self.fused_programs
+        return self.stages, self.programs
+
     def _run_passes(self, bound: dict, given: dict, budget, layout: str, m, between: dict, stream, progress,
                     scatter: str, calls: list | None = None) -> dict:
         """Runs each pass on the call's arguments and what the passes before it made (into
         `given` out= arrays, and the kept arrays `between` passes); everything made, by name.
         `calls`, where given, receives each pass's (program, arguments, out= arrays)."""
+        stages, programs = self._active(budget, layout, scatter)
+        if programs is not self.programs:
+            try:
+                return self._run_stages(stages, programs, bound, given, budget, layout, m, between, stream, progress,
+                                        scatter, calls)
+            except OnePieceOnly:  # (the default budget cuts the elements into chunks)
+                if calls is not None:
+                    calls.clear()
+        return self._run_stages(self.stages, self.programs, bound, given, budget, layout, m, between, stream,
+                                progress, scatter, calls)
+
+    def _run_stages(self, stages: list, programs: list, bound: dict, given: dict, budget, layout: str, m,
+                    between: dict, stream, progress, scatter: str, calls: list | None) -> dict:
         made: dict[str, object] = {}
-        for step, program in zip(self.stages, self.programs):
+        for step, program in zip(stages, programs):
             arguments = {k: made[k] if k in made and k not in bound else bound[k] for k in step.inputs}
             mine = {k: v for k, v in given.items() if k in step.outputs}
             mine.update({k: between[k] for k in step.outputs if k in between and k not in mine})
@@ -279,7 +309,7 @@ class StagedProgram:
         self._fast = []
         self._between.clear()
         let_go_of_loops(self)
-        for p in self.programs:
+        for p in {id(p): p for p in [*self.programs, *(self.fused_programs or [])]}.values():
             p.close()
 
     def __reduce__(self):
@@ -397,8 +427,9 @@ class _PassesGraph:
         from irfuse.runtime.cuda_graph import CapturedWork
 
         numbers = set(fast.numbers.values())
-        devices = [p.opened_device() for p in program.programs]
-        words = [(d, name) for d, stage in zip(devices, program.stages) for name in stage.inputs if name in numbers]
+        stages, programs = program._active(None, fast.layout, scatter)
+        devices = [p.opened_device() for p in programs]
+        words = [(d, name) for d, stage in zip(devices, stages) for name in stage.inputs if name in numbers]
         own = devices[0].loop_stream()  # (captured there, not run: launched on the caller's)
         try:
             for d in devices:

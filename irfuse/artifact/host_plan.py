@@ -52,6 +52,17 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class NodeLaunch(Launch):
+    """A launch over the nodes of the mesh (one element of the kernel a node), after the
+    element kernels: statements run per node after a scatter, in the kernel that adds each
+    node's partials (`backend.cuda_emit.emit_sums_kernel`). The args at positions `sums` are
+    the results of `Scatter` steps, which the kernel adds itself: the runtime passes it each
+    one's group partials and its connectivity's scatter order instead, and runs no scatter
+    kernel for them. Such a plan runs in one piece and in the scatter's order."""
+    sums: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Combine:
     kernel: str  # the combine kernel
     partials: int
@@ -96,7 +107,7 @@ class Loop:
     swappable: tuple[bool, ...]  # per yielded value: made by the body's own launch and yielded once
 
 
-Step = Union[Launch, Combine, Constant, Loop, Scatter]
+Step = Union[Launch, NodeLaunch, Combine, Constant, Loop, Scatter]
 
 
 def walk_steps(steps: tuple, runs: int = 1):
@@ -223,6 +234,8 @@ def _extent(e) -> str:
 
 
 def _step_json(s: Step) -> dict:
+    if isinstance(s, NodeLaunch):
+        return {"node_launch": s.kernel, "args": list(s.args), "results": list(s.results), "sums": list(s.sums)}
     if isinstance(s, Launch):
         return {"launch": s.kernel, "args": list(s.args), "results": list(s.results)}
     if isinstance(s, Combine):
@@ -237,6 +250,12 @@ def _step_json(s: Step) -> dict:
 
 
 def _step_from_json(d: dict, value, enclosing: int) -> Step:
+    if "node_launch" in d:
+        args = tuple(value(i) for i in d["args"])
+        sums = tuple(int(k) for k in d["sums"])
+        if any(not 0 <= k < len(args) for k in sums):
+            raise ValueError("host plan: a node launch sums arguments it does not have")
+        return NodeLaunch(str(d["node_launch"]), args, tuple(value(i) for i in d["results"]), sums)
     if "launch" in d:
         return Launch(str(d["launch"]), tuple(value(i) for i in d["args"]), tuple(value(i) for i in d["results"]))
     if "combine" in d:

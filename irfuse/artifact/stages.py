@@ -7,10 +7,14 @@ as passes over the nodes and over the elements in turn (`irfuse.transforms.node_
 each pass is an ordinary program, planned and compiled alone, over the nodes (its batch is
 the nodes) or over the mesh's elements. `StagedArtifact` holds them with the whole program's
 interface (names, value shapes, which are nodal, uniform, connectivities) and, for the
-verification only, the program before it was cut (`reference_text`). A plan directory of a
+verification only, the program before it was cut (`reference_text`). `fused`, where the
+compiler made one, is the same program with fewer stages: an elements stage whose scatter's
+sums the next nodes stage read runs that stage's kernel itself, as a launch over the nodes that
+adds each node's partials (`host_plan.NodeLaunch`); a call runs it in one piece in the
+scatter's order, and the stages one by one otherwise. A plan directory of a
 staged program holds a manifest listing the stages and a directory per stage (`stage0`,
-`stage1`, ...) with that stage's plan (`Artifact.save`); `load_plan` reads either kind with
-JSON and bytes only.
+`stage1`, ...) with that stage's plan (`Artifact.save`), and `fused0`, ... for the fused
+stages; `load_plan` reads either kind with JSON and bytes only.
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ class StagedArtifact:
     def __init__(self, name: str, inputs: tuple[str, ...], outputs: tuple[str, ...],
                  shapes: dict[str, tuple[int, ...]], uniform: frozenset[str], nodal: frozenset[str],
                  index_inputs: frozenset[str], stages: list[Stage], meta: dict | None = None,
-                 reference_text: str | None = None):
+                 reference_text: str | None = None, fused: list[Stage] | None = None):
         self.name = name
         self.inputs, self.outputs, self.shapes = tuple(inputs), tuple(outputs), dict(shapes)
         self.uniform, self.nodal, self.index_inputs = frozenset(uniform), frozenset(nodal), frozenset(index_inputs)
         self.stages = stages
+        self.fused = fused  # (see the module)
         self.meta = meta if meta is not None else {}
         self._reference_text = reference_text
 
@@ -78,15 +83,26 @@ class StagedArtifact:
                         "nodal": sorted(self.nodal), "index": sorted(self.index_inputs)},
             "stages": [{"over": s.over, "inputs": list(s.inputs), "outputs": list(s.outputs),
                         "directory": f"stage{k}"} for k, s in enumerate(self.stages)],
+            # (a fused stage that is one of the stages is named by its index)
+            **({"fused": [{"stage": self._index(s)} if self._index(s) is not None else
+                          {"over": s.over, "inputs": list(s.inputs), "outputs": list(s.outputs),
+                           "directory": f"fused{k}"} for k, s in enumerate(self.fused)]} if self.fused else {}),
         }
+
+    def _index(self, stage: Stage) -> int | None:
+        return next((k for k, s in enumerate(self.stages) if s is stage), None)
 
     def save(self, directory: str) -> list[str]:
         """Writes the plan directory (a manifest, the reference program, a directory per
         stage); returns the paths written, relative to it."""
         os.makedirs(directory, exist_ok=True)
         written = []
-        for k, stage in enumerate(self.stages):
-            written += [os.path.join(f"stage{k}", f) for f in stage.artifact.save(os.path.join(directory, f"stage{k}"))]
+        for kind, stages in (("stage", self.stages), ("fused", self.fused or [])):
+            for k, stage in enumerate(stages):
+                if kind == "fused" and self._index(stage) is not None:
+                    continue
+                written += [os.path.join(f"{kind}{k}", f)
+                            for f in stage.artifact.save(os.path.join(directory, f"{kind}{k}"))]
         if self.reference_text is not None:
             with open(os.path.join(directory, "reference.mlir"), "w") as f:
                 f.write(self.reference_text)
@@ -103,14 +119,10 @@ class StagedArtifact:
         try:
             manifest = read_manifest(directory, FORMAT, "stages", "staged ")
             p = manifest["program"]
-            stages = []
-            for s in manifest["stages"]:
-                if s["over"] not in OVER or os.sep in s["directory"] or s["directory"].startswith("."):
-                    raise ValueError(f"a stage over {s['over']!r} in {s['directory']!r}")
-                stages.append(Stage(s["over"], tuple(s["inputs"]), tuple(s["outputs"]),
-                                    Artifact.load(os.path.join(directory, s["directory"]))))
+            stages = _stages(directory, manifest["stages"], [])
             if not stages:
                 raise ValueError("it lists no stage")
+            fused = _stages(directory, manifest.get("fused", []), stages)
             reference = None
             path = os.path.join(directory, "reference.mlir")
             if os.path.exists(path):
@@ -119,11 +131,29 @@ class StagedArtifact:
             return StagedArtifact(p["name"], tuple(p["inputs"]), tuple(p["outputs"]),
                                   {k: tuple(v) for k, v in p["shapes"].items()}, frozenset(p["uniform"]),
                                   frozenset(p["nodal"]), frozenset(p["index"]), stages, manifest.get("meta", {}),
-                                  reference)
+                                  reference, fused or None)
         except UsageError:
             raise
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", directory)) from None
+
+
+def _stages(directory: str, listed: list, earlier: list[Stage]) -> list[Stage]:
+    """The stages a manifest lists, each loaded from its directory or one of `earlier` (by
+    index)."""
+    stages = []
+    for s in listed:
+        if "stage" in s:
+            k = int(s["stage"])
+            if not 0 <= k < len(earlier):
+                raise ValueError(f"a fused stage names stage {k} of {len(earlier)}")
+            stages.append(earlier[k])
+            continue
+        if s["over"] not in OVER or os.sep in s["directory"] or s["directory"].startswith("."):
+            raise ValueError(f"a stage over {s['over']!r} in {s['directory']!r}")
+        stages.append(Stage(s["over"], tuple(s["inputs"]), tuple(s["outputs"]),
+                            Artifact.load(os.path.join(directory, s["directory"]))))
+    return stages
 
 
 def is_staged(directory: str) -> bool:

@@ -84,7 +84,7 @@ import itertools
 import math
 import re
 from importlib import resources
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
@@ -338,6 +338,10 @@ class KernelEmitter:
         self.loops = 0
         self.in_guarded_loop = False  # emitting the body of a loop only present elements' threads run
         self.words = self.model.shared_words()
+        # Inputs (by position) read as a scatter's sums (`emit_sums_kernel`), each with the C
+        # names of its scatter order's node offsets and partial numbers.
+        self.sums: dict[SSAValue, tuple[str, str]] = {}
+        self.pending_sums: list[str] = []  # their statements, after the leading loads are issued
         self.info = KernelInfo(kernel.sym_name.data, self.bx, self.by, self.words,
                                [a.name_hint or f"in{i}" for i, a in enumerate(kernel.input_args)],
                                [a.name_hint or f"out{i}" for i, a in enumerate(kernel.output_args)],
@@ -568,6 +572,9 @@ class KernelEmitter:
         if op.index is not None:
             self.emit_gather(op, src)
             return
+        if op.source in self.sums:
+            self.emit_sums(op, src)
+            return
         self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint} into {op.place.text()}")
         if op.place.is_shared:
             off = op.place.offset.data
@@ -612,6 +619,39 @@ class KernelEmitter:
         else:
             self.declare_register(op.res)
             self.line(self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source, gather))
+
+    def emit_sums(self, op: fuse.LoadOp, src: str) -> None:
+        """A load of an input that is a scatter's sums, made where it is loaded: each element
+        (a node) adds its partials (`src`, rows of the element kernel's groups) in the scatter
+        order (`starts`, `slots`: `mesh.inverse_connectivity`) onto 0, the additions of
+        `scatter_emit.scatter_kernel` in its order, so the same bits, into shared memory or
+        the element's registers as the planner placed the value. Each thread runs its own
+        elements' rows (one thread an element: `emit_sums_kernel` is asked only so)."""
+        size = op.res.type.size  # type: ignore[attr-defined]
+        starts, slots = self.sums[op.source]
+        y = self.element("ty")
+        if op.place.is_shared:
+            span, off = op.place.pitch.data or size, op.place.offset.data
+            target = f"smem[{off} + {y} * {span} + irf_w]"
+            self.info.shared_values += 1
+        else:
+            self.declare_register(op.res)
+            ap, _, _ = self.pattern(op.res)
+            if sorted(ap.relative()) != list(range(size)):
+                raise CompileError(f"kernel @{self.info.name}: the scatter's sums {op.source.name_hint} are read "
+                                   "one thread an element, whose registers hold all its words")
+            target = f"{self.reg_ref(op.res)}[irf_w]"
+        # (after the kernel's other leading loads are issued: their latency overlaps the sums')
+        self.pending_sums.append(f"  // {self.names.get(op.res, 'v_')}: the scatter's sums {op.source.name_hint} "
+                                 f"into {op.place.text()}: each node's partials added in the scatter order")
+        statement = ("{ " + f"real_t irf_acc[{size}]; IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) "
+                     "irf_acc[irf_w] = 0; "
+                     f"const long long irf_end = {starts}[first + {y} + 1]; "
+                     f"for (long long irf_j = {starts}[first + {y}]; irf_j < irf_end; ++irf_j) {{ "
+                     f"const real_t* const irf_row = {src} + (long long){slots}[irf_j] * {size}; "
+                     f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_acc[irf_w] += irf_row[irf_w]; }} "
+                     f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) {target} = irf_acc[irf_w]; }}")
+        self.pending_sums.append(f"  {{ {self.each_element(self.guarded(self.bx, y, False, statement))} }}")
 
     def stage_runs(self, op: fuse.LoadOp, src: str, direct: str) -> None:
         """A register load staged through a shared array of its own (`staged_run_loads`): on the
@@ -978,6 +1018,10 @@ class KernelEmitter:
                 self.finish_staged_loads()
             if self.pending_uniform and not isinstance(op, fuse.LoadOp):
                 self.flush_uniform_copies()
+            if self.pending_sums and not isinstance(op, fuse.LoadOp):
+                for text in self.pending_sums:
+                    self.line(text)
+                self.pending_sums = []
             if self.pending_async and not isinstance(op, fuse.LoadOp):
                 self.line("  irf_async_wait();")
                 self.pending_async = False
@@ -1062,14 +1106,47 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
     return text, body.info, used
 
 
+def emit_sums_kernel(kernel: fuse.KernelOp, itemsize: int, sums: tuple[int, ...], name: str,
+                     min_blocks: int | None = None, library: Library | None = None
+                     ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
+    """`kernel` (one thread an element) as kernel `name` whose inputs at positions `sums` are a
+    scatter's sums, which it adds itself where it loads them (`KernelEmitter.emit_sums`): each
+    such input is given as the element kernel's group partials (rows of the element type),
+    then the scatter order's node offsets (`long long`, one more than the elements) and
+    partial numbers (`int`). So statements run per node after a scatter run in the kernel that
+    adds each node's partials: the sums never go through memory, and a launch less runs
+    (`transforms.node_phases`, `driver.compile.compile_stages`). GPU kernel and CPU twin."""
+    if kernel.bx.data != 1:
+        raise CompileError(f"kernel @{kernel.sym_name.data}: a scatter's sums are read one thread an element, "
+                           f"not {kernel.bx.data}")
+    emitter = KernelEmitter(kernel, itemsize, min_blocks, library)
+    for k in sums:
+        emitter.sums[kernel.input_args[k]] = (f"irf_starts{k}", f"irf_slots{k}")
+    body = emitter.describe()
+    info = body.info
+    info.name = name
+    types = list(info.input_types) or [""] * len(info.inputs)
+    for k in sorted(sums, reverse=True):
+        body.inputs[k + 1:k + 1] = [f"irf_starts{k}", f"irf_slots{k}"]
+        info.inputs[k + 1:k + 1] = [f"{info.inputs[k]}@starts", f"{info.inputs[k]}@slots"]
+        info.input_sizes[k + 1:k + 1] = [1, 1]
+        types[k + 1:k + 1] = ["long long", "int"]
+    info.input_types = types
+    text = "\n".join(["#ifndef IRFUSE_HOST", *gpu_kernel(body), "#else", *cpu_kernel(body), "#endif"])
+    return text, info, set(emitter.used)
+
+
 def kernels_of(module: ModuleOp) -> list[fuse.KernelOp]:
     return [op for op in module.ops if isinstance(op, fuse.KernelOp)]
 
 
 def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, int] | None = None,
-                library: Library | None = None, cpu_loop: Callable | None = None) -> EmittedModule:
+                library: Library | None = None, cpu_loop: Callable | None = None,
+                sums_kernels: Sequence[tuple[fuse.KernelOp, tuple[int, ...], str]] = ()) -> EmittedModule:
     """The complete CUDA C of every kernel for one element type; `min_blocks` overrides the
-    launch-bounds minimum per kernel name; `cpu_loop`: see `emit_kernel`."""
+    launch-bounds minimum per kernel name; `cpu_loop`: see `emit_kernel`; `sums_kernels`:
+    (kernel of another module, inputs that are a scatter's sums, name) emitted too as
+    `emit_sums_kernel` makes them."""
     min_blocks = min_blocks or {}
     kernels = kernels_of(module)
     if not kernels and any(op.name in ("kas.call", "kas.gather") for op in module.walk()):
@@ -1078,9 +1155,11 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
     texts, infos = [], []
     functions: dict[str, str] = {}
     strided = strided_arguments(module)
-    for k in kernels:
-        text, info, used = emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library,
-                                       strided.get(k.sym_name.data), cpu_loop)
+    emitted = [emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library,
+                           strided.get(k.sym_name.data), cpu_loop) for k in kernels]
+    emitted += [emit_sums_kernel(k, element.itemsize, sums, name, min_blocks.get(name), library)
+                for k, sums, name in sums_kernels]
+    for text, info, used in emitted:
         texts.append(text)
         infos.append(info)
         for impl, variant in sorted(used, key=lambda p: p[0].variant_name(p[1])):

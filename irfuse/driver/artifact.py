@@ -122,7 +122,8 @@ class CompiledStages(StagedArtifact):
     with the whole program before it was cut (`reference_module`: what the reference
     evaluates)."""
 
-    def __init__(self, reference_module: ModuleOp, stages: list[Stage], meta: dict | None = None):
+    def __init__(self, reference_module: ModuleOp, stages: list[Stage], meta: dict | None = None,
+                 fused: list[Stage] | None = None):
         program = program_of(reference_module)
         types = dict(zip(program.inputs, program.input_types())) | dict(zip(program.outputs, program.output_types()))
         uniform = frozenset(program.uniform) | frozenset(
@@ -130,7 +131,7 @@ class CompiledStages(StagedArtifact):
         index = frozenset(k for k, t in types.items() if isinstance(t, IndexType))
         super().__init__(program.sym_name.data, tuple(program.inputs), tuple(program.outputs),
                          {k: tuple(t.shape) for k, t in types.items()}, uniform, frozenset(program.nodal), index,
-                         stages, meta, module_text(reference_module))
+                         stages, meta, module_text(reference_module), fused)
         self.reference_module = reference_module
 
     @property
@@ -147,7 +148,7 @@ class CompiledStages(StagedArtifact):
         reference = _parsed(staged.reference_text, where, "reference.mlir")
         stages = [Stage(s.over, s.inputs, s.outputs, CompiledProgram.from_artifact(s.artifact, where))
                   for s in staged.stages]
-        return CompiledStages(reference, stages, staged.meta)
+        return CompiledStages(reference, stages, staged.meta, staged.fused)
 
 
 def _parsed(text: str, where: str, name: str) -> ModuleOp:

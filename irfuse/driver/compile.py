@@ -30,7 +30,9 @@ from irfuse.dialects.layouts import set_module_layout, set_module_strides
 from irfuse.artifact.stages import Stage
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.kas import program_of
+from irfuse.artifact.artifact import Artifact
 from irfuse.driver.artifact import CompiledProgram, CompiledStages
+from irfuse.driver.fused_stages import fused_plan, sums_fusions
 from irfuse.driver.front import frontend, with_derivatives
 from irfuse.driver.sources import Source, read_source
 from irfuse.driver.library import default_library  # noqa: F401 -- installs the implementation check
@@ -69,7 +71,8 @@ def lower(module: ModuleOp, pipeline: str | None = None, planning: PlanningOptio
     return run_pipeline(module, pipeline or DEFAULT_PIPELINE, planning)
 
 
-def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -> CompiledProgram:
+def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
+          sums_kernels: list | None = None) -> CompiledProgram:
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
@@ -90,7 +93,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None) -
     """
     element = module_element_type(module)
     min_blocks: dict[str, int] = {}
-    emitted = emit_module(module, element, min_blocks, cpu_loop=cpu_loop_kernel)
+    emitted = emit_module(module, element, min_blocks, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels or ())
     cubin = compiler_for("cuda").compile(emitted.source, emitted.kernels, element, arch) if compile_gpu else None
     if cubin is None:
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
@@ -243,25 +246,63 @@ def compile_stages(module: ModuleOp, name: str, pipeline: str | None = None, dty
     """A program over a mesh that works per node, as its passes over nodes and elements
     (`transforms.node_phases`), each compiled as a program of its own."""
     plan = split_at_nodal_statements(module)
+    lowered = [_lower_module(FrontendResult(step.module.clone()), pipeline, dtype, planning, "aos", None)
+               for step in plan.passes]
+    fusions = sums_fusions([s.over for s in plan.passes], [s.inputs for s in plan.passes],
+                           [s.outputs for s in plan.passes], [m for _, m in lowered],
+                           tuple(program_of(module).outputs))
     stages = []
-    for step in plan.passes:
+    for k, (step, (reference, lowered_module)) in enumerate(zip(plan.passes, lowered)):
         label = f"{name}, pass over {step.over} ({program_of(step.module).sym_name.data})"
-        compiled, _ = _compile_module(FrontendResult(step.module.clone()), label, pipeline, dtype, compile_gpu, arch,
-                                      planning, "aos", None)
+        fusion = fusions.get(k)
+        sums = [(fusion.kernel, fusion.sums, fusion.name)] if fusion is not None else []
+        compiled = _build_module(reference, lowered_module, label, pipeline, compile_gpu, arch, sums)
         stages.append(Stage(step.over, step.inputs, step.outputs, compiled))
-    return CompiledStages(module.clone(), stages, {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE})
+    fused = _fused_stages(stages, fusions) if fusions else None
+    return CompiledStages(module.clone(), stages, {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}, fused)
+
+
+def _fused_stages(stages: list[Stage], fusions: dict) -> list[Stage]:
+    """The stages with each fused pair one stage (`driver.fused_stages`): the elements stage's
+    source, kernels and binary with the fused host plan."""
+    out: list[Stage] = []
+    k = 0
+    while k < len(stages):
+        fusion = fusions.get(k)
+        if fusion is None:
+            out.append(stages[k])
+            k += 1
+            continue
+        elements, nodes = stages[k], stages[k + 1]
+        e = elements.artifact
+        plan = fused_plan(e.host, nodes.artifact.host, fusion)
+        artifact = Artifact(e.dtype, e.layout, e.source, e.kernels, plan, e.cubin, dict(e.meta))
+        out.append(Stage("elements", plan.input_names, plan.output_names, artifact))
+        k += 2
+    return out
+
+
+def _lower_module(result: FrontendResult, pipeline: str | None, dtype: str, planning: PlanningOptions | None,
+                  layout: str, strides: dict[str, tuple[int, ...]] | None) -> tuple[ModuleOp, ModuleOp]:
+    """A program's module with its element type and layout set (the reference), and lowered."""
+    set_module_element_type(result.module, element_type(dtype))
+    set_module_layout(result.module, layout)
+    set_module_strides(result.module, strides or {})
+    reference = result.module.clone()
+    return reference, lower(result.module, pipeline, planning)
+
+
+def _build_module(reference: ModuleOp, module: ModuleOp, name: str, pipeline: str | None, compile_gpu: bool,
+                  arch: str | None, sums_kernels: list | None = None) -> CompiledProgram:
+    program = build(module, compile_gpu, arch, sums_kernels or [])
+    program.reference_module = reference
+    program.meta = {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}
+    return program
 
 
 def _compile_module(result: FrontendResult, name: str, pipeline: str | None, dtype: str, compile_gpu: bool,
                     arch: str | None, planning: PlanningOptions | None, layout: str,
                     strides: dict[str, tuple[int, ...]] | None) -> tuple[CompiledProgram, list[Diagnostic]]:
     """One program's module compiled: element type and layout set, lowered, emitted, built."""
-    set_module_element_type(result.module, element_type(dtype))
-    set_module_layout(result.module, layout)
-    set_module_strides(result.module, strides or {})
-    reference = result.module.clone()
-    module = lower(result.module, pipeline, planning)
-    program = build(module, compile_gpu, arch)
-    program.reference_module = reference
-    program.meta = {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}
-    return program, result.warnings
+    reference, module = _lower_module(result, pipeline, dtype, planning, layout, strides)
+    return _build_module(reference, module, name, pipeline, compile_gpu, arch), result.warnings

@@ -28,7 +28,8 @@ import numpy as np
 
 from irfuse.artifact.arrays import batch_shape
 from irfuse.artifact.artifact import Artifact
-from irfuse.artifact.host_plan import NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop, Scatter, walk_steps
+from irfuse.artifact.host_plan import (NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop,
+                                       NodeLaunch, Scatter, walk_steps)
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.scatter import ScatterInverse, inverse_connectivity
 from irfuse.runtime.cpu_device import CpuDevice, WallTimer  # noqa: F401 (WallTimer: for its users)
@@ -73,6 +74,9 @@ class Executor:
         # the rows values that their kernel sums in groups as it writes them
         self.summed_rows = {r for step, _ in walk_steps(self.host.steps) if isinstance(step, Launch)
                             for r, k in zip(step.results, self.infos[step.kernel].grouped) if k}
+        # scatters' results a node launch adds itself (`NodeLaunch.sums`): no scatter kernel for them
+        self.summed_by_nodes = {step.args[k] for step, _ in walk_steps(self.host.steps) if isinstance(step, NodeLaunch)
+                                for k in step.sums}
         self.atomic = False  # scatters of the run being recorded add with atomics (scatter="atomic")
         self.onto = False  # ... onto the sums in their outputs (a chunk of elements after the first)
 
@@ -99,12 +103,13 @@ class Executor:
         for index, step in enumerate(steps_in):
             if only is not None and index not in only:
                 continue
-            if isinstance(step, Launch):
-                outs = []
-                for r in step.results:
-                    if r not in env:
-                        env[r] = dev.alloc(self._shape(r, n))
-                    outs.append(env[r])
+            if isinstance(step, NodeLaunch):
+                # (each sum the kernel adds itself: the group partials and the scatter order)
+                args = [part for k, a in enumerate(step.args)
+                        for part in (env[("scatter order", a)] if k in step.sums else (env[a],))]
+                steps.append(dev.launcher(step.kernel, args + self._results(step, env, n), self.nodes))
+            elif isinstance(step, Launch):
+                outs = self._results(step, env, n)
                 info = self.infos[step.kernel]
                 if info.finish_parts and dev.finishes_in_kernel:
                     outs += self._finish_args(step, info, combines, env, n, finished)
@@ -118,7 +123,10 @@ class Executor:
                 parts = self.infos[self.host.values[step.partials].kernel].blocks(n)
                 steps.append(dev.launcher(step.kernel, [env[step.partials], env[step.result]], parts))
             elif isinstance(step, Scatter):
-                if step.result not in env:
+                if step.result in self.summed_by_nodes and (self.atomic or self.onto):
+                    raise UsageError(f"program {self.host.name}: its statements after a scatter run in the kernel "
+                                     "that adds each node's partials, in one piece and in the scatter's order")
+                if step.result not in env and step.result not in self.summed_by_nodes:
                     env[step.result] = dev.alloc(self._shape(step.result, n))
                 if self.atomic:
                     if ("added in kernel", step.values) in env:
@@ -138,6 +146,9 @@ class Executor:
                     summed = env[key]
                     rows = n * self.host.values[step.index].shape[0]
                     steps.append(dev.launcher(step.groups, [env[step.values], members, firsts, bases, summed], rows))
+                if step.result in self.summed_by_nodes:  # (the node launch adds them)
+                    env[("scatter order", step.result)] = (summed, starts, partials)
+                    continue
                 steps.append(dev.launcher(step.onto if self.onto else step.kernel,
                                           [summed, starts, partials, env[step.result]], self.nodes))
             elif isinstance(step, Constant):
@@ -165,6 +176,13 @@ class Executor:
                             env[r] = buf
             else:
                 raise UsageError(f"the executor cannot run a {type(step).__name__} step")
+
+    def _results(self, step: Launch, env: dict, n: int) -> list:
+        """A launch's result buffers, allocated where no earlier step or `out=` gave them."""
+        for r in step.results:
+            if r not in env:
+                env[r] = self.device.alloc(self._shape(r, n))
+        return [env[r] for r in step.results]
 
     def _group_args(self, step: Launch, info, env: dict, n: int, steps: list) -> list:
         """The arguments after everything else of a kernel whose outputs include a scatter's

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from irfuse.artifact.artifact import Artifact
-from irfuse.artifact.host_plan import NODAL, UNIFORM, Scatter
+from irfuse.artifact.host_plan import NODAL, UNIFORM, NodeLaunch, Scatter
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.scatter import inverse_connectivity
 
@@ -27,6 +27,11 @@ GRAPHS_KEPT = 4  # sets of places a mesh run keeps a CUDA graph for (`MeshInPlac
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor
 from irfuse.runtime.streaming import whole_chunk
+
+
+class OnePieceOnly(UsageError):
+    """A plan whose node launches add a scatter's sums themselves (`NodeLaunch`) asked to run
+    in chunks: it runs in one piece (a program of passes runs its passes one by one instead)."""
 
 
 def mesh_chunk_elements(artifact: Artifact, n: int, nodes: int, budget: int | None) -> int:
@@ -58,6 +63,9 @@ def mesh_chunk_elements(artifact: Artifact, n: int, nodes: int, budget: int | No
         if chunk < n:
             raise UsageError("a program over a mesh that reduces over its batch runs in one piece; its "
                              f"{n} elements need {fixed + per * n} bytes, over the budget of {budget}")
+    if chunk < n and any(isinstance(step, NodeLaunch) for step in host.steps):
+        raise OnePieceOnly(f"program {host.name} runs in one piece (its statements after a scatter run in the kernel "
+                           f"that adds each node's partials); its {n} elements need more than {budget} bytes")
     # (chunks of whole scatter groups give one call's bits)
     return min(n, whole_chunk(chunk, n, host.align, lambda: (
         f"a device-memory budget of {budget} bytes cannot hold the mesh's nodal values and node offsets ({fixed} "

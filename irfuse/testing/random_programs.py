@@ -530,8 +530,9 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False) -> st
     value scattered through both connectivities where they have the same K). About half the
     programs hold nodal statements (run per node): one before the gathers, whose value is
     gathered instead of a nodal input's, and one after the scatters, of a scatter's sums (and
-    a nodal input or the uniform input; linear or not), returned as well, and at times
-    gathered again (a second pass over the elements). Reductions (`sum`, `max`, `min`) of a
+    a nodal input or the uniform input; linear or not), returned as well (the sums it reads
+    at times not: then it runs in the kernel adding them), and at times gathered again (a
+    second pass over the elements). Reductions (`sum`, `max`, `min`) of a
     nodal input and of a scatter's sums are returned at times."""
     rng = random.Random(seed)
     ks = rng.sample((2, 3, 4), k=rng.choice((1, 1, 2)))
@@ -643,6 +644,8 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False) -> st
         lines.append(f"{z} = " + rng.choice([f"scale({r}, {uniform_input})", f"neg({r})", f"emul({r}, {r})",
                                              f"tanh({r})", *(f"sub({r}, {x})" for x in same)]) + ";")
         outputs.append(z)
+        if rng.random() < 0.5:  # the sums read only there: the statement runs in the kernel adding them
+            outputs.remove(r)
         if rng.random() < 0.3:  # gathered again: a second pass over the elements
             c, k = rng.choice(conns)
             g = new_var(f"matrix{k}x{t[6:]}" if t.startswith("vector") else f"vector{k}", "g")
