@@ -108,7 +108,7 @@ from irfuse.dialects.kas import ProgramOp
 from irfuse.dialects.layouts import OUTPUT_PREFIX, module_strides
 from irfuse.kernel.bridge import model_from_kernel
 from irfuse.kernel.model import copy_pattern, register_pattern
-from irfuse.kernel.policies import launch_min_blocks, staged_run_loads
+from irfuse.kernel.policies import default_min_blocks, launch_min_blocks, staged_run_loads
 from irfuse.library.catalogue import Library, find_implementation
 from irfuse.library.implementations import Implementation
 
@@ -1120,6 +1120,11 @@ def emit_sums_kernel(kernel: fuse.KernelOp, itemsize: int, sums: tuple[int, ...]
         raise CompileError(f"kernel @{kernel.sym_name.data}: a scatter's sums are read one thread an element, "
                            f"not {kernel.bx.data}")
     emitter = KernelEmitter(kernel, itemsize, min_blocks, library)
+    if min_blocks is None:
+        # At most 1,024 threads an SM: each node's loop over its partials holds more registers
+        # than the kernel it came from, which asked for more blocks (the explicit step's spilled
+        # at 13 blocks of 128 threads, and the module was compiled again at 8).
+        emitter.min_blocks = emitter.info.min_blocks = min(emitter.min_blocks, default_min_blocks(emitter.nthreads))
     for k in sums:
         emitter.sums[kernel.input_args[k]] = (f"irf_starts{k}", f"irf_slots{k}")
     body = emitter.describe()
