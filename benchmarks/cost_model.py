@@ -50,8 +50,11 @@ def predicted_s(program, n: int, nodes: int | None, partials: int, profile) -> t
     compiled = program.compiled
     if hasattr(compiled, "stages"):
         stages = [(s.over, s.artifact) for s in compiled.stages]
+        # (a call in one piece runs the fused stages: the same planned kernels, the node pass
+        # after the elements launched by the elements stage, whose scatter runs no kernel)
+        run = [(s.over, s.artifact) for s in compiled.fused or compiled.stages]
     else:
-        stages = [("elements", compiled)]
+        stages = run = [("elements", compiled)]
     planned = added = 0.0
     kernels = 0
     for over, plan in stages:
@@ -63,7 +66,9 @@ def predicted_s(program, n: int, nodes: int | None, partials: int, profile) -> t
             if batch != n:  # (planned for n elements, run over the nodes)
                 t = profile.launch_overhead + (t - profile.launch_overhead) * batch / n
             planned += t
-        added += runtime_steps_time(plan, profile, batch, nodes or 0, partials)
+    for over, plan in run:
+        added += runtime_steps_time(plan, profile, nodes if over == "nodes" and nodes is not None else n,
+                                    nodes or 0, partials)
     return planned, added, kernels
 
 

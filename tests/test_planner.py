@@ -653,6 +653,13 @@ def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes(
     assert more - scatter == pytest.approx(3000 * 16 / H200.bandwidth)
     wide, _ = compile_program(mesh, None, "f64", compile_gpu=False)
     assert runtime_steps_time(wide, H200, 6000, nodes=1000, partials=3000) > scatter  # (8-byte words)
+    # The explicit step's fused elements stage: its node kernel reads the partials (no launch
+    # of the scatter's own, no sums written)
+    step, _ = compile_program(os.path.join(ROOT, "examples", "mesh", "explicit_step.kas"), None, "f32",
+                              compile_gpu=False)
+    assert runtime_steps_time(step.fused[1].artifact, H200, 6000, nodes=1000, partials=3000) == pytest.approx(
+        (1000 * 8 + 3000 * (4 + 12)) / H200.bandwidth)
+    assert runtime_steps_time(step.stages[1].artifact, H200, 6000, nodes=1000, partials=3000) == pytest.approx(scatter)
 
     synctest, _ = compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
                                   compile_gpu=False)

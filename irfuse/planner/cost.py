@@ -52,7 +52,7 @@ import math
 from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
-from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
+from irfuse.artifact.host_plan import Combine, Launch, NodeLaunch, Scatter, walk_steps
 from irfuse.dialects.fuse import FINISH_BATCH
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
@@ -348,14 +348,23 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
     the node's sum) and each combine of a reduction's partials that runs as a kernel of its own
     (on a GPU a kernel whose blocks are few enough combines them in its last block). Each is a
     launch and its bytes at the copy rate (a mesh run's scatter: `benchmarks/cost_model.py`
-    compares the sum with the clock). Steps inside host loops count once a trip."""
+    compares the sum with the clock). Steps inside host loops count once a trip. A scatter whose
+    sums a node launch adds itself (`host_plan.NodeLaunch`) runs no kernel: its reads of each
+    node's start and each partial's slot and row are the node kernel's, counted here, its
+    node rows neither written nor read again."""
     host, isz = artifact.host, artifact.itemsize
     infos = {k.name: k for k in artifact.kernels}
+    in_node_kernels = {step.args[k] for step, _ in walk_steps(host.steps) if isinstance(step, NodeLaunch)
+                       for k in step.sums}
     finished = {r for step, _ in walk_steps(host.steps) if isinstance(step, Launch) and p.kind != "cpu"
                 and infos[step.kernel].finishes_in_last_block(n)
                 for r, kind in zip(step.results, infos[step.kernel].reduced) if kind}
     total = 0.0
     for step, runs in walk_steps(host.steps):
+        if isinstance(step, Scatter) and step.result in in_node_kernels:
+            words = math.prod(host.values[step.result].shape)
+            total += runs * (nodes * 8 + partials * (4 + words * isz)) / p.bandwidth
+            continue
         if isinstance(step, Scatter):
             words = math.prod(host.values[step.result].shape)
             nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
