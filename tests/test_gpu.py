@@ -1474,6 +1474,35 @@ def test_a_time_loop_on_gpu_tensors_gives_the_bits_of_its_steps_one_by_one():
     np.testing.assert_allclose(got.u1.cpu().numpy(), want.u1, rtol=1e-4, atol=1e-6)
 
 
+def test_the_node_pass_after_the_scatter_runs_in_the_kernel_adding_its_sums_on_the_gpu():
+    """On GPU tensors the explicit step runs its fused stages (the pass over the nodes after the
+    elements launched by the elements stage, adding each node's partials itself): the bits of
+    its passes one by one, in a call, made again (graph) and in a time loop; the host's
+    Connectivity and one made on the GPU alike."""
+    import irfuse
+    from irfuse.api.staged_programs import StagedProgram
+    from irfuse.mesh import Connectivity
+
+    torch = _torch()
+    step, args, conn, host = _explicit_step_on(torch, cubes=5, seed=4)
+    assert [s.over for s in step.artifact.fused] == ["nodes", "elements"]
+    apart = StagedProgram(step.artifact, "cuda", [])
+    apart.fused_programs = None  # (the passes one by one)
+    on_gpu = Connectivity(torch.from_numpy(conn.conn).cuda(), len(host["X"]))
+    kw = dict(lam=1.5, mu=0.75, dt=1e-3)
+    want = apart(conn=conn, **kw, **args)
+    for c in (conn, on_gpu):
+        for _ in range(3):  # (the third call made again replays a graph)
+            got = step(conn=c, **kw, **args)
+        torch.cuda.synchronize()
+        assert torch.equal(got.u1, want.u1) and torch.equal(got.v1, want.v1)
+    fused = irfuse.time_loop(step, 20, {"u": "u1", "v": "v1"}, conn=conn, **kw, **args)
+    one_by_one = irfuse.time_loop(apart, 20, {"u": "u1", "v": "v1"}, conn=conn, **kw, **args)
+    torch.cuda.synchronize()
+    assert torch.equal(fused.v1, one_by_one.v1) and torch.equal(fused.u1, one_by_one.u1)
+    apart.close()
+
+
 def test_a_time_loop_made_again_replays_its_kept_graphs_with_the_bits_of_calls():
     """Loops made again on the same arguments reuse the graphs they keep: from the last
     loop's outputs (copied in), for 37, 2 and 1 steps (graphs of 16 and of one step), after a
