@@ -251,3 +251,34 @@ def test_sums_the_program_returns_are_not_added_again_by_the_node_kernel():
     out = reducing(X, conn, verify=True)
     chunked = reducing(X, conn, memory_budget=20_000)
     assert all(out[k].tobytes() == chunked[k].tobytes() for k in reducing.outputs)
+
+
+def _scaled_residual() -> str:
+    """The Neo-Hookean residual example gathering w = s u, a nodal statement only the gather
+    reads, instead of u."""
+    text = (EXAMPLES / "neo_hookean_residual.kas").read_text()
+    return (text.replace("nodal vector3 X, u, r;", "nodal vector3 X, u, r, w;\nuniform scalar s;")
+            .replace("input X, u, conn, dN, lam, mu;", "input X, u, conn, dN, lam, mu, s;\nw = svmul3(u, s);")
+            .replace("ue = gather(u, conn);", "ue = gather(w, conn);"))
+
+
+def test_statements_before_the_gathers_are_recomputed_where_the_cost_model_prices_it_lower():
+    """A nodal statement only gathers read is planned both ways: its own pass over the nodes,
+    or recomputed row by row where gathered (`kas-recompute-gathered`). For the Neo-Hookean
+    residual (an element kernel bound by its arithmetic) the GPU profiles recompute it, one
+    program over the mesh; the CPU profile keeps the pass; the same bits, both against the
+    reference. The explicit step's u1, were it not returned, keeps its pass on the GPU profile
+    (another gathered array costs the element kernel more than the pass)."""
+    text = _scaled_residual()
+    X, conn = box_tetrahedra(4, numbering="random", seed=3)[:2]
+    rng = np.random.default_rng(1)
+    a = dict(X=X.astype(np.float32), u=(0.01 * rng.standard_normal(X.shape)).astype(np.float32), conn=conn, dN=DN,
+             lam=np.float32(1.5), mu=np.float32(0.7), s=np.float32(0.9))
+    recomputed = irfuse.compile(text, backend="cpu", profile="h200")
+    passes = irfuse.compile(text, backend="cpu", profile="cpu")
+    assert not isinstance(recomputed, StagedProgram) and "item_0_4x3" in recomputed.source
+    assert isinstance(passes, StagedProgram) and [s.over for s in passes.stages] == ["nodes", "elements"]
+    assert recomputed(**a, verify=True).r.tobytes() == passes(**a, verify=True).r.tobytes()
+    unreturned = (EXAMPLES / "explicit_step.kas").read_text().replace("return u1, v1;", "return v1;")
+    step = irfuse.compile(unreturned, backend="cpu", profile="h200")
+    assert [s.over for s in step.stages] == ["nodes", "elements", "nodes"]

@@ -33,14 +33,16 @@ from irfuse.dialects.kas import program_of
 from irfuse.artifact.artifact import Artifact
 from irfuse.driver.artifact import CompiledProgram, CompiledStages
 from irfuse.driver.fused_stages import fused_plan, sums_fusions
+from irfuse.dialects.fuse import KernelOp
+from irfuse.transforms.recompute_gathered import recompute_where_gathered
 from irfuse.driver.front import frontend, with_derivatives
 from irfuse.driver.sources import Source, read_source
-from irfuse.driver.library import default_library  # noqa: F401 -- installs the implementation check
+from irfuse.driver.library import default_library  # (also installs the implementation check)
 from irfuse.driver.options import CompileOptions
 from irfuse.frontend.irgen import FrontendResult
 from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
 from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
-from irfuse.planner.cost import DEFAULT_BATCH
+from irfuse.planner.cost import DEFAULT_BATCH, NODES_PER_ELEMENT, load_profile
 
 
 @dataclass(frozen=True)
@@ -244,10 +246,21 @@ def compile_stages(module: ModuleOp, name: str, pipeline: str | None = None, dty
                    compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None
                    ) -> CompiledStages:
     """A program over a mesh that works per node, as its passes over nodes and elements
-    (`transforms.node_phases`), each compiled as a program of its own."""
-    plan = split_at_nodal_statements(module)
-    lowered = [_lower_module(FrontendResult(step.module.clone()), pipeline, dtype, planning, "aos", None)
-               for step in plan.passes]
+    (`transforms.node_phases`), each compiled as a program of its own. Where nodal statements
+    before the gathers can be recomputed where gathered (`transforms.recompute_gathered`), the
+    program is planned both ways and the one the cost model prices lower is kept
+    (`_cheaper`); without nodal statements left, it is one program over the mesh."""
+    planned = _planned_passes(module, pipeline, dtype, planning)
+    again = recompute_where_gathered(module, default_library())
+    if again is not None:
+        recomputed = _planned_passes(again, pipeline, dtype, planning)
+        if _cheaper(recomputed, planned, planning):
+            if not has_nodal_statements(again):
+                compiled, _ = _compile_module(FrontendResult(again), name, pipeline, dtype, compile_gpu, arch,
+                                              planning, "aos", None)
+                return compiled
+            module, planned = again, recomputed
+    plan, lowered = planned
     fusions = sums_fusions([s.over for s in plan.passes], [s.inputs for s in plan.passes],
                            [s.outputs for s in plan.passes], [m for _, m in lowered],
                            tuple(program_of(module).outputs))
@@ -260,6 +273,36 @@ def compile_stages(module: ModuleOp, name: str, pipeline: str | None = None, dty
         stages.append(Stage(step.over, step.inputs, step.outputs, compiled))
     fused = _fused_stages(stages, fusions) if fusions else None
     return CompiledStages(module.clone(), stages, {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}, fused)
+
+
+def _planned_passes(module: ModuleOp, pipeline: str | None, dtype: str, planning: PlanningOptions | None) -> tuple:
+    """(`NodePlan`, each pass's (reference, lowered module)) of a program over a mesh: its
+    passes planned; a program without nodal statements, one pass over the elements."""
+    if not has_nodal_statements(module):
+        return None, [_lower_module(FrontendResult(module.clone()), pipeline, dtype, planning, "aos", None)]
+    plan = split_at_nodal_statements(module)
+    return plan, [_lower_module(FrontendResult(step.module.clone()), pipeline, dtype, planning, "aos", None)
+                  for step in plan.passes]
+
+
+def _cheaper(one: tuple, other: tuple, planning: PlanningOptions | None) -> bool:
+    """Whether planned passes `one` cost less than `other` by the cost model: each planned
+    kernel's predicted time, a pass over the nodes' for the nodes a mesh of the model has per
+    element (`cost.NODES_PER_ELEMENT`: its kernels planned for as many nodes as elements)."""
+    profile = load_profile((planning or PlanningOptions()).profile)
+
+    def seconds(passes: tuple) -> float:
+        plan, lowered = passes
+        overs = [s.over for s in plan.passes] if plan is not None else ["elements"]
+        total = 0.0
+        for over, (_, module) in zip(overs, lowered):
+            for op in module.walk():
+                if isinstance(op, KernelOp) and op.predicted_ns is not None:
+                    t = op.predicted_ns.data * 1e-9
+                    total += t if over == "elements" else \
+                        profile.launch_overhead + (t - profile.launch_overhead) * NODES_PER_ELEMENT
+        return total
+    return seconds(one) < seconds(other)
 
 
 def _fused_stages(stages: list[Stage], fusions: dict) -> list[Stage]:

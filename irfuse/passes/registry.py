@@ -30,6 +30,7 @@ from irfuse.passes.kas_jacobian import KasJacobian
 from irfuse.passes.kas_tangent_assembly import KasTangentAssembly
 from irfuse.passes.kas_jvp import KasJvp
 from irfuse.passes.kas_vjp import KasVjp
+from irfuse.passes.kas_recompute_gathered import KasRecomputeGathered
 from irfuse.passes.kas_split_nodes import KasSplitNodes
 from irfuse.passes.kas_split_phases import KasSplitPhases
 from irfuse.passes.test_print_analyses import (TestPrintBankWavefronts, TestPrintBatchPasses, TestPrintRaces,
@@ -67,6 +68,9 @@ PASSES: list[PassInfo] = [
              "run over one chunk computes; irfuse.dask).", KasSplitPhases),
     PassInfo("kas-split-nodes", "Replaces a program over a mesh by one of its passes over nodes and elements "
              "(which=K; its nodal statements run per node, before or after the elements).", KasSplitNodes),
+    PassInfo("kas-recompute-gathered", "Replaces each gather of a nodal statement's value that only gathers read by "
+             "the statement applied to each gathered row of its operands (no pass over the nodes for it).",
+             KasRecomputeGathered),
     PassInfo("kas-jvp", "Replaces each program by its forward derivative: the outputs and their tangents along "
              "the inputs wrt=...", KasJvp),
     PassInfo("kas-jacobian", "Replaces each program by its outputs and the per-element Jacobian of the output of=y "
