@@ -136,7 +136,9 @@ def cpu_calls(cubes: int, calls: int) -> dict:
             ("P1 residual", res, lambda: res(X, u, prepared, DN, LAMBDA, MU, out=r))):
         outs = [np.empty_like(u), np.empty_like(u)]
         seconds = back_to_back(call, calls, lambda: None)[1]
-        runs = [p._host_fast[0].bound for p in getattr(program, "programs", [program])]
+        # (each pass's program the call ran: the fused stages' where the step has them)
+        runs = [p._host_fast[0].bound for p in getattr(program, "fused_programs", None) or
+                getattr(program, "programs", [program])]
         replays = [getattr(b, "mesh_run", b).recorded.replay for b in runs]
         kernels = back_to_back(lambda: [f() for f in replays], calls, lambda: None)[1]
         out[f"{name}, {len(conn):,} tets: call us"] = seconds
