@@ -625,8 +625,9 @@ class KernelEmitter:
         (a node) adds its partials (`src`, rows of the element kernel's groups) in the scatter
         order (`starts`, `slots`: `mesh.inverse_connectivity`) onto 0, the additions of
         `scatter_emit.scatter_kernel` in its order, so the same bits, into shared memory or
-        the element's registers as the planner placed the value. Each thread runs its own
-        elements' rows (one thread an element: `emit_sums_kernel` is asked only so)."""
+        the element's registers as the planner placed the value. Each thread adds its own
+        elements' partials (a row of threads an element, `bx` 1: `emit_sums_kernel` is asked
+        only so)."""
         size = op.res.type.size  # type: ignore[attr-defined]
         starts, slots = self.sums[op.source]
         y = self.element("ty")
@@ -1109,16 +1110,17 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
 def emit_sums_kernel(kernel: fuse.KernelOp, itemsize: int, sums: tuple[int, ...], name: str,
                      min_blocks: int | None = None, library: Library | None = None
                      ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
-    """`kernel` (one thread an element) as kernel `name` whose inputs at positions `sums` are a
-    scatter's sums, which it adds itself where it loads them (`KernelEmitter.emit_sums`): each
-    such input is given as the element kernel's group partials (rows of the element type),
+    """`kernel` (its threads each running their own elements) as kernel `name` whose inputs at
+    positions `sums` are a scatter's sums, which it adds itself where it loads them
+    (`KernelEmitter.emit_sums`): each such input is given as the element kernel's group
+    partials (rows of the element type),
     then the scatter order's node offsets (`long long`, one more than the elements) and
     partial numbers (`int`). So statements run per node after a scatter run in the kernel that
     adds each node's partials: the sums never go through memory, and a launch less runs
     (`transforms.node_phases`, `driver.compile.compile_stages`). GPU kernel and CPU twin."""
     if kernel.bx.data != 1:
-        raise CompileError(f"kernel @{kernel.sym_name.data}: a scatter's sums are read one thread an element, "
-                           f"not {kernel.bx.data}")
+        raise CompileError(f"kernel @{kernel.sym_name.data}: a scatter's sums are read by a row of threads an "
+                           f"element (bx 1), not {kernel.bx.data}")
     emitter = KernelEmitter(kernel, itemsize, min_blocks, library)
     if min_blocks is None:
         # At most 1,024 threads an SM: each node's loop over its partials holds more registers

@@ -49,9 +49,9 @@ class SumsFusion:
 def sums_fusions(overs: list[str], inputs: list[tuple[str, ...]], outputs: list[tuple[str, ...]],
                  lowered: list[ModuleOp], program_outputs: tuple[str, ...]) -> dict[int, SumsFusion]:
     """The fusions the stages allow, by the elements stage's index (see the module): stage k
-    over the elements, k + 1 over the nodes, whose host program is one launch of one kernel of
-    one thread an element (a node) that reads by plain loads the scatters' sums stage k gives
-    for it alone."""
+    over the elements, k + 1 over the nodes, whose host program is one launch of one kernel
+    whose threads run their own elements (nodes: one thread's row each, `bx` 1) that reads by
+    plain loads the scatters' sums stage k gives for it alone."""
     found: dict[int, SumsFusion] = {}
     for k in range(len(overs) - 1):
         if (overs[k], overs[k + 1]) != ("elements", "nodes"):
