@@ -282,3 +282,26 @@ def test_statements_before_the_gathers_are_recomputed_where_the_cost_model_price
     unreturned = (EXAMPLES / "explicit_step.kas").read_text().replace("return u1, v1;", "return v1;")
     step = irfuse.compile(unreturned, backend="cpu", profile="h200")
     assert [s.over for s in step.stages] == ["nodes", "elements", "nodes"]
+
+
+def test_a_kernel_of_several_threads_an_element_cannot_add_a_scatters_sums():
+    """`emit_sums_kernel` renders kernels whose threads each add their own nodes' partials: a
+    kernel of three threads an element is refused by name (the compiler fuses only kernels of
+    one row of threads an element)."""
+    from irfuse.backend.cuda_emit import emit_sums_kernel, kernels_of
+    from irfuse.diagnostics import CompileError
+    from irfuse.dialects.context import parse_module
+
+    module = parse_module("""
+builtin.module {
+  fuse.kernel @k block(bx = 3, by = 4) (%A: !kas.matrix<3x3>) -> (%B: !kas.matrix<3x3>) {
+    %a = fuse.load %A into shared[0] : !kas.matrix<3x3>
+    fuse.barrier
+    %b = fuse.call @mtrans33[row](%a) into shared[36] : (!kas.matrix<3x3>) -> !kas.matrix<3x3>
+    fuse.barrier
+    fuse.store %b to %B : !kas.matrix<3x3>
+  }
+}""")
+    with pytest.raises(CompileError, match=r"kernel @k: a scatter's sums are read by a row of threads an element "
+                                           r"\(bx 1\), not 3"):
+        emit_sums_kernel(kernels_of(module)[0], 4, (0,), "k__sums")
