@@ -173,6 +173,11 @@ class HostPlan:
                 out.add(step.result)
         return out
 
+    def summed_in_node_launches(self) -> set[int]:
+        """The results of `Scatter` steps that a `NodeLaunch` adds itself (its `sums`): no
+        scatter kernel runs for them."""
+        return {step.args[k] for step, _ in walk_steps(self.steps) if isinstance(step, NodeLaunch) for k in step.sums}
+
     def launches(self) -> list[Launch]:
         """Every `Launch`, those of loop bodies included."""
         out: list[Launch] = []

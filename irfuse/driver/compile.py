@@ -14,6 +14,7 @@ compiles are used only when a register table is named. The disk cache only saves
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
@@ -74,7 +75,7 @@ def lower(module: ModuleOp, pipeline: str | None = None, planning: PlanningOptio
 
 
 def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
-          sums_kernels: list | None = None) -> CompiledProgram:
+          sums_kernels: Sequence = ()) -> CompiledProgram:
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
@@ -95,7 +96,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     """
     element = module_element_type(module)
     min_blocks: dict[str, int] = {}
-    emitted = emit_module(module, element, min_blocks, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels or ())
+    emitted = emit_module(module, element, min_blocks, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels)
     cubin = compiler_for("cuda").compile(emitted.source, emitted.kernels, element, arch) if compile_gpu else None
     if cubin is None:
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
@@ -255,20 +256,18 @@ def compile_stages(module: ModuleOp, name: str, pipeline: str | None = None, dty
     if again is not None:
         recomputed = _planned_passes(again, pipeline, dtype, planning)
         if _cheaper(recomputed, planned, planning):
-            if not has_nodal_statements(again):
-                compiled, _ = _compile_module(FrontendResult(again), name, pipeline, dtype, compile_gpu, arch,
-                                              planning, "aos", None)
-                return compiled
+            if recomputed[0] is None:  # (no nodal statement left: one program over the mesh, planned)
+                (reference, lowered_module), = recomputed[1]
+                return _build_module(reference, lowered_module, name, pipeline, compile_gpu, arch)
             module, planned = again, recomputed
     plan, lowered = planned
-    fusions = sums_fusions([s.over for s in plan.passes], [s.inputs for s in plan.passes],
-                           [s.outputs for s in plan.passes], [m for _, m in lowered],
+    fusions = sums_fusions([s.over for s in plan.passes], [s.inputs for s in plan.passes], [m for _, m in lowered],
                            tuple(program_of(module).outputs))
     stages = []
     for k, (step, (reference, lowered_module)) in enumerate(zip(plan.passes, lowered)):
         label = f"{name}, pass over {step.over} ({program_of(step.module).sym_name.data})"
         fusion = fusions.get(k)
-        sums = [(fusion.kernel, fusion.sums, fusion.name)] if fusion is not None else []
+        sums = [(fusion.kernel, fusion.sums, fusion.name)] if fusion is not None else ()
         compiled = _build_module(reference, lowered_module, label, pipeline, compile_gpu, arch, sums)
         stages.append(Stage(step.over, step.inputs, step.outputs, compiled))
     fused = _fused_stages(stages, fusions) if fusions else None
@@ -336,8 +335,9 @@ def _lower_module(result: FrontendResult, pipeline: str | None, dtype: str, plan
 
 
 def _build_module(reference: ModuleOp, module: ModuleOp, name: str, pipeline: str | None, compile_gpu: bool,
-                  arch: str | None, sums_kernels: list | None = None) -> CompiledProgram:
-    program = build(module, compile_gpu, arch, sums_kernels or [])
+                  arch: str | None, sums_kernels: Sequence = ()) -> CompiledProgram:
+    """A lowered module built (`build`, with `sums_kernels` emitted too), its reference kept."""
+    program = build(module, compile_gpu, arch, sums_kernels)
     program.reference_module = reference
     program.meta = {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}
     return program

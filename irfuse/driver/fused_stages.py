@@ -32,11 +32,10 @@ SUMS_SUFFIX = "__sums"  # the node kernel emitted to add a scatter's sums: its n
 
 @dataclass(frozen=True)
 class SumsFusion:
-    """The nodes stage `nodes` after the elements stage `nodes - 1` run by it: its one kernel
-    `kernel` (`sums`: the inputs it reads as the scatter's sums, by position), the values
-    those are (`read`: by name)."""
+    """The nodes stage after an elements stage run by it: its one kernel `kernel` (`sums`: the
+    inputs it reads as the scatter's sums, by position), the values those are (`read`: by
+    name)."""
 
-    nodes: int
     kernel: fuse.KernelOp
     sums: tuple[int, ...]
     read: tuple[str, ...]
@@ -46,8 +45,8 @@ class SumsFusion:
         return self.kernel.sym_name.data + SUMS_SUFFIX
 
 
-def sums_fusions(overs: list[str], inputs: list[tuple[str, ...]], outputs: list[tuple[str, ...]],
-                 lowered: list[ModuleOp], program_outputs: tuple[str, ...]) -> dict[int, SumsFusion]:
+def sums_fusions(overs: list[str], inputs: list[tuple[str, ...]], lowered: list[ModuleOp],
+                 program_outputs: tuple[str, ...]) -> dict[int, SumsFusion]:
     """The fusions the stages allow, by the elements stage's index (see the module): stage k
     over the elements, k + 1 over the nodes, whose host program is one launch of one kernel
     whose threads run their own elements (nodes: one thread's row each, `bx` 1) that reads by
@@ -74,7 +73,7 @@ def sums_fusions(overs: list[str], inputs: list[tuple[str, ...]], outputs: list[
         sums = tuple(p for p, a in enumerate(launch.args) if any(node_inputs.get(name) == a for name in read))
         if not sums or not all(_plain_loads(kernel, p) for p in sums):
             continue
-        found[k] = SumsFusion(k + 1, kernel, sums, tuple(name for name in read
+        found[k] = SumsFusion(kernel, sums, tuple(name for name in read
                                                           if node_inputs[name] in {launch.args[p] for p in sums}))
     return found
 

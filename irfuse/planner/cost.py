@@ -52,7 +52,7 @@ import math
 from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
-from irfuse.artifact.host_plan import Combine, Launch, NodeLaunch, Scatter, walk_steps
+from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
 from irfuse.dialects.fuse import FINISH_BATCH
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
@@ -360,8 +360,7 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
     node rows neither written nor read again."""
     host, isz = artifact.host, artifact.itemsize
     infos = {k.name: k for k in artifact.kernels}
-    in_node_kernels = {step.args[k] for step, _ in walk_steps(host.steps) if isinstance(step, NodeLaunch)
-                       for k in step.sums}
+    in_node_kernels = host.summed_in_node_launches()
     finished = {r for step, _ in walk_steps(host.steps) if isinstance(step, Launch) and p.kind != "cpu"
                 and infos[step.kernel].finishes_in_last_block(n)
                 for r, kind in zip(step.results, infos[step.kernel].reduced) if kind}

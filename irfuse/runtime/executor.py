@@ -75,8 +75,7 @@ class Executor:
         self.summed_rows = {r for step, _ in walk_steps(self.host.steps) if isinstance(step, Launch)
                             for r, k in zip(step.results, self.infos[step.kernel].grouped) if k}
         # scatters' results a node launch adds itself (`NodeLaunch.sums`): no scatter kernel for them
-        self.summed_by_nodes = {step.args[k] for step, _ in walk_steps(self.host.steps) if isinstance(step, NodeLaunch)
-                                for k in step.sums}
+        self.summed_by_nodes = self.host.summed_in_node_launches()
         self.atomic = False  # scatters of the run being recorded add with atomics (scatter="atomic")
         self.onto = False  # ... onto the sums in their outputs (a chunk of elements after the first)
 
