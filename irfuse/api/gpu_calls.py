@@ -19,13 +19,14 @@ done outside the capture: a first call made during one is refused (`NotCapturabl
 from __future__ import annotations
 
 from collections import OrderedDict
+from operator import is_
 
-import numpy as np
 
 from irfuse.api.arguments import bind_outputs, out_snapshot, same_arguments, same_out
 from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, first_array, \
     overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
+from irfuse.api.output_sets import OutputSets
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.artifact import Artifact
 from irfuse.diagnostics import NotCapturable, UsageError
@@ -149,24 +150,9 @@ class Place:
         self.ptr, self.nbytes = ptr, nbytes
 
 
-def allocator(model: DeviceArray, shape: tuple[int, ...], dtype):
-    """(make, address of) for new arrays shaped `shape` in `model`'s library: what a call
-    without `out=` allocates on its fast path, at the cost of the library's own `empty`."""
-    if model.family == "torch":
-        import functools
-
-        import torch
-
-        return (functools.partial(torch.empty, shape, dtype=getattr(torch, np.dtype(dtype).name),
-                                  device=model.obj.device), lambda t: t.data_ptr())
-    import cupy
-
-    device = cupy.cuda.Device(model.obj.device.id)
-
-    def make():
-        with device:
-            return cupy.empty(shape, dtype=dtype)
-    return make, lambda a: a.data.ptr
+def places_of(made: OutputSets, addresses: tuple[int, ...]) -> dict[str, Place]:
+    """The outputs `made.make` gave, by name, as a run reads them."""
+    return {name: Place(ptr, nbytes) for name, ptr, nbytes in zip(made.names, addresses, made.nbytes)}
 
 
 class FastCall:
@@ -175,7 +161,7 @@ class FastCall:
     and contiguity are unchanged, it runs on the current stream with none of the binding and
     checking a call does otherwise (what those checks found still holds). With `out=` it
     launches the graph captured for those arrays; without, it makes the outputs with the
-    library's `empty` and hands the run their addresses (`GpuInPlaceRun.run`: a graph where
+    library's `empty` (or hands back a set the caller let go of: `OutputSets`) and hands the run their addresses (`GpuInPlaceRun.run`: a graph where
     that set of addresses was seen before, as a loop that lets go of its last outputs makes)."""
 
     def __init__(self, args: tuple, named: dict, out, stream, arrays: list[DeviceArray], bound: GpuInPlaceRun,
@@ -196,21 +182,24 @@ class FastCall:
         self.bound, self.key, self.outputs = bound, key, outputs
         self.graph = bound.graphs[key] if key is not None else None
         self.current_stream = current_stream(arrays[0].device)
-        # Without out=: the inputs by name (as the run reads them), and how to make each output.
+        # Without out=: the inputs by name (as the run reads them), and how to make the outputs.
         self.inputs = inputs
-        self.makers = None if shapes is None else \
-            [(name, *allocator(arrays[0], shape, dtype), int(np.prod(shape)) * np.dtype(dtype).itemsize)
-             for name, shape in shapes.items()]
+        self.made = None if shapes is None else OutputSets(arrays[0], shapes, dtype)
+        # (the inputs' part of the key of the run's graphs, `GpuInPlaceRun.run`: these addresses)
+        self.inputs_key = None if inputs is None else tuple(a.ptr for a in inputs.values())
 
     def matches(self, args: tuple, named: dict, out, stream) -> bool:
-        if stream is not self.stream or self.current_stream is None or not same_out(out, self.out) or \
-                not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
+        # (C-level loops where they can be: this runs at every call of a time-stepping code)
+        if stream is not self.stream or self.current_stream is None or not same_out(out, self.out):
             return False
-        signature = self.signature
-        for a, sig in zip(self.arrays, self.signatures):
-            if signature(a) != sig:
+        if self.scalars:
+            if not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
                 return False
-        return True
+        elif len(args) != len(self.args) or not all(map(is_, args, self.args)) or \
+                (named or self.named) and not same_arguments(args, named, self.args, self.named, {}, self.dtype,
+                                                             self.bits):
+            return False
+        return list(map(self.signature, self.arrays)) == self.signatures
 
     def launch(self) -> Outputs | None:
         """Runs the call; its outputs, or None where it must take the slow path after all."""
@@ -225,15 +214,18 @@ class FastCall:
                 return None
             for name, value in self.bits:
                 self.device.scalar(name, value, handle, False)
-        if self.makers is None:
+        if self.made is None:
             graph.launch_on(handle)
             return self.outputs
-        made, places = [], {}
-        for name, make, address, nbytes in self.makers:
-            a = make()
-            made.append(a)
-            places[name] = Place(address(a), nbytes)
-        self.bound.run(self.inputs, places, handle)
+        made, addresses = self.made.make(handle)
+        graphs = self.bound.graphs
+        key = self.inputs_key + addresses
+        graph = graphs.get(key)
+        if graph is not None and graph.alive:  # (`GpuInPlaceRun.run`'s own first test, made here)
+            graphs.move_to_end(key)
+            graph.launch_on(handle)
+        else:
+            self.bound.run(self.inputs, places_of(self.made, addresses), handle)
         return Outputs(self.outputs._names, made)
 
 

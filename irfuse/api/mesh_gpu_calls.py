@@ -45,7 +45,8 @@ from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
                                       stream_handle)
-from irfuse.api.gpu_calls import FAST_FAMILIES, Place, allocator
+from irfuse.api.gpu_calls import FAST_FAMILIES, places_of
+from irfuse.api.output_sets import OutputSets
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.host_plan import Scatter
@@ -187,7 +188,8 @@ class MeshGpuFastCall:
     name; `out=` the same arrays, in a new list or dict too; tensors unchanged in address,
     shape, type and contiguity) and any numbers for its uniform scalars: the kept run is
     replayed on the caller's stream with none of the binding and checks (what they found
-    still holds). Without `out=` the outputs are made with the library's `empty`. A uniform
+    still holds). Without `out=` the outputs are made with the library's `empty` (or a set the
+    caller let go of is handed back: `OutputSets`). A uniform
     array given on the host is not taken (its values may have changed in place)."""
 
     def __init__(self, program, args: tuple, named: dict, out, stream, nodes, scatter: str, kept: tuple):
@@ -209,9 +211,7 @@ class MeshGpuFastCall:
                 list(self.out[1]) if self.out[0] is not None else [out]
         self.signature = signature
         self.held = [(v, signature(v)) for v in held] if self.usable else []
-        self.makers = None if shapes is None else \
-            [(name, *allocator(model, shape, self.dtype), int(np.prod(shape)) * self.dtype.itemsize)
-             for name, shape in shapes.items()]
+        self.made = None if shapes is None else OutputSets(model, shapes, self.dtype)
         self.current_stream = FAST_FAMILIES[model.family][1](model.device)
         self.bits: list = []
 
@@ -235,12 +235,9 @@ class MeshGpuFastCall:
         for name, value in self.bits:
             self.slots[name].ptr = self.device.scalar(name, value, handle, capturing)
         targets, made = self.targets, None
-        if self.makers is not None:
-            made, targets = [], dict(targets)
-            for name, make, address, nbytes in self.makers:
-                a = make()
-                made.append(a)
-                targets[name] = Place(address(a), nbytes)
+        if self.made is not None:
+            made, addresses = self.made.make(handle, capturing)
+            targets = {**targets, **places_of(self.made, addresses)}
         run, slots = self.run, self.slots
         graph = None if capturing else run.graph(slots, targets)  # (one launch)
         if graph is not None:

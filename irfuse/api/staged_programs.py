@@ -22,7 +22,8 @@ import numpy as np
 from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length,
                                   same_out)
 from irfuse.api.device_arrays import device_array, stream_handle
-from irfuse.api.gpu_calls import FAST_FAMILIES, allocator
+from irfuse.api.gpu_calls import FAST_FAMILIES
+from irfuse.api.output_sets import OutputSets
 from irfuse.api.host_calls import replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.api.outputs import Outputs
@@ -118,15 +119,15 @@ class StagedProgram:
         scatter = scatter_mode(scatter)
         if not verify and progress is False and memory_budget is None and self.memory_budget is None:
             for fast in self._fast:
-                bound = fast.bound_again(args, named, out, stream, nodes, scatter)
-                if bound is not None:
+                if fast.again(args, named, out, stream, nodes, scatter):
                     if fast.replay is not None and fast.replay.run(fast.bits):
                         return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
-                    given, key = fast.outputs_made() if fast.makers is not None else (fast.given, ())
+                    given, key = fast.outputs_made() if fast.made is not None else (fast.given, ())
                     graph = fast.graphs.get(key) if fast.graphable else None
                     if graph is not None and graph.run(fast):
                         return Outputs(self.outputs, [given[k] for k in self.outputs])
                     calls: list = []
+                    bound = {**dict(zip(self.inputs, args)), **named}
                     made = self._run_passes(bound, given, None, fast.layout, fast.m, fast.between, stream,
                                             False, scatter, calls)
                     if self.backend == "cpu" and fast.replay is None:
@@ -347,31 +348,32 @@ class _StagedFastCall:
         held += [v for name, v in named.items() if name not in self.numbers] + list(given.values())
         signatures = [_signature(v) for v in held]
         self.usable = len(args) + len(named) == len(program.inputs) and all(s is not None for s in signatures)
-        self.held = list(zip(held, signatures))
-        self.bits: list = []  # (input, bytes) of the numbers of the call made again (`bound_again`)
+        # What `again` reads again of each: its signature's own function (a Connectivity,
+        # immutable, only by identity), made once here, not looked up at every call.
+        self.held = [(v, _signature_of(v), signature) for v, signature in zip(held, signatures)
+                     if signature != ()]
+        self.bits: list = []  # (input, bytes) of the numbers of the call made again (`again`)
         self.replay: _PassesReplay | None = None  # (on the CPU, made at the first call again)
         # On the GPU, the stream the kept arrays between passes belong to (`_between_key`).
         self.model = next((a for a in map(device_array, held) if a is not None), None) if self.usable else None
         self.handle = stream_handle(stream, self.model) if self.model is not None else None
         # On the GPU, the passes as one graph for each set of output addresses (`_PassesGraph`):
         # the out= arrays', or, without out=, those of outputs made with the library's `empty`
-        # (`makers`), which repeat where a loop lets go of its last outputs.
+        # (`made`), which repeat where a loop lets go of its last outputs.
         self.graphable = self.model is not None and program.backend == "cuda" and \
             (all(name in given for name in program.outputs) or not given and self.model.family in FAST_FAMILIES)
-        self.makers = None
+        self.made = None
         if self.graphable and not given:
-            self.makers = [(name, *allocator(self.model, tuple(device_array(a).shape), self.dtype))
-                           for name, a in results.items()]
+            self.made = OutputSets(self.model, {name: tuple(device_array(a).shape) for name, a in results.items()},
+                                   self.dtype)
         self.graphs: OrderedDict[tuple, _PassesGraph] = OrderedDict()
         self.seen: OrderedDict[tuple, None] = OrderedDict()  # (made pass by pass once: `_PassesGraph.again`)
 
     def outputs_made(self) -> tuple[dict, tuple]:
-        """New outputs (by name) made with the library's `empty`, and their addresses."""
-        made, key = {}, []
-        for name, make, address in self.makers:
-            made[name] = a = make()
-            key.append(address(a))
-        return made, tuple(key)
+        """New outputs (by name) made with the library's `empty` (or a set the caller let go
+        of: `OutputSets`), and their addresses."""
+        made, addresses = self.made.make(self.handle)
+        return dict(zip(self.made.names, made)), addresses
 
     def let_go(self) -> None:
         """Destroys the graphs, once the stream has run what it queued."""
@@ -379,21 +381,17 @@ class _StagedFastCall:
             graph.work.destroy_after(self.handle)
         self.graphs.clear()
 
-    def bound_again(self, args: tuple, named: dict, out, stream, nodes, scatter: str) -> dict | None:
-        """The call's arguments by name where it is this call again, else None."""
+    def again(self, args: tuple, named: dict, out, stream, nodes, scatter: str) -> bool:
+        """Whether the call is this call again."""
         if len(args) != len(self.args) or len(named) != len(self.named) or stream is not self.stream \
                 or nodes != self.nodes or scatter != self.scatter or not same_out(out, self.out):
-            return None
+            return False
         if not same_arguments(args, named, self.args, self.named, self.numbers, self.dtype, self.bits):
-            return None
-        for a, signature in self.held:
-            if _signature(a) != signature:
-                return None
-        if self.model is not None and stream_handle(stream, self.model) != self.handle:
-            return None
-        bound = dict(zip(self.inputs, args))
-        bound.update(named)
-        return bound
+            return False
+        for a, signature_of, signature in self.held:
+            if signature_of(a) != signature:
+                return False
+        return self.model is None or stream_handle(stream, self.model) == self.handle
 
 
 class _PassesGraph:
@@ -447,7 +445,7 @@ class _PassesGraph:
             fast.graphs.popitem(last=False)[1].work.destroy_after(fast.handle)
 
     def run(self, fast: "_StagedFastCall") -> bool:
-        """Writes the call's numbers (`fast.bits`, as `bound_again` found them) and launches
+        """Writes the call's numbers (`fast.bits`, as `again` found them) and launches
         the graph on the call's stream, unless that stream is being captured itself (then
         False: nothing run, the call takes its way pass by pass)."""
         handle = fast.handle
@@ -488,7 +486,7 @@ class _PassesReplay:
 
     def run(self, bits: list) -> bool:
         """Replays the passes on the call's numbers (`bits`: (input, bytes in the element type),
-        as `_StagedFastCall.bound_again` found them)."""
+        as `_StagedFastCall.again` found them)."""
         for name, value in bits:
             arrays = self.words.get(name)
             if arrays:
@@ -518,15 +516,25 @@ def _is_number(v) -> bool:
 
 def _signature(v) -> tuple | None:
     """What a fast call checks of an argument beyond its identity: a NumPy array's shape, type
-    and strides, a GPU array's (`gpu_calls.FAST_FAMILIES`); a `Connectivity` is immutable;
+    and strides, a GPU array's (`gpu_calls.FAST_FAMILIES`); a `Connectivity` is immutable (());
     None for anything else (no fast path)."""
-    if type(v) is np.ndarray:
-        return (v.shape, v.strides, v.dtype)
     if isinstance(v, Connectivity):
         return ()
+    signature_of = _signature_of(v)
+    return None if signature_of is None else signature_of(v)
+
+
+def _numpy_signature(v: np.ndarray) -> tuple:
+    return (v.shape, v.strides, v.dtype)
+
+
+def _signature_of(v):
+    """The function giving `_signature` of arguments like `v` (None where there is none)."""
+    if type(v) is np.ndarray:
+        return _numpy_signature
     family = type(v).__module__.split(".")[0]
     if family in FAST_FAMILIES and (family != "torch" or v.is_cuda):
-        return FAST_FAMILIES[family][0](v)
+        return FAST_FAMILIES[family][0]
     return None
 
 
