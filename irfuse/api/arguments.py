@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
+from operator import is_
 
 import numpy as np
 
@@ -146,7 +147,7 @@ def same_out(out, snapshot: tuple) -> bool:
         return False
     if kind is dict:
         return all(out.get(k, out) is v for k, v in kept)
-    return all(a is b for a, b in zip(out, kept))
+    return all(map(is_, out, kept))
 
 
 def same_arguments(args: tuple, named: dict, kept_args: tuple, kept_named: dict, scalars: dict, dtype,
