@@ -72,6 +72,18 @@ def test_random_mesh_programs_agree_with_the_reference_through_several_plans(see
     assert out.ok and out.plans >= 1, (src, out.failure, out.detail)
 
 
+@pytest.mark.parametrize("seed", range(24) if LONG else (0, 2))
+def test_random_mesh_programs_of_wide_elements_agree_with_the_reference(seed):
+    """The same with one connectivity of 65 to 256 nodes an element (`WIDE_KS`: elements of
+    high order, a scatter group holding one of them), gathered and scattered whole."""
+    from irfuse.testing.differential import Budget, check_source
+
+    src = random_mesh_program(seed, 4 + seed % 7, wide=True)
+    out = check_source(src, Budget(top=3, dtype="f32" if seed % 2 else "f64", n=1 if seed % 4 == 3 else 37,
+                                   seed=seed, nvrtc=True, host_loops=True), os.environ["IRFUSE_CACHE_DIR"])
+    assert out.ok and out.plans >= 1, (src, out.failure, out.detail)
+
+
 @pytest.mark.parametrize("seed", range(20 if LONG else 3))
 def test_random_programs_in_structure_of_arrays_agree_with_the_reference(seed):
     """The same through SoA kernels (inputs transposed, outputs transposed back; a quarter of

@@ -98,8 +98,10 @@ def test_the_operators_written_for_any_order_are_the_files_at_order_3():
         assert str(compile_source(make(3, 5), path).module) == str(compile_file(path).module)
 
 
-@pytest.mark.parametrize("order", [1, 2])
-def test_the_operators_of_orders_1_and_2_are_the_references(order):
+@pytest.mark.parametrize("order", [1, 2, 4, 5])
+def test_the_operators_of_orders_1_to_5_are_the_references(order):
+    """Orders 4 and 5 too: connectivities of 125 and 216 nodes and the vectors gathered through
+    them (past 64 entries an axis), each element's rows scattered whole in one group."""
     ops = _operators()
     q = order + 2
     X, conn = box_hexahedra(2, 2, 1, order=order, numbering="random", seed=order)
@@ -135,3 +137,17 @@ def test_the_element_operators_alone_are_the_references_on_elements_of_their_own
     np.testing.assert_allclose(y1.reshape(-1), ref.bp1(ue.reshape(-1), own, order, wdet), rtol=0, atol=1e-14)
     np.testing.assert_allclose(y3.reshape(-1), ref.bp3(ue.reshape(-1), own, order, G), rtol=0, atol=1e-13)
     assert np.array_equal(bk1(ue, B, wdet).ye, y1) and np.array_equal(bk3(ue, B, D, *g).ye, y3)
+
+
+def test_order_6_is_refused_by_name_and_order_5_compiles_for_the_gpu():
+    """A connectivity of 343 nodes an element (order 6) is past the 256 entries an axis (a
+    scatter group's slots): refused at its declaration, naming the type and the range. Order 5's
+    BP3 in float64 (216 nodes gathered, 343 quadrature points) compiles with NVRTC."""
+    from irfuse.diagnostics import CompileError
+    from irfuse.driver.front import search_budget
+
+    ops = _operators()
+    with pytest.raises(CompileError, match=r"dimension 343 of type 'index343' is out of range 1\.\.256"):
+        irfuse.compile(ops.bp1_source(6, 8), backend="cpu")
+    prog = irfuse.compile(ops.bp3_source(5, 7), backend="cuda", dtype="f64", pipeline=search_budget(400))
+    assert prog.artifact.resources(prog.kernels[0]).registers > 0

@@ -10,9 +10,8 @@ element.
 
 Values of an element are [c, b, a] tensors (z, y, x); the 1-D tables B and D are (q, p + 1)
 uniform matrices (tests/highorder_reference.py's `lagrange_tables`). The language's values and
-connectivities have at most 64 entries an axis (`index64`, `vector64`), so p is at most 3 here;
-orders above need longer connectivities and element vectors (and a scatter of elements of more
-than 256 nodes, from order 6).
+connectivities have at most 256 entries an axis (`index256`, `vector256`: a scatter group's
+slots), so p is at most 5 here (216 nodes an element); order 6 (343 nodes) is refused by name.
 """
 
 from __future__ import annotations

@@ -206,6 +206,10 @@ class IndexType(KasType):
 
 
 MAX_AXES = 4  # a value's axes at most: scalar, vector, matrix, tensor of 3 or 4
+# Entries an axis at most (and a connectivity's nodes an element): 256, the slots of a scatter
+# group (`irfuse.artifact.scatter_groups.GROUP_SLOTS`, numbered by one byte), so that an
+# element of order 5 (216 nodes) is gathered and scattered whole.
+MAX_DIM = 256
 
 
 def kas_type_of_shape(shape: Sequence[int]) -> KasType:

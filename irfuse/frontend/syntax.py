@@ -49,10 +49,10 @@ import re
 from dataclasses import dataclass, field
 
 from irfuse.diagnostics import CompileError, SourceFile
+from irfuse.dialects.kas import MAX_DIM  # noqa: F401 -- (the frontends' limit, defined with the types)
 
 KEYWORDS = {"input", "return", "loop", "uniform", "nodal", "if", "else"}
 COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
-MAX_DIM = 64
 MAX_VALUE_WORDS = 4096  # words of one value at most (every op's code is unrolled over them)
 MAX_TRIP_COUNT = 1_000_000
 MAX_LOOP_DEPTH = 32  # loops inside loops; deeper nests would exhaust the IR tools' recursion

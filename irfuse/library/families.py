@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from irfuse.dialects.kas import KasType, MaskType, ScalarType, kas_type_of_shape
+from irfuse.dialects.kas import MAX_DIM, KasType, MaskType, ScalarType, kas_type_of_shape
 from irfuse.library.indexexpr import DefinitionError
 
 MAX_TENSOR_RANK = 4  # the value types' limit (a tensor has 3 or 4 axes)
@@ -582,9 +582,9 @@ def _reshape(types, params):
     size = math.prod(shape)
     if not _numeric(a) or math.prod(a.shape) != size:
         raise _refuse("reshape", RESHAPE_SIGNATURE, types, f"{math.prod(a.shape)} entries cannot fill {params[0]}")
-    if size > MAX_RESHAPE_WORDS or len(shape) > MAX_TENSOR_RANK or any(d > 64 for d in shape):
+    if size > MAX_RESHAPE_WORDS or len(shape) > MAX_TENSOR_RANK or any(d > MAX_DIM for d in shape):
         raise _refuse("reshape", RESHAPE_SIGNATURE, types, f"a value of {params[0]} (at most {MAX_RESHAPE_WORDS} "
-                      f"entries, {MAX_TENSOR_RANK} axes of at most 64 are reshaped)")
+                      f"entries, {MAX_TENSOR_RANK} axes of at most {MAX_DIM} are reshaped)")
     result = kas_type_of_shape(shape)
     if not shape or not a.shape:
         return Instance(("A",), result, f"{_target(len(shape))} = {_ref('A', 0) if not a.shape else _entry(a.shape, 0)}",

@@ -520,7 +520,10 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
 _MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp")
 
 
-def random_mesh_program(seed: int, calls: int, for_tangents: bool = False) -> str:
+WIDE_KS = (65, 125, 216, 256)  # nodes an element past 64: orders 4 and 5 of hexahedra, a full scatter group
+
+
+def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide: bool = False) -> str:
     """A random program over a mesh of about `calls` element statements: one or two
     connectivities (`indexK`, K from 2 to 4; two of the same K at times), one to three nodal
     inputs (scalars or vectors of 2 or 3) each gathered through one connectivity or both
@@ -533,9 +536,10 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False) -> st
     a nodal input or the uniform input; linear or not), returned as well (the sums it reads
     at times not: then it runs in the kernel adding them), and at times gathered again (a
     second pass over the elements). Reductions (`sum`, `max`, `min`) of a
-    nodal input and of a scatter's sums are returned at times."""
+    nodal input and of a scatter's sums are returned at times. `wide`: one connectivity of
+    65 to 256 nodes an element (`WIDE_KS`: elements of high order) instead."""
     rng = random.Random(seed)
-    ks = rng.sample((2, 3, 4), k=rng.choice((1, 1, 2)))
+    ks = [rng.choice(WIDE_KS)] if wide else rng.sample((2, 3, 4), k=rng.choice((1, 1, 2)))
     if len(ks) == 2 and rng.random() < 0.5:  # two connectivities of the same K
         ks[1] = ks[0]
     conns = [(f"c{i + 1}", k) for i, k in enumerate(ks)]
