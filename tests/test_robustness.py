@@ -217,6 +217,27 @@ def test_a_host_compiler_that_never_returns_is_stopped(tmp_path, monkeypatch):
         build_host_library(prog.compiled.source, prog.compiled.kernels)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory cap is set with the shell's ulimit -v")
+def test_a_host_compile_past_its_memory_is_stopped_with_an_error_that_says_so(tmp_path, monkeypatch):
+    """The host compiler's address space is capped (`IRFUSE_CXX_MEMORY`, bytes; by default half
+    the machine's memory): a compile that needs more ends with an error naming the limit and
+    the variable, not with the machine's memory taken. A value that is not a number of bytes
+    is refused by name."""
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    from irfuse.backend.host_compile import build_host_library
+
+    prog = irfuse.compile(MMUL, backend="cpu", pipeline="kas-dce,fuse-each")
+    monkeypatch.setenv("IRFUSE_CXX_MEMORY", str(48 << 20))
+    with pytest.raises(CompileError, match=r"ran out of the 0\.0 GiB it may take \(IRFUSE_CXX_MEMORY sets the limit"):
+        build_host_library(prog.compiled.source, prog.compiled.kernels)
+    for bad in ("lots", "1000"):
+        monkeypatch.setenv("IRFUSE_CXX_MEMORY", bad)
+        with pytest.raises(UsageError, match="IRFUSE_CXX_MEMORY must be a whole number of bytes"):
+            build_host_library(prog.compiled.source, prog.compiled.kernels)
+    monkeypatch.delenv("IRFUSE_CXX_MEMORY")
+    assert build_host_library(prog.compiled.source, prog.compiled.kernels)  # (the default: it builds)
+
+
 def test_gcc_alone_gets_its_own_flags(tmp_path, monkeypatch):
     """The host build adds GCC's own flags (`GCC_FLAGS`) for a compiler whose --version names the
     Free Software Foundation, not for clang or a compiler that does not say."""
