@@ -49,6 +49,7 @@ from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import (DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops,
                                   peak_register_words, time_without_barriers)
+from irfuse.planner.cover_model import CoverModel, statuses
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
 from irfuse.planner.registers import signature
 from irfuse.transforms.barriers import place_barriers
@@ -480,12 +481,8 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
     A cover whose kernels would depend on each other in a cycle (possible with convex
     groups) gets a cut forbidding that combination, and the model is solved again.
     """
-    # (imported here: OR-Tools takes a third of a second to import, which every irfuse-opt
-    # run and every process running a cached program would pay)
-    from ortools.sat.python import cp_model
-
-    model = cp_model.CpModel()
-    x = [model.NewBoolVar(f"c{i}") for i in range(len(configs))]
+    model = CoverModel(len(configs))  # (OR-Tools' solver, loaded at the first solve)
+    optimal, feasible, unknown = statuses()
     index = {id(c): i for i, c in enumerate(configs)}
     covering: dict[tuple[int, int], list[int]] = {}
     for ci, c in enumerate(configs):
@@ -503,40 +500,37 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
                     f"no feasible kernel can run '{op.op_name}' on this device (every implementation exceeds its "
                     "limits: shared memory, registers or threads of a block)", op.location,
                     ["its values are too large for one element's work on chip: split them into smaller ones"]))
-            model.AddExactlyOne(x[i] for i in opts + inherited)
+            model.exactly_one(opts + inherited)
         for node in dag.kernel_loops():
             if covering.get((d, node)):
-                model.Add(sum(x[i] for i in covering[(d, node)] + inherited) <= 1)
+                model.at_most(covering[(d, node)] + inherited, 1)
     scale = 1e10  # objective in units of 0.1 ns
     # Of kernels of equal predicted time the cover takes one element a thread, then blocks of
     # 128 threads (`tie_rank`): a tenth of a nanosecond a rank, which breaks ties and nothing
     # else.
-    model.Minimize(sum((int(round(c.weighted_time * scale)) + tie_rank(c.model.by, c.model.per_thread,
-                                                                       c.model.reduces(), c.model.bx,
-                                                                       c.model.gathers())) * x[i]
-                       for i, c in enumerate(configs)))
+    model.minimize((i, int(round(c.weighted_time * scale)) + tie_rank(c.model.by, c.model.per_thread,
+                                                                        c.model.reduces(), c.model.bx,
+                                                                        c.model.gathers()))
+                   for i, c in enumerate(configs))
     plans: list[Plan] = []
-    solver = cp_model.CpSolver()
-    # One worker: the search, and so the order of plans of equal predicted time, is the same
-    # on every run (a tuned plan is compiled again later by its index).
-    solver.parameters.num_workers = 1
+    # One worker (`CoverModel.solve`): the search, and so the order of plans of equal predicted
+    # time, is the same on every run (a tuned plan is compiled again later by its index).
     left = budget  # deterministic time: the same model stops at the same point on any machine
     short = False
     while len(plans) < top and left > 0:
-        solver.parameters.max_deterministic_time = left
-        status = solver.Solve(model)
-        left -= solver.deterministic_time
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            short |= status == cp_model.UNKNOWN
+        status = model.solve(left)
+        left -= model.deterministic_time
+        if status not in (optimal, feasible):
+            short |= status == unknown
             break
-        short |= status != cp_model.OPTIMAL
-        chosen = [i for i in range(len(configs)) if solver.Value(x[i])]
+        short |= status != optimal
+        chosen = [i for i in range(len(configs)) if model.value(i)]
         cycle = _kernel_cycle(dags, [configs[i] for i in chosen])
         if cycle:
-            model.Add(sum(x[index[id(c)]] for c in cycle) <= len(cycle) - 1)
+            model.at_most([index[id(c)] for c in cycle], len(cycle) - 1)
             continue
         plans.append(Plan([configs[i] for i in chosen], sum(configs[i].weighted_time for i in chosen)))
-        model.Add(sum(x[i] for i in chosen) <= len(chosen) - 1)
+        model.at_most(chosen, len(chosen) - 1)
     short |= len(plans) < top and left <= 0
     if not plans:
         # The budget ran out before an acyclic cover was proven: one kernel per call always is.
