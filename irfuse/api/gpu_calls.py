@@ -69,16 +69,13 @@ class GpuInPlaceRun:
     def run(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray], stream: int) -> tuple | None:
         """Runs on these arrays; returns the key of the graph it launched, if it launched one."""
         key = tuple(a.ptr for a in arrays.values()) + tuple(r.ptr for r in results.values())
-        graph = self.graphs.get(key)
         if stream_capturing(stream):  # (a caller's capture takes the launches, not a graph of ours)
             for slots, given in ((self.inputs, arrays), (self.outputs, results)):
                 for name, slot in slots.items():
                     slot.ptr, slot.nbytes = given[name].ptr, given[name].nbytes
             self.device.on_stream(stream, self.recorded.replay)
             return None
-        if graph is not None:
-            self.graphs.move_to_end(key)
-            graph.launch_on(stream)
+        if self.launch_kept(key, stream):
             return key
         for slots, given in ((self.inputs, arrays), (self.outputs, results)):
             for name, slot in slots.items():
@@ -95,6 +92,16 @@ class GpuInPlaceRun:
             self.seen.popitem(last=False)
         self.device.on_stream(stream, self.recorded.replay)
         return None
+
+    def launch_kept(self, key: tuple, stream: int) -> bool:
+        """Launches the graph kept for this set of addresses on a stream not being captured;
+        False where none is kept (or it was destroyed)."""
+        graph = self.graphs.get(key)
+        if graph is None or not graph.alive:
+            return False
+        self.graphs.move_to_end(key)
+        graph.launch_on(stream)
+        return True
 
     def _capture(self, arrays: dict[str, DeviceArray], results: dict[str, DeviceArray]) -> InPlaceRun:
         """The run on these arrays as a CUDA graph, and, where it is one launch of a kernel
@@ -141,28 +148,15 @@ FAST_FAMILIES = {"torch": (torch_signature, _torch_current_stream),
                   "cupy": (_cupy_signature, _cupy_current_stream)}
 
 
-class Place:
-    """An output's address and size, as `GpuInPlaceRun.run` reads them."""
-
-    __slots__ = ("ptr", "nbytes")
-
-    def __init__(self, ptr: int, nbytes: int):
-        self.ptr, self.nbytes = ptr, nbytes
-
-
-def places_of(made: OutputSets, addresses: tuple[int, ...]) -> dict[str, Place]:
-    """The outputs `made.make` gave, by name, as a run reads them."""
-    return {name: Place(ptr, nbytes) for name, ptr, nbytes in zip(made.names, addresses, made.nbytes)}
-
-
 class FastCall:
     """The last call on PyTorch tensors or CuPy arrays that ran its recorded run: called again
     with the very same array objects (by position or by name), whose addresses, shapes, types
     and contiguity are unchanged, it runs on the current stream with none of the binding and
     checking a call does otherwise (what those checks found still holds). With `out=` it
     launches the graph captured for those arrays; without, it makes the outputs with the
-    library's `empty` (or hands back a set the caller let go of: `OutputSets`) and hands the run their addresses (`GpuInPlaceRun.run`: a graph where
-    that set of addresses was seen before, as a loop that lets go of its last outputs makes)."""
+    library's `empty` (or hands back a set the caller let go of: `OutputSets`) and launches the
+    graph kept for that set of addresses, else hands the run their addresses
+    (`GpuInPlaceRun.run`)."""
 
     def __init__(self, args: tuple, named: dict, out, stream, arrays: list[DeviceArray], bound: GpuInPlaceRun,
                  key: tuple, outputs: Outputs, scalars: dict, handle: int, device, dtype,
@@ -192,12 +186,10 @@ class FastCall:
         # (C-level loops where they can be: this runs at every call of a time-stepping code)
         if stream is not self.stream or self.current_stream is None or not same_out(out, self.out):
             return False
-        if self.scalars:
+        if self.scalars or named or self.named:
             if not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
                 return False
-        elif len(args) != len(self.args) or not all(map(is_, args, self.args)) or \
-                (named or self.named) and not same_arguments(args, named, self.args, self.named, {}, self.dtype,
-                                                             self.bits):
+        elif len(args) != len(self.args) or not all(map(is_, args, self.args)):  # (positional arrays alone)
             return False
         return list(map(self.signature, self.arrays)) == self.signatures
 
@@ -218,14 +210,8 @@ class FastCall:
             graph.launch_on(handle)
             return self.outputs
         made, addresses = self.made.make(handle)
-        graphs = self.bound.graphs
-        key = self.inputs_key + addresses
-        graph = graphs.get(key)
-        if graph is not None and graph.alive:  # (`GpuInPlaceRun.run`'s own first test, made here)
-            graphs.move_to_end(key)
-            graph.launch_on(handle)
-        else:
-            self.bound.run(self.inputs, places_of(self.made, addresses), handle)
+        if not self.bound.launch_kept(self.inputs_key + addresses, handle):  # (the stream is not capturing)
+            self.bound.run(self.inputs, self.made.places(addresses), handle)
         return Outputs(self.outputs._names, made)
 
 

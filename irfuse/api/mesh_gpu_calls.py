@@ -45,7 +45,7 @@ from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, empty_like_family, overlaps,
                                       stream_handle)
-from irfuse.api.gpu_calls import FAST_FAMILIES, places_of
+from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
@@ -237,7 +237,7 @@ class MeshGpuFastCall:
         targets, made = self.targets, None
         if self.made is not None:
             made, addresses = self.made.make(handle, capturing)
-            targets = {**targets, **places_of(self.made, addresses)}
+            targets = {**targets, **self.made.places(addresses)}
         run, slots = self.run, self.slots
         graph = None if capturing else run.graph(slots, targets)  # (one launch)
         if graph is not None:

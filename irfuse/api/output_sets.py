@@ -27,7 +27,7 @@ REUSED_BYTES = 64 << 20  # the most a kept set of outputs may hold (two sets are
 SETS_KEPT = 2  # a loop `y = prog(x)` holds one set while the call makes the next
 
 
-def allocator(model, shape: tuple[int, ...], dtype):
+def _allocator(model, shape: tuple[int, ...], dtype):
     """(make, address of) for new arrays shaped `shape` in `model`'s library (a `DeviceArray`
     of the call): at the cost of the library's own `empty`."""
     if model.family == "torch":
@@ -59,7 +59,7 @@ _FREE: tuple | None = None  # the counts of a tensor nothing but a kept tuple ho
 _storage_use = None
 
 
-def let_go(tensors: tuple, shapes: tuple, addresses: tuple) -> bool:
+def _let_go(tensors: tuple, shapes: tuple, addresses: tuple) -> bool:
     """Whether nothing but `tensors` (a tuple kept here) holds any of these tensors or their
     memory, and each is still the contiguous tensor it was made (`shapes`, `addresses`),
     asking no gradient."""
@@ -80,6 +80,15 @@ def let_go(tensors: tuple, shapes: tuple, addresses: tuple) -> bool:
     return True
 
 
+class Place:
+    """An output's address and size, as a run reads them (`GpuInPlaceRun.run`, `MeshInPlaceRun`)."""
+
+    __slots__ = ("ptr", "nbytes")
+
+    def __init__(self, ptr: int, nbytes: int):
+        self.ptr, self.nbytes = ptr, nbytes
+
+
 class OutputSets:
     """Makes a call's outputs (see the module): `make(stream)` gives the arrays in the
     program's output order (a new list) and their addresses."""
@@ -87,7 +96,7 @@ class OutputSets:
     def __init__(self, model, shapes: dict[str, tuple[int, ...]], dtype):
         self.names = tuple(shapes)
         self.shapes = tuple(tuple(s) for s in shapes.values())
-        self.makers = [allocator(model, shape, dtype) for shape in self.shapes]
+        self.makers = [_allocator(model, shape, dtype) for shape in self.shapes]
         self.nbytes = [int(np.prod(shape)) * np.dtype(dtype).itemsize for shape in self.shapes]
         self.kept: list | None = [] if model.family == "torch" and sum(self.nbytes) <= REUSED_BYTES else None
 
@@ -95,7 +104,7 @@ class OutputSets:
         kept = self.kept
         if kept is not None and not capturing:
             for k, (made, addresses, on) in enumerate(kept):
-                if on == stream and let_go(made, self.shapes, addresses):
+                if on == stream and _let_go(made, self.shapes, addresses):
                     kept.append(kept.pop(k))  # (the most recent last)
                     return list(made), addresses  # (a list of the caller's: the tuple kept is this one's)
         made = tuple(make() for make, _ in self.makers)
@@ -105,3 +114,7 @@ class OutputSets:
             if len(kept) > SETS_KEPT:
                 kept.pop(0)
         return list(made), addresses
+
+    def places(self, addresses: tuple[int, ...]) -> dict[str, Place]:
+        """The outputs `make` gave (at `addresses`), by name, as a run reads them."""
+        return {name: Place(ptr, nbytes) for name, ptr, nbytes in zip(self.names, addresses, self.nbytes)}

@@ -333,14 +333,16 @@ class Program:
         waiting for the GPU. A program over a mesh takes nodal arrays and connectivities
         (`irfuse.api.mesh_calls`; `nodes=`: its number of nodes where no nodal input tells;
         `scatter="atomic"`: its scatters add with atomics, not reproducible)."""
-        fast = self._fast  # (a call on GPU arrays made again, plainly: taken before anything else)
-        if fast is not None and not verify and progress is False and memory_budget is None and out_layout is None \
-                and nodes is None and scatter is None and not self._variants and fast.matches(args, named, out, stream):
-            with self.lock:
-                outputs = fast.launch()
-            if outputs is not None:
-                return outputs
         _check_budget(memory_budget)
+        if not verify and progress is False and out_layout is None and nodes is None and scatter is None:
+            # A call on GPU arrays made again (`gpu_calls.FastCall`): taken before any other check
+            for program in (self, *self._variants.values()) if self._variants else (self,):
+                fast = program._fast
+                if fast is not None and fast.matches(args, named, out, stream):
+                    with program.lock:
+                        outputs = fast.launch()
+                    if outputs is not None:
+                        return outputs
         if self.nodal or self.index_inputs:
             return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress,
                                       nodes, scatter_mode(scatter))
@@ -355,19 +357,12 @@ class Program:
                             progress=report, **named)
         _check_progress(progress)
         report = progress or None
-        if not verify and report is None:
+        if not verify and report is None and memory_budget is None and stream is None:
             for program in (self, *self._variants.values()) if self._variants else (self,):
-                fast = program._fast
-                if fast is not None and fast.matches(args, named, out, stream):
-                    with program.lock:
-                        outputs = fast.launch()
-                        if outputs is not None:
-                            return outputs
-                if memory_budget is None and stream is None:
-                    for fast in program._host_fast:
-                        if fast.matches(args, named, out) and program.memory_budget is None:
-                            with program.lock:
-                                return fast.launch()
+                for fast in program._host_fast:  # (a call in place on host arrays made again)
+                    if fast.matches(args, named, out) and program.memory_budget is None:
+                        with program.lock:
+                            return fast.launch()
         arrays, n, layout = self._arrays(args, named)
         strides = self._view_strides(arrays, out, layout, self._chunked(arrays, memory_budget))
         if layout != self.layout or strides != self.strides:
