@@ -1685,10 +1685,11 @@ def test_calls_again_into_the_same_out_run_as_graphs_and_follow_values_and_numbe
         assert all(torch.equal(a, b) for a, b in zip(made_got, want_s)), k
 
 
-def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_numbers():
+def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_numbers(monkeypatch):
     """The P1 residual and the explicit step called again on the same torch tensors (the fast
     paths of a mesh call and of a program of passes), with new values written into them and
-    new numbers for the scalars, with out= and without: the bits of calls on fresh tensors."""
+    new numbers for the scalars, with out= and without: the bits of calls on fresh tensors; a
+    number the step's passes share is written once a call."""
     import irfuse
 
     torch = _torch()
@@ -1710,6 +1711,18 @@ def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_num
         assert got.r is r and torch.equal(r, want.r) and torch.equal(made.r, want.r), k
         assert s[0] is out[0] and all(torch.equal(a, b) for a, b in zip(s, want_s)), k
     assert res._mesh_fast and step._fast
+    # dt, read by two of the passes, is one word of the step's graph: a new dt, one memset.
+    from irfuse.runtime.cuda_device import CudaDevice
+
+    writes, write = [], CudaDevice._set_words
+    monkeypatch.setattr(CudaDevice, "_set_words", lambda d, ptr, bits, on: (writes.append(ptr), write(d, ptr, bits, on)))
+    s = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, 7e-3, out=out)
+    written = len(writes)
+    fresh = {name: a.clone() for name, a in args.items()}
+    want_s = step(fresh["X"], fresh["u"], fresh["v"], fresh["m"], conn, fresh["dN"], np.float32(1.5),
+                  np.float32(0.75), torch.tensor(7e-3, device="cuda"))
+    torch.cuda.synchronize()
+    assert written == 1 and all(torch.equal(a, b) for a, b in zip(s, want_s))
 
 
 def test_a_linear_operator_on_torch_tensors_is_the_host_one():

@@ -400,13 +400,14 @@ class _PassesGraph:
     of its passes' kernels, launched on the caller's stream: the host pays one launch, not a
     call a pass. Captured on a stream of irfuse's own at the second call made again pass by
     pass into those addresses,
-    each pass's launches onto it (a call on a capturing stream: `CudaDevice.on_stream`); the
-    kernels read the uniform scalars given as numbers from the words each pass's device keeps
-    for the caller's stream (`CudaDevice.scalar`), which every launch writes first where the
-    number changed: a time step that changes at every call costs a memset, not a capture."""
+    each pass's launches onto it (a call on a capturing stream: `CudaDevice.on_stream`); every
+    pass's kernels read the uniform scalars given as numbers from the words the first pass's
+    device keeps for the caller's stream (`CudaDevice.scalar`, `words_owner`), which every
+    launch writes first where the number changed: a time step that changes at every call costs
+    one memset (two in float64), however many passes read it, and never a capture."""
 
-    def __init__(self, work, words: list):
-        self.work, self.words = work, words  # words: (device, input) of each number a pass reads
+    def __init__(self, work, owner, names: list):
+        self.work, self.owner, self.names = work, owner, names  # the numbers' words: owner's
 
     @classmethod
     def again(cls, program, fast: "_StagedFastCall", bound: dict, given: dict, key: tuple, scatter: str) -> None:
@@ -427,11 +428,15 @@ class _PassesGraph:
         numbers = set(fast.numbers.values())
         stages, programs = program._active(None, fast.layout, scatter)
         devices = [p.opened_device() for p in programs]
-        words = [(d, name) for d, stage in zip(devices, stages) for name in stage.inputs if name in numbers]
-        own = devices[0].loop_stream()  # (captured there, not run: launched on the caller's)
+        names = sorted({name for stage in stages for name in stage.inputs if name in numbers})
+        owner = devices[0]
+        bits = dict(fast.bits)
+        for name in names:  # (the owner's words made and written before the capture, in the stream's order)
+            owner.scalar(name, bits[name], fast.handle, capturing=False)
+        own = owner.loop_stream()  # (captured there, not run: launched on the caller's)
         try:
             for d in devices:
-                d.scalar_words_of = fast.handle
+                d.scalar_words_of, d.words_owner = fast.handle, owner
             work = CapturedWork(lambda on: program._run_passes(bound, given, None, fast.layout, fast.m,
                                                                fast.between, on, False, scatter), own.handle)
         except NotCapturable:
@@ -439,8 +444,8 @@ class _PassesGraph:
             return
         finally:
             for d in devices:
-                d.scalar_words_of = None
-        fast.graphs[key] = cls(work, words)
+                d.scalar_words_of = d.words_owner = None
+        fast.graphs[key] = cls(work, owner, names)
         while len(fast.graphs) > GRAPHS_KEPT:
             fast.graphs.popitem(last=False)[1].work.destroy_after(fast.handle)
 
@@ -451,9 +456,10 @@ class _PassesGraph:
         handle = fast.handle
         if stream_capturing(handle):
             return False
-        bits = dict(fast.bits)
-        for device, name in self.words:
-            device.scalar(name, bits[name], handle, capturing=False)
+        if self.names:
+            bits, owner = dict(fast.bits), self.owner
+            for name in self.names:
+                owner.scalar(name, bits[name], handle, capturing=False)
         self.work.launch_on(handle)
         return True
 

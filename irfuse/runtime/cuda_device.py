@@ -181,8 +181,11 @@ class CudaDevice:
         self._streams: dict[int, object] = {}  # CUstream objects of callers' handles, made once
         self._direct: int | None = None  # a capturing caller's stream the launches go onto (`on_stream`)
         # While a graph launched on a caller's stream is captured (a staged call's passes):
-        # that stream, whose scalar words the graph reads, written before each launch (`scalar`).
+        # that stream, whose scalar words the graph reads, written before each launch (`scalar`),
+        # and the device whose words those are: one device's words for every pass of the graph,
+        # so a number read by several passes is one word and one memset a launch.
         self.scalar_words_of: int | None = None
+        self.words_owner: "CudaDevice | None" = None
 
     def make_current(self) -> None:
         """Makes the context current in the calling thread: pushed on the thread's first use
@@ -284,8 +287,9 @@ class CudaDevice:
         `handle` by 32-bit memsets: no copy from the host, no wait, so a time step that changes
         at every call costs one or two memsets and one that does not change costs nothing.
         Each stream has its own word (calls on two streams do not race). A graph to be
-        launched on a caller's stream (`scalar_words_of`) reads that stream's word, which the
-        launch writes first. Any other call captured into a graph (`stream_capturing`: no
+        launched on a caller's stream (`scalar_words_of`) reads that stream's word (of the
+        device `words_owner`, where set: one word for every pass of a staged call's graph),
+        which the launch writes first. Any other call captured into a graph (`stream_capturing`: no
         memory may be allocated then) takes a word that holds this value for every graph that
         reads it (`SCALAR_WORDS` of them, allocated with the first word), the memset captured
         with it. `capturing`: whether the stream is being captured, where the caller knows
@@ -295,7 +299,7 @@ class CudaDevice:
             stream = self._streams[handle] = cuda_driver().CUstream(handle)
         if capturing if capturing is not None else stream_capturing(handle):
             if self.scalar_words_of is not None:  # (a graph launched on that stream: its words)
-                place = self._scalars.get((name, self.scalar_words_of))
+                place = (self.words_owner or self)._scalars.get((name, self.scalar_words_of))
                 if place is None:
                     raise NotCapturable(f"uniform scalar '{name}' has no word for the stream the graph is for")
                 return int(place[0])
