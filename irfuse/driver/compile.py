@@ -83,50 +83,57 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     fewer resident blocks (more registers per thread) until it does not, or one block is
     asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
     many (`_fewer_blocks`); the module is emitted once, a step changing only its launch bounds
-    (`with_min_blocks`). Once a kernel spills, its next steps are compiled side by side,
-    `WIDTH` at a time where cores are idle (`_width`), each in a thread (NVRTC releases the
-    GIL), and each spilling kernel takes its first step that does not spill. ptxas allocates
-    each kernel's registers alone, so a
-    kernel's spills at a step do not depend on the other kernels' steps, and the source kept is
-    the one that taking the steps one compile at a time ends with (compiled again only where no
-    step's source was it: kernels stopping at different steps; tests/test_planner.py checks
-    both ways agree). A module whose kernels do not spill is compiled once, as before.
-    Measured (benchmarks/NOTES.md, Compiling, 2026-11-29): the same source and cubin for 65
-    programs (31 with spills); hex8 in float64 6.3 s instead of 7.1 on two cores.
+    (`with_min_blocks`). Where cores are idle (`_width`), compiles run side by side, each in a
+    thread (NVRTC releases the GIL): the first compile of the module beside the one at every
+    kernel's first step (which a spilling kernel needs next, so it does not wait for the first
+    to find the spill), and each later round `_width` steps of every kernel still spilling.
+    ptxas allocates each kernel's registers alone, so a kernel's spills at a step do not depend
+    on the other kernels' steps: every compile tells, for each of its kernels, whether it
+    spills at that kernel's step (`spills`), and each spilling kernel takes its first step that
+    does not. The source kept is the one that taking the steps one compile at a time ends with
+    (compiled again only where no compile's source was it: kernels stopping at different
+    steps; tests/test_planner.py checks both ways agree). Measured (benchmarks/NOTES.md,
+    Compiling): the same source and cubin for 65 programs (31 with spills).
     """
     element = module_element_type(module)
-    min_blocks: dict[str, int] = {}
-    emitted = emit_module(module, element, min_blocks, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels)
-    cubin = compiler_for("cuda").compile(emitted.source, emitted.kernels, element, arch) if compile_gpu else None
-    if cubin is None:
-        return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
-    steps = {k.name: _fewer_blocks(k.min_blocks, k.threads) for k in emitted.kernels if _spills(cubin, k)}
-    emitted_once = emitted  # (every kernel at its own minimum: each level sets only its bounds)
-    at = 0  # steps taken
+    emitted = emit_module(module, element, {}, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels)
+    if not compile_gpu:
+        return CompiledProgram(module, element.name, emitted.source, emitted.kernels, None)
     width = _width()
-    while steps:
-        levels = []  # each spilling kernel at its next steps (or its last)
-        for i in range(at, min(at + width, max(len(s) for s in steps.values()))):
-            levels.append({**min_blocks, **{name: s[min(i, len(s) - 1)] for name, s in steps.items()}})
-        compiled = _compile_each(emitted_once, element, levels, arch)
-        for name, s in list(steps.items()):
-            for j, (e, c) in enumerate(compiled):
-                i = min(at + j, len(s) - 1)
-                if not _spills(c, _kernel(e, name)):
-                    min_blocks[name] = s[i]
-                    del steps[name]
+    steps = {k.name: _fewer_blocks(k.min_blocks, k.threads) for k in emitted.kernels}
+    steps = {name: s for name, s in steps.items() if s}
+    spills: dict[tuple[str, int], bool] = {}  # (kernel, resident blocks) -> whether it spills there
+    compiled: list[tuple] = []  # (emitted, cubin) of every compile
+
+    def compile_at(levels: list[dict[str, int]]) -> None:
+        for e, c in _compile_each(emitted, element, levels, arch):
+            compiled.append((e, c))
+            for k in e.kernels:
+                spills[(k.name, k.min_blocks)] = _spills(c, k)
+
+    compile_at([{}] + ([{name: s[0] for name, s in steps.items()}] if width > 1 and steps else []))
+    at = {k.name: k.min_blocks for k in emitted.kernels}  # each kernel's resident blocks so far
+    while True:
+        unknown = {}  # spilling kernels -> their steps from the first not yet compiled
+        for name in at:
+            while spills[(name, at[name])]:
+                step = next((b for b in steps.get(name, ()) if b < at[name]), None)
+                if step is None:
                     break
-        at += len(levels)
-        for name, s in steps.items():  # (still spilling: at its last step compiled)
-            min_blocks[name] = s[min(at - 1, len(s) - 1)]
-        kept = next((c for level, c in zip(levels, compiled) if level == min_blocks), None)
-        if kept is not None:
-            emitted, cubin = kept
-        else:
-            emitted = with_min_blocks(emitted_once, min_blocks)
-            cubin = compiler_for("cuda").compile(emitted.source, emitted.kernels, element, arch)
-        steps = {n: s for n, s in steps.items() if _spills(cubin, _kernel(emitted, n))}
-    return CompiledProgram(module, element.name, emitted.source, emitted.kernels, cubin)
+                if (name, step) not in spills:
+                    unknown[name] = [b for b in steps[name] if b <= step]
+                    break
+                at[name] = step
+        if unknown:
+            rounds = min(width, max(map(len, unknown.values())))
+            compile_at([{**at, **{name: s[min(j, len(s) - 1)] for name, s in unknown.items()}}
+                        for j in range(rounds)])
+            continue
+        kept = next(((e, c) for e, c in compiled if {k.name: k.min_blocks for k in e.kernels} == at), None)
+        if kept is None:  # (kernels stopping at different steps: each compiled, not all at once)
+            compile_at([dict(at)])
+            continue
+        return CompiledProgram(module, element.name, kept[0].source, kept[0].kernels, kept[1])
 
 
 WIDTH = 2  # steps compiled side by side where cores are idle (see `_width`)
@@ -179,10 +186,13 @@ def _kernel(emitted, name: str):
 def _compile_each(emitted_once: EmittedModule, element, levels: list[dict[str, int]], arch: str | None
                   ) -> list[tuple]:
     """(emitted, cubin) of the module emitted once (`emitted_once`) at each of `levels` (kernel
-    -> resident blocks), compiled side by side, each in a thread."""
+    -> resident blocks), compiled side by side, each in a thread (one: in this one)."""
     from concurrent.futures import ThreadPoolExecutor
 
     nvrtc = compiler_for("cuda")
+    if len(levels) == 1:
+        emitted = with_min_blocks(emitted_once, levels[0])
+        return [(emitted, nvrtc.compile(emitted.source, emitted.kernels, element, arch))]
     with ThreadPoolExecutor(max_workers=len(levels)) as pool:
         futures = []
         for level in levels:
