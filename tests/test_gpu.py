@@ -1656,7 +1656,7 @@ def test_calls_again_into_the_same_out_run_as_graphs_and_follow_values_and_numbe
         got = res(args["X"], args["u"], conn, args["dN"], 1.5, mu, out=r)
         s = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, dt, out=out)
         assert got.r is r and s[0] is out[0] and s[1] is out[1]
-        graphs.append(next((f.graphs.get(()) for f in step._fast if f.made is None), None))
+        graphs.append(next((f.graphs.get(((), ())) for f in step._fast if f.made is None), None))
         made = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, dt)
         seen.append(({name: a.clone() for name, a in args.items()}, mu, dt, r.clone(), [a.clone() for a in out],
                      [a.clone() for a in made]))
@@ -1714,6 +1714,9 @@ def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_num
     # dt, read by two of the passes, is one word of the step's graph: a new dt, one memset.
     from irfuse.runtime.cuda_device import CudaDevice
 
+    for dt in (2e-3, 3e-3, 4e-3):  # (made again: pass by pass twice, then its graph is captured)
+        step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, dt, out=out)
+    assert any(fast.graphs for fast in step._fast)
     writes, write = [], CudaDevice._set_words
     monkeypatch.setattr(CudaDevice, "_set_words", lambda d, ptr, bits, on: (writes.append(ptr), write(d, ptr, bits, on)))
     s = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, 7e-3, out=out)
@@ -1723,6 +1726,31 @@ def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_num
                   np.float32(0.75), torch.tensor(7e-3, device="cuda"))
     torch.cuda.synchronize()
     assert written == 1 and all(torch.equal(a, b) for a, b in zip(s, want_s))
+
+
+def test_a_loop_feeding_a_steps_outputs_back_replays_its_graphs(monkeypatch):
+    """`u, v = step(X, u, v, ...)` without out=: each call's inputs are the last call's
+    outputs, new tensors alike the first call's; the outputs settle into two sets in turn,
+    each call then one graph launch, and the bits are `irfuse.time_loop`'s of the same steps."""
+    import irfuse
+    from irfuse.api.staged_programs import _PassesGraph
+
+    torch = _torch()
+    step, args, conn, _ = _explicit_step_on(torch)
+    launched, run = [], _PassesGraph.run
+    monkeypatch.setattr(_PassesGraph, "run", lambda graph, fast: launched.append(run(graph, fast)) or launched[-1])
+    u, v, where = args["u"].clone(), args["v"].clone(), []
+    for k in range(16):
+        if k == 10:
+            launched.clear()
+        u, v = step(args["X"], u, v, args["m"], conn, args["dN"], 1.5, 0.75, 1e-3)
+        where.append((u.data_ptr(), v.data_ptr()))
+    want = irfuse.time_loop(step, 16, {"u": "u1", "v": "v1"}, X=args["X"], u=args["u"], v=args["v"], m=args["m"],
+                            conn=conn, dN=args["dN"], lam=1.5, mu=0.75, dt=1e-3)
+    torch.cuda.synchronize()
+    assert torch.equal(u, want.u1) and torch.equal(v, want.v1)
+    assert where[-1] == where[-3] == where[-5] and where[-2] == where[-4] and where[-1] != where[-2]
+    assert launched == [True] * 6  # (the last six calls: one graph launch each)
 
 
 def test_a_linear_operator_on_torch_tensors_is_the_host_one():

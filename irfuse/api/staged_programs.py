@@ -20,7 +20,7 @@ from collections import OrderedDict
 import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length,
-                                  same_out)
+                                  same_out, scalar_bits)
 from irfuse.api.device_arrays import device_array, stream_handle
 from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
@@ -123,6 +123,7 @@ class StagedProgram:
                     if fast.replay is not None and fast.replay.run(fast.bits):
                         return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
                     given, key = fast.outputs_made() if fast.made is not None else (fast.given, ())
+                    key = (fast.addresses, key)  # (the arrays' addresses, the outputs')
                     graph = fast.graphs.get(key) if fast.graphable else None
                     if graph is not None and graph.run(fast):
                         return Outputs(self.outputs, [given[k] for k in self.outputs])
@@ -134,6 +135,8 @@ class StagedProgram:
                         fast.replay = _PassesReplay.of(self, calls, fast.given)
                     elif fast.graphable:
                         _PassesGraph.again(self, fast, bound, given, key, scatter)
+                    if fast.made is not None:
+                        self._forget_pass_calls()
                     return Outputs(self.outputs, [made[k] for k in self.outputs])
         bound = bind_inputs(self.inputs, args, named, self)
         given = bind_outputs(self.outputs, out) if out is not None else {}
@@ -162,6 +165,15 @@ class StagedProgram:
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
+
+    def _forget_pass_calls(self) -> None:
+        """Drops the fast calls the passes' programs kept of a call run pass by pass: without
+        `out=` they hold the call's arrays and outputs, which the staged call's output sets
+        (`OutputSets`) must see let go of to hand them back (a loop `u, v = step(X, u, v, ...)`
+        then alternates between two sets, whose graphs it replays)."""
+        for program in (*self.programs, *(self.fused_programs or ())):
+            program._fast = None
+            program._mesh_fast = []
 
     def _active(self, budget, layout: str, scatter: str) -> tuple[list, list]:
         """(stages, programs) a call runs: the fused stages where the compiler made them and
@@ -332,7 +344,8 @@ class _StagedFastCall:
     the same objects; NumPy arrays, PyTorch tensors or CuPy arrays unchanged in shape, type and
     strides, `Connectivity` objects) and any numbers for its uniform scalars: the passes run
     without the binding and checks of the whole call (each pass's own call takes its fast
-    path in turn). `usable`: whether the call's arguments allow it."""
+    path in turn); on the GPU without `out=`, arrays alike the kept ones too (`_alike`), the
+    passes' graphs kept by their addresses. `usable`: whether the call's arguments allow it."""
 
     def __init__(self, program, args: tuple, named: dict, out, stream, nodes, scatter: str, given: dict, layout: str,
                  m, between: dict, results: dict):
@@ -368,6 +381,18 @@ class _StagedFastCall:
                                    self.dtype)
         self.graphs: OrderedDict[tuple, _PassesGraph] = OrderedDict()
         self.seen: OrderedDict[tuple, None] = OrderedDict()  # (made pass by pass once: `_PassesGraph.again`)
+        # On the GPU without out=, arrays alike the kept ones (`_alike`) take their place: a loop
+        # feeding a call's outputs back as its inputs gives new arrays at every call. The
+        # passes' graphs are kept by the arrays' addresses too (`addresses`: () for the kept ones).
+        self.addresses: tuple = ()
+        self.slots = []  # (position or name, kept argument, its signature's function, signature)
+        for k, v in [*((k, args[k]) for k in range(len(args)) if k not in self.numbers),
+                     *((name, v) for name, v in named.items() if name not in self.numbers)]:
+            signature_of = None if isinstance(v, Connectivity) else _signature_of(v)
+            self.slots.append((k, v, signature_of, None if signature_of is None else signature_of(v)))
+        self.alike = self.made is not None and all(
+            signature_of is None and isinstance(v, Connectivity) or _device_of(v) is not None
+            for _, v, signature_of, _ in self.slots)
 
     def outputs_made(self) -> tuple[dict, tuple]:
         """New outputs (by name) made with the library's `empty` (or a set the caller let go
@@ -387,11 +412,41 @@ class _StagedFastCall:
                 or nodes != self.nodes or scatter != self.scatter or not same_out(out, self.out):
             return False
         if not same_arguments(args, named, self.args, self.named, self.numbers, self.dtype, self.bits):
-            return False
+            return self.alike and self._alike(args, named) and stream_handle(stream, self.model) == self.handle
         for a, signature_of, signature in self.held:
             if signature_of(a) != signature:
                 return False
+        self.addresses = ()
         return self.model is None or stream_handle(stream, self.model) == self.handle
+
+    def _alike(self, args: tuple, named: dict) -> bool:
+        """Whether arrays other than the kept ones (by position and name; numbers by value,
+        `Connectivity` objects the same) are alike them: the same library, shape, type,
+        contiguity and device, at addresses of the same alignment; their addresses then in
+        `addresses`, the numbers' bits in `bits`. The passes' graphs are kept by those
+        addresses, so arrays alike at addresses seen before replay a graph."""
+        bits = self.bits
+        bits.clear()
+        for k, name in self.numbers.items():
+            value = scalar_bits(args[k] if type(k) is int else named.get(k), self.dtype)
+            if value is None:
+                return False
+            bits.append((name, value))
+        addresses = []
+        for k, kept, signature_of, signature in self.slots:
+            a = args[k] if type(k) is int else named.get(k)
+            if type(a) is not type(kept):
+                return False
+            if signature_of is None:  # (a Connectivity)
+                if a is not kept:
+                    return False
+                continue
+            now = signature_of(a)
+            if now[1:] != signature[1:] or (now[0] - signature[0]) % 256 or _device_of(a) != _device_of(kept):
+                return False
+            addresses.append(now[0])
+        self.addresses = tuple(addresses)
+        return True
 
 
 class _PassesGraph:
@@ -528,6 +583,14 @@ def _signature(v) -> tuple | None:
         return ()
     signature_of = _signature_of(v)
     return None if signature_of is None else signature_of(v)
+
+
+def _device_of(v) -> int | None:
+    """The GPU a PyTorch CUDA tensor or a CuPy array is on (None for anything else)."""
+    family = type(v).__module__.split(".")[0]
+    if family == "torch":
+        return v.get_device() if v.is_cuda else None
+    return v.device.id if family == "cupy" else None
 
 
 def _numpy_signature(v: np.ndarray) -> tuple:
