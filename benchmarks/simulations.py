@@ -11,7 +11,9 @@
    the batch) on 1,024 elements; the P1 residual with a `Connectivity` and the explicit step
    (`examples/mesh/explicit_step.kas`, three passes) on 24,576 tetrahedra; each with `out=`,
    without (outputs made by torch's allocator) and with its uniform scalars as Python numbers
-   that change at every call. Peers: torch eager, `torch.compile` (default and
+   that change at every call; and the P1 residual on a new `u` at every call, as a loop that
+   updates `u` with torch's operations meets it (`u = torch.add(u, r)`, timed with it and
+   alone). Peers: torch eager, `torch.compile` (default and
    `mode="reduce-overhead"`) and `jax.jit` of SyncTest and of the explicit step (the P1
    residual in array code with `index_add_` / `.at[].add`), and a bare CUDA graph launch of
    one small kernel (`torch.cuda.CUDAGraph.replay`: the floor).
@@ -267,6 +269,15 @@ def main(argv=None) -> int:
         lambda: res(t["X"], t["u"], prepared, t["dN"], lam32, mu32, out=r_out), calls, sync)
     rows["P1 residual 24,576 tets, Connectivity, no out="] = back_to_back(
         lambda: res(t["X"], t["u"], prepared, t["dN"], lam32, mu32), calls, sync)
+    state = {"u": t["u"].clone()}
+
+    def p1_on_a_new_u():  # (a loop updating u with the array library's operations: a new u each call)
+        r = res(t["X"], state["u"], prepared, t["dN"], lam32, mu32).r
+        state["u"] = torch.add(state["u"], r, alpha=1e-9)
+    rows["P1 residual 24,576 tets, a new u each call, no out=, with u = torch.add(u, r)"] = back_to_back(
+        p1_on_a_new_u, calls, sync)
+    rows["torch.add(u, r) alone (that loop's update)"] = back_to_back(
+        lambda: torch.add(t["u"], r_out, alpha=1e-9), calls, sync)
     step = irfuse.compile(os.path.join(EXAMPLES, "mesh", "explicit_step.kas"), backend="cuda")
     s_out = [torch.empty_like(t["u"]), torch.empty_like(t["u"])]
     dt_t = torch.tensor(DT, device="cuda")

@@ -1753,6 +1753,71 @@ def test_a_loop_feeding_a_steps_outputs_back_replays_its_graphs(monkeypatch):
     assert launched == [True] * 6  # (the last six calls: one graph launch each)
 
 
+def test_a_loop_making_a_new_input_at_every_call_replays_a_programs_graphs(monkeypatch):
+    """SyncTest without out= on a new `A` at every call (`A = torch.add(A, F, alpha=h)`): the
+    arrays alike the first call's take its place, the run's graph kept by their addresses
+    (the last six calls launch one each), and each result has the bits of a call on that `A`
+    through the whole call's checks (out=: not the fast path)."""
+    import irfuse
+    from irfuse.api.gpu_calls import GpuInPlaceRun
+
+    torch = _torch()
+    prog = irfuse.compile(next(p for p in EXAMPLES if p.endswith("synctest.kas")), backend="cuda")
+    A = torch.from_numpy(np.random.default_rng(5).random((1000, 3, 3), dtype=np.float32)).cuda()
+    launched, launch_kept = [], GpuInPlaceRun.launch_kept
+    monkeypatch.setattr(GpuInPlaceRun, "launch_kept", lambda run, key, stream: launched.append(
+        launch_kept(run, key, stream)) or launched[-1])
+    ins, outs = torch.empty((14, *A.shape), device="cuda"), torch.empty((14, *A.shape), device="cuda")
+    for k in range(14):
+        if k == 8:
+            launched.clear()
+        F = prog(A).F
+        ins[k].copy_(A)
+        outs[k].copy_(F)
+        A = torch.add(A, F, alpha=1e-3)
+    assert launched == [True] * 6
+    monkeypatch.undo()
+    for k in range(14):
+        want = torch.empty_like(A)
+        prog(ins[k].clone(), out=want)
+        assert torch.equal(outs[k], want), k
+
+
+def test_a_loop_making_a_new_input_at_every_call_replays_a_mesh_programs_graphs(monkeypatch):
+    """The P1 residual without out= on a new `u` at every call (`u = torch.add(u, r, alpha=h)`):
+    the arrays alike the first call's take their place, the run's graph kept by their
+    addresses (the last six calls launch one), and each result has the bits of a call on
+    that `u` through the whole call's checks (out=: not the fast path)."""
+    import irfuse
+    from irfuse.mesh import Connectivity, box_tetrahedra
+    from irfuse.runtime.mesh_runs import MeshInPlaceRun
+
+    torch = _torch()
+    X, conn = box_tetrahedra(5, numbering="random", seed=4)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    t = {"X": torch.from_numpy(X.astype(np.float32)).cuda(), "dN": torch.from_numpy(dN).cuda()}
+    u = torch.from_numpy((1e-2 * np.random.default_rng(4).standard_normal(X.shape)).astype(np.float32)).cuda()
+    res = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
+    c = Connectivity(conn, len(X))
+    graphs, graph = [], MeshInPlaceRun.graph
+    monkeypatch.setattr(MeshInPlaceRun, "graph", lambda run, given, results: graphs.append(
+        graph(run, given, results)) or graphs[-1])
+    us, rs = torch.empty((14, *u.shape), device="cuda"), torch.empty((14, *u.shape), device="cuda")
+    for k in range(14):
+        if k == 8:
+            graphs.clear()
+        r = res(t["X"], u, c, t["dN"], 1.5, 0.75).r
+        us[k].copy_(u)
+        rs[k].copy_(r)
+        u = torch.add(u, r, alpha=1e-3)
+    assert len(graphs) == 6 and all(g is not None for g in graphs)
+    monkeypatch.undo()
+    for k in range(14):
+        want = torch.empty_like(u)
+        res(t["X"], us[k].clone(), c, t["dN"], 1.5, 0.75, out=want)
+        assert torch.equal(rs[k], want), k
+
+
 def test_a_linear_operator_on_torch_tensors_is_the_host_one():
     """`irfuse.linear_operator` of the P1 residual on CUDA tensors (a boolean mask of fixed
     components on the GPU too): its products are the CPU backend's operator's."""

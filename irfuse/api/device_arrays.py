@@ -148,6 +148,15 @@ def device_array(value: object) -> DeviceArray | None:
         raise UsageError(f"a {type(value).__qualname__} has a malformed __cuda_array_interface__ ({e})") from None
 
 
+def device_of(v) -> int | None:
+    """The GPU a PyTorch CUDA tensor or a CuPy array is on (None for anything else): what a
+    call made again on arrays alike the kept ones compares (`_StagedFastCall`, `MeshGpuFastCall`)."""
+    family = type(v).__module__.split(".")[0]
+    if family == "torch":
+        return v.get_device() if v.is_cuda else None
+    return v.device.id if family == "cupy" else None
+
+
 def first_array(arrays: dict):
     """The array a call's place and output library follow: its first GPU array, else its
     first argument (None: no arguments)."""

@@ -22,11 +22,11 @@ from collections import OrderedDict
 from operator import is_
 
 
-from irfuse.api.arguments import bind_outputs, out_snapshot, same_arguments, same_out
-from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, empty_like_family, first_array, \
-    overlaps, stream_handle
+from irfuse.api.arguments import bind_outputs, out_snapshot, same_arguments, same_out, scalar_bits
+from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, device_of, empty_like_family, \
+    first_array, overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
-from irfuse.api.output_sets import OutputSets
+from irfuse.api.output_sets import OutputSets, Place
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.artifact import Artifact
 from irfuse.diagnostics import NotCapturable, UsageError
@@ -181,6 +181,15 @@ class FastCall:
         self.made = None if shapes is None else OutputSets(arrays[0], shapes, dtype)
         # (the inputs' part of the key of the run's graphs, `GpuInPlaceRun.run`: these addresses)
         self.inputs_key = None if inputs is None else tuple(a.ptr for a in inputs.values())
+        # Without out=, contiguous arrays alike the kept ones take their place (`_alike`): a
+        # loop that makes a new input at every step replays the run's graph kept for the
+        # addresses. `places`, `places_key`: the run's inputs this call, and their addresses.
+        self.places, self.places_key = inputs, self.inputs_key
+        self.slots = [] if inputs is None else [
+            (k if k < len(args) else name, name, a.obj, a.nbytes, signature(a.obj))
+            for k, (name, a) in enumerate(inputs.items()) if a.obj is not None]
+        self.alike = self.made is not None and all(sig[-1] is True and device_of(kept) is not None
+                                                   for _, _, kept, _, sig in self.slots)
 
     def matches(self, args: tuple, named: dict, out, stream) -> bool:
         # (C-level loops where they can be: this runs at every call of a time-stepping code)
@@ -188,10 +197,38 @@ class FastCall:
             return False
         if self.scalars or named or self.named:
             if not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
-                return False
+                return self.alike and self._alike(args, named)
         elif len(args) != len(self.args) or not all(map(is_, args, self.args)):  # (positional arrays alone)
+            return self.alike and self._alike(args, named)
+        if list(map(self.signature, self.arrays)) != self.signatures:
             return False
-        return list(map(self.signature, self.arrays)) == self.signatures
+        self.places, self.places_key = self.inputs, self.inputs_key
+        return True
+
+    def _alike(self, args: tuple, named: dict) -> bool:
+        """Whether the arguments are the kept call's but for arrays alike the kept ones (the
+        same library, shape, type and device, contiguous, at addresses of the same 256-byte
+        alignment): the run's inputs then in `places`, the numbers' bits in `bits`."""
+        if len(args) != len(self.args) or len(named) != len(self.named):
+            return False
+        bits = self.bits
+        bits.clear()
+        for k, name in self.scalars.items():
+            value = scalar_bits(args[k] if type(k) is int else named.get(k), self.dtype)
+            if value is None:
+                return False
+            bits.append((name, value))
+        places, signature = dict(self.inputs), self.signature
+        for k, name, kept, nbytes, sig in self.slots:
+            a = args[k] if type(k) is int else named.get(k)
+            if type(a) is not type(kept):
+                return False
+            now = signature(a)
+            if now[1:] != sig[1:] or (now[0] - sig[0]) % 256 or a is not kept and device_of(a) != device_of(kept):
+                return False
+            places[name] = Place(now[0], nbytes)
+        self.places, self.places_key = places, tuple(a.ptr for a in places.values())
+        return True
 
     def launch(self) -> Outputs | None:
         """Runs the call; its outputs, or None where it must take the slow path after all."""
@@ -210,8 +247,8 @@ class FastCall:
             graph.launch_on(handle)
             return self.outputs
         made, addresses = self.made.make(handle)
-        if not self.bound.launch_kept(self.inputs_key + addresses, handle):  # (the stream is not capturing)
-            self.bound.run(self.inputs, self.made.places(addresses), handle)
+        if not self.bound.launch_kept(self.places_key + addresses, handle):  # (the stream is not capturing)
+            self.bound.run(self.places, self.made.places(addresses), handle)
         return Outputs(self.outputs._names, made)
 
 

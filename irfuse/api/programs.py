@@ -338,9 +338,9 @@ class Program:
             # A call on GPU arrays made again (`gpu_calls.FastCall`): taken before any other check
             for program in (self, *self._variants.values()) if self._variants else (self,):
                 fast = program._fast
-                if fast is not None and fast.matches(args, named, out, stream):
-                    with program.lock:
-                        outputs = fast.launch()
+                if fast is not None:
+                    with program.lock:  # (what `matches` finds, `launch` reads: one call at a time)
+                        outputs = fast.launch() if fast.matches(args, named, out, stream) else None
                     if outputs is not None:
                         return outputs
         if self.nodal or self.index_inputs:
@@ -427,11 +427,10 @@ class Program:
                         return fast.launch()
         if not verify and progress is False and memory_budget is None:
             for fast in self._mesh_fast:
-                if fast.matches(args, named, out, stream, nodes, scatter):
-                    with self.lock:
-                        outputs = fast.launch()
-                    if outputs is not None:
-                        return outputs
+                with self.lock:  # (what `matches` finds, `launch` reads: one call at a time)
+                    outputs = fast.launch() if fast.matches(args, named, out, stream, nodes, scatter) else None
+                if outputs is not None:
+                    return outputs
         bound = bind_inputs(self.inputs, args, named, self)
         if on_gpu(bound):
             if memory_budget is not None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length,
                                   same_out, scalar_bits)
-from irfuse.api.device_arrays import device_array, stream_handle
+from irfuse.api.device_arrays import device_array, device_of, stream_handle
 from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
 from irfuse.api.host_calls import replay_at
@@ -79,6 +79,7 @@ class StagedProgram:
         self.memory_budget: int | None = None
         self._spec: tuple | None = None
         self.lock = threading.Lock()
+        self._calls = threading.RLock()  # (a call made again: what `again` finds, the call reads)
         self._uniform_copies: OrderedDict = OrderedDict()  # (see _uniforms_beside)
         # The arrays one pass makes and a later one reads, kept for the next call on arrays of
         # the same shapes, types and place (`_between_key`): a call allocates only its outputs,
@@ -118,26 +119,10 @@ class StagedProgram:
                              "structures")
         scatter = scatter_mode(scatter)
         if not verify and progress is False and memory_budget is None and self.memory_budget is None:
-            for fast in self._fast:
-                if fast.again(args, named, out, stream, nodes, scatter):
-                    if fast.replay is not None and fast.replay.run(fast.bits):
-                        return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
-                    given, key = fast.outputs_made() if fast.made is not None else (fast.given, ())
-                    key = (fast.addresses, key)  # (the arrays' addresses, the outputs')
-                    graph = fast.graphs.get(key) if fast.graphable else None
-                    if graph is not None and graph.run(fast):
-                        return Outputs(self.outputs, [given[k] for k in self.outputs])
-                    calls: list = []
-                    bound = {**dict(zip(self.inputs, args)), **named}
-                    made = self._run_passes(bound, given, None, fast.layout, fast.m, fast.between, stream,
-                                            False, scatter, calls)
-                    if self.backend == "cpu" and fast.replay is None:
-                        fast.replay = _PassesReplay.of(self, calls, fast.given)
-                    elif fast.graphable:
-                        _PassesGraph.again(self, fast, bound, given, key, scatter)
-                    if fast.made is not None:
-                        self._forget_pass_calls()
-                    return Outputs(self.outputs, [made[k] for k in self.outputs])
+            with self._calls:
+                outputs = self._again(args, named, out, stream, nodes, scatter)
+            if outputs is not None:
+                return outputs
         bound = bind_inputs(self.inputs, args, named, self)
         given = bind_outputs(self.outputs, out) if out is not None else {}
         budget = memory_budget if memory_budget is not None else self.memory_budget
@@ -165,6 +150,30 @@ class StagedProgram:
             if not report.ok:
                 raise ExecutionError(f"{self.name}: the outputs disagree with the NumPy reference: {report}")
         return outputs
+
+    def _again(self, args: tuple, named: dict, out, stream, nodes, scatter: str) -> Outputs | None:
+        """A call made again (`_StagedFastCall`): its outputs, or None where none matches."""
+        for fast in self._fast:
+            if fast.again(args, named, out, stream, nodes, scatter):
+                if fast.replay is not None and fast.replay.run(fast.bits):
+                    return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
+                given, key = fast.outputs_made() if fast.made is not None else (fast.given, ())
+                key = (fast.addresses, key)  # (the arrays' addresses, the outputs')
+                graph = fast.graphs.get(key) if fast.graphable else None
+                if graph is not None and graph.run(fast):
+                    return Outputs(self.outputs, [given[k] for k in self.outputs])
+                calls: list = []
+                bound = {**dict(zip(self.inputs, args)), **named}
+                made = self._run_passes(bound, given, None, fast.layout, fast.m, fast.between, stream,
+                                        False, scatter, calls)
+                if self.backend == "cpu" and fast.replay is None:
+                    fast.replay = _PassesReplay.of(self, calls, fast.given)
+                elif fast.graphable:
+                    _PassesGraph.again(self, fast, bound, given, key, scatter)
+                if fast.made is not None:
+                    self._forget_pass_calls()
+                return Outputs(self.outputs, [made[k] for k in self.outputs])
+        return None
 
     def _forget_pass_calls(self) -> None:
         """Drops the fast calls the passes' programs kept of a call run pass by pass: without
@@ -391,8 +400,8 @@ class _StagedFastCall:
             signature_of = None if isinstance(v, Connectivity) else _signature_of(v)
             self.slots.append((k, v, signature_of, None if signature_of is None else signature_of(v)))
         self.alike = self.made is not None and all(
-            signature_of is None and isinstance(v, Connectivity) or _device_of(v) is not None
-            for _, v, signature_of, _ in self.slots)
+            signature_of is None and isinstance(v, Connectivity) or device_of(v) is not None and signature[-1] is True
+            for _, v, signature_of, signature in self.slots)
 
     def outputs_made(self) -> tuple[dict, tuple]:
         """New outputs (by name) made with the library's `empty` (or a set the caller let go
@@ -421,8 +430,8 @@ class _StagedFastCall:
 
     def _alike(self, args: tuple, named: dict) -> bool:
         """Whether arrays other than the kept ones (by position and name; numbers by value,
-        `Connectivity` objects the same) are alike them: the same library, shape, type,
-        contiguity and device, at addresses of the same alignment; their addresses then in
+        `Connectivity` objects the same) are alike them: the same library, shape, type and
+        device, contiguous, at addresses of the same 256-byte alignment; their addresses then in
         `addresses`, the numbers' bits in `bits`. The passes' graphs are kept by those
         addresses, so arrays alike at addresses seen before replay a graph."""
         bits = self.bits
@@ -442,7 +451,7 @@ class _StagedFastCall:
                     return False
                 continue
             now = signature_of(a)
-            if now[1:] != signature[1:] or (now[0] - signature[0]) % 256 or _device_of(a) != _device_of(kept):
+            if now[1:] != signature[1:] or (now[0] - signature[0]) % 256 or device_of(a) != device_of(kept):
                 return False
             addresses.append(now[0])
         self.addresses = tuple(addresses)
@@ -583,14 +592,6 @@ def _signature(v) -> tuple | None:
         return ()
     signature_of = _signature_of(v)
     return None if signature_of is None else signature_of(v)
-
-
-def _device_of(v) -> int | None:
-    """The GPU a PyTorch CUDA tensor or a CuPy array is on (None for anything else)."""
-    family = type(v).__module__.split(".")[0]
-    if family == "torch":
-        return v.get_device() if v.is_cuda else None
-    return v.device.id if family == "cupy" else None
 
 
 def _numpy_signature(v: np.ndarray) -> tuple:
