@@ -187,7 +187,7 @@ class FastCall:
         self.places, self.places_key = inputs, self.inputs_key
         self.slots = [] if inputs is None else [
             (k if k < len(args) else name, name, a.obj, a.nbytes, signature(a.obj))
-            for k, (name, a) in enumerate(inputs.items()) if a.obj is not None]
+            for k, (name, a) in enumerate(inputs.items()) if a.obj is not None and a.family == arrays[0].family]
         self.alike = self.made is not None and all(sig[-1] is True and device_of(kept) is not None
                                                    for _, _, kept, _, sig in self.slots)
 

@@ -220,7 +220,8 @@ class MeshGpuFastCall:
         self.places = self.slots
         self.arrays = [(k if k < len(args) else name, name, given[name], signature(given[name]))
                        for k, name in enumerate(program.inputs) if name not in scalars
-                       and isinstance(slots.get(name), Slot) and device_array(given[name]) is not None]
+                       and isinstance(slots.get(name), Slot) and device_array(given[name]) is not None
+                       ] if self.usable else []  # (usable: every array of the model's library)
         self.others = [(k if k < len(args) else name, given[name]) for k, name in enumerate(program.inputs)
                        if name not in scalars and not any(name == a[1] for a in self.arrays)]
         self.alike = self.made is not None and self.usable and all(
