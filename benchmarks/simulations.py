@@ -118,7 +118,9 @@ def kernel_seconds(torch, fn, count: int) -> float:
 def cpu_calls(cubes: int, calls: int) -> dict:
     """The explicit step on the CPU backend (NumPy arrays, `out=`, numbers for its scalars):
     microseconds a call back to back, a step of `irfuse.time_loop`, and its kernels alone (each
-    pass's recorded run replayed on the same arrays), and the P1 residual likewise."""
+    pass's recorded run replayed on the same arrays), and the P1 residual likewise; both
+    called without `out=`, and as loops written in Python make new arrays at every call (the
+    step's outputs fed back; `u` updated by NumPy)."""
     import irfuse
 
     step = irfuse.compile(os.path.join(EXAMPLES, "mesh", "explicit_step.kas"), backend="cpu")
@@ -146,9 +148,24 @@ def cpu_calls(cubes: int, calls: int) -> dict:
         out[f"{name}, {len(conn):,} tets: call us"] = seconds
         out[f"{name}, {len(conn):,} tets: kernels us"] = kernels
         out[f"{name}, {len(conn):,} tets: call / kernels"] = seconds / kernels
+    tets = f"{len(conn):,} tets"
+    out[f"explicit step, {tets}: call without out= us"] = back_to_back(
+        lambda: step(X, u, v, m, prepared, DN, LAMBDA, MU, DT), calls, lambda: None)[1]
+    out[f"P1 residual, {tets}: call without out= us"] = back_to_back(
+        lambda: res(X, u, prepared, DN, LAMBDA, MU), calls, lambda: None)[1]
+    state = {"u": u, "v": v}
+
+    def fed_back():  # (a time loop written in Python: each call's outputs the next one's inputs)
+        state["u"], state["v"] = step(X, state["u"], state["v"], m, prepared, DN, LAMBDA, MU, DT)
+
+    def new_u():  # (u updated with NumPy's operations: a new array at every call)
+        state["u"] = state["u"] + np.float32(1e-9) * res(X, state["u"], prepared, DN, LAMBDA, MU).r
+    out[f"explicit step, {tets}: u, v = step(X, u, v, ...) us/step"] = back_to_back(fed_back, calls, lambda: None)[1]
+    state["u"] = u
+    out[f"P1 residual, {tets}: u = u + h * res(X, u, ...).r us/step"] = back_to_back(new_u, calls, lambda: None)[1]
     t0 = time.perf_counter()
     irfuse.time_loop(step, calls, {"u": "u1", "v": "v1"}, X, u, v, m, prepared, DN, LAMBDA, MU, DT)
-    out[f"explicit step, {len(conn):,} tets: time_loop us/step"] = (time.perf_counter() - t0) / calls * 1e6
+    out[f"explicit step, {tets}: time_loop us/step"] = (time.perf_counter() - t0) / calls * 1e6
     return out
 
 

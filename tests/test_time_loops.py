@@ -148,3 +148,81 @@ def test_closing_a_program_of_passes_lets_go_of_what_its_calls_keep():
     assert not step._fast and not step._between and "_time_loops" not in step.__dict__
     again = step(**args, dt=1e-3)
     assert all(a.tobytes() == b.tobytes() for a, b in zip(first, again))
+
+
+# Calls again on new arrays alike the last call's (a loop feeding outputs back) ----------------
+
+
+def _misaligned(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` starting 4 bytes past a 16-byte boundary (C-contiguous)."""
+    raw = np.empty(a.nbytes + 32, np.uint8)
+    start = (-raw.ctypes.data) % 16 + 4
+    out = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+def test_a_loop_feeding_a_steps_outputs_back_replays_its_passes(step, monkeypatch):
+    """`u, v = step(X, u, v, ...)` without out= on the CPU: each call's u and v are the last
+    call's outputs, new arrays alike the first call's, and from the third call the passes are
+    replayed on them into outputs made by the call; the bits are `irfuse.time_loop`'s. A u
+    that is not 16-byte aligned, or not contiguous, or one array given for u and v, takes the
+    whole call's way and gives a fresh call's bits."""
+    from irfuse.api.staged_programs import _PassesReplay
+
+    args = _mesh(4)
+    X, u0, v0, m, c = args["X"], args["u"], args["v"], args["m"], args["conn"]
+    replays, run = [], _PassesReplay.run
+    monkeypatch.setattr(_PassesReplay, "run", lambda r, *a: replays.append(1) or run(r, *a))
+    u, v = u0, v0
+    for _ in range(9):
+        u, v = step(X, u, v, m, c, DN, 1.5, 0.75, 1e-3)
+    assert len(replays) == 7
+    want = irfuse.time_loop(step, 9, {"u": "u1", "v": "v1"}, X, u0, v0, m, c, DN, 1.5, 0.75, 1e-3)
+    assert u.tobytes() == want.u1.tobytes() and v.tobytes() == want.v1.tobytes()
+    strided = np.empty((len(u), 6), np.float32)[:, :3]
+    strided[...] = u
+    for odd_u, odd_v in ((_misaligned(u), v), (strided, v), (u, u)):
+        replays.clear()
+        got = step(X, odd_u, odd_v, m, c, DN, 1.5, 0.75, 1e-3)
+        fresh = step(X, np.array(odd_u), np.array(odd_v), m, c, DN, np.float32(1.5), np.float32(0.75),
+                     np.float32(1e-3), out=[np.empty_like(u), np.empty_like(v)])
+        assert not replays and all(a.tobytes() == b.tobytes() for a, b in zip(got, fresh))
+    replays.clear()
+    for _ in range(3):  # (after the odd calls: alike again, replayed again)
+        u, v = step(X, u, v, m, c, DN, 1.5, 0.75, 2e-3)
+    assert replays
+
+
+def test_a_call_on_a_new_array_alike_the_last_replays_its_run(monkeypatch):
+    """A program of one pass and one over a mesh, called without out= on a new array at
+    every call (`x = prog(x, ...).y`, `u = u + h * r`): the recorded run replayed on it (the
+    fast path's `_alike`), each result a fresh call's bits; an array not alike takes the
+    whole call's way."""
+    from irfuse.api.host_calls import HostFastCall
+
+    alike, check = [], HostFastCall._alike
+    monkeypatch.setattr(HostFastCall, "_alike", lambda f, *a: alike.append(check(f, *a)) or alike[-1])
+    prog = irfuse.compile(SCALED, backend="cpu")
+    x0 = np.random.default_rng(1).standard_normal((300, 3)).astype(np.float32)
+    x = x0
+    for _ in range(6):
+        x = prog(x, 0.25, 0.5).y
+    assert alike.count(True) >= 4
+    assert x.tobytes() == irfuse.time_loop(prog, 6, {"x": "y"}, x0, 0.25, 0.5).y.tobytes()
+    res = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend="cpu")
+    args = _mesh(5)
+    X, u, c = args["X"], args["u"], args["conn"]
+    alike.clear()
+    seen = []
+    for k in range(6):
+        r = res(X, u, c, DN, 1.5, 0.75).r
+        seen.append((u, r))
+        u = u + np.float32(1e-3) * r
+    assert alike.count(True) >= 4
+    alike.clear()
+    seen.append((u, res(X, _misaligned(u), c, DN, 1.5, 0.75).r))
+    assert alike and not any(alike)  # (every kept call refused it)
+    for k, (u_k, r) in enumerate(seen):
+        want = res(X.copy(), u_k.copy(), c, DN, np.float32(1.5), np.float32(0.75), out=np.empty_like(u)).r
+        assert r.tobytes() == want.tobytes(), k

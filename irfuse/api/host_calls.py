@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import out_snapshot, same_arguments, same_out
+from irfuse.api.arguments import out_snapshot, same_arguments, same_out, scalar_bits
 from irfuse.api.device_arrays import ALIGNMENT, DeviceArray, overlaps
 from irfuse.artifact.arrays import OUTPUT_PREFIX
 from irfuse.artifact.artifact import Artifact
@@ -89,10 +89,12 @@ class HostFastCall:
     and strides are unchanged, it replays the recorded run on them with none of the binding
     and checking a call does otherwise (what those checks found still holds: the arrays are
     the same memory). Uniform scalars given as numbers are compared by value and written into
-    the run's own 0-d arrays; without `out=` the outputs are made at every call."""
+    the run's own 0-d arrays; without `out=` the outputs are made at every call, and arrays
+    alike the kept ones may take their place (`_alike`)."""
 
     def __init__(self, args: tuple, named: dict, out, arrays: dict, results: dict, bound,
-                 scalars: dict, dtype, names: tuple[str, ...], shapes: dict | None, mesh: tuple | None = None):
+                 scalars: dict, dtype, names: tuple[str, ...], shapes: dict | None, mesh: tuple | None = None,
+                 inputs: tuple[str, ...] = ()):
         self.scatter, self.nodes = mesh or (None, None)  # (a call over a mesh: its scatter= and nodes=)
         self.args, self.named = args, dict(named)
         self.out = out_snapshot(out)  # (the same arrays again, in a new list or dict too)
@@ -109,14 +111,62 @@ class HostFastCall:
         given += list(results.values()) if shapes is None else []
         self.held = [(a, a.shape, a.strides, a.dtype) for a in given]
         self.bits: list = []
+        # Without out=, C-contiguous NumPy arrays alike the kept ones (the same shape and type,
+        # 16-byte aligned) take their place (`_alike`): a loop that makes a new input at every
+        # step (`u = u + h * r`) replays the run on it. `now`: the places of this call's inputs.
+        # (place index, position or name in the call, input) of each array given as it ran
+        at = {name: j for j, name in enumerate(arrays)}
+        given_as = {name: (k if k < len(args) else name) for k, name in enumerate(inputs)}
+        self.slots = [(at[name], key, name) for name, key in given_as.items() if name not in scalars.values()
+                      and arrays[name] is (args[key] if type(key) is int else named.get(key))]
+        keys = {key for _, key, _ in self.slots} | set(scalars)
+        self.others = [(key, args[key] if type(key) is int else named.get(key)) for key in given_as.values()
+                       if key not in keys]
+        self.alike = shapes is not None and bool(inputs) and all(
+            type(arrays[name]) is np.ndarray and arrays[name].flags.c_contiguous for _, _, name in self.slots)
+        self.now = self.places
 
     def matches(self, args: tuple, named: dict, out) -> bool:
-        if not same_out(out, self.out) or \
-                not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
+        if not same_out(out, self.out):
             return False
+        if not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
+            return self.alike and self._alike(args, named)
         for a, shape, strides, dtype in self.held:
             if a.shape != shape or a.strides != strides or a.dtype != dtype:
                 return False
+        self.now = self.places
+        return True
+
+    def _alike(self, args: tuple, named: dict) -> bool:
+        """Whether the arguments are the kept call's but for NumPy arrays alike the kept ones
+        (the same shape and type, C-contiguous, 16-byte aligned; connectivities the same):
+        their places then in `now`, the numbers' bits in `bits`."""
+        if len(args) != len(self.args) or len(named) != len(self.named):
+            return False
+        bits = self.bits
+        bits.clear()
+        for k, name in self.scalars.items():
+            value = scalar_bits(args[k] if type(k) is int else named.get(k), self.dtype)
+            if value is None:
+                return False
+            bits.append((name, value))
+        for k, kept in self.others:  # (connectivities: the same objects)
+            if (args[k] if type(k) is int else named.get(k, named)) is not kept:
+                return False
+        now = list(self.places)
+        for j, key, name in self.slots:
+            a = args[key] if type(key) is int else named.get(key)
+            kept = self.arrays[name]
+            if a is kept:
+                continue
+            if type(a) is not np.ndarray or a.shape != kept.shape or a.dtype != kept.dtype or \
+                    not a.flags.c_contiguous:
+                return False
+            ptr = a.__array_interface__["data"][0]
+            if ptr % ALIGNMENT:
+                return False
+            now[j] = (now[j][0], ptr, a.nbytes, a)
+        self.now = now
         return True
 
     def launch(self):
@@ -124,11 +174,12 @@ class HostFastCall:
 
         for name, value in self.bits:
             self.arrays[name][()] = np.frombuffer(value, self.dtype)[0]
-        places, results, bound = self.places, self.results, self.bound
+        places, results, bound = self.now, self.results, self.bound
         if results is None:
             results = {name: page_aligned(shape, self.dtype) for name, shape in self.shapes.items()}
             places = places + [(bound.outputs[name], a.ctypes.data, a.nbytes, a) for name, a in results.items()]
         replay_at(bound.recorded, places)
+        self.now = self.places  # (holding none of this call's arrays)
         return Outputs(self.names, [results[name] for name in self.names])
 
 
@@ -188,5 +239,5 @@ def keep_fast_call(program, args: tuple, named: dict, out, arrays: dict, results
             return  # (converted or copied: the next call's array would be another)
         scalars[k if k < len(args) else name] = name
     fast = HostFastCall(args, named, out, dict(arrays), results, bound, scalars, program.dtype, program.outputs,
-                        shapes, mesh)
+                        shapes, mesh, program.inputs)
     program._host_fast = [fast, *program._host_fast[:FAST_CALLS_KEPT - 1]]

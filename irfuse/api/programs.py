@@ -360,9 +360,10 @@ class Program:
         if not verify and report is None and memory_budget is None and stream is None:
             for program in (self, *self._variants.values()) if self._variants else (self,):
                 for fast in program._host_fast:  # (a call in place on host arrays made again)
-                    if fast.matches(args, named, out) and program.memory_budget is None:
-                        with program.lock:
-                            return fast.launch()
+                    if program.memory_budget is None:
+                        with program.lock:  # (what `matches` finds, `launch` reads: one call at a time)
+                            if fast.matches(args, named, out):
+                                return fast.launch()
         arrays, n, layout = self._arrays(args, named)
         strides = self._view_strides(arrays, out, layout, self._chunked(arrays, memory_budget))
         if layout != self.layout or strides != self.strides:
@@ -422,9 +423,10 @@ class Program:
         if not verify and progress is False and memory_budget is None and self.memory_budget is None \
                 and stream is None:
             for fast in self._host_fast:
-                if fast.scatter == scatter and fast.nodes == nodes and fast.matches(args, named, out):
-                    with self.lock:
-                        return fast.launch()
+                if fast.scatter == scatter and fast.nodes == nodes:
+                    with self.lock:  # (what `matches` finds, `launch` reads: one call at a time)
+                        if fast.matches(args, named, out):
+                            return fast.launch()
         if not verify and progress is False and memory_budget is None:
             for fast in self._mesh_fast:
                 with self.lock:  # (what `matches` finds, `launch` reads: one call at a time)

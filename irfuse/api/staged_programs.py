@@ -21,11 +21,12 @@ import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length,
                                   same_out, scalar_bits)
-from irfuse.api.device_arrays import device_array, device_of, stream_handle
+from irfuse.api.device_arrays import ALIGNMENT, device_array, device_of, stream_handle
 from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
 from irfuse.api.host_calls import replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
+from irfuse.runtime.cpu_device import page_aligned
 from irfuse.api.outputs import Outputs
 from irfuse.api.programs import Program
 from irfuse.api.time_loops import let_go_of_loops
@@ -155,9 +156,13 @@ class StagedProgram:
         """A call made again (`_StagedFastCall`): its outputs, or None where none matches."""
         for fast in self._fast:
             if fast.again(args, named, out, stream, nodes, scatter):
-                if fast.replay is not None and fast.replay.run(fast.bits):
-                    return Outputs(self.outputs, [fast.given[k] for k in self.outputs])
+                if fast.replay is not None:
+                    given = fast.host_outputs() if fast.host_shapes is not None else fast.given
+                    fast.replay.run(fast.bits, fast.places, given)
+                    return Outputs(self.outputs, [given[k] for k in self.outputs])
                 given, key = fast.outputs_made() if fast.made is not None else (fast.given, ())
+                if fast.host_shapes is not None:  # (on the CPU: the outputs made here, the passes writing them)
+                    given = fast.host_outputs()
                 key = (fast.addresses, key)  # (the arrays' addresses, the outputs')
                 graph = fast.graphs.get(key) if fast.graphable else None
                 if graph is not None and graph.run(fast):
@@ -167,7 +172,7 @@ class StagedProgram:
                 made = self._run_passes(bound, given, None, fast.layout, fast.m, fast.between, stream,
                                         False, scatter, calls)
                 if self.backend == "cpu" and fast.replay is None:
-                    fast.replay = _PassesReplay.of(self, calls, fast.given)
+                    fast.replay = _PassesReplay.of(self, calls, given, bound)
                 elif fast.graphable:
                     _PassesGraph.again(self, fast, bound, given, key, scatter)
                 if fast.made is not None:
@@ -402,6 +407,25 @@ class _StagedFastCall:
         self.alike = self.made is not None and all(
             signature_of is None and isinstance(v, Connectivity) or device_of(v) is not None and signature[-1] is True
             for _, v, signature_of, signature in self.slots)
+        # On the CPU without out=: each output's shape, made at every call (`host_outputs`), and
+        # (`host_alike`) NumPy arrays alike the kept ones (C-contiguous, 16-byte aligned, the
+        # same shape and type) taking their place; `places`: the call's arrays by input name,
+        # with their addresses, which the passes' replay reads (`_PassesReplay.run`).
+        self.host_shapes = None
+        if program.backend == "cpu" and self.usable and not given and layout != SOA:
+            self.host_shapes = {name: tuple(np.shape(results[name])) for name in program.outputs}
+        self.host_alike = self.host_shapes is not None and all(
+            signature_of is None and isinstance(v, Connectivity) or type(v) is np.ndarray and v.flags.c_contiguous
+            for _, v, signature_of, _ in self.slots)
+        self.kept_places = {self._name(k): _place(v) for k, v, signature_of, _ in self.slots if type(v) is np.ndarray}
+        self.places = self.kept_places
+
+    def _name(self, k) -> str:
+        return self.inputs[k] if type(k) is int else k
+
+    def host_outputs(self) -> dict:
+        """New outputs of the call on the CPU without out= (by name), as a pass makes them."""
+        return {name: page_aligned(shape, self.dtype) for name, shape in self.host_shapes.items()}
 
     def outputs_made(self) -> tuple[dict, tuple]:
         """New outputs (by name) made with the library's `empty` (or a set the caller let go
@@ -421,19 +445,17 @@ class _StagedFastCall:
                 or nodes != self.nodes or scatter != self.scatter or not same_out(out, self.out):
             return False
         if not same_arguments(args, named, self.args, self.named, self.numbers, self.dtype, self.bits):
+            if self.host_alike:
+                return self._host_alike(args, named)
             return self.alike and self._alike(args, named) and stream_handle(stream, self.model) == self.handle
         for a, signature_of, signature in self.held:
             if signature_of(a) != signature:
                 return False
-        self.addresses = ()
+        self.addresses, self.places = (), self.kept_places
         return self.model is None or stream_handle(stream, self.model) == self.handle
 
-    def _alike(self, args: tuple, named: dict) -> bool:
-        """Whether arrays other than the kept ones (by position and name; numbers by value,
-        `Connectivity` objects the same) are alike them: the same library, shape, type and
-        device, contiguous, at addresses of the same 256-byte alignment; their addresses then in
-        `addresses`, the numbers' bits in `bits`. The passes' graphs are kept by those
-        addresses, so arrays alike at addresses seen before replay a graph."""
+    def _numbers_bits(self, args: tuple, named: dict) -> bool:
+        """The numbers' bits in `bits`, where each is a number of the element type."""
         bits = self.bits
         bits.clear()
         for k, name in self.numbers.items():
@@ -441,6 +463,38 @@ class _StagedFastCall:
             if value is None:
                 return False
             bits.append((name, value))
+        return True
+
+    def _host_alike(self, args: tuple, named: dict) -> bool:
+        """On the CPU, whether the arguments are the kept call's but for NumPy arrays alike the
+        kept ones (the same shape and type, C-contiguous, 16-byte aligned): their places then
+        in `places`, the numbers' bits in `bits`."""
+        if not self._numbers_bits(args, named):
+            return False
+        places = {}
+        for k, kept, signature_of, signature in self.slots:
+            a = args[k] if type(k) is int else named.get(k)
+            if signature_of is None:  # (a Connectivity)
+                if a is not kept:
+                    return False
+                continue
+            if type(a) is not np.ndarray or a.shape != kept.shape or a.dtype != kept.dtype or \
+                    not a.flags.c_contiguous:
+                return False
+            place = places[self._name(k)] = _place(a)
+            if place[0] % ALIGNMENT:
+                return False
+        self.places = places
+        return True
+
+    def _alike(self, args: tuple, named: dict) -> bool:
+        """Whether arrays other than the kept ones (by position and name; numbers by value,
+        `Connectivity` objects the same) are alike them: the same library, shape, type and
+        device, contiguous, at addresses of the same 256-byte alignment; their addresses then in
+        `addresses`, the numbers' bits in `bits`. The passes' graphs are kept by those
+        addresses, so arrays alike at addresses seen before replay a graph."""
+        if not self._numbers_bits(args, named):
+            return False
         addresses = []
         for k, kept, signature_of, signature in self.slots:
             a = args[k] if type(k) is int else named.get(k)
@@ -530,43 +584,63 @@ class _PassesGraph:
 
 class _PassesReplay:
     """On the CPU backend, a staged call made again (`_StagedFastCall`) as its passes' recorded
-    runs replayed in order on the same arrays, each pass's places set from the addresses its
-    fast path kept (`host_calls.HostFastCall`), the numbers of uniform scalars written into
-    each pass's 0-d arrays: no call of a pass, no check beyond the staged call's."""
+    runs replayed in order, each pass's places set from the addresses its fast path kept
+    (`host_calls.HostFastCall`), those of the call's own arrays and outputs from this call's
+    (the same arrays, or arrays alike them; outputs made by the call without out=), the
+    numbers of uniform scalars written into each pass's 0-d arrays: no call of a pass, no
+    check beyond the staged call's."""
 
     def __init__(self, passes: list, words: dict, dtype):
         self.passes, self.words, self.dtype = passes, words, dtype
 
     @classmethod
-    def of(cls, program, calls: list, given: dict) -> "_PassesReplay | None":
-        """The replay of the passes just called (`calls`: program, arguments, out= arrays),
-        where each ran in place on exactly those arrays and wrote into `out=` arrays (the
-        call's own and those kept between passes); else None."""
+    def of(cls, program, calls: list, given: dict, bound: dict) -> "_PassesReplay | None":
+        """The replay of the passes just called (`calls`: program, arguments, out= arrays) on
+        the call's arguments `bound` into its outputs `given`, where each pass ran in place on
+        exactly those arrays and wrote into `out=` arrays (the call's outputs and the arrays
+        kept between passes); else None."""
         if not all(name in given for name in program.outputs):
-            return None  # (new outputs at every call)
+            return None
+        mine = {id(v): ("in", name) for name, v in bound.items() if type(v) is np.ndarray}
+        if len(mine) < sum(type(v) is np.ndarray for v in bound.values()):
+            return None  # (one array given for two inputs: arrays alike later may be two)
+        mine.update({id(a): ("out", name) for name, a in given.items()})
         passes, words = [], {}
-        for stage, arguments, mine in calls:
-            fast = next((f for f in stage._host_fast if _ran(f, stage, arguments, mine)), None)
+        for stage, arguments, out in calls:
+            fast = next((f for f in stage._host_fast if _ran(f, stage, arguments, out)), None)
             if fast is None:
                 return None
             for name in set(fast.scalars.values()):
                 words.setdefault(name, []).append(fast.arrays[name])
-            passes.append((stage, fast))
+            # (which of its places are the call's arrays and outputs: set from each call's)
+            theirs = [(j, *mine[id(place[3])]) for j, place in enumerate(fast.places) if id(place[3]) in mine]
+            passes.append((stage, fast, theirs))
         return cls(passes, words, program.dtype)
 
-    def run(self, bits: list) -> bool:
+    def run(self, bits: list, places: dict, outputs: dict) -> None:
         """Replays the passes on the call's numbers (`bits`: (input, bytes in the element type),
-        as `_StagedFastCall.again` found them)."""
+        as `_StagedFastCall.again` found them), arrays (`places`: input -> (address, bytes,
+        array)) and outputs."""
         for name, value in bits:
             arrays = self.words.get(name)
             if arrays:
                 number = np.frombuffer(value, self.dtype)[0]
                 for a in arrays:
                     a[()] = number
-        for stage, fast in self.passes:
+        for stage, fast, theirs in self.passes:
+            at = fast.places
+            if theirs:
+                at = list(at)
+                for j, kind, name in theirs:
+                    ptr, nbytes, a = places[name] if kind == "in" else _place(outputs[name])
+                    at[j] = (at[j][0], ptr, nbytes, a)
             with stage.lock:  # (as a call of the pass holds it)
-                replay_at(fast.bound.recorded, fast.places)
-        return True
+                replay_at(fast.bound.recorded, at)
+
+
+def _place(a: np.ndarray) -> tuple:
+    """A NumPy array's (address, bytes, array), as a replay's place reads it."""
+    return a.__array_interface__["data"][0], a.nbytes, a
 
 
 def _ran(fast, stage, arguments: dict, mine: dict) -> bool:

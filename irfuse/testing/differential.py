@@ -318,8 +318,9 @@ def _strided(a: np.ndarray, layout: str, step: int = 2) -> np.ndarray:
 def program_calls_differ(plan, seed: int, layout: str = "aos") -> list[str]:
     """What a `Program` of `plan` on the CPU gets wrong, as one call's results judge it: a call
     in chunks (`memory_budget=`) on strided views of the inputs into `out=` views, which must
-    give one call's bits; uniform scalars given as Python numbers, which must too; a time loop
-    carrying an output into an input, which must give its steps' bits; a batch of
+    give one call's bits; uniform scalars given as Python numbers, and calls on copies of the
+    inputs (arrays alike the last call's), which must too; a time loop carrying an output into
+    an input (its calls after the first on new arrays), which must give its steps' bits; a batch of
     one element, checked against the reference; and a batch of none (empty per-element
     outputs, or a refusal when an output is uniform)."""
     from irfuse.api.programs import Program
@@ -340,6 +341,12 @@ def program_calls_differ(plan, seed: int, layout: str = "aos") -> list[str]:
                            if not np.array_equal(got[name], whole[name], equal_nan=True)]
         else:
             bad_numbers = []
+        # Calls on copies of the inputs (new arrays alike the last call's, which the fast path
+        # takes in their place: `HostFastCall._alike`) give the same bits.
+        for _ in range(3):
+            again = program(**{k: np.array(a) if isinstance(a, np.ndarray) else a for k, a in numbers.items()})
+        bad_numbers += [f"{name} (a call on copies of the inputs)" for name in program.outputs
+                        if not np.array_equal(again[name], whole[name], equal_nan=True)]
         # A time loop feeding an output back to an input of its kind and shape: the bits of its
         # steps called one by one.
         carry = next(({i: o} for o in program.outputs for i in program.inputs
