@@ -180,6 +180,19 @@ def same_arguments(args: tuple, named: dict, kept_args: tuple, kept_named: dict,
     return True
 
 
+def numbers_bits(args: tuple, named: dict, numbers: dict, dtype, bits: list) -> bool:
+    """Whether every uniform scalar a kept call took as a number (`numbers`: position, or
+    name, -> input) is a number of `dtype` in this call too: their (input, bytes) then in
+    `bits`, as `same_arguments` gives them (a call on arrays alike a kept call's)."""
+    bits.clear()
+    for k, name in numbers.items():
+        value = scalar_bits(args[k] if type(k) is int else named.get(k), dtype)
+        if value is None:
+            return False
+        bits.append((name, value))
+    return True
+
+
 def scalar_bits(value: object, dtype: np.dtype) -> bytes | None:
     """The bytes of a Python float or int in `dtype` (float32 or float64), or of a NumPy
     scalar of `dtype`, as `host_scalar` makes them, for a call's fast path; None where `value`

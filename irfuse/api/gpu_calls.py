@@ -22,7 +22,7 @@ from collections import OrderedDict
 from operator import is_
 
 
-from irfuse.api.arguments import bind_outputs, out_snapshot, same_arguments, same_out, scalar_bits
+from irfuse.api.arguments import bind_outputs, numbers_bits, out_snapshot, same_arguments, same_out
 from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, device_of, empty_like_family, \
     first_array, overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
@@ -211,13 +211,8 @@ class FastCall:
         alignment): the run's inputs then in `places`, the numbers' bits in `bits`."""
         if len(args) != len(self.args) or len(named) != len(self.named):
             return False
-        bits = self.bits
-        bits.clear()
-        for k, name in self.scalars.items():
-            value = scalar_bits(args[k] if type(k) is int else named.get(k), self.dtype)
-            if value is None:
-                return False
-            bits.append((name, value))
+        if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
+            return False
         places, signature = dict(self.inputs), self.signature
         for k, name, kept, nbytes, sig in self.slots:
             a = args[k] if type(k) is int else named.get(k)

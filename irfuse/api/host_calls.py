@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import out_snapshot, same_arguments, same_out, scalar_bits
+from irfuse.api.arguments import numbers_bits, out_snapshot, same_arguments, same_out
 from irfuse.api.device_arrays import ALIGNMENT, DeviceArray, overlaps
 from irfuse.artifact.arrays import OUTPUT_PREFIX
 from irfuse.artifact.artifact import Artifact
@@ -143,13 +143,8 @@ class HostFastCall:
         their places then in `now`, the numbers' bits in `bits`."""
         if len(args) != len(self.args) or len(named) != len(self.named):
             return False
-        bits = self.bits
-        bits.clear()
-        for k, name in self.scalars.items():
-            value = scalar_bits(args[k] if type(k) is int else named.get(k), self.dtype)
-            if value is None:
-                return False
-            bits.append((name, value))
+        if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
+            return False
         for k, kept in self.others:  # (connectivities: the same objects)
             if (args[k] if type(k) is int else named.get(k, named)) is not kept:
                 return False

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import (bind_outputs, check_array, check_uniform_array, host_uniform, out_snapshot,
-                                  same_arguments, same_out, scalar_bits)
+from irfuse.api.arguments import (bind_outputs, check_array, check_uniform_array, host_uniform, numbers_bits,
+                                  out_snapshot, same_arguments, same_out)
 from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, device_of, empty_like_family,
@@ -245,13 +245,8 @@ class MeshGpuFastCall:
         """Whether the arguments are the kept call's but for GPU arrays alike the kept ones
         (the same library, shape, type and device, contiguous, at addresses of the same 256-byte
         alignment): their places then in `places`, the numbers' bits in `bits`."""
-        bits = self.bits
-        bits.clear()
-        for k, name in self.scalars.items():
-            value = scalar_bits(args[k] if type(k) is int else named.get(k), self.dtype)
-            if value is None:
-                return False
-            bits.append((name, value))
+        if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
+            return False
         for k, kept in self.others:  # (connectivities: the same objects)
             if (args[k] if type(k) is int else named.get(k, named)) is not kept:
                 return False

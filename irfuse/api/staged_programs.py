@@ -20,7 +20,7 @@ from collections import OrderedDict
 import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length,
-                                  same_out, scalar_bits)
+                                  numbers_bits, same_out)
 from irfuse.api.device_arrays import ALIGNMENT, device_array, device_of, stream_handle
 from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
@@ -454,22 +454,11 @@ class _StagedFastCall:
         self.addresses, self.places = (), self.kept_places
         return self.model is None or stream_handle(stream, self.model) == self.handle
 
-    def _numbers_bits(self, args: tuple, named: dict) -> bool:
-        """The numbers' bits in `bits`, where each is a number of the element type."""
-        bits = self.bits
-        bits.clear()
-        for k, name in self.numbers.items():
-            value = scalar_bits(args[k] if type(k) is int else named.get(k), self.dtype)
-            if value is None:
-                return False
-            bits.append((name, value))
-        return True
-
     def _host_alike(self, args: tuple, named: dict) -> bool:
         """On the CPU, whether the arguments are the kept call's but for NumPy arrays alike the
         kept ones (the same shape and type, C-contiguous, 16-byte aligned): their places then
         in `places`, the numbers' bits in `bits`."""
-        if not self._numbers_bits(args, named):
+        if not numbers_bits(args, named, self.numbers, self.dtype, self.bits):
             return False
         places = {}
         for k, kept, signature_of, signature in self.slots:
@@ -493,7 +482,7 @@ class _StagedFastCall:
         device, contiguous, at addresses of the same 256-byte alignment; their addresses then in
         `addresses`, the numbers' bits in `bits`. The passes' graphs are kept by those
         addresses, so arrays alike at addresses seen before replay a graph."""
-        if not self._numbers_bits(args, named):
+        if not numbers_bits(args, named, self.numbers, self.dtype, self.bits):
             return False
         addresses = []
         for k, kept, signature_of, signature in self.slots:

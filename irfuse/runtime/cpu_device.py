@@ -3,6 +3,7 @@ for buffers, and every launch replayed in order."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -25,7 +26,7 @@ def page_aligned(shape, dtype) -> np.ndarray:
     offsets within a page, made the same way, ran as fast as page-aligned ones, so the offset
     is not the cause, and what is was not found. Neutral on the 2-core AMD machine."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize  # (not np.prod: a call's outputs are made with it)
     if nbytes < ALIGNED_FROM:
         return np.empty(shape, dtype)
     raw = np.empty(nbytes + PAGE, np.uint8)
