@@ -616,13 +616,13 @@ class _PassesReplay:
                 number = np.frombuffer(value, self.dtype)[0]
                 for a in arrays:
                     a[()] = number
+        made = {"in": places, "out": {name: _place(a) for name, a in outputs.items()}}
         for stage, fast, theirs in self.passes:
             at = fast.places
             if theirs:
                 at = list(at)
                 for j, kind, name in theirs:
-                    ptr, nbytes, a = places[name] if kind == "in" else _place(outputs[name])
-                    at[j] = (at[j][0], ptr, nbytes, a)
+                    at[j] = (at[j][0], *made[kind][name])
             with stage.lock:  # (as a call of the pass holds it)
                 replay_at(fast.bound.recorded, at)
 
