@@ -158,7 +158,8 @@ class StagedProgram:
             if fast.again(args, named, out, stream, nodes, scatter):
                 if fast.replay is not None:
                     given = fast.host_outputs() if fast.host_shapes is not None else fast.given
-                    fast.replay.run(fast.bits, fast.places, given)
+                    fast.replay.run(fast.bits, fast.places, given, fast.places is fast.kept_places and
+                                    given is fast.given)
                     return Outputs(self.outputs, [given[k] for k in self.outputs])
                 given, key = fast.outputs_made() if fast.made is not None else (fast.given, ())
                 if fast.host_shapes is not None:  # (on the CPU: the outputs made here, the passes writing them)
@@ -581,6 +582,8 @@ class _PassesReplay:
 
     def __init__(self, passes: list, words: dict, dtype):
         self.passes, self.words, self.dtype = passes, words, dtype
+        self.written: dict = {}  # input -> the bits its words hold
+        self.last: tuple = (None, None, None)  # (arrays, outputs, each pass's places) of the last run
 
     @classmethod
     def of(cls, program, calls: list, given: dict, bound: dict) -> "_PassesReplay | None":
@@ -606,23 +609,35 @@ class _PassesReplay:
             passes.append((stage, fast, theirs))
         return cls(passes, words, program.dtype)
 
-    def run(self, bits: list, places: dict, outputs: dict) -> None:
+    def run(self, bits: list, places: dict, outputs: dict, kept: bool = False) -> None:
         """Replays the passes on the call's numbers (`bits`: (input, bytes in the element type),
         as `_StagedFastCall.again` found them), arrays (`places`: input -> (address, bytes,
-        array)) and outputs."""
+        array)) and outputs; `kept`: both dictionaries the staged call's own (its arrays and
+        out= arrays), whose places are then made once. A number's words are written where it
+        changed."""
+        written = self.written
         for name, value in bits:
             arrays = self.words.get(name)
-            if arrays:
+            if arrays and written.get(name) != value:
                 number = np.frombuffer(value, self.dtype)[0]
                 for a in arrays:
                     a[()] = number
-        made = {"in": places, "out": {name: _place(a) for name, a in outputs.items()}}
-        for stage, fast, theirs in self.passes:
-            at = fast.places
-            if theirs:
-                at = list(at)
-                for j, kind, name in theirs:
-                    at[j] = (at[j][0], *made[kind][name])
+                written[name] = value
+        kept_places, kept_outputs, every = self.last
+        if places is not kept_places or outputs is not kept_outputs:  # (else the same arrays as the last run)
+            made = {"in": places, "out": {name: _place(a) for name, a in outputs.items()}}
+            every = []
+            for _, fast, theirs in self.passes:
+                at = fast.places
+                if theirs:
+                    at = list(at)
+                    for j, kind, name in theirs:
+                        at[j] = (at[j][0], *made[kind][name])
+                every.append(at)
+            # (kept where both are the staged call's own, which nothing changes: calls again on
+            # the same arrays into the same out= arrays)
+            self.last = (places, outputs, every) if kept else (None, None, None)
+        for (stage, fast, _), at in zip(self.passes, every):
             with stage.lock:  # (as a call of the pass holds it)
                 replay_at(fast.bound.recorded, at)
 
