@@ -582,7 +582,6 @@ class _PassesReplay:
 
     def __init__(self, passes: list, words: dict, dtype):
         self.passes, self.words, self.dtype = passes, words, dtype
-        self.written: dict = {}  # input -> the bits its words hold
         self.last: tuple = (None, None, None)  # (arrays, outputs, each pass's places) of the last run
 
     @classmethod
@@ -613,16 +612,13 @@ class _PassesReplay:
         """Replays the passes on the call's numbers (`bits`: (input, bytes in the element type),
         as `_StagedFastCall.again` found them), arrays (`places`: input -> (address, bytes,
         array)) and outputs; `kept`: both dictionaries the staged call's own (its arrays and
-        out= arrays), whose places are then made once. A number's words are written where it
-        changed."""
-        written = self.written
-        for name, value in bits:
+        out= arrays), whose places are then made once."""
+        for name, value in bits:  # (written at every run: a pass's own call may write other numbers there)
             arrays = self.words.get(name)
-            if arrays and written.get(name) != value:
+            if arrays:
                 number = np.frombuffer(value, self.dtype)[0]
                 for a in arrays:
                     a[()] = number
-                written[name] = value
         kept_places, kept_outputs, every = self.last
         if places is not kept_places or outputs is not kept_outputs:  # (else the same arrays as the last run)
             made = {"in": places, "out": {name: _place(a) for name, a in outputs.items()}}
