@@ -226,3 +226,33 @@ def test_a_call_on_a_new_array_alike_the_last_replays_its_run(monkeypatch):
     for k, (u_k, r) in enumerate(seen):
         want = res(X.copy(), u_k.copy(), c, DN, np.float32(1.5), np.float32(0.75), out=np.empty_like(u)).r
         assert r.tobytes() == want.tobytes(), k
+
+
+def test_threads_calling_one_program_on_arrays_alike_each_get_their_own_results(step):
+    """Four threads calling the same programs without out= on arrays of their own, alike one
+    another (each call may take the fast path another thread's call kept): every result is
+    the one a call alone gives (what a fast call's match finds, its launch reads under the
+    program's lock)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    prog = irfuse.compile(SCALED, backend="cpu")
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((300, 3)).astype(np.float32) for _ in range(4)]
+    meshes = [_mesh(10 + k) for k in range(4)]
+    base = meshes[0]
+    for mesh in meshes[1:]:  # (one mesh, four states of it: arrays alike)
+        mesh.update(X=base["X"], conn=base["conn"], m=base["m"])
+    want_y = [prog(x.copy(), np.float32(0.5), np.float32(2.0), out=np.empty_like(x)).y for x in xs]
+    want_step = [step(**{**mesh, "u": mesh["u"].copy(), "v": mesh["v"].copy()}, dt=np.float32(1e-3),
+                      out=[np.empty_like(mesh["u"]), np.empty_like(mesh["v"])]) for mesh in meshes]
+
+    def calls(k: int) -> bool:
+        ok = True
+        for _ in range(30):
+            ok &= prog(xs[k], 0.5, 2.0).y.tobytes() == want_y[k].tobytes()
+            got = step(**meshes[k], dt=1e-3)
+            ok &= all(a.tobytes() == b.tobytes() for a, b in zip(got, want_step[k]))
+        return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(calls, range(4)))
