@@ -461,15 +461,15 @@ class _StagedFastCall:
         in `places`, the numbers' bits in `bits`."""
         if not numbers_bits(args, named, self.numbers, self.dtype, self.bits):
             return False
-        places = {}
+        places = dict(self.kept_places)
         for k, kept, signature_of, signature in self.slots:
             a = args[k] if type(k) is int else named.get(k)
-            if signature_of is None:  # (a Connectivity)
-                if a is not kept:
+            if a is kept:  # (a Connectivity, or an array given again: its kept place)
+                if signature_of is not None and signature_of(a) != signature:
                     return False
                 continue
-            if type(a) is not np.ndarray or a.shape != kept.shape or a.dtype != kept.dtype or \
-                    not a.flags.c_contiguous:
+            if signature_of is None or type(a) is not np.ndarray or a.shape != kept.shape or \
+                    a.dtype != kept.dtype or not a.flags.c_contiguous:
                 return False
             place = places[self._name(k)] = _place(a)
             if place[0] % ALIGNMENT:
