@@ -265,8 +265,11 @@ def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
         twin = with_cpu_rendering(plan, "emulate")
         emulated = Executor(twin, CpuDevice(twin)).run(inputs, budget.n, nodes=nodes).outputs
         want = run_references(plan.reference_program, inputs, budget.dtype, budget.n, plan.sum_by, nodes=nodes)
+        calls = mesh_calls_differ(plan, inputs, nodes, got) if k == 0 else []
     except Exception:  # noqa: BLE001 -- a crash of the compiler or the runtime is a finding
         return "exception", f"plan {k}: {traceback.format_exc()}"
+    if calls:
+        return "calls", f"plan {k}: calls of a Program on copies of the arrays changed {', '.join(calls)}"
     bad = [c.describe() for c in check_outputs(got, want, budget.dtype) if not c.ok]
     if bad:
         return "mismatch", f"plan {k} on a mesh of {nodes} nodes: " + "; ".join(bad)
@@ -277,6 +280,30 @@ def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
     if differ:
         return "renderings", f"plan {k}: the twins (emulate) and the loops gave other bits of {', '.join(differ)}"
     return None
+
+
+def mesh_calls_differ(plan, inputs: dict, nodes: int, got: dict) -> list[str]:
+    """The outputs a `Program` of a plan over a mesh on the CPU, called on the inputs (each
+    connectivity a `Connectivity`, uniform scalars as numbers) and then twice on copies of their arrays (arrays alike the
+    last call's, which its fast path takes in their place: `HostFastCall._alike`), gives
+    with other bits than the plan's run (`got`)."""
+    from irfuse.api.programs import Program
+    from irfuse.mesh import Connectivity
+
+    index = program_indices(plan.reference_program)
+    program = Program(plan, "cpu", [])
+    try:
+        # (uniform scalars as numbers, as a call made again takes them by value)
+        args = {name: Connectivity(a, nodes) if name in index else float(a) if np.ndim(a) == 0 else a
+                for name, a in inputs.items()}
+        differ: set[str] = set()
+        for _ in range(3):
+            made = program(**args, nodes=nodes)
+            differ |= {name for name in program.outputs if not same_bits(made[name], got[name])}
+            args = {name: np.array(a) if isinstance(a, np.ndarray) else a for name, a in args.items()}
+        return sorted(differ)
+    finally:
+        program.close()
 
 
 CHUNKED_N = 601  # four chunks of 128 elements and one of 89, or seven of 97 and one of 19
