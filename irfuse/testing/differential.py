@@ -255,7 +255,8 @@ def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
     """A plan of a program over a mesh run on the CPU on random meshes (`random_mesh_inputs`)
     against the reference, ordered and with `scatter="atomic"` (which on the CPU adds in the
     same order: the same bits), and run as its kernels' twins (`emulate`), which must give the
-    loop rendering's bits; a failure's (kind, detail), or None."""
+    loop rendering's bits, and (plan 0) as a `Program` called on the same arrays and on copies
+    of them (`mesh_calls_differ`), which must too; a failure's (kind, detail), or None."""
     try:
         inputs, nodes = random_mesh_inputs(plan.reference_program, budget.n, budget.seed + k,
                                            element_type(budget.dtype).numpy)
