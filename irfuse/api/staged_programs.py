@@ -359,8 +359,9 @@ class _StagedFastCall:
     the same objects; NumPy arrays, PyTorch tensors or CuPy arrays unchanged in shape, type and
     strides, `Connectivity` objects) and any numbers for its uniform scalars: the passes run
     without the binding and checks of the whole call (each pass's own call takes its fast
-    path in turn); on the GPU without `out=`, arrays alike the kept ones too (`_alike`), the
-    passes' graphs kept by their addresses. `usable`: whether the call's arguments allow it."""
+    path in turn); without `out=`, arrays alike the kept ones too (`_alike` on the GPU, the
+    passes' graphs kept by their addresses; `_host_alike` on the CPU, the passes' replay set to
+    them). `usable`: whether the call's arguments allow it."""
 
     def __init__(self, program, args: tuple, named: dict, out, stream, nodes, scatter: str, given: dict, layout: str,
                  m, between: dict, results: dict):
