@@ -298,7 +298,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
             lower, worst = time_without_barriers(bound, profile), worst_kept()
             if lower > worst[0] or (profile.kind == "cpu" and rank(lower, m, bound.time, index) > worst):
                 continue
-        final = place_barriers(m)
+        final = place_barriers(m, copy=False)  # (m, the optimized copy, is not read after)
         known = registers.get(signature(final)) if registers else None
         cost = kernel_cost(final, n, profile, sizes, known)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
