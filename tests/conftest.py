@@ -53,6 +53,18 @@ def emulated_gpu(monkeypatch):
     monkeypatch.setenv("IRFUSE_CPU_RENDERER", "emulate")
 
 
+def recorded(monkeypatch, owner, name: str) -> list:
+    """What each call of method `name` of class `owner` returns from now on, in call order
+    (the method still runs): how a test counts a path's runs."""
+    results, method = [], getattr(owner, name)
+
+    def spy(*args, **named):
+        results.append(method(*args, **named))
+        return results[-1]
+    monkeypatch.setattr(owner, name, spy)
+    return results
+
+
 def has_gpu() -> bool:
     try:
         from irfuse.runtime.cuda_device import gpu_available

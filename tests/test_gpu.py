@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, requires_gpu
+from conftest import EXAMPLES, recorded, requires_gpu
 
 pytestmark = requires_gpu
 
@@ -1717,8 +1717,7 @@ def test_calls_over_a_mesh_again_on_the_same_tensors_follow_their_values_and_num
     for dt in (2e-3, 3e-3, 4e-3):  # (made again: pass by pass twice, then its graph is captured)
         step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, dt, out=out)
     assert any(fast.graphs for fast in step._fast)
-    writes, write = [], CudaDevice._set_words
-    monkeypatch.setattr(CudaDevice, "_set_words", lambda d, ptr, bits, on: (writes.append(ptr), write(d, ptr, bits, on)))
+    writes = recorded(monkeypatch, CudaDevice, "_set_words")
     s = step(args["X"], args["u"], args["v"], args["m"], conn, args["dN"], 1.5, 0.75, 7e-3, out=out)
     written = len(writes)
     fresh = {name: a.clone() for name, a in args.items()}
@@ -1737,8 +1736,7 @@ def test_a_loop_feeding_a_steps_outputs_back_replays_its_graphs(monkeypatch):
 
     torch = _torch()
     step, args, conn, _ = _explicit_step_on(torch)
-    launched, run = [], _PassesGraph.run
-    monkeypatch.setattr(_PassesGraph, "run", lambda graph, fast: launched.append(run(graph, fast)) or launched[-1])
+    launched = recorded(monkeypatch, _PassesGraph, "run")
     u, v, where = args["u"].clone(), args["v"].clone(), []
     for k in range(16):
         if k == 10:
@@ -1753,6 +1751,21 @@ def test_a_loop_feeding_a_steps_outputs_back_replays_its_graphs(monkeypatch):
     assert launched == [True] * 6  # (the last six calls: one graph launch each)
 
 
+def _loop_on_new_inputs(torch, call, x, seen: list, steps: int = 14, after: int = 8):
+    """`steps` calls `y = call(x)`, each followed by `x = torch.add(x, y, alpha=1e-3)` (a new
+    `x` at every call; the last `y` held while the next call runs, as a loop holds it), `seen`
+    cleared before call `after`: every call's input and result, stacked."""
+    ins, outs = (torch.empty((steps, *x.shape), device="cuda") for _ in range(2))
+    for k in range(steps):
+        if k == after:
+            seen.clear()
+        y = call(x)
+        ins[k].copy_(x)
+        outs[k].copy_(y)
+        x = torch.add(x, y, alpha=1e-3)
+    return ins, outs
+
+
 def test_a_loop_making_a_new_input_at_every_call_replays_a_programs_graphs(monkeypatch):
     """SyncTest without out= on a new `A` at every call (`A = torch.add(A, F, alpha=h)`): the
     arrays alike the first call's take its place, the run's graph kept by their addresses
@@ -1764,17 +1777,8 @@ def test_a_loop_making_a_new_input_at_every_call_replays_a_programs_graphs(monke
     torch = _torch()
     prog = irfuse.compile(next(p for p in EXAMPLES if p.endswith("synctest.kas")), backend="cuda")
     A = torch.from_numpy(np.random.default_rng(5).random((1000, 3, 3), dtype=np.float32)).cuda()
-    launched, launch_kept = [], GpuInPlaceRun.launch_kept
-    monkeypatch.setattr(GpuInPlaceRun, "launch_kept", lambda run, key, stream: launched.append(
-        launch_kept(run, key, stream)) or launched[-1])
-    ins, outs = torch.empty((14, *A.shape), device="cuda"), torch.empty((14, *A.shape), device="cuda")
-    for k in range(14):
-        if k == 8:
-            launched.clear()
-        F = prog(A).F
-        ins[k].copy_(A)
-        outs[k].copy_(F)
-        A = torch.add(A, F, alpha=1e-3)
+    launched = recorded(monkeypatch, GpuInPlaceRun, "launch_kept")
+    ins, outs = _loop_on_new_inputs(torch, lambda A: prog(A).F, A, launched)
     assert launched == [True] * 6
     monkeypatch.undo()
     for k in range(14):
@@ -1799,17 +1803,8 @@ def test_a_loop_making_a_new_input_at_every_call_replays_a_mesh_programs_graphs(
     u = torch.from_numpy((1e-2 * np.random.default_rng(4).standard_normal(X.shape)).astype(np.float32)).cuda()
     res = irfuse.compile(os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas"), backend="cuda")
     c = Connectivity(conn, len(X))
-    graphs, graph = [], MeshInPlaceRun.graph
-    monkeypatch.setattr(MeshInPlaceRun, "graph", lambda run, given, results: graphs.append(
-        graph(run, given, results)) or graphs[-1])
-    us, rs = torch.empty((14, *u.shape), device="cuda"), torch.empty((14, *u.shape), device="cuda")
-    for k in range(14):
-        if k == 8:
-            graphs.clear()
-        r = res(t["X"], u, c, t["dN"], 1.5, 0.75).r
-        us[k].copy_(u)
-        rs[k].copy_(r)
-        u = torch.add(u, r, alpha=1e-3)
+    graphs = recorded(monkeypatch, MeshInPlaceRun, "graph")
+    us, rs = _loop_on_new_inputs(torch, lambda u: res(t["X"], u, c, t["dN"], 1.5, 0.75).r, u, graphs)
     assert len(graphs) == 6 and all(g is not None for g in graphs)
     monkeypatch.undo()
     for k in range(14):

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, recorded
 
 import irfuse
 from irfuse.diagnostics import UsageError
@@ -172,8 +172,7 @@ def test_a_loop_feeding_a_steps_outputs_back_replays_its_passes(step, monkeypatc
 
     args = _mesh(4)
     X, u0, v0, m, c = args["X"], args["u"], args["v"], args["m"], args["conn"]
-    replays, run = [], _PassesReplay.run
-    monkeypatch.setattr(_PassesReplay, "run", lambda r, *a: replays.append(1) or run(r, *a))
+    replays = recorded(monkeypatch, _PassesReplay, "run")
     u, v = u0, v0
     for _ in range(9):
         u, v = step(X, u, v, m, c, DN, 1.5, 0.75, 1e-3)
@@ -201,8 +200,7 @@ def test_a_call_on_a_new_array_alike_the_last_replays_its_run(monkeypatch):
     whole call's way."""
     from irfuse.api.host_calls import HostFastCall
 
-    alike, check = [], HostFastCall._alike
-    monkeypatch.setattr(HostFastCall, "_alike", lambda f, *a: alike.append(check(f, *a)) or alike[-1])
+    alike = recorded(monkeypatch, HostFastCall, "_alike")
     prog = irfuse.compile(SCALED, backend="cpu")
     x0 = np.random.default_rng(1).standard_normal((300, 3)).astype(np.float32)
     x = x0

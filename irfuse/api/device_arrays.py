@@ -149,12 +149,29 @@ def device_array(value: object) -> DeviceArray | None:
 
 
 def device_of(v) -> int | None:
-    """The GPU a PyTorch CUDA tensor or a CuPy array is on (None for anything else): what a
-    call made again on arrays alike the kept ones compares (`_StagedFastCall`, `MeshGpuFastCall`)."""
+    """The GPU a PyTorch CUDA tensor or a CuPy array is on (None for anything else)."""
     family = type(v).__module__.split(".")[0]
     if family == "torch":
         return v.get_device() if v.is_cuda else None
     return v.device.id if family == "cupy" else None
+
+
+ALIKE_ALIGNMENT = 256  # bytes: an array alike a kept one starts at an address of the same residue
+
+
+def alike_address(a, kept, signature_of, signature: tuple) -> int | None:
+    """The address of GPU array `a` where it is alike `kept` (a contiguous array of a call
+    made again, whose `signature_of` was `signature`: address, shape, type, contiguity): the
+    same library, shape, type, contiguity and device, at an address of the same
+    `ALIKE_ALIGNMENT` residue; else None. What every fast call on the GPU takes in a kept
+    array's place (`FastCall`, `MeshGpuFastCall`, a staged program's call)."""
+    if type(a) is not type(kept):
+        return None
+    now = signature_of(a)
+    if now[1:] != signature[1:] or (now[0] - signature[0]) % ALIKE_ALIGNMENT or \
+            a is not kept and device_of(a) != device_of(kept):
+        return None
+    return now[0]
 
 
 def first_array(arrays: dict):

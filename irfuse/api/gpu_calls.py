@@ -23,8 +23,8 @@ from operator import is_
 
 
 from irfuse.api.arguments import bind_outputs, numbers_bits, out_snapshot, same_arguments, same_out
-from irfuse.api.device_arrays import DeviceArray, check_device_array, device_array, device_of, empty_like_family, \
-    first_array, overlaps, stream_handle
+from irfuse.api.device_arrays import DeviceArray, alike_address, check_device_array, device_array, device_of, \
+    empty_like_family, first_array, overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
 from irfuse.api.output_sets import OutputSets, Place
 from irfuse.api.outputs import Outputs
@@ -206,22 +206,18 @@ class FastCall:
         return True
 
     def _alike(self, args: tuple, named: dict) -> bool:
-        """Whether the arguments are the kept call's but for arrays alike the kept ones (the
-        same library, shape, type and device, contiguous, at addresses of the same 256-byte
-        alignment): the run's inputs then in `places`, the numbers' bits in `bits`."""
+        """Whether the arguments are the kept call's but for arrays alike the kept ones
+        (`alike_address`): the run's inputs then in `places`, the numbers' bits in `bits`."""
         if len(args) != len(self.args) or len(named) != len(self.named):
             return False
         if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
             return False
         places, signature = dict(self.inputs), self.signature
         for k, name, kept, nbytes, sig in self.slots:
-            a = args[k] if type(k) is int else named.get(k)
-            if type(a) is not type(kept):
+            ptr = alike_address(args[k] if type(k) is int else named.get(k), kept, signature, sig)
+            if ptr is None:
                 return False
-            now = signature(a)
-            if now[1:] != sig[1:] or (now[0] - sig[0]) % 256 or a is not kept and device_of(a) != device_of(kept):
-                return False
-            places[name] = Place(now[0], nbytes)
+            places[name] = Place(ptr, nbytes)
         self.places, self.places_key = places, tuple(a.ptr for a in places.values())
         return True
 

@@ -139,8 +139,8 @@ class HostFastCall:
 
     def _alike(self, args: tuple, named: dict) -> bool:
         """Whether the arguments are the kept call's but for NumPy arrays alike the kept ones
-        (the same shape and type, C-contiguous, 16-byte aligned; connectivities the same):
-        their places then in `now`, the numbers' bits in `bits`."""
+        (`alike_host_address`; connectivities the same): their places then in `now`, the
+        numbers' bits in `bits`."""
         if len(args) != len(self.args) or len(named) != len(self.named):
             return False
         if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
@@ -154,11 +154,8 @@ class HostFastCall:
             kept = self.arrays[name]
             if a is kept:
                 continue
-            if type(a) is not np.ndarray or a.shape != kept.shape or a.dtype != kept.dtype or \
-                    not a.flags.c_contiguous:
-                return False
-            ptr = a.__array_interface__["data"][0]
-            if ptr % ALIGNMENT:
+            ptr = alike_host_address(a, kept)
+            if ptr is None:
                 return False
             now[j] = (now[j][0], ptr, a.nbytes, a)
         self.now = now
@@ -176,6 +173,18 @@ class HostFastCall:
         replay_at(bound.recorded, places)
         self.now = self.places  # (holding none of this call's arrays)
         return Outputs(self.names, [results[name] for name in self.names])
+
+
+def alike_host_address(a, kept: np.ndarray) -> int | None:
+    """The address of NumPy array `a` where it is alike `kept` (a C-contiguous array of a
+    call made again on the CPU backend): the same shape and type, C-contiguous, starting at a
+    multiple of `ALIGNMENT` bytes (as the kernels' 16-byte copies read it in place); else
+    None. What the CPU's fast calls take in a kept array's place (`HostFastCall`, a staged
+    program's call)."""
+    if type(a) is not np.ndarray or a.shape != kept.shape or a.dtype != kept.dtype or not a.flags.c_contiguous:
+        return None
+    ptr = a.__array_interface__["data"][0]
+    return None if ptr % ALIGNMENT else ptr
 
 
 def replay_at(recorded, places: list) -> None:

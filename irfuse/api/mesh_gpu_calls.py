@@ -43,8 +43,8 @@ from irfuse.api.arguments import (bind_outputs, check_array, check_uniform_array
                                   out_snapshot, same_arguments, same_out)
 from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
-from irfuse.api.device_arrays import (DeviceArray, check_device_array, device_array, device_of, empty_like_family,
-                                      overlaps, stream_handle)
+from irfuse.api.device_arrays import (DeviceArray, alike_address, check_device_array, device_array, device_of,
+                                      empty_like_family, overlaps, stream_handle)
 from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
 from irfuse.api.outputs import Outputs
@@ -243,8 +243,8 @@ class MeshGpuFastCall:
 
     def _alike(self, args: tuple, named: dict) -> bool:
         """Whether the arguments are the kept call's but for GPU arrays alike the kept ones
-        (the same library, shape, type and device, contiguous, at addresses of the same 256-byte
-        alignment): their places then in `places`, the numbers' bits in `bits`."""
+        (`alike_address`; connectivities the same): their places then in `places`, the
+        numbers' bits in `bits`."""
         if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
             return False
         for k, kept in self.others:  # (connectivities: the same objects)
@@ -253,16 +253,14 @@ class MeshGpuFastCall:
         places, signature = None, self.signature
         for k, name, kept, sig in self.arrays:
             a = args[k] if type(k) is int else named.get(k)
-            if a is kept and signature(a) == sig:
+            ptr = alike_address(a, kept, signature, sig)
+            if ptr is None:
+                return False
+            if ptr == sig[0]:  # (the kept array, or one at its address: its place)
                 continue
-            if type(a) is not type(kept):
-                return False
-            now = signature(a)
-            if now[1:] != sig[1:] or (now[0] - sig[0]) % 256 or device_of(a) != device_of(kept):
-                return False
             if places is None:
                 places = dict(self.slots)
-            places[name] = slot_of(now[0], self.slots[name].nbytes, a)
+            places[name] = slot_of(ptr, self.slots[name].nbytes, a)
         self.places = places if places is not None else self.slots
         return True
 

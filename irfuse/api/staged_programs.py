@@ -21,12 +21,11 @@ import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, out_snapshot, same_arguments, same_batch_length,
                                   numbers_bits, same_out)
-from irfuse.api.device_arrays import ALIGNMENT, device_array, device_of, stream_handle
+from irfuse.api.device_arrays import alike_address, device_array, device_of, stream_handle
 from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
-from irfuse.api.host_calls import replay_at
+from irfuse.api.host_calls import alike_host_address, replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
-from irfuse.runtime.cpu_device import page_aligned
 from irfuse.api.outputs import Outputs
 from irfuse.api.programs import Program
 from irfuse.api.time_loops import let_go_of_loops
@@ -34,6 +33,7 @@ from irfuse.artifact.arrays import SOA
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
+from irfuse.runtime.cpu_device import page_aligned
 from irfuse.runtime.cuda_graph import stream_capturing
 from irfuse.runtime.mesh_runs import OnePieceOnly
 
@@ -156,14 +156,14 @@ class StagedProgram:
         """A call made again (`_StagedFastCall`): its outputs, or None where none matches."""
         for fast in self._fast:
             if fast.again(args, named, out, stream, nodes, scatter):
+                # The outputs: out= arrays, or made here (on the GPU a set let go of, `OutputSets`;
+                # on the CPU as a pass makes them, the passes writing into them).
+                given, key = fast.outputs_made() if fast.made is not None else \
+                    (fast.host_outputs() if fast.host_shapes is not None else fast.given, ())
                 if fast.replay is not None:
-                    given = fast.host_outputs() if fast.host_shapes is not None else fast.given
                     fast.replay.run(fast.bits, fast.places, given, fast.places is fast.kept_places and
                                     given is fast.given)
                     return Outputs(self.outputs, [given[k] for k in self.outputs])
-                given, key = fast.outputs_made() if fast.made is not None else (fast.given, ())
-                if fast.host_shapes is not None:  # (on the CPU: the outputs made here, the passes writing them)
-                    given = fast.host_outputs()
                 key = (fast.addresses, key)  # (the arrays' addresses, the outputs')
                 graph = fast.graphs.get(key) if fast.graphable else None
                 if graph is not None and graph.run(fast):
@@ -458,8 +458,8 @@ class _StagedFastCall:
 
     def _host_alike(self, args: tuple, named: dict) -> bool:
         """On the CPU, whether the arguments are the kept call's but for NumPy arrays alike the
-        kept ones (the same shape and type, C-contiguous, 16-byte aligned): their places then
-        in `places`, the numbers' bits in `bits`."""
+        kept ones (`alike_host_address`): their places then in `places`, the numbers' bits in
+        `bits`."""
         if not numbers_bits(args, named, self.numbers, self.dtype, self.bits):
             return False
         places = dict(self.kept_places)
@@ -469,19 +469,16 @@ class _StagedFastCall:
                 if signature_of is not None and signature_of(a) != signature:
                     return False
                 continue
-            if signature_of is None or type(a) is not np.ndarray or a.shape != kept.shape or \
-                    a.dtype != kept.dtype or not a.flags.c_contiguous:
+            ptr = None if signature_of is None else alike_host_address(a, kept)
+            if ptr is None:
                 return False
-            place = places[self._name(k)] = _place(a)
-            if place[0] % ALIGNMENT:
-                return False
+            places[self._name(k)] = (ptr, a.nbytes, a)
         self.places = places
         return True
 
     def _alike(self, args: tuple, named: dict) -> bool:
         """Whether arrays other than the kept ones (by position and name; numbers by value,
-        `Connectivity` objects the same) are alike them: the same library, shape, type and
-        device, contiguous, at addresses of the same 256-byte alignment; their addresses then in
+        `Connectivity` objects the same) are alike them (`alike_address`); their addresses then in
         `addresses`, the numbers' bits in `bits`. The passes' graphs are kept by those
         addresses, so arrays alike at addresses seen before replay a graph."""
         if not numbers_bits(args, named, self.numbers, self.dtype, self.bits):
@@ -489,16 +486,14 @@ class _StagedFastCall:
         addresses = []
         for k, kept, signature_of, signature in self.slots:
             a = args[k] if type(k) is int else named.get(k)
-            if type(a) is not type(kept):
-                return False
             if signature_of is None:  # (a Connectivity)
                 if a is not kept:
                     return False
                 continue
-            now = signature_of(a)
-            if now[1:] != signature[1:] or (now[0] - signature[0]) % 256 or device_of(a) != device_of(kept):
+            ptr = alike_address(a, kept, signature_of, signature)
+            if ptr is None:
                 return False
-            addresses.append(now[0])
+            addresses.append(ptr)
         self.addresses = tuple(addresses)
         return True
 

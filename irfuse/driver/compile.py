@@ -179,10 +179,6 @@ def _spills(cubin, kernel) -> bool:
     return r is not None and r.spill_stores + r.spill_loads > SPILL_BYTES_KEPT and kernel.min_blocks > 1
 
 
-def _kernel(emitted, name: str):
-    return next(k for k in emitted.kernels if k.name == name)
-
-
 def _compile_each(emitted_once: EmittedModule, element, levels: list[dict[str, int]], arch: str | None
                   ) -> list[tuple]:
     """(emitted, cubin) of the module emitted once (`emitted_once`) at each of `levels` (kernel
