@@ -448,6 +448,37 @@ def test_the_program_cache_key_holds_the_library_and_every_option():
     assert program_key(lib, **base) != key  # a user op changes what a program may compile to
 
 
+def test_an_installed_library_entry_point_changes_the_program_cache_key(tmp_path, monkeypatch):
+    """The key reads the installed entry points without importlib.metadata where none declares
+    the group (`library_points_declared`), and through it where one may: a plugin installed
+    later makes every key new."""
+    from importlib.metadata import entry_points
+
+    from irfuse.api.program_cache import library_key, library_points_declared
+
+    assert library_key()["entry_points"] == sorted(
+        (ep.name, ep.value, ep.dist.version) for ep in entry_points(group="irfuse.library"))
+    other = tmp_path / "other-1.0.dist-info"  # a distribution with other entry points only
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other\nVersion: 1.0\n")
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert not library_points_declared()
+    before = library_key()
+    plugin = tmp_path / "irfuse_plugin-2.5.dist-info"
+    plugin.mkdir()
+    (plugin / "METADATA").write_text("Metadata-Version: 2.1\nName: irfuse-plugin\nVersion: 2.5\n")
+    (plugin / "entry_points.txt").write_text("[irfuse.library]\nextra = irfuse_plugin:register\n")
+    assert library_points_declared()
+    assert ("extra", "irfuse_plugin:register", "2.5") in library_key()["entry_points"]
+    assert library_key() != before
+    zipped = tmp_path / "packed.zip"  # (distributions importlib may find where no folder is read)
+    zipped.write_bytes(b"")
+    plugin.joinpath("entry_points.txt").unlink()
+    monkeypatch.syspath_prepend(str(zipped))
+    assert library_points_declared()
+
+
 class _HostMemory:
     """Host memory standing in for a device allocation (anything with a `ptr`)."""
 

@@ -17,7 +17,6 @@ array indexed [c, b, a] are what a sum-factorized operator contracts one axis at
 from __future__ import annotations
 
 import numpy as np
-from numpy.polynomial import legendre
 
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.order import renumber
@@ -28,6 +27,8 @@ def gauss_lobatto(p: int) -> tuple[np.ndarray, np.ndarray]:
     ascending (float64): -1, the roots of P_p' (P_p the Legendre polynomial of degree p), 1;
     weights 2 / (p (p + 1) P_p(x)^2), summing to 2."""
     _check_whole("gauss_lobatto: p", p, 1)
+    from numpy.polynomial import legendre  # (3 ms to import: not paid by every `import irfuse.mesh`)
+
     inner = legendre.Legendre.basis(p).deriv().roots() if p > 1 else np.zeros(0)
     # (the companion matrix's roots, polished by Newton's method on P_p': a few ulps)
     dp, ddp = legendre.Legendre.basis(p).deriv(), legendre.Legendre.basis(p).deriv(2)
@@ -42,6 +43,8 @@ def gauss_lobatto(p: int) -> tuple[np.ndarray, np.ndarray]:
 def gauss_legendre(q: int) -> tuple[np.ndarray, np.ndarray]:
     """(points, weights) of the q point Gauss-Legendre rule on [-1, 1], points ascending."""
     _check_whole("gauss_legendre: q", q, 1)
+    from numpy.polynomial import legendre
+
     return legendre.leggauss(q)
 
 

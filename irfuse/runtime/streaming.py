@@ -32,7 +32,6 @@ uniform (it gives no per-element output and no partials) runs on one chunk.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import math
 import os
@@ -63,7 +62,7 @@ MIN_CHUNK_BYTES = 16 << 20
 # Host copies of at least this many bytes are split over threads (NumPy releases the GIL).
 PARALLEL_COPY_BYTES = 4 << 20
 _COPY_THREADS = min(16, os.cpu_count() or 1)
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool = None  # (a ThreadPoolExecutor, made with the first large copy)
 
 
 # host plan -> (bytes per element, elements a chunk holds a multiple of, (words, kernel making
@@ -262,6 +261,10 @@ def _copy(dst: np.ndarray, src: np.ndarray) -> None:
     parts = min(_COPY_THREADS, dst.shape[axis])
     bounds = np.linspace(0, dst.shape[axis], parts + 1).astype(int)
     if _pool is None:
+        # (imported here: concurrent.futures and the logging it imports cost a fresh process
+        # 3 ms, which loading a cached program would pay for copies it may never make)
+        import concurrent.futures
+
         _pool = concurrent.futures.ThreadPoolExecutor(_COPY_THREADS, thread_name_prefix="irfuse-copy")
     index = [slice(None)] * dst.ndim
 
