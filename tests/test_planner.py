@@ -336,7 +336,8 @@ def test_a_kernel_that_gathers_asks_ptxas_for_1280_threads_an_sm(dtype):
 def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(monkeypatch, most):
     """SyncTest's kernel asks for 10 blocks; as if ptxas spilled it above `most`, it is
     stepped to 8, then 4. One core: one compile at a time, stopping at the first step that
-    does not spill. Two: the first compile beside the first step (8), then two steps a round."""
+    does not spill. Two: the first compile beside the first step (8), then two steps a round.
+    Four: the first compile beside the first three steps, in one round."""
     import dataclasses
 
     from irfuse.driver import compile as driver
@@ -357,13 +358,14 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
     monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
     one = {8: [[10], [8]], 4: [[10], [8], [4]]}[most]
     two = {8: [[10], [8]], 4: [[10], [8], [4], [2]]}[most]  # (rounds of two: 10 and 8, then 4 and 2)
-    for width, then in ((1, one), (2, two)):  # (one core idle or none: `driver._width`)
+    four = [[10], [8], [4], [2]]  # (one round: 10 beside its first three steps)
+    for width, then in ((1, one), (2, two), (4, four)):  # (cores idle: `driver._width`)
         monkeypatch.setattr(driver, "_width", lambda width=width: width)
         asked.clear()
         plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
                                          compile_gpu=True, arch="sm_90")
         assert sorted(asked, reverse=True) == then and plan.kernels[0].min_blocks == most, width
-        assert width == 1 and asked == then or sorted(asked[:2], reverse=True) == then[:2]
+        assert width == 1 and asked == then or sorted(asked[:width], reverse=True) == then[:width]
 
 
 def test_a_kernel_spilling_a_word_or_two_keeps_its_resident_blocks(monkeypatch):
@@ -420,7 +422,7 @@ def test_a_module_stepped_to_fewer_blocks_is_the_module_emitted_with_them(name):
         with_min_blocks(renamed, {planned[0].name + "_x": planned[0].min_blocks + 1})
 
 
-@pytest.mark.parametrize("width", [1, 2, 3])
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
 def test_spilling_kernels_end_at_the_steps_one_compile_at_a_time_would_take(monkeypatch, width):
     """`build` compiles the steps to fewer resident blocks side by side once a kernel spills;
     with kernels that stop spilling at different steps (as if ptxas fitted CflStep's first

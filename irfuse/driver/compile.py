@@ -84,9 +84,10 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
     many (`_fewer_blocks`); the module is emitted once, a step changing only its launch bounds
     (`with_min_blocks`). Where cores are idle (`_width`), compiles run side by side, each in a
-    thread (NVRTC releases the GIL): the first compile of the module beside the one at every
-    kernel's first step (which a spilling kernel needs next, so it does not wait for the first
-    to find the spill), and each later round `_width` steps of every kernel still spilling.
+    thread (NVRTC releases the GIL): the first compile of the module beside those at every
+    kernel's first `_width` - 1 steps (which a spilling kernel needs next, so it does not wait
+    for the first to find the spill), and each later round `_width` steps of every kernel
+    still spilling.
     ptxas allocates each kernel's registers alone, so a kernel's spills at a step do not depend
     on the other kernels' steps: every compile tells, for each of its kernels, whether it
     spills at that kernel's step (`spills`), and each spilling kernel takes its first step that
@@ -111,7 +112,9 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
             for k in e.kernels:
                 spills[(k.name, k.min_blocks)] = _spills(c, k)
 
-    compile_at([{}] + ([{name: s[0] for name, s in steps.items()}] if width > 1 and steps else []))
+    # (beside the first compile, as many of the spilling kernels' first steps as cores are idle)
+    first = max((len(s) for s in steps.values()), default=0)
+    compile_at([{}] + [{name: s[min(j, len(s) - 1)] for name, s in steps.items()} for j in range(min(width - 1, first))])
     at = {k.name: k.min_blocks for k in emitted.kernels}  # each kernel's resident blocks so far
     while True:
         unknown = {}  # spilling kernels -> their steps from the first not yet compiled
@@ -136,7 +139,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
         return CompiledProgram(module, element.name, kept[0].source, kept[0].kernels, kept[1])
 
 
-WIDTH = 2  # steps compiled side by side where cores are idle (see `_width`)
+WIDTH = 4  # steps compiled side by side where cores are idle (see `_width`)
 
 
 def _width() -> int:
