@@ -450,11 +450,12 @@ def test_the_program_cache_key_holds_the_library_and_every_option():
 
 def test_an_installed_library_entry_point_changes_the_program_cache_key(tmp_path, monkeypatch):
     """The key reads the installed entry points without importlib.metadata where none declares
-    the group (`library_points_declared`), and through it where one may: a plugin installed
+    the group (`entry_points.declared`), and through it where one may: a plugin installed
     later makes every key new."""
     from importlib.metadata import entry_points
 
-    from irfuse.api.program_cache import library_key, library_points_declared
+    from irfuse.api.program_cache import library_key
+    from irfuse.library.entry_points import declared as library_points_declared
 
     assert library_key()["entry_points"] == sorted(
         (ep.name, ep.value, ep.dist.version) for ep in entry_points(group="irfuse.library"))

@@ -29,6 +29,7 @@ from irfuse.artifact.artifact import Artifact
 from irfuse.artifact.stages import StagedArtifact, load_plan
 from irfuse.artifact.disk_cache import cache_lock, entry_path, sha256
 from irfuse.diagnostics import Diagnostic, IrfuseError
+from irfuse.driver.installed import installed_libraries
 
 FORMAT = 4  # 2: entries carry a checksum of every file; 3: the artifact's host plan, the library's additions;
 # 4: staged programs (a directory per stage)
@@ -74,55 +75,12 @@ def library_key(library=None) -> dict:
     when None) holds beyond its base. Found without loading the library where no part of this
     process has (nothing can have been added then): a process that only runs cached programs
     needs neither the library nor the compiler."""
-    points = []
-    if library_points_declared():
-        from importlib.metadata import entry_points
-
-        points = sorted((ep.name, ep.value, ep.dist.version if ep.dist is not None else None)
-                        for ep in entry_points(group="irfuse.library"))
+    points = sorted((ep.name, ep.value, ep.dist.version if ep.dist is not None else None)
+                    for ep in installed_libraries())
     if library is None:
         catalogue = sys.modules.get("irfuse.library.catalogue")
         library = getattr(catalogue, "_DEFAULT", None)
     return {"entry_points": points, "additions": library_digest(library) if library is not None else ""}
-
-
-def library_points_declared() -> bool:
-    """Whether an installed distribution may declare `irfuse.library` entry points: the
-    `entry_points.txt` of every distribution in a folder on `sys.path` read for the group's
-    name, a few milliseconds where importing `importlib.metadata` and reading every
-    distribution's metadata takes 20-45 (most of a cached program's load in a fresh process).
-    True, so that `library_key` asks `importlib.metadata` itself, wherever it may find
-    distributions this cannot see: a file on `sys.path` (a zip), or a finder of distributions
-    other than the standard one."""
-    import importlib.machinery
-
-    if any(hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
-           for finder in sys.meta_path):
-        return True
-    for entry in sys.path:
-        try:
-            listing = os.scandir(entry or ".")
-        except NotADirectoryError:
-            return True
-        except OSError:
-            continue  # (absent: nothing there)
-        with listing:
-            for item in listing:
-                if item.name.endswith((".dist-info", ".egg-info")):
-                    points = os.path.join(item.path, "entry_points.txt")
-                elif item.name.endswith(".egg"):
-                    points = os.path.join(item.path, "EGG-INFO", "entry_points.txt")
-                    if item.is_file():
-                        return True
-                else:
-                    continue
-                try:
-                    with open(points, encoding="utf-8", errors="replace") as f:
-                        if "irfuse.library" in f.read():
-                            return True
-                except OSError:
-                    pass
-    return False
 
 
 def program_key(library=None, **inputs) -> str:

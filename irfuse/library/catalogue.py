@@ -14,7 +14,6 @@ import importlib.util
 import linecache
 import os
 from collections.abc import Callable, Iterable, Sequence
-from importlib.metadata import entry_points
 
 from irfuse.diagnostics import CompileError, Diagnostic
 from irfuse.dialects.access_pattern import AccessPattern, APError
@@ -26,6 +25,7 @@ from irfuse.library.implementations import (
     generated_implementations,
     recommended_elements_per_block,
 )
+from irfuse.library.entry_points import installed_libraries
 from irfuse.library.derivatives import jvp_definition, parse_jvp_name, parse_vjp_name, vjp_definition
 from irfuse.library.families import FAMILIES, Family, parse_mangled
 from irfuse.library.indexexpr import DefinitionError
@@ -303,7 +303,7 @@ def default_library() -> Library:
         _DEFAULT = Library(_DEFAULT_CHECKER)
         define_catalogue(_DEFAULT)
 
-        for ep in entry_points(group="irfuse.library"):
+        for ep in installed_libraries():
             with _refusals_named(f"entry point irfuse.library:{ep.name} ({ep.value})"):
                 ep.load()(_DEFAULT)
         # The base: the built-in catalogue (irfuse's own code) and the installed entry points'
