@@ -473,9 +473,12 @@ def test_an_installed_library_entry_point_changes_the_program_cache_key(tmp_path
     assert library_points_declared()
     assert ("extra", "irfuse_plugin:register", "2.5") in library_key()["entry_points"]
     assert library_key() != before
+    plugin.joinpath("entry_points.txt").write_text("[console_scripts]\nplugin = irfuse_plugin:main\n")
+    assert not library_points_declared()
+    pytest.importorskip("importlib_metadata")  # (Dask's: its finder, installed on import, reads the same folders)
+    assert not library_points_declared()
     zipped = tmp_path / "packed.zip"  # (distributions importlib may find where no folder is read)
     zipped.write_bytes(b"")
-    plugin.joinpath("entry_points.txt").unlink()
     monkeypatch.syspath_prepend(str(zipped))
     assert library_points_declared()
 

@@ -30,10 +30,7 @@ def declared() -> bool:
     every distribution in a folder on `sys.path` read for its name. True also wherever
     `importlib.metadata` may find distributions this cannot see (a file on `sys.path`, a zip;
     a finder of distributions other than the standard one), so that it is asked then."""
-    import importlib.machinery
-
-    if any(hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
-           for finder in sys.meta_path):
+    if any(hasattr(finder, "find_distributions") and not _reads_sys_path(finder) for finder in sys.meta_path):
         return True
     for entry in sys.path:
         try:
@@ -59,3 +56,14 @@ def declared() -> bool:
                 except OSError:
                     pass
     return False
+
+
+def _reads_sys_path(finder) -> bool:
+    """Whether a finder of distributions finds only those in `sys.path`'s folders, as
+    `declared` reads them: the standard one, and the `importlib_metadata` backport's (put on
+    `sys.meta_path` when it is imported, as Dask does)."""
+    import importlib.machinery
+
+    cls = finder if isinstance(finder, type) else type(finder)
+    return finder is importlib.machinery.PathFinder or (
+        cls.__name__ == "MetadataPathFinder" and "importlib_metadata" in cls.__module__)
