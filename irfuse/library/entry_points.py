@@ -37,8 +37,8 @@ def declared() -> bool:
             listing = os.scandir(entry or ".")
         except NotADirectoryError:
             return True
-        except OSError:
-            continue  # (absent: nothing there)
+        except (OSError, TypeError, ValueError):
+            continue  # (absent, unreadable, or not a path: nothing the import system reads there)
         with listing:
             for item in listing:
                 if item.name.endswith((".dist-info", ".egg-info")):
