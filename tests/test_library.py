@@ -133,7 +133,10 @@ def test_the_vectorized_reference_agrees_with_the_per_entry_trees(with_specials)
                 for a in args:
                     a.reshape(-1)[rng.integers(0, a.size, 4)] = np.nan
                     a.reshape(-1)[rng.integers(0, a.size, 4)] = -np.inf
+            # Past a chunk, the trees (one NumPy pass an entry) are evaluated on the first and
+            # last elements only, those of both chunks: the batch reference runs on all of them.
+            some = slice(None) if n <= 200 else np.r_[0:3, n - 5:n]
             with np.errstate(all="ignore"):
-                got, want = evaluate(op, *args), evaluate_by_entries(op, *args)
-            assert got.shape == want.shape == (n, *op.result_type.shape), name
-            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13, equal_nan=True, err_msg=name)
+                got, want = evaluate(op, *args), evaluate_by_entries(op, *[a[some] for a in args])
+            assert got.shape == (n, *op.result_type.shape), name
+            np.testing.assert_allclose(got[some], want, rtol=1e-12, atol=1e-13, equal_nan=True, err_msg=name)
