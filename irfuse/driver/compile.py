@@ -113,8 +113,8 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
                 spills[(k.name, k.min_blocks)] = _spills(c, k)
 
     # (beside the first compile, as many of the spilling kernels' first steps as cores are idle)
-    first = max((len(s) for s in steps.values()), default=0)
-    compile_at([{}] + [{name: s[min(j, len(s) - 1)] for name, s in steps.items()} for j in range(min(width - 1, first))])
+    ahead = min(width - 1, max((len(s) for s in steps.values()), default=0))
+    compile_at([{}] + [{name: s[min(j, len(s) - 1)] for name, s in steps.items()} for j in range(ahead)])
     at = {k.name: k.min_blocks for k in emitted.kernels}  # each kernel's resident blocks so far
     while True:
         unknown = {}  # spilling kernels -> their steps from the first not yet compiled

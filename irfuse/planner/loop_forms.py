@@ -43,7 +43,8 @@ from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_s
 from irfuse.transforms.reverse_mode import LoopJudge
 
 PROFILE = "h100"  # the profile a compile plans for unless told otherwise (PlanningOptions)
-PRICE_BUDGET = 300  # configurations the search analyses to price a taped derivative (the default: `search.DEFAULT_CONFIG_BUDGET`)
+# Configurations the search analyses to price a taped derivative (a compile's: `search.DEFAULT_CONFIG_BUDGET`).
+PRICE_BUDGET = 300
 
 
 def _plans(program: ProgramOp, budget: int | None = None):

@@ -66,11 +66,12 @@ ELEMENTS_PER_THREAD = (2, 4)
 # The search's budget, in units of work rather than seconds so that the same program gives
 # the same plan on any machine: configurations analysed (1.2-1.6 ms each on a 2-core machine),
 # and CP-SAT's deterministic time for the cover (summed over its solves). 1,000 configurations
-# find the plans 3,500 found for every example and mesh example (the same CUDA source under
-# the h100, h200 and cpu profiles, float32 and float64), the planner benchmark's random and
-# derivative programs, but BP3 in float64 on the CPU profile (predicted 3.6% slower), in a
-# third of the time where the budget binds: hex8 in float64 plans in 1.2 s instead of 5.8
-# (benchmarks/NOTES.md, Compiling, 2026-11-30).
+# find the plans 3,500 found for every example and mesh example in float32 and float64 (the
+# same CUDA source under the h100 profile, and under h200 and cpu for those the budget binds)
+# but BP3 in float64 on the CPU profile (predicted 3.6% slower), and for the planner
+# benchmark's random and derivative programs, in a fifth to a half of the time where the
+# budget binds: hex8 in float64 plans in 1.2 s instead of 5.8 (benchmarks/NOTES.md,
+# Compiling, 2026-11-30).
 DEFAULT_CONFIG_BUDGET = 1000
 DEFAULT_COVER_BUDGET = 2.0
 LOOP_PLACEMENTS = ("auto", "host")  # where loops may run: inside kernels where cheaper, or on the host
