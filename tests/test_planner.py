@@ -368,6 +368,36 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
         assert width == 1 and asked == then or sorted(asked[:width], reverse=True) == then[:width]
 
 
+def test_the_stages_of_a_program_over_a_mesh_built_side_by_side_are_those_built_in_turn(monkeypatch):
+    """`_build_modules` builds the explicit step's three passes in threads where cores are
+    idle: the same sources, kernels, blocks and cubins as one after another; and a stage that
+    fails raises the first failing stage's error, as in turn."""
+    from irfuse.driver import compile as driver
+
+    path = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
+    built = {}
+    for width in (1, 3):
+        monkeypatch.setattr(driver, "_width", lambda width=width: width)
+        staged, _ = driver.compile_program(path, None, "f32", compile_gpu=True, arch="sm_90")
+        built[width] = [(s.artifact.source, [(k.name, k.min_blocks) for k in s.artifact.kernels], s.artifact.cubin.cubin)
+                        for s in staged.stages]
+    assert len(built[1]) == 3 and built[3] == built[1]
+    real = driver._build_module
+
+    def failing(reference, module, name, *rest):  # (both passes over the nodes)
+        if "pass over nodes" in name:
+            raise CompileError(f"as if {name} could not be built")
+        return real(reference, module, name, *rest)
+    monkeypatch.setattr(driver, "_build_module", failing)
+    said = {}
+    for width in (1, 3):
+        monkeypatch.setattr(driver, "_width", lambda width=width: width)
+        with pytest.raises(CompileError, match="could not be built") as error:
+            driver.compile_program(path, None, "f32", compile_gpu=True, arch="sm_90")
+        said[width] = str(error.value)
+    assert said[3] == said[1]
+
+
 def test_a_kernel_spilling_a_word_or_two_keeps_its_resident_blocks(monkeypatch):
     """At most `SPILL_BYTES_KEPT` spilled (stores and loads together) keeps the blocks asked;
     a byte more steps to fewer, as above."""
