@@ -193,6 +193,15 @@ def numbers_bits(args: tuple, named: dict, numbers: dict, dtype, bits: list) -> 
     return True
 
 
+def same_objects(args: tuple, named: dict, kept: list) -> bool:
+    """Whether each of `kept` ((position, or name), object) is the very object given there
+    (a call made again on arrays alike the kept call's: its connectivities the same)."""
+    for k, obj in kept:
+        if (args[k] if type(k) is int else named.get(k, named)) is not obj:
+            return False
+    return True
+
+
 def scalar_bits(value: object, dtype: np.dtype) -> bytes | None:
     """The bytes of a Python float or int in `dtype` (float32 or float64), or of a NumPy
     scalar of `dtype`, as `host_scalar` makes them, for a call's fast path; None where `value`

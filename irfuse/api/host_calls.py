@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import numbers_bits, out_snapshot, same_arguments, same_out
+from irfuse.api.arguments import numbers_bits, out_snapshot, same_arguments, same_objects, same_out
 from irfuse.api.device_arrays import ALIGNMENT, DeviceArray, overlaps
 from irfuse.artifact.arrays import OUTPUT_PREFIX
 from irfuse.artifact.artifact import Artifact
@@ -145,9 +145,8 @@ class HostFastCall:
             return False
         if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
             return False
-        for k, kept in self.others:  # (connectivities: the same objects)
-            if (args[k] if type(k) is int else named.get(k, named)) is not kept:
-                return False
+        if not same_objects(args, named, self.others):  # (connectivities)
+            return False
         now = list(self.places)
         for j, key, name in self.slots:
             a = args[key] if type(key) is int else named.get(key)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.api.arguments import (bind_outputs, check_array, check_uniform_array, host_uniform, numbers_bits,
-                                  out_snapshot, same_arguments, same_out)
+                                  out_snapshot, same_arguments, same_objects, same_out)
 from irfuse.api.mesh_calls import mesh_layout, mesh_sizes
 from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, alike_address, check_device_array, device_array, device_of,
@@ -247,9 +247,8 @@ class MeshGpuFastCall:
         numbers' bits in `bits`."""
         if not numbers_bits(args, named, self.scalars, self.dtype, self.bits):
             return False
-        for k, kept in self.others:  # (connectivities: the same objects)
-            if (args[k] if type(k) is int else named.get(k, named)) is not kept:
-                return False
+        if not same_objects(args, named, self.others):  # (connectivities)
+            return False
         places, signature = None, self.signature
         for k, name, kept, sig in self.arrays:
             a = args[k] if type(k) is int else named.get(k)

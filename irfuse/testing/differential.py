@@ -285,9 +285,9 @@ def _check_mesh_plan(plan, budget: Budget, k: int) -> tuple[str, str] | None:
 
 def mesh_calls_differ(plan, inputs: dict, nodes: int, got: dict) -> list[str]:
     """The outputs a `Program` of a plan over a mesh on the CPU, called on the inputs (each
-    connectivity a `Connectivity`, uniform scalars as numbers) and then twice on copies of their arrays (arrays alike the
-    last call's, which its fast path takes in their place: `HostFastCall._alike`), gives
-    with other bits than the plan's run (`got`)."""
+    connectivity a `Connectivity`, uniform scalars as numbers) and then twice on copies of
+    their arrays (arrays alike the last call's, which its fast path takes in their place:
+    `HostFastCall._alike`), gives with other bits than the plan's run (`got`)."""
     from irfuse.api.programs import Program
     from irfuse.mesh import Connectivity
 
