@@ -18,15 +18,26 @@ EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "bigfusion.k
 ALL = [i for op in default_library() for i in implementations(op)]
 
 
-def test_every_op_has_the_three_mappings_where_they_differ():
+def test_every_op_has_the_mappings_where_they_differ():
     lib = default_library()
     names = {op.name: [i.name for i in implementations(op)] for op in lib}
     assert names["mmul33"] == ["elem", "row", "entry"]
     assert names["mvmul44"] == ["elem", "row"]  # rows and entries coincide for a vector result
     assert names["venorm3"] == ["elem"]
-    assert names["ttmul3212"] == ["elem", "row", "entry"]
+    # a result of three indices or more: also one thread a line along its first index
+    assert names["ttmul3212"] == ["elem", "row", "entry", "line"]
     impl = implementations(lib.get("ttmul3212"))[2]
     assert impl.bx == 27 and impl.recommended_by * impl.bx <= 128
+
+
+def test_a_line_mapping_binds_every_index_but_the_first_to_the_threads():
+    """`contract("kc,cba->kba", B, u)` of a 5x4 table and a 4x4x4 tensor: one thread a line
+    (b, a), 16 threads, each computing the 5 entries k of its line from the 4 words of u on it."""
+    op = default_library().get("contract_kc_cba_kba_5x4_4x4x4")
+    line = next(i for i in implementations(op) if i.name == "line")
+    assert line.bx == 16 and line.result_ap.words() == 5
+    assert sorted(line.result_ap.relative()) == [0, 16, 32, 48, 64]
+    assert sorted(line.operand_aps[1].relative()) == [0, 16, 32, 48]  # u[c, b, a] for c = 0..3
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

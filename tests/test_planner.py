@@ -775,3 +775,20 @@ def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_
     out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "examples", "synctest.kas")],
                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path)})
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+
+
+def test_the_register_estimate_counts_the_words_a_thread_holds_of_a_value_spread_over_threads():
+    """A 5x4x4 value made and read by line calls (16 threads an element, `fuse-promote-registers/
+    line.mlir`) is 5 words in each thread's registers, not its 80 words (nor the 65 its emitted
+    array spans): the estimate the cost model plans with counts those 5."""
+    from irfuse.dialects.context import parse_module
+    from irfuse.kernel.bridge import model_from_kernel
+    from irfuse.planner.cost import estimate_registers, thread_words
+    from irfuse.transforms.promotion import promote_registers
+
+    text = open(os.path.join(ROOT, "tests", "filecheck", "fuse-promote-registers", "line.mlir")).read()
+    (kernel,) = [op for op in parse_module(text).walk() if op.name == "fuse.kernel"]
+    model = promote_registers(model_from_kernel(kernel, 8)[0])
+    words = thread_words(model)
+    assert list(words.values()) == [5] and model.values[next(iter(words))].size == 80
+    assert estimate_registers(model) < 24 + 80

@@ -313,6 +313,8 @@ def _thread_vars(mapping: str, target: tuple[str, ...], shape: tuple[int, ...]) 
     if mapping == "row":
         v = f"ix_{target[0]}"
         return {target[0]: Affine.of(v)}, {v: "tx"}
+    if mapping == "line":  # the first index stays in the thread: bind the others
+        target, shape = target[1:], shape[1:]
     env, exprs = {}, {}
     for m, (name, n) in enumerate(zip(target, shape)):
         inner = 1
@@ -348,7 +350,8 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
             v = env[i]
             off = off + (Affine.of(const=v * stride_of[i]) if isinstance(v, int) else v.scale(stride_of[i]))
         outputs.append((off, exp.expand(d.expr, env)))
-    bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size}[mapping]
+    bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size,
+          "line": op.result_type.size // shape[0] if shape else 1}[mapping]
 
     def pattern(offsets: list[Affine], size: int) -> tuple[AccessPattern, Affine]:
         linear = {o.linear for o in offsets}
@@ -371,7 +374,8 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
         operand_rel.append(rel)
     result_ap, result_rel = pattern([o for o, _ in outputs], op.result_type.size)
     doc = {"elem": "one thread per element", "row": "one thread per output row",
-           "entry": "one thread per output entry"}[mapping]
+           "entry": "one thread per output entry",
+           "line": "one thread per line along the first index"}[mapping]
     return GeneratedImplementation(op, mapping, bx, recommended_elements_per_block(bx), operand_aps, result_ap,
                                    var_exprs=var_exprs, outputs=outputs, operand_rel=operand_rel,
                                    result_rel=result_rel, mapping_doc=doc)
@@ -429,6 +433,8 @@ def generated_implementations(op: OpDef) -> list[Implementation]:
             candidates.append(_derive(op, "row"))
         if op.result_type.size > rows:
             candidates.append(_derive(op, "entry"))
+        if len(shape) >= 3:
+            candidates.append(_derive(op, "line"))
         for impl in candidates:
             conds = {c for _, tree in impl.outputs for c in _nodes(tree, SCond)}
             if len(conds) <= MAX_RUNTIME_SELECTIONS:

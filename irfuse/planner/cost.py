@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
 from irfuse.dialects.fuse import FINISH_BATCH
-from irfuse.kernel.model import Gathered, KernelModel, OpKind, op_weights
+from irfuse.kernel.model import Gathered, KernelModel, OpKind, Patterns, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
 from irfuse.analysis.shared_lifetimes import lifetimes
 from irfuse.planner.profiles import (BUILTIN, DEFAULT_BATCH, H100, H200, DeviceProfile, load_profile,  # noqa: F401
@@ -67,11 +67,20 @@ def _call_words(model: KernelModel) -> int:
     need = 0
     for op in model.calls():
         impl = op.impl
-        held = sum(max(impl.operand_aps[k].relative()) + 1
+        held = sum(impl.operand_aps[k].words()
                    for k, a in enumerate(op.args) if not model.values[a].shared and not model.values[a].uniform)
-        held += len(impl.result_ap.relative())  # outputs are computed before they are written
+        held += impl.result_ap.words()  # outputs are computed before they are written
         need = max(need, held)
     return need
+
+
+def thread_words(model: KernelModel) -> dict[int, int]:
+    """Each register value's words one thread holds (of one element): those its register
+    pattern touches. A value spread over several threads of an element (a row or a line of
+    it each) holds only its part in a thread; the emitted array may be declared longer, but
+    ptxas keeps only the words a thread touches."""
+    patterns = Patterns(model)
+    return {vid: patterns(vid)[0].words() for vid, v in model.values.items() if not v.shared and not v.uniform}
 
 
 def _peak_live_words(model: KernelModel, per_thread: int = 1) -> int:
@@ -81,12 +90,12 @@ def _peak_live_words(model: KernelModel, per_thread: int = 1) -> int:
     first, last = lifetimes(model, ops)
     # (each register value adds its words from its first op to its last: one sweep)
     steps = [0] * (len(ops) + 1)
-    for vid, v in model.values.items():
-        if not v.shared and not v.uniform and vid in first:
+    for vid, words in thread_words(model).items():
+        if vid in first:
             lo, hi = max(first[vid], 0), min(last[vid], len(ops) - 1)
             if lo <= hi:
-                steps[lo] += v.size * per_thread
-                steps[hi + 1] -= v.size * per_thread
+                steps[lo] += words * per_thread
+                steps[hi + 1] -= words * per_thread
     return max(itertools.accumulate(steps[:-1]), default=0)
 
 
@@ -112,8 +121,7 @@ def estimate_registers(model: KernelModel) -> int:
     need = _call_words(model)
     if model.has_loops():
         return min(255, 24 + need + _peak_live_words(model))
-    live_regs = sum(max(16, v.size) + (model.per_thread - 1) * v.size
-                    for v in model.values.values() if not v.shared and not v.uniform)
+    live_regs = sum(max(16, w) + (model.per_thread - 1) * w for w in thread_words(model).values())
     return min(255, 24 + need + live_regs // 2)
 
 
