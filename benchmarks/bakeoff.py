@@ -15,8 +15,9 @@ the elements' own values / time), and the byte floor at the measured copy bandwi
 time: u read and y written once (BP: with the int32 connectivity), the stored quadrature data
 read once. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
 `bp1.kas`, `bp3.kas` at order 3),
-whose kernels run one element a thread; the block-per-element kernels of high order are not
-written yet, so this measures the starting point. `--device cpu` runs irfuse's CPU backend and
+planned as any program: each element's calls spread over a few threads by the ops' mappings
+(`row`, `line`: one thread a line along a tensor's first index); kernels giving a block to one
+element are not written yet. `--device cpu` runs irfuse's CPU backend and
 the peers on the CPU (a smoke run: the figures that count are the GPU's).
 """
 

@@ -69,8 +69,7 @@ def _budget_of_one_group(prog, elements: int, nodes: int) -> int:
 @pytest.mark.parametrize("name", ["bp1", "bp3"])
 def test_the_bake_off_examples_compile_for_the_gpu(name):
     """NVRTC compiles them (the search stopped early: the kernels of a plan among its first
-    configurations; one element a thread keeps BP3's 750 words of factors in local memory,
-    which the block-per-element kernels of high order are to remove)."""
+    configurations)."""
     from irfuse.driver.front import search_budget
 
     prog = irfuse.compile(os.path.join(ROOT, "examples", "highorder", f"{name}.kas"), backend="cuda", dtype="f32",
