@@ -269,3 +269,22 @@ def test_reshape_in_a_python_program_takes_the_shape_first():
     prog = irfuse.compile(flat, backend="cpu", dtype="f64")
     v = np.arange(24.0).reshape(3, 8)
     np.testing.assert_array_equal(prog(v)[0], v.reshape(3, 4, 2))
+
+
+def test_a_reshape_of_729_entries_is_within_the_expansion_limit_and_numpys():
+    """`reshape("9x9x9", v)` of a vector729 (a hexahedron of order 8's gathered values): its
+    selections nested axis by axis, the product of a delta of an output index and a constant
+    counted and built only where the delta is 1 (`indexexpr.expanded_size`, `_expand`), so it
+    is made (written flat, 4.3 M operations and operands against the limit's 2.1 M), entry k of
+    the result entry k of the vector; a definition that builds as much everywhere is still
+    refused. (Compiled in a program it is: tests/test_highorder.py's order 8.)"""
+    from irfuse.library.catalogue import default_library
+    from irfuse.library.indexexpr import MAX_EXPANDED_NODES, Expander, Leaf, parse_definition
+
+    op = default_library().get("reshape_9x9x9_729")
+    e = Expander(parse_definition(op.definition), ["A"], [(729,)], (9, 9, 9))
+    assert e.expanded_size() <= MAX_EXPANDED_NODES
+    assert e.expand() == [Leaf(0, k) for k in range(729)]  # entry k of the result is entry k of A
+    flat = " + ".join(f"delta(i,{k})*delta(j,{k})*A[{k}]" for k in range(729))  # (a delta of two output indices)
+    e = Expander(parse_definition(f"C[i,j] = {flat}"), ["A"], [(729,)], (729, 729))
+    assert e.expanded_size() > MAX_EXPANDED_NODES

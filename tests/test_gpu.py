@@ -1892,10 +1892,11 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     assert type(c).__module__.startswith("cupyx") and c.data.get().tobytes() == first.tobytes()
 
 
-@pytest.mark.parametrize("order", [3, 5])
+@pytest.mark.parametrize("order", [3, 5, 6])
 def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_reference(order):
     """BP3 in float64 on torch tensors (a randomly numbered box, the connectivity prepared on
-    the GPU): order 3 (64 nodes an element) and order 5 (216, one element a scatter group),
+    the GPU): order 3 (64 nodes an element), order 5 (216, one element a scatter group) and
+    order 6 (343: a group of its own, its slots numbered in two bytes),
     against the float64 reference and the CPU backend's run, the same bits call after call."""
     import importlib.util
     import sys

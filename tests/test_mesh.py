@@ -236,21 +236,26 @@ def _scatter_in_order(values, conn, nodes):
     return out
 
 
-@pytest.mark.parametrize("k", [1, 3, 4, 8, 10, 27])
+@pytest.mark.parametrize("k", [1, 3, 4, 8, 10, 27, 343, 729])
 def test_the_scatter_order_gives_each_partial_its_groups_slots_of_a_node(k):
     """`inverse_connectivity` as the element kernel and the scatter kernel read it: partial p
     of group g (bases[g] <= p < bases[g + 1]) adds the rows of its members, from firsts[p] to
     the next partial's first (or the group's end), which are the group's slots of one node in
     ascending order; every slot is some partial's once; each node lists its partials in
-    ascending order, and adding them gives `scatter_add`'s bits (as both kernels do)."""
+    ascending order, and adding them gives `scatter_add`'s bits (as both kernels do). An
+    element of more than 256 nodes (343, 729: hexahedra of order 6 and 8) is a group of its
+    own, its slots numbered in two bytes."""
     from irfuse.artifact.scatter_groups import group_elements
 
     rng = np.random.default_rng(k)
-    elements, nodes = 301, 97
+    elements, nodes = (301, 97) if k <= 256 else (23, 5000)
     conn = rng.integers(0, nodes, (elements, k))
     inverse = mesh.inverse_connectivity(conn, nodes)
     per_group = group_elements(k) * k
-    assert per_group <= 256 < 2 * per_group + k
+    if k <= 256:
+        assert per_group <= 256 < 2 * per_group + k and inverse.members.dtype == np.uint8
+    else:
+        assert per_group == k and inverse.members.dtype == inverse.firsts.dtype == np.uint16
     rows = rng.standard_normal((elements * k, 2)).astype(np.float32)
     partials = np.full((len(inverse.partials), 2), np.nan, np.float32)
     node_of = np.full(len(inverse.partials), -1)
@@ -279,8 +284,8 @@ def test_the_scatter_order_gives_each_partial_its_groups_slots_of_a_node(k):
 
 
 def test_a_scatter_refuses_elements_of_more_nodes_than_a_group_holds():
-    with pytest.raises(UsageError, match="at most 256 nodes, not 257"):
-        mesh.inverse_connectivity(np.zeros((2, 257), np.int32), 3)
+    with pytest.raises(UsageError, match="at most 1024 nodes, not 1025"):
+        mesh.inverse_connectivity(np.zeros((2, 1025), np.int32), 3)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -321,7 +326,7 @@ def test_scatter_add_refuses_values_that_do_not_match_and_indices_outside():
 
 @pytest.mark.parametrize("k, elements, nodes, seed", [
     (4, 6 * 5**3, None, 0), (4, 1000, 50, 1), (3, 777, 400, 2), (8, 513, 900, 3), (10, 300, 2000, 4),
-    (5, 1, 3, 5), (27, 40, 5000, 6), (1, 700, 20, 7)])
+    (5, 1, 3, 5), (27, 40, 5000, 6), (1, 700, 20, 7), (343, 30, 4000, 8), (729, 7, 300, 9)])
 def test_the_scatter_order_made_by_pytorch_is_the_hosts_entry_for_entry(k, elements, nodes, seed):
     torch = pytest.importorskip("torch")
     from irfuse.mesh.on_gpu import checked_on_gpu, inverse_on_gpu

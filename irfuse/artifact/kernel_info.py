@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from irfuse.artifact.scatter_groups import slot_ctype
+
 
 # The kernel a call on GPU arrays checks each connectivity with (`backend.scatter_emit`):
 # emitted into every program that reads a connectivity, launched by `api.mesh_gpu_calls`.
@@ -67,10 +69,13 @@ class KernelInfo:
         that sums a scatter's rows in groups: per such output, the members, firsts and group
         bases of its connectivity, the nodal sums its rows go into under atomics, and the
         connectivity itself."""
-        return [(ctype, f"{name}{j}") for j in range(sum(1 for k in self.grouped if k))
-                for ctype, name in (("const unsigned char*", "irf_members"), ("const unsigned char*", "irf_firsts"),
-                                    ("const int*", "irf_bases"), ("real_t*", "irf_atomic"),
-                                    ("const int*", "irf_conn"))]
+        out = []
+        for j, k in enumerate(k for k in self.grouped if k):
+            slot = f"const {slot_ctype(k)}*"  # (a slot's number in its group: one byte, or two past 256 slots)
+            out += [(ctype, f"{name}{j}") for ctype, name in ((slot, "irf_members"), (slot, "irf_firsts"),
+                                                               ("const int*", "irf_bases"), ("real_t*", "irf_atomic"),
+                                                               ("const int*", "irf_conn"))]
+        return out
 
     def input_ctype(self, i: int) -> str:
         """The C type of input `i`'s words."""

@@ -10,22 +10,42 @@ partials in ascending group order onto 0. The element kernel sums the groups of 
 
 The partials are numbered group by group, within a group in the order of their first slots:
 group g's are `bases[g]` to `bases[g + 1] - 1`. `members` lists each group's slots partial
-by partial, each partial's in ascending order, as slots within the group (one byte each:
-a group has at most 256); partial p's run of them starts at `firsts[p]` within its group's
-and ends where the next partial's starts (or at the group's end). So the thread of partial p
-reads its rows' places side by side, not one after another.
+by partial, each partial's in ascending order, as slots within the group (one byte each
+where a group has at most 256, else two); partial p's run of them starts at `firsts[p]`
+within its group's and ends where the next partial's starts (or at the group's end). So the
+thread of partial p reads its rows' places side by side, not one after another.
+
+An element of more than `GROUP_SLOTS` nodes (a hexahedron of order 6 to 9: 343 to 1,000) is a
+group of its own, its slots numbered in two bytes (`slot_bytes`); up to `ELEMENT_SLOTS` nodes.
 """
 
-GROUP_SLOTS = 256  # slots of a group at most: one byte numbers them (measured: see irfuse.mesh.scatter)
+GROUP_SLOTS = 256  # slots of a group of several elements at most: one byte numbers them (measured: see irfuse.mesh.scatter)
+ELEMENT_SLOTS = 1024  # nodes of an element at most (kas.MAX_DIM): a group of its own past GROUP_SLOTS
 
 
 def group_elements(nodes_per_element: int) -> int:
     """Elements a group holds: the largest power of two whose slots fit `GROUP_SLOTS` (a
-    power of two, so that blocks of a power of two of elements hold whole groups); 0 where an
-    element has more than `GROUP_SLOTS` nodes (no scatter takes it)."""
-    if nodes_per_element < 1 or nodes_per_element > GROUP_SLOTS:
+    power of two, so that blocks of a power of two of elements hold whole groups); 1 for an
+    element of more nodes, up to `ELEMENT_SLOTS`; 0 past that (no scatter takes it)."""
+    if nodes_per_element < 1 or nodes_per_element > ELEMENT_SLOTS:
         return 0
     g = 1
     while 2 * g * nodes_per_element <= GROUP_SLOTS:
         g *= 2
     return g
+
+
+def slot_bytes(nodes_per_element: int) -> int:
+    """Bytes of a slot's number within its group (`members`, `firsts`): 1 where a group holds
+    at most `GROUP_SLOTS` slots, else 2."""
+    return 1 if group_elements(nodes_per_element) * nodes_per_element <= GROUP_SLOTS else 2
+
+
+def slot_ctype(nodes_per_element: int) -> str:
+    """The C type of a slot's number (`slot_bytes`)."""
+    return "unsigned char" if slot_bytes(nodes_per_element) == 1 else "unsigned short"
+
+
+def slot_dtype(nodes_per_element: int) -> str:
+    """The NumPy type name of a slot's number (`slot_bytes`)."""
+    return "uint8" if slot_bytes(nodes_per_element) == 1 else "uint16"

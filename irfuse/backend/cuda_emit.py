@@ -92,7 +92,7 @@ from xdsl.ir import SSAValue
 
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
-from irfuse.artifact.scatter_groups import group_elements
+from irfuse.artifact.scatter_groups import group_elements, slot_bytes, slot_ctype
 from irfuse.backend.combine_emit import combine_kernel, finish_in_last_block
 from irfuse.backend.scatter_emit import (index_check_kernel, scatter_atomic_kernel, scatter_groups_kernel,
                                          scatter_kernel, transpose_kernels, zero_kernel)
@@ -909,7 +909,8 @@ class KernelEmitter:
         # at a tangent's occupancy left the threads waiting most of the kernel. Where the
         # staging would not fit a block beside the rest, the order is read where it lies.
         order = f"irf_ord{j}"
-        order_words = -(-(4 * (self.by // group + 2) + 2 * self.by * k) // self.itemsize)
+        slot = slot_ctype(k)  # (a slot's number in its group: one byte, or two past 256 slots a group)
+        order_words = -(-(4 * (self.by // group + 2) + 2 * slot_bytes(k) * self.by * k) // self.itemsize)
         with_order = dataclasses.replace(self.info, arrays=[words for _, words in self.block_arrays] + [order_words])
         staged = with_order.total_shared_bytes(self.itemsize) <= STAGED_ORDER_LIMIT
         head = [f"    const long long irf_g0 = first / {group};",
@@ -918,8 +919,8 @@ class KernelEmitter:
         if staged:
             self.block_arrays.append((order, order_words))
             head = [f"    int* const irf_sb = (int*){order};  // the groups' first partials, from the block's first",
-                    f"    unsigned char* const irf_sm = (unsigned char*)(irf_sb + {self.by // group + 2});  // members",
-                    f"    unsigned char* const irf_sf = irf_sm + {self.by * k};  // firsts", *head]
+                    f"    {slot}* const irf_sm = ({slot}*)(irf_sb + {self.by // group + 2});  // members",
+                    f"    {slot}* const irf_sf = irf_sm + {self.by * k};  // firsts", *head]
             for text in [
                     f"  if ({members} != nullptr) {{  // the block's scatter order into shared memory",
                     *head,
@@ -963,7 +964,7 @@ class KernelEmitter:
                 f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) {{",
                 "      const long long irf_p = irf_p0 + irf_i;",
                 f"      while (irf_g + 1 < irf_groups && {base('irf_g + 1')} <= irf_i) ++irf_g;",
-                f"      const unsigned char* const irf_m = {group_members};",
+                f"      const {slot}* const irf_m = {group_members};",
                 f"      const int irf_b = irf_g * {per_group}, irf_m0 = {first_of.format('irf_i')};",
                 f"      const int irf_m1 = irf_i + 1 < {base('irf_g + 1')} ? {first_of.format('irf_i + 1')} : "
                 f"count * {k} - irf_b < {per_group} ? count * {k} - irf_b : {per_group};",

@@ -69,7 +69,7 @@ the differential tests compare the two renderings' bits."""
 
 from __future__ import annotations
 
-from irfuse.artifact.scatter_groups import group_elements
+from irfuse.artifact.scatter_groups import group_elements, slot_ctype
 from irfuse.backend.cuda_emit import (KernelEmitter, call_impl, copy_pattern, gather_index, partial_sum,
                                       partial_write, tree_step)
 from irfuse.backend.render_uniform_vectors import hoisted_form, hoisted_vectors
@@ -235,7 +235,7 @@ class ElementLoopEmitter(KernelEmitter):
                       "} else {",
                       f"  const long long irf_g0 = irf_first / {group};",
                       f"  for (int irf_g = 0; irf_g < (irf_count + {group - 1}) / {group}; ++irf_g) {{",
-                      f"    const unsigned char* const irf_m = irf_members{j} + (irf_g0 + irf_g) * {per_group};",
+                      f"    const {slot_ctype(k)}* const irf_m = irf_members{j} + (irf_g0 + irf_g) * {per_group};",
                       f"    const int irf_b = irf_g * {per_group};",
                       f"    const int irf_slots = irf_count * {k} - irf_b < {per_group} ? irf_count * {k} - irf_b "
                       f": {per_group};",

@@ -24,7 +24,7 @@ one thread a node now (`benchmarks/NOTES.md`).
 
 from __future__ import annotations
 
-from irfuse.artifact.scatter_groups import group_elements
+from irfuse.artifact.scatter_groups import group_elements, slot_ctype
 from irfuse.artifact.kernel_info import (CHECK_INDEX64_KERNEL, CHECK_INDEX_KERNEL, COLUMNS_OF_ROWS_KERNEL,
                                          ROWS_OF_COLUMNS_KERNEL, KernelInfo)
 from irfuse.dialects import fuse
@@ -191,8 +191,9 @@ def scatter_groups_kernel(size: int, k: int) -> tuple[str, KernelInfo]:
     tetrahedra, H200: a group's partials one after another.)"""
     name = fuse.scatter_groups_kernel_name(size, k)
     per_group = group_elements(k) * k
-    params = ("const real_t* __restrict__ values, const unsigned char* __restrict__ members, "
-              "const unsigned char* __restrict__ firsts, const int* __restrict__ bases, real_t* __restrict__ out, "
+    slot = slot_ctype(k)  # (a slot's number in its group: one byte, or two past 256 slots a group)
+    params = (f"const real_t* __restrict__ values, const {slot}* __restrict__ members, "
+              f"const {slot}* __restrict__ firsts, const int* __restrict__ bases, real_t* __restrict__ out, "
               "const long long n")
     each = f"for (int c = 0; c < {size}; ++c)"
     text = _row_kernel(name, params, "slot", [
@@ -200,7 +201,7 @@ def scatter_groups_kernel(size: int, k: int) -> tuple[str, KernelInfo]:
         f"  const long long p = bases[group] + slot % {per_group}, p1 = bases[group + 1];",
         "  if (p < p1) {",
         f"    const int slots = n - base < {per_group} ? (int)(n - base) : {per_group};",
-        "    const unsigned char* const m = members + base;",
+        f"    const {slot}* const m = members + base;",
         "    const int m1 = p + 1 < p1 ? firsts[p + 1] : slots;",
         f"    real_t acc[{size}];",
         f"    {each} acc[c] = values[(base + m[firsts[p]]) * {size} + c];",
@@ -210,7 +211,7 @@ def scatter_groups_kernel(size: int, k: int) -> tuple[str, KernelInfo]:
         f"    {each} out[p * {size} + c] = acc[c];",
         "  }"], comment=f"// kas.scatter of {size}-word rows of {k}-node elements: a group's partials, one a thread")
     info = KernelInfo(name, 1, ROWS, 0, ["values", "members", "firsts", "bases"], ["out"], [size, 1, 1, 1], [size],
-                      input_types=["", "unsigned char", "unsigned char", "int"])
+                      input_types=["", slot, slot, "int"])
     return text, info
 
 def index_check_kernel(wide: bool = False) -> tuple[str, KernelInfo]:

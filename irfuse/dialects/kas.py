@@ -206,10 +206,10 @@ class IndexType(KasType):
 
 
 MAX_AXES = 4  # a value's axes at most: scalar, vector, matrix, tensor of 3 or 4
-# Entries an axis at most (and a connectivity's nodes an element): 256, the slots of a scatter
-# group (`irfuse.artifact.scatter_groups.GROUP_SLOTS`, numbered by one byte), so that an
-# element of order 5 (216 nodes) is gathered and scattered whole.
-MAX_DIM = 256
+# Entries an axis at most (and a connectivity's nodes an element): 1,024, so that a hexahedron
+# of order 9 (1,000 nodes) is gathered and scattered whole: an element of more than 256 nodes
+# is a scatter group of its own (`irfuse.artifact.scatter_groups.ELEMENT_SLOTS`).
+MAX_DIM = 1024
 
 
 def kas_type_of_shape(shape: Sequence[int]) -> KasType:

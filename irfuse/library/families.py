@@ -590,14 +590,18 @@ def _reshape(types, params):
         return Instance(("A",), result, f"{_target(len(shape))} = {_ref('A', 0) if not a.shape else _entry(a.shape, 0)}",
                         f"A as {params[0]}")
     # Entry k of the result (row-major) is entry k of A: a selection by deltas of constant indices
-    # (`delta` selects exactly), as `stack` writes its entries.
+    # (`delta` selects exactly), as `stack` writes its entries, nested axis by axis (each axis's
+    # delta written once for the entries under it), so that the definition grows with the
+    # entries, not with their square times the axes: a 9x9x9 tensor's 729 entries (a hexahedron
+    # of order 8) expand to about 1.2 M operations and operands, 4.3 M written flat.
     letters = _idx(len(shape))
-    terms = []
-    for k in range(size):
-        at = _unravel(k, shape)
-        select = "*".join(f"delta(i{d},{i})" for d, i in enumerate(at))
-        terms.append(f"{select}*{_entry(a.shape, k)}")
-    return Instance(("A",), result, f"C[{letters}] = " + " + ".join(terms), f"A as {params[0]}")
+
+    def nested(d: int, first: int) -> str:
+        inner = math.prod(shape[d + 1:])
+        if d == len(shape) - 1:
+            return " + ".join(f"delta(i{d},{i})*{_entry(a.shape, first + i)}" for i in range(shape[d]))
+        return " + ".join(f"delta(i{d},{i})*({nested(d + 1, first + i * inner)})" for i in range(shape[d]))
+    return Instance(("A",), result, f"C[{letters}] = " + nested(0, 0), f"A as {params[0]}")
 
 
 def _unravel(k: int, shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -370,13 +370,20 @@ class Expander:
         elif isinstance(e, Sum):
             self._infer_ranges(e.body)
 
-    def expanded_size(self, e: Expr | None = None) -> int:
+    def expanded_size(self, e: Expr | None = None) -> float:
         """How many nodes the trees of every output entry hold at most, before folding:
-        what `expand` would build (found on the definition alone)."""
+        what `expand` would build (found on the definition alone). A product whose first
+        factor is a delta of an output index and a constant (`delta(i0,2)*X`) builds X only
+        for the entries where the delta is 1 (`_expand` stops at a first factor of 0), one in
+        the index's range: counted so, as an average over the entries (a reshape's selections,
+        nested axis by axis, build one entry's term of the 729 of a 9x9x9 tensor)."""
         if e is None:
-            return math.prod(self.result_shape) * self.expanded_size(self.d.expr)
+            return math.ceil(math.prod(self.result_shape) * self.expanded_size(self.d.expr))
         if isinstance(e, Bin):
-            return 1 + self.expanded_size(e.lhs) + self.expanded_size(e.rhs)
+            rhs = self.expanded_size(e.rhs)
+            if e.op == "*" and isinstance(e.lhs, Delta):
+                rhs /= self._selected_one_in(e.lhs)
+            return 1 + self.expanded_size(e.lhs) + rhs
         if isinstance(e, (Neg, Func)):
             return 1 + self.expanded_size(e.arg)
         if isinstance(e, Call):
@@ -400,6 +407,15 @@ class Expander:
             out.append(self._expand(self.d.expr, env))
         return out
 
+    def _selected_one_in(self, d: Delta) -> int:
+        """For a delta of an output index and a constant, the index's range (the delta is 1 for
+        one entry in that many); else 1."""
+        pair = (d.i, d.j)
+        target = [i for i in pair if i in self.d.target_indices]
+        if len(target) == 1 and any(i.isdigit() for i in pair):
+            return max(1, self.ranges.get(target[0], 1))
+        return 1
+
     def _expand(self, e: Expr, env: dict) -> Scalar:
         if isinstance(e, Num):
             return Const(e.value)
@@ -413,7 +429,10 @@ class Expander:
                     "index nor summed over") from None
             return self.leaf(k, idx)
         if isinstance(e, Bin):
-            return fold_bin(e.op, self._expand(e.lhs, env), self._expand(e.rhs, env))
+            lhs = self._expand(e.lhs, env)
+            if e.op == "*" and isinstance(lhs, Const) and lhs.value == 0:
+                return Const(0.0)  # (what `fold_bin` makes of it, the other factor not built)
+            return fold_bin(e.op, lhs, self._expand(e.rhs, env))
         if isinstance(e, Neg):
             a = self._expand(e.arg, env)
             return Const(-a.value) if isinstance(a, Const) else SUn("neg", a)

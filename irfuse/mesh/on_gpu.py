@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.artifact.scatter_groups import group_elements
+from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_dtype
 from irfuse.diagnostics import UsageError
 
 
@@ -84,7 +84,7 @@ def inverse_on_gpu(conn, nodes: int) -> tuple:
     n = e * k
     per_group = group_elements(k) * k
     if not per_group:
-        raise UsageError(f"a scatter adds rows of elements of at most 256 nodes, not {k}")
+        raise UsageError(f"a scatter adds rows of elements of at most {ELEMENT_SLOTS} nodes, not {k}")
     groups = -(-n // per_group)
     i64 = dict(dtype=torch.int64, device=dev)
     padded = torch.full((groups * per_group,), np.iinfo(np.int32).max, dtype=torch.int32, device=dev)
@@ -119,8 +119,8 @@ def inverse_on_gpu(conn, nodes: int) -> tuple:
     partials = torch.argsort(node_of, stable=True)  # each node's partials, ascending
     starts = torch.zeros(nodes + 1, **i64)
     starts[1:] = torch.cumsum(torch.bincount(node_of, minlength=nodes), 0)
-    return (starts, partials.to(torch.int32), (slots % per_group).to(torch.uint8), firsts.to(torch.uint8),
-            bases.to(torch.int32))
+    slot = getattr(torch, slot_dtype(k))  # (one byte a slot number, or two where a group has more slots)
+    return (starts, partials.to(torch.int32), (slots % per_group).to(slot), firsts.to(slot), bases.to(torch.int32))
 
 
 def morton_order_on_gpu(coords):

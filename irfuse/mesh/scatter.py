@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from irfuse.artifact.scatter_groups import GROUP_SLOTS, group_elements
+from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_bytes, slot_dtype
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.order import check_connectivity
 
@@ -38,8 +38,8 @@ class ScatterInverse(NamedTuple):
 
     starts: np.ndarray  # int64, nodes + 1
     partials: np.ndarray  # int32, one per partial
-    members: np.ndarray  # uint8, one per slot
-    firsts: np.ndarray  # uint8, one per partial
+    members: np.ndarray  # uint8 (uint16 past 256 slots a group: `slot_dtype`), one per slot
+    firsts: np.ndarray  # the same, one per partial
     bases: np.ndarray  # int32, groups + 1
 
 
@@ -56,7 +56,7 @@ def scatter_order(conn: np.ndarray, nodes: int) -> ScatterInverse:
     from irfuse.mesh.on_gpu import inverse_on_host
 
     made = None
-    if nodes < 2**31 and conn.size < 2**31:
+    if nodes < 2**31 and conn.size < 2**31 and slot_bytes(conn.shape[1]) == 1:  # (its slots: one byte)
         made = compiled(conn, nodes, _group_of(conn.shape[1]) * conn.shape[1])
     if made is None:
         made = inverse_on_host(np.ascontiguousarray(conn, dtype=np.int32), nodes) if nodes < 2**31 else None
@@ -66,7 +66,7 @@ def scatter_order(conn: np.ndarray, nodes: int) -> ScatterInverse:
 def _group_of(k: int) -> int:
     g = group_elements(k)
     if not g:
-        raise UsageError(f"a scatter adds rows of elements of at most {GROUP_SLOTS} nodes, not {k}")
+        raise UsageError(f"a scatter adds rows of elements of at most {ELEMENT_SLOTS} nodes, not {k}")
     return g
 
 
@@ -117,8 +117,9 @@ def _inverse(conn: np.ndarray, nodes: int) -> ScatterInverse:
     partials = np.argsort(node_of, kind="stable")  # each node's partials, ascending
     starts = np.zeros(nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(node_of, minlength=nodes), out=starts[1:])
-    return ScatterInverse(starts, partials.astype(np.int32), (slots % per_group).astype(np.uint8),
-                          firsts.astype(np.uint8), bases.astype(np.int32))
+    slot = slot_dtype(conn.shape[1])
+    return ScatterInverse(starts, partials.astype(np.int32), (slots % per_group).astype(slot),
+                          firsts.astype(slot), bases.astype(np.int32))
 
 
 def scatter_add(values, conn, nodes: int, inverse: ScatterInverse | None = None) -> np.ndarray:

@@ -298,8 +298,9 @@ class Executor:
             if len(inverse.members) >= 2**31:
                 raise UsageError(f"connectivity '{name}' has {len(inverse.members)} entries; a scatter takes fewer "
                                  "than 2^31")
+            slot = inverse.members.dtype  # (one byte a slot number, two past 256 slots a group: `slot_dtype`)
             self.inverses[step.index] = tuple(self.device.upload_integers(np.asarray(a, dtype=t)) for a, t in
-                                              zip(inverse, (np.int64, np.int32, np.uint8, np.uint8, np.int32)))
+                                              zip(inverse, (np.int64, np.int32, slot, slot, np.int32)))
 
     def run(self, inputs: dict[str, np.ndarray], n: int, repeat: int = 0, warmup: int = 1,
             back_to_back: int = 1, uploaded: dict | None = None, nodes: int = 0,

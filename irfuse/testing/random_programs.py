@@ -521,6 +521,10 @@ _MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp")
 
 
 WIDE_KS = (65, 125, 216, 256)  # nodes an element past 64: orders 4 and 5 of hexahedra, a full scatter group
+# Past a group's 256 slots (an element a group of its own, its slots numbered in two bytes): order 6
+# of hexahedra and one past a group, taken by every sixth seed in place of its K (a seed's program
+# otherwise as it was: no draw of the generator's is added).
+PAST_GROUP_KS = {65: 343, 125: 343, 216: 257, 256: 257}
 
 
 def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide: bool = False) -> str:
@@ -537,9 +541,12 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide:
     at times not: then it runs in the kernel adding them), and at times gathered again (a
     second pass over the elements). Reductions (`sum`, `max`, `min`) of a
     nodal input and of a scatter's sums are returned at times. `wide`: one connectivity of
-    65 to 256 nodes an element (`WIDE_KS`: elements of high order) instead."""
+    65 to 256 nodes an element (`WIDE_KS`: elements of high order) instead, every sixth seed
+    257 or 343 (`PAST_GROUP_KS`)."""
     rng = random.Random(seed)
     ks = [rng.choice(WIDE_KS)] if wide else rng.sample((2, 3, 4), k=rng.choice((1, 1, 2)))
+    if wide and seed % 6 == 5:
+        ks = [PAST_GROUP_KS[ks[0]]]
     if len(ks) == 2 and rng.random() < 0.5:  # two connectivities of the same K
         ks[1] = ks[0]
     conns = [(f"c{i + 1}", k) for i, k in enumerate(ks)]
