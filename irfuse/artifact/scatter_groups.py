@@ -20,7 +20,7 @@ group of its own, its slots numbered in two bytes (`slot_bytes`); up to `ELEMENT
 """
 
 GROUP_SLOTS = 256  # slots of a group of several elements at most: one byte numbers them (measured: see irfuse.mesh.scatter)
-ELEMENT_SLOTS = 1024  # nodes of an element at most (kas.MAX_DIM): a group of its own past GROUP_SLOTS
+ELEMENT_SLOTS = 1024  # nodes of an element at most (the language's kas.MAX_DIM): a group of its own past GROUP_SLOTS
 
 
 def group_elements(nodes_per_element: int) -> int:

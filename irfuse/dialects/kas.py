@@ -58,6 +58,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from irfuse.artifact.host_plan import MAX_TOTAL_ITERATIONS  # noqa: F401 (irgen imports it from here)
+from irfuse.artifact.scatter_groups import ELEMENT_SLOTS
 from irfuse.dialects.located import LocatedOperation
 from irfuse.dialects.op_registry import op_registry
 
@@ -206,10 +207,10 @@ class IndexType(KasType):
 
 
 MAX_AXES = 4  # a value's axes at most: scalar, vector, matrix, tensor of 3 or 4
-# Entries an axis at most (and a connectivity's nodes an element): 1,024, so that a hexahedron
-# of order 9 (1,000 nodes) is gathered and scattered whole: an element of more than 256 nodes
-# is a scatter group of its own (`irfuse.artifact.scatter_groups.ELEMENT_SLOTS`).
-MAX_DIM = 1024
+# Entries an axis at most (and a connectivity's nodes an element): the nodes of an element a
+# scatter adds (`scatter_groups.ELEMENT_SLOTS`, 1,024), so that a hexahedron of order 9 (1,000
+# nodes) is gathered and scattered whole.
+MAX_DIM = ELEMENT_SLOTS
 
 
 def kas_type_of_shape(shape: Sequence[int]) -> KasType:

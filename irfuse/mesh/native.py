@@ -22,6 +22,7 @@ from importlib import resources
 import numpy as np
 
 from irfuse.artifact.disk_cache import cache_lock, entry_path, read_checked, sha256, write_checked
+from irfuse.artifact.scatter_groups import GROUP_SLOTS
 from irfuse.artifact.host_toolchain import compiler, run_compiler
 from irfuse.diagnostics import IrfuseError
 
@@ -34,7 +35,10 @@ _LIBRARY: list = []  # [the loaded library, or None where it cannot be had]: loa
 def scatter_order(conn: np.ndarray, nodes: int, per_group: int) -> tuple | None:
     """The arrays of `irfuse.mesh.ScatterInverse` (starts, partials, members, firsts, bases) of
     a checked int32 connectivity `conn` (E, K) in groups of `per_group` slots, or None where
-    the compiled helper cannot be had."""
+    the compiled helper cannot be had or the slots are numbered in two bytes (it writes one:
+    past `GROUP_SLOTS` the array versions make the order)."""
+    if per_group > GROUP_SLOTS:
+        return None
     library = _library()
     if library is None:
         return None

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_bytes, slot_dtype
+from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_dtype
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.order import check_connectivity
 
@@ -56,7 +56,7 @@ def scatter_order(conn: np.ndarray, nodes: int) -> ScatterInverse:
     from irfuse.mesh.on_gpu import inverse_on_host
 
     made = None
-    if nodes < 2**31 and conn.size < 2**31 and slot_bytes(conn.shape[1]) == 1:  # (its slots: one byte)
+    if nodes < 2**31 and conn.size < 2**31:
         made = compiled(conn, nodes, _group_of(conn.shape[1]) * conn.shape[1])
     if made is None:
         made = inverse_on_host(np.ascontiguousarray(conn, dtype=np.int32), nodes) if nodes < 2**31 else None
