@@ -40,6 +40,53 @@ def test_a_line_mapping_binds_every_index_but_the_first_to_the_threads():
     assert sorted(line.operand_aps[1].relative()) == [0, 16, 32, 48]  # u[c, b, a] for c = 0..3
 
 
+
+@pytest.mark.parametrize("name", ["reshape_5x5x5_125", "reshape_125_5x5x5", "reshape_7x8x8_448"])
+def test_a_reshape_spreads_over_threads_that_read_their_words_directly(name):
+    """A reshape's definition selects each entry by deltas of its indices (`delta(i0,0)*(...) +
+    delta(i0,1)*(...)`); bound to a thread's coordinate, each such selection over every value of
+    the coordinate is the one term at an offset affine in it, so the row, line and entry
+    mappings exist (before: only one thread an element, every value tested at run time past
+    `MAX_RUNTIME_SELECTIONS`) and read their words with no test: a gathered element of order 4
+    (125 nodes) spread over 5 or 25 threads. Each agrees with the reference on the CPU."""
+    op = default_library().get(name)
+    impls = {i.name: i for i in implementations(op)}
+    shape = op.result_type.shape
+    assert set(impls) == ({"elem", "row", "entry", "line"} if len(shape) == 3 else {"elem", "row"})
+    assert impls["row"].bx == shape[0]
+    if len(shape) == 3:
+        assert impls["line"].bx == shape[1] * shape[2] and impls["entry"].bx == op.result_type.size
+        # the row of thread tx: the 25 words from tx*25 on, in order, on both sides
+        assert sorted(impls["row"].operand_aps[0].relative()) == list(range(shape[1] * shape[2]))
+    for impl in impls.values():
+        assert " == " not in impl.device_source(), impl.name
+    results = run_on_cpu(list(impls.values()), 37, seed=3, by=4)
+    for impl in impls.values():
+        got, want = results[kernel_name(impl)]
+        np.testing.assert_array_equal(got, want, err_msg=impl.name)
+
+
+def test_a_selection_folds_only_over_every_value_stepping_evenly():
+    """The fold applies to a sum selecting, for every value of the thread's coordinate, terms
+    alike but for offsets stepping evenly (`A[2-i]`: steps of -1 are even); a selection that
+    misses a value or steps unevenly keeps its runtime tests. Every mapping agrees with the
+    reference."""
+    from irfuse.dialects.kas import VectorType
+
+    lib = _private_library()
+    cases = {"test_reverse3": ("C[i] = delta(i,0)*A[2] + delta(i,1)*A[1] + delta(i,2)*A[0]", False),
+             "test_uneven3": ("C[i] = delta(i,0)*A[2] + delta(i,1)*A[0] + delta(i,2)*A[1]", True),
+             "test_partial3": ("C[i] = delta(i,0)*A[0] + delta(i,1)*A[1]", True)}
+    for name, (definition, tested) in cases.items():
+        lib.define(name, [("A", VectorType(3))], VectorType(3), definition)
+        row = next(i for i in implementations(lib.get(name)) if i.name == "row")
+        assert (" == " in row.device_source()) == tested, name
+    impls = [i for name in cases for i in implementations(lib.get(name))]
+    for impl in impls:
+        (got, want), = run_on_cpu([impl], 37, seed=4, library=lib).values()
+        np.testing.assert_array_equal(got, want, err_msg=f"{impl.op.name}[{impl.name}]")
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_every_implementation_matches_the_reference_on_the_cpu(dtype):
     # 37 elements: a partial last block for every recommended `by` above 1.

@@ -6,9 +6,13 @@ Derived from every op's index-notation definition:
 
 - `elem`: one thread computes the whole element (`bx = 1`);
 - `row`: thread `tx` computes output row `tx` (`bx` = rows of the result);
-- `entry`: thread `tx` computes output entry `tx` (`bx` = entries).
+- `entry`: thread `tx` computes output entry `tx` (`bx` = entries);
+- `line`: thread `tx` computes one line along the result's first index (`bx` = entries over
+  the first extent; results of three indices or more).
 
-(`row` and `entry` exist only where they differ from the ones before.)
+(`row` and `entry` exist only where they differ from the ones before.) A delta of an index
+bound to the thread is a test at run time unless it selects, over every value of the index,
+terms alike but for offsets stepping evenly with it (`_fold_selections`: a reshape's entries).
 
 Each implementation has an access pattern (`AccessPattern`, shown as
 `#fuse.ap`) for every operand and for the result, computed from the words
@@ -146,6 +150,99 @@ def _nodes(t, kind: type):
     elif isinstance(t, SCall):
         for a in t.args:
             yield from _nodes(a, kind)
+
+
+def _same_but_offsets(a, b, steps: list) -> bool:
+    """Whether trees `a` and `b` are alike but for their operands' offsets, each leaf of `b`
+    a constant from `a`'s; those constants appended to `steps` leaf by leaf."""
+    if isinstance(a, SLeaf):
+        if not isinstance(b, SLeaf) or a.operand != b.operand or (b.offset - a.offset).coeffs:
+            return False
+        steps.append((b.offset - a.offset).const)
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, SBin):
+        return a.op == b.op and _same_but_offsets(a.lhs, b.lhs, steps) and _same_but_offsets(a.rhs, b.rhs, steps)
+    if isinstance(a, SUn):
+        return a.fn == b.fn and _same_but_offsets(a.arg, b.arg, steps)
+    if isinstance(a, SCall):
+        return a.fn == b.fn and len(a.args) == len(b.args) and all(
+            _same_but_offsets(x, y, steps) for x, y in zip(a.args, b.args))
+    return a == b
+
+
+def _shifted(t, var: str, steps: list, at: list):
+    """`t` with its k-th leaf's offset moved by `steps[k]` times thread variable `var`."""
+    if isinstance(t, SLeaf):
+        at[0] += 1
+        return SLeaf(t.operand, t.offset + Affine.of(var, steps[at[0] - 1]))
+    if isinstance(t, SBin):
+        return SBin(t.op, _shifted(t.lhs, var, steps, at), _shifted(t.rhs, var, steps, at))
+    if isinstance(t, SUn):
+        return SUn(t.fn, _shifted(t.arg, var, steps, at))
+    if isinstance(t, SCall):
+        return SCall(t.fn, tuple(_shifted(a, var, steps, at) for a in t.args))
+    return t
+
+
+def _selected_term(t) -> tuple[str, int, object] | None:
+    """(thread variable, value, term) of a product `delta(var, value) * term`, else None."""
+    if not (isinstance(t, SBin) and t.op == "*"):
+        return None
+    cond, term = (t.lhs, t.rhs) if isinstance(t.lhs, SCond) else (t.rhs, t.lhs)
+    if not isinstance(cond, SCond) or isinstance(term, SCond):
+        return None
+    d = cond.a - cond.b
+    if len(d.coeffs) != 1 or d.coeffs[0][1] not in (1, -1):
+        return None
+    var, k = d.coeffs[0]
+    return var, -d.const * k, term
+
+
+def _fold_selections(t, ranges: dict[str, int]):
+    """The tree with every sum that selects, by runtime deltas of one thread variable against
+    each of its values, terms alike but for operand offsets stepping evenly with that value,
+    made the one term at offsets affine in the variable: `delta(i,0)*A[0] + delta(i,1)*A[1]`
+    with `i` a thread's coordinate in 0..1 reads `A[i]`. Exactly one term is selected for every
+    thread, as where the definition expands with constants, so the entry is the same bits; a
+    reshape's definition, which selects each entry so, then maps to rows and lines that read
+    their words directly instead of testing every value."""
+    if isinstance(t, SUn):
+        return SUn(t.fn, _fold_selections(t.arg, ranges))
+    if isinstance(t, SCall):
+        return SCall(t.fn, tuple(_fold_selections(a, ranges) for a in t.args))
+    if not isinstance(t, SBin):
+        return t
+    if t.op != "+":
+        return SBin(t.op, _fold_selections(t.lhs, ranges), _fold_selections(t.rhs, ranges))
+    terms, left = [], t  # a left-nested chain of sums, its terms in order (walked, not recursed)
+    while isinstance(left, SBin) and left.op == "+":
+        terms.append(left.rhs)
+        left = left.lhs
+    terms = [_fold_selections(x, ranges) for x in [left, *reversed(terms)]]
+    chosen = [_selected_term(x) for x in terms]
+    if all(chosen) and len({v for v, _, _ in chosen}) == 1:
+        var = chosen[0][0]
+        by_value = {value: term for _, value, term in chosen}
+        if len(by_value) == len(chosen) and sorted(by_value) == list(range(ranges.get(var, -1))):
+            base, steps = by_value[0], None
+            for value in range(1, len(by_value)):
+                found: list = []
+                if not _same_but_offsets(base, by_value[value], found):
+                    break
+                if steps is None:
+                    if any(f % value for f in found):
+                        break
+                    steps = [f // value for f in found]
+                if found != [s * value for s in steps]:
+                    break
+            else:
+                return _shifted(base, var, steps or [0] * len(list(_nodes(base, SLeaf))), [0])
+    acc = terms[0]
+    for x in terms[1:]:
+        acc = SBin("+", acc, x)
+    return acc
 
 
 # --- Implementations ---------------------------------------------------------
@@ -333,6 +430,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
     d = parse_definition(op.definition)
     shape = op.result_type.shape
     bound, var_exprs = _thread_vars(mapping, d.target_indices, shape)
+    var_ranges = {v.coeffs[0][0]: n for i, n in zip(d.target_indices, shape) if (v := bound.get(i)) is not None}
     exp = _SymbolicExpander(op)
     free = [(i, n) for i, n in zip(d.target_indices, shape) if i not in bound]
     strides = []
@@ -349,7 +447,10 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
         for i in d.target_indices:
             v = env[i]
             off = off + (Affine.of(const=v * stride_of[i]) if isinstance(v, int) else v.scale(stride_of[i]))
-        outputs.append((off, exp.expand(d.expr, env)))
+        tree = exp.expand(d.expr, env)
+        if var_ranges and next(_nodes(tree, SCond), None) is not None:
+            tree = _fold_selections(tree, var_ranges)
+        outputs.append((off, tree))
     bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size,
           "line": op.result_type.size // shape[0] if shape else 1}[mapping]
 
