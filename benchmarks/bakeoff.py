@@ -104,8 +104,12 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--kinds", default="bp1,bp3,bk1,bk3", help="which operators, of bp1, bp3, bk1, bk3")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    unknown = set(a.kinds.split(",")) - {"bp1", "bp3", "bk1", "bk3"}
+    if unknown:
+        ap.error(f"--kinds: {', '.join(sorted(unknown))} not among bp1, bp3, bk1, bk3")
     import torch
 
     dev = a.device
@@ -155,7 +159,7 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
     prepared = Connectivity(tc if dev == "cuda" else conn, nodes)
     out_rows = {"nodes": nodes, "elements": elements, "points": q}
     itemsize = np.dtype(real).itemsize
-    for kind in ("bp1", "bp3", "bk1", "bk3"):
+    for kind in a.kinds.split(","):
         make = getattr(operators, f"{kind}_source")
         prog = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
                               filename=f"{kind}_p{p}.kas")
