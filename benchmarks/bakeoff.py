@@ -13,7 +13,8 @@ the scatter (BP) and ye = A_e ue on each element's own values without them (BK).
 contender: milliseconds a call (median, synchronized), DoFs a second (BP: nodes / time; BK:
 the elements' own values / time), and the byte floor at the measured copy bandwidth over the
 time: u read and y written once (BP: with the int32 connectivity), the stored quadrature data
-read once. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
+read once; where the issue names a published rate (`PUBLISHED`: nekRS's BK3-like axhelm at
+p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
 `bp1.kas`, `bp3.kas` at order 3),
 planned as any program: each element's calls spread over a few threads by the ops' mappings
 (`row`, `line`: one thread a line along a tensor's first index); kernels giving a block to one
@@ -40,6 +41,16 @@ import highorder_reference as ref  # noqa: E402 -- the 1-D tables and the quadra
 sys.path.insert(0, os.path.join(ROOT, "examples", "highorder"))
 
 SYMMETRIC = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+
+# The published rates the issue names, float64: (operator, order) -> (who and where, GDoF/s, the
+# GPU's nominal memory bandwidth in GB/s). Scaled to this run by the copy bandwidth measured here
+# over that nominal figure (the published machines' measured copy rate is not known here, and
+# a nominal figure is above a measured one: the scaled rate is, if anything, low). nekRS's
+# axhelm applies the Poisson operator to each element's own values, as BK3 does, with q = p + 1
+# collocated points where these programs take q = p + 2 (more work a DoF here); libCEED's BP1
+# gathers and scatters as BP1 does.
+PUBLISHED = {("bk3", 7): ("nekRS axhelm, A100", 12.9, 1555.0),
+             ("bp1", 6): ("libCEED cuda-gen, V100", 3.7, 900.0)}
 
 
 def problem(cells: int, p: int, q: int):
@@ -185,6 +196,11 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
             row[name] = {"ms": seconds * 1e3, "GDoF/s": dofs / seconds / 1e9,
                          "of the byte floor": None if bandwidth is None else floor / bandwidth / seconds,
                          "relative error": float(np.abs(got - want).max() / np.abs(want).max())}
+            published = PUBLISHED.get((kind, p))
+            if published and bandwidth is not None:
+                who, rate, nominal = published
+                row[name]["of the published rate scaled"] = (dofs / seconds / 1e9) / (rate * bandwidth / 1e9 / nominal)
+                row[name]["published"] = who
             print(f"p={p} {kind} {name}: {seconds * 1e3:.3f} ms, {dofs / seconds / 1e9:.3f} GDoF/s, error "
                   f"{row[name]['relative error']:.1e}", flush=True)
         out_rows[kind] = row
