@@ -4,7 +4,8 @@ against the same sum-factorized operator in PyTorch (eager and `torch.compile`) 
 (`jax.jit`), with the copy bandwidth measured in the same run, one table and JSON.
 
     python benchmarks/bakeoff.py [--cells 40] [--orders 1,2,3] [--dtype f64|f32] [--device cuda|cpu]
-                                 [--repeat 20] [--skip-peers] [--json ...]
+                                 [--repeat 20] [--skip-peers] [--kinds bp1,bp3,bk1,bk3] [--plans 1]
+                                 [--json ...]
 
 The mesh: `irfuse.mesh.box_hexahedra(cells, order=p)` Morton-reordered, its quadrature data
 (w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at (p+2)^3 Gauss points an element)
@@ -14,7 +15,9 @@ contender: milliseconds a call (median, synchronized), DoFs a second (BP: nodes 
 the elements' own values / time), and the byte floor at the measured copy bandwidth over the
 time: u read and y written once (BP: with the int32 connectivity), the stored quadrature data
 read once; where the issue names a published rate (`PUBLISHED`: nekRS's BK3-like axhelm at
-p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
+p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. `--plans K` times the
+search's K best plans of each operator (plan 0 as a call builds it), each checked as the
+first: what a better choice among them would give. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
 `bp1.kas`, `bp3.kas` at order 3),
 planned as any program: each element's calls spread over a few threads by the ops' mappings
 (`row`, `line`: one thread a line along a tensor's first index); kernels giving a block to one
@@ -116,11 +119,15 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--skip-peers", action="store_true")
     ap.add_argument("--kinds", default="bp1,bp3,bk1,bk3", help="which operators, of bp1, bp3, bk1, bk3")
+    ap.add_argument("--plans", type=int, default=1,
+                    help="also time the search's next best plans, up to this many in all ('irfuse plan K')")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     unknown = set(a.kinds.split(",")) - {"bp1", "bp3", "bk1", "bk3"}
     if unknown:
         ap.error(f"--kinds: {', '.join(sorted(unknown))} not among bp1, bp3, bk1, bk3")
+    if a.plans < 1:
+        ap.error(f"--plans: at least 1 (the plan a call builds), not {a.plans}")
     import torch
 
     dev = a.device
@@ -146,6 +153,9 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
     """BP1, BP3, BK1 and BK3 at order p: every contender timed and checked against the reference."""
     import irfuse
     from irfuse.mesh import Connectivity
+    from irfuse.passes.fuse_partition import NoSuchPlan
+    from irfuse.passes.registry import partition_pipeline
+    from irfuse.planner.profiles import DEFAULT_BATCH
 
     import operators  # (examples/highorder/operators.py)
 
@@ -184,13 +194,24 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
         conn_of = conn if mesh else own
         want = ref.bp1(host, conn_of, p, wdet) if kind.endswith("1") else ref.bp3(host, conn_of, p, G)
         contenders = {"irfuse": lambda prog=prog, args=args, out=out: prog(*args, out=out)}
+        outs = {"irfuse": out}
+        for k in range(1, a.plans):  # the search's next best plans (`--plans`), each checked as the first
+            try:
+                other = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
+                                       filename=f"{kind}_p{p}.kas", pipeline=partition_pipeline(
+                                           a.plans, k, 8, DEFAULT_BATCH, "h100" if dev == "cuda" else "cpu"))
+            except NoSuchPlan:
+                break
+            outs[f"irfuse plan {k}"] = other(*args)[other.outputs[0]]
+            contenders[f"irfuse plan {k}"] = lambda prog=other, args=args, out=outs[f"irfuse plan {k}"]: \
+                prog(*args, out=out)
         if not a.skip_peers:
             contenders.update(peers(torch, kind, u if mesh else ue, tc, tB, tD, qd, nodes, a.dtype))
         row = {}
         dofs = nodes if mesh else elements * n**3
         floor = floor_bytes(kind, p, q, nodes, elements, itemsize)
         for name, fn in contenders.items():
-            got = fn() if name != "irfuse" else out
+            got = outs[name] if name in outs else fn()
             got = np.asarray(got.cpu() if hasattr(got, "cpu") else got, dtype=np.float64).reshape(-1)
             seconds = timed(fn, a.repeat, sync)
             row[name] = {"ms": seconds * 1e3, "GDoF/s": dofs / seconds / 1e9,
