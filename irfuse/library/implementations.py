@@ -431,6 +431,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
     shape = op.result_type.shape
     bound, var_exprs = _thread_vars(mapping, d.target_indices, shape)
     var_ranges = {v.coeffs[0][0]: n for i, n in zip(d.target_indices, shape) if (v := bound.get(i)) is not None}
+    selects = bool(var_ranges) and "delta" in op.definition  # (only a delta makes a runtime test)
     exp = _SymbolicExpander(op)
     free = [(i, n) for i, n in zip(d.target_indices, shape) if i not in bound]
     strides = []
@@ -448,7 +449,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
             v = env[i]
             off = off + (Affine.of(const=v * stride_of[i]) if isinstance(v, int) else v.scale(stride_of[i]))
         tree = exp.expand(d.expr, env)
-        if var_ranges and next(_nodes(tree, SCond), None) is not None:
+        if selects and next(_nodes(tree, SCond), None) is not None:
             tree = _fold_selections(tree, var_ranges)
         outputs.append((off, tree))
     bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size,
