@@ -17,7 +17,8 @@ time: u read and y written once (BP: with the int32 connectivity), the stored qu
 read once; where the issue names a published rate (`PUBLISHED`: nekRS's BK3-like axhelm at
 p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. `--plans K` times the
 search's K best plans of each operator (plan 0 as a call builds it), each checked as the
-first: what a better choice among them would give. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
+first: what a better choice among them would give; each irfuse row keeps its element kernels'
+blocks and, on the GPU, ptxas's registers and spilled bytes a thread. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
 `bp1.kas`, `bp3.kas` at order 3),
 planned as any program: each element's calls spread over a few threads by the ops' mappings
 (`row`, `line`: one thread a line along a tensor's first index); kernels giving a block to one
@@ -194,7 +195,7 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
         conn_of = conn if mesh else own
         want = ref.bp1(host, conn_of, p, wdet) if kind.endswith("1") else ref.bp3(host, conn_of, p, G)
         contenders = {"irfuse": lambda prog=prog, args=args, out=out: prog(*args, out=out)}
-        outs = {"irfuse": out}
+        outs, programs = {"irfuse": out}, {"irfuse": prog}
         for k in range(1, a.plans):  # the search's next best plans (`--plans`), each checked as the first
             try:
                 other = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
@@ -203,6 +204,7 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
             except NoSuchPlan:
                 break
             outs[f"irfuse plan {k}"] = other(*args)[other.outputs[0]]
+            programs[f"irfuse plan {k}"] = other
             contenders[f"irfuse plan {k}"] = lambda prog=other, args=args, out=outs[f"irfuse plan {k}"]: \
                 prog(*args, out=out)
         if not a.skip_peers:
@@ -217,6 +219,8 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
             row[name] = {"ms": seconds * 1e3, "GDoF/s": dofs / seconds / 1e9,
                          "of the byte floor": None if bandwidth is None else floor / bandwidth / seconds,
                          "relative error": float(np.abs(got - want).max() / np.abs(want).max())}
+            if name in programs:
+                row[name]["kernels"] = kernel_facts(programs[name])
             published = PUBLISHED.get((kind, p))
             if published and bandwidth is not None:
                 who, rate, nominal = published
@@ -226,6 +230,27 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
                   f"{row[name]['relative error']:.1e}", flush=True)
         out_rows[kind] = row
     return out_rows
+
+
+def kernel_facts(prog) -> list[dict]:
+    """Each element kernel of an irfuse program: its block (bx threads an element, by elements),
+    the resident blocks its launch bounds ask, and where NVRTC compiled it, ptxas's registers
+    and spilled bytes a thread and its static shared memory: what bounds these kernels (NOTES,
+    High-order elements), kept beside each time."""
+    artifact = prog.artifact
+    artifacts = [s.artifact for s in artifact.stages] if hasattr(artifact, "stages") else [artifact]
+    out = []
+    for a in artifacts:
+        for k in a.kernels:
+            if not k.calls:
+                continue  # (the scatter's and the checks' kernels)
+            facts = {"name": k.name, "bx": k.bx, "by": k.by, "min_blocks": k.min_blocks}
+            r = a.resources(k.name)
+            if r is not None:
+                facts.update(registers=r.registers, spilled_bytes=r.spill_stores + r.spill_loads,
+                             shared_bytes=r.shared_bytes)
+            out.append(facts)
+    return out
 
 
 def peers(torch, kind: str, u, tc, tB, tD, qd, nodes: int, dtype: str) -> dict:
