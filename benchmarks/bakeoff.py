@@ -183,30 +183,30 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
     itemsize = np.dtype(real).itemsize
     for kind in a.kinds.split(","):
         make = getattr(operators, f"{kind}_source")
-        prog = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
-                              filename=f"{kind}_p{p}.kas")
+
+        def build(plan: int):
+            """Plan 0 as a call builds it; with `--plans`, the search's next best after it."""
+            pipeline = None if plan == 0 else partition_pipeline(a.plans, plan, 8, DEFAULT_BATCH,
+                                                                 "h100" if dev == "cuda" else "cpu")
+            return irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
+                                  filename=f"{kind}_p{p}.kas", pipeline=pipeline)
+
+        programs = {"irfuse": build(0)}
+        for k in range(1, a.plans):  # each checked and timed as the first
+            try:
+                programs[f"irfuse plan {k}"] = build(k)
+            except NoSuchPlan:
+                break
         qd, mesh = qdata[kind[-1]], kind.startswith("bp")
         given = (u, prepared) if mesh else (ue,)
         args = (*given, tB, qd) if kind.endswith("1") else (*given, tB, tD, *columns)
         if dev == "cpu":
             args = tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in args)
-        out = prog(*args)[prog.outputs[0]]
+        outs = {name: prog(*args)[prog.outputs[0]] for name, prog in programs.items()}
         host = (u if mesh else ue).cpu().double().numpy().reshape(-1)
         conn_of = conn if mesh else own
         want = ref.bp1(host, conn_of, p, wdet) if kind.endswith("1") else ref.bp3(host, conn_of, p, G)
-        contenders = {"irfuse": lambda prog=prog, args=args, out=out: prog(*args, out=out)}
-        outs, programs = {"irfuse": out}, {"irfuse": prog}
-        for k in range(1, a.plans):  # the search's next best plans (`--plans`), each checked as the first
-            try:
-                other = irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
-                                       filename=f"{kind}_p{p}.kas", pipeline=partition_pipeline(
-                                           a.plans, k, 8, DEFAULT_BATCH, "h100" if dev == "cuda" else "cpu"))
-            except NoSuchPlan:
-                break
-            outs[f"irfuse plan {k}"] = other(*args)[other.outputs[0]]
-            programs[f"irfuse plan {k}"] = other
-            contenders[f"irfuse plan {k}"] = lambda prog=other, args=args, out=outs[f"irfuse plan {k}"]: \
-                prog(*args, out=out)
+        contenders = {name: (lambda prog=prog, out=outs[name]: prog(*args, out=out)) for name, prog in programs.items()}
         if not a.skip_peers:
             contenders.update(peers(torch, kind, u if mesh else ue, tc, tB, tD, qd, nodes, a.dtype))
         row = {}
@@ -237,19 +237,16 @@ def kernel_facts(prog) -> list[dict]:
     the resident blocks its launch bounds ask, and where NVRTC compiled it, ptxas's registers
     and spilled bytes a thread and its static shared memory: what bounds these kernels (NOTES,
     High-order elements), kept beside each time."""
-    artifact = prog.artifact
-    artifacts = [s.artifact for s in artifact.stages] if hasattr(artifact, "stages") else [artifact]
     out = []
-    for a in artifacts:
-        for k in a.kernels:
-            if not k.calls:
-                continue  # (the scatter's and the checks' kernels)
-            facts = {"name": k.name, "bx": k.bx, "by": k.by, "min_blocks": k.min_blocks}
-            r = a.resources(k.name)
-            if r is not None:
-                facts.update(registers=r.registers, spilled_bytes=r.spill_stores + r.spill_loads,
-                             shared_bytes=r.shared_bytes)
-            out.append(facts)
+    for k in prog.artifact.kernels:
+        if not k.calls:
+            continue  # (the scatter's and the checks' kernels)
+        facts = {"name": k.name, "bx": k.bx, "by": k.by, "min_blocks": k.min_blocks}
+        r = prog.artifact.resources(k.name)
+        if r is not None:
+            facts.update(registers=r.registers, spilled_bytes=r.spill_stores + r.spill_loads,
+                         shared_bytes=r.shared_bytes)
+        out.append(facts)
     return out
 
 

@@ -75,6 +75,11 @@ class StagedArtifact:
     def kernels(self) -> list:
         return [k for s in self.stages for k in s.artifact.kernels]
 
+    def resources(self, kernel: str):
+        """ptxas's report of a kernel of any stage, as `Artifact.resources` (None where no
+        stage's cubin holds it)."""
+        return next((r for s in self.stages if (r := s.artifact.resources(kernel)) is not None), None)
+
     def manifest(self) -> dict:
         return {
             "format": FORMAT, "meta": self.meta,

@@ -231,14 +231,11 @@ def _fold_selections(t, ranges: dict[str, int]):
                 found: list = []
                 if not _same_but_offsets(base, by_value[value], found):
                     break
-                if steps is None:
-                    if any(f % value for f in found):
-                        break
-                    steps = [f // value for f in found]
+                steps = found if steps is None else steps  # (value 1's offsets from value 0's: the steps)
                 if found != [s * value for s in steps]:
                     break
             else:
-                return _shifted(base, var, steps or [0] * len(list(_nodes(base, SLeaf))), [0])
+                return base if steps is None else _shifted(base, var, steps, [0])  # (one value: the term)
     acc = terms[0]
     for x in terms[1:]:
         acc = SBin("+", acc, x)
