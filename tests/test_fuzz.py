@@ -54,6 +54,17 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     assert check_top_plans_on_cpu(path, 3, "f64", 37, seed, nvrtc=True) >= 1, src
 
 
+@pytest.mark.parametrize("seed", range(40, 80) if LONG else [40, 41])
+def test_random_programs_planned_with_ptxas_figures_agree_with_the_reference(seed):
+    """`registers="ptxas"`: each plan's search run again with ptxas's figures of the kernels
+    compiled before it settles; the plans it settles on run on the CPU against the reference."""
+    src = random_program(seed, 6 + seed % 7)
+    path = os.path.join(os.environ["IRFUSE_CACHE_DIR"], f"rand_ptxas{seed}.kas")
+    with open(path, "w") as f:
+        f.write(src)
+    assert check_top_plans_on_cpu(path, 2, "f64", 37, seed, nvrtc=True, registers="ptxas") >= 1, src
+
+
 @pytest.mark.parametrize("seed", range(40) if LONG else [0, 1, 2, 3, 20])
 def test_random_mesh_programs_agree_with_the_reference_through_several_plans(seed):
     """Gathers through one or two connectivities (again inside loops and branches), element

@@ -94,7 +94,10 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         backend's: 'cpu' on the CPU backend, 'h100' on the GPU; `irfuse calibrate` measures the
         machine's).
     registers: a register table written by `irfuse compile` (`registers.json`): the cost model
-        reads ptxas's counts from it instead of estimating them.
+        reads ptxas's registers and spills from it instead of estimating them; or 'ptxas'
+        (CUDA only): the plan's kernels compiled and the search run again with their figures
+        until the plan it picks was priced with its own (a few compiles more, the same plan
+        every time).
     arch: the GPU architecture to compile for (default: the GPU present, else sm_90).
     filename: the name diagnostics give source text (default '<source>').
     layout: the layout the kernels are compiled for first: 'aos' (arrays shaped

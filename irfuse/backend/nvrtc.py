@@ -77,6 +77,11 @@ def _nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+def nvrtc_version() -> str:
+    """NVRTC's version, "major.minor" (what a plan resting on ptxas's figures depends on)."""
+    return _nvrtc_version()
+
+
 def _nvrtc_at_least(major: int, minor: int) -> bool:
     have = tuple(int(x) for x in _nvrtc_version().split("."))
     return have >= (major, minor)

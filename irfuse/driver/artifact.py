@@ -28,7 +28,7 @@ from irfuse.dialects.kas import IndexType, ProgramOp, is_uniform, program_of
 from irfuse.dialects.layouts import module_layout
 from irfuse.driver.host_lowering import lower_host_program
 from irfuse.kernel.bridge import model_from_kernel
-from irfuse.planner.registers import signature
+from irfuse.planner.registers import CompiledFigures, signature
 
 
 class CompiledProgram(Artifact):
@@ -104,16 +104,22 @@ class CompiledProgram(Artifact):
                                   artifact.meta, reference, artifact._host_library)
         return program
 
-    def register_table(self) -> dict[str, int]:
-        """signature -> registers of every compiled kernel (what `--registers` reads back)."""
+    def register_table(self) -> dict[str, int | dict[str, int]]:
+        """signature -> ptxas's registers (and spilled bytes, where it spilled) of every compiled
+        kernel: what `--registers` reads back (`planner.registers`)."""
+        return {sig: figures.as_json() for sig, figures in self.compiled_figures().items()}
+
+    def compiled_figures(self) -> dict[str, CompiledFigures]:
+        """signature -> `CompiledFigures` of every kernel the cubin holds."""
         if self.cubin is None:
             return {}
         out = {}
         for kernel in self.module.ops:
             if isinstance(kernel, KernelOp) and kernel.sym_name.data in self.cubin.resources:
-                regs = self.cubin.resources[kernel.sym_name.data].registers
-                if regs:
-                    out[signature(model_from_kernel(kernel, self.itemsize)[0])] = regs
+                r = self.cubin.resources[kernel.sym_name.data]
+                if r.registers:
+                    out[signature(model_from_kernel(kernel, self.itemsize)[0])] = CompiledFigures(
+                        r.registers, r.spill_stores + r.spill_loads)
         return out
 
 
@@ -137,6 +143,15 @@ class CompiledStages(StagedArtifact):
     @property
     def reference_program(self) -> ProgramOp:
         return program_of(self.reference_module)
+
+    def compiled_figures(self) -> dict[str, CompiledFigures]:
+        """signature -> `CompiledFigures` of every stage's planned kernels (as `CompiledProgram`'s;
+        a fused stage's kernels, emitted from its stages' and planned by no search, have none)."""
+        out: dict[str, CompiledFigures] = {}
+        for stage in [*self.stages, *(self.fused or ())]:
+            if isinstance(stage.artifact, CompiledProgram):
+                out.update(stage.artifact.compiled_figures())
+        return out
 
     @staticmethod
     def from_artifact(staged: StagedArtifact, where: str = "<artifact>") -> "CompiledStages":

@@ -2,12 +2,13 @@
 
 `compile_options` takes what `irfuse.compile` and the tools take (an element type, a
 backend, a pipeline, the batch and device profile the fusion search plans for, a GPU
-architecture, the layout compiled first, a register table) and gives `CompileOptions`, every
+architecture, the layout compiled first, a register table or `"ptxas"`) and gives `CompileOptions`, every
 value checked (a refusal names the option and what it takes) and every default filled: the
 backend `auto` becomes the GPU where one is usable, else the CPU; the profile follows the
 backend (`cpu` on the CPU, `h100` on the GPU); the batch is `DEFAULT_BATCH`. `key_fields` is
 what they add to a program cache key (the profile's figures, the architecture a GPU build is
-for, the register table's text). Plain data: importing this module imports no compiler.
+for, the register table's text, or for `"ptxas"` the NVRTC whose figures the plan rests on).
+Plain data: importing this module imports no compiler.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile
 
 BACKENDS = ("auto", "cuda", "cpu")
 DTYPES = ("f32", "f64")
+# registers="ptxas": plan with the figures ptxas gives the plan's own kernels, compiled in turn
+# (`driver.compile.compile_with_ptxas_figures`) instead of a table named by its path.
+PTXAS = "ptxas"
 
-__all__ = ["BACKENDS", "DTYPES", "DEFAULT_BATCH", "CompileOptions", "backend_profile", "chosen_backend",
+__all__ = ["BACKENDS", "DTYPES", "DEFAULT_BATCH", "PTXAS", "CompileOptions", "backend_profile", "chosen_backend",
            "compile_options"]
 
 
@@ -39,7 +43,7 @@ class CompileOptions:
     profile: str = "cpu"
     arch: str | None = None  # None: the GPU present, else sm_90 (for a "cuda" build)
     layout: str = "aos"  # the layout compiled first
-    registers: str | None = None  # a register table's path (`irfuse compile` writes one)
+    registers: str | None = None  # a register table's path (`irfuse compile` writes one), or PTXAS
 
     def key_fields(self) -> dict:
         """What these options add to a program cache key: every option, the profile's figures
@@ -83,14 +87,22 @@ def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: s
             raise UsageError(f"{name}= is a name, not {value!r}")
     path = os.fspath(registers) if registers is not None else None
     registers_text(path)  # (refused here, naming the file, when it cannot be read)
+    if path == PTXAS and chosen != "cuda":
+        raise UsageError("registers='ptxas' plans with ptxas's registers and spills of the CUDA kernels; "
+                         f"the {chosen} backend has none (name backend='cuda')")
     return CompileOptions(dtype, chosen, pipeline, int(n) if n is not None else DEFAULT_BATCH,
                           profile or backend_profile(chosen), arch, layout, path)
 
 
 def registers_text(path: str | None) -> str | None:
-    """A register table's text (part of a compile's key), or a refusal naming the file."""
+    """A register table's text (part of a compile's key), or a refusal naming the file; for
+    `PTXAS`, the NVRTC version whose ptxas gives the figures."""
     if path is None:
         return None
+    if path == PTXAS:
+        from irfuse.backend.nvrtc import nvrtc_version
+
+        return f"{PTXAS} {nvrtc_version()}"
     try:
         with open(path) as f:
             return f.read()

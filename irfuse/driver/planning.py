@@ -2,18 +2,22 @@
 of each stage's program (a program over a mesh that works per node is planned pass by pass,
 as compiling plans it), with the search the partition pass runs, so that what is listed as
 plan K is what `fuse-partition{plan=K}` applies; where the best plan runs a loop inside a
-kernel, the best with every loop on the host too."""
+kernel, the best with every loop on the host too. With `registers="ptxas"` the ranking rests
+on the figures the compile's rounds gathered (`compile_with_ptxas_figures`)."""
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 import time
 from dataclasses import dataclass, replace
 
 from irfuse.dialects.element_types import element_type
 from irfuse.dialects.kas import LoopOp, program_of
-from irfuse.driver.compile import run_pipeline
+from irfuse.driver.compile import compile_with_ptxas_figures, run_pipeline
 from irfuse.driver.front import frontend
-from irfuse.driver.options import CompileOptions
+from irfuse.driver.options import PTXAS, CompileOptions
 from irfuse.driver.sources import Source
 from irfuse.passes.fuse_partition import FusePartition
 from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
@@ -33,6 +37,14 @@ def search(source: Source, options: CompileOptions, top: int, max_size: int, pro
            ) -> tuple[list[StagePlans], list]:
     """Each stage's `top` best plans (kernels of at most `max_size` calls), and the source's
     warnings; `progress(stage, k, total)` is told how the search goes."""
+    if options.registers == PTXAS:
+        # (the ranking with the figures the compile's rounds gathered: the plan they settle on first)
+        _, _, table = compile_with_ptxas_figures(source, options)
+        with tempfile.TemporaryDirectory(prefix="irfuse-ptxas-") as tmp:
+            path = os.path.join(tmp, "registers.json")
+            with open(path, "w") as f:
+                json.dump({k: v.as_json() for k, v in table.items()}, f, sort_keys=True)
+            return search(source, replace(options, registers=path if table else None), top, max_size, progress)
     result = frontend(source)
     stages = ([(f", pass over the {p.over} ({program_of(p.module).sym_name.data})", p.module)
                for p in split_at_nodal_statements(result.module).passes]

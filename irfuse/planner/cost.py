@@ -141,6 +141,7 @@ class KernelCost:
     t_shared: float = 0.0
     in_flight: int = 0  # bytes of loads the resident blocks of one SM have in flight
     t_blocks: float = 0.0  # the SMs' time starting the kernel's blocks
+    t_spill: float = 0.0  # local-memory traffic of what ptxas spilled (from a register table)
 
 
 def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int:
@@ -204,10 +205,12 @@ def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "a
 
 
 def kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
-                registers: int | None = None) -> KernelCost:
+                registers: int | None = None, spill_bytes: int = 0) -> KernelCost:
     """Predicted time of one launch over n elements. `global_sizes`: words per element of
-    every global array the kernel reads or writes. A CPU profile's: `cpu_kernel_cost`."""
-    gpu = _gpu_kernel_cost(model, n, p, global_sizes, registers)
+    every global array the kernel reads or writes; `registers` and `spill_bytes`: ptxas's
+    figures for this kernel where a register table holds them (`planner.registers`), else the
+    registers are estimated and nothing is spilled. A CPU profile's: `cpu_kernel_cost`."""
+    gpu = _gpu_kernel_cost(model, n, p, global_sizes, registers, spill_bytes)
     return cpu_kernel_cost(model, n, p, global_sizes, gpu) if p.kind == "cpu" else gpu
 
 
@@ -271,8 +274,17 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     return KernelCost(time, t_mem, t_compute, 0.0, 1, 1.0, gpu.registers, gpu.shared_bytes, gpu.bytes, True)
 
 
+def spill_time(threads: int, spill_bytes: int, p: DeviceProfile) -> float:
+    """ptxas's spill stores and loads (bytes a thread, counted once each as the straight-line
+    element code runs them once) moved by `threads` threads at the copy rate: local memory
+    lives in global memory, and the spills of a block-per-element kernel (kilobytes a thread,
+    blocks of hundreds of threads) do not stay in L1 (benchmarks/NOTES.md, High-order elements:
+    plans measured 1.3-13x slower for 1.4-17.9 KB spilled a thread)."""
+    return threads * spill_bytes / p.bandwidth
+
+
 def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
-                     registers: int | None = None) -> KernelCost:
+                     registers: int | None = None, spill_bytes: int = 0) -> KernelCost:
     threads = model.threads
     smem = model.shared_bytes() + array_words(model) * model.itemsize
     # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
@@ -316,9 +328,10 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     t_gather = 32 * n * sum(g.rows * (g.row_words * isz / 32 + ROW_STRADDLE) for g in global_sizes
                             if isinstance(g, Gathered)) / p.gather_rate
     t_blocks = math.ceil(blocks / p.sms) * p.block_cost
-    time = p.launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared, t_blocks)
+    t_spill = spill_time(blocks * threads, spill_bytes, p) if spill_bytes else 0.0
+    time = p.launch_overhead + max(t_mem + t_spill, t_gather, t_compute + t_sync, t_shared, t_blocks)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
-                      t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks)
+                      t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks, t_spill=t_spill)
 
 
 # The last block of a reducing kernel combining its partials (`combine_emit.finish_in_last_block`):

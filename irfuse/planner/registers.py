@@ -1,16 +1,22 @@
-"""Registers per thread of kernels compiled before, as an explicit input of the planner.
+"""Registers and spills per thread of kernels compiled before, as an explicit input of the planner.
 
-A kernel's ptxas report gives its registers; `signature` keys them by what decides
-them (block shape, element size, global layout, and per op the implementation, the places and
-offsets, remapping). `irfuse compile -o DIR` writes `DIR/registers.json`; naming such
-a file (`--registers`, or `fuse-partition{registers=FILE}`) lets the cost model use the
-recorded count of a candidate with the same signature instead of its estimate. Nothing
-is read unless it is named, so the same inputs always give the same plan.
+A kernel's ptxas report gives its registers and the bytes it spills; `signature` keys them
+by what decides them (block shape, element size, global layout, and per op the
+implementation, the places and offsets, remapping). `irfuse compile -o DIR` writes
+`DIR/registers.json`; naming such a file (`--registers`, or `fuse-partition{registers=FILE}`)
+lets the cost model use the recorded figures of a candidate with the same signature instead
+of its estimate: the registers decide the blocks an SM holds, and the spilled bytes are
+charged as local-memory traffic (`cost.spill_time`). Nothing is read unless it is named, so
+the same inputs always give the same plan.
+
+A table maps a signature to its registers (a number, as older tables hold) or to
+`{"registers": R, "spill_bytes": S}` (S: ptxas's spill stores plus spill loads, bytes a thread).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from irfuse.kernel.model import KernelModel, OpKind
 from irfuse.diagnostics import CompileError, Diagnostic
@@ -33,8 +39,34 @@ def signature(model: KernelModel) -> str:
     return "|".join(parts)
 
 
-def load_register_table(path: str) -> dict[str, int]:
-    """signature -> registers from a file written by `irfuse compile`; a clear error otherwise."""
+@dataclass(frozen=True, order=True)
+class CompiledFigures:
+    """What ptxas made of one kernel: its registers a thread and the bytes a thread's spill
+    stores and loads move (0: none)."""
+
+    registers: int
+    spill_bytes: int = 0
+
+    def as_json(self) -> int | dict[str, int]:
+        return self.registers if not self.spill_bytes else {"registers": self.registers,
+                                                             "spill_bytes": self.spill_bytes}
+
+
+def _figures(value) -> CompiledFigures | None:
+    """A table entry as figures, None where it is neither form."""
+    def whole(x, lo, hi):
+        return isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi
+
+    if whole(value, 1, 255):
+        return CompiledFigures(value)
+    if isinstance(value, dict) and set(value) <= {"registers", "spill_bytes"} and whole(value.get("registers"), 1, 255) \
+            and whole(value.get("spill_bytes", 0), 0, 1 << 24):
+        return CompiledFigures(value["registers"], value.get("spill_bytes", 0))
+    return None
+
+
+def load_register_table(path: str) -> dict[str, CompiledFigures]:
+    """signature -> figures from a file written by `irfuse compile`; a clear error otherwise."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -42,9 +74,9 @@ def load_register_table(path: str) -> dict[str, int]:
         raise CompileError(Diagnostic(f"cannot read the register table: {e.strerror}", path)) from None
     except ValueError as e:
         raise CompileError(Diagnostic(f"the register table is not JSON: {e}", path)) from None
-    if not isinstance(data, dict) or not all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 255
-            for k, v in data.items()):
+    table = {k: _figures(v) for k, v in data.items()} if isinstance(data, dict) else None
+    if table is None or not all(isinstance(k, str) and v is not None for k, v in table.items()):
         raise CompileError(Diagnostic("a register table maps kernel signatures to register counts "
-                                      "(1..255), as 'irfuse compile' writes it", path))
-    return data
+                                      "(1..255) or to {\"registers\": 1..255, \"spill_bytes\": bytes}, "
+                                      "as 'irfuse compile' writes it", path))
+    return table  # type: ignore[return-value]

@@ -51,7 +51,7 @@ from irfuse.planner.cost import (DeviceProfile, KernelCost, global_sectors, kern
                                   peak_register_words, time_without_barriers)
 from irfuse.planner.cover_model import CoverModel, statuses
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
-from irfuse.planner.registers import signature
+from irfuse.planner.registers import CompiledFigures, signature
 from irfuse.transforms.barriers import place_barriers
 from irfuse.transforms.in_kernel import BARRIER_STEP, optimize
 from irfuse.transforms.kernel_builder import build_kernel_model, flat_calls, global_words, runs_once
@@ -210,11 +210,11 @@ def coarsening_offered(ops: list[Operation]) -> bool:
 
 
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
-                  itemsize: int, keep: int, registers: Mapping[str, int] | None = None,
+                  itemsize: int, keep: int, registers: Mapping[str, CompiledFigures] | None = None,
                   layout: str = "aos", per_thread: str = "auto") -> tuple[list[Config], int]:
     """The `keep` cheapest configurations of one group, and how many configurations were
-    analysed to find them. `registers`: per-thread registers of kernels compiled before, by
-    `registers.signature` (the estimate otherwise); `layout`: of the global arrays;
+    analysed to find them. `registers`: ptxas's registers and spills of kernels compiled
+    before, by `registers.signature` (the estimate and no spills otherwise); `layout`: of the global arrays;
     `per_thread`: see `PER_THREAD_CHOICES`."""
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
@@ -306,7 +306,8 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                 continue
         final = place_barriers(m, copy=False)  # (m, the optimized copy, is not read after)
         known = registers.get(signature(final)) if registers else None
-        cost = kernel_cost(final, n, profile, sizes, known)
+        cost = kernel_cost(final, n, profile, sizes, known.registers, known.spill_bytes) if known else \
+            kernel_cost(final, n, profile, sizes)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
                                                    cost.time * dag.multiplier)))
     # Equal costs go by `tie_rank` (as in the cover), then keep the order of their bounds, then
@@ -328,7 +329,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
 @kas.remembers_uniformity  # the search changes no IR: which values are uniform is worked out once each
 def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int,
                       max_size: int, keep: int = 2, progress=None,
-                      registers: Mapping[str, int] | None = None,
+                      registers: Mapping[str, CompiledFigures] | None = None,
                       budget: int | None = DEFAULT_CONFIG_BUDGET,
                       layout: str = "aos", loops: str = "auto", per_thread: str = "auto",
                       phases: bool = True) -> tuple[list[BlockDAG], list[Config], list[str]]:
@@ -562,7 +563,7 @@ def _one_kernel_per_call(dags: list[BlockDAG], configs: list[Config]) -> Plan:
 
 def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsize: int = 4,
                  max_size: int = 8, top: int = 1, keep: int = 2, progress=None,
-                 registers: Mapping[str, int] | None = None, budget: int | None = DEFAULT_CONFIG_BUDGET,
+                 registers: Mapping[str, CompiledFigures] | None = None, budget: int | None = DEFAULT_CONFIG_BUDGET,
                  cover_budget: float = DEFAULT_COVER_BUDGET, layout: str = "aos", loops: str = "auto",
                  per_thread: str = "auto", phases: bool = True) -> tuple[list[BlockDAG], list[Plan]]:
     """The `top` best plans for global arrays in `layout`, loops placed as `loops` allows;

@@ -24,7 +24,7 @@ from irfuse.diagnostics import CompileError, IrfuseError
 from irfuse.dialects.context import module_text
 from irfuse.dialects.element_types import element_type
 from irfuse.dialects.layouts import arrays_from_aos, arrays_to_aos, batch_shape
-from irfuse.driver.compile import compile_program
+from irfuse.driver.compile import PlanningOptions, compile_program
 from irfuse.driver.front import frontend
 from irfuse.driver.sources import read_source
 from irfuse.passes.fuse_partition import NoSuchPlan
@@ -75,6 +75,9 @@ class Budget:
     # The global arrays' layout the plans are compiled for and run on (inputs made as arrays
     # of structures and transposed; outputs transposed back before the comparison).
     layout: str = "aos"
+    # A register table's path, or "ptxas" (with `nvrtc`): each plan's search rests on ptxas's
+    # figures of the kernels compiled in turn (`driver.compile.compile_with_ptxas_figures`).
+    registers: str | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -95,7 +98,8 @@ def check_plans(path: str, budget: Budget) -> Outcome:
         pipeline = partition_pipeline(top, k, budget.max_size, 1 << 22, budget.profile, loops=loops)
         try:
             plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=budget.nvrtc,
-                                      arch="sm_90" if budget.nvrtc else None, layout=budget.layout)
+                                      arch="sm_90" if budget.nvrtc else None, layout=budget.layout,
+                                      planning=PlanningOptions(registers=budget.registers))
         except NoSuchPlan:
             if k > 0:
                 return out

@@ -88,8 +88,9 @@ def _add_planning(p: argparse.ArgumentParser) -> None:
                    "(h100, h200, cpu, or one saved by 'irfuse calibrate'; default: cpu for runs on the CPU "
                    "backend, else h100)")
     p.add_argument("--registers", default=None, metavar="FILE.json",
-                   help="register counts of kernels compiled before (the registers.json 'irfuse compile' "
-                        "writes): the cost model uses them instead of its estimates")
+                   help="registers and spills of kernels compiled before (the registers.json 'irfuse compile' "
+                        "writes): the cost model uses them instead of its estimates; 'ptxas' (CUDA): the plan's "
+                        "kernels compiled and the search run again with their figures until it settles")
 
 
 def build_parser() -> argparse.ArgumentParser:

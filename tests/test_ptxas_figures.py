@@ -1,0 +1,107 @@
+"""ptxas's figures in the plan: a register table's spilled bytes charged by the cost model, and
+`registers="ptxas"` compiling the search's plan and searching again with its kernels' figures
+until the plan chosen was priced with its own (`driver.compile.compile_with_ptxas_figures`)."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, ROOT, check_top_plans_on_cpu
+from irfuse.diagnostics import CompileError, UsageError
+from irfuse.dialects.fuse import KernelOp
+from irfuse.driver.compile import PlanningOptions, compile_program, compile_with_ptxas_figures
+from irfuse.driver.options import compile_options
+from irfuse.driver.sources import Source
+from irfuse.kernel.bridge import model_from_kernel
+from irfuse.planner.cost import kernel_cost, load_profile, spill_time
+from irfuse.planner.registers import CompiledFigures, load_register_table, signature
+
+sys.path.insert(0, os.path.join(ROOT, "examples", "highorder"))
+import operators  # noqa: E402 -- the bake-off's element operators at any order
+
+
+def _table(tmp_path, data, name="t.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_a_table_entry_is_registers_or_registers_and_spilled_bytes(tmp_path):
+    table = load_register_table(_table(tmp_path, {"a": 96, "b": {"registers": 255, "spill_bytes": 4096},
+                                                  "c": {"registers": 40}}))
+    assert table == {"a": CompiledFigures(96), "b": CompiledFigures(255, 4096), "c": CompiledFigures(40)}
+    assert [v.as_json() for v in table.values()] == [96, {"registers": 255, "spill_bytes": 4096}, 40]
+    for bad in ({"a": 0}, {"a": 256}, {"a": True}, {"a": {"registers": 64, "spill_bytes": -1}},
+                {"a": {"registers": 64, "spills": 8}}, {"a": {"spill_bytes": 8}}, [64]):
+        with pytest.raises(CompileError, match="maps kernel signatures to register counts"):
+            load_register_table(_table(tmp_path, bad, "bad.json"))
+
+
+def _kernels(program):
+    return [op for op in program.module.ops if isinstance(op, KernelOp)]
+
+
+def test_spilled_bytes_are_charged_as_local_memory_traffic(tmp_path):
+    """Each thread's spill stores and loads move through global memory beside the kernel's own
+    bytes: the same kernel with the same registers costs that traffic more at the copy rate."""
+    path = next(e for e in EXAMPLES if e.endswith("neo_hookean.kas"))
+    program, _ = compile_program(path, None, "f32", compile_gpu=False)
+    kernel = _kernels(program)[0]
+    model = model_from_kernel(kernel, 4)[0]
+    profile, n = load_profile("h100"), 1 << 22
+    sizes = [v.size for v in model.values.values() if v.is_input or v.stored]
+    plain = kernel_cost(model, n, profile, sizes, 64)
+    spilled = kernel_cost(model, n, profile, sizes, 64, spill_bytes=512)
+    threads = -(-n // model.by) * model.threads
+    assert plain.t_spill == 0 and spilled.t_spill == pytest.approx(spill_time(threads, 512, profile))
+    assert spilled.t_spill == pytest.approx(threads * 512 / profile.bandwidth)
+    assert spilled.time >= profile.launch_overhead + spilled.t_mem + spilled.t_spill
+    assert spilled.time > plain.time
+
+
+def test_a_table_saying_the_plan_spills_moves_the_search_to_another(tmp_path):
+    """A register table claiming that every kernel of BigFusion's plan spills 64 KB a thread
+    (ptxas's figures as a compile records them) makes the search choose other kernels; the
+    same table gives the same plan every time."""
+    path = next(e for e in EXAMPLES if e.endswith("bigfusion.kas"))
+    program, _ = compile_program(path, None, "f32", compile_gpu=False)
+    sigs = {signature(model_from_kernel(k, 4)[0]) for k in _kernels(program)}
+    table = _table(tmp_path, {s: {"registers": 255, "spill_bytes": 65536} for s in sigs})
+    moved, _ = compile_program(path, None, "f32", compile_gpu=False, planning=PlanningOptions(registers=table))
+    again, _ = compile_program(path, None, "f32", compile_gpu=False, planning=PlanningOptions(registers=table))
+    moved_sigs = {signature(model_from_kernel(k, 4)[0]) for k in _kernels(moved)}
+    assert moved_sigs and not moved_sigs & sigs
+    assert moved.source == again.source
+
+
+def test_ptxas_rounds_settle_on_a_plan_priced_with_its_own_figures(tmp_path):
+    """BK1 at order 4 in float64: the search's first plan (lines and rows, 25 threads an
+    element) is priced by estimate; compiled, its figures make it dearer than another plan,
+    which is compiled in turn. The plan returned is one whose every kernel the table held
+    with the figures ptxas gave it, and the rounds give the same table, plan and code twice."""
+    source = Source(operators.bk1_source(4, 6), "bk1_p4.kas")
+    options = compile_options("f64", "cuda", profile="h100", registers="ptxas", arch="sm_90")
+    program, _, table = compile_with_ptxas_figures(source, options)
+    figures = program.compiled_figures()
+    assert figures and all(table[sig] == f for sig, f in figures.items())
+    assert len(table) > len(figures)  # (at least one other plan compiled on the way)
+    again, _, table_again = compile_with_ptxas_figures(source, options)
+    assert table_again == table and again.source == program.source
+
+
+def test_a_plan_settled_with_ptxas_figures_agrees_with_the_reference(tmp_path):
+    """The plan the rounds settle on (BK1 at order 4, float64) runs on the CPU against the
+    reference, as every plan of the search does."""
+    path = tmp_path / "bk1_p4.kas"
+    path.write_text(operators.bk1_source(4, 6))
+    assert check_top_plans_on_cpu(str(path), 1, "f64", 5, nvrtc=True, registers="ptxas") == 1
+
+
+def test_ptxas_figures_need_the_cuda_backend(tmp_path):
+    with pytest.raises(UsageError, match="registers='ptxas'.*cpu backend has none"):
+        compile_options("f32", "cpu", registers="ptxas")
+    path = next(e for e in EXAMPLES if e.endswith("synctest.kas"))
+    with pytest.raises(UsageError, match="needs the cuda backend"):
+        compile_program(path, None, "f32", compile_gpu=False, planning=PlanningOptions(registers="ptxas"))
