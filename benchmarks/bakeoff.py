@@ -5,7 +5,7 @@ against the same sum-factorized operator in PyTorch (eager and `torch.compile`) 
 
     python benchmarks/bakeoff.py [--cells 40] [--orders 1,2,3] [--dtype f64|f32] [--device cuda|cpu]
                                  [--repeat 20] [--skip-peers] [--kinds bp1,bp3,bk1,bk3] [--plans 1]
-                                 [--json ...]
+                                 [--registers ptxas] [--compile-only] [--json ...]
 
 The mesh: `irfuse.mesh.box_hexahedra(cells, order=p)` Morton-reordered, its quadrature data
 (w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at (p+2)^3 Gauss points an element)
@@ -17,7 +17,10 @@ time: u read and y written once (BP: with the int32 connectivity), the stored qu
 read once; where the issue names a published rate (`PUBLISHED`: nekRS's BK3-like axhelm at
 p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. `--plans K` times the
 search's K best plans of each operator (plan 0 as a call builds it), each checked as the
-first: what a better choice among them would give; each irfuse row keeps its element kernels'
+first: what a better choice among them would give; `--registers ptxas` adds the plan the search
+settles on with ptxas's registers and spills of its kernels (`irfuse.compile(...,
+registers="ptxas")`); `--compile-only` builds irfuse's programs into the cache and times
+nothing (a GPU machine then loads them). Each irfuse row keeps its element kernels'
 blocks and, on the GPU, ptxas's registers and spilled bytes a thread. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
 `bp1.kas`, `bp3.kas` at order 3),
 planned as any program: each element's calls spread over a few threads by the ops' mappings
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -122,6 +126,11 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", default="bp1,bp3,bk1,bk3", help="which operators, of bp1, bp3, bk1, bk3")
     ap.add_argument("--plans", type=int, default=1,
                     help="also time the search's next best plans, up to this many in all ('irfuse plan K')")
+    ap.add_argument("--registers", default=None, choices=("ptxas",),
+                    help="also time the plan the search settles on with ptxas's registers and spills of its "
+                         "kernels ('irfuse, ptxas figures')")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="build irfuse's programs (filling the cache a later run loads them from) and time nothing")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     unknown = set(a.kinds.split(",")) - {"bp1", "bp3", "bk1", "bk3"}
@@ -129,6 +138,13 @@ def main(argv=None) -> int:
         ap.error(f"--kinds: {', '.join(sorted(unknown))} not among bp1, bp3, bk1, bk3")
     if a.plans < 1:
         ap.error(f"--plans: at least 1 (the plan a call builds), not {a.plans}")
+    if a.compile_only:
+        for p in (int(x) for x in a.orders.split(",")):
+            for kind in a.kinds.split(","):
+                t0 = time.perf_counter()
+                programs = irfuse_programs(kind, p, p + 2, a)
+                print(f"p={p} {kind}: {len(programs)} programs in {time.perf_counter() - t0:.1f} s", flush=True)
+        return 0
     import torch
 
     dev = a.device
@@ -150,15 +166,40 @@ def main(argv=None) -> int:
     return 0
 
 
-def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
-    """BP1, BP3, BK1 and BK3 at order p: every contender timed and checked against the reference."""
+def irfuse_programs(kind: str, p: int, q: int, a) -> dict:
+    """irfuse's contenders for one operator: the plan a call builds, with `--plans K` the
+    search's next best after it ('irfuse plan K'), and with `--registers ptxas` the plan the
+    search settles on with ptxas's figures of its kernels (`registers="ptxas"`)."""
     import irfuse
-    from irfuse.mesh import Connectivity
     from irfuse.passes.fuse_partition import NoSuchPlan
     from irfuse.passes.registry import partition_pipeline
     from irfuse.planner.profiles import DEFAULT_BATCH
 
     import operators  # (examples/highorder/operators.py)
+
+    make, dev = getattr(operators, f"{kind}_source"), a.device
+
+    def build(plan: int, registers=None):
+        """Plan 0 as a call builds it; with `--plans`, the search's next best after it."""
+        pipeline = None if plan == 0 else partition_pipeline(a.plans, plan, 8, DEFAULT_BATCH,
+                                                             "h100" if dev == "cuda" else "cpu")
+        return irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
+                              filename=f"{kind}_p{p}.kas", pipeline=pipeline, registers=registers)
+
+    programs = {"irfuse": build(0)}
+    for k in range(1, a.plans):  # each checked and timed as the first
+        try:
+            programs[f"irfuse plan {k}"] = build(k)
+        except NoSuchPlan:
+            break
+    if a.registers == "ptxas":
+        programs["irfuse, ptxas figures"] = build(0, "ptxas")
+    return programs
+
+
+def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
+    """BP1, BP3, BK1 and BK3 at order p: every contender timed and checked against the reference."""
+    from irfuse.mesh import Connectivity
 
     real = np.float64 if a.dtype == "f64" else np.float32
     X, conn, B, D, wdet, G = problem(a.cells, p, q)
@@ -182,21 +223,7 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
     out_rows = {"nodes": nodes, "elements": elements, "points": q}
     itemsize = np.dtype(real).itemsize
     for kind in a.kinds.split(","):
-        make = getattr(operators, f"{kind}_source")
-
-        def build(plan: int):
-            """Plan 0 as a call builds it; with `--plans`, the search's next best after it."""
-            pipeline = None if plan == 0 else partition_pipeline(a.plans, plan, 8, DEFAULT_BATCH,
-                                                                 "h100" if dev == "cuda" else "cpu")
-            return irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
-                                  filename=f"{kind}_p{p}.kas", pipeline=pipeline)
-
-        programs = {"irfuse": build(0)}
-        for k in range(1, a.plans):  # each checked and timed as the first
-            try:
-                programs[f"irfuse plan {k}"] = build(k)
-            except NoSuchPlan:
-                break
+        programs = irfuse_programs(kind, p, q, a)
         qd, mesh = qdata[kind[-1]], kind.startswith("bp")
         given = (u, prepared) if mesh else (ue,)
         args = (*given, tB, qd) if kind.endswith("1") else (*given, tB, tD, *columns)
