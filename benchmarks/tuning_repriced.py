@@ -32,36 +32,27 @@ def spearman(x, y) -> float:
 
 
 def repriced(tuning: dict, program: str) -> list[dict]:
-    """Each plan of the tuning: measured, predicted as searched, predicted with ptxas's figures."""
-    from irfuse.dialects.element_types import element_type
+    """Each plan of the tuning: measured, predicted as searched, predicted with ptxas's figures
+    (`irfuse.driver.ptxas_rounds.priced_with_figures`, as `registers="ptxas"` prices the plans
+    it compiled)."""
     from irfuse.dialects.fuse import KernelOp
     from irfuse.driver.compile import PlanningOptions, compile_program
-    from irfuse.kernel.bridge import model_from_kernel
-    from irfuse.planner.cost import kernel_cost, load_profile
+    from irfuse.driver.options import compile_options
+    from irfuse.driver.ptxas_rounds import priced_with_figures
 
-    n, dtype, profile = tuning["n"], tuning["dtype"], load_profile(tuning["profile"])
-    itemsize = element_type(dtype).itemsize
+    n, dtype = tuning["n"], tuning["dtype"]
+    options = compile_options(dtype, "cuda", n=n, profile=tuning["profile"], arch="sm_90")
     rows = []
     for plan in tuning["plans"]:
         prog, _ = compile_program(program, plan["pipeline"], dtype, compile_gpu=True, arch="sm_90",
                                   planning=PlanningOptions(n=n, profile=tuning["profile"]))
-        searched = with_figures = 0.0
-        kernels = []
-        for k in (op for op in prog.module.ops if isinstance(op, KernelOp)):
-            model = model_from_kernel(k, itemsize)[0]
-            # (the words an element of each global array it reads or writes: what the search
-            # priced, but for gathers, which these programs have none of)
-            sizes = [v.size for v in model.values.values() if (v.is_input or v.stored) and not v.uniform]
-            r = prog.cubin.resources[k.sym_name.data]
-            spilled = r.spill_stores + r.spill_loads
-            estimate = kernel_cost(model, n, profile, sizes)
-            figures = kernel_cost(model, n, profile, sizes, r.registers, spilled)
-            predicted = int(k.attributes["predicted_ns"].data) * 1e-9
-            searched += predicted
-            with_figures += predicted + figures.time - estimate.time
-            kernels.append({"bx": model.bx, "by": model.by, "registers": r.registers, "spilled_bytes": spilled})
+        kernels = [k for k in prog.module.ops if isinstance(k, KernelOp)]
+        searched = sum(int(k.attributes["predicted_ns"].data) for k in kernels) * 1e-9
+        facts = [((k.bx.data, k.by.data), prog.resources(k.sym_name.data)) for k in kernels]
         rows.append({"plan": plan["plan"], "measured_us": plan["measured_s"] * 1e6, "predicted_us": searched * 1e6,
-                     "with_ptxas_figures_us": with_figures * 1e6, "kernels": kernels})
+                     "with_ptxas_figures_us": priced_with_figures(prog, options) * 1e6,
+                     "kernels": [{"bx": b[0], "by": b[1], "registers": r.registers,
+                                  "spilled_bytes": r.spill_stores + r.spill_loads} for b, r in facts]})
     return rows
 
 

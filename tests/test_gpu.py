@@ -1892,11 +1892,12 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     assert type(c).__module__.startswith("cupyx") and c.data.get().tobytes() == first.tobytes()
 
 
-@pytest.mark.parametrize("order", [3, 5, 6])
-def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_reference(order):
+@pytest.mark.parametrize("order, registers", [(3, None), (5, None), (6, None), (4, "ptxas")])
+def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_reference(order, registers):
     """BP3 in float64 on torch tensors (a randomly numbered box, the connectivity prepared on
     the GPU): order 3 (64 nodes an element), order 5 (216, one element a scatter group) and
-    order 6 (343: a group of its own, its slots numbered in two bytes),
+    order 6 (343: a group of its own, its slots numbered in two bytes), and order 4 planned on
+    ptxas's figures (`registers="ptxas"`: another plan than the default's),
     against the float64 reference and the CPU backend's run, the same bits call after call."""
     import importlib.util
     import sys
@@ -1919,7 +1920,7 @@ def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_refer
     u = np.random.default_rng(order).standard_normal(len(X))
     factors = [np.ascontiguousarray(G[..., i, j]) for i, j in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))]
     source = ops.bp3_source(order, q)
-    prog = irfuse.compile(source, backend="cuda", dtype="f64")
+    prog = irfuse.compile(source, backend="cuda", dtype="f64", registers=registers)
     on_gpu = [torch.from_numpy(a).cuda() for a in (u, B, D, *factors)]
     prepared = Connectivity(torch.from_numpy(conn).cuda(), len(X))
     y = prog(on_gpu[0], prepared, *on_gpu[1:]).y

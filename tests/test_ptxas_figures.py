@@ -5,13 +5,16 @@ until the plan chosen was priced with its own (`driver.compile.compile_with_ptxa
 import json
 import os
 import sys
+from dataclasses import replace
 
 import pytest
 
 from conftest import EXAMPLES, ROOT, check_top_plans_on_cpu
 from irfuse.diagnostics import CompileError, UsageError
 from irfuse.dialects.fuse import KernelOp
-from irfuse.driver.compile import PlanningOptions, compile_program, compile_with_ptxas_figures
+from irfuse.driver import ptxas_rounds
+from irfuse.driver.compile import PlanningOptions, compile_from, compile_program, compile_with_ptxas_figures
+from irfuse.driver.ptxas_rounds import priced_with_figures
 from irfuse.driver.options import compile_options
 from irfuse.driver.sources import Source
 from irfuse.kernel.bridge import model_from_kernel
@@ -89,6 +92,19 @@ def test_ptxas_rounds_settle_on_a_plan_priced_with_its_own_figures(tmp_path):
     assert len(table) > len(figures)  # (at least one other plan compiled on the way)
     again, _, table_again = compile_with_ptxas_figures(source, options)
     assert table_again == table and again.source == program.source
+
+
+def test_rounds_cut_short_keep_the_cheapest_plan_compiled(monkeypatch):
+    """With the rounds cut to two plans (BK1 at order 4: neither settles), the plan kept is one
+    ptxas was asked about, and the cheaper of the two with their own figures: never the
+    search's last choice unpriced."""
+    monkeypatch.setattr(ptxas_rounds, "PTXAS_ROUNDS", 1)
+    source = Source(operators.bk1_source(4, 6), "bk1_p4.kas")
+    options = compile_options("f64", "cuda", profile="h100", registers="ptxas", arch="sm_90")
+    program, _, table = compile_with_ptxas_figures(source, options)
+    assert program.compiled_figures() and set(program.compiled_figures()) <= set(table)
+    default, _ = compile_from(source, replace(options, registers=None))
+    assert priced_with_figures(program, options) <= priced_with_figures(default, options)
 
 
 def test_a_plan_settled_with_ptxas_figures_agrees_with_the_reference(tmp_path):

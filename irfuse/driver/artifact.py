@@ -144,13 +144,16 @@ class CompiledStages(StagedArtifact):
     def reference_program(self) -> ProgramOp:
         return program_of(self.reference_module)
 
+    def stage_programs(self) -> list[CompiledProgram]:
+        """The stages' (and fused stages') programs that a search planned (a fused stage's
+        kernels, emitted from its stages', are planned by none)."""
+        return [s.artifact for s in [*self.stages, *(self.fused or ())] if isinstance(s.artifact, CompiledProgram)]
+
     def compiled_figures(self) -> dict[str, CompiledFigures]:
-        """signature -> `CompiledFigures` of every stage's planned kernels (as `CompiledProgram`'s;
-        a fused stage's kernels, emitted from its stages' and planned by no search, have none)."""
+        """signature -> `CompiledFigures` of every planned stage's kernels (as `CompiledProgram`'s)."""
         out: dict[str, CompiledFigures] = {}
-        for stage in [*self.stages, *(self.fused or ())]:
-            if isinstance(stage.artifact, CompiledProgram):
-                out.update(stage.artifact.compiled_figures())
+        for program in self.stage_programs():
+            out.update(program.compiled_figures())
         return out
 
     @staticmethod

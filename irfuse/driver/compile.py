@@ -13,11 +13,9 @@ compiles are used only when a register table is named. The disk cache only saves
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -42,6 +40,7 @@ from irfuse.driver.front import frontend, with_derivatives
 from irfuse.driver.sources import Source, read_source
 from irfuse.driver.library import default_library  # (also installs the implementation check)
 from irfuse.driver.options import PTXAS, CompileOptions
+from irfuse.driver.ptxas_rounds import settle_on_ptxas_figures
 from irfuse.frontend.irgen import FrontendResult
 from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
 from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
@@ -242,40 +241,12 @@ def compile_from(source: Source, options: CompileOptions, layout: str | None = N
                             options.arch, planning, layout or options.layout, strides)
 
 
-# `registers="ptxas"`: how many plans are compiled at most before the search's choice with every
-# figure seen is kept (each round compiles one plan; the bake-off's operators settle in 1-3).
-PTXAS_ROUNDS = 4
-
-
 def compile_with_ptxas_figures(source: Source, options: CompileOptions, layout: str | None = None,
                                strides: dict[str, tuple[int, ...]] | None = None
                                ) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic], dict]:
-    """`registers="ptxas"`: the search's plan compiled (NVRTC), ptxas's registers and spills of
-    its kernels added to a register table, and the search run again with it, until the plan
-    chosen is one whose every kernel the table already held as compiled (its price then rests
-    on ptxas's figures, not on the estimate), or `PTXAS_ROUNDS` plans were compiled (then the
-    search's choice with every figure seen). The estimate cannot tell a kernel ptxas keeps in
-    its registers from one it spills kilobytes a thread of (benchmarks/NOTES.md, High-order
-    elements); the table can. Returns the program, its warnings and the table
-    (signature -> `CompiledFigures`). Deterministic: the same source, options and NVRTC give
-    the same tables, plans and code."""
-    if options.backend != "cuda":
-        raise UsageError("registers='ptxas' plans with ptxas's registers and spills of the CUDA kernels; "
-                         "it needs the cuda backend")
-    table: dict = {}
-    with tempfile.TemporaryDirectory(prefix="irfuse-ptxas-") as tmp:
-        for round_ in range(PTXAS_ROUNDS + 1):
-            path = None
-            if table:
-                path = os.path.join(tmp, f"registers{round_}.json")
-                with open(path, "w") as f:
-                    json.dump({k: v.as_json() for k, v in table.items()}, f, sort_keys=True)
-            program, warnings = compile_from(source, replace(options, registers=path), layout, strides)
-            figures = program.compiled_figures()
-            if round_ == PTXAS_ROUNDS or all(table.get(sig) == f for sig, f in figures.items()):
-                return program, warnings, table
-            table.update(figures)
-    raise AssertionError("unreachable")
+    """`registers="ptxas"`: the source compiled on ptxas's figures of its plan's own kernels
+    (`ptxas_rounds.settle_on_ptxas_figures`); the program, its warnings and the register table."""
+    return settle_on_ptxas_figures(lambda o: compile_from(source, o, layout, strides), options)
 
 
 def compile_frontend(result: FrontendResult, name: str, pipeline: str | None = None, dtype: str = "f32",
