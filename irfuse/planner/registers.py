@@ -16,6 +16,7 @@ A table maps a signature to its registers (a number, as older tables hold) or to
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
 from irfuse.kernel.model import KernelModel, OpKind
@@ -67,6 +68,10 @@ def _figures(value) -> CompiledFigures | None:
 
 def load_register_table(path: str) -> dict[str, CompiledFigures]:
     """signature -> figures from a file written by `irfuse compile`; a clear error otherwise."""
+    if path == "ptxas" and not os.path.exists(path):
+        raise CompileError(Diagnostic("registers=ptxas is the compile's (irfuse compile --registers ptxas: "
+                                      "plans compiled in turn); fuse-partition reads a register table's path",
+                                      path))
     try:
         with open(path) as f:
             data = json.load(f)
