@@ -121,3 +121,16 @@ def test_ptxas_figures_need_the_cuda_backend(tmp_path):
     path = next(e for e in EXAMPLES if e.endswith("synctest.kas"))
     with pytest.raises(UsageError, match="needs the cuda backend"):
         compile_program(path, None, "f32", compile_gpu=False, planning=PlanningOptions(registers="ptxas"))
+
+
+def test_ptxas_figures_without_nvrtc_are_refused_by_name(monkeypatch):
+    """Where NVRTC cannot be loaded, `registers="ptxas"` is refused saying so, not with a trace."""
+    from irfuse.backend import nvrtc
+
+    def missing():
+        raise RuntimeError("libnvrtc.so: cannot open shared object file")
+
+    monkeypatch.setattr(nvrtc, "_nvrtc_version", missing)
+    with pytest.raises(UsageError, match="registers='ptxas' compiles the plan's kernels with NVRTC, which is "
+                                         "not usable here: libnvrtc.so"):
+        compile_options("f32", "cuda", registers="ptxas")

@@ -102,7 +102,11 @@ def registers_text(path: str | None) -> str | None:
     if path == PTXAS:
         from irfuse.backend.nvrtc import nvrtc_version
 
-        return f"{PTXAS} {nvrtc_version()}"
+        try:
+            return f"{PTXAS} {nvrtc_version()}"
+        except Exception as e:  # noqa: BLE001 -- no NVRTC (the package or its library): said by name
+            raise UsageError(f"registers='ptxas' compiles the plan's kernels with NVRTC, which is not usable "
+                             f"here: {e}") from None
     try:
         with open(path) as f:
             return f.read()
