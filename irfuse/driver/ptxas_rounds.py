@@ -30,8 +30,8 @@ from irfuse.kernel.bridge import model_from_kernel
 from irfuse.planner.cost import kernel_cost, load_profile
 from irfuse.planner.registers import CompiledFigures
 
-# Plans compiled at most after the first before the cheapest compiled one is kept (the bake-off's
-# operators settle in one to three at orders 1-6; benchmarks/NOTES.md).
+# Plans compiled at most after the first before the cheapest compiled one is kept: each costs one
+# NVRTC compile of the program (seconds; minutes for the bake-off's spilling kernels of orders 7-8).
 PTXAS_ROUNDS = 4
 
 
@@ -71,11 +71,12 @@ def priced_with_figures(program: CompiledProgram | CompiledStages, options: Comp
     `predicted_ns` (the search's price, by estimate) plus what its figures change in the cost
     model (registers: the blocks an SM holds; spilled bytes: their traffic), the kernel's
     global arrays taken as the words it loads and stores an element (gathers counted as
-    plain loads: the difference between the two prices is what matters)."""
+    plain loads: the difference between the two prices is what matters), every pass of a
+    staged program over `options.n` elements."""
     programs = program.stage_programs() if isinstance(program, CompiledStages) else [program]
     profile, total = load_profile(options.profile), 0.0
+    itemsize = element_type(options.dtype).itemsize
     for prog in programs:
-        itemsize = element_type(options.dtype).itemsize
         for kernel in (op for op in prog.module.ops if isinstance(op, KernelOp)):
             r = prog.resources(kernel.sym_name.data)
             total += int(kernel.attributes["predicted_ns"].data) * 1e-9
