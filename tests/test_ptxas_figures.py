@@ -134,3 +134,19 @@ def test_ptxas_figures_without_nvrtc_are_refused_by_name(monkeypatch):
     with pytest.raises(UsageError, match="registers='ptxas' compiles the plan's kernels with NVRTC, which is "
                                          "not usable here: libnvrtc.so"):
         compile_options("f32", "cuda", registers="ptxas")
+
+
+def test_a_compile_writes_its_kernels_figures_and_the_table_reads_them_back(tmp_path):
+    """`irfuse compile -o DIR`'s registers.json of BK3 at order 4 (float64: ptxas spills its
+    kernel) holds each kernel's registers and, where it spilled, the bytes, and reads back as
+    the same figures."""
+    source = Source(operators.bk3_source(4, 6), "bk3_p4.kas")
+    program, _ = compile_from(source, compile_options("f64", "cuda", profile="h100", arch="sm_90"))
+    program.save(str(tmp_path / "out"))
+    written = json.load(open(tmp_path / "out" / "registers.json"))
+    figures = program.compiled_figures()
+    assert written and set(written) == set(figures)
+    for sig, value in written.items():
+        assert value == (figures[sig].registers if not figures[sig].spill_bytes else
+                         {"registers": figures[sig].registers, "spill_bytes": figures[sig].spill_bytes})
+    assert load_register_table(str(tmp_path / "out" / "registers.json")) == figures
