@@ -20,15 +20,10 @@ import json
 import os
 import sys
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
-
-
-def spearman(x, y) -> float:
-    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
-    return float(np.corrcoef(rx, ry)[0, 1])
+from irfuse.tools.tune import spearman  # noqa: E402 -- ties at their average rank, as `irfuse tune` reports
 
 
 def repriced(tuning: dict, program: str) -> list[dict]:

@@ -12,7 +12,6 @@ with its IR; `from_artifact` gives an artifact loaded without the compiler its I
 
 from __future__ import annotations
 
-import json
 import os
 
 from xdsl.dialects.builtin import ModuleOp
@@ -28,7 +27,7 @@ from irfuse.dialects.kas import IndexType, ProgramOp, is_uniform, program_of
 from irfuse.dialects.layouts import module_layout
 from irfuse.driver.host_lowering import lower_host_program
 from irfuse.kernel.bridge import model_from_kernel
-from irfuse.planner.registers import CompiledFigures, signature
+from irfuse.planner.registers import CompiledFigures, signature, write_register_table
 
 
 class CompiledProgram(Artifact):
@@ -81,8 +80,7 @@ class CompiledProgram(Artifact):
     def save(self, directory: str) -> list[str]:
         written = super().save(directory)
         if self.cubin is not None:
-            with open(os.path.join(directory, "registers.json"), "w") as f:
-                json.dump(self.register_table(), f, indent=1, sort_keys=True)
+            write_register_table(os.path.join(directory, "registers.json"), self.compiled_figures())
             written.append("registers.json")
         return written
 

@@ -87,11 +87,17 @@ def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: s
             raise UsageError(f"{name}= is a name, not {value!r}")
     path = os.fspath(registers) if registers is not None else None
     registers_text(path)  # (refused here, naming the file, when it cannot be read)
-    if path == PTXAS and chosen != "cuda":
-        raise UsageError("registers='ptxas' plans with ptxas's registers and spills of the CUDA kernels; "
-                         f"the {chosen} backend has none (name backend='cuda')")
+    if path == PTXAS:
+        check_ptxas_backend(chosen)
     return CompileOptions(dtype, chosen, pipeline, int(n) if n is not None else DEFAULT_BATCH,
                           profile or backend_profile(chosen), arch, layout, path)
+
+
+def check_ptxas_backend(backend: str) -> None:
+    """`registers="ptxas"` reads ptxas's figures of CUDA kernels: refused, by name, elsewhere."""
+    if backend != "cuda":
+        raise UsageError("registers='ptxas' plans with ptxas's registers and spills of the CUDA kernels; it needs "
+                         f"the cuda backend: the {backend} backend has none")
 
 
 def registers_text(path: str | None) -> str | None:

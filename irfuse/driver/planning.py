@@ -7,7 +7,6 @@ on the figures the compile's rounds gathered (`compile_with_ptxas_figures`)."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -20,6 +19,7 @@ from irfuse.driver.front import frontend
 from irfuse.driver.options import PTXAS, CompileOptions
 from irfuse.driver.sources import Source
 from irfuse.passes.fuse_partition import FusePartition
+from irfuse.planner.registers import write_register_table
 from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
 
 
@@ -42,8 +42,7 @@ def search(source: Source, options: CompileOptions, top: int, max_size: int, pro
         _, _, table = compile_with_ptxas_figures(source, options)
         with tempfile.TemporaryDirectory(prefix="irfuse-ptxas-") as tmp:
             path = os.path.join(tmp, "registers.json")
-            with open(path, "w") as f:
-                json.dump({k: v.as_json() for k, v in table.items()}, f, sort_keys=True)
+            write_register_table(path, table)
             return search(source, replace(options, registers=path if table else None), top, max_size, progress)
     result = frontend(source)
     stages = ([(f", pass over the {p.over} ({program_of(p.module).sym_name.data})", p.module)

@@ -15,20 +15,19 @@ same tables, plans and code.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 
-from irfuse.diagnostics import Diagnostic, UsageError
+from irfuse.diagnostics import Diagnostic
 from irfuse.dialects.element_types import element_type
 from irfuse.dialects.fuse import KernelOp
 from irfuse.driver.artifact import CompiledProgram, CompiledStages
-from irfuse.driver.options import CompileOptions
+from irfuse.driver.options import CompileOptions, check_ptxas_backend
 from irfuse.kernel.bridge import model_from_kernel
 from irfuse.planner.cost import kernel_cost, load_profile
-from irfuse.planner.registers import CompiledFigures
+from irfuse.planner.registers import CompiledFigures, write_register_table
 
 # Plans compiled at most after the first before the cheapest compiled one is kept: each costs one
 # NVRTC compile of the program (seconds; minutes for the bake-off's spilling kernels of orders 7-8).
@@ -43,9 +42,7 @@ def settle_on_ptxas_figures(compile_once: Callable[[CompileOptions], tuple[Compi
     (signature -> `CompiledFigures`) the last search read. `compile_once(options)` compiles the
     source with a register table's path (or None) in `options.registers`
     (`driver.compile.compile_with_ptxas_figures` gives `compile_from`)."""
-    if options.backend != "cuda":
-        raise UsageError("registers='ptxas' plans with ptxas's registers and spills of the CUDA kernels; "
-                         "it needs the cuda backend")
+    check_ptxas_backend(options.backend)
     table: dict[str, CompiledFigures] = {}
     compiled = []  # (program, warnings) of every round
     with tempfile.TemporaryDirectory(prefix="irfuse-ptxas-") as tmp:
@@ -53,8 +50,7 @@ def settle_on_ptxas_figures(compile_once: Callable[[CompileOptions], tuple[Compi
             path = None
             if table:
                 path = os.path.join(tmp, f"registers{round_}.json")
-                with open(path, "w") as f:
-                    json.dump({k: v.as_json() for k, v in table.items()}, f, sort_keys=True)
+                write_register_table(path, table)
             program, warnings = compile_once(replace(options, registers=path))
             figures = program.compiled_figures()
             if all(table.get(sig) == f for sig, f in figures.items()):

@@ -66,6 +66,12 @@ def _figures(value) -> CompiledFigures | None:
     return None
 
 
+def write_register_table(path: str, table: dict[str, CompiledFigures]) -> None:
+    """The table as `load_register_table` reads it back (and `irfuse compile` writes it)."""
+    with open(path, "w") as f:
+        json.dump({k: v.as_json() for k, v in table.items()}, f, indent=1, sort_keys=True)
+
+
 def load_register_table(path: str) -> dict[str, CompiledFigures]:
     """signature -> figures from a file written by `irfuse compile`; a clear error otherwise."""
     if path == "ptxas" and not os.path.exists(path):
