@@ -1,6 +1,8 @@
-"""ptxas's figures in the plan: a register table's spilled bytes charged by the cost model, and
+"""ptxas's figures in the plan: a register table's spilled bytes charged by the cost model,
 `registers="ptxas"` compiling the search's plan and searching again with its kernels' figures
-until the plan chosen was priced with its own (`driver.compile.compile_with_ptxas_figures`)."""
+until the plan chosen was priced with its own (`driver.compile.compile_with_ptxas_figures`),
+and where no table says, the registers and spills of a block-per-element kernel estimated
+(`cost.estimated_spill_bytes`)."""
 
 import json
 import os
@@ -18,7 +20,9 @@ from irfuse.driver.ptxas_rounds import priced_with_figures
 from irfuse.driver.options import compile_options
 from irfuse.driver.sources import Source
 from irfuse.kernel.bridge import model_from_kernel
-from irfuse.planner.cost import kernel_cost, load_profile, spill_time
+from irfuse.driver.planning import search
+from irfuse.planner.cost import (estimate_registers, estimated_spill_bytes, kernel_cost, load_profile,
+                                 peak_register_words, spill_time)
 from irfuse.planner.registers import CompiledFigures, load_register_table, signature
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "highorder"))
@@ -80,11 +84,11 @@ def test_a_table_saying_the_plan_spills_moves_the_search_to_another(tmp_path):
 
 
 def test_ptxas_rounds_settle_on_a_plan_priced_with_its_own_figures(tmp_path):
-    """BK1 at order 4 in float64: the search's first plan (lines and rows, 25 threads an
-    element) is priced by estimate; compiled, its figures make it dearer than another plan,
-    which is compiled in turn. The plan returned is one whose every kernel the table held
-    with the figures ptxas gave it, and the rounds give the same table, plan and code twice."""
-    source = Source(operators.bk1_source(4, 6), "bk1_p4.kas")
+    """BK1 at order 7 in float64: the search's first plan is priced by estimate; compiled, its
+    figures make it dearer than another plan, which is compiled in turn. The plan returned is
+    one whose every kernel the table held with the figures ptxas gave it, and the rounds give
+    the same table, plan and code twice."""
+    source = Source(operators.bk1_source(7, 9), "bk1_p7.kas")
     options = compile_options("f64", "cuda", profile="h100", registers="ptxas", arch="sm_90")
     program, _, table = compile_with_ptxas_figures(source, options)
     figures = program.compiled_figures()
@@ -95,11 +99,11 @@ def test_ptxas_rounds_settle_on_a_plan_priced_with_its_own_figures(tmp_path):
 
 
 def test_rounds_cut_short_keep_the_cheapest_plan_compiled(monkeypatch):
-    """With the rounds cut to two plans (BK1 at order 4: neither settles), the plan kept is one
+    """With the rounds cut to two plans (BK1 at order 7: neither settles), the plan kept is one
     ptxas was asked about, and the cheaper of the two with their own figures: never the
     search's last choice unpriced."""
     monkeypatch.setattr(ptxas_rounds, "PTXAS_ROUNDS", 1)
-    source = Source(operators.bk1_source(4, 6), "bk1_p4.kas")
+    source = Source(operators.bk1_source(7, 9), "bk1_p7.kas")
     options = compile_options("f64", "cuda", profile="h100", registers="ptxas", arch="sm_90")
     program, _, table = compile_with_ptxas_figures(source, options)
     assert program.compiled_figures() and set(program.compiled_figures()) <= set(table)
@@ -137,16 +141,58 @@ def test_ptxas_figures_without_nvrtc_are_refused_by_name(monkeypatch):
 
 
 def test_a_compile_writes_its_kernels_figures_and_the_table_reads_them_back(tmp_path):
-    """`irfuse compile -o DIR`'s registers.json of BK3 at order 4 (float64: ptxas spills its
+    """`irfuse compile -o DIR`'s registers.json of BP3 at order 4 (float64: ptxas spills its
     kernel) holds each kernel's registers and, where it spilled, the bytes, and reads back as
     the same figures."""
-    source = Source(operators.bk3_source(4, 6), "bk3_p4.kas")
+    source = Source(operators.bp3_source(4, 6), "bp3_p4.kas")
     program, _ = compile_from(source, compile_options("f64", "cuda", profile="h100", arch="sm_90"))
     program.save(str(tmp_path / "out"))
     written = json.load(open(tmp_path / "out" / "registers.json"))
     figures = program.compiled_figures()
-    assert written and set(written) == set(figures)
+    assert written and set(written) == set(figures) and any(f.spill_bytes for f in figures.values())
     for sig, value in written.items():
         assert value == (figures[sig].registers if not figures[sig].spill_bytes else
                          {"registers": figures[sig].registers, "spill_bytes": figures[sig].spill_bytes})
     assert load_register_table(str(tmp_path / "out" / "registers.json")) == figures
+
+
+def _searched(kind: str, order: int, top: int = 1):
+    """The search's `top` best plans of a bake-off element operator in float64 (h100 profile)."""
+    source = Source(getattr(operators, f"{kind}_source")(order, order + 2), f"{kind}_p{order}.kas")
+    stages, _ = search(source, compile_options("f64", "cuda", profile="h100"), top, 8, None)
+    return stages[0].plans
+
+
+def test_a_block_per_element_plan_keeps_lines_where_rows_would_pass_the_registers():
+    """BK3 at order 7 in float64: kernels holding a contraction's rows (q*q words a value a
+    thread, 81 here) need far more than a thread's 255 registers and were planned at the
+    launch bounds' 64, running 5x slower than lines on an H200; priced at the registers they
+    need and their spills, the search keeps every call on lines (q words a value), within a
+    thread's registers and spilling nothing by estimate."""
+    plan = _searched("bk3", 7)[0]
+    profile = load_profile("h100")
+    for config in plan.configs:
+        assert {impl.name for impl in config.impls} == {"line"}
+        assert config.model.bx > 1 and config.cost.t_spill == 0
+        assert config.cost.registers == min(estimate_registers(config.model), profile.max_regs_per_thread)
+
+
+def test_words_past_a_threads_registers_are_priced_as_spills():
+    """Of BK1's best two plans at order 5 (float64) one keeps rows, 49 words a value a thread,
+    past the 255 registers at its peak: its kernel is priced at the registers its values need
+    (the estimate, not the launch bounds' 64) with the words past 255 stored and loaded once
+    at the copy rate, and would cost less at the launch bounds' registers without spills, as
+    it was priced before."""
+    profile, n = load_profile("h100"), 1 << 20
+    configs = [c for plan in _searched("bk1", 5, top=2) for c in plan.configs]
+    rows = [c for c in configs if peak_register_words(c.model) > profile.max_regs_per_thread]
+    assert rows and all(c.model.bx > 1 for c in rows)
+    for c in rows:
+        sizes = [v.size for v in c.model.values.values() if v.is_input or v.stored]
+        spilled = estimated_spill_bytes(c.model, profile)
+        assert spilled == (peak_register_words(c.model) - profile.max_regs_per_thread) * 8
+        cost = kernel_cost(c.model, n, profile, sizes)
+        threads = -(-n // c.model.by) * c.model.threads
+        assert cost.registers == min(estimate_registers(c.model), profile.max_regs_per_thread) > 64
+        assert cost.t_spill == pytest.approx(spill_time(threads, spilled, profile)) and cost.t_spill > 0
+        assert kernel_cost(c.model, n, profile, sizes, 64).time < cost.time

@@ -274,6 +274,20 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     return KernelCost(time, t_mem, t_compute, 0.0, 1, 1.0, gpu.registers, gpu.shared_bytes, gpu.bytes, True)
 
 
+def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
+    """Bytes a thread spills, estimated where no register table says: the words it holds at
+    its peak (`peak_register_words`) past a thread's most registers, each stored and loaded
+    once (4 bytes a register). A kernel whose element spreads over several threads (BX > 1)
+    is priced at the registers its values need up to that most, not at what its launch bounds
+    ask: `driver.compile.build` compiles a kernel that spills at its launch bounds again at
+    fewer resident blocks. So a mapping that keeps a whole row of a contraction in each thread
+    (a `row`, or one thread an element: q*q to q**3 words a value) is priced at 255 registers
+    and a few warps an SM, with what it holds past them spilled, and one that keeps a line (q
+    words a value) at its 56-128 (benchmarks/NOTES.md, High-order elements: plans priced at
+    the launch bounds' 64 registers ran at 164-255 and spilled up to 60 KB a thread)."""
+    return max(0, peak_register_words(model) - p.max_regs_per_thread) * 8
+
+
 def spill_time(threads: int, spill_bytes: int, p: DeviceProfile) -> float:
     """ptxas's spill stores and loads (bytes a thread, counted once each as the straight-line
     element code runs them once) moved by `threads` threads at the copy rate: local memory
@@ -287,10 +301,17 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
                      registers: int | None = None, spill_bytes: int = 0) -> KernelCost:
     threads = model.threads
     smem = model.shared_bytes() + array_words(model) * model.itemsize
-    # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
-    # them would describe a kernel that is never emitted.
-    regs = registers or min(estimate_registers(model),
-                            p.regs_per_sm // (launch_min_blocks(model) * threads) // 8 * 8 or 8)
+    if registers is None:
+        spill_bytes = estimated_spill_bytes(model, p)
+    if registers is None and model.bx > 1:
+        # (`driver.compile.build` compiles a kernel that spills at its launch bounds again at
+        # fewer resident blocks: see `estimated_spill_bytes`)
+        regs = min(estimate_registers(model), p.max_regs_per_thread)
+    else:
+        # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
+        # them would describe a kernel that is never emitted.
+        regs = registers or min(estimate_registers(model),
+                                p.regs_per_sm // (launch_min_blocks(model) * threads) // 8 * 8 or 8)
     isz = model.itemsize
     blocks = math.ceil(n / model.by)
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
