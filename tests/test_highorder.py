@@ -169,3 +169,19 @@ def test_order_10_is_refused_by_name_and_elements_of_343_nodes_compile_for_the_g
     assert "const unsigned short* __restrict__ irf_members0" in source  # (the element kernel's)
     assert "const unsigned short* __restrict__ members" in source  # (the scatter's partials of an input's rows)
     assert "unsigned char* const irf_m" not in source and "unsigned char* __restrict__ irf_members" not in source
+
+
+def test_the_vector_of_an_element_of_order_9_is_refused_by_name_not_by_recursion():
+    """BP1 at order 9 reshapes an element's 1,000 values into the vector it scatters: a sum of
+    1,000 selections an entry, which as one flat sum parsed 1,000 deep and raised
+    RecursionError. Written in runs, its size is checked and refused naming the statement and
+    the budget, as is the same reshape written alone."""
+    from irfuse.diagnostics import CompileError
+
+    ops = _operators()
+    with pytest.raises(CompileError, match=r'(?s)expand to about [0-9,]+ operations and operands; at most .*'
+                                           r'reshape\("1000", ye\)'):
+        irfuse.compile(ops.bp1_source(9, 11), backend="cpu", filename="bp1_p9.kas")
+    with pytest.raises(CompileError, match=r"expand to about"):
+        irfuse.compile('tensor10x10x10 t; vector1000 v;\ninput t;\nv = reshape("1000", t);\nreturn v;\n',
+                       backend="cpu")

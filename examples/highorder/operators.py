@@ -12,7 +12,8 @@ Values of an element are [c, b, a] tensors (z, y, x); the 1-D tables B and D are
 uniform matrices (tests/highorder_reference.py's `lagrange_tables`). The language's values and
 connectivities have at most 1,024 entries an axis (`index1000`, `vector1000` at order 9), so p
 is at most 9 here (checked against the references up to 8); order 10 (1,331 nodes) is refused
-by name. An element of more than 256
+by name, and BP1 and BP3 at order 9 are too (the reshape of an element's 1,000 values into the
+scattered vector expands past a definition's budget). An element of more than 256
 nodes (order 6 and above) is a scatter group of its own (`irfuse.artifact.scatter_groups`).
 """
 

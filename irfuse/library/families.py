@@ -562,6 +562,9 @@ def _contract(types, params):
 
 RESHAPE_SIGNATURE = 'reshape("4x4x4", v: a value of as many entries) -> a value of that shape'
 MAX_RESHAPE_WORDS = 1024  # (each entry's definition selects one of the operand's: a sum of that many terms)
+# A reshape's sum along one axis stays flat up to 729 terms (the vector of a hexahedron of order 8,
+# the form its plans were measured with), past that in parenthesized runs of 32 (`_reshape`).
+FLAT_SUM_TERMS, SUM_RUN = 729, 32
 
 
 def reshape_params(text: str, count: int) -> tuple[str]:
@@ -600,7 +603,14 @@ def _reshape(types, params):
     def nested(d: int, first: int) -> str:
         inner = math.prod(shape[d + 1:])
         if d == len(shape) - 1:
-            return " + ".join(f"delta(i{d},{i})*{_entry(a.shape, first + i)}" for i in range(shape[d]))
+            terms = [f"delta(i{d},{i})*{_entry(a.shape, first + i)}" for i in range(shape[d])]
+            if len(terms) <= FLAT_SUM_TERMS:
+                return " + ".join(terms)
+            # A longer axis's sum in parenthesized runs: a flat sum of 1,000 terms parses as a
+            # chain 1,000 deep, past what the definition's recursive walks can descend (a
+            # vector of a hexahedron's 1,000 values at order 9 raised RecursionError; now the
+            # definition's size is checked and refused by name).
+            return " + ".join(f"({' + '.join(terms[k:k + SUM_RUN])})" for k in range(0, len(terms), SUM_RUN))
         return " + ".join(f"delta(i{d},{i})*({nested(d + 1, first + i * inner)})" for i in range(shape[d]))
     return Instance(("A",), result, f"C[{letters}] = " + nested(0, 0), f"A as {params[0]}")
 
