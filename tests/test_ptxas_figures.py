@@ -141,10 +141,10 @@ def test_ptxas_figures_without_nvrtc_are_refused_by_name(monkeypatch):
 
 
 def test_a_compile_writes_its_kernels_figures_and_the_table_reads_them_back(tmp_path):
-    """`irfuse compile -o DIR`'s registers.json of BP3 at order 4 (float64: ptxas spills its
-    kernel) holds each kernel's registers and, where it spilled, the bytes, and reads back as
-    the same figures."""
-    source = Source(operators.bp3_source(4, 6), "bp3_p4.kas")
+    """`irfuse compile -o DIR`'s registers.json of BK1 at order 7 (float64: ptxas spills its
+    second kernel, of rows) holds each kernel's registers and, where it spilled, the bytes, and
+    reads back as the same figures."""
+    source = Source(operators.bk1_source(7, 9), "bk1_p7.kas")
     program, _ = compile_from(source, compile_options("f64", "cuda", profile="h100", arch="sm_90"))
     program.save(str(tmp_path / "out"))
     written = json.load(open(tmp_path / "out" / "registers.json"))
