@@ -277,15 +277,25 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
 def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
     """Bytes a thread spills, estimated where no register table says: the words it holds at
     its peak (`peak_register_words`) past a thread's most registers, each stored and loaded
-    once (4 bytes a register). A kernel whose element spreads over several threads (BX > 1)
-    is priced at the registers its values need up to that most, not at what its launch bounds
-    ask: `driver.compile.build` compiles a kernel that spills at its launch bounds again at
-    fewer resident blocks. So a mapping that keeps a whole row of a contraction in each thread
-    (a `row`, or one thread an element: q*q to q**3 words a value) is priced at 255 registers
-    and a few warps an SM, with what it holds past them spilled, and one that keeps a line (q
-    words a value) at its 56-128 (benchmarks/NOTES.md, High-order elements: plans priced at
-    the launch bounds' 64 registers ran at 164-255 and spilled up to 60 KB a thread)."""
+    once (4 bytes a register). Plans keeping a contraction's rows in each thread (q*q to q**3
+    words a value) were priced with no spill and ptxas spilled up to 60 KB a thread of them
+    (benchmarks/NOTES.md, High-order elements)."""
     return max(0, peak_register_words(model) - p.max_regs_per_thread) * 8
+
+
+def estimated_kernel_registers(model: KernelModel, p: DeviceProfile) -> int:
+    """Registers a thread, estimated where no register table says. ptxas holds a kernel to its
+    launch bounds (spilling past them), so for a kernel of one thread an element an estimate
+    above them would describe a kernel never emitted: the estimate up to what they allow. A
+    kernel whose element spreads over several threads (BX > 1) is priced at the registers its
+    values need, up to a thread's most: `driver.compile.build` compiles a kernel that spills
+    at its launch bounds again at fewer resident blocks, and a mapping keeping a whole row a
+    thread runs at 164-255 registers and a few warps an SM, where one keeping a line runs at
+    48-128 (priced at the launch bounds' 64, the rows were chosen and ran up to 13x slower:
+    benchmarks/NOTES.md, High-order elements)."""
+    if model.bx > 1:
+        return min(estimate_registers(model), p.max_regs_per_thread)
+    return min(estimate_registers(model), p.regs_per_sm // (launch_min_blocks(model) * model.threads) // 8 * 8 or 8)
 
 
 def spill_time(threads: int, spill_bytes: int, p: DeviceProfile) -> float:
@@ -302,16 +312,9 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     threads = model.threads
     smem = model.shared_bytes() + array_words(model) * model.itemsize
     if registers is None:
-        spill_bytes = estimated_spill_bytes(model, p)
-    if registers is None and model.bx > 1:
-        # (`driver.compile.build` compiles a kernel that spills at its launch bounds again at
-        # fewer resident blocks: see `estimated_spill_bytes`)
-        regs = min(estimate_registers(model), p.max_regs_per_thread)
+        regs, spill_bytes = estimated_kernel_registers(model, p), estimated_spill_bytes(model, p)
     else:
-        # ptxas holds a kernel to its launch bounds (spilling past them), so an estimate above
-        # them would describe a kernel that is never emitted.
-        regs = registers or min(estimate_registers(model),
-                                p.regs_per_sm // (launch_min_blocks(model) * threads) // 8 * 8 or 8)
+        regs = registers
     isz = model.itemsize
     blocks = math.ceil(n / model.by)
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
