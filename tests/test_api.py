@@ -448,6 +448,44 @@ def test_the_program_cache_key_holds_the_library_and_every_option():
     assert program_key(lib, **base) != key  # a user op changes what a program may compile to
 
 
+def test_the_package_digest_is_kept_for_the_very_files_it_was_read_from(tmp_path, monkeypatch):
+    """The digest of irfuse's sources in a program's key is the files' content (hashlib's SHA-256
+    over path and bytes), read once and then found by a stamp of the files' status; a file
+    rewritten with the same size and modification time has a new stamp (its change time) and
+    its new content is read."""
+    import hashlib
+
+    from irfuse.api.program_cache import package_digest
+
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "__pycache__").mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    (root / "sub" / "b.h").write_text("#define B 2\n")
+    (root / "notes.txt").write_text("not source")
+    (root / "__pycache__" / "c.py").write_text("skipped")
+
+    def content(files):
+        h = hashlib.sha256()
+        for rel, text in files:
+            h.update(rel.encode() + b"\0" + text.encode() + b"\0")
+        return h.hexdigest()
+
+    first = package_digest(str(root))
+    assert first == content([("a.py", "x = 1\n"), ("sub/b.h", "#define B 2\n")])
+    kept = list((tmp_path / "cache" / "package").rglob("*"))
+    assert any(p.is_file() and p.read_text() == first for p in kept)
+    package_digest.cache_clear()
+    assert package_digest(str(root)) == first  # found again, the same
+    stat = os.stat(root / "a.py")
+    (root / "a.py").write_text("x = 2\n")  # same size, modification time set back
+    os.utime(root / "a.py", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    package_digest.cache_clear()
+    assert package_digest(str(root)) == content([("a.py", "x = 2\n"), ("sub/b.h", "#define B 2\n")])
+    package_digest.cache_clear()
+
+
 def test_an_installed_library_entry_point_changes_the_program_cache_key(tmp_path, monkeypatch):
     """The key reads the installed entry points without importlib.metadata where none declares
     the group (`entry_points.declared`), and through it where one may: a plugin installed

@@ -49,11 +49,13 @@ class CompileOptions:
         """What these options add to a program cache key: every option, the profile's figures
         (a calibrated profile of the same name plans otherwise), the architecture a GPU build
         is for, the register table's text (not its path)."""
-        from irfuse.backend.nvrtc import default_arch
+        arch = self.arch
+        if arch is None and self.backend == "cuda":
+            from irfuse.backend.nvrtc import default_arch  # (NVRTC's module: only a GPU build's key)
 
+            arch = default_arch()
         return dict(dtype=self.dtype, backend=self.backend, pipeline=self.pipeline, n=self.n,
-                    profile=asdict(load_profile(self.profile)),
-                    arch=self.arch or (default_arch() if self.backend == "cuda" else None),
+                    profile=asdict(load_profile(self.profile)), arch=arch,
                     registers=registers_text(self.registers))
 
 
