@@ -42,7 +42,7 @@ def phase_threads(itemsize: int) -> int:
 
 def wavefronts(words: np.ndarray, tids: np.ndarray, itemsize: int) -> int:
     """Wavefronts of a sequence of access instructions: `words[t, j]` is the word thread
-    `tids[t]` touches in instruction `j`."""
+    `tids[t]` touches in instruction `j`, or negative where that thread has nothing to touch."""
     if words.size == 0:
         return 0
     g = phase_threads(itemsize)
@@ -50,32 +50,32 @@ def wavefronts(words: np.ndarray, tids: np.ndarray, itemsize: int) -> int:
     phase = np.repeat(tids // g, steps)
     step = np.tile(np.arange(steps), words.shape[0])
     w = words.ravel().astype(np.int64)
+    live = w >= 0
+    if not live.all():
+        phase, step, w = phase[live], step[live], w[live]
+        if w.size == 0:
+            return 0
     nphase = int(phase.max()) + 1
     top = int(w.max()) + 1
-    distinct = np.unique((step * nphase + phase) * top + w)  # one request per distinct word
-    w_d = distinct % top
+    keys = np.sort((step * nphase + phase) * top + w)
+    distinct = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # one request per distinct word
     slot = distinct // top  # step * nphase + phase
-    per_bank, counts = np.unique(slot * g + w_d % g, return_counts=True)
-    worst = np.zeros(steps * nphase, dtype=np.int64)
-    np.maximum.at(worst, per_bank // g, counts)
-    return int(worst.sum())
+    per_bank = np.bincount(slot * g + distinct % top % g, minlength=steps * nphase * g)
+    return int(per_bank.reshape(steps * nphase, g).max(axis=1).sum())  # the busiest bank, each phase
 
 
 @functools.lru_cache(maxsize=4096)
 def copy_wavefronts(size: int, pitch: int, by: int, threads: int, itemsize: int) -> int:
-    """Wavefronts of one block-wide copy of a value (load or store)."""
+    """Wavefronts of one block-wide copy of a value (load or store): round `j` of the copy has
+    thread `t` move word `t + threads * j` of the block's values (none where the last round is
+    short)."""
     count = by * size
     if not pitch:
         return math.ceil(count * itemsize / PHASE_BYTES)  # contiguous, 16-byte or 4-byte accesses
     per_thread = -(-count // threads)
     i = np.arange(threads)[:, None] + threads * np.arange(per_thread)[None, :]
     words = np.where(i < count, pitched(i, size, pitch), -1)
-    total = 0
-    for j in range(per_thread):  # the last round may be partial: drop threads with nothing
-        col = words[:, j]
-        live = col >= 0
-        total += wavefronts(col[live][:, None], np.arange(threads)[live], itemsize)
-    return total
+    return wavefronts(words, np.arange(threads), itemsize)
 
 
 @functools.lru_cache(maxsize=16384)
