@@ -21,8 +21,8 @@ from irfuse.driver.options import compile_options
 from irfuse.driver.sources import Source
 from irfuse.kernel.bridge import model_from_kernel
 from irfuse.driver.planning import search
-from irfuse.planner.cost import (estimate_registers, estimated_spill_bytes, kernel_cost, load_profile,
-                                 peak_register_words, spill_time)
+from irfuse.planner.cost import (SPILL_RELOAD_REGISTERS, estimate_registers, estimated_spill_bytes, kernel_cost,
+                                 load_profile, peak_register_words, spill_time)
 from irfuse.planner.registers import CompiledFigures, load_register_table, signature
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "highorder"))
@@ -178,21 +178,44 @@ def test_a_block_per_element_plan_keeps_lines_where_rows_would_pass_the_register
 
 
 def test_words_past_a_threads_registers_are_priced_as_spills():
-    """Of BK1's best two plans at order 5 (float64) one keeps rows, 49 words a value a thread,
+    """Of BP3's best two plans at order 4 (float64) one keeps rows, 36 words a value a thread,
     past the 255 registers at its peak: its kernel is priced at the registers its values need
-    (the estimate, not the launch bounds' 64) with the words past 255 stored and loaded once
-    at the copy rate, and would cost less at the launch bounds' registers without spills, as
+    (the estimate, not the launch bounds' 64) with the registers past 255 stored and loaded once
+    at the copy rate, and reloaded once more for every `SPILL_RELOAD_REGISTERS`, and would cost less at the launch bounds' registers without spills, as
     it was priced before."""
     profile, n = load_profile("h100"), 1 << 20
-    configs = [c for plan in _searched("bk1", 5, top=2) for c in plan.configs]
+    configs = [c for plan in _searched("bp3", 4, top=2) for c in plan.configs]
     rows = [c for c in configs if peak_register_words(c.model) > profile.max_regs_per_thread]
     assert rows and all(c.model.bx > 1 for c in rows)
     for c in rows:
         sizes = [v.size for v in c.model.values.values() if v.is_input or v.stored]
         spilled = estimated_spill_bytes(c.model, profile)
-        assert spilled == (peak_register_words(c.model) - profile.max_regs_per_thread) * 8
+        excess = peak_register_words(c.model) - profile.max_regs_per_thread
+        assert spilled == excess * 8 + excess * excess * 4 // SPILL_RELOAD_REGISTERS
         cost = kernel_cost(c.model, n, profile, sizes)
         threads = -(-n // c.model.by) * c.model.threads
         assert cost.registers == min(estimate_registers(c.model), profile.max_regs_per_thread) > 64
         assert cost.t_spill == pytest.approx(spill_time(threads, spilled, profile)) and cost.t_spill > 0
         assert kernel_cost(c.model, n, profile, sizes, 64).time < cost.time
+
+
+def test_spills_growing_faster_than_the_registers_spilled_keep_bp3_off_rows(monkeypatch):
+    """BP3 at order 6 in float64: the search's best kernel of rows needs 903 registers a thread
+    past 255 at its peak; charged one store and one load a register (7.2 KB a thread) it was the
+    plan chosen, and ptxas spilled 33 KB a thread of it (2.5x slower than the lines on an H200).
+    With the reloads charged, every kernel of the plan fits a thread's registers by estimate;
+    without them (the linear charge), the rows kernel comes back."""
+    from irfuse.passes import fuse_partition
+    from irfuse.planner import cost
+
+    profile = load_profile("h100")
+    monkeypatch.setattr(fuse_partition, "_PLANS", {})
+    plan = _searched("bp3", 6)[0]
+    assert len(plan.configs) > 1
+    assert all(peak_register_words(c.model) <= profile.max_regs_per_thread and c.cost.t_spill == 0
+               for c in plan.configs)
+    monkeypatch.setattr(fuse_partition, "_PLANS", {})
+    monkeypatch.setattr(cost, "SPILL_RELOAD_REGISTERS", 1 << 40)
+    linear = _searched("bp3", 6)[0]
+    assert [peak_register_words(c.model) - profile.max_regs_per_thread for c in linear.configs] == [903]
+    assert linear.predicted_time < plan.predicted_time

@@ -274,13 +274,27 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     return KernelCost(time, t_mem, t_compute, 0.0, 1, 1.0, gpu.registers, gpu.shared_bytes, gpu.bytes, True)
 
 
+# Registers of spill past which each spilled register is, on average, loaded once more: ptxas's
+# spill traffic grows faster than the registers spilled (it evicts and reloads the same values
+# more often the more of them compete), fitted on the two block-per-element kernels of the
+# bake-off that spill by estimate (benchmarks/NOTES.md, High-order elements).
+SPILL_RELOAD_REGISTERS = 250
+
+
 def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
-    """Bytes a thread spills, estimated where no register table says: the words it holds at
-    its peak (`peak_register_words`) past a thread's most registers, each stored and loaded
-    once (4 bytes a register). Plans keeping a contraction's rows in each thread (q*q to q**3
-    words a value) were priced with no spill and ptxas spilled up to 60 KB a thread of them
+    """Bytes a thread spills (stores and loads), estimated where no register table says, from
+    the registers its values need at their peak (`peak_register_words`) past a thread's most:
+    each stored once and loaded once, and, in a kernel spreading an element over several
+    threads, loaded once more for every `SPILL_RELOAD_REGISTERS` spilled (4 bytes a register).
+    Kernels of one thread an element keep the linear charge, on which their plans were measured.
+    Plans keeping a contraction's rows in each thread (q*q to q**3 words a value) were priced with
+    no spill and ptxas spilled up to 60 KB a thread of them; priced at one store and one load a
+    register, the rows kernel of BP3 at order 6 (903 registers past 255) was estimated at 7.2
+    KB, spilled 33-34 KB, and was chosen over kernels of lines that ran 2.5x faster
     (benchmarks/NOTES.md, High-order elements)."""
-    return max(0, peak_register_words(model) - p.max_regs_per_thread) * 8
+    excess = max(0, peak_register_words(model) - p.max_regs_per_thread)
+    reloads = excess * excess * 4 // SPILL_RELOAD_REGISTERS if model.bx > 1 else 0
+    return excess * 8 + reloads
 
 
 def estimated_kernel_registers(model: KernelModel, p: DeviceProfile) -> int:
