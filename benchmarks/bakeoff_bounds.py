@@ -39,8 +39,8 @@ import operators  # noqa: E402 -- the bake-off's operators at any order
 
 
 def rows_of(paths: list[str]) -> dict[tuple[int, str], dict]:
-    """(order, operator) -> the irfuse row, its run's copy rate and element count (later files
-    first)."""
+    """(order, operator) -> the irfuse row with its run's copy rate and element count, a later
+    file's row replacing an earlier one's."""
     out = {}
     for path in paths:
         with open(path) as f:
