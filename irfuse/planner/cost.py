@@ -274,10 +274,10 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     return KernelCost(time, t_mem, t_compute, 0.0, 1, 1.0, gpu.registers, gpu.shared_bytes, gpu.bytes, True)
 
 
-# Registers of spill past which each spilled register is, on average, loaded once more: ptxas's
-# spill traffic grows faster than the registers spilled (it evicts and reloads the same values
-# more often the more of them compete), fitted on the two block-per-element kernels of the
-# bake-off that spill by estimate (benchmarks/NOTES.md, High-order elements).
+# Spilled registers for each of which every spilled register is loaded once more: ptxas's spill
+# traffic grows faster than the registers spilled (it evicts and reloads the same values more
+# often the more of them compete), fitted on the two block-per-element kernels of the bake-off
+# that spill by estimate (benchmarks/NOTES.md, High-order elements).
 SPILL_RELOAD_REGISTERS = 250
 
 
