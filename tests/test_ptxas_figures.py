@@ -181,8 +181,8 @@ def test_words_past_a_threads_registers_are_priced_as_spills():
     """Of BP3's best two plans at order 4 (float64) one keeps rows, 36 words a value a thread,
     past the 255 registers at its peak: its kernel is priced at the registers its values need
     (the estimate, not the launch bounds' 64) with the registers past 255 stored and loaded once
-    at the copy rate, and reloaded once more for every `SPILL_RELOAD_REGISTERS`, and would cost less at the launch bounds' registers without spills, as
-    it was priced before."""
+    at the copy rate and reloaded once more for every `SPILL_RELOAD_REGISTERS`, and would cost
+    less at the launch bounds' registers without spills, as it was priced before."""
     profile, n = load_profile("h100"), 1 << 20
     configs = [c for plan in _searched("bp3", 4, top=2) for c in plan.configs]
     rows = [c for c in configs if peak_register_words(c.model) > profile.max_regs_per_thread]

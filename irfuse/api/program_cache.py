@@ -35,20 +35,13 @@ FORMAT = 4  # 2: entries carry a checksum of every file; 3: the artifact's host 
 def _source_files(root: str) -> list[tuple[str, os.stat_result]]:
     """irfuse's source files (`.py`, `.h`) under `root` (the packaged examples and bytecode
     aside), each path relative to `root` with its status, in a fixed order."""
-    found, folders = [], [""]
-    while folders:
-        folder = folders.pop()
-        with os.scandir(os.path.join(root, folder)) as entries:
-            entries = sorted(entries, key=lambda e: e.name)
-        subfolders = []
-        for entry in entries:
-            rel = folder + entry.name
-            if entry.is_dir():
-                if entry.name not in ("__pycache__", "examples"):
-                    subfolders.append(rel + "/")
-            elif entry.name.endswith((".py", ".h")):
-                found.append((rel, entry.stat()))
-        folders += reversed(subfolders)  # (depth first, in name order)
+    found = []
+    for folder, dirs, files in os.walk(root):  # (top-down, so that the pruned folders are not entered)
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and d != "examples")
+        rel = os.path.relpath(folder, root)
+        prefix = "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
+        found += [(prefix + name, os.stat(os.path.join(folder, name)))
+                  for name in sorted(files) if name.endswith((".py", ".h"))]
     return found
 
 
