@@ -120,3 +120,98 @@ extern "C" __global__ void __launch_bounds__(128) neo_hookean_atomic(
       atomicAdd(&r[(long long)node[a] * 3 + i], f);
     }
 }
+
+// The P1 linear elasticity tangent assembled into CSR values, hand-written, owner-computes:
+// one thread per node adds the blocks of every element naming it into the node's three rows,
+// kept in shared memory, then the block writes its nodes' rows (one contiguous stretch of the
+// CSR values) coalesced. No partial sums leave the chip and each entry is summed by one thread
+// in the node's element order, so every run gives the same bits. The element's shape
+// gradients are computed once for each of its four nodes. The yardstick of the assembly
+// (issue 73): what a kernel that writes the values once reaches.
+//
+//   K[a][i][b][j] = vol (mu (G[a] . G[b]) d_ij + mu G[a][j] G[b][i] + lambda G[a][i] G[b][j]),
+//   vol = det J / 6: d fe[a][i] / d u[b][j] of examples/mesh/p1_residual.kas.
+// `slots` lists (element * 4 + local node) by node, elements ascending (`first[n]` to
+// `first[n + 1]`); the pattern is irfuse's (`irfuse.mesh.assembly`): node row n * 3 + i holds
+// its blocks' three columns in turn, blocks ordered by column node.
+// STAGED: each thread's row's column nodes copied into shared memory first (at most
+// TANGENT_ROW_BLOCKS of them), the searches made there instead of in the CSR indices. SPLIT:
+// threads a node, each adding rows i = part, part + SPLIT, ... of the node's three (SPLIT = 3:
+// a row a thread, three times the threads, the element's gradients computed by each).
+#define TANGENT_ROW_BLOCKS 32
+template <bool STAGED, int SPLIT>
+__device__ __forceinline__ void tangent_rows(
+    const float* __restrict__ X, const int* __restrict__ conn, const int* __restrict__ first,
+    const int* __restrict__ slots, const int* __restrict__ indptr, const int* __restrict__ indices,
+    float* __restrict__ values, const float lambda, const float mu, const int nodes)
+{
+  extern __shared__ float rows[];
+  const int per = blockDim.x / SPLIT, part = threadIdx.x % SPLIT;
+  const int n0 = blockIdx.x * per, n1 = min(n0 + per, nodes);
+  const int base = indptr[3 * n0], end = indptr[3 * n1];
+  int* staged = (int*)(rows + (end - base));  // (STAGED) TANGENT_ROW_BLOCKS words a thread
+  for (int k = threadIdx.x; k < end - base; k += blockDim.x) rows[k] = 0.0f;
+  const int n = n0 + threadIdx.x / SPLIT;
+  int row = 0, width = 0;
+  if (n < n1) {
+    row = indptr[3 * n];
+    width = indptr[3 * n + 1] - row;  // 3 x its blocks
+    if (STAGED)
+      for (int p = 0; p < width / 3; ++p) staged[threadIdx.x * TANGENT_ROW_BLOCKS + p] = indices[row + 3 * p] / 3;
+  }
+  __syncthreads();
+  if (n < n1) {
+    const int* __restrict__ cols = indices + row;  // cols[3 p] = 3 * (block p's column node)
+    float* own = rows + (row - base);
+    for (int s = first[n]; s < first[n + 1]; ++s) {
+      const int slot = slots[s], e = slot >> 2, a = slot & 3;
+      int node[4];
+      float x[4][3], G[4][3];
+      for (int b = 0; b < 4; ++b) {
+        node[b] = conn[(long long)e * 4 + b];
+        for (int i = 0; i < 3; ++i) x[b][i] = X[(long long)node[b] * 3 + i];
+      }
+      const float vol = shape_gradients(x, G) / 6.0f;
+      float ga[3];
+      for (int i = 0; i < 3; ++i) ga[i] = vol * G[a][i];
+      for (int b = 0; b < 4; ++b) {
+        int lo = 0, hi = width / 3 - 1;  // the block of column node[b]: a search of the row
+        while (lo < hi) {
+          const int mid = (lo + hi) >> 1;
+          const int c = STAGED ? staged[threadIdx.x * TANGENT_ROW_BLOCKS + mid] : cols[3 * mid] / 3;
+          if (c < node[b]) lo = mid + 1; else hi = mid;
+        }
+        const float dot = ga[0] * G[b][0] + ga[1] * G[b][1] + ga[2] * G[b][2];
+        for (int i = part; i < 3; i += SPLIT)
+          for (int j = 0; j < 3; ++j)
+            own[i * width + 3 * lo + j] += mu * (i == j ? dot : 0.0f) + mu * ga[j] * G[b][i] + lambda * ga[i] * G[b][j];
+      }
+    }
+  }
+  __syncthreads();
+  for (int k = threadIdx.x; k < end - base; k += blockDim.x) values[base + k] = rows[k];
+}
+
+extern "C" __global__ void __launch_bounds__(128) p1_elastic_tangent_rows(
+    const float* __restrict__ X, const int* __restrict__ conn, const int* __restrict__ first,
+    const int* __restrict__ slots, const int* __restrict__ indptr, const int* __restrict__ indices,
+    float* __restrict__ values, const float lambda, const float mu, const int nodes)
+{
+  tangent_rows<false, 1>(X, conn, first, slots, indptr, indices, values, lambda, mu, nodes);
+}
+
+extern "C" __global__ void __launch_bounds__(128) p1_elastic_tangent_rows_staged(
+    const float* __restrict__ X, const int* __restrict__ conn, const int* __restrict__ first,
+    const int* __restrict__ slots, const int* __restrict__ indptr, const int* __restrict__ indices,
+    float* __restrict__ values, const float lambda, const float mu, const int nodes)
+{
+  tangent_rows<true, 1>(X, conn, first, slots, indptr, indices, values, lambda, mu, nodes);
+}
+
+extern "C" __global__ void __launch_bounds__(384) p1_elastic_tangent_rows_split(
+    const float* __restrict__ X, const int* __restrict__ conn, const int* __restrict__ first,
+    const int* __restrict__ slots, const int* __restrict__ indptr, const int* __restrict__ indices,
+    float* __restrict__ values, const float lambda, const float mu, const int nodes)
+{
+  tangent_rows<true, 3>(X, conn, first, slots, indptr, indices, values, lambda, mu, nodes);
+}

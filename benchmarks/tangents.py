@@ -21,7 +21,11 @@ float32 values, int32 indices), PyTorch CUDA tensors, a `Connectivity` made on t
    taken (CuPy's pool, torch's allocator); above `--skip-peers-above` tetrahedra they are
    not run (the issue measured cupyx at 114.5 GB on 12.6 M tets, PyTorch out of memory).
    Each peer's matrix is checked against irfuse's to float32 rounding.
-3. Matrix-free: `irfuse.linear_operator(...).matvec` against the residual call itself, and
+3. Hand-written owner-computes kernels (`assembly_kernels.cu`, `p1_elastic_tangent_rows*`; CuPy
+   launches them): a thread per node (or node row) adds its elements' blocks into the node's
+   rows in shared memory and writes them once, into irfuse's pattern, at blocks of 32, 64 and
+   128 nodes: each checked against irfuse's values and for the same bits on a second call.
+4. Matrix-free: `irfuse.linear_operator(...).matvec` against the residual call itself, and
    `jax.jvp` of the same residual in jax.numpy (`.at[].add`), jitted (for this linear
    residual that is `jax.jvp(jax.grad(energy))`).
 
@@ -140,6 +144,65 @@ def peers(torch, blocks, conn, nodes: int, want, repeat: int) -> dict:
     except Exception as err:  # noqa: BLE001
         out["torch coalesce->csr"] = {"failed": f"{type(err).__name__}: {err}"[:200]}
     torch.cuda.empty_cache()
+    return out
+
+
+def hand_rows(torch, t, conn, M, repeat: int, blocks=(32, 64, 128)) -> dict:
+    """The hand-written owner-computes assembly (`assembly_kernels.cu`,
+    `p1_elastic_tangent_rows*`: a thread per node, or per node row, sums its rows in shared
+    memory) into irfuse's pattern, at blocks of 32, 64 and 128 nodes: seconds, agreement with
+    irfuse's values, the same bits on a second call, and the node-to-element lists it reads
+    (made here, not timed)."""
+    try:
+        import cupy
+    except ImportError:
+        return {"skipped": "cupy not installed"}
+    from assembly import KERNELS
+
+    module = cupy.RawModule(code=open(KERNELS).read(), options=("-std=c++17",))
+    ct = torch.from_numpy(conn).cuda()
+    nodes = len(t["X"])
+    keys = ct.reshape(-1).long()
+    slots = torch.argsort(keys, stable=True).int()
+    first = torch.zeros(nodes + 1, dtype=torch.int32, device="cuda")
+    first[1:] = torch.cumsum(torch.bincount(keys, minlength=nodes), 0)
+    indptr, indices = M.crow_indices(), M.col_indices()
+    widest = int((indptr[1::3] - indptr[0:-1:3]).max()) // 3  # blocks in the longest node row
+    want = M.values()
+    values = torch.empty_like(want)
+    scale = float(want.abs().max())
+    out = {"lists bytes": (slots.numel() + first.numel()) * 4, "widest row blocks": widest}
+    args = tuple(cupy.from_dlpack(a) for a in (t["X"], ct, first, slots, indptr, indices, values))
+    for name, split, staged in (("p1_elastic_tangent_rows", 1, False), ("p1_elastic_tangent_rows_staged", 1, True),
+                                ("p1_elastic_tangent_rows_split", 3, True)):
+        if staged and widest > 32:
+            out[name] = {"skipped": f"rows of {widest} blocks (32 staged)"}
+            continue
+        kernel = module.get_function(name)
+        for block in blocks:
+            n0 = torch.arange(0, nodes, block, device="cuda")
+            chunk = indptr[3 * torch.clamp(n0 + block, max=nodes)] - indptr[3 * n0]
+            shared = int(chunk.max()) * 4 + (block * split * 32 * 4 if staged else 0)
+            if shared > 227 * 1024:
+                out[f"{name} {block}"] = {"skipped": f"{shared} bytes of shared memory a block"}
+                continue
+            kernel.max_dynamic_shared_size_bytes = shared
+            grid = (nodes + block - 1) // block
+
+            def call(kernel=kernel, grid=grid, threads=block * split, shared=shared):
+                with cupy.cuda.Stream.from_external(torch.cuda.current_stream()):
+                    kernel((grid,), (threads,), (*args, np.float32(LAMBDA), np.float32(MU), np.int32(nodes)),
+                           shared_mem=shared)
+
+            values.fill_(float("nan"))
+            call()
+            torch.cuda.synchronize()
+            got = values.clone()
+            call()
+            torch.cuda.synchronize()
+            out[f"{name} {block}"] = {"ms": timed(call, repeat, torch.cuda.synchronize) * 1e3, "shared bytes": shared,
+                                      "max error": float((got - want).abs().max()) / scale,
+                                      "same bits": bool(torch.equal(got, values))}
     return out
 
 
@@ -262,6 +325,11 @@ def main(argv=None) -> int:
             del blocks
         else:
             row["peers"] = {"skipped": f"above {a.skip_peers_above} tets"}
+        row["hand-written rows"] = hand_rows(torch, t, conn, M, a.repeat)
+        best = min((v["ms"] for v in row["hand-written rows"].values() if isinstance(v, dict) and "ms" in v),
+                   default=None)
+        if best:
+            row["hand-written rows"]["of floor"] = floor / bandwidth / (best / 1e3)
         torch.cuda.empty_cache()
         row["matrix-free"] = matrix_free(torch, prog, t, prepared, conn, a.repeat, a.skip_jax)
         result["sizes"][str(len(conn))] = row
