@@ -5,7 +5,7 @@ against the same sum-factorized operator in PyTorch (eager and `torch.compile`) 
 
     python benchmarks/bakeoff.py [--cells 40] [--orders 1,2,3] [--dtype f64|f32] [--device cuda|cpu]
                                  [--repeat 20] [--skip-peers] [--kinds bp1,bp3,bk1,bk3] [--plans 1]
-                                 [--registers ptxas] [--compile-only] [--json ...]
+                                 [--registers ptxas] [--compile-only] [--profile-once] [--json ...]
 
 The mesh: `irfuse.mesh.box_hexahedra(cells, order=p)` Morton-reordered, its quadrature data
 (w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at (p+2)^3 Gauss points an element)
@@ -20,7 +20,9 @@ search's K best plans of each operator (plan 0 as a call builds it), each checke
 first: what a better choice among them would give; `--registers ptxas` adds the plan the search
 settles on with ptxas's registers and spills of its kernels (`irfuse.compile(...,
 registers="ptxas")`); `--compile-only` builds irfuse's programs into the cache and times
-nothing (a GPU machine then loads them). Each irfuse row keeps its element kernels'
+nothing (a GPU machine then loads them); `--profile-once` calls each irfuse program once more
+between `cudaProfilerStart` and `cudaProfilerStop` and times nothing, for Nsight Compute's
+`--profile-from-start off` (the counters `bakeoff_bounds.py --ncu` reads). Each irfuse row keeps its element kernels'
 blocks and, on the GPU, ptxas's registers and spilled bytes a thread. irfuse's programs are `examples/highorder/operators.py`'s for each order (the files
 `bp1.kas`, `bp3.kas` at order 3),
 planned as any program: each element's calls spread over a few threads by the ops' mappings
@@ -131,11 +133,16 @@ def main(argv=None) -> int:
                          "kernels ('irfuse, ptxas figures')")
     ap.add_argument("--compile-only", action="store_true",
                     help="build irfuse's programs (filling the cache a later run loads them from) and time nothing")
+    ap.add_argument("--profile-once", action="store_true",
+                    help="call each irfuse program once between cudaProfilerStart and Stop (for ncu's "
+                         "--profile-from-start off) and time nothing")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     unknown = set(a.kinds.split(",")) - {"bp1", "bp3", "bk1", "bk3"}
     if unknown:
         ap.error(f"--kinds: {', '.join(sorted(unknown))} not among bp1, bp3, bk1, bk3")
+    if a.profile_once and a.device != "cuda":
+        ap.error("--profile-once: the profiler's range is the GPU's (--device cuda)")
     if a.plans < 1:
         ap.error(f"--plans: at least 1 (the plan a call builds), not {a.plans}")
     if a.compile_only:
@@ -230,6 +237,15 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
         if dev == "cpu":
             args = tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in args)
         outs = {name: prog(*args)[prog.outputs[0]] for name, prog in programs.items()}
+        if a.profile_once:  # (one call of each, its kernels alone in the profiler's range)
+            for name, prog in programs.items():
+                sync()
+                torch.cuda.profiler.start()
+                prog(*args, out=outs[name])
+                sync()
+                torch.cuda.profiler.stop()
+            out_rows[kind] = {name: {"kernels": kernel_facts(prog)} for name, prog in programs.items()}
+            continue
         host = (u if mesh else ue).cpu().double().numpy().reshape(-1)
         conn_of = conn if mesh else own
         want = ref.bp1(host, conn_of, p, wdet) if kind.endswith("1") else ref.bp3(host, conn_of, p, G)
