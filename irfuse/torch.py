@@ -1,7 +1,7 @@
 """irfuse programs as PyTorch operators: `irfuse.torch.op(program)`.
 
     energy = irfuse.torch.op("examples/neo_hookean.kas")
-    P, S, W = energy(F, mu, lam)          # CPU or CUDA tensors, float32 or float64
+    P, S, W = energy(F, mu, lam)          # CPU or CUDA tensors, float32 or float64 (numbers for mu, lam too)
     W.sum().backward()                    # F.grad, mu.grad, lam.grad from the reverse program
 
 The program is registered as a custom operator (`torch.library.custom_op`, named
@@ -29,6 +29,7 @@ transforms for such an operator: `torch.autograd` and `torch.compile` are the wa
 from __future__ import annotations
 
 import re
+import struct
 import threading
 
 import numpy as np
@@ -62,7 +63,26 @@ class Operator:
         inputs = self.program.inputs
         if len(tensors) != len(inputs):
             raise UsageError(f"{self.name} takes {len(inputs)} tensors ({', '.join(inputs)}), not {len(tensors)}")
+        if not all(type(t) is torch.Tensor or isinstance(t, torch.Tensor) for t in tensors):
+            tensors = self._as_tensors(tensors)
         return self.forward(*tensors)
+
+    def _as_tensors(self, given: tuple) -> tuple:
+        """`given` with each uniform scalar given as a number (a Python number, a NumPy scalar
+        or 0-d array) made a 0-d tensor of the first tensor's type on its device, as the
+        program's calls take numbers; anything else that is not a tensor refused by name."""
+        like = next((t for t in given if isinstance(t, torch.Tensor)), None)
+        if like is None:
+            raise UsageError(f"{self.name} takes tensors (numbers for its uniform scalars), at least one a tensor")
+        # (a tensor of another type is refused by the call itself, naming it)
+        dtype = like.dtype if like.dtype in (torch.float32, torch.float64) else torch.float32
+        out = []
+        for name, t in zip(self.program.inputs, given):
+            if not isinstance(t, torch.Tensor):
+                scalar = name in self.program.uniform and self.program.shapes[name] == ()
+                t = _scalar_tensor(f"{self.name}: input '{name}'", t, scalar, dtype, like.device)
+            out.append(t)
+        return tuple(out)
 
     def _save_inputs(self, ctx, inputs, output) -> None:
         outputs = output if isinstance(output, tuple) else (output,)
@@ -82,6 +102,25 @@ class Operator:
         got = self.backward(*inputs, *cotangents)
         got = dict(zip(p.differentiable, got if isinstance(got, tuple) else (got,)))
         return tuple(got.get(name) for name in p.inputs)
+
+
+def _scalar_tensor(what: str, value, scalar: bool, dtype, device):
+    """A number for a uniform scalar (`scalar`) as a 0-d tensor of `dtype` on `device`, in
+    Python alone (a call traced by `torch.compile` takes numbers as constants); refused by
+    name where it is a bool, not a real number, beyond the type's range, or not a scalar's."""
+    if scalar and isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0 and \
+            value.dtype.kind in "iuf":
+        value = value.item()
+    if not scalar or isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{what} is a {type(value).__name__}; it takes a tensor" +
+                         (" or a number (a uniform scalar)" if scalar else ""))
+    try:
+        number = float(value)
+        if dtype == torch.float32:
+            struct.pack("<f", number)  # (OverflowError where it rounds beyond float32's range)
+    except OverflowError:
+        raise UsageError(f"{what} is {value!r}, beyond the {str(dtype).removeprefix('torch.')} range") from None
+    return torch.full((), number, dtype=dtype, device=device)  # (a fill in the stream: no copy from the host)
 
 
 def op(source, *, name: str | None = None, filename: str | None = None, **compile_options) -> Operator:

@@ -333,6 +333,10 @@ def test_a_kas_module_compiles_and_pickles_as_its_text():
 @pytest.mark.parametrize("kwargs, message", [
     ({"backend": "tpu"}, "backend 'tpu' is not one of auto, cuda, cpu"),
     ({"dtype": "f16"}, "dtype 'f16' is not one of f32, f64"),
+    ({"registers": 3}, "registers= takes 'ptxas' or a register table's path, not 3"),
+    ({"registers": ["ptxas"]}, "registers= takes 'ptxas' or a register table's path"),
+    ({"filename": 3}, "filename= takes the name diagnostics give source text .a string., not 3"),
+    ({"filename": b"a.kas"}, "filename= takes the name diagnostics give source text"),
 ])
 def test_bad_compile_options_are_refused(kwargs, message):
     with pytest.raises(irfuse.UsageError, match=message):

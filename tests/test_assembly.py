@@ -195,5 +195,8 @@ def test_jacobian_and_hessian_of_a_mesh_program_are_sparse_tangents():
     assert abs(H - want).max() < 1e-12 * abs(want).max()
     with pytest.raises(irfuse.UsageError, match="wrt is a nodal input"):
         irfuse.jacobian(prog, of="r", wrt="lam")
+    for of in (["r"], 3):
+        with pytest.raises(irfuse.UsageError, match="of takes an output's name"):
+            irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", of=of)
     with pytest.raises(irfuse.UsageError, match="irfuse.jacobian of the compiled program"):
         irfuse.jacobian(f"{ROOT}/examples/mesh/p1_residual.kas", of="r", wrt="u")

@@ -77,7 +77,7 @@ def test_jvp_takes_text_files_functions_and_modules_and_composes(tmp_path):
         irfuse.jvp(SOURCE, wrt="G")
     with pytest.raises(UsageError, match="the tangent 'dF' would have the name of an input"):
         irfuse.jvp(once, wrt="F")
-    with pytest.raises(UsageError, match="wrt takes input names"):
+    with pytest.raises(UsageError, match="wrt takes an input's name or a list of names, not \\[1\\]"):
         irfuse.jvp(SOURCE, wrt=[1])
 
 

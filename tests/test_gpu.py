@@ -1248,7 +1248,8 @@ def test_a_gradient_and_its_hessian_vector_product_on_gpu_are_verified_and_deter
 def test_the_torch_operator_on_cuda_tensors_runs_on_the_callers_stream_and_compiles_with_inductor():
     """`irfuse.torch.op` on CUDA tensors: the results and gradients of the CUDA backend agree
     with the operator's on CPU tensors, calls on a side stream see the writes queued before
-    them on it, and `torch.compile` (inductor, one graph) gives the eager values."""
+    them on it, numbers for uniform scalars give 0-d tensors' bits, and `torch.compile`
+    (inductor, one graph) gives the eager values."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("PyTorch has no CUDA here")
@@ -1281,6 +1282,9 @@ def test_the_torch_operator_on_cuda_tensors_runs_on_the_callers_stream_and_compi
     W_want, _ = energy(F * 1.5, mu, lam)
     torch.cuda.synchronize()
     assert torch.equal(W, W_want)
+    # numbers for the uniform scalars: 0-d tensors of F's type on its GPU, the same bits
+    W_numbers, E_numbers = energy(F * 1.5, 0.8, np.float64(1.5))
+    assert W_numbers.device == F.device and torch.equal(W_numbers, W_want)
 
     def loss(F, mu):
         W, E = energy(F, mu, mu * 2)

@@ -95,8 +95,10 @@ def test_a_random_numbering_is_the_structured_mesh_renumbered():
     (lambda: box_hexahedra(2, order=2.0), "box_hexahedra: order must be a whole number, at least 1, not 2.0"),
     (lambda: box_hexahedra(2, numbering="morton"), "numbering must be 'structured' or 'random', not 'morton'"),
     (lambda: box_hexahedra(2, index_dtype=np.int16), "index_dtype must be int32 or int64, not int16"),
-    (lambda: gauss_lobatto(0), "gauss_lobatto: p must be a whole number, at least 1, not 0"),
-    (lambda: gauss_legendre(True), "gauss_legendre: q must be a whole number, at least 1, not True"),
+    (lambda: gauss_lobatto(0), "gauss_lobatto: p must be a whole number, from 1 to 1023, not 0"),
+    (lambda: gauss_lobatto(10**12), "gauss_lobatto: p must be a whole number, from 1 to 1023, not 1000000000000"),
+    (lambda: gauss_legendre(True), "gauss_legendre: q must be a whole number, from 1 to 1024, not True"),
+    (lambda: gauss_legendre(1025), "gauss_legendre: q must be a whole number, from 1 to 1024, not 1025"),
 ])
 def test_bad_arguments_are_refused_by_name(call, said):
     with pytest.raises(UsageError, match=said.replace("(", r"\(").replace(")", r"\)")):

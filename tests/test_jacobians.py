@@ -117,6 +117,23 @@ def test_a_jacobian_that_cannot_be_taken_is_refused_by_name(call, said):
         call()
 
 
+@pytest.mark.parametrize("derive", ["jvp", "vjp", "grad", "jacobian", "hessian"])
+@pytest.mark.parametrize("wrt", [3, None, {"deps"}, ("deps", 3), b"deps"])
+def test_a_derivative_by_names_of_the_wrong_type_is_refused_by_name(derive, wrt):
+    """`wrt` is a name or a list or tuple of names (a set, whose order would set the
+    derivative's inputs' order differently from run to run, is refused too) and `prefix` a
+    string, for every derivative of the API: a UsageError naming the argument, never a
+    TypeError from inside."""
+    of = {"grad": {"of": "E"}, "hessian": {"of": "E"}, "jacobian": {"of": "sig"}}.get(derive, {})
+    source = open(J2).read().replace("return sig, ep;", "w = ddot(sig, sig);\nE = sum(w);\nreturn sig, ep, E;") \
+        .replace("scalar ep,", "scalar w, ep,").replace("uniform scalar g2", "uniform scalar E, g2")
+    with pytest.raises(irfuse.UsageError, match="wrt takes an input's name or a list of names, not "):
+        getattr(irfuse, derive)(source, wrt=wrt, **of)
+    for prefix in (3, ["d"], b"d"):
+        with pytest.raises(irfuse.UsageError, match="prefix takes a string"):
+            getattr(irfuse, derive)(source, wrt="deps", prefix=prefix, **of)
+
+
 @pytest.mark.parametrize("kind", ["batch_wide", "element", "loops"])
 def test_random_programs_jacobians_are_their_forward_derivatives_along_each_direction(kind):
     compared, refused = 0, []

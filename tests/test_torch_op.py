@@ -97,6 +97,26 @@ def test_torch_compile_traces_forward_and_backward_without_a_graph_break():
     assert torch.equal(g_compiled[0], F.grad) and torch.equal(g_compiled[1], mu.grad)
 
 
+def test_numbers_for_uniform_scalars_give_the_results_and_gradients_of_0d_tensors():
+    """A Python number, a NumPy scalar or a 0-d array for a uniform scalar is made a 0-d tensor
+    of the tensors' type on their device, as the program's own calls take numbers: the same
+    bits and gradients as 0-d tensors of those values, also under torch.compile."""
+    energy = irfuse.torch.op(NEO_HOOKEAN_ENERGY, name="neo_hookean_energy")
+    for dtype in (torch.float32, torch.float64):
+        F = _deformations(7, dtype, seed=3).requires_grad_()
+        want = energy(F, torch.tensor(1.3, dtype=dtype), torch.tensor(0.7, dtype=dtype))
+        want.backward()
+        g_want, F.grad = F.grad.clone(), None
+        for mu, lam in ((1.3, 0.7), (np.float64(1.3), np.array(0.7)), (torch.tensor(1.3, dtype=dtype), 0.7)):
+            got = energy(F, mu, lam)
+            assert got.dtype == dtype and torch.equal(got, want)
+            got.backward()
+            assert torch.equal(F.grad, g_want)
+            F.grad = None
+    compiled = torch.compile(lambda F: energy(F, 1.3, 0.7), fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(F.detach()), energy(F.detach(), 1.3, 0.7))
+
+
 def test_bad_calls_are_refused_by_name():
     energy = irfuse.torch.op(NEO_HOOKEAN_ENERGY, name="neo_hookean_energy")
     F = _deformations(3, torch.float64)
@@ -111,6 +131,18 @@ def test_bad_calls_are_refused_by_name():
         energy(F, mu)
     with pytest.raises(irfuse.UsageError, match="dtype= is decided by the arrays"):
         irfuse.torch.op(NEO_HOOKEAN_ENERGY, dtype="f64")
+    with pytest.raises(irfuse.UsageError, match="'F' is a ndarray; it takes a tensor$"):
+        energy(F.numpy(), mu, 1.0)
+    with pytest.raises(irfuse.UsageError, match="'mu' is a str; it takes a tensor or a number .a uniform scalar."):
+        energy(F, "1", 1.0)
+    with pytest.raises(irfuse.UsageError, match="'mu' is 1e\\+300, beyond the float32 range"):
+        energy(F.float(), 1e300, 1.0)
+    with pytest.raises(irfuse.UsageError, match="'mu' is a bool"):
+        energy(F, True, 1.0)
+    with pytest.raises(irfuse.UsageError, match="at least one a tensor"):
+        energy(np.eye(3)[None], 1.0, 1.0)
+    with pytest.raises(irfuse.UsageError, match="profil is not an option of irfuse.compile .these are: pipeline, n, "):
+        irfuse.torch.op(NEO_HOOKEAN_ENERGY, profil="h100")
     with pytest.raises(irfuse.UsageError, match="name must be an identifier"):
         irfuse.torch.op(NEO_HOOKEAN_ENERGY, name="a::b")
     other = irfuse.torch.op(NEO_HOOKEAN_ENERGY.replace("0.5", "0.25"), name="neo_hookean_energy")

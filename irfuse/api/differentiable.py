@@ -29,6 +29,8 @@ from irfuse.api.gpu_calls import GRAPHS_KEPT, torch_signature
 from irfuse.diagnostics import UsageError
 
 DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+# What `irfuse.compile` takes beside the source that the arrays of a call do not decide.
+COMPILE_OPTIONS = ("pipeline", "n", "profile", "arch", "registers")
 # The derivative programs' names for tangents and cotangents (by position for the operators).
 TANGENT_PREFIX, COTANGENT_PREFIX = "irfuse_t_", "irfuse_ct_"
 
@@ -46,6 +48,10 @@ class DifferentiableProgram:
             if taken in compile_options:
                 raise UsageError(f"{who}: {taken}= is decided by the arrays each call gets (arrays of structures, "
                                  "the element type and device of the arrays), not given")
+        unknown = sorted(set(compile_options) - set(COMPILE_OPTIONS))
+        if unknown:
+            raise UsageError(f"{who}: {', '.join(unknown)} {'is not an option' if len(unknown) == 1 else 'are not options'}"
+                             f" of irfuse.compile (these are: {', '.join(COMPILE_OPTIONS)})")
         compiled = compiled_options(source, who)
         if compiled:  # a compiled program: its source, with the options the arrays do not decide
             source = compiled.pop("source")

@@ -236,6 +236,8 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
         if len(program.outputs) != 1:
             raise UsageError(f"{who}: {program.name} has outputs {', '.join(program.outputs)}: name one as of=")
         of = program.outputs[0]
+    if not isinstance(of, str):
+        raise UsageError(f"{who}: of takes an output's name, not {of!r}")
     if not isinstance(wrt, str) or wrt not in program.nodal or wrt not in program.inputs:
         raise UsageError(f"{who}: wrt is a nodal input of {program.name}, not {wrt!r}")
     jac = _jacobian_of(program, of, wrt, who)

@@ -139,9 +139,12 @@ def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str |
                prefix: str | None = None, loops: str = "auto", with_outputs: bool = True) -> ModuleOp:
     """A fresh module of what `irfuse.compile` takes, its program replaced by its derivative
     (`derivative_passes`), without the original program's outputs unless `with_outputs`."""
-    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
-    if not all(isinstance(n, str) for n in names):
-        raise UsageError(f"{who}: wrt takes input names, not {wrt!r}")
+    # (a list or tuple, not any iterable: a set's order, and so the derivative's inputs', would vary)
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (list, tuple)) else None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise UsageError(f"{who}: wrt takes an input's name or a list of names, not {wrt!r}")
+    if prefix is not None and not isinstance(prefix, str):
+        raise UsageError(f"{who}: prefix takes a string (the derivatives' names begin with it), not {prefix!r}")
     module = frontend(read_source(source, filename, who)).module
     outputs = tuple(program_of(module).outputs)
     for line in derivative_passes(mode, names, of, prefix, loops, who):

@@ -87,6 +87,8 @@ def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: s
     for name, value in (("profile", profile), ("arch", arch)):
         if value is not None and not isinstance(value, str):
             raise UsageError(f"{name}= is a name, not {value!r}")
+    if registers is not None and not isinstance(registers, (str, os.PathLike)):
+        raise UsageError(f"registers= takes 'ptxas' or a register table's path, not {registers!r}")
     path = os.fspath(registers) if registers is not None else None
     registers_text(path)  # (refused here, naming the file, when it cannot be read)
     if path == PTXAS:

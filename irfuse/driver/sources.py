@@ -55,6 +55,8 @@ def read_source(source, filename: str | None = None, who: str = "irfuse.compile"
     `who`, the function called)."""
     if isinstance(source, Source):
         return source
+    if filename is not None and not isinstance(filename, str):
+        raise UsageError(f"{who}: filename= takes the name diagnostics give source text (a string), not {filename!r}")
     function = python_function(source)
     if function is not None:
         return function_source(function)
