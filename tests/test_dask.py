@@ -87,6 +87,15 @@ def test_a_uniform_input_goes_whole_to_every_task(client):
     assert outs.t.shape == () and outs.t.compute() == 3.0
     with pytest.raises(irfuse.UsageError, match="input 'c' has shape \\(1000, 3\\); it holds one value"):
         irfuse.dask.apply(prog, da.from_array(x), da.from_array(x), s)
+    # a uniform scalar as a number, as a call takes it: converted to the program's type
+    for number in (1.5, np.float64(1.5), 3 / 2):
+        again = irfuse.dask.apply(prog, da.from_array(x, chunks=((300, 300, 400), (3,))), da.from_array(c), number)
+        np.testing.assert_array_equal(again.y.compute(), x + c)
+        assert again.t.compute() == 3.0 and again.t.dtype == np.float32
+    with pytest.raises(irfuse.UsageError, match="input 's' is a bool"):
+        irfuse.dask.apply(prog, da.from_array(x), da.from_array(c), True)
+    with pytest.raises(irfuse.UsageError, match="input 's' is 1e\\+300, beyond the float32 range"):
+        irfuse.dask.apply(prog, da.from_array(x), da.from_array(c), 1e300)
 
 
 

@@ -201,6 +201,8 @@ def test_what_parts_cannot_take_is_refused_by_name(client, programs, problem):
     residual, step = programs["p1_residual"], programs["explicit_step"]
     reduces = irfuse.compile(PER_ELEMENT.replace("scalar s, t;", "scalar s, t;\nuniform scalar T;")
                              .replace("return r, t;", "T = sum(t);\nreturn r, T;"), backend="cpu")
+    squares = irfuse.compile("scalar a, b;\ninput a;\nb = smul(a, a);\nreturn b;\n", backend="cpu",
+                             filename="squares.kas")
     s = np.ones(len(conn), np.float32)
     m = np.ones(len(X), np.float32)
     cases = [
@@ -216,6 +218,8 @@ def test_what_parts_cannot_take_is_refused_by_name(client, programs, problem):
          "exchange= is one of"),
         (lambda: PartedMesh(conn, 2, client, workers=["tcp://nowhere:1"]), "names workers of the client"),
         (lambda: PartedMesh(conn, [3, 4], client), "summing to the 216 elements"),
+        (lambda: irfuse.dask.time_loop(squares, 2, {"a": "b"}, s), "squares has no connectivity input: "
+         "irfuse.dask.time_loop runs a program over a mesh given as a PartedMesh"),
     ]
     for call, message in cases:
         with pytest.raises(UsageError, match=message):

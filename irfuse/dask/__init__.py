@@ -19,8 +19,8 @@ compiled from (`Program.__reduce__`), and each worker process compiles it once (
 it from the disk cache) and keeps it. Inputs are chunked along the batch axis (the first
 axis of arrays of structures, the last of structures of arrays) alike; an input chunked
 otherwise is rechunked to the first input's batch chunks, whole along its value axes.
-A uniform input (one value for the whole batch: a Dask or NumPy array shaped as the value)
-goes whole to every task (copied to the GPU of a task whose chunks are CuPy arrays), and a
+A uniform input (one value for the whole batch: a Dask or NumPy array shaped as the value,
+or a number for a uniform scalar, as a call takes it) goes whole to every task (copied to the GPU of a task whose chunks are CuPy arrays), and a
 uniform output that only uniform inputs make is the first task's.
 
 A program that reduces over the batch (`sum`, `max`, `min`) runs as phases cut at its
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs, call_layout
+from irfuse.api.arguments import bind_inputs, call_layout, host_scalar
 from irfuse.api.programs import Outputs, Program
 from irfuse.diagnostics import UsageError
 from irfuse.artifact.arrays import AOS, batch_shape
@@ -148,6 +148,10 @@ def apply(program: Program, *arrays, **named) -> Outputs:
     if len(plan.phases) > 1:
         program.compiled_from("its phases at its reductions cannot be compiled as it was")
     bound = bind_inputs(program.inputs, arrays, named, program)
+    for name in program.uniform:  # (a number for a uniform scalar, as a call takes it: one value of the type)
+        if name in bound and program.shapes[name] == ():
+            number = host_scalar(f"input '{name}'", bound[name], np.dtype(program.dtype))
+            bound[name] = bound[name] if number is None else number
     uniform = {name: a for name, a in bound.items() if name in program.uniform}
     for name, a in bound.items():
         if not isinstance(a, da.Array) and not (name in uniform and hasattr(a, "shape")):

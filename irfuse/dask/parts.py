@@ -247,6 +247,10 @@ def bound_on_parts(program, arrays: tuple, named: dict) -> tuple["PartedMesh", d
         raise UsageError("nodes= is the PartedMesh's: a program on parts takes the mesh's node count from it")
     bound = bind_inputs(program.inputs, arrays, named, program)
     meshes = {id(a): a for a in bound.values() if isinstance(a, PartedMesh)}
+    if not meshes and not getattr(program, "index_inputs", ()):
+        raise UsageError(f"{program.name} has no connectivity input: irfuse.dask.time_loop runs a program over a mesh "
+                         "given as a PartedMesh (irfuse.time_loop runs any program on one device; irfuse.dask.apply "
+                         "spreads a batch over Dask's tasks)")
     if len(meshes) != 1:
         raise UsageError("a program on a parted mesh takes one PartedMesh, given for every connectivity input, not "
                          f"{len(meshes)}")
