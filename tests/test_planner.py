@@ -215,6 +215,17 @@ def test_a_profile_saved_by_an_older_irfuse_still_loads(tmp_path):
     path.write_text(json.dumps([1, 2]))
     with pytest.raises(CompileError, match="not a device profile"):
         load_profile(str(path))
+    for text, said in (("{not json", "not a device profile .Expecting property name"),
+                       (json.dumps({**old, "sms": "many"}), "'sms' is 'many', not a whole number at least 0"),
+                       (json.dumps({**old, "sms": 13.5}), "'sms' is 13.5, not a whole number"),
+                       (json.dumps({**old, "bandwidth": -1.0}), "'bandwidth' is -1.0, not a number at least 0"),
+                       (json.dumps({**old, "bandwidth": True}), "'bandwidth' is True, not a number"),
+                       (json.dumps({**old, "kind": 3}), "'kind' is 3, not a name")):
+        path.write_text(text)
+        with pytest.raises(CompileError, match=said):
+            load_profile(str(path))
+    path.write_text(json.dumps({**old, "sms": 132.0}))  # (a whole number written as a float)
+    assert load_profile(str(path)).sms == 132 and type(load_profile(str(path)).sms) is int
 
 
 def test_a_search_cut_short_by_its_budget_says_so_and_stays_deterministic(tmp_path):

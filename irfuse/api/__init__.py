@@ -110,6 +110,8 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         say otherwise.
     """
     if tuning is not None:
+        if not isinstance(tuning, (str, os.PathLike)):
+            raise UsageError(f"tuning= takes the path of a tuning result of 'irfuse tune', not {tuning!r}")
         return _compile_tuned(source, os.fspath(tuning), dtype, backend, pipeline, arch, layout)
     options = compile_options(dtype, backend, pipeline, n, profile, arch, layout, registers)
     return _Compilation(read_source(source, filename), options).variant(options.layout, {}, warn=True)

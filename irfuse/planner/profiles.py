@@ -10,6 +10,7 @@ entries by a profile's figures.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -114,8 +115,12 @@ def load_profile(name: str = "h100") -> DeviceProfile:
         candidates.append(profile_path(BUILTIN[name.lower()].name))
     for path in candidates:
         if os.path.exists(path):
-            with open(path) as f:
-                return _from_json(json.load(f), path)
+            try:
+                with open(path) as f:
+                    data = json.load(f)
+            except (OSError, UnicodeDecodeError, ValueError) as e:
+                raise CompileError(f"{path}: not a device profile ({e}); run 'irfuse calibrate' again") from None
+            return _from_json(data, path)
     if name.lower() in BUILTIN:
         return BUILTIN[name.lower()]
     raise UsageError(f"unknown device profile '{name}' (built in: {', '.join(BUILTIN)}; "
@@ -129,8 +134,18 @@ def _from_json(data: dict, path: str) -> DeviceProfile:
         raise CompileError(f"{path}: not a device profile (run 'irfuse calibrate' again)")
     known = {f.name for f in fields(DeviceProfile)}
     base = next((b for b in BUILTIN.values() if b.name == data["name"]), H100)
+    for k, v in data.items():  # (each figure of the type the built-in's is: a count, a rate or a name)
+        if k not in known:
+            continue
+        want = type(getattr(base, k))
+        number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+        if (want is str and not isinstance(v, str)) or (want is not str and not number) or \
+                (want is int and not float(v).is_integer()):
+            kind = "name" if want is str else "whole number at least 0" if want is int else "number at least 0"
+            raise CompileError(f"{path}: '{k}' is {v!r}, not a {kind} (run 'irfuse calibrate' again)")
     try:
-        return replace(base, **{k: v for k, v in data.items() if k in known})
+        return replace(base, **{k: int(v) if type(getattr(base, k)) is int else v for k, v in data.items()
+                                if k in known})
     except TypeError as e:
         raise CompileError(f"{path}: {e} (run 'irfuse calibrate' again)") from None
 
