@@ -82,6 +82,48 @@ def test_run_plan_and_compile_a_program_with_nodal_statements(tmp_path, capsys):
     assert "verified against the NumPy reference" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("damage, said", [
+    (lambda m: m["stages"][0].__setitem__("inputs", ["u", "v", "dz"]), "stage 0 reads \\['dz'\\]"),
+    (lambda m: m["program"].__setitem__("outputs", "u1"), "its outputs is 'u1', not a list of names"),
+    (lambda m: m["program"].__setitem__("shapes", {}), "'X' has no shape"),
+    (lambda m: m["program"].__setitem__("nodal", ["w"]), "nodal names \\['w'\\] are not its inputs or outputs"),
+    (lambda m: m["stages"].reverse(), "stage 0 reads \\['r'\\]"),
+    (lambda m: m["stages"][0].__setitem__("outputs", []), "stage 1 reads \\['u1'\\]"),
+    (lambda m: m["stages"].pop(), "no stage makes the outputs \\['v1'\\]"),
+])
+def test_a_staged_plan_whose_names_do_not_hang_together_is_refused(tmp_path, capsys, damage, said):
+    """A staged plan's manifest edited so that a stage reads a value nothing makes, an output
+    is made by no stage, or a name has no shape: `irfuse run --plan` refuses it naming the
+    directory and what is wrong (it raised KeyError from the runtime)."""
+    from irfuse.tools.cli import main
+
+    step = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
+    assert main(["compile", step, "-o", str(tmp_path / "plan")]) == 0
+    capsys.readouterr()
+    path = tmp_path / "plan" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    damage(manifest)
+    path.write_text(json.dumps(manifest))
+    assert main(["run", "--plan", str(tmp_path / "plan"), "--backend", "cpu", "--n", "50"]) == 1
+    err = capsys.readouterr().err
+    assert "not a valid irfuse plan directory" in err and str(tmp_path / "plan") in err and re.search(said, err), err
+
+
+def test_a_plan_whose_meta_is_not_an_object_is_refused(tmp_path, capsys):
+    """A plan's manifest with `meta` that is not an object was read on and failed in the
+    runtime with AttributeError; it is refused as the other damage is."""
+    from irfuse.tools.cli import main
+
+    assert main(["compile", os.path.join(ROOT, "examples", "neo_hookean.kas"), "-o", str(tmp_path / "plan")]) == 0
+    path = tmp_path / "plan" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["meta"] = "x"
+    path.write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["run", "--plan", str(tmp_path / "plan"), "--backend", "cpu", "--n", "50"]) == 1
+    assert "not a valid irfuse plan directory: meta is str, not an object" in capsys.readouterr().err
+
+
 def test_run_numpy_backend_reports_checksums():
     p = irfuse("run", INNER, "--backend", "numpy", "--n", "1000")
     assert p.returncode == 0

@@ -193,6 +193,8 @@ class Artifact:
             element_type(manifest["dtype"])
             if manifest["layout"] not in ("aos", "soa"):
                 raise ValueError(f"layout {manifest['layout']!r}")
+            if not isinstance(manifest.get("meta", {}), dict):
+                raise ValueError(f"meta is {type(manifest['meta']).__name__}, not an object")
             launched = {s.kernel for s in host.launches()} | {s.kernel for s in host.steps if isinstance(s, Combine)}
             missing = launched - {k.name for k in kernels}
             if missing:

@@ -128,6 +128,7 @@ class StagedArtifact:
             if not stages:
                 raise ValueError("it lists no stage")
             fused = _stages(directory, manifest.get("fused", []), stages)
+            _check_names(p, stages, fused)
             reference = None
             path = os.path.join(directory, "reference.mlir")
             if os.path.exists(path):
@@ -141,6 +142,40 @@ class StagedArtifact:
             raise
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", directory)) from None
+
+
+def _check_names(program: dict, stages: list[Stage], fused: list[Stage]) -> None:
+    """ValueError where the manifest's names do not hang together: the program's inputs and
+    outputs lists of names, each with a shape; its uniform, nodal and connectivity names among
+    them; each stage reading only the program's inputs and earlier stages' outputs, and the
+    stages making every output (the fused sequence alike)."""
+    def names(what: str, v) -> tuple[str, ...]:
+        if not isinstance(v, (list, tuple)) or not all(isinstance(n, str) for n in v):
+            raise ValueError(f"{what} is {v!r}, not a list of names")
+        return tuple(v)
+
+    inputs, outputs = names("the program's inputs", program["inputs"]), names("its outputs", program["outputs"])
+    shapes = program["shapes"]
+    for n in (*inputs, *outputs):
+        shape = shapes.get(n) if isinstance(shapes, dict) else None
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
+                                                  for d in shape):
+            raise ValueError(f"'{n}' has no shape (a list of whole numbers) among the program's shapes")
+    for key in ("uniform", "nodal", "index"):
+        stray = set(names(f"the program's {key} names", program[key])) - set(inputs) - set(outputs)
+        if stray:
+            raise ValueError(f"the program's {key} names {sorted(stray)} are not its inputs or outputs")
+    for label, sequence in (("stage", stages), ("fused stage", fused)):
+        made = set(inputs)
+        for k, stage in enumerate(sequence):
+            unknown = [n for n in names(f"{label} {k}'s inputs", stage.inputs) if n not in made]
+            if unknown:
+                raise ValueError(f"{label} {k} reads {unknown}, which neither the program's inputs nor an earlier "
+                                 "stage's outputs hold")
+            made |= set(names(f"{label} {k}'s outputs", stage.outputs))
+        missing = [n for n in outputs if n not in made] if sequence else []
+        if missing:
+            raise ValueError(f"no {label} makes the outputs {missing}")
 
 
 def _stages(directory: str, listed: list, earlier: list[Stage]) -> list[Stage]:
