@@ -21,7 +21,10 @@ Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with it
             access-pattern strings): loaded, or refused naming the file;
   cache     a compile's cache damaged (bytes flipped, files cut, emptied, swapped, removed):
             the next compile gives the same CUDA, IR and cubin, and its kernels verify
-            (`irfuse.testing.contracts`).
+            (`irfuse.testing.contracts`);
+  plan      a saved plan directory (one program, one of passes over a mesh) with its
+            manifests edited at random places or a file damaged, run by `irfuse run --plan`:
+            exit 0 or a diagnostic, never a traceback.
 Each case must finish in 10 s (a hang counts as a finding). Random programs (3 to 20
 statements, chains, diamonds, fan-out, several outputs, reassignment, loops; every fifth
 with dead chains and loops carrying values computed before them, every fifth dense: 20 to
@@ -53,8 +56,8 @@ import traceback
 import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KINDS = ("mutated", "text", "ir", "inputs", "flags", "library", "cache")
-WEIGHTS = {"mutated": 25, "text": 18, "ir": 18, "inputs": 15, "flags": 14, "library": 7, "cache": 3}
+KINDS = ("mutated", "text", "ir", "inputs", "flags", "library", "cache", "plan")
+WEIGHTS = {"mutated": 25, "text": 18, "ir": 18, "inputs": 15, "flags": 14, "library": 7, "cache": 3, "plan": 5}
 CASE_SECONDS = 10
 ALPHABET = list("abcdefxyz0123456789_ =(),;{}\n\t/*") + ["loop", "input", "return", "scalar", "vector3",
                                                         "matrix3x3", "tensor3x3x3", "mmul33(", "é", "\x00", "💥"]
@@ -78,7 +81,7 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
     from irfuse.dialects.context import module_text
     from irfuse.testing.mutations import check_frontend, check_ir
 
-    if kind in ("inputs", "flags", "library", "cache"):
+    if kind in ("inputs", "flags", "library", "cache", "plan"):
         return contract_chunk(kind, seeds)
     sources = _examples()
     irs = [module_text(compile_source(s, "x.kas").module) for s in sources] if kind == "ir" else []
@@ -122,6 +125,7 @@ def contract_chunk(kind: str, seeds: list[int]) -> dict:
     library = open(os.path.join(ROOT, "examples", "extending", "mdet.py")).read()
     with tempfile.TemporaryDirectory(prefix=f"irfuse-fuzz-{kind}-") as work:
         contracts.prepare_flag_files(work)
+        plans = contracts.prepare_plans(work, os.path.join(ROOT, "examples")) if kind == "plan" else []
         for seed in seeds:
             rng = random.Random(seed)
 
@@ -140,6 +144,9 @@ def contract_chunk(kind: str, seeds: list[int]) -> dict:
                     with open(path, "w") as f:
                         f.write(text)
                     return contracts.check_library_file(path)
+                if kind == "plan":
+                    state["input"] = f"plan damage, seed {seed}"
+                    return contracts.check_plan(rng, plans, work) == 0
                 state["input"] = f"cache damage, seed {seed}"
                 contracts.check_cache(rng, work)
                 return True

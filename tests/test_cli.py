@@ -94,30 +94,40 @@ def test_run_plan_and_compile_a_program_with_nodal_statements(tmp_path, capsys):
 def test_a_staged_plan_whose_names_do_not_hang_together_is_refused(tmp_path, capsys, damage, said):
     """A staged plan's manifest edited so that a stage reads a value nothing makes, an output
     is made by no stage, or a name has no shape: `irfuse run --plan` refuses it naming the
-    directory and what is wrong (it raised KeyError from the runtime)."""
+    directory and the edit (its digest no longer matches); and with the digest made again
+    for the edited manifest, naming what is wrong (it raised KeyError from the runtime)."""
+    from irfuse.artifact.artifact import plan_digest
+    from irfuse.artifact.stages import STAGED_FILES
     from irfuse.tools.cli import main
 
     step = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
-    assert main(["compile", step, "-o", str(tmp_path / "plan")]) == 0
+    plan = tmp_path / "plan"
+    assert main(["compile", step, "-o", str(plan)]) == 0
     capsys.readouterr()
-    path = tmp_path / "plan" / "manifest.json"
-    manifest = json.loads(path.read_text())
+    manifest = json.loads((plan / "manifest.json").read_text())
     damage(manifest)
-    path.write_text(json.dumps(manifest))
-    assert main(["run", "--plan", str(tmp_path / "plan"), "--backend", "cpu", "--n", "50"]) == 1
+    (plan / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["run", "--plan", str(plan), "--backend", "cpu", "--n", "50"]) == 1
+    assert "its files are not those irfuse wrote (edited or damaged since" in capsys.readouterr().err
+    manifest["digest"] = plan_digest(str(plan), manifest, STAGED_FILES)
+    (plan / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["run", "--plan", str(plan), "--backend", "cpu", "--n", "50"]) == 1
     err = capsys.readouterr().err
-    assert "not a valid irfuse plan directory" in err and str(tmp_path / "plan") in err and re.search(said, err), err
+    assert "not a valid irfuse plan directory" in err and str(plan) in err and re.search(said, err), err
 
 
 def test_a_plan_whose_meta_is_not_an_object_is_refused(tmp_path, capsys):
-    """A plan's manifest with `meta` that is not an object was read on and failed in the
-    runtime with AttributeError; it is refused as the other damage is."""
+    """A plan's manifest with `meta` that is not an object (its digest made for it) was read
+    on and failed in the runtime with AttributeError; it is refused as the other damage is."""
     from irfuse.tools.cli import main
+
+    from irfuse.artifact.artifact import plan_digest
 
     assert main(["compile", os.path.join(ROOT, "examples", "neo_hookean.kas"), "-o", str(tmp_path / "plan")]) == 0
     path = tmp_path / "plan" / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest["meta"] = "x"
+    manifest["digest"] = plan_digest(str(tmp_path / "plan"), manifest)  # (as if irfuse had written it)
     path.write_text(json.dumps(manifest))
     capsys.readouterr()
     assert main(["run", "--plan", str(tmp_path / "plan"), "--backend", "cpu", "--n", "50"]) == 1

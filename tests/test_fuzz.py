@@ -310,6 +310,25 @@ def test_library_files_load_or_are_refused_naming_the_file(contract_dir, seed):
     check_library_file(path)
 
 
+@pytest.fixture(scope="module")
+def saved_plans(contract_dir):
+    from irfuse.testing.contracts import prepare_plans
+
+    return prepare_plans(contract_dir, os.path.join(ROOT, "examples"))
+
+
+@settings(max_examples=300 if LONG else 25, deadline=60000, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32))
+def test_a_damaged_plan_directory_runs_as_written_or_is_refused(contract_dir, saved_plans, seed):
+    """A saved plan (one program, and one of passes over a mesh) with its manifests edited at
+    random places or a file damaged: `irfuse run --plan` exits 0 (the damage touched nothing
+    the plan's digest covers) or refuses it with a diagnostic, never a traceback; every
+    edit of a manifest is refused (`plan_digest`)."""
+    from irfuse.testing.contracts import check_plan
+
+    assert check_plan(random.Random(seed), saved_plans, contract_dir) in (0, 1)
+
+
 @pytest.mark.parametrize("seed", range(12 if LONG else 2))
 def test_a_damaged_cache_changes_nothing(contract_dir, seed):
     from irfuse.testing.contracts import check_cache

@@ -17,23 +17,50 @@ import os
 from dataclasses import dataclass, field
 
 from irfuse.artifact.arrays import ElementType, element_type
+from irfuse.artifact.disk_cache import new_sha256
 from irfuse.artifact.host_plan import Combine, HostPlan
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 
-FORMAT = 4  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups; 4: element
-# kernels take the nodal sums and the connectivity of their scatters (atomics added in the kernel)
+FORMAT = 5  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups; 4: element
+# kernels take the nodal sums and the connectivity of their scatters (atomics added in the kernel);
+# 5: the manifest carries a digest of itself and the plan's files (`plan_digest`)
+PLAN_FILES = ("kernels.cu", "kernels.cubin", "program.mlir", "reference.mlir")  # what the digest covers
 
 
-def read_manifest(directory: str, expected: int, key: str, kind: str = "") -> dict:
+def read_manifest(directory: str, expected: int, key: str, kind: str = "", files: tuple[str, ...] = PLAN_FILES
+                  ) -> dict:
     """A plan directory's `manifest.json`, refused (ValueError, which the loaders turn into a
-    UsageError naming the directory) unless it is of format `expected` and holds `key`."""
+    UsageError naming the directory) unless it is of format `expected`, holds `key`, and its
+    digest is that of itself and the directory's `files` as irfuse wrote them: a plan edited
+    or damaged since (a number of the manifest changed, a file cut short or removed) could run
+    kernels on sizes they were not compiled for, so it is refused whole rather than trusted."""
     with open(os.path.join(directory, "manifest.json")) as f:
         manifest = json.load(f)
+    if not isinstance(manifest, dict):
+        raise ValueError("its manifest is not a JSON object")
     if manifest.get("format") != expected or key not in manifest:
         raise ValueError(f"its manifest is {kind}format {manifest.get('format')}, this irfuse reads {kind}format "
                          f"{expected}: compile the program again")
+    if manifest.get("digest") != plan_digest(directory, manifest, files):
+        raise ValueError("its files are not those irfuse wrote (edited or damaged since: the digest its manifest "
+                         "carries does not match them): compile the program again")
     return manifest
+
+
+def plan_digest(directory: str, manifest: dict, files: tuple[str, ...] = PLAN_FILES) -> str:
+    """The digest a plan directory's manifest carries: of the manifest without it (keys
+    sorted) and of each of `files`, by name, as present or absent."""
+    h = new_sha256(json.dumps({k: v for k, v in manifest.items() if k != "digest"}, sort_keys=True).encode())
+    for name in files:
+        path = os.path.join(directory, name)
+        data = None
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                data = f.read()
+        h.update(f"\0{name}\0{-1 if data is None else len(data)}\0".encode())
+        h.update(data or b"")
+    return h.hexdigest()
 
 
 @dataclass
@@ -155,14 +182,20 @@ class Artifact:
             written.append("kernels.cubin")
             manifest["arch"] = self.cubin.arch
             manifest["resources"] = {k: vars(v) for k, v in self.cubin.resources.items()}
+        for name, text in (("program.mlir", self.program_text), ("reference.mlir", self.reference_text)):
+            path = os.path.join(directory, name)
+            if text is not None:
+                with open(path, "w") as f:
+                    f.write(text)
+                written.append(name)
+            elif os.path.exists(path):  # (a file of an earlier plan in the same directory)
+                os.unlink(path)
+        if self.cubin is None and os.path.exists(os.path.join(directory, "kernels.cubin")):
+            os.unlink(os.path.join(directory, "kernels.cubin"))
+        manifest["digest"] = plan_digest(directory, manifest)
         with open(os.path.join(directory, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)
         written.append("manifest.json")
-        for name, text in (("program.mlir", self.program_text), ("reference.mlir", self.reference_text)):
-            if text is not None:
-                with open(os.path.join(directory, name), "w") as f:
-                    f.write(text)
-                written.append(name)
         return written
 
     @staticmethod

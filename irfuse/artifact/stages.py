@@ -23,10 +23,11 @@ import json
 import os
 from dataclasses import dataclass
 
-from irfuse.artifact.artifact import Artifact, read_manifest
+from irfuse.artifact.artifact import Artifact, plan_digest, read_manifest
 from irfuse.diagnostics import Diagnostic, UsageError
 
-FORMAT = 1
+FORMAT = 2  # 2: the manifest carries a digest of itself and the reference program (`plan_digest`)
+STAGED_FILES = ("reference.mlir",)  # (each stage's directory carries its own)
 OVER = ("nodes", "elements")
 
 
@@ -108,12 +109,17 @@ class StagedArtifact:
                     continue
                 written += [os.path.join(f"{kind}{k}", f)
                             for f in stage.artifact.save(os.path.join(directory, f"{kind}{k}"))]
+        reference = os.path.join(directory, "reference.mlir")
         if self.reference_text is not None:
-            with open(os.path.join(directory, "reference.mlir"), "w") as f:
+            with open(reference, "w") as f:
                 f.write(self.reference_text)
             written.append("reference.mlir")
+        elif os.path.exists(reference):
+            os.unlink(reference)
+        manifest = self.manifest()
+        manifest["digest"] = plan_digest(directory, manifest, STAGED_FILES)
         with open(os.path.join(directory, "manifest.json"), "w") as f:
-            json.dump(self.manifest(), f, indent=2)
+            json.dump(manifest, f, indent=2)
         written.append("manifest.json")
         return written
 
@@ -122,7 +128,7 @@ class StagedArtifact:
         """The staged program a plan directory holds; UsageError naming the directory when it
         is not one whole."""
         try:
-            manifest = read_manifest(directory, FORMAT, "stages", "staged ")
+            manifest = read_manifest(directory, FORMAT, "stages", "staged ", STAGED_FILES)
             p = manifest["program"]
             stages = _stages(directory, manifest["stages"], [])
             if not stages:

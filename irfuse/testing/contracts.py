@@ -11,13 +11,18 @@ result, a result that depends on what the cache held).
 - library: `examples/extending/mdet.py` mutated: loaded, or refused with a diagnostic naming
   the file;
 - cache: the cache of a compile damaged (bytes flipped, files cut short, swapped or removed):
-  the next compile gives the same CUDA and IR, and its kernels run correctly.
+  the next compile gives the same CUDA and IR, and its kernels run correctly;
+- plan: a saved plan directory (`irfuse compile -o`, one program or one of passes over a mesh)
+  with its manifests edited (values replaced by others of any type, keys dropped, lists cut
+  or reordered) or its files damaged, run by `irfuse run --plan`: exit 0 or a diagnostic
+  (status 1), never an escaping exception.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import multiprocessing
 import os
 import random
@@ -181,8 +186,10 @@ def random_argv(rng: random.Random, workdir: str) -> list[str]:
     return argv
 
 
-def check_cli(argv: list[str]) -> int:
-    """The command's exit status (0, 1, or 2 from argparse); AssertionError for anything else."""
+def check_cli(argv: list[str], failed_ok: bool = False) -> int:
+    """The command's exit status (0, 1, or 2 from argparse); AssertionError for anything else
+    (a traceback; a failed verification, unless `failed_ok`: a damaged plan may compute
+    something else, which the check against its reference then reports)."""
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -191,7 +198,7 @@ def check_cli(argv: list[str]) -> int:
         code = e.code if isinstance(e.code, int) else 2
     assert code in (0, 1, 2), (argv, code)
     assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
-    assert "verification FAILED" not in out.getvalue(), (argv, out.getvalue())
+    assert failed_ok or "verification FAILED" not in out.getvalue(), (argv, out.getvalue())
     return code
 
 
@@ -294,3 +301,85 @@ def check_cache(rng: random.Random, workdir: str, dtype: str = "f32") -> list[st
             os.environ.pop("IRFUSE_CACHE_DIR", None)
         else:
             os.environ["IRFUSE_CACHE_DIR"] = old
+
+
+# --- saved plan directories ---------------------------------------------------------------------
+
+# The plans the plan contract damages: one program, and one of passes over a mesh's nodes and
+# elements (its manifest lists stages, each a plan directory of its own).
+PLAN_SOURCES = ("neo_hookean.kas", "mesh/explicit_step.kas")
+
+
+def prepare_plans(workdir: str, examples: str) -> list[str]:
+    """Saves the plans of PLAN_SOURCES (from the `examples` directory) under `workdir`."""
+    plans = []
+    for k, name in enumerate(PLAN_SOURCES):
+        plans.append(os.path.join(workdir, f"plan{k}"))
+        check_cli(["compile", os.path.join(examples, name), "-o", plans[-1]])
+    return plans
+
+
+def _json_places(value, at=()) -> list[tuple]:
+    """Every place in a JSON value: the paths (keys and indices) to each of its parts."""
+    places = [at]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            places += _json_places(v, (*at, k))
+    elif isinstance(value, list):
+        for k, v in enumerate(value):
+            places += _json_places(v, (*at, k))
+    return places
+
+
+def damage_manifest(rng: random.Random, value):
+    """A JSON value edited at one to three random places; returns it."""
+    for _ in range(rng.randint(1, 3)):
+        places = [p for p in _json_places(value) if p]
+        if not places:
+            break
+        where = rng.choice(places)
+        parent = value
+        for key in where[:-1]:
+            parent = parent[key]
+        key, old = where[-1], parent[where[-1]]
+        how = rng.choice(["drop", "none", "text", "number", "negative", "huge", "float", "list", "object",
+                          "shorter", "reversed", "twice"])
+        if how == "drop":
+            del parent[key]
+            continue
+        new = {"none": None, "text": rng.choice(["", "x", "../x", "stage0", "u", "f32"]),
+               "number": rng.randint(0, 9), "negative": -rng.randint(1, 9), "huge": 10 ** rng.randint(9, 30),
+               "float": rng.random() * 10, "list": [], "object": {},
+               "shorter": old[:-1] if isinstance(old, (list, str)) else old,
+               "reversed": old[::-1] if isinstance(old, (list, str)) else old,
+               "twice": old * 2 if isinstance(old, (list, str)) else old}[how]
+        parent[key] = new
+    return value
+
+
+def check_plan(rng: random.Random, plans: list[str], workdir: str) -> int:
+    """One of `plans` copied, damaged (its manifests edited, or a file cut short, emptied or
+    removed) and run by `irfuse run --plan` on the CPU: the exit status (0 or 1, with a
+    diagnostic); AssertionError for a traceback (`check_cli`)."""
+    target = os.path.join(workdir, "damaged")
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(rng.choice(plans), target)
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(target) for f in fs)
+    manifests = [f for f in files if f.endswith("manifest.json")]
+    for path in rng.sample(manifests, k=rng.randint(1, len(manifests))):
+        with open(path) as f:
+            value = json.load(f)
+        with open(path, "w") as f:
+            json.dump(damage_manifest(rng, value), f)
+    if rng.random() < 0.3:
+        path = rng.choice(files)
+        how = rng.choice(["truncate", "empty", "remove"])
+        if how == "remove":
+            os.unlink(path)
+        else:
+            data = open(path, "rb").read()
+            with open(path, "wb") as f:
+                f.write(data[:rng.randrange(len(data) + 1)] if how == "truncate" else b"")
+    code = check_cli(["run", "--plan", target, "--backend", "cpu", "--n", str(rng.choice([1, 7, 40]))], failed_ok=True)
+    assert code in (0, 1), code
+    return code
