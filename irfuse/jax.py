@@ -54,6 +54,11 @@ class Function:
         if len(args) != len(inputs):
             raise UsageError(f"irfuse.jax.op: {self.program.name} takes {len(inputs)} arrays ({', '.join(inputs)}), "
                              f"not {len(args)}")
+        for name, a in zip(inputs, args):  # (arrays and tracers have a shape and a type; numbers are JAX's too)
+            if not (hasattr(a, "shape") and hasattr(a, "dtype")) and \
+                    (isinstance(a, bool) or not isinstance(a, (int, float, np.number))):
+                raise UsageError(f"irfuse.jax.op: {self.program.name}'s input '{name}' is a {type(a).__name__}; it "
+                                 "takes an array" + (" or a number" if name in self.program.uniform else ""))
         made = self._call(*args)
         return made[0] if len(made) == 1 else made
 

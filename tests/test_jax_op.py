@@ -105,3 +105,9 @@ def test_bad_calls_are_refused_by_name():
         f(F, 1.0)
     with pytest.raises(irfuse.UsageError, match="backend= is decided by the arrays"):
         irfuse.jax.op(NEO_HOOKEAN_ENERGY, backend="cpu")
+    with pytest.raises(irfuse.UsageError, match="input 'mu' is a str; it takes an array or a number"):
+        f(F, "1.0", 1.0)
+    with pytest.raises(irfuse.UsageError, match="input 'F' is a list; it takes an array$"):
+        f(F.tolist(), 1.0, 1.0)
+    with pytest.raises(irfuse.UsageError, match="pipline is not an option of irfuse.compile"):
+        irfuse.jax.op(NEO_HOOKEAN_ENERGY, pipline="kas-dce,fuse-each")
