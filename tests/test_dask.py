@@ -310,6 +310,8 @@ def test_apply_on_a_mesh_refuses_what_it_cannot_take():
         irfuse.dask.apply(prog, X, conn, da.from_array(s))
     with pytest.raises(irfuse.UsageError, match=r"input 's' has shape \(39,\); its first axis must hold the 40"):
         irfuse.dask.apply(prog, X, da.from_array(conn), da.from_array(s[:39]))
+    with pytest.raises(irfuse.UsageError, match="a program over a mesh needs at least one element"):
+        irfuse.dask.apply(prog, X, da.from_array(conn[:0]), da.from_array(s[:0]))  # (as a call refuses it)
     bad = conn.copy()
     bad[17, 2] = 20
     out = irfuse.dask.apply(prog, X, da.from_array(bad, chunks=(10, 4)), da.from_array(s, chunks=10))

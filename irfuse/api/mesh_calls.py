@@ -44,6 +44,8 @@ from irfuse.mesh.order import check_connectivity, node_numbers
 from irfuse.runtime.mesh_runs import mesh_chunk_elements, run_chunk_onto, run_mesh
 from irfuse.runtime.streaming import device_budget
 
+NO_ELEMENTS = "a program over a mesh needs at least one element"
+
 
 def mesh_layout(program, bound: dict, layout: str | None = None) -> str:
     """The layout of a call's nodal and per-element arrays: `layout` where given (a program of
@@ -134,7 +136,7 @@ def mesh_sizes(elements: dict[str, int], node_counts: dict[str, int], nodes: int
         first = next(iter(node_counts))
         raise UsageError(f"nodes={nodes} disagrees with nodal input '{first}', which holds {m} nodes")
     if n is None or n == 0:
-        raise UsageError("a program over a mesh needs at least one element")
+        raise UsageError(NO_ELEMENTS)
     return n, m
 
 

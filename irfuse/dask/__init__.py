@@ -290,6 +290,10 @@ def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
                              "(dask.array.from_array makes one): a program over a mesh takes its connectivities "
                              "and per-element inputs chunked along the elements")
     first = bound[chunked[0]]
+    if first.shape[0] == 0:
+        from irfuse.api.mesh_calls import NO_ELEMENTS
+
+        raise UsageError(NO_ELEMENTS)
     n, chunks = first.shape[0], _whole_groups(first.chunks[0], program.artifact.host.align)
     whole: dict[str, object] = {}
     for name in program.inputs:
