@@ -214,6 +214,19 @@ def test_bad_arguments_are_refused():
         mesh.box_tetrahedra(0)
     with pytest.raises(UsageError, match="numbering must be 'structured' or 'random'"):
         mesh.box_tetrahedra(1, numbering="shuffled")
+    for seed in ("a", -1, 1.5, True):
+        with pytest.raises(UsageError, match=f"box_tetrahedra: seed must be a whole number, at least 0, not {seed!r}"):
+            mesh.box_tetrahedra(1, numbering="random", seed=seed)
+    with pytest.raises(UsageError, match="box_hexahedra: seed must be a whole number, at least 0, not 'a'"):
+        mesh.box_hexahedra(1, numbering="random", seed="a")
+    with pytest.raises(UsageError, match="nx must be a whole number of cubes, at least 1, not True"):
+        mesh.box_tetrahedra(True)
+    prepared = mesh.Connectivity(conn, 8)
+    with pytest.raises(UsageError, match="conn is a Connectivity already .of 8 nodes.: pass it"):
+        mesh.Connectivity(prepared, 8)
+    for d in (0, -1, "3", 2.0):
+        with pytest.raises(UsageError, match=f"sparse_pattern: d is the size of a block .*, not {d!r}"):
+            prepared.sparse_pattern(d)
 
 
 def _scatter_in_order(values, conn, nodes):

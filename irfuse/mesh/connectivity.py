@@ -34,6 +34,9 @@ class Connectivity:
         if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
             raise UsageError(f"Connectivity: nodes is the mesh's number of nodes, a positive whole number, "
                              f"not {nodes!r}")
+        if isinstance(conn, Connectivity):
+            raise UsageError(f"Connectivity: conn is a Connectivity already (of {conn.nodes} nodes): pass it where "
+                             "a connectivity goes as it is")
         if nodes >= 2**31:
             raise UsageError(f"Connectivity: {nodes} nodes; node numbers are 32-bit, so a mesh has fewer than 2^31")
         start = time.perf_counter()
@@ -107,6 +110,9 @@ class Connectivity:
         made the first time it is asked for and kept: on its GPU where it was prepared there."""
         from irfuse.mesh.assembly import sparse_pattern
 
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+            raise UsageError(f"sparse_pattern: d is the size of a block (the values a node holds), a positive whole "
+                             f"number, not {d!r}")
         if d not in self._patterns:
             self._patterns[d] = sparse_pattern(self._gpu[0] if self._gpu is not None else self.conn, self.nodes, d)
         return self._patterns[d]

@@ -14,6 +14,12 @@ from irfuse.mesh.order import renumber
 _CUBE_TETS = np.array([[0, 1, 3, 7], [0, 3, 2, 7], [0, 2, 6, 7], [0, 6, 4, 7], [0, 4, 5, 7], [0, 5, 1, 7]])
 
 
+def check_seed(who: str, seed) -> None:
+    """A random numbering's seed: a whole number, at least 0 (NumPy's generators take those)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UsageError(f"{who}: seed must be a whole number, at least 0, not {seed!r}")
+
+
 def box_tetrahedra(nx: int, ny: int | None = None, nz: int | None = None, numbering: str = "structured",
                    seed: int = 0, index_dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
     """The unit cube cut into nx x ny x nz hexahedra, each split into six tetrahedra:
@@ -26,10 +32,11 @@ def box_tetrahedra(nx: int, ny: int | None = None, nz: int | None = None, number
     ny = nx if ny is None else ny
     nz = nx if nz is None else nz
     for name, v in (("nx", nx), ("ny", ny), ("nz", nz)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise UsageError(f"box_tetrahedra: {name} must be a whole number of cubes, at least 1, not {v!r}")
     if numbering not in ("structured", "random"):
         raise UsageError(f"box_tetrahedra: numbering must be 'structured' or 'random', not {numbering!r}")
+    check_seed("box_tetrahedra", seed)
     index_dtype = np.dtype(index_dtype)
     if index_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise UsageError(f"box_tetrahedra: index_dtype must be int32 or int64, not {index_dtype}")

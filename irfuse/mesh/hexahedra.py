@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.diagnostics import UsageError
+from irfuse.mesh.generate import check_seed
 from irfuse.mesh.order import renumber
 
 
@@ -71,6 +72,7 @@ def box_hexahedra(nx: int, ny: int | None = None, nz: int | None = None, order: 
     _check_whole("box_hexahedra: order", order, 1)
     if numbering not in ("structured", "random"):
         raise UsageError(f"box_hexahedra: numbering must be 'structured' or 'random', not {numbering!r}")
+    check_seed("box_hexahedra", seed)
     index_dtype = np.dtype(index_dtype)
     if index_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise UsageError(f"box_hexahedra: index_dtype must be int32 or int64, not {index_dtype}")
