@@ -24,7 +24,10 @@ Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with it
             (`irfuse.testing.contracts`);
   plan      a saved plan directory (one program, one of passes over a mesh) with its
             manifests edited at random places or a file damaged, run by `irfuse run --plan`:
-            exit 0 or a diagnostic, never a traceback.
+            exit 0 or a diagnostic, never a traceback;
+  api       a call of the Python API (compile, derivatives, a program's call, tangents,
+            operators, time loops, mesh helpers) with one argument replaced by a value of
+            any kind: it returns or irfuse refuses it with its own error.
 Each case must finish in 10 s (a hang counts as a finding). Random programs (3 to 20
 statements, chains, diamonds, fan-out, several outputs, reassignment, loops; every fifth
 with dead chains and loops carrying values computed before them, every fifth dense: 20 to
@@ -56,8 +59,9 @@ import traceback
 import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KINDS = ("mutated", "text", "ir", "inputs", "flags", "library", "cache", "plan")
-WEIGHTS = {"mutated": 25, "text": 18, "ir": 18, "inputs": 15, "flags": 14, "library": 7, "cache": 3, "plan": 5}
+KINDS = ("mutated", "text", "ir", "inputs", "flags", "library", "cache", "plan", "api")
+WEIGHTS = {"mutated": 25, "text": 18, "ir": 18, "inputs": 15, "flags": 14, "library": 7, "cache": 3, "plan": 5,
+           "api": 15}
 CASE_SECONDS = 10
 ALPHABET = list("abcdefxyz0123456789_ =(),;{}\n\t/*") + ["loop", "input", "return", "scalar", "vector3",
                                                         "matrix3x3", "tensor3x3x3", "mmul33(", "é", "\x00", "💥"]
@@ -81,7 +85,7 @@ def fuzz_chunk(kind: str, seeds: list[int]) -> dict:
     from irfuse.dialects.context import module_text
     from irfuse.testing.mutations import check_frontend, check_ir
 
-    if kind in ("inputs", "flags", "library", "cache", "plan"):
+    if kind in ("inputs", "flags", "library", "cache", "plan", "api"):
         return contract_chunk(kind, seeds)
     sources = _examples()
     irs = [module_text(compile_source(s, "x.kas").module) for s in sources] if kind == "ir" else []
@@ -147,6 +151,9 @@ def contract_chunk(kind: str, seeds: list[int]) -> dict:
                 if kind == "plan":
                     state["input"] = f"plan damage, seed {seed}"
                     return contracts.check_plan(rng, plans, work) == 0
+                if kind == "api":
+                    state["input"], call = contracts.random_api_call(rng, os.path.join(ROOT, "examples"))
+                    return contracts.check_api_call(call)
                 state["input"] = f"cache damage, seed {seed}"
                 contracts.check_cache(rng, work)
                 return True

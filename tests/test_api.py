@@ -338,6 +338,8 @@ def test_a_kas_module_compiles_and_pickles_as_its_text():
     ({"filename": 3}, "filename= takes the name diagnostics give source text .a string., not 3"),
     ({"filename": b"a.kas"}, "filename= takes the name diagnostics give source text"),
     ({"tuning": 3}, "tuning= takes the path of a tuning result of 'irfuse tune', not 3"),
+    ({"layout": np.zeros(2)}, "layout= is a name, not"),
+    ({"dtype": 64}, "dtype= is a name, not 64"),
 ])
 def test_bad_compile_options_are_refused(kwargs, message):
     with pytest.raises(irfuse.UsageError, match=message):

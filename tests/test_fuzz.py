@@ -329,6 +329,23 @@ def test_a_damaged_plan_directory_runs_as_written_or_is_refused(contract_dir, sa
     assert check_plan(random.Random(seed), saved_plans, contract_dir) in (0, 1)
 
 
+@settings(max_examples=1000 if LONG else 150, deadline=60000, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32))
+def test_api_calls_with_an_argument_of_any_kind_return_or_are_refused_by_name(seed):
+    """A call of the Python API (compile, the derivatives, a program's call, tangents and
+    operators, time loops, the mesh helpers) with one argument replaced by a value of any kind
+    (none, text, containers, numbers out of range, special floats, arrays of another shape,
+    objects): it returns, or irfuse refuses it with its own error; never an error from inside
+    (a TypeError, a NumPy ValueError, an AttributeError)."""
+    from irfuse.testing.contracts import check_api_call, random_api_call
+
+    what, call = random_api_call(random.Random(seed), os.path.join(ROOT, "examples"))
+    try:
+        check_api_call(call)
+    except Exception as e:  # (the case named beside the error)
+        raise AssertionError(f"{what}: {type(e).__name__}: {e}") from e
+
+
 @pytest.mark.parametrize("seed", range(12 if LONG else 2))
 def test_a_damaged_cache_changes_nothing(contract_dir, seed):
     from irfuse.testing.contracts import check_cache

@@ -227,6 +227,21 @@ def test_bad_arguments_are_refused():
     for d in (0, -1, "3", 2.0):
         with pytest.raises(UsageError, match=f"sparse_pattern: d is the size of a block .*, not {d!r}"):
             prepared.sparse_pattern(d)
+    for call, said in (
+            (lambda: mesh.reorder(conn, X, method=np.zeros(2)), "reorder: method must be one of rcm, morton, not"),
+            (lambda: mesh.reorder(conn, X, nodes=np.zeros(2)), "reorder: nodes is the mesh's number of nodes"),
+            (lambda: mesh.reorder(conn, "f64"), "reorder: coords must be an array of numbers"),
+            (lambda: mesh.renumber(conn, 0, np.arange(len(conn))), "renumber: node_order must be a permutation .a 1-D"),
+            (lambda: mesh.renumber(conn, np.arange(8), np.arange(len(conn)), X[:3]),
+             "renumber: nodal array 1 must have a row for each of the 8 nodes, not shape .3, 3."),
+            (lambda: mesh.renumber(conn, np.arange(8), np.arange(len(conn)), per_element=(np.zeros(2),)),
+             "renumber: per-element array 1 must have a row for each of the 6 elements"),
+            (lambda: mesh.box_tetrahedra(1, index_dtype=1j), "box_tetrahedra: index_dtype must be int32 or int64, not"),
+            (lambda: mesh.box_hexahedra(1, numbering=np.zeros(3)), "box_hexahedra: numbering must be 'structured' or"),
+            (lambda: mesh.scatter_add(np.ones((len(conn), 4, 3)), conn, None), "scatter_add: nodes is the mesh's"),
+            (lambda: mesh.scatter_add(np.ones((len(conn), 4, 3)), conn, 10**30), "8 entries|fewer than 2\\^31")):
+        with pytest.raises(UsageError, match=said):
+            call()
 
 
 def _scatter_in_order(values, conn, nodes):

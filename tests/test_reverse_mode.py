@@ -324,6 +324,10 @@ return x;
     assert not _loops(fallback)
     with pytest.raises(UsageError, match="loops='sometimes' is not one of auto, unroll, tape"):
         irfuse.grad(TIME_LOOP, of="E", wrt="x", loops="sometimes")
+    with pytest.raises(UsageError, match="loops=\\['tape'\\] is not one of auto, unroll, tape"):
+        irfuse.grad(TIME_LOOP, of="E", wrt="x", loops=["tape"])
+    with pytest.raises(UsageError, match="with_outputs is True or False, not 1"):
+        irfuse.vjp(TIME_LOOP, wrt="x", with_outputs=1)
     with pytest.raises(CompileError, match="loops='sometimes' is not one of auto, unroll, tape"):
         irfuse.compile(TIME_LOOP + "derivative grad of E wrt x loops sometimes;\n", backend="cpu")
     with pytest.raises(CompileError, match="'loops' says how reverse mode differentiates loops"):

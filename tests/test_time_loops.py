@@ -69,6 +69,8 @@ def test_a_time_loop_of_a_program_over_a_batch_feeds_one_output_back():
 def test_a_bad_time_loop_is_refused_by_name(step, steps, carry, message):
     with pytest.raises(UsageError, match=message):
         irfuse.time_loop(step, steps, carry, dt=1e-3, **_mesh())
+    with pytest.raises(UsageError, match="time_loop takes a compiled program .irfuse.compile., not a str"):
+        irfuse.time_loop("examples/mesh/explicit_step.kas", steps, carry, dt=1e-3, **_mesh())
 
 
 # Calls again on the same arrays (the fast path a loop's calls take) ----------------------------

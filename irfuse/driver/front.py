@@ -143,6 +143,8 @@ def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str |
     names = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (list, tuple)) else None
     if names is None or not all(isinstance(n, str) for n in names):
         raise UsageError(f"{who}: wrt takes an input's name or a list of names, not {wrt!r}")
+    if not isinstance(with_outputs, bool):
+        raise UsageError(f"{who}: with_outputs is True or False, not {with_outputs!r}")
     if prefix is not None and not isinstance(prefix, str):
         raise UsageError(f"{who}: prefix takes a string (the derivatives' names begin with it), not {prefix!r}")
     module = frontend(read_source(source, filename, who)).module

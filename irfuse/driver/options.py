@@ -74,6 +74,9 @@ def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: s
                     n: int | None = None, profile: str | None = None, arch: str | None = None,
                     layout: str | None = None, registers=None) -> CompileOptions:
     """`CompileOptions` from what a caller gave, checked and defaulted (see the module)."""
+    for name, value in (("dtype", dtype), ("layout", layout), ("backend", backend)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{name}= is a name, not {value!r}")
     dtype, layout = dtype or "f32", layout or "aos"
     if dtype not in DTYPES:
         raise UsageError(f"dtype '{dtype}' is not one of {', '.join(DTYPES)}")

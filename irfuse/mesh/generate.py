@@ -14,6 +14,15 @@ from irfuse.mesh.order import renumber
 _CUBE_TETS = np.array([[0, 1, 3, 7], [0, 3, 2, 7], [0, 2, 6, 7], [0, 6, 4, 7], [0, 4, 5, 7], [0, 5, 1, 7]])
 
 
+def index_type(who: str, index_dtype) -> np.dtype:
+    """`index_dtype` as a NumPy type (checked by the caller against int32 and int64), refused
+    by name where it names no type."""
+    try:
+        return np.dtype(index_dtype)
+    except TypeError:
+        raise UsageError(f"{who}: index_dtype must be int32 or int64, not {index_dtype!r}") from None
+
+
 def check_seed(who: str, seed) -> None:
     """A random numbering's seed: a whole number, at least 0 (NumPy's generators take those)."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -34,10 +43,10 @@ def box_tetrahedra(nx: int, ny: int | None = None, nz: int | None = None, number
     for name, v in (("nx", nx), ("ny", ny), ("nz", nz)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise UsageError(f"box_tetrahedra: {name} must be a whole number of cubes, at least 1, not {v!r}")
-    if numbering not in ("structured", "random"):
+    if not isinstance(numbering, str) or numbering not in ("structured", "random"):
         raise UsageError(f"box_tetrahedra: numbering must be 'structured' or 'random', not {numbering!r}")
     check_seed("box_tetrahedra", seed)
-    index_dtype = np.dtype(index_dtype)
+    index_dtype = index_type("box_tetrahedra", index_dtype)
     if index_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise UsageError(f"box_tetrahedra: index_dtype must be int32 or int64, not {index_dtype}")
     m = (nx + 1) * (ny + 1) * (nz + 1)

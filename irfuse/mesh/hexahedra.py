@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.generate import check_seed
+from irfuse.mesh.generate import check_seed, index_type
 from irfuse.mesh.order import renumber
 
 
@@ -70,10 +70,10 @@ def box_hexahedra(nx: int, ny: int | None = None, nz: int | None = None, order: 
     for name, v in (("nx", nx), ("ny", ny), ("nz", nz)):
         _check_whole(f"box_hexahedra: {name}", v, 1)
     _check_whole("box_hexahedra: order", order, 1)
-    if numbering not in ("structured", "random"):
+    if not isinstance(numbering, str) or numbering not in ("structured", "random"):
         raise UsageError(f"box_hexahedra: numbering must be 'structured' or 'random', not {numbering!r}")
     check_seed("box_hexahedra", seed)
-    index_dtype = np.dtype(index_dtype)
+    index_dtype = index_type("box_hexahedra", index_dtype)
     if index_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise UsageError(f"box_hexahedra: index_dtype must be int32 or int64, not {index_dtype}")
     p = order

@@ -50,6 +50,8 @@ def check_connectivity(conn, nodes: int | None = None, what: str = "conn", first
     node number in [0, nodes) (nodes: one more than the largest entry when None); a
     `UsageError` naming the element (counted from `first`: the chunk's first element in the
     whole mesh) and the position of the first entry outside otherwise."""
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 0):
+        raise UsageError(f"{what}: the number of nodes is a whole number, at least 0, not {nodes!r}")
     a = node_numbers(what, conn)
     if a.ndim != 2 or a.shape[1] < 1:
         raise UsageError(f"{what} must be an array of shape (elements, nodes per element), not {a.shape}")
@@ -72,6 +74,10 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     through `coords`, shape (M, D)); the default is "morton" given coordinates, else "rcm".
     `nodes`: how many nodes there are (default: one more than the largest entry of `conn`,
     or len(coords)); nodes no element names come last."""
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1):
+        raise UsageError(f"reorder: nodes is the mesh's number of nodes, a positive whole number, not {nodes!r}")
+    if method is not None and not isinstance(method, str):
+        raise UsageError(f"reorder: method must be one of {', '.join(METHODS)}, not {method!r}")
     method = method or ("morton" if coords is not None else "rcm")
     if method not in METHODS:
         raise UsageError(f"reorder: method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -79,7 +85,11 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     if on_gpu:
         return _reorder_on_gpu(conn, coords, method, nodes)
     if coords is not None:
-        coords = np.asarray(coords, dtype=np.float64)
+        try:
+            coords = np.asarray(coords, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise UsageError(f"reorder: coords must be an array of numbers (nodes, dimensions), not a "
+                             f"{type(coords).__name__}") from None
         if coords.ndim != 2:
             raise UsageError(f"reorder: coords must have shape (nodes, dimensions), not {coords.shape}")
         if nodes is not None and nodes != len(coords):
@@ -132,9 +142,18 @@ def renumber(conn, node_order: np.ndarray, element_order: np.ndarray, *nodal, pe
         return _renumber_on_gpu(t, node_order, element_order, nodal, per_element)
     from irfuse.mesh.native import renumbered
 
+    for name, order in (("node_order", node_order), ("element_order", element_order)):
+        if np.ndim(order) != 1 or np.asarray(order).dtype.kind not in "iu":
+            raise UsageError(f"renumber: {name} must be a permutation (a 1-D array of whole numbers), not "
+                             f"{type(order).__name__} {np.shape(order) if hasattr(order, 'shape') else ''}".rstrip())
     conn = check_connectivity(conn, len(node_order))
     node_order = np.asarray(node_order)
     element_order = np.asarray(element_order)
+    for kind, arrays, size in (("nodal", nodal, len(node_order)), ("per-element", per_element, len(element_order))):
+        for k, a in enumerate(arrays):
+            if np.ndim(a) < 1 or len(a) != size:
+                raise UsageError(f"renumber: {kind} array {k + 1} must have a row for each of the {size} "
+                                 f"{'nodes' if kind == 'nodal' else 'elements'}, not shape {np.shape(a)}")
     made = None if conn.dtype != np.int32 or len(node_order) >= 2**31 else renumbered(conn, node_order, element_order)
     if made is None:  # (no compiled helper, or an order that is not a permutation: said below)
         for name, order, size in (("node_order", node_order, len(node_order)),

@@ -127,7 +127,11 @@ def scatter_add(values, conn, nodes: int, inverse: ScatterInverse | None = None)
     (nodes, *shape) with row n the sum of values[e, a] over every conn[e, a] == n, added in
     the scatter order of the module (0 where no entry names n). `inverse`: the connectivity's
     `inverse_connectivity`, when it is at hand."""
+    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 0:
+        raise UsageError(f"scatter_add: nodes is the mesh's number of nodes, a whole number, not {nodes!r}")
     conn = check_connectivity(conn, nodes)
+    if nodes >= 2**31:
+        raise UsageError(f"scatter_add: {nodes} nodes; node numbers are 32-bit, so a mesh has fewer than 2^31")
     values = np.asarray(values)
     if values.shape[:2] != conn.shape:
         raise UsageError(f"scatter_add: values of shape {values.shape} do not match the connectivity's "

@@ -15,7 +15,9 @@ result, a result that depends on what the cache held).
 - plan: a saved plan directory (`irfuse compile -o`, one program or one of passes over a mesh)
   with its manifests edited (values replaced by others of any type, keys dropped, lists cut
   or reordered) or its files damaged, run by `irfuse run --plan`: exit 0 or a diagnostic
-  (status 1), never an escaping exception.
+  (status 1), never an escaping exception;
+- api: a call of the Python API with one argument replaced by a value of any kind (`JUNK`):
+  it returns, or irfuse refuses it with its own error (`IrfuseError`), never one from inside.
 """
 
 from __future__ import annotations
@@ -383,3 +385,95 @@ def check_plan(rng: random.Random, plans: list[str], workdir: str) -> int:
     code = check_cli(["run", "--plan", target, "--backend", "cpu", "--n", str(rng.choice([1, 7, 40]))], failed_ok=True)
     assert code in (0, 1), code
     return code
+
+
+# --- the Python API's arguments -----------------------------------------------------------------
+
+# Values of every kind for an argument: none, text, bytes, containers, numbers out of range or
+# not whole, special floats, bools, arrays of the wrong shape, objects of no kind at all.
+JUNK = (None, "", "x", "f64", b"x", [], [1], ("u",), {}, {"u": 1}, {"u"}, 0, -1, 2, 1.5, float("nan"),
+        float("inf"), 10 ** 30, True, complex(1, 1), np.float32(1), np.array([]), np.zeros((2, 2)),
+        np.ones(3, np.int64), object())
+
+
+class _ApiFixtures:
+    """The programs and arrays the API contract calls with, made once a process."""
+
+    def __init__(self, examples: str):
+        import irfuse
+        from irfuse.mesh import box_tetrahedra
+
+        self.examples = examples
+        self.neo_path = os.path.join(examples, "neo_hookean.kas")
+        self.neo = irfuse.compile(self.neo_path, backend="cpu", dtype="f64")
+        self.mesh = irfuse.compile(os.path.join(examples, "mesh", "p1_residual.kas"), backend="cpu", dtype="f64")
+        self.X, self.conn = box_tetrahedra(2)
+        rng = np.random.default_rng(0)
+        self.u = 1e-3 * rng.standard_normal(self.X.shape)
+        self.F = np.eye(3)[None].repeat(5, 0) + 0.01 * rng.standard_normal((5, 3, 3))
+        self.dN = np.array([[-1.0, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+
+
+_FIXTURES: dict = {}
+
+
+def _api_calls(f: _ApiFixtures) -> dict:
+    """Each API function with its arguments as a valid call gives them (positional by index,
+    keywords by name): what `random_api_call` spoils one of."""
+    import irfuse
+    from irfuse import mesh
+
+    mesh_args = (f.X, f.u, f.conn, f.dN, 1.3, 0.7)
+    return {
+        "compile": (irfuse.compile, (f.neo_path,), {"backend": "cpu", "dtype": "f64", "pipeline": None, "n": None,
+                                                    "profile": None, "arch": None, "filename": None, "layout": None,
+                                                    "registers": None, "tuning": None}),
+        "jvp": (irfuse.jvp, (f.neo_path,), {"wrt": "F", "prefix": "d", "filename": None, "with_outputs": True}),
+        "vjp": (irfuse.vjp, (f.neo_path,), {"wrt": "F", "prefix": "bar_", "loops": "auto"}),
+        "grad": (irfuse.grad, (f.neo_path,), {"of": "W", "wrt": "F", "prefix": "grad_"}),
+        "jacobian": (irfuse.jacobian, (f.neo_path,), {"of": "P", "wrt": "F", "prefix": "d"}),
+        "call": (f.neo, (f.F, 1.3, 0.7), {}),
+        "call out=": (f.neo, (f.F, 1.3, 0.7), {"out": None}),
+        "mesh call": (f.mesh, mesh_args, {"nodes": None, "scatter": None}),
+        "tangent_matrix": (irfuse.tangent_matrix, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "out": None}),
+        "diagonal": (irfuse.diagonal, mesh_args, {"wrt": "u", "of": "r", "fixed": None}),
+        "linear_operator": (irfuse.linear_operator, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "nodes": None}),
+        "time_loop": (irfuse.time_loop, (f.neo, 2, {"F": "P"}, f.F, 1.3, 0.7), {"nodes": None}),
+        "box_tetrahedra": (mesh.box_tetrahedra, (2,), {"ny": None, "nz": None, "numbering": "random", "seed": 0,
+                                                      "index_dtype": np.int32}),
+        "box_hexahedra": (mesh.box_hexahedra, (2,), {"order": 2, "numbering": "random", "seed": 0}),
+        "gauss_lobatto": (mesh.gauss_lobatto, (3,), {}),
+        "gauss_legendre": (mesh.gauss_legendre, (3,), {}),
+        "reorder": (mesh.reorder, (f.conn, f.X), {"method": "morton", "nodes": None}),
+        "renumber": (mesh.renumber, (f.conn, np.arange(len(f.X)), np.arange(len(f.conn)), f.X), {}),
+        "Connectivity": (mesh.Connectivity, (f.conn, len(f.X)), {}),
+        "scatter_add": (mesh.scatter_add, (np.ones((len(f.conn), 4, 3)), f.conn, len(f.X)), {}),
+    }
+
+
+def random_api_call(rng: random.Random, examples: str) -> tuple[str, object]:
+    """One API call with one of its arguments (or a keyword it does not take) replaced by a
+    value from JUNK: (what it is, a function making the call)."""
+    f = _FIXTURES.get(examples) or _FIXTURES.setdefault(examples, _ApiFixtures(examples))
+    name, (fn, args, kwargs) = rng.choice(sorted(_api_calls(f).items()))
+    args, kwargs = list(args), dict(kwargs)
+    junk = rng.choice(JUNK)
+    # (a keyword no function takes: Python's own TypeError names it; a program's call names it too)
+    places = [k for k in range(len(args))] + list(kwargs) + (["bogus"] if "call" in name else [])
+    where = rng.choice(places)
+    if isinstance(where, int):
+        args[where] = junk
+    else:
+        kwargs[where] = junk
+    return f"{name}: {where} = {junk!r}", lambda: fn(*args, **kwargs)
+
+
+def check_api_call(call) -> bool:
+    """True when the call returns, False when irfuse refuses it with its own error;
+    AssertionError (from the caller's report) for any other exception: the API's contract is
+    that bad arguments get a diagnostic naming them, not an error from inside."""
+    try:
+        call()
+        return True
+    except IrfuseError:
+        return False

@@ -545,8 +545,8 @@ def reverse_derivative(program: ProgramOp, wrt: Sequence[str], library, of: str 
     a program with a loop that can be taped (`planner.loop_forms.LOOP_JUDGE`; this layer
     cannot plan). UsageError for what does not fit."""
     where = f"{who} on @{program.sym_name.data}"
-    if loops not in LOOP_MODES:
-        raise UsageError(f"{where}: loops='{loops}' is not one of {', '.join(LOOP_MODES)}")
+    if not isinstance(loops, str) or loops not in LOOP_MODES:
+        raise UsageError(f"{where}: loops={loops!r} is not one of {', '.join(LOOP_MODES)}")
     if loops == "unroll" or not any(isinstance(op, LoopOp) and _tapeable(op) for op in program.walk()):
         return _derive(program, wrt, library, of, prefix, where, "unroll")[0]  # (nothing to decide)
     if judge is None:
