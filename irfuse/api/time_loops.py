@@ -66,10 +66,9 @@ def time_loop(program, steps: int, carry: dict, *arrays, stream=None, nodes: int
     inputs named in `carry` the outputs they map to (`{"u": "u1", "v": "v1"}`), the others as
     given (positionally in the program's input order, or by name); the last step's outputs
     (see the module). `stream=`, `nodes=`, `scatter=`: as for a call."""
-    from irfuse.api import Program, StagedProgram
     from irfuse.api.arguments import bind_inputs
 
-    if not isinstance(program, (Program, StagedProgram)):
+    if not all(hasattr(program, k) for k in ("inputs", "outputs", "shapes", "nodal")):  # (Program, StagedProgram)
         raise UsageError(f"time_loop takes a compiled program (irfuse.compile), not a {type(program).__name__}")
     steps = check_steps(steps)
     check_carry(program, carry)

@@ -400,13 +400,13 @@ class _ApiFixtures:
     """The programs and arrays the API contract calls with, made once a process."""
 
     def __init__(self, examples: str):
-        import irfuse
+        from irfuse.api import compile
         from irfuse.mesh import box_tetrahedra
 
         self.examples = examples
         self.neo_path = os.path.join(examples, "neo_hookean.kas")
-        self.neo = irfuse.compile(self.neo_path, backend="cpu", dtype="f64")
-        self.mesh = irfuse.compile(os.path.join(examples, "mesh", "p1_residual.kas"), backend="cpu", dtype="f64")
+        self.neo = compile(self.neo_path, backend="cpu", dtype="f64")
+        self.mesh = compile(os.path.join(examples, "mesh", "p1_residual.kas"), backend="cpu", dtype="f64")
         self.X, self.conn = box_tetrahedra(2)
         rng = np.random.default_rng(0)
         self.u = 1e-3 * rng.standard_normal(self.X.shape)
@@ -420,34 +420,38 @@ _FIXTURES: dict = {}
 def _api_calls(f: _ApiFixtures) -> dict:
     """Each API function with its arguments as a valid call gives them (positional by index,
     keywords by name): what `random_api_call` spoils one of."""
-    import irfuse
-    from irfuse import mesh
+    from irfuse.api import compile, grad, jacobian, jvp, vjp
+    from irfuse.api.operators import linear_operator
+    from irfuse.api.tangents import diagonal, tangent_matrix
+    from irfuse.api.time_loops import time_loop
+    from irfuse.mesh import (Connectivity, box_hexahedra, box_tetrahedra, gauss_legendre, gauss_lobatto, renumber,
+                             reorder, scatter_add)
 
     mesh_args = (f.X, f.u, f.conn, f.dN, 1.3, 0.7)
     return {
-        "compile": (irfuse.compile, (f.neo_path,), {"backend": "cpu", "dtype": "f64", "pipeline": None, "n": None,
+        "compile": (compile, (f.neo_path,), {"backend": "cpu", "dtype": "f64", "pipeline": None, "n": None,
                                                     "profile": None, "arch": None, "filename": None, "layout": None,
                                                     "registers": None, "tuning": None}),
-        "jvp": (irfuse.jvp, (f.neo_path,), {"wrt": "F", "prefix": "d", "filename": None, "with_outputs": True}),
-        "vjp": (irfuse.vjp, (f.neo_path,), {"wrt": "F", "prefix": "bar_", "loops": "auto"}),
-        "grad": (irfuse.grad, (f.neo_path,), {"of": "W", "wrt": "F", "prefix": "grad_"}),
-        "jacobian": (irfuse.jacobian, (f.neo_path,), {"of": "P", "wrt": "F", "prefix": "d"}),
+        "jvp": (jvp, (f.neo_path,), {"wrt": "F", "prefix": "d", "filename": None, "with_outputs": True}),
+        "vjp": (vjp, (f.neo_path,), {"wrt": "F", "prefix": "bar_", "loops": "auto"}),
+        "grad": (grad, (f.neo_path,), {"of": "W", "wrt": "F", "prefix": "grad_"}),
+        "jacobian": (jacobian, (f.neo_path,), {"of": "P", "wrt": "F", "prefix": "d"}),
         "call": (f.neo, (f.F, 1.3, 0.7), {}),
         "call out=": (f.neo, (f.F, 1.3, 0.7), {"out": None}),
         "mesh call": (f.mesh, mesh_args, {"nodes": None, "scatter": None}),
-        "tangent_matrix": (irfuse.tangent_matrix, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "out": None}),
-        "diagonal": (irfuse.diagonal, mesh_args, {"wrt": "u", "of": "r", "fixed": None}),
-        "linear_operator": (irfuse.linear_operator, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "nodes": None}),
-        "time_loop": (irfuse.time_loop, (f.neo, 2, {"F": "P"}, f.F, 1.3, 0.7), {"nodes": None}),
-        "box_tetrahedra": (mesh.box_tetrahedra, (2,), {"ny": None, "nz": None, "numbering": "random", "seed": 0,
+        "tangent_matrix": (tangent_matrix, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "out": None}),
+        "diagonal": (diagonal, mesh_args, {"wrt": "u", "of": "r", "fixed": None}),
+        "linear_operator": (linear_operator, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "nodes": None}),
+        "time_loop": (time_loop, (f.neo, 2, {"F": "P"}, f.F, 1.3, 0.7), {"nodes": None}),
+        "box_tetrahedra": (box_tetrahedra, (2,), {"ny": None, "nz": None, "numbering": "random", "seed": 0,
                                                       "index_dtype": np.int32}),
-        "box_hexahedra": (mesh.box_hexahedra, (2,), {"order": 2, "numbering": "random", "seed": 0}),
-        "gauss_lobatto": (mesh.gauss_lobatto, (3,), {}),
-        "gauss_legendre": (mesh.gauss_legendre, (3,), {}),
-        "reorder": (mesh.reorder, (f.conn, f.X), {"method": "morton", "nodes": None}),
-        "renumber": (mesh.renumber, (f.conn, np.arange(len(f.X)), np.arange(len(f.conn)), f.X), {}),
-        "Connectivity": (mesh.Connectivity, (f.conn, len(f.X)), {}),
-        "scatter_add": (mesh.scatter_add, (np.ones((len(f.conn), 4, 3)), f.conn, len(f.X)), {}),
+        "box_hexahedra": (box_hexahedra, (2,), {"order": 2, "numbering": "random", "seed": 0}),
+        "gauss_lobatto": (gauss_lobatto, (3,), {}),
+        "gauss_legendre": (gauss_legendre, (3,), {}),
+        "reorder": (reorder, (f.conn, f.X), {"method": "morton", "nodes": None}),
+        "renumber": (renumber, (f.conn, np.arange(len(f.X)), np.arange(len(f.conn)), f.X), {}),
+        "Connectivity": (Connectivity, (f.conn, len(f.X)), {}),
+        "scatter_add": (scatter_add, (np.ones((len(f.conn), 4, 3)), f.conn, len(f.X)), {}),
     }
 
 
