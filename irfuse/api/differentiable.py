@@ -50,8 +50,9 @@ class DifferentiableProgram:
                                  "the element type and device of the arrays), not given")
         unknown = sorted(set(compile_options) - set(COMPILE_OPTIONS))
         if unknown:
-            raise UsageError(f"{who}: {', '.join(unknown)} {'is not an option' if len(unknown) == 1 else 'are not options'}"
-                             f" of irfuse.compile (these are: {', '.join(COMPILE_OPTIONS)})")
+            verb = "is not an option" if len(unknown) == 1 else "are not options"
+            raise UsageError(f"{who}: {', '.join(unknown)} {verb} of irfuse.compile (these are: "
+                             f"{', '.join(COMPILE_OPTIONS)})")
         compiled = compiled_options(source, who)
         if compiled:  # a compiled program: its source, with the options the arrays do not decide
             source = compiled.pop("source")

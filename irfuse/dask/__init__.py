@@ -20,8 +20,9 @@ it from the disk cache) and keeps it. Inputs are chunked along the batch axis (t
 axis of arrays of structures, the last of structures of arrays) alike; an input chunked
 otherwise is rechunked to the first input's batch chunks, whole along its value axes.
 A uniform input (one value for the whole batch: a Dask or NumPy array shaped as the value,
-or a number for a uniform scalar, as a call takes it) goes whole to every task (copied to the GPU of a task whose chunks are CuPy arrays), and a
-uniform output that only uniform inputs make is the first task's.
+or a number for a uniform scalar, as a call takes it) goes whole to every task (copied to
+the GPU of a task whose chunks are CuPy arrays), and a uniform output that only uniform
+inputs make is the first task's.
 
 A program that reduces over the batch (`sum`, `max`, `min`) runs as phases cut at its
 reductions (`irfuse.transforms.batch_phases`): each task of phase 0 gives its chunk's
