@@ -58,8 +58,9 @@ def test_a_time_loop_of_a_program_over_a_batch_feeds_one_output_back():
 
 
 @pytest.mark.parametrize("steps, carry, message", [
-    (0, {"u": "u1"}, "steps is a positive whole number, not 0"),
+    (0, {"u": "u1"}, "steps is a positive whole number below 2\\^63, not 0"),
     (2.0, {"u": "u1"}, "steps is a positive whole number"),
+    (2**63, {"u": "u1"}, "steps is a positive whole number below 2\\^63, not 9223372036854775808"),
     (2, {}, "carry maps inputs to the outputs"),
     (2, {"u": "w1"}, r"carry 'u': 'w1' maps an input"),
     (2, {"q": "u1"}, r"carry 'q': 'u1' maps an input"),

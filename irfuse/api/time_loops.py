@@ -55,8 +55,10 @@ def check_carry(program, carry, where: str = "time_loop") -> None:
 
 
 def check_steps(steps, where: str = "time_loop") -> int:
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise UsageError(f"{where}: steps is a positive whole number, not {steps!r}")
+    """`steps` as an int: a positive whole number that a 64-bit count holds (the counts the
+    loop keeps, and its graphs' replays, are 64-bit)."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps < 2**63:
+        raise UsageError(f"{where}: steps is a positive whole number below 2^63, not {steps!r}")
     return int(steps)
 
 
