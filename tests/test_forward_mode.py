@@ -104,6 +104,13 @@ def test_a_python_program_declares_its_derivatives_as_kas_does():
         irfuse.derivative("hvp", wrt="F")
     with pytest.raises(UsageError, match="wrt takes the names of inputs"):
         irfuse.derivative("jvp", wrt=())
+    with pytest.raises(UsageError, match="unknown mode array"):
+        irfuse.derivative(np.zeros(2), wrt="F")
+    for wrt in (3, object(), {"F"}):
+        with pytest.raises(UsageError, match="wrt takes the names of inputs"):
+            irfuse.derivative("jvp", wrt=wrt)
+    with pytest.raises(UsageError, match="loops takes 'auto', 'unroll' or 'tape'"):
+        irfuse.derivative("vjp", wrt="F", loops=np.zeros(2))
     with pytest.raises(UsageError, match="applies to a function"):
         irfuse.derivative("jvp", wrt="F")(3)
 

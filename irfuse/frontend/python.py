@@ -857,19 +857,19 @@ def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None,
     `("jacobian", of="y", wrt=...)`, `("hessian", of="E", wrt=...)` (wrt: an input's name or
     several; prefix: the derivatives' names' start, by default `d`, `bar_`, `grad_`; loops: how reverse mode differentiates loops, `auto`, `unroll` or
     `tape`). It marks the function (or the `@irfuse.program` it decorates) and returns it."""
-    if mode not in DERIVATIVE_MODES:
+    if not isinstance(mode, str) or mode not in DERIVATIVE_MODES:
         raise UsageError(f"irfuse.derivative: unknown mode {mode!r}; known: {', '.join(DERIVATIVE_MODES)}")
     if (mode in MODES_WITH_OF) != (of is not None) or (of is not None and not (isinstance(of, str) and
                                                                             of.isidentifier())):
         raise UsageError("irfuse.derivative: 'grad', 'jacobian' and 'hessian' take the output's name as of=..., "
                          "and only they do")
     prefix = DEFAULT_PREFIX[mode] if prefix is None else prefix
-    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (list, tuple)) else ()
     if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
         raise UsageError(f"irfuse.derivative: wrt takes the names of inputs, not {wrt!r}")
     if not isinstance(prefix, str) or not prefix.isidentifier():
         raise UsageError(f"irfuse.derivative: the prefix {prefix!r} is not a name")
-    if loops is not None and (mode == "jvp" or loops not in ("auto", "unroll", "tape")):
+    if loops is not None and (mode == "jvp" or not isinstance(loops, str) or loops not in ("auto", "unroll", "tape")):
         raise UsageError(f"irfuse.derivative: loops takes 'auto', 'unroll' or 'tape' (how reverse mode "
                          f"differentiates loops), not {loops!r}" + (" for 'jvp'" if mode == "jvp" else ""))
 
