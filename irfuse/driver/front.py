@@ -19,7 +19,7 @@ from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 from irfuse.driver import library  # noqa: F401 -- installs the implementation check
 from irfuse.driver.sources import Source, read_source
 from irfuse.frontend.irgen import FrontendResult, compile_source
-from irfuse.frontend.python import compile_function
+from irfuse.frontend.python import compile_function, wrt_names
 from irfuse.frontend.syntax import DEFAULT_PREFIX
 from irfuse.passes.kas_jacobian import KasJacobian
 from irfuse.passes.kas_jvp import KasJvp
@@ -139,8 +139,7 @@ def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str |
                prefix: str | None = None, loops: str = "auto", with_outputs: bool = True) -> ModuleOp:
     """A fresh module of what `irfuse.compile` takes, its program replaced by its derivative
     (`derivative_passes`), without the original program's outputs unless `with_outputs`."""
-    # (a list or tuple, not any iterable: a set's order, and so the derivative's inputs', would vary)
-    names = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (list, tuple)) else None
+    names = wrt_names(wrt)
     if names is None or not all(isinstance(n, str) for n in names):
         raise UsageError(f"{who}: wrt takes an input's name or a list of names, not {wrt!r}")
     if not isinstance(with_outputs, bool):

@@ -851,6 +851,13 @@ class _Translator:
 DERIVATIVES = "__irfuse_derivatives__"  # a function's derivative declarations, in the order they apply
 
 
+def wrt_names(wrt) -> tuple | None:
+    """`wrt` (an input's name, or a list or tuple of names) as a tuple, or None for anything
+    else: not any iterable, since a set's order, and so the derivative's inputs', would vary.
+    Whether the entries are names is the caller's to say."""
+    return (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (list, tuple)) else None
+
+
 def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None, loops: str | None = None):
     """A decorator declaring that the program is its derivative, as a KAS `derivative` line:
     `@irfuse.derivative("jvp", wrt=("F",))`, `("vjp", wrt=...)`, `("grad", of="E", wrt=...)`,
@@ -864,7 +871,7 @@ def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None,
         raise UsageError("irfuse.derivative: 'grad', 'jacobian' and 'hessian' take the output's name as of=..., "
                          "and only they do")
     prefix = DEFAULT_PREFIX[mode] if prefix is None else prefix
-    names = (wrt,) if isinstance(wrt, str) else tuple(wrt) if isinstance(wrt, (list, tuple)) else ()
+    names = wrt_names(wrt)
     if not names or not all(isinstance(n, str) and n.isidentifier() for n in names):
         raise UsageError(f"irfuse.derivative: wrt takes the names of inputs, not {wrt!r}")
     if not isinstance(prefix, str) or not prefix.isidentifier():

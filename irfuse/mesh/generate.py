@@ -14,19 +14,27 @@ from irfuse.mesh.order import renumber
 _CUBE_TETS = np.array([[0, 1, 3, 7], [0, 3, 2, 7], [0, 2, 6, 7], [0, 6, 4, 7], [0, 4, 5, 7], [0, 5, 1, 7]])
 
 
-def index_type(who: str, index_dtype) -> np.dtype:
-    """`index_dtype` as a NumPy type (checked by the caller against int32 and int64), refused
-    by name where it names no type."""
+def check_whole(what: str, v, least: int, most: int | None = None) -> None:
+    """`v` a whole number in [least, most] (no bool), else a UsageError naming `what`."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least or (most is not None and v > most):
+        bounds = f"at least {least}" if most is None else f"from {least} to {most}"
+        raise UsageError(f"{what} must be a whole number, {bounds}, not {v!r}")
+
+
+def numbering_options(who: str, numbering, seed, index_dtype) -> np.dtype:
+    """A box generator's `numbering` ("structured" or "random"), `seed` (a whole number, at
+    least 0: NumPy's generators take those) and `index_dtype` (int32 or int64) checked, the
+    last as a NumPy type; a UsageError naming `who` otherwise."""
+    if not isinstance(numbering, str) or numbering not in ("structured", "random"):
+        raise UsageError(f"{who}: numbering must be 'structured' or 'random', not {numbering!r}")
+    check_whole(f"{who}: seed", seed, 0)
     try:
-        return np.dtype(index_dtype)
+        dtype = np.dtype(index_dtype)
     except TypeError:
         raise UsageError(f"{who}: index_dtype must be int32 or int64, not {index_dtype!r}") from None
-
-
-def check_seed(who: str, seed) -> None:
-    """A random numbering's seed: a whole number, at least 0 (NumPy's generators take those)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise UsageError(f"{who}: seed must be a whole number, at least 0, not {seed!r}")
+    if dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise UsageError(f"{who}: index_dtype must be int32 or int64, not {dtype}")
+    return dtype
 
 
 def box_tetrahedra(nx: int, ny: int | None = None, nz: int | None = None, numbering: str = "structured",
@@ -43,12 +51,7 @@ def box_tetrahedra(nx: int, ny: int | None = None, nz: int | None = None, number
     for name, v in (("nx", nx), ("ny", ny), ("nz", nz)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise UsageError(f"box_tetrahedra: {name} must be a whole number of cubes, at least 1, not {v!r}")
-    if not isinstance(numbering, str) or numbering not in ("structured", "random"):
-        raise UsageError(f"box_tetrahedra: numbering must be 'structured' or 'random', not {numbering!r}")
-    check_seed("box_tetrahedra", seed)
-    index_dtype = index_type("box_tetrahedra", index_dtype)
-    if index_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
-        raise UsageError(f"box_tetrahedra: index_dtype must be int32 or int64, not {index_dtype}")
+    index_dtype = numbering_options("box_tetrahedra", numbering, seed, index_dtype)
     m = (nx + 1) * (ny + 1) * (nz + 1)
     if 6 * nx * ny * nz > np.iinfo(index_dtype).max or m > np.iinfo(index_dtype).max:
         raise UsageError(f"box_tetrahedra: {6 * nx * ny * nz:,} elements and {m:,} nodes do not fit {index_dtype}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.generate import check_seed, index_type
+from irfuse.mesh.generate import check_whole, numbering_options
 from irfuse.mesh.order import renumber
 
 
@@ -32,7 +32,7 @@ def gauss_lobatto(p: int) -> tuple[np.ndarray, np.ndarray]:
     """(points, weights) of the p + 1 point Gauss-Lobatto-Legendre rule on [-1, 1], points
     ascending (float64): -1, the roots of P_p' (P_p the Legendre polynomial of degree p), 1;
     weights 2 / (p (p + 1) P_p(x)^2), summing to 2."""
-    _check_whole("gauss_lobatto: p", p, 1, RULE_POINTS - 1)
+    check_whole("gauss_lobatto: p", p, 1, RULE_POINTS - 1)
     from numpy.polynomial import legendre  # (3 ms to import: not paid by every `import irfuse.mesh`)
 
     inner = legendre.Legendre.basis(p).deriv().roots() if p > 1 else np.zeros(0)
@@ -48,7 +48,7 @@ def gauss_lobatto(p: int) -> tuple[np.ndarray, np.ndarray]:
 
 def gauss_legendre(q: int) -> tuple[np.ndarray, np.ndarray]:
     """(points, weights) of the q point Gauss-Legendre rule on [-1, 1], points ascending."""
-    _check_whole("gauss_legendre: q", q, 1, RULE_POINTS)
+    check_whole("gauss_legendre: q", q, 1, RULE_POINTS)
     from numpy.polynomial import legendre
 
     return legendre.leggauss(q)
@@ -68,14 +68,9 @@ def box_hexahedra(nx: int, ny: int | None = None, nz: int | None = None, order: 
     ny = nx if ny is None else ny
     nz = nx if nz is None else nz
     for name, v in (("nx", nx), ("ny", ny), ("nz", nz)):
-        _check_whole(f"box_hexahedra: {name}", v, 1)
-    _check_whole("box_hexahedra: order", order, 1)
-    if not isinstance(numbering, str) or numbering not in ("structured", "random"):
-        raise UsageError(f"box_hexahedra: numbering must be 'structured' or 'random', not {numbering!r}")
-    check_seed("box_hexahedra", seed)
-    index_dtype = index_type("box_hexahedra", index_dtype)
-    if index_dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
-        raise UsageError(f"box_hexahedra: index_dtype must be int32 or int64, not {index_dtype}")
+        check_whole(f"box_hexahedra: {name}", v, 1)
+    check_whole("box_hexahedra: order", order, 1)
+    index_dtype = numbering_options("box_hexahedra", numbering, seed, index_dtype)
     p = order
     counts = (p * nx + 1, p * ny + 1, p * nz + 1)
     m, e = counts[0] * counts[1] * counts[2], nx * ny * nz
@@ -96,8 +91,3 @@ def box_hexahedra(nx: int, ny: int | None = None, nz: int | None = None, order: 
         conn, X = renumber(conn, rng.permutation(m), rng.permutation(e), X)
     return X, conn.astype(index_dtype)
 
-
-def _check_whole(what: str, v, least: int, most: int | None = None) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least or (most is not None and v > most):
-        bounds = f"at least {least}" if most is None else f"from {least} to {most}"
-        raise UsageError(f"{what} must be a whole number, {bounds}, not {v!r}")
