@@ -428,3 +428,19 @@ def test_host_preparation_with_pytorch_is_numpys_entry_for_entry():
     odd[::3, 1] = odd[::3, 0]
     made = inverse_on_host(odd, 57)
     assert all(np.array_equal(a, b) for a, b in zip(made, _inverse(odd, 57)))
+
+
+def test_each_name_irfuse_mesh_exports_is_its_function_or_class_once_every_module_is_imported():
+    """`irfuse.mesh` imports its names on first use; a module named as one of them would,
+    once imported, hide the name behind the module (the package's attribute)."""
+    import importlib
+    import pkgutil
+    import types
+
+    import irfuse.mesh
+
+    for module in pkgutil.iter_modules(irfuse.mesh.__path__):
+        importlib.import_module(f"irfuse.mesh.{module.name}")
+    for name in irfuse.mesh.__all__:
+        assert not isinstance(getattr(irfuse.mesh, name), types.ModuleType), name
+    assert irfuse.mesh.partition.__module__ == "irfuse.mesh.partitions"

@@ -26,7 +26,6 @@ import weakref
 from irfuse.api import program_cache
 from irfuse.api.program_cache import program_key
 from irfuse.api.programs import Outputs, Program, Verification
-from irfuse.api.staged_programs import StagedProgram
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import UsageError
 from irfuse.driver.options import chosen_backend, compile_options
@@ -37,6 +36,16 @@ from irfuse.driver.sources import Source, is_source_text, read_source
 
 __all__ = ["compile", "program", "PythonProgram", "Program", "StagedProgram", "Outputs", "Verification",
            "IrfuseWarning"]
+
+def __getattr__(name: str):
+    # `StagedProgram` imported on first use: its module brings the mesh calls, which loading
+    # a program of one stage (a cached one, say) never needs
+    if name == "StagedProgram":
+        from irfuse.api.staged_programs import StagedProgram
+
+        return StagedProgram
+    raise AttributeError(f"module 'irfuse.api' has no attribute '{name}'")
+
 
 class IrfuseWarning(UserWarning):
     """A compiler warning about the program (an unused input, a statement nobody reads)."""
@@ -216,6 +225,8 @@ def compiled_options(source, who: str) -> dict | None:
     """For a compiled program (`Program`, `StagedProgram`): what it was compiled from
     (`source`) and the options of `irfuse.compile` it was compiled with; None for anything
     else."""
+    from irfuse.api.staged_programs import StagedProgram
+
     if not isinstance(source, (Program, StagedProgram)):
         return None
     if source._spec is None:
@@ -287,6 +298,8 @@ class _Compilation:
                 # at the caller of irfuse.compile: _make, its lambda, _kept, variant, compile
                 warnings.warn(d.render(), IrfuseWarning, stacklevel=6)
         if isinstance(artifact, StagedArtifact):
+            from irfuse.api.staged_programs import StagedProgram
+
             program = StagedProgram(artifact, self.options.backend, diagnostics, _stage_spec(self.spec()))
         else:
             program = Program(artifact, self.options.backend, diagnostics, variant=self.variant, strides=strides)

@@ -19,6 +19,7 @@ came from the disk cache).
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -33,9 +34,6 @@ from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array
                                       first_array, moved_batch_axis)
 from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
 from irfuse.api.host_calls import aligned_copy, keep_fast_call, may_overlap, run_on_host
-from irfuse.api.mesh_calls import call_on_mesh, scatter_mode, verify_mesh_call
-from irfuse.api.mesh_gpu_calls import MeshGpuFastCall, call_on_mesh_gpu, host_copy, on_gpu
-from irfuse.api.time_loops import let_go_of_loops
 from irfuse.api.outputs import Outputs
 from irfuse.api.progress import progress_bar
 from irfuse.api.verification import Verification, verify_on_device, verify_on_host
@@ -344,6 +342,8 @@ class Program:
                     if outputs is not None:
                         return outputs
         if self.nodal or self.index_inputs:
+            from irfuse.api.mesh_calls import scatter_mode
+
             return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress,
                                       nodes, scatter_mode(scatter))
         for given, what in ((nodes, "nodes= gives the number of nodes"), (scatter, "scatter= chooses how scatters add")):
@@ -412,6 +412,10 @@ class Program:
                       progress, nodes, scatter: str, layout: str | None = None) -> Outputs:
         """A call of a program over a mesh (`irfuse.api.mesh_calls`; `layout`: its arrays'
         layout where the caller knows it, as a program of passes does)."""
+        # (imported here: a program with no mesh never needs them, nor does loading one)
+        from irfuse.api.mesh_calls import call_on_mesh, verify_mesh_call
+        from irfuse.api.mesh_gpu_calls import MeshGpuFastCall, call_on_mesh_gpu, host_copy, on_gpu
+
         if out_layout is not None:
             raise UsageError("out_layout= is not taken by a program over a mesh: its calls run on arrays of "
                              "structures")
@@ -585,6 +589,7 @@ class Program:
 
     def _check_on_mesh(self, args: tuple, named: dict) -> Verification:
         from irfuse.api.mesh_calls import bind_mesh_arguments, mesh_verification
+        from irfuse.api.mesh_gpu_calls import host_copy, on_gpu
 
         nodes = named.pop("nodes", None)
         outputs = self._call_on_mesh(args, named, None, False, None, None, None, False, nodes, "ordered")
@@ -631,7 +636,9 @@ class Program:
             self._fast = None
             self._host_fast = []
             self._mesh_fast = []
-            let_go_of_loops(self)
+            loops = sys.modules.get("irfuse.api.time_loops")  # (no loop was made where it is not imported)
+            if loops is not None:
+                loops.let_go_of_loops(self)
             for bound in self._bound.values():
                 if isinstance(bound, (GpuInPlaceRun, ChunkedRun, MeshInPlaceRun)):
                     bound.release()

@@ -50,7 +50,7 @@ from irfuse.api.arguments import bind_inputs
 from irfuse.api.outputs import Outputs
 from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.mesh.connectivity import Connectivity
-from irfuse.mesh.partition import Part, partition
+from irfuse.mesh.partitions import Part, partition
 
 NODAL, ELEMENTS = "nodal", "elements"
 

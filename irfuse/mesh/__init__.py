@@ -19,12 +19,27 @@ numbers, one row per element), as gathers and scatters through a connectivity re
 NumPy, and PyTorch for arrays on a GPU (`on_gpu`); nothing of the compiler.
 """
 
-from irfuse.mesh.connectivity import Connectivity
-from irfuse.mesh.generate import box_tetrahedra
-from irfuse.mesh.hexahedra import box_hexahedra, gauss_legendre, gauss_lobatto
-from irfuse.mesh.order import check_connectivity, reorder, renumber
-from irfuse.mesh.partition import Part, partition
-from irfuse.mesh.scatter import inverse_connectivity, scatter_add
+# name -> its module: imported on first use, so that the runtime, which needs the scatter
+# order alone, loads a program without the rest (`irfuse.compile` of a cached program). No
+# module is named as a name it exports: importing `irfuse.mesh.X` sets the package's
+# attribute X to the module, which would hide a function X from then on.
+_NAMES = {"Connectivity": "connectivity", "box_tetrahedra": "generate", "box_hexahedra": "hexahedra",
+          "gauss_legendre": "hexahedra", "gauss_lobatto": "hexahedra", "check_connectivity": "order",
+          "reorder": "order", "renumber": "order", "Part": "partitions", "partition": "partitions",
+          "inverse_connectivity": "scatter", "scatter_add": "scatter"}
 
-__all__ = ["Connectivity", "Part", "box_hexahedra", "box_tetrahedra", "check_connectivity", "gauss_legendre",
-           "gauss_lobatto", "inverse_connectivity", "partition", "reorder", "renumber", "scatter_add"]
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name not in _NAMES:
+        raise AttributeError(f"module 'irfuse.mesh' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f"irfuse.mesh.{_NAMES[name]}"), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

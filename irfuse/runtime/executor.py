@@ -31,15 +31,15 @@ from irfuse.artifact.artifact import Artifact
 from irfuse.artifact.host_plan import (NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop,
                                        NodeLaunch, Scatter, walk_steps)
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.scatter import ScatterInverse, inverse_connectivity
 from irfuse.runtime.cpu_device import CpuDevice, WallTimer  # noqa: F401 (WallTimer: for its users)
-from irfuse.runtime.cuda_device import CudaDevice
 from irfuse.runtime.device import Device, in_order
 
 
 def open_device(backend: str, plan: Artifact) -> Device:
     """The device of a backend ('cuda' or 'cpu') with the artifact's binary for it loaded."""
     if backend == "cuda":
+        from irfuse.runtime.cuda_device import CudaDevice  # (PyCUDA's side: not for a CPU program)
+
         return CudaDevice(plan)
     return CpuDevice(plan)
 
@@ -283,6 +283,8 @@ class Executor:
 
     def _bind_mesh(self, inputs: dict, nodes: int, inverses: dict | None) -> None:
         """The node count and the scatter order of each connectivity a scatter reads, on the device."""
+        from irfuse.mesh.scatter import ScatterInverse, inverse_connectivity  # (meshes only)
+
         self.nodes = nodes
         self.inverses = {}
         names = dict((v, name) for name, v in self.host.inputs)

@@ -21,7 +21,6 @@ import numpy as np
 from irfuse.artifact.artifact import Artifact
 from irfuse.artifact.host_plan import NODAL, UNIFORM, NodeLaunch, Scatter
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.scatter import inverse_connectivity
 
 GRAPHS_KEPT = 4  # sets of places a mesh run keeps a CUDA graph for (`MeshInPlaceRun.graph`)
 from irfuse.runtime.device import Slot
@@ -125,6 +124,8 @@ def run_mesh_chunk(artifact: Artifact, dev, arrays: dict[str, np.ndarray], n: in
     node numbers (and the uniform values), `nodal` the nodal inputs' device buffers, `sums`
     the nodal outputs' (which its scatters add onto when `onto`, else start); its per-element
     outputs read into `results`."""
+    from irfuse.mesh.scatter import inverse_connectivity  # (imported by the first run over a mesh)
+
     host = artifact.host
     index = host.index_names()
     uploaded, inverses = dict(nodal), {}
