@@ -14,9 +14,9 @@ and the runtime, which needs nothing else to shape buffers and bind arguments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from irfuse.artifact.records import record
 
 AOS, SOA = "aos", "soa"
 LAYOUTS = (AOS, SOA)
@@ -106,7 +106,7 @@ def view_strides(shape: tuple[int, ...], strides: tuple[int, ...] | None, itemsi
 # --- element types ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ElementType:
     name: str  # as written on the command line and in pass options: f32, f64
     itemsize: int

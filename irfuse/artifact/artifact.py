@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from irfuse.artifact.arrays import ElementType, element_type
 from irfuse.artifact.disk_cache import new_sha256
 from irfuse.artifact.host_plan import Combine, HostPlan
 from irfuse.artifact.kernel_info import KernelInfo
+from irfuse.artifact.records import record
 from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 
 FORMAT = 5  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups; 4: element
@@ -63,7 +64,7 @@ def plan_digest(directory: str, manifest: dict, files: tuple[str, ...] = PLAN_FI
     return h.hexdigest()
 
 
-@dataclass
+@record
 class KernelResources:
     """What ptxas reports of one kernel."""
 
@@ -75,7 +76,7 @@ class KernelResources:
     barriers: int = 0
 
 
-@dataclass
+@record
 class CubinResult:
     """A cubin for one architecture, its compiler log and per-kernel resources."""
 

@@ -21,8 +21,9 @@ hold a multiple of `align` elements when the batch takes several.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Union
+
+from irfuse.artifact.records import record
 
 ELEMENT, UNIFORM, PARTIALS, NODAL = "element", "uniform", "partials", "nodal"
 # Loop iterations in all, nested loops multiplied (the dialects' loops are held to it too): a
@@ -32,7 +33,7 @@ MAX_TOTAL_ITERATIONS = 1_000_000
 EXTENTS = (ELEMENT, UNIFORM, PARTIALS, NODAL)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Value:
     shape: tuple[int, ...]  # of one value
     extent: str  # ELEMENT, UNIFORM or PARTIALS
@@ -44,14 +45,14 @@ class Value:
         return math.prod(self.shape)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launch:
     kernel: str
     args: tuple[int, ...]
     results: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeLaunch(Launch):
     """A launch over the nodes of the mesh (one element of the kernel a node), after the
     element kernels: statements run per node after a scatter, in the kernel that adds each
@@ -62,14 +63,14 @@ class NodeLaunch(Launch):
     sums: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Combine:
     kernel: str  # the combine kernel
     partials: int
     result: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Scatter:
     """A nodal value made from per-element rows (`values`, K rows an element) through a
     connectivity (`index`): each node's rows added in ascending (element, position) order, by
@@ -90,13 +91,13 @@ class Scatter:
     groups: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Constant:
     result: int
     number: float
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Loop:
     trip: int
     args: tuple[int, ...]  # the body's carried values
@@ -119,7 +120,7 @@ def walk_steps(steps: tuple, runs: int = 1):
             yield from walk_steps(step.body, runs * step.trip)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BatchPass:
     steps: tuple[int, ...]  # indices of the top-level steps it runs, in order
     reads: tuple[str, ...]  # the program inputs they read
@@ -128,7 +129,7 @@ class BatchPass:
     combines: tuple[int, ...]  # indices of the top-level `Combine` steps run after it
 
 
-@dataclass(frozen=True, eq=False)  # (compared and hashed by identity: plans are large)
+@record(frozen=True, eq=False)  # (compared and hashed by identity: plans are large)
 class HostPlan:
     values: tuple[Value, ...]
     inputs: tuple[tuple[str, int], ...]  # (name, value) in the program's `input` order

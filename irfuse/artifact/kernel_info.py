@@ -4,8 +4,9 @@ plan's manifest, and read by the runtime, which needs nothing else of the compil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import slot_ctype
 
 
@@ -21,7 +22,7 @@ CHECK_INDEX64_KERNEL = "irf_check_index64"
 ROWS_OF_COLUMNS_KERNEL, COLUMNS_OF_ROWS_KERNEL = "irf_rows_of_columns", "irf_columns_of_rows"
 
 
-@dataclass
+@record
 class KernelInfo:
     """What a launcher needs to know about one emitted kernel."""
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 
 from irfuse.artifact.artifact import Artifact, plan_digest, read_manifest
+from irfuse.artifact.records import record
 from irfuse.diagnostics import Diagnostic, UsageError
 
 FORMAT = 2  # 2: the manifest carries a digest of itself and the reference program (`plan_digest`)
@@ -31,7 +31,7 @@ STAGED_FILES = ("reference.mlir",)  # (each stage's directory carries its own)
 OVER = ("nodes", "elements")
 
 
-@dataclass
+@record
 class Stage:
     over: str  # "nodes" (its batch is the mesh's nodes) or "elements" (a program over the mesh)
     inputs: tuple[str, ...]  # the program's inputs it reads, and values earlier stages made

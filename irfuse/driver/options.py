@@ -14,11 +14,12 @@ Plain data: importing this module imports no compiler.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 
 from irfuse.artifact.arrays import LAYOUTS
+from irfuse.artifact.records import record
 from irfuse.diagnostics import UsageError
 from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile
 
@@ -32,7 +33,7 @@ __all__ = ["BACKENDS", "DTYPES", "DEFAULT_BATCH", "PTXAS", "CompileOptions", "ba
            "compile_options"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CompileOptions:
     """Everything a compile reads besides its source (see the module)."""
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, fields, replace
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, UsageError
 
 DEFAULT_BATCH = 4_194_304  # elements the cost model plans for unless told otherwise (the GPU run's default)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceProfile:
     name: str
     sms: int

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import ctypes
 import time
-from dataclasses import dataclass
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import ExecutionError
 from irfuse.runtime.cuda_graph import STREAMS_KEPT, CudaGraph, cuda_driver
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LaunchRecord:
     """One kernel launch as captured: what a launch outside the graph needs."""
     kernel: str

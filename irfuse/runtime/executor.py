@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from irfuse.artifact.arrays import batch_shape
 from irfuse.artifact.artifact import Artifact
 from irfuse.artifact.host_plan import (NODAL, PARTIALS, UNIFORM, BatchPass, Combine, Constant, Launch, Loop,
                                        NodeLaunch, Scatter, walk_steps)
+from irfuse.artifact.records import record
 from irfuse.diagnostics import UsageError
 from irfuse.runtime.cpu_device import CpuDevice, WallTimer  # noqa: F401 (WallTimer: for its users)
 from irfuse.runtime.device import Device, in_order
@@ -44,7 +45,7 @@ def open_device(backend: str, plan: Artifact) -> Device:
     return CpuDevice(plan)
 
 
-@dataclass
+@record
 class RunResult:
     outputs: dict[str, np.ndarray]
     times_s: list[float]
@@ -321,7 +322,7 @@ class Executor:
         return RunResult(results, times)
 
 
-@dataclass
+@record
 class Recorded:
     """A host program recorded on a device with its buffers bound: replaying it runs the plan."""
     device: Device

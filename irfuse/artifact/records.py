@@ -1,0 +1,112 @@
+"""Plain-data classes for what every process that loads a plan creates: `@record` gives a
+class of annotated fields what `@dataclass` gives one (an `__init__` taking the fields in
+order, defaults and `field(default_factory=...)` included; `__repr__`; `__eq__` and, when
+frozen, `__hash__` over the fields; a frozen class's attributes refused after `__init__` with
+`dataclasses.FrozenInstanceError`; `__match_args__`; a subclass adding fields after its base's;
+the fields `dataclasses.fields`, `replace` and `asdict` read), its methods written by one
+`exec` for the class.
+
+Why not `dataclasses.dataclass`: on CPython 3.11 and 3.12 it runs one `exec` for each method
+it writes, about 0.38 ms a frozen class against 0.14 here, and a plan's loading creates a
+dozen such classes in a fresh process (`benchmarks/NOTES.md`, a cached program's load).
+What `dataclasses.fields`, `replace` and `asdict` read is each field's `Field` in the class's
+`__dataclass_fields__`, marked a field as the dataclass module marks it (`_FIELD`: a name of
+that module's own, checked by `tests/test_records.py` on the Python that runs the tests).
+Fields are plain: no `init=False`, no `InitVar`, no `__post_init__` (refused by name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import MISSING, Field, FrozenInstanceError
+
+_FIELDS = "__record_fields__"  # the class's fields in order, its bases' first
+
+
+def record(cls=None, *, frozen: bool = False, eq: bool = True):
+    """The decorator (see the module): `@record`, `@record(frozen=True)`, `@record(eq=False)`
+    (compared and hashed by identity)."""
+    if cls is None:
+        return lambda c: _make(c, frozen, eq)
+    return _make(cls, frozen, eq)
+
+
+def _make(cls, frozen: bool, eq: bool):
+    fields = dict(getattr(cls, _FIELDS, {}))  # name -> default (MISSING, a value, or a Field)
+    for name, kind in cls.__dict__.get("__annotations__", {}).items():
+        if str(kind).startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        fields[name] = cls.__dict__.get(name, MISSING)
+    names = list(fields)
+    if "__post_init__" in dir(cls) or any(isinstance(d, Field) and not d.init for d in fields.values()):
+        raise TypeError(f"{cls.__name__}: a record's fields are all set by __init__ (no __post_init__, no "
+                        "init=False): make it a dataclass")
+    env = {"MISSING": MISSING, "FrozenInstanceError": FrozenInstanceError, "cls": cls}
+    params, body, defaulted = [], [], False
+    for i, name in enumerate(names):
+        default = fields[name]
+        factory = isinstance(default, Field) and default.default_factory is not MISSING
+        if isinstance(default, Field) and not factory:
+            default = default.default
+            if name in cls.__dict__:
+                setattr(cls, name, default)  # (the class attribute holds the default, as a dataclass's)
+        if factory:
+            env[f"f{i}"] = fields[name].default_factory
+            params.append(f"{name}=MISSING")
+            body.append(f"  if {name} is MISSING: {name} = f{i}()")
+            if name in cls.__dict__:
+                delattr(cls, name)  # (no class attribute for a field made by a factory)
+        elif default is not MISSING:
+            env[f"d{i}"] = default
+            params.append(f"{name}=d{i}")
+        elif defaulted:
+            raise TypeError(f"{cls.__name__}: field '{name}' without a default follows one with a default")
+        else:
+            params.append(name)
+        defaulted |= factory or default is not MISSING
+    setter = "object.__setattr__(self, {0!r}, {0})" if frozen else "self.{0} = {0}"
+    body += ["  " + setter.format(name) for name in names]
+    text = [f"def __init__(self, {', '.join(params)}):", *(body or ["  pass"])]
+    own = ", ".join(f"self.{n}" for n in names) + ("," if len(names) == 1 else "")
+    other = ", ".join(f"other.{n}" for n in names) + ("," if len(names) == 1 else "")
+    shown = " + ', ' + ".join(f"'{n}=' + repr(self.{n})" for n in names) or "''"
+    text += ["def __repr__(self):",
+             f"  return self.__class__.__qualname__ + '(' + {shown} + ')'"]
+    if eq:
+        text += ["def __eq__(self, other):",
+                 "  if other.__class__ is self.__class__:",
+                 f"    return ({own}) == ({other})",
+                 "  return NotImplemented"]
+        if frozen:
+            text += ["def __hash__(self):", f"  return hash(({own}))"]
+    if frozen:
+        text += ["def __setattr__(self, name, value):",
+                 "  raise FrozenInstanceError(f'cannot assign to field {name!r}')",
+                 "def __delattr__(self, name):",
+                 "  raise FrozenInstanceError(f'cannot delete field {name!r}')"]
+    made: dict = {}
+    exec("\n".join(text), env, made)  # noqa: S102 -- the methods, from the fields' names alone
+    for name, method in made.items():
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, method)
+    if eq and not frozen:
+        cls.__hash__ = None  # (as a dataclass: equal by value, mutable, so not hashable)
+    setattr(cls, _FIELDS, fields)
+    cls.__match_args__ = tuple(names)
+    cls.__dataclass_fields__ = _dataclass_fields(cls, fields)
+    return cls
+
+
+def _dataclass_fields(cls, fields: dict) -> dict:
+    """name -> `Field`, as `dataclasses.fields` and what uses it read them."""
+    annotations = {}
+    for klass in reversed(cls.__mro__):
+        annotations.update(klass.__dict__.get("__annotations__", {}))
+    out = {}
+    for name, default in fields.items():
+        f = default if isinstance(default, Field) else dataclasses.field(
+            default=default) if default is not MISSING else dataclasses.field()
+        f.name, f.type = name, annotations.get(name)
+        f._field_type = dataclasses._FIELD  # noqa: SLF001 -- (what marks a field, see the module)
+        out[name] = f
+    return out
