@@ -146,8 +146,10 @@ def test_a_saved_plan_of_several_stages_runs_in_a_process_without_xdsl(tmp_path)
         import numpy as np
         import irfuse
         prog = irfuse.compile(sys.argv[1], backend="cpu")
+        assert "irfuse.api.time_loops" not in sys.modules  # (loaded and called with no time loop)
         with np.load(sys.argv[2]) as f:
             out = prog(**{k: f[k] for k in f.files})
+        prog.close()
         print(type(prog).__name__, [s.over for s in prog.stages], float(out.v1.sum(dtype=np.float64)))
         print("xdsl imported:", any(m == "xdsl" or m.startswith("xdsl.") for m in sys.modules))
     """

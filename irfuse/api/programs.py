@@ -92,6 +92,14 @@ def _check_progress(progress) -> None:
         raise UsageError(f"progress= takes True, False or a callable (done, total), not a {type(progress).__qualname__}")
 
 
+def let_go_of_any_loops(program) -> None:
+    """`time_loops.let_go_of_loops(program)` where a time loop may have been made: not
+    imported otherwise (no loop was made without that module; a load need not import it)."""
+    loops = sys.modules.get("irfuse.api.time_loops")
+    if loops is not None:
+        loops.let_go_of_loops(program)
+
+
 class Program:
     """A compiled KAS program. Call it with one array per input in the program's element
     type, every one shaped `(N, *value shape)` (array of structures, the batch axis first)
@@ -636,9 +644,7 @@ class Program:
             self._fast = None
             self._host_fast = []
             self._mesh_fast = []
-            loops = sys.modules.get("irfuse.api.time_loops")  # (no loop was made where it is not imported)
-            if loops is not None:
-                loops.let_go_of_loops(self)
+            let_go_of_any_loops(self)
             for bound in self._bound.values():
                 if isinstance(bound, (GpuInPlaceRun, ChunkedRun, MeshInPlaceRun)):
                     bound.release()

@@ -27,8 +27,7 @@ from irfuse.api.output_sets import OutputSets
 from irfuse.api.host_calls import alike_host_address, replay_at
 from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
 from irfuse.api.outputs import Outputs
-from irfuse.api.programs import Program
-from irfuse.api.time_loops import let_go_of_loops
+from irfuse.api.programs import Program, let_go_of_any_loops
 from irfuse.artifact.arrays import SOA
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import ExecutionError, UsageError
@@ -336,7 +335,7 @@ class StagedProgram:
             fast.let_go()
         self._fast = []
         self._between.clear()
-        let_go_of_loops(self)
+        let_go_of_any_loops(self)
         for p in {id(p): p for p in [*self.programs, *(self.fused_programs or [])]}.values():
             p.close()
 
