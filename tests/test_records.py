@@ -134,6 +134,15 @@ def test_a_record_refuses_what_its_init_does_not_do():
         a: int
         b: int = field(init=False, default=0)
 
-    for cls in (Later, Computed):
+    class Hidden:
+        a: int = field(default=0, repr=False)
+
+    class Own:
+        a: int
+
+        def __eq__(self, other):
+            return True
+
+    for cls in (Later, Computed, Hidden, Own):
         with pytest.raises(TypeError, match="make it a dataclass"):
             record(cls)

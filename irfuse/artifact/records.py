@@ -12,7 +12,8 @@ dozen such classes in a fresh process (`benchmarks/NOTES.md`, a cached program's
 What `dataclasses.fields`, `replace` and `asdict` read is each field's `Field` in the class's
 `__dataclass_fields__`, marked a field as the dataclass module marks it (`_FIELD`: a name of
 that module's own, checked by `tests/test_records.py` on the Python that runs the tests).
-Fields are plain: no `init=False`, no `InitVar`, no `__post_init__` (refused by name).
+Fields are plain: a default or a factory, no other option of `field`, no `__post_init__`, and
+the class writes none of the methods a record writes (each refused by name).
 """
 
 from __future__ import annotations
@@ -38,10 +39,14 @@ def _make(cls, frozen: bool, eq: bool):
             continue
         fields[name] = cls.__dict__.get(name, MISSING)
     names = list(fields)
-    if "__post_init__" in dir(cls) or any(isinstance(d, Field) and not d.init for d in fields.values()):
-        raise TypeError(f"{cls.__name__}: a record's fields are all set by __init__ (no __post_init__, no "
-                        "init=False): make it a dataclass")
-    env = {"MISSING": MISSING, "FrozenInstanceError": FrozenInstanceError, "cls": cls}
+    options = [d for d in fields.values() if isinstance(d, Field)]
+    if "__post_init__" in dir(cls) or any(not d.init or not d.repr or not d.compare or d.hash is not None
+                                          or d.kw_only not in (MISSING, False) for d in options) \
+            or any(n in cls.__dict__ for n in ("__eq__", "__hash__", "__repr__", "__init__")):
+        raise TypeError(f"{cls.__name__}: a record's fields are plain and its methods its own (no __post_init__, "
+                        "no field options but defaults, no methods of its own that it would write): make it a "
+                        "dataclass")
+    env = {"MISSING": MISSING, "FrozenInstanceError": FrozenInstanceError}
     params, body, defaulted = [], [], False
     for i, name in enumerate(names):
         default = fields[name]
