@@ -19,16 +19,16 @@ words per block, outlive a pass. A program without reductions takes one pass.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
 from irfuse.analysis.uniformity import launched_kernel
+from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
 from irfuse.dialects import fuse, kas
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BatchPass:
     """One pass: the top-level steps each chunk runs, in program order; the program's inputs
     they read and its outputs the pass gives (each output in the first pass that has it);
@@ -41,7 +41,7 @@ class BatchPass:
     combines: tuple[fuse.CombineOp, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BatchPasses:
     passes: tuple[BatchPass, ...]
     align: int  # chunks (all but the last) hold a multiple of this many elements

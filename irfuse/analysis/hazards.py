@@ -8,10 +8,9 @@ kernel's ops with it and reports every pair that no barrier separates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from irfuse.artifact.records import record
 from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, unrolled
 from irfuse.analysis.shared_accesses import MULTI, Access, accesses
 
@@ -86,7 +85,7 @@ class HazardTracker:
             self.clean = False
 
 
-@dataclass
+@record
 class Race:
     word: int
     first: int  # op index (model.ops, barriers included)

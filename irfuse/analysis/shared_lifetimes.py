@@ -3,8 +3,7 @@ values overwritten while still live."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from irfuse.artifact.records import record
 from irfuse.kernel.model import KernelModel, MOp, loop_ends
 
 
@@ -42,7 +41,7 @@ def lifetimes(model: KernelModel, ops: list[MOp]) -> tuple[dict[int, int], dict[
 
 
 
-@dataclass
+@record
 class Overwrite:
     """Op `writer` puts a value over shared words of `victim` that op `reader` reads later."""
 

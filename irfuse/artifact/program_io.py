@@ -9,16 +9,16 @@ the same interface from the `kas` program (`verification.reference.interface_of`
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass
 
 import numpy as np
 
 from irfuse.artifact.arrays import describe_batch_shape, fits, to_aos
 from irfuse.artifact.host_plan import HostPlan
+from irfuse.artifact.records import record
 from irfuse.diagnostics import Diagnostic, UsageError
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Interface:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]

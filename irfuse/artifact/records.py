@@ -7,8 +7,10 @@ the fields `dataclasses.fields`, `replace` and `asdict` read), its methods writt
 `exec` for the class.
 
 Why not `dataclasses.dataclass`: on CPython 3.11 and 3.12 it runs one `exec` for each method
-it writes, about 0.38 ms a frozen class against 0.14 here, and a plan's loading creates a
-dozen such classes in a fresh process (`benchmarks/NOTES.md`, a cached program's load).
+it writes, about 0.38 ms a frozen class against 0.14 here; a plan's loading creates some twenty
+such classes in a fresh process, a cold compile over a hundred (`benchmarks/NOTES.md`, a
+cached program's load). irfuse's plain-data classes are records, but for those xDSL handles
+(passes, dialects), the diagnostics (below the artifact) and those a record cannot be.
 What `dataclasses.fields`, `replace` and `asdict` read is each field's `Field` in the class's
 `__dataclass_fields__`, marked a field as the dataclass module marks it (`_FIELD`: a name of
 that module's own, checked by `tests/test_records.py` on the Python that runs the tests).
@@ -33,6 +35,9 @@ def record(cls=None, *, frozen: bool = False, eq: bool = True):
 
 
 def _make(cls, frozen: bool, eq: bool):
+    if any("__dataclass_fields__" in b.__dict__ and _FIELDS not in b.__dict__ for b in cls.__mro__[1:]):
+        raise TypeError(f"{cls.__name__}: a record's bases are records, not dataclasses (whose fields it would "
+                        "not take)")
     fields = dict(getattr(cls, _FIELDS, {}))  # name -> default (MISSING, a value, or a Field)
     for name, kind in cls.__dict__.get("__annotations__", {}).items():
         if str(kind).startswith(("ClassVar", "typing.ClassVar")):

@@ -85,13 +85,13 @@ import math
 import re
 from importlib import resources
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
+from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements, slot_bytes, slot_ctype
 from irfuse.backend.combine_emit import combine_kernel, finish_in_last_block
 from irfuse.backend.scatter_emit import (index_check_kernel, scatter_atomic_kernel, scatter_groups_kernel,
@@ -125,7 +125,7 @@ def prelude() -> str:
 
 _PRELUDE: str | None = None
 
-@dataclass
+@record
 class EmittedModule:
     source: str
     kernels: list[KernelInfo]

@@ -9,9 +9,10 @@ two run the same statements in the same order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from irfuse.artifact.kernel_info import KernelInfo
+from irfuse.artifact.records import record
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a kernel may declare statically
 
@@ -45,7 +46,7 @@ COMBINE = {
 }
 
 
-@dataclass
+@record
 class GpuOnly:
     """Statements the GPU runs (`gpu`, lines) in place of body nodes the CPU runs (`cpu`:
     statement lists and barriers), with the same operations in the same order: warp
@@ -81,7 +82,7 @@ def node_text(nodes: list, indent: str = "") -> list[str]:
     return out
 
 
-@dataclass
+@record
 class KernelBody:
     """What both renderers write out of one kernel (see the module's docstring)."""
 

@@ -19,8 +19,7 @@ element's strain): 3.25-3.36 -> 2.52-2.55 ms on two cores, numba's loop 3.19-3.2
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from irfuse.artifact.records import record
 from irfuse.library.implementations import GeneratedImplementation, SLeaf
 from irfuse.library.indexexpr import Const, SBin, SUn
 
@@ -28,7 +27,7 @@ VECTOR_BYTES = 16
 VECTOR_TYPES = {4: "irf_f32x4", 8: "irf_f64x2"}  # by item size (irfuse_host.h)
 
 
-@dataclass
+@record
 class HoistedForm:
     """The helper function of an implementation variant with its uniform words in vectors:
     `name(irf_h, <the implementation's parameters>)`, which uniform words each of its `irf_h`

@@ -38,10 +38,10 @@ import os
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import ExecutionError
 
 READY = 1
@@ -54,7 +54,7 @@ class PeerFailed(ExecutionError):
     """Another worker of the loop failed (its own error is the one to report)."""
 
 
-@dataclass
+@record
 class ExchangeSpec:
     token: str  # names this loop's queues
     directory: str | None  # the mesh's shared directory (None: through Dask queues)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
+from irfuse.artifact.records import record
 from irfuse.kernel.policies import default_min_blocks
 from irfuse.backend.cuda_emit import EmittedModule, emit_module, with_min_blocks
 from irfuse.backend.render_cpu_loop import cpu_loop_kernel
@@ -47,7 +47,7 @@ from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
 from irfuse.planner.cost import DEFAULT_BATCH, NODES_PER_ELEMENT, load_profile
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlanningOptions:
     """What the fusion search plans for; given to `fuse-partition` wherever the pipeline
     names it without setting these options itself."""

@@ -8,11 +8,10 @@ derivative of a source (`irfuse.jvp`, `vjp`, `grad`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, UsageError
 from irfuse.dialects.context import module_text, parse_module
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
@@ -156,7 +155,7 @@ def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str |
     return module
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProgramInterface:
     """What a program takes and gives, as plain data: its module's text, names, value shapes,
     and which inputs and outputs are nodal, connectivities, uniform or masks."""

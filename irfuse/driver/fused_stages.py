@@ -18,11 +18,10 @@ node kernel adds the partials as the scatter kernel does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xdsl.dialects.builtin import ModuleOp
 
 from irfuse.artifact import host_plan as hp
+from irfuse.artifact.records import record
 from irfuse.backend.cuda_emit import kernels_of
 from irfuse.dialects import fuse
 from irfuse.driver.host_lowering import lower_host_program
@@ -30,7 +29,7 @@ from irfuse.driver.host_lowering import lower_host_program
 SUMS_SUFFIX = "__sums"  # the node kernel emitted to add a scatter's sums: its name's end
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SumsFusion:
     """The nodes stage after an elements stage run by it: its one kernel `kernel` (`sums`: the
     inputs it reads as the scatter's sums, by position), the values those are (`read`: by

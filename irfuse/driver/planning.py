@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from irfuse.artifact.records import record
 from irfuse.dialects.element_types import element_type
 from irfuse.dialects.kas import LoopOp, program_of
 from irfuse.driver.compile import compile_with_ptxas_figures, run_pipeline
@@ -23,7 +24,7 @@ from irfuse.planner.registers import write_register_table
 from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
 
 
-@dataclass
+@record
 class StagePlans:
     label: str  # "" for a program of one stage, else which pass it is
     dags: list

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from irfuse.analysis.liveness import live_values
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, Diagnostic, SourceFile
 from irfuse.dialects.kas import (
     CallOp,
@@ -80,7 +81,7 @@ def is_reduction(op: str, operands: int) -> bool:
     return op in REDUCTIONS and not (op in ("min", "max") and operands == 2)
 
 
-@dataclass
+@record
 class FrontendResult:
     """A program's module as its source wrote it, the warnings about it, and its `derivative`
     lines (with the source their positions are in): the driver applies them, in order
@@ -92,7 +93,7 @@ class FrontendResult:
     source: SourceFile | None = None
 
 
-@dataclass
+@record
 class _Entries:
     """An array being assigned entry by entry in straight-line code (an unrolled loop): its
     entries' values so far, and the array value the others come from (None: they have none

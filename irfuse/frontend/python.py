@@ -66,8 +66,8 @@ import linecache
 import math
 import textwrap
 import typing
-from dataclasses import dataclass
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
 from irfuse.frontend.irgen import FrontendResult, build_module, is_reduction
 from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
@@ -330,7 +330,7 @@ def infix_op(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | None) 
     return None
 
 
-@dataclass
+@record
 class TracedSource:
     """The syntax tree of a traced function and the file it came from."""
 

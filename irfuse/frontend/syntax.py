@@ -46,8 +46,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, SourceFile
 from irfuse.dialects.kas import MAX_DIM  # noqa: F401 -- (the frontends' limit, defined with the types)
 
@@ -58,26 +59,26 @@ MAX_TRIP_COUNT = 1_000_000
 MAX_LOOP_DEPTH = 32  # loops inside loops; deeper nests would exhaust the IR tools' recursion
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pos:
     line: int
     col: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Token:
     kind: str  # "ident", "int", "number" (a decimal or an exponent), "punct", "string", "eof"
     text: str
     pos: Pos
 
 
-@dataclass
+@record
 class Name:
     text: str
     pos: Pos
 
 
-@dataclass
+@record
 class Number:
     """A numeric literal operand, as written (sign included)."""
 
@@ -86,7 +87,7 @@ class Number:
     pos: Pos
 
 
-@dataclass
+@record
 class Text:
     """A string operand (a contraction's index expression)."""
 
@@ -94,7 +95,7 @@ class Text:
     pos: Pos
 
 
-@dataclass
+@record
 class Index:
     """Entry `index` (a loop's index variable, or a number) of the array `name`."""
 
@@ -110,7 +111,7 @@ class Index:
         return self.name.text
 
 
-@dataclass
+@record
 class Declaration:
     type_text: str
     shape: tuple[int, ...]
@@ -124,7 +125,7 @@ class Declaration:
 COPY = "="  # the op name of a copy statement `x = y;`
 
 
-@dataclass
+@record
 class Call:
     target: Name | Index
     op: Name
@@ -132,7 +133,7 @@ class Call:
     pos: Pos
 
 
-@dataclass
+@record
 class Loop:
     count: int
     body: list["Statement"]
@@ -140,7 +141,7 @@ class Loop:
     index: Name | None = None  # `loop q N`: the index variable its body reads arrays at
 
 
-@dataclass
+@record
 class CallExpr:
     """An op's call inside a condition (`gt(f, 0)`, `not(and(m, n))`): its operands names,
     numbers, entries or calls again."""
@@ -154,7 +155,7 @@ class CallExpr:
         return f"{self.op.text}({', '.join(a.text for a in self.args)})"
 
 
-@dataclass
+@record
 class Condition:
     """`a`, a mask (a mask variable, or a call giving one: `gt(f, 0)`, `not(m)`); or `a OP
     b`, a comparison (`OP` one of `COMPARISONS`) of values or calls."""
@@ -165,7 +166,7 @@ class Condition:
     pos: Pos = field(default_factory=lambda: Pos(1, 1))
 
 
-@dataclass
+@record
 class If:
     condition: Condition
     then: list["Statement"]
@@ -185,7 +186,7 @@ DEFAULT_PREFIX = {"jvp": "d", "vjp": "bar_", "grad": "grad_", "jacobian": "d", "
 MODES_WITH_OF = ("grad", "jacobian", "hessian")
 
 
-@dataclass
+@record
 class Derivative:
     """`derivative MODE [of E] wrt NAMES [prefix P] [loops L];`: the program replaced by its
     derivative (`loops`: how reverse mode differentiates loops, `auto`, `unroll` or `tape`)."""
@@ -198,7 +199,7 @@ class Derivative:
     loops: Name | None = None
 
 
-@dataclass
+@record
 class Program:
     declarations: list[Declaration]
     inputs: list[Name]

@@ -20,10 +20,11 @@ loop, and at the end of the body) and read in the body and after the loop.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from xdsl.utils.str_enum import StrEnum
 
+from irfuse.artifact.records import record
 from irfuse.dialects.access_pattern import AccessPattern
 from irfuse.library.implementations import Implementation
 
@@ -40,7 +41,7 @@ class OpKind(StrEnum):
     YIELD = "yield"  # fuse.yield: closes it
 
 
-@dataclass
+@record
 class MValue:
     """One on-chip value: `size` words per element; `shared` place at `offset` with elements
     `pitch` words apart (0: `size`, no padding), else registers."""
@@ -63,7 +64,7 @@ class MValue:
         return self.pitch or self.size
 
 
-@dataclass
+@record
 class MOp:
     kind: OpKind
     value: int | None = None  # load: the loaded value; store: the stored value
@@ -94,7 +95,7 @@ class MOp:
         return []
 
 
-@dataclass
+@record
 class KernelModel:
     bx: int
     by: int
@@ -161,7 +162,7 @@ class KernelModel:
                    for op in self.ops if op.kind == OpKind.LOAD and not self.values[op.value].uniform)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Gathered:
     """A global array a kernel reads through a connectivity: `rows` node rows of `row_words`
     words per element, and the element's node numbers (`index_words` words, read in order)."""

@@ -19,15 +19,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from irfuse.artifact.records import record
 from irfuse.dialects.kas import MAX_DIM, KasType, MaskType, ScalarType, kas_type_of_shape
 from irfuse.library.indexexpr import DefinitionError
 
 MAX_TENSOR_RANK = 4  # the value types' limit (a tensor has 3 or 4 axes)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Instance:
     """A family's op for given operand types."""
 
@@ -37,7 +37,7 @@ class Instance:
     doc: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Family:
     name: str
     signature: str  # for messages: `mmul(A: matrixMxK, B: matrixKxN) -> matrixMxN`

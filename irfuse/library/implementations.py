@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from irfuse.artifact.records import record
 from irfuse.dialects.access_pattern import AccessPattern, fit_pattern
 from irfuse.library.indexexpr import Const, Expander, SBin, SCall, SUn, fold_bin, make_call, parse_definition
 from irfuse.library.ops import OpDef
@@ -43,7 +44,7 @@ from irfuse.library.ops import OpDef
 # --- Affine offsets over thread-bound index variables -----------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Affine:
     coeffs: tuple[tuple[str, int], ...] = ()
     const: int = 0
@@ -79,14 +80,14 @@ class Affine:
         return " + ".join(terms).replace("+ -", "- ")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SLeaf:
     """Operand `operand` at an affine word offset within its element."""
     operand: int
     offset: Affine
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SCond:
     """1 when two affine index values are equal, else 0 (a symbolic delta)."""
     a: Affine
@@ -251,7 +252,7 @@ def _start_text(size: int, rel: Affine, var_exprs: dict[str, str]) -> str:
     return base if tail == "0" else f"{base} + {tail}"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Implementation:
     """One way to run an op: `bx` threads per element and the APs of its operands and result."""
 
@@ -310,7 +311,7 @@ def _params(impl: Implementation) -> str:
     return ", ".join(ps)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class GeneratedImplementation(Implementation):
     var_exprs: dict[str, str] = field(default_factory=dict)
     outputs: list = field(default_factory=list)  # (Affine offset, tree)
@@ -480,7 +481,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
                                    result_rel=result_rel, mapping_doc=doc)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class HandImplementation(Implementation):
     """KAS-style: CUDA source with FUNC, APIN0..n and APOUT placeholders, and its APs."""
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass
 from typing import Union
+
+from irfuse.artifact.records import record
 
 FUNCTIONS = {"sqrt": 1, "abs": 1, "rcp": 1, "exp": 1, "log": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
              "sign": 1, "not": 1, "pow": 2, "min": 2, "max": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,
@@ -49,36 +50,36 @@ class DefinitionError(ValueError):
 # --- Source-level AST -------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Num:
     value: float
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ref:
     name: str
     indices: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Bin:
     op: str
     lhs: "Expr"
     rhs: "Expr"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Neg:
     arg: "Expr"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Func:
     fn: str
     arg: "Expr"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Call:
     """A function of two or three values (`FUNCTIONS`)."""
 
@@ -86,13 +87,13 @@ class Call:
     args: tuple["Expr", ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Sum:
     indices: tuple[str, ...]
     body: "Expr"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Delta:
     i: str
     j: str
@@ -101,7 +102,7 @@ class Delta:
 Expr = Union[Num, Ref, Bin, Neg, Func, Call, Sum, Delta]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Definition:
     target: str
     target_indices: tuple[str, ...]
@@ -246,31 +247,31 @@ def parse_definition(text: str) -> Definition:
 # --- Expanded scalar trees --------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Leaf:
     operand: int
     offset: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Const:
     value: float
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SBin:
     op: str
     lhs: "Scalar"
     rhs: "Scalar"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SUn:
     fn: str  # "neg", or a function of one value (`UNARY`)
     arg: "Scalar"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SCall:
     fn: str  # a function of two or three values
     args: tuple["Scalar", ...]

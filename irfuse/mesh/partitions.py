@@ -22,16 +22,17 @@ which each reader picks its ghost nodes' rows from (`picks`). `parts` is a numbe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
+from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.order import check_connectivity
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Part:
     elements: np.ndarray  # global element numbers, ascending: its own range and its ghost elements
     nodes: np.ndarray  # global node numbers, ascending: every node its elements name

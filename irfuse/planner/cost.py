@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
+from irfuse.artifact.records import record
 from irfuse.dialects.fuse import FINISH_BATCH
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, Patterns, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
@@ -125,7 +125,7 @@ def estimate_registers(model: KernelModel) -> int:
     return min(255, 24 + need + live_regs // 2)
 
 
-@dataclass
+@record
 class KernelCost:
     time: float
     t_mem: float

@@ -18,16 +18,17 @@ pass: no group holds it with a node of an earlier pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from xdsl.ir import Block, Operation
 
+from irfuse.artifact.records import record
 from irfuse.dialects import kas
 from irfuse.transforms.kernel_builder import forwards_carried
 from irfuse.transforms.recompute import RECOMPUTED
 
 
-@dataclass
+@record
 class BlockDAG:
     block: Block
     ops: list[Operation]

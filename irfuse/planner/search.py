@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from xdsl.ir import Operation, SSAValue
 
+from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
 from irfuse.kernel.model import Gathered, KernelModel
 from irfuse.diagnostics import CompileError, located
@@ -80,7 +81,7 @@ LOOP_PLACEMENTS = ("auto", "host")  # where loops may run: inside kernels where 
 PER_THREAD_CHOICES = ("auto", "one")
 
 
-@dataclass
+@record
 class Config:
     """One candidate kernel: a group of calls with implementations and BY, analysed and costed."""
 
@@ -98,7 +99,7 @@ class Config:
         return describe_group([dags[self.dag].ops[i] for i in self.group], self.impls)
 
 
-@dataclass
+@record
 class Plan:
     configs: list[Config]
     predicted_time: float

@@ -17,11 +17,12 @@ derivative's <c, jvp(t)> up to rounding (both linear maps at one point, no diffe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from irfuse.artifact.records import record
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 from irfuse.driver.front import frontend
 from irfuse.driver.sources import Source
@@ -129,7 +130,7 @@ GENERATORS = ("batch_wide", "carried", "element", "loops", "mesh")
 STEPS = (1e-6, 1e-5)  # the difference quotient's step, and the one that tells kinks
 
 
-@dataclass
+@record
 class DerivativeCheck:
     compared: int = 0  # output entries compared
     skipped: int = 0  # entries where the program is not smooth or not finite near the point
@@ -192,7 +193,7 @@ def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | No
     return DotProducts(lv, rv, lm + rm, bool(np.isfinite(lv + rv + lm + rm)) and not coupled, skipped)
 
 
-@dataclass
+@record
 class DotProducts:
     forward: float  # <c, jvp(t)>
     reverse: float  # <vjp(c), t>
@@ -204,7 +205,7 @@ class DotProducts:
         return abs(self.forward - self.reverse) <= rtol * self.magnitude
 
 
-@dataclass
+@record
 class JacobianCheck:
     compared: int = 0  # (output, input) pairs compared
     refused: list[str] = field(default_factory=list)  # pairs the Jacobian refuses, and why

@@ -13,11 +13,12 @@ import re
 import tempfile
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from irfuse.analysis.batch_passes import batch_passes
+from irfuse.artifact.records import record
 from irfuse.driver.binaries import with_cpu_rendering
 from irfuse.backend.cuda_emit import renders_loops
 from irfuse.diagnostics import CompileError, IrfuseError
@@ -37,7 +38,7 @@ from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_s
 from irfuse.verification.verify import check_outputs
 
 
-@dataclass
+@record
 class Outcome:
     """What happened to one program: `plans` plans ran and agreed, or `failure` says how not."""
 
@@ -55,7 +56,7 @@ class Outcome:
         return "invalid" if self.invalid else (self.failure or "ok")
 
 
-@dataclass
+@record
 class Budget:
     """Which plans and data a program is checked on."""
 

@@ -19,18 +19,17 @@ not kept: a chunk holds only what one phase gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 from xdsl.rewriter import Rewriter
 
 from irfuse.analysis.liveness import live_values
+from irfuse.artifact.records import record
 from irfuse.dialects.kas import ProgramOp, ReduceOp, ReturnOp, is_uniform, program_of, variable_of_hint
 from irfuse.transforms.dead_code import eliminate_dead_code
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reduction:
     """A reduction combined between phases: the name a phase gives its chunk's partial under
     and the next phases read the combined value under, and how partials combine."""
@@ -39,7 +38,7 @@ class Reduction:
     kind: str  # 'sum', 'max' or 'min'
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Phase:
     module: ModuleOp
     reads: tuple[Reduction, ...]  # combined reductions it takes, as uniform inputs after the program's own
@@ -54,7 +53,7 @@ class Phase:
         return bool(self.partials) or not all(is_uniform(v) for v in program.return_op.values)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PhasePlan:
     phases: tuple[Phase, ...]
     combined_outputs: dict[str, str]  # program output -> the Reduction name whose combined value it is

@@ -6,8 +6,8 @@ the kernel that is emitted."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from irfuse.artifact.records import record
 from irfuse.kernel.model import KernelModel
 from irfuse.transforms.allocation import allocate_shared
 from irfuse.transforms.barriers import place_barriers
@@ -16,7 +16,7 @@ from irfuse.transforms.promotion import promote_registers
 from irfuse.transforms.remap import remap_threads
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class InKernelStep:
     pass_name: str  # the pass that applies it to every fuse.kernel
     # with the pass's default options; `copy=False` changes the model given in place

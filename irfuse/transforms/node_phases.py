@@ -30,11 +30,10 @@ where read. Each pass takes only the inputs it reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, located
 from irfuse.dialects.kas import (ConstantOp, GatherOp, ProgramOp, ReduceOp, ReturnOp, ScatterOp, is_uniform,
                                  nodal_statements, nodal_values, program_of, ssa_hint, variable_of_hint)
@@ -44,7 +43,7 @@ NODES_BEFORE, ELEMENTS, NODES_AFTER = 0, 1, 2
 PASS_NAMES = {NODES_BEFORE: "nodes_before", ELEMENTS: "elements", NODES_AFTER: "nodes_after"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodePass:
     module: ModuleOp  # an ordinary kas.program: over the nodes, or over the mesh's elements
     over: str  # "nodes" or "elements"
@@ -52,7 +51,7 @@ class NodePass:
     outputs: tuple[str, ...]  # what it gives: the program's outputs, and values later passes read
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodePlan:
     passes: tuple[NodePass, ...]  # in the order they run
     made: frozenset[str]  # the names passes give that are not the program's inputs

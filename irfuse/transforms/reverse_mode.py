@@ -55,11 +55,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, UsageError, located
 from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceKind, ReduceOp,
                                  ReturnOp, ScalarType, ScatterOp, YieldOp, is_uniform, nodal_values, ssa_hint)
@@ -81,7 +81,7 @@ _NOT_TAPEABLE = ("it cannot run with a history either (it carries a mask or a va
                  "uniform value computed inside, or holds a reduction, gather or scatter)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoopJudge:
     """The planner's answers reverse mode needs (this layer cannot plan: `planner.loop_forms`)."""
 
@@ -89,7 +89,7 @@ class LoopJudge:
     taped_price: Callable[[ProgramOp], tuple[bool, float]]  # (kernels fit registers, predicted seconds)
 
 
-@dataclass
+@record
 class _TapedLoop:
     """A loop run with its history (`_Reverse.tape_loop`): what its adjoint needs."""
 

@@ -15,10 +15,9 @@ verification's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from irfuse.artifact.records import record
 from irfuse.library.indexexpr import (COMPARISONS, Bin, Call, Const, Definition, DefinitionError, Delta, Expr, Func,
                                       Leaf, Neg, Num, Ref, SBin, SCall, Scalar, SUn, Sum)
 
@@ -234,7 +233,7 @@ def _bounded_function(fn: str, args: list, u: float, np) -> tuple:
 CHUNK = 1 << 15  # elements per chunk: a (chunk, 5, 5, 5) float64 temporary is 33 MB
 
 
-@dataclass
+@record
 class _Axes:
     """An array shaped (batch or 1, *one axis per index in `axes`), and whether it only
     selects (entries exactly 0 or 1, from `delta`): a product with a selector's 0 is 0 even

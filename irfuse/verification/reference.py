@@ -10,7 +10,6 @@ broadcast over the batch, and a reduction over the whole batch in float64.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -19,6 +18,7 @@ from xdsl.ir import SSAValue
 from irfuse.artifact import program_io
 from irfuse.artifact.arrays import ELEMENT_TYPES, element_type
 from irfuse.artifact.program_io import Interface
+from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError
 from irfuse.dialects.fuse import COMBINE_LANES
 from irfuse.dialects.kas import (
@@ -301,7 +301,7 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
 MONTE_CARLO_SAMPLES = 3  # perturbed evaluations behind the allowance of programs with loops
 
 
-@dataclass
+@record
 class References:
     """The float64 reference of a run, and the reference in the run's own precision (for a
     float64 run of a program without loops, None): the verification allows what an honest

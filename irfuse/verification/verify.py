@@ -39,18 +39,18 @@ mismatch, as is a finite value where `ref64` is not.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 
 import numpy as np
 
 from irfuse.artifact.arrays import element_type
+from irfuse.artifact.records import record
 
 HONEST_FACTOR = 16.0  # K
 EPS_FACTOR = 64.0  # c
 ROUNDING_FACTOR = 2.0  # R
 
 
-@dataclass
+@record
 class OutputCheck:
     name: str
     rel_error: float  # the largest |got - ref64| over its element's scale
