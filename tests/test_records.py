@@ -146,3 +146,15 @@ def test_a_record_refuses_what_its_init_does_not_do():
     for cls in (Later, Computed, Hidden, Own):
         with pytest.raises(TypeError, match="make it a dataclass"):
             record(cls)
+
+
+def test_a_record_refuses_a_dataclass_base_whose_fields_it_would_not_take():
+    @dataclasses.dataclass
+    class Base:
+        a: int
+
+    class Sub(Base):
+        b: int = 0
+
+    with pytest.raises(TypeError, match="bases are records"):
+        record(Sub)
