@@ -216,9 +216,13 @@ def test_a_profile_saved_by_an_older_irfuse_still_loads(tmp_path):
     with pytest.raises(CompileError, match="not a device profile"):
         load_profile(str(path))
     for text, said in (("{not json", "not a device profile .Expecting property name"),
-                       (json.dumps({**old, "sms": "many"}), "'sms' is 'many', not a whole number at least 0"),
+                       (json.dumps({**old, "sms": "many"}), "'sms' is 'many', not a whole number above 0"),
                        (json.dumps({**old, "sms": 13.5}), "'sms' is 13.5, not a whole number"),
-                       (json.dumps({**old, "bandwidth": -1.0}), "'bandwidth' is -1.0, not a number at least 0"),
+                       (json.dumps({**old, "bandwidth": -1.0}), "'bandwidth' is -1.0, not a number above 0"),
+                       # (a rate of 0 made every predicted time infinite: ZeroDivisionError)
+                       (json.dumps({**old, "bandwidth": 0}), "'bandwidth' is 0, not a number above 0"),
+                       (json.dumps({**old, "fp32_flops": 0.0}), "'fp32_flops' is 0.0, not a number above 0"),
+                       (json.dumps({**old, "barrier_cost": -1}), "'barrier_cost' is -1, not a number at least 0"),
                        (json.dumps({**old, "bandwidth": True}), "'bandwidth' is True, not a number"),
                        (json.dumps({**old, "kind": 3}), "'kind' is 3, not a name")):
         path.write_text(text)
@@ -226,6 +230,39 @@ def test_a_profile_saved_by_an_older_irfuse_still_loads(tmp_path):
             load_profile(str(path))
     path.write_text(json.dumps({**old, "sms": 132.0}))  # (a whole number written as a float)
     assert load_profile(str(path)).sms == 132 and type(load_profile(str(path)).sms) is int
+
+
+def test_a_batch_or_profile_far_past_any_machine_is_planned_with_its_times_scaled(tmp_path):
+    """The cover's objective is CP-SAT integers of a tenth of a nanosecond: `n=10**30` (the
+    API contract's seed 80486) made them past 64 bits, a TypeError from OR-Tools. The times
+    are scaled down together there, the program plans and runs; a time that is no number is
+    refused by name."""
+    import json
+    import math
+
+    import numpy as np
+
+    import irfuse
+    from irfuse.planner.search import OBJECTIVE_LONGEST, OBJECTIVE_UNITS, objective_scale
+
+    class Timed:
+        def __init__(self, t):
+            self.weighted_time = t
+
+    assert objective_scale([Timed(1e-3), Timed(2e-3)]) == OBJECTIVE_UNITS
+    scale = objective_scale([Timed(1e20), Timed(3.0)])
+    assert scale < OBJECTIVE_UNITS and round(1e20 * scale) <= OBJECTIVE_LONGEST
+    with pytest.raises(CompileError, match="infinite or not a number"):
+        objective_scale([Timed(math.inf)])
+    for n in (10**30, 2**62):
+        prog = irfuse.compile(os.path.join(ROOT, "examples", "synctest.kas"), backend="cpu", n=n)
+        rng = np.random.default_rng(0)
+        args = {k: rng.uniform(-1, 1, prog.shapes[k] if k in prog.uniform else (64, *prog.shapes[k]))
+                .astype(np.float32) for k in prog.inputs}
+        prog(**args, verify=True)
+    path = tmp_path / "far.json"
+    path.write_text(json.dumps({**H100.to_json(), "bandwidth": 1e-3}))  # (a TypeError from OR-Tools before)
+    irfuse.compile(os.path.join(ROOT, "examples", "synctest.kas"), backend="cpu", profile=str(path))
 
 
 def test_a_search_cut_short_by_its_budget_says_so_and_stays_deterministic(tmp_path):

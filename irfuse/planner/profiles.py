@@ -128,6 +128,13 @@ def load_profile(name: str = "h100") -> DeviceProfile:
                        "or a file written by 'irfuse calibrate')")
 
 
+# Figures the cost model divides by, or a kernel's limits: above 0 in any profile (a rate of 0
+# would make every time infinite; the others may be 0: nothing of that kind, or unknown).
+POSITIVE = ("sms", "bandwidth", "fp32_flops", "fp64_flops", "shared_per_sm", "shared_per_block", "regs_per_sm",
+            "max_threads_per_sm", "max_blocks_per_sm", "max_threads_per_block", "max_regs_per_thread",
+            "shared_wavefront_rate", "gather_rate")
+
+
 def _from_json(data: dict, path: str) -> DeviceProfile:
     """A saved profile; figures an older irfuse saved and this one no longer reads are
     dropped, figures it lacks come from the built-in profile of the same GPU."""
@@ -139,10 +146,12 @@ def _from_json(data: dict, path: str) -> DeviceProfile:
         if k not in known:
             continue
         want = type(getattr(base, k))
-        number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+        least = "above 0" if k in POSITIVE else "at least 0"
+        number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
+            (v > 0 if k in POSITIVE else v >= 0)
         if (want is str and not isinstance(v, str)) or (want is not str and not number) or \
                 (want is int and not float(v).is_integer()):
-            kind = "name" if want is str else "whole number at least 0" if want is int else "number at least 0"
+            kind = "name" if want is str else f"whole number {least}" if want is int else f"number {least}"
             raise CompileError(f"{path}: '{k}' is {v!r}, not a {kind} (run 'irfuse calibrate' again)")
     try:
         return replace(base, **{k: int(v) if type(getattr(base, k)) is int else v for k, v in data.items()

@@ -481,6 +481,25 @@ def _kernel_cycle(dags: list[BlockDAG], chosen: list[Config]) -> list[Config] | 
     return None
 
 
+OBJECTIVE_UNITS = 1e10  # the cover's objective in tenths of a nanosecond
+OBJECTIVE_LONGEST = 2**40  # the most one configuration's term may be, so that sums fit 64 bits
+
+
+def objective_scale(configs: list[Config]) -> float:
+    """Units a second of the cover's objective: tenths of a nanosecond, unless the longest
+    predicted time would then pass `OBJECTIVE_LONGEST` (a batch or a device profile far past
+    any machine's), where the times are scaled down together: the same order of covers, each
+    term still an integer CP-SAT sums in 64 bits. A time that is not a finite number (a
+    profile's rate of 0) is refused by name."""
+    longest = max((c.weighted_time for c in configs), default=0.0)
+    if not math.isfinite(longest) or any(not math.isfinite(c.weighted_time) for c in configs):
+        raise CompileError("the cost model predicts a kernel's time as infinite or not a number: a device "
+                           "profile's rates (bandwidth, flops) must be above 0")
+    if longest * OBJECTIVE_UNITS <= OBJECTIVE_LONGEST:
+        return OBJECTIVE_UNITS
+    return OBJECTIVE_LONGEST / longest
+
+
 def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
                 budget: float = DEFAULT_COVER_BUDGET) -> list[Plan]:
     """The `top` best distinct covers, best first.
@@ -512,7 +531,7 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
         for node in dag.kernel_loops():
             if covering.get((d, node)):
                 model.at_most(covering[(d, node)] + inherited, 1)
-    scale = 1e10  # objective in units of 0.1 ns
+    scale = objective_scale(configs)  # objective in units of 0.1 ns while the times fit
     # Of kernels of equal predicted time the cover takes one element a thread, then blocks of
     # 128 threads (`tie_rank`): a tenth of a nanosecond a rank, which breaks ties and nothing
     # else.
