@@ -11,6 +11,7 @@ traceback.
 from __future__ import annotations
 
 import linecache
+import numbers
 import sys
 from dataclasses import dataclass, field
 
@@ -41,6 +42,12 @@ class Diagnostic:
             out.append("  " + _caret_pad(self.source_line, self.col) + "^")
         out.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(out)
+
+
+def is_whole(v) -> bool:
+    """`v` a whole number as an argument takes one: an int or a NumPy integer, not a bool (what
+    every refusal of "a whole number, not ..." tests first)."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 def located(message: str, location: object, notes: list[str] | None = None) -> Diagnostic:

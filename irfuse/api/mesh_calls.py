@@ -38,7 +38,7 @@ from irfuse.api.host_calls import aligned_copy, keep_fast_call
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.arrays import fits as fits_shape
-from irfuse.diagnostics import ExecutionError, UsageError
+from irfuse.diagnostics import ExecutionError, UsageError, is_whole
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.order import check_connectivity, node_numbers
 from irfuse.runtime.mesh_runs import mesh_chunk_elements, run_chunk_onto, run_mesh
@@ -124,7 +124,7 @@ def scatter_mode(scatter) -> str:
 def mesh_sizes(elements: dict[str, int], node_counts: dict[str, int], nodes: int | None) -> tuple[int, int]:
     """(E, M) of a call from its arguments' lengths (name -> elements, name -> nodes) and
     `nodes=`, every disagreement refused by name."""
-    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1):
+    if nodes is not None and (not is_whole(nodes) or nodes < 1):
         raise UsageError(f"nodes= takes the mesh's number of nodes, a positive whole number, not {nodes!r}")
     n = same_batch_length(elements)
     m = same_batch_length(node_counts)

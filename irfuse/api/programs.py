@@ -40,7 +40,7 @@ from irfuse.api.verification import Verification, verify_on_device, verify_on_ho
 from irfuse.artifact.arrays import OUTPUT_PREFIX, batch_length, batch_shape, check_layout, fits, natural_strides, \
     view_strides
 from irfuse.artifact.artifact import Artifact
-from irfuse.diagnostics import CompileError, ExecutionError, UsageError
+from irfuse.diagnostics import CompileError, ExecutionError, UsageError, is_whole
 from irfuse.runtime.cpu_device import page_aligned
 from irfuse.runtime.executor import open_device
 from irfuse.runtime.mesh_runs import MeshInPlaceRun
@@ -82,7 +82,7 @@ def _host_scalar(program, name: str, a) -> bool:
 
 def _check_budget(budget) -> None:
     """Refuses a `memory_budget=` that is not None or a whole number of bytes."""
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, np.integer))):
+    if budget is not None and not is_whole(budget):
         raise UsageError(f"memory_budget= takes a whole number of bytes, not {budget!r}")
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from irfuse.api.device_arrays import device_array, empty_like_family, stream_handle
 from irfuse.api.outputs import Outputs
-from irfuse.diagnostics import NotCapturable, UsageError
+from irfuse.diagnostics import NotCapturable, UsageError, is_whole
 
 CAPTURED_STEPS = 16  # steps one captured graph holds (even)
 
@@ -57,7 +57,7 @@ def check_carry(program, carry, where: str = "time_loop") -> None:
 def check_steps(steps, where: str = "time_loop") -> int:
     """`steps` as an int: a positive whole number that a 64-bit count holds (the counts the
     loop keeps, and its graphs' replays, are 64-bit)."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps < 2**63:
+    if not is_whole(steps) or not 1 <= steps < 2**63:
         raise UsageError(f"{where}: steps is a positive whole number below 2^63, not {steps!r}")
     return int(steps)
 

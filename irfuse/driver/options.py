@@ -16,11 +16,9 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 
-import numpy as np
-
 from irfuse.artifact.arrays import LAYOUTS
 from irfuse.artifact.records import record
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, is_whole
 from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile
 
 BACKENDS = ("auto", "cuda", "cpu")
@@ -84,7 +82,7 @@ def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: s
     if layout not in LAYOUTS:
         raise UsageError(f"layout '{layout}' is not one of {', '.join(LAYOUTS)}")
     chosen = chosen_backend(backend)
-    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+    if n is not None and (not is_whole(n) or n < 1):
         raise UsageError(f"n= is the batch size the fusion search plans for, a positive whole number, not {n!r}")
     if pipeline is not None and not isinstance(pipeline, str):
         raise UsageError(f"pipeline= is a pass pipeline's text, not {pipeline!r}")

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.on_gpu import checked_on_gpu, gpu_tensor, inverse_on_gpu
 from irfuse.mesh.on_gpu import on_device as on_gpu_device
 from irfuse.mesh.order import check_connectivity
@@ -31,7 +31,7 @@ class Connectivity:
     when first asked for."""
 
     def __init__(self, conn, nodes: int, device: int | None = None):
-        if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
+        if not is_whole(nodes) or nodes < 1:
             raise UsageError(f"Connectivity: nodes is the mesh's number of nodes, a positive whole number, "
                              f"not {nodes!r}")
         if isinstance(conn, Connectivity):
@@ -110,7 +110,7 @@ class Connectivity:
         made the first time it is asked for and kept: on its GPU where it was prepared there."""
         from irfuse.mesh.assembly import sparse_pattern
 
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        if not is_whole(d) or d < 1:
             raise UsageError(f"sparse_pattern: d is the size of a block (the values a node holds), a positive whole "
                              f"number, not {d!r}")
         if d not in self._patterns:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.order import renumber
 
 # The six tetrahedra of a unit cube around its diagonal from corner 0 to corner 7 (corner
@@ -16,7 +16,7 @@ _CUBE_TETS = np.array([[0, 1, 3, 7], [0, 3, 2, 7], [0, 2, 6, 7], [0, 6, 4, 7], [
 
 def check_whole(what: str, v, least: int, most: int | None = None) -> None:
     """`v` a whole number in [least, most] (no bool), else a UsageError naming `what`."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least or (most is not None and v > most):
+    if not is_whole(v) or v < least or (most is not None and v > most):
         bounds = f"at least {least}" if most is None else f"from {least} to {most}"
         raise UsageError(f"{what} must be a whole number, {bounds}, not {v!r}")
 
@@ -49,7 +49,7 @@ def box_tetrahedra(nx: int, ny: int | None = None, nz: int | None = None, number
     ny = nx if ny is None else ny
     nz = nx if nz is None else nz
     for name, v in (("nx", nx), ("ny", ny), ("nz", nz)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        if not is_whole(v) or v < 1:
             raise UsageError(f"box_tetrahedra: {name} must be a whole number of cubes, at least 1, not {v!r}")
     index_dtype = numbering_options("box_tetrahedra", numbering, seed, index_dtype)
     m = (nx + 1) * (ny + 1) * (nz + 1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_dtype
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, is_whole
 
 
 def gpu_tensor(a, what: str = "conn"):
@@ -42,7 +42,7 @@ def gpu_tensor(a, what: str = "conn"):
 
 def on_device(a, device: int):
     """A host array `a` copied to GPU `device` as a PyTorch tensor (`device=` of a preparation)."""
-    if isinstance(device, bool) or not isinstance(device, (int, np.integer)) or device < 0:
+    if not is_whole(device) or device < 0:
         raise UsageError(f"device= is a GPU's number (0, 1, ...), not {device!r}")
     try:
         import torch

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.on_gpu import checked_on_gpu, element_order_on_gpu, gpu_tensor, morton_on_host, morton_order_on_gpu
 
 METHODS = ("rcm", "morton")
@@ -50,7 +50,7 @@ def check_connectivity(conn, nodes: int | None = None, what: str = "conn", first
     node number in [0, nodes) (nodes: one more than the largest entry when None); a
     `UsageError` naming the element (counted from `first`: the chunk's first element in the
     whole mesh) and the position of the first entry outside otherwise."""
-    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 0):
+    if nodes is not None and (not is_whole(nodes) or nodes < 0):
         raise UsageError(f"{what}: the number of nodes is a whole number, at least 0, not {nodes!r}")
     a = node_numbers(what, conn)
     if a.ndim != 2 or a.shape[1] < 1:
@@ -74,7 +74,7 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     through `coords`, shape (M, D)); the default is "morton" given coordinates, else "rcm".
     `nodes`: how many nodes there are (default: one more than the largest entry of `conn`,
     or len(coords)); nodes no element names come last."""
-    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1):
+    if nodes is not None and (not is_whole(nodes) or nodes < 1):
         raise UsageError(f"reorder: nodes is the mesh's number of nodes, a positive whole number, not {nodes!r}")
     if method is not None and not isinstance(method, str):
         raise UsageError(f"reorder: method must be one of {', '.join(METHODS)}, not {method!r}")

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_dtype
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.order import check_connectivity
 
 
@@ -127,7 +127,7 @@ def scatter_add(values, conn, nodes: int, inverse: ScatterInverse | None = None)
     (nodes, *shape) with row n the sum of values[e, a] over every conn[e, a] == n, added in
     the scatter order of the module (0 where no entry names n). `inverse`: the connectivity's
     `inverse_connectivity`, when it is at hand."""
-    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 0:
+    if not is_whole(nodes) or nodes < 0:
         raise UsageError(f"scatter_add: nodes is the mesh's number of nodes, a whole number, not {nodes!r}")
     conn = check_connectivity(conn, nodes)
     if nodes >= 2**31:

@@ -491,10 +491,10 @@ def objective_scale(configs: list[Config]) -> float:
     any machine's), where the times are scaled down together: the same order of covers, each
     term still an integer CP-SAT sums in 64 bits. A time that is not a finite number (a
     profile's rate of 0) is refused by name."""
-    longest = max((c.weighted_time for c in configs), default=0.0)
-    if not math.isfinite(longest) or any(not math.isfinite(c.weighted_time) for c in configs):
+    if not all(math.isfinite(c.weighted_time) for c in configs):
         raise CompileError("the cost model predicts a kernel's time as infinite or not a number: a device "
                            "profile's rates (bandwidth, flops) must be above 0")
+    longest = max((c.weighted_time for c in configs), default=0.0)
     if longest * OBJECTIVE_UNITS <= OBJECTIVE_LONGEST:
         return OBJECTIVE_UNITS
     return OBJECTIVE_LONGEST / longest
