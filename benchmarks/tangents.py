@@ -13,8 +13,11 @@ float32 values, int32 indices), PyTorch CUDA tensors, a `Connectivity` made on t
    `--repeat`, synchronized. Byte floor: the CSR values written once, plus what the element
    kernel reads (the connectivity, X and u once a node); "of floor" is the floor's time at
    the copy bandwidth measured in the same run over the call's time. Memory: the GPU memory
-   in use (`cudaMemGetInfo`) after the first call less before it, against the matrix
-   (values and indices) plus the inputs.
+   in use (`cudaMemGetInfo`, PyTorch's freed blocks let go of first) after the first call
+   less before it, against the matrix (values and indices) plus the inputs; with what a call
+   with `out=` allocates on top, its peak; and the first call's peak allocation (the
+   pattern made). The scatter of per-slot blocks (the path kept for programs the
+   owner-computes kernel cannot run) is measured alike in the same run.
 2. Peers from the same element blocks (E, 4, 3, 4, 3) (irfuse's element kernel's, made once
    and not timed): `cupyx.scipy.sparse.coo_matrix(...).tocsr()` and PyTorch's
    `sparse_coo_tensor(...).coalesce().to_sparse_csr()`, each timed and its peak pool memory
@@ -143,6 +146,38 @@ def peers(torch, blocks, conn, nodes: int, want, repeat: int) -> dict:
         out["torch coalesce->csr"] = {"ms": seconds * 1e3, "peak GB": peak / 1e9, "agrees": ok}
     except Exception as err:  # noqa: BLE001
         out["torch coalesce->csr"] = {"failed": f"{type(err).__name__}: {err}"[:200]}
+    torch.cuda.empty_cache()
+    return out
+
+
+def by_scatter(torch, prog, t, conn, M, repeat: int, matrix_and_inputs: int) -> dict:
+    """irfuse's assembly before the owner-computes kernel, run in the same process: the
+    element blocks added by a compiled scatter through the pattern's per-slot map (the path
+    `tangent_matrix` keeps for programs the kernel cannot run; forced here): seconds, memory
+    kept over the matrix and inputs, agreement with the owner-computes values."""
+    import irfuse
+    import irfuse.api.tangents as tangents
+    from irfuse.mesh import Connectivity
+
+    owner = tangents._rows_assembly
+    tangents._rows_assembly = lambda *a: None  # (the scatter path, as for a program the kernel cannot run)
+    try:
+        prepared = Connectivity(torch.from_numpy(conn).cuda(), len(t["X"]))
+        args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        before = in_use(torch)
+        S = irfuse.tangent_matrix(prog, *args, wrt="u")
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        kept = in_use(torch) - before
+        seconds = timed(lambda S=S: irfuse.tangent_matrix(prog, *args, wrt="u", out=S), repeat, torch.cuda.synchronize)
+        scale = float(M.values().abs().max())
+        out = {"ms": seconds * 1e3, "memory kept GB": kept / 1e9, "memory over matrix+inputs": kept / matrix_and_inputs,
+               "max difference": float((S.values() - M.values()).abs().max()) / scale}
+        del S, prepared
+    finally:
+        tangents._rows_assembly = owner
     torch.cuda.empty_cache()
     return out
 
@@ -292,11 +327,15 @@ def main(argv=None) -> int:
         nodes = len(t["X"])
         args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
         torch.cuda.synchronize()
+        torch.cuda.empty_cache()  # (before and after alike: what the allocator holds freed is no one's)
         before = in_use(torch)
+        torch.cuda.reset_peak_memory_stats()
+        allocated = torch.cuda.memory_allocated()
         t0 = time.perf_counter()
         M = irfuse.tangent_matrix(prog, *args, wrt="u")
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
+        first_peak = torch.cuda.max_memory_allocated() - allocated
         torch.cuda.empty_cache()  # (what torch's allocator holds freed is no one's)
         kept = in_use(torch) - before
         seconds = timed(lambda M=M, args=args: irfuse.tangent_matrix(prog, *args, wrt="u", out=M), a.repeat,
@@ -316,9 +355,18 @@ def main(argv=None) -> int:
                "first call s": first, "ms": seconds * 1e3, "floor ms": floor / bandwidth * 1e3,
                "of floor": floor / bandwidth / seconds, "memory kept GB": kept / 1e9,
                "memory over matrix+inputs": kept / (matrix + inputs)}
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        irfuse.tangent_matrix(prog, *args, wrt="u", out=M)
+        torch.cuda.synchronize()
+        extra = torch.cuda.max_memory_allocated() - base  # (what a call with out= allocates, at most)
+        row["peak a call over matrix+inputs"] = (kept + extra) / (matrix + inputs)
+        row["first call peak GB (pattern made)"] = first_peak / 1e9
         same = irfuse.tangent_matrix(prog, *args, wrt="u")
         row["same bits"] = bool(torch.equal(same.values(), M.values()))
         del same
+        row["scatter of per-slot blocks"] = by_scatter(torch, prog, t, conn, M, a.repeat, matrix + inputs)
         if len(conn) <= a.skip_peers_above:
             blocks = _element_blocks(prog, args, {}, "u", None, None, "benchmark")[0]
             row["peers"] = peers(torch, blocks, conn, nodes, M, max(3, a.repeat // 3))

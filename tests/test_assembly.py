@@ -1,8 +1,8 @@
 """Sparse assembly over a mesh (`irfuse.mesh.assembly`, `irfuse.tangent_matrix`): the pattern
-made once and kept on the `Connectivity`, entries added in the scatter's fixed order (the
-compiled scatter's bits are the NumPy reference's), a scalar problem against a dense sum of
-its blocks, the caller's family (SciPy, PyTorch), `out=` rewriting values in place, and
-refusals by name."""
+made once and kept on the `Connectivity`, entries added in a fixed order (the owner-computes
+kernel's bits are the NumPy reference's; the scatter of per-slot blocks it falls back to
+gives the same sums to rounding), a scalar problem against a dense sum of its blocks, the
+caller's family (SciPy, PyTorch), `out=` rewriting values in place, and refusals by name."""
 
 import numpy as np
 import pytest
@@ -102,6 +102,47 @@ def test_a_scalar_tangent_is_its_blocks_summed_and_kept_with_its_connectivity():
     assert M.data.tobytes() == assemble(blocks, conn, nodes).data.tobytes()
     assert prepared.sparse_pattern(1) is prepared.sparse_pattern(1)
     np.testing.assert_allclose(irfuse.diagonal(prog, u, prepared, Ke, wrt="u"), M.diagonal(), rtol=1e-13)
+
+
+def test_each_node_row_is_summed_by_its_owner_with_nothing_kept_per_slot():
+    """The P1 and Neo-Hookean tangents on a randomly numbered mesh (float64): the owner-computes
+    kernel's values are the NumPy reference's bits (the element blocks added in ascending
+    element order, then local nodes), the same bits on a second call; the connectivity keeps
+    each node's slot lists and no per-slot map; the scatter of per-slot blocks (the path of a
+    program the kernel cannot run, forced) gives the same matrix to rounding, and its map is
+    made when first asked for."""
+    import irfuse.api.tangents as tangents
+    from irfuse.api.tangents import _element_blocks
+    from irfuse.mesh.assembly import node_slots
+
+    X, conn = box_tetrahedra(3, numbering="random", seed=4)
+    u = 1e-2 * np.random.default_rng(5).standard_normal(X.shape)
+    for name in ("p1_residual", "neo_hookean_residual"):
+        prog = irfuse.compile(f"{ROOT}/examples/mesh/{name}.kas", backend="cpu", dtype="f64")
+        prepared = Connectivity(conn, len(X))
+        args = (X, u, prepared, DN, 1.5, 0.75)
+        M = irfuse.tangent_matrix(prog, *args, wrt="u")
+        blocks = _element_blocks(prog, args, {}, "u", None, None, "test")[0]
+        want = assemble(blocks, conn, len(X))
+        assert M.data.tobytes() == want.data.tobytes(), name
+        assert irfuse.tangent_matrix(prog, *args, wrt="u").data.tobytes() == want.data.tobytes()
+        pattern = prepared.sparse_pattern(3)
+        assert pattern._pairs is None  # (no per-slot map made)
+        starts, slots = prepared.kept[("node slots", "host")]
+        assert np.array_equal(np.sort(conn.reshape(-1)[slots]), conn.reshape(-1)[slots])  # grouped by node
+        assert np.array_equal(starts, np.concatenate([[0], np.cumsum(np.bincount(conn.reshape(-1),
+                                                                                 minlength=len(X)))]))
+        for n in (0, len(X) // 2, len(X) - 1):
+            assert np.all(np.diff(slots[starts[n]:starts[n + 1]]) > 0)  # ascending slots, so elements
+        assert [a.tolist() for a in node_slots(conn, len(X))] == [starts.tolist(), slots.tolist()]
+        owner = tangents._rows_assembly
+        tangents._rows_assembly = lambda *a: None
+        try:
+            S = irfuse.tangent_matrix(prog, X, u, Connectivity(conn, len(X)), DN, 1.5, 0.75, wrt="u")
+        finally:
+            tangents._rows_assembly = owner
+        assert abs(S - M).max() < 1e-13 * abs(M).max()
+        assert pattern.pairs.shape == (len(conn), 4 * 3 * 4)
 
 
 def _p1(cubes: int = 2):

@@ -3,15 +3,19 @@ diagonal (`diagonal`), on the host or the GPU, in the arrays' own family.
 
 For a nodal output `of` made by a scatter and a nodal input `wrt` gathered through the same
 connectivity, each element's block (K, D, K, D) is the per-element Jacobian of the part
-between the gathers and the scatter (`driver.element_jacobian`, compiled once per program,
-output and input, with the program's options). The blocks are added by a scatter through
-the connectivity's `irfuse.mesh.assembly.SparsePattern` (made once and kept on the
-`Connectivity`): a compiled program of one `scatter` over the node pairs, so each entry is
-summed in the scatter's fixed order straight into the CSR values, the same bits on every
-call. The matrix comes back as its inputs' family: `scipy.sparse.csr_matrix` for
+between the gathers and the scatter (`driver.element_jacobian`). Each entry is summed where it
+is computed: the owner-computes kernel (`driver.rows_assembly`, compiled once per program,
+backend, index width and GPU) runs a thread per node that adds its elements' block rows, in
+ascending element order, into the node's rows of the CSR values, using the connectivity's
+`irfuse.mesh.assembly.SparsePattern` and each node's slot lists (made once, kept on the
+`Connectivity`): no blocks, no per-slot map, the same bits on every call. A program whose
+element part the kernel cannot run, or arrays not where the program's backend runs, are
+assembled by a compiled scatter of the blocks through the pattern's per-slot map. The matrix
+comes back as its inputs' family: `scipy.sparse.csr_matrix` for
 NumPy arrays, `cupyx.scipy.sparse.csr_matrix` for CuPy arrays, `torch.sparse_csr_tensor` for
-PyTorch tensors (on their device); `out=` takes a matrix an earlier call returned (its values
-rewritten in place: the same pattern, else refused).
+PyTorch tensors (on their device; on a GPU its index arrays are the pattern's own); `out=`
+takes a matrix an earlier call returned (its values rewritten in place: the same pattern,
+else refused).
 
 Dirichlet conditions: `fixed`, a boolean array shaped as `wrt` (True at a fixed component):
 identity rows and columns there (1 on the diagonal, 0 elsewhere in the row and column); the
@@ -27,7 +31,7 @@ import numpy as np
 from irfuse.api.arguments import bind_inputs
 from irfuse.api.device_arrays import device_array
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks
+from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_slots
 
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
@@ -91,19 +95,26 @@ class Tangent:
 def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None, out=None, **named):
     """d `of` / d `wrt` of a compiled program over a mesh at these inputs, a CSR matrix of
     nodes x D rows and columns numbered node by node, in the inputs' family (see the module)."""
-    jac, inputs, conn, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, "tangent_matrix")
+    jac, bound, conns, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, "tangent_matrix")
+    conn = conns[jac.conn]
     d = int(np.prod(shape[1:], dtype=np.int64))
     pattern = conn.sparse_pattern(d)
-    like = inputs[next(iter(jac.gathered))]  # (a gathered input: where the call runs)
-    pairs = _pairs(pattern, like)
-    inputs = {k: v for k, v in inputs.items() if k in jac.assembly.inputs}
     dtype = np.dtype(program.dtype)
+    rows = _rows_assembly(jac, bound, conn, pattern, family)
+    if rows is None:
+        inputs = _gathered(jac, bound, conns, family)
+        like = inputs[next(iter(jac.gathered))]  # (a gathered input: where the call runs)
+        pairs = _pairs(pattern, like)
+        inputs = {k: v for k, v in inputs.items() if k in jac.assembly.inputs}
     if family == "numpy":
         pattern = pattern.host()
         data = _values_of(out, pattern, family) if out is not None else np.empty(pattern.nnz, dtype)
         if data.dtype != dtype:
             raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {dtype}")
-        jac.assembly(**inputs, pairs=pairs, nodes=pattern.runs, out=data.reshape(pattern.runs, *shape[1:]))
+        if rows is not None:
+            rows(data)
+        else:
+            jac.assembly(**inputs, pairs=pairs, nodes=pattern.runs, out=data.reshape(pattern.runs, *shape[1:]))
         if mask is not None:
             apply_fixed(data, pattern, mask)
         if out is not None:
@@ -114,22 +125,28 @@ def tangent_matrix(program, *arrays, wrt: str, of: str | None = None, fixed=None
                                                   shape=pattern.shape))
     import torch
 
-    kept = _on(pattern, like.device)
+    device = _torch_of(bound[wrt]).device
+    kept = _on(pattern, device)
     data = _values_of(out, pattern, family, kept) if out is not None else \
-        torch.empty(pattern.nnz, dtype=getattr(torch, str(dtype)), device=like.device)
+        torch.empty(pattern.nnz, dtype=getattr(torch, str(dtype)), device=device)
     if data.dtype != getattr(torch, str(dtype)):
         raise UsageError(f"tangent_matrix: out= holds {data.dtype} values; the program's are {dtype}")
-    into = data.numpy() if like.device.type == "cpu" else data
-    jac.assembly(**inputs, pairs=pairs, nodes=pattern.runs, out=into.reshape(pattern.runs, *shape[1:]))
+    into = data.numpy() if device.type == "cpu" else data
+    if rows is not None:
+        rows(into)
+    else:
+        jac.assembly(**inputs, pairs=pairs, nodes=pattern.runs, out=into.reshape(pattern.runs, *shape[1:]))
     if mask is not None:
-        rows = kept.get("rows")
-        if rows is None:
-            rows = kept["rows"] = torch.tensor(pattern.rows(), device=like.device).long()
-        data.masked_fill_(mask[rows] | mask[kept["indices"].long()], 0)
+        row_of = kept.get("rows")
+        if row_of is None:
+            row_of = kept["rows"] = torch.tensor(pattern.rows(), device=device).long()
+        data.masked_fill_(mask[row_of] | mask[kept["indices"].long()], 0)
         data.index_fill_(0, kept["diagonal"][mask], 1)
     if out is not None:
         return out
-    indptr, indices = kept["indptr"].clone(), kept["indices"].clone()
+    # (on the GPU the matrix's index arrays are the pattern's own, shared by every matrix of
+    # this connectivity: the memory is the values', not the pattern's again; read-only)
+    indptr, indices = kept["indptr"], kept["indices"]
     if family == "cupy":
         import cupy
         import cupyx.scipy.sparse as cusparse
@@ -185,7 +202,11 @@ class _Jacobian:
         self.of, self.wrt, self.who, self.compile_options = of, wrt, who, options
         self.module, self.gathered, self.conn, self.out = element_jacobian(self.source, of, wrt, who)
         self.options = {k: options[k] for k in ("dtype", "backend", "profile", "arch") if k in options}
+        self.element_dtype = program.dtype  # (NumPy's name: float32, float64)
+        self.element = {"float32": "f32", "float64": "f64"}[str(np.dtype(program.dtype))]
+        self.inputs, self.nodal = tuple(program.inputs), frozenset(program.nodal)
         self._program = self._assembly = None
+        self._rows: dict = {}  # (backend, device, wide, widest) -> (artifact or None, its device)
 
     @property
     def program(self):
@@ -214,6 +235,125 @@ class _Jacobian:
         return self._assembly
 
 
+def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, family: str):
+    """The owner-computes assembly (`backend.rows_emit`) of this call, as a function of the
+    values array it fills (a NumPy array, or a CUDA tensor), or None where it does not run:
+    the program's element part is not of its form, or the arrays are not where the program's
+    backend runs (NumPy arrays or CPU tensors for 'cpu', CUDA tensors and arrays for 'cuda').
+    Nothing per element or per slot is kept: the nodes' slot lists (E * K + N + 1 words),
+    kept with the connectivity."""
+    backend = jac.options.get("backend", "cpu")
+    x = bound[jac.wrt]
+    if family == "numpy":
+        device = None
+    else:
+        device = _torch_of(x).device
+        if device.type == "cpu":
+            device = None
+    if (backend == "cpu") != (device is None):
+        return None
+    e, k = conn.shape
+    d = pattern.d
+    wide = pattern.indices.dtype in (np.int64, getattr(_torch(), "int64", None) if device is not None else None)
+    widest = pattern.kept.get("widest")
+    if widest is None:
+        ends = pattern.indptr[::d]
+        gaps = ends[1:] - ends[:-1]
+        widest = pattern.kept["widest"] = int(gaps.max()) // (d * d) if len(gaps) else 0
+    key = (backend, None if device is None else device.index, wide, widest)
+    made = jac._rows.get(key)
+    if made is None:
+        from irfuse.driver.rows_assembly import rows_artifact
+
+        arch = None
+        if device is not None:
+            major, minor = _torch().cuda.get_device_capability(device)
+            arch = f"sm_{major}{minor}"
+        module = jac.module
+        artifact = rows_artifact(module, tuple(jac.gathered), jac.out, jac.element, backend, arch, k, d, wide,
+                                 widest)
+        if artifact is None:
+            made = (None, None)
+        elif device is None:
+            from irfuse.runtime.cpu_device import CpuDevice
+
+            made = (artifact, CpuDevice(artifact))
+        else:
+            from irfuse.runtime.cuda_device import CudaDevice
+
+            made = (artifact, CudaDevice(artifact, device.index or 0))
+            _close_at_exit(made[1])
+        jac._rows[key] = made
+    artifact, dev = made
+    if artifact is None:
+        return None
+    dtype = np.dtype(jac.element_dtype)
+    kernel = artifact.kernels[0]
+    args = []
+    for name in kernel.inputs[:-5]:  # (the Jacobian's inputs, then the connectivity and the lists)
+        given = bound[jac.gathered[name][0]] if name in jac.gathered else bound[name]
+        args.append(_words(given, dtype, device, name, jac.who))
+    slots_key = ("node slots", "host" if device is None else str(device))
+    lists = conn.kept.get(slots_key)
+    if lists is None:
+        lists = conn.kept[slots_key] = node_slots(conn.conn if device is None else _conn_on(conn, device), conn.nodes)
+    if device is None:
+        host = pattern.host()
+        args += [np.ascontiguousarray(conn.conn, np.int32), *lists, host.indptr, host.indices]
+
+        def run(values):
+            dev.launcher(kernel.name, [*args, values], conn.nodes)()
+        return run
+    kept = _on(pattern, device)
+    args += [_conn_on(conn, device), *lists, kept["indptr"], kept["indices"]]
+    handle = int(_torch().cuda.current_stream(device).cuda_stream)
+
+    def run_on_gpu(values):
+        pointers = [a.data_ptr() for a in (*args, values)]
+        dev.on_stream(handle, dev.launcher(kernel.name, pointers, conn.nodes))
+    return run_on_gpu
+
+
+def _close_at_exit(device) -> None:
+    """Closes `device` at exit, before PyCUDA's own clean-up (which aborts the process where a
+    context it pushed is still on the stack): registered once PyCUDA is imported, so it runs
+    first."""
+    import atexit
+
+    def close() -> None:
+        device.make_current()
+        device.close()
+    atexit.register(close)
+
+
+def _words(given, dtype, device, name: str, who: str):
+    """An input of the owner-computes assembly as contiguous words of the program's type
+    where the kernel runs (a NumPy array, or a tensor on `device`)."""
+    if device is None:
+        a = np.asarray(given.numpy() if type(given).__module__.startswith("torch") else given)
+        if not np.issubdtype(a.dtype, np.number):
+            raise UsageError(f"{who}: input '{name}' holds {a.dtype} values, not numbers")
+        return np.ascontiguousarray(a, dtype=dtype)
+    torch = _torch()
+    t = given if not isinstance(given, (int, float, np.ndarray, np.generic)) else torch.as_tensor(np.asarray(given))
+    t = _torch_of(t) if not isinstance(t, torch.Tensor) else t
+    return t.to(device=device, dtype=getattr(torch, str(dtype))).contiguous()
+
+
+def _conn_on(conn, device):
+    """A `Connectivity`'s node numbers as a contiguous int32 tensor on `device` (kept with it)."""
+    key = ("int32", str(device))
+    kept = conn.kept.get(key)
+    if kept is None:
+        gpu = conn.on_gpu
+        if gpu is not None and gpu[0].device == device and gpu[0].dtype == _torch().int32:
+            kept = gpu[0].contiguous()
+        else:
+            kept = _torch().as_tensor(np.ascontiguousarray(conn.conn, np.int32), device=device)
+        conn.kept[key] = kept
+    return kept
+
+
 def _jacobian_of(program, of: str, wrt: str, who: str) -> _Jacobian:
     kept = _JACOBIANS.setdefault(program, {})
     if (of, wrt) not in kept:
@@ -222,10 +362,9 @@ def _jacobian_of(program, of: str, wrt: str, who: str) -> _Jacobian:
 
 
 def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
-    """(the program's `_Jacobian`; the per-element inputs of its element part: the gathered
-    rows, a NumPy array or, for GPU arrays and tensors, a PyTorch tensor, and the rest as
-    given; the scatter's `Connectivity`; the shape of `wrt`; the inputs' family; `fixed` as a
-    flat boolean mask on the inputs' side, or None)."""
+    """(the program's `_Jacobian`; its arguments bound by name; each connectivity input as a
+    `Connectivity`; the shape of `wrt`; the inputs' family; `fixed` as a flat boolean mask on
+    the inputs' side, or None)."""
     from irfuse.api import Program
     from irfuse.mesh import Connectivity
 
@@ -258,17 +397,26 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
             raise UsageError(f"{who}: input '{name}' is a Connectivity of {conns[name].nodes} nodes; '{wrt}' holds "
                              f"{nodes}")
     if family == "numpy":
-        inputs = {name: np.asarray(bound[nodal])[conns[c].conn] for name, (nodal, c) in jac.gathered.items()}
         mask = None if fixed is None else np.asarray(fixed, bool).reshape(-1)
     else:
         torch = _torch()
-        device = _torch_of(x).device
+        mask = None if fixed is None else _torch_of(fixed).to(device=_torch_of(x).device,
+                                                               dtype=torch.bool).reshape(-1)
+    return jac, bound, conns, tuple(np.shape(x)), family, mask
+
+
+def _gathered(jac, bound: dict, conns: dict, family: str) -> dict:
+    """The per-element inputs of the Jacobian's element part: the gathered rows (a NumPy
+    array, or for GPU arrays and tensors a PyTorch tensor), and the rest as given."""
+    if family == "numpy":
+        inputs = {name: np.asarray(bound[nodal])[conns[c].conn] for name, (nodal, c) in jac.gathered.items()}
+    else:
+        device = _torch_of(bound[jac.wrt]).device
         inputs = {name: _torch_of(bound[nodal])[_indices(conns[c], device)]
                   for name, (nodal, c) in jac.gathered.items()}
-        mask = None if fixed is None else _torch_of(fixed).to(device=device, dtype=torch.bool).reshape(-1)
-    inputs.update({name: bound[name] for name in program.inputs
-                   if name not in inputs and name not in conns and name not in program.nodal})
-    return jac, inputs, conns[jac.conn], tuple(np.shape(x)), family, mask
+    inputs.update({name: bound[name] for name in jac.inputs
+                   if name not in inputs and name not in conns and name not in jac.nodal})
+    return inputs
 
 
 def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed, who: str):
@@ -276,7 +424,9 @@ def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | Non
     tensor for GPU arrays and tensors; the scatter's `Connectivity`; the shape of `wrt`; the
     inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None; the
     program's `_Jacobian`)."""
-    jac, inputs, conn, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, who)
+    jac, bound, conns, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, who)
+    conn = conns[jac.conn]
+    inputs = _gathered(jac, bound, conns, family)
     blocks = jac.program(**{k: v for k, v in inputs.items() if k in jac.program.inputs})[jac.out]
     if family != "numpy":
         blocks = _torch_of(blocks)
@@ -337,8 +487,8 @@ def _values_of(out, pattern: SparsePattern, family: str, kept: dict | None = Non
     mine = pattern.kept.get("issued", {}).get(id(out))
     nnz = getattr(out, "nnz", None) if family != "torch" else None
     if mine is not None and mine() is out and (family == "torch" or nnz == pattern.nnz):
-        # (a matrix this pattern made: its index arrays are its own copies of the pattern's;
-        # only a change of its size is looked for, not a comparison of every index)
+        # (a matrix this pattern made: its index arrays are the pattern's, or on the host copies
+        # of them; only a change of its size is looked for, not a comparison of every index)
         return out.values() if family == "torch" else out.data if family == "numpy" else _torch_of(out.data)
     what = {"numpy": "a scipy.sparse CSR matrix", "cupy": "a cupyx.scipy.sparse CSR matrix",
             "torch": "a torch.sparse_csr_tensor"}[family]

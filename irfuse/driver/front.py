@@ -95,23 +95,11 @@ def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dic
     nodal input `wrt`; the gathered inputs: name -> (nodal input, connectivity input); the
     scatter's connectivity input; the blocks' output name)."""
     from irfuse.library.catalogue import default_library
-    from irfuse.transforms.element_blocks import element_part
-    from irfuse.transforms.jacobian import jacobian_program
+    from irfuse.transforms.element_blocks import element_jacobian_program
 
     program = program_of(frontend(read_source(source, None, who)).module)
-    elements, gathered, conn = element_part(program, of, who)
-    names = [n for n, (nodal, c) in gathered.items() if nodal == wrt]
-    if len(names) != 1 or gathered[names[0]][1] != conn:
-        raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}' (the connectivity '{of}' is "
-                         f"scattered through); it is gathered {len(names)} time(s)")
-    jac = jacobian_program(elements, elements.outputs[0], names, default_library(), who=who)
-    shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
-    v = shapes[wrt]
-    of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
-    if of_shape != v:
-        raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {v}: the blocks of a "
-                         "tangent matrix are square")
-    return ModuleOp([jac]), gathered, conn, jac.outputs[-1]
+    jac, gathered, conn, out = element_jacobian_program(program, of, wrt, default_library(), who)
+    return ModuleOp([jac]), gathered, conn, out
 
 
 def search_budget(budget: int) -> str:

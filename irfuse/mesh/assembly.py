@@ -1,5 +1,5 @@
 """A sparse matrix over a mesh's nodes from its elements' blocks: the pattern made once per
-connectivity, each entry added in the scatter's fixed order straight into the CSR values.
+connectivity, each entry added in a fixed order straight into the CSR values.
 
 Element e's block, shaped (K, D, K, D) (row (a, i), column (b, j)), is added at the node
 pair (conn[e, a], conn[e, b]) of a matrix of nodes x D rows and columns numbered node by
@@ -10,18 +10,22 @@ numbered row by row; in CSR, node row n's D rows each hold its blocks' D columns
 So the CSR values are runs of D: run q holds row n * D + i's entries (j = 0 .. D-1) in one
 block (n, m). Element e's block row (a, i) against node b, the D entries (a, i, b, :), adds
 into exactly one run; the element's K * D * K such rows (its block as it lies in memory,
-read as (K * D * K, D)) are "slots" of a connectivity over the runs, `pairs`. A scatter
-through `pairs` (`irfuse.mesh.scatter_add`, or a compiled program of one `scatter`) adds the
-slots into the runs in its fixed order (ascending elements within groups, groups ascending):
-its output, (runs, D) in rows, is the CSR value array itself, no triplets, no sort and no
-permutation per call, the same bits on every run and backend.
+read as (K * D * K, D)) are "slots" of a connectivity over the runs, `pairs`.
 
-`sparse_pattern(conn, nodes, d)` makes it once: `pairs` (E, K * D * K), the CSR `indptr` and
+`irfuse.tangent_matrix` sums each entry where it is computed: one thread owns a node's rows
+and adds its elements' block rows into them, element after element (`backend.rows_emit`; the
+lists of each node's (element, local node) slots, `node_slots`, are all it keeps besides the
+pattern), so each entry's terms are added onto 0 in ascending element order, then the
+element's local nodes a and b, the same bits on every run. A program whose element part
+that kernel cannot run is assembled by a compiled scatter through `pairs` instead (its fixed
+order adds the slots in groups: the same sums to rounding).
+
+`sparse_pattern(conn, nodes, d)` makes it once: `pairs` (E, K * D * K; when first asked for), the CSR `indptr` and
 `indices` (int32 while the rows and entries fit, else int64), `diagonal` (each row's diagonal
 entry). `assemble(blocks, conn, nodes, fixed)` is the reference in NumPy (a
-`scipy.sparse.csr_matrix`); `irfuse.tangent_matrix` runs the same scatter compiled, on the host
-or the GPU. Dirichlet components (`fixed`: True at a fixed row/column) have their rows and
-columns zeroed and 1 on the diagonal.
+`scipy.sparse.csr_matrix`), each entry summed in the owner-computes kernel's order. Dirichlet
+components (`fixed`: True at a fixed row/column) have their rows and columns zeroed and 1 on
+the diagonal.
 """
 
 from __future__ import annotations
@@ -35,14 +39,25 @@ class SparsePattern:
     """The sparsity of a connectivity's matrix of D x D blocks (see the module); `kept`: what
     calls keep with it (the pattern on a GPU, the scatter's prepared connectivity)."""
 
-    def __init__(self, nodes: int, d: int, pairs: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
-                 diagonal: np.ndarray):
-        self.nodes, self.d, self.pairs = nodes, d, pairs
+    def __init__(self, nodes: int, d: int, pairs, indptr: np.ndarray, indices: np.ndarray, diagonal: np.ndarray,
+                 conn=None):
+        self.nodes, self.d, self._pairs, self._conn = nodes, d, pairs, conn
         self.indptr, self.indices, self.diagonal = indptr, indices, diagonal
         self.kept: dict = {}
         for a in (pairs, indptr, indices, diagonal):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False
+
+    @property
+    def pairs(self):
+        """The per-slot map (E, K * D * K) onto the runs (see the module): made when first asked
+        for (the scatter path and the reference need it; the owner-computes kernel does not)
+        and kept."""
+        if self._pairs is None:
+            self._pairs = sparse_pattern(self._conn, self.nodes, self.d, with_pairs=True)._pairs
+            if isinstance(self._pairs, np.ndarray):
+                self._pairs.flags.writeable = False
+        return self._pairs
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -70,18 +85,19 @@ class SparsePattern:
         if isinstance(self.indices, np.ndarray):
             return self
         if "host" not in self.kept:
-            self.kept["host"] = SparsePattern(self.nodes, self.d, *(a.cpu().numpy() for a in (
-                self.pairs, self.indptr, self.indices, self.diagonal)))
+            self.kept["host"] = SparsePattern(self.nodes, self.d, *(None if a is None else a.cpu().numpy() for a in (
+                self._pairs, self.indptr, self.indices, self.diagonal, self._conn)))
         return self.kept["host"]
 
     def __repr__(self) -> str:
         return f"SparsePattern({self.shape[0]} x {self.shape[1]}, {self.nnz} entries)"
 
 
-def sparse_pattern(conn, nodes: int, d: int) -> SparsePattern:
+def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False) -> SparsePattern:
     """The pattern of `conn`'s (E, K) matrix of D x D blocks over `nodes` nodes (see the
     module); `conn` checked already: a NumPy array, or a PyTorch tensor (on a GPU: the
-    pattern made there, its arrays tensors on that GPU, the same entries as the host's)."""
+    pattern made there, its arrays tensors on that GPU, the same entries as the host's).
+    `pairs` is made now `with_pairs`, else when first asked for."""
     x = _Arrays(conn)
     e, k = tuple(conn.shape)
     c = x.int64(conn)
@@ -101,7 +117,7 @@ def sparse_pattern(conn, nodes: int, d: int) -> SparsePattern:
     first = starts[block_rows] * (d - 1)  # (starts[n] * d - starts[n])
     run = (first + x.arange(len(unique)))[None, :] + i[:, None] * length[block_rows][None, :]  # (d, blocks)
     p = inverse[:len(keys)].reshape(e, k, k)
-    pairs = x.index(x.permute(run[:, p], (1, 2, 0, 3)).reshape(e, k * d * k), False)  # slot (a, i, b)
+    pairs = x.index(x.permute(run[:, p], (1, 2, 0, 3)).reshape(e, k * d * k), False) if with_pairs else None
     indices = x.zeros(total)
     indices.reshape(-1, d)[run.reshape(-1)] = (block_cols[None, :] * d + x.zeros(d)[:, None]).reshape(-1)[:, None] + \
         i[None, :]
@@ -110,7 +126,27 @@ def sparse_pattern(conn, nodes: int, d: int) -> SparsePattern:
     indptr[-1] = total
     own_block = x.searchsorted(unique, own)  # each node's diagonal block
     diagonal = (x.permute(run[:, own_block], (1, 0)) * d + i[None, :]).reshape(-1)  # (node, i): entry i of its run
-    return SparsePattern(nodes, d, pairs, x.index(indptr, wide), x.index(indices, wide), x.index(diagonal, wide))
+    return SparsePattern(nodes, d, pairs, x.index(indptr, wide), x.index(indices, wide), x.index(diagonal, wide),
+                         conn)
+
+
+def node_slots(conn, nodes: int) -> tuple:
+    """Each node's (element, local node) slots, e * K + a, in ascending order (so ascending
+    elements): `starts` (N + 1, int64; node n's slots are `slots[starts[n]:starts[n + 1]]`)
+    and `slots` (E * K, int32), for the owner-computes assembly (`backend.rows_emit`). `conn`
+    checked already: a NumPy array, or a PyTorch tensor (made where it lives; a stable sort,
+    so the same lists as the host's)."""
+    x = _Arrays(conn)
+    flat = x.int64(conn).reshape(-1)
+    if (flat.numel() if x.torch is not None else flat.size) >= 2**31:
+        raise UsageError(f"a connectivity of {tuple(conn.shape)}: its slots are numbered in 32 bits")
+    if x.torch is None:
+        order = np.argsort(flat, kind="stable")
+    else:
+        order = x.torch.sort(flat, stable=True).indices
+    starts = x.zeros(nodes + 1)
+    starts[1:] = x.cumsum(x.bincount(flat, nodes))
+    return starts, x.index(order, False)
 
 
 class _Arrays:
@@ -174,19 +210,35 @@ def assemble(blocks: np.ndarray, conn: np.ndarray, nodes: int, fixed: np.ndarray
         from scipy import sparse
     except ImportError:
         raise UsageError("a sparse matrix is returned as SciPy's: install scipy") from None
-    from irfuse.mesh.scatter import scatter_add
+    from irfuse.mesh.order import check_connectivity
 
     blocks = np.asarray(blocks)
-    conn = np.asarray(conn)
+    conn = check_connectivity(conn, nodes)
     d = check_blocks(blocks, conn.shape)
     pattern = sparse_pattern(conn, nodes, d)
-    data = scatter_add(slot_rows(blocks), pattern.pairs, pattern.runs).reshape(-1)
+    data = in_element_order(slot_rows(blocks), pattern.pairs, pattern.runs).reshape(-1)
     if fixed is not None:
         mask = np.asarray(fixed, bool).reshape(-1)
         if mask.size != nodes * d:
             raise UsageError(f"assemble: fixed= has {mask.size} entries; the matrix has {nodes * d} rows")
         apply_fixed(data, pattern, mask)
     return sparse.csr_matrix((data, pattern.indices.copy(), pattern.indptr.copy()), shape=pattern.shape)
+
+
+def in_element_order(rows: np.ndarray, pairs: np.ndarray, runs: int) -> np.ndarray:
+    """The runs' sums (runs, D) of slot rows (E, K * D * K, D) through `pairs`, each run's
+    terms added one after another onto 0 in ascending slot order: ascending element e, then
+    its local node a, then b (the order of the owner-computes kernel, `backend.rows_emit`)."""
+    flat = pairs.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    counts = np.bincount(flat, minlength=runs)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    terms = rows.reshape(len(flat), -1)
+    out = np.zeros((runs, terms.shape[1]), terms.dtype)
+    for j in range(int(counts.max()) if len(counts) else 0):
+        has = counts > j
+        out[has] += terms[order[starts[has] + j]]
+    return out
 
 
 def slot_rows(blocks):

@@ -10,11 +10,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from irfuse.diagnostics import UsageError
 from irfuse.dialects.kas import ProgramOp
 from irfuse.library.catalogue import default_library
-from irfuse.transforms.element_blocks import assembly_program, element_part
-from irfuse.transforms.jacobian import jacobian_program
+from irfuse.transforms.element_blocks import assembly_program, element_jacobian_program
 
 
 @dataclass(frozen=True)
@@ -31,11 +29,6 @@ class KasTangentAssembly(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         library = default_library()
         for program in [p for p in op.walk() if isinstance(p, ProgramOp)]:
-            elements, gathered, conn = element_part(program, self.of, self.name)
-            rows = [n for n, (nodal, c) in gathered.items() if nodal == self.wrt and c == conn]
-            if len(rows) != 1:
-                raise UsageError(f"{self.name} on @{program.sym_name.data}: '{self.wrt}' must be gathered once, "
-                                 f"through '{conn}'")
-            jac = jacobian_program(elements, elements.outputs[0], rows, library, who=self.name)
-            Rewriter.replace_op(program, assembly_program(jac, jac.outputs[-1], library, self.name), new_results=[])
+            jac, _, _, blocks = element_jacobian_program(program, self.of, self.wrt, library, self.name)
+            Rewriter.replace_op(program, assembly_program(jac, blocks, library, self.name), new_results=[])
         op.verify()

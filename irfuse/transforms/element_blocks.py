@@ -63,6 +63,29 @@ def element_part(program: ProgramOp, of: str, who: str = "tangent_matrix") -> tu
     return clone, gathered, conn_name
 
 
+def element_jacobian_program(program: ProgramOp, of: str, wrt: str, library,
+                             who: str = "tangent_matrix") -> tuple[ProgramOp, dict, str, str]:
+    """(the per-element Jacobian of `program`'s part between its gathers and the scatter that
+    makes output `of`, by the gathered rows of nodal input `wrt`: each element's block (K, D,
+    K, D); the gathered inputs: name -> (nodal input, connectivity input); the scatter's
+    connectivity input; the blocks' output name). Refused by name: `wrt` not gathered once
+    through the scatter's connectivity, or blocks that are not square."""
+    from irfuse.transforms.jacobian import jacobian_program
+
+    elements, gathered, conn = element_part(program, of, who)
+    names = [n for n, (nodal, c) in gathered.items() if nodal == wrt]
+    if len(names) != 1 or gathered[names[0]][1] != conn:
+        raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}' (the connectivity '{of}' is "
+                         f"scattered through); it is gathered {len(names)} time(s)")
+    jac = jacobian_program(elements, elements.outputs[0], names, library, who=who)
+    shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
+    of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
+    if of_shape != shapes[wrt]:
+        raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {shapes[wrt]}: the "
+                         "blocks of a tangent matrix are square")
+    return jac, gathered, conn, jac.outputs[-1]
+
+
 def assembly_program(jacobian: ProgramOp, blocks: str, library, who: str = "tangent_matrix") -> ProgramOp:
     """`jacobian` (a per-element program, `element_part`'s Jacobian) with its output `blocks`,
     each element's block (K, *v, K, *v) of a nodal value shaped v, added by a scatter into a

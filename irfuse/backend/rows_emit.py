@@ -1,0 +1,219 @@
+"""The owner-computes assembly kernel of a mesh program's tangent: each CSR row summed by
+the one thread that owns it, straight into the matrix's values, with no per-element blocks,
+no per-slot map and no scatter order in memory.
+
+Its input is the per-element Jacobian (`driver.front.element_jacobian`: a program of
+`kas.call`s and literals from the element's gathered rows, uniform values and per-element
+values to the block (K, D, K, D)). One thread owns node n's D rows of the matrix. It sets
+them to 0, then walks n's (element, local node) slots in ascending element order (the lists
+`irfuse.mesh.assembly.node_slots` makes once per connectivity): for slot (e, a) it gathers
+e's rows through the connectivity, runs the Jacobian's calls in registers (each library op's
+one-thread implementation, operands and result in registers), finds each node b of e among
+row n's blocks by a binary search of the CSR column indices, and adds the block row (a, :,
+b, :) there. Every entry is summed by one thread in one order (ascending elements, then
+ascending b within an element), so every run gives the same bits on its device; the CPU
+twin runs the same statements in the same order.
+
+On the GPU the thread's rows are added in shared memory where a block's nodes' rows fit
+(`shared_nodes`: the widest row of the pattern decides), then written once, coalesced over
+the block's stretch of the values; else in the values themselves. The element's calls are
+recomputed for each of its K nodes: the price of keeping nothing per slot (measured against
+the scatter of per-slot blocks in `benchmarks/NOTES.md`, issue 73).
+
+`rows_module` writes the source (GPU kernel and CPU twin under IRFUSE_HOST) or raises
+`NotRowsForm` for a program this kernel cannot run (an op other than a call or a finite
+literal, a call without a one-thread implementation): the caller then assembles through the
+scatter of per-slot blocks.
+"""
+
+from __future__ import annotations
+
+import math
+
+from irfuse.artifact.arrays import ElementType
+from irfuse.artifact.kernel_info import KernelInfo
+from irfuse.backend.cuda_emit import EmittedModule, prelude
+from irfuse.dialects import kas
+from irfuse.library.catalogue import Library
+
+KERNEL = "irf_tangent_rows"
+NODES = 64  # threads (nodes) a block: the hand-written kernels' best (benchmarks/NOTES.md, issue 73)
+SHARED_LIMIT = 48 * 1024 - 1024  # bytes of static shared memory a block's rows may take on the GPU
+
+
+class NotRowsForm(Exception):
+    """The program has something the owner-computes kernel does not run (the message says
+    what); the tangent is assembled by the scatter of per-element blocks instead."""
+
+
+def shared_nodes(widest: int, d: int, itemsize: int) -> int:
+    """Nodes whose rows a GPU block adds in shared memory: NODES where their rows (`widest`
+    blocks of d x d a node, the pattern's widest) fit in SHARED_LIMIT, else 0 (in global
+    memory)."""
+    return NODES if NODES * widest * d * d * itemsize <= SHARED_LIMIT else 0
+
+
+def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, library: Library, element: ElementType,
+                k: int, d: int, wide: bool, widest: int) -> EmittedModule:
+    """The source of `KERNEL` for the per-element Jacobian `program` (output `out`, shaped
+    (K, D, K, D)); `gathered`: its inputs that are rows gathered through the connectivity
+    (each (K, D) of a nodal value of D words); `wide`: int64 CSR indices (else int32);
+    `widest`: the most blocks a node row of the pattern holds. Its parameters, in order:
+    each program input (a gathered one as the nodal array, a uniform one as its words, any
+    other as per-element rows), the connectivity (int), each node's first slot (long long,
+    N + 1), the slots (int: element * K + local node), the CSR indptr and indices, the values
+    (output), the node count."""
+    names = list(program.inputs)
+    uniform = set(program.uniform)
+    if out not in program.outputs:
+        raise NotRowsForm(f"the Jacobian has no output {out}")
+    result = program.return_op.values[list(program.outputs).index(out)]
+    if result.type.size != (k * d) ** 2:
+        raise NotRowsForm(f"the Jacobian's blocks hold {result.type.size} words, not {(k * d) ** 2}")
+    body, used, names_of = _element_code(program, gathered, uniform, library, k, d)
+    idx = "long long" if wide else "int"
+    params = [f"const real_t* __restrict__ in_{n}" for n in names] + [
+        "const int* __restrict__ conn", "const long long* __restrict__ starts", "const int* __restrict__ slots",
+        f"const {idx}* __restrict__ indptr", f"const {idx}* __restrict__ indices", "real_t* __restrict__ values",
+        "const long long n"]
+    args = [f"in_{n}" for n in names] + ["conn", "starts", "slots", "indptr", "indices"]
+    words = element.itemsize
+    per_block = shared_nodes(widest, d, words)
+    row = ["", "// Node `node`'s D rows of the tangent, summed into `rows` (its own stretch of the values, or",
+           "// of shared memory laid out alike): its slots in ascending element order.",
+           f"__device__ __forceinline__ void irf_tangent_node({', '.join(params[:-2])}, real_t* __restrict__ rows,",
+           "                                                 const long long node)",
+           "{",
+           f"  const {idx} base = indptr[node * {d}];",
+           f"  const long long width = (long long)(indptr[node * {d} + 1] - base);  // a row's entries",
+           f"  const long long blocks = width / {d};",
+           f"  for (long long w = 0; w < {d} * width; ++w) rows[w] = 0;",
+           "  const long long last = starts[node + 1];",
+           "  for (long long s = starts[node]; s < last; ++s) {",
+           f"    const long long e = slots[s] / {k};",
+           f"    const int a = (int)(slots[s] - e * {k});",
+           f"    const int* const nodes = conn + e * {k};",
+           *["    " + line for line in body],
+           f"    long long at[{k}];  // each node of e: its block's first entry in the rows",
+           f"    for (int b = 0; b < {k}; ++b) {{",
+           f"      const long long key = (long long)nodes[b] * {d};",
+           "      long long lo = 0, hi = blocks;",
+           "      while (lo < hi) {",
+           "        const long long mid = (lo + hi) / 2;",
+           f"        if ((long long)indices[base + mid * {d}] < key) lo = mid + 1; else hi = mid;",
+           "      }",
+           f"      at[b] = lo * {d};",
+           "    }",
+           "    switch (a) {",
+           *[line for a in range(k) for line in _add_row(a, k, d, names_of[result])],
+           "    }",
+           "  }",
+           "}"]
+    shared_rows = per_block * widest * d * d
+    # (a launch's block is (1, NODES): threadIdx.y is the node, as the runtime launches kernels)
+    gpu = ["#ifndef IRFUSE_HOST",
+           f'extern "C" __global__ void __launch_bounds__({NODES}) {KERNEL}({", ".join(params)})',
+           "{",
+           f"  const long long first = (long long)blockIdx.x * {NODES};",
+           "  const long long node = first + threadIdx.y;"]
+    if per_block:
+        gpu += [f"  __shared__ __align__(16) real_t irf_rows[{shared_rows}];",
+                f"  __shared__ long long irf_from[{NODES + 1}];  // each node's stretch, from the block's start",
+                f"  const long long end = first + {NODES} < n ? first + {NODES} : n;",
+                f"  const long long begin_at = indptr[first * {d}];",
+                f"  if (first + threadIdx.y <= end) irf_from[threadIdx.y] = (long long)indptr[(first + threadIdx.y) * {d}] - begin_at;",
+                f"  if (threadIdx.y == 0 && end - first == {NODES}) irf_from[{NODES}] = (long long)indptr[end * {d}] - begin_at;",
+                f"  real_t* const mine = irf_rows + threadIdx.y * {widest * d * d};",
+                f"  if (node < n) irf_tangent_node({', '.join(args)}, mine, node);",
+                "  __syncthreads();",
+                "  // The block's nodes' rows are one stretch of the values: written once, coalesced.",
+                "  const long long span = irf_from[end - first];",
+                "  for (long long w = threadIdx.y; w < span; w += blockDim.y) {",
+                "    int lo = 0, hi = (int)(end - first) - 1;  // the node whose stretch holds entry w",
+                "    while (lo < hi) {",
+                "      const int mid = (lo + hi + 1) / 2;",
+                "      if (irf_from[mid] <= w) lo = mid; else hi = mid - 1;",
+                "    }",
+                f"    values[begin_at + w] = irf_rows[lo * {widest * d * d} + (w - irf_from[lo])];",
+                "  }"]
+    else:
+        gpu += [f"  if (node < n) irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], node);"]
+    gpu += ["}", "#else"]
+    host = [f"static int {KERNEL}({', '.join(params)}, const long long block_begin, const long long block_end, "
+            "const bool reverse)",
+            "{",
+            "  (void)reverse;",
+            f"  const long long last = block_end * {NODES} < n ? block_end * {NODES} : n;",
+            f"  for (long long node = block_begin * {NODES}; node < last; ++node)",
+            f"    irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], node);",
+            "  return 0;",
+            "}",
+            "#endif"]
+    functions = []
+    for impl in used:
+        functions.append(impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1"))
+    info = KernelInfo(KERNEL, 1, NODES, 0, [*names, "conn", "starts", "slots", "indptr", "indices"], ["values"],
+                      [1] * (len(names) + 5), [1],
+                      input_types=[""] * len(names) + ["int", "long long", "int", idx, idx])
+    source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(row), "\n".join(gpu + host)]) + "\n"
+    return EmittedModule(source, [info])
+
+
+def _add_row(a: int, k: int, d: int, jac: str) -> list[str]:
+    """The switch case adding block row a of the element's Jacobian `jac` into the rows:
+    entry (a, i, b, j) at row i, block at[b], column j (loops unrolled: constant indices
+    into the registers)."""
+    return [f"    case {a}:",
+            f"      IRF_UNROLL for (int b = 0; b < {k}; ++b)",
+            f"        IRF_UNROLL for (int i = 0; i < {d}; ++i)",
+            f"          IRF_UNROLL for (int j = 0; j < {d}; ++j)",
+            f"            rows[i * width + at[b] + j] += {jac}[(({a} * {d} + i) * {k} + b) * {d} + j];",
+            "      break;"]
+
+
+def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: set, library: Library, k: int,
+                  d: int) -> tuple[list[str], list, dict]:
+    """The C statements computing the Jacobian of element e in registers (inputs gathered or
+    read at e), the implementations they call (in first use), each value's C name."""
+    names: dict = {}
+    lines: list[str] = []
+    used: list = []
+
+    def name(v) -> str:
+        if v not in names:
+            names[v] = f"v{len(names)}"
+        return names[v]
+
+    for input_name, arg in zip(program.inputs, program.body.block.args):
+        v, size = name(arg), arg.type.size
+        if input_name in gathered:
+            if size != k * d:
+                raise NotRowsForm(f"gathered input {input_name} holds {size} words, not {k} x {d}")
+            lines += [f"real_t {v}[{size}];",
+                      f"for (int b = 0; b < {k}; ++b) for (int j = 0; j < {d}; ++j) "
+                      f"{v}[b * {d} + j] = in_{input_name}[(long long)nodes[b] * {d} + j];"]
+        elif input_name in uniform:
+            lines.append(f"const real_t* const {v} = in_{input_name};")
+        else:
+            lines.append(f"const real_t* const {v} = in_{input_name} + e * {size};")
+    for op in program.body.block.ops:
+        if isinstance(op, kas.ReturnOp):
+            continue
+        if isinstance(op, kas.ConstantOp):
+            value = op.value.value.data
+            if not math.isfinite(value):
+                raise NotRowsForm(f"the literal {value} is not finite")
+            lines.append(f"const real_t {name(op.res)}[1] = {{(real_t){value.hex()}}};")
+            continue
+        if not isinstance(op, kas.CallOp):
+            raise NotRowsForm(f"{op.name} is not a call")
+        definition = library.get(op.op_name)
+        impl = next((i for i in library.implementations(definition) if i.bx == 1), None) if definition else None
+        if impl is None:
+            raise NotRowsForm(f"{op.op_name} has no implementation of one thread an element")
+        if impl not in used:
+            used.append(impl)
+        args = ", ".join(name(a) for a in op.args)
+        lines += [f"real_t {name(op.res)}[{op.res.type.size}];",
+                  f"{impl.variant_name('r' * (len(op.args) + 1))}(0, 0, {args}, {name(op.res)});"]
+    return lines, used, names
