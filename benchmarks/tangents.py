@@ -336,6 +336,7 @@ def main(argv=None) -> int:
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
         first_peak = torch.cuda.max_memory_allocated() - allocated
+        tensors = torch.cuda.memory_allocated() - allocated  # (what stays: matrix, pattern, lists)
         torch.cuda.empty_cache()  # (what torch's allocator holds freed is no one's)
         kept = in_use(torch) - before
         seconds = timed(lambda M=M, args=args: irfuse.tangent_matrix(prog, *args, wrt="u", out=M), a.repeat,
@@ -363,6 +364,7 @@ def main(argv=None) -> int:
         extra = torch.cuda.max_memory_allocated() - base  # (what a call with out= allocates, at most)
         row["peak a call over matrix+inputs"] = (kept + extra) / (matrix + inputs)
         row["first call peak GB (pattern made)"] = first_peak / 1e9
+        row["tensors kept GB"] = tensors / 1e9
         same = irfuse.tangent_matrix(prog, *args, wrt="u")
         row["same bits"] = bool(torch.equal(same.values(), M.values()))
         del same

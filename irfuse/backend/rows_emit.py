@@ -16,7 +16,9 @@ twin runs the same statements in the same order.
 
 On the GPU the thread's rows are added in shared memory where a block's nodes' rows fit
 (`shared_nodes`: the widest row of the pattern decides), then written once, coalesced over
-the block's stretch of the values; else in the values themselves. The element's calls are
+the block's stretch of the values, and the row's column blocks are copied beside them first,
+so the searches read shared memory (a hand-written kernel went from 7.7 to 5.4 ms so, on 12.6 M
+tets); else the rows are added in the values themselves and searched in the indices. The element's calls are
 recomputed for each of its K nodes: the price of keeping nothing per slot (measured against
 the scatter of per-slot blocks in `benchmarks/NOTES.md`, issue 73).
 
@@ -46,11 +48,11 @@ class NotRowsForm(Exception):
     what); the tangent is assembled by the scatter of per-element blocks instead."""
 
 
-def shared_nodes(widest: int, d: int, itemsize: int) -> int:
+def shared_nodes(widest: int, d: int, itemsize: int, index_size: int = 8) -> int:
     """Nodes whose rows a GPU block adds in shared memory: NODES where their rows (`widest`
-    blocks of d x d a node, the pattern's widest) fit in SHARED_LIMIT, else 0 (in global
-    memory)."""
-    return NODES if NODES * widest * d * d * itemsize <= SHARED_LIMIT else 0
+    blocks of d x d a node, the pattern's widest) and their column blocks fit in
+    SHARED_LIMIT, else 0 (in global memory)."""
+    return NODES if NODES * widest * (d * d * itemsize + index_size) <= SHARED_LIMIT else 0
 
 
 def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, library: Library, element: ElementType,
@@ -78,11 +80,12 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
         "const long long n"]
     args = [f"in_{n}" for n in names] + ["conn", "starts", "slots", "indptr", "indices"]
     words = element.itemsize
-    per_block = shared_nodes(widest, d, words)
+    per_block = shared_nodes(widest, d, words, 8 if wide else 4)
     row = ["", "// Node `node`'s D rows of the tangent, summed into `rows` (its own stretch of the values, or",
            "// of shared memory laid out alike): its slots in ascending element order.",
            f"__device__ __forceinline__ void irf_tangent_node({', '.join(params[:-2])}, real_t* __restrict__ rows,",
-           "                                                 const long long node)",
+           f"                                                 const {idx}* __restrict__ cols, const int step, "
+           "const long long node)",
            "{",
            f"  const {idx} base = indptr[node * {d}];",
            f"  const long long width = (long long)(indptr[node * {d} + 1] - base);  // a row's entries",
@@ -100,7 +103,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
            "      long long lo = 0, hi = blocks;",
            "      while (lo < hi) {",
            "        const long long mid = (lo + hi) / 2;",
-           f"        if ((long long)indices[base + mid * {d}] < key) lo = mid + 1; else hi = mid;",
+           "        if ((long long)cols[mid * step] < key) lo = mid + 1; else hi = mid;",
            "      }",
            f"      at[b] = lo * {d};",
            "    }",
@@ -118,13 +121,20 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
            "  const long long node = first + threadIdx.y;"]
     if per_block:
         gpu += [f"  __shared__ __align__(16) real_t irf_rows[{shared_rows}];",
+                f"  __shared__ {idx} irf_cols[{per_block * widest}];  // each node's column blocks, staged for the searches",
                 f"  __shared__ long long irf_from[{NODES + 1}];  // each node's stretch, from the block's start",
                 f"  const long long end = first + {NODES} < n ? first + {NODES} : n;",
                 f"  const long long begin_at = indptr[first * {d}];",
                 f"  if (first + threadIdx.y <= end) irf_from[threadIdx.y] = (long long)indptr[(first + threadIdx.y) * {d}] - begin_at;",
                 f"  if (threadIdx.y == 0 && end - first == {NODES}) irf_from[{NODES}] = (long long)indptr[end * {d}] - begin_at;",
                 f"  real_t* const mine = irf_rows + threadIdx.y * {widest * d * d};",
-                f"  if (node < n) irf_tangent_node({', '.join(args)}, mine, node);",
+                f"  {idx}* const cols = irf_cols + threadIdx.y * {widest};",
+                "  if (node < n) {",
+                f"    const {idx} base = indptr[node * {d}];",
+                f"    const long long blocks = (long long)(indptr[node * {d} + 1] - base) / {d};",
+                f"    for (long long p = 0; p < blocks; ++p) cols[p] = indices[base + p * {d}];",
+                f"    irf_tangent_node({', '.join(args)}, mine, cols, 1, node);",
+                "  }",
                 "  __syncthreads();",
                 "  // The block's nodes' rows are one stretch of the values: written once, coalesced.",
                 "  const long long span = irf_from[end - first];",
@@ -137,7 +147,8 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
                 f"    values[begin_at + w] = irf_rows[lo * {widest * d * d} + (w - irf_from[lo])];",
                 "  }"]
     else:
-        gpu += [f"  if (node < n) irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], node);"]
+        gpu += [f"  if (node < n) irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], "
+                f"{d}, node);"]
     gpu += ["}", "#else"]
     host = [f"static int {KERNEL}({', '.join(params)}, const long long block_begin, const long long block_end, "
             "const bool reverse)",
@@ -145,7 +156,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
             "  (void)reverse;",
             f"  const long long last = block_end * {NODES} < n ? block_end * {NODES} : n;",
             f"  for (long long node = block_begin * {NODES}; node < last; ++node)",
-            f"    irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], node);",
+            f"    irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], {d}, node);",
             "  return 0;",
             "}",
             "#endif"]
@@ -186,12 +197,13 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
 
     for input_name, arg in zip(program.inputs, program.body.block.args):
         v, size = name(arg), arg.type.size
-        if input_name in gathered:
-            if size != k * d:
-                raise NotRowsForm(f"gathered input {input_name} holds {size} words, not {k} x {d}")
+        if input_name in gathered:  # (K rows of the nodal value's words, w of them a node)
+            if size % k:
+                raise NotRowsForm(f"gathered input {input_name} holds {size} words, not {k} rows")
+            w = size // k
             lines += [f"real_t {v}[{size}];",
-                      f"for (int b = 0; b < {k}; ++b) for (int j = 0; j < {d}; ++j) "
-                      f"{v}[b * {d} + j] = in_{input_name}[(long long)nodes[b] * {d} + j];"]
+                      f"for (int b = 0; b < {k}; ++b) for (int j = 0; j < {w}; ++j) "
+                      f"{v}[b * {w} + j] = in_{input_name}[(long long)nodes[b] * {w} + j];"]
         elif input_name in uniform:
             lines.append(f"const real_t* const {v} = in_{input_name};")
         else:

@@ -308,11 +308,13 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
     `source` by every nodal input, on a random mesh as the differential tests draw them,
     against central differences of the program along a random direction v: M v against
     (r(x + h v) - r(x - h v)) / 2h, node by node where the quotients of two steps agree (no
-    kink). A pair the tangent refuses (an output that is no scatter's, nodal statements, an
+    kink), and its values against the NumPy reference's assembly of the element blocks, bit
+    for bit (the owner-computes kernel adds in the reference's order). A pair the tangent refuses (an output that is no scatter's, nodal statements, an
     input gathered twice or in a loop, blocks that are not square) is listed with why."""
     from irfuse.api import compile
-    from irfuse.api.tangents import tangent_matrix
+    from irfuse.api.tangents import _element_blocks, tangent_matrix
     from irfuse.diagnostics import CompileError, UsageError
+    from irfuse.mesh.assembly import assemble
 
     program = program_of(frontend(Source(source, "<tangent check>")).module)
     check = JacobianCheck()
@@ -336,6 +338,10 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
                 down = compiled(**{**inputs, x: inputs[x] - h * v}, nodes=nodes)[y]
                 return (np.asarray(up) - np.asarray(down)) / (2 * h)
 
+            blocks, conn = _element_blocks(compiled, (), inputs, x, y, None, "tangent check")[:2]
+            if matrix.data.tobytes() != assemble(blocks, conn.conn, conn.nodes).data.tobytes():
+                check.mismatches.append(f"d{y}/d{x}: the values are not the reference assembly's bits (each entry's "
+                                        "terms in ascending element order)")
             with np.errstate(all="ignore"):
                 fine, coarse = moved(STEPS[0]), moved(STEPS[1])
                 got = np.asarray(matrix @ v.reshape(-1)).reshape(fine.shape)
