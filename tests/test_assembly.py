@@ -145,6 +145,28 @@ def test_each_node_row_is_summed_by_its_owner_with_nothing_kept_per_slot():
         assert pattern.pairs.shape == (len(conn), 4 * 3 * 4)
 
 
+def test_arguments_the_owner_computes_kernel_cannot_take_as_they_are_are_refused_by_name():
+    """The kernel reads its arguments as arrays of structures of the program's type: an
+    input of another width, element type or node count, or a uniform value of another
+    shape, is refused by name as the program's own call refuses it (no read past an array);
+    a uniform scalar as a number of another type is converted, as a call converts it."""
+    X, conn = box_tetrahedra(2)
+    X, u, dN = X.astype(np.float32), np.zeros(X.shape, np.float32), DN.astype(np.float32)
+    prog = irfuse.compile(f"{ROOT}/examples/mesh/p1_residual.kas", backend="cpu")
+    prepared = Connectivity(conn, len(X))
+    want = irfuse.tangent_matrix(prog, X, u, prepared, dN, 1.5, 0.75, wrt="u")
+    got = irfuse.tangent_matrix(prog, X, u, prepared, dN, np.float64(1.5), np.array(0.75), wrt="u")
+    assert got.data.tobytes() == want.data.tobytes()
+    for args, match in [((X[:, :2].copy(), u, prepared, dN, 1.5, 0.75), r"has shape \(48, 4, 2\)"),
+                        ((X.astype(float), u, prepared, dN, 1.5, 0.75), "holds float64"),
+                        ((X[:-1], u, prepared, dN, 1.5, 0.75), "input 'X' holds 26 nodes and 'u' 27"),
+                        ((X, u, prepared, dN[:2], 1.5, 0.75), r"'dN' has shape \(2, 3\)"),
+                        ((X, u, prepared, dN, np.ones(3, np.float32), 0.75), r"'lam' has shape \(3,\)"),
+                        ((X, u, prepared, dN, True, 0.75), "'lam' is a bool")]:
+        with pytest.raises(irfuse.UsageError, match=match):
+            irfuse.tangent_matrix(prog, *args, wrt="u")
+
+
 def _p1(cubes: int = 2):
     X, conn = box_tetrahedra(cubes, numbering="random", seed=2)
     prog = irfuse.compile(f"{ROOT}/examples/mesh/p1_residual.kas", backend="cpu", dtype="f64")

@@ -1844,10 +1844,11 @@ def test_a_linear_operator_on_torch_tensors_is_the_host_one():
 def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     """`irfuse.tangent_matrix` of the P1 residual on CUDA tensors with a `Connectivity` made on
     the GPU: a `torch.sparse_csr_tensor` on the GPU whose values are the NumPy reference's
-    assembly of the element blocks (to rounding: the blocks are made in the scatter's own
-    kernel), the same bits again and through `out=`, the host float64 matrix to float32
+    assembly of the element blocks (to rounding: the owner-computes kernel makes its blocks
+    itself), the same bits again and through `out=`, the host float64 matrix to float32
     rounding; CuPy arrays get a `cupyx` CSR matrix of the same bits; the diagonal and
-    Dirichlet rows alike."""
+    Dirichlet rows alike; the nodes' slot lists made on the GPU are the host's; tensors of
+    another width, type or shape are refused by name."""
     torch = pytest.importorskip("torch")
     from scipy import sparse
 
@@ -1894,6 +1895,15 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     c = irfuse.tangent_matrix(prog, cupy.asarray(X.astype(np.float32)), cupy.asarray(u), prepared,
                               cupy.asarray(dN), 1.5, 0.75, wrt="u")
     assert type(c).__module__.startswith("cupyx") and c.data.get().tobytes() == first.tobytes()
+    # (the owner-computes kernel ran, keeping each node's slot lists, made on the GPU as on the host)
+    starts, slots = prepared.kept[("node slots", str(t["u"].device))]
+    from irfuse.mesh.assembly import node_slots
+    assert [a.cpu().tolist() for a in (starts, slots)] == [a.tolist() for a in node_slots(conn, len(X))]
+    for bad, match in [((t["X"][:, :2].contiguous(), *args[1:]), "has shape"),
+                       ((t["X"].double(), *args[1:]), "holds float64"),
+                       ((*args[:3], t["dN"][:2], 1.5, 0.75), "'dN' has shape")]:
+        with pytest.raises(irfuse.UsageError, match=match):
+            irfuse.tangent_matrix(prog, *bad, wrt="u")
 
 
 @pytest.mark.parametrize("order, registers", [(3, None), (5, None), (6, None), (4, "ptxas")])

@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs
+from irfuse.api.arguments import bind_inputs, host_scalar
 from irfuse.api.device_arrays import device_array
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_slots
@@ -205,6 +205,7 @@ class _Jacobian:
         self.element_dtype = program.dtype  # (NumPy's name: float32, float64)
         self.element = {"float32": "f32", "float64": "f64"}[str(np.dtype(program.dtype))]
         self.inputs, self.nodal = tuple(program.inputs), frozenset(program.nodal)
+        self.uniform, self.shapes = frozenset(program.uniform), dict(program.shapes)
         self._program = self._assembly = None
         self._rows: dict = {}  # (backend, device, wide, widest) -> (artifact or None, its device)
 
@@ -291,8 +292,13 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     kernel = artifact.kernels[0]
     args = []
     for name in kernel.inputs[:-5]:  # (the Jacobian's inputs, then the connectivity and the lists)
-        given = bound[jac.gathered[name][0]] if name in jac.gathered else bound[name]
-        args.append(_words(given, dtype, device, name, jac.who))
+        nodal = jac.gathered[name][0] if name in jac.gathered else None
+        given = bound[nodal or name]
+        rows = conn.nodes if nodal else None if name in jac.uniform else e
+        words = _words(given, jac.shapes[nodal or name], rows, dtype, device, f"input '{nodal or name}'")
+        if words is None:
+            return None  # (an argument the kernel does not take as it is: the program's own call checks it)
+        args.append(words)
     slots_key = ("node slots", "host" if device is None else str(device))
     lists = conn.kept.get(slots_key)
     if lists is None:
@@ -326,18 +332,35 @@ def _close_at_exit(device) -> None:
     atexit.register(close)
 
 
-def _words(given, dtype, device, name: str, who: str):
-    """An input of the owner-computes assembly as contiguous words of the program's type
-    where the kernel runs (a NumPy array, or a tensor on `device`)."""
+def _words(given, shape: tuple, rows: int | None, dtype, device, what: str):
+    """An argument of the owner-computes kernel as contiguous words where it runs (a NumPy
+    array, or a tensor on `device`): `rows` values shaped `shape` (an array of structures), or
+    one such value where `rows` is None (a uniform input; a number converted as a program's
+    call converts it). None for anything else (another layout, element type, shape or
+    device): the scatter path then runs the program's own call, which takes or refuses it."""
+    want = tuple(shape) if rows is None else (rows, *shape)
     if device is None:
-        a = np.asarray(given.numpy() if type(given).__module__.startswith("torch") else given)
-        if not np.issubdtype(a.dtype, np.number):
-            raise UsageError(f"{who}: input '{name}' holds {a.dtype} values, not numbers")
-        return np.ascontiguousarray(a, dtype=dtype)
+        if rows is None:
+            number = host_scalar(what, given, dtype) if tuple(shape) == () else None
+            if number is not None:
+                return number.reshape(1)
+        if type(given).__module__.startswith("torch"):
+            given = given.numpy() if given.device.type == "cpu" else None
+        if not isinstance(given, np.ndarray) or given.dtype != dtype or tuple(given.shape) != want:
+            return None
+        return np.ascontiguousarray(given)
     torch = _torch()
-    t = given if not isinstance(given, (int, float, np.ndarray, np.generic)) else torch.as_tensor(np.asarray(given))
-    t = _torch_of(t) if not isinstance(t, torch.Tensor) else t
-    return t.to(device=device, dtype=getattr(torch, str(dtype))).contiguous()
+    if rows is None and tuple(shape) == ():
+        number = host_scalar(what, given, dtype) if not hasattr(given, "__dlpack__") else None
+        if number is not None:
+            return torch.tensor(number.reshape(1), device=device)
+    try:
+        t = _torch_of(given)
+    except Exception:  # noqa: BLE001 -- (not an array PyTorch takes: the program's call says what it is)
+        return None
+    if t.device != device or t.dtype != getattr(torch, str(dtype)) or tuple(t.shape) != want:
+        return None
+    return t.contiguous()
 
 
 def _conn_on(conn, device):
@@ -389,6 +412,10 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
             "bool"):
         raise UsageError(f"{who}: fixed= is a boolean array shaped as '{wrt}' (True at a fixed component)")
     nodes = int(np.shape(x)[0])
+    for name in program.inputs:
+        if name in program.nodal and name != wrt and len(np.shape(bound[name])) and np.shape(bound[name])[0] != nodes:
+            raise UsageError(f"{who}: input '{name}' holds {np.shape(bound[name])[0]} nodes and '{wrt}' {nodes}: the "
+                             "nodal inputs are values at the same nodes")
     conns = {}
     for name in program.index_inputs:
         given = bound[name]
