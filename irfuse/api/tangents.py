@@ -255,7 +255,7 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
         return None
     e, k = conn.shape
     d = pattern.d
-    wide = pattern.indices.dtype in (np.int64, getattr(_torch(), "int64", None) if device is not None else None)
+    wide = str(pattern.indices.dtype).endswith("int64")  # (NumPy's int64 or torch.int64)
     widest = pattern.kept.get("widest")
     if widest is None:
         ends = pattern.indptr[::d]
@@ -270,8 +270,7 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
         if device is not None:
             major, minor = _torch().cuda.get_device_capability(device)
             arch = f"sm_{major}{minor}"
-        module = jac.module
-        artifact = rows_artifact(module, tuple(jac.gathered), jac.out, jac.element, backend, arch, k, d, wide,
+        artifact = rows_artifact(jac.module, tuple(jac.gathered), jac.out, jac.element, backend, arch, k, d, wide,
                                  widest)
         if artifact is None:
             made = (None, None)
