@@ -18,7 +18,11 @@ On the GPU the thread's rows are added in shared memory where a block's nodes' r
 (`shared_nodes`: the widest row of the pattern decides), then written once, coalesced over
 the block's stretch of the values, and the row's column blocks are copied beside them first,
 so the searches read shared memory (a hand-written kernel went from 7.7 to 5.4 ms so, on 12.6 M
-tets); else the rows are added in the values themselves and searched in the indices. The element's calls are
+tets); else the rows are added in the values themselves and searched in the indices. The
+CPU twin keeps the blocks of the last elements a worker computed (`cached_blocks`, in
+CACHE_BYTES, direct-mapped by element number): nodes walked in order share most of their elements (Morton numbering), so
+an element's calls mostly run once, not once for each of its nodes; a kept block holds the
+very words the calls give, so the bits do not change. The element's calls are
 recomputed for each of its K nodes: the price of keeping nothing per slot (measured against
 the scatter of per-slot blocks in `benchmarks/NOTES.md`, issue 73).
 
@@ -41,6 +45,17 @@ from irfuse.library.catalogue import Library
 KERNEL = "irf_tangent_rows"
 NODES = 64  # threads (nodes) a block: the hand-written kernels' best (benchmarks/NOTES.md, issue 73)
 SHARED_LIMIT = 48 * 1024 - 1024  # bytes of static shared memory a block's rows may take on the GPU
+CACHE_BYTES = 2 << 20  # what a CPU worker's kept element blocks may take (see the module)
+
+
+def cached_blocks(k: int, d: int, itemsize: int) -> int:
+    """Element blocks a CPU worker keeps: a power of two of them in CACHE_BYTES, at least 16.
+    On 82,944 Morton-ordered tets (the P1 tangent, float32, 2 cores) 64 blocks kept 27% of
+    the slots from computing their element again and the call took 31 ms, 1,024 blocks 63%
+    (of at most 75%: four slots an element) and 18.4 ms, 4,096 blocks 17.7 ms; the scatter of
+    per-slot blocks took 29-31 ms (benchmarks/NOTES.md, issue 73)."""
+    fits = max(CACHE_BYTES // ((k * d) ** 2 * itemsize), 16)
+    return 1 << (fits.bit_length() - 1)
 
 
 class NotRowsForm(Exception):
@@ -81,40 +96,14 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     args = [f"in_{n}" for n in names] + ["conn", "starts", "slots", "indptr", "indices"]
     words = element.itemsize
     per_block = shared_nodes(widest, d, words, 8 if wide else 4)
-    row = ["", "// Node `node`'s D rows of the tangent, summed into `rows` (its own stretch of the values, or",
-           "// of shared memory laid out alike): its slots in ascending element order.",
-           f"__device__ __forceinline__ void irf_tangent_node({', '.join(params[:-2])}, real_t* __restrict__ rows,",
-           f"                                                 const {idx}* __restrict__ cols, const int step, "
-           "const long long node)",
-           "{",
-           f"  const {idx} base = indptr[node * {d}];",
-           f"  const long long width = (long long)(indptr[node * {d} + 1] - base);  // a row's entries",
-           f"  const long long blocks = width / {d};",
-           f"  for (long long w = 0; w < {d} * width; ++w) rows[w] = 0;",
-           "  const long long last = starts[node + 1];",
-           "  for (long long s = starts[node]; s < last; ++s) {",
-           f"    const long long e = slots[s] / {k};",
-           f"    const int a = (int)(slots[s] - e * {k});",
-           f"    const int* const nodes = conn + e * {k};",
-           *["    " + line for line in body],
-           f"    long long at[{k}];  // each node of e: its block's first entry in the rows",
-           f"    for (int b = 0; b < {k}; ++b) {{",
-           f"      const long long key = (long long)nodes[b] * {d};",
-           "      long long lo = 0, hi = blocks;",
-           "      while (lo < hi) {",
-           "        const long long mid = (lo + hi) / 2;",
-           "        if ((long long)cols[mid * step] < key) lo = mid + 1; else hi = mid;",
-           "      }",
-           f"      at[b] = lo * {d};",
-           "    }",
-           "    switch (a) {",
-           *[line for a in range(k) for line in _add_row(a, k, d, names_of[result])],
-           "    }",
-           "  }",
-           "}"]
+    jac = names_of[result]
+    head = f"{', '.join(params[:-2])}, real_t* __restrict__ rows, const {idx}* __restrict__ cols, const int step"
+    row = _node_function(head, idx, k, d, body, jac, cached=0)
+    cached = cached_blocks(k, d, element.itemsize)
+    row_cached = _node_function(head, idx, k, d, body, jac, cached=cached)
     shared_rows = per_block * widest * d * d
     # (a launch's block is (1, NODES): threadIdx.y is the node, as the runtime launches kernels)
-    gpu = ["#ifndef IRFUSE_HOST",
+    gpu = ["#ifndef IRFUSE_HOST", *row, "",
            f'extern "C" __global__ void __launch_bounds__({NODES}) {KERNEL}({", ".join(params)})',
            "{",
            f"  const long long first = (long long)blockIdx.x * {NODES};",
@@ -150,13 +139,20 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
         gpu += [f"  if (node < n) irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], "
                 f"{d}, node);"]
     gpu += ["}", "#else"]
-    host = [f"static int {KERNEL}({', '.join(params)}, const long long block_begin, const long long block_end, "
+    jw = (k * d) ** 2
+    host = [*row_cached, "",
+            f"static int {KERNEL}({', '.join(params)}, const long long block_begin, const long long block_end, "
             "const bool reverse)",
             "{",
             "  (void)reverse;",
+            f"  const irf::Scratch<real_t> cache({cached * jw});  // the last elements' blocks (see the module)",
+            f"  const irf::Scratch<long long> tags({cached});",
+            "  if (cache.get() == nullptr || tags.get() == nullptr) return 1;  // no memory for them: no node runs",
+            f"  for (int c = 0; c < {cached}; ++c) tags.get()[c] = -1;",
             f"  const long long last = block_end * {NODES} < n ? block_end * {NODES} : n;",
             f"  for (long long node = block_begin * {NODES}; node < last; ++node)",
-            f"    irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], {d}, node);",
+            f"    irf_tangent_node_cached({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], "
+            f"{d}, node, cache.get(), tags.get());",
             "  return 0;",
             "}",
             "#endif"]
@@ -166,8 +162,60 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     info = KernelInfo(KERNEL, 1, NODES, 0, [*names, "conn", "starts", "slots", "indptr", "indices"], ["values"],
                       [1] * (len(names) + 5), [1],
                       input_types=[""] * len(names) + ["int", "long long", "int", idx, idx])
-    source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(row), "\n".join(gpu + host)]) + "\n"
+    source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(gpu + host)]) + "\n"
     return EmittedModule(source, [info])
+
+
+def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: str, cached: int) -> list[str]:
+    """`irf_tangent_node` (the GPU's, `cached` 0: the element's calls in registers for every
+    slot) or `irf_tangent_node_cached` (the CPU's: an element's block computed once while it
+    stays among the worker's `cached` blocks, direct-mapped by element; the same statements
+    give the same bits either way): node `node`'s D rows summed into `rows`, its slots in
+    ascending element order, each node of a slot's element found among `cols` (the row's
+    column blocks, `step` apart)."""
+    name = "irf_tangent_node_cached" if cached else "irf_tangent_node"
+    extra = ", real_t* __restrict__ cache, long long* __restrict__ tags" if cached else ""
+    lines = ["// Node `node`'s D rows of the tangent, summed into `rows` (its own stretch of the values, or",
+             "// of shared memory laid out alike): its slots in ascending element order.",
+             f"__device__ __forceinline__ void {name}({head},",
+             f"                                                 const long long node{extra})",
+             "{",
+             f"  const {idx} base = indptr[node * {d}];",
+             f"  const long long width = (long long)(indptr[node * {d} + 1] - base);  // a row's entries",
+             f"  const long long blocks = width / {d};",
+             f"  for (long long w = 0; w < {d} * width; ++w) rows[w] = 0;",
+             "  const long long last = starts[node + 1];",
+             "  for (long long s = starts[node]; s < last; ++s) {",
+             f"    const long long e = slots[s] / {k};",
+             f"    const int a = (int)(slots[s] - e * {k});",
+             f"    const int* const nodes = conn + e * {k};"]
+    if cached:
+        jw = (k * d) ** 2
+        lines += [f"    real_t* const block = cache + (e % {cached}) * {jw};",
+                  f"    if (tags[e % {cached}] != e) {{",
+                  *["      " + line for line in body],
+                  f"      for (int w = 0; w < {jw}; ++w) block[w] = {jac}[w];",
+                  f"      tags[e % {cached}] = e;",
+                  "    }"]
+        jac = "block"
+    else:
+        lines += ["    " + line for line in body]
+    lines += [f"    long long at[{k}];  // each node of e: its block's first entry in the rows",
+              f"    for (int b = 0; b < {k}; ++b) {{",
+              f"      const long long key = (long long)nodes[b] * {d};",
+              "      long long lo = 0, hi = blocks;",
+              "      while (lo < hi) {",
+              "        const long long mid = (lo + hi) / 2;",
+              "        if ((long long)cols[mid * step] < key) lo = mid + 1; else hi = mid;",
+              "      }",
+              f"      at[b] = lo * {d};",
+              "    }",
+              "    switch (a) {",
+              *[line for a in range(k) for line in _add_row(a, k, d, jac)],
+              "    }",
+              "  }",
+              "}"]
+    return lines
 
 
 def _add_row(a: int, k: int, d: int, jac: str) -> list[str]:
