@@ -20,9 +20,9 @@ element's local nodes a and b, the same bits on every run. A program whose eleme
 that kernel cannot run is assembled by a compiled scatter through `pairs` instead (its fixed
 order adds the slots in groups: the same sums to rounding).
 
-`sparse_pattern(conn, nodes, d)` makes it once: `pairs` (E, K * D * K; when first asked for), the CSR `indptr` and
-`indices` (int32 while the rows and entries fit, else int64), `diagonal` (each row's diagonal
-entry). `assemble(blocks, conn, nodes, fixed)` is the reference in NumPy (a
+`sparse_pattern(conn, nodes, d)` makes it once: `pairs` (E, K * D * K; when first asked
+for), the CSR `indptr` and `indices` (int32 while the rows and entries fit, else int64),
+`diagonal` (each row's diagonal entry). `assemble(blocks, conn, nodes, fixed)` is the reference in NumPy (a
 `scipy.sparse.csr_matrix`), each entry summed in the owner-computes kernel's order. Dirichlet
 components (`fixed`: True at a fixed row/column) have their rows and columns zeroed and 1 on
 the diagonal.
