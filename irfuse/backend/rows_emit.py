@@ -12,19 +12,19 @@ one-thread implementation, operands and result in registers), finds each node b 
 row n's blocks by a binary search of the CSR column indices, and adds the block row (a, :,
 b, :) there. Every entry is summed by one thread in one order (ascending elements, then
 ascending b within an element), so every run gives the same bits on its device; the CPU
-twin runs the same statements in the same order.
+twin adds in the same order.
 
 On the GPU the thread's rows are added in shared memory where a block's nodes' rows fit
 (`shared_nodes`: the widest row of the pattern decides), then written once, coalesced over
 the block's stretch of the values, and the row's column blocks are copied beside them first,
-so the searches read shared memory (a hand-written kernel went from 7.7 to 5.4 ms so, on 12.6 M
-tets); else the rows are added in the values themselves and searched in the indices. The
-CPU twin keeps the blocks of the last elements a worker computed (`cached_blocks`, in
-CACHE_BYTES, direct-mapped by element number): nodes walked in order share most of their elements (Morton numbering), so
-an element's calls mostly run once, not once for each of its nodes; a kept block holds the
-very words the calls give, so the bits do not change. The element's calls are
-recomputed for each of its K nodes: the price of keeping nothing per slot (measured against
-the scatter of per-slot blocks in `benchmarks/NOTES.md`, issue 73).
+so the searches read shared memory (a hand-written kernel went from 7.7 to 5.4 ms so, on
+12.6 M tets); else the rows are added in the values themselves and searched in the indices.
+The element's calls are recomputed for each of its K nodes: the price of keeping nothing per
+slot (measured against the scatter of per-slot blocks in `benchmarks/NOTES.md`, issue 73).
+The CPU twin keeps the blocks of the last elements a worker computed (`cached_blocks`, in
+CACHE_BYTES, direct-mapped by element number): nodes walked in order share most of their
+elements (Morton numbering), so there an element's calls mostly run once; a kept block holds
+the very words the calls give, so the bits do not change.
 
 `rows_module` writes the source (GPU kernel and CPU twin under IRFUSE_HOST) or raises
 `NotRowsForm` for a program this kernel cannot run (an op other than a call or a finite
@@ -74,7 +74,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
                 k: int, d: int, wide: bool, widest: int) -> EmittedModule:
     """The source of `KERNEL` for the per-element Jacobian `program` (output `out`, shaped
     (K, D, K, D)); `gathered`: its inputs that are rows gathered through the connectivity
-    (each (K, D) of a nodal value of D words); `wide`: int64 CSR indices (else int32);
+    (K rows of a nodal value's words); `wide`: int64 CSR indices (else int32);
     `widest`: the most blocks a node row of the pattern holds. Its parameters, in order:
     each program input (a gathered one as the nodal array, a uniform one as its words, any
     other as per-element rows), the connectivity (int), each node's first slot (long long,
