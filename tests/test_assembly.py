@@ -4,6 +4,8 @@ kernel's bits are the NumPy reference's; the scatter of per-slot blocks it falls
 gives the same sums to rounding), a scalar problem against a dense sum of its blocks, the
 caller's family (SciPy, PyTorch), `out=` rewriting values in place, and refusals by name."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -138,6 +140,11 @@ def test_each_node_row_is_summed_by_its_owner_with_nothing_kept_per_slot():
         for n in (0, len(X) // 2, len(X) - 1):
             assert np.all(np.diff(slots[starts[n]:starts[n + 1]]) > 0)  # ascending slots, so elements
         assert [a.tolist() for a in node_slots(conn, len(X))] == [starts.tolist(), slots.tolist()]
+        if importlib.util.find_spec("torch") is not None:  # (the lists made by PyTorch, as on a GPU: the same)
+            import torch
+
+            assert [a.tolist() for a in node_slots(torch.from_numpy(conn), len(X))] == [starts.tolist(),
+                                                                                      slots.tolist()]
         owner = tangents._rows_assembly
         tangents._rows_assembly = lambda *a: None
         try:
