@@ -130,6 +130,31 @@ def test_the_compiled_scatter_order_is_the_sorting_ones_entry_for_entry(k, eleme
         assert g.dtype == w.dtype and np.array_equal(g, w), name
 
 
+@pytest.mark.parametrize("k, elements, nodes, d, seed", [
+    (4, 6 * 4**3, None, 3, 0), (4, 300, 50, 3, 1), (3, 200, 400, 1, 2), (8, 60, 90, 3, 3), (1, 70, 20, 2, 4),
+    (4, 0, 9, 3, 5), (2, 500, 1, 1, 6), (10, 30, 200, 2, 7)])
+def test_the_compiled_sparse_pattern_is_the_arrays_entry_for_entry(k, elements, nodes, d, seed, monkeypatch):
+    """`irfuse.mesh.native.pattern` finds each node's blocks node by node: the same pairs,
+    indptr, indices and diagonal as the array version's sorts, in the same types, with nodes
+    repeated within an element, nodes no element names, no elements, one node."""
+    from irfuse.mesh.assembly import sparse_pattern
+    from irfuse.mesh.native import pattern
+
+    rng = np.random.default_rng(seed)
+    if nodes is None:
+        X, conn = mesh.box_tetrahedra(4, numbering="random", seed=seed)
+        nodes = len(X)
+    else:
+        conn = rng.integers(0, nodes, (elements, k)).astype(np.int32)
+    got = pattern(conn, nodes, d, True)
+    assert got is not None, "the host C++ compiler builds the helper"
+    monkeypatch.setenv("IRFUSE_MESH_NATIVE", "0")
+    want = sparse_pattern(conn, nodes, d, with_pairs=True)
+    for name, g in zip(("pairs", "indptr", "indices", "diagonal"), got):
+        w = getattr(want, name)
+        assert g.dtype == w.dtype and np.array_equal(g, w), name
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_compiled_morton_order_is_numpys(seed):
     """`irfuse.mesh.native`'s Morton keys and radix sort, and its element order (a counting

@@ -97,7 +97,15 @@ def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False) -> Sparse
     """The pattern of `conn`'s (E, K) matrix of D x D blocks over `nodes` nodes (see the
     module); `conn` checked already: a NumPy array, or a PyTorch tensor (on a GPU: the
     pattern made there, its arrays tensors on that GPU, the same entries as the host's).
-    `pairs` is made now `with_pairs`, else when first asked for."""
+    `pairs` is made now `with_pairs`, else when first asked for. On the host the compiled
+    helper makes them node by node (`irfuse.mesh.native.pattern`: the same arrays; 663,552
+    tets in 1.96 s by the array version below on the 2-core CI machine)."""
+    if isinstance(conn, np.ndarray):
+        from irfuse.mesh.native import pattern
+
+        made = pattern(conn, nodes, d, with_pairs)
+        if made is not None:
+            return SparsePattern(nodes, d, *made, conn)
     x = _Arrays(conn)
     e, k = tuple(conn.shape)
     c = x.int64(conn)

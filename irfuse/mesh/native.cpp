@@ -250,3 +250,95 @@ extern "C" int irf_renumber(const int32_t* conn, long long elements, int k, cons
   free(number); free(seen);
   return failed;
 }
+
+// A sparse pattern over the nodes (irfuse.mesh.assembly.sparse_pattern): each node's blocks
+// are the nodes it shares an element with and itself, ascending, found node by node from its
+// (element, local node) slots (a counting sort of the entries by node) with one small sort a
+// node, where the array version sorts every element's K x K node pairs at once. Then the CSR
+// arrays of D x D blocks laid out as the array version lays them out, and, where asked for,
+// each slot's run (`pairs`). The same arrays, entry for entry.
+
+extern "C" long long irf_pattern_blocks(const int32_t* conn, long long elements, int k, long long nodes,
+                                        int64_t* starts, int32_t* cols, long long capacity) {
+  // starts: nodes + 1 (node n's blocks are cols[starts[n]:starts[n + 1]]); cols: `capacity`
+  // words. Returns the blocks, -1 where scratch memory could not be had, -2 past `capacity`.
+  const long long n = elements * k;
+  std::vector<int64_t> first;
+  std::vector<int64_t> slot;
+  try {
+    first.assign(nodes + 1, 0);
+    slot.resize(n);
+  } catch (...) {
+    return -1;
+  }
+  for (long long s = 0; s < n; ++s) ++first[conn[s] + 1];
+  for (long long v = 0; v < nodes; ++v) first[v + 1] += first[v];
+  {
+    std::vector<int64_t> at(first.begin(), first.end() - 1);
+    for (long long s = 0; s < n; ++s) slot[at[conn[s]]++] = s;
+  }
+  std::vector<int32_t> near;
+  long long made = 0;
+  starts[0] = 0;
+  for (long long v = 0; v < nodes; ++v) {
+    near.clear();
+    near.push_back((int32_t)v);
+    for (int64_t j = first[v]; j < first[v + 1]; ++j) {
+      const int32_t* row = conn + (slot[j] / k) * k;
+      for (int b = 0; b < k; ++b) near.push_back(row[b]);
+    }
+    std::sort(near.begin(), near.end());
+    const long long count = std::unique(near.begin(), near.end()) - near.begin();
+    if (made + count > capacity) return -2;
+    std::copy(near.begin(), near.begin() + count, cols + made);
+    made += count;
+    starts[v + 1] = made;
+  }
+  return made;
+}
+
+template <class Index>
+static void pattern_arrays(const int64_t* starts, const int32_t* cols, long long nodes, int d, Index* indptr,
+                           Index* indices, Index* diagonal) {
+  // Block p of node row n, row i: run starts[n] * d + i * length + p, its d entries from
+  // run * d; row n * d + i begins at starts[n] * d * d + i * length * d.
+  for (long long v = 0; v < nodes; ++v) {
+    const int64_t begin = starts[v], length = starts[v + 1] - begin;
+    const int32_t* near = cols + begin;
+    const long long own = std::lower_bound(near, near + length, (int32_t)v) - near;
+    for (int i = 0; i < d; ++i) {
+      indptr[v * d + i] = (Index)(begin * d * d + (int64_t)i * length * d);
+      for (int64_t p = 0; p < length; ++p) {
+        const int64_t run = begin * d + (int64_t)i * length + p;
+        for (int j = 0; j < d; ++j) indices[run * d + j] = (Index)((int64_t)near[p] * d + j);
+      }
+      diagonal[v * d + i] = (Index)((begin * d + (int64_t)i * length + own) * d + i);
+    }
+  }
+  indptr[nodes * d] = (Index)(starts[nodes] * d * d);
+}
+
+extern "C" void irf_pattern_arrays(const int64_t* starts, const int32_t* cols, long long nodes, int d, int wide,
+                                   void* indptr, void* indices, void* diagonal) {
+  if (wide)
+    pattern_arrays(starts, cols, nodes, d, (int64_t*)indptr, (int64_t*)indices, (int64_t*)diagonal);
+  else
+    pattern_arrays(starts, cols, nodes, d, (int32_t*)indptr, (int32_t*)indices, (int32_t*)diagonal);
+}
+
+extern "C" void irf_pattern_pairs(const int32_t* conn, long long elements, int k, const int64_t* starts,
+                                  const int32_t* cols, int d, int32_t* pairs) {
+  // Element e's slot (a, i, b): the run of block (conn[e, a], conn[e, b]), row i.
+  for (long long e = 0; e < elements; ++e) {
+    const int32_t* row = conn + e * k;
+    for (int a = 0; a < k; ++a) {
+      const int64_t begin = starts[row[a]], length = starts[row[a] + 1] - begin;
+      const int32_t* near = cols + begin;
+      for (int b = 0; b < k; ++b) {
+        const int64_t p = std::lower_bound(near, near + length, row[b]) - near;
+        for (int i = 0; i < d; ++i)
+          pairs[e * (int64_t)k * d * k + ((int64_t)a * d + i) * k + b] = (int32_t)(begin * d + (int64_t)i * length + p);
+      }
+    }
+  }
+}

@@ -1,6 +1,7 @@
 """A mesh's preparation on the host in compiled code (`native.cpp`): a connectivity's scatter
 order in one pass over its entries, a Morton `reorder` by radix sorts, linear where the
-array versions sort, and `renumber`'s connectivity in one checked pass.
+array versions sort, `renumber`'s connectivity in one checked pass, and a tangent's sparse
+pattern node by node.
 
 The source is built once per compiler by the host C++ compiler the CPU backend uses
 (`irfuse.artifact.host_toolchain`; `CXX`), kept in irfuse's cache beside the CPU backend's
@@ -108,6 +109,39 @@ def renumbered(conn: np.ndarray, node_order, element_order) -> np.ndarray | None
     return out if made == 0 else None
 
 
+def pattern(conn: np.ndarray, nodes: int, d: int, with_pairs: bool) -> tuple | None:
+    """`irfuse.mesh.assembly.sparse_pattern`'s arrays (pairs or None, indptr, indices,
+    diagonal) of a checked int32 connectivity (E, K) of D x D blocks, or None where the
+    compiled helper cannot be had: node by node, linear in the entries but for each node's
+    small sort (see native.cpp)."""
+    library = _library()
+    if library is None:
+        return None
+    from irfuse.diagnostics import UsageError
+
+    c = np.ascontiguousarray(conn, dtype=np.int32)
+    e, k = c.shape
+    starts = np.empty(nodes + 1, np.int64)
+    cols = np.empty(max(min(nodes * nodes, nodes + e * k * (k - 1)), 1), np.int32)  # (at most, each node's own)
+    blocks = library.irf_pattern_blocks(_at(c), e, k, nodes, _at(starts), _at(cols), len(cols))
+    if blocks == -1:
+        raise MemoryError(f"the sparse pattern of {e} elements: no scratch memory")
+    if blocks < 0:
+        return None
+    total = blocks * d * d
+    if total // d >= 2**31:
+        raise UsageError(f"a sparse matrix of {total} entries: its runs of {d} are numbered in 32 bits")
+    wide = not (nodes * d < 2**31 and total < 2**31)
+    index = np.int64 if wide else np.int32
+    indptr, indices, diagonal = np.empty(nodes * d + 1, index), np.empty(total, index), np.empty(nodes * d, index)
+    library.irf_pattern_arrays(_at(starts), _at(cols), nodes, d, int(wide), _at(indptr), _at(indices), _at(diagonal))
+    pairs = None
+    if with_pairs:
+        pairs = np.empty((e, k * d * k), np.int32)
+        library.irf_pattern_pairs(_at(c), e, k, _at(starts), _at(cols), d, _at(pairs))
+    return pairs, indptr, indices, diagonal
+
+
 def _at(a: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(a.ctypes.data)
 
@@ -139,7 +173,10 @@ def _load():
     for name, result, args in (("irf_scatter_order", size, [at, size, size, word] + [at] * 5),
                                ("irf_morton_order", word, [at, size, word, at]),
                                ("irf_element_order", word, [at, size, word, at, size, at]),
-                               ("irf_renumber", word, [at, size, word, at, size, at, at])):
+                               ("irf_renumber", word, [at, size, word, at, size, at, at]),
+                               ("irf_pattern_blocks", size, [at, size, word, size, at, at, size]),
+                               ("irf_pattern_arrays", None, [at, at, size, word, word, at, at, at]),
+                               ("irf_pattern_pairs", None, [at, size, word, at, at, word, at])):
         getattr(library, name).restype = result
         getattr(library, name).argtypes = args
     return library
