@@ -108,6 +108,15 @@ def test_nodes_no_element_names_come_last_and_components_each_start_anew():
     assert one.tolist() == [[0, 0, 0, 0]]  # one node, repeated in its element
 
 
+def _drawn_connectivity(k: int, elements: int, nodes: int | None, seed: int, cubes: int):
+    """(conn, nodes): a randomly numbered box of `cubes` a side where `nodes` is None, else
+    `elements` rows of `k` nodes drawn from `nodes` (repeats and unused nodes included)."""
+    if nodes is None:
+        X, conn = mesh.box_tetrahedra(cubes, numbering="random", seed=seed)
+        return conn, len(X)
+    return np.random.default_rng(seed).integers(0, nodes, (elements, k)).astype(np.int32), nodes
+
+
 @pytest.mark.parametrize("k, elements, nodes, seed", [
     (4, 6 * 5**3, None, 0), (4, 1000, 50, 1), (3, 777, 400, 2), (8, 513, 900, 3), (10, 300, 2000, 4),
     (5, 1, 3, 5), (27, 40, 5000, 6), (1, 700, 20, 7), (4, 0, 9, 8), (48, 37, 300, 9), (2, 5000, 1, 10)])
@@ -118,12 +127,7 @@ def test_the_compiled_scatter_order_is_the_sorting_ones_entry_for_entry(k, eleme
     from irfuse.mesh.native import scatter_order
     from irfuse.mesh.scatter import ScatterInverse, _group_of, _inverse
 
-    rng = np.random.default_rng(seed)
-    if nodes is None:
-        X, conn = mesh.box_tetrahedra(5, numbering="random", seed=seed)
-        nodes = len(X)
-    else:
-        conn = rng.integers(0, nodes, (elements, k)).astype(np.int32)
+    conn, nodes = _drawn_connectivity(k, elements, nodes, seed, cubes=5)
     got = scatter_order(conn, nodes, _group_of(k) * k)
     assert got is not None, "the host C++ compiler builds the helper"
     for name, w, g in zip(ScatterInverse._fields, _inverse(conn, nodes), got):
@@ -140,12 +144,7 @@ def test_the_compiled_sparse_pattern_is_the_arrays_entry_for_entry(k, elements, 
     from irfuse.mesh.assembly import sparse_pattern
     from irfuse.mesh.native import pattern
 
-    rng = np.random.default_rng(seed)
-    if nodes is None:
-        X, conn = mesh.box_tetrahedra(4, numbering="random", seed=seed)
-        nodes = len(X)
-    else:
-        conn = rng.integers(0, nodes, (elements, k)).astype(np.int32)
+    conn, nodes = _drawn_connectivity(k, elements, nodes, seed, cubes=4)
     got = pattern(conn, nodes, d, True)
     assert got is not None, "the host C++ compiler builds the helper"
     monkeypatch.setenv("IRFUSE_MESH_NATIVE", "0")
