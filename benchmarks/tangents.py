@@ -159,8 +159,7 @@ def by_scatter(torch, prog, t, conn, M, repeat: int, matrix_and_inputs: int) -> 
     import irfuse.api.tangents as tangents
     from irfuse.mesh import Connectivity
 
-    owner = tangents._rows_assembly
-    tangents._rows_assembly = lambda *a: None  # (the scatter path, as for a program the kernel cannot run)
+    os.environ[tangents.ROWS_SWITCH] = "0"  # (the scatter path, as for a program the kernel cannot run)
     try:
         prepared = Connectivity(torch.from_numpy(conn).cuda(), len(t["X"]))
         args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
@@ -177,7 +176,7 @@ def by_scatter(torch, prog, t, conn, M, repeat: int, matrix_and_inputs: int) -> 
                "max difference": float((S.values() - M.values()).abs().max()) / scale}
         del S, prepared
     finally:
-        tangents._rows_assembly = owner
+        del os.environ[tangents.ROWS_SWITCH]
     torch.cuda.empty_cache()
     return out
 

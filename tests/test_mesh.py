@@ -138,15 +138,16 @@ def test_the_compiled_scatter_order_is_the_sorting_ones_entry_for_entry(k, eleme
     (4, 6 * 4**3, None, 3, 0), (4, 300, 50, 3, 1), (3, 200, 400, 1, 2), (8, 60, 90, 3, 3), (1, 70, 20, 2, 4),
     (4, 0, 9, 3, 5), (2, 500, 1, 1, 6), (10, 30, 200, 2, 7)])
 def test_the_compiled_sparse_pattern_is_the_arrays_entry_for_entry(k, elements, nodes, d, seed, monkeypatch):
-    """`irfuse.mesh.native.pattern` finds each node's blocks node by node: the same pairs,
-    indptr, indices and diagonal as the array version's sorts, in the same types, with nodes
-    repeated within an element, nodes no element names, no elements, one node."""
+    """`irfuse.mesh.native.pattern_blocks` finds each node's blocks node by node: the same
+    pairs, indptr, indices and diagonal as the array version's sorts, in the same types, with
+    nodes repeated within an element, nodes no element names, no elements, one node."""
     from irfuse.mesh.assembly import sparse_pattern
-    from irfuse.mesh.native import pattern
+    from irfuse.mesh.native import pattern_blocks
 
     conn, nodes = _drawn_connectivity(k, elements, nodes, seed, cubes=4)
-    got = pattern(conn, nodes, d, True)
-    assert got is not None, "the host C++ compiler builds the helper"
+    assert pattern_blocks(conn, nodes) is not None, "the host C++ compiler builds the helper"
+    compiled = sparse_pattern(conn, nodes, d, with_pairs=True)
+    got = (compiled.pairs, compiled.indptr, compiled.indices, compiled.diagonal)
     monkeypatch.setenv("IRFUSE_MESH_NATIVE", "0")
     want = sparse_pattern(conn, nodes, d, with_pairs=True)
     for name, g in zip(("pairs", "indptr", "indices", "diagonal"), got):

@@ -24,6 +24,7 @@ diagonal is 1 there.
 
 from __future__ import annotations
 
+import os
 import weakref
 
 import numpy as np
@@ -35,6 +36,7 @@ from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_
 
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
+ROWS_SWITCH = "IRFUSE_TANGENT_ROWS"  # "0": the scatter of per-slot blocks for every program
 ASSEMBLY_SEARCH = 400  # configurations the fusion search analyses for a tangent's assembly
 
 
@@ -202,8 +204,7 @@ class _Jacobian:
         self.of, self.wrt, self.who, self.compile_options = of, wrt, who, options
         self.module, self.gathered, self.conn, self.out = element_jacobian(self.source, of, wrt, who)
         self.options = {k: options[k] for k in ("dtype", "backend", "profile", "arch") if k in options}
-        self.element_dtype = program.dtype  # (NumPy's name: float32, float64)
-        self.element = {"float32": "f32", "float64": "f64"}[str(np.dtype(program.dtype))]
+        self.dtype = np.dtype(program.dtype)
         self.inputs, self.nodal = tuple(program.inputs), frozenset(program.nodal)
         self.uniform, self.shapes = frozenset(program.uniform), dict(program.shapes)
         self._program = self._assembly = None
@@ -242,7 +243,10 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     the program's element part is not of its form, or the arrays are not where the program's
     backend runs (NumPy arrays or CPU tensors for 'cpu', CUDA tensors and arrays for 'cuda').
     Nothing per element or per slot is kept: the nodes' slot lists (E * K + N + 1 words),
-    kept with the connectivity."""
+    kept with the connectivity. `IRFUSE_TANGENT_ROWS=0` turns it off (the scatter path for
+    every program: comparisons)."""
+    if os.environ.get(ROWS_SWITCH, "1").strip() == "0":  # (read at every call: a switch, not a setting)
+        return None
     backend = jac.options.get("backend", "cpu")
     x = bound[jac.wrt]
     if family == "numpy":
@@ -270,7 +274,7 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
         if device is not None:
             major, minor = _torch().cuda.get_device_capability(device)
             arch = f"sm_{major}{minor}"
-        artifact = rows_artifact(jac.module, tuple(jac.gathered), jac.out, jac.element, backend, arch, k, d, wide,
+        artifact = rows_artifact(jac.module, tuple(jac.gathered), jac.out, jac.options["dtype"], backend, arch, k, d, wide,
                                  widest)
         if artifact is None:
             made = (None, None)
@@ -287,7 +291,7 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     artifact, dev = made
     if artifact is None:
         return None
-    dtype = np.dtype(jac.element_dtype)
+    dtype = jac.dtype
     kernel = artifact.kernels[0]
     args = []
     for name in kernel.inputs[:-5]:  # (the Jacobian's inputs, then the connectivity and the lists)
@@ -301,7 +305,8 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     slots_key = ("node slots", "host" if device is None else str(device))
     lists = conn.kept.get(slots_key)
     if lists is None:
-        lists = conn.kept[slots_key] = node_slots(conn.conn if device is None else _conn_on(conn, device), conn.nodes)
+        lists = conn.kept[slots_key] = node_slots(conn.conn if device is None else _indices(conn, device, False),
+                                                    conn.nodes)
     if device is None:
         host = pattern.host()
         args += [np.ascontiguousarray(conn.conn, np.int32), *lists, host.indptr, host.indices]
@@ -310,7 +315,7 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
             dev.launcher(kernel.name, [*args, values], conn.nodes)()
         return run
     kept = _on(pattern, device)
-    args += [_conn_on(conn, device), *lists, kept["indptr"], kept["indices"]]
+    args += [_indices(conn, device, False), *lists, kept["indptr"], kept["indices"]]
     handle = int(_torch().cuda.current_stream(device).cuda_stream)
 
     def run_on_gpu(values):
@@ -320,9 +325,9 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
 
 
 def _close_at_exit(device) -> None:
-    """Closes `device` at exit, before PyCUDA's own clean-up (which aborts the process where a
-    context it pushed is still on the stack): registered once PyCUDA is imported, so it runs
-    first."""
+    """Closes `device` at exit, before PyCUDA's own clean-up at its module's unloading (which
+    aborts the process where a context it pushed is still on the stack), as `Program`s
+    holding a device are closed (`irfuse.api.programs`)."""
     import atexit
 
     def close() -> None:
@@ -360,20 +365,6 @@ def _words(given, shape: tuple, rows: int | None, dtype, device, what: str):
     if t.device != device or t.dtype != getattr(torch, str(dtype)) or tuple(t.shape) != want:
         return None
     return t.contiguous()
-
-
-def _conn_on(conn, device):
-    """A `Connectivity`'s node numbers as a contiguous int32 tensor on `device` (kept with it)."""
-    key = ("int32", str(device))
-    kept = conn.kept.get(key)
-    if kept is None:
-        gpu = conn.on_gpu
-        if gpu is not None and gpu[0].device == device and gpu[0].dtype == _torch().int32:
-            kept = gpu[0].contiguous()
-        else:
-            kept = _torch().as_tensor(np.ascontiguousarray(conn.conn, np.int32), device=device)
-        conn.kept[key] = kept
-    return kept
 
 
 def _jacobian_of(program, of: str, wrt: str, who: str) -> _Jacobian:
@@ -461,15 +452,18 @@ def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | Non
     return blocks.reshape(e, k, d, k, d), conn, shape, family, mask, jac
 
 
-def _indices(conn, device):
-    """A `Connectivity`'s node numbers as int64 PyTorch indices on `device` (kept with it)."""
-    key = ("indices", str(device))
+def _indices(conn, device, wide: bool = True):
+    """A `Connectivity`'s node numbers as a contiguous PyTorch tensor on `device`, int64
+    (indices for PyTorch's gathers) or, not `wide`, int32 (the owner-computes kernel's); kept
+    with it."""
+    torch = _torch()
+    dtype = torch.int64 if wide else torch.int32
+    key = ("indices", str(device), str(dtype))
     kept = conn.kept.get(key)
     if kept is None:
-        torch = _torch()
         gpu = conn.on_gpu
         source = gpu[0] if gpu is not None and str(gpu[0].device) == str(device) else torch.tensor(conn.conn)
-        kept = conn.kept[key] = source.to(device=device, dtype=torch.int64)
+        kept = conn.kept[key] = source.to(device=device, dtype=dtype).contiguous()
     return kept
 
 

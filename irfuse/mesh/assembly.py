@@ -98,14 +98,16 @@ def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False) -> Sparse
     module); `conn` checked already: a NumPy array, or a PyTorch tensor (on a GPU: the
     pattern made there, its arrays tensors on that GPU, the same entries as the host's).
     `pairs` is made now `with_pairs`, else when first asked for. On the host the compiled
-    helper makes them node by node (`irfuse.mesh.native.pattern`: the same arrays; 663,552
+    helper makes them node by node (`irfuse.mesh.native.pattern_blocks`: the same arrays; 663,552
     tets in 1.96 s by the array version below on the 2-core CI machine)."""
     if isinstance(conn, np.ndarray):
-        from irfuse.mesh.native import pattern
+        from irfuse.mesh import native
 
-        made = pattern(conn, nodes, d, with_pairs)
-        if made is not None:
-            return SparsePattern(nodes, d, *made, conn)
+        blocks = native.pattern_blocks(conn, nodes)
+        if blocks is not None:
+            wide = _wide(int(blocks[0][-1]) * d * d, nodes, d)
+            pairs = native.pattern_pairs(conn, *blocks, d) if with_pairs else None
+            return SparsePattern(nodes, d, pairs, *native.pattern_arrays(*blocks, nodes, d, wide), conn)
     x = _Arrays(conn)
     e, k = tuple(conn.shape)
     c = x.int64(conn)
@@ -117,9 +119,7 @@ def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False) -> Sparse
     starts[1:] = x.cumsum(x.bincount(block_rows, nodes))
     length = starts[1:] - starts[:-1]  # blocks in each node row
     total = len(unique) * d * d
-    if total // d >= 2**31:
-        raise UsageError(f"a sparse matrix of {total} entries: its runs of {d} are numbered in 32 bits")
-    wide = not (nodes * d < 2**31 and total < 2**31)
+    wide = _wide(total, nodes, d)
     i = x.arange(d)
     # Block p of node row n, row i: run starts[n] * d + i * length[n] + (p - starts[n]).
     first = starts[block_rows] * (d - 1)  # (starts[n] * d - starts[n])
@@ -136,6 +136,15 @@ def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False) -> Sparse
     diagonal = (x.permute(run[:, own_block], (1, 0)) * d + i[None, :]).reshape(-1)  # (node, i): entry i of its run
     return SparsePattern(nodes, d, pairs, x.index(indptr, wide), x.index(indices, wide), x.index(diagonal, wide),
                          conn)
+
+
+def _wide(total: int, nodes: int, d: int) -> bool:
+    """Whether a pattern of `total` entries over `nodes` nodes of D x D blocks takes int64
+    indices (int32 while its rows and entries fit); refused where its runs of D would not
+    fit in 32 bits (the per-slot map numbers them so)."""
+    if total // d >= 2**31:
+        raise UsageError(f"a sparse matrix of {total} entries: its runs of {d} are numbered in 32 bits")
+    return not (nodes * d < 2**31 and total < 2**31)
 
 
 def node_slots(conn, nodes: int) -> tuple:

@@ -109,16 +109,15 @@ def renumbered(conn: np.ndarray, node_order, element_order) -> np.ndarray | None
     return out if made == 0 else None
 
 
-def pattern(conn: np.ndarray, nodes: int, d: int, with_pairs: bool) -> tuple | None:
-    """`irfuse.mesh.assembly.sparse_pattern`'s arrays (pairs or None, indptr, indices,
-    diagonal) of a checked int32 connectivity (E, K) of D x D blocks, or None where the
-    compiled helper cannot be had: node by node, linear in the entries but for each node's
-    small sort (see native.cpp)."""
+def pattern_blocks(conn: np.ndarray, nodes: int) -> tuple | None:
+    """Each node's blocks of a checked connectivity (E, K): `starts` (N + 1, int64) and `cols`
+    (the nodes it shares an element with and itself, ascending, node after node), or None
+    where the compiled helper cannot be had (see native.cpp); the rest of
+    `irfuse.mesh.assembly.sparse_pattern`'s arrays from them by `pattern_arrays` and
+    `pattern_pairs`."""
     library = _library()
     if library is None:
         return None
-    from irfuse.diagnostics import UsageError
-
     c = np.ascontiguousarray(conn, dtype=np.int32)
     e, k = c.shape
     starts = np.empty(nodes + 1, np.int64)
@@ -126,20 +125,27 @@ def pattern(conn: np.ndarray, nodes: int, d: int, with_pairs: bool) -> tuple | N
     blocks = library.irf_pattern_blocks(_at(c), e, k, nodes, _at(starts), _at(cols), len(cols))
     if blocks == -1:
         raise MemoryError(f"the sparse pattern of {e} elements: no scratch memory")
-    if blocks < 0:
-        return None
-    total = blocks * d * d
-    if total // d >= 2**31:
-        raise UsageError(f"a sparse matrix of {total} entries: its runs of {d} are numbered in 32 bits")
-    wide = not (nodes * d < 2**31 and total < 2**31)
+    return (starts, cols[:blocks]) if blocks >= 0 else None
+
+
+def pattern_arrays(starts: np.ndarray, cols: np.ndarray, nodes: int, d: int, wide: bool) -> tuple:
+    """(indptr, indices, diagonal) of D x D blocks laid out as the array version lays them
+    out, int64 where `wide`, else int32."""
     index = np.int64 if wide else np.int32
+    total = int(starts[-1]) * d * d
     indptr, indices, diagonal = np.empty(nodes * d + 1, index), np.empty(total, index), np.empty(nodes * d, index)
-    library.irf_pattern_arrays(_at(starts), _at(cols), nodes, d, int(wide), _at(indptr), _at(indices), _at(diagonal))
-    pairs = None
-    if with_pairs:
-        pairs = np.empty((e, k * d * k), np.int32)
-        library.irf_pattern_pairs(_at(c), e, k, _at(starts), _at(cols), d, _at(pairs))
-    return pairs, indptr, indices, diagonal
+    _library().irf_pattern_arrays(_at(starts), _at(cols), nodes, d, int(wide), _at(indptr), _at(indices),
+                                  _at(diagonal))
+    return indptr, indices, diagonal
+
+
+def pattern_pairs(conn: np.ndarray, starts: np.ndarray, cols: np.ndarray, d: int) -> np.ndarray:
+    """The per-slot map (E, K * D * K) of the pattern's runs (see `irfuse.mesh.assembly`)."""
+    c = np.ascontiguousarray(conn, dtype=np.int32)
+    e, k = c.shape
+    pairs = np.empty((e, k * d * k), np.int32)
+    _library().irf_pattern_pairs(_at(c), e, k, _at(starts), _at(cols), d, _at(pairs))
+    return pairs
 
 
 def _at(a: np.ndarray) -> ctypes.c_void_p:
