@@ -155,6 +155,36 @@ def test_the_compiled_sparse_pattern_is_the_arrays_entry_for_entry(k, elements, 
         assert g.dtype == w.dtype and np.array_equal(g, w), name
 
 
+@pytest.mark.parametrize("k, elements, nodes, d, seed", [
+    (4, 6 * 4**3, None, 3, 0), (4, 300, 50, 3, 1), (3, 200, 400, 1, 2), (8, 60, 90, 3, 3), (1, 70, 20, 2, 4),
+    (4, 0, 9, 3, 5), (2, 500, 1, 1, 6), (10, 30, 200, 2, 7)])
+@pytest.mark.parametrize("limit", [1, 5, 64, None])
+def test_the_pattern_made_range_by_range_is_the_hosts_wherever_the_ranges_are_cut(k, elements, nodes, d, seed, limit,
+                                                                                   monkeypatch):
+    """`irfuse.mesh.pattern_ranges` (PyTorch, as on a GPU): each node's slots and the pattern's
+    indptr, indices and diagonal are the compiled host helper's, entry for entry and type for
+    type, with ranges of 1, 5 or 64 slots or nodes and the default, in 32 and 64 bits."""
+    torch = pytest.importorskip("torch")
+    from irfuse.mesh import assembly, pattern_ranges
+
+    conn, nodes = _drawn_connectivity(k, elements, nodes, seed, cubes=4)
+    if limit is not None:
+        monkeypatch.setattr(pattern_ranges, "SLOTS_A_RANGE", limit)
+        monkeypatch.setattr(pattern_ranges, "BLOCKS_A_RANGE", limit)
+    for wide in (False, True):
+        if wide:
+            monkeypatch.setattr(assembly, "_wide", lambda total, nodes, d: True)
+        want = assembly.sparse_pattern(conn, nodes, d)
+        lists = assembly.node_slots(torch.from_numpy(conn), nodes)
+        for got, w in zip(lists, assembly.node_slots(conn, nodes)):
+            assert got.numpy().dtype == w.dtype and np.array_equal(got.numpy(), w)
+        made = assembly.sparse_pattern(torch.from_numpy(conn), nodes, d, lists=lists)
+        assert made._pairs is None
+        for name in ("indptr", "indices", "diagonal"):
+            w, got = getattr(want, name), getattr(made, name).numpy()
+            assert got.dtype == w.dtype == (np.int64 if wide else np.int32) and np.array_equal(got, w), name
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_compiled_morton_order_is_numpys(seed):
     """`irfuse.mesh.native`'s Morton keys and radix sort, and its element order (a counting

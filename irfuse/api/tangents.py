@@ -32,7 +32,7 @@ import numpy as np
 from irfuse.api.arguments import bind_inputs, host_scalar
 from irfuse.api.device_arrays import device_array
 from irfuse.diagnostics import UsageError
-from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_slots
+from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_slots, slots_key
 
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
@@ -302,10 +302,9 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
         if words is None:
             return None  # (an argument the kernel does not take as it is: the program's own call checks it)
         args.append(words)
-    slots_key = ("node slots", "host" if device is None else str(device))
-    lists = conn.kept.get(slots_key)
+    lists = conn.kept.get(slots_key(device))
     if lists is None:
-        lists = conn.kept[slots_key] = node_slots(conn.conn if device is None else _indices(conn, device, False),
+        lists = conn.kept[slots_key(device)] = node_slots(conn.conn if device is None else _indices(conn, device, False),
                                                     conn.nodes)
     if device is None:
         host = pattern.host()

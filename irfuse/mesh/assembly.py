@@ -93,13 +93,15 @@ class SparsePattern:
         return f"SparsePattern({self.shape[0]} x {self.shape[1]}, {self.nnz} entries)"
 
 
-def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False) -> SparsePattern:
+def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False, lists: tuple | None = None) -> SparsePattern:
     """The pattern of `conn`'s (E, K) matrix of D x D blocks over `nodes` nodes (see the
     module); `conn` checked already: a NumPy array, or a PyTorch tensor (on a GPU: the
     pattern made there, its arrays tensors on that GPU, the same entries as the host's).
     `pairs` is made now `with_pairs`, else when first asked for. On the host the compiled
     helper makes them node by node (`irfuse.mesh.native.pattern_blocks`: the same arrays; 663,552
-    tets in 1.96 s by the array version below on the 2-core CI machine)."""
+    tets in 1.96 s by the array version below on the 2-core CI machine); from a tensor
+    without `pairs`, PyTorch makes them range of nodes by range of nodes from the nodes'
+    slots (`lists`, `node_slots`'s, made here where not given; `irfuse.mesh.pattern_ranges`)."""
     if isinstance(conn, np.ndarray):
         from irfuse.mesh import native
 
@@ -108,6 +110,11 @@ def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False) -> Sparse
             wide = _wide(int(blocks[0][-1]) * d * d, nodes, d)
             pairs = native.pattern_pairs(conn, *blocks, d) if with_pairs else None
             return SparsePattern(nodes, d, pairs, *native.pattern_arrays(*blocks, nodes, d, wide), conn)
+    elif not with_pairs:
+        from irfuse.mesh import pattern_ranges
+
+        arrays = pattern_ranges.sparse_pattern(conn, nodes, d, lists or node_slots(conn, nodes))
+        return SparsePattern(nodes, d, None, *arrays, conn)
     x = _Arrays(conn)
     e, k = tuple(conn.shape)
     c = x.int64(conn)
@@ -147,23 +154,28 @@ def _wide(total: int, nodes: int, d: int) -> bool:
     return not (nodes * d < 2**31 and total < 2**31)
 
 
+def slots_key(device) -> tuple:
+    """The key a `Connectivity` keeps its `node_slots` under (`kept`), where they were made:
+    None for the host, else the device (a PyTorch device or its name)."""
+    return ("node slots", "host" if device is None else str(device))
+
+
 def node_slots(conn, nodes: int) -> tuple:
     """Each node's (element, local node) slots, e * K + a, in ascending order (so ascending
     elements): `starts` (N + 1, int64; node n's slots are `slots[starts[n]:starts[n + 1]]`)
     and `slots` (E * K, int32), for the owner-computes assembly (`backend.rows_emit`). `conn`
-    checked already: a NumPy array, or a PyTorch tensor (made where it lives; a stable sort,
-    so the same lists as the host's)."""
-    x = _Arrays(conn)
-    flat = x.int64(conn).reshape(-1)
-    if (flat.numel() if x.torch is not None else flat.size) >= 2**31:
+    checked already: a NumPy array, or a PyTorch tensor (made where it lives, range of nodes
+    by range of nodes: `irfuse.mesh.pattern_ranges`; the same lists as the host's)."""
+    if int(np.prod(tuple(conn.shape), dtype=np.int64)) >= 2**31:
         raise UsageError(f"a connectivity of {tuple(conn.shape)}: its slots are numbered in 32 bits")
-    if x.torch is None:
-        order = np.argsort(flat, kind="stable")
-    else:
-        order = x.torch.sort(flat, stable=True).indices
-    starts = x.zeros(nodes + 1)
-    starts[1:] = x.cumsum(x.bincount(flat, nodes))
-    return starts, x.index(order, False)
+    if not isinstance(conn, np.ndarray):
+        from irfuse.mesh import pattern_ranges
+
+        return pattern_ranges.node_slots(conn, nodes)
+    flat = conn.astype(np.int64).reshape(-1)
+    starts = np.zeros(nodes + 1, np.int64)
+    starts[1:] = np.cumsum(np.bincount(flat, minlength=nodes))
+    return starts, np.argsort(flat, kind="stable").astype(np.int32)
 
 
 class _Arrays:

@@ -114,7 +114,16 @@ class Connectivity:
             raise UsageError(f"sparse_pattern: d is the size of a block (the values a node holds), a positive whole "
                              f"number, not {d!r}")
         if d not in self._patterns:
-            self._patterns[d] = sparse_pattern(self._gpu[0] if self._gpu is not None else self.conn, self.nodes, d)
+            if self._gpu is None:
+                self._patterns[d] = sparse_pattern(self.conn, self.nodes, d)
+            else:  # (from the nodes' slots, kept: the owner-computes assembly reads them too)
+                from irfuse.mesh.assembly import node_slots, slots_key
+
+                gpu = self._gpu[0]
+                lists = self.kept.get(slots_key(gpu.device))
+                if lists is None:
+                    lists = self.kept[slots_key(gpu.device)] = node_slots(gpu, self.nodes)
+                self._patterns[d] = sparse_pattern(gpu, self.nodes, d, lists=lists)
         return self._patterns[d]
 
     def __getstate__(self) -> dict:
