@@ -270,3 +270,32 @@ def test_jacobian_and_hessian_of_a_mesh_program_are_sparse_tangents():
             irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", of=of)
     with pytest.raises(irfuse.UsageError, match="irfuse.jacobian of the compiled program"):
         irfuse.jacobian(f"{ROOT}/examples/mesh/p1_residual.kas", of="r", wrt="u")
+
+
+@pytest.mark.parametrize("name", ["p1_residual", "neo_hookean_residual"])
+def test_the_gpu_kernel_computes_a_nodes_block_rows_by_reverse_sweeps_and_compiles_with_nvrtc(name):
+    """The GPU's owner-computes kernel takes the element part's vector-Jacobian product (D
+    reverse sweeps a slot, the cotangent 1 at the node's rows) where the CPU twin keeps the
+    Jacobian's whole block: NVRTC compiles it for sm_90 in float32 and float64, with fewer
+    registers or spills than the kernel that runs the Jacobian's K x D forward directions a
+    slot, and in float32 without spilling."""
+    from irfuse.driver.front import element_jacobian, element_rows
+    from irfuse.driver.rows_assembly import rows_artifact
+
+    source = f"{ROOT}/examples/mesh/{name}.kas"
+    module, gathered, _, out = element_jacobian(source, "r", "u", "test")
+    rows = element_rows(source, "r", "u", "test")
+    assert rows is not None and rows[1] in rows[0].inputs and rows[2] in rows[0].outputs
+    for dtype in ("f32", "f64"):
+        made = {}
+        for how, given in (("forward", None), ("reverse", rows)):
+            artifact = rows_artifact(module, tuple(gathered), out, dtype, "cuda", "sm_90", 4, 3, False, 15, given)
+            text = artifact.source
+            gpu_part = text[text.index("void irf_tangent_node("):text.index("void irf_tangent_node_cached(")]
+            assert ("? (real_t)1 : (real_t)0;" in gpu_part) == (given is not None) and "switch (a)" in text
+            made[how] = artifact.cubin.resources["irf_tangent_rows"]
+        assert made["reverse"].registers <= made["forward"].registers, dtype
+        assert made["reverse"].spill_stores < made["forward"].spill_stores or made["reverse"].spill_stores == 0
+        if dtype == "f32":  # (fewer registers, or none spilled where the forward directions spill)
+            assert made["reverse"].spill_stores == 0
+            assert made["reverse"].registers < made["forward"].registers or made["forward"].spill_stores > 0

@@ -268,14 +268,16 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     key = (backend, None if device is None else device.index, wide, widest)
     made = jac._rows.get(key)
     if made is None:
+        from irfuse.driver.front import element_rows
         from irfuse.driver.rows_assembly import rows_artifact
 
-        arch = None
+        arch = rows = None
         if device is not None:
             major, minor = _torch().cuda.get_device_capability(device)
             arch = f"sm_{major}{minor}"
+            rows = element_rows(jac.source, jac.of, jac.wrt, jac.who)
         artifact = rows_artifact(jac.module, tuple(jac.gathered), jac.out, jac.options["dtype"], backend, arch, k, d, wide,
-                                 widest)
+                                 widest, rows)
         if artifact is None:
             made = (None, None)
         elif device is None:

@@ -10,7 +10,13 @@ them to 0, then walks n's (element, local node) slots in ascending element order
 e's rows through the connectivity, runs the Jacobian's calls in registers (each library op's
 one-thread implementation, operands and result in registers), finds each node b of e among
 row n's blocks by a binary search of the CSR column indices, and adds the block row (a, :,
-b, :) there. Every entry is summed by one thread in one order (ascending elements, then
+b, :) there. On the GPU, where the element part's vector-Jacobian product is given
+(`transforms.element_blocks.element_rows_program`), a slot runs that instead: what does not
+depend on the cotangent once, then one reverse sweep for each of the node's D rows, the
+cotangent 1 at row (a, i) and 0 elsewhere, which gives block row (a, i) alone (the
+Jacobian's forward mode takes K x D directions for the whole block, of which the slot adds
+one K-th). The P1 tangent's kernel so takes 80 registers in float32 where the whole block
+took 235 (NVRTC, sm_90). Every entry is summed by one thread in one order (ascending elements, then
 ascending b within an element), so every run gives the same bits on its device; the CPU
 twin adds in the same order.
 
@@ -71,11 +77,14 @@ def shared_nodes(widest: int, d: int, itemsize: int, index_size: int = 8) -> int
 
 
 def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, library: Library, element: ElementType,
-                k: int, d: int, wide: bool, widest: int) -> EmittedModule:
+                k: int, d: int, wide: bool, widest: int, rows: tuple | None = None) -> EmittedModule:
     """The source of `KERNEL` for the per-element Jacobian `program` (output `out`, shaped
     (K, D, K, D)); `gathered`: its inputs that are rows gathered through the connectivity
     (K rows of a nodal value's words); `wide`: int64 CSR indices (else int32);
-    `widest`: the most blocks a node row of the pattern holds. Its parameters, in order:
+    `widest`: the most blocks a node row of the pattern holds; `rows`: where given, the
+    element part's vector-Jacobian product, its cotangent input and its output
+    (`transforms.element_blocks.element_rows_program`), from which the GPU's slots compute
+    their D block rows (see the module). Its parameters, in order:
     each program input (a gathered one as the nodal array, a uniform one as its words, any
     other as per-element rows), the connectivity (int), each node's first slot (long long,
     N + 1), the slots (int: element * K + local node), the CSR indptr and indices, the values
@@ -87,7 +96,13 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     result = program.return_op.values[list(program.outputs).index(out)]
     if result.type.size != (k * d) ** 2:
         raise NotRowsForm(f"the Jacobian's blocks hold {result.type.size} words, not {(k * d) ** 2}")
-    body, used, names_of = _element_code(program, gathered, uniform, library, k, d)
+    body, used, name = _element_code(program, gathered, uniform, library, k, d)
+    gpu_body, gpu_rows = body, None
+    if rows is not None and set(rows[0].inputs) - {rows[1]} <= set(names):
+        vjp, seed, bar = rows
+        gpu_body, more, gpu_name = _element_code(vjp, gathered, set(vjp.uniform), library, k, d, seed)
+        used += [impl for impl in more if impl not in used]
+        gpu_rows = [gpu_name(vjp.return_op.values[list(vjp.outputs).index(bar)], i) for i in range(d)]
     idx = "long long" if wide else "int"
     params = [f"const real_t* __restrict__ in_{n}" for n in names] + [
         "const int* __restrict__ conn", "const long long* __restrict__ starts", "const int* __restrict__ slots",
@@ -96,9 +111,9 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     args = [f"in_{n}" for n in names] + ["conn", "starts", "slots", "indptr", "indices"]
     words = element.itemsize
     per_block = shared_nodes(widest, d, words, 8 if wide else 4)
-    jac = names_of[result]
+    jac = name(result)
     head = f"{', '.join(params[:-2])}, real_t* __restrict__ rows, const {idx}* __restrict__ cols, const int step"
-    row = _node_function(head, idx, k, d, body, jac, cached=0)
+    row = _node_function(head, idx, k, d, gpu_body, jac, cached=0, block_rows=gpu_rows)
     cached = cached_blocks(k, d, element.itemsize)
     row_cached = _node_function(head, idx, k, d, body, jac, cached=cached)
     shared_rows = per_block * widest * d * d
@@ -166,13 +181,16 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     return EmittedModule(source, [info])
 
 
-def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: str, cached: int) -> list[str]:
+def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: str, cached: int,
+                   block_rows: list[str] | None = None) -> list[str]:
     """`irf_tangent_node` (the GPU's, `cached` 0: the element's calls in registers for every
     slot) or `irf_tangent_node_cached` (the CPU's: an element's block computed once while it
     stays among the worker's `cached` blocks, direct-mapped by element; the same statements
     give the same bits either way): node `node`'s D rows summed into `rows`, its slots in
     ascending element order, each node of a slot's element found among `cols` (the row's
-    column blocks, `step` apart)."""
+    column blocks, `step` apart). `block_rows`: the names of the slot's D block rows (K x D
+    words each) where `body` computes those (the reverse sweeps) rather than the element's
+    whole block `jac`."""
     name = "irf_tangent_node_cached" if cached else "irf_tangent_node"
     extra = ", real_t* __restrict__ cache, long long* __restrict__ tags" if cached else ""
     lines = ["// Node `node`'s D rows of the tangent, summed into `rows` (its own stretch of the values, or",
@@ -209,8 +227,16 @@ def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: st
               "        if ((long long)cols[mid * step] < key) lo = mid + 1; else hi = mid;",
               "      }",
               f"      at[b] = lo * {d};",
-              "    }",
-              "    switch (a) {",
+              "    }"]
+    if block_rows is not None:  # (entry (i, b, j) of row i: its terms in the order the switch below adds them)
+        lines += [f"    IRF_UNROLL for (int b = 0; b < {k}; ++b)",
+                  f"      IRF_UNROLL for (int j = 0; j < {d}; ++j) {{",
+                  *[f"        rows[{i} * width + at[b] + j] += {r}[b * {d} + j];" for i, r in enumerate(block_rows)],
+                  "      }",
+                  "  }",
+                  "}"]
+        return lines
+    lines += ["    switch (a) {",
               *[line for a in range(k) for line in _add_row(a, k, d, jac)],
               "    }",
               "  }",
@@ -231,21 +257,33 @@ def _add_row(a: int, k: int, d: int, jac: str) -> list[str]:
 
 
 def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: set, library: Library, k: int,
-                  d: int) -> tuple[list[str], list, dict]:
+                  d: int, seed: str | None = None) -> tuple[list[str], list, object]:
     """The C statements computing the Jacobian of element e in registers (inputs gathered or
-    read at e), the implementations they call (in first use), each value's C name."""
+    read at e), the implementations they call (in first use), and `name(value, i)`, each
+    value's C name. With `seed` (a vector-Jacobian product's cotangent input, K x D words),
+    the statements that read it are written D times, copy i with the cotangent 1 at row
+    (a, i) of the slot's local node a and 0 elsewhere, and `name` names copy i's values;
+    the rest are written once."""
     names: dict = {}
+    seeded: set = set()
     lines: list[str] = []
     used: list = []
 
-    def name(v) -> str:
+    def name(v, copy: int = 0) -> str:
         if v not in names:
             names[v] = f"v{len(names)}"
-        return names[v]
+        return f"{names[v]}_{copy}" if v in seeded else names[v]
 
     for input_name, arg in zip(program.inputs, program.body.block.args):
         v, size = name(arg), arg.type.size
-        if input_name in gathered:  # (K rows of the nodal value's words, w of them a node)
+        if input_name == seed:
+            if size != k * d:
+                raise NotRowsForm(f"the cotangent {seed} holds {size} words, not {k * d}")
+            seeded.add(arg)
+            for i in range(d):
+                lines += [f"real_t {name(arg, i)}[{size}];",
+                          f"for (int w = 0; w < {size}; ++w) {name(arg, i)}[w] = w == a * {d} + {i} ? (real_t)1 : (real_t)0;"]
+        elif input_name in gathered:  # (K rows of the nodal value's words, w of them a node)
             if size % k:
                 raise NotRowsForm(f"gathered input {input_name} holds {size} words, not {k} rows")
             w = size // k
@@ -273,7 +311,12 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
             raise NotRowsForm(f"{op.op_name} has no implementation of one thread an element")
         if impl not in used:
             used.append(impl)
-        args = ", ".join(name(a) for a in op.args)
-        lines += [f"real_t {name(op.res)}[{op.res.type.size}];",
-                  f"{impl.variant_name('r' * (len(op.args) + 1))}(0, 0, {args}, {name(op.res)});"]
-    return lines, used, names
+        copies = 1
+        if any(a in seeded for a in op.args):
+            seeded.add(op.res)
+            copies = d
+        for i in range(copies):
+            args = ", ".join(name(a, i) for a in op.args)
+            lines += [f"real_t {name(op.res, i)}[{op.res.type.size}];",
+                      f"{impl.variant_name('r' * (len(op.args) + 1))}(0, 0, {args}, {name(op.res, i)});"]
+    return lines, used, name

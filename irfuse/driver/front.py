@@ -102,6 +102,21 @@ def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dic
     return ModuleOp([jac]), gathered, conn, out
 
 
+def element_rows(source, of: str, wrt: str, who: str) -> tuple | None:
+    """(the vector-Jacobian product of a mesh program's element part, its cotangent input,
+    its output: `transforms.element_blocks.element_rows_program`), from which the GPU's
+    owner-computes assembly computes a node's block rows; None where it cannot be made
+    (the per-element Jacobian then serves there too)."""
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.element_blocks import element_rows_program
+
+    program = program_of(frontend(read_source(source, None, who)).module)
+    try:
+        return element_rows_program(program, of, wrt, default_library(), who)
+    except (UsageError, CompileError):
+        return None
+
+
 def search_budget(budget: int) -> str:
     """The default pipeline with the fusion search stopped after `budget` analysed
     configurations: for generated programs whose plan is found among the first (a whole

@@ -16,13 +16,15 @@ from irfuse.library.catalogue import default_library
 
 
 def rows_artifact(module: ModuleOp, gathered: tuple[str, ...], out: str, dtype: str, backend: str,
-                  arch: str | None, k: int, d: int, wide: bool, widest: int) -> Artifact | None:
+                  arch: str | None, k: int, d: int, wide: bool, widest: int, rows: tuple | None = None) -> Artifact | None:
     """The artifact of the owner-computes kernel for `module`'s per-element Jacobian (output
-    `out`) on `backend` ('cpu', or 'cuda' for `arch`), its binary built; None where the
-    program is not of the form the kernel runs (`rows_emit.NotRowsForm`)."""
+    `out`) on `backend` ('cpu', or 'cuda' for `arch`), its binary built; `rows`: the
+    element part's vector-Jacobian product the GPU's slots compute their block rows by
+    (`front.element_rows`), or None; None where the program is not of the form the kernel
+    runs (`rows_emit.NotRowsForm`)."""
     element = element_type(dtype)
     try:
-        emitted = rows_module(program_of(module), gathered, out, default_library(), element, k, d, wide, widest)
+        emitted = rows_module(program_of(module), gathered, out, default_library(), element, k, d, wide, widest, rows)
     except NotRowsForm:
         return None
     artifact = Artifact(element.name, "aos", emitted.source, list(emitted.kernels),

@@ -86,6 +86,28 @@ def element_jacobian_program(program: ProgramOp, of: str, wrt: str, library,
     return jac, gathered, conn, jac.outputs[-1]
 
 
+def element_rows_program(program: ProgramOp, of: str, wrt: str, library,
+                         who: str = "tangent_matrix") -> tuple[ProgramOp, str, str]:
+    """(the vector-Jacobian product of `program`'s element part (`element_part`) by the
+    gathered rows of nodal input `wrt` (`transforms.reverse_mode`, loops unrolled): the
+    element's inputs and a cotangent of its rows, returning its rows and the cotangent of
+    the gathered rows of `wrt`; the cotangent's input name; the product's output name).
+    With the cotangent 1 at row (a, i) and 0 elsewhere the product is block row (a, i) of
+    the element's Jacobian: a node's D rows of the block from D reverse sweeps where the
+    Jacobian's forward mode takes K x D directions (the owner-computes assembly on the GPU,
+    `backend.rows_emit`). UsageError or CompileError where it cannot be made (then the
+    Jacobian serves)."""
+    from irfuse.transforms.reverse_mode import reverse_derivative
+
+    elements, gathered, conn = element_part(program, of, who)
+    names = [n for n, (nodal, c) in gathered.items() if nodal == wrt and c == conn]
+    if len(names) != 1:
+        raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}'")
+    prefix = "irf_row_"
+    vjp = reverse_derivative(elements, names, library, prefix=prefix, loops="unroll", who=who)
+    return vjp, prefix + elements.outputs[0], prefix + names[0]
+
+
 def assembly_program(jacobian: ProgramOp, blocks: str, library, who: str = "tangent_matrix") -> ProgramOp:
     """`jacobian` (a per-element program, `element_part`'s Jacobian) with its output `blocks`,
     each element's block (K, *v, K, *v) of a nodal value shaped v, added by a scatter into a
