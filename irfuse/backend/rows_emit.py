@@ -12,11 +12,12 @@ one-thread implementation, operands and result in registers), finds each node b 
 row n's blocks by a binary search of the CSR column indices, and adds the block row (a, :,
 b, :) there. On the GPU, where the element part's vector-Jacobian product is given
 (`transforms.element_blocks.element_rows_program`), a slot runs that instead: what does not
-depend on the cotangent once, then one reverse sweep for each of the node's D rows, the
-cotangent 1 at row (a, i) and 0 elsewhere, which gives block row (a, i) alone (the
-Jacobian's forward mode takes K x D directions for the whole block, of which the slot adds
-one K-th). The P1 tangent's kernel so takes 80 registers in float32 where the whole block
-took 235 (NVRTC, sm_90). Every entry is summed by one thread in one order (ascending elements, then
+depend on the cotangent, then a reverse sweep with the cotangent 1 at row (a, i) and 0
+elsewhere, which gives block row (a, i) alone (the Jacobian's forward mode takes K x D
+directions for the whole block, of which the slot adds one K-th). A node's D rows are summed
+by D threads, one row each (`SPLIT_ROWS`; threadIdx.x the row): the P1 tangent's kernel so
+takes 76 registers in float32 where the whole block took 235 (NVRTC, sm_90), and an SM holds
+2.4x the warps within the same shared memory. Every entry is summed by one thread in one order (ascending elements, then
 ascending b within an element), so every run gives the same bits on its device; the CPU
 twin adds in the same order.
 
@@ -52,6 +53,11 @@ KERNEL = "irf_tangent_rows"
 NODES = 64  # threads (nodes) a block: the hand-written kernels' best (benchmarks/NOTES.md, issue 73)
 SHARED_LIMIT = 48 * 1024 - 1024  # bytes of static shared memory a block's rows may take on the GPU
 CACHE_BYTES = 2 << 20  # what a CPU worker's kept element blocks may take (see the module)
+# On the GPU, with a vector-Jacobian product: D threads a node, each summing one of its rows
+# (one reverse sweep a slot; the element's geometry computed by each). The P1 tangent on 12.6 M
+# tets, H200: 6.83 -> 6.31 ms (1.57 M: 1.22 -> 0.98), 115 -> 76 registers, 10 -> 24 resident
+# warps an SM (benchmarks/NOTES.md, issue 73).
+SPLIT_ROWS = True
 
 
 def cached_blocks(k: int, d: int, itemsize: int) -> int:
@@ -97,12 +103,14 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     if result.type.size != (k * d) ** 2:
         raise NotRowsForm(f"the Jacobian's blocks hold {result.type.size} words, not {(k * d) ** 2}")
     body, used, name = _element_code(program, gathered, uniform, library, k, d)
-    gpu_body, gpu_rows = body, None
+    gpu_body, gpu_rows, split = body, None, False
     if rows is not None and set(rows[0].inputs) - {rows[1]} <= set(names):
         vjp, seed, bar = rows
-        gpu_body, more, gpu_name = _element_code(vjp, gathered, set(vjp.uniform), library, k, d, seed)
+        split = SPLIT_ROWS and d > 1
+        gpu_body, more, gpu_name = _element_code(vjp, gathered, set(vjp.uniform), library, k, d, seed, split)
         used += [impl for impl in more if impl not in used]
-        gpu_rows = [gpu_name(vjp.return_op.values[list(vjp.outputs).index(bar)], i) for i in range(d)]
+        gpu_rows = [gpu_name(vjp.return_op.values[list(vjp.outputs).index(bar)], i) for i in range(1 if split else d)]
+    threads = d if split else 1  # (threads a node: threadIdx.x its row where split)
     idx = "long long" if wide else "int"
     params = [f"const real_t* __restrict__ in_{n}" for n in names] + [
         "const int* __restrict__ conn", "const long long* __restrict__ starts", "const int* __restrict__ slots",
@@ -113,13 +121,16 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     per_block = shared_nodes(widest, d, words, 8 if wide else 4)
     jac = name(result)
     head = f"{', '.join(params[:-2])}, real_t* __restrict__ rows, const {idx}* __restrict__ cols, const int step"
-    row = _node_function(head, idx, k, d, gpu_body, jac, cached=0, block_rows=gpu_rows)
+    row = _node_function(head + (", const int row" if split else ""), idx, k, d, gpu_body, jac, cached=0,
+                         block_rows=gpu_rows, split=split)
     cached = cached_blocks(k, d, element.itemsize)
     row_cached = _node_function(head, idx, k, d, body, jac, cached=cached)
     shared_rows = per_block * widest * d * d
-    # (a launch's block is (1, NODES): threadIdx.y is the node, as the runtime launches kernels)
+    # (a launch's block is (threads, NODES): threadIdx.y is the node, as the runtime launches kernels)
+    own = ", threadIdx.x" if split else ""
+    first_thread = "threadIdx.x == 0 && " if split else ""
     gpu = ["#ifndef IRFUSE_HOST", *row, "",
-           f'extern "C" __global__ void __launch_bounds__({NODES}) {KERNEL}({", ".join(params)})',
+           f'extern "C" __global__ void __launch_bounds__({NODES * threads}) {KERNEL}({", ".join(params)})',
            "{",
            f"  const long long first = (long long)blockIdx.x * {NODES};",
            "  const long long node = first + threadIdx.y;"]
@@ -129,20 +140,22 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
                 f"  __shared__ long long irf_from[{NODES + 1}];  // each node's stretch, from the block's start",
                 f"  const long long end = first + {NODES} < n ? first + {NODES} : n;",
                 f"  const long long begin_at = indptr[first * {d}];",
-                f"  if (first + threadIdx.y <= end) irf_from[threadIdx.y] = (long long)indptr[(first + threadIdx.y) * {d}] - begin_at;",
-                f"  if (threadIdx.y == 0 && end - first == {NODES}) irf_from[{NODES}] = (long long)indptr[end * {d}] - begin_at;",
+                f"  if ({first_thread}first + threadIdx.y <= end) irf_from[threadIdx.y] = (long long)indptr[(first + threadIdx.y) * {d}] - begin_at;",
+                f"  if ({first_thread}threadIdx.y == 0 && end - first == {NODES}) irf_from[{NODES}] = (long long)indptr[end * {d}] - begin_at;",
                 f"  real_t* const mine = irf_rows + threadIdx.y * {widest * d * d};",
                 f"  {idx}* const cols = irf_cols + threadIdx.y * {widest};",
-                "  if (node < n) {",
+                f"  if ({first_thread}node < n) {{",
                 f"    const {idx} base = indptr[node * {d}];",
                 f"    const long long blocks = (long long)(indptr[node * {d} + 1] - base) / {d};",
                 f"    for (long long p = 0; p < blocks; ++p) cols[p] = indices[base + p * {d}];",
-                f"    irf_tangent_node({', '.join(args)}, mine, cols, 1, node);",
+                *([] if split else [f"    irf_tangent_node({', '.join(args)}, mine, cols, 1, node);"]),
                 "  }",
+                *(["  __syncthreads();  // (the node's columns staged by its first thread)",
+                   f"  if (node < n) irf_tangent_node({', '.join(args)}, mine, cols, 1{own}, node);"] if split else []),
                 "  __syncthreads();",
                 "  // The block's nodes' rows are one stretch of the values: written once, coalesced.",
                 "  const long long span = irf_from[end - first];",
-                "  for (long long w = threadIdx.y; w < span; w += blockDim.y) {",
+                f"  for (long long w = threadIdx.y * {threads} + threadIdx.x; w < span; w += {NODES * threads}) {{",
                 "    int lo = 0, hi = (int)(end - first) - 1;  // the node whose stretch holds entry w",
                 "    while (lo < hi) {",
                 "      const int mid = (lo + hi + 1) / 2;",
@@ -152,7 +165,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
                 "  }"]
     else:
         gpu += [f"  if (node < n) irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], "
-                f"{d}, node);"]
+                f"{d}{own}, node);"]
     gpu += ["}", "#else"]
     jw = (k * d) ** 2
     host = [*row_cached, "",
@@ -174,7 +187,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     functions = []
     for impl in used:
         functions.append(impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1"))
-    info = KernelInfo(KERNEL, 1, NODES, 0, [*names, "conn", "starts", "slots", "indptr", "indices"], ["values"],
+    info = KernelInfo(KERNEL, threads, NODES, 0, [*names, "conn", "starts", "slots", "indptr", "indices"], ["values"],
                       [1] * (len(names) + 5), [1],
                       input_types=[""] * len(names) + ["int", "long long", "int", idx, idx])
     source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(gpu + host)]) + "\n"
@@ -182,7 +195,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
 
 
 def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: str, cached: int,
-                   block_rows: list[str] | None = None) -> list[str]:
+                   block_rows: list[str] | None = None, split: bool = False) -> list[str]:
     """`irf_tangent_node` (the GPU's, `cached` 0: the element's calls in registers for every
     slot) or `irf_tangent_node_cached` (the CPU's: an element's block computed once while it
     stays among the worker's `cached` blocks, direct-mapped by element; the same statements
@@ -190,7 +203,8 @@ def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: st
     ascending element order, each node of a slot's element found among `cols` (the row's
     column blocks, `step` apart). `block_rows`: the names of the slot's D block rows (K x D
     words each) where `body` computes those (the reverse sweeps) rather than the element's
-    whole block `jac`."""
+    whole block `jac`; `split`: the thread sums row `row` of the node alone (`block_rows`
+    then names that row's)."""
     name = "irf_tangent_node_cached" if cached else "irf_tangent_node"
     extra = ", real_t* __restrict__ cache, long long* __restrict__ tags" if cached else ""
     lines = ["// Node `node`'s D rows of the tangent, summed into `rows` (its own stretch of the values, or",
@@ -201,6 +215,7 @@ def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: st
              f"  const {idx} base = indptr[node * {d}];",
              f"  const long long width = (long long)(indptr[node * {d} + 1] - base);  // a row's entries",
              f"  const long long blocks = width / {d};",
+             "  for (long long w = 0; w < width; ++w) rows[row * width + w] = 0;" if split else
              f"  for (long long w = 0; w < {d} * width; ++w) rows[w] = 0;",
              "  const long long last = starts[node + 1];",
              "  for (long long s = starts[node]; s < last; ++s) {",
@@ -231,7 +246,8 @@ def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: st
     if block_rows is not None:  # (entry (i, b, j) of row i: its terms in the order the switch below adds them)
         lines += [f"    IRF_UNROLL for (int b = 0; b < {k}; ++b)",
                   f"      IRF_UNROLL for (int j = 0; j < {d}; ++j) {{",
-                  *[f"        rows[{i} * width + at[b] + j] += {r}[b * {d} + j];" for i, r in enumerate(block_rows)],
+                  *[f"        rows[{'row' if split else i} * width + at[b] + j] += {r}[b * {d} + j];"
+                    for i, r in enumerate(block_rows)],
                   "      }",
                   "  }",
                   "}"]
@@ -257,7 +273,7 @@ def _add_row(a: int, k: int, d: int, jac: str) -> list[str]:
 
 
 def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: set, library: Library, k: int,
-                  d: int, seed: str | None = None) -> tuple[list[str], list, object]:
+                  d: int, seed: str | None = None, split: bool = False) -> tuple[list[str], list, object]:
     """The C statements computing the Jacobian of element e in registers (inputs gathered or
     read at e), the implementations they call (in first use), and `name(value, i)`, each
     value's C name. With `seed` (a vector-Jacobian product's cotangent input, K x D words),
@@ -280,9 +296,10 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
             if size != k * d:
                 raise NotRowsForm(f"the cotangent {seed} holds {size} words, not {k * d}")
             seeded.add(arg)
-            for i in range(d):
+            for i in range(1 if split else d):
                 lines += [f"real_t {name(arg, i)}[{size}];",
-                          f"for (int w = 0; w < {size}; ++w) {name(arg, i)}[w] = w == a * {d} + {i} ? (real_t)1 : (real_t)0;"]
+                          f"for (int w = 0; w < {size}; ++w) {name(arg, i)}[w] = w == a * {d} + {'row' if split else i} ? "
+                          "(real_t)1 : (real_t)0;"]
         elif input_name in gathered:  # (K rows of the nodal value's words, w of them a node)
             if size % k:
                 raise NotRowsForm(f"gathered input {input_name} holds {size} words, not {k} rows")
@@ -314,7 +331,7 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
         copies = 1
         if any(a in seeded for a in op.args):
             seeded.add(op.res)
-            copies = d
+            copies = 1 if split else d
         for i in range(copies):
             args = ", ".join(name(a, i) for a in op.args)
             lines += [f"real_t {name(op.res, i)}[{op.res.type.size}];",
