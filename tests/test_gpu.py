@@ -1906,6 +1906,51 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
             irfuse.tangent_matrix(prog, *bad, wrt="u")
 
 
+def test_tangent_matrices_of_random_mesh_programs_on_the_gpu_are_the_cpus():
+    """The GPU's owner-computes assembly (a node's rows by reverse sweeps, a thread a row) on
+    random mesh programs whose tangents can be taken (the differential tests' `mesh_tangents`),
+    float64 CUDA tensors and a `Connectivity` made on the GPU: every nodal output by every
+    nodal input the tangent takes gives the CPU backend's matrix (same pattern; values to
+    rounding, the CPU summing whole blocks of forward directions) and the same bits again."""
+    torch = pytest.importorskip("torch")
+    import irfuse
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import frontend
+    from irfuse.driver.sources import Source
+    from irfuse.mesh import Connectivity
+    from irfuse.testing.derivatives import _inputs, random_differentiable_programs
+
+    compared = 0
+    for seed in range(12):
+        source = random_differentiable_programs("mesh_tangents", seed)
+        program = program_of(frontend(Source(source, "<tangent check>")).module)
+        inputs, nodes = _inputs(program, 300, seed)
+        cpu, gpu = irfuse.compile(source, backend="cpu", dtype="f64"), irfuse.compile(source, backend="cuda", dtype="f64")
+        on_gpu = {}
+        for name, a in inputs.items():
+            a = np.asarray(a)
+            if name in program.inputs and a.dtype.kind in "iu":
+                on_gpu[name] = Connectivity(torch.from_numpy(np.ascontiguousarray(a)).cuda(), nodes)
+            else:
+                on_gpu[name] = torch.from_numpy(np.ascontiguousarray(a)).cuda() if a.ndim else float(a)
+        for x in [k for k in cpu.inputs if k in cpu.nodal]:
+            for y in [k for k in cpu.outputs if k in cpu.nodal]:
+                try:
+                    want = irfuse.tangent_matrix(cpu, **inputs, wrt=x, of=y)
+                except irfuse.UsageError:
+                    continue
+                got = irfuse.tangent_matrix(gpu, **on_gpu, wrt=x, of=y)
+                again = irfuse.tangent_matrix(gpu, **on_gpu, wrt=x, of=y)
+                values = got.values().cpu().numpy()
+                assert np.array_equal(got.crow_indices().cpu().numpy(), want.indptr), (seed, x, y)
+                assert np.array_equal(got.col_indices().cpu().numpy(), want.indices), (seed, x, y)
+                scale = max(abs(want.data).max(), 1.0)
+                np.testing.assert_allclose(values, want.data, rtol=0, atol=1e-11 * scale, err_msg=f"{seed} d{y}/d{x}")
+                assert values.tobytes() == again.values().cpu().numpy().tobytes()
+                compared += 1
+    assert compared >= 12
+
+
 @pytest.mark.parametrize("order, registers", [(3, None), (5, None), (6, None), (4, "ptxas")])
 def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_reference(order, registers):
     """BP3 in float64 on torch tensors (a randomly numbered box, the connectivity prepared on
