@@ -299,3 +299,36 @@ def test_the_gpu_kernel_computes_a_nodes_block_rows_by_reverse_sweeps_and_compil
         if dtype == "f32":  # (fewer registers, or none spilled where the forward directions spill)
             assert made["reverse"].spill_stores == 0
             assert made["reverse"].registers < made["forward"].registers or made["forward"].spill_stores > 0
+
+
+def test_the_gpu_kernels_of_random_mesh_programs_tangents_compile_with_nvrtc():
+    """Every tangent the differential tests' random mesh programs (`mesh_tangents`) allow, by
+    every nodal input: its owner-computes kernel, the reverse sweeps a row on the GPU where
+    the element part's vector-Jacobian product can be made, compiles with NVRTC for sm_90 in
+    float64 (or the program is refused by name for the kernel, `NotRowsForm`: the scatter path
+    then serves)."""
+    from irfuse.diagnostics import CompileError, UsageError
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import element_jacobian, element_rows, frontend
+    from irfuse.driver.rows_assembly import rows_artifact
+    from irfuse.driver.sources import Source
+    from irfuse.testing.derivatives import random_differentiable_programs
+
+    built = 0
+    for seed in range(16):
+        source = random_differentiable_programs("mesh_tangents", seed)
+        program = program_of(frontend(Source(source, "<tangent kernels>")).module)
+        for y in [n for n in program.outputs if n in program.nodal]:
+            for x in [n for n in program.inputs if n in program.nodal]:
+                try:
+                    module, gathered, _, out = element_jacobian(source, y, x, "test")
+                except (UsageError, CompileError):
+                    continue
+                rows = element_rows(source, y, x, "test")
+                shape = tuple(program_of(module).return_op.values[-1].type.shape)
+                k, d = shape[0], int(np.prod(shape[1:1 + (len(shape) - 2) // 2]))
+                artifact = rows_artifact(module, tuple(gathered), out, "f64", "cuda", "sm_90", k, d, False, 16, rows)
+                if artifact is not None:
+                    assert artifact.cubin.cubin and "irf_tangent_rows" in artifact.cubin.resources
+                    built += rows is not None
+    assert built >= 16
