@@ -113,7 +113,7 @@ def sparse_pattern(conn, nodes: int, d: int, with_pairs: bool = False, lists: tu
     elif not with_pairs:
         from irfuse.mesh import pattern_ranges
 
-        arrays = pattern_ranges.sparse_pattern(conn, nodes, d, lists or node_slots(conn, nodes))
+        arrays = pattern_ranges.sparse_pattern(conn, nodes, d, lists or node_slots(conn, nodes), _wide)
         return SparsePattern(nodes, d, None, *arrays, conn)
     x = _Arrays(conn)
     e, k = tuple(conn.shape)

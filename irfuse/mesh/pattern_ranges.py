@@ -46,12 +46,11 @@ def node_slots(conn, nodes: int) -> tuple:
     return starts, slots
 
 
-def sparse_pattern(conn, nodes: int, d: int, lists: tuple) -> tuple:
+def sparse_pattern(conn, nodes: int, d: int, lists: tuple, wide) -> tuple:
     """(indptr, indices, diagonal) of `irfuse.mesh.assembly.sparse_pattern` for a checked
-    PyTorch connectivity (E, K) and its `node_slots` `lists`, made where it lives."""
+    PyTorch connectivity (E, K) and its `node_slots` `lists`, made where it lives; `wide(total,
+    nodes, d)`: whether a pattern of `total` entries takes int64 indices (the caller's rule)."""
     import torch
-
-    from irfuse.mesh.assembly import _wide
 
     device, k = conn.device, conn.shape[1]
     starts, slots = lists
@@ -74,7 +73,7 @@ def sparse_pattern(conn, nodes: int, d: int, lists: tuple) -> tuple:
     begin = torch.zeros(nodes + 1, dtype=torch.int64, device=device)  # each node row's first block
     begin[1:] = torch.cumsum(counts, 0)
     total = made * d * d
-    index = torch.int64 if _wide(total, nodes, d) else torch.int32
+    index = torch.int64 if wide(total, nodes, d) else torch.int32
     i = torch.arange(d, dtype=torch.int64, device=device)
     indices = torch.empty(total, dtype=index, device=device)
     for n0, n1, b0, cols in pieces:
