@@ -121,10 +121,10 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     per_block = shared_nodes(widest, d, words, 8 if wide else 4)
     jac = name(result)
     head = f"{', '.join(params[:-2])}, real_t* __restrict__ rows, const {idx}* __restrict__ cols, const int step"
-    row = _node_function(head + (", const int row" if split else ""), idx, k, d, gpu_body, jac, cached=0,
+    row = _node_function(head + (", const int row" if split else ""), idx, k, d, widest, gpu_body, jac, cached=0,
                          block_rows=gpu_rows, split=split)
     cached = cached_blocks(k, d, element.itemsize)
-    row_cached = _node_function(head, idx, k, d, body, jac, cached=cached)
+    row_cached = _node_function(head, idx, k, d, widest, body, jac, cached=cached)
     shared_rows = per_block * widest * d * d
     # (a launch's block is (threads, NODES): threadIdx.y is the node, as the runtime launches kernels)
     own = ", threadIdx.x" if split else ""
@@ -194,7 +194,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     return EmittedModule(source, [info])
 
 
-def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: str, cached: int,
+def _node_function(head: str, idx: str, k: int, d: int, widest: int, body: list[str], jac: str, cached: int,
                    block_rows: list[str] | None = None, split: bool = False) -> list[str]:
     """`irf_tangent_node` (the GPU's, `cached` 0: the element's calls in registers for every
     slot) or `irf_tangent_node_cached` (the CPU's: an element's block computed once while it
@@ -213,15 +213,16 @@ def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: st
              f"                                                 const long long node{extra})",
              "{",
              f"  const {idx} base = indptr[node * {d}];",
-             f"  const long long width = (long long)(indptr[node * {d} + 1] - base);  // a row's entries",
-             f"  const long long blocks = width / {d};",
-             "  for (long long w = 0; w < width; ++w) rows[row * width + w] = 0;" if split else
-             f"  for (long long w = 0; w < {d} * width; ++w) rows[w] = 0;",
+             f"  const int width = (int)(indptr[node * {d} + 1] - base);  // a row's entries (32 bits: within a row)",
+             f"  const int blocks = width / {d};",
+             "  for (int w = 0; w < width; ++w) rows[row * width + w] = 0;" if split else
+             f"  for (int w = 0; w < {d} * width; ++w) rows[w] = 0;",
              "  const long long last = starts[node + 1];",
              "  for (long long s = starts[node]; s < last; ++s) {",
-             f"    const long long e = slots[s] / {k};",
-             f"    const int a = (int)(slots[s] - e * {k});",
-             f"    const int* const nodes = conn + e * {k};"]
+             "    const int slot = slots[s];",
+             f"    const long long e = slot / {k};",
+             f"    const int a = slot % {k};",
+             "    const int* const nodes = conn + (slot - a);"]
     if cached:
         jw = (k * d) ** 2
         lines += [f"    real_t* const block = cache + (e % {cached}) * {jw};",
@@ -233,14 +234,13 @@ def _node_function(head: str, idx: str, k: int, d: int, body: list[str], jac: st
         jac = "block"
     else:
         lines += ["    " + line for line in body]
-    lines += [f"    long long at[{k}];  // each node of e: its block's first entry in the rows",
-              f"    for (int b = 0; b < {k}; ++b) {{",
-              f"      const long long key = (long long)nodes[b] * {d};",
-              "      long long lo = 0, hi = blocks;",
-              "      while (lo < hi) {",
-              "        const long long mid = (lo + hi) / 2;",
-              "        if ((long long)cols[mid * step] < key) lo = mid + 1; else hi = mid;",
-              "      }",
+    top = 1 << (max(widest, 1).bit_length() - 1)  # (the search's first step: a row holds at most `widest` blocks)
+    lines += [f"    int at[{k}];  // each node of e: its block's first entry in the rows",
+              f"    IRF_UNROLL for (int b = 0; b < {k}; ++b) {{",
+              f"      const {idx} key = ({idx})nodes[b] * {d};",
+              "      int lo = 0;  // the blocks before key's: a search of fixed steps, no branch",
+              f"      IRF_UNROLL for (int half = {top}; half > 0; half >>= 1)",
+              "        if (lo + half <= blocks && cols[(lo + half - 1) * step] < key) lo += half;",
               f"      at[b] = lo * {d};",
               "    }"]
     if block_rows is not None:  # (entry (i, b, j) of row i: its terms in the order the switch below adds them)
