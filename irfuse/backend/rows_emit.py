@@ -56,7 +56,7 @@ CACHE_BYTES = 2 << 20  # what a CPU worker's kept element blocks may take (see t
 # On the GPU, with a vector-Jacobian product: D threads a node, each summing one of its rows
 # (one reverse sweep a slot; the element's geometry computed by each). The P1 tangent on 12.6 M
 # tets, H200: 6.83 -> 6.31 ms (1.57 M: 1.22 -> 0.98), 115 -> 76 registers, 10 -> 24 resident
-# warps an SM (benchmarks/NOTES.md, issue 73).
+# warps an SM; with the search of fixed steps, 4.61 ms at 30 warps (benchmarks/NOTES.md, issue 73).
 SPLIT_ROWS = True
 
 
