@@ -9,17 +9,18 @@ them to 0, then walks n's (element, local node) slots in ascending element order
 `irfuse.mesh.assembly.node_slots` makes once per connectivity): for slot (e, a) it gathers
 e's rows through the connectivity, runs the Jacobian's calls in registers (each library op's
 one-thread implementation, operands and result in registers), finds each node b of e among
-row n's blocks by a binary search of the CSR column indices, and adds the block row (a, :,
-b, :) there. On the GPU, where the element part's vector-Jacobian product is given
+row n's blocks by a search of the CSR column indices in fixed steps (as many as the
+pattern's widest row needs: unrolled, no branch), and adds the block row (a, :, b, :) there.
+On the GPU, where the element part's vector-Jacobian product is given
 (`transforms.element_blocks.element_rows_program`), a slot runs that instead: what does not
 depend on the cotangent, then a reverse sweep with the cotangent 1 at row (a, i) and 0
 elsewhere, which gives block row (a, i) alone (the Jacobian's forward mode takes K x D
 directions for the whole block, of which the slot adds one K-th). A node's D rows are summed
 by D threads, one row each (`SPLIT_ROWS`; threadIdx.x the row): the P1 tangent's kernel so
-takes 76 registers in float32 where the whole block took 235 (NVRTC, sm_90), and an SM holds
-2.4x the warps within the same shared memory. Every entry is summed by one thread in one order (ascending elements, then
-ascending b within an element), so every run gives the same bits on its device; the CPU
-twin adds in the same order.
+takes 64 registers in float32 where the whole block took 235 (NVRTC, sm_90), and an SM holds
+3x the warps within the same shared memory. Every entry is summed by one thread in one
+order (ascending elements, then ascending b within an element), so every run gives the same
+bits on its device; the CPU twin adds in the same order.
 
 On the GPU the thread's rows are added in shared memory where a block's nodes' rows fit
 (`shared_nodes`: the widest row of the pattern decides), then written once, coalesced over
@@ -278,8 +279,9 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
     read at e), the implementations they call (in first use), and `name(value, i)`, each
     value's C name. With `seed` (a vector-Jacobian product's cotangent input, K x D words),
     the statements that read it are written D times, copy i with the cotangent 1 at row
-    (a, i) of the slot's local node a and 0 elsewhere, and `name` names copy i's values;
-    the rest are written once."""
+    (a, i) of the slot's local node a and 0 elsewhere, and `name` names copy i's values (once
+    where `split`: the cotangent 1 at row (a, row), `row` the thread's); the rest are written
+    once."""
     names: dict = {}
     seeded: set = set()
     lines: list[str] = []
