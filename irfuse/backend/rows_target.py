@@ -12,7 +12,7 @@ from xdsl.utils.target import Target
 
 from irfuse.backend.cuda_target import target_element
 from irfuse.backend.rows_emit import NotRowsForm, rows_module
-from irfuse.diagnostics import CompileError, UsageError
+from irfuse.diagnostics import CompileError
 from irfuse.dialects.kas import GatherOp, ScatterOp, program_of
 from irfuse.library.catalogue import default_library
 from irfuse.transforms.element_blocks import element_jacobian_program, element_rows_program
@@ -46,10 +46,7 @@ class TangentRowsTarget(Target):
                                f"'{of}' through its scatter's connectivity; the target takes one")
         library = default_library()
         jac, gathered, _, out = element_jacobian_program(program, of, wrt[0], library, "tangent-rows")
-        try:
-            rows = element_rows_program(program, of, wrt[0], library, "tangent-rows")
-        except (UsageError, CompileError):
-            rows = None
+        rows = element_rows_program(program, of, wrt[0], library, "tangent-rows")
         k, d = scatter.index.type.count.data, scatter.res.type.size
         try:
             emitted = rows_module(jac, tuple(gathered), out, library, target_element(module), k, d, False, WIDEST, rows)

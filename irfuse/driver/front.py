@@ -97,8 +97,7 @@ def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dic
     from irfuse.library.catalogue import default_library
     from irfuse.transforms.element_blocks import element_jacobian_program
 
-    program = program_of(frontend(read_source(source, None, who)).module)
-    jac, gathered, conn, out = element_jacobian_program(program, of, wrt, default_library(), who)
+    jac, gathered, conn, out = element_jacobian_program(_program(source, who), of, wrt, default_library(), who)
     return ModuleOp([jac]), gathered, conn, out
 
 
@@ -110,11 +109,12 @@ def element_rows(source, of: str, wrt: str, who: str) -> tuple | None:
     from irfuse.library.catalogue import default_library
     from irfuse.transforms.element_blocks import element_rows_program
 
-    program = program_of(frontend(read_source(source, None, who)).module)
-    try:
-        return element_rows_program(program, of, wrt, default_library(), who)
-    except (UsageError, CompileError):
-        return None
+    return element_rows_program(_program(source, who), of, wrt, default_library(), who)
+
+
+def _program(source, who: str):
+    """The `kas.program` of `source` (a path or KAS text), through the frontend."""
+    return program_of(frontend(read_source(source, None, who)).module)
 
 
 def search_budget(budget: int) -> str:

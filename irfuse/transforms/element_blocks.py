@@ -73,10 +73,7 @@ def element_jacobian_program(program: ProgramOp, of: str, wrt: str, library,
     from irfuse.transforms.jacobian import jacobian_program
 
     elements, gathered, conn = element_part(program, of, who)
-    names = [n for n, (nodal, c) in gathered.items() if nodal == wrt]
-    if len(names) != 1 or gathered[names[0]][1] != conn:
-        raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}' (the connectivity '{of}' is "
-                         f"scattered through); it is gathered {len(names)} time(s)")
+    names = [_gathered_once(gathered, of, wrt, conn, who)]
     jac = jacobian_program(elements, elements.outputs[0], names, library, who=who)
     shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
     of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
@@ -86,8 +83,19 @@ def element_jacobian_program(program: ProgramOp, of: str, wrt: str, library,
     return jac, gathered, conn, jac.outputs[-1]
 
 
+def _gathered_once(gathered: dict, of: str, wrt: str, conn: str, who: str) -> str:
+    """The element part's input that is nodal input `wrt` gathered through `conn` (the
+    connectivity output `of` is scattered through); refused by name unless it is gathered
+    once, through it."""
+    names = [n for n, (nodal, c) in gathered.items() if nodal == wrt]
+    if len(names) != 1 or gathered[names[0]][1] != conn:
+        raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}' (the connectivity '{of}' is "
+                         f"scattered through); it is gathered {len(names)} time(s)")
+    return names[0]
+
+
 def element_rows_program(program: ProgramOp, of: str, wrt: str, library,
-                         who: str = "tangent_matrix") -> tuple[ProgramOp, str, str]:
+                         who: str = "tangent_matrix") -> tuple[ProgramOp, str, str] | None:
     """(the vector-Jacobian product of `program`'s element part (`element_part`) by the
     gathered rows of nodal input `wrt` (`transforms.reverse_mode`, loops unrolled): the
     element's inputs and a cotangent of its rows, returning its rows and the cotangent of
@@ -95,17 +103,19 @@ def element_rows_program(program: ProgramOp, of: str, wrt: str, library,
     With the cotangent 1 at row (a, i) and 0 elsewhere the product is block row (a, i) of
     the element's Jacobian: a node's D rows of the block from D reverse sweeps where the
     Jacobian's forward mode takes K x D directions (the owner-computes assembly on the GPU,
-    `backend.rows_emit`). UsageError or CompileError where it cannot be made (then the
-    Jacobian serves)."""
+    `backend.rows_emit`). None where it cannot be made (the Jacobian then serves, and refuses
+    by name what it cannot take)."""
+    from irfuse.diagnostics import CompileError
     from irfuse.transforms.reverse_mode import reverse_derivative
 
-    elements, gathered, conn = element_part(program, of, who)
-    names = [n for n, (nodal, c) in gathered.items() if nodal == wrt and c == conn]
-    if len(names) != 1:
-        raise UsageError(f"{who}: '{wrt}' must be gathered once, through '{conn}'")
     prefix = "irf_row_"
-    vjp = reverse_derivative(elements, names, library, prefix=prefix, loops="unroll", who=who)
-    return vjp, prefix + elements.outputs[0], prefix + names[0]
+    try:
+        elements, gathered, conn = element_part(program, of, who)
+        name = _gathered_once(gathered, of, wrt, conn, who)
+        vjp = reverse_derivative(elements, [name], library, prefix=prefix, loops="unroll", who=who)
+    except (UsageError, CompileError):
+        return None
+    return vjp, prefix + elements.outputs[0], prefix + name
 
 
 def assembly_program(jacobian: ProgramOp, blocks: str, library, who: str = "tangent_matrix") -> ProgramOp:
