@@ -252,6 +252,32 @@ def strided_arguments(module: ModuleOp) -> dict[str, dict[int, tuple[int, ...]]]
     return out
 
 
+def constant_arguments(module: ModuleOp) -> dict[str, dict[int, float]]:
+    """Kernel name -> {input position: number} for the inputs that every launch of the kernel
+    gives from a `kas.constant` of that number. The host still writes the constant's word and
+    passes it (the launch interface is unchanged); the kernel reads its literal instead, which
+    the C compiler folds: the unit directions a Jacobian seeds its tangents with
+    (`transforms.jacobian`), the factors of an element code."""
+    seen: dict[str, dict[int, float | None]] = {}
+    for op in module.walk():
+        if not isinstance(op, fuse.LaunchOp):
+            continue
+        # (a literal that is not finite keeps its word: C has no portable spelling of it)
+        given = {i: (a.owner.number if isinstance(a.owner, kas.ConstantOp) and math.isfinite(a.owner.number) else None)
+                 for i, a in enumerate(op.args)}
+        known = seen.get(op.kernel_name)
+        seen[op.kernel_name] = given if known is None else {
+            i: v if v is not None and known.get(i) == v else None for i, v in given.items()}
+    return {name: {i: v for i, v in given.items() if v is not None}
+            for name, given in seen.items() if any(v is not None for v in given.values())}
+
+
+def c_literal(number: float) -> str:
+    """`number` (finite) as a literal of the element type, rounded as the host rounds the
+    constant's word (to nearest): a hexadecimal double, exact, cast."""
+    return f"(real_t){number.hex()}"
+
+
 # Bytes of shared memory a block may take with its scatter order staged (`emit_scatter_rows`):
 # a block's most; above it the order is read from global memory where it lies (tests lower it).
 STAGED_ORDER_LIMIT = fuse.MAX_SHARED_BYTES_PER_BLOCK
@@ -309,8 +335,11 @@ class KernelEmitter:
     named in `RENDERER_HOOKS` and nothing else."""
 
     def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None, library: Library | None = None,
-                 strided: dict[int, tuple[int, ...]] | None = None):
+                 strided: dict[int, tuple[int, ...]] | None = None, constants: dict[int, float] | None = None):
         self.kernel = kernel
+        # Uniform inputs (by position) that every launch gives the same literal.
+        self.constants = constants or {}
+        self.constant_arrays: list[tuple[str, str]] = []
         # Global arguments (by position: inputs, then outputs) that are strided views.
         args = (*kernel.input_args, *kernel.output_args)
         self.strided: dict[SSAValue, tuple[int, ...]] = {args[i]: s for i, s in (strided or {}).items()}
@@ -530,6 +559,12 @@ class KernelEmitter:
         for i in self.kernel.uniform_positions:
             g = self.kernel.input_args[i]
             size = g.type.size  # type: ignore[attr-defined]
+            if i in self.constants and size == 1:
+                # (a literal: no copy, and the C compiler folds it where it is read)
+                name = f"irf_c{len(self.constant_arrays)}"
+                self.uniform_copies[g] = name
+                self.constant_arrays.append((name, c_literal(self.constants[i])))
+                continue
             name = f"irf_u{len(self.uniform_copies)}"
             self.uniform_copies[g] = name
             self.block_arrays.append((name, size))
@@ -1053,7 +1088,8 @@ class KernelEmitter:
                           self.words, self.min_blocks, self.soa,
                           [self.names.get(a, "g_") for a in self.kernel.input_args],
                           [self.names.get(a, "g_") for a in self.kernel.output_args],
-                          self.body, self.regs, self.block_arrays, self.staged_arrays, self.staged_sources)
+                          self.body, self.regs, self.block_arrays, self.staged_arrays, self.staged_sources,
+                          self.constant_arrays)
 
 
 def tree_step(red: str, kind: str, size: int, half: int, count: str | None, start: str, stride: int) -> str:
@@ -1087,15 +1123,18 @@ def renders_loops(source: str) -> bool:
 
 def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None = None,
                 library: Library | None = None, strided: dict[int, tuple[int, ...]] | None = None,
-                cpu_loop: Callable | None = None) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
+                cpu_loop: Callable | None = None, constants: dict[int, float] | None = None
+                ) -> tuple[str, KernelInfo, set[tuple[Implementation, str]]]:
     """The kernel's CUDA C (its GPU kernel and, under `IRFUSE_HOST`, its CPU twin: two
     renderings of one `KernelBody`), what a launcher needs to know of it, and the
     device-function variants it calls (looked up in `library`, the default library when
     None); `strided`: its global arguments (by position) that are strided views, with their
     strides. `cpu_loop` (`render_cpu_loop.cpu_loop_kernel`, given by the driver, which this
     module does not import): a third rendering, the kernel as a loop over its elements, under
-    `IRFUSE_CPU_LOOP` as well, where it takes the kernel."""
-    emitter = KernelEmitter(kernel, itemsize, min_blocks, library, strided)
+    `IRFUSE_CPU_LOOP` as well, where it takes the kernel. `constants`: its uniform inputs (by
+    position) that every launch gives the same literal (`constant_arguments`), written into
+    its GPU kernel and CPU twin as literals."""
+    emitter = KernelEmitter(kernel, itemsize, min_blocks, library, strided, constants)
     body = emitter.describe()
     used = set(emitter.used)
     loop: list[str] = []
@@ -1163,8 +1202,9 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
     texts, infos = [], []
     functions: dict[str, str] = {}
     strided = strided_arguments(module)
+    constants = constant_arguments(module)
     emitted = [emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library,
-                           strided.get(k.sym_name.data), cpu_loop) for k in kernels]
+                           strided.get(k.sym_name.data), cpu_loop, constants.get(k.sym_name.data)) for k in kernels]
     emitted += [emit_sums_kernel(k, element.itemsize, sums, name, min_blocks.get(name), library)
                 for k, sums, name in sums_kernels]
     for text, info, used in emitted:

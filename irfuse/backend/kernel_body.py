@@ -102,3 +102,12 @@ class KernelBody:
     block_arrays: list[tuple[str, int]]  # shared arrays apart from the planned buffer: name, words
     staged_arrays: set[str] = field(default_factory=set)  # those of staged loads (the CPU twin has none)
     staged_sources: list[str] = field(default_factory=list)  # the global arrays staged loads copy from
+    # Uniform inputs every launch gives the same literal (`constant_arguments`): C name, the
+    # literal. Each is a constant array of the kernel's own, so the C compiler folds it.
+    constants: list[tuple[str, str]] = field(default_factory=list)
+
+
+def constant_arrays(body: KernelBody) -> list[str]:
+    """The literals every launch gives for some uniform inputs, as constant arrays of the
+    kernel's own (both renderers): the C compiler folds them into the arithmetic."""
+    return [f"  const real_t {name}[1] = {{{literal}}};" for name, literal in body.constants]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from irfuse.backend.kernel_body import GpuOnly, KernelBody, LoopNode, has_barrier, is_barrier, node_text
+from irfuse.backend.kernel_body import (GpuOnly, KernelBody, LoopNode, constant_arrays, has_barrier, is_barrier,
+                                        node_text)
 
 
 def cpu_kernel(body: KernelBody) -> list[str]:
@@ -38,7 +39,8 @@ def cpu_kernel(body: KernelBody) -> list[str]:
              "{",
              f"  const irf::Scratch<real_t> irf_scratch({scratch});",
              "  real_t* const smem = irf_scratch.get();",
-             "  if (smem == nullptr) return 1;  // no memory for the scratch: no block runs"]
+             "  if (smem == nullptr) return 1;  // no memory for the scratch: no block runs",
+             *constant_arrays(body)]
     offset = smem_words
     for name, words in block_arrays:
         lines.append(f"  real_t* const {name} = smem + {offset};  // a shared array of its own")

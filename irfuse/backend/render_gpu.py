@@ -5,13 +5,13 @@ the previous grid before any global access, then the statement tree with barrier
 
 from __future__ import annotations
 
-from irfuse.backend.kernel_body import KernelBody, node_text
+from irfuse.backend.kernel_body import KernelBody, constant_arrays, node_text
 
 
 def gpu_kernel(body: KernelBody) -> list[str]:
     """The kernel's lines: signature, declarations, statements."""
     regs = [f"  real_t {name}[{words}];" for name, words in body.regs]
-    return [*_signature(body), *_prologue(body), *regs, *node_text(body.body), "}"]
+    return [*_signature(body), *_prologue(body), *constant_arrays(body), *regs, *node_text(body.body), "}"]
 
 
 def _signature(body: KernelBody) -> list[str]:
