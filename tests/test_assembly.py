@@ -278,7 +278,10 @@ def test_the_gpu_kernel_computes_a_nodes_block_rows_by_reverse_sweeps_and_compil
     reverse sweeps a slot, the cotangent 1 at the node's rows) where the CPU twin keeps the
     Jacobian's whole block: NVRTC compiles it for sm_90 in float32 and float64, with fewer
     registers or spills than the kernel that runs the Jacobian's K x D forward directions a
-    slot, and in float32 without spilling."""
+    slot, and in float32 without spilling. Where a pattern's rows are too wide for a block's
+    rounds of slots (`rounds_nodes`), the kernel of D threads a node adding in the values
+    serves, and compiles too."""
+    from irfuse.backend.rows_emit import rounds_nodes
     from irfuse.driver.front import element_jacobian, element_rows
     from irfuse.driver.rows_assembly import rows_artifact
 
@@ -291,9 +294,13 @@ def test_the_gpu_kernel_computes_a_nodes_block_rows_by_reverse_sweeps_and_compil
         for how, given in (("forward", None), ("reverse", rows)):
             artifact = rows_artifact(module, tuple(gathered), out, dtype, "cuda", "sm_90", 4, 3, False, 15, given)
             text = artifact.source
-            gpu_part = text[text.index("void irf_tangent_node("):text.index("void irf_tangent_node_cached(")]
+            gpu_part = text[text.index("#ifndef IRFUSE_HOST\n"):text.index("void irf_tangent_node_cached(")]
             assert ("? (real_t)1 : (real_t)0;" in gpu_part) == (given is not None) and "switch (a)" in text
+            assert ("irf_part[" in gpu_part) == (given is not None)  # (the rounds of slots)
             made[how] = artifact.cubin.resources["irf_tangent_rows"]
+        wide = rows_artifact(module, tuple(gathered), out, dtype, "cuda", "sm_90", 4, 3, False, 64, rows)
+        assert rounds_nodes(64, 4, 3, wide.itemsize, 4) == 0 and "irf_part[" not in wide.source
+        assert "irf_tangent_node(" in wide.source and wide.cubin.resources["irf_tangent_rows"].registers > 0
         assert made["reverse"].registers <= made["forward"].registers, dtype
         assert made["reverse"].spill_stores < made["forward"].spill_stores or made["reverse"].spill_stores == 0
         if dtype == "f32":  # (fewer registers, or none spilled where the forward directions spill)

@@ -15,12 +15,17 @@ On the GPU, where the element part's vector-Jacobian product is given
 (`transforms.element_blocks.element_rows_program`), a slot runs that instead: what does not
 depend on the cotangent, then a reverse sweep with the cotangent 1 at row (a, i) and 0
 elsewhere, which gives block row (a, i) alone (the Jacobian's forward mode takes K x D
-directions for the whole block, of which the slot adds one K-th). A node's D rows are summed
-by D threads, one row each (`SPLIT_ROWS`; threadIdx.x the row): the P1 tangent's kernel so
-takes 64 registers in float32 where the whole block took 235 (NVRTC, sm_90), and an SM holds
-3x the warps within the same shared memory. Every entry is summed by one thread in one
-order (ascending elements, then ascending b within an element), so every run gives the same
-bits on its device; the CPU twin adds in the same order.
+directions for the whole block, of which the slot adds one K-th). Where a block's rows and a
+round of staged slots fit its shared memory (`rounds_nodes`), each slot is computed once
+(`_rounds_kernel`): thread (x, y) of a block runs slot r D + x of node y in round r (the
+element's geometry, its D reverse sweeps, the searches for its K nodes), stages its D block
+rows and positions in shared memory, and after a barrier adds row x of its node's slots of the
+round in order (the P1 tangent on 12.6 M tets, H200: 4.46 -> 3.51 ms; on 1.57 M, 0.74 -> 0.63).
+Elsewhere a node's D rows are summed by D threads, one row each (`SPLIT_ROWS`; threadIdx.x the
+row), each running the element for its row: the P1 tangent's kernel so takes 64 registers in
+float32 where the whole block took 235 (NVRTC, sm_90). Every entry is summed by one thread in
+one order (ascending elements, then ascending b within an element), so every run gives the
+same bits on its device; the CPU twin adds in the same order.
 
 On the GPU the thread's rows are added in shared memory where a block's nodes' rows fit
 (`shared_nodes`: the widest row of the pattern decides), then written once, coalesced over
@@ -59,6 +64,12 @@ CACHE_BYTES = 2 << 20  # what a CPU worker's kept element blocks may take (see t
 # tets, H200: 6.83 -> 6.31 ms (1.57 M: 1.22 -> 0.98), 115 -> 76 registers, 10 -> 24 resident
 # warps an SM; with the search of fixed steps, 4.61 ms at 30 warps (benchmarks/NOTES.md, issue 73).
 SPLIT_ROWS = True
+# On the GPU, with a vector-Jacobian product and rows that fit: each slot's D block rows computed
+# once, by one thread, in rounds of a block's slots, then added by threads of (node, row,
+# column): the element's geometry and the searches run once a slot instead of D times
+# (`_rounds_kernel`). SLOT_NODES nodes a block, fewer where their rows do not fit.
+SLOT_ROUNDS = True
+SLOT_NODES = (32, 16)
 
 
 def cached_blocks(k: int, d: int, itemsize: int) -> int:
@@ -74,6 +85,25 @@ def cached_blocks(k: int, d: int, itemsize: int) -> int:
 class NotRowsForm(Exception):
     """The program has something the owner-computes kernel does not run (the message says
     what); the tangent is assembled by the scatter of per-element blocks instead."""
+
+
+def rounds_nodes(widest: int, k: int, d: int, itemsize: int, index_size: int) -> int:
+    """Nodes a block of `_rounds_kernel` takes: the first of SLOT_NODES whose rows, column
+    blocks, slot offsets and a round's staged block rows and positions fit in SHARED_LIMIT;
+    0 where none does."""
+    for nodes in SLOT_NODES:
+        slots = nodes * d  # (a round: a slot a thread)
+        need = (nodes * widest * (d * d * itemsize + index_size) + (nodes + 1) * 16
+                + slots * (_part_stride(k, d) * itemsize + k * 4))
+        if need <= SHARED_LIMIT:
+            return nodes
+    return 0
+
+
+def _part_stride(k: int, d: int) -> int:
+    """Words between two slots' staged block rows: D x K x D, made odd so that a warp's threads
+    writing the same word of their slots hit distinct banks."""
+    return (d * k * d) | 1
 
 
 def shared_nodes(widest: int, d: int, itemsize: int, index_size: int = 8) -> int:
@@ -105,14 +135,17 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
         raise NotRowsForm(f"the Jacobian's blocks hold {result.type.size} words, not {(k * d) ** 2}")
     body, used, name = _element_code(program, gathered, uniform, library, k, d)
     gpu_body, gpu_rows, split = body, None, False
+    idx = "long long" if wide else "int"
+    rounds = 0  # (nodes a block of `_rounds_kernel`, where it runs)
     if rows is not None and set(rows[0].inputs) - {rows[1]} <= set(names):
         vjp, seed, bar = rows
-        split = SPLIT_ROWS and d > 1
+        rounds = rounds_nodes(widest, k, d, element.itemsize, 8 if wide else 4) if SLOT_ROUNDS else 0
+        split = SPLIT_ROWS and d > 1 and not rounds
         gpu_body, more, gpu_name = _element_code(vjp, gathered, set(vjp.uniform), library, k, d, seed, split)
         used += [impl for impl in more if impl not in used]
         gpu_rows = [gpu_name(vjp.return_op.values[list(vjp.outputs).index(bar)], i) for i in range(1 if split else d)]
-    threads = d if split else 1  # (threads a node: threadIdx.x its row where split)
-    idx = "long long" if wide else "int"
+    threads = d if split or rounds else 1  # (threads a node: threadIdx.x its row where split)
+    nodes_a_block = rounds or NODES
     params = [f"const real_t* __restrict__ in_{n}" for n in names] + [
         "const int* __restrict__ conn", "const long long* __restrict__ starts", "const int* __restrict__ slots",
         f"const {idx}* __restrict__ indptr", f"const {idx}* __restrict__ indices", "real_t* __restrict__ values",
@@ -122,10 +155,46 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     per_block = shared_nodes(widest, d, words, 8 if wide else 4)
     jac = name(result)
     head = f"{', '.join(params[:-2])}, real_t* __restrict__ rows, const {idx}* __restrict__ cols, const int step"
-    row = _node_function(head + (", const int row" if split else ""), idx, k, d, widest, gpu_body, jac, cached=0,
-                         block_rows=gpu_rows, split=split)
     cached = cached_blocks(k, d, element.itemsize)
     row_cached = _node_function(head, idx, k, d, widest, body, jac, cached=cached)
+    if rounds:
+        assert gpu_rows is not None
+        gpu = ["#ifndef IRFUSE_HOST", *_rounds_kernel(params, idx, k, d, widest, gpu_body, gpu_rows, rounds), "#else"]
+    else:
+        row = _node_function(head + (", const int row" if split else ""), idx, k, d, widest, gpu_body, jac, cached=0,
+                             block_rows=gpu_rows, split=split)
+        gpu = _node_kernel(params, args, idx, k, d, widest, row, threads, per_block, split)
+    jw = (k * d) ** 2
+    host = [*row_cached, "",
+            f"static int {KERNEL}({', '.join(params)}, const long long block_begin, const long long block_end, "
+            "const bool reverse)",
+            "{",
+            "  (void)reverse;",
+            f"  const irf::Scratch<real_t> cache({cached * jw});  // the last elements' blocks (see the module)",
+            f"  const irf::Scratch<long long> tags({cached});",
+            "  if (cache.get() == nullptr || tags.get() == nullptr) return 1;  // no memory for them: no node runs",
+            f"  for (int c = 0; c < {cached}; ++c) tags.get()[c] = -1;",
+            f"  const long long last = block_end * {nodes_a_block} < n ? block_end * {nodes_a_block} : n;",
+            f"  for (long long node = block_begin * {nodes_a_block}; node < last; ++node)",
+            f"    irf_tangent_node_cached({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], "
+            f"{d}, node, cache.get(), tags.get());",
+            "  return 0;",
+            "}",
+            "#endif"]
+    functions = []
+    for impl in used:
+        functions.append(impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1"))
+    info = KernelInfo(KERNEL, threads, nodes_a_block, 0, [*names, "conn", "starts", "slots", "indptr", "indices"],
+                      ["values"], [1] * (len(names) + 5), [1],
+                      input_types=[""] * len(names) + ["int", "long long", "int", idx, idx])
+    source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(gpu + host)]) + "\n"
+    return EmittedModule(source, [info])
+
+
+def _node_kernel(params: list[str], args: list[str], idx: str, k: int, d: int, widest: int, row: list[str],
+                 threads: int, per_block: int, split: bool) -> list[str]:
+    """The GPU kernel of a thread a node (or D, `split`) running `irf_tangent_node` (`row`):
+    the rows of a block's NODES nodes in shared memory where `per_block`, else in the values."""
     shared_rows = per_block * widest * d * d
     # (a launch's block is (threads, NODES): threadIdx.y is the node, as the runtime launches kernels)
     own = ", threadIdx.x" if split else ""
@@ -168,31 +237,93 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
         gpu += [f"  if (node < n) irf_tangent_node({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], "
                 f"{d}{own}, node);"]
     gpu += ["}", "#else"]
-    jw = (k * d) ** 2
-    host = [*row_cached, "",
-            f"static int {KERNEL}({', '.join(params)}, const long long block_begin, const long long block_end, "
-            "const bool reverse)",
+    return gpu
+
+
+def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, body: list[str],
+                   block_rows: list[str], nodes: int) -> list[str]:
+    """The GPU kernel where each slot's block rows are computed once: a block of D x `nodes`
+    threads takes `nodes` nodes, thread (x, y) node y, in rounds of D slots a node: in round
+    r it runs node y's slot r D + x (where the node has it) once, the element code with its D
+    reverse sweeps (`body`, its rows `block_rows`), finds the element's K nodes among node y's
+    column blocks (a search of fixed steps) and stages the D x K x D words and the K positions
+    in shared memory; after a barrier, the thread of (node, row i, column j) adds, for each of
+    the round's slots of its node in order, the K words (b, j) of row i at their positions.
+    Each entry of the matrix is so summed by one thread, slots ascending then b ascending: the
+    order of `irf_tangent_node`. The nodes' rows lie in shared memory as in the values (one
+    stretch), zeroed first and written once at the end, coalesced."""
+    nt = d * nodes  # threads a block, and slots a round
+    stride = _part_stride(k, d)
+    top = 1 << (max(widest, 1).bit_length() - 1)
+    return [f'extern "C" __global__ void __launch_bounds__({nt}) {KERNEL}({", ".join(params)})',
             "{",
-            "  (void)reverse;",
-            f"  const irf::Scratch<real_t> cache({cached * jw});  // the last elements' blocks (see the module)",
-            f"  const irf::Scratch<long long> tags({cached});",
-            "  if (cache.get() == nullptr || tags.get() == nullptr) return 1;  // no memory for them: no node runs",
-            f"  for (int c = 0; c < {cached}; ++c) tags.get()[c] = -1;",
-            f"  const long long last = block_end * {NODES} < n ? block_end * {NODES} : n;",
-            f"  for (long long node = block_begin * {NODES}; node < last; ++node)",
-            f"    irf_tangent_node_cached({', '.join(args)}, values + indptr[node * {d}], indices + indptr[node * {d}], "
-            f"{d}, node, cache.get(), tags.get());",
-            "  return 0;",
-            "}",
-            "#endif"]
-    functions = []
-    for impl in used:
-        functions.append(impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1"))
-    info = KernelInfo(KERNEL, threads, NODES, 0, [*names, "conn", "starts", "slots", "indptr", "indices"], ["values"],
-                      [1] * (len(names) + 5), [1],
-                      input_types=[""] * len(names) + ["int", "long long", "int", idx, idx])
-    source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(gpu + host)]) + "\n"
-    return EmittedModule(source, [info])
+            f"  __shared__ __align__(16) real_t irf_rows[{nodes * widest * d * d}];  // the nodes' rows, as in the values",
+            f"  __shared__ __align__(16) real_t irf_part[{nt * stride}];  // a round's slots' block rows",
+            f"  __shared__ {idx} irf_cols[{nodes * widest}];  // each node's column blocks, for the searches",
+            f"  __shared__ long long irf_from[{nodes + 1}];  // each node's stretch of the values, from the block's",
+            f"  __shared__ long long irf_first[{nodes + 1}];  // each node's first slot",
+            f"  __shared__ int irf_at[{nt * k}];  // where each node of a round's slot lies in its node's row",
+            f"  const int tid = threadIdx.y * {d} + threadIdx.x;",
+            f"  const long long first = (long long)blockIdx.x * {nodes};",
+            f"  const int count = (int)(first + {nodes} < n ? {nodes} : n - first);",
+            f"  const long long begin_at = indptr[first * {d}];",
+            f"  for (int y = tid; y <= count; y += {nt}) {{",
+            f"    irf_from[y] = (long long)indptr[(first + y) * {d}] - begin_at;",
+            "    irf_first[y] = starts[first + y];",
+            "  }",
+            "  if (tid < count) {",
+            f"    const {idx} base = indptr[(first + tid) * {d}];",
+            f"    const int blocks = (int)((indptr[(first + tid) * {d} + 1] - base) / {d});",
+            f"    for (int p = 0; p < blocks; ++p) irf_cols[tid * {widest} + p] = indices[base + p * {d}];",
+            "  }",
+            "  __syncthreads();",
+            "  const long long span = irf_from[count];",
+            f"  for (long long w = tid; w < span; w += {nt}) irf_rows[w] = 0;",
+            "  long long most = 0;  // the most slots a node of the block has",
+            "  for (int y = 0; y < count; ++y) most = max(most, irf_first[y + 1] - irf_first[y]);",
+            "  const int y = threadIdx.y;",
+            f"  const int width = y < count ? (int)((irf_from[y + 1] - irf_from[y]) / {d}) : 0;  // a row's entries",
+            f"  const int blocks = width / {d};",
+            f"  const {idx}* const cols = irf_cols + y * {widest};",
+            f"  for (long long r0 = 0; r0 < most; r0 += {d}) {{",
+            "    const long long s = y < count ? irf_first[y] + r0 + threadIdx.x : 0;",
+            "    if (y < count && s < irf_first[y + 1]) {",
+            "      const int slot = slots[s];",
+            f"      const long long e = slot / {k};",
+            f"      const int a = slot % {k};",
+            "      const int* const nodes = conn + (slot - a);",
+            *["      " + line for line in body],
+            f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) {{",
+            f"        const {idx} key = ({idx})nodes[b] * {d};",
+            "        int lo = 0;  // the blocks before key's: a search of fixed steps, no branch",
+            f"        IRF_UNROLL for (int half = {top}; half > 0; half >>= 1)",
+            "          if (lo + half <= blocks && cols[lo + half - 1] < key) lo += half;",
+            f"        irf_at[tid * {k} + b] = lo * {d};",
+            "      }",
+            *[f"      IRF_UNROLL for (int w = 0; w < {k * d}; ++w) irf_part[tid * {stride} + {i * k * d} + w] = {r}[w];"
+              for i, r in enumerate(block_rows)],
+            "    }",
+            "    __syncthreads();",
+            "    if (y < count) {  // row x of node y: the round's slots of y in order, each one's K x D words",
+            "      const long long left = irf_first[y + 1] - irf_first[y] - r0;",
+            f"      const int here = left < {d} ? (int)left : {d};",
+            "      real_t* const row = irf_rows + irf_from[y] + threadIdx.x * width;",
+            "      for (int q = 0; q < here; ++q) {",
+            f"        const int t = y * {d} + q;",
+            f"        const real_t* const part = irf_part + t * {stride} + threadIdx.x * {k * d};",
+            f"        IRF_UNROLL for (int b = 0; b < {k}; ++b) {{  // (b after b: an element may name a node twice)",
+            f"          real_t* const at = row + irf_at[t * {k} + b];",
+            f"          real_t sums[{d}];  // (a block's D words read, added, written: distinct words)",
+            f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) sums[j] = at[j] + part[b * {d} + j];",
+            f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) at[j] = sums[j];",
+            "        }",
+            "      }",
+            "    }",
+            "    __syncthreads();",
+            "  }",
+            "  // The block's nodes' rows are one stretch of the values: written once, coalesced.",
+            f"  for (long long w = tid; w < span; w += {nt}) values[begin_at + w] = irf_rows[w];",
+            "}"]
 
 
 def _node_function(head: str, idx: str, k: int, d: int, widest: int, body: list[str], jac: str, cached: int,
