@@ -42,6 +42,9 @@ return r, t;
 def client():
     cluster = distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None)
     with distributed.Client(cluster) as c:
+        # (the client's view of the cluster, which the tests name workers from, holds every
+        # worker only once they have registered: on a loaded machine a test once read none)
+        c.wait_for_workers(3)
         yield c
     cluster.close()
 
