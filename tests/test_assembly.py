@@ -301,6 +301,8 @@ def test_the_gpu_kernel_computes_a_nodes_block_rows_by_reverse_sweeps_and_compil
         wide = rows_artifact(module, tuple(gathered), out, dtype, "cuda", "sm_90", 4, 3, False, 64, rows)
         assert rounds_nodes(64, 4, 3, wide.itemsize, 4) == 0 and "irf_part[" not in wide.source
         assert "irf_tangent_node(" in wide.source and wide.cubin.resources["irf_tangent_rows"].registers > 0
+        # (a pattern of no nodes, widest 0: NVRTC refuses arrays of no words)
+        assert rows_artifact(module, tuple(gathered), out, dtype, "cuda", "sm_90", 4, 3, False, 0, rows).cubin.cubin
         assert made["reverse"].registers <= made["forward"].registers, dtype
         assert made["reverse"].spill_stores < made["forward"].spill_stores or made["reverse"].spill_stores == 0
         if dtype == "f32":  # (fewer registers, or none spilled where the forward directions spill)

@@ -128,6 +128,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     (output), the node count."""
     names = list(program.inputs)
     uniform = set(program.uniform)
+    widest = max(widest, 1)  # (a pattern of no nodes: its arrays sized for one block, never read)
     if out not in program.outputs:
         raise NotRowsForm(f"the Jacobian has no output {out}")
     result = program.return_op.values[list(program.outputs).index(out)]
