@@ -257,7 +257,6 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
     stretch), zeroed first and written once at the end, coalesced."""
     nt = d * nodes  # threads a block, and slots a round
     stride = _part_stride(k, d)
-    top = 1 << (max(widest, 1).bit_length() - 1)
     return [f'extern "C" __global__ void __launch_bounds__({nt}) {KERNEL}({", ".join(params)})',
             "{",
             f"  __shared__ __align__(16) real_t irf_rows[{nodes * widest * d * d}];  // the nodes' rows, as in the values",
@@ -296,13 +295,7 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
             f"      const int a = slot % {k};",
             "      const int* const nodes = conn + (slot - a);",
             *["      " + line for line in body],
-            f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) {{",
-            f"        const {idx} key = ({idx})nodes[b] * {d};",
-            "        int lo = 0;  // the blocks before key's: a search of fixed steps, no branch",
-            f"        IRF_UNROLL for (int half = {top}; half > 0; half >>= 1)",
-            "          if (lo + half <= blocks && cols[lo + half - 1] < key) lo += half;",
-            f"        irf_at[tid * {k} + b] = lo * {d};",
-            "      }",
+            *_column_search(idx, k, d, widest, "cols[lo + half - 1]", f"irf_at[tid * {k} + b]", "      "),
             *[f"      IRF_UNROLL for (int w = 0; w < {k * d}; ++w) irf_part[tid * {stride} + {i * k * d} + w] = {r}[w];"
               for i, r in enumerate(block_rows)],
             "    }",
@@ -327,6 +320,21 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
             "  // The block's nodes' rows are one stretch of the values: written once, coalesced.",
             f"  for (long long w = tid; w < span; w += {nt}) values[begin_at + w] = irf_rows[w];",
             "}"]
+
+
+def _column_search(idx: str, k: int, d: int, widest: int, column: str, store: str, indent: str) -> list[str]:
+    """For each node b of the slot's element, its block's first entry in the node's row,
+    stored at `store`: a search of fixed steps over the row's column blocks (`column`, the
+    block at `lo + half - 1`), as many as the pattern's widest row needs (unrolled, each a
+    predicated compare, no branch)."""
+    top = 1 << (max(widest, 1).bit_length() - 1)  # (the first step: a row holds at most `widest` blocks)
+    return [f"{indent}IRF_UNROLL for (int b = 0; b < {k}; ++b) {{",
+            f"{indent}  const {idx} key = ({idx})nodes[b] * {d};",
+            f"{indent}  int lo = 0;  // the blocks before key's: a search of fixed steps, no branch",
+            f"{indent}  IRF_UNROLL for (int half = {top}; half > 0; half >>= 1)",
+            f"{indent}    if (lo + half <= blocks && {column} < key) lo += half;",
+            f"{indent}  {store} = lo * {d};",
+            f"{indent}}}"]
 
 
 def _node_function(head: str, idx: str, k: int, d: int, widest: int, body: list[str], jac: str, cached: int,
@@ -369,15 +377,8 @@ def _node_function(head: str, idx: str, k: int, d: int, widest: int, body: list[
         jac = "block"
     else:
         lines += ["    " + line for line in body]
-    top = 1 << (max(widest, 1).bit_length() - 1)  # (the search's first step: a row holds at most `widest` blocks)
     lines += [f"    int at[{k}];  // each node of e: its block's first entry in the rows",
-              f"    IRF_UNROLL for (int b = 0; b < {k}; ++b) {{",
-              f"      const {idx} key = ({idx})nodes[b] * {d};",
-              "      int lo = 0;  // the blocks before key's: a search of fixed steps, no branch",
-              f"      IRF_UNROLL for (int half = {top}; half > 0; half >>= 1)",
-              "        if (lo + half <= blocks && cols[(lo + half - 1) * step] < key) lo += half;",
-              f"      at[b] = lo * {d};",
-              "    }"]
+              *_column_search(idx, k, d, widest, "cols[(lo + half - 1) * step]", "at[b]", "    ")]
     if block_rows is not None:  # (entry (i, b, j) of row i: its terms in the order the switch below adds them)
         lines += [f"    IRF_UNROLL for (int b = 0; b < {k}; ++b)",
                   f"      IRF_UNROLL for (int j = 0; j < {d}; ++j) {{",
