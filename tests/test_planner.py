@@ -322,6 +322,45 @@ def test_on_the_cpu_profile_a_one_kernel_block_within_2_percent_of_its_floor_end
     assert [(c.dag, c.group, c.by) for c in quick[0].configs] == [(c.dag, c.group, c.by) for c in whole[0].configs]
 
 
+@pytest.mark.parametrize("name", ["mesh/p1_residual.kas", "mesh/neo_hookean_residual.kas", "rotation_loop.kas",
+                                  "precession.kas", "cfl_step.kas", "CROSS"])
+def test_groups_whose_floor_passes_a_known_cover_are_left_out_and_the_best_plan_stays(monkeypatch, name):
+    """A group whose floor passes the predicted time of a cover made of the block's whole
+    phases and single calls (`_cover_bound`) is not analysed: the best plan is the one the
+    whole search finds (blocks of one phase, loops, reductions, and crossing pairs whose
+    kernels would form a cycle), and over a mesh most groups are left out."""
+    import math
+
+    import irfuse.planner.search as search
+    from irfuse.driver.compile import run_pipeline
+
+    if name == "CROSS":
+        p = program(CROSS)
+    else:
+        p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    analysed = []
+    real = search.group_configs
+
+    def counted(*a, **k):
+        out = real(*a, **k)
+        analysed.append(out[1] > 0)
+        return out
+
+    monkeypatch.setattr(search, "group_configs", counted)
+    _, bounded = plan_program(p, 1 << 22, H100, 4, 8, top=1)
+    left_out = analysed.count(False)
+    analysed.clear()
+    monkeypatch.setattr(search, "_cover_bound", lambda *a: math.inf)
+    _, whole = plan_program(p, 1 << 22, H100, 4, 8, top=1)
+
+    def described(plan):
+        return [(c.dag, c.group, c.by, [i.name for i in c.impls]) for c in plan.configs], plan.predicted_time
+
+    assert described(bounded[0]) == described(whole[0])
+    if name.startswith("mesh/"):
+        assert 2 * left_out > len(analysed), (left_out, len(analysed))
+
+
 def test_slow_operations_weigh_what_the_profile_measured_for_their_precision():
     from irfuse.library.catalogue import default_library
     from irfuse.planner.cost import op_flops

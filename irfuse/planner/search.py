@@ -212,11 +212,14 @@ def coarsening_offered(ops: list[Operation]) -> bool:
 
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
                   itemsize: int, keep: int, registers: Mapping[str, CompiledFigures] | None = None,
-                  layout: str = "aos", per_thread: str = "auto") -> tuple[list[Config], int]:
-    """The `keep` cheapest configurations of one group, and how many configurations were
-    analysed to find them. `registers`: ptxas's registers and spills of kernels compiled
+                  layout: str = "aos", per_thread: str = "auto", above: float = math.inf
+                  ) -> tuple[list[Config], int, tuple[float, float, float]]:
+    """The `keep` cheapest configurations of one group, how many configurations were
+    analysed to find them, and the group's floor (`_floor_time` of it is at most any
+    configuration's time). `registers`: ptxas's registers and spills of kernels compiled
     before, by `registers.signature` (the estimate and no spills otherwise); `layout`: of the global arrays;
-    `per_thread`: see `PER_THREAD_CHOICES`."""
+    `per_thread`: see `PER_THREAD_CHOICES`; `above`: where the floor's time, weighted by the
+    block's runs, passes it, no configuration is analysed (`candidate_configs`' cover bound)."""
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
     inputs, outputs = external_values(dag, group)
@@ -268,6 +271,18 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     reduces = any(isinstance(op, kas.ReduceOp) for op in ops)
     gathers = any(isinstance(size, Gathered) for size in sizes)
     candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5], gathers), c[1]))
+    # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
+    # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
+    # element at the peak rate (those of uniform values computed for every element may run once
+    # in another cover).
+    every = [dag.ops[i] for i in group if not dag.runs_once(i)]
+    lib = default_library()
+    element_flops = n * sum(runs * op_flops(lib.get(c.op_name), profile, itemsize)
+                            for runs, c in zip(call_runs(every), flat_calls(every)))
+    least = (profile.launch_overhead, min((32 * global_sectors(n, c[3], sizes, itemsize, layout) / profile.bandwidth
+                                           for c in candidates), default=math.inf), element_flops / rate)
+    if _floor_time(least) * dag.multiplier > above:
+        return [], 0, least
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
     def rank(time: float, m: KernelModel, bound: float, index: int) -> tuple:
@@ -314,17 +329,47 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # Equal costs go by `tie_rank` (as in the cover), then keep the order of their bounds, then
     # of enumeration (as the search always did).
     analysed.sort(key=lambda a: rank(a[2].cost.time, a[2].model, a[0], a[1]))
-    # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
-    # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
-    # element at the peak rate (those of uniform values computed for every element may run once
-    # in another cover).
-    every = [dag.ops[i] for i in group if not dag.runs_once(i)]
-    lib = default_library()
-    element_flops = n * sum(runs * op_flops(lib.get(c.op_name), profile, itemsize)
-                            for runs, c in zip(call_runs(every), flat_calls(every)))
-    floor = (profile.launch_overhead, min((32 * global_sectors(n, c[3], sizes, itemsize, layout) / profile.bandwidth
-                                           for c in candidates), default=math.inf), element_flops / rate)
-    return [c for _, _, c in analysed[:keep]], work, floor
+    return [c for _, _, c in analysed[:keep]], work, least
+
+
+def _floor_time(floor: tuple[float, float, float]) -> float:
+    """The least time of a group's kernel (or kernels) by its floor (`group_configs`)."""
+    launch, moved, arithmetic = floor
+    return launch + max(moved, arithmetic)
+
+
+# What a cover's objective may add to its predicted time, a configuration: `tie_rank` (at most
+# 11 units of a tenth of a nanosecond) and the rounding of its time to units (`solve_cover`).
+TIE_SLACK = 2e-9
+BOUND_UP_TO = 1.0  # seconds: past it the objective's units may be coarser (`objective_scale`): no bound
+
+
+def _cover_bound(dags: list[BlockDAG], groups: list[tuple[int, tuple[int, ...]]], found: dict[int, list[Config]],
+                 wholes: set[int]) -> float:
+    """A time past which no group can be in the best cover: the predicted time of a cover made
+    of what is analysed so far (each block's whole phases and single calls, or its single calls
+    alone, whichever is cheaper and has no kernels depending on each other in a cycle; loops
+    stay on the host), plus what the cover's objective may add to each of its
+    configurations. Infinite where a block has a call without a configuration or the time
+    passes `BOUND_UP_TO`."""
+    best = {(groups[k][0], groups[k][1][0]): found[k][0] for k in found if len(groups[k][1]) == 1 and found[k]}
+    total, count = 0.0, 0
+    for d, dag in enumerate(dags):
+        if any((d, node) not in best for node in dag.calls):
+            return math.inf
+        covers = [[best[(d, node)] for node in dag.calls]]
+        whole = [found[k][0] for k in wholes if groups[k][0] == d and found[k]
+                 and not set(groups[k][1]) - set(dag.calls)]  # (calls only: a loop inside covers its body's blocks)
+        if whole:
+            held = {node for c in whole for node in c.group}
+            covers.append(whole + [best[(d, node)] for node in dag.calls if node not in held])
+        time, kernels = min((sum(c.weighted_time for c in cover), len(cover)) for cover in covers
+                            if _kernel_cycle(dags, cover) is None)
+        total += time
+        count += kernels
+    if total > BOUND_UP_TO:
+        return math.inf
+    return total + TIE_SLACK * (count + 1)
 
 
 @kas.remembers_uniformity  # the search changes no IR: which values are uniform is worked out once each
@@ -333,13 +378,18 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
                       registers: Mapping[str, CompiledFigures] | None = None,
                       budget: int | None = DEFAULT_CONFIG_BUDGET,
                       layout: str = "aos", loops: str = "auto", per_thread: str = "auto",
-                      phases: bool = True) -> tuple[list[BlockDAG], list[Config], list[str]]:
+                      phases: bool = True, bound: bool = True) -> tuple[list[BlockDAG], list[Config], list[str]]:
     """Configurations of every candidate group, and notes on what the budget left out.
 
     Whole phases are analysed first, then the other groups smallest first; once `budget`
     configurations have been analysed, the remaining groups of two nodes or more are left
     out (single calls and single loops never are, so a plan always exists). The configurations
     keep the groups' enumeration order.
+    With `bound` (the search for the best plan alone), a group of several calls whose floor
+    passes the predicted time of a cover already known (`_cover_bound`) is not analysed: every
+    cover holding it costs more than that one, so the best cover is the same without it (the
+    plans of every example and mesh example were the same; tests/test_planner.py). Groups left
+    out so count no work against the budget.
     `loops`: "auto" lets groups hold loops (run inside the kernel), "host" keeps every loop
     on the host; `per_thread`: see `PER_THREAD_CHOICES`."""
     if loops not in LOOP_PLACEMENTS:
@@ -349,6 +399,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
     dags = program_dags(program)
     groups: list[tuple[int, tuple[int, ...]]] = []
     found: dict[int, list[Config]] = {}
+    wholes: set[int] = set()  # (the indices in `groups` of whole phases)
     spent = skipped = 0
     cut = max_size  # the size past which some block's groups were not enumerated (`_groups_within`)
     for d, dag in enumerate(dags):
@@ -370,7 +421,9 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
             cut = min(cut, size)
         for k, configs in enumerate(whole_configs):
             found[len(groups) + len(small) + k] = configs
+            wholes.add(len(groups) + len(small) + k)
         groups += [(d, g) for g in small + whole]
+    above = None  # `_cover_bound`, once every single call is analysed (groups go smallest first)
     for done, k in enumerate(sorted(range(len(groups)), key=lambda k: (len(groups[k][1]), k))):
         d, g = groups[k]
         if k in found:
@@ -378,7 +431,10 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
         elif budget is not None and spent >= budget and len(g) > 1:
             skipped += 1
         else:
-            found[k], work, _ = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread)
+            if len(g) > 1 and above is None:
+                above = _cover_bound(dags, groups, found, wholes) if bound else math.inf
+            found[k], work, _ = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread,
+                                              math.inf if len(g) == 1 else above)
             spent += work
         if progress:
             progress(done + 1, len(groups))
@@ -436,8 +492,7 @@ def _at_floor(dag: BlockDAG, group: tuple[int, ...], configs: list[Config],
     that of the other calls."""
     if not configs or set(dag.calls) - set(group) or any(phase_levels(dag)):
         return False
-    launch, moved, arithmetic = floor
-    return configs[0].cost.time <= margin * (launch + max(moved, arithmetic))
+    return configs[0].cost.time <= margin * _floor_time(floor)
 
 
 def _kernel_cycle(dags: list[BlockDAG], chosen: list[Config]) -> list[Config] | None:
@@ -591,7 +646,7 @@ def plan_program(program: kas.ProgramOp, n: int, profile: DeviceProfile, itemsiz
     if max_size < 1:
         raise CompileError("max-size must be at least 1")
     dags, configs, notes = candidate_configs(program, n, profile, itemsize, max_size, keep, progress, registers,
-                                             budget, layout, loops, per_thread, phases)
+                                             budget, layout, loops, per_thread, phases, bound=top == 1)
     if not any(dag.calls for dag in dags):
         return dags, [Plan([], 0.0)]
     plans = solve_cover(dags, configs, top, cover_budget)
