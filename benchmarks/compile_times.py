@@ -9,7 +9,10 @@ and hex8 in float64 too) and backend: a fresh Python process with an empty `IRFU
 imports NumPy (what a user's script has already), then times `import irfuse` and
 `irfuse.compile(path, backend=...)` (**cold**: the front end, the fusion search, the in-kernel
 passes, NVRTC or the host compiler); a second fresh process on that cache times the same two
-(**cached**: the program found in the cache and loaded). On the CPU backend the first call
+(**cached**: the program found in the cache and loaded); a third, cold again, times where the
+compile goes: the fusion search (candidates and the cover) and NVRTC (its compiles summed, some
+run side by side: the steps of a spilling kernel, the passes of a staged program), with timers
+that add a little to that compile, which is why it is not the cold one. On the CPU backend the first call
 builds the host library (the C++ compiler, cached too): timed after the cold compile for the
 programs not over a mesh (1,024 elements of uniform values in [-1, 1)). `cuda` compiles for `--arch` through
 NVRTC and needs no GPU. `--random K` adds random programs of K statements
@@ -51,6 +54,26 @@ if source.startswith("random:"):
     t0 += time.perf_counter() - t1  # (the program's generation is not the compiler's)
     t1 = time.perf_counter()
 kwargs = {"arch": arch} if backend == "cuda" else {}
+spent = {"search": 0.0, "nvrtc": 0.0, "nvrtc_compiles": 0}
+if sys.argv[6] == "parts":  # (where a cold compile's time goes: the search, and NVRTC's compiles summed)
+    import irfuse.backend.nvrtc as nvrtc
+    import irfuse.planner.search as search
+
+    def timed(module, name, key):
+        real = getattr(module, name)
+
+        def wrapper(*a, **k):
+            start = time.perf_counter()
+            try:
+                return real(*a, **k)
+            finally:
+                spent[key] += time.perf_counter() - start
+                if key == "nvrtc":
+                    spent["nvrtc_compiles"] += 1
+        setattr(module, name, wrapper)
+    timed(search, "candidate_configs", "search")
+    timed(search, "solve_cover", "search")
+    timed(nvrtc, "_compile_once", "nvrtc")
 program = irfuse.compile(source, backend=backend, dtype=dtype, **kwargs)
 t2 = time.perf_counter()
 first = None
@@ -59,16 +82,18 @@ if backend == "cpu" and sys.argv[5] == "call":  # (the CPU backend builds its ho
     shape = lambda name: program.shapes[name] if name in program.uniform else (1024, *program.shapes[name])
     program(**{name: rng.uniform(-1, 1, shape(name)).astype(program.dtype) for name in program.inputs})
     first = time.perf_counter() - t2
-print(json.dumps({"import": t1 - t0, "compile": t2 - t1, "first_call": first}))
+print(json.dumps({"import": t1 - t0, "compile": t2 - t1, "first_call": first, "search": spent["search"],
+                  "nvrtc": spent["nvrtc"], "nvrtc_compiles": spent["nvrtc_compiles"]}))
 """
 
 
-def child(source: str, backend: str, dtype: str, arch: str, cache: str, timeout: float, call: bool = False) -> dict:
+def child(source: str, backend: str, dtype: str, arch: str, cache: str, timeout: float, call: bool = False,
+          parts: bool = False) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["IRFUSE_CACHE_DIR"] = cache
     try:
         done = subprocess.run([sys.executable, "-c", CHILD, source, backend, dtype, arch,
-                                                          "call" if call else "-"], capture_output=True,
+                               "call" if call else "-", "parts" if parts else "-"], capture_output=True,
                               text=True, env=env, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
         return {"error": f"over {timeout:g} s"}
@@ -113,22 +138,30 @@ def main(argv=None) -> int:
                 call = os.path.dirname(source) == os.path.join(ROOT, "examples")  # (not over a mesh)
                 cold = child(source, backend, dtype, args.arch, cache, args.timeout, call)
                 cached = child(source, backend, dtype, args.arch, cache, args.timeout) if "error" not in cold else {}
+            with tempfile.TemporaryDirectory() as cache:  # (timed apart: its timers add to the cold compile)
+                parts = child(source, backend, dtype, args.arch, cache, args.timeout, parts=True) \
+                    if "error" not in cold else {}
             rows.append({"program": name, "dtype": dtype, "backend": backend, "import_s": cold.get("import"),
                          "cold_s": cold.get("compile"), "first_call_s": cold.get("first_call"), "cached_s": cached.get("compile"),
-                         "cached_import_s": cached.get("import"), "error": cold.get("error") or cached.get("error")})
+                         "cached_import_s": cached.get("import"), "search_s": parts.get("search"),
+                         "nvrtc_s": parts.get("nvrtc"), "nvrtc_compiles": parts.get("nvrtc_compiles"),
+                         "error": cold.get("error") or cached.get("error")})
             print(json.dumps(rows[-1]), flush=True)
     table = Table(title="Compile time, fresh processes (NumPy imported first)")
-    for column in ("program", "dtype", "backend", "import irfuse s", "cold compile s", "then a first call s",
-                   "cached load ms"):
+    for column in ("program", "dtype", "backend", "import irfuse s", "cold compile s", "of it: search s",
+                   "NVRTC s (compiles)", "then a first call s", "cached load ms"):
         table.add_column(column, justify="left" if column in ("program", "dtype", "backend") else "right")
     for r in rows:
         table.add_row(r["program"], r["dtype"], r["backend"],
                       "-" if r["import_s"] is None else f"{r['import_s']:.3f}",
                       r["error"] or f"{r['cold_s']:.2f}",
+                      "-" if r.get("search_s") is None else f"{r['search_s']:.2f}",
+                      "-" if not r.get("nvrtc_compiles") else f"{r['nvrtc_s']:.2f} ({r['nvrtc_compiles']})",
                       "-" if r.get("first_call_s") is None else f"{r['first_call_s']:.2f}",
                       "-" if r["cached_s"] is None else f"{1e3 * (r['cached_s'] + r['cached_import_s']):.1f}")
-    Console(width=150).print(table)
-    print("(cached load: `import irfuse` and `irfuse.compile` of a program in the cache, in a fresh process)")
+    Console(width=190).print(table)
+    print("(cached load: `import irfuse` and `irfuse.compile` of a program in the cache, in a fresh process; the search "
+          "and NVRTC timed in a third cold compile: NVRTC's compiles summed, some of them side by side)")
     path = args.json or meta.result_path("compile")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
