@@ -24,7 +24,10 @@
    memory, threads, registers over the device's limits, once optimized) are
    dropped. (fuse-partition emits the unoptimized form, each value at its own
    shared offset; one larger than a block's shared memory is marked `unplaced`
-   until fuse-allocate-shared overlaps its values.)
+   until fuse-allocate-shared overlaps its values.) For the best plan alone, a
+   group of several calls whose floor passes the predicted time of a cover
+   already known (each block's whole phases and single calls: `_cover_bound`)
+   is not analysed at all: no cover holding it can be the best.
 3. Cover: CP-SAT picks configurations so that every call is covered exactly once,
    by a kernel of its own block or by a kernel running one of the loops around it
    (then that loop runs inside the kernel, else from the host), with the least
@@ -346,10 +349,10 @@ BOUND_UP_TO = 1.0  # seconds: past it the objective's units may be coarser (`obj
 
 def _cover_bound(dags: list[BlockDAG], groups: list[tuple[int, tuple[int, ...]]], found: dict[int, list[Config]],
                  wholes: set[int]) -> float:
-    """A time past which no group can be in the best cover: the predicted time of a cover made
-    of what is analysed so far (each block's whole phases and single calls, or its single calls
-    alone, whichever is cheaper and has no kernels depending on each other in a cycle; loops
-    stay on the host), plus what the cover's objective may add to each of its
+    """A time that the floor of every group in the best cover stays within: the predicted time
+    of a cover made of what is analysed so far (each block's whole phases and single calls, or
+    its single calls alone, whichever is cheaper and has no kernels depending on each other in
+    a cycle; loops stay on the host), plus what the cover's objective may add to each of its
     configurations. Infinite where a block has a call without a configuration or the time
     passes `BOUND_UP_TO`."""
     best = {(groups[k][0], groups[k][1][0]): found[k][0] for k in found if len(groups[k][1]) == 1 and found[k]}
