@@ -25,9 +25,10 @@
    dropped. (fuse-partition emits the unoptimized form, each value at its own
    shared offset; one larger than a block's shared memory is marked `unplaced`
    until fuse-allocate-shared overlaps its values.) For the best plan alone, a
-   group of several calls whose floor passes the predicted time of a cover
-   already known (each block's whole phases and single calls: `_cover_bound`)
-   is not analysed at all: no cover holding it can be the best.
+   group of several calls whose floor, with that of the kernels its block's other
+   calls then need (`_rest_floor`), passes the predicted time of a cover already
+   known (each block's whole phases and single calls: `_cover_bound`) is not
+   analysed at all: no cover holding it can be the best.
 3. Cover: CP-SAT picks configurations so that every call is covered exactly once,
    by a kernel of its own block or by a kernel running one of the loops around it
    (then that loop runs inside the kernel, else from the host), with the least
@@ -221,11 +222,13 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     analysed to find them, and the group's floor (`_floor_time` of it is at most any
     configuration's time). `registers`: ptxas's registers and spills of kernels compiled
     before, by `registers.signature` (the estimate and no spills otherwise); `layout`: of the global arrays;
-    `per_thread`: see `PER_THREAD_CHOICES`; `above`: where the floor's time, weighted by the
-    block's runs, passes it, no configuration is analysed (`candidate_configs`' cover bound)."""
+    `per_thread`: see `PER_THREAD_CHOICES`; `above`: where the floor's time, alone or with the
+    block's other calls' (`_rest_floor`), weighted by the block's runs, passes it, no
+    configuration is analysed (`candidate_configs`' cover bound)."""
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
     inputs, outputs = external_values(dag, group)
+    batch = n
     if runs_once(ops):
         n = 1  # a kernel of uniform values runs over one element
         sizes = [v.type.size for v in [*inputs, *outputs]]  # type: ignore[attr-defined]
@@ -284,7 +287,8 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                             for runs, c in zip(call_runs(every), flat_calls(every)))
     least = (profile.launch_overhead, min((32 * global_sectors(n, c[3], sizes, itemsize, layout) / profile.bandwidth
                                            for c in candidates), default=math.inf), element_flops / rate)
-    if _floor_time(least) * dag.multiplier > above:
+    if above < math.inf and (_floor_time(least) * dag.multiplier > above or (
+            _floor_time(least) + _rest_floor(dag, group, batch, profile, itemsize)) * dag.multiplier > above):
         return [], 0, least
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
@@ -341,6 +345,34 @@ def _floor_time(floor: tuple[float, float, float]) -> float:
     return launch + max(moved, arithmetic)
 
 
+def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DeviceProfile, itemsize: int) -> float:
+    """The least time of the other kernels of any cover that holds `group` as a kernel: those
+    that run the block's other calls (0 where the group holds them all). They are one launch or
+    more; between them they read every value their calls take from outside them and write every
+    value of theirs read outside them, each at least once, through global memory (uniform values
+    counted as nothing, a gathered value as its node numbers alone, its rows maybe from caches),
+    and do their calls' arithmetic (the loops' bodies counted as nothing: they may run in another
+    block's kernels): at the copy rate or the peak rate, whichever takes longer. So a cover
+    holding the group costs at least the group's floor and this."""
+    held = set(group)
+    calls = [i for i in dag.calls if i not in held]
+    if not calls:
+        return 0.0
+    # (the loops that may run inside the rest's kernels are theirs: what they make is not moved)
+    rest = tuple(sorted(calls + [i for i in dag.kernel_loops() if i not in held]))
+    inputs, outputs = external_values(dag, rest)
+    words = 0
+    for v in [*inputs, *outputs]:
+        if not kas.is_uniform(v):
+            size = global_words(v, itemsize)
+            words += size.index_words if isinstance(size, Gathered) else size
+    every = [dag.ops[i] for i in calls if not dag.runs_once(i)]
+    lib = default_library()
+    flops = n * sum(op_flops(lib.get(c.op_name), profile, itemsize) for c in flat_calls(every))
+    rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
+    return profile.launch_overhead + max(n * words * itemsize / profile.bandwidth, flops / rate)
+
+
 # What a cover's objective may add to its predicted time, a configuration: `tie_rank` (at most
 # 11 units of a tenth of a nanosecond) and the rounding of its time to units (`solve_cover`).
 TIE_SLACK = 2e-9
@@ -388,11 +420,12 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
     configurations have been analysed, the remaining groups of two nodes or more are left
     out (single calls and single loops never are, so a plan always exists). The configurations
     keep the groups' enumeration order.
-    With `bound` (the search for the best plan alone), a group of several calls whose floor
-    passes the predicted time of a cover already known (`_cover_bound`) is not analysed: every
-    cover holding it costs more than that one, so the best cover is the same without it (the
-    plans of every example and mesh example were the same; tests/test_planner.py). Groups left
-    out so count no work against the budget.
+    With `bound` (the search for the best plan alone), a group of several calls whose floor,
+    with the floor of the kernels the block's other calls then need (`_rest_floor`), passes the
+    predicted time of a cover already known (`_cover_bound`) is not analysed: every cover
+    holding it costs more than that one, so the best cover is the same without it (the plans
+    of every example, mesh and high-order example were the same; tests/test_planner.py).
+    Groups left out so count no work against the budget.
     `loops`: "auto" lets groups hold loops (run inside the kernel), "host" keeps every loop
     on the host; `per_thread`: see `PER_THREAD_CHOICES`."""
     if loops not in LOOP_PLACEMENTS:
