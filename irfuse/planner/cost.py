@@ -152,6 +152,11 @@ def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int
     return max(0, min(by_threads, by_smem, by_regs, p.max_blocks_per_sm))
 
 
+def peak_flops(p: DeviceProfile, itemsize: int) -> float:
+    """The profile's arithmetic rate (flop-equivalents a second) in the element type's precision."""
+    return p.fp64_flops if itemsize == 8 else p.fp32_flops
+
+
 def op_flops(op, p: DeviceProfile, itemsize: int = 4) -> float:
     """An op's arithmetic per element in flop-equivalents of its precision: slow operations
     weigh what `irfuse calibrate` measured them to cost against a multiply-add."""
@@ -260,7 +265,7 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     blocks = math.ceil(n / model.by)
     sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
     t_mem = 32 * sectors / p.bandwidth
-    rate = p.fp64_flops if isz == 8 else p.fp32_flops
+    rate = peak_flops(p, isz)
     loop = renders_as_loop(model)
     t_compute = call_flops(model, n, p) / rate * (1.0 if loop else p.twin_factor)
     if loop:
@@ -351,7 +356,7 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     in_flight = resident * model.by * isz * model.batch_loads()
     eff = min(1.0, in_flight / (p.bandwidth / p.sms * p.turnaround)) if in_flight else 1.0
     t_mem = 32 * sectors / (p.bandwidth * eff)
-    rate = p.fp64_flops if isz == 8 else p.fp32_flops
+    rate = peak_flops(p, isz)
     flops = call_flops(model, n, p)
     barrier_runs = 0
     for op, runs in zip(model.ops, op_weights(model.ops)):

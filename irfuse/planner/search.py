@@ -52,7 +52,7 @@ from irfuse.diagnostics import CompileError, located
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
-from irfuse.planner.cost import (DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops,
+from irfuse.planner.cost import (DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops, peak_flops,
                                   peak_register_words, time_without_barriers)
 from irfuse.planner.cover_model import CoverModel, statuses
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
@@ -244,7 +244,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     choices = _impl_choices(dag, group)
     # An op's flops do not depend on its mapping; a call in a loop runs its trip count times.
     flops = n * sum(runs * op_flops(impl.op, profile, itemsize) for runs, impl in zip(call_runs(ops), choices[0]))
-    rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
+    rate = peak_flops(profile, itemsize)
     candidates = []
     # Several elements a thread pay in a reducing kernel (its tree and fixed work shared), and
     # where one element a thread, at the most threads an SM holds, keeps fewer bytes of loads in
@@ -281,12 +281,9 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
     # element at the peak rate (those of uniform values computed for every element may run once
     # in another cover).
-    every = [dag.ops[i] for i in group if not dag.runs_once(i)]
-    lib = default_library()
-    element_flops = n * sum(runs * op_flops(lib.get(c.op_name), profile, itemsize)
-                            for runs, c in zip(call_runs(every), flat_calls(every)))
     least = (profile.launch_overhead, min((32 * global_sectors(n, c[3], sizes, itemsize, layout) / profile.bandwidth
-                                           for c in candidates), default=math.inf), element_flops / rate)
+                                           for c in candidates), default=math.inf),
+             _element_arithmetic(dag, group, n, profile, itemsize))
     if above < math.inf and (_floor_time(least) * dag.multiplier > above or (
             _floor_time(least) + _rest_floor(dag, group, batch, profile, itemsize)) * dag.multiplier > above):
         return [], 0, least
@@ -366,11 +363,18 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
         if not kas.is_uniform(v):
             size = global_words(v, itemsize)
             words += size.index_words if isinstance(size, Gathered) else size
-    every = [dag.ops[i] for i in calls if not dag.runs_once(i)]
+    return profile.launch_overhead + max(n * words * itemsize / profile.bandwidth,
+                                         _element_arithmetic(dag, calls, n, profile, itemsize))
+
+
+def _element_arithmetic(dag: BlockDAG, nodes, n: int, profile: DeviceProfile, itemsize: int) -> float:
+    """Seconds at the peak rate of the arithmetic that `nodes` (calls and loops, a loop's calls
+    its trip count times) do for every element of `n`; uniform values' calls not counted."""
+    every = [dag.ops[i] for i in nodes if not dag.runs_once(i)]
     lib = default_library()
-    flops = n * sum(op_flops(lib.get(c.op_name), profile, itemsize) for c in flat_calls(every))
-    rate = profile.fp64_flops if itemsize == 8 else profile.fp32_flops
-    return profile.launch_overhead + max(n * words * itemsize / profile.bandwidth, flops / rate)
+    flops = n * sum(runs * op_flops(lib.get(c.op_name), profile, itemsize)
+                    for runs, c in zip(call_runs(every), flat_calls(every)))
+    return flops / peak_flops(profile, itemsize)
 
 
 # What a cover's objective may add to its predicted time, a configuration: `tie_rank` (at most
