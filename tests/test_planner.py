@@ -487,6 +487,38 @@ def test_the_stages_of_a_program_over_a_mesh_built_side_by_side_are_those_built_
     assert said[3] == said[1]
 
 
+def test_the_stages_built_side_by_side_share_the_cores_compiles(monkeypatch):
+    """Three passes built at once on two idle cores: at most two compiles run at a time, and
+    no pass compiles a step to fewer blocks beside its first (the cores are taken by the other
+    passes), so each of the explicit step's three modules, none spilling, is compiled once."""
+    import threading
+    import time
+
+    from irfuse.driver import compile as driver
+
+    real = driver.compiler_for
+    lock, running, most, compiled = threading.Lock(), [0], [0], []
+
+    class Counted:
+        def compile(self, source, kernels, element, arch):
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+                compiled.append([k.min_blocks for k in kernels])
+            try:
+                time.sleep(0.05)  # (so that compiles started together overlap)
+                return real("cuda").compile(source, kernels, element, arch)
+            finally:
+                with lock:
+                    running[0] -= 1
+
+    monkeypatch.setattr(driver, "compiler_for", lambda name: Counted())
+    monkeypatch.setattr(driver, "_width", lambda: 2)
+    path = os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")
+    staged, _ = driver.compile_program(path, None, "f32", compile_gpu=True, arch="sm_90")
+    assert len(staged.stages) == 3 and most[0] == 2 and len(compiled) == 3, (most, compiled)
+
+
 def test_a_kernel_spilling_a_word_or_two_keeps_its_resident_blocks(monkeypatch):
     """At most `SPILL_BYTES_KEPT` spilled (stores and loads together) keeps the blocks asked;
     a byte more steps to fewer, as above."""

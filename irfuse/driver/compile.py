@@ -76,7 +76,7 @@ def lower(module: ModuleOp, pipeline: str | None = None, planning: PlanningOptio
 
 
 def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
-          sums_kernels: Sequence = ()) -> CompiledProgram:
+          sums_kernels: Sequence = (), width: int | None = None) -> CompiledProgram:
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
@@ -84,11 +84,11 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     fewer resident blocks (more registers per thread) until it does not, or one block is
     asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
     many (`_fewer_blocks`); the module is emitted once, a step changing only its launch bounds
-    (`with_min_blocks`). Where cores are idle (`_width`), compiles run side by side, each in a
-    thread (NVRTC releases the GIL): the first compile of the module beside those at every
-    kernel's first `_width` - 1 steps (which a spilling kernel needs next, so it does not wait
-    for the first to find the spill), and each later round `_width` steps of every kernel
-    still spilling.
+    (`with_min_blocks`). Where cores are idle (`_width`, or `width` given: the compiles this
+    build may run at once), compiles run side by side, each in a thread (NVRTC releases the
+    GIL): the first compile of the module beside those at every kernel's first `width` - 1
+    steps (which a spilling kernel needs next, so it does not wait for the first to find the
+    spill), and each later round `width` steps of every kernel still spilling.
     ptxas allocates each kernel's registers alone, so a kernel's spills at a step do not depend
     on the other kernels' steps: every compile tells, for each of its kernels, whether it
     spills at that kernel's step (`spills`), and each spilling kernel takes its first step that
@@ -101,7 +101,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     emitted = emit_module(module, element, {}, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels)
     if not compile_gpu:
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, None)
-    width = _width()
+    width = _width() if width is None else width
     steps = {k.name: _fewer_blocks(k.min_blocks, k.threads) for k in emitted.kernels}
     steps = {name: s for name, s in steps.items() if s}
     spills: dict[tuple[str, int], bool] = {}  # (kernel, resident blocks) -> whether it spills there
@@ -362,23 +362,31 @@ def _build_modules(jobs: list[tuple], pipeline: str | None, compile_gpu: bool, a
     """Each of `jobs` (reference, lowered module, name, sums kernels) built (`_build_module`):
     for NVRTC where cores are idle (`_width`), side by side, each in a thread (NVRTC releases
     the GIL; the stages of a program over a mesh took 0.24, 0.50 and 0.15 s one after another
-    for the explicit step on two cores). Each module is built alone, so the results are those
-    of building them in turn, and so is the error raised: the first job's that fails."""
-    width = min(_width(), len(jobs)) if compile_gpu else 1
+    for the explicit step on two cores). The compiles the cores allow are shared among the
+    modules built at once, so that each module's own side-by-side steps (`build`'s `width`)
+    do not put more compiles on the cores than they have: on two cores the explicit step's
+    three modules at two compiles each (their first steps beside them) took 0.78 s against
+    0.51 s one compile each (benchmarks/NOTES.md, Compiling, 2026-12-01). Each module is
+    built alone, so the results are those of building them in turn, and so is the error
+    raised: the first job's that fails."""
+    cores = _width() if compile_gpu else 1
+    width = min(cores, len(jobs))
     if width == 1:
-        return [_build_module(r, m, name, pipeline, compile_gpu, arch, sums) for r, m, name, sums in jobs]
+        return [_build_module(r, m, name, pipeline, compile_gpu, arch, sums, cores) for r, m, name, sums in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
+    each = max(1, cores // width)
     with ThreadPoolExecutor(max_workers=width) as pool:
-        futures = [pool.submit(_build_module, r, m, name, pipeline, compile_gpu, arch, sums)
+        futures = [pool.submit(_build_module, r, m, name, pipeline, compile_gpu, arch, sums, each)
                    for r, m, name, sums in jobs]
         return [future.result() for future in futures]
 
 
 def _build_module(reference: ModuleOp, module: ModuleOp, name: str, pipeline: str | None, compile_gpu: bool,
-                  arch: str | None, sums_kernels: Sequence = ()) -> CompiledProgram:
-    """A lowered module built (`build`, with `sums_kernels` emitted too), its reference kept."""
-    program = build(module, compile_gpu, arch, sums_kernels)
+                  arch: str | None, sums_kernels: Sequence = (), width: int | None = None) -> CompiledProgram:
+    """A lowered module built (`build`, with `sums_kernels` emitted too, `width` compiles at
+    once), its reference kept."""
+    program = build(module, compile_gpu, arch, sums_kernels, width)
     program.reference_module = reference
     program.meta = {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}
     return program
