@@ -126,6 +126,11 @@ class ElementLoopEmitter(KernelEmitter):
             if isinstance(op, fuse.LoadOp) and op.index is None and op.place.is_shared:
                 if self._only_read(op.res, None):
                     rows[op.res] = self._row(op.source, op.res)
+            elif isinstance(op, fuse.LoadOp) and op.index is None and not op.place.is_uniform:
+                # (loaded into registers for the GPU's threads, `promotion`: calls read its row
+                # where it is as they would its shared copy, the element's one thread here)
+                if all(isinstance(u.operation, fuse.CallOp) for u in op.res.uses):
+                    rows[op.res] = self._row(op.source, op.res)
             elif isinstance(op, fuse.CallOp) and op.place.is_shared:
                 stores = [u.operation for u in op.res.uses if isinstance(u.operation, fuse.StoreOp)
                           and u.operation.reduce_kind is None and not u.operation.scatters]
@@ -310,7 +315,7 @@ class ElementLoopEmitter(KernelEmitter):
         super().emit_copy(op)
 
     def emit_load(self, op) -> None:
-        if op.index is None and op.place.is_shared:
+        if op.index is None and (op.place.is_shared or op.res in self.in_place):
             self.rows_read.setdefault(self.names.get(op.source, "g_"), op.res.type.size)
             self.line(f"  // {self.names.get(op.res, 'v_')}: load {op.source.name_hint}, the element's row")
             if op.res in self.in_place:

@@ -29,17 +29,50 @@ def _consumers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
     return out
 
 
-def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = False, *,
+LINE_BYTES = 128  # what one L1 wavefront serves a warp (a cache line; a shared-memory access of 32 words)
+WARP = 32
+
+
+def _loads_cheaper(model: KernelModel, v, uses: list[tuple[MOp, int]]) -> bool:
+    """Whether each thread loading its element's words of `v` from global memory costs the
+    warp's L1 no more wavefronts than the block's copy does with the shared reads after it.
+    A warp's 32 rows of `row` bytes lie on `32 row / 128` lines; a thread loads its row in
+    vectors of the widest size dividing it (so every row is aligned), and each such load of
+    the warp touches every line: (row / vector) x lines. The copy writes the lines' words into
+    shared memory (the lines again) and every reading call reads the element's words there
+    (one wavefront a warp and word, more for 8-byte words). Only a value a thread holds whole
+    (one thread an element) and reads with every reader alike is weighed, and not a scalar:
+    its copy is one coalesced line a warp either way, and in a register it stays live from
+    the kernel's start (J2's return measured 8% slower with its `ep` loaded so). So a small row read
+    by several calls (StrainEnergy's strain: 24 bytes, two readers: 18 wavefronts against 24)
+    is loaded into registers, a wide one (StVenant's 412 bytes) is copied. Measured on an
+    H200: StrainEnergy 11% faster with its loads in registers (benchmarks/NOTES.md, Batch-wide
+    values, 2026-12-01)."""
+    if model.layout != "aos" or v.size < 2 or any(op.impl.bx != 1 for op, _ in uses):  # type: ignore[union-attr]
+        return False
+    row = v.size * model.itemsize
+    vector = next(b for b in (16, 8, 4, 2, 1) if row % b == 0)
+    lines = -(-WARP * row // LINE_BYTES)
+    direct = row // vector * lines
+    reads = len(uses) * v.size * -(-WARP * model.itemsize // LINE_BYTES)
+    return direct <= 2 * lines + reads
+
+
+def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool | str = "auto", *,
                       copy: bool = True) -> KernelModel:
     """Values produced and consumed by calls with the same threads and compatible access
     patterns (none `noreg`) move to registers; with `outputs`, stored values may too; with
-    `inputs`, loaded values whose consumers all agree (each thread then reads its own words
-    from global memory instead of the block copying them coalesced). Structure-of-arrays
+    `inputs` True, loaded values whose consumers all agree (each thread then reads its own words
+    from global memory instead of the block copying them coalesced), with "auto" those of them
+    whose loads cost the L1 fewer wavefronts than the copy and its reads (`_loads_cheaper`),
+    with False none. Structure-of-arrays
     kernels promote loaded and stored values whatever the options say, and every kernel its
     gathered values (read thread by thread either way)."""
     out = model.copy() if copy else model
     if out.layout == "soa":
         inputs = outputs = True
+    elif inputs not in (True, False, "auto"):
+        raise ValueError(f"inputs must be True, False or 'auto', not {inputs!r}")
     producers = {op.result: op for op in out.calls()}
     # A value only reduced (its store is the block's tree, staged from registers as from
     # shared memory) is not written to global memory by threads: it may go to registers.
@@ -53,7 +86,7 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool = 
         # value its first consumer's operand.
         # A gathered value is read by each thread from its nodes' rows wherever it is placed
         # (`cuda_emit.emit_gather`): in registers it saves the shared copy and the barrier.
-        if v.is_input and (inputs or v.gather) and uses:
+        if v.is_input and (inputs is True or v.gather or (inputs == "auto" and _loads_cheaper(out, v, uses))) and uses:
             ref, k0 = uses[0]
             ap = ref.impl.operand_aps[k0]  # type: ignore[union-attr]
         elif v.is_input or vid not in producers or (vid in written and not outputs):
