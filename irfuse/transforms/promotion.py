@@ -1,11 +1,14 @@
 """Register promotion: values whose producer and consumers run with the same threads and
 touch the same words per thread move from shared memory to registers.
 
-In an array-of-structures kernel, loaded and stored values stay in shared memory unless
-asked (`inputs`, `outputs`; a value only reduced over the batch is not stored this way):
-the block copies them between global and shared memory
-contiguously, where a thread reading its own element's words from global memory would
-stride by the element's size. In a structure-of-arrays kernel the same per-thread access
+In an array-of-structures kernel, stored values stay in shared memory unless asked
+(`outputs`; a value only reduced over the batch is not stored this way): the block copies
+them to global memory contiguously, where a thread writing its own element's words would
+stride by the element's size. A loaded value is weighed the same way (`inputs="auto"`):
+it goes to registers where its rows are short enough that each thread loading its own
+costs a warp's L1 no more than the block's copy and the shared reads after it
+(`_loads_cheaper`); `inputs` True or False puts every agreeing one there or none. In a
+structure-of-arrays kernel the same per-thread access
 is coalesced (word k of consecutive elements is contiguous), so loaded and stored values
 are promoted too: no shared staging, no barrier after the loads.
 
