@@ -322,6 +322,33 @@ def test_on_the_cpu_profile_a_one_kernel_block_within_2_percent_of_its_floor_end
     assert [(c.dag, c.group, c.by) for c in quick[0].configs] == [(c.dag, c.group, c.by) for c in whole[0].configs]
 
 
+@pytest.mark.parametrize("name", ["hex8.kas", "rotation_loop.kas", "mesh/neo_hookean_energy.kas", "cfl_step.kas",
+                                  "highorder/bp3.kas"])
+def test_the_values_crossing_a_set_of_nodes_from_the_block_tables_are_those_the_ir_says(name):
+    """`search._crossing` (from `dag.node_values`, the rest's floor's values) finds the values
+    `external_values` finds by walking the IR, for the whole block, every node alone and 60
+    random sets of nodes of every block (loop bodies and their loops included)."""
+    import random
+
+    from irfuse.driver.compile import run_pipeline
+    from irfuse.planner.dag import program_dags
+    from irfuse.planner.search import _crossing
+
+    p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    rng = random.Random(7)
+    checked = 0
+    for dag in program_dags(p):
+        n = len(dag.ops)
+        sets = [set(range(n))] + [{i} for i in range(n)] + [set(rng.sample(range(n), rng.randint(1, n)))
+                                                             for _ in range(60 if n > 1 else 0)]
+        for nodes in sets:
+            inputs, outputs = external_values(dag, tuple(sorted(nodes)))
+            found = _crossing(dag, nodes)
+            assert len(found) == len(set(found)) and set(found) == {*inputs, *outputs}, (name, sorted(nodes))
+            checked += 1
+    assert checked > 60
+
+
 @pytest.mark.parametrize("name", ["mesh/p1_residual.kas", "mesh/neo_hookean_residual.kas", "highorder/bp1.kas",
                                   "rotation_loop.kas", "precession.kas", "cfl_step.kas", "CROSS"])
 def test_groups_whose_floor_passes_a_known_cover_are_left_out_and_the_best_plan_stays(monkeypatch, name):

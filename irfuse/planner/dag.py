@@ -42,6 +42,11 @@ class BlockDAG:
     again: int = 0  # bitset of the calls computed again for a later pass (`recomputed = P`)
     level: list[int] = field(default_factory=list)  # per node: its pass (`phase_levels`)
     reduce_bits: int = 0  # the reductions' nodes, as a bitset (`reductions`)
+    # Per node, as the block was when built (`node_values`): the values it reads that are made
+    # outside it, each with the node making it (-1: outside the block); its results, each with
+    # the nodes reading it and whether anything outside the block's nodes does.
+    reads: list[list[tuple]] = field(default_factory=list)
+    made: list[list[tuple]] = field(default_factory=list)
 
     @property
     def calls(self) -> list[int]:
@@ -76,6 +81,43 @@ def _uses_in(op: Operation) -> set:
     return vals
 
 
+def node_values(block: Block, ops: list[Operation], index: dict) -> tuple[list[list[tuple]], list[list[tuple]]]:
+    """For each node: the values it (its nested ops included) reads that are made outside it,
+    once each in reading order, with the index of the node making each (-1: made outside the
+    block: its arguments, the program's); and its results, each with the set of nodes reading
+    it and whether something not among the nodes does (the block's terminator). What crosses
+    into and out of any set of nodes follows from these without walking the IR again
+    (`search._rest_floor`, once a group)."""
+    reads, made = [], []
+    for op in ops:
+        inner_ops = set(op.walk())
+        inner_blocks = {b for inner in inner_ops for region in inner.regions for b in region.blocks}
+        seen: set = set()
+        mine = []
+        for inner in op.walk():
+            for a in inner.operands:
+                owner = a.owner
+                inside = owner in inner_ops if isinstance(owner, Operation) else owner in inner_blocks
+                if not inside and a not in seen:
+                    seen.add(a)
+                    mine.append((a, index.get(owner, -1) if isinstance(owner, Operation) else -1))
+        reads.append(mine)
+        results = []
+        for r in op.results:
+            readers, escapes = set(), False
+            for use in r.uses:
+                user = use.operation
+                while user is not None and user.parent_block() is not block:
+                    user = user.parent_op()
+                if user in index:
+                    readers.add(index[user])
+                else:
+                    escapes = True
+            results.append((r, frozenset(readers), escapes))
+        made.append(results)
+    return reads, made
+
+
 def block_dag(block: Block, multiplier: int = 1, parent: tuple[int, int] | None = None) -> BlockDAG:
     ops = [op for op in block.ops if not isinstance(op, (kas.ReturnOp, kas.YieldOp))]
     index = {op: i for i, op in enumerate(ops)}
@@ -100,8 +142,10 @@ def block_dag(block: Block, multiplier: int = 1, parent: tuple[int, int] | None 
     # (asked for every group the search grows: worked out once per block)
     once = [isinstance(op, kas.CallOp) and kas.is_uniform(op.res) for op in ops]
     again = sum(1 << i for i, op in enumerate(ops) if RECOMPUTED in op.attributes)
+    reads, made = node_values(block, ops, index)
     dag = BlockDAG(block, ops, succ, pred, desc, anc, multiplier, parent, once, again,
-                   reduce_bits=sum(1 << i for i, op in enumerate(ops) if isinstance(op, kas.ReduceOp)))
+                   reduce_bits=sum(1 << i for i, op in enumerate(ops) if isinstance(op, kas.ReduceOp)),
+                   reads=reads, made=made)
     dag.level = _levels(dag)
     return dag
 

@@ -356,15 +356,31 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
     if not calls:
         return 0.0
     # (the loops that may run inside the rest's kernels are theirs: what they make is not moved)
-    rest = tuple(sorted(calls + [i for i in dag.kernel_loops() if i not in held]))
-    inputs, outputs = external_values(dag, rest)
+    rest = set(calls + [i for i in dag.kernel_loops() if i not in held])
     words = 0
-    for v in [*inputs, *outputs]:
+    for v in _crossing(dag, rest):
         if not kas.is_uniform(v):
             size = global_words(v, itemsize)
             words += size.index_words if isinstance(size, Gathered) else size
     return profile.launch_overhead + max(n * words * itemsize / profile.bandwidth,
                                          _element_arithmetic(dag, calls, n, profile, itemsize))
+
+
+def _crossing(dag: BlockDAG, nodes: set[int]) -> list[SSAValue]:
+    """The values `external_values` finds crossing into and out of `nodes` (in another
+    order), from the block's tables (`dag.node_values`): what the nodes read that none of them
+    makes, and what they make that another node or the block's end reads."""
+    out: list[SSAValue] = []
+    seen: set[SSAValue] = set()
+    for i in nodes:
+        for v, maker in dag.reads[i]:
+            if maker not in nodes and v not in seen:
+                seen.add(v)
+                out.append(v)
+        for r, readers, escapes in dag.made[i]:
+            if escapes or not readers <= nodes:
+                out.append(r)
+    return out
 
 
 def _element_arithmetic(dag: BlockDAG, nodes, n: int, profile: DeviceProfile, itemsize: int) -> float:
