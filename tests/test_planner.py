@@ -325,14 +325,15 @@ def test_on_the_cpu_profile_a_one_kernel_block_within_2_percent_of_its_floor_end
 @pytest.mark.parametrize("name", ["hex8.kas", "rotation_loop.kas", "mesh/neo_hookean_energy.kas", "cfl_step.kas",
                                   "highorder/bp3.kas"])
 def test_the_values_crossing_a_set_of_nodes_from_the_block_tables_are_those_the_ir_says(name):
-    """`search._crossing` (from `dag.node_values`, the rest's floor's values) finds the values
-    `external_values` finds by walking the IR, for the whole block, every node alone and 60
-    random sets of nodes of every block (loop bodies and their loops included)."""
+    """`search.crossing_values` (from `dag.node_values`: the search's groups and rests) finds
+    the values `external_values` finds by walking the IR, in the same order, for the whole
+    block, every node alone and 60 random sets of nodes of every block (loop bodies and their
+    loops included)."""
     import random
 
     from irfuse.driver.compile import run_pipeline
     from irfuse.planner.dag import program_dags
-    from irfuse.planner.search import _crossing
+    from irfuse.planner.search import crossing_values
 
     p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
     rng = random.Random(7)
@@ -342,9 +343,8 @@ def test_the_values_crossing_a_set_of_nodes_from_the_block_tables_are_those_the_
         sets = [set(range(n))] + [{i} for i in range(n)] + [set(rng.sample(range(n), rng.randint(1, n)))
                                                              for _ in range(60 if n > 1 else 0)]
         for nodes in sets:
-            inputs, outputs = external_values(dag, tuple(sorted(nodes)))
-            found = _crossing(dag, nodes)
-            assert len(found) == len(set(found)) and set(found) == {*inputs, *outputs}, (name, sorted(nodes))
+            group = tuple(sorted(nodes))
+            assert crossing_values(dag, group) == external_values(dag, group), (name, group)
             checked += 1
     assert checked > 60
 

@@ -227,7 +227,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     configuration is analysed (`candidate_configs`' cover bound)."""
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
-    inputs, outputs = external_values(dag, group)
+    inputs, outputs = crossing_values(dag, group)
     batch = n
     if runs_once(ops):
         n = 1  # a kernel of uniform values runs over one element
@@ -356,9 +356,10 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
     if not calls:
         return 0.0
     # (the loops that may run inside the rest's kernels are theirs: what they make is not moved)
-    rest = set(calls + [i for i in dag.kernel_loops() if i not in held])
+    rest = tuple(sorted(calls + [i for i in dag.kernel_loops() if i not in held]))
     words = 0
-    for v in _crossing(dag, rest):
+    inputs, outputs = crossing_values(dag, rest)
+    for v in [*inputs, *outputs]:
         if not kas.is_uniform(v):
             size = global_words(v, itemsize)
             words += size.index_words if isinstance(size, Gathered) else size
@@ -366,21 +367,24 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
                                          _element_arithmetic(dag, calls, n, profile, itemsize))
 
 
-def _crossing(dag: BlockDAG, nodes: set[int]) -> list[SSAValue]:
-    """The values `external_values` finds crossing into and out of `nodes` (in another
-    order), from the block's tables (`dag.node_values`): what the nodes read that none of them
-    makes, and what they make that another node or the block's end reads."""
-    out: list[SSAValue] = []
+def crossing_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]]:
+    """`external_values` of a group of the block as it was when its DAG was built, in the same
+    order, from the block's tables (`dag.node_values`) instead of a walk of the IR: what the
+    group's nodes read that none of them makes, and what they make that another node or the
+    block's end reads. (The search's; a rewrite renaming values uses `external_values`.)"""
+    held = set(group)
+    inputs: list[SSAValue] = []
+    outputs: list[SSAValue] = []
     seen: set[SSAValue] = set()
-    for i in nodes:
+    for i in group:
         for v, maker in dag.reads[i]:
-            if maker not in nodes and v not in seen:
+            if maker not in held and v not in seen:
                 seen.add(v)
-                out.append(v)
+                inputs.append(v)
         for r, readers, escapes in dag.made[i]:
-            if escapes or not readers <= nodes:
-                out.append(r)
-    return out
+            if escapes or not readers <= held:
+                outputs.append(r)
+    return inputs, outputs
 
 
 def _element_arithmetic(dag: BlockDAG, nodes, n: int, profile: DeviceProfile, itemsize: int) -> float:
