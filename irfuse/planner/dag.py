@@ -87,7 +87,7 @@ def node_values(block: Block, ops: list[Operation], index: dict) -> tuple[list[l
     block: its arguments, the program's); and its results, each with the set of nodes reading
     it and whether something not among the nodes does (the block's terminator). What crosses
     into and out of any set of nodes follows from these without walking the IR again
-    (`search._rest_floor`, once a group)."""
+    (`search.crossing_values`: each group the search analyses, and the rest of its block)."""
     reads, made = [], []
     for op in ops:
         inner_ops = set(op.walk())
