@@ -108,7 +108,7 @@ from irfuse.dialects.kas import ProgramOp
 from irfuse.dialects.layouts import OUTPUT_PREFIX, module_strides
 from irfuse.kernel.bridge import model_from_kernel
 from irfuse.kernel.model import copy_pattern, register_pattern
-from irfuse.kernel.policies import default_min_blocks, launch_min_blocks, staged_run_loads
+from irfuse.kernel.policies import default_min_blocks, launch_min_blocks, row_vector, staged_run_loads
 from irfuse.library.catalogue import Library, find_implementation
 from irfuse.library.implementations import Implementation
 
@@ -479,11 +479,14 @@ class KernelEmitter:
         return True
 
     def per_thread(self, v: SSAValue, statement: Callable[[str, str, str], str], global_value: SSAValue | None,
-                   gather: tuple[str, int, int] | None = None) -> str:
+                   gather: tuple[str, int, int] | None = None,
+                   row: Callable[[str, str], str] | None = None) -> str:
         """A statement run by each thread holding its part of register value v, given the
         global index (in `global_value`) of word k of the thread's element, the register array
         and k. `gather`: (C name of the connectivity, K, D): word k is in the row of the node
-        its element's entry k // D names (`gather_index`)."""
+        its element's entry k // D names (`gather_index`). `row`: for a thread holding its
+        element's whole row of an array-of-structures batch, the statement given the global
+        index of the row's first word and the register array, run instead of one a word."""
         ap, ap_bx, remap = self.pattern(v)
         scope, x, y = thread_scope(ap_bx, self.bx, remap)
         y = self.element(y)
@@ -511,6 +514,9 @@ class KernelEmitter:
         else:
             start = start.replace("\0TX", x).replace("\0TY", y)
             index = lambda k: f"first * {size} + ({start}) + {k}"  # noqa: E731
+            if row is not None and sorted(ap.relative()) == list(range(size)):
+                body = row(index(0), self.reg_ref(v))
+                return f"  {scope}{self.each_element(self.guarded(ap_bx, y, remap, '{ ' + body + ' }'))} }}"
         body = " ".join(statement(index(k), self.reg_ref(v), str(k)) for k in sorted(ap.relative()))
         return f"  {scope}{self.each_element(self.guarded(ap_bx, y, remap, '{ ' + body + ' }'))} }}"
 
@@ -624,7 +630,9 @@ class KernelEmitter:
             self.info.shared_values += 1
         else:
             self.declare_register(op.res)
-            direct = self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source)
+            vector = row_vector(size, self.itemsize)
+            row = (lambda index, r: f"irf_load_row<{size}, {vector}>({r}, {src} + ({index}));") if vector > 1 else None
+            direct = self.per_thread(op.res, lambda index, r, k: f"{r}[{k}] = {src}[{index}];", op.source, row=row)
             if id(op) in self.staged_ops:
                 self.stage_runs(op, src, direct)
             else:
@@ -1034,7 +1042,9 @@ class KernelEmitter:
             else:
                 self.line(self.copy(f"{dst} + first * {size}", f"smem + {off}", f"count * {size}", size, place))
         else:
-            self.line(self.per_thread(op.value, lambda index, r, k: f"{dst}[{index}] = {r}[{k}];", op.dest))
+            vector = row_vector(size, self.itemsize)
+            row = (lambda index, r: f"irf_store_row<{size}, {vector}>({dst} + ({index}), {r});") if vector > 1 else None
+            self.line(self.per_thread(op.value, lambda index, r, k: f"{dst}[{index}] = {r}[{k}];", op.dest, row=row))
 
     def line(self, text: str) -> None:
         current = self.open[-1]

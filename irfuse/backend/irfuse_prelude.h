@@ -69,6 +69,39 @@ __device__ __forceinline__ void irf_copy16(real_t* __restrict__ dst, const real_
   for (int i = nvec * per + tid; i < count; i += nthreads) dst[i] = src[i];
 }
 
+// An element's row of SIZE words into a thread's registers, VEC words an access (`cuda_emit.
+// row_vector`: the row starts at a multiple of VEC words in a 16-byte aligned batch). The host
+// twin reads it word by word: the same words.
+template <int SIZE, int VEC>
+__device__ __forceinline__ void irf_load_row(real_t* __restrict__ r, const real_t* __restrict__ src)
+{
+#ifndef IRFUSE_HOST
+  struct __align__(VEC * sizeof(real_t)) Vec { real_t w[VEC]; };
+  IRF_UNROLL for (int i = 0; i < SIZE / VEC; ++i) {
+    const Vec v = reinterpret_cast<const Vec*>(src)[i];
+    IRF_UNROLL for (int j = 0; j < VEC; ++j) r[i * VEC + j] = v.w[j];
+  }
+#else
+  for (int i = 0; i < SIZE; ++i) r[i] = src[i];
+#endif
+}
+
+// A thread's registers into its element's row, the same way.
+template <int SIZE, int VEC>
+__device__ __forceinline__ void irf_store_row(real_t* __restrict__ dst, const real_t* __restrict__ r)
+{
+#ifndef IRFUSE_HOST
+  struct __align__(VEC * sizeof(real_t)) Vec { real_t w[VEC]; };
+  IRF_UNROLL for (int i = 0; i < SIZE / VEC; ++i) {
+    Vec v;
+    IRF_UNROLL for (int j = 0; j < VEC; ++j) v.w[j] = r[i * VEC + j];
+    reinterpret_cast<Vec*>(dst)[i] = v;
+  }
+#else
+  for (int i = 0; i < SIZE; ++i) dst[i] = r[i];
+#endif
+}
+
 // Global -> shared with asynchronous 16-byte copies (cp.async, sm_80 and newer): every
 // thread issues all its copies before waiting, so the whole block's chunk is in flight at
 // once. Both pointers 16-byte aligned. irf_async_wait() completes them (then a barrier).

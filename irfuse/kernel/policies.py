@@ -1,7 +1,8 @@
 """Policies the emitted kernel follows, decided from its model: the resident blocks its
 launch bounds ask for (`launch_min_blocks`), which loads of a structure-of-arrays kernel go
 through shared memory in 16-byte runs (`staged_run_loads`), and so the shared arrays it
-declares apart from the planned buffer (`array_words`). The planner's cost model and the
+declares apart from the planned buffer (`array_words`), the vectors a thread reads and writes
+its element's row in (`row_vector`). The planner's cost model and the
 emitter read the same functions, so what is costed is what is emitted.
 """
 
@@ -107,3 +108,13 @@ def staged_run_loads(model: KernelModel) -> list[int]:
 def default_min_blocks(threads: int) -> int:
     """The resident blocks asked of ptxas for any kernel: 1024 threads per SM."""
     return max(1, 1024 // threads)
+
+
+def row_vector(size: int, itemsize: int) -> int:
+    """Words a thread reads or writes at once of its element's row of `size` words in an
+    array-of-structures batch: the widest vector of at most 16 bytes dividing the row, so that
+    every row starts at a multiple of it (a batch starts 16-byte aligned:
+    `api.device_arrays.ALIGNMENT`). A warp's accesses then touch each of the rows' lines once a
+    vector (StrainEnergy's 24-byte strain: 8-byte loads, 18 wavefronts a warp against 36 a word
+    at a time). The emitter's loads and stores and the promotion's count of them read it."""
+    return next(w for w in (16 // itemsize, 8 // itemsize, 4 // itemsize, 1) if w >= 1 and size % w == 0)
