@@ -19,11 +19,13 @@ class FusePromoteRegisters(ModulePass):
     """Places values in registers when every call touching them runs with the same threads and compatible access patterns."""
 
     name = "fuse-promote-registers"
-    outputs: bool = False
+    outputs: str | bool = "auto"
     inputs: str | bool = "auto"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
-        "outputs": "also values stored to global memory (stores then write from registers); always in "
-                   "structure-of-arrays kernels",
+        "outputs": "stored values (each thread writes its own words to global memory instead of the block "
+                   "copying them out of shared memory): auto: where that costs the L1 no more wavefronts than the "
+                   "shared writes, the copy and the readers' shared reads; true: wherever the readers agree; false: "
+                   "never; always in structure-of-arrays kernels",
         "inputs": "loaded values (each thread reads its own words from global memory instead of the block "
                   "copying them into shared memory): auto: where that costs the L1 fewer wavefronts than the "
                   "copy and its readers' shared reads; true: wherever the readers agree; false: never; always in "
@@ -31,7 +33,9 @@ class FusePromoteRegisters(ModulePass):
     }
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        inputs = {"auto": "auto", "true": True, "false": False, True: True, False: False}.get(self.inputs)
-        if inputs is None:
-            raise UsageError(f"fuse-promote-registers: inputs must be auto, true or false, got '{self.inputs}'")
-        rewrite_kernels(op, lambda m: promote_registers(m, self.outputs, inputs))
+        words = {"auto": "auto", "true": True, "false": False, True: True, False: False}
+        inputs, outputs = words.get(self.inputs), words.get(self.outputs)
+        for name, given, word in (("inputs", self.inputs, inputs), ("outputs", self.outputs, outputs)):
+            if word is None:
+                raise UsageError(f"fuse-promote-registers: {name} must be auto, true or false, got '{given}'")
+        rewrite_kernels(op, lambda m: promote_registers(m, outputs, inputs))

@@ -1,13 +1,15 @@
 """Register promotion: values whose producer and consumers run with the same threads and
 touch the same words per thread move from shared memory to registers.
 
-In an array-of-structures kernel, stored values stay in shared memory unless asked
-(`outputs`; a value only reduced over the batch is not stored this way): the block copies
-them to global memory contiguously, where a thread writing its own element's words would
-stride by the element's size. A loaded value is weighed the same way (`inputs="auto"`):
-it goes to registers where its rows are short enough that each thread loading its own
-costs a warp's L1 no more than the block's copy and the shared reads after it
-(`_loads_cheaper`); `inputs` True or False puts every agreeing one there or none. In a
+In an array-of-structures kernel a stored value is staged in shared memory, the block
+copying it to global memory contiguously, unless each thread writing its own element's words
+(striding by the element's size, in vectors: `kernel.policies.row_vector`) costs a warp's L1 fewer
+wavefronts than the staging's writes, the copy and the readers' shared reads
+(`outputs="auto"`, `_stores_cheaper`; a value only reduced over the batch is not stored this
+way). A loaded value is weighed the same way (`inputs="auto"`): it goes to registers where
+its rows are short enough that each thread loading its own costs a warp's L1 no more than the
+block's copy and the shared reads after it (`_loads_cheaper`). True or False puts every
+agreeing one there or none. In a
 structure-of-arrays kernel the same per-thread access
 is coalesced (word k of consecutive elements is contiguous), so loaded and stored values
 are promoted too: no shared staging, no barrier after the loads.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from irfuse.analysis.access_patterns import compatible_fast, reads_within
 from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns
+from irfuse.kernel.policies import row_vector
 
 
 def _consumers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
@@ -34,6 +37,17 @@ def _consumers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
 
 LINE_BYTES = 128  # what one L1 wavefront serves a warp (a cache line; a shared-memory access of 32 words)
 WARP = 32
+
+
+def _row_wavefronts(model: KernelModel, v) -> tuple[int, int, int]:
+    """A warp's L1 wavefronts for its 32 rows of `v`: (each thread reading or writing its row in
+    the emitter's vectors, `row_vector`, every vector access of the warp touching every line;
+    the lines the rows lie on; the whole rows read or written in shared memory a word at a
+    time, one wavefront a warp and word, more for 8-byte words)."""
+    row = v.size * model.itemsize
+    lines = -(-WARP * row // LINE_BYTES)
+    direct = v.size // row_vector(v.size, model.itemsize) * lines
+    return direct, lines, v.size * -(-WARP * model.itemsize // LINE_BYTES)
 
 
 def _loads_cheaper(model: KernelModel, v, uses: list[tuple[MOp, int]]) -> bool:
@@ -53,19 +67,38 @@ def _loads_cheaper(model: KernelModel, v, uses: list[tuple[MOp, int]]) -> bool:
     values, 2026-12-01)."""
     if model.layout != "aos" or v.size < 2 or any(op.impl.bx != 1 for op, _ in uses):  # type: ignore[union-attr]
         return False
-    row = v.size * model.itemsize
-    vector = next(b for b in (16, 8, 4, 2, 1) if row % b == 0)
-    lines = -(-WARP * row // LINE_BYTES)
-    direct = row // vector * lines
-    reads = len(uses) * v.size * -(-WARP * model.itemsize // LINE_BYTES)
-    return direct <= 2 * lines + reads
+    direct, lines, words = _row_wavefronts(model, v)
+    return direct <= 2 * lines + len(uses) * words
 
 
-def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool | str = "auto", *,
+def _stores_cheaper(model: KernelModel, v, producer: MOp, uses: list[tuple[MOp, int]]) -> bool:
+    """Whether each thread writing its element's words of a stored value `v` from registers
+    costs a warp's L1 no more wavefronts than the block's way: the producer writing them into
+    shared memory (one wavefront a warp and word), the copy reading the lines there and writing
+    them out (the lines twice), and every reading call reading them there. A thread writes its
+    row in vectors of the widest size dividing it (`row_vector`), each of the warp's
+    stores touching every line: (row / vector) x lines. Weighed as `_loads_cheaper` weighs a
+    load, and only where it is: one thread an element making and reading the value whole, not a
+    scalar; a tie stays staged (the copy writes whole lines). StrainEnergy's 24-byte stress
+    (made by mvmul66, read by vdot6): 18 wavefronts against 24, from registers; the 36-byte rows
+    of SyncTest and the P1 element: 81 against 27 or more, staged. Words of 4 bytes only: on an
+    H200 StrainEnergy's stress from registers took 64.3 against 65.5-66.1 us in float32 and
+    124.8-125.0 against 122.3-122.9 us in float64, whose 48-byte rows hold twice the registers
+    (benchmarks/NOTES.md, Batch-wide values, 2026-12-01, rows in vectors)."""
+    if model.layout != "aos" or model.itemsize != 4 or v.size < 2 or producer.impl.bx != 1 or any(  # type: ignore[union-attr]
+            op.impl.bx != 1 for op, _ in uses) or any(  # type: ignore[union-attr]
+            op.kind == OpKind.STORE and op.value == producer.result and op.scatter for op in model.ops):
+        return False  # (a scatter's rows are summed by groups where they are staged)
+    direct, lines, words = _row_wavefronts(model, v)
+    return direct < words + 2 * lines + len(uses) * words  # (a tie stays staged: the copy's stores are whole lines)
+
+
+def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: bool | str = "auto", *,
                       copy: bool = True) -> KernelModel:
     """Values produced and consumed by calls with the same threads and compatible access
-    patterns (none `noreg`) move to registers; with `outputs`, stored values may too; with
-    `inputs` True, loaded values whose consumers all agree (each thread then reads its own words
+    patterns (none `noreg`) move to registers; with `outputs` True, stored values may too, with
+    "auto" those whose stores cost the L1 fewer wavefronts than their staging (`_stores_cheaper`),
+    with False none; with `inputs` True, loaded values whose consumers all agree (each thread then reads its own words
     from global memory instead of the block copying them coalesced), with "auto" those of them
     whose loads cost the L1 fewer wavefronts than the copy and its reads (`_loads_cheaper`),
     with False none. Structure-of-arrays
@@ -74,8 +107,9 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool | 
     out = model.copy() if copy else model
     if out.layout == "soa":
         inputs = outputs = True
-    elif inputs not in (True, False, "auto"):
-        raise ValueError(f"inputs must be True, False or 'auto', not {inputs!r}")
+    for name, given in (("inputs", inputs), ("outputs", outputs)):
+        if given not in (True, False, "auto"):
+            raise ValueError(f"{name} must be True, False or 'auto', not {given!r}")
     producers = {op.result: op for op in out.calls()}
     # A value only reduced (its store is the block's tree, staged from registers as from
     # shared memory) is not written to global memory by threads: it may go to registers.
@@ -92,7 +126,8 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool | 
         if v.is_input and (inputs is True or v.gather or (inputs == "auto" and _loads_cheaper(out, v, uses))) and uses:
             ref, k0 = uses[0]
             ap = ref.impl.operand_aps[k0]  # type: ignore[union-attr]
-        elif v.is_input or vid not in producers or (vid in written and not outputs):
+        elif v.is_input or vid not in producers or (vid in written and not (
+                outputs is True or (outputs == "auto" and _stores_cheaper(out, v, producers[vid], uses)))):
             continue
         else:
             ref = producers[vid]
@@ -116,7 +151,7 @@ def promote_registers(model: KernelModel, outputs: bool = False, inputs: bool | 
         v.shared = not ok
         if not v.shared:
             v.offset = 0
-    _promote_copied(out, outputs, consumers)
+    _promote_copied(out, outputs is True, consumers)
     return out
 
 

@@ -1,7 +1,8 @@
-// RUN: irfuse-opt %examples/transform44.kas -p 'kas-dce,fuse-partition,fuse-remap-threads,fuse-promote-registers{inputs=false},fuse-linearize,fuse-allocate-shared' | filecheck %s
-// RUN: irfuse-opt %examples/transform44.kas -p 'kas-dce,fuse-partition,fuse-remap-threads,fuse-promote-registers{inputs=false},fuse-linearize,fuse-allocate-shared{pad-banks=false}' | filecheck %s --check-prefix=NOPAD
-// Through the default pipeline with every loaded value staged (`inputs=false`: by default the
-// vector p's 16-byte rows are loaded into registers), the example's shared 4x4 matrices get
+// RUN: irfuse-opt %examples/transform44.kas -p 'kas-dce,fuse-partition,fuse-remap-threads,fuse-promote-registers{inputs=false outputs=false},fuse-linearize,fuse-allocate-shared' | filecheck %s
+// RUN: irfuse-opt %examples/transform44.kas -p 'kas-dce,fuse-partition,fuse-remap-threads,fuse-promote-registers{inputs=false outputs=false},fuse-linearize,fuse-allocate-shared{pad-banks=false}' | filecheck %s --check-prefix=NOPAD
+// Through the default pipeline with every loaded and stored value staged (`inputs=false
+// outputs=false`: by default the vector p's 16-byte rows are loaded into registers and q's
+// written from them), the example's shared 4x4 matrices get
 // pitch 17 and its vectors pitch 5 (element mapping: 16- and 4-word strides conflict on
 // banks); the register value is untouched. Without padding the same values are packed.
 // CHECK:      %A_1 = fuse.load %A into shared[{{[0-9]+}}, pitch 17] : !kas.matrix<4x4>
