@@ -339,11 +339,34 @@ def test_a_kas_module_compiles_and_pickles_as_its_text():
     ({"filename": b"a.kas"}, "filename= takes the name diagnostics give source text"),
     ({"tuning": 3}, "tuning= takes the path of a tuning result of 'irfuse tune', not 3"),
     ({"layout": np.zeros(2)}, "layout= is a name, not"),
-    ({"dtype": 64}, "dtype= is a name, not 64"),
+    ({"dtype": 64}, "dtype 64 is not one of f32, f64"),
+    ({"dtype": "int32"}, "dtype 'int32' is not one of f32, f64"),
+    ({"dtype": np.int64}, "is not one of f32, f64"),
+    ({"dtype": True}, "dtype True is not one of f32, f64"),
+    ({"dtype": np.zeros(2)}, "is not one of f32, f64"),
 ])
 def test_bad_compile_options_are_refused(kwargs, message):
     with pytest.raises(irfuse.UsageError, match=message):
         irfuse.compile(example("synctest.kas"), **kwargs)
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    ("f64", np.float64), ("float64", np.float64), (np.float64, np.float64), (np.dtype("float32"), np.float32),
+    ("float32", np.float32), (np.float32, np.float32),
+])
+def test_an_element_type_is_taken_by_numpys_names_and_types(dtype, expected):
+    prog = irfuse.compile(example("synctest.kas"), backend="cpu", dtype=dtype)
+    assert prog.dtype == np.dtype(expected)
+    # the same program as by irfuse's own name (one compile, one cache entry)
+    assert prog is irfuse.compile(example("synctest.kas"), backend="cpu",
+                                  dtype="f64" if expected is np.float64 else "f32")
+
+
+def test_an_element_type_is_taken_by_torchs_types():
+    torch = pytest.importorskip("torch")
+    assert irfuse.compile(example("synctest.kas"), backend="cpu", dtype=torch.float64).dtype == np.float64
+    with pytest.raises(irfuse.UsageError, match="dtype torch.float16 is not one of f32, f64"):
+        irfuse.compile(example("synctest.kas"), backend="cpu", dtype=torch.float16)
 
 
 def test_compiler_warnings_become_python_warnings():

@@ -28,7 +28,7 @@ from irfuse.api.program_cache import program_key
 from irfuse.api.programs import Outputs, Program, Verification
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import UsageError
-from irfuse.driver.options import chosen_backend, compile_options
+from irfuse.driver.options import chosen_backend, compile_options, dtype_name
 from irfuse.driver.sources import Source, is_source_text, read_source
 
 # (The compiler, xDSL included, is imported where a program is compiled: a process that only
@@ -94,7 +94,9 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
     source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), a
         function (under `@irfuse.program` or not) written as `irfuse.frontend.python` says,
         or a `builtin.module` holding one `kas.program` (as `irfuse-opt` prints it).
-    dtype: 'f32' (the default) or 'f64', the element type of every value.
+    dtype: 'f32' (the default) or 'f64', the element type of every value; NumPy's and
+        PyTorch's names and types of the two are taken too ('float32', `np.float64`,
+        `torch.float32`).
     backend: 'cuda' (the GPU, through PyCUDA), 'cpu' (the CPU backend), or 'auto' (the
         GPU when one is usable, else the CPU).
     pipeline: a pass pipeline (`irfuse-opt --list-passes`); the default pipeline's fusion
@@ -343,8 +345,8 @@ def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipelin
 
     program = _kept(("tuning", os.path.abspath(tuning), path, read_source(path).text, chosen, arch),
                     lambda: Program(compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda"), chosen, []))
-    if dtype is not None and dtype != program.compiled.dtype:
-        raise UsageError(f"{tuning}: the tuning was made for dtype '{program.compiled.dtype}', not '{dtype}'")
+    if dtype is not None and dtype_name(dtype) != program.compiled.dtype:
+        raise UsageError(f"{tuning}: the tuning was made for dtype '{program.compiled.dtype}', not {dtype!r}")
     if layout is not None and layout != program.layout:
         raise UsageError(f"{tuning}: the tuning was made for layout '{program.layout}', not '{layout}'")
     return program

@@ -23,12 +23,14 @@ from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile
 
 BACKENDS = ("auto", "cuda", "cpu")
 DTYPES = ("f32", "f64")
+# The names an element type goes by in the array libraries, beside irfuse's own.
+_DTYPE_NAMES = {"f32": "f32", "float32": "f32", "f64": "f64", "float64": "f64"}
 # registers="ptxas": plan with the figures ptxas gives the plan's own kernels, compiled in turn
 # (`driver.compile.compile_with_ptxas_figures`) instead of a table named by its path.
 PTXAS = "ptxas"
 
 __all__ = ["BACKENDS", "DTYPES", "DEFAULT_BATCH", "PTXAS", "CompileOptions", "backend_profile", "chosen_backend",
-           "compile_options"]
+           "compile_options", "dtype_name"]
 
 
 @record(frozen=True)
@@ -69,16 +71,33 @@ def chosen_backend(backend: str) -> str:
     return "cuda" if gpu_available() else "cpu"
 
 
+def dtype_name(dtype) -> str:
+    """'f32' or 'f64' for an element type as a caller names it: irfuse's names, NumPy's
+    ('float32', `np.float32`, `np.dtype("float64")`, JAX's `jnp.float32`) or PyTorch's
+    (`torch.float32`, read by its name: torch is not imported); refused by name otherwise."""
+    if isinstance(dtype, str):
+        name = _DTYPE_NAMES.get(dtype)
+    elif type(dtype).__module__.split(".")[0] == "torch":
+        name = _DTYPE_NAMES.get(str(dtype).removeprefix("torch."))
+    else:
+        import numpy as np
+
+        # (a type or a dtype, not a value: np.dtype() would read a NumPy scalar's or array's type)
+        name = _DTYPE_NAMES.get(np.dtype(dtype).name) if isinstance(dtype, (type, np.dtype)) else None
+    if name is None:
+        raise UsageError(f"dtype {dtype!r} is not one of f32, f64 (float32 and float64 by NumPy's or "
+                         "PyTorch's names and types too)")
+    return name
+
+
 def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: str | None = None,
                     n: int | None = None, profile: str | None = None, arch: str | None = None,
                     layout: str | None = None, registers=None) -> CompileOptions:
     """`CompileOptions` from what a caller gave, checked and defaulted (see the module)."""
-    for name, value in (("dtype", dtype), ("layout", layout), ("backend", backend)):
+    for name, value in (("layout", layout), ("backend", backend)):
         if value is not None and not isinstance(value, str):
             raise UsageError(f"{name}= is a name, not {value!r}")
-    dtype, layout = dtype or "f32", layout or "aos"
-    if dtype not in DTYPES:
-        raise UsageError(f"dtype '{dtype}' is not one of {', '.join(DTYPES)}")
+    dtype, layout = dtype_name(dtype) if dtype is not None else "f32", layout or "aos"
     if layout not in LAYOUTS:
         raise UsageError(f"layout '{layout}' is not one of {', '.join(LAYOUTS)}")
     chosen = chosen_backend(backend)
