@@ -2,7 +2,7 @@
     PYTHONPATH=CODE python3 ab_one.py N DTYPE VARIANTS FILE.kas [...]   (JSON lines)"""
 import os, sys, statistics, json, hashlib
 import numpy as np
-from irfuse.driver.compile import compile_program
+from irfuse.driver.compile import compile_program, PlanningOptions
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 from irfuse.verification.reference import effective_bytes, random_inputs
 from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
@@ -14,7 +14,7 @@ copy = None
 for path in sys.argv[4:]:
     for vname in sys.argv[3].split(","):
         try:
-            plan, _ = compile_program(path, VARIANTS[vname], dtype, compile_gpu=True)
+            plan, _ = compile_program(path, VARIANTS[vname], dtype, compile_gpu=True, planning=PlanningOptions(profile=os.environ['PROFILE']) if os.environ.get('PROFILE') else None)
         except Exception as e:
             print(json.dumps(dict(prog=path, variant=vname, err=str(e)[:200])), flush=True); continue
         prog = plan.reference_program
