@@ -7,6 +7,9 @@ from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 from irfuse.verification.reference import effective_bytes, random_inputs
 from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
 from irfuse.runtime.executor import Executor
+import irfuse.driver.compile as _dc
+if os.environ.get('SPILL'):
+    _dc.SPILL_BYTES_KEPT = int(os.environ['SPILL'])
 STEPS = ",".join(step.pass_name for step in IN_KERNEL_STEPS)
 VARIANTS = {"default": None, "nooutputs": "kas-dce,fuse-partition," + STEPS.replace("fuse-promote-registers", "fuse-promote-registers{outputs=false}"), "outputs": "kas-dce,fuse-partition," + STEPS.replace("fuse-promote-registers", "fuse-promote-registers{outputs=true}")}
 n, dtype = int(sys.argv[1]), sys.argv[2]
