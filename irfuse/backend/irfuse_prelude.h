@@ -69,9 +69,9 @@ __device__ __forceinline__ void irf_copy16(real_t* __restrict__ dst, const real_
   for (int i = nvec * per + tid; i < count; i += nthreads) dst[i] = src[i];
 }
 
-// An element's row of SIZE words into a thread's registers, VEC words an access (`cuda_emit.
-// row_vector`: the row starts at a multiple of VEC words in a 16-byte aligned batch). The host
-// twin reads it word by word: the same words.
+// An element's row of SIZE words into a thread's registers, VEC words an access (`kernel.
+// policies.row_vector`: the row starts at a multiple of VEC words in a 16-byte aligned batch).
+// The host twin reads it word by word: the same words.
 template <int SIZE, int VEC>
 __device__ __forceinline__ void irf_load_row(real_t* __restrict__ r, const real_t* __restrict__ src)
 {

@@ -73,7 +73,7 @@ def _loads_cheaper(model: KernelModel, v, uses: list[tuple[MOp, int]]) -> bool:
 
 def _stores_cheaper(model: KernelModel, v, producer: MOp, uses: list[tuple[MOp, int]]) -> bool:
     """Whether each thread writing its element's words of a stored value `v` from registers
-    costs a warp's L1 no more wavefronts than the block's way: the producer writing them into
+    costs a warp's L1 fewer wavefronts than the block's way: the producer writing them into
     shared memory (one wavefront a warp and word), the copy reading the lines there and writing
     them out (the lines twice), and every reading call reading them there. A thread writes its
     row in vectors of the widest size dividing it (`row_vector`), each of the warp's
