@@ -85,7 +85,7 @@ def dtype_name(dtype) -> str:
         # (a type or a dtype, not a value: np.dtype() would read a NumPy scalar's or array's type)
         name = _DTYPE_NAMES.get(np.dtype(dtype).name) if isinstance(dtype, (type, np.dtype)) else None
     if name is None:
-        raise UsageError(f"dtype {dtype!r} is not one of f32, f64 (float32 and float64 by NumPy's or "
+        raise UsageError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)} (float32 and float64 by NumPy's or "
                          "PyTorch's names and types too)")
     return name
 
