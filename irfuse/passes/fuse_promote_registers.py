@@ -23,11 +23,11 @@ class FusePromoteRegisters(ModulePass):
     inputs: str | bool = "auto"
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "outputs": "stored values (each thread writes its own words to global memory instead of the block "
-                   "copying them out of shared memory): auto: where that costs the L1 no more wavefronts than the "
+                   "copying them out of shared memory): auto: where that costs the L1 fewer wavefronts than the "
                    "shared writes, the copy and the readers' shared reads; true: wherever the readers agree; false: "
                    "never; always in structure-of-arrays kernels",
         "inputs": "loaded values (each thread reads its own words from global memory instead of the block "
-                  "copying them into shared memory): auto: where that costs the L1 fewer wavefronts than the "
+                  "copying them into shared memory): auto: where that costs the L1 no more wavefronts than the "
                   "copy and its readers' shared reads; true: wherever the readers agree; false: never; always in "
                   "structure-of-arrays kernels",
     }

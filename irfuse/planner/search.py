@@ -357,8 +357,8 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
         return 0.0
     # (the loops that may run inside the rest's kernels are theirs: what they make is not moved)
     rest = tuple(sorted(calls + [i for i in dag.kernel_loops() if i not in held]))
-    words = 0
     inputs, outputs = crossing_values(dag, rest)
+    words = 0
     for v in [*inputs, *outputs]:
         if not kas.is_uniform(v):
             size = global_words(v, itemsize)

@@ -39,6 +39,12 @@ LINE_BYTES = 128  # what one L1 wavefront serves a warp (a cache line; a shared-
 WARP = 32
 
 
+def _rows_of_one_thread(model: KernelModel, v, calls: list[MOp]) -> bool:
+    """Whether `_loads_cheaper` and `_stores_cheaper` weigh `v`: rows of an array-of-structures
+    batch, not a scalar's, that every call touching them runs one thread an element."""
+    return model.layout == "aos" and v.size >= 2 and all(op.impl.bx == 1 for op in calls)  # type: ignore[union-attr]
+
+
 def _row_wavefronts(model: KernelModel, v) -> tuple[int, int, int]:
     """A warp's L1 wavefronts for its 32 rows of `v`: (each thread reading or writing its row in
     the emitter's vectors, `row_vector`, every vector access of the warp touching every line;
@@ -65,7 +71,7 @@ def _loads_cheaper(model: KernelModel, v, uses: list[tuple[MOp, int]]) -> bool:
     is loaded into registers, a wide one (StVenant's 412 bytes) is copied. Measured on an
     H200: StrainEnergy 11% faster with its loads in registers (benchmarks/NOTES.md, Batch-wide
     values, 2026-12-01)."""
-    if model.layout != "aos" or v.size < 2 or any(op.impl.bx != 1 for op, _ in uses):  # type: ignore[union-attr]
+    if not _rows_of_one_thread(model, v, [op for op, _ in uses]):
         return False
     direct, lines, words = _row_wavefronts(model, v)
     return direct <= 2 * lines + len(uses) * words
@@ -85,8 +91,7 @@ def _stores_cheaper(model: KernelModel, v, producer: MOp, uses: list[tuple[MOp, 
     H200 StrainEnergy's stress from registers took 64.3 against 65.5-66.1 us in float32 and
     124.8-125.0 against 122.3-122.9 us in float64, whose 48-byte rows hold twice the registers
     (benchmarks/NOTES.md, Batch-wide values, 2026-12-01, rows in vectors)."""
-    if model.layout != "aos" or model.itemsize != 4 or v.size < 2 or producer.impl.bx != 1 or any(  # type: ignore[union-attr]
-            op.impl.bx != 1 for op, _ in uses) or any(  # type: ignore[union-attr]
+    if model.itemsize != 4 or not _rows_of_one_thread(model, v, [producer, *(op for op, _ in uses)]) or any(
             op.kind == OpKind.STORE and op.value == producer.result and op.scatter for op in model.ops):
         return False  # (a scatter's rows are summed by groups where they are staged)
     direct, lines, words = _row_wavefronts(model, v)
@@ -100,7 +105,7 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
     "auto" those whose stores cost the L1 fewer wavefronts than their staging (`_stores_cheaper`),
     with False none; with `inputs` True, loaded values whose consumers all agree (each thread then reads its own words
     from global memory instead of the block copying them coalesced), with "auto" those of them
-    whose loads cost the L1 fewer wavefronts than the copy and its reads (`_loads_cheaper`),
+    whose loads cost the L1 no more wavefronts than the copy and its reads (`_loads_cheaper`),
     with False none. Structure-of-arrays
     kernels promote loaded and stored values whatever the options say, and every kernel its
     gathered values (read thread by thread either way)."""
