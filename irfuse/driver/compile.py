@@ -169,11 +169,12 @@ def _fewer_blocks(blocks: int, threads: int) -> list[int]:
 
 
 # Spilled bytes (stores and loads together, a thread) a kernel keeps its resident blocks for:
-# a word or two spilled goes through the L1 cache, and halving the resident blocks for them
-# costs more. Measured on an H200 (benchmarks/NOTES.md, Compiling, 2026-11-29): the J2
-# return's consistent tangent spills 8 bytes at 4 blocks of 128 threads (128 registers) and
-# none at 2 (159): 0.596 against 0.694 ms for 4 M elements.
-SPILL_BYTES_KEPT = 16
+# a few words spilled go through the L1 cache, and halving the resident blocks for them costs
+# more. Measured on an H200 (benchmarks/NOTES.md): the J2 return's consistent tangent spills 8
+# bytes at 4 blocks of 128 threads (128 registers) and none at 2 (159): 0.596 against 0.694 ms
+# for 4 M elements (Compiling, 2026-11-29); hex8 under the h200 profile spills 24 bytes at 2
+# blocks of 256 threads and none at 1: 0.779 against 1.082 ms (The planner, 2026-12-01).
+SPILL_BYTES_KEPT = 32
 
 
 def _spills(cubin, kernel) -> bool:
