@@ -1,5 +1,6 @@
 // CflStep's chain (record of benchmarks/NOTES.md, 2026-12-01): emitted.cuh and variants.cuh come from
-// 2026-12-01_cflstep_chain_probe.py headers DIR, variants2.cuh (F, G) from the same with `early DIR`; build with -I DIR.
+// 2026-12-01_cflstep_chain_probe.py headers DIR, variants2.cuh (F, G) from the same with `early DIR`,
+// persistent.cuh is 2026-12-01_cflstep_chain_probe_persistent.cuh; build with -I DIR.
 // CflStep's chain at n elements: the emitted kernels and variants, in CUDA graphs with
 // programmatic edges as irfuse captures them; whole runs timed one per timing and ten back to back.
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "emitted.cuh"
 #include "variants.cuh"
 #include "variants2.cuh"
+#include "persistent.cuh"
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
 
 template <typename... A>
@@ -37,9 +39,14 @@ int main(int argc, char** argv) {
   float c = 0.3f; CK(cudaMemcpy(cfl, &c, 4, cudaMemcpyHostToDevice));
   cudaStream_t s; CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   int g0 = (int)P, g2 = (int)((n + 127) / 128);
-  const char* names[] = {"A emitted: k0, combine, sdiv, k2", "B combine+sdiv, k2", "C k0, combine, sdiv, k2 prefetch", "D combine+sdiv, k2 prefetch", "A no programmatic edges", "F combine+sdiv, k2: both trigger first", "G as F, k2 loads x, v first"};
+  const char* names[] = {"A emitted: k0, combine, sdiv, k2", "B combine+sdiv, k2", "C k0, combine, sdiv, k2 prefetch", "D combine+sdiv, k2 prefetch", "A no programmatic edges", "F combine+sdiv, k2: both trigger first", "G as F, k2 loads x, v first", "P one kernel resident across the barrier", "P, the update in reverse order", "P4 as P reversed, loops unrolled 4", "P8 as P reversed, loops unrolled 8"};
   // copy bandwidth
   float *ca, *cb; size_t cbytes = 1ull << 30; CK(cudaMalloc(&ca, cbytes)); CK(cudaMalloc(&cb, cbytes));
+  int per_sm = 0, sms = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cfl_persistent<8>, 256, 0));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int pgrid = per_sm * sms;
+  printf("persistent grid %d (%d an SM)\n", pgrid, per_sm);
   cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
   for (int i = 0; i < 3; ++i) CK(cudaMemcpyAsync(cb, ca, cbytes, cudaMemcpyDeviceToDevice, s));
   std::vector<float> ct;
@@ -49,12 +56,18 @@ int main(int argc, char** argv) {
   printf("copy %.0f GB/s, floor %.2f us\n", copy / 1e9, floor_us);
   std::vector<float> ref;
   for (int round = 0; round < 3; ++round)
-  for (int var = 0; var < 7; ++var) {
+  for (int var = 0; var < 11; ++var) {
     bool pdl = var != 4;
     cudaGraph_t g; cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    launch(s, false, cfl_step_k0_venorm3_max, g0, 256, (const float*)v, parts, n);
-    if (var >= 5) {
+    if (var < 7) launch(s, false, cfl_step_k0_venorm3_max, g0, 256, (const float*)v, parts, n);
+    if (var >= 7) {
+      cudaLaunchConfig_t pc = {}; pc.gridDim = dim3(pgrid); pc.blockDim = dim3(256); pc.stream = s;
+      int rev = var == 8;
+      if (var == 9) CK(cudaLaunchKernelEx(&pc, cfl_persistent<4>, (const float*)v, (const float*)x, xn, (const float*)cfl, parts, dt, n, 1));
+      else if (var == 10) CK(cudaLaunchKernelEx(&pc, cfl_persistent<8>, (const float*)v, (const float*)x, xn, (const float*)cfl, parts, dt, n, 1));
+      else CK(cudaLaunchKernelEx(&pc, cfl_persistent<1>, (const float*)v, (const float*)x, xn, (const float*)cfl, parts, dt, n, rev));
+    } else if (var >= 5) {
       launch(s, true, combine_sdiv_early, 8, 1024, (const float*)parts, vmax, P, (const float*)cfl, dt);
       if (var == 5) launch(s, true, k2_early, g2, 128, (const float*)v, (const float*)dt, (const float*)x, xn, n);
       else launch(s, true, k2_early_prefetch, g2, 128, (const float*)v, (const float*)dt, (const float*)x, xn, n);
