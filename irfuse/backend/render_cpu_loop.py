@@ -77,6 +77,7 @@ from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
 from irfuse.backend.render_cpu import host_params
 from irfuse.dialects import fuse
+from irfuse.dialects.access_pattern import compile_start
 
 
 # Elements run in lockstep by a kernel with a loop of more than LANE_TRIPS iterations (see the
@@ -128,9 +129,11 @@ class ElementLoopEmitter(KernelEmitter):
                     rows[op.res] = self._row(op.source, op.res)
             elif isinstance(op, fuse.LoadOp) and op.index is None and not op.place.is_uniform:
                 # (loaded into registers for the GPU's threads, `promotion`: calls read its row
-                # where it is as they would its shared copy, the element's one thread here)
-                if all(isinstance(u.operation, fuse.CallOp) for u in op.res.uses):
-                    rows[op.res] = self._row(op.source, op.res)
+                # where it is as they would its shared copy, the element's one thread here, from
+                # the word the registers start at: a loop's `a[q]` loads only the words it reads)
+                offset = self._register_row_offset(op.res)
+                if offset is not None and all(isinstance(u.operation, fuse.CallOp) for u in op.res.uses):
+                    rows[op.res] = self._row(op.source, op.res, offset)
             elif isinstance(op, fuse.CallOp) and op.place.is_shared:
                 stores = [u.operation for u in op.res.uses if isinstance(u.operation, fuse.StoreOp)
                           and u.operation.reduce_kind is None and not u.operation.scatters]
@@ -139,9 +142,22 @@ class ElementLoopEmitter(KernelEmitter):
                     self.stored_in_place.add(stores[0])
         return rows
 
-    def _row(self, array, value) -> str:
-        """The element's row of global `array`, holding `value`'s words."""
-        return f"{self.names.get(array, 'g_')} + first * {value.type.size}"
+    def _row(self, array, value, offset: int = 0) -> str:
+        """The element's row of global `array`, holding `value`'s words (from word `offset` on)."""
+        return f"{self.names.get(array, 'g_')} + first * {value.type.size}" + (f" + {offset}" if offset else "")
+
+    def _register_row_offset(self, value) -> int | None:
+        """The word of its element's row at which a register value's words start (word k of the
+        registers is word offset + k of the row, as the GPU's load reads them: its access
+        pattern's start for the element's thread); None where its words are not so laid out."""
+        ap, bx, remap = self.pattern(value)
+        if remap or bx != 1:
+            return None
+        start, size = compile_start(ap.start), value.type.size
+        offset = start(0, 0, bx, self.by)
+        if any(start(0, y, bx, self.by) - offset != y * size for y in range(1, min(self.by, 4))):
+            return None
+        return offset
 
     @staticmethod
     def _only_read(value, store) -> bool:
