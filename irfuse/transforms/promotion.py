@@ -22,7 +22,7 @@ threads; a loop then keeps it in registers across iterations."""
 from __future__ import annotations
 
 from irfuse.analysis.access_patterns import compatible_fast, reads_within
-from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns
+from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, covers_value
 from irfuse.kernel.policies import row_vector
 
 
@@ -119,6 +119,7 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
     # A value only reduced (its store is the block's tree, staged from registers as from
     # shared memory) is not written to global memory by threads: it may go to registers.
     written = {op.value for op in out.ops if op.kind == OpKind.STORE and not op.reduce}
+    stored = {op.value for op in out.ops if op.kind == OpKind.STORE}
     consumers = _consumers(out)
     for vid, v in out.values.items():
         if v.uniform:
@@ -153,6 +154,11 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
             cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]
             and fits(ap, cons.impl.operand_aps[k], bx, out.by)  # type: ignore[union-attr]
             for cons, k in uses)
+        # A store, or a reduction's tree, takes every word of the value from where it is: held
+        # in registers by a pattern touching only some (a loaded value's first reader taking
+        # one word of its row), the others would never be there.
+        if ok and vid in stored and not covers_value(out, (ap, bx, ref.remap), vid):
+            ok = False
         v.shared = not ok
         if not v.shared:
             v.offset = 0
