@@ -138,6 +138,21 @@ def test_tune_on_gpu_times_verifies_and_saves_the_fastest(tmp_path):
     assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
 
 
+def test_run_on_gpu_takes_uniform_scalars_and_sums_whole_rows():
+    """`irfuse run --backend cuda` uploads a uniform scalar input as the scalar it is (its
+    copy for the GPU once made it shaped (1,), refused by the call), and a loaded value
+    summed over the batch and read in part by a call is summed whole (in registers it held
+    the word its reader takes alone: fuzzer seed 98018). Both verified against NumPy."""
+    from test_cli import irfuse
+
+    cfl = next(p for p in EXAMPLES if p.endswith("cfl_step.kas"))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    shrunk = os.path.join(root, "tests", "regressions", "random_seed98018_renderings.kas")
+    for path, dtype in ((cfl, "f32"), (shrunk, "f64"), (shrunk, "f32")):
+        p = irfuse("run", path, "--backend", "cuda", "--dtype", dtype, "--n", "4099", "--repeat", "1")
+        assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
+
+
 def _torch():
     return pytest.importorskip("torch")
 

@@ -437,7 +437,8 @@ def _run_once_and_time(program, backend: str, arrays: dict, repeat: int) -> tupl
     program.opened_device()  # the context current in this thread (or the refusal without a GPU)
     from pycuda import gpuarray
 
-    on_gpu = {k: gpuarray.to_gpu(np.ascontiguousarray(a)) for k, a in arrays.items()}
+    # (np.asarray keeps a uniform scalar's shape (); np.ascontiguousarray would make it (1,))
+    on_gpu = {k: gpuarray.to_gpu(np.asarray(a, order="C")) for k, a in arrays.items()}
     got = program(**on_gpu)
     times = program.time(**on_gpu, out=tuple(got), repeat=repeat) if repeat else []
     program(**on_gpu, out=tuple(got))  # the outputs of a timed run's call, as the first
