@@ -182,16 +182,20 @@ def thread_scope(bx_call: int, bx_kernel: int, remap: bool) -> tuple[str, str, s
     return ("{ ", "tx", "ty")
 
 
+def element_major(ap: AccessPattern, bx: int, by: int, size: int) -> bool:
+    """Whether the AP's start is `ty*size` plus a part without ty: element ty's words start
+    `size` words after element ty - 1's, for every thread of an element."""
+    start = compile_start(ap.start)
+    return all(start(tx, ty, bx, by) - start(tx, 0, bx, by) == ty * size
+               for tx in range(bx) for ty in range(1, min(by, 4)))
+
+
 def _check_element_major(ap: AccessPattern, bx: int, by: int, size: int) -> None:
     """A register value's words are found in a structure of arrays from the word a thread
-    starts at within its element: the AP's start must be `ty*size` plus a part without ty."""
-    start = compile_start(ap.start)
-    for tx in range(bx):
-        base = start(tx, 0, bx, by)
-        for ty in range(1, min(by, 4)):
-            if start(tx, ty, bx, by) - base != ty * size:
-                raise CompileError(f"access-pattern start '{ap.start}' does not place element ty at ty*{size}: "
-                                   "its words cannot be found in a structure-of-arrays batch")
+    starts at within its element: the AP's start must be element-major (`element_major`)."""
+    if not element_major(ap, bx, by, size):
+        raise CompileError(f"access-pattern start '{ap.start}' does not place element ty at ty*{size}: "
+                           "its words cannot be found in a structure-of-arrays batch")
 
 
 def strided_index(element: str, word: str, strides: tuple[int, ...], shape: tuple[int, ...]) -> str:

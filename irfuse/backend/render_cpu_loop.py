@@ -70,8 +70,8 @@ the differential tests compare the two renderings' bits."""
 from __future__ import annotations
 
 from irfuse.artifact.scatter_groups import group_elements, slot_ctype
-from irfuse.backend.cuda_emit import (KernelEmitter, call_impl, copy_pattern, gather_index, partial_sum,
-                                      partial_write, tree_step)
+from irfuse.backend.cuda_emit import (KernelEmitter, call_impl, copy_pattern, element_major, gather_index,
+                                      partial_sum, partial_write, tree_step)
 from irfuse.backend.render_uniform_vectors import hoisted_form, hoisted_vectors
 from irfuse.analysis.shared_accesses import tree_half
 from irfuse.backend.kernel_body import LoopNode, node_text
@@ -151,13 +151,9 @@ class ElementLoopEmitter(KernelEmitter):
         registers is word offset + k of the row, as the GPU's load reads them: its access
         pattern's start for the element's thread); None where its words are not so laid out."""
         ap, bx, remap = self.pattern(value)
-        if remap or bx != 1:
+        if remap or bx != 1 or not element_major(ap, bx, self.by, value.type.size):
             return None
-        start, size = compile_start(ap.start), value.type.size
-        offset = start(0, 0, bx, self.by)
-        if any(start(0, y, bx, self.by) - offset != y * size for y in range(1, min(self.by, 4))):
-            return None
-        return offset
+        return compile_start(ap.start)(0, 0, bx, self.by)
 
     @staticmethod
     def _only_read(value, store) -> bool:

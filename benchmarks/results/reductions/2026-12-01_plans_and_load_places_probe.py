@@ -3,11 +3,15 @@ programs (fuse-partition{top=K keep=KEEP plan=j profile=PROFILE n=N}) and varian
 in-kernel steps' register promotion, each timed as whole runs on the GPU.
 
     GPU=1 PLANS=0,7 VARIANTS=default,none PROFILE=h200 python PROBE.py K KEEP N FILE.kas [...]
-    (from the repository's root; without GPU=1 it lists the plans)"""
+    (from the repository's root; without GPU=1 it lists the plans; EPT=2,4,8,16: the elements a
+    thread the search offers, as for the record of What bounds CflStep at 4 M elements)"""
 import os, sys, statistics, json
 import numpy as np
 sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
 from irfuse.driver.compile import compile_program
+import irfuse.planner.search as _S
+if os.environ.get('EPT'):
+    _S.ELEMENTS_PER_THREAD = tuple(int(x) for x in os.environ['EPT'].split(','))
 from irfuse.transforms.in_kernel import IN_KERNEL_STEPS
 from irfuse.verification.reference import effective_bytes, random_inputs
 STEPS = ",".join(step.pass_name for step in IN_KERNEL_STEPS)
