@@ -285,16 +285,22 @@ def test_loops_auto_unrolls_what_fits_the_registers_and_tapes_the_rest_and_a_tap
     from irfuse.library.catalogue import default_library
     from irfuse.planner.loop_forms import LOOP_JUDGE, unrolled_fits
     from irfuse.testing.differential import Budget, check_source
-    from irfuse.transforms.reverse_mode import reverse_derivative
+    from irfuse.transforms.reverse_mode import LoopJudge, reverse_derivative
 
     _, short = _reverse(TIME_LOOP.replace("loop 40", "loop 8"), ["x"], "auto", of="E")
     assert not _loops(short)
     assert not _loops(_reverse(SCALAR_LOOP, ["x", "a", "h"], "auto", of="E")[1])
     for steps, fits in ((40, True), (60, False)):
         program, unrolled = _reverse(TIME_LOOP.replace("loop 40", f"loop {steps}"), ["A", "x", "h"], "unroll", of="E")
-        assert unrolled_fits(unrolled) is fits, steps
+        judged = []  # (the straight-code derivative the judge was shown, its answer)
+
+        def recording(candidate, judged=judged):
+            judged.append((str(candidate), unrolled_fits(candidate)))
+            return judged[-1][1]
+
         auto = reverse_derivative(program, ["A", "x", "h"], default_library(), "E", loops="auto",
-                                  judge=LOOP_JUDGE)
+                                  judge=LoopJudge(recording, LOOP_JUDGE.taped_price))
+        assert judged == [(str(unrolled), fits)], steps
         assert bool(_loops(auto)) is not fits, steps
     for loops in ("auto", "tape"):
         with pytest.raises(ValueError, match=f"loops='{loops}' needs the planner's answers"):

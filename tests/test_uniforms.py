@@ -421,6 +421,34 @@ def test_uniformity_is_remembered_only_inside_the_memo_and_gives_the_same_answer
     assert kas.uniform_memo() is None
 
 
+def test_uniformity_of_a_long_chain_looks_at_each_value_once():
+    """Asked of every value of a chain of 600 calls in one memo, the answers are the plain
+    walk's and each leaf (input, literal) is looked at once: a value deep in the chain asked
+    again and again is not walked again (which made verifying a long unrolled derivative
+    quadratic), also where a uniform operand meets a per-element one at the chain's end."""
+    from irfuse.dialects import kas
+    from irfuse.frontend.irgen import compile_source
+
+    body = "".join("s = sadd(s, s); t = smul(t, 2.0);\n" for _ in range(300))
+    program = kas.program_of(compile_source(
+        f"scalar x, s, y; uniform scalar h, t; input x, h;\ns = smul(x, x); t = sadd(h, h);\n{body}"
+        "y = sadd(s, t); return y, t;", "chain.kas").module)
+    values = [r for op in program.walk() for r in op.results] + list(program.body.block.args)
+    plain = [kas._uniform_leaf(v, ()) if not isinstance(v.owner, kas.CallOp) else None for v in values]
+    looked: list = []
+
+    def leaf(v):
+        looked.append(v)
+        return kas._uniform_leaf(v, ())
+
+    memo: dict = {}
+    answers = [kas.uniform_through_calls(v, leaf, memo) for v in values]
+    assert answers == [kas.is_uniform(v) for v in values]
+    constants = sum(isinstance(v.owner, kas.ConstantOp) for v in values)
+    assert constants and sum(answers) == 301 + constants + 1  # t's chain, the literals, h; not x, s, y
+    assert len(looked) == len(set(looked)) == sum(p is not None for p in plain)
+
+
 # Uniform scalars given as numbers -------------------------------------------------------------
 
 SCALED = "vector3 x, y; uniform scalar h, k; input x, h, k;\ny = svmul3(x, h);\ny = svmul3(y, k);\nreturn y;"

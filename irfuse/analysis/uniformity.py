@@ -47,27 +47,14 @@ def is_uniform(v: SSAValue) -> bool:
     """`kas.is_uniform`, through the launches and combines of a partly lowered program too (a
     call whose operands a `once` launch or a `fuse.combine` made is uniform)."""
     memo = kas.uniform_memo()
-    if memo is None:
-        return _is_uniform(v)
-    key = ("lowered", v)
-    known = memo.get(key)
-    if known is None:
-        known = memo[key] = _is_uniform(v)
-    return known
+    known = {} if memo is None else memo.setdefault("lowered", {})
+    return kas.uniform_through_calls(v, _uniform_leaf, known)
 
 
-def _is_uniform(v: SSAValue) -> bool:
-    stack, seen = [v], {v}
-    while stack:
-        w = stack.pop()
-        owner = w.owner
-        if isinstance(owner, kas.CallOp):
-            stack.extend(a for a in owner.args if a not in seen)
-            seen.update(owner.args)
-        elif isinstance(owner, fuse.LaunchOp):
-            if not launched_kernel(owner).runs_once:
-                return False
-        elif not isinstance(owner, (fuse.CombineOp, kas.ConstantOp, kas.ReduceOp)) and not (
-                isinstance(owner, Block) and kas.is_uniform(w)):
-            return False
-    return True
+def _uniform_leaf(w: SSAValue) -> bool:
+    owner = w.owner
+    if isinstance(owner, fuse.LaunchOp):
+        return launched_kernel(owner).runs_once
+    if isinstance(owner, Block):
+        return kas.is_uniform(w)
+    return isinstance(owner, (fuse.CombineOp, kas.ConstantOp, kas.ReduceOp))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import ClassVar
@@ -686,7 +686,8 @@ class ProgramOp(LocatedOperation):
                 raise VerifyException(f"kas.program lists '{name}' as uniform, but it is not an input")
         if len(set(self.uniform)) != len(self.uniform):
             raise VerifyException("kas.program uniform input names must be distinct")
-        self._verify_mesh()
+        with uniformity_memo():  # (the IR does not change while it is verified)
+            self._verify_mesh()
 
     def _verify_mesh(self) -> None:
         """Nodal values are gathered or read by nodal statements (top-level calls whose other
@@ -840,30 +841,51 @@ def is_uniform(v: SSAValue, uniform_args: Collection[SSAValue] = ()) -> bool:
     input, a literal, a reduction's result, or a call's whose operands are all uniform.
     `uniform_args`: block arguments known to be uniform inputs (a program being built)."""
     memo = _UNIFORM_MEMO.get() if not uniform_args else None
-    if memo is not None:
-        known = memo.get(v)
-        if known is None:
-            known = memo[v] = _is_uniform(v, ())
+    return uniform_through_calls(v, lambda w: _uniform_leaf(w, uniform_args), {} if memo is None else memo)
+
+
+def _uniform_leaf(w: SSAValue, uniform_args: Collection[SSAValue]) -> bool:
+    owner = w.owner
+    if isinstance(owner, Block):
+        parent = owner.parent_op()
+        return w in uniform_args or (
+            isinstance(parent, ProgramOp) and parent.inputs[w.index] in parent.uniform)  # type: ignore[attr-defined]
+    return isinstance(owner, (ConstantOp, ReduceOp))
+
+
+def uniform_through_calls(v: SSAValue, leaf: Callable[[SSAValue], bool], memo: dict) -> bool:
+    """Whether `v` is uniform, a call's result being uniform where all its operands are and any
+    other value where `leaf` says so. Every value answered on the way is kept in `memo`, so the
+    questions of a whole pass over a program cost one visit a value (a value deep in a chain
+    asked again and again made verifying a long unrolled program quadratic)."""
+    known = memo.get(v)
+    if known is not None:
         return known
-    return _is_uniform(v, uniform_args)
-
-
-def _is_uniform(v: SSAValue, uniform_args: Collection[SSAValue]) -> bool:
-    stack, seen = [v], set()
+    stack = [v]
     while stack:
-        w = stack.pop()
+        w = stack[-1]
+        if w in memo:
+            stack.pop()
+            continue
         owner = w.owner
-        if isinstance(owner, Block):
-            parent = owner.parent_op()
-            if w not in uniform_args and not (
-                    isinstance(parent, ProgramOp) and parent.inputs[w.index] in parent.uniform):  # type: ignore[attr-defined]
-                return False
-        elif isinstance(owner, CallOp):
-            stack.extend(a for a in owner.args if a not in seen)
-            seen.update(owner.args)
-        elif not isinstance(owner, (ConstantOp, ReduceOp)):
-            return False
-    return True
+        if not isinstance(owner, CallOp):
+            memo[w] = leaf(w)
+            stack.pop()
+            continue
+        answer: bool | None = True
+        for a in owner.args:
+            known = memo.get(a)
+            if known is None:
+                stack.append(a)  # (answered first; w is looked at again after it)
+                answer = None
+                break
+            if not known:
+                answer = False
+                break
+        if answer is not None:
+            memo[w] = answer
+            stack.pop()
+    return memo[v]
 
 
 def program_of(module) -> ProgramOp:

@@ -81,9 +81,22 @@ def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
             frontier = list(nxt)
         order = best[(1 << n) - 1][1] if n else []
     else:
+        # The calls whose dependencies are done, kept as each call is done (scanning every call
+        # at each step made long element codes' kernels quadratic to order).
+        waiting = [len(deps[c]) for c in range(n)]
+        dependents: list[list[int]] = [[] for _ in range(n)]
+        for c in range(n):
+            for d in deps[c]:
+                dependents[d].append(c)
+        can_run = {c for c in range(n) if not waiting[c]}
         done = 0
         while len(order) < n:
-            c = min(ready(done), key=lambda c: (during(done, c), c))
+            c = min(can_run, key=lambda c: (during(done, c), c))
+            can_run.remove(c)
+            for u in dependents[c]:
+                waiting[u] -= 1
+                if not waiting[u]:
+                    can_run.add(u)
             order.append(c)
             after(done, c)
             done |= 1 << c
