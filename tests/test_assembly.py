@@ -106,6 +106,7 @@ def test_a_scalar_tangent_is_its_blocks_summed_and_kept_with_its_connectivity():
     np.testing.assert_allclose(irfuse.diagonal(prog, u, prepared, Ke, wrt="u"), M.diagonal(), rtol=1e-13)
 
 
+@pytest.mark.heavy
 def test_each_node_row_is_summed_by_its_owner_with_nothing_kept_per_slot():
     """The P1 and Neo-Hookean tangents on a randomly numbered mesh (float64): the owner-computes
     kernel's values (its CPU twin keeping fewer element blocks than the mesh has) are the
@@ -225,6 +226,7 @@ def test_pytorch_tensors_get_a_sparse_csr_tensor_with_the_same_bits():
     assert isinstance(d, torch.Tensor) and d.numpy().reshape(-1).tobytes() == want.diagonal().tobytes()
 
 
+@pytest.mark.heavy
 def test_tangent_matrices_of_random_mesh_programs_are_their_central_differences():
     """The differential test of `irfuse.tangent_matrix`: random programs over meshes whose
     tangents can be taken (`mesh_tangents`: gathers once, no nodal statements) and the

@@ -416,6 +416,7 @@ def test_examples_run_by_name_from_any_directory(tmp_path):
            + ", ".join(shipped) + ")" in p.stderr
 
 
+@pytest.mark.heavy
 def test_sdist_and_wheel_carry_what_their_users_need(tmp_path):
     """The sdist holds the examples and the whole test suite (so its tests run); the wheel,
     installed outside the source tree, runs the README's first command by example name."""

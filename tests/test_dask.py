@@ -210,6 +210,7 @@ def test_a_task_hands_the_program_its_chunks_blocks_without_copying_them(monkeyp
     np.testing.assert_array_equal(got, call(prog, a).F)
 
 
+@pytest.mark.heavy
 def test_random_programs_with_reductions_give_the_one_calls_results_in_chunks():
     """Random programs with uniform inputs, literals and reductions (some read by later
     per-element statements: two phases) on uneven chunks: every output of the one call, to

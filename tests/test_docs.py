@@ -70,6 +70,7 @@ def test_every_block_has_a_known_marker_and_language():
                 f"{page}:{b.line}: marker {b.marker!r}"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("page", [p for p in PAGES if any(b.lang == "python" and _runs_here(b) for b in blocks(p))])
 def test_the_pages_python_examples_run(page):
     chosen = [b for b in blocks(page) if b.lang == "python" and _runs_here(b)]

@@ -4,9 +4,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 HERE = os.path.dirname(__file__)
 
 
+@pytest.mark.heavy
 def test_filecheck_suite():
     run_lit = "import sys; from lit.main import main; sys.argv[0] = 'lit'; main()"
     proc = subprocess.run([sys.executable, "-c", run_lit, "-v", os.path.join(HERE, "filecheck")],

@@ -83,6 +83,7 @@ def test_random_mesh_programs_agree_with_the_reference_through_several_plans(see
     assert out.ok and out.plans >= 1, (src, out.failure, out.detail)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("seed", range(24) if LONG else (0, 2))
 def test_random_mesh_programs_of_wide_elements_agree_with_the_reference(seed):
     """The same with one connectivity of 65 to 256 nodes an element (`WIDE_KS`: elements of

@@ -102,6 +102,7 @@ def test_the_operators_written_for_any_order_are_the_files_at_order_3():
 ORDERS = [1, 2, 4, 5, 6, 7, 8] if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else [1, 2, 4, 5, 6]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("order", ORDERS)
 def test_the_operators_of_orders_1_to_8_are_the_references(order):
     """Orders 4 and 5 too: connectivities of 125 and 216 nodes and the vectors gathered through

@@ -99,6 +99,7 @@ def test_every_implementation_matches_the_reference_on_the_cpu(dtype):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=impl.function_name)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_every_implementation_compiles_for_sm90_within_the_spills_kept(dtype):
     """Every implementation's kernel compiles for sm_90 without spills past `SPILL_BYTES_KEPT`

@@ -83,6 +83,7 @@ def test_a_table_saying_the_plan_spills_moves_the_search_to_another(tmp_path):
     assert moved.source == again.source
 
 
+@pytest.mark.heavy
 def test_ptxas_rounds_settle_on_a_plan_priced_with_its_own_figures(tmp_path):
     """BK1 at order 7 in float64: the search's first plan is priced by estimate; compiled, its
     figures make it dearer than another plan, which is compiled in turn. The plan returned is

@@ -114,6 +114,7 @@ def test_vjp_and_grad_take_every_source_and_refuse_what_does_not_fit():
         irfuse.derivative("grad", wrt="F")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["jvp", "vjp"])
 def test_derivative_programs_run_through_their_plans_and_compile_for_sm90(mode, tmp_path):
     """A random program's derivative (a loop, several outputs) through its two best plans on
@@ -157,6 +158,7 @@ def _history_rows(program) -> int:
                 if isinstance(op, CallOp) and op.op_name.startswith("repeat_")), default=0)
 
 
+@pytest.mark.heavy
 def test_taped_loops_pass_the_dot_product_test_and_give_the_unrolled_cotangents():
     """Random programs whose loops carry values (`carried`), differentiated with every loop
     taped: the dot-product test against forward mode, and the cotangents of unrolling (float64
@@ -193,6 +195,7 @@ def test_taped_loops_pass_the_dot_product_test_and_give_the_unrolled_cotangents(
 
 
 
+@pytest.mark.heavy
 def test_a_long_loop_is_taped_in_checkpointed_segments_and_its_gradient_is_right():
     """The time loop's gradient with its loop taped as the planner prices it: split into
     checkpointed segments (no loop of 40 iterations, none of more than 6); the same gradient
@@ -224,6 +227,7 @@ def test_a_long_loop_is_taped_in_checkpointed_segments_and_its_gradient_is_right
         np.testing.assert_allclose(a[k], b[k], rtol=1e-10, atol=1e-13, err_msg=k)
 
 
+@pytest.mark.heavy
 def test_how_often_a_taped_loop_is_split_is_the_planners_price():
     """The taped forms of a 40-step loop, by levels of splitting: whole (one history of 40
     rows), split once (4 + 6 x 6), then into segments of 2-3 iterations; `reverse_derivative`
@@ -271,6 +275,7 @@ def test_how_often_a_taped_loop_is_split_is_the_planners_price():
         np.testing.assert_allclose(a[k], b[k], rtol=1e-11, atol=1e-14, err_msg=k)
 
 
+@pytest.mark.heavy
 def test_loops_auto_unrolls_what_fits_the_registers_and_tapes_the_rest_and_a_taped_gradient_runs(tmp_path):
     """loops=auto, the planner's decision (`planner.loop_forms`): 8 steps of the time loop
     unrolled; a loop carrying one scalar unrolled at 40 steps (160 statements: few values live
