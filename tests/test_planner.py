@@ -855,6 +855,22 @@ def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes(
     cpu = load_profile("cpu")
     small, large = (runtime_steps_time(energy, cpu, n) for n in (1 << 16, 1 << 22))
     assert cpu.launch_overhead < small < large  # (more blocks' partials to combine)
+    # On a GPU a launch of few enough blocks combines in its last block (a plan asked to:
+    # none of the built-in profiles chooses it): priced by the last block's rounds, not left
+    # out (the kernel's planned time does not hold them)
+    from irfuse.dialects.fuse import finish_threads
+    from irfuse.planner.cost import last_block_combine_time
+
+    finishing, _ = compile_program(next(p for p in EXAMPLES if p.endswith("strain_energy.kas")),
+                                   "kas-dce,fuse-each{by=64 finish=last-block}", "f32", compile_gpu=False)
+    info = next(k for k in finishing.kernels if k.finish_parts)
+    few = info.by * info.finish_parts
+    assert info.finishes_in_last_block(few) and not info.finishes_in_last_block(few + info.by)
+    threads = finish_threads(info.bx * info.by // info.per_thread)
+    last = last_block_combine_time(H200, info.finish_parts, threads, 1)
+    assert runtime_steps_time(finishing, H200, few) == pytest.approx(last) and last > H200.launch_overhead
+    assert runtime_steps_time(finishing, H200, few + info.by) == pytest.approx(
+        H200.launch_overhead + (info.finish_parts + 2) * 4 / H200.bandwidth)
 
 
 def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_leaves_pandas_out(tmp_path):

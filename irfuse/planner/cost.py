@@ -53,7 +53,7 @@ import math
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
 from irfuse.artifact.records import record
-from irfuse.dialects.fuse import FINISH_BATCH
+from irfuse.dialects.fuse import FINISH_BATCH, finish_threads
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, Patterns, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
 from irfuse.analysis.shared_lifetimes import lifetimes
@@ -415,10 +415,13 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
     plan adds beside the planned kernels, which no plan chooses between and the search does not
     price: each scatter's kernel adding every node's partials in order (over `nodes` nodes and
     `partials` partials: it reads each partial's slot and row and each node's start, and writes
-    the node's sum) and each combine of a reduction's partials that runs as a kernel of its own
-    (on a GPU a kernel whose blocks are few enough combines them in its last block). Each is a
-    launch and its bytes at the copy rate (a mesh run's scatter: `benchmarks/cost_model.py`
-    compares the sum with the clock). Steps inside host loops count once a trip. A scatter whose
+    the node's sum) and each combine of a reduction's partials: one that runs as a kernel of its
+    own is a launch and its bytes at the copy rate, as a scatter's kernel is (a mesh run's
+    scatter: `benchmarks/cost_model.py` compares the sum with the clock); one that the reducing
+    kernel's last block runs (on a GPU, where its blocks are few enough) is
+    `last_block_combine_time`, which the kernel's planned time leaves out: the last block
+    starts it once every other block has finished, so it adds to the kernel's time whatever
+    its bytes. Steps inside host loops count once a trip. A scatter whose
     sums a node launch adds itself (`host_plan.NodeLaunch`) runs no kernel: its reads of each
     node's start and each partial's slot and row are the node kernel's, counted here, its
     node rows neither written nor read again."""
@@ -437,7 +440,13 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
         if isinstance(step, Scatter):
             words = math.prod(host.values[step.result].shape)
             nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
-        elif isinstance(step, Combine) and step.partials not in finished:
+        elif isinstance(step, Combine) and step.partials in finished:
+            value = host.values[step.partials]
+            info = infos[value.kernel]
+            threads = finish_threads(info.bx * info.by // max(info.per_thread, 1))
+            total += runs * last_block_combine_time(p, info.blocks(n), threads, value.words)
+            continue
+        elif isinstance(step, Combine):
             value = host.values[step.partials]
             nbytes = (value.words * infos[value.kernel].blocks(n) + value.words) * isz
         else:
