@@ -10,7 +10,8 @@ backend). **Predicted**: the sum of its kernels' `predicted_ns` as the planner c
 each pass over the nodes of a staged program scaled from the planned batch to the mesh's nodes
 (launch overhead kept whole), plus the steps the runtime adds and the planner does not choose
 (`irfuse.planner.cost.runtime_steps_time`: a scatter's adding of its partials into the nodes, a
-reduction's partials combined by a kernel of their own). **Measured**: `--calls` calls with `out=`
+reduction's partials combined by a kernel of their own or by the reducing kernel's last block,
+and on a GPU the wait either way adds, `COMBINE_WAIT`). **Measured**: `--calls` calls with `out=`
 back to back, the device synchronized once after them (CUDA: PyTorch tensors, CUDA events on
 the current stream; CPU: NumPy arrays, wall time), per call, after as many warm-up calls: what a
 loop of calls meets, host time included where it is not hidden behind the device's.

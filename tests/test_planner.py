@@ -827,7 +827,8 @@ def test_a_mesh_energys_element_kernel_runs_one_element_a_thread():
 def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes():
     """`cost.runtime_steps_time`: a mesh program's scatter reads each node's start and each
     partial's slot and row and writes each node's sum; a reduction's combine, run as a kernel,
-    reads every block's partials; a program of plain kernels adds nothing."""
+    reads every block's partials, and on a GPU either way of combining waits `COMBINE_WAIT`;
+    a program of plain kernels adds nothing."""
     from irfuse.driver.compile import compile_program
     from irfuse.planner.cost import H200, load_profile, runtime_steps_time
 
@@ -859,7 +860,7 @@ def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes(
     # none of the built-in profiles chooses it): priced by the last block's rounds, not left
     # out (the kernel's planned time does not hold them)
     from irfuse.dialects.fuse import finish_threads
-    from irfuse.planner.cost import last_block_combine_time
+    from irfuse.planner.cost import COMBINE_WAIT, last_block_combine_time
 
     finishing, _ = compile_program(next(p for p in EXAMPLES if p.endswith("strain_energy.kas")),
                                    "kas-dce,fuse-each{by=64 finish=last-block}", "f32", compile_gpu=False)
@@ -868,9 +869,9 @@ def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes(
     assert info.finishes_in_last_block(few) and not info.finishes_in_last_block(few + info.by)
     threads = finish_threads(info.bx * info.by // info.per_thread)
     last = last_block_combine_time(H200, info.finish_parts, threads, 1)
-    assert runtime_steps_time(finishing, H200, few) == pytest.approx(last) and last > H200.launch_overhead
+    assert runtime_steps_time(finishing, H200, few) == pytest.approx(last + COMBINE_WAIT) and last > H200.launch_overhead
     assert runtime_steps_time(finishing, H200, few + info.by) == pytest.approx(
-        H200.launch_overhead + (info.finish_parts + 2) * 4 / H200.bandwidth)
+        COMBINE_WAIT + H200.launch_overhead + (info.finish_parts + 2) * 4 / H200.bandwidth)
 
 
 def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_leaves_pandas_out(tmp_path):

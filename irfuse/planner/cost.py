@@ -387,6 +387,14 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
 # slower than a combine kernel at one round, and 0.2-0.7 us more a round after).
 L2_ROUND_TRIP = 6e-7
 FINISH_FIXED = 1.5e-6
+# What a GPU's combine of a reduction takes beyond what the choice between the two ways prices
+# (a launch; the last block's rounds): the reducing grid's completion made visible, and the
+# combine's own dependent round trips and tree, which the next kernel waits for in either way.
+# Plan-invariant (every plan combines each reduction once), so the search leaves it out;
+# `runtime_steps_time` counts it. Fitted on the H200 (benchmarks/NOTES.md, The planner,
+# 2026-12-01: the combine kernels of StrainEnergy and CflStep, float32 and float64, 4.7-6.8 us
+# of device time each under CUPTI against 0.5 predicted).
+COMBINE_WAIT = 5.4e-6
 
 
 def last_block_combine_time(p: DeviceProfile, parts: int, threads: int, words: int) -> float:
@@ -421,7 +429,8 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
     kernel's last block runs (on a GPU, where its blocks are few enough) is
     `last_block_combine_time`, which the kernel's planned time leaves out: the last block
     starts it once every other block has finished, so it adds to the kernel's time whatever
-    its bytes. Steps inside host loops count once a trip. A scatter whose
+    its bytes; on a GPU either way also waits `COMBINE_WAIT`. Steps inside host loops count
+    once a trip. A scatter whose
     sums a node launch adds itself (`host_plan.NodeLaunch`) runs no kernel: its reads of each
     node's start and each partial's slot and row are the node kernel's, counted here, its
     node rows neither written nor read again."""
@@ -444,11 +453,13 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
             value = host.values[step.partials]
             info = infos[value.kernel]
             threads = finish_threads(info.bx * info.by // max(info.per_thread, 1))
-            total += runs * last_block_combine_time(p, info.blocks(n), threads, value.words)
+            total += runs * (last_block_combine_time(p, info.blocks(n), threads, value.words) + COMBINE_WAIT)
             continue
         elif isinstance(step, Combine):
             value = host.values[step.partials]
             nbytes = (value.words * infos[value.kernel].blocks(n) + value.words) * isz
+            if p.kind != "cpu":
+                total += runs * COMBINE_WAIT
         else:
             continue
         total += runs * (p.launch_overhead + nbytes / p.bandwidth)
