@@ -305,3 +305,21 @@ builtin.module {
     with pytest.raises(CompileError, match=r"kernel @k: a scatter's sums are read by a row of threads an element "
                                            r"\(bx 1\), not 3"):
         emit_sums_kernel(kernels_of(module)[0], 4, (0,), "k__sums")
+
+
+def test_nodes_of_any_kind_are_refused_by_name_in_calls_made_again(step):
+    """`nodes=` that is no positive whole number (an array, a bool, a float, text, 0) is refused
+    by name, also once a call has been made again (its fast path compared `nodes=` with its own
+    first, which an array cannot answer: a NumPy ValueError the API fuzzer found), for a
+    program over a mesh and for one of passes over the nodes and the elements."""
+    args = step_inputs(2)
+    residual = irfuse.compile(str(EXAMPLES / "p1_residual.kas"), backend="cpu")
+    plain = {k: args[k] for k in ("X", "u", "conn", "dN", "lam", "mu")}
+    for program, given in ((residual, plain), (step, args)):
+        want = program(**given)
+        for _ in range(2):  # (the second call is one made again)
+            assert all(np.array_equal(a, b) for a, b in zip(program(**given), want))
+        assert all(np.array_equal(a, b) for a, b in zip(program(**given, nodes=np.int64(len(args["X"]))), want))
+        for bad in (np.zeros((2, 2)), np.array([5]), True, 2.5, "5", 0, -1):
+            with pytest.raises(UsageError, match="nodes= takes the mesh's number of nodes, a positive whole number"):
+                program(**given, nodes=bad)

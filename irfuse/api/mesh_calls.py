@@ -121,11 +121,18 @@ def scatter_mode(scatter) -> str:
     return scatter
 
 
+def nodes_given(nodes):
+    """A call's `nodes=`, checked: None or a positive whole number (before the calls made again
+    compare it with theirs, which an array could not answer)."""
+    if nodes is not None and (not is_whole(nodes) or nodes < 1):
+        raise UsageError(f"nodes= takes the mesh's number of nodes, a positive whole number, not {nodes!r}")
+    return nodes
+
+
 def mesh_sizes(elements: dict[str, int], node_counts: dict[str, int], nodes: int | None) -> tuple[int, int]:
     """(E, M) of a call from its arguments' lengths (name -> elements, name -> nodes) and
     `nodes=`, every disagreement refused by name."""
-    if nodes is not None and (not is_whole(nodes) or nodes < 1):
-        raise UsageError(f"nodes= takes the mesh's number of nodes, a positive whole number, not {nodes!r}")
+    nodes_given(nodes)
     n = same_batch_length(elements)
     m = same_batch_length(node_counts)
     if m is None:

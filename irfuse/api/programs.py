@@ -350,10 +350,10 @@ class Program:
                     if outputs is not None:
                         return outputs
         if self.nodal or self.index_inputs:
-            from irfuse.api.mesh_calls import scatter_mode
+            from irfuse.api.mesh_calls import nodes_given, scatter_mode
 
             return self._call_on_mesh(args, named, out, verify, stream, out_layout, memory_budget, progress,
-                                      nodes, scatter_mode(scatter))
+                                      nodes_given(nodes), scatter_mode(scatter))
         for given, what in ((nodes, "nodes= gives the number of nodes"), (scatter, "scatter= chooses how scatters add")):
             if given is not None:
                 raise UsageError(f"{what} of a program over a mesh; this program has no nodal values")
@@ -596,10 +596,10 @@ class Program:
         return verify_on_host(self, arrays, self(**arrays), n, sample, seed)
 
     def _check_on_mesh(self, args: tuple, named: dict) -> Verification:
-        from irfuse.api.mesh_calls import bind_mesh_arguments, mesh_verification
+        from irfuse.api.mesh_calls import bind_mesh_arguments, mesh_verification, nodes_given
         from irfuse.api.mesh_gpu_calls import host_copy, on_gpu
 
-        nodes = named.pop("nodes", None)
+        nodes = nodes_given(named.pop("nodes", None))
         outputs = self._call_on_mesh(args, named, None, False, None, None, None, False, nodes, "ordered")
         bound = bind_inputs(self.inputs, args, named, self)
         if on_gpu(bound):  # (checked on host copies, as `verify=True` does)

@@ -25,7 +25,7 @@ from irfuse.api.device_arrays import alike_address, device_array, device_of, str
 from irfuse.api.gpu_calls import FAST_FAMILIES
 from irfuse.api.output_sets import OutputSets
 from irfuse.api.host_calls import alike_host_address, replay_at
-from irfuse.api.mesh_calls import mesh_layout, mesh_verification, scatter_mode
+from irfuse.api.mesh_calls import mesh_layout, mesh_verification, nodes_given, scatter_mode
 from irfuse.api.outputs import Outputs
 from irfuse.api.programs import Program, let_go_of_any_loops
 from irfuse.artifact.arrays import SOA
@@ -117,7 +117,7 @@ class StagedProgram:
         if out_layout is not None:
             raise UsageError("out_layout= is not taken by a program over a mesh: its calls run on arrays of "
                              "structures")
-        scatter = scatter_mode(scatter)
+        scatter, nodes = scatter_mode(scatter), nodes_given(nodes)
         if not verify and progress is False and memory_budget is None and self.memory_budget is None:
             with self._calls:
                 outputs = self._again(args, named, out, stream, nodes, scatter)
