@@ -48,10 +48,10 @@ def main(argv=None) -> int:
     from irfuse.passes.registry import DEFAULT_PIPELINE
     from irfuse.runtime.cuda_device import CudaDevice, measure_copy_bandwidth
     from irfuse.runtime.executor import Executor
-    from irfuse.verification.reference import effective_bytes, random_inputs
+    from irfuse.verification.reference import DTYPES, effective_bytes, random_inputs
 
     torch.zeros(1, device="cuda")  # the primary context, which irfuse's device shares
-    dtype = np.float32 if args.dtype == "f32" else np.float64
+    dtype = DTYPES[args.dtype]
     planning = PlanningOptions(profile=args.profile) if args.profile else None
     table = Table(title=f"{torch.cuda.get_device_name()}: n = {args.n}, {np.dtype(dtype).name}"
                         + (f", planned for {args.profile}" if args.profile else ""))

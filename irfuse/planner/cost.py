@@ -449,17 +449,15 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
         if isinstance(step, Scatter):
             words = math.prod(host.values[step.result].shape)
             nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
-        elif isinstance(step, Combine) and step.partials in finished:
-            value = host.values[step.partials]
-            info = infos[value.kernel]
-            threads = finish_threads(info.bx * info.by // max(info.per_thread, 1))
-            total += runs * (last_block_combine_time(p, info.blocks(n), threads, value.words) + COMBINE_WAIT)
-            continue
         elif isinstance(step, Combine):
-            value = host.values[step.partials]
-            nbytes = (value.words * infos[value.kernel].blocks(n) + value.words) * isz
+            value, info = host.values[step.partials], infos[host.values[step.partials].kernel]
             if p.kind != "cpu":
                 total += runs * COMBINE_WAIT
+            if step.partials in finished:
+                threads = finish_threads(info.bx * info.by // max(info.per_thread, 1))
+                total += runs * last_block_combine_time(p, info.blocks(n), threads, value.words)
+                continue
+            nbytes = (value.words * info.blocks(n) + value.words) * isz
         else:
             continue
         total += runs * (p.launch_overhead + nbytes / p.bandwidth)
