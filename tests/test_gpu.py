@@ -2005,3 +2005,57 @@ def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_refer
     assert got.tobytes() == again.cpu().numpy().tobytes()
     host = irfuse.compile(source, backend="cpu", dtype="f64")(u, conn, B, D, *factors).y
     np.testing.assert_allclose(got, host, rtol=0, atol=1e-14)
+
+
+def test_the_machine_codes_nvrtc_gives_one_source_give_the_same_bits(tmp_path, monkeypatch):
+    """NVRTC's machine code for some sources differs from compile to compile in one process
+    (BP1 in float32: 5 to 7 cubins in 24 compiles, NVRTC 13.0 and 13.5; the loads and
+    registers it keeps, not the arithmetic): BP1's kept source compiled again and again with
+    other programs compiled between, and BP1 run with each cubin seen gives the same bits as
+    with the first (benchmarks/NOTES.md, Compiling, 2026-12-01)."""
+    import hashlib
+    import sys
+
+    import irfuse
+    from irfuse.backend import nvrtc
+    from irfuse.mesh import Connectivity, box_hexahedra
+
+    torch = _torch()
+    sys.path.insert(0, os.path.dirname(__file__))
+    import highorder_reference as ref
+
+    path = os.path.join(os.path.dirname(EXAMPLES[0]), "highorder", "bp1.kas")
+    real, calls = nvrtc._compile_once, []
+
+    def recorded_compile(source, arch, opts):
+        calls.append((source, arch, opts))
+        return real(source, arch, opts)
+
+    monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / "first"))
+    monkeypatch.setattr(nvrtc, "_compile_once", recorded_compile)
+    prog = irfuse.compile(path, backend="cuda")
+    source, arch, opts = next(c for c in calls if c[0] == prog.source)
+    others = [irfuse.compile(next(p for p in EXAMPLES if p.endswith(name)), backend="cuda", dtype=dtype).source
+              for name, dtype in (("synctest.kas", "f32"), ("bigfusion.kas", "f64"))]
+    cubins = {}
+    for i in range(12):
+        r = real(source, arch, opts)
+        cubins.setdefault(hashlib.sha256(r.cubin).hexdigest(), r)
+        real(others[i % 2], arch, opts)  # (another program compiled between)
+    X, conn = box_hexahedra(12, 12, 12, order=3, numbering="random", seed=1)
+    B, _, _ = ref.lagrange_tables(3, 5)
+    wdet, _ = ref.geometric_factors(X, conn, 3, 5)
+    u = torch.from_numpy(np.random.default_rng(0).standard_normal(len(X)).astype(np.float32)).cuda()
+    prepared = Connectivity(torch.from_numpy(conn).cuda(), len(X))
+    B, wdet = (torch.from_numpy(np.ascontiguousarray(a).astype(np.float32)).cuda() for a in (B, wdet))
+    want = prog(u, prepared, B, wdet).y.cpu().numpy()
+    for i, r in enumerate(cubins.values()):
+        monkeypatch.setenv("IRFUSE_CACHE_DIR", str(tmp_path / f"cubin{i}"))
+        monkeypatch.setattr(nvrtc, "_compile_once", lambda s, a, o, r=r: r if s == source else real(s, a, o))
+        (tmp_path / f"kas{i}").mkdir()
+        again = tmp_path / f"kas{i}" / "bp1.kas"
+        again.write_text(open(path).read() + f"\n// compiled with cubin {i}\n")
+        with_cubin = irfuse.compile(str(again), backend="cuda")
+        assert with_cubin.source == source
+        got = with_cubin(u, prepared, B, wdet).y.cpu().numpy()
+        assert got.tobytes() == want.tobytes(), i

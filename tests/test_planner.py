@@ -484,6 +484,44 @@ def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(
         assert width == 1 and asked == then or sorted(asked[:width], reverse=True) == then[:width]
 
 
+@pytest.mark.parametrize("counted, first", [(60, 10), (140, 8), (200, 4), (700, 1)])
+def test_a_kernel_counted_far_past_a_steps_registers_is_first_compiled_below_it(monkeypatch, counted, first):
+    """SyncTest's kernel asks for 10 blocks of 128 threads (51 registers a thread), then 8 (64),
+    4 (128), 2 (255), 1. Where the planner's count of its registers passes `SURE_SPILL` times
+    a step's, that step is not compiled: the first compile asks for the first step the count
+    leaves, and the steps after it follow as before (here ptxas spills above 2 blocks), on one
+    core or two, ending where stepping from 10 one compile at a time ends."""
+    import dataclasses
+
+    from irfuse.driver import compile as driver
+    from irfuse.planner import cost
+
+    real = driver.compiler_for
+    asked = []
+
+    class Spills:
+        def compile(self, source, kernels, element, arch):
+            cubin = real("cuda").compile(source, kernels, element, arch)
+            asked.append([k.min_blocks for k in kernels])
+            for k in kernels:
+                if k.min_blocks > 2:
+                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name],
+                                                                  spill_stores=driver.SPILL_BYTES_KEPT + 4)
+            return cubin
+
+    monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
+    monkeypatch.setattr(cost, "peak_register_words", lambda model: counted)
+    one = [b for b in (10, 8, 4, 2) if b <= first] or [1]  # (one compile at a time)
+    for width in (1, 2):
+        monkeypatch.setattr(driver, "_width", lambda width=width: width)
+        asked.clear()
+        plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
+                                         compile_gpu=True, arch="sm_90")
+        compiled = [b for (b,) in asked]
+        assert compiled[0] == first and (compiled == one if width == 1 else set(one) <= set(compiled) <= {*one, 1})
+        assert plan.kernels[0].min_blocks == min(first, 2)
+
+
 def test_the_stages_of_a_program_over_a_mesh_built_side_by_side_are_those_built_in_turn(monkeypatch):
     """`_build_modules` builds the explicit step's three passes in threads where cores are
     idle: the same sources, kernels, blocks and cubins as one after another; and a stage that

@@ -84,11 +84,13 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     fewer resident blocks (more registers per thread) until it does not, or one block is
     asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
     many (`_fewer_blocks`); the module is emitted once, a step changing only its launch bounds
-    (`with_min_blocks`). Where cores are idle (`_width`, or `width` given: the compiles this
-    build may run at once), compiles run side by side, each in a thread (NVRTC releases the
-    GIL): the first compile of the module beside those at every kernel's first `width` - 1
-    steps (which a spilling kernel needs next, so it does not wait for the first to find the
-    spill), and each later round `width` steps of every kernel still spilling.
+    (`with_min_blocks`). A kernel the planner's count of registers puts far past a step's
+    (`_first_steps`) starts at the first step it does not. Where cores are idle (`_width`, or
+    `width` given: the compiles this build may run at once), compiles run side by side, each in
+    a thread (NVRTC releases the GIL): the first compile of the module beside those at every
+    kernel's first `width` - 1 steps (which a spilling kernel needs next, so it does not wait
+    for the first to find the spill), and each later round `width` steps of every kernel still
+    spilling.
     ptxas allocates each kernel's registers alone, so a kernel's spills at a step do not depend
     on the other kernels' steps: every compile tells, for each of its kernels, whether it
     spills at that kernel's step (`spills`), and each spilling kernel takes its first step that
@@ -102,7 +104,9 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     if not compile_gpu:
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, None)
     width = _width() if width is None else width
-    steps = {k.name: _fewer_blocks(k.min_blocks, k.threads) for k in emitted.kernels}
+    first = _first_steps(module, element.itemsize, emitted)
+    steps = {k.name: [b for b in _fewer_blocks(k.min_blocks, k.threads) if b < first.get(k.name, k.min_blocks)]
+             for k in emitted.kernels}
     steps = {name: s for name, s in steps.items() if s}
     spills: dict[tuple[str, int], bool] = {}  # (kernel, resident blocks) -> whether it spills there
     compiled: list[tuple] = []  # (emitted, cubin) of every compile
@@ -115,8 +119,9 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
 
     # (beside the first compile, as many of the spilling kernels' first steps as cores are idle)
     ahead = min(width - 1, max((len(s) for s in steps.values()), default=0))
-    compile_at([{}] + [{name: s[min(j, len(s) - 1)] for name, s in steps.items()} for j in range(ahead)])
-    at = {k.name: k.min_blocks for k in emitted.kernels}  # each kernel's resident blocks so far
+    compile_at([first] + [{**first, **{name: s[min(j, len(s) - 1)] for name, s in steps.items()}}
+                          for j in range(ahead)])
+    at = {k.name: first.get(k.name, k.min_blocks) for k in emitted.kernels}  # each kernel's resident blocks so far
     while True:
         unknown = {}  # spilling kernels -> their steps from the first not yet compiled
         for name in at:
@@ -141,6 +146,38 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
 
 
 WIDTH = 4  # steps compiled side by side where cores are idle (see `_width`)
+
+
+# A kernel's registers as the planner counts them (`cost.peak_register_words`: its values at
+# their peak, not capped) past this many times what a step's launch bounds leave a thread
+# (an SM's 65,536 registers over its resident threads, at most 255): ptxas spilled at every such
+# step of the examples, mesh and high-order examples and random programs (hex8 in float64: 440
+# counted, 1,872 bytes spilled at 64 registers and 368 at 128; BP3: 186 counted, 1.9-3 KB
+# spilled at 54 and 68), and those under it did not always (Transform44 in float64: 140 counted,
+# none spilled at 64; J2's Jacobian: 276 counted, 16 bytes at 128). benchmarks/NOTES.md,
+# Compiling, 2026-12-01 (the first step of a kernel sure to spill).
+SURE_SPILL = 2.5
+
+
+def _first_steps(module: ModuleOp, itemsize: int, emitted: EmittedModule) -> dict[str, int]:
+    """The resident blocks each planned kernel is first compiled at: its launch bounds' own,
+    or its first step to fewer blocks (`_fewer_blocks`) whose registers are not passed more
+    than `SURE_SPILL` times by the planner's count, so that a kernel sure to spill is not
+    compiled at the steps it would spill at (one compile, or one round of them, fewer: hex8 in
+    float64 and BP3 are compiled at two steps instead of four)."""
+    from irfuse.kernel.bridge import model_from_kernel
+    from irfuse.planner.cost import peak_register_words
+
+    planned = {op.sym_name.data: op for op in module.walk() if isinstance(op, KernelOp)}
+    first = {}
+    for k in emitted.kernels:
+        if k.name not in planned:
+            continue
+        need = peak_register_words(model_from_kernel(planned[k.name], itemsize)[0])
+        ladder = [k.min_blocks] + _fewer_blocks(k.min_blocks, k.threads)
+        first[k.name] = next((b for b in ladder if need <= SURE_SPILL * min(255, 65536 // (b * k.threads))),
+                             ladder[-1])
+    return first
 
 
 def _width() -> int:
