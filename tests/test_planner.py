@@ -995,3 +995,33 @@ def test_the_register_estimate_counts_the_words_a_thread_holds_of_a_value_spread
     words = thread_words(model)
     assert list(words.values()) == [5] and model.values[next(iter(words))].size == 80
     assert estimate_registers(model) < 24 + 80
+
+
+@pytest.mark.parametrize("name, dtype, profile", [("cfl_step.kas", "f32", "h100"), ("power_iteration.kas", "f64", "h200"),
+                                                  ("p1_residual.kas", "f32", "h100"), ("synctest.kas", "f32", "cpu")])
+def test_a_configurations_cost_with_its_barriers_is_the_cost_model_s_price_of_it(monkeypatch, name, dtype, profile):
+    """The search prices an analysed configuration once its barriers are placed from its price
+    without them (`cost.cost_with_barriers`, the barrier term alone recomputed): for every
+    configuration the searches of a reduction, a loop, a mesh and a CPU plan analyse, the same
+    `KernelCost` as `kernel_cost` walking the kernel again, barriers counted in loops too."""
+    from irfuse.driver import compile as driver
+    from irfuse.planner import cost, search
+
+    asked, compared = {}, []
+
+    def bound_cost(model, n, p, sizes, *rest):
+        asked["sizes"] = sizes
+        return cost.kernel_cost(model, n, p, sizes, *rest)
+
+    def with_barriers(priced, model, n, p):
+        got = cost.cost_with_barriers(priced, model, n, p)
+        compared.append((got, cost.kernel_cost(model, n, p, asked["sizes"]), cost.barrier_runs(model)))
+        return got
+
+    monkeypatch.setattr(search, "kernel_cost", bound_cost)
+    monkeypatch.setattr(search, "cost_with_barriers", with_barriers)
+    path = next(p for p in EXAMPLES + glob.glob(os.path.join(ROOT, "examples", "mesh", "*.kas")) if p.endswith(name))
+    driver.compile_program(path, None, dtype, compile_gpu=False, planning=driver.PlanningOptions(profile=profile))
+    assert len(compared) > 10 and all(got == full for got, full, _ in compared)
+    if profile != "cpu":
+        assert any(runs and got.t_sync > 0 for got, _, runs in compared)

@@ -47,6 +47,7 @@ its terms were fitted on").
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -142,6 +143,7 @@ class KernelCost:
     in_flight: int = 0  # bytes of loads the resident blocks of one SM have in flight
     t_blocks: float = 0.0  # the SMs' time starting the kernel's blocks
     t_spill: float = 0.0  # local-memory traffic of what ptxas spilled (from a register table)
+    t_gather: float = 0.0  # the gathered rows through the caches
 
 
 def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int:
@@ -358,15 +360,12 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     t_mem = 32 * sectors / (p.bandwidth * eff)
     rate = peak_flops(p, isz)
     flops = call_flops(model, n, p)
-    barrier_runs = 0
     for op, runs in zip(model.ops, op_weights(model.ops)):
-        if op.kind == OpKind.BARRIER:
-            barrier_runs += runs
         if op.kind == OpKind.CALL and op.remap:
             flops += runs * n * op.impl.bx * p.remap_ops
     t_compute = flops / (rate * min(1.0, occupancy * 2))
     waves = math.ceil(blocks / (p.sms * resident))
-    t_sync = barrier_runs * waves * p.barrier_cost
+    t_sync = barrier_runs(model) * waves * p.barrier_cost
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
     t_gather = 32 * n * sum(g.rows * (g.row_words * isz / 32 + ROW_STRADDLE) for g in global_sizes
                             if isinstance(g, Gathered)) / p.gather_rate
@@ -374,7 +373,29 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     t_spill = spill_time(blocks * threads, spill_bytes, p) if spill_bytes else 0.0
     time = p.launch_overhead + max(t_mem + t_spill, t_gather, t_compute + t_sync, t_shared, t_blocks)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
-                      t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks, t_spill=t_spill)
+                      t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks, t_spill=t_spill, t_gather=t_gather)
+
+
+def barrier_runs(model: KernelModel) -> int:
+    """The barriers a block of the kernel runs, each counted its loops' trip counts."""
+    return sum(runs for op, runs in zip(model.ops, op_weights(model.ops)) if op.kind == OpKind.BARRIER)
+
+
+def cost_with_barriers(cost: KernelCost, model: KernelModel, n: int, p: DeviceProfile) -> KernelCost:
+    """What `kernel_cost` gives `model`, the kernel `cost` priced with its barriers put in
+    (`transforms.barriers.place_barriers`) or changed, its ops, places and offsets otherwise the
+    same, with the same register figures: barriers add only the barrier term (`t_sync`), every
+    other term reading the kernel's calls, copies and values, and a CPU profile's cost has no
+    barrier term (`time_without_barriers` is its lower bound). The search prices each analysed
+    configuration this way once its barriers are placed, instead of walking the kernel again
+    (a tenth of a search's time); `tests/test_planner.py` checks it against `kernel_cost`."""
+    if p.kind == "cpu" or not cost.feasible:
+        return cost
+    waves = math.ceil(math.ceil(n / model.by) / (p.sms * cost.resident_blocks))
+    t_sync = barrier_runs(model) * waves * p.barrier_cost
+    time = p.launch_overhead + max(cost.t_mem + cost.t_spill, cost.t_gather, cost.t_compute + t_sync,
+                                   cost.t_shared, cost.t_blocks)
+    return dataclasses.replace(cost, time=time, t_sync=t_sync)
 
 
 # The last block of a reducing kernel combining its partials (`combine_emit.finish_in_last_block`):

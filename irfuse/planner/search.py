@@ -52,8 +52,8 @@ from irfuse.diagnostics import CompileError, located
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
-from irfuse.planner.cost import (DeviceProfile, KernelCost, global_sectors, kernel_cost, op_flops, peak_flops,
-                                  peak_register_words, time_without_barriers)
+from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, global_sectors, kernel_cost, op_flops,
+                                  peak_flops, peak_register_words, time_without_barriers)
 from irfuse.planner.cover_model import CoverModel, statuses
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
 from irfuse.planner.registers import CompiledFigures, signature
@@ -327,7 +327,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         final = place_barriers(m, copy=False)  # (m, the optimized copy, is not read after)
         known = registers.get(signature(final)) if registers else None
         cost = kernel_cost(final, n, profile, sizes, known.registers, known.spill_bytes) if known else \
-            kernel_cost(final, n, profile, sizes)
+            cost_with_barriers(bound, final, n, profile)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
                                                    cost.time * dag.multiplier)))
     # Equal costs go by `tie_rank` (as in the cover), then keep the order of their bounds, then
