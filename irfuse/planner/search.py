@@ -306,7 +306,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         # kernel that fits a block only once the in-kernel steps overlap its values is marked
         # `unplaced` until fuse-allocate-shared places them, and the cost below says whether it
         # fits then.)
-        m = optimize(base, stop_before=BARRIER_STEP)
+        m = optimize(base, stop_before=BARRIER_STEP, copy=False)  # (base is built for this alone)
         if elements > 1 and profile.kind != "cpu" and peak_register_words(m) > profile.max_regs_per_thread:
             # A row of every register value per element: where the elements' values together
             # pass a thread's registers, ptxas spills what one element a thread keeps (unrolled

@@ -33,11 +33,13 @@ IN_KERNEL_STEPS: tuple[InKernelStep, ...] = (
 BARRIER_STEP = "fuse-place-barriers"
 
 
-def optimize(model: KernelModel, stop_before: str | None = None) -> KernelModel:
+def optimize(model: KernelModel, stop_before: str | None = None, copy: bool = True) -> KernelModel:
     """The steps in order, all of them or those before `stop_before`, on a copy of `model`
     (one copy: each step then changes that private model in place, `copy=False`; the planner
-    runs this for thousands of candidate kernels, where a copy a step was a fifth of its time)."""
-    model = model.copy()
+    runs this for thousands of candidate kernels, where a copy a step was a fifth of its time),
+    or with `copy=False` on `model` itself (the planner's candidates, built for this alone)."""
+    if copy:
+        model = model.copy()
     for step in IN_KERNEL_STEPS:
         if step.pass_name == stop_before:
             break
