@@ -517,8 +517,8 @@ def test_a_kernel_counted_far_past_a_steps_registers_is_first_compiled_below_it(
         asked.clear()
         plan, _ = driver.compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",
                                          compile_gpu=True, arch="sm_90")
-        compiled = [b for (b,) in asked]
-        assert compiled[0] == first and (compiled == one if width == 1 else set(one) <= set(compiled) <= {*one, 1})
+        compiled = [b for (b,) in asked]  # (two at once: in the order their threads finish)
+        assert compiled == one if width == 1 else max(compiled) == first and set(one) <= set(compiled) <= {*one, 1}
         assert plan.kernels[0].min_blocks == min(first, 2)
 
 
