@@ -99,8 +99,11 @@ def test_the_operators_written_for_any_order_are_the_files_at_order_3():
 
 # Orders 7 and 8 take a minute each on two cores (the CPU's compile of their element kernels),
 # order 5 15-18 s for the paths order 4 takes too (past 64 entries an axis, an element's rows
-# one group): in the long runs (`IRFUSE_FUZZ_LONG=1`), with the fuzzing.
-ORDERS = [1, 2, 4, 5, 6, 7, 8] if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else [1, 2, 4, 6]
+# one group): in the long runs (`IRFUSE_FUZZ_LONG=1`), with the fuzzing. So is BP3 at order 6
+# (14 s: the host compiler on its 1 MB of element code): BP1 takes its gathers and scatter of
+# 343-node elements, the slots numbered in two bytes.
+LONG = os.environ.get("IRFUSE_FUZZ_LONG") == "1"
+ORDERS = [1, 2, 4, 5, 6, 7, 8] if LONG else [1, 2, 4, 6]
 
 
 @pytest.mark.heavy
@@ -117,10 +120,11 @@ def test_the_operators_of_orders_1_to_8_are_the_references(order):
     wdet, G = ref.geometric_factors(X, conn, order, q)
     u = np.random.default_rng(order).standard_normal(len(X))
     y1 = irfuse.compile(ops.bp1_source(order, q), backend="cpu", dtype="f64")(u, conn, B, wdet).y
-    y3 = irfuse.compile(ops.bp3_source(order, q), backend="cpu", dtype="f64")(
-        u, conn, B, D, *(G[..., i, j] for i, j in SYMMETRIC)).y
     np.testing.assert_allclose(y1, ref.bp1(u, conn, order, wdet), rtol=0, atol=1e-14)
-    np.testing.assert_allclose(y3, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)
+    if order < 6 or LONG:
+        y3 = irfuse.compile(ops.bp3_source(order, q), backend="cpu", dtype="f64")(
+            u, conn, B, D, *(G[..., i, j] for i, j in SYMMETRIC)).y
+        np.testing.assert_allclose(y3, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("order, profile", [(1, "cpu"), (3, "cpu"), (3, "h100")])
