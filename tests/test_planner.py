@@ -448,30 +448,39 @@ def test_a_kernel_that_gathers_asks_ptxas_for_1280_threads_an_sm(dtype):
     assert k.min_blocks == 10 if dtype == "f32" else k.min_blocks < 10
 
 
-@pytest.mark.parametrize("most", [8, 4])
-def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(monkeypatch, most):
-    """SyncTest's kernel asks for 10 blocks; as if ptxas spilled it above `most`, it is
-    stepped to 8, then 4. One core: one compile at a time, stopping at the first step that
-    does not spill. Two: the first compile beside the first step (8), then two steps a round.
-    Four: the first compile beside the first three steps, in one round."""
+def _spilling_above(monkeypatch, most: int) -> list:
+    """NVRTC as `build` calls it, as if ptxas could not fit a kernel in its registers above `most`
+    resident blocks (spilling past `SPILL_BYTES_KEPT`): the list it fills with each compile's
+    blocks asked, kernel by kernel."""
     import dataclasses
 
     from irfuse.driver import compile as driver
 
-    real = driver.compiler_for
-    asked = []
+    real, asked = driver.compiler_for, []
 
     class Spills:
         def compile(self, source, kernels, element, arch):
             cubin = real("cuda").compile(source, kernels, element, arch)
             asked.append([k.min_blocks for k in kernels])
             for k in kernels:
-                if k.min_blocks > most:  # as if ptxas could not fit the kernel in its registers
+                if k.min_blocks > most:
                     cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name],
                                                                   spill_stores=driver.SPILL_BYTES_KEPT + 4)
             return cubin
 
     monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
+    return asked
+
+
+@pytest.mark.parametrize("most", [8, 4])
+def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(monkeypatch, most):
+    """SyncTest's kernel asks for 10 blocks; as if ptxas spilled it above `most`, it is
+    stepped to 8, then 4. One core: one compile at a time, stopping at the first step that
+    does not spill. Two: the first compile beside the first step (8), then two steps a round.
+    Four: the first compile beside the first three steps, in one round."""
+    from irfuse.driver import compile as driver
+
+    asked = _spilling_above(monkeypatch, most)
     one = {8: [[10], [8]], 4: [[10], [8], [4]]}[most]
     two = {8: [[10], [8]], 4: [[10], [8], [4], [2]]}[most]  # (rounds of two: 10 and 8, then 4 and 2)
     four = [[10], [8], [4], [2]]  # (one round: 10 beside its first three steps)
@@ -491,25 +500,10 @@ def test_a_kernel_counted_far_past_a_steps_registers_is_first_compiled_below_it(
     a step's, that step is not compiled: the first compile asks for the first step the count
     leaves, and the steps after it follow as before (here ptxas spills above 2 blocks), on one
     core or two, ending where stepping from 10 one compile at a time ends."""
-    import dataclasses
-
     from irfuse.driver import compile as driver
     from irfuse.planner import cost
 
-    real = driver.compiler_for
-    asked = []
-
-    class Spills:
-        def compile(self, source, kernels, element, arch):
-            cubin = real("cuda").compile(source, kernels, element, arch)
-            asked.append([k.min_blocks for k in kernels])
-            for k in kernels:
-                if k.min_blocks > 2:
-                    cubin.resources[k.name] = dataclasses.replace(cubin.resources[k.name],
-                                                                  spill_stores=driver.SPILL_BYTES_KEPT + 4)
-            return cubin
-
-    monkeypatch.setattr(driver, "compiler_for", lambda name: Spills())
+    asked = _spilling_above(monkeypatch, 2)
     monkeypatch.setattr(cost, "peak_register_words", lambda model: counted)
     one = [b for b in (10, 8, 4, 2) if b <= first] or [1]  # (one compile at a time)
     for width in (1, 2):
