@@ -992,7 +992,8 @@ def test_the_register_estimate_counts_the_words_a_thread_holds_of_a_value_spread
 
 
 @pytest.mark.parametrize("name, dtype, profile", [("cfl_step.kas", "f32", "h100"), ("power_iteration.kas", "f64", "h200"),
-                                                  ("p1_residual.kas", "f32", "h100"), ("synctest.kas", "f32", "cpu")])
+                                                  ("p1_residual.kas", "f32", "h100"),
+                                                  ("synctest.kas", "f32", "cpu")])
 def test_a_configurations_cost_with_its_barriers_is_the_cost_model_s_price_of_it(monkeypatch, name, dtype, profile):
     """The search prices an analysed configuration once its barriers are placed from its price
     without them (`cost.cost_with_barriers`, the barrier term alone recomputed): for every

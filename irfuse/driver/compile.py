@@ -167,6 +167,7 @@ def _first_steps(module: ModuleOp, itemsize: int, emitted: EmittedModule) -> dic
     float64 and BP3 are compiled at two steps instead of four)."""
     from irfuse.kernel.bridge import model_from_kernel
     from irfuse.planner.cost import peak_register_words
+    from irfuse.planner.profiles import H100  # (its registers an SM and a thread: every sm_70 and later GPU's)
 
     planned = {op.sym_name.data: op for op in module.walk() if isinstance(op, KernelOp)}
     first = {}
@@ -175,8 +176,8 @@ def _first_steps(module: ModuleOp, itemsize: int, emitted: EmittedModule) -> dic
             continue
         need = peak_register_words(model_from_kernel(planned[k.name], itemsize)[0])
         ladder = [k.min_blocks] + _fewer_blocks(k.min_blocks, k.threads)
-        first[k.name] = next((b for b in ladder if need <= SURE_SPILL * min(255, 65536 // (b * k.threads))),
-                             ladder[-1])
+        first[k.name] = next((b for b in ladder if need <= SURE_SPILL * min(
+            H100.max_regs_per_thread, H100.regs_per_sm // (b * k.threads))), ladder[-1])
     return first
 
 
