@@ -8,6 +8,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # several test processes on one GPU, the others would run out of memory.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))
+# The long runs (`IRFUSE_FUZZ_LONG=1`): more seeds, orders and plans than the default run takes.
+LONG = os.environ.get("IRFUSE_FUZZ_LONG") == "1"
 
 
 def pytest_collection_modifyitems(config, items):

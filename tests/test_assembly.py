@@ -5,13 +5,12 @@ gives the same sums to rounding), a scalar problem against a dense sum of its bl
 caller's family (SciPy, PyTorch), `out=` rewriting values in place, and refusals by name."""
 
 import importlib.util
-import os
 
 import numpy as np
 import pytest
 
 import irfuse
-from conftest import ROOT
+from conftest import LONG, ROOT
 from irfuse.mesh import Connectivity, box_tetrahedra
 from irfuse.mesh.assembly import assemble, sparse_pattern
 
@@ -240,7 +239,7 @@ def test_tangent_matrices_of_random_mesh_programs_are_their_central_differences(
 
     compared, refused = 0, []
     # (sixteen random programs in the long runs, `IRFUSE_FUZZ_LONG=1`; ten here compare 19 pairs)
-    seeds = range(16 if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else 10)
+    seeds = range(16 if LONG else 10)
     for kind, seed in [("mesh_tangents", s) for s in seeds] + [("mesh", s) for s in range(4)]:
         out = tangent_against_differences(random_differentiable_programs(kind, seed), n=12, seed=seed)
         assert not out.mismatches, (seed, out.mismatches)

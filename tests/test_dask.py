@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import irfuse
-from conftest import EXAMPLES
+from conftest import EXAMPLES, LONG
 from irfuse.verification.reference import random_inputs
 
 da = pytest.importorskip("dask.array")
@@ -221,7 +221,7 @@ def test_random_programs_with_reductions_give_the_one_calls_results_in_chunks():
 
     phases = []
     # Two-phase programs among them: 6, 7 and 14 (`IRFUSE_FUZZ_LONG=1` runs all sixteen seeds).
-    for seed in range(16) if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else (0, 1, 6, 7, 14):
+    for seed in range(16) if LONG else (0, 1, 6, 7, 14):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # unused random inputs
             prog = irfuse.compile(random_program(seed, 10, batch_wide=True), backend="cpu", filename=f"r{seed}.kas")

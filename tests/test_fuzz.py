@@ -10,12 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, check_top_plans_on_cpu
+from conftest import LONG, ROOT, check_top_plans_on_cpu
 from irfuse.frontend.irgen import compile_source
 from irfuse.testing.mutations import MUTATIONS, check_frontend, check_ir, mutate, mutate_ir
 from irfuse.testing.random_programs import random_element_program, random_mesh_program, random_program
 
-LONG = os.environ.get("IRFUSE_FUZZ_LONG") == "1"
 SOURCES = [open(p).read() for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")))]
 
 

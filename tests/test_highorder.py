@@ -10,7 +10,7 @@ import pytest
 
 import highorder_reference as ref
 import irfuse
-from conftest import ROOT
+from conftest import LONG, ROOT
 from irfuse.mesh import Connectivity, box_hexahedra
 
 P, Q = 3, 5
@@ -102,7 +102,6 @@ def test_the_operators_written_for_any_order_are_the_files_at_order_3():
 # one group): in the long runs (`IRFUSE_FUZZ_LONG=1`), with the fuzzing. So is BP3 at order 6
 # (14 s: the host compiler on its 1 MB of element code): BP1 takes its gathers and scatter of
 # 343-node elements, the slots numbered in two bytes.
-LONG = os.environ.get("IRFUSE_FUZZ_LONG") == "1"
 ORDERS = [1, 2, 4, 5, 6, 7, 8] if LONG else [1, 2, 4, 6]
 
 

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, LONG
 from irfuse.dialects import fuse
 from irfuse.dialects.layouts import from_aos
 from irfuse.driver.compile import compile_text
@@ -125,7 +125,7 @@ def test_a_loop_kernel_with_several_thread_mappings_matches_the_reference(layout
         assert any(isinstance(op, fuse.BarrierOp) for op in loop.body.block.ops)  # the back edge needs one
 
 
-@pytest.mark.parametrize("seed", range(12 if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else 3))  # (more: long mode)
+@pytest.mark.parametrize("seed", range(12 if LONG else 3))  # (more: long mode)
 def test_random_programs_with_loops_agree_in_kernels_and_on_the_host(seed, tmp_path):
     """Random programs rich in loops (nested, 1 to 3 iterations, read after the loop) through
     their three best plans and the best host-loop plan."""

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import EXAMPLES, ROOT, check_top_plans_on_cpu
+from conftest import EXAMPLES, LONG, ROOT, check_top_plans_on_cpu
 from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_file, compile_source
@@ -146,7 +146,7 @@ ELEMENT_EXAMPLES = ("p1_elastic.kas", "neo_hookean.kas", "j2_return.kas", "hex8.
 def test_every_plan_of_the_best_plans_runs_correctly_on_the_cpu(path):
     """The 5 best plans of every example (10 with `IRFUSE_FUZZ_LONG=1`, and in
     `benchmarks/fuzz.py`'s long runs) against the reference."""
-    top = 10 if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else 5
+    top = 10 if LONG else 5
     if os.path.basename(path) in ELEMENT_EXAMPLES and top == 5:
         # Their best plan is the whole routine in one kernel (two block shapes of it lead); the
         # plans after put each call in a kernel of its own, the unfused form every example runs

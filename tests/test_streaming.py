@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import irfuse
-from conftest import EXAMPLES
+from conftest import EXAMPLES, LONG
 from irfuse.analysis.batch_passes import batch_passes
 from irfuse.dialects.kas import program_of
 from irfuse.passes.registry import DEFAULT_PIPELINE
@@ -236,7 +236,7 @@ def reducing_programs(count: int) -> list[str]:
     return list(itertools.islice((src for src in found if re.search(r"= (sum|max|min)\(", src)), count))
 
 
-@pytest.mark.parametrize("k", range(6 if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else 3))  # (more: long mode)
+@pytest.mark.parametrize("k", range(6 if LONG else 3))  # (more: long mode)
 def test_random_programs_with_reductions_in_chunks_give_the_bits_of_one_call(k):
     src = reducing_programs(6)[k]
     prog = irfuse.compile(src, backend="cpu")

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import LONG, ROOT
 
 import irfuse
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
@@ -335,7 +335,7 @@ def test_the_cli_runs_and_verifies_the_examples_with_uniform_values(tmp_path):
 
 
 # (`IRFUSE_FUZZ_LONG=1` runs 20; benchmarks/fuzz.py runs such programs in the thousands)
-@pytest.mark.parametrize("seed", range(20 if os.environ.get("IRFUSE_FUZZ_LONG") == "1" else 4))
+@pytest.mark.parametrize("seed", range(20 if LONG else 4))
 def test_random_programs_with_batch_wide_values_agree_with_the_reference(seed, tmp_path):
     """Uniform inputs, literals, reductions (and kernels after them), statements run once:
     the two best plans of random programs, against the reference on the CPU, each compiled

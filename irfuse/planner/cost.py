@@ -471,7 +471,8 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
             words = math.prod(host.values[step.result].shape)
             nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
         elif isinstance(step, Combine):
-            value, info = host.values[step.partials], infos[host.values[step.partials].kernel]
+            value = host.values[step.partials]
+            info = infos[value.kernel]
             if p.kind != "cpu":
                 total += runs * COMBINE_WAIT
             if step.partials in finished:
