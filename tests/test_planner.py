@@ -1,6 +1,7 @@
 """The fusion search: convexity, exact cover, acyclic kernel order, device limits, N best plans."""
 
 import glob
+import itertools
 import os
 
 import pytest
@@ -906,12 +907,14 @@ def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes(
         COMBINE_WAIT + H200.launch_overhead + (info.finish_parts + 2) * 4 / H200.bandwidth)
 
 
-def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_leaves_pandas_out(tmp_path):
+def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_leaves_pandas_out(tmp_path,
+                                                                                                    monkeypatch):
     """`planner.cover_model` writes the cover search's model straight into OR-Tools' proto:
-    for a planned example and a random program, every model it solves is, byte for byte, the
-    one `cp_model.CpModel` makes from the same calls, with the same status, answer and
-    deterministic time; and a process that plans a program does not import pandas (which
-    `cp_model` imports, 0.15 s of every cold compile)."""
+    for a planned example and a random program (their covers given to CP-SAT), every model it
+    solves is, byte for byte, the one `cp_model.CpModel` makes from the same calls, with the
+    same status, answer and deterministic time; and a process that plans a small program
+    imports neither pandas (which `cp_model` imports, 0.15 s of every cold compile) nor, its
+    cover found without it (`cover_exact`), OR-Tools' solver."""
     import subprocess
     import sys
 
@@ -957,6 +960,7 @@ def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_
             solves.append(status)
             return status
 
+    monkeypatch.setattr(search, "unique_cover", lambda *a: None)  # (every cover to CP-SAT)
     original = search.CoverModel
     search.CoverModel = Mirrored
     try:
@@ -968,10 +972,79 @@ def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_
         search.CoverModel = original
     assert len(solves) >= 2
     code = ("import sys, irfuse; irfuse.compile(sys.argv[1], backend='cpu', pipeline=None); "
-            "print('pandas' in sys.modules)")
+            "print('pandas' in sys.modules, 'ortools.sat.python.cp_model_helper' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "examples", "synctest.kas")],
                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "IRFUSE_CACHE_DIR": str(tmp_path)})
-    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+    assert out.returncode == 0 and out.stdout.strip() == "False False", out.stderr
+
+
+def test_the_exact_cover_search_finds_the_one_cheapest_cover_or_says_there_is_none():
+    """`cover_exact.unique_cover` against every exact cover listed: on 400 random instances
+    (up to 7 calls, up to 13 groups, weights from a few values so that ties are common) it
+    returns the cheapest cover where exactly one is cheapest and None where two or more share
+    the least total; a group of no call leaves the instance to CP-SAT."""
+    import itertools
+    import random
+
+    from irfuse.planner.cover_exact import unique_cover
+
+    rng = random.Random(7)
+    unique = tied = 0
+    for _ in range(400):
+        calls = list(range(20, 20 + rng.randint(1, 7)))
+        groups = [(c,) for c in calls] + [tuple(rng.sample(calls, rng.randint(1, len(calls))))
+                                          for _ in range(rng.randint(0, 6))]
+        weights = [rng.choice((3, 4, 5, 6)) * len(g) + rng.choice((0, 1)) for g in groups]
+        totals = {}
+        for chosen in itertools.chain.from_iterable(itertools.combinations(range(len(groups)), r)
+                                                    for r in range(1, len(calls) + 1)):
+            if sorted(c for i in chosen for c in groups[i]) == calls:
+                totals[chosen] = sum(weights[i] for i in chosen)
+        least = min(totals.values())
+        best = [list(chosen) for chosen, total in totals.items() if total == least]
+        answer = unique_cover(calls, groups, weights)
+        assert answer == (best[0] if len(best) == 1 else None), (calls, groups, weights)
+        unique += len(best) == 1
+        tied += len(best) > 1
+    assert unique > 100 and tied > 40
+    assert unique_cover([1, 2], [(1, 2), (7,)], [5, 1]) is None
+
+
+def test_a_cover_found_without_cp_sat_is_the_one_cp_sat_finds(monkeypatch):
+    """Every cover the exact search answers (examples, a mesh example, J2's Jacobian and
+    random programs, under three profiles) is the very plan CP-SAT finds for the same
+    configurations, and it answers most of those it is asked (programs without loops)."""
+    import irfuse.planner.search as search
+    from irfuse.driver.compile import PlanningOptions, compile_text
+    from irfuse.testing.random_programs import random_program
+
+    real_cover, real_unique = search.solve_cover, search.unique_cover
+    asked = []  # (whether the exact search answered, cover by cover)
+
+    def both(dags, configs, top, *rest):
+        plans = real_cover(dags, configs, top, *rest)
+        monkeypatch.setattr(search, "unique_cover", lambda *a: None)
+        given = real_cover(dags, configs, top, *rest)
+        monkeypatch.setattr(search, "unique_cover", recording)
+        assert [[id(c) for c in p.configs] for p in plans] == [[id(c) for c in p.configs] for p in given]
+        assert [p.predicted_time for p in plans] == [p.predicted_time for p in given]
+        return plans
+
+    def recording(*a):
+        found = real_unique(*a)
+        asked.append(found is not None)
+        return found
+
+    monkeypatch.setattr(search, "solve_cover", both)
+    monkeypatch.setattr(search, "unique_cover", recording)
+    sources = [(name, open(os.path.join(ROOT, "examples", name)).read())
+               for name in ("synctest.kas", "neo_hookean.kas", "strain_energy.kas", "mesh/p1_residual.kas")]
+    sources.append(("j2", open(os.path.join(ROOT, "examples", "j2_return.kas")).read()
+                    + "\nderivative jacobian of sig wrt deps;\n"))
+    sources += [(f"random{seed}", random_program(seed, 30, loops=seed % 3 == 0, dense=seed % 2 == 0)) for seed in range(6)]
+    for (name, text), profile in itertools.product(sources, ("h100", "h200", "cpu")):
+        compile_text(text, name, None, "f32", compile_gpu=False, planning=PlanningOptions(profile=profile))
+    assert len(asked) >= 2 * len(sources) and sum(asked) >= 0.8 * len(asked)  # (loops go to CP-SAT)
 
 
 def test_the_register_estimate_counts_the_words_a_thread_holds_of_a_value_spread_over_threads():

@@ -54,6 +54,7 @@ from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, global_sectors, kernel_cost, op_flops,
                                   peak_flops, peak_register_words, time_without_barriers)
+from irfuse.planner.cover_exact import unique_cover
 from irfuse.planner.cover_model import CoverModel, statuses
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
 from irfuse.planner.registers import CompiledFigures, signature
@@ -621,15 +622,17 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
 
     Exact cover: each call in exactly one chosen configuration, least total predicted time.
     A cover whose kernels would depend on each other in a cycle (possible with convex
-    groups) gets a cut forbidding that combination, and the model is solved again.
+    groups) gets a cut forbidding that combination, and the model is solved again. The best
+    cover of a program without loops, where no other shares its total, is found without
+    CP-SAT (`cover_exact`: the same answer, without loading OR-Tools).
     """
-    model = CoverModel(len(configs))  # (OR-Tools' solver, loaded at the first solve)
-    optimal, feasible, unknown = statuses()
     index = {id(c): i for i, c in enumerate(configs)}
     covering: dict[tuple[int, int], list[int]] = {}
     for ci, c in enumerate(configs):
         for node in c.group:
             covering.setdefault((c.dag, node), []).append(ci)
+    exactly_one: list[list[int]] = []
+    at_most_one: list[list[int]] = []
     for d, dag in enumerate(dags):
         around = enclosing_loops(dags, d)
         # A loop run inside a kernel covers every call of its body (nested loops included).
@@ -642,18 +645,28 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
                     f"no feasible kernel can run '{op.op_name}' on this device (every implementation exceeds its "
                     "limits: shared memory, registers or threads of a block)", op.location,
                     ["its values are too large for one element's work on chip: split them into smaller ones"]))
-            model.exactly_one(opts + inherited)
+            exactly_one.append(opts + inherited)
         for node in dag.kernel_loops():
             if covering.get((d, node)):
-                model.at_most(covering[(d, node)] + inherited, 1)
+                at_most_one.append(covering[(d, node)] + inherited)
     scale = objective_scale(configs)  # objective in units of 0.1 ns while the times fit
     # Of kernels of equal predicted time the cover takes one element a thread, then blocks of
     # 128 threads (`tie_rank`): a tenth of a nanosecond a rank, which breaks ties and nothing
     # else.
-    model.minimize((i, int(round(c.weighted_time * scale)) + tie_rank(c.model.by, c.model.per_thread,
-                                                                        c.model.reduces(), c.model.bx,
-                                                                        c.model.gathers()))
-                   for i, c in enumerate(configs))
+    weights = [int(round(c.weighted_time * scale)) + tie_rank(c.model.by, c.model.per_thread, c.model.reduces(),
+                                                               c.model.bx, c.model.gathers())
+               for c in configs]
+    if top == 1 and len(dags) == 1 and not at_most_one:
+        chosen = unique_cover(dags[0].calls, [c.group for c in configs], weights)
+        if chosen is not None and not _kernel_cycle(dags, [configs[i] for i in chosen]):
+            return [Plan([configs[i] for i in chosen], sum(configs[i].weighted_time for i in chosen))]
+    model = CoverModel(len(configs))  # (OR-Tools' solver, loaded at the first solve)
+    optimal, feasible, unknown = statuses()
+    for variables in exactly_one:
+        model.exactly_one(variables)
+    for variables in at_most_one:
+        model.at_most(variables, 1)
+    model.minimize(enumerate(weights))
     plans: list[Plan] = []
     # One worker (`CoverModel.solve`): the search, and so the order of plans of equal predicted
     # time, is the same on every run (a tuned plan is compiled again later by its index).
