@@ -29,6 +29,7 @@ nonzero, else b: the side not taken never reaches the result, NaN or not) and `c
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -240,7 +241,11 @@ class _Parser:
         return Ref(name, indices)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_definition(text: str) -> Definition:
+    """The definition's tree (immutable: one per text, parsed once a process: an op's
+    definition is read where the op is defined and again by each implementation derived from
+    it, 159 parses for the Neo-Hookean code's compile)."""
     return _Parser(text).definition()
 
 
