@@ -1011,9 +1011,11 @@ def test_the_exact_cover_search_finds_the_one_cheapest_cover_or_says_there_is_no
 
 
 def test_a_cover_found_without_cp_sat_is_the_one_cp_sat_finds(monkeypatch):
-    """Every cover the exact search answers (examples, a mesh example, J2's Jacobian and
-    random programs, under three profiles) is the very plan CP-SAT finds for the same
-    configurations, and it answers most of those it is asked (programs without loops)."""
+    """Every cover the exact search answers (examples, a mesh example and random programs,
+    under a GPU's profile and the CPU's) is the very plan CP-SAT finds for the same
+    configurations, and it answers most of them. (The emitted sources of 218 compiles, J2's
+    Jacobian and programs with loops among them, were the same to the byte both ways:
+    benchmarks/NOTES.md, Compiling, 2026-12-02.)"""
     import irfuse.planner.search as search
     from irfuse.driver.compile import PlanningOptions, compile_text
     from irfuse.testing.random_programs import random_program
@@ -1039,12 +1041,10 @@ def test_a_cover_found_without_cp_sat_is_the_one_cp_sat_finds(monkeypatch):
     monkeypatch.setattr(search, "unique_cover", recording)
     sources = [(name, open(os.path.join(ROOT, "examples", name)).read())
                for name in ("synctest.kas", "neo_hookean.kas", "strain_energy.kas", "mesh/p1_residual.kas")]
-    sources.append(("j2", open(os.path.join(ROOT, "examples", "j2_return.kas")).read()
-                    + "\nderivative jacobian of sig wrt deps;\n"))
-    sources += [(f"random{seed}", random_program(seed, 30, loops=seed % 3 == 0, dense=seed % 2 == 0)) for seed in range(6)]
-    for (name, text), profile in itertools.product(sources, ("h100", "h200", "cpu")):
+    sources += [(f"random{seed}", random_program(seed, 30, loops=False, dense=seed % 2 == 0)) for seed in range(3)]
+    for (name, text), profile in itertools.product(sources, ("h100", "cpu")):
         compile_text(text, name, None, "f32", compile_gpu=False, planning=PlanningOptions(profile=profile))
-    assert len(asked) >= 2 * len(sources) and sum(asked) >= 0.8 * len(asked)  # (loops go to CP-SAT)
+    assert len(asked) >= 2 * len(sources) and sum(asked) >= 0.8 * len(asked)
 
 
 def test_the_register_estimate_counts_the_words_a_thread_holds_of_a_value_spread_over_threads():
