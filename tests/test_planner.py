@@ -1008,6 +1008,15 @@ def test_the_exact_cover_search_finds_the_one_cheapest_cover_or_says_there_is_no
         tied += len(best) > 1
     assert unique > 100 and tied > 40
     assert unique_cover([1, 2], [(1, 2), (7,)], [5, 1]) is None
+    # A thousand calls covered one by one, from deep in a compile's stack: left to CP-SAT (its
+    # recursion stops at `DEPTH` kernels), not a RecursionError; 150 are answered.
+
+    def deep(k, f):
+        return f() if k == 0 else deep(k - 1, f)
+
+    calls = list(range(1000))
+    assert deep(150, lambda: unique_cover(calls, [(c,) for c in calls], [10 + c for c in calls])) is None
+    assert unique_cover(calls[:150], [(c,) for c in calls[:150]], [10 + c for c in calls[:150]]) == list(range(150))
 
 
 def test_a_cover_found_without_cp_sat_is_the_one_cp_sat_finds(monkeypatch):

@@ -6,7 +6,8 @@ few dozen configurations over a few dozen calls (every example's: at most 266 ov
 search of exact covers settles in a millisecond or two. The answer must be CP-SAT's: where two
 covers share the least total (CP-SAT's choice between them is its own), where the best cover's
 kernels would depend on each other in a cycle (`search.solve_cover` cuts and solves again), or
-where the search passes `NODES` steps, the cover is left to CP-SAT. The objective is CP-SAT's,
+where the search passes `NODES` steps (or a cover of `DEPTH` kernels), the cover is left to
+CP-SAT. The objective is CP-SAT's,
 integers (`search.solve_cover`'s weights), so "least" and "equal" are exact.
 
 The search: the call with the fewest configurations still open is covered next, by each of
@@ -25,6 +26,9 @@ from __future__ import annotations
 # ms on the 2-core CI machine); the rest are ties (two kernels of equal price: hex8, BP3) or
 # longer, and a search given up so costs at most 23 ms there.
 NODES = 1_000
+# Kernels a cover the search follows may hold (its recursion's depth): a program of a thousand
+# calls covered one by one would otherwise pass Python's recursion limit inside a compile.
+DEPTH = 200
 
 
 class _TooLong(Exception):
@@ -35,7 +39,8 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
     """The indices (ascending) of the one cover of least total weight: each of `calls` (node
     numbers) in exactly one chosen group (`groups[i]`, node numbers, of weight `weights[i]`);
     None where two covers share the least total, a group holds no call, or the search passes
-    `NODES` steps. Every call must be in some group (the caller has said which is not)."""
+    `NODES` steps or `DEPTH` kernels. Every call must be in some group (the caller has said
+    which is not)."""
     position = {node: k for k, node in enumerate(calls)}
     masks = []
     for group in groups:
@@ -60,7 +65,7 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
 
     def search(covered: int, cost: int) -> None:
         steps[0] += 1
-        if steps[0] > NODES:
+        if steps[0] > NODES or len(chosen) > DEPTH:
             raise _TooLong
         if covered == full:
             if cost < best[0]:
