@@ -6,8 +6,7 @@ few dozen configurations over a few dozen calls (every example's: at most 266 ov
 search of exact covers settles in a millisecond or two. The answer must be CP-SAT's: where two
 covers share the least total (CP-SAT's choice between them is its own), where the best cover's
 kernels would depend on each other in a cycle (`search.solve_cover` cuts and solves again), or
-where the search passes `NODES` steps (or a cover of `DEPTH` kernels), the cover is left to
-CP-SAT. The objective is CP-SAT's,
+where the search runs long (`NODES`, `DEPTH`, `WORK`), the cover is left to CP-SAT. The objective is CP-SAT's,
 integers (`search.solve_cover`'s weights), so "least" and "equal" are exact.
 
 The search: the call with the fewest configurations still open is covered next, by each of
@@ -29,6 +28,9 @@ NODES = 1_000
 # Kernels a cover the search follows may hold (its recursion's depth): a program of a thousand
 # calls covered one by one would otherwise pass Python's recursion limit inside a compile.
 DEPTH = 200
+# Configurations the search may look at in all (each step reads every open call's): so that a
+# program of thousands of calls is given to CP-SAT after some 50 ms, not seconds.
+WORK = 200_000
 
 
 class _TooLong(Exception):
@@ -39,7 +41,7 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
     """The indices (ascending) of the one cover of least total weight: each of `calls` (node
     numbers) in exactly one chosen group (`groups[i]`, node numbers, of weight `weights[i]`);
     None where two covers share the least total, a group holds no call, or the search passes
-    `NODES` steps or `DEPTH` kernels. Every call must be in some group (the caller has said
+    `NODES` steps, `DEPTH` kernels or `WORK` configurations looked at. Every call must be in some group (the caller has said
     which is not)."""
     position = {node: k for k, node in enumerate(calls)}
     masks = []
@@ -60,12 +62,12 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
     for opts in options:  # (cheapest a call first)
         opts.sort(key=lambda i: (per_call[i], i))
     slack = 1e-9 * (sum(weights) + 1)  # (the shares' rounding: a bound never prunes a cover it could equal)
-    best, found, ties, steps = [float("inf")], [None], [0], [0]
+    best, found, ties, steps, work = [float("inf")], [None], [0], [0], [0]
     chosen: list[int] = []
 
     def search(covered: int, cost: int) -> None:
         steps[0] += 1
-        if steps[0] > NODES or len(chosen) > DEPTH:
+        if steps[0] > NODES or len(chosen) > DEPTH or work[0] > WORK:
             raise _TooLong
         if covered == full:
             if cost < best[0]:
@@ -76,6 +78,7 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
         open_ = None  # (the configurations left to the open call with the fewest)
         bound = cost
         for k in _bits(full & ~covered):
+            work[0] += len(options[k])
             here = [i for i in options[k] if not masks[i] & covered]
             if not here:
                 return  # (this call can no longer be covered)
