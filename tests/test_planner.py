@@ -923,6 +923,7 @@ def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_
     import irfuse.planner.cover_model as cover_model
     import irfuse.planner.search as search
     from irfuse.driver.compile import PlanningOptions, compile_program, compile_text
+    from irfuse.passes import fuse_partition
     from irfuse.testing.random_programs import random_program
 
     solves = []
@@ -961,6 +962,7 @@ def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_
             return status
 
     monkeypatch.setattr(search, "unique_cover", lambda *a: None)  # (every cover to CP-SAT)
+    monkeypatch.setattr(fuse_partition, "_PLANS", {})  # (searches of this process's earlier tests not reused)
     original = search.CoverModel
     search.CoverModel = Mirrored
     try:
@@ -1027,6 +1029,7 @@ def test_a_cover_found_without_cp_sat_is_the_one_cp_sat_finds(monkeypatch):
     benchmarks/NOTES.md, Compiling, 2026-12-02.)"""
     import irfuse.planner.search as search
     from irfuse.driver.compile import PlanningOptions, compile_text
+    from irfuse.passes import fuse_partition
     from irfuse.testing.random_programs import random_program
 
     real_cover, real_unique = search.solve_cover, search.unique_cover
@@ -1048,6 +1051,7 @@ def test_a_cover_found_without_cp_sat_is_the_one_cp_sat_finds(monkeypatch):
 
     monkeypatch.setattr(search, "solve_cover", both)
     monkeypatch.setattr(search, "unique_cover", recording)
+    monkeypatch.setattr(fuse_partition, "_PLANS", {})  # (searches of this process's earlier tests not reused)
     sources = [(name, open(os.path.join(ROOT, "examples", name)).read())
                for name in ("synctest.kas", "neo_hookean.kas", "strain_energy.kas", "mesh/p1_residual.kas")]
     sources += [(f"random{seed}", random_program(seed, 30, loops=False, dense=seed % 2 == 0)) for seed in range(3)]
