@@ -12,8 +12,8 @@ integers (`search.solve_cover`'s weights), so "least" and "equal" are exact.
 The search: the call with the fewest configurations still open is covered next, by each of
 them in turn, cheapest a call first (a whole program's kernel before its calls one by one); a
 branch stops where its cost so far plus every open call's cheapest share among the
-configurations still open to it (a configuration's weight over its calls) passes the best
-total found, and is followed where it may equal it, so that a second best cover is seen
+configurations still open to it (a configuration's weight over its calls, rounded down: an
+integer bound, exact) passes the best total found, and is followed where it may equal it, so that a second best cover is seen
 (once one is, only where it may pass it).
 """
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 # Search steps before the cover is left to CP-SAT. Of 138 covers (every example, mesh and
 # high-order example, J2's Jacobian and 20 random programs with loops, under the h100, h200
-# and cpu profiles in both types) 117 settle within 100 steps, 123 within 1,000 (at most 12
-# ms on the 2-core CI machine); the rest are ties (two kernels of equal price: hex8, BP3) or
-# longer, and a search given up so costs at most 23 ms there.
+# and cpu profiles in both types) 121 settle within 100 steps, 127 within 300 (at most 10 ms
+# on the 2-core CI machine); the other 11 are ties (two kernels of equal price: hex8, BP3),
+# and a search given up so costs at most 19 ms there.
 NODES = 1_000
 # Kernels a cover the search follows may hold (its recursion's depth): a program of a thousand
 # calls covered one by one would otherwise pass Python's recursion limit inside a compile.
@@ -58,10 +58,11 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
     for i, mask in enumerate(masks):
         for k in _bits(mask):
             options[k].append(i)
-    per_call = [w / mask.bit_count() for w, mask in zip(weights, masks)]
+    # A configuration's share of each of its calls: its weight over them, rounded down, so that
+    # the bound below is an integer no greater than any cover's total (exact, whatever the sizes)
+    share = [w // mask.bit_count() for w, mask in zip(weights, masks)]
     for opts in options:  # (cheapest a call first)
-        opts.sort(key=lambda i: (per_call[i], i))
-    slack = 1e-9 * (sum(weights) + 1)  # (the shares' rounding: a bound never prunes a cover it could equal)
+        opts.sort(key=lambda i: (weights[i] / masks[i].bit_count(), i))
     best, found, ties, steps, work = [float("inf")], [None], [0], [0], [0]
     chosen: list[int] = []
 
@@ -82,11 +83,11 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
             here = [i for i in options[k] if not masks[i] & covered]
             if not here:
                 return  # (this call can no longer be covered)
-            bound += per_call[here[0]]
+            bound += share[here[0]]  # (the cheapest a call first: its share the least)
             if open_ is None or len(here) < len(open_):
                 open_ = here
         # (once two covers share the best total, only a strictly better one changes the answer)
-        if bound - slack > best[0] or ties[0] > 1 and bound + slack >= best[0]:
+        if bound > best[0] or ties[0] > 1 and bound >= best[0]:
             return
         for i in open_:
             chosen.append(i)
