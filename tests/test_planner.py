@@ -982,9 +982,10 @@ def test_the_cover_model_is_the_proto_or_tools_model_builder_makes_and_planning_
 
 def test_the_exact_cover_search_finds_the_one_cheapest_cover_or_says_there_is_none():
     """`cover_exact.unique_cover` against every exact cover listed: on 400 random instances
-    (up to 7 calls, up to 13 groups, weights from a few values so that ties are common) it
-    returns the cheapest cover where exactly one is cheapest and None where two or more share
-    the least total; a group of no call leaves the instance to CP-SAT."""
+    (up to 7 calls, up to 13 groups, weights from a few values so that ties are common, half of
+    them near 10^12 with covers a unit apart) it returns the cheapest cover where exactly one is
+    cheapest and None where two or more share the least total; a group of no call leaves the
+    instance to CP-SAT."""
     import itertools
     import random
 
@@ -992,11 +993,13 @@ def test_the_exact_cover_search_finds_the_one_cheapest_cover_or_says_there_is_no
 
     rng = random.Random(7)
     unique = tied = 0
-    for _ in range(400):
+    for case in range(400):
         calls = list(range(20, 20 + rng.randint(1, 7)))
         groups = [(c,) for c in calls] + [tuple(rng.sample(calls, rng.randint(1, len(calls))))
                                           for _ in range(rng.randint(0, 6))]
-        weights = [rng.choice((3, 4, 5, 6)) * len(g) + rng.choice((0, 1)) for g in groups]
+        # (every other case at the scale of long kernels' weights, covers a unit apart)
+        scale = 1 if case % 2 else 10**12
+        weights = [rng.choice((3, 4, 5, 6)) * len(g) * scale + rng.choice((0, 1)) for g in groups]
         totals = {}
         for chosen in itertools.chain.from_iterable(itertools.combinations(range(len(groups)), r)
                                                     for r in range(1, len(calls) + 1)):
@@ -1010,6 +1013,11 @@ def test_the_exact_cover_search_finds_the_one_cheapest_cover_or_says_there_is_no
         tied += len(best) > 1
     assert unique > 100 and tied > 40
     assert unique_cover([1, 2], [(1, 2), (7,)], [5, 1]) is None
+    # Two whole covers tied first, then the one cheaper by a unit at 10^12: a bound rounded in
+    # floats pruned it (an earlier form answered None here); the integer bound finds it.
+    big = 10**12
+    assert unique_cover([0, 1, 2], [(0,), (1,), (2,), (2, 1, 0), (1, 0, 2), (1, 2)],
+                        [4 * big + 1, 5 * big, 5 * big + 2, 12 * big + 2, 12 * big + 2, 8 * big]) == [0, 5]
     # A thousand calls covered one by one, from deep in a compile's stack: left to CP-SAT (its
     # recursion stops at `DEPTH` kernels), not a RecursionError; 150 are answered.
 
