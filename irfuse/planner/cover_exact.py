@@ -6,15 +6,16 @@ few dozen configurations over a few dozen calls (every example's: at most 266 ov
 search of exact covers settles in a millisecond or two. The answer must be CP-SAT's: where two
 covers share the least total (CP-SAT's choice between them is its own), where the best cover's
 kernels would depend on each other in a cycle (`search.solve_cover` cuts and solves again), or
-where the search runs long (`NODES`, `DEPTH`, `WORK`), the cover is left to CP-SAT. The objective is CP-SAT's,
-integers (`search.solve_cover`'s weights), so "least" and "equal" are exact.
+where the search runs long (`NODES`, `DEPTH`, `WORK`), the cover is left to CP-SAT. The
+objective is CP-SAT's, integers (`search.solve_cover`'s weights), so "least" and "equal" are
+exact.
 
 The search: the call with the fewest configurations still open is covered next, by each of
 them in turn, cheapest a call first (a whole program's kernel before its calls one by one); a
 branch stops where its cost so far plus every open call's cheapest share among the
 configurations still open to it (a configuration's weight over its calls, rounded down: an
-integer bound, exact) passes the best total found, and is followed where it may equal it, so that a second best cover is seen
-(once one is, only where it may pass it).
+integer bound, exact) passes the best total found, and is followed where it may equal it, so
+that a second best cover is seen (once one is, only where it may pass it).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
     """The indices (ascending) of the one cover of least total weight: each of `calls` (node
     numbers) in exactly one chosen group (`groups[i]`, node numbers, of weight `weights[i]`);
     None where two covers share the least total, a group holds no call, or the search passes
-    `NODES` steps, `DEPTH` kernels or `WORK` configurations looked at. Every call must be in some group (the caller has said
-    which is not)."""
+    `NODES` steps, `DEPTH` kernels or `WORK` configurations looked at. Every call must be in
+    some group (the caller has said which is not)."""
     position = {node: k for k, node in enumerate(calls)}
     masks = []
     for group in groups:
@@ -63,23 +64,24 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
     share = [w // mask.bit_count() for w, mask in zip(weights, masks)]
     for opts in options:  # (cheapest a call first)
         opts.sort(key=lambda i: (weights[i] / masks[i].bit_count(), i))
-    best, found, ties, steps, work = [float("inf")], [None], [0], [0], [0]
+    best, found, ties, steps, work = float("inf"), None, 0, 0, 0
     chosen: list[int] = []
 
     def search(covered: int, cost: int) -> None:
-        steps[0] += 1
-        if steps[0] > NODES or len(chosen) > DEPTH or work[0] > WORK:
+        nonlocal best, found, ties, steps, work
+        steps += 1
+        if steps > NODES or len(chosen) > DEPTH or work > WORK:
             raise _TooLong
         if covered == full:
-            if cost < best[0]:
-                best[0], found[0], ties[0] = cost, sorted(chosen), 1
-            elif cost == best[0]:
-                ties[0] += 1
+            if cost < best:
+                best, found, ties = cost, sorted(chosen), 1
+            elif cost == best:
+                ties += 1
             return
         open_ = None  # (the configurations left to the open call with the fewest)
         bound = cost
         for k in _bits(full & ~covered):
-            work[0] += len(options[k])
+            work += len(options[k])
             here = [i for i in options[k] if not masks[i] & covered]
             if not here:
                 return  # (this call can no longer be covered)
@@ -87,7 +89,7 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
             if open_ is None or len(here) < len(open_):
                 open_ = here
         # (once two covers share the best total, only a strictly better one changes the answer)
-        if bound > best[0] or ties[0] > 1 and bound >= best[0]:
+        if bound > best or ties > 1 and bound >= best:
             return
         for i in open_:
             chosen.append(i)
@@ -98,7 +100,7 @@ def unique_cover(calls: list[int], groups: list[tuple[int, ...]], weights: list[
         search(0, 0)
     except _TooLong:
         return None
-    return found[0] if ties[0] == 1 else None
+    return found if ties == 1 else None
 
 
 def _bits(mask: int):

@@ -633,7 +633,7 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
             covering.setdefault((c.dag, node), []).append(ci)
     # (each call's exactly-one and each kernel loop's at-most-one, in the order CP-SAT is given
     # them: block by block, a block's calls then its loops)
-    constraints: list[tuple[int, list[int]]] = []  # (at most this many chosen, 0 for exactly one; variables)
+    constraints: list[tuple[bool, list[int]]] = []  # (a loop's at most one, else a call's exactly one; variables)
     for d, dag in enumerate(dags):
         around = enclosing_loops(dags, d)
         # A loop run inside a kernel covers every call of its body (nested loops included).
@@ -646,10 +646,10 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
                     f"no feasible kernel can run '{op.op_name}' on this device (every implementation exceeds its "
                     "limits: shared memory, registers or threads of a block)", op.location,
                     ["its values are too large for one element's work on chip: split them into smaller ones"]))
-            constraints.append((0, opts + inherited))
+            constraints.append((False, opts + inherited))
         for node in dag.kernel_loops():
             if covering.get((d, node)):
-                constraints.append((1, covering[(d, node)] + inherited))
+                constraints.append((True, covering[(d, node)] + inherited))
     scale = objective_scale(configs)  # objective in units of 0.1 ns while the times fit
     # Of kernels of equal predicted time the cover takes one element a thread, then blocks of
     # 128 threads (`tie_rank`): a tenth of a nanosecond a rank, which breaks ties and nothing
@@ -657,15 +657,15 @@ def solve_cover(dags: list[BlockDAG], configs: list[Config], top: int,
     weights = [int(round(c.weighted_time * scale)) + tie_rank(c.model.by, c.model.per_thread, c.model.reduces(),
                                                                c.model.bx, c.model.gathers())
                for c in configs]
-    if top == 1 and len(dags) == 1 and all(not most for most, _ in constraints):
+    if top == 1 and len(dags) == 1 and not any(loop for loop, _ in constraints):
         chosen = unique_cover(dags[0].calls, [c.group for c in configs], weights)
         if chosen is not None and not _kernel_cycle(dags, [configs[i] for i in chosen]):
             return [Plan([configs[i] for i in chosen], sum(configs[i].weighted_time for i in chosen))]
     model = CoverModel(len(configs))  # (OR-Tools' solver, loaded at the first solve)
     optimal, feasible, unknown = statuses()
-    for most, variables in constraints:
-        if most:
-            model.at_most(variables, most)
+    for loop, variables in constraints:
+        if loop:
+            model.at_most(variables, 1)
         else:
             model.exactly_one(variables)
     model.minimize(enumerate(weights))
