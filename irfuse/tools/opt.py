@@ -1,7 +1,7 @@
 """`irfuse-opt`: xDSL's optimizer driver with the KAS frontend and irfuse's passes.
 
 Extends `xDSLOptMain`: `.kas` files go through the KAS frontend, `.mlir`
-through xDSL's parser; `--pass-pipeline` takes MLIR's
+through xDSL's parser, each op located at its line (`dialects.context.LocatingParser`); `--pass-pipeline` takes MLIR's
 `builtin.module(a,b{opt=1})` syntax as well as `-p a,b`; `--print-ir-*`
 print the IR around passes; `--list-passes` prints the pass registry.
 """
@@ -24,6 +24,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 import irfuse.universe  # noqa: F401 -- the dialects, passes and target, the op library and its checker
 from irfuse._version import __version__
 from irfuse.diagnostics import CompileError, IrfuseError, located, print_diagnostics
+from irfuse.dialects.context import LocatingParser
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type, set_module_element_type
 from irfuse.dialects.layouts import LAYOUTS, set_module_layout
 from irfuse.dialects.located import location_of
@@ -90,6 +91,15 @@ class IrfuseOptMain(xDSLOptMain):
             return result.module
 
         self.available_frontends["kas"] = parse_kas
+
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            # (each op located at its line, so that a verifier's or a pass's error names it)
+            data = io.read()
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            return LocatingParser(self.ctx, text, self.get_input_name(), getattr(self, "_chunk_offset", 0)
+                                  ).parse_module(not self.args.no_implicit_module)
+
+        self.available_frontends["mlir"] = parse_mlir
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """As xDSL's, and `-` (or no file) is standard input, whose language is told from its

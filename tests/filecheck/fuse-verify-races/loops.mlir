@@ -20,7 +20,10 @@ builtin.module {
     fuse.store %z to %Z : !kas.matrix<3x3>
   }
 }
-// CHECK: error: race in fuse.kernel @back_edge: op 7 (fuse.copy of %t into %r) writes shared word 39 and op 5 (fuse.call @mmul33[row] into %t) touches it from another thread with no fuse.barrier between them
+// The race is reported at the op whose access meets the earlier one: the call, in the next iteration.
+// CHECK: loops.mlir:12:7: error: race in fuse.kernel @back_edge: op 7 (fuse.copy of %t into %r) writes shared word 39 and op 5 (fuse.call @mmul33[row] into %t) touches it from another thread with no fuse.barrier between them
+// CHECK-NEXT: %t = fuse.call @mmul33[row](%m, %m) into shared[72]
+// CHECK-NEXT: ^
 // CHECK-NEXT: note: ops are counted from 0 in the kernel body, barriers included (a fuse.loop, the ops of its body and its fuse.yield in order)
 // CHECK-NOT: error
 
@@ -66,4 +69,4 @@ builtin.module {
     fuse.store %z to %Z : !kas.matrix<3x3>
   }
 }
-// CHECK: error: fuse.kernel @reuse: op 5 (fuse.call @mneg33[elem] into %b) overwrites shared words 0..35 of %a, which op 4 (fuse.call @madd33[elem] into %t) reads later (in the loop's next iteration)
+// CHECK: loops.mlir:63:7: error: fuse.kernel @reuse: op 5 (fuse.call @mneg33[elem] into %b) overwrites shared words 0..35 of %a, which op 4 (fuse.call @madd33[elem] into %t) reads later (in the loop's next iteration)

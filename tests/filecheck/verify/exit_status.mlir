@@ -6,5 +6,8 @@ builtin.module {
     kas.return %B : !kas.matrix<3x3>
   }
 }
-// CHECK: exit_status.mlir: error: {{.*}}unknown op 'mmul3'; did you mean mmul33
+// The error names the op's line and column in the IR file, and shows the line.
+// CHECK: exit_status.mlir:5:5: error: unknown op 'mmul3'; did you mean mmul33
+// CHECK-NEXT: %B = kas.call @mmul3(%A, %A)
+// CHECK-NEXT: ^
 // CHECK-NOT: Traceback
