@@ -330,6 +330,51 @@ def test_a_kas_module_compiles_and_pickles_as_its_text():
         irfuse.compile(ModuleOp([]), backend="cpu")
 
 
+def test_an_mlir_file_compiles_as_the_kas_program_it_holds(tmp_path):
+    """A path to an `.mlir` file is the IR of a kas program (what irfuse-opt prints before any
+    pass): compiled as its KAS source is, the same plan and bits, its text keying the cache."""
+    from irfuse.dialects.context import module_text
+    from irfuse.frontend.irgen import compile_file
+
+    path = tmp_path / "neo.mlir"
+    path.write_text(module_text(compile_file(example("neo_hookean.kas")).module))
+    prog, kas = irfuse.compile(str(path), backend="cpu"), irfuse.compile(example("neo_hookean.kas"), backend="cpu")
+    assert prog.name == "neo_hookean" and prog.inputs == kas.inputs and prog is irfuse.compile(path, backend="cpu")
+    assert prog.compiled.source == kas.compiled.source
+    F = (np.eye(3) + 0.1 * np.random.default_rng(1).standard_normal((40, 3, 3))).astype(np.float32)
+    for got, want in zip(prog(F, 0.8, 1.5), kas(F, 0.8, 1.5)):
+        assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("builtin.module {\n  kas.program @p(%A: !kas.matrix<3x3>) -> (B : !kas.matrix<3x3>) {\n"
+     "    %B = kas.call @mmul3(%A, %A) : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>\n"
+     "    kas.return %B : !kas.matrix<3x3>\n  }\n}\n",
+     r"bad\.mlir:3:5: error: unknown op 'mmul3'; did you mean mmul33(.|\n)*%B = kas\.call @mmul3"),
+    ("builtin.module {\n  kas.nothing\n}\n", r"bad\.mlir:\d+:\d+: error: Operation kas\.nothing is not registered"),
+    ("builtin.module {\n}\n", r"bad\.mlir: error: the IR holds 0 kas\.program ops"),
+    ("", r"bad\.mlir: error: the file is empty"),
+    ("matrix3x3 A;\ninput A;\nreturn A;\n", r"bad\.mlir:1:\d+: error: "),  # (KAS text in an .mlir file)
+])
+def test_a_bad_mlir_file_is_refused_at_its_line(tmp_path, text, message):
+    path = tmp_path / "bad.mlir"
+    path.write_text(text)
+    with pytest.raises(irfuse.CompileError, match=message):
+        irfuse.compile(str(path), backend="cpu")
+
+
+def test_a_lowered_mlir_file_is_refused_at_its_first_kernel(tmp_path):
+    from irfuse.dialects.context import module_text
+    from irfuse.driver.compile import lower
+    from irfuse.frontend.irgen import compile_file
+
+    path = tmp_path / "lowered.mlir"
+    path.write_text(module_text(lower(compile_file(example("synctest.kas")).module)))
+    with pytest.raises(irfuse.CompileError, match=r"lowered\.mlir:\d+:3: error: the IR is lowered already "
+                                                  r"\(it holds fuse\.kernel\)(.|\n)*fuse\.kernel @synctest"):
+        irfuse.compile(str(path), backend="cpu")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"backend": "tpu"}, "backend 'tpu' is not one of auto, cuda, cpu"),
     ({"dtype": "f16"}, "dtype 'f16' is not one of f32, f64"),

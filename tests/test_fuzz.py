@@ -53,6 +53,28 @@ def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     assert check_top_plans_on_cpu(path, 3, "f64", 37, seed, nvrtc=True) >= 1, src
 
 
+@pytest.mark.parametrize("seed", range(20, 40) if LONG else [20, 21, 22])
+def test_random_programs_read_from_their_ir_files_are_their_kas_programs(seed, tmp_path):
+    """A random program's IR in an `.mlir` file (as irfuse-opt prints it) is compiled as its
+    KAS text is: the same plan's source, and the same bits on the same inputs."""
+    import numpy as np
+
+    import irfuse
+    from irfuse.dialects.context import module_text
+
+    src = random_program(seed, 6 + seed % 7)
+    path = tmp_path / f"rand{seed}.mlir"
+    path.write_text(module_text(compile_source(src, f"rand{seed}.kas").module))
+    kas = irfuse.compile(src, backend="cpu", dtype="f64", filename=f"rand{seed}.kas")
+    ir = irfuse.compile(str(path), backend="cpu", dtype="f64")
+    assert ir.compiled.source == kas.compiled.source and ir.inputs == kas.inputs and ir.outputs == kas.outputs
+    rng = np.random.default_rng(seed)
+    inputs = {name: rng.uniform(-1, 1, ir.shapes[name] if name in ir.uniform else (33, *ir.shapes[name]))
+              for name in ir.inputs}
+    for name, got, want in zip(ir.outputs, ir(**inputs), kas(**inputs)):
+        assert got.tobytes() == want.tobytes(), name
+
+
 @pytest.mark.parametrize("seed", range(40, 80) if LONG else [40, 41])
 def test_random_programs_planned_with_ptxas_figures_agree_with_the_reference(seed):
     """`registers="ptxas"`: each plan's search run again with ptxas's figures of the kernels

@@ -1,7 +1,7 @@
 """A program's `kas` module as the compiler starts from it.
 
-`frontend` gives the source's module: the frontend's (KAS or Python), or the module given,
-with the source's `derivative` lines applied in order, each as the pass that computes it
+`frontend` gives the source's module: the frontend's (KAS or Python), or the module given
+(a module object, or the IR of an `.mlir` file: `kas_module`, its errors at their lines), with the source's `derivative` lines applied in order, each as the pass that computes it
 (`kas-jvp`, `kas-vjp`), its refusals at the line. `derivative` gives the module of a
 derivative of a source (`irfuse.jvp`, `vjp`, `grad`).
 """
@@ -12,7 +12,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from irfuse.artifact.records import record
-from irfuse.diagnostics import CompileError, UsageError
+from irfuse.diagnostics import CompileError, Diagnostic, UsageError, located
+from irfuse.dialects import kas
 from irfuse.dialects.context import module_text, parse_module
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 from irfuse.driver import library  # noqa: F401 -- installs the implementation check
@@ -30,12 +31,48 @@ def frontend(source: Source) -> FrontendResult:
     """The source's module with its `derivative` lines applied (a fresh module each call; a
     function's first call takes the frontend result its key was read from)."""
     if source.given_module:
-        return FrontendResult(parse_module(source.text, source.name))
+        return FrontendResult(kas_module(source.text, source.name))
     if source.function is not None:
         result, source.front = (source.front, None) if source.front is not None else (
             compile_function(source.function), None)  # (the passes consume the IR: used once)
         return with_derivatives(result)  # type: ignore[arg-type]
     return with_derivatives(compile_source(source.text, source.name))
+
+
+def kas_module(text: str, name: str) -> ModuleOp:
+    """The kas program of IR text (an `.mlir` file's, or a module's printed), each op at its
+    line (`LocatingParser`): a parse error, an op its verifier refuses, IR without a
+    `kas.program` or lowered already, each a `CompileError` naming the file, line and column."""
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    from irfuse.dialects.located import location_of
+
+    if not text.strip():
+        raise CompileError(Diagnostic("the file is empty: a program to compile is a builtin.module holding one "
+                                      "kas.program", name))
+    try:
+        module = parse_module(text, name)
+    except ParseError as e:
+        where = e.span.get_location()
+        lines = text.splitlines()
+        raise CompileError(Diagnostic(e.msg, name, where.line, where.col, source_line=lines[where.line - 1]
+                                      if 0 < where.line <= len(lines) else None)) from None
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise CompileError(located(str(e), location_of(e)) if location_of(e) is not None
+                           else Diagnostic(str(e), name)) from None
+    programs = [op for op in module.walk() if isinstance(op, kas.ProgramOp)]
+    if len(programs) != 1:
+        raise CompileError(Diagnostic(f"the IR holds {len(programs)} kas.program ops; a program to compile "
+                                      "is a builtin.module holding one", name))
+    lowered = next((op for op in module.walk() if op.dialect_name() == "fuse"), None)
+    if lowered is not None:
+        raise CompileError(located(
+            f"the IR is lowered already (it holds {lowered.name}); compile the kas program it was lowered from "
+            "(irfuse-opt prints it before any pass), or run a plan saved by `irfuse compile -o DIR` with "
+            "`irfuse run --plan DIR`", lowered.location))
+    return module
 
 
 def with_derivatives(result: FrontendResult) -> FrontendResult:

@@ -1,7 +1,8 @@
 """What a program is compiled from, read once.
 
 `read_source` takes whatever `irfuse.compile` (and `irfuse.jvp`, `vjp`, `grad`, the framework
-operators) accepts: a path to a `.kas` file, KAS source text (text holding a `;` or a
+operators) accepts: a path to a `.kas` file (or to an `.mlir` file holding the IR of a
+`builtin.module` with one `kas.program`, as `irfuse-opt` prints it), KAS source text (text holding a `;` or a
 newline), a Python function (under `@irfuse.program` or not), or a `builtin.module` holding
 one `kas.program`. Its `Source` holds the text that keys the program cache (the KAS text, or
 the IR a function or module stands for) and the name diagnostics give it. A path or text is
@@ -64,7 +65,9 @@ def read_source(source, filename: str | None = None, who: str = "irfuse.compile"
         return module_source(source, filename, who)
     if isinstance(source, os.PathLike) or (isinstance(source, str) and not is_source_text(source)):
         path = os.fspath(source)
-        return Source(read_file(path), path)
+        # (an `.mlir` file: the IR of a kas program, parsed and checked where it is compiled,
+        # `driver.front.kas_module`; its text keys the cache as a KAS file's does)
+        return Source(read_file(path), path, None, path.endswith(".mlir"))
     if isinstance(source, str):
         return Source(source, filename or "<source>")
     if type(source).__name__ in ("Program", "StagedProgram"):

@@ -9,7 +9,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from irfuse.diagnostics import CompileError
 from irfuse.dialects.context import parse_module
-from irfuse.driver.front import frontend
+from irfuse.driver.front import frontend, kas_module
 from irfuse.driver.sources import Source
 
 MUTATIONS = ("delete_token", "swap_type", "wrong_arity", "unknown_op", "huge_number", "non_ascii",
@@ -113,9 +113,21 @@ def mutate_ir(text: str, rng: random.Random) -> str:
 
 def check_ir(text: str) -> bool:
     """Printed IR, possibly broken, parses and verifies (True) or gets a parse or verifier
-    diagnostic (False). Anything else raises."""
+    diagnostic (False); and the same text as an `.mlir` file's (`driver.front.kas_module`, what
+    `irfuse.compile` reads from one) gives its kas program or a `CompileError` naming the file,
+    at a line where the text parsed but an op was refused. Anything else raises."""
     try:
         parse_module(text).verify()
-        return True
+        valid = True
     except (ParseError, DiagnosticException):
-        return False
+        valid = False
+    name = "fuzz.mlir"
+    try:
+        kas_module(text, name)
+    except CompileError as e:
+        for d in e.diagnostics:
+            if d.file != name:
+                raise AssertionError(f"an .mlir file's diagnostic names no file: {d.render()}") from e
+            if valid is False and not d.line and not d.message.startswith(("the file is empty", "the IR holds")):
+                raise AssertionError(f"an .mlir file's diagnostic without a line: {d.render()}") from e
+    return valid
