@@ -32,6 +32,25 @@ def test_run_cpu_verifies():
     assert "mmul55[" in p.stdout and "madd55[" in p.stdout  # the calls appear in the kernel table
 
 
+def test_run_an_mlir_file_of_a_kas_program_and_refuse_a_broken_one_at_its_line(tmp_path):
+    """`irfuse run FILE.mlir`: the IR irfuse-opt prints runs and verifies as its KAS does; a
+    broken op is refused at its line in the file, with the line quoted, exit status 1."""
+    ir = subprocess.run([sys.executable, "-m", "irfuse.tools.opt", BIG], capture_output=True, text=True).stdout
+    assert "kas.program @bigfusion" in ir
+    good, bad = tmp_path / "big.mlir", tmp_path / "broken.mlir"
+    good.write_text(ir)
+    p = irfuse("run", str(good), "--backend", "cpu", "--n", "300")
+    assert p.returncode == 0 and "verified against the NumPy reference" in p.stdout, p.stdout + p.stderr
+    lines = ir.splitlines()
+    k = next(i for i, line in enumerate(lines) if "kas.call @mmul55" in line)
+    lines[k] = lines[k].replace("@mmul55", "@mmul56")
+    bad.write_text("\n".join(lines) + "\n")
+    p = irfuse("run", str(bad), "--backend", "cpu")
+    col = lines[k].index("%") + 1
+    assert p.returncode == 1 and f"broken.mlir:{k + 1}:{col}: error: unknown op 'mmul56'" in p.stderr, p.stderr
+    assert "kas.call @mmul56" in p.stderr  # (the line quoted)
+
+
 def test_run_a_program_over_a_mesh(tmp_path, capsys):
     """A random mesh of --n elements, in chunks with --memory-budget, and a mesh from --inputs
     (saved outputs; a node number outside the nodal arrays refused by element and position)."""
