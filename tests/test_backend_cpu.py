@@ -319,3 +319,26 @@ def test_the_loop_renderer_overrides_only_the_emitters_named_hooks():
                   if callable(f) and name != "__init__" and hasattr(KernelEmitter, name)}
     assert overridden and overridden <= RENDERER_HOOKS, overridden - RENDERER_HOOKS
     assert all(callable(getattr(KernelEmitter, name, None)) for name in RENDERER_HOOKS)
+
+
+def test_a_kernels_emission_walks_its_ops_once_for_every_values_register_pattern(monkeypatch):
+    """The emitters ask every value's register pattern of one `Patterns` a kernel (one walk of
+    its ops), and the CPU renderer reads each region's words once: asked anew for each value,
+    a 2,000-call program took 38 s to emit, quadratic in its ops. Counted, not timed: the
+    patterns made for a 300-call program's kernels, whatever their values."""
+    import irfuse.kernel.model as model
+    from irfuse.backend.cuda_emit import emit_module
+    from irfuse.dialects.element_types import module_element_type
+    from irfuse.driver.compile import compile_text, cpu_loop_kernel
+    from irfuse.testing.random_programs import random_program
+
+    plan, _ = compile_text(random_program(3, 300, loops=True), "wide.kas", compile_gpu=False)
+    made, real = [], model.Patterns.__init__
+
+    def counted(self, m):
+        made.append(len(m.ops))
+        real(self, m)
+    monkeypatch.setattr(model.Patterns, "__init__", counted)
+    emitted = emit_module(plan.module, module_element_type(plan.module), {}, cpu_loop=cpu_loop_kernel)
+    values = sum(len(op.results) for op in plan.module.walk())
+    assert values > 300 and 1 <= len(made) <= 2 * len(emitted.kernels)  # (the CUDA emitter's, the CPU loop's)

@@ -107,7 +107,7 @@ from irfuse.dialects.element_types import ElementType
 from irfuse.dialects.kas import ProgramOp
 from irfuse.dialects.layouts import OUTPUT_PREFIX, module_strides
 from irfuse.kernel.bridge import model_from_kernel
-from irfuse.kernel.model import copy_pattern, register_pattern
+from irfuse.kernel.model import Patterns, copy_pattern
 from irfuse.kernel.policies import default_min_blocks, launch_min_blocks, row_vector, staged_run_loads
 from irfuse.library.catalogue import Library, find_implementation
 from irfuse.library.implementations import Implementation
@@ -355,6 +355,9 @@ class KernelEmitter:
         self.nthreads = self.bx * self.rows
         self.names = _Names()
         self.model, mapping = model_from_kernel(kernel, itemsize, library)
+        # (every value's register pattern from one walk of the ops: asked of each value, a walk
+        # each was quadratic in the kernel's ops, 15 s of a 2,000-call program's emission)
+        self.patterns = Patterns(self.model)
         self.min_blocks = min_blocks or launch_min_blocks(self.model)
         self.vids: dict[SSAValue, int] = mapping["ids"]
         self.mops = {id(mapping["ops"][m.origin]): m for m in self.model.ops if m.origin >= 0}
@@ -443,7 +446,7 @@ class KernelEmitter:
 
     def pattern(self, v: SSAValue) -> tuple[AccessPattern, int, bool]:
         """The AP, implementation bx and remapping through which a register value's threads hold it."""
-        return register_pattern(self.model, self.vids[v])
+        return self.patterns(self.vids[v])
 
     def declare_register(self, v: SSAValue) -> None:
         if self.vids[v] in self.declared:
@@ -477,7 +480,7 @@ class KernelEmitter:
             if isinstance(op, fuse.CallOp) and (op.remapped or call_impl(op, self.library).bx != self.bx):
                 return False
             if isinstance(op, fuse.CopyOp):
-                _, bx, remap = copy_pattern(self.model, self.mops[id(op)])
+                _, bx, remap = copy_pattern(self.model, self.mops[id(op)], self.patterns)
                 if remap or bx != self.bx:
                     return False
         return True
@@ -753,7 +756,7 @@ class KernelEmitter:
         return impl.variant_name(variant), []
 
     def emit_copy(self, op: fuse.CopyOp) -> None:
-        ap, bx, remap = copy_pattern(self.model, self.mops[id(op)])
+        ap, bx, remap = copy_pattern(self.model, self.mops[id(op)], self.patterns)
         if op.place.is_shared:
             self.info.shared_values += 1
         else:

@@ -23,9 +23,10 @@ def cpu_kernel(body: KernelBody) -> list[str]:
     items = _cpu_items(body.body)
     regions = list(_regions(items))
 
+    region_words = [(_words("\n".join(r)), in_loop) for r, in_loop in regions]
+
     def uses(name: str, in_loop_only: bool = False) -> int:
-        return sum(bool(re.search(rf"\b{name}\b", "\n".join(r))) for r, in_loop in regions
-                   if in_loop or not in_loop_only)
+        return sum(name in words for words, in_loop in region_words if in_loop or not in_loop_only)
     # Kept per thread: used in two regions, or in a block-level loop's body (the next
     # iteration's region reads what this one's wrote).
     kept = [(name, words) for name, words in body.regs if uses(name) > 1 or uses(name, True)]
@@ -56,6 +57,16 @@ def cpu_kernel(body: KernelBody) -> list[str]:
     return lines + ["  }", "  return 0;", "}"]
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    """The words of C text: a register value's name (a word itself) is used there exactly when
+    it is one of them, as `\\bname\\b` would find it. Read once a region, not once a value
+    and region: a kernel of a thousand values took seconds, a pattern compiled per value."""
+    return set(_WORD.findall(text))
+
+
 def host_params(body: KernelBody) -> list[str]:
     """A kernel's host function's parameters (the launcher calls every CPU rendering so):
     its global arrays, the batch length, its range of blocks, and the order of a block's
@@ -76,14 +87,14 @@ def _cpu_body(body: KernelBody, items: list, indent: str, kept: list[tuple[str, 
             loop, inner = item
             lines += [indent + loop.header.strip(), *_cpu_body(body, inner, indent + "  ", kept), indent + "}"]
             continue
-        text = "\n".join(item)
+        present = _words("\n".join(item))
         lines += [f"{indent}for (int irf_t = 0; irf_t < {nt}; ++irf_t) {{",
                   f"{indent}  const int tid = reverse ? {nt - 1} - irf_t : irf_t;",
                   f"{indent}  const int tx = tid % {body.bx}, ty = tid / {body.bx};",
                   f"{indent}  const bool active = ty < count;",
                   f"{indent}  (void)tx; (void)ty; (void)active;"]
         for name, words in body.regs:
-            if not re.search(rf"\b{name}\b", text):
+            if name not in present:
                 continue
             if (name, words) in kept:
                 lines.append(f"{indent}  real_t* const {name} = irf_kept_{name} + tid * {words};")

@@ -321,7 +321,7 @@ class ElementLoopEmitter(KernelEmitter):
         return form.name, [array]
 
     def emit_copy(self, op) -> None:
-        _, bx, remap = copy_pattern(self.model, self.mops[id(op)])
+        _, bx, remap = copy_pattern(self.model, self.mops[id(op)], self.patterns)
         if remap or bx != 1:
             raise NotRendered("a copy on several threads an element")
         super().emit_copy(op)

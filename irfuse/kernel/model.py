@@ -251,18 +251,14 @@ def default_pattern(size: int) -> AccessPattern:
     return AccessPattern(f"ty*{size}" if size > 1 else "ty", 1, 1, size)
 
 
-def register_pattern(model: KernelModel, vid: int) -> tuple[AccessPattern, int, bool]:
-    """(AP, implementation bx, remapped): the threads that hold value `vid`'s words when it is
-    in registers. Its producing call's result pattern; for a loaded, copied or carried value
-    the first call reading it; one thread per element if no call touches it (`Patterns`)."""
-    return Patterns(model)(vid)
-
-
 class Patterns:
-    """Every value's register pattern (`register_pattern`, and `covers` of it) from one walk of
-    the ops, for the walks that ask it of many values (the bank-conflict and hazard analyses,
-    register promotion: thousands of candidate kernels in a plan search). Valid while the model's ops
-    stay as they were (its values' places may change: the answers do not read them)."""
+    """Every value's register pattern from one walk of the ops: (AP, implementation bx,
+    remapped), the threads that hold a value's words when it is in registers (its producing
+    call's result pattern; for a loaded, copied or carried value the first call reading it; one
+    thread per element if no call touches it), and `covers` of it. Made once for a model and
+    asked of many values (the bank-conflict and hazard analyses, register promotion, the
+    emitters): a walk per value is quadratic in the ops. Valid while the model's ops stay as
+    they were (its values' places may change: the answers do not read them)."""
 
     def __init__(self, model: KernelModel) -> None:
         self.model = model

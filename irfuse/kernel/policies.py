@@ -8,7 +8,7 @@ emitter read the same functions, so what is costed is what is emitted.
 
 from __future__ import annotations
 
-from irfuse.kernel.model import KernelModel, OpKind, register_pattern
+from irfuse.kernel.model import KernelModel, OpKind, Patterns
 
 
 # Bytes of loads an SM must keep in flight to stream at the copy bandwidth: bandwidth per SM
@@ -91,13 +91,14 @@ def staged_run_loads(model: KernelModel) -> list[int]:
             or model.by % (16 // model.itemsize)):
         return []
     out: list[int] = []
+    patterns = Patterns(model)  # (one walk of the ops for every load's pattern)
     for i, op in enumerate(model.ops):
         if op.kind != OpKind.LOAD:
             break
         v = model.values[op.value]  # type: ignore[index]
         if v.shared or v.uniform:
             continue
-        ap, bx, remap = register_pattern(model, v.id)
+        ap, bx, remap = patterns(v.id)
         if v.carried or bx != 1 or remap or ap.relative() != frozenset(range(v.size)):
             return []
         out.append(i)
