@@ -1,7 +1,8 @@
 """A program's `kas` module as the compiler starts from it.
 
 `frontend` gives the source's module: the frontend's (KAS or Python), or the module given
-(a module object, or the IR of an `.mlir` file: `kas_module`, its errors at their lines), with the source's `derivative` lines applied in order, each as the pass that computes it
+(a module object, or the IR of an `.mlir` file: `kas_module`, its errors at their lines),
+with the source's `derivative` lines applied in order, each as the pass that computes it
 (`kas-jvp`, `kas-vjp`), its refusals at the line. `derivative` gives the module of a
 derivative of a source (`irfuse.jvp`, `vjp`, `grad`).
 """
@@ -59,7 +60,7 @@ def kas_module(text: str, name: str) -> ModuleOp:
                                       if 0 < where.line <= len(lines) else None)) from None
     try:
         module.verify()
-    except VerifyException as e:
+    except (ValueError, VerifyException) as e:
         raise CompileError(located(str(e), location_of(e)) if location_of(e) is not None
                            else Diagnostic(str(e), name)) from None
     programs = [op for op in module.walk() if isinstance(op, kas.ProgramOp)]
