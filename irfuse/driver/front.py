@@ -18,7 +18,7 @@ from irfuse.dialects import kas
 from irfuse.dialects.context import module_text, parse_module
 from irfuse.dialects.kas import IndexType, MaskType, is_uniform, program_of
 from irfuse.driver import library  # noqa: F401 -- installs the implementation check
-from irfuse.driver.sources import Source, read_source
+from irfuse.driver.sources import LOWERED_ADVICE, Source, first_lowered_op, read_source
 from irfuse.frontend.irgen import FrontendResult, compile_source
 from irfuse.frontend.python import compile_function, wrt_names
 from irfuse.frontend.syntax import DEFAULT_PREFIX
@@ -67,12 +67,10 @@ def kas_module(text: str, name: str) -> ModuleOp:
     if len(programs) != 1:
         raise CompileError(Diagnostic(f"the IR holds {len(programs)} kas.program ops; a program to compile "
                                       "is a builtin.module holding one", name))
-    lowered = next((op for op in module.walk() if op.dialect_name() == "fuse"), None)
+    lowered = first_lowered_op(module)
     if lowered is not None:
-        raise CompileError(located(
-            f"the IR is lowered already (it holds {lowered.name}); compile the kas program it was lowered from "
-            "(irfuse-opt prints it before any pass), or run a plan saved by `irfuse compile -o DIR` with "
-            "`irfuse run --plan DIR`", lowered.location))
+        raise CompileError(located(f"the IR is lowered already (it holds {lowered.name}); {LOWERED_ADVICE}",
+                                   lowered.location))
     return module
 
 

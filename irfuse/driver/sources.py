@@ -2,8 +2,8 @@
 
 `read_source` takes whatever `irfuse.compile` (and `irfuse.jvp`, `vjp`, `grad`, the framework
 operators) accepts: a path to a `.kas` file (or to an `.mlir` file holding the IR of a
-`builtin.module` with one `kas.program`, as `irfuse-opt` prints it), KAS source text (text holding a `;` or a
-newline), a Python function (under `@irfuse.program` or not), or a `builtin.module` holding
+`builtin.module` with one `kas.program`, as `irfuse-opt` prints it), KAS source text (text
+holding a `;` or a newline), a Python function (under `@irfuse.program` or not), or a `builtin.module` holding
 one `kas.program`. Its `Source` holds the text that keys the program cache (the KAS text, or
 the IR a function or module stands for) and the name diagnostics give it. A path or text is
 read without the compiler (a process that runs cached programs imports none of it); a
@@ -100,9 +100,17 @@ def module_source(module, filename: str | None, who: str) -> Source:
         module.verify()
     except (ValueError, VerifyException) as e:
         raise UsageError(f"{who}: the module given is not a valid kas program: {e}") from None
-    lowered = next((op for op in module.walk() if op.dialect_name() == "fuse"), None)
+    lowered = first_lowered_op(module)
     if lowered is not None:
-        raise UsageError(f"{who}: the module given is already lowered (it holds {lowered.name}); compile the kas "
-                         "program it was lowered from (irfuse-opt prints it before any pass), or run a plan saved "
-                         "by `irfuse compile -o DIR` with `irfuse run --plan DIR`")
+        raise UsageError(f"{who}: the module given is already lowered (it holds {lowered.name}); {LOWERED_ADVICE}")
     return Source(module_text(module), name, None, True)
+
+
+# What a module lowered already is refused with, given as an object or as an `.mlir` file.
+LOWERED_ADVICE = ("compile the kas program it was lowered from (irfuse-opt prints it before any pass), or run a "
+                  "plan saved by `irfuse compile -o DIR` with `irfuse run --plan DIR`")
+
+
+def first_lowered_op(module):
+    """The first op of the `fuse` dialect in a module (it is lowered already), or None."""
+    return next((op for op in module.walk() if op.dialect_name() == "fuse"), None)

@@ -1,8 +1,8 @@
 """`irfuse-opt`: xDSL's optimizer driver with the KAS frontend and irfuse's passes.
 
 Extends `xDSLOptMain`: `.kas` files go through the KAS frontend, `.mlir`
-through xDSL's parser, each op located at its line (`dialects.context.LocatingParser`); `--pass-pipeline` takes MLIR's
-`builtin.module(a,b{opt=1})` syntax as well as `-p a,b`; `--print-ir-*`
+through xDSL's parser, each op located at its line (`dialects.context.LocatingParser`);
+`--pass-pipeline` takes MLIR's `builtin.module(a,b{opt=1})` syntax as well as `-p a,b`; `--print-ir-*`
 print the IR around passes; `--list-passes` prints the pass registry.
 """
 
