@@ -288,3 +288,37 @@ def test_a_reshape_of_729_entries_is_within_the_expansion_limit_and_numpys():
     flat = " + ".join(f"delta(i,{k})*delta(j,{k})*A[{k}]" for k in range(729))  # (a delta of two output indices)
     e = Expander(parse_definition(f"C[i,j] = {flat}"), ["A"], [(729,)], (729, 729))
     assert e.expanded_size() > MAX_EXPANDED_NODES
+
+
+def test_stack_written_in_a_program_takes_its_operands_count():
+    """`stack(a, b, c)` in KAS and `ops.stack` in Python: an array of its operands, N given by
+    how many there are (the transforms that make stacks pass N themselves)."""
+    src = "vector3 a, b; matrix2x3 r; matrix3x3 s;\ninput a, b;\nr = stack(a, b);\ns = stack(a, b, a);\nreturn r, s;\n"
+    prog = irfuse.compile(src, backend="cpu", dtype="f64")
+    a, b = np.random.default_rng(0).normal(size=(2, 5, 3))
+    r, s = prog(a, b)
+    np.testing.assert_array_equal(r, np.stack([a, b], axis=1))
+    np.testing.assert_array_equal(s, np.stack([a, b, a], axis=1))
+
+    @irfuse.program
+    def rows(a: irfuse.Vector[3], b: irfuse.Vector[3]):
+        return irfuse.ops.stack(b, a)
+
+    np.testing.assert_array_equal(irfuse.compile(rows, backend="cpu", dtype="f64")(a, b)[0], np.stack([b, a], axis=1))
+
+
+@pytest.mark.parametrize("line, said", [
+    ("r = item(a);", "'item' takes its entry from the program's syntax, not from a call: read entry K of an array as a[K]"),
+    ("r = put(a, x);", "'put' takes its entry from the program's syntax, not from a call: replace entry K of an array "
+                       "by assigning a[K] = ..."),
+    ("r = repeat(a);", "'repeat' takes its count from the program's syntax, not from a call: stack(v, v, ...) makes "
+                       "an array of copies"),
+    ("r = stack(a, x);", "'stack' does not take vector3, scalar"),
+])
+def test_item_put_and_repeat_written_as_calls_are_refused_at_their_line(line, said):
+    """Their entry or count is the transforms' to give (a program writes a[K], a[K] = v and
+    stack): a call of one in a program is refused by name at its line, not a crash."""
+    src = f"vector3 a; scalar x; matrix2x3 r;\ninput a, x;\n{line}\nreturn r;\n"
+    with pytest.raises(irfuse.CompileError) as e:
+        irfuse.compile(src, backend="cpu")
+    assert said in str(e.value) and ":3:" in str(e.value), str(e.value)

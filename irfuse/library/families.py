@@ -103,6 +103,15 @@ def _refuse(family: "str", signature: str, types: Sequence[KasType], why: str = 
                            f"its signature: {signature}")
 
 
+def _index_param(family: str, params: Sequence[str], written: str) -> int:
+    """A family's whole-number parameter (an entry, a count): given by the transforms that make
+    its calls, not by a program's call of it, which is told what to write (`written`)."""
+    if len(params) != 1 or not str(params[0]).isdigit():
+        raise DefinitionError(f"'{family}' takes its {'entry' if family in ('item', 'put') else 'count'} from the "
+                              f"program's syntax, not from a call: {written}")
+    return int(params[0])
+
+
 def _numeric(t: KasType) -> bool:
     return not isinstance(t, MaskType)
 
@@ -401,7 +410,7 @@ def _zeros(types, params):
         "entry K of an array's first axis")
 def _item(types, params):
     (a,) = types
-    k = int(params[0])
+    k = _index_param("item", params, "read entry K of an array as a[K]")
     if not a.shape or not k < a.shape[0] or not _numeric(a):
         raise _refuse("item", FAMILIES["item"].signature, types)
     rest = a.shape[1:]
@@ -413,7 +422,7 @@ def _item(types, params):
         "the array with entry K of its first axis replaced")
 def _put(types, params):
     a, v = types
-    k = int(params[0])
+    k = _index_param("put", params, "replace entry K of an array by assigning a[K] = ...")
     if not a.shape or not k < a.shape[0] or tuple(v.shape) != tuple(a.shape[1:]) or not _numeric(a):
         raise _refuse("put", FAMILIES["put"].signature, types)
     rank = len(a.shape)
@@ -430,6 +439,7 @@ def _put(types, params):
         "an array of its operands")
 def _stack(types, params):
     first = types[0] if types else None
+    params = params or (str(len(types)),)  # (a program's stack(v0, ..., vN-1): N operands)
     if first is None or any(t != first for t in types) or not _numeric(first) or len(types) != int(params[0]):
         raise _refuse("stack", FAMILIES["stack"].signature, types)
     rank = len(first.shape)
@@ -450,7 +460,7 @@ def _stack(types, params):
         1)
 def _repeat(types, params):
     (v,) = types
-    if not _numeric(v) or not int(params[0]) > 0:
+    if not _numeric(v) or not _index_param("repeat", params, "stack(v, v, ...) makes an array of copies") > 0:
         raise _refuse("repeat", FAMILIES["repeat"].signature, types)
     rank = len(v.shape)
     target = f"C[a,{_idx(rank)}]" if rank else "C[a]"
