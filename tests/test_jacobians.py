@@ -3,6 +3,8 @@ jacobian of y wrt x;`, pass `kas-jacobian`): compiled and run on the CPU backend
 central differences and closed forms in float64, and, for random programs, entry by entry
 against the forward derivative along each unit direction."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -87,6 +89,33 @@ def test_the_j2_tangent_compiles_for_the_gpu(dtype):
     jac = irfuse.jacobian(J2, of="sig", wrt="deps")
     gpu = irfuse.compile(jac, backend="cuda", dtype=dtype)
     assert gpu.kernels and gpu.outputs == ("sig", "ep", "dsig_ddeps")
+
+
+def test_the_j2_tangent_is_written_where_it_goes_as_each_direction_is_made():
+    """The nine unit directions are literals (folded into each direction's steps, not held in
+    shared memory), and the tangent, a stack of the nine 3x3 tangents with its axes permuted,
+    is built in place (`analysis.placements`): each direction's tangent written into the
+    staging where its entries go as soon as it is made, the stacks and the permutation run
+    nowhere, and the stress stored before. So no thread holds the 81 entries: in float32 the
+    kernel needs no more registers than five blocks of 128 allow (its shared memory holds five
+    an SM), unspilled, and `build` asks for five after the eight it first asks for spill; the
+    CPU twin's results pass the NumPy reference's check."""
+    from irfuse.driver.compile import compile_program
+
+    plan, _ = compile_program(irfuse.jacobian(J2, of="sig", wrt="deps"), None, "f32", compile_gpu=True, arch="sm_90")
+    (k,) = plan.kernels
+    gpu = plan.source[plan.source.index(f"{k.name}("):plan.source.index("#elif defined(IRFUSE_CPU_LOOP)")]
+    for d in range(9):  # (entry (q, d) of the 81 is word 9 q + d of its element)
+        assert f"(ty) * 81 + {d}] = " in gpu and f"(ty) * 81 + {72 + d}] = " in gpu
+    assert "irf_contract_mnij_ijmn_3x3x3x3_elem" not in gpu and "irf_stack_3_3x3x3" not in gpu
+    assert gpu.index("store into sig") < gpu.index("(ty) * 81 + 0] = ")
+    assert "irf_stack_3_s_s_s_elem_uuur" in gpu and not re.search(r"irf_stack_3_(s_s_s|3_3_3)_elem_\w*s\(", gpu)
+    r = plan.resources(k.name)
+    assert k.min_blocks == 5 and r.spill_stores == r.spill_loads == 0 and r.registers * 128 * 5 <= 65536
+    assert 4 * (k.total_shared_bytes(4) + 1024) <= 228 * 1024 < 6 * (k.total_shared_bytes(4) + 1024)
+    prog = irfuse.compile(irfuse.jacobian(J2, of="sig", wrt="deps"), backend="cpu", dtype="f32")
+    args = {k: v.astype(np.float32) if isinstance(v, np.ndarray) else v for k, v in _j2_state(257, 3).items()}
+    assert prog.check(**args).ok
 
 
 def test_a_jacobian_line_in_kas_is_the_api_s_program():

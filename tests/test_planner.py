@@ -1114,3 +1114,17 @@ def test_a_configurations_cost_with_its_barriers_is_the_cost_model_s_price_of_it
     assert len(compared) > 10 and all(got == full for got, full, _ in compared)
     if profile != "cpu":
         assert any(runs and got.t_sync > 0 for got, _, runs in compared)
+
+
+@pytest.mark.parametrize("blocks, threads, most, steps", [
+    (10, 128, None, [8, 4, 2, 1]), (8, 128, None, [4, 2, 1]), (16, 64, None, [8, 4, 2, 1]),
+    (8, 128, 5, [5, 4, 2, 1]), (10, 128, 5, [8, 5, 4, 2, 1]), (8, 128, 3, [4, 3, 2, 1]), (12, 128, 9, [9, 8, 4, 2, 1]),
+    (8, 128, 8, [4, 2, 1]), (8, 128, 200, [4, 2, 1]), (8, 128, 1, [4, 2, 1]), (16, 64, 12, [12, 8, 4, 2, 1]),
+])
+def test_a_spilling_kernel_is_next_asked_for_the_blocks_its_shared_memory_holds(blocks, threads, most, steps):
+    """The steps to fewer resident blocks: 1024 threads an SM, then half as many; where the
+    kernel's shared memory holds a number of blocks an SM between two steps, that number comes
+    between them (more registers for blocks that could never be resident buy nothing)."""
+    from irfuse.driver.compile import _fewer_blocks
+
+    assert _fewer_blocks(blocks, threads, most) == steps

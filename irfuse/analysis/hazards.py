@@ -12,6 +12,7 @@ import numpy as np
 
 from irfuse.artifact.records import record
 from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, unrolled
+from irfuse.analysis.placements import Placements
 from irfuse.analysis.shared_accesses import MULTI, Access, accesses
 
 NONE = -3  # no access since the last barrier
@@ -100,13 +101,13 @@ def find_races(model: KernelModel) -> list[Race]:
     tracker = HazardTracker(model.shared_words())
     races = []
     seen = set()
-    patterns = Patterns(model)
+    patterns, placed = Patterns(model), Placements(model)
     for i in unrolled(model.ops):
         op = model.ops[i]
         if op.kind == OpKind.BARRIER:
             tracker.reset()
             continue
-        acc = accesses(model, op, patterns)
+        acc = accesses(model, op, patterns, placed)
         hit = tracker.conflict(acc)
         if hit is not None and (hit[1], i) not in seen:
             seen.add((hit[1], i))

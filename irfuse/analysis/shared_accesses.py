@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from irfuse.analysis.access_patterns import words_array
+from irfuse.analysis.placements import Placements
 from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, copy_pattern
 from irfuse.dialects.access_pattern import AccessPattern
 
@@ -141,10 +142,23 @@ class Access:
         return self.owners_known
 
 
-def accesses(model: KernelModel, op: MOp, patterns: Patterns | None = None) -> list[Access]:
-    """Shared-memory accesses of one op (register values touch no shared memory); `patterns`:
-    the model's `Patterns`, where the caller asks of many ops."""
+def accesses(model: KernelModel, op: MOp, patterns: Patterns | None = None,
+             placed: Placements | None = None) -> list[Access]:
+    """Shared-memory accesses of one op (register values touch no shared memory); `patterns`
+    and `placed` (its `analysis.placements`): the model's, where the caller asks of many ops.
+    A call that only moves words into a stored value built in place touches nothing; the call
+    making one of its parts also writes the part's words there, each element's by its thread."""
     out: list[Access] = []
+    placed = placed or Placements(model)
+    if placed.by_value and placed.is_moved(op):
+        return out
+    for vid, pairs in placed.leaf_writes(op) if placed.by_value else ():
+        v = model.values[vid]
+        y = np.repeat(np.arange(model.by), len(pairs))
+        at = np.tile(np.array([t for _, t in pairs]), model.by)
+        words = v.offset + pitched(y * v.size + at, v.size, v.pitch)
+        threads = (y % model.thread_rows) * model.bx
+        out.append(Access(words, threads, True))
     if op.kind in (OpKind.LOAD, OpKind.STORE):
         v = model.values[op.value]  # type: ignore[index]
         if v.shared:

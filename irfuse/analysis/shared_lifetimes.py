@@ -3,6 +3,7 @@ values overwritten while still live."""
 
 from __future__ import annotations
 
+from irfuse.analysis.placements import Placements
 from irfuse.artifact.records import record
 from irfuse.kernel.model import KernelModel, MOp, loop_ends
 
@@ -18,19 +19,24 @@ def peak_shared_words(model: KernelModel) -> int:
     return peak
 
 
-def lifetimes(model: KernelModel, ops: list[MOp]) -> tuple[dict[int, int], dict[int, int]]:
+def lifetimes(model: KernelModel, ops: list[MOp], placed: Placements | None = None
+              ) -> tuple[dict[int, int], dict[int, int]]:
     """(first, last): the op indices between which each value is live. A value defined before
     a loop and read in it or after it is live through the whole loop (every iteration reads
     it again); a value defined in a loop's body lives within the iteration, except a carried
     value, which the next iteration reads (it is defined before the loop) or which only the
-    last iteration's copy needs (it may be overwritten earlier in the body)."""
+    last iteration's copy needs (it may be overwritten earlier in the body). A stored value
+    built in place is live from its first part (`analysis.placements`; `placed`: the model's,
+    where the caller has them)."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
+    placed = placed or Placements(model)
+    written, read = (placed.written, placed.read) if placed.by_value else (MOp.writes, MOp.reads)
     for i, op in enumerate(ops):
-        for v in op.writes():
+        for v in written(op):
             first.setdefault(v, i)
             last[v] = max(last.get(v, i), i)
-        for v in op.reads():
+        for v in read(op):
             last[v] = i
     for begin, end in sorted(loop_ends(ops).items(), key=lambda p: p[1] - p[0]):
         for v, f in first.items():
@@ -62,14 +68,15 @@ def overwrites(model: KernelModel) -> list[Overwrite]:
     and its last read over words they share. (An op may write over a value it reads itself,
     the last time: all its outputs are computed before any is written; a different thread
     reading those words is a race, which `hazards.find_races` reports.)"""
-    first, last = lifetimes(model, model.ops)
+    placed = Placements(model)
+    first, last = lifetimes(model, model.ops, placed)
     out = []
     for vid, v in model.values.items():
         if not v.shared or vid not in first:
             continue
         lo, hi = _extent(model, vid)
         for i in range(first[vid] + 1, last[vid]):
-            for w in model.ops[i].writes():
+            for w in placed.written(model.ops[i]):
                 if w == vid or not model.values[w].shared:
                     continue
                 wlo, whi = _extent(model, w)

@@ -89,6 +89,7 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from irfuse.analysis.placements import Placements
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.artifact.records import record
@@ -106,7 +107,7 @@ from irfuse.dialects.access_pattern import AccessPattern, compile_start
 from irfuse.dialects.element_types import ElementType
 from irfuse.dialects.kas import ProgramOp
 from irfuse.dialects.layouts import OUTPUT_PREFIX, module_strides
-from irfuse.kernel.bridge import model_from_kernel
+from irfuse.kernel.bridge import literal_arguments, model_from_kernel
 from irfuse.kernel.model import Patterns, copy_pattern
 from irfuse.kernel.policies import default_min_blocks, launch_min_blocks, row_vector, staged_run_loads
 from irfuse.library.catalogue import Library, find_implementation
@@ -256,26 +257,6 @@ def strided_arguments(module: ModuleOp) -> dict[str, dict[int, tuple[int, ...]]]
     return out
 
 
-def constant_arguments(module: ModuleOp) -> dict[str, dict[int, float]]:
-    """Kernel name -> {input position: number} for the inputs that every launch of the kernel
-    gives from a `kas.constant` of that number. The host still writes the constant's word and
-    passes it (the launch interface is unchanged); the kernel reads its literal instead, which
-    the C compiler folds: the unit directions a Jacobian seeds its tangents with
-    (`transforms.jacobian`), the factors of an element code."""
-    seen: dict[str, dict[int, float | None]] = {}
-    for op in module.walk():
-        if not isinstance(op, fuse.LaunchOp):
-            continue
-        # (a literal that is not finite keeps its word: C has no portable spelling of it)
-        given = {i: (a.owner.number if isinstance(a.owner, kas.ConstantOp) and math.isfinite(a.owner.number) else None)
-                 for i, a in enumerate(op.args)}
-        known = seen.get(op.kernel_name)
-        seen[op.kernel_name] = given if known is None else {
-            i: v if v is not None and known.get(i) == v else None for i, v in given.items()}
-    return {name: {i: v for i, v in given.items() if v is not None}
-            for name, given in seen.items() if any(v is not None for v in given.values())}
-
-
 def c_literal(number: float) -> str:
     """`number` (finite) as a literal of the element type, rounded as the host rounds the
     constant's word (to nearest): a hexadecimal double, exact, cast."""
@@ -360,6 +341,10 @@ class KernelEmitter:
         self.patterns = Patterns(self.model)
         self.min_blocks = min_blocks or launch_min_blocks(self.model)
         self.vids: dict[SSAValue, int] = mapping["ids"]
+        # Stored values built in place (`analysis.placements`): the calls that only move words
+        # run nowhere, and each call making a part writes it where it goes.
+        self.placed = Placements(self.model)
+        self.ssa_of = {vid: v for v, vid in reversed(list(self.vids.items()))}
         self.mops = {id(mapping["ops"][m.origin]): m for m in self.model.ops if m.origin >= 0}
         # Register loads staged through shared memory on the GPU, all or none (a strided view's
         # words are not runs), and the reads of their words once the leading loads are issued.
@@ -728,6 +713,10 @@ class KernelEmitter:
         self.staged_reads = []
 
     def emit_call(self, op: fuse.CallOp) -> None:
+        mop = self.mops[id(op)]
+        if self.placed.is_moved(mop):
+            self.line(f"  // {op.op_name}: its words written where they were made (a stored value built in place)")
+            return
         impl = call_impl(op, self.library)
         variant = variant_of(op)
         self.used.add((impl, variant))
@@ -748,6 +737,17 @@ class KernelEmitter:
         call = self.guarded(impl.bx, y, remap, f"{name}({', '.join(leading + args)});")
         self.line(f"  {scope}{call} }}" if remap else f"  {self.each_element(call)}")
         self.info.calls.append(f"{op.op_name}[{impl.name}]")
+        for vid, pairs in self.placed.leaf_writes(mop):
+            self.emit_part_writes(op.res, self.ssa_of[vid], pairs)
+
+    def emit_part_writes(self, part: SSAValue, value: SSAValue, pairs: tuple[tuple[int, int], ...]) -> None:
+        """A part's words written into the stored value built of it, where they go
+        (`analysis.placements`), by the thread of each element (one an element)."""
+        y = self.element("ty")
+        size = value.type.size  # type: ignore[attr-defined]
+        body = " ".join(f"({self.base(value, y)})[({y}) * {size} + {t}] = {self.reg_ref(part)}[{w}];" for w, t in pairs)
+        self.line(f"  // {self.names.get(part, 'v_')}: written into {self.names.get(value, 'v_')} where it goes")
+        self.line(f"  {self.each_element(self.guarded(1, y, False, '{ ' + body + ' }'))}")
 
     def callee(self, op: fuse.CallOp, impl: Implementation, variant: str) -> tuple[str, list[str]]:
         """The function a call runs and the arguments it takes before the thread's coordinates:
@@ -1149,7 +1149,7 @@ def emit_kernel(kernel: fuse.KernelOp, itemsize: int = 4, min_blocks: int | None
     strides. `cpu_loop` (`render_cpu_loop.cpu_loop_kernel`, given by the driver, which this
     module does not import): a third rendering, the kernel as a loop over its elements, under
     `IRFUSE_CPU_LOOP` as well, where it takes the kernel. `constants`: its uniform inputs (by
-    position) that every launch gives the same literal (`constant_arguments`), written into
+    position) that every launch gives the same literal (`kernel.bridge.literal_arguments`), written into
     its GPU kernel and CPU twin as literals."""
     emitter = KernelEmitter(kernel, itemsize, min_blocks, library, strided, constants)
     body = emitter.describe()
@@ -1219,7 +1219,7 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
     texts, infos = [], []
     functions: dict[str, str] = {}
     strided = strided_arguments(module)
-    constants = constant_arguments(module)
+    constants = literal_arguments(module)
     emitted = [emit_kernel(k, element.itemsize, min_blocks.get(k.sym_name.data), library,
                            strided.get(k.sym_name.data), cpu_loop, constants.get(k.sym_name.data)) for k in kernels]
     emitted += [emit_sums_kernel(k, element.itemsize, sums, name, min_blocks.get(name), library)

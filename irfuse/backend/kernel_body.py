@@ -102,7 +102,7 @@ class KernelBody:
     block_arrays: list[tuple[str, int]]  # shared arrays apart from the planned buffer: name, words
     staged_arrays: set[str] = field(default_factory=set)  # those of staged loads (the CPU twin has none)
     staged_sources: list[str] = field(default_factory=list)  # the global arrays staged loads copy from
-    # Uniform inputs every launch gives the same literal (`constant_arguments`): C name, the
+    # Uniform inputs every launch gives the same literal (`kernel.bridge.literal_arguments`): C name, the
     # literal. Each is a constant array of the kernel's own, so the C compiler folds it.
     constants: list[tuple[str, str]] = field(default_factory=list)
 

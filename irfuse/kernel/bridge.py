@@ -8,7 +8,8 @@ change them, and the passes move the result through here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation, SSAValue
@@ -36,6 +37,28 @@ def kernel_arguments(inputs: Sequence[SSAValue]) -> list[SSAValue]:
     return out
 
 
+def literal_arguments(module) -> dict[str, dict[int, float]]:
+    """Kernel name -> {input position: number} for the inputs that every launch of the kernel
+    gives from a `kas.constant` of that number. The host still writes the constant's word and
+    passes it (the launch interface is unchanged); the kernel reads its literal instead, which
+    the C compiler folds: the unit directions a Jacobian seeds its tangents with
+    (`transforms.jacobian`), the factors of an element code. The model marks their loaded
+    values `literal` (`model_from_kernel`), so that what is made of them alone is known when
+    compiling (`transforms.promotion`)."""
+    seen: dict[str, dict[int, float | None]] = {}
+    for op in module.walk():
+        if not isinstance(op, fuse.LaunchOp):
+            continue
+        # (a literal that is not finite keeps its word: C has no portable spelling of it)
+        given = {i: (a.owner.number if isinstance(a.owner, kas.ConstantOp) and math.isfinite(a.owner.number) else None)
+                 for i, a in enumerate(op.args)}
+        known = seen.get(op.kernel_name)
+        seen[op.kernel_name] = given if known is None else {
+            i: v if v is not None and known.get(i) == v else None for i, v in given.items()}
+    return {name: {i: v for i, v in given.items() if v is not None}
+            for name, given in seen.items() if any(v is not None for v in given.values())}
+
+
 def place_of(model: KernelModel, vid: int) -> fuse.PlaceAttr:
     """The IR place of value `vid` of the model."""
     v = model.values[vid]
@@ -44,9 +67,13 @@ def place_of(model: KernelModel, vid: int) -> fuse.PlaceAttr:
     return fuse.PlaceAttr.shared(v.offset, v.pitch) if v.shared else fuse.PlaceAttr.reg()
 
 
-def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelModel, dict]:
+def model_from_kernel(kernel, itemsize: int = 4, library=None,
+                      literals: Collection[int] = ()) -> tuple[KernelModel, dict]:
     """The model of a `fuse.kernel` and the map model op index -> IR op (barriers included;
-    a `fuse.loop` gives its `loop` op, its `fuse.yield` the `yield`)."""
+    a `fuse.loop` gives its `loop` op, its `fuse.yield` the `yield`). `literals`: the positions
+    of its scalar uniform inputs that every launch gives one literal (`literal_arguments`),
+    whose loaded values are marked `literal`."""
+    literal_args = {kernel.input_args[i] for i in literals if i < len(kernel.input_args)}
     values: dict[int, MValue] = {}
     ids: dict = {}
     ops: list[MOp] = []
@@ -80,6 +107,8 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None) -> tuple[KernelMo
             origin = len(ir_ops)
             if isinstance(op, fuse.LoadOp):
                 ops.append(MOp(OpKind.LOAD, value=vid(op.res), location=op.location))
+                if op.source in literal_args and values[ops[-1].value].uniform and op.res.type.size == 1:
+                    values[ops[-1].value].literal = True
                 if op.index is not None:
                     values[ops[-1].value].gather = op.index.type.count.data  # type: ignore
             elif isinstance(op, fuse.CallOp):

@@ -58,6 +58,7 @@ class MValue:
     uniform: bool = False  # in the uniform place: the block's one copy of a uniform input (not shared, no registers)
     type: object = None  # its kas type where known (building IR from a model needs it)
     gather: int = 0  # loaded through a connectivity of this many nodes per element (0: a plain load)
+    literal: bool = False  # a uniform scalar input every launch gives one literal (a `kas.constant`)
 
     @property
     def span(self) -> int:

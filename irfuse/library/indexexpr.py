@@ -536,6 +536,22 @@ def make_call(fn: str, args: tuple) -> Scalar:
     return SCall(fn, args)
 
 
+def operands_read(trees: list[Scalar]) -> frozenset[int]:
+    """The operands whose entries the trees read (`zeros` reads none of its operand's)."""
+    read, work = set(), list(trees)
+    while work:
+        t = work.pop()
+        if isinstance(t, Leaf):
+            read.add(t.operand)
+        elif isinstance(t, SBin):
+            work += (t.lhs, t.rhs)
+        elif isinstance(t, SUn):
+            work.append(t.arg)
+        elif isinstance(t, SCall):
+            work += t.args
+    return frozenset(read)
+
+
 def count_flops(trees: list[Scalar]) -> int:
     """Arithmetic operations per element (each +,-,*,/, negation, comparison, selection and
     function counts 1)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from irfuse.dialects.kas import KasType
 from irfuse.library.indexexpr import (Definition, DefinitionError, Expander, Scalar, count_flops, count_slow_ops,
+                                      operands_read,
                                       parse_definition)
 
 
@@ -43,6 +44,11 @@ class OpDef:
     @functools.cached_property
     def flops(self) -> int:  # (asked for every configuration the search costs: counted once)
         return count_flops(self.trees)
+
+    @functools.cached_property
+    def operands_read(self) -> frozenset[int]:
+        """The operands (by position) whose entries its definition reads."""
+        return operands_read(self.trees)
 
     @functools.cached_property
     def slow_ops(self) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 
 from irfuse.kernel.model import KernelModel
-from irfuse.kernel.bridge import model_from_kernel, write_back
+from irfuse.kernel.bridge import literal_arguments, model_from_kernel, write_back
 from irfuse.dialects import fuse
 from irfuse.passes.module_element_type import itemsize_of
 
@@ -22,8 +22,9 @@ def rewrite_kernels(module: ModuleOp, transform: Callable[[KernelModel], KernelM
     """`transform` applied to every kernel; `finish`, given the kernel and the model written
     back, runs before the kernel is verified."""
     itemsize = itemsize_of(module)
+    literals = literal_arguments(module)
     for kernel in kernels_of(module):
-        model, mapping = model_from_kernel(kernel, itemsize)
+        model, mapping = model_from_kernel(kernel, itemsize, literals=literals.get(kernel.sym_name.data, {}))
         model = transform(model)
         write_back(kernel, model, mapping)
         if finish is not None:

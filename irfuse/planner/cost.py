@@ -57,16 +57,20 @@ from irfuse.artifact.records import record
 from irfuse.dialects.fuse import FINISH_BATCH, finish_threads
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, Patterns, op_weights
 from irfuse.kernel.policies import array_words, launch_min_blocks
+from irfuse.analysis.placements import Placements
 from irfuse.analysis.shared_lifetimes import lifetimes
 from irfuse.planner.profiles import (BUILTIN, DEFAULT_BATCH, H100, H200, DeviceProfile, load_profile,  # noqa: F401
                                      profile_path, save_profile)
 
 
 
-def _call_words(model: KernelModel) -> int:
+def _call_words(model: KernelModel, placed: Placements | None = None) -> int:
     """The most words one call holds in registers at once: its register operands' and its result's."""
     need = 0
+    placed = placed or Placements(model)
     for op in model.calls():
+        if placed.is_moved(op):
+            continue  # (it runs nowhere: `analysis.placements`)
         impl = op.impl
         held = sum(impl.operand_aps[k].words()
                    for k, a in enumerate(op.args) if not model.values[a].shared and not model.values[a].uniform)
@@ -75,23 +79,25 @@ def _call_words(model: KernelModel) -> int:
     return need
 
 
-def thread_words(model: KernelModel) -> dict[int, int]:
+def thread_words(model: KernelModel, placed: Placements | None = None) -> dict[int, int]:
     """Each register value's words one thread holds (of one element): those its register
     pattern touches. A value spread over several threads of an element (a row or a line of
     it each) holds only its part in a thread; the emitted array may be declared longer, but
     ptxas keeps only the words a thread touches."""
-    patterns = Patterns(model)
-    return {vid: patterns(vid)[0].words() for vid, v in model.values.items() if not v.shared and not v.uniform}
+    patterns, moved = Patterns(model), (placed or Placements(model)).moved
+    return {vid: patterns(vid)[0].words() for vid, v in model.values.items()
+            if not v.shared and not v.uniform and vid not in moved}
 
 
-def _peak_live_words(model: KernelModel, per_thread: int = 1) -> int:
+def _peak_live_words(model: KernelModel, per_thread: int = 1, placed: Placements | None = None) -> int:
     """The most words of register values live at once in the kernel's op order (each from its
     first op to its last), `per_thread` rows of each."""
     ops = model.without_barriers()
-    first, last = lifetimes(model, ops)
+    placed = placed or Placements(model)
+    first, last = lifetimes(model, ops, placed)
     # (each register value adds its words from its first op to its last: one sweep)
     steps = [0] * (len(ops) + 1)
-    for vid, words in thread_words(model).items():
+    for vid, words in thread_words(model, placed).items():
         if vid in first:
             lo, hi = max(first[vid], 0), min(last[vid], len(ops) - 1)
             if lo <= hi:
@@ -109,7 +115,8 @@ def peak_register_words(model: KernelModel) -> int:
     their peak, not their sum: unrolled reverse-mode code keeps each iteration's values until
     the adjoint sweep reads them, and past the registers a thread may have, ptxas spills them
     (`planner.loop_forms`, and the elements a thread runs, `search.group_configs`)."""
-    words = _call_words(model) + _peak_live_words(model, model.per_thread) // 2
+    placed = Placements(model)
+    words = _call_words(model, placed) + _peak_live_words(model, model.per_thread, placed) // 2
     return 24 + words * max(1, model.itemsize // 4)
 
 
@@ -119,10 +126,11 @@ def estimate_registers(model: KernelModel) -> int:
     loop, where many values are made and die in each iteration, the register values counted
     are those live at once (their peak), not all of them. A thread that runs several elements
     keeps a row of each register value per element."""
-    need = _call_words(model)
+    placed = Placements(model)
+    need = _call_words(model, placed)
     if model.has_loops():
-        return min(255, 24 + need + _peak_live_words(model))
-    live_regs = sum(max(16, w) + (model.per_thread - 1) * w for w in thread_words(model).values())
+        return min(255, 24 + need + _peak_live_words(model, placed=placed))
+    live_regs = sum(max(16, w) + (model.per_thread - 1) * w for w in thread_words(model, placed).values())
     return min(255, 24 + need + live_regs // 2)
 
 

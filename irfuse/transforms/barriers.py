@@ -4,6 +4,7 @@ the conservative baseline of one after every op."""
 from __future__ import annotations
 
 from irfuse.analysis.hazards import HazardTracker
+from irfuse.analysis.placements import Placements
 from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, unrolled
 from irfuse.analysis.shared_accesses import accesses
 
@@ -17,8 +18,8 @@ def place_barriers(model: KernelModel, *, copy: bool = True) -> KernelModel:
     it finds no new one (without loops, one walk)."""
     out = model.copy() if copy else model
     ops = out.without_barriers()
-    patterns = Patterns(out)
-    accs = [accesses(out, op, patterns) for op in ops]
+    patterns, placed = Patterns(out), Placements(out)
+    accs = [accesses(out, op, patterns, placed) for op in ops]
     order = unrolled(ops)
     loops = any(op.kind == OpKind.LOOP for op in ops)
     before: set[int] = set()

@@ -7,8 +7,7 @@ of output y = `of` by x at each element, shaped `(*y.shape, *x.shape)` (d sig / 
 
 It is forward mode (`forward_mode`) along every direction of x at once: the program's
 statements are copied once, and each is followed by its tangent along each unit direction
-e_k of x (a value of x's type with a 1 at entry k: `zeros`, `item` and `put` of the op
-library); the tangents of y along the directions are stacked (`stack`) into an array over
+e_k of x (a value of x's type with a 1 at entry k, stacked from literals: `_unit`); the tangents of y along the directions are stacked (`stack`) into an array over
 x's entries and its axes moved after y's (`contract`, a permutation). A branch (`if`, a
 `select`) takes the derivative of the side its condition picks, as the forward derivative
 does. For per-element values only: a program over a mesh (gathers, scatters), one with a
@@ -83,18 +82,36 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(getattr(v.type, "shape", ()))
 
 
-def _unit(b: _Directions, block: Block, x: SSAValue, entry: tuple[int, ...], like: Operation) -> SSAValue:
-    """A value of x's type with 1 at `entry` and 0 elsewhere (uniform: it reads none of x's
-    values)."""
-    if not entry:
-        return b.emit(block, ConstantOp(1.0), like).res
-    zero = b.zeros(block, x, like)
-    if len(entry) == 1:
-        one = b.emit(block, ConstantOp(1.0), like).res
-    else:
-        inner = b.resolved(block, "item", [zero], like, ("0",))  # (a value of one axis fewer)
-        one = _unit(b, block, inner, entry[1:], like)
-    return b.resolved(block, "put", [zero, one], like, (str(entry[0]),))
+def _unit(b: _Directions, block: Block, shape: tuple[int, ...], entry: tuple[int, ...] | None,
+          like: Operation, made: dict) -> SSAValue:
+    """A value shaped `shape` with 1 at `entry` (None: nowhere) and 0 elsewhere, stacked from
+    literals: uniform, so a kernel makes it from its constants and the C compiler folds it
+    into every step reading it (a unit direction put into `zeros` of x was per element, held in
+    shared memory and loaded by each direction's first steps). Values made once are reused
+    (`made`: (shape, entry) -> value)."""
+    key = (shape, entry)
+    if key not in made:
+        if not shape:
+            made[key] = b.emit(block, ConstantOp(1.0 if entry is not None else 0.0), like).res
+        else:
+            rows = [_unit(b, block, shape[1:], entry[1:] if entry is not None and entry[0] == k else None, like, made)
+                    for k in range(shape[0])]
+            made[key] = b.resolved(block, "stack", rows, like, (str(shape[0]),))
+    return made[key]
+
+
+def _per_element(b: _Directions, block: Block, tangent: SSAValue, y: SSAValue, like: Operation,
+                 zeros: dict) -> SSAValue:
+    """`tangent` (of y's type) as a per-element value: itself, or where it is uniform (y
+    affine in x with uniform factors, its tangent along a unit direction then made of literals
+    alone) the sum with zeros of y (made once: `zeros`), so that the Jacobian is a value of
+    each element, as `jacobian_program` promises (the sum changes no entry but a negative
+    zero's sign)."""
+    if not is_uniform(tangent):
+        return tangent
+    if y not in zeros:
+        zeros[y] = b.zeros(block, y, like)
+    return b.resolved(block, "add", [tangent, zeros[y]], like)
 
 
 def _stacked(b: _Directions, block: Block, values: list[SSAValue], shape: tuple[int, ...], like: Operation):
@@ -146,9 +163,9 @@ def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, p
     b = _Directions(library, prefix, len(directions))
     for a, new in zip(args, block.args):
         b.value[a] = new
+    made: dict = {}
     for tangent, (x, entry) in zip(b.tangents, directions):
-        arg = args[inputs.index(x)]
-        tangent[arg] = _unit(b, block, b.value[arg], entry, ret)
+        tangent[args[inputs.index(x)]] = _unit(b, block, _shape(args[inputs.index(x)]), entry, ret, made)
     b.statements([op for op in program.body.block.ops if not isinstance(op, ReturnOp)], block)
     if y in b.batch_wide:
         raise CompileError(located(f"{where}: d{of}/d{'/'.join(wrt)} is not per element: '{of}' reads this "
@@ -157,7 +174,9 @@ def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, p
     jacobians = []
     for x, name in zip(wrt, names):
         shape = _shape(args[inputs.index(x)])
-        dy = [t.get(y) or b.zeros(block, b.value[y], ret) for t, (w, _) in zip(b.tangents, directions) if w == x]
+        zeros: dict = {}
+        dy = [_per_element(b, block, t[y], b.value[y], ret, zeros) if y in t else b.zeros(block, b.value[y], ret)
+              for t, (w, _) in zip(b.tangents, directions) if w == x]
         stacked = _stacked(b, block, dy, shape, ret)
         if shape and _shape(y):  # (x's axes after y's: a permutation)
             xl, yl = LETTERS_OF_X[:len(shape)], LETTERS_OF_Y[:len(_shape(y))]

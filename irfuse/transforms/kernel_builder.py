@@ -14,6 +14,7 @@ are one thing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -119,8 +120,10 @@ def build_kernel_model(ops: Sequence[Operation], impls: Sequence[Implementation]
     for v in inputs:
         uniform = not once and is_uniform(v)
         g = gather_of(v)
+        # (a literal every launch gives: `kernel.bridge.literal_arguments`, as the passes read it)
+        literal = uniform and isinstance(v.owner, kas.ConstantOp) and math.isfinite(v.owner.number)
         mops.append(MOp(OpKind.LOAD, value=new(v, v.type.size, v.name_hint or "", v.type, is_input=True,  # type: ignore
-                                          uniform=uniform, shared=not uniform,
+                                          uniform=uniform, shared=not uniform, literal=literal,
                                           gather=g.index.type.count.data if g is not None else 0),  # type: ignore
                         location=first_reader.get(v)))
     pending = iter(impls)

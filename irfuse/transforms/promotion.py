@@ -98,6 +98,22 @@ def _stores_cheaper(model: KernelModel, v, producer: MOp, uses: list[tuple[MOp, 
     return direct < words + 2 * lines + len(uses) * words  # (a tie stays staged: the copy's stores are whole lines)
 
 
+def literal_made(model: KernelModel) -> set[int]:
+    """The values made by calls from literals alone (`MValue.literal` inputs, and what calls
+    make of them, reading no other operand's entries: `zeros` of any value reads none): the
+    same words for every element, known when compiling. In registers the C compiler folds them
+    into their readers and they hold none, so each goes there wherever its readers run its
+    threads and read words its thread holds, whichever words each reads (a Jacobian's unit
+    directions, `put` of a literal into `zeros` of x, read whole by `dev` and on the diagonal
+    by `trace`: in shared memory each direction's first steps loaded them, benchmarks/NOTES.md,
+    Matrices and solves, 2026-12-02)."""
+    made = {vid for vid, v in model.values.items() if v.literal}
+    for op in model.ops:
+        if op.kind == OpKind.CALL and all(op.args[k] in made for k in op.impl.op.operands_read):  # type: ignore
+            made.add(op.result)  # type: ignore[arg-type]
+    return made
+
+
 def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: bool | str = "auto", *,
                       copy: bool = True) -> KernelModel:
     """Values produced and consumed by calls with the same threads and compatible access
@@ -121,6 +137,7 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
     written = {op.value for op in out.ops if op.kind == OpKind.STORE and not op.reduce}
     stored = {op.value for op in out.ops if op.kind == OpKind.STORE}
     consumers = _consumers(out)
+    literal = literal_made(out)
     for vid, v in out.values.items():
         if v.uniform:
             continue  # the block's copy of a uniform input: read where it is
@@ -147,7 +164,9 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
         # (a value read whole stays live in registers until its last reader: neo_hookean's
         # F^T F, read by inv and trace, pushed its kernel past 64 registers).
         fits = compatible_fast
-        if ref is producers.get(vid) and set().union(*(cons.impl.operand_aps[k].relative()  # type: ignore[union-attr]
+        if vid in literal:
+            fits = reads_within  # (held whole, folded: see `literal_made`)
+        elif ref is producers.get(vid) and set().union(*(cons.impl.operand_aps[k].relative()  # type: ignore[union-attr]
                                                         for cons, k in uses)) < ap.relative():
             fits = reads_within
         ok = not ap.noreg and all(
