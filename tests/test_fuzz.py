@@ -196,7 +196,7 @@ def test_the_element_generator_reaches_every_construct():
     generic family it may use, masks from comparisons and logic, every kind of branch condition (a
     mask, a comparison, an op's call giving a mask),
     else branches, copies (whole values and entries at a number), indexed loops reading
-    uniform tables, and sums by contract."""
+    uniform tables, sums by contract, and stacks of two and three values."""
     from irfuse.testing.random_programs import ELEMENT_TYPES, _family_signatures
 
     text = "\n".join(random_element_program(s, 30) for s in range(40))
@@ -205,7 +205,8 @@ def test_the_element_generator_reaches_every_construct():
     for construct in (r"= (and|or|not)\(m", r"if \(m\d+\)", r"if \(v\d+ [<>!]", r"if \((gt|lt|ge|le)\(",
                       r"if \(not\((gt|lt|ge|le)\(", r"if \(and\(m\d+, ", r"\} else \{", r"^v\d+ = v\d+;",
                       r"= o\d+\[\d\];", r"loop q \d \{", r"u\d+\[q\]", r"a\d+\[q\]", r"o\d+\[q\] =",
-                      r"contract\(\"q->\"", r"uniform \w+ u\d+\[\d\]", r"= select\(m", r"= reshape\(\"[23]x[23]\", "):
+                      r"contract\(\"q->\"", r"uniform \w+ u\d+\[\d\]", r"= select\(m", r"= reshape\(\"[23]x[23]\", ",
+                      r"= stack\(\w+, \w+\);", r"= stack\(\w+, \w+, \w+\);"):
         assert re.search(construct, text, re.M), construct
     assert random_element_program(3, 20) == random_element_program(3, 20)
 

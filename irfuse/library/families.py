@@ -49,6 +49,8 @@ class Family:
         """(op name, instance) for these operand types; DefinitionError saying what the family
         takes otherwise."""
         types = tuple(types)
+        if not params and self.name in COUNTED_BY_OPERANDS:
+            params = (str(len(types)),)  # (a program's stack(v0, ..., vN-1): named stack_N as the transforms' are)
         if self.arity is not None and len(types) != self.arity:
             raise DefinitionError(f"'{self.name}' takes {self.arity} operand(s), got {len(types)}: "
                                   f"{self.signature}")
@@ -439,7 +441,6 @@ def _put(types, params):
         "an array of its operands")
 def _stack(types, params):
     first = types[0] if types else None
-    params = params or (str(len(types)),)  # (a program's stack(v0, ..., vN-1): N operands)
     if first is None or any(t != first for t in types) or not _numeric(first) or len(types) != int(params[0]):
         raise _refuse("stack", FAMILIES["stack"].signature, types)
     rank = len(first.shape)
@@ -640,6 +641,8 @@ def _entry(shape: tuple[int, ...], k: int) -> str:
 
 # Families whose one parameter, a count or a position, comes first in an op's name.
 PARAMETER_FIRST = ("item", "put", "stack", "repeat")
+# Families a program calls without their parameter, which is their operands' count.
+COUNTED_BY_OPERANDS = ("stack",)
 # A taped loop's history (reverse mode writes them; random programs reach them that way).
 HISTORY = ("repeat", "push", "pop")
 

@@ -268,6 +268,21 @@ def _family_signatures(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...
     return out
 
 
+def _stacks(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
+    """`stack(v0, ..., vN-1)` of two or three values of one of `types` whose array is one too
+    (N from its operands: written in a program, it takes no parameter)."""
+    from irfuse.dialects.kas import kas_type_of_shape
+    from irfuse.frontend.syntax import parse_type_name
+
+    out = []
+    for t in types:
+        for n in (2, 3):
+            res = kas_type_of_shape((n, *parse_type_name(t))).spelling()
+            if res in types:
+                out.append(("stack", (t,) * n, res))
+    return out
+
+
 def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> str:
     """A random program of about `calls` statements in what element codes use: the generic ops
     (`irfuse.library.families`) on vectors and matrices square and not, suffixed ops beside
@@ -284,6 +299,7 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
     ops = [o for o in ops if o[2] != "mask"]
     ops += [("reshape", (a,), b) for a in ELEMENT_TYPES for b in ELEMENT_TYPES  # (its shape: a string, first)
             if a != b and _words(a) == _words(b)]
+    ops += _stacks(ELEMENT_TYPES)
     declared: dict[str, str] = {}
     arrays: dict[str, tuple[str, int]] = {}  # name -> (entry type, entries)
     uniform: set[str] = set()
