@@ -14,7 +14,8 @@ entries took 128 registers a thread (4 blocks of 128 an SM); written as made, 94
 and the kernel ran at 91% of a copy of its bytes against 77% (benchmarks/NOTES.md, Matrices
 and solves, 2026-12-02).
 
-Only one-thread-an-element calls of an array-of-structures kernel without loops take part.
+Only one-thread-an-element calls of an array-of-structures kernel without loops take part (a
+thread running several elements writes each one's parts).
 The analysis reads the model and changes nothing; the steps and the emitters that must agree
 on it ask it: V's lifetime starts at its first leaf (`shared_lifetimes.lifetimes`), a leaf's
 call writes V's words (`shared_accesses.accesses`, so barriers and the race check see them),
@@ -102,7 +103,7 @@ def _placement(model: KernelModel, vid: int, producer: dict[int, MOp], readers: 
 
 def placements(model: KernelModel) -> dict[int, Placement]:
     """The model's stored values built in place, by value (see the module)."""
-    if model.layout != "aos" or model.per_thread != 1 or model.once:
+    if model.layout != "aos" or model.once:
         return {}
     values = model.values
     if not any(op.kind == OpKind.CALL and values[op.result].shared and values[op.result].stored  # type: ignore
