@@ -408,3 +408,15 @@ def test_the_renderings_may_differ_in_a_nans_sign_and_nothing_else():
     assert not same_bits(np.array([1, 2]), np.array([1, 3])) and same_bits(np.array([1, 2]), np.array([1, 2]))
     out = check_source(NAN_SIGN, Budget(top=2, dtype="f32", n=300, seed=18), os.environ["IRFUSE_CACHE_DIR"])
     assert out.ok, out.detail
+
+
+def test_an_element_program_of_masks_alone_returns_an_input():
+    """Seed 112059 of the fuzzer's long mode drew three comparisons and nothing else: the
+    program returned nothing (`return ;`, refused by the front end, a finding of the harness).
+    A program whose statements all make masks returns its first per-element input."""
+    import irfuse
+
+    src = random_element_program(112059, 3, batch_wide=False)
+    assert "return v1;" in src and " = lt(" in src, src
+    assert not any("return ;" in random_element_program(s, 3, batch_wide=s % 2 == 0) for s in range(400))
+    assert irfuse.compile(src, backend="cpu").outputs == ("v1",)

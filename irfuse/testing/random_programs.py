@@ -519,6 +519,8 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
         else:
             call("")
     outputs = sorted(unread, key=lambda v: int(v.lstrip("vamou")))
+    if not outputs:  # (every statement made a mask, which is not returned: the first input is)
+        outputs = [next(v for v in inputs if v not in uniform and v not in arrays)]
     decls: dict[str, list[str]] = {}
     for v, t in declared.items():
         entry = f"{v}[{arrays[v][1]}]" if v in arrays else v
