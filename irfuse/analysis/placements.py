@@ -2,7 +2,8 @@
 calls that only move words, is written part by part as its parts are made.
 
 A call only moves words where every entry of its result is an entry of an operand (every
-tree of its op's definition a `Leaf`: `stack`, a permutation `contract`, `reshape`, `item`).
+tree of its op's definition a `Leaf`, `OpDef.moved_words`: `stack`, a permutation `contract`,
+`reshape`, `item`).
 When a stored value V (in shared memory, read by plain stores alone) is made by such a call,
 through a chain of such calls whose results are in registers and read by the chain alone,
 from values in registers made by calls (its *leaves*), then each word of V is a known word of
@@ -28,22 +29,6 @@ from __future__ import annotations
 
 from irfuse.artifact.records import record
 from irfuse.kernel.model import KernelModel, MOp, OpKind
-from irfuse.library.indexexpr import Leaf
-
-
-def moved_words(impl) -> tuple[tuple[int, int], ...] | None:
-    """(operand, word) for each word of the result of a call that only moves words, else None."""
-    op = impl.op
-    known = _MOVED.get(id(op))
-    if known is None or known[0] is not op:
-        trees = op.trees
-        words = tuple((t.operand, t.offset) for t in trees) if trees and all(isinstance(t, Leaf) for t in trees) \
-            else None
-        known = _MOVED[id(op)] = (op, words)
-    return known[1]
-
-
-_MOVED: dict[int, tuple] = {}  # id(op) -> (op, its moved words): read once an op (the planner asks per candidate)
 
 
 @record(frozen=True)
@@ -61,14 +46,14 @@ def _placement(model: KernelModel, vid: int, producer: dict[int, MOp], readers: 
                ) -> Placement | None:
     """V's placement where it has one (see the module)."""
     top = producer[vid]
-    if not _one_thread(top) or moved_words(top.impl) is None:
+    if not _one_thread(top) or top.impl.op.moved_words is None:
         return None
     targets: dict[int, dict[int, list[int]]] = {}  # leaf -> its word -> V's words
     moved = {vid}
     work = [(top, list(range(model.values[vid].size)))]  # (a moving call, V's word for each word of its result)
     while work:
         op, into = work.pop()
-        words = moved_words(op.impl)
+        words = op.impl.op.moved_words
         assert words is not None
         parts: dict[int, list[tuple[int, int]]] = {}  # operand -> (its word, V's word)
         for r, (k, w) in enumerate(words):
@@ -78,7 +63,7 @@ def _placement(model: KernelModel, vid: int, producer: dict[int, MOp], readers: 
             if v.shared or v.uniform or v.is_input or v.carried or a not in producer:
                 return None  # (its words are not a call's registers)
             made = producer[a]
-            inner = moved_words(made.impl) if _one_thread(made) else None
+            inner = made.impl.op.moved_words if _one_thread(made) else None
             chained = inner is not None and not v.stored and a not in moved and all(
                 r is op for r in readers.get(a, []))
             if chained:
@@ -107,7 +92,7 @@ def placements(model: KernelModel) -> dict[int, Placement]:
         return {}
     values = model.values
     if not any(op.kind == OpKind.CALL and values[op.result].shared and values[op.result].stored  # type: ignore
-               and moved_words(op.impl) is not None for op in model.ops) or model.has_loops():
+               and op.impl.op.moved_words is not None for op in model.ops) or model.has_loops():
         return {}
     producer: dict[int, MOp] = {}
     readers: dict[int, list[MOp]] = {}

@@ -196,16 +196,13 @@ def _width() -> int:
     return max(1, min(WIDTH, cores, 1 + int(idle + 0.5)))
 
 
-# Shared memory an SM holds for resident blocks on the GPUs irfuse compiles for (sm_90, the
-# most of any: the built-in profiles' `shared_per_sm`), and what each block takes beside its own.
-SM_SHARED_BYTES = 228 * 1024
-BLOCK_RESERVED_BYTES = 1024
-
-
 def _shared_blocks(info, itemsize: int) -> int:
-    """The most blocks of a kernel an SM's shared memory holds (any number without any)."""
-    smem = info.total_shared_bytes(itemsize)
-    return max(1, SM_SHARED_BYTES // (smem + BLOCK_RESERVED_BYTES)) if smem else 1 << 16
+    """The most blocks of a kernel an SM holds by its shared memory and threads (the cost model's
+    `resident_blocks` on the H100 profile, whose shared memory is sm_90's, the most of any)."""
+    from irfuse.planner.cost import resident_blocks
+    from irfuse.planner.profiles import H100
+
+    return resident_blocks(H100, info.threads, info.total_shared_bytes(itemsize), 1)
 
 
 def _fewer_blocks(blocks: int, threads: int, most: int | None = None) -> list[int]:

@@ -552,6 +552,14 @@ def operands_read(trees: list[Scalar]) -> frozenset[int]:
     return frozenset(read)
 
 
+def moved_words(trees: list[Scalar]) -> tuple[tuple[int, int], ...] | None:
+    """(operand, word) for each entry where every entry is an operand's entry (the trees all
+    `Leaf`s: `stack`, a permuting `contract`, `reshape`), else None."""
+    if not trees or not all(isinstance(t, Leaf) for t in trees):
+        return None
+    return tuple((t.operand, t.offset) for t in trees)
+
+
 def count_flops(trees: list[Scalar]) -> int:
     """Arithmetic operations per element (each +,-,*,/, negation, comparison, selection and
     function counts 1)."""

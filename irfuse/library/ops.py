@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from irfuse.dialects.kas import KasType
 from irfuse.library.indexexpr import (Definition, DefinitionError, Expander, Scalar, count_flops, count_slow_ops,
-                                      operands_read,
+                                      moved_words, operands_read,
                                       parse_definition)
 
 
@@ -49,6 +49,11 @@ class OpDef:
     def operands_read(self) -> frozenset[int]:
         """The operands (by position) whose entries its definition reads."""
         return operands_read(self.trees)
+
+    @functools.cached_property
+    def moved_words(self) -> tuple[tuple[int, int], ...] | None:
+        """(operand, word) for each entry of its result where it only moves words, else None."""
+        return moved_words(self.trees)
 
     @functools.cached_property
     def slow_ops(self) -> int:

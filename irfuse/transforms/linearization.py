@@ -15,14 +15,14 @@ def _dependencies(model: KernelModel) -> dict[int, set[int]]:
     return {i: {producer[a] for a in op.args if a in producer} for i, op in enumerate(calls)}
 
 
-def _stored_before_parts(model: KernelModel, calls: list, deps: dict[int, set[int]], order: list[int]) -> list[int]:
+def _stored_before_parts(model: KernelModel, found: dict, calls: list, deps: dict[int, set[int]],
+                         order: list[int]) -> list[int]:
     """`order` with each call that makes a stored value in shared memory, read by no call, moved
     before the first part of a stored value built in place (`analysis.placements`) with the
     calls after that part it needs, where none of them is a part: the value built in place is
     live from its first part on, so a value staged meanwhile would need words of its own (J2's
     consistent tangent: its stress and `ep`, staged after the directions, took 10 words an
-    element more)."""
-    found = placements(model)
+    element more). `found`: the model's `placements`."""
     if not found:
         return order
     readers = {a for op in calls for a in op.args}
@@ -60,6 +60,7 @@ def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
         return with_barrier_after_every_op(out)
     calls = out.calls()
     n = len(calls)
+    found = placements(out)  # (stored values built in place: the order around their parts)
     deps = _dependencies(out)
     size = {vid: (v.size * out.by if v.shared else 0) for vid, v in out.values.items()}
     users: dict[int, set[int]] = {}
@@ -130,7 +131,7 @@ def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
         # calls alike in shared memory, the one reading the latest made value first (each part
         # then written and its registers free before the next part's chain starts; in program
         # order J2's nine directions ran step by step side by side, 128 registers against 94).
-        depth = bool(placements(out))
+        depth = bool(found)
         made_at: dict[int, int] = {}
 
         def latest(c: int) -> int:
@@ -147,7 +148,7 @@ def linearize(model: KernelModel, *, copy: bool = True) -> KernelModel:
             order.append(c)
             after(done, c)
             done |= 1 << c
-    order = _stored_before_parts(out, calls, deps, order)
+    order = _stored_before_parts(out, found, calls, deps, order)
     stores: dict[int, list] = {}  # a value may be stored and reduced: several stores
     for op in out.ops:
         if op.kind == OpKind.STORE:
