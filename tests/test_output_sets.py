@@ -93,3 +93,21 @@ def test_large_outputs_are_never_kept():
     assert sets.kept is None
     del made
     assert sets.make(1)[0][0].shape == (REUSED_BYTES // 4 + 1,)
+
+
+def test_a_set_handed_back_is_the_outputs_object_returned_before_and_never_one_still_held():
+    """A set comes back as the very `Outputs` an earlier call returned (named as the program's
+    outputs; no object made by a call again), and only once nothing holds that object: a
+    caller keeping a call's outputs whole (a history of them) keeps them from coming back."""
+    sets = _sets()
+    first, at = sets.make(1)
+    assert first._names == ("a", "b") and first.a is first[0] and tuple(first.b.shape) == (5,)
+    first_id = id(first)  # (the object lives on in the sets kept)
+    del first
+    again, at_again = sets.make(1)
+    assert id(again) == first_id and at_again == at and again.a.data_ptr() == at[0]
+    history = [again, sets.make(1)[0]]
+    del again
+    held = {(o.a.data_ptr(), o.b.data_ptr()) for o in history}
+    for _ in range(2 * SETS_KEPT):
+        assert sets.make(1)[1] not in held

@@ -240,7 +240,7 @@ class FastCall:
         made, addresses = self.made.make(handle)
         if not self.bound.launch_kept(self.places_key + addresses, handle):  # (the stream is not capturing)
             self.bound.run(self.places, self.made.places(addresses), handle)
-        return Outputs(self.outputs._names, made)
+        return made
 
 
 def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, args: tuple = (),

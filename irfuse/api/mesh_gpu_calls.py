@@ -281,7 +281,7 @@ class MeshGpuFastCall:
             graph.launch_on(handle)
         else:
             self.device.on_stream(handle, lambda: run.run(slots, targets))
-        return Outputs(self.names, made) if made is not None else _out_objects(self)
+        return made if made is not None else _out_objects(self)  # (`OutputSets` names them as the program does)
 
 
 def _out_objects(fast: "MeshGpuFastCall") -> Outputs:

@@ -23,6 +23,8 @@ import sys
 
 import numpy as np
 
+from irfuse.api.outputs import Outputs
+
 REUSED_BYTES = 64 << 20  # the most a kept set of outputs may hold (two sets are kept)
 SETS_KEPT = 2  # a loop `y = prog(x)` holds one set while the call makes the next
 
@@ -47,36 +49,51 @@ def _allocator(model, shape: tuple[int, ...], dtype):
     return make, lambda a: a.data.ptr
 
 
-def _holders(t) -> tuple:
-    """A tensor's Python references, its C++ ones, its storage's and the storage object's
-    (read the same way for `_FREE`, so the counts of this very code path, whatever the
-    interpreter, are the ones compared)."""
-    storage = t.untyped_storage()
-    return sys.getrefcount(t), t._use_count(), _storage_use(storage._cdata), sys.getrefcount(storage)
-
-
-_FREE: tuple | None = None  # the counts of a tensor nothing but a kept tuple holds
+_FREE: tuple | None = None  # the counts `_let_go` reads of a set nothing but this module holds
 _storage_use = None
 
 
-def _let_go(tensors: tuple, shapes: tuple, addresses: tuple) -> bool:
-    """Whether nothing but `tensors` (a tuple kept here) holds any of these tensors or their
-    memory, and each is still the contiguous tensor it was made (`shapes`, `addresses`),
-    asking no gradient."""
-    global _FREE, _storage_use
-    if _FREE is None:
-        import torch
+def _free_counts(entry: tuple) -> tuple:
+    """The counts `_let_go` compares, read of a kept entry by the same steps (the holder, then
+    each tensor by the loop's name, then its storage), so that whatever references this
+    interpreter's frames hold while reading them are counted alike: (the holder's Python
+    references, a tensor's Python ones, its C++ ones, its storage's and the storage object's)."""
+    made = entry[0]
+    a = sys.getrefcount(made)
+    for t in made:
+        b, c = sys.getrefcount(t), t._use_count()
+        s = t.untyped_storage()
+        return a, b, c, _storage_use(s._cdata), sys.getrefcount(s)
 
-        _storage_use = torch._C._storage_Use_Count
-        probe = (torch.empty(1),)  # (held by a tuple alone, as a kept set's tensors are)
-        _FREE = _holders(probe[0])
-    free = _FREE
-    for k in range(len(tensors)):  # (counted by index first: a name would hold the tensor itself)
-        if _holders(tensors[k]) != free:
+
+def _calibrate() -> tuple:
+    global _FREE, _storage_use
+    import torch
+
+    _storage_use = torch._C._storage_Use_Count
+    _FREE = _free_counts((Outputs(("probe",), [torch.empty(1)]), None, None))  # (as `OutputSets.kept` holds one)
+    return _FREE
+
+
+def _let_go(entry: tuple, shapes: tuple, addresses: tuple) -> bool:
+    """Whether nothing but `entry` (a kept set: its outputs first) holds those outputs, any
+    of their tensors or their memory, and each tensor is still the contiguous tensor it was
+    made (`shapes`, `addresses`), asking no gradient. (One pass, each count compared as it is
+    read: this runs at every call of a loop `y = prog(x)`, three outputs about 2 us.)"""
+    free = _FREE or _calibrate()
+    made = entry[0]
+    if sys.getrefcount(made) != free[0]:
+        return False
+    k = 0
+    for t in made:
+        if sys.getrefcount(t) != free[1] or t._use_count() != free[2]:
             return False
-        t = tensors[k]
+        s = t.untyped_storage()
+        if _storage_use(s._cdata) != free[3] or sys.getrefcount(s) != free[4]:
+            return False
         if t.requires_grad or t.data_ptr() != addresses[k] or t.shape != shapes[k] or not t.is_contiguous():
             return False
+        k += 1
     return True
 
 
@@ -90,8 +107,9 @@ class Place:
 
 
 class OutputSets:
-    """Makes a call's outputs (see the module): `make(stream)` gives the arrays in the
-    program's output order (a new list) and their addresses."""
+    """Makes a call's outputs (see the module): `make(stream)` gives them, an `Outputs` in the
+    program's output order, and their addresses. A set handed back is the `Outputs` an
+    earlier call returned (nothing else held it), so that a call again makes no object."""
 
     def __init__(self, model, shapes: dict[str, tuple[int, ...]], dtype):
         self.names = tuple(shapes)
@@ -100,20 +118,21 @@ class OutputSets:
         self.nbytes = [int(np.prod(shape)) * np.dtype(dtype).itemsize for shape in self.shapes]
         self.kept: list | None = [] if model.family == "torch" and sum(self.nbytes) <= REUSED_BYTES else None
 
-    def make(self, stream: int, capturing: bool = False) -> tuple[list, tuple[int, ...]]:
+    def make(self, stream: int, capturing: bool = False) -> tuple[Outputs, tuple[int, ...]]:
         kept = self.kept
         if kept is not None and not capturing:
-            for k, (made, addresses, on) in enumerate(kept):
-                if on == stream and _let_go(made, self.shapes, addresses):
+            for k in range(len(kept)):
+                entry = kept[k]  # (outputs, their addresses, stream)
+                if entry[2] == stream and _let_go(entry, self.shapes, entry[1]):
                     kept.append(kept.pop(k))  # (the most recent last)
-                    return list(made), addresses  # (a list of the caller's: the tuple kept is this one's)
-        made = tuple(make() for make, _ in self.makers)
+                    return entry[0], entry[1]
+        made = Outputs(self.names, [make() for make, _ in self.makers])
         addresses = tuple(address(a) for a, (_, address) in zip(made, self.makers))
         if kept is not None and not capturing:
             kept.append((made, addresses, stream))
             if len(kept) > SETS_KEPT:
                 kept.pop(0)
-        return list(made), addresses
+        return made, addresses
 
     def places(self, addresses: tuple[int, ...]) -> dict[str, Place]:
         """The outputs `make` gave (at `addresses`), by name, as a run reads them."""
