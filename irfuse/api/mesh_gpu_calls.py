@@ -58,7 +58,7 @@ from irfuse.runtime.cuda_mesh import (check_connectivity_on_gpu, connectivity_on
                                       scratch_slot, slot_of)
 from irfuse.runtime.cuda_graph import stream_capturing
 from irfuse.runtime.device import Slot
-from irfuse.runtime.mesh_runs import MeshInPlaceRun
+from irfuse.runtime.mesh_runs import GRAPHS_KEPT, MeshInPlaceRun
 
 
 def on_gpu(bound: dict) -> bool:
@@ -212,6 +212,8 @@ class MeshGpuFastCall:
         self.signature = signature
         self.held = [(v, signature(v)) for v in held] if self.usable else []
         self.made = None if shapes is None else OutputSets(model, shapes, self.dtype)
+        self.out_outputs = _out_objects(self) if out is not None else None  # (the out= arrays: the same each call)
+        self.kept_graphs: dict[tuple, object] = {}  # outputs' addresses -> the run's graph on the kept places
         self.current_stream = FAST_FAMILIES[model.family][1](model.device)
         self.bits: list = []
         # Without out=, contiguous arrays alike the kept ones take their place (`_alike`): a loop that
@@ -270,18 +272,30 @@ class MeshGpuFastCall:
             return None  # (another stream's scalar words)
         capturing = stream_capturing(handle)
         for name, value in self.bits:
-            self.slots[name].ptr = self.device.scalar(name, value, handle, capturing)
-        targets, made = self.targets, None
-        if self.made is not None:
-            made, addresses = self.made.make(handle, capturing)
-            targets = {**targets, **self.made.places(addresses)}
+            ptr = self.device.scalar(name, value, handle, capturing)
+            if self.slots[name].ptr != ptr:
+                self.slots[name].ptr = ptr
+                self.kept_graphs.clear()  # (their kernels read the word where it was)
+        made, addresses = self.made.make(handle, capturing) if self.made is not None else (None, ())
         run, slots = self.run, self.places
+        if not capturing and slots is self.slots:
+            # The kept call's arrays: the graph found for these outputs' addresses before, its
+            # key not built again (this runs at every step of a time loop).
+            graph = self.kept_graphs.get(addresses)
+            if graph is not None and graph.alive:
+                graph.launch_on(handle)
+                return made if made is not None else self.out_outputs
+        targets = self.targets if made is None else {**self.targets, **self.made.places(addresses)}
         graph = None if capturing else run.graph(slots, targets)  # (one launch)
         if graph is not None:
+            if slots is self.slots:
+                if len(self.kept_graphs) >= 2 * GRAPHS_KEPT:  # (the run keeps fewer: the rest let go of)
+                    self.kept_graphs.clear()
+                self.kept_graphs[addresses] = graph
             graph.launch_on(handle)
         else:
             self.device.on_stream(handle, lambda: run.run(slots, targets))
-        return made if made is not None else _out_objects(self)  # (`OutputSets` names them as the program does)
+        return made if made is not None else self.out_outputs
 
 
 def _out_objects(fast: "MeshGpuFastCall") -> Outputs:
