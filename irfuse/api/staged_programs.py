@@ -157,16 +157,23 @@ class StagedProgram:
             if fast.again(args, named, out, stream, nodes, scatter):
                 # The outputs: out= arrays, or made here (on the GPU a set let go of, `OutputSets`;
                 # on the CPU as a pass makes them, the passes writing into them).
-                given, key = fast.outputs_made() if fast.made is not None else \
-                    (fast.host_outputs() if fast.host_shapes is not None else fast.given, ())
+                # (The outputs `made` by the sets are the program's, in its order: handed back as
+                # they are where the passes' graph runs, their dict built only where it does not.)
+                made, key = fast.made.make(fast.handle) if fast.made is not None else (None, ())
+                given = fast.host_outputs() if fast.host_shapes is not None else fast.given if made is None \
+                    else None
                 if fast.replay is not None:
                     fast.replay.run(fast.bits, fast.places, given, fast.places is fast.kept_places and
                                     given is fast.given)
-                    return Outputs(self.outputs, [given[k] for k in self.outputs])
+                    return fast.out_outputs if given is fast.given and fast.out_outputs is not None else \
+                        Outputs(self.outputs, [given[k] for k in self.outputs])
                 key = (fast.addresses, key)  # (the arrays' addresses, the outputs')
                 graph = fast.graphs.get(key) if fast.graphable else None
                 if graph is not None and graph.run(fast):
-                    return Outputs(self.outputs, [given[k] for k in self.outputs])
+                    return made if made is not None else fast.out_outputs if fast.out_outputs is not None \
+                        else Outputs(self.outputs, [given[k] for k in self.outputs])
+                if given is None:
+                    given = dict(zip(fast.made.names, made))
                 calls: list = []
                 bound = {**dict(zip(self.inputs, args)), **named}
                 made = self._run_passes(bound, given, None, fast.layout, fast.m, fast.between, stream,
@@ -368,6 +375,9 @@ class _StagedFastCall:
         self.args, self.named, self.stream, self.nodes, self.scatter = args, dict(named), stream, nodes, scatter
         self.out = out_snapshot(out)
         self.given, self.layout, self.m, self.between = given, layout, m, between
+        # (the out= arrays as the call returns them, the same at every call made again)
+        self.out_outputs = Outputs(program.outputs, [given[k] for k in program.outputs]) \
+            if all(k in given for k in program.outputs) else None
         # Numbers, taken by value (`same_arguments`): position, or name, -> input
         self.numbers = {k: name for k, name in enumerate(program.inputs[:len(args)]) if _is_number(args[k])}
         self.numbers |= {name: name for name, v in named.items() if _is_number(v)}
@@ -427,12 +437,6 @@ class _StagedFastCall:
     def host_outputs(self) -> dict:
         """New outputs of the call on the CPU without out= (by name), as a pass makes them."""
         return {name: page_aligned(shape, self.dtype) for name, shape in self.host_shapes.items()}
-
-    def outputs_made(self) -> tuple[dict, tuple]:
-        """New outputs (by name) made with the library's `empty` (or a set the caller let go
-        of: `OutputSets`), and their addresses."""
-        made, addresses = self.made.make(self.handle)
-        return dict(zip(self.made.names, made)), addresses
 
     def let_go(self) -> None:
         """Destroys the graphs, once the stream has run what it queued."""
