@@ -213,7 +213,7 @@ class MeshGpuFastCall:
         self.held = [(v, signature(v)) for v in held] if self.usable else []
         self.made = None if shapes is None else OutputSets(model, shapes, self.dtype)
         self.out_outputs = _out_objects(self) if out is not None else None  # (the out= arrays: the same each call)
-        self.kept_graphs: dict[tuple, object] = {}  # outputs' addresses -> the run's graph on the kept places
+        self.kept_graphs: dict[tuple, object] = {}  # (`places_key`, outputs' addresses) -> the run's graph
         self.current_stream = FAST_FAMILIES[model.family][1](model.device)
         self.bits: list = []
         # Without out=, contiguous arrays alike the kept ones take their place (`_alike`): a loop that
@@ -228,6 +228,9 @@ class MeshGpuFastCall:
                        if name not in scalars and not any(name == a[1] for a in self.arrays)]
         self.alike = self.made is not None and self.usable and all(
             sig[-1] is True and device_of(kept) is not None for _, _, kept, sig in self.arrays)
+        # The addresses of the arrays a call again may give alike (`_alike`), this call's: with the
+        # outputs', the key of the graphs kept by the call (`kept_graphs`).
+        self.kept_key = self.places_key = tuple(sig[0] for _, _, _, sig in self.arrays)
 
     def matches(self, args: tuple, named: dict, out, stream, nodes, scatter: str) -> bool:
         if stream is not self.stream or nodes != self.nodes or scatter != self.scatter or \
@@ -240,7 +243,7 @@ class MeshGpuFastCall:
         for a, sig in self.held:
             if signature(a) != sig:
                 return False
-        self.places = self.slots
+        self.places, self.places_key = self.slots, self.kept_key
         return True
 
     def _alike(self, args: tuple, named: dict) -> bool:
@@ -251,18 +254,20 @@ class MeshGpuFastCall:
             return False
         if not same_objects(args, named, self.others):  # (connectivities)
             return False
-        places, signature = None, self.signature
+        places, signature, key = None, self.signature, []
         for k, name, kept, sig in self.arrays:
             a = args[k] if type(k) is int else named.get(k)
             ptr = alike_address(a, kept, signature, sig)
             if ptr is None:
                 return False
+            key.append(ptr)
             if ptr == sig[0]:  # (the kept array, or one at its address: its place)
                 continue
             if places is None:
                 places = dict(self.slots)
             places[name] = slot_of(ptr, self.slots[name].nbytes, a)
         self.places = places if places is not None else self.slots
+        self.places_key = tuple(key)
         return True
 
     def launch(self) -> Outputs | None:
@@ -278,20 +283,20 @@ class MeshGpuFastCall:
                 self.kept_graphs.clear()  # (their kernels read the word where it was)
         made, addresses = self.made.make(handle, capturing) if self.made is not None else (None, ())
         run, slots = self.run, self.places
-        if not capturing and slots is self.slots:
-            # The kept call's arrays: the graph found for these outputs' addresses before, its
-            # key not built again (this runs at every step of a time loop).
-            graph = self.kept_graphs.get(addresses)
+        key = (self.places_key, addresses)  # (the arrays' addresses given alike, the outputs')
+        if not capturing:
+            # The graph found before for these addresses, its key of every slot's address not
+            # built again (this runs at every step of a time loop).
+            graph = self.kept_graphs.get(key)
             if graph is not None and graph.alive:
                 graph.launch_on(handle)
                 return made if made is not None else self.out_outputs
         targets = self.targets if made is None else {**self.targets, **self.made.places(addresses)}
         graph = None if capturing else run.graph(slots, targets)  # (one launch)
         if graph is not None:
-            if slots is self.slots:
-                if len(self.kept_graphs) >= 2 * GRAPHS_KEPT:  # (the run keeps fewer: the rest let go of)
-                    self.kept_graphs.clear()
-                self.kept_graphs[addresses] = graph
+            if len(self.kept_graphs) >= 2 * GRAPHS_KEPT:  # (the run keeps fewer: the rest let go of)
+                self.kept_graphs.clear()
+            self.kept_graphs[key] = graph
             graph.launch_on(handle)
         else:
             self.device.on_stream(handle, lambda: run.run(slots, targets))
