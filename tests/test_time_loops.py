@@ -121,14 +121,16 @@ def test_a_program_of_passes_called_again_follows_its_arrays_and_numbers(step):
     call's bits; a number beyond float32 is still refused by name."""
     args = _mesh()
     out = [np.empty_like(args["u"]), np.empty_like(args["v"])]
-    seen = []
+    seen, returned = [], []
     for k in range(5):
         args["u"] *= 1.25
         dt = 1e-3 * (k + 1)
         got = step(**args, dt=dt, out=out)
-        assert got[0] is out[0]
+        assert got[0] is out[0] and got[1] is out[1] and got.u1 is out[0]
+        returned.append(got)
         seen.append((args["u"].copy(), dt, [a.copy() for a in got]))
     assert step._fast and step._fast[0].replay is not None  # (the passes replayed from the third call)
+    assert returned[3] is returned[4]  # (calls again into out=: one Outputs of the caller's arrays)
     for k, (u, dt, got) in enumerate(seen):
         fresh = {name: (a.copy() if isinstance(a, np.ndarray) else a) for name, a in args.items()}
         want = step(**{**fresh, "u": u}, dt=np.float32(dt))
