@@ -105,10 +105,12 @@ def test_random_mesh_programs_agree_with_the_reference_through_several_plans(see
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("seed", range(24) if LONG else (0, 2))
+@pytest.mark.parametrize("seed", range(24) if LONG else (0, 2, 5))
 def test_random_mesh_programs_of_wide_elements_agree_with_the_reference(seed):
     """The same with one connectivity of 65 to 256 nodes an element (`WIDE_KS`: elements of
-    high order, a scatter group holding one of them), gathered and scattered whole."""
+    high order, a scatter group holding one of them), gathered and scattered whole. (Seed 5:
+    values of 514 and 771 words a thread, once placed in registers, whose unrolled code ran the
+    host C++ compiler out of 12 GB after four minutes; now in shared memory, seconds.)"""
     from irfuse.testing.differential import Budget, check_source
 
     src = random_mesh_program(seed, 4 + seed % 7, wide=True)

@@ -32,6 +32,20 @@ IN_FLIGHT_BYTES = 45 * 1024
 GATHER_THREADS = 1280
 
 
+# The most words of one value a thread holds in registers (sm_70 and later give a thread at
+# most 255): a value of more words a thread would live in local memory whatever the launch
+# bounds, and its calls' straight-line code of that many words a thread is what the C
+# compilers cannot take (a random mesh program's 514-word gathered rows: g++ out of 12 GB
+# after four minutes, benchmarks/NOTES.md, Robustness runs, 2026-12-02). Such a value stays in
+# shared memory (`transforms.promotion`).
+REGISTER_WORDS = 255
+
+
+def thread_words(size: int, bx: int) -> int:
+    """The words of a value of `size` words each of its element's `bx` threads holds."""
+    return -(-size // bx)
+
+
 def launch_min_blocks(model: KernelModel) -> int:
     """Resident blocks the emitted kernel asks ptxas for (`__launch_bounds__`): 1024 threads
     per SM, i.e. at most 64 registers per thread; `GATHER_THREADS` for a kernel without loops
