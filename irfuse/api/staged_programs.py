@@ -165,13 +165,11 @@ class StagedProgram:
                 if fast.replay is not None:
                     fast.replay.run(fast.bits, fast.places, given, fast.places is fast.kept_places and
                                     given is fast.given)
-                    return fast.out_outputs if given is fast.given and fast.out_outputs is not None else \
-                        Outputs(self.outputs, [given[k] for k in self.outputs])
+                    return fast.returned(made, given)
                 key = (fast.addresses, key)  # (the arrays' addresses, the outputs')
                 graph = fast.graphs.get(key) if fast.graphable else None
                 if graph is not None and graph.run(fast):
-                    return made if made is not None else fast.out_outputs if fast.out_outputs is not None \
-                        else Outputs(self.outputs, [given[k] for k in self.outputs])
+                    return fast.returned(made, given)
                 if given is None:
                     given = dict(zip(fast.made.names, made))
                 calls: list = []
@@ -376,6 +374,7 @@ class _StagedFastCall:
         self.out = out_snapshot(out)
         self.given, self.layout, self.m, self.between = given, layout, m, between
         # (the out= arrays as the call returns them, the same at every call made again)
+        self.outputs = program.outputs
         self.out_outputs = Outputs(program.outputs, [given[k] for k in program.outputs]) \
             if all(k in given for k in program.outputs) else None
         # Numbers, taken by value (`same_arguments`): position, or name, -> input
@@ -437,6 +436,15 @@ class _StagedFastCall:
     def host_outputs(self) -> dict:
         """New outputs of the call on the CPU without out= (by name), as a pass makes them."""
         return {name: page_aligned(shape, self.dtype) for name, shape in self.host_shapes.items()}
+
+    def returned(self, made: Outputs | None, given: dict) -> Outputs:
+        """What a call made again returns: the outputs the sets made (`made`), or the `out=`
+        arrays' `Outputs` made once, or the outputs `given` (made on the CPU) as an `Outputs`."""
+        if made is not None:
+            return made
+        if given is self.given and self.out_outputs is not None:
+            return self.out_outputs
+        return Outputs(self.outputs, [given[k] for k in self.outputs])
 
     def let_go(self) -> None:
         """Destroys the graphs, once the stream has run what it queued."""

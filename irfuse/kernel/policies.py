@@ -41,11 +41,6 @@ GATHER_THREADS = 1280
 REGISTER_WORDS = 255
 
 
-def thread_words(size: int, bx: int) -> int:
-    """The words of a value of `size` words each of its element's `bx` threads holds."""
-    return -(-size // bx)
-
-
 def launch_min_blocks(model: KernelModel) -> int:
     """Resident blocks the emitted kernel asks ptxas for (`__launch_bounds__`): 1024 threads
     per SM, i.e. at most 64 registers per thread; `GATHER_THREADS` for a kernel without loops

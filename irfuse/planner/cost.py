@@ -56,7 +56,7 @@ from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
 from irfuse.artifact.records import record
 from irfuse.dialects.fuse import FINISH_BATCH, finish_threads
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, Patterns, op_weights
-from irfuse.kernel.policies import array_words, launch_min_blocks
+from irfuse.kernel.policies import REGISTER_WORDS, array_words, launch_min_blocks
 from irfuse.analysis.placements import Placements
 from irfuse.analysis.shared_lifetimes import lifetimes
 from irfuse.planner.profiles import (BUILTIN, DEFAULT_BATCH, H100, H200, DeviceProfile, load_profile,  # noqa: F401
@@ -129,9 +129,9 @@ def estimate_registers(model: KernelModel) -> int:
     placed = Placements(model)
     need = _call_words(model, placed)
     if model.has_loops():
-        return min(255, 24 + need + _peak_live_words(model, placed=placed))
+        return min(REGISTER_WORDS, 24 + need + _peak_live_words(model, placed=placed))
     live_regs = sum(max(16, w) + (model.per_thread - 1) * w for w in thread_words(model, placed).values())
-    return min(255, 24 + need + live_regs // 2)
+    return min(REGISTER_WORDS, 24 + need + live_regs // 2)
 
 
 @record

@@ -33,7 +33,7 @@ class DeviceProfile:
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     max_threads_per_block: int = 1024
-    max_regs_per_thread: int = 255
+    max_regs_per_thread: int = 255  # (every sm_70 and later GPU's: `kernel.policies.REGISTER_WORDS`)
     launch_overhead: float = 3e-6
     barrier_cost: float = 2e-7
     turnaround: float = 1.5e-6  # s from a block's loads to the next block's on its SM (see above)

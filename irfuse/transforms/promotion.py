@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from irfuse.analysis.access_patterns import compatible_fast, reads_within
 from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, covers_value
-from irfuse.kernel.policies import REGISTER_WORDS, row_vector, thread_words
+from irfuse.kernel.policies import REGISTER_WORDS, row_vector
 
 
 def _consumers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
@@ -173,7 +173,7 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
         elif ref is producers.get(vid) and set().union(*(cons.impl.operand_aps[k].relative()  # type: ignore[union-attr]
                                                         for cons, k in uses)) < ap.relative():
             fits = reads_within
-        ok = not ap.noreg and thread_words(v.size, bx) <= REGISTER_WORDS and all(
+        ok = not ap.noreg and ap.words() <= REGISTER_WORDS and all(  # (the words a thread would hold)
             cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]
             and fits(ap, cons.impl.operand_aps[k], bx, out.by)  # type: ignore[union-attr]
             for cons, k in uses)
@@ -207,7 +207,7 @@ def _promote_copied(model: KernelModel, outputs: bool, consumers: dict[int, list
         # (a value copied elsewhere whose readers here hold some of its words keeps them all:
         # the copy's readers may need the others)
         partial = vid in copied_from and not patterns.covers(vid)
-        model.values[vid].shared = ap.noreg or partial or thread_words(model.values[vid].size, bx) > REGISTER_WORDS or not all(
+        model.values[vid].shared = ap.noreg or partial or ap.words() > REGISTER_WORDS or not all(
             _agrees(model, (ap, bx, remap), (cons.impl.operand_aps[k], cons.impl.bx, cons.remap))  # type: ignore
             for cons, k in consumers.get(vid, []))
     changed = True
