@@ -165,19 +165,39 @@ def external_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValu
     return inputs, outputs
 
 
-def _impl_choices(dag: BlockDAG, group: tuple[int, ...]) -> list[tuple[Implementation, ...]]:
-    lib = default_library()
-    options = [lib.implementations(lib.get(call.op_name)) for call in flat_calls([dag.ops[i] for i in group])]
-    widths = sorted({impl.bx for opts in options for impl in opts}) or [1]  # a reduction alone: no call
+def _impl_choices(dag: BlockDAG, group: tuple[int, ...], known: dict | None = None
+                  ) -> list[tuple[Implementation, ...]]:
+    """The implementations of the group's calls at each width a call offers: every call takes
+    its widest implementation no wider than that (the first of equal widths). `known`: what a
+    search found before, by op name (a search asks this of every candidate group)."""
+    known = {} if known is None else known
+    rows = []
+    for call in flat_calls([dag.ops[i] for i in group]):
+        row = known.get(call.op_name)
+        if row is None:
+            lib = default_library()
+            options = lib.implementations(lib.get(call.op_name))
+            row = known[call.op_name] = (options, {impl.bx for impl in options}, {})
+        rows.append(row)
+    widths = sorted({b for _, offered, _ in rows for b in offered}) or [1]  # a reduction alone: no call
     out = []
     seen = set()
     for b in widths:
-        pick = tuple(max((i for i in opts if i.bx <= b), key=lambda i: i.bx) for opts in options)
+        pick = tuple(_widest(row, b) for row in rows)
         key = tuple(id(i) for i in pick)
         if key not in seen:
             seen.add(key)
             out.append(pick)
     return out
+
+
+def _widest(row: tuple, b: int) -> Implementation:
+    """A call's widest implementation no wider than `b` (`_impl_choices`' rows)."""
+    options, _, picked = row
+    impl = picked.get(b)
+    if impl is None:
+        impl = picked[b] = max((i for i in options if i.bx <= b), key=lambda i: i.bx)
+    return impl
 
 
 def call_runs(ops: list[Operation]) -> list[int]:
@@ -217,15 +237,16 @@ def coarsening_offered(ops: list[Operation]) -> bool:
 
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
                   itemsize: int, keep: int, registers: Mapping[str, CompiledFigures] | None = None,
-                  layout: str = "aos", per_thread: str = "auto", above: float = math.inf
-                  ) -> tuple[list[Config], int, tuple[float, float, float]]:
+                  layout: str = "aos", per_thread: str = "auto", above: float = math.inf,
+                  known: dict | None = None) -> tuple[list[Config], int, tuple[float, float, float]]:
     """The `keep` cheapest configurations of one group, how many configurations were
     analysed to find them, and the group's floor (`_floor_time` of it is at most any
     configuration's time). `registers`: ptxas's registers and spills of kernels compiled
     before, by `registers.signature` (the estimate and no spills otherwise); `layout`: of the global arrays;
     `per_thread`: see `PER_THREAD_CHOICES`; `above`: where the floor's time, alone or with the
     block's other calls' (`_rest_floor`), weighted by the block's runs, passes it, no
-    configuration is analysed (`candidate_configs`' cover bound)."""
+    configuration is analysed (`candidate_configs`' cover bound); `known`: the search's memo of
+    its calls' implementations (`_impl_choices`)."""
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
     inputs, outputs = crossing_values(dag, group)
@@ -242,11 +263,10 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # can only add to both). Configurations are analysed cheapest floor first, and the analysis
     # stops once `keep` configurations cost no more than the next floor: the same `keep` best
     # as analysing all of them, for a fraction of the work on memory-bound groups.
-    choices = _impl_choices(dag, group)
+    choices = _impl_choices(dag, group, known)
     # An op's flops do not depend on its mapping; a call in a loop runs its trip count times.
     flops = n * sum(runs * op_flops(impl.op, profile, itemsize) for runs, impl in zip(call_runs(ops), choices[0]))
     rate = peak_flops(profile, itemsize)
-    candidates = []
     # Several elements a thread pay in a reducing kernel (its tree and fixed work shared), and
     # where one element a thread, at the most threads an SM holds, keeps fewer bytes of loads in
     # flight than the SM needs (`cost.py`'s turnaround term): elsewhere the cost model ties them
@@ -259,6 +279,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # whole (`artifact.scatter_groups`).
     whole = math.lcm(1, *[group_elements(next(iter(v.uses)).operation.index.type.count.data) or 1  # type: ignore
                           for v in outputs if kas.only_scattered(v)])
+    shapes = []  # (impls, elements a block, elements a thread, bx) of every configuration
     for impls in choices:
         bx = max((i.bx for i in impls), default=1)
         same_bx = all(i.bx == bx for i in impls)  # (no call remapped: a thread runs whole elements)
@@ -269,25 +290,27 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
             if bx * by > profile.max_threads_per_block:
                 continue
             for elements in (1, *(ELEMENTS_PER_THREAD if coarsen and same_bx and by % 32 == 0 else ())):
-                if by * elements % whole:
-                    continue
-                sectors = global_sectors(n, by * elements, sizes, itemsize, layout)
-                floor = profile.launch_overhead + max(32 * sectors / profile.bandwidth, flops / rate)
-                candidates.append((floor, len(candidates), impls, by * elements, elements, bx))
-    # (of equal floors the preferred first, so that the analysis stopping at the kept costs keeps them)
-    reduces = any(isinstance(op, kas.ReduceOp) for op in ops)
-    gathers = any(isinstance(size, Gathered) for size in sizes)
-    candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5], gathers), c[1]))
+                if by * elements % whole == 0:
+                    shapes.append((impls, by * elements, elements, bx))
+    # Seconds of the global bytes at the copy rate, by elements a block (configurations share
+    # them: a search asks for most groups' floors only to leave the group out, below).
+    moved = {block: 32 * global_sectors(n, block, sizes, itemsize, layout) / profile.bandwidth
+             for block in dict.fromkeys(shape[1] for shape in shapes)}
     # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
     # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
     # element at the peak rate (those of uniform values computed for every element may run once
     # in another cover).
-    least = (profile.launch_overhead, min((32 * global_sectors(n, c[3], sizes, itemsize, layout) / profile.bandwidth
-                                           for c in candidates), default=math.inf),
+    least = (profile.launch_overhead, min(moved.values(), default=math.inf),
              _element_arithmetic(dag, group, n, profile, itemsize))
     if above < math.inf and (_floor_time(least) * dag.multiplier > above or (
             _floor_time(least) + _rest_floor(dag, group, batch, profile, itemsize)) * dag.multiplier > above):
         return [], 0, least
+    candidates = [(profile.launch_overhead + max(moved[block], flops / rate), k, impls, block, elements, bx)
+                  for k, (impls, block, elements, bx) in enumerate(shapes)]
+    # (of equal floors the preferred first, so that the analysis stopping at the kept costs keeps them)
+    reduces = any(isinstance(op, kas.ReduceOp) for op in ops)
+    gathers = any(isinstance(size, Gathered) for size in sizes)
+    candidates.sort(key=lambda c: (c[0], tie_rank(c[3], c[4], reduces, c[5], gathers), c[1]))
     analysed: list[tuple[float, int, Config]] = []  # (bound, enumeration index, config)
 
     def rank(time: float, m: KernelModel, bound: float, index: int) -> tuple:
@@ -462,6 +485,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
     found: dict[int, list[Config]] = {}
     wholes: set[int] = set()  # (the indices in `groups` of whole phases)
     spent = skipped = 0
+    known: dict = {}  # (the calls' implementations by op name, `_impl_choices`)
     cut = max_size  # the size past which some block's groups were not enumerated (`_groups_within`)
     for d, dag in enumerate(dags):
         whole = [g for g in whole_phases(dag, loops == "auto") if len(g) > max_size] if phases and max_size > 1 else []
@@ -469,7 +493,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
         whole_configs = []
         for g in whole:  # analysed first: no budget leaves them out
             configs, work, floor = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout,
-                                                 per_thread)
+                                                 per_thread, known=known)
             whole_configs.append(configs)
             spent += work
             if _at_floor(dag, g, configs, floor, CPU_FLOOR_MARGIN if profile.kind == "cpu" else FLOOR_MARGIN):
@@ -495,7 +519,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
             if len(g) > 1 and above is None:
                 above = _cover_bound(dags, groups, found, wholes) if bound else math.inf
             found[k], work, _ = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread,
-                                              math.inf if len(g) == 1 else above)
+                                              math.inf if len(g) == 1 else above, known)
             spent += work
         if progress:
             progress(done + 1, len(groups))
