@@ -857,6 +857,43 @@ def test_a_mesh_energys_element_kernel_runs_one_element_a_thread():
     assert kernel.reduces() and kernel.per_thread == 1
 
 
+def _bake_off_source(kind: str, order: int) -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("operators", os.path.join(ROOT, "examples", "highorder",
+                                                                            "operators.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, f"{kind}_source")(order, order + 2)
+
+
+def test_a_kernel_leaving_an_sms_schedulers_without_warps_is_not_planned_where_another_runs_its_group():
+    """BP1 at order 4 in float64 was planned with a kernel copying each element's 125 sums one
+    element a thread in blocks of 64 whose shared memory let one block on an SM: two warps for
+    four schedulers, measured 6x slower than priced. No kernel of the plan holds so few now."""
+    from irfuse.kernel.policies import SCHEDULERS_PER_SM
+
+    _, plans = plan_program(program(_bake_off_source("bp1", 4)), 1 << 22, H100, itemsize=8)
+    warps = [c.cost.resident_blocks * -(-c.model.threads // 32) for c in plans[0].configs]
+    assert min(warps) >= SCHEDULERS_PER_SM
+
+
+def test_a_group_whose_every_configuration_idles_schedulers_is_still_planned(monkeypatch):
+    """Where no configuration of a group keeps every scheduler busy, the group keeps its best
+    of them: with every configuration counted short of warps the plans are those priced as
+    before (SyncTest and StrainEnergy, small enough that no budget cuts their searches)."""
+    import irfuse.planner.search as search
+
+    for name in ("synctest.kas", "strain_energy.kas"):
+        src = open(os.path.join(ROOT, "examples", name)).read()
+        monkeypatch.setattr(search, "SCHEDULERS_PER_SM", 0)
+        _, priced = plan_program(program(src), 1 << 22, H100)
+        monkeypatch.setattr(search, "SCHEDULERS_PER_SM", 1 << 30)
+        _, idle = plan_program(program(src), 1 << 22, H100)
+        assert [(c.group, c.model.bx, c.model.by, c.cost.time) for c in idle[0].configs] == \
+            [(c.group, c.model.bx, c.model.by, c.cost.time) for c in priced[0].configs]
+
+
 def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes():
     """`cost.runtime_steps_time`: a mesh program's scatter reads each node's start and each
     partial's slot and row and writes each node's sum; a reduction's combine, run as a kernel,

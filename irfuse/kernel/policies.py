@@ -39,6 +39,10 @@ GATHER_THREADS = 1280
 # after four minutes, benchmarks/NOTES.md, Robustness runs, 2026-12-02). Such a value stays in
 # shared memory (`transforms.promotion`).
 REGISTER_WORDS = 255
+# The warp schedulers of an SM (four sub-partitions on every sm_70 and later GPU, each issuing
+# from its own warps): a kernel whose resident blocks give an SM fewer warps leaves some idle,
+# and the search keeps it only where nothing else runs the group (`planner.search._idle_schedulers`).
+SCHEDULERS_PER_SM = 4
 
 
 def launch_min_blocks(model: KernelModel) -> int:

@@ -48,6 +48,7 @@ from xdsl.ir import Operation, SSAValue
 from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
 from irfuse.kernel.model import Gathered, KernelModel
+from irfuse.kernel.policies import SCHEDULERS_PER_SM
 from irfuse.diagnostics import CompileError, located
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
@@ -238,15 +239,16 @@ def coarsening_offered(ops: list[Operation]) -> bool:
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
                   itemsize: int, keep: int, registers: Mapping[str, CompiledFigures] | None = None,
                   layout: str = "aos", per_thread: str = "auto", above: float = math.inf,
-                  known: dict | None = None) -> tuple[list[Config], int, tuple[float, float, float]]:
+                  offered: dict | None = None) -> tuple[list[Config], int, tuple[float, float, float]]:
     """The `keep` cheapest configurations of one group, how many configurations were
     analysed to find them, and the group's floor (`_floor_time` of it is at most any
     configuration's time). `registers`: ptxas's registers and spills of kernels compiled
     before, by `registers.signature` (the estimate and no spills otherwise); `layout`: of the global arrays;
     `per_thread`: see `PER_THREAD_CHOICES`; `above`: where the floor's time, alone or with the
     block's other calls' (`_rest_floor`), weighted by the block's runs, passes it, no
-    configuration is analysed (`candidate_configs`' cover bound); `known`: the search's memo of
-    its calls' implementations (`_impl_choices`)."""
+    configuration is analysed (`candidate_configs`' cover bound); `offered`: the search's memo
+    of its calls' implementations (`_impl_choices`). A configuration whose blocks leave an SM
+    fewer warps than its schedulers is kept only where none other was analysed (`_idle_schedulers`)."""
     dag = dags[d]
     ops = [dag.ops[i] for i in group]
     inputs, outputs = crossing_values(dag, group)
@@ -263,7 +265,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # can only add to both). Configurations are analysed cheapest floor first, and the analysis
     # stops once `keep` configurations cost no more than the next floor: the same `keep` best
     # as analysing all of them, for a fraction of the work on memory-bound groups.
-    choices = _impl_choices(dag, group, known)
+    choices = _impl_choices(dag, group, offered)
     # An op's flops do not depend on its mapping; a call in a loop runs its trip count times.
     flops = n * sum(runs * op_flops(impl.op, profile, itemsize) for runs, impl in zip(call_runs(ops), choices[0]))
     rate = peak_flops(profile, itemsize)
@@ -322,6 +324,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         return best[keep - 1] if len(best) >= keep else (math.inf,)
 
     work = 0
+    idle: set[int] = set()  # (the analysed configurations leaving schedulers without a warp)
     for floor, index, impls, by, elements, _ in candidates:
         if floor >= worst_kept()[0]:
             break  # this and every later configuration cost at least as much as the kept ones
@@ -352,12 +355,31 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         known = registers.get(signature(final)) if registers else None
         cost = kernel_cost(final, n, profile, sizes, known.registers, known.spill_bytes) if known else \
             cost_with_barriers(bound, final, n, profile)
+        if _idle_schedulers(cost, final, profile):
+            idle.add(index)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
                                                    cost.time * dag.multiplier)))
     # Equal costs go by `tie_rank` (as in the cover), then keep the order of their bounds, then
-    # of enumeration (as the search always did).
+    # of enumeration (as the search always did). (The analysis above runs as if every
+    # configuration could be kept, so that what it analyses and counts against the budget does
+    # not depend on which leave schedulers idle.)
     analysed.sort(key=lambda a: rank(a[2].cost.time, a[2].model, a[0], a[1]))
+    if any(index not in idle for _, index, _ in analysed):
+        analysed = [a for a in analysed if a[1] not in idle]
     return [c for _, _, c in analysed[:keep]], work, least
+
+
+def _idle_schedulers(cost: KernelCost, model: KernelModel, profile: DeviceProfile) -> bool:
+    """Whether a GPU kernel's resident blocks hold fewer warps an SM than the SM has schedulers
+    (`SCHEDULERS_PER_SM`): a scheduler without a warp issues nothing, and the warps it has
+    wait out each load and each step of a sum one after another. The cost model prices such a
+    kernel by its bytes and arithmetic as if its loads were in flight together; measured, it
+    ran 6-13x slower than priced (BP1's one-element-a-thread copy into the scatter's rows, 64
+    threads a block whose 125-343 words an element fill an SM's shared memory: two warps an SM;
+    a plan without it 1.7x faster in float64 at order 4: benchmarks/NOTES.md, High-order
+    elements, 2026-12-02 (night)). So the search keeps one only where it analysed no other of the
+    group (`group_configs`)."""
+    return profile.kind != "cpu" and cost.resident_blocks * -(-model.threads // 32) < SCHEDULERS_PER_SM
 
 
 def _floor_time(floor: tuple[float, float, float]) -> float:
@@ -485,7 +507,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
     found: dict[int, list[Config]] = {}
     wholes: set[int] = set()  # (the indices in `groups` of whole phases)
     spent = skipped = 0
-    known: dict = {}  # (the calls' implementations by op name, `_impl_choices`)
+    offered: dict = {}  # (the calls' implementations by op name, `_impl_choices`)
     cut = max_size  # the size past which some block's groups were not enumerated (`_groups_within`)
     for d, dag in enumerate(dags):
         whole = [g for g in whole_phases(dag, loops == "auto") if len(g) > max_size] if phases and max_size > 1 else []
@@ -493,7 +515,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
         whole_configs = []
         for g in whole:  # analysed first: no budget leaves them out
             configs, work, floor = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout,
-                                                 per_thread, known=known)
+                                                 per_thread, offered=offered)
             whole_configs.append(configs)
             spent += work
             if _at_floor(dag, g, configs, floor, CPU_FLOOR_MARGIN if profile.kind == "cpu" else FLOOR_MARGIN):
@@ -519,7 +541,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
             if len(g) > 1 and above is None:
                 above = _cover_bound(dags, groups, found, wholes) if bound else math.inf
             found[k], work, _ = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread,
-                                              math.inf if len(g) == 1 else above, known)
+                                              math.inf if len(g) == 1 else above, offered)
             spent += work
         if progress:
             progress(done + 1, len(groups))
