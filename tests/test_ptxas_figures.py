@@ -205,9 +205,11 @@ def test_spills_growing_faster_than_the_registers_spilled_keep_bp3_off_rows(monk
     past 255 at its peak; charged one store and one load a register (7.2 KB a thread) it was the
     plan chosen, and ptxas spilled 33 KB a thread of it (2.5x slower than the lines on an H200).
     With the reloads charged, every kernel of the plan fits a thread's registers by estimate;
-    without them (the linear charge), the rows kernel comes back."""
+    without them (the linear charge), the rows kernel comes back, unless the search's rule on
+    schedulers left without warps (`search._idle_schedulers`) keeps it off too: its one block of
+    64 threads an SM is two warps."""
     from irfuse.passes import fuse_partition
-    from irfuse.planner import cost
+    from irfuse.planner import cost, search
 
     profile = load_profile("h100")
     monkeypatch.setattr(fuse_partition, "_PLANS", {})
@@ -217,6 +219,10 @@ def test_spills_growing_faster_than_the_registers_spilled_keep_bp3_off_rows(monk
                for c in plan.configs)
     monkeypatch.setattr(fuse_partition, "_PLANS", {})
     monkeypatch.setattr(cost, "SPILL_RELOAD_REGISTERS", 1 << 40)
+    kept_off = _searched("bp3", 6)[0]
+    assert all(peak_register_words(c.model) <= profile.max_regs_per_thread for c in kept_off.configs)
+    monkeypatch.setattr(fuse_partition, "_PLANS", {})
+    monkeypatch.setattr(search, "SCHEDULERS_PER_SM", 0)
     linear = _searched("bp3", 6)[0]
     assert [peak_register_words(c.model) - profile.max_regs_per_thread for c in linear.configs] == [903]
     assert linear.predicted_time < plan.predicted_time
