@@ -373,12 +373,12 @@ def _idle_schedulers(cost: KernelCost, model: KernelModel, profile: DeviceProfil
     """Whether a GPU kernel's resident blocks hold fewer warps an SM than the SM has schedulers
     (`SCHEDULERS_PER_SM`): a scheduler without a warp issues nothing, and the warps it has
     wait out each load and each step of a sum one after another. The cost model prices such a
-    kernel by its bytes and arithmetic as if its loads were in flight together; measured, it
-    ran 6-13x slower than priced (BP1's one-element-a-thread copy into the scatter's rows, 64
-    threads a block whose 125-343 words an element fill an SM's shared memory: two warps an SM;
-    a plan without it 1.7x faster in float64 at order 4: benchmarks/NOTES.md, High-order
-    elements, 2026-12-02 (night)). So the search keeps one only where it analysed no other of the
-    group (`group_configs`)."""
+    kernel by its bytes and arithmetic as if its loads were in flight together; measured, the
+    calls holding one ran 3.4x and 13x slower than priced (BP1's one-element-a-thread copy into
+    the scatter's rows, 64 threads a block whose 125-343 words an element fill an SM's shared
+    memory: two warps an SM; a plan without it 1.7x faster in float64 at order 4:
+    benchmarks/NOTES.md, High-order elements, 2026-12-02 (night)). So the search keeps one only
+    where it analysed no other of the group (`group_configs`)."""
     return profile.kind != "cpu" and cost.resident_blocks * -(-model.threads // 32) < SCHEDULERS_PER_SM
 
 
