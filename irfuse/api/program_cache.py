@@ -148,7 +148,7 @@ def load(key: str) -> tuple[Artifact | StagedArtifact, list[Diagnostic]] | None:
     if not _intact(path):
         return None
     try:
-        program = load_plan(path)
+        program = load_plan(path, checked=True)  # (every file just summed: no digest read again)
         with open(os.path.join(path, "diagnostics.json")) as f:
             diagnostics = [Diagnostic(**d) for d in json.load(f)]
     except (IrfuseError, OSError, ValueError, TypeError):

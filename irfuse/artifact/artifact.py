@@ -29,13 +29,15 @@ FORMAT = 5  # 2: the manifest holds the host plan and the layout; 3: scatters ad
 PLAN_FILES = ("kernels.cu", "kernels.cubin", "program.mlir", "reference.mlir")  # what the digest covers
 
 
-def read_manifest(directory: str, expected: int, key: str, kind: str = "", files: tuple[str, ...] = PLAN_FILES
-                  ) -> dict:
+def read_manifest(directory: str, expected: int, key: str, kind: str = "", files: tuple[str, ...] = PLAN_FILES,
+                  checked: bool = False) -> dict:
     """A plan directory's `manifest.json`, refused (ValueError, which the loaders turn into a
     UsageError naming the directory) unless it is of format `expected`, holds `key`, and its
     digest is that of itself and the directory's `files` as irfuse wrote them: a plan edited
     or damaged since (a number of the manifest changed, a file cut short or removed) could run
-    kernels on sizes they were not compiled for, so it is refused whole rather than trusted."""
+    kernels on sizes they were not compiled for, so it is refused whole rather than trusted.
+    `checked`: every file of the directory was just found as irfuse wrote it by another sum
+    (a compile cache's entry, `api.program_cache`), so the digest is not read again."""
     with open(os.path.join(directory, "manifest.json")) as f:
         manifest = json.load(f)
     if not isinstance(manifest, dict):
@@ -43,7 +45,7 @@ def read_manifest(directory: str, expected: int, key: str, kind: str = "", files
     if manifest.get("format") != expected or key not in manifest:
         raise ValueError(f"its manifest is {kind}format {manifest.get('format')}, this irfuse reads {kind}format "
                          f"{expected}: compile the program again")
-    if manifest.get("digest") != plan_digest(directory, manifest, files):
+    if not checked and manifest.get("digest") != plan_digest(directory, manifest, files):
         raise ValueError("its files are not those irfuse wrote (edited or damaged since: the digest its manifest "
                          "carries does not match them): compile the program again")
     return manifest
@@ -200,11 +202,11 @@ class Artifact:
         return written
 
     @staticmethod
-    def load(directory: str) -> "Artifact":
+    def load(directory: str, checked: bool = False) -> "Artifact":
         """The artifact a plan directory holds (JSON and bytes only: no compiler needed);
-        UsageError naming the directory when it is not one whole."""
+        UsageError naming the directory when it is not one whole. `checked`: see `read_manifest`."""
         try:
-            manifest = read_manifest(directory, FORMAT, "host")
+            manifest = read_manifest(directory, FORMAT, "host", checked=checked)
             with open(os.path.join(directory, "kernels.cu")) as f:
                 source = f.read()
             kernels = [KernelInfo.from_json({k: v for k, v in d.items() if k in KernelInfo.__dataclass_fields__})

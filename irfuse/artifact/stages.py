@@ -124,16 +124,16 @@ class StagedArtifact:
         return written
 
     @staticmethod
-    def load(directory: str) -> "StagedArtifact":
+    def load(directory: str, checked: bool = False) -> "StagedArtifact":
         """The staged program a plan directory holds; UsageError naming the directory when it
-        is not one whole."""
+        is not one whole. `checked`: see `artifact.read_manifest`."""
         try:
-            manifest = read_manifest(directory, FORMAT, "stages", "staged ", STAGED_FILES)
+            manifest = read_manifest(directory, FORMAT, "stages", "staged ", STAGED_FILES, checked)
             p = manifest["program"]
-            stages = _stages(directory, manifest["stages"], [])
+            stages = _stages(directory, manifest["stages"], [], checked)
             if not stages:
                 raise ValueError("it lists no stage")
-            fused = _stages(directory, manifest.get("fused", []), stages)
+            fused = _stages(directory, manifest.get("fused", []), stages, checked)
             _check_names(p, stages, fused)
             reference = None
             path = os.path.join(directory, "reference.mlir")
@@ -184,7 +184,7 @@ def _check_names(program: dict, stages: list[Stage], fused: list[Stage]) -> None
             raise ValueError(f"no {label} makes the outputs {missing}")
 
 
-def _stages(directory: str, listed: list, earlier: list[Stage]) -> list[Stage]:
+def _stages(directory: str, listed: list, earlier: list[Stage], checked: bool = False) -> list[Stage]:
     """The stages a manifest lists, each loaded from its directory or one of `earlier` (by
     index)."""
     stages = []
@@ -198,7 +198,7 @@ def _stages(directory: str, listed: list, earlier: list[Stage]) -> list[Stage]:
         if s["over"] not in OVER or os.sep in s["directory"] or s["directory"].startswith("."):
             raise ValueError(f"a stage over {s['over']!r} in {s['directory']!r}")
         stages.append(Stage(s["over"], tuple(s["inputs"]), tuple(s["outputs"]),
-                            Artifact.load(os.path.join(directory, s["directory"]))))
+                            Artifact.load(os.path.join(directory, s["directory"]), checked)))
     return stages
 
 
@@ -211,6 +211,7 @@ def is_staged(directory: str) -> bool:
         return False
 
 
-def load_plan(directory: str) -> Artifact | StagedArtifact:
-    """The program a plan directory holds: one artifact, or a staged program."""
-    return StagedArtifact.load(directory) if is_staged(directory) else Artifact.load(directory)
+def load_plan(directory: str, checked: bool = False) -> Artifact | StagedArtifact:
+    """The program a plan directory holds: one artifact, or a staged program (`checked`: see
+    `artifact.read_manifest`)."""
+    return StagedArtifact.load(directory, checked) if is_staged(directory) else Artifact.load(directory, checked)
