@@ -76,6 +76,17 @@ def recorded(monkeypatch, owner, name: str) -> list:
     return results
 
 
+def highorder_operators():
+    """`examples/highorder/operators.py`: the bake-off's element operators at any order."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("operators", os.path.join(ROOT, "examples", "highorder",
+                                                                            "operators.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def has_gpu() -> bool:
     try:
         from irfuse.runtime.cuda_device import gpu_available

@@ -10,7 +10,7 @@ import pytest
 
 import highorder_reference as ref
 import irfuse
-from conftest import LONG, ROOT
+from conftest import LONG, ROOT, highorder_operators
 from irfuse.mesh import Connectivity, box_hexahedra
 
 P, Q = 3, 5
@@ -78,20 +78,10 @@ def test_the_bake_off_examples_compile_for_the_gpu(name):
     assert element.startswith(f"{name}_k0") and prog.artifact.resources(element).registers > 0
 
 
-def _operators():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("operators", os.path.join(ROOT, "examples", "highorder",
-                                                                            "operators.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_operators_written_for_any_order_are_the_files_at_order_3():
     from irfuse.frontend.irgen import compile_file, compile_source
 
-    ops = _operators()
+    ops = highorder_operators()
     for name, make in (("bp1", ops.bp1_source), ("bp3", ops.bp3_source)):
         path = os.path.join(ROOT, "examples", "highorder", f"{name}.kas")
         assert str(compile_source(make(3, 5), path).module) == str(compile_file(path).module)
@@ -112,7 +102,7 @@ def test_the_operators_of_orders_1_to_8_are_the_references(order):
     them (past 64 entries an axis), each element's rows scattered whole in one group; orders 6
     to 8 (343 to 729 nodes an element): each element a scatter group of its own, its slots
     numbered in two bytes."""
-    ops = _operators()
+    ops = highorder_operators()
     q = order + 2
     X, conn = box_hexahedra(2, 2, 1, order=order, numbering="random", seed=order)
     B, D, _ = ref.lagrange_tables(order, q)
@@ -133,7 +123,7 @@ def test_the_element_operators_alone_are_the_references_on_elements_of_their_own
     share no node, element by element, in float64, the same bits run after run. Planned for the
     H100 (what a GPU call plans with), BK3 at order 3 spreads each element over the threads of
     lines along the tensors' first index (`line` mappings), run here by the CPU backend."""
-    ops = _operators()
+    ops = highorder_operators()
     q = order + 2
     n = order + 1
     X, conn = box_hexahedra(2, 1, 2, order=order, numbering="random", seed=order + 5)
@@ -163,7 +153,7 @@ def test_order_10_is_refused_by_name_and_elements_of_343_nodes_compile_for_the_g
     above; on a GPU, tests/test_gpu.py)."""
     from irfuse.diagnostics import CompileError
 
-    ops = _operators()
+    ops = highorder_operators()
     with pytest.raises(CompileError, match=r"dimension 1331 of type 'index1331' is out of range 1\.\.1024"):
         irfuse.compile(ops.bp1_source(10, 12), backend="cpu")
     src = ("nodal scalar u, y; index343 c; vector343 g, h;\ninput u, c;\n"
@@ -183,7 +173,7 @@ def test_the_vector_of_an_element_of_order_9_is_refused_by_name_not_by_recursion
     the budget, as is the same reshape written alone."""
     from irfuse.diagnostics import CompileError
 
-    ops = _operators()
+    ops = highorder_operators()
     with pytest.raises(CompileError, match=r'(?s)expand to about [0-9,]+ operations and operands; at most .*'
                                            r'reshape\("1000", ye\)'):
         irfuse.compile(ops.bp1_source(9, 11), backend="cpu", filename="bp1_p9.kas")

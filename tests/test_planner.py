@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import EXAMPLES, LONG, ROOT, check_top_plans_on_cpu
+from conftest import EXAMPLES, LONG, ROOT, check_top_plans_on_cpu, highorder_operators
 from irfuse.analysis.shared_lifetimes import peak_shared_words
 from irfuse.diagnostics import CompileError
 from irfuse.frontend.irgen import compile_file, compile_source
@@ -857,25 +857,14 @@ def test_a_mesh_energys_element_kernel_runs_one_element_a_thread():
     assert kernel.reduces() and kernel.per_thread == 1
 
 
-def _bake_off_source(kind: str, order: int) -> str:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("operators", os.path.join(ROOT, "examples", "highorder",
-                                                                            "operators.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, f"{kind}_source")(order, order + 2)
-
-
 def test_a_kernel_leaving_an_sms_schedulers_without_warps_is_not_planned_where_another_runs_its_group():
     """BP1 at order 4 in float64 was planned with a kernel copying each element's 125 sums one
     element a thread in blocks of 64 whose shared memory let one block on an SM: two warps for
     four schedulers, measured 6x slower than priced. No kernel of the plan holds so few now."""
     from irfuse.kernel.policies import SCHEDULERS_PER_SM
 
-    _, plans = plan_program(program(_bake_off_source("bp1", 4)), 1 << 22, H100, itemsize=8)
-    warps = [c.cost.resident_blocks * -(-c.model.threads // 32) for c in plans[0].configs]
-    assert min(warps) >= SCHEDULERS_PER_SM
+    _, plans = plan_program(program(highorder_operators().bp1_source(4, 6)), 1 << 22, H100, itemsize=8)
+    assert min(c.cost.warps for c in plans[0].configs) >= SCHEDULERS_PER_SM
 
 
 def test_a_group_whose_every_configuration_idles_schedulers_is_still_planned(monkeypatch):

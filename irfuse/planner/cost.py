@@ -152,6 +152,7 @@ class KernelCost:
     t_blocks: float = 0.0  # the SMs' time starting the kernel's blocks
     t_spill: float = 0.0  # local-memory traffic of what ptxas spilled (from a register table)
     t_gather: float = 0.0  # the gathered rows through the caches
+    warps: int = 0  # warps the resident blocks give an SM (a GPU's)
 
 
 def resident_blocks(p: DeviceProfile, threads: int, smem: int, regs: int) -> int:
@@ -381,7 +382,8 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     t_spill = spill_time(blocks * threads, spill_bytes, p) if spill_bytes else 0.0
     time = p.launch_overhead + max(t_mem + t_spill, t_gather, t_compute + t_sync, t_shared, t_blocks)
     return KernelCost(time, t_mem, t_compute, t_sync, resident, occupancy, regs, smem, nbytes, True,
-                      t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks, t_spill=t_spill, t_gather=t_gather)
+                      t_shared=t_shared, in_flight=in_flight, t_blocks=t_blocks, t_spill=t_spill, t_gather=t_gather,
+                      warps=warps)
 
 
 def barrier_runs(model: KernelModel) -> int:

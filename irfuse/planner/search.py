@@ -355,7 +355,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         known = registers.get(signature(final)) if registers else None
         cost = kernel_cost(final, n, profile, sizes, known.registers, known.spill_bytes) if known else \
             cost_with_barriers(bound, final, n, profile)
-        if _idle_schedulers(cost, final, profile):
+        if _idle_schedulers(cost, profile):
             idle.add(index)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
                                                    cost.time * dag.multiplier)))
@@ -369,7 +369,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     return [c for _, _, c in analysed[:keep]], work, least
 
 
-def _idle_schedulers(cost: KernelCost, model: KernelModel, profile: DeviceProfile) -> bool:
+def _idle_schedulers(cost: KernelCost, profile: DeviceProfile) -> bool:
     """Whether a GPU kernel's resident blocks hold fewer warps an SM than the SM has schedulers
     (`SCHEDULERS_PER_SM`): a scheduler without a warp issues nothing, and the warps it has
     wait out each load and each step of a sum one after another. The cost model prices such a
@@ -379,7 +379,7 @@ def _idle_schedulers(cost: KernelCost, model: KernelModel, profile: DeviceProfil
     memory: two warps an SM; a plan without it 1.7x faster in float64 at order 4:
     benchmarks/NOTES.md, High-order elements, 2026-12-02 (night)). So the search keeps one only
     where it analysed no other of the group (`group_configs`)."""
-    return profile.kind != "cpu" and cost.resident_blocks * -(-model.threads // 32) < SCHEDULERS_PER_SM
+    return profile.kind != "cpu" and cost.warps < SCHEDULERS_PER_SM
 
 
 def _floor_time(floor: tuple[float, float, float]) -> float:
