@@ -1859,6 +1859,10 @@ def test_a_linear_operator_on_torch_tensors_is_the_host_one():
     got = gpu.matvec(torch.from_numpy(v).cuda())
     assert isinstance(got, torch.Tensor) and got.is_cuda and gpu.shape == host.shape
     np.testing.assert_allclose(got.cpu().numpy(), host.matvec(v), rtol=1e-12, atol=1e-12)
+    dofs = irfuse.linear_operator(irfuse.compile(path, backend="cuda", dtype="f64"), t["X"], torch.zeros_like(t["X"]),
+                                  Connectivity(conn, len(X)), t["dN"], 1.5, 0.75, wrt="u",
+                                  fixed=torch.from_numpy(np.flatnonzero(fixed)).cuda())  # (flat indices on the GPU)
+    assert dofs.matvec(torch.from_numpy(v).cuda()).cpu().numpy().tobytes() == got.cpu().numpy().tobytes()
 
 
 def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
@@ -1911,6 +1915,10 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     d = irfuse.diagonal(prog, *args, wrt="u", fixed=t["fixed"])
     assert d.is_cuda
     np.testing.assert_allclose(d.cpu().numpy().reshape(-1), np.diagonal(dense), rtol=1e-5)
+    dofs = torch.from_numpy(np.flatnonzero(fixed)).cuda()  # (the same components as flat indices on the GPU)
+    assert irfuse.tangent_matrix(prog, *args, wrt="u", fixed=dofs).values().cpu().numpy().tobytes() == \
+        F.values().cpu().numpy().tobytes()
+    assert irfuse.diagonal(prog, *args, wrt="u", fixed=dofs).cpu().numpy().tobytes() == d.cpu().numpy().tobytes()
     cupy = pytest.importorskip("cupy")
     c = irfuse.tangent_matrix(prog, cupy.asarray(X.astype(np.float32)), cupy.asarray(u), prepared,
                               cupy.asarray(dN), 1.5, 0.75, wrt="u")

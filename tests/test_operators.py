@@ -202,6 +202,36 @@ def test_a_tangent_matrix_that_cannot_be_taken_is_refused_by_name():
         irfuse.tangent_matrix(prog, *args, wrt="dN")
     with pytest.raises(irfuse.UsageError, match="fixed= is shaped"):
         irfuse.tangent_matrix(prog, *args, wrt="u", fixed=np.zeros(3, bool))
+    for bad, said in ((np.zeros(X.shape), "not an array of float64"), ([X.size], f"in \\[0, {X.size}\\); entry 0 is"),
+                      ([0, -1], "entry 1 is -1"), ("u", "not a str"), ([[0], [1, 2]], "ragged")):
+        for who in (irfuse.tangent_matrix, irfuse.diagonal, irfuse.linear_operator):
+            with pytest.raises(irfuse.UsageError, match=said):
+                who(prog, *args, wrt="u", fixed=bad)
+
+
+def test_fixed_components_are_read_alike_by_the_matrix_the_diagonal_and_the_operator():
+    """`fixed=` as a mask shaped as `u`, a flat mask, flat indices (a NumPy array, a list, a
+    PyTorch tensor of either) gives the same matrix, diagonal and operator, bit for bit;
+    indices listed twice or none at all are what they say."""
+    torch = pytest.importorskip("torch")
+    prog, X, conn, _, _ = _cube(2, numbering="random", seed=9)
+    args = (X, np.zeros_like(X), Connectivity(conn, len(X)), DN, LAM, MU)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 1] == 0] = True
+    dofs = np.flatnonzero(fixed)
+    want = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=fixed)
+    diag = irfuse.diagonal(prog, *args, wrt="u", fixed=fixed)
+    v = np.random.default_rng(5).standard_normal(X.size)
+    product = irfuse.linear_operator(prog, *args, wrt="u", fixed=fixed).matvec(v)
+    for form in (fixed.reshape(-1), dofs, list(dofs), tuple(int(i) for i in dofs), torch.from_numpy(dofs),
+                 torch.from_numpy(fixed), np.concatenate([dofs, dofs[:3]])):
+        got = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=form)
+        assert got.data.tobytes() == want.data.tobytes() and np.array_equal(got.indices, want.indices)
+        assert irfuse.diagonal(prog, *args, wrt="u", fixed=form).tobytes() == diag.tobytes()
+        assert irfuse.linear_operator(prog, *args, wrt="u", fixed=form).matvec(v).tobytes() == product.tobytes()
+    free = irfuse.tangent_matrix(prog, *args, wrt="u")
+    for none in ([], np.zeros(0, np.int64), np.zeros(X.shape, bool)):
+        assert irfuse.tangent_matrix(prog, *args, wrt="u", fixed=none).data.tobytes() == free.data.tobytes()
     step = irfuse.compile(f"{ROOT}/examples/mesh/explicit_step.kas", backend="cpu", dtype="f64")
     with pytest.raises(irfuse.UsageError, match="takes a compiled program over a mesh|nodal statements"):
         irfuse.tangent_matrix(step, X, np.zeros_like(X), np.zeros_like(X), np.ones(len(X)), conn, DN, LAM, MU, 1e-3,

@@ -11,11 +11,12 @@ the family of the arrays: a `scipy.sparse.linalg.LinearOperator` for NumPy array
 Krylov solvers of those libraries (CG, GMRES, MINRES) run on it unchanged.
 
 Dirichlet conditions: `fixed`, a boolean array shaped as `wrt` (True where a component is
-fixed; or the flat indices of the fixed components), makes the operator the identity on the
-fixed components and zero between them and the free ones: (A v)[free] = J[free, free]
-v[free], (A v)[fixed] = v[fixed]. A solve for the free components with a right-hand side
-whose fixed entries hold the prescribed values (and whose free entries have the prescribed
-values' contribution J[free, fixed] g subtracted: `rhs_with_fixed`) gives them exactly.
+fixed; or the flat indices of the fixed components: `api.dirichlet`, which `tangent_matrix`
+and `diagonal` read alike), makes the operator the identity on the fixed components and zero
+between them and the free ones: (A v)[free] = J[free, free] v[free], (A v)[fixed] =
+v[fixed]. A solve for the free components with a right-hand side whose fixed entries hold the
+prescribed values g (and whose free entries have the prescribed values' contribution
+J[free, fixed] g subtracted, which the caller computes) gives them exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from irfuse.api.arguments import bind_inputs
 from irfuse.api.device_arrays import device_array
+from irfuse.api.dirichlet import fixed_mask, host_values
 from irfuse.diagnostics import UsageError
 
 
@@ -52,7 +54,7 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
     options = {} if nodes is None else {"nodes": nodes}
     value = program(**bound, **options)[of]
     n_in, n_out = int(np.prod(np.shape(x))), int(np.prod(np.shape(value)))
-    mask = _on_side_of(family := _family(x), x, _fixed_mask(fixed, np.shape(x), wrt))
+    mask = _on_side_of(family := _family(x), x, fixed_mask(fixed, np.shape(x), wrt, "linear_operator"))
     if mask is not None and n_in != n_out:
         raise UsageError(f"linear_operator: fixed= makes a square operator; d{of}/d{wrt} is {n_out} x {n_in}")
     shape_in = tuple(np.shape(x))
@@ -105,27 +107,6 @@ class TorchOperator:
         return self._apply(v)
 
 
-def _fixed_mask(fixed, shape: tuple, wrt: str):
-    """`fixed` as a boolean array shaped as `wrt` (on `wrt`'s side: NumPy, CuPy or torch), or None."""
-    if fixed is None:
-        return None
-    d = device_array(fixed)
-    if d is None and not hasattr(fixed, "dtype") and not isinstance(fixed, (list, tuple, np.ndarray)):
-        raise UsageError(f"linear_operator: fixed= is a boolean array shaped as '{wrt}' or the flat indices of the "
-                         f"fixed components, not a {type(fixed).__name__}")
-    if str(getattr(fixed, "dtype", "")).endswith("bool"):
-        if tuple(fixed.shape) != tuple(shape):
-            raise UsageError(f"linear_operator: fixed= is shaped {tuple(fixed.shape)}; '{wrt}' is {tuple(shape)}")
-        return fixed
-    flat = np.asarray(fixed).reshape(-1)
-    size = int(np.prod(shape))
-    if flat.dtype.kind not in "iu" or (len(flat) and (flat.min() < 0 or flat.max() >= size)):
-        raise UsageError(f"linear_operator: fixed= lists components of '{wrt}' as whole numbers in [0, {size})")
-    mask = np.zeros(size, bool)
-    mask[flat] = True
-    return mask.reshape(shape)
-
-
 def _family(a) -> str:
     d = device_array(a)
     if d is None:
@@ -142,14 +123,14 @@ def _on_side_of(family: str, x, mask):
     """The mask where `x` lives (a host mask next to device arrays is copied there once, not
     at every product)."""
     if mask is None or family == "numpy":
-        return None if mask is None else np.asarray(mask)
+        return None if mask is None else host_values(mask)
     if family == "torch":
         import torch
 
         return torch.as_tensor(mask, device=x.device)
     import cupy
 
-    return cupy.asarray(mask)
+    return cupy.asarray(mask) if type(mask).__module__.split(".")[0] in ("cupy", "numpy") else cupy.from_dlpack(mask)
 
 
 def _zero_where(family: str, a, mask) -> None:

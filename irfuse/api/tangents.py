@@ -17,7 +17,8 @@ PyTorch tensors (on their device; on a GPU its index arrays are the pattern's ow
 takes a matrix an earlier call returned (its values rewritten in place: the same pattern,
 else refused).
 
-Dirichlet conditions: `fixed`, a boolean array shaped as `wrt` (True at a fixed component):
+Dirichlet conditions: `fixed`, a boolean array shaped as `wrt` (True at a fixed component) or
+the flat indices of the fixed components, read as `linear_operator` reads it (`api.dirichlet`):
 identity rows and columns there (1 on the diagonal, 0 elsewhere in the row and column); the
 diagonal is 1 there.
 """
@@ -31,6 +32,7 @@ import numpy as np
 
 from irfuse.api.arguments import bind_inputs, host_scalar
 from irfuse.api.device_arrays import device_array
+from irfuse.api.dirichlet import fixed_mask, host_values
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_slots, slots_key
 
@@ -397,11 +399,7 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
     bound = bind_inputs(program.inputs, arrays, named, program)
     family = _family(bound[wrt])
     x = bound[wrt]
-    if fixed is not None and tuple(np.shape(fixed)) != tuple(np.shape(x)):
-        raise UsageError(f"{who}: fixed= is shaped {tuple(np.shape(fixed))}; '{wrt}' is {tuple(np.shape(x))}")
-    if fixed is not None and not str(fixed.dtype if hasattr(fixed, "dtype") else np.asarray(fixed).dtype).endswith(
-            "bool"):
-        raise UsageError(f"{who}: fixed= is a boolean array shaped as '{wrt}' (True at a fixed component)")
+    fixed = fixed_mask(fixed, np.shape(x), wrt, who)
     nodes = int(np.shape(x)[0])
     for name in program.inputs:
         if name in program.nodal and name != wrt and len(np.shape(bound[name])) and np.shape(bound[name])[0] != nodes:
@@ -415,7 +413,7 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
             raise UsageError(f"{who}: input '{name}' is a Connectivity of {conns[name].nodes} nodes; '{wrt}' holds "
                              f"{nodes}")
     if family == "numpy":
-        mask = None if fixed is None else np.asarray(fixed, bool).reshape(-1)
+        mask = None if fixed is None else host_values(fixed).reshape(-1)
     else:
         torch = _torch()
         mask = None if fixed is None else _torch_of(fixed).to(device=_torch_of(x).device,
