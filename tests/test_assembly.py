@@ -232,7 +232,9 @@ def test_tangent_matrices_of_random_mesh_programs_are_their_central_differences(
     tangents can be taken (`mesh_tangents`: gathers once, no nodal statements) and the
     derivative tests' own `mesh` programs, each nodal output by each nodal input on a random
     mesh (repeated nodes, unused nodes, one node for every entry): M v is the central
-    difference of the program along v wherever the tangent is taken; the pairs it refuses
+    difference of the program along v wherever the tangent is taken, and with Dirichlet
+    conditions on a random quarter of the components (flat indices to the matrix, a mask to
+    the diagonal) the plain matrix and diagonal conditioned, bit for bit; the pairs it refuses
     (not square, staged programs, ...) are refused by name, and enough pairs are compared for
     the test to mean something."""
     from irfuse.testing.derivatives import random_differentiable_programs, tangent_against_differences

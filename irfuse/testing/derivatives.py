@@ -309,7 +309,9 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
     against central differences of the program along a random direction v: M v against
     (r(x + h v) - r(x - h v)) / 2h, node by node where the quotients of two steps agree (no
     kink), and its values against the NumPy reference's assembly of the element blocks, bit
-    for bit (the owner-computes kernel adds in the reference's order). A pair the tangent refuses (an output that is no scatter's, nodal statements, an
+    for bit (the owner-computes kernel adds in the reference's order); with Dirichlet
+    conditions (`_fixed_forms`) the matrix and the diagonal as their conditions make them from
+    the plain ones. A pair the tangent refuses (an output that is no scatter's, nodal statements, an
     input gathered twice or in a loop, blocks that are not square) is listed with why."""
     from irfuse.api import compile
     from irfuse.api.tangents import _element_blocks, tangent_matrix
@@ -349,5 +351,30 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
             if np.any(bad):
                 k = tuple(int(i) for i in np.argwhere(bad)[0])
                 check.mismatches.append(f"d{y}/d{x} at {list(k)}: M v {got[k]!r}, central difference {fine[k]!r}")
+            check.mismatches += _fixed_forms(compiled, inputs, x, y, matrix, seed)
             check.compared += 1
     return check
+
+
+def _fixed_forms(compiled, inputs: dict, x: str, y: str, matrix, seed: int) -> list[str]:
+    """Dirichlet conditions on a random quarter of `x`'s components (`api.dirichlet`), given
+    as flat indices to the matrix and as a mask to the diagonal: the matrix is `matrix` with
+    identity rows and columns there and its other entries' bits, the diagonal 1 there and the
+    unconditioned diagonal's bits elsewhere. (Blocks that are not square take no `fixed`.)"""
+    from irfuse.api.tangents import diagonal, tangent_matrix
+
+    if matrix.shape[0] != matrix.shape[1]:
+        return []
+    fixed = np.random.default_rng(seed + 3).random(np.shape(inputs[x])) < 0.25
+    flat = fixed.reshape(-1)
+    held = tangent_matrix(compiled, **inputs, wrt=x, of=y, fixed=np.flatnonzero(fixed)).toarray()
+    free = np.where(flat[:, None] | flat[None, :], 0.0, matrix.toarray())
+    free[flat, flat] = 1.0
+    found = []
+    if not np.array_equal(held, free, equal_nan=True):
+        found.append(f"d{y}/d{x} with fixed=: not the matrix with identity rows and columns at the fixed components")
+    plain, conditioned = (np.asarray(diagonal(compiled, **inputs, wrt=x, of=y, fixed=f)).reshape(-1) for f in (None, fixed))
+    if not (np.all(conditioned[flat] == 1.0) and
+            np.array_equal(conditioned[~flat], plain[~flat], equal_nan=True)):
+        found.append(f"d{y}/d{x}: the diagonal with fixed= is not 1 there and the diagonal's bits elsewhere")
+    return found
