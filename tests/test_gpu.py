@@ -1863,6 +1863,14 @@ def test_a_linear_operator_on_torch_tensors_is_the_host_one():
                                   Connectivity(conn, len(X)), t["dN"], 1.5, 0.75, wrt="u",
                                   fixed=torch.from_numpy(np.flatnonzero(fixed)).cuda())  # (flat indices on the GPU)
     assert dofs.matvec(torch.from_numpy(v).cuda()).cpu().numpy().tobytes() == got.cpu().numpy().tobytes()
+    back = gpu.rmatvec(torch.from_numpy(v).cuda())  # (the reverse derivative on the GPU: the host's transpose)
+    assert isinstance(back, torch.Tensor) and back.is_cuda
+    np.testing.assert_allclose(back.cpu().numpy(), host.rmatvec(v), rtol=1e-12, atol=1e-12)
+    assert (gpu.T @ torch.from_numpy(v).cuda()).cpu().numpy().tobytes() == back.cpu().numpy().tobytes()
+    column = gpu.matvec(torch.from_numpy(v).cuda().reshape(-1, 1))
+    assert tuple(column.shape) == (X.size, 1) and column.cpu().numpy().tobytes() == got.cpu().numpy().tobytes()
+    with pytest.raises(irfuse.UsageError, match=f"a product takes a vector of {X.size} values"):
+        gpu.matvec(torch.ones(5, dtype=torch.float64, device="cuda"))
 
 
 def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():

@@ -325,3 +325,39 @@ def test_the_operator_of_a_program_of_passes_is_its_central_difference():
     np.testing.assert_allclose(op.matvec(w), ((up - down) / (2 * h)).reshape(-1), rtol=0, atol=1e-9)
     with pytest.raises(irfuse.UsageError, match="nodal statements|compiled program over a mesh"):
         irfuse.tangent_matrix(step, *args, wrt="u", of="v1")
+
+
+def test_the_transposed_product_is_the_reverse_derivative_and_passes_the_dot_product_test():
+    """`rmatvec` (and `.T`) of the operator, by the program's reverse derivative: for d r / d X
+    of the P1 residual (not symmetric) the transpose of the forward products' matrix, column by
+    column, with and without Dirichlet conditions (A^T = P J^T P + I - P); of the explicit step's
+    d v1 / d u (a program of passes, two outputs: u1's cotangent 0) w . (A v) = (A^T w) . v; a
+    complex vector is taken by its real and imaginary parts; a vector of another size is refused
+    by name."""
+    prog, X, conn, _, _ = _cube(2, numbering="random", seed=11)
+    rng = np.random.default_rng(1)
+    args = (X, 1e-2 * rng.standard_normal(X.shape), Connectivity(conn, len(X)), DN, LAM, MU)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 2] == 0] = True
+    for held in (None, fixed):
+        op = irfuse.linear_operator(prog, *args, wrt="X", fixed=held)
+        dense = np.stack([op.matvec(e) for e in np.eye(X.size)], axis=1)
+        assert not np.allclose(dense, dense.T, rtol=1e-6)  # (a test of the transpose, not of symmetry)
+        transposed = np.stack([op.rmatvec(e) for e in np.eye(X.size)], axis=1)
+        np.testing.assert_allclose(transposed, dense.T, rtol=1e-12, atol=1e-12 * abs(dense).max())
+        w = rng.standard_normal(X.size)
+        np.testing.assert_allclose(op.T @ w, dense.T @ w, rtol=1e-12, atol=1e-12 * abs(dense).max())
+    z = rng.standard_normal(X.size) + 1j * rng.standard_normal(X.size)
+    np.testing.assert_allclose(op.matvec(z), dense @ z, rtol=1e-12, atol=1e-12 * abs(dense).max())
+    step = irfuse.compile(f"{ROOT}/examples/mesh/explicit_step.kas", backend="cpu", dtype="f64")
+    u, v = 1e-3 * rng.standard_normal(X.shape), 1e-2 * rng.standard_normal(X.shape)
+    A = irfuse.linear_operator(step, X, u, v, rng.uniform(0.5, 1.5, len(X)), Connectivity(conn, len(X)), DN, LAM,
+                               MU, 1e-3, wrt="u", of="v1")
+    a, b = rng.standard_normal(X.size), rng.standard_normal(X.size)
+    assert abs(b @ A.matvec(a) - A.rmatvec(b) @ a) < 1e-12 * abs(b @ A.matvec(a)) + 1e-14
+    with pytest.raises(ValueError, match="dimension mismatch"):  # (SciPy's own check, before irfuse's)
+        A.rmatvec(np.ones(5))
+    from irfuse.api.operators import _product
+
+    with pytest.raises(irfuse.UsageError, match="a product takes a vector of 81 values, not one shaped"):
+        _product("numpy", lambda d: d, np.zeros((27, 3)), 81, None, "a product")(np.ones(5))

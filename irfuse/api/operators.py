@@ -5,10 +5,13 @@ matrix over a mesh's nodes is `irfuse.api.tangents`).
 v -> d of / d wrt . v at the given inputs (a tangent of `wrt` in, the tangent of output `of`
 out, both flattened), computed by the program's forward derivative (`irfuse.jvp`, compiled
 once with the program's options) at every product: the matrix is never formed. It comes in
-the family of the arrays: a `scipy.sparse.linalg.LinearOperator` for NumPy arrays, a
-`cupyx.scipy.sparse.linalg.LinearOperator` for CuPy arrays, and for PyTorch tensors a
-`TorchOperator` (a callable with `shape`, `dtype` and `matvec` on 1-D tensors), so that the
-Krylov solvers of those libraries (CG, GMRES, MINRES) run on it unchanged.
+the family of the arrays: a `scipy.sparse.linalg.LinearOperator` for NumPy arrays (and
+PyTorch CPU tensors, which run on the host as NumPy arrays), a
+`cupyx.scipy.sparse.linalg.LinearOperator` for CuPy arrays, and for PyTorch CUDA tensors a
+`TorchOperator` (a callable with `shape`, `dtype`, `matvec`, `rmatvec` and `T`), so that the
+Krylov solvers of those libraries (CG, GMRES, MINRES) run on it unchanged. The transpose's
+product (`rmatvec`: LSQR, LSMR, BiCG) is the program's reverse derivative (`irfuse.vjp`,
+compiled at the first such product), the cotangents of the outputs other than `of` 0.
 
 Dirichlet conditions: `fixed`, a boolean array shaped as `wrt` (True where a component is
 fixed; or the flat indices of the fixed components: `api.dirichlet`, which `tangent_matrix`
@@ -34,7 +37,7 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
     """The forward derivative of compiled `program` at these inputs, d `of` / d `wrt`, as a
     linear operator in the arrays' family (see the module). `of`: the output (default: the
     program's only output). `fixed`: the components of `wrt` held fixed (Dirichlet)."""
-    from irfuse.api import Program, StagedProgram, jvp
+    from irfuse.api import Program, StagedProgram, jvp, vjp
 
     if not isinstance(program, (Program, StagedProgram)):
         raise UsageError(f"linear_operator takes a compiled program (irfuse.compile), not a {type(program).__name__}")
@@ -52,51 +55,90 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
     x = bound[wrt]
     derivative = jvp(program, wrt=wrt, with_outputs=False)  # (the tangents only)
     options = {} if nodes is None else {"nodes": nodes}
-    value = program(**bound, **options)[of]
-    n_in, n_out = int(np.prod(np.shape(x))), int(np.prod(np.shape(value)))
-    mask = _on_side_of(family := _family(x), x, fixed_mask(fixed, np.shape(x), wrt, "linear_operator"))
+    values = program(**bound, **options)
+    family, dtype = _family(x), np.dtype(program.dtype)
+    # (the other outputs' cotangents of a transposed product: zeros of their own, made now)
+    others = {y: _vector_like(family, values[y], dtype) for y in program.outputs if y != of}
+    shape_out = tuple(np.shape(values[of]))
+    shape_in = tuple(np.shape(x))
+    n_in, n_out = int(np.prod(shape_in)), int(np.prod(shape_out))
+    mask = _on_side_of(family, x, fixed_mask(fixed, shape_in, wrt, "linear_operator"))
     if mask is not None and n_in != n_out:
         raise UsageError(f"linear_operator: fixed= makes a square operator; d{of}/d{wrt} is {n_out} x {n_in}")
-    shape_in = tuple(np.shape(x))
 
-    held: list = []  # the direction's own array, the same object at every product
+    def forward(direction):
+        return derivative(**bound, **{"d" + wrt: direction}, **options)["d" + of]
 
-    def apply(v):
-        # The direction is copied into an array of the operator's own, so that every product
-        # calls the derivative with the very same arguments: its kept run is replayed (a
-        # graph on the GPU) instead of bound and checked again (217 us a product on an H200
-        # for the P1 tangent on 1.57 M tets, 17 us a call once kept; benchmarks/NOTES.md).
-        if not held:
-            held.append(_copy(family, v.reshape(shape_in)))
-        else:
-            _copy_into(family, held[0], v.reshape(shape_in))
-        direction = held[0]
-        if mask is not None:
-            _zero_where(family, direction, mask)
-        out = derivative(**bound, **{"d" + wrt: direction}, **options)["d" + of]
-        out = out.reshape(-1)
-        if mask is not None:
-            out = _where(family, mask.reshape(-1), v.reshape(-1), out)
-        return out
+    reverse: list = []  # the reverse derivative, compiled at the first transposed product
 
-    dtype = np.dtype(program.dtype)
+    def backward(cotangent):
+        if not reverse:
+            reverse.append(vjp(program, wrt=wrt, with_outputs=False))
+        given = {"bar_" + y: z for y, z in others.items()}
+        return reverse[0](**bound, **given, **{"bar_" + of: cotangent}, **options)["bar_" + wrt]
+
+    apply = _product(family, forward, _vector_like(family, x, dtype), n_out, mask, "a product")
+    apply_t = _product(family, backward, _vector_like(family, values[of], dtype), n_in, mask, "a transposed product")
     if family == "numpy":
         from scipy.sparse.linalg import LinearOperator
 
-        return LinearOperator((n_out, n_in), matvec=lambda v: apply(np.ascontiguousarray(v, dtype=dtype)),
-                              dtype=dtype)
+        return LinearOperator((n_out, n_in), matvec=_host_vector(apply, n_in, dtype),
+                              rmatvec=_host_vector(apply_t, n_out, dtype), dtype=dtype)
     if family == "cupy":
         from cupyx.scipy.sparse.linalg import LinearOperator as CupyOperator
 
-        return CupyOperator((n_out, n_in), matvec=lambda v: apply(v.astype(dtype, copy=False)), dtype=dtype)
-    return TorchOperator((n_out, n_in), dtype, apply)
+        return CupyOperator((n_out, n_in), matvec=lambda v: apply(v.astype(dtype, copy=False)),
+                            rmatvec=lambda v: apply_t(v.astype(dtype, copy=False)), dtype=dtype)
+    return TorchOperator((n_out, n_in), dtype, apply, apply_t)
+
+
+def _product(family: str, derivative, held, n_out: int, mask, what: str):
+    """v -> the derivative's product with v (a vector of as many values as `held`, the
+    operator's own array the derivative takes, or shaped as it), flat, with the Dirichlet rows
+    and columns of `mask` (the identity there)."""
+    shape = tuple(held.shape)
+    size = int(np.prod(shape))
+
+    def apply(v):
+        if int(np.prod(tuple(v.shape))) != size:
+            raise UsageError(f"linear_operator: {what} takes a vector of {size} values, not one shaped "
+                             f"{tuple(v.shape)}")
+        # The vector is copied into an array of the operator's own, so that every product
+        # calls the derivative with the very same arguments: its kept run is replayed (a
+        # graph on the GPU) instead of bound and checked again (217 us a product on an H200
+        # for the P1 tangent on 1.57 M tets, 17 us a call once kept; benchmarks/NOTES.md).
+        _copy_into(family, held, v.reshape(shape))
+        if mask is not None:
+            _zero_where(family, held, mask)
+        out = derivative(held).reshape(-1)
+        if mask is not None:
+            out = _where(family, mask.reshape(-1), v.reshape(-1), out)
+        return out.reshape((n_out,) + tuple(v.shape[1:])) if len(v.shape) == 2 and v.shape[1] == 1 else out
+
+    return apply
+
+
+def _host_vector(apply, size: int, dtype):
+    """`apply` for SciPy: the vector as a contiguous array of the operator's type; a complex
+    one by its real and imaginary parts (the operator is real)."""
+    def product(v):
+        v = np.asarray(v)
+        if np.iscomplexobj(v):
+            real = apply(np.ascontiguousarray(v.real, dtype=dtype)).copy()
+            return real + 1j * apply(np.ascontiguousarray(v.imag, dtype=dtype))
+        return apply(np.ascontiguousarray(v, dtype=dtype))
+
+    return product
 
 
 class TorchOperator:
-    """A linear operator on 1-D PyTorch tensors: `shape`, `dtype`, `matvec(v)` (and calling it)."""
+    """A linear operator on PyTorch tensors (vectors of `shape[1]` values, or columns of them):
+    `shape`, `dtype`, `matvec(v)` (also by calling it and by `@`), `rmatvec(w)` (the
+    transpose's product, by the program's reverse derivative, compiled at the first) and `T`
+    (the transposed operator)."""
 
-    def __init__(self, shape: tuple[int, int], dtype, apply):
-        self.shape, self.dtype, self._apply = shape, dtype, apply
+    def __init__(self, shape: tuple[int, int], dtype, apply, apply_t):
+        self.shape, self.dtype, self._apply, self._apply_t = shape, dtype, apply, apply_t
 
     def matvec(self, v):
         return self._apply(v)
@@ -106,17 +148,34 @@ class TorchOperator:
     def __matmul__(self, v):
         return self._apply(v)
 
+    def rmatvec(self, w):
+        return self._apply_t(w)
+
+    @property
+    def T(self) -> "TorchOperator":
+        return TorchOperator((self.shape[1], self.shape[0]), self.dtype, self._apply_t, self._apply)
+
+
+def _vector_like(family: str, a, dtype):
+    """Zeros shaped as `a` (a program's input or output) of the program's type `dtype`, in the
+    operator's family, where `a` lives."""
+    if family == "torch":
+        import torch
+
+        return torch.zeros(tuple(np.shape(a)), dtype=getattr(torch, dtype.name),
+                           device=a.device if isinstance(a, torch.Tensor) else None)
+    if family == "cupy":
+        import cupy
+
+        return cupy.zeros(tuple(np.shape(a)), dtype)
+    return np.zeros(tuple(np.shape(a)), dtype)
+
 
 def _family(a) -> str:
     d = device_array(a)
     if d is None:
         return "numpy"
     return "cupy" if d.family == "cupy" else "torch" if d.family == "torch" else "numpy"
-
-
-def _copy(family: str, a):
-    """A new contiguous array of `a`'s values in its own family."""
-    return a.clone(memory_format=__import__("torch").contiguous_format) if family == "torch" else a.copy()
 
 
 def _on_side_of(family: str, x, mask):
