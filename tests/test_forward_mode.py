@@ -79,6 +79,12 @@ def test_jvp_takes_text_files_functions_and_modules_and_composes(tmp_path):
         irfuse.jvp(once, wrt="F")
     with pytest.raises(UsageError, match="wrt takes an input's name or a list of names, not \\[1\\]"):
         irfuse.jvp(SOURCE, wrt=[1])
+    for derive, default in ((irfuse.jvp, "d"), (irfuse.vjp, "bar_")):  # (an empty prefix is no name: not the default)
+        with pytest.raises(UsageError, match=f"prefix is empty, so each would have its value's name; give one "
+                                             f"\\(the default: '{default}'\\)"):
+            derive(SOURCE, wrt="F", prefix="")
+    with pytest.raises(UsageError, match="the default: 'grad_'"):
+        irfuse.grad(SOURCE, of="E", wrt="F", prefix="")
 
 
 @irfuse.derivative("jvp", wrt="F", prefix="e")

@@ -111,6 +111,9 @@ def derivative_passes(mode: str, wrt: tuple[str, ...], of: str | None, prefix: s
     "grad", "jacobian" (of output `of`), or "hessian" (of uniform scalar `of` by one input x:
     its gradient `grad_x`, then the Jacobian of that, named `<prefix>2<of>_<prefix><x>2`);
     `prefix` None: the mode's own (`DEFAULT_PREFIX`)."""
+    if prefix == "":  # (not the default in disguise: a name of its own, which "" is not)
+        raise UsageError(f"{who}: the derivatives' prefix is empty, so each would have its value's name; give one "
+                         f"(the default: '{DEFAULT_PREFIX['grad' if mode == 'vjp' and of else mode]}')")
     if mode == "jvp":
         return [KasJvp(wrt=wrt, prefix=prefix or "d", who=who)]
     if mode == "jacobian":
