@@ -255,7 +255,9 @@ def test_jacobian_and_hessian_of_a_mesh_program_are_sparse_tangents():
     """`irfuse.jacobian` of a compiled mesh program by a nodal input is a `Tangent` whose call
     is `tangent_matrix`'s matrix (bits); `irfuse.hessian` of an energy summed over the
     elements by a nodal input is its gradient's tangent: for the P1 elasticity energy
-    1/2 u.K u, the stiffness itself. A source text or a per-element output is refused."""
+    1/2 u.K u, the stiffness itself; of a program that returns its gradient already (as
+    `grad_u`), that gradient's tangent (its own gradient named apart). A source text or a
+    per-element output is refused."""
     prog, X, u, conn = _p1()
     J = irfuse.jacobian(prog, of="r", wrt="u")
     want = irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u")
@@ -269,6 +271,12 @@ def test_jacobian_and_hessian_of_a_mesh_program_are_sparse_tangents():
                             backend="cpu", dtype="f64")
     H = irfuse.hessian(energy, of="E", wrt="u")(X, u, conn, DN, 1.5, 0.75)
     assert abs(H - want).max() < 1e-12 * abs(want).max()
+    mesh = f"{ROOT}/examples/mesh/neo_hookean_energy.kas"  # (it returns its gradient grad_u already)
+    with_gradient = irfuse.compile(mesh, backend="cpu", dtype="f64")
+    assert "grad_u" in with_gradient.outputs
+    args = (X, u, conn, DN, 1.5, 0.75)
+    assert irfuse.hessian(with_gradient, of="E", wrt="u")(*args).data.tobytes() == \
+        irfuse.jacobian(with_gradient, of="grad_u", wrt="u")(*args).data.tobytes()
     with pytest.raises(irfuse.UsageError, match="wrt is a nodal input"):
         irfuse.jacobian(prog, of="r", wrt="lam")
     for of in (["r"], 3):

@@ -63,7 +63,11 @@ def hessian(source, *, of: str, wrt: str, prefix: str = "d", filename: str | Non
     from irfuse.api import hessian as per_element
 
     if isinstance(source, (Program, StagedProgram)) and isinstance(wrt, str) and wrt in source.nodal:
-        return Tangent(grad(source, of=of, wrt=wrt, prefix="grad_"), of=f"grad_{wrt}", wrt=wrt, who="irfuse.hessian")
+        # (the gradient is the Tangent's own: named apart from every input and output, such as
+        # a gradient the program already returns under `grad_<wrt>`)
+        taken = set(source.inputs) | set(source.outputs)
+        step = next(f"grad{k or ''}_" for k in range(len(taken) + 2) if k != 1 and f"grad{k or ''}_{wrt}" not in taken)
+        return Tangent(grad(source, of=of, wrt=wrt, prefix=step), of=f"{step}{wrt}", wrt=wrt, who="irfuse.hessian")
     return per_element(source, of=of, wrt=wrt, prefix=prefix, filename=filename)
 
 
