@@ -138,6 +138,8 @@ def test_a_jacobian_line_in_kas_is_the_api_s_program():
     (lambda: irfuse.jacobian(J2, of="sig", wrt="nope"), "nope"),
     (lambda: irfuse.jacobian(J2, of=3, wrt="deps"), "of takes an output's name"),
     (lambda: irfuse.hessian(J2, of="sig", wrt=("deps", "sig")), "a Hessian is by one input"),
+    (lambda: irfuse.hessian(f"{EXAMPLES_DIR}/strain_energy.kas", of="U", wrt="C"),
+     "'C' is uniform \\(one value for the whole batch\\); a per-element Hessian is by a per-element input"),
     (lambda: irfuse.compile("vector3 x, y; input x;\nloop 3 {\n  x = vadd3(x, x);\n}\ny = vadd3(x, x);\n"
                             "return y;\nderivative jacobian of y wrt x;\n"), "does not go through a loop"),
 ])

@@ -189,6 +189,9 @@ def derivative(source, mode: str, wrt, filename: str | None, who: str, of: str |
         raise UsageError(f"{who}: prefix takes a string (the derivatives' names begin with it), not {prefix!r}")
     module = frontend(read_source(source, filename, who)).module
     outputs = tuple(program_of(module).outputs)
+    if mode == "hessian" and len(names) == 1 and names[0] in program_of(module).uniform:
+        raise UsageError(f"{who}: '{names[0]}' is uniform (one value for the whole batch); a per-element Hessian "
+                         "is by a per-element input")
     for line in derivative_passes(mode, names, of, prefix, loops, who):
         line.apply(Context(), module)
     if not with_outputs:
