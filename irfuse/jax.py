@@ -33,13 +33,15 @@ import numpy as np
 from jax.custom_derivatives import linear_call
 from jax.experimental.buffer_callback import buffer_callback
 
+from irfuse.api.arguments import bind_inputs
 from irfuse.api.differentiable import DifferentiableProgram
 from irfuse.diagnostics import UsageError
 
 
 class Function:
     """A program as a JAX function: call it with arrays (positionally, in the program's input
-    order) for its outputs (one array, or a tuple in return order)."""
+    order, or by name, as a program's call takes them) for its outputs (one array, or a tuple
+    in return order)."""
 
     def __init__(self, program: DifferentiableProgram):
         self.program = program
@@ -49,8 +51,10 @@ class Function:
     def __repr__(self) -> str:
         return f"<irfuse.jax.Function {self.program.name}({', '.join(self.program.inputs)})>"
 
-    def __call__(self, *args):
+    def __call__(self, *args, **named):
         inputs = self.program.inputs
+        if named:  # (inputs by name too, as a program's call takes them)
+            args = tuple(bind_inputs(inputs, args, named).values())
         if len(args) != len(inputs):
             raise UsageError(f"irfuse.jax.op: {self.program.name} takes {len(inputs)} arrays ({', '.join(inputs)}), "
                              f"not {len(args)}")

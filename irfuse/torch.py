@@ -35,6 +35,7 @@ import threading
 import numpy as np
 import torch
 
+from irfuse.api.arguments import bind_inputs
 from irfuse.api.differentiable import DifferentiableProgram
 from irfuse.diagnostics import UsageError
 
@@ -45,7 +46,8 @@ _LOCK = threading.Lock()
 
 class Operator:
     """A program registered as PyTorch operators; call it with tensors (positionally, in the
-    program's input order) for its outputs (one tensor, or a tuple in return order)."""
+    program's input order, or by name, as a program's call takes them) for its outputs (one
+    tensor, or a tuple in return order)."""
 
     def __init__(self, program: DifferentiableProgram, name: str):
         self.program = program
@@ -59,8 +61,10 @@ class Operator:
     def __repr__(self) -> str:
         return f"<irfuse.torch.Operator {self.name}({', '.join(self.program.inputs)})>"
 
-    def __call__(self, *tensors):
+    def __call__(self, *tensors, **named):
         inputs = self.program.inputs
+        if named:  # (inputs by name too, as a program's call takes them)
+            tensors = tuple(bind_inputs(inputs, tensors, named).values())
         if len(tensors) != len(inputs):
             raise UsageError(f"{self.name} takes {len(inputs)} tensors ({', '.join(inputs)}), not {len(tensors)}")
         if not all(type(t) is torch.Tensor or isinstance(t, torch.Tensor) for t in tensors):

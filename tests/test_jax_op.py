@@ -103,6 +103,9 @@ def test_bad_calls_are_refused_by_name():
         f(F, np.float32(1.0), 1.0)
     with pytest.raises(irfuse.UsageError, match="takes 3 arrays"):
         f(F, 1.0)
+    assert np.array_equal(f(F, mu=1.3, lam=0.7), f(F, 1.3, 0.7))  # (inputs by name, as a program's call takes them)
+    with pytest.raises(irfuse.UsageError, match="missing input 'lam'"):
+        f(F, mu=1.3)
     with pytest.raises(irfuse.UsageError, match="backend= is decided by the arrays"):
         irfuse.jax.op(NEO_HOOKEAN_ENERGY, backend="cpu")
     with pytest.raises(irfuse.UsageError, match="input 'mu' is a str; it takes an array or a number"):

@@ -115,6 +115,12 @@ def test_numbers_for_uniform_scalars_give_the_results_and_gradients_of_0d_tensor
             F.grad = None
     compiled = torch.compile(lambda F: energy(F, 1.3, 0.7), fullgraph=True, backend="aot_eager")
     assert torch.equal(compiled(F.detach()), energy(F.detach(), 1.3, 0.7))
+    for named in (energy(F.detach(), mu=1.3, lam=0.7), energy(lam=0.7, F=F.detach(), mu=1.3)):  # (by name too)
+        assert torch.equal(named, energy(F.detach(), 1.3, 0.7))
+    with pytest.raises(irfuse.UsageError, match="input 'mu' is given twice, by position and by name"):
+        energy(F.detach(), 1.3, mu=1.3, lam=0.7)
+    with pytest.raises(irfuse.UsageError, match="unknown input 'nu'"):
+        energy(F.detach(), 1.3, nu=0.7)
 
 
 def test_bad_calls_are_refused_by_name():
