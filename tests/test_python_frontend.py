@@ -228,3 +228,17 @@ def test_a_returned_expression_is_named_by_its_place_not_as_a_temporary():
 
     prog = irfuse.compile(two, backend="cpu")
     assert prog.outputs == ("out0", "out1_1", "out1")
+
+
+def test_a_returned_entry_is_that_entry_not_its_value():
+    """`return r[1], A[2], r`: the outputs are the entry r[1], the row A[2] and r, each under a
+    name of its own (a returned entry once gave its value's name: r[1] returned r, silently)."""
+    def entries(A: irfuse.Matrix[3, 3]):
+        r = A[0]
+        return r[1], A[2], r
+
+    prog = irfuse.compile(entries, backend="cpu")
+    assert prog.outputs == ("out0", "out1", "r")
+    A = np.arange(45, dtype=np.float32).reshape(5, 3, 3)
+    got = prog(A)
+    assert np.array_equal(got.out0, A[:, 0, 1]) and np.array_equal(got.out1, A[:, 2]) and np.array_equal(got.r, A[:, 0])

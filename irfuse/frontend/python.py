@@ -435,6 +435,15 @@ class _Translator:
         while name in self.types:
             i += 1
             name = f"out{k}_{i}"
+        if self.number(node) is not None:
+            raise self.error(node, "a program returns values, not a number alone: compute it from the program's "
+                                   "values (an op's result)")
+        if isinstance(node, ast.Subscript):  # (an entry: copied into an output of its own, not its value's name)
+            call = self.call_of(node, self.tail)
+            shape, mask = self.result_of(call, node)
+            self.declare(name, shape, node, self.value_is_uniform(call), mask, self.value_is_nodal(call))
+            self.tail.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
+            return self.name(name, node)
         return self.expression(node, self.tail, name)
 
     def declare_typed(self, var: str, t: ValueType, node: ast.AST) -> None:
@@ -574,6 +583,9 @@ class _Translator:
             index: Name | Number = self.name(idx.id, idx)
         elif isinstance(idx, ast.Constant) and isinstance(idx.value, int) and not isinstance(idx.value, bool):
             index = Number(str(idx.value), float(idx.value), self.pos(idx))
+        elif isinstance(idx, (ast.Tuple, ast.Slice)):
+            raise self.error(idx, "an entry takes one index, along the value's first axis (x[q]); for an entry of an "
+                                  "entry, name the first (r = x[0]) and index that (r[1])")
         else:
             raise self.error(idx, "an entry's index is the counter of a loop around it (for q in range(N)) or a "
                                   "whole number")

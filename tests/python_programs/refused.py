@@ -138,3 +138,11 @@ def scatter_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
         Xe = Xe + Xe
         r = irfuse.scatter(Xe, conn)  # refused: 'scatter' is a statement of the program's top level
     return r
+
+
+def entry_of_an_entry(A: Matrix[3, 3]):
+    return A[0, 1]  # refused: an entry takes one index, along the value's first axis
+
+
+def number_returned(A: Matrix[3, 3]):
+    return 2.0  # refused: a program returns values, not a number alone
