@@ -251,10 +251,14 @@ def _renderings():
             "mesh": lambda seed: random_mesh_program(seed, 8)}
 
 
-def _canonical(text: str) -> str:
-    """IR text with its values numbered by first appearance (the front ends name some apart)."""
+def _canonical(text: str, outputs) -> str:
+    """IR text with its values numbered by first appearance and its outputs by place (the
+    front ends name some apart)."""
+    head, rest = text.split("\n", 2)[1], text.split("\n", 2)[2]
+    for k, name in enumerate(outputs):
+        head = re.sub(rf"\b{re.escape(name)}\b", f"output{k}", head)
     names: dict[str, int] = {}
-    return re.sub(r"%[A-Za-z_0-9]+", lambda m: f"%{names.setdefault(m.group(0), len(names))}", text)
+    return re.sub(r"%[A-Za-z_0-9]+", lambda m: f"%{names.setdefault(m.group(0), len(names))}", head + "\n" + rest)
 
 
 @pytest.mark.parametrize("kind", ["plain", "element", "mesh"])
@@ -262,9 +266,11 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     """The differential test of the Python front end: random KAS programs (the fuzzers'
     generators: loops; branches, masks, arrays, entries and batch-wide values; gathers,
     scatters and nodal values) written again as Python functions (`irfuse.testing.
-    python_renderings`) trace to the same IR up to the values' names, or, where the front ends
-    place an op apart (an array's stack), to a program whose float64 reference results are the
-    KAS program's bit for bit."""
+    python_renderings`), each as written and with the outputs' last statements moved into the
+    return (`return ops.f(a), r[1]`), trace to the same IR up to the values' and outputs' names,
+    or, where the front ends place an op apart (an array's stack, a returned expression), to a
+    program whose float64 reference results are the KAS program's bit for bit, output by
+    output."""
     import importlib.util
 
     from irfuse.dialects.kas import program_of
@@ -277,26 +283,28 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     seeds = range(40 if LONG else 12)
     for seed in seeds:
         kas = _renderings()[kind](seed)
-        text = python_source(kas, f"rendered_{seed}")
-        assert text is not None, kas
-        path = tmp_path / f"rendered_{kind}_{seed}.py"
-        path.write_text(text)
-        spec = importlib.util.spec_from_file_location(f"rendered_{kind}_{seed}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        python = compile_function(getattr(module, f"rendered_{seed}").fn).module
-        written = compile_source(kas, f"rendered_{seed}.kas").module
-        if _canonical(module_text(python)) == _canonical(module_text(written)):
-            alike += 1
-            continue
-        a, b = program_of(python), program_of(written)
-        if program_indices(b):
-            inputs, nodes = random_mesh_inputs(b, 16, seed, np.float64)
-        else:
-            inputs, nodes = random_inputs(b, 16, seed, np.float64), None
-        with np.errstate(all="ignore"):
-            got, want = run_reference(a, inputs, nodes=nodes), run_reference(b, inputs, nodes=nodes)
-        assert list(got) == list(want), (seed, text)
-        assert all(same_bits(got[k], want[k]) for k in want), (seed, text)
-        compared += 1
-    assert alike >= len(seeds) // 2 and alike + compared == len(seeds)  # (most alike to the names: a test of the tracer, not of the reference)
+        written = program_of(compile_source(kas, f"rendered_{seed}.kas").module)
+        for inline in (False, True):
+            text = python_source(kas, f"rendered_{seed}", inline=inline)
+            assert text is not None, kas
+            path = tmp_path / f"rendered_{kind}_{seed}_{inline}.py"
+            path.write_text(text)
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            python = program_of(compile_function(getattr(module, f"rendered_{seed}").fn).module)
+            if _canonical(module_text(python), python.outputs) == _canonical(module_text(written), written.outputs):
+                alike += 1
+                continue
+            if program_indices(written):
+                inputs, nodes = random_mesh_inputs(written, 16, seed, np.float64)
+            else:
+                inputs, nodes = random_inputs(written, 16, seed, np.float64), None
+            with np.errstate(all="ignore"):
+                got = run_reference(python, inputs, n=16, nodes=nodes)
+                want = run_reference(written, inputs, n=16, nodes=nodes)
+            assert len(got) == len(want), (seed, text)
+            assert all(same_bits(a, b) for a, b in zip(got.values(), want.values())), (seed, text)
+            compared += 1
+    assert alike >= len(seeds) // 2 and alike + compared == 2 * len(seeds)  # (a test of the tracer as much as
+    # of the reference: most programs as written trace to the KAS program's IR)

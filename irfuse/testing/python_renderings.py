@@ -27,22 +27,53 @@ class NoPythonForm(Exception):
     """The KAS program has something its Python rendering does not write (the message says what)."""
 
 
-def python_source(kas_text: str, name: str = "rendered") -> str | None:
-    """The Python module text of KAS `kas_text` as function `name` (see the module), or None."""
+def python_source(kas_text: str, name: str = "rendered", inline: bool = False) -> str | None:
+    """The Python module text of KAS `kas_text` as function `name` (see the module), or None.
+    `inline`: an output made by the program's last top-level statement naming it, and read by
+    none after, is returned as that statement's expression (`return ops.f(a), r[1]`; an entry
+    copied out as the entry), which the front end names by its place (`out<k>`)."""
     program = parse_program(SourceFile("<rendered>", kas_text))
     try:
-        return _Renderer(program).module(name)
+        return _Renderer(program, inline).module(name)
     except NoPythonForm:
         return None
 
 
 class _Renderer:
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, inline: bool = False):
         self.program = program
+        self.returned: dict[int, str] = {}  # output position -> the expression returned there
+        if inline:
+            self._inline()
         self.types: dict[str, str] = {}
         for d in program.declarations:
             for n in d.names:
                 self.types[n.text] = _annotation(d, d.lengths.get(n.text))
+
+    def _inline(self) -> None:
+        """Moves into the return each output's making statement where that keeps the program
+        (see `python_source`): the statement is the last of the top level to write the output,
+        nothing after it reads or writes the output or writes its operands, it is no input and
+        is returned once."""
+        p = self.program
+        names = [o.text for o in p.outputs]
+        inputs = {n.text for n in p.inputs}
+        for k, out in enumerate(names):
+            if out in inputs or names.count(out) > 1:
+                continue
+            for i in range(len(p.statements) - 1, -1, -1):
+                s = p.statements[i]
+                if out in _touched(s):
+                    if isinstance(s, (Loop, IfStatement)) or not isinstance(s.target, Name) or \
+                            s.target.text != out or out in _read(s) or any(isinstance(a, Text) for a in s.args):
+                        break
+                    if s.op.text == COPY and not isinstance(s.args[0], Index):
+                        break  # (a copy of a whole value returned is that value under its own name)
+                    if _read(s) & set().union(*(_written(t) for t in p.statements[i + 1:])):
+                        break  # (an operand written again after: the return would read its last value)
+                    self.returned[k] = self.call(s.op.text, s.args)
+                    del p.statements[i]
+                    break
 
     def module(self, name: str) -> str:
         p = self.program
@@ -61,7 +92,7 @@ class _Renderer:
         lines += ["@irfuse.program", f"def {name}({params}):"]
         body = [f"{v}: {t}" for v, t in self.types.items() if v not in inputs]
         body += self.statements(p.statements)
-        body.append("return " + ", ".join(o.text for o in p.outputs))
+        body.append("return " + ", ".join(self.returned.get(k, o.text) for k, o in enumerate(p.outputs)))
         return "\n".join(lines + ["    " + line for line in body]) + "\n"
 
     def statements(self, statements: list, depth: int = 0) -> list[str]:
@@ -105,6 +136,54 @@ class _Renderer:
         if c.op is None:
             return self.operand(c.lhs)
         return f"{self.operand(c.lhs)} {c.op} {self.operand(c.rhs)}"
+
+
+def _touched(s) -> set[str]:
+    """The names a statement reads or writes (its nested statements' included)."""
+    if isinstance(s, Loop):
+        return set().union(*(_touched(t) for t in s.body)) if s.body else set()
+    if isinstance(s, IfStatement):
+        names = _read_condition(s.condition)
+        for t in (*s.then, *s.orelse):
+            names |= _touched(t)
+        return names
+    return {s.target.text} | _read(s)
+
+
+def _written(s) -> set[str]:
+    """The names a statement writes (its nested statements' included)."""
+    if isinstance(s, Loop):
+        return set().union(*(_written(t) for t in s.body)) if s.body else set()
+    if isinstance(s, IfStatement):
+        return set().union(*(_written(t) for t in (*s.then, *s.orelse))) if s.then or s.orelse else set()
+    return {s.target.text}
+
+
+def _read(s) -> set[str]:
+    names = set()
+    for a in s.args:
+        if isinstance(a, Index):
+            names |= {a.name.text} | ({a.index.text} if isinstance(a.index, Name) else set())
+        elif isinstance(a, Name):
+            names.add(a.text)
+    if isinstance(s.target, Index) and isinstance(s.target.index, Name):
+        names.add(s.target.index.text)
+    return names
+
+
+def _read_condition(c) -> set[str]:
+    names = set()
+    for side in (c.lhs, c.rhs):
+        stack = [side]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, CallExpr):
+                stack += x.args
+            elif isinstance(x, Index):
+                names.add(x.name.text)
+            elif isinstance(x, Name):
+                names.add(x.text)
+    return names
 
 
 def _operand(a) -> str:
