@@ -266,8 +266,8 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     """The differential test of the Python front end: random KAS programs (the fuzzers'
     generators: loops; branches, masks, arrays, entries and batch-wide values; gathers,
     scatters and nodal values) written again as Python functions (`irfuse.testing.
-    python_renderings`), each as written and with the outputs' last statements moved into the
-    return (`return ops.f(a), r[1]`), trace to the same IR up to the values' and outputs' names,
+    python_renderings`), each as written, with the outputs' last statements moved into the
+    return (`return ops.f(a), r[1]`) and with infix forms (`A @ B`, `s * A`, `-x`), trace to the same IR up to the values' and outputs' names,
     or, where the front ends place an op apart (an array's stack, a returned expression), to a
     program whose float64 reference results are the KAS program's bit for bit, output by
     output."""
@@ -284,10 +284,10 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     for seed in seeds:
         kas = _renderings()[kind](seed)
         written = program_of(compile_source(kas, f"rendered_{seed}.kas").module)
-        for inline in (False, True):
-            text = python_source(kas, f"rendered_{seed}", inline=inline)
+        for inline, infix in ((False, False), (True, False), (seed % 2 == 0, True)):
+            text = python_source(kas, f"rendered_{seed}", inline=inline, infix=infix)
             assert text is not None, kas
-            path = tmp_path / f"rendered_{kind}_{seed}_{inline}.py"
+            path = tmp_path / f"rendered_{kind}_{seed}_{inline}_{infix}.py"
             path.write_text(text)
             spec = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(spec)
@@ -306,5 +306,21 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
             assert len(got) == len(want), (seed, text)
             assert all(same_bits(a, b) for a, b in zip(got.values(), want.values())), (seed, text)
             compared += 1
-    assert alike >= len(seeds) // 2 and alike + compared == 2 * len(seeds)  # (a test of the tracer as much as
+    assert alike >= len(seeds) // 2 and alike + compared == 3 * len(seeds)  # (a test of the tracer as much as
     # of the reference: most programs as written trace to the KAS program's IR)
+
+
+def test_a_matrix_product_of_a_square_and_another_matrix_is_the_generic_one():
+    """`A @ B` of a 3x3 and a 3x2 matrix (and `A @ v` of a 2x3 matrix and a vector) is the
+    generic product: the suffixed `mmul33` takes two 3x3 matrices, and the infix form once
+    named it for any right operand (refused as `mmul33 ... cannot take (matrix3x3,
+    matrix3x2)`). Found by the infix renderings of the differential test."""
+    def products(A: irfuse.Matrix[3, 3], B: irfuse.Matrix[3, 2], C: irfuse.Matrix[2, 3], v: irfuse.Vector[3]):
+        return A @ B, C @ v, A @ A, A @ v
+
+    prog = irfuse.compile(products, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(0)
+    A, B, C, v = (rng.standard_normal((4, *s)) for s in ((3, 3), (3, 2), (2, 3), (3,)))
+    got = prog(A, B, C, v)
+    for out, want in zip(got, (A @ B, np.einsum("nij,nj->ni", C, v), A @ A, np.einsum("nij,nj->ni", A, v))):
+        np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)

@@ -322,10 +322,10 @@ def infix_op(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | None) 
             other = right if thing is left else left
             if other == () and len(thing) in (1, 2):
                 return (("svmul" if len(thing) == 1 else "smmul") + tag(thing), swapped)
-    if symbol == "@" and len(left) == 2:
-        if len(right) == 2:
+    if symbol == "@" and len(left) == 2:  # (the suffixed ops take operands of the left's shape)
+        if right == left:
             return (f"mmul{tag(left)}", False)
-        if len(right) == 1:
+        if right == left[1:]:
             return (f"mvmul{tag(left)}", False)
     return None
 

@@ -27,21 +27,30 @@ class NoPythonForm(Exception):
     """The KAS program has something its Python rendering does not write (the message says what)."""
 
 
-def python_source(kas_text: str, name: str = "rendered", inline: bool = False) -> str | None:
+def python_source(kas_text: str, name: str = "rendered", inline: bool = False, infix: bool = False) -> str | None:
     """The Python module text of KAS `kas_text` as function `name` (see the module), or None.
     `inline`: an output made by the program's last top-level statement naming it, and read by
     none after, is returned as that statement's expression (`return ops.f(a), r[1]`; an entry
-    copied out as the entry), which the front end names by its place (`out<k>`)."""
+    copied out as the entry), which the front end names by its place (`out<k>`). `infix`: a
+    call the front end writes as an infix form for its operands' shapes (`frontend.python.
+    infix_op`, `infix_family`: `a + b`, `A @ v`, `-x`, a scalar product either way round:
+    `s * A` or `A * s`, in turn) written so."""
     program = parse_program(SourceFile("<rendered>", kas_text))
     try:
-        return _Renderer(program, inline).module(name)
+        return _Renderer(program, inline, infix).module(name)
     except NoPythonForm:
         return None
 
 
 class _Renderer:
-    def __init__(self, program: Program, inline: bool = False):
+    def __init__(self, program: Program, inline: bool = False, infix: bool = False):
         self.program = program
+        self.infix, self.turn = infix, 0
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        for d in program.declarations:
+            for n in d.names:
+                length = d.lengths.get(n.text)
+                self.shapes[n.text] = d.shape if length is None else (length, *d.shape)
         self.returned: dict[int, str] = {}  # output position -> the expression returned there
         if inline:
             self._inline()
@@ -125,7 +134,42 @@ class _Renderer:
             return f"{_MESH[op]}({', '.join(text)})"
         if op in _REDUCTIONS and len(args) == 1:
             return f"irfuse.{op}({text[0]})"
+        if self.infix:
+            written = self._infix(op, args, text)
+            if written is not None:
+                return written
         return f"ops.{op}({', '.join(text)})"
+
+    def _infix(self, op: str, args: list, text: list[str]) -> str | None:
+        """`op(args)` as the infix form the front end reads as this very op, or None."""
+        from irfuse.frontend.python import infix_family, infix_op
+
+        shapes = [self._shape(a) for a in args]
+        if any(s is None for s in shapes) or len(args) not in (1, 2):
+            return None
+        if len(args) == 1:
+            if infix_op("-", shapes[0], None) == (op, False) or infix_family("-", shapes[0], None) == (op, False):
+                return f"(-{text[0]})"
+            return None
+        for symbol in "+-*/@":
+            for found in (infix_op(symbol, shapes[0], shapes[1]), infix_family(symbol, shapes[0], shapes[1])):
+                if found == (op, False):
+                    self.turn += 1
+                    swapped = infix_op(symbol, shapes[1], shapes[0])
+                    if symbol == "*" and self.turn % 2 and swapped == (op, True):  # (`s * A`: the operands swapped)
+                        return f"({text[1]} * {text[0]})"
+                    return f"({text[0]} {symbol} {text[1]})"
+        return None
+
+    def _shape(self, a) -> tuple[int, ...] | None:
+        if isinstance(a, Number):
+            return ()
+        if isinstance(a, Index):
+            shape = self.shapes.get(a.name.text)
+            return None if shape is None else shape[1:]
+        if isinstance(a, Name):
+            return self.shapes.get(a.text)
+        return None
 
     def operand(self, a) -> str:
         if isinstance(a, CallExpr):
