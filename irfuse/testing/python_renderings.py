@@ -13,6 +13,8 @@ decorator; None for a program it has no Python form for."""
 
 from __future__ import annotations
 
+import re
+
 from irfuse.diagnostics import SourceFile
 from irfuse.frontend.syntax import (COMPARISONS, COPY, CallExpr, Declaration, Index, Loop, Name, Number, Program, Text,
                                     is_index_type, is_mask_type, parse_program)
@@ -34,7 +36,8 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     copied out as the entry), which the front end names by its place (`out<k>`). `infix`: a
     call the front end writes as an infix form for its operands' shapes (`frontend.python.
     infix_op`, `infix_family`: `a + b`, `A @ v`, `-x`, a scalar product either way round:
-    `s * A` or `A * s`, in turn) written so."""
+    `s * A` or `A * s`, in turn; `x += y` where the target is the left operand, in turn;
+    a transpose as `A.T`) written so."""
     program = parse_program(SourceFile("<rendered>", kas_text))
     try:
         return _Renderer(program, inline, infix).module(name)
@@ -117,7 +120,12 @@ class _Renderer:
                     out.append("else:")
                     out += ["    " + line for line in self.statements(s.orelse)]
             else:
-                out.append(f"{_operand(s.target)} = {self.call(s.op.text, s.args)}")
+                target, value = _operand(s.target), self.call(s.op.text, s.args)
+                both = re.fullmatch(rf"\({re.escape(target)} ([-+*/@]) (.+)\)", value) if self.infix else None
+                if both is not None and isinstance(s.target, Name) and self.turn % 3 == 0:
+                    out.append(f"{target} {both.group(1)}= {both.group(2)}")  # (`x += y`, in turn)
+                else:
+                    out.append(f"{target} = {value}")
         return out
 
     def call(self, op: str, args: list) -> str:
@@ -150,6 +158,8 @@ class _Renderer:
         if len(args) == 1:
             if infix_op("-", shapes[0], None) == (op, False) or infix_family("-", shapes[0], None) == (op, False):
                 return f"(-{text[0]})"
+            if len(shapes[0]) == 2 and (op == "transpose" or re.fullmatch(r"mtrans\d+", op)):
+                return f"{text[0]}.T"  # (the front end's generic transpose: the suffixed one's values)
             return None
         for symbol in "+-*/@":
             for found in (infix_op(symbol, shapes[0], shapes[1]), infix_family(symbol, shapes[0], shapes[1])):
