@@ -251,6 +251,22 @@ def _renderings():
             "mesh": lambda seed: random_mesh_program(seed, 8)}
 
 
+def _derivative_lines(kas: str, seed: int) -> str:
+    """`derivative` lines for a random program: forward or reverse mode along its first input of
+    values, by the seed, and in one seed of three a forward derivative of that along the
+    second (the Python rendering writes them as `@irfuse.derivative` decorators)."""
+    from irfuse.diagnostics import SourceFile
+    from irfuse.frontend.syntax import is_index_type, is_mask_type, parse_program
+
+    program = parse_program(SourceFile("<derivatives>", kas))
+    kinds = {n.text: d.type_text for d in program.declarations for n in d.names}
+    values = [n.text for n in program.inputs if not (is_index_type(kinds[n.text]) or is_mask_type(kinds[n.text]))]
+    lines = f"derivative {('jvp', 'vjp')[seed % 2]} wrt {values[0]};\n"
+    if seed % 3 == 0 and len(values) > 1:
+        lines += f"derivative jvp wrt {values[1]} prefix e;\n"
+    return lines
+
+
 def _canonical(text: str, outputs) -> str:
     """IR text with its values numbered by first appearance and its outputs by place (the
     front ends name some apart)."""
@@ -267,13 +283,15 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     generators: loops; branches, masks, arrays, entries and batch-wide values; gathers,
     scatters and nodal values) written again as Python functions (`irfuse.testing.
     python_renderings`), each as written, with the outputs' last statements moved into the
-    return (`return ops.f(a), r[1]`) and with infix forms (`A @ B`, `s * A`, `-x`), trace to the same IR up to the values' and outputs' names,
+    return (`return ops.f(a), r[1]`), with infix forms (`A @ B`, `s * A`, `-x`) and with
+    `derivative` lines (decorators in Python), trace to the same IR up to the values' and outputs' names,
     or, where the front ends place an op apart (an array's stack, a returned expression), to a
     program whose float64 reference results are the KAS program's bit for bit, output by
     output."""
     import importlib.util
 
     from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import with_derivatives
     from irfuse.frontend.irgen import compile_source
     from irfuse.testing.differential import random_mesh_inputs, same_bits
     from irfuse.testing.python_renderings import python_source
@@ -283,16 +301,20 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     seeds = range(40 if LONG else 12)
     for seed in seeds:
         kas = _renderings()[kind](seed)
-        written = program_of(compile_source(kas, f"rendered_{seed}.kas").module)
-        for inline, infix in ((False, False), (True, False), (seed % 2 == 0, True)):
-            text = python_source(kas, f"rendered_{seed}", inline=inline, infix=infix)
-            assert text is not None, kas
-            path = tmp_path / f"rendered_{kind}_{seed}_{inline}_{infix}.py"
+        derived = kas + _derivative_lines(kas, seed)
+        for source, inline, infix in ((kas, False, False), (kas, True, False), (kas, seed % 2 == 0, True),
+                                      (derived, False, False)):
+            written = program_of(with_derivatives(compile_source(source, f"rendered_{seed}.kas")).module)
+            if source is derived:  # (its derivative applied: the tangents or cotangents are inputs too)
+                assert len(written.inputs) > len(program_of(compile_source(kas, "plain.kas").module).inputs)
+            text = python_source(source, f"rendered_{seed}", inline=inline, infix=infix)
+            assert text is not None, source
+            path = tmp_path / f"rendered_{kind}_{seed}_{inline}_{infix}_{source is derived}.py"
             path.write_text(text)
             spec = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-            python = program_of(compile_function(getattr(module, f"rendered_{seed}").fn).module)
+            python = program_of(with_derivatives(compile_function(getattr(module, f"rendered_{seed}").fn)).module)
             if _canonical(module_text(python), python.outputs) == _canonical(module_text(written), written.outputs):
                 alike += 1
                 continue
@@ -306,7 +328,7 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
             assert len(got) == len(want), (seed, text)
             assert all(same_bits(a, b) for a, b in zip(got.values(), want.values())), (seed, text)
             compared += 1
-    assert alike >= len(seeds) // 2 and alike + compared == 3 * len(seeds)  # (a test of the tracer as much as
+    assert alike >= len(seeds) // 2 and alike + compared == 4 * len(seeds)  # (a test of the tracer as much as
     # of the reference: most programs as written trace to the KAS program's IR)
 
 
