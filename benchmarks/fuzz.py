@@ -2,7 +2,7 @@
 
     python benchmarks/fuzz.py [--fuzz-cases 10000] [--programs 1000] [--plans 3] [--jobs 2]
                               [--first-seed 0] [--keep tests/regressions] [--json fuzz.json] [--nvrtc] [--chunks]
-                              [--layouts aos soa] [--derivatives]
+                              [--layouts aos soa] [--derivatives] [--python]
 
 Fuzz cases (split between the kinds by the weights in WEIGHTS, each case with its own seed):
   mutated   an example mutated 1-3 times (deleted tokens, swapped types, wrong arity, unknown
@@ -41,8 +41,12 @@ also run on 601 elements in chunks, passes over them where it reduces, which mus
 bits of one call; `--layouts aos soa`: every program compiled and checked for each layout, its
 inputs transposed for a structure of arrays and its outputs transposed back; `--derivatives`:
 each program replaced by its forward or reverse derivative along every input that has one, a
-`derivative` line, jvp and vjp by turns of five seeds). A failing program is shrunk to a minimal one, which is written under
-`--keep` (a test runs every program there) and listed in the JSON.
+`derivative` line, jvp and vjp by turns of five seeds; `--python`: each program also written
+again as a Python function, as written, with its returns moved, with infix forms and with
+`derivative` lines in turn by seed, which must trace to the same program,
+`irfuse.testing.python_renderings.compare_rendering`). A failing program is shrunk to a minimal one, which is written under
+`--keep` (a test runs every program there) and listed in the JSON (a Python front end's
+difference is listed with its rendering, not shrunk).
 """
 
 from __future__ import annotations
@@ -178,7 +182,7 @@ def _fuzz_input(kind: str, rng: random.Random, sources: list[str], irs: list[str
 
 
 def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, chunks: bool = False,
-                 layouts: tuple[str, ...] = ("aos",), derivatives: bool = False) -> dict:
+                 layouts: tuple[str, ...] = ("aos",), derivatives: bool = False, python: bool = False) -> dict:
     """One random program through its best plans on the CPU, compiled for each of `layouts`
     (each plan compiled to sm_90 with NVRTC too with `nvrtc`, each run in chunks too with
     `chunks`; with `derivatives`, the program's forward or reverse derivative along every
@@ -204,6 +208,18 @@ def program_case(seed: int, plans: int, keep: str | None, nvrtc: bool = False, c
         shape += f"+{mode}"
     n = rng.choice([1, 37, 97])
     t0 = time.perf_counter()
+    if python:  # (the Python front end first: a difference there is reported as it is)
+        import tempfile
+
+        from irfuse.testing.python_renderings import compare_rendering, derivative_lines
+
+        inline, infix, derive = (seed % 4 == 1, seed % 4 == 2, seed % 4 == 3)
+        with tempfile.TemporaryDirectory() as directory:
+            verdict, detail = compare_rendering(src + (derivative_lines(src, seed) if derive and not derivatives else ""),
+                                                seed, directory, inline=inline, infix=infix)
+        if verdict == "differ":
+            return {"seed": seed, "shape": shape, "calls": calls, "plans": 0, "seconds": time.perf_counter() - t0,
+                    "failure": "PYTHON_FRONTEND", "detail": detail[-3000:], "program": src}
     ran = 0  # plans run, over the layouts
     for layout in layouts:
         budget = Budget(top=plans, dtype="f64" if seed % 2 == 0 else "f32", n=n, seed=seed, nvrtc=nvrtc,
@@ -248,6 +264,8 @@ def main(argv=None) -> int:
                     help="the global arrays' layouts every program is compiled for and checked in (default aos)")
     ap.add_argument("--derivatives", action="store_true",
                     help="check every random program's forward or reverse derivative (by seed) instead")
+    ap.add_argument("--python", action="store_true",
+                    help="also write every random program as a Python function and check it traces to the same program")
     args = ap.parse_args(argv)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -276,7 +294,8 @@ def main(argv=None) -> int:
             with cf.ProcessPoolExecutor(args.jobs) as pool:
                 futures = {pool.submit(fuzz_chunk, k, seeds): ("fuzz", (k, seeds)) for k, seeds in chunks}
                 futures.update({pool.submit(program_case, s, args.plans, args.keep, args.nvrtc, args.chunks,
-                                             tuple(args.layouts), args.derivatives): ("program", s) for s in todo})
+                                             tuple(args.layouts), args.derivatives, args.python): ("program", s)
+                                for s in todo})
                 chunks, todo = [], []
                 unfinished = []
                 for fut in cf.as_completed(futures):

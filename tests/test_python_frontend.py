@@ -251,32 +251,6 @@ def _renderings():
             "mesh": lambda seed: random_mesh_program(seed, 8)}
 
 
-def _derivative_lines(kas: str, seed: int) -> str:
-    """`derivative` lines for a random program: forward or reverse mode along its first input of
-    values, by the seed, and in one seed of three a forward derivative of that along the
-    second (the Python rendering writes them as `@irfuse.derivative` decorators)."""
-    from irfuse.diagnostics import SourceFile
-    from irfuse.frontend.syntax import is_index_type, is_mask_type, parse_program
-
-    program = parse_program(SourceFile("<derivatives>", kas))
-    kinds = {n.text: d.type_text for d in program.declarations for n in d.names}
-    values = [n.text for n in program.inputs if not (is_index_type(kinds[n.text]) or is_mask_type(kinds[n.text]))]
-    lines = f"derivative {('jvp', 'vjp')[seed % 2]} wrt {values[0]};\n"
-    if seed % 3 == 0 and len(values) > 1:
-        lines += f"derivative jvp wrt {values[1]} prefix e;\n"
-    return lines
-
-
-def _canonical(text: str, outputs) -> str:
-    """IR text with its values numbered by first appearance and its outputs by place (the
-    front ends name some apart)."""
-    head, rest = text.split("\n", 2)[1], text.split("\n", 2)[2]
-    for k, name in enumerate(outputs):
-        head = re.sub(rf"\b{re.escape(name)}\b", f"output{k}", head)
-    names: dict[str, int] = {}
-    return re.sub(r"%[A-Za-z_0-9]+", lambda m: f"%{names.setdefault(m.group(0), len(names))}", head + "\n" + rest)
-
-
 @pytest.mark.parametrize("kind", ["plain", "element", "mesh"])
 def test_random_kas_programs_written_as_python_functions_are_the_same_programs(kind, tmp_path):
     """The differential test of the Python front end: random KAS programs (the fuzzers'
@@ -284,52 +258,22 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     scatters and nodal values) written again as Python functions (`irfuse.testing.
     python_renderings`), each as written, with the outputs' last statements moved into the
     return (`return ops.f(a), r[1]`), with infix forms (`A @ B`, `s * A`, `-x`) and with
-    `derivative` lines (decorators in Python), trace to the same IR up to the values' and outputs' names,
-    or, where the front ends place an op apart (an array's stack, a returned expression), to a
-    program whose float64 reference results are the KAS program's bit for bit, output by
-    output."""
-    import importlib.util
+    `derivative` lines (decorators in Python), trace to the same IR up to the values' and
+    outputs' names, or, where the front ends place an op apart (an array's stack, a returned
+    expression), to a program whose float64 reference results are the KAS program's bit for
+    bit, output by output (`compare_rendering`)."""
+    from irfuse.testing.python_renderings import compare_rendering, derivative_lines
 
-    from irfuse.dialects.kas import program_of
-    from irfuse.driver.front import with_derivatives
-    from irfuse.frontend.irgen import compile_source
-    from irfuse.testing.differential import random_mesh_inputs, same_bits
-    from irfuse.testing.python_renderings import python_source
-    from irfuse.verification.reference import program_indices, random_inputs, run_reference
-
-    alike, compared = 0, 0
+    found = []
     seeds = range(40 if LONG else 12)
     for seed in seeds:
         kas = _renderings()[kind](seed)
-        derived = kas + _derivative_lines(kas, seed)
         for source, inline, infix in ((kas, False, False), (kas, True, False), (kas, seed % 2 == 0, True),
-                                      (derived, False, False)):
-            written = program_of(with_derivatives(compile_source(source, f"rendered_{seed}.kas")).module)
-            if source is derived:  # (its derivative applied: the tangents or cotangents are inputs too)
-                assert len(written.inputs) > len(program_of(compile_source(kas, "plain.kas").module).inputs)
-            text = python_source(source, f"rendered_{seed}", inline=inline, infix=infix)
-            assert text is not None, source
-            path = tmp_path / f"rendered_{kind}_{seed}_{inline}_{infix}_{source is derived}.py"
-            path.write_text(text)
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            python = program_of(with_derivatives(compile_function(getattr(module, f"rendered_{seed}").fn)).module)
-            if _canonical(module_text(python), python.outputs) == _canonical(module_text(written), written.outputs):
-                alike += 1
-                continue
-            if program_indices(written):
-                inputs, nodes = random_mesh_inputs(written, 16, seed, np.float64)
-            else:
-                inputs, nodes = random_inputs(written, 16, seed, np.float64), None
-            with np.errstate(all="ignore"):
-                got = run_reference(python, inputs, n=16, nodes=nodes)
-                want = run_reference(written, inputs, n=16, nodes=nodes)
-            assert len(got) == len(want), (seed, text)
-            assert all(same_bits(a, b) for a, b in zip(got.values(), want.values())), (seed, text)
-            compared += 1
-    assert alike >= len(seeds) // 2 and alike + compared == 4 * len(seeds)  # (a test of the tracer as much as
-    # of the reference: most programs as written trace to the KAS program's IR)
+                                      (kas + derivative_lines(kas, seed), False, False)):
+            verdict, detail = compare_rendering(source, seed, str(tmp_path), inline=inline, infix=infix)
+            assert verdict != "differ", (seed, detail)
+            found.append(verdict)
+    assert found.count("alike") >= len(found) // 2  # (a test of the tracer as much as of the reference)
 
 
 def test_a_matrix_product_of_a_square_and_another_matrix_is_the_generic_one():

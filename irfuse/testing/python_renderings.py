@@ -270,3 +270,76 @@ def _annotation(d: Declaration, length: int | None) -> str:
     if d.nodal:
         value = f"irfuse.Nodal[{value}]"
     return value
+
+
+def compare_rendering(kas_text: str, seed: int, directory: str, inline: bool = False,
+                      infix: bool = False) -> tuple[str, str]:
+    """The KAS program and its Python rendering (`python_source`, written under `directory` and
+    imported), each traced with its derivative lines applied: ("alike", "") where their IR is
+    the same up to the values' and outputs' names, ("same bits", "") where it is not but the
+    float64 reference results are, output by output (an op placed apart), else ("differ", what)
+    (also where the rendering is not traced: a front end's refusal of a program the other
+    takes)."""
+    import importlib.util
+    import os
+
+    import numpy as np
+
+    from irfuse.dialects.context import module_text
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import with_derivatives
+    from irfuse.frontend.irgen import compile_source
+    from irfuse.frontend.python import compile_function
+    from irfuse.testing.differential import random_mesh_inputs, same_bits
+    from irfuse.verification.reference import program_indices, random_inputs, run_reference
+
+    name = f"rendered_{seed}"
+    written = program_of(with_derivatives(compile_source(kas_text, f"{name}.kas")).module)
+    text = python_source(kas_text, name, inline=inline, infix=infix)
+    if text is None:
+        return "differ", "no Python form"
+    path = os.path.join(directory, f"{name}_{int(inline)}{int(infix)}_{len(os.listdir(directory))}.py")
+    with open(path, "w") as f:
+        f.write(text)
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        python = program_of(with_derivatives(compile_function(getattr(module, name).fn)).module)
+    except Exception as e:  # noqa: BLE001 -- what the front end said, for the report
+        return "differ", f"the rendering is not traced: {type(e).__name__}: {e}\n{text}"
+    if _canonical(module_text(python), python.outputs) == _canonical(module_text(written), written.outputs):
+        return "alike", ""
+    if program_indices(written):
+        inputs, nodes = random_mesh_inputs(written, 16, seed, np.float64)
+    else:
+        inputs, nodes = random_inputs(written, 16, seed, np.float64), None
+    with np.errstate(all="ignore"):
+        got = run_reference(python, inputs, n=16, nodes=nodes)
+        want = run_reference(written, inputs, n=16, nodes=nodes)
+    if len(got) != len(want) or not all(same_bits(a, b) for a, b in zip(got.values(), want.values())):
+        return "differ", f"the reference results differ\n{text}"
+    return "same bits", ""
+
+
+def _canonical(text: str, outputs) -> str:
+    """IR text with its values numbered by first appearance and its outputs by place (the
+    front ends name some apart)."""
+    lines = text.split("\n")
+    for k, name in enumerate(outputs):
+        lines[1] = re.sub(rf"\b{re.escape(name)}\b", f"output{k}", lines[1])
+    names: dict[str, int] = {}
+    return re.sub(r"%[A-Za-z_0-9]+", lambda m: f"%{names.setdefault(m.group(0), len(names))}", "\n".join(lines))
+
+
+def derivative_lines(kas_text: str, seed: int) -> str:
+    """`derivative` lines for a random program: forward or reverse mode along its first input of
+    values, by the seed, and in one seed of three a forward derivative of that along the
+    second."""
+    program = parse_program(SourceFile("<derivatives>", kas_text))
+    kinds = {n.text: d.type_text for d in program.declarations for n in d.names}
+    values = [n.text for n in program.inputs if not (is_index_type(kinds[n.text]) or is_mask_type(kinds[n.text]))]
+    lines = f"derivative {('jvp', 'vjp')[seed % 2]} wrt {values[0]};\n"
+    if seed % 3 == 0 and len(values) > 1:
+        lines += f"derivative jvp wrt {values[1]} prefix e;\n"
+    return lines
