@@ -274,8 +274,9 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
                                       (derived, False, False), (derived, True, seed % 3 == 0)):
             verdict, detail = compare_rendering(source, seed, str(tmp_path), inline=inline, infix=infix)
             assert verdict != "differ", (seed, detail)
-            found.append(verdict)
-    assert found.count("alike") >= len(found) // 2  # (a test of the tracer as much as of the reference)
+            found.append((source is kas and not inline and not infix, verdict))
+    # (a test of the tracer as much as of the reference: most programs as written trace to their IR)
+    assert sum(written and verdict == "alike" for written, verdict in found) >= len(seeds) // 2
 
 
 def test_a_matrix_product_of_a_square_and_another_matrix_is_the_generic_one():
