@@ -435,6 +435,25 @@ def test_examples_run_by_name_from_any_directory(tmp_path):
            + ", ".join(shipped) + ")" in p.stderr
 
 
+def test_a_python_file_is_refused_saying_how_to_compile_its_function(tmp_path):
+    """A path to a Python file (read as KAS it was refused at its first decorator's '@') is
+    refused by the command that took it, `irfuse run`, `compile`, `plan`, and by
+    `irfuse.compile`, saying how to compile its function."""
+    import irfuse
+
+    path = tmp_path / "energy.py"
+    path.write_text("import irfuse\n\n@irfuse.program\ndef f(A: irfuse.Matrix[3, 3]):\n    return A @ A\n")
+    said = "energy.py is a Python file: compile its function itself, irfuse.compile(function)"
+    for command in (["run", str(path), "--backend", "cpu"], ["compile", str(path), "-o", str(tmp_path / "out")],
+                    ["plan", str(path)]):
+        p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", *command], capture_output=True, text=True,
+                           env={**os.environ, "COLUMNS": "300"})
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert f"irfuse {command[0]}: {path}" in p.stderr and said in " ".join(p.stderr.split()), p.stderr
+    with pytest.raises(irfuse.UsageError, match="irfuse.compile: .*energy.py is a Python file"):
+        irfuse.compile(str(path), backend="cpu")
+
+
 @pytest.mark.heavy
 def test_sdist_and_wheel_carry_what_their_users_need(tmp_path):
     """The sdist holds the examples and the whole test suite (so its tests run); the wheel,

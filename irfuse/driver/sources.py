@@ -65,6 +65,10 @@ def read_source(source, filename: str | None = None, who: str = "irfuse.compile"
         return module_source(source, filename, who)
     if isinstance(source, os.PathLike) or (isinstance(source, str) and not is_source_text(source)):
         path = os.fspath(source)
+        if path.endswith(".py"):  # (read as KAS it would be refused at its first decorator's '@')
+            raise UsageError(f"{who}: {path} is a Python file: compile its function itself, irfuse.compile(function) "
+                             "(an @irfuse.program function, or the module's function object); a path is a KAS file "
+                             "(.kas) or a kas program's IR (.mlir)")
         # (an `.mlir` file: the IR of a kas program, parsed and checked where it is compiled,
         # `driver.front.kas_module`; its text keys the cache as a KAS file's does)
         return Source(read_file(path), path, None, path.endswith(".mlir"))

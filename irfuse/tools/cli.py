@@ -237,10 +237,11 @@ def _program_for_run(args, backend: str, n: int):
     import warnings
 
     import irfuse.api
+    from irfuse.driver.sources import read_source
 
     with _working(f"compiling {os.path.basename(args.file)}"), warnings.catch_warnings(record=True):
         warnings.simplefilter("always", irfuse.api.IrfuseWarning)
-        program = irfuse.api.compile(args.file, dtype=args.dtype or "f32",
+        program = irfuse.api.compile(read_source(args.file, who=f"irfuse {args.command}"), dtype=args.dtype or "f32",
                                      backend="cpu" if backend == "numpy" else backend, pipeline=args.pipeline,
                                      n=n, profile=args.profile or backend_profile(backend), arch=args.arch,
                                      layout=args.layout or "aos", registers=args.registers)
@@ -579,7 +580,7 @@ def cmd_compile(args) -> int:
         options = compile_options(args.dtype, "cuda", args.pipeline, profile=args.profile or "h100", arch=args.arch,
                                   layout=args.layout, registers=args.registers)
         with _working(f"compiling {os.path.basename(args.file)}"):
-            plan, warnings = compile_from(read_source(args.file), options)
+            plan, warnings = compile_from(read_source(args.file, who=f"irfuse {args.command}"), options)
     print_diagnostics(warnings)
     written = plan.save(args.output)
     for stage in getattr(plan, "stages", [plan]):  # (a program of several stages: each one's kernels)
@@ -624,7 +625,8 @@ def cmd_plan(args) -> int:
     options = compile_options(args.dtype, "cuda", n=args.n, profile=args.profile, registers=args.registers)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("searching fusion candidates", total=None)
-        stages, warnings = search(read_source(args.file), options, args.top, args.max_size,
+        source = read_source(args.file, who=f"irfuse {args.command}")
+        stages, warnings = search(source, options, args.top, args.max_size,
                                   lambda stage, k, total: progress.update(task, completed=k, total=total))
     print_diagnostics(warnings)
     for stage in stages:
