@@ -82,8 +82,8 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
     if family == "numpy":
         from scipy.sparse.linalg import LinearOperator
 
-        return LinearOperator((n_out, n_in), matvec=_host_vector(apply, n_in, dtype),
-                              rmatvec=_host_vector(apply_t, n_out, dtype), dtype=dtype)
+        return LinearOperator((n_out, n_in), matvec=_host_vector(apply, dtype),
+                              rmatvec=_host_vector(apply_t, dtype), dtype=dtype)
     if family == "cupy":
         from cupyx.scipy.sparse.linalg import LinearOperator as CupyOperator
 
@@ -118,7 +118,7 @@ def _product(family: str, derivative, held, n_out: int, mask, what: str):
     return apply
 
 
-def _host_vector(apply, size: int, dtype):
+def _host_vector(apply, dtype):
     """`apply` for SciPy: the vector as a contiguous array of the operator's type; a complex
     one by its real and imaginary parts (the operator is real)."""
     def product(v):
