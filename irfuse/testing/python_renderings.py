@@ -107,7 +107,7 @@ class _Renderer:
         body.append("return " + ", ".join(self.returned.get(k, o.text) for k, o in enumerate(p.outputs)))
         return "\n".join(lines + ["    " + line for line in body]) + "\n"
 
-    def statements(self, statements: list, depth: int = 0) -> list[str]:
+    def statements(self, statements: list) -> list[str]:
         out: list[str] = []
         for s in statements:
             if isinstance(s, Loop):
