@@ -1954,13 +1954,13 @@ def test_tangent_matrices_of_random_mesh_programs_on_the_gpu_are_the_cpus():
     from irfuse.driver.front import frontend
     from irfuse.driver.sources import Source
     from irfuse.mesh import Connectivity
-    from irfuse.testing.derivatives import _inputs, random_differentiable_programs
+    from irfuse.testing.derivatives import float64_inputs, random_differentiable_programs
 
     compared = 0
     for seed in range(12):
         source = random_differentiable_programs("mesh_tangents", seed)
         program = program_of(frontend(Source(source, "<tangent check>")).module)
-        inputs, nodes = _inputs(program, 300, seed)
+        inputs, nodes = float64_inputs(program, 300, seed)
         cpu, gpu = irfuse.compile(source, backend="cpu", dtype="f64"), irfuse.compile(source, backend="cuda", dtype="f64")
         on_gpu = {}
         for name, a in inputs.items():

@@ -439,11 +439,7 @@ class _Translator:
             raise self.error(node, "a program returns values, not a number alone: compute it from the program's "
                                    "values (an op's result)")
         if isinstance(node, ast.Subscript):  # (an entry: copied into an output of its own, not its value's name)
-            call = self.call_of(node, self.tail)
-            shape, mask = self.result_of(call, node)
-            self.declare(name, shape, node, self.value_is_uniform(call), mask, self.value_is_nodal(call))
-            self.tail.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
-            return self.name(name, node)
+            return self.assigned(name, node, self.call_of(node, self.tail), self.tail)
         return self.expression(node, self.tail, name)
 
     def declare_typed(self, var: str, t: ValueType, node: ast.AST) -> None:
@@ -667,8 +663,10 @@ class _Translator:
             return number
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return Text(node.value, self.pos(node))
-        call = self.call_of(node, out)
-        name = name or self.temp()
+        return self.assigned(name or self.temp(), node, self.call_of(node, out), out)
+
+    def assigned(self, name: str, node: ast.expr, call: tuple[Name, list], out: list[Statement]) -> Name:
+        """`name` declared of the type `call` gives and assigned from it (appended to `out`)."""
         shape, mask = self.result_of(call, node)
         self.declare(name, shape, node, self.value_is_uniform(call), mask, self.value_is_nodal(call))
         out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))

@@ -137,7 +137,9 @@ class DerivativeCheck:
     mismatches: list[str] = field(default_factory=list)
 
 
-def _inputs(program, n: int, seed: int) -> tuple[dict, int | None]:
+def float64_inputs(program, n: int, seed: int) -> tuple[dict, int | None]:
+    """Random float64 inputs of `program` on `n` elements and its node count: a mesh's drawn as
+    the differential tests draw them (`random_mesh_inputs`), else `random_inputs` (None nodes)."""
     if program_indices(program):
         from irfuse.testing.differential import random_mesh_inputs
 
@@ -158,7 +160,7 @@ def vjp_against_jvp(source: str, n: int = 64, seed: int = 0, wrt: list[str] | No
     reverse = reverse_derivative(program, wrt, default_library(), loops=loops, judge=LOOP_JUDGE)
     ModuleOp([forward])
     ModuleOp([reverse])
-    inputs, nodes = _inputs(program, n, seed)
+    inputs, nodes = float64_inputs(program, n, seed)
     rng = np.random.default_rng(seed + 1)
     tangents = {k: rng.uniform(-1.0, 1.0, size=np.shape(inputs[k])) for k in wrt}
     base = run_reference(program, inputs, n, nodes=nodes)
@@ -275,7 +277,7 @@ def jvp_against_differences(source: str, n: int = 64, seed: int = 0, rtol: float
     wrt = differentiable_inputs(program)
     derived = forward_derivative(program, wrt, default_library())
     ModuleOp([derived])  # (the reference asks the module for nothing, but the IR wants a parent)
-    inputs, nodes = _inputs(program, n, seed)
+    inputs, nodes = float64_inputs(program, n, seed)
     rng = np.random.default_rng(seed + 1)
     tangents = {name: rng.uniform(-1.0, 1.0, size=np.shape(inputs[name])) for name in wrt}
     got = run_reference(derived, {**inputs, **{"d" + k: v for k, v in tangents.items()}}, n, nodes=nodes)
@@ -323,7 +325,7 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
     if not program_indices(program):
         check.refused.append("not a program over a mesh")
         return check
-    inputs, nodes = _inputs(program, n, seed)
+    inputs, nodes = float64_inputs(program, n, seed)
     compiled = compile(source, backend="cpu", dtype="f64")
     rng = np.random.default_rng(seed + 2)
     for x in [k for k in compiled.inputs if k in compiled.nodal]:

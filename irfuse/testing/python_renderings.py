@@ -291,8 +291,9 @@ def compare_rendering(kas_text: str, seed: int, directory: str, inline: bool = F
     from irfuse.driver.front import with_derivatives
     from irfuse.frontend.irgen import compile_source
     from irfuse.frontend.python import compile_function
-    from irfuse.testing.differential import random_mesh_inputs, same_bits
-    from irfuse.verification.reference import program_indices, random_inputs, run_reference
+    from irfuse.testing.derivatives import float64_inputs
+    from irfuse.testing.differential import same_bits
+    from irfuse.verification.reference import run_reference
 
     name = f"rendered_{seed}"
     written = program_of(with_derivatives(compile_source(kas_text, f"{name}.kas")).module)
@@ -311,10 +312,7 @@ def compare_rendering(kas_text: str, seed: int, directory: str, inline: bool = F
         return "differ", f"the rendering is not traced: {type(e).__name__}: {e}\n{text}"
     if _canonical(module_text(python), python.outputs) == _canonical(module_text(written), written.outputs):
         return "alike", ""
-    if program_indices(written):
-        inputs, nodes = random_mesh_inputs(written, 16, seed, np.float64)
-    else:
-        inputs, nodes = random_inputs(written, 16, seed, np.float64), None
+    inputs, nodes = float64_inputs(written, 16, seed)
     if len(python.inputs) != len(written.inputs):
         return "differ", f"the rendering takes inputs {list(python.inputs)}, the program {list(written.inputs)}\n{text}"
     # (inputs by place: a derivative's cotangents are named after outputs, which a returned
