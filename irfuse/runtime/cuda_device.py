@@ -11,6 +11,7 @@ with one launch.
 from __future__ import annotations
 
 import functools
+import struct
 import threading
 import weakref
 
@@ -24,6 +25,8 @@ from irfuse.runtime.device import Slot, in_order
 
 CONSTANTS_KEPT = 256  # uniform values given on the host kept on the device (`CudaDevice.constant`)
 SCALAR_WORDS = 256  # values of uniform scalars given as numbers that captured graphs may read (`CudaDevice.scalar`)
+# A scalar's bytes (float32 or float64) as the 32-bit words a memset writes, little-endian.
+_WORDS = {4: struct.Struct("<I").unpack, 8: struct.Struct("<2I").unpack}
 
 
 class GpuUnavailable(ExecutionError):
@@ -172,8 +175,10 @@ class CudaDevice:
         self._bindings_module = None  # the cubin loaded through cuda-bindings (`dependent_launch`)
         self._bindings_functions: dict[str, object] = {}
         self._constants: dict[tuple, object] = {}  # small host values uploaded once (`constant`)
-        # Uniform scalars given on the host (`scalar`): (input, stream) -> [buffer, bits written].
+        # Uniform scalars given on the host (`scalar`): (input, stream) -> [buffer, address, bits written].
         self._scalars: dict[tuple, list] = {}
+        driver = cuda_driver()
+        self._memset = (driver.cuMemsetD32Async, driver.CUresult.CUDA_SUCCESS)  # (bound once: `_set_words`)
         self._scalar_pool = None  # words for captured calls' scalars (`scalar`), made with the first word
         self._loop_stream: OwnStream | None = None  # (`loop_stream`)
         self._valued: dict[bytes, int] = {}  # value -> its word in the pool
@@ -302,7 +307,7 @@ class CudaDevice:
                 place = (self.words_owner or self)._scalars.get((name, self.scalar_words_of))
                 if place is None:
                     raise NotCapturable(f"uniform scalar '{name}' has no word for the stream the graph is for")
-                return int(place[0])
+                return place[1]
             ptr = self._valued.get(bits)
             if ptr is None:
                 if self._scalar_pool is None or len(self._valued) >= SCALAR_WORDS:
@@ -322,21 +327,25 @@ class CudaDevice:
                 self._set_words(ptr, bits, stream)
                 self._captured_words.add(ptr)
             return ptr
+        # [the word's buffer, its address, the bits it was last set to]: a changing number is
+        # written at every call of a time loop, so this path reads no more than it must
         place = self._scalars.get((name, handle))
         if place is None:
             if self._scalar_pool is None:
                 self._scalar_pool = self._scalar_buffer(16 * SCALAR_WORDS)
-            place = self._scalars[(name, handle)] = [self._scalar_buffer(16), None]
-        if place[1] != bits:
-            self._set_words(int(place[0]), bits, stream)
-            place[1] = bits
-        return int(place[0])
+            buf = self._scalar_buffer(16)
+            place = self._scalars[(name, handle)] = [buf, int(buf), None]
+        if place[2] != bits:
+            self._set_words(place[1], bits, stream)
+            place[2] = bits
+        return place[1]
 
     def _set_words(self, ptr: int, bits: bytes, stream) -> None:
-        cu = cuda_driver()
-        for k in range(0, len(bits), 4):
-            checked(cu.cuMemsetD32Async(ptr + k, int.from_bytes(bits[k:k + 4], "little"), 1, stream),
-                    "cuMemsetD32Async")
+        memset, success = self._memset
+        for k, word in enumerate(_WORDS[len(bits)](bits)):
+            (err,) = memset(ptr + 4 * k, word, 1, stream)
+            if err != success:
+                raise ExecutionError(f"cuMemsetD32Async failed: {err.name}")
 
     def _scalar_buffer(self, nbytes: int):
         buf = self.drv.mem_alloc(nbytes)  # (16-byte aligned, as a uniform input is read)

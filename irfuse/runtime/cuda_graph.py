@@ -24,11 +24,18 @@ STREAMS_KEPT = 16  # callers' streams a launch object keeps made handles for
 _STREAMS: dict[int, object] = {}  # CUstream objects of the handles `stream_capturing` was asked about
 
 
-def cuda_driver():
-    """cuda-bindings' driver API (imported when a GPU is used)."""
-    from cuda.bindings import driver
+_DRIVER = None
 
-    return driver
+
+def cuda_driver():
+    """cuda-bindings' driver API (imported when a GPU is used; kept after, since the call
+    paths ask for it at every call and an import statement costs a lookup each time)."""
+    global _DRIVER
+    if _DRIVER is None:
+        from cuda.bindings import driver
+
+        _DRIVER = driver
+    return _DRIVER
 
 
 def checked(result, what: str):
