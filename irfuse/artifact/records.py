@@ -3,14 +3,15 @@ class of annotated fields what `@dataclass` gives one (an `__init__` taking the 
 order, defaults and `field(default_factory=...)` included; `__repr__`; `__eq__` and, when
 frozen, `__hash__` over the fields; a frozen class's attributes refused after `__init__` with
 `dataclasses.FrozenInstanceError`; `__match_args__`; a subclass adding fields after its base's;
-the fields `dataclasses.fields`, `replace` and `asdict` read), its methods written by one
-`exec` for the class.
+the fields `dataclasses.fields`, `replace` and `asdict` read), its `__init__` written by one
+`exec` for the class and its other methods closures over the fields' names.
 
 Why not `dataclasses.dataclass`: on CPython 3.11 and 3.12 it runs one `exec` for each method
-it writes, about 0.38 ms a frozen class against 0.14 here; a plan's loading creates some twenty
-such classes in a fresh process, a cold compile over a hundred (`benchmarks/NOTES.md`, a
-cached program's load). irfuse's plain-data classes are records, but for those xDSL handles
-(passes, dialects), the diagnostics (below the artifact) and those a record cannot be.
+it writes, about 0.44 ms a frozen class of eight fields against 0.08 here (compiling text is
+most of either); a plan's loading creates some twenty such classes in a fresh process, a cold
+compile over a hundred (`benchmarks/NOTES.md`, a cached program's load). irfuse's plain-data
+classes are records, but for those xDSL handles (passes, dialects), the diagnostics (below the
+artifact) and those a record cannot be.
 What `dataclasses.fields`, `replace` and `asdict` read is each field's `Field` in the class's
 `__dataclass_fields__`, marked a field as the dataclass module marks it (`_FIELD`: a name of
 that module's own, checked by `tests/test_records.py` on the Python that runs the tests).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import MISSING, Field, FrozenInstanceError
+from operator import attrgetter
 
 _FIELDS = "__record_fields__"  # the class's fields in order, its bases' first
 
@@ -76,26 +78,12 @@ def _make(cls, frozen: bool, eq: bool):
         defaulted |= factory or default is not MISSING
     setter = "object.__setattr__(self, {0!r}, {0})" if frozen else "self.{0} = {0}"
     body += ["  " + setter.format(name) for name in names]
-    text = [f"def __init__(self, {', '.join(params)}):", *(body or ["  pass"])]
-    own = ", ".join(f"self.{n}" for n in names) + ("," if len(names) == 1 else "")
-    other = ", ".join(f"other.{n}" for n in names) + ("," if len(names) == 1 else "")
-    shown = " + ', ' + ".join(f"'{n}=' + repr(self.{n})" for n in names) or "''"
-    text += ["def __repr__(self):",
-             f"  return self.__class__.__qualname__ + '(' + {shown} + ')'"]
-    if eq:
-        text += ["def __eq__(self, other):",
-                 "  if other.__class__ is self.__class__:",
-                 f"    return ({own}) == ({other})",
-                 "  return NotImplemented"]
-        if frozen:
-            text += ["def __hash__(self):", f"  return hash(({own}))"]
-    if frozen:
-        text += ["def __setattr__(self, name, value):",
-                 "  raise FrozenInstanceError(f'cannot assign to field {name!r}')",
-                 "def __delattr__(self, name):",
-                 "  raise FrozenInstanceError(f'cannot delete field {name!r}')"]
     made: dict = {}
-    exec("\n".join(text), env, made)  # noqa: S102 -- the methods, from the fields' names alone
+    # (only `__init__` is written as text: its parameters are the fields. Compiling text is most
+    # of what making a record costs, so the other methods are closures over the fields' names.)
+    exec("\n".join([f"def __init__(self, {', '.join(params)}):", *(body or ["  pass"])]),  # noqa: S102
+         env, made)
+    made.update(_methods(tuple(names), eq, frozen))
     for name, method in made.items():
         method.__qualname__ = f"{cls.__qualname__}.{name}"
         setattr(cls, name, method)
@@ -105,6 +93,39 @@ def _make(cls, frozen: bool, eq: bool):
     cls.__match_args__ = tuple(names)
     cls.__dataclass_fields__ = _dataclass_fields(cls, fields)
     return cls
+
+
+def _methods(names: tuple[str, ...], eq: bool, frozen: bool) -> dict:
+    """`__repr__`, and `__eq__`, `__hash__`, `__setattr__` and `__delattr__` where asked, over the
+    fields `names` in order: what a dataclass writes, each as that one would behave."""
+    values = attrgetter(*names) if len(names) > 1 else \
+        (lambda self, get=attrgetter(names[0]): (get(self),)) if names else (lambda self: ())
+
+    def __repr__(self):
+        return self.__class__.__qualname__ + "(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
+
+    made = {"__repr__": __repr__}
+    if eq:
+        def __eq__(self, other):
+            if other.__class__ is self.__class__:
+                return values(self) == values(other)
+            return NotImplemented
+
+        made["__eq__"] = __eq__
+        if frozen:
+            def __hash__(self):
+                return hash(values(self))
+
+            made["__hash__"] = __hash__
+    if frozen:
+        def __setattr__(self, name, value):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+        def __delattr__(self, name):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+        made.update(__setattr__=__setattr__, __delattr__=__delattr__)
+    return made
 
 
 def _dataclass_fields(cls, fields: dict) -> dict:
