@@ -24,18 +24,18 @@ from __future__ import annotations
 import ctypes
 import math
 import sys
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from irfuse.api.dlpack import DL_KINDS, KDL_CUDA, KDL_CUDA_MANAGED, DLTensor
 from irfuse.api.dlpack_export import exported_output
+from irfuse.artifact.records import record
 from irfuse.diagnostics import UsageError
 
 ALIGNMENT = 16  # bytes: the kernels' 16-byte loads and stores
 
 
-@dataclass
+@record
 class DeviceArray:
     obj: object
     ptr: int
@@ -46,10 +46,10 @@ class DeviceArray:
     stream: int | None  # what the interface says the data is ordered on
     device: int | None = None  # the GPU's ordinal when the library says it cheaply
     keep: object = None  # what must live while the pointer is used (a DLPack capsule)
-    nbytes: int = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
 
     @property
     def ndim(self) -> int:

@@ -15,8 +15,8 @@ artifact) and those a record cannot be.
 What `dataclasses.fields`, `replace` and `asdict` read is each field's `Field` in the class's
 `__dataclass_fields__`, marked a field as the dataclass module marks it (`_FIELD`: a name of
 that module's own, checked by `tests/test_records.py` on the Python that runs the tests).
-Fields are plain: a default or a factory, no other option of `field`, no `__post_init__`, and
-the class writes none of the methods a record writes (each refused by name).
+Fields are plain: a default or a factory, no other option of `field` but `repr=False`, no
+`__post_init__`, and the class writes none of the methods a record writes (each refused by name).
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ def _make(cls, frozen: bool, eq: bool):
         fields[name] = cls.__dict__.get(name, MISSING)
     names = list(fields)
     options = [d for d in fields.values() if isinstance(d, Field)]
-    if "__post_init__" in dir(cls) or any(not d.init or not d.repr or not d.compare or d.hash is not None
+    if "__post_init__" in dir(cls) or any(not d.init or not d.compare or d.hash is not None
                                           or d.kw_only not in (MISSING, False) for d in options) \
             or any(n in cls.__dict__ for n in ("__eq__", "__hash__", "__repr__", "__init__")):
         raise TypeError(f"{cls.__name__}: a record's fields are plain and its methods its own (no __post_init__, "
-                        "no field options but defaults, no methods of its own that it would write): make it a "
-                        "dataclass")
+                        "no field options but defaults and repr=False, no methods of its own that it would write): "
+                        "make it a dataclass")
     env = {"MISSING": MISSING, "FrozenInstanceError": FrozenInstanceError}
     params, body, defaulted = [], [], False
     for i, name in enumerate(names):
@@ -83,7 +83,8 @@ def _make(cls, frozen: bool, eq: bool):
     # of what making a record costs, so the other methods are closures over the fields' names.)
     exec("\n".join([f"def __init__(self, {', '.join(params)}):", *(body or ["  pass"])]),  # noqa: S102
          env, made)
-    made.update(_methods(tuple(names), eq, frozen))
+    shown = tuple(n for n in names if not isinstance(fields[n], Field) or fields[n].repr)
+    made.update(_methods(tuple(names), shown, eq, frozen))
     for name, method in made.items():
         method.__qualname__ = f"{cls.__qualname__}.{name}"
         setattr(cls, name, method)
@@ -95,14 +96,15 @@ def _make(cls, frozen: bool, eq: bool):
     return cls
 
 
-def _methods(names: tuple[str, ...], eq: bool, frozen: bool) -> dict:
-    """`__repr__`, and `__eq__`, `__hash__`, `__setattr__` and `__delattr__` where asked, over the
-    fields `names` in order: what a dataclass writes, each as that one would behave."""
+def _methods(names: tuple[str, ...], shown: tuple[str, ...], eq: bool, frozen: bool) -> dict:
+    """`__repr__` (of the fields `shown`), and `__eq__`, `__hash__`, `__setattr__` and
+    `__delattr__` where asked, over the fields `names` in order: what a dataclass writes, each
+    as that one would behave."""
     values = attrgetter(*names) if len(names) > 1 else \
         (lambda self, get=attrgetter(names[0]): (get(self),)) if names else (lambda self: ())
 
     def __repr__(self):
-        return self.__class__.__qualname__ + "(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
+        return self.__class__.__qualname__ + "(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in shown) + ")"
 
     made = {"__repr__": __repr__}
     if eq:

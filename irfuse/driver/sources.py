@@ -15,8 +15,9 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from irfuse.artifact.records import record
 from irfuse.diagnostics import UsageError
 from irfuse.frontend.source_files import read_source as read_file
 
@@ -39,7 +40,7 @@ def python_function(source):
     return source if inspect.isfunction(source) else None
 
 
-@dataclass
+@record
 class Source:
     """A program's source, read (see the module)."""
 
