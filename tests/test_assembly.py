@@ -153,6 +153,49 @@ def test_each_node_row_is_summed_by_its_owner_with_nothing_kept_per_slot():
         assert pattern.pairs.shape == (len(conn), 4 * 3 * 4)
 
 
+def test_the_places_the_gpu_kernel_reads_are_where_each_slots_nodes_lie_in_its_row():
+    """The GPU's rounds kernel reads each slot's nodes' places in its node's row (a byte each)
+    found once per connectivity by `PLACES_KERNEL`; its CPU twin, run on a randomly numbered
+    mesh whose elements name a node twice, gives for every node, slot and local node b the
+    index of the element's node b among the row's column blocks, and the rounds module's own
+    CPU kernel, taking the places it does not read, the NumPy reference's bits."""
+    from irfuse.api.tangents import _element_blocks
+    from irfuse.backend.rows_emit import KERNEL, PLACES_KERNEL
+    from irfuse.driver.front import element_jacobian, element_rows
+    from irfuse.driver.rows_assembly import rows_artifact
+    from irfuse.mesh.assembly import node_slots
+    from irfuse.runtime.cpu_device import CpuDevice
+
+    X, conn = box_tetrahedra(3, numbering="random", seed=2)
+    conn = conn.copy()
+    conn[::7, 3] = conn[::7, 1]  # (an element naming a node twice: the same place twice)
+    nodes = len(X)
+    pattern = sparse_pattern(conn, nodes, 3)
+    ends = pattern.indptr[::3]
+    widest = int((ends[1:] - ends[:-1]).max()) // 9
+    source = f"{ROOT}/examples/mesh/p1_residual.kas"
+    module, gathered, _, out = element_jacobian(source, "r", "u", "test")
+    rows = element_rows(source, "r", "u", "test")
+    artifact = rows_artifact(module, tuple(gathered), out, "f64", "cpu", None, 4, 3, False, widest, rows)
+    assert [k.name for k in artifact.kernels] == [KERNEL, PLACES_KERNEL] and "places" in artifact.kernels[0].inputs
+    starts, slots = node_slots(conn, nodes)
+    lists = [np.ascontiguousarray(conn, np.int32), starts, slots, pattern.indptr, pattern.indices]
+    places = np.full(conn.size * 4, 255, np.uint8)
+    device = CpuDevice(artifact)
+    device.launcher(PLACES_KERNEL, [*lists, places], nodes)()
+    for n in range(nodes):
+        row = pattern.indices[pattern.indptr[n * 3]:pattern.indptr[n * 3 + 1]:3] // 3  # the row's column blocks
+        for s in range(starts[n], starts[n + 1]):
+            want = np.searchsorted(row, conn[slots[s] // 4])
+            assert places[s * 4:s * 4 + 4].tolist() == want.tolist() and row[want].tolist() == conn[slots[s] // 4].tolist()
+    u = 1e-2 * np.random.default_rng(3).standard_normal(X.shape)
+    values = np.zeros(len(pattern.indices))
+    device.launcher(KERNEL, [DN, np.array([1.5]), np.array([0.75]), X, u, *lists, places, values], nodes)()
+    prog = irfuse.compile(source, backend="cpu", dtype="f64")
+    blocks = _element_blocks(prog, (X, u, Connectivity(conn, nodes), DN, 1.5, 0.75), {}, "u", None, None, "test")[0]
+    assert values.tobytes() == assemble(blocks, conn, nodes).data.tobytes()
+
+
 def test_arguments_the_owner_computes_kernel_cannot_take_as_they_are_are_refused_by_name():
     """The kernel reads its arguments as arrays of structures of the program's type: an
     input of another width, element type or node count, or a uniform value of another
@@ -311,6 +354,7 @@ def test_the_gpu_kernel_computes_a_nodes_block_rows_by_reverse_sweeps_and_compil
             gpu_part = text[text.index("#ifndef IRFUSE_HOST\n"):text.index("void irf_tangent_node_cached(")]
             assert ("? (real_t)1 : (real_t)0;" in gpu_part) == (given is not None) and "switch (a)" in text
             assert ("irf_part[" in gpu_part) == (given is not None)  # (the rounds of slots)
+            assert ("irf_tangent_places(" in gpu_part) == (given is not None)  # (their places, found once)
             made[how] = artifact.cubin.resources["irf_tangent_rows"]
         wide = rows_artifact(module, tuple(gathered), out, dtype, "cuda", "sm_90", 4, 3, False, 64, rows)
         assert rounds_nodes(64, 4, 3, wide.itemsize, 4) == 0 and "irf_part[" not in wide.source

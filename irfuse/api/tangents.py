@@ -248,9 +248,10 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     values array it fills (a NumPy array, or a CUDA tensor), or None where it does not run:
     the program's element part is not of its form, or the arrays are not where the program's
     backend runs (NumPy arrays or CPU tensors for 'cpu', CUDA tensors and arrays for 'cuda').
-    Nothing per element or per slot is kept: the nodes' slot lists (E * K + N + 1 words),
-    kept with the connectivity. `IRFUSE_TANGENT_ROWS=0` turns it off (the scatter path for
-    every program: comparisons)."""
+    What is kept with the connectivity: the nodes' slot lists (E * K + N + 1 words) and, on
+    the GPU where the kernel reads them, each slot's nodes' places in its row (E * K * K
+    bytes, `_places`); no element blocks. `IRFUSE_TANGENT_ROWS=0` turns it off (the scatter
+    path for every program: comparisons)."""
     if os.environ.get(ROWS_SWITCH, "1").strip() == "0":  # (read at every call: a switch, not a setting)
         return None
     backend = jac.options.get("backend", "cpu")
@@ -302,7 +303,8 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     dtype = jac.dtype
     kernel = artifact.kernels[0]
     args = []
-    for name in kernel.inputs[:-5]:  # (the Jacobian's inputs, then the connectivity and the lists)
+    lists_at = len(kernel.inputs) - 5 - ("places" in kernel.inputs)
+    for name in kernel.inputs[:lists_at]:  # (the Jacobian's inputs, then the connectivity, the lists, the places)
         nodal = jac.gathered[name][0] if name in jac.gathered else None
         given = bound[nodal or name]
         rows = conn.nodes if nodal else None if name in jac.uniform else e
@@ -324,11 +326,33 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
     kept = _on(pattern, device)
     args += [_indices(conn, device, False), *lists, kept["indptr"], kept["indices"]]
     handle = int(_torch().cuda.current_stream(device).cuda_stream)
+    if "places" in kernel.inputs:  # (made by the artifact's kernel that writes them)
+        maker = next(k.name for k in artifact.kernels if k.outputs == ["places"])
+        args.append(_places(dev, maker, conn, args[lists_at:], device, handle))
 
     def run_on_gpu(values):
         pointers = [a.data_ptr() for a in (*args, values)]
         dev.on_stream(handle, dev.launcher(kernel.name, pointers, conn.nodes))
     return run_on_gpu
+
+
+def _places(dev, maker: str, conn, lists: list, device, handle: int):
+    """Where each slot's nodes lie in its node's row, a byte each (E * K * K bytes), made by
+    the kernel `maker` (`backend.rows_emit`'s PLACES_KERNEL) on the caller's stream at the
+    first call on a connectivity and device and kept with it: the places of a node in its row
+    are its neighbours' order, the same for every program and element type over the
+    connectivity. The first call waits for them, so that calls on any stream read them whole."""
+    key = ("tangent places", str(device))
+    places = conn.kept.get(key)
+    if places is None:
+        torch = _torch()
+        e, k = conn.shape
+        places = torch.empty(e * k * k, dtype=torch.uint8, device=device)
+        pointers = [a.data_ptr() for a in (*lists, places)]
+        dev.on_stream(handle, dev.launcher(maker, pointers, conn.nodes))
+        torch.cuda.current_stream(device).synchronize()
+        conn.kept[key] = places
+    return places
 
 
 def _close_at_exit(device) -> None:

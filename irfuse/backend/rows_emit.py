@@ -18,8 +18,9 @@ elsewhere, which gives block row (a, i) alone (the Jacobian's forward mode takes
 directions for the whole block, of which the slot adds one K-th). Where a block's rows and a
 round of staged slots fit its shared memory (`rounds_nodes`), each slot is computed once
 (`_rounds_kernel`): thread (x, y) of a block runs slot r D + x of node y in round r (the
-element's geometry, its D reverse sweeps, the searches for its K nodes), stages its D block
-rows and positions in shared memory, and after a barrier adds row x of its node's slots of the
+element's geometry and its D reverse sweeps, its K nodes' places in the row read from
+`places`, found once a connectivity by `PLACES_KERNEL`), stages its D block rows and positions
+in shared memory, and after a barrier adds row x of its node's slots of the
 round in order (the P1 tangent on 12.6 M tets, H200: 4.46 -> 3.51 ms; on 1.57 M, 0.74 -> 0.63).
 Elsewhere a node's D rows are summed by D threads, one row each (`SPLIT_ROWS`; threadIdx.x the
 row), each running the element for its row: the P1 tangent's kernel so takes 64 registers in
@@ -71,6 +72,13 @@ SPLIT_ROWS = True
 # where their rows and a round do not fit.
 SLOT_ROUNDS = True
 SLOT_NODES = (32, 16)
+# The rounds kernel reads where each of a slot's K nodes lies in its node's row (a byte each, the
+# block's index in the row: rows of at most 255 blocks) from `places`, which `PLACES_KERNEL`
+# finds once per connectivity by the search of fixed steps and `irfuse.api.tangents` keeps:
+# searching at every call took 15-17% of the P1 tangent's time (12.6 M tets, H200: 3.44-3.67 ms
+# with the searches, 2.85-3.00 without; benchmarks/NOTES.md, issue 73).
+PLACES_KERNEL = "irf_tangent_places"
+PLACES_NODES = 128  # nodes (threads) a block of PLACES_KERNEL
 
 
 def cached_blocks(k: int, d: int, itemsize: int) -> int:
@@ -91,7 +99,9 @@ class NotRowsForm(Exception):
 def rounds_nodes(widest: int, k: int, d: int, itemsize: int, index_size: int) -> int:
     """Nodes a block of `_rounds_kernel` takes: the first of SLOT_NODES whose rows, column
     blocks, slot offsets and a round's staged block rows and positions fit in SHARED_LIMIT;
-    0 where none does."""
+    0 where none does. (The kernel no longer stages the column blocks, which `places` replace;
+    their room is still counted, so that the rows that take these kernels and their blocks
+    are those measured.)"""
     for nodes in SLOT_NODES:
         slots = nodes * d  # (a round: a slot a thread)
         need = (nodes * widest * (d * d * itemsize + index_size) + (nodes + 1) * 16
@@ -141,7 +151,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     rounds = 0  # (nodes a block of `_rounds_kernel`, where it runs)
     if rows is not None and set(rows[0].inputs) - {rows[1]} <= set(names):
         vjp, seed, bar = rows
-        rounds = rounds_nodes(widest, k, d, element.itemsize, 8 if wide else 4) if SLOT_ROUNDS else 0
+        rounds = rounds_nodes(widest, k, d, element.itemsize, 8 if wide else 4) if SLOT_ROUNDS and widest <= 255 else 0
         split = SPLIT_ROWS and d > 1 and not rounds
         gpu_body, more, gpu_name = _element_code(vjp, gathered, set(vjp.uniform), library, k, d, seed, split)
         used += [impl for impl in more if impl not in used]
@@ -159,9 +169,13 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     head = f"{', '.join(params[:-2])}, real_t* __restrict__ rows, const {idx}* __restrict__ cols, const int step"
     cached = cached_blocks(k, d, element.itemsize)
     row_cached = _node_function(head, idx, k, d, widest, body, jac, cached=cached)
+    if rounds:  # (the kernel's parameters: the places of each slot's nodes in its row, found once)
+        params = [*params[:-2], "const unsigned char* __restrict__ places", *params[-2:]]
     if rounds:
         assert gpu_rows is not None
-        gpu = ["#ifndef IRFUSE_HOST", *_rounds_kernel(params, idx, k, d, widest, gpu_body, gpu_rows, rounds), "#else"]
+        gpu = ["#ifndef IRFUSE_HOST", *_places_kernel(idx, k, d, widest, gpu=True),
+               *_rounds_kernel(params, k, d, widest, gpu_body, gpu_rows, rounds), "#else",
+               *_places_kernel(idx, k, d, widest, gpu=False)]
     else:
         row = _node_function(head + (", const int row" if split else ""), idx, k, d, widest, gpu_body, jac, cached=0,
                              block_rows=gpu_rows, split=split)
@@ -186,11 +200,54 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     functions = []
     for impl in used:
         functions.append(impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1"))
-    info = KernelInfo(KERNEL, threads, nodes_a_block, 0, [*names, "conn", "starts", "slots", "indptr", "indices"],
-                      ["values"], [1] * (len(names) + 5), [1],
-                      input_types=[""] * len(names) + ["int", "long long", "int", idx, idx])
+    lists = ["conn", "starts", "slots", "indptr", "indices"]
+    info = KernelInfo(KERNEL, threads, nodes_a_block, 0, [*names, *lists, *(["places"] if rounds else [])],
+                      ["values"], [1] * (len(names) + 5 + bool(rounds)), [1],
+                      input_types=[""] * len(names) + ["int", "long long", "int", idx, idx]
+                      + (["unsigned char"] if rounds else []))
+    kernels = [info]
+    if rounds:
+        kernels.append(KernelInfo(PLACES_KERNEL, 1, PLACES_NODES, 0, lists, ["places"], [1] * 5, [k],
+                                  input_types=["int", "long long", "int", idx, idx], output_types=["unsigned char"]))
     source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(gpu + host)]) + "\n"
-    return EmittedModule(source, [info])
+    return EmittedModule(source, kernels)
+
+
+def _places_kernel(idx: str, k: int, d: int, widest: int, gpu: bool) -> list[str]:
+    """`PLACES_KERNEL`: for each node's slots in order, where each of the slot's element's K nodes
+    lies in the node's row: the index of its block among the row's column blocks (a byte,
+    `places[s * K + b]` for slot s and local node b), found by the search of fixed steps the
+    kernels ran at every call before (`_column_search`). A thread a node (threadIdx.y, blocks of
+    PLACES_NODES); the CPU twin loops over its share of the nodes alike."""
+    params = (f"const int* __restrict__ conn, const long long* __restrict__ starts, const int* __restrict__ slots, "
+              f"const {idx}* __restrict__ indptr, const {idx}* __restrict__ indices, "
+              f"unsigned char* __restrict__ places, const long long n")
+    body = [f"  const {idx} base = indptr[node * {d}];",
+            f"  const int blocks = (int)((indptr[node * {d} + 1] - base) / {d});",
+            f"  const {idx}* const cols = indices + base;",
+            "  for (long long s = starts[node]; s < starts[node + 1]; ++s) {",
+            "    const int slot = slots[s];",
+            f"    const int* const nodes = conn + (slot - slot % {k});",
+            *_column_search(idx, k, d, widest, f"cols[(lo + half - 1) * {d}]", f"places[s * {k} + b]", "    ",
+                            scale=False),
+            "  }"]
+    if gpu:
+        return [f'extern "C" __global__ void __launch_bounds__({PLACES_NODES}) {PLACES_KERNEL}({params})',
+                "{",
+                f"  const long long node = (long long)blockIdx.x * {PLACES_NODES} + threadIdx.y;",
+                "  if (node >= n) return;",
+                *body,
+                "}", ""]
+    return [f"static int {PLACES_KERNEL}({params}, const long long block_begin, const long long block_end, "
+            "const bool reverse)",
+            "{",
+            "  (void)reverse;",
+            f"  const long long last = block_end * {PLACES_NODES} < n ? block_end * {PLACES_NODES} : n;",
+            f"  for (long long node = block_begin * {PLACES_NODES}; node < last; ++node) {{",
+            *["  " + line for line in body],
+            "  }",
+            "  return 0;",
+            "}", ""]
 
 
 def _node_kernel(params: list[str], args: list[str], idx: str, k: int, d: int, widest: int, row: list[str],
@@ -242,14 +299,14 @@ def _node_kernel(params: list[str], args: list[str], idx: str, k: int, d: int, w
     return gpu
 
 
-def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, body: list[str],
+def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[str],
                    block_rows: list[str], nodes: int) -> list[str]:
     """The GPU kernel where each slot's block rows are computed once: a block of D x `nodes`
     threads takes `nodes` nodes, thread (x, y) node y, in rounds of D slots a node: in round
     r it runs node y's slot r D + x (where the node has it) once, the element code with its D
-    reverse sweeps (`body`, its rows `block_rows`), finds the element's K nodes among node y's
-    column blocks (a search of fixed steps) and stages the D x K x D words and the K positions
-    in shared memory; after a barrier, thread (x, y) adds row x of each of the round's slots of
+    reverse sweeps (`body`, its rows `block_rows`), reads where the element's K nodes lie in
+    node y's row (`places`, found once by `PLACES_KERNEL`) and stages the D x K x D words and
+    the K positions in shared memory; after a barrier, thread (x, y) adds row x of each of the round's slots of
     node y, in order, block b after block b (an element may name a node twice: two of its
     blocks then land on the same words), each block's D words together. Each entry of the
     matrix is so summed by one thread, slots ascending then b ascending: the order of
@@ -261,7 +318,6 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
             "{",
             f"  __shared__ __align__(16) real_t irf_rows[{nodes * widest * d * d}];  // the nodes' rows, as in the values",
             f"  __shared__ __align__(16) real_t irf_part[{nt * stride}];  // a round's slots' block rows",
-            f"  __shared__ {idx} irf_cols[{nodes * widest}];  // each node's column blocks, for the searches",
             f"  __shared__ long long irf_from[{nodes + 1}];  // each node's stretch of the values, from the block's",
             f"  __shared__ long long irf_first[{nodes + 1}];  // each node's first slot",
             f"  __shared__ int irf_at[{nt * k}];  // where each node of a round's slot lies in its node's row",
@@ -273,11 +329,6 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
             f"    irf_from[y] = (long long)indptr[(first + y) * {d}] - begin_at;",
             "    irf_first[y] = starts[first + y];",
             "  }",
-            "  if (tid < count) {",
-            f"    const {idx} base = indptr[(first + tid) * {d}];",
-            f"    const int blocks = (int)((indptr[(first + tid) * {d} + 1] - base) / {d});",
-            f"    for (int p = 0; p < blocks; ++p) irf_cols[tid * {widest} + p] = indices[base + p * {d}];",
-            "  }",
             "  __syncthreads();",
             "  const long long span = irf_from[count];",
             f"  for (long long w = tid; w < span; w += {nt}) irf_rows[w] = 0;",
@@ -285,8 +336,6 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
             "  for (int y = 0; y < count; ++y) most = max(most, irf_first[y + 1] - irf_first[y]);",
             "  const int y = threadIdx.y;",
             f"  const int width = y < count ? (int)((irf_from[y + 1] - irf_from[y]) / {d}) : 0;  // a row's entries",
-            f"  const int blocks = width / {d};",
-            f"  const {idx}* const cols = irf_cols + y * {widest};",
             f"  for (long long r0 = 0; r0 < most; r0 += {d}) {{",
             "    const long long s = y < count ? irf_first[y] + r0 + threadIdx.x : 0;",
             "    if (y < count && s < irf_first[y + 1]) {",
@@ -295,7 +344,7 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
             f"      const int a = slot % {k};",
             "      const int* const nodes = conn + (slot - a);",
             *["      " + line for line in body],
-            *_column_search(idx, k, d, widest, "cols[lo + half - 1]", f"irf_at[tid * {k} + b]", "      "),
+            f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) irf_at[tid * {k} + b] = places[s * {k} + b] * {d};",
             *[f"      IRF_UNROLL for (int w = 0; w < {k * d}; ++w) irf_part[tid * {stride} + {i * k * d} + w] = {r}[w];"
               for i, r in enumerate(block_rows)],
             "    }",
@@ -322,18 +371,19 @@ def _rounds_kernel(params: list[str], idx: str, k: int, d: int, widest: int, bod
             "}"]
 
 
-def _column_search(idx: str, k: int, d: int, widest: int, column: str, store: str, indent: str) -> list[str]:
-    """For each node b of the slot's element, its block's first entry in the node's row,
-    stored at `store`: a search of fixed steps over the row's column blocks (`column`, the
-    block at `lo + half - 1`), as many as the pattern's widest row needs (unrolled, each a
-    predicated compare, no branch)."""
+def _column_search(idx: str, k: int, d: int, widest: int, column: str, store: str, indent: str,
+                   scale: bool = True) -> list[str]:
+    """For each node b of the slot's element, its block's first entry in the node's row (or,
+    not `scale`, the block's index among the row's), stored at `store`: a search of fixed steps
+    over the row's column blocks (`column`, the block at `lo + half - 1`), as many as the
+    pattern's widest row needs (unrolled, each a predicated compare, no branch)."""
     top = 1 << (max(widest, 1).bit_length() - 1)  # (the first step: a row holds at most `widest` blocks)
     return [f"{indent}IRF_UNROLL for (int b = 0; b < {k}; ++b) {{",
             f"{indent}  const {idx} key = ({idx})nodes[b] * {d};",
             f"{indent}  int lo = 0;  // the blocks before key's: a search of fixed steps, no branch",
             f"{indent}  IRF_UNROLL for (int half = {top}; half > 0; half >>= 1)",
             f"{indent}    if (lo + half <= blocks && {column} < key) lo += half;",
-            f"{indent}  {store} = lo * {d};",
+            f"{indent}  {store} = {'lo * ' + str(d) if scale else '(unsigned char)lo'};",
             f"{indent}}}"]
 
 
