@@ -169,10 +169,10 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     head = f"{', '.join(params[:-2])}, real_t* __restrict__ rows, const {idx}* __restrict__ cols, const int step"
     cached = cached_blocks(k, d, element.itemsize)
     row_cached = _node_function(head, idx, k, d, widest, body, jac, cached=cached)
-    if rounds:  # (the kernel's parameters: the places of each slot's nodes in its row, found once)
-        params = [*params[:-2], "const unsigned char* __restrict__ places", *params[-2:]]
     if rounds:
         assert gpu_rows is not None
+        # (the kernel's parameters take the places of each slot's nodes in its row, found once)
+        params = [*params[:-2], "const unsigned char* __restrict__ places", *params[-2:]]
         gpu = ["#ifndef IRFUSE_HOST", *_places_kernel(idx, k, d, widest, gpu=True),
                *_rounds_kernel(params, k, d, widest, gpu_body, gpu_rows, rounds), "#else",
                *_places_kernel(idx, k, d, widest, gpu=False)]
@@ -306,8 +306,8 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
     r it runs node y's slot r D + x (where the node has it) once, the element code with its D
     reverse sweeps (`body`, its rows `block_rows`), reads where the element's K nodes lie in
     node y's row (`places`, found once by `PLACES_KERNEL`) and stages the D x K x D words and
-    the K positions in shared memory; after a barrier, thread (x, y) adds row x of each of the round's slots of
-    node y, in order, block b after block b (an element may name a node twice: two of its
+    the K positions in shared memory; after a barrier, thread (x, y) adds row x of each of
+    the round's slots of node y, in order, block b after block b (an element may name a node twice: two of its
     blocks then land on the same words), each block's D words together. Each entry of the
     matrix is so summed by one thread, slots ascending then b ascending: the order of
     `irf_tangent_node`. The nodes' rows lie in shared memory as in the values (one
