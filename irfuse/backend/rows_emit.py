@@ -73,12 +73,13 @@ SPLIT_ROWS = True
 SLOT_ROUNDS = True
 SLOT_NODES = (32, 16)
 # The rounds kernel reads where each of a slot's K nodes lies in its node's row (a byte each, the
-# block's index in the row: rows of at most 255 blocks) from `places`, which `PLACES_KERNEL`
+# block's index in the row: rows of at most PLACES_WIDEST blocks) from `places`, which `PLACES_KERNEL`
 # finds once per connectivity by the search of fixed steps and `irfuse.api.tangents` keeps:
 # searching at every call took 15-17% of the P1 tangent's time (12.6 M tets, H200: 3.44-3.67 ms
 # with the searches, 2.85-3.00 without; benchmarks/NOTES.md, issue 73).
 PLACES_KERNEL = "irf_tangent_places"
 PLACES_NODES = 128  # nodes (threads) a block of PLACES_KERNEL
+PLACES_WIDEST = 255  # the most blocks a row may hold for its places to fit a byte
 
 
 def cached_blocks(k: int, d: int, itemsize: int) -> int:
@@ -151,7 +152,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     rounds = 0  # (nodes a block of `_rounds_kernel`, where it runs)
     if rows is not None and set(rows[0].inputs) - {rows[1]} <= set(names):
         vjp, seed, bar = rows
-        rounds = rounds_nodes(widest, k, d, element.itemsize, 8 if wide else 4) if SLOT_ROUNDS and widest <= 255 else 0
+        rounds = rounds_nodes(widest, k, d, element.itemsize, 8 if wide else 4) if SLOT_ROUNDS and widest <= PLACES_WIDEST else 0
         split = SPLIT_ROWS and d > 1 and not rounds
         gpu_body, more, gpu_name = _element_code(vjp, gathered, set(vjp.uniform), library, k, d, seed, split)
         used += [impl for impl in more if impl not in used]
@@ -200,15 +201,14 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     functions = []
     for impl in used:
         functions.append(impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1"))
-    lists = ["conn", "starts", "slots", "indptr", "indices"]
-    info = KernelInfo(KERNEL, threads, nodes_a_block, 0, [*names, *lists, *(["places"] if rounds else [])],
-                      ["values"], [1] * (len(names) + 5 + bool(rounds)), [1],
-                      input_types=[""] * len(names) + ["int", "long long", "int", idx, idx]
-                      + (["unsigned char"] if rounds else []))
-    kernels = [info]
+    lists, list_types = ["conn", "starts", "slots", "indptr", "indices"], ["int", "long long", "int", idx, idx]
+    places, place_types = (["places"], ["unsigned char"]) if rounds else ([], [])
+    kernels = [KernelInfo(KERNEL, threads, nodes_a_block, 0, [*names, *lists, *places], ["values"],
+                          [1] * (len(names) + len(lists) + len(places)), [1],
+                          input_types=[""] * len(names) + list_types + place_types)]
     if rounds:
-        kernels.append(KernelInfo(PLACES_KERNEL, 1, PLACES_NODES, 0, lists, ["places"], [1] * 5, [k],
-                                  input_types=["int", "long long", "int", idx, idx], output_types=["unsigned char"]))
+        kernels.append(KernelInfo(PLACES_KERNEL, 1, PLACES_NODES, 0, lists, places, [1] * len(lists), [k],
+                                  input_types=list_types, output_types=place_types))
     source = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(gpu + host)]) + "\n"
     return EmittedModule(source, kernels)
 
@@ -307,8 +307,8 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
     reverse sweeps (`body`, its rows `block_rows`), reads where the element's K nodes lie in
     node y's row (`places`, found once by `PLACES_KERNEL`) and stages the D x K x D words and
     the K positions in shared memory; after a barrier, thread (x, y) adds row x of each of
-    the round's slots of node y, in order, block b after block b (an element may name a node twice: two of its
-    blocks then land on the same words), each block's D words together. Each entry of the
+    the round's slots of node y, in order, block b after block b (an element may name a node
+    twice: two of its blocks then land on the same words), each block's D words together. Each entry of the
     matrix is so summed by one thread, slots ascending then b ascending: the order of
     `irf_tangent_node`. The nodes' rows lie in shared memory as in the values (one
     stretch), zeroed first and written once at the end, coalesced."""
