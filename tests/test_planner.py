@@ -377,6 +377,8 @@ def test_groups_whose_floor_passes_a_known_cover_are_left_out_and_the_best_plan_
         return out
 
     monkeypatch.setattr(search, "group_configs", counted)
+    # (a mesh's one-kernel block at its floor ends its search before the bound is needed)
+    monkeypatch.setattr(search, "FLOOR_MARGIN", 0.0)
     _, bounded = plan_program(p, 1 << 22, H100, 4, 8, top=1)
     left_out = analysed.count(False)
     analysed.clear()
@@ -389,6 +391,40 @@ def test_groups_whose_floor_passes_a_known_cover_are_left_out_and_the_best_plan_
     assert described(bounded[0]) == described(whole[0])
     if name.startswith(("mesh/", "highorder/")):
         assert 4 * left_out > 3 * len(analysed), (left_out, len(analysed))
+
+
+@pytest.mark.parametrize("name, dtype", [("mesh/neo_hookean_energy.kas", 4), ("mesh/p1_residual.kas", 4),
+                                         ("mesh/neo_hookean_residual.kas", 8)])
+def test_gathered_rows_count_in_a_group_s_floor_and_end_a_mesh_search_at_its_one_kernel(monkeypatch, name, dtype):
+    """On a GPU profile a group's floor counts the rows it gathers through the caches
+    (`cost.gather_time`, the same for every configuration): every configuration analysed costs
+    at least its group's floor, and a mesh element phase's one kernel, bound by its gathers, is
+    at its floor, so the search analyses single calls besides it and plans what it planned with
+    the rows out of the floors (the mesh Neo-Hookean energy with its gradient: 230 groups to
+    the budget then, its one kernel chosen)."""
+    import irfuse.planner.search as search
+    from irfuse.driver.compile import run_pipeline
+
+    p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    groups = []
+    real = search.group_configs
+
+    def checked(*a, **k):
+        configs, work, floor = real(*a, **k)
+        assert all(c.cost.time >= search._floor_time(floor) for c in configs)
+        groups.append(floor[3])
+        return configs, work, floor
+
+    monkeypatch.setattr(search, "group_configs", checked)
+    _, quick = plan_program(p, 1 << 22, H100, dtype, 8, top=1)
+    assert max(groups) > 0 and len(quick[0].configs) == 1 and not quick[0].notes
+    analysed = len(groups)
+    groups.clear()
+    monkeypatch.setattr(search, "gather_time", lambda *a: 0.0)
+    _, before = plan_program(p, 1 << 22, H100, dtype, 8, top=1)
+    assert 3 * analysed < len(groups)
+    assert [(c.dag, c.group, c.by) for c in quick[0].configs] == [(c.dag, c.group, c.by) for c in before[0].configs]
+    assert quick[0].predicted_time == before[0].predicted_time
 
 
 def test_slow_operations_weigh_what_the_profile_measured_for_their_precision():

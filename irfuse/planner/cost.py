@@ -203,6 +203,14 @@ def gathered_sectors(by: int, g: Gathered, itemsize: int) -> float:
     return distinct * (g.row_words * itemsize / 32 + ROW_STRADDLE)
 
 
+def gather_time(n: int, p: DeviceProfile, global_sizes: list, itemsize: int) -> float:
+    """`t_gather` of a GPU kernel over `n` elements moving global arrays of `global_sizes`
+    (see above): it depends on the gathered values alone, not on the kernel's blocks or
+    mapping, so every kernel that reads those values pays it (the search's floors count it)."""
+    return 32 * n * sum(g.rows * (g.row_words * itemsize / 32 + ROW_STRADDLE) for g in global_sizes
+                        if isinstance(g, Gathered)) / p.gather_rate
+
+
 def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "aos") -> int:
     """32-byte sectors a kernel of `by` elements per block moves for global arrays of `sizes`
     words per element (or `Gathered` arrays): a block's chunk of an array of structures is
@@ -376,8 +384,7 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     waves = math.ceil(blocks / (p.sms * resident))
     t_sync = barrier_runs(model) * waves * p.barrier_cost
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
-    t_gather = 32 * n * sum(g.rows * (g.row_words * isz / 32 + ROW_STRADDLE) for g in global_sizes
-                            if isinstance(g, Gathered)) / p.gather_rate
+    t_gather = gather_time(n, p, global_sizes, isz)
     t_blocks = math.ceil(blocks / p.sms) * p.block_cost
     t_spill = spill_time(blocks * threads, spill_bytes, p) if spill_bytes else 0.0
     time = p.launch_overhead + max(t_mem + t_spill, t_gather, t_compute + t_sync, t_shared, t_blocks)

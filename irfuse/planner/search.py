@@ -53,7 +53,7 @@ from irfuse.diagnostics import CompileError, located
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
-from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, global_sectors, kernel_cost, op_flops,
+from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, gather_time, global_sectors, kernel_cost, op_flops,
                                   peak_flops, peak_register_words, time_without_barriers)
 from irfuse.planner.cover_exact import unique_cover
 from irfuse.planner.cover_model import CoverModel, statuses
@@ -301,14 +301,16 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
     # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
     # element at the peak rate (those of uniform values computed for every element may run once
-    # in another cover).
+    # in another cover), and on a GPU its gathered rows through the caches (`cost.gather_time`:
+    # the same for every configuration, and paid by each kernel that reads them).
+    gathered = gather_time(n, profile, sizes, itemsize) if profile.kind != "cpu" else 0.0
     least = (profile.launch_overhead, min(moved.values(), default=math.inf),
-             _element_arithmetic(dag, group, n, profile, itemsize))
+             _element_arithmetic(dag, group, n, profile, itemsize), gathered)
     if above < math.inf and (_floor_time(least) * dag.multiplier > above or (
             _floor_time(least) + _rest_floor(dag, group, batch, profile, itemsize)) * dag.multiplier > above):
         return [], 0, least
-    candidates = [(profile.launch_overhead + max(moved[block], flops / rate), k, impls, block, elements, bx)
-                  for k, (impls, block, elements, bx) in enumerate(shapes)]
+    candidates = [(profile.launch_overhead + max(moved[block], flops / rate, gathered), k, impls, block, elements,
+                   bx) for k, (impls, block, elements, bx) in enumerate(shapes)]
     # (of equal floors the preferred first, so that the analysis stopping at the kept costs keeps them)
     reduces = any(isinstance(op, kas.ReduceOp) for op in ops)
     gathers = any(isinstance(size, Gathered) for size in sizes)
@@ -382,10 +384,12 @@ def _idle_schedulers(cost: KernelCost, profile: DeviceProfile) -> bool:
     return profile.kind != "cpu" and cost.warps < SCHEDULERS_PER_SM
 
 
-def _floor_time(floor: tuple[float, float, float]) -> float:
-    """The least time of a group's kernel (or kernels) by its floor (`group_configs`)."""
-    launch, moved, arithmetic = floor
-    return launch + max(moved, arithmetic)
+def _floor_time(floor: tuple[float, float, float, float]) -> float:
+    """The least time of a group's kernel (or kernels) by its floor (`group_configs`): a sum
+    of kernels' times, each at least its launch plus the largest of its terms, is at least one
+    launch plus the largest of the terms' sums."""
+    launch, moved, arithmetic, gathered = floor
+    return launch + max(moved, arithmetic, gathered)
 
 
 def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DeviceProfile, itemsize: int) -> float:
@@ -395,8 +399,9 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
     value of theirs read outside them, each at least once, through global memory (uniform values
     counted as nothing, a gathered value as its node numbers alone, its rows maybe from caches),
     and do their calls' arithmetic (the loops' bodies counted as nothing: they may run in another
-    block's kernels): at the copy rate or the peak rate, whichever takes longer. So a cover
-    holding the group costs at least the group's floor and this."""
+    block's kernels); on a GPU the kernels reading a gathered value gather its rows, one of them
+    at least (`cost.gather_time`): at the copy rate, the peak rate or the gather rate, whichever
+    takes longest. So a cover holding the group costs at least the group's floor and this."""
     held = set(group)
     calls = [i for i in dag.calls if i not in held]
     if not calls:
@@ -404,13 +409,16 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
     # (the loops that may run inside the rest's kernels are theirs: what they make is not moved)
     rest = tuple(sorted(calls + [i for i in dag.kernel_loops() if i not in held]))
     inputs, outputs = crossing_values(dag, rest)
-    words = 0
+    words, gathered = 0, []
     for v in [*inputs, *outputs]:
         if not kas.is_uniform(v):
             size = global_words(v, itemsize)
             words += size.index_words if isinstance(size, Gathered) else size
+            if isinstance(size, Gathered):
+                gathered.append(size)
+    rows = gather_time(n, profile, gathered, itemsize) if profile.kind != "cpu" else 0.0
     return profile.launch_overhead + max(n * words * itemsize / profile.bandwidth,
-                                         _element_arithmetic(dag, calls, n, profile, itemsize))
+                                         _element_arithmetic(dag, calls, n, profile, itemsize), rows)
 
 
 def crossing_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]]:
@@ -590,11 +598,12 @@ CPU_FLOOR_MARGIN = 1.02
 
 
 def _at_floor(dag: BlockDAG, group: tuple[int, ...], configs: list[Config],
-              floor: tuple[float, float, float], margin: float = FLOOR_MARGIN) -> bool:
+              floor: tuple[float, float, float, float], margin: float = FLOOR_MARGIN) -> bool:
     """Whether `group` holds every call of the block, in one phase, and its best configuration
     costs at most `margin` times its floor (`group_configs`): every other cover of the
-    block reads the same inputs and writes the same outputs at least once and does the same
-    arithmetic, in one launch or more, so none is predicted cheaper. Where the group computes
+    block reads the same inputs and writes the same outputs at least once, gathers the same rows
+    at least once (on a GPU) and does the same arithmetic, in one launch or more, so none is
+    predicted cheaper. Where the group computes
     uniform values for every element (a cover may compute them once), the arithmetic counted is
     that of the other calls."""
     if not configs or set(dag.calls) - set(group) or any(phase_levels(dag)):
