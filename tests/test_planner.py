@@ -399,9 +399,9 @@ def test_gathered_rows_count_in_a_group_s_floor_and_end_a_mesh_search_at_its_one
     """On a GPU profile a group's floor counts the rows it gathers through the caches
     (`cost.gather_time`, the same for every configuration): every configuration analysed costs
     at least its group's floor, and a mesh element phase's one kernel, bound by its gathers, is
-    at its floor, so the search analyses single calls besides it and plans what it planned with
-    the rows out of the floors (the mesh Neo-Hookean energy with its gradient: 230 groups to
-    the budget then, its one kernel chosen)."""
+    at its floor, so the search analyses it alone and plans what it planned with the rows out of
+    the floors (the mesh Neo-Hookean energy with its gradient: 230 groups to the budget then,
+    its one kernel chosen); asked for the plans after the best, it analyses single calls too."""
     import irfuse.planner.search as search
     from irfuse.driver.compile import run_pipeline
 
@@ -419,6 +419,10 @@ def test_gathered_rows_count_in_a_group_s_floor_and_end_a_mesh_search_at_its_one
     _, quick = plan_program(p, 1 << 22, H100, dtype, 8, top=1)
     assert max(groups) > 0 and len(quick[0].configs) == 1 and not quick[0].notes
     analysed = len(groups)
+    assert analysed == 1
+    groups.clear()
+    _, two = plan_program(p, 1 << 22, H100, dtype, 8, top=2)
+    assert len(groups) > 1 and len(two) == 2 and two[0].predicted_time == quick[0].predicted_time
     groups.clear()
     monkeypatch.setattr(search, "gather_time", lambda *a: 0.0)
     _, before = plan_program(p, 1 << 22, H100, dtype, 8, top=1)
@@ -1171,6 +1175,8 @@ def test_a_configurations_cost_with_its_barriers_is_the_cost_model_s_price_of_it
 
     monkeypatch.setattr(search, "kernel_cost", bound_cost)
     monkeypatch.setattr(search, "cost_with_barriers", with_barriers)
+    # (the mesh's one kernel at its floor would end its search at that kernel: groups analysed too)
+    monkeypatch.setattr(search, "FLOOR_MARGIN", 0.0)
     path = next(p for p in EXAMPLES + glob.glob(os.path.join(ROOT, "examples", "mesh", "*.kas")) if p.endswith(name))
     driver.compile_program(path, None, dtype, compile_gpu=False, planning=driver.PlanningOptions(profile=profile))
     assert len(compared) > 10 and all(got == full for got, full, _ in compared)

@@ -464,20 +464,22 @@ def _cover_bound(dags: list[BlockDAG], groups: list[tuple[int, tuple[int, ...]]]
     its single calls alone, whichever is cheaper and has no kernels depending on each other in
     a cycle; loops stay on the host), plus what the cover's objective may add to each of its
     configurations. Infinite where a block has a call without a configuration or the time
-    passes `BOUND_UP_TO`."""
+    passes `BOUND_UP_TO`. (A block whose one kernel is at its floor has no single calls
+    analysed: its cover is that kernel.)"""
     best = {(groups[k][0], groups[k][1][0]): found[k][0] for k in found if len(groups[k][1]) == 1 and found[k]}
     total, count = 0.0, 0
     for d, dag in enumerate(dags):
-        if any((d, node) not in best for node in dag.calls):
-            return math.inf
-        covers = [[best[(d, node)] for node in dag.calls]]
+        covers = [[best[(d, node)] for node in dag.calls]] if all((d, node) in best for node in dag.calls) else []
         whole = [found[k][0] for k in wholes if groups[k][0] == d and found[k]
                  and not set(groups[k][1]) - set(dag.calls)]  # (calls only: a loop inside covers its body's blocks)
-        if whole:
-            held = {node for c in whole for node in c.group}
+        held = {node for c in whole for node in c.group}
+        if whole and all(node in held or (d, node) in best for node in dag.calls):
             covers.append(whole + [best[(d, node)] for node in dag.calls if node not in held])
-        time, kernels = min((sum(c.weighted_time for c in cover), len(cover)) for cover in covers
-                            if _kernel_cycle(dags, cover) is None)
+        known = [(sum(c.weighted_time for c in cover), len(cover)) for cover in covers
+                 if _kernel_cycle(dags, cover) is None]
+        if not known:
+            return math.inf
+        time, kernels = min(known)
         total += time
         count += kernels
     if total > BOUND_UP_TO:
@@ -528,10 +530,11 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
             spent += work
             if _at_floor(dag, g, configs, floor, CPU_FLOOR_MARGIN if profile.kind == "cpu" else FLOOR_MARGIN):
                 # No cover of the block moves fewer bytes or does less arithmetic than this one
-                # kernel, which runs at that floor: the other groups (beyond single calls, which
-                # keep every plan possible) cannot make a cheaper plan.
-                small_size = 1
-        small, size = _groups_within(dag, small_size, loops == "auto", budget)
+                # kernel, which runs at that floor: the other groups cannot make a cheaper plan,
+                # and the kernel (a convex group of every call) is a plan of the block alone.
+                # Single calls are still analysed for the plans after the best (`top` > 1).
+                small_size = 0 if bound else 1
+        small, size = _groups_within(dag, small_size, loops == "auto", budget) if small_size else ([], 0)
         if size < small_size:  # (not when the block's one kernel at its floor made them pointless)
             cut = min(cut, size)
         for k, configs in enumerate(whole_configs):
