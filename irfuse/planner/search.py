@@ -53,8 +53,8 @@ from irfuse.diagnostics import CompileError, located
 from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
-from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, gather_time, global_sectors, kernel_cost, op_flops,
-                                  peak_flops, peak_register_words, time_without_barriers)
+from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, gather_time, global_sectors, kernel_cost,
+                                  op_flops, peak_flops, peak_register_words, time_without_barriers)
 from irfuse.planner.cover_exact import unique_cover
 from irfuse.planner.cover_model import CoverModel, statuses
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
@@ -606,9 +606,8 @@ def _at_floor(dag: BlockDAG, group: tuple[int, ...], configs: list[Config],
     costs at most `margin` times its floor (`group_configs`): every other cover of the
     block reads the same inputs and writes the same outputs at least once, gathers the same rows
     at least once (on a GPU) and does the same arithmetic, in one launch or more, so none is
-    predicted cheaper. Where the group computes
-    uniform values for every element (a cover may compute them once), the arithmetic counted is
-    that of the other calls."""
+    predicted cheaper. Where the group computes uniform values for every element (a cover may
+    compute them once), the arithmetic counted is that of the other calls."""
     if not configs or set(dag.calls) - set(group) or any(phase_levels(dag)):
         return False
     return configs[0].cost.time <= margin * _floor_time(floor)
