@@ -187,7 +187,8 @@ def test_the_places_the_gpu_kernel_reads_are_where_each_slots_nodes_lie_in_its_r
         row = pattern.indices[pattern.indptr[n * 3]:pattern.indptr[n * 3 + 1]:3] // 3  # the row's column blocks
         for s in range(starts[n], starts[n + 1]):
             want = np.searchsorted(row, conn[slots[s] // 4])
-            assert places[s * 4:s * 4 + 4].tolist() == want.tolist() and row[want].tolist() == conn[slots[s] // 4].tolist()
+            assert places[s * 4:s * 4 + 4].tolist() == want.tolist()
+            assert row[want].tolist() == conn[slots[s] // 4].tolist()
     u = 1e-2 * np.random.default_rng(3).standard_normal(X.shape)
     values = np.zeros(len(pattern.indices))
     device.launcher(KERNEL, [DN, np.array([1.5]), np.array([0.75]), X, u, *lists, places, values], nodes)()

@@ -152,7 +152,8 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
     rounds = 0  # (nodes a block of `_rounds_kernel`, where it runs)
     if rows is not None and set(rows[0].inputs) - {rows[1]} <= set(names):
         vjp, seed, bar = rows
-        rounds = rounds_nodes(widest, k, d, element.itemsize, 8 if wide else 4) if SLOT_ROUNDS and widest <= PLACES_WIDEST else 0
+        rounds = rounds_nodes(widest, k, d, element.itemsize, 8 if wide else 4) \
+            if SLOT_ROUNDS and widest <= PLACES_WIDEST else 0
         split = SPLIT_ROWS and d > 1 and not rounds
         gpu_body, more, gpu_name = _element_code(vjp, gathered, set(vjp.uniform), library, k, d, seed, split)
         used += [impl for impl in more if impl not in used]
