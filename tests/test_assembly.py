@@ -400,3 +400,53 @@ def test_the_gpu_kernels_of_random_mesh_programs_tangents_compile_with_nvrtc():
                     assert artifact.cubin.cubin and "irf_tangent_rows" in artifact.cubin.resources
                     built += rows is not None
     assert built >= 16
+
+
+@pytest.mark.parametrize("k, d, threads, itemsize", [(4, 3, 96, 4), (4, 3, 48, 8), (4, 1, 32, 4), (8, 3, 96, 4),
+                                                     (3, 2, 64, 4), (10, 3, 48, 8)])
+def test_the_rounds_kernels_staging_keeps_a_warps_accesses_to_one_word_a_bank(k, d, threads, itemsize):
+    """`staging_layout` (S, R): thread t stages word m of its slot's block row i at t S + i R + m.
+    No two of a slot's words share a place; threads storing the same word of their slots, and
+    thread (x, y) reading word m of row x of node y's q-th slot of a round (slot y D + q), touch
+    distinct banks for distinct words among the lanes served together (32 banks of 4 bytes: a
+    warp for float32, a half warp for float64)."""
+    from irfuse.backend.rows_emit import staging_layout
+
+    s, r = staging_layout(k, d, threads, itemsize)
+    places = {t * s + i * r + m for t in range(threads) for i in range(d) for m in range(k * d)}
+    assert len(places) == threads * d * k * d and max(i * r + m for i in range(d) for m in range(k * d)) < s
+    lanes = 32 // (itemsize // 4)
+
+    def one_word_a_bank(words):
+        banks = {}
+        return all(banks.setdefault(w % lanes, w) == w for w in words)
+
+    for w0 in range(0, threads, lanes):
+        group = range(w0, min(w0 + lanes, threads))
+        for m in range(k * d):
+            for i in range(d):  # (the stores: every thread word m of its row i)
+                assert one_word_a_bank([t * s + i * r + m for t in group])
+            for q in range(d):  # (the reads: thread tid = y D + x, word m of row x of slot y D + q)
+                assert one_word_a_bank([(tid // d * d + q) * s + tid % d * r + m for tid in group])
+
+
+def test_the_rounds_kernel_fits_its_shared_memory_for_rows_of_every_width():
+    """Where a pattern's rows and a round fit (`rounds_nodes`), the rounds kernel's static shared
+    memory stays within a block's 48 KB (the rows, the staging, the rows written out through the
+    staging's room a window at a time), in float32 and float64, and NVRTC compiles it; wider
+    rows take the kernel of D threads a node."""
+    from irfuse.backend.rows_emit import SHARED_LIMIT, rounds_nodes
+    from irfuse.driver.front import element_jacobian, element_rows
+    from irfuse.driver.rows_assembly import rows_artifact
+
+    source = f"{ROOT}/examples/mesh/p1_residual.kas"
+    module, gathered, _, out = element_jacobian(source, "r", "u", "test")
+    rows = element_rows(source, "r", "u", "test")
+    for dtype, itemsize, widest in (("f32", 4, 20), ("f32", 4, 60), ("f64", 8, 20), ("f64", 8, 28)):
+        nodes = rounds_nodes(widest, 4, 3, itemsize, 4)
+        artifact = rows_artifact(module, tuple(gathered), out, dtype, "cuda", "sm_90", 4, 3, False, widest, rows)
+        used = artifact.cubin.resources["irf_tangent_rows"]
+        assert ("irf_part[" in artifact.source) == (nodes > 0)
+        assert used.shared_bytes <= SHARED_LIMIT and used.spill_stores == 0, (dtype, widest, used)
+        if nodes:
+            assert f"__launch_bounds__({3 * nodes})" in artifact.source

@@ -70,6 +70,9 @@ SPLIT_ROWS = True
 # element's geometry and the searches run once a slot instead of D times (`_rounds_kernel`;
 # the P1 tangent on 12.6 M tets, H200: 4.46 -> 3.51 ms). SLOT_NODES nodes a block, fewer
 # where their rows and a round do not fit.
+# Its shared memory is laid out so that a warp's accesses touch a bank once (`staging_layout`;
+# each thread's row at stride D x nodes): 3.17-3.19 -> 2.85 ms there, the kernel's shared-memory
+# wavefronts 487 M -> 331 M (benchmarks/NOTES.md, issue 73).
 SLOT_ROUNDS = True
 SLOT_NODES = (32, 16)
 # The rounds kernel reads where each of a slot's K nodes lies in its node's row (a byte each, the
@@ -105,17 +108,58 @@ def rounds_nodes(widest: int, k: int, d: int, itemsize: int, index_size: int) ->
     are those measured.)"""
     for nodes in SLOT_NODES:
         slots = nodes * d  # (a round: a slot a thread)
+        stride, _ = staging_layout(k, d, slots, itemsize)
         need = (nodes * widest * (d * d * itemsize + index_size) + (nodes + 1) * 16
-                + slots * (_part_stride(k, d) * itemsize + k * 4))
+                + slots * (stride * itemsize + k * 4))
         if need <= SHARED_LIMIT:
             return nodes
     return 0
 
 
-def _part_stride(k: int, d: int) -> int:
-    """Words between two slots' staged block rows: D x K x D, made odd so that a warp's threads
-    writing the same word of their slots hit distinct banks."""
-    return (d * k * d) | 1
+def staging_layout(k: int, d: int, threads: int, itemsize: int) -> tuple[int, int]:
+    """(S, R): where `_rounds_kernel` stages word m (= b D + j) of block row i of the slot run
+    by thread t: `irf_part[t S + i R + m]`. Chosen so that no two threads of a warp touch two
+    words of one shared-memory bank in either direction: each thread storing the same word of
+    its slot (S odd), and thread (x, y) reading word m of row x of node y's q-th slot of the
+    round (slot t = y D + q). The first such (S, R) with the rows apart (R >= K D) and S <= 4 K D D;
+    else the plain layout, rows side by side at an odd stride (S = D K D | 1, R = K D). The P1
+    tangent's reads of that layout took 1.9 wavefronts an access on a Morton mesh, the rows'
+    adds 2.2 with the rows laid out as in the values (a model of the banks; Nsight Compute
+    counted 130 M conflicts of its shared loads at 12.6 M tets, 4.9 M since: benchmarks/NOTES.md,
+    issue 73)."""
+    return _staging_layout(k, d, threads, itemsize)
+
+
+_LAYOUTS: dict = {}
+
+
+def _staging_layout(k: int, d: int, threads: int, itemsize: int) -> tuple[int, int]:
+    key = (k, d, threads, itemsize)
+    if key not in _LAYOUTS:
+        _LAYOUTS[key] = next(((s, r) for s in range((d * k * d) | 1, 4 * k * d * d + 1, 2)
+                              for r in range(k * d, (s - k * d) // max(d - 1, 1) + 1)
+                              if _conflict_free(s, r, k, d, threads, itemsize)), ((d * k * d) | 1, k * d))
+    return _LAYOUTS[key]
+
+
+def _conflict_free(s: int, r: int, k: int, d: int, threads: int, itemsize: int) -> bool:
+    """Whether the staging layout (s, r) (see `staging_layout`) keeps every warp's reads of a
+    round's staged rows to one wavefront: distinct banks for distinct words among the lanes
+    served together (a warp for 4-byte words, a half warp for 8-byte)."""
+    if (d - 1) * r + k * d > s:
+        return False
+    words = max(itemsize // 4, 1)
+    lanes, banks = 32 // words, 32 // words
+    for w0 in range(0, threads, lanes):
+        for q in range(d):
+            for m in range(k * d):
+                seen = {}
+                for tid in range(w0, min(w0 + lanes, threads)):
+                    y, x = divmod(tid, d)
+                    a = (d * y + q) * s + x * r + m
+                    if seen.setdefault(a % banks, a) != a:
+                        return False
+    return True
 
 
 def shared_nodes(widest: int, d: int, itemsize: int, index_size: int = 8) -> int:
@@ -176,7 +220,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
         # (the kernel's parameters take the places of each slot's nodes in its row, found once)
         params = [*params[:-2], "const unsigned char* __restrict__ places", *params[-2:]]
         gpu = ["#ifndef IRFUSE_HOST", *_places_kernel(idx, k, d, widest, gpu=True),
-               *_rounds_kernel(params, k, d, widest, gpu_body, gpu_rows, rounds), "#else",
+               *_rounds_kernel(params, k, d, widest, gpu_body, gpu_rows, rounds, element.itemsize), "#else",
                *_places_kernel(idx, k, d, widest, gpu=False)]
     else:
         row = _node_function(head + (", const int row" if split else ""), idx, k, d, widest, gpu_body, jac, cached=0,
@@ -301,7 +345,7 @@ def _node_kernel(params: list[str], args: list[str], idx: str, k: int, d: int, w
 
 
 def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[str],
-                   block_rows: list[str], nodes: int) -> list[str]:
+                   block_rows: list[str], nodes: int, itemsize: int) -> list[str]:
     """The GPU kernel where each slot's block rows are computed once: a block of D x `nodes`
     threads takes `nodes` nodes, thread (x, y) node y, in rounds of D slots a node: in round
     r it runs node y's slot r D + x (where the node has it) once, the element code with its D
@@ -311,17 +355,24 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
     the round's slots of node y, in order, block b after block b (an element may name a node
     twice: two of its blocks then land on the same words), each block's D words together. Each entry of the
     matrix is so summed by one thread, slots ascending then b ascending: the order of
-    `irf_tangent_node`. The nodes' rows lie in shared memory as in the values (one
-    stretch), zeroed first and written once at the end, coalesced."""
+    `irf_tangent_node`.
+
+    Shared memory is laid out so that a warp's accesses touch each bank once: thread t's row
+    sums lie at stride D x `nodes` (word w of its row at `w * threads + t`: the adds of a warp,
+    at places that differ thread by thread, each in the thread's own bank), a round's staged
+    rows as `staging_layout` says, each staged position at stride `threads`. At the end the
+    rows go out laid out as in the values (the block's nodes' rows one stretch), written once
+    and coalesced, through the staging's room a window of the stretch at a time."""
     nt = d * nodes  # threads a block, and slots a round
-    stride = _part_stride(k, d)
+    stride, apart = staging_layout(k, d, nt, itemsize)
+    room = nt * stride  # (the staging's words: a round's staged rows, then a window of the rows as in the values)
     return [f'extern "C" __global__ void __launch_bounds__({nt}) {KERNEL}({", ".join(params)})',
             "{",
-            f"  __shared__ __align__(16) real_t irf_rows[{nodes * widest * d * d}];  // the nodes' rows, as in the values",
-            f"  __shared__ __align__(16) real_t irf_part[{nt * stride}];  // a round's slots' block rows",
+            f"  __shared__ __align__(16) real_t irf_rows[{nodes * widest * d * d}];  // row t's word w at w * {nt} + t",
+            f"  __shared__ __align__(16) real_t irf_part[{room}];  // a round's slots' block rows; at the end the rows",
             f"  __shared__ long long irf_from[{nodes + 1}];  // each node's stretch of the values, from the block's",
             f"  __shared__ long long irf_first[{nodes + 1}];  // each node's first slot",
-            f"  __shared__ int irf_at[{nt * k}];  // where each node of a round's slot lies in its node's row",
+            f"  __shared__ int irf_at[{nt * k}];  // where node b of slot t lies in its node's row: b * {nt} + t",
             f"  const int tid = threadIdx.y * {d} + threadIdx.x;",
             f"  const long long first = (long long)blockIdx.x * {nodes};",
             f"  const int count = (int)(first + {nodes} < n ? {nodes} : n - first);",
@@ -330,13 +381,14 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             f"    irf_from[y] = (long long)indptr[(first + y) * {d}] - begin_at;",
             "    irf_first[y] = starts[first + y];",
             "  }",
+            f"  for (int w = tid; w < {nodes * widest * d * d}; w += {nt}) irf_rows[w] = 0;",
             "  __syncthreads();",
             "  const long long span = irf_from[count];",
-            f"  for (long long w = tid; w < span; w += {nt}) irf_rows[w] = 0;",
             "  long long most = 0;  // the most slots a node of the block has",
             "  for (int y = 0; y < count; ++y) most = max(most, irf_first[y + 1] - irf_first[y]);",
             "  const int y = threadIdx.y;",
             f"  const int width = y < count ? (int)((irf_from[y + 1] - irf_from[y]) / {d}) : 0;  // a row's entries",
+            "  real_t* const row = irf_rows + tid;  // (row x of node y: this thread's alone)",
             f"  for (long long r0 = 0; r0 < most; r0 += {d}) {{",
             "    const long long s = y < count ? irf_first[y] + r0 + threadIdx.x : 0;",
             "    if (y < count && s < irf_first[y + 1]) {",
@@ -345,30 +397,42 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             f"      const int a = slot % {k};",
             "      const int* const nodes = conn + (slot - a);",
             *["      " + line for line in body],
-            f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) irf_at[tid * {k} + b] = places[s * {k} + b] * {d};",
-            *[f"      IRF_UNROLL for (int w = 0; w < {k * d}; ++w) irf_part[tid * {stride} + {i * k * d} + w] = {r}[w];"
+            f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) irf_at[b * {nt} + tid] = places[s * {k} + b] * {d};",
+            *[f"      IRF_UNROLL for (int w = 0; w < {k * d}; ++w) irf_part[tid * {stride} + {i * apart} + w] = {r}[w];"
               for i, r in enumerate(block_rows)],
             "    }",
             "    __syncthreads();",
             "    if (y < count) {  // row x of node y: the round's slots of y in order, each one's K x D words",
             "      const long long left = irf_first[y + 1] - irf_first[y] - r0;",
             f"      const int here = left < {d} ? (int)left : {d};",
-            "      real_t* const row = irf_rows + irf_from[y] + threadIdx.x * width;",
             "      for (int q = 0; q < here; ++q) {",
             f"        const int t = y * {d} + q;",
-            f"        const real_t* const part = irf_part + t * {stride} + threadIdx.x * {k * d};",
+            f"        const real_t* const part = irf_part + t * {stride} + threadIdx.x * {apart};",
             f"        IRF_UNROLL for (int b = 0; b < {k}; ++b) {{  // (b after b: an element may name a node twice)",
-            f"          real_t* const at = row + irf_at[t * {k} + b];",
+            f"          real_t* const at = row + irf_at[b * {nt} + t] * {nt};",
             f"          real_t sums[{d}];  // (a block's D words read, added, written: distinct words)",
-            f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) sums[j] = at[j] + part[b * {d} + j];",
-            f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) at[j] = sums[j];",
+            f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) sums[j] = at[j * {nt}] + part[b * {d} + j];",
+            f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) at[j * {nt}] = sums[j];",
             "        }",
             "      }",
             "    }",
             "    __syncthreads();",
             "  }",
-            "  // The block's nodes' rows are one stretch of the values: written once, coalesced.",
-            f"  for (long long w = tid; w < span; w += {nt}) values[begin_at + w] = irf_rows[w];",
+            "  // The rows, laid out as in the values (the block's nodes' rows one stretch), written once,",
+            "  // coalesced: each thread copies its row's words that fall in a window of the stretch as",
+            "  // long as the staging's room, which the block then writes, window after window.",
+            f"  for (long long base = 0; base < span; base += {room}) {{",
+            "    if (y < count) {",
+            "      const long long at0 = irf_from[y] + threadIdx.x * width - base;  // (the row's first word)",
+            "      const long long lo = at0 < 0 ? -at0 : 0;",
+            f"      const long long hi = {room} - at0 < width ? {room} - at0 : width;",
+            f"      for (long long w = lo; w < hi; ++w) irf_part[at0 + w] = row[w * {nt}];",
+            "    }",
+            "    __syncthreads();",
+            f"    const long long here = span - base < {room} ? span - base : {room};",
+            f"    for (long long w = tid; w < here; w += {nt}) values[begin_at + base + w] = irf_part[w];",
+            "    __syncthreads();",
+            "  }",
             "}"]
 
 
