@@ -137,7 +137,7 @@ def _staging_layout(k: int, d: int, threads: int, itemsize: int) -> tuple[int, i
     key = (k, d, threads, itemsize)
     if key not in _LAYOUTS:
         _LAYOUTS[key] = next(((s, r) for s in range((d * k * d) | 1, 4 * k * d * d + 1, 2)
-                              for r in range(k * d, (s - k * d) // max(d - 1, 1) + 1)
+                              for r in ([k * d] if d == 1 else range(k * d, (s - k * d) // (d - 1) + 1))
                               if _conflict_free(s, r, k, d, threads, itemsize)), ((d * k * d) | 1, k * d))
     return _LAYOUTS[key]
 
