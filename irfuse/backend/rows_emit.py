@@ -48,6 +48,7 @@ scatter of per-slot blocks.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from irfuse.artifact.arrays import ElementType
@@ -116,6 +117,7 @@ def rounds_nodes(widest: int, k: int, d: int, itemsize: int, index_size: int) ->
     return 0
 
 
+@functools.lru_cache(maxsize=None)
 def staging_layout(k: int, d: int, threads: int, itemsize: int) -> tuple[int, int]:
     """(S, R): where `_rounds_kernel` stages word m (= b D + j) of block row i of the slot run
     by thread t: `irf_part[t S + i R + m]`. Chosen so that no two threads of a warp touch two
@@ -127,19 +129,9 @@ def staging_layout(k: int, d: int, threads: int, itemsize: int) -> tuple[int, in
     adds 2.2 with the rows laid out as in the values (a model of the banks; Nsight Compute
     counted 130 M conflicts of its shared loads at 12.6 M tets, 4.9 M since: benchmarks/NOTES.md,
     issue 73)."""
-    return _staging_layout(k, d, threads, itemsize)
-
-
-_LAYOUTS: dict = {}
-
-
-def _staging_layout(k: int, d: int, threads: int, itemsize: int) -> tuple[int, int]:
-    key = (k, d, threads, itemsize)
-    if key not in _LAYOUTS:
-        _LAYOUTS[key] = next(((s, r) for s in range((d * k * d) | 1, 4 * k * d * d + 1, 2)
-                              for r in ([k * d] if d == 1 else range(k * d, (s - k * d) // (d - 1) + 1))
-                              if _conflict_free(s, r, k, d, threads, itemsize)), ((d * k * d) | 1, k * d))
-    return _LAYOUTS[key]
+    return next(((s, r) for s in range((d * k * d) | 1, 4 * k * d * d + 1, 2)
+                 for r in ([k * d] if d == 1 else range(k * d, (s - k * d) // (d - 1) + 1))
+                 if _conflict_free(s, r, k, d, threads, itemsize)), ((d * k * d) | 1, k * d))
 
 
 def _conflict_free(s: int, r: int, k: int, d: int, threads: int, itemsize: int) -> bool:
@@ -148,8 +140,7 @@ def _conflict_free(s: int, r: int, k: int, d: int, threads: int, itemsize: int) 
     served together (a warp for 4-byte words, a half warp for 8-byte)."""
     if (d - 1) * r + k * d > s:
         return False
-    words = max(itemsize // 4, 1)
-    lanes, banks = 32 // words, 32 // words
+    lanes = 32 // max(itemsize // 4, 1)  # (and as many banks of the word's size)
     for w0 in range(0, threads, lanes):
         for q in range(d):
             for m in range(k * d):
@@ -157,7 +148,7 @@ def _conflict_free(s: int, r: int, k: int, d: int, threads: int, itemsize: int) 
                 for tid in range(w0, min(w0 + lanes, threads)):
                     y, x = divmod(tid, d)
                     a = (d * y + q) * s + x * r + m
-                    if seen.setdefault(a % banks, a) != a:
+                    if seen.setdefault(a % lanes, a) != a:
                         return False
     return True
 
@@ -396,10 +387,9 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             "      const int slot = slots[s];",
             f"      const long long e = slot / {k};",
             f"      const int a = slot % {k};",
-            *(_four_nodes(nt, d, body) if k == 4 else [
-                "      const int* const nodes = conn + (slot - a);",
-                *["      " + line for line in body],
-                f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) irf_at[b * {nt} + tid] = places[s * {k} + b] * {d};"]),
+            *_slot_nodes(k),
+            *["      " + line for line in body],
+            *_slot_places(k, nt, d),
             *[f"      IRF_UNROLL for (int w = 0; w < {k * d}; ++w) irf_part[tid * {stride} + {i * apart} + w] = {r}[w];"
               for i, r in enumerate(block_rows)],
             "    }",
@@ -438,21 +428,30 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             "}"]
 
 
-def _four_nodes(nt: int, d: int, body: list[str]) -> list[str]:
-    """A tetrahedron's slot in `_rounds_kernel`: its element's four node numbers read as one
-    16-byte load and their four places in the row as one 4-byte load, where the connectivity
-    lies at a 16-byte boundary (else word by word: a view of another's array), then the element
-    code `body`, then the places staged. The same numbers as four loads each: the same bits.
-    The P1 tangent on 12.6 M tets, H200: 2.88-2.94 -> 2.82-2.87 ms (benchmarks/NOTES.md, issue 73)."""
+def _slot_nodes(k: int) -> list[str]:
+    """`nodes`, the slot's element's K node numbers, in `_rounds_kernel`: a tetrahedron's four
+    read as one 16-byte load where the connectivity lies at a 16-byte boundary (else word by
+    word: a view of another's array). The same numbers either way: the same bits. The P1 tangent
+    on 12.6 M tets, H200, with `_slot_places`' load: 2.88-2.94 -> 2.82-2.87 ms
+    (benchmarks/NOTES.md, issue 73)."""
+    if k != 4:
+        return ["      const int* const nodes = conn + (slot - a);"]
     return ["      int nodes[4];",
             "      if (irf_aligned) {",
             "        const int4 irf_n4 = *reinterpret_cast<const int4*>(conn + (slot - a));",
             "        nodes[0] = irf_n4.x; nodes[1] = irf_n4.y; nodes[2] = irf_n4.z; nodes[3] = irf_n4.w;",
             "      } else {",
             "        IRF_UNROLL for (int b = 0; b < 4; ++b) nodes[b] = conn[slot - a + b];",
-            "      }",
-            *["      " + line for line in body],
-            "      const uchar4 irf_p4 = *reinterpret_cast<const uchar4*>(places + s * 4);  // (places: irfuse's own)",
+            "      }"]
+
+
+def _slot_places(k: int, nt: int, d: int) -> list[str]:
+    """The slot's K places in its node's row staged for the round (`irf_at[b * nt + t]`, as the
+    row's first word of the block): a tetrahedron's four read as one 4-byte load (`places` is
+    irfuse's own array, aligned)."""
+    if k != 4:
+        return [f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) irf_at[b * {nt} + tid] = places[s * {k} + b] * {d};"]
+    return ["      const uchar4 irf_p4 = *reinterpret_cast<const uchar4*>(places + s * 4);  // (places: irfuse's own)",
             f"      irf_at[tid] = irf_p4.x * {d}; irf_at[{nt} + tid] = irf_p4.y * {d};",
             f"      irf_at[{2 * nt} + tid] = irf_p4.z * {d}; irf_at[{3 * nt} + tid] = irf_p4.w * {d};"]
 
