@@ -43,6 +43,21 @@ def test_mutated_ir_gets_parse_or_verifier_errors(seed, which):
     check_ir(mutate_ir(text, random.Random(seed)))
 
 
+def test_ir_with_a_type_its_verifier_refuses_gets_an_error_at_the_type():
+    """Found by the fuzzer (seed 126809): a damaged type in an operand list (`!kas.matrix<0x3>`)
+    raised its verifier's exception out of the parser, a traceback for `irfuse run` on the file."""
+    from irfuse.diagnostics import CompileError
+    from irfuse.driver.front import kas_module
+
+    text = ("builtin.module {\n  kas.program @x(%A: !kas.matrix<3x3>) -> (tr : !kas.scalar) {\n"
+            "    %tr = kas.call @trace_3x3(%A) : (!kas.matrix<0x3>, !kas.scalar\n  }\n}\n")
+    assert check_ir(text) is False
+    with pytest.raises(CompileError) as e:
+        kas_module(text, "damaged.mlir")
+    (d,) = e.value.diagnostics
+    assert (d.file, d.line, d.col) == ("damaged.mlir", 3, 38) and "kas.matrix dimensions must be positive" in d.message
+
+
 @pytest.mark.parametrize("seed", range(40 if LONG else 4))
 def test_random_programs_agree_with_the_reference_through_several_plans(seed):
     """Each plan runs on the CPU against the reference and compiles to sm_90 with NVRTC."""

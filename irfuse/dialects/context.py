@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from contextlib import contextmanager
 from io import StringIO
 
 from xdsl.context import Context
@@ -18,6 +19,7 @@ from xdsl.dialects.builtin import Builtin, FileLineColLoc, IntAttr, ModuleOp, St
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from irfuse.dialects.fuse import Fuse
 from irfuse.dialects.kas import Kas
@@ -48,6 +50,31 @@ class LocatingParser(Parser):
         # Where each line starts, found once (a span's own `get_location` counts the lines
         # before it at every op: quadratic in a plan of thousands of ops).
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def parse_optional_type(self):
+        start = self._current_token.span.start
+        with self._refused_as_parse_error(start):
+            return super().parse_optional_type()
+
+    def parse_optional_attribute(self):
+        start = self._current_token.span.start
+        with self._refused_as_parse_error(start):
+            return super().parse_optional_attribute()
+
+    @contextmanager
+    def _refused_as_parse_error(self, start: int):
+        """A type or attribute whose parameters its own verifier refuses (`!kas.matrix<0x3>`)
+        raises while it is parsed: its error gets the place it was parsed from as its location
+        (`dialects.located.location_of`), so that the file's diagnostic names its line and
+        column as a refused op's does."""
+        try:
+            yield
+        except VerifyException as e:
+            if getattr(e, "location", None) is None:
+                line = bisect.bisect_right(self.line_starts, start)
+                e.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset),  # type: ignore[attr-defined]
+                                            IntAttr(start - self.line_starts[line - 1] + 1))
+            raise
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start

@@ -58,6 +58,8 @@ def kas_module(text: str, name: str) -> ModuleOp:
         lines = text.splitlines()
         raise CompileError(Diagnostic(e.msg, name, where.line, where.col, source_line=lines[where.line - 1]
                                       if 0 < where.line <= len(lines) else None)) from None
+    except VerifyException as e:  # (a type or attribute refused as it was parsed: located by the parser)
+        raise CompileError(_at(e, name, text)) from None
     try:
         module.verify()
     except (ValueError, VerifyException) as e:
@@ -72,6 +74,18 @@ def kas_module(text: str, name: str) -> ModuleOp:
         raise CompileError(located(f"the IR is lowered already (it holds {lowered.name}); {LOWERED_ADVICE}",
                                    lowered.location))
     return module
+
+
+def _at(e: Exception, name: str, text: str) -> Diagnostic:
+    """The diagnostic of an error the parser located (`LocatingParser`) in IR text `name`."""
+    from irfuse.dialects.located import location_of
+
+    where = location_of(e)
+    if where is None:
+        return Diagnostic(str(e), name)
+    line, col = where.line.data, where.column.data  # type: ignore[attr-defined]
+    lines = text.splitlines()
+    return Diagnostic(str(e), name, line, col, source_line=lines[line - 1] if 0 < line <= len(lines) else None)
 
 
 def with_derivatives(result: FrontendResult) -> FrontendResult:
