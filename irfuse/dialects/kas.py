@@ -100,6 +100,15 @@ def _parse_dims(parser: AttrParser, rank: int | None, name: str) -> list[int]:
     return dims
 
 
+def _parse_no_parameters(parser: AttrParser, name: str) -> list[Attribute]:
+    """A type of one word an element is written bare: `<...>` after it is refused at its place
+    (xDSL's generic parameters would otherwise be zipped with none: an internal error)."""
+    at = parser.pos
+    if parser.parse_optional_punctuation("<") is not None:
+        parser.raise_error(f"{name} takes no parameters (one word an element)", at, parser.pos)
+    return []
+
+
 @irdl_attr_definition
 class ScalarType(KasType):
     name = "kas.scalar"
@@ -108,6 +117,10 @@ class ScalarType(KasType):
     @property
     def shape(self) -> tuple[int, ...]:
         return ()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _parse_no_parameters(parser, cls.name)
 
 
 @irdl_attr_definition
@@ -121,6 +134,10 @@ class MaskType(KasType):
     @property
     def shape(self) -> tuple[int, ...]:
         return ()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return _parse_no_parameters(parser, cls.name)
 
 
 @irdl_attr_definition

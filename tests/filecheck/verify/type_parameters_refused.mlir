@@ -19,3 +19,12 @@ builtin.module {
   }
 }
 // CHECK: type_parameters_refused.mlir:18:22: error: kas.tensor dimensions must be positive, got (4, 0, 4)
+
+// -----
+// A type of one word an element takes no parameters: `<...>` after it is an error at its place.
+builtin.module {
+  kas.program @p(%A: !kas.scalar<3>) -> (B : !kas.scalar) {
+  }
+}
+// CHECK: type_parameters_refused.mlir:26:33
+// CHECK: kas.scalar takes no parameters (one word an element)
