@@ -71,19 +71,20 @@ class LocatingParser(Parser):
             yield
         except VerifyException as e:
             if getattr(e, "location", None) is None:
-                line = bisect.bisect_right(self.line_starts, start)
-                e.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset),  # type: ignore[attr-defined]
-                                            IntAttr(start - self.line_starts[line - 1] + 1))
+                e.location = self._location(start)  # type: ignore[attr-defined]
             raise
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):
-            line = bisect.bisect_right(self.line_starts, start)
-            op.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset),
-                                         IntAttr(start - self.line_starts[line - 1] + 1))
+            op.location = self._location(start)
         return op
+
+    def _location(self, start: int) -> FileLineColLoc:
+        """The file, line and column of the text's character `start`."""
+        line = bisect.bisect_right(self.line_starts, start)
+        return FileLineColLoc(self.file, IntAttr(line + self.line_offset), IntAttr(start - self.line_starts[line - 1] + 1))
 
 
 def parse_module(text: str, name: str = "<plan>", implicit_module: bool = True) -> ModuleOp:

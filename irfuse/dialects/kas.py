@@ -91,6 +91,16 @@ class KasType(ParametrizedAttribute, TypeAttribute):
         if any(d < 1 for d in self.shape):
             raise VerifyException(f"{self.name} dimensions must be positive, got {self.shape}")
 
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        """A type of one word an element (scalar, mask) is written bare: `<...>` after it is
+        refused at its place (xDSL's generic parameters would be zipped with none: an internal
+        error). The types with a shape parse their dimensions instead."""
+        at = parser.pos
+        if parser.parse_optional_punctuation("<") is not None:
+            parser.raise_error(f"{cls.name} takes no parameters (one word an element)", at, parser.pos)
+        return []
+
 
 def _parse_dims(parser: AttrParser, rank: int | None, name: str) -> list[int]:
     with parser.in_angle_brackets():
@@ -98,15 +108,6 @@ def _parse_dims(parser: AttrParser, rank: int | None, name: str) -> list[int]:
     if rank is not None and len(dims) != rank:
         parser.raise_error(f"{name} expects {rank} dimension(s), got {len(dims)}")
     return dims
-
-
-def _parse_no_parameters(parser: AttrParser, name: str) -> list[Attribute]:
-    """A type of one word an element is written bare: `<...>` after it is refused at its place
-    (xDSL's generic parameters would otherwise be zipped with none: an internal error)."""
-    at = parser.pos
-    if parser.parse_optional_punctuation("<") is not None:
-        parser.raise_error(f"{name} takes no parameters (one word an element)", at, parser.pos)
-    return []
 
 
 @irdl_attr_definition
@@ -117,10 +118,6 @@ class ScalarType(KasType):
     @property
     def shape(self) -> tuple[int, ...]:
         return ()
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        return _parse_no_parameters(parser, cls.name)
 
 
 @irdl_attr_definition
@@ -134,10 +131,6 @@ class MaskType(KasType):
     @property
     def shape(self) -> tuple[int, ...]:
         return ()
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        return _parse_no_parameters(parser, cls.name)
 
 
 @irdl_attr_definition

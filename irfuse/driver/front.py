@@ -55,11 +55,11 @@ def kas_module(text: str, name: str) -> ModuleOp:
         module = parse_module(text, name)
     except ParseError as e:
         where = e.span.get_location()
-        lines = text.splitlines()
-        raise CompileError(Diagnostic(e.msg, name, where.line, where.col, source_line=lines[where.line - 1]
-                                      if 0 < where.line <= len(lines) else None)) from None
+        raise CompileError(_at(e.msg, name, text, where.line, where.col)) from None
     except VerifyException as e:  # (a type or attribute refused as it was parsed: located by the parser)
-        raise CompileError(_at(e, name, text)) from None
+        where = location_of(e)
+        raise CompileError(Diagnostic(str(e), name) if where is None else _at(
+            str(e), name, text, where.line.data, where.column.data)) from None  # type: ignore[attr-defined]
     try:
         module.verify()
     except (ValueError, VerifyException) as e:
@@ -76,16 +76,10 @@ def kas_module(text: str, name: str) -> ModuleOp:
     return module
 
 
-def _at(e: Exception, name: str, text: str) -> Diagnostic:
-    """The diagnostic of an error the parser located (`LocatingParser`) in IR text `name`."""
-    from irfuse.dialects.located import location_of
-
-    where = location_of(e)
-    if where is None:
-        return Diagnostic(str(e), name)
-    line, col = where.line.data, where.column.data  # type: ignore[attr-defined]
+def _at(message: str, name: str, text: str, line: int, col: int) -> Diagnostic:
+    """A diagnostic at `line`, `col` of IR text `name`, with that line of the text."""
     lines = text.splitlines()
-    return Diagnostic(str(e), name, line, col, source_line=lines[line - 1] if 0 < line <= len(lines) else None)
+    return Diagnostic(message, name, line, col, source_line=lines[line - 1] if 0 < line <= len(lines) else None)
 
 
 def with_derivatives(result: FrontendResult) -> FrontendResult:
