@@ -51,6 +51,14 @@ def read_manifest(directory: str, expected: int, key: str, kind: str = "", files
     return manifest
 
 
+def write_manifest(directory: str, manifest: dict, files: tuple[str, ...] = PLAN_FILES) -> None:
+    """Writes `manifest.json` with the digest `read_manifest` checks (`plan_digest`), after
+    the directory's `files` are written."""
+    manifest["digest"] = plan_digest(directory, manifest, files)
+    with open(os.path.join(directory, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
 def plan_digest(directory: str, manifest: dict, files: tuple[str, ...] = PLAN_FILES) -> str:
     """The digest a plan directory's manifest carries: of the manifest without it (keys
     sorted) and of each of `files`, by name, as present or absent."""
@@ -195,9 +203,7 @@ class Artifact:
                 os.unlink(path)
         if self.cubin is None and os.path.exists(os.path.join(directory, "kernels.cubin")):
             os.unlink(os.path.join(directory, "kernels.cubin"))
-        manifest["digest"] = plan_digest(directory, manifest)
-        with open(os.path.join(directory, "manifest.json"), "w") as f:
-            json.dump(manifest, f, indent=2)
+        write_manifest(directory, manifest)
         written.append("manifest.json")
         return written
 

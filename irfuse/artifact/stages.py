@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 
-from irfuse.artifact.artifact import Artifact, plan_digest, read_manifest
+from irfuse.artifact.artifact import Artifact, read_manifest, write_manifest
 from irfuse.artifact.records import record
 from irfuse.diagnostics import Diagnostic, UsageError
 
@@ -117,9 +117,7 @@ class StagedArtifact:
         elif os.path.exists(reference):
             os.unlink(reference)
         manifest = self.manifest()
-        manifest["digest"] = plan_digest(directory, manifest, STAGED_FILES)
-        with open(os.path.join(directory, "manifest.json"), "w") as f:
-            json.dump(manifest, f, indent=2)
+        write_manifest(directory, manifest, STAGED_FILES)
         written.append("manifest.json")
         return written
 
