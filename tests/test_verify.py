@@ -141,6 +141,26 @@ def test_an_intermediate_overflow_of_the_run_precision_is_not_a_wrong_kernel():
 
 
 
+def test_an_overflow_whose_honest_evaluation_came_back_within_the_range_is_not_judged():
+    """float64 beyond float32's range, float32's honest evaluation finite and small (an
+    intermediate overflowed and was absorbed on the way; benchmarks/fuzz.py, random program
+    seed 180147): the kernel's value is not judged there, the entry counted as an overflow.
+    Where the honest evaluation is the overflow itself, a finite kernel value is still wrong,
+    and so is a wrong value in range beside it."""
+    want = np.array([4.580978438939684e38, 2.0, 3.0])
+    run = np.array([-38918.3, 2.0, 3.0], dtype=np.float32)
+    for g0 in (-38918.3, 7.0, np.inf):
+        got = np.array([g0, 2.0, 3.0], dtype=np.float32)
+        c = check_output("v", got, want, "f32", run)
+        assert c.ok and c.status == "overflow" and c.overflow == 1, g0
+    got = np.array([-38918.3, 2.5, 3.0], dtype=np.float32)
+    assert not check_output("v", got, want, "f32", run).ok
+    run[0] = np.inf
+    got = np.array([-38918.3, 2.0, 3.0], dtype=np.float32)
+    bad = check_output("v", got, want, "f32", run)
+    assert not bad.ok and bad.first_bad == (0,)
+
+
 def test_nan_where_float64_ran_past_its_range_and_the_run_precision_met_inf_minus_inf():
     """A matrix squared again and again in a loop (benchmarks/fuzz.py, random program seed 5287):
     float64 ends at an infinity where float32, past its range long before, meets inf - inf and
