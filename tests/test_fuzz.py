@@ -274,6 +274,18 @@ def test_shrunk_findings_stay_fixed(path):
     assert check_top_plans_on_cpu(path, 3, "f32", 97) >= 1
 
 
+def test_an_overflow_absorbed_on_the_way_is_not_a_mismatch():
+    """The finding of random program seed 180147 with the budget it was found on (float32,
+    37 elements, its seed's inputs): an output whose float64 value is beyond float32's range,
+    where float32's honest evaluation and the kernel both overflow an intermediate and come
+    back to a small finite value (`verification.verify`); reported a mismatch before."""
+    from irfuse.testing.differential import Budget, check_source
+
+    src = open(os.path.join(ROOT, "tests", "regressions", "random_seed180147_mismatch.kas")).read()
+    outcome = check_source(src, Budget(top=2, dtype="f32", n=37, seed=180147))
+    assert outcome.ok and outcome.plans == 2, outcome.detail
+
+
 def test_shrink_keeps_only_what_the_failure_needs():
     """A stand-in fault (an `mmul33` that reads the result of an `mtrans33`) planted in a random
     program of 14 statements: the shrinker must end at exactly the two statements that show it."""
