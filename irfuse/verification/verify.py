@@ -159,7 +159,9 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
     # An overflowing entry may be the infinity of its sign (what the run's type can say) or the
     # largest finite value of that sign; anything else there is wrong.
     with np.errstate(invalid="ignore"):
-        overflow_ok = (np.sign(g) == np.sign(w)) & (np.isinf(g) | (np.abs(g) >= limit * (1 - 1e-6)))
+        g_saturated = np.isinf(g) | (np.abs(g) >= limit * (1 - 1e-6))
+        r_saturated = np.isinf(r) | (np.abs(r) >= limit * (1 - 1e-6))
+    overflow_ok = (np.sign(g) == np.sign(w)) & g_saturated
     # Where the honest evaluation itself is NaN (inf - inf on the way), so may the kernel be.
     overflow_ok |= honest_fails & np.isnan(g) & np.isnan(r)
     # Where it is a finite value within the range (an intermediate overflowed and was absorbed
@@ -167,8 +169,7 @@ def _judged(name: str, got: np.ndarray, want: np.ndarray, dtype: str, want_run: 
     # entry: any evaluation in another order may land elsewhere. Not judged (benchmarks/fuzz.py,
     # random program seed 180147: float64 4.6e38, float32's honest evaluation and the kernel
     # both -38918.3).
-    with np.errstate(invalid="ignore"):
-        overflow_ok |= overflow & np.isfinite(r) & (np.abs(r) < limit * (1 - 1e-6))
+    overflow_ok |= overflow & np.isfinite(r) & ~r_saturated
     # Likewise where float64 itself ran past its range (an infinity), the run's precision
     # having met inf - inf on the way there.
     if run_known:
