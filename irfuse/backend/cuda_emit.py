@@ -268,16 +268,19 @@ def c_literal(number: float) -> str:
 STAGED_ORDER_LIMIT = fuse.MAX_SHARED_BYTES_PER_BLOCK
 
 
-def partial_sum(at: Callable[[str], str], dst: str, row: int) -> list[str]:
+def partial_sum(at: Callable[[str], str], dst: str, row: int,
+                slot: Callable[[str], str] = lambda q: f"irf_b + irf_m[{q}]") -> list[str]:
     """The statements adding partial `irf_p` of a scatter's rows and writing it to `dst`: the
-    rows of its slots (group-local `irf_m[irf_m0]` to `irf_m[irf_m1 - 1]`, the group's first
-    slot `irf_b`) in slot order from its first row, `at(slot)` word `irf_c` of a slot's row:
-    the one order the GPU kernel and the CPU loop both add in."""
+    rows of its slots (members `irf_m0` to `irf_m1 - 1`, `slot(q)` the q-th one's slot: by
+    default group-local `irf_m[q]` past the group's first slot `irf_b`) in slot order from
+    its first row, `at(slot)` word `irf_c` of a slot's row: the one order the GPU kernel and
+    the CPU loop both add in. (The GPU's staged order gives `slot` a member's row's place in
+    shared memory and `at` reads there.)"""
     each = f"for (int irf_c = 0; irf_c < {row}; ++irf_c)"
     return [f"real_t irf_acc[{row}];",
-            f"{each} irf_acc[irf_c] = {at('irf_b + irf_m[irf_m0]')};",
+            f"{each} irf_acc[irf_c] = {at(slot('irf_m0'))};",
             "for (int irf_q = irf_m0 + 1; irf_q < irf_m1; ++irf_q) {",
-            f"  {each} irf_acc[irf_c] += {at('irf_b + irf_m[irf_q]')};",
+            f"  {each} irf_acc[irf_c] += {at(slot('irf_q'))};",
             "}",
             f"{each} {dst}[irf_p * {row} + irf_c] = irf_acc[irf_c];"]
 
@@ -945,22 +948,32 @@ class KernelEmitter:
             # Read where they are: the planned barriers order the value's producers before this
             # store (which reads it with any thread), as for a reduction.
             span = place.pitch.data or size
-            at = lambda s: f"smem[{place.offset.data} + ({s}) / {k} * {span} + ({s}) % {k} * {row} + irf_c]"  # noqa: E731
+            rows_at, rows_words = f"smem + {place.offset.data}", self.by * span
+            word = lambda s: f"({s}) / {k} * {span} + ({s}) % {k} * {row}"  # noqa: E731
             whole = f"smem[{place.offset.data} + irf_i / {size} * {span} + irf_i % {size}]"
         else:
             stage = f"irf_sct{j}"
             self.block_arrays.append((stage, self.by * size))
-            at = lambda s: f"{stage}[({s}) * {row} + irf_c]"  # noqa: E731
+            rows_at, rows_words = stage, self.by * size
+            word = lambda s: f"({s}) * {row}"  # noqa: E731
             whole = f"{stage}[irf_i]"
+        at = lambda s: f"({rows_at})[{word(s)} + irf_c]"  # noqa: E731  (slot s's row, word irf_c)
         per_group, bases, members = group * k, f"irf_bases{j}", f"irf_members{j}"
-        # The block's stretch of the scatter order (its groups' partial bases, its slots'
-        # members, its partials' firsts) staged in shared memory first, read coalesced and
-        # once: read where it lies, each partial's run is two dependent global loads, which
-        # at a tangent's occupancy left the threads waiting most of the kernel. Where the
-        # staging would not fit a block beside the rest, the order is read where it lies.
+        # The block's stretch of the scatter order (its groups' partial bases, its partials'
+        # firsts, and for each member the place of its slot's row among the block's rows)
+        # staged in shared memory first, read coalesced and once: read where it lies, each
+        # partial's run is two dependent global loads, which at a tangent's occupancy left the
+        # threads waiting most of the kernel. A member's row's place is found while staging,
+        # each by one thread, not in the partials' loop: there a warp runs as many members as
+        # its longest partial has, and the place's arithmetic was half its instructions (the P1
+        # residual on 12.6 M tets, Nsight Compute: 36% of the element kernel's warp
+        # instructions in that loop). Where the staging would not fit a block beside the
+        # rest, the order is read where it lies.
         order = f"irf_ord{j}"
         slot = slot_ctype(k)  # (a slot's number in its group: one byte, or two past 256 slots a group)
-        order_words = -(-(4 * (self.by // group + 2) + 2 * slot_bytes(k) * self.by * k) // self.itemsize)
+        place_t, place_bytes = ("unsigned short", 2) if rows_words <= 1 << 16 else ("int", 4)
+        order_words = -(-(4 * (self.by // group + 2) + (place_bytes + slot_bytes(k)) * self.by * k)
+                        // self.itemsize)
         with_order = dataclasses.replace(self.info, arrays=[words for _, words in self.block_arrays] + [order_words])
         staged = with_order.total_shared_bytes(self.itemsize) <= STAGED_ORDER_LIMIT
         head = [f"    const long long irf_g0 = first / {group};",
@@ -969,15 +982,19 @@ class KernelEmitter:
         if staged:
             self.block_arrays.append((order, order_words))
             head = [f"    int* const irf_sb = (int*){order};  // the groups' first partials, from the block's first",
-                    f"    {slot}* const irf_sm = ({slot}*)(irf_sb + {self.by // group + 2});  // members",
-                    f"    {slot}* const irf_sf = irf_sm + {self.by * k};  // firsts", *head]
+                    f"    {place_t}* const irf_sm = ({place_t}*)(irf_sb + {self.by // group + 2});  "
+                    "// each member's row's place",
+                    f"    {slot}* const irf_sf = ({slot}*)(irf_sm + {self.by * k});  // firsts", *head]
+            # (a member's slot in the block: its group's first slot and its number in the group,
+            # unsigned, so that the place's divisions are shifts where K is a power of two)
+            member = f"(unsigned)(irf_i / {per_group} * {per_group}) + (unsigned){members}[first * {k} + irf_i]"
             for text in [
                     f"  if ({members} != nullptr) {{  // the block's scatter order into shared memory",
                     *head,
                     f"    for (int irf_i = tid; irf_i <= irf_groups; irf_i += {nt}) "
                     f"irf_sb[irf_i] = (int)({bases}[irf_g0 + irf_i] - irf_p0);",
                     f"    for (int irf_i = tid; irf_i < count * {k}; irf_i += {nt}) "
-                    f"irf_sm[irf_i] = {members}[first * {k} + irf_i];",
+                    f"irf_sm[irf_i] = ({place_t})({word(member)});",
                     f"    const int irf_parts = (int)({bases}[irf_g0 + irf_groups] - irf_p0);",
                     f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) "
                     f"irf_sf[irf_i] = irf_firsts{j}[irf_p0 + irf_i];",
@@ -988,6 +1005,9 @@ class KernelEmitter:
             return f"irf_sb[{g}]" if staged else f"(int)({bases}[irf_g0 + {g}] - irf_p0)"
         group_members = (f"irf_sm + irf_g * {per_group}" if staged else
                          f"{members} + (irf_g0 + irf_g) * {per_group}")
+        members_of = place_t if staged else slot  # (staged: the members' rows' places)
+        summed = (partial_sum(lambda w: f"({rows_at})[{w} + irf_c]", dst, row, lambda q: f"irf_m[{q}]") if staged
+                  else partial_sum(at, dst, row))
         first_of = "irf_sf[{}]" if staged else f"irf_firsts{j}[irf_p0 + {{}}]"
         if not place.is_shared:  # (the rows staged too, before the same barrier)
             self.line(self.per_thread(op.value, lambda index, r, w: f"irf_sct{j}[{index}] = {r}[{w}];", None))
@@ -1014,11 +1034,11 @@ class KernelEmitter:
                 f"    for (int irf_i = tid; irf_i < irf_parts; irf_i += {nt}) {{",
                 "      const long long irf_p = irf_p0 + irf_i;",
                 f"      while (irf_g + 1 < irf_groups && {base('irf_g + 1')} <= irf_i) ++irf_g;",
-                f"      const {slot}* const irf_m = {group_members};",
+                f"      const {members_of}* const irf_m = {group_members};",
                 f"      const int irf_b = irf_g * {per_group}, irf_m0 = {first_of.format('irf_i')};",
                 f"      const int irf_m1 = irf_i + 1 < {base('irf_g + 1')} ? {first_of.format('irf_i + 1')} : "
                 f"count * {k} - irf_b < {per_group} ? count * {k} - irf_b : {per_group};",
-                *("      " + line for line in partial_sum(at, dst, row)),
+                *("      " + line for line in summed),
                 "    }",
                 "  }"]:
             self.line(text)
