@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The members' row places staged once (cuda_emit.emit_scatter_rows) against the head before it
+# The tree (here: the members' row places staged once, cuda_emit.emit_scatter_rows) against the head before it
 # (its irfuse/ in build/head, by PYTHONPATH), alternating twice, on 12,582,912 Morton-ordered
 # tets; then Nsight Compute's count of the P1 residual's element kernel with the change. Run from
 # the repository's root on a GPU.

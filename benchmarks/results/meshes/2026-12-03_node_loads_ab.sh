@@ -1,16 +1,6 @@
 #!/usr/bin/env bash
-# An element's node numbers read once by 16-byte loads for its gathers (cuda_emit.node_numbers)
-# against the head before it (its irfuse/ in build/head, by PYTHONPATH), alternating twice, on
-# 12,582,912 Morton-ordered tets (the probe of 2026-12-03_member_places_ab.py); then Nsight
-# Compute's count of the P1 residual's element kernel with the change. Run from the repository's
-# root on a GPU.
-set -u
-probe=benchmarks/results/meshes/2026-12-03_member_places_ab.py
-for run in 1 2; do
-  echo "== before, run $run"; PYTHONPATH=build/head python3 $probe 128
-  echo "== after, run $run"; python3 $probe 128
-done
-ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-"$ncu" -k regex:p1_residual_k0 --launch-skip 1 --launch-count 1 --metrics \
-  gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_issued.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
-  python3 benchmarks/results/meshes/2026-12-03_residual_banks_probe.py 128 2>&1 | grep -E "^\s+(gpu__|smsp__|sm__|l1tex__)"
+# An element's node numbers read once by 16-byte loads for its gathers (the patch
+# 2026-12-03_node_loads.patch applied to the tree) against the head before it (its irfuse/ in
+# build/head, by PYTHONPATH): the same A/B and Nsight Compute count as
+# 2026-12-03_member_places_ab.sh, which it runs. From the repository's root on a GPU.
+exec bash "$(dirname "$0")/2026-12-03_member_places_ab.sh"
