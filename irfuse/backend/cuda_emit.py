@@ -266,6 +266,7 @@ def c_literal(number: float) -> str:
 # Bytes of shared memory a block may take with its scatter order staged (`emit_scatter_rows`):
 # a block's most; above it the order is read from global memory where it lies (tests lower it).
 STAGED_ORDER_LIMIT = fuse.MAX_SHARED_BYTES_PER_BLOCK
+assert STAGED_ORDER_LIMIT < 4 << 16  # (so a staged member's row place, in words, fits 16 bits)
 
 
 def partial_sum(at: Callable[[str], str], dst: str, row: int,
@@ -948,13 +949,13 @@ class KernelEmitter:
             # Read where they are: the planned barriers order the value's producers before this
             # store (which reads it with any thread), as for a reduction.
             span = place.pitch.data or size
-            rows_at, rows_words = f"smem + {place.offset.data}", self.by * span
+            rows_at = f"smem + {place.offset.data}"
             word = lambda s: f"({s}) / {k} * {span} + ({s}) % {k} * {row}"  # noqa: E731
             whole = f"smem[{place.offset.data} + irf_i / {size} * {span} + irf_i % {size}]"
         else:
             stage = f"irf_sct{j}"
             self.block_arrays.append((stage, self.by * size))
-            rows_at, rows_words = stage, self.by * size
+            rows_at = stage
             word = lambda s: f"({s}) * {row}"  # noqa: E731
             whole = f"{stage}[irf_i]"
         at = lambda s: f"({rows_at})[{word(s)} + irf_c]"  # noqa: E731  (slot s's row, word irf_c)
@@ -971,7 +972,9 @@ class KernelEmitter:
         # rest, the order is read where it lies.
         order = f"irf_ord{j}"
         slot = slot_ctype(k)  # (a slot's number in its group: one byte, or two past 256 slots a group)
-        place_t, place_bytes = ("unsigned short", 2) if rows_words <= 1 << 16 else ("int", 4)
+        # (a member's row's place in 16 bits: staged, the order and the rows lie in the block's
+        # shared memory, at most `STAGED_ORDER_LIMIT` bytes, fewer than 65,536 words)
+        place_t, place_bytes = "unsigned short", 2
         order_words = -(-(4 * (self.by // group + 2) + (place_bytes + slot_bytes(k)) * self.by * k)
                         // self.itemsize)
         with_order = dataclasses.replace(self.info, arrays=[words for _, words in self.block_arrays] + [order_words])
