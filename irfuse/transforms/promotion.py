@@ -102,6 +102,24 @@ def _stores_cheaper(model: KernelModel, v, producer: MOp, uses: list[tuple[MOp, 
     return direct < words + 2 * lines + len(uses) * words  # (a tie stays staged: the copy's stores are whole lines)
 
 
+def _read_at_once(model: KernelModel, producer: MOp, uses: list[tuple[MOp, int]]) -> bool:
+    """Whether every call reading the producer's result runs right after it, one after
+    another, no other call between them. Such a value, read whole by one of them and in part by
+    another, may go to registers (`reads_within`): held only while its readers run, it is live
+    across no other call's registers. The P1 strain (`eps = sym(H)`, read on its diagonal by
+    `trace` and whole by `scale` right after) was staged in shared memory, nine stores and
+    twelve loads an element: in registers the P1 residual over 12.6 M Morton tets took 0.484 /
+    0.487 ms against 0.495 / 0.494 on an H200, the same bits (benchmarks/NOTES.md, Meshes,
+    2026-12-03). A value read again later stays where the rule above puts it: held across the
+    calls between, Neo-Hookean's F^T F (read by `inv`, then by `trace` seven calls later) made
+    its kernel spill."""
+    calls = model.calls()
+    at = {id(op): k for k, op in enumerate(calls)}
+    start = at[id(producer)]
+    readers = sorted({at[id(op)] for op, _ in uses})
+    return bool(readers) and readers == list(range(start + 1, start + 1 + len(readers)))
+
+
 def literal_made(model: KernelModel) -> set[int]:
     """The values made by calls from literals alone (`MValue.literal` inputs, and what calls
     make of them, reading no other operand's entries: `zeros` of any value reads none): the
@@ -170,8 +188,9 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
         fits = compatible_fast
         if vid in literal:
             fits = reads_within  # (held whole, folded: see `literal_made`)
-        elif ref is producers.get(vid) and set().union(*(cons.impl.operand_aps[k].relative()  # type: ignore[union-attr]
-                                                        for cons, k in uses)) < ap.relative():
+        elif ref is producers.get(vid) and (set().union(*(cons.impl.operand_aps[k].relative()  # type: ignore[union-attr]
+                                                         for cons, k in uses)) < ap.relative()
+                                            or _read_at_once(out, ref, uses)):
             fits = reads_within
         ok = not ap.noreg and ap.words() <= REGISTER_WORDS and all(  # (the words a thread would hold)
             cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]

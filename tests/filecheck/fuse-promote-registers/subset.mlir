@@ -3,9 +3,10 @@
 // A call's result holds all its words in its threads' registers. Where its readers together
 // take only some of them, at the same start, it may stay there (the others are then never
 // computed): %c, one thread an element, is read on its diagonal by trace_3x3 only. %d is read
-// whole by msub33 and on its diagonal by trace_3x3: whole values are promoted only where every
-// reader takes them whole (live in registers until the last reader, they can push a kernel
-// past its registers), so it stays shared. A loaded value holds only the words of its first
+// whole by msub33 and on its diagonal by trace_3x3, with another call between them: whole values
+// are promoted only where every reader takes them whole, or where their readers run one after
+// another right after them (`read_at_once.mlir`; live in registers across other calls until the
+// last reader, they can push a kernel past its registers), so it stays shared. A loaded value holds only the words of its first
 // reader's pattern: %a, read first on its diagonal and then whole, stays shared even with
 // inputs=true; %b, read whole first, too.
 builtin.module {
@@ -18,8 +19,8 @@ builtin.module {
     %t = fuse.call @trace_3x3[elem](%c) into shared[224] : (!kas.matrix<3x3>) -> !kas.scalar
     %d = fuse.call @mtmul_3x3_3x3[elem](%b, %a) into shared[312] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
     %e = fuse.call @trace_3x3[elem](%d) into shared[384] : (!kas.matrix<3x3>) -> !kas.scalar
-    %o = fuse.call @msub33[elem](%d, %b) into shared[232] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
     %u = fuse.call @trace_3x3[elem](%b) into shared[304] : (!kas.matrix<3x3>) -> !kas.scalar
+    %o = fuse.call @msub33[elem](%d, %b) into shared[232] : (!kas.matrix<3x3>, !kas.matrix<3x3>) -> !kas.matrix<3x3>
     fuse.barrier
     fuse.store %s to %S : !kas.scalar
     fuse.store %t to %T : !kas.scalar
