@@ -2,8 +2,9 @@
 8-byte and one 4-byte load a row instead of three 4-byte loads (float32; the 8-byte load at the
 row's first word where the node's number is even, at its second where it is odd), the emitted
 CUDA rewritten at NVRTC. The same words are loaded, so the outputs' bits must not move.
-Variants: `orig` as emitted, `pairs` the rewrite. Run with IRFUSE_EXP_PARTIAL=1 in the
-environment to try the tree's experiment of values read in part held in registers.
+Variants: `orig` as emitted, `pairs` the rewrite. (When it was run, IRFUSE_EXP_PARTIAL=1 in
+the environment switched on, in that package, the values read in part held in registers that
+landed as `promotion._read_at_once`; the switch is not in the package.)
 
     python PROBE.py CUBES VARIANT   (from the repository's root, on a GPU)"""
 import hashlib
