@@ -102,22 +102,21 @@ def _stores_cheaper(model: KernelModel, v, producer: MOp, uses: list[tuple[MOp, 
     return direct < words + 2 * lines + len(uses) * words  # (a tie stays staged: the copy's stores are whole lines)
 
 
-def _read_at_once(model: KernelModel, producer: MOp, uses: list[tuple[MOp, int]]) -> bool:
+def _read_at_once(place: dict[int, int], producer: MOp, uses: list[tuple[MOp, int]]) -> bool:
     """Whether every call reading the producer's result runs right after it, one after
-    another, no other call between them. Such a value, read whole by one of them and in part by
-    another, may go to registers (`reads_within`): held only while its readers run, it is live
-    across no other call's registers. The P1 strain (`eps = sym(H)`, read on its diagonal by
-    `trace` and whole by `scale` right after) was staged in shared memory, nine stores and
-    twelve loads an element: in registers the P1 residual over 12.6 M Morton tets took 0.484 /
-    0.487 ms against 0.495 / 0.494 on an H200, the same bits (benchmarks/NOTES.md, Meshes,
-    2026-12-03). A value read again later stays where the rule above puts it: held across the
-    calls between, Neo-Hookean's F^T F (read by `inv`, then by `trace` seven calls later) made
-    its kernel spill."""
-    calls = model.calls()
-    at = {id(op): k for k, op in enumerate(calls)}
-    start = at[id(producer)]
-    readers = sorted({at[id(op)] for op, _ in uses})
-    return bool(readers) and readers == list(range(start + 1, start + 1 + len(readers)))
+    another, no other call between them (`place`: each call's place among the kernel's calls,
+    by `id`). Such a value, read whole by one of them and in part by another, may go to
+    registers (`reads_within`): held only while its readers run, it is live across no other
+    call's registers. The P1 strain (`eps = sym(H)`, read on its diagonal by `trace` and whole
+    by `scale` right after) was staged in shared memory, nine stores and twelve loads an
+    element: in registers the P1 residual over 12.6 M Morton tets took 0.484 / 0.487 ms against
+    0.495 / 0.494 on an H200, the same bits (benchmarks/NOTES.md, Meshes, 2026-12-03 (late
+    night)). A value read again later stays out of registers: held across the calls between,
+    Neo-Hookean's F^T F (read by `inv`, then by `trace` seven calls later) made its kernel
+    spill."""
+    first = place[id(producer)] + 1
+    readers = sorted({place[id(op)] for op, _ in uses})
+    return bool(readers) and readers == list(range(first, first + len(readers)))
 
 
 def literal_made(model: KernelModel) -> set[int]:
@@ -160,6 +159,7 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
     stored = {op.value for op in out.ops if op.kind == OpKind.STORE}
     consumers = _consumers(out)
     literal = literal_made(out)
+    place = {id(op): k for k, op in enumerate(out.calls())}  # (for `_read_at_once`)
     for vid, v in out.values.items():
         if v.uniform:
             continue  # the block's copy of a uniform input: read where it is
@@ -184,13 +184,14 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
         # computed in registers, so it goes there if each reader takes some of its thread's
         # words (`reads_within`); read whole by one, every reader must read it whole, as before
         # (a value read whole stays live in registers until its last reader: neo_hookean's
-        # F^T F, read by inv and trace, pushed its kernel past 64 registers).
+        # F^T F, read by inv and trace, pushed its kernel past 64 registers), unless its
+        # readers are the calls right after it (`_read_at_once`).
         fits = compatible_fast
         if vid in literal:
             fits = reads_within  # (held whole, folded: see `literal_made`)
         elif ref is producers.get(vid) and (set().union(*(cons.impl.operand_aps[k].relative()  # type: ignore[union-attr]
                                                          for cons, k in uses)) < ap.relative()
-                                            or _read_at_once(out, ref, uses)):
+                                            or _read_at_once(place, ref, uses)):
             fits = reads_within
         ok = not ap.noreg and ap.words() <= REGISTER_WORDS and all(  # (the words a thread would hold)
             cons.impl.bx == bx and cons.remap == ref.remap  # type: ignore[union-attr]
