@@ -324,8 +324,10 @@ def test_the_scatter_order_gives_each_partial_its_groups_slots_of_a_node(k):
     """`inverse_connectivity` as the element kernel and the scatter kernel read it: partial p
     of group g (bases[g] <= p < bases[g + 1]) adds the rows of its members, from firsts[p] to
     the next partial's first (or the group's end), which are the group's slots of one node in
-    ascending order; every slot is some partial's once; each node lists its partials in
-    ascending order, and adding them gives `scatter_add`'s bits (as both kernels do). An
+    ascending order; a group's partials are numbered longest first, equal lengths in the order
+    of their first slots (so that the element kernel's warps hold partials of like lengths);
+    every slot is some partial's once; each node lists its partials in ascending order, and
+    adding them gives `scatter_add`'s bits (as both kernels do). An
     element of more than 256 nodes (343, 729: hexahedra of order 6 and 8) is a group of its
     own, its slots numbered in two bytes."""
     from irfuse.artifact.scatter_groups import group_elements
@@ -345,9 +347,11 @@ def test_the_scatter_order_gives_each_partial_its_groups_slots_of_a_node(k):
     flat, seen = conn.ravel(), []
     for g in range(len(inverse.bases) - 1):
         first, slots = g * per_group, min(per_group, conn.size - g * per_group)
+        ranks = []  # (-length, first slot) of the group's partials in their order
         for p in range(inverse.bases[g], inverse.bases[g + 1]):
             end = int(inverse.firsts[p + 1]) if p + 1 < inverse.bases[g + 1] else slots
             mine = [first + int(m) for m in inverse.members[first + int(inverse.firsts[p]):first + end]]
+            ranks.append((-len(mine), mine[0]))
             assert len(mine) and (np.diff(mine) > 0).all() and (flat[mine] == flat[mine[0]]).all()
             assert mine[0] == min(q for q in range(first, first + slots) if flat[q] == flat[mine[0]])
             acc = rows[mine[0]].copy()
@@ -355,6 +359,7 @@ def test_the_scatter_order_gives_each_partial_its_groups_slots_of_a_node(k):
                 acc += rows[q]
             partials[p], node_of[p] = acc, flat[mine[0]]
             seen += mine
+        assert ranks == sorted(ranks)
     assert sorted(seen) == list(range(conn.size)) and inverse.bases[-1] == len(inverse.partials)
     out = np.zeros((nodes, 2), np.float32)
     for n in range(nodes):

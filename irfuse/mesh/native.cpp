@@ -5,12 +5,13 @@
 //
 // The scatter order (irfuse.mesh.ScatterInverse):
 // Within a group of `per_group` slots, a partial is a node's run of slots; partials are
-// numbered group after group, within a group in the order of their first slots, which is
-// the order in which a scan of the slots meets each node first. So a scan that remembers, per
-// node, the group it was last met in and its partial there numbers them without a sort, and
-// a count per partial places each slot (ascending within its partial). The nodes' lists of
-// partials are a counting sort of the partials by node (stable: ascending within a node).
-// Linear in the entries and the nodes.
+// numbered group after group, within a group longest first, equal lengths in the order of
+// their first slots (the order in which a scan of the slots meets each node first). So a scan
+// that remembers, per node, the group it was last met in and its run there finds the runs
+// and their lengths without a sort of the slots, a stable sort of the group's few runs by
+// length numbers them, and a count per partial places each slot (ascending within its
+// partial). The nodes' lists of partials are a counting sort of the partials by node (stable:
+// ascending within a node). Linear in the entries and the nodes but for the runs' sorts.
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ extern "C" long long irf_scatter_order(const int32_t* conn, long long n, long lo
     return -1;
   }
   for (long long v = 0; v < nodes; ++v) seen[v].group = -1;
-  int32_t slot_run[256], count[256], at[256];
+  int32_t slot_run[256], count[256], at[256], run_node[256], rank[256];
   long long p = 0;
   const long long groups = (n + per_group - 1) / per_group;
   for (long long g = 0; g < groups; ++g) {
@@ -51,16 +52,25 @@ extern "C" long long irf_scatter_order(const int32_t* conn, long long n, long lo
       if (node.group != g) {
         node.group = g;
         node.partial = runs;
-        node_of[p + runs] = v;
+        run_node[runs] = v;
         count[runs] = 0;
         ++runs;
       }
       slot_run[j] = node.partial;
       ++count[node.partial];
     }
-    int offset = 0;
+    // rank[q]: the run numbered q, by insertion (stable; the runs of a mesh's group are mostly
+    // in order or of one length, and a group's few runs bound its moves)
     for (int r = 0; r < runs; ++r) {
-      firsts[p + r] = (uint8_t)offset;
+      int q = r;
+      for (; q > 0 && count[rank[q - 1]] < count[r]; --q) rank[q] = rank[q - 1];
+      rank[q] = r;
+    }
+    int offset = 0;
+    for (int q = 0; q < runs; ++q) {
+      const int r = rank[q];
+      firsts[p + q] = (uint8_t)offset;
+      node_of[p + q] = run_node[r];
       at[r] = offset;
       offset += count[r];
     }

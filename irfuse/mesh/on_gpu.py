@@ -98,21 +98,21 @@ def inverse_on_gpu(conn, nodes: int) -> tuple:
     new_run[per_group::per_group] = True  # (a group's first slot starts a run)
     run_starts = torch.nonzero(new_run).reshape(-1)
     heads = order[run_starts]  # each run's first slot
-    head = torch.zeros(n, dtype=torch.bool, device=dev)
-    head[heads] = True
-    number = torch.cumsum(head, 0) - 1  # at a head slot: its partial
-    run_partial = number[heads]
     lengths = torch.diff(run_starts, append=torch.tensor([n], **i64))
-    by_partial = torch.empty_like(run_partial)  # (the runs in partial order)
-    by_partial[run_partial] = torch.arange(len(run_partial), **i64)
+    group = heads // per_group
+    # (partials group by group, a group's longest first, equal lengths by their first slots)
+    key = (group * (per_group + 1) + (per_group - lengths)) * per_group + heads % per_group
+    by_partial = torch.argsort(key)  # the runs in partial order (the keys are distinct)
+    run_partial = torch.empty_like(by_partial)
+    run_partial[by_partial] = torch.arange(len(by_partial), **i64)
     begins = torch.zeros(len(heads) + 1, **i64)  # where each partial's slots start
     begins[1:] = torch.cumsum(lengths[by_partial], 0)
     place = torch.repeat_interleave(begins[:-1][run_partial] - run_starts, lengths)
     place += torch.arange(n, **i64)
     slots = torch.empty(n, **i64)
     slots[place] = order
-    node_of = padded[:n][head].to(torch.int64)
-    per_groups = torch.bincount(heads // per_group, minlength=groups)
+    node_of = by_node[run_starts][by_partial].to(torch.int64)
+    per_groups = torch.bincount(group, minlength=groups)
     bases = torch.zeros(groups + 1, **i64)
     bases[1:] = torch.cumsum(per_groups, 0)
     firsts = begins[:-1] % per_group

@@ -73,8 +73,9 @@ def _group_of(k: int) -> int:
 def _partials(conn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(the slots partial by partial (each partial's ascending), where each partial's slots
     start in that list, node of each partial, partials of each group): partials numbered group
-    by group, in the order of their first slots. One sort of each group's few slots (a sort of
-    the whole connectivity took longer), the rest in linear passes over 32-bit arrays."""
+    by group, within a group longest first (equal lengths in the order of their first slots:
+    `irfuse.artifact.scatter_groups`). One sort of each group's few slots (a sort of the whole
+    connectivity took longer), one of the partials' keys, the rest in linear passes."""
     n = conn.size
     per_group = _group_of(conn.shape[1]) * conn.shape[1]
     groups = -(-n // per_group)
@@ -91,21 +92,20 @@ def _partials(conn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     new_run[np.arange(per_group, n, per_group)] = True  # (a group's first slot starts a run)
     run_starts = np.flatnonzero(new_run).astype(np.int32)
     heads = order[run_starts]  # each run's first slot
-    head = np.zeros(n, dtype=bool)
-    head[heads] = True
-    number = np.cumsum(head, dtype=np.int32) - 1  # at a head slot: its partial
-    run_partial = number[heads]
     lengths = np.diff(np.append(run_starts, np.int32(n))).astype(np.int32)
+    group = heads // per_group
+    key = (group.astype(np.int64) * (per_group + 1) + (per_group - lengths)) * per_group + heads % per_group
+    by_partial = np.argsort(key).astype(np.int32)  # the runs in partial order (the keys are distinct)
+    run_partial = np.empty_like(by_partial)
+    run_partial[by_partial] = np.arange(len(by_partial), dtype=np.int32)
     begins = np.zeros(len(heads) + 1, dtype=np.int64)  # where each partial's slots start
-    by_partial = np.empty_like(run_partial)  # (the runs in partial order: run_partial's inverse)
-    by_partial[run_partial] = np.arange(len(run_partial), dtype=np.int32)
     np.cumsum(lengths[by_partial], out=begins[1:])
     place = np.repeat(begins[:-1][run_partial] - run_starts, lengths)  # run start -> partial start
     place += np.arange(n)
     slots = np.empty(n, dtype=np.int32)
     slots[place] = order
-    per_groups = np.bincount(heads // per_group, minlength=groups)
-    return slots, begins, padded[np.flatnonzero(head)], per_groups
+    per_groups = np.bincount(group, minlength=groups)
+    return slots, begins, by_node[run_starts][by_partial], per_groups
 
 
 def _inverse(conn: np.ndarray, nodes: int) -> ScatterInverse:
