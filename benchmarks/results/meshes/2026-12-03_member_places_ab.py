@@ -14,35 +14,18 @@ import tempfile
 
 os.environ["IRFUSE_CACHE_DIR"] = tempfile.mkdtemp()
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 import irfuse  # noqa: E402
-from irfuse.mesh import Connectivity, box_tetrahedra, renumber, reorder  # noqa: E402
+from mesh_probe import median_ms, morton_box  # noqa: E402 -- this folder's shared mesh and timing
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
-cubes = int(sys.argv[1])
-X, conn = box_tetrahedra(cubes)
-conn, X = renumber(conn, *reorder(conn, X, method="morton"), X)
-dN = torch.tensor([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=torch.float32).cuda()
-Xt = torch.from_numpy(X.astype(np.float32)).cuda()
-ut = torch.from_numpy((0.05 / cubes * np.random.default_rng(0).standard_normal(X.shape)).astype(np.float32)).cuda()
-prepared = Connectivity(torch.from_numpy(conn).cuda(), len(X))
-print(f"{irfuse.__file__}: {len(conn):,} tets")
+Xt, ut, prepared, dN = morton_box(int(sys.argv[1]))
+print(f"{irfuse.__file__}: {prepared.shape[0]:,} tets")
 for name in ("p1_residual", "neo_hookean_residual", "neo_hookean_energy"):
     prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", f"{name}.kas"), backend="cuda")
     call = lambda: prog(Xt, ut, prepared, dN, np.float32(1.0), np.float32(0.5))  # noqa: E731
     out = call()
     outs = out if isinstance(out, (tuple, list)) else (out,)
     digest = hashlib.sha256(b"".join(o.detach().cpu().numpy().tobytes() for o in outs)).hexdigest()[:16]
-    for _ in range(5):
-        call()
-    times = []
-    for _ in range(7):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(20):
-            call()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 20)
-    print(f"{name:24s} {np.median(times):.4f} ms (min {min(times):.4f})  outputs {digest}")
+    median, least = median_ms(call)
+    print(f"{name:24s} {median:.4f} ms (min {least:.4f})  outputs {digest}")
