@@ -3,8 +3,9 @@ helper and by the array versions (PyTorch's CPU ops, `IRFUSE_MESH_NATIVE=0`), be
 12.6 M tets in both numberings; two packages compared by `PYTHONPATH`:
 
     python PROBE.py        (from the repository's root)"""
-import os, time, sys
-import torch  # (the arrays path uses PyTorch's CPU ops where imported, as simulations.py does)
+import os
+import time
+import torch  # noqa: F401 (the arrays path uses PyTorch's CPU ops where imported, as simulations.py does)
 import irfuse
 from irfuse.mesh import Connectivity, box_tetrahedra, native
 print(irfuse.__file__)
