@@ -13,11 +13,12 @@ order of their first slots): group g's are `bases[g]` to `bases[g + 1] - 1`. The
 changes no sum (a node has one partial a group, added in group order), but the element kernel
 deals a block's partials to its threads rank by rank across its groups, and a warp runs as many
 of its partials' members as the longest has: longest first, a warp's partials are of like
-lengths (on a Morton mesh of tets, 34 warp turns a block of 128 elements instead of 55). `members` lists each group's slots partial
-by partial, each partial's in ascending order, as slots within the group (one byte each
-where a group has at most 256, else two); partial p's run of them starts at `firsts[p]`
-within its group's and ends where the next partial's starts (or at the group's end). So the
-thread of partial p reads its rows' places side by side, not one after another.
+lengths (on a Morton mesh of tets, 34 warp turns a block of 128 elements instead of 55).
+`members` lists each group's slots partial by partial, each partial's in ascending order, as
+slots within the group (one byte each where a group has at most 256, else two); partial p's run
+of them starts at `firsts[p]` within its group's and ends where the next partial's starts (or at
+the group's end). So the thread of partial p reads its rows' places side by side, not one after
+another.
 
 An element of more than `GROUP_SLOTS` nodes (a hexahedron of order 6 to 9: 343 to 1,000) is a
 group of its own, its slots numbered in two bytes (`slot_bytes`); up to `ELEMENT_SLOTS` nodes.

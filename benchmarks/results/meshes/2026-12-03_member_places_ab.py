@@ -7,25 +7,15 @@ outputs' bytes, so that two packages (one by `PYTHONPATH`) can be compared call 
 for bit:
 
     python PROBE.py CUBES        (from the repository's root, on a GPU)"""
-import hashlib
 import os
 import sys
 import tempfile
 
 os.environ["IRFUSE_CACHE_DIR"] = tempfile.mkdtemp()
-import numpy as np  # noqa: E402
-
 import irfuse  # noqa: E402
-from mesh_probe import median_ms, morton_box  # noqa: E402 -- this folder's shared mesh and timing
+from mesh_probe import mesh_examples, morton_box  # noqa: E402 -- this folder's shared mesh and timing
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
-Xt, ut, prepared, dN = morton_box(int(sys.argv[1]))
-print(f"{irfuse.__file__}: {prepared.shape[0]:,} tets")
-for name in ("p1_residual", "neo_hookean_residual", "neo_hookean_energy"):
-    prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", f"{name}.kas"), backend="cuda")
-    call = lambda: prog(Xt, ut, prepared, dN, np.float32(1.0), np.float32(0.5))  # noqa: E731
-    out = call()
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    digest = hashlib.sha256(b"".join(o.detach().cpu().numpy().tobytes() for o in outs)).hexdigest()[:16]
-    median, least = median_ms(call)
+box = morton_box(int(sys.argv[1]))
+print(f"{irfuse.__file__}: {box[2].shape[0]:,} tets")
+for name, median, least, digest in mesh_examples(box):
     print(f"{name:24s} {median:.4f} ms (min {least:.4f})  outputs {digest}")

@@ -7,20 +7,16 @@ the environment switched on, in that package, the values read in part held in re
 landed as `promotion._read_at_once`; the switch is not in the package.)
 
     python PROBE.py CUBES VARIANT   (from the repository's root, on a GPU)"""
-import hashlib
 import os
 import re
 import sys
 import tempfile
 
 os.environ["IRFUSE_CACHE_DIR"] = tempfile.mkdtemp()
-import numpy as np  # noqa: E402
 
-import irfuse  # noqa: E402
 from irfuse.backend import nvrtc  # noqa: E402
-from mesh_probe import median_ms, morton_box  # noqa: E402 -- this folder's shared mesh and timing
+from mesh_probe import mesh_examples, morton_box  # noqa: E402 -- this folder's shared mesh and timing
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 cubes, variant = int(sys.argv[1]), sys.argv[2]
 real = nvrtc._compile_once
 WORD = re.compile(r"(v_\w+)\[(\d+)\] = (g_\w+)\[\(long long\)(g_\w+)\[\(first \+ ty\) \* (\d+) \+ "
@@ -56,14 +52,8 @@ def patched(source, arch, opts):
 
 
 nvrtc._compile_once = patched
-Xt, ut, prepared, dN = morton_box(cubes)
-print(f"{variant} partial={os.environ.get('IRFUSE_EXP_PARTIAL', '')}: {prepared.shape[0]:,} tets")
-for name in ("p1_residual", "neo_hookean_residual", "neo_hookean_energy"):
-    prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", f"{name}.kas"), backend="cuda")
-    call = lambda: prog(Xt, ut, prepared, dN, np.float32(1.0), np.float32(0.5))  # noqa: E731
-    out = call()
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    digest = hashlib.sha256(b"".join(o.detach().cpu().numpy().tobytes() for o in outs)).hexdigest()[:16]
-    median, least = median_ms(call)
+box = morton_box(cubes)
+print(f"{variant} partial={os.environ.get('IRFUSE_EXP_PARTIAL', '')}: {box[2].shape[0]:,} tets")
+for name, median, least, digest in mesh_examples(box):
     print(f"{name:24s} {median:.4f} ms (min {least:.4f})  outputs {digest}  rows rewritten {rewritten}")
     rewritten.clear()

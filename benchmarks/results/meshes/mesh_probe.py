@@ -1,7 +1,11 @@
-"""What the mesh probes of 2026-12-03 (late night) share (`..._row_pairs_probe.py`,
-`..._padded_rows_probe.py`): a Morton-ordered box of tetrahedra with the P1 residual's inputs
-as PyTorch tensors on the GPU, and a call's time back to back. Imported by those probes from this
-folder; it sets nothing up on import."""
+"""What the mesh probes of 2026-12-03 share (`..._row_pairs_probe.py`, `..._padded_rows_probe.py`,
+`..._member_places_ab.py`, `..._member_loop_bound_probe.py`): a Morton-ordered box of tetrahedra
+with the P1 residual's inputs as PyTorch tensors on the GPU, a call's time back to back, and the
+three mesh examples timed with their outputs' digest. Imported by those probes from this folder;
+it sets nothing up on import."""
+import hashlib
+import os
+
 import numpy as np
 import torch
 
@@ -34,3 +38,23 @@ def median_ms(call) -> tuple[float, float]:
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 20)
     return float(np.median(times)), min(times)
+
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples", "mesh")
+
+
+def mesh_examples(box):
+    """For each mesh example whose element kernel sums its rows in groups (the P1 residual, the
+    Neo-Hookean residual written by hand, the Neo-Hookean energy with its derived gradient),
+    compiled for the GPU and called on `box` (`morton_box`'s four): (name, median ms, min ms, the
+    SHA-256 of its outputs' bytes, first 16 digits)."""
+    import irfuse
+
+    Xt, ut, prepared, dN = box
+    for name in ("p1_residual", "neo_hookean_residual", "neo_hookean_energy"):
+        prog = irfuse.compile(os.path.join(EXAMPLES, f"{name}.kas"), backend="cuda")
+        call = lambda: prog(Xt, ut, prepared, dN, np.float32(1.0), np.float32(0.5))  # noqa: E731
+        out = call()
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        digest = hashlib.sha256(b"".join(o.detach().cpu().numpy().tobytes() for o in outs)).hexdigest()[:16]
+        yield (name, *median_ms(call), digest)
