@@ -96,7 +96,7 @@ from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements, slot_bytes, slot_ctype
 from irfuse.backend.combine_emit import combine_kernel, finish_in_last_block
 from irfuse.backend.scatter_emit import (index_check_kernel, scatter_atomic_kernel, scatter_groups_kernel,
-                                         scatter_kernel, transpose_kernels, zero_kernel)
+                                         scatter_kernel, transpose_kernels, trips_ahead, zero_kernel)
 from irfuse.backend.kernel_body import (BARRIER, COMBINE, STATIC_SHARED_LIMIT, WARP_BARRIER, GpuOnly, KernelBody,
                                         LoopNode)
 from irfuse.backend.render_cpu import cpu_kernel
@@ -684,12 +684,20 @@ class KernelEmitter:
         # (after the kernel's other leading loads are issued: their latency overlaps the sums')
         self.pending_sums.append(f"  // {self.names.get(op.res, 'v_')}: the scatter's sums {op.source.name_hint} "
                                  f"into {op.place.text()}: each node's partials added in the scatter order")
+        # (the rows of `ahead` partials loaded before they are added, in order: the adding
+        # kernel's form, `scatter_emit.scatter_kernel`)
+        ahead = trips_ahead(size)
         statement = ("{ " + f"real_t irf_acc[{size}]; IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) "
                      "irf_acc[irf_w] = 0; "
                      f"const long long irf_end = {starts}[first + {y} + 1]; "
-                     f"for (long long irf_j = {starts}[first + {y}]; irf_j < irf_end; ++irf_j) {{ "
-                     f"const real_t* const irf_row = {src} + (long long){slots}[irf_j] * {size}; "
-                     f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_acc[irf_w] += irf_row[irf_w]; }} "
+                     f"for (long long irf_j = {starts}[first + {y}]; irf_j < irf_end; irf_j += {ahead}) {{ "
+                     f"real_t irf_rows[{ahead}][{size}]; "
+                     f"IRF_UNROLL for (int irf_u = 0; irf_u < {ahead}; ++irf_u) {{ if (irf_j + irf_u < irf_end) {{ "
+                     f"const real_t* const irf_row = {src} + (long long){slots}[irf_j + irf_u] * {size}; "
+                     f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_rows[irf_u][irf_w] = irf_row[irf_w]; }} "
+                     f"else {{ IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_rows[irf_u][irf_w] = 0; }} }} "
+                     f"IRF_UNROLL for (int irf_u = 0; irf_u < {ahead}; ++irf_u) if (irf_j + irf_u < irf_end) {{ "
+                     f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_acc[irf_w] += irf_rows[irf_u][irf_w]; }} }} "
                      f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) {target} = irf_acc[irf_w]; }}")
         self.pending_sums.append(f"  {{ {self.each_element(self.guarded(self.bx, y, False, statement))} }}")
 

@@ -38,13 +38,19 @@ TRIPS_AHEAD = 4  # a node's trips whose rows a thread loads before it adds them 
 TRIPS_AHEAD_WORDS = 16  # at most this many words of rows so held a thread
 
 
+def trips_ahead(size: int) -> int:
+    """How many of a node's partials of `size`-word rows a thread loads before it adds them
+    (here and where a node kernel adds a scatter's partials itself, `cuda_emit.emit_sums`)."""
+    return max(1, min(TRIPS_AHEAD, TRIPS_AHEAD_WORDS // size))
+
+
 def scatter_kernel(size: int, onto: bool = False) -> tuple[str, KernelInfo]:
     """The CUDA C (GPU kernel, and its CPU twin under IRFUSE_HOST) and launch interface of the
     kernel adding rows of `size` words into nodes; launched over the nodes (its `n`). `onto`:
     each node's sum starts from what the output holds (a chunk of elements continuing the sum
     of the chunks before it: the additions of one call, in its order), not from 0."""
     name = fuse.scatter_onto_kernel_name(size) if onto else fuse.scatter_kernel_name(size)
-    ahead = max(1, min(TRIPS_AHEAD, TRIPS_AHEAD_WORDS // size))  # (trips whose loads are in flight at once)
+    ahead = trips_ahead(size)
     start = "out[node * %d + w]" % size if onto else "0"
     params = ("const real_t* __restrict__ values, const long long* __restrict__ starts, "
               "const int* __restrict__ slots, real_t* __restrict__ out, const long long n")
