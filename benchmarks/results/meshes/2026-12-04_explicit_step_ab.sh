@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The node kernel adding the scatter's partials four at a time (`cuda_emit.emit_sums`) against
-# the head before it ($HEAD, by PYTHONPATH), alternating twice on 12,582,912 Morton tets; then
-# the whole GPU suite on the tree. Run from the repository's root on a GPU:
+# the head before it ($HEAD, by PYTHONPATH), alternating twice on 12,582,912 Morton tets. Run
+# from the repository's root on a GPU:
 #   HEAD=<a copy of the head's package root> bash THIS
 set -u
 probe=benchmarks/results/meshes/2026-12-04_explicit_step_probe.py
