@@ -85,7 +85,7 @@ def _inputs(client, prog, n: int, chunk: int, data: str, seed: int) -> dict:
     import dask.array as da
     import numpy as np
 
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())  # (asked of the scheduler: `irfuse.dask.parts.cluster_workers`)
     rng = np.random.default_rng(seed)
     out = {}
     for k in prog.inputs:

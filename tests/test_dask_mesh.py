@@ -18,6 +18,7 @@ from irfuse.mesh import box_tetrahedra
 distributed = pytest.importorskip("distributed")
 import irfuse.dask  # noqa: E402
 from irfuse.dask import Parted, PartedMesh  # noqa: E402
+from irfuse.dask.parts import cluster_workers  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mesh"
 DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
@@ -81,7 +82,7 @@ def test_a_parted_mesh_gives_the_one_calls_bits(client, programs, problem, parts
     X, conn, u, v = problem
     if parts == "uneven":
         parts = [1, 60, len(conn) - 61]
-    names = sorted(client.scheduler_info()["workers"])[:workers]
+    names = cluster_workers(client)[:workers]
     mesh = PartedMesh(conn, parts, client, workers=names)
     assert len(set(mesh.worker_of)) == workers
     residual, lumped, step = programs["p1_residual"], programs["lumped_mass"], programs["explicit_step"]
@@ -167,6 +168,25 @@ def test_a_failing_worker_stops_the_loop_instead_of_hanging_it(client, programs,
         assert mesh.assemble(end.v1).tobytes() == want[1].tobytes()  # the mesh still runs loops
 
 
+def test_the_workers_are_asked_of_the_scheduler_not_read_from_the_clients_view(client, programs, problem, monkeypatch):
+    """`Client.scheduler_info()` returns an attribute the client's periodic update may have
+    replaced by a view listing no workers (a test once read none while the scheduler had
+    three): a parted mesh and its close ask the scheduler itself (`cluster_workers`), so a
+    view of no workers changes nothing."""
+    import os
+
+    X, conn, u, v = problem
+    names = cluster_workers(client)
+    assert len(names) == 3
+    monkeypatch.setattr(client, "scheduler_info", lambda *a, **k: {"workers": {}})
+    mesh = PartedMesh(conn, 2, client, workers=names[:2])
+    r = irfuse.dask.time_loop(programs["p1_residual"], 1, {"u": "r"}, X, u, mesh, DN, LAM, MU)
+    assert mesh.assemble(r.r).shape == X.shape
+    directory = mesh._directory
+    mesh.close()  # (its exchanges dropped on the workers the scheduler names)
+    assert directory is not None and not os.path.exists(directory)
+
+
 def test_loops_on_a_mesh_go_on_from_each_other_and_close_lets_go(client, programs, problem):
     """Time loops on one mesh keep their exchange on the workers (opened once): a loop of
     two steps then one of one give the three steps' bits, a loop of another program between
@@ -176,7 +196,7 @@ def test_loops_on_a_mesh_go_on_from_each_other_and_close_lets_go(client, program
     X, conn, u, v = problem
     step = programs["explicit_step"]
     m = np.ones(len(X), np.float32)
-    mesh = PartedMesh(conn, 3, client, workers=sorted(client.scheduler_info()["workers"])[:2])
+    mesh = PartedMesh(conn, 3, client, workers=cluster_workers(client)[:2])
     first = irfuse.dask.time_loop(step, 2, CARRY, X, u, v, m, mesh, DN, LAM, MU, DT)
     directory = mesh._directory
     assert directory is not None and os.path.isdir(directory)

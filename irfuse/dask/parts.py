@@ -79,7 +79,7 @@ class PartedMesh:
         self.parts: list[Part] = partition(conn, parts, nodes)
         self.elements = conn.shape[0]
         self.nodes = int(nodes) if nodes is not None else int(conn.max()) + 1
-        known = sorted(self.client.scheduler_info()["workers"])
+        known = cluster_workers(self.client)
         self.workers = list(workers) if workers is not None else known
         unknown = [w for w in self.workers if w not in known]
         if not self.workers or unknown:
@@ -96,8 +96,9 @@ class PartedMesh:
                              for p, part in enumerate(self.parts)]
 
     def __repr__(self) -> str:
+        workers = len(set(getattr(self, "worker_of", ())))  # (none yet where the constructor refused)
         return (f"<PartedMesh: {self.elements} elements, {self.nodes} nodes in {len(self.parts)} parts on "
-                f"{len(set(self.worker_of))} workers{' (GPU)' if self.gpu else ''}>")
+                f"{workers} workers{' (GPU)' if getattr(self, 'gpu', False) else ''}>")
 
     def _place(self, p: int, value):
         (future,) = self.client.scatter([value], workers=[self.worker_of[p]], direct=True, hash=False)
@@ -166,7 +167,7 @@ class PartedMesh:
             return
         from irfuse.dask.exchange import drop_exchanges
 
-        present = self.client.scheduler_info().get("workers", {})
+        present = cluster_workers(self.client)
         try:
             self.client.run(drop_exchanges, self._directory, workers=sorted(set(self.worker_of) & set(present)))
         finally:
@@ -190,6 +191,15 @@ class PartedMesh:
         if self._hosts is None:
             self._hosts = self.client.run(socket.gethostname, workers=sorted(set(self.worker_of)))
         return set(self._hosts.values()) == {socket.gethostname()}
+
+
+def cluster_workers(client) -> list[str]:
+    """The addresses of the workers the scheduler has now, asked of it in one request
+    (`Client.nthreads`). Not `Client.scheduler_info()["workers"]`: that returns an attribute
+    which the client's periodic update, running meanwhile on its own thread, may have replaced
+    by a view that lists no workers (distributed 2026.8; a test on a loaded machine read none
+    while the scheduler had three)."""
+    return sorted(client.nthreads())
 
 
 def _check_rows(a, kind: str, length: int):
