@@ -85,7 +85,9 @@ def _inputs(client, prog, n: int, chunk: int, data: str, seed: int) -> dict:
     import dask.array as da
     import numpy as np
 
-    workers = sorted(client.nthreads())  # (asked of the scheduler: `irfuse.dask.parts.cluster_workers`)
+    from irfuse.dask.parts import cluster_workers
+
+    workers = cluster_workers(client)
     rng = np.random.default_rng(seed)
     out = {}
     for k in prog.inputs:

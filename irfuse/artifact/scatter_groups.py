@@ -54,3 +54,11 @@ def slot_ctype(nodes_per_element: int) -> str:
 def slot_dtype(nodes_per_element: int) -> str:
     """The NumPy type name of a slot's number (`slot_bytes`)."""
     return "uint8" if slot_bytes(nodes_per_element) == 1 else "uint16"
+
+
+def partial_order_key(heads, lengths, per_group: int):
+    """Each partial's place in the numbering above, as a key that sorts them into it: group by
+    group (a group's `per_group` slots), within a group longest first, equal lengths by their
+    first slots. `heads`: each partial's first slot (64-bit integers), `lengths`: its members;
+    arrays of NumPy or PyTorch alike. The keys are distinct (a slot heads one partial)."""
+    return ((heads // per_group) * (per_group + 1) + (per_group - lengths)) * per_group + heads % per_group

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_dtype
+from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, partial_order_key, slot_dtype
 from irfuse.diagnostics import UsageError, is_whole
 
 
@@ -100,9 +100,7 @@ def inverse_on_gpu(conn, nodes: int) -> tuple:
     heads = order[run_starts]  # each run's first slot
     lengths = torch.diff(run_starts, append=torch.tensor([n], **i64))
     group = heads // per_group
-    # (partials group by group, a group's longest first, equal lengths by their first slots)
-    key = (group * (per_group + 1) + (per_group - lengths)) * per_group + heads % per_group
-    by_partial = torch.argsort(key)  # the runs in partial order (the keys are distinct)
+    by_partial = torch.argsort(partial_order_key(heads, lengths, per_group))  # the runs in partial order
     run_partial = torch.empty_like(by_partial)
     run_partial[by_partial] = torch.arange(len(by_partial), **i64)
     begins = torch.zeros(len(heads) + 1, **i64)  # where each partial's slots start

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, slot_dtype
+from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, partial_order_key, slot_dtype
 from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.order import check_connectivity
 
@@ -94,8 +94,7 @@ def _partials(conn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     heads = order[run_starts]  # each run's first slot
     lengths = np.diff(np.append(run_starts, np.int32(n))).astype(np.int32)
     group = heads // per_group
-    key = (group.astype(np.int64) * (per_group + 1) + (per_group - lengths)) * per_group + heads % per_group
-    by_partial = np.argsort(key).astype(np.int32)  # the runs in partial order (the keys are distinct)
+    by_partial = np.argsort(partial_order_key(heads.astype(np.int64), lengths, per_group)).astype(np.int32)
     run_partial = np.empty_like(by_partial)
     run_partial[by_partial] = np.arange(len(by_partial), dtype=np.int32)
     begins = np.zeros(len(heads) + 1, dtype=np.int64)  # where each partial's slots start
