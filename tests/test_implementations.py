@@ -52,8 +52,15 @@ def test_a_reshape_spreads_over_threads_that_read_their_words_directly(name):
     op = default_library().get(name)
     impls = {i.name: i for i in implementations(op)}
     shape = op.result_type.shape
-    assert set(impls) == ({"elem", "row", "entry", "line"} if len(shape) == 3 else {"elem", "row"})
+    assert set(impls) == {"elem", "row", "entry", "line"} if len(shape) == 3 else {"elem", "row", "line"}
     assert impls["row"].bx == shape[0]
+    if len(shape) == 1:
+        # the vector made of a 5x5x5 tensor: thread tx takes the words of the tensor's line tx,
+        # k * 25 + tx for k = 0..4, on both sides (as the tensor's own line mapping holds them)
+        lines = op.operand_types[0].shape[0]
+        assert impls["line"].bx == shape[0] // lines
+        for ap in (impls["line"].result_ap, impls["line"].operand_aps[0]):
+            assert sorted(ap.relative()) == [k * (shape[0] // lines) for k in range(lines)]
     if len(shape) == 3:
         assert impls["line"].bx == shape[1] * shape[2] and impls["entry"].bx == op.result_type.size
         # the row of thread tx: the 25 words from tx*25 on, in order, on both sides

@@ -8,7 +8,9 @@ Derived from every op's index-notation definition:
 - `row`: thread `tx` computes output row `tx` (`bx` = rows of the result);
 - `entry`: thread `tx` computes output entry `tx` (`bx` = entries);
 - `line`: thread `tx` computes one line along the result's first index (`bx` = entries over
-  the first extent; results of three indices or more).
+  the first extent; results of three indices or more), and for a vector made of one value of
+  three axes or more (an element's tensor reshaped into its vector) the vector's words of
+  that value's line `tx` (`_vector_lines`).
 
 (`row` and `entry` exist only where they differ from the ones before.) A delta of an index
 bound to the thread is a test at run time unless it selects, over every value of the index,
@@ -98,9 +100,10 @@ class _SymbolicExpander(Expander):
     """Unrolls a definition with some indices bound to thread variables: operand words
     become affine offsets, and a delta over a thread variable a runtime condition."""
 
-    def __init__(self, op: OpDef):
+    def __init__(self, op: OpDef, ranges: dict[str, int] | None = None):
         super().__init__(parse_definition(op.definition), op.operand_names,
                          [t.shape for t in op.operand_types], op.result_type.shape)
+        self.thread_ranges = ranges or {}
 
     def expand(self, e, env: dict[str, int | Affine]):
         return self._expand(e, env)
@@ -121,6 +124,11 @@ class _SymbolicExpander(Expander):
         diff = a - b
         if not diff.coeffs:
             return Const(1.0 if diff.const == 0 else 0.0)
+        if len(diff.coeffs) == 1 and diff.coeffs[0][1] in (1, -1) and diff.coeffs[0][0] in self.thread_ranges:
+            # (a thread variable against a value it never takes, in 0 .. its range - 1: never equal)
+            var, k = diff.coeffs[0]
+            if not 0 <= -diff.const * k < self.thread_ranges[var]:
+                return Const(0.0)
         return SCond(a, b)
 
 
@@ -424,14 +432,33 @@ def _thread_vars(mapping: str, target: tuple[str, ...], shape: tuple[int, ...]) 
     return env, exprs
 
 
+def _vector_lines(op: OpDef) -> int:
+    """For a vector made of a value of three axes or more (a reshape of an element's tensor into
+    its vector), the first extent of that value: the vector's `line` mapping gives thread `tx`
+    the entries `k * (size / extent) + tx`, the words of the operand's line `tx` (0 otherwise)."""
+    shape = op.result_type.shape
+    if len(shape) != 1 or len(op.operand_types) != 1 or len(op.operand_types[0].shape) < 3:
+        return 0
+    first = op.operand_types[0].shape[0]
+    return first if shape[0] % first == 0 and first < shape[0] else 0
+
+
 def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
     d = parse_definition(op.definition)
     shape = op.result_type.shape
-    bound, var_exprs = _thread_vars(mapping, d.target_indices, shape)
-    var_ranges = {v.coeffs[0][0]: n for i, n in zip(d.target_indices, shape) if (v := bound.get(i)) is not None}
+    lines = _vector_lines(op) if mapping == "line" and len(shape) == 1 else 0
+    if lines:
+        across = shape[0] // lines
+        bound, var_exprs = {}, {"ix_line": "tx"}
+        var_ranges = {"ix_line": across}
+    else:
+        bound, var_exprs = _thread_vars(mapping, d.target_indices, shape)
+        var_ranges = {v.coeffs[0][0]: n for i, n in zip(d.target_indices, shape) if (v := bound.get(i)) is not None}
     selects = bool(var_ranges) and "delta" in op.definition  # (only a delta makes a runtime test)
-    exp = _SymbolicExpander(op)
+    exp = _SymbolicExpander(op, var_ranges if lines else None)
     free = [(i, n) for i, n in zip(d.target_indices, shape) if i not in bound]
+    if lines:
+        free = [(d.target_indices[0], lines)]
     strides = []
     s = 1
     for n in reversed(shape):
@@ -442,6 +469,8 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
     for vals in itertools.product(*(range(n) for _, n in free)):
         env: dict[str, int | Affine] = dict(bound)
         env.update({i: v for (i, _), v in zip(free, vals)})
+        if lines:
+            env[d.target_indices[0]] = Affine.of("ix_line", 1, vals[0] * across)
         off = Affine()
         for i in d.target_indices:
             v = env[i]
@@ -451,7 +480,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
             tree = _fold_selections(tree, var_ranges)
         outputs.append((off, tree))
     bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size,
-          "line": op.result_type.size // shape[0] if shape else 1}[mapping]
+          "line": (shape[0] // lines if lines else op.result_type.size // shape[0]) if shape else 1}[mapping]
 
     def pattern(offsets: list[Affine], size: int) -> tuple[AccessPattern, Affine]:
         linear = {o.linear for o in offsets}
@@ -533,7 +562,7 @@ def generated_implementations(op: OpDef) -> list[Implementation]:
             candidates.append(_derive(op, "row"))
         if op.result_type.size > rows:
             candidates.append(_derive(op, "entry"))
-        if len(shape) >= 3:
+        if len(shape) >= 3 or _vector_lines(op):
             candidates.append(_derive(op, "line"))
         for impl in candidates:
             conds = {c for _, tree in impl.outputs for c in _nodes(tree, SCond)}
