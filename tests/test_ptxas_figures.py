@@ -178,16 +178,32 @@ def test_a_block_per_element_plan_keeps_lines_where_rows_would_pass_the_register
         assert config.cost.registers == min(estimate_registers(config.model), profile.max_regs_per_thread)
 
 
+def _whole_element_configs(kind: str, order: int, n: int, keep: int = 50):
+    """Every analysed configuration of the bake-off operator's whole element (its one phase
+    as one kernel, `dag.whole_phases`), float64, h100 profile."""
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.compile import run_pipeline
+    from irfuse.driver.front import frontend
+    from irfuse.planner.dag import whole_phases
+    from irfuse.planner.search import group_configs, program_dags
+
+    source = Source(getattr(operators, f"{kind}_source")(order, order + 2), f"{kind}_p{order}.kas")
+    dags = program_dags(program_of(run_pipeline(frontend(source).module, "kas-dce")))
+    (group,) = whole_phases(dags[0], True)
+    return group_configs(dags, 0, group, n, load_profile("h100"), 8, keep)[0]
+
+
 def test_words_past_a_threads_registers_are_priced_as_spills():
-    """Of BP3's best two plans at order 4 (float64) one keeps rows, 36 words a value a thread,
-    past the 255 registers at its peak: its kernel is priced at the registers its values need
+    """BP3's whole element at order 6 (float64) as one kernel: its configurations of 49 and 56
+    threads an element keep some calls on rows (q*q words a value a thread), hundreds of
+    registers past 255 at their peak. Such a kernel is priced at the registers its values need
     (the estimate, not the launch bounds' 64) with the registers past 255 stored and loaded once
     at the copy rate and reloaded once more for every `SPILL_RELOAD_REGISTERS`, and would cost
     less at the launch bounds' registers without spills, as it was priced before."""
     profile, n = load_profile("h100"), 1 << 20
-    configs = [c for plan in _searched("bp3", 4, top=2) for c in plan.configs]
+    configs = _whole_element_configs("bp3", 6, n)
     rows = [c for c in configs if peak_register_words(c.model) > profile.max_regs_per_thread]
-    assert rows and all(c.model.bx > 1 for c in rows)
+    assert rows and all(c.model.bx > 1 and "row" in {i.name for i in c.impls} for c in rows)
     for c in rows:
         sizes = [v.size for v in c.model.values.values() if v.is_input or v.stored]
         spilled = estimated_spill_bytes(c.model, profile)
@@ -201,28 +217,24 @@ def test_words_past_a_threads_registers_are_priced_as_spills():
 
 
 def test_spills_growing_faster_than_the_registers_spilled_keep_bp3_off_rows(monkeypatch):
-    """BP3 at order 6 in float64: the search's best kernel of rows needs 903 registers a thread
-    past 255 at its peak; charged one store and one load a register (7.2 KB a thread) it was the
-    plan chosen, and ptxas spilled 33 KB a thread of it (2.5x slower than the lines on an H200).
-    With the reloads charged, every kernel of the plan fits a thread's registers by estimate;
-    without them (the linear charge), the rows kernel comes back, unless the search's rule on
-    schedulers left without warps (`search._idle_schedulers`) keeps it off too: its one block of
-    64 threads an SM is two warps."""
+    """BP3 at order 6 in float64: a kernel keeping a contraction's rows needed 903 registers a
+    thread past 255; charged one store and one load a register it was the plan chosen, and ptxas
+    spilled 33 KB a thread of it (2.5x slower than lines on an H200). Since the element's vector
+    is reshaped by lines too, the whole element is one kernel of lines, within a thread's
+    registers (the plan), and the configurations of the element that mix in rows cost more than
+    it however their spills are charged; charged with the reloads, the more so."""
     from irfuse.passes import fuse_partition
-    from irfuse.planner import cost, search
+    from irfuse.planner import cost
 
-    profile = load_profile("h100")
+    profile, n = load_profile("h100"), 1 << 20
     monkeypatch.setattr(fuse_partition, "_PLANS", {})
     plan = _searched("bp3", 6)[0]
-    assert len(plan.configs) > 1
+    assert len(plan.configs) == 1 and {i.name for i in plan.configs[0].impls} == {"line"}
     assert all(peak_register_words(c.model) <= profile.max_regs_per_thread and c.cost.t_spill == 0
                for c in plan.configs)
-    monkeypatch.setattr(fuse_partition, "_PLANS", {})
+    charged = {(c.model.bx, c.model.by): c.cost.time for c in _whole_element_configs("bp3", 6, n)}
     monkeypatch.setattr(cost, "SPILL_RELOAD_REGISTERS", 1 << 40)
-    kept_off = _searched("bp3", 6)[0]
-    assert all(peak_register_words(c.model) <= profile.max_regs_per_thread for c in kept_off.configs)
-    monkeypatch.setattr(fuse_partition, "_PLANS", {})
-    monkeypatch.setattr(search, "SCHEDULERS_PER_SM", 0)
-    linear = _searched("bp3", 6)[0]
-    assert [peak_register_words(c.model) - profile.max_regs_per_thread for c in linear.configs] == [903]
-    assert linear.predicted_time < plan.predicted_time
+    linear = {(c.model.bx, c.model.by): c.cost.time for c in _whole_element_configs("bp3", 6, n)}
+    lines = min(t for (bx, _), t in charged.items() if bx == 64)
+    mixed = [shape for shape in charged if shape[0] != 64]
+    assert mixed and all(linear[shape] > lines and charged[shape] > linear[shape] for shape in mixed)
