@@ -98,7 +98,8 @@ class SCond:
 
 class _SymbolicExpander(Expander):
     """Unrolls a definition with some indices bound to thread variables: operand words
-    become affine offsets, and a delta over a thread variable a runtime condition."""
+    become affine offsets, and a delta over a thread variable a runtime condition, or 0 where
+    `ranges` (a thread variable's values, 0 to its range less one) says it never holds."""
 
     def __init__(self, op: OpDef, ranges: dict[str, int] | None = None):
         super().__init__(parse_definition(op.definition), op.operand_names,
