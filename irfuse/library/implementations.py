@@ -444,22 +444,37 @@ def _vector_lines(op: OpDef) -> int:
     return first if shape[0] % first == 0 and first < shape[0] else 0
 
 
-def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
-    d = parse_definition(op.definition)
+def _thread_entries(op: OpDef, mapping: str, target: tuple[str, ...]) -> tuple[list[dict], dict, dict, int]:
+    """What one thread of `mapping` computes: each of its result entries as its indices' values
+    (ints, or Affine in the thread's variables), the variables' C expressions of tx, their
+    ranges, and the threads an element (`bx`). A vector's `line` (`_vector_lines`) binds its
+    one index to k * (size / lines) + tx for each k; every other mapping binds indices whole
+    (`_thread_vars`) and runs the rest over their extents."""
     shape = op.result_type.shape
     lines = _vector_lines(op) if mapping == "line" and len(shape) == 1 else 0
     if lines:
         across = shape[0] // lines
-        bound, var_exprs = {}, {"ix_line": "tx"}
-        var_ranges = {"ix_line": across}
-    else:
-        bound, var_exprs = _thread_vars(mapping, d.target_indices, shape)
-        var_ranges = {v.coeffs[0][0]: n for i, n in zip(d.target_indices, shape) if (v := bound.get(i)) is not None}
+        envs = [{target[0]: Affine.of("ix_line", 1, k * across)} for k in range(lines)]
+        return envs, {"ix_line": "tx"}, {"ix_line": across}, across
+    bound, var_exprs = _thread_vars(mapping, target, shape)
+    var_ranges = {v.coeffs[0][0]: n for i, n in zip(target, shape) if (v := bound.get(i)) is not None}
+    free = [(i, n) for i, n in zip(target, shape) if i not in bound]
+    envs = [{**bound, **{i: v for (i, _), v in zip(free, vals)}}
+            for vals in itertools.product(*(range(n) for _, n in free))]
+    bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size,
+          "line": op.result_type.size // shape[0] if shape else 1}[mapping]
+    return envs, var_exprs, var_ranges, bx
+
+
+def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
+    d = parse_definition(op.definition)
+    shape = op.result_type.shape
+    envs, var_exprs, var_ranges, bx = _thread_entries(op, mapping, d.target_indices)
     selects = bool(var_ranges) and "delta" in op.definition  # (only a delta makes a runtime test)
-    exp = _SymbolicExpander(op, var_ranges if lines else None)
-    free = [(i, n) for i, n in zip(d.target_indices, shape) if i not in bound]
-    if lines:
-        free = [(d.target_indices[0], lines)]
+    # (a vector's lines leave every value of the vector's index a selection; those of values the
+    # thread's variable never takes are dropped while expanding. Other mappings keep their
+    # selections as they were: what they fold is what their plans were measured with.)
+    exp = _SymbolicExpander(op, var_ranges if "ix_line" in var_ranges else None)
     strides = []
     s = 1
     for n in reversed(shape):
@@ -467,11 +482,7 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
         s *= n
     stride_of = dict(zip(d.target_indices, strides))
     outputs = []
-    for vals in itertools.product(*(range(n) for _, n in free)):
-        env: dict[str, int | Affine] = dict(bound)
-        env.update({i: v for (i, _), v in zip(free, vals)})
-        if lines:
-            env[d.target_indices[0]] = Affine.of("ix_line", 1, vals[0] * across)
+    for env in envs:
         off = Affine()
         for i in d.target_indices:
             v = env[i]
@@ -480,8 +491,6 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
         if selects and next(_nodes(tree, SCond), None) is not None:
             tree = _fold_selections(tree, var_ranges)
         outputs.append((off, tree))
-    bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size,
-          "line": (shape[0] // lines if lines else op.result_type.size // shape[0]) if shape else 1}[mapping]
 
     def pattern(offsets: list[Affine], size: int) -> tuple[AccessPattern, Affine]:
         linear = {o.linear for o in offsets}
