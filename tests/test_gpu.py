@@ -1991,7 +1991,8 @@ def test_tangent_matrices_of_random_mesh_programs_on_the_gpu_are_the_cpus():
 def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_reference(order, registers):
     """BP3 in float64 on torch tensors (a randomly numbered box, the connectivity prepared on
     the GPU): order 3 (64 nodes an element), order 5 (216, one element a scatter group) and
-    order 6 (343: a group of its own, its slots numbered in two bytes), and order 4 planned on
+    order 6 (343: a group of its own, its slots numbered in two bytes; its factors, filling shared
+    memory, loaded by their readers: `driver.reader_loads`), and order 4 planned on
     ptxas's figures (`registers="ptxas"`: another plan than the default's),
     against the float64 reference and the CPU backend's run, the same bits call after call."""
     import importlib.util
@@ -2024,6 +2025,9 @@ def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_refer
     got = y.cpu().numpy()
     np.testing.assert_allclose(got, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)
     assert got.tobytes() == again.cpu().numpy().tobytes()
+    if order == 6:  # (the factors filled shared memory, one block an SM: built again, loaded by their readers)
+        kernel = next(k for k in prog.artifact.kernels if k.calls)
+        assert 2 * (kernel.total_shared_bytes(8) + 1024) <= 228 * 1024, kernel.total_shared_bytes(8)
     host = irfuse.compile(source, backend="cpu", dtype="f64")(u, conn, B, D, *factors).y
     np.testing.assert_allclose(got, host, rtol=0, atol=1e-14)
 

@@ -170,6 +170,46 @@ def test_the_bake_off_operators_planned_for_the_gpu_are_one_kernel_of_lines_to_t
     assert np.array_equal(bp1(u, conn, B, wdet).y, y1) and np.array_equal(bp3(u, conn, B, D, *g).y, y3)
 
 
+def test_factors_loaded_by_their_readers_where_shared_memory_bounds_the_blocks():
+    """BP3 at order 6 in float64, planned for the H100: its six stored factors, copied into
+    shared memory, filled 141 KB of a block, one block an SM where ptxas's 128 registers a
+    thread let two run. After NVRTC's figures show it (here, compiled for the GPU without one),
+    the driver builds the module again with the kernel marked, its factors loaded by the
+    threads that read them (`driver.reader_loads`): two blocks an SM by the shared memory
+    left. At order 5 the registers bound the blocks first and the kernel is left as planned.
+    The marked kernel's arithmetic is unchanged: run by the CPU backend (the pass taking every
+    kernel as marked) it gives the reference's values and the very bits of the kernel as
+    planned, and its shared memory holds no factor."""
+    from irfuse.passes.registry import DEFAULT_PIPELINE
+
+    ops = highorder_operators()
+    gpu = {order: irfuse.compile(ops.bp3_source(order, order + 2), backend="cuda", dtype="f64", profile="h100")
+           for order in (5, 6)}
+    for order, prog in gpu.items():
+        (kernel,) = [k for k in prog.artifact.kernels if k.calls]
+        marked = "loads_by_readers" in prog.artifact.program_text
+        assert marked == (order == 6), order
+        figures = prog.artifact.resources(kernel.name)
+        held = 228 * 1024 // (kernel.total_shared_bytes(8) + 1024)  # (an sm_90 SM's shared memory)
+        by_registers = 65536 // (-(-figures.registers * 32 // 256) * 256 * -(-kernel.threads // 32))
+        assert held >= by_registers >= 2 and figures.spill_stores <= 32, (order, held, by_registers)
+
+    order, q = 6, 8
+    X, conn = box_hexahedra(2, 1, 1, order=order, numbering="random", seed=6)
+    B, D, _ = ref.lagrange_tables(order, q)
+    _, G = ref.geometric_factors(X, conn, order, q)
+    u = np.random.default_rng(6).standard_normal(len(X))
+    g = [np.ascontiguousarray(G[..., i, j]) for i, j in SYMMETRIC]
+    every = DEFAULT_PIPELINE.replace("fuse-load-by-readers", "fuse-load-by-readers{every=true}")
+    planned, loaded = (irfuse.compile(ops.bp3_source(order, q), backend="cpu", dtype="f64", profile="h100",
+                                      pipeline=p) for p in (None, every))
+    (k0,), (k1,) = ([k for k in p.artifact.kernels if k.calls] for p in (planned, loaded))
+    assert k1.shared_words <= k0.shared_words - 6 * q ** 3 * k0.by // 2, (k0.shared_words, k1.shared_words)
+    y = loaded(u, conn, B, D, *g).y
+    np.testing.assert_allclose(y, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)
+    assert y.tobytes() == planned(u, conn, B, D, *g).y.tobytes()
+
+
 def test_order_10_is_refused_by_name_and_elements_of_343_nodes_compile_for_the_gpu():
     """A connectivity of 1,331 nodes an element (order 10) is past the 1,024 entries an axis:
     refused at its declaration, naming the type and the range. A program gathering and

@@ -79,8 +79,8 @@ def copy_wavefronts(size: int, pitch: int, by: int, threads: int, itemsize: int)
 
 
 @functools.lru_cache(maxsize=16384)
-def _call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool,
-                 size: int, pitch: int, itemsize: int) -> tuple[int, bool]:
+def call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool,
+                size: int, pitch: int, itemsize: int) -> tuple[int, bool]:
     """(wavefronts, inside): a call's access through `ap` to a value of `size` words stored
     with `pitch`, and whether every thread stays inside its own element. (A thread that runs
     several elements runs them one after another, each as the thread of that row would: the
@@ -89,6 +89,21 @@ def _call_access(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap
     w = words_array(ap, tx, ty, impl_bx, by)
     inside = bool(np.all((w >= ty[:, None] * size) & (w < (ty[:, None] + 1) * size)))
     return wavefronts(w + element_shift(ty[:, None], size, pitch), tid, itemsize), inside
+
+
+@functools.lru_cache(maxsize=4096)
+def thread_load_lines(ap: AccessPattern, impl_bx: int, kernel_bx: int, by: int, remap: bool, itemsize: int) -> int:
+    """L1 wavefronts of a block's threads each loading from global memory the words of its
+    element that a call reads through `ap`, a word a load: for each warp and load, the distinct
+    128-byte lines its lanes touch (the block's rows taken to start on a line)."""
+    tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
+    words = words_array(ap, tx, ty, impl_bx, by)
+    if words.size == 0:
+        return 0
+    lines = words.astype(np.int64) * itemsize // PHASE_BYTES
+    loads = words.shape[1]
+    keys = ((tid[:, None] // 32) * loads + np.arange(loads)[None, :]) * (int(lines.max()) + 1) + lines
+    return len(np.unique(keys))
 
 
 def all_touches(model: KernelModel) -> dict[int, list]:
@@ -117,7 +132,7 @@ def value_wavefronts(model: KernelModel, vid: int, pitch: int, touches: list | N
     v = model.values[vid]
     total, ok = 0, True
     for ap, bx, remap, runs in (touches if touches is not None else all_touches(model).get(vid, ())):
-        wf, inside = _call_access(ap, bx, model.bx, model.by, remap, v.size, pitch, model.itemsize)
+        wf, inside = call_access(ap, bx, model.bx, model.by, remap, v.size, pitch, model.itemsize)
         total += wf * runs
         ok &= inside
     copies = int(v.is_input) + int(v.stored)

@@ -758,6 +758,10 @@ class KernelOp(LocatedOperation):
     # this many blocks (at most COMBINE_LANES) that asks for it (a run in one call on the GPU);
     # absent: combine kernels.
     finish_parts = opt_attr_def(IntAttr)
+    # Set by the driver where ptxas's figures show the kernel's shared memory, not its
+    # registers, bounding the blocks an SM holds: its loaded values that several threads of an
+    # element read are loaded by those threads, before their reader (`fuse-load-by-readers`).
+    loads_by_readers = opt_attr_def(UnitAttr)
     # Set by fuse-place-barriers: the barriers the kernel had before (reports show what it removed).
     barriers_before = opt_attr_def(IntAttr)
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())

@@ -41,9 +41,10 @@ from irfuse.driver.sources import Source, read_source
 from irfuse.driver.library import default_library  # (also installs the implementation check)
 from irfuse.driver.options import PTXAS, CompileOptions
 from irfuse.driver.ptxas_rounds import settle_on_ptxas_figures
+from irfuse.driver.reader_loads import with_loads_by_readers
 from irfuse.frontend.irgen import FrontendResult
 from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
-from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes
+from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes, expand_named_pipelines
 from irfuse.planner.cost import DEFAULT_BATCH, NODES_PER_ELEMENT, load_profile
 
 
@@ -444,6 +445,9 @@ def _build_module(reference: ModuleOp, module: ModuleOp, name: str, pipeline: st
     """A lowered module built (`build`, with `sums_kernels` emitted too, `width` compiles at
     once), its reference kept."""
     program = build(module, compile_gpu, arch, sums_kernels, width)
+    if compile_gpu and "fuse-load-by-readers" in expand_named_pipelines(pipeline or DEFAULT_PIPELINE):
+        program = with_loads_by_readers(module, program, module_element_type(module).itemsize, SPILL_BYTES_KEPT,
+                                        lambda m: build(m, compile_gpu, arch, sums_kernels, width), run_pipeline)
     program.reference_module = reference
     program.meta = {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}
     return program

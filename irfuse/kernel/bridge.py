@@ -141,7 +141,7 @@ def model_from_kernel(kernel, itemsize: int = 4, library=None,
 
     walk(kernel.body.block)
     model = KernelModel(kernel.bx.data, kernel.by.data, values, ops, itemsize, kernel.global_layout,
-                        kernel.runs_once, kernel.per_thread)
+                        kernel.runs_once, kernel.per_thread, kernel.loads_by_readers is not None)
     return model, {"ops": ir_ops, "ids": ids}
 
 

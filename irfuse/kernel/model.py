@@ -106,6 +106,7 @@ class KernelModel:
     layout: str = "aos"  # of the global arrays the kernel loads and stores (irfuse.dialects.layouts)
     once: bool = False  # runs over one element (a kernel of uniform values)
     per_thread: int = 1  # elements each thread runs (`fuse.kernel` elements_per_thread)
+    loads_by_readers: bool = False  # `fuse.kernel`'s loads_by_readers (`transforms.reader_loads`)
 
     @property
     def threads(self) -> int:
@@ -153,7 +154,7 @@ class KernelModel:
             twin.args, twin.carries = list(op.args), list(op.carries)
             ops.append(twin)
         return KernelModel(self.bx, self.by, {k: _shallow(v) for k, v in self.values.items()}, ops,
-                           self.itemsize, self.layout, self.once, self.per_thread)
+                           self.itemsize, self.layout, self.once, self.per_thread, self.loads_by_readers)
 
     def batch_loads(self) -> int:
         """Words per element the kernel loads from per-element inputs (uniform ones are read

@@ -20,6 +20,7 @@ from irfuse.diagnostics import UsageError
 from irfuse.passes.fuse_allocate_shared import FuseAllocateShared
 from irfuse.passes.fuse_each import FuseEach
 from irfuse.passes.fuse_linearize import FuseLinearize
+from irfuse.passes.fuse_load_by_readers import FuseLoadByReaders
 from irfuse.passes.fuse_partition import FusePartition
 from irfuse.passes.fuse_place_barriers import FusePlaceBarriers
 from irfuse.passes.fuse_promote_registers import FusePromoteRegisters
@@ -58,6 +59,8 @@ PASSES: list[PassInfo] = [
              "threads and compatible access patterns.", FusePromoteRegisters),
     PassInfo("fuse-linearize", "Orders each kernel's calls to minimize peak shared memory, with a barrier "
              "after every op.", FuseLinearize),
+    PassInfo("fuse-load-by-readers", "In kernels marked loads_by_readers, loads values several threads of an "
+             "element read by those threads, before their reader.", FuseLoadByReaders),
     PassInfo("fuse-allocate-shared", "Assigns shared offsets; values with disjoint lifetimes share addresses, "
              "values whose accesses conflict on banks are padded.", FuseAllocateShared),
     PassInfo("fuse-place-barriers", "Replaces a kernel's barriers by one exactly before each op that would "

@@ -82,6 +82,15 @@ class Budget:
     extra: dict = field(default_factory=dict)
 
 
+def _pipeline(top: int, k: int, budget: Budget, loops: str = "auto") -> str:
+    """Plan k of the search's `top` best; odd plans with every kernel's values that several
+    threads of an element read loaded by their readers (`fuse-load-by-readers{every=true}`,
+    which the driver applies only where ptxas's figures show shared memory bounding a kernel:
+    so the CPU runs that step's kernels on programs of every shape)."""
+    pipeline = partition_pipeline(top, k, budget.max_size, 1 << 22, budget.profile, loops=loops)
+    return pipeline.replace("fuse-load-by-readers", "fuse-load-by-readers{every=true}") if k % 2 else pipeline
+
+
 def check_plans(path: str, budget: Budget) -> Outcome:
     """Runs plan 0..top-1 of the search on the CPU (and with `host_loops` the best plan with
     every loop on the host); compares every output with the reference."""
@@ -96,7 +105,7 @@ def check_plans(path: str, budget: Budget) -> Outcome:
     if budget.host_loops and "kas.loop" in module_text(program.module):
         runs.append((0, 1, "host"))
     for k, top, loops in runs:
-        pipeline = partition_pipeline(top, k, budget.max_size, 1 << 22, budget.profile, loops=loops)
+        pipeline = _pipeline(top, k, budget, loops)
         try:
             plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=budget.nvrtc,
                                       arch="sm_90" if budget.nvrtc else None, layout=budget.layout,
@@ -193,7 +202,7 @@ def _check_node_passes(module, path: str, budget: Budget) -> Outcome:
             try:
                 plans[p, k] = compile_frontend(
                     FrontendResult(plan.passes[p].module.clone()), os.path.basename(path),
-                    partition_pipeline(budget.top, k, budget.max_size, 1 << 22, budget.profile),
+                    _pipeline(budget.top, k, budget),
                     # (NVRTC for the elements' pass: the node passes' kernels are ordinary ones)
                     budget.dtype, budget.nvrtc and over[p] == "elements", "sm_90" if budget.nvrtc else None)[0]
             except NoSuchPlan as e:

@@ -13,6 +13,7 @@ from irfuse.transforms.allocation import allocate_shared
 from irfuse.transforms.barriers import place_barriers
 from irfuse.transforms.linearization import linearize
 from irfuse.transforms.promotion import promote_registers
+from irfuse.transforms.reader_loads import load_by_readers
 from irfuse.transforms.remap import remap_threads
 
 
@@ -27,6 +28,7 @@ IN_KERNEL_STEPS: tuple[InKernelStep, ...] = (
     InKernelStep("fuse-remap-threads", remap_threads),
     InKernelStep("fuse-promote-registers", promote_registers),
     InKernelStep("fuse-linearize", linearize),
+    InKernelStep("fuse-load-by-readers", load_by_readers),
     InKernelStep("fuse-allocate-shared", allocate_shared),
     InKernelStep("fuse-place-barriers", place_barriers),
 )

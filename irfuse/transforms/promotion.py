@@ -30,7 +30,7 @@ from irfuse.kernel.model import KernelModel, MOp, OpKind, Patterns, covers_value
 from irfuse.kernel.policies import REGISTER_WORDS, row_vector
 
 
-def _consumers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
+def call_readers(model: KernelModel) -> dict[int, list[tuple[MOp, int]]]:
     """Each value's reading calls and operand positions, in the kernel's order."""
     out: dict[int, list[tuple[MOp, int]]] = {}
     for op in model.calls():
@@ -157,7 +157,7 @@ def promote_registers(model: KernelModel, outputs: bool | str = "auto", inputs: 
     # shared memory) is not written to global memory by threads: it may go to registers.
     written = {op.value for op in out.ops if op.kind == OpKind.STORE and not op.reduce}
     stored = {op.value for op in out.ops if op.kind == OpKind.STORE}
-    consumers = _consumers(out)
+    consumers = call_readers(out)
     literal = literal_made(out)
     place = {id(op): k for k, op in enumerate(out.calls())}  # (for `_read_at_once`)
     for vid, v in out.values.items():
