@@ -17,6 +17,17 @@ P, Q = 3, 5
 SYMMETRIC = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))  # gxx, gxy, gxz, gyy, gyz, gzz
 
 
+def _box(order: int, cells: tuple[int, int, int], seed: int):
+    """A randomly numbered box of elements of `order` with q = order + 2 points an axis: (nodes'
+    coordinates, connectivity, B, D, wdet, G, u, the six factors G_ij as arrays)."""
+    q = order + 2
+    X, conn = box_hexahedra(*cells, order=order, numbering="random", seed=seed)
+    B, D, _ = ref.lagrange_tables(order, q)
+    wdet, G = ref.geometric_factors(X, conn, order, q)
+    u = np.random.default_rng(seed).standard_normal(len(X))
+    return X, conn, B, D, wdet, G, u, [np.ascontiguousarray(G[..., i, j]) for i, j in SYMMETRIC]
+
+
 def _problem(name: str, dtype: str, seed: int):
     """(program, its arguments, the reference's y) on a 3 x 2 x 2 box in a random numbering,
     slightly distorted (the cells are no longer boxes, so the stored factors vary by point)."""
@@ -153,11 +164,7 @@ def test_the_bake_off_operators_planned_for_the_gpu_are_one_kernel_of_lines_to_t
     Run here by the CPU backend: the references' values, the same bits run after run."""
     ops = highorder_operators()
     order, q = 4, 6
-    X, conn = box_hexahedra(2, 2, 1, order=order, numbering="random", seed=11)
-    B, D, _ = ref.lagrange_tables(order, q)
-    wdet, G = ref.geometric_factors(X, conn, order, q)
-    u = np.random.default_rng(11).standard_normal(len(X))
-    g = [np.ascontiguousarray(G[..., i, j]) for i, j in SYMMETRIC]
+    X, conn, B, D, wdet, G, u, g = _box(order, (2, 2, 1), 11)
     bp1 = irfuse.compile(ops.bp1_source(order, q), backend="cpu", dtype="f64", profile="h100")
     bp3 = irfuse.compile(ops.bp3_source(order, q), backend="cpu", dtype="f64", profile="h100")
     for prog in (bp1, bp3):
@@ -195,11 +202,7 @@ def test_factors_loaded_by_their_readers_where_shared_memory_bounds_the_blocks()
         assert held >= by_registers >= 2 and figures.spill_stores <= 32, (order, held, by_registers)
 
     order, q = 6, 8
-    X, conn = box_hexahedra(2, 1, 1, order=order, numbering="random", seed=6)
-    B, D, _ = ref.lagrange_tables(order, q)
-    _, G = ref.geometric_factors(X, conn, order, q)
-    u = np.random.default_rng(6).standard_normal(len(X))
-    g = [np.ascontiguousarray(G[..., i, j]) for i, j in SYMMETRIC]
+    X, conn, B, D, _, G, u, g = _box(order, (2, 1, 1), 6)
     every = DEFAULT_PIPELINE.replace("fuse-load-by-readers", "fuse-load-by-readers{every=true}")
     planned, loaded = (irfuse.compile(ops.bp3_source(order, q), backend="cpu", dtype="f64", profile="h100",
                                       pipeline=p) for p in (None, every))
