@@ -213,6 +213,21 @@ def test_factors_loaded_by_their_readers_where_shared_memory_bounds_the_blocks()
     assert y.tobytes() == planned(u, conn, B, D, *g).y.tobytes()
 
 
+def test_bp1_at_order_5_steps_one_block_at_a_time_to_the_blocks_it_keeps():
+    """BP1 at order 5 in float64 compiled for the GPU (NVRTC here, no GPU): its kernel of 49
+    threads an element, four elements a block, spills at the five blocks of 1024 threads an SM;
+    asked one block fewer at a time (a kernel spreading an element over threads), it keeps the
+    first step spilling at most 32 bytes a thread: four blocks, not the two that halving gave
+    (116 registers, 12 warps an SM)."""
+    ops = highorder_operators()
+    prog = irfuse.compile(ops.bp1_source(5, 7), backend="cuda", dtype="f64", profile="h100")
+    (kernel,) = [k for k in prog.artifact.kernels if k.calls]
+    figures = prog.artifact.resources(kernel.name)
+    assert kernel.bx > 1 and kernel.threads == 196
+    assert kernel.min_blocks >= 3 and figures.spill_stores + figures.spill_loads <= 32, (kernel.min_blocks, figures)
+    assert figures.registers * kernel.threads * kernel.min_blocks <= 65536
+
+
 def test_order_10_is_refused_by_name_and_elements_of_343_nodes_compile_for_the_gpu():
     """A connectivity of 1,331 nodes an element (order 10) is past the 1,024 entries an axis:
     refused at its declaration, naming the type and the range. A program gathering and

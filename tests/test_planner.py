@@ -1196,3 +1196,20 @@ def test_a_spilling_kernel_is_next_asked_for_the_blocks_its_shared_memory_holds(
     from irfuse.driver.compile import _fewer_blocks
 
     assert _fewer_blocks(blocks, threads, most) == steps
+
+
+@pytest.mark.parametrize("blocks, threads, most, steps", [
+    (5, 196, 7, [4, 3, 2, 1]), (5, 200, 4, [4, 3, 2, 1]), (10, 100, 6, [9, 8, 7, 6, 5, 4, 3, 2, 1]),
+    (2, 196, 2, [1]), (1, 256, 1, []), (12, 64, None, [11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]),
+    (20, 64, 3, list(range(16, 0, -1))),
+])
+def test_a_kernel_spreading_an_element_over_threads_steps_one_block_at_a_time(blocks, threads, most, steps):
+    """A kernel of several threads an element (BX > 1) runs a few large blocks an SM, where
+    halving them halves its warps: it is asked one block fewer each time, from 1024 threads an
+    SM or the blocks asked (BP1 at order 5 in float64: five blocks of 196 threads spilled 56
+    bytes, four spill 32 and are kept, where halving asked two). Steps above what its shared
+    memory holds stay: the registers at such a step tell whether the shared memory bounds the
+    kernel (`driver.reader_loads`)."""
+    from irfuse.driver.compile import _fewer_blocks
+
+    assert _fewer_blocks(blocks, threads, most, by_one=True) == steps

@@ -106,7 +106,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, None)
     width = _width() if width is None else width
     first = _first_steps(module, element.itemsize, emitted)
-    steps = {k.name: [b for b in _fewer_blocks(k.min_blocks, k.threads, _shared_blocks(k, element.itemsize))
+    steps = {k.name: [b for b in _fewer_blocks(k.min_blocks, k.threads, _shared_blocks(k, element.itemsize), k.bx > 1)
                       if b < first.get(k.name, k.min_blocks)]
              for k in emitted.kernels}
     steps = {name: s for name, s in steps.items() if s}
@@ -177,7 +177,7 @@ def _first_steps(module: ModuleOp, itemsize: int, emitted: EmittedModule) -> dic
         if k.name not in planned:
             continue
         need = peak_register_words(model_from_kernel(planned[k.name], itemsize)[0])
-        ladder = [k.min_blocks] + _fewer_blocks(k.min_blocks, k.threads, _shared_blocks(k, itemsize))
+        ladder = [k.min_blocks] + _fewer_blocks(k.min_blocks, k.threads, _shared_blocks(k, itemsize), k.bx > 1)
         first[k.name] = next((b for b in ladder if need <= SURE_SPILL * min(
             H100.max_regs_per_thread, H100.regs_per_sm // (b * k.threads))), ladder[-1])
     return first
@@ -206,13 +206,22 @@ def _shared_blocks(info, itemsize: int) -> int:
     return resident_blocks(H100, info.threads, info.total_shared_bytes(itemsize), 1)
 
 
-def _fewer_blocks(blocks: int, threads: int, most: int | None = None) -> list[int]:
+def _fewer_blocks(blocks: int, threads: int, most: int | None = None, by_one: bool = False) -> list[int]:
     """The resident blocks a spilling kernel is asked for next, in turn, down to one: 1024
     threads an SM where more were asked, then half as many each time. Where its shared memory
     holds `most` blocks an SM, between a step and the next, `most` comes between them (more
     registers squeezed for blocks that cannot be resident buy nothing: J2's consistent tangent,
     41.5 KB a block of 128, spilled at eight and ran unspilled at five, 96 registers, where the
-    step after eight is four)."""
+    step after eight is four).
+
+    With `by_one` (a kernel spreading an element over several threads: a few large blocks an
+    SM), one block fewer each time from 1024 threads an SM or the blocks asked: halving two or
+    five blocks of 196 threads to one or two leaves an SM 6-12 warps, where a block more is a
+    third to a half more. BP1 at order 5 in float64 spilled 56 bytes a thread at five blocks and
+    was stepped to two (116 registers); at four it spills 32 (72 registers), which a kernel
+    keeps (`SPILL_BYTES_KEPT`): twice the warps (benchmarks/NOTES.md, High-order elements)."""
+    if by_one:
+        return list(range(min(blocks - 1, default_min_blocks(threads)), 0, -1))
     out = []
     base = default_min_blocks(threads)
     while blocks > 1:
