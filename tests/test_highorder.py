@@ -127,13 +127,16 @@ def test_the_operators_of_orders_1_to_8_are_the_references(order):
         np.testing.assert_allclose(y3, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)
 
 
-@pytest.mark.parametrize("order, profile", [(1, "cpu"), (3, "cpu"), (3, "h100")])
+@pytest.mark.parametrize("order, profile", [(1, "cpu"), (3, "cpu"), (3, "h100"), (5, "h100")])
 def test_the_element_operators_alone_are_the_references_on_elements_of_their_own(order, profile):
     """BK1 and BK3 (`bk1_source`, `bk3_source`: the element operators without gather and
     scatter) on each element's own values: the references' BP1 and BP3 on a mesh whose elements
     share no node, element by element, in float64, the same bits run after run. Planned for the
-    H100 (what a GPU call plans with), BK3 at order 3 spreads each element over the threads of
-    lines along the tensors' first index (`line` mappings), run here by the CPU backend."""
+    H100 (what a GPU call plans with), BK3 at orders 3 and 5 spreads each element over the threads
+    of lines along the tensors' first index (`line` mappings), run here by the CPU backend; so
+    planned, the kernels with the values their lines read loaded by those threads
+    (`fuse-load-by-readers{every=true}`, what the driver does where shared memory bounds a
+    kernel) give the very bits of the kernels as planned."""
     ops = highorder_operators()
     q = order + 2
     n = order + 1
@@ -153,6 +156,15 @@ def test_the_element_operators_alone_are_the_references_on_elements_of_their_own
     np.testing.assert_allclose(y1.reshape(-1), ref.bp1(ue.reshape(-1), own, order, wdet), rtol=0, atol=1e-14)
     np.testing.assert_allclose(y3.reshape(-1), ref.bp3(ue.reshape(-1), own, order, G), rtol=0, atol=1e-13)
     assert np.array_equal(bk1(ue, B, wdet).ye, y1) and np.array_equal(bk3(ue, B, D, *g).ye, y3)
+    if profile != "cpu":
+        from irfuse.passes.registry import DEFAULT_PIPELINE
+
+        every = DEFAULT_PIPELINE.replace("fuse-load-by-readers", "fuse-load-by-readers{every=true}")
+        for source, planned, args, y in ((ops.bk1_source(order, q), bk1, (ue, B, wdet), y1),
+                                         (ops.bk3_source(order, q), bk3, (ue, B, D, *g), y3)):
+            loaded = irfuse.compile(source, backend="cpu", dtype="f64", profile=profile, pipeline=every)
+            assert loaded.artifact.source != planned.artifact.source
+            assert loaded(*args).ye.tobytes() == y.tobytes()
 
 
 def test_the_bake_off_operators_planned_for_the_gpu_are_one_kernel_of_lines_to_the_scatter():
