@@ -85,8 +85,11 @@ class Budget:
 def _pipeline(top: int, k: int, budget: Budget, loops: str = "auto") -> str:
     """Plan k of the search's `top` best; odd plans with every kernel's values that several
     threads of an element read loaded by their readers (`fuse-load-by-readers{every=true}`,
-    which the driver applies only where ptxas's figures show shared memory bounding a kernel:
-    so the CPU runs that step's kernels on programs of every shape)."""
+    which the driver applies only where ptxas's figures show shared memory bounding a kernel),
+    so that the CPU runs that step's kernels wherever a random program has such values. The
+    generators rarely make them (none in 120 programs sampled, h100 plans; benchmarks/NOTES.md,
+    Robustness runs, 2026-12-04 (evening)): the bake-off operators' tests run the step's
+    kernels (tests/test_highorder.py)."""
     pipeline = partition_pipeline(top, k, budget.max_size, 1 << 22, budget.profile, loops=loops)
     return pipeline.replace("fuse-load-by-readers", "fuse-load-by-readers{every=true}") if k % 2 else pipeline
 
