@@ -106,8 +106,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, None)
     width = _width() if width is None else width
     first = _first_steps(module, element.itemsize, emitted)
-    steps = {k.name: [b for b in _fewer_blocks(k.min_blocks, k.threads, _shared_blocks(k, element.itemsize), k.bx > 1)
-                      if b < first.get(k.name, k.min_blocks)]
+    steps = {k.name: [b for b in _steps_down(k, element.itemsize) if b < first.get(k.name, k.min_blocks)]
              for k in emitted.kernels}
     steps = {name: s for name, s in steps.items() if s}
     spills: dict[tuple[str, int], bool] = {}  # (kernel, resident blocks) -> whether it spills there
@@ -177,7 +176,7 @@ def _first_steps(module: ModuleOp, itemsize: int, emitted: EmittedModule) -> dic
         if k.name not in planned:
             continue
         need = peak_register_words(model_from_kernel(planned[k.name], itemsize)[0])
-        ladder = [k.min_blocks] + _fewer_blocks(k.min_blocks, k.threads, _shared_blocks(k, itemsize), k.bx > 1)
+        ladder = [k.min_blocks] + _steps_down(k, itemsize)
         first[k.name] = next((b for b in ladder if need <= SURE_SPILL * min(
             H100.max_regs_per_thread, H100.regs_per_sm // (b * k.threads))), ladder[-1])
     return first
@@ -204,6 +203,12 @@ def _shared_blocks(info, itemsize: int) -> int:
     from irfuse.planner.profiles import H100
 
     return resident_blocks(H100, info.threads, info.total_shared_bytes(itemsize), 1)
+
+
+def _steps_down(info, itemsize: int) -> list[int]:
+    """A compiled kernel's steps to fewer resident blocks (`_fewer_blocks`): one at a time for a
+    kernel spreading an element over several threads."""
+    return _fewer_blocks(info.min_blocks, info.threads, _shared_blocks(info, itemsize), info.bx > 1)
 
 
 def _fewer_blocks(blocks: int, threads: int, most: int | None = None, by_one: bool = False) -> list[int]:

@@ -19,11 +19,12 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 
 from irfuse.dialects.fuse import KernelOp
 from irfuse.kernel.bridge import model_from_kernel
+from irfuse.passes.registry import DEFAULT_PIPELINE
 from irfuse.transforms.reader_loads import movable_values
 
-# The default pipeline's steps from the mark's on (`transforms.in_kernel`): what marking a
-# kernel changes, run again on the lowered module.
-AFTER_MARK = "fuse-load-by-readers,fuse-allocate-shared,fuse-place-barriers,fuse-verify-races"
+# The default pipeline's passes from the mark's on: what marking a kernel changes, run again on
+# the lowered module.
+AFTER_MARK = DEFAULT_PIPELINE[DEFAULT_PIPELINE.index("fuse-load-by-readers"):]
 
 
 def _resident(info, resources, itemsize: int) -> tuple[int, int]:
