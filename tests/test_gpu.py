@@ -1987,21 +1987,15 @@ def test_tangent_matrices_of_random_mesh_programs_on_the_gpu_are_the_cpus():
     assert compared >= 12
 
 
-@pytest.mark.parametrize("order, registers", [(3, None), (5, None), (6, None), (4, "ptxas")])
-def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_reference(order, registers):
-    """BP3 in float64 on torch tensors (a randomly numbered box, the connectivity prepared on
-    the GPU): order 3 (64 nodes an element), order 5 (216, one element a scatter group) and
-    order 6 (343: a group of its own, its slots numbered in two bytes; its factors, filling shared
-    memory, loaded by their readers: `driver.reader_loads`), and order 4 planned on
-    ptxas's figures (`registers="ptxas"`: another plan than the default's),
-    against the float64 reference and the CPU backend's run, the same bits call after call."""
+def _bp3_box(order: int):
+    """BP3 at `order` (q = order + 2 points an axis) on a randomly numbered box of 2 x 2 x 1
+    hexahedra: the reference module, the source, the nodes, connectivity, 1-D tables,
+    geometric factors, a random u and the six factors as contiguous arrays."""
     import importlib.util
     import sys
 
-    import irfuse
-    from irfuse.mesh import Connectivity, box_hexahedra
+    from irfuse.mesh import box_hexahedra
 
-    torch = _torch()
     sys.path.insert(0, os.path.dirname(__file__))
     import highorder_reference as ref
 
@@ -2015,9 +2009,31 @@ def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_refer
     _, G = ref.geometric_factors(X, conn, order, q)
     u = np.random.default_rng(order).standard_normal(len(X))
     factors = [np.ascontiguousarray(G[..., i, j]) for i, j in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))]
-    source = ops.bp3_source(order, q)
-    prog = irfuse.compile(source, backend="cuda", dtype="f64", registers=registers)
-    on_gpu = [torch.from_numpy(a).cuda() for a in (u, B, D, *factors)]
+    return ref, ops.bp3_source(order, q), X, conn, B, D, G, u, factors
+
+
+@pytest.mark.parametrize("order, registers, fixed", [(3, None, False), (5, None, False), (6, None, False),
+                                                    (4, "ptxas", False), (3, None, True), (6, None, True)])
+def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_reference(order, registers, fixed):
+    """BP3 in float64 on torch tensors (a randomly numbered box, the connectivity prepared on
+    the GPU): order 3 (64 nodes an element), order 5 (216, one element a scatter group) and
+    order 6 (343: a group of its own, its slots numbered in two bytes; its factors, filling shared
+    memory, loaded by their readers: `driver.reader_loads`), and order 4 planned on
+    ptxas's figures (`registers="ptxas"`: another plan than the default's),
+    against the float64 reference and the CPU backend's run, the same bits call after call.
+    With `fixed`, B and D fixed when compiling (`constants=`: `__constant__` arrays of the
+    module, the middle contractions along their summed axes): also the values of the program
+    taking them as inputs."""
+    import irfuse
+    from irfuse.mesh import Connectivity
+
+    torch = _torch()
+    ref, source, X, conn, B, D, G, u, factors = _bp3_box(order)
+    tables = {"B": B, "D": D} if fixed else None
+    prog = irfuse.compile(source, backend="cuda", dtype="f64", registers=registers, constants=tables)
+    assert ("__constant__ real_t irf_t_" in prog.artifact.source) == fixed
+    given = (B, D) if not fixed else ()
+    on_gpu = [torch.from_numpy(a).cuda() for a in (u, *given, *factors)]
     prepared = Connectivity(torch.from_numpy(conn).cuda(), len(X))
     y = prog(on_gpu[0], prepared, *on_gpu[1:]).y
     again = prog(on_gpu[0], prepared, *on_gpu[1:]).y
@@ -2025,10 +2041,15 @@ def test_the_bake_off_poisson_operator_of_high_order_on_gpu_tensors_is_the_refer
     got = y.cpu().numpy()
     np.testing.assert_allclose(got, ref.bp3(u, conn, order, G), rtol=0, atol=1e-13)
     assert got.tobytes() == again.cpu().numpy().tobytes()
-    if order == 6:  # (the factors filled shared memory, one block an SM: built again, loaded by their readers)
+    if order == 6 and not fixed:  # (the factors filled shared memory, one block an SM: built again, loaded by their readers)
         kernel = next(k for k in prog.artifact.kernels if k.calls)
         assert 2 * (kernel.total_shared_bytes(8) + 1024) <= 228 * 1024, kernel.total_shared_bytes(8)
-    host = irfuse.compile(source, backend="cpu", dtype="f64")(u, conn, B, D, *factors).y
+    if fixed:
+        plain = irfuse.compile(source, backend="cuda", dtype="f64")
+        with_tables = [torch.from_numpy(a).cuda() for a in (B, D)]
+        np.testing.assert_allclose(got, plain(on_gpu[0], prepared, *with_tables, *on_gpu[1:]).y.cpu().numpy(),
+                                   rtol=0, atol=1e-14)
+    host = irfuse.compile(source, backend="cpu", dtype="f64", constants=tables)(u, conn, *given, *factors).y
     np.testing.assert_allclose(got, host, rtol=0, atol=1e-14)
 
 

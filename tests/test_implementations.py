@@ -24,10 +24,29 @@ def test_every_op_has_the_mappings_where_they_differ():
     assert names["mmul33"] == ["elem", "row", "entry"]
     assert names["mvmul44"] == ["elem", "row"]  # rows and entries coincide for a vector result
     assert names["venorm3"] == ["elem"]
-    # a result of three indices or more: also one thread a line along its first index
-    assert names["ttmul3212"] == ["elem", "row", "entry", "line"]
+    # a result of three indices or more: also one thread a line along its first index, and,
+    # for a contraction summing along its last axis (R[i,j,k] = sum(l) T[i,j,l] M[l,k]), a
+    # line along that axis, offered where M is a table fixed when compiling
+    assert names["ttmul3212"] == ["elem", "row", "entry", "line", "line2"]
     impl = implementations(lib.get("ttmul3212"))[2]
     assert impl.bx == 27 and impl.recommended_by * impl.bx <= 128
+    assert [i.along_tables for i in implementations(lib.get("ttmul3212"))] == [False] * 4 + [True]
+    assert not any(i.along_tables for op in lib for i in implementations(op) if i.name == "line" or
+                   "delta" in op.definition)
+
+
+def test_a_line_along_the_summed_axis_reads_its_operands_line_once():
+    """`contract("jb,kba->kja", B, t)` (an 8x7 table and an 8x7x7 tensor): along j, thread (k, a)
+    computes the 8 entries of its line from the 7 words t[k, :, a] and the whole table; along
+    the first index, a thread reads 56 words of t for its 8 entries."""
+    op = default_library().get("contract_jb_kba_kja_8x7_8x7x7")
+    line, along = (next(i for i in implementations(op) if i.name == n) for n in ("line", "line1"))
+    assert (line.bx, along.bx) == (56, 56) and along.along_tables and not line.along_tables
+    assert line.operand_aps[1].words() == 56 and along.operand_aps[1].words() == 7
+    assert along.operand_aps[0].words() == 56 and line.operand_aps[0].words() == 7
+    assert sorted(along.result_ap.relative()) == [7 * j for j in range(8)]  # r[k, j, a] for j = 0..7
+    # an element-wise op reads one word a result along any axis: no such line
+    assert not any(i.along_tables for i in implementations(default_library().get("add_8x7x7_8x7x7")))
 
 
 def test_a_line_mapping_binds_every_index_but_the_first_to_the_threads():

@@ -57,4 +57,4 @@ def _uniform_leaf(w: SSAValue) -> bool:
         return launched_kernel(owner).runs_once
     if isinstance(owner, Block):
         return kas.is_uniform(w)
-    return isinstance(owner, (fuse.CombineOp, kas.ConstantOp, kas.ReduceOp))
+    return isinstance(owner, (fuse.CombineOp, kas.ConstantOp, kas.TableOp, kas.ReduceOp))

@@ -88,7 +88,7 @@ def program(fn) -> PythonProgram:
 def compile(source, *, dtype: str | None = None, backend: str = "auto",
             pipeline: str | None = None, n: int | None = None, profile: str | None = None,
             arch: str | None = None, filename: str | None = None, tuning: str | os.PathLike | None = None,
-            layout: str | None = None, registers: str | os.PathLike | None = None) -> Program:
+            layout: str | None = None, registers: str | os.PathLike | None = None, constants=None) -> Program:
     """Compiles a KAS program to a `Program`.
 
     source: a path to a `.kas` file, KAS source text (text has a `;` or a newline), a
@@ -115,16 +115,24 @@ def compile(source, *, dtype: str | None = None, backend: str = "auto",
         `(N, *shape)`, the default) or 'soa' (`(*shape, N)`); with `tuning`, the tuning's. A call on arrays in the other
         layout compiles the program for it then (once), so either works; this choice also
         settles shapes that fit both (a batch of scalars, `(3, 3, 3)`).
+    constants: uniform inputs fixed when compiling, {name: array} (NumPy, PyTorch, CuPy or
+        lists; shaped as the input or flat): the kernels read their numbers as constants of
+        their own (on the GPU from the constant bank, operands of the arithmetic: no loads) and
+        a call no longer passes them. For tables every element reads, such as a high-order
+        element's 1-D basis; the numbers are part of what the program cache keys on.
     tuning: a tuning result of `irfuse tune` (its JSON file) for this program's file: the plan
         it found fastest, compiled again (refused if the search now selects other kernels);
         its element type and pipeline are the tuning's, so `dtype` and `pipeline` may not
         say otherwise.
     """
     if tuning is not None:
+        if constants is not None:
+            raise UsageError("tuning= gives the plan of the program as tuned, with its inputs: constants= cannot be "
+                             "given with it")
         if not isinstance(tuning, (str, os.PathLike)):
             raise UsageError(f"tuning= takes the path of a tuning result of 'irfuse tune', not {tuning!r}")
         return _compile_tuned(source, os.fspath(tuning), dtype, backend, pipeline, arch, layout)
-    options = compile_options(dtype, backend, pipeline, n, profile, arch, layout, registers)
+    options = compile_options(dtype, backend, pipeline, n, profile, arch, layout, registers, constants)
     return _Compilation(read_source(source, filename), options).variant(options.layout, {}, warn=True)
 
 
@@ -284,7 +292,8 @@ class _Compilation:
                   ("ir", self.source.text) if self.source.given_module else self.source.text)
         return dict(source=source, dtype=o.dtype, backend=o.backend, pipeline=o.pipeline, n=o.n, profile=o.profile,
                     arch=o.arch, filename=None if self.source.function is not None else self.source.name,
-                    layout=o.layout, registers=o.registers)
+                    layout=o.layout, registers=o.registers,
+                    constants={name: _numbers(shape, values) for name, shape, values in o.constants} or None)
 
     def variant(self, layout: str, strides: dict | None = None, warn: bool = False) -> Program:
         """The program for `layout` and `strides`, made on first use and kept (its warnings
@@ -307,6 +316,13 @@ class _Compilation:
             program = Program(artifact, self.options.backend, diagnostics, variant=self.variant, strides=strides)
         program._spec = (_program_from_spec, self.spec())
         return program
+
+
+def _numbers(shape: tuple, values: tuple):
+    """A constant's numbers as the float64 array `constants=` was given (a pickled program's spec)."""
+    import numpy as np
+
+    return np.array(values, dtype=np.float64).reshape(shape)
 
 
 def _stage_spec(spec: dict):

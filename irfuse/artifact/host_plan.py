@@ -95,6 +95,7 @@ class Scatter:
 class Constant:
     result: int
     number: float
+    table: tuple[float, ...] = ()  # a `kas.table`'s numbers (`number` then unused), in word order
 
 
 @record(frozen=True)
@@ -247,7 +248,8 @@ def _step_json(s: Step) -> dict:
     if isinstance(s, Combine):
         return {"combine": s.kernel, "partials": s.partials, "result": s.result}
     if isinstance(s, Constant):
-        return {"constant": s.number, "result": s.result}
+        return {"table": [v.hex() for v in s.table], "result": s.result} if s.table else \
+            {"constant": s.number, "result": s.result}
     if isinstance(s, Scatter):
         return {"scatter": s.kernel, "values": s.values, "index": s.index, "result": s.result,
                 "atomic": list(s.atomic), "onto": s.onto, "groups": s.groups}
@@ -268,6 +270,8 @@ def _step_from_json(d: dict, value, enclosing: int) -> Step:
         return Combine(str(d["combine"]), value(d["partials"]), value(d["result"]))
     if "constant" in d:
         return Constant(value(d["result"]), float(d["constant"]))
+    if "table" in d:
+        return Constant(value(d["result"]), 0.0, tuple(float.fromhex(str(v)) for v in d["table"]))
     if "scatter" in d:
         zero, add = (str(k) for k in d["atomic"])
         return Scatter(str(d["scatter"]), value(d["values"]), value(d["index"]), value(d["result"]), (zero, add),

@@ -324,11 +324,12 @@ class KernelEmitter:
     named in `RENDERER_HOOKS` and nothing else."""
 
     def __init__(self, kernel: fuse.KernelOp, itemsize: int, min_blocks: int | None, library: Library | None = None,
-                 strided: dict[int, tuple[int, ...]] | None = None, constants: dict[int, float] | None = None):
+                 strided: dict[int, tuple[int, ...]] | None = None, constants: dict[int, float | tuple[float, ...]] | None = None):
         self.kernel = kernel
         # Uniform inputs (by position) that every launch gives the same literal.
         self.constants = constants or {}
         self.constant_arrays: list[tuple[str, str]] = []
+        self.tables: list[tuple[str, list[str]]] = []  # uniform inputs fixed when compiling: name, literals
         # Global arguments (by position: inputs, then outputs) that are strided views.
         args = (*kernel.input_args, *kernel.output_args)
         self.strided: dict[SSAValue, tuple[int, ...]] = {args[i]: s for i, s in (strided or {}).items()}
@@ -561,6 +562,13 @@ class KernelEmitter:
         for i in self.kernel.uniform_positions:
             g = self.kernel.input_args[i]
             size = g.type.size  # type: ignore[attr-defined]
+            if isinstance(self.constants.get(i), tuple) and len(self.constants[i]) == size:
+                # (a table fixed when compiling: a constant array of the module, no copy; on the
+                # GPU in the constant bank, which the arithmetic reads as operands)
+                name = f"irf_t_{self.kernel.sym_name.data}_{len(self.tables)}"
+                self.uniform_copies[g] = name
+                self.tables.append((name, [c_literal(v) for v in self.constants[i]]))
+                continue
             if i in self.constants and size == 1:
                 # (a literal: no copy, and the C compiler folds it where it is read)
                 name = f"irf_c{len(self.constant_arrays)}"
@@ -1151,7 +1159,7 @@ class KernelEmitter:
                           [self.names.get(a, "g_") for a in self.kernel.input_args],
                           [self.names.get(a, "g_") for a in self.kernel.output_args],
                           self.body, self.regs, self.block_arrays, self.staged_arrays, self.staged_sources,
-                          self.constant_arrays)
+                          self.constant_arrays, self.tables)
 
 
 def tree_step(red: str, kind: str, size: int, half: int, count: str | None, start: str, stride: int) -> str:

@@ -105,9 +105,20 @@ class KernelBody:
     # Uniform inputs every launch gives the same literal (`kernel.bridge.literal_arguments`): C name, the
     # literal. Each is a constant array of the kernel's own, so the C compiler folds it.
     constants: list[tuple[str, str]] = field(default_factory=list)
+    # Uniform inputs fixed when compiling (`kas.table`s): C name, the literals of their words. Each
+    # is an array of the module's, declared before the kernel (`table_arrays`).
+    tables: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def constant_arrays(body: KernelBody) -> list[str]:
     """The literals every launch gives for some uniform inputs, as constant arrays of the
     kernel's own (both renderers): the C compiler folds them into the arithmetic."""
     return [f"  const real_t {name}[1] = {{{literal}}};" for name, literal in body.constants]
+
+
+def table_arrays(body: KernelBody, qualifier: str) -> list[str]:
+    """The kernel's tables (`KernelBody.tables`) as arrays of the module declared before it:
+    `__constant__` on the GPU (the constant bank: read by the arithmetic as operands where
+    their indices are known when compiling, through the constant cache elsewhere), `static
+    const` on the CPU."""
+    return [f"{qualifier} real_t {name}[{len(words)}] = {{{', '.join(words)}}};" for name, words in body.tables]

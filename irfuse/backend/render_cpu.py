@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from irfuse.backend.kernel_body import (GpuOnly, KernelBody, LoopNode, constant_arrays, has_barrier, is_barrier,
-                                        node_text)
+                                        node_text, table_arrays)
 
 
 def cpu_kernel(body: KernelBody) -> list[str]:
@@ -35,7 +35,8 @@ def cpu_kernel(body: KernelBody) -> list[str]:
     arrays = sum(-(-words // 4) * 4 for _, words in block_arrays)
     scratch = smem_words + arrays + sum(body.nthreads * words for _, words in kept)
     nt = body.nthreads
-    lines = [f"// fuse.kernel @{body.info.name} on the CPU: {len(regions)} regions of {nt} threads",
+    lines = [*table_arrays(body, "static const"),
+             f"// fuse.kernel @{body.info.name} on the CPU: {len(regions)} regions of {nt} threads",
              f"static int {body.info.name}({', '.join(params)})",
              "{",
              f"  const irf::Scratch<real_t> irf_scratch({scratch});",

@@ -5,13 +5,14 @@ the previous grid before any global access, then the statement tree with barrier
 
 from __future__ import annotations
 
-from irfuse.backend.kernel_body import KernelBody, constant_arrays, node_text
+from irfuse.backend.kernel_body import KernelBody, constant_arrays, node_text, table_arrays
 
 
 def gpu_kernel(body: KernelBody) -> list[str]:
     """The kernel's lines: signature, declarations, statements."""
     regs = [f"  real_t {name}[{words}];" for name, words in body.regs]
-    return [*_signature(body), *_prologue(body), *constant_arrays(body), *regs, *node_text(body.body), "}"]
+    return [*table_arrays(body, "__constant__"), *_signature(body), *_prologue(body), *constant_arrays(body), *regs,
+            *node_text(body.body), "}"]
 
 
 def _signature(body: KernelBody) -> list[str]:

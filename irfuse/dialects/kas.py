@@ -475,6 +475,57 @@ class ConstantOp(LocatedOperation):
 
 
 @irdl_op_definition
+class TableOp(LocatedOperation):
+    """Literal values of a uniform vector, matrix or tensor, fixed when the program is compiled
+    (`irfuse.compile(..., constants=...)` puts one in place of a uniform input): the kernels
+    read them as constants of their own (on the GPU, the constant bank: operands of the
+    arithmetic, no loads), the host passes them where a launch takes them."""
+
+    name = "kas.table"
+    values = prop_def(ArrayAttr[FloatAttr])
+    res = result_def(KasType)
+    traits = traits_def(Pure())
+
+    def __init__(self, values: Sequence[float], result_type: Attribute):
+        super().__init__(result_types=[result_type],
+                         properties={"values": ArrayAttr(FloatAttr(float(v), Float64Type()) for v in values)})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" [{', '.join(repr(v) for v in self.numbers)}]")  # (repr: reads back exactly)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.res.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "TableOp":
+        numbers = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_number)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        at = parser.pos
+        t = parser.parse_type()
+        if not isinstance(t, KasType) or isinstance(t, IndexType):
+            parser.raise_error(f"kas.table holds numbers of a value type, not {t}", at, parser.pos)
+        op = cls([float(v) for v in numbers], t)
+        op.attributes |= attrs
+        return op
+
+    @property
+    def numbers(self) -> tuple[float, ...]:
+        return tuple(float(a.value.data) for a in self.values.data)
+
+    def verify_(self) -> None:
+        t = self.res.type
+        if not isinstance(t, KasType) or isinstance(t, IndexType):
+            raise VerifyException(f"kas.table holds numbers of a value type, not {t}")
+        if len(self.values.data) != t.size:  # type: ignore[attr-defined]
+            raise VerifyException(f"kas.table of a {t} holds {t.size} numbers, "  # type: ignore[attr-defined]
+                                  f"not {len(self.values.data)}")
+        for v in self.numbers:
+            if v != v or v in (float("inf"), float("-inf")):
+                raise VerifyException(f"kas.table's numbers must be finite, got {v}")
+
+
+@irdl_op_definition
 class ReduceOp(LocatedOperation):
     """Combines a per-element value over the whole batch into a uniform one of the same
     type, word by word (a batch sum of 3x3 matrices is a 3x3 matrix)."""
@@ -860,7 +911,7 @@ def _uniform_leaf(w: SSAValue, uniform_args: Collection[SSAValue]) -> bool:
         parent = owner.parent_op()
         return w in uniform_args or (
             isinstance(parent, ProgramOp) and parent.inputs[w.index] in parent.uniform)  # type: ignore[attr-defined]
-    return isinstance(owner, (ConstantOp, ReduceOp))
+    return isinstance(owner, (ConstantOp, TableOp, ReduceOp))
 
 
 def uniform_through_calls(v: SSAValue, leaf: Callable[[SSAValue], bool], memo: dict) -> bool:
@@ -908,6 +959,6 @@ def program_of(module) -> ProgramOp:
 
 Kas = Dialect(
     "kas",
-    [ProgramOp, CallOp, ConstantOp, ReduceOp, LoopOp, ReturnOp, YieldOp, GatherOp, ScatterOp],
+    [ProgramOp, CallOp, ConstantOp, TableOp, ReduceOp, LoopOp, ReturnOp, YieldOp, GatherOp, ScatterOp],
     [ScalarType, MaskType, VectorType, MatrixType, TensorType, IndexType, ReduceKindAttr],
 )

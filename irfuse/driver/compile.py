@@ -43,6 +43,7 @@ from irfuse.driver.options import PTXAS, CompileOptions
 from irfuse.driver.ptxas_rounds import settle_on_ptxas_figures
 from irfuse.driver.reader_loads import with_loads_by_readers
 from irfuse.frontend.irgen import FrontendResult
+from irfuse.transforms.constant_inputs import fix_inputs
 from irfuse.transforms.node_phases import has_nodal_statements, split_at_nodal_statements
 from irfuse.passes.registry import DEFAULT_PIPELINE, build_passes, expand_named_pipelines
 from irfuse.planner.cost import DEFAULT_BATCH, NODES_PER_ELEMENT, load_profile
@@ -274,11 +275,12 @@ def _compile_each(emitted_once: EmittedModule, element, levels: list[dict[str, i
 
 
 def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", compile_gpu: bool = True,
-                    arch: str | None = None, planning: PlanningOptions | None = None, layout: str = "aos"
-                    ) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
+                    arch: str | None = None, planning: PlanningOptions | None = None, layout: str = "aos",
+                    constants: tuple = ()) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
     """A KAS file compiled with a pipeline (the default one when None) for an element type
-    and a layout of the global arrays (`irfuse.dialects.layouts`): `compile_from`."""
-    return compile_from(read_source(path), _options(pipeline, dtype, compile_gpu, arch, planning, layout))
+    and a layout of the global arrays (`irfuse.dialects.layouts`), its uniform inputs named in
+    `constants` fixed (`CompileOptions.constants`): `compile_from`."""
+    return compile_from(read_source(path), _options(pipeline, dtype, compile_gpu, arch, planning, layout, constants))
 
 
 def compile_text(text: str, filename: str, pipeline: str | None = None, dtype: str = "f32",
@@ -291,10 +293,10 @@ def compile_text(text: str, filename: str, pipeline: str | None = None, dtype: s
 
 
 def _options(pipeline: str | None, dtype: str, compile_gpu: bool, arch: str | None,
-             planning: PlanningOptions | None, layout: str) -> CompileOptions:
+             planning: PlanningOptions | None, layout: str, constants: tuple = ()) -> CompileOptions:
     planning = planning or PlanningOptions()
     return CompileOptions(dtype, "cuda" if compile_gpu else "cpu", pipeline, planning.n, planning.profile, arch,
-                          layout, planning.registers)
+                          layout, planning.registers, constants)
 
 
 def compile_from(source: Source, options: CompileOptions, layout: str | None = None,
@@ -310,7 +312,7 @@ def compile_from(source: Source, options: CompileOptions, layout: str | None = N
     planning = PlanningOptions(n=options.n, profile=options.profile, registers=options.registers)
     name = source.function.__name__ if source.function is not None else os.path.basename(source.name)  # type: ignore
     return compile_frontend(frontend(source), name, options.pipeline, options.dtype, options.backend == "cuda",
-                            options.arch, planning, layout or options.layout, strides)
+                            options.arch, planning, layout or options.layout, strides, options.constants)
 
 
 def compile_with_ptxas_figures(source: Source, options: CompileOptions, layout: str | None = None,
@@ -323,13 +325,14 @@ def compile_with_ptxas_figures(source: Source, options: CompileOptions, layout: 
 
 def compile_frontend(result: FrontendResult, name: str, pipeline: str | None = None, dtype: str = "f32",
                      compile_gpu: bool = True, arch: str | None = None, planning: PlanningOptions | None = None,
-                     layout: str = "aos", strides: dict[str, tuple[int, ...]] | None = None
-                     ) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
+                     layout: str = "aos", strides: dict[str, tuple[int, ...]] | None = None,
+                     constants: tuple = ()) -> tuple[CompiledProgram | CompiledStages, list[Diagnostic]]:
     """A frontend's module (KAS text or a Python function) compiled as `compile_program` does,
     its `derivative` lines applied first; `strides`: program inputs and outputs that are
     strided views (`dialects.layouts`). A program over a mesh that works per node compiles
     into stages (`compile_stages`)."""
     result = with_derivatives(result)
+    fix_inputs(program_of(result.module), constants)  # (uniform inputs fixed when compiling: `constants=`)
     if has_nodal_statements(result.module):
         if layout != "aos" or strides:
             raise UsageError(f"program {name} runs over a mesh on arrays of structures only")

@@ -111,7 +111,7 @@ def fused_plan(elements: hp.HostPlan, nodes: hp.HostPlan, fusion: SumsFusion) ->
     steps: list[hp.Step] = list(elements.steps)
     for step in nodes.steps:
         if isinstance(step, hp.Constant):
-            steps.append(hp.Constant(ids[step.result], step.number))
+            steps.append(hp.Constant(ids[step.result], step.number, step.table))
         else:
             steps.append(hp.NodeLaunch(fusion.name, tuple(ids[a] for a in step.args),  # type: ignore[union-attr]
                                        tuple(ids[r] for r in step.results), fusion.sums))  # type: ignore[union-attr]

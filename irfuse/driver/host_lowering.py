@@ -45,6 +45,8 @@ def lower_host_program(module: ModuleOp) -> hp.HostPlan:
                 out.append(hp.Combine(op.kernel_name, vid(op.partials), vid(op.res)))
             elif isinstance(op, kas.ConstantOp):
                 out.append(hp.Constant(vid(op.res), op.number))
+            elif isinstance(op, kas.TableOp):
+                out.append(hp.Constant(vid(op.res), 0.0, op.numbers))
             elif isinstance(op, kas.ScatterOp):
                 size = op.res.type.size  # type: ignore[attr-defined]
                 k = op.index.type.count.data  # type: ignore[attr-defined]

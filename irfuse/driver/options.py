@@ -45,6 +45,9 @@ class CompileOptions:
     arch: str | None = None  # None: the GPU present, else sm_90 (for a "cuda" build)
     layout: str = "aos"  # the layout compiled first
     registers: str | None = None  # a register table's path (`irfuse compile` writes one), or PTXAS
+    # Uniform inputs fixed when compiling (`transforms.constant_inputs`): (name, shape as given,
+    # numbers) in name order, the numbers float64 in C order.
+    constants: tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...] = ()
 
     def key_fields(self) -> dict:
         """What these options add to a program cache key: every option, the profile's figures
@@ -57,7 +60,9 @@ class CompileOptions:
             arch = default_arch()
         return dict(dtype=self.dtype, backend=self.backend, pipeline=self.pipeline, n=self.n,
                     profile=asdict(load_profile(self.profile)), arch=arch,
-                    registers=registers_text(self.registers))
+                    registers=registers_text(self.registers),
+                    **({"constants": [(name, list(shape), [v.hex() for v in values])
+                                      for name, shape, values in self.constants]} if self.constants else {}))
 
 
 def chosen_backend(backend: str) -> str:
@@ -92,7 +97,7 @@ def dtype_name(dtype) -> str:
 
 def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: str | None = None,
                     n: int | None = None, profile: str | None = None, arch: str | None = None,
-                    layout: str | None = None, registers=None) -> CompileOptions:
+                    layout: str | None = None, registers=None, constants=None) -> CompileOptions:
     """`CompileOptions` from what a caller gave, checked and defaulted (see the module)."""
     for name, value in (("layout", layout), ("backend", backend)):
         if value is not None and not isinstance(value, str):
@@ -115,7 +120,41 @@ def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: s
     if path == PTXAS:
         check_ptxas_backend(chosen)
     return CompileOptions(dtype, chosen, pipeline, int(n) if n is not None else DEFAULT_BATCH,
-                          profile or backend_profile(chosen), arch, layout, path)
+                          profile or backend_profile(chosen), arch, layout, path, constant_numbers(constants))
+
+
+def constant_numbers(constants) -> tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]:
+    """`constants=` as (name, shape, float64 numbers) in name order: a mapping of input names
+    to arrays (NumPy's, PyTorch's, CuPy's, lists), each flattened in C order; refused by name
+    where it is not such a mapping or an array holds anything but finite real numbers."""
+    if constants is None:
+        return ()
+    if not isinstance(constants, dict):
+        raise UsageError(f"constants= maps uniform input names to their values, not {type(constants).__name__}")
+    import numpy as np
+
+    out = []
+    for name in sorted(constants):
+        if not isinstance(name, str):
+            raise UsageError(f"constants= maps input names to values: {name!r} is not a name")
+        value = constants[name]
+        if hasattr(value, "detach"):  # (a PyTorch tensor, on any device)
+            value = value.detach().cpu().numpy()
+        elif hasattr(value, "get") and hasattr(value, "__cuda_array_interface__"):  # (CuPy)
+            value = value.get()
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"constants['{name}'] is not an array of numbers: {e}") from None
+        if array.dtype.kind not in "fiub" or array.size == 0:
+            raise UsageError(f"constants['{name}'] holds {array.dtype} values, not real numbers"
+                             if array.size else f"constants['{name}'] is empty")
+        array = array.astype(np.float64)
+        if not np.isfinite(array).all():
+            raise UsageError(f"constants['{name}'] holds a value that is not finite: constants are written into the "
+                             "kernels as literals")
+        out.append((name, tuple(int(n) for n in array.shape), tuple(float(v) for v in array.ravel())))
+    return tuple(out)
 
 
 def check_ptxas_backend(backend: str) -> None:

@@ -37,9 +37,11 @@ def kernel_arguments(inputs: Sequence[SSAValue]) -> list[SSAValue]:
     return out
 
 
-def literal_arguments(module) -> dict[str, dict[int, float]]:
+def literal_arguments(module) -> dict[str, dict[int, float | tuple[float, ...]]]:
     """Kernel name -> {input position: number} for the inputs that every launch of the kernel
-    gives from a `kas.constant` of that number. The host still writes the constant's word and
+    gives from a `kas.constant` of that number, and {input position: numbers} for those given
+    from a `kas.table` of more than one word (a uniform input fixed when compiling:
+    `transforms.constant_inputs`). The host still writes the constant's word and
     passes it (the launch interface is unchanged); the kernel reads its literal instead, which
     the C compiler folds: the unit directions a Jacobian seeds its tangents with
     (`transforms.jacobian`), the factors of an element code. The model marks their loaded
@@ -50,13 +52,23 @@ def literal_arguments(module) -> dict[str, dict[int, float]]:
         if not isinstance(op, fuse.LaunchOp):
             continue
         # (a literal that is not finite keeps its word: C has no portable spelling of it)
-        given = {i: (a.owner.number if isinstance(a.owner, kas.ConstantOp) and math.isfinite(a.owner.number) else None)
-                 for i, a in enumerate(op.args)}
+        given = {i: _literal(a) for i, a in enumerate(op.args)}
         known = seen.get(op.kernel_name)
         seen[op.kernel_name] = given if known is None else {
             i: v if v is not None and known.get(i) == v else None for i, v in given.items()}
     return {name: {i: v for i, v in given.items() if v is not None}
             for name, given in seen.items() if any(v is not None for v in given.values())}
+
+
+def _literal(a) -> float | tuple[float, ...] | None:
+    """What a launch argument's literal is: a `kas.constant`'s number, a `kas.table`'s numbers
+    (its one number where it holds one), or None."""
+    if isinstance(a.owner, kas.ConstantOp) and math.isfinite(a.owner.number):
+        return a.owner.number
+    if isinstance(a.owner, kas.TableOp):
+        numbers = a.owner.numbers
+        return numbers[0] if len(numbers) == 1 else numbers
+    return None
 
 
 def place_of(model: KernelModel, vid: int) -> fuse.PlaceAttr:

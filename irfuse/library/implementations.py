@@ -10,7 +10,12 @@ Derived from every op's index-notation definition:
 - `line`: thread `tx` computes one line along the result's first index (`bx` = entries over
   the first extent; results of three indices or more), and for a vector made of one value of
   three axes or more (an element's tensor reshaped into its vector) the vector's words of
-  that value's line `tx` (`_vector_lines`).
+  that value's line `tx` (`_vector_lines`);
+- `line1`, `line2`, ...: the same along the result's axis m, for a contraction that sums along
+  another axis than the first (`_summed_line_axis`: `jb,kba->kja` along j, each thread reading
+  its line of `kba` once for the line of its results, where a line along k reads 56 words for
+  8). Offered for calls whose smaller operands are tables fixed when compiling
+  (`Implementation.along_tables`), whose words the thread then reads as constants.
 
 (`row` and `entry` exist only where they differ from the ones before.) A delta of an index
 bound to the thread is a test at run time unless it selects, over every value of the index,
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from fractions import Fraction
 from dataclasses import field
 
 from irfuse.artifact.records import record
@@ -272,6 +278,12 @@ class Implementation:
     operand_aps: list[AccessPattern]
     result_ap: AccessPattern
     origin: str = "generated"
+    # Offered for a call whose operands smaller than its largest are all tables fixed when
+    # compiling (`kas.table`): a search takes it there, and only there, where it is no wider
+    # than the width asked (`planner.search._impl_choices`); read from shared memory, the
+    # tables' words it reads for each line cost more than its fewer reads of the largest
+    # operand save (benchmarks/NOTES.md, High-order elements, 2026-12-04 (night)).
+    along_tables: bool = False
 
     @property
     def function_name(self) -> str:
@@ -417,8 +429,9 @@ def _thread_vars(mapping: str, target: tuple[str, ...], shape: tuple[int, ...]) 
     if mapping == "row":
         v = f"ix_{target[0]}"
         return {target[0]: Affine.of(v)}, {v: "tx"}
-    if mapping == "line":  # the first index stays in the thread: bind the others
-        target, shape = target[1:], shape[1:]
+    axis = line_axis(mapping)
+    if axis is not None:  # the line's index stays in the thread: bind the others
+        target, shape = target[:axis] + target[axis + 1:], shape[:axis] + shape[axis + 1:]
     env, exprs = {}, {}
     for m, (name, n) in enumerate(zip(target, shape)):
         inner = 1
@@ -431,6 +444,34 @@ def _thread_vars(mapping: str, target: tuple[str, ...], shape: tuple[int, ...]) 
         env[name] = Affine.of(v)
         exprs[v] = e
     return env, exprs
+
+
+def line_axis(mapping: str) -> int | None:
+    """The result axis a line mapping runs along (`line`: 0, `line2`: 2), None for the others."""
+    if mapping == "line":
+        return 0
+    return int(mapping[4:]) if mapping.startswith("line") and mapping[4:].isdigit() else None
+
+
+def _summed_line_axis(op: OpDef) -> int:
+    """For an op of three indices or more with operands smaller than its largest (a
+    contraction's tables), the first result axis along which a thread reads fewer words of
+    the largest operands for each result it computes than along the first axis (their distinct
+    offsets in the thread's entries, over the line's length), the fewest; 0 where none does
+    (element-wise ops read one word a result along any axis)."""
+    top = max(t.size for t in op.operand_types)
+    largest = [k for k, t in enumerate(op.operand_types) if t.size == top]
+    if len(largest) == len(op.operand_types):
+        return 0
+    d = parse_definition(op.definition)
+    exp = _SymbolicExpander(op)
+    reads = []
+    for axis in range(len(op.result_type.shape)):
+        envs = _thread_entries(op, "line" if axis == 0 else f"line{axis}", d.target_indices)[0]
+        words = {(lf.operand, lf.offset) for env in envs for lf in _nodes(exp.expand(d.expr, env), SLeaf)
+                 if lf.operand in largest}
+        reads.append(Fraction(len(words), op.result_type.shape[axis]))
+    return reads.index(min(reads))
 
 
 def _vector_lines(op: OpDef) -> int:
@@ -461,12 +502,13 @@ def _thread_entries(op: OpDef, mapping: str, target: tuple[str, ...]) -> tuple[l
     free = [(i, n) for i, n in zip(target, shape) if i not in bound]
     envs = [{**bound, **{i: v for (i, _), v in zip(free, vals)}}
             for vals in itertools.product(*(range(n) for _, n in free))]
-    bx = {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size,
-          "line": op.result_type.size // shape[0] if shape else 1}[mapping]
+    axis = line_axis(mapping)
+    bx = (op.result_type.size // shape[axis] if shape else 1) if axis is not None else \
+        {"elem": 1, "row": shape[0] if shape else 1, "entry": op.result_type.size}[mapping]
     return envs, var_exprs, var_ranges, bx
 
 
-def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
+def _derive(op: OpDef, mapping: str, along_tables: bool = False) -> GeneratedImplementation:
     d = parse_definition(op.definition)
     shape = op.result_type.shape
     envs, var_exprs, var_ranges, bx = _thread_entries(op, mapping, d.target_indices)
@@ -512,12 +554,13 @@ def _derive(op: OpDef, mapping: str) -> GeneratedImplementation:
         operand_aps.append(ap)
         operand_rel.append(rel)
     result_ap, result_rel = pattern([o for o, _ in outputs], op.result_type.size)
+    axis = line_axis(mapping)
     doc = {"elem": "one thread per element", "row": "one thread per output row",
-           "entry": "one thread per output entry",
-           "line": "one thread per line along the first index"}[mapping]
+           "entry": "one thread per output entry"}.get(mapping) or \
+        ("one thread per line along the first index" if axis == 0 else f"one thread per line along index {axis}")
     return GeneratedImplementation(op, mapping, bx, recommended_elements_per_block(bx), operand_aps, result_ap,
                                    var_exprs=var_exprs, outputs=outputs, operand_rel=operand_rel,
-                                   result_rel=result_rel, mapping_doc=doc)
+                                   result_rel=result_rel, mapping_doc=doc, along_tables=along_tables)
 
 
 @record(eq=False)
@@ -574,6 +617,8 @@ def generated_implementations(op: OpDef) -> list[Implementation]:
             candidates.append(_derive(op, "entry"))
         if len(shape) >= 3 or _vector_lines(op):
             candidates.append(_derive(op, "line"))
+        if len(shape) >= 3 and (axis := _summed_line_axis(op)):
+            candidates.append(_derive(op, f"line{axis}", along_tables=True))
         for impl in candidates:
             conds = {c for _, tree in impl.outputs for c in _nodes(tree, SCond)}
             if len(conds) <= MAX_RUNTIME_SELECTIONS:

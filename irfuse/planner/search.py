@@ -169,22 +169,26 @@ def external_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValu
 def _impl_choices(dag: BlockDAG, group: tuple[int, ...], known: dict | None = None
                   ) -> list[tuple[Implementation, ...]]:
     """The implementations of the group's calls at each width a call offers: every call takes
-    its widest implementation no wider than that (the first of equal widths). `known`: what a
-    search found before, by op name (a search asks this of every candidate group)."""
+    its widest implementation no wider than that (the first of equal widths); a call whose
+    operands smaller than its largest are all tables fixed when compiling (`kas.table`) takes
+    the one offered for that (`Implementation.along_tables`) where it is no wider. `known`:
+    what a search found before, by op name (a search asks this of every candidate group)."""
     known = {} if known is None else known
     rows = []
-    for call in flat_calls([dag.ops[i] for i in group]):
+    calls = flat_calls([dag.ops[i] for i in group])
+    for call in calls:
         row = known.get(call.op_name)
         if row is None:
             lib = default_library()
             options = lib.implementations(lib.get(call.op_name))
-            row = known[call.op_name] = (options, {impl.bx for impl in options}, {})
+            row = known[call.op_name] = (options, {impl.bx for impl in options if not impl.along_tables}, {})
         rows.append(row)
+    tabled = [_reads_tables(call) for call in calls]
     widths = sorted({b for _, offered, _ in rows for b in offered}) or [1]  # a reduction alone: no call
     out = []
     seen = set()
     for b in widths:
-        pick = tuple(_widest(row, b) for row in rows)
+        pick = tuple(_along_tables(row, b) or _widest(row, b) if t else _widest(row, b) for row, t in zip(rows, tabled))
         key = tuple(id(i) for i in pick)
         if key not in seen:
             seen.add(key)
@@ -192,13 +196,26 @@ def _impl_choices(dag: BlockDAG, group: tuple[int, ...], known: dict | None = No
     return out
 
 
+def _reads_tables(call: kas.CallOp) -> bool:
+    """Whether a call's operands smaller than its largest, one at least, are all `kas.table`s."""
+    sizes = [a.type.size for a in call.args]  # type: ignore[attr-defined]
+    smaller = [a for a, n in zip(call.args, sizes) if n < max(sizes)]
+    return bool(smaller) and all(isinstance(a.owner, kas.TableOp) for a in smaller)
+
+
 def _widest(row: tuple, b: int) -> Implementation:
-    """A call's widest implementation no wider than `b` (`_impl_choices`' rows)."""
+    """A call's widest implementation no wider than `b` (`_impl_choices`' rows), of those
+    not offered for tables alone."""
     options, _, picked = row
     impl = picked.get(b)
     if impl is None:
-        impl = picked[b] = max((i for i in options if i.bx <= b), key=lambda i: i.bx)
+        impl = picked[b] = max((i for i in options if i.bx <= b and not i.along_tables), key=lambda i: i.bx)
     return impl
+
+
+def _along_tables(row: tuple, b: int) -> Implementation | None:
+    """The implementation a call reading tables takes at width `b`, if one is no wider."""
+    return next((i for i in row[0] if i.along_tables and i.bx <= b), None)
 
 
 def call_runs(ops: list[Operation]) -> list[int]:

@@ -153,7 +153,8 @@ class Executor:
                                           [summed, starts, partials, env[step.result]], self.nodes))
             elif isinstance(step, Constant):
                 if step.result not in env:  # (a loop from the host records its body once per iteration)
-                    env[step.result] = dev.upload(np.array(step.number))
+                    env[step.result] = dev.upload(np.array(step.table).reshape(self.host.values[step.result].shape)
+                                                  if step.table else np.array(step.number))
             elif isinstance(step, Loop):
                 for a, init in zip(step.args, step.inits):
                     if a not in env:

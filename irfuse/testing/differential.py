@@ -94,6 +94,19 @@ def _pipeline(top: int, k: int, budget: Budget, loops: str = "auto") -> str:
     return pipeline.replace("fuse-load-by-readers", "fuse-load-by-readers{every=true}") if k % 2 else pipeline
 
 
+def fixed_inputs(module, seed: int) -> tuple:
+    """Random numbers for every uniform numeric input of a program, as `constants=` fixes them
+    when compiling (`CompileOptions.constants`): the differential tests' odd plans compile so,
+    the reference then reading the same numbers from the program's `kas.table`s."""
+    from irfuse.dialects.kas import IndexType, program_of
+
+    program = program_of(module)
+    rng = np.random.default_rng(seed)
+    return tuple((name, tuple(t.shape), tuple(float(v) for v in rng.uniform(-1, 1, t.size)))
+                 for name, t in sorted(zip(program.inputs, program.input_types()))
+                 if name in program.uniform and not isinstance(t, IndexType))
+
+
 def check_plans(path: str, budget: Budget) -> Outcome:
     """Runs plan 0..top-1 of the search on the CPU (and with `host_loops` the best plan with
     every loop on the host); compares every output with the reference."""
@@ -112,7 +125,8 @@ def check_plans(path: str, budget: Budget) -> Outcome:
         try:
             plan, _ = compile_program(path, pipeline, budget.dtype, compile_gpu=budget.nvrtc,
                                       arch="sm_90" if budget.nvrtc else None, layout=budget.layout,
-                                      planning=PlanningOptions(registers=budget.registers))
+                                      planning=PlanningOptions(registers=budget.registers),
+                                      constants=fixed_inputs(program.module, budget.seed + k) if k % 2 else ())
         except NoSuchPlan:
             if k > 0:
                 return out

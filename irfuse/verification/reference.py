@@ -25,6 +25,7 @@ from irfuse.dialects.kas import (
     nodal_values,
     CallOp,
     ConstantOp,
+    TableOp,
     GatherOp,
     IndexType,
     KasType,
@@ -189,6 +190,8 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                     env[op.res] = env[op.res] * (1 + perturb[0] * noise)
             elif isinstance(op, ConstantOp):
                 env[op.res] = np.asarray(op.number, dtype=dtype)
+            elif isinstance(op, TableOp):
+                env[op.res] = np.asarray(op.numbers, dtype=dtype).reshape(op.res.type.shape)  # type: ignore
             elif isinstance(op, GatherOp):
                 env[op.res] = _gathered(env[op.nodal], env[op.index])
             elif isinstance(op, ScatterOp):
@@ -271,6 +274,9 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
             elif isinstance(op, ConstantOp):
                 val[op.res] = np.asarray(op.number, dtype=np.float64)
                 err[op.res] = np.asarray(u * abs(op.number))
+            elif isinstance(op, TableOp):
+                val[op.res] = np.asarray(op.numbers, dtype=np.float64).reshape(op.res.type.shape)  # type: ignore
+                err[op.res] = u * np.abs(val[op.res])
             elif isinstance(op, GatherOp):
                 val[op.res] = _gathered(val[op.nodal], val[op.index])
                 err[op.res] = _gathered(err[op.nodal], val[op.index])
