@@ -5,7 +5,8 @@ against the same sum-factorized operator in PyTorch (eager and `torch.compile`) 
 
     python benchmarks/bakeoff.py [--cells 40] [--orders 1,2,3] [--dtype f64|f32] [--device cuda|cpu]
                                  [--repeat 20] [--skip-peers] [--kinds bp1,bp3,bk1,bk3] [--plans 1]
-                                 [--registers ptxas] [--compile-only] [--profile-once] [--json ...]
+                                 [--registers ptxas] [--tables inputs|constants] [--compile-only]
+                                 [--profile-once] [--json ...]
 
 The mesh: `irfuse.mesh.box_hexahedra(cells, order=p)` Morton-reordered, its quadrature data
 (w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at (p+2)^3 Gauss points an element)
@@ -19,7 +20,10 @@ p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. `--pla
 search's K best plans of each operator (plan 0 as a call builds it), each checked as the
 first: what a better choice among them would give; `--registers ptxas` adds the plan the search
 settles on with ptxas's registers and spills of its kernels (`irfuse.compile(...,
-registers="ptxas")`); `--compile-only` builds irfuse's programs into the cache and times
+registers="ptxas")`); `--tables constants` compiles irfuse's programs with their 1-D tables B
+and D fixed (`irfuse.compile(..., constants=...)`: constant arrays of the kernels, which the
+contractions then read along their summed axes; the peers still take them as arrays, as a
+user's `jax.jit` would); `--compile-only` builds irfuse's programs into the cache and times
 nothing (a GPU machine then loads them); `--profile-once` calls each irfuse program once more
 between `cudaProfilerStart` and `cudaProfilerStop` and times nothing, for Nsight Compute's
 `--profile-from-start off` (the counters `bakeoff_bounds.py --ncu` reads). Each irfuse row keeps its element kernels'
@@ -136,6 +140,8 @@ def main(argv=None) -> int:
     ap.add_argument("--profile-once", action="store_true",
                     help="call each irfuse program once between cudaProfilerStart and Stop (for ncu's "
                          "--profile-from-start off) and time nothing")
+    ap.add_argument("--tables", default="inputs", choices=("inputs", "constants"),
+                    help="irfuse's 1-D tables B and D: inputs of each call, or fixed when compiling (constants=)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     unknown = set(a.kinds.split(",")) - {"bp1", "bp3", "bk1", "bk3"}
@@ -162,7 +168,7 @@ def main(argv=None) -> int:
         dst = torch.empty_like(src)
         bandwidth = 2 * (1 << 30) / timed(lambda: dst.copy_(src), a.repeat, sync)
         del src, dst
-    result = {"meta": meta.run_meta(), "dtype": a.dtype, "device": dev, "cells": a.cells,
+    result = {"meta": meta.run_meta(), "dtype": a.dtype, "device": dev, "cells": a.cells, "tables": a.tables,
               "copy GB/s": None if bandwidth is None else bandwidth / 1e9, "orders": {}}
     for p in (int(x) for x in a.orders.split(",")):
         result["orders"][str(p)] = one_order(torch, p, p + 2, a, sync, bandwidth)
@@ -173,10 +179,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def irfuse_programs(kind: str, p: int, q: int, a) -> dict:
+def irfuse_programs(kind: str, p: int, q: int, a, tables: dict | None = None) -> dict:
     """irfuse's contenders for one operator: the plan a call builds, with `--plans K` the
     search's next best after it ('irfuse plan K'), and with `--registers ptxas` the plan the
-    search settles on with ptxas's figures of its kernels (`registers="ptxas"`)."""
+    search settles on with ptxas's figures of its kernels (`registers="ptxas"`); `tables`: the
+    1-D tables fixed when compiling (`constants=`, `--tables constants`)."""
     import irfuse
     from irfuse.passes.fuse_partition import NoSuchPlan
     from irfuse.passes.registry import partition_pipeline
@@ -191,7 +198,7 @@ def irfuse_programs(kind: str, p: int, q: int, a) -> dict:
         pipeline = None if plan == 0 else partition_pipeline(a.plans, plan, 8, DEFAULT_BATCH,
                                                              "h100" if dev == "cuda" else "cpu")
         return irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
-                              filename=f"{kind}_p{p}.kas", pipeline=pipeline, registers=registers)
+                              filename=f"{kind}_p{p}.kas", pipeline=pipeline, registers=registers, constants=tables)
 
     programs = {"irfuse": build(0)}
     for k in range(1, a.plans):  # each checked and timed as the first
@@ -230,10 +237,12 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
     out_rows = {"nodes": nodes, "elements": elements, "points": q}
     itemsize = np.dtype(real).itemsize
     for kind in a.kinds.split(","):
-        programs = irfuse_programs(kind, p, q, a)
+        fixed = a.tables == "constants"
+        programs = irfuse_programs(kind, p, q, a, ({"B": B} if kind.endswith("1") else {"B": B, "D": D}) if fixed else None)
         qd, mesh = qdata[kind[-1]], kind.startswith("bp")
         given = (u, prepared) if mesh else (ue,)
-        args = (*given, tB, qd) if kind.endswith("1") else (*given, tB, tD, *columns)
+        tables = () if fixed else (tB,) if kind.endswith("1") else (tB, tD)
+        args = (*given, *tables, qd) if kind.endswith("1") else (*given, *tables, *columns)
         if dev == "cpu":
             args = tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in args)
         outs = {name: prog(*args)[prog.outputs[0]] for name, prog in programs.items()}
