@@ -4,6 +4,8 @@
 # PYTHONPATH); each tree has a program cache of its own; both compile first side by side,
 # then are timed alternating twice. Run from the project root on the GPU machine.
 #   HEAD=<folder> ORDERS=5,6,7 KINDS=bp1,bp3 TAG=<date>_<what> OUT=<folder> bash benchmarks/bakeoff_ab.sh
+# NEW_ARGS: arguments the working tree's runs take besides (`--tables constants`: its 1-D tables
+# fixed when compiling, which a head without `constants=` cannot take).
 # Results: $OUT/${TAG}_{head,new}_run{1,2}_h200.json, compile logs beside them.
 set -u
 OUT=${OUT:-/tmp}
@@ -14,11 +16,11 @@ cd "$(dirname "$0")"
 base=$(mktemp -d); new=$(mktemp -d)
 args="--orders $ORDERS --kinds $KINDS --cells 32 --skip-peers --dtype f64"
 IRFUSE_CACHE_DIR=$base PYTHONPATH=$HEAD python3 bakeoff.py $args --compile-only > $OUT/compile_head.log 2>&1 &
-IRFUSE_CACHE_DIR=$new python3 bakeoff.py $args --compile-only > $OUT/compile_new.log 2>&1
+IRFUSE_CACHE_DIR=$new python3 bakeoff.py $args ${NEW_ARGS:-} --compile-only > $OUT/compile_new.log 2>&1
 wait
 for r in 1 2; do
   IRFUSE_CACHE_DIR=$base PYTHONPATH=$HEAD python3 bakeoff.py $args --repeat 10 \
     --json $OUT/${TAG}_head_run${r}_h200.json 2>&1 | grep -v warning | tail -22
-  IRFUSE_CACHE_DIR=$new python3 bakeoff.py $args --repeat 10 \
+  IRFUSE_CACHE_DIR=$new python3 bakeoff.py $args ${NEW_ARGS:-} --repeat 10 \
     --json $OUT/${TAG}_new_run${r}_h200.json 2>&1 | grep -v warning | tail -22
 done
