@@ -28,6 +28,11 @@ return s;
 """
 
 
+def _scaled_product(e: irfuse.Matrix[3, 3], M: irfuse.Uniform[irfuse.Matrix[3, 3]]):
+    s = e @ M
+    return s
+
+
 def _inputs(rng, n=300):
     return rng.standard_normal((n, 3, 3)), rng.standard_normal((3, 3)), np.float64(rng.standard_normal())
 
@@ -100,3 +105,35 @@ def test_the_bake_off_tables_as_constants_take_lines_along_the_summed_axes():
     kernel = kernel[:kernel.index("\n}\n")]
     assert re.search(r"__constant__ real_t irf_t_bk3_p3_\w+_0\[20\] = \{\(real_t\)", text)
     assert "irf_u0" not in kernel and "g_B[" not in kernel and gpu.artifact.cubin is not None
+
+
+def test_a_staged_program_over_a_mesh_takes_its_fixed_inputs_in_each_pass():
+    """The explicit step (passes over the elements and the nodes) with its four uniform inputs
+    fixed: the passes read the tables where they read the inputs, and the step gives the bits
+    of passing them."""
+    from irfuse.mesh import box_tetrahedra
+
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "mesh", "explicit_step.kas")
+    X, conn = box_tetrahedra(3)
+    rng = np.random.default_rng(1)
+    n = len(X)
+    args = dict(X=X, u=rng.standard_normal((n, 3)) * 1e-3, v=rng.standard_normal((n, 3)), m=rng.uniform(1, 2, n),
+                conn=conn)
+    fixed_values = {"dN": np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float), "lam": 1.0, "mu": 0.5,
+                    "dt": 1e-3}
+    plain = irfuse.compile(path, backend="cpu", dtype="f64")
+    fixed = irfuse.compile(path, backend="cpu", dtype="f64", constants=fixed_values)
+    assert fixed.inputs == ("X", "u", "v", "m", "conn")
+    want, got = plain(**args, **fixed_values), fixed(**args)
+    for name in plain.outputs:
+        assert np.array_equal(np.asarray(got[name]), np.asarray(want[name])), name
+
+
+def test_a_python_function_takes_constants_as_a_kas_program_does():
+    """A program written as a Python function (`irfuse.frontend.python`), its uniform matrix fixed."""
+    src_fn = irfuse.program(_scaled_product)
+    e, M, _ = _inputs(np.random.default_rng(2))
+    plain = irfuse.compile(src_fn, backend="cpu", dtype="f64")
+    fixed = irfuse.compile(src_fn, backend="cpu", dtype="f64", constants={"M": M})
+    assert "M" not in fixed.inputs
+    assert np.array_equal(fixed(e=e)[fixed.outputs[0]], plain(e=e, M=M)[plain.outputs[0]])
