@@ -197,8 +197,10 @@ def irfuse_programs(kind: str, p: int, q: int, a, tables: dict | None = None) ->
         """Plan 0 as a call builds it; with `--plans`, the search's next best after it."""
         pipeline = None if plan == 0 else partition_pipeline(a.plans, plan, 8, DEFAULT_BATCH,
                                                              "h100" if dev == "cuda" else "cpu")
+        # constants= only when fixing tables: a head without it (bakeoff_ab.sh's A/B) runs the rest
+        fixed = {"constants": tables} if tables else {}
         return irfuse.compile(make(p, q), backend="cuda" if dev == "cuda" else "cpu", dtype=a.dtype,
-                              filename=f"{kind}_p{p}.kas", pipeline=pipeline, registers=registers, constants=tables)
+                              filename=f"{kind}_p{p}.kas", pipeline=pipeline, registers=registers, **fixed)
 
     programs = {"irfuse": build(0)}
     for k in range(1, a.plans):  # each checked and timed as the first
