@@ -9,6 +9,12 @@ so that the two can be compared bit for bit. From the project root on the GPU ma
     IRFUSE_CACHE_DIR=/tmp/ca python3 THIS plain bk3 6
     IRFUSE_CACHE_DIR=/tmp/cb IRFUSE_PROBE_PAD=1 python3 THIS pad bk3 6
     python3 -c "import numpy as np; print(np.array_equal(np.load('$OUT/plain.npy'), np.load('$OUT/pad.npy')))"
+
+Then the bake-off's cells (main's package as the head; the head has no probe, so the variable
+changes the working tree's runs alone):
+
+    IRFUSE_PROBE_PAD=1 HEAD=<main's irfuse> ORDERS=6,7 KINDS=bp1,bp3,bk3 TAG=<date>_padded_lines \
+        NEW_ARGS="--tables constants" OUT=$OUT bash benchmarks/bakeoff_ab.sh
 """
 import os, sys, time
 sys.path.insert(0, "tests"); sys.path.insert(0, "examples/highorder")

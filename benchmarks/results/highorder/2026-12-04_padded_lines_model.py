@@ -1,7 +1,7 @@
 """The padded-lines probe counted by the cost model (no GPU): for each cell, the element kernel
 its plan chooses (tables fixed), allocated as `fuse-allocate-shared` does without and with the
-probe's line padding, and its shared-memory wavefronts an element, the padded values' words
-taken at `w + w // 8`. Needs `2026-12-04_padded_lines.patch` applied (`allocate_shared(...,
+probe's line padding, and its shared-memory wavefronts an element, a padded value's words
+taken at `w + w // line`. Needs `2026-12-04_padded_lines.patch` applied (`allocate_shared(...,
 lines=True)`). From the project root:
 
     python benchmarks/results/highorder/2026-12-04_padded_lines_model.py bk3:6 bp3:6 bp1:6
@@ -18,11 +18,12 @@ from irfuse.analysis.access_patterns import words_array
 from irfuse.analysis.shared_accesses import call_threads
 real_call_access = bc.call_access.__wrapped__
 def padded_call_access(ap, impl_bx, kernel_bx, by, remap, size, pitch, itemsize):
-    if pitch and pitch == size + size // 8 and size >= 64:
+    if pitch > size + bc.MAX_EXTRA_WORDS:  # (the probe's mark of a line-padded value: size + size / line)
+        line = size // (pitch - size)
         tx, ty, tid = call_threads(impl_bx, kernel_bx, by, remap)
         w = words_array(ap, tx, ty, impl_bx, by)
         inside = bool(np.all((w >= ty[:, None] * size) & (w < (ty[:, None] + 1) * size)))
-        return bc.wavefronts(w + w // 8, tid, itemsize), inside
+        return bc.wavefronts(w + w // line, tid, itemsize), inside
     return real_call_access(ap, impl_bx, kernel_bx, by, remap, size, pitch, itemsize)
 got = []
 real = search.plan_program
@@ -44,6 +45,6 @@ for spec in sys.argv[1:]:
         bc.call_access = padded_call_access
         b = bc.kernel_wavefronts(padded)
         bc.call_access = real_call_access
-        npad = sum(1 for v in padded.values.values() if v.shared and v.pitch == v.size + v.size // 8 and v.size >= 64)
+        npad = sum(1 for v in padded.values.values() if v.shared and v.pitch > v.size + bc.MAX_EXTRA_WORDS)
         print(spec, "model wavefronts an element: plain", a / c.model.by, "lines padded", b / c.model.by,
               f"({npad} values padded)", "shared words a block", plain.shared_words() if hasattr(plain, "shared_words") else "")
