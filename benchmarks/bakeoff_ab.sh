@@ -5,7 +5,8 @@
 # then are timed alternating twice. Run from the project root on the GPU machine.
 #   HEAD=<folder> ORDERS=5,6,7 KINDS=bp1,bp3 TAG=<date>_<what> OUT=<folder> bash benchmarks/bakeoff_ab.sh
 # NEW_ARGS: arguments the working tree's runs take besides (`--tables constants`: its 1-D tables
-# fixed when compiling, which a head without `constants=` cannot take).
+# fixed when compiling, which a head without `constants=` cannot take); ARGS: arguments both take
+# (`--tables constants` where the head has `constants=` too).
 # Results: $OUT/${TAG}_{head,new}_run{1,2}_h200.json, compile logs beside them.
 set -u
 OUT=${OUT:-/tmp}
@@ -14,7 +15,7 @@ KINDS=${KINDS:-bp1,bp3}
 TAG=${TAG:-bakeoff_ab}
 cd "$(dirname "$0")"
 base=$(mktemp -d); new=$(mktemp -d)
-args="--orders $ORDERS --kinds $KINDS --cells 32 --skip-peers --dtype f64"
+args="--orders $ORDERS --kinds $KINDS --cells 32 --skip-peers --dtype f64 ${ARGS:-}"
 IRFUSE_CACHE_DIR=$base PYTHONPATH=$HEAD python3 bakeoff.py $args --compile-only > $OUT/compile_head.log 2>&1 &
 IRFUSE_CACHE_DIR=$new python3 bakeoff.py $args ${NEW_ARGS:-} --compile-only > $OUT/compile_new.log 2>&1
 wait

@@ -14,7 +14,7 @@ Then the bake-off's cells (main's package as the head; the head has no probe, so
 changes the working tree's runs alone):
 
     IRFUSE_PROBE_PAD=1 HEAD=<main's irfuse> ORDERS=6,7 KINDS=bp1,bp3,bk3 TAG=<date>_padded_lines \
-        NEW_ARGS="--tables constants" OUT=$OUT bash benchmarks/bakeoff_ab.sh
+        ARGS="--tables constants" OUT=$OUT bash benchmarks/bakeoff_ab.sh
 """
 import os, sys, time
 sys.path.insert(0, "tests"); sys.path.insert(0, "examples/highorder")
