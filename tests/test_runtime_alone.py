@@ -112,6 +112,12 @@ def test_a_cached_program_runs_through_the_api_in_a_process_without_xdsl(tmp_pat
                                text=True, env=env, cwd=ROOT)
         assert first.returncode == 0, first.stderr
         assert first.stdout.splitlines()[2] == "xdsl imported: True"  # it compiled
+        # Loaded from the cache where xDSL is at hand, it is not imported either (the errors'
+        # classes are irfuse's own, `irfuse.diagnostics`)
+        again = subprocess.run([sys.executable, "-c", textwrap.dedent(code), CFL, layout], capture_output=True,
+                               text=True, env=env, cwd=ROOT)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.splitlines()[1:] == [first.stdout.splitlines()[1], "xdsl imported: False"]
         alone = _child(code, env, CFL, layout)
         assert alone.returncode == 0, alone.stderr
         lines = alone.stdout.splitlines()

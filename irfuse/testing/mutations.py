@@ -7,7 +7,7 @@ import re
 
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-from irfuse.diagnostics import CompileError
+from irfuse.diagnostics import CompileError, IrfuseError
 from irfuse.dialects.context import parse_module
 from irfuse.driver.front import frontend, kas_module
 from irfuse.driver.sources import Source
@@ -121,7 +121,7 @@ def check_ir(text: str) -> bool:
     try:
         parse_module(text).verify()
         valid = True
-    except (ParseError, DiagnosticException):
+    except (ParseError, DiagnosticException, IrfuseError):  # (a verifier of irfuse's may raise its own)
         valid = False
     name = "fuzz.mlir"
     try:

@@ -135,7 +135,7 @@ class IrfuseOptMain(xDSLOptMain):
                     e.span = dataclasses.replace(e.span, line_offset=offset)
                     failed += 1
                     report(e, self.get_input_name())
-                except CompileError as e:
+                except IrfuseError as e:
                     failed += 1
                     report(e, self.get_input_name())
                 except (DiagnosticException, ValueError, OSError) as e:
@@ -148,6 +148,17 @@ class IrfuseOptMain(xDSLOptMain):
                 output_stream.close()
         if failed:
             raise ChunksFailed(failed)
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """xDSL's, with `--verify-diagnostics` an irfuse error handed to xDSL's driver as its
+        own kind (`IrfuseError` is not an xDSL exception: `irfuse.diagnostics`), which prints
+        it and goes on to the next chunk."""
+        try:
+            super().apply_passes(prog)
+        except IrfuseError as e:
+            if self.args.verify_diagnostics:
+                raise DiagnosticException(str(e)) from e
+            raise
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         self._chunk_offset = start_offset
@@ -271,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     except ArgSpecParseError as e:  # not an Exception: xDSL derives it from BaseException
         report(e, _input_name(argv))
         return 1
-    except (DiagnosticException, ParseError, ValueError, OSError) as e:  # IrfuseError among them
+    except (IrfuseError, DiagnosticException, ParseError, ValueError, OSError) as e:
         report(e, _input_name(argv))
         return 1
     return 0
