@@ -1,10 +1,11 @@
 """The CEED bake-off problems BP1 (mass) and BP3 (Poisson), and their element operators alone
 (BK1, BK3), at orders 1-8: irfuse's operators
 against the same sum-factorized operator in PyTorch (eager and `torch.compile`) and JAX
-(`jax.jit`), with the copy bandwidth measured in the same run, one table and JSON.
+(`jax.jit`) and a hand-written CUDA kernel of each (`bakeoff_kernels.cu`, float64), with the copy
+bandwidth measured in the same run, one table and JSON.
 
     python benchmarks/bakeoff.py [--cells 40] [--orders 1,2,3] [--dtype f64|f32] [--device cuda|cpu]
-                                 [--repeat 20] [--skip-peers] [--kinds bp1,bp3,bk1,bk3] [--plans 1]
+                                 [--repeat 20] [--skip-peers] [--skip-hand] [--kinds bp1,bp3,bk1,bk3] [--plans 1]
                                  [--registers ptxas] [--tables inputs|constants] [--compile-only]
                                  [--profile-once] [--json ...]
 
@@ -12,11 +13,17 @@ The mesh: `irfuse.mesh.box_hexahedra(cells, order=p)` Morton-reordered, its quad
 (w detJ for BP1; the six entries of w detJ J^-1 J^-T for BP3, at (p+2)^3 Gauss points an element)
 stored as the bake-off's BP3 stores them. Each contender computes y = A u with the gather and
 the scatter (BP) and ye = A_e ue on each element's own values without them (BK). Reported per
-contender: milliseconds a call (median, synchronized), DoFs a second (BP: nodes / time; BK:
+contender (BP's irfuse programs also called with `scatter="atomic"`, their scatters added with
+atomics: faster, and the bits vary from run to run): milliseconds a call (median, synchronized), DoFs a second (BP: nodes / time; BK:
 the elements' own values / time), and the byte floor at the measured copy bandwidth over the
 time: u read and y written once (BP: with the int32 connectivity), the stored quadrature data
 read once; where the issue names a published rate (`PUBLISHED`: nekRS's BK3-like axhelm at
-p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. `--plans K` times the
+p = 7, libCEED's BP1 at p = 6), the ratio to it scaled by the bandwidths. The hand-written kernels
+("hand-written CUDA"; on the GPU, in float64, through CuPy, left out by `--skip-hand`) are the layout
+the field's published kernels use (a block of q x q threads an element with a column of its values
+in registers) and irfuse's own mapping written by hand (a thread a line, the tables in constant
+memory, the shared values at pitches that spare bank conflicts): what this GPU gives the same bytes
+and arithmetic written by hand (BP's add into y with atomicAdd, so their bits vary from run to run). `--plans K` times the
 search's K best plans of each operator (plan 0 as a call builds it), each checked as the
 first: what a better choice among them would give; `--registers ptxas` adds the plan the search
 settles on with ptxas's registers and spills of its kernels (`irfuse.compile(...,
@@ -129,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--skip-hand", action="store_true", help="leave out the hand-written CUDA kernels")
     ap.add_argument("--kinds", default="bp1,bp3,bk1,bk3", help="which operators, of bp1, bp3, bk1, bk3")
     ap.add_argument("--plans", type=int, default=1,
                     help="also time the search's next best plans, up to this many in all ('irfuse plan K')")
@@ -261,6 +269,14 @@ def one_order(torch, p: int, q: int, a, sync, bandwidth) -> dict:
         conn_of = conn if mesh else own
         want = ref.bp1(host, conn_of, p, wdet) if kind.endswith("1") else ref.bp3(host, conn_of, p, G)
         contenders = {name: (lambda prog=prog, out=outs[name]: prog(*args, out=out)) for name, prog in programs.items()}
+        if mesh:  # (the same programs called with scatter="atomic": added with atomics, bits not reproducible)
+            for name, prog in programs.items():
+                out = prog(*args, scatter="atomic")[prog.outputs[0]]
+                contenders[f'{name}, scatter="atomic"'] = (
+                    lambda prog=prog, out=out: prog(*args, out=out, scatter="atomic")[prog.outputs[0]])
+        if dev == "cuda" and a.dtype == "f64" and not a.skip_hand:
+            contenders.update(hand_written(torch, kind, p, q, u if mesh else ue, tc, tB, tD,
+                                           qd if kind.endswith("1") else columns, nodes))
         if not a.skip_peers:
             contenders.update(peers(torch, kind, u if mesh else ue, tc, tB, tD, qd, nodes, a.dtype))
         row = {}
@@ -301,6 +317,55 @@ def kernel_facts(prog) -> list[dict]:
             facts.update(registers=r.registers, spilled_bytes=r.spill_stores + r.spill_loads,
                          shared_bytes=r.shared_bytes)
         out.append(facts)
+    return out
+
+
+HAND = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bakeoff_kernels.cu")
+
+
+def hand_written(torch, kind: str, p: int, q: int, u, tc, tB, tD, qd, nodes: int) -> dict:
+    """The hand-written kernels of `kind` at order p (`bakeoff_kernels.cu`), as callables on the
+    caller's stream: "a block an element" (q x q threads an element, a column of its values in
+    registers: the published kernels' layout) and "lines" (a thread a line along the axis each
+    step contracts, the tables in constant memory, the shared values at pitches that spare bank
+    conflicts: irfuse's own mapping with its tables fixed, written by hand). `qd` the quadrature
+    data (BP3/BK3: the six factors' arrays). Empty without CuPy."""
+    try:
+        import cupy
+    except ImportError:
+        return {}
+    mesh = kind.startswith("bp")
+    flag = "true" if mesh else "false"
+    names = {"a block an element": f"bake{kind[-1]}<{p + 1}, {q}, {flag}>",
+             "lines": f"lines{kind[-1]}<{p + 1}, {q}, {flag}>"}
+    with open(HAND) as f:
+        module = cupy.RawModule(code=f.read(), options=("-std=c++17",), name_expressions=list(names.values()))
+    for symbol, table in (("cB", tB), ("cD", tD)):  # (the lines' tables, in constant memory)
+        words = cupy.asarray(table).ravel()
+        module.get_global(symbol).copy_from_device(words.data, words.nbytes)
+    elements = tc.shape[0]
+    y = torch.empty(nodes, dtype=u.dtype, device=u.device) if mesh else torch.empty_like(u)
+    tables = (tB,) if kind.endswith("1") else (tB, tD)
+    data = qd if isinstance(qd, tuple) else (qd,)
+    out = {}
+    for form, name in names.items():
+        kernel = module.get_function(name)
+        if form == "lines":
+            per_block = kernel.max_threads_per_block // (q * q)  # (its launch bounds: the elements a block)
+            grid, block = ((elements + per_block - 1) // per_block,), (per_block * q * q,)
+            args = (*[cupy.asarray(x) for x in (u, tc, *data, y)], np.int64(elements))
+        else:
+            grid, block = (elements,), (q, q)
+            args = tuple(cupy.asarray(x) for x in (u, tc, *tables, *data, y))
+
+        def call(kernel=kernel, grid=grid, block=block, args=args):
+            if mesh:
+                y.zero_()
+            with cupy.cuda.Stream.from_external(torch.cuda.current_stream()):
+                kernel(grid, block, args)
+            return y
+
+        out[f"hand-written CUDA, {form}" + (" (atomicAdd)" if mesh else "")] = call
     return out
 
 
