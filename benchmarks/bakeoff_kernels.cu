@@ -291,7 +291,8 @@ struct LinesLayout {
   static constexpr int PL = P % 2 ? P : P + 1;  // a line's words along a (odd: lines a word's stride apart, banks apart)
   static constexpr int S1 = pitch_kba(P, Q);
   static constexpr int S2 = pitch_kja(P, Q, PL);
-  static constexpr int R1 = A1 * Q * S1 > A2 * Q * S2 ? A1 * Q * S1 : A2 * Q * S2;  // (the values along j go there again)
+  // (r1 as large as r2 where that is more than its A1 values need: so these kernels were timed)
+  static constexpr int R1 = A1 * Q * S1 > A2 * Q * S2 ? A1 * Q * S1 : A2 * Q * S2;
   static constexpr int WORDS = R1 + A2 * Q * S2;
   static constexpr int FIT = (48 * 1024) / (WORDS * 8), WANT = 256 / (Q * Q);
   static constexpr int NE = WANT < 1 ? 1 : WANT < FIT ? WANT : FIT;
