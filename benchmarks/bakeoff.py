@@ -326,10 +326,13 @@ HAND = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bakeoff_kernels
 def hand_written(torch, kind: str, p: int, q: int, u, tc, tB, tD, qd, nodes: int) -> dict:
     """The hand-written kernels of `kind` at order p (`bakeoff_kernels.cu`), as callables on the
     caller's stream: "a block an element" (q x q threads an element, a column of its values in
-    registers: the published kernels' layout) and "lines" (a thread a line along the axis each
+    registers: the published kernels' layout), "lines" (a thread a line along the axis each
     step contracts, the tables in constant memory, the shared values at pitches that spare bank
-    conflicts: irfuse's own mapping with its tables fixed, written by hand). `qd` the quadrature
-    data (BP3/BK3: the six factors' arrays). Empty without CuPy."""
+    conflicts: irfuse's own mapping with its tables fixed, written by hand) and for BP3/BK3 "lines,
+    the factors read coalesced" (the contraction along the first axis a thread a point, each
+    thread's rows of the tables in registers, so that the six factors are read along their
+    fastest axis; back along it by lines). `qd` the quadrature data (BP3/BK3: the six factors'
+    arrays). Empty without CuPy."""
     try:
         import cupy
     except ImportError:
@@ -338,19 +341,26 @@ def hand_written(torch, kind: str, p: int, q: int, u, tc, tB, tD, qd, nodes: int
     flag = "true" if mesh else "false"
     names = {"a block an element": f"bake{kind[-1]}<{p + 1}, {q}, {flag}>",
              "lines": f"lines{kind[-1]}<{p + 1}, {q}, {flag}>"}
+    if kind.endswith("3"):  # (its values fit a block's 48 KB up to order 7)
+        names["lines, the factors read coalesced"] = f"lines3v<{p + 1}, {q}, {flag}>"
     with open(HAND) as f:
-        module = cupy.RawModule(code=f.read(), options=("-std=c++17",), name_expressions=list(names.values()))
-    for symbol, table in (("cB", tB), ("cD", tD)):  # (the lines' tables, in constant memory)
-        words = cupy.asarray(table).ravel()
-        module.get_global(symbol).copy_from_device(words.data, words.nbytes)
+        code = f.read()
     elements = tc.shape[0]
     y = torch.empty(nodes, dtype=u.dtype, device=u.device) if mesh else torch.empty_like(u)
     tables = (tB,) if kind.endswith("1") else (tB, tD)
     data = qd if isinstance(qd, tuple) else (qd,)
     out = {}
     for form, name in names.items():
-        kernel = module.get_function(name)
-        if form == "lines":
+        try:
+            module = cupy.RawModule(code=code, options=("-std=c++17",), name_expressions=[name])
+            kernel = module.get_function(name)
+        except cupy.cuda.compiler.CompileException as e:
+            print(f"p={p} {kind} hand-written CUDA, {form}: not built ({str(e).splitlines()[-1]})", flush=True)
+            continue
+        for symbol, table in (("cB", tB), ("cD", tD)):  # (the lines' tables, in constant memory)
+            words = cupy.asarray(table).ravel()
+            module.get_global(symbol).copy_from_device(words.data, words.nbytes)
+        if form.startswith("lines"):
             per_block = kernel.max_threads_per_block // (q * q)  # (its launch bounds: the elements a block)
             grid, block = ((elements + per_block - 1) // per_block,), (per_block * q * q,)
             args = (*[cupy.asarray(x) for x in (u, tc, *data, y)], np.int64(elements))
