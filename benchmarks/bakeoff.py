@@ -342,7 +342,7 @@ def hand_written(torch, kind: str, p: int, q: int, u, tc, tB, tD, qd, nodes: int
     names = {"a block an element": f"bake{kind[-1]}<{p + 1}, {q}, {flag}>",
              "lines": f"lines{kind[-1]}<{p + 1}, {q}, {flag}>"}
     if kind.endswith("3"):  # (its values fit a block's 48 KB up to order 7)
-        names["lines, the factors read coalesced"] = f"lines3v<{p + 1}, {q}, {flag}>"
+        names["lines, the factors read coalesced"] = f"lines3<{p + 1}, {q}, {flag}, true>"
     with open(HAND) as f:
         code = f.read()
     elements = tc.shape[0]

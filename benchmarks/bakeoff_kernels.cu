@@ -300,13 +300,13 @@ struct LinesLayout {
   static_assert(WORDS * 8 <= 48 * 1024, "an element's values do not fit a block's 48 KB of static shared memory");
 };
 
-template <int P, int Q, bool MESH>
-__global__ void __launch_bounds__(Q * Q * LinesLayout<P, Q, 2, 3>::NE) lines3(
+template <int P, int Q, bool MESH, bool COALESCED = false>
+__global__ void __launch_bounds__(Q * Q * LinesLayout<P, Q, 2, 3, COALESCED ? 3 * Q * Q * (Q % 2 ? Q : Q + 1) : 0, COALESCED>::NE) lines3(
     const double* __restrict__ u, const int* __restrict__ conn, const double* __restrict__ g0,
     const double* __restrict__ g1, const double* __restrict__ g2, const double* __restrict__ g3,
     const double* __restrict__ g4, const double* __restrict__ g5, double* __restrict__ y, long long elements)
 {
-  using L = LinesLayout<P, Q, 2, 3>;
+  using L = LinesLayout<P, Q, 2, 3, COALESCED ? 3 * Q * Q * (Q % 2 ? Q : Q + 1) : 0, COALESCED>;
   constexpr int PPP = P * P * P, QQQ = Q * Q * Q, S1 = L::S1, S2 = L::S2, PL = L::PL;
   __shared__ double smem[L::NE * L::WORDS];
   const int el = threadIdx.x / (Q * Q), l = threadIdx.x % (Q * Q);
@@ -358,200 +358,104 @@ __global__ void __launch_bounds__(Q * Q * LinesLayout<P, Q, 2, 3>::NE) lines3(
     }
   }
   __syncthreads();
-  if (live) {  // along a and back: thread (k, j), the quadrature data along i, in registers
-    const int k = l / Q, j = l % Q;
-    double tbb[P], tdb[P], tbd[P];
-#pragma unroll
-    for (int a = 0; a < P; ++a) {
-      tbb[a] = r2[k * S2 + j * PL + a];
-      tdb[a] = r2[Q * S2 + k * S2 + j * PL + a];
-      tbd[a] = r2[2 * Q * S2 + k * S2 + j * PL + a];
-    }
-    double wx[P] = {}, wy[P] = {}, wz[P] = {};
-    const long long q0 = e * QQQ + (k * Q + j) * Q;
-#pragma unroll
-    for (int i = 0; i < Q; ++i) {
-      double gx = 0, gy = 0, gz = 0;
+  if constexpr (COALESCED) {
+    // Along a: thread (j, i) for each k, its rows of the tables in registers, the quadrature
+    // data read coalesced (consecutive i); v to shared memory at lines of QL words, then back
+    // along i by lines (thread (k, j)).
+    constexpr int QL = Q % 2 ? Q : Q + 1;
+    double* const vs = r2 + 3 * Q * S2;  // [3][k][j][i] at lines of QL words, planes of Q * QL
+    if (live) {
+      const int j = l / Q, i = l % Q;
+      double bi[P], di[P];
 #pragma unroll
       for (int a = 0; a < P; ++a) {
-        gx += cD[i * P + a] * tbb[a];
-        gy += cB[i * P + a] * tdb[a];
-        gz += cB[i * P + a] * tbd[a];
+        bi[a] = cB[i * P + a];
+        di[a] = cD[i * P + a];
       }
-      const double xx = g0[q0 + i], xy = g1[q0 + i], xz = g2[q0 + i], yy = g3[q0 + i], yz = g4[q0 + i],
-                   zz = g5[q0 + i];
-      const double vx = xx * gx + xy * gy + xz * gz, vy = xy * gx + yy * gy + yz * gz,
-                   vz = xz * gx + yz * gy + zz * gz;
+      for (int k = 0; k < Q; ++k) {
+        double gx = 0, gy = 0, gz = 0;
 #pragma unroll
-      for (int a = 0; a < P; ++a) {
-        wx[a] += cD[i * P + a] * vx;
-        wy[a] += cB[i * P + a] * vy;
-        wz[a] += cB[i * P + a] * vz;
+        for (int a = 0; a < P; ++a) {
+          const int at = k * S2 + j * PL + a;
+          gx += di[a] * r2[at];
+          gy += bi[a] * r2[Q * S2 + at];
+          gz += bi[a] * r2[2 * Q * S2 + at];
+        }
+        const long long q = e * QQQ + (k * Q + j) * Q + i;
+        const double xx = g0[q], xy = g1[q], xz = g2[q], yy = g3[q], yz = g4[q], zz = g5[q];
+        const int at = (k * Q + j) * QL + i;
+        vs[at] = xx * gx + xy * gy + xz * gz;
+        vs[Q * Q * QL + at] = xy * gx + yy * gy + yz * gz;
+        vs[2 * Q * Q * QL + at] = xz * gx + yz * gy + zz * gz;
       }
     }
-#pragma unroll
-    for (int a = 0; a < P; ++a) {  // (over the words it read: its own line's)
-      r2[k * S2 + j * PL + a] = wx[a];
-      r2[Q * S2 + k * S2 + j * PL + a] = wy[a];
-      r2[2 * Q * S2 + k * S2 + j * PL + a] = wz[a];
-    }
-  }
-  __syncthreads();
-  if (live && l < Q * P) {  // back along j: thread (k, a)
-    const int k = l / P, a = l % P;
-    double wx[Q], wy[Q], wz[Q];
-#pragma unroll
-    for (int j = 0; j < Q; ++j) {
-      wx[j] = r2[k * S2 + j * PL + a];
-      wy[j] = r2[Q * S2 + k * S2 + j * PL + a];
-      wz[j] = r2[2 * Q * S2 + k * S2 + j * PL + a];
-    }
-#pragma unroll
-    for (int b = 0; b < P; ++b) {
-      double s = 0, z = 0;
-#pragma unroll
-      for (int j = 0; j < Q; ++j) {
-        s += cB[j * P + b] * wx[j] + cD[j * P + b] * wy[j];
-        z += cB[j * P + b] * wz[j];
-      }
-      r1[k * S1 + b * P + a] = s;
-      r1[Q * S1 + k * S1 + b * P + a] = z;
-    }
-  }
-  __syncthreads();
-  if (live && l < P * P) {  // back along k: thread (b, a), y where it lies
-    const int b = l / P, a = l % P;
-    double ax[Q], az[Q];
-#pragma unroll
-    for (int k = 0; k < Q; ++k) {
-      ax[k] = r1[k * S1 + b * P + a];
-      az[k] = r1[Q * S1 + k * S1 + b * P + a];
-    }
-#pragma unroll
-    for (int c = 0; c < P; ++c) {
-      double s = 0;
-#pragma unroll
-      for (int k = 0; k < Q; ++k) s += cB[k * P + c] * ax[k] + cD[k * P + c] * az[k];
-      const long long at = e * PPP + (c * P + b) * P + a;
-      if (MESH) atomicAdd(y + conn[at], s); else y[at] = s;
-    }
-  }
-}
-
-template <int P, int Q, bool MESH>
-__global__ void __launch_bounds__(Q * Q * LinesLayout<P, Q, 2, 3, 3 * Q * Q * (Q % 2 ? Q : Q + 1), true>::NE) lines3v(
-    const double* __restrict__ u, const int* __restrict__ conn, const double* __restrict__ g0,
-    const double* __restrict__ g1, const double* __restrict__ g2, const double* __restrict__ g3,
-    const double* __restrict__ g4, const double* __restrict__ g5, double* __restrict__ y, long long elements)
-{
-  using L = LinesLayout<P, Q, 2, 3, 3 * Q * Q * (Q % 2 ? Q : Q + 1), true>;
-  constexpr int PPP = P * P * P, QQQ = Q * Q * Q, S1 = L::S1, S2 = L::S2, PL = L::PL;
-  __shared__ double smem[L::NE * L::WORDS];
-  const int el = threadIdx.x / (Q * Q), l = threadIdx.x % (Q * Q);
-  const long long e = (long long)blockIdx.x * L::NE + el;
-  const bool live = e < elements;
-  double* const r1 = smem + el * L::WORDS;  // bz, dz; then ax, az
-  double* const r2 = r1 + L::R1;            // the three values along j, then back along j
-  if (live && l < P * P) {  // along c: thread (b, a), its column of u where it lies
-    const int b = l / P, a = l % P;
-    double col[P];
-#pragma unroll
-    for (int c = 0; c < P; ++c) {
-      const long long at = e * PPP + (c * P + b) * P + a;
-      col[c] = MESH ? u[conn[at]] : u[at];
-    }
-#pragma unroll
-    for (int k = 0; k < Q; ++k) {
-      double s = 0, d = 0;
-#pragma unroll
-      for (int c = 0; c < P; ++c) {
-        s += cB[k * P + c] * col[c];
-        d += cD[k * P + c] * col[c];
-      }
-      r1[k * S1 + b * P + a] = s;
-      r1[Q * S1 + k * S1 + b * P + a] = d;
-    }
-  }
-  __syncthreads();
-  if (live && l < Q * P) {  // along b: thread (k, a)
-    const int k = l / P, a = l % P;
-    double x[P], z[P];
-#pragma unroll
-    for (int b = 0; b < P; ++b) {
-      x[b] = r1[k * S1 + b * P + a];
-      z[b] = r1[Q * S1 + k * S1 + b * P + a];
-    }
-#pragma unroll
-    for (int j = 0; j < Q; ++j) {
-      double bb = 0, db = 0, bd = 0;
-#pragma unroll
-      for (int b = 0; b < P; ++b) {
-        bb += cB[j * P + b] * x[b];
-        db += cD[j * P + b] * x[b];
-        bd += cB[j * P + b] * z[b];
-      }
-      r2[k * S2 + j * PL + a] = bb;
-      r2[Q * S2 + k * S2 + j * PL + a] = db;
-      r2[2 * Q * S2 + k * S2 + j * PL + a] = bd;
-    }
-  }
-  __syncthreads();
-  // Along a: thread (j, i) for each k, its rows of the tables in registers, the quadrature data
-  // read coalesced (consecutive i); v to shared memory at lines of QL words, then back along i
-  // by lines (thread (k, j)).
-  constexpr int QL = Q % 2 ? Q : Q + 1;
-  double* const vs = r2 + 3 * Q * S2;  // [3][k][j][i] at lines of QL words, planes of Q * QL
-  if (live) {
-    const int j = l / Q, i = l % Q;
-    double bi[P], di[P];
-#pragma unroll
-    for (int a = 0; a < P; ++a) {
-      bi[a] = cB[i * P + a];
-      di[a] = cD[i * P + a];
-    }
-    for (int k = 0; k < Q; ++k) {
-      double gx = 0, gy = 0, gz = 0;
-#pragma unroll
-      for (int a = 0; a < P; ++a) {
-        const int at = k * S2 + j * PL + a;
-        gx += di[a] * r2[at];
-        gy += bi[a] * r2[Q * S2 + at];
-        gz += bi[a] * r2[2 * Q * S2 + at];
-      }
-      const long long q = e * QQQ + (k * Q + j) * Q + i;
-      const double xx = g0[q], xy = g1[q], xz = g2[q], yy = g3[q], yz = g4[q], zz = g5[q];
-      const int at = (k * Q + j) * QL + i;
-      vs[at] = xx * gx + xy * gy + xz * gz;
-      vs[Q * Q * QL + at] = xy * gx + yy * gy + yz * gz;
-      vs[2 * Q * Q * QL + at] = xz * gx + yz * gy + zz * gz;
-    }
-  }
-  __syncthreads();
-  if (live) {  // back along i: thread (k, j), uniform tables
-    const int k = l / Q, j = l % Q;
-    double vx[Q], vy[Q], vz[Q];
-#pragma unroll
-    for (int i = 0; i < Q; ++i) {
-      const int at = (k * Q + j) * QL + i;
-      vx[i] = vs[at];
-      vy[i] = vs[Q * Q * QL + at];
-      vz[i] = vs[2 * Q * Q * QL + at];
-    }
-#pragma unroll
-    for (int a = 0; a < P; ++a) {
-      double wx = 0, wy = 0, wz = 0;
+    __syncthreads();
+    if (live) {  // back along i: thread (k, j), uniform tables
+      const int k = l / Q, j = l % Q;
+      double vx[Q], vy[Q], vz[Q];
 #pragma unroll
       for (int i = 0; i < Q; ++i) {
-        wx += cD[i * P + a] * vx[i];
-        wy += cB[i * P + a] * vy[i];
-        wz += cB[i * P + a] * vz[i];
+        const int at = (k * Q + j) * QL + i;
+        vx[i] = vs[at];
+        vy[i] = vs[Q * Q * QL + at];
+        vz[i] = vs[2 * Q * Q * QL + at];
       }
-      r2[k * S2 + j * PL + a] = wx;
-      r2[Q * S2 + k * S2 + j * PL + a] = wy;
-      r2[2 * Q * S2 + k * S2 + j * PL + a] = wz;
+#pragma unroll
+      for (int a = 0; a < P; ++a) {
+        double wx = 0, wy = 0, wz = 0;
+#pragma unroll
+        for (int i = 0; i < Q; ++i) {
+          wx += cD[i * P + a] * vx[i];
+          wy += cB[i * P + a] * vy[i];
+          wz += cB[i * P + a] * vz[i];
+        }
+        r2[k * S2 + j * PL + a] = wx;
+        r2[Q * S2 + k * S2 + j * PL + a] = wy;
+        r2[2 * Q * S2 + k * S2 + j * PL + a] = wz;
+      }
     }
+    __syncthreads();
+  } else {
+    if (live) {  // along a and back: thread (k, j), the quadrature data along i, in registers
+      const int k = l / Q, j = l % Q;
+      double tbb[P], tdb[P], tbd[P];
+#pragma unroll
+      for (int a = 0; a < P; ++a) {
+        tbb[a] = r2[k * S2 + j * PL + a];
+        tdb[a] = r2[Q * S2 + k * S2 + j * PL + a];
+        tbd[a] = r2[2 * Q * S2 + k * S2 + j * PL + a];
+      }
+      double wx[P] = {}, wy[P] = {}, wz[P] = {};
+      const long long q0 = e * QQQ + (k * Q + j) * Q;
+#pragma unroll
+      for (int i = 0; i < Q; ++i) {
+        double gx = 0, gy = 0, gz = 0;
+#pragma unroll
+        for (int a = 0; a < P; ++a) {
+          gx += cD[i * P + a] * tbb[a];
+          gy += cB[i * P + a] * tdb[a];
+          gz += cB[i * P + a] * tbd[a];
+        }
+        const double xx = g0[q0 + i], xy = g1[q0 + i], xz = g2[q0 + i], yy = g3[q0 + i], yz = g4[q0 + i],
+                     zz = g5[q0 + i];
+        const double vx = xx * gx + xy * gy + xz * gz, vy = xy * gx + yy * gy + yz * gz,
+                     vz = xz * gx + yz * gy + zz * gz;
+#pragma unroll
+        for (int a = 0; a < P; ++a) {
+          wx[a] += cD[i * P + a] * vx;
+          wy[a] += cB[i * P + a] * vy;
+          wz[a] += cB[i * P + a] * vz;
+        }
+      }
+#pragma unroll
+      for (int a = 0; a < P; ++a) {  // (over the words it read: its own line's)
+        r2[k * S2 + j * PL + a] = wx[a];
+        r2[Q * S2 + k * S2 + j * PL + a] = wy[a];
+        r2[2 * Q * S2 + k * S2 + j * PL + a] = wz[a];
+      }
+    }
+    __syncthreads();
   }
-  __syncthreads();
   if (live && l < Q * P) {  // back along j: thread (k, a)
     const int k = l / P, a = l % P;
     double wx[Q], wy[Q], wz[Q];

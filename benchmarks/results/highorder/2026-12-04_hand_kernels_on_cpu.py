@@ -77,7 +77,7 @@ int main() {
   launch((E + L::NE - 1) / L::NE, L::NE * Q * Q, 1, [&] { lines3<P, Q, false>(u.data(), nullptr, g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), g[5].data(), y.data(), E); });
   write("y_lines.bin", y);
   using V = LinesLayout<P, Q, 2, 3, 3 * Q * Q * (Q % 2 ? Q : Q + 1), true>;
-  launch((E + V::NE - 1) / V::NE, V::NE * Q * Q, 1, [&] { lines3v<P, Q, false>(u.data(), nullptr, g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), g[5].data(), y.data(), E); });
+  launch((E + V::NE - 1) / V::NE, V::NE * Q * Q, 1, [&] { lines3<P, Q, false, true>(u.data(), nullptr, g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), g[5].data(), y.data(), E); });
   write("y_coalesced.bin", y);
   std::printf("NE lines %d, coalesced %d\n", L::NE, V::NE);
 }
