@@ -8,9 +8,8 @@ command-line tools print them and exit with status 1 instead of showing a Python
 traceback.
 
 `IrfuseError` is a plain `Exception`, not one of xDSL's: loading a program from the disk cache
-imports nothing of xDSL (1.4 ms of a fresh process's 15 ms of imports on the 2-core CI machine
-went to `xdsl.utils.exceptions` alone), and the classes are the same whatever a process imports
-first. `irfuse-opt` names it beside xDSL's `DiagnosticException` where it reports errors.
+imports nothing of xDSL (a cached load 1.0-1.5 ms shorter on the 2-core CI machine, of 17-22 ms),
+and the classes are the same whatever a process imports first. `irfuse-opt` names it beside xDSL's `DiagnosticException` where it reports errors.
 """
 
 from __future__ import annotations

@@ -135,10 +135,7 @@ class IrfuseOptMain(xDSLOptMain):
                     e.span = dataclasses.replace(e.span, line_offset=offset)
                     failed += 1
                     report(e, self.get_input_name())
-                except IrfuseError as e:
-                    failed += 1
-                    report(e, self.get_input_name())
-                except (DiagnosticException, ValueError, OSError) as e:
+                except (IrfuseError, DiagnosticException, ValueError, OSError) as e:
                     failed += 1
                     report(e, self.get_input_name())
                 finally:
