@@ -1213,3 +1213,42 @@ def test_a_kernel_spreading_an_element_over_threads_steps_one_block_at_a_time(bl
     from irfuse.driver.compile import _fewer_blocks
 
     assert _fewer_blocks(blocks, threads, most, by_one=True) == steps
+
+
+# Two chains of the same calls on inputs of the same shapes: each group of one chain has a
+# twin of the same structure in the other (as an element routine's unrolled quadrature points).
+TWIN_CHAINS = """matrix3x3 X, Y, A, B, C, D, E; input X, Y;
+A = mtrans33(X); B = mmul33(A, X); C = mtrans33(Y); D = mmul33(C, Y); E = madd33(B, D); return E;"""
+
+
+@pytest.mark.parametrize("name, itemsize", [("TWIN_CHAINS", 4), ("hex8.kas", 8)])
+def test_configurations_of_one_structure_are_analysed_once(monkeypatch, name, itemsize):
+    """The search analyses a configuration once for every group of the same structure
+    (`kernel.model.structure`: the models differ only in names and locations), each still
+    counting against the budget: the configurations, their costs and models' signatures and
+    the plans are those of a search analysing every group afresh, with fewer analyses."""
+    import irfuse.planner.search as search
+    from irfuse.driver.compile import run_pipeline
+    from irfuse.planner.registers import signature
+
+    if name == "TWIN_CHAINS":
+        p = program(TWIN_CHAINS)
+    else:
+        p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    runs = []
+    real_optimize = search.optimize
+    monkeypatch.setattr(search, "optimize", lambda *a, **k: runs.append(1) or real_optimize(*a, **k))
+
+    def search_with(group_configs):
+        monkeypatch.setattr(search, "group_configs", group_configs)
+        runs.clear()
+        dags, configs, notes = search.candidate_configs(p, 1 << 22, H100, itemsize, 8, keep=2)
+        _, plans = plan_program(p, 1 << 22, H100, itemsize, 8, top=2)
+        return ([(c.dag, c.group, c.by, c.cost, signature(c.model)) for c in configs], notes,
+                [([(c.dag, c.group, c.by) for c in plan.configs], plan.predicted_time) for plan in plans]), len(runs)
+
+    real = search.group_configs
+    shared, fewer = search_with(real)
+    alone, every = search_with(lambda *a, **k: real(*a, **{**k, "analyses": None}))
+    assert shared == alone
+    assert fewer < every, (fewer, every)

@@ -164,6 +164,28 @@ class KernelModel:
                    for op in self.ops if op.kind == OpKind.LOAD and not self.values[op.value].uniform)
 
 
+def structure(model: KernelModel) -> tuple:
+    """Everything of `model` that the in-kernel steps and the cost model read, as one hashable
+    key: two models with the same key differ only in their values' names and their ops' source
+    locations (which only diagnostics and emitted comments read), so the steps make the same
+    decisions on both. The search analyses a group's configuration once for all the groups of
+    the same structure (an element routine's unrolled quadrature points:
+    `planner.search.group_configs`)."""
+    values = tuple((v.size, v.shared, v.offset, v.stored, v.is_input, v.pitch, v.carried, v.uniform, v.type,
+                    v.gather, v.literal) for v in model.values.values())
+    ops = tuple((op.kind, op.value, _impl_structure(op.impl), tuple(op.args), op.result, op.remap, op.trip,
+                 tuple(op.carries), op.inits, op.origin, op.reduce, op.scatter) for op in model.ops)
+    return (model.bx, model.by, model.itemsize, model.layout, model.once, model.per_thread, model.loads_by_readers,
+            tuple(model.values), values, ops)
+
+
+def _impl_structure(impl: Implementation | None) -> tuple | None:
+    if impl is None:
+        return None
+    return (impl.function_name, impl.bx, impl.recommended_by, tuple(impl.operand_aps), impl.result_ap,
+            impl.along_tables)
+
+
 @record(frozen=True)
 class Gathered:
     """A global array a kernel reads through a connectivity: `rows` node rows of `row_words`

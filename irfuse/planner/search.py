@@ -47,7 +47,7 @@ from xdsl.ir import Operation, SSAValue
 
 from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
-from irfuse.kernel.model import Gathered, KernelModel
+from irfuse.kernel.model import Gathered, KernelModel, structure
 from irfuse.kernel.policies import SCHEDULERS_PER_SM
 from irfuse.diagnostics import CompileError, located
 from irfuse.dialects import kas
@@ -256,7 +256,8 @@ def coarsening_offered(ops: list[Operation]) -> bool:
 def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, profile: DeviceProfile,
                   itemsize: int, keep: int, registers: Mapping[str, CompiledFigures] | None = None,
                   layout: str = "aos", per_thread: str = "auto", above: float = math.inf,
-                  offered: dict | None = None) -> tuple[list[Config], int, tuple[float, float, float]]:
+                  offered: dict | None = None, analyses: dict | None = None
+                  ) -> tuple[list[Config], int, tuple[float, float, float]]:
     """The `keep` cheapest configurations of one group, how many configurations were
     analysed to find them, and the group's floor (`_floor_time` of it is at most any
     configuration's time). `registers`: ptxas's registers and spills of kernels compiled
@@ -264,9 +265,13 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     `per_thread`: see `PER_THREAD_CHOICES`; `above`: where the floor's time, alone or with the
     block's other calls' (`_rest_floor`), weighted by the block's runs, passes it, no
     configuration is analysed (`candidate_configs`' cover bound); `offered`: the search's memo
-    of its calls' implementations (`_impl_choices`). A configuration whose blocks leave an SM
-    fewer warps than its schedulers is kept only where none other was analysed (`_idle_schedulers`)."""
+    of its calls' implementations (`_impl_choices`); `analyses`: the search's memo of the
+    configurations analysed, by their models' `structure` (the same analysis and cost, whichever
+    group of that structure asked first; each still counts as a configuration analysed, so that
+    the budget binds where it did). A configuration whose blocks leave an SM fewer warps than
+    its schedulers is kept only where none other was analysed (`_idle_schedulers`)."""
     dag = dags[d]
+    analyses = {} if analyses is None else analyses
     ops = [dag.ops[i] for i in group]
     inputs, outputs = crossing_values(dag, group)
     batch = n
@@ -352,15 +357,18 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
         # kernel that fits a block only once the in-kernel steps overlap its values is marked
         # `unplaced` until fuse-allocate-shared places them, and the cost below says whether it
         # fits then.)
-        m = optimize(base, stop_before=BARRIER_STEP, copy=False)  # (base is built for this alone)
-        if elements > 1 and profile.kind != "cpu" and peak_register_words(m) > profile.max_regs_per_thread:
+        key = (structure(base), n, tuple(sizes))
+        seen = analyses.get(key)  # (a configuration of the same structure, this group's or another's)
+        if seen is None:
+            m = optimize(base, stop_before=BARRIER_STEP, copy=False)  # (base is built for this alone)
             # A row of every register value per element: where the elements' values together
             # pass a thread's registers, ptxas spills what one element a thread keeps (unrolled
             # reverse-mode code: 2 elements a thread of a 24-step time loop's gradient spilled
             # 2.3 KB a thread, one element none; benchmarks/NOTES.md, Derivatives, 2026-11-28).
-            continue
-        bound = kernel_cost(m, n, profile, sizes)
-        if not bound.feasible:
+            too_wide = elements > 1 and profile.kind != "cpu" and peak_register_words(m) > profile.max_regs_per_thread
+            seen = analyses[key] = _Analysis(m, None if too_wide else kernel_cost(m, n, profile, sizes))
+        m, bound = seen.model, seen.bound
+        if bound is None or not bound.feasible:
             continue
         work += 1
         if not registers:
@@ -370,10 +378,12 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
             lower, worst = time_without_barriers(bound, profile), worst_kept()
             if lower > worst[0] or (profile.kind == "cpu" and rank(lower, m, bound.time, index) > worst):
                 continue
-        final = place_barriers(m, copy=False)  # (m, the optimized copy, is not read after)
-        known = registers.get(signature(final)) if registers else None
-        cost = kernel_cost(final, n, profile, sizes, known.registers, known.spill_bytes) if known else \
-            cost_with_barriers(bound, final, n, profile)
+        if seen.cost is None:
+            final = place_barriers(m, copy=False)  # (m, the optimized copy, is not read after)
+            known = registers.get(signature(final)) if registers else None
+            seen.model, seen.cost = final, kernel_cost(final, n, profile, sizes, known.registers, known.spill_bytes) \
+                if known else cost_with_barriers(bound, final, n, profile)
+        final, cost = seen.model, seen.cost
         if _idle_schedulers(cost, profile):
             idle.add(index)
         analysed.append((bound.time, index, Config(d, group, impls, by, final, cost, inputs, outputs,
@@ -386,6 +396,17 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     if any(index not in idle for _, index, _ in analysed):
         analysed = [a for a in analysed if a[1] not in idle]
     return [c for _, _, c in analysed[:keep]], work, least
+
+
+@record
+class _Analysis:
+    """A configuration's analysis (`group_configs`): its model through the in-kernel steps before
+    the barriers and its cost there (None: too many registers for several elements a thread),
+    then, once asked, the model with its barriers and its cost."""
+
+    model: KernelModel
+    bound: KernelCost | None
+    cost: KernelCost | None = None
 
 
 def _idle_schedulers(cost: KernelCost, profile: DeviceProfile) -> bool:
@@ -535,6 +556,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
     wholes: set[int] = set()  # (the indices in `groups` of whole phases)
     spent = skipped = 0
     offered: dict = {}  # (the calls' implementations by op name, `_impl_choices`)
+    analyses: dict = {}  # (configurations analysed, by structure: `group_configs`)
     cut = max_size  # the size past which some block's groups were not enumerated (`_groups_within`)
     for d, dag in enumerate(dags):
         whole = [g for g in whole_phases(dag, loops == "auto") if len(g) > max_size] if phases and max_size > 1 else []
@@ -542,7 +564,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
         whole_configs = []
         for g in whole:  # analysed first: no budget leaves them out
             configs, work, floor = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout,
-                                                 per_thread, offered=offered)
+                                                 per_thread, offered=offered, analyses=analyses)
             whole_configs.append(configs)
             spent += work
             if _at_floor(dag, g, configs, floor, CPU_FLOOR_MARGIN if profile.kind == "cpu" else FLOOR_MARGIN):
@@ -569,7 +591,7 @@ def candidate_configs(program: kas.ProgramOp, n: int, profile: DeviceProfile, it
             if len(g) > 1 and above is None:
                 above = _cover_bound(dags, groups, found, wholes) if bound else math.inf
             found[k], work, _ = group_configs(dags, d, g, n, profile, itemsize, keep, registers, layout, per_thread,
-                                              math.inf if len(g) == 1 else above, offered)
+                                              math.inf if len(g) == 1 else above, offered=offered, analyses=analyses)
             spent += work
         if progress:
             progress(done + 1, len(groups))
