@@ -1,7 +1,7 @@
 """The best plans' predicted times of the bake-off cells whose CPU-profile sources differ between
 the search budgets of 1,000 and 500 configurations (`2026-12-05_budget_sources_*.json`). Run from
 the project root."""
-import sys, os, warnings
+import sys, warnings
 warnings.simplefilter("ignore")
 sys.path.insert(0, "examples/highorder")
 import operators

@@ -6,7 +6,7 @@ comparing. Usage: python 2026-12-05_budget_sources_probe.py OUT.json (from the p
 import hashlib, json, os, sys, warnings
 warnings.simplefilter("ignore")
 sys.path.insert(0, os.path.join(os.getcwd(), "examples", "highorder"))
-sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 import highorder_reference as ref  # noqa: E402 -- the 1-D tables, as the bake-off fixes them
 import operators  # noqa: E402
 import irfuse  # noqa: E402
@@ -22,20 +22,22 @@ def digest(program) -> str:
 
 
 out = {}
-for kind in ("bp1", "bp3", "bk1", "bk3"):
-    for p in range(1, 9):
-        src = getattr(operators, f"{kind}_source")(p, p + 2)
-        B, D, _ = ref.lagrange_tables(p, p + 2)
-        for tables in ((), constant_numbers({"B": B, "D": D})):
-            for prof in ("h100", "h200", "cpu"):
-                for dt in ("f32", "f64"):
-                    key = f"{kind}|{p}|{'fixed' if tables else 'inputs'}|{prof}|{dt}"
-                    try:
-                        o = _options(None, dt, False, None, PlanningOptions(profile=prof), "aos", tables)
-                        program, _ = compile_from(Source(src, f"{kind}_p{p}.kas"), o)
-                        out[key] = digest(program)
-                    except Exception as e:  # (an order a kind cannot plan: the same error either way)
-                        out[key] = "error " + type(e).__name__ + " " + str(e)[:80]
+if "--derivatives-only" not in sys.argv:
+    for kind in ("bp1", "bp3", "bk1", "bk3"):
+        for p in range(1, 9):
+            src = getattr(operators, f"{kind}_source")(p, p + 2)
+            B, D, _ = ref.lagrange_tables(p, p + 2)
+            for tables in ((), constant_numbers({"B": B, "D": D})):
+                for prof in ("h100", "h200", "cpu"):
+                    for dt in ("f32", "f64"):
+                        key = f"{kind}|{p}|{'fixed' if tables else 'inputs'}|{prof}|{dt}"
+                        try:
+                            o = _options(None, dt, False, None, PlanningOptions(profile=prof), "aos", tables)
+                            program, _ = compile_from(Source(src, f"{kind}_p{p}.kas"), o)
+                            out[key] = digest(program)
+                        except Exception as e:  # (an order a kind cannot plan: the same error either way)
+                            out[key] = "error " + type(e).__name__ + " " + str(e)[:80]
+
 mesh = os.path.join("examples", "mesh")
 derivatives = {
     "lumped_mass vjp": lambda: irfuse.vjp(os.path.join(mesh, "lumped_mass.kas"), wrt=("X", "dN", "quarter", "rho")),
@@ -61,5 +63,5 @@ for name, make in derivatives.items():  # (modules: their best plans compared, n
                 out[key] = hashlib.sha256(repr((described, plans[0].predicted_time)).encode()).hexdigest()[:16]
             except Exception as e:
                 out[key] = "error " + type(e).__name__ + " " + str(e)[:80]
-json.dump(out, open(sys.argv[1], "w"), indent=1)
+json.dump(out, open(sys.argv[1], "w"), indent=1)  # (`--derivatives-only`: the derivative programs alone)
 print(len(out), "compiles", sum(v.startswith("error") for v in out.values()), "errors")

@@ -5,7 +5,7 @@ trips fixed when emitting (at most the block's chunk over its threads: `fixed`, 
 rewritten here in the text, each trip guarded and the trips unrolled): seconds, the module's
 machine instructions (nvdisasm) and each planned kernel's registers. No GPU needed.
 Usage (from the project root): python benchmarks/results/compile/2026-12-05_rolled_copies_probe.py"""
-import glob, os, re, subprocess, sys, tempfile, time, warnings
+import glob, os, re, subprocess, tempfile, time, warnings
 warnings.simplefilter("ignore")
 import irfuse  # noqa: E402
 from irfuse.backend import nvrtc  # noqa: E402
