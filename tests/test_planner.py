@@ -36,6 +36,16 @@ def program(src):
     return p
 
 
+def example_program(name):
+    """An example's program (a path under examples/, or the name of one of this file's sources)
+    after kas-dce, as the search takes it."""
+    from irfuse.driver.compile import run_pipeline
+
+    if name.isupper():
+        return program(globals()[name])
+    return find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+
+
 def test_non_convex_group_is_never_proposed():
     p = program(TRIANGLE)
     dag = block_dag(p.body.block)
@@ -307,10 +317,9 @@ def test_on_the_cpu_profile_a_one_kernel_block_within_2_percent_of_its_floor_end
     so the search analyses the whole phase and single calls only, a tenth of the groups, and
     plans what the whole search (the GPU's 1% margin) plans."""
     import irfuse.planner.search as search
-    from irfuse.driver.compile import run_pipeline
     from irfuse.planner.profiles import CPU
 
-    p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", "j2_return.kas")).module, "kas-dce"))
+    p = example_program("j2_return.kas")
     analysed = []
     real = search.group_configs
     monkeypatch.setattr(search, "group_configs", lambda *a, **k: analysed.append(a[2]) or real(*a, **k))
@@ -332,11 +341,10 @@ def test_the_values_crossing_a_set_of_nodes_from_the_block_tables_are_those_the_
     loops included)."""
     import random
 
-    from irfuse.driver.compile import run_pipeline
     from irfuse.planner.dag import program_dags
     from irfuse.planner.search import crossing_values
 
-    p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    p = example_program(name)
     rng = random.Random(7)
     checked = 0
     for dag in program_dags(p):
@@ -362,12 +370,8 @@ def test_groups_whose_floor_passes_a_known_cover_are_left_out_and_the_best_plan_
     import math
 
     import irfuse.planner.search as search
-    from irfuse.driver.compile import run_pipeline
 
-    if name == "CROSS":
-        p = program(CROSS)
-    else:
-        p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    p = example_program(name)
     analysed = []
     real = search.group_configs
 
@@ -403,9 +407,8 @@ def test_gathered_rows_count_in_a_group_s_floor_and_end_a_mesh_search_at_its_one
     the floors (the mesh Neo-Hookean energy with its gradient: 230 groups to the budget then,
     its one kernel chosen); asked for the plans after the best, it analyses single calls too."""
     import irfuse.planner.search as search
-    from irfuse.driver.compile import run_pipeline
 
-    p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    p = example_program(name)
     groups = []
     real = search.group_configs
 
@@ -1228,13 +1231,9 @@ def test_configurations_of_one_structure_are_analysed_once(monkeypatch, name, it
     counting against the budget: the configurations, their costs and models' signatures and
     the plans are those of a search analysing every group afresh, with fewer analyses."""
     import irfuse.planner.search as search
-    from irfuse.driver.compile import run_pipeline
     from irfuse.planner.registers import signature
 
-    if name == "TWIN_CHAINS":
-        p = program(TWIN_CHAINS)
-    else:
-        p = find_program(run_pipeline(compile_file(os.path.join(ROOT, "examples", name)).module, "kas-dce"))
+    p = example_program(name)
     runs = []
     real_optimize = search.optimize
     monkeypatch.setattr(search, "optimize", lambda *a, **k: runs.append(1) or real_optimize(*a, **k))
