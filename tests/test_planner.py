@@ -1251,3 +1251,63 @@ def test_configurations_of_one_structure_are_analysed_once(monkeypatch, name, it
     alone, every = search_with(lambda *a, **k: real(*a, **{**k, "analyses": None}))
     assert shared == alone
     assert fewer < every, (fewer, every)
+
+
+def test_a_model_s_structure_holds_every_field_but_names_and_locations():
+    """`kernel.model.structure` is the search's memo key: a field of the model, of a value or of
+    an op that it left out would let two configurations the in-kernel steps treat differently
+    share one analysis. Each field changed in turn changes the key, but a value's name and an
+    op's source location (read by diagnostics alone); a field added to the model must be
+    added to the key, or named here as one the steps do not read."""
+    import dataclasses
+
+    from irfuse.kernel.model import KernelModel, MOp, MValue, structure
+
+    p = program(TWIN_CHAINS)
+    dag = block_dag(p.body.block)
+    ops = [dag.ops[i] for i in dag.calls]
+    impls = [find_implementation(call.op_name, "elem") for call in ops]
+    inputs, outputs = external_values(dag, tuple(dag.calls))
+    model = build_kernel_model(ops, impls, inputs, outputs, 64, 4)
+    key = structure(model)
+    ignored = {(MValue, "name"), (MValue, "id"), (MOp, "location")}
+
+    def other(value):
+        """A field's new value: of its own type, and not the one it has."""
+        if isinstance(value, bool):
+            return not value
+        if isinstance(value, int):
+            return value + 7
+        if isinstance(value, str):
+            return value + "x"
+        if isinstance(value, list):
+            return [*value, 99]
+        return None
+
+    def changed(twin, owner, field, value):
+        setattr(owner, field, value)
+        return structure(twin) != key
+
+    for cls, owners in ((KernelModel, lambda m: [m]), (MValue, lambda m: list(m.values.values())),
+                        (MOp, lambda m: m.ops)):
+        for f in dataclasses.fields(cls):
+            if (cls, f.name) in ignored or f.name in ("values", "ops"):
+                continue
+            twin = model.copy()
+            owner = next((o for o in owners(twin) if getattr(o, f.name) is not None), owners(twin)[0])
+            new = other(getattr(owner, f.name))
+            if f.name == "kind":
+                new = next(k for k in type(owner.kind) if k != owner.kind)
+            elif f.name == "impl":
+                new = find_implementation("madd33", "elem") if owner.impl.op.name != "madd33" else impls[0]
+            elif f.name == "type":
+                new = object()  # (another kas type: any other value)
+            elif f.name == "layout":
+                new = "soa"
+            assert new is not None, (cls.__name__, f.name)
+            assert changed(twin, owner, f.name, new), (cls.__name__, f.name)
+    for cls, field in ignored - {(MValue, "id")}:
+        twin = model.copy()
+        owner = (twin.ops if cls is MOp else list(twin.values.values()))[0]
+        setattr(owner, field, "elsewhere")
+        assert structure(twin) == key, field
