@@ -19,33 +19,13 @@ from irfuse.driver.sources import Source
 from irfuse.dialects.fuse import KernelOp
 from irfuse.kernel.bridge import model_from_kernel
 import irfuse.analysis.bank_conflicts as bc
-import numpy as np
-as_counted = bc.wavefronts
+import importlib.util  # noqa: E402
 
-
-def _busiest(phases, words, groups):
-    total = 0
-    for phase in np.unique(phases):
-        distinct = np.unique(words[phases == phase])
-        total += int(np.bincount(distinct % groups).max())
-    return total
-
-
-def pairs_merged(words, tids, itemsize):  # (as in results/highorder/2026-12-04_model_wavefronts_probe.py)
-    if itemsize != 8 or words.size == 0:
-        return as_counted(words, tids, itemsize)
-    total, j, steps = 0, 0, words.shape[1]
-    while j < steps:
-        a = words[:, j]
-        live = a >= 0
-        if j + 1 < steps and live.any() and np.all((a[live] % 2 == 0) & (words[live, j + 1] == a[live] + 1)):
-            total += _busiest(tids[live] // 8, a[live] // 2, 8)
-            j += 2
-            continue
-        if live.any():
-            total += _busiest(tids[live] // 16, a[live], 16)
-        j += 1
-    return total
+_spec = importlib.util.spec_from_file_location(
+    "model_wavefronts", os.path.join("benchmarks", "results", "highorder", "2026-12-04_model_wavefronts_probe.py"))
+_before = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_before)  # (its count with 16-byte pairs merged, `pairs_merged`)
+as_counted, pairs_merged = _before.as_counted, _before.pairs_merged
 
 
 def counts(m):
