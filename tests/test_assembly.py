@@ -450,3 +450,109 @@ def test_the_rounds_kernel_fits_its_shared_memory_for_rows_of_every_width():
         assert used.shared_bytes <= SHARED_LIMIT and used.spill_stores == 0, (dtype, widest, used)
         if nodes:
             assert f"__launch_bounds__({3 * nodes})" in artifact.source
+
+
+def _slot_rows_against_blocks(source: str, of: str, wrt: str, seed: int, inputs: dict | None = None) -> int:
+    """Runs, on the CPU, the GPU rounds kernel's slot code (`rows_emit._element_code` with the
+    vector-Jacobian product's cotangent: D reverse sweeps, folded where the cotangent's words are
+    0) beside the CPU twin's whole element block (the Jacobian's forward directions) for every
+    slot of a random mesh (`float64_inputs`, or `inputs`), and checks each slot's D rows against
+    block rows (a, :) of its element. Returns the slots checked (0 where the program takes
+    neither)."""
+    from irfuse.artifact.arrays import element_type
+    from irfuse.artifact.kernel_info import KernelInfo
+    from irfuse.backend.cuda_emit import prelude
+    from irfuse.backend.host_compile import build_host_library
+    from irfuse.backend.rows_emit import NotRowsForm, _element_code
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import element_jacobian, element_rows, frontend
+    from irfuse.driver.sources import read_source
+    from irfuse.library.catalogue import default_library
+    from irfuse.runtime.host_library import HostLibrary
+    from irfuse.testing.derivatives import float64_inputs
+
+    module, gathered, conn_name, out = element_jacobian(source, of, wrt, "test")
+    rows = element_rows(source, of, wrt, "test")
+    if rows is None:
+        return 0
+    jac, library, element = program_of(module), default_library(), element_type("f64")
+    block = jac.return_op.values[list(jac.outputs).index(out)]
+    shape = tuple(block.type.shape)
+    k, d = shape[0], int(np.prod(shape[1:1 + (len(shape) - 2) // 2]))
+    vjp, seed_name, bar = rows
+    try:
+        jac_body, used, jac_names = _element_code(jac, tuple(gathered), set(jac.uniform), library, k, d)
+        slot_body, more, slot_names = _element_code(vjp, tuple(gathered), set(vjp.uniform), library, k, d, seed_name)
+    except NotRowsForm:
+        return 0
+    assert not any("vjp_" in line for line in slot_body if "(0, 0," in line)  # (the sweeps written out)
+    kd = k * d
+    slot_rows = [slot_names(vjp.return_op.values[list(vjp.outputs).index(bar)], i) for i in range(d)]
+    names = list(jac.inputs)
+    params = [f"const real_t* __restrict__ in_{n}" for n in names]
+    text = [f"static int slot_rows({', '.join(params)}, const int* __restrict__ conn, real_t* __restrict__ rows, "
+            "real_t* __restrict__ blocks, const long long n, const long long block_begin, const long long block_end, "
+            "const bool reverse)", "{", "  (void)reverse;",
+            "  for (long long s = block_begin * 32; s < block_end * 32 && s < n; ++s) {",
+            f"    const int slot = (int)s; const long long e = slot / {k}; const int a = slot % {k};",
+            f"    int nodes[{k}]; for (int b = 0; b < {k}; ++b) nodes[b] = conn[e * {k} + b];",
+            "    {", *("      " + line for line in jac_body),
+            f"      if (a == 0) for (int w = 0; w < {kd * kd}; ++w) blocks[e * {kd * kd} + w] = {jac_names(block)}[w];",
+            "    }", "    {", *("      " + line for line in slot_body),
+            *(f"      for (int w = 0; w < {kd}; ++w) rows[(s * {d} + {i}) * {kd} + w] = {r}[w];"
+              for i, r in enumerate(slot_rows)),
+            "    }", "  }", "  return 0;", "}"]
+    functions = [impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1")
+                 for impl in dict.fromkeys([*used, *more])]
+    host = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(text)]) + "\n"
+    if inputs is None:
+        inputs, _ = float64_inputs(program_of(frontend(read_source(source, None, "test")).module), 40, seed)
+    conn = np.ascontiguousarray(inputs[conn_name], dtype=np.int32)
+    elements = conn.shape[0]
+    arrays = []
+    for n in names:
+        a = inputs[gathered[n][0]] if n in gathered else inputs[n]
+        arrays.append(np.ascontiguousarray(np.broadcast_to(np.asarray(a, float), np.shape(a) or (1,))))
+    got = np.full((elements * k, d, kd), np.nan)
+    want = np.full((elements, kd, kd), np.nan)
+    kernel = KernelInfo("slot_rows", 1, 32, 0, [*names, "conn"], ["rows", "blocks"], [1] * (len(names) + 1), [1, 1],
+                        input_types=[""] * len(names) + ["int"])
+    HostLibrary(build_host_library(host, [kernel]), [kernel]).launch("slot_rows", [*arrays, conn, got, want],
+                                                                      elements * k)
+    want = want.reshape(elements, k, d, kd)
+    expect = want[np.arange(elements * k) // k, np.arange(elements * k) % k]  # block rows (a, :) of each slot
+    finite = np.isfinite(expect).all(axis=(1, 2))
+    scale = max(np.abs(expect[finite]).max(initial=0.0), 1.0)
+    np.testing.assert_allclose(got[finite], expect[finite], rtol=0, atol=1e-12 * scale, err_msg=f"{seed} d{of}/d{wrt}")
+    return int(finite.sum())
+
+
+def test_the_gpu_slots_reverse_sweeps_folded_where_their_cotangent_is_0_give_the_jacobians_block_rows():
+    """The GPU rounds kernel's slot code writes each reverse sweep's entries out with the
+    cotangent's words of other rows the literal 0 (a product with it 0, a sum with it its other
+    term: `rows_emit._folded_entries`), which no test of the CPU backend runs: run here as host
+    code for the examples and the random mesh programs whose tangents can be taken, each slot's
+    D rows are its element's block rows (a, :) as the CPU twin's forward directions make them."""
+    from irfuse.diagnostics import CompileError, UsageError
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import frontend
+    from irfuse.driver.sources import Source
+    from irfuse.testing.derivatives import random_differentiable_programs
+
+    X, conn = box_tetrahedra(2, numbering="random", seed=2)
+    u = 1e-2 * np.random.default_rng(1).standard_normal(X.shape)
+    box = {"X": X, "u": u, "conn": conn, "dN": DN, "lam": 1.3, "mu": 0.7}
+    for name in ("p1_residual", "neo_hookean_residual"):
+        assert _slot_rows_against_blocks(f"{ROOT}/examples/mesh/{name}.kas", "r", "u", 0, box) == 4 * len(conn)
+    programs = 0
+    for seed in range(10 if LONG else 5):
+        source = random_differentiable_programs("mesh_tangents", seed)
+        program = program_of(frontend(Source(source, "<slot rows>")).module)
+        for y in [n for n in program.outputs if n in program.nodal]:
+            for x in [n for n in program.inputs if n in program.nodal]:
+                try:
+                    programs += _slot_rows_against_blocks(source, y, x, seed) > 0
+                except (UsageError, CompileError):
+                    continue
+    assert programs >= 4, programs
+
