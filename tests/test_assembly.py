@@ -452,13 +452,15 @@ def test_the_rounds_kernel_fits_its_shared_memory_for_rows_of_every_width():
             assert f"__launch_bounds__({3 * nodes})" in artifact.source
 
 
-def _slot_rows_against_blocks(source: str, of: str, wrt: str, seed: int, inputs: dict | None = None) -> int:
+def _slot_rows_against_blocks(source: str, of: str, wrt: str, seed: int, inputs: dict | None = None,
+                              constants: tuple = ()) -> int:
     """Runs, on the CPU, the GPU rounds kernel's slot code (`rows_emit._element_code` with the
     vector-Jacobian product's cotangent: D reverse sweeps, folded where the cotangent's words are
-    0) beside the CPU twin's whole element block (the Jacobian's forward directions) for every
-    slot of a random mesh (`float64_inputs`, or `inputs`), and checks each slot's D rows against
-    block rows (a, :) of its element. Returns the slots checked (0 where the program takes
-    neither)."""
+    0, and every op reading a literal word written out) beside the CPU twin's whole element
+    block (the Jacobian's forward directions) for every slot of a random mesh (`float64_inputs`,
+    or `inputs`; `constants`: uniform inputs fixed, `options.constant_numbers`), and checks each
+    slot's D rows against block rows (a, :) of its element. Returns the slots checked (0 where
+    the program takes neither)."""
     from irfuse.artifact.arrays import element_type
     from irfuse.artifact.kernel_info import KernelInfo
     from irfuse.backend.cuda_emit import prelude
@@ -471,8 +473,8 @@ def _slot_rows_against_blocks(source: str, of: str, wrt: str, seed: int, inputs:
     from irfuse.runtime.host_library import HostLibrary
     from irfuse.testing.derivatives import float64_inputs
 
-    module, gathered, conn_name, out = element_jacobian(source, of, wrt, "test")
-    rows = element_rows(source, of, wrt, "test")
+    module, gathered, conn_name, out = element_jacobian(source, of, wrt, "test", constants)
+    rows = element_rows(source, of, wrt, "test", constants)
     if rows is None:
         return 0
     jac, library, element = program_of(module), default_library(), element_type("f64")
@@ -530,20 +532,24 @@ def _slot_rows_against_blocks(source: str, of: str, wrt: str, seed: int, inputs:
 def test_the_gpu_slots_reverse_sweeps_folded_where_their_cotangent_is_0_give_the_jacobians_block_rows():
     """The GPU rounds kernel's slot code writes each reverse sweep's entries out with the
     cotangent's words of other rows the literal 0 (a product with it 0, a sum with it its other
-    term: `rows_emit._folded_entries`), which no test of the CPU backend runs: run here as host
-    code for the examples and the random mesh programs whose tangents can be taken, each slot's
-    D rows are its element's block rows (a, :) as the CPU twin's forward directions make them."""
+    term: `rows_emit._folded_entries`), and any op reading a table's words (`constants=`), which
+    no test of the CPU backend runs: run here as host code for the examples (dN given, and dN
+    fixed) and the random mesh programs whose tangents can be taken, each slot's D rows are its
+    element's block rows (a, :) as the CPU twin's forward directions make them."""
     from irfuse.diagnostics import CompileError, UsageError
     from irfuse.dialects.kas import program_of
     from irfuse.driver.front import frontend
+    from irfuse.driver.options import constant_numbers
     from irfuse.driver.sources import Source
     from irfuse.testing.derivatives import random_differentiable_programs
 
     X, conn = box_tetrahedra(2, numbering="random", seed=2)
     u = 1e-2 * np.random.default_rng(1).standard_normal(X.shape)
     box = {"X": X, "u": u, "conn": conn, "dN": DN, "lam": 1.3, "mu": 0.7}
+    fixed = constant_numbers({"dN": DN})  # (dN's zeros and ones then fold in the geometry too)
     for name in ("p1_residual", "neo_hookean_residual"):
         assert _slot_rows_against_blocks(f"{ROOT}/examples/mesh/{name}.kas", "r", "u", 0, box) == 4 * len(conn)
+        assert _slot_rows_against_blocks(f"{ROOT}/examples/mesh/{name}.kas", "r", "u", 0, box, fixed) == 4 * len(conn)
     programs = 0
     for seed in range(10 if LONG else 5):
         source = random_differentiable_programs("mesh_tangents", seed)
@@ -556,3 +562,78 @@ def test_the_gpu_slots_reverse_sweeps_folded_where_their_cotangent_is_0_give_the
                     continue
     assert programs >= 4, programs
 
+
+def test_a_program_compiled_with_constants_gives_the_tangent_diagonal_and_operator_of_one_given_them():
+    """`constants=` (uniform inputs fixed when compiling) reaches the element programs the
+    tangents are made from (`driver.front.element_jacobian`, `element_rows`,
+    `element_assembly`): the owner-computes kernel reads the table as the program's kernels do
+    and takes the arrays the program's calls pass (it raised a KeyError for the input fixed);
+    the matrix, by either assembly, the diagonal and the operator are those of the program
+    given the same numbers at the call, bit for bit, with and without fixed components."""
+    import os
+
+    X, conn = box_tetrahedra(2, numbering="random", seed=3)
+    u = 1e-2 * np.random.default_rng(0).standard_normal(X.shape)
+    mesh = Connectivity(conn, len(X))
+    fixed = np.zeros(X.shape, bool)
+    fixed[::5] = True
+    for name in ("p1_residual", "neo_hookean_residual"):
+        path = f"{ROOT}/examples/mesh/{name}.kas"
+        given = irfuse.compile(path, backend="cpu", dtype="f64")
+        tabled = irfuse.compile(path, backend="cpu", dtype="f64", constants={"dN": DN})
+        assert "dN" not in tabled.inputs
+        for rows in ("1", "0"):  # (the owner-computes kernel; the scatter of per-slot blocks)
+            os.environ["IRFUSE_TANGENT_ROWS"] = rows
+            try:
+                for mask in (None, fixed):
+                    want = irfuse.tangent_matrix(given, X, u, mesh, DN, 1.5, 0.75, wrt="u", fixed=mask)
+                    got = irfuse.tangent_matrix(tabled, X, u, mesh, 1.5, 0.75, wrt="u", fixed=mask)
+                    assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+                    assert got.data.tobytes() == want.data.tobytes(), (name, rows, mask is None)
+            finally:
+                del os.environ["IRFUSE_TANGENT_ROWS"]
+        d = irfuse.diagonal(tabled, X, u, mesh, 1.5, 0.75, wrt="u")
+        assert d.tobytes() == irfuse.diagonal(given, X, u, mesh, DN, 1.5, 0.75, wrt="u").tobytes()
+        v = np.random.default_rng(1).standard_normal(u.size)
+        A = irfuse.linear_operator(tabled, X, u, mesh, 1.5, 0.75, wrt="u")
+        B = irfuse.linear_operator(given, X, u, mesh, DN, 1.5, 0.75, wrt="u")
+        assert (A @ v).tobytes() == (B @ v).tobytes()
+
+
+def test_random_mesh_programs_with_a_uniform_input_fixed_give_the_tangents_of_the_input_given():
+    """The random mesh programs whose tangents can be taken (the differential tests'
+    `mesh_tangents`), their uniform input fixed when compiling to the number the call would
+    pass: every tangent the program allows, by both assemblies, is bit for bit the one of the
+    program given it at the call."""
+    import os
+
+    from irfuse.diagnostics import UsageError
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import frontend
+    from irfuse.driver.sources import Source
+    from irfuse.testing.derivatives import float64_inputs, random_differentiable_programs
+
+    compared = 0
+    for seed in range(6 if LONG else 3):
+        source = random_differentiable_programs("mesh_tangents", seed)
+        program = program_of(frontend(Source(source, "<tangents, constants>")).module)
+        inputs, _ = float64_inputs(program, 30, seed)
+        uniform = [n for n in program.uniform if n in program.inputs]
+        given = irfuse.compile(source, backend="cpu", dtype="f64")
+        fixed = irfuse.compile(source, backend="cpu", dtype="f64", constants={n: inputs[n] for n in uniform})
+        rest = {n: a for n, a in inputs.items() if n not in uniform}
+        for y in [n for n in program.outputs if n in program.nodal]:
+            for x in [n for n in program.inputs if n in program.nodal]:
+                for rows in ("1", "0"):
+                    os.environ["IRFUSE_TANGENT_ROWS"] = rows
+                    try:
+                        try:
+                            want = irfuse.tangent_matrix(given, **inputs, wrt=x, of=y)
+                        except UsageError:
+                            continue
+                        got = irfuse.tangent_matrix(fixed, **rest, wrt=x, of=y)
+                    finally:
+                        del os.environ["IRFUSE_TANGENT_ROWS"]
+                    assert got.data.tobytes() == want.data.tobytes(), (seed, x, y, rows)
+                    compared += 1
+    assert compared >= 6

@@ -204,11 +204,15 @@ class _Jacobian:
     def __init__(self, program, of: str, wrt: str, who: str):
         from irfuse.api import compiled_options
         from irfuse.driver.front import element_jacobian
+        from irfuse.driver.options import constant_numbers
 
         options = compiled_options(program, who)
         self.source = options.pop("source")
+        # (the uniform inputs it was compiled with fixed, `constants=`: fixed in the element
+        # programs as they are made, so that those are compiled, and the rows kernel built, without them)
+        self.constants = constant_numbers(options.pop("constants", None))
         self.of, self.wrt, self.who, self.compile_options = of, wrt, who, options
-        self.module, self.gathered, self.conn, self.out = element_jacobian(self.source, of, wrt, who)
+        self.module, self.gathered, self.conn, self.out = element_jacobian(self.source, of, wrt, who, self.constants)
         self.options = {k: options[k] for k in ("dtype", "backend", "profile", "arch") if k in options}
         self.dtype = np.dtype(program.dtype)
         self.inputs, self.nodal = tuple(program.inputs), frozenset(program.nodal)
@@ -235,7 +239,7 @@ class _Jacobian:
             from irfuse.api import compile
             from irfuse.driver.front import element_assembly, search_budget
 
-            module = element_assembly(self.source, self.of, self.wrt, self.who)[0]
+            module = element_assembly(self.source, self.of, self.wrt, self.who, self.constants)[0]
             options = dict(self.compile_options)
             if options.get("pipeline") is None:
                 options["pipeline"] = search_budget(ASSEMBLY_SEARCH)
@@ -282,7 +286,7 @@ def _rows_assembly(jac: _Jacobian, bound: dict, conn, pattern: SparsePattern, fa
         if device is not None:
             major, minor = _torch().cuda.get_device_capability(device)
             arch = f"sm_{major}{minor}"
-            rows = element_rows(jac.source, jac.of, jac.wrt, jac.who)
+            rows = element_rows(jac.source, jac.of, jac.wrt, jac.who, jac.constants)
         artifact = rows_artifact(jac.module, tuple(jac.gathered), jac.out, jac.options["dtype"], backend, arch, k, d, wide,
                                  widest, rows)
         if artifact is None:

@@ -19,7 +19,8 @@ directions for the whole block, of which the slot adds one K-th). Each sweep is 
 entry by entry with the cotangent's words of rows other than i the literal 0, known when
 emitting, so that its products with them are gone (`_folded_entries`; the P1 tangent on 12.6 M
 tets, H200: 2.75-2.94 -> 2.45-2.48 ms, the same bits; the Neo-Hookean tangent 7.37-7.43 ->
-3.36-3.58 ms, 254 -> 96 registers). Where a block's rows and a
+3.36-3.58 ms, 254 -> 96 registers); so is any op reading a table's words (a uniform input
+fixed when compiling, `constants=`), whose 0 and 1 fold alike. Where a block's rows and a
 round of staged slots fit its shared memory (`rounds_nodes`), each slot is computed once
 (`_rounds_kernel`): thread (x, y) of a block runs slot r D + x of node y in round r (the
 element's geometry and its D reverse sweeps, its K nodes' places in the row read from
@@ -45,9 +46,9 @@ elements (Morton numbering), so there an element's calls mostly run once; a kept
 the very words the calls give, so the bits do not change.
 
 `rows_module` writes the source (GPU kernel and CPU twin under IRFUSE_HOST) or raises
-`NotRowsForm` for a program this kernel cannot run (an op other than a call or a finite
-literal, a call without a one-thread implementation): the caller then assembles through the
-scatter of per-slot blocks.
+`NotRowsForm` for a program this kernel cannot run (an op other than a call, a finite
+literal or a table of them, a call without a one-thread implementation): the caller then
+assembles through the scatter of per-slot blocks.
 """
 
 from __future__ import annotations
@@ -565,8 +566,9 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
     entry a product with a structural 0 makes is 0 whatever its other factor (the op library's
     semantics of 0, `indexexpr.fold_bin`), so a reverse sweep keeps only the arithmetic of the
     words it can reach. NVRTC cannot fold those products itself (0 * x is not 0 in IEEE
-    arithmetic where x is infinite or NaN). (Where `split`, every word of the cotangent is known
-    only at run time, and the calls are kept.)"""
+    arithmetic where x is infinite or NaN). So is any op reading a literal word of a table
+    (`kas.table`: a uniform input fixed when compiling), seeded or not. (Where `split`, every
+    word of the cotangent is known only at run time, and the calls are kept.)"""
     names: dict = {}
     seeded: set = set()
     lines: list[str] = []
@@ -579,9 +581,10 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
         return f"{names[v]}_{copy}" if v in seeded else names[v]
 
     def words(v, copy: int) -> list:
-        if (v, copy) in entries:
-            return entries[(v, copy)]
-        return [f"{name(v)}[{w}]" for w in range(v.type.size)]
+        key = (v, copy if v in seeded else 0)
+        if key in entries:
+            return entries[key]
+        return [f"{name(v, copy)}[{w}]" for w in range(v.type.size)]
 
     fold = seed is not None and not split
     for input_name, arg in zip(program.inputs, program.body.block.args):
@@ -610,11 +613,14 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
     for op in program.body.block.ops:
         if isinstance(op, kas.ReturnOp):
             continue
-        if isinstance(op, kas.ConstantOp):
-            value = op.value.value.data
-            if not math.isfinite(value):
-                raise NotRowsForm(f"the literal {value} is not finite")
-            lines.append(f"const real_t {name(op.res)}[1] = {{(real_t){value.hex()}}};")
+        if isinstance(op, (kas.ConstantOp, kas.TableOp)):
+            numbers = [op.value.value.data] if isinstance(op, kas.ConstantOp) else list(op.numbers)
+            if not all(math.isfinite(x) for x in numbers):
+                raise NotRowsForm(f"the literal {next(x for x in numbers if not math.isfinite(x))} is not finite")
+            text = ", ".join(f"(real_t){float(x).hex()}" for x in numbers)
+            lines.append(f"const real_t {name(op.res)}[{len(numbers)}] = {{{text}}};")
+            if fold and isinstance(op, kas.TableOp):  # (a table's words fold; a scalar literal stays a word)
+                entries[(op.res, 0)] = [Const(float(x)) for x in numbers]
             continue
         if not isinstance(op, kas.CallOp):
             raise NotRowsForm(f"{op.name} is not a call")
@@ -626,11 +632,11 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
         if any(a in seeded for a in op.args):
             seeded.add(op.res)
             copies = 1 if split else d
-        if fold and op.res in seeded:
+        if fold and (op.res in seeded or any(isinstance(w, Const) for a in op.args for w in words(a, 0))):
             for i in range(copies):
                 res = name(op.res, i)
                 lines.append(f"real_t {res}[{op.res.type.size}];")
-                entries[(op.res, i)] = []
+                entries[(op.res, i)] = []  # (i 0 alone where the value is not seeded)
                 for w, entry in enumerate(_folded_entries(definition.trees, [words(a, i) for a in op.args])):
                     lines.append(f"{res}[{w}] = {entry if isinstance(entry, str) else _literal(entry)};")
                     # (a word another value's word or a literal: read where it is)
@@ -656,9 +662,10 @@ def _literal(c: Const) -> str:
 def _folded_entries(trees: list, operands: list[list]) -> list:
     """Each entry of an op's result (`trees`: its definition's scalar trees, `OpDef.trees`) on
     operands whose words are literals (Const) or C reading them: a literal where the tree folds
-    to one (a product with a literal 0 is 0, a literal 1 leaves the other factor, a sum with 0
-    is its other term), else its C. Other literals fold only where the result is exact in
-    either real type (integers); any other arithmetic is left to the compiler."""
+    to one (a product with a literal 0 is 0, a literal 1 or -1 leaves the other factor or its
+    negation, a sum with 0 is its other term), else its C. Other literals fold only where the
+    result is exact in either real type (integers); any other arithmetic is left to the
+    compiler."""
     def walk(t):
         if isinstance(t, Leaf):
             return operands[t.operand][t.offset]
@@ -691,10 +698,11 @@ def _bin(op: str, a, b):
     if op == "*":
         if (ca and a.value == 0) or (cb and b.value == 0):
             return Const(0.0)
-        if ca and a.value == 1:
-            return b
-        if cb and b.value == 1:
-            return a
+        for one, other, known in ((a, b, cb), (b, a, ca)):  # (x 1 is x, x -1 is -x: exact)
+            if isinstance(one, Const) and one.value in (1, -1):
+                if one.value == 1:
+                    return other
+                return Const(-other.value) if known else f"(-{other})"
     elif op == "+":
         if ca and a.value == 0:
             return b

@@ -136,27 +136,45 @@ def derivative_passes(mode: str, wrt: tuple[str, ...], of: str | None, prefix: s
     return [KasVjp(wrt=wrt, of=of or "", prefix=prefix or "", loops=loops, who=who)]
 
 
-def element_jacobian(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dict, str, str]:
+def element_jacobian(source, of: str, wrt: str, who: str, constants: tuple = ()) -> tuple[ModuleOp, dict, str, str]:
     """(a module of the per-element Jacobian of a mesh program's part between its gathers and
     the scatter that makes output `of` (`transforms.element_blocks`), by the gathered rows of
     nodal input `wrt`; the gathered inputs: name -> (nodal input, connectivity input); the
-    scatter's connectivity input; the blocks' output name)."""
+    scatter's connectivity input; the blocks' output name). `constants`: the uniform inputs the
+    program was compiled with fixed (`options.constant_numbers`), fixed in the Jacobian too
+    (`_fixed`), so that it is compiled without them."""
     from irfuse.library.catalogue import default_library
     from irfuse.transforms.element_blocks import element_jacobian_program
 
     jac, gathered, conn, out = element_jacobian_program(_program(source, who), of, wrt, default_library(), who)
-    return ModuleOp([jac]), gathered, conn, out
+    return ModuleOp([_fixed(jac, constants)]), gathered, conn, out
 
 
-def element_rows(source, of: str, wrt: str, who: str) -> tuple | None:
+def element_rows(source, of: str, wrt: str, who: str, constants: tuple = ()) -> tuple | None:
     """(the vector-Jacobian product of a mesh program's element part, its cotangent input,
     its output: `transforms.element_blocks.element_rows_program`), from which the GPU's
     owner-computes assembly computes a node's block rows; None where it cannot be made
-    (the per-element Jacobian then serves there too)."""
+    (the per-element Jacobian then serves there too). `constants`: as for `element_jacobian`."""
     from irfuse.library.catalogue import default_library
     from irfuse.transforms.element_blocks import element_rows_program
 
-    return element_rows_program(_program(source, who), of, wrt, default_library(), who)
+    made = element_rows_program(_program(source, who), of, wrt, default_library(), who)
+    if made is not None:
+        _fixed(made[0], constants)
+    return made
+
+
+def _fixed(program, constants: tuple):
+    """`program`, an element program derived from a program's source, with `constants` (the
+    uniform inputs that program was compiled with fixed) fixed in it as `irfuse.compile` fixes
+    them (`transforms.constant_inputs`): those of them it takes (its element part may not read
+    them all). The owner-computes kernel is built from these programs, not compiled from the
+    source, so it reads the numbers the program's kernels read and takes the arrays its calls
+    pass."""
+    from irfuse.transforms.constant_inputs import fix_inputs
+
+    fix_inputs(program, [c for c in constants if c[0] in program.inputs])
+    return program
 
 
 def _program(source, who: str):
@@ -173,14 +191,15 @@ def search_budget(budget: int) -> str:
     return DEFAULT_PIPELINE.replace("fuse-partition", f"fuse-partition{{budget={int(budget)}}}", 1)
 
 
-def element_assembly(source, of: str, wrt: str, who: str) -> tuple[ModuleOp, dict, str]:
+def element_assembly(source, of: str, wrt: str, who: str, constants: tuple = ()) -> tuple[ModuleOp, dict, str]:
     """(a module of `element_jacobian`'s program whose blocks are added by a scatter through
     an index input `pairs` into the nodal output `values`, a sparse matrix's values
-    (`transforms.element_blocks.assembly_program`); the gathered inputs; the connectivity)."""
+    (`transforms.element_blocks.assembly_program`); the gathered inputs; the connectivity).
+    `constants`: as for `element_jacobian`."""
     from irfuse.library.catalogue import default_library
     from irfuse.transforms.element_blocks import assembly_program
 
-    module, gathered, conn, out = element_jacobian(source, of, wrt, who)
+    module, gathered, conn, out = element_jacobian(source, of, wrt, who, constants)
     return ModuleOp([assembly_program(program_of(module), out, default_library(), who)]), gathered, conn
 
 

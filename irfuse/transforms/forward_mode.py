@@ -33,7 +33,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from irfuse.diagnostics import CompileError, UsageError, located
 from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, IndexType, LoopOp, MaskType, ProgramOp, ReduceKind,
-                                 ReduceOp, ReturnOp, ScatterOp, YieldOp, ssa_hint, variable_of_hint)
+                                 ReduceOp, ReturnOp, ScatterOp, TableOp, YieldOp, ssa_hint, variable_of_hint)
 from irfuse.library.derivatives import jvp_name
 
 
@@ -85,7 +85,7 @@ class _Builder(DerivativeBuilder):
         for op in ops:
             if isinstance(op, CallOp):
                 self.call_op(op, block)
-            elif isinstance(op, ConstantOp):
+            elif isinstance(op, (ConstantOp, TableOp)):  # (literals: no tangent)
                 self.value[op.res] = self.emit(block, op.clone(), op).res
             elif isinstance(op, ReduceOp):
                 self.reduce_op(op, block)
@@ -220,7 +220,7 @@ def _reach(ops: Sequence[Operation], has: set[SSAValue]) -> None:
                     break
                 active = grown
             has.update(r for r, v in zip(op.res, term.values) if v in inner and differentiable(r))
-        elif not isinstance(op, ConstantOp) and any(v in has for v in op.operands if differentiable(v)):
+        elif not isinstance(op, (ConstantOp, TableOp)) and any(v in has for v in op.operands if differentiable(v)):
             has.update(r for r in op.results if differentiable(r))
 
 

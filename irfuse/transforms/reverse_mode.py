@@ -62,7 +62,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, UsageError, located
 from irfuse.dialects.kas import (CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceKind, ReduceOp,
-                                 ReturnOp, ScalarType, ScatterOp, YieldOp, is_uniform, nodal_values, ssa_hint)
+                                 ReturnOp, ScalarType, ScatterOp, TableOp, YieldOp, is_uniform, nodal_values, ssa_hint)
 from irfuse.library.derivatives import vjp_name
 from irfuse.transforms.forward_mode import DerivativeBuilder, check_derivative_names, differentiable
 
@@ -160,7 +160,7 @@ class _Reverse(DerivativeBuilder):
                 continue
             if isinstance(op, (YieldOp, ReturnOp)):
                 continue
-            if not isinstance(op, (CallOp, ConstantOp, ReduceOp, GatherOp, ScatterOp)):
+            if not isinstance(op, (CallOp, ConstantOp, TableOp, ReduceOp, GatherOp, ScatterOp)):
                 raise CompileError(located(f"{self.where}: no derivative of {op.name}", op.location))
             new = op.clone(value_mapper={**value})
             for r, c in zip(op.results, new.results):
@@ -169,7 +169,7 @@ class _Reverse(DerivativeBuilder):
             operands = list(new.operands)
             for r, c in zip(op.results, new.results):
                 value[r] = c
-                if isinstance(op, (ConstantOp, ReduceOp)) or (operands and all(a in self.uniform for a in operands)):
+                if isinstance(op, (ConstantOp, TableOp, ReduceOp)) or (operands and all(a in self.uniform for a in operands)):
                     self.uniform.add(c)
                 if isinstance(op, ScatterOp) or (isinstance(op, CallOp) and any(a in self.nodal for a in operands)):
                     self.nodal.add(c)
@@ -526,7 +526,7 @@ def _active(program: ProgramOp, wrt: set[str]) -> set[SSAValue]:
                     if len(active) == before:
                         break
                 active.update(r for r, v in zip(op.res, term.values) if v in active and differentiable(r))
-            elif not isinstance(op, (ConstantOp, YieldOp, ReturnOp)) and any(
+            elif not isinstance(op, (ConstantOp, TableOp, YieldOp, ReturnOp)) and any(
                     v in active for v in op.operands if differentiable(v)):
                 active.update(r for r in op.results if differentiable(r))
     walk(list(program.body.block.ops))
