@@ -573,7 +573,7 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
     seeded: set = set()
     lines: list[str] = []
     used: list = []
-    entries: dict = {}  # (seeded value, copy) -> each word: a literal (Const) or the C that reads it
+    entries: dict = {}  # (value, copy: 0 where not seeded) -> each word: a literal (Const) or the C reading it
 
     def name(v, copy: int = 0) -> str:
         if v not in names:
@@ -636,7 +636,7 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
             for i in range(copies):
                 res = name(op.res, i)
                 lines.append(f"real_t {res}[{op.res.type.size}];")
-                entries[(op.res, i)] = []  # (i 0 alone where the value is not seeded)
+                entries[(op.res, i)] = []
                 for w, entry in enumerate(_folded_entries(definition.trees, [words(a, i) for a in op.args])):
                     lines.append(f"{res}[{w}] = {entry if isinstance(entry, str) else _literal(entry)};")
                     # (a word another value's word or a literal: read where it is)

@@ -169,7 +169,8 @@ class _Reverse(DerivativeBuilder):
             operands = list(new.operands)
             for r, c in zip(op.results, new.results):
                 value[r] = c
-                if isinstance(op, (ConstantOp, TableOp, ReduceOp)) or (operands and all(a in self.uniform for a in operands)):
+                if isinstance(op, (ConstantOp, TableOp, ReduceOp)) or (
+                        operands and all(a in self.uniform for a in operands)):
                     self.uniform.add(c)
                 if isinstance(op, ScatterOp) or (isinstance(op, CallOp) and any(a in self.nodal for a in operands)):
                     self.nodal.add(c)
