@@ -17,7 +17,9 @@ float32 values, int32 indices), PyTorch CUDA tensors, a `Connectivity` made on t
    less before it, against the matrix (values and indices) plus the inputs; with what a call
    with `out=` allocates on top, its peak; and the first call's peak allocation (the
    pattern made). The scatter of per-slot blocks (the path kept for programs the
-   owner-computes kernel cannot run) is measured alike in the same run.
+   owner-computes kernel cannot run) is measured alike in the same run, and so is the
+   program compiled with its reference gradients `dN` fixed (`constants=`), into a matrix of
+   the same pattern (its values against the first's).
 2. Peers from the same element blocks (E, 4, 3, 4, 3) (irfuse's element kernel's, made once
    and not timed): `cupyx.scipy.sparse.coo_matrix(...).tocsr()` and PyTorch's
    `sparse_coo_tensor(...).coalesce().to_sparse_csr()`, each timed and its peak pool memory
@@ -179,6 +181,26 @@ def by_scatter(torch, prog, t, conn, M, repeat: int, matrix_and_inputs: int) -> 
         del os.environ[tangents.ROWS_SWITCH]
     torch.cuda.empty_cache()
     return out
+
+
+def fixed_gradients(torch, t, prepared, M, repeat: int, floor_seconds: float, backend: str = "cuda",
+                    sync=None) -> dict:
+    """The same tangent from the program compiled with the reference gradients `dN` fixed
+    (`constants=`: the rows kernel's slot code then folds their 0 and 1), into a matrix of the
+    same pattern: ms a call with `out=`, its share of the byte floor, and how far its values are
+    from `M`'s (the program given `dN` at the call)."""
+    import irfuse
+
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend=backend,
+                          constants={"dN": DN})
+    args = (t["X"], t["u"], prepared, LAMBDA, MU)
+    F = irfuse.tangent_matrix(prog, *args, wrt="u")
+    seconds = timed(lambda: irfuse.tangent_matrix(prog, *args, wrt="u", out=F), repeat,
+                    sync or torch.cuda.synchronize)
+    scale = float(M.values().abs().max())
+    return {"ms": seconds * 1e3, "of floor": floor_seconds / seconds,
+            "max difference": float((F.values() - M.values()).abs().max()) / scale,
+            "same bits": bool(torch.equal(F.values(), M.values()))}
 
 
 def hand_rows(torch, t, conn, M, repeat: int, blocks=(32, 64, 128)) -> dict:
@@ -367,6 +389,7 @@ def main(argv=None) -> int:
         same = irfuse.tangent_matrix(prog, *args, wrt="u")
         row["same bits"] = bool(torch.equal(same.values(), M.values()))
         del same
+        row["dN fixed when compiling"] = fixed_gradients(torch, t, prepared, M, a.repeat, floor / bandwidth)
         row["scatter of per-slot blocks"] = by_scatter(torch, prog, t, conn, M, a.repeat, matrix + inputs)
         if len(conn) <= a.skip_peers_above:
             blocks = _element_blocks(prog, args, {}, "u", None, None, "benchmark")[0]
