@@ -233,9 +233,10 @@ def test_fixed_components_are_read_alike_by_the_matrix_the_diagonal_and_the_oper
     for none in ([], np.zeros(0, np.int64), np.zeros(X.shape, bool)):
         assert irfuse.tangent_matrix(prog, *args, wrt="u", fixed=none).data.tobytes() == free.data.tobytes()
     step = irfuse.compile(f"{ROOT}/examples/mesh/explicit_step.kas", backend="cpu", dtype="f64")
-    with pytest.raises(irfuse.UsageError, match="takes a compiled program over a mesh|nodal statements"):
-        irfuse.tangent_matrix(step, X, np.zeros_like(X), np.zeros_like(X), np.ones(len(X)), conn, DN, LAM, MU, 1e-3,
-                              wrt="u", of="v1")
+    for made in (irfuse.tangent_matrix, irfuse.diagonal):  # (a program of passes: refused by what it is)
+        with pytest.raises(irfuse.UsageError, match="explicit_step runs in passes over the elements and the nodes"):
+            made(step, X, np.zeros_like(X), np.zeros_like(X), np.ones(len(X)), conn, DN, LAM, MU, 1e-3, wrt="u",
+                 of="v1")
 
 
 def test_the_diagonal_without_the_matrix_preconditions_cg():

@@ -416,6 +416,12 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
     from irfuse.api import Program
     from irfuse.mesh import Connectivity
 
+    from irfuse.api.staged_programs import StagedProgram
+
+    if isinstance(program, StagedProgram):  # (a program with nodal statements: passes over elements and nodes)
+        raise UsageError(f"{who}: {program.name} runs in passes over the elements and the nodes (it has nodal "
+                         "statements); tangent matrices and their diagonals are made of a program of gathers, "
+                         "element code and scatters (irfuse.linear_operator takes this one)")
     if not isinstance(program, Program):
         raise UsageError(f"{who} takes a compiled program over a mesh (irfuse.compile), not a "
                          f"{type(program).__name__}")
