@@ -59,7 +59,7 @@ import re
 
 from irfuse.artifact.arrays import ElementType
 from irfuse.artifact.kernel_info import KernelInfo
-from irfuse.backend.cuda_emit import EmittedModule, prelude
+from irfuse.backend.cuda_emit import EmittedModule, c_literal, prelude
 from irfuse.dialects import kas
 from irfuse.library.catalogue import Library
 from irfuse.library.implementations import c_function
@@ -617,7 +617,7 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
             numbers = [op.value.value.data] if isinstance(op, kas.ConstantOp) else list(op.numbers)
             if not all(math.isfinite(x) for x in numbers):
                 raise NotRowsForm(f"the literal {next(x for x in numbers if not math.isfinite(x))} is not finite")
-            text = ", ".join(f"(real_t){float(x).hex()}" for x in numbers)
+            text = ", ".join(c_literal(float(x)) for x in numbers)
             lines.append(f"const real_t {name(op.res)}[{len(numbers)}] = {{{text}}};")
             if fold and isinstance(op, kas.TableOp):  # (a table's words fold; a scalar literal stays a word)
                 entries[(op.res, 0)] = [Const(float(x)) for x in numbers]
@@ -638,7 +638,7 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
                 lines.append(f"real_t {res}[{op.res.type.size}];")
                 entries[(op.res, i)] = []
                 for w, entry in enumerate(_folded_entries(definition.trees, [words(a, i) for a in op.args])):
-                    lines.append(f"{res}[{w}] = {entry if isinstance(entry, str) else _literal(entry)};")
+                    lines.append(f"{res}[{w}] = {entry if isinstance(entry, str) else c_literal(entry.value)};")
                     # (a word another value's word or a literal: read where it is)
                     kept = isinstance(entry, Const) or _WORD.fullmatch(entry)
                     entries[(op.res, i)].append(entry if kept else f"{res}[{w}]")
@@ -653,10 +653,6 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
 
 
 _WORD = re.compile(r"v\d+(_\d+)?\[\d+\]")  # (a word of a value in registers, as `_element_code` names it)
-
-
-def _literal(c: Const) -> str:
-    return f"(real_t)({c.value!r})"
 
 
 def _folded_entries(trees: list, operands: list[list]) -> list:
@@ -685,7 +681,7 @@ def _folded_entries(trees: list, operands: list[list]) -> list:
 
 
 def _text(x) -> str:
-    return _literal(x) if isinstance(x, Const) else x
+    return c_literal(x.value) if isinstance(x, Const) else x
 
 
 def _exact(value: float) -> bool:
