@@ -390,7 +390,11 @@ def main(argv=None) -> int:
         row["same bits"] = bool(torch.equal(same.values(), M.values()))
         del same
         row["dN fixed when compiling"] = fixed_gradients(torch, t, prepared, M, a.repeat, floor / bandwidth)
-        row["scatter of per-slot blocks"] = by_scatter(torch, prog, t, conn, M, a.repeat, matrix + inputs)
+        try:
+            row["scatter of per-slot blocks"] = by_scatter(torch, prog, t, conn, M, a.repeat, matrix + inputs)
+        except Exception as err:  # (recorded, as for the peers: the other contenders still run)
+            row["scatter of per-slot blocks"] = {"failed": f"{type(err).__name__}: {err}"[:400]}
+            print(f"scatter of per-slot blocks failed: {type(err).__name__}: {err}", flush=True)
         if len(conn) <= a.skip_peers_above:
             blocks = _element_blocks(prog, args, {}, "u", None, None, "benchmark")[0]
             row["peers"] = peers(torch, blocks, conn, nodes, M, max(3, a.repeat // 3))
