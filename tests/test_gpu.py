@@ -1942,6 +1942,42 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
             irfuse.tangent_matrix(prog, *bad, wrt="u")
 
 
+def test_the_tangents_scatter_path_on_gpu_arrays_gives_the_rows_kernels_matrix(monkeypatch):
+    """The scatter of per-slot blocks (the assembly of programs the owner-computes kernel cannot
+    run; forced by `IRFUSE_TANGENT_ROWS=0`) on CUDA tensors: the P1 tangent it writes into a
+    matrix of the pattern is the owner-computes kernel's to float32 rounding (both add each
+    entry's terms in element order), the same bits again through `out=`, Dirichlet rows alike."""
+    torch = pytest.importorskip("torch")
+
+    import irfuse
+    import irfuse.api.tangents as tangents
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    X, conn = box_tetrahedra(5, numbering="random", seed=7)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    u = (1e-2 * np.random.default_rng(3).standard_normal(X.shape)).astype(np.float32)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 0] == 0] = True
+    path = os.path.join(os.path.dirname(EXAMPLES[0]), "mesh", "p1_residual.kas")
+    prog = irfuse.compile(path, backend="cuda")
+    t = {k: torch.from_numpy(np.ascontiguousarray(a)).cuda() for k, a in
+         (("X", X.astype(np.float32)), ("u", u), ("dN", dN), ("fixed", fixed))}
+    args = (t["X"], t["u"], Connectivity(torch.from_numpy(conn).cuda(), len(X)), t["dN"], 1.5, 0.75)
+    rows = irfuse.tangent_matrix(prog, *args, wrt="u")
+    held = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=t["fixed"])
+    monkeypatch.setenv(tangents.ROWS_SWITCH, "0")
+    M = irfuse.tangent_matrix(prog, *args, wrt="u")
+    assert torch.equal(M.crow_indices(), rows.crow_indices()) and torch.equal(M.col_indices(), rows.col_indices())
+    want = rows.values().cpu().numpy()
+    first = M.values().cpu().numpy()
+    np.testing.assert_allclose(first, want, rtol=0, atol=1e-6 * abs(want).max())
+    again = irfuse.tangent_matrix(prog, *args, wrt="u", out=M)
+    assert again is M and M.values().cpu().numpy().tobytes() == first.tobytes()
+    F = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=t["fixed"])
+    np.testing.assert_allclose(F.values().cpu().numpy(), held.values().cpu().numpy(), rtol=0,
+                               atol=1e-6 * abs(want).max())
+
+
 def test_tangent_matrices_of_random_mesh_programs_on_the_gpu_are_the_cpus():
     """The GPU's owner-computes assembly (a node's rows by reverse sweeps, a thread a row) on
     random mesh programs whose tangents can be taken (the differential tests' `mesh_tangents`),
