@@ -761,3 +761,49 @@ def test_a_saved_plan_keeps_what_its_kernels_need_at_launch(tmp_path):
     assert [k.to_json() for k in loaded.kernels] == [k.to_json() for k in plan.kernels]
     assert [(k.after_previous_grid, k.finish_parts) for k in loaded.kernels] == \
         [(k.after_previous_grid, k.finish_parts) for k in plan.kernels]
+
+
+def test_a_gpu_out_of_memory_hands_back_the_callers_cached_blocks_then_says_what_was_asked(monkeypatch):
+    """irfuse's own GPU memory (`runtime.cuda_device.device_memory`) where the GPU has no room:
+    the blocks PyTorch's caching allocator holds unused are handed back and the allocation
+    tried again (it succeeds where they made the room); where it still fails, an
+    ExecutionError names the bytes asked and what is free, never the driver's bare error.
+    A driver and a PyTorch of stand-ins: the counts of what was asked of them."""
+    import sys
+    import types
+
+    from irfuse.runtime.cuda_device import device_memory
+
+    class NoRoom(Exception):
+        pass
+
+    class Driver:
+        MemoryError = NoRoom
+
+        def __init__(self, fails: int):
+            self.fails, self.asked = fails, []
+
+        def mem_alloc(self, nbytes):
+            self.asked.append(nbytes)
+            if len(self.asked) <= self.fails:
+                raise NoRoom("cuMemAlloc failed: out of memory")
+            return 0x1000
+
+        def mem_get_info(self):
+            return (123_456, 80_000_000_000)
+
+    emptied = []
+    cuda = types.SimpleNamespace(is_initialized=lambda: True, empty_cache=lambda: emptied.append(1))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+
+    roomy = Driver(fails=0)
+    assert device_memory(roomy, 64) == 0x1000 and roomy.asked == [64] and not emptied
+    freed = Driver(fails=1)  # (room made by PyTorch's cached blocks)
+    assert device_memory(freed, 7_200_000_000) == 0x1000 and freed.asked == [7_200_000_000] * 2
+    assert emptied == [1]
+    full = Driver(fails=2)
+    with pytest.raises(irfuse.ExecutionError, match=r"no room for 7,200,000,000 bytes.*123,456 of "
+                                                    r"80,000,000,000 bytes free after PyTorch handed back"):
+        device_memory(full, 7_200_000_000)
+    assert full.asked == [7_200_000_000] * 2 and emptied == [1, 1]

@@ -54,6 +54,43 @@ def current_arch(device_index: int = 0) -> str:
     return f"sm_{major}{minor}"
 
 
+def device_memory(drv, nbytes: int):
+    """`drv.mem_alloc(nbytes)`, irfuse's own memory on the current GPU. Where the GPU has no
+    room, the caller's array libraries may be holding it unused (PyTorch's caching allocator and
+    CuPy's memory pool keep what their arrays let go of, which the driver cannot give irfuse):
+    their cached blocks are handed back and the allocation tried once more, as PyTorch does for
+    its own. Still no room: an `ExecutionError` saying how much was asked and what is free."""
+    try:
+        return drv.mem_alloc(nbytes)
+    except getattr(drv, "MemoryError", MemoryError):
+        handed = _hand_back_cached_blocks()
+        try:
+            return drv.mem_alloc(nbytes)
+        except getattr(drv, "MemoryError", MemoryError):
+            free, total = drv.mem_get_info()
+            raise ExecutionError(f"the GPU has no room for {nbytes:,} bytes of irfuse's own (its arrays' "
+                                 f"intermediate rows, scratch or copies): {free:,} of {total:,} bytes free"
+                                 + (f" after {', '.join(handed)} handed back their cached blocks" if handed else "")
+                                 + "; a smaller batch or mesh, or fewer arrays kept on the GPU, leaves room") from None
+
+
+def _hand_back_cached_blocks() -> list[str]:
+    """Frees the blocks PyTorch's caching allocator and CuPy's default pool hold unused, where
+    the caller has imported them (irfuse imports neither for this); the names of those freed."""
+    import sys
+
+    handed = []
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+        handed.append("PyTorch")
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+        handed.append("CuPy")
+    return handed
+
+
 def gpu_available() -> bool:
     try:
         import_pycuda()
@@ -247,9 +284,13 @@ class CudaDevice:
             self.drv.Context.pop()  # (PyCUDA pops the top of the stack: the push above)
         self.release_thread()  # other threads pop theirs when they end
 
+    def mem_alloc(self, nbytes: int):
+        """Device memory of irfuse's own, freed by the caller (`device_memory`)."""
+        return device_memory(self.drv, nbytes)
+
     def alloc(self, shape):
         nbytes = max(int(np.prod(shape)) * np.dtype(self.dtype).itemsize, 1)
-        buf = self.drv.mem_alloc(nbytes)
+        buf = self.mem_alloc(nbytes)
         self.allocations.append(buf)
         self.sizes[int(buf)] = nbytes
         # All-ones bytes are NaN: an element no kernel writes shows as NaN.
@@ -348,7 +389,7 @@ class CudaDevice:
                 raise ExecutionError(f"cuMemsetD32Async failed: {err.name}")
 
     def _scalar_buffer(self, nbytes: int):
-        buf = self.drv.mem_alloc(nbytes)  # (16-byte aligned, as a uniform input is read)
+        buf = self.mem_alloc(nbytes)  # (16-byte aligned, as a uniform input is read)
         self.allocations.append(buf)
         self.sizes[int(buf)] = nbytes
         return buf
@@ -356,7 +397,7 @@ class CudaDevice:
     def upload_integers(self, a):
         a = np.ascontiguousarray(a)
         nbytes = max(a.nbytes, 1)
-        buf = self.drv.mem_alloc(nbytes)
+        buf = self.mem_alloc(nbytes)
         self.allocations.append(buf)
         self.sizes[int(buf)] = nbytes
         self.drv.memcpy_htod(buf, a)

@@ -30,7 +30,7 @@ def slot_of(ptr: int, nbytes: int, keep) -> Slot:
 
 def scratch_slot(dev, nbytes: int, scratch: list) -> Slot:
     """A buffer of irfuse's own of `nbytes`, listed in `scratch` for the caller to free."""
-    buf = dev.drv.mem_alloc(max(nbytes, 1))
+    buf = dev.mem_alloc(max(nbytes, 1))
     scratch.append(buf)
     return slot_of(buf, nbytes, buf)
 
@@ -63,7 +63,7 @@ def check_connectivity_on_gpu(dev, name: str, ptr: int, shape: tuple[int, int], 
     entries = shape[0] * shape[1]
     copy = None
     if np.dtype(dtype) == np.int64:
-        copy = dev.drv.mem_alloc(max(4 * entries, 4))
+        copy = dev.mem_alloc(max(4 * entries, 4))
         dev.launcher(CHECK_INDEX64_KERNEL, [ptr, count, flag, copy], entries)()
     else:
         dev.launcher(CHECK_INDEX_KERNEL, [ptr, count, flag], entries)()

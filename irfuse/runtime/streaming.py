@@ -457,7 +457,7 @@ class ChunkedRun:
         """Buffers for the pass's partials of the whole batch (added to `whole`)."""
         for c in self._combines_of(part):
             words = self._words(c) * self._blocks(c, n)
-            whole[c.partials] = self.device.drv.mem_alloc(words * self.compiled.itemsize) if self.gpu \
+            whole[c.partials] = self.device.mem_alloc(words * self.compiled.itemsize) if self.gpu \
                 else np.full(words, np.nan, self.device.dtype)
         return whole
 
