@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import sys
 import threading
 import weakref
 
@@ -77,8 +78,6 @@ def device_memory(drv, nbytes: int):
 def _hand_back_cached_blocks() -> list[str]:
     """Frees the blocks PyTorch's caching allocator and CuPy's default pool hold unused, where
     the caller has imported them (irfuse imports neither for this); the names of those freed."""
-    import sys
-
     handed = []
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
