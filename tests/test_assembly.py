@@ -5,6 +5,8 @@ gives the same sums to rounding), a scalar problem against a dense sum of its bl
 caller's family (SciPy, PyTorch), `out=` rewriting values in place, and refusals by name."""
 
 import importlib.util
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -637,3 +639,80 @@ def test_random_mesh_programs_with_a_uniform_input_fixed_give_the_tangents_of_th
                     assert got.data.tobytes() == want.data.tobytes(), (seed, x, y, rows)
                     compared += 1
     assert compared >= 6
+
+
+def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU's owner-computes kernel of `path`'s tangent (float32, `rows_emit.rows_module` as
+    `tangent_matrix` makes it for a CUDA device), its source run on the host by
+    `tests/cuda_on_host.h` (a block's threads as threads, its barriers as barriers), with the
+    places kernel before it; and the CPU backend's matrix of the same call."""
+    import ctypes
+
+    from irfuse.artifact.arrays import element_type
+    from irfuse.artifact.host_toolchain import compiler
+    from irfuse.backend import rows_emit
+    from irfuse.dialects.kas import program_of
+    from irfuse.driver.front import element_jacobian, element_rows
+    from irfuse.library.catalogue import default_library
+    from irfuse.mesh.assembly import node_slots
+
+    nodes = len(X)
+    pattern = Connectivity(conn, nodes).sparse_pattern(3)
+    ends = pattern.indptr[::3]
+    widest = int((ends[1:] - ends[:-1]).max()) // 9
+    module, gathered, _, out = element_jacobian(path, "r", "u", "test", ())
+    emitted = rows_emit.rows_module(program_of(module), tuple(gathered), out, default_library(), element_type("f32"),
+                                    4, 3, False, widest, element_rows(path, "r", "u", "test", ()))
+    kernel = emitted.kernels[0]
+    assert "places" in kernel.inputs  # (the rounds kernel: the GPU's form for these rows)
+    given = len(kernel.inputs) - 6  # (the program's inputs; then conn, starts, slots, indptr, indices, places)
+    launch = ", ".join([f"(const real_t*)a[{i}]" for i in range(given)] + [
+        f"({t})a[{given + i}]" for i, t in enumerate(
+            ["const int*", "const long long*", "const int*", "const int*", "const int*", "const unsigned char*"])])
+    harness = f"""
+extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned by) {{
+  irf_launch((unsigned)((n + {rows_emit.PLACES_NODES - 1}) / {rows_emit.PLACES_NODES}), 1, {rows_emit.PLACES_NODES}, [&] {{
+    irf_tangent_places((const int*)a[{given}], (const long long*)a[{given + 1}], (const int*)a[{given + 2}],
+                       (const int*)a[{given + 3}], (const int*)a[{given + 4}], (unsigned char*)a[{given + 5}], n); }});
+  irf_launch((unsigned)((n + by - 1) / by), bx, by, [&] {{ irf_tangent_rows({launch}, values, n); }});
+}}
+"""
+    (tmp_path / "cuda_on_host.h").write_text(open(os.path.join(os.path.dirname(__file__), "cuda_on_host.h")).read())
+    (tmp_path / "rows.cpp").write_text('#include "cuda_on_host.h"\n' + emitted.source + harness)
+    built = subprocess.run([*compiler(), "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread",
+                            str(tmp_path / "rows.cpp"), "-o", str(tmp_path / "rows.so")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    library = ctypes.CDLL(str(tmp_path / "rows.so"))
+    starts, slots = node_slots(conn, nodes)
+    numbers = {"dN": DN, "lam": 1.5, "mu": 0.75, "Xe": X, "ue": u}
+    arrays = [np.ascontiguousarray(numbers[name], np.float32).reshape(-1) for name in kernel.inputs[:given]]
+    arrays += [np.ascontiguousarray(conn, np.int32), np.ascontiguousarray(starts, np.int64),
+               np.ascontiguousarray(slots, np.int32), pattern.indptr.astype(np.int32), pattern.indices.astype(np.int32),
+               np.zeros(len(slots) * 4, np.uint8)]
+    pointers = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    values = np.full(len(pattern.indices), np.nan, np.float32)
+    bx = 3 if "irf_part" in emitted.source else 1  # (D threads a node in rounds; one where a thread owns a node)
+    library.run(pointers, values.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(nodes), ctypes.c_uint(bx),
+                ctypes.c_uint(kernel.threads // bx))
+    cpu = irfuse.compile(path, backend="cpu")
+    want = irfuse.tangent_matrix(cpu, X.astype(np.float32), u.astype(np.float32), Connectivity(conn, nodes),
+                                 DN.astype(np.float32), 1.5, 0.75, wrt="u")
+    return values, want.data
+
+
+@pytest.mark.parametrize("name", ["p1_residual", "neo_hookean_residual"])
+def test_the_gpus_rows_kernel_run_on_the_host_gives_the_cpu_twins_matrix(name, tmp_path):
+    """The GPU's owner-computes kernel (the rounds kernel: D threads a node, each slot's rows
+    staged in shared memory, barriers between its phases), whose source no CPU test ran: its
+    text run on the host, a block's threads as threads (`tests/cuda_on_host.h`), on a randomly
+    numbered mesh gives the CPU backend's matrix to float32 rounding (the two compilers may
+    contract other products into FMAs), every entry written (none left NaN)."""
+    import shutil
+
+    if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++") or os.environ.get("CXX")):
+        pytest.skip("no host C++ compiler")
+    X, conn = box_tetrahedra(4, numbering="random", seed=11)
+    u = 1e-2 * np.random.default_rng(4).standard_normal(X.shape)
+    got, want = _gpu_rows_kernel_on_host(f"{ROOT}/examples/mesh/{name}.kas", X, u, conn, tmp_path)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * abs(want).max())
