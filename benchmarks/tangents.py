@@ -74,6 +74,21 @@ def timed(fn, repeat: int, sync) -> float:
     return float(np.median(times))
 
 
+def back_to_back_ms(torch, fn, calls: int = 20, rounds: int = 7) -> list[float]:
+    """Milliseconds a call of `fn` takes `calls` at a time back to back, not synchronized
+    between them (CUDA events around each round), for each of `rounds` rounds."""
+    times = []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return times
+
+
 def in_use(torch) -> int:
     free, total = torch.cuda.mem_get_info()
     return total - free

@@ -16,7 +16,7 @@ import irfuse.backend.rows_emit as rows_emit
 from irfuse.backend import nvrtc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tangents import LAMBDA, MU, ROOT, mesh  # noqa: E402
+from tangents import LAMBDA, MU, ROOT, back_to_back_ms, mesh  # noqa: E402
 
 cubes = int(sys.argv[1])
 seen = {}
@@ -43,15 +43,8 @@ for run in (1, 2):
             args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
             M = irfuse.tangent_matrix(prog, *args, wrt="u")
             first = M.values().cpu().numpy().tobytes()
-            times = []
-            for _ in range(7):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(20):
-                    irfuse.tangent_matrix(prog, *args, wrt="u", out=M)
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) / 20)
+            times = back_to_back_ms(torch, lambda M=M, prog=prog, args=args:
+                                    irfuse.tangent_matrix(prog, *args, wrt="u", out=M))
             again = M.values().cpu().numpy().tobytes()
             r = seen.get("rows")
             print(f"run {run} {'owner ' if owner else 'rounds'} {name:22s} {np.median(times):.4f} ms "

@@ -13,7 +13,7 @@ import torch
 import irfuse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tangents import LAMBDA, MU, ROOT, mesh  # noqa: E402
+from tangents import LAMBDA, MU, ROOT, back_to_back_ms, mesh  # noqa: E402
 
 cubes = int(sys.argv[1])
 t, prepared, conn = mesh(torch, cubes)
@@ -22,15 +22,7 @@ prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"),
 args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
 M = irfuse.tangent_matrix(prog, *args, wrt="u")
 first = M.values().cpu().numpy().tobytes()
-times = []
-for _ in range(7):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(20):
-        irfuse.tangent_matrix(prog, *args, wrt="u", out=M)
-    end.record()
-    torch.cuda.synchronize()
-    times.append(start.elapsed_time(end) / 20)
+times = back_to_back_ms(torch, lambda: irfuse.tangent_matrix(prog, *args, wrt="u", out=M))
 again = M.values().cpu().numpy().tobytes()
 print(f"p1 scatter path {np.median(times):.4f} ms a call ({min(times):.4f}-{max(times):.4f}); "
       f"same bits again: {first == again}; sha256 {hashlib.sha256(again).hexdigest()[:16]}", flush=True)
