@@ -125,6 +125,9 @@ def main(argv=None) -> int:
         jobs.append((name, path, "f32"))
         if os.path.basename(path) == "hex8.kas":
             jobs.append((name, path, "f64"))
+    if args.examples and not jobs:
+        ap.error(f"--examples {' '.join(args.examples)}: no example has that name (file names such as "
+                 f"hex8.kas or highorder/bp1.kas)")
     if args.random:
         jobs += [(f"random, {args.random} statements (seed {s})", f"random:{args.random}:{s}", "f32")
                  for s in DENSE_SEEDS]
