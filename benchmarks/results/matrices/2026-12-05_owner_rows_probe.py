@@ -22,6 +22,8 @@ from tangents import LAMBDA, MU, ROOT, back_to_back_ms, mesh  # noqa: E402
 
 cubes = int(sys.argv[1])
 switch = sys.argv[2] if len(sys.argv) > 2 else "OWNER_ROWS"
+if not hasattr(rows_emit, switch):  # (set on a package without it, the flag would switch nothing)
+    sys.exit(f"{switch}: irfuse.backend.rows_emit has no such flag (is the patch's tree on PYTHONPATH?)")
 seen = {}
 real = nvrtc._compile_once
 
