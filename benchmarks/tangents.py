@@ -55,7 +55,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import meta  # noqa: E402 -- benchmarks/meta.py: the run's meta block, the result's place
 from assembly import LAMBDA, MU, copy_bandwidth, elasticity  # noqa: E402
-from peers import ROOT  # noqa: E402
+from peers import ROOT, torch_sampler  # noqa: E402
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # (JAX takes what it needs, no more)
 DN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
@@ -74,19 +74,12 @@ def timed(fn, repeat: int, sync) -> float:
     return float(np.median(times))
 
 
-def back_to_back_ms(torch, fn, calls: int = 20, rounds: int = 7) -> list[float]:
+def back_to_back_ms(fn, calls: int = 20, rounds: int = 7) -> list[float]:
     """Milliseconds a call of `fn` takes `calls` at a time back to back, not synchronized
-    between them (CUDA events around each round), for each of `rounds` rounds."""
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return times
+    between them (`peers.torch_sampler`: CUDA events around each round), for each of `rounds`
+    rounds."""
+    once = torch_sampler(fn, (), warmup=0, back_to_back=calls)
+    return [1e3 * once() for _ in range(rounds)]
 
 
 def in_use(torch) -> int:

@@ -287,11 +287,16 @@ class CudaDevice:
         """Device memory of irfuse's own, freed by the caller (`device_memory`)."""
         return device_memory(self.drv, nbytes)
 
-    def alloc(self, shape):
-        nbytes = max(int(np.prod(shape)) * np.dtype(self.dtype).itemsize, 1)
+    def _listed(self, nbytes: int):
+        """`mem_alloc`'s memory listed with the device's arrays (its size known, freed with them)."""
         buf = self.mem_alloc(nbytes)
         self.allocations.append(buf)
         self.sizes[int(buf)] = nbytes
+        return buf
+
+    def alloc(self, shape):
+        nbytes = max(int(np.prod(shape)) * np.dtype(self.dtype).itemsize, 1)
+        buf = self._listed(nbytes)
         # All-ones bytes are NaN: an element no kernel writes shows as NaN.
         self.drv.memset_d8(buf, 0xFF, nbytes)
         return buf
@@ -372,8 +377,8 @@ class CudaDevice:
         place = self._scalars.get((name, handle))
         if place is None:
             if self._scalar_pool is None:
-                self._scalar_pool = self._scalar_buffer(16 * SCALAR_WORDS)
-            buf = self._scalar_buffer(16)
+                self._scalar_pool = self._listed(16 * SCALAR_WORDS)  # (16-byte aligned, as a uniform input is read)
+            buf = self._listed(16)
             place = self._scalars[(name, handle)] = [buf, int(buf), None]
         if place[2] != bits:
             self._set_words(place[1], bits, stream)
@@ -387,18 +392,9 @@ class CudaDevice:
             if err != success:
                 raise ExecutionError(f"cuMemsetD32Async failed: {err.name}")
 
-    def _scalar_buffer(self, nbytes: int):
-        buf = self.mem_alloc(nbytes)  # (16-byte aligned, as a uniform input is read)
-        self.allocations.append(buf)
-        self.sizes[int(buf)] = nbytes
-        return buf
-
     def upload_integers(self, a):
         a = np.ascontiguousarray(a)
-        nbytes = max(a.nbytes, 1)
-        buf = self.mem_alloc(nbytes)
-        self.allocations.append(buf)
-        self.sizes[int(buf)] = nbytes
+        buf = self._listed(max(a.nbytes, 1))
         self.drv.memcpy_htod(buf, a)
         return buf
 

@@ -48,7 +48,7 @@ for run in (1, 2):
             args = (t["X"], t["u"], prepared, t["dN"], LAMBDA, MU)
             M = irfuse.tangent_matrix(prog, *args, wrt="u")
             first = M.values().cpu().numpy().tobytes()
-            times = back_to_back_ms(torch, lambda M=M, prog=prog, args=args:
+            times = back_to_back_ms(lambda M=M, prog=prog, args=args:
                                     irfuse.tangent_matrix(prog, *args, wrt="u", out=M))
             again = M.values().cpu().numpy().tobytes()
             r = seen.get("rows")
