@@ -6,7 +6,6 @@ caller's family (SciPy, PyTorch), `out=` rewriting values in place, and refusals
 
 import importlib.util
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -649,7 +648,7 @@ def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path) -> tuple[np.ndarra
     import ctypes
 
     from irfuse.artifact.arrays import element_type
-    from irfuse.artifact.host_toolchain import compiler
+    from irfuse.artifact.host_toolchain import compiler, run_compiler
     from irfuse.backend import rows_emit
     from irfuse.dialects.kas import program_of
     from irfuse.driver.front import element_jacobian, element_rows
@@ -678,9 +677,10 @@ extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned
 }}
 """
     (tmp_path / "rows.cpp").write_text('#include "cuda_on_host.h"\n' + emitted.source + harness)
-    built = subprocess.run([*compiler(), "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread",
-                            "-I", os.path.dirname(os.path.abspath(__file__)), str(tmp_path / "rows.cpp"),
-                            "-o", str(tmp_path / "rows.so")], capture_output=True, text=True)
+    cxx = compiler()
+    built = run_compiler([*cxx, "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread",
+                          "-I", os.path.dirname(os.path.abspath(__file__)), str(tmp_path / "rows.cpp"),
+                          "-o", str(tmp_path / "rows.so")], cxx)
     assert built.returncode == 0, built.stderr[-3000:]
     library = ctypes.CDLL(str(tmp_path / "rows.so"))
     starts, slots = node_slots(conn, nodes)
