@@ -1,4 +1,4 @@
-// The least a slot of the P1 elasticity tangent's rows kernel must do, written by hand: one slot
+// A slot of the P1 elasticity tangent's rows kernel in closed form, as lean as we wrote it: one slot
 // (element e, its local node a) a thread; its element's four nodes in one load, their
 // coordinates gathered, the reference gradients as literals, the Jacobian, its determinant
 // and inverse, the four physical gradients, and the slot's block row (3 x 12 entries) added

@@ -1,5 +1,5 @@
-"""The instructions of the least a slot of the P1 elasticity tangent must run
-(`2026-12-05_ideal_slot.cu`, written by hand), counted in its sm_90 machine code, and the time they
+"""The instructions of a slot of the P1 elasticity tangent in closed form, as lean as we wrote it
+(`2026-12-05_ideal_slot.cu`, by hand), counted in its sm_90 machine code, and the time they
 take at the GPU's peak issue rate for the 12.6 M-tet box's 50,331,648 slots. No GPU: NVRTC here
 and nvdisasm (`pip install nvidia-cuda-nvdisasm`).
 
