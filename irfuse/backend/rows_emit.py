@@ -594,9 +594,13 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
                 raise NotRowsForm(f"the cotangent {seed} holds {size} words, not {k * d}")
             seeded.add(arg)
             for i in range(1 if split else d):
+                # (w == a * d + i written as its two halves: w is a constant once the loop is
+                # unrolled, so w % d == i folds and w / d == a is a comparison with a node number,
+                # the same for every copy: NVRTC makes the k of them once, where `w == a * d + i`
+                # took a comparison and a select for each word of each copy)
+                one = "w == a" if d == 1 else f"w % {d} == {'row' if split else i} && w / {d} == a"
                 lines += [f"real_t {name(arg, i)}[{size}];",
-                          f"for (int w = 0; w < {size}; ++w) {name(arg, i)}[w] = w == a * {d} + {'row' if split else i} ? "
-                          "(real_t)1 : (real_t)0;"]
+                          f"for (int w = 0; w < {size}; ++w) {name(arg, i)}[w] = {one} ? (real_t)1 : (real_t)0;"]
                 if fold:
                     entries[(arg, i)] = [f"{name(arg, i)}[{w}]" if w % d == i else Const(0.0) for w in range(size)]
         elif input_name in gathered:  # (K rows of the nodal value's words, w of them a node)
