@@ -595,9 +595,10 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
             seeded.add(arg)
             for i in range(1 if split else d):
                 # (w == a * d + i written as its two halves: w is a constant once the loop is
-                # unrolled, so w % d == i folds and w / d == a is a comparison with a node number,
-                # the same for every copy: NVRTC makes the k of them once, where `w == a * d + i`
-                # took a comparison and a select for each word of each copy)
+                # unrolled, so w % d == i folds and w / d == a compares a with a constant, the same
+                # k comparisons for every copy; NVRTC then drops more of the seed's products: the
+                # P1 tangent's rows kernel 1,416 -> 1,360 instructions, the same words.
+                # benchmarks/NOTES.md, Matrices and solves, 2026-12-05)
                 one = "w == a" if d == 1 else f"w % {d} == {'row' if split else i} && w / {d} == a"
                 lines += [f"real_t {name(arg, i)}[{size}];",
                           f"for (int w = 0; w < {size}; ++w) {name(arg, i)}[w] = {one} ? (real_t)1 : (real_t)0;"]
