@@ -8,19 +8,16 @@ and nvdisasm (`pip install nvidia-cuda-nvdisasm`).
 The slot's body is what lies between the kernel's two barriers (the shared rows zeroed before,
 written out after), run once a slot.
 """
+import importlib.util
 import os
-import re
-import subprocess
 import sys
-import tempfile
-
-os.environ.setdefault("IRFUSE_CACHE_DIR", tempfile.mkdtemp())
-from irfuse.backend import nvrtc  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("parts", os.path.join(HERE, "2026-12-05_rows_kernel_parts_probe.py"))
+parts = importlib.util.module_from_spec(_spec)  # (its compile, disassembly and counts: one copy of them)
+_spec.loader.exec_module(parts)
 SLOTS = 50_331_648  # (4 a tet of benchmarks/tangents.py's 128-cube box)
 SMS, SCHEDULERS = 132, 4  # (H100 SXM and H200: a warp instruction a scheduler a clock)
-
 
 
 def check_formulas() -> None:
@@ -57,19 +54,10 @@ def check_formulas() -> None:
 
 
 check_formulas()
-nvdisasm = sys.argv[1] if len(sys.argv) > 1 else "nvdisasm"
-source = open(os.path.join(HERE, "2026-12-05_ideal_slot.cu")).read()
-result = nvrtc._compile_once(source, "sm_90", ["--gpu-architecture=sm_90", "--ptxas-options=-v", "--std=c++17",
-                                               "--no-cache", "--minimal"])
-with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-    f.write(result.cubin)
-sass = subprocess.run([nvdisasm, f.name], capture_output=True, text=True, check=True).stdout
-offsets = [int(m.group(1), 16) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+BAR\.SYNC", sass)]
-if len(offsets) != 2:
-    sys.exit(f"expected the kernel's two barriers, found {len(offsets)}")
-body = (offsets[1] - offsets[0]) // 16 - 1  # (16 bytes an instruction on sm_90)
+found, _, registers = parts.machine_code(open(os.path.join(HERE, "2026-12-05_ideal_slot.cu")).read(), "ideal_slot")
+body = parts.kinds(found, *parts.slot_body(found))["all"]
 warp_instructions = body * SLOTS / 32
-print(f"registers {result.resources['ideal_slot'].registers}; a slot's body {body} instructions; "
+print(f"registers {registers}; a slot's body {body} instructions; "
       f"{warp_instructions / 1e6:.0f} M warp instructions for {SLOTS:,} slots")
 for clock in (1.755e9, 1.98e9):
     ms = warp_instructions / (SMS * SCHEDULERS * clock) * 1e3

@@ -34,12 +34,13 @@ KINDS = {"floating point": ("FADD", "FMUL", "FFMA", "MUFU", "FSEL", "FSETP"), "s
          "global memory": ("LDG", "STG")}
 
 
-def machine_code(source: str, kernel: str) -> tuple[list, list]:
-    """The kernel's instructions (offset, words) and its loops (first offset, the backward branch's)."""
-    cubin = nvrtc._compile_once(source, "sm_90", ["--gpu-architecture=sm_90", "--ptxas-options=-v", "--std=c++17",
-                                                  "--no-cache", "--minimal"]).cubin
+def machine_code(source: str, kernel: str) -> tuple[list, list, int]:
+    """The kernel's instructions (offset, words), its loops (first offset, the backward branch's)
+    and its registers."""
+    compiled = nvrtc._compile_once(source, "sm_90", ["--gpu-architecture=sm_90", "--ptxas-options=-v",
+                                                     "--std=c++17", "--no-cache", "--minimal"])
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-        f.write(cubin)
+        f.write(compiled.cubin)
     sass = subprocess.run([NVDISASM, f.name], capture_output=True, text=True, check=True).stdout
     text = sass.split(f".text.{kernel}:")[1].split(".section")[0]
     found = [(int(m.group(1), 16), m.group(2).split()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", text)]
@@ -55,7 +56,7 @@ def machine_code(source: str, kernel: str) -> tuple[list, list]:
         start = labels.get(m.group(1)) if m else None
         if start is not None and start < at:
             loops.append((start, at))
-    return found, loops
+    return found, loops, compiled.resources[kernel].registers
 
 
 def kinds(found: list, lo: int = 0, hi: int = 1 << 40, skip: tuple = ()) -> dict:
@@ -80,14 +81,22 @@ def rows_kernel(constants) -> str:
                                  4, 3, False, 15, rows).source
 
 
-found, _ = machine_code(open(os.path.join(HERE, "2026-12-05_ideal_slot.cu")).read(), "ideal_slot")
-bars = [at for at, words in found if words[0].startswith("BAR.SYNC")]
-print(f"closed form, a slot's body: {said(kinds(found, bars[0] + 1, bars[1] - 1))}")
-for name, constants in (("dN an input", None), ("dN fixed", {"dN": DN})):
-    found, loops = machine_code(rows_kernel(constants), "irf_tangent_rows")
-    rounds = max(loops, key=lambda loop: loop[1] - loop[0])  # (the round loop: the longest)
-    inner = tuple(loop for loop in loops if rounds[0] < loop[0] and loop[1] < rounds[1])
-    print(f"rows kernel, {name}: whole {said(kinds(found))}")
-    print(f"  a round, outside its inner loop: {said(kinds(found, *rounds, skip=inner))}")
-    for loop in inner:
-        print(f"  its inner loop, a pass: {said(kinds(found, *loop))}")
+def slot_body(found: list) -> tuple[int, int]:
+    """The closed form's slot body: what lies between its kernel's two barriers."""
+    bars = [at for at, words in found if words[0].startswith("BAR.SYNC")]
+    if len(bars) != 2:
+        sys.exit(f"expected the kernel's two barriers, found {len(bars)}")
+    return bars[0] + 1, bars[1] - 1
+
+
+if __name__ == "__main__":
+    found, _, _ = machine_code(open(os.path.join(HERE, "2026-12-05_ideal_slot.cu")).read(), "ideal_slot")
+    print(f"closed form, a slot's body: {said(kinds(found, *slot_body(found)))}")
+    for name, constants in (("dN an input", None), ("dN fixed", {"dN": DN})):
+        found, loops, _ = machine_code(rows_kernel(constants), "irf_tangent_rows")
+        rounds = max(loops, key=lambda loop: loop[1] - loop[0])  # (the round loop: the longest)
+        inner = tuple(loop for loop in loops if rounds[0] < loop[0] and loop[1] < rounds[1])
+        print(f"rows kernel, {name}: whole {said(kinds(found))}")
+        print(f"  a round, outside its inner loop: {said(kinds(found, *rounds, skip=inner))}")
+        for loop in inner:
+            print(f"  its inner loop, a pass: {said(kinds(found, *loop))}")
