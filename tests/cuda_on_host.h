@@ -2,6 +2,7 @@
 // threads as std::threads, __syncthreads a barrier among them, __shared__ arrays static (one
 // block runs at a time). Enough CUDA for the tangent's rows kernels (tests/test_assembly.py).
 #include <math.h>
+#include <atomic>
 #include <barrier>
 #include <functional>
 #include <thread>
@@ -21,6 +22,13 @@ inline std::barrier<>* irf_block_barrier = nullptr;
 inline void __syncthreads() { irf_block_barrier->arrive_and_wait(); }
 inline long long max(long long a, long long b) { return a > b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned long long atomicMax(unsigned long long* at, unsigned long long v)
+{
+  std::atomic_ref<unsigned long long> word(*at);
+  unsigned long long old = word.load();
+  while (old < v && !word.compare_exchange_weak(old, v)) {}
+  return old;
+}
 struct uchar4 { unsigned char x, y, z, w; };
 struct int4 { int x, y, z, w; };
 struct alignas(16) float4 { float x, y, z, w; };

@@ -361,7 +361,11 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
     at places that differ thread by thread, each in the thread's own bank), a round's staged
     rows as `staging_layout` says, each staged position at stride `threads`. At the end the
     rows go out laid out as in the values (the block's nodes' rows one stretch), written once
-    and coalesced, through the staging's room a window of the stretch at a time."""
+    and coalesced, through the staging's room a window of the stretch at a time. The rounds a
+    block runs (the most slots a node of it has) come from a max in shared memory, each node's
+    count taken by one thread: a loop over the block's nodes in every thread took 4% of the
+    instructions the P1 tangent's kernel executes (1-3% of its time on an H100:
+    benchmarks/NOTES.md, issue 73)."""
     nt = d * nodes  # threads a block, and slots a round
     stride, apart = staging_layout(k, d, nt, itemsize)
     room = nt * stride  # (the staging's words: a round's staged rows, then a window of the rows as in the values)
@@ -372,6 +376,7 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             f"  __shared__ long long irf_from[{nodes + 1}];  // each node's stretch of the values, from the block's",
             f"  __shared__ long long irf_first[{nodes + 1}];  // each node's first slot",
             f"  __shared__ int irf_at[{nt * k}];  // where node b of slot t lies in its node's row: b * {nt} + t",
+            "  __shared__ unsigned long long irf_most;  // the most slots a node of the block has",
             f"  const int tid = threadIdx.y * {d} + threadIdx.x;",
             f"  const long long first = (long long)blockIdx.x * {nodes};",
             f"  const int count = (int)(first + {nodes} < n ? {nodes} : n - first);",
@@ -381,11 +386,15 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             f"    irf_from[y] = (long long)indptr[(first + y) * {d}] - begin_at;",
             "    irf_first[y] = starts[first + y];",
             "  }",
+            "  if (tid == 0) irf_most = 0;",
             f"  for (int w = tid; w < {nodes * widest * d * d}; w += {nt}) irf_rows[w] = 0;",
             "  __syncthreads();",
-            "  const long long span = irf_from[count];",
-            "  long long most = 0;  // the most slots a node of the block has",
-            "  for (int y = 0; y < count; ++y) most = max(most, irf_first[y + 1] - irf_first[y]);",
+            "  // (a node's slots each by its own thread; a max, so in any order)",
+            "  if (tid < count) atomicMax(&irf_most, (unsigned long long)(irf_first[tid + 1] - irf_first[tid]));",
+            "  // The block's stretch of the values fits its shared memory: offsets in it are ints.",
+            "  const int span = (int)irf_from[count];",
+            "  __syncthreads();",
+            "  const long long most = (long long)irf_most;",
             "  const int y = threadIdx.y;",
             f"  const int width = y < count ? (int)((irf_from[y + 1] - irf_from[y]) / {d}) : 0;  // a row's entries",
             "  real_t* const row = irf_rows + tid;  // (row x of node y: this thread's alone)",
@@ -421,16 +430,17 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             "  // The rows, laid out as in the values (the block's nodes' rows one stretch), written once,",
             "  // coalesced: each thread copies its row's words that fall in a window of the stretch as",
             "  // long as the staging's room, which the block then writes, window after window.",
-            f"  for (long long base = 0; base < span; base += {room}) {{",
+            f"  for (int base = 0; base < span; base += {room}) {{",
             "    if (y < count) {",
-            "      const long long at0 = irf_from[y] + threadIdx.x * width - base;  // (the row's first word)",
-            "      const long long lo = at0 < 0 ? -at0 : 0;",
-            f"      const long long hi = {room} - at0 < width ? {room} - at0 : width;",
-            f"      for (long long w = lo; w < hi; ++w) irf_part[at0 + w] = row[w * {nt}];",
+            "      const int at0 = (int)irf_from[y] + threadIdx.x * width - base;  // (the row's first word)",
+            "      const int lo = at0 < 0 ? -at0 : 0;",
+            f"      const int hi = {room} - at0 < width ? {room} - at0 : width;",
+            f"      for (int w = lo; w < hi; ++w) irf_part[at0 + w] = row[w * {nt}];",
             "    }",
             "    __syncthreads();",
-            f"    const long long here = span - base < {room} ? span - base : {room};",
-            f"    for (long long w = tid; w < here; w += {nt}) values[begin_at + base + w] = irf_part[w];",
+            f"    const int here = span - base < {room} ? span - base : {room};",
+            "    real_t* const out = values + begin_at + base;",
+            f"    for (int w = tid; w < here; w += {nt}) out[w] = irf_part[w];",
             "    __syncthreads();",
             "  }",
             "}"]
