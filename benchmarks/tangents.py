@@ -82,6 +82,24 @@ def back_to_back_ms(fn, calls: int = 20, rounds: int = 7) -> list[float]:
     return [1e3 * once() for _ in range(rounds)]
 
 
+def rows_kernel_reports() -> dict:
+    """A dict that holds, under "rows", NVRTC's report (registers, spills) of the rows kernel
+    compiled last from now on (`nvrtc._compile_once` wrapped): for the probes of the tangent's
+    kernel under `results/matrices/`."""
+    from irfuse.backend import nvrtc
+
+    seen, real = {}, nvrtc._compile_once
+
+    def noted(source, arch, opts):
+        r = real(source, arch, opts)
+        if "irf_tangent_rows" in r.resources:
+            seen["rows"] = r.resources["irf_tangent_rows"]
+        return r
+
+    nvrtc._compile_once = noted
+    return seen
+
+
 def in_use(torch) -> int:
     free, total = torch.cuda.mem_get_info()
     return total - free

@@ -15,27 +15,15 @@ import torch
 import irfuse
 import irfuse.api.tangents as tangents
 import irfuse.backend.rows_emit as rows_emit
-from irfuse.backend import nvrtc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tangents import LAMBDA, MU, ROOT, back_to_back_ms, mesh  # noqa: E402
+from tangents import LAMBDA, MU, ROOT, back_to_back_ms, mesh, rows_kernel_reports  # noqa: E402
 
 cubes = int(sys.argv[1])
 switch = sys.argv[2] if len(sys.argv) > 2 else "OWNER_ROWS"
 if not hasattr(rows_emit, switch):  # (set on a package without it, the flag would switch nothing)
     sys.exit(f"{switch}: irfuse.backend.rows_emit has no such flag (is the patch's tree on PYTHONPATH?)")
-seen = {}
-real = nvrtc._compile_once
-
-
-def noted(source, arch, opts):
-    r = real(source, arch, opts)
-    if "irf_tangent_rows" in r.resources:
-        seen["rows"] = r.resources["irf_tangent_rows"]
-    return r
-
-
-nvrtc._compile_once = noted
+seen = rows_kernel_reports()  # ("rows": NVRTC's report of the rows kernel compiled last)
 t, prepared, conn = mesh(torch, cubes)
 print(f"{len(conn):,} tets", flush=True)
 for run in (1, 2):

@@ -10,24 +10,12 @@ os.environ["IRFUSE_CACHE_DIR"] = tempfile.mkdtemp()
 import numpy as np
 import torch
 import irfuse
-from irfuse.backend import nvrtc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from tangents import LAMBDA, MU, ROOT, mesh  # noqa: E402
+from tangents import LAMBDA, MU, ROOT, mesh, rows_kernel_reports  # noqa: E402
 
 cubes = int(sys.argv[1])
-seen = {}
-real = nvrtc._compile_once
-
-
-def noted(source, arch, opts):
-    r = real(source, arch, opts)
-    if "irf_tangent_rows" in r.resources:
-        seen["rows"] = r.resources["irf_tangent_rows"]
-    return r
-
-
-nvrtc._compile_once = noted
+seen = rows_kernel_reports()  # ("rows": NVRTC's report of the rows kernel compiled last)
 t, prepared, conn = mesh(torch, cubes)
 print(f"irfuse from {os.path.dirname(irfuse.__file__)}; {len(conn):,} tets", flush=True)
 for name in ("p1_residual", "neo_hookean_residual"):
