@@ -398,13 +398,14 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             "  const int y = threadIdx.y;",
             f"  const int width = y < count ? (int)((irf_from[y + 1] - irf_from[y]) / {d}) : 0;  // a row's entries",
             "  real_t* const row = irf_rows + tid;  // (row x of node y: this thread's alone)",
+            *_reads_ahead_first(k, d),
             f"  for (long long r0 = 0; r0 < most; r0 += {d}) {{",
             "    const long long s = y < count ? irf_first[y] + r0 + threadIdx.x : 0;",
-            "    if (y < count && s < irf_first[y + 1]) {",
-            "      const int slot = slots[s];",
+            *_reads_ahead(k, d),
+            "    if (s < irf_end) {",
             f"      const long long e = slot / {k};",
             f"      const int a = slot % {k};",
-            *_slot_nodes(k),
+            *([] if k == 4 else ["      const int* const nodes = conn + (slot - a);"]),
             *["      " + line for line in body],
             *_slot_places(k, nt, d),
             *[f"      IRF_UNROLL for (int w = 0; w < {k * d}; ++w) irf_part[tid * {stride} + {i * apart} + w] = {r}[w];"
@@ -446,21 +447,52 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             "}"]
 
 
-def _slot_nodes(k: int) -> list[str]:
-    """`nodes`, the slot's element's K node numbers, in `_rounds_kernel`: a tetrahedron's four
-    read as one 16-byte load where the connectivity lies at a 16-byte boundary (else word by
-    word: a view of another's array). The same numbers either way: the same bits. The P1 tangent
-    on 12.6 M tets, H200, with `_slot_places`' load: 2.88-2.94 -> 2.82-2.87 ms
-    (benchmarks/NOTES.md, issue 73)."""
-    if k != 4:
-        return ["      const int* const nodes = conn + (slot - a);"]
-    return ["      int nodes[4];",
-            "      if (irf_aligned) {",
-            "        const int4 irf_n4 = *reinterpret_cast<const int4*>(conn + (slot - a));",
-            "        nodes[0] = irf_n4.x; nodes[1] = irf_n4.y; nodes[2] = irf_n4.z; nodes[3] = irf_n4.w;",
-            "      } else {",
-            "        IRF_UNROLL for (int b = 0; b < 4; ++b) nodes[b] = conn[slot - a + b];",
-            "      }"]
+def _reads_ahead_first(k: int, d: int) -> list[str]:
+    """Before `_rounds_kernel`'s rounds: where the thread's slots end (`irf_end`; none where its
+    node is past the block's), the slots of its first two rounds and, for a tetrahedron, the
+    first one's K node numbers (`_reads_ahead`)."""
+    return ["  const long long irf_end = y < count ? irf_first[y + 1] : 0;  // (past this thread's slots)",
+            "  const long long irf_s0 = y < count ? irf_first[y] + threadIdx.x : 0;",
+            "  int irf_slot_at[2];  // the slots of this round and the next, each read two rounds ahead",
+            "  irf_slot_at[0] = irf_s0 < irf_end ? slots[irf_s0] : 0;",
+            f"  irf_slot_at[1] = irf_s0 + {d} < irf_end ? slots[irf_s0 + {d}] : 0;",
+            *([] if k != 4 else ["  int irf_nodes_at[4] = {0, 0, 0, 0};  // this round's slot's element's nodes, read a round ahead",
+                                 *_element_nodes("irf_nodes_at", "irf_slot_at[0]", "irf_s0 < irf_end", "  ")])]
+
+
+def _reads_ahead(k: int, d: int) -> list[str]:
+    """In each round of `_rounds_kernel`: the round's slot and, for a tetrahedron, its element's
+    nodes, read one and two rounds before (`_reads_ahead_first`), and then those of the rounds
+    after it: the next round's nodes, the slot of the round after that. A slot's element code
+    waits on its gathers of the nodes' values, which wait on the nodes, which wait on the slot:
+    read ahead, the three loads' latencies are not in one chain within a round. The P1 tangent
+    on 12.6 M tets, H100: 2.36-2.40 -> 2.24-2.29 ms, the Neo-Hookean 3.26-3.50 -> 3.13-3.19, the
+    warps' waits on global loads 27% -> 19% of their time, 8 more registers at the same resident
+    blocks (benchmarks/NOTES.md, issue 73)."""
+    lines = ["    const int slot = irf_slot_at[0];"]
+    if k == 4:
+        lines += ["    int nodes[4];",
+                  "    IRF_UNROLL for (int b = 0; b < 4; ++b) nodes[b] = irf_nodes_at[b];",
+                  *_element_nodes("irf_nodes_at", "irf_slot_at[1]", f"s + {d} < irf_end", "    ")]
+    return lines + ["    irf_slot_at[0] = irf_slot_at[1];",
+                    f"    irf_slot_at[1] = s + {2 * d} < irf_end ? slots[s + {2 * d}] : 0;"]
+
+
+def _element_nodes(into: str, slot: str, valid: str, indent: str) -> list[str]:
+    """`into`, the 4 node numbers of the tetrahedron of `slot` (where `valid`): read as one
+    16-byte load where the connectivity lies at a 16-byte boundary (else word by word: a view
+    of another's array). The same numbers either way: the same bits. The P1 tangent on 12.6 M
+    tets, H200, with `_slot_places`' load: 2.88-2.94 -> 2.82-2.87 ms (benchmarks/NOTES.md,
+    issue 73)."""
+    return [f"{indent}if ({valid}) {{",
+            f"{indent}  const int* const irf_element = conn + ({slot} - {slot} % 4);",
+            f"{indent}  if (irf_aligned) {{",
+            f"{indent}    const int4 irf_n4 = *reinterpret_cast<const int4*>(irf_element);",
+            f"{indent}    {into}[0] = irf_n4.x; {into}[1] = irf_n4.y; {into}[2] = irf_n4.z; {into}[3] = irf_n4.w;",
+            f"{indent}  }} else {{",
+            f"{indent}    IRF_UNROLL for (int b = 0; b < 4; ++b) {into}[b] = irf_element[b];",
+            f"{indent}  }}",
+            f"{indent}}}"]
 
 
 def _slot_places(k: int, nt: int, d: int) -> list[str]:
