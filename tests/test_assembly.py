@@ -640,11 +640,12 @@ def test_random_mesh_programs_with_a_uniform_input_fixed_give_the_tangents_of_th
     assert compared >= 6
 
 
-def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path) -> tuple[np.ndarray, np.ndarray]:
+def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path, conn_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The GPU's owner-computes kernel of `path`'s tangent (float32, `rows_emit.rows_module` as
     `tangent_matrix` makes it for a CUDA device), its source run on the host by
     `tests/cuda_on_host.h` (a block's threads as threads, its barriers as barriers), with the
-    places kernel before it; and the CPU backend's matrix of the same call."""
+    places kernel before it; and the CPU backend's matrix of the same call. The connectivity
+    lies `conn_offset` words past a 64-byte boundary (a view of another's array)."""
     import ctypes
 
     from irfuse.artifact.arrays import element_type
@@ -686,7 +687,11 @@ extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned
     starts, slots = node_slots(conn, nodes)
     numbers = {"dN": DN, "lam": 1.5, "mu": 0.75, "Xe": X, "ue": u}
     arrays = [np.ascontiguousarray(numbers[name], np.float32).reshape(-1) for name in kernel.inputs[:given]]
-    arrays += [np.ascontiguousarray(conn, np.int32), np.ascontiguousarray(starts, np.int64),
+    placed = np.zeros(conn.size + 32, np.int32)
+    first = (-placed.ctypes.data % 64) // 4 + conn_offset  # (words to the boundary, then the offset)
+    placed = placed[first:first + conn.size]
+    placed[:] = np.asarray(conn, np.int32).reshape(-1)
+    arrays += [placed, np.ascontiguousarray(starts, np.int64),
                np.ascontiguousarray(slots, np.int32), pattern.indptr.astype(np.int32), pattern.indices.astype(np.int32),
                np.zeros(len(slots) * 4, np.uint8)]
     pointers = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
@@ -712,3 +717,18 @@ def test_the_gpus_rows_kernel_run_on_the_host_gives_the_cpu_twins_matrix(name, t
     got, want = _gpu_rows_kernel_on_host(f"{ROOT}/examples/mesh/{name}.kas", X, u, conn, tmp_path)
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * abs(want).max())
+
+
+def test_the_gpus_rows_kernel_reads_a_connectivity_off_a_16_byte_boundary_word_by_word_with_the_same_bits(tmp_path):
+    """The rounds kernel reads each slot's element's four nodes ahead of its round, in one
+    16-byte load where the connectivity lies at a 16-byte boundary and word by word where it
+    does not (a view of another's array): run on the host with the connectivity one word past
+    a boundary, the same bits as at one."""
+    X, conn = box_tetrahedra(3, numbering="random", seed=5)
+    u = 1e-2 * np.random.default_rng(6).standard_normal(X.shape)
+    path = f"{ROOT}/examples/mesh/p1_residual.kas"
+    (tmp_path / "at").mkdir()
+    (tmp_path / "off").mkdir()
+    at, _ = _gpu_rows_kernel_on_host(path, X, u, conn, tmp_path / "at")
+    off, _ = _gpu_rows_kernel_on_host(path, X, u, conn, tmp_path / "off", conn_offset=1)
+    assert not np.isnan(at).any() and at.tobytes() == off.tobytes()
