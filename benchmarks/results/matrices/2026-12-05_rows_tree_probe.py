@@ -1,9 +1,9 @@
-"""Probe (kept for its records, 2026-12-05_rows_{prologue,read_ahead}_ab_h100.txt): the P1 and Neo-Hookean tangents'
-assembly (`irfuse.tangent_matrix(..., out=M)`, float32, PyTorch CUDA tensors) on the Morton box
-of `tangents.py` with whichever irfuse the path finds first (a tree on PYTHONPATH, or the
-installed one): medians of seven timings of 20 calls back to back, the rows kernel's registers
-(NVRTC's report) and the values' SHA-256. Run once a tree, alternating, by
-`2026-12-05_rows_patch_ab.sh`.
+"""Probe (kept for its records, 2026-12-05_rows_{prologue,read_ahead}_ab_h100.txt): the P1 and
+Neo-Hookean tangents' assembly (`irfuse.tangent_matrix(..., out=M)`, float32, PyTorch CUDA
+tensors) on the Morton box of `tangents.py` with whichever irfuse the path finds first (a tree
+on PYTHONPATH, or the installed one): medians of seven timings of 20 calls back to back, the
+rows kernel's registers (NVRTC's report) and the values' SHA-256. Run once a tree, alternating,
+by `2026-12-05_rows_patch_ab.sh`.
 
     python PROBE.py CUBES LABEL      (from the repository's root, on a GPU)"""
 import hashlib, os, sys, tempfile
