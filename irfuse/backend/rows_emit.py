@@ -461,9 +461,10 @@ def _reads_ahead_first(k: int, d: int) -> list[str]:
 
 
 def _reads_ahead(k: int, d: int) -> list[str]:
-    """In each round of `_rounds_kernel`: the round's slot and, for a tetrahedron, its element's
-    nodes, read one and two rounds before (`_reads_ahead_first`), and then those of the rounds
-    after it: the next round's nodes, the slot of the round after that. A slot's element code
+    """In each round of `_rounds_kernel`: the round's slot, read two rounds before, and for a
+    tetrahedron its element's nodes, read one round before (`_reads_ahead_first` for the first
+    rounds); then those of the rounds after it: the next round's nodes, the slot of the round
+    after that. A slot's element code
     waits on its gathers of the nodes' values, which wait on the nodes, which wait on the slot:
     read ahead, the three loads' latencies are not in one chain within a round. The P1 tangent
     on 12.6 M tets, H100: 2.36-2.40 -> 2.24-2.29 ms, the Neo-Hookean 3.26-3.50 -> 3.13-3.19, the
