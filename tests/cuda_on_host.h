@@ -20,8 +20,6 @@ inline thread_local irf_dim3 threadIdx;
 inline irf_dim3 blockIdx, blockDim, gridDim;
 inline std::barrier<>* irf_block_barrier = nullptr;
 inline void __syncthreads() { irf_block_barrier->arrive_and_wait(); }
-inline long long max(long long a, long long b) { return a > b ? a : b; }
-inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned long long atomicMax(unsigned long long* at, unsigned long long v)
 {
   std::atomic_ref<unsigned long long> word(*at);
