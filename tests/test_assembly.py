@@ -640,12 +640,15 @@ def test_random_mesh_programs_with_a_uniform_input_fixed_give_the_tangents_of_th
     assert compared >= 6
 
 
-def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path, conn_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The GPU's owner-computes kernel of `path`'s tangent (float32, `rows_emit.rows_module` as
-    `tangent_matrix` makes it for a CUDA device), its source run on the host by
-    `tests/cuda_on_host.h` (a block's threads as threads, its barriers as barriers), with the
-    places kernel before it; and the CPU backend's matrix of the same call. The connectivity
-    lies `conn_offset` words past a 64-byte boundary (a view of another's array)."""
+def _rows_kernel_on_host(path: str, k: int, d: int, numbers: dict, conn, nodes: int, cpu_args: tuple, tmp_path,
+                         conn_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU's owner-computes kernel of `path`'s tangent d r / d u (float32, K nodes an element,
+    D words a node; `rows_emit.rows_module` as `tangent_matrix` makes it for a CUDA device), its
+    source run on the host by `tests/cuda_on_host.h` (a block's threads as threads, its barriers
+    as barriers), with the places kernel before it, on the element program's inputs `numbers`
+    (by name: a gathered one as its nodal array); and the CPU backend's matrix of the call with
+    `cpu_args`. The connectivity lies `conn_offset` words past a 64-byte boundary (a view of
+    another's array)."""
     import ctypes
 
     from irfuse.artifact.arrays import element_type
@@ -656,13 +659,12 @@ def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path, conn_offset: int =
     from irfuse.library.catalogue import default_library
     from irfuse.mesh.assembly import node_slots
 
-    nodes = len(X)
-    pattern = Connectivity(conn, nodes).sparse_pattern(3)
-    ends = pattern.indptr[::3]
-    widest = int((ends[1:] - ends[:-1]).max()) // 9
+    pattern = Connectivity(conn, nodes).sparse_pattern(d)
+    ends = pattern.indptr[::d]
+    widest = int((ends[1:] - ends[:-1]).max()) // (d * d)
     module, gathered, _, out = element_jacobian(path, "r", "u", "test", ())
     emitted = rows_emit.rows_module(program_of(module), tuple(gathered), out, default_library(), element_type("f32"),
-                                    4, 3, False, widest, element_rows(path, "r", "u", "test", ()))
+                                    k, d, False, widest, element_rows(path, "r", "u", "test", ()))
     kernel = emitted.kernels[0]
     assert "places" in kernel.inputs  # (the rounds kernel: the GPU's form for these rows)
     given = len(kernel.inputs) - 6  # (the program's inputs; then conn, starts, slots, indptr, indices, places)
@@ -685,7 +687,6 @@ extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned
     assert built.returncode == 0, built.stderr[-3000:]
     library = ctypes.CDLL(str(tmp_path / "rows.so"))
     starts, slots = node_slots(conn, nodes)
-    numbers = {"dN": DN, "lam": 1.5, "mu": 0.75, "Xe": X, "ue": u}
     arrays = [np.ascontiguousarray(numbers[name], np.float32).reshape(-1) for name in kernel.inputs[:given]]
     placed = np.zeros(conn.size + 32, np.int32)
     first = (-placed.ctypes.data % 64) // 4 + conn_offset  # (words to the boundary, then the offset)
@@ -693,16 +694,22 @@ extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned
     placed[:] = np.asarray(conn, np.int32).reshape(-1)
     arrays += [placed, np.ascontiguousarray(starts, np.int64),
                np.ascontiguousarray(slots, np.int32), pattern.indptr.astype(np.int32), pattern.indices.astype(np.int32),
-               np.zeros(len(slots) * 4, np.uint8)]
+               np.zeros(len(slots) * k, np.uint8)]
     pointers = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
     values = np.full(len(pattern.indices), np.nan, np.float32)
-    bx = 3 if "irf_part" in emitted.source else 1  # (D threads a node in rounds; one where a thread owns a node)
+    bx = d if "irf_part" in emitted.source else 1  # (D threads a node in rounds; one where a thread owns a node)
     library.run(pointers, values.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(nodes), ctypes.c_uint(bx),
                 ctypes.c_uint(kernel.threads // bx))
-    cpu = irfuse.compile(path, backend="cpu")
-    want = irfuse.tangent_matrix(cpu, X.astype(np.float32), u.astype(np.float32), Connectivity(conn, nodes),
-                                 DN.astype(np.float32), 1.5, 0.75, wrt="u")
+    want = irfuse.tangent_matrix(irfuse.compile(path, backend="cpu"), *cpu_args, wrt="u")
     return values, want.data
+
+
+def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path, conn_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """`_rows_kernel_on_host` for a tetrahedral mesh program of the P1 residual's inputs (`X`,
+    `u`, the connectivity, `dN`, lambda 1.5, mu 0.75)."""
+    numbers = {"dN": DN, "lam": 1.5, "mu": 0.75, "Xe": X, "ue": u}
+    cpu_args = (X.astype(np.float32), u.astype(np.float32), Connectivity(conn, len(X)), DN.astype(np.float32), 1.5, 0.75)
+    return _rows_kernel_on_host(path, 4, 3, numbers, conn, len(X), cpu_args, tmp_path, conn_offset)
 
 
 @pytest.mark.parametrize("name", ["p1_residual", "neo_hookean_residual"])
@@ -732,3 +739,21 @@ def test_the_gpus_rows_kernel_reads_a_connectivity_off_a_16_byte_boundary_word_b
     at, _ = _gpu_rows_kernel_on_host(path, X, u, conn, tmp_path / "at")
     off, _ = _gpu_rows_kernel_on_host(path, X, u, conn, tmp_path / "off", conn_offset=1)
     assert not np.isnan(at).any() and at.tobytes() == off.tobytes()
+
+
+def test_the_gpus_rows_kernel_of_three_node_elements_and_scalar_nodes_run_on_the_host_gives_the_cpu_twins_matrix(
+        tmp_path):
+    """The rounds kernel where an element is not a tetrahedron (K = 3, a slot's nodes read in the
+    round, its slot read ahead) and a node holds one word (D = 1, a thread a node): its text run
+    on the host on random elements over 70 nodes (some naming a node twice) gives the CPU
+    backend's matrix to float32 rounding, every entry written."""
+    rng = np.random.default_rng(9)
+    nodes = 70
+    conn = np.concatenate([rng.permutation(nodes)[:69].reshape(23, 3), rng.integers(0, nodes, (90, 3))]).astype(np.int32)
+    u = rng.standard_normal(nodes).astype(np.float32)
+    Ke = rng.standard_normal((3, 3)).astype(np.float32)
+    path = f"{ROOT}/tests/filecheck/tangent-rows/cubic.kas"
+    got, want = _rows_kernel_on_host(path, 3, 1, {"ue": u, "Ke": Ke}, conn, nodes, (u, Connectivity(conn, nodes), Ke),
+                                     tmp_path)
+    assert not np.isnan(got).any() and (conn[:, :, None] == conn[:, None, :]).sum() > 3 * len(conn)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * abs(want).max())
