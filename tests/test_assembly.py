@@ -641,8 +641,8 @@ def test_random_mesh_programs_with_a_uniform_input_fixed_give_the_tangents_of_th
 
 
 def _rows_kernel_on_host(path: str, k: int, d: int, numbers: dict, conn, nodes: int, cpu_args: tuple, tmp_path,
-                         conn_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The GPU's owner-computes kernel of `path`'s tangent d r / d u (float32, K nodes an element,
+                         conn_offset: int = 0, dtype: str = "f32") -> tuple[np.ndarray, np.ndarray]:
+    """The GPU's owner-computes kernel of `path`'s tangent d r / d u (in `dtype`, K nodes an element,
     D words a node; `rows_emit.rows_module` as `tangent_matrix` makes it for a CUDA device), its
     source run on the host by `tests/cuda_on_host.h` (a block's threads as threads, its barriers
     as barriers), with the places kernel before it, on the element program's inputs `numbers`
@@ -663,9 +663,9 @@ def _rows_kernel_on_host(path: str, k: int, d: int, numbers: dict, conn, nodes: 
     ends = pattern.indptr[::d]
     widest = int((ends[1:] - ends[:-1]).max()) // (d * d)
     module, gathered, _, out = element_jacobian(path, "r", "u", "test", ())
-    emitted = rows_emit.rows_module(program_of(module), tuple(gathered), out, default_library(), element_type("f32"),
+    emitted = rows_emit.rows_module(program_of(module), tuple(gathered), out, default_library(), element_type(dtype),
                                     k, d, False, widest, element_rows(path, "r", "u", "test", ()))
-    kernel = emitted.kernels[0]
+    kernel, real = emitted.kernels[0], np.float32 if dtype == "f32" else np.float64
     assert "places" in kernel.inputs  # (the rounds kernel: the GPU's form for these rows)
     given = len(kernel.inputs) - 6  # (the program's inputs; then conn, starts, slots, indptr, indices, places)
     launch = ", ".join([f"(const real_t*)a[{i}]" for i in range(given)] + [
@@ -687,7 +687,7 @@ extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned
     assert built.returncode == 0, built.stderr[-3000:]
     library = ctypes.CDLL(str(tmp_path / "rows.so"))
     starts, slots = node_slots(conn, nodes)
-    arrays = [np.ascontiguousarray(numbers[name], np.float32).reshape(-1) for name in kernel.inputs[:given]]
+    arrays = [np.ascontiguousarray(numbers[name], real).reshape(-1) for name in kernel.inputs[:given]]
     placed = np.zeros(conn.size + 32, np.int32)
     first = (-placed.ctypes.data % 64) // 4 + conn_offset  # (words to the boundary, then the offset)
     placed = placed[first:first + conn.size]
@@ -696,20 +696,22 @@ extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned
                np.ascontiguousarray(slots, np.int32), pattern.indptr.astype(np.int32), pattern.indices.astype(np.int32),
                np.zeros(len(slots) * k, np.uint8)]
     pointers = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
-    values = np.full(len(pattern.indices), np.nan, np.float32)
+    values = np.full(len(pattern.indices), np.nan, real)
     bx = d if "irf_part" in emitted.source else 1  # (D threads a node in rounds; one where a thread owns a node)
     library.run(pointers, values.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(nodes), ctypes.c_uint(bx),
                 ctypes.c_uint(kernel.threads // bx))
-    want = irfuse.tangent_matrix(irfuse.compile(path, backend="cpu"), *cpu_args, wrt="u")
+    want = irfuse.tangent_matrix(irfuse.compile(path, backend="cpu", dtype=dtype), *cpu_args, wrt="u")
     return values, want.data
 
 
-def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path, conn_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _gpu_rows_kernel_on_host(path: str, X, u, conn, tmp_path, conn_offset: int = 0,
+                             dtype: str = "f32") -> tuple[np.ndarray, np.ndarray]:
     """`_rows_kernel_on_host` for a tetrahedral mesh program of the P1 residual's inputs (`X`,
     `u`, the connectivity, `dN`, lambda 1.5, mu 0.75)."""
     numbers = {"dN": DN, "lam": 1.5, "mu": 0.75, "Xe": X, "ue": u}
-    cpu_args = (X.astype(np.float32), u.astype(np.float32), Connectivity(conn, len(X)), DN.astype(np.float32), 1.5, 0.75)
-    return _rows_kernel_on_host(path, 4, 3, numbers, conn, len(X), cpu_args, tmp_path, conn_offset)
+    real = np.float32 if dtype == "f32" else np.float64
+    cpu_args = (X.astype(real), u.astype(real), Connectivity(conn, len(X)), DN.astype(real), 1.5, 0.75)
+    return _rows_kernel_on_host(path, 4, 3, numbers, conn, len(X), cpu_args, tmp_path, conn_offset, dtype)
 
 
 @pytest.mark.parametrize("name", ["p1_residual", "neo_hookean_residual"])
@@ -757,3 +759,19 @@ def test_the_gpus_rows_kernel_of_three_node_elements_and_scalar_nodes_run_on_the
                                      tmp_path)
     assert not np.isnan(got).any() and (conn[:, :, None] == conn[:, None, :]).sum() > 3 * len(conn)
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * abs(want).max())
+
+
+def test_the_gpus_rows_kernel_in_float64_run_on_the_host_gives_the_cpu_twins_matrix(tmp_path):
+    """In float64 a block of the rounds kernel takes 16 nodes (48 threads: the rows of 32 and a
+    round's staged slots do not fit its shared memory) and stages 8-byte words in a layout of
+    its own (`staging_layout`): its text run on the host on a randomly numbered mesh gives the
+    CPU backend's float64 matrix to rounding, every entry written."""
+    from irfuse.backend.rows_emit import rounds_nodes
+
+    X, conn = box_tetrahedra(4, numbering="random", seed=13)
+    u = 1e-2 * np.random.default_rng(8).standard_normal(X.shape)
+    ends = Connectivity(conn, len(X)).sparse_pattern(3).indptr[::3]
+    assert int((ends[1:] - ends[:-1]).max()) // 9 == 15 and rounds_nodes(15, 4, 3, 8, 4) == 16  # (the mesh's widest row)
+    got, want = _gpu_rows_kernel_on_host(f"{ROOT}/examples/mesh/p1_residual.kas", X, u, conn, tmp_path, dtype="f64")
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * abs(want).max())
