@@ -645,7 +645,8 @@ def _rows_kernel_on_host(path: str, k: int, d: int, numbers: dict, conn, nodes: 
     """The GPU's owner-computes kernel of `path`'s tangent d r / d u (in `dtype`, K nodes an element,
     D words a node; `rows_emit.rows_module` as `tangent_matrix` makes it for a CUDA device), its
     source run on the host by `tests/cuda_on_host.h` (a block's threads as threads, its barriers
-    as barriers), with the places kernel before it, on the element program's inputs `numbers`
+    as barriers), with the places kernel before the rounds kernel (the kernel of a thread or D
+    threads a node where the rows are too wide for rounds), on the element program's inputs `numbers`
     (by name: a gathered one as its nodal array); and the CPU backend's matrix of the call with
     `cpu_args`. The connectivity lies `conn_offset` words past a 64-byte boundary (a view of
     another's array)."""
@@ -666,17 +667,19 @@ def _rows_kernel_on_host(path: str, k: int, d: int, numbers: dict, conn, nodes: 
     emitted = rows_emit.rows_module(program_of(module), tuple(gathered), out, default_library(), element_type(dtype),
                                     k, d, False, widest, element_rows(path, "r", "u", "test", ()))
     kernel, real = emitted.kernels[0], np.float32 if dtype == "f32" else np.float64
-    assert "places" in kernel.inputs  # (the rounds kernel: the GPU's form for these rows)
-    given = len(kernel.inputs) - 6  # (the program's inputs; then conn, starts, slots, indptr, indices, places)
+    rounds = "places" in kernel.inputs  # (the rounds kernel, its places found first; else a thread (or D) a node)
+    assert rounds == ("irf_part[" in emitted.source)
+    lists = ["const int*", "const long long*", "const int*", "const int*", "const int*"]
+    given = len(kernel.inputs) - len(lists) - rounds  # (the program's inputs; then the lists and any places)
     launch = ", ".join([f"(const real_t*)a[{i}]" for i in range(given)] + [
-        f"({t})a[{given + i}]" for i, t in enumerate(
-            ["const int*", "const long long*", "const int*", "const int*", "const int*", "const unsigned char*"])])
-    harness = f"""
-extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned by) {{
-  irf_launch((unsigned)((n + {rows_emit.PLACES_NODES - 1}) / {rows_emit.PLACES_NODES}), 1, {rows_emit.PLACES_NODES}, [&] {{
+        f"({t})a[{given + i}]" for i, t in enumerate(lists + ["const unsigned char*"] * rounds)])
+    places = f"""irf_launch((unsigned)((n + {rows_emit.PLACES_NODES - 1}) / {rows_emit.PLACES_NODES}), 1, {rows_emit.PLACES_NODES}, [&] {{
     irf_tangent_places((const int*)a[{given}], (const long long*)a[{given + 1}], (const int*)a[{given + 2}],
-                       (const int*)a[{given + 3}], (const int*)a[{given + 4}], (unsigned char*)a[{given + 5}], n); }});
-  irf_launch((unsigned)((n + by - 1) / by), bx, by, [&] {{ irf_tangent_rows({launch}, values, n); }});
+                       (const int*)a[{given + 3}], (const int*)a[{given + 4}], (unsigned char*)a[{given + 5}], n); }});"""
+    harness = f"""
+extern "C" void run(void** a, real_t* values, long long n) {{
+  {places if rounds else ""}
+  irf_launch((unsigned)((n + {kernel.by - 1}) / {kernel.by}), {kernel.bx}, {kernel.by}, [&] {{ irf_tangent_rows({launch}, values, n); }});
 }}
 """
     (tmp_path / "rows.cpp").write_text('#include "cuda_on_host.h"\n' + emitted.source + harness)
@@ -692,14 +695,12 @@ extern "C" void run(void** a, real_t* values, long long n, unsigned bx, unsigned
     first = (-placed.ctypes.data % 64) // 4 + conn_offset  # (words to the boundary, then the offset)
     placed = placed[first:first + conn.size]
     placed[:] = np.asarray(conn, np.int32).reshape(-1)
-    arrays += [placed, np.ascontiguousarray(starts, np.int64),
-               np.ascontiguousarray(slots, np.int32), pattern.indptr.astype(np.int32), pattern.indices.astype(np.int32),
-               np.zeros(len(slots) * k, np.uint8)]
+    arrays += [placed, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(slots, np.int32),
+               pattern.indptr.astype(np.int32), pattern.indices.astype(np.int32)]
+    arrays += [np.zeros(len(slots) * k, np.uint8)] * rounds
     pointers = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
     values = np.full(len(pattern.indices), np.nan, real)
-    bx = d if "irf_part" in emitted.source else 1  # (D threads a node in rounds; one where a thread owns a node)
-    library.run(pointers, values.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(nodes), ctypes.c_uint(bx),
-                ctypes.c_uint(kernel.threads // bx))
+    library.run(pointers, values.ctypes.data_as(ctypes.c_void_p), ctypes.c_longlong(nodes))
     want = irfuse.tangent_matrix(irfuse.compile(path, backend="cpu", dtype=dtype), *cpu_args, wrt="u")
     return values, want.data
 
@@ -775,3 +776,25 @@ def test_the_gpus_rows_kernel_in_float64_run_on_the_host_gives_the_cpu_twins_mat
     got, want = _gpu_rows_kernel_on_host(f"{ROOT}/examples/mesh/p1_residual.kas", X, u, conn, tmp_path, dtype="f64")
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * abs(want).max())
+
+
+def test_the_gpus_rows_kernel_for_rows_too_wide_for_rounds_run_on_the_host_gives_the_cpu_twins_matrix(tmp_path):
+    """Where a node's row holds more column blocks than a block of the rounds kernel can keep
+    (`rounds_nodes` 0: a node of many elements), the GPU takes the kernel of D threads a node,
+    each adding its row straight into the values: its text run on the host on random tetrahedra
+    of which one node belongs to 60 gives the CPU backend's matrix to float32 rounding, every
+    entry written."""
+    from irfuse.backend.rows_emit import rounds_nodes
+
+    rng = np.random.default_rng(21)
+    nodes = 200
+    X = rng.uniform(0, 1, (nodes, 3))
+    hub = np.column_stack([np.zeros(60, int), *(rng.permutation(np.arange(1, nodes))[:60] for _ in range(3))])
+    conn = np.concatenate([hub, np.array([rng.permutation(nodes)[:4] for _ in range(160)])]).astype(np.int32)
+    conn = conn[(np.abs(np.linalg.det(X[conn[:, 1:]] - X[conn[:, :1]])) > 1e-3)]  # (no near-flat tetrahedron)
+    u = 1e-2 * rng.standard_normal(X.shape)
+    ends = Connectivity(conn, nodes).sparse_pattern(3).indptr[::3]
+    assert rounds_nodes(int((ends[1:] - ends[:-1]).max()) // 9, 4, 3, 4, 4) == 0
+    got, want = _gpu_rows_kernel_on_host(f"{ROOT}/examples/mesh/p1_residual.kas", X, u, conn, tmp_path)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * abs(want).max())
