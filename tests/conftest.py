@@ -76,6 +76,18 @@ def recorded(monkeypatch, owner, name: str) -> list:
     return results
 
 
+def copy_past_a_boundary(a, offset: int):
+    """A C-contiguous copy of the NumPy array `a` whose data starts `offset` bytes past a 64-byte
+    boundary: a view into a larger buffer, as a view of another's array may lie."""
+    import numpy as np
+
+    raw = np.empty(a.nbytes + 64 + offset, np.uint8)
+    start = -raw.ctypes.data % 64 + offset
+    out = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
 def highorder_operators():
     """`examples/highorder/operators.py`: the bake-off's element operators at any order."""
     import importlib.util

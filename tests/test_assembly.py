@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import irfuse
-from conftest import LONG, ROOT
+from conftest import LONG, ROOT, copy_past_a_boundary
 from irfuse.mesh import Connectivity, box_tetrahedra
 from irfuse.mesh.assembly import assemble, sparse_pattern
 
@@ -691,11 +691,8 @@ extern "C" void run(void** a, real_t* values, long long n) {{
     library = ctypes.CDLL(str(tmp_path / "rows.so"))
     starts, slots = node_slots(conn, nodes)
     arrays = [np.ascontiguousarray(numbers[name], real).reshape(-1) for name in kernel.inputs[:given]]
-    placed = np.zeros(conn.size + 32, np.int32)
-    first = (-placed.ctypes.data % 64) // 4 + conn_offset  # (words to the boundary, then the offset)
-    placed = placed[first:first + conn.size]
-    placed[:] = np.asarray(conn, np.int32).reshape(-1)
-    arrays += [placed, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(slots, np.int32),
+    arrays += [copy_past_a_boundary(np.asarray(conn, np.int32).reshape(-1), 4 * conn_offset),
+               np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(slots, np.int32),
                pattern.indptr.astype(np.int32), pattern.indices.astype(np.int32)]
     arrays += [np.zeros(len(slots) * k, np.uint8)] * rounds
     pointers = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import ROOT, recorded
+from conftest import ROOT, copy_past_a_boundary, recorded
 
 import irfuse
 from irfuse.diagnostics import UsageError
@@ -158,15 +158,6 @@ def test_closing_a_program_of_passes_lets_go_of_what_its_calls_keep():
 # Calls again on new arrays alike the last call's (a loop feeding outputs back) ----------------
 
 
-def _misaligned(a: np.ndarray) -> np.ndarray:
-    """A copy of `a` starting 4 bytes past a 16-byte boundary (C-contiguous)."""
-    raw = np.empty(a.nbytes + 32, np.uint8)
-    start = (-raw.ctypes.data) % 16 + 4
-    out = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
-    out[...] = a
-    return out
-
-
 def test_a_loop_feeding_a_steps_outputs_back_replays_its_passes(step, monkeypatch):
     """`u, v = step(X, u, v, ...)` without out= on the CPU: each call's u and v are the last
     call's outputs, new arrays alike the first call's, and from the third call the passes are
@@ -186,7 +177,7 @@ def test_a_loop_feeding_a_steps_outputs_back_replays_its_passes(step, monkeypatc
     assert u.tobytes() == want.u1.tobytes() and v.tobytes() == want.v1.tobytes()
     strided = np.empty((len(u), 6), np.float32)[:, :3]
     strided[...] = u
-    for odd_u, odd_v in ((_misaligned(u), v), (strided, v), (u, u)):
+    for odd_u, odd_v in ((copy_past_a_boundary(u, 4), v), (strided, v), (u, u)):
         replays.clear()
         got = step(X, odd_u, odd_v, m, c, DN, 1.5, 0.75, 1e-3)
         fresh = step(X, np.array(odd_u), np.array(odd_v), m, c, DN, np.float32(1.5), np.float32(0.75),
@@ -224,7 +215,7 @@ def test_a_call_on_a_new_array_alike_the_last_replays_its_run(monkeypatch):
         u = u + np.float32(1e-3) * r
     assert alike.count(True) >= 4
     alike.clear()
-    seen.append((u, res(X, _misaligned(u), c, DN, 1.5, 0.75).r))
+    seen.append((u, res(X, copy_past_a_boundary(u, 4), c, DN, 1.5, 0.75).r))
     assert alike and not any(alike)  # (every kept call refused it)
     for k, (u_k, r) in enumerate(seen):
         want = res(X.copy(), u_k.copy(), c, DN, np.float32(1.5), np.float32(0.75), out=np.empty_like(u)).r
