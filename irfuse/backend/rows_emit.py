@@ -375,7 +375,9 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             f"  __shared__ __align__(16) real_t irf_part[{room}];  // a round's slots' block rows; at the end the rows",
             f"  __shared__ long long irf_from[{nodes + 1}];  // each node's stretch of the values, from the block's",
             f"  __shared__ long long irf_first[{nodes + 1}];  // each node's first slot",
-            f"  __shared__ int irf_at[{nt * k}];  // where node b of slot t lies in its node's row: b * {nt} + t",
+            (f"  __shared__ __align__(16) int irf_at[{nt * 4}];  // where node b of slot t lies in its node's row, "
+             f"times {nt}: t * 4 + b" if k == 4 else
+             f"  __shared__ int irf_at[{nt * k}];  // where node b of slot t lies in its node's row: b * {nt} + t"),
             "  __shared__ unsigned long long irf_most;  // the most slots a node of the block has",
             f"  const int tid = threadIdx.y * {d} + threadIdx.x;",
             f"  const long long first = (long long)blockIdx.x * {nodes};",
@@ -418,8 +420,11 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             "      for (int q = 0; q < here; ++q) {",
             f"        const int t = y * {d} + q;",
             f"        const real_t* const part = irf_part + t * {stride} + threadIdx.x * {apart};",
+            *([f"        const int4 irf_q = reinterpret_cast<const int4*>(irf_at)[t];  // (the slot's four places at once)",
+               "        const int irf_places[4] = {irf_q.x, irf_q.y, irf_q.z, irf_q.w};"] if k == 4 else []),
             f"        IRF_UNROLL for (int b = 0; b < {k}; ++b) {{  // (b after b: an element may name a node twice)",
-            f"          real_t* const at = row + irf_at[b * {nt} + t] * {nt};",
+            (f"          real_t* const at = row + irf_places[b];" if k == 4 else
+             f"          real_t* const at = row + irf_at[b * {nt} + t] * {nt};"),
             f"          real_t sums[{d}];  // (a block's D words read, added, written: distinct words)",
             f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) sums[j] = at[j * {nt}] + part[b * {d} + j];",
             f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) at[j * {nt}] = sums[j];",
@@ -503,8 +508,8 @@ def _slot_places(k: int, nt: int, d: int) -> list[str]:
     if k != 4:
         return [f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) irf_at[b * {nt} + tid] = places[s * {k} + b] * {d};"]
     return ["      const uchar4 irf_p4 = *reinterpret_cast<const uchar4*>(places + s * 4);  // (places: irfuse's own)",
-            f"      irf_at[tid] = irf_p4.x * {d}; irf_at[{nt} + tid] = irf_p4.y * {d};",
-            f"      irf_at[{2 * nt} + tid] = irf_p4.z * {d}; irf_at[{3 * nt} + tid] = irf_p4.w * {d};"]
+            f"      reinterpret_cast<int4*>(irf_at)[tid] = int4{{irf_p4.x * {d * nt}, irf_p4.y * {d * nt}, "
+            f"irf_p4.z * {d * nt}, irf_p4.w * {d * nt}}};"]
 
 
 def _column_search(idx: str, k: int, d: int, widest: int, column: str, store: str, indent: str,
