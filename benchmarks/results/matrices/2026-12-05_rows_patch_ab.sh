@@ -22,6 +22,7 @@ date -u
 M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_issued.avg.pct_of_peak_sustained_active
 M=$M,sm__warps_active.avg.pct_of_peak_sustained_active
 for s in long_scoreboard short_scoreboard barrier wait; do M=$M,smsp__warp_issue_stalled_${s}_per_warp_active.pct; done
+M=$M${NCU_EXTRA:+,$NCU_EXTRA}  # (more metrics, comma-separated, where NCU_EXTRA names them)
 IRFUSE_CACHE_DIR=$(mktemp -d) timeout 240 ncu -k regex:irf_tangent_rows --launch-skip 1 --launch-count 1 --metrics $M \
   python3 $R/2026-12-03_tangent_rows_banks_probe.py 128 > $OUT/$NCU 2>&1
 grep -E "^ +[a-z_]+__|irf_tangent_rows" $OUT/$NCU
