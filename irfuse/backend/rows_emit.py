@@ -502,9 +502,11 @@ def _element_nodes(into: str, slot: str, valid: str, indent: str) -> list[str]:
 
 
 def _slot_places(k: int, nt: int, d: int) -> list[str]:
-    """The slot's K places in its node's row staged for the round (`irf_at[b * nt + t]`, as the
-    row's first word of the block): a tetrahedron's four read as one 4-byte load (`places` is
-    irfuse's own array, aligned)."""
+    """The slot's K places in its node's row staged for the round: `irf_at[b * nt + t]`, the
+    block's first word in the row, or for a tetrahedron its four read as one 4-byte load
+    (`places` is irfuse's own array, aligned) and staged as one 16-byte word, `irf_at[t * 4 +
+    b]`, already times the row's stride (D x nt), which the adds then read as one load a slot
+    (`_rounds_kernel`; 4-8% of the P1 tangent's time on an H100: benchmarks/NOTES.md, issue 73)."""
     if k != 4:
         return [f"      IRF_UNROLL for (int b = 0; b < {k}; ++b) irf_at[b * {nt} + tid] = places[s * {k} + b] * {d};"]
     return ["      const uchar4 irf_p4 = *reinterpret_cast<const uchar4*>(places + s * 4);  // (places: irfuse's own)",
