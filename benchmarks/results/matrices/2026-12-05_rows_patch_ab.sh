@@ -5,7 +5,9 @@
 # the P1 and Neo-Hookean tangents); then Nsight Compute on the tree's rows kernel as on 17:30
 # UTC's run, its report in $OUT/NCU. From the repository's root on a GPU:
 #   bash THIS PATCH NCU      (2026-12-05: 2026-12-05_rows_prologue.patch ncu_rows_new.txt, then
-#                             2026-12-05_rows_read_ahead.patch ncu_rows_read_ahead.txt)
+#                             2026-12-05_rows_read_ahead.patch ncu_rows_read_ahead.txt; 19:21 UTC
+#                             the gathers-ahead and places-at-once patches and both together)
+# NCU_EXTRA (comma-separated metric names) adds metrics to Nsight Compute's report.
 set -u
 R=benchmarks/results/matrices
 PATCH=$1
