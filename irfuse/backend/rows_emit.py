@@ -420,10 +420,10 @@ def _rounds_kernel(params: list[str], k: int, d: int, widest: int, body: list[st
             "      for (int q = 0; q < here; ++q) {",
             f"        const int t = y * {d} + q;",
             f"        const real_t* const part = irf_part + t * {stride} + threadIdx.x * {apart};",
-            *([f"        const int4 irf_q = reinterpret_cast<const int4*>(irf_at)[t];  // (the slot's four places at once)",
+            *(["        const int4 irf_q = reinterpret_cast<const int4*>(irf_at)[t];  // (the slot's four places at once)",
                "        const int irf_places[4] = {irf_q.x, irf_q.y, irf_q.z, irf_q.w};"] if k == 4 else []),
             f"        IRF_UNROLL for (int b = 0; b < {k}; ++b) {{  // (b after b: an element may name a node twice)",
-            (f"          real_t* const at = row + irf_places[b];" if k == 4 else
+            ("          real_t* const at = row + irf_places[b];" if k == 4 else
              f"          real_t* const at = row + irf_at[b * {nt} + t] * {nt};"),
             f"          real_t sums[{d}];  // (a block's D words read, added, written: distinct words)",
             f"          IRF_UNROLL for (int j = 0; j < {d}; ++j) sums[j] = at[j * {nt}] + part[b * {d} + j];",
