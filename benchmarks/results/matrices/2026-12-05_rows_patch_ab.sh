@@ -14,7 +14,7 @@ PATCH=$1
 NCU=$2
 date -u
 rm -rf /tmp/before && mkdir -p /tmp/before && cp -r irfuse /tmp/before/
-(cd /tmp/before && patch -s -R -p1 < $OLDPWD/$R/$PATCH) || exit 1
+(cd /tmp/before && git apply -R --include="irfuse/*" $OLDPWD/$R/$PATCH) || exit 1  # (its irfuse/ part: a patch may change tests too)
 for tree in new before new before; do
   [ "$tree" = before ] && export PYTHONPATH=/tmp/before || unset PYTHONPATH
   timeout 200 python3 $R/2026-12-05_rows_tree_probe.py 128 $tree 2>&1 | grep -E "^(new|before) "
