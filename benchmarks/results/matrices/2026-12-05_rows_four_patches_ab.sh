@@ -6,9 +6,10 @@
 # shared memory and the gathers), then reversed. The padded gathers' patch also runs the GPU tests
 # of the tangents, operators and diagonals with it applied (its copies' launch through the API had
 # run on no GPU). From the repository's root on a GPU, results under $OUT:
-#   bash THIS [PATCH-NAME ...]     (default: all four, in the order below)
+#   bash THIS [PATCH-NAME ...]     (default: the three not yet timed, in the order below; the
+#                                   padded gathers ran 2026-12-06 00:02 UTC: `bash THIS padded_gathers`)
 R=benchmarks/results/matrices
-PATCHES=${*:-padded_gathers padded_gathers_uniform_words uniform_words_once_blocks_by_shared uniform_words_once}
+PATCHES=${*:-uniform_words_once uniform_words_once_blocks_by_shared padded_gathers_uniform_words}
 for p in $PATCHES; do
   echo "=== $p"
   git apply $R/2026-12-05_$p.patch || { echo "apply failed: $p"; continue; }
