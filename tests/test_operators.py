@@ -74,6 +74,27 @@ def test_a_mask_of_fixed_components_is_taken_from_either_library_and_leaves_the_
             assert np.array_equal(given, v)
 
 
+def test_a_vector_flat_as_a_column_or_shaped_as_the_input_gives_one_product():
+    """A product takes the vector flat (returned flat) or as a column (returned as a column;
+    SciPy's operator takes no other shape), the same values either way, with and without fixed
+    components; the caller's vector is left as it was, and no product's vector stays for the
+    next."""
+    prog, X, conn, _, _ = _cube(2, numbering="random", seed=5)
+    fixed = np.zeros(X.shape, bool)
+    fixed[X[:, 1] == 0] = True
+    v = np.random.default_rng(4).standard_normal(X.shape)
+    for mask in (None, fixed):
+        op = irfuse.linear_operator(prog, X, np.zeros_like(X), Connectivity(conn, len(X)), DN, LAM, MU, wrt="u",
+                                    fixed=mask)
+        flat = op.matvec(v.reshape(-1))
+        assert flat.shape == (X.size,) and np.any(flat != 0)
+        column = op.matvec(v.reshape(-1, 1).copy())
+        assert column.shape == (X.size, 1) and np.array_equal(column[:, 0], flat)
+        given = v.reshape(-1).copy()
+        assert np.array_equal(op.matvec(given), flat) and np.array_equal(given, v.reshape(-1))
+        assert np.array_equal(op.matvec(2 * given), 2 * flat)
+
+
 def test_a_compiled_programs_derivative_is_made_once_and_operators_at_new_points_reuse_it():
     """`irfuse.jvp` of a compiled program keeps what it compiled (a Newton solve asks for the
     same operator at every step): the same `Program` again for the same question, another for

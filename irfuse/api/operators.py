@@ -24,6 +24,8 @@ J[free, fixed] g subtracted, which the caller computes) gives them exactly.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from irfuse.api.arguments import bind_inputs
@@ -66,8 +68,10 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
     if mask is not None and n_in != n_out:
         raise UsageError(f"linear_operator: fixed= makes a square operator; d{of}/d{wrt} is {n_out} x {n_in}")
 
+    given, tangent, result = {**bound, **options}, "d" + wrt, "d" + of  # (made once: a product's host path is short)
+
     def forward(direction):
-        return derivative(**bound, **{"d" + wrt: direction}, **options)["d" + of]
+        return derivative(**given, **{tangent: direction})[result]
 
     reverse: list = []  # the reverse derivative, compiled at the first transposed product
 
@@ -97,23 +101,27 @@ def _product(family: str, derivative, held, n_out: int, mask, what: str):
     operator's own array the derivative takes, or shaped as it), flat, with the Dirichlet rows
     and columns of `mask` (the identity there)."""
     shape = tuple(held.shape)
-    size = int(np.prod(shape))
+    size = math.prod(shape)
+    flat = held.reshape(-1)  # (a view of `held`: a flat vector is copied in without a reshape)
 
     def apply(v):
-        if int(np.prod(tuple(v.shape))) != size:
-            raise UsageError(f"linear_operator: {what} takes a vector of {size} values, not one shaped "
-                             f"{tuple(v.shape)}")
+        given = tuple(v.shape)
+        if math.prod(given) != size:
+            raise UsageError(f"linear_operator: {what} takes a vector of {size} values, not one shaped {given}")
         # The vector is copied into an array of the operator's own, so that every product
         # calls the derivative with the very same arguments: its kept run is replayed (a
         # graph on the GPU) instead of bound and checked again (217 us a product on an H200
         # for the P1 tangent on 1.57 M tets, 17 us a call once kept; benchmarks/NOTES.md).
-        _copy_into(family, held, v.reshape(shape))
+        if len(given) == 1:
+            _copy_into(family, flat, v)
+        else:
+            _copy_into(family, held, v.reshape(shape))
         if mask is not None:
             _zero_where(family, held, mask)
         out = derivative(held).reshape(-1)
         if mask is not None:
             out = _where(family, mask.reshape(-1), v.reshape(-1), out)
-        return out.reshape((n_out,) + tuple(v.shape[1:])) if len(v.shape) == 2 and v.shape[1] == 1 else out
+        return out.reshape((n_out, 1)) if len(given) == 2 and given[1] == 1 else out
 
     return apply
 
@@ -123,7 +131,7 @@ def _host_vector(apply, dtype):
     one by its real and imaginary parts (the operator is real)."""
     def product(v):
         v = np.asarray(v)
-        if np.iscomplexobj(v):
+        if v.dtype.kind == "c":
             real = apply(np.ascontiguousarray(v.real, dtype=dtype)).copy()
             return real + 1j * apply(np.ascontiguousarray(v.imag, dtype=dtype))
         return apply(np.ascontiguousarray(v, dtype=dtype))
