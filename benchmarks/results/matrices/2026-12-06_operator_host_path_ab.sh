@@ -12,7 +12,7 @@ rm -rf /tmp/before && mkdir -p /tmp/before && cp -r irfuse /tmp/before/
 for tree in new before new before; do
   [ "$tree" = before ] && export PYTHONPATH=/tmp/before || unset PYTHONPATH
   echo "=== $tree"
-  timeout 120 python3 $R/2026-12-06_apply_host_probe.py 64 2>&1 | grep -E "^round|tottime|operators.py|programs.py|host_calls|arguments.py" | head -24
+  timeout 120 python3 $R/2026-12-06_apply_host_probe.py 64 2>&1 | grep -E "^round|Error|tottime|operators.py|programs.py|host_calls|arguments.py" | head -24
 done
 unset PYTHONPATH
 (cd benchmarks && timeout 150 python3 tangents.py --cubes 64,128 --j2-elements 0 --skip-jax --skip-peers-above 1 \
