@@ -74,7 +74,7 @@ def test_a_mask_of_fixed_components_is_taken_from_either_library_and_leaves_the_
             assert np.array_equal(given, v)
 
 
-def test_a_vector_flat_as_a_column_or_shaped_as_the_input_gives_one_product():
+def test_a_vector_flat_or_as_a_column_gives_one_product():
     """A product takes the vector flat (returned flat) or as a column (returned as a column;
     SciPy's operator takes no other shape), the same values either way, with and without fixed
     components; the caller's vector is left as it was, and no product's vector stays for the

@@ -6,8 +6,9 @@
 # shared memory and the gathers), then reversed. The padded gathers' patch also runs the GPU tests
 # of the tangents, operators and diagonals with it applied (its copies' launch through the API had
 # run on no GPU). From the repository's root on a GPU, results under $OUT:
-#   bash THIS [PATCH-NAME ...]     (default: the three not yet timed, in the order below; the
-#                                   padded gathers ran 2026-12-06 00:02 UTC: `bash THIS padded_gathers`)
+#   bash THIS [PATCH-NAME ...]     (default: the three below, run 2026-12-06 01:58 UTC; the padded
+#                                   gathers ran 00:02 UTC: `bash THIS padded_gathers`. All four were
+#                                   timed on an H100 and dropped: NOTES, Matrices and solves, 2026-12-06)
 R=benchmarks/results/matrices
 PATCHES=${*:-uniform_words_once uniform_words_once_blocks_by_shared padded_gathers_uniform_words}
 for p in $PATCHES; do
