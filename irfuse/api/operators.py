@@ -112,10 +112,7 @@ def _product(family: str, derivative, held, n_out: int, mask, what: str):
         # calls the derivative with the very same arguments: its kept run is replayed (a
         # graph on the GPU) instead of bound and checked again (217 us a product on an H200
         # for the P1 tangent on 1.57 M tets, 17 us a call once kept; benchmarks/NOTES.md).
-        if len(given) == 1:
-            _copy_into(family, flat, v)
-        else:
-            _copy_into(family, held, v.reshape(shape))
+        _copy_into(family, flat, v if len(given) == 1 else v.reshape(-1))
         if mask is not None:
             _zero_where(family, held, mask)
         out = derivative(held).reshape(-1)

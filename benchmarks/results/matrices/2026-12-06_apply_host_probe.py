@@ -8,7 +8,6 @@ import pstats
 import sys
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, "benchmarks")
@@ -28,11 +27,7 @@ sync = torch.cuda.synchronize
 
 
 def synced(fn, n=200):
-    fn(); sync()
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter(); fn(); sync(); ts.append(time.perf_counter() - t0)
-    return 1e6 * float(np.median(ts))
+    return 1e6 * tg.timed(fn, n, sync)  # (tangents.py's: the median of synchronized calls)
 
 
 def back_to_back(fn, n=200):
