@@ -68,6 +68,52 @@ def test_spilled_bytes_are_charged_as_local_memory_traffic(tmp_path):
     assert spilled.time > plain.time
 
 
+def test_a_one_thread_kernel_is_priced_spilling_only_past_twice_a_threads_registers(monkeypatch):
+    """hex8 in float64: its one kernel of one thread an element counts 440 registers at its peak
+    (`peak_register_words`), past a thread's 255, and ptxas holds it unspilled (202 registers
+    on sm_90). Priced as spilling only past `ONE_THREAD_COUNT_OVER_REGISTERS` times 255, it
+    is priced without spills, where at the count itself it was charged 1,480 bytes a thread;
+    NVRTC's own figures for the kernel are checked beside the estimate."""
+    from irfuse.planner import cost
+
+    path = next(e for e in EXAMPLES if e.endswith("hex8.kas"))
+    program, _ = compile_program(path, None, "f64", compile_gpu=True)
+    (kernel,) = _kernels(program)
+    model = model_from_kernel(kernel, 8)[0]
+    profile = load_profile("h100")
+    count = peak_register_words(model)
+    assert model.bx == 1 and profile.max_regs_per_thread < count <= 2 * profile.max_regs_per_thread
+    assert estimated_spill_bytes(model, profile) == 0
+    figures = program.resources(kernel.sym_name.data)
+    assert figures.registers <= profile.max_regs_per_thread and figures.spill_stores == figures.spill_loads == 0
+    monkeypatch.setattr(cost, "ONE_THREAD_COUNT_OVER_REGISTERS", 1)
+    assert estimated_spill_bytes(model, profile) == (count - profile.max_regs_per_thread) * 8
+
+
+def test_float64_compute_of_a_one_thread_kernel_needs_fewer_warps():
+    """The compute term's efficiency is `occupancy * COMPUTE_WARPS` at float32's rate; in a kernel
+    of one thread an element a float64 pipe (half the rate) fills at half the warps, so hex8 in
+    float64 at its 16% occupancy is priced at twice the rate `occupancy * 2` gives; a kernel
+    spreading an element over threads (BP3's at order 6) keeps `occupancy * 2`."""
+    from irfuse.kernel.model import OpKind, op_weights
+    from irfuse.planner.cost import COMPUTE_WARPS, call_flops, peak_flops
+
+    profile, n = load_profile("h100"), 1 << 22
+    path = next(e for e in EXAMPLES if e.endswith("hex8.kas"))
+    program, _ = compile_program(path, None, "f64", compile_gpu=False)
+    one = model_from_kernel(_kernels(program)[0], 8)[0]
+    spread = next(c.model for c in _whole_element_configs("bp3", 6, n) if c.model.bx > 1 and not c.cost.t_spill)
+    for model, warps in ((one, COMPUTE_WARPS * profile.fp32_flops / profile.fp64_flops), (spread, COMPUTE_WARPS)):
+        sizes = [v.size for v in model.values.values() if v.is_input or v.stored]
+        c = kernel_cost(model, n, profile, sizes)
+        assert c.occupancy * warps < 1
+        flops = call_flops(model, n, profile) + sum(runs * n * op.impl.bx * profile.remap_ops for op, runs in
+                                                    zip(model.ops, op_weights(model.ops))
+                                                    if op.kind == OpKind.CALL and op.remap)
+        assert c.t_compute == pytest.approx(flops / (peak_flops(profile, 8) * c.occupancy * warps))
+    assert profile.fp32_flops / profile.fp64_flops > 1.9
+
+
 def test_a_table_saying_the_plan_spills_moves_the_search_to_another(tmp_path):
     """A register table claiming that every kernel of BigFusion's plan spills 64 KB a thread
     (ptxas's figures as a compile records them) makes the search choose other kernels; the

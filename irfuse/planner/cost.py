@@ -298,6 +298,13 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     return KernelCost(time, t_mem, t_compute, 0.0, 1, 1.0, gpu.registers, gpu.shared_bytes, gpu.bytes, True)
 
 
+# How many times the registers ptxas gives a kernel of one thread an element the planner's count
+# of them (`peak_register_words`) runs, unspilled: hex8 in float64 440 counted, 202 held; the
+# bake-off's one-thread kernels at orders 1-2 in float64 374-408, 218-244 held; a 60-statement
+# random program in float64 218, 126 held; hex8 in float32 251, held in 128 at its launch bounds
+# with 16 bytes spilled: 1.5-2.2 (benchmarks/NOTES.md, The planner, 2026-12-06). Such a kernel
+# is priced as spilling only past this many times a thread's most.
+ONE_THREAD_COUNT_OVER_REGISTERS = 2
 # Spilled registers for each of which every spilled register is loaded once more: ptxas's spill
 # traffic grows faster than the registers spilled (it evicts and reloads the same values more
 # often the more of them compete), fitted on the two block-per-element kernels of the bake-off
@@ -310,15 +317,21 @@ def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
     the registers its values need at their peak (`peak_register_words`) past a thread's most:
     each stored once and loaded once, and, in a kernel spreading an element over several
     threads, loaded once more for every `SPILL_RELOAD_REGISTERS` spilled (4 bytes a register).
-    Kernels of one thread an element keep the linear charge, on which their plans were measured.
+    Kernels of one thread an element keep the linear charge, on which their plans were measured,
+    past `ONE_THREAD_COUNT_OVER_REGISTERS` times a thread's most (ptxas holds their values in
+    about half the registers counted: priced at the count itself, hex8's element kernel in
+    float64 was predicted 2.1x its time for 1,480 bytes a thread it never spilled, and its search
+    analysed 1,000 configurations for the one kernel it kept).
     Plans keeping a contraction's rows in each thread (q*q to q**3 words a value) were priced with
     no spill and ptxas spilled up to 60 KB a thread of them; priced at one store and one load a
     register, the rows kernel of BP3 at order 6 (903 registers past 255) was estimated at 7.2
     KB, spilled 33-34 KB, and was chosen over kernels of lines that ran 2.5x faster
     (benchmarks/NOTES.md, High-order elements)."""
-    excess = max(0, peak_register_words(model) - p.max_regs_per_thread)
-    reloads = excess * excess * 4 // SPILL_RELOAD_REGISTERS if model.bx > 1 else 0
-    return excess * 8 + reloads
+    if model.bx > 1:
+        excess = max(0, peak_register_words(model) - p.max_regs_per_thread)
+        return excess * 8 + excess * excess * 4 // SPILL_RELOAD_REGISTERS
+    excess = max(0, -(-peak_register_words(model) // ONE_THREAD_COUNT_OVER_REGISTERS) - p.max_regs_per_thread)
+    return excess * 8
 
 
 def estimated_kernel_registers(model: KernelModel, p: DeviceProfile) -> int:
@@ -343,6 +356,17 @@ def spill_time(threads: int, spill_bytes: int, p: DeviceProfile) -> float:
     blocks of hundreds of threads) do not stay in L1 (benchmarks/NOTES.md, High-order elements:
     plans measured 1.3-13x slower for 1.4-17.9 KB spilled a thread)."""
     return threads * spill_bytes / p.bandwidth
+
+
+# The arithmetic pipes run at their rate from half an SM's warps on (`occupancy * COMPUTE_WARPS`)
+# at float32's rate. In a kernel of one thread an element (straight code, independent chains in
+# each thread) a pipe of a lower rate is kept busy by proportionally fewer warps: hex8 in float64
+# ran at 53% of the float64 rate with 10 warps an SM (16% occupancy, its blocks held by their
+# shared memory; 1.665 ms on an H100) where `occupancy * 2` priced it at 31% (2.81 ms). A kernel
+# spreading an element over threads waits at its barriers and keeps the float32 figure: with it
+# lowered too, the bake-off's BK3 and BP3 at order 3 moved to blocks of more elements at fewer
+# blocks an SM, 3-4% slower (benchmarks/NOTES.md, The planner, 2026-12-06).
+COMPUTE_WARPS = 2
 
 
 def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: list[int],
@@ -380,7 +404,8 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     for op, runs in zip(model.ops, op_weights(model.ops)):
         if op.kind == OpKind.CALL and op.remap:
             flops += runs * n * op.impl.bx * p.remap_ops
-    t_compute = flops / (rate * min(1.0, occupancy * 2))
+    warps_for_rate = COMPUTE_WARPS * (p.fp32_flops / rate if model.bx == 1 else 1.0)
+    t_compute = flops / (rate * min(1.0, occupancy * warps_for_rate))
     waves = math.ceil(blocks / (p.sms * resident))
     t_sync = barrier_runs(model) * waves * p.barrier_cost
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
