@@ -12,7 +12,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     t_compute = sum over calls of runs * n * flops * (BX / bx_call unless remapped) / flop rate
                 + remapped calls * runs * n * remap_ops / flop rate
                 (flops: a division, reciprocal or square root counts slow_op_flops;
-                 runs: the trip counts of the loops around the call, 1 outside loops)
+                 runs: the trip counts of the loops around the call, 1 outside loops),
+                over min(1, occupancy * COMPUTE_WARPS), for BX = 1 times float32's rate / flop rate
     t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
     t_gather  = n * (sectors of the rows each element gathers) * 32 / gather_rate
                 (every element's own rows, through the caches, where `sectors` counts the
@@ -320,8 +321,7 @@ def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
     Kernels of one thread an element keep the linear charge, on which their plans were measured,
     past `ONE_THREAD_COUNT_OVER_REGISTERS` times a thread's most (ptxas holds their values in
     about half the registers counted: priced at the count itself, hex8's element kernel in
-    float64 was predicted 2.1x its time for 1,480 bytes a thread it never spilled, and its search
-    analysed 1,000 configurations for the one kernel it kept).
+    float64 was predicted 2.1x its time for 1,480 bytes a thread it never spilled).
     Plans keeping a contraction's rows in each thread (q*q to q**3 words a value) were priced with
     no spill and ptxas spilled up to 60 KB a thread of them; priced at one store and one load a
     register, the rows kernel of BP3 at order 6 (903 registers past 255) was estimated at 7.2
