@@ -90,6 +90,21 @@ def test_a_one_thread_kernel_is_priced_spilling_only_past_twice_a_threads_regist
     assert estimated_spill_bytes(model, profile) == (count - profile.max_regs_per_thread) * 8
 
 
+def test_a_float32_one_thread_kernel_keeps_its_count_as_its_registers():
+    """BP1's whole element as one kernel of one thread an element: at order 2 in float64 it
+    counts 408 registers (two a word), priced spilling only past twice 255: nothing (ptxas held
+    it in 222); at order 3 in float32 it counts 399, priced spilling past 255 itself (ptxas
+    held such a kernel in 255 registers at one block an SM: the count is closer in float32)."""
+    profile, n = load_profile("h100"), 1 << 20
+    for order, itemsize, over in ((2, 8, 2), (3, 4, 1)):
+        ones = [c.model for c in _whole_element_configs("bp1", order, n, itemsize=itemsize) if c.model.bx == 1]
+        past = [m for m in ones if profile.max_regs_per_thread < peak_register_words(m) <= 2 * profile.max_regs_per_thread]
+        assert past
+        for m in past:
+            excess = max(0, -(-peak_register_words(m) // over) - profile.max_regs_per_thread)
+            assert estimated_spill_bytes(m, profile) == excess * 8 and (excess > 0) == (itemsize == 4)
+
+
 def test_float64_compute_of_a_one_thread_kernel_needs_fewer_warps():
     """The compute term's efficiency is `occupancy * COMPUTE_WARPS` at float32's rate; in a kernel
     of one thread an element a float64 pipe (half the rate) fills at half the warps, so hex8 in
@@ -224,9 +239,9 @@ def test_a_block_per_element_plan_keeps_lines_where_rows_would_pass_the_register
         assert config.cost.registers == min(estimate_registers(config.model), profile.max_regs_per_thread)
 
 
-def _whole_element_configs(kind: str, order: int, n: int, keep: int = 50):
+def _whole_element_configs(kind: str, order: int, n: int, keep: int = 50, itemsize: int = 8):
     """Every analysed configuration of the bake-off operator's whole element (its one phase
-    as one kernel, `dag.whole_phases`), float64, h100 profile."""
+    as one kernel, `dag.whole_phases`), float64 (or `itemsize`), h100 profile."""
     from irfuse.dialects.kas import program_of
     from irfuse.driver.compile import run_pipeline
     from irfuse.driver.front import frontend
@@ -236,7 +251,7 @@ def _whole_element_configs(kind: str, order: int, n: int, keep: int = 50):
     source = Source(getattr(operators, f"{kind}_source")(order, order + 2), f"{kind}_p{order}.kas")
     dags = program_dags(program_of(run_pipeline(frontend(source).module, "kas-dce")))
     (group,) = whole_phases(dags[0], True)
-    return group_configs(dags, 0, group, n, load_profile("h100"), 8, keep)[0]
+    return group_configs(dags, 0, group, n, load_profile("h100"), itemsize, keep)[0]
 
 
 def test_words_past_a_threads_registers_are_priced_as_spills():

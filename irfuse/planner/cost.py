@@ -299,12 +299,15 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
     return KernelCost(time, t_mem, t_compute, 0.0, 1, 1.0, gpu.registers, gpu.shared_bytes, gpu.bytes, True)
 
 
-# How many times the registers ptxas gives a kernel of one thread an element the planner's count
-# of them (`peak_register_words`) runs, unspilled: hex8 in float64 440 counted, 202 held; the
-# bake-off's one-thread kernels at orders 1-2 in float64 374-408, 218-244 held; a 60-statement
-# random program in float64 218, 126 held; hex8 in float32 251, held in 128 at its launch bounds
-# with 16 bytes spilled: 1.5-2.2 (benchmarks/NOTES.md, The planner, 2026-12-06). Such a kernel
-# is priced as spilling only past this many times a thread's most.
+# How many times the registers ptxas gives a float64 kernel of one thread an element the planner's
+# count of them (`peak_register_words`, two a word) runs, unspilled: hex8 440 counted, 202 held;
+# the bake-off's one-thread kernels at orders 1-2 374-408, 218-244 held; a 60-statement random
+# program 218, 126 held: 1.7-2.2 (benchmarks/NOTES.md, The planner, 2026-12-06). Such a kernel is
+# priced as spilling only past this many times a thread's most. In float32 the count is closer
+# (BP1's example at order 3: 399 counted, 255 held; hex8: 251, held in 128 at its launch bounds
+# with 16 bytes spilled) and where a halved count moved BP1's example to a kernel of 255 registers
+# at one block an SM, a kind of plan measured slower in float64 (BP1 at order 2), unmeasured: it
+# keeps the count.
 ONE_THREAD_COUNT_OVER_REGISTERS = 2
 # Spilled registers for each of which every spilled register is loaded once more: ptxas's spill
 # traffic grows faster than the registers spilled (it evicts and reloads the same values more
@@ -319,9 +322,9 @@ def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
     each stored once and loaded once, and, in a kernel spreading an element over several
     threads, loaded once more for every `SPILL_RELOAD_REGISTERS` spilled (4 bytes a register).
     Kernels of one thread an element keep the linear charge, on which their plans were measured,
-    past `ONE_THREAD_COUNT_OVER_REGISTERS` times a thread's most (ptxas holds their values in
-    about half the registers counted: priced at the count itself, hex8's element kernel in
-    float64 was predicted 2.1x its time for 1,480 bytes a thread it never spilled).
+    in float64 past `ONE_THREAD_COUNT_OVER_REGISTERS` times a thread's most (ptxas holds their
+    values in about half the registers counted: priced at the count itself, hex8's element kernel
+    in float64 was predicted 2.1x its time for 1,480 bytes a thread it never spilled).
     Plans keeping a contraction's rows in each thread (q*q to q**3 words a value) were priced with
     no spill and ptxas spilled up to 60 KB a thread of them; priced at one store and one load a
     register, the rows kernel of BP3 at order 6 (903 registers past 255) was estimated at 7.2
@@ -330,7 +333,8 @@ def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
     if model.bx > 1:
         excess = max(0, peak_register_words(model) - p.max_regs_per_thread)
         return excess * 8 + excess * excess * 4 // SPILL_RELOAD_REGISTERS
-    excess = max(0, -(-peak_register_words(model) // ONE_THREAD_COUNT_OVER_REGISTERS) - p.max_regs_per_thread)
+    over = ONE_THREAD_COUNT_OVER_REGISTERS if model.itemsize == 8 else 1
+    excess = max(0, -(-peak_register_words(model) // over) - p.max_regs_per_thread)
     return excess * 8
 
 
