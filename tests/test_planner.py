@@ -311,25 +311,33 @@ def test_a_search_cut_short_by_its_budget_says_so_and_stays_deterministic(tmp_pa
     assert phased[0].predicted_time <= full[0].predicted_time
 
 
+def _searched_with_and_without_margin(monkeypatch, name, profile, itemsize, margin):
+    """The best plan of example `name` with the search's margin to a block's floor as it is and
+    with `margin` (a name in `planner.search`) set to 0, and the groups each search analysed."""
+    import irfuse.planner.search as search
+
+    p = example_program(name)
+    analysed = []
+    real = search.group_configs
+    monkeypatch.setattr(search, "group_configs", lambda *a, **k: analysed.append(a[2]) or real(*a, **k))
+    _, quick = plan_program(p, 1 << 22, profile, itemsize, 8, top=1)
+    groups = len(analysed)
+    monkeypatch.setattr(search, margin, 0.0)
+    _, whole = plan_program(p, 1 << 22, profile, itemsize, 8, top=1)
+    return quick[0], groups, whole[0], len(analysed) - groups
+
+
 def test_on_the_cpu_profile_a_one_kernel_block_within_2_percent_of_its_floor_ends_the_search(monkeypatch):
     """J2's return mapping on the CPU profile: its one kernel is predicted 1.55% over the
     block's floor (its uniform values' arithmetic counted in it), within the CPU's 2% margin,
     so the search analyses the whole phase and single calls only, a tenth of the groups, and
     plans what the whole search (no margin) plans."""
-    import irfuse.planner.search as search
     from irfuse.planner.profiles import CPU
 
-    p = example_program("j2_return.kas")
-    analysed = []
-    real = search.group_configs
-    monkeypatch.setattr(search, "group_configs", lambda *a, **k: analysed.append(a[2]) or real(*a, **k))
-    _, quick = plan_program(p, 1 << 22, CPU, 4, 8, top=1)
-    groups = len(analysed)
-    analysed.clear()
-    monkeypatch.setattr(search, "CPU_FLOOR_MARGIN", 0.0)
-    _, whole = plan_program(p, 1 << 22, CPU, 4, 8, top=1)
-    assert 10 * groups < len(analysed)
-    assert [(c.dag, c.group, c.by) for c in quick[0].configs] == [(c.dag, c.group, c.by) for c in whole[0].configs]
+    quick, groups, whole, all_groups = _searched_with_and_without_margin(monkeypatch, "j2_return.kas", CPU, 4,
+                                                                          "CPU_FLOOR_MARGIN")
+    assert 10 * groups < all_groups
+    assert [(c.dag, c.group, c.by) for c in quick.configs] == [(c.dag, c.group, c.by) for c in whole.configs]
 
 
 def test_on_a_gpu_profile_a_one_kernel_block_within_5_percent_of_its_floor_ends_the_search(monkeypatch):
@@ -337,20 +345,11 @@ def test_on_a_gpu_profile_a_one_kernel_block_within_5_percent_of_its_floor_ends_
     floor (its compute term above the bytes), within the GPU's 5% margin, so the search stops at
     it instead of spending its budget of 1,000 configurations on smaller groups (0.75-0.85 s of
     a 2.1-2.8 s compile on two cores), and plans what the whole search plans."""
-    import irfuse.planner.search as search
-
-    p = example_program("hex8.kas")
-    analysed = []
-    real = search.group_configs
-    monkeypatch.setattr(search, "group_configs", lambda *a, **k: analysed.append(a[2]) or real(*a, **k))
-    _, quick = plan_program(p, 1 << 22, H100, 8, 8, top=1)
-    groups = len(analysed)
-    analysed.clear()
-    monkeypatch.setattr(search, "FLOOR_MARGIN", 0.0)
-    _, whole = plan_program(p, 1 << 22, H100, 8, 8, top=1)
-    assert 10 * groups < len(analysed)
-    assert [(c.dag, c.group, c.by) for c in quick[0].configs] == [(c.dag, c.group, c.by) for c in whole[0].configs]
-    assert len(quick[0].configs) == 1
+    quick, groups, whole, all_groups = _searched_with_and_without_margin(monkeypatch, "hex8.kas", H100, 8,
+                                                                          "FLOOR_MARGIN")
+    assert 10 * groups < all_groups
+    assert [(c.dag, c.group, c.by) for c in quick.configs] == [(c.dag, c.group, c.by) for c in whole.configs]
+    assert len(quick.configs) == 1
 
 
 @pytest.mark.parametrize("name", ["hex8.kas", "rotation_loop.kas", "mesh/neo_hookean_energy.kas", "cfl_step.kas",

@@ -305,9 +305,9 @@ def cpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes: 
 # program 218, 126 held: 1.7-2.2 (benchmarks/NOTES.md, The planner, 2026-12-06). Such a kernel is
 # priced as spilling only past this many times a thread's most. In float32 the count is closer
 # (BP1's example at order 3: 399 counted, 255 held; hex8: 251, held in 128 at its launch bounds
-# with 16 bytes spilled) and where a halved count moved BP1's example to a kernel of 255 registers
-# at one block an SM, a kind of plan measured slower in float64 (BP1 at order 2), unmeasured: it
-# keeps the count.
+# with 16 bytes spilled), and halving it moved BP1's example to one kernel of 255 registers at one
+# block an SM, the kind of plan measured slower in float64 (BP1 at order 2) and not timed in
+# float32: float32 keeps the count.
 ONE_THREAD_COUNT_OVER_REGISTERS = 2
 # Spilled registers for each of which every spilled register is loaded once more: ptxas's spill
 # traffic grows faster than the registers spilled (it evicts and reloads the same values more
