@@ -7,7 +7,9 @@ change that must not change what is compiled (a refactoring): the two JSON files
     python benchmarks/fingerprint.py --json after.json --compare before.json
 
 Programs over a mesh run on a box mesh of tetrahedra (`irfuse.mesh.box_tetrahedra`) with
-random nodal values; a program of several passes is fingerprinted pass by pass. Compiling
+random nodal values, the high-order examples (`examples/highorder/`, order 3) on a box of
+hexahedra of their order (`irfuse.mesh.box_hexahedra`) with random tables and quadrature data;
+a program of several passes is fingerprinted pass by pass. Compiling
 goes through an empty program cache of its own, so nothing cached stands in for the compiler.
 """
 
@@ -57,12 +59,13 @@ def fingerprint(path: str, dtype: str, profile: str) -> dict:
     import numpy as np
 
     import irfuse
-    from irfuse.mesh import box_tetrahedra
+    from irfuse.mesh import box_hexahedra, box_tetrahedra
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prog = irfuse.compile(path, backend="cpu", dtype=dtype, profile=profile)
-    mesh = box_tetrahedra(3)[:2]
+    # (the high-order examples are of order 3: elements of 64 nodes)
+    mesh = box_hexahedra(2, order=3) if os.sep + "highorder" + os.sep in path else box_tetrahedra(3)[:2]
     out: dict = {"programs": []}
     for p in _programs(prog):
         artifact = p.artifact
@@ -83,7 +86,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ["IRFUSE_CACHE_DIR"] = tempfile.mkdtemp(prefix="irfuse-fingerprint-")
     paths = sorted(glob.glob(os.path.join(ROOT, "examples", "*.kas")) +
-                   glob.glob(os.path.join(ROOT, "examples", "mesh", "*.kas")))
+                   glob.glob(os.path.join(ROOT, "examples", "mesh", "*.kas")) +
+                   glob.glob(os.path.join(ROOT, "examples", "highorder", "*.kas")))
     table = {}
     for path in paths:
         for dtype in args.dtypes:
