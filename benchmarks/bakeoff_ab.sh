@@ -7,13 +7,17 @@
 # NEW_ARGS: arguments the working tree's runs take besides (`--tables constants`: its 1-D tables
 # fixed when compiling, which a head without `constants=` cannot take); ARGS: arguments both take
 # (`--tables constants` where the head has `constants=` too).
-# Results: $OUT/${TAG}_{head,new}_run{1,2}_h200.json, compile logs beside them.
+# Results: $OUT/${TAG}_{head,new}_run{1,2}_<gpu>.json (h100, h200, or gpu for another), compile
+# logs beside them.
 set -u
 OUT=${OUT:-/tmp}
 ORDERS=${ORDERS:-3,4,5,6,7,8}
 KINDS=${KINDS:-bp1,bp3}
 TAG=${TAG:-bakeoff_ab}
 cd "$(dirname "$0")"
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+  *H100*) gpu=h100 ;; *H200*) gpu=h200 ;; *) gpu=gpu ;;
+esac
 base=$(mktemp -d); new=$(mktemp -d)
 args="--orders $ORDERS --kinds $KINDS --cells 32 --skip-peers --dtype f64 ${ARGS:-}"
 IRFUSE_CACHE_DIR=$base PYTHONPATH=$HEAD python3 bakeoff.py $args --compile-only > $OUT/compile_head.log 2>&1 &
@@ -21,7 +25,7 @@ IRFUSE_CACHE_DIR=$new python3 bakeoff.py $args ${NEW_ARGS:-} --compile-only > $O
 wait
 for r in 1 2; do
   IRFUSE_CACHE_DIR=$base PYTHONPATH=$HEAD python3 bakeoff.py $args --repeat 10 \
-    --json $OUT/${TAG}_head_run${r}_h200.json 2>&1 | grep -v warning | tail -22
+    --json $OUT/${TAG}_head_run${r}_${gpu}.json 2>&1 | grep -v warning | tail -22
   IRFUSE_CACHE_DIR=$new python3 bakeoff.py $args ${NEW_ARGS:-} --repeat 10 \
-    --json $OUT/${TAG}_new_run${r}_h200.json 2>&1 | grep -v warning | tail -22
+    --json $OUT/${TAG}_new_run${r}_${gpu}.json 2>&1 | grep -v warning | tail -22
 done
