@@ -68,10 +68,10 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
     if mask is not None and n_in != n_out:
         raise UsageError(f"linear_operator: fixed= makes a square operator; d{of}/d{wrt} is {n_out} x {n_in}")
 
-    given, tangent, result = {**bound, **options}, "d" + wrt, "d" + of  # (made once: a product's host path is short)
+    arguments, tangent, result = {**bound, **options}, "d" + wrt, "d" + of  # (made once: a product's host path is short)
 
     def forward(direction):
-        return derivative(**given, **{tangent: direction})[result]
+        return derivative(**arguments, **{tangent: direction})[result]
 
     reverse: list = []  # the reverse derivative, compiled at the first transposed product
 

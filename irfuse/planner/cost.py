@@ -330,12 +330,10 @@ def estimated_spill_bytes(model: KernelModel, p: DeviceProfile) -> int:
     register, the rows kernel of BP3 at order 6 (903 registers past 255) was estimated at 7.2
     KB, spilled 33-34 KB, and was chosen over kernels of lines that ran 2.5x faster
     (benchmarks/NOTES.md, High-order elements)."""
-    if model.bx > 1:
-        excess = max(0, peak_register_words(model) - p.max_regs_per_thread)
-        return excess * 8 + excess * excess * 4 // SPILL_RELOAD_REGISTERS
-    over = ONE_THREAD_COUNT_OVER_REGISTERS if model.itemsize == 8 else 1
+    over = ONE_THREAD_COUNT_OVER_REGISTERS if model.bx == 1 and model.itemsize == 8 else 1
     excess = max(0, -(-peak_register_words(model) // over) - p.max_regs_per_thread)
-    return excess * 8
+    reloads = excess * excess * 4 // SPILL_RELOAD_REGISTERS if model.bx > 1 else 0
+    return excess * 8 + reloads
 
 
 def estimated_kernel_registers(model: KernelModel, p: DeviceProfile) -> int:
