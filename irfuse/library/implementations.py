@@ -62,6 +62,8 @@ class Affine:
         return Affine(((var, coeff),) if var and coeff else (), const)
 
     def __add__(self, other: "Affine") -> "Affine":
+        if not other.coeffs:  # (a constant added: the variables as they are)
+            return Affine(self.coeffs, self.const + other.const)
         d = dict(self.coeffs)
         for v, c in other.coeffs:
             d[v] = d.get(v, 0) + c
@@ -120,11 +122,18 @@ class _SymbolicExpander(Expander):
         return Affine.of(const=v) if isinstance(v, int) else v
 
     def leaf(self, operand: int, idx: tuple) -> SLeaf:
-        off, stride = Affine(), 1
+        # (the word's offset summed in place: the expansion makes one leaf an operand word a
+        # thread reads, tens of thousands for a high-order element's contractions)
+        const, coeffs, stride = 0, {}, 1
         for n, v in reversed(list(zip(self.shapes[operand], idx))):
-            off = off + self._affine(v).scale(stride)
+            if isinstance(v, int):
+                const += v * stride
+            else:
+                const += v.const * stride
+                for var, c in v.coeffs:
+                    coeffs[var] = coeffs.get(var, 0) + c * stride
             stride *= n
-        return SLeaf(operand, off)
+        return SLeaf(operand, Affine(tuple(sorted((v, c) for v, c in coeffs.items() if c)), const))
 
     def delta(self, a, b):
         a, b = self._affine(a), self._affine(b)
@@ -545,8 +554,8 @@ def _derive(op: OpDef, mapping: str, along_tables: bool = False) -> GeneratedImp
         return AccessPattern(_start_text(size, Affine(), var_exprs), 1, 1, size), Affine()
 
     operand_aps, operand_rel = [], []
+    leaves = [leaf for _, tree in outputs for leaf in _nodes(tree, SLeaf)]
     for k, t in enumerate(op.operand_types):
-        leaves = [leaf for _, tree in outputs for leaf in _nodes(tree, SLeaf)]
         offs = [lf.offset for lf in leaves if lf.operand == k]
         if not offs:  # an operand the definition never reads: nothing to touch
             offs = [Affine()]
