@@ -536,6 +536,35 @@ def _spilling_above(monkeypatch, most: int) -> list:
     return asked
 
 
+def test_the_compiles_side_by_side_follow_the_cores_runnable_now_not_the_minutes_average(monkeypatch, tmp_path):
+    """`_width` counts the threads runnable at this instant (/proc/loadavg's fourth field), so a
+    machine that has just finished other work (its one-minute average still high) compiles a
+    spilling kernel's steps beside its first compile; one whose cores are all busy compiles one
+    at a time; without the file, the load average; without either, one at a time."""
+    from irfuse.driver import compile as driver
+
+    real_busy_cores, cores = driver._busy_cores, 4
+    monkeypatch.setattr(driver.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(driver.os, "getloadavg", lambda: (3.9, 3.0, 1.0))
+    quiet = tmp_path / "loadavg"
+    quiet.write_text("3.90 3.00 1.00 1/412 5120\n")  # (the average high, only this compile runnable)
+    assert driver._busy_cores(str(quiet)) == 1.0
+    busy = tmp_path / "busy"
+    busy.write_text("0.10 0.05 0.01 5/412 5120\n")  # (the average low, every core runnable now)
+    assert driver._busy_cores(str(busy)) == 5.0
+    assert driver._busy_cores(str(tmp_path / "none")) == 3.9  # (no such file: the average)
+    for runnable, width in ((1.0, driver.WIDTH), (2.0, 3), (4.0, 1), (9.0, 1)):
+        monkeypatch.setattr(driver, "_busy_cores", lambda runnable=runnable: runnable)
+        assert driver._width() == width, runnable
+    monkeypatch.setattr(driver, "_busy_cores", real_busy_cores)
+
+    def no_average():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(driver.os, "getloadavg", no_average)
+    assert driver._busy_cores(str(tmp_path / "none")) == cores
+
+
 @pytest.mark.parametrize("most", [8, 4])
 def test_a_kernel_that_spills_at_the_raised_minimum_is_compiled_at_1024_threads(monkeypatch, most):
     """SyncTest's kernel asks for 10 blocks; as if ptxas spilled it above `most`, it is

@@ -14,6 +14,7 @@ compiles are used only when a register table is named. The disk cache only saves
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
@@ -184,17 +185,40 @@ def _first_steps(module: ModuleOp, itemsize: int, emitted: EmittedModule) -> dic
 
 
 def _width() -> int:
-    """Steps to compile side by side: `WIDTH` where the machine has a core idle (its load
-    average, this compile's own core included, half a core or more below its cores), else
-    one. Compiling a step that turns out not to be needed costs a core's time: on a busy
-    machine (the test suite's workers on every core: 415-428 s against 382-402 s with two
-    always) it only slows the rest. The result is the same either way."""
+    """Steps to compile side by side: `WIDTH` where the machine has a core idle (`_busy_cores`,
+    this compile's own core included, half a core or more below its cores), else one.
+    Compiling a step that turns out not to be needed costs a core's time: on a busy machine
+    (the test suite's workers on every core: 415-428 s against 382-402 s with two always) it
+    only slows the rest. The result is the same either way."""
     cores = os.cpu_count() or 1
+    return max(1, min(WIDTH, cores, 1 + int(cores - _busy_cores() + 0.5)))
+
+
+RUNNABLE_READS = 5  # (`_busy_cores`: 5 ms of a compile)
+
+
+def _busy_cores(loadavg: str = "/proc/loadavg") -> float:
+    """Cores busy now, this compile's own included: the threads Linux has runnable at this
+    instant (`loadavg`'s fourth field, `runnable/all`, the reading thread one of them; the
+    fewest of `RUNNABLE_READS` reads a millisecond apart, since a thread runnable for a moment
+    is not a busy core), else the one-minute load average, else every core. The average lags:
+    for a minute after other work (a program compiled just before, both cores of a 2-core
+    machine busy for a second) it counts cores that are idle now, and a spilling kernel's steps
+    were then compiled one after the other: BP3's example 2.5 s cold against 1.4 side by side
+    (benchmarks/NOTES.md, Compiling, 2026-12-06)."""
     try:
-        idle = cores - os.getloadavg()[0]
+        counts = []
+        for _ in range(RUNNABLE_READS):
+            with open(loadavg) as f:
+                counts.append(float(f.read().split()[3].split("/")[0]))
+            time.sleep(0.001)
+        return min(counts)
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        return os.getloadavg()[0]
     except OSError:  # (no load average on this system)
-        idle = 0.0
-    return max(1, min(WIDTH, cores, 1 + int(idle + 0.5)))
+        return float(os.cpu_count() or 1)
 
 
 def _shared_blocks(info, itemsize: int) -> int:
