@@ -556,13 +556,12 @@ def test_the_compiles_side_by_side_follow_the_cores_runnable_now_not_the_minutes
     for runnable, width in ((1.0, driver.WIDTH), (2.0, 3), (4.0, 1), (9.0, 1)):
         monkeypatch.setattr(driver, "_busy_cores", lambda runnable=runnable: runnable)
         assert driver._width() == width, runnable
-    monkeypatch.setattr(driver, "_busy_cores", real_busy_cores)
 
     def no_average():
         raise OSError("no load average")
 
     monkeypatch.setattr(driver.os, "getloadavg", no_average)
-    assert driver._busy_cores(str(tmp_path / "none")) == cores
+    assert real_busy_cores(str(tmp_path / "none")) == cores
 
 
 @pytest.mark.parametrize("most", [8, 4])
