@@ -91,8 +91,11 @@ def child(source: str, backend: str, dtype: str, arch: str, cache: str, timeout:
           parts: bool = False) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["IRFUSE_CACHE_DIR"] = cache
+    # (`-P`: the child's working folder, the project root, not put first on its path, so that a
+    # tree named by PYTHONPATH is the irfuse it imports, an A/B's other tree; the root after it)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), ROOT) if p)
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, source, backend, dtype, arch,
+        done = subprocess.run([sys.executable, "-P", "-c", CHILD, source, backend, dtype, arch,
                                "call" if call else "-", "parts" if parts else "-"], capture_output=True,
                               text=True, env=env, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
