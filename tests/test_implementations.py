@@ -49,6 +49,30 @@ def test_a_line_along_the_summed_axis_reads_its_operands_line_once():
     assert not any(i.along_tables for i in implementations(default_library().get("add_8x7x7_8x7x7")))
 
 
+@pytest.mark.parametrize("names", [None, ("contract_kc_cba_kba_5x4_4x4x4", "contract_jb_kba_kja_5x4_5x4x4",
+                                            "contract_ia_kja_kji_5x4_5x5x4", "contract_kji_kji_kji_5x5x5_5x5x5")])
+def test_one_thread_an_element_takes_the_ops_own_expanded_entries(names):
+    """The `elem` mapping's entries are the op's expanded trees (`OpDef.trees`) with their words
+    as constant offsets: the same, entry by entry and offset by offset, as expanding the
+    definition again with every index a constant (every op of the library, and the contractions
+    of a high-order operator)."""
+    import itertools
+
+    from irfuse.library import implementations as impls
+    from irfuse.library.indexexpr import parse_definition
+
+    lib = default_library()
+    ops = list(lib) if names is None else [lib.get(n) for n in names]
+    for op in ops:
+        d = parse_definition(op.definition)
+        expander = impls._SymbolicExpander(op)
+        again = [expander.expand(d.expr, dict(zip(d.target_indices, idx)))
+                 for idx in itertools.product(*(range(n) for n in op.result_type.shape))]
+        outputs = impls._derive(op, "elem").outputs
+        assert [tree for _, tree in outputs] == again, op.name
+        assert [off for off, _ in outputs] == [impls.Affine(const=k) for k in range(len(again))], op.name
+
+
 def test_a_line_mapping_binds_every_index_but_the_first_to_the_threads():
     """`contract("kc,cba->kba", B, u)` of a 5x4 table and a 4x4x4 tensor: one thread a line
     (b, a), 16 threads, each computing the 5 entries k of its line from the 4 words of u on it."""
