@@ -46,7 +46,7 @@ from dataclasses import field
 
 from irfuse.artifact.records import record
 from irfuse.dialects.access_pattern import AccessPattern, fit_pattern
-from irfuse.library.indexexpr import (Const, Expander, Leaf, SBin, SCall, SUn, fold_bin, make_call,
+from irfuse.library.indexexpr import (Const, Definition, Expander, Leaf, SBin, SCall, SUn, fold_bin, make_call,
                                       parse_definition)
 from irfuse.library.ops import OpDef
 
@@ -534,10 +534,9 @@ def _thread_entries(op: OpDef, mapping: str, target: tuple[str, ...]) -> tuple[l
     return envs, var_exprs, var_ranges, bx
 
 
-def _derive(op: OpDef, mapping: str, along_tables: bool = False) -> GeneratedImplementation:
-    d = parse_definition(op.definition)
-    shape = op.result_type.shape
-    envs, var_exprs, var_ranges, bx = _thread_entries(op, mapping, d.target_indices)
+def _expanded_entries(op: OpDef, d: Definition, envs: list[dict], var_ranges: dict) -> list[tuple[Affine, object]]:
+    """(offset, tree) of each result entry a thread computes, one for each of `envs` (its
+    indices' values: ints, or Affine in the thread's variables), its definition expanded."""
     selects = bool(var_ranges) and "delta" in op.definition  # (only a delta makes a runtime test)
     # (a vector's lines leave every value of the vector's index a selection; those of values the
     # thread's variable never takes are dropped while expanding. Other mappings keep their
@@ -545,14 +544,11 @@ def _derive(op: OpDef, mapping: str, along_tables: bool = False) -> GeneratedImp
     exp = _SymbolicExpander(op, var_ranges if "ix_line" in var_ranges else None)
     strides = []
     s = 1
-    for n in reversed(shape):
+    for n in reversed(op.result_type.shape):
         strides.insert(0, s)
         s *= n
     stride_of = dict(zip(d.target_indices, strides))
     outputs = []
-    if mapping == "elem":  # (every index a constant: the op's own expanded entries, in row-major order)
-        envs = []
-        outputs = [(Affine(const=k), _affine_leaves(tree)) for k, tree in enumerate(op.trees)]
     for env in envs:
         off = Affine()
         for i in d.target_indices:
@@ -562,6 +558,16 @@ def _derive(op: OpDef, mapping: str, along_tables: bool = False) -> GeneratedImp
         if selects and next(_nodes(tree, SCond), None) is not None:
             tree = _fold_selections(tree, var_ranges)
         outputs.append((off, tree))
+    return outputs
+
+
+def _derive(op: OpDef, mapping: str, along_tables: bool = False) -> GeneratedImplementation:
+    d = parse_definition(op.definition)
+    envs, var_exprs, var_ranges, bx = _thread_entries(op, mapping, d.target_indices)
+    if mapping == "elem":  # (every index a constant: the op's own expanded entries, in row-major order)
+        outputs = [(Affine(const=k), _affine_leaves(tree)) for k, tree in enumerate(op.trees)]
+    else:
+        outputs = _expanded_entries(op, d, envs, var_ranges)
 
     def pattern(offsets: list[Affine], size: int) -> tuple[AccessPattern, Affine]:
         linear = {o.linear for o in offsets}
