@@ -63,8 +63,6 @@ class Affine:
         return Affine(((var, coeff),) if var and coeff else (), const)
 
     def __add__(self, other: "Affine") -> "Affine":
-        if not other.coeffs:  # (a constant added: the variables as they are)
-            return Affine(self.coeffs, self.const + other.const)
         d = dict(self.coeffs)
         for v, c in other.coeffs:
             d[v] = d.get(v, 0) + c
@@ -105,6 +103,23 @@ class SCond:
     b: Affine
 
 
+def _row_major_offset(idx, shape: tuple[int, ...]) -> Affine:
+    """The word at index `idx` (each an int, or an Affine in the thread's variables) of a
+    row-major array of `shape`. Summed in place rather than through `Affine` sums: the expansion
+    asks it for every operand word a thread reads, tens of thousands for a high-order element's
+    contractions."""
+    const, coeffs, stride = 0, {}, 1
+    for n, v in reversed(list(zip(shape, idx))):
+        if isinstance(v, int):
+            const += v * stride
+        else:
+            const += v.const * stride
+            for var, c in v.coeffs:
+                coeffs[var] = coeffs.get(var, 0) + c * stride
+        stride *= n
+    return Affine(tuple(sorted((v, c) for v, c in coeffs.items() if c)), const)
+
+
 class _SymbolicExpander(Expander):
     """Unrolls a definition with some indices bound to thread variables: operand words
     become affine offsets, and a delta over a thread variable a runtime condition, or 0 where
@@ -123,18 +138,7 @@ class _SymbolicExpander(Expander):
         return Affine.of(const=v) if isinstance(v, int) else v
 
     def leaf(self, operand: int, idx: tuple) -> SLeaf:
-        # (the word's offset summed in place: the expansion makes one leaf an operand word a
-        # thread reads, tens of thousands for a high-order element's contractions)
-        const, coeffs, stride = 0, {}, 1
-        for n, v in reversed(list(zip(self.shapes[operand], idx))):
-            if isinstance(v, int):
-                const += v * stride
-            else:
-                const += v.const * stride
-                for var, c in v.coeffs:
-                    coeffs[var] = coeffs.get(var, 0) + c * stride
-            stride *= n
-        return SLeaf(operand, Affine(tuple(sorted((v, c) for v, c in coeffs.items() if c)), const))
+        return SLeaf(operand, _row_major_offset(idx, self.shapes[operand]))
 
     def delta(self, a, b):
         a, b = self._affine(a), self._affine(b)
@@ -542,18 +546,9 @@ def _expanded_entries(op: OpDef, d: Definition, envs: list[dict], var_ranges: di
     # thread's variable never takes are dropped while expanding. Other mappings keep their
     # selections as they were: what they fold is what their plans were measured with.)
     exp = _SymbolicExpander(op, var_ranges if "ix_line" in var_ranges else None)
-    strides = []
-    s = 1
-    for n in reversed(op.result_type.shape):
-        strides.insert(0, s)
-        s *= n
-    stride_of = dict(zip(d.target_indices, strides))
     outputs = []
     for env in envs:
-        off = Affine()
-        for i in d.target_indices:
-            v = env[i]
-            off = off + (Affine.of(const=v * stride_of[i]) if isinstance(v, int) else v.scale(stride_of[i]))
+        off = _row_major_offset([env[i] for i in d.target_indices], op.result_type.shape)
         tree = exp.expand(d.expr, env)
         if selects and next(_nodes(tree, SCond), None) is not None:
             tree = _fold_selections(tree, var_ranges)
