@@ -23,9 +23,10 @@ from irfuse.artifact.kernel_info import KernelInfo
 from irfuse.artifact.records import record
 from irfuse.diagnostics import Diagnostic, ExecutionError, UsageError
 
-FORMAT = 5  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups; 4: element
+FORMAT = 6  # 2: the manifest holds the host plan and the layout; 3: scatters add in groups; 4: element
 # kernels take the nodal sums and the connectivity of their scatters (atomics added in the kernel);
-# 5: the manifest carries a digest of itself and the plan's files (`plan_digest`)
+# 5: the manifest carries a digest of itself and the plan's files (`plan_digest`); 6: kernels.cubin
+# may hold several cubin images one after another (the manifest's `images`)
 PLAN_FILES = ("kernels.cu", "kernels.cubin", "program.mlir", "reference.mlir")  # what the digest covers
 
 
@@ -88,13 +89,41 @@ class KernelResources:
 
 @record
 class CubinResult:
-    """A cubin for one architecture, its compiler log and per-kernel resources."""
+    """The GPU code of a program for one architecture, its compiler log and per-kernel
+    resources. `cubin` is one cubin image, or several one after another where NVRTC compiled
+    the program's kernels apart (`images`: each image's bytes and the kernels it holds, in
+    order; empty for one image holding every kernel): the runtime loads each image as a module
+    of its own (`parts`)."""
 
     arch: str
     cubin: bytes
     log: str
     resources: dict[str, KernelResources] = field(default_factory=dict)
     cached: bool = False
+    images: tuple[tuple[int, tuple[str, ...]], ...] = ()
+
+    def parts(self) -> list[tuple[bytes, tuple[str, ...] | None]]:
+        """Each image's bytes and the kernels it holds (None: every kernel, one image)."""
+        if not self.images:
+            return [(self.cubin, None)]
+        out, at = [], 0
+        for size, kernels in self.images:
+            out.append((self.cubin[at:at + size], kernels))
+            at += size
+        return out
+
+    @staticmethod
+    def joined(parts: list[tuple["CubinResult", tuple[str, ...]]]) -> "CubinResult":
+        """One result of cubins compiled apart for one architecture, each with the kernels of
+        it that run (a kernel's other images are left out); one part is itself."""
+        if len(parts) == 1 and set(parts[0][1]) >= set(parts[0][0].resources):
+            return parts[0][0]
+        arch = {c.arch for c, _ in parts}
+        if len(arch) != 1:
+            raise ValueError(f"cubins for several architectures: {sorted(arch)}")
+        return CubinResult(arch.pop(), b"".join(c.cubin for c, _ in parts), "\n".join(c.log for c, _ in parts),
+                           {k: c.resources[k] for c, kernels in parts for k in kernels if k in c.resources},
+                           all(c.cached for c, _ in parts), tuple((len(c.cubin), tuple(k)) for c, k in parts))
 
 
 class Artifact:
@@ -193,6 +222,8 @@ class Artifact:
             written.append("kernels.cubin")
             manifest["arch"] = self.cubin.arch
             manifest["resources"] = {k: vars(v) for k, v in self.cubin.resources.items()}
+            if self.cubin.images:
+                manifest["images"] = [[size, list(kernels)] for size, kernels in self.cubin.images]
         for name, text in (("program.mlir", self.program_text), ("reference.mlir", self.reference_text)):
             path = os.path.join(directory, name)
             if text is not None:
@@ -230,8 +261,10 @@ class Artifact:
             cubin_path = os.path.join(directory, "kernels.cubin")
             if os.path.exists(cubin_path):
                 with open(cubin_path, "rb") as f:
-                    cubin = CubinResult(manifest["arch"], f.read(), "",
-                                        {k: KernelResources(**v) for k, v in manifest.get("resources", {}).items()})
+                    data = f.read()
+                cubin = CubinResult(manifest["arch"], data, "",
+                                    {k: KernelResources(**v) for k, v in manifest.get("resources", {}).items()},
+                                    images=_images(manifest.get("images", []), len(data), manifest["kernels"]))
             element_type(manifest["dtype"])
             if manifest["layout"] not in ("aos", "soa"):
                 raise ValueError(f"layout {manifest['layout']!r}")
@@ -245,6 +278,23 @@ class Artifact:
             raise UsageError(Diagnostic(f"not a valid irfuse plan directory: {e}", directory)) from None
         return Artifact(manifest["dtype"], manifest["layout"], source, kernels, host, cubin, manifest.get("meta", {}),
                         texts[0], texts[1])
+
+
+def _images(images: list, size: int, kernels: list) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """A manifest's `images` (each cubin image's bytes and kernels), checked against the cubin's
+    size and the kernels the manifest lists: ValueError where they do not add up."""
+    named = {k.get("name") for k in kernels if isinstance(k, dict)}
+    out = []
+    for image in images:
+        if not (isinstance(image, list) and len(image) == 2 and isinstance(image[0], int) and image[0] > 0
+                and isinstance(image[1], list) and all(isinstance(k, str) and k in named for k in image[1])):
+            raise ValueError(f"images: {image!r} is not [bytes, [kernels of the manifest]]")
+        out.append((image[0], tuple(image[1])))
+    if out and sum(s for s, _ in out) != size:
+        raise ValueError(f"images: {sum(s for s, _ in out)} bytes listed, kernels.cubin holds {size}")
+    if out and named - {k for _, names in out for k in names}:
+        raise ValueError(f"images: no image holds kernels {sorted(named - {k for _, ks in out for k in ks})}")
+    return tuple(out)
 
 
 def _grid_text(k: KernelInfo) -> str:

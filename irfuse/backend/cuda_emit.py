@@ -128,8 +128,13 @@ _PRELUDE: str | None = None
 
 @record
 class EmittedModule:
+    """A module's CUDA C (`source`: every kernel, what the host C++ compiler builds and a plan's
+    `kernels.cu` holds) and its kernels; `units`: the same kernels cut into sources NVRTC
+    compiles apart (`emit_module`), each an `EmittedModule` of its own."""
+
     source: str
     kernels: list[KernelInfo]
+    units: tuple = ()
 
 
 class _Names:
@@ -1277,16 +1282,20 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
                            strided.get(k.sym_name.data), cpu_loop, constants.get(k.sym_name.data)) for k in kernels]
     emitted += [emit_sums_kernel(k, element.itemsize, sums, name, min_blocks.get(name), library)
                 for k, sums, name in sums_kernels]
+    uses: list[list[str]] = []  # each planned kernel's device functions, by name
     for text, info, used in emitted:
         texts.append(text)
         infos.append(info)
+        uses.append([])
         for impl, variant in sorted(used, key=lambda p: p[0].variant_name(p[1])):
             name = impl.variant_name(variant)
+            uses[-1].append(name)
             if name not in functions:
                 src = impl.device_source(variant)
                 for ap in impl.aps:
                     c_start(ap, impl.bx)  # refuses BY, which generated code cannot see
                 functions[name] = re.sub(r"\bBX\b", str(impl.bx), src)
+    planned = len(texts)
     combines = sorted({(op.reduce_kind.value, op.res.type.size) for op in module.walk()  # type: ignore[attr-defined]
                        if isinstance(op, fuse.CombineOp)})
     for kind, size in combines:
@@ -1307,8 +1316,18 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
         for text, info in [index_check_kernel(False), index_check_kernel(True), *transpose_kernels()]:
             texts.append(text)
             infos.append(info)
-    source = element.c_prelude + "\n\n".join([prelude(), *functions.values(), *texts]) + "\n"
-    return EmittedModule(source, infos)
+    def joined(parts: list[str]) -> str:
+        return element.c_prelude + "\n\n".join([prelude(), *parts]) + "\n"
+
+    # The units NVRTC compiles apart: each planned kernel with the device functions it calls
+    # (a spilling kernel's steps to fewer blocks compile it alone, `driver.compile.build`), and
+    # the library's kernels (combines, scatters, index checks: the same text in every program
+    # that has them, so NVRTC's cache holds them once for all).
+    units = [EmittedModule(joined([*(functions[f] for f in functions if f in uses[i]), texts[i]]), [infos[i]])
+             for i in range(planned)]
+    if len(texts) > planned:
+        units.append(EmittedModule(joined(texts[planned:]), infos[planned:]))
+    return EmittedModule(joined([*functions.values(), *texts]), infos, tuple(units))
 
 
 def with_min_blocks(emitted: EmittedModule, min_blocks: dict[str, int]) -> EmittedModule:
@@ -1327,4 +1346,6 @@ def with_min_blocks(emitted: EmittedModule, min_blocks: dict[str, int]) -> Emitt
                 raise CompileError(f"kernel @{info.name}: {found} launch bounds found in its module's source, not 1")
             info = dataclasses.replace(info, min_blocks=blocks)
         kernels.append(info)
-    return EmittedModule(source, kernels)
+    units = tuple(with_min_blocks(u, {k.name: min_blocks[k.name] for k in u.kernels if k.name in min_blocks})
+                  for u in emitted.units)
+    return EmittedModule(source, kernels, units)

@@ -32,7 +32,7 @@ from irfuse.dialects.layouts import set_module_layout, set_module_strides
 from irfuse.artifact.stages import Stage
 from irfuse.diagnostics import UsageError
 from irfuse.dialects.kas import program_of
-from irfuse.artifact.artifact import Artifact
+from irfuse.artifact.artifact import Artifact, CubinResult
 from irfuse.driver.artifact import CompiledProgram, CompiledStages
 from irfuse.driver.fused_stages import fused_plan, sums_fusions
 from irfuse.dialects.fuse import KernelOp
@@ -83,69 +83,68 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
-    A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is compiled again asking for
-    fewer resident blocks (more registers per thread) until it does not, or one block is
-    asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
+    NVRTC compiles the module's units apart (`EmittedModule.units`): each planned kernel with
+    the device functions it calls, and the library's kernels (found in NVRTC's cache where an
+    earlier program had the same); the program's cubin holds their images (`CubinResult.images`).
+    A kernel that ptxas makes spill (more than `SPILL_BYTES_KEPT`) is compiled again alone,
+    asking for fewer resident blocks (more registers per thread) until it does not, or one block
+    is asked: first 1024 threads per SM where more were asked (`launch_min_blocks`), then half as
     many (`_fewer_blocks`); the module is emitted once, a step changing only its launch bounds
     (`with_min_blocks`). A kernel the planner's count of registers puts far past a step's
     (`_first_steps`) starts at the first step it does not. Where cores are idle (`_width`, or
     `width` given: the compiles this build may run at once), compiles run side by side, each in
-    a thread (NVRTC releases the GIL): the first compile of the module beside those at every
-    kernel's first `width` - 1 steps (which a spilling kernel needs next, so it does not wait
-    for the first to find the spill), and each later round `width` steps of every kernel still
-    spilling.
-    ptxas allocates each kernel's registers alone, so a kernel's spills at a step do not depend
-    on the other kernels' steps: every compile tells, for each of its kernels, whether it
-    spills at that kernel's step (`spills`), and each spilling kernel takes its first step that
-    does not. The source kept is the one that taking the steps one compile at a time ends with
-    (compiled again only where no compile's source was it: kernels stopping at different
-    steps; tests/test_planner.py checks both ways agree). Measured (benchmarks/NOTES.md,
-    Compiling): the same source and cubin for 65 programs (31 with spills).
-    """
+    a thread (NVRTC releases the GIL): every unit's first compile beside each planned kernel's
+    first `width` - 1 steps (which a spilling kernel needs next, so it does not wait for the
+    first to find the spill), and each later round the next steps of every kernel still
+    spilling. Each kernel keeps its first step that does not spill, whatever ran beside what:
+    the kept source, kernels and cubin do not depend on the cores (tests/test_planner.py checks
+    1, 2 and 4 at once)."""
     element = module_element_type(module)
     emitted = emit_module(module, element, {}, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels)
     if not compile_gpu:
         return CompiledProgram(module, element.name, emitted.source, emitted.kernels, None)
     width = _width() if width is None else width
     first = _first_steps(module, element.itemsize, emitted)
-    steps = {k.name: [b for b in _steps_down(k, element.itemsize) if b < first.get(k.name, k.min_blocks)]
-             for k in emitted.kernels}
-    steps = {name: s for name, s in steps.items() if s}
-    spills: dict[tuple[str, int], bool] = {}  # (kernel, resident blocks) -> whether it spills there
-    compiled: list[tuple] = []  # (emitted, cubin) of every compile
+    stepped = [u for u in emitted.units if len(u.kernels) == 1]  # (the planned kernels, a library's one)
+    unit_of = {u.kernels[0].name: u for u in stepped}
+    ladders = {}  # kernel -> the resident blocks it is compiled at, in turn
+    for name, unit in unit_of.items():
+        start = first.get(name, unit.kernels[0].min_blocks)
+        ladders[name] = [start] + [b for b in _steps_down(unit.kernels[0], element.itemsize) if b < start]
+    compiled: dict[tuple[str, int], CubinResult] = {}  # (kernel, resident blocks) -> its unit's cubin there
 
-    def compile_at(levels: list[dict[str, int]]) -> None:
-        for e, c in _compile_each(emitted, element, levels, arch):
-            compiled.append((e, c))
-            for k in e.kernels:
-                spills[(k.name, k.min_blocks)] = _spills(c, k)
+    def steps_of(name: str, count: int) -> list:
+        """The next `count` steps of kernel `name` not yet compiled, from the first."""
+        return [(name, b) for b in ladders[name] if (name, b) not in compiled][:count]
 
-    # (beside the first compile, as many of the spilling kernels' first steps as cores are idle)
-    ahead = min(width - 1, max((len(s) for s in steps.values()), default=0))
-    compile_at([first] + [{**first, **{name: s[min(j, len(s) - 1)] for name, s in steps.items()}}
-                          for j in range(ahead)])
-    at = {k.name: first.get(k.name, k.min_blocks) for k in emitted.kernels}  # each kernel's resident blocks so far
+    # (first round: every unit at its first step, the library's beside them, then each planned
+    # kernel's next steps as cores allow: queued in that order)
+    firsts = [(name, ladders[name][0]) for name in ladders]
+    ahead = [s for name in ladders for s in steps_of(name, width)[1:]]
+    others = [u for u in emitted.units if u not in stepped]
+    done = _compile_units([(unit_of[n], {n: b}) for n, b in firsts] + [(u, {}) for u in others]
+                          + [(unit_of[n], {n: b}) for n, b in ahead], element, arch, width)
+    compiled.update(zip(firsts + ahead, done[:len(firsts)] + done[len(firsts) + len(others):]))
+    kept_others = done[len(firsts):len(firsts) + len(others)]
     while True:
-        unknown = {}  # spilling kernels -> their steps from the first not yet compiled
-        for name in at:
-            while spills[(name, at[name])]:
-                step = next((b for b in steps.get(name, ()) if b < at[name]), None)
-                if step is None:
+        at = {}
+        unknown = []
+        for name, ladder in ladders.items():
+            for b in ladder:
+                if (name, b) not in compiled:
+                    unknown.append(name)
                     break
-                if (name, step) not in spills:
-                    unknown[name] = [b for b in steps[name] if b <= step]
+                if not _spills(compiled[(name, b)], unit_of[name].kernels[0], b) or b == ladder[-1]:
+                    at[name] = b
                     break
-                at[name] = step
-        if unknown:
-            rounds = min(width, max(map(len, unknown.values())))
-            compile_at([{**at, **{name: s[min(j, len(s) - 1)] for name, s in unknown.items()}}
-                        for j in range(rounds)])
-            continue
-        kept = next(((e, c) for e, c in compiled if {k.name: k.min_blocks for k in e.kernels} == at), None)
-        if kept is None:  # (kernels stopping at different steps: each compiled, not all at once)
-            compile_at([dict(at)])
-            continue
-        return CompiledProgram(module, element.name, kept[0].source, kept[0].kernels, kept[1])
+        if not unknown:
+            break
+        jobs = [s for name in unknown for s in steps_of(name, max(1, width // len(unknown)))]
+        compiled.update(zip(jobs, _compile_units([(unit_of[n], {n: b}) for n, b in jobs], element, arch, width)))
+    kept = with_min_blocks(emitted, at)
+    images = [(compiled[(name, b)], (name,)) for name, b in at.items()] + [
+        (c, tuple(k.name for k in u.kernels)) for u, c in zip(others, kept_others)]
+    return CompiledProgram(module, element.name, kept.source, kept.kernels, CubinResult.joined(images))
 
 
 WIDTH = 4  # steps compiled side by side where cores are idle (see `_width`)
@@ -273,29 +272,25 @@ def _fewer_blocks(blocks: int, threads: int, most: int | None = None, by_one: bo
 SPILL_BYTES_KEPT = 32
 
 
-def _spills(cubin, kernel) -> bool:
-    """Whether ptxas made `kernel` spill more than `SPILL_BYTES_KEPT` where a step to fewer
-    blocks is left."""
+def _spills(cubin, kernel, blocks: int) -> bool:
+    """Whether ptxas made `kernel`, compiled at `blocks` resident blocks, spill more than
+    `SPILL_BYTES_KEPT` where a step to fewer blocks is left."""
     r = cubin.resources.get(kernel.name)
-    return r is not None and r.spill_stores + r.spill_loads > SPILL_BYTES_KEPT and kernel.min_blocks > 1
+    return r is not None and r.spill_stores + r.spill_loads > SPILL_BYTES_KEPT and blocks > 1
 
 
-def _compile_each(emitted_once: EmittedModule, element, levels: list[dict[str, int]], arch: str | None
-                  ) -> list[tuple]:
-    """(emitted, cubin) of the module emitted once (`emitted_once`) at each of `levels` (kernel
-    -> resident blocks), compiled side by side, each in a thread (one: in this one)."""
+def _compile_units(jobs: list[tuple], element, arch: str | None, width: int) -> list[CubinResult]:
+    """The cubin of each of `jobs` (a unit, its kernels' resident blocks), compiled `width` at a
+    time, each in a thread (one: in this one)."""
     from concurrent.futures import ThreadPoolExecutor
 
     nvrtc = compiler_for("cuda")
-    if len(levels) == 1:
-        emitted = with_min_blocks(emitted_once, levels[0])
-        return [(emitted, nvrtc.compile(emitted.source, emitted.kernels, element, arch))]
-    with ThreadPoolExecutor(max_workers=len(levels)) as pool:
-        futures = []
-        for level in levels:
-            emitted = with_min_blocks(emitted_once, level)
-            futures.append((emitted, pool.submit(nvrtc.compile, emitted.source, emitted.kernels, element, arch)))
-        return [(emitted, future.result()) for emitted, future in futures]
+    units = [with_min_blocks(unit, blocks) for unit, blocks in jobs]
+    if width <= 1 or len(units) == 1:
+        return [nvrtc.compile(u.source, u.kernels, element, arch) for u in units]
+    with ThreadPoolExecutor(max_workers=min(width, len(units))) as pool:
+        futures = [pool.submit(nvrtc.compile, u.source, u.kernels, element, arch) for u in units]
+        return [future.result() for future in futures]
 
 
 def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", compile_gpu: bool = True,

@@ -169,16 +169,19 @@ class CudaDevice:
         self.arch = arch
         cubin = plan.cubin_for(arch)  # the artifact's binary for this GPU (the compiler's side makes it)
         self.plan = plan
-        self.cubin = cubin.cubin
         self.dtype = plan.element.numpy
-        self.module = drv.module_from_buffer(self.cubin)
+        # Each cubin image a module (the program's kernels compiled apart: `CubinResult.parts`).
+        self.images = cubin.parts()
+        self.modules = [drv.module_from_buffer(image) for image, _ in self.images]
+        self.image_of = {k.name: next(i for i, (_, names) in enumerate(self.images) if names is None or k.name in names)
+                         for k in plan.kernels}
         # Per kernel: what ptxas reported, or the driver where the report left a kernel out.
         self.resources: dict[str, KernelResources] = dict(cubin.resources)
         self.functions = {}
         self.shared = {}
         limit = self.dev.get_attribute(drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         for k in plan.kernels:
-            fn = self.module.get_function(k.name)
+            fn = self.modules[self.image_of[k.name]].get_function(k.name)
             dynamic = k.dynamic_shared_bytes(plan.itemsize)
             if dynamic > limit:
                 raise ExecutionError(f"kernel {k.name} needs {dynamic} bytes of shared memory; "
@@ -208,7 +211,7 @@ class CudaDevice:
         self.graph_dependent_launches = self.dependent_launches
         self._after_kernel = False  # the last step captured was a kernel launch
         self._kept: list = []  # dependent launches captured: their parameters outlive the capture call
-        self._bindings_module = None  # the cubin loaded through cuda-bindings (`dependent_launch`)
+        self._bindings_modules: dict[int, object] = {}  # images loaded through cuda-bindings (`dependent_launch`)
         self._bindings_functions: dict[str, object] = {}
         self._constants: dict[tuple, object] = {}  # small host values uploaded once (`constant`)
         # Uniform scalars given on the host (`scalar`): (input, stream) -> [buffer, address, bits written].
@@ -273,12 +276,12 @@ class CudaDevice:
                 for event in self._ordering[1:]:
                     cu.cuEventDestroy(event)
                 self._ordering = None
-            if self._bindings_module is not None:
-                cuda_driver().cuModuleUnload(self._bindings_module)
-                self._bindings_module = None
-                self._bindings_functions.clear()
+            for module in self._bindings_modules.values():
+                cuda_driver().cuModuleUnload(module)
+            self._bindings_modules.clear()
+            self._bindings_functions.clear()
             self.functions.clear()
-            self.module = None
+            self.modules = []
         finally:
             self.drv.Context.pop()  # (PyCUDA pops the top of the stack: the push above)
         self.release_thread()  # other threads pop theirs when they end
@@ -584,14 +587,15 @@ class CudaDevice:
 
     def _bindings_function(self, kernel: str, shared_bytes: int):
         """The kernel's CUfunction through cuda-bindings, which PyCUDA does not give for
-        cuLaunchKernelEx: the cubin loaded again in the same context, once (before any capture
-        that launches it: loading a module is not a stream operation)."""
+        cuLaunchKernelEx: its cubin image loaded again in the same context, once (before any
+        capture that launches it: loading a module is not a stream operation)."""
         fn = self._bindings_functions.get(kernel)
         if fn is None:
             cu = cuda_driver()
-            if self._bindings_module is None:
-                self._bindings_module = checked(cu.cuModuleLoadData(self.cubin), "cuModuleLoadData")
-            fn = checked(cu.cuModuleGetFunction(self._bindings_module, kernel.encode()), "cuModuleGetFunction")
+            image = self.image_of[kernel]
+            if image not in self._bindings_modules:
+                self._bindings_modules[image] = checked(cu.cuModuleLoadData(self.images[image][0]), "cuModuleLoadData")
+            fn = checked(cu.cuModuleGetFunction(self._bindings_modules[image], kernel.encode()), "cuModuleGetFunction")
             if shared_bytes > 48 * 1024:
                 checked(cu.cuFuncSetAttribute(
                     fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
