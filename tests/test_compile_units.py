@@ -194,3 +194,14 @@ def test_a_plan_directory_keeps_the_images_and_refuses_images_that_do_not_add_up
         with pytest.raises(UsageError, match="not a valid irfuse plan directory: images: .*(" + said + ")") as e:
             Artifact.load(str(tmp_path / "plan"))
         assert str(tmp_path / "plan") in str(e.value)
+
+
+def test_a_program_without_kernels_compiles_its_prelude_as_one_unit():
+    """A program that returns an input has no kernel: its one unit is the prelude, compiled
+    once, and the cubin is that unit's own (no images listed)."""
+    from irfuse.driver.compile import compile_text
+
+    program, _ = compile_text("matrix3x3 A; vector12 v;\ninput A;\nreturn A;\n", "returns_a.kas", arch="sm_90")
+    assert program.kernels == [] and program.cubin.images == () and program.cubin.cubin[:4] == b"\x7fELF"
+    assert program.cubin.parts() == [(program.cubin.cubin, None)]
+

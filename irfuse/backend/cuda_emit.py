@@ -1327,7 +1327,8 @@ def emit_module(module: ModuleOp, element: ElementType, min_blocks: dict[str, in
              for i in range(planned)]
     if len(texts) > planned:
         units.append(EmittedModule(joined(texts[planned:]), infos[planned:]))
-    return EmittedModule(joined([*functions.values(), *texts]), infos, tuple(units))
+    source = joined([*functions.values(), *texts])
+    return EmittedModule(source, infos, tuple(units) or (EmittedModule(source, []),))  # (no kernel: the prelude)
 
 
 def with_min_blocks(emitted: EmittedModule, min_blocks: dict[str, int]) -> EmittedModule:
