@@ -187,6 +187,7 @@ def test_a_plan_directory_keeps_the_images_and_refuses_images_that_do_not_add_up
     size, kernels = good["images"][0]
     for images, said in (([[size + 1, kernels], good["images"][1]], "bytes listed"),
                          ([[size, kernels + ["nowhere"]], good["images"][1]], "is not"),
+                         ([[True, kernels], good["images"][1]], "is not"), (None, "is not a list"),
                          ([good["images"][1]], "bytes listed|no image holds")):
         manifest = dict(good, images=images)
         manifest["digest"] = plan_digest(str(tmp_path / "plan"), manifest)

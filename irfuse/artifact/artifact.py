@@ -284,9 +284,12 @@ def _images(images: list, size: int, kernels: list) -> tuple[tuple[int, tuple[st
     """A manifest's `images` (each cubin image's bytes and kernels), checked against the cubin's
     size and the kernels the manifest lists: ValueError where they do not add up."""
     named = {k.get("name") for k in kernels if isinstance(k, dict)}
+    if not isinstance(images, list):
+        raise ValueError(f"images: {images!r} is not a list")
     out = []
     for image in images:
-        if not (isinstance(image, list) and len(image) == 2 and isinstance(image[0], int) and image[0] > 0
+        if not (isinstance(image, list) and len(image) == 2 and isinstance(image[0], int)
+                and not isinstance(image[0], bool) and image[0] > 0
                 and isinstance(image[1], list) and all(isinstance(k, str) and k in named for k in image[1])):
             raise ValueError(f"images: {image!r} is not [bytes, [kernels of the manifest]]")
         out.append((image[0], tuple(image[1])))
