@@ -201,7 +201,7 @@ def main(argv=None) -> int:
         import cupy
 
         with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as tmp:
-            tmp.write(prog.compiled.cubin.cubin)
+            tmp.write(next(image for image, names in prog.compiled.cubin.parts() if names is None or k.name in names))
         raw = cupy.RawModule(path=tmp.name).get_function(k.name)
         ca, cf = cupy.asarray(a), cupy.asarray(f)
         nn = np.int64(args.small_n)
