@@ -9,7 +9,10 @@ and hex8 in float64 too) and backend: a fresh Python process with an empty `IRFU
 imports NumPy (what a user's script has already), then times `import irfuse` and
 `irfuse.compile(path, backend=...)` (**cold**: the front end, the fusion search, the in-kernel
 passes, NVRTC or the host compiler); a second fresh process on that cache times the same two
-(**cached**: the program found in the cache and loaded); a third, cold again, times where the
+(**cached**: the program found in the cache and loaded); another, on a cache the programs before
+it in the run filled, times the same compile (**cold after others**: the program's own entries
+absent, NVRTC's of the units it shares with them there, the library's kernels of a mesh program
+as a user's later programs find them); a third, cold again, times where the
 compile goes: the fusion search (candidates and the cover) and NVRTC (its compiles summed, some
 run side by side: the steps of a spilling kernel, the passes of a staged program), with timers
 that add a little to that compile, which is why it is not the cold one. On the CPU backend the first call
@@ -139,35 +142,42 @@ def main(argv=None) -> int:
         child(os.path.join(ROOT, "examples", "synctest.kas"), "cpu", "f32", args.arch, cache, args.timeout)
     rows = []
     for backend in args.backends:
+        shared = tempfile.TemporaryDirectory()  # (the cache every program of this backend is compiled into in turn)
         for name, source, dtype in jobs:
             with tempfile.TemporaryDirectory() as cache:
                 call = os.path.dirname(source) == os.path.join(ROOT, "examples")  # (not over a mesh)
                 cold = child(source, backend, dtype, args.arch, cache, args.timeout, call)
                 cached = child(source, backend, dtype, args.arch, cache, args.timeout) if "error" not in cold else {}
+            after = child(source, backend, dtype, args.arch, shared.name, args.timeout) if "error" not in cold else {}
             with tempfile.TemporaryDirectory() as cache:  # (timed apart: its timers add to the cold compile)
                 parts = child(source, backend, dtype, args.arch, cache, args.timeout, parts=True) \
                     if "error" not in cold else {}
             rows.append({"program": name, "dtype": dtype, "backend": backend, "import_s": cold.get("import"),
-                         "cold_s": cold.get("compile"), "first_call_s": cold.get("first_call"), "cached_s": cached.get("compile"),
+                         "cold_s": cold.get("compile"), "cold_after_others_s": after.get("compile"),
+                         "first_call_s": cold.get("first_call"), "cached_s": cached.get("compile"),
                          "cached_import_s": cached.get("import"), "search_s": parts.get("search"),
                          "nvrtc_s": parts.get("nvrtc"), "nvrtc_compiles": parts.get("nvrtc_compiles"),
                          "error": cold.get("error") or cached.get("error")})
             print(json.dumps(rows[-1]), flush=True)
+        shared.cleanup()
     table = Table(title="Compile time, fresh processes (NumPy imported first)")
-    for column in ("program", "dtype", "backend", "import irfuse s", "cold compile s", "of it: search s",
+    for column in ("program", "dtype", "backend", "import irfuse s", "cold compile s", "cold after others s",
+                   "of it: search s",
                    "NVRTC s (compiles)", "then a first call s", "cached load ms"):
         table.add_column(column, justify="left" if column in ("program", "dtype", "backend") else "right")
     for r in rows:
         table.add_row(r["program"], r["dtype"], r["backend"],
                       "-" if r["import_s"] is None else f"{r['import_s']:.3f}",
                       r["error"] or f"{r['cold_s']:.2f}",
+                      "-" if r.get("cold_after_others_s") is None else f"{r['cold_after_others_s']:.2f}",
                       "-" if r.get("search_s") is None else f"{r['search_s']:.2f}",
                       "-" if not r.get("nvrtc_compiles") else f"{r['nvrtc_s']:.2f} ({r['nvrtc_compiles']})",
                       "-" if r.get("first_call_s") is None else f"{r['first_call_s']:.2f}",
                       "-" if r["cached_s"] is None else f"{1e3 * (r['cached_s'] + r['cached_import_s']):.1f}")
     Console(width=190).print(table)
-    print("(cached load: `import irfuse` and `irfuse.compile` of a program in the cache, in a fresh process; the search "
-          "and NVRTC timed in a third cold compile: NVRTC's compiles summed, some of them side by side)")
+    print("(cached load: `import irfuse` and `irfuse.compile` of a program in the cache, in a fresh process; cold after "
+          "others: compiled cold in the cache the programs above it filled; the search and NVRTC timed in a third cold "
+          "compile: NVRTC's compiles summed, some of them side by side)")
     path = args.json or meta.result_path("compile")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
