@@ -206,3 +206,39 @@ def test_a_program_without_kernels_compiles_its_prelude_as_one_unit():
     assert program.kernels == [] and program.cubin.images == () and program.cubin.cubin[:4] == b"\x7fELF"
     assert program.cubin.parts() == [(program.cubin.cubin, None)]
 
+
+
+def test_a_modules_units_take_the_cores_the_modules_beside_it_leave(monkeypatch):
+    """Built beside other modules (`_build_modules`), a module's units run in threads of their
+    own, each compile once it holds one of the cores the modules share (a semaphore): asked one
+    step at a time (`width` 1), its four units still run two at once on two cores, one at once
+    while another module holds the second core; the cubins come back in the units' order."""
+    import threading
+    import time
+
+    from irfuse.backend.cuda_emit import EmittedModule
+    from irfuse.driver import compile as driver
+
+    lock, running, most = threading.Lock(), [0], [0]
+
+    class Counted:
+        def compile(self, source, kernels, element, arch):
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.05)  # (so that compiles started together overlap)
+            with lock:
+                running[0] -= 1
+            return source
+
+    monkeypatch.setattr(driver, "compiler_for", lambda name: Counted())
+    units = [(EmittedModule(f"unit {i}", []), {}) for i in range(4)]
+    cores = threading.BoundedSemaphore(2)
+    assert driver._compile_units(units, None, "sm_90", 1, cores) == [f"unit {i}" for i in range(4)]
+    assert most == [2]
+    most[0] = 0
+    with cores:  # (another module compiling on the second core)
+        assert driver._compile_units(units, None, "sm_90", 1, cores) == [f"unit {i}" for i in range(4)]
+    assert most == [1]
+    most[0] = 0
+    assert driver._compile_units(units, None, "sm_90", 1) == [f"unit {i}" for i in range(4)] and most == [1]

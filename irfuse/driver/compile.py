@@ -79,7 +79,7 @@ def lower(module: ModuleOp, pipeline: str | None = None, planning: PlanningOptio
 
 
 def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
-          sums_kernels: Sequence = (), width: int | None = None) -> CompiledProgram:
+          sums_kernels: Sequence = (), width: int | None = None, cores=None) -> CompiledProgram:
     """Emits CUDA C for an already-lowered module (in its element type) and, with
     `compile_gpu`, compiles it with NVRTC.
 
@@ -98,7 +98,9 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     first to find the spill), and each later round the next steps of every kernel still
     spilling. Each kernel keeps its first step that does not spill, whatever ran beside what:
     the kept source, kernels and cubin do not depend on the cores (tests/test_planner.py checks
-    1, 2 and 4 at once)."""
+    1, 2 and 4 at once). `cores` (a semaphore): the cores this build shares with the modules
+    built beside it (`_build_modules`); each compile takes one, so that its units run on the
+    cores the others leave, however many steps `width` asks for."""
     element = module_element_type(module)
     emitted = emit_module(module, element, {}, cpu_loop=cpu_loop_kernel, sums_kernels=sums_kernels)
     if not compile_gpu:
@@ -123,7 +125,7 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
     ahead = [s for name in ladders for s in steps_of(name, width)[1:]]
     others = [u for u in emitted.units if u not in stepped]
     done = _compile_units([(unit_of[n], {n: b}) for n, b in firsts] + [(u, {}) for u in others]
-                          + [(unit_of[n], {n: b}) for n, b in ahead], element, arch, width)
+                          + [(unit_of[n], {n: b}) for n, b in ahead], element, arch, width, cores)
     compiled.update(zip(firsts + ahead, done[:len(firsts)] + done[len(firsts) + len(others):]))
     kept_others = done[len(firsts):len(firsts) + len(others)]
     while True:
@@ -140,7 +142,8 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
         if not unknown:
             break
         jobs = [s for name in unknown for s in steps_of(name, max(1, width // len(unknown)))]
-        compiled.update(zip(jobs, _compile_units([(unit_of[n], {n: b}) for n, b in jobs], element, arch, width)))
+        compiled.update(zip(jobs, _compile_units([(unit_of[n], {n: b}) for n, b in jobs], element, arch, width,
+                                                 cores)))
     kept = with_min_blocks(emitted, at)
     images = [(compiled[(name, b)], (name,)) for name, b in at.items()] + [
         (c, tuple(k.name for k in u.kernels)) for u, c in zip(others, kept_others)]
@@ -279,18 +282,25 @@ def _spills(cubin, kernel, blocks: int) -> bool:
     return r is not None and r.spill_stores + r.spill_loads > SPILL_BYTES_KEPT and blocks > 1
 
 
-def _compile_units(jobs: list[tuple], element, arch: str | None, width: int) -> list[CubinResult]:
+def _compile_units(jobs: list[tuple], element, arch: str | None, width: int, cores=None) -> list[CubinResult]:
     """The cubin of each of `jobs` (a unit, its kernels' resident blocks), compiled `width` at a
-    time, each in a thread (one: in this one)."""
+    time, each in a thread (one: in this one); with `cores` (a semaphore shared with the modules
+    built beside this one), each compile in a thread of its own once it holds a core."""
     from concurrent.futures import ThreadPoolExecutor
 
     nvrtc = compiler_for("cuda")
     units = [with_min_blocks(unit, blocks) for unit, blocks in jobs]
-    if width <= 1 or len(units) == 1:
-        return [nvrtc.compile(u.source, u.kernels, element, arch) for u in units]
-    with ThreadPoolExecutor(max_workers=min(width, len(units))) as pool:
-        futures = [pool.submit(nvrtc.compile, u.source, u.kernels, element, arch) for u in units]
-        return [future.result() for future in futures]
+
+    def compiled(u):
+        if cores is None:
+            return nvrtc.compile(u.source, u.kernels, element, arch)
+        with cores:
+            return nvrtc.compile(u.source, u.kernels, element, arch)
+    threads = len(units) if cores is not None else min(width, len(units))
+    if threads <= 1:
+        return [compiled(u) for u in units]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return [future.result() for future in [pool.submit(compiled, u) for u in units]]
 
 
 def compile_program(path: str, pipeline: str | None = None, dtype: str = "f32", compile_gpu: bool = True,
@@ -460,30 +470,38 @@ def _build_modules(jobs: list[tuple], pipeline: str | None, compile_gpu: bool, a
     modules built at once, so that each module's own side-by-side steps (`build`'s `width`)
     do not put more compiles on the cores than they have: on two cores the explicit step's
     three modules at two compiles each (their first steps beside them) took 0.78 s against
-    0.51 s one compile each (benchmarks/NOTES.md, Compiling, 2026-12-01). Each module is
-    built alone, so the results are those of building them in turn, and so is the error
-    raised: the first job's that fails."""
+    0.51 s one compile each (benchmarks/NOTES.md, Compiling, 2026-12-01). The cores are a
+    semaphore the modules share: a module's units (`build`) run on the cores the others leave,
+    so the explicit step's element pass, three units, does not compile them one after another
+    once the other passes are done (0.66-0.70 s cold on two cores against 0.78-0.80; NOTES,
+    Compiling, 2026-12-06, 10:30 UTC). Each module is built alone, so the results are those of
+    building them in turn, and so is the error raised: the first job's that fails."""
     cores = _width() if compile_gpu else 1
     width = min(cores, len(jobs))
     if width == 1:
         return [_build_module(r, m, name, pipeline, compile_gpu, arch, sums, cores) for r, m, name, sums in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
+    import threading
+
     each = max(1, cores // width)
+    shared = threading.BoundedSemaphore(cores)  # (a module's units take the cores the others leave)
     with ThreadPoolExecutor(max_workers=width) as pool:
-        futures = [pool.submit(_build_module, r, m, name, pipeline, compile_gpu, arch, sums, each)
+        futures = [pool.submit(_build_module, r, m, name, pipeline, compile_gpu, arch, sums, each, shared)
                    for r, m, name, sums in jobs]
         return [future.result() for future in futures]
 
 
 def _build_module(reference: ModuleOp, module: ModuleOp, name: str, pipeline: str | None, compile_gpu: bool,
-                  arch: str | None, sums_kernels: Sequence = (), width: int | None = None) -> CompiledProgram:
+                  arch: str | None, sums_kernels: Sequence = (), width: int | None = None,
+                  cores=None) -> CompiledProgram:
     """A lowered module built (`build`, with `sums_kernels` emitted too, `width` compiles at
-    once), its reference kept."""
-    program = build(module, compile_gpu, arch, sums_kernels, width)
+    once, or its steps `width` at once on `cores` shared with other modules), its reference kept."""
+    program = build(module, compile_gpu, arch, sums_kernels, width, cores)
     if compile_gpu and "fuse-load-by-readers" in expand_named_pipelines(pipeline or DEFAULT_PIPELINE):
         program = with_loads_by_readers(module, program, module_element_type(module).itemsize, SPILL_BYTES_KEPT,
-                                        lambda m: build(m, compile_gpu, arch, sums_kernels, width), run_pipeline)
+                                        lambda m: build(m, compile_gpu, arch, sums_kernels, width, cores),
+                                        run_pipeline)
     program.reference_module = reference
     program.meta = {"source": name, "pipeline": pipeline or DEFAULT_PIPELINE}
     return program
