@@ -480,9 +480,8 @@ def _build_modules(jobs: list[tuple], pipeline: str | None, compile_gpu: bool, a
     width = min(cores, len(jobs))
     if width == 1:
         return [_build_module(r, m, name, pipeline, compile_gpu, arch, sums, cores) for r, m, name, sums in jobs]
-    from concurrent.futures import ThreadPoolExecutor
-
     import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     each = max(1, cores // width)
     shared = threading.BoundedSemaphore(cores)  # (a module's units take the cores the others leave)
