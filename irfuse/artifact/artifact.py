@@ -293,10 +293,13 @@ def _images(images: list, size: int, kernels: list) -> tuple[tuple[int, tuple[st
                 and isinstance(image[1], list) and all(isinstance(k, str) and k in named for k in image[1])):
             raise ValueError(f"images: {image!r} is not [bytes, [kernels of the manifest]]")
         out.append((image[0], tuple(image[1])))
-    if out and sum(s for s, _ in out) != size:
-        raise ValueError(f"images: {sum(s for s, _ in out)} bytes listed, kernels.cubin holds {size}")
-    if out and named - {k for _, names in out for k in names}:
-        raise ValueError(f"images: no image holds kernels {sorted(named - {k for _, ks in out for k in ks})}")
+    if not out:
+        return ()
+    listed, missing = sum(s for s, _ in out), named - {k for _, names in out for k in names}
+    if listed != size:
+        raise ValueError(f"images: {listed} bytes listed, kernels.cubin holds {size}")
+    if missing:
+        raise ValueError(f"images: no image holds kernels {sorted(missing)}")
     return tuple(out)
 
 

@@ -119,15 +119,19 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
         """The next `count` steps of kernel `name` not yet compiled, from the first."""
         return [(name, b) for b in ladders[name] if (name, b) not in compiled][:count]
 
+    def jobs(steps: list) -> list:
+        """Each step (kernel, resident blocks) as its kernel's unit and those blocks."""
+        return [(unit_of[name], {name: b}) for name, b in steps]
+
     # (first round: every unit at its first step, the library's beside them, then each planned
     # kernel's next steps as cores allow: queued in that order)
     firsts = [(name, ladders[name][0]) for name in ladders]
     ahead = [s for name in ladders for s in steps_of(name, width)[1:]]
     others = [u for u in emitted.units if u not in stepped]
-    done = _compile_units([(unit_of[n], {n: b}) for n, b in firsts] + [(u, {}) for u in others]
-                          + [(unit_of[n], {n: b}) for n, b in ahead], element, arch, width, cores)
-    compiled.update(zip(firsts + ahead, done[:len(firsts)] + done[len(firsts) + len(others):]))
+    done = _compile_units(jobs(firsts) + [(u, {}) for u in others] + jobs(ahead), element, arch, width, cores)
     kept_others = done[len(firsts):len(firsts) + len(others)]
+    del done[len(firsts):len(firsts) + len(others)]
+    compiled.update(zip(firsts + ahead, done))
     while True:
         at = {}
         unknown = []
@@ -141,9 +145,8 @@ def build(module: ModuleOp, compile_gpu: bool = True, arch: str | None = None,
                     break
         if not unknown:
             break
-        jobs = [s for name in unknown for s in steps_of(name, max(1, width // len(unknown)))]
-        compiled.update(zip(jobs, _compile_units([(unit_of[n], {n: b}) for n, b in jobs], element, arch, width,
-                                                 cores)))
+        steps = [s for name in unknown for s in steps_of(name, max(1, width // len(unknown)))]
+        compiled.update(zip(steps, _compile_units(jobs(steps), element, arch, width, cores)))
     kept = with_min_blocks(emitted, at)
     images = [(compiled[(name, b)], (name,)) for name, b in at.items()] + [
         (c, tuple(k.name for k in u.kernels)) for u, c in zip(others, kept_others)]
