@@ -480,7 +480,8 @@ def test_a_dlpack_capsule_is_read_for_pointer_shape_strides_and_type():
 
 def test_a_compiled_program_is_kept_on_disk_and_read_back_by_the_next_process(tmp_path):
     """The second process reads the first one's entry (same kernels, same warnings, no
-    compile); an entry damaged on disk is compiled again and replaced."""
+    compile); an entry damaged on disk (a file gone, a byte changed) is compiled again and
+    replaced."""
     import subprocess
     import sys
 
@@ -507,6 +508,14 @@ def test_a_compiled_program_is_kept_on_disk_and_read_back_by_the_next_process(tm
     third = run()
     assert third[0] == "None" and third[1:] == first[1:]  # compiled again
     assert run()[0] == second[0]  # and the entry replaced
+    with open(os.path.join(second[0], "kernels.cu"), "r+b") as f:  # one byte changed, the size kept
+        f.seek(len(f.read()) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 1]))
+    assert run()[0] == "None"  # compiled again (the file's checksum no longer the one written; the
+    # source is not read to load a program, so only the checksum finds it)
+    assert run()[0] == second[0]
 
 
 def test_the_program_cache_key_holds_the_library_and_every_option():

@@ -20,6 +20,7 @@ import functools
 import json
 import os
 import sys
+import zlib
 from dataclasses import asdict
 
 from irfuse.artifact.artifact import Artifact
@@ -28,20 +29,22 @@ from irfuse.artifact.disk_cache import cache_lock, entry_path, new_sha256, read_
 from irfuse.diagnostics import Diagnostic, IrfuseError
 from irfuse.driver.installed import installed_libraries
 
-FORMAT = 4  # 2: entries carry a checksum of every file; 3: the artifact's host plan, the library's additions;
-# 4: staged programs (a directory per stage)
+FORMAT = 5  # 2: entries carry a checksum of every file; 3: the artifact's host plan, the library's additions;
+# 4: staged programs (a directory per stage); 5: the files' checksums CRC-32 and size (SHA-256 before)
 
 
-def _source_files(root: str) -> list[tuple[str, os.stat_result]]:
+def _source_files(root: str, prefix: str = "") -> list[tuple[str, os.stat_result]]:
     """irfuse's source files (`.py`, `.h`) under `root` (the packaged examples and bytecode
-    aside), each path relative to `root` with its status, in a fixed order."""
-    found = []
-    for folder, dirs, files in os.walk(root):  # (top-down, so that the pruned folders are not entered)
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and d != "examples")
-        rel = os.path.relpath(folder, root)
-        prefix = "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
-        found += [(prefix + name, os.stat(os.path.join(folder, name)))
-                  for name in sorted(files) if name.endswith((".py", ".h"))]
+    aside), each path relative to `root` with its status, in a fixed order: a folder's files
+    by name, then its folders by name. (`os.scandir`, not `os.walk` with `relpath`: half the
+    time, which a fresh process's cached load pays for some 200 files.)"""
+    with os.scandir(root) as listing:
+        entries = sorted(listing, key=lambda e: e.name)
+    found = [(prefix + e.name, e.stat()) for e in entries
+             if e.name.endswith((".py", ".h")) and not e.is_dir()]
+    for e in entries:
+        if e.is_dir(follow_symlinks=False) and e.name not in ("__pycache__", "examples"):
+            found += _source_files(e.path, prefix + e.name + "/")
     return found
 
 
@@ -111,21 +114,31 @@ def program_key(library=None, **inputs) -> str:
     return sha256(text.encode())
 
 
-CHECKSUMS = "checksums.json"  # written last: file name -> sha256 of every other file of the entry
+CHECKSUMS = "checksums.json"  # written last: file name -> checksum of every other file of the entry
 
 
-def _checksums(path: str) -> dict[str, str]:
-    """sha256 of every file of an entry directory, its stages' directories included (but the
-    checksum list)."""
+def file_checksum(data: bytes) -> str:
+    """An entry file's checksum: its CRC-32 and its size. It finds what a cache entry meets
+    (a file cut short, edited, half written or damaged on disk), as zip and gzip use it; a
+    cryptographic digest would add nothing against someone who can rewrite the checksum list
+    too, and Python's own SHA-256 took 1.4 ms of a staged program's 500 KB in a fresh process
+    (hashlib's imports OpenSSL, more than that), CRC-32 0.1 ms."""
+    return f"{zlib.crc32(data):08x}:{len(data)}"
+
+
+def _checksums(path: str, prefix: str = "") -> dict[str, str]:
+    """The checksum of every file of an entry directory, its stages' directories included (but
+    the checksum list), by path relative to the entry."""
     sums = {}
-    for folder, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(folder, name)
-            rel = os.path.relpath(full, path)
-            if rel != CHECKSUMS:
-                with open(full, "rb") as f:
-                    sums[rel] = sha256(f.read())
+    with os.scandir(path) as listing:
+        entries = sorted(listing, key=lambda e: e.name)
+    for e in entries:
+        rel = prefix + e.name
+        if e.is_dir(follow_symlinks=False):
+            sums.update(_checksums(e.path, rel + "/"))
+        elif rel != CHECKSUMS:
+            with open(e.path, "rb") as f:
+                sums[rel] = file_checksum(f.read())
     return sums
 
 
