@@ -47,7 +47,9 @@ class DeviceProfile:
     # Bytes per second of gathered rows (32 per sector of a row an element reads through its
     # connectivity) the GPU delivers to the threads: the rows come mostly from the caches, each
     # after its node number (a dependent load), which bounds such kernels below the copy rate.
-    gather_rate: float = 4.0e12
+    # (4.0e12 fitted with every one-thread kernel's rows at that rate; since 2026-12-06 the rate with
+    # `cost.BLOCK_TAIL` apart, 4.0e12 / (1 - 0.5 / 10): the fitted kernel ran 10 blocks an SM.)
+    gather_rate: float = 4.21e12
     # A CPU profile (`kind` "cpu", planned for by `cost.cpu_kernel_cost`): `sms` counts the
     # worker threads (cores), `bandwidth` the host's copy rate on all of them, the flop rates the
     # multiply-adds of the CPU backend's code on all of them, `launch_overhead` one launch of the
