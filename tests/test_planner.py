@@ -468,7 +468,7 @@ def test_a_gathering_kernel_s_rows_cost_more_the_fewer_blocks_an_sm_holds(itemsi
     assert (small.by, large.by) == (64, 128) and small.model.bx == large.model.bx == 1
     assert small.cost.resident_blocks > large.cost.resident_blocks
     assert small.cost.time < large.cost.time
-    tails = [block_tail(c.model, c.cost.resident_blocks) for c in (small, large)]
+    tails = [block_tail(c.cost.resident_blocks) for c in (small, large)]
     assert tails == [1 / (1 - BLOCK_TAIL / c.cost.resident_blocks) for c in (small, large)] and 1 < tails[0] < tails[1]
     assert small.cost.t_gather / tails[0] == pytest.approx(large.cost.t_gather / tails[1])
 

@@ -17,8 +17,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
     t_gather  = n * (sectors of the rows each element gathers) * 32 / gather_rate
                 (every element's own rows, through the caches, where `sectors` counts the
-                distinct ones its block takes from memory), in a kernel of one thread an
-                element over (1 - BLOCK_TAIL / resident): its blocks' warps wait for the slowest
+                distinct ones its block takes from memory), over (1 - BLOCK_TAIL / resident):
+                a block's warps wait for its slowest
     t_sync    = barrier runs * ceil(B / (SMs * resident)) * barrier_cost
     t_blocks  = ceil(B / SMs) * block_cost
     time      = launch_overhead + max(t_mem, t_gather, t_compute + t_sync, t_shared, t_blocks)
@@ -214,24 +214,24 @@ def gather_time(n: int, p: DeviceProfile, global_sizes: list, itemsize: int) -> 
                         if isinstance(g, Gathered)) / p.gather_rate
 
 
-# A block holds its share of an SM's warps until the slowest of them is done. In a kernel of one
-# thread an element that gathers, each warp waits on its own rows' latencies (dependent loads,
-# mostly from the caches), so a block's warps reach its barriers (the scatter's group sums) and
-# its end unevenly and the SM's warps are not all at work while its blocks drain: the larger a
-# block's share, the more. Measured on an H100 (benchmarks/NOTES.md, The planner, 2026-12-06,
+# A block holds its share of an SM's warps until the slowest of them is done. In a kernel that
+# gathers, each warp waits on its own rows' latencies (dependent loads, mostly from the caches),
+# so a block's warps reach its barriers (the scatter's group sums) and its end unevenly and the
+# SM's warps are not all at work while its blocks drain: the larger a block's share, the more. Measured on an H100 (benchmarks/NOTES.md, The planner, 2026-12-06,
 # 11:50 UTC), the same element kernels at the same resident threads: the P1 and Neo-Hookean
 # residuals and the lumped mass 2-3.5% faster in blocks of 64 (20 an SM) than of 128 (10) in
 # float32, 4.4-5.5% in float64 (8 against 4); 6-9% slower in blocks of 256 (5) in float32,
 # 24-27% in float64 (2). Priced as the gathered rows' time over (1 - BLOCK_TAIL / resident
 # blocks); `gather_rate` was fitted on such a kernel at 10 blocks an SM and scaled so that it
-# is priced as before there. Kernels spreading an element over threads share their rows'
-# loads within an element and are not priced so (not measured).
+# is priced as before there. Measured on kernels of one thread an element; those spreading an
+# element over threads (the bake-off's) are priced so too, and none of their plans moved (their
+# gathers do not bound them: NOTES, the same entry).
 BLOCK_TAIL = 0.5
 
 
-def block_tail(model: KernelModel, resident: int) -> float:
+def block_tail(resident: int) -> float:
     """The factor over `gather_time` of a kernel's gathered rows at `resident` blocks an SM
-    (see above): 1 / (1 - BLOCK_TAIL / resident) for one thread an element, else 1."""
+    (see above): 1 / (1 - BLOCK_TAIL / resident), at least 1."""
     return 1 / (1 - BLOCK_TAIL / resident) if resident > 0 else 1.0
 
 
@@ -434,7 +434,7 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     waves = math.ceil(blocks / (p.sms * resident))
     t_sync = barrier_runs(model) * waves * p.barrier_cost
     t_shared = blocks * kernel_wavefronts(model) / (p.sms * p.shared_wavefront_rate)
-    t_gather = gather_time(n, p, global_sizes, isz) * block_tail(model, resident)
+    t_gather = gather_time(n, p, global_sizes, isz) * block_tail(resident)
     t_blocks = math.ceil(blocks / p.sms) * p.block_cost
     t_spill = spill_time(blocks * threads, spill_bytes, p) if spill_bytes else 0.0
     time = p.launch_overhead + max(t_mem + t_spill, t_gather, t_compute + t_sync, t_shared, t_blocks)
