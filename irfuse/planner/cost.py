@@ -220,7 +220,7 @@ def gather_time(n: int, p: DeviceProfile, global_sizes: list, itemsize: int) -> 
 # SM's warps are not all at work while its blocks drain: the larger a block's share, the more. Measured on an H100 (benchmarks/NOTES.md, The planner, 2026-12-06,
 # 11:50 UTC), the same element kernels at the same resident threads: the P1 and Neo-Hookean
 # residuals and the lumped mass 2-3.5% faster in blocks of 64 (20 an SM) than of 128 (10) in
-# float32, 4.4-5.5% in float64 (8 against 4); 6-9% slower in blocks of 256 (5) in float32,
+# float32, 2.9-5.5% in float64 (8 against 4); 6-9% slower in blocks of 256 (5) in float32,
 # 24-27% in float64 (2). Priced as the gathered rows' time over (1 - BLOCK_TAIL / resident
 # blocks); `gather_rate` was fitted on such a kernel at 10 blocks an SM and scaled so that it
 # is priced as before there. Measured on kernels of one thread an element; those spreading an
