@@ -1,5 +1,6 @@
-"""The mesh element kernels at blocks of 64 against the planned 128, same resident threads: the
-search's first plan (blocks of 128) and its second (the same kernel at 64), timed alternating.
+"""The mesh element kernels at blocks of 64 against 128, same resident threads: the search's first
+two plans (blocks of 128 then 64 before the cost model's blocks' tail, 64 then 128 after it),
+timed alternating.
 
     python3 benchmarks/results/planner/2026-12-06_mesh_block_rows_probe.py [CUBES ...]
 
@@ -55,7 +56,11 @@ for cubes in [int(c) for c in sys.argv[1:]] or [88, 128]:
                 planned, added, _ = cost_model.predicted_s(plans[k], elements, nodes, partials, profile)
                 print(f"{cubes} {ex} {dtype} plan {k} [{shapes[k]}]: {1e3 * statistics.median(times[k]):.4f} ms "
                       f"(predicted {1e3 * (planned + added):.4f})", flush=True)
-            print(f"{cubes} {ex} {dtype}: 64 / 128 = {statistics.median(times[1]) / statistics.median(times[0]):.3f}; "
+            # (which plan is first follows the model: blocks of 128 before its blocks' tail, 64 after)
+            by = [int(shape.split()[0][3:]) for shape in shapes]
+            small, large = (0, 1) if by[0] < by[1] else (1, 0)
+            print(f"{cubes} {ex} {dtype}: {by[small]} / {by[large]} = "
+                  f"{statistics.median(times[small]) / statistics.median(times[large]):.3f}; "
                   f"outputs differ by {diff / big:.1e} of the largest", flush=True)
             for p in plans:
                 p.close()
