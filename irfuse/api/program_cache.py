@@ -33,19 +33,24 @@ FORMAT = 5  # 2: entries carry a checksum of every file; 3: the artifact's host 
 # 4: staged programs (a directory per stage); 5: the files' checksums CRC-32 and size (SHA-256 before)
 
 
-def _source_files(root: str, prefix: str = "") -> list[tuple[str, os.stat_result]]:
-    """irfuse's source files (`.py`, `.h`) under `root` (the packaged examples and bytecode
-    aside), each path relative to `root` with its status, in a fixed order: a folder's files
-    by name, then its folders by name. (`os.scandir`, not `os.walk` with `relpath`: half the
-    time, which a fresh process's cached load pays for some 200 files.)"""
+def _files(root: str, prefix: str = "", pruned: tuple[str, ...] = ()):
+    """Every file under `root`, as (its path relative to `root`, its `os.DirEntry`), in a fixed
+    order: a folder's files by name, then its folders' by name, those named in `pruned` left
+    out and links to folders not followed. (`os.scandir`, not `os.walk` with `relpath`: half the
+    time, which a fresh process's cached load pays for irfuse's 200 sources and an entry's files.)"""
     with os.scandir(root) as listing:
         entries = sorted(listing, key=lambda e: e.name)
-    found = [(prefix + e.name, e.stat()) for e in entries
-             if e.name.endswith((".py", ".h")) and not e.is_dir()]
+    yield from ((prefix + e.name, e) for e in entries if not e.is_dir())
     for e in entries:
-        if e.is_dir(follow_symlinks=False) and e.name not in ("__pycache__", "examples"):
-            found += _source_files(e.path, prefix + e.name + "/")
-    return found
+        if e.is_dir(follow_symlinks=False) and e.name not in pruned:
+            yield from _files(e.path, prefix + e.name + "/", pruned)
+
+
+def _source_files(root: str) -> list[tuple[str, os.stat_result]]:
+    """irfuse's source files (`.py`, `.h`) under `root` (the packaged examples and bytecode
+    aside), each path relative to `root` with its status, in a fixed order."""
+    return [(rel, e.stat()) for rel, e in _files(root, pruned=("__pycache__", "examples"))
+            if rel.endswith((".py", ".h"))]
 
 
 @functools.lru_cache(maxsize=2)
@@ -126,17 +131,12 @@ def file_checksum(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}:{len(data)}"
 
 
-def _checksums(path: str, prefix: str = "") -> dict[str, str]:
+def _checksums(path: str) -> dict[str, str]:
     """The checksum of every file of an entry directory, its stages' directories included (but
     the checksum list), by path relative to the entry."""
     sums = {}
-    with os.scandir(path) as listing:
-        entries = sorted(listing, key=lambda e: e.name)
-    for e in entries:
-        rel = prefix + e.name
-        if e.is_dir(follow_symlinks=False):
-            sums.update(_checksums(e.path, rel + "/"))
-        elif rel != CHECKSUMS:
+    for rel, e in _files(path):
+        if rel != CHECKSUMS:
             with open(e.path, "rb") as f:
                 sums[rel] = file_checksum(f.read())
     return sums
