@@ -104,7 +104,40 @@ def test_a_scalar_tangent_is_its_blocks_summed_and_kept_with_its_connectivity():
     np.testing.assert_allclose(M.toarray(), _dense(blocks, conn, nodes), rtol=1e-12, atol=1e-12)
     assert M.data.tobytes() == assemble(blocks, conn, nodes).data.tobytes()
     assert prepared.sparse_pattern(1) is prepared.sparse_pattern(1)
+    # (these random triangles name nodes twice: the diagonal is taken from the blocks, with
+    # the entries (a, b) of two slots naming one node)
     np.testing.assert_allclose(irfuse.diagonal(prog, u, prepared, Ke, wrt="u"), M.diagonal(), rtol=1e-13)
+    assert prepared.kept["names a node twice"]
+
+
+def test_the_diagonal_where_no_element_names_a_node_twice_is_one_program_without_blocks():
+    """On a tetrahedral mesh (no element names a node twice) `irfuse.diagonal` runs the
+    program of the diagonal over the mesh (its gathers, each block's diagonal entries, the
+    scatter) and never makes the element blocks: the matrix's diagonal to rounding, the same
+    bits at every call and from PyTorch tensors; a program of two outputs gives each one's."""
+    torch = pytest.importorskip("torch")
+    from irfuse.api.tangents import _jacobian_of
+
+    prog, X, u, conn = _p1(3)
+    M = irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u")
+    fresh = irfuse.compile(f"{ROOT}/examples/mesh/p1_residual.kas", backend="cpu", dtype="f64", constants={"lam": 1.5})
+    d = irfuse.diagonal(fresh, X, u, conn, DN, 0.75, wrt="u")
+    jac = _jacobian_of(fresh, "r", "u", "diagonal")
+    assert jac._diagonal is not None and jac._program is None and not conn.kept["names a node twice"]
+    np.testing.assert_allclose(d.reshape(-1), M.diagonal(), rtol=1e-14, atol=1e-14 * abs(M.diagonal()).max())
+    assert irfuse.diagonal(fresh, X, u, conn, DN, 0.75, wrt="u").tobytes() == d.tobytes()
+    tensors = irfuse.diagonal(fresh, *(torch.from_numpy(a) for a in (X, u)), conn, torch.from_numpy(DN), 0.75,
+                              wrt="u")
+    assert isinstance(tensors, torch.Tensor) and tensors.numpy().tobytes() == d.tobytes()
+    two = irfuse.compile("nodal vector3 X, u, r, s;\nindex4 conn;\nmatrix4x3 Xe, ue, fe, ge;\n"
+                         "input X, u, conn;\nXe = gather(X, conn);\nue = gather(u, conn);\n"
+                         "fe = emul(ue, ue);\nfe = emul(fe, Xe);\nge = emul(ue, Xe);\n"
+                         "r = scatter(fe, conn);\ns = scatter(ge, conn);\nreturn r, s;\n",
+                         backend="cpu", dtype="f64")
+    for of, want in (("r", 2 * u * X), ("s", X)):
+        counts = np.bincount(conn.conn.reshape(-1), minlength=len(X))[:, None]
+        got = irfuse.diagonal(two, X, u, conn, wrt="u", of=of)
+        np.testing.assert_allclose(got, counts * want, rtol=1e-14, atol=1e-14)
 
 
 @pytest.mark.heavy

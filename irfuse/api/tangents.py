@@ -39,7 +39,7 @@ from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
 _SCATTERS: dict = {}  # (slots, size, options) -> the compiled scatter program
 ROWS_SWITCH = "IRFUSE_TANGENT_ROWS"  # "0": the scatter of per-slot blocks for every program
-ASSEMBLY_SEARCH = 400  # configurations the fusion search analyses for a tangent's assembly
+TANGENT_SEARCH = 400  # configurations the fusion search analyses for a tangent's assembly or diagonal
 
 
 def jacobian(source, *, of: str, wrt, prefix: str = "d", filename: str | None = None):
@@ -176,28 +176,55 @@ def diagonal(program, *arrays, wrt: str, of: str | None = None, fixed=None, **na
     """The diagonal of `tangent_matrix` without the matrix (for a Jacobi preconditioner): a
     nodal array shaped as `wrt` in its family, each entry its elements' blocks' diagonal
     entries added in the scatter's fixed order (to rounding the matrix's: another order of
-    the same sums); 1 at `fixed` components."""
-    blocks, conn, shape, family, mask, jac = _element_blocks(program, arrays, named, wrt, of, fixed, "diagonal")
-    check_blocks(blocks, conn.shape, "diagonal")
-    # Row (a, i)'s diagonal entry: the block entries (a, i, b, i) of every b naming a's node
-    # (b = a alone but where an element names a node twice), added in ascending b.
-    if family == "numpy":
-        same = conn.conn[:, :, None] == conn.conn[:, None, :]
-        rows = np.where(same[..., None], np.diagonal(blocks, axis1=2, axis2=4), 0).sum(axis=2)  # (E, K, D)
+    the same sums); 1 at `fixed` components. Where no element names a node twice, one
+    program computes it as the residual is computed (`_Jacobian.diagonal`: the gathers, each
+    block's diagonal entries alone, the scatter; no block stored); otherwise from the blocks."""
+    jac, bound, conns, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, "diagonal")
+    conn = conns[jac.conn]
+    if not _names_a_node_twice(conn):
+        made, out = jac.diagonal
+        sums = made(**{name: conns.get(name, bound.get(name)) for name in made.inputs}, nodes=shape[0])[out]
+        if family != "numpy":
+            sums = _torch_of(sums)
+        sums = sums.reshape(shape)
     else:
-        index = _indices(conn, blocks.device)
-        same = index[:, :, None] == index[:, None, :]
-        rows = blocks.diagonal(dim1=2, dim2=4).where(same[..., None], 0).sum(dim=2)
-    sums = _scatter(rows, conn, shape[0], jac.options).reshape(shape)
+        blocks = _blocks_of(jac, bound, conns, shape, family)
+        check_blocks(blocks, conn.shape, "diagonal")
+        # Row (a, i)'s diagonal entry: the block entries (a, i, b, i) of every b naming a's
+        # node (b = a alone but where an element names a node twice), added in ascending b.
+        if family == "numpy":
+            same = conn.conn[:, :, None] == conn.conn[:, None, :]
+            rows = np.where(same[..., None], np.diagonal(blocks, axis1=2, axis2=4), 0).sum(axis=2)  # (E, K, D)
+        else:
+            index = _indices(conn, blocks.device)
+            same = index[:, :, None] == index[:, None, :]
+            rows = blocks.diagonal(dim1=2, dim2=4).where(same[..., None], 0).sum(dim=2)
+        sums = _scatter(rows, conn, shape[0], jac.options).reshape(shape)
     if mask is not None:
         mask = mask.reshape(shape)
         sums = np.where(mask, 1.0, sums).astype(sums.dtype) if family == "numpy" else sums.masked_fill_(mask, 1)
     return _in_family(sums, family)
 
 
+def _names_a_node_twice(conn) -> bool:
+    """Whether an element of `conn` (a `Connectivity`) names one node in two slots (kept with
+    it: its node numbers do not change)."""
+    twice = conn.kept.get("names a node twice")
+    if twice is None:
+        if conn.on_gpu is not None:  # (prepared on a GPU: looked for there, no copy to the host)
+            ordered = conn.on_gpu[0].sort(dim=1).values
+            twice = bool((ordered[:, 1:] == ordered[:, :-1]).any())
+        else:
+            ordered = np.sort(conn.conn, axis=1)
+            twice = bool(np.any(ordered[:, 1:] == ordered[:, :-1]))
+        conn.kept["names a node twice"] = twice
+    return twice
+
+
 class _Jacobian:
-    """A program's element blocks of d of / d wrt: the compiled per-element Jacobian and the
-    same adding its blocks into a matrix's values (`assembly`, compiled when first used), its
+    """A program's element blocks of d of / d wrt: the compiled per-element Jacobian, the
+    same adding its blocks into a matrix's values (`assembly`) and the program of their
+    diagonal over the mesh (`diagonal`), each compiled when first used; its
     gathered inputs (name -> (nodal input, connectivity input)), the scatter's connectivity
     input, the blocks' output, the options the program was compiled with."""
 
@@ -217,7 +244,7 @@ class _Jacobian:
         self.dtype = np.dtype(program.dtype)
         self.inputs, self.nodal = tuple(program.inputs), frozenset(program.nodal)
         self.uniform, self.shapes = frozenset(program.uniform), dict(program.shapes)
-        self._program = self._assembly = None
+        self._program = self._assembly = self._diagonal = None
         self._rows: dict = {}  # (backend, device, wide, widest) -> (artifact or None, its device)
 
     @property
@@ -230,10 +257,28 @@ class _Jacobian:
         return self._program
 
     @property
+    def diagonal(self):
+        """(the program over the mesh of the tangent's diagonal where no element names a node
+        twice (`driver.front.element_diagonal`), compiled as the program was, the search
+        stopped as for `assembly` (its one element kernel found among the first: the same
+        kernels as the whole search on the P1 and Neo-Hookean residuals, in both types, under
+        the GPU and CPU profiles, in a third of the time); its output's name)."""
+        if self._diagonal is None:
+            from irfuse.api import compile
+            from irfuse.driver.front import element_diagonal, search_budget
+
+            module, out = element_diagonal(self.source, self.of, self.wrt, self.who, self.constants)
+            options = dict(self.compile_options)
+            if options.get("pipeline") is None:
+                options["pipeline"] = search_budget(TANGENT_SEARCH)
+            self._diagonal = (compile(module, **options), out)
+        return self._diagonal
+
+    @property
     def assembly(self):
         """The Jacobian adding its blocks into a matrix's values, compiled. Its plan is one
         kernel and the scatter's, found among the first the search analyses: the search stops
-        after `ASSEMBLY_SEARCH` of them where the program's pipeline is the default (the same
+        after `TANGENT_SEARCH` of them where the program's pipeline is the default (the same
         kernels as the whole search on the P1 tangent, in a fifth of the time)."""
         if self._assembly is None:
             from irfuse.api import compile
@@ -242,7 +287,7 @@ class _Jacobian:
             module = element_assembly(self.source, self.of, self.wrt, self.who, self.constants)[0]
             options = dict(self.compile_options)
             if options.get("pipeline") is None:
-                options["pipeline"] = search_budget(ASSEMBLY_SEARCH)
+                options["pipeline"] = search_budget(TANGENT_SEARCH)
             self._assembly = compile(module, **options)
         return self._assembly
 
@@ -479,6 +524,12 @@ def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | Non
     inputs' family; `fixed` as a flat boolean mask on the blocks' side, or None; the
     program's `_Jacobian`)."""
     jac, bound, conns, shape, family, mask = _bound(program, arrays, named, wrt, of, fixed, who)
+    return _blocks_of(jac, bound, conns, shape, family), conns[jac.conn], shape, family, mask, jac
+
+
+def _blocks_of(jac, bound: dict, conns: dict, shape: tuple, family: str):
+    """Each element's block of the Jacobian's d of / d wrt (E, K, D, K, D) at the bound
+    arguments: a NumPy array, or a PyTorch tensor for GPU arrays and tensors."""
     conn = conns[jac.conn]
     inputs = _gathered(jac, bound, conns, family)
     blocks = jac.program(**{k: v for k, v in inputs.items() if k in jac.program.inputs})[jac.out]
@@ -486,7 +537,7 @@ def _element_blocks(program, arrays: tuple, named: dict, wrt: str, of: str | Non
         blocks = _torch_of(blocks)
     e, k = conn.shape
     d = int(np.prod(shape[1:], dtype=np.int64))
-    return blocks.reshape(e, k, d, k, d), conn, shape, family, mask, jac
+    return blocks.reshape(e, k, d, k, d)
 
 
 def _indices(conn, device, wide: bool = True):

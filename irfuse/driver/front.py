@@ -164,6 +164,18 @@ def element_rows(source, of: str, wrt: str, who: str, constants: tuple = ()) -> 
     return made
 
 
+def element_diagonal(source, of: str, wrt: str, who: str, constants: tuple = ()) -> tuple[ModuleOp, str]:
+    """(a module of the program over the mesh of a mesh program's tangent diagonal d of / d
+    wrt where no element names a node twice (`transforms.element_blocks.element_diagonal_program`:
+    its gathers, each element block's diagonal, its scatter); its output's name).
+    `constants`: as for `element_jacobian`."""
+    from irfuse.library.catalogue import default_library
+    from irfuse.transforms.element_blocks import element_diagonal_program
+
+    program, out = element_diagonal_program(_program(source, who), of, wrt, default_library(), who)
+    return ModuleOp([_fixed(program, constants)]), out
+
+
 def _fixed(program, constants: tuple):
     """`program`, an element program derived from a program's source, with `constants` (the
     uniform inputs that program was compiled with fixed) fixed in it as `irfuse.compile` fixes
@@ -185,10 +197,11 @@ def _program(source, who: str):
 def search_budget(budget: int) -> str:
     """The default pipeline with the fusion search stopped after `budget` analysed
     configurations: for generated programs whose plan is found among the first (a whole
-    phase is analysed first), such as a tangent's assembly."""
+    phase is analysed first), such as a tangent's assembly; the search's note that it
+    stopped is not printed (the caller of the API did not write the program)."""
     from irfuse.passes.registry import DEFAULT_PIPELINE
 
-    return DEFAULT_PIPELINE.replace("fuse-partition", f"fuse-partition{{budget={int(budget)}}}", 1)
+    return DEFAULT_PIPELINE.replace("fuse-partition", f"fuse-partition{{budget={int(budget)} notes=false}}", 1)
 
 
 def element_assembly(source, of: str, wrt: str, who: str, constants: tuple = ()) -> tuple[ModuleOp, dict, str]:

@@ -191,6 +191,7 @@ class FusePartition(ModulePass):
     phases: bool = True
     recompute: str = "auto"
     finish: str = "auto"
+    notes: bool = True
     OPTION_DOCS: ClassVar[dict[str, str]] = {
         "max_size": "most calls in one kernel, except a block's whole phase (see phases)",
         "top": "how many best plans to search for",
@@ -211,6 +212,8 @@ class FusePartition(ModulePass):
         "finish": "a reduction's partials: auto: combined by the reducing kernel's last block on the GPU where the "
                   "cost model finds it faster than combine kernels (for launches of at most the blocks it names); "
                   "last-block: there wherever a launch has at most 8192 blocks; kernels: by combine kernels",
+        "notes": "true: the plan's notes (the budget reached) are printed as warnings; false: not (the programs "
+                 "irfuse derives for a call, a tangent's assembly or diagonal, whose budget it chose)",
         "phases": "true: a block's calls between reductions (an element routine's unrolled code) are also offered "
                   "as one kernel however many they are, when max-size is above 1; false: no kernel holds more "
                   "than max-size calls",
@@ -294,7 +297,7 @@ class FusePartition(ModulePass):
             loc = program.location
             where = loc.filename.data if isinstance(loc, FileLineColLoc) else None
             print_diagnostics([Diagnostic(f"fuse-partition: {note}", where, severity="warning")
-                               for note in plan.notes])
+                               for note in plan.notes if self.notes])
             prefix = program.sym_name.data
             count = 0
             in_kernel = {(c.dag, i) for c in plan.configs for i in c.group}

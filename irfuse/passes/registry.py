@@ -29,6 +29,7 @@ from irfuse.passes.fuse_verify_races import FuseVerifyRaces
 from irfuse.passes.kas_dce import KasDeadCodeElimination
 from irfuse.passes.kas_jacobian import KasJacobian
 from irfuse.passes.kas_tangent_assembly import KasTangentAssembly
+from irfuse.passes.kas_tangent_diagonal import KasTangentDiagonal
 from irfuse.passes.kas_jvp import KasJvp
 from irfuse.passes.kas_vjp import KasVjp
 from irfuse.passes.kas_recompute_gathered import KasRecomputeGathered
@@ -80,6 +81,8 @@ PASSES: list[PassInfo] = [
              "by each input wrt=...", KasJacobian),
     PassInfo("kas-tangent-assembly", "Replaces a program over a mesh by the one adding its tangent's element blocks "
              "(d of / d wrt) into a sparse matrix's values through a connectivity input pairs.", KasTangentAssembly),
+    PassInfo("kas-tangent-diagonal", "Replaces a program over a mesh by the one of its tangent's diagonal (d of / d "
+             "wrt): its gathers, each element block's diagonal, its scatter.", KasTangentDiagonal),
     PassInfo("kas-vjp", "Replaces each program by its reverse derivative: the outputs and the cotangents of the "
              "inputs wrt=... (with of=E, the gradient of the uniform scalar output E).", KasVjp),
     PassInfo("test-print-races", "Prints the shared-memory races of each kernel (analysis test pass).",

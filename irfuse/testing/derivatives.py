@@ -346,6 +346,7 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
             if matrix.data.tobytes() != assemble(blocks, conn.conn, conn.nodes).data.tobytes():
                 check.mismatches.append(f"d{y}/d{x}: the values are not the reference assembly's bits (each entry's "
                                         "terms in ascending element order)")
+            check.mismatches += _diagonal_program(compiled, inputs, nodes, x, y, blocks, conn)
             with np.errstate(all="ignore"):
                 fine, coarse = moved(STEPS[0]), moved(STEPS[1])
                 got = np.asarray(matrix @ v.reshape(-1)).reshape(fine.shape)
@@ -358,11 +359,36 @@ def tangent_against_differences(source: str, n: int = 24, seed: int = 0, rtol: f
     return check
 
 
+def _diagonal_program(compiled, inputs: dict, nodes: int, x: str, y: str, blocks, conn) -> list[str]:
+    """The program of the tangent's diagonal over the mesh (`_Jacobian.diagonal`, what
+    `irfuse.diagonal` runs where no element names a node twice), run on this mesh whether or
+    not one does: each element's block entries (a, i, a, i) added at its node a, to rounding
+    (another order of the same sums); the NumPy reference adds them from the blocks."""
+    from irfuse.api.tangents import _jacobian_of
+
+    if blocks.shape[1:3] != blocks.shape[3:5]:
+        return []
+    program, out = _jacobian_of(compiled, y, x, "tangent check").diagonal
+    got = np.asarray(program(**{n: inputs[n] for n in program.inputs}, nodes=nodes)[out]).reshape(nodes, -1)
+    rows = np.einsum("eaiai->eai", blocks)
+    want = np.zeros((nodes, rows.shape[2]))
+    np.add.at(want, np.asarray(conn.conn), rows)
+    scale = np.nanmax(np.abs(want), initial=0.0)
+    with np.errstate(invalid="ignore"):
+        apart = np.abs(got - want) > 1e-10 * scale
+    if np.any(apart | (np.isnan(got) != np.isnan(want))):
+        k = tuple(int(i) for i in np.argwhere(apart | (np.isnan(got) != np.isnan(want)))[0])
+        return [f"d{y}/d{x}: the diagonal's program at {list(k)}: {got[k]!r}, the blocks' diagonal {want[k]!r}"]
+    return []
+
+
 def _fixed_forms(compiled, inputs: dict, x: str, y: str, matrix, seed: int) -> list[str]:
     """Dirichlet conditions on a random quarter of `x`'s components (`api.dirichlet`), given
     as flat indices to the matrix and as a mask to the diagonal: the matrix is `matrix` with
     identity rows and columns there and its other entries' bits, the diagonal 1 there and the
-    unconditioned diagonal's bits elsewhere. (Blocks that are not square take no `fixed`.)"""
+    unconditioned diagonal's bits elsewhere, and that diagonal the matrix's to rounding (its own
+    program where no element names a node twice: another order of the same sums). (Blocks
+    that are not square take no `fixed`.)"""
     from irfuse.api.tangents import diagonal, tangent_matrix
 
     if matrix.shape[0] != matrix.shape[1]:
@@ -376,6 +402,12 @@ def _fixed_forms(compiled, inputs: dict, x: str, y: str, matrix, seed: int) -> l
     if not np.array_equal(held, free, equal_nan=True):
         found.append(f"d{y}/d{x} with fixed=: not the matrix with identity rows and columns at the fixed components")
     plain, conditioned = (np.asarray(diagonal(compiled, **inputs, wrt=x, of=y, fixed=f)).reshape(-1) for f in (None, fixed))
+    want = matrix.diagonal()
+    scale = np.nanmax(np.abs(want), initial=0.0)
+    with np.errstate(invalid="ignore"):
+        apart = np.abs(plain - want) > 1e-10 * scale
+    if np.any(apart | (np.isnan(plain) != np.isnan(want))):
+        found.append(f"d{y}/d{x}: the diagonal is not the matrix's (to rounding)")
     if not (np.all(conditioned[flat] == 1.0) and
             np.array_equal(conditioned[~flat], plain[~flat], equal_nan=True)):
         found.append(f"d{y}/d{x}: the diagonal with fixed= is not 1 there and the diagonal's bits elsewhere")

@@ -14,9 +14,12 @@ no scatter's is refused by name.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, Region
 
 from irfuse.diagnostics import UsageError
-from irfuse.dialects.kas import CallOp, GatherOp, ProgramOp, ScatterOp, nodal_statements, ssa_hint, variable_of_hint
+
+from irfuse.dialects.kas import (CallOp, GatherOp, ProgramOp, ReturnOp, ScatterOp, nodal_statements, ssa_hint,
+                                 variable_of_hint)
 from irfuse.transforms.dead_code import keep_only, set_name_lists
 
 
@@ -81,6 +84,67 @@ def element_jacobian_program(program: ProgramOp, of: str, wrt: str, library,
         raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {shapes[wrt]}: the "
                          "blocks of a tangent matrix are square")
     return jac, gathered, conn, jac.outputs[-1]
+
+
+def element_diagonal_program(program: ProgramOp, of: str, wrt: str, library,
+                             who: str = "diagonal") -> tuple[ProgramOp, str]:
+    """(the program over the mesh of the diagonal of `program`'s tangent d of / d wrt where no
+    element names a node twice: `program`'s gathers, the diagonal of each element's block
+    (`transforms.jacobian.diagonal_program` of `element_part`: entry (a, i) the block's (a, i,
+    a, i)), and its scatter through the connectivity `of` is scattered through, one kernel
+    as the residual's, no block stored; its output's name). The element blocks' diagonal
+    entries (a, i, b, i) of two slots naming one node are not in it: the caller checks the
+    connectivity. Refused by name as `element_jacobian_program` refuses."""
+    from irfuse.transforms.jacobian import diagonal_program
+
+    elements, gathered, conn = element_part(program, of, who)
+    name = _gathered_once(gathered, of, wrt, conn, who)
+    shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
+    of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
+    if of_shape != shapes[wrt]:
+        raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {shapes[wrt]}: the "
+                         "blocks of a tangent matrix are square")
+    out = "diagonal"
+    while out in program.inputs:
+        out = f"{out}_of_{wrt}"
+    scatter = program.return_op.values[program.outputs.index(of)].owner
+    elements.return_op.location = scatter.location  # (what the diagonal adds is located at the scatter)
+    rows = diagonal_program(elements, elements.outputs[0], name, library, f"{out}_rows", who)
+    # Back over the mesh: the gathered rows gathered again, the diagonal's rows scattered.
+    block = Block(arg_types=program.input_types())
+    args = dict(zip(program.inputs, block.args))
+    for a, hint in zip(block.args, program.body.block.args):
+        a.name_hint = hint.name_hint
+    # (`element_part` names the gathers in the order of the walk: each keeps its location)
+    located = dict(zip(gathered, (op.location for op in program.walk() if isinstance(op, GatherOp))))
+    values: dict = {}
+    for arg, input_name in zip(rows.body.block.args, rows.inputs):
+        if input_name in gathered:
+            nodal, index = gathered[input_name]
+            gather = GatherOp(args[nodal], args[index])
+            gather.location = located[input_name]
+            gather.res.name_hint = arg.name_hint
+            block.add_op(gather)
+            values[arg] = gather.res
+        else:
+            values[arg] = args[input_name]
+    for op in rows.body.block.ops:
+        if op is rows.return_op:
+            break
+        block.add_op(op.clone(value_mapper=values))
+    sums = ScatterOp(values[rows.return_op.values[0]], args[conn])
+    sums.location = scatter.location
+    sums.res.name_hint = ssa_hint(out)
+    block.add_op(sums)
+    block.add_op(ReturnOp([sums.res]))
+    new = ProgramOp(f"{program.sym_name.data}_diagonal", list(program.inputs), program.input_types(), [out],
+                    Region(block), uniform=list(program.uniform), nodal=[*program.nodal, out])
+    new.location = program.location
+    names = keep_only(new, [(out, sums.res)], list(program.inputs))
+    set_name_lists(new, {"uniform_inputs": [n for n in names if n in program.uniform],
+                         "nodal_names": [n for n in names if n in program.nodal] + [out]})
+    new.verify()
+    return new, out
 
 
 def _gathered_once(gathered: dict, of: str, wrt: str, conn: str, who: str) -> str:

@@ -131,17 +131,8 @@ def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, p
     the program's, values that are not per element, or a Jacobian of more than `MAX_AXES`
     axes."""
     where = f"{who} on @{program.sym_name.data}"
-    inputs, outputs = program.inputs, program.outputs
-    if of not in outputs:
-        raise UsageError(f"{where}: '{of}' is not an output (its outputs: {', '.join(outputs)})")
-    ret = program.return_op
-    y = ret.values[outputs.index(of)]
-    if not differentiable(y) or of in program.nodal or is_uniform(y):
-        raise UsageError(f"{where}: output '{of}' is not a per-element value (a mask, nodal or one for the batch): "
-                         "it has no per-element Jacobian" + (
-                             "; a nodal output's tangent over the mesh is a sparse matrix: irfuse.jacobian of the "
-                             "compiled program (irfuse.compile), or irfuse.tangent_matrix" if of in program.nodal
-                             else ""))
+    inputs = program.inputs
+    y = _output(program, of, where)
     names = list(names) or [f"{prefix}{of}_{prefix}{x}" for x in wrt]
     check_derivative_names(program, wrt, prefix, where, "Jacobian", names)
     args = program.body.block.args
@@ -152,8 +143,87 @@ def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, p
         if axes > MAX_AXES:
             raise UsageError(f"{where}: d{of}/d{x} would have {axes} axes ({_shape(y)} by "
                              f"{_shape(args[inputs.index(x)])}); a value has at most {MAX_AXES}")
+    b, block, directions = _directed(program, y, wrt, library, prefix, where)
+    ret = program.return_op
+    jacobians = []
+    for x, name in zip(wrt, names):
+        shape = _shape(args[inputs.index(x)])
+        zeros: dict = {}
+        dy = [_per_element(b, block, t[y], b.value[y], ret, zeros) if y in t else b.zeros(block, b.value[y], ret)
+              for t, (w, _) in zip(b.tangents, directions) if w == x]
+        stacked = _stacked(b, block, dy, shape, ret)
+        if shape and _shape(y):  # (x's axes after y's: a permutation)
+            xl, yl = LETTERS_OF_X[:len(shape)], LETTERS_OF_Y[:len(_shape(y))]
+            stacked = b.resolved(block, "contract", [stacked], ret, contract_params(f"{xl}{yl}->{yl}{xl}", 1))
+        stacked.name_hint = ssa_hint(name)
+        jacobians.append(stacked)
+    b.emit(block, ReturnOp([b.value[v] for v in ret.values] + jacobians), ret)
+    new = ProgramOp(f"{program.sym_name.data}_jacobian", list(inputs), block.arg_types, list(program.outputs) + names,
+                    Region(block), uniform=list(program.uniform), nodal=list(program.nodal))
+    new.location = program.location
+    return new
+
+
+def diagonal_program(program: ProgramOp, of: str, wrt: str, library, name: str = "diagonal",
+                     who: str = "kas-jacobian") -> ProgramOp:
+    """The program of the diagonal of `jacobian_program`'s Jacobian of output `of` by input
+    `wrt`, the two of one shape: output `name`, shaped as they are, entry k the derivative of
+    y[k] by x[k] (the Jacobian's entry (k, k)), alone: the program's other outputs dropped.
+    The same directions as the Jacobian's, each followed to the one entry it gives (what only
+    the other entries read is dead); UsageError where y and x differ in shape."""
+    where = f"{who} on @{program.sym_name.data}"
+    args = program.body.block.args
+    y = _output(program, of, where)
+    if wrt not in program.inputs:
+        raise UsageError(f"{where}: '{wrt}' is not an input (its inputs: {', '.join(program.inputs)})")
+    if wrt in program.nodal:
+        raise UsageError(f"{where}: '{wrt}' is nodal; a per-element Jacobian is by per-element or uniform inputs")
+    x_shape = _shape(args[program.inputs.index(wrt)])
+    if _shape(y) != x_shape:
+        raise UsageError(f"{where}: '{of}' is shaped {_shape(y)} and '{wrt}' {x_shape}: a diagonal is of a square "
+                         "Jacobian")
+    b, block, directions = _directed(program, y, [wrt], library, "d", where)
+    ret = program.return_op
+    zeros: dict = {}
+    entries = []
+    for t, (_, entry) in zip(b.tangents, directions):
+        value = _per_element(b, block, t[y], b.value[y], ret, zeros) if y in t else b.zeros(block, b.value[y], ret)
+        for k in entry:  # (item k of item j ... of the tangent along direction (j, ..., k))
+            value = b.resolved(block, "item", [value], ret, (str(k),))
+        entries.append(value)
+    diagonal = _stacked(b, block, entries, x_shape, ret)
+    diagonal.name_hint = ssa_hint(name)
+    b.emit(block, ReturnOp([diagonal]), ret)
+    new = ProgramOp(f"{program.sym_name.data}_diagonal", list(program.inputs), block.arg_types, [name],
+                    Region(block), uniform=list(program.uniform), nodal=list(program.nodal))
+    new.location = program.location
+    return new
+
+
+def _output(program: ProgramOp, of: str, where: str) -> SSAValue:
+    """Output `of`'s value; UsageError where it is none, or no per-element value."""
+    if of not in program.outputs:
+        raise UsageError(f"{where}: '{of}' is not an output (its outputs: {', '.join(program.outputs)})")
+    y = program.return_op.values[program.outputs.index(of)]
+    if not differentiable(y) or of in program.nodal or is_uniform(y):
+        raise UsageError(f"{where}: output '{of}' is not a per-element value (a mask, nodal or one for the batch): "
+                         "it has no per-element Jacobian" + (
+                             "; a nodal output's tangent over the mesh is a sparse matrix: irfuse.jacobian of the "
+                             "compiled program (irfuse.compile), or irfuse.tangent_matrix" if of in program.nodal
+                             else ""))
+    return y
+
+
+def _directed(program: ProgramOp, y: SSAValue, wrt: Sequence[str], library, prefix: str, where: str):
+    """(the builder of `program`'s statements copied once into a new block, each followed by
+    its tangents along every unit direction of the inputs in `wrt`; that block; the
+    directions, (input, entry) in row-major order): UsageError where `wrt` names nothing,
+    CompileError where output value `y` reads a reduction over the batch of a value that
+    changes with them."""
     if not wrt:
         raise UsageError(f"{where}: wrt names no input")
+    inputs, ret = program.inputs, program.return_op
+    args = program.body.block.args
     block = Block(arg_types=[a.type for a in args])
     for a, new in zip(args, block.args):
         new.name_hint = a.name_hint
@@ -168,23 +238,8 @@ def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, p
         tangent[args[inputs.index(x)]] = _unit(b, block, _shape(args[inputs.index(x)]), entry, ret, made)
     b.statements([op for op in program.body.block.ops if not isinstance(op, ReturnOp)], block)
     if y in b.batch_wide:
+        of = program.outputs[list(ret.values).index(y)]
         raise CompileError(located(f"{where}: d{of}/d{'/'.join(wrt)} is not per element: '{of}' reads this "
                                    "reduction over the batch of a value that changes with them",
                                    b.batch_wide[y].location))
-    jacobians = []
-    for x, name in zip(wrt, names):
-        shape = _shape(args[inputs.index(x)])
-        zeros: dict = {}
-        dy = [_per_element(b, block, t[y], b.value[y], ret, zeros) if y in t else b.zeros(block, b.value[y], ret)
-              for t, (w, _) in zip(b.tangents, directions) if w == x]
-        stacked = _stacked(b, block, dy, shape, ret)
-        if shape and _shape(y):  # (x's axes after y's: a permutation)
-            xl, yl = LETTERS_OF_X[:len(shape)], LETTERS_OF_Y[:len(_shape(y))]
-            stacked = b.resolved(block, "contract", [stacked], ret, contract_params(f"{xl}{yl}->{yl}{xl}", 1))
-        stacked.name_hint = ssa_hint(name)
-        jacobians.append(stacked)
-    b.emit(block, ReturnOp([b.value[v] for v in ret.values] + jacobians), ret)
-    new = ProgramOp(f"{program.sym_name.data}_jacobian", list(inputs), block.arg_types, list(outputs) + names,
-                    Region(block), uniform=list(program.uniform), nodal=list(program.nodal))
-    new.location = program.location
-    return new
+    return b, block, directions
