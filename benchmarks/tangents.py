@@ -30,7 +30,8 @@ float32 values, int32 indices), PyTorch CUDA tensors, a `Connectivity` made on t
    launches them): a thread per node (or node row) adds its elements' blocks into the node's
    rows in shared memory and writes them once, into irfuse's pattern, at blocks of 32, 64 and
    128 nodes: each checked against irfuse's values and for the same bits on a second call.
-4. Matrix-free: `irfuse.linear_operator(...).matvec` against the residual call itself, and
+4. Matrix-free: `irfuse.linear_operator(...).matvec` and the tangent's diagonal
+   (`irfuse.diagonal`, a Jacobi preconditioner's) against the residual call itself, and
    `jax.jvp` of the same residual in jax.numpy (`.at[].add`), jitted (for this linear
    residual that is `jax.jvp(jax.grad(energy))`).
 
@@ -295,7 +296,9 @@ def matrix_free(torch, prog, t, prepared, conn, repeat: int, skip_jax: bool) -> 
     op = irfuse.linear_operator(prog, *args, wrt="u")
     v = torch.randn(t["u"].numel(), device="cuda")
     out = {"residual ms": timed(lambda: prog(*args), repeat, torch.cuda.synchronize) * 1e3,
-           "tangent apply ms": timed(lambda: op.matvec(v), repeat, torch.cuda.synchronize) * 1e3}
+           "tangent apply ms": timed(lambda: op.matvec(v), repeat, torch.cuda.synchronize) * 1e3,
+           "tangent diagonal ms": timed(lambda: irfuse.diagonal(prog, *args, wrt="u"), repeat,
+                                        torch.cuda.synchronize) * 1e3}
     if not skip_jax:
         try:
             import jax
