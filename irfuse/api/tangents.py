@@ -262,7 +262,7 @@ class _Jacobian:
         twice (`driver.front.element_diagonal`), compiled as the program was, the search
         stopped as for `assembly` (its one element kernel found among the first: the same
         kernels as the whole search on the P1 and Neo-Hookean residuals, in both types, under
-        the GPU and CPU profiles, in a third of the time); its output's name)."""
+        the GPU and CPU profiles); its output's name)."""
         if self._diagonal is None:
             from irfuse.api import compile
             from irfuse.driver.front import element_diagonal, search_budget
