@@ -6,7 +6,9 @@ the Jacobian of.
 per-element input named after its value (`ue` for `ue = gather(u, conn)`), the scatter's
 operand its one output. Its Jacobian by a gathered input (`transforms.jacobian`) is each
 element's block of d r / d u: row (a, i), column (b, j) is d fe[a, i] / d ue[b, j], which
-the assembly adds at (conn[e, a], conn[e, b]). The program is not changed; a program with
+the assembly adds at (conn[e, a], conn[e, b]); its diagonal entries (a, i, a, i) alone, put
+back between the program's gathers and its scatter, are the tangent's diagonal over the mesh
+where no element names a node twice (`element_diagonal_program`). The program is not changed; a program with
 nodal statements (passes over the nodes), a scatter inside a loop, or an output `of` that is
 no scatter's is refused by name.
 """
@@ -17,7 +19,6 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Region
 
 from irfuse.diagnostics import UsageError
-
 from irfuse.dialects.kas import (CallOp, GatherOp, ProgramOp, ReturnOp, ScatterOp, nodal_statements, ssa_hint,
                                  variable_of_hint)
 from irfuse.transforms.dead_code import keep_only, set_name_lists
@@ -78,12 +79,18 @@ def element_jacobian_program(program: ProgramOp, of: str, wrt: str, library,
     elements, gathered, conn = element_part(program, of, who)
     names = [_gathered_once(gathered, of, wrt, conn, who)]
     jac = jacobian_program(elements, elements.outputs[0], names, library, who=who)
+    _square(program, of, wrt, who)
+    return jac, gathered, conn, jac.outputs[-1]
+
+
+def _square(program: ProgramOp, of: str, wrt: str, who: str) -> None:
+    """Refused by name unless nodal output `of` and nodal input `wrt` hold values of one
+    shape (the tangent's blocks square)."""
     shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
     of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
     if of_shape != shapes[wrt]:
         raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {shapes[wrt]}: the "
                          "blocks of a tangent matrix are square")
-    return jac, gathered, conn, jac.outputs[-1]
 
 
 def element_diagonal_program(program: ProgramOp, of: str, wrt: str, library,
@@ -99,11 +106,7 @@ def element_diagonal_program(program: ProgramOp, of: str, wrt: str, library,
 
     elements, gathered, conn = element_part(program, of, who)
     name = _gathered_once(gathered, of, wrt, conn, who)
-    shapes = dict(zip(program.inputs, (tuple(getattr(t, "shape", ())) for t in program.input_types())))
-    of_shape = tuple(program.return_op.values[program.outputs.index(of)].type.shape)  # type: ignore[attr-defined]
-    if of_shape != shapes[wrt]:
-        raise UsageError(f"{who}: '{of}' holds values shaped {of_shape} a node and '{wrt}' {shapes[wrt]}: the "
-                         "blocks of a tangent matrix are square")
+    _square(program, of, wrt, who)
     out = "diagonal"
     while out in program.inputs:
         out = f"{out}_of_{wrt}"

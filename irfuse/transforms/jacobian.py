@@ -14,6 +14,10 @@ does. For per-element values only: a program over a mesh (gathers, scatters), on
 loop, an output that reads a reduction over the batch of a value that changes with x (other
 elements' x change it too), or a Jacobian of more than 4 axes is refused by name; a
 reduction the output does not read (the energy beside its gradient) is computed as it is.
+
+`diagonal_program(program, of, wrt)` is the same directions' diagonal alone, for y and x of
+one shape: each direction's tangent cut (`item`) to its own entry, the entries stacked in x's
+shape (what only the other entries read is dead): a Jacobi preconditioner's per element.
 """
 
 from __future__ import annotations
