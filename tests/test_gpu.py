@@ -1879,7 +1879,8 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     assembly of the element blocks (to rounding: the owner-computes kernel makes its blocks
     itself), the same bits again and through `out=`, the host float64 matrix to float32
     rounding; CuPy arrays get a `cupyx` CSR matrix of the same bits; the diagonal and
-    Dirichlet rows alike; the nodes' slot lists made on the GPU are the host's; tensors of
+    Dirichlet rows alike (the diagonal's program: a CuPy array from CuPy arrays, the same bits
+    through a connectivity prepared on the host); the nodes' slot lists made on the GPU are the host's; tensors of
     another width, type or shape are refused by name."""
     torch = pytest.importorskip("torch")
     from scipy import sparse
@@ -1931,6 +1932,15 @@ def test_a_tangent_matrix_of_gpu_arrays_is_assembled_there_in_the_fixed_order():
     c = irfuse.tangent_matrix(prog, cupy.asarray(X.astype(np.float32)), cupy.asarray(u), prepared,
                               cupy.asarray(dN), 1.5, 0.75, wrt="u")
     assert type(c).__module__.startswith("cupyx") and c.data.get().tobytes() == first.tobytes()
+    # (the diagonal's program over the mesh: CuPy arrays get a CuPy array, and a connectivity
+    # prepared on the host the GPU-prepared one's order: the same bits)
+    dc = irfuse.diagonal(prog, cupy.asarray(X.astype(np.float32)), cupy.asarray(u), prepared, cupy.asarray(dN),
+                         1.5, 0.75, wrt="u", fixed=cupy.asarray(fixed))
+    assert isinstance(dc, cupy.ndarray) and dc.get().tobytes() == d.cpu().numpy().tobytes()
+    host_prepared = Connectivity(conn, len(X))
+    dh = irfuse.diagonal(prog, *args[:2], host_prepared, *args[3:], wrt="u", fixed=t["fixed"])
+    assert dh.is_cuda and dh.cpu().numpy().tobytes() == d.cpu().numpy().tobytes()
+    assert not prepared.kept["names a node twice"] and not host_prepared.kept["names a node twice"]
     # (the owner-computes kernel ran, keeping each node's slot lists, made on the GPU as on the host)
     starts, slots = prepared.kept[("node slots", str(t["u"].device))]
     from irfuse.mesh.assembly import node_slots
