@@ -83,6 +83,38 @@ return y, E;
     np.testing.assert_allclose(hess.grad_x, np.einsum("nij,nj->ni", A + np.swapaxes(A, 1, 2), x), rtol=1e-13)
 
 
+def test_a_jacobian_of_uniform_factors_alone_is_still_one_an_element():
+    """y = A x with A uniform: dy/dx is A at every element, shaped (N, 3, 3) as every
+    per-element Jacobian is (the tangent along a unit direction is made of uniform values
+    alone, and is added to zeros of y to be one an element); over a mesh, r = scatter(Ke ue)
+    with Ke uniform: the scatter of per-slot blocks and the diagonal's program take such blocks
+    too, the matrix both ways the same, the diagonal each node's count of Ke's diagonal."""
+    import os
+
+    from irfuse.mesh import Connectivity
+
+    src = "uniform matrix3x3 A;\nvector3 x, y;\ninput x, A;\ny = mvmul33(A, x);\nreturn y;\n"
+    A, x = np.arange(9.0).reshape(3, 3), np.ones((5, 3))
+    out = irfuse.compile(irfuse.jacobian(src, of="y", wrt="x"), backend="cpu", dtype="f64")(x, A)
+    assert np.shape(out.dy_dx) == (5, 3, 3) and np.array_equal(out.dy_dx, np.broadcast_to(A, (5, 3, 3)))
+    mesh = irfuse.compile("nodal scalar u, r;\nindex3 conn;\nuniform matrix3x3 Ke;\nvector3 ue, fe;\n"
+                          "input u, conn, Ke;\nue = gather(u, conn);\nfe = mvmul33(Ke, ue);\n"
+                          "r = scatter(fe, conn);\nreturn r;\n", backend="cpu", dtype="f64")
+    rng = np.random.default_rng(0)
+    conn = np.array([rng.permutation(30)[:3] for _ in range(50)], np.int32)  # (no element names a node twice)
+    prepared, Ke, u = Connectivity(conn, 30), rng.standard_normal((3, 3)), rng.standard_normal(30)
+    rows = irfuse.tangent_matrix(mesh, u, prepared, Ke, wrt="u")
+    os.environ["IRFUSE_TANGENT_ROWS"] = "0"
+    try:
+        blocks = irfuse.tangent_matrix(mesh, u, prepared, Ke, wrt="u")
+    finally:
+        del os.environ["IRFUSE_TANGENT_ROWS"]
+    np.testing.assert_allclose(blocks.toarray(), rows.toarray(), rtol=1e-14, atol=1e-14)
+    want = np.zeros(30)
+    np.add.at(want, conn, np.broadcast_to(np.diag(Ke), conn.shape))
+    np.testing.assert_allclose(irfuse.diagonal(mesh, u, prepared, Ke, wrt="u"), want, rtol=1e-14, atol=1e-14)
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_the_j2_tangent_compiles_for_the_gpu(dtype):
     """Its kernels compile with NVRTC (no GPU needed)."""

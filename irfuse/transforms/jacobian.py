@@ -44,6 +44,7 @@ class _Directions(_Builder):
     def __init__(self, library, prefix: str, count: int):
         super().__init__(library, prefix)
         self.tangents: list[dict[SSAValue, SSAValue]] = [{} for _ in range(count)]
+        self.uniform_args: set[SSAValue] = set()  # (the new block's arguments that are uniform inputs)
         # Values that change with other elements' inputs (a reduction over the batch of a
         # value with a tangent, and what is computed from one): the reduction, by value.
         self.batch_wide: dict[SSAValue, Operation] = {}
@@ -111,7 +112,7 @@ def _per_element(b: _Directions, block: Block, tangent: SSAValue, y: SSAValue, l
     alone) the sum with zeros of y (made once: `zeros`), so that the Jacobian is a value of
     each element, as `jacobian_program` promises (the sum changes no entry but a negative
     zero's sign)."""
-    if not is_uniform(tangent):
+    if not is_uniform(tangent, b.uniform_args):  # (the block is not a program's yet: its uniform inputs named)
         return tangent
     if y not in zeros:
         zeros[y] = b.zeros(block, y, like)
@@ -235,8 +236,10 @@ def _directed(program: ProgramOp, y: SSAValue, wrt: Sequence[str], library, pref
     directions = [(x, entry) for x in wrt
                   for entry in itertools.product(*[range(n) for n in _shape(args[inputs.index(x)])])]
     b = _Directions(library, prefix, len(directions))
-    for a, new in zip(args, block.args):
+    for a, new, name in zip(args, block.args, inputs):
         b.value[a] = new
+        if name in program.uniform:
+            b.uniform_args.add(new)
     made: dict = {}
     for tangent, (x, entry) in zip(b.tangents, directions):
         tangent[args[inputs.index(x)]] = _unit(b, block, _shape(args[inputs.index(x)]), entry, ret, made)
