@@ -217,8 +217,8 @@ class JacobianCheck:
 def jacobian_against_jvp(source: str, n: int = 16, seed: int = 0) -> JacobianCheck:
     """Checks the per-element Jacobian (`transforms.jacobian`) of every per-element output of
     KAS `source` by every per-element input against its forward derivative along each unit
-    direction of that input (the float64 reference, `run_reference`): entry [..., k] of the
-    Jacobian is the tangent along e_k, to rounding. A pair the Jacobian refuses (a loop, a
+    direction of that input (the float64 reference, `run_reference`): the Jacobian is one an
+    element, shaped (n, *y, *x), and entry [..., k] is the tangent along e_k, to rounding. A pair the Jacobian refuses (a loop, a
     gather, a reduction over the batch the output reads, too many axes) is listed with why."""
     from irfuse.diagnostics import CompileError, UsageError
     from irfuse.transforms.jacobian import jacobian_program
@@ -244,6 +244,10 @@ def jacobian_against_jvp(source: str, n: int = 16, seed: int = 0) -> JacobianChe
             with np.errstate(all="ignore"):
                 got = np.asarray(run_reference(jac, inputs, n)[f"d{y}_d{x}"])
                 shape = np.shape(inputs[x])[1:]
+                y_shape = tuple(getattr(ret.values[program.outputs.index(y)].type, "shape", ()))
+                if np.shape(got) != (n, *y_shape, *shape):
+                    check.mismatches.append(f"d{y}/d{x} is shaped {np.shape(got)}, not {(n, *y_shape, *shape)}: one "
+                                            "an element")
                 for k, entry in enumerate(np.ndindex(*shape)):
                     unit = np.zeros(np.shape(inputs[x]))
                     unit[(slice(None), *entry)] = 1.0
