@@ -218,8 +218,9 @@ def jacobian_against_jvp(source: str, n: int = 16, seed: int = 0) -> JacobianChe
     """Checks the per-element Jacobian (`transforms.jacobian`) of every per-element output of
     KAS `source` by every per-element input against its forward derivative along each unit
     direction of that input (the float64 reference, `run_reference`): the Jacobian is one an
-    element, shaped (n, *y, *x), and entry [..., k] is the tangent along e_k, to rounding. A pair the Jacobian refuses (a loop, a
-    gather, a reduction over the batch the output reads, too many axes) is listed with why."""
+    element, shaped (n, *y, *x), and entry [..., k] is the tangent along e_k, to rounding. A
+    pair the Jacobian refuses (a loop, a gather, a reduction over the batch the output reads,
+    too many axes) is listed with why."""
     from irfuse.diagnostics import CompileError, UsageError
     from irfuse.transforms.jacobian import jacobian_program
 
