@@ -41,19 +41,26 @@ class _Directions(_Builder):
     """A program's statements copied once, each followed by its tangents along several
     directions (`tangents`: one map of values to tangents a direction)."""
 
-    def __init__(self, library, prefix: str, count: int):
+    def __init__(self, library, prefix: str, count: int, by_direction: bool = False):
         super().__init__(library, prefix)
         self.tangents: list[dict[SSAValue, SSAValue]] = [{} for _ in range(count)]
         self.uniform_args: set[SSAValue] = set()  # (the new block's arguments that are uniform inputs)
         # Values that change with other elements' inputs (a reduction over the batch of a
         # value with a tangent, and what is computed from one): the reduction, by value.
         self.batch_wide: dict[SSAValue, Operation] = {}
+        # `by_direction`: the statements copied first, then each direction's tangents of all of
+        # them (`tangents_by_direction`), so that one direction's values are live at a time, not
+        # every direction's at each statement; `varies`: the values that change with the inputs
+        # followed (their tangents not made yet), `later`: the calls whose tangents are to come.
+        self.by_direction = by_direction
+        self.varies: set[SSAValue] = set()
+        self.later: list[tuple[CallOp, list[SSAValue]]] = []
 
     def reduce_op(self, op: ReduceOp, block: Block) -> None:
         new = self.emit(block, ReduceOp(op.reduce_kind, self.value[op.operand]), op)
         new.res.name_hint = op.res.name_hint
         self.value[op.res] = new.res
-        if op.operand in self.batch_wide or any(op.operand in t for t in self.tangents):
+        if op.operand in self.batch_wide or op.operand in self.varies or any(op.operand in t for t in self.tangents):
             self.batch_wide[op.res] = self.batch_wide.get(op.operand, op)
 
     def statements(self, ops: Sequence[Operation], block: Block) -> None:
@@ -73,9 +80,23 @@ class _Directions(_Builder):
         if wide is not None:
             self.batch_wide[op.res] = wide
             return
+        if self.by_direction:
+            if any(a in self.varies for a in op.args):
+                self.varies.add(op.res)
+                self.later.append((op, args))
+            return
         for tangent in self.tangents:
             self.tangent = tangent
             self.call_tangent(op, args, block)
+
+    def tangents_by_direction(self, block: Block, each) -> None:
+        """Each direction's tangents of the calls copied (`by_direction`), one direction after
+        another, `each(k)` called after direction k's (what is taken of them goes there)."""
+        for k, tangent in enumerate(self.tangents):
+            self.tangent = tangent
+            for op, args in self.later:
+                self.call_tangent(op, args, block)
+            each(k)
 
     def resolved(self, block: Block, family: str, args: Sequence[SSAValue], like: Operation,
                  params: Sequence[str] = (), hint: str | None = None) -> SSAValue:
@@ -187,15 +208,20 @@ def diagonal_program(program: ProgramOp, of: str, wrt: str, library, name: str =
     if _shape(y) != x_shape:
         raise UsageError(f"{where}: '{of}' is shaped {_shape(y)} and '{wrt}' {x_shape}: a diagonal is of a square "
                          "Jacobian")
-    b, block, directions = _directed(program, y, [wrt], library, "d", where)
     ret = program.return_op
     zeros: dict = {}
-    entries = []
-    for t, (_, entry) in zip(b.tangents, directions):
+    entries: list = []
+
+    def entry(b: _Directions, block: Block, k: int, direction: tuple) -> None:
+        # (direction k's tangent of y cut to its own entry as soon as it is made: item i of item
+        # j ... of the tangent along direction (j, ..., i))
+        t = b.tangents[k]
         value = _per_element(b, block, t[y], b.value[y], ret, zeros) if y in t else b.zeros(block, b.value[y], ret)
-        for k in entry:  # (item k of item j ... of the tangent along direction (j, ..., k))
-            value = b.resolved(block, "item", [value], ret, (str(k),))
+        for i in direction[1]:
+            value = b.resolved(block, "item", [value], ret, (str(i),))
         entries.append(value)
+
+    b, block, _ = _directed(program, y, [wrt], library, "d", where, each=entry)
     diagonal = _stacked(b, block, entries, x_shape, ret)
     diagonal.name_hint = ssa_hint(name)
     b.emit(block, ReturnOp([diagonal]), ret)
@@ -219,12 +245,16 @@ def _output(program: ProgramOp, of: str, where: str) -> SSAValue:
     return y
 
 
-def _directed(program: ProgramOp, y: SSAValue, wrt: Sequence[str], library, prefix: str, where: str):
+def _directed(program: ProgramOp, y: SSAValue, wrt: Sequence[str], library, prefix: str, where: str,
+              each=None):
     """(the builder of `program`'s statements copied once into a new block, each followed by
     its tangents along every unit direction of the inputs in `wrt`; that block; the
     directions, (input, entry) in row-major order): UsageError where `wrt` names nothing,
     CompileError where output value `y` reads a reduction over the batch of a value that
-    changes with them."""
+    changes with them. With `each`, the statements are copied first and then each direction's
+    tangents of them all, `each(builder, block, k, direction)` called after direction k's
+    (`_Directions.by_direction`)."""
+    by_direction = each is not None
     if not wrt:
         raise UsageError(f"{where}: wrt names no input")
     inputs, ret = program.inputs, program.return_op
@@ -235,7 +265,9 @@ def _directed(program: ProgramOp, y: SSAValue, wrt: Sequence[str], library, pref
     # One direction for each entry of each input in wrt, all followed at once.
     directions = [(x, entry) for x in wrt
                   for entry in itertools.product(*[range(n) for n in _shape(args[inputs.index(x)])])]
-    b = _Directions(library, prefix, len(directions))
+    b = _Directions(library, prefix, len(directions), by_direction)
+    if by_direction:
+        b.varies.update(args[inputs.index(x)] for x in wrt)
     for a, new, name in zip(args, block.args, inputs):
         b.value[a] = new
         if name in program.uniform:
@@ -249,4 +281,6 @@ def _directed(program: ProgramOp, y: SSAValue, wrt: Sequence[str], library, pref
         raise CompileError(located(f"{where}: d{of}/d{'/'.join(wrt)} is not per element: '{of}' reads this "
                                    "reduction over the batch of a value that changes with them",
                                    b.batch_wide[y].location))
+    if by_direction:
+        b.tangents_by_direction(block, lambda k: each(b, block, k, directions[k]))
     return b, block, directions
