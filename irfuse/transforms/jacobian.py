@@ -39,7 +39,8 @@ LETTERS_OF_Y, LETTERS_OF_X = "ijkl", "mnop"
 
 class _Directions(_Builder):
     """A program's statements copied once, each followed by its tangents along several
-    directions (`tangents`: one map of values to tangents a direction)."""
+    directions (`tangents`: one map of values to tangents a direction), or, `by_direction`,
+    all of them first and then one direction's tangents of them after another."""
 
     def __init__(self, library, prefix: str, count: int, by_direction: bool = False):
         super().__init__(library, prefix)
