@@ -141,6 +141,14 @@ def _per_element(b: _Directions, block: Block, tangent: SSAValue, y: SSAValue, l
     return b.resolved(block, "add", [tangent, zeros[y]], like)
 
 
+def _tangent_of(b: _Directions, block: Block, tangent: dict, y: SSAValue, like: Operation, zeros: dict) -> SSAValue:
+    """Output y's tangent along one direction (`tangent`: its map) as a per-element value:
+    `_per_element` of it, or zeros of y where y does not change along it."""
+    if y not in tangent:
+        return b.zeros(block, b.value[y], like)
+    return _per_element(b, block, tangent[y], b.value[y], like, zeros)
+
+
 def _stacked(b: _Directions, block: Block, values: list[SSAValue], shape: tuple[int, ...], like: Operation):
     """`values` (one per entry of `shape`, in row-major order) as one array shaped
     (*shape, *value shape)."""
@@ -176,8 +184,7 @@ def jacobian_program(program: ProgramOp, of: str, wrt: Sequence[str], library, p
     for x, name in zip(wrt, names):
         shape = _shape(args[inputs.index(x)])
         zeros: dict = {}
-        dy = [_per_element(b, block, t[y], b.value[y], ret, zeros) if y in t else b.zeros(block, b.value[y], ret)
-              for t, (w, _) in zip(b.tangents, directions) if w == x]
+        dy = [_tangent_of(b, block, t, y, ret, zeros) for t, (w, _) in zip(b.tangents, directions) if w == x]
         stacked = _stacked(b, block, dy, shape, ret)
         if shape and _shape(y):  # (x's axes after y's: a permutation)
             xl, yl = LETTERS_OF_X[:len(shape)], LETTERS_OF_Y[:len(_shape(y))]
@@ -216,8 +223,7 @@ def diagonal_program(program: ProgramOp, of: str, wrt: str, library, name: str =
     def entry(b: _Directions, block: Block, k: int, direction: tuple) -> None:
         # (direction k's tangent of y cut to its own entry as soon as it is made: item i of item
         # j ... of the tangent along direction (j, ..., i))
-        t = b.tangents[k]
-        value = _per_element(b, block, t[y], b.value[y], ret, zeros) if y in t else b.zeros(block, b.value[y], ret)
+        value = _tangent_of(b, block, b.tangents[k], y, ret, zeros)
         for i in direction[1]:
             value = b.resolved(block, "item", [value], ret, (str(i),))
         entries.append(value)
