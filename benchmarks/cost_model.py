@@ -3,6 +3,8 @@ predicted to take next to the time its calls take, on the GPU (CUDA) or on the C
 
     python benchmarks/cost_model.py [--backend cuda|cpu] [--profile h200] [--n N] [--cubes C]
                                     [--dtype f32 f64] [--calls 30] [--examples NAME ...] [--json out.json]
+    python benchmarks/cost_model.py --measured RUN.json     (no GPU: this tree's predictions
+                                                             against an earlier run's times)
 
 Each program is compiled for the backend with the batch it runs (`n=`, elements; a mesh
 program's elements), planned with `--profile` (the GPU's by default: `h200`; `cpu` for the CPU
@@ -116,8 +118,22 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", nargs="+", default=["f32", "f64"])
     ap.add_argument("--calls", type=int, default=None, help="default 30 on CUDA, 5 on the CPU")
     ap.add_argument("--examples", nargs="+", default=None, metavar="NAME", help="only these (file names without .kas)")
+    ap.add_argument("--measured", default=None, metavar="RUN.json",
+                    help="no calls: price the programs as this tree plans them against the times an "
+                         "earlier run measured (its JSON; its backend, profile and sizes), e.g. to refit "
+                         "the model on a machine without the GPU")
     ap.add_argument("--json", default=meta.result_path("planner"))
     args = ap.parse_args(argv)
+    earlier = None
+    if args.measured:
+        import json
+        with open(args.measured) as f:
+            earlier = json.load(f)
+        args.backend, args.profile = earlier["backend"], earlier["profile"]
+        args.n, args.cubes = earlier["n"], earlier["cubes"]
+        args.examples = args.examples or sorted({os.path.basename(r["program"])[:-4] for r in earlier["rows"]})
+        args.dtype = sorted({r["dtype"] for r in earlier["rows"]} & set(args.dtype))
+        clock = {(r["program"], r["dtype"]): r["measured_s"] for r in earlier["rows"]}
 
     import irfuse
     from irfuse.planner.profiles import load_profile
@@ -126,12 +142,22 @@ def main(argv=None) -> int:
     from rich.table import Table
 
     backend = args.backend or ("cuda" if meta._gpu()[0] else "cpu")
+    arch = {"arch": "sm_90"} if earlier and backend == "cuda" else {}  # (compiled for the GPU measured)
     profile_name = args.profile or ("h200" if backend == "cuda" else "cpu")
     profile = load_profile(profile_name)
     n = args.n or (4_194_304 if backend == "cuda" else 2_097_152)
     cubes = args.cubes or (88 if backend == "cuda" else 64)
     calls = args.calls or (30 if backend == "cuda" else 5)
-    if backend == "cuda":
+    if earlier:
+        def to_side(a):
+            return a
+
+        def empty(shape, dtype):
+            return None
+
+        def sync():
+            return None
+    elif backend == "cuda":
         import torch
 
         def to_side(a):
@@ -166,15 +192,17 @@ def main(argv=None) -> int:
                 probe.close()
             else:
                 elements, nodes, partials = n, None, 0
-            program = irfuse.compile(path, backend=backend, dtype=dtype, n=elements, profile=profile_name)
-            if not is_mesh:
+            if earlier and (name, dtype) not in clock:
+                continue
+            program = irfuse.compile(path, backend=backend, dtype=dtype, n=elements, profile=profile_name, **arch)
+            if not is_mesh and not earlier:
                 inputs = random_inputs(program.compiled.reference_program, n, 1, np_dtype)
                 inputs = {k: v.reshape(program.shapes[k]) if k in program.uniform else v for k, v in inputs.items()}
-            args_on = {k: v if hasattr(v, "conn") else to_side(v) for k, v in inputs.items()}
-            out = [empty(program.shapes[o] if o in program.uniform else
+            args_on = {} if earlier else {k: v if hasattr(v, "conn") else to_side(v) for k, v in inputs.items()}
+            out = [] if earlier else [empty(program.shapes[o] if o in program.uniform else
                          (nodes if o in getattr(program, "nodal", ()) else elements, *program.shapes[o]), np_dtype)
                    for o in program.outputs]
-            measured = timed(lambda: program(**args_on, out=out), calls, sync)
+            measured = clock[name, dtype] if earlier else timed(lambda: program(**args_on, out=out), calls, sync)
             planned, added, kernels = predicted_s(program, elements, nodes, partials, profile)
             predicted = planned + added
             ratio = measured / predicted
@@ -186,6 +214,8 @@ def main(argv=None) -> int:
                   f"({ratio:.2f}x)", flush=True)
             program.close()
     where = meta._gpu()[0] if backend == "cuda" else f"CPU backend, {os.cpu_count()} cores"
+    if earlier:
+        where = f"{earlier['meta'].get('gpu') or earlier['backend']}'s times from {os.path.basename(args.measured)}"
     table = Table(title=f"{where}: the cost model ({profile_name} profile) against calls back to back; "
                         f"{n:,} elements, meshes of {6 * cubes ** 3:,} tetrahedra")
     for col in ("program", "dtype", "kernels", "planned", "runtime steps", "predicted", "measured",
@@ -198,7 +228,8 @@ def main(argv=None) -> int:
                       "yes" if r["within"] else "no")
     Console(width=200).print(table)
     with open(args.json, "w") as f:
-        meta.dump({"backend": backend, "profile": profile_name, "n": n, "cubes": cubes, "rows": rows}, f, indent=2)
+        meta.dump({"backend": backend, "profile": profile_name, "n": n, "cubes": cubes, "rows": rows,
+                   **({"measured_from": args.measured} if earlier else {})}, f, indent=2)
     return 0
 
 
