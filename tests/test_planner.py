@@ -837,6 +837,57 @@ return r;"""
     assert kernel_cost(whole.model, 1 << 22, H100, [rows, 12]).time > 0
 
 
+def test_memory_counts_the_rows_of_an_sms_resident_blocks_and_scattered_values_as_group_partials():
+    """From memory a gathering kernel takes the distinct rows of the elements an SM's resident
+    blocks hold (`global_sectors`' window), so blocks of 64 at 20 an SM and of 256 at 5 move the
+    same rows, fewer than a block of 64 alone names; a connectivity of more nodes than a
+    tetrahedron's keeps its blocks' own count. A value scatters alone add is written as one
+    partial row for each distinct node of a group (`scattered_words`), fewer than its elements'
+    rows, except through connectivities of more nodes; the search moves such a value's words so."""
+    from irfuse.artifact.scatter_groups import group_elements
+    from irfuse.kernel.model import Gathered
+    from irfuse.planner.cost import distinct_rows, global_sectors, scattered_words
+    from irfuse.planner.search import moved_words, program_dags
+
+    n, tet, hexa = 1 << 22, Gathered(4, 3, 1), Gathered(8, 3, 2)
+    node_numbers = n * 4 * 4 // 32  # (int32 node numbers: whole sectors in blocks of 64 and 256)
+    rows = {by: global_sectors(n, by, [tet], 4, window=1280) - node_numbers for by in (64, 256)}
+    assert rows[64] == pytest.approx(rows[256], rel=1e-9)
+    alone = global_sectors(n, 64, [tet], 4) - node_numbers
+    assert rows[64] < 0.5 * alone
+    assert global_sectors(n, 64, [hexa], 4, window=1280) == global_sectors(n, 64, [hexa], 4)
+    assert scattered_words(12, 4) == pytest.approx(3 * distinct_rows(group_elements(4), 4))
+    assert 0.6 * 3 < scattered_words(12, 4) < 0.8 * 3 and scattered_words(8, 8) == 8
+    source = """
+nodal vector3 X, r; index4 conn; matrix4x3 Xe, A; matrix3x3 H;
+input X, conn;
+Xe = gather(X, conn);
+H = mtmul(Xe, Xe);
+A = mmul(Xe, H);
+r = scatter(A, conn);
+return r;"""
+    program = compile_source(source).module.body.block.first_op
+    dag = program_dags(program)[0]
+    made = next(op.res for op in dag.ops if op.name == "kas.call" and op.res.type.size == 12)
+    assert moved_words(made, 4) == pytest.approx(scattered_words(12, 4))
+
+
+def test_a_gathering_kernels_rows_are_priced_by_their_bytes_or_its_elements_dependent_chains():
+    """`cost.gather_time`: each gathered row its bytes and `GATHER_ROW_COST` of a sector at
+    `gather_rate`, but no faster than an SM finishes elements waiting on their dependent loads
+    (`gathered_element_rate`): one gather of four float32 rows (the lumped mass) is bound by the
+    chains, two of float64 rows (the P1 residual) by the rows; no gather, no time."""
+    from irfuse.kernel.model import Gathered
+    from irfuse.planner.cost import GATHER_ROW_COST, gather_time
+
+    n = 1 << 22
+    chains = n / (H100.sms * H100.gathered_element_rate)
+    assert gather_time(n, H100, [Gathered(4, 3, 1), 4], 4) == pytest.approx(chains)
+    rows = 32 * n * 8 * (24 / 32 + GATHER_ROW_COST) / H100.gather_rate
+    assert gather_time(n, H100, [Gathered(4, 3, 2)] * 2, 8) == pytest.approx(rows) and rows > chains
+    assert gather_time(n, H100, [12, 4], 4) == 0.0
+
+
 def test_the_cpu_profile_costs_bytes_and_flops_at_its_rates_and_twins_at_their_factor():
     """The CPU profile's cost (`cost.cpu_kernel_cost`): a loop kernel's time is the launch and
     the larger of its bytes at the copy rate and its flops at the flop rate; a kernel of several
@@ -1000,18 +1051,24 @@ def test_a_group_whose_every_configuration_idles_schedulers_is_still_planned(mon
 
 def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes():
     """`cost.runtime_steps_time`: a mesh program's scatter reads each node's start and each
-    partial's slot and row and writes each node's sum; a reduction's combine, run as a kernel,
-    reads every block's partials, and on a GPU either way of combining waits `COMBINE_WAIT`;
-    a program of plain kernels adds nothing."""
+    partial's slot and row and writes each node's sum, at the profile's `node_sum_rate` (the
+    copy rate where it has none); a reduction's combine, run as a kernel, reads every block's
+    partials at the copy rate, and on a GPU either way of combining waits `COMBINE_WAIT`; a
+    program of plain kernels adds nothing."""
+    import dataclasses
     from irfuse.driver.compile import compile_program
     from irfuse.planner.cost import H200, load_profile, runtime_steps_time
 
     mesh = os.path.join(ROOT, "examples", "mesh", "p1_residual.kas")
     residual, _ = compile_program(mesh, None, "f32", compile_gpu=False)
     scatter = runtime_steps_time(residual, H200, 6000, nodes=1000, partials=3000)
-    assert scatter == pytest.approx(H200.launch_overhead + (1000 * (8 + 12) + 3000 * (4 + 12)) / H200.bandwidth)
+    assert H200.node_sum_rate < H200.bandwidth
+    assert scatter == pytest.approx(H200.launch_overhead + (1000 * (8 + 12) + 3000 * (4 + 12)) / H200.node_sum_rate)
     more = runtime_steps_time(residual, H200, 6000, nodes=1000, partials=6000)
-    assert more - scatter == pytest.approx(3000 * 16 / H200.bandwidth)
+    assert more - scatter == pytest.approx(3000 * 16 / H200.node_sum_rate)
+    copy_rate = dataclasses.replace(H200, node_sum_rate=0.0)
+    assert runtime_steps_time(residual, copy_rate, 6000, nodes=1000, partials=3000) == pytest.approx(
+        H200.launch_overhead + (1000 * (8 + 12) + 3000 * (4 + 12)) / H200.bandwidth)
     wide, _ = compile_program(mesh, None, "f64", compile_gpu=False)
     assert runtime_steps_time(wide, H200, 6000, nodes=1000, partials=3000) > scatter  # (8-byte words)
     # The explicit step's fused elements stage: its node kernel reads the partials (no launch
@@ -1019,7 +1076,7 @@ def test_the_runtime_steps_beside_the_planned_kernels_are_priced_by_their_bytes(
     step, _ = compile_program(os.path.join(ROOT, "examples", "mesh", "explicit_step.kas"), None, "f32",
                               compile_gpu=False)
     assert runtime_steps_time(step.fused[1].artifact, H200, 6000, nodes=1000, partials=3000) == pytest.approx(
-        (1000 * 8 + 3000 * (4 + 12)) / H200.bandwidth)
+        (1000 * 8 + 3000 * (4 + 12)) / H200.node_sum_rate)
     assert runtime_steps_time(step.stages[1].artifact, H200, 6000, nodes=1000, partials=3000) == pytest.approx(scatter)
 
     synctest, _ = compile_program(next(p for p in EXAMPLES if p.endswith("synctest.kas")), None, "f32",

@@ -6,7 +6,9 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     occupancy = resident * ceil(T / 32) / (threads/SM / 32)                  (warps in use / max)
     sectors   = sum over global arrays of B * ceil(BY * size * itemsize / 32)   (32-byte sectors;
                 structure of arrays: B * size * ceil(BY * itemsize / 32), one run per word;
-                a gathered value: its node numbers so, and its rows as `gathered_sectors`)
+                a gathered value: its node numbers so, and its rows as `gathered_sectors` of
+                the BY * resident elements an SM holds; a value scatters alone add: the partial
+                rows of its groups, `scattered_words`)
     in_flight = resident * BY * (words loaded per element) * itemsize      (bytes per SM)
     t_mem     = 32 * sectors / (bandwidth * min(1, in_flight / (bandwidth / SMs * turnaround)))
     t_compute = sum over calls of runs * n * flops * (BX / bx_call unless remapped) / flop rate
@@ -15,7 +17,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
                  runs: the trip counts of the loops around the call, 1 outside loops),
                 over min(1, occupancy * COMPUTE_WARPS), for BX = 1 times float32's rate / flop rate
     t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
-    t_gather  = n * (sectors of the rows each element gathers) * 32 / gather_rate
+    t_gather  = max(n * (rows each element gathers) * (row bytes + 32 * GATHER_ROW_COST) / gather_rate,
+                    n / (SMs * gathered_element_rate))
                 (every element's own rows, through the caches, where `sectors` counts the
                 distinct ones its block takes from memory), over (1 - BLOCK_TAIL / resident):
                 a block's warps wait for its slowest
@@ -56,6 +59,7 @@ import math
 from irfuse.analysis.bank_conflicts import kernel_wavefronts
 from irfuse.artifact.host_plan import Combine, Launch, Scatter, walk_steps
 from irfuse.artifact.records import record
+from irfuse.artifact.scatter_groups import group_elements
 from irfuse.dialects.fuse import FINISH_BATCH, finish_threads
 from irfuse.kernel.model import Gathered, KernelModel, OpKind, Patterns, op_weights
 from irfuse.kernel.policies import REGISTER_WORDS, array_words, launch_min_blocks
@@ -188,9 +192,21 @@ def op_flops(op, p: DeviceProfile, itemsize: int = 4) -> float:
 # lie packed, unaligned, so a distinct row touches its bytes' share of 32-byte sectors and about
 # a quarter sector more (measured: 0.33 sectors of 12-byte rows per element in blocks of 128).
 # The model assumes such a mesh for every connectivity: the plan is made before the mesh is seen.
+# From memory a kernel takes the distinct rows of what an SM's caches serve together, the
+# elements of its resident blocks (`global_sectors`' window; the mesh gradient's element kernel
+# read about 0.23 rows an element from DRAM on the H200, the count gives 0.28 for 20 blocks of
+# 64), not of each block alone (0.70), which priced the mesh kernels' memory above their time
+# and made larger blocks look cheaper than they ran (benchmarks/NOTES.md, The planner,
+# 2026-12-06, 16:30 UTC). The counts were fitted on tetrahedra: elements of more nodes keep
+# their blocks' own count.
 SHARED_NODES = 0.14
+TETRAHEDRON_NODES = 4  # (K of the mesh the counts were fitted on)
 NODE_REUSE = 0.75
 ROW_STRADDLE = 0.25
+# What each row an element gathers costs through the caches beyond its bytes, in sectors
+# (`gather_time`): fitted on the P1 residual's element kernel on the H100 in both types, whose
+# float64 rows (24 bytes) took 1.78x its float32 rows' (12) time: (24 + 3.5) / (12 + 3.5).
+GATHER_ROW_COST = 0.11
 # Nodes per element of the mesh a plan is made for, where it weighs work per node against work
 # per element (a program's passes over the nodes against recomputing their values where the
 # elements gather them: `driver.compile.compile_stages`): a tetrahedral mesh's, 2,146,689 nodes
@@ -199,10 +215,27 @@ ROW_STRADDLE = 0.25
 NODES_PER_ELEMENT = 1 / 6
 
 
+def distinct_rows(by: int, rows: int) -> float:
+    """Distinct nodes an element of a block of `by` elements names, of its `rows` (see above)."""
+    return SHARED_NODES + (rows - SHARED_NODES) / (1 + NODE_REUSE * math.sqrt(by - 1))
+
+
 def gathered_sectors(by: int, g: Gathered, itemsize: int) -> float:
     """32-byte sectors a block of `by` elements reads for the rows of a gather (see above)."""
-    distinct = by * (SHARED_NODES + (g.rows - SHARED_NODES) / (1 + NODE_REUSE * math.sqrt(by - 1)))
-    return distinct * (g.row_words * itemsize / 32 + ROW_STRADDLE)
+    return by * distinct_rows(by, g.rows) * (g.row_words * itemsize / 32 + ROW_STRADDLE)
+
+
+def scattered_words(words: int, rows: int) -> float:
+    """Words an element writes, on average, of a value of `words` words that a scatter adds
+    through a connectivity of `rows` nodes an element: its kernel sums the rows of each group of
+    `artifact.scatter_groups.group_elements` elements and writes one partial row for each node
+    the group names (about 0.7 an element for tetrahedra in groups of 64), not every element's
+    rows. The count of distinct nodes was fitted on tetrahedra (above); elements of more nodes
+    (the hexahedra of `irfuse.mesh.box_hexahedra`, whose groups' nodes it has not been measured
+    on) keep every row counted."""
+    if rows > TETRAHEDRON_NODES:
+        return words
+    return words / rows * distinct_rows(group_elements(rows), rows)
 
 
 def gather_time(n: int, p: DeviceProfile, global_sizes: list, itemsize: int) -> float:
@@ -210,8 +243,10 @@ def gather_time(n: int, p: DeviceProfile, global_sizes: list, itemsize: int) -> 
     arrays of `global_sizes` (see above) that depends on the gathered values alone, not on the
     kernel's blocks or mapping: every kernel that reads those values pays at least this (the
     search's floors count it; `block_tail` is at least 1)."""
-    return 32 * n * sum(g.rows * (g.row_words * itemsize / 32 + ROW_STRADDLE) for g in global_sizes
-                        if isinstance(g, Gathered)) / p.gather_rate
+    gathered = [g for g in global_sizes if isinstance(g, Gathered)]
+    rows = 32 * n * sum(g.rows * (g.row_words * itemsize / 32 + GATHER_ROW_COST) for g in gathered) / p.gather_rate
+    chains = n / (p.sms * p.gathered_element_rate) if gathered and p.gathered_element_rate else 0.0
+    return max(rows, chains)
 
 
 # A block holds its share of an SM's warps until the slowest of them is done. In a kernel that
@@ -235,16 +270,20 @@ def block_tail(resident: int) -> float:
     return 1 / (1 - BLOCK_TAIL / resident) if resident > 0 else 1.0
 
 
-def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "aos") -> int:
+def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "aos", window: int = 0) -> int:
     """32-byte sectors a kernel of `by` elements per block moves for global arrays of `sizes`
     words per element (or `Gathered` arrays): a block's chunk of an array of structures is
     one contiguous run, of a structure of arrays one run per word; a gathered array's node
-    numbers are one run and its rows `gathered_sectors`."""
+    numbers are one run and its rows `gathered_sectors` of the `window` elements whose rows
+    the caches serve together (GATHER_WINDOW; `by` where 0), in proportion."""
     blocks = -(-n // by)
+    window = max(window, by)
     total = 0.0
     for size in sizes:
         if isinstance(size, Gathered):
-            total += blocks * (-(-by * size.index_words * itemsize // 32) + gathered_sectors(by, size, itemsize))
+            seen = window if size.rows <= TETRAHEDRON_NODES else by
+            total += blocks * -(-by * size.index_words * itemsize // 32) + \
+                blocks * by * gathered_sectors(seen, size, itemsize) / seen
         elif layout == "soa":
             total += blocks * size * -(-by * itemsize // 32)
         else:
@@ -404,9 +443,6 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
         regs = registers
     isz = model.itemsize
     blocks = math.ceil(n / model.by)
-    sectors = global_sectors(n, model.by, global_sizes, isz, model.layout)
-    nbytes = n * isz * sum(s for s in global_sizes if not isinstance(s, Gathered)) + 32 * global_sectors(
-        n, model.by, [s for s in global_sizes if isinstance(s, Gathered)], isz, model.layout)
     infeasible = ""
     if threads > p.max_threads_per_block:
         infeasible = f"{threads} threads per block"
@@ -418,7 +454,11 @@ def _gpu_kernel_cost(model: KernelModel, n: int, p: DeviceProfile, global_sizes:
     if resident == 0 and not infeasible:
         infeasible = "no block fits on a multiprocessor"
     if infeasible:
-        return KernelCost(math.inf, math.inf, math.inf, 0.0, 0, 0.0, regs, smem, nbytes, False, infeasible)
+        return KernelCost(math.inf, math.inf, math.inf, 0.0, 0, 0.0, regs, smem, 0, False, infeasible)
+    window = model.by * resident
+    sectors = global_sectors(n, model.by, global_sizes, isz, model.layout, window)
+    nbytes = n * isz * sum(s for s in global_sizes if not isinstance(s, Gathered)) + 32 * global_sectors(
+        n, model.by, [s for s in global_sizes if isinstance(s, Gathered)], isz, model.layout, window)
     warps = resident * math.ceil(threads / 32)
     occupancy = warps / (p.max_threads_per_sm / 32)
     in_flight = resident * model.by * isz * model.batch_loads()
@@ -528,15 +568,18 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
     finished = {r for step, _ in walk_steps(host.steps) if isinstance(step, Launch) and p.kind != "cpu"
                 and infos[step.kernel].finishes_in_last_block(n)
                 for r, kind in zip(step.results, infos[step.kernel].reduced) if kind}
+    sum_rate = p.node_sum_rate or p.bandwidth
     total = 0.0
     for step, runs in walk_steps(host.steps):
         if isinstance(step, Scatter) and step.result in in_node_kernels:
             words = math.prod(host.values[step.result].shape)
-            total += runs * (nodes * 8 + partials * (4 + words * isz)) / p.bandwidth
+            total += runs * (nodes * 8 + partials * (4 + words * isz)) / sum_rate
             continue
         if isinstance(step, Scatter):
             words = math.prod(host.values[step.result].shape)
             nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
+            total += runs * (p.launch_overhead + nbytes / sum_rate)
+            continue
         elif isinstance(step, Combine):
             value = host.values[step.partials]
             info = infos[value.kernel]

@@ -50,6 +50,16 @@ class DeviceProfile:
     # (4.0e12 fitted with every one-thread kernel's rows at that rate; since 2026-12-06 the rate with
     # `cost.BLOCK_TAIL` apart, 4.0e12 / (1 - 0.5 / 10): the fitted kernel ran 10 blocks an SM.)
     gather_rate: float = 4.21e12
+    # Bytes per second of a scatter's adding of every node's partials in order (each partial's
+    # slot and row read through the node-ordered list, each node's start and sum: dependent
+    # loads, which run below the copy rate whatever it is); 0: the copy rate (`bandwidth`).
+    node_sum_rate: float = 0.0
+    # Elements a second an SM finishes, at most, of a kernel that gathers: each waits on a chain
+    # of dependent loads (its node numbers, then its rows) and on its group sums, whatever its
+    # blocks (`cost.gather_time`); 0: no such bound. Both rates below were fitted on the H100
+    # (benchmarks/NOTES.md, The planner, 2026-12-06, 16:30 UTC; the adding kernel's also ran
+    # 2.2-2.6e12 on the H200) and taken over for the H200.
+    gathered_element_rate: float = 0.0
     # A CPU profile (`kind` "cpu", planned for by `cost.cpu_kernel_cost`): `sms` counts the
     # worker threads (cores), `bandwidth` the host's copy rate on all of them, the flop rates the
     # multiply-adds of the CPU backend's code on all of them, `launch_overhead` one launch of the
@@ -77,7 +87,7 @@ class DeviceProfile:
 # alone predict 0.29 ms) and taken over for the H100, not measured there. The multiply-add rates and the cost of a division, reciprocal or square
 # root were measured by `irfuse calibrate` on both on 2026-11-23 and agree within 1%.
 _HOPPER = dict(sms=132, fp32_flops=63.8e12, fp64_flops=33.4e12, slow_op_flops=30.6, slow_op_flops_f64=26.5,
-               shared_per_sm=228 * 1024, shared_per_block=227 * 1024)
+               shared_per_sm=228 * 1024, shared_per_block=227 * 1024, node_sum_rate=2.3e12, gathered_element_rate=3.4e8)
 # `block_cost` measured on the H200 (NOTES, The planner, 2026-11-26: a kernel of 64-element blocks ran
 # at 790 blocks a microsecond whatever their bytes, 166 ns a block on each SM) and taken over for
 # the H100 (the same chip).

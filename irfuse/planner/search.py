@@ -54,6 +54,7 @@ from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, gather_time, global_sectors, kernel_cost,
+                                 scattered_words,
                                   op_flops, peak_flops, peak_register_words, time_without_barriers)
 from irfuse.planner.cover_exact import unique_cover
 from irfuse.planner.cover_model import CoverModel, statuses
@@ -281,7 +282,7 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
     else:
         # Uniform inputs and reductions' partials move no bytes per element.
         # A gathered value moves its node numbers besides its rows (`global_words`).
-        sizes = [0 if kas.is_uniform(v) else global_words(v, itemsize) for v in [*inputs, *outputs]]
+        sizes = [moved_words(v, itemsize) for v in [*inputs, *outputs]]
     # Every configuration's cost is at least `floor`: the launch plus the transfer of its global
     # bytes at the full copy rate, or its arithmetic at the full flop rate (`cost.kernel_cost`
     # can only add to both). Configurations are analysed cheapest floor first, and the analysis
@@ -318,7 +319,8 @@ def group_configs(dags: list[BlockDAG], d: int, group: tuple[int, ...], n: int, 
                     shapes.append((impls, by * elements, elements, bx))
     # Seconds of the global bytes at the copy rate, by elements a block (configurations share
     # them: a search asks for most groups' floors only to leave the group out, below).
-    moved = {block: 32 * global_sectors(n, block, sizes, itemsize, layout) / profile.bandwidth
+    moved = {block: 32 * global_sectors(n, block, sizes, itemsize, layout, block * profile.max_blocks_per_sm)
+                    / profile.bandwidth
              for block in dict.fromkeys(shape[1] for shape in shapes)}
     # The floor of any kernel (or kernels) doing this group's work: one launch, its bytes at the
     # copy rate (the fewest sectors of any BY), the arithmetic of its calls that run for every
@@ -449,14 +451,25 @@ def _rest_floor(dag: BlockDAG, group: tuple[int, ...], n: int, profile: DevicePr
     inputs, outputs = crossing_values(dag, rest)
     words, gathered = 0, []
     for v in [*inputs, *outputs]:
-        if not kas.is_uniform(v):
-            size = global_words(v, itemsize)
-            words += size.index_words if isinstance(size, Gathered) else size
-            if isinstance(size, Gathered):
-                gathered.append(size)
+        size = moved_words(v, itemsize)
+        words += size.index_words if isinstance(size, Gathered) else size
+        if isinstance(size, Gathered):
+            gathered.append(size)
     rows = gather_time(n, profile, gathered, itemsize) if profile.kind != "cpu" else 0.0
     return profile.launch_overhead + max(n * words * itemsize / profile.bandwidth,
                                          _element_arithmetic(dag, calls, n, profile, itemsize), rows)
+
+
+def moved_words(v: SSAValue, itemsize: int) -> float | Gathered:
+    """Words an element moves through global memory for a value a kernel loads or stores:
+    none for a uniform value, a gathered value's node numbers and rows (`global_words`), a
+    value that scatters alone add the partial rows of its groups (`cost.scattered_words`)."""
+    if kas.is_uniform(v):
+        return 0
+    if kas.only_scattered(v):
+        rows = next(iter(v.uses)).operation.index.type.count.data  # type: ignore[attr-defined]
+        return scattered_words(v.type.size, rows)  # type: ignore[attr-defined]
+    return global_words(v, itemsize)
 
 
 def crossing_values(dag: BlockDAG, group: tuple[int, ...]) -> tuple[list[SSAValue], list[SSAValue]]:
