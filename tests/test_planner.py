@@ -417,6 +417,17 @@ def test_groups_whose_floor_passes_a_known_cover_are_left_out_and_the_best_plan_
         assert 4 * left_out > 3 * len(analysed), (left_out, len(analysed))
 
 
+# A mesh program of one gather and one scatter (the planner's tests of gathered and scattered words).
+GATHER_SCATTER = """
+nodal vector3 X, r; index4 conn; matrix4x3 Xe, A; matrix3x3 H;
+input X, conn;
+Xe = gather(X, conn);
+H = mtmul(Xe, Xe);
+A = mmul(Xe, H);
+r = scatter(A, conn);
+return r;"""
+
+
 @pytest.mark.parametrize("name, dtype", [("mesh/neo_hookean_energy.kas", 4), ("mesh/p1_residual.kas", 4),
                                          ("mesh/neo_hookean_residual.kas", 8)])
 def test_gathered_rows_count_in_a_group_s_floor_and_end_a_mesh_search_at_its_one_kernel(monkeypatch, name, dtype):
@@ -819,15 +830,7 @@ def test_a_gather_costs_the_distinct_rows_a_block_takes_from_memory_and_every_ro
     assert abs(per_element[2] - measured) < 0.15 * measured, (per_element[2], measured)
     assert gathered_sectors(1, rows, 4) == 4 * (12 / 32 + 0.25)  # one element: each row its own
     assert global_sectors(1 << 20, 128, [rows], 4) < global_sectors(1 << 20, 128, [12 + 1], 4)
-    source = """
-nodal vector3 X, r; index4 conn; matrix4x3 Xe, A, B; matrix3x3 H;
-input X, conn;
-Xe = gather(X, conn);
-H = mtmul(Xe, Xe);
-A = mmul(Xe, H);
-r = scatter(A, conn);
-return r;"""
-    program = compile_source(source).module.body.block.first_op
+    program = compile_source(GATHER_SCATTER).module.body.block.first_op
     dags = program_dags(program)
     calls = tuple(i for i, op in enumerate(dags[0].ops) if op.name == "kas.call")
     whole = group_configs(dags, 0, calls, 1 << 22, H100, 4, 1)[0][0]
@@ -858,15 +861,7 @@ def test_memory_counts_the_rows_of_an_sms_resident_blocks_and_scattered_values_a
     assert global_sectors(n, 64, [hexa], 4, window=1280) == global_sectors(n, 64, [hexa], 4)
     assert scattered_words(12, 4) == pytest.approx(3 * distinct_rows(group_elements(4), 4))
     assert 0.6 * 3 < scattered_words(12, 4) < 0.8 * 3 and scattered_words(8, 8) == 8
-    source = """
-nodal vector3 X, r; index4 conn; matrix4x3 Xe, A; matrix3x3 H;
-input X, conn;
-Xe = gather(X, conn);
-H = mtmul(Xe, Xe);
-A = mmul(Xe, H);
-r = scatter(A, conn);
-return r;"""
-    program = compile_source(source).module.body.block.first_op
+    program = compile_source(GATHER_SCATTER).module.body.block.first_op
     dag = program_dags(program)[0]
     made = next(op.res for op in dag.ops if op.name == "kas.call" and op.res.type.size == 12)
     assert moved_words(made, 4) == pytest.approx(scattered_words(12, 4))
