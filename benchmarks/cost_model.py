@@ -127,8 +127,13 @@ def main(argv=None) -> int:
     earlier = None
     if args.measured:
         import json
-        with open(args.measured) as f:
-            earlier = json.load(f)
+        try:
+            with open(args.measured) as f:
+                earlier = json.load(f)
+            if not all(k in earlier for k in ("backend", "profile", "n", "cubes", "rows")):
+                raise ValueError("not a JSON this script wrote (backend, profile, n, cubes, rows)")
+        except (OSError, ValueError) as e:
+            ap.error(f"--measured {args.measured}: {e}")
         args.backend, args.profile = earlier["backend"], earlier["profile"]
         args.n, args.cubes = earlier["n"], earlier["cubes"]
         args.examples = args.examples or sorted({os.path.basename(r["program"])[:-4] for r in earlier["rows"]})
