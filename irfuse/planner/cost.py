@@ -19,8 +19,8 @@ For a kernel over n elements, block (BX, BY), T = BX*BY threads, B = ceil(n / BY
     t_shared  = B * wavefronts per block / (SMs * shared_wavefront_rate)    (bank conflicts counted)
     t_gather  = max(n * (rows each element gathers) * (row bytes + 32 * GATHER_ROW_COST) / gather_rate,
                     n / (SMs * gathered_element_rate))
-                (every element's own rows, through the caches, where `sectors` counts the
-                distinct ones its block takes from memory), over (1 - BLOCK_TAIL / resident):
+                (every element's own rows, through the caches, however few distinct ones
+                the SM takes from memory), over (1 - BLOCK_TAIL / resident):
                 a block's warps wait for its slowest
     t_sync    = barrier runs * ceil(B / (SMs * resident)) * barrier_cost
     t_blocks  = ceil(B / SMs) * block_cost
@@ -275,7 +275,8 @@ def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "a
     words per element (or `Gathered` arrays): a block's chunk of an array of structures is
     one contiguous run, of a structure of arrays one run per word; a gathered array's node
     numbers are one run and its rows `gathered_sectors` of the `window` elements whose rows
-    the caches serve together (GATHER_WINDOW; `by` where 0), in proportion."""
+    the caches serve together (an SM's resident blocks' elements, see above; `by` where 0), in
+    proportion."""
     blocks = -(-n // by)
     window = max(window, by)
     total = 0.0
@@ -551,9 +552,10 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
     plan adds beside the planned kernels, which no plan chooses between and the search does not
     price: each scatter's kernel adding every node's partials in order (over `nodes` nodes and
     `partials` partials: it reads each partial's slot and row and each node's start, and writes
-    the node's sum) and each combine of a reduction's partials: one that runs as a kernel of its
-    own is a launch and its bytes at the copy rate, as a scatter's kernel is (a mesh run's
-    scatter: `benchmarks/cost_model.py` compares the sum with the clock); one that the reducing
+    the node's sum), a launch and its bytes at the profile's `node_sum_rate` (the copy rate where
+    it has none), and each combine of a reduction's partials: one that runs as a kernel of its
+    own is a launch and its bytes at the copy rate (`benchmarks/cost_model.py` compares the sum
+    with the clock); one that the reducing
     kernel's last block runs (on a GPU, where its blocks are few enough) is
     `last_block_combine_time`, which the kernel's planned time leaves out: the last block
     starts it once every other block has finished, so it adds to the kernel's time whatever

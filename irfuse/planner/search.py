@@ -54,8 +54,7 @@ from irfuse.dialects import kas
 from irfuse.library.catalogue import default_library
 from irfuse.library.implementations import Implementation
 from irfuse.planner.cost import (DeviceProfile, KernelCost, cost_with_barriers, gather_time, global_sectors, kernel_cost,
-                                 scattered_words,
-                                  op_flops, peak_flops, peak_register_words, time_without_barriers)
+                                  op_flops, peak_flops, peak_register_words, scattered_words, time_without_barriers)
 from irfuse.planner.cover_exact import unique_cover
 from irfuse.planner.cover_model import CoverModel, statuses
 from irfuse.planner.dag import BlockDAG, convex_groups, enclosing_loops, phase_levels, program_dags, whole_phases
