@@ -194,11 +194,11 @@ def op_flops(op, p: DeviceProfile, itemsize: int = 4) -> float:
 # The model assumes such a mesh for every connectivity: the plan is made before the mesh is seen.
 # From memory a kernel takes the distinct rows of what an SM's caches serve together, the
 # elements of its resident blocks (`global_sectors`' window; the mesh gradient's element kernel
-# read about 0.23 rows an element from DRAM on the H200, the count gives 0.28 for 20 blocks of
-# 64), not of each block alone (0.70), which priced the mesh kernels' memory above their time
-# and made larger blocks look cheaper than they ran (benchmarks/NOTES.md, The planner,
-# 2026-12-06, 16:30 UTC). The counts were fitted on tetrahedra: elements of more nodes keep
-# their blocks' own count.
+# read about 0.23 rows an element from DRAM on the H200, at 20 bytes a row, and the count gives
+# 0.28 for 20 blocks of 64), not of each block alone (0.70), which priced the mesh kernels'
+# memory above their time and made larger blocks look cheaper than they ran
+# (benchmarks/NOTES.md, The planner, 2026-12-06, 16:30 UTC). The counts were fitted on
+# tetrahedra: elements of more nodes keep their blocks' own count.
 SHARED_NODES = 0.14
 TETRAHEDRON_NODES = 4  # (K of the mesh the counts were fitted on)
 NODE_REUSE = 0.75
