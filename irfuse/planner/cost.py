@@ -215,6 +215,12 @@ GATHER_ROW_COST = 0.11
 NODES_PER_ELEMENT = 1 / 6
 
 
+def fitted_elements(rows: int) -> bool:
+    """Whether elements of `rows` nodes are of the kind the counts above were fitted on
+    (tetrahedra): elements of more nodes keep a block's own count and every row written."""
+    return rows <= TETRAHEDRON_NODES
+
+
 def distinct_rows(by: int, rows: int) -> float:
     """Distinct nodes an element of a block of `by` elements names, of its `rows` (see above)."""
     return SHARED_NODES + (rows - SHARED_NODES) / (1 + NODE_REUSE * math.sqrt(by - 1))
@@ -233,7 +239,7 @@ def scattered_words(words: int, rows: int) -> float:
     rows. The count of distinct nodes was fitted on tetrahedra (above); elements of more nodes
     (the hexahedra of `irfuse.mesh.box_hexahedra`, whose groups' nodes it has not been measured
     on) keep every row counted."""
-    if rows > TETRAHEDRON_NODES:
+    if not fitted_elements(rows):
         return words
     return words / rows * distinct_rows(group_elements(rows), rows)
 
@@ -282,7 +288,7 @@ def global_sectors(n: int, by: int, sizes: list, itemsize: int, layout: str = "a
     total = 0.0
     for size in sizes:
         if isinstance(size, Gathered):
-            seen = window if size.rows <= TETRAHEDRON_NODES else by
+            seen = window if fitted_elements(size.rows) else by
             total += blocks * -(-by * size.index_words * itemsize // 32) + \
                 blocks * by * gathered_sectors(seen, size, itemsize) / seen
         elif layout == "soa":
@@ -579,9 +585,7 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
             continue
         if isinstance(step, Scatter):
             words = math.prod(host.values[step.result].shape)
-            nbytes = nodes * (8 + words * isz) + partials * (4 + words * isz)
-            total += runs * (p.launch_overhead + nbytes / sum_rate)
-            continue
+            nbytes, rate = nodes * (8 + words * isz) + partials * (4 + words * isz), sum_rate
         elif isinstance(step, Combine):
             value = host.values[step.partials]
             info = infos[value.kernel]
@@ -591,8 +595,8 @@ def runtime_steps_time(artifact, p: DeviceProfile, n: int, nodes: int = 0, parti
                 threads = finish_threads(info.bx * info.by // max(info.per_thread, 1))
                 total += runs * last_block_combine_time(p, info.blocks(n), threads, value.words)
                 continue
-            nbytes = (value.words * info.blocks(n) + value.words) * isz
+            nbytes, rate = (value.words * info.blocks(n) + value.words) * isz, p.bandwidth
         else:
             continue
-        total += runs * (p.launch_overhead + nbytes / p.bandwidth)
+        total += runs * (p.launch_overhead + nbytes / rate)
     return total
