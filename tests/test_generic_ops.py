@@ -314,10 +314,13 @@ def test_stack_written_in_a_program_takes_its_operands_count():
     ("r = repeat(a);", "'repeat' takes its count from the program's syntax, not from a call: stack(v, v, ...) makes "
                        "an array of copies"),
     ("r = stack(a, x);", "'stack' does not take vector3, scalar"),
+    ("r = item(a, x);", "'item' takes 1 operand(s), got 2"),
+    ("r = put(a);", "'put' takes 2 operand(s), got 1"),
 ])
 def test_item_put_and_repeat_written_as_calls_are_refused_at_their_line(line, said):
     """Their entry or count is the transforms' to give (a program writes a[K], a[K] = v and
-    stack): a call of one in a program is refused by name at its line, not a crash."""
+    stack): a call of one in a program is refused by name at its line, not a crash (the
+    wrong number of operands too: a ValueError's traceback before)."""
     src = f"vector3 a; scalar x; matrix2x3 r;\ninput a, x;\n{line}\nreturn r;\n"
     with pytest.raises(irfuse.CompileError) as e:
         irfuse.compile(src, backend="cpu")

@@ -409,7 +409,7 @@ def _zeros(types, params):
 
 
 @family("item", "item_K(A: an array of N values) -> one value (K < N, after a loop is unrolled)",
-        "entry K of an array's first axis")
+        "entry K of an array's first axis", 1)
 def _item(types, params):
     (a,) = types
     k = _index_param("item", params, "read entry K of an array as a[K]")
@@ -421,7 +421,7 @@ def _item(types, params):
 
 
 @family("put", "put_K(A: an array of N values, v: one value) -> the array, entry K replaced",
-        "the array with entry K of its first axis replaced")
+        "the array with entry K of its first axis replaced", 2)
 def _put(types, params):
     a, v = types
     k = _index_param("put", params, "replace entry K of an array by assigning a[K] = ...")
