@@ -304,6 +304,33 @@ def test_pytorch_tensors_get_a_sparse_csr_tensor_with_the_same_bits():
     assert isinstance(d, torch.Tensor) and d.numpy().reshape(-1).tobytes() == want.diagonal().tobytes()
 
 
+ROW_READ = """
+nodal vector3 u, r;
+index2 conn;
+matrix2x3 ue, fe;
+vector3 b;
+scalar s;
+input u, conn;
+ue = gather(u, conn);
+b = ue[1];
+s = dot(b, b);
+fe = scale(ue, s);
+r = scatter(fe, conn);
+return r;
+"""
+
+
+def test_a_tangent_reading_a_row_of_a_gathered_value_reads_that_row():
+    """`ue[1]` reads words 3-5 of the gathered rows: the owner-computes kernel called the op's
+    register variant on the whole value and read words 0-2 (the first row for every entry
+    read), a wrong matrix on both backends; it is the reference assembly's bits and the
+    program's central differences."""
+    from irfuse.testing.derivatives import tangent_against_differences
+
+    out = tangent_against_differences(ROW_READ, n=12, seed=1)
+    assert out.compared == 1 and not out.mismatches and not out.refused, (out.mismatches, out.refused)
+
+
 @pytest.mark.heavy
 def test_tangent_matrices_of_random_mesh_programs_are_their_central_differences():
     """The differential test of `irfuse.tangent_matrix`: random programs over meshes whose
@@ -500,7 +527,7 @@ def _slot_rows_against_blocks(source: str, of: str, wrt: str, seed: int, inputs:
     from irfuse.artifact.kernel_info import KernelInfo
     from irfuse.backend.cuda_emit import prelude
     from irfuse.backend.host_compile import build_host_library
-    from irfuse.backend.rows_emit import NotRowsForm, _element_code
+    from irfuse.backend.rows_emit import NotRowsForm, _element_code, whole_values_variant
     from irfuse.dialects.kas import program_of
     from irfuse.driver.front import element_jacobian, element_rows, frontend
     from irfuse.driver.sources import read_source
@@ -539,7 +566,7 @@ def _slot_rows_against_blocks(source: str, of: str, wrt: str, seed: int, inputs:
             *(f"      for (int w = 0; w < {kd}; ++w) rows[(s * {d} + {i}) * {kd} + w] = {r}[w];"
               for i, r in enumerate(slot_rows)),
             "    }", "  }", "  return 0;", "}"]
-    functions = [impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1")
+    functions = [impl.device_source(whole_values_variant(impl)).replace("BX", "1")
                  for impl in dict.fromkeys([*used, *more])]
     host = element.c_prelude + "\n\n".join([prelude(), *functions, "\n".join(text)]) + "\n"
     if inputs is None:

@@ -244,7 +244,7 @@ def rows_module(program: kas.ProgramOp, gathered: tuple[str, ...], out: str, lib
             "#endif"]
     functions = []
     for impl in used:
-        functions.append(impl.device_source("r" * (len(impl.operand_aps) + 1)).replace("BX", "1"))
+        functions.append(impl.device_source(whole_values_variant(impl)).replace("BX", "1"))
     lists, list_types = ["conn", "starts", "slots", "indptr", "indices"], ["int", "long long", "int", idx, idx]
     places, place_types = (["places"], ["unsigned char"]) if rounds else ([], [])
     kernels = [KernelInfo(KERNEL, threads, nodes_a_block, 0, [*names, *lists, *places], ["values"],
@@ -703,8 +703,20 @@ def _element_code(program: kas.ProgramOp, gathered: tuple[str, ...], uniform: se
         for i in range(copies):
             args = ", ".join(name(a, i) for a in op.args)
             lines += [f"real_t {name(op.res, i)}[{op.res.type.size}];",
-                      f"{impl.variant_name('r' * (len(op.args) + 1))}(0, 0, {args}, {name(op.res, i)});"]
+                      f"{impl.variant_name(whole_values_variant(impl))}(0, 0, {args}, {name(op.res, i)});"]
     return lines, used, name
+
+
+def whole_values_variant(impl) -> str:
+    """The variant of an implementation of one thread an element that `_element_code` calls,
+    each operand a pointer to its whole value (its words in registers, or a uniform input's):
+    the register variant 'r' for an operand whose access pattern starts at its first word,
+    else 'u', which reads it from the pattern's start within the value; the result in
+    registers. (The register variant reads an operand from its pattern's first word on, a
+    window the kernel emitter loads: an op reading words 3-5 of a 3x3 matrix, `item_1_3x3`,
+    read words 0-2 of the whole value here, and the tangent of a program reading a row of a
+    gathered matrix was wrong on both backends.)"""
+    return "".join("r" if ap.start_of(0, 0, 1, 1) == 0 else "u" for ap in impl.operand_aps) + "r"
 
 
 _WORD = re.compile(r"v\d+(_\d+)?\[\d+\]")  # (a word of a value in registers, as `_element_code` names it)

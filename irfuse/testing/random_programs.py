@@ -545,6 +545,16 @@ WIDE_KS = (65, 125, 216, 256)  # nodes an element past 64: orders 4 and 5 of hex
 PAST_GROUP_KS = {65: 343, 125: 343, 216: 257, 256: 257}
 
 
+def _row_type(t: str) -> str | None:
+    """The type of an entry of an array of type `t` (`vector3` -> `scalar`, `matrix4x3` ->
+    `vector3`), None for a scalar."""
+    if t.startswith("vector"):
+        return "scalar"
+    if t.startswith("matrix"):
+        return f"vector{t.split('x')[-1]}"
+    return None
+
+
 def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide: bool = False) -> str:
     """A random program over a mesh of about `calls` element statements: one or two
     connectivities (`indexK`, K from 2 to 4; two of the same K at times), one to three nodal
@@ -619,7 +629,19 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide:
         other = new_var(declared[g], "g")
         lines += [f"if ({element_input} > 0.25) {{", f"  {g} = neg({g});", "} else {", f"  {other} = gather({x}, {c});",
                   f"  {g} = sub({g}, {other});", "}"]
+    reads = random.Random(seed * 1_000_003 + 7)  # (the entry reads' own draws)
     for _ in range(calls):
+        # An entry of an array read by index (`a[K]`, op `item_K`): a row of a gathered matrix,
+        # words that start past the value's first (the owner-computes tangent read the first
+        # row for every K before 2026-12-06).
+        # (in the programs drawn for tangents, whose streams this does not move elsewhere)
+        arrays = [v for t, vs in sorted(live.items()) if _row_type(t) in types for v in vs] if for_tangents else []
+        if arrays and reads.random() < 0.2:
+            a = reads.choice(arrays)
+            row = new_var(_row_type(declared[a]))
+            lines.append(f"{row} = {a}[{reads.randrange(int(declared[a][6:].split('x')[0]))}];")
+            unread.discard(a)
+            made(row)
         choices = [o for o in ops if all(live.get(t) for t in o[1])]
         name, ins, res = rng.choice(choices)
         args = []
