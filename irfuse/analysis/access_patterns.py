@@ -94,15 +94,26 @@ def words_array(ap: AccessPattern, tx, ty, bx: int, by: int):
 
 @functools.lru_cache(maxsize=16384)  # (the planner asks it of the same patterns in thousands of candidates)
 def reads_within(held: AccessPattern, read: AccessPattern, bx: int, by: int) -> bool:
-    """Whether every thread reads through `read` only words it holds through `held`, at the
-    same start: a register value written through `held` can then be read through `read` (a
-    thread's register array is indexed from its start, so equal starts index it alike). A
-    reader may take fewer words than the writer holds (`trace` of a product reads its
-    diagonal); `compatible_fast` is the case of equal words."""
-    if held.noreg or read.noreg or not read.relative() <= held.relative():
-        return False
+    """Whether every thread reads through `read` only words it holds through `held`, `read`
+    starting the same number of words (`read_shift`) after `held` in every thread: a register
+    value written through `held` can then be read through `read`, the reader handed the
+    thread's register array that many words on (a thread's register array is indexed from
+    its start). A reader may take fewer words than the writer holds (`trace` of a product
+    reads its diagonal, a row `item_1_3x3` words 3-5 of a matrix); `compatible_fast` is the
+    case of equal words."""
+    shift = read_shift(held, read, bx, by)
+    return shift is not None and {shift + w for w in read.relative()} <= held.relative()
+
+
+def read_shift(held: AccessPattern, read: AccessPattern, bx: int, by: int) -> int | None:
+    """How many words after `held`'s start `read` starts, the same in every thread of a block
+    of `bx` x `by`; None where it is not the same, is negative, or either pattern is `noreg`."""
+    if held.noreg or read.noreg:
+        return None
     ty, tx = np.divmod(np.arange(bx * by), bx)
-    return bool(np.array_equal(starts_array(held, tx, ty, bx, by), starts_array(read, tx, ty, bx, by)))
+    shifts = starts_array(read, tx, ty, bx, by) - starts_array(held, tx, ty, bx, by)
+    shift = int(shifts[0])
+    return shift if shift >= 0 and bool(np.all(shifts == shift)) else None
 
 
 @functools.lru_cache(maxsize=16384)  # (the planner asks it of the same patterns in thousands of candidates)

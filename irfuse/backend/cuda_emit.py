@@ -89,6 +89,7 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from irfuse.analysis.access_patterns import read_shift
 from irfuse.analysis.placements import Placements
 from irfuse.analysis.shared_accesses import WARP, tree_half, tree_reads_in_place
 from irfuse.artifact.kernel_info import KernelInfo
@@ -416,6 +417,20 @@ class KernelEmitter:
             return self.reg_ref(v)
         extra = place.pitch.data - v.type.size if place.pitch.data else 0  # type: ignore[attr-defined]
         return f"smem + {place.offset.data}" + (f" + {y}*{extra}" if extra else "")
+
+    def operand(self, v: SSAValue, read: AccessPattern, bx: int, y: str) -> str:
+        """The pointer a call reading value v through pattern `read` indexes: `base`, where v
+        is in registers moved on to where the reader's words start in the thread's array
+        (`access_patterns.read_shift`: a reader taking words past the first that the value's
+        producer writes, as `item_1_3x3` takes a matrix's second row)."""
+        place = fuse.place_of(v)
+        if place is None or place.is_shared or place.is_uniform:
+            return self.base(v, y)
+        shift = read_shift(self.pattern(v)[0], read, bx, self.by)
+        if shift is None:
+            raise CompileError(f"kernel @{self.info.name}: a call reads register value {self.reg_name(v)} through "
+                               f"{read.text()}, not within what its threads hold")
+        return self.base(v, y) if shift == 0 else f"({self.base(v, y)} + {shift})"
 
     def reg_name(self, v: SSAValue) -> str:
         return self.names.get(self.rep.setdefault(self.vids[v], v), "r_")
@@ -755,7 +770,8 @@ class KernelEmitter:
                 _check_element_major(impl.operand_aps[k], impl.bx, self.by, a.type.size)  # type: ignore[attr-defined]
         scope, x, y = thread_scope(impl.bx, self.bx, remap)
         y = self.element(y)
-        args = [x, y] + [self.base(a, y) for a in op.args] + [self.base(op.res, y)]
+        args = [x, y] + [self.operand(a, impl.operand_aps[k], impl.bx, y) for k, a in enumerate(op.args)] + [
+            self.base(op.res, y)]
         self.line(f"  // {op.op_name}[{impl.name}] into {op.place.text()}"
                          + (", threads remapped" if remap else ""))
         name, leading = self.callee(op, impl, variant)

@@ -1,7 +1,7 @@
 // RUN: irfuse-opt %s --split-input-file -p fuse-promote-registers | filecheck %s
 // RUN: irfuse-opt %s --split-input-file -p 'fuse-promote-registers{inputs=true}' | filecheck %s --check-prefix=INPUTS
 // A call's result holds all its words in its threads' registers. Where its readers together
-// take only some of them, at the same start, it may stay there (the others are then never
+// take only some of them, at the same start or past it (`shifted.mlir`), it may stay there (the others are then never
 // computed): %c, one thread an element, is read on its diagonal by trace_3x3 only. %d is read
 // whole by msub33 and on its diagonal by trace_3x3, with another call between them: whole values
 // are promoted only where every reader takes them whole, or where their readers run one after
