@@ -142,3 +142,57 @@ def test_the_choices_where_a_function_is_not_differentiable():
     got = jvp(select, [mask, a, a], [np.zeros(N), da, db])[:, 0]
     np.testing.assert_array_equal(got, np.where(mask != 0, 2.0, 3.0))
     assert (jvp(_family("lt", (), ()), [a, a + 1], [da, db]) == 0).all()
+
+
+@pytest.mark.parametrize("name, op, shapes, domain", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_an_op_with_known_words_is_the_op_on_operands_holding_them(name, op, shapes, domain):
+    """`known_<words>__<op>` (`library.known_words`, what a Jacobian's unit directions make of
+    the ops they reach), for about a third of every operand's words known 0 or 1 at random:
+    defined from its name alone, it reads only the operands whose words it still needs, and
+    gives the op's value on operands holding those words, bit for bit but for the sign of a
+    zero, wherever that value is finite (a known 0 is a structural zero: a product with it is
+    0 where IEEE arithmetic would make a NaN of an infinite factor)."""
+    from irfuse.library.known_words import known_name, parse_known_name
+
+    if isinstance(op.result_type, MaskType):
+        return
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1)
+    operands = _operands(rng, op, shapes, domain)
+    known = []
+    for t, a in zip(op.operand_types, operands):
+        size = int(np.prod(t.shape, dtype=np.int64))
+        picked = [] if isinstance(t, MaskType) else sorted(rng.choice(size, size // 3, replace=False).tolist())
+        words = {w: float(rng.integers(0, 2)) for w in picked}
+        flat = a.reshape(N, -1)
+        for w, v in words.items():
+            flat[:, w] = v
+        known.append(words)
+    if not any(known):
+        return
+    fixed = known_name(op.name, known)
+    assert parse_known_name(fixed) == (op.name, tuple(dict(sorted(w.items())) for w in known))
+    derived = LIBRARY.get(fixed)
+    want = _evaluate(op, operands)
+    if derived is None:  # (every entry a literal once the words are in: no op reads nothing)
+        assert np.array_equal(want, np.broadcast_to(want[:1], want.shape), equal_nan=True), name
+        return
+    kept = [a for a, n in zip(operands, op.operand_names) if n in derived.operand_names]
+    assert [n for n in op.operand_names if n in derived.operand_names] == derived.operand_names
+    got = _evaluate(derived, kept)
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[finite] + 0.0, want[finite] + 0.0, err_msg=f"{name} as {fixed}")
+
+
+@pytest.mark.parametrize("name", ["known_z1o1__neg_3", "known_z0o0__neg_3",
+                                  "known_z10o0__neg_3", "known_n__neg_3", "known_z1o0__nosuchop_3",
+                                  "known_z1o0_n__neg_3", "known_z7o0__neg_3"])
+def test_a_known_words_name_not_in_its_one_spelling_or_of_no_op_names_none(name):
+    """A word known both 0 and 1, a token of no word, a leading zero, no word known at all (the
+    op itself), an unknown op, a token too many, every word known (a literal, no op): none of
+    these names an op, so every op has one name (the program cache and the CUDA function names
+    rest on it)."""
+    from irfuse.library.catalogue import default_library
+
+    assert default_library().get(name) is None
+    assert default_library().get("known_z1o0__neg_3").operand_names == ["A"]
+    assert default_library().get("known_z0o1__neg_3") is not None

@@ -28,6 +28,7 @@ from irfuse.library.implementations import (
 from irfuse.library.entry_points import installed_libraries
 from irfuse.library.derivatives import jvp_definition, parse_jvp_name, parse_vjp_name, vjp_definition
 from irfuse.library.families import FAMILIES, Family, parse_mangled
+from irfuse.library.known_words import known_definition, parse_known_name
 from irfuse.library.indexexpr import DefinitionError
 from irfuse.library.ops import OpDef
 
@@ -123,6 +124,9 @@ class Library:
             reverse = parse_vjp_name(name)
             if reverse is not None:
                 return self._reverse_derivative(name, *reverse)
+            known = parse_known_name(name)
+            if known is not None:
+                return self._with_known_words(name, *known)
             parsed = parse_mangled(name)
             if parsed is not None:
                 family, params, types = parsed
@@ -203,6 +207,23 @@ class Library:
         return self._define_derived(name, op, operands, op.operand_types[operand], definition,
                                     f"reverse derivative of {op_name} for operand {operand}")
 
+    def _with_known_words(self, name: str, op_name: str, known: tuple) -> OpDef | None:
+        """The op `known_<words>__<op>` (`known_words`), defined on first use; None where
+        `<op>` is unknown or gives a mask, has another number of operands, a mask operand's
+        words are said known, or the op would read no operand or a word past one."""
+        op = self.get(op_name)
+        if (op is None or isinstance(op.result_type, MaskType) or len(known) != len(op.operand_types)
+                or any(isinstance(t, MaskType) and w for t, w in zip(op.operand_types, known))):
+            return None
+        try:
+            read, definition = known_definition(op.operand_names, [t.shape for t in op.operand_types],
+                                                op.result_type.shape, op.trees, known)
+        except (DefinitionError, ValueError):
+            return None
+        operands = [(op.operand_names[k], op.operand_types[k]) for k in read]
+        return self._define_derived(name, op, operands, op.result_type, definition,
+                                    f"{op_name} with some operand words known")
+
     def closest(self, name: str, n: int = 3) -> list[str]:
         names = [k for k in self.ops if not generated_name(k)] + list(FAMILIES)
         return difflib.get_close_matches(name, names, n=n, cutoff=0.6)
@@ -226,8 +247,9 @@ class Library:
 
 
 def generated_derivative(name: str) -> bool:
-    """Whether `name` names an op's derivative (`jvp_...__op`, `vjp_...__op`)."""
-    return parse_jvp_name(name) is not None or parse_vjp_name(name) is not None
+    """Whether `name` names an op derived from another's definition: its derivative
+    (`jvp_...__op`, `vjp_...__op`) or the op with some words known (`known_...__op`)."""
+    return parse_jvp_name(name) is not None or parse_vjp_name(name) is not None or parse_known_name(name) is not None
 
 
 def generated_name(name: str) -> bool:

@@ -177,17 +177,27 @@ def _substitute(t: Scalar, operands: int, one: tuple[int, int]) -> Scalar:
     if isinstance(t, Const):
         return t
     if isinstance(t, SBin):
-        a, b = _substitute(t.lhs, operands, one), _substitute(t.rhs, operands, one)
-        return {"/": _div, "-": _sub}.get(t.op, lambda x, y: fold_bin(t.op, x, y))(a, b)
+        return folded_bin(t.op, _substitute(t.lhs, operands, one), _substitute(t.rhs, operands, one))
     if isinstance(t, SUn):
-        a = _substitute(t.arg, operands, one)
-        if t.fn == "neg":
-            return _neg(a)
-        return SUn(t.fn, a)
-    return _select_or_call(t.fn, tuple(_substitute(a, operands, one) for a in t.args))
+        return folded_unary(t.fn, _substitute(t.arg, operands, one))
+    return folded_call(t.fn, tuple(_substitute(a, operands, one) for a in t.args))
 
 
-def _select_or_call(fn: str, args: tuple) -> Scalar:
+def folded_bin(op: str, a: Scalar, b: Scalar) -> Scalar:
+    """`a op b` with what its operands being literals folds (`fold_bin`; 0 - b is -b, 0 / b
+    is 0): a node of a tree whose leaves were replaced."""
+    return {"/": _div, "-": _sub}.get(op, lambda x, y: fold_bin(op, x, y))(a, b)
+
+
+def folded_unary(fn: str, a: Scalar) -> Scalar:
+    """`fn(a)`, a negation of a literal folded (no other function is evaluated here: the
+    kernels' own give the value)."""
+    return _neg(a) if fn == "neg" else SUn(fn, a)
+
+
+def folded_call(fn: str, args: tuple) -> Scalar:
+    """`fn(*args)`, a selection whose sides are one literal, or whose condition is a literal,
+    folded."""
     if fn == "select":
         return _select(*args)
     return make_call(fn, args)
@@ -247,7 +257,7 @@ def jvp_definition(names: Sequence[str], shapes: Sequence[tuple[int, ...]], resu
     # picked operands' tangents, in order.
     read = sorted({leaf.operand for t in tangents for leaf in _leaves(t) if leaf.operand < n})
     place = {k: j for j, k in enumerate(read)} | {n + k: len(read) + j for j, k in enumerate(picked)}
-    moved = [_renumber(t, place) for t in tangents]
+    moved = [renumber(t, place) for t in tangents]
     extra = tangent_names(names, mask)
     kept_names = [names[k] for k in read] + extra
     all_shapes = [tuple(shapes[k]) for k in read] + [tuple(shapes[k]) for k in picked]
@@ -294,7 +304,7 @@ def vjp_definition(names: Sequence[str], shapes: Sequence[tuple[int, ...]], resu
     cotangent = "b" + "r"
     while cotangent in names:
         cotangent = "b" + cotangent
-    definition = entries_definition([_renumber(t, place) for t in entries], tuple(shapes[operand]),
+    definition = entries_definition([renumber(t, place) for t in entries], tuple(shapes[operand]),
                                     [names[k] for k in read] + [cotangent],
                                     [tuple(shapes[k]) for k in read] + [tuple(result_shape)])
     return read, cotangent, definition
@@ -320,13 +330,14 @@ def _leaves(t: Scalar):
             yield from _leaves(a)
 
 
-def _renumber(t: Scalar, place: dict[int, int]) -> Scalar:
+def renumber(t: Scalar, place: dict[int, int]) -> Scalar:
+    """`t` with operand k's leaves made operand `place[k]`'s (the others' kept)."""
     if isinstance(t, Leaf):
         return Leaf(place.get(t.operand, t.operand), t.offset)
     if isinstance(t, Const):
         return t
     if isinstance(t, SBin):
-        return SBin(t.op, _renumber(t.lhs, place), _renumber(t.rhs, place))
+        return SBin(t.op, renumber(t.lhs, place), renumber(t.rhs, place))
     if isinstance(t, SUn):
-        return SUn(t.fn, _renumber(t.arg, place))
-    return SCall(t.fn, tuple(_renumber(a, place) for a in t.args))
+        return SUn(t.fn, renumber(t.arg, place))
+    return SCall(t.fn, tuple(renumber(a, place) for a in t.args))

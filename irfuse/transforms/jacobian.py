@@ -7,8 +7,12 @@ of output y = `of` by x at each element, shaped `(*y.shape, *x.shape)` (d sig / 
 
 It is forward mode (`forward_mode`) along every direction of x at once: the program's
 statements are copied once, and each is followed by its tangent along each unit direction
-e_k of x (a value of x's type with a 1 at entry k, stacked from literals: `_unit`); the tangents of y along the directions are stacked (`stack`) into an array over
-x's entries and its axes moved after y's (`contract`, a permutation). A branch (`if`, a
+e_k of x (a value of x's type with a 1 at entry k, stacked from literals: `_unit`); the
+tangents of y along the directions are stacked (`stack`) into an array over x's entries and
+its axes moved after y's (`contract`, a permutation). The directions' words are known, and
+each tangent is made by its op's derivative with the known words of the tangents it reads
+put in (`_Directions.call_tangent`, `library.known_words`: a structural 0 folds its
+products away), its own known words then followed in turn. A branch (`if`, a
 `select`) takes the derivative of the side its condition picks, as the forward derivative
 does. For per-element values only: a program over a mesh (gathers, scatters), one with a
 loop, an output that reads a reduction over the batch of a value that changes with x (other
@@ -30,7 +34,10 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from irfuse.diagnostics import CompileError, UsageError, located
 from irfuse.dialects.kas import (MAX_AXES, CallOp, ConstantOp, GatherOp, LoopOp, ProgramOp, ReduceOp, ReturnOp,
                                  ScatterOp, is_uniform, ssa_hint)
+from irfuse.library.derivatives import jvp_name
 from irfuse.library.families import contract_params
+from irfuse.library.indexexpr import Const, Leaf, operands_read
+from irfuse.library.known_words import KNOWN_VALUES, known_name, put_in
 from irfuse.transforms.forward_mode import _Builder, check_derivative_names, differentiable
 
 PER_ELEMENT_ONLY = (GatherOp, ScatterOp, LoopOp)
@@ -56,6 +63,11 @@ class _Directions(_Builder):
         self.by_direction = by_direction
         self.varies: set[SSAValue] = set()
         self.later: list[tuple[CallOp, list[SSAValue]]] = []
+        # The tangents' words known to be 0 or 1 (value -> {word: value}): the directions' own
+        # and what the ops reading them make of them (`call_tangent`); `literals`: the literal
+        # values made for tangents that are all known (`_literal`: (shape, words) -> value).
+        self.known: dict[SSAValue, dict[int, float]] = {}
+        self.literals: dict = {}
 
     def reduce_op(self, op: ReduceOp, block: Block) -> None:
         new = self.emit(block, ReduceOp(op.reduce_kind, self.value[op.operand]), op)
@@ -90,6 +102,47 @@ class _Directions(_Builder):
             self.tangent = tangent
             self.call_tangent(op, args, block)
 
+    def call_tangent(self, op: CallOp, args: list[SSAValue], block: Block) -> None:
+        """The tangent of call `op` (its copy's operands `args`) as forward mode makes it
+        (`forward_mode._Builder.call_tangent`), where a tangent it reads has words known to be
+        0 or 1 by the op with them put in (`library.known_words`): a product with a known 0
+        is 0, a sum with it the other term, an operand no longer read is not passed. A tangent
+        whose words all fold to literals is a literal value (all 0: none, as a step's), its
+        0s and 1s known, so the ops reading it read none of those."""
+        mask = [a in self.tangent for a in op.args]
+        tangents = [self.tangent[a] for a, m in zip(op.args, mask) if m]
+        if not any(t in self.known for t in tangents) or not differentiable(op.res):
+            return super().call_tangent(op, args, block)
+        name = jvp_name(op.op_name, mask)
+        derived = self.lib.get(name)
+        if derived is None:
+            raise CompileError(located(f"kas-jvp: '{op.op_name}' has no derivative along operands "
+                                       f"{[k for k, m in enumerate(mask) if m]}", op.location))
+        base = self.lib.get(op.op_name)
+        operands = [a for a, n in zip(args, base.operand_names) if n in derived.operand_names] + tangents
+        known = [self.known.get(v, {}) for v in operands]
+        entries = put_in(derived.trees, known)
+        words = {w: t.value for w, t in enumerate(entries) if isinstance(t, Const) and t.value in KNOWN_VALUES}
+        if len(words) == len(entries) and not any(words.values()):
+            return  # (its change is 0 along this direction)
+        same = _same_value(entries, operands, known, op.res.type)
+        if same is not None:
+            value = same  # (the op moves that operand's words to where they were: a tangent's sum with a 0)
+        elif all(isinstance(t, Const) or (isinstance(t, Leaf) and not _shape(operands[t.operand])) for t in entries):
+            # (literals and scalar operands moved: stacked from them, as the directions are, so
+            # that no value of the result's size is held for them)
+            value = _literal(self, block, _shape(op.res),
+                             tuple(t.value if isinstance(t, Const) else operands[t.operand] for t in entries), op)
+        else:
+            folded = self.lib.get(known_name(name, known))
+            if folded is None:
+                raise CompileError(located(f"kas-jvp: '{name}' with its known words put in is no op", op.location))
+            read = sorted(operands_read(entries))
+            value = self.call(block, folded.name, [operands[k] for k in read], op, self.hint(op.res))
+        self.tangent[op.res] = value
+        if words:
+            self.known[value] = words
+
     def tangents_by_direction(self, block: Block, each) -> None:
         """Each direction's tangents of the calls copied (`by_direction`), one direction after
         another, `each(k)` called after direction k's (what is taken of them goes there)."""
@@ -109,22 +162,53 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(getattr(v.type, "shape", ()))
 
 
-def _unit(b: _Directions, block: Block, shape: tuple[int, ...], entry: tuple[int, ...] | None,
-          like: Operation, made: dict) -> SSAValue:
-    """A value shaped `shape` with 1 at `entry` (None: nowhere) and 0 elsewhere, stacked from
-    literals: uniform, so a kernel makes it from its constants and the C compiler folds it
-    into every step reading it (a unit direction put into `zeros` of x was per element, held in
-    shared memory and loaded by each direction's first steps). Values made once are reused
-    (`made`: (shape, entry) -> value)."""
-    key = (shape, entry)
-    if key not in made:
+def _unit(b: _Directions, block: Block, shape: tuple[int, ...], entry: tuple[int, ...], like: Operation) -> SSAValue:
+    """A value shaped `shape` with 1 at `entry` and 0 elsewhere (`_literal`), its words known
+    to the builder (`_Directions.known`): the ops reading it as a direction's tangent read
+    none of them (a unit direction put into `zeros` of x was per element, held in shared
+    memory and loaded by each direction's first steps)."""
+    size = 1
+    for n in shape:
+        size *= n
+    at = 0
+    for n, i in zip(shape, entry):
+        at = at * n + i
+    words = tuple(1.0 if w == at else 0.0 for w in range(size))
+    value = _literal(b, block, shape, words, like)
+    b.known[value] = dict(enumerate(words))
+    return value
+
+
+def _same_value(entries: list, operands: list[SSAValue], known: list[dict], result_type) -> SSAValue | None:
+    """The operand that the op's folded `entries` are, word for word, where there is one: an
+    operand of the result's type whose every word not known is the entry at its place, read
+    from it, and whose known words are the entries' literals there (the tangent of `add`
+    along a direction that only one of its operands changes along is that operand's)."""
+    for k, v in enumerate(operands):
+        if v.type != result_type:
+            continue
+        words = known[k]
+        if all((isinstance(t, Const) and words.get(w) == t.value) if w in words else
+               (isinstance(t, Leaf) and t.operand == k and t.offset == w) for w, t in enumerate(entries)):
+            return v
+    return None
+
+
+def _literal(b: _Directions, block: Block, shape: tuple[int, ...], words: tuple, like: Operation) -> SSAValue:
+    """A value shaped `shape` of `words` (row-major: literals, or scalar values), stacked from
+    them: where all are literals uniform, so a kernel makes it from its constants and the C
+    compiler folds it into every step reading it. Made once a builder (`_Directions.literals`:
+    (shape, words) -> value)."""
+    key = (shape, words)
+    if key not in b.literals:
         if not shape:
-            made[key] = b.emit(block, ConstantOp(1.0 if entry is not None else 0.0), like).res
+            value = words[0] if isinstance(words[0], SSAValue) else b.emit(block, ConstantOp(words[0]), like).res
         else:
-            rows = [_unit(b, block, shape[1:], entry[1:] if entry is not None and entry[0] == k else None, like, made)
-                    for k in range(shape[0])]
-            made[key] = b.resolved(block, "stack", rows, like, (str(shape[0]),))
-    return made[key]
+            step = len(words) // shape[0]
+            rows = [_literal(b, block, shape[1:], words[k * step:(k + 1) * step], like) for k in range(shape[0])]
+            value = b.resolved(block, "stack", rows, like, (str(shape[0]),))
+        b.literals[key] = value
+    return b.literals[key]
 
 
 def _per_element(b: _Directions, block: Block, tangent: SSAValue, y: SSAValue, like: Operation,
@@ -279,9 +363,8 @@ def _directed(program: ProgramOp, y: SSAValue, wrt: Sequence[str], library, pref
         b.value[a] = new
         if name in program.uniform:
             b.uniform_args.add(new)
-    made: dict = {}
     for tangent, (x, entry) in zip(b.tangents, directions):
-        tangent[args[inputs.index(x)]] = _unit(b, block, _shape(args[inputs.index(x)]), entry, ret, made)
+        tangent[args[inputs.index(x)]] = _unit(b, block, _shape(args[inputs.index(x)]), entry, ret)
     b.statements([op for op in program.body.block.ops if not isinstance(op, ReturnOp)], block)
     if y in b.batch_wide:
         of = program.outputs[list(ret.values).index(y)]
