@@ -6,6 +6,7 @@ from irfuse.analysis.access_patterns import (
     access_set,
     compatible,
     compatible_by_sets,
+    read_shift,
     reads_within,
     start_set,
     thread_addresses,
@@ -50,6 +51,22 @@ def test_a_reader_may_take_some_of_the_words_a_thread_holds():
     assert not reads_within(OUT, AccessPattern("ty*9", 1, 1, 3), 3, 4)
     assert reads_within(OUT, AccessPattern("ty*9+tx*3", 1, 1, 2), 3, 4)
     assert not reads_within(whole, AccessPattern("ty*9", 1, 4, 3, noreg=True), 1, 16)
+
+
+def test_a_reader_may_start_a_fixed_number_of_words_past_the_words_held():
+    """`read_shift`: a reader whose pattern starts the same number of words after the held
+    pattern's in every thread (`item_1_3x3`, words 3-5 of a matrix) reads within it, handed the
+    thread's register array that many words on; a shift that differs between threads (a row
+    mapping read by one thread an element), a negative one, or words past the held ones do not."""
+    whole = AccessPattern("ty*9", 1, 1, 9)
+    row1, row2 = AccessPattern("ty*9 + 3", 1, 1, 3), AccessPattern("ty*9 + 6", 1, 1, 3)
+    assert read_shift(whole, row1, 1, 16) == 3 and reads_within(whole, row1, 1, 16)
+    assert read_shift(whole, row2, 1, 16) == 6 and reads_within(whole, row2, 1, 16)
+    assert read_shift(row1, whole, 1, 16) is None and not reads_within(row1, whole, 1, 16)  # (before the start)
+    assert not reads_within(whole, AccessPattern("ty*9 + 7", 1, 1, 3), 1, 16)  # (words 7-9: 9 is not held)
+    assert read_shift(AccessPattern("ty*9", 1, 1, 3), AccessPattern("ty*9+tx*3", 1, 1, 3), 3, 4) is None
+    assert read_shift(OUT, AccessPattern("ty*9+tx*3 + 1", 1, 1, 2), 3, 4) == 1
+    assert read_shift(whole, AccessPattern("ty*9 + 3", 1, 1, 3, noreg=True), 1, 16) is None
 
 
 def test_strided_and_blocked_patterns():
