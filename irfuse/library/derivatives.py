@@ -25,7 +25,7 @@ constant operand costs nothing."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from irfuse.library.indexexpr import Const, Leaf, SBin, SCall, SUn, Scalar, entries_definition, fold_bin, make_call
 
@@ -160,42 +160,60 @@ def partials(t: Scalar, operands: int, sizes: list[int]) -> dict[tuple[int, int]
     what reverse mode multiplies cotangents by."""
     out: dict[tuple[int, int], Scalar] = {}
     tan = tangent(t, operands)
+    zeros = [dict.fromkeys(range(size), 0.0) for size in sizes]
     for k, size in enumerate(sizes):
         for j in range(size):
-            p = _substitute(tan, operands, (k, j))
+            known = [{}] * operands + [{**z, j: 1.0} if m == k else z for m, z in enumerate(zeros)]
+            (p,) = put_in([tan], known)
             if not (isinstance(p, Const) and p.value == 0):
                 out[(k, j)] = p
     return out
 
 
-def _substitute(t: Scalar, operands: int, one: tuple[int, int]) -> Scalar:
-    """`t` with the tangent leaf of entry `one` replaced by 1 and every other tangent by 0."""
-    if isinstance(t, Leaf):
-        if t.operand >= operands:
-            return ONE if (t.operand - operands, t.offset) == one else ZERO
-        return t
-    if isinstance(t, Const):
-        return t
-    if isinstance(t, SBin):
-        return folded_bin(t.op, _substitute(t.lhs, operands, one), _substitute(t.rhs, operands, one))
-    if isinstance(t, SUn):
-        return folded_unary(t.fn, _substitute(t.arg, operands, one))
-    return folded_call(t.fn, tuple(_substitute(a, operands, one) for a in t.args))
+def put_in(trees: Sequence[Scalar], known: Sequence[Mapping[int, float]]) -> list[Scalar]:
+    """`trees` (an op's entries over its operands) with operand k's words `known[k]` (word ->
+    value) put in as literals and every node over them folded (a product with a 0 is 0, a sum
+    with a 0 the other term: the op library's semantics of a structural zero): the ops with
+    known words (`known_words`) and the partial derivatives (`partials`: a tangent with one
+    entry's tangent 1 and the others 0)."""
+    done: dict[int, Scalar] = {}  # (trees share subtrees: each folded once, by identity)
+
+    def fold(t: Scalar) -> Scalar:
+        key = id(t)
+        if key in done:
+            return done[key]
+        if isinstance(t, Leaf):
+            value = known[t.operand].get(t.offset) if t.operand < len(known) else None
+            out: Scalar = t if value is None else Const(value)
+        elif isinstance(t, Const):
+            out = t
+        elif isinstance(t, SBin):
+            a, b = fold(t.lhs), fold(t.rhs)
+            out = t if a is t.lhs and b is t.rhs else _folded_bin(t.op, a, b)
+        elif isinstance(t, SUn):
+            a = fold(t.arg)
+            out = t if a is t.arg else _folded_unary(t.fn, a)
+        else:
+            args = tuple(fold(a) for a in t.args)
+            out = t if all(a is b for a, b in zip(args, t.args)) else _folded_call(t.fn, args)
+        done[key] = out
+        return out
+    return [fold(t) for t in trees]
 
 
-def folded_bin(op: str, a: Scalar, b: Scalar) -> Scalar:
+def _folded_bin(op: str, a: Scalar, b: Scalar) -> Scalar:
     """`a op b` with what its operands being literals folds (`fold_bin`; 0 - b is -b, 0 / b
     is 0): a node of a tree whose leaves were replaced."""
     return {"/": _div, "-": _sub}.get(op, lambda x, y: fold_bin(op, x, y))(a, b)
 
 
-def folded_unary(fn: str, a: Scalar) -> Scalar:
+def _folded_unary(fn: str, a: Scalar) -> Scalar:
     """`fn(a)`, a negation of a literal folded (no other function is evaluated here: the
     kernels' own give the value)."""
     return _neg(a) if fn == "neg" else SUn(fn, a)
 
 
-def folded_call(fn: str, args: tuple) -> Scalar:
+def _folded_call(fn: str, args: tuple) -> Scalar:
     """`fn(*args)`, a selection whose sides are one literal, or whose condition is a literal,
     folded."""
     if fn == "select":

@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from irfuse.library.derivatives import folded_bin, folded_call, folded_unary, renumber
-from irfuse.library.indexexpr import Const, Leaf, SBin, SUn, Scalar, entries_definition, operands_read
+from irfuse.library.derivatives import put_in, renumber
+from irfuse.library.indexexpr import Scalar, entries_definition, operands_read
 
 _TOKEN = r"(?:n|z[0-9a-f]+o[0-9a-f]+)"
 KNOWN_NAME = re.compile(rf"known_({_TOKEN}(?:_{_TOKEN})*)__(\w+)")
@@ -68,35 +68,6 @@ def parse_known_name(name: str) -> tuple[str, tuple[dict[int, float], ...]] | No
     if known_name(m.group(2), known) != name:
         return None
     return m.group(2), tuple(known)
-
-
-def put_in(trees: Sequence[Scalar], known: Sequence[Known]) -> list[Scalar]:
-    """`trees` (an op's entries over its operands) with operand k's words `known[k]` put in
-    as literals and every node over them folded (a product with a 0 is 0, a sum with a 0 the
-    other term: the op library's semantics of a structural zero)."""
-    done: dict[int, Scalar] = {}  # (trees share subtrees: each folded once, by identity)
-
-    def fold(t: Scalar) -> Scalar:
-        key = id(t)
-        if key in done:
-            return done[key]
-        if isinstance(t, Leaf):
-            value = known[t.operand].get(t.offset) if t.operand < len(known) else None
-            out: Scalar = t if value is None else Const(value)
-        elif isinstance(t, Const):
-            out = t
-        elif isinstance(t, SBin):
-            a, b = fold(t.lhs), fold(t.rhs)
-            out = t if a is t.lhs and b is t.rhs else folded_bin(t.op, a, b)
-        elif isinstance(t, SUn):
-            a = fold(t.arg)
-            out = t if a is t.arg else folded_unary(t.fn, a)
-        else:
-            args = tuple(fold(a) for a in t.args)
-            out = t if all(a is b for a, b in zip(args, t.args)) else folded_call(t.fn, args)
-        done[key] = out
-        return out
-    return [fold(t) for t in trees]
 
 
 def known_definition(names: Sequence[str], shapes: Sequence[tuple[int, ...]], result_shape: tuple[int, ...],
