@@ -230,6 +230,32 @@ def test_a_tangent_matrix_that_cannot_be_taken_is_refused_by_name():
                 who(prog, *args, wrt="u", fixed=bad)
 
 
+def test_nodal_arguments_the_tangents_cannot_read_are_refused_by_name_not_cast():
+    """A nodal input of another element type, shape or kind: the matrix and the diagonal name
+    it as the operator (the program's call) does, never the programs made from it (the
+    Jacobian's own inputs) and never cast (an int or float32 displacement was read as float64
+    before; a misshaped one was named by the assembly's inputs, or ended in a NumPy error)."""
+    prog, X, conn, _, _ = _cube(1)
+    u = np.zeros_like(X)
+    cases = ((X, u.astype(np.float32), "input 'u' holds float32; the program was compiled for float64"),
+             (X, u.astype(np.int64), "input 'u' holds int64"),
+             (X.astype(np.float32), u, "input 'X' holds float32"),
+             (X, u[:, :2].copy(), r"input 'u' has shape \(8, 2\)"),
+             (X[:, :2].copy(), u, r"input 'X' has shape \(8, 2\)"),
+             (X, u.reshape(-1), r"input 'u' has shape \(24,\)"),
+             (X, 0.0, "input 'u' is a float, not an array"))
+    for x, v, said in cases:
+        for who in (irfuse.tangent_matrix, irfuse.diagonal, irfuse.linear_operator):
+            with pytest.raises(irfuse.UsageError, match=said):
+                made = who(prog, x, v, conn, DN, LAM, MU, wrt="u")
+                made.matvec(np.zeros(X.size))  # (the operator reads its arrays when applied)
+    with pytest.raises(irfuse.UsageError, match=r"'u' has shape \(3, 8\); a nodal input of the tangents is shaped "
+                       r"\(N, 3\), a row a node"):
+        irfuse.tangent_matrix(prog, X, u.T.copy(), conn, DN, LAM, MU, wrt="u")
+    listed = irfuse.tangent_matrix(prog, X, u.tolist(), conn, DN, LAM, MU, wrt="u")  # (a list: the type's values)
+    assert listed.data.tobytes() == irfuse.tangent_matrix(prog, X, u, conn, DN, LAM, MU, wrt="u").data.tobytes()
+
+
 def test_fixed_components_are_read_alike_by_the_matrix_the_diagonal_and_the_operator():
     """`fixed=` as a mask shaped as `u`, a flat mask, flat indices (a NumPy array, a list, a
     PyTorch tensor of either) gives the same matrix, diagonal and operator, bit for bit;

@@ -30,9 +30,11 @@ import weakref
 
 import numpy as np
 
-from irfuse.api.arguments import bind_inputs, host_scalar
+from irfuse.api.arguments import bind_inputs, check_array, host_array, host_scalar
 from irfuse.api.device_arrays import device_array
 from irfuse.api.dirichlet import fixed_mask, host_values
+from irfuse.artifact.arrays import AOS, describe_batch_shape
+from irfuse.artifact.arrays import fits as fits_shape
 from irfuse.diagnostics import UsageError
 from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_slots, slots_key
 
@@ -480,6 +482,9 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
         raise UsageError(f"{who}: wrt is a nodal input of {program.name}, not {wrt!r}")
     jac = _jacobian_of(program, of, wrt, who)
     bound = bind_inputs(program.inputs, arrays, named, program)
+    for name in program.inputs:
+        if name in program.nodal:
+            _check_nodal(program, name, bound[name], who)
     family = _family(bound[wrt])
     x = bound[wrt]
     fixed = fixed_mask(fixed, np.shape(x), wrt, who)
@@ -502,6 +507,22 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
         mask = None if fixed is None else _torch_of(fixed).to(device=_torch_of(x).device,
                                                                dtype=torch.bool).reshape(-1)
     return jac, bound, conns, tuple(np.shape(x)), family, mask
+
+
+def _check_nodal(program, name: str, value, who: str) -> None:
+    """A nodal input as the tangents read it (a row a node, the program's element type, as its
+    call takes it; nothing cast), or a refusal naming it: the programs made from it (the
+    Jacobian's, the assembly's) would otherwise name their own inputs, or read it cast."""
+    a = device_array(value)
+    if a is None:
+        if type(value).__module__ == "torch":
+            value = value.detach()  # (a CPU tensor: read as NumPy reads it, without its graph)
+        a = host_array(f"{who}: input '{name}'", value, program.dtype)
+    shape = program.shapes[name]
+    if not fits_shape(tuple(a.shape), shape, AOS):
+        raise UsageError(f"{who}: input '{name}' has shape {tuple(a.shape)}; a nodal input of the tangents is "
+                         f"shaped {describe_batch_shape(AOS, shape)}, a row a node")
+    check_array(f"{who}: input '{name}'", a, shape, program.dtype, None, AOS)
 
 
 def _gathered(jac, bound: dict, conns: dict, family: str) -> dict:
