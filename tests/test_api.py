@@ -414,6 +414,38 @@ def test_an_element_type_is_taken_by_torchs_types():
         irfuse.compile(example("synctest.kas"), backend="cpu", dtype=torch.float16)
 
 
+def test_a_tensor_that_requires_grad_is_refused_by_name_and_its_detach_taken():
+    """A program's call is not recorded by PyTorch's autograd: a CPU tensor that requires grad
+    (an element program's input, a uniform scalar, a mesh program's nodal input, the tangents')
+    is refused by name, as PyTorch's `.numpy()` refuses it (a RuntimeError's traceback before),
+    pointing to `.detach()` and to `irfuse.torch.op`; its `.detach()` gives the plain tensor's
+    results."""
+    torch = pytest.importorskip("torch")
+    from irfuse.mesh import Connectivity, box_tetrahedra
+
+    prog = irfuse.compile("matrix3x3 A, C; uniform scalar s;\ninput A, s;\nC = smmul33(A, s);\nreturn C;\n",
+                          backend="cpu", dtype="f64")
+    A = torch.arange(18, dtype=torch.float64).reshape(2, 3, 3)
+    s = torch.tensor(2.0, dtype=torch.float64)
+    for args, name in (((A.clone().requires_grad_(), s), "A"), ((A, s.clone().requires_grad_()), "s")):
+        with pytest.raises(irfuse.UsageError, match=f"input '{name}' is a PyTorch tensor that requires grad.*"
+                                                    r"\.detach\(\).*irfuse\.torch\.op"):
+            prog(*args)
+    got = prog(A.clone().requires_grad_().detach(), s).C
+    assert np.array_equal(np.asarray(got), 2.0 * A.numpy())
+    X, conn = box_tetrahedra(1)
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    mesh = irfuse.compile(os.path.join(os.path.dirname(example("synctest.kas")), "mesh", "p1_residual.kas"),
+                          backend="cpu", dtype="f64")
+    u = torch.zeros(X.shape, dtype=torch.float64, requires_grad=True)
+    args = (torch.from_numpy(X), u, Connectivity(conn, len(X)), torch.from_numpy(dN), 1.5, 0.75)
+    for call in (lambda: mesh(*args), lambda: irfuse.tangent_matrix(mesh, *args, wrt="u"),
+                 lambda: irfuse.diagonal(mesh, *args, wrt="u"),
+                 lambda: irfuse.linear_operator(mesh, *args, wrt="u").matvec(np.zeros(X.size))):
+        with pytest.raises(irfuse.UsageError, match="input 'u' is a PyTorch tensor that requires grad"):
+            call()
+
+
 def test_compiler_warnings_become_python_warnings():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

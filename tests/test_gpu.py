@@ -354,6 +354,23 @@ def test_example_on_gpu_in_structure_of_arrays(path):
         dev.close()
 
 
+def test_a_cuda_tensor_that_requires_grad_is_refused_by_name_as_on_the_cpu():
+    """As PyTorch's `__cuda_array_interface__` refuses it: a CUDA tensor that requires grad
+    given to a program's call (which autograd does not record) is refused by name, for an
+    input and for an `out=` tensor; its `.detach()` runs."""
+    import irfuse
+
+    torch = _torch()
+    prog = irfuse.compile("matrix3x3 A, C; uniform scalar s;\ninput A, s;\nC = smmul33(A, s);\nreturn C;\n",
+                          backend="cuda")
+    A = torch.rand(1000, 3, 3, device="cuda")
+    with pytest.raises(irfuse.UsageError, match="input 'A' is a PyTorch tensor that requires grad"):
+        prog(A.clone().requires_grad_(), 2.0)
+    with pytest.raises(irfuse.UsageError, match="is a PyTorch tensor that requires grad"):
+        prog(A, 2.0, out=torch.empty_like(A).requires_grad_())
+    assert torch.equal(prog(A.clone().requires_grad_().detach(), 2.0).C, 2.0 * A)
+
+
 def test_api_structure_of_arrays_on_torch_and_cupy():
     """(*shape, N) tensors go through the program's SoA variant in place: the results are the
     array-of-structures call's, transposed; out= in SoA is written; SoA kernels take an

@@ -515,8 +515,6 @@ def _check_nodal(program, name: str, value, who: str) -> None:
     Jacobian's, the assembly's) would otherwise name their own inputs, or read it cast."""
     a = device_array(value)
     if a is None:
-        if type(value).__module__ == "torch":
-            value = value.detach()  # (a CPU tensor: read as NumPy reads it, without its graph)
         a = host_array(f"{who}: input '{name}'", value, program.dtype)
     shape = program.shapes[name]
     if not fits_shape(tuple(a.shape), shape, AOS):
