@@ -381,6 +381,22 @@ def test_a_damaged_plan_directory_runs_as_written_or_is_refused(contract_dir, sa
     assert check_plan(random.Random(seed), saved_plans, contract_dir) in (0, 1)
 
 
+def test_every_api_call_with_each_argument_spoiled_by_each_kind_returns_or_is_refused_by_name():
+    """The contract below, for every call of the API, every argument and every kind of value
+    in turn (some 2,700 calls, a few seconds): the tangents' calls once passed their arguments
+    without the program, so no draw ever reached a nodal input, and a number or text given as
+    the displacement or the connectivity ended in an IndexError."""
+    from irfuse.testing.contracts import check_api_call, every_api_call
+
+    failures = []
+    for what, call in every_api_call(os.path.join(ROOT, "examples")):
+        try:
+            check_api_call(call)
+        except Exception as e:  # noqa: BLE001 -- (each failure listed with its case)
+            failures.append(f"{what}: {type(e).__name__}: {str(e)[:200]}")
+    assert not failures, "\n".join(failures[:20])
+
+
 @settings(max_examples=1000 if LONG else 150, deadline=60000, suppress_health_check=list(HealthCheck))
 @given(st.integers(0, 2**32))
 def test_api_calls_with_an_argument_of_any_kind_return_or_are_refused_by_name(seed):

@@ -51,7 +51,7 @@ def linear_operator(program, *arrays, wrt: str, of: str | None = None, fixed=Non
             raise UsageError(f"linear_operator: {program.name} has outputs {', '.join(program.outputs)}: name one "
                              "as of=")
         of = program.outputs[0]
-    if of not in program.outputs:
+    if not isinstance(of, str) or of not in program.outputs:
         raise UsageError(f"linear_operator: '{of}' is not an output of {program.name} ({', '.join(program.outputs)})")
     bound = bind_inputs(program.inputs, arrays, named, program)
     x = bound[wrt]

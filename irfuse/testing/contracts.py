@@ -439,9 +439,10 @@ def _api_calls(f: _ApiFixtures) -> dict:
         "call": (f.neo, (f.F, 1.3, 0.7), {}),
         "call out=": (f.neo, (f.F, 1.3, 0.7), {"out": None}),
         "mesh call": (f.mesh, mesh_args, {"nodes": None, "scatter": None}),
-        "tangent_matrix": (tangent_matrix, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "out": None}),
-        "diagonal": (diagonal, mesh_args, {"wrt": "u", "of": "r", "fixed": None}),
-        "linear_operator": (linear_operator, mesh_args, {"wrt": "u", "of": "r", "fixed": None, "nodes": None}),
+        "tangent_matrix": (tangent_matrix, (f.mesh, *mesh_args), {"wrt": "u", "of": "r", "fixed": None, "out": None}),
+        "diagonal": (diagonal, (f.mesh, *mesh_args), {"wrt": "u", "of": "r", "fixed": None}),
+        "linear_operator": (linear_operator, (f.mesh, *mesh_args), {"wrt": "u", "of": "r", "fixed": None,
+                                                                    "nodes": None}),
         "time_loop": (time_loop, (f.neo, 2, {"F": "P"}, f.F, 1.3, 0.7), {"nodes": None}),
         "box_tetrahedra": (box_tetrahedra, (2,), {"ny": None, "nz": None, "numbering": "random", "seed": 0,
                                                       "index_dtype": np.int32}),
@@ -458,13 +459,31 @@ def _api_calls(f: _ApiFixtures) -> dict:
 def random_api_call(rng: random.Random, examples: str) -> tuple[str, object]:
     """One API call with one of its arguments (or a keyword it does not take) replaced by a
     value from JUNK: (what it is, a function making the call)."""
-    f = _FIXTURES.get(examples) or _FIXTURES.setdefault(examples, _ApiFixtures(examples))
-    name, (fn, args, kwargs) = rng.choice(sorted(_api_calls(f).items()))
-    args, kwargs = list(args), dict(kwargs)
+    name, (fn, args, kwargs) = rng.choice(sorted(_api_calls(_fixtures(examples)).items()))
     junk = rng.choice(JUNK)
+    return _spoiled(name, fn, args, kwargs, rng.choice(_places(name, args, kwargs)), junk)
+
+
+def every_api_call(examples: str):
+    """Each API call with each of its arguments in turn (and a keyword it does not take)
+    replaced by each value of JUNK: (what it is, a function making the call), in a fixed order."""
+    for name, (fn, args, kwargs) in sorted(_api_calls(_fixtures(examples)).items()):
+        for where in _places(name, args, kwargs):
+            for junk in JUNK:
+                yield _spoiled(name, fn, args, kwargs, where, junk)
+
+
+def _fixtures(examples: str) -> _ApiFixtures:
+    return _FIXTURES.get(examples) or _FIXTURES.setdefault(examples, _ApiFixtures(examples))
+
+
+def _places(name: str, args: tuple, kwargs: dict) -> list:
     # (a keyword no function takes: Python's own TypeError names it; a program's call names it too)
-    places = [k for k in range(len(args))] + list(kwargs) + (["bogus"] if "call" in name else [])
-    where = rng.choice(places)
+    return [k for k in range(len(args))] + list(kwargs) + (["bogus"] if "call" in name else [])
+
+
+def _spoiled(name: str, fn, args: tuple, kwargs: dict, where, junk) -> tuple[str, object]:
+    args, kwargs = list(args), dict(kwargs)
     if isinstance(where, int):
         args[where] = junk
     else:
