@@ -48,6 +48,16 @@ def is_whole(v) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
+def refuse_grad(what: str, value) -> None:
+    """Refuses a PyTorch tensor that requires grad, as PyTorch's own `.numpy()` and
+    `__cuda_array_interface__` refuse it: irfuse's calls are not recorded by autograd, so a
+    gradient through one would silently be missing."""
+    if type(value).__module__ == "torch" and getattr(value, "requires_grad", False):
+        raise UsageError(f"{what} is a PyTorch tensor that requires grad, and irfuse's calls are not recorded by "
+                         "autograd: pass its .detach() for the values alone (a program whose derivatives "
+                         "autograd follows: irfuse.torch.op)")
+
+
 def located(message: str, location: object, notes: list[str] | None = None) -> Diagnostic:
     """A diagnostic at an IR location: `file:line:col` and the source line when it is a
     `FileLineColLoc` (a KAS statement, or a `loc(...)` written in the IR), else about no file."""

@@ -16,8 +16,7 @@ from operator import is_
 
 import numpy as np
 
-from irfuse.api.device_arrays import requires_grad_refusal
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, refuse_grad
 from irfuse.artifact.arrays import AOS, LAYOUTS, SOA, describe_batch_shape
 from irfuse.artifact.arrays import batch_length as batch_length_of
 from irfuse.artifact.arrays import fits as fits_shape
@@ -78,8 +77,7 @@ def host_array(what: str, value: object, dtype: np.dtype | None = None) -> np.nd
         raise UsageError(f"{what} is an array in device memory that is not CUDA's "
                          f"({type(value).__module__}.{type(value).__qualname__}); irfuse runs on NVIDIA GPUs and "
                          "on the CPU")
-    if type(value).__module__ == "torch" and getattr(value, "requires_grad", False):
-        raise UsageError(requires_grad_refusal(what))
+    refuse_grad(what, value)
     if isinstance(value, np.ma.MaskedArray):
         raise UsageError(f"{what} is a NumPy masked array, whose mask the kernels would ignore: pass "
                          "a.filled(value) (masked entries replaced) or a.data (the stored values)")

@@ -30,7 +30,7 @@ import numpy as np
 from irfuse.api.dlpack import DL_KINDS, KDL_CUDA, KDL_CUDA_MANAGED, DLTensor
 from irfuse.api.dlpack_export import exported_output
 from irfuse.artifact.records import record
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, refuse_grad
 
 ALIGNMENT = 16  # bytes: the kernels' 16-byte loads and stores
 
@@ -198,20 +198,11 @@ def moved_batch_axis(a: DeviceArray, layout: str) -> DeviceArray:
                        a.family, a.stream, a.device, keep=a.keep)
 
 
-def requires_grad_refusal(what: str) -> str:
-    """Why a PyTorch tensor that requires grad is refused, as PyTorch's own `.numpy()` and
-    `__cuda_array_interface__` refuse it: a program's call is not recorded by autograd, so
-    a gradient through it would silently be missing."""
-    return (f"{what} is a PyTorch tensor that requires grad, and a program's call is not recorded by autograd: "
-            "pass its .detach() for the values alone, or call the program as a PyTorch operator "
-            "(irfuse.torch.op), whose derivatives autograd follows")
-
-
 def check_device_array(what: str, a: DeviceArray, device_ordinal: int, alignment: int = ALIGNMENT) -> None:
     """What the kernels need of a GPU array beyond its shape and type: `alignment` is what
     its address must be a multiple of (16 bytes for array-of-structures kernels)."""
-    if a.family == "torch" and getattr(a.obj, "requires_grad", False):
-        raise UsageError(requires_grad_refusal(what))
+    if a.family == "torch":
+        refuse_grad(what, a.obj)
     if not a.contiguous:
         if any(s % a.dtype.itemsize for s in a.strides or ()):
             raise UsageError(f"{what} has strides of {a.strides} bytes, not whole {a.dtype.itemsize}-byte words: "

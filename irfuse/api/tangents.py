@@ -35,7 +35,7 @@ from irfuse.api.device_arrays import device_array
 from irfuse.api.dirichlet import fixed_mask, host_values
 from irfuse.artifact.arrays import AOS, describe_batch_shape
 from irfuse.artifact.arrays import fits as fits_shape
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import UsageError, refuse_grad
 from irfuse.mesh.assembly import SparsePattern, apply_fixed, check_blocks, node_slots, slots_key
 
 _JACOBIANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> {(of, wrt): _Jacobian}
@@ -431,6 +431,7 @@ def _words(given, shape: tuple, rows: int | None, dtype, device, what: str):
             if number is not None:
                 return number.reshape(1)
         if type(given).__module__.startswith("torch"):
+            refuse_grad(what, given)
             given = given.numpy() if given.device.type == "cpu" else None
         if not isinstance(given, np.ndarray) or given.dtype != dtype or tuple(given.shape) != want:
             return None

@@ -30,7 +30,7 @@ def numbering_options(who: str, numbering, seed, index_dtype) -> np.dtype:
     check_whole(f"{who}: seed", seed, 0)
     try:
         dtype = np.dtype(index_dtype)
-    except TypeError:
+    except (TypeError, ValueError):  # (ValueError: an object NumPy cannot read a type from, a tensor)
         raise UsageError(f"{who}: index_dtype must be int32 or int64, not {index_dtype!r}") from None
     if dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise UsageError(f"{who}: index_dtype must be int32 or int64, not {dtype}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.diagnostics import UsageError, is_whole
+from irfuse.diagnostics import UsageError, is_whole, refuse_grad
 from irfuse.mesh.on_gpu import checked_on_gpu, element_order_on_gpu, gpu_tensor, morton_on_host, morton_order_on_gpu
 
 METHODS = ("rcm", "morton")
@@ -37,6 +37,7 @@ def node_numbers(what: str, conn) -> np.ndarray:
             raise UsageError(f"{what} is a {type(conn).__name__} of {a.dtype} values; a connectivity holds whole "
                              "node numbers")
         return a.astype(np.int64) if a.dtype != np.int64 else a
+    refuse_grad(what, conn)
     a = conn if isinstance(conn, np.ndarray) else np.asarray(conn)
     if a.dtype not in (np.int32, np.int64):
         how = "conn.astype(np.int32)" if a.dtype.kind in "iu" and a.dtype != np.bool_ else "whole node numbers"
@@ -85,6 +86,7 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     if on_gpu:
         return _reorder_on_gpu(conn, coords, method, nodes)
     if coords is not None:
+        refuse_grad("reorder: coords", coords)
         try:
             coords = np.asarray(coords, dtype=np.float64)
         except (TypeError, ValueError):

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, partial_order_key, slot_dtype
-from irfuse.diagnostics import UsageError, is_whole
+from irfuse.diagnostics import UsageError, is_whole, refuse_grad
 from irfuse.mesh.order import check_connectivity
 
 
@@ -131,6 +131,7 @@ def scatter_add(values, conn, nodes: int, inverse: ScatterInverse | None = None)
     conn = check_connectivity(conn, nodes)
     if nodes >= 2**31:
         raise UsageError(f"scatter_add: {nodes} nodes; node numbers are 32-bit, so a mesh has fewer than 2^31")
+    refuse_grad("scatter_add: values", values)
     values = np.asarray(values)
     if values.shape[:2] != conn.shape:
         raise UsageError(f"scatter_add: values of shape {values.shape} do not match the connectivity's "

@@ -460,7 +460,7 @@ def random_api_call(rng: random.Random, examples: str) -> tuple[str, object]:
     """One API call with one of its arguments (or a keyword it does not take) replaced by a
     value from JUNK: (what it is, a function making the call)."""
     name, (fn, args, kwargs) = rng.choice(sorted(_api_calls(_fixtures(examples)).items()))
-    junk = rng.choice(JUNK)
+    junk = rng.choice(junk_values())
     return _spoiled(name, fn, args, kwargs, rng.choice(_places(name, args, kwargs)), junk)
 
 
@@ -469,8 +469,18 @@ def every_api_call(examples: str):
     replaced by each value of JUNK: (what it is, a function making the call), in a fixed order."""
     for name, (fn, args, kwargs) in sorted(_api_calls(_fixtures(examples)).items()):
         for where in _places(name, args, kwargs):
-            for junk in JUNK:
+            for junk in junk_values():
                 yield _spoiled(name, fn, args, kwargs, where, junk)
+
+
+def junk_values() -> tuple:
+    """JUNK, and where PyTorch is installed a tensor that requires grad (refused by a call,
+    which autograd would not record)."""
+    try:
+        import torch
+    except ImportError:
+        return JUNK
+    return (*JUNK, torch.zeros((2, 3), dtype=torch.float64, requires_grad=True))
 
 
 def _fixtures(examples: str) -> _ApiFixtures:
