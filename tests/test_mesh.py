@@ -286,6 +286,7 @@ def test_bad_arguments_are_refused():
             (lambda: mesh.reorder(conn, X, method=np.zeros(2)), "reorder: method must be one of rcm, morton, not"),
             (lambda: mesh.reorder(conn, X, nodes=np.zeros(2)), "reorder: nodes is the mesh's number of nodes"),
             (lambda: mesh.reorder(conn, "f64"), "reorder: coords must be an array of numbers"),
+            (lambda: mesh.reorder(conn, X + 1j), "reorder: coords must be real numbers .*, not complex ones"),
             (lambda: mesh.renumber(conn, 0, np.arange(len(conn))), "renumber: node_order must be a permutation .a 1-D"),
             (lambda: mesh.renumber(conn, np.arange(8), np.arange(len(conn)), X[:3]),
              "renumber: nodal array 1 must have a row for each of the 8 nodes, not shape .3, 3."),

@@ -87,6 +87,8 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
         return _reorder_on_gpu(conn, coords, method, nodes)
     if coords is not None:
         refuse_grad("reorder: coords", coords)
+        if np.iscomplexobj(coords):  # (NumPy's cast would drop the imaginary parts with a warning)
+            raise UsageError("reorder: coords must be real numbers (nodes, dimensions), not complex ones")
         try:
             coords = np.asarray(coords, dtype=np.float64)
         except (TypeError, ValueError):
