@@ -458,7 +458,7 @@ def _api_calls(f: _ApiFixtures) -> dict:
 
 def random_api_call(rng: random.Random, examples: str) -> tuple[str, object]:
     """One API call with one of its arguments (or a keyword it does not take) replaced by a
-    value from JUNK: (what it is, a function making the call)."""
+    value from `junk_values()`: (what it is, a function making the call)."""
     name, (fn, args, kwargs) = rng.choice(sorted(_api_calls(_fixtures(examples)).items()))
     junk = rng.choice(junk_values())
     return _spoiled(name, fn, args, kwargs, rng.choice(_places(name, args, kwargs)), junk)
@@ -466,7 +466,7 @@ def random_api_call(rng: random.Random, examples: str) -> tuple[str, object]:
 
 def every_api_call(examples: str):
     """Each API call with each of its arguments in turn (and a keyword it does not take)
-    replaced by each value of JUNK: (what it is, a function making the call), in a fixed order."""
+    replaced by each of `junk_values()`: (what it is, a function making the call), in a fixed order."""
     for name, (fn, args, kwargs) in sorted(_api_calls(_fixtures(examples)).items()):
         for where in _places(name, args, kwargs):
             for junk in junk_values():
