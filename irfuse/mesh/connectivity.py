@@ -16,7 +16,7 @@ import numpy as np
 from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.on_gpu import checked_on_gpu, gpu_tensor, inverse_on_gpu
 from irfuse.mesh.on_gpu import on_device as on_gpu_device
-from irfuse.mesh.order import check_connectivity
+from irfuse.mesh.order import check_connectivity, check_node_count
 from irfuse.mesh.scatter import ScatterInverse, scatter_order
 
 
@@ -31,14 +31,10 @@ class Connectivity:
     when first asked for."""
 
     def __init__(self, conn, nodes: int, device: int | None = None):
-        if not is_whole(nodes) or nodes < 1:
-            raise UsageError(f"Connectivity: nodes is the mesh's number of nodes, a positive whole number, "
-                             f"not {nodes!r}")
+        check_node_count("Connectivity", nodes)
         if isinstance(conn, Connectivity):
             raise UsageError(f"Connectivity: conn is a Connectivity already (of {conn.nodes} nodes): pass it where "
                              "a connectivity goes as it is")
-        if nodes >= 2**31:
-            raise UsageError(f"Connectivity: {nodes} nodes; node numbers are 32-bit, so a mesh has fewer than 2^31")
         start = time.perf_counter()
         self.nodes = int(nodes)
         self._on_device: dict[int, tuple] = {}  # id(device) -> (device, node numbers, starts, slots)

@@ -28,8 +28,8 @@ import numpy as np
 
 from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
-from irfuse.diagnostics import UsageError
-from irfuse.mesh.order import check_connectivity
+from irfuse.diagnostics import UsageError, refuse_grad
+from irfuse.mesh.order import check_connectivity, check_node_count
 
 
 @record(frozen=True)
@@ -59,6 +59,9 @@ def partition(conn, parts, nodes: int | None = None) -> list[Part]:
     lengths of their ranges of elements in order (positive, summing to E); `nodes`: the
     mesh's node count (by default one more than its largest node number). A node no element
     names is owned by no part."""
+    refuse_grad("partition: conn", conn)
+    if nodes is not None:
+        check_node_count("partition", nodes)
     a = np.asarray(conn)
     if a.ndim != 2 or a.shape[0] == 0:
         raise UsageError(f"partition: a connectivity is shaped (elements, nodes per element) with at least one "

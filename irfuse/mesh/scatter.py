@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 from irfuse.artifact.scatter_groups import ELEMENT_SLOTS, group_elements, partial_order_key, slot_dtype
-from irfuse.diagnostics import UsageError, is_whole, refuse_grad
-from irfuse.mesh.order import check_connectivity
+from irfuse.diagnostics import UsageError, refuse_grad
+from irfuse.mesh.order import check_connectivity, check_node_count
 
 
 class ScatterInverse(NamedTuple):
@@ -45,6 +45,7 @@ class ScatterInverse(NamedTuple):
 
 def inverse_connectivity(conn, nodes: int) -> ScatterInverse:
     """The scatter order of a connectivity `conn` (E, K) of a mesh of `nodes` nodes."""
+    check_node_count("inverse_connectivity", nodes, least=0)
     return scatter_order(check_connectivity(conn, nodes), nodes)
 
 
@@ -126,11 +127,8 @@ def scatter_add(values, conn, nodes: int, inverse: ScatterInverse | None = None)
     (nodes, *shape) with row n the sum of values[e, a] over every conn[e, a] == n, added in
     the scatter order of the module (0 where no entry names n). `inverse`: the connectivity's
     `inverse_connectivity`, when it is at hand."""
-    if not is_whole(nodes) or nodes < 0:
-        raise UsageError(f"scatter_add: nodes is the mesh's number of nodes, a whole number, not {nodes!r}")
+    check_node_count("scatter_add", nodes, least=0)
     conn = check_connectivity(conn, nodes)
-    if nodes >= 2**31:
-        raise UsageError(f"scatter_add: {nodes} nodes; node numbers are 32-bit, so a mesh has fewer than 2^31")
     refuse_grad("scatter_add: values", values)
     values = np.asarray(values)
     if values.shape[:2] != conn.shape:

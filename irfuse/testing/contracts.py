@@ -412,6 +412,7 @@ class _ApiFixtures:
         self.u = 1e-3 * rng.standard_normal(self.X.shape)
         self.F = np.eye(3)[None].repeat(5, 0) + 0.01 * rng.standard_normal((5, 3, 3))
         self.dN = np.array([[-1.0, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+        self.energy_path = os.path.join(examples, "mesh", "neo_hookean_energy.kas")
 
 
 _FIXTURES: dict = {}
@@ -422,12 +423,15 @@ def _api_calls(f: _ApiFixtures) -> dict:
     keywords by name): what `random_api_call` spoils one of."""
     from irfuse.api import compile, grad, jacobian, jvp, vjp
     from irfuse.api.operators import linear_operator
-    from irfuse.api.tangents import diagonal, tangent_matrix
+    from irfuse.api.tangents import diagonal, hessian, tangent_matrix
+    from irfuse.api.tangents import jacobian as mesh_jacobian
     from irfuse.api.time_loops import time_loop
-    from irfuse.mesh import (Connectivity, box_hexahedra, box_tetrahedra, gauss_legendre, gauss_lobatto, renumber,
-                             reorder, scatter_add)
+    from irfuse.mesh import (Connectivity, box_hexahedra, box_tetrahedra, check_connectivity, gauss_legendre,
+                             gauss_lobatto, inverse_connectivity, partition, renumber, reorder, scatter_add)
+    from irfuse.runtime.streaming import pinned_empty
 
     mesh_args = (f.X, f.u, f.conn, f.dN, 1.3, 0.7)
+    tangent = mesh_jacobian(f.mesh, of="r", wrt="u")  # (a `Tangent`: called as the program is)
     return {
         "compile": (compile, (f.neo_path,), {"backend": "cpu", "dtype": "f64", "pipeline": None, "n": None,
                                                     "profile": None, "arch": None, "filename": None, "layout": None,
@@ -453,6 +457,14 @@ def _api_calls(f: _ApiFixtures) -> dict:
         "renumber": (renumber, (f.conn, np.arange(len(f.X)), np.arange(len(f.conn)), f.X), {}),
         "Connectivity": (Connectivity, (f.conn, len(f.X)), {}),
         "scatter_add": (scatter_add, (np.ones((len(f.conn), 4, 3)), f.conn, len(f.X)), {}),
+        "partition": (partition, (f.conn, 2), {"nodes": None}),
+        "inverse_connectivity": (inverse_connectivity, (f.conn, len(f.X)), {}),
+        "check_connectivity": (check_connectivity, (f.conn,), {"nodes": None, "what": "conn", "first": 0}),
+        "hessian": (hessian, (f.energy_path,), {"of": "E", "wrt": "u"}),
+        "jacobian of a mesh program": (mesh_jacobian, (f.mesh,), {"of": "r", "wrt": "u"}),
+        "tangent call": (tangent, mesh_args, {"fixed": None, "out": None}),
+        "tangent diagonal": (tangent.diagonal, mesh_args, {"fixed": None}),
+        "pinned_empty": (pinned_empty, ((3, 3),), {"dtype": np.float32}),
     }
 
 
