@@ -86,8 +86,8 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     through `coords`, shape (M, D)); the default is "morton" given coordinates, else "rcm".
     `nodes`: how many nodes there are (default: one more than the largest entry of `conn`,
     or len(coords)); nodes no element names come last."""
-    if nodes is not None:
-        check_node_count("reorder", nodes)
+    if nodes is not None and (not is_whole(nodes) or nodes < 1):  # (no bound: orders of meshes past 2^31 nodes)
+        raise UsageError(f"reorder: nodes is the mesh's number of nodes, a positive whole number, not {nodes!r}")
     if method is not None and not isinstance(method, str):
         raise UsageError(f"reorder: method must be one of {', '.join(METHODS)}, not {method!r}")
     method = method or ("morton" if coords is not None else "rcm")
