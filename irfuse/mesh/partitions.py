@@ -28,8 +28,8 @@ import numpy as np
 
 from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
-from irfuse.diagnostics import UsageError, refuse_grad
-from irfuse.mesh.order import check_connectivity, check_node_count
+from irfuse.diagnostics import UsageError, is_whole, refuse_grad
+from irfuse.mesh.order import check_connectivity
 
 
 @record(frozen=True)
@@ -60,8 +60,8 @@ def partition(conn, parts, nodes: int | None = None) -> list[Part]:
     mesh's node count (by default one more than its largest node number). A node no element
     names is owned by no part."""
     refuse_grad("partition: conn", conn)
-    if nodes is not None:
-        check_node_count("partition", nodes)
+    if nodes is not None and (not is_whole(nodes) or nodes < 1):  # (no 2^31 bound: a part numbers its own nodes)
+        raise UsageError(f"partition: nodes is the mesh's number of nodes, a positive whole number, not {nodes!r}")
     a = np.asarray(conn)
     if a.ndim != 2 or a.shape[0] == 0:
         raise UsageError(f"partition: a connectivity is shaped (elements, nodes per element) with at least one "
@@ -73,7 +73,10 @@ def partition(conn, parts, nodes: int | None = None) -> list[Part]:
     parts = len(bounds) - 1
     part_of_element = np.repeat(np.arange(parts), np.diff(bounds))
     # A node's owner: the part of the first element naming it (-1: named by none).
-    first = np.full(count, elements, np.int64)
+    try:
+        first = np.full(count, elements, np.int64)
+    except (ValueError, MemoryError):  # (ValueError: more than an array can index)
+        raise UsageError(f"partition: a table of {count} nodes does not fit this machine's memory") from None
     np.minimum.at(first, a.ravel(), np.repeat(np.arange(elements), a.shape[1]))
     owner = np.where(first < elements, part_of_element[np.minimum(first, elements - 1)], -1)
     owner_of_slot = owner[a]
