@@ -48,6 +48,13 @@ def is_whole(v) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
+def check_whole(what: str, v, least: int, most: int | None = None) -> None:
+    """`v` a whole number in [least, most] (no bool), else a UsageError naming `what`."""
+    if not is_whole(v) or v < least or (most is not None and v > most):
+        bounds = f"at least {least}" if most is None else f"from {least} to {most}"
+        raise UsageError(f"{what} must be a whole number, {bounds}, not {v!r}")
+
+
 def refuse_grad(what: str, value) -> None:
     """Refuses a PyTorch tensor that requires grad, as PyTorch's own `.numpy()` and
     `__cuda_array_interface__` refuse it: irfuse's calls are not recorded by autograd, so a

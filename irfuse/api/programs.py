@@ -40,7 +40,7 @@ from irfuse.api.verification import Verification, verify_on_device, verify_on_ho
 from irfuse.artifact.arrays import OUTPUT_PREFIX, batch_length, batch_shape, check_layout, fits, natural_strides, \
     view_strides
 from irfuse.artifact.artifact import Artifact
-from irfuse.diagnostics import CompileError, ExecutionError, UsageError, is_whole
+from irfuse.diagnostics import CompileError, ExecutionError, UsageError, check_whole, is_whole
 from irfuse.runtime.cpu_device import page_aligned
 from irfuse.runtime.executor import open_device
 from irfuse.runtime.mesh_runs import MeshInPlaceRun
@@ -585,6 +585,9 @@ class Program:
         element up to `sample` of them and on a seeded sample of `sample` beyond (`None`: every
         element), with the rule `irfuse run` uses. A program over a mesh is checked on every
         element and node (`nodes=`: as its call takes it)."""
+        if sample is not None:
+            check_whole("check: sample (elements checked)", sample, 1)
+        check_whole("check: seed", seed, 0)
         if self.nodal or self.index_inputs:
             return self._check_on_mesh(args, named)
         arrays, n, layout = self._arrays(args, named)
@@ -618,7 +621,8 @@ class Program:
         """Seconds of each of `repeat` runs on these arrays (after `warmup` more): on GPU arrays
         the device time of one call's captured graph from an idle GPU, on NumPy arrays on the
         CPU one replay's wall time, a call in chunks whole; a program over a mesh (which takes
-        `nodes=` and `scatter=` as its calls do) one call end to end (`irfuse.api.timing`)."""
+        `nodes=` and `scatter=` as its calls do) one call end to end (`irfuse.api.timing`). Each count
+        is a whole number, at most a million."""
         from irfuse.api.timing import time_calls, time_runs
 
         if self.nodal or self.index_inputs:

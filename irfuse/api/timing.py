@@ -14,7 +14,15 @@ import time
 
 from irfuse.api.device_arrays import DeviceArray, device_array, first_array, stream_handle
 from irfuse.api.host_calls import run_on_host
-from irfuse.diagnostics import UsageError
+from irfuse.diagnostics import check_whole
+
+
+RUNS_MOST = 1_000_000  # runs a `time` call takes, each count (a larger one is a mistake, not a wait)
+
+
+def _check_counts(repeat, warmup) -> None:
+    check_whole("time: repeat (runs timed)", repeat, 0, RUNS_MOST)
+    check_whole("time: warmup (runs before them)", warmup, 0, RUNS_MOST)
 
 
 def time_calls(program, args: tuple, named: dict, out, repeat: int, warmup: int = 1, **options) -> list[float]:
@@ -23,8 +31,7 @@ def time_calls(program, args: tuple, named: dict, out, repeat: int, warmup: int 
     program over a mesh is timed by (its calls check and prepare what they are given, and one
     of several passes runs a program a pass); `options` go to every call (`nodes=`,
     `scatter=`, `memory_budget=`)."""
-    if repeat < 0 or warmup < 0:
-        raise UsageError("repeat and warmup count runs: 0 or more")
+    _check_counts(repeat, warmup)
     outputs = program(*args, out=out, **options, **named)  # (compiles, prepares, records)
     gpu = any(isinstance(v, DeviceArray) or device_array(v) is not None for v in (*args, *named.values()))
     dev = program.opened_device() if gpu else None
@@ -44,8 +51,7 @@ def time_calls(program, args: tuple, named: dict, out, repeat: int, warmup: int 
 def time_runs(program, args: tuple, named: dict, out, repeat: int, warmup: int = 1,
               memory_budget: int | None = None) -> list[float]:
     """Seconds of each of `repeat` runs after `warmup` more (see the module)."""
-    if repeat < 0 or warmup < 0:
-        raise UsageError("repeat and warmup count runs: 0 or more")
+    _check_counts(repeat, warmup)
     arrays, n, layout = program._arrays(args, named)
     chunked = program._chunked(arrays, memory_budget)
     target = program._for(layout, program._view_strides(arrays, out, layout, chunked))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.diagnostics import UsageError, is_whole
+from irfuse.diagnostics import UsageError, check_whole, is_whole
 from irfuse.mesh.order import renumber
 
 # The six tetrahedra of a unit cube around its diagonal from corner 0 to corner 7 (corner
@@ -12,13 +12,6 @@ from irfuse.mesh.order import renumber
 # two neighbouring cubes cut their shared face along the same diagonal (a conforming mesh),
 # and each tetrahedron is listed with a positive volume.
 _CUBE_TETS = np.array([[0, 1, 3, 7], [0, 3, 2, 7], [0, 2, 6, 7], [0, 6, 4, 7], [0, 4, 5, 7], [0, 5, 1, 7]])
-
-
-def check_whole(what: str, v, least: int, most: int | None = None) -> None:
-    """`v` a whole number in [least, most] (no bool), else a UsageError naming `what`."""
-    if not is_whole(v) or v < least or (most is not None and v > most):
-        bounds = f"at least {least}" if most is None else f"from {least} to {most}"
-        raise UsageError(f"{what} must be a whole number, {bounds}, not {v!r}")
 
 
 def numbering_options(who: str, numbering, seed, index_dtype) -> np.dtype:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.diagnostics import UsageError
-from irfuse.mesh.generate import check_whole, numbering_options
+from irfuse.diagnostics import UsageError, check_whole
+from irfuse.mesh.generate import numbering_options
 from irfuse.mesh.order import renumber
 
 

@@ -465,6 +465,11 @@ def _api_calls(f: _ApiFixtures) -> dict:
         "tangent call": (tangent, mesh_args, {"fixed": None, "out": None}),
         "tangent diagonal": (tangent.diagonal, mesh_args, {"fixed": None}),
         "pinned_empty": (pinned_empty, ((3, 3),), {"dtype": np.float32}),
+        "check": (f.neo.check, (f.F, 1.3, 0.7), {"sample": 100, "seed": 0}),
+        "time": (f.neo.time, (f.F, 1.3, 0.7), {"repeat": 2, "warmup": 1, "out": None, "memory_budget": None}),
+        "mesh check": (f.mesh.check, mesh_args, {}),
+        "mesh time": (f.mesh.time, mesh_args, {"repeat": 2, "warmup": 0, "nodes": None, "scatter": None}),
+        "for_layout": (f.neo.for_layout, ("soa",), {}),
     }
 
 
