@@ -63,6 +63,13 @@ class Function:
                     (isinstance(a, bool) or not isinstance(a, (int, float, np.number))):
                 raise UsageError(f"irfuse.jax.op: {self.program.name}'s input '{name}' is a {type(a).__name__}; it "
                                  "takes an array" + (" or a number" if name in self.program.uniform else ""))
+            if type(a).__module__.split(".")[0] == "torch":  # (JAX takes no tensor: its TypeError from inside)
+                raise UsageError(f"irfuse.jax.op: {self.program.name}'s input '{name}' is a PyTorch tensor; a JAX "
+                                 "function takes JAX or NumPy arrays (jax.dlpack.from_dlpack(t) shares a tensor's "
+                                 "memory; irfuse.torch.op makes the program a PyTorch operator)")
+            if isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
+                raise UsageError(f"irfuse.jax.op: {self.program.name}'s input '{name}' is {a}, beyond the 64-bit "
+                                 "numbers JAX holds")
         made = self._call(*args)
         return made[0] if len(made) == 1 else made
 

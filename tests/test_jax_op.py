@@ -114,3 +114,8 @@ def test_bad_calls_are_refused_by_name():
         f(F.tolist(), 1.0, 1.0)
     with pytest.raises(irfuse.UsageError, match="pipline is not an option of irfuse.compile"):
         irfuse.jax.op(NEO_HOOKEAN_ENERGY, pipline="kas-dce,fuse-each")
+    with pytest.raises(irfuse.UsageError, match="input 'mu' is 1000000000000000000000, beyond the 64-bit numbers"):
+        f(F, 10**21, 1.0)  # (JAX's OverflowError from inside before)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(irfuse.UsageError, match="input 'F' is a PyTorch tensor; a JAX function takes JAX or NumPy"):
+        f(torch.from_numpy(np.asarray(F)), 1.0, 1.0)  # (JAX's TypeError from inside before)
