@@ -201,8 +201,7 @@ def moved_batch_axis(a: DeviceArray, layout: str) -> DeviceArray:
 def check_device_array(what: str, a: DeviceArray, device_ordinal: int, alignment: int = ALIGNMENT) -> None:
     """What the kernels need of a GPU array beyond its shape and type: `alignment` is what
     its address must be a multiple of (16 bytes for array-of-structures kernels)."""
-    if a.family == "torch":
-        refuse_grad(what, a.obj)
+    refuse_grad(what, a.obj)
     if not a.contiguous:
         if any(s % a.dtype.itemsize for s in a.strides or ()):
             raise UsageError(f"{what} has strides of {a.strides} bytes, not whole {a.dtype.itemsize}-byte words: "

@@ -431,7 +431,6 @@ def _words(given, shape: tuple, rows: int | None, dtype, device, what: str):
             if number is not None:
                 return number.reshape(1)
         if type(given).__module__.startswith("torch"):
-            refuse_grad(what, given)
             given = given.numpy() if given.device.type == "cpu" else None
         if not isinstance(given, np.ndarray) or given.dtype != dtype or tuple(given.shape) != want:
             return None
@@ -483,7 +482,8 @@ def _bound(program, arrays: tuple, named: dict, wrt: str, of: str | None, fixed,
         raise UsageError(f"{who}: wrt is a nodal input of {program.name}, not {wrt!r}")
     jac = _jacobian_of(program, of, wrt, who)
     bound = bind_inputs(program.inputs, arrays, named, program)
-    for name in program.inputs:
+    for name in program.inputs:  # (every argument read by the programs made from the call's: refused here, by name)
+        refuse_grad(f"{who}: input '{name}'", bound[name])
         if name in program.nodal:
             _check_nodal(program, name, bound[name], who)
     family = _family(bound[wrt])

@@ -46,13 +46,14 @@ def node_numbers(what: str, conn) -> np.ndarray:
     return a
 
 
-def check_node_count(who: str, nodes, least: int = 1) -> int:
-    """A mesh's number of nodes given to `who`: a whole number, at least `least`, below 2^31
-    (node numbers are 32-bit in the kernels and the scatter order), else refused by name."""
+def check_node_count(who: str, nodes, least: int = 1, bounded: bool = True) -> int:
+    """A mesh's number of nodes given to `who`: a whole number, at least `least`, and where
+    `bounded` below 2^31 (node numbers are 32-bit in the kernels and the scatter order; the
+    host's orders and partitions take larger meshes), else refused by name."""
     if not is_whole(nodes) or nodes < least:
         kind = "a positive whole number" if least == 1 else f"a whole number, at least {least}"
         raise UsageError(f"{who}: nodes is the mesh's number of nodes, {kind}, not {nodes!r}")
-    if nodes >= 2**31:
+    if bounded and nodes >= 2**31:
         raise UsageError(f"{who}: {nodes} nodes; node numbers are 32-bit, so a mesh has fewer than 2^31")
     return int(nodes)
 
@@ -86,8 +87,8 @@ def reorder(conn, coords=None, method: str | None = None, nodes: int | None = No
     through `coords`, shape (M, D)); the default is "morton" given coordinates, else "rcm".
     `nodes`: how many nodes there are (default: one more than the largest entry of `conn`,
     or len(coords)); nodes no element names come last."""
-    if nodes is not None and (not is_whole(nodes) or nodes < 1):  # (no bound: orders of meshes past 2^31 nodes)
-        raise UsageError(f"reorder: nodes is the mesh's number of nodes, a positive whole number, not {nodes!r}")
+    if nodes is not None:
+        check_node_count("reorder", nodes, bounded=False)
     if method is not None and not isinstance(method, str):
         raise UsageError(f"reorder: method must be one of {', '.join(METHODS)}, not {method!r}")
     method = method or ("morton" if coords is not None else "rcm")

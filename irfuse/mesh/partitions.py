@@ -28,8 +28,8 @@ import numpy as np
 
 from irfuse.artifact.records import record
 from irfuse.artifact.scatter_groups import group_elements
-from irfuse.diagnostics import UsageError, is_whole, refuse_grad
-from irfuse.mesh.order import check_connectivity
+from irfuse.diagnostics import UsageError, refuse_grad
+from irfuse.mesh.order import check_connectivity, check_node_count
 
 
 @record(frozen=True)
@@ -60,8 +60,8 @@ def partition(conn, parts, nodes: int | None = None) -> list[Part]:
     mesh's node count (by default one more than its largest node number). A node no element
     names is owned by no part."""
     refuse_grad("partition: conn", conn)
-    if nodes is not None and (not is_whole(nodes) or nodes < 1):  # (no 2^31 bound: a part numbers its own nodes)
-        raise UsageError(f"partition: nodes is the mesh's number of nodes, a positive whole number, not {nodes!r}")
+    if nodes is not None:
+        check_node_count("partition", nodes, bounded=False)
     a = np.asarray(conn)
     if a.ndim != 2 or a.shape[0] == 0:
         raise UsageError(f"partition: a connectivity is shaped (elements, nodes per element) with at least one "
