@@ -230,7 +230,28 @@ def apply(program: Program, *arrays, **named) -> Outputs:
 def _chunk_onto(program: Program, sums, nodes: int, scatter: str, first: int, *blocks):
     from irfuse.api.mesh_calls import chunk_onto
 
-    return chunk_onto(program, sums, nodes, scatter, first, *(_block(b) for b in blocks))
+    # (each block is one chunk's array from `to_delayed`, or a value given whole: a list given
+    # for an array is the call's to read, not a blockwise list to unwrap)
+    return chunk_onto(program, sums, nodes, scatter, first, *blocks)
+
+
+def _node_count(program, bound: dict, nodes) -> int | None:
+    """The mesh's number of nodes for the outputs' shapes: `nodes=` (checked as a call checks
+    it), else the first nodal input's length, that input refused by name where it has none."""
+    from irfuse.api.mesh_calls import nodes_given
+
+    if nodes_given(nodes) is not None:
+        return nodes
+    for name in program.inputs:
+        if name in program.nodal:
+            a = bound[name]
+            shape = getattr(a, "shape", None) if not isinstance(a, (list, tuple)) else np.shape(a)
+            if not isinstance(shape, tuple) or not shape:
+                raise UsageError(f"input '{name}' is a {type(a).__qualname__}, not an array of the mesh's nodes"
+                                 if not isinstance(shape, tuple) else
+                                 f"input '{name}' has shape {shape}; it holds a value for each of the mesh's nodes")
+            return int(shape[0])
+    return None
 
 
 def _apply_stages(program, arrays: tuple, named: dict) -> Outputs:
@@ -242,9 +263,7 @@ def _apply_stages(program, arrays: tuple, named: dict) -> Outputs:
 
     options = {k: named.pop(k) for k in ("nodes", "scatter") if k in named}
     bound = bind_inputs(program.inputs, arrays, named, program)
-    nodes = options.get("nodes")
-    if nodes is None:
-        nodes = next((bound[k].shape[0] for k in program.inputs if k in program.nodal), None)
+    nodes = _node_count(program, bound, options.get("nodes"))
     made: dict[str, object] = {}
     whole = dask.delayed(_call_whole, pure=True)
     pick = dask.delayed(_pick, pure=True)
@@ -284,6 +303,9 @@ def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
 
     nodes, scatter = named.pop("nodes", None), scatter_mode(named.pop("scatter", None))
     bound = bind_inputs(program.inputs, arrays, named, program)
+    m = _node_count(program, bound, nodes)
+    if m is None and any(name in program.nodal for name in program.outputs):
+        raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
     chunked = [k for k in program.inputs if k not in program.uniform and k not in program.nodal]
     for name in chunked:
         if not isinstance(bound[name], da.Array):
@@ -319,6 +341,5 @@ def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
     out = {name: da.concatenate(p) for name, p in parts.items()}
     for name in program.outputs:
         if name in program.nodal:
-            m = nodes if nodes is not None else next(bound[k].shape[0] for k in program.inputs if k in program.nodal)
             out[name] = da.from_delayed(pick(sums, name), shape=(m, *program.shapes[name]), dtype=program.dtype)
     return Outputs(program.outputs, [out[k] for k in program.outputs])

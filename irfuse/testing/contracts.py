@@ -470,6 +470,33 @@ def _api_calls(f: _ApiFixtures) -> dict:
         "mesh check": (f.mesh.check, mesh_args, {}),
         "mesh time": (f.mesh.time, mesh_args, {"repeat": 2, "warmup": 0, "nodes": None, "scatter": None}),
         "for_layout": (f.neo.for_layout, ("soa",), {}),
+        **_dask_calls(f),
+    }
+
+
+def _dask_calls(f: _ApiFixtures) -> dict:
+    """`irfuse.dask.apply` on an element program and on a mesh program (where Dask is
+    installed), its Dask arrays computed: a bad argument may be found when the graph is made
+    or when its tasks run, and either way it is refused by name."""
+    try:
+        import dask.array as da
+
+        import irfuse.dask
+    except ImportError:
+        return {}
+
+    def computed(*args, **kwargs):
+        import dask
+
+        with dask.config.set(scheduler="synchronous"):
+            return dask.compute(*irfuse.dask.apply(*args, **kwargs))
+
+    F = da.from_array(f.F, chunks=(2, 3, 3))
+    conn = da.from_array(f.conn, chunks=(7, 4))
+    return {
+        "dask apply": (computed, (f.neo, F, 1.3, 0.7), {}),
+        "dask apply over a mesh": (computed, (f.mesh, f.X, f.u, conn, f.dN, 1.3, 0.7), {"nodes": None,
+                                                                                        "scatter": "ordered"}),
     }
 
 
@@ -506,7 +533,7 @@ def _fixtures(examples: str) -> _ApiFixtures:
 
 def _places(name: str, args: tuple, kwargs: dict) -> list:
     # (a keyword no function takes: Python's own TypeError names it; a program's call names it too)
-    return [k for k in range(len(args))] + list(kwargs) + (["bogus"] if "call" in name else [])
+    return [k for k in range(len(args))] + list(kwargs) + (["bogus"] if "call" in name or "dask" in name else [])
 
 
 def _spoiled(name: str, fn, args: tuple, kwargs: dict, where, junk) -> tuple[str, object]:
