@@ -250,6 +250,33 @@ def test_what_parts_cannot_take_is_refused_by_name(client, programs, problem):
     assert (len(X), len(conn)) == (80, 216)  # (the counts the refusals above name)
 
 
+def test_every_parted_call_with_each_argument_spoiled_returns_or_is_refused_by_name():
+    """The API contract for the calls on parts (some 750, about 10 s, on an in-process
+    cluster): a uniform input given as a list was indexed part by part (an IndexError), a
+    client=, workers=, gpu=, exchange= or timeout= of another kind ended in an AttributeError,
+    TypeError or NumPy's ambiguous truth value, a tensor that requires grad in PyTorch's error,
+    and `apply` on parts took anything for the program; the Outputs of Parted arrays did not print."""
+    from irfuse.testing.contracts import check_api_call, every_parted_call
+
+    failures = []
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None) as local:
+        for what, call in every_parted_call(str(EXAMPLES.parent), local):
+            try:
+                check_api_call(call)
+            except Exception as e:  # noqa: BLE001 -- (each failure listed with its case)
+                failures.append(f"{what}: {type(e).__name__}: {str(e)[:200]}")
+        assert not failures, "\n".join(failures[:20])
+        assert repr(irfuse.dask.apply(irfuse.compile(EXAMPLES / "p1_residual.kas", backend="cpu", dtype="f64"),
+                                      *_parted_residual_args(local))).startswith("Outputs(r=<Parted nodal array")
+
+
+def _parted_residual_args(client):
+    X, conn = box_tetrahedra(2)
+    mesh = PartedMesh(conn, 2, client)
+    dN = np.array([[-1.0, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    return mesh.nodal(X), mesh.nodal(np.zeros_like(X)), mesh, dN, 1.0, 1.0
+
+
 def test_a_worker_killed_during_a_loop_ends_it_with_irfuses_error_naming_the_worker_and_the_step(programs, problem):
     """A worker process killed mid-loop once ended the loop with Dask's FuturesCancelledError
     (irfuse's own error, naming the worker and the step, only in a worker's log); the loop now

@@ -44,4 +44,7 @@ class Outputs(tuple):
         return dict(zip(self._names, self))
 
     def __repr__(self) -> str:
-        return "Outputs(" + ", ".join(f"{k}=<{v.dtype} {v.shape}>" for k, v in self.items()) + ")"
+        # (an array's type and shape; a value of another kind, such as irfuse.dask's Parted
+        # blocks kept on workers, as it shows itself)
+        return "Outputs(" + ", ".join(f"{k}=<{v.dtype} {v.shape}>" if hasattr(v, "dtype") and hasattr(v, "shape")
+                                      else f"{k}={v!r}" for k, v in self.items()) + ")"

@@ -38,6 +38,7 @@ elements would count twice) and programs over two connectivities.
 
 from __future__ import annotations
 
+import numbers
 import shutil
 import socket
 import time
@@ -48,11 +49,16 @@ import numpy as np
 
 from irfuse.api.arguments import bind_inputs
 from irfuse.api.outputs import Outputs
-from irfuse.diagnostics import ExecutionError, UsageError
+from irfuse.diagnostics import ExecutionError, UsageError, refuse_grad
 from irfuse.mesh.connectivity import Connectivity
 from irfuse.mesh.partitions import Part, partition
 
 NODAL, ELEMENTS = "nodal", "elements"
+
+
+class PerPart(list):
+    """One value for each part (a future on the part's worker): an input's blocks, told apart
+    from a uniform value given as a list, which every part takes whole."""
 
 
 class Parted:
@@ -75,7 +81,15 @@ class PartedMesh:
         import distributed
 
         self.client = client if client is not None else distributed.get_client()
-        conn = np.asarray(conn)
+        if not isinstance(self.client, distributed.Client):
+            raise UsageError(f"PartedMesh: client= is a distributed.Client, not a {type(client).__qualname__}")
+        if not isinstance(gpu, bool):
+            raise UsageError(f"PartedMesh: gpu= is True or False, not {gpu!r}")
+        if workers is not None and (not isinstance(workers, (list, tuple))
+                                    or not all(isinstance(w, str) for w in workers)):
+            raise UsageError(f"PartedMesh: workers= is a list of the addresses of workers of the client's cluster, "
+                             f"not {workers!r}")
+        conn = _host(conn, "PartedMesh: conn")
         self.parts: list[Part] = partition(conn, parts, nodes)
         self.elements = conn.shape[0]
         self.nodes = int(nodes) if nodes is not None else int(conn.max()) + 1
@@ -85,7 +99,7 @@ class PartedMesh:
         if not self.workers or unknown:
             raise UsageError(f"PartedMesh: workers= names workers of the client's cluster ({', '.join(known)}), not "
                              f"{', '.join(map(str, unknown)) or 'none'}")
-        self.gpu = bool(gpu)
+        self.gpu = gpu
         self._hosts: dict | None = None
         self._directory: str | None = None  # (see _exchange_directory)
         self._loops = 0  # time loops run on it: each loop's number goes into its exchange's marks
@@ -211,6 +225,7 @@ def _check_rows(a, kind: str, length: int):
 
 
 def _host(values, what: str) -> np.ndarray:
+    refuse_grad(what, values)
     if hasattr(values, "__cuda_array_interface__") and hasattr(values, "get"):
         values = values.get()
     if not hasattr(values, "shape") and not isinstance(values, (list, tuple)):
@@ -252,6 +267,11 @@ def _own_rows(block, part: Part, nodal: bool) -> np.ndarray:
 def bound_on_parts(program, arrays: tuple, named: dict) -> tuple["PartedMesh", dict, dict]:
     """The mesh, each input as parted blocks or a uniform value, and the call options (see
     `apply`), after checking what parts can run."""
+    from irfuse.api.programs import Program
+    from irfuse.api.staged_programs import StagedProgram
+
+    if not isinstance(program, (Program, StagedProgram)):
+        raise UsageError(f"a program on a parted mesh is a Program (irfuse.compile), not a {type(program).__qualname__}")
     options = {k: named.pop(k) for k in ("scatter",) if k in named}
     if "nodes" in named:
         raise UsageError("nodes= is the PartedMesh's: a program on parts takes the mesh's node count from it")
@@ -275,7 +295,7 @@ def bound_on_parts(program, arrays: tuple, named: dict) -> tuple["PartedMesh", d
             if a is not mesh:
                 raise UsageError(f"input '{name}' is a connectivity: on parts it is the PartedMesh, not a "
                                  f"{type(a).__qualname__}")
-            given[name] = mesh.connectivity
+            given[name] = PerPart(mesh.connectivity)
         elif name in program.uniform:
             given[name] = a
         else:
@@ -284,11 +304,11 @@ def bound_on_parts(program, arrays: tuple, named: dict) -> tuple["PartedMesh", d
                 if a.mesh is not mesh or a.kind != kind:
                     raise UsageError(f"input '{name}' is a {kind} array of the PartedMesh, not a {a.kind} array of "
                                      f"{'it' if a.mesh is mesh else 'another mesh'}")
-                given[name] = a.blocks
+                given[name] = PerPart(a.blocks)
             elif isinstance(a, PartedMesh):
                 raise UsageError(f"input '{name}' is {kind} values, not the mesh")
             else:
-                given[name] = (mesh.nodal(a) if kind == NODAL else mesh.per_element(a)).blocks
+                given[name] = PerPart((mesh.nodal(a) if kind == NODAL else mesh.per_element(a)).blocks)
     return mesh, given, options
 
 
@@ -312,7 +332,7 @@ def apply_on_parts(program, arrays: tuple, named: dict) -> Outputs:
     mesh, given, options = bound_on_parts(program, arrays, named)
     results = []
     for p in range(len(mesh.parts)):
-        inputs = {k: v[p] if isinstance(v, list) else v for k, v in given.items()}
+        inputs = {k: v[p] if isinstance(v, PerPart) else v for k, v in given.items()}
         results.append(mesh._submit(p, _call_part, program, inputs, len(mesh.parts[p].nodes), options))
     behind = [k for k in program.outputs if k in program.nodal and k not in ghost_exact(program)]
     if behind:
@@ -384,8 +404,13 @@ def time_loop(program, steps: int, carry: dict, *arrays, exchange: str = "auto",
     from irfuse.api.time_loops import check_carry, check_steps
 
     steps = check_steps(steps)
-    if exchange not in EXCHANGES:
+    if not isinstance(exchange, str) or exchange not in EXCHANGES:
         raise UsageError(f"time_loop: exchange= is one of {', '.join(map(repr, EXCHANGES))}, not {exchange!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not 0 < timeout < float("inf"):
+        raise UsageError(f"time_loop: timeout= is the seconds a worker waits for another's step, a positive "
+                         f"number, not {timeout!r}")
+    if timings is not None and not isinstance(timings, dict):
+        raise UsageError(f"time_loop: timings= is a dict to be filled, or None, not a {type(timings).__qualname__}")
     mesh, given, options = bound_on_parts(program, arrays, named)
     check_carry(program, carry)
     exact = ghost_exact(program)
@@ -405,7 +430,7 @@ def time_loop(program, steps: int, carry: dict, *arrays, exchange: str = "auto",
     tasks = []
     for rank, worker in enumerate(spec.ranks):
         mine = [p for p, w in enumerate(mesh.worker_of) if w == worker]
-        inputs = {p: {k: v[p] if isinstance(v, list) else v for k, v in given.items()} for p in mine}
+        inputs = {p: {k: v[p] if isinstance(v, PerPart) else v for k, v in given.items()} for p in mine}
         tasks.append(mesh.client.submit(
             _loop_on_worker, program, int(steps), dict(carry), behind, options, spec, rank,
             {p: mesh._part[p] for p in mine}, [p.reads for p in mesh.parts], inputs,

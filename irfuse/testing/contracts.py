@@ -517,6 +517,39 @@ def every_api_call(examples: str):
                 yield _spoiled(name, fn, args, kwargs, where, junk)
 
 
+def every_parted_call(examples: str, client):
+    """`irfuse.dask`'s calls on a mesh cut into parts (`PartedMesh`, its `nodal`,
+    `per_element` and `assemble`, `apply` and `time_loop` on it) with each argument in turn
+    replaced by each of `junk_values()`, on `client`'s workers: (what it is, a function making
+    the call, its Parted outputs assembled), in a fixed order."""
+    import irfuse.dask
+
+    f = _fixtures(examples)
+    mesh = irfuse.dask.PartedMesh(f.conn, 2, client)
+    X, u = mesh.nodal(f.X), mesh.nodal(f.u)
+
+    def assembled(call):
+        def run(*args, **kwargs):
+            return [mesh.assemble(o) if isinstance(o, irfuse.dask.Parted) else o for o in call(*args, **kwargs)]
+        return run
+
+    calls = {
+        "PartedMesh": (irfuse.dask.PartedMesh, (f.conn, 2, client), {"nodes": None, "workers": None, "gpu": False}),
+        "PartedMesh.nodal": (mesh.nodal, (f.X,), {}),
+        "PartedMesh.per_element": (mesh.per_element, (np.ones(len(f.conn)),), {}),
+        "PartedMesh.assemble": (mesh.assemble, (u,), {}),
+        "dask apply on parts": (assembled(irfuse.dask.apply), (f.mesh, X, u, mesh, f.dN, 1.3, 0.7),
+                                {"scatter": "ordered"}),
+        "dask time_loop on parts": (assembled(irfuse.dask.time_loop), (f.mesh, 2, {"u": "r"}, X, u, mesh, f.dN, 1.3,
+                                                                       0.7), {"exchange": "dask", "timeout": 60.0,
+                                                                                    "timings": None}),
+    }
+    for name, (fn, args, kwargs) in calls.items():
+        for where in [k for k in range(len(args))] + list(kwargs):
+            for junk in junk_values():
+                yield _spoiled(name, fn, args, kwargs, where, junk)
+
+
 def junk_values() -> tuple:
     """JUNK, and where PyTorch is installed a tensor that requires grad (refused by a call,
     which autograd would not record)."""
