@@ -240,8 +240,7 @@ def _node_count(program, bound: dict, nodes) -> int | None:
     it), else the first nodal input's length, that input refused by name where it has none."""
     from irfuse.api.mesh_calls import nodes_given
 
-    if nodes_given(nodes) is not None:
-        return nodes
+    nodes_given(nodes)
     for name in program.inputs:
         if name in program.nodal:
             a = bound[name]
@@ -250,8 +249,12 @@ def _node_count(program, bound: dict, nodes) -> int | None:
                 raise UsageError(f"input '{name}' is a {type(a).__qualname__}, not an array of the mesh's nodes"
                                  if not isinstance(shape, tuple) else
                                  f"input '{name}' has shape {shape}; it holds a value for each of the mesh's nodes")
+            if nodes is not None and nodes != shape[0]:
+                raise UsageError(f"nodes={nodes} disagrees with nodal input '{name}', which holds {shape[0]} nodes")
             return int(shape[0])
-    return None
+    if nodes is not None and nodes >= 2 ** 31:
+        raise UsageError(f"nodes={nodes}: a mesh has fewer than 2^31 nodes (its connectivities hold int32 numbers)")
+    return nodes
 
 
 def _apply_stages(program, arrays: tuple, named: dict) -> Outputs:

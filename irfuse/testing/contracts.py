@@ -413,6 +413,7 @@ class _ApiFixtures:
         self.F = np.eye(3)[None].repeat(5, 0) + 0.01 * rng.standard_normal((5, 3, 3))
         self.dN = np.array([[-1.0, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
         self.energy_path = os.path.join(examples, "mesh", "neo_hookean_energy.kas")
+        self.step = compile(os.path.join(examples, "mesh", "explicit_step.kas"), backend="cpu", dtype="f64")
 
 
 _FIXTURES: dict = {}
@@ -431,6 +432,7 @@ def _api_calls(f: _ApiFixtures) -> dict:
     from irfuse.runtime.streaming import pinned_empty
 
     mesh_args = (f.X, f.u, f.conn, f.dN, 1.3, 0.7)
+    step_args = (f.X, f.u, f.u, np.ones(len(f.X)), f.conn, f.dN, 1.3, 0.7, 0.01)
     tangent = mesh_jacobian(f.mesh, of="r", wrt="u")  # (a `Tangent`: called as the program is)
     return {
         "compile": (compile, (f.neo_path,), {"backend": "cpu", "dtype": "f64", "pipeline": None, "n": None,
@@ -470,6 +472,9 @@ def _api_calls(f: _ApiFixtures) -> dict:
         "mesh check": (f.mesh.check, mesh_args, {}),
         "mesh time": (f.mesh.time, mesh_args, {"repeat": 2, "warmup": 0, "nodes": None, "scatter": None}),
         "for_layout": (f.neo.for_layout, ("soa",), {}),
+        "call with nodal statements": (f.step, step_args, {"nodes": None, "scatter": None}),
+        "time_loop with nodal statements": (time_loop, (f.step, 2, {"u": "u1", "v": "v1"}, *step_args),
+                                            {"nodes": None}),
         **_dask_calls(f),
     }
 
@@ -497,6 +502,8 @@ def _dask_calls(f: _ApiFixtures) -> dict:
         "dask apply": (computed, (f.neo, F, 1.3, 0.7), {}),
         "dask apply over a mesh": (computed, (f.mesh, f.X, f.u, conn, f.dN, 1.3, 0.7), {"nodes": None,
                                                                                         "scatter": "ordered"}),
+        "dask apply with nodal statements": (computed, (f.step, f.X, f.u, f.u, np.ones(len(f.X)), conn, f.dN, 1.3,
+                                                        0.7, 0.01), {"nodes": None, "scatter": "ordered"}),
     }
 
 
