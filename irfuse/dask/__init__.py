@@ -235,9 +235,10 @@ def _chunk_onto(program: Program, sums, nodes: int, scatter: str, first: int, *b
     return chunk_onto(program, sums, nodes, scatter, first, *blocks)
 
 
-def _node_count(program, bound: dict, nodes) -> int | None:
+def _node_count(program, bound: dict, nodes, needed: bool) -> int | None:
     """The mesh's number of nodes for the outputs' shapes: `nodes=` (checked as a call checks
-    it), else the first nodal input's length, that input refused by name where it has none."""
+    it), else the first nodal input's length, that input refused by name where it has none;
+    None where neither tells, refused where `needed`."""
     from irfuse.api.mesh_calls import nodes_given
 
     nodes_given(nodes)
@@ -254,6 +255,8 @@ def _node_count(program, bound: dict, nodes) -> int | None:
             return int(shape[0])
     if nodes is not None and nodes >= 2 ** 31:
         raise UsageError(f"nodes={nodes}: a mesh has fewer than 2^31 nodes (its connectivities hold int32 numbers)")
+    if nodes is None and needed:
+        raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
     return nodes
 
 
@@ -266,7 +269,7 @@ def _apply_stages(program, arrays: tuple, named: dict) -> Outputs:
 
     options = {k: named.pop(k) for k in ("nodes", "scatter") if k in named}
     bound = bind_inputs(program.inputs, arrays, named, program)
-    nodes = _node_count(program, bound, options.get("nodes"))
+    nodes = _node_count(program, bound, options.get("nodes"), needed=True)  # (its node passes' shapes)
     made: dict[str, object] = {}
     whole = dask.delayed(_call_whole, pure=True)
     pick = dask.delayed(_pick, pure=True)
@@ -306,9 +309,7 @@ def _apply_on_mesh(program: Program, arrays: tuple, named: dict) -> Outputs:
 
     nodes, scatter = named.pop("nodes", None), scatter_mode(named.pop("scatter", None))
     bound = bind_inputs(program.inputs, arrays, named, program)
-    m = _node_count(program, bound, nodes)
-    if m is None and any(name in program.nodal for name in program.outputs):
-        raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
+    m = _node_count(program, bound, nodes, needed=any(name in program.nodal for name in program.outputs))
     chunked = [k for k in program.inputs if k not in program.uniform and k not in program.nodal]
     for name in chunked:
         if not isinstance(bound[name], da.Array):

@@ -480,8 +480,8 @@ def _api_calls(f: _ApiFixtures) -> dict:
 
 
 def _dask_calls(f: _ApiFixtures) -> dict:
-    """`irfuse.dask.apply` on an element program and on a mesh program (where Dask is
-    installed), its Dask arrays computed: a bad argument may be found when the graph is made
+    """`irfuse.dask.apply` on an element program, a mesh program and one with nodal statements
+    (where Dask is installed), its Dask arrays computed: a bad argument may be found when the graph is made
     or when its tasks run, and either way it is refused by name."""
     try:
         import dask.array as da
