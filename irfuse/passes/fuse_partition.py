@@ -226,6 +226,10 @@ class FusePartition(ModulePass):
         return dags, plans, load_profile(self.profile)
 
     def check_options(self) -> None:
+        if self.top < 1:
+            raise UsageError(f"fuse-partition: top must be at least 1, got {self.top}")
+        if self.keep < 1:
+            raise UsageError(f"fuse-partition: keep must be at least 1 (configurations kept per group), got {self.keep}")
         if not 0 <= self.plan < max(self.top, 1):
             raise UsageError(f"fuse-partition: plan={self.plan} is not among the top={self.top} plans")
         if self.n < 1:
