@@ -398,6 +398,36 @@ def test_every_api_call_with_each_argument_spoiled_by_each_kind_returns_or_is_re
     assert not failures, "\n".join(failures[:20])
 
 
+def test_every_pass_option_out_of_range_runs_or_is_refused_by_name_within_seconds():
+    """Each pass of `irfuse-opt` with each option given zero, a negative number, text or a
+    number beyond 64 bits, on a reducing program and a program over a mesh with nodal
+    statements (some 340 runs, about 10 s): fuse-partition's keep=0 ended in an IndexError,
+    and its max-size=10^20 enumerated the same groups again up to that size (60 s and on)."""
+    import signal
+
+    from irfuse.testing.contracts import check_opt, every_pass_option
+
+    def too_long(*_):
+        raise TimeoutError
+
+    sources = [os.path.join(ROOT, "examples", "strain_energy.kas"),
+               os.path.join(ROOT, "examples", "mesh", "explicit_step.kas")]
+    failures = []
+    old = signal.signal(signal.SIGALRM, too_long)
+    try:
+        for argv in every_pass_option(sources):
+            signal.alarm(10)
+            try:
+                check_opt(argv)
+            except Exception as e:  # noqa: BLE001 -- (each failure listed with its case)
+                failures.append(f"{' '.join(argv)}: {type(e).__name__} {str(e)[:200]}")
+            finally:
+                signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert not failures, "\n".join(failures[:20])
+
+
 @settings(max_examples=1000 if LONG else 150, deadline=60000, suppress_health_check=list(HealthCheck))
 @given(st.integers(0, 2**32))
 def test_api_calls_with_an_argument_of_any_kind_return_or_are_refused_by_name(seed):

@@ -631,7 +631,10 @@ def _groups_within(dag: BlockDAG, max_size: int, loops: bool,
     it did not stop short)."""
     groups = convex_groups(dag, 1 if budget is not None else max_size, loops)
     size = 1 if budget is not None else max_size
-    while size < max_size:
+    # (no group is larger than the block: past its node count the groups stay the same, and a
+    # max_size of millions would otherwise enumerate them again a million times)
+    largest = min(max_size, len(dag.calls) + (len(dag.kernel_loops()) if loops else 0))
+    while size < largest:
         if len(groups) > budget:  # type: ignore[operator]
             return groups, size if len(dag.calls) > size else max_size
         size += 1

@@ -17,7 +17,9 @@ result, a result that depends on what the cache held).
   or reordered) or its files damaged, run by `irfuse run --plan`: exit 0 or a diagnostic
   (status 1), never an escaping exception;
 - api: a call of the Python API with one argument replaced by a value of any kind (`JUNK`):
-  it returns, or irfuse refuses it with its own error (`IrfuseError`), never one from inside.
+  it returns, or irfuse refuses it with its own error (`IrfuseError`), never one from inside;
+- pass options: `irfuse-opt` running one pass with one option given a value out of its range
+  or of another kind: the pass runs, or a diagnostic (status 1), within seconds.
 """
 
 from __future__ import annotations
@@ -201,6 +203,41 @@ def check_cli(argv: list[str], failed_ok: bool = False) -> int:
     assert code in (0, 1, 2), (argv, code)
     assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
     assert failed_ok or "verification FAILED" not in out.getvalue(), (argv, out.getvalue())
+    return code
+
+
+# Values out of range or of another kind for a pass's option: zero, negative, text, a number
+# beyond 64 bits (an option bounding a search must not run away with it).
+PASS_OPTION_VALUES = ("0", "-1", "x", "99999999999999999999")
+
+
+def every_pass_option(sources: list[str]):
+    """`irfuse-opt` command lines running each registered pass on each of `sources` with each
+    of its options given each of `PASS_OPTION_VALUES`, in a fixed order."""
+    from xdsl.passes import get_pass_option_infos
+
+    from irfuse.passes.registry import PASSES
+
+    for source in sources:
+        for p in PASSES:
+            for option in get_pass_option_infos(p.cls):
+                for value in PASS_OPTION_VALUES:
+                    yield [source, "-p", f"{p.name}{{{option[0]}={value}}}"]
+
+
+def check_opt(argv: list[str]) -> int:
+    """`irfuse-opt`'s exit status (0, or 1 with a diagnostic); AssertionError for an escaping
+    exception or a traceback printed."""
+    from irfuse.tools import opt
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = opt.main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 2
+    assert code in (0, 1, 2), (argv, code)
+    assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
     return code
 
 
