@@ -194,16 +194,24 @@ def check_cli(argv: list[str], failed_ok: bool = False) -> int:
     """The command's exit status (0, 1, or 2 from argparse); AssertionError for anything else
     (a traceback; a failed verification, unless `failed_ok`: a damaged plan may compute
     something else, which the check against its reference then reports)."""
+    code, out, err = _exit_status(cli.main, argv)
+    assert failed_ok or "verification FAILED" not in out, (argv, out)
+    return code
+
+
+def _exit_status(main, argv: list[str]) -> tuple[int, str, str]:
+    """A command's `main(argv)` run in this process: (its exit status, what it printed to
+    stdout, to stderr); AssertionError for a status other than 0, 1 or 2 (argparse's) or a
+    traceback printed. An exception escaping `main` propagates."""
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(argv)
+            code = main(argv)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 2
     assert code in (0, 1, 2), (argv, code)
     assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
-    assert failed_ok or "verification FAILED" not in out.getvalue(), (argv, out.getvalue())
-    return code
+    return code, out.getvalue(), err.getvalue()
 
 
 # Values out of range or of another kind for a pass's option: zero, negative, text, a number
@@ -226,19 +234,10 @@ def every_pass_option(sources: list[str]):
 
 
 def check_opt(argv: list[str]) -> int:
-    """`irfuse-opt`'s exit status (0, or 1 with a diagnostic); AssertionError for an escaping
-    exception or a traceback printed."""
+    """`irfuse-opt`'s exit status (0, or 1 with a diagnostic): as `_exit_status` checks it."""
     from irfuse.tools import opt
 
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = opt.main(argv)
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 2
-    assert code in (0, 1, 2), (argv, code)
-    assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
-    return code
+    return _exit_status(opt.main, argv)[0]
 
 
 def prepare_flag_files(workdir: str) -> None:
