@@ -236,12 +236,13 @@ def _chunk_onto(program: Program, sums, nodes: int, scatter: str, first: int, *b
 
 
 def _node_count(program, bound: dict, nodes, needed: bool) -> int | None:
-    """The mesh's number of nodes for the outputs' shapes: `nodes=` (checked as a call checks
-    it), else the first nodal input's length, that input refused by name where it has none;
+    """The mesh's number of nodes for the outputs' shapes: `nodes=` (checked as the mesh helpers
+    check a node count), else the first nodal input's length, that input refused by name where it has none;
     None where neither tells, refused where `needed`."""
-    from irfuse.api.mesh_calls import nodes_given
+    from irfuse.mesh.order import check_node_count
 
-    nodes_given(nodes)
+    if nodes is not None:  # (whole, positive, below 2^31: as the mesh helpers check it)
+        check_node_count("irfuse.dask.apply", nodes)
     for name in program.inputs:
         if name in program.nodal:
             a = bound[name]
@@ -253,8 +254,6 @@ def _node_count(program, bound: dict, nodes, needed: bool) -> int | None:
             if nodes is not None and nodes != shape[0]:
                 raise UsageError(f"nodes={nodes} disagrees with nodal input '{name}', which holds {shape[0]} nodes")
             return int(shape[0])
-    if nodes is not None and nodes >= 2 ** 31:
-        raise UsageError(f"nodes={nodes}: a mesh has fewer than 2^31 nodes (its connectivities hold int32 numbers)")
     if nodes is None and needed:
         raise UsageError("the program has no nodal input to tell its number of nodes: pass nodes=M")
     return nodes
