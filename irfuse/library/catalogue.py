@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib.util
 import linecache
 import os
@@ -252,9 +253,11 @@ def generated_derivative(name: str) -> bool:
     return parse_jvp_name(name) is not None or parse_vjp_name(name) is not None or parse_known_name(name) is not None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def generated_name(name: str) -> bool:
     """Whether `name` names an op made on first use from its name alone: a family's op for
-    some operand types, or an op's derivative."""
+    some operand types, or an op's derivative. (Kept by name: a library's listings ask it of
+    every op they hold, thousands in a process that made many programs' derivatives.)"""
     return parse_mangled(name) is not None or generated_derivative(name)
 
 

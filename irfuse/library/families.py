@@ -16,6 +16,7 @@ letters), `item_2_8x3` and `put_2_8x3_3` (entry 2 of an array's first axis read,
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -69,7 +70,10 @@ def type_code(t: KasType) -> str:
     return "x".join(str(d) for d in t.shape)
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def type_of_code(code: str) -> KasType | None:
+    """The type a mangled name's operand code spells (`s`, `m`, `3x3`), or None. (Kept by code:
+    every lookup of a family op's name parses its codes, and the types are immutable.)"""
     if code == "m":
         return MaskType()
     if code == "s":
