@@ -255,6 +255,29 @@ def test_bad_connectivity_is_refused_naming_the_element_and_position(conn, nodes
         mesh.reorder(conn, nodes=nodes)
 
 
+def test_a_connectivitys_buffers_are_asked_for_by_a_runtime_device_alone():
+    """`on_device` is the runtime's call (a device of `irfuse.runtime`): a GPU's number, a
+    string or None is refused by name, not an `AttributeError` of the upload; a device's
+    buffers are uploaded once and kept for its later calls."""
+    X, conn = mesh.box_tetrahedra(1)
+    prepared = mesh.Connectivity(conn, len(X))
+    for device in (0, "cuda:0", None):
+        with pytest.raises(UsageError, match=f"on_device takes a runtime device .*not {type(device).__name__}"):
+            prepared.on_device(device)
+
+    class Device:
+        uploads = 0
+
+        def upload_integers(self, a):
+            Device.uploads += 1
+            return a.copy()
+
+    device = Device()
+    first = prepared.on_device(device)
+    assert np.array_equal(first[0], prepared.conn) and prepared.on_device(device)[0] is first[0]
+    assert Device.uploads == 1 + len(first[1])
+
+
 def test_bad_arguments_are_refused():
     X, conn = mesh.box_tetrahedra(1)
     with pytest.raises(UsageError, match="method must be one of rcm, morton"):

@@ -93,6 +93,10 @@ class Connectivity:
         device kept alive with them)."""
         kept = self._on_device.get(id(device))
         if kept is None:
+            if not callable(getattr(device, "upload_integers", None)):
+                # (the runtime's own call: a GPU's number or a tensor's device is not one)
+                raise UsageError(f"Connectivity.on_device takes a runtime device (the object a compiled program's "
+                                 f"calls run on), not {type(device).__name__} {device!r:.60}")
             if self._gpu is not None and getattr(device, "ordinal", None) == self._gpu[0].device.index:
                 kept = (device, _Address(self._gpu[0]), tuple(_Address(a) for a in self._gpu[1]))
             else:
