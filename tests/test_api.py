@@ -219,6 +219,19 @@ def test_an_output_may_be_written_over_its_input(synctest):
     np.testing.assert_allclose(a, 5 * original, rtol=1e-6)
 
 
+def test_out_arrays_that_share_memory_are_refused(stvenant):
+    """Two outputs cannot be held in one place: the copies out once left whichever came last
+    (the GPU's calls refused it already)."""
+    inputs = random_inputs(stvenant.compiled.reference_program, 30, 5, np.float32)
+    t3 = np.empty((30, 3, 3, 3), np.float32)
+    with pytest.raises(irfuse.UsageError, match="out= array for 'vec3nodestiff' overlaps the out= array for "
+                                                "'ten3help2': each output needs memory of its own"):
+        stvenant(**inputs, out=(t3, t3[:, 0, 0]))
+    want = stvenant(**inputs)
+    apart = stvenant(**inputs, out=(t3, np.empty((30, 3), np.float32)))  # (the same arrays apart: taken)
+    np.testing.assert_array_equal(apart.ten3help2, want.ten3help2)
+
+
 def test_an_empty_batch_gives_empty_outputs(stvenant):
     ref = stvenant.compiled.reference_program
     out = stvenant(**random_inputs(ref, 0, 0, np.float32))
@@ -240,6 +253,9 @@ class FakeDeviceArray:
                                            "and irfuse does not cast: convert it with .astype\\(numpy.float32\\), "
                                            "or compile the program with dtype='f64'"),
     (lambda p, a: p(a.astype(np.int32)), "input 'A' holds int32"),
+    (lambda p, a: p(a.astype(">f4")), r"input 'A' holds float32 in big-endian byte order \('>f4'\); the kernels "
+                                      r"read this machine's byte order and irfuse does not cast: convert it with "
+                                      r"\.astype\(numpy\.float32\)$"),
     (lambda p, a: p("A"), "input 'A' is a str, not an array"),
     (lambda p, a: p(FakeDeviceArray()), "input 'A' is a GPU array"),
     (lambda p, a: p(a, out=np.empty((9, 3, 3), np.float32)), r"out= array for 'F' holds 9 elements, the other "

@@ -383,7 +383,7 @@ def test_a_damaged_plan_directory_runs_as_written_or_is_refused(contract_dir, sa
 
 def test_every_api_call_with_each_argument_spoiled_by_each_kind_returns_or_is_refused_by_name():
     """The contract below, for every call of the API, every argument and every kind of value
-    in turn (some 4,900 calls, about 15 s; `irfuse.dask.apply`'s computed where Dask is
+    in turn (some 6,200 calls, about 20 s; `irfuse.dask.apply`'s computed where Dask is
     installed): the tangents' calls once passed their arguments without the program, so no draw
     ever reached a nodal input, and a number or text given as the displacement or the
     connectivity ended in an IndexError."""

@@ -185,6 +185,30 @@ def test_bad_arguments_are_refused_by_name():
         prog(X, np.zeros((2, 4), np.int32), s, memory_budget="x")
 
 
+def test_out_arrays_of_a_mesh_call_are_checked_like_any_others():
+    """A uniform output's out= entry given a number or a read-only array ended in an
+    AttributeError or in NumPy's own error; two outputs in one memory were taken."""
+    from irfuse.testing.contracts import MESH_TOTAL
+
+    prog = irfuse.compile(MESH_TOTAL, backend="cpu", dtype="f64")
+    X, conn = box_tetrahedra(2)
+    u = np.random.default_rng(4).standard_normal(X.shape)
+    want = prog(u, conn)
+    with pytest.raises(UsageError, match="out= array for 'S' is a float; with inputs in host memory out= takes "
+                                         "NumPy arrays"):
+        prog(u, conn, out={"S": 1.5})
+    frozen = np.zeros(())
+    frozen.flags.writeable = False
+    with pytest.raises(UsageError, match="out= array for 'S' is read-only"):
+        prog(u, conn, out={"S": frozen})
+    r = np.empty_like(u)
+    with pytest.raises(UsageError, match="out= array for 'r' overlaps the out= array for 'S'"):
+        prog(u, conn, out={"S": r[0, 0, ...], "r": r})
+    S = np.empty(())
+    got = prog(u, conn, out={"S": S, "r": r})
+    assert got.S is S and got.r is r and S == want.S and np.array_equal(r, want.r)
+
+
 def test_nodes_given_when_no_nodal_input():
     prog = irfuse.compile("""
 nodal scalar m; index4 conn; vector4 w;

@@ -266,6 +266,22 @@ def call_layout(arrays: Mapping[str, object], shapes: Mapping[str, tuple[int, ..
     return max(order, key=lambda layout: sum(fits(a, shapes[name], layout) for name, a in arrays.items()))
 
 
+def dtype_refusal(what: str, given: np.dtype, dtype: np.dtype, other_precision: bool = False) -> str:
+    """Why an argument of `given` dtype is refused where the program takes `dtype`, and what
+    to do. A float of the program's width in the other byte order ('>f8' on a little-endian
+    machine) is named as such: its name alone reads the same as the program's."""
+    if not given.isnative and given.newbyteorder("=") == dtype:
+        return (f"{what} holds {dtype.name} in {'big' if given.byteorder == '>' else 'little'}-endian byte order "
+                f"('{given.str}'); the kernels read this machine's byte order and irfuse does not cast: convert "
+                f"it with .astype(numpy.{dtype.name})")
+    hint = f"convert it with .astype(numpy.{dtype.name})" if given.kind in "fiu" else ""
+    other = {"float32": "f32", "float64": "f64"}.get(given.name) if given.isnative and other_precision else None
+    if other:
+        hint += f", or compile the program with dtype='{other}'"
+    return (f"{what} holds {given.name}; the program was compiled for {dtype.name} and irfuse does not cast"
+            f"{': ' + hint if hint else ''}")
+
+
 def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
                 n: int | None, layout: str = AOS) -> int:
     """Checks one argument of a batch in `layout`; returns its batch length."""
@@ -280,12 +296,7 @@ def check_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dtype,
                          f"({LAYOUT_NAMES[AOS]})" + ("" if not value_shape else
                          f" or {describe_batch_shape(SOA, value_shape)} ({LAYOUT_NAMES[SOA]})"))
     if a.dtype != dtype:
-        hint = (f"convert it with .astype(numpy.{dtype.name})" if a.dtype.kind in "fiu" else "")
-        other = {"float32": "f32", "float64": "f64"}.get(a.dtype.name)
-        if other:
-            hint += f", or compile the program with dtype='{other}'"
-        raise UsageError(f"{what} holds {a.dtype.name}; the program was compiled for {dtype.name} and irfuse "
-                         f"does not cast{': ' + hint if hint else ''}")
+        raise UsageError(dtype_refusal(what, a.dtype, dtype, other_precision=True))
     length = batch_length(a, layout)
     if n is not None and length != n:
         raise UsageError(f"{what} holds {length} elements, the other arguments {n}: every argument "
@@ -324,9 +335,7 @@ def check_uniform_array(what: str, a, value_shape: tuple[int, ...], dtype: np.dt
         raise UsageError(f"{what} has shape {tuple(a.shape)}; it holds one value for the whole batch (it is "
                          f"uniform), shaped {tuple(value_shape)}")
     if a.dtype != dtype:
-        raise UsageError(f"{what} holds {a.dtype.name}; the program was compiled for {dtype.name} and irfuse "
-                         f"does not cast" + (f": convert it with .astype(numpy.{dtype.name})"
-                                             if a.dtype.kind in "fiu" else ""))
+        raise UsageError(dtype_refusal(what, a.dtype, dtype))
 
 
 def bind_outputs(names: Sequence[str], out: object) -> dict[str, object]:
@@ -349,11 +358,16 @@ def bind_outputs(names: Sequence[str], out: object) -> dict[str, object]:
                      f"({', '.join(names)})")
 
 
-def check_output_array(what: str, value: object, value_shape: tuple[int, ...], dtype: np.dtype, n: int,
+def check_output_array(what: str, value: object, value_shape: tuple[int, ...], dtype: np.dtype, n: int | None,
                        layout: str = AOS) -> np.ndarray:
+    """An `out=` NumPy array for an output with inputs in host memory, checked: of a batch of
+    `n` in `layout`, or where `n` is None a uniform output's, shaped as its value."""
     if not isinstance(value, np.ndarray):
         raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs in host memory out= takes NumPy arrays")
-    check_array(what, value, value_shape, dtype, n, layout)
+    if n is None:
+        check_uniform_array(what, value, value_shape, dtype)
+    else:
+        check_array(what, value, value_shape, dtype, n, layout)
     if not value.flags.writeable:
         raise UsageError(f"{what} is read-only")
     return value

@@ -13,7 +13,7 @@ from irfuse.api.arguments import numbers_bits, out_snapshot, same_arguments, sam
 from irfuse.api.device_arrays import ALIGNMENT, DeviceArray, overlaps
 from irfuse.artifact.arrays import OUTPUT_PREFIX
 from irfuse.artifact.artifact import Artifact
-from irfuse.diagnostics import ExecutionError
+from irfuse.diagnostics import ExecutionError, UsageError
 from irfuse.runtime.cpu_device import page_aligned
 from irfuse.runtime.device import Slot
 from irfuse.runtime.executor import Executor, Recorded
@@ -43,6 +43,18 @@ def may_overlap(a, b) -> bool:
         return bool(np.shares_memory(a, b, max_work=10_000))
     except np.exceptions.TooHardError:
         return True
+
+
+def refuse_overlapping_outputs(targets: dict) -> None:
+    """Refuses `out=` arrays (name -> array) that share memory with one another: both outputs
+    cannot be held in one place, and which one's words stay would hang on the order of the
+    copies out (the GPU's kernels write them at once)."""
+    names = list(targets)
+    for i, name in enumerate(names):
+        for other in names[:i]:
+            if may_overlap(targets[name], targets[other]):
+                raise UsageError(f"out= array for '{name}' overlaps the out= array for '{other}': each output "
+                                 "needs memory of its own")
 
 
 def in_place_on_the_host(arrays: dict[str, np.ndarray], results: dict[str, np.ndarray],

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from irfuse.api.arguments import (bind_inputs, bind_outputs, check_array, check_output_array, check_uniform_array,
-                                  host_uniform,
+from irfuse.api.arguments import (bind_inputs, bind_outputs, check_array, check_output_array, host_uniform,
                                   host_array, same_batch_length)
 from irfuse.api.device_arrays import device_array
-from irfuse.api.host_calls import aligned_copy, keep_fast_call
+from irfuse.api.host_calls import aligned_copy, keep_fast_call, refuse_overlapping_outputs
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
 from irfuse.artifact.arrays import fits as fits_shape
@@ -177,14 +176,14 @@ def call_on_mesh(program, args: tuple, named: dict, out, nodes: int | None, scat
         if name in given:
             what = f"out= array for '{name}'"
             if name in program.uniform:
-                check_uniform_array(what, given[name], program.shapes[name], program.dtype)
-                results.append(given[name])
+                results.append(check_output_array(what, given[name], program.shapes[name], program.dtype, None))
             else:
                 target = check_output_array(what, given[name], program.shapes[name], program.dtype, count, layout)
                 results.append(target if layout == AOS else np.empty((count, *program.shapes[name]), program.dtype))
         else:
             shape = program.shapes[name] if name in program.uniform else (count, *program.shapes[name])
             results.append(np.empty(shape, program.dtype))
+    refuse_overlapping_outputs({name: given[name] for name in program.outputs if name in given})
     with program.lock:
         dev = program.opened_device()
         budget = device_budget(dev, memory_budget if memory_budget is not None else program.memory_budget)

@@ -33,7 +33,8 @@ from irfuse.api.chunked_calls import run_in_chunks
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       first_array, moved_batch_axis)
 from irfuse.api.gpu_calls import GpuInPlaceRun, call_on_gpu, gpu_out_array
-from irfuse.api.host_calls import aligned_copy, keep_fast_call, may_overlap, run_on_host
+from irfuse.api.host_calls import (aligned_copy, keep_fast_call, may_overlap, refuse_overlapping_outputs,
+                                   run_on_host)
 from irfuse.api.outputs import Outputs
 from irfuse.api.progress import progress_bar
 from irfuse.api.verification import Verification, verify_on_device, verify_on_host
@@ -306,14 +307,8 @@ class Program:
 
     def _host_out(self, what: str, name: str, value, n: int, layout: str) -> np.ndarray:
         """An `out=` NumPy array, checked (a uniform output's is shaped as its value)."""
-        if name not in self.uniform:
-            return check_output_array(what, value, self.shapes[name], self.dtype, n, layout)
-        if not isinstance(value, np.ndarray):
-            raise UsageError(f"{what} is a {type(value).__qualname__}; with inputs in host memory out= takes NumPy arrays")
-        check_uniform_array(what, value, self.shapes[name], self.dtype)
-        if not value.flags.writeable:
-            raise UsageError(f"{what} is read-only")
-        return value
+        return check_output_array(what, value, self.shapes[name], self.dtype, None if name in self.uniform else n,
+                                  layout)
 
     def _check_out(self, what: str, name: str, a, n: int, layout: str) -> None:
         if name in self.uniform:
@@ -401,6 +396,7 @@ class Program:
         if out is not None:
             for name, value in bind_outputs(self.outputs, out).items():
                 targets[name] = self._host_out(f"out= array for '{name}'", name, value, n, self.layout)
+            refuse_overlapping_outputs(targets)
         results = [targets.get(name) if name in targets else page_aligned(self._shape(name, n), self.dtype)
                    for name in self.outputs]
         if n:

@@ -450,6 +450,28 @@ class _ApiFixtures:
         self.dN = np.array([[-1.0, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
         self.energy_path = os.path.join(examples, "mesh", "neo_hookean_energy.kas")
         self.step = compile(os.path.join(examples, "mesh", "explicit_step.kas"), backend="cpu", dtype="f64")
+        # A mesh program with a uniform output beside a nodal one, for out= mappings whose
+        # entries are spoiled one at a time (a uniform output's once ended in an AttributeError).
+        self.total = compile(MESH_TOTAL, backend="cpu", dtype="f64", filename="<mesh total>")
+        self.neo_out = dict(zip(self.neo.outputs, self.neo(self.F, 1.3, 0.7)))
+        self.total_out = dict(zip(self.total.outputs, self.total(self.u, self.conn)))
+
+
+# (the sum of an element's gathered displacements' squares over the mesh, and the rows scattered back)
+MESH_TOTAL = """nodal vector3 u, r;
+index4 conn;
+matrix4x3 ue;
+matrix3x3 M;
+scalar s;
+uniform scalar S;
+input u, conn;
+ue = gather(u, conn);
+M = mtmul(ue, ue);
+s = trace(M);
+S = sum(s);
+r = scatter(ue, conn);
+return S, r;
+"""
 
 
 _FIXTURES: dict = {}
@@ -480,6 +502,8 @@ def _api_calls(f: _ApiFixtures) -> dict:
         "jacobian": (jacobian, (f.neo_path,), {"of": "P", "wrt": "F", "prefix": "d"}),
         "call": (f.neo, (f.F, 1.3, 0.7), {}),
         "call out=": (f.neo, (f.F, 1.3, 0.7), {"out": None}),
+        "call out= by name": (f.neo, (f.F, 1.3, 0.7), {"out": f.neo_out}),
+        "mesh call out= by name": (f.total, (f.u, f.conn), {"out": f.total_out}),
         "mesh call": (f.mesh, mesh_args, {"nodes": None, "scatter": None}),
         "tangent_matrix": (tangent_matrix, (f.mesh, *mesh_args), {"wrt": "u", "of": "r", "fixed": None, "out": None}),
         "diagonal": (diagonal, (f.mesh, *mesh_args), {"wrt": "u", "of": "r", "fixed": None}),
@@ -609,13 +633,18 @@ def _fixtures(examples: str) -> _ApiFixtures:
 
 def _places(name: str, args: tuple, kwargs: dict) -> list:
     # (a keyword no function takes: Python's own TypeError names it; a program's call names it too)
-    return [k for k in range(len(args))] + list(kwargs) + (["bogus"] if "call" in name or "dask" in name else [])
+    # (an out= mapping: each of its entries in turn too, the others valid arrays)
+    entries = [("out", k) for k in kwargs["out"]] if isinstance(kwargs.get("out"), dict) else []
+    return ([k for k in range(len(args))] + list(kwargs) + entries +
+            (["bogus"] if "call" in name or "dask" in name else []))
 
 
 def _spoiled(name: str, fn, args: tuple, kwargs: dict, where, junk) -> tuple[str, object]:
     args, kwargs = list(args), dict(kwargs)
     if isinstance(where, int):
         args[where] = junk
+    elif isinstance(where, tuple):  # (one entry of an out= mapping, the others fresh arrays)
+        kwargs["out"] = {k: junk if k == where[1] else np.array(a) for k, a in kwargs["out"].items()}
     else:
         kwargs[where] = junk
     return f"{name}: {where} = {junk!r}", lambda: fn(*args, **kwargs)
