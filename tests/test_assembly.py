@@ -282,6 +282,32 @@ def test_out_rewrites_the_values_of_an_earlier_matrix_in_place():
         irfuse.tangent_matrix(prog, X, u, conn, DN, 1.5, 0.75, wrt="u", fixed=np.zeros(X.shape))
 
 
+def test_out_whose_values_were_replaced_is_refused_unless_they_can_be_written_whole():
+    """A matrix an earlier call returned is written through its `data`, which the caller may
+    have replaced: a shorter array was written past its end (the process then crashed at
+    exit), a strided view as if contiguous (a wrong matrix), a read-only one all the same."""
+    prog, X, u, conn = _p1()
+    args = (prog, X, u, conn, DN, 1.5, 0.75)
+    want = irfuse.tangent_matrix(*args, wrt="u")
+    short = irfuse.tangent_matrix(*args, wrt="u")
+    short.data = short.data[:5].copy()
+    with pytest.raises(irfuse.UsageError, match=f"out= holds 5 values shaped \\(5,\\); its pattern has {want.nnz} "
+                                                "entries"):
+        irfuse.tangent_matrix(*args, wrt="u", out=short)
+    strided = irfuse.tangent_matrix(*args, wrt="u")
+    strided.data = np.repeat(strided.data, 2)[::2]
+    with pytest.raises(irfuse.UsageError, match="strided view"):
+        irfuse.tangent_matrix(*args, wrt="u", out=strided)
+    frozen = irfuse.tangent_matrix(*args, wrt="u")
+    frozen.data = frozen.data.copy()
+    frozen.data.flags.writeable = False
+    with pytest.raises(irfuse.UsageError, match="read-only"):
+        irfuse.tangent_matrix(*args, wrt="u", out=frozen)
+    fresh = irfuse.tangent_matrix(*args, wrt="u")
+    fresh.data = np.zeros_like(fresh.data)  # (replaced by an array that fits: written)
+    assert irfuse.tangent_matrix(*args, wrt="u", out=fresh).data.tobytes() == want.data.tobytes()
+
+
 def test_pytorch_tensors_get_a_sparse_csr_tensor_with_the_same_bits():
     """PyTorch tensors in, a `torch.sparse_csr_tensor` out (int32 indices), its values the
     SciPy matrix's bits, Dirichlet rows and columns the same; `out=` rewrites its values; the

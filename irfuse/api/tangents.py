@@ -617,7 +617,8 @@ def _values_of(out, pattern: SparsePattern, family: str, kept: dict | None = Non
     if mine is not None and mine() is out and (family == "torch" or nnz == pattern.nnz):
         # (a matrix this pattern made: its index arrays are the pattern's, or on the host copies
         # of them; only a change of its size is looked for, not a comparison of every index)
-        return out.values() if family == "torch" else out.data if family == "numpy" else _torch_of(out.data)
+        return _writable_values(out.values() if family == "torch" else out.data if family == "numpy"
+                                else _torch_of(out.data), pattern.nnz)
     what = {"numpy": "a scipy.sparse CSR matrix", "cupy": "a cupyx.scipy.sparse CSR matrix",
             "torch": "a torch.sparse_csr_tensor"}[family]
     if family == "torch":
@@ -641,6 +642,26 @@ def _values_of(out, pattern: SparsePattern, family: str, kept: dict | None = Non
     if not same:
         raise UsageError(f"tangent_matrix: out= is a matrix of another pattern ({tuple(out.shape)}); this "
                          f"connectivity's is {pattern.shape[0]} x {pattern.shape[1]} with {pattern.nnz} entries")
+    return _writable_values(values, pattern.nnz)
+
+
+def _writable_values(values, nnz: int):
+    """An `out=` matrix's value array, which the assembly writes word by word from its start:
+    refused unless it holds `nnz` contiguous, writable values (a matrix's `data` may have been
+    replaced by the caller since: a shorter array would be written past its end, a strided
+    view written as if contiguous, a read-only one written all the same)."""
+    if isinstance(values, np.ndarray):
+        size, contiguous, writable = values.size, values.flags.c_contiguous, values.flags.writeable
+    else:  # (a tensor: PyTorch's, or CuPy's values seen through DLPack)
+        size, contiguous, writable = values.numel(), values.is_contiguous(), True
+    if values.ndim != 1 or size != nnz:
+        raise UsageError(f"tangent_matrix: out= holds {size} values shaped {tuple(values.shape)}; its pattern has "
+                         f"{nnz} entries (was its value array replaced?)")
+    if not contiguous:
+        raise UsageError("tangent_matrix: out='s values (its .data) are a strided view; the assembly writes contiguous "
+                         "values")
+    if not writable:
+        raise UsageError("tangent_matrix: out='s values (its .data) are read-only")
     return values
 
 
