@@ -286,6 +286,16 @@ def test_a_read_only_out_array_is_refused(synctest):
     frozen.flags.writeable = False
     with pytest.raises(irfuse.UsageError, match="out= array for 'F' is read-only"):
         synctest(a, out=frozen)
+    # made read-only after calls that wrote it: the call made again (its checks skipped) was written
+    target = np.zeros((10, 3, 3), np.float32)
+    b = a + 2
+    synctest(b, out=target)
+    synctest(b, out=target)
+    target.flags.writeable = False
+    b += 1
+    with pytest.raises(irfuse.UsageError, match="out= array for 'F' is read-only"):
+        synctest(b, out=target)
+    assert np.all(target == 10)  # (5 times the 2 written before, not the new 3)
 
 
 def test_check_and_verify_against_the_reference(synctest, emulated_gpu):

@@ -121,7 +121,9 @@ class HostFastCall:
             self.places += [(bound.outputs[name], a.ctypes.data, a.nbytes, a) for name, a in results.items()]
         given = [a for k, a in arrays.items() if k not in scalars.values()]
         given += list(results.values()) if shapes is None else []
-        self.held = [(a, a.shape, a.strides, a.dtype) for a in given]
+        # (an array's writability too: an out= array made read-only since is refused by the
+        # whole call's checks, not written)
+        self.held = [(a, a.shape, a.strides, a.dtype, a.flags.writeable) for a in given]
         self.bits: list = []
         # Without out=, C-contiguous NumPy arrays alike the kept ones (the same shape and type,
         # 16-byte aligned) take their place (`_alike`): a loop that makes a new input at every
@@ -143,8 +145,8 @@ class HostFastCall:
             return False
         if not same_arguments(args, named, self.args, self.named, self.scalars, self.dtype, self.bits):
             return self.alike and self._alike(args, named)
-        for a, shape, strides, dtype in self.held:
-            if a.shape != shape or a.strides != strides or a.dtype != dtype:
+        for a, shape, strides, dtype, writable in self.held:
+            if a.shape != shape or a.strides != strides or a.dtype != dtype or a.flags.writeable != writable:
                 return False
         self.now = self.places
         return True
