@@ -91,6 +91,28 @@ def test_tune_on_cpu_ranks_verifies_saves_and_reuses(tmp_path):
         api.compile(SYNC, tuning=out, backend="cpu", dtype="f64")
     with pytest.raises(api.UsageError, match="give its path as the source"):
         api.compile(open(SYNC).read(), tuning=out, backend="cpu")
+    # a tuning written again at the same path is compiled again (the first one's plan was kept)
+    rewritten = tmp_path / "rewritten.json"
+    rewritten.write_text(out.read_text())
+    first = api.compile(SYNC, tuning=rewritten, backend="cpu")
+    edited = json.loads(out.read_text())
+    other = next(r for r in plans if r["blocks"] != edited["best"]["blocks"])
+    edited["best"] = {**edited["best"], **{k: other[k] for k in ("plan", "pipeline", "groups", "blocks")}}
+    rewritten.write_text(json.dumps(edited))
+    second = api.compile(SYNC, tuning=rewritten, backend="cpu")
+    assert second is not first and second.compiled.meta["pipeline"] == other["pipeline"]
+    # a tuning whose fields were edited into other kinds: refused by name (each failed inside)
+    for field, value, message in [("dtype", "f16", "'dtype' is 'f16', not one of f32, f64"),
+                                  ("dtype", [], "'dtype' is \\[\\], not one of"),
+                                  ("layout", None, "'layout' is None, not one of aos, soa"),
+                                  ("groups", None, "'groups' is not a list of kernel groups"),
+                                  ("blocks", [[0, 1]], "'blocks' is not a list of block shapes")]:
+        edited = json.loads(out.read_text())
+        (edited["best"] if field in edited["best"] else edited)[field] = value
+        damaged = tmp_path / "edited.json"
+        damaged.write_text(json.dumps(edited))
+        with pytest.raises(api.UsageError, match=f"edited.json: not a tuning result of 'irfuse tune': {message}"):
+            api.compile(SYNC, tuning=damaged, backend="cpu")
 
 
 def test_tune_stops_at_the_plans_that_exist(tmp_path):

@@ -348,6 +348,14 @@ def _kept(key: tuple, make) -> Program:
     return program
 
 
+def _file_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None  # (`compile_tuned` names what is wrong with it)
+
+
 def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipeline: str | None,
                    arch: str | None, layout: str) -> Program:
     if pipeline is not None:
@@ -359,8 +367,9 @@ def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipelin
     chosen = chosen_backend(backend)
     from irfuse.driver.tuned import compile_tuned
 
-    program = _kept(("tuning", os.path.abspath(tuning), path, read_source(path).text, chosen, arch),
-                    lambda: Program(compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda"), chosen, []))
+    # (kept by the tuning's contents too: a tuning written again at the same path is its new plan)
+    program = _kept(("tuning", os.path.abspath(tuning), _file_bytes(tuning), path, read_source(path).text, chosen,
+                     arch), lambda: Program(compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda"), chosen, []))
     if dtype is not None and dtype_name(dtype) != program.compiled.dtype:
         raise UsageError(f"{tuning}: the tuning was made for dtype '{program.compiled.dtype}', not {dtype!r}")
     if layout is not None and layout != program.layout:

@@ -10,6 +10,7 @@ import json
 import os
 import re
 
+from irfuse.artifact.arrays import ELEMENT_TYPES, LAYOUTS
 from irfuse.diagnostics import UsageError
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import compile_program
@@ -42,6 +43,7 @@ def compile_tuned(path: str, file: str | None = None, arch: str | None = None,
         pipeline = re.sub(r" dtype=f(32|64)\b", "", pipeline)
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"{path}: not a tuning result of 'irfuse tune': {e}") from None
+    _check_fields(path, pipeline, dtype, layout, groups, best.get("blocks"))
     plan, _ = compile_program(file, pipeline, dtype, compile_gpu, arch, layout=layout)
     now = (kernel_groups(plan), kernel_blocks(plan) if "blocks" in best else None)
     then = (groups, best.get("blocks"))
@@ -51,3 +53,28 @@ def compile_tuned(path: str, file: str | None = None, arch: str | None = None,
                            "since; run 'irfuse tune' again")
     plan.meta["tuning"] = os.path.abspath(path)
     return plan
+
+
+def _check_fields(path: str, pipeline, dtype, layout, groups, blocks) -> None:
+    """The fields a tuning is compiled and compared by, each of the kind `irfuse tune` writes
+    (a file edited or damaged since failed inside the compile or the comparison)."""
+    def whole(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+    def one_of(v, names) -> bool:
+        return isinstance(v, str) and v in names
+
+    wrong = None
+    if not isinstance(pipeline, str):
+        wrong = "'pipeline' is not text"
+    elif not one_of(dtype, ELEMENT_TYPES):
+        wrong = f"'dtype' is {dtype!r}, not one of {', '.join(ELEMENT_TYPES)}"
+    elif not one_of(layout, LAYOUTS):
+        wrong = f"'layout' is {layout!r}, not one of {', '.join(LAYOUTS)}"
+    elif not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        wrong = "'groups' is not a list of kernel groups"
+    elif blocks is not None and not (isinstance(blocks, list) and all(
+            isinstance(b, list) and b and all(map(whole, b)) for b in blocks)):
+        wrong = "'blocks' is not a list of block shapes (whole numbers above 0)"
+    if wrong:
+        raise UsageError(f"{path}: not a tuning result of 'irfuse tune': {wrong}")
