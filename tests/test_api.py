@@ -327,6 +327,24 @@ def test_compile_returns_the_same_program_for_the_same_source_and_options():
     assert b.compiled.source == a.compiled.source  # the same program, compiled from its text
 
 
+def test_a_profile_written_again_in_the_process_compiles_anew(tmp_path):
+    """A program is kept by the bytes of the files its options read too: a device profile
+    calibrated again (or a register table written again) plans anew; the kept program was
+    returned before."""
+    import json
+
+    from irfuse.planner.profiles import CPU
+
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(CPU.to_json()))
+    a = irfuse.compile(example("strain_energy.kas"), backend="cpu", profile=str(path))
+    assert irfuse.compile(example("strain_energy.kas"), backend="cpu", profile=str(path)) is a
+    path.write_text(json.dumps({**CPU.to_json(), "sms": 64}))
+    b = irfuse.compile(example("strain_energy.kas"), backend="cpu", profile=str(path))
+    assert b is not a and b.check(np.ones((10, 6), np.float32), np.ones(10, np.float32),
+                                  np.eye(6, dtype=np.float32)).ok
+
+
 def test_source_text_errors_name_the_given_file_and_line():
     with pytest.raises(irfuse.CompileError, match=r"model\.kas:3:5: error: unknown op 'mmul34'"):
         irfuse.compile("matrix3x3 A, B;\ninput A;\nB = mmul34(A, A);\nreturn B;\n", backend="cpu",

@@ -28,7 +28,7 @@ from irfuse.api.program_cache import program_key
 from irfuse.api.programs import Outputs, Program, Verification
 from irfuse.artifact.stages import StagedArtifact
 from irfuse.diagnostics import UsageError
-from irfuse.driver.options import chosen_backend, compile_options, dtype_name
+from irfuse.driver.options import bytes_of, chosen_backend, compile_options, dtype_name
 from irfuse.driver.sources import Source, is_source_text, read_source
 
 # (The compiler, xDSL included, is imported where a program is compiled: a process that only
@@ -299,7 +299,8 @@ class _Compilation:
         """The program for `layout` and `strides`, made on first use and kept (its warnings
         said once, at the caller of `irfuse.compile`, where `warn`)."""
         strides = strides or {}
-        key = (self.source.text, self.source.name, self.options, layout, tuple(sorted(strides.items())))
+        key = (self.source.text, self.source.name, self.options, self.options.files_read(), layout,
+               tuple(sorted(strides.items())))
         return _kept(key, lambda: self._make(layout, strides, warn))
 
     def _make(self, layout: str, strides: dict, warn: bool) -> Program:
@@ -348,14 +349,6 @@ def _kept(key: tuple, make) -> Program:
     return program
 
 
-def _file_bytes(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None  # (`compile_tuned` names what is wrong with it)
-
-
 def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipeline: str | None,
                    arch: str | None, layout: str) -> Program:
     if pipeline is not None:
@@ -368,7 +361,7 @@ def _compile_tuned(source, tuning: str, dtype: str | None, backend: str, pipelin
     from irfuse.driver.tuned import compile_tuned
 
     # (kept by the tuning's contents too: a tuning written again at the same path is its new plan)
-    program = _kept(("tuning", os.path.abspath(tuning), _file_bytes(tuning), path, read_source(path).text, chosen,
+    program = _kept(("tuning", os.path.abspath(tuning), bytes_of(tuning), path, read_source(path).text, chosen,
                      arch), lambda: Program(compile_tuned(tuning, path, arch, compile_gpu=chosen == "cuda"), chosen, []))
     if dtype is not None and dtype_name(dtype) != program.compiled.dtype:
         raise UsageError(f"{tuning}: the tuning was made for dtype '{program.compiled.dtype}', not {dtype!r}")

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from irfuse.artifact.arrays import LAYOUTS
 from irfuse.artifact.records import record
 from irfuse.diagnostics import UsageError, is_whole
-from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile
+from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile, profile_files
 
 BACKENDS = ("auto", "cuda", "cpu")
 DTYPES = ("f32", "f64")
@@ -63,6 +63,23 @@ class CompileOptions:
                     registers=registers_text(self.registers),
                     **({"constants": [(name, list(shape), [v.hex() for v in values])
                                       for name, shape, values in self.constants]} if self.constants else {}))
+
+    def files_read(self) -> tuple:
+        """The bytes of the files these options read at a compile (the profile's calibrated
+        file, the register table; None where absent): what a program kept in the process is
+        kept by beside the options, so that a profile calibrated again or a table written
+        again compiles anew (`key_fields` reads the same files for the disk cache, slower)."""
+        paths = profile_files(self.profile) + ([self.registers] if self.registers not in (None, PTXAS) else [])
+        return tuple(bytes_of(path) for path in dict.fromkeys(paths))
+
+
+def bytes_of(path: str) -> bytes | None:
+    """A file's bytes, or None where it cannot be read (what reads it then says why)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def chosen_backend(backend: str) -> str:

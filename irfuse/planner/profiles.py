@@ -119,14 +119,20 @@ def profile_path(name: str) -> str:
     return os.path.join(base, f"profile-{name.lower().replace(' ', '_')}.json")
 
 
+def profile_files(name: str) -> list[str]:
+    """The files a profile named `name` is read from, the first that exists (a built-in's
+    name: its calibrated file by that name, then by the GPU's)."""
+    candidates = [name] if name.endswith(".json") else [profile_path(name)]
+    if not name.endswith(".json") and name.lower() in BUILTIN:
+        candidates.append(profile_path(BUILTIN[name.lower()].name))
+    return candidates
+
+
 def load_profile(name: str = "h100") -> DeviceProfile:
     """A built-in profile by name ('h100', 'h200', 'cpu'), or one saved by `irfuse calibrate`
     (by GPU name or file path; `--backend cpu` saves the profile named 'cpu'); a calibrated
     profile overrides the built-in of the same name."""
-    candidates = [name] if name.endswith(".json") else [profile_path(name)]
-    if not name.endswith(".json") and name.lower() in BUILTIN:
-        candidates.append(profile_path(BUILTIN[name.lower()].name))
-    for path in candidates:
+    for path in profile_files(name):
         if os.path.exists(path):
             try:
                 with open(path) as f:
