@@ -379,6 +379,12 @@ def test_cli_reports_what_it_converted_from_an_npz_file(tmp_path):
                        env={**os.environ, "COLUMNS": "300"})
     assert p.returncode == 0, p.stderr
     assert "converted to the run's type (input 'A': float64 -> float32)" in p.stdout
+    np.savez(path, A=rng.random((5, 3, 3)).astype(">f4"))  # the run's type in the other byte order: named so
+    p = subprocess.run([sys.executable, "-m", "irfuse.tools.cli", "run", str(tmp_path / "p.kas"), "--backend", "cpu",
+                        "--inputs", str(path)], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "COLUMNS": "300"})
+    assert p.returncode == 0 and "verified" in p.stdout, p.stderr
+    assert "(input 'A': float32 (>f4, the other byte order) -> float32)" in p.stdout, p.stdout
 
 
 def test_cli_run_on_the_cpu_reports_a_time_and_compile_lists_every_file(tmp_path):

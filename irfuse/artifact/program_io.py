@@ -147,7 +147,8 @@ def _check_inputs(path: str, data, interface: Interface, dtype, layout: str,
                 f"input '{name}' holds {int(big.sum())} values beyond the {np.dtype(dtype).name} range "
                 f"(first: {float(a[where])!r} at {at}); run with --dtype f64", path))
         if a.dtype != np.dtype(dtype):
-            converted.append(f"input '{name}': {a.dtype.name} -> {np.dtype(dtype).name}")
+            given = a.dtype.name if a.dtype.isnative else f"{a.dtype.name} ({a.dtype.str}, the other byte order)"
+            converted.append(f"input '{name}': {given} -> {np.dtype(dtype).name}")
         out[name] = np.array(a, dtype=dtype, order="C")  # (a uniform scalar stays 0-d)
     extra = set(data.files) - set(interface.inputs)
     if extra:
