@@ -658,10 +658,10 @@ def _writable_values(values, nnz: int):
         raise UsageError(f"tangent_matrix: out= holds {size} values shaped {tuple(values.shape)}; its pattern has "
                          f"{nnz} entries (was its value array replaced?)")
     if not contiguous:
-        raise UsageError("tangent_matrix: out='s values (its .data) are a strided view; the assembly writes contiguous "
+        raise UsageError("tangent_matrix: the values of out= are a strided view; the assembly writes contiguous "
                          "values")
     if not writable:
-        raise UsageError("tangent_matrix: out='s values (its .data) are read-only")
+        raise UsageError("tangent_matrix: the values of out= are read-only")
     return values
 
 
