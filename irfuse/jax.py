@@ -33,7 +33,7 @@ import numpy as np
 from jax.custom_derivatives import linear_call
 from jax.experimental.buffer_callback import buffer_callback
 
-from irfuse.api.arguments import bind_inputs
+from irfuse.api.arguments import bind_inputs, host_scalar
 from irfuse.api.differentiable import DifferentiableProgram
 from irfuse.diagnostics import UsageError
 
@@ -70,7 +70,7 @@ class Function:
             if isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
                 raise UsageError(f"irfuse.jax.op: {self.program.name}'s input '{name}' is {a}, beyond the 64-bit "
                                  "numbers JAX holds")
-        made = self._call(*args)
+        made = self._call(*_weak_numbers_typed(self.program, args))
         return made[0] if len(made) == 1 else made
 
     def _jvp(self, primals, tangents):
@@ -101,6 +101,34 @@ def op(source, *, filename: str | None = None, **compile_options) -> Function:
     docstring). `compile_options`: more of `irfuse.compile`'s arguments (`n`, `profile`,
     `pipeline`), not `dtype`, `backend` or `layout`, which each call's arrays decide."""
     return Function(DifferentiableProgram(source, who="irfuse.jax.op", filename=filename, **compile_options))
+
+
+def _weak(a) -> bool:
+    """Whether `a` is a Python number or a weakly typed JAX value (one made from a Python
+    number: under `jax_enable_x64` a float64 that takes the type of what it meets)."""
+    if isinstance(a, (int, float)) and not isinstance(a, bool):
+        return True
+    return bool(getattr(getattr(a, "aval", a), "weak_type", False))
+
+
+def _weak_numbers_typed(program: DifferentiableProgram, args: tuple) -> tuple:
+    """`args` with each Python number and weakly typed value given the floating type of the
+    arrays beside it, as JAX's own arithmetic types them (`F32 * 1.3` is float32 with x64 on):
+    a float32 call with a Python number for a uniform scalar was refused as mixing types."""
+    typed = {np.dtype(a.dtype) for name, a in zip(program.inputs, args) if name not in program.index
+             and not _weak(a) and np.dtype(a.dtype).kind == "f"}
+    if len(typed) != 1:
+        return args  # (none, or several: the element type's own check says what is wrong)
+    dtype = typed.pop()
+    made = []
+    for name, a in zip(program.inputs, args):
+        if name in program.index or not _weak(a):
+            made.append(a)
+            continue
+        if isinstance(a, (int, float)):  # (refused by name where beyond the type's range)
+            a = host_scalar(f"irfuse.jax.op: {program.name}'s input '{name}'", a, dtype)
+        made.append(jax.numpy.asarray(a, dtype=dtype))
+    return tuple(made)
 
 
 def _tangents(program: DifferentiableProgram, moving: tuple[str, ...]):

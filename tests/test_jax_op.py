@@ -94,6 +94,24 @@ def test_float32_and_a_mesh_program():
     np.testing.assert_allclose(g, g64, rtol=2e-5, atol=2e-6)
 
 
+def test_python_numbers_take_the_type_of_the_arrays_as_in_jax_arithmetic():
+    """With x64 on, a Python number is a weakly typed float64 in JAX (`F32 * 1.3` is float32):
+    float32 arrays with numbers for the uniform scalars were refused as mixing types. The
+    numbers take the arrays' type, under `jax.jit` and `jax.grad` too; one beyond float32's
+    range is refused by name."""
+    f = irfuse.jax.op(NEO_HOOKEAN_ENERGY)
+    F = _deformations(4, seed=3)
+    F32 = jnp.asarray(F, dtype=jnp.float32)
+    want = f(F32, jnp.float32(1.3), jnp.float32(0.7))
+    got = f(F32, 1.3, 0.7)
+    assert got.dtype == jnp.float32 and np.array_equal(got, want)
+    assert np.array_equal(jax.jit(f)(F32, 1.3, 0.7), want)  # (traced numbers: weakly typed tracers)
+    dmu = jax.grad(lambda mu: f(F32, mu, 0.7).sum())(1.3)
+    np.testing.assert_allclose(dmu, jax.grad(lambda mu: f(jnp.asarray(F), mu, 0.7).sum())(1.3), rtol=1e-5)
+    with pytest.raises(irfuse.UsageError, match="input 'mu' is 1e\\+39, beyond the float32 range"):
+        f(F32, 1e39, 0.7)
+
+
 def test_bad_calls_are_refused_by_name():
     f = irfuse.jax.op(NEO_HOOKEAN_ENERGY)
     F = _deformations(3)
