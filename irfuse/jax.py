@@ -36,6 +36,7 @@ from jax.experimental.buffer_callback import buffer_callback
 from irfuse.api.arguments import bind_inputs, host_scalar
 from irfuse.api.differentiable import DifferentiableProgram
 from irfuse.diagnostics import UsageError
+from irfuse.mesh.order import check_connectivity
 
 
 class Function:
@@ -70,6 +71,7 @@ class Function:
             if isinstance(a, int) and not isinstance(a, bool) and not -2**63 <= a < 2**63:
                 raise UsageError(f"irfuse.jax.op: {self.program.name}'s input '{name}' is {a}, beyond the 64-bit "
                                  "numbers JAX holds")
+        _check_connectivities_now(self.program, args)
         made = self._call(*_weak_numbers_typed(self.program, args))
         return made[0] if len(made) == 1 else made
 
@@ -101,6 +103,19 @@ def op(source, *, filename: str | None = None, **compile_options) -> Function:
     docstring). `compile_options`: more of `irfuse.compile`'s arguments (`n`, `profile`,
     `pipeline`), not `dtype`, `backend` or `layout`, which each call's arrays decide."""
     return Function(DifferentiableProgram(source, who="irfuse.jax.op", filename=filename, **compile_options))
+
+
+def _check_connectivities_now(program: DifferentiableProgram, args: tuple) -> None:
+    """A connectivity given as a JAX array on the CPU, outside a trace, checked before the call
+    (its words read in place): a node outside the mesh found inside the callback reaches the
+    caller as JAX's `JaxRuntimeError`, its message irfuse's error after a traceback. Under
+    `jax.jit`, or on the GPU (where reading it would copy it to the host), the callback's
+    check is the one that finds it (docs/frameworks.md)."""
+    nodal = [a for name, a in zip(program.inputs, args) if name in program.nodal and np.ndim(a) >= 1]
+    for name, a in zip(program.inputs, args):
+        if name in program.index and nodal and isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) \
+                and all(d.platform == "cpu" for d in a.devices()):
+            check_connectivity(np.asarray(a), np.shape(nodal[0])[0], what=f"input '{name}'")
 
 
 def _weak(a) -> bool:

@@ -112,6 +112,26 @@ def test_python_numbers_take_the_type_of_the_arrays_as_in_jax_arithmetic():
         f(F32, 1e39, 0.7)
 
 
+def test_a_connectivity_naming_nodes_outside_the_mesh_is_refused_by_name():
+    """Outside a trace it is checked before the call (it ended in JAX's `JaxRuntimeError`, a
+    traceback before irfuse's message); under `jax.jit` the callback's check finds it, and
+    JAX's error carries irfuse's message."""
+    from irfuse.mesh import box_tetrahedra
+
+    f = irfuse.jax.op(f"{ROOT}/examples/mesh/p1_residual.kas")
+    X, conn = box_tetrahedra(2)
+    bad = jnp.asarray(np.where(conn == 5, 10**6, conn))
+    dN = jnp.asarray([[-1.0, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    args = (jnp.asarray(X), jnp.zeros(X.shape), bad, dN, 1.5, 0.75)
+    message = "input 'conn': element 6, position 2 names node 1000000, outside \\[0, 27\\)"
+    with pytest.raises(irfuse.UsageError, match=message):
+        f(*args)
+    with pytest.raises(irfuse.UsageError, match=message):
+        jax.grad(lambda u: f(args[0], u, *args[2:]).sum())(args[1])
+    with pytest.raises(jax.errors.JaxRuntimeError, match=message):
+        jax.jit(f)(*args).block_until_ready()
+
+
 def test_bad_calls_are_refused_by_name():
     f = irfuse.jax.op(NEO_HOOKEAN_ENERGY)
     F = _deformations(3)
