@@ -902,10 +902,12 @@ def is_uniform(v: SSAValue, uniform_args: Collection[SSAValue] = ()) -> bool:
     input, a literal, a reduction's result, or a call's whose operands are all uniform.
     `uniform_args`: block arguments known to be uniform inputs (a program being built)."""
     memo = _UNIFORM_MEMO.get() if not uniform_args else None
-    return uniform_through_calls(v, lambda w: _uniform_leaf(w, uniform_args), {} if memo is None else memo)
+    return uniform_through_calls(v, lambda w: uniform_leaf(w, uniform_args), {} if memo is None else memo)
 
 
-def _uniform_leaf(w: SSAValue, uniform_args: Collection[SSAValue]) -> bool:
+def uniform_leaf(w: SSAValue, uniform_args: Collection[SSAValue]) -> bool:
+    """Whether `w`, a value no call makes, is uniform: a uniform input (or one of
+    `uniform_args`), a literal, a table or a reduction's result."""
     owner = w.owner
     if isinstance(owner, Block):
         parent = owner.parent_op()

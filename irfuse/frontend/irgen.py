@@ -55,7 +55,8 @@ from irfuse.dialects.kas import (
     ScalarType,
     ScatterOp,
     YieldOp,
-    is_uniform,
+    uniform_leaf,
+    uniform_through_calls,
     kas_type_of_shape,
     ssa_hint,
 )
@@ -175,6 +176,8 @@ class IRGen:
         self.nodal_values: set[SSAValue] = set()  # nodal inputs, scatters' sums, nodal statements' values
         self.branches = 0  # the 'if's around the current statement
         self.uniform_args: set[SSAValue] = set()  # the uniform inputs' block arguments
+        self.uniform_memo: dict[SSAValue, bool] = {}  # (`is_uniform`'s answers)
+        self._uniform_leaf = lambda w: uniform_leaf(w, self.uniform_args)
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
         self.enclosing_trips: list[int] = []  # trip counts of the loops around the current statement
         self.constants: dict[float, SSAValue] = {}  # literals, one op per value
@@ -372,7 +375,10 @@ class IRGen:
             self.current_block = outer
 
     def is_uniform(self, v: SSAValue) -> bool:
-        return is_uniform(v, self.uniform_args)
+        # (answers kept for the whole build: a value's operands do not change once it is made,
+        # and the uniform inputs are all known before the first statement; asked afresh, a long
+        # chain made the frontend quadratic, 11 s of 1,000 statements)
+        return uniform_through_calls(v, self._uniform_leaf, self.uniform_memo)
 
     def call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
         before, old = len(self.errors), env.get(s.target.text)

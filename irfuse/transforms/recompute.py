@@ -60,6 +60,7 @@ def _cone(value: SSAValue) -> list[kas.CallOp] | None:
     return [op for op in block.ops if op in found]  # type: ignore[misc]
 
 
+@kas.remembers_uniformity  # (an analysis: each value's uniformity asked once, not once a statement)
 def crossing_values(program: kas.ProgramOp) -> list[Operation]:
     """The top-level calls whose per-element result a statement of a later pass reads, where the
     result can be computed again (`_cone`), in program order."""
