@@ -144,13 +144,21 @@ class _Names:
     def __init__(self) -> None:
         self.names: dict[SSAValue, str] = {}
         self.used: set[str] = set()
+        # The first suffix still to try for each base: every one below it is taken, and names
+        # are never given back, so the search goes on from there (from 1 every time, a chain of
+        # thousands of values of one variable took time quadratic in their number).
+        self.next: dict[str, int] = {}
 
     def get(self, v: SSAValue, prefix: str) -> str:
         if v not in self.names:
             base = prefix + "".join(c if c.isalnum() else "_" for c in (v.name_hint or "v"))
-            name, k = base, 1
-            while name in self.used:
-                name, k = f"{base}_{k}", k + 1
+            name, k = base, self.next.get(base, 1)
+            if name in self.used:
+                name = f"{base}_{k}"
+                while name in self.used:
+                    k += 1
+                    name = f"{base}_{k}"
+                self.next[base] = k + 1
             self.used.add(name)
             self.names[v] = name
         return self.names[v]
