@@ -106,15 +106,18 @@ def op(source, *, filename: str | None = None, **compile_options) -> Function:
 
 
 def _check_connectivities_now(program: DifferentiableProgram, args: tuple) -> None:
-    """A connectivity given as a JAX array on the CPU, outside a trace, checked before the call
-    (its words read in place): a node outside the mesh found inside the callback reaches the
+    """A connectivity given as a NumPy array, or a JAX array on the CPU outside a trace, checked
+    before the call (its words read in place): a node outside the mesh found inside the callback reaches the
     caller as JAX's `JaxRuntimeError`, its message irfuse's error after a traceback. Under
     `jax.jit`, or on the GPU (where reading it would copy it to the host), the callback's
     check is the one that finds it (docs/frameworks.md)."""
     nodal = [a for name, a in zip(program.inputs, args) if name in program.nodal and np.ndim(a) >= 1]
     for name, a in zip(program.inputs, args):
-        if name in program.index and nodal and isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) \
-                and all(d.platform == "cpu" for d in a.devices()):
+        if name not in program.index or not nodal:
+            continue
+        on_the_host = isinstance(a, np.ndarray) or (isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer)
+                                                    and all(d.platform == "cpu" for d in a.devices()))
+        if on_the_host:
             check_connectivity(np.asarray(a), np.shape(nodal[0])[0], what=f"input '{name}'")
 
 

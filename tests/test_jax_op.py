@@ -126,6 +126,8 @@ def test_a_connectivity_naming_nodes_outside_the_mesh_is_refused_by_name():
     message = "input 'conn': element 6, position 2 names node 1000000, outside \\[0, 27\\)"
     with pytest.raises(irfuse.UsageError, match=message):
         f(*args)
+    with pytest.raises(irfuse.UsageError, match=message):  # (a NumPy array too)
+        f(args[0], args[1], np.asarray(bad), *args[3:])
     with pytest.raises(irfuse.UsageError, match=message):
         jax.grad(lambda u: f(args[0], u, *args[2:]).sum())(args[1])
     with pytest.raises(jax.errors.JaxRuntimeError, match=message):
