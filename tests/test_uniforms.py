@@ -434,12 +434,12 @@ def test_uniformity_of_a_long_chain_looks_at_each_value_once():
         f"scalar x, s, y; uniform scalar h, t; input x, h;\ns = smul(x, x); t = sadd(h, h);\n{body}"
         "y = sadd(s, t); return y, t;", "chain.kas").module)
     values = [r for op in program.walk() for r in op.results] + list(program.body.block.args)
-    plain = [kas._uniform_leaf(v, ()) if not isinstance(v.owner, kas.CallOp) else None for v in values]
+    plain = [kas.uniform_leaf(v, ()) if not isinstance(v.owner, kas.CallOp) else None for v in values]
     looked: list = []
 
     def leaf(v):
         looked.append(v)
-        return kas._uniform_leaf(v, ())
+        return kas.uniform_leaf(v, ())
 
     memo: dict = {}
     answers = [kas.uniform_through_calls(v, leaf, memo) for v in values]
