@@ -556,8 +556,7 @@ class _Translator:
         assigns selected element by element (see the KAS frontend)."""
         test = node.test
         if isinstance(test, ast.Compare):
-            if len(test.ops) != 1 or type(test.ops[0]) not in _COMPARE:
-                raise self.error(test, "a condition compares two values once (a < b, not a < b < c)")
+            self.check_comparison(test, "a condition")
             lhs, rhs = self.expression(test.left, out), self.expression(test.comparators[0], out)
             condition = Condition(lhs, _COMPARE[type(test.ops[0])], rhs, self.pos(test))
         else:
@@ -650,9 +649,11 @@ class _Translator:
             if name not in self.types:
                 return name
 
-    def expression(self, node: ast.expr, out: list[Statement], name: str | None = None) -> Name | Number:
+    def expression(self, node: ast.expr, out: list[Statement], name: str | None = None,
+                   text: bool = False) -> Name | Number | Text:
         """A value for an operand: a variable, a number, or a temporary (named `name`, or
-        `_t<k>`) assigned from a nested expression."""
+        `_t<k>`) assigned from a nested expression; a string only where `text` (an op's
+        operand: `contract`'s and `reshape`'s first, checked with the call)."""
         if isinstance(node, ast.Name):
             self.lookup(node)
             return self.name(node.id, node)
@@ -662,6 +663,10 @@ class _Translator:
         if number is not None:
             return number
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # (elsewhere a string would be taken for the variable it spells: `return "y"`
+            # returned y, `x * "1.0"` ended in a KeyError)
+            if not text:
+                raise self.error(node, STRING_ELSEWHERE)
             return Text(node.value, self.pos(node))
         return self.assigned(name or self.temp(), node, self.call_of(node, out), out)
 
@@ -693,8 +698,16 @@ class _Translator:
             return None
         value = float(inner.value) * (-1 if sign else 1)
         if value != value or value in (float("inf"), float("-inf")):
-            raise self.error(node, f"the number {ast.unparse(node)} is not finite")
+            raise self.error(node, "this number is too large (beyond float64)")
         return Number(sign + ast.unparse(inner), value, self.pos(node))
+
+    def check_comparison(self, node: ast.Compare, what: str) -> None:
+        """One of < <= > >= == != between two values."""
+        if len(node.ops) != 1:
+            raise self.error(node, f"{what} compares two values once (a < b, not a < b < c)")
+        if type(node.ops[0]) not in _COMPARE:
+            spelled = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}.get(type(node.ops[0]))
+            raise self.error(node, f"{what} compares values with < <= > >= == !=, not '{spelled}'")
 
     def call_of(self, node: ast.expr, out: list[Statement]) -> tuple[Name, list[Name]]:
         """(op, operands) of an expression that is one op application."""
@@ -718,11 +731,10 @@ class _Translator:
                                            f"got {len(node.args)}")
                 return self.name(reduction.kind, node.func), [self.expression(node.args[0], out)]
             op_name = self.op_name_of(node.func)
-            args = [self.expression(a, out) for a in node.args]
+            args = [self.expression(a, out, text=True) for a in node.args]
             return self.name(op_name, node.func), args
         if isinstance(node, ast.Compare):
-            if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARE:
-                raise self.error(node, "a comparison compares two values once (a < b, not a < b < c)")
+            self.check_comparison(node, "a comparison")
             left, right = self.expression(node.left, out), self.expression(node.comparators[0], out)
             return self.name(COMPARISONS[_COMPARE[type(node.ops[0])]], node), [left, right]
         if isinstance(node, ast.Attribute) and node.attr == "T":

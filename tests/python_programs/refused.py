@@ -146,3 +146,30 @@ def entry_of_an_entry(A: Matrix[3, 3]):
 
 def number_returned(A: Matrix[3, 3]):
     return 2.0  # refused: a program returns values, not a number alone
+
+
+def string_returned(A: Matrix[3, 3]):
+    B = A @ A
+    return "B"  # refused: a string is only the first operand of 'contract'
+
+
+def string_operand_of_an_infix_form(A: Matrix[3, 3]):
+    B = A * "2.0"  # refused: a string is only the first operand of 'contract'
+    return B
+
+
+def membership_test(s: Scalar):
+    m = s in s  # refused: a comparison compares values with < <= > >= == !=, not 'in'
+    return m
+
+
+def identity_test_in_a_condition(A: Matrix[3, 3], s: Scalar):
+    B = A + A
+    if s is s:  # refused: a condition compares values with < <= > >= == !=, not 'is'
+        B = A @ A
+    return B
+
+
+def number_past_float64(A: Matrix[3, 3]):
+    B = A * 1e400  # refused: this number is too large (beyond float64)
+    return B
