@@ -66,10 +66,25 @@ def test_fixed_inputs_leave_the_call_and_give_the_bits_of_passing_them(dtype):
     ({"M": np.array([["a"] * 3] * 3)}, "not real numbers"),
     ({"M": []}, "is empty"),
     ([("M", np.eye(3))], "maps uniform input names"),
+    ({"c": 1e39}, r"constants\['c'\] holds 1e\+39, beyond the float32 range .*compiled for float32"),
 ])
 def test_bad_constants_are_refused_by_name(constants, message):
     with pytest.raises(UsageError, match=message):
         irfuse.compile(SOURCE, backend="cpu", constants=constants)
+
+
+def test_numbers_beyond_the_element_type_are_refused_where_written():
+    """A literal or a fixed value past float32's range would be the kernels' infinity; the same
+    number given at a call is refused, and so it is when compiling (float64 takes it)."""
+    src = "scalar x, y;\ninput x;\ny = smul(x, -1e39);\nreturn y;\n"
+    with pytest.raises(irfuse.CompileError, match=r"<source>:3:13: error: the number is -1e\+39, beyond the float32 "
+                                                  r"range \(largest 3.4028235e\+38\)"):
+        irfuse.compile(src, backend="cpu", dtype="f32")
+    y = irfuse.compile(src, backend="cpu", dtype="f64")(np.ones(2)).y
+    assert np.array_equal(y, [-1e39, -1e39])
+    assert np.isfinite(irfuse.compile(src.replace("-1e39", "3.4e38"), backend="cpu")(np.ones(2, np.float32)).y).all()
+    with pytest.raises(UsageError, match="beyond the float32 range"):
+        irfuse.compile(SOURCE, backend="cpu")(np.ones((2, 3, 3), np.float32), np.eye(3, dtype=np.float32), 1e39)
 
 
 def test_an_index_input_cannot_be_fixed():
