@@ -351,6 +351,10 @@ def test_source_text_errors_name_the_given_file_and_line():
                        filename="model.kas")
     with pytest.raises(irfuse.CompileError, match="no_such.kas: error: cannot read file"):
         irfuse.compile("no_such.kas", backend="cpu")
+    # one line without ';' is taken for a path: code that is neither says both readings
+    with pytest.raises(irfuse.UsageError, match="there is no file 'def f.x.: return x', and KAS source text holds "
+                                                "statements ending in ';'"):
+        irfuse.compile("def f(x): return x", backend="cpu")
 
 
 def test_a_kas_module_compiles_and_pickles_as_its_text():

@@ -70,6 +70,9 @@ def read_source(source, filename: str | None = None, who: str = "irfuse.compile"
             raise UsageError(f"{who}: {path} is a Python file: compile its function itself, irfuse.compile(function) "
                              "(an @irfuse.program function, or the module's function object); a path is a KAS file "
                              "(.kas) or a kas program's IR (.mlir)")
+        if isinstance(source, str) and not os.path.lexists(path) and any(c in path for c in " \t(){}=,"):
+            # (a string of one line and no ';' is taken for a path; one that reads as code gets both readings)
+            raise UsageError(f"{who}: there is no file {path!r}, and KAS source text holds statements ending in ';'")
         # (an `.mlir` file: the IR of a kas program, parsed and checked where it is compiled,
         # `driver.front.kas_module`; its text keys the cache as a KAS file's does)
         return Source(read_file(path), path, None, path.endswith(".mlir"))
