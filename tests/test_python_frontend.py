@@ -182,6 +182,38 @@ def test_a_function_whose_source_is_not_on_disk_is_read_from_linecache():
     np.testing.assert_allclose(irfuse.compile(namespace["fine"], backend="cpu")(a)[0], a @ a, rtol=1e-5)
 
 
+def _function_of(src: str, name: str = "f"):
+    """Function `name` of Python source `src`, its lines in linecache (a notebook cell's way)."""
+    import linecache
+
+    file = f"<chain-{abs(hash(src))}>"
+    linecache.cache[file] = (len(src), None, src.splitlines(True), file)
+    namespace = {}
+    exec(compile(src, file, "exec"), namespace)
+    return namespace[name]
+
+
+def test_long_chains_of_infix_forms_trace_as_the_recursive_walk_does(monkeypatch):
+    """`a + b + c + ...` nests to the left: its links are traced innermost first without a
+    Python frame a link (a sum of 500 terms ran out of the stack), into the same program."""
+    from irfuse.frontend import python as tracer
+
+    head = "import irfuse\nfrom irfuse import Matrix, Scalar, Vector\n\n"
+    terms = " + ".join(["A @ v * s", "v", "-v", "(v + v) * 2.0"] * 15)
+    src = head + f"def f(A: Matrix[3, 3], v: Vector[3], s: Scalar):\n    w = {terms}\n    return w - v * s, w\n"
+    chained = module_text(compile_function(_function_of(src)).module)
+    monkeypatch.setattr(tracer._Translator, "SHORT_CHAIN", 10**6)
+    assert module_text(compile_function(_function_of(src)).module) == chained
+    monkeypatch.undo()
+    long = _function_of(head + "def f(s: Scalar):\n    y = " + " + ".join(["s"] * 600) + "\n    return y\n")
+    assert module_text(compile_function(long).module).count("kas.call @sadd") == 599
+    deep = _function_of(head + "def f(s: Scalar):\n    m = s > 0.0\n    k = " + " and ".join(["m"] * 1500)
+                        + "\n    y = irfuse.where(k, s, s)\n    return y\n")
+    with pytest.raises(irfuse.CompileError, match="<chain-[0-9]+>:4:1: error: the function's expressions nest too "
+                                                  "deeply to trace"):
+        compile_function(deep)
+
+
 def test_not_and_or_of_masks_are_the_ops_not_and_or_and_conditions_may_call_ops():
     """`not m`, `a and b or c` on masks are the ops `not`, `and`, `or` (left to right), so a
     branch may test them; the KAS twin writes the calls in its conditions (`if (not(m))`,

@@ -340,6 +340,8 @@ class TracedSource:
 
 
 class _Translator:
+    SHORT_CHAIN = 32  # links of infix forms traced by recursion (`left_chain`)
+
     def __init__(self, fn, library: Library):
         self.fn = fn
         self.library = library
@@ -366,6 +368,7 @@ class _Translator:
         self.connectivities: set[str] = set()  # parameters annotated irfuse.Index[K]
         self.order: list[str] = []
         self.temps = 0
+        self.ready: dict[int, Name] = {}  # a long chain's inner links, traced before it (`left_chain`)
         self.tail: list[Statement] = []  # temporaries of return expressions
         self.scope = dict(fn.__globals__)
         if fn.__closure__:
@@ -654,6 +657,8 @@ class _Translator:
         """A value for an operand: a variable, a number, or a temporary (named `name`, or
         `_t<k>`) assigned from a nested expression; a string only where `text` (an op's
         operand: `contract`'s and `reshape`'s first, checked with the call)."""
+        if id(node) in self.ready:
+            return self.ready.pop(id(node))
         if isinstance(node, ast.Name):
             self.lookup(node)
             return self.name(node.id, node)
@@ -709,6 +714,22 @@ class _Translator:
             spelled = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}.get(type(node.ops[0]))
             raise self.error(node, f"{what} compares values with < <= > >= == !=, not '{spelled}'")
 
+    def left_chain(self, node: ast.BinOp, out: list[Statement]) -> None:
+        """Traces the infix forms nested along `node`'s left operands (`a + b + c + ...`, which
+        Python nests to the left), innermost first, each into its temporary, so that tracing
+        them takes no recursion a link: a sum of 500 terms ran out of Python's stack. The
+        temporaries are numbered outermost first and the statements come innermost first, as
+        the recursive walk gives them: the same program either way."""
+        chain, link = [], node.left
+        while isinstance(link, ast.BinOp) and type(link.op) in INFIX and id(link) not in self.ready:
+            chain.append(link)
+            link = link.left
+        if len(chain) < self.SHORT_CHAIN:  # (the recursive walk)
+            return
+        names = [self.temp() for _ in chain]
+        for link, name in zip(reversed(chain), reversed(names)):
+            self.ready[id(link)] = self.assigned(name, link, self.call_of(link, out), out)
+
     def call_of(self, node: ast.expr, out: list[Statement]) -> tuple[Name, list[Name]]:
         """(op, operands) of an expression that is one op application."""
         if isinstance(node, ast.Call):
@@ -741,6 +762,7 @@ class _Translator:
             return self.name("transpose", node), [self.expression(node.value, out)]
         if isinstance(node, ast.BinOp) and type(node.op) in INFIX:
             symbol = INFIX[type(node.op)]
+            self.left_chain(node, out)
             left, right = self.expression(node.left, out), self.expression(node.right, out)
             found = infix_op(symbol, self.shape_of(left), self.shape_of(right))
             return self.infix(node, symbol, found, [left, right])
@@ -913,7 +935,12 @@ def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None,
 
 def translate_function(fn, library: Library | None = None) -> TracedSource:
     """The KAS syntax tree of a Python function (see the module's docstring)."""
-    return _Translator(fn, library or default_library()).translate()
+    translator = _Translator(fn, library or default_library())
+    try:
+        return translator.translate()
+    except RecursionError:  # (what Python parses may nest deeper than tracing it by recursion allows)
+        raise translator.error(translator.tree.body[0], "the function's expressions nest too deeply to trace: "
+                               "write the deepest parts as statements of their own") from None
 
 
 def compile_function(fn, library: Library | None = None) -> FrontendResult:
