@@ -586,8 +586,11 @@ def _derive(program: ProgramOp, wrt: Sequence[str], library, of: str | None, pre
             raise UsageError(f"{where}: '{of}' is not an output (its outputs: {', '.join(outputs)})")
         v = ret.values[outputs.index(of)]
         if not isinstance(v.type, ScalarType) or not is_uniform(v):
+            # (a per-element scalar's gradient is that of its sum, element by element: say how)
+            summed = (f"; of a per-element energy, take the sum's, sum({of}): its gradient and Hessian are each "
+                      "element's" if isinstance(v.type, ScalarType) else "")
             raise UsageError(f"{where}: '{of}' is a {'uniform ' if is_uniform(v) else 'per-element '}{v.type}; "
-                             "a gradient is of a uniform scalar (a sum over the batch); use vjp for others")
+                             f"a gradient is of a uniform scalar (a sum over the batch){summed}; use vjp for others")
     # Each output but a mask takes a cotangent (a gradient's of output is seeded with 1).
     seeded = [] if of is not None else [(y, v) for y, v in zip(outputs, ret.values) if differentiable(v)]
     seeds = [prefix + y for y, _ in seeded]
