@@ -24,7 +24,8 @@ line and column. What the body may hold:
   function is defined), which becomes `loop N { ... }`; `for q in range(N):` whose body
   reads and assigns arrays at `x[q]` (the counter only as an index), `loop q N { ... }`;
 - `x: irfuse.Tensor[8, 3, 3]` (an annotation without a value) declares a variable, an array
-  of 8 matrices here; `x[2]` reads an entry at a number;
+  of 8 matrices here; `x[2]` reads an entry at a number; `y: irfuse.Scalar = expression`
+  declares and assigns (the value must be of the annotated type);
 - `if`/`elif`/`else` on a comparison (`a > b`) or a mask: both sides computed, each
   variable either assigns selected element by element; comparisons as values are masks,
   `irfuse.where(m, a, b)` selects;
@@ -519,8 +520,10 @@ class _Translator:
                     raise self.error(node, "assign to one name, or to an array's entry x[q], at a time (no "
                                            "unpacking or attributes)")
                 self.assign(target, node.value, out)
-            elif isinstance(node, ast.AnnAssign) and node.value is None and isinstance(node.target, ast.Name):
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 self.declare_typed(node.target.id, self.annotation(node.annotation), node.target)
+                if node.value is not None:  # (`y: irfuse.Scalar = ...`: declared, then assigned)
+                    self.assign(node.target, node.value, out)
             elif isinstance(node, ast.If):
                 out.append(self.branch(node, out))
             elif isinstance(node, ast.AugAssign):

@@ -37,7 +37,8 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     call the front end writes as an infix form for its operands' shapes (`frontend.python.
     infix_op`, `infix_family`: `a + b`, `A @ v`, `-x`, a scalar product either way round:
     `s * A` or `A * s`, in turn; `x += y` where the target is the left operand, in turn;
-    a transpose as `A.T`) written so."""
+    a transpose as `A.T`) written so, and every other variable first assigned at the top
+    level declared there (`y: irfuse.Scalar = ...`) instead of by a line of its own."""
     program = parse_program(SourceFile("<rendered>", kas_text))
     try:
         return _Renderer(program, inline, infix).module(name)
@@ -55,6 +56,7 @@ class _Renderer:
                 length = d.lengths.get(n.text)
                 self.shapes[n.text] = d.shape if length is None else (length, *d.shape)
         self.returned: dict[int, str] = {}  # output position -> the expression returned there
+        self.annotated: set[str] = set()  # variables declared where first assigned (`module`)
         if inline:
             self._inline()
         self.types: dict[str, str] = {}
@@ -102,12 +104,27 @@ class _Renderer:
             lines.append(f"@irfuse.derivative({', '.join(args)})")
         params = ", ".join(f"{v}: {self.types[v]}" for v in inputs)
         lines += ["@irfuse.program", f"def {name}({params}):"]
-        body = [f"{v}: {t}" for v, t in self.types.items() if v not in inputs]
-        body += self.statements(p.statements)
+        self.annotated = self._annotated_where_assigned(inputs)
+        body = [f"{v}: {t}" for v, t in self.types.items() if v not in inputs and v not in self.annotated]
+        body += self.statements(p.statements, top=True)
         body.append("return " + ", ".join(self.returned.get(k, o.text) for k, o in enumerate(p.outputs)))
         return "\n".join(lines + ["    " + line for line in body]) + "\n"
 
-    def statements(self, statements: list) -> list[str]:
+    def _annotated_where_assigned(self, inputs: list[str]) -> set[str]:
+        """With `infix`, every other variable whose first use is a plain assignment at the top
+        level: declared there (`y: irfuse.Scalar = ...`) instead of by a line of its own."""
+        if not self.infix:
+            return set()
+        seen, chosen = set(inputs), set()
+        for s in self.program.statements:
+            if not isinstance(s, (Loop, IfStatement)) and isinstance(s.target, Name):
+                v = s.target.text
+                if v not in seen and v not in _read(s) and len(seen - set(inputs)) % 2 == 0:
+                    chosen.add(v)
+            seen |= _touched(s)
+        return chosen
+
+    def statements(self, statements: list, top: bool = False) -> list[str]:
         out: list[str] = []
         for s in statements:
             if isinstance(s, Loop):
@@ -122,7 +139,10 @@ class _Renderer:
             else:
                 target, value = _operand(s.target), self.call(s.op.text, s.args)
                 both = re.fullmatch(rf"\({re.escape(target)} ([-+*/@]) (.+)\)", value) if self.infix else None
-                if both is not None and isinstance(s.target, Name) and self.turn % 3 == 0:
+                if top and target in self.annotated:
+                    self.annotated.discard(target)  # (its first assignment declares it)
+                    out.append(f"{target}: {self.types[target]} = {value}")
+                elif both is not None and isinstance(s.target, Name) and self.turn % 3 == 0:
                     out.append(f"{target} {both.group(1)}= {both.group(2)}")  # (`x += y`, in turn)
                 else:
                     out.append(f"{target} = {value}")

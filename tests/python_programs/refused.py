@@ -173,3 +173,8 @@ def identity_test_in_a_condition(A: Matrix[3, 3], s: Scalar):
 def number_past_float64(A: Matrix[3, 3]):
     B = A * 1e400  # refused: this number is too large (beyond float64)
     return B
+
+
+def annotation_and_value_disagree(A: Matrix[3, 3]):
+    B: Scalar = A + A  # refused: 'B' was a scalar and would become a matrix3x3
+    return B
