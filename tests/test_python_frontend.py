@@ -92,6 +92,29 @@ def test_calling_the_decorated_function_compiles_and_runs_it():
     assert seeds.synctest.__doc__.startswith("A chain") and "synctest" in repr(seeds.synctest)
 
 
+def test_a_decorated_function_called_compiles_for_its_arrays_float_type_or_the_decorators_options():
+    """Called directly, a function under `@irfuse.program` takes float64 arrays as float32 ones
+    (compiled once for each, at its first call with them; it was compiled for float32 only and
+    refused float64 NumPy arrays); `@irfuse.program(...)` fixes `compile`'s options instead,
+    and `@irfuse.program()` is the plain decorator."""
+    fn = _function_of("import irfuse\nfrom irfuse import Matrix, Scalar\n\n"
+                      "def f(A: Matrix[3, 3], s: Scalar):\n    B = A @ A * s\n    return B\n")
+    a = np.random.default_rng(2).random((6, 3, 3))
+    s = np.linspace(0.5, 1.5, 6)
+    plain = irfuse.program(fn)
+    wide, narrow = plain(a, s).B, plain(a.astype(np.float32), s=s.astype(np.float32)).B
+    assert wide.dtype == np.float64 and narrow.dtype == np.float32 and set(plain._programs) == {"f64", "f32"}
+    np.testing.assert_allclose(wide, a @ a * s[:, None, None], rtol=1e-14)
+    np.testing.assert_allclose(narrow, wide, rtol=1e-5)
+    assert irfuse.program()(fn)(a, s).B.dtype == np.float64
+    fixed = irfuse.program(dtype="float32", backend="cpu")(fn)
+    assert fixed.options == {"dtype": "f32", "backend": "cpu"}
+    with pytest.raises(irfuse.UsageError, match="input 'A' holds float64; the program was compiled for float32"):
+        fixed(a, s)
+    with pytest.raises(irfuse.UsageError, match="@irfuse.program takes compile's options .*, not 'dtyp'"):
+        irfuse.program(dtyp="f64")
+
+
 def _marked_line(fn, marker: str) -> tuple[int, str]:
     lines, start = inspect.getsourcelines(fn)
     for k, line in enumerate(lines):

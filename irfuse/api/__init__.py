@@ -56,33 +56,64 @@ _programs_lock = threading.RLock()  # (re-entered: a derivative of a compiled pr
 
 
 class PythonProgram:
-    """A function under `@irfuse.program`: `irfuse.compile(f, ...)` compiles it with options;
-    calling it compiles it with the defaults (once) and runs it."""
+    """A function under `@irfuse.program`: `irfuse.compile(f, ...)` compiles it with the
+    options given there; calling it compiles it at the first call with the decorator's options
+    (`@irfuse.program(backend="cpu")`) and, unless they fix `dtype`, for the float type of the
+    call's first array (float32 or float64; float32 where none has one), once a type, and runs it."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, options: dict | None = None):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
-        self._program: Program | None = None
+        self.options = dict(options or {})
+        self._programs: dict[str | None, Program] = {}  # by the element type a call's arrays named
 
     def __call__(self, *args, **kwargs):
-        if self._program is None:  # compiled once, at the first call (with the defaults)
-            self._program = compile(self)
-        return self._program(*args, **kwargs)
+        dtype = self.options.get("dtype") or _float_type_of((*args, *kwargs.values()))
+        program = self._programs.get(dtype)
+        if program is None:
+            program = self._programs[dtype] = compile(self, **{**self.options, "dtype": dtype})
+        return program(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<irfuse.program {self.__qualname__}>"
 
 
-def program(fn) -> PythonProgram:
+def _float_type_of(values) -> str | None:
+    """'f32' or 'f64': the float type of the first array of `values` holding float32 or
+    float64 (an array of values before a number given as a NumPy scalar), else None."""
+    typed = [v for v in values if hasattr(v, "dtype")]
+    for v in sorted(typed, key=lambda v: len(getattr(v, "shape", ())) == 0):  # (stable: arrays first)
+        try:
+            return dtype_name(v.dtype)
+        except UsageError:  # (a connectivity's integers, another type: the next)
+            continue
+    return None
+
+
+# What `@irfuse.program(...)` takes: `compile`'s options.
+_PROGRAM_OPTIONS = ("dtype", "backend", "pipeline", "n", "profile", "arch", "tuning", "layout", "registers",
+                    "constants")
+
+
+def program(fn=None, /, **options):
     """Marks a function as an irfuse program (see `irfuse.frontend.python` for what its body
     may hold); its parameters are annotated with `irfuse.Scalar`, `irfuse.Vector[n]`,
-    `irfuse.Matrix[n, m]` or `irfuse.Tensor[...]`."""
+    `irfuse.Matrix[n, m]` or `irfuse.Tensor[...]`. `@irfuse.program(dtype="f64", backend="cpu")`
+    gives the options a call of the function compiles it with (`compile`'s)."""
+    unknown = [k for k in options if k not in _PROGRAM_OPTIONS]
+    if unknown:
+        raise UsageError(f"@irfuse.program takes compile's options ({', '.join(_PROGRAM_OPTIONS)}), "
+                         f"not {unknown[0]!r}")
+    if options.get("dtype") is not None:
+        options["dtype"] = dtype_name(options["dtype"])
+    if fn is None:  # (`@irfuse.program(...)`: the decorator the options make)
+        return lambda f: program(f, **options)
     if not callable(fn) or not hasattr(fn, "__code__"):
         raise UsageError(f"@irfuse.program applies to a function, not to a {type(fn).__qualname__}")
-    return PythonProgram(fn)
+    return PythonProgram(fn, options)
 
 
 def compile(source, *, dtype: str | None = None, backend: str = "auto",

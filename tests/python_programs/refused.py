@@ -149,7 +149,7 @@ def number_returned(A: Matrix[3, 3]):
 
 
 def string_returned(A: Matrix[3, 3]):
-    B = A @ A
+    B = A @ A  # noqa: F841 -- (the string spells it: returned as B before)
     return "B"  # refused: a string is only the first operand of 'contract'
 
 
