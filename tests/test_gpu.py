@@ -291,6 +291,26 @@ def test_api_refuses_what_the_kernels_cannot_take_on_the_gpu():
         prog(a[1:])
     with pytest.raises(irfuse.UsageError, match="out= array for 'F' overlaps input 'A'"):
         prog(a, out=a)
+    # two outputs in one memory: the CPU backend's check and message, for programs and meshes
+    energy = irfuse.compile(next(p for p in EXAMPLES if p.endswith("strain_energy.kas")), backend="cuda")
+    eps, vol, C = torch.rand(64, 6, device="cuda"), torch.rand(64, device="cuda"), torch.rand(6, 6, device="cuda")
+    sig = torch.empty(64, 6, device="cuda")
+    with pytest.raises(irfuse.UsageError, match="out= array for 'e' overlaps the out= array for 'sig': each output "
+                                                "needs memory of its own"):
+        energy(eps, vol, C, out=(sig, sig.view(-1)[:64], torch.empty((), device="cuda")))
+    from irfuse.mesh import Connectivity, box_tetrahedra
+    from irfuse.testing.contracts import MESH_TOTAL
+
+    total = irfuse.compile(MESH_TOTAL, backend="cuda")
+    X, conn = box_tetrahedra(2)
+    prepared = Connectivity(conn, len(X))
+    u, r = torch.rand(X.shape, device="cuda"), torch.empty(X.shape, device="cuda")
+    with pytest.raises(irfuse.UsageError, match="out= array for 'r' overlaps the out= array for 'S'"):
+        total(u, prepared, out={"S": r[0, 0], "r": r})
+    with pytest.raises(irfuse.UsageError, match="out= array for 'r' overlaps an input's memory"):
+        total(u, prepared, out={"r": u})
+    got = total(u, prepared, out={"r": r})
+    assert got.r is r and torch.equal(r, total(u, prepared).r)
     with pytest.raises(irfuse.UsageError, match="input 'A' holds float64"):
         prog(a.double())
     with pytest.raises(irfuse.UsageError, match="with inputs on the GPU out= takes GPU arrays"):

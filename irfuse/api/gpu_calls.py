@@ -26,6 +26,7 @@ from irfuse.api.arguments import bind_outputs, numbers_bits, out_snapshot, same_
 from irfuse.api.device_arrays import DeviceArray, alike_address, check_device_array, device_array, device_of, \
     empty_like_family, first_array, overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
+from irfuse.api.host_calls import refuse_overlapping_outputs
 from irfuse.api.output_sets import OutputSets, Place
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.artifact import Artifact
@@ -259,10 +260,8 @@ def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, ar
                 if isinstance(i, DeviceArray) and overlaps(a, i):
                     raise UsageError(f"{what} overlaps input '{k}': on the GPU the kernels read inputs while "
                                      "others write outputs, so an output may not share an input's memory")
-            for k, o in results.items():
-                if overlaps(a, o):
-                    raise UsageError(f"{what} overlaps the out= array for '{k}'")
             results[name] = a
+        refuse_overlapping_outputs(results)  # (the CPU backend's check: one message for both)
     for name in program.outputs:
         if name not in results:
             results[name] = empty_like_family(model, program._shape(name, n), program.dtype)

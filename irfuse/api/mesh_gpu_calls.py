@@ -46,6 +46,7 @@ from irfuse.api.verification import to_host
 from irfuse.api.device_arrays import (DeviceArray, alike_address, check_device_array, device_array, device_of,
                                       empty_like_family, overlaps, stream_handle)
 from irfuse.api.gpu_calls import FAST_FAMILIES
+from irfuse.api.host_calls import refuse_overlapping_outputs
 from irfuse.api.output_sets import OutputSets
 from irfuse.api.outputs import Outputs
 from irfuse.artifact.arrays import AOS, SOA
@@ -379,7 +380,9 @@ def _outputs(program, out, model: DeviceArray, n: int, m: int, bound: dict, layo
         check_device_array(what, a, 0)
         if not a.contiguous:
             raise UsageError(f"{what} is a strided view; a program over a mesh writes contiguous GPU arrays")
-        if any(overlaps(a, i) for i in inputs) or any(overlaps(a, r) for r in results.values()):
-            raise UsageError(f"{what} overlaps another argument's memory")
+        if any(overlaps(a, i) for i in inputs):
+            raise UsageError(f"{what} overlaps an input's memory: the kernels read inputs while others write "
+                             "outputs, so an output may not share an input's memory")
         results[name] = a
+    refuse_overlapping_outputs({name: results[name] for name in program.outputs if name in given})
     return results
