@@ -309,8 +309,16 @@ def test_api_refuses_what_the_kernels_cannot_take_on_the_gpu():
         total(u, prepared, out={"S": r[0, 0], "r": r})
     with pytest.raises(irfuse.UsageError, match="out= array for 'r' overlaps an input's memory"):
         total(u, prepared, out={"r": u})
-    got = total(u, prepared, out={"r": r})
-    assert got.r is r and torch.equal(r, total(u, prepared).r)
+    # out= naming some outputs, called again: the others are new each call (a kept call wrote
+    # the first call's again, under its result; the mesh call's ended in a KeyError)
+    first = total(u, prepared, out={"r": r})
+    S = first.S.clone()
+    again = total(2 * u, prepared, out={"r": r})
+    assert first.r is r and again.r is r and again.S is not first.S and torch.equal(first.S, S)
+    assert torch.equal(again.S, total(2 * u, prepared).S)
+    e = energy(eps, vol, C, out={"sig": sig}).e
+    e_first = e.clone()
+    assert energy(2 * eps, vol, C, out={"sig": sig}).e is not e and torch.equal(e, e_first)
     with pytest.raises(irfuse.UsageError, match="input 'A' holds float64"):
         prog(a.double())
     with pytest.raises(irfuse.UsageError, match="with inputs on the GPU out= takes GPU arrays"):

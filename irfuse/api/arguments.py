@@ -358,6 +358,14 @@ def bind_outputs(names: Sequence[str], out: object) -> dict[str, object]:
                      f"({', '.join(names)})")
 
 
+def names_every_output(names: Sequence[str], out: object) -> bool:
+    """Whether `out=` (bound by `bind_outputs`) gives every output an array: a mapping may
+    name some, the call making the rest; a call kept to be replayed writes the arrays it
+    kept, so it is kept only where they are all the caller's (the ones a call made are
+    handed to it, and a replay would write them again under the earlier result)."""
+    return not isinstance(out, Mapping) or len(out) == len(names)
+
+
 def check_output_array(what: str, value: object, value_shape: tuple[int, ...], dtype: np.dtype, n: int | None,
                        layout: str = AOS) -> np.ndarray:
     """An `out=` NumPy array for an output with inputs in host memory, checked: of a batch of

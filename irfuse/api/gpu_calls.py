@@ -22,7 +22,8 @@ from collections import OrderedDict
 from operator import is_
 
 
-from irfuse.api.arguments import bind_outputs, numbers_bits, out_snapshot, same_arguments, same_out
+from irfuse.api.arguments import (bind_outputs, names_every_output, numbers_bits, out_snapshot, same_arguments,
+                                  same_out)
 from irfuse.api.device_arrays import DeviceArray, alike_address, check_device_array, device_array, device_of, \
     empty_like_family, first_array, overlaps, stream_handle
 from irfuse.api.dlpack_export import handed_over
@@ -288,7 +289,8 @@ def call_on_gpu(program, arrays: dict[str, DeviceArray], n: int, out, stream, ar
     program._fast = None
     every = [a for k, a in arrays.items() if k not in scalars] + list(results.values())
     named = named or {}
-    if n and (key is not None or out is None) and len(args) + len(named) == len(program.inputs) \
+    if n and (key is not None or out is None) and names_every_output(program.outputs, out) \
+            and len(args) + len(named) == len(program.inputs) \
             and every[0].family in FAST_FAMILIES and all(a.family == every[0].family for a in every):
         positions = {k: name for k, name in enumerate(program.inputs[:len(args)]) if name in scalars}
         positions.update({name: name for name in named if name in scalars})

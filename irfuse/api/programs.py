@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from irfuse.api.arguments import (bind_inputs, bind_outputs, call_layout, check_array, check_output_array,
-                                  check_uniform_array, host_array, host_scalar, same_batch_length)
+                                  check_uniform_array, host_array, host_scalar, names_every_output, same_batch_length)
 from irfuse.api.chunked_calls import run_in_chunks
 from irfuse.api.device_arrays import (ALIGNMENT, DeviceArray, check_device_array, device_array, empty_like_family,
                                       first_array, moved_batch_axis)
@@ -449,7 +449,7 @@ class Program:
             self._last_mesh_run = None
             outputs, n, m = call_on_mesh_gpu(self, bound, out, nodes, scatter, stream, layout)
             kept, self._last_mesh_run = self._last_mesh_run, None
-            if kept is not None and not verify and progress is False and \
+            if kept is not None and not verify and progress is False and names_every_output(self.outputs, out) and \
                     not any(type(v) is np.ndarray and v.ndim for v in bound.values()):  # (host arrays: values may change)
                 fast = MeshGpuFastCall(self, args, named, out, stream, nodes, scatter, kept)
                 if fast.usable:
