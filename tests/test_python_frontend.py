@@ -237,6 +237,24 @@ def test_long_chains_of_infix_forms_trace_as_the_recursive_walk_does(monkeypatch
         compile_function(deep)
 
 
+def test_a_functions_derivative_decorators_are_part_of_what_keys_its_program():
+    """The same function with another `@irfuse.derivative` (or none) is another program: the
+    key was the function's IR alone, so in a process the first one compiled came back for the
+    others, and from the disk cache a decorator changed in place (jvp to vjp) gave the old one."""
+    from irfuse.driver.sources import read_source
+
+    body = "@irfuse.program\ndef f(x: Vector[3], s: Scalar):\n    y = x * s\n    return y\n"
+    head = "import irfuse\nfrom irfuse import Scalar, Vector\n\n"
+    made = {}
+    for line in ('@irfuse.derivative("jvp", wrt=("x",))\n', '@irfuse.derivative("vjp", wrt=("x",))\n',
+                 '@irfuse.derivative("jvp", wrt=("x",), prefix="t")\n', ""):
+        fn = _function_of(head + line + body)
+        made[line] = (read_source(fn).text, irfuse.compile(fn, backend="cpu", dtype="f64").outputs)
+    assert len({text for text, _ in made.values()}) == 4
+    assert [outputs for _, outputs in made.values()] == [("y", "dy"), ("y", "bar_x"), ("y", "ty"), ("y",)]
+    assert "// derivative vjp wrt x prefix bar_;" in made['@irfuse.derivative("vjp", wrt=("x",))\n'][0]
+
+
 def test_not_and_or_of_masks_are_the_ops_not_and_or_and_conditions_may_call_ops():
     """`not m`, `a and b or c` on masks are the ops `not`, `and`, `or` (left to right), so a
     branch may test them; the KAS twin writes the calls in its conditions (`if (not(m))`,
