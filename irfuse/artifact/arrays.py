@@ -119,6 +119,17 @@ class ElementType:
         """What generated source puts before the prelude: real_t is float unless defined."""
         return "" if self.c_type == "float" else f"#define IRFUSE_REAL {self.c_type}\n"
 
+    def beyond_range(self, numbers) -> str | None:
+        """The first of finite `numbers` this type rounds to infinity, spelled with the type's
+        range ("1e+39, beyond the float32 range (largest 3.4028235e+38)"), or None: a number a
+        program holds as a literal (a `kas.constant`, a fixed `constants=` value) must fit it."""
+        t = np.dtype(self.numpy)
+        with np.errstate(over="ignore"):
+            for v in numbers:
+                if np.isinf(t.type(v)) and not np.isinf(v):
+                    return f"{v!r}, beyond the {t.name} range (largest {float(np.finfo(t).max):.8g})"
+        return None
+
 
 F32 = ElementType("f32", 4, np.float32, "float", 1e-4)
 F64 = ElementType("f64", 8, np.float64, "double", 1e-10)

@@ -364,11 +364,6 @@ def compile_frontend(result: FrontendResult, name: str, pipeline: str | None = N
     strided views (`dialects.layouts`). A program over a mesh that works per node compiles
     into stages (`compile_stages`)."""
     result = with_derivatives(result)
-    for constant, _, numbers in constants:
-        beyond = _beyond_range(numbers, dtype)
-        if beyond is not None:
-            raise UsageError(f"constants['{constant}'] holds {beyond}; the program is compiled for "
-                             f"{element_type(dtype).numpy.__name__}")
     fix_inputs(program_of(result.module), constants)  # (uniform inputs fixed when compiling: `constants=`)
     if has_nodal_statements(result.module):
         if layout != "aos" or strides:
@@ -470,19 +465,6 @@ def _lower_module(result: FrontendResult, pipeline: str | None, dtype: str, plan
     return reference, lower(result.module, pipeline, planning)
 
 
-def _beyond_range(numbers, dtype: str) -> str | None:
-    """The first of `numbers` beyond element type `dtype`'s range, spelled with the range
-    (the wording of a call's `api.arguments`), or None."""
-    import numpy as np
-
-    t = np.dtype(element_type(dtype).numpy)
-    with np.errstate(over="ignore"):
-        for v in numbers:
-            if np.isinf(t.type(v)) and not np.isinf(v):
-                return f"{v!r}, beyond the {t.name} range (largest {float(np.finfo(t).max):.8g})"
-    return None
-
-
 def _check_numbers_fit(module: ModuleOp, dtype: str) -> None:
     """The program's literals and tables (`kas.constant`, `kas.table`) in the element type's
     range: a number beyond it would be the kernels' infinity (1e39 in a float32 program),
@@ -492,7 +474,7 @@ def _check_numbers_fit(module: ModuleOp, dtype: str) -> None:
 
     for op in module.walk():
         if isinstance(op, (ConstantOp, TableOp)):
-            beyond = _beyond_range((op.number,) if isinstance(op, ConstantOp) else op.numbers, dtype)
+            beyond = element_type(dtype).beyond_range((op.number,) if isinstance(op, ConstantOp) else op.numbers)
             if beyond is not None:
                 what = "the number" if isinstance(op, ConstantOp) else "a number of this kas.table"
                 raise CompileError(located(f"{what} is {beyond}; the program is compiled for "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 
-from irfuse.artifact.arrays import LAYOUTS
+from irfuse.artifact.arrays import LAYOUTS, element_type
 from irfuse.artifact.records import record
 from irfuse.diagnostics import UsageError, is_whole
 from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile, profile_files
@@ -137,13 +137,14 @@ def compile_options(dtype: str | None = None, backend: str = "auto", pipeline: s
     if path == PTXAS:
         check_ptxas_backend(chosen)
     return CompileOptions(dtype, chosen, pipeline, int(n) if n is not None else DEFAULT_BATCH,
-                          profile or backend_profile(chosen), arch, layout, path, constant_numbers(constants))
+                          profile or backend_profile(chosen), arch, layout, path, constant_numbers(constants, dtype))
 
 
-def constant_numbers(constants) -> tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]:
+def constant_numbers(constants, dtype: str = "f64") -> tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]:
     """`constants=` as (name, shape, float64 numbers) in name order: a mapping of input names
     to arrays (NumPy's, PyTorch's, CuPy's, lists), each flattened in C order; refused by name
-    where it is not such a mapping or an array holds anything but finite real numbers."""
+    where it is not such a mapping or an array holds anything but finite real numbers in the
+    range of element type `dtype` (the kernels' literals: past it, their infinity)."""
     if constants is None:
         return ()
     if not isinstance(constants, dict):
@@ -170,7 +171,12 @@ def constant_numbers(constants) -> tuple[tuple[str, tuple[int, ...], tuple[float
         if not np.isfinite(array).all():
             raise UsageError(f"constants['{name}'] holds a value that is not finite: constants are written into the "
                              "kernels as literals")
-        out.append((name, tuple(int(n) for n in array.shape), tuple(float(v) for v in array.ravel())))
+        numbers = tuple(float(v) for v in array.ravel())
+        beyond = element_type(dtype).beyond_range(numbers)
+        if beyond is not None:
+            raise UsageError(f"constants['{name}'] holds {beyond}; the program is compiled for "
+                             f"{element_type(dtype).numpy.__name__}")
+        out.append((name, tuple(int(n) for n in array.shape), numbers))
     return tuple(out)
 
 

@@ -1,10 +1,9 @@
-import os, sys, tempfile
-HERE = tempfile.mkdtemp()  # (the functions' module is written here and imported)
-import traceback, textwrap, sys, os, importlib.util
-import irfuse
-from irfuse import Matrix, Vector, Scalar, Mask, Uniform
-from irfuse.ops import venorm3
-cases = {}
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import compile_each  # noqa: E402
+
 src = r'''from __future__ import annotations
 import irfuse, math
 import numpy as np
@@ -137,7 +136,7 @@ def f_del(x: Vector[3]):
     del y
     return x
 def f_assert(x: Vector[3]):
-    assert True
+    assert x
     return x
 def f_tuple_assign(x: Vector[3]):
     a, b = x, x
@@ -203,22 +202,4 @@ def f_max_of_vec(x: Vector[3]):
 def f_sum_two(x: Scalar):
     return irfuse.sum(x, x)
 '''
-path = os.path.join(HERE, "pyprogs.py")
-open(path, "w").write(src)
-spec = importlib.util.spec_from_file_location("pyprogs", path)
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-import numpy as np
-names = [n for n in dir(mod) if n.startswith("f_")]
-names.sort(key=lambda n: getattr(mod, n).__code__.co_firstlineno)
-import time
-for n in names:
-    f = getattr(mod, n)
-    t = time.time()
-    try:
-        p = irfuse.compile(f, backend="cpu", dtype="f64")
-        res = f"COMPILED inputs={p.inputs} outputs={p.outputs}"
-    except Exception as e:
-        mod_ = type(e).__module__
-        msg = str(e).replace("\n", " | ")[:300]
-        res = f"{type(e).__module__}.{type(e).__name__}: {msg}"
-    print(f"{n:20s} {time.time()-t:5.2f}s {res}", flush=True)
+compile_each(src, 'f_', 'pyprogs')

@@ -1,7 +1,9 @@
-import os, sys, tempfile
-HERE = tempfile.mkdtemp()  # (the functions' module is written here and imported)
-import importlib.util, time, sys
-import irfuse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import compile_each  # noqa: E402
+
 src = r'''from __future__ import annotations
 import irfuse
 from irfuse import Matrix, Vector, Scalar, Mask, Uniform
@@ -91,19 +93,4 @@ def g_is(x: Scalar):
 def g_not_scalar(x: Scalar):
     return not x
 '''
-path = os.path.join(HERE, "pyprogs2.py")
-open(path, "w").write(src)
-spec = importlib.util.spec_from_file_location("pyprogs2", path)
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-names = [n for n in dir(mod) if n.startswith("g_")]
-names.sort(key=lambda n: getattr(mod, n).__code__.co_firstlineno)
-for n in names:
-    f = getattr(mod, n)
-    t = time.time()
-    try:
-        p = irfuse.compile(f, backend="cpu", dtype="f64")
-        res = f"COMPILED inputs={p.inputs} outputs={p.outputs}"
-    except Exception as e:
-        msg = str(e).replace("\n", " | ")[:260]
-        res = f"{type(e).__module__}.{type(e).__name__}: {msg}"
-    print(f"{n:20s} {time.time()-t:5.2f}s {res}", flush=True)
+compile_each(src, 'g_', 'pyprogs2')
