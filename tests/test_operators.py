@@ -217,6 +217,7 @@ def test_the_tangent_matrix_is_the_assembled_stiffness_in_csr_with_the_same_bits
 
 
 def test_a_tangent_matrix_that_cannot_be_taken_is_refused_by_name():
+    from scipy import sparse
     prog, X, conn, _, _ = _cube(1)
     args = (X, np.zeros_like(X), conn, DN, LAM, MU)
     with pytest.raises(irfuse.UsageError, match="wrt is a nodal input"):
@@ -224,7 +225,14 @@ def test_a_tangent_matrix_that_cannot_be_taken_is_refused_by_name():
     with pytest.raises(irfuse.UsageError, match="fixed= is shaped"):
         irfuse.tangent_matrix(prog, *args, wrt="u", fixed=np.zeros(3, bool))
     for bad, said in ((np.zeros(X.shape), "not an array of float64"), ([X.size], f"in \\[0, {X.size}\\); entry 0 is"),
-                      ([0, -1], "entry 1 is -1"), ("u", "not a str"), ([[0], [1, 2]], "ragged")):
+                      ([0, -1], "entry 1 is -1"), ("u", "not a str"), ([[0], [1, 2]], "ragged"),
+                      # a mask given as whole numbers, and a mask's (node, component) pairs, read as
+                      # flat indices fixed other components (components 0 and 1, or the pairs' numbers)
+                      ((X[:, 2:3] == 0) * np.ones((1, 3), np.int64), "shaped \\(8, 3\\); indices are the flat"),
+                      ((X[:, 2] == 0).repeat(3).astype(np.int8), "24 int8 values, each 0 or 1"),
+                      (np.argwhere(np.zeros(X.shape, bool) | (X[:, 2:3] == 0)), "indices are the flat indices"),
+                      (sparse.csr_matrix(np.ones(X.shape, bool)), "not a SciPy csr_matrix"),
+                      (np.array([2**63 + 5], np.uint64), "entry 0 is 9223372036854775813")):
         for who in (irfuse.tangent_matrix, irfuse.diagonal, irfuse.linear_operator):
             with pytest.raises(irfuse.UsageError, match=said):
                 who(prog, *args, wrt="u", fixed=bad)
@@ -271,7 +279,8 @@ def test_fixed_components_are_read_alike_by_the_matrix_the_diagonal_and_the_oper
     v = np.random.default_rng(5).standard_normal(X.size)
     product = irfuse.linear_operator(prog, *args, wrt="u", fixed=fixed).matvec(v)
     for form in (fixed.reshape(-1), dofs, list(dofs), tuple(int(i) for i in dofs), torch.from_numpy(dofs),
-                 torch.from_numpy(fixed), np.concatenate([dofs, dofs[:3]])):
+                 torch.from_numpy(fixed), np.concatenate([dofs, dofs[:3]]),
+                 torch.nonzero(torch.from_numpy(fixed.reshape(-1)))):  # (a column of indices)
         got = irfuse.tangent_matrix(prog, *args, wrt="u", fixed=form)
         assert got.data.tobytes() == want.data.tobytes() and np.array_equal(got.indices, want.indices)
         assert irfuse.diagonal(prog, *args, wrt="u", fixed=form).tobytes() == diag.tobytes()
