@@ -308,6 +308,30 @@ def test_out_whose_values_were_replaced_is_refused_unless_they_can_be_written_wh
     assert irfuse.tangent_matrix(*args, wrt="u", out=fresh).data.tobytes() == want.data.tobytes()
 
 
+def test_out_whose_indices_changed_or_of_another_family_is_refused():
+    """A SciPy matrix holds copies of the pattern's indices, which the caller may replace or
+    write in place: the values were written in the pattern's order all the same (a wrong
+    matrix); a matrix of another array library than the call's ended in an AttributeError."""
+    torch = pytest.importorskip("torch")
+    prog, X, u, conn = _p1()
+    args = (prog, X, u, conn, DN, 1.5, 0.75)
+    for change in ("replaced", "written"):
+        moved = irfuse.tangent_matrix(*args, wrt="u")
+        if change == "replaced":
+            moved.indices = moved.indices[::-1].copy()
+        else:
+            moved.indices[:] = moved.indices[::-1].copy()
+        with pytest.raises(irfuse.UsageError, match="out= is a matrix of another pattern"):
+            irfuse.tangent_matrix(*args, wrt="u", out=moved)
+    host = irfuse.tangent_matrix(*args, wrt="u")
+    tensors = (prog, *(torch.from_numpy(a) for a in (X, u)), conn, torch.from_numpy(DN), 1.5, 0.75)
+    with pytest.raises(irfuse.UsageError, match="out= is a scipy csr_matrix; this call's arrays take a "
+                                                "torch.sparse_csr_tensor"):
+        irfuse.tangent_matrix(*tensors, wrt="u", out=host)
+    with pytest.raises(irfuse.UsageError, match="out= is a torch Tensor; this call's arrays take a scipy.sparse"):
+        irfuse.tangent_matrix(*args, wrt="u", out=irfuse.tangent_matrix(*tensors, wrt="u"))
+
+
 def test_pytorch_tensors_get_a_sparse_csr_tensor_with_the_same_bits():
     """PyTorch tensors in, a `torch.sparse_csr_tensor` out (int32 indices), its values the
     SciPy matrix's bits, Dirichlet rows and columns the same; `out=` rewrites its values; the

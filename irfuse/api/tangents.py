@@ -612,15 +612,20 @@ def _on(pattern: SparsePattern, device) -> dict:
 def _values_of(out, pattern: SparsePattern, family: str, kept: dict | None = None):
     """The values of `out=`, a matrix an earlier call returned for this pattern, to be
     rewritten in place; anything else refused by name."""
-    mine = pattern.kept.get("issued", {}).get(id(out))
-    nnz = getattr(out, "nnz", None) if family != "torch" else None
-    if mine is not None and mine() is out and (family == "torch" or nnz == pattern.nnz):
-        # (a matrix this pattern made: its index arrays are the pattern's, or on the host copies
-        # of them; only a change of its size is looked for, not a comparison of every index)
-        return _writable_values(out.values() if family == "torch" else out.data if family == "numpy"
-                                else _torch_of(out.data), pattern.nnz)
     what = {"numpy": "a scipy.sparse CSR matrix", "cupy": "a cupyx.scipy.sparse CSR matrix",
             "torch": "a torch.sparse_csr_tensor"}[family]
+    given = {"scipy": "numpy", "cupyx": "cupy", "torch": "torch"}.get(type(out).__module__.split(".")[0])
+    if given is not None and given != family:
+        raise UsageError(f"tangent_matrix: out= is a {type(out).__module__.split('.')[0]} "
+                         f"{type(out).__name__}; this call's arrays take {what} an earlier call returned")
+    mine = pattern.kept.get("issued", {}).get(id(out))
+    nnz = getattr(out, "nnz", None) if family != "torch" else None
+    if mine is not None and mine() is out and family != "numpy" and (family == "torch" or nnz == pattern.nnz):
+        # (a matrix this pattern made on a device: its index arrays are the pattern's own, which
+        # the caller reads and does not write; only a change of its size is looked for, not a
+        # comparison of every index. A SciPy matrix holds copies, which the caller may replace
+        # or write: compared below, at 2-4% of a host assembly's time)
+        return _writable_values(out.values() if family == "torch" else _torch_of(out.data), pattern.nnz)
     if family == "torch":
         torch = _torch()
         ok = isinstance(out, torch.Tensor) and out.layout == torch.sparse_csr
