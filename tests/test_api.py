@@ -355,6 +355,23 @@ def test_source_text_errors_name_the_given_file_and_line():
     with pytest.raises(irfuse.UsageError, match="there is no file 'def f.x.: return x', and KAS source text holds "
                                                 "statements ending in ';'"):
         irfuse.compile("def f(x): return x", backend="cpu")
+    for empty in ("", "  ", "\n\t"):  # (read as the path '' before: "cannot read file")
+        with pytest.raises(irfuse.UsageError, match="irfuse.compile: the source is empty"):
+            irfuse.compile(empty, backend="cpu")
+
+
+def test_a_byte_order_mark_at_the_start_of_a_source_is_skipped(tmp_path):
+    """Editors on Windows start a UTF-8 file with a byte order mark: it was refused as an
+    unexpected character at 1:1; the program is the same as without it, the first line's
+    columns counted after it."""
+    text = "scalar x, y;\ninput x;\ny = add(x, x);\nreturn y;\n"
+    path = tmp_path / "marked.kas"
+    path.write_text(text, encoding="utf-8-sig")
+    x = np.arange(3, dtype=np.float32)
+    assert irfuse.compile(str(path), backend="cpu")(x).y.tolist() == [0.0, 2.0, 4.0]
+    assert irfuse.compile("\ufeff" + text, backend="cpu")(x).y.tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(irfuse.CompileError, match="<source>:1:10: error: expected ';' after the declaration, found 'y'"):
+        irfuse.compile("\ufeffscalar x y;\ninput x;\nreturn x;\n", backend="cpu")
 
 
 def test_a_kas_module_compiles_and_pickles_as_its_text():

@@ -64,6 +64,9 @@ def read_source(source, filename: str | None = None, who: str = "irfuse.compile"
         return function_source(function)
     if is_module(source):
         return module_source(source, filename, who)
+    if isinstance(source, str) and not source.strip():
+        raise UsageError(f"{who}: the source is empty: give a path, KAS source text, a Python function or a kas "
+                         "module")
     if isinstance(source, os.PathLike) or (isinstance(source, str) and not is_source_text(source)):
         path = os.fspath(source)
         if path.endswith(".py"):  # (read as KAS it would be refused at its first decorator's '@')

@@ -241,7 +241,9 @@ class Lexer:
 
     def tokens(self) -> list[Token]:
         text, out = self.src.text, []
-        i, line, col = 0, 1, 1
+        # (a byte order mark, which editors on Windows write at a UTF-8 file's start, is no
+        # character of the program: skipped, the first line's columns counted after it)
+        i, line, col = (1 if text.startswith("\ufeff") else 0), 1, 1
         n = len(text)
 
         def advance(k: int) -> None:
