@@ -1098,6 +1098,12 @@ def test_a_mesh_prepared_on_the_gpu_is_the_hosts_and_runs_calls():
     want = prog(t["X"], t["u"], host, t["dN"], lam, mu).r
     got = prog(t["X"], t["u"], gpu, t["dN"], lam, mu).r
     assert torch.equal(got, want)
+    # The caller's tensor written afterwards (int32, contiguous: kept as it was before, so the
+    # kernels read the new numbers behind the check; a number past the nodes read out of bounds)
+    given = torch.from_numpy(conn.astype(np.int32)).cuda()
+    own = Connectivity(given, len(X))
+    given.fill_(10**6)
+    assert torch.equal(prog(t["X"], t["u"], own, t["dN"], lam, mu).r, want)
     bad = conn.copy()
     bad[5, 2] = len(X)
     with pytest.raises(UsageError, match=f"element 5, position 2 names node {len(X)}, outside"):

@@ -1,8 +1,11 @@
 """irfuse.mesh: the box of tetrahedra the mesh tests and benchmarks use, and renumbering for
 locality (reverse Cuthill-McKee, a Morton curve)."""
 
+import os
+
 import numpy as np
 import pytest
+from conftest import ROOT
 
 import irfuse.mesh as mesh
 from irfuse.diagnostics import UsageError
@@ -253,6 +256,29 @@ def test_without_the_compiled_helper_the_scatter_order_is_made_by_arrays(monkeyp
 def test_bad_connectivity_is_refused_naming_the_element_and_position(conn, nodes, said):
     with pytest.raises(UsageError, match=said.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         mesh.reorder(conn, nodes=nodes)
+
+
+def test_a_connectivity_keeps_its_own_copy_of_the_node_numbers():
+    """The caller's array written after `Connectivity` was made (a buffer used again) changed
+    the node numbers the calls read behind the check and the scatter order (a wrong residual,
+    NaN from a tensor zeroed), and an int32 array given was made read-only: a copy is kept."""
+    import irfuse
+    torch = pytest.importorskip("torch")
+    X, conn = mesh.box_tetrahedra(2)
+    prog = irfuse.compile(os.path.join(ROOT, "examples", "mesh", "p1_residual.kas"), backend="cpu", dtype="f64")
+    dN = np.array([[-1, -1, -1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    u = np.random.default_rng(0).standard_normal(X.shape)
+    want = prog(X, u, mesh.Connectivity(conn, len(X)), dN, 1.5, 0.75).r.copy()
+    buffer = np.concatenate([conn, conn]).astype(np.int32)
+    tensor = torch.from_numpy(conn.astype(np.int32))
+    made = [mesh.Connectivity(buffer[:len(conn)], len(X)), mesh.Connectivity(tensor, len(X))]
+    buffer[:] = np.roll(buffer, 1, axis=0)
+    tensor.zero_()
+    for prepared in made:
+        assert prog(X, u, prepared, dN, 1.5, 0.75).r.tobytes() == want.tobytes()
+    mine = conn.astype(np.int32)
+    mesh.Connectivity(mine, len(X))
+    assert mine.flags.writeable
 
 
 def test_a_connectivitys_buffers_are_asked_for_by_a_runtime_device_alone():

@@ -16,7 +16,7 @@ import numpy as np
 from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.on_gpu import checked_on_gpu, gpu_tensor, inverse_on_gpu
 from irfuse.mesh.on_gpu import on_device as on_gpu_device
-from irfuse.mesh.order import check_connectivity, check_node_count
+from irfuse.mesh.order import check_connectivity, check_node_count, node_numbers
 from irfuse.mesh.scatter import ScatterInverse, scatter_order
 
 
@@ -42,11 +42,17 @@ class Connectivity:
         self._conn = self._inverse = None
         self._patterns: dict[int, object] = {}  # D -> its SparsePattern
         self.kept: dict = {}  # what calls keep with it (its node numbers as a device's indices)
-        t = gpu_tensor(conn, "Connectivity: conn")
+        given = t = gpu_tensor(conn, "Connectivity: conn")
         if device is not None:
             t = on_gpu_device(conn if t is None else t, device)
+        # The node numbers kept are a copy, never the caller's memory: the caller writing their
+        # array afterwards (a buffer used again for the next mesh) changed the numbers the
+        # kernels read behind the check and the scatter order made from them (wrong sums, or
+        # reads and writes out of bounds), and a host array of int32 was made read-only.
         if t is not None:
             checked = checked_on_gpu(t, self.nodes, "Connectivity: conn")
+            if given is not None and checked.untyped_storage().data_ptr() == given.untyped_storage().data_ptr():
+                checked = checked.clone()
             if checked.numel() >= 2**31:
                 raise UsageError(f"Connectivity: {checked.numel()} entries; a scatter adds fewer than 2^31")
             self._gpu = (checked, inverse_on_gpu(checked, self.nodes))
@@ -54,7 +60,7 @@ class Connectivity:
 
             torch.cuda.synchronize(checked.device)  # (made before any stream of irfuse's reads it)
         else:
-            checked = check_connectivity(conn, self.nodes)
+            checked = check_connectivity(np.array(node_numbers("conn", conn), order="C"), self.nodes)
             if checked.size >= 2**31:
                 raise UsageError(f"Connectivity: {checked.size} entries; a scatter adds fewer than 2^31")
             self._conn = np.ascontiguousarray(checked, dtype=np.int32)
