@@ -1074,6 +1074,32 @@ def _p1_residual_on_a_cube(cubes: int, draw: int, **numbering):
     return prog, X, u, conn, dN, np.float32(1.5), np.float32(0.75)
 
 
+@pytest.mark.parametrize("scatter", ["ordered", "atomic"])
+def test_a_plain_gpu_connectivity_written_between_calls_is_checked_again(scatter):
+    """A connectivity given as a plain CUDA tensor may be written between calls: a call made
+    again checks its node numbers again and reads the new ones. With `scatter="atomic"` the
+    call was kept for its fast path with the tensor as it was, so a node number written past
+    the nodes would be read and added to out of bounds."""
+    import torch
+
+    from irfuse.diagnostics import UsageError
+
+    prog, X, u, conn, dN, lam, mu = _p1_residual_on_a_cube(3, 4)
+    t = {k: torch.from_numpy(a).cuda() for k, a in (("X", X), ("u", u), ("dN", dN))}
+    for out in (None, {"r": torch.zeros_like(t["X"])}):
+        given = {} if out is None else {"out": out}
+        c = torch.from_numpy(conn.astype(np.int32)).cuda()
+        for _ in range(3):
+            prog(t["X"], t["u"], c, t["dN"], lam, mu, scatter=scatter, **given)
+        c[3, 1] = 10**6
+        with pytest.raises(UsageError, match="element 3, position 1 names node 1000000"):
+            prog(t["X"], t["u"], c, t["dN"], lam, mu, scatter=scatter, **given)
+        c[3] = torch.from_numpy(conn[5].astype(np.int32)).cuda()
+        got = prog(t["X"], t["u"], c, t["dN"], lam, mu, scatter=scatter, **given).r.clone()
+        want = prog(t["X"], t["u"], c.clone(), t["dN"], lam, mu).r
+        assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_a_mesh_prepared_on_the_gpu_is_the_hosts_and_runs_calls():
     """A `Connectivity` of a torch CUDA tensor (and of a CuPy array, and of a NumPy array with
     device=0) has the host's node numbers and scatter order entry for entry, kept on the GPU

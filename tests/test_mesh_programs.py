@@ -291,6 +291,37 @@ def test_atomic_scatter_is_asked_by_name_and_on_the_cpu_adds_in_the_fixed_order(
         plain(np.zeros((2, 3, 3), np.float32), scatter="atomic")
 
 
+@pytest.mark.parametrize("scatter", ["ordered", "atomic"])
+def test_a_plain_connectivity_written_between_calls_is_checked_again(scatter):
+    """A connectivity given as a plain array may be written between calls: a call made again
+    with it checks its node numbers again and reads the new ones. With `scatter="atomic"` the
+    call was kept for its fast path with the array as it was, so a node number written past
+    the nodes was read and added to out of bounds (the process crashed), for a program and
+    for a program of passes, with `out=` and without."""
+    X, conn = box_tetrahedra(2)[:2]
+    X = X.astype(np.float64)
+    u = 1e-3 * np.random.default_rng(0).standard_normal(X.shape)
+    residual = irfuse.compile(str(EXAMPLES / "p1_residual.kas"), backend="cpu", dtype="f64")
+    step = irfuse.compile(str(EXAMPLES / "explicit_step.kas"), backend="cpu", dtype="f64")
+    calls = [lambda c, **o: residual(X, u, c, DN.astype(float), 1.5, 0.75, scatter=scatter, **o),
+             lambda c, **o: step(X, u, np.zeros_like(X), np.ones(len(X)), c, DN.astype(float), 1.5, 0.75, 1e-3,
+                                 scatter=scatter, **o)]
+    for call, outputs in zip(calls, (residual.outputs, step.outputs)):
+        for out in (None, {name: np.zeros_like(X) for name in outputs}):
+            given = {} if out is None else {"out": out}
+            c = conn.astype(np.int32)
+            for _ in range(3):
+                call(c, **given)
+            c[3, 1] = 10**6
+            with pytest.raises(UsageError, match="element 3, position 1 names node 1000000"):
+                call(c, **given)
+            c[3] = conn[5]
+            got = {name: np.array(v) for name, v in zip(outputs, call(c, **given))}
+            want = call(c.copy())
+            for name in outputs:
+                assert got[name].tobytes() == np.asarray(want[name]).tobytes(), name
+
+
 def test_chunks_give_the_bits_of_one_call():
     """A budget that holds a few hundred elements at a time: every chunk's scatter goes on
     from the sums of the chunks before it, so the nodal output has the bits of one call (and

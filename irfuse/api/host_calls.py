@@ -250,7 +250,14 @@ def keep_fast_call(program, args: tuple, named: dict, out, arrays: dict, results
     scalars = {}
     for k, name in enumerate(program.inputs):
         value, a = given[name], arrays[name]
-        if a is value or (name in program.index_inputs and getattr(value, "conn", None) is a):
+        if name in program.index_inputs:
+            # Only a `Connectivity`, whose node numbers are its own and checked once: a plain
+            # array's may change before the next call, which the kept path would not check (an
+            # atomic scatter's kept call read and wrote past the nodes: a crash).
+            if getattr(value, "conn", None) is a:
+                continue
+            return
+        if a is value:
             continue
         if not (name in program.uniform and a.ndim == 0 and not isinstance(value, np.ndarray)):
             return  # (converted or copied: the next call's array would be another)

@@ -176,7 +176,10 @@ def call_on_mesh_gpu(program, bound: dict, out, nodes: int | None, scatter: str,
             free_scratch(scratch)
         else:
             dev.on_stream(handle, lambda: run.run(slots, targets))
-            if (len(prepared) == len(program.index_inputs) or scatter == "atomic") and model.family in FAST_FAMILIES:
+            # (kept only where every connectivity is a `Connectivity`, whose node numbers are its
+            # own and checked once: a plain tensor's may change before the next call, which the
+            # kept path would not check, and an atomic scatter would write past the nodes)
+            if len(prepared) == len(program.index_inputs) and model.family in FAST_FAMILIES:
                 program._last_mesh_run = (run, slots, targets, list(scalars), handle, model,
                                           None if out is not None else
                                           {name: tuple(results[name].shape) for name in program.outputs})
