@@ -253,6 +253,8 @@ class FakeDeviceArray:
                                            "and irfuse does not cast: convert it with .astype\\(numpy.float32\\), "
                                            "or compile the program with dtype='f64'"),
     (lambda p, a: p(a.astype(np.int32)), "input 'A' holds int32"),
+    (lambda p, a: p(a > 0), "input 'A' holds bool; the program was compiled for float32 and irfuse does not cast: "
+                            "convert it with .astype\\(numpy.float32\\)$"),  # (as a mask is given)
     (lambda p, a: p(a.astype(">f4")), r"input 'A' holds float32 in big-endian byte order \('>f4'\); the kernels "
                                       r"read this machine's byte order and irfuse does not cast: convert it with "
                                       r"\.astype\(numpy\.float32\)$"),

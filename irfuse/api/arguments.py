@@ -274,7 +274,8 @@ def dtype_refusal(what: str, given: np.dtype, dtype: np.dtype, other_precision: 
         return (f"{what} holds {dtype.name} in {'big' if given.byteorder == '>' else 'little'}-endian byte order "
                 f"('{given.str}'); the kernels read this machine's byte order and irfuse does not cast: convert "
                 f"it with .astype(numpy.{dtype.name})")
-    hint = f"convert it with .astype(numpy.{dtype.name})" if given.kind in "fiu" else ""
+    # (a bool array too: a mask's values are words of the program's type, 1 where true)
+    hint = f"convert it with .astype(numpy.{dtype.name})" if given.kind in "fiub" else ""
     other = {"float32": "f32", "float64": "f64"}.get(given.name) if given.isnative and other_precision else None
     if other:
         hint += f", or compile the program with dtype='{other}'"
