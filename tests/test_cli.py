@@ -78,6 +78,25 @@ def test_run_a_program_over_a_mesh(tmp_path, capsys):
     (tmp_path / "garbage.npz").write_text("not an archive")
     assert main(["run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "garbage.npz")]) == 1
     assert "cannot read inputs" in capsys.readouterr().err
+    # A member whose header claims terabytes in a few bytes (NumPy allocated what it claimed
+    # first: an out-of-memory error, or the machine's memory taken), and one that is no array
+    import zipfile
+
+    from irfuse import compile as irfuse_compile
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000, 3), }"
+    header += " " * (63 - len(header) % 64) + "\n"
+    element_code = os.path.join(ROOT, "examples", "strain_energy.kas")
+    for program, name in ((mass, "X"), (element_code, irfuse_compile(element_code).inputs[0])):
+        with zipfile.ZipFile(tmp_path / "crafted.npz", "w") as z:
+            z.writestr(name + ".npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() +
+                       bytes(16))
+        assert main(["run", program, "--backend", "cpu", "--inputs", str(tmp_path / "crafted.npz")]) == 1
+        assert f"input '{name}' is damaged: its header says (100000000000, 3) of float32 (1,200,000,000,000 bytes) " \
+               "and the archive holds 16 bytes of it" in capsys.readouterr().err
+    with zipfile.ZipFile(tmp_path / "raw.npz", "w") as z:
+        z.writestr("X", b"not an array")
+    assert main(["run", mass, "--backend", "cpu", "--inputs", str(tmp_path / "raw.npz")]) == 1
+    assert "input 'X' is not an array (.npy) member of the archive" in capsys.readouterr().err
 
 
 def test_run_plan_and_compile_a_program_with_nodal_statements(tmp_path, capsys):

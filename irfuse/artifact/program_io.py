@@ -102,6 +102,37 @@ def open_inputs(path: str):
     return data
 
 
+def read_input(path: str, data, name: str) -> np.ndarray:
+    """Member `name` of an opened .npz archive (`open_inputs`), or a `UsageError` naming the
+    file and the input: a member that cannot be read (damaged, pickled objects), one whose
+    header claims more bytes than the archive holds for it (NumPy would allocate what the
+    header says first: a damaged or crafted file of a few bytes asked for terabytes), one that
+    does not fit this machine's memory."""
+    if name + ".npy" not in data.zip.namelist():  # (NumPy hands such a member back as bytes)
+        raise UsageError(Diagnostic(f"input '{name}' is not an array (.npy) member of the archive", path))
+    try:
+        info = data.zip.getinfo(name + ".npy")
+        with data.zip.open(info) as f:
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                           (2, 0): np.lib.format.read_array_header_2_0,
+                           (3, 0): np.lib.format.read_array_header_2_0}.get(np.lib.format.read_magic(f))
+            if read_header is None:
+                raise ValueError("an .npy format version NumPy cannot read")
+            shape, _, dtype = read_header(f)
+            header = f.tell()
+        claimed = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+        if claimed > info.file_size - header:
+            raise UsageError(Diagnostic(
+                f"input '{name}' is damaged: its header says {tuple(shape)} of {np.dtype(dtype)} ({claimed:,} bytes) "
+                f"and the archive holds {max(info.file_size - header, 0):,} bytes of it", path))
+        return data[name]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        # Object arrays (they would need pickle) and damaged archive members.
+        raise UsageError(Diagnostic(f"cannot read input '{name}': {e}", path)) from None
+    except MemoryError:
+        raise UsageError(Diagnostic(f"input '{name}' does not fit this machine's memory", path)) from None
+
+
 def _check_inputs(path: str, data, interface: Interface, dtype, layout: str,
                   converted: list[str]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
@@ -114,11 +145,7 @@ def _check_inputs(path: str, data, interface: Interface, dtype, layout: str,
         if name not in data.files:
             raise UsageError(Diagnostic(
                 f"input '{name}' is missing (the file has: {', '.join(names) or 'no arrays'})", path))
-        try:
-            a = data[name]
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
-            # Object arrays (they would need pickle) and damaged archive members.
-            raise UsageError(Diagnostic(f"cannot read input '{name}': {e}", path)) from None
+        a = read_input(path, data, name)
         if a.dtype.kind not in "fiu":
             raise UsageError(Diagnostic(f"input '{name}' has dtype {a.dtype}; expected floating point", path))
         if name in uniform:

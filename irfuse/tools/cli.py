@@ -16,7 +16,6 @@ import contextlib
 import os
 import sys
 import time
-import zipfile
 
 import numpy as np
 from rich.console import Console
@@ -359,13 +358,10 @@ def _run_on_mesh(program, args, backend: str, n: int, save) -> int:
     if args.layout not in (None, "aos"):
         raise UsageError("a program over a mesh runs on arrays of structures (--layout aos)")
     if args.inputs:
-        from irfuse.artifact.program_io import open_inputs
+        from irfuse.artifact.program_io import open_inputs, read_input
 
         with open_inputs(args.inputs) as f:
-            try:
-                inputs = {k: f[k] for k in f.files}
-            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-                raise UsageError(f"{args.inputs}: cannot read inputs: {e}") from None
+            inputs = {k: read_input(args.inputs, f, k) for k in f.files}
         missing = [k for k in program.inputs if k not in inputs]
         if missing:
             raise UsageError(f"{args.inputs}: no array for input(s) {', '.join(map(repr, missing))}")
@@ -792,7 +788,9 @@ def main(argv: list[str] | None = None) -> int:
         print_diagnostics(e.diagnostics)
         return 1
     except MemoryError:
-        print("irfuse: error: out of memory (try a smaller --n)", file=sys.stderr)
+        # (--n sizes the batch only where no --inputs file gives it)
+        advice = "smaller arrays in --inputs" if getattr(args, "inputs", None) else "a smaller --n"
+        print(f"irfuse: error: out of memory (try {advice})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
