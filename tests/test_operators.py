@@ -418,3 +418,30 @@ def test_the_transposed_product_is_the_reverse_derivative_and_passes_the_dot_pro
 
     with pytest.raises(irfuse.UsageError, match="a product takes a vector of 81 values, not one shaped"):
         _product("numpy", lambda d: d, np.zeros((27, 3)), 81, None, "a product")(np.ones(5))
+
+
+def test_the_solve_examples_refuse_bad_arguments_by_name(capsys):
+    """The example scripts' command lines: a count that is not a whole number, or too small,
+    a stretch that is not a finite number above -1 (NaN ended in "CG did not converge" as a
+    traceback, a number of 0 cubes in box_tetrahedra's traceback) are refused by argparse
+    naming the option; an error of irfuse's (no GPU for --backend cuda) is printed, exit 1."""
+    import importlib.util
+
+    examples = {}
+    for name in ("elastic_cube_cg", "neo_hookean_newton"):
+        spec = importlib.util.spec_from_file_location(name, f"{ROOT}/examples/solve/{name}.py")
+        examples[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(examples[name])
+    for name, argv, said in (("elastic_cube_cg", ["--cubes", "0"], "a whole number of cubes, at least 1, not '0'"),
+                             ("elastic_cube_cg", ["--cubes", "x"], "at least 1, not 'x'"),
+                             ("neo_hookean_newton", ["--cubes", "1"], "a whole number, at least 2, not '1'"),
+                             ("neo_hookean_newton", ["--steps", "0"], "a whole number, at least 1, not '0'"),
+                             ("neo_hookean_newton", ["--stretch", "nan"], "a finite number above -1, not 'nan'"),
+                             ("neo_hookean_newton", ["--stretch", "-5"], "a finite number above -1, not '-5'")):
+        with pytest.raises(SystemExit) as ended:
+            examples[name].main(argv)
+        assert ended.value.code == 2 and said in capsys.readouterr().err
+    from irfuse.runtime.cuda_device import gpu_available
+    if not gpu_available():
+        assert examples["neo_hookean_newton"].main(["--cubes", "2", "--backend", "cuda"]) == 1
+        assert capsys.readouterr().err.startswith("neo_hookean_newton.py: error: the CUDA backend")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import numpy as np
 
@@ -83,14 +84,27 @@ def solve_assembled(cubes: int = 8, backend: str = "cpu", lam: float = 1.5, mu: 
     return direct, u, steps
 
 
+def cube_count(text: str) -> int:
+    """A command line's number of cubes along each side: a whole number, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of cubes, at least 1, not {text!r}")
+    return int(text)
+
+
 def main(argv=None) -> int:
+    import irfuse
+
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cubes", type=int, default=8)
-    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--cubes", type=cube_count, default=8)
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     args = ap.parse_args(argv)
-    X, conn, u, steps, fixed = solve(args.cubes, args.backend)
+    try:
+        X, conn, u, steps, fixed = solve(args.cubes, args.backend)
+        direct, jacobi, jacobi_steps = solve_assembled(args.cubes, args.backend)
+    except (irfuse.IrfuseError, RuntimeError) as e:  # (no GPU, a solve that did not converge)
+        print(f"elastic_cube_cg.py: {e}", file=sys.stderr)
+        return 1
     print(f"{len(conn):,} tetrahedra, {len(X):,} nodes: CG in {steps} steps, largest settlement {-u[:, 2].min():.6g}")
-    direct, jacobi, jacobi_steps = solve_assembled(args.cubes, args.backend)
     print(f"assembled matrix, direct solve: largest settlement {-direct[:, 2].min():.6g}; Jacobi-CG in "
           f"{jacobi_steps} steps: {-jacobi[:, 2].min():.6g}")
     return 0

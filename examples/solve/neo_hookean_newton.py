@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import numpy as np
 
@@ -75,14 +76,41 @@ def solve(cubes: int = 6, steps: int = 4, stretch: float = 0.3, backend: str = "
     return X, conn, u, fixed, counts
 
 
+def at_least(least: int):
+    """A command line's whole number of at least `least`."""
+    def whole(text: str) -> int:
+        if not text.isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError(f"a whole number, at least {least}, not {text!r}")
+        return int(text)
+    return whole
+
+
+def stretch_of(text: str) -> float:
+    """A command line's stretch: a finite number above -1 (the top face moved below the bottom
+    one inverts every element)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not np.isfinite(value) or value <= -1:
+        raise argparse.ArgumentTypeError(f"a finite number above -1, not {text!r}")
+    return value
+
+
 def main(argv=None) -> int:
+    import irfuse
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cubes", type=int, default=6)
-    ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--stretch", type=float, default=0.3)
+    ap.add_argument("--cubes", type=at_least(2), default=6)  # (one cube: every node on a held face)
+    ap.add_argument("--steps", type=at_least(1), default=4)
+    ap.add_argument("--stretch", type=stretch_of, default=0.3)
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     a = ap.parse_args(argv)
-    X, conn, u, _, counts = solve(a.cubes, a.steps, a.stretch, a.backend)
+    try:
+        X, conn, u, _, counts = solve(a.cubes, a.steps, a.stretch, a.backend)
+    except (irfuse.IrfuseError, RuntimeError) as e:  # (no GPU, a load step that did not converge)
+        print(f"neo_hookean_newton.py: {e}", file=sys.stderr)
+        return 1
     for k, (n, c) in enumerate(counts, 1):
         print(f"load step {k}: {n} Newton steps, {c} CG steps")
     side = np.isclose(X[:, 0], 1.0)
