@@ -73,6 +73,11 @@ def test_arguments_by_name_and_outputs_by_position_name_and_attribute(stvenant):
     assert by_name.vec3nodestiff is by_name["vec3nodestiff"] is by_name[1]
     ten3, vec3 = by_name
     assert ten3.shape == (50, 3, 3, 3) and vec3.shape == (50, 3)
+    # `in` asks for a name, as of a mapping (the tuple's own test compared the string with each
+    # array: a NumPy ValueError); an attribute cannot be set over an output's name
+    assert "vec3nodestiff" in by_name and "nodestiff" not in by_name and vec3 in by_name and ten3.copy() not in by_name
+    with pytest.raises(AttributeError, match="a call's Outputs are read-only: 'vec3nodestiff' cannot be set"):
+        by_name.vec3nodestiff = vec3
     with pytest.raises(KeyError, match="no output 'x'"):
         by_name["x"]
     with pytest.raises(AttributeError):

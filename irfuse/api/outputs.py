@@ -10,8 +10,21 @@ class Outputs(tuple):
 
     def __new__(cls, names: tuple[str, ...], values: list[np.ndarray]):
         self = super().__new__(cls, values)
-        self._names = names
+        object.__setattr__(self, "_names", names)
         return self
+
+    def __setattr__(self, name: str, value) -> None:
+        # (an attribute set on it would shadow an output's name: `out.P = x` then read back x
+        # from `out.P` and the output from `out["P"]`)
+        raise AttributeError(f"a call's Outputs are read-only: '{name}' cannot be set (write into the arrays, or "
+                             "pass out= arrays)")
+
+    def __contains__(self, item) -> bool:
+        # (`"P" in out` asks for an output's name, as of a mapping: the tuple's own test compared
+        # the string with every array, a NumPy error; an array is in it where it is one of them)
+        if isinstance(item, str):
+            return item in self._names
+        return any(item is value for value in self)
 
     def __getitem__(self, key):  # type: ignore[override]
         if isinstance(key, str):
