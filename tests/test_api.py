@@ -264,6 +264,7 @@ class FakeDeviceArray:
                                       r"read this machine's byte order and irfuse does not cast: convert it with "
                                       r"\.astype\(numpy\.float32\)$"),
     (lambda p, a: p("A"), "input 'A' is a str, not an array"),
+    (lambda p, a: p(__import__("array").array("f", a.ravel())), r"input 'A' is of type array\.array, not an array"),
     (lambda p, a: p(FakeDeviceArray()), "input 'A' is a GPU array"),
     (lambda p, a: p(a, out=np.empty((9, 3, 3), np.float32)), r"out= array for 'F' holds 9 elements, the other "
                                                               "arguments 10"),

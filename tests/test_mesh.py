@@ -279,6 +279,11 @@ def test_a_connectivity_keeps_its_own_copy_of_the_node_numbers():
     mine = conn.astype(np.int32)
     mesh.Connectivity(mine, len(X))
     assert mine.flags.writeable
+    # (pickled, as to a worker process: NumPy's pickling made its arrays writable again)
+    import pickle
+    moved = pickle.loads(pickle.dumps(made[0]))
+    assert not moved.conn.flags.writeable and not any(a.flags.writeable for a in moved.inverse)
+    assert prog(X, u, moved, dN, 1.5, 0.75).r.tobytes() == want.tobytes()
 
 
 def test_a_connectivitys_buffers_are_asked_for_by_a_runtime_device_alone():

@@ -87,7 +87,11 @@ def host_array(what: str, value: object, dtype: np.dtype | None = None) -> np.nd
         return np.asarray(value)
     if isinstance(value, (list, tuple)):
         return _sequence_array(what, value, dtype)
-    raise UsageError(f"{what} is a {type(value).__qualname__}, not an array")
+    kind = type(value)
+    if kind.__module__ == "builtins":
+        raise UsageError(f"{what} is a {kind.__qualname__}, not an array")
+    # (a type of a module named with it: "an array.array", a memoryview's exporter's own)
+    raise UsageError(f"{what} is of type {kind.__module__}.{kind.__qualname__}, not an array (NumPy, or a GPU array)")
 
 
 def host_scalar(what: str, value: object, dtype: np.dtype) -> np.ndarray | None:

@@ -137,6 +137,13 @@ class Connectivity:
         return {**self.__dict__, "_on_device": {}, "_gpu": None, "_conn": self.conn, "_inverse": self.inverse,
                 "_patterns": {}, "kept": {}}
 
+    def __setstate__(self, state: dict) -> None:
+        # (NumPy's pickling makes arrays writable again: the node numbers and the scatter order
+        # stay read-only, as where they were made)
+        self.__dict__.update(state)
+        for a in (self._conn, *self._inverse):
+            a.flags.writeable = False
+
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self._gpu[0].shape) if self._gpu is not None else self._conn.shape  # type: ignore[return-value]
