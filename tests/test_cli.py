@@ -340,6 +340,40 @@ def test_save_without_the_suffix_says_where_it_wrote(tmp_path):
     assert np.load(tmp_path / "out.npz")["B"].shape == (4, 3, 3)
 
 
+def test_a_save_that_fails_when_writing_is_named(tmp_path, capsys, monkeypatch):
+    """Writing the outputs can fail after the checks before the run (a full disk, a directory
+    that takes no new files: /proc as root): it ended in numpy's OSError, a traceback."""
+    import errno
+
+    from irfuse.tools.cli import main
+
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(np, "savez", full)
+    assert main(["run", str(src), "--backend", "cpu", "--n", "4", "--save", str(tmp_path / "o.npz")]) == 1
+    assert f"--save {tmp_path / 'o.npz'}: cannot write the outputs: No space left on device" in capsys.readouterr().err
+
+
+def test_a_file_a_command_cannot_write_is_named(tmp_path, capsys, monkeypatch):
+    """`irfuse compile -o DIR` (and `tune --json`) where the system refuses the write after the
+    checks (a read-only file system; /proc as root) ended in the OSError's traceback."""
+    import errno
+
+    from irfuse.tools.cli import main
+
+    src = tmp_path / "p.kas"
+    src.write_text(SMALL)
+
+    def refused(path, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+    monkeypatch.setattr(os, "makedirs", refused)
+    assert main(["compile", str(src), "-o", str(tmp_path / "plan")]) == 1
+    assert f"irfuse: error: {tmp_path / 'plan'}: Read-only file system" in capsys.readouterr().err
+
+
 def test_plan_directory_refuses_options_it_would_ignore(tmp_path):
     src = tmp_path / "p.kas"
     src.write_text(SMALL)

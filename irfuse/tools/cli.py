@@ -513,7 +513,12 @@ def _run_reference(program, inputs: dict, n: int, layout: str, title: str, save)
 
 def _save(path: str | None, outputs: dict[str, np.ndarray]) -> None:
     if path:
-        np.savez(path, **outputs)
+        # (checked before the run, `_save_path`; the write itself can still fail: a directory
+        # that takes no new files, a full disk)
+        try:
+            np.savez(path, **outputs)
+        except OSError as e:
+            raise UsageError(f"--save {path}: cannot write the outputs: {e.strerror or e}") from None
         console.print(f"outputs written to {path}")
 
 
@@ -786,6 +791,12 @@ def main(argv: list[str] | None = None) -> int:
         for d in e.diagnostics:
             d.file = d.file or "irfuse"  # about an option or the environment: say which tool
         print_diagnostics(e.diagnostics)
+        return 1
+    except OSError as e:
+        # (a file a command writes that the system refuses after the checks made before it:
+        # -o or --json in a directory that takes no new files, a full disk)
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"irfuse: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
     except MemoryError:
         # (--n sizes the batch only where no --inputs file gives it)
