@@ -491,3 +491,37 @@ def test_a_program_too_large_to_compile_is_refused_up_front_within_a_memory_limi
     want = {"kas": "holds 16,777,216 words a value; at most 4,096", "python": "a value holds at most 4,096 words",
             "ir": "unknown op 'scale_64x64x64x64_s'"}[form]
     assert want in said, said[-3000:]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="a character device to read")
+def test_files_a_user_names_are_read_only_where_they_end_and_within_a_bound(tmp_path):
+    """A program's source, a register table, a tuning result or a device profile named as
+    `/dev/zero` was read to its end: the machine's memory taken (under a limit, "out of memory
+    (try a smaller --n)"). Devices and sockets are refused by name; a pipe (a shell's `<(...)`)
+    is read; a file past the bound is refused."""
+    from irfuse.artifact.user_files import read_text
+
+    device = "not a regular file (a device or a socket: its text has no end)"
+    with pytest.raises(CompileError, match=r"/dev/zero: error: cannot read file: not a regular file"):
+        irfuse.compile("/dev/zero", backend="cpu")
+    source = os.path.join(ROOT, "examples", "synctest.kas")
+    with pytest.raises(UsageError, match=r"registers='/dev/zero': cannot read the register table: not a regular"):
+        irfuse.compile(source, backend="cpu", registers="/dev/zero")
+    os.symlink("/dev/zero", tmp_path / "zero.json")
+    with pytest.raises(CompileError, match="zero.json: not a device profile .*not a regular file"):
+        irfuse.compile(source, backend="cpu", profile=str(tmp_path / "zero.json"))
+    from irfuse.driver.tuned import compile_tuned
+    with pytest.raises(UsageError, match="not a tuning result of 'irfuse tune': .*not a regular file"):
+        compile_tuned("/dev/zero")
+    with pytest.raises(OSError, match=device.replace("(", r"\(").replace(")", r"\)")):
+        read_text("/dev/zero")
+    (tmp_path / "big.kas").write_text("x" * 11)
+    with pytest.raises(OSError, match="larger than 0 MiB"):
+        read_text(str(tmp_path / "big.kas"), limit=10)
+    os.mkfifo(tmp_path / "pipe")
+    writer = subprocess.Popen(["sh", "-c", f"cat {source} > {tmp_path / 'pipe'}"])
+    try:
+        assert irfuse.compile(str(tmp_path / "pipe"), backend="cpu").inputs == irfuse.compile(source,
+                                                                                             backend="cpu").inputs
+    finally:
+        writer.wait(timeout=60)

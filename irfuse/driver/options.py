@@ -18,6 +18,7 @@ from dataclasses import asdict
 
 from irfuse.artifact.arrays import LAYOUTS, element_type
 from irfuse.artifact.records import record
+from irfuse.artifact.user_files import read_bytes, read_text
 from irfuse.diagnostics import UsageError, is_whole
 from irfuse.planner.profiles import DEFAULT_BATCH, backend_profile, load_profile, profile_files
 
@@ -76,8 +77,7 @@ class CompileOptions:
 def bytes_of(path: str) -> bytes | None:
     """A file's bytes, or None where it cannot be read (what reads it then says why)."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return read_bytes(path)
     except OSError:
         return None
 
@@ -201,7 +201,7 @@ def registers_text(path: str | None) -> str | None:
             raise UsageError(f"registers='ptxas' compiles the plan's kernels with NVRTC, which is not usable "
                              f"here: {e}") from None
     try:
-        with open(path) as f:
-            return f.read()
-    except OSError as e:
-        raise UsageError(f"registers={path!r}: cannot read the register table: {e.strerror}") from None
+        return read_text(path)
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"registers={path!r}: cannot read the register table: "
+                         f"{getattr(e, 'strerror', None) or e}") from None

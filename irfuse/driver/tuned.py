@@ -11,6 +11,7 @@ import os
 import re
 
 from irfuse.artifact.arrays import ELEMENT_TYPES, LAYOUTS
+from irfuse.artifact.user_files import read_text
 from irfuse.diagnostics import UsageError
 from irfuse.driver.artifact import CompiledProgram
 from irfuse.driver.compile import compile_program
@@ -32,8 +33,7 @@ def compile_tuned(path: str, file: str | None = None, arch: str | None = None,
     changed since the tuning can rank another plan there, so the kernels compiled must be
     the ones that were timed (their groups and block shapes), or the tuning is refused."""
     try:
-        with open(path) as f:
-            tuning = json.load(f)
+        tuning = json.loads(read_text(path))
         best = tuning["best"]
         file = file or tuning["program"]
         pipeline, dtype, groups = best["pipeline"], tuning["dtype"], best["groups"]

@@ -15,6 +15,7 @@ import os
 from dataclasses import asdict, fields, replace
 
 from irfuse.artifact.records import record
+from irfuse.artifact.user_files import read_text
 from irfuse.diagnostics import CompileError, UsageError
 
 DEFAULT_BATCH = 4_194_304  # elements the cost model plans for unless told otherwise (the GPU run's default)
@@ -135,8 +136,7 @@ def load_profile(name: str = "h100") -> DeviceProfile:
     for path in profile_files(name):
         if os.path.exists(path):
             try:
-                with open(path) as f:
-                    data = json.load(f)
+                data = json.loads(read_text(path))
             except (OSError, UnicodeDecodeError, ValueError) as e:
                 raise CompileError(f"{path}: not a device profile ({e}); run 'irfuse calibrate' again") from None
             return _from_json(data, path)

@@ -19,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from irfuse.artifact.user_files import read_text
 from irfuse.kernel.model import KernelModel, OpKind
 from irfuse.diagnostics import CompileError, Diagnostic
 
@@ -79,8 +80,7 @@ def load_register_table(path: str) -> dict[str, CompiledFigures]:
                                       "plans compiled in turn); fuse-partition reads a register table's path",
                                       path))
     try:
-        with open(path) as f:
-            data = json.load(f)
+        data = json.loads(read_text(path))
     except OSError as e:
         raise CompileError(Diagnostic(f"cannot read the register table: {e.strerror}", path)) from None
     except ValueError as e:
