@@ -22,12 +22,28 @@ def read_text(path: str, encoding: str = "utf-8", limit: int = MAX_BYTES) -> str
 def read_bytes(path: str, limit: int = MAX_BYTES) -> bytes:
     """The bytes of file `path`, with `read_text`'s limits."""
     with open(path, "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise OSError(errno.EINVAL, "not a regular file (a device or a socket: its text has no end)", path)
+        check_kind(os.fstat(f.fileno()), path, limit)
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB, more than irfuse reads of such a file", path)
+        raise _too_large(path, limit)
     return data
+
+
+def check_readable(path: str, limit: int = MAX_BYTES) -> None:
+    """`read_bytes`'s checks without reading (for a reader of its own, which a pipe's bytes
+    must still reach): what `os.stat` tells, a regular file's size included."""
+    check_kind(os.stat(path), path, limit)
+
+
+def check_kind(status: os.stat_result, path: str, limit: int) -> None:
+    mode = status.st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise OSError(errno.EINVAL, "not a regular file (a device or a socket: its text has no end)", path)
+    if stat.S_ISREG(mode) and status.st_size > limit:
+        raise _too_large(path, limit)
+
+
+def _too_large(path: str, limit: int) -> OSError:
+    return OSError(errno.EFBIG, f"larger than {limit >> 20} MiB, more than irfuse reads of such a file", path)

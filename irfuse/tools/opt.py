@@ -23,6 +23,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 import irfuse.universe  # noqa: F401 -- the dialects, passes and target, the op library and its checker
 from irfuse._version import __version__
+from irfuse.artifact.user_files import check_readable
 from irfuse.diagnostics import CompileError, IrfuseError, located, print_diagnostics
 from irfuse.dialects.context import LocatingParser
 from irfuse.dialects.element_types import ELEMENT_TYPES, element_type, set_module_element_type
@@ -105,6 +106,9 @@ class IrfuseOptMain(xDSLOptMain):
         """As xDSL's, and `-` (or no file) is standard input, whose language is told from its
         text when `-f` does not say: KAS starts with a declaration or `input`, IR does not."""
         if self.args.input_file not in (None, "-"):
+            # (a device such as /dev/zero would be read to its end: the file is checked here
+            # with the limits of every file a user names, `artifact.user_files`)
+            check_readable(self.args.input_file)
             return super().get_input_stream()
         self.args.input_file = None
         data = sys.stdin.buffer.read()
