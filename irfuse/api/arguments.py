@@ -90,7 +90,7 @@ def host_array(what: str, value: object, dtype: np.dtype | None = None) -> np.nd
     kind = type(value)
     if kind.__module__ == "builtins":
         raise UsageError(f"{what} is a {kind.__qualname__}, not an array")
-    # (a type of a module named with it: "an array.array", a memoryview's exporter's own)
+    # (another module's type named with its module: `array.array` read "a array, not an array")
     raise UsageError(f"{what} is of type {kind.__module__}.{kind.__qualname__}, not an array (NumPy, or a GPU array)")
 
 

@@ -36,6 +36,7 @@ def check_readable(path: str, limit: int = MAX_BYTES) -> None:
 
 
 def check_kind(status: os.stat_result, path: str, limit: int) -> None:
+    """`OSError` unless `status` is a regular file of at most `limit` bytes or a pipe."""
     mode = status.st_mode
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
