@@ -98,21 +98,8 @@ def function_source(function) -> Source:
     # and its `@irfuse.derivative` decorators, which the driver applies after: without them a
     # decorator changed (jvp to vjp) or taken away kept the program of the one before, in the
     # process and in the disk cache
-    lines = "".join(f"\n// {_derivative_line(d)}" for d in front.derivatives)
+    lines = "".join(f"\n// {d.kas_line()}" for d in front.derivatives)
     return Source(module_text(front.module) + lines, f"{function.__qualname__} (Python)", function, False, front)
-
-
-def _derivative_line(d) -> str:
-    """A `derivative` decorator as KAS writes the line (`frontend.syntax.Derivative`)."""
-    parts = ["derivative", d.mode.text]
-    if d.of is not None:
-        parts += ["of", d.of.text]
-    parts += ["wrt", ", ".join(n.text for n in d.wrt)]
-    if d.prefix is not None:
-        parts += ["prefix", d.prefix.text]
-    if d.loops is not None:
-        parts += ["loops", d.loops.text]
-    return " ".join(parts) + ";"
 
 
 def module_source(module, filename: str | None, who: str) -> Source:

@@ -198,6 +198,19 @@ class Derivative:
     of: Name | None = None  # grad: the output differentiated
     loops: Name | None = None
 
+    def kas_line(self) -> str:
+        """The line as KAS writes it (a Python function's `@irfuse.derivative` decorator spelled
+        so for its program's key)."""
+        parts = ["derivative", self.mode.text]
+        if self.of is not None:
+            parts += ["of", self.of.text]
+        parts += ["wrt", ", ".join(n.text for n in self.wrt)]
+        if self.prefix is not None:
+            parts += ["prefix", self.prefix.text]
+        if self.loops is not None:
+            parts += ["loops", self.loops.text]
+        return " ".join(parts) + ";"
+
 
 @record
 class Program:

@@ -16,7 +16,7 @@ import numpy as np
 from irfuse.diagnostics import UsageError, is_whole
 from irfuse.mesh.on_gpu import checked_on_gpu, gpu_tensor, inverse_on_gpu
 from irfuse.mesh.on_gpu import on_device as on_gpu_device
-from irfuse.mesh.order import check_connectivity, check_node_count, node_numbers
+from irfuse.mesh.order import check_connectivity, check_node_count
 from irfuse.mesh.scatter import ScatterInverse, scatter_order
 
 
@@ -60,10 +60,10 @@ class Connectivity:
 
             torch.cuda.synchronize(checked.device)  # (made before any stream of irfuse's reads it)
         else:
-            checked = check_connectivity(np.array(node_numbers("conn", conn), order="C"), self.nodes)
+            checked = check_connectivity(conn, self.nodes)
             if checked.size >= 2**31:
                 raise UsageError(f"Connectivity: {checked.size} entries; a scatter adds fewer than 2^31")
-            self._conn = np.ascontiguousarray(checked, dtype=np.int32)
+            self._conn = np.array(checked, dtype=np.int32, order="C")  # (a copy, whatever the type given)
             self._conn.flags.writeable = False
             self._inverse = scatter_order(self._conn, self.nodes)
             for a in self._inverse:
