@@ -241,8 +241,23 @@ def _shape_first(name: str, result: str, args: list[str]) -> list[str]:
     return ['"' + "x".join(map(str, _shape(result))) + '"', *args] if name == "reshape" else args
 
 
-def _family_signatures(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
+# (types, the families by name and object) -> `_family_signatures`'s answer: a pure function of
+# both, asked by every random element and mesh program (instantiating each family on every
+# tuple of types took 50-110 ms a program, more than the rest of the generator).
+_SIGNATURES: dict[tuple, tuple[tuple[str, tuple[str, ...], str], ...]] = {}
+
+
+def _family_signatures(types: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...], str], ...]:
     """(family, operand types, result type) of every generic op on these types, masks aside."""
+    from irfuse.library.families import FAMILIES
+
+    key = (types, tuple((name, id(fam)) for name, fam in FAMILIES.items()))
+    if key not in _SIGNATURES:
+        _SIGNATURES[key] = tuple(_instances_on(types))
+    return _SIGNATURES[key]
+
+
+def _instances_on(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
     from itertools import product
 
     from irfuse.dialects.kas import kas_type_of_shape
