@@ -258,6 +258,7 @@ def _family_signatures(types: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ..
 
 
 def _instances_on(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
+    """`_family_signatures`'s answer, made: each family instantiated on each tuple of `types`."""
     from itertools import product
 
     from irfuse.dialects.kas import kas_type_of_shape
