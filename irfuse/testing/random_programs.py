@@ -29,6 +29,7 @@ connectivities, element code, scatters into nodal outputs).
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
@@ -241,24 +242,12 @@ def _shape_first(name: str, result: str, args: list[str]) -> list[str]:
     return ['"' + "x".join(map(str, _shape(result))) + '"', *args] if name == "reshape" else args
 
 
-# (types, the families by name and object) -> `_family_signatures`'s answer: a pure function of
-# both, asked by every random element and mesh program (instantiating each family on every
-# tuple of types took 50-110 ms a program, more than the rest of the generator).
-_SIGNATURES: dict[tuple, tuple[tuple[str, tuple[str, ...], str], ...]] = {}
-
-
+@functools.cache
 def _family_signatures(types: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...], str], ...]:
-    """(family, operand types, result type) of every generic op on these types, masks aside."""
-    from irfuse.library.families import FAMILIES
-
-    key = (types, tuple((name, id(fam)) for name, fam in FAMILIES.items()))
-    if key not in _SIGNATURES:
-        _SIGNATURES[key] = tuple(_instances_on(types))
-    return _SIGNATURES[key]
-
-
-def _instances_on(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
-    """`_family_signatures`'s answer, made: each family instantiated on each tuple of `types`."""
+    """(family, operand types, result type) of every generic op on these types, masks aside.
+    Asked by every random element and mesh program and the same for each (the families are
+    registered once, when `irfuse.library.families` is imported): found once a process, as
+    instantiating each family on every tuple of types took 50-110 ms a program."""
     from itertools import product
 
     from irfuse.dialects.kas import kas_type_of_shape
@@ -281,7 +270,7 @@ def _instances_on(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], st
             res = inst.result.spelling()
             if res in types or res == "mask":
                 out.append((name, ins, res))
-    return out
+    return tuple(out)
 
 
 def _stacks(types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
