@@ -1571,6 +1571,38 @@ def test_a_time_loop_on_gpu_tensors_gives_the_bits_of_its_steps_one_by_one():
     np.testing.assert_allclose(got.u1.cpu().numpy(), want.u1, rtol=1e-4, atol=1e-6)
 
 
+def test_an_entry_of_a_scatters_sums_read_per_node_on_the_gpu():
+    """`z = r[2]` of a scatter's sums (its node kernel keeping the one word it reads) and
+    `zeros(r)` (keeping none) on the GPU: host and CuPy arrays, ordered and atomic, against the
+    reference and the CPU backend's bits (both kernels were refused before)."""
+    import cupy
+
+    import irfuse
+    from irfuse.mesh import box_tetrahedra
+
+    src = """
+    nodal vector3 X, r, w; nodal scalar z, q; index4 conn; matrix4x3 Xe;
+    input X, conn;
+    q = X[1];
+    Xe = gather(X, conn);
+    Xe = scale(Xe, 2.0);
+    r = scatter(Xe, conn);
+    z = r[2];
+    return z, q;
+    """
+    X, conn = box_tetrahedra(6, numbering="random", seed=3)[:2]
+    X = np.random.default_rng(4).standard_normal(X.shape).astype(np.float32)
+    for text in (src, src.replace("z = r[2];", "w = zeros(r);").replace("return z, q;", "return w, q;")):
+        gpu, cpu = irfuse.compile(text, backend="cuda"), irfuse.compile(text, backend="cpu", profile="h100")
+        want = cpu(X, conn)
+        got = gpu(X, conn, verify=True)
+        on_gpu = gpu(cupy.asarray(X), cupy.asarray(conn), verify=True)
+        atomic = gpu(X, conn, scatter="atomic", verify=True)
+        for name, w, g, d in zip(gpu.outputs, want, got, on_gpu):
+            assert g.tobytes() == cupy.asnumpy(d).tobytes() == w.tobytes(), name
+        np.testing.assert_allclose(atomic[0], want[0], rtol=1e-5, atol=1e-5 * np.abs(want[0]).max())
+
+
 def test_the_node_pass_after_the_scatter_runs_in_the_kernel_adding_its_sums_on_the_gpu():
     """On GPU tensors the explicit step runs its fused stages (the pass over the nodes after the
     elements launched by the elements stage, adding each node's partials itself): the bits of

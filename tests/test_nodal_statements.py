@@ -323,3 +323,65 @@ def test_nodes_of_any_kind_are_refused_by_name_in_calls_made_again(step):
         for bad in (np.zeros((2, 2)), np.array([5]), True, 2.5, "5", 0, -1):
             with pytest.raises(UsageError, match="nodes= takes the mesh's number of nodes, a positive whole number"):
                 program(**given, nodes=bad)
+
+
+ENTRY_OF_SUMS = """
+nodal vector3 X, r; nodal scalar z, q; index4 conn; matrix4x3 Xe;
+input X, conn;
+q = X[1];
+Xe = gather(X, conn);
+Xe = scale(Xe, 2.0);
+r = scatter(Xe, conn);
+z = r[2];
+return z, q;
+"""
+
+
+@pytest.mark.parametrize("renderer", ["loop", "emulate"])
+def test_an_entry_of_a_nodal_value_is_nodal_and_a_node_kernel_keeps_the_sums_words_it_reads(renderer, monkeypatch):
+    """`z = r[2]` of a scatter's sums and `q = X[1]` of a nodal input are nodal statements (they
+    were refused, their value taken for one per element), in KAS and in Python; the kernel
+    adding r keeps the one word its reader takes, and a reader of no word (`zeros(r)`, as the
+    forward derivative of a value whose derivative is 0 holds, which `irfuse.linear_operator`
+    took of another output) none: both kernels were refused for their registers not
+    holding all of r's words. Against the sums made in NumPy, the generated CUDA run block by
+    block on the host too (`emulate`)."""
+    if renderer == "emulate":
+        monkeypatch.setenv("IRFUSE_CPU_RENDERER", "emulate")
+    X, conn = box_tetrahedra(3, numbering="random", seed=5)[:2]
+    X = np.random.default_rng(2).standard_normal(X.shape)
+    r = np.zeros_like(X)
+    np.add.at(r, conn, 2.0 * X[conn])
+
+    def twin(X: irfuse.Nodal[irfuse.Vector[3]], conn: irfuse.Index[4]):
+        r = irfuse.scatter(irfuse.gather(X, conn) * 2.0, conn)
+        return r[2], X[1]
+
+    kas = irfuse.compile(ENTRY_OF_SUMS, backend="cpu", dtype="f64")(X, conn, verify=True)
+    python = irfuse.compile(twin, backend="cpu", dtype="f64")(X, conn, verify=True)
+    np.testing.assert_allclose(kas.z, r[:, 2], rtol=1e-13, atol=1e-13)
+    assert kas.q.tobytes() == X[:, 1].copy().tobytes()
+    assert python.out0.tobytes() == kas.z.tobytes() and python.out1.tobytes() == kas.q.tobytes()
+    zeros = ENTRY_OF_SUMS.replace("nodal scalar z, q;", "nodal scalar q; nodal vector3 z;").replace(
+        "z = r[2];", "z = zeros(r);")
+    out = irfuse.compile(zeros, backend="cpu", dtype="f64")(X, conn, verify=True)
+    assert np.all(out.z == 0) and out.z.shape == X.shape
+    # d r2 / d X of a program whose other output r3 does not depend on X: the forward derivative
+    # returns d r3 = zeros(r3), read per node where r3's sums are added.
+    two = """
+nodal vector2 X2, r2; nodal vector3 Y, r3; index4 conn; matrix4x3 Ye; matrix4x2 Xe;
+input X2, Y, conn;
+Xe = gather(X2, conn);
+Ye = gather(Y, conn);
+Xe = cos(Xe);
+Ye = tanh(Ye);
+r3 = scatter(Ye, conn);
+r2 = scatter(Xe, conn);
+return r3, r2;
+"""
+    X2 = X[:, :2].copy()
+    operator = irfuse.linear_operator(irfuse.compile(two, backend="cpu", dtype="f64"), X2, X, conn, wrt="X2", of="r2")
+    v = np.random.default_rng(3).standard_normal(X2.shape)
+    Av = np.zeros_like(X2)
+    np.add.at(Av, conn, -np.sin(X2[conn]) * v[conn])
+    np.testing.assert_allclose(operator.matvec(v.reshape(-1)), Av.reshape(-1), rtol=1e-12, atol=1e-12)

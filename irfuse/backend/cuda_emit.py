@@ -712,11 +712,21 @@ class KernelEmitter:
             self.info.shared_values += 1
         else:
             self.declare_register(op.res)
-            ap, _, _ = self.pattern(op.res)
-            if sorted(ap.relative()) != list(range(size)):
+            ap, ap_bx, remap = self.pattern(op.res)
+            if remap or ap_bx != 1:
                 raise CompileError(f"kernel @{self.info.name}: the scatter's sums {op.source.name_hint} are read "
-                                   "one thread an element, whose registers hold all its words")
-            target = f"{self.reg_ref(op.res)}[irf_w]"
+                                   "one thread an element")
+            held = sorted(ap.relative())
+            if held != list(range(size)):
+                # Its readers take some of its words (`item_1_3`, `zeros_3`): each node's sums
+                # are still added whole, in order, and the thread keeps the words it holds.
+                _check_element_major(ap, ap_bx, self.by, size)
+                word = c_start(ap, ap_bx).replace("tx", "0").replace("ty", "0")
+                reg = self.reg_ref(op.res)
+                target = None
+                kept = " ".join(f"{reg}[{k}] = irf_acc[({word}) + {k}];" for k in held)
+            else:
+                target = f"{self.reg_ref(op.res)}[irf_w]"
         # (after the kernel's other leading loads are issued: their latency overlaps the sums')
         self.pending_sums.append(f"  // {self.names.get(op.res, 'v_')}: the scatter's sums {op.source.name_hint} "
                                  f"into {op.place.text()}: each node's partials added in the scatter order")
@@ -734,7 +744,8 @@ class KernelEmitter:
                      f"else {{ IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_rows[irf_u][irf_w] = 0; }} }} "
                      f"IRF_UNROLL for (int irf_u = 0; irf_u < {ahead}; ++irf_u) if (irf_j + irf_u < irf_end) {{ "
                      f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_acc[irf_w] += irf_rows[irf_u][irf_w]; }} }} "
-                     f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) {target} = irf_acc[irf_w]; }}")
+                     + (f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) {target} = irf_acc[irf_w]; }}"
+                        if target is not None else f"{kept} }}"))
         self.pending_sums.append(f"  {{ {self.each_element(self.guarded(self.bx, y, False, statement))} }}")
 
     def stage_runs(self, op: fuse.LoadOp, src: str, direct: str) -> None:

@@ -658,6 +658,11 @@ class IRGen:
             self.err(s.target, "a statement on nodal values stands at the program's top level, not in a loop or a "
                      "branch")
             return None
+        if isinstance(s.target, Index) and t in self.nodal:
+            self.err(s.target, f"'{t}[{s.target.index.text}]': an entry of the nodal '{t}' is not assigned on its own; "
+                     "a statement on nodal values gives a whole value",
+                     [f"build it whole from its entries, e.g. '{t} = stack(a, b, ...);'"])
+            return None
         if isinstance(s.target, Index) or t not in self.nodal:
             self.err(s.target, f"'{s.op.text}' of the nodal '{nodal_at.text}' gives one value per node, but "
                      f"'{t}' is not nodal", [f"declare it 'nodal {result.spelling()} {t};'"])
@@ -718,6 +723,8 @@ class IRGen:
         call = self.make_call(op, [array], a)
         call.res.name_hint = ssa_hint(f"{a.text}_at{k}")
         block.add_op(call)
+        if array in self.nodal_values:  # an entry of a nodal value is one per node too
+            self.nodal_values.add(call.res)
         return call.res
 
     def family_call(self, s: Call, env: dict, block: Block, target_type: KasType | None) -> None:

@@ -502,7 +502,7 @@ class _Translator:
         """A scatter's value is nodal; an op's (a nodal statement's) when it reads a nodal value."""
         op = call[0].text
         return op == "scatter" or (op != "gather" and not is_reduction(op, len(call[1])) and any(
-            isinstance(a, Name) and a.text in self.nodal for a in call[1]))
+            isinstance(a, (Name, Index)) and a.text in self.nodal for a in call[1]))
 
     def value_is_uniform(self, call: tuple[Name, list]) -> bool:
         """A reduction's value is uniform; an op's when all its operands are."""
@@ -859,8 +859,8 @@ class _Translator:
         for a in call[1]:
             if isinstance(a, Name) and a.text in self.connectivities:
                 raise self.error(node, f"the connectivity '{a.text}' is read only by irfuse.gather and irfuse.scatter")
-        nodal = next((a for a in call[1] if isinstance(a, Name) and a.text in self.nodal), None)
-        element = next((a for a in call[1] if isinstance(a, Name) and a.text not in self.nodal
+        nodal = next((a for a in call[1] if isinstance(a, (Name, Index)) and a.text in self.nodal), None)
+        element = next((a for a in call[1] if isinstance(a, (Name, Index)) and a.text not in self.nodal
                         and not self.is_uniform(a)), None)
         if nodal is not None and element is not None:
             raise self.error(node, f"'{element.text}' holds one value per element, but '{nodal.text}' one per node: an "

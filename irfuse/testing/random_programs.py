@@ -569,8 +569,9 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide:
     value of its K rows into a nodal output (values nothing read returned per element; a
     value scattered through both connectivities where they have the same K). About half the
     programs hold nodal statements (run per node): one before the gathers, whose value is
-    gathered instead of a nodal input's, and one after the scatters, of a scatter's sums (and
-    a nodal input or the uniform input; linear or not), returned as well (the sums it reads
+    gathered instead of a nodal input's, and one after the scatters, of a scatter's sums or
+    of one entry of them (and a nodal input or the uniform input; linear or not), returned as
+    well (the sums it reads
     at times not: then it runs in the kernel adding them), and at times gathered again (a
     second pass over the elements). Reductions (`sum`, `max`, `min`) of a
     nodal input and of a scatter's sums are returned at times. `wide`: one connectivity of
@@ -696,14 +697,25 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide:
         r = rng.choice(outputs)
         t = declared[r]
         same = [x for x, d in nodal if (f"vector{d}" if d else "scalar") == t]
-        z = new_var(t, "r")
-        lines.append(f"{z} = " + rng.choice([f"scale({r}, {uniform_input})", f"neg({r})", f"emul({r}, {r})",
-                                             f"tanh({r})", *(f"sub({r}, {x})" for x in same)]) + ";")
+        whole = rng.choice([f"scale({r}, {uniform_input})", f"neg({r})", f"emul({r}, {r})", f"tanh({r})",
+                            *(f"sub({r}, {x})" for x in same)])
+        entries = random.Random(seed * 1_000_003 + 11)  # (the entry reads' own draws)
+        if t.startswith("vector") and entries.random() < 0.3:
+            # One entry of the sums (`r[K]`, a nodal scalar): the kernel adding them keeps the
+            # words its reader takes (a copy of one word, or an op of it).
+            k = entries.randrange(int(t[6:]))
+            z = new_var("scalar", "r")
+            lines.append(f"{z} = " + entries.choice([f"{r}[{k}]", f"scale({r}[{k}], {uniform_input})",
+                                                      f"tanh({r}[{k}])"]) + ";")
+        else:
+            z = new_var(t, "r")
+            lines.append(f"{z} = {whole};")
         outputs.append(z)
         if rng.random() < 0.5:  # the sums read only there: the statement runs in the kernel adding them
             outputs.remove(r)
         if rng.random() < 0.3:  # gathered again: a second pass over the elements
             c, k = rng.choice(conns)
+            t = declared[z]
             g = new_var(f"matrix{k}x{t[6:]}" if t.startswith("vector") else f"vector{k}", "g")
             w = new_var(declared[g])
             lines += [f"{g} = gather({z}, {c});", f"{w} = scale({g}, {uniform_input});"]
