@@ -317,6 +317,32 @@ def test_a_returned_entry_is_that_entry_not_its_value():
     assert np.array_equal(got.out0, A[:, 0, 1]) and np.array_equal(got.out1, A[:, 2]) and np.array_equal(got.r, A[:, 0])
 
 
+def test_an_entry_of_a_nodal_value_is_nodal_and_an_entry_is_reduced_as_itself():
+    """`r[2]` of a scatter's sums and `X[1]` of a nodal input are nodal values (they were taken
+    for values per element and refused), gathered again once named; `irfuse.sum(v[0])` and
+    `irfuse.max(X[2])` reduce the entry (the KAS front end reduced the whole array, a type it
+    then refused). Against NumPy."""
+    from irfuse.mesh import box_tetrahedra
+
+    def entries(X: irfuse.Nodal[irfuse.Vector[3]], conn: irfuse.Index[4], v: irfuse.Vector[3]):
+        r = irfuse.scatter(irfuse.gather(X, conn), conn)
+        q = X[1] * r[2]
+        s = irfuse.scatter(irfuse.gather(q, conn), conn)
+        return s, irfuse.sum(v[0]), irfuse.max(X[2])
+
+    X, conn = box_tetrahedra(2, numbering="random", seed=1)[:2]
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal(X.shape)
+    v = rng.standard_normal((len(conn), 3))
+    got = irfuse.compile(entries, backend="cpu", dtype="f64")(X, conn, v, verify=True)
+    r = np.zeros_like(X)
+    np.add.at(r, conn, X[conn])
+    s = np.zeros(len(X))
+    np.add.at(s, conn, (X[:, 1] * r[:, 2])[conn])
+    np.testing.assert_allclose(got.s, s, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose([got.out1, got.out2], [v[:, 0].sum(), X[:, 2].max()], rtol=1e-12)
+
+
 def _renderings():
     from irfuse.testing.random_programs import random_element_program, random_mesh_program, random_program
 

@@ -912,7 +912,8 @@ class IRGen:
         if isinstance(a, Number):
             self.err(a, f"'{kind}' reduces a per-element value over the batch, not the number {a.text}")
             return
-        v = self.lookup(env, a)
+        # (an entry, `sum(v[0])`, is its `item` call's value: the array itself was reduced before)
+        v = self.entry(a, env, block) if isinstance(a, Index) else self.lookup(env, a)
         target_type = self.types.get(s.target.text)
         if target_type is None:
             spelling = v.type.spelling() if v is not None else "scalar"  # type: ignore[attr-defined]

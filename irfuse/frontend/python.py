@@ -830,6 +830,10 @@ class _Translator:
             raise self.error(node, f"the second operand of irfuse.{kind} is a connectivity (a parameter annotated "
                                    "irfuse.Index[K])")
         k = self.types[conn.text][0]
+        if isinstance(value, Index):
+            raise self.error(node, f"irfuse.{kind} moves a whole value, not the entry "
+                                   f"'{value.text}[{value.index.text}]': name it first ('q = {value.text}"
+                                   f"[{value.index.text}]', then irfuse.{kind}(q, {conn.text}))")
         if not isinstance(value, Name) or value.text in self.connectivities:
             raise self.error(node, f"irfuse.{kind} moves a value of the program, not {getattr(value, 'text', value)!r}")
         shape = self.shape_of(value)

@@ -114,6 +114,16 @@ def nodal_and_element_values_in_one_op(X: irfuse.Nodal[Vector[3]], y: Vector[3],
     return Y
 
 
+def gather_of_an_entry(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
+    qe = irfuse.gather(X[1], conn)  # refused: irfuse.gather moves a whole value, not the entry 'X[1]'
+    return irfuse.scatter(qe, conn)
+
+
+def entry_of_a_nodal_value_with_an_element_value(X: irfuse.Nodal[Vector[3]], y: Scalar, conn: irfuse.Index[4]):
+    z = X[1] + y  # refused: 'y' holds one value per element, but 'X' one per node
+    return z
+
+
 def nodal_statement_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4], s: irfuse.Uniform[Scalar]):
     Xe = irfuse.gather(X, conn)
     r = irfuse.scatter(Xe, conn)
