@@ -87,6 +87,24 @@ def test_numbers_beyond_the_element_type_are_refused_where_written():
         irfuse.compile(SOURCE, backend="cpu")(np.ones((2, 3, 3), np.float32), np.eye(3, dtype=np.float32), 1e39)
 
 
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_float32_programs_numbers_are_checked_as_its_kernels_read_them(fixed):
+    """sqrt(x - c) with c = 0.7 fixed when compiling (or the literal 0.7) in float32, at x the
+    float32 of 0.7 (below 0.7): the kernels read c's float32, so x - c is 0 and the result 0.
+    The check (`verify=True`, the differential tests' reference) took c in float64, x - c a
+    negative number and its square root NaN, and refused the right result (found by the
+    fuzzer: random program seed 730003, its float32 plan with the uniform input fixed)."""
+    src = "scalar x, y; uniform scalar c;\ninput x, c;\ny = ssub(x, c);\ny = ssqrt(y);\nreturn y;\n"
+    if fixed:
+        prog = irfuse.compile(src, backend="cpu", dtype="f32", constants={"c": 0.7})
+    else:
+        prog = irfuse.compile(src.replace("input x, c;", "input x;").replace("ssub(x, c)", "ssub(x, 0.7)"),
+                              backend="cpu", dtype="f32")
+    x = np.array([0.7, 0.9, 0.2], np.float32)
+    got = prog(x, verify=True).y
+    assert got[0] == 0 and got[1] == np.sqrt(np.float32(0.9) - np.float32(0.7)) and np.isnan(got[2])
+
+
 def test_an_index_input_cannot_be_fixed():
     src = "nodal scalar u, y;\nindex4 conn;\nvector4 ue;\ninput u, conn;\nue = gather(u, conn);\ny = scatter(ue, conn);\nreturn y;\n"
     with pytest.raises(UsageError, match="'conn' is an index input"):

@@ -157,7 +157,7 @@ def _call_operands(op: CallOp, env: dict[SSAValue, np.ndarray], n: int) -> list[
 def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | None = None,
                   library: Library | None = None, dtype=np.float64, by_entries: bool = False,
                   perturb: tuple[float, int] | None = None, sum_by: int = 1,
-                  nodes: int | None = None) -> dict[str, np.ndarray]:
+                  nodes: int | None = None, numbers=None) -> dict[str, np.ndarray]:
     """Executes the program on the inputs in `dtype` (float64 by default): each op's
     definition evaluated on the whole batch (`OpDef.reference`), or with `by_entries` through
     its per-entry trees, the generated code's arithmetic in its order (`op_evaluation`).
@@ -167,7 +167,10 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
     `sum_by` elements per block). A gather reads node rows through its connectivity; a
     scatter adds each node's rows in ascending (element, position) order (the kernels'), its
     perturbed sum moved by up to what that order may round. `nodes`: the mesh's node count
-    (by default its nodal inputs' length)."""
+    (by default its nodal inputs' length). `numbers`: the element type the program's literals
+    and tables (`constants=`) are rounded to first, as its kernels read them (a number given
+    at a call is one of that type too): a float32 program's v - 0.3 is 0 where v is 0.3's
+    float32, not a negative number whose square root is NaN."""
     rng = np.random.default_rng(perturb[1]) if perturb else None
     lib = library or default_library()
     n = batch_size(inputs, program) if n is None else n
@@ -189,9 +192,10 @@ def run_reference(program: ProgramOp, inputs: dict[str, np.ndarray], n: int | No
                     noise = rng.random(env[op.res].shape, dtype=np.float32) * 2 - 1
                     env[op.res] = env[op.res] * (1 + perturb[0] * noise)
             elif isinstance(op, ConstantOp):
-                env[op.res] = np.asarray(op.number, dtype=dtype)
+                env[op.res] = np.asarray(np.asarray(op.number, dtype=numbers or dtype), dtype=dtype)
             elif isinstance(op, TableOp):
-                env[op.res] = np.asarray(op.numbers, dtype=dtype).reshape(op.res.type.shape)  # type: ignore
+                env[op.res] = np.asarray(np.asarray(op.numbers, dtype=numbers or dtype), dtype=dtype).reshape(
+                    op.res.type.shape)  # type: ignore[attr-defined]
             elif isinstance(op, GatherOp):
                 env[op.res] = _gathered(env[op.nodal], env[op.index])
             elif isinstance(op, ScatterOp):
@@ -252,7 +256,8 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
     those)."""
     if any(isinstance(op, LoopOp) for op in program.walk()):
         return None
-    u = float(np.finfo(element_type(dtype).numpy).eps) / 2
+    et = element_type(dtype).numpy
+    u = float(np.finfo(et).eps) / 2
     lib = library or default_library()
     n = batch_size(inputs, program) if n is None else n
     nodes = mesh_nodes(program, inputs, nodes)
@@ -271,11 +276,14 @@ def rounding_bounds(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: st
                 rows = nodes if op.res in per_node else n
                 v, e = bounded_by_entries(opdef, _call_operands(op, val, rows), _call_operands(op, err, rows), u)
                 val[op.res], err[op.res] = (v[0], e[0]) if is_uniform(op.res) else (v, e)
+            # (a literal's or a table's numbers as the kernels read them, rounded to the element
+            # type; their allowance kept, as before)
             elif isinstance(op, ConstantOp):
-                val[op.res] = np.asarray(op.number, dtype=np.float64)
+                val[op.res] = np.asarray(np.asarray(op.number, dtype=et), dtype=np.float64)
                 err[op.res] = np.asarray(u * abs(op.number))
             elif isinstance(op, TableOp):
-                val[op.res] = np.asarray(op.numbers, dtype=np.float64).reshape(op.res.type.shape)  # type: ignore
+                val[op.res] = np.asarray(np.asarray(op.numbers, dtype=et), dtype=np.float64).reshape(
+                    op.res.type.shape)  # type: ignore[attr-defined]
                 err[op.res] = u * np.abs(val[op.res])
             elif isinstance(op, GatherOp):
                 val[op.res] = _gathered(val[op.nodal], val[op.index])
@@ -328,7 +336,7 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
     unknown: the widest allowance); `nodes`: the mesh's node count (see `run_reference`)."""
     et = element_type(dtype)
     nodes = mesh_nodes(program, inputs, nodes)
-    ref64 = run_reference(program, inputs, n, nodes=nodes)
+    ref64 = run_reference(program, inputs, n, nodes=nodes, numbers=et.numpy)
     # What an honest evaluation in the run's precision loses depends on the order of its
     # operations: the kernels' order, the trees' (a matrix product's own order can depart
     # from it by O(1) where the iteration is chaotic). In float64 the two references differ by
@@ -369,8 +377,8 @@ def run_references(program: ProgramOp, inputs: dict[str, np.ndarray], dtype: str
         eps = float(np.finfo(et.numpy).eps) / 2
         with np.errstate(all="ignore"):  # an overflow on the way is judged by the verification
             samples = [run_reference(program, inputs, n, dtype=et.numpy, nodes=nodes)]
-            samples += [run_reference(program, inputs, n, perturb=(eps, seed), sum_by=sum_by, nodes=nodes)
-                        for seed in range(MONTE_CARLO_SAMPLES)]
+            samples += [run_reference(program, inputs, n, perturb=(eps, seed), sum_by=sum_by, nodes=nodes,
+                                      numbers=et.numpy) for seed in range(MONTE_CARLO_SAMPLES)]
         for other in samples:
             for name, a in run.items():
                 o, w = other[name], ref64[name]
