@@ -571,12 +571,11 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide:
     programs hold nodal statements (run per node): one before the gathers, whose value is
     gathered instead of a nodal input's, and one after the scatters, of a scatter's sums or
     of one entry of them (and a nodal input or the uniform input; linear or not), returned as
-    well (the sums it reads
-    at times not: then it runs in the kernel adding them), and at times gathered again (a
-    second pass over the elements). Reductions (`sum`, `max`, `min`) of a
-    nodal input and of a scatter's sums (or of one entry of them) are returned at times. `wide`: one connectivity of
-    65 to 256 nodes an element (`WIDE_KS`: elements of high order) instead, every sixth seed
-    257 or 343 (`PAST_GROUP_KS`)."""
+    well (the sums it reads at times not: then it runs in the kernel adding them), and at
+    times gathered again (a second pass over the elements). Reductions (`sum`, `max`, `min`)
+    of a nodal input and of a scatter's sums (or of one entry of them) are returned at times.
+    `wide`: one connectivity of 65 to 256 nodes an element (`WIDE_KS`: elements of high order)
+    instead, every sixth seed 257 or 343 (`PAST_GROUP_KS`)."""
     rng = random.Random(seed)
     ks = [rng.choice(WIDE_KS)] if wide else rng.sample((2, 3, 4), k=rng.choice((1, 1, 2)))
     if wide and seed % 6 == 5:
