@@ -1577,22 +1577,15 @@ def test_an_entry_of_a_scatters_sums_read_per_node_on_the_gpu():
     reference and the CPU backend's bits (both kernels were refused before)."""
     import cupy
 
+    from test_nodal_statements import ENTRY_OF_SUMS as src
+
     import irfuse
     from irfuse.mesh import box_tetrahedra
 
-    src = """
-    nodal vector3 X, r, w; nodal scalar z, q; index4 conn; matrix4x3 Xe;
-    input X, conn;
-    q = X[1];
-    Xe = gather(X, conn);
-    Xe = scale(Xe, 2.0);
-    r = scatter(Xe, conn);
-    z = r[2];
-    return z, q;
-    """
     X, conn = box_tetrahedra(6, numbering="random", seed=3)[:2]
     X = np.random.default_rng(4).standard_normal(X.shape).astype(np.float32)
-    for text in (src, src.replace("z = r[2];", "w = zeros(r);").replace("return z, q;", "return w, q;")):
+    zeros = src.replace("nodal scalar z, q;", "nodal scalar q; nodal vector3 z;").replace("z = r[2];", "z = zeros(r);")
+    for text in (src, zeros):
         gpu, cpu = irfuse.compile(text, backend="cuda"), irfuse.compile(text, backend="cpu", profile="h100")
         want = cpu(X, conn)
         got = gpu(X, conn, verify=True)

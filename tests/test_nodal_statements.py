@@ -325,6 +325,7 @@ def test_nodes_of_any_kind_are_refused_by_name_in_calls_made_again(step):
                 program(**given, nodes=bad)
 
 
+# An entry of a scatter's sums and of a nodal input read per node (also `tests/test_gpu.py`'s).
 ENTRY_OF_SUMS = """
 nodal vector3 X, r; nodal scalar z, q; index4 conn; matrix4x3 Xe;
 input X, conn;
