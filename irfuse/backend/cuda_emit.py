@@ -708,7 +708,8 @@ class KernelEmitter:
         y = self.element("ty")
         if op.place.is_shared:
             span, off = op.place.pitch.data or size, op.place.offset.data
-            target = f"smem[{off} + {y} * {span} + irf_w]"
+            store = (f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) "
+                     f"smem[{off} + {y} * {span} + irf_w] = irf_acc[irf_w];")
             self.info.shared_values += 1
         else:
             self.declare_register(op.res)
@@ -716,17 +717,15 @@ class KernelEmitter:
             if remap or ap_bx != 1:
                 raise CompileError(f"kernel @{self.info.name}: the scatter's sums {op.source.name_hint} are read "
                                    "one thread an element")
-            held = sorted(ap.relative())
+            held, reg = sorted(ap.relative()), self.reg_ref(op.res)
             if held != list(range(size)):
                 # Its readers take some of its words (`item_1_3`, `zeros_3`): each node's sums
                 # are still added whole, in order, and the thread keeps the words it holds.
                 _check_element_major(ap, ap_bx, self.by, size)
                 word = c_start(ap, ap_bx).replace("tx", "0").replace("ty", "0")
-                reg = self.reg_ref(op.res)
-                target = None
-                kept = " ".join(f"{reg}[{k}] = irf_acc[({word}) + {k}];" for k in held)
+                store = " ".join(f"{reg}[{k}] = irf_acc[({word}) + {k}];" for k in held)
             else:
-                target = f"{self.reg_ref(op.res)}[irf_w]"
+                store = f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) {reg}[irf_w] = irf_acc[irf_w];"
         # (after the kernel's other leading loads are issued: their latency overlaps the sums')
         self.pending_sums.append(f"  // {self.names.get(op.res, 'v_')}: the scatter's sums {op.source.name_hint} "
                                  f"into {op.place.text()}: each node's partials added in the scatter order")
@@ -744,8 +743,7 @@ class KernelEmitter:
                      f"else {{ IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_rows[irf_u][irf_w] = 0; }} }} "
                      f"IRF_UNROLL for (int irf_u = 0; irf_u < {ahead}; ++irf_u) if (irf_j + irf_u < irf_end) {{ "
                      f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) irf_acc[irf_w] += irf_rows[irf_u][irf_w]; }} }} "
-                     + (f"IRF_UNROLL for (int irf_w = 0; irf_w < {size}; ++irf_w) {target} = irf_acc[irf_w]; }}"
-                        if target is not None else f"{kept} }}"))
+                     f"{store} }}")
         self.pending_sums.append(f"  {{ {self.each_element(self.guarded(self.bx, y, False, statement))} }}")
 
     def stage_runs(self, op: fuse.LoadOp, src: str, direct: str) -> None:

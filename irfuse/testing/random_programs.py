@@ -692,20 +692,19 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide:
         out = new_var(f"vector{t.split('x')[-1]}" if t.startswith("matrix") else "scalar", "r")
         lines.append(f"{out} = scatter({g}, {c});")
         outputs.append(out)
-    entries = random.Random(seed * 1_000_003 + 11)  # (the entry reads' own draws)
     if per_node:  # a nodal statement on a scatter's sums
         r = rng.choice(outputs)
         t = declared[r]
         same = [x for x, d in nodal if (f"vector{d}" if d else "scalar") == t]
         whole = rng.choice([f"scale({r}, {uniform_input})", f"neg({r})", f"emul({r}, {r})", f"tanh({r})",
                             *(f"sub({r}, {x})" for x in same)])
-        if t.startswith("vector") and entries.random() < 0.3:
+        if t.startswith("vector") and reads.random() < 0.3:
             # One entry of the sums (`r[K]`, a nodal scalar): the kernel adding them keeps the
             # words its reader takes (a copy of one word, or an op of it).
-            k = entries.randrange(int(t[6:]))
+            k = reads.randrange(int(t[6:]))
             z = new_var("scalar", "r")
-            lines.append(f"{z} = " + entries.choice([f"{r}[{k}]", f"scale({r}[{k}], {uniform_input})",
-                                                      f"tanh({r}[{k}])"]) + ";")
+            lines.append(f"{z} = " + reads.choice([f"{r}[{k}]", f"scale({r}[{k}], {uniform_input})",
+                                                    f"tanh({r}[{k}])"]) + ";")
         else:
             z = new_var(t, "r")
             lines.append(f"{z} = {whole};")
@@ -724,8 +723,8 @@ def random_mesh_program(seed: int, calls: int, for_tangents: bool = False, wide:
         kind = rng.choice(("sum", "max", "min"))
         x = rng.choice([x for x, _ in nodal] + [o for o in outputs if o.startswith("r")])
         t = declared.get(x) or next(f"vector{d}" if d else "scalar" for y, d in nodal if y == x)
-        if t.startswith("vector") and entries.random() < 0.3:  # of one entry (`sum(x[K])`)
-            x, t = f"{x}[{entries.randrange(int(t[6:]))}]", "scalar"
+        if t.startswith("vector") and reads.random() < 0.3:  # of one entry (`sum(x[K])`)
+            x, t = f"{x}[{reads.randrange(int(t[6:]))}]", "scalar"
         s = new_var(t, "s")
         lines.append(f"{s} = {kind}({x});")
         outputs.append(s)
