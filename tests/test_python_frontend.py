@@ -51,12 +51,16 @@ def test_a_python_mesh_program_with_infix_forms_runs_and_matches_the_kas_example
 
 
 def test_mesh_annotations_and_calls_outside_a_program_are_refused():
-    with pytest.raises(TypeError, match="irfuse.Nodal takes irfuse.Scalar or irfuse.Vector"):
+    with pytest.raises(irfuse.UsageError, match="irfuse.Nodal takes irfuse.Scalar or irfuse.Vector"):
         irfuse.Nodal[irfuse.Matrix[3, 3]]
-    with pytest.raises(TypeError, match="irfuse.Nodal takes"):
+    with pytest.raises(irfuse.UsageError, match="irfuse.Nodal takes"):
         irfuse.Nodal[irfuse.Uniform[irfuse.Scalar]]
-    with pytest.raises(TypeError, match="irfuse.Index takes the number of nodes per element"):
+    with pytest.raises(irfuse.UsageError, match="irfuse.Index takes the number of nodes per element"):
         irfuse.Index[0]
+    with pytest.raises(irfuse.UsageError, match="irfuse.Uniform takes a value type"):
+        irfuse.Uniform[irfuse.Vector]
+    with pytest.raises(irfuse.UsageError, match=r"irfuse.Vector\[...\] takes 1 positive integers, not \(True,\)"):
+        irfuse.Vector[True]  # (a bool is an int to Python, not a size)
     with pytest.raises(irfuse.UsageError, match="call it inside an @irfuse.program function"):
         irfuse.gather(np.zeros((3, 3)), np.zeros((1, 4), np.int32))
     assert repr(irfuse.Nodal[irfuse.Vector[3]]) == "irfuse.Nodal[irfuse.Vector[3]]" and repr(irfuse.Index[4]) == \

@@ -117,7 +117,7 @@ class _Family:
 
     def __getitem__(self, dims) -> ValueType:
         dims = dims if isinstance(dims, tuple) else (dims,)
-        if len(dims) not in self.ranks or not all(isinstance(d, int) and d >= 1 for d in dims):
+        if len(dims) not in self.ranks or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
             want = " or ".join(f"{len(r)} positive integers" for r in ((0,) * k for k in self.ranks))
             raise UsageError(f"irfuse.{self.name}[...] takes {want}, not {dims!r}")
         if max(dims, default=1) > MAX_DIM or math.prod(dims) > MAX_VALUE_WORDS:
@@ -145,7 +145,7 @@ class UniformType(ValueType):
 class _Uniform:
     def __getitem__(self, t) -> UniformType:
         if not isinstance(t, ValueType) or isinstance(t, UniformType):
-            raise TypeError(f"irfuse.Uniform takes a value type (irfuse.Scalar, irfuse.Matrix[3, 3], ...), not {t!r}")
+            raise UsageError(f"irfuse.Uniform takes a value type (irfuse.Scalar, irfuse.Matrix[3, 3], ...), not {t!r}")
         return UniformType(t.shape, t.mask)
 
     def __repr__(self) -> str:
@@ -170,7 +170,7 @@ class _Nodal:
     def __getitem__(self, t) -> NodalType:
         if not isinstance(t, ValueType) or isinstance(t, (UniformType, NodalType, ConnectivityType)) or t.mask \
                 or len(t.shape) > 1:
-            raise TypeError(f"irfuse.Nodal takes irfuse.Scalar or irfuse.Vector[D] (one value per node), not {t!r}")
+            raise UsageError(f"irfuse.Nodal takes irfuse.Scalar or irfuse.Vector[D] (one value per node), not {t!r}")
         return NodalType(t.shape)
 
     def __repr__(self) -> str:
@@ -196,7 +196,7 @@ class ConnectivityType(ValueType):
 class _Index:
     def __getitem__(self, k) -> ConnectivityType:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise TypeError(f"irfuse.Index takes the number of nodes per element (a positive integer), not {k!r}")
+            raise UsageError(f"irfuse.Index takes the number of nodes per element (a positive integer), not {k!r}")
         return ConnectivityType((k,))
 
     def __repr__(self) -> str:
@@ -391,6 +391,13 @@ class _Translator:
         fdef = self.tree.body[0]
         if not isinstance(fdef, ast.FunctionDef):
             raise self.error(fdef, "@irfuse.program applies to a function (def), not to this")
+        # Python names may be any Unicode identifier; a program's are KAS's (they name the IR's
+        # values and the emitted code's variables), so another is refused where it first occurs.
+        for node in ast.walk(fdef):
+            text = node.arg if isinstance(node, ast.arg) else node.id if isinstance(node, ast.Name) else None
+            if text is not None and not text.isascii():
+                raise self.error(node, f"'{text}': a program's names are ASCII letters, digits and '_' "
+                                       "(those of KAS): rename it")
         try:
             hints = typing.get_type_hints(self.fn)
         except Exception as e:

@@ -188,3 +188,14 @@ def number_past_float64(A: Matrix[3, 3]):
 def annotation_and_value_disagree(A: Matrix[3, 3]):
     B: Scalar = A + A  # refused: 'B' was a scalar and would become a matrix3x3
     return B
+
+
+def name_not_in_ascii(A: Matrix[3, 3]):
+    Ä = A + A  # refused: 'Ä': a program's names are ASCII letters, digits and '_'
+    return Ä
+
+
+def parameter_name_not_in_ascii(A: Matrix[3, 3],
+                                σ: Scalar):  # refused: 'σ': a program's names are ASCII letters
+    B = A * σ
+    return B
