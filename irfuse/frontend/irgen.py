@@ -640,6 +640,13 @@ class IRGen:
         per-element and uniform ones into a variable that is not nodal."""
         t = s.target.text
         nodal_at = next((a for a, v in zip(operands, args) if v in self.nodal_values), None)
+        nested = block is not self.top_block or self.index_values or self.branches or self.enclosing_trips
+        if nested and (nodal_at is not None or t in self.nodal):
+            # (first: in a loop a nodal variable's value is the loop's own, which is not nodal, and
+            # the message below would blame the value)
+            self.err(s.target, "a statement on nodal values stands at the program's top level, not in a loop or a "
+                     "branch")
+            return None
         if nodal_at is None:
             if t in self.nodal:
                 self.err(s.target, f"'{t}' is nodal, but its value here is not: a nodal variable holds a scatter's "
@@ -653,10 +660,6 @@ class IRGen:
             self.err(element_at, f"'{element_at.text}' holds one value per element, but '{nodal_at.text}' one per "
                      "node: a statement runs per element or per node", ["gather the nodal value into a per-element "
                                                                         "one first: 'Xe = gather(X, conn);'"])
-            return None
-        if block is not self.top_block or self.index_values or self.branches or self.enclosing_trips:
-            self.err(s.target, "a statement on nodal values stands at the program's top level, not in a loop or a "
-                     "branch")
             return None
         if isinstance(s.target, Index) and t in self.nodal:
             self.err(s.target, f"'{t}[{s.target.index.text}]': an entry of the nodal '{t}' is not assigned on its own; "
