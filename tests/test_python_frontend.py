@@ -14,6 +14,7 @@ from conftest import LONG, ROOT
 from irfuse.dialects.context import module_text
 from irfuse.frontend.irgen import compile_file
 from irfuse.frontend.python import compile_function
+from irfuse.testing.python_renderings import _canonical
 from python_programs import highorder, mesh, refused, seeds
 
 SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop",
@@ -139,7 +140,8 @@ def test_what_cannot_be_traced_is_refused_at_its_python_line(name):
         irfuse.compile(fn, backend="cpu")
     text = str(e.value)
     assert re.search(rf"{re.escape(refused.__file__)}:{line}:\d+: error: ", text), text
-    assert message in text
+    # (in the error's own words: the line quoted below them holds the marker's comment too)
+    assert message in text.split("\n")[0], text
     assert inspect.getsourcelines(fn)[0][line - inspect.getsourcelines(fn)[1]].strip() in text  # the line quoted
 
 
@@ -149,7 +151,7 @@ def test_kas_frontend_warnings_point_at_the_python_line():
         warnings.simplefilter("always")
         irfuse.compile(refused.unused_input, backend="cpu")
     found = [str(w.message) for w in caught if issubclass(w.category, irfuse.IrfuseWarning)]
-    assert any(f"{refused.__file__}:{line}:" in w and message in w for w in found), found
+    assert any(f"{refused.__file__}:{line}:" in w and message in w.split("\n")[0] for w in found), found
 
 
 def test_ops_outside_a_program_and_unknown_ops():
@@ -360,7 +362,9 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     generators: loops; branches, masks, arrays, entries and batch-wide values; gathers,
     scatters and nodal values) written again as Python functions (`irfuse.testing.
     python_renderings`), each as written, with the outputs' last statements moved into the
-    return (`return ops.f(a), r[1]`), with infix forms (`A @ B`, `s * A`, `-x`) and with
+    return (`return ops.f(a), r[1]`), with infix forms (`A @ B`, `s * A`, `-x`, `v / s`, `x ** p`)
+    and Python's spellings (`abs(x)`, `max(a, b)`, `a if m else b`, `+x`, `v[-1]`, the
+    module's numbers by name) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -380,6 +384,55 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
             found.append((source is kas and not inline and not infix, verdict))
     # (a test of the tracer as much as of the reference: most programs as written trace to their IR)
     assert sum(written and verdict == "alike" for written, verdict in found) >= len(seeds) // 2
+
+
+SCALE = 0.25
+LAST = 2
+
+
+def test_pythons_own_spellings_are_the_generic_ops_and_the_modules_numbers(monkeypatch):
+    """`x ** p`, `/` of any value by a scalar or one of its shape, `abs`, `max(a, b)`, `min(a, b)`,
+    `+x`, `a if m else b`, an entry counted from the end, and numbers bound in the function's
+    module or closure (`SCALE`, `math.pi`, read when it is compiled) are NumPy's meanings, the
+    same IR as the generic ops and literals they stand for."""
+    import math
+
+    k = 3.0
+
+    def spelled(A: irfuse.Matrix[2, 2], v: irfuse.Vector[3], w: irfuse.Vector[3], s: irfuse.Scalar):
+        B = +(A ** 2) / s
+        u = v / w
+        y = abs(s - 0.5) ** -1
+        z = max(v[-1], s) * SCALE - min(v[-LAST], k * math.pi)
+        t = z if s > 0.5 else -z
+        return B, u, y, t
+
+    def written(A: irfuse.Matrix[2, 2], v: irfuse.Vector[3], w: irfuse.Vector[3], s: irfuse.Scalar):
+        B = irfuse.ops.ediv(irfuse.ops.pow(A, 2), s)
+        u = irfuse.ops.ediv(v, w)
+        y = irfuse.ops.pow(irfuse.ops.abs(s - 0.5), -1)
+        z = irfuse.ops.max(v[2], s) * 0.25 - irfuse.ops.min(v[1], 3.0 * 3.141592653589793)
+        m = s > 0.5
+        t = irfuse.where(m, z, -z)
+        return B, u, y, t
+
+    prog = irfuse.compile(spelled, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(5)
+    A, v, w, s = rng.random((6, 2, 2)), rng.random((6, 3)), rng.random((6, 3)) + 0.5, rng.random(6) + 0.1
+    B, u, y, t = prog(A, v, w, s)
+    np.testing.assert_allclose(B, A ** 2 / s[:, None, None], rtol=1e-14)
+    np.testing.assert_allclose(u, v / w, rtol=1e-15)
+    np.testing.assert_allclose(y, np.abs(s - 0.5) ** -1.0, rtol=1e-14)
+    z = np.maximum(v[:, 2], s) * 0.25 - np.minimum(v[:, 1], 3.0 * math.pi)
+    np.testing.assert_allclose(t, np.where(s > 0.5, z, -z), rtol=1e-14)
+    ir = [compile_function(f).module for f in (spelled, written)]
+    texts = [_canonical(module_text(m), m.ops.first.outputs).replace("@written", "@spelled") for m in ir]
+    assert texts[0] == texts[1]
+    # The module's numbers are read when the function is compiled: another value, another program.
+    monkeypatch.setitem(spelled.__globals__, "SCALE", 0.5)
+    z = np.maximum(v[:, 2], s) * 0.5 - np.minimum(v[:, 1], 3.0 * math.pi)
+    np.testing.assert_allclose(irfuse.compile(spelled, backend="cpu", dtype="f64")(A, v, w, s).t, np.where(s > 0.5, z, -z),
+                               rtol=1e-14)
 
 
 def test_a_matrix_product_of_a_square_and_another_matrix_is_the_generic_one():

@@ -19,7 +19,10 @@ line and column. What the body may hold:
   or an op imported from `irfuse.ops`), or an infix form resolved by the operands' types
   to a catalogue op: `+` (sadd, vaddN, maddNN), `-` (ssub, vsubN, msubNN), unary `-`
   (sneg, vnegN, mnegNN), `*` (smul; svmulN and smmulNN with the scalar on either side),
-  `/` (sdiv), `@` (mmulNN, mvmulNN). Nested expressions get temporaries (`_t1`, ...);
+  `/` (sdiv; of another value by a scalar or one of its shape the generic `ediv`), `**` (the
+  generic `pow`), `@` (mmulNN, mvmulNN); unary `+` is its operand; Python's `abs(x)`,
+  `max(a, b)`, `min(a, b)` are the generic ops of those names; `a if m else b` is
+  `irfuse.where(m, a, b)`. Nested expressions get temporaries (`_t1`, ...);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
   function is defined), which becomes `loop N { ... }`; `for q in range(N):` whose body
   reads and assigns arrays at `x[q]` (the counter only as an index), `loop q N { ... }`;
@@ -33,7 +36,9 @@ line and column. What the body may hold:
   where no suffixed op is; every generic op is `irfuse.ops.NAME` (`irfuse.ops.det(J)`,
   `irfuse.ops.contract("q,qij->ij", w, eps)`);
 - `return a, b` (names or expressions), last; a docstring; `pass`;
-- numbers (`0.5`, `2`, `-1e-3`) as operands: uniform scalars (`A * 0.5` is smmulNN);
+- numbers (`0.5`, `2`, `-1e-3`, and names of the module or closure bound to an int or a
+  float, `SCALE`, `math.pi`, read when the function is compiled) as operands: uniform scalars
+  (`A * 0.5` is smmulNN); an entry's number may count from the end (`v[-1]`);
 - `irfuse.sum(x)`, `irfuse.max(x)`, `irfuse.min(x)`: reductions over the batch.
 
 A parameter annotated `irfuse.Uniform[T]` holds one value for the whole batch. A variable
@@ -65,6 +70,7 @@ import ast
 import inspect
 import linecache
 import math
+import numbers
 import textwrap
 import typing
 
@@ -276,8 +282,16 @@ class OpRef:
 
 # -- the translation ---------------------------------------------------------------------
 
-INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@"}
+INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@", ast.Pow: "**"}
+# Python's functions of values that name a generic op of the library (where the function's
+# module does not bind the name to something else): abs(x), max(a, b), min(a, b).
+BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _is_number(value) -> bool:
+    """An int or float of Python or NumPy, not a bool (which Python counts as an int)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
 
 
 def infix_family(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | None) -> tuple[str, bool] | None:
@@ -292,8 +306,8 @@ def infix_family(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | No
             return ("scale", False) if left else ("emul", False)
         if left == ():
             return ("scale", True)
-    if symbol == "/" and right == ():
-        return ("ediv", False) if not left else None
+    if symbol in ("/", "**") and (right == () or right == left):  # (entry by entry, NumPy's meaning)
+        return ("ediv" if symbol == "/" else "pow", False)
     if symbol == "@":
         if len(left) == 2 and len(right) == 2:
             return ("mmul", False)
@@ -371,6 +385,7 @@ class _Translator:
         self.temps = 0
         self.ready: dict[int, Name] = {}  # a long chain's inner links, traced before it (`left_chain`)
         self.tail: list[Statement] = []  # temporaries of return expressions
+        self.own: set[str] = set()  # (`translate`)
         self.scope = dict(fn.__globals__)
         if fn.__closure__:
             self.scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
@@ -398,6 +413,10 @@ class _Translator:
             if text is not None and not text.isascii():
                 raise self.error(node, f"'{text}': a program's names are ASCII letters, digits and '_' "
                                        "(those of KAS): rename it")
+        # The function's own names (assigned in it, or its parameters): Python reads none of them
+        # from its module, even before they are assigned.
+        self.own = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        self.own |= {a.arg for a in fdef.args.args}
         try:
             hints = typing.get_type_hints(self.fn)
         except Exception as e:
@@ -422,9 +441,6 @@ class _Translator:
             raise self.error(body[-1] if body else fdef, "a program ends with 'return' and the values it gives")
         statements = self.block(body[:-1])
         outputs = [self.output(node, k) for k, node in enumerate(self.returned(body[-1]))]
-        for node in ast.walk(ast.Module(body=body[:-1], type_ignores=[])):
-            if isinstance(node, ast.Return):
-                raise self.error(node, "'return' can only end the program")
         statements += self.tail
         declarations = self.declarations(fdef)
         at = self.pos(fdef.decorator_list[0] if fdef.decorator_list else fdef)
@@ -442,6 +458,8 @@ class _Translator:
     def output(self, node: ast.expr, k: int) -> Name:
         """Returned value k: a variable by its name, an expression as `out<k>` (`out1` for the
         second; `out1_1`, ... where a variable has that name)."""
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd) and self.number(node) is None:
+            node = node.operand  # (`return +x` returns x)
         name, i = f"out{k}", 0
         while name in self.types:
             i += 1
@@ -544,6 +562,8 @@ class _Translator:
                 out.append(self.loop(node))
             elif isinstance(node, ast.Pass):
                 continue
+            elif isinstance(node, ast.Return):
+                raise self.error(node, "'return' can only end the program")
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
                 continue  # a string on its own line: a comment
             else:
@@ -585,12 +605,17 @@ class _Translator:
         """`x[q]` (q a loop's counter) or `x[k]` (a whole number) as an array's entry."""
         if not isinstance(node.value, ast.Name):
             raise self.error(node.value, "an entry is read from a value by its name: x[q]")
-        self.lookup(node.value)
+        shape = self.lookup(node.value)
         idx = node.slice
+        k = None if isinstance(idx, ast.Name) and idx.id in self.indices else self.whole_number(idx)
         if isinstance(idx, ast.Name) and idx.id in self.indices:
             index: Name | Number = self.name(idx.id, idx)
-        elif isinstance(idx, ast.Constant) and isinstance(idx.value, int) and not isinstance(idx.value, bool):
-            index = Number(str(idx.value), float(idx.value), self.pos(idx))
+        elif k is not None:
+            if k < 0 and shape:  # (Python's: from the end)
+                if k < -shape[0]:
+                    raise self.error(idx, f"'{node.value.id}[{k}]' reads before the first of its {shape[0]} entries")
+                k += shape[0]
+            index = Number(str(k), float(k), self.pos(idx))
         elif isinstance(idx, (ast.Tuple, ast.Slice)):
             raise self.error(idx, "an entry takes one index, along the value's first axis (x[q]); for an entry of an "
                                   "entry, name the first (r = x[0]) and index that (r[1])")
@@ -669,7 +694,9 @@ class _Translator:
         operand: `contract`'s and `reshape`'s first, checked with the call)."""
         if id(node) in self.ready:
             return self.ready.pop(id(node))
-        if isinstance(node, ast.Name):
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd) and self.number(node) is None:
+            node = node.operand  # (`+x` is x)
+        if isinstance(node, ast.Name) and self.number(node) is None:
             self.lookup(node)
             return self.name(node.id, node)
         if isinstance(node, ast.Subscript):
@@ -694,6 +721,11 @@ class _Translator:
 
     def lookup(self, node: ast.Name) -> tuple[int, ...]:
         if node.id not in self.types:
+            bound = None if node.id in self.own else self.scope.get(node.id)
+            if bound is not None and not isinstance(bound, (OpRef, MeshCall, Reduction, Where)):
+                raise self.error(node, f"'{node.id}' is a {type(bound).__name__} of the function's module, not a "
+                                       "number or a value of the program: an array is an input (irfuse.Uniform[...] "
+                                       "for one value for the whole batch)")
             raise self.error(node, f"'{node.id}' is not a value of the program (its parameters and the values "
                                    "assigned before this line are)")
         return self.types[node.id]
@@ -704,17 +736,47 @@ class _Translator:
         return () if isinstance(name, Number) else self.types[name.text]
 
     def number(self, node: ast.expr) -> Number | None:
-        """A numeric literal operand (`2`, `0.5`, `-1e-3`), or None."""
-        sign, inner = "", node
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-            sign, inner = "-", node.operand
-        if not isinstance(inner, ast.Constant) or isinstance(inner.value, bool) \
-                or not isinstance(inner.value, (int, float)):
+        """A number operand, or None: a literal (`2`, `0.5`, `-1e-3`, `+1`), or a name or
+        attribute bound to a number where the function is defined (`SCALE`, `math.pi`, a
+        closure's `k`; read when the function is compiled), signed or not."""
+        negative, inner = False, node
+        while isinstance(inner, ast.UnaryOp) and isinstance(inner.op, (ast.USub, ast.UAdd)):
+            negative, inner = negative != isinstance(inner.op, ast.USub), inner.operand
+        literal = isinstance(inner, ast.Constant)
+        found = inner.value if literal else self.bound_number(inner)
+        if not _is_number(found):
             return None
-        value = float(inner.value) * (-1 if sign else 1)
-        if value != value or value in (float("inf"), float("-inf")):
-            raise self.error(node, "this number is too large (beyond float64)")
-        return Number(sign + ast.unparse(inner), value, self.pos(node))
+        try:
+            value = float(found)
+        except OverflowError:  # (a Python int past float64)
+            value = None
+        if value is None or not math.isfinite(value):
+            if literal:
+                raise self.error(node, "this number is too large (beyond float64)")
+            what = "past float64's range" if value is None else "NaN" if value != value else "infinite"
+            raise self.error(node, f"'{ast.unparse(inner)}' is {what}: a program's numbers are finite")
+        text = ast.unparse(inner) if literal else str(int(found)) if isinstance(found, numbers.Integral) \
+            else repr(value)
+        return Number(("-" if negative else "") + text, -value if negative else value, self.pos(node))
+
+    def whole_number(self, node: ast.expr) -> int | None:
+        """A whole number written (`2`, `-1`) or bound where the function is defined (`K`), or None."""
+        negative, inner = False, node
+        while isinstance(inner, ast.UnaryOp) and isinstance(inner.op, (ast.USub, ast.UAdd)):
+            negative, inner = negative != isinstance(inner.op, ast.USub), inner.operand
+        found = inner.value if isinstance(inner, ast.Constant) else self.bound_number(inner)
+        if not _is_number(found) or not isinstance(found, numbers.Integral):
+            return None
+        return -int(found) if negative else int(found)
+
+    def bound_number(self, node: ast.expr):
+        """What a name that is none of the program's values, or an attribute (`math.pi`), is
+        bound to in the function's module or closure, or None."""
+        if isinstance(node, ast.Name) and node.id not in self.own:
+            return self.scope.get(node.id)
+        if isinstance(node, ast.Attribute) and node.attr != "T":
+            return self.resolve(node)
+        return None
 
     def check_comparison(self, node: ast.Compare, what: str) -> None:
         """One of < <= > >= == != between two values."""
@@ -742,9 +804,14 @@ class _Translator:
 
     def call_of(self, node: ast.expr, out: list[Statement]) -> tuple[Name, list[Name]]:
         """(op, operands) of an expression that is one op application."""
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd) and self.number(node) is None:
+            node = node.operand  # (`+x` is x)
         if isinstance(node, ast.Call):
             if node.keywords:
                 raise self.error(node.keywords[0].value, "ops take their operands by position")
+            builtin = self.builtin_op(node)
+            if builtin is not None:
+                return builtin, [self.expression(a, out) for a in node.args]
             reduction = self.resolve(node.func)
             if isinstance(reduction, MeshCall):
                 if len(node.args) != 2:
@@ -770,6 +837,12 @@ class _Translator:
             return self.name(COMPARISONS[_COMPARE[type(node.ops[0])]], node), [left, right]
         if isinstance(node, ast.Attribute) and node.attr == "T":
             return self.name("transpose", node), [self.expression(node.value, out)]
+        if isinstance(node, ast.IfExp):  # `a if m else b`: both computed, selected entry by entry
+            test = self.expression(node.test, out)
+            if not (isinstance(test, Name) and test.text in self.masks):
+                raise self.error(node.test, "a conditional expression's test is a comparison (a > b) or a mask "
+                                            "(m = a > b): both values are computed and selected element by element")
+            return self.name("select", node), [test, self.expression(node.body, out), self.expression(node.orelse, out)]
         if isinstance(node, ast.BinOp) and type(node.op) in INFIX:
             symbol = INFIX[type(node.op)]
             self.left_chain(node, out)
@@ -804,6 +877,20 @@ class _Translator:
             raise self.error(node, f"no op of the library computes {form} of {kinds}")
         name, swapped = found
         return self.name(name, node), operands[::-1] if swapped else operands
+
+    def builtin_op(self, node: ast.Call) -> Name | None:
+        """The generic op Python's `abs(x)`, `max(a, b)` or `min(a, b)` stands for (where the
+        function's module leaves the name to Python's own), or None for another call."""
+        func = node.func
+        if not isinstance(func, ast.Name) or func.id not in BUILTIN_OPS or func.id in self.scope:
+            return None
+        if len(node.args) != BUILTIN_OPS[func.id]:
+            if func.id == "abs":
+                raise self.error(node, f"abs takes one value, got {len(node.args)}")
+            raise self.error(node, f"{func.id}(a, b) is the {'larger' if func.id == 'max' else 'smaller'} of two "
+                                   f"values, entry by entry (got {len(node.args)}); irfuse.{func.id}(x) "
+                                   "reduces a value over the batch")
+        return self.name(func.id, func)
 
     def op_name_of(self, func: ast.expr) -> str:
         """The name of the op (or generic op) a call names."""

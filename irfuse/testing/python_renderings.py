@@ -38,7 +38,11 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     infix_op`, `infix_family`: `a + b`, `A @ v`, `-x`, a scalar product either way round:
     `s * A` or `A * s`, in turn; `x += y` where the target is the left operand, in turn;
     a transpose as `A.T`) written so, and every other variable first assigned at the top
-    level declared there (`y: irfuse.Scalar = ...`) instead of by a line of its own."""
+    level declared there (`y: irfuse.Scalar = ...`) instead of by a line of its own; and, one
+    place in three (`_spelled`), Python's own spellings: a number as a name of the module bound
+    to it, an entry counted from the end (`x[-1]`), a copy as `+x`, a select as `a if m else b`,
+    the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
+    wherever the front end reads them so)."""
     program = parse_program(SourceFile("<rendered>", kas_text))
     try:
         return _Renderer(program, inline, infix).module(name)
@@ -50,6 +54,8 @@ class _Renderer:
     def __init__(self, program: Program, inline: bool = False, infix: bool = False):
         self.program = program
         self.infix, self.turn = infix, 0
+        self.spelled = 0  # (the Python spellings of `_spelled`, taken in turn)
+        self.constants: dict[str, str] = {}  # number text -> the module's name bound to it
         self.shapes: dict[str, tuple[int, ...]] = {}
         for d in program.declarations:
             for n in d.names:
@@ -93,6 +99,7 @@ class _Renderer:
         p = self.program
         inputs = [n.text for n in p.inputs]
         lines = ["import irfuse", "from irfuse import ops", ""]
+        header = len(lines)
         for d in reversed(p.derivatives):  # (the decorator nearest the function applies first)
             args = [repr(d.mode.text), f"wrt=({', '.join(repr(w.text) for w in d.wrt)},)"]
             if d.prefix is not None:
@@ -108,6 +115,8 @@ class _Renderer:
         body = [f"{v}: {t}" for v, t in self.types.items() if v not in inputs and v not in self.annotated]
         body += self.statements(p.statements, top=True)
         body.append("return " + ", ".join(self.returned.get(k, o.text) for k, o in enumerate(p.outputs)))
+        lines[header:header] = [f"{name} = {text}" for text, name in self.constants.items()] + \
+            ([""] if self.constants else [])
         return "\n".join(lines + ["    " + line for line in body]) + "\n"
 
     def _annotated_where_assigned(self, inputs: list[str]) -> set[str]:
@@ -138,7 +147,7 @@ class _Renderer:
                     out += ["    " + line for line in self.statements(s.orelse)]
             else:
                 target, value = _operand(s.target), self.call(s.op.text, s.args)
-                both = re.fullmatch(rf"\({re.escape(target)} ([-+*/@]) (.+)\)", value) if self.infix else None
+                both = re.fullmatch(rf"\({re.escape(target)} (\*\*|[-+*/@]) (.+)\)", value) if self.infix else None
                 if top and target in self.annotated:
                     self.annotated.discard(target)  # (its first assignment declares it)
                     out.append(f"{target}: {self.types[target]} = {value}")
@@ -150,7 +159,7 @@ class _Renderer:
 
     def call(self, op: str, args: list) -> str:
         text = [self.operand(a) for a in args]
-        if op == COPY:
+        if op == COPY and not (self.infix and isinstance(args[0], (Name, Index)) and self._spelled()):
             return text[0]
         if op in _SYMBOLS and len(args) == 2:
             return f"({text[0]} {_SYMBOLS[op]} {text[1]})"
@@ -158,6 +167,13 @@ class _Renderer:
             return f"({text[0]} {op} {text[1]})"
         if op == "not" and len(args) == 1:
             return f"(not {text[0]})"
+        if op == COPY:
+            return f"+{text[0]}"  # (Python's unary plus: the value itself)
+        if self.infix and self._spelled():
+            if op == "select" and len(args) == 3:
+                return f"({text[1]} if {text[0]} else {text[2]})"
+            if (op, len(args)) in (("abs", 1), ("max", 2), ("min", 2)):
+                return f"{op}({', '.join(text)})"  # (Python's own functions, read as the generic ops)
         if op in _MESH:
             return f"{_MESH[op]}({', '.join(text)})"
         if op in _REDUCTIONS and len(args) == 1:
@@ -181,13 +197,15 @@ class _Renderer:
             if len(shapes[0]) == 2 and (op == "transpose" or re.fullmatch(r"mtrans\d+", op)):
                 return f"{text[0]}.T"  # (the front end's generic transpose: the suffixed one's values)
             return None
-        for symbol in "+-*/@":
+        for symbol in ("+", "-", "*", "/", "@", "**"):
             for found in (infix_op(symbol, shapes[0], shapes[1]), infix_family(symbol, shapes[0], shapes[1])):
                 if found == (op, False):
                     self.turn += 1
                     swapped = infix_op(symbol, shapes[1], shapes[0])
                     if symbol == "*" and self.turn % 2 and swapped == (op, True):  # (`s * A`: the operands swapped)
                         return f"({text[1]} * {text[0]})"
+                    if symbol == "**" and text[0].startswith("-"):
+                        return f"(({text[0]}) ** {text[1]})"  # (`-2 ** x` is -(2 ** x) to Python)
                     return f"({text[0]} {symbol} {text[1]})"
         return None
 
@@ -204,7 +222,29 @@ class _Renderer:
     def operand(self, a) -> str:
         if isinstance(a, CallExpr):
             return self.call(a.op.text, a.args)
+        if self.infix and isinstance(a, Number) and self._spelled():
+            return self._constant(a.text)
+        if self.infix and isinstance(a, Index) and isinstance(a.index, Number) and self._spelled():
+            length = (self.shapes.get(a.name.text) or (None,))[0]
+            if length is not None:  # (counted from the end, as Python may)
+                return f"{a.name.text}[{int(a.index.value) - length}]"
         return _operand(a)
+
+    def _spelled(self) -> bool:
+        """Whether this place takes a Python spelling of its own, in turn (one of three): a
+        number as a name of the module bound to it, an entry counted from the end, `+x` for a
+        copy, `a if m else b` for a select, `abs`, `max` and `min` for those generic ops."""
+        self.spelled += 1
+        return self.spelled % 3 == 0
+
+    def _constant(self, text: str) -> str:
+        """The name of the module's constant bound to number `text` (`K_1 = 0.5`)."""
+        if text not in self.constants:
+            k = len(self.constants) + 1
+            while f"K_{k}" in self.shapes:
+                k += 1
+            self.constants[text] = f"K_{k}"
+        return self.constants[text]
 
     def condition(self, c) -> str:
         if c.op is None:

@@ -25,7 +25,7 @@ def while_loop(A: Matrix[3, 3]):
 def loop_counter(A: Matrix[3, 3]):
     for i in range(3):
         A = A @ A
-        B = i  # noqa: F841  # refused: the loop counter 'i' cannot be read
+        B = i  # noqa: F841  # refused: the loop counter 'i' is only read as an array's index (x[i])
     return A
 
 
@@ -52,7 +52,7 @@ def reduction_of_two_values(A: Matrix[3, 3]):
 
 def variable_changing_what_it_holds(A: Matrix[3, 3]):
     T = A * 2
-    T = irfuse.min(A)  # refused: 'T' held one value per element and would hold one for the whole batch
+    T = irfuse.min(A)  # refused: 'T' held one value per element and would hold one value for the whole batch
     return T
 
 
@@ -67,7 +67,7 @@ def no_annotation(A, B: Matrix[3, 3]):  # refused: parameter 'A' needs an irfuse
 
 
 def wrong_shapes(A: Matrix[3, 3], v: Vector[4]):
-    w = A @ v  # refused: no op of the library computes '@' of matrix3x3 and vector4
+    w = A @ v  # refused: 'mvmul' does not take matrix3x3, vector4
     return w
 
 
@@ -199,3 +199,41 @@ def parameter_name_not_in_ascii(A: Matrix[3, 3],
                                 σ: Scalar):  # refused: 'σ': a program's names are ASCII letters
     B = A * σ
     return B
+
+
+def builtin_max_of_one_value(s: Scalar):
+    m = max(s)  # refused: max(a, b) is the larger of two values, entry by entry (got 1); irfuse.max(x) reduces
+    return m
+
+
+def conditional_expression_on_a_scalar(s: Scalar, t: Scalar):
+    y = s if t else s * 2.0  # refused: a conditional expression's test is a comparison (a > b) or a mask
+    return y
+
+
+def entry_before_the_first(v: Vector[3]):
+    y = v[-4]  # refused: 'v[-4]' reads before the first of its 3 entries
+    return y
+
+
+WEIGHTS = [0.5, 0.25]
+NOT_A_NUMBER = float("nan")
+
+
+def module_list_read_as_a_value(s: Scalar):
+    y = s * WEIGHTS  # refused: 'WEIGHTS' is a list of the function's module, not a number or a value of the program
+    return y
+
+
+def module_nan_read_as_a_number(s: Scalar):
+    y = s * NOT_A_NUMBER  # refused: 'NOT_A_NUMBER' is NaN: a program's numbers are finite
+    return y
+
+
+def module_number_assigned_in_the_program(s: Scalar):
+    y = s * WEIGHT  # noqa: F823  # refused: 'WEIGHT' is not a value of the program
+    WEIGHT = y + s
+    return WEIGHT
+
+
+WEIGHT = 0.5
