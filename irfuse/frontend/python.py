@@ -289,6 +289,14 @@ BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
+def _signed(node: ast.expr) -> tuple[bool, ast.expr]:
+    """(whether the signs before it make it negative, the operand under them): `-+-x` is x."""
+    negative = False
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        negative, node = negative != isinstance(node.op, ast.USub), node.operand
+    return negative, node
+
+
 def _is_number(value) -> bool:
     """An int or float of Python or NumPy, not a bool (which Python counts as an int)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
@@ -458,8 +466,7 @@ class _Translator:
     def output(self, node: ast.expr, k: int) -> Name:
         """Returned value k: a variable by its name, an expression as `out<k>` (`out1` for the
         second; `out1_1`, ... where a variable has that name)."""
-        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd) and self.number(node) is None:
-            node = node.operand  # (`return +x` returns x)
+        node = self.unplussed(node)  # (`return +x` returns x)
         name, i = f"out{k}", 0
         while name in self.types:
             i += 1
@@ -694,8 +701,7 @@ class _Translator:
         operand: `contract`'s and `reshape`'s first, checked with the call)."""
         if id(node) in self.ready:
             return self.ready.pop(id(node))
-        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd) and self.number(node) is None:
-            node = node.operand  # (`+x` is x)
+        node = self.unplussed(node)
         if isinstance(node, ast.Name) and self.number(node) is None:
             self.lookup(node)
             return self.name(node.id, node)
@@ -739,9 +745,7 @@ class _Translator:
         """A number operand, or None: a literal (`2`, `0.5`, `-1e-3`, `+1`), or a name or
         attribute bound to a number where the function is defined (`SCALE`, `math.pi`, a
         closure's `k`; read when the function is compiled), signed or not."""
-        negative, inner = False, node
-        while isinstance(inner, ast.UnaryOp) and isinstance(inner.op, (ast.USub, ast.UAdd)):
-            negative, inner = negative != isinstance(inner.op, ast.USub), inner.operand
+        negative, inner = _signed(node)
         literal = isinstance(inner, ast.Constant)
         found = inner.value if literal else self.bound_number(inner)
         if not _is_number(found):
@@ -759,11 +763,16 @@ class _Translator:
             else repr(value)
         return Number(("-" if negative else "") + text, -value if negative else value, self.pos(node))
 
+    def unplussed(self, node: ast.expr) -> ast.expr:
+        """The operand of `+x` (Python's unary plus: the value itself), or the node; a signed
+        number stays as it is (`number` reads it)."""
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd) and self.number(node) is None:
+            node = node.operand
+        return node
+
     def whole_number(self, node: ast.expr) -> int | None:
         """A whole number written (`2`, `-1`) or bound where the function is defined (`K`), or None."""
-        negative, inner = False, node
-        while isinstance(inner, ast.UnaryOp) and isinstance(inner.op, (ast.USub, ast.UAdd)):
-            negative, inner = negative != isinstance(inner.op, ast.USub), inner.operand
+        negative, inner = _signed(node)
         found = inner.value if isinstance(inner, ast.Constant) else self.bound_number(inner)
         if not _is_number(found) or not isinstance(found, numbers.Integral):
             return None
@@ -804,8 +813,7 @@ class _Translator:
 
     def call_of(self, node: ast.expr, out: list[Statement]) -> tuple[Name, list[Name]]:
         """(op, operands) of an expression that is one op application."""
-        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd) and self.number(node) is None:
-            node = node.operand  # (`+x` is x)
+        node = self.unplussed(node)
         if isinstance(node, ast.Call):
             if node.keywords:
                 raise self.error(node.keywords[0].value, "ops take their operands by position")
