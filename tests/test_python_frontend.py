@@ -435,6 +435,35 @@ def test_pythons_own_spellings_are_the_generic_ops_and_the_modules_numbers(monke
                                rtol=1e-14)
 
 
+GRID = np.ones((3, 3))
+
+
+def test_an_attribute_of_a_parameter_is_not_read_from_a_module_value_of_that_name():
+    """`A.size` where `A` is a parameter is refused (the parameter shadows the module's array of
+    the same name, as in Python); `GRID.size` of the module's array is its number, and an
+    attribute whose reading raises is no number."""
+    class Raising:
+        @property
+        def x(self):
+            raise RuntimeError("read")
+
+    broken = Raising()
+
+    def shadowed(GRID: irfuse.Matrix[3, 3], s: irfuse.Scalar):
+        return s * GRID.size
+
+    def module_array(s: irfuse.Scalar):
+        return s * GRID.size
+
+    def raising(s: irfuse.Scalar):
+        return s * broken.x
+
+    for fn in (shadowed, raising):
+        with pytest.raises(irfuse.CompileError, match="this expression cannot be traced"):
+            irfuse.compile(fn, backend="cpu", dtype="f64")
+    assert irfuse.compile(module_array, backend="cpu", dtype="f64")(np.array([2.0, 3.0])).out0.tolist() == [18.0, 27.0]
+
+
 def test_a_matrix_product_of_a_square_and_another_matrix_is_the_generic_one():
     """`A @ B` of a 3x3 and a 3x2 matrix (and `A @ v` of a 2x3 matrix and a vector) is the
     generic product: the suffixed `mmul33` takes two 3x3 matrices, and the infix form once

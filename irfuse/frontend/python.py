@@ -783,8 +783,14 @@ class _Translator:
         bound to in the function's module or closure, or None."""
         if isinstance(node, ast.Name) and node.id not in self.own:
             return self.scope.get(node.id)
-        if isinstance(node, ast.Attribute) and node.attr != "T":
-            return self.resolve(node)
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id not in self.own:
+            try:
+                return self.resolve(node)
+            except Exception:  # noqa: BLE001 -- an attribute of a module's object that raises is no number
+                return None
         return None
 
     def check_comparison(self, node: ast.Compare, what: str) -> None:
@@ -872,7 +878,7 @@ class _Translator:
         if isinstance(node, (ast.Name, ast.Subscript)):  # a copy: `x = y`, `x = y[q]`
             return self.name(COPY, node), [self.expression(node, out)]
         raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "
-                               "forms + - * / @ on the program's values (not, and, or on masks)")
+                               "forms + - * / ** @ on the program's values (not, and, or on masks)")
 
     def infix(self, node: ast.expr, symbol: str, found: tuple[str, bool] | None,
               operands: list[Name]) -> tuple[Name, list[Name]]:
