@@ -177,6 +177,38 @@ def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
     assert "NaN or infinite, as in the float64 reference" in str(report)
 
 
+@pytest.mark.parametrize("renderer", ["loop", "emulate"])
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_a_power_of_2_1_or_minus_1_is_its_product_to_the_bit(dtype, renderer, monkeypatch):
+    """`pow(x, 2)` is x*x, `pow(x, 1)` x and `pow(x, -1)` 1/x to the bit, NaN, infinities,
+    signed zeros, subnormals and overflow included (one rounding of the product: the correctly
+    rounded power, NumPy's `x ** 2`), with the exponent a literal or a uniform input given at
+    the call; another exponent is the math library's pow. Both CPU renderings: the emulated
+    one runs the GPU's code."""
+    monkeypatch.setenv("IRFUSE_CPU_RENDERER", renderer)
+    npdt = np.float64 if dtype == "f64" else np.float32
+    src = ("scalar x, sq, same, inv, cube, given; uniform scalar b;\ninput x, b;\nsq = pow(x, 2);\n"
+           "same = pow(x, 1);\ninv = pow(x, -1);\ncube = pow(x, 3);\ngiven = pow(x, b);\n"
+           "return sq, same, inv, cube, given;\n")
+    prog = irfuse.compile(src, backend="cpu", dtype=dtype)
+    info = np.finfo(npdt)
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3.0, 0.1, -7.25, info.tiny / 8, -info.tiny,
+                  info.max, -np.sqrt(info.max) * 2, 1 / info.max], npdt)
+    x = np.concatenate([x, np.random.default_rng(3).standard_normal(200).astype(npdt) * 1e3])
+    with np.errstate(all="ignore"):
+        for b, want in ((2, x * x), (1, x), (-1, npdt(1) / x)):
+            got = prog(x=x, b=npdt(b))
+            np.testing.assert_array_equal(got.given, want, err_msg=f"b = {b} given at the call")
+        got = prog(x=x, b=npdt(3))
+        np.testing.assert_array_equal(got.sq, x * x)
+        np.testing.assert_array_equal(got.same, x)
+        np.testing.assert_array_equal(got.inv, npdt(1) / x)
+        assert np.array_equal(np.signbit(got.sq), np.signbit(x * x)) and np.array_equal(np.signbit(got.inv), np.signbit(1 / x))
+        finite = np.isfinite(x) & (np.abs(x) < 1e10)
+        np.testing.assert_array_max_ulp(got.cube[finite], np.power(x, npdt(3))[finite], maxulp=4)
+        np.testing.assert_array_equal(got.given, got.cube)
+
+
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_singular_matrices_invert_to_infinities_or_nan_and_the_verification_says_so(dtype):
     """det of an exactly singular matrix is 0; inv divides its cofactors by that 0, which IEEE

@@ -424,7 +424,7 @@ _C_FUNCTIONS = {
     "neg": "(-{0})", "sqrt": "sqrt({0})", "abs": "fabs({0})", "rcp": "((real_t)1 / {0})",
     "rsqrt": "((real_t)1 / sqrt({0}))", "exp": "exp({0})", "log": "log({0})", "sin": "sin({0})",
     "cos": "cos({0})", "tanh": "tanh({0})", "sign": "irf_sign({0})", "not": "((real_t)({0} == (real_t)0))",
-    "pow": "pow({0}, {1})", "min": "irf_min({0}, {1})", "max": "irf_max({0}, {1})",
+    "pow": "irf_pow({0}, {1})", "min": "irf_min({0}, {1})", "max": "irf_max({0}, {1})",
     "lt": "((real_t)({0} < {1}))", "le": "((real_t)({0} <= {1}))", "gt": "((real_t)({0} > {1}))",
     "ge": "((real_t)({0} >= {1}))", "eq": "((real_t)({0} == {1}))", "ne": "((real_t)({0} != {1}))",
     "and": "((real_t)({0} != (real_t)0 && {1} != (real_t)0))",
