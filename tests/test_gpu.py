@@ -2318,3 +2318,25 @@ def test_an_energys_hessian_built_in_place_by_threads_of_two_elements_on_gpu(dty
         again = prog(eps, vol, C)
         for name in prog.outputs:
             assert np.asarray(getattr(first, name)).tobytes() == np.asarray(getattr(again, name)).tobytes(), (n, name)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_a_power_of_2_1_or_minus_1_is_its_product_on_the_gpu(dtype):
+    """`pow(x, 2)`, `pow(x, 1)`, `pow(x, -1)` on the GPU (literal exponents, and one given at
+    the call) are x*x, x and 1/x to the bit, special values included, as on the CPU."""
+    import irfuse
+
+    npdt = np.float64 if dtype == "f64" else np.float32
+    src = ("scalar x, sq, same, inv, given; uniform scalar b;\ninput x, b;\nsq = pow(x, 2);\nsame = pow(x, 1);\n"
+           "inv = pow(x, -1);\ngiven = pow(x, b);\nreturn sq, same, inv, given;\n")
+    prog = irfuse.compile(src, backend="cuda", dtype=dtype)
+    x = np.concatenate([np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.0, np.finfo(npdt).tiny / 8,
+                                  np.finfo(npdt).max], npdt),
+                        np.random.default_rng(3).standard_normal(100_000).astype(npdt) * 1e3])
+    with np.errstate(all="ignore"):
+        for b, want in ((2, x * x), (1, x), (-1, npdt(1) / x)):
+            got = prog(x=x, b=npdt(b))
+            np.testing.assert_array_equal(got.given, want)
+        np.testing.assert_array_equal(got.sq, x * x)
+        np.testing.assert_array_equal(got.same, x)
+        np.testing.assert_array_equal(got.inv, npdt(1) / x)
