@@ -356,6 +356,19 @@ def _renderings():
             "mesh": lambda seed: random_mesh_program(seed, 8)}
 
 
+@pytest.mark.parametrize("order", ["r, u", "u, r"])
+def test_a_returned_expression_keeps_the_output_it_reads(order, tmp_path):
+    """The rendering that moves outputs' last statements into the return keeps an output's
+    statement where another returned expression reads it (`return r[0], r`): moved too, the
+    return read a variable no statement assigned (found on seed 15 of the element programs)."""
+    from irfuse.testing.python_renderings import compare_rendering, python_source
+
+    kas = ("matrix3x3 A, B; vector3 r; scalar u;\ninput A;\nB = madd33(A, A);\nr = B[1];\nu = r[0];\n"
+           f"return {order};\n")
+    assert "    r = B[1]" in python_source(kas, inline=True)
+    assert compare_rendering(kas, 1, str(tmp_path), inline=True)[0] != "differ"
+
+
 @pytest.mark.parametrize("kind", ["plain", "element", "mesh"])
 def test_random_kas_programs_written_as_python_functions_are_the_same_programs(kind, tmp_path):
     """The differential test of the Python front end: random KAS programs (the fuzzers'

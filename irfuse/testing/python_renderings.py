@@ -78,8 +78,10 @@ class _Renderer:
         p = self.program
         names = [o.text for o in p.outputs]
         inputs = {n.text for n in p.inputs}
+        moved_reads: set[str] = set()  # (what the return's expressions read: values it needs kept)
+        moved: set[str] = set()  # (the outputs whose statements moved: no variable holds them now)
         for k, out in enumerate(names):
-            if out in inputs or names.count(out) > 1:
+            if out in inputs or names.count(out) > 1 or out in moved_reads:
                 continue
             for i in range(len(p.statements) - 1, -1, -1):
                 s = p.statements[i]
@@ -91,7 +93,11 @@ class _Renderer:
                         break  # (a copy of a whole value returned is that value under its own name)
                     if _read(s) & set().union(*(_written(t) for t in p.statements[i + 1:])):
                         break  # (an operand written again after: the return would read its last value)
+                    if _read(s) & moved:
+                        break  # (an operand whose statement moved into the return)
                     self.returned[k] = self.call(s.op.text, s.args)
+                    moved_reads |= _read(s)
+                    moved.add(out)
                     del p.statements[i]
                     break
 
