@@ -448,6 +448,34 @@ def test_pythons_own_spellings_are_the_generic_ops_and_the_modules_numbers(monke
                                rtol=1e-14)
 
 
+def test_an_entry_of_an_entry_is_read_in_one_subscript():
+    """`J[0, 1]`, `J[1][0]`, `X[q, 2, 1]` in an indexed loop and `J[-1, -1]`: NumPy's entries,
+    each level but the last copied into a temporary (the program of `r = J[0]; r[1]`)."""
+    def entries(J: irfuse.Matrix[2, 2], X: irfuse.Tensor[4, 3, 3], w: irfuse.Vector[4]):
+        d = J[0, 0] * J[1, 1] - J[0, 1] * J[1][0]
+        s = w[0] * 0
+        for q in range(4):
+            s = s + X[q, 2, 1] * w[q]
+        return d, s, J[-1, -1]
+
+    def named(J: irfuse.Matrix[2, 2]):
+        r = J[0]
+        y = r[1]
+        return y
+
+    def subscripted(J: irfuse.Matrix[2, 2]):
+        return J[0, 1]
+
+    rng = np.random.default_rng(8)
+    J, X, w = rng.random((5, 2, 2)), rng.random((5, 4, 3, 3)), rng.random((5, 4))
+    d, s, last = irfuse.compile(entries, backend="cpu", dtype="f64")(J, X, w)
+    np.testing.assert_allclose(d, np.linalg.det(J), rtol=1e-12)
+    np.testing.assert_allclose(s, np.einsum("nq,nq->n", X[:, :, 2, 1], w), rtol=1e-14)
+    assert np.array_equal(last, J[:, 1, 1])
+    got = [irfuse.compile(f, backend="cpu", dtype="f64")(J)[0] for f in (named, subscripted)]
+    assert np.array_equal(got[0], J[:, 0, 1]) and np.array_equal(got[1], J[:, 0, 1])
+
+
 GRID = np.ones((3, 3))
 
 

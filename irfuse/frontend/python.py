@@ -38,7 +38,8 @@ line and column. What the body may hold:
 - `return a, b` (names or expressions), last; a docstring; `pass`;
 - numbers (`0.5`, `2`, `-1e-3`, and names of the module or closure bound to an int or a
   float, `SCALE`, `math.pi`, read when the function is compiled) as operands: uniform scalars
-  (`A * 0.5` is smmulNN); an entry's number may count from the end (`v[-1]`);
+  (`A * 0.5` is smmulNN); an entry's number may count from the end (`v[-1]`), and an entry
+  of an entry is read in one subscript (`J[0, 1]`, `J[0][1]`);
 - `irfuse.sum(x)`, `irfuse.max(x)`, `irfuse.min(x)`: reductions over the batch.
 
 A parameter annotated `irfuse.Uniform[T]` holds one value for the whole batch. A variable
@@ -608,8 +609,15 @@ class _Translator:
         orelse = self.block(node.orelse)
         return If(condition, then, orelse, self.pos(node))
 
-    def index_of(self, node: ast.Subscript) -> Index:
-        """`x[q]` (q a loop's counter) or `x[k]` (a whole number) as an array's entry."""
+    def index_of(self, node: ast.Subscript, out: list[Statement] | None = None) -> Index:
+        """`x[q]` (q a loop's counter) or `x[k]` (a whole number) as an array's entry; read
+        (`out` given), an entry of an entry too, `A[i, j]` or `A[i][j]`: each entry but the last
+        copied into a temporary (`_t1 = A[i]`, then `_t1[j]`)."""
+        if out is not None and (isinstance(node.slice, ast.Tuple) or isinstance(node.value, ast.Subscript)):
+            return self.entry_of_entries(node, out)
+        if isinstance(node.value, ast.Subscript) or isinstance(node.slice, ast.Tuple):
+            raise self.error(node, "an entry of an entry is not assigned on its own: name the entry (r = x[0]), "
+                                   "assign its entry (r[1] = ...) and put it back (x[0] = r)")
         if not isinstance(node.value, ast.Name):
             raise self.error(node.value, "an entry is read from a value by its name: x[q]")
         shape = self.lookup(node.value)
@@ -623,9 +631,9 @@ class _Translator:
                     raise self.error(idx, f"'{node.value.id}[{k}]' reads before the first of its {shape[0]} entries")
                 k += shape[0]
             index = Number(str(k), float(k), self.pos(idx))
-        elif isinstance(idx, (ast.Tuple, ast.Slice)):
-            raise self.error(idx, "an entry takes one index, along the value's first axis (x[q]); for an entry of an "
-                                  "entry, name the first (r = x[0]) and index that (r[1])")
+        elif isinstance(idx, ast.Slice):
+            raise self.error(idx, "an entry takes whole numbers or loop counters, one for each axis it goes along "
+                                  "(x[q], A[0, 1]): no slices")
         else:
             raise self.error(idx, "an entry's index is the counter of a loop around it (for q in range(N)) or a "
                                   "whole number")
@@ -633,6 +641,31 @@ class _Translator:
             raise self.error(node, f"'{node.value.id}' is a {ValueType((), node.value.id in self.masks).spelling()}, "
                                    "which has no entries")
         return Index(self.name(node.value.id, node.value), index)
+
+    def entry_of_entries(self, node: ast.Subscript, out: list[Statement]) -> Index:
+        """`A[i, j, ...]` or `A[i][j]...` read: the entries along the value's axes in turn."""
+        indices, base = [], node
+        while isinstance(base, ast.Subscript):
+            indices[:0] = list(base.slice.elts) if isinstance(base.slice, ast.Tuple) else [base.slice]
+            base = base.value
+        if not indices:
+            raise self.error(node, "an entry takes whole numbers or loop counters (x[q], A[0, 1])")
+        if isinstance(base, ast.Name):  # (checked here: the temporaries' names would tell the user nothing)
+            shape, written = self.lookup(base), ast.unparse(node)
+            if len(indices) > len(shape):
+                raise self.error(node, f"'{written}' takes {len(indices)} indices, but '{base.id}' has "
+                                       f"{len(shape)} axes")
+            for axis, idx in enumerate(indices):
+                k = self.whole_number(idx)
+                if k is not None and not -shape[axis] <= k < shape[axis]:
+                    raise self.error(idx, f"'{written}': index {k} is past the {shape[axis]} entries of "
+                                          f"'{base.id}' along axis {axis}")
+        value: ast.expr = base
+        for idx in indices[:-1]:
+            entry = ast.copy_location(ast.Subscript(value=value, slice=idx, ctx=ast.Load()), idx)
+            temp = self.assigned(self.temp(), entry, (self.name(COPY, entry), [self.index_of(entry)]), out)
+            value = ast.copy_location(ast.Name(id=temp.text, ctx=ast.Load()), idx)
+        return self.index_of(ast.copy_location(ast.Subscript(value=value, slice=indices[-1], ctx=ast.Load()), node))
 
     def assign_entry(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
         entry = self.index_of(target)
@@ -655,8 +688,10 @@ class _Translator:
         if not 1 <= count <= MAX_TRIP_COUNT:  # as KAS's `loop N` (range(0) would run nothing)
             raise self.error(it.args[0], f"loop trip count {count} is out of range 1..{MAX_TRIP_COUNT}")
         counter = node.target.id
-        subscripts = {id(n.slice) for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
-                      if isinstance(n, ast.Subscript)}
+        subscripts = set()  # (the places of indices: x[q], and each of A[q, 0])
+        for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(n, ast.Subscript):
+                subscripts |= {id(n.slice)} | {id(e) for e in getattr(n.slice, "elts", ())}
         indexed = False
         for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
             if isinstance(inner, ast.Name) and inner.id == counter and counter != "_":
@@ -706,7 +741,7 @@ class _Translator:
             self.lookup(node)
             return self.name(node.id, node)
         if isinstance(node, ast.Subscript):
-            return self.index_of(node)
+            return self.index_of(node, out)
         number = self.number(node)
         if number is not None:
             return number

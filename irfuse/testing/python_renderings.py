@@ -40,7 +40,8 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     a transpose as `A.T`) written so, and every other variable first assigned at the top
     level declared there (`y: irfuse.Scalar = ...`) instead of by a line of its own; and, one
     place in three (`_spelled`), Python's own spellings: a number as a name of the module bound
-    to it, an entry counted from the end (`x[-1]`), a copy as `+x`, a select as `a if m else b`,
+    to it, an entry counted from the end (`x[-1]`), an entry of an entry copied just before as
+    one subscript (`A[i, j]` for `r[j]` after `r = A[i]`), a copy as `+x`, a select as `a if m else b`,
     the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
     wherever the front end reads them so)."""
     program = parse_program(SourceFile("<rendered>", kas_text))
@@ -56,6 +57,9 @@ class _Renderer:
         self.infix, self.turn = infix, 0
         self.spelled = 0  # (the Python spellings of `_spelled`, taken in turn)
         self.constants: dict[str, str] = {}  # number text -> the module's name bound to it
+        # r -> (A, i) where the block's last statements copied A[i] into r and wrote neither
+        # since: r[j] may be written A[i, j]
+        self.entries: dict[str, tuple[str, str]] = {}
         self.shapes: dict[str, tuple[int, ...]] = {}
         for d in program.declarations:
             for n in d.names:
@@ -142,6 +146,8 @@ class _Renderer:
     def statements(self, statements: list, top: bool = False) -> list[str]:
         out: list[str] = []
         for s in statements:
+            if isinstance(s, (Loop, IfStatement)):
+                self.entries.clear()  # (their statements, and those after them, start afresh)
             if isinstance(s, Loop):
                 out.append(f"for {s.index.text if s.index is not None else '_'} in range({s.count}):")
                 out += ["    " + line for line in (self.statements(s.body) or ["pass"])]
@@ -161,6 +167,12 @@ class _Renderer:
                     out.append(f"{target} {both.group(1)}= {both.group(2)}")  # (`x += y`, in turn)
                 else:
                     out.append(f"{target} = {value}")
+                written = s.target.text if isinstance(s.target, Name) else s.target.name.text
+                self.entries = {r: (a, i) for r, (a, i) in self.entries.items() if written not in (r, a)}
+                if s.op.text == COPY and isinstance(s.target, Name) and isinstance(s.args[0], Index):
+                    self.entries[written] = (s.args[0].name.text, _operand(s.args[0].index))
+            if isinstance(s, (Loop, IfStatement)):
+                self.entries.clear()
         return out
 
     def call(self, op: str, args: list) -> str:
@@ -230,6 +242,9 @@ class _Renderer:
             return self.call(a.op.text, a.args)
         if self.infix and isinstance(a, Number) and self._spelled():
             return self._constant(a.text)
+        if self.infix and isinstance(a, Index) and a.name.text in self.entries and self._spelled():
+            array, first = self.entries[a.name.text]  # (`r = A[i]` before: r[j] is A[i, j])
+            return f"{array}[{first}, {_operand(a.index)}]"
         if self.infix and isinstance(a, Index) and isinstance(a.index, Number) and self._spelled():
             length = (self.shapes.get(a.name.text) or (None,))[0]
             if length is not None:  # (counted from the end, as Python may)

@@ -315,6 +315,8 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
     lines: list[str] = []
     counter = 0
     made = 0
+    # (the entries of copied entries' own draws: a program without one is the program it was)
+    entries = random.Random(seed * 1_000_003 + 11)
 
     def new_var(t: str, prefix: str = "v") -> str:
         nonlocal counter
@@ -480,6 +482,11 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
             live.setdefault(rt, []).append(c)
             unread.add(c)
             made += 1
+            if rt != "scalar" and entries.random() < 0.8:  # and an entry of it, returned (`A[i, j]` in Python)
+                e = f"u{counter}"  # (no number of the counter's: the names after it stay)
+                declared[e] = _row_type(rt)
+                lines.append(f"{e} = {c}[{entries.randrange(int(rt[6:].split('x')[0]))}];")
+                unread.add(e)
 
     def pick_entry(t: str) -> str:
         """The op call written to an array's entry: the latest value of its type, or a copy."""

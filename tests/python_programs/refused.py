@@ -150,8 +150,22 @@ def scatter_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
     return r
 
 
-def entry_of_an_entry(A: Matrix[3, 3]):
-    return A[0, 1]  # refused: an entry takes one index, along the value's first axis
+def entry_of_an_entry_assigned(A: Matrix[3, 3]):
+    B = A + A
+    B[0, 1] = A[1, 0]  # refused: an entry of an entry is not assigned on its own: name the entry (r = x[0])
+    return B
+
+
+def entry_along_more_axes_than_the_value_has(A: Matrix[3, 3]):
+    return A[0, 1, 2]  # refused: 'A[0, 1, 2]' takes 3 indices, but 'A' has 2 axes
+
+
+def entry_past_an_axis(A: Matrix[3, 2]):
+    return A[2, 2]  # refused: 'A[2, 2]': index 2 is past the 2 entries of 'A' along axis 1
+
+
+def slice_of_a_value(v: Vector[3]):
+    return v[0:2]  # refused: an entry takes whole numbers or loop counters, one for each axis it goes along
 
 
 def number_returned(A: Matrix[3, 3]):
