@@ -14,7 +14,7 @@ from conftest import LONG, ROOT
 from irfuse.dialects.context import module_text
 from irfuse.frontend.irgen import compile_file
 from irfuse.frontend.python import compile_function
-from irfuse.testing.python_renderings import _canonical
+from irfuse.testing.python_renderings import canonical_ir
 from python_programs import highorder, mesh, refused, seeds
 
 SEEDS = ["bigfusion", "bigfusion_bench", "synctest", "transform44", "stvenant", "stvenant_inner", "rotation_loop",
@@ -439,7 +439,7 @@ def test_pythons_own_spellings_are_the_generic_ops_and_the_modules_numbers(monke
     z = np.maximum(v[:, 2], s) * 0.25 - np.minimum(v[:, 1], 3.0 * math.pi)
     np.testing.assert_allclose(t, np.where(s > 0.5, z, -z), rtol=1e-14)
     ir = [compile_function(f).module for f in (spelled, written)]
-    texts = [_canonical(module_text(m), m.ops.first.outputs).replace("@written", "@spelled") for m in ir]
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@written", "@spelled") for m in ir]
     assert texts[0] == texts[1]
     # The module's numbers are read when the function is compiled: another value, another program.
     monkeypatch.setitem(spelled.__globals__, "SCALE", 0.5)

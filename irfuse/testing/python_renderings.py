@@ -391,7 +391,7 @@ def compare_rendering(kas_text: str, seed: int, directory: str, inline: bool = F
         python = program_of(with_derivatives(compile_function(getattr(module, name).fn)).module)
     except Exception as e:  # noqa: BLE001 -- what the front end said, for the report
         return "differ", f"the rendering is not traced: {type(e).__name__}: {e}\n{text}"
-    if _canonical(module_text(python), python.outputs) == _canonical(module_text(written), written.outputs):
+    if canonical_ir(module_text(python), python.outputs) == canonical_ir(module_text(written), written.outputs):
         return "alike", ""
     inputs, nodes = float64_inputs(written, 16, seed)
     if len(python.inputs) != len(written.inputs):
@@ -424,7 +424,7 @@ def _to_rounding(a, b) -> bool:
     return bool(np.all(np.abs(a[finite] - b[finite]) <= 1e-11 * max(scale, 1.0)))
 
 
-def _canonical(text: str, outputs) -> str:
+def canonical_ir(text: str, outputs) -> str:
     """IR text with its values numbered by first appearance and its outputs by place (the
     front ends name some apart)."""
     lines = text.split("\n")
