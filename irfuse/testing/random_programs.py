@@ -482,7 +482,7 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
             live.setdefault(rt, []).append(c)
             unread.add(c)
             made += 1
-            if rt != "scalar" and entries.random() < 0.8:  # and an entry of it, returned (`A[i, j]` in Python)
+            if _row_type(rt) is not None and entries.random() < 0.8:  # and an entry of it, returned (`A[i, j]` in Python)
                 e = f"u{counter}"  # (no number of the counter's: the names after it stay)
                 declared[e] = _row_type(rt)
                 lines.append(f"{e} = {c}[{entries.randrange(int(rt[6:].split('x')[0]))}];")
@@ -530,7 +530,7 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
             made += 1
         else:
             call("")
-    outputs = sorted(unread, key=lambda v: int(v.lstrip("vamou")))
+    outputs = sorted(unread, key=lambda v: (int(v.lstrip("vamou")), v))  # (u12 beside v12: by name)
     if not outputs:  # (every statement made a mask, which is not returned: the first input is)
         outputs = [next(v for v in inputs if v not in uniform and v not in arrays)]
     decls: dict[str, list[str]] = {}
