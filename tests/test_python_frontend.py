@@ -448,15 +448,49 @@ def test_pythons_own_spellings_are_the_generic_ops_and_the_modules_numbers(monke
                                rtol=1e-14)
 
 
+def test_a_loop_over_any_range_of_whole_numbers_runs_its_trips():
+    """`range(a, b)` and `range(a, b, step)` (negative steps and bounds, names of the module)
+    are loops of as many trips as Python's range holds: the program of `range(N)`."""
+    def ranges(x: irfuse.Scalar):
+        y = x
+        for _ in range(2, 5):
+            y = y * 2.0
+        for _ in range(0, 7, 2):
+            y = y + x
+        for _ in range(LAST + 3, 0, -2):
+            y = y * 3.0
+        for _ in range(-LAST, 0):
+            y = y - x
+        return y
+
+    def counted(x: irfuse.Scalar):
+        y = x
+        for _ in range(3):
+            y = y * 2.0
+        for _ in range(4):
+            y = y + x
+        for _ in range(3):
+            y = y * 3.0
+        for _ in range(2):
+            y = y - x
+        return y
+
+    x = np.random.default_rng(9).random(7)
+    got = irfuse.compile(ranges, backend="cpu", dtype="f64")(x)[0]
+    np.testing.assert_allclose(got, ((x * 8 + 4 * x) * 27) - 2 * x, rtol=1e-14)
+    ir = [compile_function(f).module for f in (ranges, counted)]
+    assert canonical_ir(module_text(ir[0]), ()).replace("@ranges", "@counted") == canonical_ir(module_text(ir[1]), ())
+
+
 def test_an_entry_of_an_entry_is_read_in_one_subscript():
-    """`J[0, 1]`, `J[1][0]`, `X[q, 2, 1]` in an indexed loop and `J[-1, -1]`: NumPy's entries,
+    """`J[0, 1]`, `J[1][0]`, `X[q, 2, 1]` in an indexed loop and `J[LAST - 1, -1]`: NumPy's entries,
     each level but the last copied into a temporary (the program of `r = J[0]; r[1]`)."""
     def entries(J: irfuse.Matrix[2, 2], X: irfuse.Tensor[4, 3, 3], w: irfuse.Vector[4]):
         d = J[0, 0] * J[1, 1] - J[0, 1] * J[1][0]
         s = w[0] * 0
         for q in range(4):
             s = s + X[q, 2, 1] * w[q]
-        return d, s, J[-1, -1]
+        return d, s, J[LAST - 1, -1]  # (an index's arithmetic of the module's whole numbers)
 
     def named(J: irfuse.Matrix[2, 2]):
         r = J[0]

@@ -24,7 +24,8 @@ line and column. What the body may hold:
   `max(a, b)`, `min(a, b)` are the generic ops of those names; `a if m else b` is
   `irfuse.where(m, a, b)`. Nested expressions get temporaries (`_t1`, ...);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
-  function is defined), which becomes `loop N { ... }`; `for q in range(N):` whose body
+  function is defined, or their arithmetic, `N + 1`), which becomes `loop N { ... }` (and
+  `range(a, b)`, `range(a, b, step)`: a loop of as many trips as Python's range holds); `for q in range(N):` whose body
   reads and assigns arrays at `x[q]` (the counter only as an index), `loop q N { ... }`;
 - `x: irfuse.Tensor[8, 3, 3]` (an annotation without a value) declares a variable, an array
   of 8 matrices here; `x[2]` reads an entry at a number; `y: irfuse.Scalar = expression`
@@ -288,6 +289,11 @@ INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "
 # module does not bind the name to something else): abs(x), max(a, b), min(a, b).
 BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+# Python's arithmetic of whole numbers, as a loop's bounds and an entry's index may be written.
+_WHOLE_ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+                     ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a ** b}
 
 
 def _signed(node: ast.expr) -> tuple[bool, ast.expr]:
@@ -680,13 +686,19 @@ class _Translator:
     def loop(self, node: ast.For) -> Loop:
         it = node.iter
         if node.orelse or not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-                               and len(it.args) == 1 and not it.keywords):
+                               and 1 <= len(it.args) <= 3 and not it.keywords):
             raise self.error(node, "a loop is 'for _ in range(N)' with a whole number N (no else clause)")
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable is a plain name (it is not available in the body)")
-        count = self.constant_int(it.args[0])
+        bounds = [self.constant_int(a) for a in it.args]  # (range(N), range(a, b), range(a, b, step))
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error(it.args[2], "range()'s step is a whole number other than 0")
+        trips = range(*bounds)  # (its trips counted here: len() fails past a C integer)
+        span, step = (trips.stop - trips.start, trips.step) if trips.step > 0 else (trips.start - trips.stop, -trips.step)
+        count = max(0, -(-span // step))
         if not 1 <= count <= MAX_TRIP_COUNT:  # as KAS's `loop N` (range(0) would run nothing)
-            raise self.error(it.args[0], f"loop trip count {count} is out of range 1..{MAX_TRIP_COUNT}")
+            raise self.error(it.args[0] if len(bounds) == 1 else it, f"loop trip count {count} is out of range "
+                             f"1..{MAX_TRIP_COUNT}")
         counter = node.target.id
         subscripts = set()  # (the places of indices: x[q], and each of A[q, 0])
         for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
@@ -699,6 +711,9 @@ class _Translator:
                     raise self.error(inner, f"the loop counter '{inner.id}' is only read as an array's index "
                                             f"(x[{inner.id}]): every iteration runs the same statements")
                 indexed = True
+        if indexed and range(*bounds) != range(count):
+            raise self.error(it, f"an indexed loop counts from 0 by 1 (for {counter} in range({count})): its counter "
+                                 "is the index of the arrays' entries it reads and writes")
         if indexed:
             self.indices.append(counter)
         try:
@@ -709,9 +724,8 @@ class _Translator:
         return Loop(count, body, self.pos(node), self.name(counter, node.target) if indexed else None)
 
     def constant_int(self, node: ast.expr) -> int:
-        value = node.value if isinstance(node, ast.Constant) else (
-            self.scope.get(node.id) if isinstance(node, ast.Name) else None)
-        if isinstance(value, bool) or not isinstance(value, int):
+        value = self.whole_number(node)
+        if value is None:
             raise self.error(node, "the trip count must be a whole number known when the program is compiled "
                                    "(a literal, or a name bound to an int where the function is defined)")
         return value
@@ -806,7 +820,14 @@ class _Translator:
         return node
 
     def whole_number(self, node: ast.expr) -> int | None:
-        """A whole number written (`2`, `-1`) or bound where the function is defined (`K`), or None."""
+        """A whole number written (`2`, `-1`) or bound where the function is defined (`K`), or
+        an arithmetic of such (`N + 1`, `2 * K - 1`: loop bounds and entries), or None."""
+        if isinstance(node, ast.BinOp) and type(node.op) in _WHOLE_ARITHMETIC:
+            left, right = self.whole_number(node.left), self.whole_number(node.right)
+            if left is None or right is None or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0) \
+                    or (isinstance(node.op, ast.Pow) and not 0 <= right <= 64):
+                return None
+            return _WHOLE_ARITHMETIC[type(node.op)](left, right)
         negative, inner = _signed(node)
         found = inner.value if isinstance(inner, ast.Constant) else self.bound_number(inner)
         if not _is_number(found) or not isinstance(found, numbers.Integral):

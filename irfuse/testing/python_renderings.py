@@ -42,6 +42,7 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     place in three (`_spelled`), Python's own spellings: a number as a name of the module bound
     to it, an entry counted from the end (`x[-1]`), an entry of an entry copied just before as
     one subscript (`A[i, j]` for `r[j]` after `r = A[i]`), a copy as `+x`, a select as `a if m else b`,
+    a loop's trips as `range(2, N + 2)` or `range(0, 2 N, 2)`,
     the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
     wherever the front end reads them so)."""
     program = parse_program(SourceFile("<rendered>", kas_text))
@@ -149,7 +150,10 @@ class _Renderer:
             if isinstance(s, (Loop, IfStatement)):
                 self.entries.clear()  # (their statements, and those after them, start afresh)
             if isinstance(s, Loop):
-                out.append(f"for {s.index.text if s.index is not None else '_'} in range({s.count}):")
+                bounds = str(s.count)
+                if s.index is None and self.infix and self._spelled():  # (the same trips, counted otherwise)
+                    bounds = f"2, {s.count + 2}" if s.count % 2 else f"0, {2 * s.count}, 2"
+                out.append(f"for {s.index.text if s.index is not None else '_'} in range({bounds}):")
                 out += ["    " + line for line in (self.statements(s.body) or ["pass"])]
             elif isinstance(s, IfStatement):
                 out.append(f"if {self.condition(s.condition)}:")

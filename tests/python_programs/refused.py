@@ -251,3 +251,24 @@ def module_number_assigned_in_the_program(s: Scalar):
 
 
 WEIGHT = 0.5
+
+
+def indexed_loop_not_from_zero(X: irfuse.Tensor[4, 2, 2], w: Vector[4]):
+    s = w[0] * 0.0
+    for q in range(1, 4):  # refused: an indexed loop counts from 0 by 1 (for q in range(3))
+        s = s + w[q]
+    return s
+
+
+def loop_of_no_trips(s: Scalar):
+    y = s
+    for _ in range(3, 3):  # refused: loop trip count 0 is out of range
+        y = y * s
+    return y
+
+
+def loop_of_step_zero(s: Scalar):
+    y = s
+    for _ in range(0, 4, 0):  # refused: range()'s step is a whole number other than 0
+        y = y * s
+    return y
