@@ -151,11 +151,11 @@ def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
     lines = [f"u{k} = {f}(x);" for k, f in enumerate(UNARY)]
     lines += [f"b{k} = {f}(x, y);" for k, f in enumerate(BINARY)]
     lines += ["c = clamp(x, -1, y);", "m = gt(x, y);", "k = le(y, 0);", "p = and(m, k);", "q = or(m, k);",
-              "z = not(m);", "s = select(m, x, y);"]
-    outs = [f"u{k}" for k in range(len(UNARY))] + [f"b{k}" for k in range(len(BINARY))] + list("cmkpqzs")
+              "z = not(m);", "s = select(m, x, y);", "e = xor(m, k);"]
+    outs = [f"u{k}" for k in range(len(UNARY))] + [f"b{k}" for k in range(len(BINARY))] + list("cmkpqzse")
     masks = [f"b{k}" for k, f in enumerate(BINARY) if f in ("lt", "le", "gt", "ge", "eq", "ne")]
     numbers = [o for o in outs[:len(names)] if o not in masks]
-    src = "\n".join(["scalar x, y, c, s, " + ", ".join(numbers) + ";", "mask m, k, p, q, z, " + ", ".join(masks) + ";",
+    src = "\n".join(["scalar x, y, c, s, " + ", ".join(numbers) + ";", "mask m, k, p, q, z, e, " + ", ".join(masks) + ";",
                      "input x, y;", *lines, f"return {', '.join(outs)};", ""])
     prog = irfuse.compile(src, backend="cpu", dtype=dtype)
     values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0, 2.5, -3.0, 0.5])
@@ -169,7 +169,7 @@ def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
             _same_entries(np.asarray(getattr(got, f"b{k}")), np.asarray(fn(x, y), np.float64).astype(npdt), f)
         np.testing.assert_array_equal(got.c, np.minimum(np.maximum(x, -1), y))
         m, kk = x > y, y <= 0
-        for name, want in (("m", m), ("k", kk), ("p", m & kk), ("q", m | kk), ("z", ~m)):
+        for name, want in (("m", m), ("k", kk), ("p", m & kk), ("q", m | kk), ("z", ~m), ("e", m ^ kk)):
             np.testing.assert_array_equal(np.asarray(getattr(got, name)), want.astype(np.float64), err_msg=name)
         np.testing.assert_array_equal(got.s, np.where(m, x, y))
     report = prog.check(x=x.astype(npdt), y=y.astype(npdt))

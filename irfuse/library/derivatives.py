@@ -32,7 +32,7 @@ from irfuse.library.indexexpr import Const, Leaf, SBin, SCall, SUn, Scalar, entr
 ZERO, ONE = Const(0.0), Const(1.0)
 
 # Functions whose value steps: their derivative is 0 everywhere it exists (and taken as 0).
-STEPS = ("sign", "not", "lt", "le", "gt", "ge", "eq", "ne", "and", "or")
+STEPS = ("sign", "not", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor")
 
 
 def _mul(a: Scalar, b: Scalar) -> Scalar:

@@ -380,6 +380,7 @@ def _logic(name: str, arity: int, doc: str) -> None:
 
 _logic("and", 2, "both")
 _logic("or", 2, "either")
+_logic("xor", 2, "one but not both (of masks: Python's m != n)")
 _logic("not", 1, "the opposite")
 
 

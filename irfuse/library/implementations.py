@@ -429,6 +429,7 @@ _C_FUNCTIONS = {
     "ge": "((real_t)({0} >= {1}))", "eq": "((real_t)({0} == {1}))", "ne": "((real_t)({0} != {1}))",
     "and": "((real_t)({0} != (real_t)0 && {1} != (real_t)0))",
     "or": "((real_t)({0} != (real_t)0 || {1} != (real_t)0))",
+    "xor": "((real_t)(({0} != (real_t)0) != ({1} != (real_t)0)))",
     "select": "({0} != (real_t)0 ? {1} : {2})", "clamp": "irf_min(irf_max({0}, {1}), {2})",
 }
 

@@ -90,7 +90,7 @@ def apply_function(fn: str, args: list, np) -> object:
     b = args[1]
     truth = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
              "ne": np.not_equal, "and": lambda x, y: (x != 0) & (y != 0),
-             "or": lambda x, y: (x != 0) | (y != 0)}[fn](a, b)
+             "or": lambda x, y: (x != 0) | (y != 0), "xor": lambda x, y: (x != 0) != (y != 0)}[fn](a, b)
     return np.where(truth, np.ones_like(a + b), np.zeros_like(a + b))
 
 
@@ -206,10 +206,10 @@ def _bounded_function(fn: str, args: list, u: float, np) -> tuple:
         spread = np.where(ea < np.abs(a), np.abs(b) * ea / np.where(np.abs(a) > ea, np.abs(a) - ea, 1)
                           + np.abs(np.log(np.abs(a) + ea)) * eb, np.inf)
         return v, np.abs(v) * np.expm1(spread) + (u + extra) * np.abs(v)
-    if fn in COMPARISONS or fn in ("and", "or"):
+    if fn in COMPARISONS or fn in ("and", "or", "xor"):
         (b, eb), = rest
         v = apply_function(fn, [a, b], np)
-        if fn in ("and", "or"):
+        if fn in ("and", "or", "xor"):
             could_flip = (ea > 0) | (eb > 0)
         else:
             could_flip = ~(np.abs(a - b) > ea + eb)
