@@ -448,6 +448,100 @@ def test_pythons_own_spellings_are_the_generic_ops_and_the_modules_numbers(monke
                                rtol=1e-14)
 
 
+def test_numpys_logic_of_masks_chained_comparisons_and_masks_compared_are_their_ops():
+    """NumPy's `m & n`, `m | n`, `m ^ n`, `~m`, masks compared (`m != n` is `xor`, `m == n` its
+    `not`) and Python's chains (`a < b <= c` is `a < b and b <= c`, b traced once), in values,
+    conditional expressions and `if` tests: NumPy's results, and the IR of the ops they stand
+    for."""
+
+    def spelled(a: irfuse.Scalar, b: irfuse.Scalar, c: irfuse.Scalar):
+        m = a < b <= c
+        n = (a > 0) ^ (b > 0)
+        k = ~(a > 0) | (b < 0) & (c < 0)
+        e = (a > 0) == (c > 0)
+        y = a if m != k else b
+        if -0.5 < a < b < 0.5:
+            z = a * 2
+        else:
+            z = c
+        if n == e:
+            w = c
+        else:
+            w = a
+        return y, z, w
+
+    def written(a: irfuse.Scalar, b: irfuse.Scalar, c: irfuse.Scalar):
+        t1 = a < b
+        t2 = b <= c
+        m = t1 and t2
+        n = irfuse.ops.xor(a > 0, b > 0)
+        k = (not (a > 0)) or ((b < 0) and (c < 0))
+        e = not irfuse.ops.xor(a > 0, c > 0)
+        y = irfuse.where(irfuse.ops.xor(m, k), a, b)
+        t3, t4, t5 = -0.5 < a, a < b, b < 0.5
+        t6 = t3 and t4
+        t = t6 and t5
+        if t:
+            z = a * 2
+        else:
+            z = c
+        if not irfuse.ops.xor(n, e):
+            w = c
+        else:
+            w = a
+        return y, z, w
+
+    prog = irfuse.compile(spelled, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(8)
+    a, b, c = (rng.uniform(-1, 1, 400) for _ in range(3))
+    a[:50] = b[:50]  # (ties: <= against <)
+    got = prog(a, b, c)
+    m, n = (a < b) & (b <= c), (a > 0) ^ (b > 0)
+    k, e = ~(a > 0) | (b < 0) & (c < 0), (a > 0) == (c > 0)
+    np.testing.assert_array_equal(got.y, np.where(m != k, a, b))
+    np.testing.assert_array_equal(got.z, np.where((-0.5 < a) & (a < b) & (b < 0.5), a * 2, c))
+    np.testing.assert_array_equal(got.w, np.where(n == e, c, a))
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@written", "@spelled")
+             for m in (compile_function(f).module for f in (spelled, written))]
+    assert texts[0] == texts[1]
+
+
+def test_a_tuple_assigns_every_value_computed_before_any_target():
+    """`a, b = x, y` is Python's: every value on the right computed before a target is
+    assigned (`a, b = b, a` swaps, entries too); where no value reads a target before it, the
+    same program as the lines one after the other."""
+
+    def swapped(a: irfuse.Scalar, b: irfuse.Scalar, v: irfuse.Vector[3]):
+        a, b = b, a * 2
+        v[0], v[2] = v[2], v[0] + a
+        c, d = a * b, b - 1
+        return a, b, c, d, v
+
+    def lines(a: irfuse.Scalar, b: irfuse.Scalar, v: irfuse.Vector[3]):
+        c, d = a * b, b - 1
+        return c, d
+
+    def one_after_the_other(a: irfuse.Scalar, b: irfuse.Scalar, v: irfuse.Vector[3]):
+        c = a * b
+        d = b - 1
+        return c, d
+
+    prog = irfuse.compile(swapped, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(9)
+    a, b, v = rng.random(20), rng.random(20), rng.random((20, 3))
+    got = prog(a, b, v.copy())
+    want = v.copy()
+    want[:, 0], want[:, 2] = v[:, 2], v[:, 0] + b
+    np.testing.assert_array_equal(got.a, b)
+    np.testing.assert_array_equal(got.b, a * 2)
+    np.testing.assert_array_equal(got.c, b * (a * 2))
+    np.testing.assert_array_equal(got.d, a * 2 - 1)
+    np.testing.assert_array_equal(got.v, want)
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@one_after_the_other", "@lines")
+             for m in (compile_function(f).module for f in (lines, one_after_the_other))]
+    assert texts[0] == texts[1]
+
+
 def test_a_loop_over_any_range_of_whole_numbers_runs_its_trips():
     """`range(a, b)` and `range(a, b, step)` (negative steps and bounds, names of the module)
     are loops of as many trips as Python's range holds: the program of `range(N)`."""

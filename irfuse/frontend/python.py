@@ -31,8 +31,11 @@ line and column. What the body may hold:
   of 8 matrices here; `x[2]` reads an entry at a number; `y: irfuse.Scalar = expression`
   declares and assigns (the value must be of the annotated type);
 - `if`/`elif`/`else` on a comparison (`a > b`) or a mask: both sides computed, each
-  variable either assigns selected element by element; comparisons as values are masks,
+  variable either assigns selected element by element; comparisons as values are masks
+  (chained as Python's: `a < b <= c` is `a < b and b <= c`), their logic `not`, `and`, `or`
+  or NumPy's `~`, `&`, `|`, `^`, masks compared by `!=` (`xor`) and `==` (its `not`);
   `irfuse.where(m, a, b)` selects;
+- `a, b = x, y`: every value computed before any target is assigned (`a, b = b, a` swaps);
 - `x = y` copies; `A.T` transposes; `@` is `mmul`/`mvmul`/`dot` for any compatible shapes
   where no suffixed op is; every generic op is `irfuse.ops.NAME` (`irfuse.ops.det(J)`,
   `irfuse.ops.contract("q,qij->ij", w, eps)`);
@@ -289,6 +292,8 @@ INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "
 # module does not bind the name to something else): abs(x), max(a, b), min(a, b).
 BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+# NumPy's logic of boolean arrays, as masks: `m & n`, `m | n`, `m ^ n` (and `~m`, `m != n`).
+_MASK_LOGIC = {ast.BitAnd: ("&", "and"), ast.BitOr: ("|", "or"), ast.BitXor: ("^", "xor")}
 
 
 # Python's arithmetic of whole numbers, as a loop's bounds and an entry's index may be written.
@@ -555,6 +560,9 @@ class _Translator:
                 if isinstance(target, ast.Subscript):
                     self.assign_entry(target, node.value, out)
                     continue
+                if isinstance(target, (ast.Tuple, ast.List)):
+                    self.assign_tuple(target, node.value, out)
+                    continue
                 if not isinstance(target, ast.Name):
                     raise self.error(node, "assign to one name, or to an array's entry x[q], at a time (no "
                                            "unpacking or attributes)")
@@ -602,10 +610,14 @@ class _Translator:
         """`if cond: ... else: ...` (elif too): both sides computed, each variable either
         assigns selected element by element (see the KAS frontend)."""
         test = node.test
-        if isinstance(test, ast.Compare):
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
             self.check_comparison(test, "a condition")
             lhs, rhs = self.expression(test.left, out), self.expression(test.comparators[0], out)
-            condition = Condition(lhs, _COMPARE[type(test.ops[0])], rhs, self.pos(test))
+            if self.is_mask(lhs) or self.is_mask(rhs):  # (`m != n`: the mask of their logic)
+                value = self.assigned(self.temp(), test, self.compared(test, 0, lhs, rhs, out), out)
+                condition = Condition(value, None, None, self.pos(test))
+            else:
+                condition = Condition(lhs, _COMPARE[type(test.ops[0])], rhs, self.pos(test))
         else:
             value = self.expression(test, out)
             if not (isinstance(value, Name) and value.text in self.masks):
@@ -682,6 +694,40 @@ class _Translator:
             raise self.error(target, f"'{entry.text}' holds entries of {want}; this value is a "
                                      f"{ValueType(shape, mask).spelling()}")
         out.append(Call(entry, call[0], call[1], self.pos(target)))
+
+    def assign_tuple(self, target: ast.Tuple | ast.List, value: ast.expr, out: list[Statement]) -> None:
+        """`a, b = x, y` (names or entries): Python's meaning, every value on the right computed
+        before any target is assigned. Assigned in order, as the same lines one after the other,
+        where no value reads a target assigned before it; otherwise (`a, b = b, a`) each value
+        first copied into a temporary."""
+        targets = target.elts
+        if not all(isinstance(t, (ast.Name, ast.Subscript)) for t in targets):
+            bad = next(t for t in targets if not isinstance(t, (ast.Name, ast.Subscript)))
+            raise self.error(bad, "a tuple assigns names or arrays' entries (a, b = x, y; no nested or starred "
+                                  "targets)")
+        if not isinstance(value, (ast.Tuple, ast.List)) or any(isinstance(v, ast.Starred) for v in value.elts):
+            raise self.error(value, f"a tuple of {len(targets)} targets takes a tuple of as many values "
+                                    "(a, b = x, y): an op gives one value")
+        if len(value.elts) != len(targets):
+            raise self.error(value, f"{len(targets)} targets take {len(targets)} values, got {len(value.elts)}")
+
+        def base(t: ast.expr) -> str:
+            return t.id if isinstance(t, ast.Name) else ast.unparse(t).split("[")[0]
+        written: set[str] = set()
+        staged = False
+        for t, v in zip(targets, value.elts):
+            if written & {n.id for n in ast.walk(v) if isinstance(n, ast.Name)}:
+                staged = True
+            written.add(base(t))
+        values = list(value.elts)
+        if staged:  # (each value kept in a temporary before any target is written)
+            values = [ast.copy_location(ast.Name(id=self.assigned(self.temp(), v, self.call_of(v, out), out).text,
+                                                 ctx=ast.Load()), v) for v in values]
+        for t, v in zip(targets, values):
+            if isinstance(t, ast.Subscript):
+                self.assign_entry(t, v, out)
+            else:
+                self.assign(t, v, out)
 
     def loop(self, node: ast.For) -> Loop:
         it = node.iter
@@ -850,12 +896,45 @@ class _Translator:
         return None
 
     def check_comparison(self, node: ast.Compare, what: str) -> None:
-        """One of < <= > >= == != between two values."""
-        if len(node.ops) != 1:
-            raise self.error(node, f"{what} compares two values once (a < b, not a < b < c)")
-        if type(node.ops[0]) not in _COMPARE:
-            spelled = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}.get(type(node.ops[0]))
-            raise self.error(node, f"{what} compares values with < <= > >= == !=, not '{spelled}'")
+        """Each of its comparisons one of < <= > >= == !=."""
+        for op in node.ops:
+            if type(op) not in _COMPARE:
+                spelled = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}.get(type(op))
+                raise self.error(node, f"{what} compares values with < <= > >= == !=, not '{spelled}'")
+
+    def is_mask(self, operand) -> bool:
+        return isinstance(operand, Name) and operand.text in self.masks
+
+    def comparison(self, node: ast.Compare, out: list[Statement]) -> tuple[Name, list[Name]]:
+        """(op, operands) of a comparison: `a < b` an op of the library (`lt`), masks compared
+        `m != n` (`xor`) and `m == n` (`not` of it), and a chain `a < b < c` Python's `a < b
+        and b < c` (each operand traced once), its links `and`-ed left to right."""
+        self.check_comparison(node, "a comparison")
+        values = [self.expression(node.left, out)]
+        values += [self.expression(c, out) for c in node.comparators]
+        if len(node.ops) == 1:
+            return self.compared(node, 0, values[0], values[1], out)
+        links = [self.assigned(self.temp(), node, self.compared(node, k, values[k], values[k + 1], out), out)
+                 for k in range(len(node.ops))]
+        result = links[0]
+        for link in links[1:-1]:
+            result = self.assigned(self.temp(), node, (self.name("and", node), [result, link]), out)
+        return self.name("and", node), [result, links[-1]]
+
+    def compared(self, node: ast.Compare, k: int, left, right, out: list[Statement]) -> tuple[Name, list[Name]]:
+        """(op, operands) of comparison k of `node` between two traced values."""
+        symbol = _COMPARE[type(node.ops[k])]
+        if not (self.is_mask(left) or self.is_mask(right)):
+            return self.name(COMPARISONS[symbol], node), [left, right]
+        if not (self.is_mask(left) and self.is_mask(right)) or symbol not in ("==", "!="):
+            kinds = " and ".join("mask" if self.is_mask(v) else ValueType(self.shape_of(v)).spelling()
+                                 for v in (left, right))
+            raise self.error(node, f"'{symbol}' of {kinds}: masks are compared with each other by == and != "
+                                   "only (m != n holds where one holds and the other does not)")
+        if symbol == "!=":
+            return self.name("xor", node), [left, right]
+        differ = self.assigned(self.temp(), node, (self.name("xor", node), [left, right]), out)
+        return self.name("not", node), [differ]
 
     def left_chain(self, node: ast.BinOp, out: list[Statement]) -> None:
         """Traces the infix forms nested along `node`'s left operands (`a + b + c + ...`, which
@@ -902,9 +981,16 @@ class _Translator:
             args = [self.expression(a, out, text=True) for a in node.args]
             return self.name(op_name, node.func), args
         if isinstance(node, ast.Compare):
-            self.check_comparison(node, "a comparison")
-            left, right = self.expression(node.left, out), self.expression(node.comparators[0], out)
-            return self.name(COMPARISONS[_COMPARE[type(node.ops[0])]], node), [left, right]
+            return self.comparison(node, out)
+        if isinstance(node, ast.BinOp) and type(node.op) in _MASK_LOGIC:  # NumPy's `m & n`, `m | n`, `m ^ n`
+            symbol, op = _MASK_LOGIC[type(node.op)]
+            operands = [self.expression(node.left, out), self.expression(node.right, out)]
+            self.check_masks(node, symbol, operands)
+            return self.name(op, node), operands
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):  # NumPy's `~m`
+            operand = self.expression(node.operand, out)
+            self.check_masks(node, "~", [operand])
+            return self.name("not", node), [operand]
         if isinstance(node, ast.Attribute) and node.attr == "T":
             return self.name("transpose", node), [self.expression(node.value, out)]
         if isinstance(node, ast.IfExp):  # `a if m else b`: both computed, selected entry by entry
@@ -935,6 +1021,15 @@ class _Translator:
             return self.name(COPY, node), [self.expression(node, out)]
         raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "
                                "forms + - * / ** @ on the program's values (not, and, or on masks)")
+
+    def check_masks(self, node: ast.expr, symbol: str, operands: list) -> None:
+        """`&`, `|`, `^` and `~` take masks (NumPy's logic of boolean arrays; of numbers they
+        are bitwise, which a program's values have no meaning for)."""
+        if not all(self.is_mask(o) for o in operands):
+            kinds = " and ".join("mask" if self.is_mask(o) else ValueType(self.shape_of(o)).spelling()
+                                 for o in operands)
+            raise self.error(node, f"'{symbol}' is the logic of masks (m = a > b; m & n, m | n, m ^ n, ~m), not of "
+                                   f"{kinds}")
 
     def infix(self, node: ast.expr, symbol: str, found: tuple[str, bool] | None,
               operands: list[Name]) -> tuple[Name, list[Name]]:

@@ -23,6 +23,7 @@ from irfuse.frontend.syntax import If as IfStatement
 _SYMBOLS = {name: symbol for symbol, name in COMPARISONS.items()}
 _MESH = {"gather": "irfuse.gather", "scatter": "irfuse.scatter", "select": "irfuse.where"}
 _REDUCTIONS = ("sum", "max", "min")
+_MASK_LOGIC = (("and", "&"), ("or", "|"), ("xor", "^"))
 
 
 class NoPythonForm(Exception):
@@ -146,9 +147,11 @@ class _Renderer:
 
     def statements(self, statements: list, top: bool = False) -> list[str]:
         out: list[str] = []
+        paired = None  # (line, target, value, name written) of the last plain assignment written
         for s in statements:
             if isinstance(s, (Loop, IfStatement)):
                 self.entries.clear()  # (their statements, and those after them, start afresh)
+                paired = None
             if isinstance(s, Loop):
                 bounds = str(s.count)
                 if s.index is None and self.infix and self._spelled():  # (the same trips, counted otherwise)
@@ -167,10 +170,18 @@ class _Renderer:
                 if top and target in self.annotated:
                     self.annotated.discard(target)  # (its first assignment declares it)
                     out.append(f"{target}: {self.types[target]} = {value}")
+                    paired = None
                 elif both is not None and isinstance(s.target, Name) and self.turn % 3 == 0:
                     out.append(f"{target} {both.group(1)}= {both.group(2)}")  # (`x += y`, in turn)
+                    paired = None
+                elif paired is not None and paired[3] not in _read(s) and self.infix and self._spelled():
+                    # (`a, b = x, y` for two lines where y reads no a: every value computed first)
+                    out[paired[0]] = f"{paired[1]}, {target} = {paired[2]}, {value}"
+                    paired = None
                 else:
                     out.append(f"{target} = {value}")
+                    paired = (len(out) - 1, target, value, s.target.text if isinstance(s.target, Name)
+                              else s.target.name.text)
                 written = s.target.text if isinstance(s.target, Name) else s.target.name.text
                 self.entries = {r: (a, i) for r, (a, i) in self.entries.items() if written not in (r, a)}
                 if s.op.text == COPY and isinstance(s.target, Name) and isinstance(s.args[0], Index):
@@ -185,10 +196,15 @@ class _Renderer:
             return text[0]
         if op in _SYMBOLS and len(args) == 2:
             return f"({text[0]} {_SYMBOLS[op]} {text[1]})"
-        if op in ("and", "or") and len(args) == 2:
-            return f"({text[0]} {op} {text[1]})"
+        if op in ("and", "or", "xor") and len(args) == 2:
+            chain = self._chain(op, args)
+            if chain is not None:
+                return chain
+            if self.infix:  # (NumPy's logic of boolean arrays)
+                return f"({text[0]} {dict(_MASK_LOGIC)[op]} {text[1]})"
+            return f"({text[0]} {'!=' if op == 'xor' else op} {text[1]})"  # (masks differing: `!=`)
         if op == "not" and len(args) == 1:
-            return f"(not {text[0]})"
+            return f"(~{text[0]})" if self.infix else f"(not {text[0]})"
         if op == COPY:
             return f"+{text[0]}"  # (Python's unary plus: the value itself)
         if self.infix and self._spelled():
@@ -205,6 +221,18 @@ class _Renderer:
             if written is not None:
                 return written
         return f"ops.{op}({', '.join(text)})"
+
+    def _chain(self, op: str, args: list) -> str | None:
+        """`and(lt(a, b), le(b, c))` (a condition's calls) as Python's chain `a < b <= c`, or
+        None."""
+        if not (op == "and" and self.infix and all(isinstance(a, CallExpr) and a.op.text in _SYMBOLS
+                                                   and len(a.args) == 2 for a in args)):
+            return None
+        (a, b), (c, d) = args[0].args, args[1].args
+        if _operand_text(b) is None or _operand_text(b) != _operand_text(c):
+            return None
+        return (f"({self.operand(a)} {_SYMBOLS[args[0].op.text]} {self.operand(b)} {_SYMBOLS[args[1].op.text]} "
+                f"{self.operand(d)})")
 
     def _infix(self, op: str, args: list, text: list[str]) -> str | None:
         """`op(args)` as the infix form the front end reads as this very op, or None."""
@@ -323,6 +351,11 @@ def _read_condition(c) -> set[str]:
             elif isinstance(x, Name):
                 names.add(x.text)
     return names
+
+
+def _operand_text(a) -> str | None:
+    """A plain operand's text (a name, number or entry), None for a call."""
+    return None if isinstance(a, CallExpr) else _operand(a)
 
 
 def _operand(a) -> str:

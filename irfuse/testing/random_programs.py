@@ -260,7 +260,7 @@ def _family_signatures(types: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ..
     for name, fam in FAMILIES.items():
         # (families with a parameter in the name, and masks' logic, are written otherwise; a
         # loop's history is reverse mode's, reached through taped derivatives)
-        if fam.arity is None or name in ("select", "and", "or", "not", "reshape") or name in PARAMETER_FIRST + HISTORY:
+        if fam.arity is None or name in ("select", "and", "or", "xor", "not", "reshape") or name in PARAMETER_FIRST + HISTORY:
             continue
         for ins in product(types, repeat=fam.arity):
             try:
@@ -317,6 +317,9 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
     made = 0
     # (the entries of copied entries' own draws: a program without one is the program it was)
     entries = random.Random(seed * 1_000_003 + 11)
+    # (masks differing, `xor`, and a value between two thresholds, `and(lt(a, x), lt(x, b))`:
+    # their own draws, a program without one the program it was)
+    logic = random.Random(seed * 1_000_003 + 13)
 
     def new_var(t: str, prefix: str = "v") -> str:
         nonlocal counter
@@ -390,8 +393,14 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
         """A comparison of a value with a threshold, or the logic of masks made before."""
         nonlocal made
         m = new_var("mask", "m")
-        if len(masks) >= 2 and rng.random() < 0.4:
+        if len(masks) >= 2 and logic.random() < 0.3:  # (the logic of masks, drawn apart)
+            how = logic.choice(("and", "or", "xor", "not"))
+            args = logic.sample(masks, 2) if how != "not" else [logic.choice(masks)]
+            lines.append(f"{indent}{m} = {how}({', '.join(args)});")
+        elif len(masks) >= 2 and rng.random() < 0.4:
             how = rng.choice(("and", "or", "not"))
+            if how == "or" and logic.random() < 0.4:
+                how = "xor"
             args = rng.sample(masks, 2) if how != "not" else [rng.choice(masks)]
             lines.append(f"{indent}{m} = {how}({', '.join(args)});")
         else:
@@ -410,6 +419,10 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
             cond = rng.choice(masks)
         elif kind < 0.65:  # an op's call giving the mask: a comparison, or logic of masks and comparisons
             test = f"{rng.choice(('gt', 'lt', 'ge', 'le'))}({operand('scalar', 'gt')}, {rng.choice(THRESHOLDS)})"
+            if logic.random() < 0.3:  # (between two thresholds: Python's `lo < x <= hi`)
+                x = test[test.index("(") + 1:test.rindex(",")]
+                lo, hi = sorted(logic.sample(THRESHOLDS, 2), key=float)
+                test = f"and({logic.choice(('lt', 'le'))}({lo}, {x}), {logic.choice(('lt', 'le'))}({x}, {hi}))"
             cond = rng.choice([test, f"not({test})"] + ([f"not({rng.choice(masks)})",
                                                           f"and({rng.choice(masks)}, {test})"] if masks else []))
         else:

@@ -272,3 +272,48 @@ def loop_of_step_zero(s: Scalar):
     for _ in range(0, 4, 0):  # refused: range()'s step is a whole number other than 0
         y = y * s
     return y
+
+
+def masks_ordered(s: Scalar, t: Scalar):
+    m = (s > 0) < (t > 0)  # refused: '<' of mask and mask: masks are compared with each other by == and != only
+    return irfuse.where(m, s, t)
+
+
+def mask_compared_with_a_number(s: Scalar):
+    m = (s > 0) == 1  # refused: '==' of mask and scalar: masks are compared with each other by == and != only
+    return irfuse.where(m, s, s * 2)
+
+
+def bitwise_and_of_numbers(s: Scalar, t: Scalar):
+    u = s & t  # refused: '&' is the logic of masks (m = a > b; m & n, m | n, m ^ n, ~m), not of scalar and scalar
+    return u
+
+
+def inverted_number(s: Scalar):
+    u = ~s  # refused: '~' is the logic of masks
+    return u
+
+
+def chain_with_a_vector(s: Scalar, v: Vector[3]):
+    m = s < v < s  # refused: 'lt' does not take scalar, vector3
+    return irfuse.where(m, s, s * 2)
+
+
+def tuple_from_one_value(s: Scalar, t: Scalar):
+    a, b = s + t  # refused: a tuple of 2 targets takes a tuple of as many values (a, b = x, y)
+    return a
+
+
+def tuple_of_other_length(s: Scalar, t: Scalar):
+    a, b = s, t, s  # refused: 2 targets take 2 values, got 3
+    return a
+
+
+def nested_tuple_target(s: Scalar, t: Scalar):
+    (a, b), c = (s, t), s  # refused: a tuple assigns names or arrays' entries
+    return a
+
+
+def starred_tuple_target(s: Scalar, t: Scalar):
+    *a, b = s, t  # refused: a tuple assigns names or arrays' entries
+    return b
