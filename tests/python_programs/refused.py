@@ -301,19 +301,19 @@ def chain_with_a_vector(s: Scalar, v: Vector[3]):
 
 def tuple_from_one_value(s: Scalar, t: Scalar):
     a, b = s + t  # refused: a tuple of 2 targets takes a tuple of as many values (a, b = x, y)
-    return a
+    return a, b
 
 
 def tuple_of_other_length(s: Scalar, t: Scalar):
     a, b = s, t, s  # refused: 2 targets take 2 values, got 3
-    return a
+    return a, b
 
 
 def nested_tuple_target(s: Scalar, t: Scalar):
     (a, b), c = (s, t), s  # refused: a tuple assigns names or arrays' entries
-    return a
+    return a, b, c
 
 
 def starred_tuple_target(s: Scalar, t: Scalar):
     *a, b = s, t  # refused: a tuple assigns names or arrays' entries
-    return b
+    return a, b
