@@ -377,7 +377,8 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     python_renderings`), each as written, with the outputs' last statements moved into the
     return (`return ops.f(a), r[1]`), with infix forms (`A @ B`, `s * A`, `-x`, `v / s`, `x ** p`)
     and Python's spellings (`abs(x)`, `max(a, b)`, `a if m else b`, `+x`, `v[-1]`, the
-    module's numbers by name) and with
+    module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`)
+    and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for

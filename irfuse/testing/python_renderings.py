@@ -45,7 +45,10 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     one subscript (`A[i, j]` for `r[j]` after `r = A[i]`), a copy as `+x`, a select as `a if m else b`,
     a loop's trips as `range(2, N + 2)` or `range(0, 2 N, 2)`,
     the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
-    wherever the front end reads them so)."""
+    wherever the front end reads them so), two lines where the second reads nothing the first
+    writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
+    as NumPy's `&`, `|`, `^`, `~` and a condition's `and(lt(a, x), le(x, b))` as Python's chain
+    `a < x <= b` (without it `xor` is `m != n`)."""
     program = parse_program(SourceFile("<rendered>", kas_text))
     try:
         return _Renderer(program, inline, infix).module(name)
