@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import irfuse
+from irfuse.driver.compile import compile_text
 
 
 def _t(a):  # the transpose of each element's matrix
@@ -36,7 +37,9 @@ CASES = [
     ("exp", [(3, 3)], np.exp, None), ("log", [(4,)], np.log, "positive"), ("sqrt", [()], np.sqrt, "positive"),
     ("rsqrt", [(2,)], lambda a: 1 / np.sqrt(a), "positive"), ("sin", [(3,)], np.sin, None),
     ("cos", [(2, 2)], np.cos, None), ("tanh", [(3, 3, 3)], np.tanh, None), ("abs", [(4,)], np.abs, None),
-    ("sign", [(5,)], np.sign, None),
+    ("sign", [(5,)], np.sign, None), ("floor", [(2, 3)], np.floor, "steps"),
+    ("floordiv", [(3,), ()], lambda a, s: np.floor_divide(a, s[:, None]), "away"),
+    ("mod", [(2, 2), (2, 2)], np.remainder, "away"), ("mod", [(), ()], np.remainder, "away"),
     ("mmul", [(4, 3), (3, 2)], np.matmul, None), ("mmul", [(2, 5), (5, 5)], np.matmul, None),
     ("mtmul", [(4, 3), (4, 2)], lambda a, b: _t(a) @ b, None),
     ("mmult", [(2, 3), (4, 3)], lambda a, b: a @ _t(b), None),
@@ -66,6 +69,8 @@ def _operand(rng, shape, domain, n):
         return rng.uniform(0.25, 2, (n, *shape))
     if domain == "away":
         return np.where(a < 0, a - 0.5, a + 0.5)
+    if domain == "steps":  # (whole numbers and values between: a floor's steps)
+        return np.where(rng.random((n, *shape)) < 0.3, np.round(2 * a), 2 * a)
     if domain == "regular":
         return a + 3 * np.eye(shape[0])  # diagonally dominant
     return a
@@ -117,9 +122,9 @@ def test_every_family_agrees_with_numpy(group, dtype):
 
 
 UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a), "sin": np.sin,
-         "cos": np.cos, "tanh": np.tanh, "abs": np.abs, "sign": np.sign, "neg": np.negative}
+         "cos": np.cos, "tanh": np.tanh, "abs": np.abs, "sign": np.sign, "neg": np.negative, "floor": np.floor}
 BINARY = {"add": np.add, "sub": np.subtract, "emul": np.multiply, "ediv": np.divide, "pow": np.power,
-          "min": np.minimum, "max": np.maximum, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+          "min": np.minimum, "max": np.maximum, "floordiv": np.floor_divide, "mod": np.remainder, "lt": np.less, "le": np.less_equal, "gt": np.greater,
           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
 
 
@@ -175,6 +180,9 @@ def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
     report = prog.check(x=x.astype(npdt), y=y.astype(npdt))
     assert report.ok, report
     assert "NaN or infinite, as in the float64 reference" in str(report)
+    # (the same functions' kernel for the GPU: NVRTC compiles it, the prelude's helpers included)
+    plan, _ = compile_text(src, "special.kas", dtype=dtype, compile_gpu=True, arch="sm_90")
+    assert plan.cubin.cubin[:4] == b"\x7fELF" and set(plan.cubin.resources) == {k.name for k in plan.kernels}
 
 
 @pytest.mark.parametrize("renderer", ["loop", "emulate"])

@@ -2340,3 +2340,27 @@ def test_a_power_of_2_1_or_minus_1_is_its_product_on_the_gpu(dtype):
         np.testing.assert_array_equal(got.sq, x * x)
         np.testing.assert_array_equal(got.same, x)
         np.testing.assert_array_equal(got.inv, npdt(1) / x)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_floor_division_remainder_and_xor_are_numpys_on_the_gpu(dtype):
+    """`floor`, `floordiv`, `mod` (Python's `//` and `%`) and `xor` of masks on the GPU are
+    NumPy's to the bit, signed zeros, infinities and NaN included, as on the CPU."""
+    import irfuse
+
+    npdt = np.float64 if dtype == "f64" else np.float32
+    src = ("scalar x, y, f, d, r, s; mask m, k, e;\ninput x, y;\nf = floor(x);\nd = floordiv(x, y);\n"
+           "r = mod(x, y);\nm = gt(x, 0);\nk = lt(y, 1);\ne = xor(m, k);\ns = select(e, x, y);\n"
+           "return f, d, r, s;\n")
+    prog = irfuse.compile(src, backend="cuda", dtype=dtype)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, -7.0, 1e-30, 3.0], npdt)
+    x, y = (a.ravel() for a in np.meshgrid(special, special))
+    rng = np.random.default_rng(4)
+    x = np.concatenate([x, (rng.standard_normal(100_000) * 100).astype(npdt)])
+    y = np.concatenate([y, (rng.standard_normal(100_000) * 3).astype(npdt)])
+    got = prog(x=x, y=y)
+    with np.errstate(all="ignore"):
+        for value, want in ((got.f, np.floor(x)), (got.d, np.floor_divide(x, y)), (got.r, np.remainder(x, y)),
+                            (got.s, np.where((x > 0) ^ (y < 1), x, y))):
+            np.testing.assert_array_equal(value, want)
+            assert (np.signbit(value) == np.signbit(want))[~np.isnan(want)].all()

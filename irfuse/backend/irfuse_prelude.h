@@ -22,6 +22,24 @@ __device__ __forceinline__ real_t irf_min(real_t a, real_t b) { return a != a ? 
 __device__ __forceinline__ real_t irf_pow(real_t a, real_t b) {
   return b == (real_t)2 ? a * a : (b == (real_t)1 ? a : (b == (real_t)-1 ? (real_t)1 / a : pow(a, b)));
 }
+// NumPy's floor division and remainder (its npy_divmod, Python's convention): from the exact
+// fmod, the remainder moved to the divisor's sign and the quotient (a - fmod) / b rounded
+// down, snapped to the nearest whole number; b == 0 gives a / b and fmod's NaN.
+__device__ __forceinline__ real_t irf_mod(real_t a, real_t b) {
+  real_t m = fmod(a, b);
+  if (b == (real_t)0) return m;
+  if (m != (real_t)0) return (b < (real_t)0) != (m < (real_t)0) ? m + b : m;
+  return copysign((real_t)0, b);
+}
+__device__ __forceinline__ real_t irf_floordiv(real_t a, real_t b) {
+  if (b == (real_t)0) return a / b;
+  real_t m = fmod(a, b);
+  real_t d = (a - m) / b;
+  if (m != (real_t)0 && (b < (real_t)0) != (m < (real_t)0)) d -= (real_t)1;
+  if (d == (real_t)0) return copysign((real_t)0, a / b);
+  real_t f = floor(d);
+  return d - f > (real_t)0.5 ? f + (real_t)1 : f;
+}
 // The sign of a (-1, 0 or 1; NaN stays NaN, a zero keeps its sign), as numpy.sign.
 __device__ __forceinline__ real_t irf_sign(real_t a) { return a > 0 ? (real_t)1 : (a < 0 ? (real_t)-1 : a); }
 

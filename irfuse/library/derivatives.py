@@ -32,7 +32,7 @@ from irfuse.library.indexexpr import Const, Leaf, SBin, SCall, SUn, Scalar, entr
 ZERO, ONE = Const(0.0), Const(1.0)
 
 # Functions whose value steps: their derivative is 0 everywhere it exists (and taken as 0).
-STEPS = ("sign", "not", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor")
+STEPS = ("sign", "floor", "floordiv", "not", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor")
 
 
 def _mul(a: Scalar, b: Scalar) -> Scalar:
@@ -138,6 +138,10 @@ def _call(u: SCall, ds: list[Scalar]) -> Scalar:
         return _select(make_call("le", (inner, hi)), d_inner, ds[2])
     if fn == "select":
         return _select(args[0], ds[1], ds[2])
+    if fn == "mod":  # a - b floordiv(a, b), floordiv a step
+        a, b = args
+        da, db = ds
+        return _sub(da, _mul(make_call("floordiv", (a, b)), db))
     if fn == "pow":
         a, b = args
         da, db = ds

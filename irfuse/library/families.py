@@ -157,14 +157,18 @@ for _name, _fn, _doc in (("exp", "exp({0})", "e to the power A"), ("log", "log({
                          ("sqrt", "sqrt({0})", "square root"), ("rsqrt", "rsqrt({0})", "1 / square root"),
                          ("sin", "sin({0})", "sine"), ("cos", "cos({0})", "cosine"),
                          ("tanh", "tanh({0})", "hyperbolic tangent"), ("abs", "abs({0})", "absolute value"),
-                         ("sign", "sign({0})", "-1, 0 or 1 (NaN stays NaN)"), ("neg", "-{0}", "negation")):
+                         ("sign", "sign({0})", "-1, 0 or 1 (NaN stays NaN)"), ("neg", "-{0}", "negation"),
+                         ("floor", "floor({0})", "the largest whole number not above A")):
     _elementwise(_name, lambda refs, f=_fn: f.format(*refs), _doc, 1)
 for _name, _fn, _doc in (("add", "{0} + {1}", "sum"), ("sub", "{0} - {1}", "difference"),
                          ("pow", "pow({0}, {1})", "A to the power B"),
                          ("min", "min({0}, {1})", "the smaller (NaN if either is)"),
                          ("max", "max({0}, {1})", "the larger (NaN if either is)"),
                          ("emul", "{0}*{1}", "product entry by entry"),
-                         ("ediv", "{0}/{1}", "quotient entry by entry")):
+                         ("ediv", "{0}/{1}", "quotient entry by entry"),
+                         ("floordiv", "floordiv({0}, {1})", "A / B rounded down (NumPy's and Python's A // B)"),
+                         ("mod", "mod({0}, {1})",
+                          "A - B floordiv(A, B), the sign of B (NumPy's and Python's A % B)")):
     _elementwise(_name, lambda refs, f=_fn: f.format(*refs), _doc, 2)
 _elementwise("clamp", lambda refs: f"clamp({refs[0]}, {refs[1]}, {refs[2]})", "A within [lo, hi]", 3)
 

@@ -67,9 +67,9 @@ def apply_function(fn: str, args: list, np) -> object:
     if fn == "neg":
         return -args[0]
     a = args[0]
-    if fn in ("sqrt", "abs", "exp", "log", "sin", "cos", "tanh", "sign"):
+    if fn in ("sqrt", "abs", "exp", "log", "sin", "cos", "tanh", "sign", "floor"):
         return {"sqrt": np.sqrt, "abs": np.abs, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
-                "tanh": np.tanh, "sign": np.sign}[fn](a)
+                "tanh": np.tanh, "sign": np.sign, "floor": np.floor}[fn](a)
     one = np.ones_like(a)
     if fn == "rcp":
         return one / a
@@ -79,6 +79,10 @@ def apply_function(fn: str, args: list, np) -> object:
         return np.where(a == 0, one, 0 * one)
     if fn == "pow":
         return np.power(a, args[1])
+    if fn == "floordiv":
+        return np.floor_divide(a, args[1])
+    if fn == "mod":
+        return np.remainder(a, args[1])
     if fn == "min":
         return np.minimum(a, args[1])
     if fn == "max":
@@ -197,6 +201,22 @@ def _bounded_function(fn: str, args: list, u: float, np) -> tuple:
         return v, np.where(ea < np.abs(a), 0.0, np.where(ea > 0, 2.0, 0.0))
     if fn == "not":
         return apply_function(fn, [a], np), np.where(ea > 0, 1.0, 0.0)
+    if fn == "floor":  # (exact; a whole number within the argument's error: the step to the next)
+        v = np.floor(a)
+        return v, np.where(np.isfinite(a), np.floor(a + ea) - np.floor(a - ea), 0.0)
+    if fn in ("floordiv", "mod"):
+        # The quotient's error (the operands', and a rounding in each of the run and the
+        # reference); a whole number within it lets the result step: by 1 for the quotient
+        # rounded down, by the divisor for the remainder, which moves with a and b between.
+        (b, eb), = rest
+        q = a / b
+        eq = np.where(eb < np.abs(b), (ea + np.abs(q) * eb) / np.where(np.abs(b) > eb, np.abs(b) - eb, 1), np.inf)
+        eq = eq + 2 * u * np.abs(q)
+        steps = np.where(np.isfinite(q) & np.isfinite(eq), np.floor(q + eq) - np.floor(q - eq), np.inf)
+        if fn == "floordiv":
+            return np.floor_divide(a, b), steps
+        v = np.remainder(a, b)
+        return v, ea + np.abs(np.floor_divide(a, b)) * eb + steps * (np.abs(b) + eb) + 2 * u * (np.abs(v) + np.abs(b))
     if fn in ("min", "max", "clamp"):
         v = apply_function(fn, [a, *(x for x, _ in rest)], np)
         return v, np.maximum.reduce([ea, *(e for _, e in rest)])
