@@ -507,6 +507,46 @@ def test_numpys_logic_of_masks_chained_comparisons_and_masks_compared_are_their_
     assert texts[0] == texts[1]
 
 
+def test_floor_division_and_remainder_are_numpys_to_the_bit():
+    """`a // b` and `a % b` (and `//=`, `%=`) of values by a scalar or one of their shape are
+    the generic `floordiv` and `mod`: NumPy's floor division and remainder to the bit, signed
+    zeros, infinities and NaN included (the remainder takes the divisor's sign: a periodic box's
+    `x % L`), in both float types."""
+
+    def spelled(x: irfuse.Vector[3], L: irfuse.Uniform[irfuse.Scalar], s: irfuse.Scalar):
+        wrapped = x % L
+        cells = x // L
+        q = s // -0.75
+        r = s
+        r %= x[0]
+        return wrapped, cells, q, r
+
+    def written(x: irfuse.Vector[3], L: irfuse.Uniform[irfuse.Scalar], s: irfuse.Scalar):
+        wrapped = irfuse.ops.mod(x, L)
+        cells = irfuse.ops.floordiv(x, L)
+        q = irfuse.ops.floordiv(s, -0.75)
+        r = s
+        r = irfuse.ops.mod(r, x[0])
+        return wrapped, cells, q, r
+
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, -7.0, 1e-30])
+    for dtype, npdt in (("f64", np.float64), ("f32", np.float32)):
+        prog = irfuse.compile(spelled, backend="cpu", dtype=dtype)
+        rng = np.random.default_rng(10)
+        x = np.concatenate([np.stack([special] * 3, axis=1), rng.normal(0, 20, (300, 3))]).astype(npdt)
+        s = np.concatenate([special[::-1], rng.normal(0, 3, 300)]).astype(npdt)
+        for L in (npdt(2.5), npdt(-1.5)):
+            got = prog(x, L, s)
+            with np.errstate(all="ignore"):
+                for value, want in ((got.wrapped, x % L), (got.cells, x // L), (got.q, s // npdt(-0.75)),
+                                    (got.r, s % x[:, 0])):
+                    np.testing.assert_array_equal(value, want)
+                    assert (np.signbit(value) == np.signbit(want))[~np.isnan(want)].all()
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@written", "@spelled")
+             for m in (compile_function(f).module for f in (spelled, written))]
+    assert texts[0] == texts[1]
+
+
 def test_a_tuple_assigns_every_value_computed_before_any_target():
     """`a, b = x, y` is Python's: every value on the right computed before a target is
     assigned (`a, b = b, a` swaps, entries too); where no value reads a target before it, the

@@ -20,7 +20,8 @@ line and column. What the body may hold:
   to a catalogue op: `+` (sadd, vaddN, maddNN), `-` (ssub, vsubN, msubNN), unary `-`
   (sneg, vnegN, mnegNN), `*` (smul; svmulN and smmulNN with the scalar on either side),
   `/` (sdiv; of another value by a scalar or one of its shape the generic `ediv`), `**` (the
-  generic `pow`), `@` (mmulNN, mvmulNN); unary `+` is its operand; Python's `abs(x)`,
+  generic `pow`), `//` and `%` (the generic `floordiv` and `mod`: NumPy's and Python's floor
+  division and remainder, the remainder taking the divisor's sign), `@` (mmulNN, mvmulNN); unary `+` is its operand; Python's `abs(x)`,
   `max(a, b)`, `min(a, b)` are the generic ops of those names; `a if m else b` is
   `irfuse.where(m, a, b)`. Nested expressions get temporaries (`_t1`, ...);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
@@ -287,7 +288,9 @@ class OpRef:
 
 # -- the translation ---------------------------------------------------------------------
 
-INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@", ast.Pow: "**"}
+INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@", ast.Pow: "**",
+         ast.FloorDiv: "//", ast.Mod: "%"}
+_ENTRYWISE = {"/": "ediv", "**": "pow", "//": "floordiv", "%": "mod"}  # (NumPy's meanings, entry by entry)
 # Python's functions of values that name a generic op of the library (where the function's
 # module does not bind the name to something else): abs(x), max(a, b), min(a, b).
 BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
@@ -326,8 +329,8 @@ def infix_family(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | No
             return ("scale", False) if left else ("emul", False)
         if left == ():
             return ("scale", True)
-    if symbol in ("/", "**") and (right == () or right == left):  # (entry by entry, NumPy's meaning)
-        return ("ediv" if symbol == "/" else "pow", False)
+    if symbol in _ENTRYWISE and (right == () or right == left):  # (entry by entry, NumPy's meaning)
+        return (_ENTRYWISE[symbol], False)
     if symbol == "@":
         if len(left) == 2 and len(right) == 2:
             return ("mmul", False)
@@ -1020,7 +1023,7 @@ class _Translator:
         if isinstance(node, (ast.Name, ast.Subscript)):  # a copy: `x = y`, `x = y[q]`
             return self.name(COPY, node), [self.expression(node, out)]
         raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "
-                               "forms + - * / ** @ on the program's values (not, and, or on masks)")
+                               "forms + - * / ** // % @ on the program's values (not, and, or on masks)")
 
     def check_masks(self, node: ast.expr, symbol: str, operands: list) -> None:
         """`&`, `|`, `^` and `~` take masks (NumPy's logic of boolean arrays; of numbers they

@@ -169,7 +169,7 @@ class _Renderer:
                     out += ["    " + line for line in self.statements(s.orelse)]
             else:
                 target, value = _operand(s.target), self.call(s.op.text, s.args)
-                both = re.fullmatch(rf"\({re.escape(target)} (\*\*|[-+*/@]) (.+)\)", value) if self.infix else None
+                both = re.fullmatch(rf"\({re.escape(target)} (\*\*|//|[-+*/@%]) (.+)\)", value) if self.infix else None
                 if top and target in self.annotated:
                     self.annotated.discard(target)  # (its first assignment declares it)
                     out.append(f"{target}: {self.types[target]} = {value}")
@@ -250,7 +250,7 @@ class _Renderer:
             if len(shapes[0]) == 2 and (op == "transpose" or re.fullmatch(r"mtrans\d+", op)):
                 return f"{text[0]}.T"  # (the front end's generic transpose: the suffixed one's values)
             return None
-        for symbol in ("+", "-", "*", "/", "@", "**"):
+        for symbol in ("+", "-", "*", "/", "@", "**", "//", "%"):
             for found in (infix_op(symbol, shapes[0], shapes[1]), infix_family(symbol, shapes[0], shapes[1])):
                 if found == (op, False):
                     self.turn += 1

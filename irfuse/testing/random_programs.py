@@ -224,6 +224,7 @@ ELEMENT_TYPES = ("scalar", "vector2", "vector3", "matrix2x2", "matrix3x3", "matr
 # sign change): applied only to the program's inputs (values drawn away from the jump, as
 # random inputs are), never to computed values that may sit on it within rounding.
 GUARDED = ("log", "sqrt", "rsqrt", "pow", "ediv", "inv", "sign")
+STEP_FAMILIES = ("floor", "floordiv", "mod")  # (whole steps: drawn on a stream of their own)
 THRESHOLDS = ("0.25", "-0.5", "0.125", "-0.0625")  # what comparisons compare with (never a tie)
 
 
@@ -305,6 +306,11 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
     ops += [("reshape", (a,), b) for a in ELEMENT_TYPES for b in ELEMENT_TYPES  # (its shape: a string, first)
             if a != b and _words(a) == _words(b)]
     ops += _stacks(ELEMENT_TYPES)
+    # (the ops of whole steps, floor, floordiv and mod: their own draws, a program without one
+    # the program it was)
+    stepped = [o for o in ops if o[0] in STEP_FAMILIES]
+    ops = [o for o in ops if o[0] not in STEP_FAMILIES]
+    steps = random.Random(seed * 1_000_003 + 17)
     declared: dict[str, str] = {}
     arrays: dict[str, tuple[str, int]] = {}  # name -> (entry type, entries)
     uniform: set[str] = set()
@@ -364,6 +370,11 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
         return rng.choice(fresh) if fresh and rng.random() < 0.7 else rng.choice(pool)
 
     def pick_op(target_type: str | None = None) -> tuple[str, tuple[str, ...], str] | None:
+        if steps.random() < 0.012:
+            choices = [o for o in stepped if all(live.get(t) for t in o[1])
+                       and (target_type is None or o[2] == target_type)]
+            if choices:
+                return steps.choice(choices)
         choices = [o for o in ops if all(live.get(t) for t in o[1]) and (target_type is None or o[2] == target_type)]
         return rng.choice(choices) if choices else None
 

@@ -317,3 +317,8 @@ def nested_tuple_target(s: Scalar, t: Scalar):
 def starred_tuple_target(s: Scalar, t: Scalar):
     *a, b = s, t  # refused: a tuple assigns names or arrays' entries
     return a, b
+
+
+def remainder_of_other_shapes(v: Vector[3], A: Matrix[3, 3]):
+    r = v % A  # refused: no op of the library computes '%' of vector3 and matrix3x3
+    return r
