@@ -547,6 +547,34 @@ def test_floor_division_and_remainder_are_numpys_to_the_bit():
     assert texts[0] == texts[1]
 
 
+def test_an_op_takes_its_operands_by_name_too():
+    """`irfuse.ops.det(A=J)`, `ops.mvmul33(v=x, M=A)`, `ops.clamp(s, lo=..., hi=...)`: operands
+    by the names of the op's definition (a catalogue op) or signature (a generic op), in any
+    order after those given by position; the program of the call by position."""
+
+    def named(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], s: irfuse.Scalar):
+        d = irfuse.ops.det(A=A)
+        w = irfuse.ops.mvmul33(v=v, M=A)
+        c = irfuse.ops.clamp(s, hi=0.5, lo=-0.5)
+        return d, w, c
+
+    def positional(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], s: irfuse.Scalar):
+        d = irfuse.ops.det(A)
+        w = irfuse.ops.mvmul33(A, v)
+        c = irfuse.ops.clamp(s, -0.5, 0.5)
+        return d, w, c
+
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@positional", "@named")
+             for m in (compile_function(f).module for f in (named, positional))]
+    assert texts[0] == texts[1]
+    rng = np.random.default_rng(11)
+    A, v, s = rng.random((9, 3, 3)), rng.random((9, 3)), rng.uniform(-1, 1, 9)
+    got = irfuse.compile(named, backend="cpu", dtype="f64")(A, v, s)
+    np.testing.assert_allclose(got.d, np.linalg.det(A), rtol=1e-12)
+    np.testing.assert_allclose(got.w, np.einsum("nij,nj->ni", A, v), rtol=1e-14)
+    np.testing.assert_array_equal(got.c, np.clip(s, -0.5, 0.5))
+
+
 def test_a_tuple_assigns_every_value_computed_before_any_target():
     """`a, b = x, y` is Python's: every value on the right computed before a target is
     assigned (`a, b = b, a` swaps, entries too); where no value reads a target before it, the

@@ -16,7 +16,8 @@ line and column. What the body may hold:
 
 - `name = expression` (and `name += expression`, `-=`, `*=`, `@=`), where an expression
   is a parameter or a value assigned before, a call of an op (`irfuse.ops.mmul33(A, B)`,
-  or an op imported from `irfuse.ops`), or an infix form resolved by the operands' types
+  or an op imported from `irfuse.ops`; operands by position or by the names of the op's
+  definition or signature, `irfuse.ops.det(A=J)`), or an infix form resolved by the operands' types
   to a catalogue op: `+` (sadd, vaddN, maddNN), `-` (ssub, vsubN, msubNN), unary `-`
   (sneg, vnegN, mnegNN), `*` (smul; svmulN and smmulNN with the scalar on either side),
   `/` (sdiv; of another value by a scalar or one of its shape the generic `ediv`), `**` (the
@@ -77,6 +78,7 @@ import inspect
 import linecache
 import math
 import numbers
+import re
 import textwrap
 import typing
 
@@ -315,6 +317,17 @@ def _signed(node: ast.expr) -> tuple[bool, ast.expr]:
 def _is_number(value) -> bool:
     """An int or float of Python or NumPy, not a bool (which Python counts as an int)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+
+
+def operand_names(library: Library, op_name: str) -> list[str] | None:
+    """The names an op's operands are given by keyword (`irfuse.ops.det(A=J)`): a catalogue op's
+    definition's, a generic op's signature's; None for one of as many operands as it is given."""
+    op, family = library.get(op_name), library.family(op_name)
+    if op is not None:
+        return list(op.operand_names)
+    if family is not None and family.arity is not None:
+        return re.findall(r"(\w+):", family.signature.split("->")[0])
+    return None
 
 
 def infix_family(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | None) -> tuple[str, bool] | None:
@@ -959,8 +972,8 @@ class _Translator:
         """(op, operands) of an expression that is one op application."""
         node = self.unplussed(node)
         if isinstance(node, ast.Call):
-            if node.keywords:
-                raise self.error(node.keywords[0].value, "ops take their operands by position")
+            if node.keywords and not isinstance(self.resolve(node.func), OpRef):
+                raise self.error(node.keywords[0].value, f"'{ast.unparse(node.func)}' takes its operands by position")
             builtin = self.builtin_op(node)
             if builtin is not None:
                 return builtin, [self.expression(a, out) for a in node.args]
@@ -981,7 +994,7 @@ class _Translator:
                                            f"got {len(node.args)}")
                 return self.name(reduction.kind, node.func), [self.expression(node.args[0], out)]
             op_name = self.op_name_of(node.func)
-            args = [self.expression(a, out, text=True) for a in node.args]
+            args = [self.expression(a, out, text=True) for a in self.by_position(node, op_name)]
             return self.name(op_name, node.func), args
         if isinstance(node, ast.Compare):
             return self.comparison(node, out)
@@ -1024,6 +1037,30 @@ class _Translator:
             return self.name(COPY, node), [self.expression(node, out)]
         raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "
                                "forms + - * / ** // % @ on the program's values (not, and, or on masks)")
+
+    def by_position(self, node: ast.Call, op_name: str) -> list[ast.expr]:
+        """A call's operands in the op's order: those given by position, then those named by
+        the op's parameters (`irfuse.ops.det(A=J)`; its signature in 'irfuse ops')."""
+        if not node.keywords:
+            return list(node.args)
+        names = operand_names(self.library, op_name)
+        if names is None:  # (an op of as many operands as it is given: contract, stack)
+            raise self.error(node.keywords[0].value, f"'{op_name}' takes its operands by position")
+        given: dict[str, ast.expr] = dict(zip(names, node.args))
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.error(kw.value, "an op's operands are written out (no **mapping)")
+            if kw.arg not in names:
+                raise self.error(kw.value, f"'{op_name}' has no operand '{kw.arg}': its operands are "
+                                           f"{', '.join(names)}")
+            if kw.arg in given:
+                raise self.error(kw.value, f"operand '{kw.arg}' of '{op_name}' is given twice")
+            given[kw.arg] = kw.value
+        missing = [n for n in names if n not in given]
+        if len(node.args) > len(names) or missing:
+            raise self.error(node, f"'{op_name}' takes {len(names)} operands ({', '.join(names)})" +
+                             (f"; '{missing[0]}' is not given" if missing else f", got {len(node.args)}"))
+        return [given[n] for n in names]
 
     def check_masks(self, node: ast.expr, symbol: str, operands: list) -> None:
         """`&`, `|`, `^` and `~` take masks (NumPy's logic of boolean arrays; of numbers they

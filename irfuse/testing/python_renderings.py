@@ -45,7 +45,8 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     one subscript (`A[i, j]` for `r[j]` after `r = A[i]`), a copy as `+x`, a select as `a if m else b`,
     a loop's trips as `range(2, N + 2)` or `range(0, 2 N, 2)`,
     the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
-    wherever the front end reads them so), two lines where the second reads nothing the first
+    wherever the front end reads them so), an op's operands by their names, the last first
+    (`ops.mmul(B=b, A=a)`), two lines where the second reads nothing the first
     writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
     as NumPy's `&`, `|`, `^`, `~` and a condition's `and(lt(a, x), le(x, b))` as Python's chain
     `a < x <= b` (without it `xor` is `m != n`)."""
@@ -223,6 +224,13 @@ class _Renderer:
             written = self._infix(op, args, text)
             if written is not None:
                 return written
+            if self._spelled():  # (by the operands' names, the last first: `ops.mmul(B=b, A=a)`)
+                from irfuse.frontend.python import operand_names
+                from irfuse.library.catalogue import default_library
+
+                names = operand_names(default_library(), op)
+                if names is not None and len(names) == len(text) and not any(isinstance(a, Text) for a in args):
+                    return f"ops.{op}({', '.join(f'{n}={t}' for n, t in reversed(list(zip(names, text))))})"
         return f"ops.{op}({', '.join(text)})"
 
     def _chain(self, op: str, args: list) -> str | None:

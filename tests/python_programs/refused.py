@@ -322,3 +322,28 @@ def starred_tuple_target(s: Scalar, t: Scalar):
 def remainder_of_other_shapes(v: Vector[3], A: Matrix[3, 3]):
     r = v % A  # refused: no op of the library computes '%' of vector3 and matrix3x3
     return r
+
+
+def operand_by_a_name_the_op_has_not(A: Matrix[3, 3]):
+    d = irfuse.ops.det(M=A)  # refused: 'det' has no operand 'M': its operands are A
+    return d
+
+
+def operand_given_twice(A: Matrix[3, 3]):
+    d = irfuse.ops.det(A, A=A)  # refused: operand 'A' of 'det' is given twice
+    return d
+
+
+def operand_not_given(A: Matrix[3, 3]):
+    d = irfuse.ops.mmul(A=A)  # refused: 'mmul' takes 2 operands (A, B); 'B' is not given
+    return d
+
+
+def contraction_by_name(A: Matrix[3, 3]):
+    d = irfuse.ops.contract("ij->", A=A)  # refused: 'contract' takes its operands by position
+    return d
+
+
+def where_by_name(A: Matrix[3, 3]):
+    d = irfuse.where(A > 0, x=A, y=A)  # refused: 'irfuse.where' takes its operands by position
+    return d
