@@ -575,6 +575,24 @@ def test_an_op_takes_its_operands_by_name_too():
     np.testing.assert_array_equal(got.c, np.clip(s, -0.5, 0.5))
 
 
+def test_a_value_returned_twice_is_two_outputs_of_its_value():
+    """`return a, a` (Python's two references to one array) gives two outputs of the value, the
+    second a copy named by its place, as a returned expression is; an input returned twice too."""
+
+    def twice(s: irfuse.Scalar, v: irfuse.Vector[3]):
+        a = s * 2
+        return a, a, v, v
+
+    prog = irfuse.compile(twice, backend="cpu", dtype="f64")
+    assert prog.outputs == ("a", "out1", "v", "out3")
+    s, v = np.linspace(0, 1, 7), np.arange(21.0).reshape(7, 3)
+    got = prog(s, v)
+    np.testing.assert_array_equal(got.a, 2 * s)
+    np.testing.assert_array_equal(got.out1, 2 * s)
+    np.testing.assert_array_equal(got.out3, v)
+    assert not np.shares_memory(got.a, got.out1)
+
+
 def test_a_tuple_assigns_every_value_computed_before_any_target():
     """`a, b = x, y` is Python's: every value on the right computed before a target is
     assigned (`a, b = b, a` swaps, entries too); where no value reads a target before it, the

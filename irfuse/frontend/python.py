@@ -27,7 +27,8 @@ line and column. What the body may hold:
   `irfuse.where(m, a, b)`. Nested expressions get temporaries (`_t1`, ...);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
   function is defined, or their arithmetic, `N + 1`), which becomes `loop N { ... }` (and
-  `range(a, b)`, `range(a, b, step)`: a loop of as many trips as Python's range holds); `for q in range(N):` whose body
+  `range(a, b)`, `range(a, b, step)`: a loop of as many trips as Python's range holds; of
+  none, a body never run or read); `for q in range(N):` whose body
   reads and assigns arrays at `x[q]` (the counter only as an index), `loop q N { ... }`;
 - `x: irfuse.Tensor[8, 3, 3]` (an annotation without a value) declares a variable, an array
   of 8 matrices here; `x[2]` reads an entry at a number; `y: irfuse.Scalar = expression`
@@ -41,7 +42,8 @@ line and column. What the body may hold:
 - `x = y` copies; `A.T` transposes; `@` is `mmul`/`mvmul`/`dot` for any compatible shapes
   where no suffixed op is; every generic op is `irfuse.ops.NAME` (`irfuse.ops.det(J)`,
   `irfuse.ops.contract("q,qij->ij", w, eps)`);
-- `return a, b` (names or expressions), last; a docstring; `pass`;
+- `return a, b` (names or expressions; a name returned again an output of its own, a copy),
+  last; a docstring; `pass`;
 - numbers (`0.5`, `2`, `-1e-3`, and names of the module or closure bound to an int or a
   float, `SCALE`, `math.pi`, read when the function is compiled) as operands: uniform scalars
   (`A * 0.5` is smmulNN); an entry's number may count from the end (`v[-1]`), and an entry
@@ -476,7 +478,9 @@ class _Translator:
         if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
             raise self.error(body[-1] if body else fdef, "a program ends with 'return' and the values it gives")
         statements = self.block(body[:-1])
-        outputs = [self.output(node, k) for k, node in enumerate(self.returned(body[-1]))]
+        outputs: list[Name] = []
+        for k, node in enumerate(self.returned(body[-1])):
+            outputs.append(self.output(node, k, {o.text for o in outputs}))
         statements += self.tail
         declarations = self.declarations(fdef)
         at = self.pos(fdef.decorator_list[0] if fdef.decorator_list else fdef)
@@ -491,9 +495,10 @@ class _Translator:
         value = ret.value
         return list(value.elts) if isinstance(value, ast.Tuple) else [value]
 
-    def output(self, node: ast.expr, k: int) -> Name:
+    def output(self, node: ast.expr, k: int, returned: set[str]) -> Name:
         """Returned value k: a variable by its name, an expression as `out<k>` (`out1` for the
-        second; `out1_1`, ... where a variable has that name)."""
+        second; `out1_1`, ... where a variable has that name), and a variable returned before
+        (`return a, a`: Python's two references to one array) as a copy named so."""
         node = self.unplussed(node)  # (`return +x` returns x)
         name, i = f"out{k}", 0
         while name in self.types:
@@ -502,7 +507,8 @@ class _Translator:
         if self.number(node) is not None:
             raise self.error(node, "a program returns values, not a number alone: compute it from the program's "
                                    "values (an op's result)")
-        if isinstance(node, ast.Subscript):  # (an entry: copied into an output of its own, not its value's name)
+        if isinstance(node, ast.Subscript) or (isinstance(node, ast.Name) and node.id in returned):
+            # (an entry, or a value returned again: copied into an output of its own)
             return self.assigned(name, node, self.call_of(node, self.tail), self.tail)
         return self.expression(node, self.tail, name)
 
@@ -597,7 +603,9 @@ class _Translator:
                 ast.copy_location(expr.left, node.target)
                 self.assign(node.target, expr, out)
             elif isinstance(node, ast.For):
-                out.append(self.loop(node))
+                loop = self.loop(node)
+                if loop is not None:  # (None: a loop of no trips)
+                    out.append(loop)
             elif isinstance(node, ast.Pass):
                 continue
             elif isinstance(node, ast.Return):
@@ -745,7 +753,7 @@ class _Translator:
             else:
                 self.assign(t, v, out)
 
-    def loop(self, node: ast.For) -> Loop:
+    def loop(self, node: ast.For) -> Loop | None:
         it = node.iter
         if node.orelse or not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                                and 1 <= len(it.args) <= 3 and not it.keywords):
@@ -758,9 +766,11 @@ class _Translator:
         trips = range(*bounds)  # (its trips counted here: len() fails past a C integer)
         span, step = (trips.stop - trips.start, trips.step) if trips.step > 0 else (trips.start - trips.stop, -trips.step)
         count = max(0, -(-span // step))
-        if not 1 <= count <= MAX_TRIP_COUNT:  # as KAS's `loop N` (range(0) would run nothing)
+        if count > MAX_TRIP_COUNT:  # as KAS's `loop N`
             raise self.error(it.args[0] if len(bounds) == 1 else it, f"loop trip count {count} is out of range "
-                             f"1..{MAX_TRIP_COUNT}")
+                             f"0..{MAX_TRIP_COUNT}")
+        if count == 0:  # (Python's: the body never runs, and is not read)
+            return None
         counter = node.target.id
         subscripts = set()  # (the places of indices: x[q], and each of A[q, 0])
         for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):

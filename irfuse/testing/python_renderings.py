@@ -46,7 +46,8 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     a loop's trips as `range(2, N + 2)` or `range(0, 2 N, 2)`,
     the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
     wherever the front end reads them so), an op's operands by their names, the last first
-    (`ops.mmul(B=b, A=a)`), two lines where the second reads nothing the first
+    (`ops.mmul(B=b, A=a)`), every seventh statement after a loop of no trips holding it
+    (`for _ in range(0):`), two lines where the second reads nothing the first
     writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
     as NumPy's `&`, `|`, `^`, `~` and a condition's `and(lt(a, x), le(x, b))` as Python's chain
     `a < x <= b` (without it `xor` is `m != n`)."""
@@ -62,6 +63,7 @@ class _Renderer:
         self.program = program
         self.infix, self.turn = infix, 0
         self.spelled = 0  # (the Python spellings of `_spelled`, taken in turn)
+        self.plain = 0  # (the plain statements written: every seventh after a loop of no trips)
         self.constants: dict[str, str] = {}  # number text -> the module's name bound to it
         # r -> (A, i) where the block's last statements copied A[i] into r and wrote neither
         # since: r[j] may be written A[i, j]
@@ -170,6 +172,12 @@ class _Renderer:
                     out += ["    " + line for line in self.statements(s.orelse)]
             else:
                 target, value = _operand(s.target), self.call(s.op.text, s.args)
+                self.plain += 1
+                if self.infix and self.plain % 7 == 0:  # (a loop of no trips before it: Python runs it never)
+                    trips = self.plain % 3
+                    out += [f"for _ in range({trips}, {trips}):" if trips else "for _ in range(0):",
+                            f"    {target} = {value}"]
+                    paired = None
                 both = re.fullmatch(rf"\({re.escape(target)} (\*\*|//|[-+*/@%]) (.+)\)", value) if self.infix else None
                 if top and target in self.annotated:
                     self.annotated.discard(target)  # (its first assignment declares it)

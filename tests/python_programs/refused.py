@@ -260,9 +260,9 @@ def indexed_loop_not_from_zero(X: irfuse.Tensor[4, 2, 2], w: Vector[4]):
     return s
 
 
-def loop_of_no_trips(s: Scalar):
+def loop_of_too_many_trips(s: Scalar):
     y = s
-    for _ in range(3, 3):  # refused: loop trip count 0 is out of range
+    for _ in range(-5, 1_000_000):  # refused: loop trip count 1000005 is out of range 0..1000000
         y = y * s
     return y
 
