@@ -96,6 +96,7 @@ def test_user_op_definition():
     with pytest.raises(DefinitionError, match="already defined"):
         lib.define("vcross3", [("a", v), ("b", v)], v, "r[i] = a[i]")
     assert op.signature() == "vcross3(vector3, vector3) -> vector3"
+    assert op.named_signature() == "vcross3(a: vector3, b: vector3) -> vector3"  # (the names a call may give)
     assert ScalarType().spelling() == "scalar"
 
 

@@ -67,3 +67,8 @@ class OpDef:
     def signature(self) -> str:
         ins = ", ".join(t.spelling() for t in self.operand_types)
         return f"{self.name}({ins}) -> {self.result_type.spelling()}"
+
+    def named_signature(self) -> str:
+        """The signature with its operands' names (a Python program may give them by name)."""
+        ins = ", ".join(f"{n}: {t.spelling()}" for n, t in zip(self.operand_names, self.operand_types))
+        return f"{self.name}({ins}) -> {self.result_type.spelling()}"

@@ -699,7 +699,7 @@ def cmd_ops(args) -> int:
         if op is None:
             close = lib.closest(args.name)
             raise UsageError(f"unknown op '{args.name}'" + (f"; did you mean {', '.join(close)}?" if close else ""))
-        console.print(f"[bold]{op.signature()}[/bold]   {escape(op.definition)}   ({escape(op.doc)})")
+        console.print(f"[bold]{op.named_signature()}[/bold]   {escape(op.definition)}   ({escape(op.doc)})")
         console.print(f"flops {op.flops}, bytes {op.bytes()} per element (f32)")
         for impl in lib.implementations(op):
             console.print(f"\n[bold]{escape(impl.name)}[/bold] ({impl.origin}): bx = {impl.bx}, "
@@ -722,7 +722,7 @@ def cmd_ops(args) -> int:
         t.add_column(col)
     for op in lib:
         impls = ", ".join(f"{i.name} ({i.bx}, {i.recommended_by})" for i in lib.implementations(op))
-        t.add_row(op.name, op.signature(), escape(op.definition), impls, str(op.flops), str(op.bytes()))
+        t.add_row(op.name, op.named_signature(), escape(op.definition), impls, str(op.flops), str(op.bytes()))
     console.print(t)
     g = Table(title="generic ops: one instance per operand types, named by them (mmul_4x3_3x2)")
     for col in ("op", "signature", "what"):
