@@ -571,7 +571,8 @@ def random_element_program(seed: int, calls: int, batch_wide: bool = True) -> st
 # What element code on gathered values may not apply: families with poles or branch cuts
 # (random inputs keep away from them, computed values may not) and ones that blow values up
 # along a chain.
-_MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp")
+# (and the whole steps, drawn only by the element programs, on a stream of their own)
+_MESH_AVOIDED = (*GUARDED, "exp", "ediv", "sdiv", "srcp", *STEP_FAMILIES)
 
 
 WIDE_KS = (65, 125, 216, 256)  # nodes an element past 64: orders 4 and 5 of hexahedra, a full scatter group
