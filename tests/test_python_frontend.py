@@ -593,6 +593,52 @@ def test_a_value_returned_twice_is_two_outputs_of_its_value():
     assert not np.shares_memory(got.a, got.out1)
 
 
+def test_numpys_functions_of_values_are_the_ops_of_their_meaning():
+    """NumPy's (and `math`'s) functions of a program's values, called as a NumPy user writes
+    them, are the generic ops of their meaning (`np.sin` is `sin`, `np.maximum` `max`, `np.where`
+    `select`, `np.clip` `clamp`, `np.einsum` `contract`, `np.linalg.det` `det`) or the infix
+    forms (`np.add` is `+`, `np.matmul` and `np.dot` `@`); `*` of two values of one shape is
+    NumPy's product entry by entry, and `+`, `-` of a value and a scalar put the scalar to every
+    entry: the same IR as the ops written, NumPy's results."""
+    import math
+
+    def spelled(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], s: irfuse.Scalar, t: irfuse.Scalar):
+        a = np.sin(A) * np.exp(-np.abs(A))
+        b = np.maximum(v, t) - np.clip(v, -0.5, 0.5) + v * v - 1.0
+        c = np.where(s > t, np.floor(s), math.sqrt(2.0) * np.tanh(t)) + 2.0 + s
+        d = np.einsum("ij,j->i", A, v) + np.dot(A, v) + np.matmul(A, v)
+        e = np.linalg.det(A) + np.trace(A) + np.linalg.norm(v) + np.dot(v, v)
+        f = np.linalg.inv(A) + np.transpose(A) + np.outer(v, v) - np.negative(A)
+        return a, b, c, d, e, f
+
+    def written(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], s: irfuse.Scalar, t: irfuse.Scalar):
+        a = irfuse.ops.emul(irfuse.ops.sin(A), irfuse.ops.exp(-irfuse.ops.abs(A)))
+        b = irfuse.ops.sub(irfuse.ops.max(v, t) - irfuse.ops.clamp(v, -0.5, 0.5) + irfuse.ops.emul(v, v), 1.0)
+        c = irfuse.where(s > t, irfuse.ops.floor(s), irfuse.ops.sqrt(2.0) * irfuse.ops.tanh(t)) + 2.0 + s
+        d = irfuse.ops.contract("ij,j->i", A, v) + A @ v + A @ v
+        e = irfuse.ops.det(A) + irfuse.ops.trace(A) + irfuse.ops.norm(v) + v @ v
+        f = irfuse.ops.inv(A) + irfuse.ops.transpose(A) + irfuse.ops.outer(v, v) - (-A)
+        return a, b, c, d, e, f
+
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@written", "@spelled")
+             for m in (compile_function(f).module for f in (spelled, written))]
+    assert texts[0] == texts[1]
+    rng = np.random.default_rng(12)
+    A, v = rng.standard_normal((20, 3, 3)) + 3 * np.eye(3), rng.standard_normal((20, 3))
+    s, t = rng.standard_normal(20), rng.standard_normal(20)
+    got = irfuse.compile(spelled, backend="cpu", dtype="f64")(A, v, s, t)
+    At, T = np.swapaxes(A, 1, 2), t[:, None]
+    Av = np.einsum("nij,nj->ni", A, v)
+    for value, want in ((got.a, np.sin(A) * np.exp(-np.abs(A))),
+                        (got.b, np.maximum(v, T) - np.clip(v, -0.5, 0.5) + v * v - 1.0),
+                        (got.c, np.where(s > t, np.floor(s), math.sqrt(2.0) * np.tanh(t)) + 2.0 + s),
+                        (got.d, 3 * Av),
+                        (got.e, np.linalg.det(A) + np.trace(A, axis1=1, axis2=2) + np.linalg.norm(v, axis=1)
+                         + (v * v).sum(1)),
+                        (got.f, np.linalg.inv(A) + At + np.einsum("ni,nj->nij", v, v) + A)):
+        np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12)
+
+
 def test_a_tuple_assigns_every_value_computed_before_any_target():
     """`a, b = x, y` is Python's: every value on the right computed before a target is
     assigned (`a, b = b, a` swaps, entries too); where no value reads a target before it, the

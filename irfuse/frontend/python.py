@@ -24,7 +24,10 @@ line and column. What the body may hold:
   generic `pow`), `//` and `%` (the generic `floordiv` and `mod`: NumPy's and Python's floor
   division and remainder, the remainder taking the divisor's sign), `@` (mmulNN, mvmulNN); unary `+` is its operand; Python's `abs(x)`,
   `max(a, b)`, `min(a, b)` are the generic ops of those names; `a if m else b` is
-  `irfuse.where(m, a, b)`. Nested expressions get temporaries (`_t1`, ...);
+  `irfuse.where(m, a, b)`; NumPy's and `math`'s functions of values (`np.sin`, `np.maximum`,
+  `np.where`, `np.einsum`, `np.linalg.det`, `np.add`, ...: `numpy_functions`) the op or infix
+  form of their meaning; `*` of two values of one shape is `emul` and `+`, `-` of a value and a
+  scalar `add`, `sub` (NumPy's). Nested expressions get temporaries (`_t1`, ...);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
   function is defined, or their arithmetic, `N + 1`), which becomes `loop N { ... }` (and
   `range(a, b)`, `range(a, b, step)`: a loop of as many trips as Python's range holds; of
@@ -76,6 +79,7 @@ why a branch computes both of its sides.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import math
@@ -321,6 +325,36 @@ def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
 
 
+@functools.cache
+def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
+    """NumPy's and `math`'s functions a program may call on its values, by identity: id ->
+    (spelling, what it is, operands). What it is: an infix symbol (`np.add(a, b)` is `a + b`,
+    `np.matmul` and `np.dot` `@`, `np.negative(a)` `-a`) or `op:NAME`, the generic op of the
+    library of NumPy's meaning entry by entry (`np.sin`, `np.maximum` `max`, `np.where`
+    `select`, `np.clip` `clamp`, `np.einsum` `contract`, `np.linalg.det` `det`); the operands'
+    count (None: an einsum's string and its values)."""
+    import numpy as np
+
+    table = {"+": ("add", 2), "-": ("subtract", 2), "*": ("multiply", 2), "/": ("divide", 2), "**": ("power", 2),
+             "//": ("floor_divide", 2), "%": ("remainder", 2), "@": ("matmul", 2), "neg": ("negative", 1),
+             "op:sqrt": ("sqrt", 1), "op:exp": ("exp", 1), "op:log": ("log", 1), "op:sin": ("sin", 1),
+             "op:cos": ("cos", 1), "op:tanh": ("tanh", 1), "op:abs": ("abs", 1), "op:sign": ("sign", 1),
+             "op:floor": ("floor", 1), "op:max": ("maximum", 2), "op:min": ("minimum", 2),
+             "op:select": ("where", 3), "op:clamp": ("clip", 3), "op:contract": ("einsum", None),
+             "op:transpose": ("transpose", 1), "op:trace": ("trace", 1), "op:outer": ("outer", 2)}
+    found = {id(getattr(np, name)): (f"np.{name}", what, k) for what, (name, k) in table.items()}
+    # (np.absolute is np.abs, np.mod np.remainder, np.true_divide np.divide: named as above)
+    found.setdefault(id(np.dot), ("np.dot", "@", 2))
+    found.setdefault(id(np.absolute), ("np.absolute", "op:abs", 1))
+    found.setdefault(id(np.true_divide), ("np.true_divide", "/", 2))
+    for name in ("det", "inv", "norm"):
+        found[id(getattr(np.linalg, name))] = (f"np.linalg.{name}", f"op:{name}", 1)
+    for name, op in (("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"),
+                     ("tanh", "tanh"), ("fabs", "abs"), ("floor", "floor")):
+        found[id(getattr(math, name))] = (f"math.{name}", f"op:{op}", 1)
+    return found
+
+
 def operand_names(library: Library, op_name: str) -> list[str] | None:
     """The names an op's operands are given by keyword (`irfuse.ops.det(A=J)`): a catalogue op's
     definition's, a generic op's signature's; None for one of as many operands as it is given."""
@@ -337,13 +371,17 @@ def infix_family(symbol: str, left: tuple[int, ...], right: tuple[int, ...] | No
     catalogue op does (any shape), and whether its operands are swapped; None if none."""
     if right is None:
         return ("neg", False)
-    if symbol in "+-" and left == right:
+    if symbol in ("+", "-") and (left == right or right == ()):  # (NumPy's: a scalar to every entry)
         return ("add" if symbol == "+" else "sub", False)
+    if symbol == "+" and left == ():  # (s + v is v + s, to the bit)
+        return ("add", True)
     if symbol == "*":
         if right == ():
             return ("scale", False) if left else ("emul", False)
         if left == ():
             return ("scale", True)
+        if left == right:  # (NumPy's: entry by entry)
+            return ("emul", False)
     if symbol in _ENTRYWISE and (right == () or right == left):  # (entry by entry, NumPy's meaning)
         return (_ENTRYWISE[symbol], False)
     if symbol == "@":
@@ -987,6 +1025,9 @@ class _Translator:
             builtin = self.builtin_op(node)
             if builtin is not None:
                 return builtin, [self.expression(a, out) for a in node.args]
+            numpy_call = self.numpy_call(node, out)
+            if numpy_call is not None:
+                return numpy_call
             reduction = self.resolve(node.func)
             if isinstance(reduction, MeshCall):
                 if len(node.args) != 2:
@@ -1106,6 +1147,28 @@ class _Translator:
                                    f"values, entry by entry (got {len(node.args)}); irfuse.{func.id}(x) "
                                    "reduces a value over the batch")
         return self.name(func.id, func)
+
+    def numpy_call(self, node: ast.Call, out: list[Statement]) -> tuple[Name, list] | None:
+        """(op, operands) of a call of one of NumPy's or `math`'s functions of values
+        (`numpy_functions`): the infix form or generic op of its meaning; None for another call."""
+        found = numpy_functions().get(id(self.resolve(node.func)))
+        if found is None:
+            return None
+        spelled, what, count = found  # (keywords refused with every call's but an op's: `call_of`)
+        if count is not None and len(node.args) != count:
+            raise self.error(node, f"{spelled} takes {count} value{'s' if count > 1 else ''} here, got "
+                                   f"{len(node.args)}")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(node, f"{spelled}'s operands are written out (no *args)")
+        if what == "neg":
+            return self.call_of(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=node.args[0]), node), out)
+        if not what.startswith("op:"):
+            op = next(k for k, v in INFIX.items() if v == what)
+            return self.call_of(ast.copy_location(ast.BinOp(left=node.args[0], op=op(), right=node.args[1]), node),
+                                out)
+        op_name = what[3:]
+        return self.name(op_name, node.func), [self.expression(a, out, text=op_name == "contract")
+                                               for a in node.args]
 
     def op_name_of(self, func: ast.expr) -> str:
         """The name of the op (or generic op) a call names."""

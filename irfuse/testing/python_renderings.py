@@ -24,6 +24,15 @@ _SYMBOLS = {name: symbol for symbol, name in COMPARISONS.items()}
 _MESH = {"gather": "irfuse.gather", "scatter": "irfuse.scatter", "select": "irfuse.where"}
 _REDUCTIONS = ("sum", "max", "min")
 _MASK_LOGIC = (("and", "&"), ("or", "|"), ("xor", "^"))
+# The generic ops written as NumPy's functions of their meaning (`frontend.python.numpy_functions`).
+_NUMPY = {"sqrt": "np.sqrt", "exp": "np.exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "np.tanh",
+          "abs": "np.abs", "sign": "np.sign", "floor": "np.floor", "max": "np.maximum", "min": "np.minimum",
+          "select": "np.where", "clamp": "np.clip", "contract": "np.einsum", "transpose": "np.transpose",
+          "trace": "np.trace", "outer": "np.outer", "det": "np.linalg.det", "inv": "np.linalg.inv",
+          "norm": "np.linalg.norm", "add": "np.add", "sub": "np.subtract", "emul": "np.multiply",
+          "ediv": "np.divide", "pow": "np.power", "floordiv": "np.floor_divide", "mod": "np.remainder",
+          "neg": "np.negative", "mmul": "np.matmul", "mvmul": "np.matmul", "dot": "np.dot"}
+_INFIX_NUMPY = {"add", "sub", "emul", "ediv", "pow", "floordiv", "mod", "neg", "mmul", "mvmul", "dot"}
 
 
 class NoPythonForm(Exception):
@@ -46,7 +55,9 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     a loop's trips as `range(2, N + 2)` or `range(0, 2 N, 2)`,
     the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
     wherever the front end reads them so), an op's operands by their names, the last first
-    (`ops.mmul(B=b, A=a)`), every seventh statement after a loop of no trips holding it
+    (`ops.mmul(B=b, A=a)`), a generic op as NumPy's function of its meaning (`np.sin(x)`,
+    `np.add(a, b)` where the front end reads it as this op), every seventh statement after a
+    loop of no trips holding it
     (`for _ in range(0):`), two lines where the second reads nothing the first
     writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
     as NumPy's `&`, `|`, `^`, `~` and a condition's `and(lt(a, x), le(x, b))` as Python's chain
@@ -116,7 +127,7 @@ class _Renderer:
     def module(self, name: str) -> str:
         p = self.program
         inputs = [n.text for n in p.inputs]
-        lines = ["import irfuse", "from irfuse import ops", ""]
+        lines = ["import numpy as np", "import irfuse", "from irfuse import ops", ""]
         header = len(lines)
         for d in reversed(p.derivatives):  # (the decorator nearest the function applies first)
             args = [repr(d.mode.text), f"wrt=({', '.join(repr(w.text) for w in d.wrt)},)"]
@@ -219,6 +230,10 @@ class _Renderer:
             return f"(~{text[0]})" if self.infix else f"(not {text[0]})"
         if op == COPY:
             return f"+{text[0]}"  # (Python's unary plus: the value itself)
+        if self.infix and op in _NUMPY and self._spelled():  # (NumPy's function of its meaning)
+            numpy = self._numpy(op, args, text)
+            if numpy is not None:
+                return numpy
         if self.infix and self._spelled():
             if op == "select" and len(args) == 3:
                 return f"({text[1]} if {text[0]} else {text[2]})"
@@ -240,6 +255,24 @@ class _Renderer:
                 if names is not None and len(names) == len(text) and not any(isinstance(a, Text) for a in args):
                     return f"ops.{op}({', '.join(f'{n}={t}' for n, t in reversed(list(zip(names, text))))})"
         return f"ops.{op}({', '.join(text)})"
+
+    def _numpy(self, op: str, args: list, text: list[str]) -> str | None:
+        """`op(args)` as NumPy's function the front end reads as this very generic op, or None:
+        one of its arity, and for those that are infix forms (`np.add` is `+`), the one the
+        operands' shapes resolve to."""
+        from irfuse.frontend.python import numpy_functions
+
+        spelled = _NUMPY[op]
+        (symbol, count), = [(w, k) for name, w, k in numpy_functions().values() if name == spelled]
+        if count is not None and count != len(args):
+            return None
+        if op in _INFIX_NUMPY:
+            written = self._infix(op, args, text)
+            if written is None or (symbol != "neg" and f" {symbol} " not in written):
+                return None  # (another op for these shapes, or the operands swapped)
+            if len(text) == 2 and written.startswith(f"({text[1]} * "):
+                return None
+        return f"{spelled}({', '.join(text)})"
 
     def _chain(self, op: str, args: list) -> str | None:
         """`and(lt(a, b), le(b, c))` (a condition's calls) as Python's chain `a < b <= c`, or

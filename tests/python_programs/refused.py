@@ -1,5 +1,7 @@
 """Python functions the tracer must refuse; each error's line carries a `# refused:` marker."""
 
+import numpy as np
+
 import irfuse
 from irfuse import Matrix, Scalar, Vector
 
@@ -347,3 +349,23 @@ def contraction_by_name(A: Matrix[3, 3]):
 def where_by_name(A: Matrix[3, 3]):
     d = irfuse.where(A > 0, x=A, y=A)  # refused: 'irfuse.where' takes its operands by position
     return d
+
+
+def numpy_function_with_a_keyword(v: Vector[3]):
+    w = np.clip(v, 0.0, 1.0, out=v)  # refused: 'np.clip' takes its operands by position
+    return w
+
+
+def numpy_function_of_other_arity(v: Vector[3]):
+    w = np.sin(v, v)  # refused: np.sin takes 1 value here, got 2
+    return w
+
+
+def numpy_function_not_taken(v: Vector[3]):
+    w = np.cumsum(v)  # refused: 'np.cumsum' is not an op
+    return w
+
+
+def product_of_other_shapes(v: Vector[3], A: Matrix[3, 3]):
+    w = v * A  # refused: no op of the library computes '*' of vector3 and matrix3x3
+    return w

@@ -234,9 +234,9 @@ def dot_at(v: V[3]): return v @ v
 def attr_shape(v: V[3]): return v.shape
 @case(lambda v: v * 2)
 def vec_times_int(v: V[3]): return 2 * v
-@case(None)
+@case(lambda v, a: v + a[:, None])
 def vec_plus_scalar(v: V[3], a: S): return v + a
-@case(None)
+@case(lambda v, u: v * u)
 def vec_times_vec(v: V[3], u: V[3]): return v * u
 
 # --- calls ---
@@ -257,9 +257,9 @@ def lambda_expr(a: S):
 @case(None)
 def listcomp(v: V[3]):
     return [x for x in range(3)]
-@case(None)
+@case(lambda a: np.sin(a))
 def np_call(a: S): return np.sin(a)
-@case(None)
+@case(lambda a: np.sin(a))
 def math_call(a: S): return math.sin(a)
 @case(lambda a: np.sum(a) * np.ones_like(a))
 def sum_times_ones(a: S):
