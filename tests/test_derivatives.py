@@ -21,7 +21,8 @@ from irfuse.verification.op_evaluation import eval_numpy, evaluate, evaluate_by_
 N = 40
 # (family, operand shapes (None: a mask), domain, parameters) beyond test_generic_ops' cases.
 MORE = [("select", [None, (3,), (3,)], None, ()), ("and", [None, None], None, ()), ("or", [None, None], None, ()),
-        ("xor", [None, None], None, ()), ("not", [None], None, ()), ("contract", [(2, 3), (3, 4)], None, ("ij", "jk", "ik")),
+        ("xor", [None, None], None, ()), ("not", [None], None, ()),
+        ("contract", [(2, 3), (3, 4)], None, ("ij", "jk", "ik")),
         ("item", [(4, 3)], None, ("2",)), ("put", [(3, 2), (2,)], None, ("1",)),
         ("stack", [(2,), (2,), (2,)], None, ("3",)), ("clamp", [(4,), (4,), (4,)], "apart", ()),
         ("pow", [(2,), ()], "positive", ()), ("ifeq", [(3,), (3,), (3,), (3,)], None, ()),

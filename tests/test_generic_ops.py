@@ -124,7 +124,8 @@ def test_every_family_agrees_with_numpy(group, dtype):
 UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a), "sin": np.sin,
          "cos": np.cos, "tanh": np.tanh, "abs": np.abs, "sign": np.sign, "neg": np.negative, "floor": np.floor}
 BINARY = {"add": np.add, "sub": np.subtract, "emul": np.multiply, "ediv": np.divide, "pow": np.power,
-          "min": np.minimum, "max": np.maximum, "floordiv": np.floor_divide, "mod": np.remainder, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+          "min": np.minimum, "max": np.maximum, "floordiv": np.floor_divide, "mod": np.remainder, "lt": np.less,
+          "le": np.less_equal, "gt": np.greater,
           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
 
 
@@ -160,7 +161,8 @@ def test_nan_infinities_and_zeros_give_what_ieee_arithmetic_gives(dtype):
     outs = [f"u{k}" for k in range(len(UNARY))] + [f"b{k}" for k in range(len(BINARY))] + list("cmkpqzse")
     masks = [f"b{k}" for k, f in enumerate(BINARY) if f in ("lt", "le", "gt", "ge", "eq", "ne")]
     numbers = [o for o in outs[:len(names)] if o not in masks]
-    src = "\n".join(["scalar x, y, c, s, " + ", ".join(numbers) + ";", "mask m, k, p, q, z, e, " + ", ".join(masks) + ";",
+    src = "\n".join(["scalar x, y, c, s, " + ", ".join(numbers) + ";",
+                     "mask m, k, p, q, z, e, " + ", ".join(masks) + ";",
                      "input x, y;", *lines, f"return {', '.join(outs)};", ""])
     prog = irfuse.compile(src, backend="cpu", dtype=dtype)
     values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0, 2.5, -3.0, 0.5])

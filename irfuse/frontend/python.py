@@ -22,7 +22,8 @@ line and column. What the body may hold:
   (sneg, vnegN, mnegNN), `*` (smul; svmulN and smmulNN with the scalar on either side),
   `/` (sdiv; of another value by a scalar or one of its shape the generic `ediv`), `**` (the
   generic `pow`), `//` and `%` (the generic `floordiv` and `mod`: NumPy's and Python's floor
-  division and remainder, the remainder taking the divisor's sign), `@` (mmulNN, mvmulNN); unary `+` is its operand; Python's `abs(x)`,
+  division and remainder, the remainder taking the divisor's sign), `@` (mmulNN, mvmulNN);
+  unary `+` is its operand; Python's `abs(x)`,
   `max(a, b)`, `min(a, b)` are the generic ops of those names; `a if m else b` is
   `irfuse.where(m, a, b)`; NumPy's and `math`'s functions of values (`np.sin`, `np.maximum`,
   `np.where`, `np.einsum`, `np.linalg.det`, `np.add`, ...: `numpy_functions`) the op or infix

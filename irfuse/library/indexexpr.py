@@ -38,8 +38,8 @@ from typing import Union
 from irfuse.artifact.records import record
 
 FUNCTIONS = {"sqrt": 1, "abs": 1, "rcp": 1, "exp": 1, "log": 1, "rsqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
-             "sign": 1, "floor": 1, "not": 1, "pow": 2, "floordiv": 2, "mod": 2, "min": 2, "max": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2,
-             "ne": 2, "and": 2, "or": 2, "xor": 2, "select": 3, "clamp": 3}
+             "sign": 1, "floor": 1, "not": 1, "pow": 2, "floordiv": 2, "mod": 2, "min": 2, "max": 2, "lt": 2,
+             "le": 2, "gt": 2, "ge": 2, "eq": 2, "ne": 2, "and": 2, "or": 2, "xor": 2, "select": 3, "clamp": 3}
 UNARY = tuple(f for f, k in FUNCTIONS.items() if k == 1)
 COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 

@@ -261,7 +261,8 @@ def _family_signatures(types: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ..
     for name, fam in FAMILIES.items():
         # (families with a parameter in the name, and masks' logic, are written otherwise; a
         # loop's history is reverse mode's, reached through taped derivatives)
-        if fam.arity is None or name in ("select", "and", "or", "xor", "not", "reshape") or name in PARAMETER_FIRST + HISTORY:
+        if fam.arity is None or name in ("select", "and", "or", "xor", "not", "reshape") \
+                or name in PARAMETER_FIRST + HISTORY:
             continue
         for ins in product(types, repeat=fam.arity):
             try:
