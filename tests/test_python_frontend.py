@@ -596,7 +596,8 @@ def test_a_value_returned_twice_is_two_outputs_of_its_value():
 def test_numpys_functions_of_values_are_the_ops_of_their_meaning():
     """NumPy's (and `math`'s) functions of a program's values, called as a NumPy user writes
     them, are the generic ops of their meaning (`np.sin` is `sin`, `np.maximum` `max`, `np.where`
-    `select`, `np.clip` `clamp`, `np.einsum` `contract`, `np.linalg.det` `det`) or the infix
+    `select`, `np.clip` `clamp`, `np.einsum` `contract`, `np.linalg.det` `det`, `np.sum` of a
+    value its entries' sum) or the infix
     forms (`np.add` is `+`, `np.matmul` and `np.dot` `@`); `*` of two values of one shape is
     NumPy's product entry by entry, and `+`, `-` of a value and a scalar put the scalar to every
     entry: the same IR as the ops written, NumPy's results."""
@@ -609,7 +610,8 @@ def test_numpys_functions_of_values_are_the_ops_of_their_meaning():
         d = np.einsum("ij,j->i", A, v) + np.dot(A, v) + np.matmul(A, v)
         e = np.linalg.det(A) + np.trace(A) + np.linalg.norm(v) + np.dot(v, v)
         f = np.linalg.inv(A) + np.transpose(A) + np.outer(v, v) - np.negative(A)
-        return a, b, c, d, e, f
+        g = np.sum(A) + np.sum(v * v)
+        return a, b, c, d, e, f, g
 
     def written(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], s: irfuse.Scalar, t: irfuse.Scalar):
         a = irfuse.ops.emul(irfuse.ops.sin(A), irfuse.ops.exp(-irfuse.ops.abs(A)))
@@ -618,7 +620,8 @@ def test_numpys_functions_of_values_are_the_ops_of_their_meaning():
         d = irfuse.ops.contract("ij,j->i", A, v) + A @ v + A @ v
         e = irfuse.ops.det(A) + irfuse.ops.trace(A) + irfuse.ops.norm(v) + v @ v
         f = irfuse.ops.inv(A) + irfuse.ops.transpose(A) + irfuse.ops.outer(v, v) - (-A)
-        return a, b, c, d, e, f
+        g = irfuse.ops.contract("ij->", A) + irfuse.ops.contract("i->", irfuse.ops.emul(v, v))
+        return a, b, c, d, e, f, g
 
     texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@written", "@spelled")
              for m in (compile_function(f).module for f in (spelled, written))]
@@ -635,8 +638,14 @@ def test_numpys_functions_of_values_are_the_ops_of_their_meaning():
                         (got.d, 3 * Av),
                         (got.e, np.linalg.det(A) + np.trace(A, axis1=1, axis2=2) + np.linalg.norm(v, axis=1)
                          + (v * v).sum(1)),
-                        (got.f, np.linalg.inv(A) + At + np.einsum("ni,nj->nij", v, v) + A)):
+                        (got.f, np.linalg.inv(A) + At + np.einsum("ni,nj->nij", v, v) + A),
+                        (got.g, A.sum((1, 2)) + (v * v).sum(1))):
         np.testing.assert_allclose(value, want, rtol=1e-12, atol=1e-12)
+
+    def scalar_sum(s: irfuse.Scalar):  # (a scalar's entries' sum is the scalar)
+        return np.sum(s) * 2
+
+    np.testing.assert_array_equal(irfuse.compile(scalar_sum, backend="cpu", dtype="f64")(s).out0, s * 2)
 
 
 def test_a_tuple_assigns_every_value_computed_before_any_target():

@@ -332,7 +332,8 @@ def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
     (spelling, what it is, operands). What it is: an infix symbol (`np.add(a, b)` is `a + b`,
     `np.matmul` and `np.dot` `@`, `np.negative(a)` `-a`) or `op:NAME`, the generic op of the
     library of NumPy's meaning entry by entry (`np.sin`, `np.maximum` `max`, `np.where`
-    `select`, `np.clip` `clamp`, `np.einsum` `contract`, `np.linalg.det` `det`); the operands'
+    `select`, `np.clip` `clamp`, `np.einsum` `contract`, `np.linalg.det` `det`), or `entries`
+    (`np.sum(A)`: the sum of an element's value's entries, `contract("ij->", A)`); the operands'
     count (None: an einsum's string and its values)."""
     import numpy as np
 
@@ -346,6 +347,7 @@ def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
     found = {id(getattr(np, name)): (f"np.{name}", what, k) for what, (name, k) in table.items()}
     # (np.absolute is np.abs, np.mod np.remainder, np.true_divide np.divide: named as above)
     found.setdefault(id(np.dot), ("np.dot", "@", 2))
+    found[id(np.sum)] = ("np.sum", "entries", 1)  # (of one element's value: its entries' sum)
     found.setdefault(id(np.absolute), ("np.absolute", "op:abs", 1))
     found.setdefault(id(np.true_divide), ("np.true_divide", "/", 2))
     for name in ("det", "inv", "norm"):
@@ -1163,6 +1165,12 @@ class _Translator:
             raise self.error(node, f"{spelled}'s operands are written out (no *args)")
         if what == "neg":
             return self.call_of(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=node.args[0]), node), out)
+        if what == "entries":  # (a scalar's sum is itself; irfuse.sum(x) sums over the batch)
+            value = self.expression(node.args[0], out)
+            rank = len(self.shape_of(value))
+            if not rank:
+                return self.name(COPY, node), [value]
+            return self.name("contract", node.func), [Text("ijkl"[:rank] + "->", self.pos(node)), value]
         if not what.startswith("op:"):
             op = next(k for k, v in INFIX.items() if v == what)
             return self.call_of(ast.copy_location(ast.BinOp(left=node.args[0], op=op(), right=node.args[1]), node),

@@ -56,7 +56,8 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     the generic `abs`, `max`, `min` as Python's functions (`ediv` and `pow` as `/` and `**`
     wherever the front end reads them so), an op's operands by their names, the last first
     (`ops.mmul(B=b, A=a)`), a generic op as NumPy's function of its meaning (`np.sin(x)`,
-    `np.add(a, b)` where the front end reads it as this op), every seventh statement after a
+    `np.add(a, b)` where the front end reads it as this op; a contraction summing every entry
+    of one value `np.sum(x)`), every seventh statement after a
     loop of no trips holding it
     (`for _ in range(0):`), two lines where the second reads nothing the first
     writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
@@ -263,6 +264,10 @@ class _Renderer:
         from irfuse.frontend.python import numpy_functions
 
         spelled = _NUMPY[op]
+        if op == "contract" and len(args) == 2 and isinstance(args[0], Text):
+            letters = re.fullmatch(r"([a-z]+)->", args[0].text)
+            if letters and len(set(letters.group(1))) == len(letters.group(1)):
+                return f"np.sum({text[1]})"  # (every entry summed: NumPy's sum of the value)
         (symbol, count), = [(w, k) for name, w, k in numpy_functions().values() if name == spelled]
         if count is not None and count != len(args):
             return None
