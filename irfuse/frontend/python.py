@@ -305,7 +305,7 @@ _ENTRYWISE = {"/": "ediv", "**": "pow", "//": "floordiv", "%": "mod"}  # (NumPy'
 BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 # NumPy's logic of boolean arrays, as masks: `m & n`, `m | n`, `m ^ n` (and `~m`, `m != n`).
-_MASK_LOGIC = {ast.BitAnd: ("&", "and"), ast.BitOr: ("|", "or"), ast.BitXor: ("^", "xor")}
+MASK_LOGIC = {ast.BitAnd: ("&", "and"), ast.BitOr: ("|", "or"), ast.BitXor: ("^", "xor")}
 
 
 # Python's arithmetic of whole numbers, as a loop's bounds and an entry's index may be written.
@@ -972,6 +972,10 @@ class _Translator:
     def is_mask(self, operand) -> bool:
         return isinstance(operand, Name) and operand.text in self.masks
 
+    def kinds(self, *operands) -> str:
+        """The operands' types for a message: `mask and vector3`."""
+        return " and ".join("mask" if self.is_mask(o) else ValueType(self.shape_of(o)).spelling() for o in operands)
+
     def comparison(self, node: ast.Compare, out: list[Statement]) -> tuple[Name, list[Name]]:
         """(op, operands) of a comparison: `a < b` an op of the library (`lt`), masks compared
         `m != n` (`xor`) and `m == n` (`not` of it), and a chain `a < b < c` Python's `a < b
@@ -994,9 +998,7 @@ class _Translator:
         if not (self.is_mask(left) or self.is_mask(right)):
             return self.name(COMPARISONS[symbol], node), [left, right]
         if not (self.is_mask(left) and self.is_mask(right)) or symbol not in ("==", "!="):
-            kinds = " and ".join("mask" if self.is_mask(v) else ValueType(self.shape_of(v)).spelling()
-                                 for v in (left, right))
-            raise self.error(node, f"'{symbol}' of {kinds}: masks are compared with each other by == and != "
+            raise self.error(node, f"'{symbol}' of {self.kinds(left, right)}: masks are compared with each other by == and != "
                                    "only (m != n holds where one holds and the other does not)")
         if symbol == "!=":
             return self.name("xor", node), [left, right]
@@ -1052,8 +1054,8 @@ class _Translator:
             return self.name(op_name, node.func), args
         if isinstance(node, ast.Compare):
             return self.comparison(node, out)
-        if isinstance(node, ast.BinOp) and type(node.op) in _MASK_LOGIC:  # NumPy's `m & n`, `m | n`, `m ^ n`
-            symbol, op = _MASK_LOGIC[type(node.op)]
+        if isinstance(node, ast.BinOp) and type(node.op) in MASK_LOGIC:  # NumPy's `m & n`, `m | n`, `m ^ n`
+            symbol, op = MASK_LOGIC[type(node.op)]
             operands = [self.expression(node.left, out), self.expression(node.right, out)]
             self.check_masks(node, symbol, operands)
             return self.name(op, node), operands
@@ -1120,10 +1122,8 @@ class _Translator:
         """`&`, `|`, `^` and `~` take masks (NumPy's logic of boolean arrays; of numbers they
         are bitwise, which a program's values have no meaning for)."""
         if not all(self.is_mask(o) for o in operands):
-            kinds = " and ".join("mask" if self.is_mask(o) else ValueType(self.shape_of(o)).spelling()
-                                 for o in operands)
             raise self.error(node, f"'{symbol}' is the logic of masks (m = a > b; m & n, m | n, m ^ n, ~m), not of "
-                                   f"{kinds}")
+                                   f"{self.kinds(*operands)}")
 
     def infix(self, node: ast.expr, symbol: str, found: tuple[str, bool] | None,
               operands: list[Name]) -> tuple[Name, list[Name]]:

@@ -13,6 +13,7 @@ decorator; None for a program it has no Python form for."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from irfuse.diagnostics import SourceFile
@@ -23,16 +24,25 @@ from irfuse.frontend.syntax import If as IfStatement
 _SYMBOLS = {name: symbol for symbol, name in COMPARISONS.items()}
 _MESH = {"gather": "irfuse.gather", "scatter": "irfuse.scatter", "select": "irfuse.where"}
 _REDUCTIONS = ("sum", "max", "min")
-_MASK_LOGIC = (("and", "&"), ("or", "|"), ("xor", "^"))
-# The generic ops written as NumPy's functions of their meaning (`frontend.python.numpy_functions`).
-_NUMPY = {"sqrt": "np.sqrt", "exp": "np.exp", "log": "np.log", "sin": "np.sin", "cos": "np.cos", "tanh": "np.tanh",
-          "abs": "np.abs", "sign": "np.sign", "floor": "np.floor", "max": "np.maximum", "min": "np.minimum",
-          "select": "np.where", "clamp": "np.clip", "contract": "np.einsum", "transpose": "np.transpose",
-          "trace": "np.trace", "outer": "np.outer", "det": "np.linalg.det", "inv": "np.linalg.inv",
-          "norm": "np.linalg.norm", "add": "np.add", "sub": "np.subtract", "emul": "np.multiply",
-          "ediv": "np.divide", "pow": "np.power", "floordiv": "np.floor_divide", "mod": "np.remainder",
-          "neg": "np.negative", "mmul": "np.matmul", "mvmul": "np.matmul", "dot": "np.dot"}
-_INFIX_NUMPY = {"add", "sub", "emul", "ediv", "pow", "floordiv", "mod", "neg", "mmul", "mvmul", "dot"}
+# The generic ops an infix form stands for, written as NumPy's function of that form (the
+# front end reads `np.add(a, b)` as `a + b`, and so resolves it by the operands' shapes).
+_INFIX_NUMPY = {"add": "np.add", "sub": "np.subtract", "emul": "np.multiply", "ediv": "np.divide",
+                "pow": "np.power", "floordiv": "np.floor_divide", "mod": "np.remainder", "neg": "np.negative",
+                "mmul": "np.matmul", "mvmul": "np.matmul", "dot": "np.dot"}
+
+
+@functools.cache
+def _numpy_spellings() -> dict[str, tuple[str, str, int | None]]:
+    """generic op -> (NumPy's function written for it, what the front end reads that function
+    as, its operands): the front end's own table (`numpy_functions`) turned round, NumPy's
+    names before `math`'s, and the infix forms' ops of `_INFIX_NUMPY`."""
+    from irfuse.frontend.python import numpy_functions
+
+    found = {spelled: (what, count) for spelled, what, count in numpy_functions().values()}
+    table = {what[3:]: (spelled, what, count) for spelled, (what, count) in found.items()
+             if what.startswith("op:") and spelled.startswith("np.")}
+    table.update({op: (spelled, *found[spelled]) for op, spelled in _INFIX_NUMPY.items()})
+    return table
 
 
 class NoPythonForm(Exception):
@@ -225,13 +235,16 @@ class _Renderer:
             if chain is not None:
                 return chain
             if self.infix:  # (NumPy's logic of boolean arrays)
-                return f"({text[0]} {dict(_MASK_LOGIC)[op]} {text[1]})"
+                from irfuse.frontend.python import MASK_LOGIC
+
+                symbol = next(s for s, name in MASK_LOGIC.values() if name == op)
+                return f"({text[0]} {symbol} {text[1]})"
             return f"({text[0]} {'!=' if op == 'xor' else op} {text[1]})"  # (masks differing: `!=`)
         if op == "not" and len(args) == 1:
             return f"(~{text[0]})" if self.infix else f"(not {text[0]})"
         if op == COPY:
             return f"+{text[0]}"  # (Python's unary plus: the value itself)
-        if self.infix and op in _NUMPY and self._spelled():  # (NumPy's function of its meaning)
+        if self.infix and op in _numpy_spellings() and self._spelled():  # (NumPy's function of its meaning)
             numpy = self._numpy(op, args, text)
             if numpy is not None:
                 return numpy
@@ -261,14 +274,11 @@ class _Renderer:
         """`op(args)` as NumPy's function the front end reads as this very generic op, or None:
         one of its arity, and for those that are infix forms (`np.add` is `+`), the one the
         operands' shapes resolve to."""
-        from irfuse.frontend.python import numpy_functions
-
-        spelled = _NUMPY[op]
+        spelled, symbol, count = _numpy_spellings()[op]
         if op == "contract" and len(args) == 2 and isinstance(args[0], Text):
             letters = re.fullmatch(r"([a-z]+)->", args[0].text)
             if letters and len(set(letters.group(1))) == len(letters.group(1)):
                 return f"np.sum({text[1]})"  # (every entry summed: NumPy's sum of the value)
-        (symbol, count), = [(w, k) for name, w, k in numpy_functions().values() if name == spelled]
         if count is not None and count != len(args):
             return None
         if op in _INFIX_NUMPY:

@@ -145,8 +145,7 @@ def eval_numpy_bounded(t: Scalar, operands: list, errors: list, u: float) -> tup
                 v = a * b
                 return v, np.abs(a) * eb + np.abs(b) * ea + ea * eb + u * np.abs(v)
             v = a / b
-            e = np.where(eb < np.abs(b), (ea + np.abs(v) * eb) / (np.abs(b) - eb), np.inf)
-            return v, e + u * np.abs(v)
+            return v, _quotient_error(v, ea, b, eb, np) + u * np.abs(v)
         if isinstance(t, SUn):
             a, ea = eval_numpy_bounded(t.arg, operands, errors, u)
             if t.fn == "neg":
@@ -170,6 +169,12 @@ def eval_numpy_bounded(t: Scalar, operands: list, errors: list, u: float) -> tup
 # (CUDA's float functions: 1 to 2 ulps for exp, log, sin, cos, tanh; up to 4 for pow), beyond
 # the one rounding every node is allowed: the bound counts this many roundings more.
 LIBRARY_ULPS = {"exp": 2, "log": 2, "sin": 2, "cos": 2, "tanh": 2, "pow": 8, "rsqrt": 1}
+
+
+def _quotient_error(q, ea, b, eb, np):
+    """The error of the quotient q = a / b of values with errors ea and eb, before its own
+    rounding: infinite where b is within its error of zero."""
+    return np.where(eb < np.abs(b), (ea + np.abs(q) * eb) / (np.abs(b) - eb), np.inf)
 
 
 def _bounded_function(fn: str, args: list, u: float, np) -> tuple:
@@ -210,8 +215,7 @@ def _bounded_function(fn: str, args: list, u: float, np) -> tuple:
         # rounded down, by the divisor for the remainder, which moves with a and b between.
         (b, eb), = rest
         q = a / b
-        eq = np.where(eb < np.abs(b), (ea + np.abs(q) * eb) / np.where(np.abs(b) > eb, np.abs(b) - eb, 1), np.inf)
-        eq = eq + 2 * u * np.abs(q)
+        eq = _quotient_error(q, ea, b, eb, np) + 2 * u * np.abs(q)
         steps = np.where(np.isfinite(q) & np.isfinite(eq), np.floor(q + eq) - np.floor(q - eq), np.inf)
         if fn == "floordiv":
             return np.floor_divide(a, b), steps
