@@ -377,8 +377,8 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     python_renderings`), each as written, with the outputs' last statements moved into the
     return (`return ops.f(a), r[1]`), with infix forms (`A @ B`, `s * A`, `-x`, `v / s`, `x ** p`)
     and Python's spellings (`abs(x)`, `max(a, b)`, `a if m else b`, `+x`, `v[-1]`, the
-    module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`)
-    and with
+    module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
+    last `if` returning in each side) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -591,6 +591,72 @@ def test_a_value_returned_twice_is_two_outputs_of_its_value():
     np.testing.assert_array_equal(got.out1, 2 * s)
     np.testing.assert_array_equal(got.out3, v)
     assert not np.shares_memory(got.a, got.out1)
+
+
+def test_a_return_inside_if_else_is_the_program_with_one_return_at_its_end():
+    """A `return` inside an `if` (early, in each side, in an `elif`, in an `if` inside a side)
+    is the program with one `return` at its end: per element, what Python gives calling the
+    function on that element's numbers (both sides computed, each place selected); a place
+    every `return` fills with one variable keeps its name, another is named by its place; code
+    after a `return` is not read; an `if`/`else` each side of which returns the same names is
+    the same IR as the `if`/`else` assigning them and one `return` after."""
+
+    def early(a: irfuse.Scalar, b: irfuse.Scalar):
+        y = a * b
+        if a > 0.5:
+            return y, a * 2
+        z = y - b
+        return y, z
+
+    def each_side(a: irfuse.Scalar, b: irfuse.Scalar):
+        if a > b:
+            c = a - b
+            return c
+        elif a > 0.25:
+            return a
+        else:
+            c = b * 3
+        c = c + 1.0
+        return c
+        c = c * 10.0  # (never run)
+
+    def inner(a: irfuse.Scalar, b: irfuse.Scalar):
+        y = a + b
+        if a > 0.5:
+            y = y * 2
+            if b > 0.5:
+                return y
+            y = y - a
+        return y
+
+    def sides_returning(a: irfuse.Scalar, b: irfuse.Scalar):
+        y = a * 1.0
+        if a > b:
+            y = a * b
+            return y, b
+        else:
+            return y, b
+
+    def sides_assigning(a: irfuse.Scalar, b: irfuse.Scalar):
+        y = a * 1.0
+        if a > b:
+            y = a * b
+        return y, b
+
+    rng = np.random.default_rng(11)
+    a, b = rng.random(64), rng.random(64)
+    for fn, names in ((early, ("y", "out1")), (each_side, ("out0",)), (inner, ("y",)),
+                      (sides_returning, ("y", "b"))):
+        prog = irfuse.compile(fn, backend="cpu", dtype="f64")
+        assert prog.outputs == names, fn.__name__
+        got = prog(a, b)
+        for e in range(a.size):
+            want = fn(float(a[e]), float(b[e]))
+            want = want if isinstance(want, tuple) else (want,)
+            assert tuple(float(got[n][e]) for n in names) == want, (fn.__name__, e)
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@sides_returning", "@sides_assigning")
+             for m in (compile_function(f).module for f in (sides_returning, sides_assigning))]
+    assert texts[0] == texts[1]
 
 
 def test_numpys_functions_of_values_are_the_ops_of_their_meaning():

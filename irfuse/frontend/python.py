@@ -93,6 +93,7 @@ from irfuse.artifact.records import record
 from irfuse.diagnostics import CompileError, SourceFile, UsageError
 from irfuse.frontend.irgen import FrontendResult, build_module, is_reduction
 from irfuse.dialects.kas import KasType, MaskType, kas_type_of_shape
+from irfuse.frontend.python_returns import returns_at_end
 from irfuse.frontend.syntax import (COMPARISONS, COPY, DEFAULT_PREFIX, DERIVATIVE_MODES, MAX_DIM, MAX_TRIP_COUNT,
                                     MAX_VALUE_WORDS, MODES_WITH_OF, Call, Condition, Declaration, Derivative, If,
                                     Index, Loop, Name, Number, Pos, Program, Statement, Text)
@@ -465,6 +466,7 @@ class _Translator:
         self.ready: dict[int, Name] = {}  # a long chain's inner links, traced before it (`left_chain`)
         self.tail: list[Statement] = []  # temporaries of return expressions
         self.own: set[str] = set()  # (`translate`)
+        self.return_places: set[str] = set()  # variables of the places returned inside if/else (`translate`)
         self.scope = dict(fn.__globals__)
         if fn.__closure__:
             self.scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
@@ -516,6 +518,9 @@ class _Translator:
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]
+        taken = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | {a.arg for a in fdef.args.args}
+        body, self.return_places = returns_at_end(body, self.error, taken, self.line_offset, self.combines_elements)
+        self.own |= self.return_places
         if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
             raise self.error(body[-1] if body else fdef, "a program ends with 'return' and the values it gives")
         statements = self.block(body[:-1])
@@ -561,6 +566,12 @@ class _Translator:
     def declare(self, var: str, shape: tuple[int, ...], node: ast.AST, uniform: bool = False,
                 mask: bool = False, nodal: bool = False, connectivity: bool = False) -> None:
         old = self.types.get(var)
+        if old is not None and var in self.return_places and (
+                (old, var in self.masks, var in self.uniform, var in self.nodal) != (shape, mask, uniform, nodal)):
+            was = self.kind_of(old, var in self.masks, var in self.uniform, var in self.nodal)
+            raise self.error(node, f"this value is {self.kind_of(shape, mask, uniform, nodal)} where another "
+                                   f"'return' gives {was} in its place: every 'return' gives values of the same "
+                                   "types")
         if old is not None and (var in self.connectivities) != connectivity:
             raise self.error(node, f"'{var}' is a connectivity (irfuse.Index) and is not assigned"
                              if var in self.connectivities else
@@ -584,6 +595,17 @@ class _Translator:
                                (connectivity, self.connectivities)):
                 if flag:
                     kept.add(var)
+
+    def combines_elements(self, call: ast.Call) -> bool:
+        """Whether a call is a batch-wide reduction or a scatter (it combines elements' values)."""
+        found = self.resolve(call.func)
+        return isinstance(found, Reduction) or (isinstance(found, MeshCall) and found.kind == "scatter")
+
+    @staticmethod
+    def kind_of(shape: tuple[int, ...], mask: bool, uniform: bool, nodal: bool) -> str:
+        """'a vector3 per element', 'a scalar for the whole batch', 'a mask per node', ..."""
+        where = "for the whole batch" if uniform else "per node" if nodal else "per element"
+        return f"a {ValueType(shape, mask).spelling()} {where}"
 
     def declarations(self, fdef: ast.FunctionDef) -> list[Declaration]:
         by_type: dict[tuple, list[str]] = {}

@@ -71,8 +71,9 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     loop of no trips holding it
     (`for _ in range(0):`), two lines where the second reads nothing the first
     writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
-    as NumPy's `&`, `|`, `^`, `~` and a condition's `and(lt(a, x), le(x, b))` as Python's chain
-    `a < x <= b` (without it `xor` is `m != n`)."""
+    as NumPy's `&`, `|`, `^`, `~`, a condition's `and(lt(a, x), le(x, b))` as Python's chain
+    `a < x <= b` (without it `xor` is `m != n`), and a program's last statement, an `if`, with
+    a `return` in each side (`_returning_sides`)."""
     program = parse_program(SourceFile("<rendered>", kas_text))
     try:
         return _Renderer(program, inline, infix).module(name)
@@ -153,11 +154,41 @@ class _Renderer:
         lines += ["@irfuse.program", f"def {name}({params}):"]
         self.annotated = self._annotated_where_assigned(inputs)
         body = [f"{v}: {t}" for v, t in self.types.items() if v not in inputs and v not in self.annotated]
-        body += self.statements(p.statements, top=True)
-        body.append("return " + ", ".join(self.returned.get(k, o.text) for k, o in enumerate(p.outputs)))
+        ret = "return " + ", ".join(self.returned.get(k, o.text) for k, o in enumerate(p.outputs))
+        last = p.statements[-1] if p.statements else None
+        if self.infix and isinstance(last, IfStatement):
+            body += self.statements(p.statements[:-1], top=True) + self._returning_sides(last, ret)
+        else:
+            body += self.statements(p.statements, top=True) + [ret]
         lines[header:header] = [f"{name} = {text}" for text, name in self.constants.items()] + \
             ([""] if self.constants else [])
         return "\n".join(lines + ["    " + line for line in body]) + "\n"
+
+    def _returning_sides(self, s: IfStatement, ret: str) -> list[str]:
+        """The program's last statement, an `if`, with the return in each side: `if c: ...;
+        return y` then `else: ...; return y`, or the other side's lines after the `if` (an early
+        return), in turn; where the program has no derivative line, an output the `if` side's
+        last statement makes is returned as that statement's expression there (`return a * b,
+        z`: the front end names that place `out<k>`)."""
+        then, returned = list(s.then), ret
+        outputs = [o.text for o in self.program.outputs]
+        tail = then[-1] if then else None
+        if not self.program.derivatives and tail is not None and not isinstance(tail, (Loop, IfStatement)) and \
+                isinstance(tail.target, Name) and outputs.count(tail.target.text) == 1 and \
+                tail.target.text not in {n.text for n in self.program.inputs} and \
+                tail.target.text not in _read(tail) and not any(isinstance(a, Text) for a in tail.args) and \
+                not (tail.op.text == COPY and not isinstance(tail.args[0], Index)) and not self.returned:
+            # (no expression moved into the return already: one might read the output)
+            places = list(outputs)
+            places[outputs.index(tail.target.text)] = self.call(tail.op.text, tail.args)
+            returned, then = "return " + ", ".join(places), then[:-1]
+        self.entries.clear()
+        out = [f"if {self.condition(s.condition)}:"]
+        out += ["    " + line for line in self.statements(then) + [returned]]
+        self.entries.clear()
+        if len(self.program.statements) % 2:
+            return out + ["else:"] + ["    " + line for line in self.statements(s.orelse) + [ret]]
+        return out + self.statements(s.orelse) + [ret]
 
     def _annotated_where_assigned(self, inputs: list[str]) -> set[str]:
         """With `infix`, every other variable whose first use is a plain assignment at the top

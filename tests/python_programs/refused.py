@@ -89,9 +89,48 @@ def undefined(A: Matrix[3, 3]):
     return B
 
 
-def early_return(A: Matrix[3, 3]):
+def return_in_a_loop(A: Matrix[3, 3]):
     for _ in range(2):
-        return A  # refused: 'return' can only end the program
+        return A  # refused: a 'return' inside a loop cannot be traced
+    return A
+
+
+def returns_of_different_counts(A: Matrix[3, 3], s: Scalar):
+    if s > 0:
+        return A, A
+    return A  # refused: this 'return' gives 1 value where the one at line
+
+
+def returns_of_different_types(A: Matrix[3, 3], s: Scalar):
+    if s > 0:
+        return A
+    return s  # refused: this value is a scalar per element where another 'return' gives a matrix3x3
+
+
+def returns_per_element_and_for_the_batch(s: Scalar):
+    if s > 0:
+        return irfuse.sum(s)
+    return s  # refused: where another 'return' gives a scalar for the whole batch
+
+
+def a_path_without_return(A: Matrix[3, 3], s: Scalar):
+    if s > 0:
+        return A
+    B = A @ A  # noqa: F841  # refused: the program ends here without a 'return'
+
+
+def a_batch_sum_after_returns_on_some_paths(A: Matrix[3, 3], s: Scalar, t: Scalar):
+    if s > 0:
+        A = A @ A
+        if t > 0:
+            return A
+    n = irfuse.sum(s)  # refused: this combines the batch's elements after the 'if' at line
+    return A * n
+
+
+def a_bare_return_in_a_branch(A: Matrix[3, 3], s: Scalar):
+    if s > 0:
+        return  # refused: a 'return' gives the program's values (a bare 'return' gives none)
     return A
 
 
