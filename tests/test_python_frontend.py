@@ -378,7 +378,8 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     return (`return ops.f(a), r[1]`), with infix forms (`A @ B`, `s * A`, `-x`, `v / s`, `x ** p`)
     and Python's spellings (`abs(x)`, `max(a, b)`, `a if m else b`, `+x`, `v[-1]`, the
     module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
-    last `if` returning in each side) and with
+    last `if` returning in each side, `np.eye(3)`, `np.array([a, b])`, `np.square(x)`,
+    `A.trace()`) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -591,6 +592,47 @@ def test_a_value_returned_twice_is_two_outputs_of_its_value():
     np.testing.assert_array_equal(got.out1, 2 * s)
     np.testing.assert_array_equal(got.out3, v)
     assert not np.shares_memory(got.a, got.out1)
+
+
+def test_values_numpy_makes_and_numpys_array_methods_are_the_ops_of_their_meaning():
+    """`np.eye(n)` and `np.identity(n)` are the uniform identity (the library's `smimulNN` of
+    1), `np.array([...])` and `np.stack([...])` the op `stack` (a list inside a list stacked
+    first: `np.array([[a, 0], [0, b]])` is a matrix of its rows; `np.array(x)` a copy of x),
+    `np.square(x)` is `x * x`, `np.fabs` `abs`, and NumPy's array methods of a program's value
+    (`A.trace()`, `A.sum()`, `A.dot(v)`, `A.transpose()`, `x.clip(lo, hi)`) NumPy's functions
+    of that value first: what NumPy computes for each element, to rounding."""
+
+    def made(F: irfuse.Matrix[3, 3], a: irfuse.Scalar, b: irfuse.Scalar):
+        E = 0.5 * (F.T @ F - np.eye(3))
+        C = np.array([[2.0, 0, 0], [0, a, 0], [0, 0, b]])
+        v = np.stack([F[0], F[1] * a])
+        w = np.array([a, b, 1.5])
+        t = (C @ F).trace() + E.sum() + F.dot(w).dot(w) + np.square(a) + np.fabs(b)
+        D = F.transpose().clip(-0.5, a) - np.trace(F) / 3 * np.identity(3)
+        return E, C, v, w, t, D, np.array(w)
+
+    prog = irfuse.compile(made, backend="cpu", dtype="f64")
+    assert prog.shapes["C"] == (3, 3) and prog.shapes["v"] == (2, 3) and prog.shapes["w"] == (3,)
+    rng = np.random.default_rng(5)
+    F, a, b = rng.standard_normal((40, 3, 3)), rng.random(40), -rng.random(40)
+    got = prog(F, a, b)
+    for e in range(40):
+        for name, want in zip(prog.outputs, made(F[e], a[e], b[e])):
+            np.testing.assert_allclose(got[name][e], want, rtol=1e-14, atol=1e-15, err_msg=name)
+    text = module_text(compile_function(made).module)
+    assert "@smimul33(" in text and "@stack_3_s_s_s(" in text and "@stack_2_" in text
+    # (the same IR as the ops written out)
+
+    def spelled(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], s: irfuse.Scalar):
+        return A.trace(), A.dot(v), np.square(s), v.clip(0, s), np.array([[s, 1.0], [2.0, s]]) @ np.eye(2)
+
+    def written(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], s: irfuse.Scalar):
+        return (irfuse.ops.trace(A), irfuse.ops.mvmul33(A, v), s * s, irfuse.ops.clamp(v, 0, s),
+                irfuse.ops.stack(irfuse.ops.stack(s, 1.0), irfuse.ops.stack(2.0, s)) @ irfuse.ops.smimul22(1.0))
+
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@spelled", "@written")
+             for m in (compile_function(f).module for f in (spelled, written))]
+    assert texts[0] == texts[1]
 
 
 def test_a_return_inside_if_else_is_the_program_with_one_return_at_its_end():

@@ -305,6 +305,9 @@ _ENTRYWISE = {"/": "ediv", "**": "pow", "//": "floordiv", "%": "mod"}  # (NumPy'
 # module does not bind the name to something else): abs(x), max(a, b), min(a, b).
 BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+# NumPy's array methods a program's value takes, each NumPy's function of that value first
+# (`A.trace()` is `np.trace(A)`, `A.dot(b)` `np.dot(A, b)`, `A.sum()` the sum of its entries).
+METHODS = ("trace", "sum", "dot", "transpose", "clip")
 # NumPy's logic of boolean arrays, as masks: `m & n`, `m | n`, `m ^ n` (and `~m`, `m != n`).
 MASK_LOGIC = {ast.BitAnd: ("&", "and"), ast.BitOr: ("|", "or"), ast.BitXor: ("^", "xor")}
 
@@ -334,7 +337,8 @@ def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
     `np.matmul` and `np.dot` `@`, `np.negative(a)` `-a`) or `op:NAME`, the generic op of the
     library of NumPy's meaning entry by entry (`np.sin`, `np.maximum` `max`, `np.where`
     `select`, `np.clip` `clamp`, `np.einsum` `contract`, `np.linalg.det` `det`), or `entries`
-    (`np.sum(A)`: the sum of an element's value's entries, `contract("ij->", A)`); the operands'
+    (`np.sum(A)`: the sum of an element's value's entries, `contract("ij->", A)`), `identity`
+    (`np.eye(n)`), `stack` (`np.array([...])`, `np.stack([...])`) or `square`; the operands'
     count (None: an einsum's string and its values)."""
     import numpy as np
 
@@ -346,6 +350,12 @@ def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
              "op:select": ("where", 3), "op:clamp": ("clip", 3), "op:contract": ("einsum", None),
              "op:transpose": ("transpose", 1), "op:trace": ("trace", 1), "op:outer": ("outer", 2)}
     found = {id(getattr(np, name)): (f"np.{name}", what, k) for what, (name, k) in table.items()}
+    # Values made of others or of numbers: np.eye(3) the identity (a uniform value), np.array([a,
+    # b, c]) and np.stack([u, w]) the op `stack` (nested lists stacked in turn), np.square(x) x * x.
+    for name, what in (("eye", "identity"), ("identity", "identity"), ("array", "stack"), ("stack", "stack"),
+                       ("square", "square")):
+        found[id(getattr(np, name))] = (f"np.{name}", what, 1)
+    found.setdefault(id(np.fabs), ("np.fabs", "op:abs", 1))
     # (np.absolute is np.abs, np.mod np.remainder, np.true_divide np.divide: named as above)
     found.setdefault(id(np.dot), ("np.dot", "@", 2))
     found[id(np.sum)] = ("np.sum", "entries", 1)  # (of one element's value: its entries' sum)
@@ -1049,6 +1059,9 @@ class _Translator:
         if isinstance(node, ast.Call):
             if node.keywords and not isinstance(self.resolve(node.func), OpRef):
                 raise self.error(node.keywords[0].value, f"'{ast.unparse(node.func)}' takes its operands by position")
+            method = self.method_call(node, out)
+            if method is not None:
+                return method
             builtin = self.builtin_op(node)
             if builtin is not None:
                 return builtin, [self.expression(a, out) for a in node.args]
@@ -1185,21 +1198,75 @@ class _Translator:
                                    f"{len(node.args)}")
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise self.error(node, f"{spelled}'s operands are written out (no *args)")
+        return self.numpy_meaning(node, spelled, what, list(node.args), out)
+
+    def numpy_meaning(self, node: ast.Call, spelled: str, what: str, args: list[ast.expr],
+                      out: list[Statement]) -> tuple[Name, list]:
+        """(op, operands) of NumPy's function `spelled` (of meaning `what`: `numpy_functions`)
+        applied to `args`, their count checked."""
         if what == "neg":
-            return self.call_of(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=node.args[0]), node), out)
+            return self.call_of(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=args[0]), node), out)
         if what == "entries":  # (a scalar's sum is itself; irfuse.sum(x) sums over the batch)
-            value = self.expression(node.args[0], out)
+            value = self.expression(args[0], out)
             rank = len(self.shape_of(value))
             if not rank:
                 return self.name(COPY, node), [value]
             return self.name("contract", node.func), [Text("ijkl"[:rank] + "->", self.pos(node)), value]
+        if what == "identity":  # (a uniform value: the library's s * I of the number 1)
+            n = self.whole_number(args[0])
+            if n is None or not 2 <= n <= 6:
+                raise self.error(args[0], f"{spelled}(n) takes a whole number n from 2 to 6 (the library's "
+                                          "identity matrices)")
+            return self.name(f"smimul{n}{n}", node.func), [Number("1.0", 1.0, self.pos(args[0]))]
+        if what == "stack":
+            if isinstance(args[0], (ast.List, ast.Tuple)):
+                return self.stacked(args[0], spelled, out)
+            if spelled == "np.array":  # (np.array(x): a copy of x)
+                return self.name(COPY, node), [self.expression(args[0], out)]
+            raise self.error(args[0], f"{spelled} takes the values it stacks written out as a list ([u, w])")
+        if what == "square":  # (NumPy's x * x, x traced once)
+            value = self.expression(args[0], out)
+            shape = self.shape_of(value)
+            return self.infix(node, "*", infix_op("*", shape, shape), [value, value])
         if not what.startswith("op:"):
             op = next(k for k, v in INFIX.items() if v == what)
-            return self.call_of(ast.copy_location(ast.BinOp(left=node.args[0], op=op(), right=node.args[1]), node),
-                                out)
+            return self.call_of(ast.copy_location(ast.BinOp(left=args[0], op=op(), right=args[1]), node), out)
         op_name = what[3:]
-        return self.name(op_name, node.func), [self.expression(a, out, text=op_name == "contract")
-                                               for a in node.args]
+        return self.name(op_name, node.func), [self.expression(a, out, text=op_name == "contract") for a in args]
+
+    def stacked(self, node: ast.List | ast.Tuple, spelled: str, out: list[Statement]) -> tuple[Name, list]:
+        """`stack` of a list's values in order, a list inside it stacked first into a value of
+        its own (`np.array([[a, b], [c, d]])` is a 2x2 matrix of its rows)."""
+        if not node.elts or any(isinstance(e, ast.Starred) for e in node.elts):
+            raise self.error(node, f"{spelled} stacks values written out, at least one (no *args)")
+        values = [self.assigned(self.temp(), e, self.stacked(e, spelled, out), out)
+                  if isinstance(e, (ast.List, ast.Tuple)) else self.expression(e, out) for e in node.elts]
+        return self.name("stack", node), values
+
+    def method_call(self, node: ast.Call, out: list[Statement]) -> tuple[Name, list] | None:
+        """(op, operands) of one of NumPy's array methods (`METHODS`) called on a program's
+        value (`A.trace()`, `(A @ B).sum()`, `A.T.dot(v)`, `x.clip(0, 1)`): NumPy's function of
+        that value first; None for another call."""
+        import numpy as np
+
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in METHODS or not self.is_value(func.value):
+            return None
+        spelled, what, count = numpy_functions()[id(getattr(np, func.attr))]
+        if len(node.args) + 1 != count or any(isinstance(a, ast.Starred) for a in node.args):
+            given = len(node.args)
+            raise self.error(node, f"'.{func.attr}()' takes {count - 1 or 'no'} value{'s' * (count != 2)} here "
+                                   f"(NumPy's {spelled} of the value), got {given}")
+        return self.numpy_meaning(node, spelled, what, [func.value, *node.args], out)
+
+    def is_value(self, node: ast.expr) -> bool:
+        """Whether an expression is one of the program's values (a variable of the function, an
+        entry, a result, a transpose) and not a module or an object of the function's scope."""
+        if isinstance(node, ast.Name):
+            return node.id in self.types or node.id in self.own
+        if isinstance(node, ast.Attribute):
+            return node.attr == "T" and self.is_value(node.value)
+        return isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript))
 
     def op_name_of(self, func: ast.expr) -> str:
         """The name of the op (or generic op) a call names."""

@@ -67,7 +67,10 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     wherever the front end reads them so), an op's operands by their names, the last first
     (`ops.mmul(B=b, A=a)`), a generic op as NumPy's function of its meaning (`np.sin(x)`,
     `np.add(a, b)` where the front end reads it as this op; a contraction summing every entry
-    of one value `np.sum(x)`), every seventh statement after a
+    of one value `np.sum(x)`; every other one of them an array method where its first operand is
+    a variable or an entry, `A.trace()`, `v.dot(w)`), a value NumPy makes as NumPy's call
+    (`np.eye(3)`, `s * np.identity(3)`, `np.array([a, b])`, `np.stack([u, w])`, `np.square(x)`:
+    `_numpy_made`), every seventh statement after a
     loop of no trips holding it
     (`for _ in range(0):`), two lines where the second reads nothing the first
     writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
@@ -275,6 +278,8 @@ class _Renderer:
             return f"(~{text[0]})" if self.infix else f"(not {text[0]})"
         if op == COPY:
             return f"+{text[0]}"  # (Python's unary plus: the value itself)
+        if self.infix and self._made_in_numpy(op, args) and self._spelled():
+            return self._numpy_made(op, args, text)
         if self.infix and op in _numpy_spellings() and self._spelled():  # (NumPy's function of its meaning)
             numpy = self._numpy(op, args, text)
             if numpy is not None:
@@ -301,6 +306,26 @@ class _Renderer:
                     return f"ops.{op}({', '.join(f'{n}={t}' for n, t in reversed(list(zip(names, text))))})"
         return f"ops.{op}({', '.join(text)})"
 
+    @staticmethod
+    def _made_in_numpy(op: str, args: list) -> bool:
+        """Whether `op(args)` is a value NumPy makes (`_numpy_made`)."""
+        square = re.fullmatch(r"smimul(\d)(\d)", op)
+        return (square is not None and square.group(1) == square.group(2)) or (op == "stack" and bool(args)) or \
+            (op in ("emul", "smul") and len(args) == 2 and _operand_text(args[0]) is not None
+             and _operand_text(args[0]) == _operand_text(args[1]))
+
+    def _numpy_made(self, op: str, args: list, text: list[str]) -> str:
+        """A value NumPy makes, as the front end reads it: `smimulNN(1)` as `np.eye(N)` or
+        `np.identity(N)` (`smimulNN(s)` as `s * np.eye(N)`, the product by the uniform identity),
+        `stack(...)` as `np.array([...])` or `np.stack([...])`, in turn; `x * x` as `np.square(x)`."""
+        if op == "stack":
+            return f"np.{'array' if self.spelled % 2 else 'stack'}([{', '.join(text)}])"
+        if op in ("emul", "smul"):
+            return f"np.square({text[0]})"
+        identity = f"np.{'eye' if self.spelled % 2 else 'identity'}({op[-1]})"
+        one = isinstance(args[0], Number) and args[0].value == 1.0
+        return identity if one else f"({text[0]} * {identity})"
+
     def _numpy(self, op: str, args: list, text: list[str]) -> str | None:
         """`op(args)` as NumPy's function the front end reads as this very generic op, or None:
         one of its arity, and for those that are infix forms (`np.add` is `+`), the one the
@@ -309,7 +334,7 @@ class _Renderer:
         if op == "contract" and len(args) == 2 and isinstance(args[0], Text):
             letters = re.fullmatch(r"([a-z]+)->", args[0].text)
             if letters and len(set(letters.group(1))) == len(letters.group(1)):
-                return f"np.sum({text[1]})"  # (every entry summed: NumPy's sum of the value)
+                return self._method("np.sum", args[1:], text[1:]) or f"np.sum({text[1]})"  # (every entry summed)
         if count is not None and count != len(args):
             return None
         if op in _INFIX_NUMPY:
@@ -318,7 +343,18 @@ class _Renderer:
                 return None  # (another op for these shapes, or the operands swapped)
             if len(text) == 2 and written.startswith(f"({text[1]} * "):
                 return None
-        return f"{spelled}({', '.join(text)})"
+        return self._method(spelled, args, text) or f"{spelled}({', '.join(text)})"
+
+    def _method(self, spelled: str, args: list, text: list[str]) -> str | None:
+        """NumPy's function `spelled` of `args` as the array method of its first operand, every
+        other time where it is one (`A.trace()`, `A.dot(v)`, `x.clip(lo, hi)`: the front end's
+        `METHODS`) and that operand a variable or an entry; else None."""
+        from irfuse.frontend.python import METHODS
+
+        method = spelled[3:] if spelled.startswith("np.") else None
+        if method not in METHODS or not isinstance(args[0], (Name, Index)) or self.spelled % 2:
+            return None
+        return f"{text[0]}.{method}({', '.join(text[1:])})"
 
     def _chain(self, op: str, args: list) -> str | None:
         """`and(lt(a, b), le(b, c))` (a condition's calls) as Python's chain `a < b <= c`, or

@@ -408,3 +408,23 @@ def numpy_function_not_taken(v: Vector[3]):
 def product_of_other_shapes(v: Vector[3], A: Matrix[3, 3]):
     w = v * A  # refused: no op of the library computes '*' of vector3 and matrix3x3
     return w
+
+
+def identity_of_a_size_the_library_has_not(A: Matrix[3, 3]):
+    B = A - np.eye(7)  # refused: np.eye(n) takes a whole number n from 2 to 6
+    return B
+
+
+def stack_of_no_list(A: Matrix[3, 3]):
+    B = np.stack(A)  # refused: np.stack takes the values it stacks written out as a list
+    return B
+
+
+def array_of_nothing(A: Matrix[3, 3]):
+    B = A @ np.array([])  # refused: np.array stacks values written out, at least one
+    return B
+
+
+def method_with_operands_it_has_not(A: Matrix[3, 3]):
+    t = A.trace(1)  # refused: '.trace()' takes no values here (NumPy's np.trace of the value), got 1
+    return t
