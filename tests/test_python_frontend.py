@@ -379,7 +379,7 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     and Python's spellings (`abs(x)`, `max(a, b)`, `a if m else b`, `+x`, `v[-1]`, the
     module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
     last `if` returning in each side, `np.eye(3)`, `np.array([a, b])`, `np.square(x)`,
-    `A.trace()`) and with
+    `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -632,6 +632,47 @@ def test_values_numpy_makes_and_numpys_array_methods_are_the_ops_of_their_meanin
 
     texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@spelled", "@written")
              for m in (compile_function(f).module for f in (spelled, written))]
+    assert texts[0] == texts[1]
+
+
+def test_a_slice_of_a_value_is_numpys_view_of_it_as_a_value():
+    """`A[:, 1]`, `A[0, :]`, `v[0:2]`, `A[0:2, 1:]`, `v[::-1]`, `T[1][:, 2]`, `T[:, 0, ::2]`,
+    `A[-1, :]`, `A[:]`, `T[:, 0][1]` (NumPy's `T[1, 0]`): the entries NumPy's slice takes, in its
+    order and shape, to the bit; a
+    slice keeping every axis whole, or an entry with the later axes whole (`A[1, :]`), is the
+    same IR as the value or the entry."""
+
+    def sliced(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], T: irfuse.Tensor[2, 3, 3]):
+        c = A[:, 1]
+        u = v[0:2]
+        B = A[0:2, 1:]
+        w = v[::-1]
+        C = T[1][:, 2]
+        D = T[:, 0, ::2]
+        s = A[:2, :2].trace() - A[-1, :][2]
+        chained = T[:, 0][1] + T[:, 1:][1][0, ::2][0]  # (a subscript after a slice indexes the slice's value)
+        return c, u, B, w, C, D, s, chained, A[1:, 0] * 2.0, A[:, 1][0]
+
+    prog = irfuse.compile(sliced, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(3)
+    A, v, T = rng.standard_normal((9, 3, 3)), rng.standard_normal((9, 3)), rng.standard_normal((9, 2, 3, 3))
+    got = prog(A, v, T)
+    for e in range(9):
+        for name, want in zip(prog.outputs, sliced(A[e], v[e], T[e])):
+            assert got[name][e].shape == np.shape(want) and np.array_equal(got[name][e], want), name
+
+    def views(A: irfuse.Matrix[3, 3]):
+        r = A[1, :]
+        B = A[:]
+        return r, B
+
+    def plain(A: irfuse.Matrix[3, 3]):
+        r = A[1]
+        B = A
+        return r, B
+
+    texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@views", "@plain")
+             for m in (compile_function(f).module for f in (views, plain))]
     assert texts[0] == texts[1]
 
 

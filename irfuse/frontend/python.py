@@ -325,6 +325,21 @@ def _signed(node: ast.expr) -> tuple[bool, ast.expr]:
     return negative, node
 
 
+def _has_slice(node: ast.Subscript) -> bool:
+    """Whether a subscript (`A[:, 0]`, `A[1][0:2]`) slices along some axis."""
+    while isinstance(node, ast.Subscript):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(p, ast.Slice) for p in parts):
+            return True
+        node = node.value
+    return False
+
+
+def entry_at(value: Name, k: int, pos: Pos) -> Index:
+    """Entry k (a whole number) of a value's first axis, as an operand."""
+    return Index(value, Number(str(k), float(k), pos))
+
+
 def _is_number(value) -> bool:
     """An int or float of Python or NumPy, not a bool (which Python counts as an int)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
@@ -782,7 +797,89 @@ class _Translator:
             value = ast.copy_location(ast.Name(id=temp.text, ctx=ast.Load()), idx)
         return self.index_of(ast.copy_location(ast.Subscript(value=value, slice=indices[-1], ctx=ast.Load()), node))
 
+    def sliced(self, node: ast.Subscript, out: list[Statement]) -> tuple[Name, list]:
+        """(op, operands) of a value's slice read (`A[:, 0]`, `A[0, :]`, `v[0:2]`, `A[::-1]`,
+        `T[1][:, 2]`): NumPy's view as a value of its own, the entries `slice.indices` gives
+        along each sliced axis stacked (op `stack`) in order, a whole number taking one entry
+        (and its axis away), the axes after the last index whole; a slice that keeps every
+        axis whole is a copy. A subscript after a slice indexes the slice's value, as NumPy's
+        (`T[:, 0][1]` is `T[1, 0]`), so that slice is made first."""
+        chain, base = [], node
+        while isinstance(base, ast.Subscript):
+            chain.insert(0, base)
+            base = base.value
+        if not isinstance(base, ast.Name):
+            raise self.error(base, "a slice is taken of a value by its name: A[:, 0]")
+        value, shape, label, written = self.name(base.id, base), self.lookup(base), base.id, ast.unparse(node)
+        indices: list[ast.expr] = []
+        for k, sub in enumerate(chain):
+            parts = list(sub.slice.elts) if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+            indices += parts
+            if k < len(chain) - 1 and any(isinstance(p, ast.Slice) for p in parts):
+                made = self.slice_of(value, shape, self.slice_specs(indices, shape, written, label), sub, out)
+                value = self.assigned(self.temp(), sub, made, out)
+                shape, label, indices = self.types[value.text], ast.unparse(sub), []
+        return self.slice_of(value, shape, self.slice_specs(indices, shape, written, label), node, out)
+
+    def slice_specs(self, indices: list[ast.expr], shape: tuple[int, ...], written: str,
+                    label: str) -> list[int | list[int]]:
+        """Each index of a slice read (`sliced`; of `label`, of `shape`) as the entry it takes
+        (a whole number) or the entries along its axis (a slice: `slice.indices`), checked."""
+        if len(indices) > len(shape):
+            raise self.error(indices[-1], f"'{written}' takes {len(indices)} indices, but '{label}' has "
+                                          f"{len(shape)} axes")
+        specs: list[int | list[int]] = []
+        for axis, idx in enumerate(indices):
+            if isinstance(idx, ast.Slice):
+                bounds = [None if b is None else self.whole_number(b) for b in (idx.lower, idx.upper, idx.step)]
+                if any(b is None and given is not None for b, given in zip(bounds, (idx.lower, idx.upper, idx.step))):
+                    raise self.error(idx, f"'{written}': a slice's bounds and step are whole numbers known when the "
+                                          "program is compiled (not loop counters)")
+                if bounds[2] == 0:
+                    raise self.error(idx, f"'{written}': a slice's step is not zero")
+                taken = list(range(*slice(*bounds).indices(shape[axis])))
+                if not taken:
+                    raise self.error(idx, f"'{written}' takes no entry of the {shape[axis]} along axis {axis}: a "
+                                          "value has at least one")
+                specs.append(taken)
+                continue
+            k = self.whole_number(idx)
+            if k is None:
+                raise self.error(idx, f"'{written}': beside a slice, an index is a whole number (a loop's counter "
+                                      "reads one entry: x[q])")
+            if not -shape[axis] <= k < shape[axis]:
+                raise self.error(idx, f"'{written}': index {k} is past the {shape[axis]} entries of '{label}' "
+                                      f"along axis {axis}")
+            specs.append(k % shape[axis])
+        return specs
+
+    def slice_of(self, value: Name, shape: tuple[int, ...], specs: list, node: ast.AST,
+                 out: list[Statement]) -> tuple[Name, list]:
+        """(op, operands) of `value`'s entries `specs` gives along its leading axes (`sliced`)."""
+        def whole(specs: list, shape: tuple[int, ...]) -> bool:
+            return all(isinstance(sp, list) and sp == list(range(n)) for sp, n in zip(specs, shape))
+
+        if whole(specs, shape):
+            return self.name(COPY, node), [value]  # (every axis whole: the value itself)
+        first, rest, pos = specs[0], specs[1:], self.pos(node)
+
+        def part(k: int) -> Name | Index:  # (entry k with the later axes' slices taken)
+            if whole(rest, shape[1:]):
+                return entry_at(value, k, pos)
+            row = self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, k, pos)]), out)
+            return self.assigned(self.temp(), node, self.slice_of(row, shape[1:], rest, node, out), out)
+
+        if isinstance(first, int):
+            if whole(rest, shape[1:]):
+                return self.name(COPY, node), [entry_at(value, first, pos)]
+            row = self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, first, pos)]), out)
+            return self.slice_of(row, shape[1:], rest, node, out)
+        return self.name("stack", node), [part(k) for k in first]
+
     def assign_entry(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
+        if _has_slice(target):
+            raise self.error(target, "a slice is read, not assigned: assign an entry (A[0] = r, r[1] = s), or make "
+                                     "the whole value (np.array([...]))")
         entry = self.index_of(target)
         call = self.call_of(value, out)
         shape, mask = self.result_of(call, value)
@@ -899,7 +996,7 @@ class _Translator:
         if isinstance(node, ast.Name) and self.number(node) is None:
             self.lookup(node)
             return self.name(node.id, node)
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Subscript) and not _has_slice(node):
             return self.index_of(node, out)
         number = self.number(node)
         if number is not None:
@@ -1124,6 +1221,8 @@ class _Translator:
             return self.name("and" if isinstance(node.op, ast.And) else "or", node), [left, right]
         if self.number(node) is not None:
             raise self.error(node, "a number alone is not an op application: use it as an operand")
+        if isinstance(node, ast.Subscript) and _has_slice(node):  # `A[:, 0]`, `v[0:2]`, `A[1, :]`
+            return self.sliced(node, out)
         if isinstance(node, (ast.Name, ast.Subscript)):  # a copy: `x = y`, `x = y[q]`
             return self.name(COPY, node), [self.expression(node, out)]
         raise self.error(node, "this expression cannot be traced: use ops (irfuse.ops.NAME(...)) and the infix "

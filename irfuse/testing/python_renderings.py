@@ -70,7 +70,9 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     of one value `np.sum(x)`; every other one of them an array method where its first operand is
     a variable or an entry, `A.trace()`, `v.dot(w)`), a value NumPy makes as NumPy's call
     (`np.eye(3)`, `s * np.identity(3)`, `np.array([a, b])`, `np.stack([u, w])`, `np.square(x)`:
-    `_numpy_made`), every seventh statement after a
+    `_numpy_made`; entries a step apart stacked as NumPy's slice, `A[0:2]`), an entry of a value
+    of two axes or more as NumPy's slice of it (`A[1, :]`) and a copy as `A[:]` every other
+    time, every seventh statement after a
     loop of no trips holding it
     (`for _ in range(0):`), two lines where the second reads nothing the first
     writes as one tuple assignment (`a, b = x, y`); and always, with `infix`, the logic of masks
@@ -277,6 +279,8 @@ class _Renderer:
         if op == "not" and len(args) == 1:
             return f"(~{text[0]})" if self.infix else f"(not {text[0]})"
         if op == COPY:
+            if isinstance(args[0], Name) and self.shapes.get(args[0].text) and self.spelled % 2:
+                return f"{text[0]}[:]"  # (NumPy's slice of every entry: a copy)
             return f"+{text[0]}"  # (Python's unary plus: the value itself)
         if self.infix and self._made_in_numpy(op, args) and self._spelled():
             return self._numpy_made(op, args, text)
@@ -319,6 +323,9 @@ class _Renderer:
         `np.identity(N)` (`smimulNN(s)` as `s * np.eye(N)`, the product by the uniform identity),
         `stack(...)` as `np.array([...])` or `np.stack([...])`, in turn; `x * x` as `np.square(x)`."""
         if op == "stack":
+            run = _slice_of_entries(args)
+            if run is not None and self.spelled % 4 == 1:  # (entries a step apart: NumPy's slice, `A[0:2]`)
+                return run
             return f"np.{'array' if self.spelled % 2 else 'stack'}([{', '.join(text)}])"
         if op in ("emul", "smul"):
             return f"np.square({text[0]})"
@@ -412,9 +419,11 @@ class _Renderer:
             array, first = self.entries[a.name.text]  # (`r = A[i]` before: r[j] is A[i, j])
             return f"{array}[{first}, {_operand(a.index)}]"
         if self.infix and isinstance(a, Index) and isinstance(a.index, Number) and self._spelled():
-            length = (self.shapes.get(a.name.text) or (None,))[0]
-            if length is not None:  # (counted from the end, as Python may)
-                return f"{a.name.text}[{int(a.index.value) - length}]"
+            shape = self.shapes.get(a.name.text) or (None,)
+            if len(shape) >= 2:  # (the entry as NumPy's slice of it: `A[1, :]`)
+                return f"{a.name.text}[{int(a.index.value)}, :]"
+            if shape[0] is not None:  # (counted from the end, as Python may)
+                return f"{a.name.text}[{int(a.index.value) - shape[0]}]"
         return _operand(a)
 
     def _spelled(self) -> bool:
@@ -485,6 +494,21 @@ def _read_condition(c) -> set[str]:
             elif isinstance(x, Name):
                 names.add(x.text)
     return names
+
+
+def _slice_of_entries(args: list) -> str | None:
+    """`stack(A[0], A[1], A[2])` (entries of one value at whole numbers a step apart) as the
+    slice `A[0:3]` (`A[2::-1]` backwards), or None."""
+    if not args or not all(isinstance(a, Index) and isinstance(a.index, Number) and a.name.text == args[0].name.text
+                           for a in args):
+        return None
+    ks = [int(a.index.value) for a in args]
+    step = ks[1] - ks[0] if len(ks) > 1 else 1
+    if step == 0 or any(b - a != step for a, b in zip(ks, ks[1:])):
+        return None
+    stop = ks[-1] + step
+    bounds = f"{ks[0]}:{'' if stop < 0 else stop}" + ("" if step == 1 else f":{step}")
+    return f"{args[0].name.text}[{bounds}]"
 
 
 def _operand_text(a) -> str | None:

@@ -205,8 +205,24 @@ def entry_past_an_axis(A: Matrix[3, 2]):
     return A[2, 2]  # refused: 'A[2, 2]': index 2 is past the 2 entries of 'A' along axis 1
 
 
-def slice_of_a_value(v: Vector[3]):
-    return v[0:2]  # refused: an entry takes whole numbers or loop counters, one for each axis it goes along
+def slice_assigned(A: Matrix[3, 3], v: Vector[3]):
+    A[:, 0] = v  # refused: a slice is read, not assigned
+    return A
+
+
+def slice_of_nothing(v: Vector[3]):
+    return v[2:1]  # refused: 'v[2:1]' takes no entry of the 3 along axis 0
+
+
+def slice_by_a_value(A: Matrix[3, 3], s: Scalar):
+    r = A[s:, 0]  # refused: a slice's bounds and step are whole numbers known when the program is compiled
+    return r
+
+
+def slice_with_a_counter_beside_it(A: Matrix[3, 3]):
+    for q in range(2):
+        r = A[q, :]  # noqa: F841  # refused: beside a slice, an index is a whole number
+    return A
 
 
 def number_returned(A: Matrix[3, 3]):
@@ -428,3 +444,7 @@ def array_of_nothing(A: Matrix[3, 3]):
 def method_with_operands_it_has_not(A: Matrix[3, 3]):
     t = A.trace(1)  # refused: '.trace()' takes no values here (NumPy's np.trace of the value), got 1
     return t
+
+
+def subscript_of_a_slice_past_its_axes(A: Matrix[3, 3]):
+    return A[:, 1][0, 1]  # refused: 'A[:, 1][0, 1]' takes 2 indices, but 'A[:, 1]' has 1 axes
