@@ -379,7 +379,7 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     and Python's spellings (`abs(x)`, `max(a, b)`, `a if m else b`, `+x`, `v[-1]`, the
     module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
     last `if` returning in each side, `np.eye(3)`, `np.array([a, b])`, `np.square(x)`,
-    `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`) and with
+    `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`, `max(a, b, b)`, `s - (-v)`) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -674,6 +674,61 @@ def test_a_slice_of_a_value_is_numpys_view_of_it_as_a_value():
     texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@views", "@plain")
              for m in (compile_function(f).module for f in (views, plain))]
     assert texts[0] == texts[1]
+
+
+def test_a_scalar_left_of_a_value_is_put_in_every_entry_and_max_min_take_more_values():
+    """NumPy's broadcast of a scalar on the left of `-`, `/`, `**`, `//`, `%` (`1 - v`,
+    `s / v`, `2.0 ** v`): the scalar in every entry, then the entries' op, to the bit (`**`:
+    NumPy's power to an ulp); Python's `max(a, b, c)` and `min(...)` of more values are
+    `max(max(a, b), c)`, left to right."""
+
+    def broadcast(u: irfuse.Vector[3], A: irfuse.Matrix[2, 3], a: irfuse.Scalar, b: irfuse.Scalar):
+        return (1.0 - u, a / (u + 2.0), a - A, 2.0 ** u, a // (A + 1.0), a % (u + 1.0), max(a, b, 0.5),
+                min(a, a * b, a - b, 0.25))
+
+    prog = irfuse.compile(broadcast, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(8)
+    u, A, a, b = rng.standard_normal((30, 3)), rng.standard_normal((30, 2, 3)), rng.random(30), rng.random(30)
+    got = prog(u, A, a, b)
+    for e in range(30):
+        for name, want in zip(prog.outputs, broadcast(u[e], A[e], a[e], b[e])):
+            if name in ("out6", "out7"):  # (Python's max and min of numbers, none NaN)
+                assert float(got[name][e]) == want
+            else:
+                np.testing.assert_allclose(got[name][e], want, rtol=1e-15 if name == "out3" else 0, atol=0)
+
+
+def test_values_of_uniform_values_alone_made_in_a_loop_are_made_before_it():
+    """In a loop's body, `np.eye(2)`, `np.array([...])` of numbers, a uniform scalar put in
+    every entry (`s - v`) and a product of uniform values (`2.0 * s`) are the same on every trip,
+    and a uniform value is not assigned inside a loop: their temporaries are made before the
+    outermost loop (found by the fuzzer, seed 840022: `v * np.eye(2)` in a loop was refused);
+    a reduction over the batch in a loop stays refused (its value changes with the trips)."""
+
+    def looped(F: irfuse.Matrix[2, 2], v: irfuse.Vector[2], s: irfuse.Uniform[irfuse.Scalar]):
+        for _ in range(3):
+            for _ in range(2):
+                F = F @ (0.5 * np.eye(2)) + np.array([[0.0, 1.0], [1.0, 0.0]])
+                v = (s - v) * (2.0 * s)
+        return F, v
+
+    prog = irfuse.compile(looped, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(4)
+    F, v, s = rng.standard_normal((20, 2, 2)), rng.standard_normal((20, 2)), np.float64(0.75)
+    got = prog(F, v, s)
+    for e in range(20):
+        for name, want in zip(prog.outputs, looped(F[e], v[e], s)):
+            np.testing.assert_array_equal(got[name][e], want)
+    text = module_text(compile_function(looped).module)
+    assert text.index("@smimul22") < text.index("kas.loop")  # (made once, before the loops)
+
+    def summed_in_a_loop(x: irfuse.Scalar):
+        for _ in range(2):
+            x = x - irfuse.sum(x) * 0.5
+        return x
+
+    with pytest.raises(irfuse.CompileError, match="error: 'sum' cannot be inside a loop"):
+        irfuse.compile(summed_in_a_loop, backend="cpu")
 
 
 def test_a_return_inside_if_else_is_the_program_with_one_return_at_its_end():

@@ -302,8 +302,8 @@ INFIX = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "
          ast.FloorDiv: "//", ast.Mod: "%"}
 _ENTRYWISE = {"/": "ediv", "**": "pow", "//": "floordiv", "%": "mod"}  # (NumPy's meanings, entry by entry)
 # Python's functions of values that name a generic op of the library (where the function's
-# module does not bind the name to something else): abs(x), max(a, b), min(a, b).
-BUILTIN_OPS = {"abs": 1, "max": 2, "min": 2}
+# module does not bind the name to something else): abs(x), max(a, b, ...), min(a, b, ...).
+BUILTIN_OPS = ("abs", "max", "min")
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 # NumPy's array methods a program's value takes, each NumPy's function of that value first
 # (`A.trace()` is `np.trace(A)`, `A.dot(b)` `np.dot(A, b)`, `A.sum()` the sum of its entries).
@@ -492,6 +492,12 @@ class _Translator:
         self.tail: list[Statement] = []  # temporaries of return expressions
         self.own: set[str] = set()  # (`translate`)
         self.return_places: set[str] = set()  # variables of the places returned inside if/else (`translate`)
+        # Temporaries a loop's body makes of uniform values alone (`np.eye(3)`, `s - v`'s s in every
+        # entry, a slice of a uniform value): the same on every trip and every element, and a uniform
+        # value is not assigned inside a loop, so they are made before the outermost loop.
+        self.loop_depth = 0
+        self.hoisted: list[Statement] = []
+        self.in_loops: set[str] = set()  # (variables assigned in a loop: not read by what is hoisted)
         self.scope = dict(fn.__globals__)
         if fn.__closure__:
             self.scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
@@ -691,7 +697,14 @@ class _Translator:
                 ast.copy_location(expr.left, node.target)
                 self.assign(node.target, expr, out)
             elif isinstance(node, ast.For):
-                loop = self.loop(node)
+                self.loop_depth += 1
+                try:
+                    loop = self.loop(node)
+                finally:
+                    self.loop_depth -= 1
+                if not self.loop_depth:  # (the uniform temporaries its body made, before it)
+                    out += self.hoisted
+                    self.hoisted = []
                 if loop is not None:  # (None: a loop of no trips)
                     out.append(loop)
             elif isinstance(node, ast.Pass):
@@ -974,6 +987,8 @@ class _Translator:
 
     def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
         call = self.call_of(value, out)
+        if self.loop_depth:
+            self.in_loops.add(target.id)
         shape, mask = self.result_of(call, value)
         self.declare(target.id, shape, target, self.value_is_uniform(call), mask, self.value_is_nodal(call))
         out.append(Call(self.name(target.id, target), call[0], call[1], self.pos(target)))
@@ -1010,11 +1025,27 @@ class _Translator:
         return self.assigned(name or self.temp(), node, self.call_of(node, out), out)
 
     def assigned(self, name: str, node: ast.expr, call: tuple[Name, list], out: list[Statement]) -> Name:
-        """`name` declared of the type `call` gives and assigned from it (appended to `out`)."""
+        """`name` declared of the type `call` gives and assigned from it (appended to `out`; a
+        temporary of uniform values alone made in a loop, to `hoisted`)."""
         shape, mask = self.result_of(call, node)
         self.declare(name, shape, node, self.value_is_uniform(call), mask, self.value_is_nodal(call))
+        if self.loop_depth and name.startswith("_t") and self.of_uniform_values(call):
+            out = self.hoisted
+        elif self.loop_depth:
+            self.in_loops.add(name)
         out.append(Call(self.name(name, node), call[0], call[1], self.pos(node)))
         return self.name(name, node)
+
+    def of_uniform_values(self, call: tuple[Name, list]) -> bool:
+        """Whether an op (no reduction, gather or scatter) reads numbers and uniform values
+        alone, none by a loop's counter: its value is the same wherever it is computed."""
+        op, args = call[0].text, call[1]
+        if is_reduction(op, len(args)) or op in ("gather", "scatter"):
+            return False
+        return all(isinstance(a, (Number, Text)) or (isinstance(a, (Name, Index)) and a.text in self.uniform
+                                                     and a.text not in self.in_loops
+                                                     and not (isinstance(a, Index) and isinstance(a.index, Name)))
+                   for a in args)
 
     def lookup(self, node: ast.Name) -> tuple[int, ...]:
         if node.id not in self.types:
@@ -1161,7 +1192,10 @@ class _Translator:
                 return method
             builtin = self.builtin_op(node)
             if builtin is not None:
-                return builtin, [self.expression(a, out) for a in node.args]
+                values = [self.expression(a, out) for a in node.args]
+                while len(values) > 2:  # (Python's max(a, b, c) is max(max(a, b), c): left to right)
+                    values = [self.assigned(self.temp(), node, (builtin, values[:2]), out), *values[2:]]
+                return builtin, values
             numpy_call = self.numpy_call(node, out)
             if numpy_call is not None:
                 return numpy_call
@@ -1207,6 +1241,12 @@ class _Translator:
             symbol = INFIX[type(node.op)]
             self.left_chain(node, out)
             left, right = self.expression(node.left, out), self.expression(node.right, out)
+            shape = self.shape_of(right)
+            if symbol in ("-", "/", "**", "//", "%") and shape and not self.shape_of(left) and \
+                    not self.is_mask(left) and infix_op(symbol, (), shape) is None:
+                # (NumPy's broadcast of a scalar on the left, `1 - v`, `s / v`: the scalar put in every
+                # entry, exactly, then the entries' op)
+                left = self.filled(left, shape, node, out)
             found = infix_op(symbol, self.shape_of(left), self.shape_of(right))
             return self.infix(node, symbol, found, [left, right])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -1277,11 +1317,13 @@ class _Translator:
         func = node.func
         if not isinstance(func, ast.Name) or func.id not in BUILTIN_OPS or func.id in self.scope:
             return None
-        if len(node.args) != BUILTIN_OPS[func.id]:
-            if func.id == "abs":
-                raise self.error(node, f"abs takes one value, got {len(node.args)}")
-            raise self.error(node, f"{func.id}(a, b) is the {'larger' if func.id == 'max' else 'smaller'} of two "
-                                   f"values, entry by entry (got {len(node.args)}); irfuse.{func.id}(x) "
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(node, f"{func.id}'s values are written out (no *args)")
+        if func.id == "abs" and len(node.args) != 1:
+            raise self.error(node, f"abs takes one value, got {len(node.args)}")
+        if func.id != "abs" and len(node.args) < 2:
+            raise self.error(node, f"{func.id}(a, b, ...) is the {'largest' if func.id == 'max' else 'smallest'} of "
+                                   f"its values, entry by entry (got {len(node.args)}); irfuse.{func.id}(x) "
                                    "reduces a value over the batch")
         return self.name(func.id, func)
 
@@ -1332,6 +1374,13 @@ class _Translator:
             return self.call_of(ast.copy_location(ast.BinOp(left=args[0], op=op(), right=args[1]), node), out)
         op_name = what[3:]
         return self.name(op_name, node.func), [self.expression(a, out, text=op_name == "contract") for a in args]
+
+    def filled(self, value: Name | Number, shape: tuple[int, ...], node: ast.AST, out: list[Statement]) -> Name:
+        """A value of `shape` whose every entry is the scalar `value` (stacks of it, last axis
+        first)."""
+        for n in reversed(shape):
+            value = self.assigned(self.temp(), node, (self.name("stack", node), [value] * n), out)
+        return value
 
     def stacked(self, node: ast.List | ast.Tuple, spelled: str, out: list[Statement]) -> tuple[Name, list]:
         """`stack` of a list's values in order, a list inside it stacked first into a value of

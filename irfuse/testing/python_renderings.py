@@ -292,7 +292,12 @@ class _Renderer:
             if op == "select" and len(args) == 3:
                 return f"({text[1]} if {text[0]} else {text[2]})"
             if (op, len(args)) in (("abs", 1), ("max", 2), ("min", 2)):
+                if op != "abs" and self.spelled % 2:  # (of three values, the last again: max(max(a, b), b))
+                    return f"{op}({text[0]}, {text[1]}, {text[1]})"
                 return f"{op}({', '.join(text)})"  # (Python's own functions, read as the generic ops)
+        if self.infix and op == "add" and len(args) == 2 and self._shape(args[1]) == () and self._shape(args[0]) \
+                and self._spelled():  # (`v + s` as `s - (-v)`: NumPy's broadcast of a scalar on the left, exactly)
+            return f"({text[1]} - (-{text[0]}))"
         if op in _MESH:
             return f"{_MESH[op]}({', '.join(text)})"
         if op in _REDUCTIONS and len(args) == 1:

@@ -273,7 +273,7 @@ def parameter_name_not_in_ascii(A: Matrix[3, 3],
 
 
 def builtin_max_of_one_value(s: Scalar):
-    m = max(s)  # refused: max(a, b) is the larger of two values, entry by entry (got 1); irfuse.max(x) reduces
+    m = max(s)  # refused: max(a, b, ...) is the largest of its values, entry by entry (got 1); irfuse.max(x)
     return m
 
 
@@ -448,3 +448,13 @@ def method_with_operands_it_has_not(A: Matrix[3, 3]):
 
 def subscript_of_a_slice_past_its_axes(A: Matrix[3, 3]):
     return A[:, 1][0, 1]  # refused: 'A[:, 1][0, 1]' takes 2 indices, but 'A[:, 1]' has 1 axes
+
+
+def max_of_values_unpacked(s: Scalar, t: Scalar):
+    m = max(*[s, t])  # refused: max's values are written out (no *args)
+    return m
+
+
+def scalar_left_of_a_matrix_product(A: Matrix[3, 3], s: Scalar):
+    B = s @ A  # refused: no op of the library computes '@' of scalar and matrix3x3
+    return B
