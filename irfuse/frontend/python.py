@@ -488,6 +488,7 @@ class _Translator:
         self.connectivities: set[str] = set()  # parameters annotated irfuse.Index[K]
         self.order: list[str] = []
         self.temps = 0
+        self.temporaries: set[str] = set()  # (the names `temp` made)
         self.ready: dict[int, Name] = {}  # a long chain's inner links, traced before it (`left_chain`)
         self.tail: list[Statement] = []  # temporaries of return expressions
         self.own: set[str] = set()  # (`translate`)
@@ -998,6 +999,7 @@ class _Translator:
             self.temps += 1
             name = f"_t{self.temps}"
             if name not in self.types:
+                self.temporaries.add(name)
                 return name
 
     def expression(self, node: ast.expr, out: list[Statement], name: str | None = None,
@@ -1029,7 +1031,7 @@ class _Translator:
         temporary of uniform values alone made in a loop, to `hoisted`)."""
         shape, mask = self.result_of(call, node)
         self.declare(name, shape, node, self.value_is_uniform(call), mask, self.value_is_nodal(call))
-        if self.loop_depth and name.startswith("_t") and self.of_uniform_values(call):
+        if self.loop_depth and name in self.temporaries and self.of_uniform_values(call):
             out = self.hoisted
         elif self.loop_depth:
             self.in_loops.add(name)

@@ -26,8 +26,15 @@ Error = Callable[[ast.AST, str], Exception]
 
 
 def _returns_within(statements: list[ast.stmt]) -> list[ast.Return]:
-    """The `return`s in `statements` and in the statements they hold, in source order."""
-    found = [n for s in statements for n in ast.walk(s) if isinstance(n, ast.Return)]
+    """The `return`s in `statements` and in the statements they hold, in source order (not
+    those of a function or class defined inside, which the tracer refuses as it is)."""
+    found, stack = [], list(statements)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack += ast.iter_child_nodes(node)
     return sorted(found, key=lambda r: (r.lineno, r.col_offset))
 
 
@@ -69,7 +76,8 @@ def returns_at_end(body: list[ast.stmt], error: Error, taken: set[str], line_off
         return body, set()
     for s in body:
         for node in ast.walk(s):
-            if isinstance(node, (ast.For, ast.While)) and _returns_within(node.body + node.orelse):
+            if isinstance(node, (ast.For, ast.While)) and _returns_within(node.body + node.orelse) and \
+                    _returns_within(node.body + node.orelse)[0] in returns:
                 inner = _returns_within(node.body + node.orelse)[0]
                 raise error(inner, "a 'return' inside a loop cannot be traced (every trip of a loop runs): assign "
                                    "the value in the loop and return it after")
