@@ -379,7 +379,8 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     and Python's spellings (`abs(x)`, `max(a, b)`, `a if m else b`, `+x`, `v[-1]`, the
     module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
     last `if` returning in each side, `np.eye(3)`, `np.array([a, b])`, `np.square(x)`,
-    `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`, `max(a, b, b)`, `s - (-v)`) and with
+    `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`, `max(a, b, b)`, `s - (-v)`, `np.sum(np.diag(A))`,
+    `np.max(np.array([a, b]))`) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -674,6 +675,28 @@ def test_a_slice_of_a_value_is_numpys_view_of_it_as_a_value():
     texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@views", "@plain")
              for m in (compile_function(f).module for f in (views, plain))]
     assert texts[0] == texts[1]
+
+
+def test_numpys_diagonal_and_largest_entry_are_those_of_its_meaning():
+    """`np.diag(A)` is a matrix's diagonal (of a 2x3 matrix its two), `np.diag(v)` the matrix of
+    that diagonal, zeros off it; `np.max(A)`, `np.amax`, `A.max()`, `np.min`, `A.min()` the
+    largest or smallest of a value's entries (of a scalar itself): NumPy's, to the bit. NumPy's
+    functions a program does not take and that have a spelling it takes are refused saying it."""
+
+    def reduced(A: irfuse.Matrix[3, 3], B: irfuse.Matrix[2, 3], u: irfuse.Vector[3],
+                T: irfuse.Tensor[2, 2, 2], a: irfuse.Scalar):
+        return (np.diag(A), np.diag(B), np.diag(u), np.max(A), A.min(), np.amax(T), u.max(), np.min(a),
+                np.sum(np.diag(A)))
+
+    prog = irfuse.compile(reduced, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal((12, *shape)) for shape in ((3, 3), (2, 3), (3,), (2, 2, 2), ())]
+    arrays[0][3, 1, 1] = np.nan  # (NumPy's max of entries one of which is NaN: NaN)
+    got = prog(*arrays)
+    for e in range(12):
+        for name, want in zip(prog.outputs, reduced(*(x[e] for x in arrays))):
+            assert np.shape(got[name][e]) == np.shape(want), name
+            np.testing.assert_array_equal(got[name][e], want, err_msg=name)
 
 
 def test_a_scalar_left_of_a_value_is_put_in_every_entry_and_max_min_take_more_values():

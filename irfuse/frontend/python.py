@@ -307,7 +307,12 @@ BUILTIN_OPS = ("abs", "max", "min")
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 # NumPy's array methods a program's value takes, each NumPy's function of that value first
 # (`A.trace()` is `np.trace(A)`, `A.dot(b)` `np.dot(A, b)`, `A.sum()` the sum of its entries).
-METHODS = ("trace", "sum", "dot", "transpose", "clip")
+METHODS = ("trace", "sum", "dot", "transpose", "clip", "max", "min")
+# NumPy's functions of values a program does not take, with what to write instead (`numpy_instead`).
+_NUMPY_INSTEAD = {"zeros": "the value whole, np.array([a, 0.0, b]) (entries assigned to np.zeros(n) are not taken)",
+                  "cross": "its entries, np.array([u[1] * w[2] - u[2] * w[1], ...])",
+                  "linalg.solve": "np.linalg.inv(A) @ b (the closed-form inverse of a 2x2 or 3x3 matrix)",
+                  "mean": "np.sum(x) / n"}
 # NumPy's logic of boolean arrays, as masks: `m & n`, `m | n`, `m ^ n` (and `~m`, `m != n`).
 MASK_LOGIC = {ast.BitAnd: ("&", "and"), ast.BitOr: ("|", "or"), ast.BitXor: ("^", "xor")}
 
@@ -368,8 +373,12 @@ def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
     # Values made of others or of numbers: np.eye(3) the identity (a uniform value), np.array([a,
     # b, c]) and np.stack([u, w]) the op `stack` (nested lists stacked in turn), np.square(x) x * x.
     for name, what in (("eye", "identity"), ("identity", "identity"), ("array", "stack"), ("stack", "stack"),
-                       ("square", "square")):
+                       ("square", "square"), ("diag", "diagonal"), ("max", "max"), ("min", "min")):
         found[id(getattr(np, name))] = (f"np.{name}", what, 1)
+    # (np.max(A) the largest of an element's value's entries, np.diag(A) its diagonal, np.diag(v)
+    # the matrix of that diagonal: NumPy's)
+    found.setdefault(id(np.amax), ("np.amax", "max", 1))
+    found.setdefault(id(np.amin), ("np.amin", "min", 1))
     found.setdefault(id(np.fabs), ("np.fabs", "op:abs", 1))
     # (np.absolute is np.abs, np.mod np.remainder, np.true_divide np.divide: named as above)
     found.setdefault(id(np.dot), ("np.dot", "@", 2))
@@ -381,6 +390,20 @@ def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
     for name, op in (("sqrt", "sqrt"), ("exp", "exp"), ("log", "log"), ("sin", "sin"), ("cos", "cos"),
                      ("tanh", "tanh"), ("fabs", "abs"), ("floor", "floor")):
         found[id(getattr(math, name))] = (f"math.{name}", f"op:{op}", 1)
+    return found
+
+
+@functools.cache
+def numpy_instead() -> dict[int, str]:
+    """id of a NumPy function a program does not take -> what to write instead."""
+    import numpy as np
+
+    found = {}
+    for path, instead in _NUMPY_INSTEAD.items():
+        obj = np
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        found[id(obj)] = instead
     return found
 
 
@@ -1367,6 +1390,30 @@ class _Translator:
             if spelled == "np.array":  # (np.array(x): a copy of x)
                 return self.name(COPY, node), [self.expression(args[0], out)]
             raise self.error(args[0], f"{spelled} takes the values it stacks written out as a list ([u, w])")
+        if what in ("max", "min"):  # (the largest of a value's entries, left to right: NaN if any is)
+            value = self.expression(args[0], out)
+            if isinstance(value, Number) or not self.shape_of(value):
+                return self.name(COPY, node), [value]
+            values = self.entries_of(value, node, out)
+            while len(values) > 2:
+                values = [self.assigned(self.temp(), node, (self.name(what, node), values[:2]), out), *values[2:]]
+            return (self.name(what, node), values) if len(values) == 2 else (self.name(COPY, node), values)
+        if what == "diagonal":
+            value = self.expression(args[0], out)
+            shape = () if isinstance(value, Number) else self.shape_of(value)
+            if len(shape) == 2:  # (a matrix's diagonal)
+                pos = self.pos(node)
+                rows = [self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, i, pos)]), out)
+                        for i in range(min(shape))]
+                return self.name("stack", node), [entry_at(row, i, pos) for i, row in enumerate(rows)]
+            if len(shape) == 1:  # (the matrix of a vector's diagonal, zeros off it)
+                pos, zero = self.pos(node), Number("0.0", 0.0, self.pos(node))
+                rows = [self.assigned(self.temp(), node, (self.name("stack", node), [
+                    entry_at(value, i, pos) if i == j else zero for j in range(shape[0])]), out)
+                    for i in range(shape[0])]
+                return self.name("stack", node), rows
+            raise self.error(args[0], f"{spelled} takes a matrix (its diagonal) or a vector (the matrix of that "
+                                      f"diagonal), not a {self.kinds(value)}")
         if what == "square":  # (NumPy's x * x, x traced once)
             value = self.expression(args[0], out)
             shape = self.shape_of(value)
@@ -1383,6 +1430,18 @@ class _Translator:
         for n in reversed(shape):
             value = self.assigned(self.temp(), node, (self.name("stack", node), [value] * n), out)
         return value
+
+    def entries_of(self, value: Name, node: ast.AST, out: list[Statement]) -> list[Index]:
+        """Every entry of a value, in NumPy's (row-major) order, as operands: each entry of an
+        axis but the last copied into a temporary."""
+        pos, shape = self.pos(node), self.shape_of(value)
+        if len(shape) == 1:
+            return [entry_at(value, k, pos) for k in range(shape[0])]
+        found: list[Index] = []
+        for k in range(shape[0]):
+            row = self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, k, pos)]), out)
+            found += self.entries_of(row, node, out)
+        return found
 
     def stacked(self, node: ast.List | ast.Tuple, spelled: str, out: list[Statement]) -> tuple[Name, list]:
         """`stack` of a list's values in order, a list inside it stacked first into a value of
@@ -1423,6 +1482,9 @@ class _Translator:
         obj = self.resolve(func)
         if not isinstance(obj, OpRef):
             what = ast.unparse(func)
+            instead = numpy_instead().get(id(obj))
+            if instead is not None:
+                raise self.error(func, f"'{what}' is not taken: write {instead}")
             raise self.error(func, f"'{what}' is not an op: a program calls ops of the library (irfuse.ops.NAME, "
                                    "'irfuse ops' lists them) and nothing else")
         if self.library.get(obj.name) is None and self.library.family(obj.name) is None:

@@ -97,6 +97,7 @@ class _Renderer:
         # since: r[j] may be written A[i, j]
         self.entries: dict[str, tuple[str, str]] = {}
         self.shapes: dict[str, tuple[int, ...]] = {}
+        self.masks = {n.text for d in program.declarations for n in d.names if is_mask_type(d.type_text)}
         for d in program.declarations:
             for n in d.names:
                 length = d.lengths.get(n.text)
@@ -284,6 +285,11 @@ class _Renderer:
             return f"+{text[0]}"  # (Python's unary plus: the value itself)
         if self.infix and self._made_in_numpy(op, args) and self._spelled():
             return self._numpy_made(op, args, text)
+        if self.infix and self._reduced_in_numpy(op, args) and self._spelled() and self.spelled % 2:
+            if op == "trace":  # (NumPy's reductions of a value it makes: np.sum(np.diag(A)), np.max([a, b]))
+                return f"np.sum(np.diag({text[0]}))"
+            return f"np.{op}(np.array([{', '.join(text)}]))" if self.spelled % 4 == 1 else \
+                f"np.array([{', '.join(text)}]).{op}()"
         if self.infix and op in _numpy_spellings() and self._spelled():  # (NumPy's function of its meaning)
             numpy = self._numpy(op, args, text)
             if numpy is not None:
@@ -314,6 +320,15 @@ class _Renderer:
                 if names is not None and len(names) == len(text) and not any(isinstance(a, Text) for a in args):
                     return f"ops.{op}({', '.join(f'{n}={t}' for n, t in reversed(list(zip(names, text))))})"
         return f"ops.{op}({', '.join(text)})"
+
+    def _reduced_in_numpy(self, op: str, args: list) -> bool:
+        """Whether `op(args)` is the trace of a square matrix or the larger or smaller of two
+        numbers (not masks), which NumPy reduces from a value it makes."""
+        if op == "trace" and len(args) == 1:
+            shape = self._shape(args[0])
+            return shape is not None and len(shape) == 2 and shape[0] == shape[1]
+        return op in ("max", "min") and len(args) == 2 and all(
+            self._shape(a) == () and not (isinstance(a, Name) and a.text in self.masks) for a in args)
 
     @staticmethod
     def _made_in_numpy(op: str, args: list) -> bool:

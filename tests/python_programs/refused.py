@@ -458,3 +458,19 @@ def max_of_values_unpacked(s: Scalar, t: Scalar):
 def scalar_left_of_a_matrix_product(A: Matrix[3, 3], s: Scalar):
     B = s @ A  # refused: no op of the library computes '@' of scalar and matrix3x3
     return B
+
+
+def zeros_filled_entry_by_entry(s: Scalar):
+    v = np.zeros(3)  # refused: 'np.zeros' is not taken: write the value whole, np.array([a, 0.0, b])
+    v[0] = s
+    return v
+
+
+def linear_solve(A: Matrix[3, 3], b: Vector[3]):
+    x = np.linalg.solve(A, b)  # refused: 'np.linalg.solve' is not taken: write np.linalg.inv(A) @ b
+    return x
+
+
+def diagonal_of_a_scalar(s: Scalar):
+    d = np.diag(s)  # refused: np.diag takes a matrix (its diagonal) or a vector (the matrix of that diagonal)
+    return d
