@@ -72,3 +72,21 @@ def test_bad_programs_raise_compile_errors_with_positions(src):
         compile_source(src, "bad.kas")
     d = e.value.diagnostics[0]
     assert d.file == "bad.kas" and d.line >= 1 and d.col >= 1
+
+
+def test_a_program_with_0_0_and_minus_0_0_keeps_both_constants():
+    """`smul(a, -0.0)` and `smul(a, 0.0)` in one program are two constants: they are equal
+    numbers, and the literals were kept by value, so `a * 0.0` read the -0.0 (the sign of a zero
+    result flipped); found tracing `z = -0.0` and `a * 0.0` in one Python function."""
+    import irfuse
+
+    src = "scalar a, y, z;\ninput a;\ny = smul(a, -0.0);\nz = smul(a, 0.0);\nreturn y, z;\n"
+    inputs, got = run(src)
+    a = inputs["a"]
+    assert np.array_equal(np.signbit(got["y"]), np.signbit(a * -0.0))
+    assert np.array_equal(np.signbit(got["z"]), np.signbit(a * 0.0))
+    assert np.signbit(a * -0.0).any() and not np.signbit(a * -0.0).all()  # (both signs of a drawn)
+    prog = irfuse.compile(src, backend="cpu", dtype="f64")
+    out = prog(a)
+    assert np.array_equal(np.signbit(out.y), np.signbit(a * -0.0))
+    assert np.array_equal(np.signbit(out.z), np.signbit(a * 0.0))

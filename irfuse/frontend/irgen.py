@@ -28,6 +28,7 @@ own through an exact copy, `scale` by 1 (`materialized`).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import field
@@ -180,7 +181,7 @@ class IRGen:
         self._uniform_leaf = lambda w: uniform_leaf(w, self.uniform_args)
         self.call_targets: dict[CallOp | ReduceOp, Name] = {}
         self.enclosing_trips: list[int] = []  # trip counts of the loops around the current statement
-        self.constants: dict[float, SSAValue] = {}  # literals, one op per value
+        self.constants: dict[tuple[float, float], SSAValue] = {}  # literals, one op per value and sign
         self.top_block = Block()  # the program's block, made in `build`
         self.total_iterations = 0
         self.index_values: dict[str, int] = {}  # the indices of the unrolled loops around, and their values now
@@ -405,12 +406,13 @@ class IRGen:
         if isinstance(a, Text):
             self.err(a, STRING_ELSEWHERE)
             return None
-        if a.value not in self.constants:
+        key = (a.value, math.copysign(1.0, a.value))  # (0.0 and -0.0 are equal, and two constants)
+        if key not in self.constants:
             const = ConstantOp(a.value)
             const.location = self.loc(a)  # type: ignore[arg-type]
             self.top_block.add_op(const)
-            self.constants[a.value] = const.res
-        return self.constants[a.value]
+            self.constants[key] = const.res
+        return self.constants[key]
 
     def _call(self, s: Call, env: dict[str, SSAValue | None], block: Block) -> None:
         if s.op.text == COPY:
