@@ -380,7 +380,7 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
     last `if` returning in each side, `np.eye(3)`, `np.array([a, b])`, `np.square(x)`,
     `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`, `max(a, b, b)`, `s - (-v)`, `np.sum(np.diag(A))`,
-    `np.max(np.array([a, b]))`) and with
+    `np.max(np.array([a, b]))`, `y = 0.0` for a scalar's zeros) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -675,6 +675,50 @@ def test_a_slice_of_a_value_is_numpys_view_of_it_as_a_value():
     texts = [canonical_ir(module_text(m), m.ops.first.outputs).replace("@views", "@plain")
              for m in (compile_function(f).module for f in (views, plain))]
     assert texts[0] == texts[1]
+
+
+def test_a_number_given_to_a_variable_is_in_every_element_where_it_holds_one_value_each():
+    """`E = 0.0` before `E += w[q] * X[q, 0]` in a loop (an accumulator), `m = 1.0` before a
+    product, `y: irfuse.Scalar = 0.0`, `v[1] = 0.0`, `a, b = b + a, 0.0`, `return 2.0` (an output of
+    that number for the batch, as `B = 2.0; return B`): the number in every element where the
+    variable holds one value per element (declared so, or so later: traced again), exactly
+    (`-0.0` too), and one value for the batch where it stays a number's; what Python computes
+    for each element, to the bit and the sign of zero."""
+
+    def accumulated(X: irfuse.Matrix[4, 3], w: irfuse.Uniform[irfuse.Vector[4]]):
+        E = 0.0
+        m = 1.0
+        for q in range(4):
+            E += w[q] * X[q, 0]
+            m = m * X[q][1]
+        c = -0.0
+        k = 2.0
+        return E, m, c, k * 3.0
+
+    def declared(v: irfuse.Vector[3], a: irfuse.Scalar):
+        y: irfuse.Scalar = 0.0
+        z = -0.0
+        z = z + a * 0.0
+        v[1] = 0.0
+        return y, v, z
+
+    def numbers(a: irfuse.Scalar, b: irfuse.Scalar):
+        a, b = b + a, 0.0
+        return a, b, 2.0
+
+    rng = np.random.default_rng(12)
+    for fn, per_element in ((accumulated, [True, True, False, False]), (declared, [True, True, True]),
+                            (numbers, [True, True, False])):
+        prog = irfuse.compile(fn, backend="cpu", dtype="f64")
+        assert [o not in prog.uniform for o in prog.outputs] == per_element, fn.__name__
+        arrays = {k: rng.standard_normal(prog.shapes[k] if k in prog.uniform else (16, *prog.shapes[k]))
+                  for k in prog.inputs}
+        got = prog(**arrays)
+        for e in range(16):
+            want = fn(*(arrays[k] if k in prog.uniform else arrays[k][e] for k in prog.inputs))
+            for name, w in zip(prog.outputs, want):
+                g = np.asarray(got[name] if name in prog.uniform else got[name][e])
+                assert np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w)), (fn.__name__, name, e)
 
 
 def test_numpys_diagonal_and_largest_entry_are_those_of_its_meaning():

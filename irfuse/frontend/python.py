@@ -485,7 +485,7 @@ class TracedSource:
 class _Translator:
     SHORT_CHAIN = 32  # links of infix forms traced by recursion (`left_chain`)
 
-    def __init__(self, fn, library: Library):
+    def __init__(self, fn, library: Library, per_element: frozenset[str] = frozenset()):
         self.fn = fn
         self.library = library
         try:
@@ -512,6 +512,12 @@ class _Translator:
         self.order: list[str] = []
         self.temps = 0
         self.temporaries: set[str] = set()  # (the names `temp` made)
+        # A variable given a number (`acc = 0.0`) is uniform, unless it is one value per element
+        # elsewhere (`acc += x[q]` after): then it is traced again, named in `per_element`, and
+        # the number is put in every element (`translate_function`).
+        self.per_element = per_element
+        self.numbered: set[str] = set()  # (variables given a number, uniform so far)
+        self.input_names: list[str] = []  # (`translate`)
         self.ready: dict[int, Name] = {}  # a long chain's inner links, traced before it (`left_chain`)
         self.tail: list[Statement] = []  # temporaries of return expressions
         self.own: set[str] = set()  # (`translate`)
@@ -569,6 +575,7 @@ class _Translator:
                                       "irfuse.Vector[3], irfuse.Matrix[3, 3], irfuse.Tensor[3, 3, 3], ...)")
             self.declare_typed(arg.arg, t, arg)
             inputs.append(self.name(arg.arg, arg))
+        self.input_names = [n.text for n in inputs]
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -605,9 +612,9 @@ class _Translator:
         while name in self.types:
             i += 1
             name = f"out{k}_{i}"
-        if self.number(node) is not None:
-            raise self.error(node, "a program returns values, not a number alone: compute it from the program's "
-                                   "values (an op's result)")
+        number = self.number(node)
+        if number is not None:  # (`return 1.0`: an output of that number, for the whole batch)
+            return self.assigned(name, node, self.number_value(number, name, node, self.tail), self.tail)
         if isinstance(node, ast.Subscript) or (isinstance(node, ast.Name) and node.id in returned):
             # (an entry, or a value returned again: copied into an output of its own)
             return self.assigned(name, node, self.call_of(node, self.tail), self.tail)
@@ -621,6 +628,8 @@ class _Translator:
     def declare(self, var: str, shape: tuple[int, ...], node: ast.AST, uniform: bool = False,
                 mask: bool = False, nodal: bool = False, connectivity: bool = False) -> None:
         old = self.types.get(var)
+        if old is not None and var in self.numbered and not uniform and old == shape and not mask:
+            raise _PerElement(var)
         if old is not None and var in self.return_places and (
                 (old, var in self.masks, var in self.uniform, var in self.nodal) != (shape, mask, uniform, nodal)):
             was = self.kind_of(old, var in self.masks, var in self.uniform, var in self.nodal)
@@ -918,7 +927,12 @@ class _Translator:
             raise self.error(target, "a slice is read, not assigned: assign an entry (A[0] = r, r[1] = s), or make "
                                      "the whole value (np.array([...]))")
         entry = self.index_of(target)
-        call = self.call_of(value, out)
+        number = self.number(value)
+        if number is not None and not self.types[entry.text][1:]:  # (`v[1] = 0.0`: a number in that entry)
+            call = (self.name("smul", value), [number, Number("1.0", 1.0, self.pos(value))]) \
+                if entry.text in self.uniform else self.number_value(number, entry.text, value, out)
+        else:
+            call = self.call_of(value, out)
         shape, mask = self.result_of(call, value)
         if mask or shape != self.types[entry.text][1:]:
             want = ValueType(self.types[entry.text][1:]).spelling()
@@ -952,7 +966,8 @@ class _Translator:
             written.add(base(t))
         values = list(value.elts)
         if staged:  # (each value kept in a temporary before any target is written)
-            values = [ast.copy_location(ast.Name(id=self.assigned(self.temp(), v, self.call_of(v, out), out).text,
+            values = [v if self.number(v) is not None else  # (a number reads nothing: as it is)
+                      ast.copy_location(ast.Name(id=self.assigned(self.temp(), v, self.call_of(v, out), out).text,
                                                  ctx=ast.Load()), v) for v in values]
         for t, v in zip(targets, values):
             if isinstance(t, ast.Subscript):
@@ -1010,12 +1025,38 @@ class _Translator:
         return value
 
     def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
-        call = self.call_of(value, out)
+        number = self.number(value)
+        call = self.call_of(value, out) if number is None else self.number_value(number, target.id, value, out)
         if self.loop_depth:
             self.in_loops.add(target.id)
         shape, mask = self.result_of(call, value)
         self.declare(target.id, shape, target, self.value_is_uniform(call), mask, self.value_is_nodal(call))
         out.append(Call(self.name(target.id, target), call[0], call[1], self.pos(target)))
+
+    def number_value(self, number: Number, var: str, node: ast.expr, out: list[Statement]) -> tuple[Name, list]:
+        """(op, operands) of a number given to variable `var` (`acc = 0.0`): uniform (`c * 1`,
+        the number itself), or, where `var` holds one value per element (declared so, or so
+        elsewhere: `per_element`), the number in every element: `zeros(x)` for 0.0, `c - zeros(x)`
+        for another (exact, -0.0 too), x an entry of the first input holding numbers per element."""
+        declared_per_element = var in self.types and var not in self.uniform
+        if var not in self.per_element and not declared_per_element:
+            self.numbered.add(var)
+            return self.name("smul", node), [number, Number("1.0", 1.0, self.pos(node))]
+        source = next((p for p in self.input_names if p not in self.uniform | self.masks | self.nodal
+                       | self.connectivities), None)
+        if source is None:
+            raise self.error(node, f"'{var}' holds one value per element and is given a number here, but the program "
+                                   "has no input of numbers per element to put it in: compute it from a value of the "
+                                   "program")
+        value: Name | Index = self.name(source, node)
+        while self.shape_of(value):  # (down to one number of it: its first entry)
+            if isinstance(value, Index):
+                value = self.assigned(self.temp(), node, (self.name(COPY, node), [value]), out)
+            value = entry_at(value, 0, self.pos(node))
+        zeros = (self.name("zeros", node), [value])
+        if number.value == 0.0 and math.copysign(1.0, number.value) > 0:
+            return zeros
+        return self.name("ssub", node), [number, self.assigned(self.temp(), node, zeros, out)]
 
     def temp(self) -> str:
         while True:
@@ -1624,12 +1665,24 @@ def derivative(mode: str, wrt, prefix: str | None = None, of: str | None = None,
 
 def translate_function(fn, library: Library | None = None) -> TracedSource:
     """The KAS syntax tree of a Python function (see the module's docstring)."""
-    translator = _Translator(fn, library or default_library())
-    try:
-        return translator.translate()
-    except RecursionError:  # (what Python parses may nest deeper than tracing it by recursion allows)
-        raise translator.error(translator.tree.body[0], "the function's expressions nest too deeply to trace: "
-                               "write the deepest parts as statements of their own") from None
+    per_element: frozenset[str] = frozenset()
+    while True:
+        translator = _Translator(fn, library or default_library(), per_element)
+        try:
+            return translator.translate()
+        except _PerElement as e:  # (a variable given a number is one value per element too: again)
+            per_element |= {e.var}
+        except RecursionError:  # (what Python parses may nest deeper than tracing it by recursion allows)
+            raise translator.error(translator.tree.body[0], "the function's expressions nest too deeply to trace: "
+                                   "write the deepest parts as statements of their own") from None
+
+
+class _PerElement(Exception):
+    """A variable given a number is given one value per element too (`translate_function`)."""
+
+    def __init__(self, var: str):
+        super().__init__(var)
+        self.var = var
 
 
 def compile_function(fn, library: Library | None = None) -> FrontendResult:

@@ -230,7 +230,12 @@ class _Renderer:
                     out.append("else:")
                     out += ["    " + line for line in self.statements(s.orelse)]
             else:
-                target, value = _operand(s.target), self.call(s.op.text, s.args)
+                target = _operand(s.target)
+                if self.infix and s.op.text == "zeros" and len(s.args) == 1 and self._shape(s.args[0]) == () and \
+                        not (isinstance(s.args[0], Name) and s.args[0].text in self.masks) and self._spelled():
+                    value = "0.0"  # (a number given to a variable: in every element where it holds one each)
+                else:
+                    value = self.call(s.op.text, s.args)
                 self.plain += 1
                 if self.infix and self.plain % 7 == 0:  # (a loop of no trips before it: Python runs it never)
                     trips = self.plain % 3
@@ -245,7 +250,8 @@ class _Renderer:
                 elif both is not None and isinstance(s.target, Name) and self.turn % 3 == 0:
                     out.append(f"{target} {both.group(1)}= {both.group(2)}")  # (`x += y`, in turn)
                     paired = None
-                elif paired is not None and paired[3] not in _read(s) and self.infix and self._spelled():
+                elif paired is not None and paired[3] not in _read(s) and "0.0" not in (value, paired[2]) and \
+                        self.infix and self._spelled():
                     # (`a, b = x, y` for two lines where y reads no a: every value computed first)
                     out[paired[0]] = f"{paired[1]}, {target} = {paired[2]}, {value}"
                     paired = None

@@ -37,11 +37,6 @@ def data_dependent_trip_count(A: Matrix[3, 3], k: Scalar):
     return A
 
 
-def constant_alone(A: Matrix[3, 3]):
-    B = 2.0  # refused: a number alone is not an op application: use it as an operand
-    return B
-
-
 def reduction_of_a_uniform_value(A: Matrix[3, 3], C: irfuse.Uniform[Matrix[3, 3]]):
     T = irfuse.sum(C)  # refused: irfuse.sum reduces a per-element value over the batch, not 'C', which is uniform
     return A, T
@@ -223,10 +218,6 @@ def slice_with_a_counter_beside_it(A: Matrix[3, 3]):
     for q in range(2):
         r = A[q, :]  # noqa: F841  # refused: beside a slice, an index is a whole number
     return A
-
-
-def number_returned(A: Matrix[3, 3]):
-    return 2.0  # refused: a program returns values, not a number alone
 
 
 def string_returned(A: Matrix[3, 3]):
@@ -474,3 +465,10 @@ def linear_solve(A: Matrix[3, 3], b: Vector[3]):
 def diagonal_of_a_scalar(s: Scalar):
     d = np.diag(s)  # refused: np.diag takes a matrix (its diagonal) or a vector (the matrix of that diagonal)
     return d
+
+
+def number_per_element_without_an_input_of_numbers_per_element(X: irfuse.Nodal[Scalar], conn: irfuse.Index[4]):
+    Xe = irfuse.gather(X, conn)
+    acc = 0.0  # refused: 'acc' holds one value per element and is given a number here, but the program has no input
+    acc = acc + Xe[0]
+    return acc
