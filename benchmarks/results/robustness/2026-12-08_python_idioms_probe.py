@@ -134,6 +134,17 @@ def min_of_three(a: S, b: S):
 @case
 def scalar_over_vector(u: V3, a: S):
     return a / (u + 2.0)
+# --- numbers given to variables ---
+@case
+def accumulator(X: Matrix[4, 3], w: irfuse.Uniform[Vector[4]]):
+    E = 0.0
+    for q in range(4):
+        E += w[q] * X[q, 0]
+    return E
+@case
+def entry_set_to_a_number(u: V3):
+    u[1] = 0.0
+    return u
 # --- control flow ---
 @case
 def early_return(a: S, b: S):
@@ -169,14 +180,14 @@ for f in cases:
         traceback.print_exc(limit=3)
         counts["CRASH"] = counts.get("CRASH", 0) + 1
         continue
-    arrays = {k: rng.random((N, *prog.shapes[k])) for k in prog.inputs}
+    arrays = {k: rng.random(prog.shapes[k] if k in prog.uniform else (N, *prog.shapes[k])) for k in prog.inputs}
     got = prog(**arrays)
     ok = True
     for e in range(N):
-        want = f(*(arrays[k][e] for k in prog.inputs))
+        want = f(*(arrays[k] if k in prog.uniform else arrays[k][e].copy() for k in prog.inputs))
         want = want if isinstance(want, tuple) else (want,)
         for out, w in zip(prog.outputs, want):
-            g = np.asarray(got[out])[e]
+            g = np.asarray(got[out]) if out in prog.uniform else np.asarray(got[out])[e]
             ok &= g.shape == np.shape(w) and bool(np.allclose(g, w, rtol=1e-13, atol=1e-13))
     kind = "ok" if ok else "WRONG"
     print(f"{kind:18s} {name}")
