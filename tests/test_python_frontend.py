@@ -380,7 +380,8 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
     last `if` returning in each side, `np.eye(3)`, `np.array([a, b])`, `np.square(x)`,
     `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`, `max(a, b, b)`, `s - (-v)`, `np.sum(np.diag(A))`,
-    `np.max(np.array([a, b]))`, `y = 0.0` for a scalar's zeros) and with
+    `np.max(np.array([a, b]))`, `y = 0.0`, `np.zeros((3, 3))`, `np.zeros_like(x)`, `A[0, 0] = A[0, 0]`)
+    and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -719,6 +720,52 @@ def test_a_number_given_to_a_variable_is_in_every_element_where_it_holds_one_val
             for name, w in zip(prog.outputs, want):
                 g = np.asarray(got[name] if name in prog.uniform else got[name][e])
                 assert np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w)), (fn.__name__, name, e)
+
+
+def test_numpys_zeros_filled_entry_by_entry_and_an_entry_of_an_entry_assigned():
+    """`v = np.zeros(3)` then `v[0] = a`, `B = np.zeros((3, 4))` then `B[0, 1] = x`,
+    `B[1][3] = y`, `D[i, 0] = ...` by a loop's counter, `T[1, 0, 1] = a`, `C[1, 2] = b` of a
+    computed matrix, `np.zeros_like(A)`, `np.zeros(3)` as an operand: NumPy's values, to the
+    bit; zeros given entries per element are zeros in every element (traced again), zeros given
+    none stay one value for the batch. An entry of an entry is copied out, assigned and copied
+    back (the KAS form); a loop's counter past the first index is refused, saying so."""
+
+    def filled(a: irfuse.Scalar, b: irfuse.Scalar, dN: irfuse.Matrix[4, 3], A: irfuse.Matrix[3, 3]):
+        v = np.zeros(3)
+        v[0] = a
+        v[2] = b
+        B = np.zeros((3, 4))
+        B[0, 1] = dN[1, 0]
+        B[1][3] = dN[3, 1] * a
+        D = np.zeros((4, 3))
+        for i in range(4):
+            D[i, 0] = dN[i, 1]
+        B[2, 3] = b
+        C = A * 1.0
+        C[1, 2] = a
+        u = np.zeros(2)
+        T = np.zeros((2, 2, 2))
+        T[1, 0, 1] = a
+        return v, B, C, u, np.zeros_like(A) + A, T, v + np.zeros(3), D
+
+    prog = irfuse.compile(filled, backend="cpu", dtype="f64")
+    assert [o in prog.uniform for o in prog.outputs] == [False, False, False, True, False, False, False, False]
+    rng = np.random.default_rng(13)
+    arrays = {k: rng.standard_normal((10, *prog.shapes[k])) for k in prog.inputs}
+    got = prog(**arrays)
+    for e in range(10):
+        for name, want in zip(prog.outputs, filled(*(arrays[k][e].copy() for k in prog.inputs))):
+            g = np.asarray(got[name]) if name in prog.uniform else np.asarray(got[name])[e]
+            assert g.shape == np.shape(want) and np.array_equal(g, want), (name, e)
+
+    def by_a_counter_past_the_first(dN: irfuse.Matrix[4, 3]):
+        B = np.zeros((3, 4))
+        for i in range(4):
+            B[0, i] = dN[i, 0]
+        return B
+
+    with pytest.raises(irfuse.CompileError, match=r"'B\[0, i\]': a loop's counter assigns an entry along the first"):
+        irfuse.compile(by_a_counter_past_the_first, backend="cpu")
 
 
 def test_numpys_diagonal_and_largest_entry_are_those_of_its_meaning():

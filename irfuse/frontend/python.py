@@ -309,8 +309,7 @@ _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "=="
 # (`A.trace()` is `np.trace(A)`, `A.dot(b)` `np.dot(A, b)`, `A.sum()` the sum of its entries).
 METHODS = ("trace", "sum", "dot", "transpose", "clip", "max", "min")
 # NumPy's functions of values a program does not take, with what to write instead (`numpy_instead`).
-_NUMPY_INSTEAD = {"zeros": "the value whole, np.array([a, 0.0, b]) (entries assigned to np.zeros(n) are not taken)",
-                  "cross": "its entries, np.array([u[1] * w[2] - u[2] * w[1], ...])",
+_NUMPY_INSTEAD = {"cross": "its entries, np.array([u[1] * w[2] - u[2] * w[1], ...])",
                   "linalg.solve": "np.linalg.inv(A) @ b (the closed-form inverse of a 2x2 or 3x3 matrix)",
                   "mean": "np.sum(x) / n"}
 # NumPy's logic of boolean arrays, as masks: `m & n`, `m | n`, `m ^ n` (and `~m`, `m != n`).
@@ -373,8 +372,9 @@ def numpy_functions() -> dict[int, tuple[str, str, int | None]]:
     # Values made of others or of numbers: np.eye(3) the identity (a uniform value), np.array([a,
     # b, c]) and np.stack([u, w]) the op `stack` (nested lists stacked in turn), np.square(x) x * x.
     for name, what in (("eye", "identity"), ("identity", "identity"), ("array", "stack"), ("stack", "stack"),
-                       ("square", "square"), ("diag", "diagonal"), ("max", "max"), ("min", "min")):
+                       ("square", "square"), ("diag", "diagonal"), ("max", "max"), ("min", "min"), ("zeros", "zeros")):
         found[id(getattr(np, name))] = (f"np.{name}", what, 1)
+    found[id(np.zeros_like)] = ("np.zeros_like", "op:zeros", 1)  # (zeros of a value's type: the generic op)
     # (np.max(A) the largest of an element's value's entries, np.diag(A) its diagonal, np.diag(v)
     # the matrix of that diagonal: NumPy's)
     found.setdefault(id(np.amax), ("np.amax", "max", 1))
@@ -926,6 +926,9 @@ class _Translator:
         if _has_slice(target):
             raise self.error(target, "a slice is read, not assigned: assign an entry (A[0] = r, r[1] = s), or make "
                                      "the whole value (np.array([...]))")
+        if isinstance(target.slice, ast.Tuple) or isinstance(target.value, ast.Subscript):
+            self.assign_entry_of_entries(target, value, out)
+            return
         entry = self.index_of(target)
         number = self.number(value)
         if number is not None and not self.types[entry.text][1:]:  # (`v[1] = 0.0`: a number in that entry)
@@ -933,12 +936,50 @@ class _Translator:
                 if entry.text in self.uniform else self.number_value(number, entry.text, value, out)
         else:
             call = self.call_of(value, out)
+        if entry.text in self.numbered and not self.value_is_uniform(call):
+            raise _PerElement(entry.text)  # (`v = np.zeros(3)`, then `v[0] = a`: v is one value per element)
+        if self.loop_depth:
+            self.in_loops.add(entry.text)
         shape, mask = self.result_of(call, value)
         if mask or shape != self.types[entry.text][1:]:
             want = ValueType(self.types[entry.text][1:]).spelling()
             raise self.error(target, f"'{entry.text}' holds entries of {want}; this value is a "
                                      f"{ValueType(shape, mask).spelling()}")
         out.append(Call(entry, call[0], call[1], self.pos(target)))
+
+    def assign_entry_of_entries(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
+        """`A[i, j] = x` (or `A[i][j] = x`, deeper too): the value first, then each entry but
+        the last copied out (`_r = A[i]`), the last entry assigned (`_r[j] = x`) and each copied
+        back (`A[i] = _r`): the KAS form of NumPy's assignment of one entry."""
+        indices, base = [], target
+        while isinstance(base, ast.Subscript):
+            indices[:0] = list(base.slice.elts) if isinstance(base.slice, ast.Tuple) else [base.slice]
+            base = base.value
+        if not isinstance(base, ast.Name):
+            raise self.error(base, "an entry is assigned to a value by its name: A[0, 1] = x")
+        shape, written = self.lookup(base), ast.unparse(target)
+        if len(indices) > len(shape):
+            raise self.error(target, f"'{written}' takes {len(indices)} indices, but '{base.id}' has {len(shape)} axes")
+        for idx in indices[1:]:
+            if isinstance(idx, ast.Name) and idx.id in self.indices:
+                # (an entry a loop's counter writes is one of an array the loop fills, which the
+                # entry copied out of the row, read whole on each trip, is not)
+                raise self.error(idx, f"'{written}': a loop's counter assigns an entry along the first axis only "
+                                      f"({base.id}[q, 0] = x): write the row whole ({base.id}[0] = np.array([...]))")
+        if self.number(value) is None:  # (computed before any entry is copied out, as Python does)
+            made = self.call_of(value, out)
+            if base.id in self.numbered and not self.value_is_uniform(made):
+                raise _PerElement(base.id)
+            value = ast.copy_location(ast.Name(id=self.assigned(self.temp(), value, made, out).text,
+                                               ctx=ast.Load()), value)
+        rows: list[ast.expr] = [base]
+        for idx in indices[:-1]:  # (each entry but the last, copied out)
+            entry = ast.copy_location(ast.Subscript(value=rows[-1], slice=idx, ctx=ast.Load()), idx)
+            row = self.assigned(self.temp(), entry, (self.name(COPY, entry), [self.index_of(entry)]), out)
+            rows.append(ast.copy_location(ast.Name(id=row.text, ctx=ast.Load()), idx))
+        for row, idx, part in zip(reversed(rows), reversed(indices), [value, *reversed(rows[1:])]):
+            self.assign_entry(ast.copy_location(ast.Subscript(value=row, slice=idx, ctx=ast.Store()), target), part,
+                              out)
 
     def assign_tuple(self, target: ast.Tuple | ast.List, value: ast.expr, out: list[Statement]) -> None:
         """`a, b = x, y` (names or entries): Python's meaning, every value on the right computed
@@ -1025,8 +1066,9 @@ class _Translator:
         return value
 
     def assign(self, target: ast.Name, value: ast.expr, out: list[Statement]) -> None:
-        number = self.number(value)
-        call = self.call_of(value, out) if number is None else self.number_value(number, target.id, value, out)
+        number, zeros = self.number(value), self.zeros_shape(value)
+        call = self.number_value(number, target.id, value, out) if number is not None else \
+            self.zeros_value(zeros, target.id, value, out) if zeros is not None else self.call_of(value, out)
         if self.loop_depth:
             self.in_loops.add(target.id)
         shape, mask = self.result_of(call, value)
@@ -1038,8 +1080,7 @@ class _Translator:
         the number itself), or, where `var` holds one value per element (declared so, or so
         elsewhere: `per_element`), the number in every element: `zeros(x)` for 0.0, `c - zeros(x)`
         for another (exact, -0.0 too), x an entry of the first input holding numbers per element."""
-        declared_per_element = var in self.types and var not in self.uniform
-        if var not in self.per_element and not declared_per_element:
+        if not self.held_per_element(var):
             self.numbered.add(var)
             return self.name("smul", node), [number, Number("1.0", 1.0, self.pos(node))]
         source = next((p for p in self.input_names if p not in self.uniform | self.masks | self.nodal
@@ -1057,6 +1098,45 @@ class _Translator:
         if number.value == 0.0 and math.copysign(1.0, number.value) > 0:
             return zeros
         return self.name("ssub", node), [number, self.assigned(self.temp(), node, zeros, out)]
+
+    def held_per_element(self, var: str) -> bool:
+        """Whether `var` holds one value per element: declared so, or so elsewhere (`per_element`)."""
+        return var in self.per_element or (var in self.types and var not in self.uniform)
+
+    def zeros_value(self, shape: tuple[int, ...], var: str | None, node: ast.expr,
+                    out: list[Statement]) -> tuple[Name, list]:
+        """(op, operands) of NumPy's zeros of `shape` (`np.zeros((3, 3))`) given to `var` (None:
+        an operand): stacks of the number 0.0, one value for the batch, or, where `var` holds one
+        value per element (`held_per_element`: entries assigned it later, `v[0] = a`), stacks of
+        a zero in every element (`number_value`)."""
+        zero = Number("0.0", 0.0, self.pos(node))
+        if var is not None and self.held_per_element(var):
+            fill: Name | Number = self.assigned(self.temp(), node, self.number_value(zero, var, node, out), out)
+        else:
+            fill = zero
+            if var is not None:
+                self.numbered.add(var)
+        value: Name | Number = fill
+        for n in reversed(shape[1:]):
+            value = self.assigned(self.temp(), node, (self.name("stack", node), [value] * n), out)
+        return self.name("stack", node), [value] * shape[0]
+
+    def zeros_shape(self, node: ast.expr) -> tuple[int, ...] | None:
+        """The shape of `np.zeros(n)` or `np.zeros((n, m, ...))` (whole numbers known when the
+        program is compiled), or None for another expression."""
+        import numpy as np
+
+        if not (isinstance(node, ast.Call) and self.resolve(node.func) is np.zeros):
+            return None
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, "np.zeros takes its shape alone here (np.zeros(3), np.zeros((3, 3))): a program's "
+                                   "numbers are of its float type")
+        parts = node.args[0].elts if isinstance(node.args[0], (ast.Tuple, ast.List)) else [node.args[0]]
+        shape = tuple(self.whole_number(p) for p in parts)
+        if not shape or any(n is None or n < 1 for n in shape):
+            raise self.error(node.args[0], "np.zeros's shape is whole numbers of at least 1, known when the program "
+                                           "is compiled (np.zeros(3), np.zeros((3, 3)))")
+        return shape  # type: ignore[return-value]
 
     def temp(self) -> str:
         while True:
@@ -1439,6 +1519,8 @@ class _Translator:
             while len(values) > 2:
                 values = [self.assigned(self.temp(), node, (self.name(what, node), values[:2]), out), *values[2:]]
             return (self.name(what, node), values) if len(values) == 2 else (self.name(COPY, node), values)
+        if what == "zeros":  # (an operand: np.zeros assigned is `assign`'s)
+            return self.zeros_value(self.zeros_shape(node), None, node, out)
         if what == "diagonal":
             value = self.expression(args[0], out)
             shape = () if isinstance(value, Number) else self.shape_of(value)

@@ -231,9 +231,12 @@ class _Renderer:
                     out += ["    " + line for line in self.statements(s.orelse)]
             else:
                 target = _operand(s.target)
-                if self.infix and s.op.text == "zeros" and len(s.args) == 1 and self._shape(s.args[0]) == () and \
+                zeros = self._shape(s.args[0]) if s.op.text == "zeros" and len(s.args) == 1 else None
+                if self.infix and zeros is not None and \
                         not (isinstance(s.args[0], Name) and s.args[0].text in self.masks) and self._spelled():
-                    value = "0.0"  # (a number given to a variable: in every element where it holds one each)
+                    # (a number given to a variable, NumPy's zeros: in every element where it holds one each)
+                    value = "0.0" if not zeros else f"np.zeros({zeros[0] if len(zeros) == 1 else zeros})" \
+                        if self.spelled % 2 else f"np.zeros_like({self.operand(s.args[0])})"
                 else:
                     value = self.call(s.op.text, s.args)
                 self.plain += 1
@@ -259,6 +262,11 @@ class _Renderer:
                     out.append(f"{target} = {value}")
                     paired = (len(out) - 1, target, value, s.target.text if isinstance(s.target, Name)
                               else s.target.name.text)
+                shape = self.shapes.get(target) if isinstance(s.target, Name) else None
+                if self.infix and shape and len(shape) >= 2 and "Nodal" not in self.types.get(target, "") and \
+                        self._spelled() and self.spelled % 2:  # (an entry of an entry assigned: its own value)
+                    out.append(f"{target}[0, 0] = {target}[0, 0]")
+                    paired = None
                 written = s.target.text if isinstance(s.target, Name) else s.target.name.text
                 self.entries = {r: (a, i) for r, (a, i) in self.entries.items() if written not in (r, a)}
                 if s.op.text == COPY and isinstance(s.target, Name) and isinstance(s.args[0], Index):

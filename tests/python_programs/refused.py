@@ -186,12 +186,6 @@ def scatter_in_a_loop(X: irfuse.Nodal[Vector[3]], conn: irfuse.Index[4]):
     return r
 
 
-def entry_of_an_entry_assigned(A: Matrix[3, 3]):
-    B = A + A
-    B[0, 1] = A[1, 0]  # refused: an entry of an entry is not assigned on its own: name the entry (r = x[0])
-    return B
-
-
 def entry_along_more_axes_than_the_value_has(A: Matrix[3, 3]):
     return A[0, 1, 2]  # refused: 'A[0, 1, 2]' takes 3 indices, but 'A' has 2 axes
 
@@ -451,9 +445,13 @@ def scalar_left_of_a_matrix_product(A: Matrix[3, 3], s: Scalar):
     return B
 
 
-def zeros_filled_entry_by_entry(s: Scalar):
-    v = np.zeros(3)  # refused: 'np.zeros' is not taken: write the value whole, np.array([a, 0.0, b])
-    v[0] = s
+def zeros_of_a_type(s: Scalar):
+    v = np.zeros(3, np.float32)  # refused: np.zeros takes its shape alone here
+    return v
+
+
+def zeros_of_no_entries(s: Scalar):
+    v = np.zeros((3, 0))  # refused: np.zeros's shape is whole numbers of at least 1
     return v
 
 
