@@ -380,8 +380,8 @@ def test_random_kas_programs_written_as_python_functions_are_the_same_programs(k
     module's numbers by name, `a, b = x, y`, `m & n`, `m ^ n`, `~m`, `m != n`, `a < x <= b`, a
     last `if` returning in each side, `np.eye(3)`, `np.array([a, b])`, `np.square(x)`,
     `A.trace()`, `A[1, :]`, `A[:]`, `A[0:2]`, `max(a, b, b)`, `s - (-v)`, `np.sum(np.diag(A))`,
-    `np.max(np.array([a, b]))`, `y = 0.0`, `np.zeros((3, 3))`, `np.zeros_like(x)`, `A[0, 0] = A[0, 0]`)
-    and with
+    `np.max(np.array([a, b]))`, `y = 0.0`, `np.zeros((3, 3))`, `np.zeros_like(x)`, `A[0, 0] = A[0, 0]`,
+    `x[:] = ...`) and with
     `derivative` lines (decorators in Python), trace to the same IR up to the values' and
     outputs' names, or, where the front ends place an op apart (an array's stack, a returned
     expression), to a program whose float64 reference results are the KAS program's bit for
@@ -766,6 +766,35 @@ def test_numpys_zeros_filled_entry_by_entry_and_an_entry_of_an_entry_assigned():
 
     with pytest.raises(irfuse.CompileError, match=r"'B\[0, i\]': a loop's counter assigns an entry along the first"):
         irfuse.compile(by_a_counter_past_the_first, backend="cpu")
+
+
+def test_a_slice_assigned_is_numpys_assignment_to_its_entries():
+    """`B[:, 0] = v`, `C[1, :] = 0.0`, `D[0:2] = A[1:]` (the value computed before any entry is
+    written, as NumPy's overlapping copy), `E[:, 1] = v * a` into zeros, `w[::2] = a` (a scalar
+    in every entry), `F[1:, 1:] = A[:2, :2]`: NumPy's results, to the bit."""
+
+    def assigned(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], a: irfuse.Scalar):
+        B = A * 1.0
+        B[:, 0] = v
+        C = A * 2.0
+        C[1, :] = 0.0
+        D = A * 3.0
+        D[0:2] = D[1:]
+        E = np.zeros((3, 3))
+        E[:, 1] = v * a
+        w = v * 1.0
+        w[::2] = a
+        F = A * 1.0
+        F[1:, 1:] = A[:2, :2]
+        return B, C, D, E, w, F
+
+    prog = irfuse.compile(assigned, backend="cpu", dtype="f64")
+    rng = np.random.default_rng(14)
+    arrays = {k: rng.standard_normal((8, *prog.shapes[k])) for k in prog.inputs}
+    got = prog(**arrays)
+    for e in range(8):
+        for name, want in zip(prog.outputs, assigned(*(arrays[k][e].copy() for k in prog.inputs))):
+            assert np.array_equal(np.asarray(got[name])[e], want), (name, e)
 
 
 def test_numpys_diagonal_and_largest_entry_are_those_of_its_meaning():

@@ -82,6 +82,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import itertools
 import linecache
 import math
 import numbers
@@ -924,8 +925,8 @@ class _Translator:
 
     def assign_entry(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
         if _has_slice(target):
-            raise self.error(target, "a slice is read, not assigned: assign an entry (A[0] = r, r[1] = s), or make "
-                                     "the whole value (np.array([...]))")
+            self.assign_slice(target, value, out)
+            return
         if isinstance(target.slice, ast.Tuple) or isinstance(target.value, ast.Subscript):
             self.assign_entry_of_entries(target, value, out)
             return
@@ -946,6 +947,42 @@ class _Translator:
             raise self.error(target, f"'{entry.text}' holds entries of {want}; this value is a "
                                      f"{ValueType(shape, mask).spelling()}")
         out.append(Call(entry, call[0], call[1], self.pos(target)))
+
+    def assign_slice(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
+        """`A[:, 0] = v`, `v[0:2] = w`, `A[1, :] = 0.0`: NumPy's assignment to a slice, the value
+        (of the slice's shape, or a number put in every entry) computed first, then each entry
+        of the slice assigned its entry of the value (`A[i, 0] = v[i]`, by `assign_entry`)."""
+        if not isinstance(target.value, ast.Name):
+            raise self.error(target, "a slice is assigned in one subscript of a value by its name (A[:, 0] = v)")
+        base, written = target.value, ast.unparse(target)
+        shape = self.lookup(base)
+        indices = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        specs = self.slice_specs(indices, shape, written, base.id)
+        sliced = tuple(len(sp) for sp in specs if isinstance(sp, list)) + shape[len(specs):]
+        every = self.number(value) is not None  # (one number or scalar put in every entry, as NumPy broadcasts)
+        if not every:
+            made = self.expression(value, out)
+            every = isinstance(made, Number) or (not self.shape_of(made) and not self.is_mask(made))
+            if not every and self.shape_of(made) != sliced:
+                raise self.error(value, f"'{written}' holds {ValueType(sliced).spelling()} values; this value is a "
+                                        f"{self.kinds(made)}")
+            if not isinstance(made, Number):
+                value = ast.copy_location(ast.Name(id=made.text, ctx=ast.Load()), value)
+
+        def constant(k: int) -> ast.expr:
+            return ast.copy_location(ast.Constant(k), target)
+
+        if every:  # (down to the entries' numbers)
+            specs += [list(range(n)) for n in shape[len(specs):]]
+        for place in itertools.product(*([sp] if isinstance(sp, int) else sp for sp in specs)):
+            rel = [sp.index(place[a]) for a, sp in enumerate(specs) if isinstance(sp, list)]
+            at = ast.copy_location(ast.Subscript(value=base, slice=ast.Tuple(elts=[constant(k) for k in place],
+                                                                            ctx=ast.Load())
+                                                 if len(place) > 1 else constant(place[0]), ctx=ast.Store()), target)
+            part = value if every or not rel else ast.copy_location(ast.Subscript(
+                value=value, slice=ast.Tuple(elts=[constant(k) for k in rel], ctx=ast.Load()) if len(rel) > 1
+                else constant(rel[0]), ctx=ast.Load()), value)
+            self.assign_entry(at, part, out)
 
     def assign_entry_of_entries(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
         """`A[i, j] = x` (or `A[i][j] = x`, deeper too): the value first, then each entry but

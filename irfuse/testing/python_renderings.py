@@ -104,6 +104,9 @@ class _Renderer:
                 self.shapes[n.text] = d.shape if length is None else (length, *d.shape)
         self.returned: dict[int, str] = {}  # output position -> the expression returned there
         self.annotated: set[str] = set()  # variables declared where first assigned (`module`)
+        # variables a plain statement of the top level wrote: held from there on, so that a
+        # statement after it, in a loop or a branch too, may assign all their entries (`x[:] = ...`)
+        self.top_written: set[str] = set()
         if inline:
             self._inline()
         self.types: dict[str, str] = {}
@@ -250,6 +253,10 @@ class _Renderer:
                     self.annotated.discard(target)  # (its first assignment declares it)
                     out.append(f"{target}: {self.types[target]} = {value}")
                     paired = None
+                elif isinstance(s.target, Name) and target in self.top_written and self.shapes.get(target) \
+                        and "Nodal" not in self.types.get(target, "") and self._spelled() and self.spelled % 2:
+                    out.append(f"{target}[:] = {value}")  # (NumPy's assignment to every entry of a value held)
+                    paired = None
                 elif both is not None and isinstance(s.target, Name) and self.turn % 3 == 0:
                     out.append(f"{target} {both.group(1)}= {both.group(2)}")  # (`x += y`, in turn)
                     paired = None
@@ -268,6 +275,8 @@ class _Renderer:
                     out.append(f"{target}[0, 0] = {target}[0, 0]")
                     paired = None
                 written = s.target.text if isinstance(s.target, Name) else s.target.name.text
+                if top and isinstance(s.target, Name):
+                    self.top_written.add(written)
                 self.entries = {r: (a, i) for r, (a, i) in self.entries.items() if written not in (r, a)}
                 if s.op.text == COPY and isinstance(s.target, Name) and isinstance(s.args[0], Index):
                     self.entries[written] = (s.args[0].name.text, _operand(s.args[0].index))

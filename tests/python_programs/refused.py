@@ -194,8 +194,13 @@ def entry_past_an_axis(A: Matrix[3, 2]):
     return A[2, 2]  # refused: 'A[2, 2]': index 2 is past the 2 entries of 'A' along axis 1
 
 
-def slice_assigned(A: Matrix[3, 3], v: Vector[3]):
-    A[:, 0] = v  # refused: a slice is read, not assigned
+def slice_assigned_a_value_of_another_shape(A: Matrix[3, 3], v: Vector[2]):
+    A[:, 0] = v  # refused: 'A[:, 0]' holds vector3 values; this value is a vector2
+    return A
+
+
+def slice_of_an_entry_assigned(A: Matrix[3, 3], v: Vector[2]):
+    A[0][0:2] = v  # refused: a slice is assigned in one subscript of a value by its name (A[:, 0] = v)
     return A
 
 
