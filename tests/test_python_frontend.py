@@ -769,9 +769,10 @@ def test_numpys_zeros_filled_entry_by_entry_and_an_entry_of_an_entry_assigned():
 
 
 def test_a_slice_assigned_is_numpys_assignment_to_its_entries():
-    """`B[:, 0] = v`, `C[1, :] = 0.0`, `D[0:2] = A[1:]` (the value computed before any entry is
+    """`B[:, 0] = v`, `C[1, :] = 0.0`, `D[0:2] = D[1:]` (the value computed before any entry is
     written, as NumPy's overlapping copy), `E[:, 1] = v * a` into zeros, `w[::2] = a` (a scalar
-    in every entry), `F[1:, 1:] = A[:2, :2]`: NumPy's results, to the bit."""
+    in every entry), `F[1:, 1:] = A[:2, :2]`, `G[:, 0] = A[1]` (found in review: the entry was
+    read as the value it is an entry of): NumPy's results, to the bit."""
 
     def assigned(A: irfuse.Matrix[3, 3], v: irfuse.Vector[3], a: irfuse.Scalar):
         B = A * 1.0
@@ -786,7 +787,9 @@ def test_a_slice_assigned_is_numpys_assignment_to_its_entries():
         w[::2] = a
         F = A * 1.0
         F[1:, 1:] = A[:2, :2]
-        return B, C, D, E, w, F
+        G = A * 1.0
+        G[:, 0] = A[1]  # (an entry, not the value it is an entry of)
+        return B, C, D, E, w, F, G
 
     prog = irfuse.compile(assigned, backend="cpu", dtype="f64")
     rng = np.random.default_rng(14)

@@ -962,6 +962,8 @@ class _Translator:
         every = self.number(value) is not None  # (one number or scalar put in every entry, as NumPy broadcasts)
         if not every:
             made = self.expression(value, out)
+            if isinstance(made, Index):  # (`B[:, 0] = A[1]`: the entry as a value of its own)
+                made = self.assigned(self.temp(), value, (self.name(COPY, value), [made]), out)
             every = isinstance(made, Number) or (not self.shape_of(made) and not self.is_mask(made))
             if not every and self.shape_of(made) != sliced:
                 raise self.error(value, f"'{written}' holds {ValueType(sliced).spelling()} values; this value is a "
