@@ -69,7 +69,7 @@ def python_source(kas_text: str, name: str = "rendered", inline: bool = False, i
     `np.add(a, b)` where the front end reads it as this op; a contraction summing every entry
     of one value `np.sum(x)`; every other one of them an array method where its first operand is
     a variable or an entry, `A.trace()`, `v.dot(w)`), a value NumPy makes as NumPy's call
-    (`np.eye(3)`, `s * np.identity(3)`, `np.array([a, b])`, `np.stack([u, w])`, `np.square(x)`:
+    (`np.eye(3)`, `2.0 * np.identity(3)`, `np.array([a, b])`, `np.stack([u, w])`, `np.square(x)`:
     `_numpy_made`; entries a step apart stacked as NumPy's slice, `A[0:2]`), an entry of a value
     of two axes or more as NumPy's slice of it (`A[1, :]`) and a copy as `A[:]` every other
     time, every seventh statement after a
@@ -357,13 +357,18 @@ class _Renderer:
     def _made_in_numpy(op: str, args: list) -> bool:
         """Whether `op(args)` is a value NumPy makes (`_numpy_made`)."""
         square = re.fullmatch(r"smimul(\d)(\d)", op)
-        return (square is not None and square.group(1) == square.group(2)) or (op == "stack" and bool(args)) or \
+        # (s * np.eye(N) is smimulNN(s) for a positive number s only: its zeros are s * 0, NaN for a
+        # NaN s and -0.0 for a negative one, where smimulNN writes 0.0; found by the fuzzer, seed 860102)
+        positive = bool(args) and isinstance(args[0], Number) and args[0].value > 0
+        return (square is not None and square.group(1) == square.group(2) and positive) or \
+            (op == "stack" and bool(args)) or \
             (op in ("emul", "smul") and len(args) == 2 and _operand_text(args[0]) is not None
              and _operand_text(args[0]) == _operand_text(args[1]))
 
     def _numpy_made(self, op: str, args: list, text: list[str]) -> str:
         """A value NumPy makes, as the front end reads it: `smimulNN(1)` as `np.eye(N)` or
-        `np.identity(N)` (`smimulNN(s)` as `s * np.eye(N)`, the product by the uniform identity),
+        `np.identity(N)` (`smimulNN(s)` of a positive number as `s * np.eye(N)`, the product by
+        the uniform identity),
         `stack(...)` as `np.array([...])` or `np.stack([...])`, in turn; `x * x` as `np.square(x)`."""
         if op == "stack":
             run = _slice_of_entries(args)
