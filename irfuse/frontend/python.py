@@ -24,11 +24,16 @@ line and column. What the body may hold:
   generic `pow`), `//` and `%` (the generic `floordiv` and `mod`: NumPy's and Python's floor
   division and remainder, the remainder taking the divisor's sign), `@` (mmulNN, mvmulNN);
   unary `+` is its operand; Python's `abs(x)`,
-  `max(a, b)`, `min(a, b)` are the generic ops of those names; `a if m else b` is
+  `max(a, b, ...)`, `min(a, b, ...)` are the generic ops of those names; `a if m else b` is
   `irfuse.where(m, a, b)`; NumPy's and `math`'s functions of values (`np.sin`, `np.maximum`,
   `np.where`, `np.einsum`, `np.linalg.det`, `np.add`, ...: `numpy_functions`) the op or infix
-  form of their meaning; `*` of two values of one shape is `emul` and `+`, `-` of a value and a
-  scalar `add`, `sub` (NumPy's). Nested expressions get temporaries (`_t1`, ...);
+  form of their meaning, and its array methods (`A.trace()`, `A.dot(v)`: `METHODS`) those
+  functions of the value; values NumPy makes (`np.eye(3)`, `np.array([...])`, `np.zeros(3)`)
+  stacks of their entries; `*` of two values of one shape is `emul`, and `+`, `-`, `/`, ... of a
+  value and a scalar the scalar in every entry (NumPy's). Nested expressions get temporaries
+  (`_t1`, ...), those of uniform values alone in a loop's body made before the loop;
+- `name = number` (`acc = 0.0`): one value for the batch, or the number in every element where
+  the variable holds one value per element (the function traced again so: `translate_function`);
 - `for _ in range(N):` with N an integer (a literal or a name bound to an int where the
   function is defined, or their arithmetic, `N + 1`), which becomes `loop N { ... }` (and
   `range(a, b)`, `range(a, b, step)`: a loop of as many trips as Python's range holds; of
@@ -47,11 +52,12 @@ line and column. What the body may hold:
   where no suffixed op is; every generic op is `irfuse.ops.NAME` (`irfuse.ops.det(J)`,
   `irfuse.ops.contract("q,qij->ij", w, eps)`);
 - `return a, b` (names or expressions; a name returned again an output of its own, a copy),
-  last; a docstring; `pass`;
+  last, or inside `if`/`else` (`python_returns`: moved to the end first); a docstring; `pass`;
 - numbers (`0.5`, `2`, `-1e-3`, and names of the module or closure bound to an int or a
   float, `SCALE`, `math.pi`, read when the function is compiled) as operands: uniform scalars
-  (`A * 0.5` is smmulNN); an entry's number may count from the end (`v[-1]`), and an entry
-  of an entry is read in one subscript (`J[0, 1]`, `J[0][1]`);
+  (`A * 0.5` is smmulNN); an entry's number may count from the end (`v[-1]`), an entry of an
+  entry is read and assigned in one subscript (`J[0, 1]`, `J[0][1]`), and a slice (`A[:, 0]`)
+  read and assigned entry by entry;
 - `irfuse.sum(x)`, `irfuse.max(x)`, `irfuse.min(x)`: reductions over the batch.
 
 A parameter annotated `irfuse.Uniform[T]` holds one value for the whole batch. A variable
@@ -330,14 +336,24 @@ def _signed(node: ast.expr) -> tuple[bool, ast.expr]:
     return negative, node
 
 
+def _parts(node: ast.Subscript) -> list[ast.expr]:
+    """A subscript's indices, one an axis (`A[i, j]`: i and j; `A[i]`: i)."""
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _chain(node: ast.Subscript) -> tuple[list[ast.expr], ast.expr]:
+    """(every index of a chain of subscripts in order, what they subscript): `A[i][j, k]` is
+    ([i, j, k], A)."""
+    indices: list[ast.expr] = []
+    while isinstance(node, ast.Subscript):
+        indices[:0] = _parts(node)
+        node = node.value
+    return indices, node
+
+
 def _has_slice(node: ast.Subscript) -> bool:
     """Whether a subscript (`A[:, 0]`, `A[1][0:2]`) slices along some axis."""
-    while isinstance(node, ast.Subscript):
-        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if any(isinstance(p, ast.Slice) for p in parts):
-            return True
-        node = node.value
-    return False
+    return any(isinstance(p, ast.Slice) for p in _chain(node)[0])
 
 
 def entry_at(value: Name, k: int, pos: Pos) -> Index:
@@ -821,28 +837,38 @@ class _Translator:
 
     def entry_of_entries(self, node: ast.Subscript, out: list[Statement]) -> Index:
         """`A[i, j, ...]` or `A[i][j]...` read: the entries along the value's axes in turn."""
-        indices, base = [], node
-        while isinstance(base, ast.Subscript):
-            indices[:0] = list(base.slice.elts) if isinstance(base.slice, ast.Tuple) else [base.slice]
-            base = base.value
+        indices, base = _chain(node)
         if not indices:
             raise self.error(node, "an entry takes whole numbers or loop counters (x[q], A[0, 1])")
         if isinstance(base, ast.Name):  # (checked here: the temporaries' names would tell the user nothing)
             shape, written = self.lookup(base), ast.unparse(node)
-            if len(indices) > len(shape):
-                raise self.error(node, f"'{written}' takes {len(indices)} indices, but '{base.id}' has "
-                                       f"{len(shape)} axes")
+            self.check_axes(node, indices, shape, written, base.id)
             for axis, idx in enumerate(indices):
                 k = self.whole_number(idx)
                 if k is not None and not -shape[axis] <= k < shape[axis]:
                     raise self.error(idx, f"'{written}': index {k} is past the {shape[axis]} entries of "
                                           f"'{base.id}' along axis {axis}")
-        value: ast.expr = base
-        for idx in indices[:-1]:
-            entry = ast.copy_location(ast.Subscript(value=value, slice=idx, ctx=ast.Load()), idx)
-            temp = self.assigned(self.temp(), entry, (self.name(COPY, entry), [self.index_of(entry)]), out)
-            value = ast.copy_location(ast.Name(id=temp.text, ctx=ast.Load()), idx)
+        value = self.copied_rows(base, indices[:-1], out)[-1]
         return self.index_of(ast.copy_location(ast.Subscript(value=value, slice=indices[-1], ctx=ast.Load()), node))
+
+    def copied_rows(self, base: ast.expr, indices: list[ast.expr], out: list[Statement]) -> list[ast.expr]:
+        """[base, base[i], base[i][j], ...] for `indices` [i, j, ...], each entry copied into a
+        temporary (`_t1 = A[i]`, `_t2 = _t1[j]`), as names to subscript further."""
+        rows = [base]
+        for idx in indices:
+            entry = ast.copy_location(ast.Subscript(value=rows[-1], slice=idx, ctx=ast.Load()), idx)
+            row = self.assigned(self.temp(), entry, (self.name(COPY, entry), [self.index_of(entry)]), out)
+            rows.append(ast.copy_location(ast.Name(id=row.text, ctx=ast.Load()), idx))
+        return rows
+
+    def check_axes(self, node: ast.AST, indices: list, shape: tuple[int, ...], written: str, label: str) -> None:
+        """Refuses (at `node`) a subscript `written` of more indices than `label` has axes."""
+        if len(indices) > len(shape):
+            raise self.error(node, f"'{written}' takes {len(indices)} indices, but '{label}' has {len(shape)} axes")
+
+    def row_of(self, value: Name, k: int, node: ast.AST, out: list[Statement]) -> Name:
+        """Entry k of `value`'s first axis copied into a temporary (a value to take entries of)."""
+        return self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, k, self.pos(node))]), out)
 
     def sliced(self, node: ast.Subscript, out: list[Statement]) -> tuple[Name, list]:
         """(op, operands) of a value's slice read (`A[:, 0]`, `A[0, :]`, `v[0:2]`, `A[::-1]`,
@@ -860,7 +886,7 @@ class _Translator:
         value, shape, label, written = self.name(base.id, base), self.lookup(base), base.id, ast.unparse(node)
         indices: list[ast.expr] = []
         for k, sub in enumerate(chain):
-            parts = list(sub.slice.elts) if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+            parts = _parts(sub)
             indices += parts
             if k < len(chain) - 1 and any(isinstance(p, ast.Slice) for p in parts):
                 made = self.slice_of(value, shape, self.slice_specs(indices, shape, written, label), sub, out)
@@ -872,9 +898,7 @@ class _Translator:
                     label: str) -> list[int | list[int]]:
         """Each index of a slice read (`sliced`; of `label`, of `shape`) as the entry it takes
         (a whole number) or the entries along its axis (a slice: `slice.indices`), checked."""
-        if len(indices) > len(shape):
-            raise self.error(indices[-1], f"'{written}' takes {len(indices)} indices, but '{label}' has "
-                                          f"{len(shape)} axes")
+        self.check_axes(indices[-1], indices, shape, written, label)
         specs: list[int | list[int]] = []
         for axis, idx in enumerate(indices):
             if isinstance(idx, ast.Slice):
@@ -913,14 +937,13 @@ class _Translator:
         def part(k: int) -> Name | Index:  # (entry k with the later axes' slices taken)
             if whole(rest, shape[1:]):
                 return entry_at(value, k, pos)
-            row = self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, k, pos)]), out)
-            return self.assigned(self.temp(), node, self.slice_of(row, shape[1:], rest, node, out), out)
+            return self.assigned(self.temp(), node, self.slice_of(self.row_of(value, k, node, out), shape[1:], rest,
+                                                                  node, out), out)
 
         if isinstance(first, int):
             if whole(rest, shape[1:]):
                 return self.name(COPY, node), [entry_at(value, first, pos)]
-            row = self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, first, pos)]), out)
-            return self.slice_of(row, shape[1:], rest, node, out)
+            return self.slice_of(self.row_of(value, first, node, out), shape[1:], rest, node, out)
         return self.name("stack", node), [part(k) for k in first]
 
     def assign_entry(self, target: ast.Subscript, value: ast.expr, out: list[Statement]) -> None:
@@ -956,7 +979,7 @@ class _Translator:
             raise self.error(target, "a slice is assigned in one subscript of a value by its name (A[:, 0] = v)")
         base, written = target.value, ast.unparse(target)
         shape = self.lookup(base)
-        indices = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        indices = _parts(target)
         specs = self.slice_specs(indices, shape, written, base.id)
         sliced = tuple(len(sp) for sp in specs if isinstance(sp, list)) + shape[len(specs):]
         every = self.number(value) is not None  # (one number or scalar put in every entry, as NumPy broadcasts)
@@ -990,15 +1013,11 @@ class _Translator:
         """`A[i, j] = x` (or `A[i][j] = x`, deeper too): the value first, then each entry but
         the last copied out (`_r = A[i]`), the last entry assigned (`_r[j] = x`) and each copied
         back (`A[i] = _r`): the KAS form of NumPy's assignment of one entry."""
-        indices, base = [], target
-        while isinstance(base, ast.Subscript):
-            indices[:0] = list(base.slice.elts) if isinstance(base.slice, ast.Tuple) else [base.slice]
-            base = base.value
+        indices, base = _chain(target)
         if not isinstance(base, ast.Name):
             raise self.error(base, "an entry is assigned to a value by its name: A[0, 1] = x")
         shape, written = self.lookup(base), ast.unparse(target)
-        if len(indices) > len(shape):
-            raise self.error(target, f"'{written}' takes {len(indices)} indices, but '{base.id}' has {len(shape)} axes")
+        self.check_axes(target, indices, shape, written, base.id)
         for idx in indices[1:]:
             if isinstance(idx, ast.Name) and idx.id in self.indices:
                 # (an entry a loop's counter writes is one of an array the loop fills, which the
@@ -1011,11 +1030,7 @@ class _Translator:
                 raise _PerElement(base.id)
             value = ast.copy_location(ast.Name(id=self.assigned(self.temp(), value, made, out).text,
                                                ctx=ast.Load()), value)
-        rows: list[ast.expr] = [base]
-        for idx in indices[:-1]:  # (each entry but the last, copied out)
-            entry = ast.copy_location(ast.Subscript(value=rows[-1], slice=idx, ctx=ast.Load()), idx)
-            row = self.assigned(self.temp(), entry, (self.name(COPY, entry), [self.index_of(entry)]), out)
-            rows.append(ast.copy_location(ast.Name(id=row.text, ctx=ast.Load()), idx))
+        rows = self.copied_rows(base, indices[:-1], out)  # (each entry but the last, copied out)
         for row, idx, part in zip(reversed(rows), reversed(indices), [value, *reversed(rows[1:])]):
             self.assign_entry(ast.copy_location(ast.Subscript(value=row, slice=idx, ctx=ast.Store()), target), part,
                               out)
@@ -1155,10 +1170,7 @@ class _Translator:
             fill = zero
             if var is not None:
                 self.numbered.add(var)
-        value: Name | Number = fill
-        for n in reversed(shape[1:]):
-            value = self.assigned(self.temp(), node, (self.name("stack", node), [value] * n), out)
-        return self.name("stack", node), [value] * shape[0]
+        return self.name("stack", node), [self.filled(fill, shape[1:], node, out)] * shape[0]
 
     def zeros_shape(self, node: ast.expr) -> tuple[int, ...] | None:
         """The shape of `np.zeros(n)` or `np.zeros((n, m, ...))` (whole numbers known when the
@@ -1378,9 +1390,7 @@ class _Translator:
             builtin = self.builtin_op(node)
             if builtin is not None:
                 values = [self.expression(a, out) for a in node.args]
-                while len(values) > 2:  # (Python's max(a, b, c) is max(max(a, b), c): left to right)
-                    values = [self.assigned(self.temp(), node, (builtin, values[:2]), out), *values[2:]]
-                return builtin, values
+                return self.folded(builtin, values, node, out) if len(values) > 2 else (builtin, values)
             numpy_call = self.numpy_call(node, out)
             if numpy_call is not None:
                 return numpy_call
@@ -1554,20 +1564,15 @@ class _Translator:
             value = self.expression(args[0], out)
             if isinstance(value, Number) or not self.shape_of(value):
                 return self.name(COPY, node), [value]
-            values = self.entries_of(value, node, out)
-            while len(values) > 2:
-                values = [self.assigned(self.temp(), node, (self.name(what, node), values[:2]), out), *values[2:]]
-            return (self.name(what, node), values) if len(values) == 2 else (self.name(COPY, node), values)
+            return self.folded(self.name(what, node), self.entries_of(value, node, out), node, out)
         if what == "zeros":  # (an operand: np.zeros assigned is `assign`'s)
             return self.zeros_value(self.zeros_shape(node), None, node, out)
         if what == "diagonal":
             value = self.expression(args[0], out)
             shape = () if isinstance(value, Number) else self.shape_of(value)
             if len(shape) == 2:  # (a matrix's diagonal)
-                pos = self.pos(node)
-                rows = [self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, i, pos)]), out)
-                        for i in range(min(shape))]
-                return self.name("stack", node), [entry_at(row, i, pos) for i, row in enumerate(rows)]
+                rows = [self.row_of(value, i, node, out) for i in range(min(shape))]
+                return self.name("stack", node), [entry_at(row, i, self.pos(node)) for i, row in enumerate(rows)]
             if len(shape) == 1:  # (the matrix of a vector's diagonal, zeros off it)
                 pos, zero = self.pos(node), Number("0.0", 0.0, self.pos(node))
                 rows = [self.assigned(self.temp(), node, (self.name("stack", node), [
@@ -1586,9 +1591,17 @@ class _Translator:
         op_name = what[3:]
         return self.name(op_name, node.func), [self.expression(a, out, text=op_name == "contract") for a in args]
 
-    def filled(self, value: Name | Number, shape: tuple[int, ...], node: ast.AST, out: list[Statement]) -> Name:
+    def folded(self, op: Name, values: list, node: ast.AST, out: list[Statement]) -> tuple[Name, list]:
+        """(op, operands) of a two-operand op over `values` left to right (`max(a, b, c)` is
+        `max(max(a, b), c)`); of one value, a copy of it."""
+        while len(values) > 2:
+            values = [self.assigned(self.temp(), node, (op, values[:2]), out), *values[2:]]
+        return (op, values) if len(values) == 2 else (self.name(COPY, node), values)
+
+    def filled(self, value: Name | Number, shape: tuple[int, ...], node: ast.AST,
+               out: list[Statement]) -> Name | Number:
         """A value of `shape` whose every entry is the scalar `value` (stacks of it, last axis
-        first)."""
+        first; of no axes, `value` itself)."""
         for n in reversed(shape):
             value = self.assigned(self.temp(), node, (self.name("stack", node), [value] * n), out)
         return value
@@ -1601,8 +1614,7 @@ class _Translator:
             return [entry_at(value, k, pos) for k in range(shape[0])]
         found: list[Index] = []
         for k in range(shape[0]):
-            row = self.assigned(self.temp(), node, (self.name(COPY, node), [entry_at(value, k, pos)]), out)
-            found += self.entries_of(row, node, out)
+            found += self.entries_of(self.row_of(value, k, node, out), node, out)
         return found
 
     def stacked(self, node: ast.List | ast.Tuple, spelled: str, out: list[Statement]) -> tuple[Name, list]:

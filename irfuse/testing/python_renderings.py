@@ -368,8 +368,8 @@ class _Renderer:
     def _numpy_made(self, op: str, args: list, text: list[str]) -> str:
         """A value NumPy makes, as the front end reads it: `smimulNN(1)` as `np.eye(N)` or
         `np.identity(N)` (`smimulNN(s)` of a positive number as `s * np.eye(N)`, the product by
-        the uniform identity),
-        `stack(...)` as `np.array([...])` or `np.stack([...])`, in turn; `x * x` as `np.square(x)`."""
+        the uniform identity), `stack(...)` as `np.array([...])` or `np.stack([...])`, in turn;
+        `x * x` as `np.square(x)`."""
         if op == "stack":
             run = _slice_of_entries(args)
             if run is not None and self.spelled % 4 == 1:  # (entries a step apart: NumPy's slice, `A[0:2]`)
